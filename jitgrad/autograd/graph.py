@@ -1,0 +1,61 @@
+"""``jitgrad.autograd.graph``: Node, GradientEdge, get_gradient_edge, saved_tensors_hooks."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from .node import Node, saved_tensor_hooks_stack
+
+__all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks"]
+
+
+class GradientEdge(NamedTuple):
+    """An edge of the backward graph: gradients flow into ``node``'s ``output_nr``-th input."""
+
+    node: Node
+    output_nr: int
+
+
+def get_gradient_edge(tensor: Any) -> GradientEdge:
+    """The edge through which ``tensor``'s gradient flows (its AccumulateGrad for a leaf)."""
+    if not tensor.requires_grad:
+        raise RuntimeError(
+            "It is not possible to get the gradient edge for a Tensor that does not require "
+            "gradients")
+    from .engine import gradient_edge
+
+    return GradientEdge(*gradient_edge(tensor))
+
+
+class saved_tensors_hooks:  # noqa: N801 - torch's name
+    """Context manager: every value saved for backward inside goes through ``pack_hook``, and
+    through ``unpack_hook`` when the backward needs it."""
+
+    def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
+        self.pack_hook = pack_hook
+        self.unpack_hook = unpack_hook
+
+    def __enter__(self) -> None:
+        saved_tensor_hooks_stack.append((self.pack_hook, self.unpack_hook))
+
+    def __exit__(self, *exc: object) -> None:
+        saved_tensor_hooks_stack.pop()
+
+
+class disable_saved_tensors_hooks:  # noqa: N801
+    """Context manager that raises ``RuntimeError(error_message)`` if saved-tensor hooks are used."""
+
+    def __init__(self, error_message: str) -> None:
+        self.error_message = error_message
+
+    def __enter__(self) -> None:
+        msg = self.error_message
+
+        def refuse(_: Any) -> Any:
+            raise RuntimeError(msg)
+
+        saved_tensor_hooks_stack.append((refuse, refuse))
+
+    def __exit__(self, *exc: object) -> None:
+        saved_tensor_hooks_stack.pop()

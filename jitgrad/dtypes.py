@@ -1,0 +1,162 @@
+"""dtypes with torch's names and torch's type-promotion rules."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class dtype:  # noqa: N801 - named like torch.dtype
+    """A tensor element type, e.g. ``jitgrad.float32``."""
+
+    __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_rank",
+                 "_legacy")
+
+    def __init__(self, name: str, np_dtype, rank: int, legacy: str) -> None:
+        self.name = name
+        self.np = np.dtype(np_dtype)
+        self.is_floating_point = self.np.kind == "f"
+        self.is_complex = self.np.kind == "c"
+        self.is_signed = self.np.kind in "ifc"
+        self.itemsize = self.np.itemsize
+        self._rank = rank
+        self._legacy = legacy
+
+    def __repr__(self) -> str:
+        return f"jitgrad.{self.name}"
+
+    def __reduce__(self):
+        return (from_numpy_dtype, (self.np,))
+
+    def to_real(self) -> dtype:
+        return {complex64: float32, complex128: float64}.get(self, self)
+
+    def to_complex(self) -> dtype:
+        return {float16: complex64, float32: complex64, float64: complex128}.get(self, self)
+
+
+bool = dtype("bool", np.bool_, 0, "BoolTensor")  # noqa: A001 - torch's name
+uint8 = dtype("uint8", np.uint8, 1, "ByteTensor")
+int8 = dtype("int8", np.int8, 2, "CharTensor")
+int16 = dtype("int16", np.int16, 3, "ShortTensor")
+int32 = dtype("int32", np.int32, 4, "IntTensor")
+int64 = dtype("int64", np.int64, 5, "LongTensor")
+float16 = dtype("float16", np.float16, 6, "HalfTensor")
+float32 = dtype("float32", np.float32, 7, "FloatTensor")
+float64 = dtype("float64", np.float64, 8, "DoubleTensor")
+complex64 = dtype("complex64", np.complex64, 9, "ComplexFloatTensor")
+complex128 = dtype("complex128", np.complex128, 10, "ComplexDoubleTensor")
+
+_pybool, _pyint, _pyfloat, _pycomplex = type(True), type(1), type(1.0), type(1j)
+
+half, float, double = float16, float32, float64  # noqa: A001
+short, int, long = int16, int32, int64  # noqa: A001
+cfloat, cdouble = complex64, complex128
+
+ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
+_BY_NUMPY = {d.np: d for d in ALL}
+
+_default_dtype = float32
+
+
+def from_numpy_dtype(np_dtype) -> dtype:
+    try:
+        return _BY_NUMPY[np.dtype(np_dtype)]
+    except KeyError:
+        raise TypeError(
+            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype)}. The only supported types "
+            "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
+            "uint8, and bool."
+        ) from None
+
+
+def get_default_dtype() -> dtype:
+    """Returns the current default floating point dtype (initially ``jitgrad.float32``)."""
+    return _default_dtype
+
+
+def set_default_dtype(d: dtype) -> None:
+    """Sets the default floating point dtype to ``d`` (float32 or float64, as in torch)."""
+    global _default_dtype
+    if d not in (float16, float32, float64):
+        raise TypeError("only floating-point types are supported as the default type")
+    _default_dtype = d
+
+
+def default_complex_dtype() -> dtype:
+    return complex128 if _default_dtype is float64 else complex64
+
+
+def is_integral(d: dtype, include_bool: bool = False) -> bool:
+    return d.np.kind in "iu" or (include_bool and d is bool)
+
+
+def promote_types(a: dtype, b: dtype) -> dtype:
+    """torch.promote_types: the smallest dtype both ``a`` and ``b`` convert to without loss."""
+    if a is b:
+        return a
+    if a.is_complex or b.is_complex:
+        real = max(a.to_real(), b.to_real(), key=lambda d: d._rank)
+        if real.is_complex or not real.is_floating_point:
+            real = float32
+        return complex128 if real is float64 else complex64
+    if a is uint8 and b in (int8, int16) or b is uint8 and a in (int8, int16):
+        return int16
+    return a if a._rank > b._rank else b
+
+
+def _category(d: dtype) -> int:
+    return 3 if d.is_complex else 2 if d.is_floating_point else 1 if d is not bool else 0
+
+
+def _combine_categories(higher: dtype | None, lower: dtype | None) -> dtype | None:
+    # c10's combine_categories: a lower-priority group only matters when it is of a higher kind.
+    if higher is None:
+        return lower
+    if lower is None:
+        return higher
+    if higher.is_complex:
+        return higher
+    if lower.is_complex:
+        return higher.to_complex() if higher.is_floating_point else lower
+    if higher.is_floating_point:
+        return higher
+    if higher is bool or lower.is_floating_point:
+        return promote_types(higher, lower)
+    return higher
+
+
+def scalar_dtype(value) -> dtype:
+    """The dtype torch gives a Python number that takes part in an operation."""
+    if isinstance(value, (_pybool, np.bool_)):
+        return bool
+    if isinstance(value, (_pyint, np.integer)):
+        return int64
+    if isinstance(value, (_pyfloat, np.floating)):
+        return _default_dtype
+    if isinstance(value, (_pycomplex, np.complexfloating)):
+        return default_complex_dtype()
+    raise TypeError(f"unsupported scalar type {type(value).__name__}")
+
+
+def result_type(*args) -> dtype:
+    """torch.result_type over tensors and Python numbers.
+
+    Dimensioned tensors take priority over zero-dim tensors, which take priority over Python
+    numbers; a lower-priority group only raises the result when it is of a higher category
+    (bool < integer < floating < complex).
+    """
+    dim = zero = wrapped = None
+    for a in args:
+        d = getattr(a, "dtype", None)
+        if isinstance(d, dtype):
+            if a.ndim:
+                dim = d if dim is None else promote_types(dim, d)
+            else:
+                zero = d if zero is None else promote_types(zero, d)
+        elif a is not None:
+            d = scalar_dtype(a)
+            wrapped = d if wrapped is None else promote_types(wrapped, d)
+    out = _combine_categories(dim, _combine_categories(zero, wrapped))
+    if out is None:
+        raise TypeError("result_type needs at least one tensor or number")
+    return out

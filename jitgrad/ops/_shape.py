@@ -1,0 +1,38 @@
+"""Shape helpers shared by the ops' meta rules."""
+
+from __future__ import annotations
+
+
+def wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not isinstance(dim, int):
+        raise TypeError(f"dim must be an int, got {type(dim).__name__}")
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def normalize_dims(dim, ndim: int) -> tuple[int, ...]:
+    """A sorted tuple of non-negative dims; None means every dim."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    out = tuple(sorted({wrap_dim(d, ndim) for d in dim}))
+    if len(out) != len(tuple(dim)):
+        raise RuntimeError("dim appears multiple times in the list of dims")
+    return out if ndim else ()
+
+
+def reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
+    if keepdim:
+        return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def numel(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= s
+    return n

@@ -1,0 +1,167 @@
+"""Composite ops: softmax, log_softmax, logsumexp, var, std.
+
+torch records each of these as one node (``SoftmaxBackward0``, ...), so each has an OpDef
+(NumPy impl for eager speed, VJP written in jitgrad ops). ``decompose`` gives the same function
+in primitives, which the JIT inlines so the pieces fuse with their neighbours.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
+from .reduce import expand_reduced
+from .registry import OPAQUE, apply, defop
+
+
+def _float_meta(x, **params):
+    d = x.dtype
+    if not (d.is_floating_point or d.is_complex):
+        d = dtypes.get_default_dtype()
+    return tuple(x.shape), d
+
+
+def _softmax_impl(x, dim):
+    m = np.max(x, axis=dim, keepdims=True)
+    e = np.exp(x - m)
+    return e / np.sum(e, axis=dim, keepdims=True)
+
+
+def _log_softmax_impl(x, dim):
+    m = np.max(x, axis=dim, keepdims=True)
+    s = x - m
+    return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))
+
+
+def _softmax_decompose(x, dim):
+    e = (x - x.amax(dim, keepdim=True).detach()).exp()
+    return e / e.sum(dim, keepdim=True)
+
+
+def _log_softmax_decompose(x, dim):
+    s = x - x.amax(dim, keepdim=True).detach()
+    return s - s.exp().sum(dim, keepdim=True).log()
+
+
+SOFTMAX = defop(
+    "softmax", _softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
+    decompose=_softmax_decompose,
+    vjp=(lambda g, ans, x, dim: ans * (g - (g * ans).sum(dim, keepdim=True)),))
+LOG_SOFTMAX = defop(
+    "log_softmax", _log_softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
+    decompose=_log_softmax_decompose,
+    vjp=(lambda g, ans, x, dim: g - ans.exp() * g.sum(dim, keepdim=True),))
+
+
+def _logsumexp_impl(x, dims, keepdim):
+    if x.size == 0:
+        return np.log(np.sum(np.exp(x), axis=dims, keepdims=keepdim))
+    m = np.max(x, axis=dims, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
+    return out if keepdim else np.squeeze(out, axis=dims)
+
+
+def _logsumexp_decompose(x, dims, keepdim):
+    m = x.amax(dims, keepdim=True).detach()
+    out = (x - m).exp().sum(dims, keepdim=True).log() + m
+    return out if keepdim else out.squeeze(dims)
+
+
+def _reduce_float_meta(x, dims, keepdim, **params):
+    return reduced_shape(tuple(x.shape), dims, keepdim), _float_meta(x)[1]
+
+
+LOGSUMEXP = defop(
+    "logsumexp", _logsumexp_impl, kind=OPAQUE, meta=_reduce_float_meta, save=(0,),
+    save_output=True, decompose=_logsumexp_decompose,
+    vjp=(lambda g, ans, x, dims, keepdim: expand_reduced(g, tuple(x.shape), dims, keepdim) * (
+        x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),))
+
+
+def _count(x, dims) -> int:
+    return numel(tuple(x.shape[d] for d in dims))
+
+
+def _var_decompose(x, dims, correction, keepdim):
+    centered = x - x.mean(dims, keepdim=True)
+    return (centered * centered.conj()).real.sum(dims, keepdim=keepdim) / max(
+        _count(x, dims) - correction, 0)
+
+
+def _var_vjp(g, ans, x, dims, correction, keepdim):
+    n = _count(x, dims) - correction
+    centered = x - x.mean(dims, keepdim=True)
+    return expand_reduced(g, tuple(x.shape), dims, keepdim) * 2 * centered / n
+
+
+def _std_vjp(g, ans, x, dims, correction, keepdim):
+    n = _count(x, dims) - correction
+    centered = x - x.mean(dims, keepdim=True)
+    shape = tuple(x.shape)
+    return expand_reduced(g, shape, dims, keepdim) * centered / (
+        n * expand_reduced(ans, shape, dims, keepdim))
+
+
+def _var_meta(x, dims, correction, keepdim):
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError(
+            "std and var only support floating point and complex dtypes")
+    return reduced_shape(tuple(x.shape), dims, keepdim), x.dtype.to_real()
+
+
+VAR = defop("var", lambda x, dims, correction, keepdim: np.var(
+    x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
+    decompose=_var_decompose, vjp=(_var_vjp,))
+STD = defop("std", lambda x, dims, correction, keepdim: np.std(
+    x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
+    save_output=True, decompose=lambda x, dims, correction, keepdim: _var_decompose(
+        x, dims, correction, keepdim).sqrt(), vjp=(_std_vjp,))
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _cast_for(input, dtype):  # noqa: A002
+    return input if dtype is None or input.dtype is dtype else input.to(dtype)
+
+
+def softmax(input, dim: int, dtype=None):  # noqa: A002
+    """Softmax along ``dim``."""
+    x = _cast_for(input, dtype)
+    return apply(SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
+
+
+def log_softmax(input, dim: int, dtype=None):  # noqa: A002
+    """Log of softmax along ``dim``, computed stably."""
+    x = _cast_for(input, dtype)
+    return apply(LOG_SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
+
+
+def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
+    """``log(sum(exp(input), dim))``, computed stably."""
+    return apply(LOGSUMEXP, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim)
+
+
+def _correction(unbiased, correction) -> int:
+    if correction is not None:
+        return correction
+    return 1 if unbiased is None or unbiased else 0
+
+
+def _var_std(op):
+    def fn(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+        if isinstance(dim, bool):  # var(input, unbiased)
+            dim, unbiased = None, dim
+        dims = normalize_dims(dim, input.ndim)
+        return apply(op, input, dims=dims, correction=_correction(unbiased, correction),
+                     keepdim=keepdim)
+    return fn
+
+
+var = _var_std(VAR)
+std = _var_std(STD)
+var.__name__, std.__name__ = "var", "std"
+var.__doc__ = "Variance over ``dim`` with Bessel's ``correction`` (default 1)."
+std.__doc__ = "Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."

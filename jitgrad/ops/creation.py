@@ -1,0 +1,160 @@
+"""Factory functions: tensor, as_tensor, from_numpy, zeros/ones/full/empty(+_like), arange, ..."""
+
+from __future__ import annotations
+
+import builtins
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..device import check_device
+from . import registry
+
+
+def _new(data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False):
+    t = registry.Tensor.__new__(registry.Tensor)
+    t._init(data, dt)
+    if requires_grad:
+        t.requires_grad_(True)
+    if registry.state.inference:
+        t._is_inference = True
+    return t
+
+
+def _infer_dtype(data: Any) -> dtypes.dtype:
+    if isinstance(data, np.ndarray):
+        return dtypes.from_numpy_dtype(data.dtype)
+    if isinstance(data, np.generic):
+        return dtypes.from_numpy_dtype(data.dtype)
+    arr = np.asarray(data)
+    kind = arr.dtype.kind
+    if kind == "b":
+        return dtypes.bool
+    if kind in "iu":
+        return dtypes.int64
+    if kind == "f":
+        return dtypes.get_default_dtype()
+    if kind == "c":
+        return dtypes.default_complex_dtype()
+    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
+
+
+def _to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True):
+    if isinstance(data, registry.Tensor):
+        arr = data._data
+        dt = dtype or data.dtype
+        return (np.array(arr, dtype=dt.np, copy=copy) if copy or arr.dtype != dt.np else arr), dt
+    if isinstance(data, (list, tuple)) and any(isinstance(x, registry.Tensor) for x in
+                                               _flat(data)):
+        data = _nested_items(data)
+    dt = dtype or _infer_dtype(data)
+    arr = np.array(data, dtype=dt.np, copy=copy) if copy else np.asarray(data, dtype=dt.np)
+    return arr, dt
+
+
+def _flat(data):
+    for x in data:
+        if isinstance(x, (list, tuple)):
+            yield from _flat(x)
+        else:
+            yield x
+
+
+def _nested_items(data):
+    if isinstance(data, (list, tuple)):
+        return [_nested_items(x) for x in data]
+    if isinstance(data, registry.Tensor):
+        return data._data.tolist()
+    return data
+
+
+def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
+           requires_grad: bool = False, pin_memory: bool = False):
+    """Constructs a tensor by copying ``data`` (a number, nested sequence or array)."""
+    check_device(device)
+    arr, dt = _to_array(data, dtype)
+    return _new(arr, dt, requires_grad)
+
+
+def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
+    """Converts ``data`` to a tensor, sharing memory with a NumPy array or tensor if it can."""
+    check_device(device)
+    if isinstance(data, registry.Tensor) and (dtype is None or dtype is data.dtype):
+        return data
+    arr, dt = _to_array(data, dtype, copy=False)
+    return _new(arr, dt)
+
+
+def from_numpy(ndarray: np.ndarray):
+    """A tensor sharing memory with ``ndarray`` (zero-copy)."""
+    if not isinstance(ndarray, np.ndarray):
+        raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    return _new(ndarray, dtypes.from_numpy_dtype(ndarray.dtype))
+
+
+def _shape(size) -> tuple:
+    if len(size) == 1 and isinstance(size[0], (tuple, list)):
+        size = size[0]
+    return tuple(int(s) for s in size)
+
+
+def _factory(fill):
+    def make(*size, dtype=None, device=None, requires_grad=False, out=None):
+        check_device(device)
+        dt = dtype or dtypes.get_default_dtype()
+        return _new(fill(_shape(size), dt.np), dt, requires_grad)
+    return make
+
+
+zeros = _factory(np.zeros)
+ones = _factory(np.ones)
+empty = _factory(np.empty)
+zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
+
+
+def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+    """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it, as torch)."""
+    check_device(device)
+    dt = dtype or dtypes.scalar_dtype(fill_value)
+    return _new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad)
+
+
+def _like(fn):
+    def make(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+        return fn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
+                  requires_grad=requires_grad)
+    return make
+
+
+zeros_like, ones_like, empty_like = _like(zeros), _like(ones), _like(empty)
+
+
+def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device,
+                requires_grad=requires_grad)
+
+
+def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``."""
+    check_device(device)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    if dtype is None:
+        is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
+        dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
+    return _new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad)
+
+
+def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
+    dt = dtype or dtypes.get_default_dtype()
+    return _new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
+
+
+def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
+    check_device(device)
+    dt = dtype or dtypes.get_default_dtype()
+    return _new(np.eye(n, m, dtype=dt.np), dt, requires_grad)

@@ -1,0 +1,210 @@
+"""Pointwise primitives: one ``defop`` each (NumPy impl, VJP in jitgrad ops, scalar template).
+
+Templates are Python expressions over the inputs ``{0}``, ``{1}``, ... and params ``{p[name]}``;
+``exp``/``log``/``tanh``/``erf`` name the scalar math functions the backends provide.
+Gradient rules use ``conj()`` where torch's complex convention needs it (a no-op on reals).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from .registry import BOOL, FLOAT, POINTWISE, SAME, apply, defop
+
+_SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
+
+
+def _pw(name: str, impl, vjp=None, template=None, promote=SAME, **kw):
+    return defop(name, impl, kind=POINTWISE, vjp=vjp, template=template, promote=promote, **kw)
+
+
+def _erf(x: np.ndarray) -> np.ndarray:
+    from ._special import erf
+
+    return erf(x)
+
+
+# ---------------------------------------------------------------- unary
+NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}")
+EXP = _pw("exp", np.exp, (lambda g, ans, x: g * ans.conj(),), "exp({0})", FLOAT,
+          save_output=True)
+LOG = _pw("log", np.log, (lambda g, ans, x: g / x.conj(),), "log({0})", FLOAT, save=(0,))
+LOG1P = _pw("log1p", np.log1p, (lambda g, ans, x: g / (x + 1).conj(),), "log1p({0})", FLOAT,
+            save=(0,), node_name="Log1PBackward0")
+EXPM1 = _pw("expm1", np.expm1, (lambda g, ans, x: g * (ans + 1).conj(),), "expm1({0})", FLOAT,
+            save_output=True, node_name="Expm1Backward0")
+SQRT = _pw("sqrt", np.sqrt, (lambda g, ans, x: g / (2 * ans.conj()),), "sqrt({0})", FLOAT,
+           save_output=True)
+RSQRT = _pw("rsqrt", lambda x: 1 / np.sqrt(x), (lambda g, ans, x: g * (-0.5 * ans ** 3).conj(),),
+            "1.0 / sqrt({0})", FLOAT, save_output=True)
+RECIPROCAL = _pw("reciprocal", lambda x: 1 / x, (lambda g, ans, x: -g * (ans * ans).conj(),),
+                 "1.0 / {0}", FLOAT, save_output=True)
+SIN = _pw("sin", np.sin, (lambda g, ans, x: g * x.cos().conj(),), "sin({0})", FLOAT, save=(0,))
+COS = _pw("cos", np.cos, (lambda g, ans, x: -g * x.sin().conj(),), "cos({0})", FLOAT, save=(0,))
+TAN = _pw("tan", np.tan, (lambda g, ans, x: g * (1 + ans * ans).conj(),), "tan({0})", FLOAT,
+          save_output=True)
+TANH = _pw("tanh", np.tanh, (lambda g, ans, x: g * (1 - ans * ans).conj(),), "tanh({0})", FLOAT,
+           save_output=True)
+SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),
+              (lambda g, ans, x: g * (ans * (1 - ans)).conj(),), "1.0 / (1.0 + exp(-{0}))", FLOAT,
+              save_output=True)
+ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp()),), "erf({0})",
+          FLOAT, save=(0,))
+RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
+           (lambda g, ans, x: g * (ans > 0),), "max({0}, 0)", save_output=True)
+ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,))
+SIGN = _pw("sign", np.sign, (lambda g, ans, x: g * 0,), "sign({0})")
+SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))).astype(x.dtype)
+          if np.iscomplexobj(x) else np.sign(x), (lambda g, ans, x: g * 0,), "sign({0})")
+CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),), "{0}")
+CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}")
+LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL)
+ISNAN = _pw("isnan", np.isnan, template="{0} != {0}", promote=BOOL)
+
+
+def _sigmoid(x: np.ndarray) -> np.ndarray:
+    # Stable for large |x| in both directions.
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _to_impl(x: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:
+    return x.astype(dtype.np)
+
+
+TO_COPY = defop("to_copy", _to_impl, kind=POINTWISE, node_name="ToCopyBackward0",
+                meta=lambda x, dtype: (tuple(x.shape), dtype), vjp=(lambda g, ans, x, dtype: g,),
+                template="{0}")
+
+
+def _real_part_vjp(g, ans, x):
+    return g if not x.dtype.is_complex else g.to(x.dtype)
+
+
+REAL = defop("real", np.real, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
+             vjp=(_real_part_vjp,), template="{0}.real")
+IMAG = defop("imag", np.imag, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
+             vjp=(lambda g, ans, x: g.to(x.dtype) * 1j,), template="{0}.imag")
+
+# ---------------------------------------------------------------- binary
+ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}")
+SUB = _pw("sub", np.subtract, (lambda g, ans, a, b: g, lambda g, ans, a, b: -g), "{0} - {1}")
+RSUB = _pw("rsub", lambda a, b: np.subtract(b, a),
+           (lambda g, ans, a, b: -g, lambda g, ans, a, b: g), "{1} - {0}",
+           node_name="RsubBackward1")
+def _cj(x):
+    # conj() of a tensor or of a Python number (rules see numbers for scalar operands)
+    return x.conj() if hasattr(x, "_data") else x.conjugate()
+
+
+MUL = _pw("mul", np.multiply, (lambda g, ans, a, b: g * _cj(b),
+                               lambda g, ans, a, b: g * _cj(a)), "{0} * {1}", save=(0, 1))
+DIV = _pw("div", np.true_divide, (lambda g, ans, a, b: g / _cj(b),
+                                  lambda g, ans, a, b: -g * (a / (b * b)).conj()),
+          "{0} / {1}", FLOAT, save=(0, 1))
+
+
+def _pow_exponent_grad(g, ans, a, b):
+    # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0 (torch's convention).
+    safe = ((a == 0) & (b >= 0)).logical_not()
+    return g * where(safe, ans * where(safe, a, 1).log(), 0).conj()
+
+
+POW = _pw("pow", np.power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
+                            _pow_exponent_grad), "{0} ** {1}", save=(0, 1), save_output=True,
+          node_name="PowBackward1")
+POW_SCALAR = defop(
+    "pow_scalar", lambda x, exponent: np.power(x, np.asarray(exponent, dtype=x.dtype)),
+    kind=POINTWISE, node_name="PowBackward0", save=(0,),
+    meta=lambda x, exponent: (tuple(x.shape), _pow_scalar_dtype(x.dtype, exponent)),
+    vjp=(lambda g, ans, x, exponent: g * 0 if exponent == 0 else
+         g * (exponent * x ** (exponent - 1)).conj(),), template="{0} ** {p[exponent]}")
+RPOW = defop(
+    "rpow", lambda x, base: np.power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
+    node_name="PowBackward2", save_output=True,
+    meta=lambda x, base: (tuple(x.shape), _pow_scalar_dtype(x.dtype, base)),
+    vjp=(lambda g, ans, x, base: g * (ans * math.log(base)).conj() if base > 0 else
+         g * where(ans == 0, 0, ans * math.log(abs(base)) if base != 0 else 0),),
+    template="{p[base]} ** {0}")
+
+
+def _pow_scalar_dtype(d: dtypes.dtype, scalar) -> dtypes.dtype:
+    return dtypes._combine_categories(d, dtypes.scalar_dtype(scalar))
+
+
+def _max_vjp(pick_a):
+    def rule(g, ans, a, b):
+        w = where(a == b, 0.5, where(pick_a(a, b), 1.0, 0.0))
+        return g * w
+
+    def rule_b(g, ans, a, b):
+        w = where(a == b, 0.5, where(pick_a(a, b), 0.0, 1.0))
+        return g * w
+    return (rule, rule_b)
+
+
+MAXIMUM = _pw("maximum", np.maximum, _max_vjp(lambda a, b: a > b), "max({0}, {1})", save=(0, 1))
+MINIMUM = _pw("minimum", np.minimum, _max_vjp(lambda a, b: a < b), "min({0}, {1})", save=(0, 1))
+WHERE = defop(
+    "where", np.where, kind=POINTWISE, nonpromoted=(0,), save=(0,),
+    meta=lambda c, a, b: (_bshape(c, a, b), _where_dtype(a, b)),
+    vjp=(None, lambda g, ans, c, a, b: where(c, g, 0), lambda g, ans, c, a, b: where(c, 0, g)),
+    template="{1} if {0} else {2}")
+
+
+def _where_dtype(a, b) -> dtypes.dtype:
+    return dtypes.result_type(a, b)
+
+
+def _bshape(*args) -> tuple:
+    from .registry import broadcast_shapes
+
+    return broadcast_shapes(*(tuple(a.shape) for a in args if hasattr(a, "shape")))
+
+
+def _clamp_impl(x, min, max):  # noqa: A002
+    out = x
+    if min is not None:
+        out = np.maximum(out, np.asarray(min, dtype=x.dtype))
+    if max is not None:
+        out = np.minimum(out, np.asarray(max, dtype=x.dtype))
+    return out if out is not x else x.copy()
+
+
+def _clamp_vjp(g, ans, x, min, max):  # noqa: A002
+    mask = None
+    if min is not None:
+        mask = x >= min
+    if max is not None:
+        upper = x <= max
+        mask = upper if mask is None else mask & upper
+    return g * mask
+
+
+CLAMP = defop("clamp", _clamp_impl, kind=POINTWISE, node_name="ClampBackward1", save=(0,),
+              meta=lambda x, min, max: (tuple(x.shape), _clamp_dtype(x, min, max)),
+              vjp=(_clamp_vjp,), template="clamp({0}, {p[min]}, {p[max]})")
+
+
+def _clamp_dtype(x, lo, hi) -> dtypes.dtype:
+    return dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
+
+
+# ---------------------------------------------------------------- comparisons and logic
+EQ = _pw("eq", np.equal, template="{0} == {1}", promote=BOOL)
+NE = _pw("ne", np.not_equal, template="{0} != {1}", promote=BOOL)
+LT = _pw("lt", np.less, template="{0} < {1}", promote=BOOL)
+LE = _pw("le", np.less_equal, template="{0} <= {1}", promote=BOOL)
+GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL)
+GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL)
+BITWISE_AND = _pw("bitwise_and", np.bitwise_and, template="{0} & {1}")
+BITWISE_OR = _pw("bitwise_or", np.bitwise_or, template="{0} | {1}")
+BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, template="{0} ^ {1}")
+
+
+def where(condition, input, other):  # noqa: A002
+    """Elementwise ``input if condition else other`` (torch.where)."""
+    return apply(WHERE, condition, input, other)

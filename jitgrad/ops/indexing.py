@@ -1,0 +1,271 @@
+"""Indexing: ``__getitem__``/``__setitem__``, index_select, gather, scatter_add, index_add.
+
+Basic indexing decomposes into select/slice/unsqueeze as in torch (so node names match);
+anything with tensor indices is one ``index`` op whose params are a hashable ``spec``: a tuple
+of ints, ``("slice", start, stop, step)``, None, Ellipsis, and ``("t", k)`` for the k-th index
+tensor input.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import wrap_dim
+from . import registry
+from .registry import MOVEMENT, OPAQUE, apply, defop
+
+
+def _np_key(spec: tuple, idx: tuple) -> tuple:
+    key = []
+    for s in spec:
+        if isinstance(s, tuple) and s[0] == "slice":
+            key.append(slice(s[1], s[2], s[3]))
+        elif isinstance(s, tuple) and s[0] == "t":
+            key.append(idx[s[1]])
+        else:
+            key.append(s)
+    return tuple(key)
+
+
+def _index_impl(x, *idx, spec):
+    return x[_np_key(spec, idx)]
+
+
+def _index_meta(x, *idx, spec):
+    dummy = np.broadcast_to(np.zeros((), dtype=x.dtype.np), tuple(x.shape))
+    fake = tuple(np.zeros(tuple(i.shape), dtype=np.int64) for i in idx)
+    return dummy[_np_key(spec, fake)].shape, x.dtype
+
+
+def _index_vjp(g, ans, x, *idx, spec):
+    from .creation import zeros
+
+    base = zeros(tuple(x.shape), dtype=g.dtype)
+    return (apply(INDEX_PUT, base, g, *idx, spec=spec, accumulate=True),) + (None,) * len(idx)
+
+
+def _index_put_impl(x, values, *idx, spec, accumulate):
+    out = x.copy()
+    key = _np_key(spec, idx)
+    if accumulate:
+        np.add.at(out, key, values)
+    else:
+        out[key] = values
+    return out
+
+
+def _index_put_vjp(g, ans, x, values, *idx, spec, accumulate):
+    gx = g if accumulate else apply(INDEX_PUT, g, 0.0, *idx, spec=spec, accumulate=False)
+    gv = apply(INDEX, g, *idx, spec=spec)
+    return (gx, gv) + (None,) * len(idx)
+
+
+INDEX = defop("index", _index_impl, kind=MOVEMENT, meta=_index_meta, vjp=_index_vjp,
+              save=(1, 2, 3, 4, 5, 6, 7, 8))
+INDEX_PUT = defop(
+    "index_put", _index_put_impl, kind=MOVEMENT, vjp=_index_put_vjp,
+    meta=lambda x, values, *idx, spec, accumulate: (tuple(x.shape), x.dtype),
+    save=(2, 3, 4, 5, 6, 7, 8, 9))
+
+
+def _as_index(k):
+    from .creation import tensor as make_tensor
+
+    if isinstance(k, registry.Tensor):
+        t = k
+    else:
+        t = make_tensor(k)
+    if t.dtype is dtypes.bool or t.dtype is dtypes.uint8:
+        if t._trace is not None:
+            from ..jit.errors import data_dependent_shape_error
+
+            raise data_dependent_shape_error("boolean mask indexing")
+        return [make_tensor(nz) for nz in np.nonzero(t._data)]
+    if not dtypes.is_integral(t.dtype):
+        raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
+    return [t]
+
+
+def _normalize_key(x, key) -> tuple[tuple, list]:
+    """(spec, index tensors) for ``x[key]``, with Ellipsis expanded and masks as indices."""
+    if not isinstance(key, tuple):
+        key = (key,)
+    consumed = 0
+    for k in key:
+        if k is None or k is Ellipsis:
+            continue
+        if isinstance(k, registry.Tensor) and k.dtype is dtypes.bool:
+            consumed += k.ndim
+        else:
+            consumed += 1
+    if consumed > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    spec, tensors = [], []
+    for k in key:
+        if k is Ellipsis:
+            spec.extend([("slice", None, None, None)] * (x.ndim - consumed))
+            consumed = x.ndim
+        elif k is None:
+            spec.append(None)
+        elif isinstance(k, slice):
+            if k.step is not None and k.step <= 0:
+                raise ValueError("step must be greater than zero")
+            spec.append(("slice", _int(k.start), _int(k.stop), _int(k.step)))
+        elif isinstance(k, (bool, np.bool_)):
+            raise IndexError("jitgrad does not support indexing with a Python bool; use a "
+                             "boolean tensor mask")
+        elif isinstance(k, (int, np.integer)) or (isinstance(k, registry.Tensor) and k.ndim == 0 and
+                                                  dtypes.is_integral(k.dtype) and
+                                                  k._trace is None):
+            spec.append(int(k))
+        else:
+            for t in _as_index(k):
+                spec.append(("t", len(tensors)))
+                tensors.append(t)
+    return tuple(spec), tensors
+
+
+def _int(v):
+    return None if v is None else int(v)
+
+
+def getitem(x, key):
+    """``x[key]``: basic indexing as views (select/slice/unsqueeze), advanced as ``index``."""
+    from .movement import select, slice_dim, unsqueeze
+
+    spec, tensors = _normalize_key(x, key)
+    if tensors:
+        return apply(INDEX, x, *tensors, spec=spec)
+    out, dim = x, 0
+    for s in spec:
+        if s is None:
+            out = unsqueeze(out, dim)
+            dim += 1
+        elif isinstance(s, int):
+            out = select(out, dim, s)
+        else:
+            if s[1:] != (None, None, None):
+                out = slice_dim(out, dim, s[1], s[2], 1 if s[3] is None else s[3])
+            elif out is x:
+                out = slice_dim(out, dim, None, None, 1)
+            dim += 1
+    if out is x:
+        out = slice_dim(x, 0, None, None, 1) if x.ndim else apply(_alias_op(), x, shape=())
+    return out
+
+
+def _alias_op():
+    from .movement import VIEW
+
+    return VIEW
+
+
+def _copy_slices_impl(x, values, spec):
+    out = x.copy()
+    out[_np_key(spec, ())] = values
+    return out
+
+
+COPY_SLICES = defop(
+    "copy_slices", _copy_slices_impl, kind=MOVEMENT, node_name="CopySlices",
+    meta=lambda x, values, spec: (tuple(x.shape), x.dtype),
+    vjp=(lambda g, ans, x, v, spec: apply(COPY_SLICES, g, 0.0, spec=spec),
+         lambda g, ans, x, v, spec: apply(INDEX, g, spec=spec)))
+
+
+def index_put_value(x, key, value):
+    """The out-of-place value of ``x[key] = value`` (what ``__setitem__`` writes back)."""
+    spec, tensors = _normalize_key(x, key)
+    if not isinstance(value, registry.Tensor):
+        from .creation import tensor as make_tensor
+
+        value = make_tensor(value, dtype=x.dtype)
+    if value.dtype is not x.dtype:
+        value = value.to(x.dtype)
+    if tensors:
+        return apply(INDEX_PUT, x, value, *tensors, spec=spec, accumulate=False)
+    return apply(COPY_SLICES, x, value, spec=spec)
+
+
+# ---------------------------------------------------------------- gather / scatter
+
+
+def _full_index(index: np.ndarray, dim: int) -> tuple:
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _gather_impl(x, index, dim):
+    return x[_full_index(index, dim)]
+
+
+def _scatter_add_impl(x, index, src, dim):
+    out = x.copy()
+    np.add.at(out, _full_index(index, dim), src[tuple(slice(0, n) for n in index.shape)])
+    return out
+
+
+def _index_add_impl(x, index, src, dim):
+    out = x.copy()
+    key = (slice(None),) * dim + (index,)
+    np.add.at(out, key, src)
+    return out
+
+
+def _check_index(index, name):
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+
+
+GATHER = defop("gather", _gather_impl, kind=OPAQUE, save=(1,),
+               meta=lambda x, index, dim: (tuple(index.shape), x.dtype),
+               vjp=(lambda g, ans, x, index, dim: scatter_add(_zeros(x, g), dim, index, g), None))
+SCATTER_ADD = defop("scatter_add", _scatter_add_impl, kind=OPAQUE, save=(1,),
+                    meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
+                    vjp=(lambda g, ans, x, index, src, dim: g, None,
+                         lambda g, ans, x, index, src, dim: gather(g, dim, index)))
+INDEX_SELECT = defop(
+    "index_select", lambda x, index, dim: np.take(x, index, axis=dim), kind=OPAQUE, save=(1,),
+    meta=lambda x, index, dim: (tuple(x.shape[:dim]) + tuple(index.shape) +
+                                tuple(x.shape[dim + 1:]), x.dtype),
+    vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None))
+INDEX_ADD = defop("index_add", _index_add_impl, kind=OPAQUE, save=(1,),
+                  meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
+                  vjp=(lambda g, ans, x, index, src, dim: g, None,
+                       lambda g, ans, x, index, src, dim: index_select(g, dim, index)))
+
+
+def _zeros(x, g):
+    from .creation import zeros
+
+    return zeros(tuple(x.shape), dtype=g.dtype)
+
+
+def gather(input, dim: int, index):  # noqa: A002
+    """Gathers values along ``dim`` at ``index`` (torch.gather)."""
+    d = wrap_dim(dim, input.ndim)
+    _check_index(index, "gather")
+    if index.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    return apply(GATHER, input, index, dim=d)
+
+
+def scatter_add(input, dim: int, index, src):  # noqa: A002
+    """Adds ``src`` into a copy of ``input`` at ``index`` along ``dim`` (torch.scatter_add)."""
+    return apply(SCATTER_ADD, input, index, src, dim=wrap_dim(dim, input.ndim))
+
+
+def index_select(input, dim: int, index):  # noqa: A002
+    """Selects entries ``index`` (1-D int64) along ``dim``."""
+    if index.ndim > 1:
+        raise IndexError("index_select(): Index is supposed to be a vector")
+    if not dtypes.is_integral(index.dtype):
+        raise IndexError("index_select(): Expected dtype int32 or int64 for index")
+    return apply(INDEX_SELECT, input, index.reshape(-1), dim=wrap_dim(dim, input.ndim))
+
+
+def index_add(input, dim: int, index, source):  # noqa: A002
+    """Adds ``source`` into a copy of ``input`` at ``index`` along ``dim``."""
+    return apply(INDEX_ADD, input, index, source, dim=wrap_dim(dim, input.ndim))

@@ -1,0 +1,419 @@
+"""Movement primitives: reshape, permute, expand, squeeze, select/slice, cat, stack, split.
+
+Their eager impls return NumPy views where NumPy can (``view=True`` makes the outputs share
+the input's version counter, as torch's views do). Node names follow torch's decomposition.
+"""
+
+from __future__ import annotations
+
+import builtins
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import normalize_dims, numel, wrap_dim
+from .registry import MOVEMENT, apply, defop
+
+
+def infer_size(shape: tuple, n: int) -> tuple:
+    """Resolves one ``-1`` in ``shape`` for ``n`` elements, with torch's errors."""
+    shape = tuple(int(s) for s in shape)
+    if shape.count(-1) > 1:
+        raise RuntimeError("only one dimension can be inferred")
+    known = numel(tuple(s for s in shape if s != -1))
+    if -1 in shape:
+        if known == 0 or n % known:
+            raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+        shape = tuple(n // known if s == -1 else s for s in shape)
+    if numel(shape) != n or builtins.any(s < 0 for s in shape):
+        raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
+    return shape
+
+
+def _view_impl(x, shape):
+    try:
+        return np.reshape(x, shape, copy=False)
+    except ValueError:
+        raise RuntimeError(
+            "view size is not compatible with input tensor's size and stride (at least one "
+            "dimension spans across two contiguous subspaces). Use .reshape(...) instead."
+        ) from None
+
+
+def _shape_meta(x, shape):
+    return tuple(shape), x.dtype
+
+
+def _reshape_back(g, ans, x, shape):
+    return g.reshape(tuple(x.shape))
+
+
+VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
+             vjp=(_reshape_back,))
+UNSAFE_VIEW = defop("unsafe_view", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
+                    meta=_shape_meta, vjp=(_reshape_back,))
+
+
+def _permute_meta(x, dims):
+    return tuple(x.shape[d] for d in dims), x.dtype
+
+
+PERMUTE = defop("permute", lambda x, dims: np.transpose(x, dims), kind=MOVEMENT,
+                meta=_permute_meta, view=True,
+                vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),))
+TRANSPOSE = defop(
+    "transpose", lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), kind=MOVEMENT, view=True,
+    meta=lambda x, dim0, dim1: (_swap(tuple(x.shape), dim0, dim1), x.dtype),
+    vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),))
+T = defop("t", lambda x: x.T, kind=MOVEMENT, view=True,
+          meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),))
+
+
+def _swap(shape: tuple, a: int, b: int) -> tuple:
+    s = list(shape)
+    s[a], s[b] = s[b], s[a]
+    return tuple(s)
+
+
+EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEMENT, view=True,
+               meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,))
+SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
+                meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0")
+SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
+                    view=True, meta=_shape_meta, vjp=(_reshape_back,),
+                    node_name="SqueezeBackward1")
+SQUEEZE_DIMS = defop("squeeze_dims", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
+                     view=True, meta=_shape_meta, vjp=(_reshape_back,),
+                     node_name="SqueezeBackward2")
+UNSQUEEZE = defop("unsqueeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
+                  meta=_shape_meta, vjp=(_reshape_back,))
+
+
+def _select_impl(x, dim, index):
+    return x[(slice(None),) * dim + (index,)]
+
+
+def _select_meta(x, dim, index):
+    shape = tuple(x.shape)
+    return shape[:dim] + shape[dim + 1:], x.dtype
+
+
+def _slice_impl(x, dim, start, stop, step):
+    return x[(slice(None),) * dim + (slice(start, stop, step),)]
+
+
+def _slice_meta(x, dim, start, stop, step):
+    shape = list(x.shape)
+    shape[dim] = len(range(start, stop, step))
+    return tuple(shape), x.dtype
+
+
+def _select_backward_impl(g, shape, dim, index):
+    out = np.zeros(shape, dtype=g.dtype)
+    out[(slice(None),) * dim + (index,)] = g
+    return out
+
+
+def _slice_backward_impl(g, shape, dim, start, stop, step):
+    out = np.zeros(shape, dtype=g.dtype)
+    out[(slice(None),) * dim + (slice(start, stop, step),)] = g
+    return out
+
+
+SELECT = defop("select", _select_impl, kind=MOVEMENT, meta=_select_meta, view=True,
+               vjp=(lambda g, ans, x, dim, index: apply(
+                   SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),))
+SLICE = defop("slice", _slice_impl, kind=MOVEMENT, meta=_slice_meta, view=True,
+              vjp=(lambda g, ans, x, dim, start, stop, step: apply(
+                  SLICE_BACKWARD, g, shape=tuple(x.shape), dim=dim, start=start, stop=stop,
+                  step=step),))
+SELECT_BACKWARD = defop(
+    "select_backward", _select_backward_impl, kind=MOVEMENT,
+    meta=lambda g, shape, dim, index: (shape, g.dtype),
+    vjp=(lambda g, ans, x, shape, dim, index: apply(SELECT, g, dim=dim, index=index),))
+SLICE_BACKWARD = defop(
+    "slice_backward", _slice_backward_impl, kind=MOVEMENT,
+    meta=lambda g, shape, dim, start, stop, step: (shape, g.dtype),
+    vjp=(lambda g, ans, x, shape, dim, start, stop, step: apply(
+        SLICE, g, dim=dim, start=start, stop=stop, step=step),))
+
+
+def _cat_meta(*xs, dim):
+    if not xs:
+        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+    ref = next((x for x in xs if x.ndim), None)
+    if ref is None:
+        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
+    for i, x in enumerate(xs):
+        if x.ndim == 0:
+            raise RuntimeError(
+                f"zero-dimensional tensor (at position {i}) cannot be concatenated")
+        if x.ndim != ref.ndim:
+            raise RuntimeError(
+                f"Tensors must have same number of dimensions: got {ref.ndim} and {x.ndim}")
+        for d in range(ref.ndim):
+            if d != dim and x.shape[d] != ref.shape[d]:
+                raise RuntimeError(
+                    f"Sizes of tensors must match except in dimension {dim}. Expected size "
+                    f"{ref.shape[d]} but got size {x.shape[d]} for tensor number {i} in the list.")
+    shape = list(ref.shape)
+    shape[dim] = builtins.sum(x.shape[dim] for x in xs)
+    return tuple(shape), dtypes.result_type(*xs)
+
+
+def _cat_impl(*xs, dim):
+    dt = np.result_type(*xs)
+    return np.concatenate([x.astype(dt, copy=False) for x in xs], axis=dim)
+
+
+def _cat_vjp(g, ans, *xs, dim):
+    grads, offset = [], 0
+    for x in xs:
+        n = x.shape[dim]
+        grads.append(g.narrow(dim, offset, n))
+        offset += n
+    return grads
+
+
+CAT = defop("cat", _cat_impl, kind=MOVEMENT, meta=_cat_meta, vjp=_cat_vjp)
+
+
+def _stack_meta(*xs, dim):
+    if not xs:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    for i, x in enumerate(xs):
+        if tuple(x.shape) != tuple(xs[0].shape):
+            raise RuntimeError(
+                f"stack expects each tensor to be equal size, but got {list(xs[0].shape)} at "
+                f"entry 0 and {list(x.shape)} at entry {i}")
+    shape = list(xs[0].shape)
+    shape.insert(dim, len(xs))
+    return tuple(shape), dtypes.result_type(*xs)
+
+
+STACK = defop("stack", lambda *xs, dim: np.stack(
+    [x.astype(np.result_type(*xs), copy=False) for x in xs], axis=dim), kind=MOVEMENT,
+    meta=_stack_meta, vjp=lambda g, ans, *xs, dim: [g.select(dim, i) for i in range(len(xs))])
+
+
+def _split_meta(x, sizes, dim):
+    shape = tuple(x.shape)
+    outs = tuple(shape[:dim] + (s,) + shape[dim + 1:] for s in sizes)
+    return outs, (x.dtype,) * len(sizes)
+
+
+def _split_impl(x, sizes, dim):
+    bounds = np.cumsum(sizes)[:-1].tolist()
+    return tuple(np.split(x, bounds, axis=dim))
+
+
+def _split_vjp(grads, ans, x, sizes, dim):
+    return (cat(list(grads), dim),)
+
+
+SPLIT = defop("split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0, view=True,
+              vjp=_split_vjp)
+SPLIT_WITH_SIZES = defop("split_with_sizes", _split_impl, kind=MOVEMENT, meta=_split_meta,
+                         n_outputs=0, view=True, vjp=_split_vjp)
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _sizes(shape) -> tuple:
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def reshape(input, *shape):  # noqa: A002
+    """Returns a tensor with ``shape`` and the same data: a view when possible, else a copy."""
+    shape = infer_size(_sizes(shape), input.numel())
+    if tuple(input.shape) == shape and input._trace is None:
+        return apply(VIEW, input, shape=shape)
+    if input._trace is not None or _viewable(input, shape):
+        return apply(VIEW, input, shape=shape)
+    return apply(UNSAFE_VIEW, apply(_clone_op(), input), shape=shape)
+
+
+def _viewable(input, shape) -> bool:
+    try:
+        np.reshape(input._data, shape, copy=False)
+        return True
+    except ValueError:
+        return False
+
+
+def _clone_op():
+    from .elementwise import CLONE
+
+    return CLONE
+
+
+def view(input, *shape):  # noqa: A002
+    """A view with a new shape; raises if the data cannot be viewed that way (see reshape)."""
+    if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
+        raise NotImplementedError("view(dtype) is not supported by jitgrad; use .to(dtype)")
+    return apply(VIEW, input, shape=infer_size(_sizes(shape), input.numel()))
+
+
+def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
+    """Flattens dims ``start_dim..end_dim`` into one."""
+    if input.ndim == 0:
+        return reshape(input, (1,))
+    s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
+    if s > e:
+        raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
+    if s == e:
+        return input
+    shape = tuple(input.shape)
+    return reshape(input, shape[:s] + (numel(shape[s:e + 1]),) + shape[e + 1:])
+
+
+def permute(input, *dims):  # noqa: A002
+    dims = _sizes(dims)
+    if len(dims) != input.ndim:
+        raise RuntimeError(
+            "permute(sparse_coo): number of dimensions in the tensor input does not match the "
+            f"length of the desired ordering of dimensions i.e. input.dim() = {input.ndim} is "
+            f"not equal to len(dims) = {len(dims)}")
+    dims = tuple(wrap_dim(d, input.ndim) for d in dims)
+    if len(set(dims)) != len(dims):
+        raise RuntimeError("permute(): duplicate dims are not allowed.")
+    return apply(PERMUTE, input, dims=dims)
+
+
+def transpose(input, dim0: int, dim1: int):  # noqa: A002
+    n = input.ndim
+    if n == 0:
+        return apply(VIEW, input, shape=())
+    return apply(TRANSPOSE, input, dim0=wrap_dim(dim0, n), dim1=wrap_dim(dim1, n))
+
+
+def t(input):  # noqa: A002
+    if input.ndim > 2:
+        raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
+    return apply(T, input)
+
+
+def expand(input, *sizes):  # noqa: A002
+    sizes = _sizes(sizes)
+    if len(sizes) < input.ndim:
+        raise RuntimeError(
+            f"expand(jitgrad.{input.dtype._legacy}{{{list(input.shape)}}}, size={list(sizes)}): "
+            "the number of sizes provided "
+            f"({len(sizes)}) must be greater or equal to the number of dimensions in the tensor "
+            f"({input.ndim})")
+    lead = len(sizes) - input.ndim
+    shape = []
+    for i, s in enumerate(sizes):
+        have = input.shape[i - lead] if i >= lead else 1
+        if s == -1:
+            if i < lead:
+                raise RuntimeError(f"The expanded size of the tensor (-1) isn't allowed in a "
+                                   f"leading, non-existing dimension {i}")
+            s = have
+        elif have != 1 and have != s:
+            raise RuntimeError(
+                f"The expanded size of the tensor ({s}) must match the existing size ({have}) "
+                f"at non-singleton dimension {i}.  Target sizes: {list(sizes)}.  Tensor sizes: "
+                f"{list(input.shape)}")
+        shape.append(s)
+    shape = tuple(shape)
+    if shape == tuple(input.shape) and input._trace is None:
+        return apply(EXPAND, input, shape=shape)
+    return apply(EXPAND, input, shape=shape)
+
+
+def squeeze(input, dim=None):  # noqa: A002
+    shape = tuple(input.shape)
+    if dim is None:
+        return apply(SQUEEZE, input, shape=tuple(s for s in shape if s != 1))
+    dims = normalize_dims(dim, input.ndim)
+    new = tuple(s for i, s in enumerate(shape) if not (i in dims and s == 1))
+    return apply(SQUEEZE_DIM if isinstance(dim, int) else SQUEEZE_DIMS, input, shape=new)
+
+
+def unsqueeze(input, dim: int):  # noqa: A002
+    d = wrap_dim(dim, input.ndim + 1)
+    shape = tuple(input.shape)
+    return apply(UNSQUEEZE, input, shape=shape[:d] + (1,) + shape[d:])
+
+
+def select(input, dim: int, index: int):  # noqa: A002
+    if input.ndim == 0:
+        raise IndexError("select() cannot be applied to a 0-dim tensor.")
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if not -n <= index < n:
+        raise IndexError(
+            f"select(): index {index} out of range for tensor of size {list(input.shape)} at "
+            f"dimension {d}")
+    return apply(SELECT, input, dim=d, index=index % n)
+
+
+def slice_dim(input, dim: int, start, stop, step: int = 1):  # noqa: A002
+    if step <= 0:
+        raise ValueError("step must be greater than zero")
+    d = wrap_dim(dim, input.ndim)
+    start, stop, step = slice(start, stop, step).indices(input.shape[d])
+    stop = builtins.max(stop, start)
+    return apply(SLICE, input, dim=d, start=start, stop=stop, step=step)
+
+
+def narrow(input, dim: int, start: int, length: int):  # noqa: A002
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    if start < 0:
+        start += n
+    if not 0 <= start <= n or length < 0 or start + length > n:
+        raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
+    return apply(SLICE, input, dim=d, start=start, stop=start + length, step=1)
+
+
+def cat(tensors, dim: int = 0):
+    """Concatenates ``tensors`` along ``dim``."""
+    tensors = list(tensors)
+    ref = next((x for x in tensors if x.ndim), tensors[0] if tensors else None)
+    d = wrap_dim(dim, ref.ndim) if ref is not None and ref.ndim else dim
+    return apply(CAT, *tensors, dim=d)
+
+
+concat = concatenate = cat
+
+
+def stack(tensors, dim: int = 0):
+    """Stacks equally shaped ``tensors`` along a new dim."""
+    tensors = list(tensors)
+    if not tensors:
+        raise RuntimeError("stack expects a non-empty TensorList")
+    return apply(STACK, *tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
+
+
+def split(tensor, split_size_or_sections, dim: int = 0):
+    """Splits into chunks of ``split_size`` (the last may be smaller) or of the given sizes."""
+    d = wrap_dim(dim, tensor.ndim)
+    n = tensor.shape[d]
+    if isinstance(split_size_or_sections, int):
+        size = split_size_or_sections
+        if size <= 0 and n:
+            raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
+                               f"dimension size of {n}")
+        sizes = tuple(builtins.min(size, n - i) for i in range(0, n, size)) if n else (0,)
+        return apply(SPLIT, tensor, sizes=sizes, dim=d)
+    sizes = tuple(int(s) for s in split_size_or_sections)
+    if builtins.sum(sizes) != n:
+        raise RuntimeError(
+            f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
+            f"dimension {d}), but got split_sizes={list(sizes)}")
+    return apply(SPLIT_WITH_SIZES, tensor, sizes=sizes, dim=d)
+
+
+def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
+    """Splits into ``chunks`` nearly equal pieces (torch.chunk)."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d]
+    size = -(-n // chunks) if n else 0
+    return split(input, builtins.max(size, 1) if n else 1, d) if n else (input,)

@@ -1,0 +1,215 @@
+"""Neural-network ops torch records as single nodes: gelu, silu, layer_norm, nll_loss, mse_loss.
+
+Each has a NumPy impl, a VJP in jitgrad ops, and (where it helps fusion) a decomposition.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .. import dtypes
+from ._special import erf
+from .registry import OPAQUE, POINTWISE, defop
+
+_SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
+_INV_SQRT_2 = 1 / math.sqrt(2)
+_INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
+
+
+def _gelu_impl(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
+    return 0.5 * x * (1 + erf(x * _INV_SQRT_2))
+
+
+def _gelu_decompose(x, approximate):
+    if approximate == "tanh":
+        return 0.5 * x * (1 + (_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)).tanh())
+    return 0.5 * x * (1 + (x * _INV_SQRT_2).erf())
+
+
+def _gelu_vjp(g, ans, x, approximate):
+    if approximate == "tanh":
+        t = (_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)).tanh()
+        d = 0.5 * (1 + t) + 0.5 * x * (1 - t * t) * _SQRT_2_OVER_PI * (1 + 3 * 0.044715 * x * x)
+        return g * d
+    cdf = 0.5 * (1 + (x * _INV_SQRT_2).erf())
+    return g * (cdf + x * (-0.5 * x * x).exp() * _INV_SQRT_2PI)
+
+
+GELU = defop("gelu", _gelu_impl, kind=POINTWISE, save=(0,), decompose=_gelu_decompose,
+             meta=lambda x, approximate: (tuple(x.shape), x.dtype), vjp=(_gelu_vjp,),
+             template="gelu_{p[approximate]}({0})")
+
+
+def _silu_impl(x):
+    from .elementwise import _sigmoid
+
+    return x * _sigmoid(x)
+
+
+def _silu_vjp(g, ans, x):
+    s = x.sigmoid()
+    return g * s * (1 + x * (1 - s))
+
+
+SILU = defop("silu", _silu_impl, kind=POINTWISE, save=(0,), vjp=(_silu_vjp,),
+             decompose=lambda x: x * x.sigmoid(), meta=lambda x: (tuple(x.shape), x.dtype),
+             template="{0} / (1.0 + exp(-{0}))")
+
+
+def _ln_dims(x, normalized_shape):
+    return tuple(range(x.ndim - len(normalized_shape), x.ndim))
+
+
+def _layer_norm_impl(x, weight, bias, normalized_shape, eps):
+    dims = _ln_dims(x, normalized_shape)
+    mu = x.mean(axis=dims, keepdims=True)
+    var = x.var(axis=dims, keepdims=True)
+    out = (x - mu) / np.sqrt(var + eps)
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out.astype(x.dtype, copy=False)
+
+
+def _layer_norm_decompose(x, weight, bias, normalized_shape, eps):
+    dims = _ln_dims(x, normalized_shape)
+    mu = x.mean(dims, keepdim=True)
+    centered = x - mu
+    out = centered * ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    if weight is not None:
+        out = out * weight
+    if bias is not None:
+        out = out + bias
+    return out
+
+
+def _layer_norm_vjp(g, ans, x, weight, bias, normalized_shape, eps):
+    dims = _ln_dims(x, normalized_shape)
+    lead = tuple(range(x.ndim - len(normalized_shape)))
+    mu = x.mean(dims, keepdim=True)
+    centered = x - mu
+    rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = centered * rstd
+    gw = g * weight if weight is not None else g
+    gx = rstd * (gw - gw.mean(dims, keepdim=True) - xhat * (gw * xhat).mean(dims, keepdim=True))
+    gweight = (g * xhat).sum(lead) if weight is not None and lead else (
+        g * xhat if weight is not None else None)
+    gbias = g.sum(lead) if bias is not None and lead else (g if bias is not None else None)
+    return gx, gweight, gbias
+
+
+def _layer_norm_meta(x, weight, bias, normalized_shape, eps):
+    n = len(normalized_shape)
+    if tuple(x.shape[x.ndim - n:]) != tuple(normalized_shape) or n > x.ndim:
+        raise RuntimeError(
+            f"Given normalized_shape={list(normalized_shape)}, expected input with shape "
+            f"[*, {', '.join(str(s) for s in normalized_shape)}], but got input of size"
+            f"{list(x.shape)}")
+    for name, p in (("weight", weight), ("bias", bias)):
+        if p is not None and tuple(p.shape) != tuple(normalized_shape):
+            raise RuntimeError(
+                f"Expected {name} to be of same shape as normalized_shape, but got {name} of "
+                f"shape {list(p.shape)} and normalized_shape = {list(normalized_shape)}")
+    return tuple(x.shape), x.dtype
+
+
+LAYER_NORM = defop("native_layer_norm", _layer_norm_impl, kind=OPAQUE, save=(0, 1),
+                   meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose)
+
+
+# ---------------------------------------------------------------- losses
+
+
+def _nll_terms(n_classes, target, weight, ignore_index):
+    valid = target != ignore_index
+    safe = np.where(valid, target, 0)
+    if np.any((safe < 0) | (safe >= n_classes)):
+        bad = safe[(safe < 0) | (safe >= n_classes)][0]
+        raise IndexError(f"Target {bad} is out of bounds.")
+    w = weight[safe] if weight is not None else np.ones(safe.shape, dtype=np.float64)
+    return valid, safe, np.where(valid, w, 0)
+
+
+def _nll_impl(logp, target, weight, reduction, ignore_index):
+    batched = logp.ndim == 2
+    lp = logp if batched else logp[None]
+    tg = target if batched else target[None]
+    valid, safe, w = _nll_terms(lp.shape[1], tg, weight, ignore_index)
+    picked = -np.take_along_axis(lp, safe[:, None], axis=1)[:, 0] * w
+    if reduction == "none":
+        return (picked if batched else picked[0]).astype(logp.dtype)
+    total = picked.sum()
+    if reduction == "mean":
+        total = total / w.sum()
+    return np.asarray(total, dtype=logp.dtype)
+
+
+def _nll_vjp(g, ans, logp, target, weight, reduction, ignore_index):
+    from .creation import zeros
+    from .elementwise import where
+    from .indexing import scatter_add
+
+    batched = logp.ndim == 2
+    tg = target if batched else target.unsqueeze(0)
+    valid = tg != ignore_index
+    safe = where(valid, tg, 0)
+    w = where(valid, weight.index_select(0, safe) if weight is not None else 1.0, 0.0)
+    scale = -w.to(logp.dtype)
+    if reduction == "mean":
+        scale = scale / w.sum()
+    gs = (g if batched or reduction != "none" else g.unsqueeze(0)) * scale
+    shape = tuple(logp.shape) if batched else (1,) + tuple(logp.shape)
+    out = scatter_add(zeros(shape, dtype=logp.dtype), 1, safe.unsqueeze(1), gs.unsqueeze(1))
+    return (out if batched else out[0]), None, None
+
+
+def _nll_meta(logp, target, weight, reduction, ignore_index):
+    if logp.ndim not in (1, 2):
+        raise ValueError(f"Expected 1 or 2 dimensions for nll_loss input (got {logp.ndim})")
+    if logp.ndim == 2 and target.shape[0] != logp.shape[0]:
+        raise ValueError(
+            f"Expected input batch_size ({logp.shape[0]}) to match target batch_size "
+            f"({target.shape[0]}).")
+    if not dtypes.is_integral(target.dtype):
+        raise RuntimeError(
+            "expected scalar type Long but found " + target.dtype._legacy.replace("Tensor", ""))
+    shape = tuple(target.shape) if reduction == "none" else ()
+    return shape, logp.dtype
+
+
+NLL_LOSS = defop("nll_loss", _nll_impl, kind=OPAQUE, meta=_nll_meta, save=(1, 2),
+                 vjp=_nll_vjp)
+
+
+def _mse_impl(x, y, reduction):
+    d = (x - y) ** 2
+    if reduction == "none":
+        return d
+    return np.asarray(d.mean() if reduction == "mean" else d.sum(), dtype=d.dtype)
+
+
+def _mse_grad(g, x, y, reduction):
+    d = 2 * (x - y)
+    if reduction == "mean":
+        d = d / max(x.numel(), 1)
+    return g * d
+
+
+def _mse_meta(x, y, reduction):
+    from .registry import broadcast_shapes
+
+    shape = broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    return (shape if reduction == "none" else ()), dtypes.result_type(x, y)
+
+
+MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1),
+                 vjp=(lambda g, ans, x, y, reduction: _mse_grad(g, x, y, reduction),
+                      lambda g, ans, x, y, reduction: -_mse_grad(g, x, y, reduction)),
+                 decompose=lambda x, y, reduction: {
+                     "none": lambda d: d, "mean": lambda d: d.mean(),
+                     "sum": lambda d: d.sum()}[reduction]((x - y) ** 2))

@@ -1,0 +1,271 @@
+"""Reduction primitives: sum, mean, prod, amax/amin, max/min (with and without dim).
+
+Every reduction takes normalized params ``dims`` (a sorted tuple) and ``keepdim``. Where torch
+records a different node for the all-dims form (``SumBackward0`` vs ``SumBackward1``) there are
+two OpDefs sharing one rule. Templates are ``{"init", "update", "final"}`` over the accumulator
+``{acc}``, the element ``{0}`` and the reduced count ``{n}``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import normalize_dims, numel, reduced_shape
+from .registry import REDUCE, apply, defop
+
+SUM_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc}"}
+MEAN_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc} / {n}"}
+PROD_T = {"init": "1", "update": "{acc} * {0}", "final": "{acc}"}
+MAX_T = {"init": "-inf", "update": "max({acc}, {0})", "final": "{acc}"}
+MIN_T = {"init": "inf", "update": "min({acc}, {0})", "final": "{acc}"}
+
+
+def expand_reduced(g, shape: tuple, dims: tuple, keepdim: bool):
+    """Broadcasts a reduction's cotangent back over the reduced dims of ``shape``."""
+    if not keepdim:
+        g = g.reshape(reduced_shape(shape, dims, True))
+    return g.expand(shape)
+
+
+def _sum_dtype(d: dtypes.dtype, dtype: dtypes.dtype | None) -> dtypes.dtype:
+    if dtype is not None:
+        return dtype
+    return dtypes.int64 if dtypes.is_integral(d, include_bool=True) else d
+
+
+def _reduce_meta(dtype_rule):
+    def meta(x, dims, keepdim, **params):
+        return reduced_shape(tuple(x.shape), dims, keepdim), dtype_rule(x.dtype, **params)
+    return meta
+
+
+def _sum_impl(x, dims, keepdim, dtype=None):
+    return np.sum(x, axis=dims, keepdims=keepdim, dtype=_sum_dtype(
+        dtypes.from_numpy_dtype(x.dtype), dtype).np)
+
+
+def _sum_vjp(g, ans, x, dims, keepdim, dtype=None):
+    return expand_reduced(g, tuple(x.shape), dims, keepdim)
+
+
+def _mean_dtype(d: dtypes.dtype, dtype=None) -> dtypes.dtype:
+    d = dtype or d
+    if not (d.is_floating_point or d.is_complex):
+        raise RuntimeError(
+            "mean(): could not infer output dtype. Input dtype must be either a floating point "
+            f"or complex dtype. Got: {d._legacy.replace('Tensor', '')}")
+    return d
+
+
+def _mean_impl(x, dims, keepdim, dtype=None):
+    d = _mean_dtype(dtypes.from_numpy_dtype(x.dtype), dtype)
+    return np.mean(x, axis=dims, keepdims=keepdim, dtype=d.np)
+
+
+def _mean_vjp(g, ans, x, dims, keepdim, dtype=None):
+    n = numel(tuple(x.shape[d] for d in dims))
+    return expand_reduced(g, tuple(x.shape), dims, keepdim) / n
+
+
+def _prod_impl(x, dims, keepdim, dtype=None):
+    return np.prod(x, axis=dims, keepdims=keepdim, dtype=_sum_dtype(
+        dtypes.from_numpy_dtype(x.dtype), dtype).np)
+
+
+def _prod_vjp(g, ans, x, dims, keepdim, dtype=None):
+    # The product of the other elements, exact where x has zeros (no division by zero).
+    from .elementwise import where
+
+    is_zero = x == 0
+    nonzero = where(is_zero, 1, x)
+    zeros = is_zero.sum(dim=dims, keepdim=True)
+    p = nonzero.prod(dim=dims, keepdim=True)
+    others = where(zeros == 0, p / nonzero, where(is_zero & (zeros == 1), p, 0))
+    return expand_reduced(g, tuple(x.shape), dims, keepdim) * others.conj()
+
+
+def _evenly(g, ans, x, dims, keepdim):
+    # amax/amin and the all-dims max/min split the gradient evenly among tied extrema.
+    shape = tuple(x.shape)
+    mask = x == expand_reduced(ans, shape, dims, keepdim)
+    count = mask.sum(dim=dims, keepdim=True)
+    return expand_reduced(g, shape, dims, keepdim) * mask / count
+
+
+def _same_dtype(d: dtypes.dtype) -> dtypes.dtype:
+    return d
+
+
+def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, save=(),
+               save_output=False):
+    def meta(x, dims, keepdim, **params):
+        if x.ndim == 0 or numel(tuple(x.shape)) or name not in EMPTY_FORBIDDEN:
+            return reduced_shape(tuple(x.shape), dims, keepdim), dtype_rule(x.dtype, **params)
+        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
+                         "== 0. Specify the reduction dim with the 'dim' argument.")
+    return defop(name, impl, kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
+                 template=template, save=save, save_output=save_output)
+
+
+EMPTY_FORBIDDEN = {"amax", "amin", "max_all", "min_all"}
+
+SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype)
+SUM_DIM = _reduction("sum_dim", _sum_impl, _sum_vjp, "SumBackward1", SUM_T, _sum_dtype)
+MEAN = _reduction("mean", _mean_impl, _mean_vjp, "MeanBackward0", MEAN_T, _mean_dtype)
+MEAN_DIM = _reduction("mean_dim", _mean_impl, _mean_vjp, "MeanBackward1", MEAN_T, _mean_dtype)
+PROD = _reduction("prod", _prod_impl, _prod_vjp, "ProdBackward0", PROD_T, _sum_dtype, save=(0,))
+PROD_DIM = _reduction("prod_dim", _prod_impl, _prod_vjp, "ProdBackward1", PROD_T, _sum_dtype,
+                      save=(0,))
+AMAX = _reduction("amax", lambda x, dims, keepdim: np.amax(x, axis=dims, keepdims=keepdim),
+                  _evenly, "AmaxBackward0", MAX_T, save=(0,), save_output=True)
+AMIN = _reduction("amin", lambda x, dims, keepdim: np.amin(x, axis=dims, keepdims=keepdim),
+                  _evenly, "AminBackward0", MIN_T, save=(0,), save_output=True)
+MAX_ALL = _reduction("max_all", lambda x, dims, keepdim: np.amax(x, axis=dims,
+                                                                  keepdims=keepdim),
+                     _evenly, "MaxBackward1", MAX_T, save=(0,), save_output=True)
+MIN_ALL = _reduction("min_all", lambda x, dims, keepdim: np.amin(x, axis=dims,
+                                                                  keepdims=keepdim),
+                     _evenly, "MinBackward1", MIN_T, save=(0,), save_output=True)
+
+
+def _arg_reduce(fn):
+    def impl(x, dim, keepdim):
+        idx = fn(x, axis=dim, keepdims=True)
+        values = np.take_along_axis(x, idx, axis=dim)
+        if not keepdim:
+            idx, values = idx.squeeze(dim), values.squeeze(dim)
+        return values, idx.astype(np.int64)
+    return impl
+
+
+def _select_vjp(grads, ans, x, dim, keepdim):
+    # Gradient flows only to the element whose index was returned (torch's MaxBackward0).
+    from .creation import zeros
+    from .indexing import scatter_add
+
+    g, idx = grads[0], ans[1]
+    if not keepdim:
+        g, idx = g.unsqueeze(dim), idx.unsqueeze(dim)
+    return (scatter_add(zeros(tuple(x.shape), dtype=g.dtype), dim, idx, g),)
+
+
+def _dim_meta(x, dim, keepdim):
+    shape = reduced_shape(tuple(x.shape), (dim,), keepdim)
+    return (shape, shape), (x.dtype, dtypes.int64)
+
+
+MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
+                vjp=_select_vjp, node_name="MaxBackward0", save_output=True)
+MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
+                vjp=_select_vjp, node_name="MinBackward0", save_output=True)
+ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
+               kind=REDUCE, meta=lambda x, dim, keepdim: (
+                   reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
+ARGMIN = defop("argmin", lambda x, dim, keepdim: _arg_reduce(np.argmin)(x, dim, keepdim)[1],
+               kind=REDUCE, meta=lambda x, dim, keepdim: (
+                   reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
+
+
+# ---------------------------------------------------------------- public functions
+
+
+def _dims_or_all(input, dim):  # noqa: A002
+    return normalize_dims(dim, input.ndim)
+
+
+def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A002
+    """Sum of elements, over ``dim`` (an int or tuple) or over all of them."""
+    if dim is None:
+        return apply(SUM, input, dims=tuple(range(input.ndim)), keepdim=False, dtype=dtype)
+    return apply(SUM_DIM, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim,
+                 dtype=dtype)
+
+
+def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """Mean of elements, over ``dim`` or over all of them (floating/complex inputs only)."""
+    if dim is None:
+        return apply(MEAN, input, dims=tuple(range(input.ndim)), keepdim=False, dtype=dtype)
+    return apply(MEAN_DIM, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim,
+                 dtype=dtype)
+
+
+def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """Product of elements, over one ``dim`` or over all of them."""
+    if dim is None:
+        return apply(PROD, input, dims=tuple(range(input.ndim)), keepdim=False, dtype=dtype)
+    return apply(PROD_DIM, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim,
+                 dtype=dtype)
+
+
+def amax(input, dim=(), keepdim: bool = False):  # noqa: A002
+    """Maximum over ``dim`` (all dims when empty); ties share the gradient evenly."""
+    dims = normalize_dims(None if dim == () else dim, input.ndim)
+    return apply(AMAX, input, dims=dims, keepdim=keepdim)
+
+
+def amin(input, dim=(), keepdim: bool = False):  # noqa: A002
+    """Minimum over ``dim`` (all dims when empty); ties share the gradient evenly."""
+    dims = normalize_dims(None if dim == () else dim, input.ndim)
+    return apply(AMIN, input, dims=dims, keepdim=keepdim)
+
+
+def _max_min(all_op, dim_op, pair_fn, name):
+    def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
+        from ..tensor import Tensor
+
+        if isinstance(dim, Tensor):
+            return pair_fn(input, dim)
+        if dim is None:
+            return apply(all_op, input, dims=tuple(range(input.ndim)), keepdim=False)
+        from ._shape import wrap_dim
+
+        values, indices = apply(dim_op, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
+        return ReturnTypes[name](values, indices)
+    fn.__name__ = name
+    fn.__doc__ = (f"{name}(input) over all elements, {name}(input, dim) -> (values, indices), "
+                  f"or {name}(input, other) elementwise.")
+    return fn
+
+
+def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
+    if dim is None:
+        return apply(ARGMAX, input.reshape(-1), dim=0, keepdim=False)
+    from ._shape import wrap_dim
+
+    return apply(ARGMAX, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
+
+
+def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
+    if dim is None:
+        return apply(ARGMIN, input.reshape(-1), dim=0, keepdim=False)
+    from ._shape import wrap_dim
+
+    return apply(ARGMIN, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
+
+
+def _named_pair(name):
+    from collections import namedtuple
+
+    cls = namedtuple(name, ["values", "indices"])
+    cls.__module__ = "jitgrad.return_types"
+    return cls
+
+
+ReturnTypes = {"max": _named_pair("max"), "min": _named_pair("min")}
+
+
+def _maximum(a, b):
+    from .elementwise import MAXIMUM
+
+    return apply(MAXIMUM, a, b)
+
+
+def _minimum(a, b):
+    from .elementwise import MINIMUM
+
+    return apply(MINIMUM, a, b)
+
+
+max = _max_min(MAX_ALL, MAX_DIM, _maximum, "max")  # noqa: A001
+min = _max_min(MIN_ALL, MIN_DIM, _minimum, "min")  # noqa: A001

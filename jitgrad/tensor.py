@@ -1,0 +1,422 @@
+"""``Tensor``: a NumPy array plus torch's autograd attributes.
+
+Operations are attached as methods by ``jitgrad.ops`` (each op is defined once there); this
+module holds what is specific to the tensor object: construction, autograd state, hooks,
+versions, printing and NumPy interop.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+from .device import device as _device
+from .device import cpu as _cpu
+from .ops import registry
+
+
+class Size(tuple):
+    """The shape of a tensor: a tuple that prints like ``jitgrad.Size([2, 3])``."""
+
+    def __repr__(self) -> str:
+        return f"jitgrad.Size({list(self)})"
+
+    def numel(self) -> int:
+        n = 1
+        for s in self:
+            n *= s
+        return n
+
+
+class Tensor:
+    """A multi-dimensional array that can take part in automatic differentiation."""
+
+    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_vc",
+                 "_base", "_hooks", "_post_acc_hooks", "_retains_grad", "_accumulator",
+                 "_is_inference", "_trace", "_fw_grads", "__weakref__")
+
+    def _init(self, data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False) -> None:
+        self._data = data
+        self._dtype = dt
+        self._requires_grad = requires_grad
+        self._grad = None
+        self._grad_fn = None
+        self._output_nr = 0
+        self._vc = [0]
+        self._base = None
+        self._hooks = None
+        self._post_acc_hooks = None
+        self._retains_grad = False
+        self._accumulator = None
+        self._is_inference = False
+        self._trace = None
+        self._fw_grads = None
+
+    def __init__(self, data: Any = None, *, dtype: dtypes.dtype | None = None) -> None:
+        from .ops.creation import _to_array
+
+        arr, dt = _to_array([] if data is None else data, dtype)
+        self._init(arr, dt)
+
+    # ------------------------------------------------------------------ metadata
+    @property
+    def shape(self) -> Size:
+        return Size(self._data.shape)
+
+    @property
+    def dtype(self) -> dtypes.dtype:
+        return self._dtype
+
+    @property
+    def device(self) -> _device:
+        return _cpu
+
+    @property
+    def ndim(self) -> int:
+        return self._data.ndim
+
+    def dim(self) -> int:
+        return self._data.ndim
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._data.shape)
+        return self._data.shape[_wrap_dim(dim, self.ndim)]
+
+    def numel(self) -> int:
+        return int(self._data.size)
+
+    nelement = numel
+
+    def element_size(self) -> int:
+        return self._dtype.itemsize
+
+    def is_floating_point(self) -> bool:
+        return self._dtype.is_floating_point
+
+    def is_complex(self) -> bool:
+        return self._dtype.is_complex
+
+    def is_contiguous(self) -> bool:
+        return bool(self._data.flags.c_contiguous)
+
+    def stride(self, dim: int | None = None):
+        st = tuple(s // self._dtype.itemsize for s in self._data.strides)
+        return st if dim is None else st[_wrap_dim(dim, self.ndim)]
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self._data.shape[0]
+
+    # ------------------------------------------------------------------ autograd state
+    @property
+    def requires_grad(self) -> bool:
+        return self._requires_grad or self._grad_fn is not None
+
+    @requires_grad.setter
+    def requires_grad(self, value: bool) -> None:
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "you can only change requires_grad flags of leaf variables. If you want to use a "
+                "computed variable in a subgraph that doesn't require differentiation use "
+                "var_no_grad = var.detach().")
+        if value and not (self._dtype.is_floating_point or self._dtype.is_complex):
+            raise RuntimeError(
+                "only Tensors of floating point and complex dtype can require gradients")
+        if value and self._is_inference and not registry.state.inference:
+            raise RuntimeError(
+                "Setting requires_grad=True on inference tensor outside InferenceMode is not "
+                "allowed.")
+        self._requires_grad = bool(value)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        if self._grad_fn is not None and not requires_grad:
+            self.requires_grad = requires_grad
+        elif self._grad_fn is None:
+            self.requires_grad = requires_grad
+        return self
+
+    @property
+    def grad_fn(self):
+        return self._grad_fn
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._grad_fn is None
+
+    @property
+    def output_nr(self) -> int:
+        return self._output_nr
+
+    @property
+    def grad(self) -> Tensor | None:
+        if self._grad_fn is not None and not self._retains_grad and self._grad is None:
+            warnings.warn(
+                "The .grad attribute of a Tensor that is not a leaf Tensor is being accessed. Its "
+                ".grad attribute won't be populated during autograd.backward(). If you indeed "
+                "want the .grad field to be populated for a non-leaf Tensor, use .retain_grad() "
+                "on the non-leaf Tensor. If you access the non-leaf Tensor by mistake, make sure "
+                "you access the leaf Tensor instead. See github.com/pytorch/pytorch/pull/30531 "
+                "for more information.", UserWarning, stacklevel=2)
+        return self._grad
+
+    @grad.setter
+    def grad(self, value: Tensor | None) -> None:
+        if value is not None:
+            if not isinstance(value, Tensor):
+                raise TypeError(
+                    f"assigned grad expected to be a Tensor or None but got grad of type "
+                    f"{type(value).__name__}")
+            if value._dtype is not self._dtype:
+                raise RuntimeError("assigned grad has data of a different type")
+            if value.shape != self.shape:
+                raise RuntimeError("assigned grad has data of a different size")
+        self._grad = value
+
+    @grad.deleter
+    def grad(self) -> None:
+        self._grad = None
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._retains_grad
+
+    def retain_grad(self) -> None:
+        if not self.requires_grad:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
+        if self._grad_fn is None or self._retains_grad:
+            return
+        self._retains_grad = True
+        self._grad_fn._add_retain_grad(self)
+
+    @property
+    def _version(self) -> int:
+        return self._vc[0]
+
+    def is_inference(self) -> bool:
+        return self._is_inference
+
+    def register_hook(self, hook: Callable) -> Any:
+        """Registers ``hook(grad) -> Tensor | None``, called with this tensor's gradient."""
+        from .autograd.node import RemovableHandle
+
+        if not self.requires_grad:
+            raise RuntimeError(
+                "cannot register a hook on a tensor that doesn't require gradient")
+        if self._grad_fn is not None:
+            return self._grad_fn._register_tensor_prehook(self._output_nr, hook)
+        if self._hooks is None:
+            self._hooks = {}
+        return RemovableHandle(self._hooks, hook)
+
+    def register_post_accumulate_grad_hook(self, hook: Callable) -> Any:
+        """Registers ``hook(tensor)``, called after the gradient is accumulated into ``.grad``."""
+        from .autograd.node import RemovableHandle
+
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "post accumulate grad hooks cannot be registered on non-leaf tensors")
+        if self._post_acc_hooks is None:
+            self._post_acc_hooks = {}
+        return RemovableHandle(self._post_acc_hooks, hook)
+
+    def _get_accumulator(self):
+        from .autograd.node import AccumulateGrad
+
+        acc = self._accumulator
+        if acc is None:
+            acc = self._accumulator = AccumulateGrad(self)
+        return acc
+
+    def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
+                 create_graph: bool = False, inputs: Any = None) -> None:
+        """Computes the gradient of this tensor w.r.t. graph leaves (see ``autograd.backward``)."""
+        from .autograd import backward
+
+        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+
+    def detach(self) -> Tensor:
+        """A new tensor sharing this one's data and version counter, outside the graph."""
+        if self._trace is not None:
+            return registry.apply(registry.OPS["detach"], self)
+        t = Tensor.__new__(Tensor)
+        t._init(self._data, self._dtype)
+        t._vc = self._vc
+        t._is_inference = self._is_inference
+        return t
+
+    def detach_(self) -> Tensor:
+        if self._base is not None and self._base.requires_grad:
+            raise RuntimeError(
+                "Can't detach views in-place. Use detach() instead. If you are using "
+                "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
+                "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
+                "called on these gradients. To fix this error, please refer to the "
+                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+        self._grad_fn = None
+        self._requires_grad = False
+        return self
+
+    @property
+    def data(self) -> Tensor:
+        t = Tensor.__new__(Tensor)
+        t._init(self._data, self._dtype)
+        return t
+
+    @data.setter
+    def data(self, value: Tensor) -> None:
+        self._data = value._data
+        self._dtype = value._dtype
+
+    # ------------------------------------------------------------------ NumPy interop
+    def numpy(self, *, force: bool = False) -> np.ndarray:
+        if self.requires_grad and not force:
+            raise RuntimeError(
+                "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
+                "instead.")
+        return self._data
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if dtype is None:
+            return self._data
+        return self._data.astype(dtype, copy=bool(copy))
+
+    def item(self) -> Any:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        return self._data.reshape(()).item()
+
+    def tolist(self) -> Any:
+        return self._data.tolist()
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self._dtype.is_floating_point or self._dtype.is_complex or self._data.size != 1:
+            raise TypeError("only integer tensors of a single element can be converted to an "
+                            "index")
+        return int(self.item())
+
+    def __complex__(self) -> complex:
+        return complex(self.item())
+
+    def __bool__(self) -> bool:
+        if self._data.size != 1:
+            raise RuntimeError(
+                f"Boolean value of Tensor with more than one value is ambiguous")
+        return bool(self.item())
+
+    def __hash__(self) -> int:
+        return id(self)
+
+    def __iter__(self):
+        if self.ndim == 0:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._data.shape[0]))
+
+    def __reduce_ex__(self, protocol):
+        return (_rebuild, (self._data, self._dtype.name, self._requires_grad))
+
+    def __deepcopy__(self, memo):
+        if self._grad_fn is not None:
+            raise RuntimeError(
+                "Only Tensors created explicitly by the user (graph leaves) support the "
+                "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
+                "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                "https://github.com/pytorch/pytorch/pull/103001")
+        new = type(self).__new__(type(self))
+        new._init(self._data.copy(), self._dtype, self._requires_grad)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+    # ------------------------------------------------------------------ device
+    def cpu(self) -> Tensor:
+        return self
+
+    def cuda(self, device: Any = None) -> Tensor:
+        from .device import cuda_unavailable
+
+        raise cuda_unavailable()
+
+    # ------------------------------------------------------------------ printing
+    def __repr__(self) -> str:
+        return _format(self)
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0 and spec:
+            return self.item().__format__(spec)
+        return repr(self)
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"jitgrad.{self._dtype._legacy}"
+        return self.to(dtype)
+
+
+def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._init(data, getattr(dtypes, dtype_name), requires_grad)
+    return t
+
+
+def _wrap_dim(dim: int, ndim: int) -> int:
+    n = max(ndim, 1)
+    if not -n <= dim < n:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
+    return dim % n
+
+
+def _element_format(data: np.ndarray, kind: dtypes.dtype):
+    if not (kind.is_floating_point or kind.is_complex) or data.size == 0:
+        return None
+    finite = data[np.isfinite(data)]
+    mags = np.abs(finite[finite != 0]) if finite.size else finite
+    sci = mags.size and (mags.max() >= 1e8 or mags.min() < 1e-4)
+    whole = finite.size and np.all(np.mod(finite.real, 1) == 0) and np.all(finite.imag == 0) \
+        if kind.is_complex else finite.size == 0 or np.all(np.mod(finite, 1) == 0)
+    if sci:
+        def fmt(v):
+            return f"{v:.4e}"
+    elif whole:
+        def fmt(v):
+            return f"{v:.0f}." if np.isfinite(v) else str(v)
+    else:
+        def fmt(v):
+            return f"{v:.4f}" if np.isfinite(v) else str(v)
+    width = max(len(fmt(v)) for v in data.real.ravel()) if not kind.is_complex else 0
+    return {"float_kind": lambda v: fmt(v).rjust(width)}
+
+
+def _format(t: Tensor) -> str:
+    data = t._data
+    kind = t._dtype
+    fmt = _element_format(data, kind)
+    body = np.array2string(data, separator=", ", formatter=fmt, prefix="tensor(",
+                           threshold=1000, edgeitems=3)
+    extras = []
+    if kind not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool) and not (
+            kind is dtypes.complex64 and dtypes.get_default_dtype() is dtypes.float32):
+        extras.append(f"dtype={kind!r}")
+    if data.size == 0 and data.ndim != 1:
+        extras.append(f"size={tuple(data.shape)}")
+    if t._grad_fn is not None:
+        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
+    elif t._requires_grad:
+        extras.append("requires_grad=True")
+    return f"tensor({', '.join([body] + extras)})"
+
+
+registry.Tensor = Tensor
