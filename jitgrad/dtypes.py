@@ -46,7 +46,7 @@ float64 = dtype("float64", np.float64, 8, "DoubleTensor")
 complex64 = dtype("complex64", np.complex64, 9, "ComplexFloatTensor")
 complex128 = dtype("complex128", np.complex128, 10, "ComplexDoubleTensor")
 
-_pybool, _pyint, _pyfloat, _pycomplex = type(True), type(1), type(1.0), type(1j)
+_pybool, _pyint, _pyfloat, _pycomplex = type(True), type(1), type(1.0), type(1j)  # noqa: UP003
 
 half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
@@ -63,9 +63,9 @@ def from_numpy_dtype(np_dtype) -> dtype:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:
         raise TypeError(
-            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype)}. The only supported types "
-            "are: float64, float32, float16, complex64, complex128, int64, int32, int16, int8, "
-            "uint8, and bool."
+            f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype)}. The only supported "
+            "types are: float64, float32, float16, complex64, complex128, int64, int32, int16, "
+            "int8, uint8, and bool."
         ) from None
 
 

@@ -44,7 +44,7 @@ class saved_tensors_hooks:  # noqa: N801 - torch's name
 
 
 class disable_saved_tensors_hooks:  # noqa: N801
-    """Context manager that raises ``RuntimeError(error_message)`` if saved-tensor hooks are used."""
+    """Context manager: using saved-tensor hooks inside raises ``RuntimeError(error_message)``."""
 
     def __init__(self, error_message: str) -> None:
         self.error_message = error_message

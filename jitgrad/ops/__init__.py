@@ -133,7 +133,7 @@ def minimum(input, other):  # noqa: A002
     return apply(ew.MINIMUM, input, other)
 
 
-def clamp(input, min=None, max=None):  # noqa: A001,A002
+def clamp(input, min=None, max=None):  # noqa: F811
     """Clamps into ``[min, max]`` (numbers or tensors)."""
     from .registry import Tensor
 

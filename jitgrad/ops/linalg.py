@@ -29,7 +29,7 @@ def _mm_meta(a, b):
 
 def _bmm_meta(a, b):
     if a.ndim != 3 or b.ndim != 3:
-        raise RuntimeError(f"batch1 must be a 3D tensor" if a.ndim != 3 else
+        raise RuntimeError("batch1 must be a 3D tensor" if a.ndim != 3 else
                            "batch2 must be a 3D tensor")
     if a.shape[0] != b.shape[0] or a.shape[2] != b.shape[1]:
         raise RuntimeError(
@@ -55,9 +55,9 @@ def _dot_meta(a, b):
             f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(
-            "inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number "
-            "of elements, but got {} and {} elements respectively".format(
-                a.shape[0], b.shape[0], a.shape[0], b.shape[0]))
+            f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] "
+            f"to have the same number of elements, but got {a.shape[0]} and {b.shape[0]} elements "
+            "respectively")
     return (), _same_dtype(a, b, "both vectors")
 
 
