@@ -35,26 +35,32 @@ class Size(tuple):
 class Tensor:
     """A multi-dimensional array that can take part in automatic differentiation."""
 
-    __slots__ = ("_data", "_dtype", "_requires_grad", "_grad", "_grad_fn", "_output_nr", "_vc",
-                 "_base", "_hooks", "_post_acc_hooks", "_retains_grad", "_accumulator",
-                 "_is_inference", "_trace", "_fw_grads", "__weakref__")
+    # Attributes that most tensors never change are class-level defaults (a tensor gets its own
+    # value on first write, in its __dict__): creating a tensor, the hot path of eager mode, then
+    # sets only its data, dtype, version counter and grad_fn.
+    __slots__ = ("_data", "_dtype", "_vc", "_grad_fn", "__dict__", "__weakref__")
+    _requires_grad = False
+    _grad = None
+    _output_nr = 0
+    _base = None
+    _hooks = None
+    _post_acc_hooks = None
+    _retains_grad = False
+    _accumulator = None
+    _is_inference = False
+    _trace = None
+    _fw_grads = None
+    _view_chain = ()  # a view: the view ops that make it from its base (see _refresh_view)
+    _view_version = 0  # a view: the version at which its grad_fn was made
+    _view_nograd = False  # a view made in no_grad mode (torch forbids rebasing those)
 
     def _init(self, data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False) -> None:
         self._data = data
         self._dtype = dt
-        self._requires_grad = requires_grad
-        self._grad = None
-        self._grad_fn = None
-        self._output_nr = 0
         self._vc = [0]
-        self._base = None
-        self._hooks = None
-        self._post_acc_hooks = None
-        self._retains_grad = False
-        self._accumulator = None
-        self._is_inference = False
-        self._trace = None
-        self._fw_grads = None
+        self._grad_fn = None  # a slot: set on every recorded output
+        if requires_grad:
+            self._requires_grad = True
 
     def __init__(self, data: Any = None, *, dtype: dtypes.dtype | None = None) -> None:
         from .ops.creation import _to_array
@@ -116,6 +122,9 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
+        if self._base is not None and self._vc[0] != self._view_version \
+                and not self._view_nograd:
+            _refresh_view(self)
         return self._requires_grad or self._grad_fn is not None
 
     @requires_grad.setter
@@ -135,6 +144,10 @@ class Tensor:
         self._requires_grad = bool(value)
 
     def requires_grad_(self, requires_grad: bool = True) -> Tensor:
+        """Sets ``requires_grad`` in place (on a leaf; True on a non-leaf is a no-op)."""
+        if requires_grad and self._grad_fn is None and not self._dtype.is_floating_point \
+                and not self._dtype.is_complex:
+            raise RuntimeError("only Tensors of floating point dtype can require gradients")
         if self._grad_fn is not None and not requires_grad:
             self.requires_grad = requires_grad
         elif self._grad_fn is None:
@@ -143,10 +156,14 @@ class Tensor:
 
     @property
     def grad_fn(self):
+        if self._base is not None and self._vc[0] != self._view_version:
+            _refresh_view(self)
         return self._grad_fn
 
     @property
     def is_leaf(self) -> bool:
+        if self._base is not None and self._vc[0] != self._view_version:
+            _refresh_view(self)
         return self._grad_fn is None
 
     @property
@@ -172,10 +189,21 @@ class Tensor:
                 raise TypeError(
                     f"assigned grad expected to be a Tensor or None but got grad of type "
                     f"{type(value).__name__}")
-            if value._dtype is not self._dtype:
-                raise RuntimeError("assigned grad has data of a different type")
+            if value._dtype is not self._dtype and (self._dtype.is_floating_point
+                                                     or self._dtype.is_complex):
+                raise RuntimeError(
+                    f"attempting to assign a gradient with dtype '{_CPP_NAMES[value._dtype.name]}'"
+                    f" to a tensor with grad_dtype '{_scalar_type(self._dtype)}'. The gradient "
+                    "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can "
+                    "set the tensor's grad_dtype attribute with a specific dtype, or None to "
+                    "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
+                    "tensor and its gradient may break downstream systems that assume they "
+                    "match.")
             if value.shape != self.shape:
-                raise RuntimeError("assigned grad has data of a different size")
+                raise RuntimeError(
+                    f"attempting to assign a gradient of size '{list(value.shape)}' to a tensor "
+                    f"of size '{list(self.shape)}'. Please ensure that the gradient and the "
+                    "tensor are the same size")
         self._grad = value
 
     @grad.deleter
@@ -226,10 +254,10 @@ class Tensor:
         return RemovableHandle(self._post_acc_hooks, hook)
 
     def _get_accumulator(self):
-        from .autograd.node import AccumulateGrad
-
         acc = self._accumulator
         if acc is None:
+            from .autograd.node import AccumulateGrad
+
             acc = self._accumulator = AccumulateGrad(self)
         return acc
 
@@ -247,7 +275,8 @@ class Tensor:
         t = Tensor.__new__(Tensor)
         t._init(self._data, self._dtype)
         t._vc = self._vc
-        t._is_inference = self._is_inference
+        if self._is_inference:
+            t._is_inference = True
         return t
 
     def detach_(self) -> Tensor:
@@ -257,7 +286,7 @@ class Tensor:
                 "DistributedDataParallel (DDP) for training, and gradient_as_bucket_view is set "
                 "as True, gradients are views of DDP buckets, and hence detach_() cannot be "
                 "called on these gradients. To fix this error, please refer to the "
-                "Optimizer.zero_grad() function in torch/optim/optimizer.py as the solution.")
+                "Optimizer.zero_grad() function in jitgrad/optim/optimizer.py as the solution.")
         self._grad_fn = None
         self._requires_grad = False
         return self
@@ -275,6 +304,8 @@ class Tensor:
 
     # ------------------------------------------------------------------ NumPy interop
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if registry.state.traces:  # jit: a captured tensor's value is read at trace time
+            registry.state.traces[-1].read_value(self)
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -282,17 +313,23 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        if registry.state.traces:
+            registry.state.traces[-1].read_value(self)
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=bool(copy))
 
     def item(self) -> Any:
+        if registry.state.traces:
+            registry.state.traces[-1].read_value(self)
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
+        if registry.state.traces:
+            registry.state.traces[-1].read_value(self)
         return self._data.tolist()
 
     def __float__(self) -> float:
@@ -313,7 +350,7 @@ class Tensor:
     def __bool__(self) -> bool:
         if self._data.size != 1:
             raise RuntimeError(
-                f"Boolean value of Tensor with more than one value is ambiguous")
+                "Boolean value of Tensor with more than one value is ambiguous")
         return bool(self.item())
 
     def __hash__(self) -> int:
@@ -332,7 +369,7 @@ class Tensor:
             raise RuntimeError(
                 "Only Tensors created explicitly by the user (graph leaves) support the "
                 "deepcopy protocol at the moment.  If you were attempting to deepcopy a "
-                "module, this may be because of a torch.nn.utils.weight_norm usage, see "
+                "module, this may be because of a jitgrad.nn.utils.weight_norm usage, see "
                 "https://github.com/pytorch/pytorch/pull/103001")
         new = type(self).__new__(type(self))
         new._init(self._data.copy(), self._dtype, self._requires_grad)
@@ -365,6 +402,55 @@ class Tensor:
         return self.to(dtype)
 
 
+_CPP_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double",
+              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>"}
+
+
+def _scalar_type(d: dtypes.dtype) -> str:
+    return d._legacy[:-len("Tensor")]  # FloatTensor -> Float, ComplexDoubleTensor -> ComplexDouble
+
+
+_NOGRAD_VIEW_HINT = (
+    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
+    "your code by moving both the view and the inplace either both inside the no_grad block (if "
+    "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
+    "tracked).")
+
+
+def replay_view(t: Tensor, chain: tuple) -> Tensor:
+    """Applies a view's chain of view ops (``Tensor._view_chain``) to ``t``, with jitgrad ops."""
+    for op, rest, params, i in chain:
+        t = registry.apply(op, t, *rest, **dict(params))
+        if i is not None:
+            t = t[i]
+    return t
+
+
+def _refresh_view(t: Tensor) -> None:
+    """Remakes a view's ``grad_fn`` from its base's current history, after an in-place op
+    changed the base (through it, another view, or the base itself), as torch does."""
+    base = t._base
+    if not (base._requires_grad or base._grad_fn is not None):
+        t._view_version = t._vc[0]
+        return
+    if t._view_nograd:
+        if registry.state.grad_enabled:
+            raise RuntimeError(
+                "A view was created in no_grad mode and its base or another view of its base has "
+                "been modified inplace with grad mode enabled. " + _NOGRAD_VIEW_HINT)
+        return
+    t._view_version = t._vc[0]
+    prev = registry.state.grad_enabled
+    registry.state.grad_enabled = True
+    try:
+        fresh = replay_view(base, t._view_chain)
+    finally:
+        registry.state.grad_enabled = prev
+    t._grad_fn, t._output_nr = fresh._grad_fn, fresh._output_nr
+
+
 def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
     t = Tensor.__new__(Tensor)
     t._init(data, getattr(dtypes, dtype_name), requires_grad)
@@ -379,25 +465,53 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim % n
 
 
+def _summarized(data: np.ndarray, edge: int = 3) -> np.ndarray:
+    """The elements torch's printer looks at for a large tensor: ``edge`` items at each end of
+    every dimension."""
+    for axis, n in enumerate(data.shape):
+        if n > 2 * edge:
+            data = np.concatenate([np.take(data, range(edge), axis=axis),
+                                   np.take(data, range(n - edge, n), axis=axis)], axis=axis)
+    return data
+
+
 def _element_format(data: np.ndarray, kind: dtypes.dtype):
-    if not (kind.is_floating_point or kind.is_complex) or data.size == 0:
+    """torch's _Formatter: integer mode (``1.``), fixed point (``1.5000``) or scientific
+    (``1.0000e+05``), one width for all elements; complex numbers format their real and
+    imaginary parts with one formatter each."""
+    if data.size == 0 or not (kind.is_floating_point or kind.is_complex):
         return None
-    finite = data[np.isfinite(data)]
-    mags = np.abs(finite[finite != 0]) if finite.size else finite
-    sci = mags.size and (mags.max() >= 1e8 or mags.min() < 1e-4)
-    whole = finite.size and np.all(np.mod(finite.real, 1) == 0) and np.all(finite.imag == 0) \
-        if kind.is_complex else finite.size == 0 or np.all(np.mod(finite, 1) == 0)
+    if kind.is_complex:
+        real = _real_format(data.real)
+        imag = _real_format(data.imag)
+
+        def cfmt(v):
+            im = (imag(v.imag) + "j").lstrip()
+            return real(v.real) + (im if im[0] in "+-" else "+" + im)
+        return {"complex_kind": cfmt}
+    return {"float_kind": _real_format(data)}
+
+
+def _real_format(data: np.ndarray):
+    seen = _summarized(data) if data.size > 1000 else data
+    vals = seen[np.isfinite(seen) & (seen != 0)].astype(np.float64)
+    sci = False
+    int_mode = bool(np.all(vals == np.ceil(vals)))
+    if vals.size:
+        mags = np.abs(vals)
+        lo, hi = mags.min(), mags.max()
+        sci = hi / lo > 1000.0 or hi > 1.0e8 or (not int_mode and lo < 1.0e-4)
     if sci:
         def fmt(v):
-            return f"{v:.4e}"
-    elif whole:
+            return f"{v:.4e}" if np.isfinite(v) else str(v)
+    elif int_mode:
         def fmt(v):
             return f"{v:.0f}." if np.isfinite(v) else str(v)
     else:
         def fmt(v):
             return f"{v:.4f}" if np.isfinite(v) else str(v)
-    width = max(len(fmt(v)) for v in data.real.ravel()) if not kind.is_complex else 0
-    return {"float_kind": lambda v: fmt(v).rjust(width)}
+    width = max((len(fmt(v)) for v in vals), default=1)
+    return lambda v: fmt(v).rjust(width)
 
 
 def _format(t: Tensor) -> str:
@@ -406,6 +520,8 @@ def _format(t: Tensor) -> str:
     fmt = _element_format(data, kind)
     body = np.array2string(data, separator=", ", formatter=fmt, prefix="tensor(",
                            threshold=1000, edgeitems=3)
+    if data.size > 1000:
+        body = body.replace(", ...,", ",  ...,")  # torch's summary item is " ..."
     extras = []
     if kind not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool) and not (
             kind is dtypes.complex64 and dtypes.get_default_dtype() is dtypes.float32):

@@ -11,6 +11,7 @@ from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import gradient_edge, run_backward
 from .function import Function, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # shadows the module, as torch
 
 __all__ = ["backward", "grad", "Function", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "Variable",
@@ -50,6 +51,8 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
         if isinstance(out, graph.GradientEdge):
             meta = out.node._output_meta(out.output_nr)
             shape, dt, req = tuple(meta.shape), meta.dtype, True
+        elif not isinstance(out, Tensor):
+            raise AssertionError("Expected output to be a jitgrad.Tensor")
         else:
             shape, dt, req = tuple(out.shape), out.dtype, out.requires_grad
         if isinstance(g, Tensor):
@@ -63,7 +66,7 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                         "grad_output as the batch dimension. The sizes of the remaining "
                         f"dimensions are expected to match the shape of corresponding output, "
                         f"but a mismatch was detected: grad_output[{i}] has a shape of "
-                        f"{Size(g.shape)} and output[{i}] has a shape of {Size(shape)}. If you "
+                        f"{Size(g.shape[2:])} and output[{i}] has a shape of {Size(shape)}. If you "
                         "only want some tensors in `grad_output` to be considered batched, "
                         "consider using vmap.")
                 raise RuntimeError(
@@ -97,9 +100,7 @@ def _grads_tuple(grads: Any, n: int) -> tuple:
         return (None,) * n
     if isinstance(grads, _tensor_type()):
         return (grads,)
-    if isinstance(grads, (list, tuple)):
-        return tuple(grads)
-    raise TypeError(f"gradients can be either Tensors or None, but got {type(grads).__name__}")
+    return tuple(grads)  # a non-sequence raises Python's TypeError, as in torch
 
 
 def _roots(outputs: tuple) -> list:
@@ -113,6 +114,9 @@ def _roots(outputs: tuple) -> list:
                 f"element {i} of tensors does not require grad and does not have a grad_fn")
         roots.append(gradient_edge(out))
     return roots
+
+
+_warned_create_graph = False
 
 
 def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None = None,
@@ -141,14 +145,24 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     inputs_tuple = () if inputs is None else _as_tuple(inputs, "backward")
     if inputs is not None and len(inputs_tuple) == 0:
         raise RuntimeError("`inputs` argument to `backward()` cannot be empty.")
-    outputs = _as_tuple(tensors, "backward") if not isinstance(tensors, Sequence) \
-        else tuple(tensors)
+    outputs = _as_tuple(tensors, "backward") if not isinstance(tensors, Sequence) or \
+        isinstance(tensors, graph.GradientEdge) else tuple(tensors)
     grads = _make_grads(outputs, _grads_tuple(grad_tensors, len(outputs)))
     if retain_graph is None:
         retain_graph = create_graph
     roots = _roots(outputs)
+    global _warned_create_graph
+    if create_graph and inputs is None and not _warned_create_graph:  # once, like torch
+        _warned_create_graph = True
+        warnings.warn(
+            "Using backward() with create_graph=True will create a reference cycle between the "
+            "parameter and its gradient which can cause a memory leak. We recommend using "
+            "autograd.grad when creating the graph to avoid this. If you have to use this "
+            "function, make sure to reset the .grad fields of your parameters to None after use "
+            "to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
     run_backward(roots, grads, retain_graph, create_graph,
-                 inputs=list(inputs_tuple) or None, accumulate=True)
+                 inputs=[_EdgeProxy(x) if isinstance(x, graph.GradientEdge) else x
+                         for x in inputs_tuple] or None, accumulate=True)
 
 
 def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool | None = None,
@@ -185,7 +199,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         warnings.warn(
             "only_inputs argument is deprecated and is ignored now (defaults to True). To "
             "accumulate gradient for other parts of the graph, please use "
-            "torch.autograd.backward.", FutureWarning, stacklevel=2)
+            "jitgrad.autograd.backward.", FutureWarning, stacklevel=2)
     grads = _make_grads(outputs_t, _grads_tuple(grad_outputs, len(outputs_t)), is_grads_batched)
     if retain_graph is None:
         retain_graph = create_graph
@@ -221,6 +235,8 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
 class _EdgeProxy:
     """Lets a GradientEdge stand where the engine expects a tensor."""
 
+    _grad = None  # what backward(inputs=[edge]) accumulates for an edge goes nowhere else
+
     def __init__(self, edge: graph.GradientEdge) -> None:
         self._grad_fn, self._output_nr = edge.node, edge.output_nr
 
@@ -243,8 +259,8 @@ def _batched(roots: list, grads: list, retain_graph: bool, create_graph: bool,
 def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:  # noqa: N802
     """Deprecated: Variables are Tensors. Returns ``data`` with ``requires_grad`` set."""
     if volatile:
-        warnings.warn("volatile was removed (Variable.volatile is always False)", UserWarning,
-                      stacklevel=2)
+        warnings.warn("volatile was removed and now has no effect. Use `with jitgrad.no_grad():` "
+                      "instead.", UserWarning, stacklevel=2)
     t = data.detach() if data.requires_grad else data
     if requires_grad:
         t.requires_grad_(True)
@@ -252,10 +268,6 @@ def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> 
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("gradcheck", "gradgradcheck"):
-        from . import gradcheck as _gc
-
-        return getattr(_gc, name)
     if name in ("functional", "forward_ad"):
         import importlib
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import functools
 import inspect
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -13,7 +14,15 @@ class DecoratorContextManager:
 
     def __call__(self, func: Callable) -> Callable:
         if inspect.isclass(func):
-            raise RuntimeError("Cannot decorate a class with a grad mode context manager")
+            warnings.warn(
+                "Decorating classes is deprecated and will be disabled in future versions. You "
+                "should only decorate functions or methods. To preserve the current behavior of "
+                "class decoration, you can directly decorate the `__init__` method and nothing "
+                "else.", FutureWarning, stacklevel=2)
+            cls = func
+
+            def func(*args: Any, **kwargs: Any) -> Any:
+                return cls(*args, **kwargs)
         if inspect.isgeneratorfunction(func):
             @functools.wraps(func)
             def gen_wrapper(*args: Any, **kwargs: Any) -> Any:

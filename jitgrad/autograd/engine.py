@@ -15,7 +15,11 @@ from typing import Any
 import numpy as np
 
 from ..ops.registry import state
+from ..tensor import Tensor, _refresh_view
 from .node import AccumulateGrad, Node, _anomaly
+
+
+_new = object.__new__
 
 
 def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph: bool,
@@ -29,42 +33,60 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     capture: dict = {}  # (node, output_nr) -> positions in `inputs`
     for i, t in enumerate(inputs or ()):
         capture.setdefault(gradient_edge(t), []).append(i)
-    deps, needed = _discover([n for n, _ in roots], set(n for n, _ in capture) or None)
+    targets = set(n for n, _ in capture) or None
+    deps, needed = _discover([n for n, _ in roots], targets)
     buffers: dict[Node, list] = {}
-    ready: list = []
+    ready: list = []  # a heap of (-sequence number, node): the newest node runs first
     for (node, nr), g in zip(roots, grad_roots):
         if node not in needed:
             continue
         _add_to_buffer(buffers, node, nr, g)
     for node in buffers:
         if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (-node._seq, id(node), node))
+            heapq.heappush(ready, (-node._seq, node))
     captured: list = [None] * len(inputs or ())
     prev = state.grad_enabled
     state.grad_enabled = create_graph
+    anomaly = _anomaly.enabled
+    restrict = targets is not None  # only nodes on a path to an input run
+    heappop, heappush = heapq.heappop, heapq.heappush
     try:
         while ready:
-            node = heapq.heappop(ready)[2]
+            node = heappop(ready)[1]
             grads = buffers.pop(node)
-            _run_tensor_hooks(node, grads)
-            for nr, g in enumerate(grads):
-                for i in capture.get((node, nr), ()):
-                    captured[i] = g
-            if isinstance(node, AccumulateGrad) and not (accumulate and node in needed):
-                continue
-            out = _call(node, grads)
+            if node._tensor_hooks is not None or node._retained is not None \
+                    or type(node) is AccumulateGrad:
+                _run_tensor_hooks(node, grads)
+                if isinstance(node, AccumulateGrad) and not (accumulate and node in needed):
+                    _capture(capture, captured, node, grads)
+                    continue
+            if capture:
+                _capture(capture, captured, node, grads)
+            if anomaly or node._pre_hooks or node._post_hooks:
+                out = _call(node, grads)
+            else:
+                out = node.apply(grads)
             if not retain_graph:
                 node._release()
-            for edge, g in zip(node.next_functions, out):
+            for edge, g in zip(node._next, out):
                 if edge is None or g is None:
                     continue
-                nxt, nr = edge
-                if nxt not in needed:
+                nxt = edge[0]
+                if restrict and nxt not in needed:
                     continue
-                _add_to_buffer(buffers, nxt, nr, g)
-                deps[nxt] -= 1
-                if deps[nxt] == 0:
-                    heapq.heappush(ready, (-nxt._seq, id(nxt), nxt))
+                nr = edge[1]
+                buf = buffers.get(nxt)
+                if buf is None:
+                    buf = buffers[nxt] = [None] * nxt.n_outputs
+                    buf[nr] = g
+                elif buf[nr] is None:
+                    buf[nr] = g
+                else:
+                    buf[nr] = _sum_grads(buf[nr], g, create_graph)
+                left = deps[nxt] - 1
+                deps[nxt] = left
+                if left == 0:
+                    heappush(ready, (-nxt._seq, nxt))
     finally:
         state.grad_enabled = prev
     if accumulate:
@@ -76,8 +98,29 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     return captured
 
 
+def _sum_grads(a: Any, b: Any, create_graph: bool) -> Any:
+    """``a + b`` for two gradients flowing into the same input. Without ``create_graph`` two
+    eager gradients of one dtype and shape are plain arrays to add (nothing records): the same
+    result as the ``add`` op, without its dispatch."""
+    if not create_graph and type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype \
+            and a._trace is None and b._trace is None and a._data.shape == b._data.shape:
+        data = np.add(a._data, b._data)
+        t = _new(Tensor)
+        t._init(data if type(data) is np.ndarray else np.asarray(data), a._dtype)
+        return t
+    return a + b
+
+
+def _capture(capture: dict, captured: list, node: Node, grads: list) -> None:
+    for nr, g in enumerate(grads):
+        for i in capture.get((node, nr), ()):
+            captured[i] = g
+
+
 def gradient_edge(t: Any) -> tuple:
     """The (node, output_nr) through which gradients reach tensor ``t``."""
+    if getattr(t, "_base", None) is not None and t._vc[0] != t._view_version:
+        _refresh_view(t)
     if t._grad_fn is not None:
         return (t._grad_fn, t._output_nr)
     return (t._get_accumulator(), 0)
@@ -93,7 +136,7 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[dict, set]:
     while stack:
         node = stack.pop()
         order.append(node)
-        for edge in node.next_functions:
+        for edge in node._next:
             if edge is None:
                 continue
             nxt = edge[0]
@@ -114,7 +157,7 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[dict, set]:
         for node in order:
             if node in needed:
                 continue
-            for edge in node.next_functions:
+            for edge in node._next:
                 if edge is not None and edge[0] in needed:
                     needed.add(node)
                     changed = True
@@ -122,7 +165,7 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[dict, set]:
     # Only edges between needed nodes count towards readiness.
     deps = {}
     for node in needed:
-        for edge in node.next_functions:
+        for edge in node._next:
             if edge is not None and edge[0] in needed:
                 deps[edge[0]] = deps.get(edge[0], 0) + 1
     return deps, needed
@@ -145,7 +188,7 @@ def _run_tensor_hooks(node: Node, grads: list) -> None:
                 continue
             new = hook(grads[nr])
             if new is not None:
-                grads[nr] = _check_hook_result(new, grads[nr])
+                grads[nr] = _check_hook_result(new, grads[nr], hook)
         ref = node._retained.get(nr) if node._retained else None
         tensor = ref() if ref is not None else None
         if tensor is not None and grads[nr] is not None:
@@ -163,16 +206,30 @@ def _copy(g: Any) -> Any:
     return t
 
 
-def _check_hook_result(new: Any, old: Any) -> Any:
-    from ..tensor import Tensor
-
+def _check_hook_result(new: Any, old: Any, hook: Any) -> Any:
     if not isinstance(new, Tensor):
-        raise TypeError(f"hook should return a Tensor or None, but got {type(new).__name__}")
+        raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
     if new.shape != old.shape:
-        raise RuntimeError(
-            f"hook 'hook' has changed the size of value from {list(old.shape)} to "
-            f"{list(new.shape)}")
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
     return new
+
+
+def _hook_name(hook: Any) -> str:
+    return getattr(hook, "__name__", type(hook).__name__)
+
+
+def _check_node_hook_result(hook: Any, new: Any, old: tuple) -> list:
+    """Validates what a grad_fn pre-hook or post-hook returned in place of ``old``."""
+    if not isinstance(new, tuple):
+        raise TypeError(f"expected tuple, but hook returned '{type(new).__name__}'")
+    if len(new) != len(old):
+        raise RuntimeError(
+            f"hook '{_hook_name(hook)}' has returned an incorrect number of values (got "
+            f"{len(new)}, but expected {len(old)})")
+    for n, o in zip(new, old):
+        if o is None and n is not None:
+            raise RuntimeError("can't replace a None gradient with a non-None value")
+    return list(new)
 
 
 def _call(node: Node, grads: list) -> tuple:
@@ -180,7 +237,7 @@ def _call(node: Node, grads: list) -> tuple:
         for hook in list(node._pre_hooks.values()):
             new = hook(tuple(grads))
             if new is not None:
-                grads = list(new)
+                grads = _check_node_hook_result(hook, new, tuple(grads))
     try:
         out = node.apply(grads)
     except Exception:
@@ -193,7 +250,7 @@ def _call(node: Node, grads: list) -> tuple:
         for hook in list(node._post_hooks.values()):
             new = hook(tuple(out), tuple(grads))
             if new is not None:
-                out = tuple(new)
+                out = _check_node_hook_result(hook, new, tuple(out))
     if _anomaly.enabled and _anomaly.check_nan:
         for i, g in enumerate(out):
             if g is not None and np.isnan(g._data).any():

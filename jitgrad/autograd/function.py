@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import functools
+import warnings
 from collections.abc import Callable
 from typing import Any
 
 from ..ops import registry
-from .node import FREED, Node, SavedTensor, _edge
+from .forward_ad import fw_disabled, function_jvp, has_tangent
+from .node import FREED, Node, SavedTensor, _anomaly, _edge
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
 
@@ -84,7 +86,7 @@ class BackwardCFunction(Node, FunctionCtx):
         result = backward_fn(self, *grad_outputs)
         if not isinstance(result, tuple):
             result = (result,)
-        n_in = len(self.next_functions)
+        n_in = len(self._in_meta)  # one gradient per forward argument, tensor or not
         if len(result) != n_in:
             if len(result) > n_in and all(r is None for r in result[n_in:]):
                 result = result[:n_in]
@@ -93,7 +95,16 @@ class BackwardCFunction(Node, FunctionCtx):
                     f"function {self.name()} returned an incorrect number of gradients "
                     f"(expected {n_in}, got {len(result)})")
         out = []
-        for i, (g, edge, meta) in enumerate(zip(result, self.next_functions, self._in_meta)):
+        edges = iter(self._next)  # one edge per tensor argument
+        for i, (g, meta) in enumerate(zip(result, self._in_meta)):
+            if meta is None:
+                if g is not None:
+                    raise RuntimeError(
+                        f"function {self.name()} returned a gradient different than None at "
+                        f"position {i + 1}, but the corresponding forward input was not a "
+                        "Variable")
+                continue
+            edge = next(edges)
             if g is None or edge is None:
                 out.append(None)
                 continue
@@ -164,10 +175,11 @@ class Function(metaclass=FunctionMeta):
             "forward mode AD.")
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        raise RuntimeError(
-            "Legacy autograd function with non-static forward method is deprecated. Please use "
-            "new-style autograd function with static forward method. (Example: "
-            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+        warnings.warn(
+            f"{self.__class__} should not be instantiated. Methods on autograd functions are all "
+            "static, so you should invoke them on the class itself. Instantiating an autograd "
+            "function will raise an error in a future version of jitgrad.", DeprecationWarning,
+            stacklevel=2)
 
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
@@ -177,7 +189,7 @@ class Function(metaclass=FunctionMeta):
         Tensor = registry.Tensor
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
         custom_setup = cls.setup_context is not Function.setup_context
-        with no_grad():
+        with no_grad(), fw_disabled():
             if custom_setup:
                 output = cls.forward(*args, **kwargs)
             else:
@@ -188,8 +200,10 @@ class Function(metaclass=FunctionMeta):
         single = not isinstance(output, tuple)
         outputs = (output,) if single else output
         outputs = _wire_outputs(ctx, args, outputs, executable)
-        if hasattr(ctx, "_saved_for_forward") and registry.state.traces:
-            pass
+        if executable and _anomaly.enabled:  # the node remembers the forward's traceback
+            _anomaly.record(ctx)
+        if registry.fw_hook is not None and has_tangent(args):  # forward-mode AD
+            function_jvp(cls, ctx, args, outputs)
         return outputs[0] if single else outputs
 
 
@@ -199,7 +213,7 @@ def _wire_outputs(ctx: BackwardCFunction, args: tuple, outputs: tuple, executabl
     non_diff = {id(t) for t in ctx._non_differentiable}
     arg_ids = {id(a) for a in args if isinstance(a, Tensor)}
     if executable:
-        ctx.next_functions = tuple(_edge(a) for a in args)
+        ctx.next_functions = tuple(_edge(a) for a in args if isinstance(a, Tensor))
         ctx._in_meta = tuple(registry.Meta(tuple(a.shape), a.dtype) if isinstance(a, Tensor)
                              else None for a in args)
     wired = []
@@ -285,7 +299,7 @@ class DelayedError(BackwardCFunction):
         return tuple(wired)
 
     def name(self) -> str:
-        return "DelayedError"
+        return "Error"  # torch's node is named Error too
 
     def apply(self, grad_outputs: list) -> tuple:
         raise RuntimeError(self.msg)

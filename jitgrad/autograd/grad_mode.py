@@ -75,8 +75,10 @@ class inference_mode(DecoratorContextManager):  # noqa: N801
     """Like no_grad, and tensors created inside are inference tensors (torch.inference_mode)."""
 
     def __new__(cls, mode: Any = True) -> Any:
-        if callable(mode) and not isinstance(mode, bool):
-            return super().__new__(cls).__call__(mode)
+        if callable(mode) and not isinstance(mode, bool):  # @inference_mode without parens
+            self = super().__new__(cls)
+            self.mode = True
+            return self(mode)
         return super().__new__(cls)
 
     def __init__(self, mode: bool = True) -> None:
@@ -84,10 +86,8 @@ class inference_mode(DecoratorContextManager):  # noqa: N801
 
     def __enter__(self) -> None:
         self.prev = (state.grad_enabled, state.inference)
-        if self.mode:
-            state.grad_enabled, state.inference = False, True
-        else:
-            state.inference = False
+        # As c10's InferenceMode: grad mode is the opposite of the inference flag.
+        state.grad_enabled, state.inference = not self.mode, bool(self.mode)
 
     def __exit__(self, *exc: object) -> None:
         state.grad_enabled, state.inference = self.prev

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
 from .node import Node, saved_tensor_hooks_stack
 
-__all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks"]
+__all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks",
+           "disable_saved_tensors_hooks"]
 
 
 class GradientEdge(NamedTuple):
@@ -15,6 +17,7 @@ class GradientEdge(NamedTuple):
 
     node: Node
     output_nr: int
+    ownership_token: Any = None
 
 
 def get_gradient_edge(tensor: Any) -> GradientEdge:
@@ -30,32 +33,36 @@ def get_gradient_edge(tensor: Any) -> GradientEdge:
 
 class saved_tensors_hooks:  # noqa: N801 - torch's name
     """Context manager: every value saved for backward inside goes through ``pack_hook``, and
-    through ``unpack_hook`` when the backward needs it."""
+    through ``unpack_hook`` when the backward needs it. The innermost hooks apply."""
 
     def __init__(self, pack_hook: Callable[[Any], Any], unpack_hook: Callable[[Any], Any]) -> None:
         self.pack_hook = pack_hook
         self.unpack_hook = unpack_hook
 
     def __enter__(self) -> None:
+        if _disabled_message[0] is not None:
+            raise RuntimeError(_disabled_message[0])
         saved_tensor_hooks_stack.append((self.pack_hook, self.unpack_hook))
 
     def __exit__(self, *exc: object) -> None:
         saved_tensor_hooks_stack.pop()
 
 
-class disable_saved_tensors_hooks:  # noqa: N801
-    """Context manager: using saved-tensor hooks inside raises ``RuntimeError(error_message)``."""
+_disabled_message: list = [None]  # set inside disable_saved_tensors_hooks
+
+
+class disable_saved_tensors_hooks(contextlib.ContextDecorator):  # noqa: N801
+    """Context manager (and decorator): registering saved-tensor hooks inside, or entering it
+    while hooks are registered, raises ``RuntimeError(error_message)``."""
 
     def __init__(self, error_message: str) -> None:
         self.error_message = error_message
 
     def __enter__(self) -> None:
-        msg = self.error_message
-
-        def refuse(_: Any) -> Any:
-            raise RuntimeError(msg)
-
-        saved_tensor_hooks_stack.append((refuse, refuse))
+        if saved_tensor_hooks_stack:
+            raise RuntimeError(self.error_message)
+        self.prev = _disabled_message[0]
+        _disabled_message[0] = self.error_message
 
     def __exit__(self, *exc: object) -> None:
-        saved_tensor_hooks_stack.pop()
+        _disabled_message[0] = self.prev

@@ -15,6 +15,7 @@ from typing import Any
 from ..ops import registry
 
 _sequence = itertools.count()
+_NO_EDGE = (None, 0)
 _handle_ids = itertools.count()
 
 
@@ -41,18 +42,29 @@ class RemovableHandle:
 class Node:
     """A node of the backward graph (torch.autograd.graph.Node)."""
 
-    __slots__ = ("next_functions", "_seq", "_pre_hooks", "_post_hooks", "_tensor_hooks",
-                 "_retained", "_metadata", "_anomaly_trace", "__weakref__")
+    # Rarely set attributes are class-level defaults (an instance gets its own on first write),
+    # which keeps creating a node cheap.
+    __slots__ = ("_next", "_seq", "__dict__", "__weakref__")
+    _pre_hooks = None
+    _post_hooks = None
+    _tensor_hooks = None  # {output_nr: {id: hook}}
+    _retained = None  # {output_nr: weakref to a tensor that retains its grad}
+    _metadata = None
+    _anomaly_trace = None
 
     def __init__(self, next_functions: tuple = ()) -> None:
         self.next_functions = next_functions
         self._seq = next(_sequence)
-        self._pre_hooks = None
-        self._post_hooks = None
-        self._tensor_hooks = None  # {output_nr: {id: hook}}
-        self._retained = None  # {output_nr: weakref to a tensor that retains its grad}
-        self._metadata = None
-        self._anomaly_trace = None
+
+    @property
+    def next_functions(self) -> tuple:
+        """One ``(node, input_nr)`` per input of the forward op; ``(None, 0)`` for an input
+        that does not require grad (as torch)."""
+        return tuple(_NO_EDGE if e is None else e for e in self._next)
+
+    @next_functions.setter
+    def next_functions(self, edges: tuple) -> None:
+        self._next = tuple(None if e is None or e[0] is None else e for e in edges)
 
     def name(self) -> str:
         return type(self).__name__
@@ -143,42 +155,65 @@ FREED = ("Trying to backward through the graph a second time (or directly access
 class SavedTensor:
     """A value saved for backward: remembers its version, and goes through saved-tensor hooks."""
 
-    __slots__ = ("_value", "_version", "_vc", "_is_output", "_unpack", "_meta")
+    __slots__ = ("_value", "_version", "_vc", "_is_output", "_unpack", "_dtype", "_fw")
 
     def __init__(self, tensor: Any, is_output: bool) -> None:
         if tensor._is_inference:
             raise RuntimeError(
-                "Inference tensors cannot be saved for backward. To work around you can make a "
-                "clone to get a normal tensor and use it in autograd.")
-        self._vc = tensor._vc
-        self._version = tensor._vc[0]
+                "Inference tensors cannot be saved for backward. Please do not use Tensors "
+                "created in inference mode in computation tracked by autograd. To work around "
+                "this, you can make a clone to get a normal tensor and use it in autograd, or use "
+                "`jitgrad.no_grad()` instead of `jitgrad.inference_mode()`.")
+        vc = self._vc = tensor._vc
+        self._version = vc[0]
         self._is_output = is_output
-        self._meta = registry.Meta(tensor._data.shape, tensor._dtype)
-        hooks = saved_tensor_hooks_stack[-1] if saved_tensor_hooks_stack else None
-        if hooks is not None:
-            self._value = hooks[0](tensor.detach() if is_output else tensor)
+        self._dtype = tensor._dtype
+        self._fw = tensor._fw_grads if is_output else None  # an output's forward-AD tangents
+        if saved_tensor_hooks_stack:
+            hooks = saved_tensor_hooks_stack[-1]
+            active = saved_tensor_hooks_stack[:]
+            saved_tensor_hooks_stack.clear()  # what the pack hook computes saves no hooks
+            try:
+                self._value = hooks[0](tensor.detach() if is_output else tensor)
+            finally:
+                saved_tensor_hooks_stack[:] = active
             self._unpack = hooks[1]
         else:
             # An output is kept as its array only: holding the tensor would make a cycle.
             self._value = tensor._data if is_output else tensor
             self._unpack = None
 
+    @property
+    def _meta(self) -> registry.Meta:
+        value = self._value
+        data = value if self._is_output and self._unpack is None else getattr(value, "_data",
+                                                                               None)
+        return registry.Meta(getattr(data, "shape", None), self._dtype)
+
     def unpack(self, node: Node) -> Any:
-        if self._value is None and self._vc is None:
+        vc = self._vc
+        if vc is None:
             raise RuntimeError(FREED)
-        if self._vc[0] != self._version:
+        if vc[0] != self._version:
             value = self._value
-            data = value if self._is_output else getattr(value, "_data", None)
-            desc = describe(data, self._meta.dtype) if data is not None else "tensor"
+            if self._unpack is None:
+                data = value if self._is_output else value._data
+            else:
+                data = getattr(value, "_data", None)
+            desc = describe(data, self._dtype) if data is not None else "tensor"
+            # torch names the saved tensor's current producer (an in-place op rebased it)
             producer = node if self._is_output else getattr(value, "_grad_fn", None)
-            raise version_error(desc, _short_name(producer), self._vc[0], self._version)
+            raise version_error(desc, _short_name(producer), vc[0], self._version)
         if self._unpack is not None:
             value = self._unpack(self._value)
             if self._is_output:
                 value = _as_output(value._data, value._dtype, node)
+                value._fw_grads = self._fw
             return value
         if self._is_output:
-            return _as_output(self._value, self._meta.dtype, node)
+            value = _as_output(self._value, self._dtype, node)
+            value._fw_grads = self._fw
+            return value
         return self._value
 
     def release(self) -> None:
@@ -199,63 +234,110 @@ def _as_output(data, dt, node: Node) -> Any:
 class OpNode(Node):
     """The backward of one primitive op: applies its VJP rule to the saved values."""
 
-    __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_freed", "_saved")
+    __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed")
 
     def name(self) -> str:
         return self.op.node_name
 
     @staticmethod
     def record(op: registry.OpDef, args: tuple, params: dict, outputs: tuple) -> OpNode:
-        node = OpNode.__new__(OpNode)
-        Node.__init__(node, tuple(_edge(a) for a in args))
-        node.op = op
-        node.params = params
+        """Creates the node of one op call and makes it the ``grad_fn`` of its outputs."""
+        Tensor = registry.Tensor
+        Meta = registry.Meta
+        node = _new(OpNode)
+        edges = []
+        needs = []
+        for a in args:
+            if isinstance(a, Tensor):
+                if a._base is not None and a._vc[0] != a._view_version:
+                    _refresh_view(a)  # its base changed in place: a new history
+                fn = a._grad_fn
+                if fn is not None:
+                    edges.append((fn, a._output_nr))
+                    needs.append(True)
+                elif a._requires_grad:
+                    edges.append((a._accumulator or a._get_accumulator(), 0))
+                    needs.append(True)
+                else:
+                    edges.append(None)
+                    needs.append(False)
+            else:
+                edges.append(None)
+                needs.append(False)
         save = op.save
+        cond = registry.SAVE_IF.get(op)  # inputs only some gradients need (torch saves as little)
         inputs = []
         has_saved = False
-        for i, a in enumerate(args):
-            if not isinstance(a, registry.Tensor):
+        i = 0
+        for a in args:
+            if not isinstance(a, Tensor):
                 inputs.append(a)
-            elif i in save:
+            elif i in save and (cond is None or i not in cond or _any_needed(needs, cond[i])):
                 inputs.append(SavedTensor(a, False))
                 has_saved = True
             else:
-                inputs.append(registry.Meta(a._data.shape, a._dtype))
-        node._inputs = inputs
-        node._out_meta = tuple(registry.Meta(o._data.shape, o._dtype) for o in outputs)
-        node._out = SavedTensor(outputs[0], True) if op.save_output else None
-        node._saved = has_saved or op.save_output
+                inputs.append(Meta(a._data.shape, a._dtype))
+            i += 1
+        node._next = tuple(edges)
+        node._seq = next(_sequence)
         node._freed = False
-        for i, o in enumerate(outputs):
-            if o._dtype.is_floating_point or o._dtype.is_complex:
-                o._grad_fn = node
-                o._output_nr = i
+        node._needs = tuple(needs)
+        node.op = op
+        node.params = params
+        node._inputs = inputs if has_saved else tuple(inputs)
+        if op.save_output:
+            node._out = SavedTensor(outputs[0], True)
+            node._saved = True
+        else:
+            node._out = None
+            node._saved = has_saved
+        if len(outputs) == 1:
+            o = outputs[0]
+            dt = o._dtype
+            node._out_meta = ((o._data.shape, dt),)
+            if dt.is_floating_point or dt.is_complex:
+                o._grad_fn = node  # (its _output_nr is 0: a fresh output of apply)
+        else:
+            node._out_meta = tuple((o._data.shape, o._dtype) for o in outputs)
+            for i, o in enumerate(outputs):
+                if o._dtype.is_floating_point or o._dtype.is_complex:
+                    o._grad_fn = node
+                    o._output_nr = i
         if _anomaly.enabled:
             _anomaly.record(node)
         return node
 
     @property
     def n_outputs(self) -> int:
-        return self.op.n_outputs
+        return len(self._out_meta)  # op.n_outputs is 0 for variadic ops (split)
 
     def _output_meta(self, i: int):
-        return self._out_meta[i]
+        return registry.Meta(*self._out_meta[i])
 
     def apply(self, grad_outputs: list) -> tuple:
         if self._freed:
             raise RuntimeError(FREED)
-        inputs = tuple(v.unpack(self) if isinstance(v, SavedTensor) else v for v in self._inputs)
-        ans = self._out.unpack(self) if self._out is not None else None
-        grads = tuple(g if g is not None else _zeros(m) for g, m in zip(grad_outputs,
-                                                                         self._out_meta))
-        needs = tuple(e is not None for e in self.next_functions)
-        return tuple(registry.run_vjp(self.op, grads, ans, inputs, self.params, needs))
+        inputs = self._inputs
+        if type(inputs) is list:  # some inputs were saved: unpack (and version-check) them
+            unpacked = []
+            for v in inputs:
+                unpacked.append(v.unpack(self) if type(v) is SavedTensor else v)
+            inputs = tuple(unpacked)
+        out = self._out
+        ans = out.unpack(self) if out is not None else None
+        if len(grad_outputs) == 1:
+            grads = grad_outputs if grad_outputs[0] is not None else \
+                (_zeros(self._output_meta(0)),)
+        else:
+            grads = tuple(g if g is not None else _zeros(self._output_meta(i))
+                          for i, g in enumerate(grad_outputs))
+        return registry.run_vjp(self.op, grads, ans, inputs, self.params, self._needs)
 
     def _release(self) -> None:
         if self._saved:
             self._freed = True
             for v in self._inputs:
-                if isinstance(v, SavedTensor):
+                if type(v) is SavedTensor:
                     v.release()
             if self._out is not None:
                 self._out.release()
@@ -270,6 +352,29 @@ class OpNode(Node):
         return tuple(v.unpack(self) for v in self._inputs if isinstance(v, SavedTensor))
 
 
+_new = object.__new__
+
+
+def _refresh_view(t: Any) -> None:
+    from ..tensor import _refresh_view as refresh
+
+    refresh(t)
+
+
+def _any_needed(needs: list, positions: tuple) -> bool:
+    for j in positions:
+        if needs[j]:
+            return True
+    return False
+
+
+def _needed_saves(op: registry.OpDef, args: tuple) -> tuple:
+    Tensor = registry.Tensor
+    req = [isinstance(a, Tensor) and (a._requires_grad or a._grad_fn is not None) for a in args]
+    cond = registry.SAVE_IF[op]
+    return tuple(i for i in op.save if i not in cond or any(req[j] for j in cond[i]))
+
+
 def _zeros(meta: registry.Meta) -> Any:
     from ..ops.creation import zeros
 
@@ -279,6 +384,8 @@ def _zeros(meta: registry.Meta) -> Any:
 def _edge(a: Any) -> tuple | None:
     if not isinstance(a, registry.Tensor):
         return None
+    if a._base is not None and a._vc[0] != a._view_version:
+        _refresh_view(a)
     if a._grad_fn is not None:
         return (a._grad_fn, a._output_nr)
     if a._requires_grad:
@@ -335,9 +442,15 @@ class _AnomalyState:
 
     @staticmethod
     def record(node: Node) -> None:
+        # The user's call stack: jitgrad's own frames at the top of the stack are dropped.
+        import os
         import traceback
 
-        node._anomaly_trace = traceback.format_stack()[:-3]
+        stack = traceback.extract_stack()
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+        while stack and os.path.abspath(stack[-1].filename).startswith(package):
+            stack.pop()
+        node._anomaly_trace = traceback.format_list(stack)
 
 
 _anomaly = _AnomalyState()

@@ -140,12 +140,9 @@ def clamp(input, min=None, max=None):  # noqa: F811
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        out = input
-        if min is not None:
-            out = maximum(out, min)
-        if max is not None:
-            out = minimum(out, max)
-        return out
+        lo = min if min is None or isinstance(min, Tensor) else tensor(min, dtype=input.dtype)
+        hi = max if max is None or isinstance(max, Tensor) else tensor(max, dtype=input.dtype)
+        return apply(ew.CLAMP_TENSOR, input, lo, hi)
     return apply(ew.CLAMP, input, min=min, max=max)
 
 
@@ -219,6 +216,19 @@ def _to(self, *args: Any, **kwargs: Any):
     return apply(ew.TO_COPY, self, dtype=dtype or self.dtype)
 
 
+def _reversed_dims(self):
+    """``x.T``: all dims reversed (torch warns that this is deprecated unless ``x`` is 2-D)."""
+    if self.ndim != 2:
+        import warnings
+
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*jitgrad.arange(x.ndim - 1, -1, -1))` "
+            "to reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
+    return self.permute(*range(self.ndim - 1, -1, -1))
+
+
 def _install(Tensor: type) -> None:  # noqa: N803
     """Attaches the op functions as Tensor methods and Python operators."""
     g = globals()
@@ -239,7 +249,7 @@ def _install(Tensor: type) -> None:  # noqa: N803
     Tensor.swapaxes = Tensor.transpose
     Tensor.real = property(real)
     Tensor.imag = property(imag)
-    Tensor.T = property(lambda self: self.permute(*range(self.ndim - 1, -1, -1)))
+    Tensor.T = property(_reversed_dims)
     Tensor.mT = property(lambda self: self.transpose(-2, -1))
     Tensor.H = property(lambda self: self.t().conj())
     Tensor.mH = property(lambda self: self.transpose(-2, -1).conj())
@@ -263,11 +273,21 @@ def _install(Tensor: type) -> None:  # noqa: N803
             return fn(other, self) if reflected else fn(self, other)
         return op
 
-    Tensor.__add__ = Tensor.__radd__ = binary(add)
-    Tensor.__sub__ = binary(sub)
+    def direct(opdef, slow):
+        # The operators of eager hot loops: a tensor or Python number operand goes straight to
+        # the dispatcher (what add/sub/mul/div do for it); anything else takes ``slow``.
+        def op(self, other):
+            kind = type(other)
+            if kind is Tensor or kind is float or kind is int:
+                return apply(opdef, self, other)
+            return slow(self, other)
+        return op
+
+    Tensor.__add__ = Tensor.__radd__ = direct(ew.ADD, binary(add))
+    Tensor.__sub__ = direct(ew.SUB, binary(sub))
     Tensor.__rsub__ = lambda self, other: apply(ew.RSUB, self, _operand(other))
-    Tensor.__mul__ = Tensor.__rmul__ = binary(mul)
-    Tensor.__truediv__ = binary(div)
+    Tensor.__mul__ = Tensor.__rmul__ = direct(ew.MUL, binary(mul))
+    Tensor.__truediv__ = direct(ew.DIV, binary(div))
     Tensor.__rtruediv__ = lambda self, other: reciprocal(self) * other
     Tensor.__pow__ = binary(pow)
     Tensor.__rpow__ = lambda self, other: apply(ew.RPOW, self, base=other)

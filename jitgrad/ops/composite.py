@@ -12,7 +12,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
-from .registry import OPAQUE, apply, defop
+from .registry import OPAQUE, OPS, apply, defop
 
 
 def _float_meta(x, **params):
@@ -165,3 +165,24 @@ std = _var_std(STD)
 var.__name__, std.__name__ = "var", "std"
 var.__doc__ = "Variance over ``dim`` with Bessel's ``correction`` (default 1)."
 std.__doc__ = "Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+
+
+def _var_jvp(tangents, ans, x, dims, correction, keepdim):
+    # d var = 2 * sum(Re(conj(x - mean) * t)) / (N - correction)
+    centered = x - x.mean(dims, keepdim=True)
+    s = apply(OPS["sum_dim"], (centered.conj() * tangents[0]).real, dims=dims, keepdim=keepdim,
+              dtype=None)
+    return s * (2 / (_count(x, dims) - correction))
+
+
+SOFTMAX.jvp = lambda ts, ans, x, dim: ans * (ts[0] - (ts[0] * ans).sum(dim, keepdim=True))
+LOG_SOFTMAX.jvp = lambda ts, ans, x, dim: ts[0] - (ts[0] * ans.exp()).sum(dim, keepdim=True)
+LOGSUMEXP.jvp = lambda ts, ans, x, dims, keepdim: apply(
+    OPS["sum_dim"], ts[0] * (x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),
+    dims=dims, keepdim=keepdim, dtype=None)
+VAR.jvp = _var_jvp
+STD.jvp = lambda ts, ans, x, dims, correction, keepdim: _var_jvp(
+    ts, ans, x, dims, correction, keepdim) / (2 * ans)

@@ -16,6 +16,9 @@ def _new(data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False):
     t = registry.Tensor.__new__(registry.Tensor)
     t._init(data, dt)
     if requires_grad:
+        if not (dt.is_floating_point or dt.is_complex):  # torch's factory text (capitalized)
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
         t.requires_grad_(True)
     if registry.state.inference:
         t._is_inference = True

@@ -12,12 +12,13 @@ import math
 import numpy as np
 
 from .. import dtypes
-from .registry import BOOL, FLOAT, POINTWISE, SAME, apply, defop
+from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, SAVE_IF, apply, defop
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _pw(name: str, impl, vjp=None, template=None, promote=SAME, **kw):
+    kw.setdefault("jvp", ELEMENTWISE if vjp is not None else None)
     return defop(name, impl, kind=POINTWISE, vjp=vjp, template=template, promote=promote, **kw)
 
 
@@ -46,19 +47,48 @@ SIN = _pw("sin", np.sin, (lambda g, ans, x: g * x.cos().conj(),), "sin({0})", FL
 COS = _pw("cos", np.cos, (lambda g, ans, x: -g * x.sin().conj(),), "cos({0})", FLOAT, save=(0,))
 TAN = _pw("tan", np.tan, (lambda g, ans, x: g * (1 + ans * ans).conj(),), "tan({0})", FLOAT,
           save_output=True)
-TANH = _pw("tanh", np.tanh, (lambda g, ans, x: g * (1 - ans * ans).conj(),), "tanh({0})", FLOAT,
-           save_output=True)
+
+
+def _conj_if_complex(a: np.ndarray) -> np.ndarray:
+    return np.conj(a) if a.dtype.kind == "c" else a
+
+
+# torch's tanh_backward / sigmoid_backward: the backward of tanh and sigmoid is one op (one
+# kernel, one node), and differentiable again with torch's formulas (derivatives.yaml).
+TANH_BACKWARD = _pw(
+    "tanh_backward", lambda g, y: g * _conj_if_complex(1 - y * y),
+    (lambda gg, ans, g, y: apply(TANH_BACKWARD, gg, y.conj()),
+     lambda gg, ans, g, y: gg.conj() * (-2 * y.conj() * g).conj()),
+    "{0} * (1 - {1} * {1})", save=(0, 1))
+SIGMOID_BACKWARD = _pw(
+    "sigmoid_backward", lambda g, y: g * _conj_if_complex(y * (1 - y)),
+    (lambda gg, ans, g, y: apply(SIGMOID_BACKWARD, gg, y.conj()),
+     lambda gg, ans, g, y: gg.conj() * g * (-2 * y.conj() + 1)),
+    "{0} * ({1} * (1 - {1}))", save=(0, 1))
+TANH = _pw("tanh", np.tanh, (lambda g, ans, x: apply(TANH_BACKWARD, g, ans),), "tanh({0})",
+           FLOAT, save_output=True)
 SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),
-              (lambda g, ans, x: g * (ans * (1 - ans)).conj(),), "1.0 / (1.0 + exp(-{0}))", FLOAT,
-              save_output=True)
+              (lambda g, ans, x: apply(SIGMOID_BACKWARD, g, ans),), "1.0 / (1.0 + exp(-{0}))",
+              FLOAT, save_output=True)
 ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp()),), "erf({0})",
           FLOAT, save=(0,))
 RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
            (lambda g, ans, x: g * (ans > 0),), "max({0}, 0)", save_output=True)
-ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,))
+ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,),
+          meta=lambda x: (tuple(x.shape), x.dtype.to_real()))  # |complex| is real
 SIGN = _pw("sign", np.sign, (lambda g, ans, x: g * 0,), "sign({0})")
+def _sgn_grad(g, ans, x):
+    # Real sgn is flat. For complex z != 0, sgn(z) = z/|z| has d/dz = 1/(2|z|) and
+    # d/dconj(z) = -sgn^2/(2|z|): the VJP (torch's convention) and the JVP share one formula.
+    if not x.dtype.is_complex:
+        return g * 0
+    a = x.abs()
+    return where(a == 0, 0, (g - ans * ans * g.conj()) / (2 * a))
+
+
 SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))).astype(x.dtype)
-          if np.iscomplexobj(x) else np.sign(x), (lambda g, ans, x: g * 0,), "sign({0})")
+          if np.iscomplexobj(x) else np.sign(x), (_sgn_grad,), "sign({0})", save=(0,),
+          save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x))
 CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),), "{0}")
 CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}")
 LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL)
@@ -67,6 +97,8 @@ ISNAN = _pw("isnan", np.isnan, template="{0} != {0}", promote=BOOL)
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
     # Stable for large |x| in both directions.
+    if np.iscomplexobj(x):
+        return 1 / (1 + np.exp(-x))
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
 
@@ -97,7 +129,7 @@ RSUB = _pw("rsub", lambda a, b: np.subtract(b, a),
            node_name="RsubBackward1")
 def _cj(x):
     # conj() of a tensor or of a Python number (rules see numbers for scalar operands)
-    return x.conj() if hasattr(x, "_data") else x.conjugate()
+    return x.conj() if hasattr(x, "conj") else x.conjugate()
 
 
 MUL = _pw("mul", np.multiply, (lambda g, ans, a, b: g * _cj(b),
@@ -193,6 +225,37 @@ def _clamp_dtype(x, lo, hi) -> dtypes.dtype:
     return dtypes.result_type(x, *(v for v in (lo, hi) if v is not None))
 
 
+def _clamp_tensor_impl(x, lo, hi):
+    out = x
+    if lo is not None:
+        out = np.maximum(out, lo)
+    if hi is not None:
+        out = np.minimum(out, hi)
+    return out if out is not x else x.copy()
+
+
+def _clamp_tensor_vjp(g, ans, x, lo, hi):
+    # torch's clamp_backward and clamp_backward_min_max (clamp.Tensor)
+    gx = gl = gh = None
+    mask = None
+    if lo is not None:
+        mask = x >= lo
+        gl = where((x < lo) & (lo < hi) if hi is not None else x < lo, g, 0)
+    if hi is not None:
+        upper = x <= hi
+        mask = upper if mask is None else mask & upper
+        gh = where((x > hi) | (hi < lo) if lo is not None else x > hi, g, 0)
+    gx = where(mask, g, 0)
+    return gx, gl, gh
+
+
+CLAMP_TENSOR = defop(
+    "clamp_tensor", _clamp_tensor_impl, kind=POINTWISE, node_name="ClampBackward0",
+    save=(0, 1, 2), vjp=_clamp_tensor_vjp, template="clamp({0}, {1}, {2})",
+    meta=lambda x, lo, hi: (_bshape(*(v for v in (x, lo, hi) if v is not None)),
+                            _clamp_dtype(x, lo, hi)))
+
+
 # ---------------------------------------------------------------- comparisons and logic
 EQ = _pw("eq", np.equal, template="{0} == {1}", promote=BOOL)
 NE = _pw("ne", np.not_equal, template="{0} != {1}", promote=BOOL)
@@ -208,3 +271,10 @@ BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, template="{0} ^ {1}")
 def where(condition, input, other):  # noqa: A002
     """Elementwise ``input if condition else other`` (torch.where)."""
     return apply(WHERE, condition, input, other)
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+for _op in (TO_COPY, REAL, IMAG, POW_SCALAR, RPOW, WHERE, CLAMP, CLAMP_TENSOR):
+    _op.jvp = ELEMENTWISE
+SAVE_IF[MUL] = {0: (1,), 1: (0,)}  # d(a*b)/da needs b, d(a*b)/db needs a
+SAVE_IF[DIV] = {0: (1,)}  # d(a/b)/da needs only b

@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
-from .registry import MOVEMENT, OPAQUE, apply, defop
+from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
 
 
 def _np_key(spec: tuple, idx: tuple) -> tuple:
@@ -134,6 +134,8 @@ def getitem(x, key):
     """``x[key]``: basic indexing as views (select/slice/unsqueeze), advanced as ``index``."""
     from .movement import select, slice_dim, unsqueeze
 
+    if key is Ellipsis or (type(key) is tuple and len(key) == 1 and key[0] is Ellipsis):
+        return apply(ALIAS, x)  # x[...] is an alias (torch's AliasBackward0)
     spec, tensors = _normalize_key(x, key)
     if tensors:
         return apply(INDEX, x, *tensors, spec=spec)
@@ -151,14 +153,12 @@ def getitem(x, key):
                 out = slice_dim(out, dim, None, None, 1)
             dim += 1
     if out is x:
-        out = slice_dim(x, 0, None, None, 1) if x.ndim else apply(_alias_op(), x, shape=())
+        out = slice_dim(x, 0, None, None, 1) if x.ndim else apply(ALIAS, x)
     return out
 
 
-def _alias_op():
-    from .movement import VIEW
-
-    return VIEW
+ALIAS = defop("alias", lambda x: x.view(), kind=MOVEMENT, meta=lambda x: (tuple(x.shape), x.dtype),
+              view=True, vjp=(lambda g, ans, x: g,), jvp=LINEAR)
 
 
 def _copy_slices_impl(x, values, spec):
@@ -269,3 +269,8 @@ def index_select(input, dim: int, index):  # noqa: A002
 def index_add(input, dim: int, index, source):  # noqa: A002
     """Adds ``source`` into a copy of ``input`` at ``index`` along ``dim``."""
     return apply(INDEX_ADD, input, index, source, dim=wrap_dim(dim, input.ndim))
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+for _op in (INDEX, INDEX_PUT, COPY_SLICES, GATHER, SCATTER_ADD, INDEX_SELECT, INDEX_ADD):
+    _op.jvp = LINEAR

@@ -1,8 +1,10 @@
 """In-place ops: compute out of place, write back into the tensor's memory, bump its version.
 
 When autograd records the op, the tensor's ``grad_fn`` is rebased onto the new node (as torch
-does for non-views). A view is not rebased: an in-place op on a view while autograd records
-raises a clear error instead (torch would rebase the base through CopySlices).
+does). An in-place op on a view rebases the view's base instead, through a ``CopySlices`` node
+(the base with the view's region replaced by the new values); the view's own ``grad_fn`` is then
+remade from the base, and so is every other view of that base when it is next used (views
+remember the view ops that made them: ``Tensor._view_chain``).
 """
 
 from __future__ import annotations
@@ -15,11 +17,6 @@ import numpy as np
 from .. import dtypes
 from . import registry
 from .registry import state
-
-_VIEW_ERROR = (
-    "jitgrad does not support in-place operations on a view while autograd records them (torch "
-    "would rebase the view's base through CopySlices). Use the out-of-place op (e.g. "
-    "`y = x.add(1)` instead of `x.add_(1)`), or clone() the view first.")
 
 
 def _check(self: Any, args: tuple) -> bool:
@@ -39,11 +36,7 @@ def _check(self: Any, args: tuple) -> bool:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place "
             "operation.")
-    recording = self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad
-                                          for a in args)
-    if recording and base is not None:
-        raise RuntimeError(_VIEW_ERROR)
-    return recording
+    return self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
 
 
 def _castable(src: dtypes.dtype, dst: dtypes.dtype) -> bool:
@@ -57,11 +50,16 @@ def inplace(self: Any, compute: Callable, *args: Any) -> Any:
     """Runs ``compute(self, *args)`` (out of place) and writes the result into ``self``."""
     if self._trace is not None:
         return self._trace.inplace(self, compute(self, *args))
+    if state.traces:  # inside jit: an eager tensor written with (possibly) traced values
+        return state.traces[-1].inplace(self, compute(self, *args))
     recording = _check(self, args)
+    if recording and self._base is not None:
+        return _inplace_view(self, compute, args)
     if recording:
         snap = registry.Tensor.__new__(registry.Tensor)
         snap._init(self._data.copy(), self._dtype, self._requires_grad)
         snap._grad_fn, snap._output_nr = self._grad_fn, self._output_nr
+        snap._fw_grads = self._fw_grads
         new = compute(snap, *args)
     else:
         prev = state.grad_enabled
@@ -70,6 +68,33 @@ def inplace(self: Any, compute: Callable, *args: Any) -> Any:
             new = compute(self, *args)
         finally:
             state.grad_enabled = prev
+    _write(self, new)
+    if registry.fw_hook is not None:  # forward-mode AD: self takes the result's tangent
+        from ..autograd.forward_ad import transfer_tangent
+
+        transfer_tangent(new, self)
+        if self._base is not None:  # and the base's tangent changes in the view's region
+            base_snap = _snapshot(self._base)
+            base_snap._fw_grads = self._base._fw_grads
+            prev = state.grad_enabled
+            state.grad_enabled = False
+            try:
+                new_base = registry.apply(COPY_SLICES, base_snap, new, chain=self._view_chain)
+            finally:
+                state.grad_enabled = prev
+            transfer_tangent(new_base, self._base)
+    if recording and new._grad_fn is not None:
+        node = new._grad_fn
+        self._grad_fn, self._output_nr = node, new._output_nr
+        saved = getattr(node, "_out", None)
+        if saved is not None and saved._vc is new._vc:  # the node saved its result: that is self
+            saved._value, saved._vc, saved._version = self._data, self._vc, self._vc[0]
+    return self
+
+
+def _write(self: Any, new: Any) -> None:
+    """Checks ``new`` against ``self`` (torch's texts), copies it into ``self``'s memory and
+    bumps the version counter (shared with ``self``'s base and views)."""
     if not _castable(new.dtype, self._dtype):
         raise RuntimeError(
             f"result type {_scalar_name(new.dtype)} can't be cast to the desired output type "
@@ -86,25 +111,131 @@ def inplace(self: Any, compute: Callable, *args: Any) -> Any:
             "single memory location. Please clone() the tensor before performing the operation."
         ) from e
     self._vc[0] += 1
-    if recording and new._grad_fn is not None:
-        node = new._grad_fn
-        self._grad_fn, self._output_nr = node, new._output_nr
-        saved = getattr(node, "_out", None)
-        if saved is not None and saved._vc is new._vc:  # the node saved its result: that is self
-            saved._value, saved._vc, saved._version = self._data, self._vc, self._vc[0]
+
+
+def _snapshot(t: Any) -> Any:
+    """A copy of ``t``'s values that stands for ``t`` in the graph (same history)."""
+    snap = registry.Tensor.__new__(registry.Tensor)
+    snap._init(np.array(t._data, copy=True, order="K"), t._dtype, t._requires_grad)
+    snap._grad_fn, snap._output_nr = t._grad_fn, t._output_nr
+    return snap
+
+
+def _inplace_view(self: Any, compute: Callable, args: tuple) -> Any:
+    """An in-place op on a view while autograd records: torch's CopySlices rebase."""
+    from ..tensor import _refresh_view
+
+    from ..tensor import _NOGRAD_VIEW_HINT
+
+    if self._view_nograd:
+        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with "
+                           "grad mode enabled. " + _NOGRAD_VIEW_HINT)
+    base = self._base
+    self.requires_grad  # noqa: B018 - remakes a stale view grad_fn first
+    snap = _snapshot(self)
+    snap._fw_grads = self._fw_grads
+    new = compute(snap, *args)
+    if new.dtype is not self._dtype and _castable(new.dtype, self._dtype):
+        new = new.to(self._dtype)
+    value = new
+    _write(self, new)
+    base_snap = _snapshot(base)
+    base_snap._fw_grads = base._fw_grads
+    new_base = registry.apply(COPY_SLICES, base_snap, value, chain=self._view_chain)
+    if registry.fw_hook is not None:  # forward-mode AD: both take their new tangents
+        from ..autograd.forward_ad import transfer_tangent
+
+        transfer_tangent(new, self)
+        transfer_tangent(new_base, base)
+    base._grad_fn, base._output_nr = new_base._grad_fn, new_base._output_nr
+    _refresh_view(self)  # the view's history now goes through the base's CopySlices
     return self
+
+
+def _replay_arrays(a: np.ndarray, chain: tuple) -> np.ndarray:
+    for op, rest, params, i in chain:
+        a = op.impl(a, *rest, **dict(params))
+        if i is not None:
+            a = a[i]
+    return a
+
+
+def _copy_slices_impl(base: np.ndarray, value: np.ndarray, chain: tuple) -> np.ndarray:
+    out = np.array(base, copy=True, order="K")
+    region = _replay_arrays(out, chain)
+    if not np.may_share_memory(region, out):
+        raise RuntimeError("CopySlices: the view could not be replayed as a view of its base")
+    np.copyto(region, value, casting="unsafe")
+    return out
+
+
+def _copy_slices_base_grad(g: Any, ans: Any, base: Any, value: Any, chain: tuple) -> Any:
+    from ..tensor import replay_view
+    from .creation import zeros_like
+
+    g = g.contiguous()
+    return registry.apply(COPY_SLICES, g, zeros_like(replay_view(g, chain)), chain=chain)
+
+
+def _copy_slices_value_grad(g: Any, ans: Any, base: Any, value: Any, chain: tuple) -> Any:
+    from ..tensor import replay_view
+
+    return replay_view(g.contiguous(), chain)
+
+
+# ``base`` with the region that ``chain`` (a view's view ops) selects replaced by ``value``.
+COPY_SLICES = registry.defop(
+    "copy_slices_view", _copy_slices_impl, kind=registry.OPAQUE,
+    meta=lambda base, value, chain: (tuple(base.shape), base.dtype),
+    vjp=(_copy_slices_base_grad, _copy_slices_value_grad), jvp=registry.LINEAR,
+    node_name="CopySlices")
 
 
 def _scalar_name(d: dtypes.dtype) -> str:
     return d._legacy.replace("Tensor", "").replace("Byte", "Byte").replace("Char", "Char")
 
 
+def _same_meta(s: Any, *args: Any, **params: Any) -> tuple:
+    return tuple(s.shape), s.dtype
+
+
+def _no_grad_to_self(g: Any, ans: Any, s: Any, *args: Any, **params: Any) -> Any:
+    # The old value of the overwritten tensor does not reach the result: a zero gradient.
+    from .creation import zeros_like
+
+    return zeros_like(g)
+
+
+def _copy_impl(s: np.ndarray, src: np.ndarray) -> np.ndarray:
+    out = np.empty_like(s)
+    np.copyto(out, src.real if np.iscomplexobj(src) and not np.iscomplexobj(s) else src,
+              casting="unsafe")
+    return out
+
+
+# The in-place ops that overwrite a tensor, with torch's node names. They are computed out of
+# place like every in-place op; ``inplace`` writes the result back.
+ZERO = registry.defop("zero_", np.zeros_like, kind=registry.OPAQUE, meta=_same_meta,
+                      vjp=(_no_grad_to_self,), node_name="ZeroBackward0")
+FILL = registry.defop("fill_", lambda s, value: np.full_like(s, value), kind=registry.OPAQUE,
+                      meta=_same_meta, vjp=(_no_grad_to_self,), node_name="FillBackward2")
+FILL_TENSOR = registry.defop(
+    "fill_tensor_", lambda s, value: np.full_like(s, value), kind=registry.OPAQUE,
+    meta=_same_meta, vjp=(_no_grad_to_self, lambda g, ans, s, value: g.sum()),
+    node_name="FillBackward3")
+COPY = registry.defop("copy_", _copy_impl, kind=registry.OPAQUE, meta=_same_meta,
+                      vjp=(_no_grad_to_self, lambda g, ans, s, src: g),
+                      node_name="CopyBackwards")
+
+
 def _fill(s: Any, value: Any) -> Any:
-    if isinstance(value, registry.Tensor) and value.ndim:
-        raise RuntimeError(
-            "fill_ only supports 0-dimension value tensor but got tensor with "
-            f"{value.ndim} dimensions.")
-    return (s * 0 + value).to(s.dtype)
+    if isinstance(value, registry.Tensor):
+        if value.ndim:
+            raise RuntimeError(
+                "fill_ only supports 0-dimension value tensor but got tensor with "
+                f"{value.ndim} dimensions.")
+        return registry.apply(FILL_TENSOR, s, value)
+    return registry.apply(FILL, s, value=value)
 
 
 def _copy_from(s: Any, src: Any) -> Any:
@@ -112,10 +243,17 @@ def _copy_from(s: Any, src: Any) -> Any:
         from .creation import tensor
 
         src = tensor(src)
-    out = src.to(s.dtype) if src.dtype is not s.dtype else src
-    if tuple(out.shape) != tuple(s.shape):
-        out = out.expand(tuple(s.shape))
-    return out
+    shape = registry.broadcast_shapes(tuple(s.shape), tuple(src.shape))
+    if shape != tuple(s.shape):
+        raise RuntimeError(
+            f"output with shape {list(s.shape)} doesn't match the broadcast shape {list(shape)}")
+    return registry.apply(COPY, s, src)
+
+
+def _basic_key(key: Any) -> bool:
+    parts = key if isinstance(key, tuple) else (key,)
+    return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) and not isinstance(k, bool)
+               for k in parts)
 
 
 def install(Tensor: type) -> None:  # noqa: N803
@@ -133,7 +271,7 @@ def install(Tensor: type) -> None:  # noqa: N803
         op = getattr(Tensor, name, None)
         if op is not None:
             method(name + "_", op)
-    method("zero_", lambda s: _fill(s, 0))
+    method("zero_", lambda s: registry.apply(ZERO, s))
     method("fill_", _fill)
     method("copy_", lambda s, src, non_blocking=False: _copy_from(s, src))
 
@@ -154,8 +292,27 @@ def install(Tensor: type) -> None:  # noqa: N803
     def setitem(self, key, value):
         from .indexing import index_put_value
 
+        if self._grad_fn is None and self._requires_grad and state.grad_enabled \
+                and _basic_key(key) and self._trace is None:
+            # torch writes through a view of the leaf (x[0] is a view; x[tensor] is not)
+            raise RuntimeError(
+                "a view of a leaf Variable that requires grad is being used in an in-place "
+                "operation.")
         inplace(self, lambda s, v: index_put_value(s, key, v), value)
 
+    # ``t += x`` and friends write into ``t`` (every name bound to it sees the change).
+    Tensor.__iadd__ = lambda self, other: self.add_(other)
+    Tensor.__isub__ = lambda self, other: self.sub_(other)
+    Tensor.__imul__ = lambda self, other: self.mul_(other)
+    Tensor.__itruediv__ = lambda self, other: self.div_(other)
+    Tensor.__ipow__ = lambda self, other: self.pow_(other)
     Tensor.uniform_ = uniform_
     Tensor.normal_ = normal_
     Tensor.__setitem__ = setitem
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+ZERO.jvp = FILL.jvp = lambda tangents, ans, *args, **params: ans * 0  # constant: zero tangent
+FILL_TENSOR.jvp = lambda tangents, ans, s, value: (ans * 0 if tangents[1] is None else
+                                                   tangents[1].expand(tuple(ans.shape)))
+COPY.jvp = registry.LINEAR

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .registry import OPAQUE, apply, defop
+from .registry import BILINEAR, OPAQUE, SAVE_IF, apply, defop
 
 
 def _same_dtype(a, b, what="m1 and m2") -> dtypes.dtype:
@@ -120,40 +120,93 @@ def addmm(input, mat1, mat2):  # noqa: A002
 
 
 def matmul(input, other):  # noqa: A002
-    """Matrix product with torch.matmul's rules for 1-D, 2-D and batched operands."""
+    """Matrix product with torch.matmul's rules for 1-D, 2-D and batched operands.
+
+    Decomposes exactly as torch's ``_matmul_impl`` does (dot, mv, mm, folding the batch into
+    the rows of one mm/mv, or expand + bmm), so the recorded nodes match torch's.
+    """
+    from ._shape import numel
+    from .movement import SQUEEZE_DIM_, UNSAFE_VIEW, reshape
+
     a, b = input, other
-    if a.ndim == 0 or b.ndim == 0:
+    da, db = a.ndim, b.ndim
+    if da == 0 or db == 0:
         raise RuntimeError(
-            f"both arguments to matmul need to be at least 1D, but they are {a.ndim}D and "
-            f"{b.ndim}D")
-    if a.ndim == 1 and b.ndim == 1:
+            f"both arguments to matmul need to be at least 1D, but they are {da}D and {db}D")
+    if da == 1 and db == 1:
         return dot(a, b)
-    if a.ndim == 2 and b.ndim == 1:
+    if da == 2 and db == 1:
         return mv(a, b)
-    if a.ndim == 1 and b.ndim == 2:
-        return mm(a.unsqueeze(0), b).squeeze(0)
-    if a.ndim == 2 and b.ndim == 2:
+    if da == 1 and db == 2:
+        out = mm(a.unsqueeze(0), b)
+        return apply(SQUEEZE_DIM_, out, shape=tuple(out.shape[1:]))
+    if da == 2 and db == 2:
         return mm(a, b)
-    if b.ndim <= 2 and a.ndim >= 3:
-        # Fold the batch into rows: one mm, as torch does (UnsafeViewBackward0 on top).
-        lead = tuple(a.shape[:-1])
-        flat = a.reshape(-1, a.shape[-1])
-        out = mm(flat, b.unsqueeze(1) if b.ndim == 1 else b)
-        return out.reshape(lead + (() if b.ndim == 1 else (b.shape[-1],)))
-    # General batched case: broadcast batch dims, then bmm.
+    # A batch-1 3-D operand that requires grad, against a batched 3-D one, is squeezed (torch).
+    if da == 3 and db == 3 and (a.shape[0] == 1) != (b.shape[0] == 1):
+        if a.shape[0] == 1 and a.requires_grad:
+            return matmul(a.squeeze(0), b)
+        if b.shape[0] == 1 and b.requires_grad:
+            return matmul(a, b.squeeze(0))
+    if _should_fold(a, b):
+        transpose = db > da
+        t1 = b.transpose(-2, -1) if transpose else a
+        t2 = (a.t() if da == 2 else a) if transpose else b
+        lead = tuple(t1.shape[:-1])
+        folded = reshape(t1, (numel(lead), t1.shape[-1]))
+        if t2.ndim == 2:
+            out = apply(UNSAFE_VIEW, folded.mm(t2), shape=lead + (t2.shape[1],))
+            return out.transpose(-2, -1).contiguous() if transpose else out
+        return apply(UNSAFE_VIEW, folded.mv(t2), shape=lead)
     from .registry import broadcast_shapes
 
-    a2 = a.unsqueeze(0) if a.ndim == 1 else a
-    b2 = b.unsqueeze(-1) if b.ndim == 1 else b
-    batch = broadcast_shapes(tuple(a2.shape[:-2]), tuple(b2.shape[:-2]))
-    n = 1
-    for s in batch:
-        n *= s
-    a3 = a2.expand(batch + tuple(a2.shape[-2:])).reshape(n, a2.shape[-2], a2.shape[-1])
-    b3 = b2.expand(batch + tuple(b2.shape[-2:])).reshape(n, b2.shape[-2], b2.shape[-1])
-    out = bmm(a3, b3).reshape(batch + (a2.shape[-2], b2.shape[-1]))
-    if a.ndim == 1:
-        out = out.squeeze(-2)
-    if b.ndim == 1:
-        out = out.squeeze(-1)
+    n = a.shape[-2] if da > 1 else 1
+    m1 = a.shape[-1]
+    m2 = b.shape[-2] if db > 1 else b.shape[0]
+    p = b.shape[-1] if db > 1 else 1
+    batch = broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    nb = numel(batch)
+    a3 = reshape(a.expand(batch + (n, m1)), (nb, n, m1))
+    b3 = reshape(b.expand(batch + ((m2, p) if db > 1 else (m2,))), (nb, m2, p))
+    shape = batch + ((n,) if da > 1 else ()) + ((p,) if db > 1 else ())
+    return apply(UNSAFE_VIEW, bmm(a3, b3), shape=shape)
+
+
+def _should_fold(a, b) -> bool:
+    # torch's should_fold: fold the larger operand's batch into matrix rows (one mm/mv) when
+    # the smaller operand needs a gradient, or when that is free (a view, no copy).
+    larger_first = a.ndim >= b.ndim
+    dim_t1, dim_t2 = (a.ndim, b.ndim) if larger_first else (b.ndim, a.ndim)
+    if not (dim_t1 >= 3 and dim_t2 <= 2):
+        return False
+    if (b if larger_first else a).requires_grad:
+        return True
+    if a.ndim == 2:
+        return False
+    if a._trace is not None or b._trace is not None:
+        return larger_first  # traced values are contiguous: ``a`` folds as a view, ``b.mT`` not
+    t1 = a._data if larger_first else np.swapaxes(b._data, -1, -2)
+    if t1.size == 0:
+        return True
+    shape, strides = t1.shape, t1.strides
+    return all(strides[i] == strides[i + 1] * shape[i + 1] for i in range(dim_t1 - 2))
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+
+
+def _addmm_jvp(tangents, ans, bias, a, b):
+    tbias, ta, tb = tangents
+    out = tbias
+    for term in (ta.mm(b) if ta is not None else None, a.mm(tb) if tb is not None else None):
+        if term is not None:
+            out = term if out is None else out + term
     return out
+
+
+for _op in (MM, BMM, MV, DOT):
+    _op.jvp = BILINEAR
+ADDMM.jvp = _addmm_jvp
+for _op in (MM, BMM, MV, DOT):
+    SAVE_IF[_op] = {0: (1,), 1: (0,)}  # each operand's gradient needs only the other one
+SAVE_IF[ADDMM] = {1: (2,), 2: (1,)}

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, wrap_dim
-from .registry import MOVEMENT, apply, defop
+from .registry import LINEAR, MOVEMENT, apply, defop
 
 
 def infer_size(shape: tuple, n: int) -> tuple:
@@ -52,6 +52,9 @@ VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
              vjp=(_reshape_back,))
 UNSAFE_VIEW = defop("unsafe_view", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                     meta=_shape_meta, vjp=(_reshape_back,))
+# torch's reshape of a non-contiguous tensor that can still be viewed (``_reshape_alias``)
+RESHAPE_ALIAS = defop("reshape_alias", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
+                      vjp=(_reshape_back,), jvp=LINEAR, node_name="ReshapeAliasBackward0")
 
 
 def _permute_meta(x, dims):
@@ -85,12 +88,16 @@ SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=M
 SQUEEZE_DIMS = defop("squeeze_dims", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      view=True, meta=_shape_meta, vjp=(_reshape_back,),
                      node_name="SqueezeBackward2")
+# in-place ``squeeze_(dim)`` on a fresh result (matmul's 1-D @ 2-D case): not a view
+SQUEEZE_DIM_ = defop("squeeze_dim_", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
+                     meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
+                     node_name="SqueezeBackward4")
 UNSQUEEZE = defop("unsqueeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
                   meta=_shape_meta, vjp=(_reshape_back,))
 
 
 def _select_impl(x, dim, index):
-    return x[(slice(None),) * dim + (index,)]
+    return x[(slice(None),) * dim + (index, Ellipsis)]  # Ellipsis: a 0-d result stays a view
 
 
 def _select_meta(x, dim, index):
@@ -229,10 +236,10 @@ def _sizes(shape) -> tuple:
 def reshape(input, *shape):  # noqa: A002
     """Returns a tensor with ``shape`` and the same data: a view when possible, else a copy."""
     shape = infer_size(_sizes(shape), input.numel())
-    if tuple(input.shape) == shape and input._trace is None:
+    if input._trace is not None or input.is_contiguous():
         return apply(VIEW, input, shape=shape)
-    if input._trace is not None or _viewable(input, shape):
-        return apply(VIEW, input, shape=shape)
+    if _viewable(input, shape):
+        return apply(RESHAPE_ALIAS, input, shape=shape)
     return apply(UNSAFE_VIEW, apply(_clone_op(), input), shape=shape)
 
 
@@ -417,3 +424,10 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
     n = input.shape[d]
     size = -(-n // chunks) if n else 0
     return split(input, builtins.max(size, 1) if n else 1, d) if n else (input,)
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+for _op in (VIEW, UNSAFE_VIEW, PERMUTE, TRANSPOSE, T, EXPAND, SQUEEZE, SQUEEZE_DIM, SQUEEZE_DIMS,
+            UNSQUEEZE, SELECT, SLICE, SELECT_BACKWARD, SLICE_BACKWARD, CAT, STACK, SPLIT,
+            SPLIT_WITH_SIZES):
+    _op.jvp = LINEAR

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from ._special import erf
-from .registry import OPAQUE, POINTWISE, defop
+from .registry import ELEMENTWISE, OPAQUE, POINTWISE, apply, defop
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2 = 1 / math.sqrt(2)
@@ -196,7 +196,7 @@ def _mse_impl(x, y, reduction):
 def _mse_grad(g, x, y, reduction):
     d = 2 * (x - y)
     if reduction == "mean":
-        d = d / max(x.numel(), 1)
+        d = d / max(d.numel(), 1)  # the broadcast numel, as the forward's mean
     return g * d
 
 
@@ -213,3 +213,42 @@ MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1)
                  decompose=lambda x, y, reduction: {
                      "none": lambda d: d, "mean": lambda d: d.mean(),
                      "sum": lambda d: d.sum()}[reduction]((x - y) ** 2))
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+
+
+def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
+    # d xhat = rstd * (dx - mean(dx) - xhat * mean(xhat * dx)); y = xhat * w + b
+    tx, tw, tb = tangents
+    dims = _ln_dims(x, normalized_shape)
+    centered = x - x.mean(dims, keepdim=True)
+    rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = centered * rstd
+    out = None
+    if tx is not None:
+        out = rstd * (tx - tx.mean(dims, keepdim=True) - xhat * (xhat * tx).mean(dims,
+                                                                                 keepdim=True))
+        if weight is not None:
+            out = out * weight
+    for term in (xhat * tw if tw is not None else None, tb):
+        if term is not None:
+            out = term if out is None else out + term
+    return out
+
+
+def _mse_jvp(tangents, ans, x, y, reduction):
+    tx, ty = tangents
+    dt = tx if ty is None else (-ty if tx is None else tx - ty)
+    d = 2 * (x - y) * dt
+    if reduction == "none":
+        return d
+    return d.mean() if reduction == "mean" else d.sum()
+
+
+GELU.jvp = SILU.jvp = ELEMENTWISE
+LAYER_NORM.jvp = _layer_norm_jvp
+NLL_LOSS.jvp = lambda ts, ans, logp, target, weight, reduction, ignore_index: None if ts[0] is \
+    None else apply(NLL_LOSS, ts[0], target, weight, reduction=reduction,
+                    ignore_index=ignore_index)
+MSE_LOSS.jvp = _mse_jvp

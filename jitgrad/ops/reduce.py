@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape
-from .registry import REDUCE, apply, defop
+from .registry import LINEAR, OPS, REDUCE, apply, defop
 
 SUM_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc}"}
 MEAN_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc} / {n}"}
@@ -77,11 +77,16 @@ def _prod_vjp(g, ans, x, dims, keepdim, dtype=None):
     # The product of the other elements, exact where x has zeros (no division by zero).
     from .elementwise import where
 
+    # With one zero at z, others_i = x_z * p / x_i for i != z, written with zsum (= x_z) so
+    # that it stays differentiable in x_z (double backward); likewise for two zeros.
     is_zero = x == 0
     nonzero = where(is_zero, 1, x)
     zeros = is_zero.sum(dim=dims, keepdim=True)
     p = nonzero.prod(dim=dims, keepdim=True)
-    others = where(zeros == 0, p / nonzero, where(is_zero & (zeros == 1), p, 0))
+    zsum = where(is_zero, x, 0).sum(dim=dims, keepdim=True)
+    others = where(zeros == 0, p / nonzero,
+                   where(zeros == 1, where(is_zero, p, zsum * p / nonzero),
+                         where((zeros == 2) & is_zero, (zsum - x) * p, 0)))
     return expand_reduced(g, tuple(x.shape), dims, keepdim) * others.conj()
 
 
@@ -139,15 +144,19 @@ def _arg_reduce(fn):
     return impl
 
 
-def _select_vjp(grads, ans, x, dim, keepdim):
-    # Gradient flows only to the element whose index was returned (torch's MaxBackward0).
-    from .creation import zeros
-    from .indexing import scatter_add
+def _select_vjp(arg_op_name):
+    def rule(grads, ans, x, dim, keepdim):
+        # Gradient flows only to the element whose index was returned (torch's MaxBackward0);
+        # the index is recomputed from the saved input, exactly as the forward computed it.
+        from .creation import zeros
+        from .indexing import scatter_add
 
-    g, idx = grads[0], ans[1]
-    if not keepdim:
-        g, idx = g.unsqueeze(dim), idx.unsqueeze(dim)
-    return (scatter_add(zeros(tuple(x.shape), dtype=g.dtype), dim, idx, g),)
+        g = grads[0]
+        idx = apply(OPS[arg_op_name], x, dim=dim, keepdim=True)
+        if not keepdim:
+            g = g.unsqueeze(dim)
+        return (scatter_add(zeros(tuple(x.shape), dtype=g.dtype), dim, idx, g),)
+    return rule
 
 
 def _dim_meta(x, dim, keepdim):
@@ -156,9 +165,9 @@ def _dim_meta(x, dim, keepdim):
 
 
 MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp, node_name="MaxBackward0", save_output=True)
+                vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,))
 MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp, node_name="MinBackward0", save_output=True)
+                vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,))
 ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
                kind=REDUCE, meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
@@ -269,3 +278,30 @@ def _minimum(a, b):
 
 max = _max_min(MAX_ALL, MAX_DIM, _maximum, "max")  # noqa: A001
 min = _max_min(MIN_ALL, MIN_DIM, _minimum, "min")  # noqa: A001
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+
+
+def _weighted_jvp(weights):
+    # A reduction whose JVP is sum(t * w) over the reduced dims, w = the VJP of a ones cotangent.
+    def rule(tangents, ans, x, dims, keepdim, **params):
+        from .creation import ones
+
+        g = ones(tuple(ans.shape), dtype=ans.dtype)
+        w = weights(g, ans, x, dims, keepdim, **params).conj()
+        return apply(SUM_DIM, tangents[0] * w, dims=dims, keepdim=keepdim, dtype=None)
+    return rule
+
+
+def _select_jvp(tangents, ans, x, dim, keepdim):
+    idx = ans[1] if keepdim else ans[1].unsqueeze(dim)
+    value = tangents[0].gather(dim, idx)
+    return (value if keepdim else value.squeeze(dim)), None
+
+
+for _op in (SUM, SUM_DIM, MEAN, MEAN_DIM):
+    _op.jvp = LINEAR
+PROD.jvp = PROD_DIM.jvp = _weighted_jvp(_prod_vjp)
+AMAX.jvp = AMIN.jvp = MAX_ALL.jvp = MIN_ALL.jvp = _weighted_jvp(_evenly)
+MAX_DIM.jvp = MIN_DIM.jvp = _select_jvp

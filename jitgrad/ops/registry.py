@@ -135,6 +135,7 @@ def _pointwise_meta(op: OpDef) -> Callable:
         shape = broadcast_shapes(*(a.shape for a in args if hasattr(a, "shape")))
         return shape, compute_dtype(op, args)[1]
 
+    meta.by_category = True  # pointwise ops with their own meta (to, real, pow_scalar) differ
     return meta
 
 
@@ -154,74 +155,170 @@ state = _DispatchState()
 Tensor: Any = None
 OpNode: Any = None
 
+# Forward-mode AD (jitgrad.autograd.forward_ad): while a dual level is active, ``fw_hook(op,
+# args, params, outputs)`` gives the outputs their tangents with ``op.jvp``. A JVP rule is
+# ``jvp(tangents, ans, *inputs, **params) -> tangent`` (a tuple for multi-output ops), with
+# ``tangents[i]`` None for inputs without one, or one of these shorthands:
+LINEAR = "linear"  # affine in its floating inputs: apply the op to the tangents (zeros for
+#                    missing ones; number arguments, the constant terms, become 0)
+BILINEAR = "bilinear"  # op(a, b) linear in each input: op(ta, b) + op(a, tb)
+ELEMENTWISE = "elementwise"  # pointwise with a tuple VJP: sum_i conj(vjp_i(conj(t_i)))
+fw_hook: Any = None
+
+# Saved inputs that only some gradients need: ``SAVE_IF[op] = {i: (j, ...)}`` saves input i only
+# when one of inputs j requires grad (torch's MulBackward0 saves ``self`` only when ``other``
+# requires grad). Only for tuple VJP rules, where a rule runs only for an input that needs it.
+SAVE_IF: dict = {}
+
+
+_SCALAR_TYPES = (int, float)
+_ndarray = np.ndarray
+_new = object.__new__
+
 
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
-    if state.traces:
+    st = state
+    if st.traces:
         for a in args:
             if isinstance(a, Tensor) and a._trace is not None:
                 return a._trace.bind(op, args, params)
+        if any(isinstance(a, Tensor) for a in args):  # captured tensors: recorded, not frozen
+            return state.traces[-1].bind(op, args, params)
     if op.kind == POINTWISE:
-        arrays, out_dtype = _pointwise_arrays(op, args)
+        a = args[0]
+        if len(args) == 2 and type(a) is Tensor and type(args[1]) is Tensor \
+                and args[1]._dtype is a._dtype and op.promote == SAME and not op.nonpromoted \
+                and hasattr(op.meta, "by_category"):  # the hot case: t1 + t2 of one dtype
+            out_dtype = a._dtype
+            arrays = (a._data, args[1]._data)
+        else:
+            out_dtype = _fast_pointwise(op, args)
+            if out_dtype is None:
+                arrays, out_dtype = _pointwise_arrays(op, args, params)
+            elif len(args) == 1:
+                arrays = (a._data,)
+            else:
+                a, b = args
+                arrays = (a._data if type(a) is Tensor else out_dtype.np.type(a),
+                          b._data if type(b) is Tensor else out_dtype.np.type(b))
+        try:
+            out = op.impl(*arrays, **params) if params else op.impl(*arrays)
+        except ValueError:
+            if len(arrays) > 1:  # torch's text for a broadcasting mismatch
+                broadcast_shapes(*(x.shape for x in arrays if hasattr(x, "shape")))
+            raise
     else:
         out_dtype = op.meta(*args, **params)[1]
-        arrays = [a._data if isinstance(a, Tensor) else a for a in args]
-    out = op.impl(*arrays, **params)
-    record = state.grad_enabled and op.differentiable
+        out = op.impl(*[a._data if isinstance(a, Tensor) else a for a in args], **params)
     if op.n_outputs == 1:
-        result = _wrap(out, out_dtype)
+        npdt = out_dtype.np
+        if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
+            out = np.asarray(out, dtype=npdt)
+        result = _new(Tensor)  # Tensor._init, inlined
+        result._data = out
+        result._dtype = out_dtype
+        result._vc = [0]
+        result._grad_fn = None
         outputs = (result,)
     else:
         if not isinstance(out_dtype, tuple):
             out_dtype = (out_dtype,) * len(out)
         outputs = result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
     if op.view:
-        _mark_views(args[0], outputs)
-    if state.inference:
+        _mark_views(op, args, params, outputs)
+    if fw_hook is not None:  # forward-mode AD: a dual level is active
+        fw_hook(op, args, params, outputs)
+    if st.inference:
         for o in outputs:
-            o._is_inference = True
-    elif record:
+            if o._base is None:  # a view of a normal tensor stays normal
+                o._is_inference = True
+    elif st.grad_enabled and op.differentiable:
         for a in args:
-            if isinstance(a, Tensor) and a.requires_grad:
+            if isinstance(a, Tensor) and (a._requires_grad or a._grad_fn is not None):
                 OpNode.record(op, args, params, outputs)
                 break
     return result
 
 
-def _mark_views(base, outputs) -> None:
-    for o in outputs:
+def _fast_pointwise(op: OpDef, args: tuple) -> dtypes.dtype | None:
+    """The result dtype of a pointwise op on the common cases (one tensor, two tensors of one
+    dtype, a floating tensor and a Python int/float), or None for the general rules."""
+    if op.nonpromoted or not hasattr(op.meta, "by_category"):
+        return None
+    n = len(args)
+    if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
+        dt = args[0]._dtype
+        if args[1]._dtype is not dt:
+            return None
+        promote = op.promote
+        return dt if promote == SAME or (promote == FLOAT and dt.is_floating_point) else \
+            dtypes.bool if promote == BOOL else None
+    if n == 1:
+        a = args[0]
+        if type(a) is not Tensor:
+            return None
+        dt = a._dtype
+    elif n == 2:
+        a, b = args
+        if type(a) is Tensor:
+            dt = a._dtype
+            if type(b) is Tensor:
+                if b._dtype is not dt:
+                    return None
+            elif type(b) not in _SCALAR_TYPES or not dt.is_floating_point:
+                return None
+        elif type(b) is Tensor and type(a) in _SCALAR_TYPES and b._dtype.is_floating_point:
+            dt = b._dtype
+        else:
+            return None
+    else:
+        return None
+    promote = op.promote
+    if promote == SAME:
+        return dt
+    if promote == BOOL:
+        return dtypes.bool if n == 1 or (type(args[0]) is Tensor and type(args[1]) is Tensor) \
+            else None
+    return dt if dt.is_floating_point else None
+
+
+def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
+    """Makes the outputs that alias ``args[0]`` views of its base: they share its version
+    counter and remember how to be recomputed from the base (``_view_chain``, replayed by
+    in-place ops on views and when the base's history changes)."""
+    base = args[0]
+    for i, o in enumerate(outputs):
         if np.may_share_memory(o._data, base._data):
-            o._base = base._base if base._base is not None else base
+            step = (op, args[1:], tuple(params.items()), i if len(outputs) > 1 else None)
+            if base._base is not None:
+                o._base = base._base
+                o._view_chain = base._view_chain + (step,)
+            else:
+                o._base = base
+                o._view_chain = (step,)
             o._vc = base._vc
-            o._is_inference = base._is_inference
+            o._view_version = base._vc[0]
+            if not state.grad_enabled:
+                o._view_nograd = True
+            if base._is_inference:
+                o._is_inference = True
 
 
 def _wrap(data, dt):
-    if type(data) is not np.ndarray or data.dtype != dt.np:
-        data = np.asarray(data, dtype=dt.np)
+    npdt = dt.np
+    if type(data) is not _ndarray or (data.dtype is not npdt and data.dtype != npdt):
+        data = np.asarray(data, dtype=npdt)
     t = Tensor.__new__(Tensor)
     t._init(data, dt)
     return t
 
 
-def _pointwise_arrays(op: OpDef, args: tuple) -> tuple[list, dtypes.dtype]:
-    first = None
-    uniform = True
-    for i, a in enumerate(args):
-        if i in op.nonpromoted:
-            continue
-        if not isinstance(a, Tensor):
-            uniform = False
-            break
-        if first is None:
-            first = a._dtype
-        elif a._dtype is not first:
-            uniform = False
-            break
-    if uniform and first is not None and (op.promote == SAME or first.is_floating_point):
-        work, out_dtype = first, (dtypes.bool if op.promote == BOOL else first)
-    else:
-        work, out_dtype = compute_dtype(op, args)
+def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtypes.dtype]:
+    work, out_dtype = compute_dtype(op, args)
+    if not hasattr(op.meta, "by_category"):  # its own dtype rule: ``to``, ``real``, int ** 2.5
+        out_dtype = op.meta(*args, **params)[1]
+        work = dtypes.promote_types(work, out_dtype)
     arrays = []
     for i, a in enumerate(args):
         if isinstance(a, Tensor):
@@ -255,16 +352,27 @@ def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
     """
     g = grads[0] if op.n_outputs == 1 else tuple(grads)
     rule = op.vjp
-    if isinstance(rule, tuple):
-        out = [r(g, ans, *inputs, **params) if need and r is not None else None
-               for r, need in zip(rule, needs)]
+    if type(rule) is tuple:
+        out = []
+        for r, need in zip(rule, needs):
+            out.append(r(g, ans, *inputs, **params) if need and r is not None else None)
     else:
         out = list(rule(g, ans, *inputs, **params))
-    for i, (gi, x) in enumerate(zip(out, inputs)):
-        if gi is None or not needs[i]:
+    for i, gi in enumerate(out):
+        if gi is None:
+            continue
+        if not needs[i]:
             out[i] = None
             continue
-        out[i] = fit_grad(gi, x.shape, x.dtype)
+        x = inputs[i]
+        if type(x) is Tensor and x._trace is None:
+            shape, dt = x._data.shape, x._dtype
+        else:
+            shape, dt = x.shape, x.dtype
+        if type(gi) is Tensor and gi._trace is None:
+            if gi._data.shape == shape and gi._dtype is dt:
+                continue
+        out[i] = fit_grad(gi, shape, dt)
     return out
 
 

@@ -1,0 +1,34 @@
+"""Backends: each is a module with ``compile(graph) -> run(arrays) -> arrays`` and
+``render(graph) -> str``. ``interpreter`` is the reference; compiled backends are looked up by
+name and report clearly when they are not available."""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+NAMES = ("auto", "interpreter", "numba", "cuda")
+_MODULES = {"interpreter": "interpreter", "numba": "numba_cpu", "cuda": "numba_cuda"}
+
+
+def check_name(name: str) -> None:
+    """Raises ValueError for a backend name jitgrad does not know."""
+    if name not in NAMES:
+        raise ValueError(f"unknown jit backend {name!r}; expected one of {', '.join(NAMES)}")
+
+
+def get_backend(name: str) -> ModuleType:
+    """The backend module for ``name``; RuntimeError if it is not available."""
+    check_name(name)
+    if name == "auto":
+        name = "interpreter"
+    try:
+        mod = importlib.import_module(f"{__name__}.{_MODULES[name]}")
+    except ImportError as e:
+        raise RuntimeError(
+            f"jit backend {name!r} is not available yet in this jitgrad build ({e}); use "
+            "backend='interpreter' or backend='auto'") from None
+    available = getattr(mod, "available", None)
+    if available is not None and not available():
+        raise RuntimeError(f"jit backend {name!r} is not available on this machine")
+    return mod

@@ -1,0 +1,193 @@
+"""``jitgrad.func``: JAX-style function transforms, composable with ``jitgrad.jit``.
+
+``grad``, ``value_and_grad`` and ``vjp`` work in two modes:
+
+* eagerly, through the autograd engine (a primal that already requires grad is used as is,
+  and the gradient keeps its graph, so ``grad(grad(f))`` gives second derivatives);
+* inside a jit trace, by recording ``f`` and then running the VJP pass's reverse sweep over
+  the recorded equations, so ``jit(value_and_grad(f))`` stages forward and backward as one
+  program.
+
+As in ``torch.func``, the transforms enable grad inside ``f`` even under ``no_grad()``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from .autograd.grad_mode import enable_grad
+from .ops.registry import state
+from .tensor import Tensor
+
+
+def _flat_outputs(out: Any) -> list:
+    if isinstance(out, Tensor):
+        return [out]
+    if isinstance(out, (tuple, list)):
+        return [t for o in out for t in _flat_outputs(o)]
+    if isinstance(out, dict):
+        return [t for o in out.values() for t in _flat_outputs(o)]
+    raise TypeError(f"vjp: outputs must be tensors (or tuples/lists/dicts of them), got "
+                    f"{type(out).__name__}")
+
+
+def _split_aux(res: Any, has_aux: bool) -> tuple[Any, Any]:
+    if not has_aux:
+        return res, None
+    if not (isinstance(res, tuple) and len(res) == 2):
+        raise RuntimeError("vjp(f, ...): output of function f should be a tuple: (output, aux) "
+                           "if has_aux is True")
+    return res
+
+
+def _check_primals(primals: Sequence) -> None:
+    for p in primals:
+        if not isinstance(p, Tensor):
+            raise TypeError(f"expected primals to be Tensors, got {type(p).__name__}")
+
+
+def vjp(func: Callable, *primals: Tensor, has_aux: bool = False) -> tuple:
+    """``(func(*primals), vjp_fn[, aux])`` where ``vjp_fn(cotangents)`` returns one gradient
+    per primal (zeros where ``func`` does not depend on it).
+
+    Args:
+        func: a function of tensors returning a tensor or a tuple/list/dict of tensors (or
+            ``(output, aux)`` with ``has_aux``).
+        primals: the point at which to differentiate.
+        has_aux: whether ``func`` returns an auxiliary value that is not differentiated.
+    """
+    _check_primals(primals)
+    if state.traces:
+        return _vjp_traced(func, primals, has_aux)
+    return _vjp_eager(func, primals, has_aux)
+
+
+def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
+    from .autograd import grad as autograd_grad
+    from .ops.creation import zeros_like
+
+    nested = any(p.requires_grad for p in primals)
+    inner = [p if p.requires_grad else p.detach().requires_grad_(True) for p in primals]
+    with enable_grad():
+        out, aux = _split_aux(func(*inner), has_aux)
+    outs = _flat_outputs(out)
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        cts = _flat_outputs(cotangents)
+        if len(cts) != len(outs):
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as "
+                               f"pytree structure of outputs to the function ({len(outs)} "
+                               f"tensors), got {len(cts)}")
+        pairs = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
+        grads: Sequence = [None] * len(inner)
+        if pairs:
+            with enable_grad():
+                grads = autograd_grad([o for o, _ in pairs], inner,
+                                      grad_outputs=[c for _, c in pairs],
+                                      create_graph=nested or any(c.requires_grad for c in cts),
+                                      allow_unused=True)
+        return tuple(g if g is not None else zeros_like(p) for g, p in zip(grads, primals))
+
+    if not nested:
+        out = _detach_tree(out)
+    return (out, vjp_fn) if not has_aux else (out, vjp_fn, aux)
+
+
+def _detach_tree(out: Any) -> Any:
+    if isinstance(out, Tensor):
+        return out.detach()
+    if isinstance(out, (tuple, list)):
+        return type(out)(_detach_tree(o) for o in out)
+    if isinstance(out, dict):
+        return {k: _detach_tree(v) for k, v in out.items()}
+    return out
+
+
+def _vjp_traced(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
+    from .jit.ir import Var
+    from .jit.passes.vjp import active_vars, backward_sweep
+    from .ops.creation import zeros_like
+
+    trace = state.traces[-1]
+    # Fresh aliases, so that a primal also captured by func is a constant to this derivative.
+    with enable_grad():
+        aliases = [trace.as_tracer(p).clone() for p in primals]
+        start = len(trace.eqns)
+        out, aux = _split_aux(func(*aliases), has_aux)
+    eqns = trace.eqns[start:]
+    outs = _flat_outputs(out)
+    seeds = {a._var for a in aliases}
+
+    def vjp_fn(cotangents: Any) -> tuple:
+        cts = _flat_outputs(cotangents)
+        if len(cts) != len(outs):
+            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as "
+                               f"pytree structure of outputs to the function ({len(outs)} "
+                               f"tensors), got {len(cts)}")
+        act = active_vars(eqns, seeds)
+        seed_cts: dict = {}
+        for o, c in zip(outs, cts):
+            v = trace.var_of(o)
+            if isinstance(v, Var) and v in act:
+                c = trace.as_tracer(c)
+                seed_cts[v] = c if v not in seed_cts else seed_cts[v] + c
+        ct = backward_sweep(trace, eqns, trace.value_of, seed_cts, act)
+        return tuple(ct[a._var] if a._var in ct else zeros_like(p)
+                     for a, p in zip(aliases, primals))
+
+    return (out, vjp_fn) if not has_aux else (out, vjp_fn, aux)
+
+
+def _argnums(argnums: int | tuple, n: int) -> tuple:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for i in nums:
+        if not isinstance(i, int) or not -n <= i < n:
+            raise RuntimeError(f"Got argnums={argnums}, but only {n} positional inputs")
+    return tuple(i % n for i in nums)
+
+
+def value_and_grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """A function returning ``(func(*args), grads)``; with ``has_aux``, ``((value, aux), grads)``.
+
+    ``grads`` is one tensor for an int ``argnums``, else a tuple. ``func`` must return a
+    scalar tensor.
+    """
+    from .ops.creation import ones_like
+
+    def wrapper(*args: Any, **kwargs: Any) -> tuple:
+        nums = _argnums(argnums, len(args))
+
+        def f(*ps: Tensor) -> Any:
+            a = list(args)
+            for i, p in zip(nums, ps):
+                a[i] = p
+            return func(*a, **kwargs)
+
+        res = vjp(f, *(args[i] for i in nums), has_aux=has_aux)
+        out, fn = res[0], res[1]
+        if not isinstance(out, Tensor):
+            raise RuntimeError(f"Expected f(*args) to return a Tensor, got {type(out).__name__}")
+        if out.ndim != 0:
+            raise RuntimeError(f"Expected f(*args) to return a scalar Tensor, got tensor with "
+                               f"{out.ndim} dims. Maybe you wanted to use the vjp or jacrev "
+                               "APIs instead?")
+        grads = fn(ones_like(out))
+        g = grads[0] if isinstance(argnums, int) else grads
+        return ((out, res[2]) if has_aux else out), g
+
+    wrapper.__name__ = f"value_and_grad({getattr(func, '__name__', 'f')})"
+    return wrapper
+
+
+def grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = False) -> Callable:
+    """A function returning the gradient of scalar ``func`` w.r.t. ``args[argnums]``
+    (``(grads, aux)`` with ``has_aux``)."""
+    vg = value_and_grad(func, argnums, has_aux)
+
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        value, g = vg(*args, **kwargs)
+        return (g, value[1]) if has_aux else g
+
+    wrapper.__name__ = f"grad({getattr(func, '__name__', 'f')})"
+    return wrapper

@@ -1,0 +1,52 @@
+"""``jitgrad.jit``: trace a function into an IR, derive its backward, compile both.
+
+``@jitgrad.jit``, ``@jitgrad.jit(backend="interpreter")``, ``jitgrad.jit(fn)`` and
+``from jitgrad.jit import jit`` all work: this module is callable.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import types
+from collections.abc import Callable
+from typing import Any
+
+from .errors import ConcretizationError, JitTraceError
+from .function import CompiledFunctionBackward, JitFunction, Lowered
+from .ir import Eqn, Graph, Var
+
+__all__ = ["CompiledFunctionBackward", "ConcretizationError", "Eqn", "Graph", "JitFunction",
+           "JitTraceError", "Lowered", "Var", "jit"]
+
+
+def jit(fn: Callable | None = None, *, backend: str = "auto",
+        static_argnums: int | tuple = ()) -> Any:
+    """Traces ``fn`` per input signature and compiles its forward and backward.
+
+    Args:
+        fn: the function; tensor arguments (also inside tuples, lists and dicts) are traced,
+            every other argument is static (hashable, part of the cache key).
+        backend: ``"auto"``, ``"interpreter"``, ``"numba"`` or ``"cuda"``. An unavailable
+            backend raises RuntimeError at the first call.
+        static_argnums: positions of arguments to treat as static even if they are tensors:
+            keyed by value (a new value retraces) and concrete while tracing, so Python control
+            flow may depend on them.
+
+    Returns:
+        A ``JitFunction`` (or, used as ``@jit(backend=...)``, a decorator making one). With
+        ``JITGRAD_DISABLE_JIT=1`` in the environment, ``fn`` itself.
+    """
+    if fn is None:
+        return lambda f: jit(f, backend=backend, static_argnums=static_argnums)
+    if os.environ.get("JITGRAD_DISABLE_JIT", "0") not in ("", "0"):
+        return fn
+    return JitFunction(fn, backend=backend, static_argnums=static_argnums)
+
+
+class _CallableModule(types.ModuleType):
+    def __call__(self, fn: Callable | None = None, **kwargs: Any) -> Any:
+        return jit(fn, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

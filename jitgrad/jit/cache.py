@@ -1,0 +1,290 @@
+"""Cache keys, guards and the recompile log of ``JitFunction``.
+
+A call's *key* is built from its arguments: for every tensor (tensors may sit inside tuples,
+lists and dicts) its shape, dtype, device and whether it requires grad; the grad mode; and every
+other argument *by value* (it must be hashable). On top of the key, an entry carries *guards*
+on what the function read from its globals and closure at trace time: tensors by identity and
+Python scalars (or tuples/lists/dicts of them) by value, so rebinding ``w = w + 1`` or changing
+a global ``scale = 2.0`` retraces instead of giving a stale result.
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from collections import namedtuple
+from typing import Any
+
+import numpy as np
+
+from ..ops.registry import state
+from ..tensor import Tensor
+
+CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
+
+KEY_FIELDS = ("shapes", "dtypes", "devices", "requires_grad", "grad_mode", "static")
+
+_LEAF = object()  # marks a tensor position in a tree spec
+
+
+# ---------------------------------------------------------------- pytrees
+
+
+class Static:
+    """An argument marked static with ``static_argnums``: keyed by value (a tensor by its
+    shape, dtype and data), and concrete while tracing, so Python may branch on it."""
+
+    __slots__ = ("value", "key")
+
+    def __init__(self, value: Any) -> None:
+        self.value = value
+        if isinstance(value, Tensor):
+            data = value.detach().numpy()
+            self.key = ("tensor", tuple(data.shape), value.dtype, data.tobytes())
+        else:
+            self.key = ("value", value)
+
+    def fresh(self) -> Any:
+        """The value to trace with: a private copy of a tensor (a constant of the graph)."""
+        if isinstance(self.value, Tensor):
+            t = Tensor.__new__(Tensor)  # not an op: no equation is recorded for the copy
+            t._init(self.value._data.copy(), self.value.dtype)
+            return t
+        return self.value
+
+    def __hash__(self) -> int:
+        return hash(self.key)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Static) and self.key == other.key
+
+    def __repr__(self) -> str:
+        return f"Static({self.value!r})"
+
+
+
+def flatten(tree: Any) -> tuple[list, Any]:
+    """(tensor leaves, a hashable spec with the tensors replaced by markers)."""
+    leaves: list = []
+    return leaves, _flatten(tree, leaves)  # no recursive closures: they would form cycles that
+    # keep tensors alive until the garbage collector runs
+
+
+def _flatten(x: Any, leaves: list) -> Any:
+    if isinstance(x, Tensor):
+        leaves.append(x)
+        return _LEAF
+    if type(x) in (tuple, list):
+        return (type(x).__name__, tuple(_flatten(y, leaves) for y in x))
+    if type(x) is dict:
+        return ("dict", tuple((k, _flatten(v, leaves)) for k, v in x.items()))
+    if hasattr(x, "_fields") and isinstance(x, tuple):  # named tuples
+        return ("namedtuple", type(x), tuple(_flatten(y, leaves) for y in x))
+    return ("static", x)
+
+
+def unflatten(spec: Any, leaves: list) -> Any:
+    """Inverse of ``flatten``."""
+    return _unflatten(spec, iter(leaves))
+
+
+def _unflatten(s: Any, it: Any) -> Any:
+    if s is _LEAF:
+        return next(it)
+    kind = s[0]
+    if kind == "static":
+        return s[1]
+    if kind == "tuple":
+        return tuple(_unflatten(y, it) for y in s[1])
+    if kind == "list":
+        return [_unflatten(y, it) for y in s[1]]
+    if kind == "dict":
+        return {k: _unflatten(v, it) for k, v in s[1]}
+    return s[1](*(_unflatten(y, it) for y in s[2]))
+
+
+def static_leaves(spec: Any, out: list | None = None) -> list:
+    """The static (non-tensor) values of a spec, in order."""
+    out = [] if out is None else out
+    if spec is _LEAF:
+        return out
+    if spec[0] == "static":
+        out.append(spec[1])
+    else:
+        for y in spec[-1]:
+            static_leaves(y[1] if spec[0] == "dict" else y, out)
+    return out
+
+
+def check_hashable(spec: Any, fn_name: str) -> None:
+    """Raises a clear TypeError if a static (non-tensor) argument is unhashable."""
+    try:
+        hash(spec)
+    except TypeError:
+        bad = _find_unhashable(spec)
+        raise TypeError(
+            f"jit function {fn_name!r}: non-tensor arguments are static (part of the cache key, "
+            f"compared by value) and must be hashable, but got an unhashable value of type "
+            f"{type(bad).__name__}: {bad!r:.80}. Pass tensors as tensors (inside tuples, lists "
+            "or dicts is fine), and other values as hashable ones (tuple instead of list, ...)"
+        ) from None
+
+
+def _find_unhashable(spec: Any) -> Any:
+    if isinstance(spec, tuple) and spec and spec[0] == "static":
+        return spec[1]
+    if isinstance(spec, tuple):
+        for s in spec:
+            try:
+                hash(s)
+            except TypeError:
+                return _find_unhashable(s)
+    return spec
+
+
+def make_key(tensors: list, spec: Any) -> tuple:
+    """The cache key: one tuple per field of ``KEY_FIELDS``."""
+    return (tuple(tuple(t.shape) for t in tensors), tuple(t.dtype for t in tensors),
+            tuple(str(t.device) for t in tensors), tuple(t.requires_grad for t in tensors),
+            (state.grad_enabled, state.inference), spec)
+
+
+def explain_miss(fn_name: str, key: tuple, earlier: list) -> str:
+    """Which key field changed against the closest earlier key (``JITGRAD_LOG=recompiles``)."""
+    if not earlier:
+        return f"jitgrad.jit: compiling {fn_name!r} (first call)"
+    best = min(earlier, key=lambda k: sum(a != b for a, b in zip(k, key)))
+    changed = [f"{name}: {_short(a)} -> {_short(b)}"
+               for name, a, b in zip(KEY_FIELDS, best, key) if a != b]
+    return f"jitgrad.jit: recompiling {fn_name!r} because " + "; ".join(changed)
+
+
+def _short(x: Any) -> str:
+    text = repr(x)
+    return text if len(text) <= 120 else text[:117] + "..."
+
+
+def log_enabled(what: str) -> bool:
+    import os
+
+    return what in os.environ.get("JITGRAD_LOG", "").split(",")
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+# ---------------------------------------------------------------- guards
+
+_SCALARS = (int, float, complex, bool, str, bytes, type(None))
+_MAX_GUARDS = 4000
+_MAX_DEPTH = 6
+
+
+def _snapshot(x: Any, depth: int = 0) -> Any:
+    """A hashable value snapshot of scalars and small containers of them; None if not one."""
+    if isinstance(x, _SCALARS):
+        return (type(x), x)
+    if depth < 3 and type(x) in (tuple, list) and len(x) <= 64:
+        items = tuple(_snapshot(y, depth + 1) for y in x)
+        return None if any(i is None for i in items) else (type(x), items)
+    if depth < 3 and type(x) is dict and len(x) <= 64:
+        items = tuple((k, _snapshot(v, depth + 1)) for k, v in x.items())
+        return None if any(i[1] is None for i in items) else (dict, items)
+    return None
+
+
+def _code_names(code: types.CodeType) -> set:
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+class Guards:
+    """What a function read from its globals and closure, checked before each cached call."""
+
+    def __init__(self, fn: Any, static_args: tuple = ()) -> None:
+        self.entries: list[tuple] = []  # (description, getter, kind, expected)
+        self._walk_function(fn)
+        for i, obj in enumerate(static_args):  # objects passed as (static) arguments
+            if getattr(obj, "__dict__", None) is not None and not isinstance(
+                    obj, (types.ModuleType, type, types.FunctionType, types.MethodType)):
+                self._walk(f"argument {i}", lambda o=obj: o, obj, 0)
+
+    def _walk_function(self, fn: Any) -> None:
+        self_obj = getattr(fn, "__self__", None)
+        fn = getattr(fn, "__func__", fn)
+        code = getattr(fn, "__code__", None)
+        if code is None:
+            return
+        if self_obj is not None:
+            self._walk("self", lambda o=self_obj: o, self_obj, 0)
+        glb = getattr(fn, "__globals__", {})
+        for name in sorted(_code_names(code)):
+            if name in glb:
+                self._walk(name, lambda g=glb, n=name: g[n], glb[name], 0)
+        for name, cell in zip(code.co_freevars, fn.__closure__ or ()):
+            try:
+                value = cell.cell_contents
+            except ValueError:
+                continue
+            self._walk(name, lambda c=cell: c.cell_contents, value, 0)
+
+    def _walk(self, desc: str, get: Any, value: Any, depth: int) -> None:
+        if len(self.entries) >= _MAX_GUARDS:
+            return
+        if isinstance(value, Tensor):
+            self.entries.append((desc, get, "tensor", id(value)))
+            return
+        snap = _snapshot(value)
+        if snap is not None:
+            self.entries.append((desc, get, "value", snap))
+            return
+        if depth >= _MAX_DEPTH or isinstance(value, (types.ModuleType, type, types.FunctionType,
+                                            types.BuiltinFunctionType, types.MethodType)):
+            return
+        if type(value) in (list, tuple):
+            for i, y in enumerate(value[:256]):
+                self._walk(f"{desc}[{i}]", lambda g=get, i=i: g()[i], y, depth + 1)
+            return
+        if type(value) is dict:
+            for k in list(value)[:256]:
+                self._walk(f"{desc}[{k!r}]", lambda g=get, k=k: g()[k], value[k], depth + 1)
+            return
+        attrs = getattr(value, "__dict__", None)
+        if isinstance(attrs, dict):
+            for k in list(attrs)[:256]:
+                self._walk(f"{desc}.{k}", lambda g=get, k=k: vars(g())[k], attrs[k], depth + 1)
+
+    def keep_tensors(self, ids: set) -> None:
+        """Drops identity guards on tensors the trace did not use (optimizer state, ...)."""
+        self.entries = [g for g in self.entries if g[2] != "tensor" or g[3] in ids]
+
+    def add_value_reads(self, reads: dict) -> None:
+        """Guards the values of tensors that Python read while tracing (and that still live)."""
+        for ref, snapshot in reads.values():
+            if ref() is not None:
+                self.entries.append(("value of a captured tensor read at trace time", ref,
+                                     "data", snapshot))
+
+    def check(self) -> str | None:
+        """None if every guard holds, else a description of the first one that changed."""
+        for desc, get, kind, expected in self.entries:
+            if kind == "data":
+                t = get()
+                if t is not None and not (t._data.shape == expected.shape
+                                          and np.array_equal(t._data, expected)):
+                    return f"the {desc} changed"
+                continue
+            try:
+                value = get()
+            except (KeyError, IndexError, AttributeError, ValueError, TypeError):
+                return f"{desc!r} is gone"
+            if kind == "tensor":
+                if not isinstance(value, Tensor) or id(value) != expected:
+                    return f"{desc!r} was rebound to another object"
+            elif _snapshot(value) != expected:
+                return f"{desc!r} changed: {_short(expected[1])} -> {_short(value)}"
+        return None

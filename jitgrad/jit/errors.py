@@ -1,0 +1,87 @@
+"""Errors raised while tracing: reading a traced tensor's values, and unsupported patterns.
+
+Inside ``@jitgrad.jit`` a tensor argument is a *tracer*: it has a shape and a dtype but no
+data, because the function is run once per input signature to record its operations. Anything
+that needs the numbers themselves (``if x.sum() > 0``, ``float(x)``, ``x.item()``, a boolean
+mask whose result shape depends on the data) cannot be recorded; it raises
+``ConcretizationError`` naming the user's file and line, like JAX's concretization error.
+"""
+
+from __future__ import annotations
+
+import linecache
+import os
+import sys
+
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class ConcretizationError(RuntimeError):
+    """A traced function needed the value of a tensor, which is unknown while tracing."""
+
+
+class JitTraceError(RuntimeError):
+    """A traced function did something the tracer cannot record faithfully."""
+
+
+def user_frame(depth: int = 2):
+    """The first stack frame outside the jitgrad package (the user's code), or None."""
+    f = sys._getframe(depth)
+    while f is not None:
+        fn = os.path.abspath(f.f_code.co_filename)
+        if not fn.startswith(_PKG_DIR + os.sep):
+            return f
+        f = f.f_back
+    return None
+
+
+def user_location(depth: int = 2) -> tuple[str, str]:
+    """(``"file.py:12"``, the source text of that line) for the user's current line."""
+    f = user_frame(depth + 1)
+    if f is None:
+        return "<unknown>", ""
+    filename, lineno = f.f_code.co_filename, f.f_lineno
+    text = linecache.getline(filename, lineno).strip()
+    return f"{os.path.basename(filename)}:{lineno}", text
+
+
+def _where(depth: int) -> str:
+    f = user_frame(depth + 1)
+    if f is None:
+        return "in the traced function"
+    filename, lineno = f.f_code.co_filename, f.f_lineno
+    text = linecache.getline(filename, lineno).strip()
+    return f"at {filename}:{lineno}" + (f" (`{text}`)" if text else "")
+
+
+_FIX = (
+    "Inside @jitgrad.jit, tensor arguments are abstract tracers (shape and dtype, no values): "
+    "the function is traced once per input signature and replayed for new values. Fixes: pass a "
+    "value that control flow depends on as a non-tensor (static) argument, e.g. a Python number "
+    "or bool, or mark a tensor argument static with jit(fn, static_argnums=...) (static "
+    "arguments are part of the cache key, by value); or compute both branches and select "
+    "with jitgrad.where(cond, a, b); or move the code out of the jitted function.")
+
+
+def concretization_error(what: str, tracer=None) -> ConcretizationError:
+    """The error for ``what`` (e.g. ``"bool()"``) reading the value of a traced tensor."""
+    desc = ""
+    if tracer is not None:
+        from .ir import type_str
+
+        desc = f" of type {type_str(tracer.shape, tracer.dtype)}"
+    return ConcretizationError(
+        f"{what} needs the value of a traced tensor{desc} {_where(2)}.\n{_FIX}")
+
+
+def data_dependent_shape_error(what: str) -> ConcretizationError:
+    """The error for an op whose output shape depends on data (boolean-mask indexing)."""
+    return ConcretizationError(
+        f"{what} gives a result whose shape depends on the tensor's values, which is unknown "
+        f"while tracing, {_where(2)}.\nUse jitgrad.where(mask, x, 0) (or masked_fill) to keep "
+        "the shape static, or move the code out of the jitted function.")
+
+
+def trace_error(message: str) -> JitTraceError:
+    """A ``JitTraceError`` whose text ends with the user's line."""
+    return JitTraceError(f"{message} ({_where(2)})")

@@ -1,0 +1,356 @@
+"""``JitFunction``: the object ``jit(fn)`` returns, and the one autograd Node its outputs share.
+
+Each call flattens the arguments (tensors may sit in tuples, lists and dicts; everything else
+is static), builds the cache key (see ``cache.py``) and, on a miss or a failed guard, traces the
+function, runs the pass pipeline (with the VJP and partition passes when grad mode is on and an
+input requires grad) and compiles the forward and backward graphs with the backend. Outputs are
+ordinary tensors; the differentiable ones share one ``CompiledFunctionBackward`` node that holds
+the residuals and runs the compiled backward program (or, under ``create_graph=True``, recomputes
+the forward and runs the backward graph through eager ops so higher derivatives are right).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import weakref
+from typing import Any
+
+import numpy as np
+
+from ..autograd.node import FREED, Node, _edge, describe, version_error
+from ..backends import check_name, get_backend
+from ..ops import registry
+from ..ops.registry import state
+from ..tensor import Tensor
+from . import cache
+from .ir import Graph
+from .passes import compile_graphs
+from .trace import Trace, active, graph_of
+
+
+def _wrap(a: np.ndarray, dt) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._init(a, dt)
+    return t
+
+
+class _Entry:
+    """One compiled specialization of a function."""
+
+    def __init__(self) -> None:
+        self.fwd: Graph | None = None
+        self.bwd: Graph | None = None
+        self.fwd_run = self.bwd_run = None
+        self.implicit: list = []  # (weakref, shape, dtype, requires_grad)
+        self.guards: cache.Guards | None = None
+        self.n_explicit = 0
+        self.n_user = 0
+        self.n_slots = 0  # user outputs + written-back mutations
+        self.out_spec: Any = None
+        self.mutations: list[tuple[int, int]] = []  # (input index, output slot)
+        self.tangent_slots: list[int] = []
+        self.wrt: list[bool] = []
+        self.backend: Any = None
+        self.rng_vars: set = set()
+
+    def check(self) -> str | None:
+        """None if the captured state still matches, else why it does not."""
+        for k, (ref, shape, dt, rg) in enumerate(self.implicit):
+            t = ref()
+            if t is None:
+                return f"captured tensor {k} was freed"
+            if tuple(t.shape) != shape or t.dtype is not dt or t.requires_grad != rg:
+                return (f"captured tensor {k} changed from {shape}/{dt}/requires_grad={rg} to "
+                        f"{tuple(t.shape)}/{t.dtype}/requires_grad={t.requires_grad}")
+        return self.guards.check() if self.guards is not None else None
+
+
+class CompiledFunctionBackward(Node):
+    """The backward of one call of a jit function: runs its compiled backward program."""
+
+    __slots__ = ("_entry", "_inputs", "_residuals", "_checks", "_versions", "_freed")
+
+    def __init__(self, entry: _Entry, inputs: list, residuals: list, checks: list) -> None:
+        super().__init__(tuple(_edge(t) for t in inputs))
+        self._entry = entry
+        self._inputs = inputs
+        self._residuals = residuals
+        self._checks = checks  # (input, version) for inputs the residuals alias
+        self._versions: list = []  # every input's version, for the create_graph recompute
+        self._freed = False
+
+    @property
+    def n_outputs(self) -> int:
+        return self._entry.n_slots
+
+    def _output_meta(self, i: int) -> registry.Meta:
+        return self._entry.fwd.outvars[i].meta
+
+    def apply(self, grad_outputs: list) -> tuple:
+        from ..backends.interpreter import run_eager
+        from ..ops.creation import zeros
+
+        if self._freed:
+            raise RuntimeError(FREED)
+        for t, version in self._checks:
+            if t._vc[0] != version:
+                raise version_error(describe(t._data, t._dtype), "CompiledFunction", t._vc[0],
+                                    version)
+        e = self._entry
+        tangents = []
+        for s in e.tangent_slots:
+            m = self._output_meta(s)
+            g = grad_outputs[s] if s < len(grad_outputs) else None
+            if g is None:
+                g = zeros(m.shape, dtype=m.dtype)
+            elif g.dtype is not m.dtype:
+                g = g.to(m.dtype)
+            tangents.append(g)
+        if state.grad_enabled:  # create_graph=True: differentiable backward through eager ops
+            if e.mutations:
+                raise RuntimeError(
+                    "create_graph=True through a jit function that writes into its inputs in "
+                    "place is not supported; return the new values instead")
+            for t, version in zip(self._inputs, self._versions):
+                if t._vc[0] != version:
+                    raise version_error(describe(t._data, t._dtype), "CompiledFunction",
+                                        t._vc[0], version)
+            saved = e.fwd.outvars[e.n_slots:]
+            known = {v: _wrap(a, v.dtype) for v, a in zip(saved, self._residuals)
+                     if v in e.rng_vars}
+            residuals = run_eager(e.fwd, self._inputs, known)[e.n_slots:]
+            grads = run_eager(e.bwd, residuals + tangents)
+        else:
+            arrays = e.bwd_run(list(self._residuals) + [g._data for g in tangents])
+            grads = [None if a is None else _wrap(a, v.dtype)
+                     for a, v in zip(arrays, e.bwd.outvars)]
+        edges = getattr(self, "_next", None) or self.next_functions
+        return tuple(g if edge is not None and edge[0] is not None else None
+                     for g, edge in zip(grads, edges))
+
+    def _release(self) -> None:
+        self._freed = True
+        self._residuals = None
+        self._inputs = None
+
+
+class Lowered:
+    """What ``JitFunction.lower`` returns: the forward and backward IR and the kernels."""
+
+    def __init__(self, fwd: Graph, bwd: Graph | None, backend: Any) -> None:
+        self.forward_graph, self.backward_graph = fwd, bwd
+        names = fwd.names()
+        self.forward_ir = fwd.format(names=names)
+        self.backward_ir = bwd.format(names=names) \
+            if bwd is not None else None
+        self.kernels = {"forward": backend.render(fwd)}
+        if bwd is not None:
+            self.kernels["backward"] = backend.render(bwd)
+
+    def __str__(self) -> str:
+        parts = ["# forward IR", self.forward_ir, "# backward IR",
+                 self.backward_ir if self.backward_ir is not None
+                 else "(none: no input requires grad, or grad mode is off)"]
+        for name, src in self.kernels.items():
+            parts += [f"# kernel {name}", src]
+        return "\n".join(parts)
+
+    __repr__ = __str__
+
+
+class JitFunction:
+    """A function traced and compiled per input signature (see ``jitgrad.jit``)."""
+
+    def __init__(self, fn: Any, backend: str = "auto", static_argnums: tuple = ()) -> None:
+        check_name(backend)
+        self.py_func = fn
+        self.backend = backend
+        self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) \
+            else tuple(static_argnums)
+        self._cache: dict[tuple, _Entry] = {}
+        self._keys: list[tuple] = []
+        self._hits = self._misses = 0
+        self._compile_seconds = 0.0
+        functools.update_wrapper(self, fn)
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<JitFunction {getattr(self.py_func, '__qualname__', self.py_func)!r}>"
+
+    # ------------------------------------------------------------------ cache
+    def cache_info(self) -> cache.CacheInfo:
+        """``(hits, misses, entries, compile_seconds)``."""
+        return cache.CacheInfo(self._hits, self._misses, len(self._cache),
+                               self._compile_seconds)
+
+    def clear_cache(self) -> None:
+        """Drops every compiled specialization (and resets the counters)."""
+        self._cache.clear()
+        self._keys.clear()
+        self._hits = self._misses = 0
+        self._compile_seconds = 0.0
+
+    def _name(self) -> str:
+        return getattr(self.py_func, "__qualname__", repr(self.py_func))
+
+    def _lookup(self, args: tuple, kwargs: dict, count: bool = True) -> tuple[_Entry, list]:
+        if self.static_argnums:
+            n = len(args)
+            marked = {i % n for i in self.static_argnums if -n <= i < n}
+            args = tuple(cache.Static(a) if i in marked else a for i, a in enumerate(args))
+        tensors, spec = cache.flatten((args, kwargs))
+        cache.check_hashable(spec, self._name())
+        key = cache.make_key(tensors, spec)
+        entry = self._cache.get(key)
+        reason = None
+        if entry is not None:
+            reason = entry.check()
+            if reason is None:
+                if count:
+                    self._hits += 1
+                return entry, tensors
+        if cache.log_enabled("recompiles"):
+            if reason is not None:
+                cache.log(f"jitgrad.jit: recompiling {self._name()!r} because {reason}")
+            else:
+                cache.log(cache.explain_miss(self._name(), key, self._keys))
+        if count:
+            self._misses += 1
+        t0 = time.perf_counter()
+        entry = self._compile(tensors, spec)
+        self._compile_seconds += time.perf_counter() - t0
+        if key not in self._cache:
+            self._keys.append(key)
+        self._cache[key] = entry
+        return entry, tensors
+
+    # ------------------------------------------------------------------ compile
+    def _compile(self, tensors: list, spec: Any) -> _Entry:
+        backend = get_backend(self.backend)
+        e = _Entry()
+        e.backend = backend
+        n = e.n_explicit = len(tensors)
+        T = Trace()
+        with active(T):
+            tracers = [T.new_input(t.shape, t.dtype, t.requires_grad, leaf=t.is_leaf)
+                       for t in tensors]
+            args, kwargs = cache.unflatten(spec, tracers)
+            args = tuple(a.fresh() if isinstance(a, cache.Static) else a for a in args)
+            out = self.py_func(*args, **kwargs)
+            del args, kwargs
+            leaves, e.out_spec = cache.flatten(out)
+            del out
+            out_vars = [T.var_of(o) for o in leaves]
+            del leaves
+        mutated = [(i, tr._var) for i, (tr, v0) in enumerate(zip(tracers, T.invars[:n]))
+                   if tr._var is not v0]
+        del tracers
+        e.guards = cache.Guards(self.py_func, tuple(cache.static_leaves(spec)))  # after: the
+        # function may itself update what it reads (a call counter)
+        reads, T.reads = T.reads, {}
+        # Captured tensors that are still referenced elsewhere are implicit inputs; the ones
+        # created inside the function (now unreachable) are constants.
+        caps = [(var, weakref.ref(t), id(t), t._data, t._dtype)
+                for var, t in T.captured.values()]
+        T.captured = {}
+        consts, implicit_vars = {}, []
+        for var, ref, key, data, dt in caps:
+            alive = ref()
+            if alive is None:
+                var.hint = "c"
+                consts[var] = _wrap(data, dt)
+            else:
+                implicit_vars.append((var, key))
+                e.implicit.append((ref, tuple(alive.shape), alive.dtype, alive.requires_grad))
+            del alive
+        del caps
+        e.guards.keep_tensors({key for _, key in implicit_vars} | set(reads))
+        e.guards.add_value_reads(reads)
+        for j, (_, key) in enumerate(implicit_vars):
+            if key in T.rebound:
+                mutated.append((n + j, T.rebound[key]))
+        graph = graph_of(T, out_vars + [v for _, v in mutated])
+        graph.invars = graph.invars[:n] + [v for v, _ in implicit_vars]
+        graph.consts = consts
+        e.n_user = len(out_vars)
+        e.n_slots = len(graph.outvars)
+        e.mutations = [(i, e.n_user + k) for k, (i, _) in enumerate(mutated)]
+        rg = [t.requires_grad for t in tensors] + [m[3] for m in e.implicit]
+        wrt = rg if state.grad_enabled and any(rg) and not state.inference else None
+        fwd, bwd = compile_graphs(graph, wrt)
+        e.fwd, e.bwd = fwd, bwd
+        e.rng_vars = {v for q in fwd.eqns if q.op.name == "rng" for v in q.outputs}
+        e.wrt = rg
+        if bwd is not None:
+            e.tangent_slots = fwd.extra["tangent_slots"]
+            if not e.tangent_slots:  # no output depends on an input that requires grad
+                e.bwd = None
+        e.fwd_run = backend.compile(fwd)
+        e.bwd_run = backend.compile(e.bwd) if e.bwd is not None else None
+        return e
+
+    # ------------------------------------------------------------------ call
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        if state.traces:  # called inside another trace: inline
+            return self.py_func(*args, **kwargs)
+        if registry.fw_hook is not None and _dual(args, kwargs):
+            # forward-mode AD: tangents flow through the eager ops' JVP rules, not a program
+            return self.py_func(*args, **kwargs)
+        entry, tensors = self._lookup(args, kwargs)
+        return _run(entry, tensors)
+
+    def lower(self, *args: Any, **kwargs: Any) -> Lowered:
+        """The forward IR, backward IR and kernels this call signature compiles to."""
+        entry, _ = self._lookup(args, kwargs, count=False)
+        return Lowered(entry.fwd, entry.bwd, entry.backend)
+
+
+def _dual(args: tuple, kwargs: dict) -> bool:
+    from ..autograd.forward_ad import has_tangent
+
+    return has_tangent(args) or has_tangent(tuple(kwargs.values()))
+
+
+def _shares(a: np.ndarray, arrays: list) -> bool:
+    return any(b is not None and np.may_share_memory(a, b) for b in arrays)
+
+
+def _run(e: _Entry, tensors: list) -> Any:
+    inputs = tensors + [ref() for ref, *_ in e.implicit]
+    arrays = [t._data for t in inputs]
+    outs = e.fwd_run(arrays)
+    vals, res = outs[:e.n_slots], outs[e.n_slots:]
+    consts = [t._data for t in e.fwd.consts.values()]
+    for i, a in enumerate(vals):  # outputs never alias inputs, constants, residuals or each other
+        if _shares(a, arrays) or _shares(a, consts) or _shares(a, res) or _shares(a, vals[:i]):
+            vals[i] = a.copy()
+    grad = e.bwd is not None and state.grad_enabled
+    for idx, _ in e.mutations:
+        for k, r in enumerate(res):
+            if np.may_share_memory(r, arrays[idx]):
+                res[k] = r.copy()
+    outs_t = [_wrap(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
+    node = None
+    if grad:
+        checks = [(t, None) for t, a in zip(inputs, arrays) if _shares(a, res)]
+        node = CompiledFunctionBackward(e, inputs, res, checks)
+        for s in e.tangent_slots:
+            outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
+    for idx, slot in e.mutations:
+        t = inputs[idx]
+        np.copyto(t._data, vals[slot], casting="unsafe")
+        t._vc[0] += 1
+        if node is not None and slot in e.tangent_slots:
+            t._grad_fn, t._output_nr = node, slot
+    if node is not None:
+        node._checks = [(t, t._vc[0]) for t, _ in node._checks]
+        node._versions = [t._vc[0] for t in inputs]
+    if state.inference:
+        for t in outs_t:
+            t._is_inference = True
+    return cache.unflatten(e.out_spec, outs_t[:e.n_user])

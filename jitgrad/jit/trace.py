@@ -1,0 +1,396 @@
+"""Tracing: run the user's function on tracer tensors and record every op as an equation.
+
+A ``Tracer`` is a ``Tensor`` with a shape and a dtype but no data. Ops on tracers go through the
+same ``ops.registry.apply`` that eager mode uses; it hands them to ``Trace.bind``, which asks the
+op's shape/dtype rule for the result type and appends an ``Eqn``. While a trace is active, ops
+on ordinary tensors are recorded too (``apply`` routes them to the innermost trace), so nothing
+computed inside the function is frozen at trace time.
+
+Composite ops with a ``decompose`` (softmax, gelu, layer_norm, ...) are inlined as primitives,
+so later passes (and fusion) see primitives; the VJP pass differentiates those primitives.
+
+**Tensors captured by closure** (globals, closure cells, module attributes) become *implicit
+inputs*: their current data is read on every call, gradients flow to them when they require
+grad, and in-place writes to them inside the function are written back. Tensors created inside
+the function that nothing else references once the trace ends (``zeros(3)``, ``tensor([1.,
+2.])``) become constants of the graph.
+
+**In-place ops** on tracers are functionalized: the tracer is rebound to the new value. An
+in-place op on a jit *input* (or on a captured tensor) is written back into the real tensor
+after each call, and its version counter is bumped, as eager mode would. In-place ops on a
+view of a traced value, or on a traced value that has live views, raise ``JitTraceError``
+(eager mode would update the aliases; the tracer cannot).
+
+**Random draws** (``rand``, ``randn``, ``randint``, dropout) become ``rng`` equations: fresh
+numbers on every call, from the same generator as eager mode.
+
+**What runs only once, at trace time**: plain Python. Values the function reads from its
+globals and closure (numbers, strings, small containers of them, tensors by identity, module
+attributes) are guarded, so a change retraces; Python side effects (appending to a list,
+``optimizer.zero_grad()`` setting ``.grad = None``) are not replayed. The value of a
+*captured* tensor read in Python (``w.item()``, ``w.tolist()``, ``w.numpy()`` on a global
+``w``) is guarded too: a new value retraces. (Reads that bypass those methods, such as a
+captured boolean mask used for indexing, are baked in: pass such a tensor as an argument.)
+"""
+
+from __future__ import annotations
+
+import weakref
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..ops import registry
+from ..ops.registry import POINTWISE, defop, state
+from ..tensor import Size, Tensor
+from . import errors
+from .ir import Eqn, Graph, Var
+
+DETACH = registry.OPS.get("detach") or defop(
+    "detach", lambda x: x, kind=POINTWISE, template="{0}", view=True,
+    meta=lambda x: (tuple(x.shape), x.dtype))
+
+
+def _rng_impl(*, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
+              low: int = 0, high: int = 1):
+    from ..random import default_generator
+
+    gen = generator or default_generator()  # read at run time: manual_seed is respected
+    if kind == "uniform":
+        return gen.random(shape).astype(dtype.np)
+    if kind == "normal":
+        return gen.standard_normal(shape).astype(dtype.np)
+    return gen.integers(low, high, size=shape).astype(dtype.np)
+
+
+# Random tensors created inside a traced function (rand, randn, randint): drawn anew on every
+# call, from the same generator and in the same way as eager mode.
+RNG = registry.OPS.get("rng") or defop(
+    "rng", _rng_impl, kind=registry.OPAQUE, differentiable=False,
+    meta=lambda **p: (tuple(p["shape"]), p["dtype"]))
+
+
+class Tracer(Tensor):
+    """A tensor inside a trace: a shape, a dtype and a ``Var``; reading its values raises."""
+
+    __slots__ = ("_var", "_shape")
+
+    @property
+    def _data(self):  # every path that reads data ends here
+        if self._trace is None or self._trace not in state.traces:
+            raise errors.trace_error(
+                "a traced tensor escaped its jit trace (it was stored in a global, an attribute "
+                "or a list while tracing, and used after or outside it); return it from the "
+                "function instead")
+        raise errors.concretization_error("reading the data", self)
+
+    @property
+    def shape(self) -> Size:
+        return Size(self._shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._shape)
+
+    def dim(self) -> int:
+        return len(self._shape)
+
+    def size(self, dim: int | None = None):
+        if dim is None:
+            return Size(self._shape)
+        from ..tensor import _wrap_dim
+
+        return self._shape[_wrap_dim(dim, self.ndim)]
+
+    def numel(self) -> int:
+        n = 1
+        for s in self._shape:
+            n *= s
+        return n
+
+    nelement = numel
+
+    def is_contiguous(self) -> bool:
+        return True
+
+    def stride(self, dim: int | None = None):
+        st, acc = [], 1
+        for s in reversed(self._shape):
+            st.append(acc)
+            acc *= max(s, 1)
+        st = tuple(reversed(st))
+        return st if dim is None else st[dim]
+
+    def __len__(self) -> int:
+        if not self._shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self._shape[0]
+
+    def __iter__(self):
+        if not self._shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self._shape[0]))
+
+    def item(self):
+        raise errors.concretization_error(".item()", self)
+
+    def tolist(self):
+        raise errors.concretization_error(".tolist()", self)
+
+    def numpy(self, *, force: bool = False):
+        raise errors.concretization_error(".numpy()", self)
+
+    def __array__(self, dtype=None, copy=None):
+        raise errors.concretization_error("conversion to a NumPy array", self)
+
+    def __bool__(self) -> bool:
+        raise errors.concretization_error("bool() (an `if`, `while`, `and`/`or` on a tensor)",
+                                          self)
+
+    def __float__(self) -> float:
+        raise errors.concretization_error("float()", self)
+
+    def __int__(self) -> int:
+        raise errors.concretization_error("int()", self)
+
+    def __index__(self) -> int:
+        raise errors.concretization_error("use as a Python index (__index__)", self)
+
+    def __complex__(self) -> complex:
+        raise errors.concretization_error("complex()", self)
+
+    def backward(self, *args: Any, **kwargs: Any) -> None:
+        raise errors.trace_error(
+            ".backward() cannot run inside a jit-traced function; call it on the function's "
+            "output, or use jitgrad.func.grad / value_and_grad inside the function")
+
+    def register_hook(self, hook: Any) -> Any:
+        raise errors.trace_error(
+            "register_hook on a traced tensor is not supported; register hooks on the inputs or "
+            "outputs of the jitted function")
+
+    def __repr__(self) -> str:
+        from .ir import type_str
+
+        return f"Tracer<{type_str(self._shape, self._dtype)}>"
+
+    def __format__(self, spec: str) -> str:
+        return repr(self)
+
+    def __deepcopy__(self, memo):
+        raise errors.trace_error("deepcopy of a traced tensor is not supported")
+
+
+def _make_tracer(trace: Trace, var: Var, requires_grad: bool) -> Tracer:
+    t = Tracer.__new__(Tracer)
+    t._var, t._shape, t._dtype = var, var.shape, var.dtype
+    t._requires_grad = requires_grad
+    t._grad = t._grad_fn = t._base = t._hooks = t._post_acc_hooks = t._accumulator = None
+    t._fw_grads = None
+    t._output_nr, t._vc = 0, [0]
+    t._retains_grad = t._is_inference = False
+    t._trace = trace
+    return t
+
+
+class Trace:
+    """The equations recorded while a function runs on tracers."""
+
+    def __init__(self) -> None:
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.captured: dict[int, tuple[Var, Tensor]] = {}  # id(eager tensor) -> (var, tensor)
+        self.rebound: dict[int, Var] = {}  # id(eager tensor) -> var after an in-place write
+        self.inputs: list[Tracer] = []  # explicit input tracers, to detect in-place writes
+        self.leaf_inputs: set[int] = set()  # ids of input tracers that are leaves needing grad
+        self.views: dict[int, tuple[Any, list]] = {}  # id(root tracer) -> (ref, view refs)
+        self.root_of: dict[int, tuple[Any, Any]] = {}  # id(view) -> (ref view, ref root)
+        self.source_override: str | None = None
+        self.decompose = True
+        self.reads: dict[int, tuple[Any, Any]] = {}  # id -> (weakref, data snapshot)
+
+    # ------------------------------------------------------------------ values
+    def new_input(self, shape: tuple, dtype: dtypes.dtype, requires_grad: bool = False,
+                  hint: str = "primals", leaf: bool = True) -> Tracer:
+        v = Var(shape, dtype, hint)
+        self.invars.append(v)
+        t = _make_tracer(self, v, requires_grad)
+        self.inputs.append(t)
+        if requires_grad and leaf:
+            self.leaf_inputs.add(id(t))
+        return t
+
+    def value_of(self, v: Var) -> Tracer:
+        """A tracer standing for ``v``."""
+        return _make_tracer(self, v, False)
+
+    def var_of(self, a: Any) -> Any:
+        """The Var for a tracer or captured tensor; other values are literals."""
+        if isinstance(a, Tensor):
+            if a._trace is self:
+                return a._var
+            if a._trace is not None:
+                raise errors.trace_error(
+                    "a traced tensor from a different jit trace was used (it escaped an earlier "
+                    "trace through a global, an attribute or a list); return it instead")
+            k = id(a)
+            if k in self.rebound:
+                return self.rebound[k]
+            hit = self.captured.get(k)
+            if hit is None:
+                hit = self.captured[k] = (Var(a.shape, a.dtype, "captured"), a)
+            return hit[0]
+        return a
+
+    def read_value(self, t: Tensor) -> None:
+        """Notes that Python read an eager tensor's value while tracing (``w.item()``): if the
+        tensor outlives the trace, its value becomes a guard of the compiled entry."""
+        hit = self.reads.get(id(t))
+        if t._trace is None and (hit is None or hit[0]() is not t):
+            self.reads[id(t)] = (weakref.ref(t), np.array(t._data, copy=True))
+
+    def as_tracer(self, a: Tensor) -> Tracer:
+        """``a`` itself if it is a tracer of this trace, else a tracer for the captured tensor."""
+        if isinstance(a, Tracer) and a._trace is self:
+            return a
+        return _make_tracer(self, self.var_of(a), a.requires_grad)
+
+    # ------------------------------------------------------------------ recording
+    def bind(self, op: registry.OpDef, args: tuple, params: dict) -> Any:
+        """Records ``op(*args, **params)`` and returns tracer(s) for its result(s)."""
+        if op.decompose is not None and self.decompose:
+            return op.decompose(*args, **params)
+        shapes, dts = op.meta(*args, **params)
+        if op.n_outputs == 1:
+            shapes, dts = (shapes,), (dts,)
+        elif not isinstance(dts, tuple):
+            dts = (dts,) * len(shapes)
+        inputs = [self.var_of(a) for a in args]
+        outs = [Var(s, d) for s, d in zip(shapes, dts)]
+        source = self.source_override
+        if source is None:
+            source = errors.user_location(1)[0]
+        nograd = not state.grad_enabled
+        self.eqns.append(Eqn(op, inputs, params, outs, source, nograd))
+        rg = (not nograd and op.differentiable
+              and any(isinstance(a, Tensor) and a.requires_grad for a in args))
+        tracers = [_make_tracer(self, v, rg and (v.dtype.is_floating_point or v.dtype.is_complex))
+                   for v in outs]
+        if op.view and args and isinstance(args[0], Tracer):
+            self._note_views(args[0], tracers)
+        return tracers[0] if op.n_outputs == 1 else tuple(tracers)
+
+    def _note_views(self, base: Tracer, views: list) -> None:
+        hit = self.root_of.get(id(base))
+        root = hit[1]() if hit is not None and hit[0]() is base else None
+        if root is None:
+            root = base
+        entry = self.views.get(id(root))
+        if entry is None or entry[0]() is not root:
+            entry = self.views[id(root)] = (weakref.ref(root), [])
+        for v in views:
+            entry[1].append(weakref.ref(v))
+            self.root_of[id(v)] = (weakref.ref(v), weakref.ref(root))
+
+    def _is_view(self, t: Tracer) -> bool:
+        hit = self.root_of.get(id(t))
+        return hit is not None and hit[0]() is t
+
+    def _has_live_views(self, t: Tracer) -> bool:
+        entry = self.views.get(id(t))
+        return entry is not None and entry[0]() is t and any(r() is not None for r in entry[1])
+
+    def random(self, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
+               **params: Any) -> Tracer:
+        """Records a random draw (``rand``/``randn``/``randint`` called while tracing)."""
+        params = dict(kind=kind, shape=tuple(shape), dtype=dtype, **params)
+        if generator is not None:
+            params["generator"] = generator
+        return self.bind(RNG, (), params)
+
+    def inplace(self, target: Tensor, new: Tensor) -> Tensor:
+        """Functionalizes an in-place op: ``target`` now stands for ``new``."""
+        from ..ops.inplace import _castable, _scalar_name
+
+        if not _castable(new.dtype, target.dtype):
+            raise RuntimeError(
+                f"result type {_scalar_name(new.dtype)} can't be cast to the desired output "
+                f"type {_scalar_name(target.dtype)}")
+        if tuple(new.shape) != tuple(target.shape):
+            raise RuntimeError(
+                f"output with shape {list(target.shape)} doesn't match the broadcast shape "
+                f"{list(new.shape)}")
+        if new.dtype is not target.dtype:
+            new = new.to(target.dtype)
+        leaf_rg = (id(target) in self.leaf_inputs if isinstance(target, Tracer)
+                   else target._grad_fn is None and target._requires_grad)
+        if state.grad_enabled and leaf_rg:
+            raise RuntimeError(
+                "a leaf Variable that requires grad is being used in an in-place operation.")
+        if isinstance(target, Tracer) and target._trace is self:
+            if self._is_view(target) or self._has_live_views(target):
+                raise errors.trace_error(
+                    "an in-place op on a view of a traced tensor (or on a traced tensor that "
+                    "has live views) cannot be traced faithfully: eager mode would update every "
+                    "alias. Use the out-of-place op (e.g. `y = x.add(1)`) or clone() first")
+            target._var = self.var_of(new)
+            target._requires_grad = target._requires_grad or new.requires_grad
+            return target
+        if target._base is not None:
+            raise errors.trace_error(
+                "an in-place write of traced values into a view of a tensor from outside the "
+                "trace is not supported; write into the base tensor or build the result "
+                "out of place (jitgrad.where / cat / stack)")
+        self.var_of(target)  # capture its current value first
+        self.rebound[id(target)] = self.var_of(new)
+        return target
+
+
+@contextmanager
+def active(trace: Trace):
+    """Pushes ``trace`` on the dispatcher's trace stack for the duration of the block."""
+    state.traces.append(trace)
+    try:
+        yield trace
+    finally:
+        state.traces.pop()
+
+
+@contextmanager
+def source(trace: Trace, src: str | None):
+    """Labels the equations recorded in the block with ``src`` (the forward op's line)."""
+    prev = trace.source_override
+    trace.source_override = src
+    try:
+        yield
+    finally:
+        trace.source_override = prev
+
+
+def replay(trace: Trace, graph: Graph, inputs: list) -> list:
+    """Records ``graph``'s equations into ``trace`` on ``inputs``; returns its output values."""
+    env: dict[Var, Any] = dict(zip(graph.invars, inputs))
+    for v, t in graph.consts.items():
+        env[v] = t
+    prev_decompose, trace.decompose = trace.decompose, False
+    prev_grad = state.grad_enabled
+    try:
+        for e in graph.eqns:
+            args = [env[x] if isinstance(x, Var) else x for x in e.inputs]
+            state.grad_enabled = not e.nograd
+            with source(trace, e.source):
+                out = trace.bind(e.op, tuple(args), e.params)
+            for v, o in zip(e.outputs, (out,) if e.op.n_outputs == 1 else out):
+                env[v] = o
+    finally:
+        trace.decompose = prev_decompose
+        state.grad_enabled = prev_grad
+    return [env[v] if isinstance(v, Var) else v for v in graph.outvars]
+
+
+def graph_of(trace: Trace, outvars: list, name: str = "forward") -> Graph:
+    """The trace as a Graph (captured tensors become constants)."""
+    consts = {v: t for v, t in trace.captured.values()}
+    return Graph(list(trace.invars), outvars, trace.eqns, consts, name)

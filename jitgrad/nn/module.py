@@ -1,0 +1,499 @@
+"""``Module``: the base class of layers and models, with torch.nn.Module's registration rules."""
+
+from __future__ import annotations
+
+from collections import OrderedDict, namedtuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+from .. import dtypes
+from ..autograd.grad_mode import no_grad
+from ..autograd.node import RemovableHandle
+from ..tensor import Tensor
+from .parameter import Parameter
+
+__all__ = ["Module"]
+
+
+def _typename(obj: Any) -> str:
+    if isinstance(obj, Tensor):
+        return f"jitgrad.{obj.dtype._legacy}"
+    module = type(obj).__module__
+    name = type(obj).__qualname__
+    return name if module in (None, "builtins") else f"{module}.{name}"
+
+
+def _addindent(s: str, n: int) -> str:
+    lines = s.split("\n")
+    if len(lines) == 1:
+        return s
+    return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
+
+
+class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return super().__repr__()
+
+    __str__ = __repr__
+
+
+class Module:
+    """Base class for all neural network modules (``torch.nn.Module``).
+
+    Assigning a ``Parameter`` or a ``Module`` as an attribute registers it; ``parameters()``,
+    ``state_dict()``, ``train()``/``eval()`` and ``zero_grad()`` then walk the registered tree.
+    Subclasses call ``super().__init__()`` first and define ``forward``.
+    """
+
+    training: bool
+
+    def __init__(self) -> None:
+        object.__setattr__(self, "training", True)
+        object.__setattr__(self, "_parameters", {})
+        object.__setattr__(self, "_buffers", {})
+        object.__setattr__(self, "_non_persistent_buffers_set", set())
+        object.__setattr__(self, "_modules", {})
+        object.__setattr__(self, "_forward_hooks", {})
+        object.__setattr__(self, "_forward_pre_hooks", {})
+
+    def forward(self, *args: Any, **kwargs: Any) -> Any:
+        """The computation of the module; subclasses override it."""
+        raise NotImplementedError(
+            f'Module [{type(self).__name__}] is missing the required "forward" function')
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        for hook in list(self._forward_pre_hooks.values()):
+            res = hook(self, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
+        out = self.forward(*args, **kwargs)
+        for hook in list(self._forward_hooks.values()):
+            res = hook(self, args, out)
+            if res is not None:
+                out = res
+        return out
+
+    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """Registers ``hook(module, args) -> None | new args``, run before ``forward``."""
+        return RemovableHandle(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
+        """Registers ``hook(module, args, output) -> None | new output``, run after ``forward``."""
+        return RemovableHandle(self._forward_hooks, hook)
+
+    # ------------------------------------------------------------------ registration
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        """Adds a parameter (or a None placeholder) under ``name``."""
+        if "_parameters" not in self.__dict__:
+            raise AttributeError("cannot assign parameter before Module.__init__() call")
+        self._check_name("parameter", name, self._parameters)
+        if param is None:
+            self._parameters[name] = None
+        elif not isinstance(param, Parameter):
+            raise TypeError(
+                f"cannot assign '{_typename(param)}' object to parameter '{name}' "
+                "(torch.nn.Parameter or None required)")
+        elif param.grad_fn is not None:
+            raise ValueError(
+                f"Cannot assign non-leaf Tensor to parameter '{name}'. Model parameters must be "
+                f"created explicitly. To express '{name}' as a function of another Tensor, "
+                "compute the value in the forward() method.")
+        else:
+            self._parameters[name] = param
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """Adds a non-parameter tensor (saved in ``state_dict`` when ``persistent``)."""
+        if "_buffers" not in self.__dict__:
+            raise AttributeError("cannot assign buffer before Module.__init__() call")
+        self._check_name("buffer", name, self._buffers)
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(
+                f"cannot assign '{_typename(tensor)}' object to buffer '{name}' "
+                "(torch Tensor or None required)")
+        self._buffers[name] = tensor
+        if persistent:
+            self._non_persistent_buffers_set.discard(name)
+        else:
+            self._non_persistent_buffers_set.add(name)
+
+    def add_module(self, name: str, module: Module | None) -> None:
+        """Adds a child module under ``name``."""
+        if not isinstance(module, Module) and module is not None:
+            raise TypeError(f"{_typename(module)} is not a Module subclass")
+        if not isinstance(name, str):
+            raise TypeError(f"module name should be a string. Got {_typename(name)}")
+        if hasattr(self, name) and name not in self._modules:
+            raise KeyError(f"attribute '{name}' already exists")
+        if "." in name:
+            raise KeyError(f'module name can\'t contain ".", got: {name}')
+        if name == "":
+            raise KeyError('module name can\'t be empty string ""')
+        self._modules[name] = module
+
+    register_module = add_module
+
+    def _check_name(self, kind: str, name: Any, table: dict) -> None:
+        if not isinstance(name, str):
+            raise TypeError(f"{kind} name should be a string. Got {_typename(name)}")
+        if "." in name:
+            raise KeyError(f'{kind} name can\'t contain "."')
+        if name == "":
+            raise KeyError(f'{kind} name can\'t be empty string ""')
+        if hasattr(self, name) and name not in table:
+            raise KeyError(f"attribute '{name}' already exists")
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        d = self.__dict__
+        params = d.get("_parameters")
+        if isinstance(value, Parameter):
+            if params is None:
+                raise AttributeError("cannot assign parameters before Module.__init__() call")
+            self._remove_from(name, d, self._buffers, self._modules)
+            self.register_parameter(name, value)
+        elif params is not None and name in params:
+            if value is not None:
+                raise TypeError(
+                    f"cannot assign '{_typename(value)}' as parameter '{name}' "
+                    "(torch.nn.Parameter or None expected)")
+            self.register_parameter(name, value)
+        else:
+            modules = d.get("_modules")
+            if isinstance(value, Module):
+                if modules is None:
+                    raise AttributeError("cannot assign module before Module.__init__() call")
+                self._remove_from(name, d, self._parameters, self._buffers)
+                modules[name] = value
+            elif modules is not None and name in modules:
+                if value is not None:
+                    raise TypeError(
+                        f"cannot assign '{_typename(value)}' as child module '{name}' "
+                        "(torch.nn.Module or None expected)")
+                modules[name] = value
+            else:
+                buffers = d.get("_buffers")
+                if buffers is not None and name in buffers:
+                    if value is not None and not isinstance(value, Tensor):
+                        raise TypeError(
+                            f"cannot assign '{_typename(value)}' as buffer '{name}' "
+                            "(torch.Tensor or None expected)")
+                    buffers[name] = value
+                else:
+                    object.__setattr__(self, name, value)
+
+    def _remove_from(self, name: str, *tables: dict) -> None:
+        for t in tables:
+            t.pop(name, None)
+        self._non_persistent_buffers_set.discard(name)
+
+    def __getattr__(self, name: str) -> Any:
+        d = self.__dict__
+        for table in ("_parameters", "_buffers", "_modules"):
+            if table in d and name in d[table]:
+                return d[table][name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        for table in (self._parameters, self._buffers, self._modules):
+            if name in table:
+                del table[name]
+                self._non_persistent_buffers_set.discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self) -> list:
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers)
+                      | set(self._modules))
+
+    # ------------------------------------------------------------------ traversal
+    def _named_members(self, get: Callable, prefix: str, recurse: bool,
+                       remove_duplicate: bool) -> Iterator[tuple[str, Any]]:
+        memo: set = set()
+        mods = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) \
+            if recurse else [(prefix, self)]
+        for mod_prefix, mod in mods:
+            for k, v in get(mod):
+                if v is None or (remove_duplicate and id(v) in memo):
+                    continue
+                if remove_duplicate:
+                    memo.add(id(v))
+                yield (mod_prefix + ("." if mod_prefix else "") + k), v
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True,
+                         remove_duplicate: bool = True) -> Iterator[tuple[str, Parameter]]:
+        """Yields ``(name, parameter)`` pairs, names dotted through submodules."""
+        return self._named_members(lambda m: m._parameters.items(), prefix, recurse,
+                                   remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        """Yields the module's parameters (each once), submodules' too when ``recurse``."""
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True,
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Tensor]]:
+        """Yields ``(name, buffer)`` pairs."""
+        return self._named_members(lambda m: m._buffers.items(), prefix, recurse,
+                                   remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        """Yields the module's buffers."""
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def named_children(self) -> Iterator[tuple[str, Module]]:
+        """Yields ``(name, module)`` for the immediate children."""
+        memo: set = set()
+        for name, m in self._modules.items():
+            if m is not None and id(m) not in memo:
+                memo.add(id(m))
+                yield name, m
+
+    def children(self) -> Iterator[Module]:
+        """Yields the immediate child modules."""
+        for _, m in self.named_children():
+            yield m
+
+    def named_modules(self, memo: set | None = None, prefix: str = "",
+                      remove_duplicate: bool = True) -> Iterator[tuple[str, Module]]:
+        """Yields ``(name, module)`` for this module and every descendant (pre-order)."""
+        if memo is None:
+            memo = set()
+        if id(self) in memo:
+            return
+        if remove_duplicate:
+            memo.add(id(self))
+        yield prefix, self
+        for name, m in self._modules.items():
+            if m is None:
+                continue
+            yield from m.named_modules(memo, prefix + ("." if prefix else "") + name,
+                                       remove_duplicate)
+
+    def modules(self) -> Iterator[Module]:
+        """Yields this module and every descendant."""
+        for _, m in self.named_modules():
+            yield m
+
+    def get_submodule(self, target: str) -> Module:
+        """The submodule at dotted path ``target`` ("" is the module itself)."""
+        mod = self
+        if target == "":
+            return mod
+        for item in target.split("."):
+            if not hasattr(mod, item):
+                raise AttributeError(f"{mod._get_name()} has no attribute `{item}`")
+            mod = getattr(mod, item)
+            if not isinstance(mod, Module):
+                raise AttributeError(f"`{item}` is not an nn.Module")
+        return mod
+
+    def apply(self, fn: Callable[[Module], None]) -> Module:
+        """Calls ``fn`` on every submodule (children first) and on self; returns self."""
+        for m in self.children():
+            m.apply(fn)
+        fn(self)
+        return self
+
+    # ------------------------------------------------------------------ modes and grads
+    def train(self, mode: bool = True) -> Module:
+        """Sets training mode on this module and its descendants; returns self."""
+        if not isinstance(mode, bool):
+            raise ValueError("training mode is expected to be boolean")
+        self.training = mode
+        for m in self.children():
+            m.train(mode)
+        return self
+
+    def eval(self) -> Module:
+        """Sets evaluation mode (``train(False)``); returns self."""
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> Module:
+        """Sets ``requires_grad`` on every parameter; returns self."""
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        """Resets the gradients of all parameters (to None, or to zeros in place)."""
+        for p in self.parameters():
+            if p.grad is None:
+                continue
+            if set_to_none:
+                p.grad = None
+            else:
+                g = p.grad
+                if g.grad_fn is not None:
+                    g.detach_()
+                else:
+                    g.requires_grad_(False)
+                g.zero_()
+
+    def _apply_dtype(self, dt: dtypes.dtype) -> Module:
+        for m in self.modules():
+            for table in (m._parameters, m._buffers):
+                for t in table.values():
+                    if t is not None and t.is_floating_point() and t.dtype is not dt:
+                        t.data = t.detach().to(dt)
+                        if t._grad is not None:
+                            t._grad = t._grad.detach().to(dt)
+        return self
+
+    def to(self, *args: Any, **kwargs: Any) -> Module:
+        """Casts floating-point parameters and buffers to a dtype (``to(dtype)``); CPU only."""
+        from ..device import check_device
+
+        dt = kwargs.get("dtype")
+        for a in args:
+            if isinstance(a, dtypes.dtype):
+                dt = a
+            else:
+                check_device(a)
+        check_device(kwargs.get("device"))
+        return self._apply_dtype(dt) if dt is not None else self
+
+    def float(self) -> Module:
+        """Casts floating-point parameters and buffers to float32."""
+        return self._apply_dtype(dtypes.float32)
+
+    def double(self) -> Module:
+        """Casts floating-point parameters and buffers to float64."""
+        return self._apply_dtype(dtypes.float64)
+
+    def cpu(self) -> Module:
+        return self
+
+    # ------------------------------------------------------------------ state dict
+    def state_dict(self, *, destination: dict | None = None, prefix: str = "",
+                   keep_vars: bool = False) -> OrderedDict:
+        """Parameters and persistent buffers by dotted name (detached unless ``keep_vars``)."""
+        if destination is None:
+            destination = OrderedDict()
+        for name, p in self._parameters.items():
+            if p is not None:
+                destination[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers_set:
+                destination[prefix + name] = b if keep_vars else b.detach()
+        for name, m in self._modules.items():
+            if m is not None:
+                m.state_dict(destination=destination, prefix=prefix + name + ".",
+                             keep_vars=keep_vars)
+        return destination
+
+    def _local_state(self) -> dict:
+        out = {k: v for k, v in self._parameters.items() if v is not None}
+        out.update((k, v) for k, v in self._buffers.items()
+                   if v is not None and k not in self._non_persistent_buffers_set)
+        return out
+
+    def _load_from_state_dict(self, state_dict: Mapping, prefix: str, strict: bool,
+                              missing: list, unexpected: list, errors: list,
+                              assign: bool) -> None:
+        local = self._local_state()
+        for name, param in local.items():
+            key = prefix + name
+            if key not in state_dict:
+                missing.append(key)
+                continue
+            value = state_dict[key]
+            if not isinstance(value, Tensor):
+                errors.append(
+                    f'While copying the parameter named "{key}", expected torch.Tensor or '
+                    f"Tensor-like object from checkpoint but received {type(value)}")
+                continue
+            if tuple(value.shape) != tuple(param.shape):
+                errors.append(
+                    f"size mismatch for {key}: copying a param with shape {value.shape} from "
+                    f"checkpoint, the shape in current model is {param.shape}.")
+                continue
+            try:
+                with no_grad():
+                    if assign:
+                        if name in self._parameters:
+                            setattr(self, name, Parameter(value, param.requires_grad))
+                        else:
+                            self._buffers[name] = value
+                    else:
+                        param.copy_(value)
+            except Exception as e:  # noqa: BLE001 - reported like torch does
+                errors.append(
+                    f'While copying the parameter named "{key}", whose dimensions in the model '
+                    f"are {param.shape} and whose dimensions in the checkpoint are "
+                    f"{value.shape}, an exception occurred : {e.args}.")
+        if strict:
+            for key in state_dict:
+                if not key.startswith(prefix):
+                    continue
+                parts = key[len(prefix):].split(".", 1)
+                if len(parts) > 1:
+                    if parts[0] not in self._modules:
+                        unexpected.append(key)
+                elif parts[0] not in local:
+                    unexpected.append(key)
+
+    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
+                        assign: bool = False) -> _IncompatibleKeys:
+        """Copies parameters and buffers from ``state_dict`` into this module.
+
+        Args:
+            state_dict: a mapping from dotted names to tensors (as ``state_dict()`` returns).
+            strict: when True, missing and unexpected keys are errors.
+            assign: when True, the tensors are assigned instead of copied in place.
+
+        Returns:
+            ``(missing_keys, unexpected_keys)`` as a named tuple.
+
+        Raises:
+            RuntimeError: with torch's "Error(s) in loading state_dict for ..." text.
+        """
+        if not isinstance(state_dict, Mapping):
+            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
+        missing: list = []
+        unexpected: list = []
+        errors: list = []
+
+        def load(module: Module, prefix: str) -> None:
+            module._load_from_state_dict(state_dict, prefix, True, missing, unexpected, errors,
+                                         assign)
+            for name, child in module._modules.items():
+                if child is not None:
+                    load(child, prefix + name + ".")
+
+        load(self, "")
+        if strict:
+            if unexpected:
+                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in unexpected)))
+            if missing:
+                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
+                    ", ".join(f'"{k}"' for k in missing)))
+        if errors:
+            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
+                type(self).__name__, "\n\t".join(errors)))
+        return _IncompatibleKeys(missing, unexpected)
+
+    # ------------------------------------------------------------------ printing
+    def extra_repr(self) -> str:
+        """The module-specific part of ``repr`` (e.g. ``in_features=2, ...``)."""
+        return ""
+
+    def _get_name(self) -> str:
+        return type(self).__name__
+
+    def __repr__(self) -> str:
+        extra = self.extra_repr()
+        extra_lines = extra.split("\n") if extra else []
+        child_lines = [f"({key}): " + _addindent(repr(m), 2) for key, m in self._modules.items()]
+        lines = extra_lines + child_lines
+        main = self._get_name() + "("
+        if lines:
+            if len(extra_lines) == 1 and not child_lines:
+                main += extra_lines[0]
+            else:
+                main += "\n  " + "\n  ".join(lines) + "\n"
+        return main + ")"

@@ -1,0 +1,62 @@
+"""``Parameter``: a Tensor that a ``Module`` registers as one of its learnable weights."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..tensor import Tensor
+
+__all__ = ["Parameter"]
+
+
+class Parameter(Tensor):
+    """A leaf Tensor that is a module parameter (``torch.nn.Parameter``).
+
+    Assigning a ``Parameter`` as a ``Module`` attribute registers it, so it appears in
+    ``parameters()`` and ``state_dict()``. It shares memory and the version counter with
+    ``data`` (as torch does) and requires grad unless ``requires_grad=False``.
+
+    Args:
+        data: the tensor to wrap; an empty float tensor when None.
+        requires_grad: whether the parameter requires gradient. Default: True.
+    """
+
+    def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
+        if data is None:
+            arr, dt, vc = np.empty((0,), dtype=dtypes.get_default_dtype().np), \
+                dtypes.get_default_dtype(), [0]
+        else:
+            arr, dt, vc = data.detach()._data, data.dtype, data._vc
+        if requires_grad and not (dt.is_floating_point or dt.is_complex):
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
+        p = Tensor.__new__(cls)
+        p._init(arr, dt, bool(requires_grad))
+        p._vc = vc
+        return p
+
+    def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:
+        pass  # everything happens in __new__ (Tensor.__init__ would rebuild the data)
+
+    def __repr__(self) -> str:
+        return "Parameter containing:\n" + super().__repr__()
+
+    def __reduce_ex__(self, protocol: Any) -> tuple:
+        return (_rebuild_parameter, (self._data, self._dtype.name, self._requires_grad))
+
+    def __deepcopy__(self, memo: dict) -> Parameter:
+        if id(self) in memo:
+            return memo[id(self)]
+        new = Parameter(Tensor(self._data.copy(), dtype=self._dtype), self._requires_grad)
+        if self._grad is not None:
+            new._grad = self._grad.__deepcopy__(memo)
+        memo[id(self)] = new
+        return new
+
+
+def _rebuild_parameter(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Parameter:
+    t = Tensor(data, dtype=getattr(dtypes, dtype_name))
+    return Parameter(t, requires_grad)

@@ -1,0 +1,113 @@
+"""``Adam``: adaptive moment estimation (optionally AMSGrad, decoupled weight decay)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .. import dtypes
+from ..ops import maximum
+from ..ops.creation import tensor, zeros_like
+from ..tensor import Tensor
+from .optimizer import Optimizer
+
+__all__ = ["Adam"]
+
+
+def _lerp_(t: Tensor, end: Tensor, weight: float) -> Tensor:
+    # torch's lerp: the formula switches at weight 0.5 to stay accurate near both ends.
+    if abs(weight) < 0.5:
+        return t.add_((end - t) * weight)
+    return t.copy_(end - (end - t) * (1 - weight))
+
+
+class Adam(Optimizer):
+    """Adam with torch.optim.Adam's update (single-tensor form), step by step:
+
+    ``g = -grad`` if ``maximize``; ``g += weight_decay * p`` (or ``p *= 1 - lr * weight_decay``
+    when ``decoupled_weight_decay``); ``m = lerp(m, g, 1 - beta1)``; ``v = beta2 * v + (1 -
+    beta2) * g * g``; with ``amsgrad`` ``v_max = max(v_max, v)`` is used instead of ``v``;
+    ``denom = sqrt(v) / sqrt(1 - beta2**t) + eps``; ``p -= lr / (1 - beta1**t) * m / denom``.
+
+    Args:
+        params: parameters or param-group dicts to optimize.
+        lr: learning rate. Default: 1e-3.
+        betas: coefficients of the running averages of the gradient and its square.
+        eps: term added to the denominator. Default: 1e-8.
+        weight_decay: L2 penalty. Default: 0.
+        amsgrad: use the AMSGrad variant. Default: False.
+        maximize: maximize the objective. Default: False.
+        decoupled_weight_decay: AdamW-style decay. Default: False.
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-3,
+                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
+                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
+                 decoupled_weight_decay: bool = False) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not 0.0 <= betas[0] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 0: {betas[0]}")
+        if not 0.0 <= betas[1] < 1.0:
+            raise ValueError(f"Invalid beta parameter at index 1: {betas[1]}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
+            raise ValueError("betas must be either both floats or both Tensors")
+        defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
+                    "amsgrad": amsgrad, "maximize": maximize,
+                    "decoupled_weight_decay": decoupled_weight_decay}
+        super().__init__(params, defaults)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        super().__setstate__(state)
+        for group in self.param_groups:
+            group.setdefault("amsgrad", False)
+            group.setdefault("maximize", False)
+            group.setdefault("decoupled_weight_decay", False)
+            for p in group["params"]:
+                s = self.state.get(p, {})
+                if s and not isinstance(s["step"], Tensor):
+                    s["step"] = tensor(float(s["step"]), dtype=dtypes.float32)
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        beta1, beta2 = group["betas"]
+        lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            if p.is_complex():
+                raise NotImplementedError(
+                    "jitgrad's Adam supports real parameters only (torch updates complex ones "
+                    "through view_as_real, which jitgrad does not have)")
+            state = self.state[p]
+            if len(state) == 0:
+                state["step"] = tensor(0.0, dtype=dtypes.float32)
+                state["exp_avg"] = zeros_like(p)
+                state["exp_avg_sq"] = zeros_like(p)
+                if group["amsgrad"]:
+                    state["max_exp_avg_sq"] = zeros_like(p)
+            grad = -p.grad if group["maximize"] else p.grad
+            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            step_t.add_(1)
+            if weight_decay != 0:
+                if group["decoupled_weight_decay"]:
+                    p.mul_(1 - lr * weight_decay)
+                else:
+                    grad = grad.add(p, alpha=weight_decay)
+            _lerp_(exp_avg, grad, 1 - beta1)
+            exp_avg_sq.mul_(beta2).add_(grad * (1 - beta2) * grad)
+            step = step_t.item()
+            bias_correction1 = 1 - beta1 ** step
+            bias_correction2 = 1 - beta2 ** step
+            step_size = lr / bias_correction1
+            bias_correction2_sqrt = bias_correction2 ** 0.5
+            if group["amsgrad"]:
+                max_sq = state["max_exp_avg_sq"]
+                max_sq.copy_(maximum(max_sq, exp_avg_sq))
+                denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            else:
+                denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
+            p.add_(exp_avg * (-step_size) / denom)

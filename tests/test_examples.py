@@ -1,0 +1,15 @@
+"""The examples run as scripts and print what torch prints."""
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_seed_mm_backward_prints_what_torch_prints():
+    proc = subprocess.run([sys.executable, str(ROOT / "examples" / "seed_mm_backward.py")],
+                          capture_output=True, text=True, cwd=ROOT, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == "None\ntensor([[1., 3.]])\ntensor([[2., 0.],\n        [1., 0.]])\n"
+    assert "Warning" not in proc.stderr

@@ -1,0 +1,288 @@
+"""Tensor attributes, NumPy interop, .grad rules, printing and type promotion against torch."""
+
+import re
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad
+
+torch = pytest.importorskip("torch")
+
+
+def jg_text(s):
+    return re.sub(r"\btorch\b", "jitgrad", s)
+
+
+def outcome(fn, lib):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result, err = fn(lib), None
+        except Exception as e:  # noqa: BLE001 - compared with torch's below
+            result, err = None, (type(e).__name__, str(e))
+    msgs = [(w.category.__name__, re.sub(r" \(Triggered internally at .*\)$", "",
+                                         str(w.message), flags=re.S)) for w in caught]
+    return result, err, msgs
+
+
+def same_error(fn):
+    _, terr, _ = outcome(fn, torch)
+    _, jerr, _ = outcome(fn, jitgrad)
+    assert terr is not None, "torch did not raise"
+    assert jerr == (terr[0], jg_text(terr[1]))
+
+
+# ---------------------------------------------------------------- attributes
+
+
+def test_metadata_matches_torch():
+    def fn(lib):
+        t = lib.ones(2, 3, 4, dtype=lib.float64)
+        return (tuple(t.shape), repr(t.shape), t.ndim, t.dim(), tuple(t.size()), t.size(1),
+                t.size(-1), t.numel(), repr(t.dtype), str(t.device), t.device.type,
+                t.is_leaf, t.requires_grad, t.grad_fn, tuple(t.T.shape), t.element_size(),
+                t.is_floating_point(), t.is_contiguous(), t.stride(), len(t))
+
+    t, j = fn(torch), fn(jitgrad)
+    assert j == tuple(jg_text(v) if isinstance(v, str) else v for v in t)
+
+
+def test_item_tolist_and_conversions():
+    for lib in (torch, jitgrad):
+        t = lib.tensor([[1.5, 2.0], [3.0, 4.0]])
+        assert t.tolist() == [[1.5, 2.0], [3.0, 4.0]]
+        assert lib.tensor([[7]]).item() == 7 and isinstance(lib.tensor([[7]]).item(), int)
+        assert lib.tensor(2.5).item() == 2.5
+        assert float(lib.tensor([2.5])) == 2.5 and int(lib.tensor(3)) == 3
+        assert bool(lib.tensor([1.0])) is True
+    same_error(lambda lib: lib.ones(2, 3).item())
+    same_error(lambda lib: bool(lib.ones(2)))
+    same_error(lambda lib: lib.ones(2, 3).size(2))
+    same_error(lambda lib: len(lib.tensor(1.0)))
+
+
+def test_numpy_shares_memory_both_ways():
+    t = jitgrad.zeros(3)
+    a = t.numpy()
+    a[0] = 5.0
+    assert t.tolist() == [5.0, 0.0, 0.0]
+    t.add_(1)
+    assert a.tolist() == [6.0, 1.0, 1.0]
+    src = np.arange(4.0)
+    f = jitgrad.from_numpy(src)
+    assert f.dtype == jitgrad.float64
+    src[1] = 10.0
+    assert f.tolist() == [0.0, 10.0, 2.0, 3.0]
+    assert np.shares_memory(f.numpy(), src)
+    assert np.asarray(f) is f.numpy() or np.shares_memory(np.asarray(f), src)
+    np.testing.assert_array_equal(np.asarray(jitgrad.ones(2), dtype=np.float64), [1.0, 1.0])
+    same_error(lambda lib: lib.ones(2, requires_grad=True).numpy())
+    assert jitgrad.ones(2, requires_grad=True).numpy(force=True).tolist() == [1.0, 1.0]
+
+
+def test_to_cpu_and_dtype_conversion():
+    x = jitgrad.tensor([1.0, 2.0], requires_grad=True)
+    assert x.cpu() is x and x.to("cpu") is x and x.to(jitgrad.float32) is x
+    y = x.to(jitgrad.float64)
+    assert y.dtype == jitgrad.float64 and y.grad_fn.name() == "ToCopyBackward0"
+    y.sum().backward()
+    assert x.grad.dtype == jitgrad.float32 and x.grad.tolist() == [1.0, 1.0]
+    assert x.double().dtype == jitgrad.float64 and x.long().tolist() == [1, 2]
+    assert jitgrad.ones(2).to(torch_like_device()).device.type == "cpu"
+
+
+def torch_like_device():
+    return jitgrad.device("cpu")
+
+
+def test_detach_data_and_detach_():
+    x = jitgrad.tensor([1.0, 2.0], requires_grad=True)
+    h = x * 2
+    d = h.detach()
+    assert not d.requires_grad and d.is_leaf and d.grad_fn is None
+    d.add_(1)  # shares data and version counter with h
+    assert h.tolist() == [3.0, 5.0] and h._version == 1
+    data = x.data
+    assert not data.requires_grad and np.shares_memory(data.numpy(), x.detach().numpy())
+    h2 = x * 3
+    assert h2.detach_() is h2
+    assert h2.is_leaf and not h2.requires_grad and h2.grad_fn is None
+
+
+def test_variable_volatile_warns_like_torch():
+    def fn(lib):
+        v = lib.autograd.Variable(lib.ones(2), volatile=True)
+        return v.requires_grad
+
+    t, j = outcome(fn, torch), outcome(fn, jitgrad)
+    assert t[0] is False and j[0] is False
+    assert j[2] == [(c, jg_text(m)) for c, m in t[2]] and t[2]
+
+
+def test_variable_of_a_non_leaf_is_detached():
+    x = jitgrad.ones(2, requires_grad=True)
+    v = jitgrad.autograd.Variable(x * 2)
+    assert v.grad_fn is None and not v.requires_grad and v.tolist() == [2.0, 2.0]
+
+
+def test_is_inference_and_variable_shim():
+    for lib in (torch, jitgrad):
+        v = lib.autograd.Variable(lib.ones(2), requires_grad=True)
+        assert isinstance(v, lib.Tensor) and v.requires_grad and v.is_leaf
+        assert not lib.autograd.Variable(lib.ones(2)).requires_grad
+        assert not v.is_inference()
+        with lib.inference_mode():
+            assert lib.ones(1).is_inference()
+
+
+# ---------------------------------------------------------------- .grad rules
+
+
+def test_grad_of_a_non_leaf_warns_like_torch():
+    def fn(lib):
+        x = lib.ones(2, requires_grad=True)
+        return (x * 2).grad
+
+    t, j = outcome(fn, torch), outcome(fn, jitgrad)
+    assert t[0] is None and j[0] is None
+    assert len(t[2]) == 1 and j[2] == [(c, jg_text(m)) for c, m in t[2]]
+
+    def retained(lib):
+        x = lib.ones(2, requires_grad=True)
+        h = x * 2
+        h.retain_grad()
+        return h.grad
+
+    assert outcome(retained, jitgrad)[2] == outcome(retained, torch)[2] == []
+
+
+def _grad_setter_cases():
+    def wrong_size(lib):
+        lib.ones(2, requires_grad=True).grad = lib.ones(3)
+
+    def wrong_dtype(lib):
+        lib.ones(2, requires_grad=True).grad = lib.ones(2, dtype=lib.float64)
+
+    def int_grad(lib):
+        lib.ones(2, dtype=lib.float64, requires_grad=True).grad = lib.ones(2, dtype=lib.int64)
+
+    def not_a_tensor(lib):
+        lib.ones(2, requires_grad=True).grad = [1.0, 2.0]
+
+    return [wrong_size, wrong_dtype, int_grad, not_a_tensor]
+
+
+@pytest.mark.parametrize("case", _grad_setter_cases(), ids=lambda f: f.__name__)
+def test_grad_setter_validation(case):
+    same_error(case)
+
+
+def test_grad_setter_and_deleter():
+    x = jitgrad.ones(2, requires_grad=True)
+    g = jitgrad.tensor([3.0, 4.0])
+    x.grad = g
+    assert x.grad is g
+    (x * 1).sum().backward()
+    assert x.grad.tolist() == [4.0, 5.0]
+    del x.grad
+    assert x.grad is None
+    x.grad = None
+    assert x.grad is None
+
+
+# ---------------------------------------------------------------- printing
+
+
+REPR_CASES = [
+    lambda lib: lib.tensor([[1.0, 3.0]]),
+    lambda lib: lib.tensor([1.0, 3.0], requires_grad=True) * 2,
+    lambda lib: lib.tensor([1.0, 3.0], requires_grad=True),
+    lambda lib: lib.tensor([1.5, 3.25], dtype=lib.float64, requires_grad=True),
+    lambda lib: lib.tensor([1.0, 3.0], dtype=lib.float64),
+    lambda lib: lib.tensor([[1.1234567, 2.0], [3.0, 4.0]]),
+    lambda lib: lib.tensor(3.5),
+    lambda lib: lib.tensor([1e10, 1.0]),
+    lambda lib: lib.tensor([1.0, 2000.0]),
+    lambda lib: lib.tensor([0.001, 1.0]),
+    lambda lib: lib.tensor([1e-5, 1.0]),
+    lambda lib: lib.tensor([-1.0, 2.0]),
+    lambda lib: lib.tensor([0.0, 1.5, float("nan")]),
+    lambda lib: lib.tensor([float("nan"), float("inf"), 1.5]),
+    lambda lib: lib.tensor([1, 2]),
+    lambda lib: lib.tensor([1, 2], dtype=lib.int32),
+    lambda lib: lib.tensor([True, False]),
+    lambda lib: lib.zeros(0),
+    lambda lib: lib.zeros(2, 0),
+    lambda lib: lib.tensor([1 + 2j, 3.5]),
+    lambda lib: lib.arange(2000.0),
+    lambda lib: lib.ones(40, 40),
+    lambda lib: lib.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True).sum(),
+    lambda lib: lib.tensor([1.0, 2.0], requires_grad=True).exp(),
+]
+
+
+@pytest.mark.parametrize("i", range(len(REPR_CASES)))
+def test_repr_like_torch(i):
+    assert repr(REPR_CASES[i](jitgrad)) == jg_text(repr(REPR_CASES[i](torch)))
+
+
+def test_seed_example_repr():
+    x = jitgrad.tensor([[2.0, 1.0]], requires_grad=True)
+    y = jitgrad.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    z = jitgrad.mm(x, y)
+    assert repr(z) == "tensor([[5., 8.]], grad_fn=<MmBackward0>)"
+    z.backward(jitgrad.tensor([[1.0, 0.0]]))
+    assert repr(x.grad) == "tensor([[1., 3.]])"
+    assert repr(y.grad) == "tensor([[2., 0.],\n        [1., 0.]])"
+
+
+# ---------------------------------------------------------------- type promotion
+
+DTYPES = ["bool", "uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64",
+          "complex64", "complex128"]
+SCALARS = [True, 2, 2.5, 1 + 1j]
+
+
+def _result(lib, a, b, kind):
+    x = lib.ones(3, dtype=getattr(lib, a))
+    if kind == "scalar":
+        y = b
+    else:
+        y = lib.ones(3 if kind == "tensor" else (), dtype=getattr(lib, b))
+    return str((x + y).dtype).split(".")[-1], str((y * x).dtype).split(".")[-1]
+
+
+@pytest.mark.parametrize("kind", ["tensor", "zero_dim"])
+def test_type_promotion_between_tensors_matches_torch(kind):
+    bad = []
+    for a in DTYPES:
+        for b in DTYPES:
+            if "float16" in (a, b) and "complex" in a + b:
+                continue  # torch promotes to complex32, which jitgrad does not have
+            if _result(jitgrad, a, b, kind) != _result(torch, a, b, kind):
+                bad.append((a, b))
+    assert bad == []
+
+
+def test_type_promotion_with_python_scalars_matches_torch():
+    bad = []
+    for a in DTYPES:
+        for s in SCALARS:
+            if a == "float16" and isinstance(s, complex):
+                continue
+            if _result(jitgrad, a, s, "scalar") != _result(torch, a, s, "scalar"):
+                bad.append((a, s))
+    assert bad == []
+
+
+def test_true_division_and_default_dtype():
+    for lib in (torch, jitgrad):
+        assert str((lib.ones(2, dtype=lib.int64) / 2).dtype).endswith("float32")
+        lib.set_default_dtype(lib.float64)
+        try:
+            assert str((lib.ones(2, dtype=lib.int64) / 2).dtype).endswith("float64")
+            assert str(lib.tensor([1.5]).dtype).endswith("float64")
+        finally:
+            lib.set_default_dtype(lib.float32)
