@@ -74,11 +74,7 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     outs = _flat_outputs(out)
 
     def vjp_fn(cotangents: Any) -> tuple:
-        cts = _flat_outputs(cotangents)
-        if len(cts) != len(outs):
-            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as "
-                               f"pytree structure of outputs to the function ({len(outs)} "
-                               f"tensors), got {len(cts)}")
+        cts = _cotangents_like(cotangents, outs)
         pairs = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
         grads: Sequence = [None] * len(inner)
         if pairs:
@@ -92,6 +88,15 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     if not nested:
         out = _detach_tree(out)
     return (out, vjp_fn) if not has_aux else (out, vjp_fn, aux)
+
+
+def _cotangents_like(cotangents: Any, outs: list) -> list:
+    cts = _flat_outputs(cotangents)
+    if len(cts) != len(outs):
+        raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree "
+                           f"structure of outputs to the function ({len(outs)} tensors), got "
+                           f"{len(cts)}")
+    return cts
 
 
 def _detach_tree(out: Any) -> Any:
@@ -120,11 +125,7 @@ def _vjp_traced(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     seeds = {a._var for a in aliases}
 
     def vjp_fn(cotangents: Any) -> tuple:
-        cts = _flat_outputs(cotangents)
-        if len(cts) != len(outs):
-            raise RuntimeError(f"Expected pytree structure of cotangents to be the same as "
-                               f"pytree structure of outputs to the function ({len(outs)} "
-                               f"tensors), got {len(cts)}")
+        cts = _cotangents_like(cotangents, outs)
         act = active_vars(eqns, seeds)
         seed_cts: dict = {}
         for o, c in zip(outs, cts):

@@ -2,7 +2,6 @@
 needs_input_grad, mark_dirty, mark_non_differentiable, set_materialize_grads), the
 setup_context style, once_differentiable, double backward, node names and torch's errors."""
 
-import re
 import warnings
 
 import numpy as np
@@ -11,6 +10,8 @@ import pytest
 import jitgrad
 
 torch = pytest.importorskip("torch")
+
+from torch_compare import arr, both, same_error  # noqa: E402
 
 
 def make(lib):
@@ -134,29 +135,11 @@ def fns(lib):
     return FUNCS[lib.__name__]
 
 
-def arr(t):
-    return None if t is None else np.asarray(t.detach().numpy())
-
 
 def leaf(lib, values=(1.0, 2.0)):
     return lib.tensor(list(values), dtype=lib.float64, requires_grad=True)
 
 
-def both(fn):
-    return fn(torch), fn(jitgrad)
-
-
-def same_error(fn):
-    errs = []
-    for lib in (torch, jitgrad):
-        try:
-            fn(lib)
-        except Exception as e:  # noqa: BLE001 - compared below
-            errs.append((type(e).__name__, str(e)))
-        else:
-            errs.append(None)
-    assert errs[0] is not None, "torch did not raise"
-    assert errs[1] == (errs[0][0], re.sub(r"\btorch\b", "jitgrad", errs[0][1]))
 
 
 def test_save_for_backward_and_non_tensor_ctx_attributes():

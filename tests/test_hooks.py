@@ -1,7 +1,6 @@
 """Hooks against torch: Tensor.register_hook, retain_grad, grad_fn hooks and pre-hooks,
 post-accumulate-grad hooks, handles, the order in which they run, and torch's errors."""
 
-import re
 
 import numpy as np
 import pytest
@@ -10,31 +9,14 @@ import jitgrad
 
 torch = pytest.importorskip("torch")
 
+from torch_compare import arr, both, same_error  # noqa: E402
 
-def arr(t):
-    return None if t is None else np.asarray(t.detach().numpy())
 
 
 def leaf(lib, values=(1.0, 2.0)):
     return lib.tensor(list(values), dtype=lib.float64, requires_grad=True)
 
 
-def both(fn):
-    """Runs ``fn(lib)`` for torch and jitgrad and returns both results."""
-    return fn(torch), fn(jitgrad)
-
-
-def same_error(fn):
-    errs = []
-    for lib in (torch, jitgrad):
-        try:
-            fn(lib)
-        except Exception as e:  # noqa: BLE001 - compared below
-            errs.append((type(e).__name__, str(e)))
-        else:
-            errs.append(None)
-    assert errs[0] is not None, "torch did not raise"
-    assert errs[1] == (errs[0][0], re.sub(r"\btorch\b", "jitgrad", errs[0][1]))
 
 
 def test_tensor_hook_replaces_the_gradient_downstream():

@@ -2,7 +2,6 @@
 inplace operation" errors, leaf errors, in-place through views, ``x[idx] = y``, and the values,
 gradients and node names of zero_/fill_/copy_/add_/mul_."""
 
-import re
 
 import numpy as np
 import pytest
@@ -11,9 +10,8 @@ import jitgrad
 
 torch = pytest.importorskip("torch")
 
+from torch_compare import arr, both, same_error  # noqa: E402
 
-def arr(t):
-    return None if t is None else np.asarray(t.detach().numpy())
 
 
 def leaf(lib, values=(1.0, 2.0, 3.0)):
@@ -25,21 +23,6 @@ def name(t):
     return t.grad_fn.name().replace("torch::autograd::", "")
 
 
-def both(fn):
-    return fn(torch), fn(jitgrad)
-
-
-def same_error(fn):
-    errs = []
-    for lib in (torch, jitgrad):
-        try:
-            fn(lib)
-        except Exception as e:  # noqa: BLE001 - compared below
-            errs.append((type(e).__name__, str(e)))
-        else:
-            errs.append(None)
-    assert errs[0] is not None, "torch did not raise"
-    assert errs[1] == (errs[0][0], re.sub(r"\btorch\b", "jitgrad", errs[0][1]))
 
 
 def test_version_bumps_and_is_shared_by_views():

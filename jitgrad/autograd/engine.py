@@ -54,15 +54,15 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
         while ready:
             node = heappop(ready)[1]
             grads = buffers.pop(node)
-            if node._tensor_hooks is not None or node._retained is not None \
-                    or type(node) is AccumulateGrad:
+            hooked = node._hooked
+            if hooked or type(node) is AccumulateGrad:
                 _run_tensor_hooks(node, grads)
                 if isinstance(node, AccumulateGrad) and not (accumulate and node in needed):
                     _capture(capture, captured, node, grads)
                     continue
             if capture:
                 _capture(capture, captured, node, grads)
-            if anomaly or node._pre_hooks or node._post_hooks:
+            if hooked or anomaly:
                 out = _call(node, grads)
             else:
                 out = node.apply(grads)
@@ -71,10 +71,9 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
             for edge, g in zip(node._next, out):
                 if edge is None or g is None:
                     continue
-                nxt = edge[0]
+                nxt, nr = edge
                 if restrict and nxt not in needed:
                     continue
-                nr = edge[1]
                 buf = buffers.get(nxt)
                 if buf is None:
                     buf = buffers[nxt] = [None] * nxt.n_outputs
@@ -103,10 +102,13 @@ def _sum_grads(a: Any, b: Any, create_graph: bool) -> Any:
     eager gradients of one dtype and shape are plain arrays to add (nothing records): the same
     result as the ``add`` op, without its dispatch."""
     if not create_graph and type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype \
-            and a._trace is None and b._trace is None and a._data.shape == b._data.shape:
+            and a._data.shape == b._data.shape:  # (eager: tracers are a subclass)
         data = np.add(a._data, b._data)
-        t = _new(Tensor)
-        t._init(data if type(data) is np.ndarray else np.asarray(data), a._dtype)
+        t = _new(Tensor)  # Tensor._init, inlined
+        t._data = data if type(data) is np.ndarray else np.asarray(data)
+        t._dtype = a._dtype
+        t._vc = [0]
+        t._grad_fn = None
         return t
     return a + b
 

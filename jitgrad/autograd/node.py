@@ -15,6 +15,7 @@ from typing import Any
 from ..ops import registry
 
 _sequence = itertools.count()
+_new = object.__new__
 _NO_EDGE = (None, 0)
 _handle_ids = itertools.count()
 
@@ -45,6 +46,7 @@ class Node:
     # Rarely set attributes are class-level defaults (an instance gets its own on first write),
     # which keeps creating a node cheap.
     __slots__ = ("_next", "_seq", "__dict__", "__weakref__")
+    _hooked = False  # True once any hook or retain_grad was registered on it (engine: slow path)
     _pre_hooks = None
     _post_hooks = None
     _tensor_hooks = None  # {output_nr: {id: hook}}
@@ -82,17 +84,20 @@ class Node:
         """Registers ``fn(grad_inputs, grad_outputs) -> grad_inputs | None`` run after the node."""
         if self._post_hooks is None:
             self._post_hooks = {}
+        self._hooked = True
         return RemovableHandle(self._post_hooks, fn)
 
     def register_prehook(self, fn: Callable) -> RemovableHandle:
         """Registers ``fn(grad_outputs) -> grad_outputs | None`` run before the node."""
         if self._pre_hooks is None:
             self._pre_hooks = {}
+        self._hooked = True
         return RemovableHandle(self._pre_hooks, fn)
 
     def _register_tensor_prehook(self, output_nr: int, hook: Callable) -> RemovableHandle:
         if self._tensor_hooks is None:
             self._tensor_hooks = {}
+        self._hooked = True
         return RemovableHandle(self._tensor_hooks.setdefault(output_nr, {}), hook)
 
     def _add_retain_grad(self, tensor: Any) -> None:
@@ -100,6 +105,7 @@ class Node:
 
         if self._retained is None:
             self._retained = {}
+        self._hooked = True
         self._retained[tensor._output_nr] = weakref.ref(tensor)
 
     def _tensor_pre_hooks(self, output_nr: int) -> list:
@@ -207,13 +213,10 @@ class SavedTensor:
         if self._unpack is not None:
             value = self._unpack(self._value)
             if self._is_output:
-                value = _as_output(value._data, value._dtype, node)
-                value._fw_grads = self._fw
+                value = _as_output(value._data, value._dtype, node, self._fw)
             return value
         if self._is_output:
-            value = _as_output(self._value, self._dtype, node)
-            value._fw_grads = self._fw
-            return value
+            return _as_output(self._value, self._dtype, node, self._fw)
         return self._value
 
     def release(self) -> None:
@@ -224,17 +227,50 @@ class SavedTensor:
 saved_tensor_hooks_stack: list = []
 
 
-def _as_output(data, dt, node: Node) -> Any:
-    t = registry.Tensor.__new__(registry.Tensor)
-    t._init(data, dt)
+def _as_output(data, dt, node: Node, fw: Any) -> Any:
+    """A saved output, unpacked: a fresh tensor on its array whose ``grad_fn`` is its node."""
+    t = _new(registry.Tensor)  # Tensor._init, inlined
+    t._data = data
+    t._dtype = dt
+    t._vc = [0]
     t._grad_fn = node
+    if fw is not None:  # its forward-AD tangents (only then: the attribute costs a __dict__)
+        t._fw_grads = fw
     return t
+
+
+def _meta(shape: tuple, dt: Any) -> registry.Meta:
+    m = _new(registry.Meta)  # Meta(shape, dtype), without the class call
+    m.shape = shape
+    m.dtype = dt
+    return m
+
+
+def _save(tensor: Any, is_output: bool) -> SavedTensor:
+    """``SavedTensor(tensor, is_output)``; the common case (no saved-tensor hooks, a normal
+    tensor) without the class call and its checks."""
+    if saved_tensor_hooks_stack or tensor._is_inference:
+        return SavedTensor(tensor, is_output)
+    s = _new(SavedTensor)
+    vc = s._vc = tensor._vc
+    s._version = vc[0]
+    s._is_output = is_output
+    s._unpack = None
+    s._dtype = tensor._dtype
+    if is_output:  # kept as its array only: holding the tensor would make a cycle
+        s._value = tensor._data
+        s._fw = tensor._fw_grads
+    else:
+        s._value = tensor
+        s._fw = None
+    return s
 
 
 class OpNode(Node):
     """The backward of one primitive op: applies its VJP rule to the saved values."""
 
-    __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed")
+    __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed",
+                 "n_outputs")
 
     def name(self) -> str:
         return self.op.node_name
@@ -243,10 +279,7 @@ class OpNode(Node):
     def record(op: registry.OpDef, args: tuple, params: dict, outputs: tuple) -> OpNode:
         """Creates the node of one op call and makes it the ``grad_fn`` of its outputs."""
         Tensor = registry.Tensor
-        Meta = registry.Meta
-        node = _new(OpNode)
-        edges = []
-        needs = []
+        edges = []  # one per input: (node, output_nr), or None if it needs no gradient
         for a in args:
             if isinstance(a, Tensor):
                 if a._base is not None and a._vc[0] != a._view_version:
@@ -254,51 +287,60 @@ class OpNode(Node):
                 fn = a._grad_fn
                 if fn is not None:
                     edges.append((fn, a._output_nr))
-                    needs.append(True)
-                elif a._requires_grad:
-                    edges.append((a._accumulator or a._get_accumulator(), 0))
-                    needs.append(True)
-                else:
-                    edges.append(None)
-                    needs.append(False)
-            else:
-                edges.append(None)
-                needs.append(False)
+                    continue
+                if a._requires_grad:
+                    edges.append((a._accumulator or a._get_accumulator()).edge)
+                    continue
+            edges.append(None)
+        # Shape and dtype of the output(s): one Meta for a single output, which inputs of the
+        # same shape and dtype share (one object, not one per input: records stay light).
+        single = len(outputs) == 1
+        if single:
+            o = outputs[0]
+            out_meta = _new(registry.Meta)  # _meta(shape, dtype), inlined
+            out_meta.shape = out_shape = o._data.shape
+            out_meta.dtype = out_dtype = o._dtype
+        else:
+            out_meta = tuple(_meta(o._data.shape, o._dtype) for o in outputs)
+        # What backward keeps of each input: the tensor itself (saved: version-checked, through
+        # saved-tensor hooks) or only its shape and dtype.
         save = op.save
-        cond = registry.SAVE_IF.get(op)  # inputs only some gradients need (torch saves as little)
+        cond = registry.SAVE_IF.get(op) if save else None  # saved only if some grads need them
         inputs = []
         has_saved = False
         i = 0
         for a in args:
             if not isinstance(a, Tensor):
                 inputs.append(a)
-            elif i in save and (cond is None or i not in cond or _any_needed(needs, cond[i])):
-                inputs.append(SavedTensor(a, False))
+            elif i in save and (cond is None or i not in cond or _any_needed(edges, cond[i])):
+                inputs.append(_save(a, False))
                 has_saved = True
             else:
-                inputs.append(Meta(a._data.shape, a._dtype))
+                shape = a._data.shape
+                if single and a._dtype is out_dtype and shape == out_shape:
+                    inputs.append(out_meta)
+                else:
+                    inputs.append(_meta(shape, a._dtype))
             i += 1
-        node._next = tuple(edges)
+        node = _new(OpNode)
+        node._next = node._needs = tuple(edges)  # (an input needs a gradient iff it has an edge)
         node._seq = next(_sequence)
         node._freed = False
-        node._needs = tuple(needs)
         node.op = op
         node.params = params
         node._inputs = inputs if has_saved else tuple(inputs)
         if op.save_output:
-            node._out = SavedTensor(outputs[0], True)
+            node._out = _save(outputs[0], True)
             node._saved = True
         else:
             node._out = None
             node._saved = has_saved
-        if len(outputs) == 1:
-            o = outputs[0]
-            dt = o._dtype
-            node._out_meta = ((o._data.shape, dt),)
-            if dt.is_floating_point or dt.is_complex:
+        node.n_outputs = len(outputs)  # (op.n_outputs is 0 for variadic ops: split)
+        node._out_meta = out_meta
+        if single:
+            if out_dtype.is_floating_point or out_dtype.is_complex:
                 o._grad_fn = node  # (its _output_nr is 0: a fresh output of apply)
         else:
-            node._out_meta = tuple((o._data.shape, o._dtype) for o in outputs)
             for i, o in enumerate(outputs):
                 if o._dtype.is_floating_point or o._dtype.is_complex:
                     o._grad_fn = node
@@ -307,12 +349,9 @@ class OpNode(Node):
             _anomaly.record(node)
         return node
 
-    @property
-    def n_outputs(self) -> int:
-        return len(self._out_meta)  # op.n_outputs is 0 for variadic ops (split)
-
     def _output_meta(self, i: int):
-        return registry.Meta(*self._out_meta[i])
+        # the Meta of its output, or a tuple of one per output
+        return self._out_meta if self.n_outputs == 1 else self._out_meta[i]
 
     def apply(self, grad_outputs: list) -> tuple:
         if self._freed:
@@ -321,10 +360,20 @@ class OpNode(Node):
         if type(inputs) is list:  # some inputs were saved: unpack (and version-check) them
             unpacked = []
             for v in inputs:
-                unpacked.append(v.unpack(self) if type(v) is SavedTensor else v)
-            inputs = tuple(unpacked)
+                if type(v) is SavedTensor:
+                    vc = v._vc
+                    # unchanged and without hooks: the tensor itself (SavedTensor.unpack, inlined)
+                    v = v._value if vc is not None and vc[0] == v._version \
+                        and v._unpack is None else v.unpack(self)
+                unpacked.append(v)
+            inputs = unpacked
         out = self._out
-        ans = out.unpack(self) if out is not None else None
+        if out is None:
+            ans = None
+        elif out._vc is not None and out._vc[0] == out._version and out._unpack is None:
+            ans = _as_output(out._value, out._dtype, self, out._fw)  # (unpack, inlined)
+        else:
+            ans = out.unpack(self)
         if len(grad_outputs) == 1:
             grads = grad_outputs if grad_outputs[0] is not None else \
                 (_zeros(self._output_meta(0)),)
@@ -338,9 +387,10 @@ class OpNode(Node):
             self._freed = True
             for v in self._inputs:
                 if type(v) is SavedTensor:
-                    v.release()
-            if self._out is not None:
-                self._out.release()
+                    v._value = v._vc = None  # SavedTensor.release, inlined
+            out = self._out
+            if out is not None:
+                out._value = out._vc = None
 
     # torch exposes saved values as _saved_self / _saved_result etc.
     @property
@@ -351,8 +401,6 @@ class OpNode(Node):
     def _saved_tensors(self) -> tuple:
         return tuple(v.unpack(self) for v in self._inputs if isinstance(v, SavedTensor))
 
-
-_new = object.__new__
 
 
 def _refresh_view(t: Any) -> None:
@@ -396,11 +444,12 @@ def _edge(a: Any) -> tuple | None:
 class AccumulateGrad(Node):
     """The node that accumulates a leaf tensor's gradient into ``.grad``."""
 
-    __slots__ = ("variable",)
+    __slots__ = ("variable", "edge")
 
     def __init__(self, variable: Any) -> None:
         super().__init__(())
         self.variable = variable
+        self.edge = (self, 0)  # the edge into it, shared by all the leaf's consumers
 
     def _tensor_pre_hooks(self, output_nr: int) -> list:
         hooks = self.variable._hooks

@@ -41,6 +41,22 @@ class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpec
     __str__ = __repr__
 
 
+
+def zero_grads(tensors: Any, set_to_none: bool = True) -> None:
+    """Sets each tensor's ``.grad`` to None, or zeroes it in place (detached), as torch does."""
+    for p in tensors:
+        if p.grad is None:
+            continue
+        if set_to_none:
+            p.grad = None
+        else:
+            g = p.grad
+            if g.grad_fn is not None:
+                g.detach_()
+            else:
+                g.requires_grad_(False)
+            g.zero_()
+
 class Module:
     """Base class for all neural network modules (``torch.nn.Module``).
 
@@ -320,18 +336,7 @@ class Module:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Resets the gradients of all parameters (to None, or to zeros in place)."""
-        for p in self.parameters():
-            if p.grad is None:
-                continue
-            if set_to_none:
-                p.grad = None
-            else:
-                g = p.grad
-                if g.grad_fn is not None:
-                    g.detach_()
-                else:
-                    g.requires_grad_(False)
-                g.zero_()
+        zero_grads(self.parameters(), set_to_none)
 
     def _apply_dtype(self, dt: dtypes.dtype) -> Module:
         for m in self.modules():

@@ -61,7 +61,7 @@ isnan = _unary(ew.ISNAN)
 
 def conj(input):  # noqa: A002
     """Complex conjugate; the tensor itself for real dtypes (as torch)."""
-    if not input.dtype.is_complex:
+    if not input._dtype.is_complex:
         return input
     return apply(ew.CONJ, input)
 

@@ -12,6 +12,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from . import registry
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, SAVE_IF, apply, defop
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
@@ -55,8 +56,13 @@ def _conj_if_complex(a: np.ndarray) -> np.ndarray:
 
 # torch's tanh_backward / sigmoid_backward: the backward of tanh and sigmoid is one op (one
 # kernel, one node), and differentiable again with torch's formulas (derivatives.yaml).
+def _tanh_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    d = 1 - y * y
+    return g * (np.conj(d) if d.dtype.kind == "c" else d)
+
+
 TANH_BACKWARD = _pw(
-    "tanh_backward", lambda g, y: g * _conj_if_complex(1 - y * y),
+    "tanh_backward", _tanh_backward_impl,
     (lambda gg, ans, g, y: apply(TANH_BACKWARD, gg, y.conj()),
      lambda gg, ans, g, y: gg.conj() * (-2 * y.conj() * g).conj()),
     "{0} * (1 - {1} * {1})", save=(0, 1))
@@ -129,6 +135,8 @@ RSUB = _pw("rsub", lambda a, b: np.subtract(b, a),
            node_name="RsubBackward1")
 def _cj(x):
     # conj() of a tensor or of a Python number (rules see numbers for scalar operands)
+    if type(x) is registry.Tensor:  # the common case, first: a real tensor is its own conj
+        return x.conj() if x._dtype.is_complex else x
     return x.conj() if hasattr(x, "conj") else x.conjugate()
 
 

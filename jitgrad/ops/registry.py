@@ -36,7 +36,7 @@ class OpDef:
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
-                 "view")
+                 "view", "by_category")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -57,6 +57,9 @@ class OpDef:
         self.decompose = decompose
         self.differentiable = differentiable and vjp is not None
         self.view = view  # outputs alias the first input (numpy views): they share its version
+        # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
+        # dispatcher's fast path for same-dtype tensor operands.
+        self.by_category = False
 
     def __repr__(self) -> str:
         return f"<OpDef {self.name} ({self.kind})>"
@@ -78,6 +81,8 @@ def defop(name: str, impl: Callable, **fields: Any) -> OpDef:
         if op.kind != POINTWISE:
             raise ValueError(f"op {name!r}: a non-pointwise op needs a meta (shape/dtype) rule")
         op.meta = _pointwise_meta(op)
+    op.by_category = op.kind == POINTWISE and not op.nonpromoted \
+        and hasattr(op.meta, "by_category")
     OPS[name] = op
     return op
 
@@ -185,32 +190,29 @@ def apply(op: OpDef, *args: Any, **params: Any):
                 return a._trace.bind(op, args, params)
         if any(isinstance(a, Tensor) for a in args):  # captured tensors: recorded, not frozen
             return state.traces[-1].bind(op, args, params)
-    if op.kind == POINTWISE:
+    out_dtype = None
+    if op.by_category and type(args[0]) is Tensor:  # the hot cases, inlined: f(t), t1 + t2
         a = args[0]
-        if len(args) == 2 and type(a) is Tensor and type(args[1]) is Tensor \
-                and args[1]._dtype is a._dtype and op.promote == SAME and not op.nonpromoted \
-                and hasattr(op.meta, "by_category"):  # the hot case: t1 + t2 of one dtype
-            out_dtype = a._dtype
-            arrays = (a._data, args[1]._data)
-        else:
-            out_dtype = _fast_pointwise(op, args)
-            if out_dtype is None:
-                arrays, out_dtype = _pointwise_arrays(op, args, params)
-            elif len(args) == 1:
-                arrays = (a._data,)
-            else:
-                a, b = args
-                arrays = (a._data if type(a) is Tensor else out_dtype.np.type(a),
-                          b._data if type(b) is Tensor else out_dtype.np.type(b))
+        dt = a._dtype
+        promote = op.promote
+        n = len(args)
+        if n == 1:
+            arrays = (a._data,)
+            out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
+        elif n == 2:
+            b = args[1]
+            if type(b) is Tensor and b._dtype is dt:  # (one dtype)
+                arrays = (a._data, b._data)
+                out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
+    if out_dtype is not None:
         try:
             out = op.impl(*arrays, **params) if params else op.impl(*arrays)
         except ValueError:
-            if len(arrays) > 1:  # torch's text for a broadcasting mismatch
-                broadcast_shapes(*(x.shape for x in arrays if hasattr(x, "shape")))
+            if n > 1:  # torch's text for a broadcasting mismatch
+                broadcast_shapes(*(x.shape for x in arrays))
             raise
     else:
-        out_dtype = op.meta(*args, **params)[1]
-        out = op.impl(*[a._data if isinstance(a, Tensor) else a for a in args], **params)
+        out, out_dtype = _compute(op, args, params)
     if op.n_outputs == 1:
         npdt = out_dtype.np
         if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
@@ -239,6 +241,39 @@ def apply(op: OpDef, *args: Any, **params: Any):
                 OpNode.record(op, args, params, outputs)
                 break
     return result
+
+
+def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
+    """Runs ``op.impl`` on ``args``' arrays: (its result, the result's dtype or dtypes)."""
+    if op.kind != POINTWISE:
+        out_dtype = op.meta(*args, **params)[1]
+        return op.impl(*[a._data if isinstance(a, Tensor) else a for a in args], **params), \
+            out_dtype
+    out_dtype = _fast_pointwise(op, args)
+    if out_dtype is None:
+        arrays, out_dtype = _pointwise_arrays(op, args, params)
+    elif len(args) == 1:
+        arrays = (args[0]._data,)
+    else:
+        a, b = args
+        arrays = (a._data if type(a) is Tensor else out_dtype.np.type(a),
+                  b._data if type(b) is Tensor else out_dtype.np.type(b))
+    try:
+        out = op.impl(*arrays, **params) if params else op.impl(*arrays)
+    except ValueError:
+        if len(arrays) > 1:  # torch's text for a broadcasting mismatch
+            broadcast_shapes(*(x.shape for x in arrays if hasattr(x, "shape")))
+        raise
+    return out, out_dtype
+
+
+def _category_dtype(promote: str, dt: dtypes.dtype) -> dtypes.dtype | None:
+    """The result dtype of a pointwise op on operands of dtype ``dt`` (None: general rules)."""
+    if promote == SAME:
+        return dt
+    if promote == BOOL:
+        return dtypes.bool
+    return dt if dt.is_floating_point or dt.is_complex else None
 
 
 def _fast_pointwise(op: OpDef, args: tuple) -> dtypes.dtype | None:
@@ -343,7 +378,7 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
 
 
 def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
-            needs: tuple[bool, ...]) -> list:
+            needs: tuple) -> list:
     """Applies ``op``'s VJP rule. ``grads`` has one cotangent per output (zeros, never None).
 
     ``op.vjp`` is either one function returning a gradient per input, or a tuple with one
@@ -353,27 +388,34 @@ def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
     g = grads[0] if op.n_outputs == 1 else tuple(grads)
     rule = op.vjp
     if type(rule) is tuple:
-        out = []
-        for r, need in zip(rule, needs):
-            out.append(r(g, ans, *inputs, **params) if need and r is not None else None)
-    else:
-        out = list(rule(g, ans, *inputs, **params))
+        out = [None] * len(rule)
+        i = 0
+        for r in rule:
+            if r is not None and needs[i]:
+                gi = r(g, ans, *inputs, **params) if params else r(g, ans, *inputs)
+                if gi is not None:
+                    out[i] = _fitted(gi, inputs[i])
+            i += 1
+        return out
+    out = list(rule(g, ans, *inputs, **params))
     for i, gi in enumerate(out):
-        if gi is None:
-            continue
-        if not needs[i]:
-            out[i] = None
-            continue
-        x = inputs[i]
-        if type(x) is Tensor and x._trace is None:
-            shape, dt = x._data.shape, x._dtype
-        else:
-            shape, dt = x.shape, x.dtype
-        if type(gi) is Tensor and gi._trace is None:
-            if gi._data.shape == shape and gi._dtype is dt:
-                continue
-        out[i] = fit_grad(gi, shape, dt)
+        if gi is not None:
+            out[i] = _fitted(gi, inputs[i]) if needs[i] else None
     return out
+
+
+def _fitted(g: Any, x: Any) -> Any:
+    """Gradient ``g`` summed to the shape and cast to the dtype of input ``x`` (a tensor or a
+    ``Meta``); ``g`` itself when it already fits."""
+    if type(x) is Meta:
+        shape, dt = x.shape, x.dtype
+    elif type(x) is Tensor:  # an eager tensor (tracers are a subclass)
+        shape, dt = x._data.shape, x._dtype
+    else:
+        shape, dt = x.shape, x.dtype
+    if type(g) is Tensor and g._dtype is dt and g._data.shape == shape:
+        return g
+    return fit_grad(g, shape, dt)
 
 
 def fit_grad(g, shape: tuple, dt: dtypes.dtype):

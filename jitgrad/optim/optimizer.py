@@ -11,6 +11,7 @@ from typing import Any
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
+from ..nn.module import zero_grads
 
 __all__ = ["Optimizer", "required"]
 
@@ -132,19 +133,7 @@ class Optimizer:
 
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Resets the gradients of all optimized tensors (to None, or zeros in place)."""
-        for group in self.param_groups:
-            for p in group["params"]:
-                if p.grad is None:
-                    continue
-                if set_to_none:
-                    p.grad = None
-                else:
-                    g = p.grad
-                    if g.grad_fn is not None:
-                        g.detach_()
-                    else:
-                        g.requires_grad_(False)
-                    g.zero_()
+        zero_grads((p for group in self.param_groups for p in group["params"]), set_to_none)
 
     def state_dict(self) -> dict[str, Any]:
         """``{"state": {index: {...}}, "param_groups": [{..., "params": [indices]}]}``.
