@@ -1,0 +1,124 @@
+"""Compile latency: the first call (trace + compile + run, forward and backward) in a fresh process.
+
+``cold`` runs with empty cache directories (``JITGRAD_CACHE_DIR``, torch inductor's and jax's
+persistent caches point into a new temporary directory); ``warm`` runs a second fresh process
+on the cache the cold one left. Run as ``python -m benchmarks.compile_latency W1 jitgrad-jit`` it
+is the probe: it prints one JSON object with ``first_call_s`` on its last line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from .runner import Progress, make_row
+
+COMPILED_PEERS = ("jitgrad-jit", "torch-compile", "jax")
+LABELS = {"W1": "W1 N=1e5", "W2": "W2 MLP"}
+_ROOT = Path(__file__).resolve().parent.parent
+
+
+def probe(workload: str, peer_name: str) -> dict:
+    """In this (fresh) process: time the first call of ``workload`` on ``peer_name``, check it."""
+    from .peers import JitgradJitPeer, select
+    from .runner import disagreement
+    from .workloads import compile_cases, reference
+
+    case = compile_cases()[workload]
+    # no smoke test for jitgrad-jit: nothing may be compiled before the timed call
+    (peer,) = [JitgradJitPeer(smoke=False)] if peer_name == "jitgrad-jit" else select((peer_name,))
+    why = peer.unavailable()
+    if why is not None:
+        return {"status": "unavailable", "reason": why}
+    arrays = case.build()
+    t0 = time.perf_counter()
+    step = peer.prepare(case, arrays)
+    result = step()
+    first = time.perf_counter() - t0
+    t1 = time.perf_counter()
+    step()
+    second = time.perf_counter() - t1
+    bad = disagreement(case, peer.to_numpy(result), reference(case, arrays))
+    if bad is not None:
+        return {"status": "mismatch", "reason": bad}
+    return {"status": "ok", "first_call_s": first, "second_call_s": second,
+            "config": case.config}
+
+
+def _env(cache: Path) -> dict:
+    env = dict(os.environ)
+    env["JITGRAD_CACHE_DIR"] = str(cache / "jitgrad")
+    env["TORCHINDUCTOR_CACHE_DIR"] = str(cache / "inductor")
+    env["JAX_COMPILATION_CACHE_DIR"] = str(cache / "jax")
+    env["JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"] = "0"
+    env["JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES"] = "0"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(_ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def _run_probe(workload: str, peer: str, cache: Path, timeout_s: float) -> dict:
+    cmd = [sys.executable, "-m", "benchmarks.compile_latency", workload, peer]
+    try:
+        out = subprocess.run(cmd, env=_env(cache), cwd=str(_ROOT), capture_output=True,
+                             text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        return {"status": "error", "reason": f"probe ran over {timeout_s:.0f} s"}
+    lines = out.stdout.strip().splitlines()
+    if out.returncode != 0 or not lines:
+        tail = (out.stderr.strip().splitlines() or ["(no output)"])[-1]
+        return {"status": "error", "reason": f"probe exited {out.returncode}: {tail[:300]}"}
+    return json.loads(lines[-1])
+
+
+def measure(workloads: tuple[str, ...], peer_names: list[str], skip: dict[str, str],
+            progress: Progress | None = None, timeout_s: float = 300.0) -> list[dict]:
+    """Cold and warm first-call rows for each workload and compiled peer.
+
+    Args:
+        workloads: which of ``W1``, ``W2`` to probe.
+        peer_names: the compiled peers that are available (others are left out).
+        skip: peer name -> reason, for peers deliberately not probed (rows say why).
+        progress: where to show what runs.
+        timeout_s: the most one probe process may take.
+    """
+    rows = []
+    for wl in workloads:
+        for peer in COMPILED_PEERS:
+            if peer in skip:
+                for kind in ("cold", "warm"):
+                    rows.append(make_row("compile", f"{LABELS[wl]} {kind}", peer, "skipped",
+                                         reason=skip[peer]))
+                continue
+            if peer not in peer_names:
+                continue
+            with tempfile.TemporaryDirectory(prefix="jitgrad-bench-cache-") as tmp:
+                for kind in ("cold", "warm"):
+                    if progress:
+                        progress.update(f"compile latency: {wl} {peer} {kind} (fresh process)")
+                    res = _run_probe(wl, peer, Path(tmp), timeout_s)
+                    if res.get("status") == "ok":
+                        rows.append(make_row("compile", f"{LABELS[wl]} {kind}", peer, "ok",
+                                             res["first_call_s"], rounds=1,
+                                             second_call_s=res["second_call_s"]))
+                    else:
+                        rows.append(make_row("compile", f"{LABELS[wl]} {kind}", peer,
+                                             res.get("status", "error"),
+                                             reason=res.get("reason")))
+    return rows
+
+
+def _main(argv: list[str]) -> int:
+    if len(argv) != 2:
+        print("usage: python -m benchmarks.compile_latency W1|W2 PEER", file=sys.stderr)
+        return 2
+    print(json.dumps(probe(argv[0], argv[1])))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_main(sys.argv[1:]))
