@@ -144,6 +144,7 @@ def plot(rows: list[dict], path: str | os.PathLike) -> str:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
+        from matplotlib.ticker import NullFormatter
     except ImportError:
         return ("--plot needs matplotlib, which is not installed: "
                 "pip install matplotlib (or pip install \".[plot]\"); no chart written")
@@ -165,6 +166,7 @@ def plot(rows: list[dict], path: str | os.PathLike) -> str:
             ax.text(r["ratio"], i, " " + fmt_time(r["median_s"]), va="center", fontsize=8)
         ax.set_xscale("log")
         ax.set_xlim(0.8, max(r["ratio"] for r in group) * 6)
+        ax.xaxis.set_minor_formatter(NullFormatter())
         ax.invert_yaxis()
         ax.set_title(f"{wl} {config}", fontsize=10)
         ax.set_xlabel("time / fastest (log)")

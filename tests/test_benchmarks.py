@@ -3,13 +3,18 @@
 import io
 import json
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
 
-from benchmarks import cli, compile_latency, memory, report, runner, workloads
-from benchmarks.peers import (PEER_NAMES, JitgradEagerPeer, JitgradJitPeer, NumpyPeer, Peer,
-                              jitgrad_jit_entry, select)
+_ROOT = Path(__file__).resolve().parent.parent
+if str(_ROOT) not in sys.path:  # plain `pytest` (unlike `python -m pytest`) leaves it out
+    sys.path.insert(0, str(_ROOT))
+
+from benchmarks import cli, compile_latency, memory, report, runner, workloads  # noqa: E402
+from benchmarks.peers import (PEER_NAMES, JitgradEagerPeer, JitgradJitPeer,  # noqa: E402
+                              NumpyPeer, Peer, jitgrad_jit_entry, select)
 
 TINY = [workloads.w1_case(1000), workloads.w5_case()]
 ROW_KEYS = {"workload", "config", "peer", "status", "median_s", "ratio", "reason"}
@@ -328,7 +333,6 @@ def test_peer_names_and_selection():
 
 # ----------------------------------------------------------------- README and docs examples
 
-_ROOT = __import__("pathlib").Path(__file__).resolve().parent.parent
 _PRINT = __import__("re").compile(r"^(\s*)print\((.*)\)\s+# (.+)$")
 
 

@@ -66,13 +66,14 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     consts = list(graph.consts.values())
     out_slots = [slot[v] if isinstance(v, Var) else None for v in graph.outvars]
     n_slots = len(slot)
+    steps = [step + (frees,) for step, frees in zip(steps, _dead_after(steps, out_slots))]
 
     def run(inputs: list) -> list:
         env: list = [None] * n_slots
         env[:n_in] = inputs
         for k, t in enumerate(consts):
             env[n_in + k] = t._data
-        for impl, plan, params, outs, single in steps:
+        for impl, plan, params, outs, single, frees in steps:
             args = []
             for kind, x, cast in plan:
                 if kind:
@@ -87,9 +88,28 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
                 if type(r) is not np.ndarray or r.dtype != dt:
                     r = np.asarray(r, dtype=dt)
                 env[s] = r
+            for s in frees:  # drop intermediates after their last use, as eager mode does
+                env[s] = None
         return [env[s] if s is not None else None for s in out_slots]
 
     return run
+
+
+def _dead_after(steps: list, out_slots: list) -> list[tuple]:
+    """For each step, the slots no later step reads and the program does not return."""
+    last: dict[int, int] = {}
+    for i, (_, plan, _, outs, _) in enumerate(steps):
+        for kind, x, _ in plan:
+            if not kind:
+                last[x] = i
+        for s, _ in outs:
+            last.setdefault(s, i)
+    keep = {s for s in out_slots if s is not None}
+    frees: list[list] = [[] for _ in steps]
+    for s, i in last.items():
+        if s not in keep:
+            frees[i].append(s)
+    return [tuple(f) for f in frees]
 
 
 def render(graph: Graph) -> str:
