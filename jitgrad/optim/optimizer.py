@@ -11,7 +11,7 @@ from typing import Any
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..tensor import Tensor
-from ..nn.module import zero_grads
+from ..nn.module import _typename, zero_grads
 
 __all__ = ["Optimizer", "required"]
 
@@ -24,14 +24,6 @@ class _RequiredParameter:
 
 
 required = _RequiredParameter()
-
-
-def _typename(obj: Any) -> str:
-    if isinstance(obj, Tensor):
-        return f"jitgrad.{obj.dtype._legacy}"
-    module = type(obj).__module__
-    name = type(obj).__qualname__
-    return name if module in (None, "builtins") else f"{module}.{name}"
 
 
 class Optimizer:
