@@ -188,6 +188,25 @@ def test_recompile_log_names_the_changed_field(monkeypatch, capsys):
     assert "shapes" not in err[2]
 
 
+def test_recompile_log_names_the_changed_static_argument(monkeypatch, capsys):
+    monkeypatch.setenv("JITGRAD_LOG", "recompiles")
+
+    @jit
+    def f(x, scale, mode="a", sizes=(1, 2)):
+        return x * scale
+
+    x = jitgrad.randn(3)
+    f(x, 1.0)
+    f(x, 2.0)
+    f(x, 2.0, mode="b")
+    f(x, 2.0, sizes=(1, 3))
+    err = capsys.readouterr().err.splitlines()
+    assert err[1].endswith("because static argument 1: 1.0 -> 2.0")
+    assert err[2].endswith("because static argument 'mode': (not passed) -> 'b'")
+    assert err[3].endswith("because static argument 'sizes': (not passed) -> (1, 3)")
+    assert "object at" not in "\n".join(err)
+
+
 def test_disable_jit_returns_the_function(monkeypatch):
     def f(x):
         return x

@@ -153,10 +153,64 @@ def explain_miss(fn_name: str, key: tuple, earlier: list) -> str:
     """Which key field changed against the closest earlier key (``JITGRAD_LOG=recompiles``)."""
     if not earlier:
         return f"jitgrad.jit: compiling {fn_name!r} (first call)"
-    best = min(earlier, key=lambda k: sum(a != b for a, b in zip(k, key)))
-    changed = [f"{name}: {_short(a)} -> {_short(b)}"
-               for name, a, b in zip(KEY_FIELDS, best, key) if a != b]
+    def distance(k: tuple) -> tuple:
+        static = 0 if k[-1] == key[-1] else len(_static_changes(k[-1], key[-1]))
+        return sum(a != b for a, b in zip(k, key)), static
+
+    best = min(earlier, key=distance)
+    changed = []
+    for name, a, b in zip(KEY_FIELDS, best, key):
+        if a == b:
+            continue
+        if name == "static":
+            changed.extend(_static_changes(a, b))
+        else:
+            changed.append(f"{name}: {_short(a)} -> {_short(b)}")
     return f"jitgrad.jit: recompiling {fn_name!r} because " + "; ".join(changed)
+
+
+def _static_changes(old: Any, new: Any) -> list[str]:
+    """'static argument 1: 1.0 -> 2.0' for each differing non-tensor value of two call specs
+    (the spec of ``(args, kwargs)`` as ``flatten`` builds it)."""
+    (_, (old_args, old_kw)), (_, (new_args, new_kw)) = old, new
+    out: list[str] = []
+    n = max(len(old_args[1]), len(new_args[1]))
+    for i in range(n):
+        a = old_args[1][i] if i < len(old_args[1]) else _ABSENT
+        b = new_args[1][i] if i < len(new_args[1]) else _ABSENT
+        _spec_diff(a, b, f"argument {i}", out)
+    old_kw, new_kw = dict(old_kw[1]), dict(new_kw[1])
+    for k in sorted(set(old_kw) | set(new_kw), key=str):
+        _spec_diff(old_kw.get(k, _ABSENT), new_kw.get(k, _ABSENT), f"argument {k!r}", out)
+    return out
+
+
+_ABSENT = ("static", type("absent", (), {"__repr__": lambda self: "(not passed)"})())
+
+
+def _describe(spec: Any) -> str:
+    if spec is _LEAF:
+        return "a tensor"
+    if spec[0] == "static":
+        return _short(spec[1])
+    return _short(unflatten(spec, [_TensorMark()] * 1000))
+
+
+class _TensorMark:
+    def __repr__(self) -> str:
+        return "<tensor>"
+
+
+def _spec_diff(a: Any, b: Any, path: str, out: list) -> None:
+    if a == b:
+        return
+    same_container = (a is not _LEAF and b is not _LEAF and a[0] == b[0] and
+                      a[0] in ("tuple", "list") and len(a[1]) == len(b[1]))
+    if same_container:
+        for i, (x, y) in enumerate(zip(a[1], b[1])):
+            _spec_diff(x, y, f"{path}[{i}]", out)
+        return
+    out.append(f"static {path}: {_describe(a)} -> {_describe(b)}")
 
 
 def _short(x: Any) -> str:
