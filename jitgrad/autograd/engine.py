@@ -1,22 +1,23 @@
 """The backward engine: micrograd's skeleton with torch's semantics on top.
 
-1. Walk the graph from the roots and count, for each node, how many edges lead into it.
-2. Pop ready nodes (all their gradients have arrived) in reverse creation order, run hooks and
-   the node's backward, and route each input gradient along its edge, summing where edges meet.
+1. Walk the graph from the roots and sort the nodes newest first: every node is newer than the
+   nodes its edges lead to, so each runs after all of its consumers (torch's order).
+2. Run each node that received a gradient (hooks, then its backward) and route each input
+   gradient along its edge, summing where edges meet.
 3. AccumulateGrad nodes write into leaves' ``.grad``; ``autograd.grad`` captures instead.
 """
 
 from __future__ import annotations
 
-import heapq
 import warnings
+from operator import attrgetter
 from typing import Any
 
 import numpy as np
 
 from ..ops.registry import state
 from ..tensor import Tensor, _refresh_view
-from .node import AccumulateGrad, Node, _anomaly
+from .node import AccumulateGrad, Node, _anomaly, as_tensor
 
 
 _new = object.__new__
@@ -34,58 +35,65 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     for i, t in enumerate(inputs or ()):
         capture.setdefault(gradient_edge(t), []).append(i)
     targets = set(n for n, _ in capture) or None
-    deps, needed = _discover([n for n, _ in roots], targets)
+    order, needed, pending = _discover([n for n, _ in roots], targets)
+    # Without create_graph (and anomaly mode) nothing records: gradients travel as plain arrays
+    # and nodes run through ``apply_arrays``; a node with hooks, or whose gradient is captured,
+    # sees tensors as usual.
+    raw = not create_graph and not _anomaly.enabled
     buffers: dict[Node, list] = {}
-    ready: list = []  # a heap of (-sequence number, node): the newest node runs first
     for (node, nr), g in zip(roots, grad_roots):
-        if node not in needed:
-            continue
-        _add_to_buffer(buffers, node, nr, g)
-    for node in buffers:
-        if deps.get(node, 0) == 0:
-            heapq.heappush(ready, (-node._seq, node))
+        if node in needed:
+            _add_to_buffer(buffers, node, nr, g._data if raw and g is not None else g)
     captured: list = [None] * len(inputs or ())
     prev = state.grad_enabled
     state.grad_enabled = create_graph
-    anomaly = _anomaly.enabled
     restrict = targets is not None  # only nodes on a path to an input run
-    heappop, heappush = heapq.heappop, heapq.heappush
+
+    release = not retain_graph
+
+    def run(node: Node, grads: list) -> Any:
+        if raw and not node._hooked and not (restrict and node in targets) \
+                and not (type(node) is AccumulateGrad and node.variable._hooks):
+            return node.apply_arrays(grads, release)
+        if raw:
+            out = _unwrap(_run_node(node, _wrap(grads), capture, captured, needed, accumulate))
+        else:
+            out = _run_node(node, grads, capture, captured, needed, accumulate)
+        if release:
+            node._release()
+        return out
+
+    fast = raw and not restrict
     try:
-        while ready:
-            node = heappop(ready)[1]
-            grads = buffers.pop(node)
-            hooked = node._hooked
-            if hooked or type(node) is AccumulateGrad:
-                _run_tensor_hooks(node, grads)
-                if isinstance(node, AccumulateGrad) and not (accumulate and node in needed):
-                    _capture(capture, captured, node, grads)
-                    continue
-            if capture:
-                _capture(capture, captured, node, grads)
-            if hooked or anomaly:
-                out = _call(node, grads)
+        for node in order:  # newest first: every node runs after all its consumers
+            grads = buffers.pop(node, None)
+            if grads is None:  # no gradient reached it (or a leaf's, already accumulated)
+                continue
+            if fast and not node._hooked and type(node) is not AccumulateGrad:
+                out = node.apply_arrays(grads, release)  # the common case of ``run``, inlined
             else:
-                out = node.apply(grads)
-            if not retain_graph:
-                node._release()
+                out = run(node, grads)
             for edge, g in zip(node._next, out):
-                if edge is None or g is None:
+                if edge is None:
                     continue
                 nxt, nr = edge
                 if restrict and nxt not in needed:
                     continue
-                buf = buffers.get(nxt)
-                if buf is None:
-                    buf = buffers[nxt] = [None] * nxt.n_outputs
-                    buf[nr] = g
-                elif buf[nr] is None:
-                    buf[nr] = g
-                else:
-                    buf[nr] = _sum_grads(buf[nr], g, create_graph)
-                left = deps[nxt] - 1
-                deps[nxt] = left
-                if left == 0:
-                    heappush(ready, (-nxt._seq, nxt))
+                if g is not None:
+                    buf = buffers.get(nxt)
+                    if buf is None:
+                        buf = buffers[nxt] = [None] * nxt.n_outputs
+                        buf[nr] = g
+                    elif buf[nr] is None:
+                        buf[nr] = g
+                    else:
+                        buf[nr] = _sum_arrays(buf[nr], g) if raw else \
+                            _sum_grads(buf[nr], g, create_graph)
+                if type(nxt) is AccumulateGrad:  # a leaf's runs once all its producers ran
+                    left = pending[nxt] - 1
+                    pending[nxt] = left
+                    if left == 0 and nxt in buffers:
+                        run(nxt, buffers.pop(nxt))
     finally:
         state.grad_enabled = prev
     if accumulate:
@@ -95,6 +103,37 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
                 t._grad = g if t._grad is None else t._grad + g
         return None
     return captured
+
+
+def _run_node(node: Node, grads: list, capture: dict, captured: list, needed: set,
+              accumulate: bool) -> Any:
+    """Runs one node on tensor gradients, with its hooks and captures."""
+    hooked = node._hooked
+    if hooked or type(node) is AccumulateGrad:
+        _run_tensor_hooks(node, grads)
+        if isinstance(node, AccumulateGrad) and not (accumulate and node in needed):
+            _capture(capture, captured, node, grads)
+            return ()
+    if capture:
+        _capture(capture, captured, node, grads)
+    if hooked or _anomaly.enabled:
+        return _call(node, grads)
+    return node.apply(grads)
+
+
+def _wrap(grads: list) -> list:
+    return [None if g is None else as_tensor(g) for g in grads]
+
+
+def _unwrap(out: Any) -> list:
+    return [None if g is None else g._data for g in out]
+
+
+def _sum_arrays(a: Any, b: Any) -> Any:
+    """Two gradient arrays flowing into the same input, summed (as the ``add`` op would)."""
+    if a.dtype == b.dtype and a.shape == b.shape:
+        return a + b
+    return (as_tensor(a) + as_tensor(b))._data
 
 
 def _sum_grads(a: Any, b: Any, create_graph: bool) -> Any:
@@ -128,10 +167,16 @@ def gradient_edge(t: Any) -> tuple:
     return (t._get_accumulator(), 0)
 
 
-def _discover(root_nodes: list, targets: set | None) -> tuple[dict, set]:
-    """Dependency counts for every node reachable from the roots, and the set of nodes that
-    must run: all of them, or with ``targets`` only those on a path to a target."""
-    deps: dict[Node, int] = {}
+def _discover(root_nodes: list, targets: set | None) -> tuple[list, set, dict]:
+    """What must run: the nodes in the order they run, the same as a set, and for each leaf's
+    AccumulateGrad the number of edges into it.
+
+    Every node is reachable from the roots or, with ``targets``, on a path to a target. A node
+    is always newer (higher sequence number) than the nodes its edges lead to, so newest-first
+    is a topological order (the order torch's ready queue takes). AccumulateGrad nodes, which
+    a leaf creates when it is first used, run as soon as all their producers ran (torch gives
+    them the highest priority), or else last.
+    """
     seen = set(root_nodes)
     order = []
     stack = list(root_nodes)
@@ -139,38 +184,34 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[dict, set]:
         node = stack.pop()
         order.append(node)
         for edge in node._next:
-            if edge is None:
-                continue
-            nxt = edge[0]
-            deps[nxt] = deps.get(nxt, 0) + 1
-            if nxt not in seen:
-                seen.add(nxt)
-                stack.append(nxt)
-    if targets is None:
-        return deps, seen
-    needed = set()
-    changed = True
-    # Reverse-topological fixpoint: a node is needed if it is a target or feeds a needed node.
-    for node in order:
-        if node in targets:
-            needed.add(node)
-    while changed:
-        changed = False
-        for node in order:
-            if node in needed:
+            if edge is not None:
+                nxt = edge[0]
+                if nxt not in seen:
+                    seen.add(nxt)
+                    stack.append(nxt)
+    order.sort(key=_seq_of, reverse=True)  # (AccumulateGrad's is -1: last)
+    needed = seen
+    if targets is not None:
+        # A node is needed if it is a target or feeds a needed node: one sweep, oldest first.
+        needed = set()
+        for node in reversed(order):
+            if node in targets:
+                needed.add(node)
                 continue
             for edge in node._next:
                 if edge is not None and edge[0] in needed:
                     needed.add(node)
-                    changed = True
                     break
-    # Only edges between needed nodes count towards readiness.
-    deps = {}
-    for node in needed:
+        order = [n for n in order if n in needed]
+    pending: dict = {}
+    for node in order:
         for edge in node._next:
-            if edge is not None and edge[0] in needed:
-                deps[edge[0]] = deps.get(edge[0], 0) + 1
-    return deps, needed
+            if edge is not None and type(edge[0]) is AccumulateGrad:
+                pending[edge[0]] = pending.get(edge[0], 0) + 1
+    return order, needed, pending
+
+
+_seq_of = attrgetter("_seq")
 
 
 def _add_to_buffer(buffers: dict, node: Node, nr: int, g: Any) -> None:

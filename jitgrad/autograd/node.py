@@ -12,7 +12,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from ..dtypes import _BY_NUMPY
 from ..ops import registry
+from . import rule_programs
 
 _sequence = itertools.count()
 _new = object.__new__
@@ -122,6 +124,15 @@ class Node:
 
     def apply(self, grad_outputs: list) -> tuple:
         raise NotImplementedError
+
+    def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
+        """``apply`` on plain arrays (the engine's lane when nothing records), then with
+        ``release`` its saved values freed. Gradients are wrapped as tensors for ``apply`` and
+        its results unwrapped."""
+        out = self.apply([None if g is None else as_tensor(g) for g in grad_outputs])
+        if release:
+            self._release()
+        return [None if g is None else g._data for g in out]
 
     def _release(self) -> None:
         """Frees saved values after a backward without ``retain_graph``."""
@@ -239,6 +250,16 @@ def _as_output(data, dt, node: Node, fw: Any) -> Any:
     return t
 
 
+def as_tensor(data: Any) -> Any:
+    """A gradient array as a tensor (its dtype read off the array)."""
+    t = _new(registry.Tensor)  # Tensor._init, inlined
+    t._data = data
+    t._dtype = _BY_NUMPY[data.dtype]
+    t._vc = [0]
+    t._grad_fn = None
+    return t
+
+
 def _meta(shape: tuple, dt: Any) -> registry.Meta:
     m = _new(registry.Meta)  # Meta(shape, dtype), without the class call
     m.shape = shape
@@ -270,7 +291,7 @@ class OpNode(Node):
     """The backward of one primitive op: applies its VJP rule to the saved values."""
 
     __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed",
-                 "n_outputs")
+                 "n_outputs", "_key")
 
     def name(self) -> str:
         return self.op.node_name
@@ -308,21 +329,31 @@ class OpNode(Node):
         cond = registry.SAVE_IF.get(op) if save else None  # saved only if some grads need them
         inputs = []
         has_saved = False
+        # A uniform signature (tensors of the output's shape and dtype, no params) gets a key
+        # for the engine's traced rule programs: (mask of inputs needing grad, dtype, shape).
+        uniform = single and not params
+        mask = 0
         i = 0
         for a in args:
             if not isinstance(a, Tensor):
                 inputs.append(a)
-            elif i in save and (cond is None or i not in cond or _any_needed(edges, cond[i])):
+                uniform = False
+                i += 1
+                continue
+            shape = a._data.shape
+            same = single and a._dtype is out_dtype and shape == out_shape
+            if not same:
+                uniform = False
+            if edges[i] is not None:
+                mask |= 1 << i
+            if i in save and (cond is None or i not in cond or _any_needed(edges, cond[i])):
                 inputs.append(_save(a, False))
                 has_saved = True
             else:
-                shape = a._data.shape
-                if single and a._dtype is out_dtype and shape == out_shape:
-                    inputs.append(out_meta)
-                else:
-                    inputs.append(_meta(shape, a._dtype))
+                inputs.append(out_meta if same else _meta(shape, a._dtype))
             i += 1
         node = _new(OpNode)
+        node._key = (mask, out_dtype, out_shape) if uniform else None
         node._next = node._needs = tuple(edges)  # (an input needs a gradient iff it has an edge)
         node._seq = next(_sequence)
         node._freed = False
@@ -349,14 +380,94 @@ class OpNode(Node):
             _anomaly.record(node)
         return node
 
+    @staticmethod
+    def record_uniform(op: registry.OpDef, args: tuple, result: Any) -> OpNode:
+        """``record`` for the hot case, which the dispatcher has checked: tensor arguments of
+        the result's dtype, no params, one output. With the result's shape too, the node is
+        *uniform*: only its saved inputs are kept (the others are None: their shape and dtype
+        are the key's), and the engine runs its rule program."""
+        shape = result._data.shape
+        dt = result._dtype
+        if args[0]._dtype is not dt:  # (a category rule changed the dtype)
+            return OpNode.record(op, args, {}, (result,))
+        edges = []
+        mask = 0
+        bit = 1
+        for a in args:
+            if a._base is not None and a._vc[0] != a._view_version:
+                _refresh_view(a)  # its base changed in place: a new history
+            if a._data.shape != shape:  # broadcasting: the general record
+                return OpNode.record(op, args, {}, (result,))
+            fn = a._grad_fn
+            if fn is not None:
+                edges.append((fn, a._output_nr))
+                mask |= bit
+            elif a._requires_grad:
+                edges.append((a._accumulator or a._get_accumulator()).edge)
+                mask |= bit
+            else:
+                edges.append(None)
+            bit += bit
+        plan = op.save_plans.get(mask)
+        if plan is None:
+            plan = _save_plan(op, edges)
+        node = _new(OpNode)
+        node._next = node._needs = tuple(edges)
+        node._seq = next(_sequence)
+        node._freed = False
+        node.op = op
+        node.params = _NO_PARAMS
+        node.n_outputs = 1
+        node._out_meta = None  # (made from the key when asked for)
+        node._key = (mask, dt, shape)
+        if plan:
+            inputs = []
+            i = 0
+            for a in args:
+                if plan[i]:
+                    if saved_tensor_hooks_stack or a._is_inference:
+                        inputs.append(SavedTensor(a, False))
+                    else:
+                        v = _new(SavedTensor)  # _save(a, False), inlined
+                        vc = v._vc = a._vc
+                        v._version = vc[0]
+                        v._is_output = False
+                        v._unpack = v._fw = None
+                        v._dtype = dt
+                        v._value = a
+                        inputs.append(v)
+                else:
+                    inputs.append(None)
+                i += 1
+            node._inputs = inputs
+            node._saved = True
+        else:
+            node._inputs = (None,) * len(args)
+            node._saved = False
+        if op.save_output:
+            node._out = _save(result, True)
+            node._saved = True
+        else:
+            node._out = None
+        if dt.is_floating_point or dt.is_complex:
+            result._grad_fn = node
+        if _anomaly.enabled:
+            _anomaly.record(node)
+        return node
+
     def _output_meta(self, i: int):
         # the Meta of its output, or a tuple of one per output
+        if self._out_meta is None:  # uniform: from its key
+            self._out_meta = _meta(self._key[2], self._key[1])
         return self._out_meta if self.n_outputs == 1 else self._out_meta[i]
 
     def apply(self, grad_outputs: list) -> tuple:
         if self._freed:
             raise RuntimeError(FREED)
         inputs = self._inputs
+        if self._key is not None:  # uniform: unsaved inputs (None) have the output's Meta
+            meta = self._output_meta(0)
+            inputs = [meta if v is None else v for v in inputs]
         if type(inputs) is list:  # some inputs were saved: unpack (and version-check) them
             unpacked = []
             for v in inputs:
@@ -381,6 +492,16 @@ class OpNode(Node):
             grads = tuple(g if g is not None else _zeros(self._output_meta(i))
                           for i, g in enumerate(grad_outputs))
         return registry.run_vjp(self.op, grads, ans, inputs, self.params, self._needs)
+
+    def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
+        key = self._key
+        if key is not None and grad_outputs[0] is not None:
+            program = self.op.programs.get(key)
+            if type(program) is int or program is None or program is False:
+                program = rule_programs.lookup(self, key)
+            if program is not None:  # a uniform node: its rule program does it all
+                return program(self, grad_outputs[0], release)
+        return Node.apply_arrays(self, grad_outputs, release)
 
     def _release(self) -> None:
         if self._saved:
@@ -407,6 +528,21 @@ def _refresh_view(t: Any) -> None:
     from ..tensor import _refresh_view as refresh
 
     refresh(t)
+
+
+_NO_PARAMS: dict = {}
+
+
+def _save_plan(op: registry.OpDef, edges: list) -> tuple:
+    """Which inputs ``op`` saves when the inputs with an edge need gradients: a tuple of
+    bools per input, or () when it saves none (kept in ``op.save_plans`` by needs mask)."""
+    save = op.save
+    cond = registry.SAVE_IF.get(op)
+    plan = tuple(i in save and (cond is None or i not in cond or _any_needed(edges, cond[i]))
+                 for i in range(len(edges)))
+    mask = sum(1 << i for i, e in enumerate(edges) if e is not None)
+    op.save_plans[mask] = plan = plan if any(plan) else ()
+    return plan
 
 
 def _any_needed(needs: list, positions: tuple) -> bool:
@@ -448,12 +584,16 @@ class AccumulateGrad(Node):
 
     def __init__(self, variable: Any) -> None:
         super().__init__(())
+        self._seq = -1  # the engine runs it once all its producers ran, else last
         self.variable = variable
         self.edge = (self, 0)  # the edge into it, shared by all the leaf's consumers
 
     def _tensor_pre_hooks(self, output_nr: int) -> list:
         hooks = self.variable._hooks
         return list(hooks.values()) if hooks else []
+
+    def _sequence_nr(self) -> int:
+        return 2**64 - 1  # torch's: a leaf's gradient is accumulated as soon as it is ready
 
     def _output_meta(self, i: int):
         v = self.variable
@@ -475,6 +615,24 @@ class AccumulateGrad(Node):
         if var._post_acc_hooks:
             for hook in list(var._post_acc_hooks.values()):
                 hook(var)
+        return ()
+
+    def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
+        g = grad_outputs[0]
+        var = self.variable
+        if g is None:
+            return ()
+        grad = var._grad
+        if grad is not None and grad.requires_grad or var._post_acc_hooks:
+            return self.apply([as_tensor(g)])
+        if grad is None:  # gradients may alias each other or user tensors: copy once
+            grad = var._grad = _new(registry.Tensor)
+            grad._data = g.copy()
+            grad._dtype = _BY_NUMPY[g.dtype]
+            grad._vc = [0]
+            grad._grad_fn = None
+        else:
+            grad._data += g
         return ()
 
 

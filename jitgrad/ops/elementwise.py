@@ -57,8 +57,10 @@ def _conj_if_complex(a: np.ndarray) -> np.ndarray:
 # torch's tanh_backward / sigmoid_backward: the backward of tanh and sigmoid is one op (one
 # kernel, one node), and differentiable again with torch's formulas (derivatives.yaml).
 def _tanh_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    d = 1 - y * y
-    return g * (np.conj(d) if d.dtype.kind == "c" else d)
+    # g * conj(1 - y*y), as g - g*y*y: three array ops, no Python scalar to convert
+    if y.dtype.kind == "c":
+        y = np.conj(y)
+    return g - g * y * y
 
 
 TANH_BACKWARD = _pw(

@@ -36,7 +36,7 @@ class OpDef:
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
-                 "view", "by_category")
+                 "view", "by_category", "programs", "save_plans")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -60,6 +60,8 @@ class OpDef:
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
+        self.programs: dict = {}  # the eager engine's traced rule programs (rule_programs.py)
+        self.save_plans: dict = {}  # needs mask -> which inputs a uniform record saves
 
     def __repr__(self) -> str:
         return f"<OpDef {self.name} ({self.kind})>"
@@ -191,6 +193,7 @@ def apply(op: OpDef, *args: Any, **params: Any):
         if any(isinstance(a, Tensor) for a in args):  # captured tensors: recorded, not frozen
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
+    uniform = False  # every argument a tensor of one dtype (set by the fast path)
     if op.by_category and type(args[0]) is Tensor:  # the hot cases, inlined: f(t), t1 + t2
         a = args[0]
         dt = a._dtype
@@ -205,6 +208,7 @@ def apply(op: OpDef, *args: Any, **params: Any):
                 arrays = (a._data, b._data)
                 out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
     if out_dtype is not None:
+        uniform = op.n_outputs == 1
         try:
             out = op.impl(*arrays, **params) if params else op.impl(*arrays)
         except ValueError:
@@ -236,6 +240,12 @@ def apply(op: OpDef, *args: Any, **params: Any):
             if o._base is None:  # a view of a normal tensor stays normal
                 o._is_inference = True
     elif st.grad_enabled and op.differentiable:
+        if uniform and not params:  # tensors of one dtype: maybe a uniform node
+            for a in args:
+                if a._requires_grad or a._grad_fn is not None:
+                    OpNode.record_uniform(op, args, result)
+                    break
+            return result
         for a in args:
             if isinstance(a, Tensor) and (a._requires_grad or a._grad_fn is not None):
                 OpNode.record(op, args, params, outputs)

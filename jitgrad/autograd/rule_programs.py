@@ -1,0 +1,84 @@
+"""Rule programs: an op's VJP rule, traced once and run on plain arrays by the eager engine.
+
+A backward without ``create_graph`` records nothing, so running a VJP rule through the
+dispatcher (a tensor per intermediate, a dispatch per op) is pure overhead. For a recorded op
+whose signature is *uniform* (every argument a tensor with the output's shape and dtype, no
+params: ``h * w``, ``h + w``, ``tanh(h)`` on same-shaped tensors), the engine instead traces
+the op's own rule, through the same ``registry.run_vjp`` and ``fit_grad`` the JIT uses, into a
+small graph, and renders that as straight-line NumPy (``backends.pycode``). The rule stays the
+single source; this only changes how it is executed.
+
+A program depends only on ``(op, key)``, ``key = (needs mask, dtype, shape)``: which inputs
+need a gradient, and the one dtype and shape of the signature. It is built the second time a
+key is seen (a one-off backward does not pay for tracing) and kept per op; a rule that cannot
+be traced (it reads values) is remembered as such and runs through the dispatcher as before.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ops import registry
+
+MAX_PROGRAMS_PER_OP = 256  # a shape-varying workload must not grow the caches without bound
+_UNTRACEABLE = False
+
+
+def lookup(node: Any, key: tuple) -> Any:
+    """The program for ``node``'s op and ``key``, or None (not yet worth building, or the rule
+    cannot be traced)."""
+    programs = node.op.programs
+    found = programs.get(key)
+    if found is None:  # first sight: count it
+        if len(programs) >= MAX_PROGRAMS_PER_OP:
+            programs.clear()
+        programs[key] = 1
+        return None
+    if found is _UNTRACEABLE:
+        return None
+    if type(found) is int:
+        try:
+            found = build(node, key)
+        except Exception:  # noqa: BLE001 - e.g. the rule reads a value: not traceable
+            found = _UNTRACEABLE
+        programs[key] = found
+        return found or None
+    return found
+
+
+def build(node: Any, key: tuple):
+    """Traces ``node.op``'s VJP rule for ``key`` and compiles it to ``f(node, grad, release) ->
+    grads`` (one per input, None where not needed): it unpacks (and version-checks) the
+    node's saved values, frees them with ``release``, and runs the rule's NumPy code."""
+    from ..backends.pycode import compile_function
+    from ..jit.trace import Trace, active, graph_of
+    from .node import FREED, SavedTensor
+
+    op = node.op
+    mask, dt, shape = key
+    needs = tuple(bool(mask >> i & 1) for i in range(len(node._needs)))
+    saved = [type(v) is SavedTensor for v in node._inputs]
+    trace = Trace()
+    with active(trace):
+        grad = trace.new_input(shape, dt, hint="grad")
+        inputs = tuple(trace.new_input(shape, dt, hint="saved") if s else registry.Meta(shape, dt)
+                       for s in saved)
+        ans = trace.new_input(shape, dt, hint="result") if node._out is not None else None
+        grads = registry.run_vjp(op, (grad,), ans, inputs, {}, needs)
+    outvars = [trace.var_of(g) if g is not None else None for g in grads]
+    graph = graph_of(trace, outvars, f"{op.name}_vjp")
+    # The prologue binds a0 (the gradient), then each saved input's array, then the result's.
+    prologue = ["if node._freed:", "    raise RuntimeError(FREED)", "a0 = g"]
+    unpacked = [f"node._inputs[{i}]" for i, s in enumerate(saved) if s]
+    if node._out is not None:
+        unpacked.append("node._out")
+    for k, ref in enumerate(unpacked, start=1):
+        data = "._data" if ref != "node._out" else ""
+        prologue += [f"s = {ref}",
+                     "vc = s._vc",
+                     f"a{k} = s._value{data} if vc is not None and vc[0] == s._version and "
+                     "s._unpack is None else s.unpack(node)._data"]
+    if unpacked:
+        prologue += ["if release:", "    node._release()"]
+    return compile_function(graph, f"{op.name}_vjp", "node, g, release", tuple(prologue),
+                            {"FREED": FREED})
