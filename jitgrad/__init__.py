@@ -21,7 +21,7 @@ from .ops import (_install, abs, absolute, add, addmm, all, allclose, amax, amin
                   softmax, split, sqrt, squeeze, stack, std, sub, subtract, sum, t, tan, tanh,
                   tensor, transpose, true_divide, unsqueeze, var, view, where, zeros, zeros_like)
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like
-from .autograd import node as _node  # noqa: F401 - wires OpNode into the dispatcher
+from .autograd import op_node as _op_node  # noqa: F401 - wires OpNode into the dispatcher
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd

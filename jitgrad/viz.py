@@ -93,15 +93,7 @@ def _quote(text: str) -> str:
 
 def _saved_values(fn: Any) -> list[tuple[str, Any]]:
     """(name, SavedTensor) pairs a node holds: its saved inputs and saved result."""
-    out = []
-    inputs = getattr(fn, "_inputs", None)
-    if isinstance(inputs, (list, tuple)):
-        for i, v in enumerate(inputs):
-            if hasattr(v, "_meta") and hasattr(v, "unpack"):
-                out.append((f"arg{i}", v))
-        res = getattr(fn, "_out", None)
-        if res is not None:
-            out.append(("result", res))
+    out = fn._saved_entries() if hasattr(fn, "_saved_entries") else []
     saved = getattr(fn, "_saved", None)
     if isinstance(saved, (list, tuple)):
         out.extend((f"saved{i}", v) for i, v in enumerate(saved) if hasattr(v, "_meta"))

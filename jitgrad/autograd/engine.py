@@ -179,6 +179,7 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[list, set, dict]:
     """
     seen = set(root_nodes)
     order = []
+    pending: dict = {}
     stack = list(root_nodes)
     while stack:
         node = stack.pop()
@@ -189,21 +190,23 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[list, set, dict]:
                 if nxt not in seen:
                     seen.add(nxt)
                     stack.append(nxt)
+                if type(nxt) is AccumulateGrad:
+                    pending[nxt] = pending.get(nxt, 0) + 1
     order.sort(key=_seq_of, reverse=True)  # (AccumulateGrad's is -1: last)
-    needed = seen
-    if targets is not None:
-        # A node is needed if it is a target or feeds a needed node: one sweep, oldest first.
-        needed = set()
-        for node in reversed(order):
-            if node in targets:
+    if targets is None:
+        return order, seen, pending
+    # A node is needed if it is a target or feeds a needed node: one sweep, oldest first.
+    needed = set()
+    for node in reversed(order):
+        if node in targets:
+            needed.add(node)
+            continue
+        for edge in node._next:
+            if edge is not None and edge[0] in needed:
                 needed.add(node)
-                continue
-            for edge in node._next:
-                if edge is not None and edge[0] in needed:
-                    needed.add(node)
-                    break
-        order = [n for n in order if n in needed]
-    pending: dict = {}
+                break
+    order = [n for n in order if n in needed]
+    pending = {}
     for node in order:
         for edge in node._next:
             if edge is not None and type(edge[0]) is AccumulateGrad:

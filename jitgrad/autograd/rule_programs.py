@@ -48,37 +48,43 @@ def lookup(node: Any, key: tuple) -> Any:
 
 def build(node: Any, key: tuple):
     """Traces ``node.op``'s VJP rule for ``key`` and compiles it to ``f(node, grad, release) ->
-    grads`` (one per input, None where not needed): it unpacks (and version-checks) the
-    node's saved values, frees them with ``release``, and runs the rule's NumPy code."""
+    grads`` (one per input, None where not needed) for a ``UniformNode``: it unpacks (and
+    version-checks) the node's saved values, frees them with ``release``, and runs the rule's
+    NumPy code."""
     from ..backends.pycode import compile_function
     from ..jit.trace import Trace, active, graph_of
-    from .node import FREED, SavedTensor
+    from .node import FREED
 
     op = node.op
     mask, dt, shape = key
-    needs = tuple(bool(mask >> i & 1) for i in range(len(node._needs)))
-    saved = [type(v) is SavedTensor for v in node._inputs]
+    n = len(node._needs)
+    needs = tuple(bool(mask >> i & 1) for i in range(n))
+    kept = [node._inputs is not None and node._inputs[i] is not None for i in range(n)]
     trace = Trace()
     with active(trace):
         grad = trace.new_input(shape, dt, hint="grad")
-        inputs = tuple(trace.new_input(shape, dt, hint="saved") if s else registry.Meta(shape, dt)
-                       for s in saved)
-        ans = trace.new_input(shape, dt, hint="result") if node._out is not None else None
+        inputs = tuple(trace.new_input(shape, dt, hint="saved") if k else registry.Meta(shape, dt)
+                       for k in kept)
+        ans = trace.new_input(shape, dt, hint="result") if op.save_output else None
         grads = registry.run_vjp(op, (grad,), ans, inputs, {}, needs)
     outvars = [trace.var_of(g) if g is not None else None for g in grads]
     graph = graph_of(trace, outvars, f"{op.name}_vjp")
-    # The prologue binds a0 (the gradient), then each saved input's array, then the result's.
+    # The prologue binds a0 (the gradient), then each saved input's array, then the result's;
+    # a modified value goes through the node's own checks, which raise torch's error.
     prologue = ["if node._freed:", "    raise RuntimeError(FREED)", "a0 = g"]
-    unpacked = [f"node._inputs[{i}]" for i, s in enumerate(saved) if s]
-    if node._out is not None:
-        unpacked.append("node._out")
-    for k, ref in enumerate(unpacked, start=1):
-        data = "._data" if ref != "node._out" else ""
-        prologue += [f"s = {ref}",
-                     "vc = s._vc",
-                     f"a{k} = s._value{data} if vc is not None and vc[0] == s._version and "
-                     "s._unpack is None else s.unpack(node)._data"]
-    if unpacked:
-        prologue += ["if release:", "    node._release()"]
+    k = 1
+    if any(kept):
+        prologue += ["kept = node._inputs", "versions = node._versions"]
+    for i in range(n):
+        if kept[i]:
+            prologue += [f"t = kept[{i}]",
+                         f"if t._vc[0] != versions[{i}]:", f"    node.saved_input({i})",
+                         f"a{k} = t._data"]
+            k += 1
+    if op.save_output:
+        prologue += [f"a{k}, vc, version = node._out",
+                     "if vc[0] != version:", "    node.saved_output()"]
+    if node._saved:
+        prologue += ["if release:", "    node._freed = True", "    node._inputs = node._out = None"]
     return compile_function(graph, f"{op.name}_vjp", "node, g, release", tuple(prologue),
                             {"FREED": FREED})

@@ -161,6 +161,7 @@ state = _DispatchState()
 # Filled in by jitgrad.tensor and jitgrad.autograd.node at import (they import this module).
 Tensor: Any = None
 OpNode: Any = None
+UniformNode: Any = None
 
 # Forward-mode AD (jitgrad.autograd.forward_ad): while a dual level is active, ``fw_hook(op,
 # args, params, outputs)`` gives the outputs their tangents with ``op.jvp``. A JVP rule is
@@ -241,10 +242,7 @@ def apply(op: OpDef, *args: Any, **params: Any):
                 o._is_inference = True
     elif st.grad_enabled and op.differentiable:
         if uniform and not params:  # tensors of one dtype: maybe a uniform node
-            for a in args:
-                if a._requires_grad or a._grad_fn is not None:
-                    OpNode.record_uniform(op, args, result)
-                    break
+            UniformNode.record(op, args, result)  # (records only if an input needs grad)
             return result
         for a in args:
             if isinstance(a, Tensor) and (a._requires_grad or a._grad_fn is not None):

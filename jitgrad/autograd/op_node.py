@@ -1,0 +1,392 @@
+"""The nodes of primitive ops: what ``apply`` records when an input requires grad.
+
+``OpNode`` is the general record: any op, any arguments; its saved values are ``SavedTensor``s
+(version-checked, through saved-tensor hooks) and its backward applies the op's VJP rule to
+tensors. ``UniformNode`` is the hot case of eager mode, a pointwise op on tensors of one shape
+and dtype with no params (``h * w``, ``tanh(h)``): it keeps its saved inputs as the tensors
+themselves with their versions, and a backward that records nothing runs the op's rule as a
+traced program on arrays (``rule_programs``). Both give torch's errors for freed and modified
+saved values.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..ops import registry
+from . import rule_programs
+from .node import (
+    FREED,
+    Node,
+    SavedTensor,
+    _anomaly,
+    _as_output,
+    _meta,
+    _new,
+    _refresh_view,
+    _save,
+    _sequence,
+    _short_name,
+    _zeros,
+    describe,
+    saved_tensor_hooks_stack,
+    version_error,
+)
+
+_NO_PARAMS: dict = {}
+
+
+class OpNode(Node):
+    """The backward of one primitive op: applies its VJP rule to the saved values."""
+
+    __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed",
+                 "n_outputs")
+
+    def name(self) -> str:
+        return self.op.node_name
+
+    @staticmethod
+    def record(op: registry.OpDef, args: tuple, params: dict, outputs: tuple) -> OpNode:
+        """Creates the node of one op call and makes it the ``grad_fn`` of its outputs."""
+        Tensor = registry.Tensor
+        edges = []  # one per input: (node, output_nr), or None if it needs no gradient
+        for a in args:
+            if isinstance(a, Tensor):
+                if a._base is not None and a._vc[0] != a._view_version:
+                    _refresh_view(a)  # its base changed in place: a new history
+                fn = a._grad_fn
+                if fn is not None:
+                    edges.append((fn, a._output_nr))
+                    continue
+                if a._requires_grad:
+                    edges.append((a._accumulator or a._get_accumulator()).edge)
+                    continue
+            edges.append(None)
+        # Shape and dtype of the output(s): one Meta for a single output, which inputs of the
+        # same shape and dtype share (one object, not one per input: records stay light).
+        single = len(outputs) == 1
+        if single:
+            o = outputs[0]
+            out_meta = _new(registry.Meta)  # _meta(shape, dtype), inlined
+            out_meta.shape = out_shape = o._data.shape
+            out_meta.dtype = out_dtype = o._dtype
+        else:
+            out_meta = tuple(_meta(o._data.shape, o._dtype) for o in outputs)
+        # What backward keeps of each input: the tensor itself (saved: version-checked, through
+        # saved-tensor hooks) or only its shape and dtype.
+        save = op.save
+        cond = registry.SAVE_IF.get(op) if save else None  # saved only if some grads need them
+        inputs = []
+        has_saved = False
+        i = 0
+        for a in args:
+            if not isinstance(a, Tensor):
+                inputs.append(a)
+            elif i in save and (cond is None or i not in cond or _any_needed(edges, cond[i])):
+                inputs.append(_save(a, False))
+                has_saved = True
+            else:
+                shape = a._data.shape
+                if single and a._dtype is out_dtype and shape == out_shape:
+                    inputs.append(out_meta)
+                else:
+                    inputs.append(_meta(shape, a._dtype))
+            i += 1
+        node = _new(OpNode)
+        node._next = node._needs = tuple(edges)  # (an input needs a gradient iff it has an edge)
+        node._seq = next(_sequence)
+        node._freed = False
+        node.op = op
+        node.params = params
+        node._inputs = inputs if has_saved else tuple(inputs)
+        if op.save_output:
+            node._out = _save(outputs[0], True)
+            node._saved = True
+        else:
+            node._out = None
+            node._saved = has_saved
+        node.n_outputs = len(outputs)  # (op.n_outputs is 0 for variadic ops: split)
+        node._out_meta = out_meta
+        if single:
+            if out_dtype.is_floating_point or out_dtype.is_complex:
+                o._grad_fn = node  # (its _output_nr is 0: a fresh output of apply)
+        else:
+            for i, o in enumerate(outputs):
+                if o._dtype.is_floating_point or o._dtype.is_complex:
+                    o._grad_fn = node
+                    o._output_nr = i
+        if _anomaly.enabled:
+            _anomaly.record(node)
+        return node
+
+    def _output_meta(self, i: int):
+        # the Meta of its output, or a tuple of one per output
+        return self._out_meta if self.n_outputs == 1 else self._out_meta[i]
+
+    def _grads(self, grad_outputs: list) -> tuple:
+        """The gradients of the outputs, zeros for those that got none."""
+        if len(grad_outputs) == 1:
+            return grad_outputs if grad_outputs[0] is not None else \
+                (_zeros(self._output_meta(0)),)
+        return tuple(g if g is not None else _zeros(self._output_meta(i))
+                     for i, g in enumerate(grad_outputs))
+
+    def apply(self, grad_outputs: list) -> tuple:
+        if self._freed:
+            raise RuntimeError(FREED)
+        inputs = self._inputs
+        if type(inputs) is list:  # some inputs were saved: unpack (and version-check) them
+            unpacked = []
+            for v in inputs:
+                if type(v) is SavedTensor:
+                    vc = v._vc
+                    # unchanged and without hooks: the tensor itself (SavedTensor.unpack, inlined)
+                    v = v._value if vc is not None and vc[0] == v._version \
+                        and v._unpack is None else v.unpack(self)
+                unpacked.append(v)
+            inputs = unpacked
+        out = self._out
+        if out is None:
+            ans = None
+        elif out._vc is not None and out._vc[0] == out._version and out._unpack is None:
+            ans = _as_output(out._value, out._dtype, self, out._fw)  # (unpack, inlined)
+        else:
+            ans = out.unpack(self)
+        return registry.run_vjp(self.op, self._grads(grad_outputs), ans, inputs, self.params,
+                                self._needs)
+
+    def _release(self) -> None:
+        if self._saved:
+            self._freed = True
+            for v in self._inputs:
+                if type(v) is SavedTensor:
+                    v._value = v._vc = None  # SavedTensor.release, inlined
+            out = self._out
+            if out is not None:
+                out._value = out._vc = None
+
+    def _saved_entries(self) -> list:
+        """(name, SavedTensor) for each value it saved (what ``viz`` draws)."""
+        entries = [(f"arg{i}", v) for i, v in enumerate(self._inputs)
+                   if type(v) is SavedTensor]
+        return entries + ([("result", self._out)] if self._out is not None else [])
+
+    # torch exposes saved values as _saved_self / _saved_result etc.
+    @property
+    def _saved_result(self) -> Any:
+        return self._out.unpack(self) if self._out is not None else None
+
+    @property
+    def _saved_tensors(self) -> tuple:
+        return tuple(v.unpack(self) for v in self._inputs if isinstance(v, SavedTensor))
+
+
+class UniformNode(OpNode):
+    """An op on tensors of one shape and dtype, with no params and one output.
+
+    ``_inputs`` holds, per argument, the tensor itself if the rule needs it (else None), and
+    ``_versions`` their versions when recorded; ``_out`` is the saved result as ``(array,
+    version counter, version)`` (an array, not the tensor: that would be a cycle). ``_key =
+    (needs mask, dtype, shape)`` names its rule program.
+    """
+
+    __slots__ = ("_versions", "_key")
+
+    @staticmethod
+    def record(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
+        """Records ``result = op(*args)``, which the dispatcher has checked: tensor arguments of
+        one dtype, no params, one output. Falls back to ``OpNode.record`` for broadcasting (and
+        for saved-tensor hooks, forward AD and inference tensors); records nothing if no input
+        needs a gradient."""
+        data = result._data
+        dt = result._dtype
+        if args[0]._dtype is not dt or saved_tensor_hooks_stack or registry.fw_hook is not None:
+            return _record_general(op, args, result)
+        if len(args) == 2:  # (a pointwise op's result has the shape of its one input)
+            shape = args[0]._data.shape
+            if args[1]._data.shape != shape:
+                return _record_general(op, args, result)  # broadcasting
+        else:
+            shape = data.shape
+        edges = []
+        mask = 0
+        bit = 1
+        for a in args:
+            if a._base is not None and a._vc[0] != a._view_version:
+                _refresh_view(a)  # its base changed in place: a new history
+            fn = a._grad_fn
+            if fn is not None:
+                edges.append((fn, a._output_nr))
+                mask |= bit
+            elif a._requires_grad:
+                edges.append((a._accumulator or a._get_accumulator()).edge)
+                mask |= bit
+            else:
+                edges.append(None)
+            bit += bit
+        if not mask:  # no input needs a gradient: nothing to record
+            return None
+        plan = op.save_plans.get(mask)
+        if plan is None:
+            plan = _save_plan(op, edges)
+        if plan:
+            if plan is _ALL and len(args) == 2:
+                a, b = args
+                if a._is_inference or b._is_inference:
+                    return OpNode.record(op, args, _NO_PARAMS, (result,))  # (which raises)
+                inputs, versions = args, (a._vc[0], b._vc[0])
+            else:
+                inputs, versions = [], []
+                for a, keep in zip(args, plan):
+                    if keep and a._is_inference:
+                        return OpNode.record(op, args, _NO_PARAMS, (result,))
+                    inputs.append(a if keep else None)
+                    versions.append(a._vc[0])
+        else:
+            inputs = versions = None
+        node = _new(UniformNode)
+        node._next = node._needs = tuple(edges)
+        node._seq = next(_sequence)
+        node._freed = False
+        node.op = op
+        node.params = _NO_PARAMS
+        node.n_outputs = 1
+        node._out_meta = None  # (made from the key when asked for)
+        node._key = (mask, dt, shape)
+        node._inputs = inputs
+        node._versions = versions
+        if op.save_output:
+            vc = result._vc
+            node._out = (data, vc, vc[0])
+            node._saved = True
+        else:
+            node._out = None
+            node._saved = inputs is not None
+        if dt.is_floating_point or dt.is_complex:
+            result._grad_fn = node
+        if _anomaly.enabled:
+            _anomaly.record(node)
+        return node
+
+    def _output_meta(self, i: int):
+        if self._out_meta is None:
+            self._out_meta = _meta(self._key[2], self._key[1])
+        return self._out_meta
+
+    def saved_input(self, i: int) -> Any:
+        """Saved input ``i``, after torch's checks (freed, modified in place)."""
+        if self._freed:
+            raise RuntimeError(FREED)
+        t = self._inputs[i]
+        expected = self._versions[i]
+        if t._vc[0] != expected:
+            raise version_error(describe(t._data, t._dtype), _short_name(t._grad_fn), t._vc[0],
+                                expected)
+        return t
+
+    def saved_output(self) -> Any:
+        """The saved result as a tensor whose ``grad_fn`` is this node, after torch's checks."""
+        if self._freed:
+            raise RuntimeError(FREED)
+        data, vc, expected = self._out
+        dt = self._key[1]
+        if vc[0] != expected:
+            raise version_error(describe(data, dt), _short_name(self), vc[0], expected)
+        return _as_output(data, dt, self, None)
+
+    def apply(self, grad_outputs: list) -> tuple:
+        if self._freed:
+            raise RuntimeError(FREED)
+        meta = self._output_meta(0)
+        kept = self._inputs
+        inputs = [meta if kept is None or kept[i] is None else self.saved_input(i)
+                  for i in range(len(self._needs))]
+        ans = self.saved_output() if self._out is not None else None
+        return registry.run_vjp(self.op, self._grads(grad_outputs), ans, inputs, _NO_PARAMS,
+                                self._needs)
+
+    def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
+        key = self._key
+        if grad_outputs[0] is not None:
+            program = self.op.programs.get(key)
+            if type(program) is int or program is None or program is False:
+                program = rule_programs.lookup(self, key)
+            if program is not None:  # its rule program does it all
+                return program(self, grad_outputs[0], release)
+        return Node.apply_arrays(self, grad_outputs, release)
+
+    def _release(self) -> None:
+        if self._saved:
+            self._freed = True
+            self._inputs = self._out = None
+
+    def _saved_entries(self) -> list:
+        if self._freed:  # what it saved, each marked freed
+            plan = self.op.save_plans.get(self._key[0]) or ()
+            entries = [(f"arg{i}", _snapshot(None, False)) for i, k in enumerate(plan) if k]
+            return entries + ([("result", _snapshot(None, True))] if self.op.save_output else [])
+        entries = []
+        if self._inputs is not None:
+            entries = [(f"arg{i}", _snapshot(t, False)) for i, t in enumerate(self._inputs)
+                       if t is not None]
+        if self._out is not None:
+            entries.append(("result", _snapshot(self.saved_output(), True)))
+        return entries
+
+    @property
+    def _saved_result(self) -> Any:
+        return self.saved_output() if self.op.save_output else None
+
+    @property
+    def _saved_tensors(self) -> tuple:
+        if self._freed:
+            raise RuntimeError(FREED)
+        kept = self._inputs or ()
+        return tuple(self.saved_input(i) for i, t in enumerate(kept) if t is not None)
+
+
+def _snapshot(t: Any, is_output: bool) -> SavedTensor:
+    """A SavedTensor describing a uniform node's saved value (None: a freed one)."""
+    s = _new(SavedTensor)
+    s._is_output, s._unpack, s._fw = is_output, None, None
+    if t is None:
+        s._vc = s._value = s._dtype = None
+        s._version = 0
+    else:
+        s._vc, s._version, s._dtype = t._vc, t._vc[0], t._dtype
+        s._value = t._data if is_output else t
+    return s
+
+
+def _record_general(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
+    for a in args:
+        if a._requires_grad or a._grad_fn is not None:
+            return OpNode.record(op, args, _NO_PARAMS, (result,))
+    return None
+
+
+_ALL = (True, True)  # the save plan of a binary op that saves both inputs
+
+
+def _save_plan(op: registry.OpDef, edges: list) -> tuple:
+    """Which inputs ``op`` saves when the inputs with an edge need gradients: a tuple of
+    bools per input, or () when it saves none (kept in ``op.save_plans`` by needs mask)."""
+    save = op.save
+    cond = registry.SAVE_IF.get(op)
+    plan = tuple(i in save and (cond is None or i not in cond or _any_needed(edges, cond[i]))
+                 for i in range(len(edges)))
+    mask = sum(1 << i for i, e in enumerate(edges) if e is not None)
+    plan = () if not any(plan) else _ALL if plan == _ALL else plan
+    op.save_plans[mask] = plan
+    return plan
+
+
+def _any_needed(needs: list, positions: tuple) -> bool:
+    for j in positions:
+        if needs[j]:
+            return True
+    return False
+
+
+registry.OpNode = OpNode
+registry.UniformNode = UniformNode
