@@ -285,3 +285,12 @@ def test_pycode_program_equals_the_interpreter_on_a_jit_graph():
         assert len(got) == len(expected)
         for a, b in zip(got, expected):
             np.testing.assert_allclose(a, b, rtol=1e-14)
+
+
+def test_zero_dim_gradients_summed_in_the_engine_stay_arrays():
+    for _ in range(3):  # (the later runs through the rule programs)
+        x = jitgrad.tensor(1.5, dtype=jitgrad.float64, requires_grad=True)
+        y = x * 1.0
+        (y * y + jitgrad.tanh(y) + y).backward()
+        assert type(x.grad._data) is np.ndarray and x.grad.shape == ()
+        np.testing.assert_allclose(arr(x.grad), 2 * 1.5 + (1 - np.tanh(1.5) ** 2) + 1)

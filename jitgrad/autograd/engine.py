@@ -21,6 +21,7 @@ from .node import AccumulateGrad, Node, _anomaly, as_tensor
 
 
 _new = object.__new__
+_ndarray = np.ndarray
 
 
 def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph: bool,
@@ -86,9 +87,15 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
                         buf[nr] = g
                     elif buf[nr] is None:
                         buf[nr] = g
+                    elif raw:
+                        a = buf[nr]
+                        if a.dtype is g.dtype and a.shape == g.shape:
+                            a = a + g  # (a NumPy scalar for 0-d arrays)
+                            buf[nr] = a if type(a) is _ndarray else np.asarray(a)
+                        else:
+                            buf[nr] = _sum_arrays(a, g)
                     else:
-                        buf[nr] = _sum_arrays(buf[nr], g) if raw else \
-                            _sum_grads(buf[nr], g, create_graph)
+                        buf[nr] = _sum_grads(buf[nr], g, create_graph)
                 if type(nxt) is AccumulateGrad:  # a leaf's runs once all its producers ran
                     left = pending[nxt] - 1
                     pending[nxt] = left
@@ -130,9 +137,10 @@ def _unwrap(out: Any) -> list:
 
 
 def _sum_arrays(a: Any, b: Any) -> Any:
-    """Two gradient arrays flowing into the same input, summed (as the ``add`` op would)."""
+    """Two gradient arrays flowing into the same input, summed as the ``add`` op would (the
+    engine adds two arrays of one dtype and shape itself)."""
     if a.dtype == b.dtype and a.shape == b.shape:
-        return a + b
+        return np.asarray(a + b)
     return (as_tensor(a) + as_tensor(b))._data
 
 
