@@ -194,7 +194,6 @@ def apply(op: OpDef, *args: Any, **params: Any):
         if any(isinstance(a, Tensor) for a in args):  # captured tensors: recorded, not frozen
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
-    uniform = False  # every argument a tensor of one dtype (set by the fast path)
     if op.by_category and type(args[0]) is Tensor:  # the hot cases, inlined: f(t), t1 + t2
         a = args[0]
         dt = a._dtype
@@ -209,14 +208,16 @@ def apply(op: OpDef, *args: Any, **params: Any):
                 arrays = (a._data, b._data)
                 out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
     if out_dtype is not None:
-        uniform = op.n_outputs == 1
         try:
             out = op.impl(*arrays, **params) if params else op.impl(*arrays)
         except ValueError:
             if n > 1:  # torch's text for a broadcasting mismatch
                 broadcast_shapes(*(x.shape for x in arrays))
             raise
+        # tensors of one dtype: the hot case ends as soon as its result exists (a uniform node)
+        hot = fw_hook is None and not st.inference and not params and not op.view
     else:
+        hot = False
         out, out_dtype = _compute(op, args, params)
     if op.n_outputs == 1:
         npdt = out_dtype.np
@@ -227,6 +228,10 @@ def apply(op: OpDef, *args: Any, **params: Any):
         result._dtype = out_dtype
         result._vc = [0]
         result._grad_fn = None
+        if hot:
+            if st.grad_enabled and op.differentiable:
+                UniformNode.record(op, args, result)  # (records only if an input needs grad)
+            return result
         outputs = (result,)
     else:
         if not isinstance(out_dtype, tuple):
@@ -241,9 +246,6 @@ def apply(op: OpDef, *args: Any, **params: Any):
             if o._base is None:  # a view of a normal tensor stays normal
                 o._is_inference = True
     elif st.grad_enabled and op.differentiable:
-        if uniform and not params:  # tensors of one dtype: maybe a uniform node
-            UniformNode.record(op, args, result)  # (records only if an input needs grad)
-            return result
         for a in args:
             if isinstance(a, Tensor) and (a._requires_grad or a._grad_fn is not None):
                 OpNode.record(op, args, params, outputs)
