@@ -264,9 +264,7 @@ class Tensor:
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Computes the gradient of this tensor w.r.t. graph leaves (see ``autograd.backward``)."""
-        from .autograd import backward
-
-        backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        _autograd().backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """A new tensor sharing this one's data and version counter, outside the graph."""
@@ -536,3 +534,15 @@ def _format(t: Tensor) -> str:
 
 
 registry.Tensor = Tensor
+
+
+def _autograd():
+    global _autograd_module
+    if _autograd_module is None:
+        from . import autograd
+
+        _autograd_module = autograd
+    return _autograd_module
+
+
+_autograd_module = None

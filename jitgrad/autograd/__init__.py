@@ -6,6 +6,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ..ops.creation import ones
+from ..tensor import Tensor
 from . import graph
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import gradient_edge, run_backward
@@ -19,8 +21,6 @@ __all__ = ["backward", "grad", "Function", "once_differentiable", "no_grad", "en
 
 
 def _tensor_type():
-    from ..tensor import Tensor
-
     return Tensor
 
 
@@ -43,9 +43,6 @@ def _edge(x: Any) -> tuple:
 
 
 def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) -> list:
-    Tensor = _tensor_type()
-    from ..ops.creation import ones
-
     new = []
     for i, (out, g) in enumerate(zip(outputs, grads)):
         if isinstance(out, graph.GradientEdge):
