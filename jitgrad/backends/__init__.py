@@ -5,6 +5,7 @@ name and report clearly when they are not available."""
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from types import ModuleType
 
 NAMES = ("auto", "interpreter", "numba", "cuda")
@@ -21,7 +22,7 @@ def get_backend(name: str) -> ModuleType:
     """The backend module for ``name``; RuntimeError if it is not available."""
     check_name(name)
     if name == "auto":
-        name = "interpreter"
+        name = "numba" if _numba_importable() else "interpreter"
     try:
         mod = importlib.import_module(f"{__name__}.{_MODULES[name]}")
     except ImportError as e:
@@ -32,3 +33,7 @@ def get_backend(name: str) -> ModuleType:
     if available is not None and not available():
         raise RuntimeError(f"jit backend {name!r} is not available on this machine")
     return mod
+
+
+def _numba_importable() -> bool:
+    return importlib.util.find_spec("numba") is not None

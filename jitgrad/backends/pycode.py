@@ -19,13 +19,15 @@ from .interpreter import _IMPLS, _cast_plan
 
 
 def render_function(graph: Graph, name: str = "program", signature: str | None = None,
-                    prologue: tuple[str, ...] = (), namespace: dict | None = None
-                    ) -> tuple[str, dict]:
+                    prologue: tuple[str, ...] = (), namespace: dict | None = None,
+                    impl_for: Callable | None = None) -> tuple[str, dict]:
     """Python source of ``def name(*invars)`` returning the graph's outputs as a tuple, and the
     namespace it needs (impls, literals, params, constants, dtypes).
 
     The inputs are named ``a0, a1, ...``. A caller may instead give the ``signature`` and
     ``prologue`` lines that bind those names (with what they need in ``namespace``).
+    ``impl_for(eqn)`` may return the function to call for an equation (None: the op's impl).
+    Each intermediate is deleted after its last use, so peak memory follows eager mode's.
     """
     names: dict[Var, str] = {}
     namespace = {**(namespace or {}), "ndarray": np.ndarray, "asarray": np.asarray}
@@ -42,6 +44,15 @@ def render_function(graph: Graph, name: str = "program", signature: str | None =
     if signature is None:
         signature = ", ".join(names[v] for v in graph.invars)
     lines = [f"def {name}({signature}):", *(f"    {line}" for line in prologue)]
+    last_use: dict[Var, int] = {}
+    for k, e in enumerate(graph.eqns):
+        for v in e.in_vars():
+            last_use[v] = k
+    dead_after: dict[int, list[Var]] = {}
+    returned = {v for v in graph.outvars if isinstance(v, Var)}
+    for v, k in last_use.items():
+        if v not in returned and v not in graph.consts:
+            dead_after.setdefault(k, []).append(v)
     for k, e in enumerate(graph.eqns):
         args = []
         for p in _cast_plan(e):
@@ -51,10 +62,11 @@ def render_function(graph: Graph, name: str = "program", signature: str | None =
                 args.append(names[p[1]])
             else:
                 args.append(f"{names[p[1]]}.astype({bind(p[2], 'dt')})")
-        if e.params:
+        fn = impl_for(e) if impl_for is not None else None
+        if e.params and fn is None:  # (an override takes the operands alone)
             args.append(f"**{bind(e.params, 'params')}")
         outs = [f"v{k}_{j}" for j in range(len(e.outputs))]
-        impl = bind(_IMPLS.get(e.op.name, e.op.impl), f"{e.op.name}_")
+        impl = bind(fn or _IMPLS.get(e.op.name, e.op.impl), f"{e.op.name}_")
         target = outs[0] if e.op.n_outputs == 1 else ", ".join(outs) + ","
         lines.append(f"    {target} = {impl}({', '.join(args)})")
         for out, v in zip(outs, e.outputs):
@@ -64,16 +76,20 @@ def render_function(graph: Graph, name: str = "program", signature: str | None =
             lines.append(f"    if type({out}) is not ndarray or {out}.dtype is not {dt}:")
             lines.append(f"        {out} = asarray({out}, dtype={dt})")
             names[v] = out
+        dead = [names[v] for v in dead_after.get(k, ()) if v in names]
+        if dead:
+            lines.append(f"    del {', '.join(dead)}")
     results = [names[v] if isinstance(v, Var) else "None" for v in graph.outvars]
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
     return "\n".join(lines) + "\n", namespace
 
 
 def compile_function(graph: Graph, name: str = "program", signature: str | None = None,
-                     prologue: tuple[str, ...] = (), namespace: dict | None = None) -> Callable:
+                     prologue: tuple[str, ...] = (), namespace: dict | None = None,
+                     impl_for: Callable | None = None) -> Callable:
     """``f(*input_arrays) -> tuple of output arrays`` (None for outputs that are not values);
-    ``signature``, ``prologue`` and ``namespace`` as in ``render_function``."""
-    source, namespace = render_function(graph, name, signature, prologue, namespace)
+    the other arguments as in ``render_function``."""
+    source, namespace = render_function(graph, name, signature, prologue, namespace, impl_for)
     code = compile(source, f"<jitgrad {name}>", "exec")
     exec(code, namespace)  # noqa: S102 - the source is rendered from the graph above
     fn = namespace[name]

@@ -282,7 +282,7 @@ class JitFunction:
         e.mutations = [(i, e.n_user + k) for k, (i, _) in enumerate(mutated)]
         rg = [t.requires_grad for t in tensors] + [m[3] for m in e.implicit]
         wrt = rg if state.grad_enabled and any(rg) and not state.inference else None
-        fwd, bwd = compile_graphs(graph, wrt)
+        fwd, bwd = compile_graphs(graph, wrt, getattr(backend, "recomputable", None))
         e.fwd, e.bwd = fwd, bwd
         e.rng_vars = {v for q in fwd.eqns if q.op.name == "rng" for v in q.outputs}
         e.wrt = rg

@@ -151,7 +151,7 @@ class Graph:
         for v in self.consts:
             if v not in names:
                 names[v] = fresh("c", "")
-        for e in self.eqns:
+        for e in _flat(self.eqns):
             for v in e.outputs:
                 if v not in names:
                     names[v] = fresh("t", "")
@@ -169,18 +169,10 @@ class Graph:
         for v in self.consts:
             lines.append(f"  {names[v]}: {type_str(v.shape, v.dtype)} = const")
         for e in self.eqns:
-            outs = ", ".join(f"{names[v]}: {type_str(v.shape, v.dtype)}" for v in e.outputs)
-            text = f"  {outs} = {e.op.name}"
-            ins = ", ".join(arg(v) for v in e.inputs)
-            if ins:
-                text += " " + ins
-            if e.params:
-                text += " " + " ".join(f"{k}={_param(p)}" for k, p in e.params.items())
-            if e.nograd:
-                text += "  [no_grad]"
-            if source and e.source:
-                text = f"{text:<60}  # {e.source}"
-            lines.append(text)
+            lines.append(_eqn_line(e, names, arg, source, "  "))
+            body = e.params.get("body") if e.op.kind == KERNEL else None
+            if body is not None:  # a fused kernel: its equations, indented below it
+                lines += [_eqn_line(q, names, arg, source, "      ") for q in body.eqns]
         n_out = len(self.outvars) - self.n_saved
         outs = ", ".join(arg(v) if v is not None else "None" for v in self.outvars[:n_out])
         ret = f"  return ({outs}{',' if n_out == 1 else ''})"
@@ -195,6 +187,40 @@ class Graph:
 
     def __repr__(self) -> str:
         return f"<Graph {self.name}: {len(self.eqns)} equations>"
+
+
+KERNEL = "kernel"  # the kind of a fused kernel's op (jit.passes.fuse)
+
+
+def _flat(eqns: list) -> list:
+    """Equations with each kernel's body equations after it."""
+    out = []
+    for e in eqns:
+        out.append(e)
+        if e.op.kind == KERNEL:
+            out += e.params["body"].eqns
+    return out
+
+
+def _eqn_line(e: Eqn, names: dict, arg, source: bool, indent: str) -> str:
+    outs = ", ".join(f"{names[v]}: {type_str(v.shape, v.dtype)}" for v in e.outputs)
+    if e.op.kind == KERNEL:
+        body = e.params["body"]
+        text = f"{indent}{outs} = kernel[{e.params['name']}] " + \
+            ", ".join(arg(v) for v in e.inputs)
+        text += f"  # {len(body.eqns)} ops, {len(e.outputs)} outputs"
+        return text
+    text = f"{indent}{outs} = {e.op.name}"
+    ins = ", ".join(arg(v) for v in e.inputs)
+    if ins:
+        text += " " + ins
+    if e.params:
+        text += " " + " ".join(f"{k}={_param(p)}" for k, p in e.params.items())
+    if e.nograd:
+        text += "  [no_grad]"
+    if source and e.source:
+        text = f"{text:<60}  # {e.source}"
+    return text
 
 
 def _param(p: Any) -> str:

@@ -156,21 +156,41 @@ def _pow_exponent_grad(g, ans, a, b):
 
 
 POW = _pw("pow", np.power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
-                            _pow_exponent_grad), "{0} ** {1}", save=(0, 1), save_output=True,
+                            _pow_exponent_grad), lambda p, work: _pow_template("{0}", "{1}", work),
+          save=(0, 1), save_output=True,
           node_name="PowBackward1")
 POW_SCALAR = defop(
     "pow_scalar", lambda x, exponent: np.power(x, np.asarray(exponent, dtype=x.dtype)),
     kind=POINTWISE, node_name="PowBackward0", save=(0,),
     meta=lambda x, exponent: (tuple(x.shape), _pow_scalar_dtype(x.dtype, exponent)),
     vjp=(lambda g, ans, x, exponent: g * 0 if exponent == 0 else
-         g * (exponent * x ** (exponent - 1)).conj(),), template="{0} ** {p[exponent]}")
+         g * (exponent * x ** (exponent - 1)).conj(),), template=lambda p, work: _pow_template(
+             "{0}", p["exponent"], work))
 RPOW = defop(
     "rpow", lambda x, base: np.power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
     node_name="PowBackward2", save_output=True,
     meta=lambda x, base: (tuple(x.shape), _pow_scalar_dtype(x.dtype, base)),
     vjp=(lambda g, ans, x, base: g * (ans * math.log(base)).conj() if base > 0 else
          g * where(ans == 0, 0, ans * math.log(abs(base)) if base != 0 else 0),),
-    template="{p[base]} ** {0}")
+    template=lambda p, work: _pow_template("{p[base]}", "{0}", work))
+
+
+def _pow_template(base: str, exponent, work: np.dtype) -> str | None:
+    # Kernel template (see registry.OpDef.template). Integer powers are left to NumPy (its
+    # overflow and negative-exponent rules); small constant exponents become products.
+    if work.kind in "iub":
+        return None
+    if isinstance(exponent, (int, float)) and not isinstance(exponent, bool):
+        if exponent == 1:
+            return base
+        if exponent == 2:
+            return f"({base} * {base})"
+        if exponent == 3:
+            return f"({base} * {base} * {base})"
+        if exponent == 0.5:
+            return f"sqrt({base})"
+        exponent = "{p[exponent]}"
+    return f"({base} ** {exponent})"
 
 
 def _pow_scalar_dtype(d: dtypes.dtype, scalar) -> dtypes.dtype:
@@ -228,7 +248,16 @@ def _clamp_vjp(g, ans, x, min, max):  # noqa: A002
 
 CLAMP = defop("clamp", _clamp_impl, kind=POINTWISE, node_name="ClampBackward1", save=(0,),
               meta=lambda x, min, max: (tuple(x.shape), _clamp_dtype(x, min, max)),
-              vjp=(_clamp_vjp,), template="clamp({0}, {p[min]}, {p[max]})")
+              vjp=(_clamp_vjp,), template=lambda p, work: _clamp_template(
+                  "{0}", None if p["min"] is None else "{p[min]}",
+                  None if p["max"] is None else "{p[max]}"))
+
+
+def _clamp_template(x: str, lo: str | None, hi: str | None) -> str:
+    # torch's clamp: min(max(x, lo), hi), NaN-propagating; a None bound is no bound
+    if lo is not None:
+        x = f"max({x}, {lo})"
+    return x if hi is None else f"min({x}, {hi})"
 
 
 def _clamp_dtype(x, lo, hi) -> dtypes.dtype:
@@ -261,7 +290,8 @@ def _clamp_tensor_vjp(g, ans, x, lo, hi):
 
 CLAMP_TENSOR = defop(
     "clamp_tensor", _clamp_tensor_impl, kind=POINTWISE, node_name="ClampBackward0",
-    save=(0, 1, 2), vjp=_clamp_tensor_vjp, template="clamp({0}, {1}, {2})",
+    save=(0, 1, 2), vjp=_clamp_tensor_vjp, template=lambda p, work: _clamp_template(
+        "{0}", "{1}", "{2}"),
     meta=lambda x, lo, hi: (_bshape(*(v for v in (x, lo, hi) if v is not None)),
                             _clamp_dtype(x, lo, hi)))
 

@@ -14,12 +14,14 @@ from collections.abc import Callable
 from ..ir import Graph
 from .cse import cse
 from .dce import dce
+from .fuse import fuse
 from .partition import partition
+from .recompute import recompute
 from .simplify import simplify
 from .vjp import vjp
 
-__all__ = ["FORWARD_PASSES", "compile_graphs", "cse", "dce", "partition", "run_passes",
-           "simplify", "vjp"]
+__all__ = ["FORWARD_PASSES", "compile_graphs", "cse", "dce", "fuse", "partition", "recompute",
+           "run_passes", "simplify", "vjp"]
 
 FORWARD_PASSES: list[tuple[str, Callable[[Graph], Graph]]] = [
     ("dce", dce), ("cse", cse), ("simplify", simplify), ("dce", dce)]
@@ -49,15 +51,23 @@ def run_passes(graph: Graph, passes: list[tuple[str, Callable[[Graph], Graph]]])
     return graph
 
 
-def compile_graphs(traced: Graph, wrt: list[bool] | None) -> tuple[Graph, Graph | None]:
-    """(forward, backward) for a traced graph; no backward when ``wrt`` is None."""
+def compile_graphs(traced: Graph, wrt: list[bool] | None,
+                   cheap: Callable | None = None) -> tuple[Graph, Graph | None]:
+    """(forward, backward) for a traced graph; no backward when ``wrt`` is None.
+
+    ``cheap(eqn)``, from a fusing backend, names the equations worth recomputing in the
+    backward rather than saving (``recompute``); None saves what the rules read.
+    """
     if _debug():
         _dump("trace", traced)
     traced.verify()
     fwd = run_passes(traced, FORWARD_PASSES)
     if wrt is None:
         return fwd, None
-    fwd = run_passes(fwd, [("vjp", lambda g: vjp(g, wrt)), ("partition", partition)])
+    passes = [("vjp", lambda g: vjp(g, wrt)), ("partition", partition)]
+    if cheap is not None:
+        passes.append(("recompute", lambda g: recompute(g, cheap)))
+    fwd = run_passes(fwd, passes)
     bwd = fwd.extra["backward"]
     bwd = run_passes(bwd, [("cse", cse), ("simplify", simplify), ("dce", dce)])
     fwd.extra["backward"] = bwd

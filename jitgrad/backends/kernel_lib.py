@@ -1,0 +1,105 @@
+"""The scalar functions that rendered kernels call (names used by the ops' templates).
+
+Templates name ``exp``, ``log``, ``max``, ``sign``, ... (see ``ops.registry.OpDef.template``);
+the renderer calls them ``_jg_exp``, ``_jg_max``, ... and a kernel module imports them from
+here. Each is a small ``@njit(inline="always")`` function, so LLVM sees through it and can
+vectorize the loop around it. ``max``/``min`` propagate NaN as NumPy's ``maximum``/``minimum``
+(and torch's) do. This module imports numba: only the Numba backends import it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba
+
+_inline = numba.njit(inline="always", cache=False)
+
+NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf", "max",
+         "min", "abs", "sign", "gelu_none", "gelu_tanh")
+__all__ = [f"_jg_{name}" for name in NAMES]
+
+
+@_inline
+def _jg_exp(x):
+    return math.exp(x)
+
+
+@_inline
+def _jg_log(x):
+    return math.log(x)
+
+
+@_inline
+def _jg_log1p(x):
+    return math.log1p(x)
+
+
+@_inline
+def _jg_expm1(x):
+    return math.expm1(x)
+
+
+@_inline
+def _jg_sqrt(x):
+    return math.sqrt(x)
+
+
+@_inline
+def _jg_sin(x):
+    return math.sin(x)
+
+
+@_inline
+def _jg_cos(x):
+    return math.cos(x)
+
+
+@_inline
+def _jg_tan(x):
+    return math.tan(x)
+
+
+@_inline
+def _jg_tanh(x):
+    return math.tanh(x)
+
+
+@_inline
+def _jg_erf(x):
+    return math.erf(x)
+
+
+@_inline
+def _jg_max(a, b):
+    # NumPy's maximum: NaN if either is NaN (``a != a`` is false for integers and folds away)
+    return a if (a > b or a != a) else b
+
+
+@_inline
+def _jg_min(a, b):
+    return a if (a < b or a != a) else b
+
+
+@_inline
+def _jg_abs(x):
+    return abs(x)
+
+
+@_inline
+def _jg_sign(x):
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    return x  # zeros and NaN are their own sign
+
+
+@_inline
+def _jg_gelu_none(x):
+    return 0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))
+
+
+@_inline
+def _jg_gelu_tanh(x):
+    return 0.5 * x * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))

@@ -1,0 +1,224 @@
+"""The Numba CPU backend: fused loop kernels compiled with ``numba.njit``.
+
+``compile(graph)`` fuses the graph (``jit.passes.fuse``), renders every kernel with the shared
+renderer (``backends.render``), compiles it with Numba (serial, ``error_model="numpy"``, the
+fastmath subset ``FASTMATH``), and renders the whole program as one straight-line Python
+function (``backends.pycode``) that calls the kernels, and NumPy for opaque ops (matmul goes to
+BLAS) and views, in order. Kernels are cached by their source text for the process: a second
+trace with new sizes reuses the compiled code.
+
+Equations Numba cannot or should not compile (float16 and complex dtypes, ops without a
+template) stay single equations and run as the interpreter runs them: ``lower()`` shows them
+outside any kernel.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+import weakref
+from collections.abc import Callable
+
+import numpy as np
+
+from .. import dtypes
+from ..jit.ir import Eqn, Graph, Var
+from ..jit.passes.fuse import KERNEL_OP, fuse, is_reduction
+from ..ops.registry import POINTWISE
+from . import pycode
+from .render import KernelSource, NotRenderableError, _pointwise, render_kernel
+
+# LLVM fast-math flags for kernels: reassociation (so reductions vectorize) and contraction
+# (FMA). Not nnan/ninf (NaN and inf must behave as in eager mode: ``isnan`` and NaN-propagating
+# max/min would fold away), not nsz/arcp/afn (results would drift from eager mode's).
+FASTMATH = frozenset({"reassoc", "contract"})
+
+SUPPORTED = frozenset({dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32,
+                       dtypes.int64, dtypes.float32, dtypes.float64})
+
+_HEADER = ("import numpy as np\n"
+           "from jitgrad.backends.kernel_lib import *  # noqa: F403 - the template functions\n")
+
+
+class KernelCompileError(RuntimeError):
+    """Numba failed to compile a kernel (names its ops and the user's source lines)."""
+
+
+def available() -> bool:
+    try:
+        import numba  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class _Names(dict):
+    def __missing__(self, v: Var) -> str:
+        return "x"
+
+
+def fusible(e: Eqn) -> bool:
+    """Whether this backend puts ``e`` in a kernel."""
+    op = e.op
+    if op.kind == POINTWISE:
+        if op.template is None:
+            return False
+    elif not is_reduction(e):
+        return False
+    if any(v.dtype not in SUPPORTED for v in e.in_vars() + e.outputs):
+        return False
+    if is_reduction(e):
+        return True
+    try:
+        _pointwise(e, _Names())
+    except NotRenderableError:
+        return False
+    return True
+
+
+def recomputable(e: Eqn) -> bool:
+    """Pointwise equations this backend would rather recompute in the backward than save."""
+    return e.op.kind == POINTWISE and fusible(e)
+
+
+class CompiledKernel:
+    """A rendered kernel, its Numba dispatcher and the Python launcher the program calls."""
+
+    def __init__(self, ks: KernelSource, body: Graph) -> None:
+        self.ks = ks
+        self.body = body
+        self.dispatcher = _dispatcher(ks.source)
+        self.launch = _launcher(ks, body, self.dispatcher)
+
+    def bytes_moved(self) -> tuple[int, int]:
+        """(bytes read, bytes written) by one run of the kernel."""
+        read = sum(_nbytes(v) for v in self.ks.inputs)
+        written = sum(_nbytes(v) for v in self.body.outvars)
+        return read, written
+
+
+_DISPATCHERS: dict[str, object] = {}
+compile_seconds = 0.0  # Numba compile time spent in this process (first calls of new kernels)
+
+
+def _dispatcher(source: str):
+    fn = _DISPATCHERS.get(source)
+    if fn is None:
+        import numba
+
+        namespace: dict = {}
+        exec(builtins.compile(_HEADER + source, "<jitgrad kernel>", "exec"), namespace)  # noqa: S102
+        fn = numba.njit(fastmath=set(FASTMATH), error_model="numpy", nogil=True,
+                        cache=False)(namespace["kernel"])
+        _DISPATCHERS[source] = fn
+    return fn
+
+
+def _nbytes(v: Var) -> int:
+    return int(np.prod(v.shape, dtype=np.int64)) * v.dtype.itemsize
+
+
+def _describe(body: Graph) -> str:
+    ops = ", ".join(dict.fromkeys(e.op.name for e in body.eqns))
+    lines = ", ".join(dict.fromkeys(e.source for e in body.eqns if e.source))
+    return f"ops {ops}" + (f" from {lines}" if lines else "")
+
+
+def _launcher(ks: KernelSource, body: Graph, fn) -> Callable:
+    d = len(ks.domain)
+    sizes = tuple(int(n) for n in ks.domain)
+    padded = [(1,) * (d - len(v.shape)) + tuple(v.shape) for v in ks.inputs]
+    reshape = [tuple(v.shape) != p for v, p in zip(ks.inputs, padded)]
+    outs = [(ks.domain, v.dtype.np) for v in ks.outputs]
+    reds = [(r.keep_shape, r.acc_dtype, r.identity) for r in ks.reductions]
+    source_of: dict[Var, tuple[str, int]] = {}
+    for k, v in enumerate(ks.outputs):
+        source_of[v] = ("o", k)
+    for k, r in enumerate(ks.reductions):
+        source_of[r.var] = ("r", k)
+    for k, r in enumerate(ks.returned):
+        source_of[r.var] = ("s", k)
+    finish = []
+    for v in body.outvars:
+        kind, k = source_of[v]
+        r = ks.reductions[k] if kind == "r" else ks.returned[k] if kind == "s" else None
+        final = None
+        if r is not None and r.final != "{acc}":
+            final = eval(f"lambda acc: {r.final.format(acc='acc', n=repr(r.count))}")  # noqa: S307
+        finish.append((kind, k, tuple(v.shape), v.dtype.np, final))
+    described = _describe(body)
+    first = [True]
+
+    def launch(*arrays):
+        args = [a.reshape(p) if r else a for a, p, r in zip(arrays, padded, reshape)]
+        o = [np.empty(shape, dt) for shape, dt in outs]
+        acc = [np.full(shape, ident, dt) for shape, dt, ident in reds]
+        if first[0]:
+            global compile_seconds
+            t0 = time.perf_counter()
+            try:
+                ret = fn(*sizes, *args, *o, *acc)
+            except Exception as err:
+                import numba
+
+                if isinstance(err, numba.core.errors.NumbaError):
+                    raise KernelCompileError(
+                        f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
+                        f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
+                        "function and report the ops above.") from None
+                raise
+            compile_seconds += time.perf_counter() - t0
+            first[0] = False
+        else:
+            ret = fn(*sizes, *args, *o, *acc)
+        results = []
+        for kind, k, shape, dt, final in finish:
+            if kind == "o":
+                a = o[k].reshape(shape)
+            else:
+                a = acc[k] if kind == "r" else np.asarray(ret[k])
+                if final is not None:
+                    a = final(a)
+                a = np.asarray(a, dtype=dt).reshape(shape)
+            results.append(a)
+        return tuple(results)
+
+    return launch
+
+
+_LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
+    """The fused graph and its compiled kernels (cached per graph)."""
+    hit = _LOWERED.get(graph)
+    if hit is None:
+        fused = fuse(graph, fusible)
+        kernels = []
+        for e in fused.eqns:
+            if e.op is KERNEL_OP:
+                body = e.params["body"]
+                kernels.append(CompiledKernel(render_kernel(body, "kernel"), body))
+        hit = _LOWERED[graph] = (fused, kernels)
+    return hit
+
+
+def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
+    """A function mapping the graph's input arrays to its output arrays."""
+    fused, kernels = lower(graph)
+    launchers = iter(k.launch for k in kernels)
+    impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
+    program = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
+    return lambda inputs: list(program(*inputs))
+
+
+def render(graph: Graph) -> str:
+    """The fused program: its IR with kernels, then each kernel's source and traffic."""
+    fused, kernels = lower(graph)
+    parts = [fused.format()]
+    for e, k in zip((e for e in fused.eqns if e.op is KERNEL_OP), kernels):
+        read, written = k.bytes_moved()
+        parts.append(f"# {e.params['name']}: {k.ks.n_ops} ops over {list(k.ks.domain)}, "
+                     f"reads {read} B, writes {written} B")
+        parts.append(k.ks.source.rstrip())
+    return "\n".join(parts)

@@ -1,0 +1,261 @@
+"""One renderer from a kernel's body (a small Graph) to loop source, shared by the backends.
+
+A kernel runs one loop nest over its iteration domain ``D`` (``(1,)`` for a 0-d domain). The
+rendered function takes the domain's sizes, then one array per input (reshaped by the caller to
+``len(D)`` dims; a dim of size 1 where ``D``'s is not is broadcast and indexed with 0), then one
+array per full-size output, then one accumulator array per partial reduction. Full reductions
+are returned. Sizes are arguments, so the source depends only on ranks, dtypes and which dims
+broadcast: a new batch size reuses the compiled kernel.
+
+Each equation becomes one scalar statement from its op's template (``OpDef.template``), with
+the eager engine's promotion casts (``interpreter._cast_plan``) and a cast to its result dtype,
+so a kernel computes what the interpreter computes, op by op, in the same dtypes. Literals are
+typed constants (``np.float32(0.5)``), so float32 code stays float32. Reductions accumulate
+float16/float32 sums and products in float64 and integer ones in int64.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..jit.ir import Graph, Var
+from ..jit.passes.fuse import domain_of, is_reduction
+from .interpreter import _cast_plan
+from .kernel_lib import NAMES
+
+_CALL = re.compile(r"(?<![\w.])(" + "|".join(NAMES) + r")\(")
+_NUMBER = re.compile(r"(?<![\w.])(\d+\.\d*(?:e[+-]?\d+)?|\d+(?:e[+-]?\d+)?)(?![\w.])")
+_BRACES = re.compile(r"(\{[^}]*\})")
+
+
+class NotRenderableError(Exception):
+    """An equation the renderer has no scalar code for (the backend leaves it unfused)."""
+
+
+@dataclass
+class Reduction:
+    """How the caller prepares and finishes one partial reduction's accumulator."""
+
+    var: Var
+    keep_shape: tuple  # the accumulator's shape: the domain with reduced dims set to 1
+    acc_dtype: np.dtype
+    identity: object
+    final: str  # a NumPy expression of ``acc`` (and the reduced count ``n``)
+    count: int
+    full: bool  # a full reduction: the kernel returns it as a scalar
+
+
+@dataclass
+class KernelSource:
+    """A rendered kernel: its source and what its caller must pass and unpack."""
+
+    name: str
+    source: str
+    domain: tuple
+    inputs: list  # Vars, in argument order
+    outputs: list  # full-size output Vars, in argument order
+    reductions: list = field(default_factory=list)  # partial reductions, in argument order
+    returned: list = field(default_factory=list)  # full reductions, in return order
+    n_ops: int = 0
+
+
+def npname(dt: np.dtype) -> str:
+    return "np.bool_" if dt == np.bool_ else f"np.{np.dtype(dt).name}"
+
+
+def literal(value, dt: np.dtype) -> str:
+    """Source of a constant of NumPy dtype ``dt``."""
+    dt = np.dtype(dt)
+    if dt == np.bool_:
+        return "True" if bool(value) else "False"
+    if dt.kind in "iu":
+        return f"{npname(dt)}({int(value)})"
+    value = float(value)
+    text = "np.nan" if math.isnan(value) else ("np.inf" if value == math.inf else
+                                               "-np.inf" if value == -math.inf else repr(value))
+    return f"{npname(dt)}({text})"
+
+
+def template_of(op, params: dict, work: np.dtype) -> str | None:
+    t = op.template
+    return t(params, work) if callable(t) else t
+
+
+def _typed_numbers(template: str, work: np.dtype) -> str:
+    # bare numbers in a float template become constants of the working dtype (outside {...})
+    if work.kind != "f":
+        return template
+    parts = _BRACES.split(template)
+    return "".join(p if p.startswith("{") else _NUMBER.sub(lambda m: literal(
+        float(m.group(1)), work), p) for p in parts)
+
+
+class _Params(dict):
+    def __init__(self, params: dict, work: np.dtype) -> None:
+        super().__init__(params)
+        self.work = work
+
+    def __getitem__(self, key):
+        v = super().__getitem__(key)
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            return v
+        return literal(v, self.work)
+
+
+def _identity(init: str, dt: np.dtype):
+    if init in ("-inf", "inf"):
+        if dt.kind == "f":
+            return -np.inf if init == "-inf" else np.inf
+        if dt == np.bool_:
+            return init == "inf"
+        info = np.iinfo(dt)
+        return info.min if init == "-inf" else info.max
+    return dt.type(float(init)) if dt.kind == "f" else dt.type(int(init))
+
+
+def _acc_dtype(op, out_dtype: np.dtype) -> np.dtype:
+    if op.template["update"].startswith("max") or op.template["update"].startswith("min"):
+        return out_dtype
+    if out_dtype.kind == "f":
+        return np.dtype(np.float64)
+    if out_dtype.kind in "iub":
+        return np.dtype(np.int64)
+    return out_dtype
+
+
+def render_kernel(body: Graph, name: str) -> KernelSource:
+    """The loop source of one kernel body (a fused group), as a module-level function."""
+    dom = domain_of(body.eqns[0])
+    domain = dom if dom else (1,)
+    d = len(domain)
+    idx = [f"i{j}" for j in range(d)]
+    names: dict[Var, str] = {}
+    hoisted: list[str] = []
+    loads: list[str] = []
+    for k, v in enumerate(body.invars):
+        arg = f"a{k}"
+        shape = (1,) * (d - len(v.shape)) + tuple(v.shape)
+        ix = [idx[j] if shape[j] == domain[j] else "0" for j in range(d)]
+        names[v] = f"x{k}"
+        line = f"x{k} = {arg}[{', '.join(ix)}]"
+        (hoisted if all(i == "0" for i in ix) else loads).append(line)
+    outputs = [v for v in body.outvars if not _is_reduced(body, v)]
+    out_slot = {v: f"o{k}" for k, v in enumerate(outputs)}
+    stmts: list[str] = []
+    reductions: list[Reduction] = []
+    returned: list[Reduction] = []
+    level_init: dict[int, list[str]] = {j: [] for j in range(d + 1)}
+    level_flush: dict[int, list[str]] = {j: [] for j in range(d + 1)}
+    tmp = 0
+    for e in body.eqns:
+        out = e.outputs[0]
+        if is_reduction(e):
+            red = _reduction(e, domain)
+            src = names[e.inputs[0]]
+            acc_t = npname(red.acc_dtype)
+            update = e.op.template["update"]
+            dims = [j + d - len(dom) for j in e.params["dims"]] if dom else [0]
+            k = d
+            while k > 0 and (k - 1) in dims:
+                k -= 1
+            acc = f"acc{len(reductions) + len(returned)}"
+            combine = _CALL.sub(r"_jg_\1(", update.format(f"{acc_t}({src})", acc=acc))
+            if k == d:  # the innermost dim is kept: update the accumulator array in place
+                r = f"r{len(reductions)}"
+                ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
+                stmts.append(f"{acc} = {r}[{ix}]")
+                stmts.append(f"{r}[{ix}] = {combine}")
+                reductions.append(red)
+            else:
+                level_init[k].append(f"{acc} = {literal(red.identity, red.acc_dtype)}")
+                stmts.append(f"{acc} = {combine}")
+                if k == 0:
+                    red.full = True
+                    returned.append(red)
+                else:
+                    r = f"r{len(reductions)}"
+                    ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
+                    outer = _CALL.sub(r"_jg_\1(", update.format(acc, acc=f"{r}[{ix}]"))
+                    level_flush[k].append(f"{r}[{ix}] = {outer}")
+                    reductions.append(red)
+            continue
+        expr = _pointwise(e, names)
+        var = f"t{tmp}"
+        tmp += 1
+        stmts.append(f"{var} = {npname(out.dtype.np)}({expr})")
+        names[out] = var
+        if out in out_slot:
+            stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {var}")
+    args = [f"n{j}" for j in range(d)] + [f"a{k}" for k in range(len(body.invars))] + \
+        [out_slot[v] for v in outputs] + [f"r{k}" for k in range(len(reductions))]
+    lines = [f"def {name}({', '.join(args)}):"]
+    lines += [f"    {h}" for h in hoisted]
+    for j in range(d):  # loop j's accumulators start before it and are flushed after it
+        ind = "    " * (j + 1)
+        lines += [ind + s for s in level_init[j]]
+        lines.append(f"{ind}for i{j} in range(n{j}):")
+    lines += ["    " * (d + 1) + s for s in level_init[d] + loads + stmts]
+    for j in range(d - 1, -1, -1):
+        lines += ["    " * (j + 1) + s for s in level_flush[j]]
+    if returned:
+        accs = [f"acc{k}" for k, s in enumerate(_accs(body)) if s in {r.var for r in returned}]
+        lines.append(f"    return ({', '.join(accs)},)")
+    else:
+        lines.append("    return ()")
+    return KernelSource(name, "\n".join(lines) + "\n", domain, list(body.invars), outputs,
+                        reductions, returned, len(body.eqns))
+
+
+def _accs(body: Graph) -> list[Var]:
+    return [e.outputs[0] for e in body.eqns if is_reduction(e)]
+
+
+def _is_reduced(body: Graph, v: Var) -> bool:
+    return any(is_reduction(e) and e.outputs[0] is v for e in body.eqns)
+
+
+def _reduction(e, domain: tuple) -> Reduction:
+    out = e.outputs[0]
+    dom = tuple(e.inputs[0].shape)
+    d = len(domain)
+    dims = [j + d - len(dom) for j in e.params["dims"]] if dom else [0]
+    keep = tuple(1 if j in dims else domain[j] for j in range(d))
+    acc = _acc_dtype(e.op, out.dtype.np)
+    count = int(np.prod([domain[j] for j in dims], dtype=np.int64)) if dom else 1
+    return Reduction(out, keep, acc, _identity(e.op.template["init"], acc),
+                     e.op.template["final"], count, False)
+
+
+def _pointwise(e, names: dict) -> str:
+    plan = _cast_plan(e)
+    args = []
+    work = None
+    for i, p in enumerate(plan):
+        promoted = i not in e.op.nonpromoted
+        if p[0] == "l":
+            if p[1] is None:
+                raise NotRenderableError(f"{e.op.name}: a None operand")
+            a = np.asarray(p[1])
+            args.append(literal(a.item(), a.dtype))
+            if promoted and work is None:
+                work = a.dtype
+        else:
+            v, cast = p[1], p[2]
+            if cast is None:
+                args.append(names[v])
+                if promoted and work is None:
+                    work = v.dtype.np
+            else:
+                args.append(f"{npname(np.dtype(cast))}({names[v]})")
+                if promoted and work is None:
+                    work = np.dtype(cast)
+    work = np.dtype(work if work is not None else e.outputs[0].dtype.np)
+    template = template_of(e.op, e.params, work)
+    if template is None:
+        raise NotRenderableError(f"{e.op.name}: no kernel template for {work}")
+    text = _typed_numbers(template, work).format(*args, p=_Params(e.params, work))
+    return _CALL.sub(r"_jg_\1(", text)

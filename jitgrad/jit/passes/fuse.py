@@ -1,0 +1,180 @@
+"""Fusion: group pointwise chains and their reductions into ``kernel`` equations.
+
+A kernel is one loop nest over an *iteration domain* (a shape). Its members are
+
+* pointwise equations whose result has the domain's shape (their operands may be smaller and
+  broadcast, or literals), and
+* reductions (``op.kind == REDUCE`` with a template) whose operand has the domain's shape.
+
+A reduction's result is a kernel output that no member of the same kernel reads (it is only
+complete after the loop). Movement ops (views, expand, transpose, ...) and opaque ops (matmul,
+indexing, ...) are kernel boundaries: the program runs them between kernels, views without a
+copy. An equation joins the most recent compatible group of one of its producers (vertical
+fusion), else the most recent group of its domain (horizontal fusion, which shares the loop and
+its loads), as long as no other equation lies on a path between the group and it (which would
+make a cycle). The fused graph is scheduled in a topological order of its units.
+
+Which equations a backend can fuse is the backend's call (``fusible``): a dtype it cannot
+compile (float16, complex) keeps its equations as single ops, run like the interpreter runs them.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+
+import numpy as np
+
+from ...ops import registry
+from ...ops.registry import REDUCE, defop
+from ..ir import KERNEL, Eqn, Graph, Var
+
+
+
+def _kernel_meta(*args, body: Graph, name: str):
+    return (tuple(v.shape for v in body.outvars), tuple(v.dtype for v in body.outvars))
+
+
+def _kernel_impl(*arrays, body: Graph, name: str):
+    # The reference semantics of a kernel: its body, run by the interpreter.
+    from ...backends.interpreter import compile as interpret
+
+    return tuple(interpret(body)(list(arrays)))
+
+
+KERNEL_OP = registry.OPS.get(KERNEL) or defop(
+    KERNEL, _kernel_impl, kind=KERNEL, meta=_kernel_meta, n_outputs=0, differentiable=False)
+
+
+def is_reduction(e: Eqn) -> bool:
+    return e.op.kind == REDUCE and isinstance(e.op.template, dict)
+
+
+def domain_of(e: Eqn) -> tuple:
+    """The iteration domain of a fusible equation: its result's shape, or a reduction's
+    operand's shape."""
+    return tuple(e.inputs[0].shape) if is_reduction(e) else tuple(e.outputs[0].shape)
+
+
+class _Group:
+    __slots__ = ("id", "domain", "eqns", "reduced", "first")
+
+    def __init__(self, gid: int, domain: tuple, first: int) -> None:
+        self.id = gid
+        self.domain = domain
+        self.eqns: list[Eqn] = []
+        self.reduced: set[Var] = set()  # reduction results: not readable inside the group
+        self.first = first
+
+
+def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
+    """Returns ``graph`` with its fusible equations grouped into ``kernel`` equations."""
+    unit_of: dict[Var, object] = {}  # Var -> the _Group, or the index of the single Eqn
+    preds: dict[object, set] = {}  # unit -> the units it reads from
+    groups: list[_Group] = []
+    latest: dict[tuple, _Group] = {}
+    singles: dict[int, Eqn] = {}
+
+    def reaches(start: object, target: _Group) -> bool:
+        # does ``start`` depend on ``target``? (a walk over the units it reads from)
+        seen, stack = set(), [start]
+        while stack:
+            u = stack.pop()
+            if u is target:
+                return True
+            for p in preds[u]:
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        return False
+
+    for k, e in enumerate(graph.eqns):
+        units = [unit_of[v] for v in e.in_vars() if v in unit_of]
+        if not fusible(e):
+            singles[k] = e
+            preds[k] = set(units)
+            for v in e.outputs:
+                unit_of[v] = k
+            continue
+        dom = domain_of(e)
+        candidates = [u for u in reversed(units) if isinstance(u, _Group) and u.domain == dom]
+        if dom in latest and latest[dom] not in candidates:
+            candidates.append(latest[dom])
+        target = None
+        for g in candidates:
+            if any(v in g.reduced for v in e.in_vars()):
+                continue
+            if not any(u is not g and reaches(u, g) for u in units):
+                target = g
+                break
+        if target is None:
+            target = _Group(len(groups), dom, k)
+            groups.append(target)
+            preds[target] = set()
+        target.eqns.append(e)
+        preds[target].update(u for u in units if u is not target)
+        if is_reduction(e):
+            target.reduced.update(e.outputs)
+        for v in e.outputs:
+            unit_of[v] = target
+        latest[dom] = target
+    return graph.replace(eqns=_schedule(graph, groups, singles, unit_of, preds))
+
+
+def _schedule(graph: Graph, groups: list[_Group], singles: dict[int, Eqn], unit_of: dict,
+              preds: dict) -> list[Eqn]:
+    """Kernel equations and single equations in a topological order close to the original."""
+    keys: dict[object, int] = {g: g.first for g in groups}
+    keys.update((k, k) for k in singles)
+    succs: dict[object, list] = {u: [] for u in keys}
+    for u, ps in preds.items():
+        for p in ps:
+            succs[p].append(u)
+    waiting = {u: len(preds[u]) for u in keys}
+    order = {u: i for i, u in enumerate(keys)}  # a tie-breaker that is never compared by value
+    ready = [(keys[u], order[u], u) for u, n in waiting.items() if n == 0]
+    heapq.heapify(ready)
+    live_out = _used_outside(graph, unit_of)
+    out: list[Eqn] = []
+    while ready:
+        _, _, u = heapq.heappop(ready)
+        out.append(_kernel_eqn(u, live_out) if isinstance(u, _Group) else singles[u])
+        for s in succs[u]:
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(ready, (keys[s], order[s], s))
+    if len(out) != len(keys):  # the legality checks above make this unreachable
+        raise AssertionError("fuse: the fused graph has a cycle")
+    return out
+
+
+def _used_outside(graph: Graph, unit_of: dict) -> set[Var]:
+    """Values a kernel must write out: read by another unit or returned by the graph."""
+    used = {v for v in graph.outvars if isinstance(v, Var)}
+    for e in graph.eqns:
+        mine = unit_of.get(e.outputs[0]) if e.outputs else None
+        used.update(v for v in e.in_vars() if unit_of.get(v) is not mine)
+    return used
+
+
+def _kernel_eqn(g: _Group, live_out: set[Var]) -> Eqn:
+    defined = {v for e in g.eqns for v in e.outputs}
+    inputs: list[Var] = []
+    for e in g.eqns:
+        for v in e.in_vars():
+            if v not in defined and v not in inputs:
+                inputs.append(v)
+    outputs = [v for e in g.eqns for v in e.outputs if v in live_out]
+    name = f"k{g.id}"
+    body = Graph(inputs, outputs, g.eqns, name=name)
+    source = g.eqns[-1].source
+    return Eqn(KERNEL_OP, inputs, {"body": body, "name": name}, outputs, source)
+
+
+def kernel_bodies(graph: Graph) -> list[Graph]:
+    """The body graphs of a fused graph's kernels, in program order."""
+    return [e.params["body"] for e in graph.eqns if e.op is KERNEL_OP]
+
+
+def bytes_of(v: Var) -> int:
+    return int(np.prod(v.shape, dtype=np.int64)) * v.dtype.itemsize

@@ -1,0 +1,284 @@
+"""The Numba CPU backend: every opdb record under ``jit(backend="numba")`` against the
+interpreter (values, compiled gradients, second derivatives), fusion and recompute structure,
+NaN/inf, integer and bool dtypes, broadcasting, strided and empty inputs, and compile errors."""
+
+from __future__ import annotations
+
+import zlib
+
+import numpy as np
+import pytest
+from opdb import OP_DB, convert
+
+import jitgrad
+from jitgrad.autograd import grad as agrad
+from jitgrad.jit import jit
+
+pytest.importorskip("numba")
+
+from jitgrad.backends import numba_cpu  # noqa: E402
+from jitgrad.jit.passes.fuse import KERNEL_OP  # noqa: E402
+
+
+def _cases(dtype):
+    out = []
+    for rec in OP_DB:
+        if dtype not in rec.dtypes:
+            continue
+        samples = rec.samples(np.random.default_rng(zlib.crc32(rec.name.encode())))
+        for i, s in enumerate(samples):
+            if s.name == "mask":
+                continue
+            out.append(pytest.param(rec, s, id=f"{rec.name}-{s.name or i}"))
+    return out
+
+
+def _prepare(rec, sample, dt):
+    args = list(convert(sample.args, jitgrad, dt))
+    kwargs = {k: convert(v, jitgrad, dt) for k, v in sample.kwargs.items()}
+    slots = [i for i, a in enumerate(sample.args)
+             if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    kw_slots = [k for k, v in sample.kwargs.items()
+                if isinstance(v, np.ndarray) and v.dtype.kind == "f"]
+    inputs = [args[i] for i in slots] + [kwargs[k] for k in kw_slots]
+
+    def fn(*ts):
+        a, kw = list(args), dict(kwargs)
+        for i, t in zip(slots, ts):
+            a[i] = t
+        for k, t in zip(kw_slots, ts[len(slots):]):
+            kw[k] = t
+        out = rec.run(jitgrad, tuple(a), kw)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    return fn, inputs
+
+
+def _close(a, b, rtol, atol):
+    if a is None or b is None:
+        assert a is None and b is None
+        return
+    assert a.dtype is b.dtype and tuple(a.shape) == tuple(b.shape)
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=rtol, atol=atol)
+
+
+def _sweep(rec, sample, dtype, second):
+    dt = getattr(jitgrad, dtype)
+    fn, inputs = _prepare(rec, sample, dt)
+    rtol, atol = rec.rtol[dtype], rec.atol[dtype]
+    if dtype == "float32":  # kernels round each op as eager does, but exp/tanh may differ by
+        rtol, atol = max(rtol, 2e-5), max(atol, 1e-5)  # an ulp and sums in another order
+    rg = rec.differentiable
+    xi = [x.detach().clone().requires_grad_(rg) for x in inputs]
+    xn = [x.detach().clone().requires_grad_(rg) for x in inputs]
+    oi = jit(fn, backend="interpreter")(*xi)
+    on = jit(fn, backend="numba")(*xn)
+    for a, b in zip(oi, on):
+        _close(a, b, rtol, atol)
+        assert a.requires_grad == b.requires_grad
+    if not rg:
+        return
+    pairs = [(a, b) for a, b in zip(oi, on) if a.dtype.is_floating_point and a.requires_grad]
+    if not pairs:
+        return
+    rng = np.random.default_rng(1)
+    cts = [jitgrad.tensor(rng.standard_normal(tuple(a.shape)), dtype=a.dtype) for a, _ in pairs]
+    # the compiled backward programs (no create_graph)
+    gi = agrad([a for a, _ in pairs], xi, cts, retain_graph=True, allow_unused=True)
+    gn = agrad([b for _, b in pairs], xn, cts, retain_graph=True, allow_unused=True)
+    for a, b in zip(gi, gn):
+        _close(a, b, rtol, atol)
+    if not (second and rec.gradgrad):
+        return
+    gi = agrad([a for a, _ in pairs], xi, cts, create_graph=True, allow_unused=True)
+    gn = agrad([b for _, b in pairs], xn, cts, create_graph=True, allow_unused=True)
+    used = [i for i, g in enumerate(gi) if g is not None and g.requires_grad]
+    if not used:
+        return
+    si = sum((gi[i] * gi[i]).sum() for i in used)
+    sn = sum((gn[i] * gn[i]).sum() for i in used)
+    for a, b in zip(agrad(si, xi, allow_unused=True), agrad(sn, xn, allow_unused=True)):
+        _close(a, b, rtol, atol)
+
+
+@pytest.mark.parametrize("rec,sample", _cases("float64"))
+def test_opdb_float64_matches_interpreter(rec, sample):
+    _sweep(rec, sample, "float64", second=True)
+
+
+@pytest.mark.parametrize("rec,sample", _cases("float32"))
+def test_opdb_float32_matches_interpreter(rec, sample):
+    _sweep(rec, sample, "float32", second=False)
+
+
+def w1(x, y):
+    return (x.tanh() * y.sigmoid() + x * y ** 2 - (-x * x).exp()).sum()
+
+
+def test_w1_is_one_kernel_each_way_and_saves_only_its_inputs():
+    x = jitgrad.randn(1000, requires_grad=True)
+    y = jitgrad.randn(1000, requires_grad=True)
+    f = jit(w1, backend="numba")
+    low = f.lower(x, y)
+    fwd, _ = numba_cpu.lower(low.forward_graph)
+    bwd, _ = numba_cpu.lower(low.backward_graph)
+    assert [e.op for e in fwd.eqns] == [KERNEL_OP]
+    assert sum(e.op is KERNEL_OP for e in bwd.eqns) == 1
+    assert low.forward_ir.endswith("saved: (primals_1, primals_2)")
+    assert "kernel[k0]" in low.kernels["forward"] and "11 ops" in low.kernels["forward"]
+    out = f(x, y)
+    out.backward()
+    xe, ye = x.detach().clone().requires_grad_(), y.detach().clone().requires_grad_()
+    w1(xe, ye).backward()
+    np.testing.assert_allclose(out.item(), w1(xe, ye).item(), rtol=1e-5)
+    np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(y.grad.numpy(), ye.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_second_derivative_through_a_numba_function():
+    x = jitgrad.randn(5, dtype=jitgrad.float64, requires_grad=True)
+    f = jit(lambda t: (t.tanh() * t.exp()).sum(), backend="numba")
+    (g,) = agrad(f(x), [x], create_graph=True)
+    (h,) = agrad(g.sum(), [x])
+    xe = x.detach().clone().requires_grad_()
+    (ge,) = agrad((xe.tanh() * xe.exp()).sum(), [xe], create_graph=True)
+    (he,) = agrad(ge.sum(), [xe])
+    np.testing.assert_allclose(g.detach().numpy(), ge.detach().numpy(), rtol=1e-12)
+    np.testing.assert_allclose(h.numpy(), he.numpy(), rtol=1e-12)
+    assert jitgrad.autograd.gradcheck(f, (x,))
+    assert jitgrad.autograd.gradgradcheck(f, (x,))
+
+
+NAN = float("nan")
+INF = float("inf")
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: x.relu(), lambda x, y: jitgrad.maximum(x, y), lambda x, y: jitgrad.minimum(x, y),
+    lambda x, y: jitgrad.where(x > y, x, y), lambda x, y: x.clamp(-1.0, 1.0),
+    lambda x, y: x.clamp(min=0.5), lambda x, y: x.clamp(max=0.5), lambda x, y: x.isnan(),
+    lambda x, y: x.exp(), lambda x, y: x.log(), lambda x, y: x.tanh(), lambda x, y: x.sigmoid(),
+    lambda x, y: x / y, lambda x, y: x.sqrt(), lambda x, y: x.sign(), lambda x, y: x.abs(),
+    lambda x, y: x.amax(), lambda x, y: x.amin(), lambda x, y: x.sum(), lambda x, y: x.log1p(),
+    lambda x, y: x == y, lambda x, y: x ** 2, lambda x, y: x * 0.5 + y,
+], ids=["relu", "maximum", "minimum", "where", "clamp", "clamp_min", "clamp_max", "isnan", "exp",
+        "log", "tanh", "sigmoid", "div", "sqrt", "sign", "abs", "amax", "amin", "sum", "log1p",
+        "eq", "square", "axpy"])
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_nan_and_inf_behave_as_in_eager_mode(fn, dtype):
+    dt = getattr(jitgrad, dtype)
+    x = jitgrad.tensor([NAN, INF, -INF, 0.0, -0.0, 1.0, -2.5, 1e30, -1e-30, 3.0], dtype=dt)
+    y = jitgrad.tensor([1.0, NAN, INF, -INF, 0.0, 0.0, -1.0, 2.0, 5.0, NAN], dtype=dt)
+    with np.errstate(all="ignore"):
+        e = fn(x, y)
+        n = jit(fn, backend="numba")(x, y)
+    assert n.dtype is e.dtype and tuple(n.shape) == tuple(e.shape)
+    np.testing.assert_allclose(n.numpy(), e.numpy(), rtol=2e-6 if dtype == "float32" else 1e-14,
+                               equal_nan=True)
+
+
+@pytest.mark.parametrize("fn", [
+    lambda x, y: x ** 2.5, lambda x, y: x / 2, lambda x, y: x + True, lambda x, y: x * y,
+    lambda x, y: (x > 1.5) & (y < 1), lambda x, y: x.to(jitgrad.float64) - y,
+    lambda x, y: jitgrad.where(x > 1, x, 0.5), lambda x, y: x.exp() + y.sqrt(),
+    lambda x, y: jitgrad.maximum(x, y), lambda x, y: x.sum() * y, lambda x, y: x.amax() + x,
+    lambda x, y: x.sum(), lambda x, y: (x > 1).sum(), lambda x, y: x ** 2, lambda x, y: -x * 3,
+    lambda x, y: x.amin(), lambda x, y: (x * 7).to(jitgrad.int32) * 1000000000,
+], ids=["int_pow_float", "int_div", "int_add_bool", "int_mul_f32", "bool_and", "f64_sub_f32",
+        "where_scalar", "int_exp", "maximum_mixed", "int_sum_mul", "int_amax", "int_sum",
+        "bool_sum", "int_square", "int_neg_mul", "int_amin", "int32_wraps"])
+def test_integer_and_bool_promotion_matches_eager(fn):
+    x = jitgrad.tensor([1, 2, 3])
+    y = jitgrad.tensor([0.5, 1.5, 2.5])
+    e, n = fn(x, y), jit(fn, backend="numba")(x, y)
+    assert n.dtype is e.dtype and tuple(n.shape) == tuple(e.shape)
+    if e.dtype.is_floating_point:  # libm's exp may differ from NumPy's by an ulp
+        np.testing.assert_allclose(n.numpy(), e.numpy(), rtol=3e-7)
+    else:
+        np.testing.assert_array_equal(n.numpy(), e.numpy())
+
+
+def _check(fn, *inputs, rtol=1e-12):
+    xs = [t.detach().clone().requires_grad_(t.dtype.is_floating_point) for t in inputs]
+    xn = [t.detach().clone().requires_grad_(t.dtype.is_floating_point) for t in inputs]
+    e, n = fn(*xs), jit(fn, backend="numba")(*xn)
+    np.testing.assert_allclose(n.detach().numpy(), e.detach().numpy(), rtol=rtol, atol=1e-12)
+    wrt = [i for i, t in enumerate(inputs) if t.dtype.is_floating_point]
+    if wrt and e.requires_grad:
+        ct = jitgrad.ones(tuple(e.shape), dtype=e.dtype) * 0.5
+        ge = agrad(e, [xs[i] for i in wrt], ct, allow_unused=True)
+        gn = agrad(n, [xn[i] for i in wrt], ct, allow_unused=True)
+        for a, b in zip(ge, gn):
+            _close(a, b, rtol, 1e-12)
+
+
+D = jitgrad.float64
+
+
+def test_broadcasting_reductions_and_keepdim():
+    x = jitgrad.randn(4, 5, dtype=D)
+    b = jitgrad.randn(5, dtype=D)
+    c = jitgrad.randn(4, 1, dtype=D)
+    _check(lambda x, b, c: ((x + b) * c).tanh(), x, b, c)
+    _check(lambda x, b: (x * b).sum(0), x, b)
+    _check(lambda x, b: (x * b).sum(1, keepdim=True) + x.mean(1, keepdim=True), x, b)
+    _check(lambda x: x.amax(0) - x.amin(1).sum(), x)
+    _check(lambda x, b: (x.exp() + b).mean(), x, b)
+    _check(lambda x: jitgrad.softmax(x, 1), x)
+    _check(lambda x: jitgrad.log_softmax(x, 0), x)
+    y = jitgrad.randn(2, 3, 4, dtype=D)
+    _check(lambda y: y.sum((0, 2)) * 2, y)
+    _check(lambda y: (y * y).sum((1,), keepdim=True) / y.sum(), y)
+
+
+def test_non_contiguous_and_zero_size_inputs():
+    x = jitgrad.randn(6, 4, dtype=D)
+    _check(lambda x: (x.t() * 2).exp(), x)
+    _check(lambda x: (x[::2] + 1).sum(0), x)
+    _check(lambda x, y: x.t() * y, x, jitgrad.randn(4, 6, dtype=D))
+    z = jitgrad.randn(0, 3, dtype=D)
+    _check(lambda z: (z * 2).exp(), z)
+    _check(lambda z: (z * 2).sum(0), z)
+    _check(lambda z: (z + 1).sum(), z)
+
+
+def test_mlp_step_with_matmuls_between_kernels():
+    x = jitgrad.randn(8, 6, dtype=D)
+    w1, b1 = jitgrad.randn(6, 5, dtype=D), jitgrad.randn(5, dtype=D)
+    w2 = jitgrad.randn(5, 3, dtype=D)
+    labels = jitgrad.tensor([0, 1, 2, 1, 0, 2, 2, 1])
+
+    def loss(x, w1, b1, w2, labels):
+        h = (x @ w1 + b1).relu()
+        return jitgrad.nn.functional.cross_entropy(h @ w2, labels)
+
+    _check(loss, x, w1, b1, w2, labels)
+
+
+def test_new_sizes_reuse_compiled_kernels():
+    f = jit(lambda x: (x.tanh() * 2).sum(0), backend="numba")
+    f(jitgrad.randn(5, 3))
+    n = len(numba_cpu._DISPATCHERS)
+    out = f(jitgrad.randn(7, 3))
+    assert len(numba_cpu._DISPATCHERS) == n
+    assert tuple(out.shape) == (3,)
+
+
+def test_a_kernel_numba_cannot_compile_names_the_op_and_line():
+    from jitgrad.ops.registry import OPS, POINTWISE, apply, defop
+
+    op = OPS.get("test_bad_template") or defop(
+        "test_bad_template", np.negative, kind=POINTWISE, template="{0}.no_such_attribute")
+
+    def f(x):
+        return apply(op, x * 2)
+
+    with pytest.raises(numba_cpu.KernelCompileError, match=r"test_bad_template.*test_numba"):
+        jit(f, backend="numba")(jitgrad.randn(3))
+
+
+def test_float16_and_complex_stay_outside_kernels():
+    h = jitgrad.randn(4).to(jitgrad.float16)
+    f = jit(lambda h: (h * 2).exp(), backend="numba")
+    np.testing.assert_allclose(f(h).numpy(), (h * 2).exp().numpy())
+    fused, kernels = numba_cpu.lower(f.lower(h).forward_graph)
+    assert not kernels and "mul" in f.lower(h).kernels["forward"]
