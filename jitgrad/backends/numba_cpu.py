@@ -222,3 +222,28 @@ def render(graph: Graph) -> str:
                      f"reads {read} B, writes {written} B")
         parts.append(k.ks.source.rstrip())
     return "\n".join(parts)
+
+
+def diagnose(graph: Graph, arrays: list) -> str | None:
+    """The first kernel whose outputs differ from the interpreter's on ``arrays`` (for
+    ``jit(check=True)``), described; None if every kernel agrees."""
+    from ..jit.check import mismatch
+    from .interpreter import compile as interpret
+
+    every = [v for e in graph.eqns for v in e.outputs]
+    reference = interpret(graph.replace(outvars=every, n_saved=0))(list(arrays))
+    env = dict(zip(graph.invars, arrays))
+    env.update((v, t._data) for v, t in graph.consts.items())
+    env.update(zip(every, reference))
+    fused, kernels = lower(graph)
+    names = fused.names()
+    for e, k in zip((e for e in fused.eqns if e.op is KERNEL_OP), kernels):
+        with np.errstate(all="ignore"):
+            got = k.launch(*[env[v] for v in e.inputs])
+        for v, a in zip(e.outputs, got):
+            why = mismatch(a, env[v], v.dtype.name)
+            if why:
+                return (f"the first kernel that differs from the interpreter is "
+                        f"{e.params['name']} ({_describe(k.body)}): its output {names[v]} "
+                        f"has {why}")
+    return None

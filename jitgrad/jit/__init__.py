@@ -12,16 +12,17 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from .check import JitCheckError
 from .errors import ConcretizationError, JitTraceError
 from .function import CompiledFunctionBackward, JitFunction, Lowered
 from .ir import Eqn, Graph, Var
 
-__all__ = ["CompiledFunctionBackward", "ConcretizationError", "Eqn", "Graph", "JitFunction",
-           "JitTraceError", "Lowered", "Var", "jit"]
+__all__ = ["CompiledFunctionBackward", "ConcretizationError", "Eqn", "Graph", "JitCheckError",
+           "JitFunction", "JitTraceError", "Lowered", "Var", "jit"]
 
 
 def jit(fn: Callable | None = None, *, backend: str = "auto",
-        static_argnums: int | tuple = ()) -> Any:
+        static_argnums: int | tuple = (), check: bool = False) -> Any:
     """Traces ``fn`` per input signature and compiles its forward and backward.
 
     Args:
@@ -32,16 +33,19 @@ def jit(fn: Callable | None = None, *, backend: str = "auto",
         static_argnums: positions of arguments to treat as static even if they are tensors:
             keyed by value (a new value retraces) and concrete while tracing, so Python control
             flow may depend on them.
+        check: also run ``fn`` eagerly on every call and compare values and gradients,
+            raising ``JitCheckError`` that names the first output (or input gradient) and
+            kernel that disagree. Slow; for testing and debugging.
 
     Returns:
         A ``JitFunction`` (or, used as ``@jit(backend=...)``, a decorator making one). With
         ``JITGRAD_DISABLE_JIT=1`` in the environment, ``fn`` itself.
     """
     if fn is None:
-        return lambda f: jit(f, backend=backend, static_argnums=static_argnums)
+        return lambda f: jit(f, backend=backend, static_argnums=static_argnums, check=check)
     if os.environ.get("JITGRAD_DISABLE_JIT", "0") not in ("", "0"):
         return fn
-    return JitFunction(fn, backend=backend, static_argnums=static_argnums)
+    return JitFunction(fn, backend=backend, static_argnums=static_argnums, check=check)
 
 
 class _CallableModule(types.ModuleType):

@@ -162,8 +162,10 @@ class Lowered:
 class JitFunction:
     """A function traced and compiled per input signature (see ``jitgrad.jit``)."""
 
-    def __init__(self, fn: Any, backend: str = "auto", static_argnums: tuple = ()) -> None:
+    def __init__(self, fn: Any, backend: str = "auto", static_argnums: tuple = (),
+                 check: bool = False) -> None:
         check_name(backend)
+        self.check = check
         self.py_func = fn
         self.backend = backend
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) \
@@ -301,6 +303,10 @@ class JitFunction:
         if registry.fw_hook is not None and _dual(args, kwargs):
             # forward-mode AD: tangents flow through the eager ops' JVP rules, not a program
             return self.py_func(*args, **kwargs)
+        if self.check:
+            from .check import checked_call
+
+            return checked_call(self, args, kwargs)
         entry, tensors = self._lookup(args, kwargs)
         return _run(entry, tensors)
 
