@@ -15,8 +15,8 @@ import numba
 
 _inline = numba.njit(inline="always", cache=False)
 
-NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "erf", "max",
-         "min", "abs", "sign", "gelu_none", "gelu_tanh")
+NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
+         "max", "min", "abs", "sign", "gelu_none", "gelu_tanh")
 __all__ = [f"_jg_{name}" for name in NAMES]
 
 
@@ -63,6 +63,13 @@ def _jg_tan(x):
 @_inline
 def _jg_tanh(x):
     return math.tanh(x)
+
+
+@_inline
+def _jg_sigmoid(x):
+    # eager mode's stable form: e/(1+e) below 0, 1/(1+e) above, with e = exp(-|x|)
+    e = math.exp(-abs(x))
+    return (e if x < 0 else e - e + 1) / (1 + e)
 
 
 @_inline

@@ -76,7 +76,7 @@ SIGMOID_BACKWARD = _pw(
 TANH = _pw("tanh", np.tanh, (lambda g, ans, x: apply(TANH_BACKWARD, g, ans),), "tanh({0})",
            FLOAT, save_output=True)
 SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),
-              (lambda g, ans, x: apply(SIGMOID_BACKWARD, g, ans),), "1.0 / (1.0 + exp(-{0}))",
+              (lambda g, ans, x: apply(SIGMOID_BACKWARD, g, ans),), "sigmoid({0})",
               FLOAT, save_output=True)
 ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp()),), "erf({0})",
           FLOAT, save=(0,))
@@ -125,9 +125,11 @@ def _real_part_vjp(g, ans, x):
 
 
 REAL = defop("real", np.real, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
-             vjp=(_real_part_vjp,), template="{0}.real")
+             vjp=(_real_part_vjp,),
+             template=lambda p, work: "{0}.real" if work.kind == "c" else "{0}")
 IMAG = defop("imag", np.imag, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
-             vjp=(lambda g, ans, x: g.to(x.dtype) * 1j,), template="{0}.imag")
+             vjp=(lambda g, ans, x: g.to(x.dtype) * 1j,),
+             template=lambda p, work: "{0}.imag" if work.kind == "c" else None)
 
 # ---------------------------------------------------------------- binary
 ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}")
