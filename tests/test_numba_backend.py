@@ -352,3 +352,17 @@ def test_templated_reductions_and_parametrized_ops_on_every_dtype(dtype):
             e, g = fn(x), jit(fn, backend="numba")(x)
         assert g.dtype is e.dtype
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, equal_nan=True)
+
+
+def test_lower_reports_each_kernels_share_of_the_roofline():
+    x = jitgrad.randn(4096, requires_grad=True)
+    y = jitgrad.randn(4096, requires_grad=True)
+    low = jit(w1, backend="numba").lower(x, y)
+    assert "reads 32768 B, writes 4 B" in low.kernels["forward"]
+    text = low.roofline()
+    lines = text.splitlines()
+    assert lines[0] == "# forward" and "copy bandwidth" in lines[1]
+    assert lines[2].startswith("k0: 11 ops over [4096], ") and "32772 B moved" in lines[2]
+    assert "% of copy bandwidth" in lines[2] and "# backward" in lines
+    assert jit(w1, backend="interpreter").lower(x, y).roofline() == \
+        "(this backend compiles no kernels)"

@@ -138,8 +138,10 @@ class CompiledFunctionBackward(Node):
 class Lowered:
     """What ``JitFunction.lower`` returns: the forward and backward IR and the kernels."""
 
-    def __init__(self, fwd: Graph, bwd: Graph | None, backend: Any) -> None:
+    def __init__(self, fwd: Graph, bwd: Graph | None, backend: Any,
+                 arrays: list | None = None) -> None:
         self.forward_graph, self.backward_graph = fwd, bwd
+        self._backend, self._arrays = backend, arrays
         names = fwd.names()
         self.forward_ir = fwd.format(names=names)
         self.backward_ir = bwd.format(names=names) \
@@ -147,6 +149,23 @@ class Lowered:
         self.kernels = {"forward": backend.render(fwd)}
         if bwd is not None:
             self.kernels["backward"] = backend.render(bwd)
+
+    def roofline(self) -> str:
+        """Runs the compiled forward (and backward, with a cotangent of ones) on the arguments
+        ``lower`` was given, and reports each kernel's time, bytes moved and share of the
+        measured copy bandwidth. Only backends that fuse (``numba``) have kernels to report."""
+        measure = getattr(self._backend, "roofline", None)
+        if measure is None:
+            return "(this backend compiles no kernels)"
+        fwd, bwd = self.forward_graph, self.backward_graph
+        parts = ["# forward", measure(fwd, self._arrays)]
+        if bwd is not None:
+            outs = self._backend.compile(fwd)(list(self._arrays))
+            n_res = fwd.n_saved
+            residuals = outs[len(outs) - n_res:] if n_res else []
+            tangents = [np.ones(v.shape, v.dtype.np) for v in bwd.invars[n_res:]]
+            parts += ["# backward", measure(bwd, list(residuals) + tangents)]
+        return "\n".join(parts)
 
     def __str__(self) -> str:
         parts = ["# forward IR", self.forward_ir, "# backward IR",
@@ -312,8 +331,9 @@ class JitFunction:
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The forward IR, backward IR and kernels this call signature compiles to."""
-        entry, _ = self._lookup(args, kwargs, count=False)
-        return Lowered(entry.fwd, entry.bwd, entry.backend)
+        entry, tensors = self._lookup(args, kwargs, count=False)
+        arrays = [t._data for t in tensors] + [ref()._data for ref, *_ in entry.implicit]
+        return Lowered(entry.fwd, entry.bwd, entry.backend, arrays)
 
 
 def _dual(args: tuple, kwargs: dict) -> bool:
