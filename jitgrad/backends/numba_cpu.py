@@ -24,6 +24,7 @@ import numpy as np
 
 from .. import dtypes
 from ..jit.ir import Eqn, Graph, Var
+from ..jit import passes
 from ..jit.passes.fuse import KERNEL_OP, fuse, is_reduction
 from ..ops.registry import POINTWISE
 from . import pycode
@@ -195,6 +196,9 @@ def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
     hit = _LOWERED.get(graph)
     if hit is None:
         fused = fuse(graph, fusible)
+        fused.verify()
+        if passes.debug_enabled():
+            passes.dump("fuse", fused)
         kernels = []
         for e in fused.eqns:
             if e.op is KERNEL_OP:

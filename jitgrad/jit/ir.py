@@ -193,12 +193,13 @@ KERNEL = "kernel"  # the kind of a fused kernel's op (jit.passes.fuse)
 
 
 def _flat(eqns: list) -> list:
-    """Equations with each kernel's body equations after it."""
+    """Equations with each kernel's body equations in its place (then the kernel itself), so
+    values are numbered in the order they are computed."""
     out = []
     for e in eqns:
-        out.append(e)
         if e.op.kind == KERNEL:
             out += e.params["body"].eqns
+        out.append(e)
     return out
 
 

@@ -1,8 +1,8 @@
 """The pass pipeline: a named, linear list of pure ``Graph -> Graph`` functions.
 
-``trace -> dce -> cse -> simplify -> dce -> vjp -> partition -> (cse -> simplify -> dce on the
-backward)``. Every pass's result is verified; with ``JITGRAD_DEBUG=1`` each one is printed to
-stderr.
+``trace -> dce -> cse -> simplify -> dce -> vjp -> partition (-> recompute) -> (cse ->
+simplify -> dce on the backward)``, then a fusing backend's ``fuse``. Every pass's result is
+verified; with ``JITGRAD_DEBUG=1`` each one is printed to stderr.
 """
 
 from __future__ import annotations
@@ -27,11 +27,13 @@ FORWARD_PASSES: list[tuple[str, Callable[[Graph], Graph]]] = [
     ("dce", dce), ("cse", cse), ("simplify", simplify), ("dce", dce)]
 
 
-def _debug() -> bool:
+def debug_enabled() -> bool:
+    """Whether JITGRAD_DEBUG asks for a dump of the graph after each pass."""
     return os.environ.get("JITGRAD_DEBUG", "0") not in ("", "0")
 
 
-def _dump(name: str, graph: Graph) -> None:
+def dump(name: str, graph: Graph) -> None:
+    """Prints ``graph`` (and its backward, if any) after pass ``name`` on stderr."""
     print(f"--- jitgrad.jit: after {name} ---", file=sys.stderr)
     print(graph.format(), file=sys.stderr)
     if "backward" in graph.extra:
@@ -40,14 +42,14 @@ def _dump(name: str, graph: Graph) -> None:
 
 def run_passes(graph: Graph, passes: list[tuple[str, Callable[[Graph], Graph]]]) -> Graph:
     """Runs ``passes`` in order, verifying (and with JITGRAD_DEBUG dumping) after each."""
-    debug = _debug()
+    debug = debug_enabled()
     for name, fn in passes:
         graph = fn(graph)
         graph.verify()
         if "backward" in graph.extra:
             graph.extra["backward"].verify()
         if debug:
-            _dump(name, graph)
+            dump(name, graph)
     return graph
 
 
@@ -58,8 +60,8 @@ def compile_graphs(traced: Graph, wrt: list[bool] | None,
     ``cheap(eqn)``, from a fusing backend, names the equations worth recomputing in the
     backward rather than saving (``recompute``); None saves what the rules read.
     """
-    if _debug():
-        _dump("trace", traced)
+    if debug_enabled():
+        dump("trace", traced)
     traced.verify()
     fwd = run_passes(traced, FORWARD_PASSES)
     if wrt is None:
