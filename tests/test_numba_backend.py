@@ -366,3 +366,22 @@ def test_lower_reports_each_kernels_share_of_the_roofline():
     assert "% of copy bandwidth" in lines[2] and "# backward" in lines
     assert jit(w1, backend="interpreter").lower(x, y).roofline() == \
         "(this backend compiles no kernels)"
+
+
+def test_kernels_recompute_values_of_earlier_kernels_instead_of_reading_them():
+    # layer norm + gelu + matmul: the backward kernel after the matmul recomputes the gelu
+    # chain from the saved centered input rather than reading it back from memory
+    x = jitgrad.randn(16, 8, dtype=D, requires_grad=True)
+    g, b = jitgrad.randn(8, dtype=D, requires_grad=True), jitgrad.randn(8, dtype=D)
+    w = jitgrad.randn(8, 8, dtype=D, requires_grad=True)
+    nnf = jitgrad.nn.functional
+
+    def f(x, g, b, w):
+        return ((nnf.gelu(nnf.layer_norm(x, (8,), g, b), approximate="tanh") @ w) ** 2).mean()
+
+    low = jit(f, backend="numba").lower(x, g, b, w)
+    fused, _ = numba_cpu.lower(low.backward_graph)
+    full = [sum(tuple(v.shape) == (16, 8) for v in e.outputs) for e in fused.eqns
+            if e.op is KERNEL_OP]
+    assert max(full) <= 2, fused.format()
+    _check(f, x, g, b, w)

@@ -118,7 +118,8 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
         for v in e.outputs:
             unit_of[v] = target
         latest[dom] = target
-    return graph.replace(eqns=_schedule(graph, groups, singles, unit_of, preds))
+    fused = graph.replace(eqns=_schedule(graph, groups, singles, unit_of, preds))
+    return rematerialize(fused)
 
 
 def _schedule(graph: Graph, groups: list[_Group], singles: dict[int, Eqn], unit_of: dict,
@@ -169,6 +170,118 @@ def _kernel_eqn(g: _Group, live_out: set[Var]) -> Eqn:
     body = Graph(inputs, outputs, g.eqns, name=name)
     source = g.eqns[-1].source
     return Eqn(KERNEL_OP, inputs, {"body": body, "name": name}, outputs, source)
+
+
+MAX_REMAT = 32  # equations one kernel recomputes for one value it would otherwise read
+
+
+def rematerialize(graph: Graph) -> Graph:
+    """Kernels recompute pointwise values of earlier kernels of the same domain instead of
+    reading them, when what the recomputation reads costs no more bytes than the value.
+
+    A kernel that needs ``tanh(h)`` from a kernel before a matmul then reads ``h`` (which it
+    may read anyway) instead of ``tanh(h)`` written out to memory; a kernel whose outputs are
+    all recomputed by their readers disappears.
+    """
+    eqns = list(graph.eqns)
+    rank: dict[Eqn, int] = {}  # a topological order of every equation, kernel bodies included
+    for e in eqns:
+        for q in (e.params["body"].eqns if e.op is KERNEL_OP else [e]):
+            rank[q] = len(rank)
+    made_by: dict[Var, tuple[int, Eqn]] = {}  # full-size pointwise value -> (kernel index, eqn)
+    for j, e in enumerate(eqns):
+        if e.op is KERNEL_OP:
+            dom = domain_of(e.params["body"].eqns[0])
+            for q in e.params["body"].eqns:
+                if not is_reduction(q) and tuple(q.outputs[0].shape) == dom:
+                    made_by[q.outputs[0]] = (j, q)
+    changed = True
+    while changed:
+        changed = False
+        for j, e in enumerate(eqns):
+            if e.op is not KERNEL_OP:
+                continue
+            body = e.params["body"]
+            dom = domain_of(body.eqns[0])
+            for v in body.invars:
+                src = made_by.get(v)
+                if src is None or src[0] >= j or \
+                        domain_of(eqns[src[0]].params["body"].eqns[0]) != dom:
+                    continue
+                chain = _chain(v, eqns[src[0]].params["body"])
+                if chain is None:
+                    continue
+                chain = [q for q in chain if q not in body.eqns]
+                made = {w for q in chain for w in q.outputs}
+                reads = {w for q in chain for w in q.in_vars() if w not in made}
+                added = [w for w in reads if w not in body.invars]
+                if sum(bytes_of(w) for w in added) > bytes_of(v):
+                    continue
+                eqns[j] = _with_body(e, sorted(chain + body.eqns, key=rank.__getitem__))
+                changed = True
+                break
+    return graph.replace(eqns=_prune_outputs(graph, eqns))
+
+
+def _chain(v: Var, body: Graph) -> list[Eqn] | None:
+    """The equations of ``body`` that compute ``v`` from the body's inputs, in body order."""
+    producer = {w: q for q in body.eqns for w in q.outputs}
+    need, stack = set(), [v]
+    while stack:
+        u = stack.pop()
+        q = producer.get(u)
+        if q is None or q in need:
+            continue
+        if is_reduction(q):
+            return None
+        need.add(q)
+        if len(need) > MAX_REMAT:
+            return None
+        stack.extend(q.in_vars())
+    return [q for q in body.eqns if q in need]
+
+
+def _with_body(e: Eqn, body_eqns: list[Eqn]) -> Eqn:
+    made = {w for q in body_eqns for w in q.outputs}
+    inputs: list[Var] = []
+    for q in body_eqns:
+        for w in q.in_vars():
+            if w not in made and w not in inputs:
+                inputs.append(w)
+    old = e.params["body"]
+    body = Graph(inputs, old.outvars, body_eqns, name=old.name)
+    return Eqn(KERNEL_OP, inputs, {**e.params, "body": body}, e.outputs, e.source)
+
+
+def _prune_outputs(graph: Graph, eqns: list[Eqn]) -> list[Eqn]:
+    """Drops kernel outputs no one reads any more (and kernels left with none)."""
+    used = {v for v in graph.outvars if isinstance(v, Var)}
+    for e in eqns:
+        used.update(e.in_vars())
+    out = []
+    for e in eqns:
+        if e.op is KERNEL_OP and any(v not in used for v in e.outputs):
+            keep = [v for v in e.outputs if v in used]
+            if not keep:
+                continue
+            old = e.params["body"]
+            body = dce_body(Graph(old.invars, keep, old.eqns, name=old.name))
+            e = Eqn(KERNEL_OP, body.invars, {**e.params, "body": body}, keep, e.source)
+        out.append(e)
+    return out
+
+
+def dce_body(body: Graph) -> Graph:
+    """A kernel body without the equations its outputs do not need, and without the inputs
+    those equations alone read."""
+    live = set(body.outvars)
+    kept = []
+    for q in reversed(body.eqns):
+        if any(w in live for w in q.outputs):
+            kept.append(q)
+            live.update(q.in_vars())
+    kept.reverse()
+    return Graph([v for v in body.invars if v in live], body.outvars, kept, name=body.name)
 
 
 def kernel_bodies(graph: Graph) -> list[Graph]:
