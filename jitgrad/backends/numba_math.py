@@ -67,18 +67,20 @@ gelu. ``maximum``/``minimum`` propagate NaN from either side like ``np.maximum``
 from __future__ import annotations
 
 import math
+import re
+from typing import NamedTuple
 
 import numba
 import numpy as np
 from llvmlite import ir
 from numba import types
-from numba.core import errors
+from numba.core import cgutils, errors
 from numba.core.typing import signature
 from numba.extending import intrinsic, overload
 
 __all__ = [
-    "HELPER_FASTMATH", "KERNEL_FASTMATH", "HELPERS", "erf", "exp", "expm1", "gelu_none",
-    "gelu_tanh", "log", "log1p", "maximum", "minimum", "sigmoid", "tanh",
+    "HELPER_FASTMATH", "KERNEL_FASTMATH", "HELPERS", "AsmStats", "erf", "exp", "expm1", "gelu_none",
+    "gelu_tanh", "log", "log1p", "loop_asm_stats", "maximum", "minimum", "sigmoid", "tanh",
 ]
 
 #: Fast-math flags recommended for generated kernels (see the module docstring).
@@ -90,6 +92,11 @@ HELPER_FASTMATH = frozenset({"contract"})
 def _helper(fn):
     return numba.njit(inline="never", fastmath=set(HELPER_FASTMATH), error_model="numpy",
                       nogil=True)(fn)
+
+
+def _exact_helper(fn):
+    # for code whose error terms must not be fused into FMAs by the compiler
+    return numba.njit(inline="never", fastmath=False, error_model="numpy", nogil=True)(fn)
 
 
 # ------------------------------------------------------------------ bit-level intrinsics
@@ -198,6 +205,32 @@ def _horner(z, c):
     return p
 
 
+@numba.njit(inline="always")
+def _horner_pick(z, a, b, c, use_a, use_b):
+    # _horner(z, a if use_a else b if use_b else c): the coefficients are picked per lane (two
+    # blends per term, no branch); LLVM folds the blends away where the tuples agree
+    n = len(a) - 1
+    p = a[n] if use_a else (b[n] if use_b else c[n])
+    for k in range(n - 1, -1, -1):
+        p = p * z + (a[k] if use_a else (b[k] if use_b else c[k]))
+    return p
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c with one rounding (llvm.fma: one instruction on x86-64 with FMA3)."""
+    if not (_is_float(a) and a == b == c):
+        return None
+
+    def codegen(context, builder, sig, args):
+        ty = args[0].type
+        name = f"llvm.fma.f{a.bitwidth}"
+        fn = cgutils.get_or_insert_function(builder.module, ir.FunctionType(ty, [ty] * 3), name)
+        return builder.call(fn, args)
+
+    return a(a, b, c), codegen
+
+
 # ------------------------------------------------------------------ coefficients
 # Minimax-style polynomials fitted for this module: Lawson-weighted least squares of the
 # relative error (mpmath, 50 digits) on Chebyshev nodes, then rounded to the target dtype.
@@ -235,20 +268,37 @@ _ERF_P = {
          -1.4925593512959162e-05, 1.6460972887784507e-06, -1.635002574034968e-07,
          1.4657882007628716e-08, -1.1365669984540807e-09, 5.945262211116129e-11),
 }
-# erfc(x) = exp(-x^2) * G(t), t = (x - mid) / half, for 1 <= x <= xmax; erf rounds to 1 above
-# xmax = 4 (float32) / 6 (float64)
-_ERFC_RANGE = {32: (1.0, 4.0), 64: (1.0, 6.0)}
-_ERFC_G = {
-    32: (0.2108076536421706, -0.1115134912381342, 0.05605278510764832, -0.027463735033786178,
-         0.011652868966180336, -0.004942434182434733, 0.00634323612994834, 0.003964477155422791,
-         0.0027718432718183907),
-    64: (0.15529365560916866, -0.10330894456822194, 0.06663208255740244, -0.04176678951965639,
-         0.025495539502303533, -0.015182576632375398, 0.008833679336672541,
-         -0.005025599105072607, 0.0028091945567418467, -0.0015387167952848342,
-         0.0007575476808268756, -0.0005675230306334501, 0.00020521924048026233,
-         0.0003265214506089687, 0.0009704759404222465, 0.0006304423847297883,
-         -0.0004590869763019538, -0.0015613143870243488, -0.0016590562950765156,
-         -0.0009873938459069433, -0.0003266578511984619, -4.90888055283746e-05),
+# erfc(x) * exp(x^2) = u * H(t), u = 1/x, t = (u - mid) / half, fitted for relative error
+# (so gelu's tail 0.5*x*erfc(-x/sqrt2) is accurate too) on x in [lo, hi]; float64 uses three
+# pieces, picked per lane. Above the last hi, erf rounds to +-1.
+_ERFC_H = {
+    32: ((0.5, 4.0, (
+                 0.40885421456715465, -0.12707796472917718, 0.02843970949980837,
+                 0.0007356947303946486, -0.00616812450736492, 0.004991791169632286,
+                 -0.0029048870570787407, 0.0013292735009433618, -0.00041969048965580913,
+                 0.00011077542367547796, -4.560192979220144e-05, -0.00010246352857082194,
+                 0.0001658805054500761, -6.34363135707656e-05)),),
+    64: ((0.5, 1.0, (
+                 0.35952293862040013, -0.059199010672768615, 0.008289237738504276,
+                 -0.0007416500983061072, -7.279606235729766e-05, 6.449072467111726e-05,
+                 -2.3324415374930607e-05, 6.613881416073609e-06, -1.6200831451386922e-06,
+                 3.472974847594509e-07, -6.23910722217783e-08, 7.640018652960825e-09,
+                 3.853259316450042e-10, -6.868900305247518e-10, 2.8920320696555955e-10,
+                 -1.035786273106585e-10, 4.4650968051608553e-11, -1.1719254778633607e-11)),
+         (1.0, 1.8, (
+                 0.46349866131733464, -0.03731489797796556, 0.0011101194146539476,
+                 0.0003837471502196517, -0.00011081243813542427, 1.8799584793430837e-05,
+                 -2.1429773964470473e-06, 7.015566725845725e-08, 4.508060556283081e-08,
+                 -1.6270536622556215e-08, 3.676235717492613e-09, -6.343816589591658e-10,
+                 7.939435426307579e-11, -3.5083960375816853e-12, -1.752587653391877e-12,
+                 7.729552805175959e-13, -2.4159234714870654e-13, 4.7761074423848154e-14)),
+         (1.8, 6.0, (
+                 0.5329474700275076, -0.02895764648664098, -0.0037642138795236754,
+                 0.0013500946149279987, -0.0001616245526836353, -1.5347929674207616e-05,
+                 1.1987286750281549e-05, -2.831569403985346e-06, 2.240736022300527e-07,
+                 1.0170856132178126e-07, -5.258479688814142e-08, 1.2936586590006898e-08,
+                 -1.243533198722378e-09, -5.026338725317817e-10, 3.4309522616907267e-10,
+                 -1.0641004737896706e-10, 3.991794674764219e-12, 5.86680236904164e-12))),
 }
 # ln(2) split so that k * _LN2[0] is exact for every exponent k in range
 _LN2 = {32: (0.693145751953125, 1.4286068203094173e-06),
@@ -275,17 +325,23 @@ def _build(bits: int) -> dict:
     expm1_q = tuple(c(v) for v in _EXPM1_Q[bits])
     log_q = tuple(c(v) for v in _LOG_Q[bits])
     erf_p = tuple(c(v) for v in _ERF_P[bits])
-    erfc_g = tuple(c(v) for v in _ERFC_G[bits])
     exp_lo, exp_hi = c(_EXP_CLAMP[bits][0]), c(_EXP_CLAMP[bits][1])
     expm1_lo = c(_EXPM1_LO[bits])
     tanh_clamp = c(_TANH_CLAMP[bits])
     tiny = c(np.finfo(ft).tiny)
     sub_scale, sub_shift = c(2.0 ** _SUBNORMAL_SHIFT[bits]), c(_SUBNORMAL_SHIFT[bits])
-    g_lo, g_hi = _ERFC_RANGE[bits]
-    erfc_xmax, erfc_mid, erfc_inv_half = c(g_hi), c((g_lo + g_hi) / 2), c(2 / (g_hi - g_lo))
-    gelu_k = c(math.sqrt(2 / math.pi))
-    gelu_ka = c(math.sqrt(2 / math.pi) * 0.044715)
+    pieces = _ERFC_H[bits] * (3 // len(_ERFC_H[bits]))  # float32: one piece, used thrice
+    n_h = max(len(h) for _, _, h in pieces)
+    h_a, h_b, h_c = (tuple(c(v) for v in h + (0.0,) * (n_h - len(h))) for _, _, h in pieces)
+    mid_a, mid_b, mid_c = (c((1 / lo + 1 / hi) / 2) for lo, hi, _ in pieces)
+    ih_a, ih_b, ih_c = (c(2 / (1 / lo - 1 / hi)) for lo, hi, _ in pieces)
+    split_ab, split_bc = c(pieces[0][1]), c(pieces[1][1])
+    erfc_lo, erfc_xmax = c(pieces[0][0]), c(pieces[2][1])
     inv_sqrt2 = c(1 / math.sqrt(2))
+    # gelu_tanh: v = 2u = x * (k2 + ka2 * x^2), constants as float64 hi + lo
+    k2_hi, k2_lo = 1.5957691216057308, -9.96930880911092e-17
+    ka2_hi, ka2_lo = 0.07135481627260025, -6.175149918155315e-19
+    v_max = c(120.0 if bits == 32 else 760.0)  # sigmoid(+-v) is 1 / 0 (or subnormal) beyond
     use_s_form = bits == 64
 
     @_helper
@@ -358,41 +414,76 @@ def _build(bits: int) -> dict:
 
     @_helper
     def sigmoid(x):
+        # 1/(1+e) for x >= 0, e/(1+e) below (e = exp(-|x|) <= 1): one division, no overflow
         e = _call_inline(exp, -abs(x))
-        s = one / (one + e)
-        return s if x >= zero else e * s
+        return (one if x >= zero else e) / (one + e)
 
     @numba.njit(inline="always")
-    def _erfc_tail(ax):
-        # erfc(ax) for 1 <= ax <= erfc_xmax (callers clamp; NaN passes through)
-        t = (ax - erfc_mid) * erfc_inv_half
-        return _call_inline(exp, -(ax * ax)) * _horner(t, erfc_g)
+    def _erfcx(ax):
+        # erfc(ax) * exp(ax^2), relative accuracy, for erfc_lo <= ax <= erfc_xmax (callers
+        # clamp)
+        u = one / ax
+        use_a = ax < split_ab
+        use_b = ax < split_bc
+        t = (u - (mid_a if use_a else (mid_b if use_b else mid_c))) * (
+            ih_a if use_a else (ih_b if use_b else ih_c))
+        return u * _horner_pick(t, h_a, h_b, h_c, use_a, use_b)
 
     @_helper
     def erf(x):
         ax = abs(x)
         small = x * _horner(x * x, erf_p)
-        q = _erfc_tail(erfc_xmax if ax > erfc_xmax else ax)
-        large = one - q
+        axc = erfc_xmax if ax > erfc_xmax else ax  # NaN stays NaN
+        large = one - _call_inline(exp, -(axc * axc)) * _erfcx(axc)
         large = large if x >= zero else -large
         return small if ax < one else large
 
-    @_helper
-    def gelu_tanh(x):
-        # 0.5*x*(1 + tanh(u)) == x * sigmoid(2u): no cancellation for negative x
-        u = x * (gelu_k + gelu_ka * (x * x))
-        return x * _call_inline(sigmoid, u + u)
+    if bits == 32:
+        @_helper
+        def gelu_tanh(x):
+            # 0.5*x*(1 + tanh(u)) == x * sigmoid(2u): no cancellation for negative x. An error
+            # in v = 2u is multiplied by |v| in sigmoid's relative error, so v is computed in
+            # float64 and its float32 rounding error vl goes back in to first order.
+            xd = np.float64(x)
+            v = xd * (k2_hi + ka2_hi * (xd * xd))
+            vh = np.float32(v)
+            vl = np.float32(v - np.float64(vh))
+            vl = vl if abs(vh) < v_max else zero
+            s = _call_inline(sigmoid, vh)
+            return x * (s + s * (one - s) * vl)
+    else:
+        @_exact_helper
+        def gelu_tanh(x):
+            # as for float32, with v = x * (k2 + ka2 * x^2) in double-float arithmetic
+            # (compiled without contract, so the error terms are not fused away)
+            x2 = x * x
+            x2l = _fma(x, x, -x2)
+            p = ka2_hi * x2
+            pl = _fma(ka2_hi, x2, -p) + (ka2_hi * x2l + ka2_lo * x2)
+            w = k2_hi + p
+            bb = w - k2_hi
+            wl = ((k2_hi - (w - bb)) + (p - bb)) + (pl + k2_lo)
+            v = x * w
+            vl = _fma(x, w, -v) + x * wl
+            vl = vl if abs(v) < v_max else zero
+            s = _call_inline(sigmoid, v)
+            return x * (s + s * (one - s) * vl)
 
     @_helper
     def gelu_none(x):
         z = x * inv_sqrt2
         az = abs(z)
-        # 1 + erf(z); below z = -1 it is erfc(|z|), computed directly (no cancellation), and
-        # beyond erfc_xmax it is 0, as 1 + erf(z) rounds to 0 in eager mode too
         w = one + _call_inline(erf, z)
-        tail = _erfc_tail(az if az < erfc_xmax else erfc_xmax)
+        # below z = -1/2, 1 + erf(z) = erfc(|z|) = exp(-z^2) * erfcx(|z|) (no cancellation),
+        # with z^2 = x^2 / 2 split exactly (hi + lo) so exp's argument carries no rounding
+        # error; beyond erfc_xmax it is 0, as 1 + erf(z) rounds to 0 in eager mode too
+        h = x * x
+        lo = _fma(x, x, -h)
+        e = _call_inline(exp, -(h * half)) * (one - lo * half)
+        azc = az if az < erfc_xmax else erfc_xmax
+        tail = e * _erfcx(azc if azc > erfc_lo else erfc_lo)
         tail = tail if az < erfc_xmax else zero
-        w = tail if z < -one else w
+        w = tail if z < -erfc_lo else w
         return half * x * w
 
     return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
@@ -467,22 +558,74 @@ gelu_none_f32, gelu_none_f64 = _typed("gelu_none", 32), _typed("gelu_none", 64)
 
 @_helper
 def _maximum(a, b):
-    return a if (a >= b) | (a != a) else b
+    return a if (a > b) | (a != a) else b
 
 
 @_helper
 def _minimum(a, b):
-    return a if (a <= b) | (a != a) else b
+    return a if (a < b) | (a != a) else b
 
 
 @numba.njit(inline="always")
 def maximum(a, b):
-    """``np.maximum(a, b)`` on scalars: NaN if either is NaN, else the larger (``a`` on ties),
+    """``np.maximum(a, b)`` on scalars: NaN if either is NaN, else the larger (``b`` on ties, so
+    ``maximum(-0.0, 0.0)`` is 0.0 as in NumPy),
     written as compare-and-select so a loop over it vectorizes without ``nnan``."""
     return _call_inline2(_maximum, a, b)
 
 
 @numba.njit(inline="always")
 def minimum(a, b):
-    """``np.minimum(a, b)`` on scalars: NaN if either is NaN, else the smaller (``a`` on ties)."""
+    """``np.minimum(a, b)`` on scalars: NaN if either is NaN, else the smaller (``b`` on ties)."""
     return _call_inline2(_minimum, a, b)
+
+
+# ------------------------------------------------------------------ assembly check
+class AsmStats(NamedTuple):
+    """What the x86 assembly of a compiled function's body shows."""
+
+    packed: int
+    """Packed (SIMD) floating-point arithmetic instructions: ``vmulps``, ``vfmadd231pd``..."""
+    widest: int
+    """Widest vector register those use, in bits (128, 256, 512); 0 when there are none."""
+    calls: tuple
+    """Call targets in the body (a libm ``expf``, a helper that was not inlined...)."""
+
+
+_PACKED_OP = re.compile(
+    r"^\s*v?(?:add|sub|mul|div|max|min|sqrt|fn?madd\w*|fn?msub\w*|round|rndscale|cmp\w*|"
+    r"blendv)p[sd]\s+(.*)$")
+_CALL = re.compile(r"^\s*call\w*\s+(\S+)")
+_MOVABS = re.compile(r"^\s*movabsq\s+\$([^,]+),\s*(%\w+)")
+
+
+def loop_asm_stats(dispatcher, signature=None) -> AsmStats:
+    """Counts packed float arithmetic and lists calls in the body of a compiled Numba function
+    (its first signature unless ``signature`` is given), from ``inspect_asm``.
+
+    A kernel loop whose helpers inlined and vectorized shows ``packed > 0`` and no calls; a
+    ``math.exp`` left as a libm call shows up in ``calls``. x86-64 mnemonics only.
+    """
+    sig = dispatcher.signatures[0] if signature is None else signature
+    asm = dispatcher.inspect_asm(sig)
+    body = asm.split(".Lfunc_end0", 1)[0]  # the function itself, not its CPython wrapper
+    packed, widest, calls, loaded = 0, 0, [], {}
+    for line in body.splitlines():
+        m = _PACKED_OP.match(line)
+        if m:
+            packed += 1
+            operands = m.group(1)
+            for reg, bits in (("zmm", 512), ("ymm", 256), ("xmm", 128)):
+                if reg in operands:
+                    widest = max(widest, bits)
+                    break
+            continue
+        m = _MOVABS.match(line)
+        if m:
+            loaded[m.group(2)] = m.group(1)
+            continue
+        m = _CALL.match(line)
+        if m:
+            target = m.group(1)
+            calls.append(loaded.get(target.lstrip("*"), target))
+    return AsmStats(packed, widest, tuple(calls))
