@@ -8,6 +8,7 @@ values are compared exactly; vectorization is checked on the generated assembly.
 from __future__ import annotations
 
 import math
+import os
 import platform
 import subprocess
 import sys
@@ -424,3 +425,17 @@ def test_import_jitgrad_does_not_import_numba():
     code = ("import sys, jitgrad, jitgrad.backends, jitgrad.backends.interpreter; "
             "assert 'numba' not in sys.modules, 'numba imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])
+
+
+def test_helpers_load_from_numba_cache_in_a_second_process(tmp_path):
+    # compiled once per machine, not per process: the second process finds exp_f32 cached,
+    # and the kernel using it still inlines and vectorizes
+    code = ("import numpy as np, numba; from jitgrad.backends import numba_math as nm; "
+            "h = nm._BY_WIDTH[32]['exp']; h(np.float32(1)); "
+            "k = numba.njit(lambda x: nm.exp_f32(x) + np.float32(1)); k(np.float32(0)); "
+            "print(sum(h.stats.cache_hits.values()), sum(h.stats.cache_misses.values()))")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
+    runs = [subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
+                           text=True, env=env, cwd=Path(__file__).parents[1]).stdout.split()
+            for _ in range(2)]
+    assert runs[0] == ["0", "1"] and runs[1] == ["1", "0"], runs
