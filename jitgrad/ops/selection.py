@@ -1,0 +1,315 @@
+"""Masks, triangles and scatters: masked_fill, masked_select, masked_scatter, nonzero, tril,
+triu, scatter.
+
+``masked_select`` and ``nonzero`` give results whose shape depends on the data: under
+``jitgrad.jit`` they raise ``ConcretizationError`` (as boolean-mask indexing does) rather than
+guess a shape.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import wrap_dim
+from . import registry
+from .registry import LINEAR, OPAQUE, apply, broadcast_shapes, defop
+
+
+def _is_traced(*ts) -> bool:
+    return any(isinstance(t, registry.Tensor) and t._trace is not None for t in ts)
+
+
+def _data_dependent(what: str, *ts) -> None:
+    if _is_traced(*ts):
+        from ..jit.errors import data_dependent_shape_error
+
+        raise data_dependent_shape_error(what)
+
+
+# ---------------------------------------------------------------- masked_fill
+
+
+def _masked_fill_impl(x, mask, value):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    return np.where(mask, np.asarray(value).astype(x.dtype), np.broadcast_to(x, shape))
+
+
+def _masked_fill_meta(x, mask, value):
+    return broadcast_shapes(tuple(x.shape), tuple(mask.shape)), x.dtype
+
+
+MASKED_FILL = defop(
+    "masked_fill", lambda x, mask, value: _masked_fill_impl(x, mask, value), kind=OPAQUE,
+    meta=_masked_fill_meta, save=(1,),
+    vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None),
+    jvp=lambda ts, ans, x, mask, value: ts[0].expand(tuple(ans.shape)).masked_fill(mask, 0)
+    if ts[0] is not None else None)
+MASKED_FILL_TENSOR = defop(
+    "masked_fill_tensor", _masked_fill_impl, kind=OPAQUE, node_name="MaskedFillBackward1",
+    meta=lambda x, mask, value: _masked_fill_meta(x, mask, None), save=(1,),
+    vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None,
+         lambda g, ans, x, mask, value: apply(MASKED_SELECT, g, mask).sum()),
+    jvp=lambda ts, ans, x, mask, value: _masked_fill_tensor_jvp(ts, ans, mask))
+
+
+def _masked_fill_tensor_jvp(ts, ans, mask):
+    from .elementwise import where
+
+    tx = ts[0] if ts[0] is not None else ans * 0
+    tv = ts[2] if ts[2] is not None else 0
+    return where(mask, tv, tx)
+
+
+def masked_fill(input, mask, value):  # noqa: A002
+    """``value`` (a number or a 0-d tensor) where ``mask`` is True, else ``input``."""
+    if mask.dtype is not dtypes.bool:
+        raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
+                           f"{_dtype_word(mask.dtype)}")
+    if isinstance(value, registry.Tensor):
+        if value.ndim != 0:
+            raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
+                               f"got tensor with {value.ndim} dimension(s).")
+        if value.dtype is not input.dtype:
+            value = value.to(input.dtype)
+        return apply(MASKED_FILL_TENSOR, input, mask, value)
+    return apply(MASKED_FILL, input, mask, value=value)
+
+
+def _dtype_word(d: dtypes.dtype) -> str:
+    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int"}.get(
+        d.name, d.name)
+
+
+# ---------------------------------------------------------------- masked_select / scatter
+
+
+def _masked_select_impl(x, mask):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    return np.broadcast_to(x, shape)[np.broadcast_to(mask, shape)]
+
+
+def _masked_select_meta(x, mask):
+    _data_dependent("masked_select", x, mask)
+    shape = broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    return (int(np.count_nonzero(np.broadcast_to(mask._data, shape))),), x.dtype
+
+
+def _masked_scatter_impl(x, mask, source):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    out = np.array(np.broadcast_to(x, shape))
+    m = np.broadcast_to(mask, shape)
+    out[m] = source.reshape(-1)[:int(np.count_nonzero(m))]
+    return out
+
+
+def _masked_scatter_meta(x, mask, source):
+    shape = broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    return shape, x.dtype
+
+
+def _masked_scatter_source_grad(g, ans, x, mask, source):
+    from .creation import zeros
+
+    picked = apply(MASKED_SELECT, g, mask)
+    n = 1
+    for s in source.shape:
+        n *= s
+    if picked.shape[0] < n:  # the source elements beyond the mask's count get no gradient
+        picked = apply(_cat_op(), picked, zeros((n - picked.shape[0],), dtype=g.dtype), dim=0)
+    return picked.reshape(tuple(source.shape))
+
+
+def _cat_op():
+    from .movement import CAT
+
+    return CAT
+
+
+MASKED_SELECT = defop(
+    "masked_select", _masked_select_impl, kind=OPAQUE, meta=_masked_select_meta, save=(1,),
+    vjp=(lambda g, ans, x, mask: apply(MASKED_SCATTER, _zeros_of(ans, g, x, mask), mask, g),
+         None),
+    jvp=lambda ts, ans, x, mask: apply(MASKED_SELECT, ts[0], mask))
+MASKED_SCATTER = defop(
+    "masked_scatter", _masked_scatter_impl, kind=OPAQUE, meta=_masked_scatter_meta, save=(1,),
+    vjp=(lambda g, ans, x, mask, source: g.masked_fill(mask, 0), None,
+         _masked_scatter_source_grad),
+    jvp=lambda ts, ans, x, mask, source: _masked_scatter_jvp(ts, ans, mask, source))
+
+
+def _masked_scatter_jvp(ts, ans, mask, source):
+    from .creation import zeros
+
+    tx = ts[0] if ts[0] is not None else ans * 0
+    ts_ = ts[2] if ts[2] is not None else zeros(tuple(source.shape), dtype=ans.dtype)
+    return apply(MASKED_SCATTER, tx, mask, ts_)
+
+
+def _zeros_of(ans, g, x, mask):
+    from .creation import zeros
+
+    return zeros(broadcast_shapes(tuple(x.shape), tuple(mask.shape)), dtype=g.dtype)
+
+
+def masked_select(input, mask):  # noqa: A002
+    """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (shapes broadcast)."""
+    if mask.dtype is not dtypes.bool:
+        raise RuntimeError("masked_select: expected BoolTensor for mask")
+    return apply(MASKED_SELECT, input, mask)
+
+
+def masked_scatter(input, mask, source):  # noqa: A002
+    """``input`` with the positions where ``mask`` is True filled, in order, from ``source``."""
+    if mask.dtype is not dtypes.bool:
+        raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with "
+                           f"dtype {_dtype_word(mask.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError("masked_scatter: expected self and source to have same dtypes but "
+                           f"got {_dtype_word(input.dtype)} and {_dtype_word(source.dtype)}")
+    if not _is_traced(mask):
+        shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+        if int(np.count_nonzero(np.broadcast_to(mask._data, shape))) > source.numel():
+            raise RuntimeError("Number of elements of source < number of ones in mask")
+    return apply(MASKED_SCATTER, input, mask, source)
+
+
+def _nonzero_meta(x):
+    _data_dependent("nonzero", x)
+    return (int(np.count_nonzero(x._data)), x.ndim), dtypes.int64
+
+
+NONZERO = defop("nonzero", lambda x: np.argwhere(x).astype(np.int64), kind=OPAQUE,
+                meta=_nonzero_meta)
+
+
+def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
+    """The indices of the non-zero elements: an ``(n, ndim)`` tensor, or with ``as_tuple`` one
+    1-D tensor per dim."""
+    idx = apply(NONZERO, input)
+    if not as_tuple:
+        return idx
+    if input.ndim == 0:
+        return (idx.reshape(-1),)
+    return tuple(idx[:, d] for d in range(input.ndim))
+
+
+def argwhere(input):  # noqa: A002
+    """``nonzero(input)``: the indices of the non-zero elements, one row each."""
+    return nonzero(input)
+
+
+# ---------------------------------------------------------------- tril / triu
+
+
+def _tri_meta(name):
+    def meta(x, diagonal):
+        if x.ndim < 2:
+            raise RuntimeError(f"{name}: input tensor must have at least 2 dimensions")
+        return tuple(x.shape), x.dtype
+    return meta
+
+
+TRIL = defop("tril", lambda x, diagonal: np.tril(x, diagonal), kind=OPAQUE,
+             meta=_tri_meta("tril"), vjp=(lambda g, ans, x, diagonal: tril(g, diagonal),),
+             jvp=LINEAR)
+TRIU = defop("triu", lambda x, diagonal: np.triu(x, diagonal), kind=OPAQUE,
+             meta=_tri_meta("triu"), vjp=(lambda g, ans, x, diagonal: triu(g, diagonal),),
+             jvp=LINEAR)
+
+
+def tril(input, diagonal: int = 0):  # noqa: A002
+    """The lower triangle of the last two dims (elements on and below ``diagonal``)."""
+    return apply(TRIL, input, diagonal=int(diagonal))
+
+
+def triu(input, diagonal: int = 0):  # noqa: A002
+    """The upper triangle of the last two dims (elements on and above ``diagonal``)."""
+    return apply(TRIU, input, diagonal=int(diagonal))
+
+
+# ---------------------------------------------------------------- scatter
+
+
+def _full_index(index: np.ndarray, dim: int) -> tuple:
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    return tuple(grids)
+
+
+def _scatter_impl(x, index, src, dim):
+    out = x.copy()
+    out[_full_index(index, dim)] = src[tuple(slice(0, n) for n in index.shape)]
+    return out
+
+
+def _scatter_value_impl(x, index, dim, value):
+    out = x.copy()
+    out[_full_index(index, dim)] = value
+    return out
+
+
+SCATTER = defop(
+    "scatter", _scatter_impl, kind=OPAQUE, save=(1,),
+    meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
+    vjp=(lambda g, ans, x, index, src, dim: scatter(g, dim, index, 0), None,
+         lambda g, ans, x, index, src, dim: _gather_to(g, dim, index, src)),
+    jvp=LINEAR)
+SCATTER_VALUE = defop(
+    "scatter_value", _scatter_value_impl, kind=OPAQUE, save=(1,), node_name="ScatterBackward1",
+    meta=lambda x, index, dim, value: (tuple(x.shape), x.dtype),
+    vjp=(lambda g, ans, x, index, dim, value: scatter(g, dim, index, 0), None),
+    jvp=lambda ts, ans, x, index, dim, value: apply(SCATTER_VALUE, ts[0], index, dim=dim,
+                                                     value=0))
+
+
+def _gather_to(g, dim, index, src):
+    picked = g.gather(dim, index)
+    if tuple(picked.shape) == tuple(src.shape):
+        return picked
+    from .creation import zeros
+    from .indexing import INDEX_PUT
+
+    key = tuple(("slice", 0, n, None) for n in index.shape)
+    return apply(INDEX_PUT, zeros(tuple(src.shape), dtype=g.dtype), picked, spec=key,
+                 accumulate=False)
+
+
+def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
+    d = wrap_dim(dim, input.ndim)
+    if not dtypes.is_integral(index.dtype) or index.dtype is dtypes.bool:
+        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index.ndim != input.ndim and index.numel() > 0:
+        raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
+    if src is not None and src.dtype is not input.dtype:
+        raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+    if not _is_traced(index) and index.numel():
+        bad = (index._data < 0) | (index._data >= input.shape[d])
+        if bad.any():
+            raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
+                               f"dimension {d} with size {input.shape[d]}")
+    return d
+
+
+def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # noqa: A002
+    """Writes ``src`` (a tensor, or a number: ``value``) into a copy of ``input`` at ``index``
+    along ``dim`` (torch.scatter). ``reduce="add"`` adds instead of writing."""
+    if value is None and not isinstance(src, registry.Tensor):
+        src, value = None, src
+    if reduce is not None:
+        if reduce not in ("add", "multiply"):
+            raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
+        if reduce == "multiply":
+            raise NotImplementedError("jitgrad's scatter supports reduce='add' only (torch "
+                                      "deprecates reduce= in favour of scatter_reduce)")
+        if src is None:
+            from .creation import full
+
+            src = full(tuple(index.shape), value, dtype=input.dtype)
+        from .indexing import scatter_add
+
+        return scatter_add(input, dim, index, src)
+    d = _check_scatter("scatter", input, dim, index, src)
+    if src is None:
+        return apply(SCATTER_VALUE, input, index, dim=d, value=value)
+    return apply(SCATTER, input, index, src, dim=d)
