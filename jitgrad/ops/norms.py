@@ -76,11 +76,13 @@ def _scalar(d: dtypes.dtype) -> str:
 def _vector_norm_vjp(g, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
     from .elementwise import where
 
+    if ord == 0:
+        return None  # (torch's norm_backward gives no gradient for the 0-"norm", a count)
     shape = tuple(x.shape)
     g = expand_reduced(g, shape, dims, keepdim)
     norm = expand_reduced(ans, shape, dims, keepdim)
     if ord == 0:
-        return g * 0
+        return None  # (torch's norm_backward gives no gradient for the 0-"norm", a count)
     if ord == 1:
         return g * x.sgn()
     if ord in (INF, -INF):

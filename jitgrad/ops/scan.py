@@ -59,14 +59,43 @@ def _zero_structure(x, dim):
 
 def _cumprod_vjp(g, ans, x, dim, dtype=None):
     from .elementwise import where
+    from .registry import state
 
-    if x.ndim == 0:
+    if x.ndim == 0 or x.shape[dim] <= 1:
         return g
+    if state.grad_enabled:  # recording a double backward: torch's differentiable formula
+        return _cumprod_vjp_differentiable(g, x, dim)
     before, first, x_out = _zero_structure(x, dim)
     safe = where(before, x, 1)
     head = reverse_cumsum(g * ans.conj(), dim) / safe.conj()
     at_zero = reverse_cumsum(g * cumprod(x_out, dim).conj(), dim)
     return where(before, head, where(first, at_zero, 0))
+
+
+def _cumprod_vjp_differentiable(g, x, dim):
+    """O(n^2) but differentiable everywhere, zeros included (torch's cumprod_backward under
+    grad mode): the gradient at k is sum_{j >= k} g_j * prod_{i <= j, i != k} x_i."""
+    from .movement import cat, stack
+
+    n = x.shape[dim]
+    grads = []
+    for k in range(n):
+        pieces = []
+        if k > 0:
+            before = x.narrow(dim, 0, k).prod(dim=dim, keepdim=True)
+            pieces.append(before)
+        if k < n - 1:
+            after = cumprod(x.narrow(dim, k + 1, n - k - 1), dim)
+            pieces.append(after * before if k > 0 else after)
+        if k == 0:
+            from .creation import ones
+
+            shape = list(x.shape)
+            shape[dim] = 1
+            pieces.insert(0, ones(tuple(shape), dtype=x.dtype))
+        omitted = cat(pieces, dim) if len(pieces) > 1 else pieces[0]
+        grads.append((g.narrow(dim, k, n - k) * omitted.conj()).sum(dim=dim))
+    return stack(grads, dim)
 
 
 def _cumprod_jvp(tangents, ans, x, dim, dtype=None):

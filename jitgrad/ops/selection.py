@@ -21,7 +21,9 @@ def _is_traced(*ts) -> bool:
 
 
 def _data_dependent(what: str, *ts) -> None:
-    if _is_traced(*ts):
+    """Raises ConcretizationError unless every ``t`` is an eager tensor with values."""
+    if registry.state.traces or any(type(t) is not registry.Tensor and not (
+            isinstance(t, registry.Tensor) and t._trace is None) for t in ts):
         from ..jit.errors import data_dependent_shape_error
 
         raise data_dependent_shape_error(what)
@@ -49,7 +51,7 @@ MASKED_FILL_TENSOR = defop(
     "masked_fill_tensor", _masked_fill_impl, kind=OPAQUE, node_name="MaskedFillBackward1",
     meta=lambda x, mask, value: _masked_fill_meta(x, mask, None), save=(1,),
     vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None,
-         lambda g, ans, x, mask, value: apply(MASKED_SELECT, g, mask).sum()),
+         lambda g, ans, x, mask, value: g.masked_fill(mask.logical_not(), 0).sum()),
     jvp=lambda ts, ans, x, mask, value: _masked_fill_tensor_jvp(ts, ans, mask))
 
 
@@ -90,7 +92,7 @@ def _masked_select_impl(x, mask):
 
 
 def _masked_select_meta(x, mask):
-    _data_dependent("masked_select", x, mask)
+    _data_dependent("masked_select", mask)
     shape = broadcast_shapes(tuple(x.shape), tuple(mask.shape))
     return (int(np.count_nonzero(np.broadcast_to(mask._data, shape))),), x.dtype
 
