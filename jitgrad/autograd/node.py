@@ -233,6 +233,26 @@ class SavedTensor:
         self._value = None
         self._vc = None
 
+    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        """Packs this saved value with ``pack_hook`` now and unpacks it with ``unpack_hook``
+        when backward (or ``grad_fn._saved_<name>``) reads it (torch's
+        ``SavedTensor.register_hooks``; reached through ``grad_fn._raw_saved_<name>``)."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments. The following "
+                            "argument types are supported:\n    1. (self: SavedTensor, arg0: "
+                            "Callable, arg1: Callable) -> None")
+        if self._unpack is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed at a "
+                               "time.")
+        if self._vc is None:
+            raise RuntimeError(FREED)
+        value = self._value
+        if self._is_output:  # kept as its array: hooks see a tensor, as for other saved values
+            value = as_tensor(value)
+        self._value = pack_hook(value)
+        self._unpack = unpack_hook
+
 
 saved_tensor_hooks_stack: list = []
 
