@@ -30,6 +30,7 @@ from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTen
                       IntTensor, LongTensor, ShortTensor)
 from .device import get_default_device, set_default_device
 from .serialization import load, save
+from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from . import cuda, linalg
 from .autograd import op_node as _op_node  # noqa: F401 - wires OpNode into the dispatcher
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
