@@ -72,12 +72,14 @@ def _parse(equation: str, operands: tuple) -> tuple[list[list[str]], list[str]]:
             if c not in present:
                 raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
                                    "equation for any input operand")
-        if len(set(out)) != len(out):
-            raise RuntimeError("einsum(): output subscript appears more than once in the output")
+        for c in out:
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   "the output")
     return labels, out
 
 
-def _diagonalize(x, ls: list[str]):
+def _diagonalize(x, ls: list[str], k: int):
     """Takes the diagonal of repeated labels within one operand."""
     from .creation import eye
 
@@ -87,8 +89,8 @@ def _diagonalize(x, ls: list[str]):
         j = ls.index(c, i + 1)
         n = x.shape[i]
         if x.shape[j] != n:
-            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand but the sizes "
-                               f"don't match, {x.shape[j]} != {n}")
+            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the "
+                               f"sizes don't match, {x.shape[j]} != {n}")
         shape = [1] * x.ndim
         shape[i], shape[j] = n, n
         x = (x * eye(n, dtype=x.dtype).reshape(shape)).sum(dim=j)
@@ -149,14 +151,20 @@ def einsum(equation: str, *operands):
                                f"{_scalar(op.dtype)}")
     sizes: dict[str, int] = {}
     for k, (op, ls) in enumerate(zip(operands, labels)):
+        own: dict[str, int] = {}
+        for c, n in zip(ls, op.shape):
+            if c in own and own[c] != n:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but "
+                                   f"the sizes don't match, {n} != {own[c]}")
+            own[c] = n
         for c, n in zip(ls, op.shape):
             if c in sizes and sizes[c] != n and 1 not in (sizes[c], n):
                 raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which "
                                    f"does not broadcast with previously seen size {sizes[c]}")
             sizes[c] = n if c not in sizes or sizes[c] == 1 else sizes[c]
     xs, ls_all = [], []
-    for op, ls in zip(operands, labels):
-        x, ls = _diagonalize(op, list(ls))
+    for k, (op, ls) in enumerate(zip(operands, labels)):
+        x, ls = _diagonalize(op, list(ls), k)
         xs.append(x)
         ls_all.append(ls)
     acc, la = xs[0], ls_all[0]

@@ -15,7 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
-from .reduce import _weighted_jvp, expand_reduced
+from .reduce import expand_reduced
 from .registry import OPAQUE, apply, defop
 
 INF = math.inf
@@ -107,7 +107,22 @@ def _vector_norm_vjp(g, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
 LINALG_VECTOR_NORM = defop(
     "linalg_vector_norm", _vector_norm_impl, kind=OPAQUE, meta=_vector_norm_meta, save=(0,),
     save_output=True, vjp=(_vector_norm_vjp,))
-LINALG_VECTOR_NORM.jvp = _weighted_jvp(_vector_norm_vjp)
+
+
+def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
+    from .creation import ones
+
+    w = _vector_norm_vjp(ones(tuple(ans.shape), dtype=ans.dtype), ans, x, ord, dims, keepdim,
+                         dtype)
+    if w is None:  # the 0-"norm" is locally constant
+        return ans * 0
+    t = tangents[0] * w.conj()
+    if t.dtype.is_complex:
+        t = t.real
+    return t.sum(dim=dims, keepdim=keepdim) if dims else t
+
+
+LINALG_VECTOR_NORM.jvp = _vector_norm_jvp
 
 
 # ---------------------------------------------------------------- public functions

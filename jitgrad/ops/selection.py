@@ -191,8 +191,8 @@ def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     idx = apply(NONZERO, input)
     if not as_tuple:
         return idx
-    if input.ndim == 0:
-        return (idx.reshape(-1),)
+    if input.ndim == 0:  # (index 0 once if the scalar is non-zero)
+        return (idx.sum(dim=1),)
     return tuple(idx[:, d] for d in range(input.ndim))
 
 
