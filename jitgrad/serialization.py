@@ -95,7 +95,7 @@ class _Writer:
             k = self.tensors[id(t)] = len(self.tensors)
             self.keep.append(t)
             buf = io.BytesIO()
-            np.save(buf, np.ascontiguousarray(t._data), allow_pickle=False)
+            np.save(buf, np.asarray(t._data, order="C"), allow_pickle=False)
             self.zf.writestr(f"tensors/{k}.npy", buf.getvalue())
         out: dict = {"tensor": k}
         if t.requires_grad:

@@ -68,7 +68,7 @@ SAVED_NAMES: dict[str, dict[str, tuple]] = {
     "view": {"self_sym_sizes": _SIZES},
     "expand": {"self_sym_sizes": _SIZES},
     "select": {"dim": ("param", "dim"), "index": ("param", "index"), "self_sym_sizes": _SIZES},
-    "gather": {"dim": ("param", "dim"), "index": ("input", 1), "self": _SELF},
+    "gather": {"dim": ("param", "dim"), "index": ("input", 1)},  # (jitgrad saves no self)
     "index_select": {"dim": ("param", "dim"), "index": ("input", 1), "self_sym_sizes": _SIZES},
     "scatter_add": {"dim": ("param", "dim"), "index": ("input", 1)},
     "index_add": {"dim": ("param", "dim"), "index": ("input", 1)},
