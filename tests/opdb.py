@@ -586,6 +586,15 @@ def _mnorm_ref(x, ord="fro", dim=(-2, -1), keepdim=False):
     return out if keepdim else np.squeeze(out, axis=tuple(d % x.ndim for d in dim))
 
 
+def _svd_norm_ref(x, ord="fro", dim=(-2, -1), keepdim=False):
+    s = np.linalg.svd(np.moveaxis(x, dim, (-2, -1)), compute_uv=False)
+    out = {2: s.max(-1), -2: s.min(-1), "nuc": s.sum(-1)}[ord]
+    if keepdim:
+        for d in sorted(d % x.ndim for d in dim):
+            out = np.expand_dims(out, d)
+    return out
+
+
 def _lnorm_ref(x, ord=None, dim=None, keepdim=False):
     if isinstance(dim, tuple) and len(dim) == 2 or (dim is None and ord is not None
                                                     and x.ndim == 2):
@@ -731,6 +740,14 @@ def _tensor_ops2_records() -> list[OpInfo]:
                      _s(_arr(3, 4), -math.inf, keepdim=True, name="neg_inf_keep"),
                      _s(_arr(2, 3, 4), 1, (0, 2), name="dims02")),
                _mnorm_ref, **_LOOSE),
+        OpInfo("linalg.svdvals", "linalg.svdvals",
+               _many(_s(_arr(3, 4), name="wide"), _s(_arr(2, 4, 3), name="batch_tall")),
+               lambda x: np.linalg.svd(x, compute_uv=False), gradgrad=False, **_LOOSE),
+        OpInfo("linalg.matrix_norm_svd", "linalg.matrix_norm",
+               _many(_s(_arr(3, 4), 2, name="spectral"), _s(_arr(2, 3, 4), -2, name="min_sv"),
+                     _s(_arr(3, 4), "nuc", name="nuclear"),
+                     _s(_arr(2, 3, 4), "nuc", (2, 0), True, name="nuc_dims_keep")),
+               _svd_norm_ref, gradgrad=False, **_LOOSE),
         OpInfo("linalg.norm", "linalg.norm",
                _many(_s(_arr(3, 4), name="default"), _s(_arr(4), 3, name="vector"),
                      _s(_arr(3, 4), 1, name="matrix_one"),

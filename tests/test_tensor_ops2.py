@@ -104,7 +104,7 @@ def test_movedim_errors_match_torch():
 
 _FORWARD = ["round", "floor", "sort", "topk", "cumsum", "cumprod", "tril", "triu", "masked_fill",
             "masked_select", "scatter", "norm", "linalg.vector_norm", "linalg.matrix_norm",
-            "movedim"]
+            "linalg.svdvals", "linalg.matrix_norm_svd", "movedim"]
 
 
 def _forward_cases():
@@ -322,9 +322,14 @@ def test_norm_errors_and_dtypes_match_torch():
     assert jitgrad.linalg.vector_norm(jitgrad.ones(3), dtype=F64).dtype is F64
     assert jitgrad.linalg.vector_norm(jitgrad.tensor([3 + 4j])).item() == 5.0
     assert jitgrad.linalg.vector_norm(jitgrad.zeros(0, 3)).item() == 0.0
-    for ord in (2, -2, "nuc"):
-        with pytest.raises(NotImplementedError, match="singular values"):
-            jitgrad.linalg.matrix_norm(jitgrad.ones(3, 3), ord)
+    x = jitgrad.randn(3, 3, dtype=F64, requires_grad=True)
+    (g,) = jitgrad.autograd.grad(jitgrad.linalg.matrix_norm(x, "nuc"), x, create_graph=True)
+    with pytest.raises(RuntimeError, match="does not implement the second derivative of "
+                                           "linalg.svdvals"):
+        g.sum().backward()
+    with pytest.raises(RuntimeError, match="linalg.svd: The input tensor A must have at least 2 "
+                                           "dimensions."):
+        jitgrad.linalg.svdvals(jitgrad.ones(3))
 
 
 def re_escape(s: str) -> str:

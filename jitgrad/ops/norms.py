@@ -125,6 +125,56 @@ def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa:
 LINALG_VECTOR_NORM.jvp = _vector_norm_jvp
 
 
+# ---------------------------------------------------------------- singular values
+
+
+def _svdvals_meta(x):
+    if x.ndim < 2:
+        raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. "
+                           f"Got {_scalar(x.dtype)}")
+    shape = tuple(x.shape)
+    return shape[:-2] + (min(shape[-2:]),), x.dtype.to_real()
+
+
+def _svd_backward_impl(g, x):
+    # d(sum g_i s_i)/dA = U diag(g) V^H (the reduced SVD)
+    u, _, vh = np.linalg.svd(x, full_matrices=False)
+    return np.asarray((u * g[..., None, :].astype(u.dtype)) @ vh, dtype=x.dtype)
+
+
+def _svd_jvp_impl(t, x):
+    # ds_i = Re(u_i^H dA v_i)
+    u, _, vh = np.linalg.svd(x, full_matrices=False)
+    d = np.einsum("...ji,...jk,...ik->...i", u.conj(), t, vh)
+    return np.asarray(d.real, dtype=np.dtype(x.dtype).type(0).real.dtype)
+
+
+def _no_second_derivative(*args, **params):
+    raise RuntimeError("jitgrad does not implement the second derivative of linalg.svdvals "
+                       "(its backward depends on the singular vectors)")
+
+
+SVDVALS_BACKWARD = defop(
+    "svdvals_backward", _svd_backward_impl, kind=OPAQUE, save=(1,),
+    meta=lambda g, x: (tuple(x.shape), x.dtype),
+    vjp=(_no_second_derivative, _no_second_derivative))
+SVDVALS_JVP = defop("svdvals_jvp", _svd_jvp_impl, kind=OPAQUE, differentiable=False,
+                    meta=lambda t, x: _svdvals_meta(x))
+LINALG_SVDVALS = defop(
+    "linalg_svdvals", lambda x: np.linalg.svd(x, compute_uv=False), kind=OPAQUE,
+    meta=_svdvals_meta, node_name="LinalgSvdBackward0", save=(0,),
+    vjp=(lambda g, ans, x: apply(SVDVALS_BACKWARD, g, x),),
+    jvp=lambda tangents, ans, x: apply(SVDVALS_JVP, tangents[0], x))
+
+
+def svdvals(A, *, driver=None, out=None):  # noqa: N803
+    """The singular values of (a batch of) matrices ``A``, in descending order. Its gradient
+    is ``U diag(g) V^H``; a second derivative is not implemented (it raises)."""
+    return apply(LINALG_SVDVALS, A)
+
+
 # ---------------------------------------------------------------- public functions
 
 
@@ -165,12 +215,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         if ord == "fro":
             return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
         if ord == "nuc":
-            raise NotImplementedError("linalg.matrix_norm: ord='nuc' needs singular values, "
-                                      "which jitgrad does not implement yet")
+            return _svd_norm(A, d0, d1, keepdim, dtype, "sum")
         raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
     if ord in (2, -2):
-        raise NotImplementedError(f"linalg.matrix_norm: ord={ord} needs singular values, which "
-                                  "jitgrad does not implement yet")
+        return _svd_norm(A, d0, d1, keepdim, dtype, "amax" if ord == 2 else "amin")
     if ord not in (1, -1, INF, -INF):
         raise RuntimeError(f"linalg.matrix_norm: Order {_order(ord)} not supported.")
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
@@ -185,6 +233,19 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None
         max_dim -= 1
     return sums.amax(dim=max_dim, keepdim=keepdim) if ord > 0 else \
         sums.amin(dim=max_dim, keepdim=keepdim)
+
+
+def _svd_norm(A, d0, d1, keepdim, dtype, reduce):  # noqa: N803
+    """The nuclear (``sum``) or spectral (``amax``/``amin``) norm over dims (d0, d1)."""
+    if dtype is not None:
+        A = A.to(dtype)  # noqa: N806
+    if (d0, d1) != (A.ndim - 2, A.ndim - 1):
+        A = A.movedim((d0, d1), (-2, -1))  # noqa: N806
+    s = svdvals(A)
+    if not keepdim:
+        return getattr(s, reduce)(dim=-1)
+    out = getattr(s, reduce)(dim=-1, keepdim=True).unsqueeze(-1)
+    return out.movedim((-2, -1), (d0, d1))  # (torch's nodes: ..., Unsqueeze, Permute)
 
 
 def _order(ord) -> str:  # noqa: A002
