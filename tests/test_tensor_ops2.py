@@ -483,3 +483,25 @@ def test_cuda_is_available_never_raises(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", fail)
     assert jitgrad.cuda.is_available() is False
     assert jitgrad.cuda.device_count() == 0
+
+
+def test_index_add_alpha_and_errors_match_torch():
+    torch = _torch()
+    j = jitgrad.zeros(3, 4).index_add(0, jitgrad.tensor([0, 0]), jitgrad.ones(2, 4), alpha=2)
+    t = torch.zeros(3, 4).index_add(0, torch.tensor([0, 0]), torch.ones(2, 4), alpha=2)
+    assert j.tolist() == t.tolist()
+    cases = [lambda L: L.zeros(3, 4).index_add(0, L.tensor([5]), L.ones(1, 4)),
+             lambda L: L.zeros(3, 4).index_add(0, L.tensor([0.0]), L.ones(1, 4)),
+             lambda L: L.zeros(3, 4).index_add(0, L.tensor([0, 1]), L.ones(1, 4)),
+             lambda L: L.zeros(3, 4).index_add(0, L.tensor([0]), L.ones(1, 4, dtype=L.float64)),
+             lambda L: L.zeros(3, 4).scatter_add(1, L.tensor([[5]]), L.ones(1, 1)),
+             lambda L: L.zeros(3, 4).scatter_add(1, L.tensor([[0]]), L.ones(1, 1,
+                                                                         dtype=L.float64))]
+    for case in cases:
+        with pytest.raises(RuntimeError) as want:
+            case(torch)
+        with pytest.raises(RuntimeError, match=re_escape(str(want.value))):
+            case(jitgrad)
+    x = jitgrad.zeros(2, 3)
+    x.index_add_(1, jitgrad.tensor([2, 2]), jitgrad.ones(2, 2), alpha=0.5)
+    assert x.tolist() == [[0, 0, 1], [0, 0, 1]] and x._version == 1

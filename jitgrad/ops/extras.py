@@ -13,15 +13,15 @@ from .einsum import einsum, moveaxis, movedim
 from .norms import norm
 from .rounding import ceil, fix, floor, isfinite, isinf, isneginf, isposinf, round, trunc  # noqa: A004
 from .scan import cumprod, cumsum
-from .selection import (argwhere, masked_fill, masked_scatter, masked_select, nonzero, scatter,
-                        tril, triu)
+from .selection import (argwhere, index_add, masked_fill, masked_scatter, masked_select, nonzero,
+                        scatter, scatter_add, tril, triu)
 from .sorting import argsort, msort, sort, topk
 
 __all__ = ["argsort", "argwhere", "ceil", "channels_last", "clone", "contiguous_format",
-           "cumprod", "cumsum", "einsum", "fix", "floor", "isfinite", "isinf", "isneginf",
+           "cumprod", "cumsum", "einsum", "fix", "floor", "index_add", "isfinite", "isinf", "isneginf",
            "isposinf", "masked_fill", "masked_scatter", "masked_select", "memory_format",
            "moveaxis", "movedim", "msort", "nonzero", "norm", "preserve_format", "round",
-           "scatter", "sort", "topk", "tril", "triu", "trunc"]
+           "scatter", "scatter_add", "sort", "topk", "tril", "triu", "trunc"]
 
 
 class memory_format:  # noqa: N801 - named like torch.memory_format
@@ -97,7 +97,8 @@ def install(Tensor: type) -> None:  # noqa: N803
                "topk": topk, "cumsum": cumsum, "cumprod": cumprod, "masked_fill": masked_fill,
                "masked_select": masked_select, "masked_scatter": masked_scatter,
                "nonzero": nonzero, "argwhere": argwhere, "tril": tril, "triu": triu,
-               "scatter": scatter, "norm": norm, "movedim": movedim, "moveaxis": moveaxis,
+               "scatter": scatter, "scatter_add": scatter_add, "index_add": index_add,
+               "norm": norm, "movedim": movedim, "moveaxis": moveaxis,
                "clone": clone}
     for name, fn in methods.items():
         setattr(Tensor, name, fn)
@@ -117,5 +118,5 @@ def install(Tensor: type) -> None:  # noqa: N803
         setattr(Tensor, name, fn)
 
     for name in ("round", "floor", "ceil", "trunc", "fix", "cumsum", "cumprod", "masked_fill",
-                 "masked_scatter", "tril", "triu", "scatter"):
+                 "masked_scatter", "tril", "triu", "scatter", "scatter_add", "index_add"):
         method(name + "_", methods[name])

@@ -315,3 +315,43 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # no
     if src is None:
         return apply(SCATTER_VALUE, input, index, dim=d, value=value)
     return apply(SCATTER, input, index, src, dim=d)
+
+
+def scatter_add(input, dim: int, index, src):  # noqa: A002
+    """Adds ``src`` into a copy of ``input`` at ``index`` along ``dim`` (torch.scatter_add),
+    with torch's checks of the index and dtypes."""
+    from .indexing import SCATTER_ADD
+
+    d = _check_scatter("scatter", input, dim, index, src)
+    return apply(SCATTER_ADD, input, index, src, dim=d)
+
+
+def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
+    """Adds ``alpha * source`` into a copy of ``input`` at the entries ``index`` (1-D) along
+    ``dim`` (torch.index_add)."""
+    from .indexing import INDEX_ADD
+
+    d = wrap_dim(dim, input.ndim)
+    if not dtypes.is_integral(index.dtype) or index.dtype is dtypes.bool:
+        raise RuntimeError("index_add_(): Expected dtype int32/int64 for index but got: "
+                           f"{_scalar(index.dtype)}")
+    if source.dtype is not input.dtype:
+        raise RuntimeError(f"index_add_(): self ({_scalar(input.dtype)}) and source "
+                           f"({_scalar(source.dtype)}) must have the same scalar type")
+    n = index.numel()
+    size = source.shape[d] if source.ndim else 1
+    if n != size:
+        raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to "
+                           f"source.size(dim): ({size}), for dim: {d}")
+    if not _is_traced(index) and n:
+        bad = (index._data < 0) | (index._data >= input.shape[d])
+        if bad.any():
+            raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
+                               f"dimension {d} with size {input.shape[d]}")
+    if alpha != 1:
+        source = source * alpha
+    return apply(INDEX_ADD, input, index.reshape(-1), source, dim=d)
+
+
+def _scalar(d: dtypes.dtype) -> str:
+    return d._legacy[:-len("Tensor")]
