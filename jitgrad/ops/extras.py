@@ -18,10 +18,10 @@ from .selection import (argwhere, index_add, masked_fill, masked_scatter, masked
 from .sorting import argsort, msort, sort, topk
 
 __all__ = ["argsort", "argwhere", "ceil", "channels_last", "clone", "contiguous_format",
-           "cumprod", "cumsum", "einsum", "fix", "floor", "index_add", "isfinite", "isinf", "isneginf",
-           "isposinf", "masked_fill", "masked_scatter", "masked_select", "memory_format",
-           "moveaxis", "movedim", "msort", "nonzero", "norm", "preserve_format", "round",
-           "scatter", "scatter_add", "sort", "topk", "tril", "triu", "trunc"]
+           "cumprod", "cumsum", "einsum", "fix", "floor", "index_add", "isfinite", "isinf",
+           "isneginf", "isposinf", "masked_fill", "masked_scatter", "masked_select",
+           "memory_format", "moveaxis", "movedim", "msort", "nonzero", "norm", "preserve_format",
+           "round", "scatter", "scatter_add", "sort", "topk", "tril", "triu", "trunc"]
 
 
 class memory_format:  # noqa: N801 - named like torch.memory_format
