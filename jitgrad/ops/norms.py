@@ -159,7 +159,7 @@ def _no_second_derivative(*args, **params):
 SVDVALS_BACKWARD = defop(
     "svdvals_backward", _svd_backward_impl, kind=OPAQUE, save=(1,),
     meta=lambda g, x: (tuple(x.shape), x.dtype),
-    vjp=(_no_second_derivative, _no_second_derivative))
+    vjp=(_no_second_derivative, _no_second_derivative), jvp=_no_second_derivative)
 SVDVALS_JVP = defop("svdvals_jvp", _svd_jvp_impl, kind=OPAQUE, differentiable=False,
                     meta=lambda t, x: _svdvals_meta(x))
 LINALG_SVDVALS = defop(
