@@ -505,3 +505,12 @@ def test_index_add_alpha_and_errors_match_torch():
     x = jitgrad.zeros(2, 3)
     x.index_add_(1, jitgrad.tensor([2, 2]), jitgrad.ones(2, 2), alpha=0.5)
     assert x.tolist() == [[0, 0, 1], [0, 0, 1]] and x._version == 1
+
+
+def test_axis_is_an_alias_of_dim():
+    x = jitgrad.randn(3, 4)
+    assert x.cumsum(axis=0).tolist() == x.cumsum(0).tolist()
+    assert jitgrad.cumprod(x, axis=1).tolist() == x.cumprod(1).tolist()
+    assert x.sort(axis=0).indices.tolist() == x.sort(0).indices.tolist()
+    assert x.argsort(axis=0).tolist() == x.argsort(dim=0).tolist()
+    assert x.topk(1, axis=0).indices.tolist() == x.topk(1, 0).indices.tolist()

@@ -64,6 +64,24 @@ def clone(input, *, memory_format: memory_format = preserve_format):  # noqa: A0
                        f"input's layout; memory_format={memory_format!r} is not supported")
 
 
+def _axis_alias(fn):
+    """``fn`` also accepting torch's NumPy-style alias ``axis=`` for ``dim=``."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "axis" in kwargs:
+            if "dim" in kwargs:
+                raise TypeError(f"{fn.__name__}() got both 'dim' and its alias 'axis'")
+            kwargs["dim"] = kwargs.pop("axis")
+        return fn(*args, **kwargs)
+    return wrapper
+
+
+cumsum, cumprod, sort, argsort, topk = (_axis_alias(f) for f in (cumsum, cumprod, sort, argsort,
+                                                                  topk))
+
+
 def _new_factory(fill):
     def make(self, *size, dtype=None, device=None, requires_grad=False):
         from .creation import _new, _shape
