@@ -36,3 +36,16 @@ def device_count() -> int:
         return len(_numba_cuda().gpus)
     except Exception:  # noqa: BLE001
         return 0
+
+
+def manual_seed(seed: int) -> None:
+    """Seeds the CUDA generators. jitgrad draws every random number on the CPU (seed it with
+    ``jitgrad.manual_seed``), so there is nothing to seed: as torch on a machine without CUDA,
+    this does nothing."""
+    int(seed)  # (torch checks that the seed is an integer)
+
+
+def manual_seed_all(seed: int) -> None:
+    """Seeds the generators of all CUDA devices: nothing to seed in jitgrad (see
+    ``manual_seed``)."""
+    int(seed)

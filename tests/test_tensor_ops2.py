@@ -514,3 +514,21 @@ def test_axis_is_an_alias_of_dim():
     assert x.sort(axis=0).indices.tolist() == x.sort(0).indices.tolist()
     assert x.argsort(axis=0).tolist() == x.argsort(dim=0).tolist()
     assert x.topk(1, axis=0).indices.tolist() == x.topk(1, 0).indices.tolist()
+
+
+def test_where_with_only_a_condition_is_nonzero_as_tuple():
+    torch = _torch()
+    data = [[1, 0], [0, 1]]
+    assert [t.tolist() for t in jitgrad.where(jitgrad.tensor(data))] == \
+        [t.tolist() for t in torch.where(torch.tensor(data))]
+    with pytest.raises(TypeError, match="where\\(\\) received an invalid combination"):
+        jitgrad.where(jitgrad.tensor([True]), jitgrad.tensor([2.0]))
+
+
+def test_cuda_seeding_does_nothing_without_cuda_as_torch():
+    jitgrad.manual_seed(5)
+    a = jitgrad.rand(3)
+    jitgrad.manual_seed(5)
+    jitgrad.cuda.manual_seed(1)
+    jitgrad.cuda.manual_seed_all(1)
+    assert jitgrad.rand(3).tolist() == a.tolist()

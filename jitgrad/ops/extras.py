@@ -14,14 +14,14 @@ from .norms import norm
 from .rounding import ceil, fix, floor, isfinite, isinf, isneginf, isposinf, round, trunc  # noqa: A004
 from .scan import cumprod, cumsum
 from .selection import (argwhere, index_add, masked_fill, masked_scatter, masked_select, nonzero,
-                        scatter, scatter_add, tril, triu)
+                        scatter, scatter_add, tril, triu, where)
 from .sorting import argsort, msort, sort, topk
 
 __all__ = ["argsort", "argwhere", "ceil", "channels_last", "clone", "contiguous_format",
            "cumprod", "cumsum", "einsum", "fix", "floor", "index_add", "isfinite", "isinf",
            "isneginf", "isposinf", "masked_fill", "masked_scatter", "masked_select",
            "memory_format", "moveaxis", "movedim", "msort", "nonzero", "norm", "preserve_format",
-           "round", "scatter", "scatter_add", "sort", "topk", "tril", "triu", "trunc"]
+           "round", "scatter", "scatter_add", "sort", "topk", "tril", "triu", "trunc", "where"]
 
 
 class memory_format:  # noqa: N801 - named like torch.memory_format

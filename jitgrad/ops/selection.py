@@ -355,3 +355,16 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
 
 def _scalar(d: dtypes.dtype) -> str:
     return d._legacy[:-len("Tensor")]
+
+
+def where(condition, input=None, other=None):  # noqa: A002
+    """``where(condition, input, other)``: ``input`` where ``condition`` else ``other``;
+    ``where(condition)``: ``nonzero(condition, as_tuple=True)``, as torch."""
+    from .elementwise import where as select
+
+    if input is None and other is None:
+        return nonzero(condition, as_tuple=True)
+    if input is None or other is None:
+        raise TypeError("where() received an invalid combination of arguments - expected "
+                        "(Tensor condition) or (Tensor condition, Tensor input, Tensor other)")
+    return select(condition, input, other)
