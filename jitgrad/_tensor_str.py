@@ -242,4 +242,10 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
         suffixes.append(f"grad_fn=<{grad_fn.name()}>")
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
+    if t._fw_grads:  # a dual tensor (forward-mode AD): its tangent at the current level
+        from .autograd.forward_ad import unpack_dual
+
+        tangent = unpack_dual(t).tangent
+        if tangent is not None:
+            suffixes.append(f"tangent={tangent!r}")
     return add_suffixes(prefix + body, suffixes, indent)

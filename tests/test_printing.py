@@ -119,3 +119,19 @@ def test_str_and_format_of_a_scalar():
     x = jitgrad.tensor(2.5)
     assert str(x) == "tensor(2.5000)"
     assert f"{x:.2f}" == "2.50"
+
+
+def test_dual_tensors_print_their_tangent_like_torch():
+    t = _torch()
+
+    def make(lib):
+        fw = lib.autograd.forward_ad
+        with fw.dual_level():
+            d = fw.make_dual(lib.tensor([1.0, 2.0]), lib.tensor([3.0, 4.0]))
+            return repr(d) + repr(d * 2)
+    assert make(jitgrad) == make(t)
+
+
+def test_sort_and_topk_results_print_like_torch():
+    _same(lambda lib: repr(lib.tensor([3.0, 1.0, 2.0]).sort()))
+    _same(lambda lib: repr(lib.tensor([[3, 1], [0, 2]]).topk(1)))

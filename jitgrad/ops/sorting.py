@@ -20,6 +20,9 @@ from .registry import OPAQUE, apply, defop
 def _named_pair(name: str):
     cls = namedtuple(name, ["values", "indices"])
     cls.__module__ = "jitgrad.return_types"
+    # printed as torch prints its return types: one field per line
+    cls.__repr__ = lambda self: (f"jitgrad.return_types.{name}(\nvalues={self.values!r},\n"
+                                 f"indices={self.indices!r})")
     return cls
 
 
