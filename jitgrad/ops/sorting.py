@@ -3,7 +3,9 @@
 ``sort`` and ``topk`` have two outputs (values, indices); their VJP scatters the values'
 cotangent back to the positions the indices name, recomputed from the saved input by the
 non-differentiable ``argsort``/``argtopk`` ops exactly as the forward computed them. Sorts are
-stable; NaN sorts as the largest value, as in torch.
+stable; NaN sorts as the largest value, as in torch. Among tied values ``topk`` returns the
+first ones (in order); torch leaves that choice unspecified, so with ties the indices (and where
+the gradient goes) may differ from torch's, while the values are the same.
 """
 
 from __future__ import annotations
