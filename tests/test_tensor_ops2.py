@@ -532,3 +532,19 @@ def test_cuda_seeding_does_nothing_without_cuda_as_torch():
     jitgrad.cuda.manual_seed(1)
     jitgrad.cuda.manual_seed_all(1)
     assert jitgrad.rand(3).tolist() == a.tolist()
+
+
+def test_new_factories_follow_torch():
+    torch = _torch()
+    for lib in (jitgrad, torch):
+        x = lib.ones(2, dtype=lib.float64)
+        made = [x.new_zeros(2, 3), x.new_ones((2,)), x.new_full((2,), 7),
+                x.new_tensor([1, 2]), x.new_empty(3), x.new_zeros(2, dtype=lib.int64)]
+        if lib is jitgrad:
+            jmade = made
+        else:
+            for a, b in zip(jmade, made):
+                assert tuple(a.shape) == tuple(b.shape)
+                assert str(a.dtype).split(".")[1] == str(b.dtype).split(".")[1]
+    assert jmade[2].tolist() == [7.0, 7.0] and jmade[3].tolist() == [1.0, 2.0]
+    assert jitgrad.ones(1).new_zeros(2, requires_grad=True).requires_grad
