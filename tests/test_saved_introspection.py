@@ -162,3 +162,39 @@ def test_result_hooks_on_a_uniform_node():
     y.sum().backward()
     assert seen == ["pack", "unpack"]
     np.testing.assert_allclose(x.grad.numpy(), np.exp(x.detach().numpy()), rtol=1e-6)
+
+
+def test_tutorial_saving_tensors_to_disk(tmp_path):
+    """The tutorial's "saving tensors to disk" hooks, through jitgrad.save/jitgrad.load."""
+    import os
+    import uuid
+
+    torch = jitgrad
+
+    class SelfDeletingTempFile:
+        def __init__(self):
+            self.name = os.path.join(tmp_path, str(uuid.uuid4()))
+
+        def __del__(self):
+            os.remove(self.name)
+
+    def pack_hook(tensor):
+        temp_file = SelfDeletingTempFile()
+        torch.save(tensor, temp_file.name)
+        return temp_file
+
+    def unpack_hook(temp_file):
+        return torch.load(temp_file.name)
+
+    x = torch.randn(5, requires_grad=True)
+    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
+        y = x.pow(2)
+    assert len(os.listdir(tmp_path)) == 1
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), 2 * x.detach().numpy(), rtol=1e-6)
+
+    a = torch.randn(5, requires_grad=True)
+    b = a.exp()
+    b.grad_fn._raw_saved_result.register_hooks(pack_hook, unpack_hook)
+    b.sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), np.exp(a.detach().numpy()), rtol=1e-6)
