@@ -611,6 +611,14 @@ def _masked_select_ref(x, mask):
     return np.broadcast_to(x, shape)[np.broadcast_to(mask, shape)]
 
 
+def _masked_scatter_ref(x, mask, source):
+    shape = np.broadcast_shapes(x.shape, mask.shape)
+    out = np.array(np.broadcast_to(x, shape))
+    m = np.broadcast_to(mask, shape)
+    out[m] = source.reshape(-1)[:int(m.sum())]
+    return out
+
+
 def _scatter_ref(x, dim, index, src):
     out = x.copy()
     grids = list(np.indices(index.shape, sparse=True))
@@ -703,6 +711,10 @@ def _tensor_ops2_records() -> list[OpInfo]:
                _many(_s(_arr(3, 4), lambda rng: mask, name="same"),
                      _s(_arr(4), lambda rng: mask, name="bcast")),
                _masked_select_ref, gradgrad=False),
+        OpInfo("masked_scatter", "Tensor.masked_scatter",
+               _many(_s(_arr(3, 4), lambda rng: mask, _arr(7), name="same"),
+                     _s(_arr(3, 4), lambda rng: mask[1], _arr(3, 3), name="bcast_mask")),
+               _masked_scatter_ref, gradgrad=False),
         OpInfo("nonzero", "nonzero",
                _many(_s(lambda rng: np.array([[0, 1, 2], [3, 0, 0]]), name="int"),
                      _s(lambda rng: mask, name="bool")),

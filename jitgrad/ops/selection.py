@@ -111,21 +111,21 @@ def _masked_scatter_meta(x, mask, source):
 
 
 def _masked_scatter_source_grad(g, ans, x, mask, source):
+    # source element k went to the k-th True position of the (broadcast) mask: its gradient is
+    # g there. Written with static shapes (a scatter into n + 1 slots, the last one collecting
+    # the False positions), so it traces under jit.
     from .creation import zeros
+    from .elementwise import where
+    from .indexing import scatter_add
+    from .scan import cumsum
 
-    picked = apply(MASKED_SELECT, g, mask)
     n = 1
     for s in source.shape:
         n *= s
-    if picked.shape[0] < n:  # the source elements beyond the mask's count get no gradient
-        picked = apply(_cat_op(), picked, zeros((n - picked.shape[0],), dtype=g.dtype), dim=0)
-    return picked.reshape(tuple(source.shape))
-
-
-def _cat_op():
-    from .movement import CAT
-
-    return CAT
+    m = mask.expand(tuple(g.shape)).reshape(-1)
+    slot = where(m, cumsum(m, 0) - 1, n)
+    buf = scatter_add(zeros((n + 1,), dtype=g.dtype), 0, slot, g.reshape(-1))
+    return buf[:n].reshape(tuple(source.shape))
 
 
 MASKED_SELECT = defop(
