@@ -171,7 +171,7 @@ FREED = ("Trying to backward through the graph a second time (or directly access
 class SavedTensor:
     """A value saved for backward: remembers its version, and goes through saved-tensor hooks."""
 
-    __slots__ = ("_value", "_version", "_vc", "_is_output", "_unpack", "_dtype", "_fw")
+    __slots__ = ("_value", "_version", "_vc", "_is_output", "_unpack", "_dtype", "_fw", "_origin")
 
     def __init__(self, tensor: Any, is_output: bool) -> None:
         if tensor._is_inference:
@@ -224,6 +224,8 @@ class SavedTensor:
             value = self._unpack(self._value)
             if self._is_output:
                 value = _as_output(value._data, value._dtype, node, self._fw)
+            elif getattr(self, "_origin", None) is not None:
+                value = _with_origin(value, self._origin)
             return value
         if self._is_output:
             return _as_output(self._value, self._dtype, node, self._fw)
@@ -250,11 +252,32 @@ class SavedTensor:
         value = self._value
         if self._is_output:  # kept as its array: hooks see a tensor, as for other saved values
             value = as_tensor(value)
+        else:  # the unpacked value takes the saved tensor's place in the graph, as in torch
+            leaf = value._grad_fn is None and value._requires_grad
+            self._origin = (value._grad_fn, value._output_nr,
+                            value._get_accumulator() if leaf else None)
         self._value = pack_hook(value)
         self._unpack = unpack_hook
 
 
 saved_tensor_hooks_stack: list = []
+
+
+def _with_origin(value: Any, origin: tuple) -> Any:
+    """An unpacked value as a tensor with the saved tensor's place in the graph (its grad_fn,
+    or, for a leaf, its gradient accumulator), so gradients of gradients reach the original."""
+    grad_fn, output_nr, accumulator = origin
+    t = _new(registry.Tensor)
+    t._data = value._data
+    t._dtype = value._dtype
+    t._vc = [0]
+    t._grad_fn = grad_fn
+    if grad_fn is not None:
+        t._output_nr = output_nr
+    elif accumulator is not None:
+        t._requires_grad = True
+        t._accumulator = accumulator
+    return t
 
 
 def _as_output(data, dt, node: Node, fw: Any) -> Any:
