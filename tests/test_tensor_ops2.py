@@ -298,6 +298,16 @@ def test_scatter_errors_reduce_and_inplace():
     with pytest.warns(UserWarning):
         t = torch.zeros(3, 4).scatter(1, torch.tensor(idx), torch.ones(3, 2), reduce="add")
     assert j.tolist() == t.tolist()
+    base = np.arange(1.0, 13.0).reshape(3, 4)
+    jb = jitgrad.tensor(base, requires_grad=True)
+    j = jb.scatter(1, jitgrad.tensor(idx), 3.0, reduce="multiply")
+    with pytest.warns(UserWarning):
+        t = torch.tensor(base).scatter(1, torch.tensor(idx), 3.0, reduce="multiply")
+    assert j.tolist() == t.tolist() and j.grad_fn.name() == "NotImplemented"
+    with pytest.raises(RuntimeError, match="derivative for aten::scatter is not implemented"):
+        j.sum().backward()
+    with pytest.raises(RuntimeError, match="reduce argument must be either add or multiply"):
+        x.scatter(1, jitgrad.tensor(idx), 1.0, reduce="max")
     x.scatter_(0, jitgrad.tensor([[1, 2, 0, 1]]), 7.0)
     assert x.tolist() == [[0, 0, 7, 0], [7, 0, 0, 7], [0, 7, 0, 0]] and x._version == 1
 

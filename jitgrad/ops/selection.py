@@ -265,6 +265,33 @@ SCATTER_VALUE = defop(
                                                      value=0))
 
 
+def _no_scatter_derivative(*args, **params):
+    raise RuntimeError("derivative for aten::scatter is not implemented")
+
+
+def _scatter_multiply_impl(x, index, src, dim):
+    out = x.copy()
+    np.multiply.at(out, _full_index(index, dim), src[tuple(slice(0, n) for n in index.shape)])
+    return out
+
+
+def _scatter_multiply_value_impl(x, index, dim, value):
+    out = x.copy()
+    np.multiply.at(out, _full_index(index, dim), np.asarray(value, dtype=x.dtype))
+    return out
+
+
+# scatter(reduce="multiply"): torch records a node whose backward raises (no derivative)
+SCATTER_MULTIPLY = defop(
+    "scatter_multiply", _scatter_multiply_impl, kind=OPAQUE, node_name="NotImplemented",
+    meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
+    vjp=_no_scatter_derivative, jvp=_no_scatter_derivative)
+SCATTER_MULTIPLY_VALUE = defop(
+    "scatter_multiply_value", _scatter_multiply_value_impl, kind=OPAQUE,
+    node_name="NotImplemented", meta=lambda x, index, dim, value: (tuple(x.shape), x.dtype),
+    vjp=_no_scatter_derivative, jvp=_no_scatter_derivative)
+
+
 def _gather_to(g, dim, index, src):
     picked = g.gather(dim, index)
     if tuple(picked.shape) == tuple(src.shape):
@@ -295,15 +322,18 @@ def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
 
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # noqa: A002
     """Writes ``src`` (a tensor, or a number: ``value``) into a copy of ``input`` at ``index``
-    along ``dim`` (torch.scatter). ``reduce="add"`` adds instead of writing."""
+    along ``dim`` (torch.scatter). ``reduce="add"`` adds instead of writing and
+    ``reduce="multiply"`` multiplies (not differentiable, as in torch)."""
     if value is None and not isinstance(src, registry.Tensor):
         src, value = None, src
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
         if reduce == "multiply":
-            raise NotImplementedError("jitgrad's scatter supports reduce='add' only (torch "
-                                      "deprecates reduce= in favour of scatter_reduce)")
+            d = _check_scatter("scatter", input, dim, index, src)
+            if src is None:
+                return apply(SCATTER_MULTIPLY_VALUE, input, index, dim=d, value=value)
+            return apply(SCATTER_MULTIPLY, input, index, src, dim=d)
         if src is None:
             from .creation import full
 
