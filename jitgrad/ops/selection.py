@@ -328,7 +328,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # no
         src, value = None, src
     if reduce is not None:
         if reduce not in ("add", "multiply"):
-            raise RuntimeError(f"reduce argument must be either add or multiply. Got {reduce}")
+            raise RuntimeError("reduce argument must be either add or multiply.")
         if reduce == "multiply":
             d = _check_scatter("scatter", input, dim, index, src)
             if src is None:
