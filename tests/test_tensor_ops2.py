@@ -561,3 +561,16 @@ def test_new_factories_follow_torch():
                 assert str(a.dtype).split(".")[1] == str(b.dtype).split(".")[1]
     assert jmade[2].tolist() == [7.0, 7.0] and jmade[3].tolist() == [1.0, 2.0]
     assert jitgrad.ones(1).new_zeros(2, requires_grad=True).requires_grad
+
+
+def test_opdb_covers_the_issue_15_ops():
+    names = ("round round_decimals floor ceil trunc isfinite isinf sort argsort topk cumsum "
+             "cumprod tril triu masked_fill masked_select masked_scatter nonzero scatter "
+             "scatter_add index_add norm norm_p0 linalg.vector_norm linalg.matrix_norm "
+             "linalg.matrix_norm_svd linalg.svdvals linalg.norm movedim").split()
+    assert sorted(set(names) - set(BY_NAME)) == []
+    for name in ("round", "floor", "ceil", "trunc", "sort", "argsort", "topk", "cumsum",
+                 "cumprod", "tril", "triu", "masked_fill", "masked_select", "masked_scatter",
+                 "nonzero", "scatter", "scatter_add", "index_add", "norm", "movedim",
+                 "isfinite", "isinf", "random_", "clone", "new_zeros"):
+        assert callable(getattr(jitgrad.Tensor, name)), name
