@@ -213,3 +213,17 @@ def test_unpacked_value_keeps_its_place_in_the_graph_like_torch():
         (h,) = lib.autograd.grad(g.sum(), x)  # through the unpacked x, to the leaf
         results.append((shown.replace("torch.", "jitgrad."), h.detach().numpy().tolist()))
     assert results[0] == results[1]
+
+
+def test_double_backward_through_saved_tensors_hooks_matches_torch():
+    torch = _torch()
+    out = []
+    for lib in (jitgrad, torch):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach().numpy().copy(),
+                                                    lambda a, lib=lib: lib.tensor(a)):
+            y = x.pow(3) * x
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x)
+        out.append(h.detach().numpy().tolist())
+    assert out[0] == out[1]

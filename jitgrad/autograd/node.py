@@ -194,6 +194,10 @@ class SavedTensor:
             finally:
                 saved_tensor_hooks_stack[:] = active
             self._unpack = hooks[1]
+            if not is_output:  # the unpacked value takes the tensor's place in the graph
+                leaf = tensor._grad_fn is None and tensor._requires_grad
+                self._origin = (tensor._grad_fn, tensor._output_nr,
+                                tensor._get_accumulator() if leaf else None)
         else:
             # An output is kept as its array only: holding the tensor would make a cycle.
             self._value = tensor._data if is_output else tensor
