@@ -21,6 +21,17 @@ from .ops import (_install, abs, absolute, add, addmm, all, allclose, amax, amin
                   softmax, split, sqrt, squeeze, stack, std, sub, subtract, sum, t, tan, tanh,
                   tensor, transpose, true_divide, unsqueeze, var, view, where, zeros, zeros_like)
 from .random import manual_seed, rand, rand_like, randint, randn, randn_like
+from .ops.extras import *  # noqa: F403 - sort, cumsum, norm, einsum, ... (issue 15)
+from .ops.extras import masked_fill  # noqa: F811 - MaskedFillBackward0, as torch
+from .random import (Generator, get_rng_state, initial_seed, normal, randperm, seed,
+                     set_rng_state)
+from .random import _default as default_generator
+from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
+                      IntTensor, LongTensor, ShortTensor)
+from .device import get_default_device, set_default_device
+from .serialization import load, save
+from ._tensor_str import get_printoptions, printoptions, set_printoptions
+from . import cuda, linalg
 from .autograd import op_node as _op_node  # noqa: F401 - wires OpNode into the dispatcher
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)

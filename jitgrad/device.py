@@ -55,3 +55,20 @@ def check_device(dev) -> device:
     if d.type != "cpu":
         raise cuda_unavailable()
     return d
+
+
+def set_default_device(device: str | device | None) -> None:  # noqa: F811
+    """Sets the device factory functions use by default: only ``"cpu"`` (or None) exists in
+    jitgrad, so this accepts those and raises for any other device."""
+    if device is None:
+        return
+    d = globals()["device"](device)
+    if d.type != "cpu":
+        raise RuntimeError(
+            f"set_default_device({str(d)!r}): jitgrad tensors live on the CPU, so the default "
+            "device can only be 'cpu'.")
+
+
+def get_default_device() -> device:
+    """The device factory functions use by default: always ``device(type='cpu')``."""
+    return cpu

@@ -1,4 +1,5 @@
-"""Seeded random tensors: manual_seed, rand, randn, randint (one global NumPy Generator)."""
+"""Seeded random tensors: ``Generator``, manual_seed/seed, rand, randn, randint, randperm,
+normal and ``Tensor.random_`` (one default ``Generator``, reseeded in place)."""
 
 from __future__ import annotations
 
@@ -10,18 +11,14 @@ from . import dtypes
 from .device import check_device
 from .ops.creation import _new, _shape
 
-_generator = np.random.default_rng()
+
+def manual_seed(seed: int) -> Generator:
+    """Seeds jitgrad's default generator (rand, randn, randint, dropout); returns it."""
+    return _default.manual_seed(seed)
 
 
-def manual_seed(seed: int) -> np.random.Generator:
-    """Seeds jitgrad's random number generator (rand, randn, randint, dropout)."""
-    global _generator
-    _generator = np.random.default_rng(int(seed))
-    return _generator
-
-
-def default_generator() -> np.random.Generator:
-    return _generator
+def default_generator() -> Generator:
+    return _default
 
 
 def _traced(kind: str, size: tuple, dt: dtypes.dtype, generator: Any, **params: Any) -> Any:
@@ -77,3 +74,222 @@ def rand_like(input: Any, *, dtype: Any = None) -> Any:  # noqa: A002
 
 def randn_like(input: Any, *, dtype: Any = None) -> Any:  # noqa: A002
     return randn(tuple(input.shape), dtype=dtype or input.dtype)
+
+
+# ---------------------------------------------------------------- generators (torch.Generator)
+
+_SEED_MASK = 0xFFFF_FFFF_FFFF_FFFF
+
+
+class Generator:
+    """A seeded random number generator (torch.Generator), passed as ``generator=`` to rand,
+    randn, randint, randperm, normal and the in-place samplers.
+
+    It wraps a NumPy ``Generator`` (PCG64); the same seed gives the same numbers in eager mode
+    and under ``jitgrad.jit``, but not the same numbers as torch.
+    """
+
+    def __init__(self, device: Any = "cpu") -> None:
+        self._device = check_device(device)
+        self.seed()
+
+    @property
+    def device(self) -> Any:
+        return self._device
+
+    def manual_seed(self, seed: int) -> Generator:
+        """Seeds the generator; returns it."""
+        seed = int(seed)
+        if not -0x8000_0000_0000_0000 <= seed <= _SEED_MASK:
+            raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is out of range")
+        self._seed = seed & _SEED_MASK
+        self._rng = np.random.default_rng(self._seed)
+        return self
+
+    def seed(self) -> int:
+        """Seeds the generator from a non-deterministic source; returns that seed."""
+        self.manual_seed(int(np.random.SeedSequence().entropy) & _SEED_MASK)
+        return self._seed
+
+    def initial_seed(self) -> int:
+        """The seed the generator was last seeded with."""
+        return self._seed
+
+    def get_state(self):
+        """The generator's state as a uint8 tensor (for ``set_state``)."""
+        import json
+
+        raw = json.dumps(self._rng.bit_generator.state).encode()
+        return _new(np.frombuffer(raw, dtype=np.uint8).copy(), dtypes.uint8)
+
+    def set_state(self, new_state: Any) -> Generator:
+        """Restores a state returned by ``get_state``."""
+        import json
+
+        if getattr(new_state, "dtype", None) is not dtypes.uint8:
+            raise TypeError("expected a torch.ByteTensor, but got "
+                            f"{type(new_state).__name__}")
+        self._rng.bit_generator.state = json.loads(new_state._data.tobytes().decode())
+        return self
+
+    # NumPy's sampling methods, which jitgrad's samplers call on a generator
+    def random(self, size: Any = None) -> np.ndarray:
+        return self._rng.random(size)
+
+    def standard_normal(self, size: Any = None) -> np.ndarray:
+        return self._rng.standard_normal(size)
+
+    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
+        return self._rng.normal(loc, scale, size)
+
+    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None) -> np.ndarray:
+        return self._rng.uniform(low, high, size)
+
+    def integers(self, low: Any, high: Any = None, size: Any = None, **kwargs: Any) -> np.ndarray:
+        return self._rng.integers(low, high, size=size, **kwargs)
+
+    def permutation(self, n: int) -> np.ndarray:
+        return self._rng.permutation(n)
+
+    def __repr__(self) -> str:
+        return f"<jitgrad._C.Generator object at {hex(id(self))}>"
+
+
+_default = Generator()
+_generator = _default  # what ``default_generator()`` returns (reseeded in place)
+
+
+def seed() -> int:
+    """Seeds the default generator non-deterministically; returns the seed."""
+    return _default.seed()
+
+
+def initial_seed() -> int:
+    """The seed of the default generator."""
+    return _default.initial_seed()
+
+
+def get_rng_state():
+    """The default generator's state (a uint8 tensor)."""
+    return _default.get_state()
+
+
+def set_rng_state(new_state: Any) -> None:
+    """Restores the default generator's state."""
+    _default.set_state(new_state)
+
+
+# ---------------------------------------------------------------- normal, randperm, random_
+
+
+def _noise(shape: tuple, dt: dtypes.dtype, generator: Any):
+    return randn(shape, dtype=dt, generator=generator)
+
+
+def _normal_zero_vjp(g, ans, *args):
+    return g * 0
+
+
+def _normal_op(name: str, node_name: str, vjp: tuple):
+    from .ops.registry import OPAQUE, broadcast_shapes, defop
+
+    def meta(mean, std, noise):
+        shape = broadcast_shapes(*(tuple(a.shape) for a in (mean, std) if hasattr(a, "shape")))
+        return shape, noise.dtype
+
+    return defop(name, lambda mean, std, noise: np.asarray(mean + std * noise, noise.dtype),
+                 kind=OPAQUE, meta=meta, node_name=node_name, vjp=vjp,
+                 jvp=lambda tangents, ans, *args: ans * 0)
+
+
+# torch's gradient of normal() with respect to mean and std is zero (the draw is not
+# reparameterized): one node per overload, as torch names them
+NORMAL_TENSOR_FLOAT = _normal_op("normal_tensor_float", "NormalBackward1",
+                                 (_normal_zero_vjp, None, None))
+NORMAL_FLOAT_TENSOR = _normal_op("normal_float_tensor", "NormalBackward2",
+                                 (None, _normal_zero_vjp, None))
+NORMAL_TENSOR_TENSOR = _normal_op("normal_tensor_tensor", "NormalBackward3",
+                                  (_normal_zero_vjp, _normal_zero_vjp, None))
+
+
+def _check_std(std: Any) -> None:
+    from .ops.registry import Tensor
+
+    if isinstance(std, Tensor):
+        if std._trace is None and std.numel() and bool((std._data < 0).any()):
+            raise RuntimeError("normal expects all elements of std >= 0.0")
+    elif std < 0:
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
+
+
+def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None,
+           out: Any = None, dtype: Any = None, device: Any = None,
+           requires_grad: bool = False):
+    """Normal samples with the given ``mean`` and ``std`` (tensors broadcast, or numbers with a
+    ``size``). The gradient with respect to tensor ``mean``/``std`` is zero, as in torch."""
+    from .ops.registry import Tensor, apply
+
+    check_device(device)
+    mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
+    _check_std(std)
+    if not mean_t and not std_t:
+        if size is None:
+            raise TypeError("normal() received an invalid combination of arguments - got "
+                            "(float, float), but expected a size when mean and std are numbers")
+        dt = dtype or dtypes.get_default_dtype()
+        noise = _noise(_shape((size,)), dt, generator)
+        out_t = noise * std + mean if (std != 1 or mean != 0) else noise
+        if requires_grad:
+            out_t = out_t.detach().requires_grad_()
+        return out_t
+    if mean_t and std_t:
+        from .ops.registry import broadcast_shapes
+
+        shape = broadcast_shapes(tuple(mean.shape), tuple(std.shape))
+        dt = dtypes.result_type(mean, std)
+        op = NORMAL_TENSOR_TENSOR
+    else:
+        t = mean if mean_t else std
+        shape, dt = tuple(t.shape), t.dtype
+        op = NORMAL_TENSOR_FLOAT if mean_t else NORMAL_FLOAT_TENSOR
+    if not dt.is_floating_point:
+        raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
+                                  f"'{dt._legacy[:-len('Tensor')]}'")
+    return apply(op, mean, std, _noise(shape, dt, generator))
+
+
+def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
+             requires_grad: bool = False, pin_memory: bool = False):
+    """A random permutation of ``0 .. n-1`` (the order of ``n`` uniform draws, so it is the
+    same draw in eager mode and under ``jit``)."""
+    from .ops.sorting import argsort
+
+    check_device(device)
+    if n < 0:
+        raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
+    perm = argsort(rand(n, dtype=dtypes.float64, generator=generator))
+    dt = dtype or dtypes.int64
+    return perm if dt is dtypes.int64 else perm.to(dt)
+
+
+def _random_bounds(t: Any, from_: int, to: int | None) -> tuple[int, int]:
+    if to is None:
+        if from_ != 0:
+            return 0, from_
+        d = t.dtype
+        if d is dtypes.bool:
+            return 0, 2
+        if d.is_floating_point:
+            return 0, 2 ** {"float16": 11, "float32": 24, "float64": 53}[d.name] + 1
+        return 0, int(np.iinfo(d.np).max)
+    if from_ >= to:
+        raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} "
+                           f">= to={to}")
+    return from_, to
+
+
+def random_(self: Any, from_: int = 0, to: int | None = None, *, generator: Any = None):
+    """Fills ``self`` in place with integers drawn uniformly from ``[from, to)`` (``random_(to)``
+    is ``[0, to)``; with no bounds, every integer the dtype represents exactly)."""
+    lo, hi = _random_bounds(self, from_, to)
+    return self.copy_(randint(lo, hi, tuple(self.shape), dtype=self.dtype, generator=generator))

@@ -463,74 +463,12 @@ def _wrap_dim(dim: int, ndim: int) -> int:
     return dim % n
 
 
-def _summarized(data: np.ndarray, edge: int = 3) -> np.ndarray:
-    """The elements torch's printer looks at for a large tensor: ``edge`` items at each end of
-    every dimension."""
-    for axis, n in enumerate(data.shape):
-        if n > 2 * edge:
-            data = np.concatenate([np.take(data, range(edge), axis=axis),
-                                   np.take(data, range(n - edge, n), axis=axis)], axis=axis)
-    return data
-
-
-def _element_format(data: np.ndarray, kind: dtypes.dtype):
-    """torch's _Formatter: integer mode (``1.``), fixed point (``1.5000``) or scientific
-    (``1.0000e+05``), one width for all elements; complex numbers format their real and
-    imaginary parts with one formatter each."""
-    if data.size == 0 or not (kind.is_floating_point or kind.is_complex):
-        return None
-    if kind.is_complex:
-        real = _real_format(data.real)
-        imag = _real_format(data.imag)
-
-        def cfmt(v):
-            im = (imag(v.imag) + "j").lstrip()
-            return real(v.real) + (im if im[0] in "+-" else "+" + im)
-        return {"complex_kind": cfmt}
-    return {"float_kind": _real_format(data)}
-
-
-def _real_format(data: np.ndarray):
-    seen = _summarized(data) if data.size > 1000 else data
-    vals = seen[np.isfinite(seen) & (seen != 0)].astype(np.float64)
-    sci = False
-    int_mode = bool(np.all(vals == np.ceil(vals)))
-    if vals.size:
-        mags = np.abs(vals)
-        lo, hi = mags.min(), mags.max()
-        sci = hi / lo > 1000.0 or hi > 1.0e8 or (not int_mode and lo < 1.0e-4)
-    if sci:
-        def fmt(v):
-            return f"{v:.4e}" if np.isfinite(v) else str(v)
-    elif int_mode:
-        def fmt(v):
-            return f"{v:.0f}." if np.isfinite(v) else str(v)
-    else:
-        def fmt(v):
-            return f"{v:.4f}" if np.isfinite(v) else str(v)
-    width = max((len(fmt(v)) for v in vals), default=1)
-    return lambda v: fmt(v).rjust(width)
-
-
 def _format(t: Tensor) -> str:
-    data = t._data
-    kind = t._dtype
-    fmt = _element_format(data, kind)
-    body = np.array2string(data, separator=", ", formatter=fmt, prefix="tensor(",
-                           threshold=1000, edgeitems=3)
-    if data.size > 1000:
-        body = body.replace(", ...,", ",  ...,")  # torch's summary item is " ..."
-    extras = []
-    if kind not in (dtypes.get_default_dtype(), dtypes.int64, dtypes.bool) and not (
-            kind is dtypes.complex64 and dtypes.get_default_dtype() is dtypes.float32):
-        extras.append(f"dtype={kind!r}")
-    if data.size == 0 and data.ndim != 1:
-        extras.append(f"size={tuple(data.shape)}")
-    if t._grad_fn is not None:
-        extras.append(f"grad_fn=<{t._grad_fn.name()}>")
-    elif t._requires_grad:
-        extras.append("requires_grad=True")
-    return f"tensor({', '.join([body] + extras)})"
+    from ._tensor_str import tensor_repr
+
+    if t._base is not None and t._vc[0] != t._view_version:
+        _refresh_view(t)  # (its grad_fn, as torch's repr reads it)
+    return tensor_repr(t)
 
 
 registry.Tensor = Tensor

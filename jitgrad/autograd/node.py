@@ -171,7 +171,7 @@ FREED = ("Trying to backward through the graph a second time (or directly access
 class SavedTensor:
     """A value saved for backward: remembers its version, and goes through saved-tensor hooks."""
 
-    __slots__ = ("_value", "_version", "_vc", "_is_output", "_unpack", "_dtype", "_fw")
+    __slots__ = ("_value", "_version", "_vc", "_is_output", "_unpack", "_dtype", "_fw", "_origin")
 
     def __init__(self, tensor: Any, is_output: bool) -> None:
         if tensor._is_inference:
@@ -194,6 +194,10 @@ class SavedTensor:
             finally:
                 saved_tensor_hooks_stack[:] = active
             self._unpack = hooks[1]
+            if not is_output:  # the unpacked value takes the tensor's place in the graph
+                leaf = tensor._grad_fn is None and tensor._requires_grad
+                self._origin = (tensor._grad_fn, tensor._output_nr,
+                                tensor._get_accumulator() if leaf else None)
         else:
             # An output is kept as its array only: holding the tensor would make a cycle.
             self._value = tensor._data if is_output else tensor
@@ -224,6 +228,8 @@ class SavedTensor:
             value = self._unpack(self._value)
             if self._is_output:
                 value = _as_output(value._data, value._dtype, node, self._fw)
+            elif getattr(self, "_origin", None) is not None:
+                value = _with_origin(value, self._origin)
             return value
         if self._is_output:
             return _as_output(self._value, self._dtype, node, self._fw)
@@ -233,8 +239,49 @@ class SavedTensor:
         self._value = None
         self._vc = None
 
+    def register_hooks(self, pack_hook: Callable, unpack_hook: Callable) -> None:
+        """Packs this saved value with ``pack_hook`` now and unpacks it with ``unpack_hook``
+        when backward (or ``grad_fn._saved_<name>``) reads it (torch's
+        ``SavedTensor.register_hooks``; reached through ``grad_fn._raw_saved_<name>``)."""
+        if not callable(pack_hook) or not callable(unpack_hook):
+            raise TypeError("register_hooks(): incompatible function arguments. The following "
+                            "argument types are supported:\n    1. (self: SavedTensor, arg0: "
+                            "Callable, arg1: Callable) -> None")
+        if self._unpack is not None:
+            raise RuntimeError("Calling register_hooks on a saved tensor whose hooks have "
+                               "already been set. Hint: only one pair of hooks is allowed at a "
+                               "time.")
+        if self._vc is None:
+            raise RuntimeError(FREED)
+        value = self._value
+        if self._is_output:  # kept as its array: hooks see a tensor, as for other saved values
+            value = as_tensor(value)
+        else:  # the unpacked value takes the saved tensor's place in the graph, as in torch
+            leaf = value._grad_fn is None and value._requires_grad
+            self._origin = (value._grad_fn, value._output_nr,
+                            value._get_accumulator() if leaf else None)
+        self._value = pack_hook(value)
+        self._unpack = unpack_hook
+
 
 saved_tensor_hooks_stack: list = []
+
+
+def _with_origin(value: Any, origin: tuple) -> Any:
+    """An unpacked value as a tensor with the saved tensor's place in the graph (its grad_fn,
+    or, for a leaf, its gradient accumulator), so gradients of gradients reach the original."""
+    grad_fn, output_nr, accumulator = origin
+    t = _new(registry.Tensor)
+    t._data = value._data
+    t._dtype = value._dtype
+    t._vc = [0]
+    t._grad_fn = grad_fn
+    if grad_fn is not None:
+        t._output_nr = output_nr
+    elif accumulator is not None:
+        t._requires_grad = True
+        t._accumulator = accumulator
+    return t
 
 
 def _as_output(data, dt, node: Node, fw: Any) -> Any:

@@ -180,6 +180,14 @@ class OpNode(Node):
     def _saved_tensors(self) -> tuple:
         return tuple(v.unpack(self) for v in self._inputs if isinstance(v, SavedTensor))
 
+    def __getattr__(self, name: str) -> Any:
+        # torch's per-op names for saved values: _saved_self, _raw_saved_other, _saved_dim, ...
+        if name.startswith(("_saved_", "_raw_saved_")):
+            from .saved_values import saved_attribute
+
+            return saved_attribute(self, name)
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
 
 class UniformNode(OpNode):
     """An op on tensors of one shape and dtype, with no params and one output.
@@ -278,6 +286,8 @@ class UniformNode(OpNode):
         if self._freed:
             raise RuntimeError(FREED)
         t = self._inputs[i]
+        if type(t) is SavedTensor:  # its _raw_saved_ was asked for (it may have hooks)
+            return t.unpack(self)
         expected = self._versions[i]
         if t._vc[0] != expected:
             raise version_error(describe(t._data, t._dtype), _short_name(t._grad_fn), t._vc[0],
@@ -288,6 +298,8 @@ class UniformNode(OpNode):
         """The saved result as a tensor whose ``grad_fn`` is this node, after torch's checks."""
         if self._freed:
             raise RuntimeError(FREED)
+        if type(self._out) is SavedTensor:  # its _raw_saved_result was asked for
+            return self._out.unpack(self)
         data, vc, expected = self._out
         dt = self._key[1]
         if vc[0] != expected:
@@ -327,8 +339,8 @@ class UniformNode(OpNode):
             return entries + ([("result", _snapshot(None, True))] if self.op.save_output else [])
         entries = []
         if self._inputs is not None:
-            entries = [(f"arg{i}", _snapshot(t, False)) for i, t in enumerate(self._inputs)
-                       if t is not None]
+            entries = [(f"arg{i}", t if type(t) is SavedTensor else _snapshot(t, False))
+                       for i, t in enumerate(self._inputs) if t is not None]
         if self._out is not None:
             entries.append(("result", _snapshot(self.saved_output(), True)))
         return entries

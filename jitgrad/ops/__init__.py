@@ -311,3 +311,6 @@ def _install(Tensor: type) -> None:  # noqa: N803
     from . import inplace
 
     inplace.install(Tensor)
+    from . import extras
+
+    extras.install(Tensor)  # issue 15's tensor ops (after inplace: their in-place variants)

@@ -1,0 +1,213 @@
+"""``einsum`` and ``movedim``, composed of existing ops (permute, reshape, expand, mul, sum, bmm),
+so their gradients (and forward-mode tangents, and jit tracing) come from those ops.
+
+einsum contracts operands pairwise, left to right, as torch does: labels repeated within one
+operand become a diagonal (multiplied by an identity and summed), labels needed by no later
+operand nor the output are summed out as early as possible, and each pair is one ``bmm`` over
+(batch labels, left-only labels, contracted labels, right-only labels).
+"""
+
+from __future__ import annotations
+
+from .. import dtypes
+from ._shape import wrap_dim
+
+
+def _parse(equation: str, operands: tuple) -> tuple[list[list[str]], list[str]]:
+    """Per-operand label lists and the output labels; ``...`` becomes labels ``'0'``, ``'1'``,
+    ... (the broadcast dims, right-aligned across operands)."""
+    eq = equation.replace(" ", "")
+    if "->" in eq:
+        lhs, rhs = eq.split("->")
+    else:
+        lhs, rhs = eq, None
+    terms = lhs.split(",")
+    if len(terms) != len(operands):
+        raise RuntimeError("einsum(): more operands were provided than specified in the "
+                         "equation" if len(operands) > len(terms) else
+                         "einsum(): fewer operands were provided than specified in the equation")
+    n_ell = 0
+    for term, op in zip(terms, operands):
+        if "..." in term:
+            n_ell = max(n_ell, op.ndim - (len(term) - 3))
+    ell = [str(i) for i in range(n_ell)]
+    labels = []
+    for k, (term, op) in enumerate(zip(terms, operands)):
+        if "..." in term:
+            head, tail = term.split("...")
+            k_ell = op.ndim - len(head) - len(tail)
+            if k_ell < 0:
+                raise RuntimeError(f"einsum(): the number of subscripts in the equation "
+                                   f"({len(head) + len(tail)}) is more than the number of "
+                                   f"dimensions ({op.ndim}) for operand {k}")
+            ls = list(head) + ell[n_ell - k_ell:] + list(tail)
+        else:
+            ls = list(term)
+            if len(ls) != op.ndim:
+                raise RuntimeError(
+                    f"einsum(): the number of subscripts in the equation ({len(ls)}) does not "
+                    f"match the number of dimensions ({op.ndim}) for operand {k} and no "
+                    "ellipsis was given")
+        for c in ls:
+            if not (c.isdigit() or c.isalpha()):
+                raise RuntimeError(f"einsum(): invalid subscript given at index "
+                                   f"{eq.index(c)} in the equation string, subscripts must be "
+                                   "in [a-zA-Z]")
+        labels.append(ls)
+    if rhs is None:
+        counts: dict[str, int] = {}
+        for ls in labels:
+            for c in ls:
+                counts[c] = counts.get(c, 0) + 1
+        out = ell + sorted(c for c, n in counts.items() if n == 1 and not c.isdigit())
+    else:
+        out = []
+        if "..." in rhs:
+            head, tail = rhs.split("...")
+            out = list(head) + ell + list(tail)
+        else:
+            out = list(rhs)
+        present = {c for ls in labels for c in ls}
+        for c in out:
+            if c not in present:
+                raise RuntimeError(f"einsum(): output subscript {c} does not appear in the "
+                                   "equation for any input operand")
+        for c in out:
+            if out.count(c) > 1:
+                raise RuntimeError(f"einsum(): output subscript {c} appears more than once in "
+                                   "the output")
+    return labels, out
+
+
+def _diagonalize(x, ls: list[str], k: int):
+    """Takes the diagonal of repeated labels within one operand."""
+    from .creation import eye
+
+    while len(set(ls)) != len(ls):
+        c = next(c for c in ls if ls.count(c) > 1)
+        i = ls.index(c)
+        j = ls.index(c, i + 1)
+        n = x.shape[i]
+        if x.shape[j] != n:
+            raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but the "
+                               f"sizes don't match, {x.shape[j]} != {n}")
+        shape = [1] * x.ndim
+        shape[i], shape[j] = n, n
+        x = (x * eye(n, dtype=x.dtype).reshape(shape)).sum(dim=j)
+        ls = ls[:j] + ls[j + 1:]
+    return x, ls
+
+
+def _sum_labels(x, ls: list[str], drop: set):
+    dims = [i for i, c in enumerate(ls) if c in drop]
+    if not dims:
+        return x, ls
+    return x.sum(dim=tuple(dims)), [c for c in ls if c not in drop]
+
+
+def _arrange(x, ls: list[str], order: list[str], sizes: dict):
+    """``x`` permuted to ``order`` (labels it lacks become size-1 dims) and expanded."""
+    x = x.permute(*[ls.index(c) for c in order if c in ls]) if ls else x
+    shape = [sizes[c] if c in ls else 1 for c in order]
+    x = x.reshape(shape) if x.ndim != len(shape) else x
+    return x.expand(tuple(sizes[c] for c in order)) if tuple(x.shape) != tuple(
+        sizes[c] for c in order) else x
+
+
+def _prod(ns) -> int:
+    out = 1
+    for n in ns:
+        out *= n
+    return out
+
+
+def _contract(a, la, b, lb, keep: set, sizes: dict):
+    batch = [c for c in la if c in lb and c in keep]
+    contracted = [c for c in la if c in lb and c not in keep]
+    a_only = [c for c in la if c not in lb]
+    b_only = [c for c in lb if c not in la]
+    a3 = _arrange(a, la, batch + a_only + contracted, sizes)
+    b3 = _arrange(b, lb, batch + contracted + b_only, sizes)
+    nb = _prod(sizes[c] for c in batch)
+    m = _prod(sizes[c] for c in a_only)
+    k = _prod(sizes[c] for c in contracted)
+    n = _prod(sizes[c] for c in b_only)
+    out = a3.reshape(nb, m, k).bmm(b3.reshape(nb, k, n))
+    labels = batch + a_only + b_only
+    return out.reshape(tuple(sizes[c] for c in labels)), labels
+
+
+def einsum(equation: str, *operands):
+    """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b`` (torch.einsum)."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    if not operands:
+        raise RuntimeError("einsum(): must provide at least one operand")
+    labels, out = _parse(equation, operands)
+    dt = operands[0].dtype
+    for op in operands[1:]:
+        if op.dtype is not dt:
+            raise RuntimeError(f"expected scalar type {_scalar(dt)} but found "
+                               f"{_scalar(op.dtype)}")
+    sizes: dict[str, int] = {}
+    for k, (op, ls) in enumerate(zip(operands, labels)):
+        own: dict[str, int] = {}
+        for c, n in zip(ls, op.shape):
+            if c in own and own[c] != n:
+                raise RuntimeError(f"einsum(): subscript {c} is repeated for operand {k} but "
+                                   f"the sizes don't match, {n} != {own[c]}")
+            own[c] = n
+        for c, n in zip(ls, op.shape):
+            if c in sizes and sizes[c] != n and 1 not in (sizes[c], n):
+                raise RuntimeError(f"einsum(): subscript {c} has size {n} for operand {k} which "
+                                   f"does not broadcast with previously seen size {sizes[c]}")
+            sizes[c] = n if c not in sizes or sizes[c] == 1 else sizes[c]
+    xs, ls_all = [], []
+    for k, (op, ls) in enumerate(zip(operands, labels)):
+        x, ls = _diagonalize(op, list(ls), k)
+        xs.append(x)
+        ls_all.append(ls)
+    acc, la = xs[0], ls_all[0]
+    for i in range(len(xs) + 1):
+        later = set(out).union(*[set(ls) for ls in ls_all[i + 1:]])
+        if i == 0:
+            acc, la = _sum_labels(acc, la, {c for c in la if c not in later})
+            continue
+        if i == len(xs):
+            break
+        b, lb = xs[i], ls_all[i]
+        later_b = set(out).union(la, *[set(ls) for ls in ls_all[i + 1:]])
+        b, lb = _sum_labels(b, lb, {c for c in lb if c not in later_b})
+        acc, la = _contract(acc, la, b, lb, later, sizes)
+    if la != out:
+        acc = acc.permute(*[la.index(c) for c in out])
+    return acc
+
+
+def _scalar(d: dtypes.dtype) -> str:
+    return d._legacy[:-len("Tensor")]
+
+
+def movedim(input, source, destination):  # noqa: A002
+    """Moves the dims ``source`` to the positions ``destination`` (others keep their order)."""
+    src = [source] if isinstance(source, int) else list(source)
+    dst = [destination] if isinstance(destination, int) else list(destination)
+    if len(src) != len(dst):
+        raise RuntimeError(f"movedim: Invalid source or destination dims: source ({src} dims) "
+                           f"should contain the same number of dims as destination ({dst} dims)")
+    n = input.ndim
+    src = [wrap_dim(d, n) for d in src]
+    dst = [wrap_dim(d, n) for d in dst]
+    if len(set(src)) != len(src):
+        raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
+    if len(set(dst)) != len(dst):
+        raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    order: list[int | None] = [None] * n
+    for s, d in zip(src, dst):
+        order[d] = s
+    rest = iter(d for d in range(n) if d not in src)
+    order = [next(rest) if o is None else o for o in order]
+    return input.permute(*order)
+
+
+moveaxis = movedim

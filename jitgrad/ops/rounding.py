@@ -1,0 +1,106 @@
+"""Pointwise rounding and classification: round, floor, ceil, trunc, isfinite, isinf.
+
+The rounding ops are piecewise constant: their gradient is zero everywhere (torch's
+``zeros_like(grad)``), and on integer tensors they return the input's values unchanged.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from .registry import BOOL, ELEMENTWISE, POINTWISE, apply, defop
+
+
+def _zero_grad(g, ans, x, **params):
+    return g * 0
+
+
+def _same_if_integral(fn):
+    def impl(x, **params):
+        if x.dtype.kind in "biu":
+            return x.copy()
+        return fn(x, **params)
+    return impl
+
+
+def _round_decimals(x, decimals):
+    # torch: nearbyint(x * 10**d) / 10**d, or nearbyint(x / 10**-d) * 10**-d for d < 0
+    if decimals >= 0:
+        f = x.dtype.type(10.0 ** decimals)
+        return np.rint(x * f) / f
+    f = x.dtype.type(10.0 ** -decimals)
+    return np.rint(x / f) * f
+
+
+def _rounding(name, fn, template, node_name=None, meta=None):
+    fields = {"node_name": node_name} if node_name else {}
+    if meta is not None:
+        fields["meta"] = meta
+    return defop(name, _same_if_integral(fn), kind=POINTWISE, vjp=(_zero_grad,),
+                 jvp=ELEMENTWISE, template=template, **fields)
+
+
+ROUND = _rounding("round", np.rint, "round({0})")
+ROUND_DECIMALS = _rounding("round_decimals", _round_decimals, "round({0}, {p[decimals]})",
+                           node_name="RoundBackward1",
+                           meta=lambda x, decimals: (tuple(x.shape), x.dtype))
+FLOOR = _rounding("floor", np.floor, "floor({0})")
+CEIL = _rounding("ceil", np.ceil, "ceil({0})")
+TRUNC = _rounding("trunc", np.trunc, "trunc({0})")
+ISFINITE = defop("isfinite", np.isfinite, kind=POINTWISE, promote=BOOL,
+                 template="isfinite({0})")
+ISINF = defop("isinf", np.isinf, kind=POINTWISE, promote=BOOL, template="isinf({0})")
+
+
+def round(input, *, decimals: int = 0):  # noqa: A001,A002
+    """Rounds to the nearest integer (halves to even), or to ``decimals`` decimal places."""
+    if input.dtype is dtypes.bool:
+        raise NotImplementedError("\"round_vml_cpu\" not implemented for 'Bool'")
+    if decimals == 0:
+        return apply(ROUND, input)
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"round_cpu\" not implemented for '{_scalar(input.dtype)}'")
+    return apply(ROUND_DECIMALS, input, decimals=int(decimals))
+
+
+def floor(input):  # noqa: A002
+    """The largest integer not greater than each element."""
+    return apply(FLOOR, input)
+
+
+def ceil(input):  # noqa: A002
+    """The smallest integer not less than each element."""
+    return apply(CEIL, input)
+
+
+def trunc(input):  # noqa: A002
+    """Each element rounded toward zero."""
+    return apply(TRUNC, input)
+
+
+fix = trunc
+
+
+def isfinite(input):  # noqa: A002
+    """True where an element is neither infinite nor NaN."""
+    return apply(ISFINITE, input)
+
+
+def isinf(input):  # noqa: A002
+    """True where an element is positive or negative infinity."""
+    return apply(ISINF, input)
+
+
+def isposinf(input):  # noqa: A002
+    """True where an element is positive infinity."""
+    return isinf(input) & (input > 0)
+
+
+def isneginf(input):  # noqa: A002
+    """True where an element is negative infinity."""
+    return isinf(input) & (input < 0)
+
+
+def _scalar(d: dtypes.dtype) -> str:
+    return d._legacy[:-len("Tensor")]

@@ -1,0 +1,155 @@
+"""Sorting along a dim: sort, argsort, topk, msort.
+
+``sort`` and ``topk`` have two outputs (values, indices); their VJP scatters the values'
+cotangent back to the positions the indices name, recomputed from the saved input by the
+non-differentiable ``argsort``/``argtopk`` ops exactly as the forward computed them. Sorts are
+stable; NaN sorts as the largest value, as in torch. Among tied values ``topk`` returns the
+first ones (in order); torch leaves that choice unspecified, so with ties the indices (and where
+the gradient goes) may differ from torch's, while the values are the same.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import wrap_dim
+from .registry import OPAQUE, apply, defop
+
+
+def _named_pair(name: str):
+    cls = namedtuple(name, ["values", "indices"])
+    cls.__module__ = "jitgrad.return_types"
+    # printed as torch prints its return types: one field per line
+    cls.__repr__ = lambda self: (f"jitgrad.return_types.{name}(\nvalues={self.values!r},\n"
+                                 f"indices={self.indices!r})")
+    return cls
+
+
+SortResult = _named_pair("sort")
+TopkResult = _named_pair("topk")
+
+
+def _argsort_impl(x, dim, descending):
+    if x.ndim == 0:
+        return np.zeros((), dtype=np.int64)
+    if not descending:
+        return np.argsort(x, axis=dim, kind="stable").astype(np.int64)
+    # stable descending with NaN first: a stable ascending sort of the reversed array, reversed
+    n = x.shape[dim]
+    rev = np.flip(x, axis=dim)
+    idx = np.flip(np.argsort(rev, axis=dim, kind="stable"), axis=dim)
+    return (n - 1 - idx).astype(np.int64)
+
+
+def _take(x, idx, dim):
+    return x.copy() if x.ndim == 0 else np.take_along_axis(x, idx, axis=dim)
+
+
+def _sort_impl(x, dim, descending):
+    idx = _argsort_impl(x, dim, descending)
+    return _take(x, idx, dim), idx
+
+
+def _argtopk_impl(x, k, dim, largest):
+    idx = _argsort_impl(x, dim, largest)
+    if x.ndim == 0:
+        return idx
+    return np.take(idx, np.arange(k), axis=dim)
+
+
+def _topk_impl(x, k, dim, largest):
+    idx = _argtopk_impl(x, k, dim, largest)
+    return _take(x, idx, dim), idx
+
+
+def _check_sortable(x) -> None:
+    if x.dtype.is_complex:
+        raise RuntimeError("Sort does not support complex dtypes on CPU")
+
+
+def _sort_meta(x, dim, descending):
+    _check_sortable(x)
+    shape = tuple(x.shape)
+    return (shape, shape), (x.dtype, dtypes.int64)
+
+
+def _topk_shape(x, k, dim) -> tuple:
+    shape = list(x.shape)
+    if shape:
+        shape[dim] = k
+    return tuple(shape)
+
+
+def _topk_meta(x, k, dim, largest):
+    _check_sortable(x)
+    shape = _topk_shape(x, k, dim)
+    return (shape, shape), (x.dtype, dtypes.int64)
+
+
+def _scatter_back(g, x, dim, idx):
+    from .creation import zeros
+    from .indexing import scatter_add
+
+    if x.ndim == 0:
+        return g
+    return scatter_add(zeros(tuple(x.shape), dtype=g.dtype), dim, idx, g)
+
+
+def _sort_vjp(grads, ans, x, dim, descending):
+    idx = apply(ARGSORT, x, dim=dim, descending=descending)
+    return (_scatter_back(grads[0], x, dim, idx),)
+
+
+def _topk_vjp(grads, ans, x, k, dim, largest):
+    idx = apply(ARGTOPK, x, k=k, dim=dim, largest=largest)
+    return (_scatter_back(grads[0], x, dim, idx),)
+
+
+def _gather_jvp(tangents, ans, x, dim, **params):
+    t = tangents[0]
+    return (t if x.ndim == 0 else t.gather(dim, ans[1])), None
+
+
+def _argsort_meta(x, dim, descending):
+    _check_sortable(x)
+    return tuple(x.shape), dtypes.int64
+
+
+ARGSORT = defop("argsort", _argsort_impl, kind=OPAQUE, meta=_argsort_meta)
+ARGTOPK = defop("argtopk", _argtopk_impl, kind=OPAQUE,
+                meta=lambda x, k, dim, largest: (_topk_shape(x, k, dim), dtypes.int64))
+SORT = defop("sort", _sort_impl, kind=OPAQUE, meta=_sort_meta, n_outputs=2, save=(0,),
+             vjp=_sort_vjp, jvp=_gather_jvp)
+TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save=(0,),
+             vjp=_topk_vjp, jvp=_gather_jvp)
+
+
+def sort(input, dim: int = -1, descending: bool = False, stable: bool = False):  # noqa: A002
+    """Sorts along ``dim``: ``(values, indices)``. Ties keep their order (a stable sort)."""
+    d = wrap_dim(dim, input.ndim)
+    values, indices = apply(SORT, input, dim=d, descending=bool(descending))
+    return SortResult(values, indices)
+
+
+def argsort(input, dim: int = -1, descending: bool = False,  # noqa: A002
+            stable: bool = False):
+    """The indices that sort ``input`` along ``dim`` (``sort(...).indices``)."""
+    return apply(ARGSORT, input, dim=wrap_dim(dim, input.ndim), descending=bool(descending))
+
+
+def msort(input):  # noqa: A002
+    """Sorts along the first dim (values only)."""
+    return sort(input, dim=0).values
+
+
+def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
+    """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
+    d = wrap_dim(dim, input.ndim)
+    n = input.shape[d] if input.ndim else 1
+    if not 0 <= k <= n:
+        raise RuntimeError("selected index k out of range")
+    values, indices = apply(TOPK, input, k=int(k), dim=d, largest=bool(largest))
+    return TopkResult(values, indices)

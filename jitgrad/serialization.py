@@ -1,0 +1,247 @@
+"""``jitgrad.save`` / ``jitgrad.load``: tensors, state_dicts and optimizer states in a zip file.
+
+The format (version 1) is a ZIP archive (uncompressed) holding:
+
+* ``manifest.json``: ``{"format": "jitgrad", "version": 1, "root": <value>}``, where a value
+  is JSON (``null``, booleans, strings, integers and finite floats as themselves) or an object
+  tagged by its one key: ``{"tensor": k}`` (entry ``tensors/k.npy``, with ``"requires_grad"``
+  and ``"parameter"`` flags beside it), ``{"float": "inf" | "-inf" | "nan"}``,
+  ``{"dict": [[key, value], ...]}`` (keys of any supported type, order kept),
+  ``{"ordered_dict": [[key, value], ...]}``, ``{"list": [...]}``, ``{"tuple": [...]}``,
+  ``{"size": [...]}``, ``{"dtype": "float32"}``, ``{"device": "cpu"}``, ``{"complex": [re,
+  im]}``, ``{"bytes": "<hex>"}``, ``{"set": [...]}``, or ``{"pickle": k}`` (entry
+  ``pickles/k.pkl``, written only for objects of other types).
+* ``tensors/<k>.npy``: each tensor's data in NumPy's ``.npy`` format (read without pickle:
+  ``np.load(..., allow_pickle=False)``). A tensor that appears several times is stored once
+  and loads as one tensor; views are saved as their own data (sharing with a base is not kept).
+
+``load(weights_only=True)``, the default as in torch, reads only the manifest and the ``.npy``
+entries and refuses a file holding pickled objects (``pickle.UnpicklingError``), so loading an
+untrusted file runs no code. ``load(weights_only=False)`` also unpickles those entries: only for
+files you trust.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import os
+import pickle
+import zipfile
+from collections import OrderedDict
+from typing import Any
+
+import numpy as np
+
+from . import dtypes
+
+FORMAT_VERSION = 1
+_MANIFEST = "manifest.json"
+
+
+class _Writer:
+    def __init__(self, zf: zipfile.ZipFile, pickle_protocol: int) -> None:
+        self.zf = zf
+        self.tensors: dict[int, int] = {}
+        self.keep: list = []  # (keeps ids unique while writing)
+        self.n_pickles = 0
+        self.protocol = pickle_protocol
+
+    def encode(self, obj: Any) -> Any:
+        from .device import device
+        from .tensor import Size, Tensor
+
+        if obj is None or isinstance(obj, (bool, str)):
+            return obj
+        if isinstance(obj, int):
+            return int(obj)
+        if isinstance(obj, float):
+            return obj if math.isfinite(obj) else {"float": repr(obj)}
+        if isinstance(obj, Tensor):
+            return self._tensor(obj)
+        if isinstance(obj, Size):
+            return {"size": [int(n) for n in obj]}
+        if isinstance(obj, OrderedDict):
+            return {"ordered_dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        if type(obj) is dict:
+            return {"dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+        if type(obj) is list:
+            return {"list": [self.encode(v) for v in obj]}
+        if type(obj) is tuple:
+            return {"tuple": [self.encode(v) for v in obj]}
+        if isinstance(obj, (set, frozenset)) and type(obj) in (set, frozenset):
+            return {"set": [self.encode(v) for v in obj]}
+        if isinstance(obj, dtypes.dtype):
+            return {"dtype": obj.name}
+        if isinstance(obj, device):
+            return {"device": str(obj)}
+        if isinstance(obj, complex):
+            return {"complex": [self.encode(obj.real), self.encode(obj.imag)]}
+        if isinstance(obj, bytes):
+            return {"bytes": obj.hex()}
+        if isinstance(obj, (np.integer, np.floating, np.bool_)):
+            return self.encode(obj.item())
+        k = self.n_pickles
+        self.n_pickles += 1
+        self.zf.writestr(f"pickles/{k}.pkl", pickle.dumps(obj, protocol=self.protocol))
+        return {"pickle": k}
+
+    def _tensor(self, t: Any) -> dict:
+        from .nn.parameter import Parameter
+
+        k = self.tensors.get(id(t))
+        if k is None:
+            k = self.tensors[id(t)] = len(self.tensors)
+            self.keep.append(t)
+            buf = io.BytesIO()
+            np.save(buf, np.asarray(t._data, order="C"), allow_pickle=False)
+            self.zf.writestr(f"tensors/{k}.npy", buf.getvalue())
+        out: dict = {"tensor": k}
+        if t.requires_grad:
+            out["requires_grad"] = True
+        if isinstance(t, Parameter):
+            out["parameter"] = True
+        return out
+
+
+def save(obj: Any, f: Any, pickle_module: Any = pickle, pickle_protocol: int = 2,
+         _use_new_zipfile_serialization: bool = True) -> None:
+    """Saves ``obj`` (tensors, and dicts/lists/tuples of them and of numbers and strings, such
+    as a ``state_dict``) to the path or binary file ``f`` in jitgrad's zip format (see the
+    module docstring). Objects of other types are pickled into the archive; ``load`` then needs
+    ``weights_only=False`` for them."""
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "wb") as fh:
+            return save(obj, fh, pickle_module, pickle_protocol)
+    with zipfile.ZipFile(f, "w", compression=zipfile.ZIP_STORED) as zf:
+        writer = _Writer(zf, pickle_protocol)
+        root = writer.encode(obj)
+        manifest = {"format": "jitgrad", "version": FORMAT_VERSION, "root": root}
+        zf.writestr(_MANIFEST, json.dumps(manifest))
+
+
+class _Reader:
+    def __init__(self, zf: zipfile.ZipFile, weights_only: bool) -> None:
+        self.zf = zf
+        self.weights_only = weights_only
+        self.tensors: dict[int, Any] = {}
+
+    def decode(self, v: Any) -> Any:
+        from .device import device
+        from .tensor import Size
+
+        if v is None or isinstance(v, (bool, str, int, float)):
+            return v
+        if isinstance(v, list):  # (never written at the top level of a value)
+            raise pickle.UnpicklingError("corrupt jitgrad file: a bare JSON list")
+        (tag, body), = ((k, x) for k, x in v.items() if k in _TAGS)
+        if tag == "tensor":
+            return self._tensor(v)
+        if tag == "float":
+            return float(body)
+        if tag in ("dict", "ordered_dict"):
+            items = [(self.decode(k), self.decode(x)) for k, x in body]
+            return OrderedDict(items) if tag == "ordered_dict" else dict(items)
+        if tag == "list":
+            return [self.decode(x) for x in body]
+        if tag == "tuple":
+            return tuple(self.decode(x) for x in body)
+        if tag == "set":
+            return {self.decode(x) for x in body}
+        if tag == "size":
+            return Size(body)
+        if tag == "dtype":
+            d = getattr(dtypes, body, None)
+            if not isinstance(d, dtypes.dtype):
+                raise pickle.UnpicklingError(f"corrupt jitgrad file: unknown dtype {body!r}")
+            return d
+        if tag == "device":
+            return device(body)
+        if tag == "complex":
+            return complex(self.decode(body[0]), self.decode(body[1]))
+        if tag == "bytes":
+            return bytes.fromhex(body)
+        # "pickle"
+        if self.weights_only:
+            raise pickle.UnpicklingError(
+                "Weights only load failed. This file holds a pickled object (of a type other "
+                "than tensors, numbers, strings, and dicts/lists/tuples of them). Re-running "
+                "`jitgrad.load` with `weights_only=False` will likely succeed, but it can result "
+                "in arbitrary code execution. Do it only if you got the file from a trusted "
+                "source.")
+        return pickle.loads(self.zf.read(f"pickles/{int(body)}.pkl"))
+
+    def _tensor(self, v: dict) -> Any:
+        from .nn.parameter import Parameter
+        from .ops.creation import _new
+
+        k = int(v["tensor"])
+        t = self.tensors.get(k)
+        if t is None:
+            with self.zf.open(f"tensors/{k}.npy") as fh:
+                data = np.load(io.BytesIO(fh.read()), allow_pickle=False)
+            t = _new(data, dtypes.from_numpy_dtype(data.dtype))
+            if v.get("parameter"):
+                t = Parameter(t, requires_grad=bool(v.get("requires_grad")))
+            elif v.get("requires_grad"):
+                t.requires_grad_(True)
+            self.tensors[k] = t
+        return t
+
+
+_TAGS = ("tensor", "float", "dict", "ordered_dict", "list", "tuple", "set", "size", "dtype",
+         "device", "complex", "bytes", "pickle")
+
+
+def _check_map_location(map_location: Any) -> None:
+    from .device import device
+
+    if map_location is None or callable(map_location) and not isinstance(map_location, str):
+        return
+    if isinstance(map_location, dict):
+        targets = list(map_location.values())
+    else:
+        targets = [map_location]
+    for t in targets:
+        if device(t).type != "cpu":
+            raise RuntimeError(
+                f"load(map_location={t!r}): jitgrad tensors live on the CPU; use "
+                "map_location='cpu' (or leave it out).")
+
+
+def load(f: Any, map_location: Any = None, pickle_module: Any = None, *,
+         weights_only: bool | None = None, mmap: bool | None = None, **pickle_load_args: Any
+         ) -> Any:
+    """Loads an object saved with ``jitgrad.save`` from the path or binary file ``f``.
+
+    With ``weights_only=True`` (the default, as in torch 2.6+) only tensors, numbers, strings,
+    ``Size``/dtype/device objects and containers of them load: a file holding pickled objects
+    raises ``pickle.UnpicklingError`` and no code from the file runs. ``weights_only=False``
+    also unpickles those objects (only for trusted files). ``map_location`` may be None or
+    ``"cpu"``.
+    """
+    _check_map_location(map_location)
+    if weights_only is None:
+        weights_only = True
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return load(fh, map_location, weights_only=weights_only)
+    try:
+        zf = zipfile.ZipFile(f, "r")
+    except zipfile.BadZipFile:
+        raise pickle.UnpicklingError(
+            "jitgrad.load: not a jitgrad file (expected a zip archive with manifest.json)"
+        ) from None
+    with zf:
+        try:
+            manifest = json.loads(zf.read(_MANIFEST))
+        except KeyError:
+            raise pickle.UnpicklingError(
+                "jitgrad.load: not a jitgrad file (no manifest.json in the archive; files "
+                "written by torch.save are not readable by jitgrad.load)") from None
+        if manifest.get("format") != "jitgrad" or manifest.get("version") != FORMAT_VERSION:
+            raise pickle.UnpicklingError(
+                f"jitgrad.load: unsupported file format {manifest.get('format')!r} version "
+                f"{manifest.get('version')!r}")
+        return _Reader(zf, bool(weights_only)).decode(manifest["root"])

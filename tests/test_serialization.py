@@ -1,0 +1,181 @@
+"""``jitgrad.save``/``jitgrad.load``: round trips of tensors, state_dicts and optimizer states,
+and the safety of ``weights_only=True`` (the default): no pickled object is loaded, no code
+from the file runs."""
+
+from __future__ import annotations
+
+import io
+import json
+import math
+import pickle
+import zipfile
+from collections import OrderedDict
+
+import numpy as np
+import pytest
+
+import jitgrad
+from jitgrad import nn
+
+
+def _roundtrip(obj, **load_kw):
+    buf = io.BytesIO()
+    jitgrad.save(obj, buf)
+    buf.seek(0)
+    return jitgrad.load(buf, **load_kw)
+
+
+@pytest.mark.parametrize("dtype", ["bool", "uint8", "int8", "int16", "int32", "int64",
+                                   "float16", "float32", "float64", "complex64", "complex128"])
+@pytest.mark.parametrize("shape", [(), (0,), (3,), (2, 3, 4)], ids=str)
+def test_tensor_round_trip_every_dtype(dtype, shape):
+    data = (np.arange(int(np.prod(shape))).reshape(shape) % 3).astype(dtype)
+    t = jitgrad.tensor(data)
+    out = _roundtrip(t)
+    assert out.dtype is t.dtype and tuple(out.shape) == shape
+    np.testing.assert_array_equal(out.numpy(), data)
+
+
+def test_non_contiguous_and_requires_grad(tmp_path):
+    x = jitgrad.arange(12.0).reshape(3, 4).t()
+    w = jitgrad.randn(3, requires_grad=True)
+    path = tmp_path / "t.pt"
+    jitgrad.save({"x": x, "w": w}, path)
+    out = jitgrad.load(path)
+    np.testing.assert_array_equal(out["x"].numpy(), x.numpy())
+    assert out["w"].requires_grad and out["w"].is_leaf and not out["x"].requires_grad
+    jitgrad.save(x, str(tmp_path / "s.pt"))  # a str path as well
+    assert jitgrad.load(str(tmp_path / "s.pt")).tolist() == x.tolist()
+
+
+def test_containers_and_scalars_keep_their_types():
+    obj = OrderedDict(a=1, b=[1.5, (2, "s")], c={3: None, "k": True, (1, 2): b"\x00\xff"},
+                      d=jitgrad.Size([2, 3]), e=jitgrad.float64, f=math.inf, g=-math.inf,
+                      h=1 + 2j, i={1, 2}, j=jitgrad.device("cpu"))
+    out = _roundtrip(obj)
+    assert type(out) is OrderedDict and list(out) == list(obj)
+    assert out["b"] == [1.5, (2, "s")] and type(out["b"][1]) is tuple
+    assert out["c"] == {3: None, "k": True, (1, 2): b"\x00\xff"}
+    assert isinstance(out["d"], jitgrad.Size) and out["d"] == (2, 3)
+    assert out["e"] is jitgrad.float64 and out["f"] == math.inf and out["g"] == -math.inf
+    assert out["h"] == 1 + 2j and out["i"] == {1, 2} and out["j"] == jitgrad.device("cpu")
+    assert math.isnan(_roundtrip(math.nan))
+
+
+def test_a_tensor_saved_twice_loads_as_one():
+    t = jitgrad.ones(3)
+    a, b = _roundtrip([t, t])
+    assert a is b
+
+
+def test_module_state_dict_round_trip():
+    torch = pytest.importorskip("torch")
+    model = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    sd = _roundtrip(model.state_dict())
+    assert list(sd) == list(model.state_dict())
+    fresh = nn.Sequential(nn.Linear(4, 3), nn.Tanh(), nn.Linear(3, 2))
+    fresh.load_state_dict(sd)
+    x = jitgrad.randn(5, 4)
+    np.testing.assert_array_equal(fresh(x).detach().numpy(), model(x).detach().numpy())
+    # the keys and shapes are torch's, so the values move to a torch model
+    tmodel = torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Tanh(), torch.nn.Linear(3, 2))
+    tmodel.load_state_dict({k: torch.from_numpy(v.numpy().copy()) for k, v in sd.items()})
+    np.testing.assert_allclose(tmodel(torch.from_numpy(x.numpy())).detach().numpy(),
+                               model(x).detach().numpy(), rtol=1e-6)
+
+
+def test_parameters_load_as_parameters():
+    p = nn.Parameter(jitgrad.randn(3))
+    out = _roundtrip({"p": p})["p"]
+    assert isinstance(out, nn.Parameter) and out.requires_grad
+
+
+def test_optimizer_state_dict_round_trip():
+    w = nn.Parameter(jitgrad.randn(3))
+    opt = jitgrad.optim.Adam([w], lr=0.1)
+    (w * w).sum().backward()
+    opt.step()
+    sd = opt.state_dict()
+    out = _roundtrip(sd)
+    assert out["param_groups"] == sd["param_groups"]
+    assert set(out["state"]) == set(sd["state"])  # int keys stay ints
+    for k, st in sd["state"].items():
+        for name, v in st.items():
+            got = out["state"][k][name]
+            if isinstance(v, jitgrad.Tensor):
+                np.testing.assert_array_equal(got.numpy(), v.numpy())
+            else:
+                assert got == v
+
+
+class _Custom:
+    def __init__(self, v):
+        self.v = v
+
+    def __eq__(self, other):
+        return isinstance(other, _Custom) and other.v == self.v
+
+
+def test_other_objects_need_weights_only_false():
+    obj = {"w": jitgrad.ones(2), "extra": _Custom(3)}
+    buf = io.BytesIO()
+    jitgrad.save(obj, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        jitgrad.load(buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="Weights only load failed"):
+        jitgrad.load(buf, weights_only=True)
+    buf.seek(0)
+    out = jitgrad.load(buf, weights_only=False)
+    assert out["extra"] == _Custom(3) and out["w"].tolist() == [1.0, 1.0]
+
+
+_RAN = []
+
+
+class _Payload:
+    def __reduce__(self):
+        return (_RAN.append, ("code ran",))
+
+
+def test_weights_only_runs_no_code_from_a_crafted_file():
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("manifest.json", json.dumps({"format": "jitgrad", "version": 1,
+                                                 "root": {"pickle": 0}}))
+        zf.writestr("pickles/0.pkl", pickle.dumps(_Payload()))
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError):
+        jitgrad.load(buf)
+    assert _RAN == []
+
+
+def test_object_arrays_are_refused():
+    buf = io.BytesIO()
+    arr = io.BytesIO()
+    np.save(arr, np.array([_Custom(1)], dtype=object), allow_pickle=True)
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("manifest.json", json.dumps({"format": "jitgrad", "version": 1,
+                                                 "root": {"tensor": 0}}))
+        zf.writestr("tensors/0.npy", arr.getvalue())
+    buf.seek(0)
+    with pytest.raises(ValueError, match="allow_pickle=False"):
+        jitgrad.load(buf)
+
+
+def test_foreign_files_and_devices_give_clear_errors(tmp_path):
+    with pytest.raises(pickle.UnpicklingError, match="not a jitgrad file"):
+        jitgrad.load(io.BytesIO(b"not a zip"))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        zf.writestr("archive/data.pkl", b"")
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="no manifest.json"):
+        jitgrad.load(buf)
+    path = tmp_path / "x.pt"
+    jitgrad.save(jitgrad.ones(2), path)
+    assert jitgrad.load(path, map_location="cpu").tolist() == [1.0, 1.0]
+    assert jitgrad.load(path, map_location=jitgrad.device("cpu")).tolist() == [1.0, 1.0]
+    with pytest.raises(RuntimeError, match="jitgrad tensors live on the CPU"):
+        jitgrad.load(path, map_location="cuda")
