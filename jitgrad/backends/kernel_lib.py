@@ -110,3 +110,19 @@ def _jg_gelu_none(x):
 @_inline
 def _jg_gelu_tanh(x):
     return 0.5 * x * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+# The transcendental functions come from ``numba_math``: polynomial, branch-free versions that
+# LLVM vectorizes (the ``math`` module's become scalar libm calls in every loop iteration).
+# Their accuracy and special values are documented and tested there.
+from . import numba_math  # noqa: E402
+
+_jg_exp = numba_math.exp
+_jg_log = numba_math.log
+_jg_log1p = numba_math.log1p
+_jg_expm1 = numba_math.expm1
+_jg_tanh = numba_math.tanh
+_jg_sigmoid = numba_math.sigmoid
+_jg_erf = numba_math.erf
+_jg_gelu_none = numba_math.gelu_none
+_jg_gelu_tanh = numba_math.gelu_tanh
