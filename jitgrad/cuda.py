@@ -1,9 +1,10 @@
 """``jitgrad.cuda``: whether a CUDA device is usable (``is_available``, ``device_count``).
 
-jitgrad's tensors live on the CPU; scripts that choose a device with
-``"cuda" if torch.cuda.is_available() else "cpu"`` run unchanged. The answer comes from
-``numba.cuda`` (jitgrad's GPU kernels are compiled with numba), imported only when asked and
-never raising: no numba, no CUDA driver or no GPU all mean "not available".
+jitgrad's tensors live on the CPU in this version: there is no CUDA tensor path yet, so
+``is_available()`` is False even on a machine with a GPU, and scripts that choose a device with
+``"cuda" if torch.cuda.is_available() else "cpu"`` run unchanged on the CPU. ``gpu_usable()``
+says whether numba itself could drive a GPU here (for the CUDA backend to come); it imports
+``numba.cuda`` only when asked and never raises.
 """
 
 from __future__ import annotations
@@ -17,7 +18,17 @@ def _numba_cuda():
     return cuda
 
 
+# Set by the CUDA tensor backend when it exists; until then no tensor can live on a GPU.
+CUDA_TENSORS = False
+
+
 def is_available() -> bool:
+    """True if jitgrad can put tensors on a CUDA GPU here (never, in this version; see
+    ``gpu_usable``); never raises."""
+    return CUDA_TENSORS and gpu_usable()
+
+
+def gpu_usable() -> bool:
     """True if numba can use a CUDA GPU on this machine; never raises."""
     cuda = _numba_cuda()
     if cuda is None:
@@ -29,7 +40,7 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """The number of CUDA GPUs numba can use (0 when none is usable); never raises."""
+    """The number of CUDA GPUs jitgrad can use (0 while ``is_available()`` is False)."""
     if not is_available():
         return 0
     try:
