@@ -12,11 +12,13 @@ from __future__ import annotations
 import math
 
 import numba
+import numpy as np
 
 _inline = numba.njit(inline="always", cache=False)
 
 NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
-         "max", "min", "abs", "sign", "gelu_none", "gelu_tanh")
+         "max", "min", "abs", "sign", "gelu_none", "gelu_tanh", "floor", "ceil", "trunc", "round",
+         "isfinite", "isinf")
 __all__ = [f"_jg_{name}" for name in NAMES]
 
 
@@ -100,6 +102,36 @@ def _jg_sign(x):
     if x < 0:
         return -1
     return x  # zeros and NaN are their own sign
+
+
+@_inline
+def _jg_floor(x):
+    return np.floor(x)
+
+
+@_inline
+def _jg_ceil(x):
+    return np.ceil(x)
+
+
+@_inline
+def _jg_trunc(x):
+    return np.trunc(x)
+
+
+@_inline
+def _jg_round(x):
+    return np.rint(x)  # halves to even, as torch.round
+
+
+@_inline
+def _jg_isfinite(x):
+    return np.isfinite(x)
+
+
+@_inline
+def _jg_isinf(x):
+    return np.isinf(x)
 
 
 @_inline

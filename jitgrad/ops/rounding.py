@@ -42,7 +42,7 @@ def _rounding(name, fn, template, node_name=None, meta=None):
 
 
 ROUND = _rounding("round", np.rint, "round({0})")
-ROUND_DECIMALS = _rounding("round_decimals", _round_decimals, "round({0}, {p[decimals]})",
+ROUND_DECIMALS = _rounding("round_decimals", _round_decimals, None,  # (not fused)
                            node_name="RoundBackward1",
                            meta=lambda x, decimals: (tuple(x.shape), x.dtype))
 FLOOR = _rounding("floor", np.floor, "floor({0})")
