@@ -1,0 +1,177 @@
+"""``jitgrad.nn.parallel.DistributedDataParallel``: data-parallel training over MPI ranks.
+
+Importing this module does not import mpi4py; constructing the wrapper needs an initialized
+``jitgrad.distributed`` process group.
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+import numpy as np
+
+from ..distributed.process_group import ProcessGroup, _resolve
+from ..distributed.reducer import _FIRST_BUCKET_BYTES, Reducer
+from .module import Module
+
+__all__ = ["DistributedDataParallel"]
+
+_MB = 1024 * 1024
+_DEFAULT_BUCKET_CAP_MB = 25
+
+
+def _describe(tensors: list) -> list[tuple]:
+    return [(tuple(t.shape), t.dtype.name if hasattr(t.dtype, "name") else str(t.dtype))
+            for t in tensors]
+
+
+def _verify_same_model(pg: ProcessGroup, params: list, param_names: list[str], buffers: list,
+                       buffer_names: list[str]) -> None:
+    """Raises the same RuntimeError on every rank when shapes or dtypes differ between ranks.
+
+    One small all-gather of (counts, checksum) settles the usual case; only on a mismatch are
+    the full descriptions gathered, to name the parameter and the ranks.
+    """
+    meta = (_describe(params), _describe(buffers))
+    checksum = zlib.crc32(repr(meta).encode())
+    summaries = pg.comm.allgather((len(params), len(buffers), checksum))
+    if all(s == summaries[0] for s in summaries):
+        return
+    everyone = pg.comm.allgather(meta)
+    me = pg.rank()
+    # Every rank reports the same pair: the first rank that differs from rank 0.
+    other = next(r for r in range(pg.size()) if everyone[r] != everyone[0])
+    for kind, k, names in (("params", 0, param_names), ("buffers", 1, buffer_names)):
+        ref, bad = everyone[0][k], everyone[other][k]
+        if len(ref) != len(bad):
+            raise RuntimeError(
+                f"DDP expects same model across all ranks, but Rank 0 has {len(ref)} {kind}, "
+                f"while rank {other} has inconsistent {len(bad)} {kind}. (reported on rank {me})")
+        for i, (a, b) in enumerate(zip(ref, bad)):
+            if a != b:
+                raise RuntimeError(
+                    f"DDP expects same model across all ranks, but {kind}[{i}] ({names[i]}) "
+                    f"has sizes {list(b[0])} and dtype {b[1]} on rank {other}, which do not "
+                    f"match sizes {list(a[0])} and dtype {a[1]} of the same {kind[:-1]} on "
+                    f"rank 0. (reported on rank {me})")
+
+
+def _broadcast_from_rank0(pg: ProcessGroup, tensors: list) -> None:
+    """Overwrites every tensor with rank 0's values (one flat message per dtype)."""
+    by_dtype: dict[Any, list] = {}
+    for t in tensors:
+        by_dtype.setdefault(t._data.dtype, []).append(t)
+    for dtype in sorted(by_dtype, key=str):
+        group = by_dtype[dtype]
+        flat = np.concatenate([t._data.reshape(-1) for t in group]) if group else None
+        pg.comm.Bcast(flat, root=0)
+        off = 0
+        for t in group:
+            n = t._data.size
+            t._data[...] = flat[off:off + n].reshape(t._data.shape)
+            t._vc[0] += 1
+            off += n
+
+
+class DistributedDataParallel(Module):
+    """Data parallelism over the ranks of a process group (``torch.nn.parallel.DDP``).
+
+    At construction the parameter shapes are compared across ranks (a clear RuntimeError on
+    every rank when they differ) and rank 0's parameters and buffers are broadcast. During
+    ``backward`` gradients are all-reduced in buckets of about ``bucket_cap_mb`` MiB by
+    non-blocking MPI calls started from post-accumulate-grad hooks, overlapping the rest of the
+    backward, and averaged over the ranks. Inside ``no_sync()`` gradients accumulate locally.
+
+    Every parameter that requires grad must receive a gradient in each synchronized backward.
+    The wrapped forward may be called inside ``jitgrad.jit`` (or a jit-compiled loss used on
+    its output): the reduction is driven by the hooks, which fire in compiled backwards too.
+
+    Args:
+        module: the module to replicate; every rank builds the same architecture.
+        device_ids: must be None (CPU modules).
+        output_device: must be None (CPU modules).
+        dim: the batch dimension (kept for torch compatibility; inputs are not scattered).
+        broadcast_buffers: broadcast rank 0's buffers at the start of every forward.
+        init_sync: verify shapes and broadcast rank 0's state at construction.
+        process_group: the group (None: the default group).
+        bucket_cap_mb: the bucket size in MiB (default 25; the first bucket is 1 MiB unless
+            this is given).
+    """
+
+    def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None,
+                 dim: int = 0, broadcast_buffers: bool = True, init_sync: bool = True,
+                 process_group: ProcessGroup | None = None,
+                 bucket_cap_mb: float | None = None) -> None:
+        super().__init__()
+        pg = _resolve(process_group)
+        named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
+        if not named:
+            raise RuntimeError("DistributedDataParallel is not needed when a module doesn't "
+                               "have any parameter that requires a gradient.")
+        if device_ids is not None or output_device is not None:
+            raise ValueError(
+                "DistributedDataParallel device_ids and output_device arguments only work with "
+                "single-device/multiple-device GPU modules or CPU modules, but got device_ids "
+                f"{device_ids}, output_device {output_device}, and module parameters "
+                "{device(type='cpu')}.")
+        self.module = module
+        self.process_group = pg
+        self.dim = dim
+        self.broadcast_buffers = broadcast_buffers
+        self.require_backward_grad_sync = True
+        self._forward_sync: bool | None = None
+        all_named = list(module.named_parameters())
+        buffers = list(module.named_buffers())
+        if init_sync:
+            _verify_same_model(pg, [p for _, p in all_named], [n for n, _ in all_named],
+                               [b for _, b in buffers], [n for n, _ in buffers])
+            _broadcast_from_rank0(pg, [p for _, p in all_named] + [b for _, b in buffers])
+        cap = _DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
+        self.bucket_bytes_cap = int(cap * _MB)
+        first = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
+        self.reducer = Reducer([p for _, p in named], [n for n, _ in named], pg,
+                               self.bucket_bytes_cap, first, self._take_sync_decision)
+        self._hook_handles = [p.register_post_accumulate_grad_hook(self.reducer.mark_ready)
+                              for _, p in named]
+
+    def _take_sync_decision(self) -> bool:
+        # The decision made by the last eager forward; a forward replayed by jit (which does
+        # not run this Python) leaves None, and then the flag at backward time decides.
+        decision = self._forward_sync
+        self._forward_sync = None
+        return self.require_backward_grad_sync if decision is None else decision
+
+    def forward(self, *inputs: Any, **kwargs: Any) -> Any:
+        reducer = self.reducer
+        if reducer.in_progress():
+            raise RuntimeError(
+                "Expected to have finished reduction in the prior iteration before starting a "
+                "new one. This error indicates that your module has parameters that were not "
+                "used in producing loss. jitgrad's DistributedDataParallel needs every "
+                "parameter that requires grad to receive a gradient in each synchronized "
+                "backward; these did not on rank "
+                f"{self.process_group.rank()}: {', '.join(reducer.unready_names())}")
+        reducer.reset()
+        self._forward_sync = self.require_backward_grad_sync
+        if self.broadcast_buffers and self.process_group.size() > 1:
+            buffers = [b for b in self.module.buffers()]
+            if buffers:
+                _broadcast_from_rank0(self.process_group, buffers)
+        return self.module(*inputs, **kwargs)
+
+    @contextmanager
+    def no_sync(self) -> Iterator[None]:
+        """Disables gradient all-reduce inside the block; gradients accumulate locally.
+
+        The first synchronized backward after the block all-reduces the accumulated
+        gradients. Run the forward inside the block too, as in torch.
+        """
+        old = self.require_backward_grad_sync
+        self.require_backward_grad_sync = False
+        try:
+            yield
+        finally:
+            self.require_backward_grad_sync = old
