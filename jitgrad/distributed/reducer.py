@@ -13,7 +13,6 @@ writes the averaged gradients back into ``.grad``.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -74,15 +73,29 @@ class Reducer:
         pg: the process group.
         bucket_bytes: the cap of every bucket but the first.
         first_bucket_bytes: the cap of the first bucket.
-        should_sync: called at the first gradient of a backward: whether to all-reduce it.
+
+    Attributes:
+        sync_enabled: whether backwards all-reduce (``DistributedDataParallel.no_sync`` clears
+            it).
+        forward_sync: ``sync_enabled`` as the last eager forward saw it, taken (and cleared) by
+            the next backward; a forward replayed by ``jit`` does not run Python, so then the
+            flag at backward time decides.
+
+    The state lives in slots: ``jit`` guards the plain attributes of objects a traced function
+    reaches, and this per-step state must not cause a retrace.
     """
 
+    __slots__ = ("params", "names", "pg", "buckets", "_where", "_marked", "_syncing",
+                 "_next_launch", "_in_flight", "sync_enabled", "forward_sync",
+                 "last_wait_seconds", "last_first_launch", "last_done")
+
     def __init__(self, params: list, names: list[str], pg: ProcessGroup, bucket_bytes: int,
-                 first_bucket_bytes: int, should_sync: Callable[[], bool]) -> None:
+                 first_bucket_bytes: int) -> None:
         self.params = params
         self.names = names
         self.pg = pg
-        self.should_sync = should_sync
+        self.sync_enabled = True
+        self.forward_sync: bool | None = None
         self.buckets = [_Bucket([params[i] for i in idx], params[idx[0]]._data.dtype)
                         for idx in assign_buckets(params, bucket_bytes, first_bucket_bytes)]
         self._where: dict[int, tuple[_Bucket, int]] = {}
@@ -115,7 +128,9 @@ class Reducer:
         """The post-accumulate-grad hook: ``param.grad`` is final for this backward."""
         key = id(param)
         if not self._marked:
-            self._syncing = bool(self.should_sync())
+            decision = self.forward_sync
+            self.forward_sync = None
+            self._syncing = self.sync_enabled if decision is None else decision
             self._next_launch = 0
         elif key in self._marked:
             raise RuntimeError(

@@ -121,8 +121,6 @@ class DistributedDataParallel(Module):
         self.process_group = pg
         self.dim = dim
         self.broadcast_buffers = broadcast_buffers
-        self.require_backward_grad_sync = True
-        self._forward_sync: bool | None = None
         all_named = list(module.named_parameters())
         buffers = list(module.named_buffers())
         if init_sync:
@@ -133,16 +131,18 @@ class DistributedDataParallel(Module):
         self.bucket_bytes_cap = int(cap * _MB)
         first = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
         self.reducer = Reducer([p for _, p in named], [n for n, _ in named], pg,
-                               self.bucket_bytes_cap, first, self._take_sync_decision)
+                               self.bucket_bytes_cap, first)
         self._hook_handles = [p.register_post_accumulate_grad_hook(self.reducer.mark_ready)
                               for _, p in named]
 
-    def _take_sync_decision(self) -> bool:
-        # The decision made by the last eager forward; a forward replayed by jit (which does
-        # not run this Python) leaves None, and then the flag at backward time decides.
-        decision = self._forward_sync
-        self._forward_sync = None
-        return self.require_backward_grad_sync if decision is None else decision
+    @property
+    def require_backward_grad_sync(self) -> bool:
+        """Whether backwards all-reduce gradients (False inside ``no_sync()``)."""
+        return self.reducer.sync_enabled
+
+    @require_backward_grad_sync.setter
+    def require_backward_grad_sync(self, value: bool) -> None:
+        self.reducer.sync_enabled = bool(value)
 
     def forward(self, *inputs: Any, **kwargs: Any) -> Any:
         reducer = self.reducer
@@ -155,7 +155,7 @@ class DistributedDataParallel(Module):
                 "backward; these did not on rank "
                 f"{self.process_group.rank()}: {', '.join(reducer.unready_names())}")
         reducer.reset()
-        self._forward_sync = self.require_backward_grad_sync
+        reducer.forward_sync = reducer.sync_enabled
         if self.broadcast_buffers and self.process_group.size() > 1:
             buffers = [b for b in self.module.buffers()]
             if buffers:

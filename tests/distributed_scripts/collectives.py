@@ -10,6 +10,7 @@ import numpy as np
 
 import jitgrad
 import jitgrad.distributed as dist
+from _report import print_from_rank0
 
 dist.init_process_group(backend="mpi")
 rank, size = dist.get_rank(), dist.get_world_size()
@@ -142,5 +143,5 @@ with warnings.catch_warnings(record=True) as caught:  # torch's warning; a secon
 assert any("are ignored since they are assigned by the MPI runtime" in str(w.message)
            for w in caught), caught
 dist.barrier()
+print_from_rank0(dist.group.WORLD.comm, f"collectives ok rank={rank} size={size}")
 dist.destroy_process_group()
-print(f"collectives ok rank={rank} size={size}", flush=True)
