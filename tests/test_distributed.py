@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -208,5 +209,7 @@ def test_exception_on_one_rank_aborts_the_job():
 
 @needs_mpi
 def test_ddp_example_on_two_ranks():
-    out = _ok(mpirun(2, ROOT / "examples" / "ddp_digits.py", "--steps", "5"))
-    assert "match" in out
+    out = _ok(mpirun(2, ROOT / "examples" / "ddp_digits.py", "--steps", "8"))
+    found = re.search(r"parameters match the single-process run: max abs difference (\S+)", out)
+    assert found is not None, out
+    assert float(found.group(1)) < 1e-10

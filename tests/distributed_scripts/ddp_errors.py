@@ -8,7 +8,9 @@ import jitgrad
 import jitgrad.distributed as dist
 from jitgrad import nn
 from jitgrad.nn import functional as F
-from jitgrad.nn.parallel import DistributedDataParallel as DDP
+from jitgrad.nn.parallel import DistributedDataParallel
+
+DDP = DistributedDataParallel
 
 dist.init_process_group(backend="mpi")
 rank = dist.get_rank()

@@ -6,8 +6,6 @@ parameters. Covers several buckets, the default buckets, no_sync, and jit-compil
 Prints ``ddp ok rank=R size=S``.
 """
 
-import copy
-
 import numpy as np
 
 import jitgrad
@@ -15,7 +13,9 @@ import jitgrad.distributed as dist
 from _report import print_from_rank0
 from jitgrad import nn, optim
 from jitgrad.nn import functional as F
-from jitgrad.nn.parallel import DistributedDataParallel as DDP
+from jitgrad.nn.parallel import DistributedDataParallel
+
+DDP = DistributedDataParallel
 
 dist.init_process_group(backend="mpi")
 rank, size = dist.get_rank(), dist.get_world_size()
