@@ -12,12 +12,14 @@ writes the averaged gradients back into ``.grad``.
 
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
 import numpy as np
 
 from .process_group import ProcessGroup
+from .progress import ProgressThread
 
 __all__ = ["Reducer", "assign_buckets"]
 
@@ -47,6 +49,16 @@ def assign_buckets(params: list, bucket_bytes: int, first_bucket_bytes: int) -> 
             del open_[key]
     buckets.extend(cur[0] for cur in open_.values())
     return buckets
+
+
+def _progress_driver(pg: ProcessGroup) -> ProgressThread | None:
+    """A progress thread when there is someone to talk to and MPI allows threads."""
+    from mpi4py import MPI
+
+    if pg.size() == 1 or os.environ.get("JITGRAD_DDP_PROGRESS_THREAD", "1") == "0" \
+            or MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+        return None
+    return ProgressThread()
 
 
 class _Bucket:
@@ -86,8 +98,8 @@ class Reducer:
     """
 
     __slots__ = ("params", "names", "pg", "buckets", "_where", "_marked", "_syncing",
-                 "_next_launch", "_in_flight", "sync_enabled", "forward_sync",
-                 "last_wait_seconds", "last_first_launch", "last_done")
+                 "_next_launch", "_in_flight", "sync_enabled", "forward_sync", "_driver",
+                 "last_wait_seconds", "last_overlapped_bytes")
 
     def __init__(self, params: list, names: list[str], pg: ProcessGroup, bucket_bytes: int,
                  first_bucket_bytes: int) -> None:
@@ -96,6 +108,7 @@ class Reducer:
         self.pg = pg
         self.sync_enabled = True
         self.forward_sync: bool | None = None
+        self._driver = _progress_driver(pg)
         self.buckets = [_Bucket([params[i] for i in idx], params[idx[0]]._data.dtype)
                         for idx in assign_buckets(params, bucket_bytes, first_bucket_bytes)]
         self._where: dict[int, tuple[_Bucket, int]] = {}
@@ -106,10 +119,11 @@ class Reducer:
         self._syncing = False
         self._next_launch = 0
         self._in_flight: list = []
-        # Figures of the last synchronized backward (benchmarks read them).
+        # Figures of the last synchronized backward (benchmarks/ddp_step.py reads them): the
+        # time the last hook blocked waiting, and the bytes whose all-reduce had already
+        # finished when the last gradient arrived (overlapped with the backward).
         self.last_wait_seconds = 0.0
-        self.last_first_launch = 0.0
-        self.last_done = 0.0
+        self.last_overlapped_bytes = 0
 
     # ------------------------------------------------------------------ per backward
     def in_progress(self) -> bool:
@@ -158,31 +172,40 @@ class Reducer:
     def _launch_ready(self) -> None:
         from mpi4py import MPI
 
-        while self._next_launch < len(self.buckets):
-            bucket = self.buckets[self._next_launch]
-            if bucket.pending:
-                break
-            if self._next_launch == 0:
-                self.last_first_launch = time.perf_counter()
-            bucket.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, bucket.buffer, MPI.SUM)
-            self._in_flight.append(bucket.request)
-            self._next_launch += 1
+        driver = self._driver
+        if driver is not None:
+            driver.lock.acquire()
+        try:
+            while self._next_launch < len(self.buckets):
+                bucket = self.buckets[self._next_launch]
+                if bucket.pending:
+                    break
+                bucket.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, bucket.buffer, MPI.SUM)
+                self._in_flight.append(bucket.request)
+                self._next_launch += 1
+            if driver is not None:
+                driver.watch(list(self._in_flight))
+        finally:
+            if driver is not None:
+                driver.lock.release()
         self._progress()
 
     def _progress(self) -> None:
         from mpi4py import MPI
 
-        if MPI.Request.Testall(self._in_flight):
+        if self._driver is None and MPI.Request.Testall(self._in_flight):
             self._in_flight.clear()
 
     def _finish(self) -> None:
         from mpi4py import MPI
 
         start = time.perf_counter()
+        if self._driver is not None:
+            self._driver.release()
+        self.last_overlapped_bytes = sum(b.buffer.nbytes for b in self.buckets[:-1]
+                                         if b.request.Test())
         MPI.Request.Waitall([b.request for b in self.buckets])
-        end = time.perf_counter()
-        self.last_wait_seconds = end - start
-        self.last_done = end
+        self.last_wait_seconds = time.perf_counter() - start
         size = self.pg.size()
         for bucket in self.buckets:
             buf = bucket.buffer
