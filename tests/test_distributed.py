@@ -37,9 +37,10 @@ needs_mpi = pytest.mark.skipif(
     reason="needs mpi4py and mpiexec (pip install 'jitgrad[distributed]')")
 
 
-def mpirun(n: int, script: Path, *args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+def mpirun(n: int, script: Path, *args: str, timeout: float = 240,
+           env_extra: dict | None = None) -> subprocess.CompletedProcess:
     """Runs ``script`` on ``n`` ranks with this interpreter and this checkout of jitgrad."""
-    env = dict(os.environ)
+    env = dict(os.environ, **(env_extra or {}))
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
     env.setdefault("OPENBLAS_NUM_THREADS", "1")  # n ranks share the cores
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -172,9 +173,11 @@ def test_collectives_on_ranks(n):
 
 
 @needs_mpi
-@pytest.mark.parametrize("n", [2, 3])
-def test_ddp_equals_single_process_training(n):
-    out = _ok(mpirun(n, SCRIPTS / "ddp_train.py"))
+@pytest.mark.parametrize("n,progress_thread", [(2, "1"), (3, "1"), (2, "0")])
+def test_ddp_equals_single_process_training(n, progress_thread):
+    """Also no_sync, jit, find_unused_parameters; with and without the MPI progress thread."""
+    out = _ok(mpirun(n, SCRIPTS / "ddp_train.py",
+                     env_extra={"JITGRAD_DDP_PROGRESS_THREAD": progress_thread}))
     assert out.splitlines() == [f"ddp ok rank={r} size={n}" for r in range(n)]
 
 
@@ -194,7 +197,9 @@ def test_ddp_errors_on_every_rank():
                "have any parameter that requires a gradient." in lines
         unused = [ln for ln in lines if ln.startswith(f"unused rank={r}: ")]
         assert len(unused) == 1 and "Expected to have finished reduction in the prior " \
-            "iteration" in unused[0] and unused[0].endswith("unused.weight, unused.bias")
+            "iteration" in unused[0] and "find_unused_parameters=True" in unused[0] \
+            and unused[0].endswith(f"did not receive grad for rank {r}: unused.weight, "
+                                   "unused.bias")
         assert f"errors ok rank={r}" in lines
 
 

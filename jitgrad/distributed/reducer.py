@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops.creation import _new
 from .process_group import ProcessGroup
 from .progress import ProgressThread
 
@@ -99,6 +100,7 @@ class Reducer:
 
     __slots__ = ("params", "names", "pg", "buckets", "_where", "_marked", "_syncing",
                  "_next_launch", "_in_flight", "sync_enabled", "forward_sync", "_driver",
+                 "find_unused", "unused",
                  "last_wait_seconds", "last_overlapped_bytes")
 
     def __init__(self, params: list, names: list[str], pg: ProcessGroup, bucket_bytes: int,
@@ -109,6 +111,8 @@ class Reducer:
         self.sync_enabled = True
         self.forward_sync: bool | None = None
         self._driver = _progress_driver(pg)
+        self.find_unused = False  # DDP's find_unused_parameters: then `unused` is kept current
+        self.unused: frozenset[int] = frozenset()  # ids of parameters the last forward skipped
         self.buckets = [_Bucket([params[i] for i in idx], params[idx[0]]._data.dtype)
                         for idx in assign_buckets(params, bucket_bytes, first_bucket_bytes)]
         self._where: dict[int, tuple[_Bucket, int]] = {}
@@ -146,6 +150,8 @@ class Reducer:
             self.forward_sync = None
             self._syncing = self.sync_enabled if decision is None else decision
             self._next_launch = 0
+            if self.unused:
+                self._mark_unused()
         elif key in self._marked:
             raise RuntimeError(
                 "Expected to mark a variable ready only once. This error is caused by one of "
@@ -153,14 +159,21 @@ class Reducer:
                 "function. 2) Reused parameters in multiple reentrant backward passes. "
                 f"Parameter {self.names[self.params.index(param)]} got its gradient twice in "
                 "one synchronized backward.")
-        self._marked.add(key)
+        self._ready(param)
+
+    def _ready(self, param: Any) -> None:
+        self._marked.add(id(param))
         if not self._syncing:
             if len(self._marked) == len(self.params):
                 self.reset()
             return
-        bucket, slot = self._where[key]
+        bucket, slot = self._where[id(param)]
         off = bucket.offsets[slot]
-        bucket.buffer[off:off + param.numel()] = param.grad._data.reshape(-1)
+        view = bucket.buffer[off:off + param.numel()]
+        if param.grad is None:  # a parameter the forward did not use (find_unused_parameters)
+            view[...] = 0
+        else:
+            view[...] = param.grad._data.reshape(-1)
         bucket.pending -= 1
         if bucket.pending == 0:
             self._launch_ready()
@@ -168,6 +181,13 @@ class Reducer:
             self._progress()
         if self._next_launch == len(self.buckets):
             self._finish()
+
+    def _mark_unused(self) -> None:
+        """find_unused_parameters: what the forward did not use is ready at once (as zeros,
+        or its accumulated gradient)."""
+        for p in self.params:
+            if id(p) in self.unused and id(p) not in self._marked:
+                self._ready(p)
 
     def _launch_ready(self) -> None:
         from mpi4py import MPI
@@ -207,12 +227,22 @@ class Reducer:
         MPI.Request.Waitall([b.request for b in self.buckets])
         self.last_wait_seconds = time.perf_counter() - start
         size = self.pg.size()
+        used_anywhere = None
+        if self.find_unused:  # a parameter no rank used keeps its .grad (None) as in torch
+            used = np.array([id(p) not in self.unused for p in self.params], dtype=np.int32)
+            self.pg.comm.Allreduce(MPI.IN_PLACE, used, MPI.SUM)
+            used_anywhere = {id(p) for p, u in zip(self.params, used) if u}
         for bucket in self.buckets:
             buf = bucket.buffer
             np.divide(buf, size, out=buf)
             for p, off in zip(bucket.params, bucket.offsets):
-                g = p.grad._data
-                g[...] = buf[off:off + g.size].reshape(g.shape)
+                if used_anywhere is not None and id(p) not in used_anywhere:
+                    continue
+                value = buf[off:off + p.numel()].reshape(tuple(p.shape))
+                if p.grad is None:
+                    p.grad = _new(value.copy(), p.dtype)
+                else:
+                    p.grad._data[...] = value
             bucket.pending = len(bucket.params)
             bucket.request = None
         self._in_flight.clear()

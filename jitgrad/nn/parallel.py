@@ -15,6 +15,8 @@ import numpy as np
 
 from ..distributed.process_group import ProcessGroup, _resolve
 from ..distributed.reducer import _FIRST_BUCKET_BYTES, Reducer
+from ..ops import registry
+from ..tensor import Tensor
 from .module import Module
 
 __all__ = ["DistributedDataParallel"]
@@ -76,6 +78,41 @@ def _broadcast_from_rank0(pg: ProcessGroup, tensors: list) -> None:
             off += n
 
 
+def _tensors_in(output: Any) -> Iterator[Tensor]:
+    if isinstance(output, Tensor):
+        yield output
+    elif isinstance(output, (list, tuple)):
+        for item in output:
+            yield from _tensors_in(item)
+    elif isinstance(output, dict):
+        for item in output.values():
+            yield from _tensors_in(item)
+
+
+def _reachable_leaves(output: Any) -> set[int]:
+    """Ids of the leaf tensors whose gradient accumulators the outputs' graph reaches."""
+    seen: set[int] = set()
+    leaves: set[int] = set()
+    stack = []
+    for t in _tensors_in(output):
+        if t.grad_fn is not None:
+            stack.append(t.grad_fn)
+        elif t.requires_grad:
+            leaves.add(id(t))
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        variable = getattr(node, "variable", None)
+        if variable is not None:
+            leaves.add(id(variable))
+        for nxt, _ in node.next_functions:
+            if nxt is not None and id(nxt) not in seen:
+                stack.append(nxt)
+    return leaves
+
+
 class DistributedDataParallel(Module):
     """Data parallelism over the ranks of a process group (``torch.nn.parallel.DDP``).
 
@@ -85,7 +122,8 @@ class DistributedDataParallel(Module):
     non-blocking MPI calls started from post-accumulate-grad hooks, overlapping the rest of the
     backward, and averaged over the ranks. Inside ``no_sync()`` gradients accumulate locally.
 
-    Every parameter that requires grad must receive a gradient in each synchronized backward.
+    Without ``find_unused_parameters`` every parameter that requires grad must receive a
+    gradient in each synchronized backward.
     The wrapped forward may be called inside ``jitgrad.jit`` (or a jit-compiled loss used on
     its output): the reduction is driven by the hooks, which fire in compiled backwards too.
 
@@ -99,12 +137,18 @@ class DistributedDataParallel(Module):
         process_group: the group (None: the default group).
         bucket_cap_mb: the bucket size in MiB (default 25; the first bucket is 1 MiB unless
             this is given).
+        find_unused_parameters: after each forward, walk the autograd graph from the outputs
+            and treat the parameters it does not reach as ready (contributing zeros), so that
+            models whose forward skips parameters can train. A parameter no rank used keeps
+            its ``.grad``. The walk runs in an eager forward only (a jit-replayed forward keeps
+            the last eager or traced result).
     """
 
     def __init__(self, module: Module, device_ids: Any = None, output_device: Any = None,
                  dim: int = 0, broadcast_buffers: bool = True, init_sync: bool = True,
                  process_group: ProcessGroup | None = None,
-                 bucket_cap_mb: float | None = None) -> None:
+                 bucket_cap_mb: float | None = None,
+                 find_unused_parameters: bool = False) -> None:
         super().__init__()
         pg = _resolve(process_group)
         named = [(n, p) for n, p in module.named_parameters() if p.requires_grad]
@@ -130,8 +174,10 @@ class DistributedDataParallel(Module):
         cap = _DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
         self.bucket_bytes_cap = int(cap * _MB)
         first = _FIRST_BUCKET_BYTES if bucket_cap_mb is None else self.bucket_bytes_cap
+        self.find_unused_parameters = find_unused_parameters
         self.reducer = Reducer([p for _, p in named], [n for n, _ in named], pg,
                                self.bucket_bytes_cap, first)
+        self.reducer.find_unused = bool(find_unused_parameters)
         self._hook_handles = [p.register_post_accumulate_grad_hook(self.reducer.mark_ready)
                               for _, p in named]
 
@@ -150,9 +196,11 @@ class DistributedDataParallel(Module):
             raise RuntimeError(
                 "Expected to have finished reduction in the prior iteration before starting a "
                 "new one. This error indicates that your module has parameters that were not "
-                "used in producing loss. jitgrad's DistributedDataParallel needs every "
-                "parameter that requires grad to receive a gradient in each synchronized "
-                "backward; these did not on rank "
+                "used in producing loss. You can enable unused parameter detection by passing "
+                "the keyword argument `find_unused_parameters=True` to "
+                "`jitgrad.nn.parallel.DistributedDataParallel`, and by making sure all "
+                "`forward` function outputs participate in calculating loss. Parameters which "
+                "did not receive grad for rank "
                 f"{self.process_group.rank()}: {', '.join(reducer.unready_names())}")
         reducer.reset()
         reducer.forward_sync = reducer.sync_enabled
@@ -160,7 +208,11 @@ class DistributedDataParallel(Module):
             buffers = [b for b in self.module.buffers()]
             if buffers:
                 _broadcast_from_rank0(self.process_group, buffers)
-        return self.module(*inputs, **kwargs)
+        output = self.module(*inputs, **kwargs)
+        if self.find_unused_parameters and not registry.state.traces:
+            reached = _reachable_leaves(output)
+            reducer.unused = frozenset(id(p) for p in reducer.params if id(p) not in reached)
+        return output
 
     @contextmanager
     def no_sync(self) -> Iterator[None]:

@@ -6,6 +6,8 @@ parameters. Covers several buckets, the default buckets, no_sync, and jit-compil
 Prints ``ddp ok rank=R size=S``.
 """
 
+import copy
+
 import numpy as np
 
 import jitgrad
@@ -129,6 +131,44 @@ for x, y in batches(1):
     F.cross_entropy(model(xs[step:]), ys[step:]).backward()
     opt.step()
 check_equal(model, expect_acc, "no_sync accumulation", 1e-12)
+
+
+
+# find_unused_parameters: `never` is used on no rank, `rank0` only on rank 0
+class Heads(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.body = nn.Linear(FEATURES, 8)
+        self.head = nn.Linear(8, CLASSES)
+        self.rank0 = nn.Linear(8, CLASSES)
+        self.never = nn.Linear(8, CLASSES)
+
+    def forward(self, x, use_rank0):
+        h = self.body(x).tanh()
+        return self.head(h) + self.rank0(h) if use_rank0 else self.head(h)
+
+
+jitgrad.manual_seed(7)
+plain = Heads().double()
+model = DDP(copy.deepcopy(plain), find_unused_parameters=True, bucket_cap_mb=0.0005)
+x, y = next(iter(batches(3)))
+for _ in range(2):  # the second backward accumulates onto the first
+    F.cross_entropy(model(shard(x), rank == 0), shard(y)).backward()
+assert model.module.never.weight.grad is None and model.module.never.bias.grad is None
+# what one process gets for the used parameters, each rank's shard weighted 1/size
+expect_grads = {}
+for r in range(size):
+    part = slice(r * PER_RANK, (r + 1) * PER_RANK)
+    plain.zero_grad()
+    F.cross_entropy(plain(x[part], r == 0), y[part]).backward()
+    for name, p in plain.named_parameters():
+        if p.grad is not None:
+            expect_grads[name] = expect_grads.get(name, 0) + 2 * p.grad.numpy() / size
+for name, p in model.module.named_parameters():
+    if name.startswith("never"):
+        continue
+    np.testing.assert_allclose(p.grad.numpy(), expect_grads[name], rtol=1e-12, atol=1e-15,
+                               err_msg=name)
 
 print_from_rank0(comm, f"ddp ok rank={rank} size={size}")
 dist.destroy_process_group()
