@@ -9,6 +9,8 @@ the same machine load, and prints medians:
   forward + backward, no DDP.
 - ``N ranks, global batch 128``: DDP, each rank a shard of 128/N (strong scaling).
 - ``N ranks, batch 128 each``: DDP, N times the samples per step (weak scaling).
+- ``N ranks, global batch 128, no progress thread``: as the second, with only the gradient
+  hooks driving MPI (``JITGRAD_DDP_PROGRESS_THREAD=0``).
 
 Each step starts after a barrier and counts at the pace of the slowest rank. For the DDP runs:
 ``local`` is the same step inside ``no_sync()`` (no communication; interleaved step by step
@@ -140,6 +142,8 @@ def main(argv: list[str] | None = None) -> None:
         "1 process, batch 128, no DDP": (1, ["--plain", "--batch", "128"], None),
         f"{n} ranks, global batch 128 ({128 // n} each)": (n, ["--batch", str(128 // n)], None),
         f"{n} ranks, batch 128 each": (n, ["--batch", "128"], None),
+        f"{n} ranks, global batch 128, no progress thread": (
+            n, ["--batch", str(128 // n)], {"JITGRAD_DDP_PROGRESS_THREAD": "0"}),
     }
     if args.async_progress:
         configs[f"{n} ranks, global batch 128, async progress"] = (
@@ -152,12 +156,12 @@ def main(argv: list[str] | None = None) -> None:
                   f"{runs[name][-1]['step_s'] * 1e3:.2f} ms", file=sys.stderr, flush=True)
     base = float(np.median([x["step_s"] for x in runs["1 process, batch 128, no DDP"]]))
     print(f"W2 step (forward + backward), medians of {args.rounds} runs x {args.steps} steps")
-    print(f"{'configuration':46s} {'step':>8s} {'vs 1':>6s} {'samples/s':>9s} "
+    print(f"{'configuration':50s} {'step':>8s} {'vs 1':>6s} {'samples/s':>9s} "
           f"{'local':>8s} {'comm':>8s} {'wait':>8s} {'overlapped':>10s}")
     for name, rs in runs.items():
         step = float(np.median([x["step_s"] for x in rs]))
         samples = rs[0]["batch"] * rs[0]["world"] / step
-        row = f"{name:46s} {step * 1e3:6.2f}ms {step / base:5.2f}x {samples:9.0f}"
+        row = f"{name:50s} {step * 1e3:6.2f}ms {step / base:5.2f}x {samples:9.0f}"
         if "comm_s" in rs[0]:
             local, comm, wait, share = (float(np.median([x[k] for x in rs]))
                                         for k in ("local_s", "comm_s", "wait_s", "overlap"))

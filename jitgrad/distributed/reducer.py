@@ -5,9 +5,11 @@ are ready first in the backward), one dtype per bucket, the first bucket capped 
 the others at ``bucket_cap_mb`` (torch's policy). A post-accumulate-grad hook copies each
 gradient into its bucket; when a bucket is full it starts a non-blocking ``Iallreduce`` on it,
 in bucket order so every rank issues the same sequence of collectives, while the backward goes
-on computing the gradients of earlier layers. Each later hook tests the running requests, which
-drives MPI's progress. When the last bucket has started, the hook waits for all of them and
-writes the averaged gradients back into ``.grad``.
+on computing the gradients of earlier layers. MPI advances a non-blocking collective only
+inside MPI calls, so a progress thread (``progress.py``) tests the running requests while the
+backward computes; without it (one rank, no ``MPI_THREAD_MULTIPLE``, or
+``JITGRAD_DDP_PROGRESS_THREAD=0``) each later hook tests them. When the last bucket has started,
+the hook waits for all of them and writes the averaged gradients back into ``.grad``.
 """
 
 from __future__ import annotations

@@ -26,8 +26,7 @@ _DEFAULT_BUCKET_CAP_MB = 25
 
 
 def _describe(tensors: list) -> list[tuple]:
-    return [(tuple(t.shape), t.dtype.name if hasattr(t.dtype, "name") else str(t.dtype))
-            for t in tensors]
+    return [(tuple(t.shape), str(t.dtype).replace("jitgrad.", "")) for t in tensors]
 
 
 def _verify_same_model(pg: ProcessGroup, params: list, param_names: list[str], buffers: list,
@@ -68,7 +67,7 @@ def _broadcast_from_rank0(pg: ProcessGroup, tensors: list) -> None:
         by_dtype.setdefault(t._data.dtype, []).append(t)
     for dtype in sorted(by_dtype, key=str):
         group = by_dtype[dtype]
-        flat = np.concatenate([t._data.reshape(-1) for t in group]) if group else None
+        flat = np.concatenate([t._data.reshape(-1) for t in group])
         pg.comm.Bcast(flat, root=0)
         off = 0
         for t in group:
@@ -133,7 +132,8 @@ class DistributedDataParallel(Module):
         output_device: must be None (CPU modules).
         dim: the batch dimension (kept for torch compatibility; inputs are not scattered).
         broadcast_buffers: broadcast rank 0's buffers at the start of every forward.
-        init_sync: verify shapes and broadcast rank 0's state at construction.
+        init_sync: broadcast rank 0's parameters and buffers at construction (the shapes are
+            compared in any case).
         process_group: the group (None: the default group).
         bucket_cap_mb: the bucket size in MiB (default 25; the first bucket is 1 MiB unless
             this is given).
@@ -167,9 +167,9 @@ class DistributedDataParallel(Module):
         self.broadcast_buffers = broadcast_buffers
         all_named = list(module.named_parameters())
         buffers = list(module.named_buffers())
+        _verify_same_model(pg, [p for _, p in all_named], [n for n, _ in all_named],
+                           [b for _, b in buffers], [n for n, _ in buffers])
         if init_sync:
-            _verify_same_model(pg, [p for _, p in all_named], [n for n, _ in all_named],
-                               [b for _, b in buffers], [n for n, _ in buffers])
             _broadcast_from_rank0(pg, [p for _, p in all_named] + [b for _, b in buffers])
         cap = _DEFAULT_BUCKET_CAP_MB if bucket_cap_mb is None else bucket_cap_mb
         self.bucket_bytes_cap = int(cap * _MB)
