@@ -65,6 +65,26 @@ def test_import_does_not_load_mpi4py():
     assert proc.stdout.strip() == "[]"
 
 
+def test_without_mpi4py_init_says_what_to_install():
+    code = ("import sys\n"
+            "class Block:\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name.split('.')[0] == 'mpi4py':\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Block())\n"
+            "import jitgrad.distributed as dist\n"
+            "assert not dist.is_available() and not dist.is_mpi_available()\n"
+            "try:\n"
+            "    dist.init_process_group('mpi')\n"
+            "except RuntimeError as e:\n"
+            "    print(e)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          cwd=ROOT, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("Distributed package doesn't have MPI built in")
+    assert "jitgrad[distributed]" in proc.stdout
+
+
 @pytest.mark.parametrize("call", [
     lambda: dist.all_reduce(jitgrad.ones(2)),
     lambda: dist.broadcast(jitgrad.ones(2), 0),
@@ -74,13 +94,22 @@ def test_import_does_not_load_mpi4py():
     lambda: dist.get_rank(),
     lambda: dist.get_world_size(),
     lambda: jitgrad.nn.parallel.DistributedDataParallel(jitgrad.nn.Linear(2, 2)),
-    lambda: jitgrad.utils.data.DistributedSampler(range(4)),
 ])
 def test_before_init_raises_torchs_error(call):
     assert not dist.is_initialized()
     with pytest.raises(ValueError) as ours:
         call()
     assert str(ours.value) == NOT_INIT
+
+
+def test_sampler_without_a_group():
+    if dist.is_available():
+        with pytest.raises(ValueError, match="^Default process group has not been initialized"):
+            jitgrad.utils.data.DistributedSampler(range(4))
+    else:  # torch's text when its distributed package is missing
+        with pytest.raises(RuntimeError, match="^Requires distributed package to be available$"):
+            jitgrad.utils.data.DistributedSampler(range(4))
+    assert len(jitgrad.utils.data.DistributedSampler(range(4), num_replicas=2, rank=1)) == 2
 
 
 def test_before_init_matches_torch():

@@ -157,10 +157,10 @@ def broadcast(tensor: Tensor, src: int | None = None, group: ProcessGroup | None
 def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: ProcessGroup | None = None,
                async_op: bool = False) -> Work | None:
     """Reduces ``tensor`` across all ranks (``op``), leaving the result on every rank."""
-    from mpi4py import MPI
-
     _check_tensor(tensor, "tensor")
     pg = _resolve(group)
+    from mpi4py import MPI
+
     flat, copy = _writable(tensor)
     mpi_op = _mpi_op(op, flat)
     size = pg.size()

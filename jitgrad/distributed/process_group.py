@@ -59,7 +59,10 @@ _state: dict[str, Any] = {"group": None, "previous_excepthook": None}
 
 def is_available() -> bool:
     """Whether jitgrad.distributed can run: mpi4py (the ``distributed`` extra) is installed."""
-    return importlib.util.find_spec("mpi4py") is not None
+    try:
+        return importlib.util.find_spec("mpi4py") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 def is_mpi_available() -> bool:
