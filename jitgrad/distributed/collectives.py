@@ -7,7 +7,9 @@ returning None. Tensors are changed in place, as in torch.
 
 from __future__ import annotations
 
+import datetime
 import enum
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -76,11 +78,24 @@ class Work:
             self._finish()
             self._finish = None
 
-    def wait(self, timeout: Any = None) -> bool:
-        """Blocks until the collective has finished; returns True."""
-        if not self._done:
+    def wait(self, timeout: datetime.timedelta | None = None) -> bool:
+        """Blocks until the collective has finished; returns True.
+
+        Args:
+            timeout: raise a RuntimeError if it has not finished after this long (the
+                collective is still running then; MPI cannot cancel it).
+        """
+        if self._done:
+            return True
+        if timeout is None:
             self._request.Wait()
-            self._complete()
+        else:
+            deadline = time.monotonic() + timeout.total_seconds()
+            while not self._request.Test():
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"Work.wait timed out after {timeout}")
+                time.sleep(50e-6)
+        self._complete()
         return True
 
     def is_completed(self) -> bool:
@@ -134,8 +149,10 @@ def _shape_text(shape: tuple) -> str:
 
 def barrier(group: ProcessGroup | None = None, async_op: bool = False,
             device_ids: Any = None) -> Work | None:
-    """Blocks until every rank of the group has entered the barrier."""
+    """Blocks until every rank of the group has entered the barrier (``device_ids``: None)."""
     pg = _resolve(group)
+    if device_ids is not None:
+        raise ValueError("device_ids is for GPU backends; the mpi backend runs on CPU tensors")
     return _run(pg.comm.Ibarrier(), None, async_op)
 
 

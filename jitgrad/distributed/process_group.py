@@ -109,8 +109,7 @@ def _abort_on_uncaught(exc_type: type, exc: BaseException, tb: Any) -> None:
 
 
 def init_process_group(backend: str | None = None, init_method: str | None = None,
-                       timeout: Any = None, world_size: int = -1, rank: int = -1,
-                       group_name: str = "") -> None:
+                       timeout: Any = None, world_size: int = -1, rank: int = -1) -> None:
     """Initializes the default process group from MPI (run the script under ``mpiexec``).
 
     Rank and world size come from ``MPI.COMM_WORLD``. While the group exists an uncaught
@@ -123,7 +122,6 @@ def init_process_group(backend: str | None = None, init_method: str | None = Non
         timeout: not used by the MPI backend (as in torch's ``ProcessGroupMPI``); a warning says so.
         world_size: ignored, with a warning, as torch does for the MPI backend.
         rank: ignored, with a warning, as torch does for the MPI backend.
-        group_name: unused, accepted for torch compatibility.
 
     Raises:
         ValueError: the default group is already initialized (torch's text).

@@ -3,10 +3,12 @@
 Each rank checks its own results and prints ``collectives ok rank=R size=S``.
 """
 
+import datetime
 import sys
 import warnings
 
 import numpy as np
+from mpi4py import MPI
 
 import jitgrad
 import jitgrad.distributed as dist
@@ -121,9 +123,26 @@ except RuntimeError as e:
 else:
     raise AssertionError("a long list did not raise")
 
-# barrier, blocking and async
+# barrier, blocking and async; a wait with a timeout
 assert dist.barrier() is None
 dist.barrier(async_op=True).wait()
+t = base()
+assert dist.all_reduce(t, async_op=True).wait(timeout=datetime.timedelta(seconds=60))
+np.testing.assert_allclose(t.numpy(), sum(every))
+if rank == 0:  # the other ranks enter this barrier only after rank 0's wait has timed out
+    late = dist.barrier(async_op=True)
+    try:
+        late.wait(timeout=datetime.timedelta(milliseconds=20))
+    except RuntimeError as e:
+        assert "timed out" in str(e)
+    else:
+        raise AssertionError("a barrier nobody else entered finished")
+    assert not late.is_completed()
+    MPI.COMM_WORLD.Barrier()  # another communicator than the group's: releases the others
+    late.wait()
+else:
+    MPI.COMM_WORLD.Barrier()
+    dist.barrier()
 
 # the sampler takes rank and size from the group; the shards partition the data set
 sampler = jitgrad.utils.data.DistributedSampler(list(range(10)), seed=5)
