@@ -2,7 +2,8 @@
 
 Every rank also trains a plain copy of the model on the whole global batch (what one process
 would do); after a few SGD steps the DDP replica, fed only its shard, must hold the same
-parameters. Covers several buckets, the default buckets, no_sync, and jit-compiled losses.
+parameters. Covers several buckets, the default buckets, jit-compiled losses, no_sync, buffers
+and find_unused_parameters.
 Prints ``ddp ok rank=R size=S``.
 """
 
@@ -132,6 +133,27 @@ for x, y in batches(1):
     opt.step()
 check_equal(model, expect_acc, "no_sync accumulation", 1e-12)
 
+
+
+# buffers: rank 0's at construction and, with broadcast_buffers, again at every forward
+class Scaled(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(2, 2)
+        self.register_buffer("scale", jitgrad.full((2,), float(rank + 1)))
+
+    def forward(self, x):
+        return self.lin(x) * self.scale
+
+
+model = DDP(Scaled())
+assert model.module.scale.tolist() == [1.0, 1.0]
+model.module.scale.fill_(rank + 5.0)
+model(jitgrad.ones(1, 2))
+assert model.module.scale.tolist() == [5.0, 5.0]
+model = DDP(Scaled(), broadcast_buffers=False, init_sync=False)
+model(jitgrad.ones(1, 2))
+assert model.module.scale.tolist() == [rank + 1.0] * 2
 
 
 # find_unused_parameters: `never` is used on no rank, `rank0` only on rank 0
