@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import registry
 from ..tensor import Tensor
 from .process_group import ProcessGroup, _resolve
 
@@ -109,13 +110,22 @@ class Work:
         return self.is_completed()
 
 
+def _refuse_tracing() -> None:
+    if registry.state.traces:
+        raise RuntimeError("jitgrad.distributed collectives cannot run inside jitgrad.jit (a "
+                           "traced function runs once and is replayed without its Python "
+                           "side effects); call them outside the jitted function")
+
+
 def _check_tensor(t: Any, name: str) -> None:
+    _refuse_tracing()
     if not isinstance(t, Tensor):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
                         f"jitgrad.Tensor but got {type(t)} instead.")
 
 
 def _check_tensor_list(ts: Any, name: str) -> None:
+    _refuse_tracing()
     if not isinstance(ts, (list, tuple)) or not all(isinstance(t, Tensor) for t in ts):
         raise TypeError(f"Invalid function argument. Expected parameter `{name}` of type "
                         "List[jitgrad.Tensor] but got another type.")
@@ -150,6 +160,7 @@ def _shape_text(shape: tuple) -> str:
 def barrier(group: ProcessGroup | None = None, async_op: bool = False,
             device_ids: Any = None) -> Work | None:
     """Blocks until every rank of the group has entered the barrier (``device_ids``: None)."""
+    _refuse_tracing()
     pg = _resolve(group)
     if device_ids is not None:
         raise ValueError("device_ids is for GPU backends; the mpi backend runs on CPU tensors")

@@ -204,12 +204,14 @@ class DistributedDataParallel(Module):
                 f"{self.process_group.rank()}: {', '.join(reducer.unready_names())}")
         reducer.reset()
         reducer.forward_sync = reducer.sync_enabled
-        if self.broadcast_buffers and self.process_group.size() > 1:
+        # Never a collective inside a jit trace: a rank that retraces alone would hang the rest.
+        tracing = bool(registry.state.traces)
+        if self.broadcast_buffers and self.process_group.size() > 1 and not tracing:
             buffers = [b for b in self.module.buffers()]
             if buffers:
                 _broadcast_from_rank0(self.process_group, buffers)
         output = self.module(*inputs, **kwargs)
-        if self.find_unused_parameters and not registry.state.traces:
+        if self.find_unused_parameters and not tracing:
             reached = _reachable_leaves(output)
             reducer.unused = frozenset(id(p) for p in reducer.params if id(p) not in reached)
         return output

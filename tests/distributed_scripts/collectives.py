@@ -123,6 +123,17 @@ except RuntimeError as e:
 else:
     raise AssertionError("a long list did not raise")
 
+# inside jit a collective would run once, at trace time: refused
+captured = base()
+traced = jitgrad.jit(lambda x: (dist.all_reduce(captured), x * 2)[1])
+try:
+    traced(base())
+except RuntimeError as e:
+    assert "cannot run inside jitgrad.jit" in str(e)
+else:
+    raise AssertionError("a collective inside jit did not raise")
+np.testing.assert_array_equal(captured.numpy(), every[rank])
+
 # barrier, blocking and async; a wait with a timeout
 assert dist.barrier() is None
 dist.barrier(async_op=True).wait()
