@@ -10,7 +10,7 @@ the same machine load, and prints medians:
 - ``N ranks, global batch 128``: DDP, each rank a shard of 128/N (strong scaling).
 - ``N ranks, batch 128 each``: DDP, N times the samples per step (weak scaling).
 - ``N ranks, global batch 128, no progress thread``: as the second, with only the gradient
-  hooks driving MPI (``JITGRAD_DDP_PROGRESS_THREAD=0``).
+  hooks driving MPI (``JITGRAD_MPI_PROGRESS_THREAD=0``).
 
 Each step starts after a barrier and counts at the pace of the slowest rank. For the DDP runs:
 ``local`` is the same step inside ``no_sync()`` (no communication; interleaved step by step
@@ -143,7 +143,7 @@ def main(argv: list[str] | None = None) -> None:
         f"{n} ranks, global batch 128 ({128 // n} each)": (n, ["--batch", str(128 // n)], None),
         f"{n} ranks, batch 128 each": (n, ["--batch", "128"], None),
         f"{n} ranks, global batch 128, no progress thread": (
-            n, ["--batch", str(128 // n)], {"JITGRAD_DDP_PROGRESS_THREAD": "0"}),
+            n, ["--batch", str(128 // n)], {"JITGRAD_MPI_PROGRESS_THREAD": "0"}),
     }
     if args.async_progress:
         configs[f"{n} ranks, global batch 128, async progress"] = (

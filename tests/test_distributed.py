@@ -211,7 +211,7 @@ def test_collectives_on_ranks(n):
 def test_ddp_equals_single_process_training(n, progress_thread):
     """Also no_sync, jit, find_unused_parameters; with and without the MPI progress thread."""
     out = _ok(mpirun(n, SCRIPTS / "ddp_train.py",
-                     env_extra={"JITGRAD_DDP_PROGRESS_THREAD": progress_thread}))
+                     env_extra={"JITGRAD_MPI_PROGRESS_THREAD": progress_thread}))
     assert out.splitlines() == [f"ddp ok rank={r} size={n}" for r in range(n)]
 
 

@@ -66,12 +66,25 @@ def _mpi_op(op: Any, arr: np.ndarray) -> Any:
 
 
 class Work:
-    """A started collective: ``wait()`` blocks until it is done and its outputs are written."""
+    """A started collective: ``wait()`` blocks until it is done and its outputs are written.
 
-    def __init__(self, request: Any, finish: Callable[[], None] | None = None) -> None:
+    While it runs, the group's progress thread (if any) drives it, so it advances while the
+    caller computes.
+    """
+
+    def __init__(self, request: Any, finish: Callable[[], None] | None = None,
+                 progress: Any = None) -> None:
         self._request = request
         self._finish = finish
         self._done = False
+        self._progress = progress
+        if progress is not None:
+            progress.watch([request])
+
+    def _release(self) -> None:
+        if self._progress is not None:
+            self._progress.discard([self._request])
+            self._progress = None
 
     def _complete(self) -> None:
         self._done = True
@@ -88,6 +101,7 @@ class Work:
         """
         if self._done:
             return True
+        self._release()
         if timeout is None:
             self._request.Wait()
         else:
@@ -101,8 +115,15 @@ class Work:
 
     def is_completed(self) -> bool:
         """Whether the collective has finished (tests without blocking, which drives MPI)."""
-        if not self._done and self._request.Test():
-            self._complete()
+        if not self._done:
+            if self._progress is not None:
+                with self._progress.lock:  # the thread may be testing it right now
+                    done = self._request.Test()
+            else:
+                done = self._request.Test()
+            if done:
+                self._release()
+                self._complete()
         return self._done
 
     def is_success(self) -> bool:
@@ -145,11 +166,11 @@ def _store(t: Tensor, flat: np.ndarray, copy: bool) -> None:
     t._vc[0] += 1
 
 
-def _run(request: Any, finish: Callable[[], None] | None, async_op: bool) -> Work | None:
-    work = Work(request, finish)
+def _run(pg: ProcessGroup, request: Any, finish: Callable[[], None] | None,
+         async_op: bool) -> Work | None:
     if async_op:
-        return work
-    work.wait()
+        return Work(request, finish, pg.progress)
+    Work(request, finish).wait()
     return None
 
 
@@ -164,7 +185,7 @@ def barrier(group: ProcessGroup | None = None, async_op: bool = False,
     pg = _resolve(group)
     if device_ids is not None:
         raise ValueError("device_ids is for GPU backends; the mpi backend runs on CPU tensors")
-    return _run(pg.comm.Ibarrier(), None, async_op)
+    return _run(pg, pg.comm.Ibarrier(), None, async_op)
 
 
 def broadcast(tensor: Tensor, src: int | None = None, group: ProcessGroup | None = None,
@@ -178,7 +199,7 @@ def broadcast(tensor: Tensor, src: int | None = None, group: ProcessGroup | None
     if not 0 <= int(root) < pg.size():
         raise RuntimeError(f"ProcessGroupMPI::broadcast: invalid root rank: {root}")
     flat, copy = _writable(tensor)
-    return _run(pg.comm.Ibcast(flat, root=int(root)), lambda: _store(tensor, flat, copy),
+    return _run(pg, pg.comm.Ibcast(flat, root=int(root)), lambda: _store(tensor, flat, copy),
                 async_op)
 
 
@@ -198,7 +219,7 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: ProcessGroup | Non
             np.divide(flat, size, out=flat)
         _store(tensor, flat, copy)
 
-    return _run(pg.comm.Iallreduce(MPI.IN_PLACE, flat, mpi_op), finish, async_op)
+    return _run(pg, pg.comm.Iallreduce(MPI.IN_PLACE, flat, mpi_op), finish, async_op)
 
 
 def _check_same(outputs: list, like: Tensor, what: str, start: int = 0) -> None:
@@ -230,7 +251,7 @@ def all_gather(tensor_list: list, tensor: Tensor, group: ProcessGroup | None = N
             out._data[...] = row.reshape(out._data.shape)
             out._vc[0] += 1
 
-    return _run(pg.comm.Iallgather(send, recv), finish, async_op)
+    return _run(pg, pg.comm.Iallgather(send, recv), finish, async_op)
 
 
 def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor,
@@ -247,7 +268,7 @@ def all_gather_into_tensor(output_tensor: Tensor, input_tensor: Tensor,
         raise TypeError("output tensor must have the same type as input tensor")
     send = np.ascontiguousarray(input_tensor._data).reshape(-1)
     flat, copy = _writable(output_tensor)
-    return _run(pg.comm.Iallgather(send, flat), lambda: _store(output_tensor, flat, copy),
+    return _run(pg, pg.comm.Iallgather(send, flat), lambda: _store(output_tensor, flat, copy),
                 async_op)
 
 
@@ -290,4 +311,4 @@ def _reduce_scatter_block(pg: ProcessGroup, output: Tensor, send: np.ndarray, op
             np.divide(flat, size, out=flat)
         _store(output, flat, copy)
 
-    return _run(pg.comm.Ireduce_scatter_block(send, flat, mpi_op), finish, async_op)
+    return _run(pg, pg.comm.Ireduce_scatter_block(send, flat, mpi_op), finish, async_op)

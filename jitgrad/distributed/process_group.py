@@ -28,9 +28,12 @@ class ProcessGroup:
     """
 
     def __init__(self, comm: Any) -> None:
+        from .progress import make_progress_thread
+
         self.comm = comm
         self._rank = comm.Get_rank()
         self._size = comm.Get_size()
+        self.progress = make_progress_thread(comm)  # drives requests in flight (or None)
 
     def rank(self) -> int:
         return self._rank
@@ -165,6 +168,8 @@ def destroy_process_group(group: ProcessGroup | None = None) -> None:
     if sys.excepthook is _abort_on_uncaught:
         sys.excepthook = _state["previous_excepthook"] or sys.__excepthook__
     _state["previous_excepthook"] = None
+    if pg.progress is not None:
+        pg.progress.clear()
     pg.comm.Free()
 
 

@@ -1,11 +1,13 @@
-"""A thread that drives MPI's progress engine while gradient buckets are being all-reduced.
+"""One thread per process that drives MPI's progress engine while requests are in flight.
 
-MPI's non-blocking collectives advance only inside MPI calls: a bucket started from a gradient
-hook would otherwise sit still while the backward computes (NumPy's matrix products release
-the GIL, so the thread can run beside them). The thread sleeps on a condition while nothing is
-in flight, and tests the running requests every ``interval`` seconds while something is. It
-holds the lock while it tests, so the main thread, which takes the lock before it starts or
-waits on requests, never completes a request at the same time (MPI forbids that).
+MPI's non-blocking collectives advance only inside MPI calls: a collective started with
+``async_op=True``, or a DDP bucket started from a gradient hook, would otherwise sit still
+while Python computes (NumPy's matrix products release the GIL, so the thread runs beside
+them). The thread sleeps on a condition while nothing is watched, and tests the watched
+requests every ``interval`` seconds otherwise. It tests while holding ``lock``; an owner takes
+the lock (``discard``) before it waits on or tests a request itself, so two threads never
+complete the same request (MPI forbids that). A request the thread completes becomes
+``MPI.REQUEST_NULL`` in place, which the owner's later ``Wait`` returns from at once.
 """
 
 from __future__ import annotations
@@ -18,10 +20,10 @@ __all__ = ["ProgressThread"]
 
 
 class ProgressThread:
-    """Tests the requests handed to ``watch`` until they complete or ``release`` is called.
+    """Tests the requests handed to ``watch`` until they complete or are discarded.
 
     Args:
-        interval: seconds between two tests while requests are in flight.
+        interval: seconds between two rounds of tests while requests are in flight.
     """
 
     __slots__ = ("lock", "_requests", "_thread", "interval")
@@ -33,27 +35,43 @@ class ProgressThread:
         self.interval = interval
 
     def watch(self, requests: list) -> None:
-        """Starts testing ``requests`` (call with ``lock`` held)."""
-        self._requests = requests
-        if self._thread is None:
-            self._thread = threading.Thread(target=self._run, name="jitgrad-mpi-progress",
-                                            daemon=True)
-            self._thread.start()
-        self.lock.notify()
+        """Starts testing ``requests`` (mpi4py Request objects) in the background."""
+        with self.lock:
+            self._requests.extend(requests)
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="jitgrad-mpi-progress",
+                                                daemon=True)
+                self._thread.start()
+            self.lock.notify()
 
-    def release(self) -> None:
-        """Stops testing; on return the thread is not inside an MPI call."""
+    def discard(self, requests: list) -> None:
+        """Stops testing ``requests``; on return the thread is not testing them."""
+        with self.lock:
+            ids = {id(r) for r in requests}
+            self._requests = [r for r in self._requests if id(r) not in ids]
+
+    def clear(self) -> None:
+        """Stops testing everything."""
         with self.lock:
             self._requests = []
 
     def _run(self) -> None:
-        from mpi4py import MPI
-
-        test_all: Any = MPI.Request.Testall
         while True:
             with self.lock:
                 while not self._requests:
                     self.lock.wait()
-                if test_all(self._requests):
-                    self._requests = []
+                self._requests = [r for r in self._requests if not r.Test()]
             time.sleep(self.interval)
+
+
+def make_progress_thread(comm: Any) -> ProgressThread | None:
+    """A progress thread when there are other ranks and MPI allows threads (and
+    ``JITGRAD_MPI_PROGRESS_THREAD`` is not ``0``); else None, and owners test themselves."""
+    import os
+
+    from mpi4py import MPI
+
+    if comm.Get_size() == 1 or os.environ.get("JITGRAD_MPI_PROGRESS_THREAD", "1") == "0" \
+            or MPI.Query_thread() != MPI.THREAD_MULTIPLE:
+        return None
+    return ProgressThread()

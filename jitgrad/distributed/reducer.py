@@ -6,15 +6,14 @@ the others at ``bucket_cap_mb`` (torch's policy). A post-accumulate-grad hook co
 gradient into its bucket; when a bucket is full it starts a non-blocking ``Iallreduce`` on it,
 in bucket order so every rank issues the same sequence of collectives, while the backward goes
 on computing the gradients of earlier layers. MPI advances a non-blocking collective only
-inside MPI calls, so a progress thread (``progress.py``) tests the running requests while the
-backward computes; without it (one rank, no ``MPI_THREAD_MULTIPLE``, or
-``JITGRAD_DDP_PROGRESS_THREAD=0``) each later hook tests them. When the last bucket has started,
+inside MPI calls, so the group's progress thread (``progress.py``) tests the running requests
+while the backward computes; without it (one rank, no ``MPI_THREAD_MULTIPLE``, or
+``JITGRAD_MPI_PROGRESS_THREAD=0``) each later hook tests them. When the last bucket has started,
 the hook waits for all of them and writes the averaged gradients back into ``.grad``.
 """
 
 from __future__ import annotations
 
-import os
 import time
 from typing import Any
 
@@ -22,7 +21,6 @@ import numpy as np
 
 from ..ops.creation import _new
 from .process_group import ProcessGroup
-from .progress import ProgressThread
 
 __all__ = ["Reducer", "assign_buckets"]
 
@@ -52,16 +50,6 @@ def assign_buckets(params: list, bucket_bytes: int, first_bucket_bytes: int) -> 
             del open_[key]
     buckets.extend(cur[0] for cur in open_.values())
     return buckets
-
-
-def _progress_driver(pg: ProcessGroup) -> ProgressThread | None:
-    """A progress thread when there is someone to talk to and MPI allows threads."""
-    from mpi4py import MPI
-
-    if pg.size() == 1 or os.environ.get("JITGRAD_DDP_PROGRESS_THREAD", "1") == "0" \
-            or MPI.Query_thread() != MPI.THREAD_MULTIPLE:
-        return None
-    return ProgressThread()
 
 
 class _Bucket:
@@ -112,7 +100,7 @@ class Reducer:
         self.pg = pg
         self.sync_enabled = True
         self.forward_sync: bool | None = None
-        self._driver = _progress_driver(pg)
+        self._driver = pg.progress
         self.find_unused = False  # DDP's find_unused_parameters: then `unused` is kept current
         self.unused: frozenset[int] = frozenset()  # ids of parameters the last forward skipped
         self.buckets = [_Bucket([params[i] for i in idx], params[idx[0]]._data.dtype)
@@ -194,22 +182,17 @@ class Reducer:
     def _launch_ready(self) -> None:
         from mpi4py import MPI
 
-        driver = self._driver
-        if driver is not None:
-            driver.lock.acquire()
-        try:
-            while self._next_launch < len(self.buckets):
-                bucket = self.buckets[self._next_launch]
-                if bucket.pending:
-                    break
-                bucket.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, bucket.buffer, MPI.SUM)
-                self._in_flight.append(bucket.request)
-                self._next_launch += 1
-            if driver is not None:
-                driver.watch(list(self._in_flight))
-        finally:
-            if driver is not None:
-                driver.lock.release()
+        started = []
+        while self._next_launch < len(self.buckets):
+            bucket = self.buckets[self._next_launch]
+            if bucket.pending:
+                break
+            bucket.request = self.pg.comm.Iallreduce(MPI.IN_PLACE, bucket.buffer, MPI.SUM)
+            started.append(bucket.request)
+            self._next_launch += 1
+        self._in_flight.extend(started)
+        if self._driver is not None:
+            self._driver.watch(started)
         self._progress()
 
     def _progress(self) -> None:
@@ -223,7 +206,7 @@ class Reducer:
 
         start = time.perf_counter()
         if self._driver is not None:
-            self._driver.release()
+            self._driver.discard(self._in_flight)
         self.last_overlapped_bytes = sum(b.buffer.nbytes for b in self.buckets[:-1]
                                          if b.request.Test())
         MPI.Request.Waitall([b.request for b in self.buckets])

@@ -5,6 +5,7 @@ Each rank checks its own results and prints ``collectives ok rank=R size=S``.
 
 import datetime
 import sys
+import time
 import warnings
 
 import numpy as np
@@ -122,6 +123,18 @@ except RuntimeError as e:
     assert str(e) == "invalid input tensor list size, must be world size"
 else:
     raise AssertionError("a long list did not raise")
+
+# async_op: the progress thread completes the collective while this rank makes no MPI call
+# (plain MPI would leave it untouched until wait()); polls the request handle, not MPI
+if dist.group.WORLD.progress is not None:
+    t = base()
+    work = dist.all_reduce(t, async_op=True)
+    deadline = time.monotonic() + 60
+    while work._request != MPI.REQUEST_NULL and time.monotonic() < deadline:
+        time.sleep(0.005)
+    assert work._request == MPI.REQUEST_NULL, "the async all_reduce made no progress"
+    work.wait()
+    np.testing.assert_allclose(t.numpy(), sum(every))
 
 # inside jit a collective would run once, at trace time: refused
 captured = base()
