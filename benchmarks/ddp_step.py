@@ -11,6 +11,8 @@ the same machine load, and prints medians:
 - ``N ranks, batch 128 each``: DDP, N times the samples per step (weak scaling).
 - ``N ranks, global batch 128, no progress thread``: as the second, with only the gradient
   hooks driving MPI (``JITGRAD_MPI_PROGRESS_THREAD=0``).
+- with ``--jit``: the first two again with ``jitgrad.jit`` around the forward and the loss
+  (the compiled backward hands out all gradients at once, so buckets start together).
 
 Each step starts after a barrier and counts at the pace of the slowest rank. For the DDP runs:
 ``local`` is the same step inside ``no_sync()`` (no communication; interleaved step by step
@@ -58,11 +60,14 @@ def _worker(args: argparse.Namespace) -> None:
     y = jitgrad.tensor(rng.integers(0, 10, args.batch))
     comm = dist.group.WORLD.comm
 
+    loss_of = (jitgrad.jit(lambda x, y: F.cross_entropy(run(x), y)) if args.jit
+               else (lambda x, y: F.cross_entropy(run(x), y)))
+
     def step() -> float:
         model.zero_grad()
         comm.Barrier()
         t0 = time.perf_counter()
-        F.cross_entropy(run(x), y).backward()
+        loss_of(x, y).backward()
         elapsed = time.perf_counter() - t0
         return max(comm.allgather(elapsed))  # a synchronous step goes at the slowest rank's pace
 
@@ -130,6 +135,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="also run with MPICH's progress thread (MPIR_CVAR_ASYNC_PROGRESS)")
     parser.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--plain", action="store_true", help=argparse.SUPPRESS)
+    parser.add_argument("--jit", action="store_true",
+                        help="also time the step with jitgrad.jit around forward and loss")
     args = parser.parse_args(argv)
     if args.worker:
         _worker(args)
@@ -145,6 +152,11 @@ def main(argv: list[str] | None = None) -> None:
         f"{n} ranks, global batch 128, no progress thread": (
             n, ["--batch", str(128 // n)], {"JITGRAD_MPI_PROGRESS_THREAD": "0"}),
     }
+    if args.jit:
+        configs["1 process, batch 128, no DDP, jit"] = (1, ["--plain", "--batch", "128",
+                                                          "--jit"], None)
+        configs[f"{n} ranks, global batch 128, jit"] = (n, ["--batch", str(128 // n), "--jit"],
+                                                       None)
     if args.async_progress:
         configs[f"{n} ranks, global batch 128, async progress"] = (
             n, ["--batch", str(128 // n)], {"MPIR_CVAR_ASYNC_PROGRESS": "1"})
