@@ -96,6 +96,8 @@ def test_without_mpi4py_init_says_what_to_install():
     lambda: dist.all_gather([jitgrad.ones(2)], jitgrad.ones(2)),
     lambda: dist.reduce_scatter(jitgrad.ones(2), [jitgrad.ones(2)]),
     lambda: dist.barrier(),
+    lambda: dist.all_gather_object([None], 1),
+    lambda: dist.broadcast_object_list([1], src=0),
     lambda: dist.get_rank(),
     lambda: dist.get_world_size(),
     lambda: jitgrad.nn.parallel.DistributedDataParallel(jitgrad.nn.Linear(2, 2)),

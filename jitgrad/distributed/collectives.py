@@ -2,7 +2,8 @@
 
 Every collective starts one non-blocking MPI operation (``Iallreduce``, ``Ibcast``, ...). With
 ``async_op=True`` it returns a ``Work`` whose ``wait()`` completes it; otherwise it waits before
-returning None. Tensors are changed in place, as in torch.
+returning None. Tensors are changed in place, as in torch. ``all_gather_object`` and
+``broadcast_object_list`` move picklable Python objects (blocking, as in torch).
 """
 
 from __future__ import annotations
@@ -20,7 +21,8 @@ from ..tensor import Tensor
 from .process_group import ProcessGroup, _resolve
 
 __all__ = ["ReduceOp", "Work", "barrier", "broadcast", "all_reduce", "all_gather",
-           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor"]
+           "all_gather_into_tensor", "reduce_scatter", "reduce_scatter_tensor",
+           "all_gather_object", "broadcast_object_list"]
 
 
 class RedOpType(enum.IntEnum):
@@ -312,3 +314,28 @@ def _reduce_scatter_block(pg: ProcessGroup, output: Tensor, send: np.ndarray, op
         _store(output, flat, copy)
 
     return _run(pg, pg.comm.Ireduce_scatter_block(send, flat, mpi_op), finish, async_op)
+
+
+def all_gather_object(object_list: list, obj: Any, group: ProcessGroup | None = None) -> None:
+    """Gathers a picklable ``obj`` from every rank into ``object_list`` (one entry per rank)."""
+    _refuse_tracing()
+    pg = _resolve(group)
+    if len(object_list) != pg.size():
+        raise ValueError(f"object_list must have world size ({pg.size()}) entries, got "
+                         f"{len(object_list)}")
+    object_list[:] = pg.comm.allgather(obj)
+
+
+def broadcast_object_list(object_list: list, src: int | None = None,
+                          group: ProcessGroup | None = None, device: Any = None,
+                          group_src: int | None = None) -> None:
+    """Replaces the entries of ``object_list`` with rank ``src``'s (picklable) entries."""
+    _refuse_tracing()
+    pg = _resolve(group)
+    root = group_src if src is None else src
+    if root is None:
+        raise ValueError("Either src or group_src must be specified")
+    if not 0 <= int(root) < pg.size():
+        raise RuntimeError(f"ProcessGroupMPI::broadcast: invalid root rank: {root}")
+    received = pg.comm.bcast(list(object_list) if pg.rank() == root else None, root=int(root))
+    object_list[:] = received

@@ -136,6 +136,14 @@ if dist.group.WORLD.progress is not None:
     work.wait()
     np.testing.assert_allclose(t.numpy(), sum(every))
 
+# Python objects
+objs = [None] * size
+dist.all_gather_object(objs, {"rank": rank, "loss": 0.5 * rank})
+assert objs == [{"rank": r, "loss": 0.5 * r} for r in range(size)]
+box = [f"from {rank}", rank] if rank == size - 1 else [None, None]
+dist.broadcast_object_list(box, src=size - 1)
+assert box == [f"from {size - 1}", size - 1]
+
 # inside jit a collective would run once, at trace time: refused
 captured = base()
 traced = jitgrad.jit(lambda x: (dist.all_reduce(captured), x * 2)[1])
