@@ -50,6 +50,6 @@ def result_type(tensor1, tensor2) -> dtype:  # noqa: A001
 def __getattr__(name: str):
     import importlib
 
-    if name in ("nn", "optim", "func", "jit", "viz"):
+    if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'jitgrad' has no attribute {name!r}")

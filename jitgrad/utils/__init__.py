@@ -1,0 +1,3 @@
+"""``jitgrad.utils``: data loading helpers (``jitgrad.utils.data``)."""
+
+from . import data

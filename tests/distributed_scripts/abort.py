@@ -1,0 +1,14 @@
+"""Run under mpiexec -n 2 or more: rank 1 raises while rank 0 waits in a barrier.
+
+init_process_group's excepthook must abort the whole job instead of leaving rank 0 waiting.
+"""
+
+import jitgrad
+import jitgrad.distributed as dist
+
+dist.init_process_group(backend="mpi")
+if dist.get_rank() == 1:
+    raise ValueError("boom on rank 1")
+dist.barrier()  # rank 0 waits here for a rank that will never come
+dist.all_reduce(jitgrad.ones(3))
+print("rank 0 got past the barrier", flush=True)
