@@ -1,67 +1,89 @@
 """Vectorizable scalar math for generated Numba kernels.
 
 Numba lowers ``math.exp`` and friends to scalar libm calls (this llvmlite has no SVML), and a
-call in a loop body stops LLVM's loop vectorizer. The helpers here are written with range
-reduction, minimax polynomials and branch-free selects only, so a kernel loop such as::
+call in a loop body stops LLVM's loop vectorizer. The helpers here use range reduction,
+minimax polynomials and branch-free selects only, so a kernel loop such as::
 
     @numba.njit(fastmath=set(KERNEL_FASTMATH), error_model="numpy")
     def kernel(x, out):
         for i in range(x.shape[0]):
             out[i] = tanh(x[i])
 
-compiles to packed SIMD code (8 or 16 lanes) with no call in the loop.
+compiles to packed SIMD code (16 float32 / 8 float64 lanes on AVX-512) with no call in the
+loop; ``loop_asm_stats`` checks that on the assembly.
 
-Each helper exists per dtype (``exp_f32``, ``exp_f64``, ...) and as a generic name (``exp``)
-that picks the variant from the argument's Numba type at compile time; the generic names also
-run from Python on NumPy scalars. Only float32 and float64 are accepted: the renderer casts
-integer and bool inputs first, as eager mode's type promotion does.
+Names: ``exp, expm1, log, log1p, tanh, sigmoid, erf, gelu_tanh, gelu_none`` (``gelu_erf`` is
+an alias; the op templates say ``gelu_{approximate}``), each also as ``<name>_f32`` and
+``<name>_f64``; and ``maximum``/``minimum`` with ``np.maximum``'s NaN propagation. The generic
+names pick the variant from the argument's Numba type at compile time and also run from
+Python on NumPy scalars. Only float32 and float64 are accepted (a TypingError otherwise): the
+renderer casts integer and bool inputs first, as eager mode's type promotion does.
 
 How they are compiled, and why:
 
-- Helpers are ``njit(inline="never", fastmath=HELPER_FASTMATH, error_model="numpy")``.
-  LLVM inlines them into the calling loop anyway (they are tiny), and LLVM fast-math flags are
-  per instruction, so the helper's instructions keep *its* flags after inlining, whatever the
-  kernel uses. Numba-level ``inline="always"`` would instead recompile the body with the
-  kernel's flags, and ``reassoc`` would be free to undo the Cody-Waite range reduction
-  (``(x - n*hi) - n*lo``) and the compensated terms. Measured: both vectorize, same speed.
+- Each helper is ``njit(inline="never", fastmath=HELPER_FASTMATH, error_model="numpy",
+  cache=True)``, compiled once per dtype, and called through ``_call_inline``, an intrinsic
+  that puts LLVM's ``alwaysinline`` attribute on the call. So LLVM inlines it into the kernel
+  loop whatever its size (without the attribute erf and gelu exceed LLVM's inlining threshold,
+  the loop keeps a call and does not vectorize), and since LLVM fast-math flags belong to
+  instructions, the helper's code keeps *its* flags inside a kernel compiled with any others
+  (even ``fastmath=True``). Numba-level ``inline="always"`` would recompile the body with the
+  kernel's flags, and ``reassoc`` could undo the Cody-Waite range reduction
+  (``(x - n*hi) - n*lo``) and the compensated terms.
 - ``HELPER_FASTMATH = {"contract"}``: lets LLVM fuse multiply-adds into FMA (faster and more
-  accurate Horner steps). The accuracy figures below were measured with FMA (x86-64 with FMA3);
-  without FMA hardware the error can grow by about one ulp.
-- ``KERNEL_FASTMATH = {"contract", "reassoc"}`` is the recommended flag set for the generated
-  kernels. ``reassoc`` is what LLVM needs to vectorize a floating-point sum reduction (it lets
-  the loop keep several partial sums); ``contract`` gives FMA. Both leave NaN and inf alone.
-  ``nnan`` and ``ninf`` (part of ``fastmath=True``) are excluded: with them LLVM folds
-  ``x != x`` (the ``isnan`` template) to False and turns NaN-propagating ``maximum``/relu into
-  plain ``maxps``, so NaN and inf would not behave as in eager mode. ``nsz`` is excluded so
-  -0.0 keeps its sign where NumPy keeps it; ``arcp`` and ``afn`` are excluded because nothing
-  needs them to vectorize (a division vectorizes as ``vdivps``; there are no libm calls left
-  to approximate) and ``arcp`` would change results by an ulp.
+  accurate Horner steps). The accuracy below was measured with FMA (x86-64 with FMA3); without
+  FMA hardware, expect up to about one more ulp. gelu_tanh's float64 double-float steps are
+  compiled without ``contract`` and use an explicit ``llvm.fma``.
+- ``KERNEL_FASTMATH = {"contract", "reassoc"}`` is the recommended flag set for generated
+  kernels. ``reassoc`` is what LLVM needs to vectorize a floating-point sum reduction
+  (measured: ``s += x[i]`` stays scalar without it, 16-wide with it); ``contract`` gives FMA.
+  Neither changes NaN or inf. ``nnan``/``ninf`` (part of ``fastmath=True``) are excluded:
+  LLVM may then assume no NaN or inf exists, and does, e.g. it folds ``x != x`` (the
+  ``isnan`` template) to False (measured). ``nsz`` is excluded so -0.0 keeps its sign where
+  NumPy keeps it; ``arcp`` and ``afn`` because nothing needs them to vectorize (a division
+  vectorizes as ``vdivps``; no libm calls are left to approximate) and ``arcp`` changes
+  results. Max/min *reductions* do not vectorize under these flags (LLVM recognizes them only
+  with ``nnan``); they run scalar.
+- Helpers are cached on disk by Numba (``NUMBA_CACHE_DIR``, else ``__pycache__`` next to this
+  file, else Numba's user cache): a helper costs 0.1-0.4 s to compile the first time on a
+  machine, ~5 ms to load in a later process, and a cached helper still inlines and vectorizes.
 
-Accuracy: max error in ulp against NumPy/the float64 computation rounded to the target dtype
-(``tests/test_numba_math.py`` measures it; float32: every 97th float32 bit pattern over the
-whole range, ~44 million values with the subnormals, plus edge values; float64: ~4 million
-values log-uniform in magnitude over the whole range plus dense sweeps where the functions
-bend). Measured on x86-64 (AMD Zen 4, FMA):
+Accuracy: max error in ulp against NumPy's float64 result rounded to the dtype (references:
+np.exp, np.expm1, np.log, np.log1p, np.tanh; sigmoid: the stable eager formula; erf:
+scipy.special.erf / math.erf; gelu_tanh: x*sigmoid(2u) in long double for float64 inputs;
+gelu_none: 0.5*x*erfc(-x/sqrt2), mpmath for float64 inputs). Sample: float32, every 433rd bit
+pattern (~9.9 million values, both signs, subnormals) plus edge values and a dense sweep of
+[-12, 12]; float64, 2 million log-uniform magnitudes over the whole range (both signs), 2
+million in [-40, 40], [-1, 1], [-750, 750], plus edges. Measured on x86-64 (AMD Zen 4, FMA),
+``tests/test_numba_math.py`` holds the helpers to these numbers:
 
-=========  ==========  ==========  ==============================================
-helper     float32     float64     reference / notes
-=========  ==========  ==========  ==============================================
-exp        {exp32}     {exp64}     np.exp; overflow to inf, subnormal underflow
-expm1      {expm132}   {expm164}   np.expm1
-log        {log32}     {log64}     np.log; subnormal inputs included
-log1p      {log1p32}   {log1p64}   np.log1p
-tanh       {tanh32}    {tanh64}    np.tanh
-sigmoid    {sigm32}    {sigm64}    1/(1+exp(-x)), stable form (jitgrad's eager one)
-erf        {erf32}     {erf64}     math.erf
-gelu_tanh  {gelt32}    {gelt64}    x*sigmoid(2u), u = sqrt(2/pi)*(x+0.044715x^3)
-gelu_none  {geln32}    {geln64}    0.5x(1+erf(x/sqrt2)); for x < -5.5 (float32) /
-                                   -8.3 (float64) it is 0, as eager's formula gives
-=========  ==========  ==========  ==============================================
+=========  =======  =======  =================================================================
+helper     float32  float64  notes
+=========  =======  =======  =================================================================
+exp        1        1        overflow to inf, gradual underflow through the subnormals
+expm1      2        2        -0.0 kept
+log        1        1        subnormal inputs included
+log1p      1        1        -0.0 kept
+tanh       2        3        -0.0 kept; +-1 beyond 10 (float32) / 20 (float64)
+sigmoid    2        2        exactly 1 / 0 at +-large; subnormal results near -88 / -745
+erf        2        3        float64: 1 ulp against correctly rounded (mpmath, 12k values);
+                             scipy's erf is itself 2 ulp off there
+gelu_tanh  4        4        x * sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3), no cancellation.
+                             Below x = -10 (float32) / -21 (float64) sigmoid(2u) is subnormal
+                             and only its absolute precision is kept (error <= 2 |x| * 2^-149
+                             / 2^-1074); eager's own formula returns 0 there
+gelu_none  5        5        0.5x(1 + erf(x/sqrt2)); 0 (with x's sign) below x = -4sqrt2
+                             (float32) / -6sqrt2 (float64), as eager's formula gives
+=========  =======  =======  =================================================================
+
+Against correctly rounded float64 values (mpmath, 12k values) the float64 exp, log, log1p
+are 1 ulp, expm1 2, tanh 2, sigmoid 2 (NumPy's own are 0-2 ulp).
 
 Special values follow NumPy: NaN in gives NaN out; exp overflows to inf and underflows
-through the subnormals to 0; log(0) = -inf, log(x<0) = nan, log1p(-1) = -inf; tanh(+-large) =
-+-1; sigmoid(+-large) = 1 / 0; erf(+-inf) = +-1; -0.0 is kept by expm1, log1p, tanh, erf,
-gelu. ``maximum``/``minimum`` propagate NaN from either side like ``np.maximum``.
+through the subnormals to 0; log(0) = -inf, log(x<0) = nan, log1p(-1) = -inf, log1p(x<-1) =
+nan; tanh(+-large) = +-1; sigmoid(+-large) = 1 / 0; erf(+-inf) = +-1; -0.0 is kept by expm1,
+log1p, tanh, erf and both gelus. ``maximum``/``minimum`` return NaN if either argument is NaN,
+and ``b`` on ties, like ``np.maximum``/``np.minimum``.
 """
 
 from __future__ import annotations
@@ -77,6 +99,8 @@ from numba import types
 from numba.core import cgutils, errors
 from numba.core.typing import signature
 from numba.extending import intrinsic, overload
+
+from . import _numba_math_coefficients as _coef
 
 __all__ = [
     "HELPER_FASTMATH", "KERNEL_FASTMATH", "HELPERS", "AsmStats", "erf", "exp", "expm1", "gelu_none",
@@ -241,88 +265,6 @@ def _fma(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
-# ------------------------------------------------------------------ coefficients
-# Minimax-style polynomials fitted for this module: Lawson-weighted least squares of the
-# relative error (mpmath, 50 digits) on Chebyshev nodes, then rounded to the target dtype.
-
-# exp(r) = 1 + r + r^2 * Q(r), |r| <= ln2/2
-_EXP_Q = {
-    32: (0.49999993449157887, 0.16666520641960142, 0.0416683876532625, 0.008368715574613186,
-         0.0013814622000498553),
-    64: (0.5, 0.16666666666666682, 0.041666666666666095, 0.008333333333317042,
-         0.00138888888891155, 0.0001984126989636118, 2.4801586926795392e-05,
-         2.755723488514511e-06, 2.755758176919427e-07, 2.5112028553641496e-08,
-         2.082663616687335e-09),
-}
-# expm1(r) = r + r^2/2 + r^3 * Q(r), |r| <= ln2/2
-_EXPM1_Q = {
-    32: (0.16666548707486056, 0.04166685409547783, 0.008366040765756099, 0.001389823709769178),
-    64: (0.16666666666666677, 0.04166666666666658, 0.008333333333322163, 0.0013888888888942633,
-         0.0001984126988492852, 2.480158719827656e-05, 2.755724531035807e-06,
-         2.755738701100881e-07, 2.5108680164806788e-08, 2.0878917379729176e-09),
-}
-# float32: log1p(f) = f - f^2/2 + f^3 * Q(f), f in [sqrt(.5)-1, sqrt(2)-1]
-# float64: log1p(f) = 2*atanh(s) = 2s + s*z*Q(z), s = f/(2+f), z = s^2
-_LOG_Q = {
-    32: (0.33333910955777313, -0.2500133773939088, 0.19963054041839576, -0.16577556336930907,
-         0.14914852919969235, -0.14267759143217204, 0.08700533660371385),
-    64: (0.6666666666666734, 0.39999999999414565, 0.2857142874241434, 0.2222219857024715,
-         0.18183564488596574, 0.15314046152829602, 0.14795996062169622),
-}
-# erf(x) = x * P(x^2) for |x| < 1
-_ERF_P = {
-    32: (1.1283791657337652, -0.3761262584019334, 0.11283585248977572, -0.026853814503720153,
-         0.005188330582904167, -0.0008010206130217451, 7.853867878153395e-05),
-    64: (1.1283791670955126, -0.3761263890318375, 0.11283791670954858, -0.026866170645072938,
-         0.005223977624781157, -0.0008548326978754593, 0.0001205533103723851,
-         -1.4925593512959162e-05, 1.6460972887784507e-06, -1.635002574034968e-07,
-         1.4657882007628716e-08, -1.1365669984540807e-09, 5.945262211116129e-11),
-}
-# erfc(x) * exp(x^2) = u * H(t), u = 1/x, t = (u - mid) / half, fitted for relative error
-# (so gelu's tail 0.5*x*erfc(-x/sqrt2) is accurate too) on x in [lo, hi]; float64 uses three
-# pieces, picked per lane. Above the last hi, erf rounds to +-1.
-_ERFC_H = {
-    32: ((0.5, 4.0, (
-                 0.40885421456715465, -0.12707796472917718, 0.02843970949980837,
-                 0.0007356947303946486, -0.00616812450736492, 0.004991791169632286,
-                 -0.0029048870570787407, 0.0013292735009433618, -0.00041969048965580913,
-                 0.00011077542367547796, -4.560192979220144e-05, -0.00010246352857082194,
-                 0.0001658805054500761, -6.34363135707656e-05)),),
-    64: ((0.5, 1.0, (
-                 0.35952293862040013, -0.059199010672768615, 0.008289237738504276,
-                 -0.0007416500983061072, -7.279606235729766e-05, 6.449072467111726e-05,
-                 -2.3324415374930607e-05, 6.613881416073609e-06, -1.6200831451386922e-06,
-                 3.472974847594509e-07, -6.23910722217783e-08, 7.640018652960825e-09,
-                 3.853259316450042e-10, -6.868900305247518e-10, 2.8920320696555955e-10,
-                 -1.035786273106585e-10, 4.4650968051608553e-11, -1.1719254778633607e-11)),
-         (1.0, 1.8, (
-                 0.46349866131733464, -0.03731489797796556, 0.0011101194146539476,
-                 0.0003837471502196517, -0.00011081243813542427, 1.8799584793430837e-05,
-                 -2.1429773964470473e-06, 7.015566725845725e-08, 4.508060556283081e-08,
-                 -1.6270536622556215e-08, 3.676235717492613e-09, -6.343816589591658e-10,
-                 7.939435426307579e-11, -3.5083960375816853e-12, -1.752587653391877e-12,
-                 7.729552805175959e-13, -2.4159234714870654e-13, 4.7761074423848154e-14)),
-         (1.8, 6.0, (
-                 0.5329474700275076, -0.02895764648664098, -0.0037642138795236754,
-                 0.0013500946149279987, -0.0001616245526836353, -1.5347929674207616e-05,
-                 1.1987286750281549e-05, -2.831569403985346e-06, 2.240736022300527e-07,
-                 1.0170856132178126e-07, -5.258479688814142e-08, 1.2936586590006898e-08,
-                 -1.243533198722378e-09, -5.026338725317817e-10, 3.4309522616907267e-10,
-                 -1.0641004737896706e-10, 3.991794674764219e-12, 5.86680236904164e-12))),
-}
-# ln(2) split so that k * _LN2[0] is exact for every exponent k in range
-_LN2 = {32: (0.693145751953125, 1.4286068203094173e-06),
-        64: (0.6931471805598903, 5.497923018708371e-14)}
-# exp: inputs clamped to [lo, hi]; beyond, the result is 0 / inf anyway
-_EXP_CLAMP = {32: (-104.0, 89.0), 64: (-746.0, 710.0)}
-# expm1 rounds to -1 below this
-_EXPM1_LO = {32: -30.0, 64: -40.0}
-# tanh rounds to +-1 beyond this
-_TANH_CLAMP = {32: 10.0, 64: 20.0}
-# log: subnormal inputs are scaled by 2**shift first
-_SUBNORMAL_SHIFT = {32: 25, 64: 54}
-
-
 # ------------------------------------------------------------------ per-dtype builders
 def _build(bits: int) -> dict:
     ft = np.float32 if bits == 32 else np.float64
@@ -330,17 +272,18 @@ def _build(bits: int) -> dict:
     zero, half, one, two = c(0.0), c(0.5), c(1.0), c(2.0)
     inf, nan = c(np.inf), c(np.nan)
     log2e = c(1 / math.log(2))
-    ln2_hi, ln2_lo = c(_LN2[bits][0]), c(_LN2[bits][1])
-    exp_q = tuple(c(v) for v in _EXP_Q[bits])
-    expm1_q = tuple(c(v) for v in _EXPM1_Q[bits])
-    log_q = tuple(c(v) for v in _LOG_Q[bits])
-    erf_p = tuple(c(v) for v in _ERF_P[bits])
-    exp_lo, exp_hi = c(_EXP_CLAMP[bits][0]), c(_EXP_CLAMP[bits][1])
-    expm1_lo = c(_EXPM1_LO[bits])
-    tanh_clamp = c(_TANH_CLAMP[bits])
+    ln2_hi, ln2_lo = c(_coef.LN2[bits][0]), c(_coef.LN2[bits][1])
+    exp_q = tuple(c(v) for v in _coef.EXP_Q[bits])
+    expm1_q = tuple(c(v) for v in _coef.EXPM1_Q[bits])
+    log_q = tuple(c(v) for v in _coef.LOG_Q[bits])
+    erf_p = tuple(c(v) for v in _coef.ERF_P[bits])
+    exp_lo, exp_hi = c(_coef.EXP_CLAMP[bits][0]), c(_coef.EXP_CLAMP[bits][1])
+    expm1_lo = c(_coef.EXPM1_LO[bits])
+    tanh_clamp = c(_coef.TANH_CLAMP[bits])
     tiny = c(np.finfo(ft).tiny)
-    sub_scale, sub_shift = c(2.0 ** _SUBNORMAL_SHIFT[bits]), c(_SUBNORMAL_SHIFT[bits])
-    pieces = _ERFC_H[bits] * (3 // len(_ERFC_H[bits]))  # float32: one piece, used thrice
+    shift = _coef.SUBNORMAL_SHIFT[bits]
+    sub_scale, sub_shift = c(2.0 ** shift), c(shift)
+    pieces = _coef.ERFC_H[bits] * (3 // len(_coef.ERFC_H[bits]))  # float32: one piece, 3 times
     n_h = max(len(h) for _, _, h in pieces)
     h_a, h_b, h_c = (tuple(c(v) for v in h + (0.0,) * (n_h - len(h))) for _, _, h in pieces)
     mid_a, mid_b, mid_c = (c((1 / lo + 1 / hi) / 2) for lo, hi, _ in pieces)
