@@ -560,7 +560,8 @@ def loop_asm_stats(dispatcher, signature=None) -> AsmStats:
     (its first signature unless ``signature`` is given), from ``inspect_asm``.
 
     A kernel loop whose helpers inlined and vectorized shows ``packed > 0`` and no calls; a
-    ``math.exp`` left as a libm call shows up in ``calls``. x86-64 mnemonics only.
+    ``math.exp`` left as a libm call shows up in ``calls``. x86-64 mnemonics only, and not for
+    a function loaded from Numba's cache (Numba cannot show its assembly).
     """
     sig = dispatcher.signatures[0] if signature is None else signature
     asm = dispatcher.inspect_asm(sig)
