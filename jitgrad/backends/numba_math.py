@@ -48,6 +48,12 @@ How they are compiled, and why:
   file, else Numba's user cache): a helper costs 0.1-0.4 s to compile the first time on a
   machine, ~5 ms to load in a later process, and a cached helper still inlines and vectorizes.
 
+Two traps for generated kernel source, measured here: Numba's builtin ``max(a, b)`` returns
+``a`` when ``b`` is NaN (``max(0.0, nan)`` is 0.0), so relu/clamp/max-reduction templates
+should call ``maximum``/``minimum``; and a Python float literal makes a float32 expression
+float64 (``1.0 / (1.0 + exp(-x))`` with a float32 ``x`` is computed, more slowly, in float64):
+write typed constants or call ``sigmoid``.
+
 Accuracy: max error in ulp against NumPy's float64 result rounded to the dtype (references:
 np.exp, np.expm1, np.log, np.log1p, np.tanh; sigmoid: the stable eager formula; erf:
 scipy.special.erf / math.erf; gelu_tanh: x*sigmoid(2u) in long double for float64 inputs;
@@ -195,7 +201,7 @@ def _mark_calls_alwaysinline(block, start: int) -> None:
 def _inline_call_intrinsic(arity: int):
     """An intrinsic ``f(dispatcher, *args)`` that calls the Numba function ``dispatcher``
     with an ``alwaysinline`` call-site attribute, so LLVM inlines the helper into the kernel
-    loop whatever its size (a 22-term erf would exceed LLVM's inlining threshold, the loop
+    loop whatever its size (erf and gelu exceed LLVM's inlining threshold: the loop
     would keep a call and not vectorize), while the helper keeps its own fast-math flags."""
 
     def typer(typingctx, fn, *args):
@@ -228,6 +234,24 @@ def _call_inline2_typer(typingctx, fn, a, b):
 
 _call_inline = intrinsic(_call_inline1_typer)
 _call_inline2 = intrinsic(_call_inline2_typer)
+
+
+@intrinsic
+def _call_named(typingctx, name, x):
+    """``_call_inline`` of the helper called ``name`` (a string literal) for ``x``'s dtype.
+
+    Helpers call each other through this rather than holding each other in closure cells:
+    Numba's cache key hashes the pickled closure cells, and a pickled dispatcher differs
+    from process to process (the helper would miss the cache every time and add an entry)."""
+    if not isinstance(name, types.StringLiteral) or not _is_float(x):
+        return None
+    fnty = typingctx.resolve_value_type(_BY_WIDTH[x.bitwidth][name.literal_value])
+    inner_sig, inner_codegen = _inline_call_intrinsic(1)(typingctx, fnty, x)
+
+    def codegen(context, builder, sig, llargs):
+        return inner_codegen(context, builder, inner_sig, (None, llargs[1]))
+
+    return signature(inner_sig.return_type, name, x), codegen
 
 
 @numba.njit(inline="always")
@@ -323,8 +347,8 @@ def _build(bits: int) -> dict:
         y = (s * em + (s - half)) * two
         return x if (x == zero) | (x != x) else y  # keeps -0.0 and NaN
 
-    @numba.njit(inline="always")
-    def _log1p_reduced(f):
+    @_helper
+    def log1p_reduced(f):
         # log(1 + f) for f in [sqrt(.5)-1, sqrt(2)-1]
         if use_s_form:
             s = f / (two + f)
@@ -338,7 +362,7 @@ def _build(bits: int) -> dict:
         sub = x < tiny
         m, k = _split(x * sub_scale if sub else x)
         k = k - sub_shift if sub else k
-        y = k * ln2_hi + (_log1p_reduced(m - one) + k * ln2_lo)
+        y = k * ln2_hi + (_call_named("log1p_reduced", m - one) + k * ln2_lo)
         y = -inf if x == zero else y
         y = nan if x < zero else y
         return x if not (x < inf) else y  # +inf and NaN come back as they are
@@ -353,7 +377,7 @@ def _build(bits: int) -> dict:
         f = x if near else m - one
         k = zero if near else k
         c = zero if near else c / u
-        y = k * ln2_hi + (_log1p_reduced(f) + (c + k * ln2_lo))
+        y = k * ln2_hi + (_call_named("log1p_reduced", f) + (c + k * ln2_lo))
         y = -inf if x == -one else y
         y = nan if x < -one else y
         return x if (x == zero) | (not (x < inf)) else y
@@ -362,17 +386,17 @@ def _build(bits: int) -> dict:
     def tanh(x):
         xc = tanh_clamp if x > tanh_clamp else x  # NaN stays NaN
         xc = -tanh_clamp if xc < -tanh_clamp else xc
-        e = _call_inline(expm1, xc + xc)
+        e = _call_named("expm1", xc + xc)
         return e / (e + two)
 
     @_helper
     def sigmoid(x):
         # 1/(1+e) for x >= 0, e/(1+e) below (e = exp(-|x|) <= 1): one division, no overflow
-        e = _call_inline(exp, -abs(x))
+        e = _call_named("exp", -abs(x))
         return (one if x >= zero else e) / (one + e)
 
-    @numba.njit(inline="always")
-    def _erfcx(ax):
+    @_helper
+    def erfcx(ax):
         # erfc(ax) * exp(ax^2), relative accuracy, for erfc_lo <= ax <= erfc_xmax (callers
         # clamp)
         u = one / ax
@@ -387,7 +411,7 @@ def _build(bits: int) -> dict:
         ax = abs(x)
         small = x * _horner(x * x, erf_p)
         axc = erfc_xmax if ax > erfc_xmax else ax  # NaN stays NaN
-        large = one - _call_inline(exp, -(axc * axc)) * _erfcx(axc)
+        large = one - _call_named("exp", -(axc * axc)) * _call_named("erfcx", axc)
         large = large if x >= zero else -large
         return small if ax < one else large
 
@@ -402,7 +426,7 @@ def _build(bits: int) -> dict:
             vh = np.float32(v)
             vl = np.float32(v - np.float64(vh))
             vl = vl if abs(vh) < v_max else zero
-            s = _call_inline(sigmoid, vh)
+            s = _call_named("sigmoid", vh)
             return x * (s + s * (one - s) * vl)
     else:
         @_exact_helper
@@ -419,7 +443,7 @@ def _build(bits: int) -> dict:
             v = x * w
             vl = _fma(x, w, -v) + x * wl
             vl = vl if abs(v) < v_max else zero
-            s = _call_inline(sigmoid, v)
+            s = _call_named("sigmoid", v)
             return x * (s + s * (one - s) * vl)
 
     @_helper
@@ -435,7 +459,7 @@ def _build(bits: int) -> dict:
         lo = _fma(x, x, -h)
         azc = az if az < erfc_xmax else erfc_xmax
         azc = azc if azc > erfc_lo else erfc_lo
-        q = _call_inline(exp, -(h * half)) * (one - lo * half) * _erfcx(azc)
+        q = _call_named("exp", -(h * half)) * (one - lo * half) * _call_named("erfcx", azc)
         q = q if az < erfc_xmax else zero
         w = one + z * _horner(z * z, erf_p)
         w = (two - q) if z >= one else w
@@ -443,12 +467,13 @@ def _build(bits: int) -> dict:
         return half * x * w
 
     return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
-            "sigmoid": sigmoid, "erf": erf, "gelu_tanh": gelu_tanh, "gelu_none": gelu_none}
+            "sigmoid": sigmoid, "erf": erf, "gelu_tanh": gelu_tanh, "gelu_none": gelu_none,
+            "log1p_reduced": log1p_reduced, "erfcx": erfcx}
 
 
 _BY_WIDTH = {32: _build(32), 64: _build(64)}
 #: Names of the unary float helpers, each available as ``name``, ``name_f32`` and ``name_f64``.
-HELPERS = tuple(_BY_WIDTH[32])
+HELPERS = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "gelu_tanh", "gelu_none")
 
 
 def _typed(name: str, bits: int):
