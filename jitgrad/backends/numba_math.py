@@ -45,8 +45,12 @@ How they are compiled, and why:
   results. Max/min *reductions* do not vectorize under these flags (LLVM recognizes them only
   with ``nnan``); they run scalar.
 - Helpers are cached on disk by Numba (``NUMBA_CACHE_DIR``, else ``__pycache__`` next to this
-  file, else Numba's user cache): a helper costs 0.1-0.4 s to compile the first time on a
-  machine, ~5 ms to load in a later process, and a cached helper still inlines and vectorizes.
+  file, else Numba's user cache), and a cached helper still inlines and vectorizes. Measured
+  (``python -m benchmarks.numba_math``): a kernel loop without helpers compiles in ~0.1 s;
+  the first one using a helper in 0.4-1.0 s (the helper is compiled: exp 0.4 s, erf and
+  gelu_none 0.7-1.0 s); later ones in 0.1-0.15 s in the same process, 0.15-0.3 s in a new
+  process (helper loaded from the cache). Helpers call each other by name (``_call_named``),
+  never through closure cells, which would change Numba's cache key in every process.
 
 Two traps for generated kernel source, measured here: Numba's builtin ``max(a, b)`` returns
 ``a`` when ``b`` is NaN (``max(0.0, nan)`` is 0.0), so relu/clamp/max-reduction templates
@@ -121,8 +125,8 @@ HELPER_FASTMATH = frozenset({"contract"})
 
 def _jit(fn, fastmath):
     # inline="never": compiled once per dtype with its own flags, inlined by LLVM (see
-    # _call_inline). cache=True: a later process loads it from Numba's cache (~5 ms instead
-    # of 0.1-0.4 s per helper); the cached helper still inlines and vectorizes.
+    # _call_inline). cache=True: a later process loads it from Numba's cache (a few ms instead
+    # of 0.1-0.8 s per helper); the cached helper still inlines and vectorizes.
     options = {"inline": "never", "fastmath": fastmath, "error_model": "numpy", "nogil": True}
     try:
         return numba.njit(cache=True, **options)(fn)
