@@ -430,12 +430,47 @@ def test_import_jitgrad_does_not_import_numba():
 def test_helpers_load_from_numba_cache_in_a_second_process(tmp_path):
     # compiled once per machine, not per process: the second process finds exp_f32 cached,
     # and the kernel using it still inlines and vectorizes
+    # (tanh calls expm1, and gelu_none erfcx and exp: helpers that call helpers hit too)
     code = ("import numpy as np, numba; from jitgrad.backends import numba_math as nm; "
-            "h = nm._BY_WIDTH[32]['exp']; h(np.float32(1)); "
+            "hs = [nm._BY_WIDTH[b][n] for b in (32, 64) for n in ('exp', 'tanh', 'gelu_none')];"
+            "[h(np.float32(1) if i < 3 else 1.0) for i, h in enumerate(hs)]; "
             "k = numba.njit(lambda x: nm.exp_f32(x) + np.float32(1)); k(np.float32(0)); "
-            "print(sum(h.stats.cache_hits.values()), sum(h.stats.cache_misses.values()))")
+            "print(sum(sum(h.stats.cache_hits.values()) for h in hs), "
+            "sum(sum(h.stats.cache_misses.values()) for h in hs))")
     env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path)}
     runs = [subprocess.run([sys.executable, "-c", code], check=True, capture_output=True,
                            text=True, env=env, cwd=Path(__file__).parents[1]).stdout.split()
             for _ in range(2)]
-    assert runs[0] == ["0", "1"] and runs[1] == ["1", "0"], runs
+    assert runs[0] == ["0", "6"] and runs[1] == ["6", "0"], runs
+
+
+_CACHED_KERNEL = """
+import numba
+from jitgrad.backends.numba_math import KERNEL_FASTMATH, exp, gelu_none, maximum, tanh
+
+
+@numba.njit(fastmath=set(KERNEL_FASTMATH), error_model="numpy", cache=True)
+def kernel(x, out):
+    s = x.dtype.type(0)
+    for i in range(x.shape[0]):
+        v = maximum(tanh(x[i]) * exp(x[i]), gelu_none(x[i]))
+        out[i] = v
+        s += v
+    return s
+"""
+
+
+def test_a_kernel_module_using_helpers_is_cached_across_processes(tmp_path):
+    # the numba backend writes kernels as modules compiled with cache=True: a kernel calling
+    # the helpers must load from the cache in the next process and compute the same values
+    (tmp_path / "jg_kernel_probe.py").write_text(_CACHED_KERNEL)
+    code = ("import sys, numpy as np; sys.path.insert(0, sys.argv[1]); "
+            "import jg_kernel_probe as m; x = np.linspace(-5, 5, 1001).astype(np.float32); "
+            "out = np.empty_like(x); s = m.kernel(x, out); "
+            "print(sum(m.kernel.stats.cache_hits.values()), repr(float(s)), out.tobytes().hex())")
+    env = {**os.environ, "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+    runs = [subprocess.run([sys.executable, "-c", code, str(tmp_path)], check=True,
+                           capture_output=True, text=True, env=env,
+                           cwd=Path(__file__).parents[1]).stdout.split() for _ in range(2)]
+    assert runs[0][0] == "0" and runs[1][0] == "1", runs
+    assert runs[0][1:] == runs[1][1:]

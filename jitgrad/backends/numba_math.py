@@ -1,67 +1,99 @@
 """Vectorizable scalar math for generated Numba kernels.
 
 Numba lowers ``math.exp`` and friends to scalar libm calls (this llvmlite has no SVML), and a
-call in a loop body stops LLVM's loop vectorizer. The helpers here are written with range
-reduction, minimax polynomials and branch-free selects only, so a kernel loop such as::
+call in a loop body stops LLVM's loop vectorizer. The helpers here use range reduction,
+minimax polynomials and branch-free selects only, so a kernel loop such as::
 
     @numba.njit(fastmath=set(KERNEL_FASTMATH), error_model="numpy")
     def kernel(x, out):
         for i in range(x.shape[0]):
             out[i] = tanh(x[i])
 
-compiles to packed SIMD code (8 or 16 lanes) with no call in the loop.
+compiles to packed SIMD code (16 float32 / 8 float64 lanes on AVX-512) with no call in the
+loop; ``loop_asm_stats`` checks that on the assembly.
 
-Each helper exists per dtype (``exp_f32``, ``exp_f64``, ...) and as a generic name (``exp``)
-that picks the variant from the argument's Numba type at compile time; the generic names also
-run from Python on NumPy scalars. Only float32 and float64 are accepted: the renderer casts
-integer and bool inputs first, as eager mode's type promotion does.
+Names: ``exp, expm1, log, log1p, tanh, sigmoid, erf, gelu_tanh, gelu_none`` (``gelu_erf`` is
+an alias; the op templates say ``gelu_{approximate}``), each also as ``<name>_f32`` and
+``<name>_f64``; and ``maximum``/``minimum`` with ``np.maximum``'s NaN propagation. The generic
+names pick the variant from the argument's Numba type at compile time and also run from
+Python on NumPy scalars. Only float32 and float64 are accepted (a TypingError otherwise): the
+renderer casts integer and bool inputs first, as eager mode's type promotion does.
 
 How they are compiled, and why:
 
-- Helpers are ``njit(inline="never", fastmath=HELPER_FASTMATH, error_model="numpy")``.
-  LLVM inlines them into the calling loop anyway (they are tiny), and LLVM fast-math flags are
-  per instruction, so the helper's instructions keep *its* flags after inlining, whatever the
-  kernel uses. Numba-level ``inline="always"`` would instead recompile the body with the
-  kernel's flags, and ``reassoc`` would be free to undo the Cody-Waite range reduction
-  (``(x - n*hi) - n*lo``) and the compensated terms. Measured: both vectorize, same speed.
+- Each helper is ``njit(inline="never", fastmath=HELPER_FASTMATH, error_model="numpy",
+  cache=True)``, compiled once per dtype, and called through ``_call_inline``, an intrinsic
+  that puts LLVM's ``alwaysinline`` attribute on the call. So LLVM inlines it into the kernel
+  loop whatever its size (without the attribute erf and gelu exceed LLVM's inlining threshold,
+  the loop keeps a call and does not vectorize), and since LLVM fast-math flags belong to
+  instructions, the helper's code keeps *its* flags inside a kernel compiled with any others
+  (even ``fastmath=True``). Numba-level ``inline="always"`` would recompile the body with the
+  kernel's flags, and ``reassoc`` could undo the Cody-Waite range reduction
+  (``(x - n*hi) - n*lo``) and the compensated terms.
 - ``HELPER_FASTMATH = {"contract"}``: lets LLVM fuse multiply-adds into FMA (faster and more
-  accurate Horner steps). The accuracy figures below were measured with FMA (x86-64 with FMA3);
-  without FMA hardware the error can grow by about one ulp.
-- ``KERNEL_FASTMATH = {"contract", "reassoc"}`` is the recommended flag set for the generated
-  kernels. ``reassoc`` is what LLVM needs to vectorize a floating-point sum reduction (it lets
-  the loop keep several partial sums); ``contract`` gives FMA. Both leave NaN and inf alone.
-  ``nnan`` and ``ninf`` (part of ``fastmath=True``) are excluded: with them LLVM folds
-  ``x != x`` (the ``isnan`` template) to False and turns NaN-propagating ``maximum``/relu into
-  plain ``maxps``, so NaN and inf would not behave as in eager mode. ``nsz`` is excluded so
-  -0.0 keeps its sign where NumPy keeps it; ``arcp`` and ``afn`` are excluded because nothing
-  needs them to vectorize (a division vectorizes as ``vdivps``; there are no libm calls left
-  to approximate) and ``arcp`` would change results by an ulp.
+  accurate Horner steps). The accuracy below was measured with FMA (x86-64 with FMA3); without
+  FMA hardware, expect up to about one more ulp. gelu_tanh's float64 double-float steps are
+  compiled without ``contract`` and use an explicit ``llvm.fma``.
+- ``KERNEL_FASTMATH = {"contract", "reassoc"}`` is the recommended flag set for generated
+  kernels. ``reassoc`` is what LLVM needs to vectorize a floating-point sum reduction
+  (measured: ``s += x[i]`` stays scalar without it, 16-wide with it); ``contract`` gives FMA.
+  Neither changes NaN or inf. ``nnan``/``ninf`` (part of ``fastmath=True``) are excluded:
+  LLVM may then assume no NaN or inf exists, and does, e.g. it folds ``x != x`` (the
+  ``isnan`` template) to False (measured). ``nsz`` is excluded so -0.0 keeps its sign where
+  NumPy keeps it; ``arcp`` and ``afn`` because nothing needs them to vectorize (a division
+  vectorizes as ``vdivps``; no libm calls are left to approximate) and ``arcp`` changes
+  results. Max/min *reductions* do not vectorize under these flags (LLVM recognizes them only
+  with ``nnan``); they run scalar.
+- Helpers are cached on disk by Numba (``NUMBA_CACHE_DIR``, else ``__pycache__`` next to this
+  file, else Numba's user cache), and a cached helper still inlines and vectorizes. Measured
+  (``python -m benchmarks.numba_math``): a kernel loop without helpers compiles in ~0.1 s;
+  the first one using a helper in 0.4-1.0 s (the helper is compiled: exp 0.4 s, erf and
+  gelu_none 0.7-1.0 s); later ones in 0.1-0.15 s in the same process, 0.15-0.3 s in a new
+  process (helper loaded from the cache). Helpers call each other by name (``_call_named``),
+  never through closure cells, which would change Numba's cache key in every process.
 
-Accuracy: max error in ulp against NumPy/the float64 computation rounded to the target dtype
-(``tests/test_numba_math.py`` measures it; float32: every 97th float32 bit pattern over the
-whole range, ~44 million values with the subnormals, plus edge values; float64: ~4 million
-values log-uniform in magnitude over the whole range plus dense sweeps where the functions
-bend). Measured on x86-64 (AMD Zen 4, FMA):
+Two traps for generated kernel source, measured here: Numba's builtin ``max(a, b)`` returns
+``a`` when ``b`` is NaN (``max(0.0, nan)`` is 0.0), so relu/clamp/max-reduction templates
+should call ``maximum``/``minimum``; and a Python float literal makes a float32 expression
+float64 (``1.0 / (1.0 + exp(-x))`` with a float32 ``x`` is computed, more slowly, in float64):
+write typed constants or call ``sigmoid``.
 
-=========  ==========  ==========  ==============================================
-helper     float32     float64     reference / notes
-=========  ==========  ==========  ==============================================
-exp        {exp32}     {exp64}     np.exp; overflow to inf, subnormal underflow
-expm1      {expm132}   {expm164}   np.expm1
-log        {log32}     {log64}     np.log; subnormal inputs included
-log1p      {log1p32}   {log1p64}   np.log1p
-tanh       {tanh32}    {tanh64}    np.tanh
-sigmoid    {sigm32}    {sigm64}    1/(1+exp(-x)), stable form (jitgrad's eager one)
-erf        {erf32}     {erf64}     math.erf
-gelu_tanh  {gelt32}    {gelt64}    x*sigmoid(2u), u = sqrt(2/pi)*(x+0.044715x^3)
-gelu_none  {geln32}    {geln64}    0.5x(1+erf(x/sqrt2)); for x < -5.5 (float32) /
-                                   -8.3 (float64) it is 0, as eager's formula gives
-=========  ==========  ==========  ==============================================
+Accuracy: max error in ulp against NumPy's float64 result rounded to the dtype (references:
+np.exp, np.expm1, np.log, np.log1p, np.tanh; sigmoid: the stable eager formula; erf:
+scipy.special.erf / math.erf; gelu_tanh: x*sigmoid(2u) in long double for float64 inputs;
+gelu_none: 0.5*x*erfc(-x/sqrt2), mpmath for float64 inputs). Sample: float32, every 433rd bit
+pattern (~9.9 million values, both signs, subnormals) plus edge values and a dense sweep of
+[-12, 12]; float64, 2 million log-uniform magnitudes over the whole range (both signs), 2
+million in [-40, 40], [-1, 1], [-750, 750], plus edges. Measured on x86-64 (AMD Zen 4, FMA),
+``tests/test_numba_math.py`` holds the helpers to these numbers:
+
+=========  =======  =======  =================================================================
+helper     float32  float64  notes
+=========  =======  =======  =================================================================
+exp        1        1        overflow to inf, gradual underflow through the subnormals
+expm1      2        2        -0.0 kept
+log        1        1        subnormal inputs included
+log1p      1        1        -0.0 kept
+tanh       2        3        -0.0 kept; +-1 beyond 10 (float32) / 20 (float64)
+sigmoid    2        2        exactly 1 / 0 at +-large; subnormal results near -88 / -745
+erf        2        3        float64: 1 ulp against correctly rounded (mpmath, 12k values);
+                             scipy's erf is itself 2 ulp off there
+gelu_tanh  4        4        x * sigmoid(2u), u = sqrt(2/pi)(x + 0.044715x^3), no cancellation.
+                             Below x = -10 (float32) / -21 (float64) sigmoid(2u) is subnormal
+                             and only its absolute precision is kept (error <= 2 |x| * 2^-149
+                             / 2^-1074); eager's own formula returns 0 there
+gelu_none  5        5        0.5x(1 + erf(x/sqrt2)); 0 (with x's sign) below x = -4sqrt2
+                             (float32) / -6sqrt2 (float64), as eager's formula gives
+=========  =======  =======  =================================================================
+
+Against correctly rounded float64 values (mpmath, 12k values) the float64 exp, log, log1p
+are 1 ulp, expm1 2, tanh 2, sigmoid 2 (NumPy's own are 0-2 ulp).
 
 Special values follow NumPy: NaN in gives NaN out; exp overflows to inf and underflows
-through the subnormals to 0; log(0) = -inf, log(x<0) = nan, log1p(-1) = -inf; tanh(+-large) =
-+-1; sigmoid(+-large) = 1 / 0; erf(+-inf) = +-1; -0.0 is kept by expm1, log1p, tanh, erf,
-gelu. ``maximum``/``minimum`` propagate NaN from either side like ``np.maximum``.
+through the subnormals to 0; log(0) = -inf, log(x<0) = nan, log1p(-1) = -inf, log1p(x<-1) =
+nan; tanh(+-large) = +-1; sigmoid(+-large) = 1 / 0; erf(+-inf) = +-1; -0.0 is kept by expm1,
+log1p, tanh, erf and both gelus. ``maximum``/``minimum`` return NaN if either argument is NaN,
+and ``b`` on ties, like ``np.maximum``/``np.minimum``.
 """
 
 from __future__ import annotations
@@ -78,6 +110,8 @@ from numba.core import cgutils, errors
 from numba.core.typing import signature
 from numba.extending import intrinsic, overload
 
+from . import _numba_math_coefficients as _coef
+
 __all__ = [
     "HELPER_FASTMATH", "KERNEL_FASTMATH", "HELPERS", "AsmStats", "erf", "exp", "expm1", "gelu_none",
     "gelu_tanh", "log", "log1p", "loop_asm_stats", "maximum", "minimum", "sigmoid", "tanh",
@@ -91,8 +125,8 @@ HELPER_FASTMATH = frozenset({"contract"})
 
 def _jit(fn, fastmath):
     # inline="never": compiled once per dtype with its own flags, inlined by LLVM (see
-    # _call_inline). cache=True: a later process loads it from Numba's cache (~5 ms instead
-    # of 0.1-0.4 s per helper); the cached helper still inlines and vectorizes.
+    # _call_inline). cache=True: a later process loads it from Numba's cache (a few ms instead
+    # of 0.1-0.8 s per helper); the cached helper still inlines and vectorizes.
     options = {"inline": "never", "fastmath": fastmath, "error_model": "numpy", "nogil": True}
     try:
         return numba.njit(cache=True, **options)(fn)
@@ -171,7 +205,7 @@ def _mark_calls_alwaysinline(block, start: int) -> None:
 def _inline_call_intrinsic(arity: int):
     """An intrinsic ``f(dispatcher, *args)`` that calls the Numba function ``dispatcher``
     with an ``alwaysinline`` call-site attribute, so LLVM inlines the helper into the kernel
-    loop whatever its size (a 22-term erf would exceed LLVM's inlining threshold, the loop
+    loop whatever its size (erf and gelu exceed LLVM's inlining threshold: the loop
     would keep a call and not vectorize), while the helper keeps its own fast-math flags."""
 
     def typer(typingctx, fn, *args):
@@ -204,6 +238,24 @@ def _call_inline2_typer(typingctx, fn, a, b):
 
 _call_inline = intrinsic(_call_inline1_typer)
 _call_inline2 = intrinsic(_call_inline2_typer)
+
+
+@intrinsic
+def _call_named(typingctx, name, x):
+    """``_call_inline`` of the helper called ``name`` (a string literal) for ``x``'s dtype.
+
+    Helpers call each other through this rather than holding each other in closure cells:
+    Numba's cache key hashes the pickled closure cells, and a pickled dispatcher differs
+    from process to process (the helper would miss the cache every time and add an entry)."""
+    if not isinstance(name, types.StringLiteral) or not _is_float(x):
+        return None
+    fnty = typingctx.resolve_value_type(_BY_WIDTH[x.bitwidth][name.literal_value])
+    inner_sig, inner_codegen = _inline_call_intrinsic(1)(typingctx, fnty, x)
+
+    def codegen(context, builder, sig, llargs):
+        return inner_codegen(context, builder, inner_sig, (None, llargs[1]))
+
+    return signature(inner_sig.return_type, name, x), codegen
 
 
 @numba.njit(inline="always")
@@ -241,88 +293,6 @@ def _fma(typingctx, a, b, c):
     return a(a, b, c), codegen
 
 
-# ------------------------------------------------------------------ coefficients
-# Minimax-style polynomials fitted for this module: Lawson-weighted least squares of the
-# relative error (mpmath, 50 digits) on Chebyshev nodes, then rounded to the target dtype.
-
-# exp(r) = 1 + r + r^2 * Q(r), |r| <= ln2/2
-_EXP_Q = {
-    32: (0.49999993449157887, 0.16666520641960142, 0.0416683876532625, 0.008368715574613186,
-         0.0013814622000498553),
-    64: (0.5, 0.16666666666666682, 0.041666666666666095, 0.008333333333317042,
-         0.00138888888891155, 0.0001984126989636118, 2.4801586926795392e-05,
-         2.755723488514511e-06, 2.755758176919427e-07, 2.5112028553641496e-08,
-         2.082663616687335e-09),
-}
-# expm1(r) = r + r^2/2 + r^3 * Q(r), |r| <= ln2/2
-_EXPM1_Q = {
-    32: (0.16666548707486056, 0.04166685409547783, 0.008366040765756099, 0.001389823709769178),
-    64: (0.16666666666666677, 0.04166666666666658, 0.008333333333322163, 0.0013888888888942633,
-         0.0001984126988492852, 2.480158719827656e-05, 2.755724531035807e-06,
-         2.755738701100881e-07, 2.5108680164806788e-08, 2.0878917379729176e-09),
-}
-# float32: log1p(f) = f - f^2/2 + f^3 * Q(f), f in [sqrt(.5)-1, sqrt(2)-1]
-# float64: log1p(f) = 2*atanh(s) = 2s + s*z*Q(z), s = f/(2+f), z = s^2
-_LOG_Q = {
-    32: (0.33333910955777313, -0.2500133773939088, 0.19963054041839576, -0.16577556336930907,
-         0.14914852919969235, -0.14267759143217204, 0.08700533660371385),
-    64: (0.6666666666666734, 0.39999999999414565, 0.2857142874241434, 0.2222219857024715,
-         0.18183564488596574, 0.15314046152829602, 0.14795996062169622),
-}
-# erf(x) = x * P(x^2) for |x| < 1
-_ERF_P = {
-    32: (1.1283791657337652, -0.3761262584019334, 0.11283585248977572, -0.026853814503720153,
-         0.005188330582904167, -0.0008010206130217451, 7.853867878153395e-05),
-    64: (1.1283791670955126, -0.3761263890318375, 0.11283791670954858, -0.026866170645072938,
-         0.005223977624781157, -0.0008548326978754593, 0.0001205533103723851,
-         -1.4925593512959162e-05, 1.6460972887784507e-06, -1.635002574034968e-07,
-         1.4657882007628716e-08, -1.1365669984540807e-09, 5.945262211116129e-11),
-}
-# erfc(x) * exp(x^2) = u * H(t), u = 1/x, t = (u - mid) / half, fitted for relative error
-# (so gelu's tail 0.5*x*erfc(-x/sqrt2) is accurate too) on x in [lo, hi]; float64 uses three
-# pieces, picked per lane. Above the last hi, erf rounds to +-1.
-_ERFC_H = {
-    32: ((0.5, 4.0, (
-                 0.40885421456715465, -0.12707796472917718, 0.02843970949980837,
-                 0.0007356947303946486, -0.00616812450736492, 0.004991791169632286,
-                 -0.0029048870570787407, 0.0013292735009433618, -0.00041969048965580913,
-                 0.00011077542367547796, -4.560192979220144e-05, -0.00010246352857082194,
-                 0.0001658805054500761, -6.34363135707656e-05)),),
-    64: ((0.5, 1.0, (
-                 0.35952293862040013, -0.059199010672768615, 0.008289237738504276,
-                 -0.0007416500983061072, -7.279606235729766e-05, 6.449072467111726e-05,
-                 -2.3324415374930607e-05, 6.613881416073609e-06, -1.6200831451386922e-06,
-                 3.472974847594509e-07, -6.23910722217783e-08, 7.640018652960825e-09,
-                 3.853259316450042e-10, -6.868900305247518e-10, 2.8920320696555955e-10,
-                 -1.035786273106585e-10, 4.4650968051608553e-11, -1.1719254778633607e-11)),
-         (1.0, 1.8, (
-                 0.46349866131733464, -0.03731489797796556, 0.0011101194146539476,
-                 0.0003837471502196517, -0.00011081243813542427, 1.8799584793430837e-05,
-                 -2.1429773964470473e-06, 7.015566725845725e-08, 4.508060556283081e-08,
-                 -1.6270536622556215e-08, 3.676235717492613e-09, -6.343816589591658e-10,
-                 7.939435426307579e-11, -3.5083960375816853e-12, -1.752587653391877e-12,
-                 7.729552805175959e-13, -2.4159234714870654e-13, 4.7761074423848154e-14)),
-         (1.8, 6.0, (
-                 0.5329474700275076, -0.02895764648664098, -0.0037642138795236754,
-                 0.0013500946149279987, -0.0001616245526836353, -1.5347929674207616e-05,
-                 1.1987286750281549e-05, -2.831569403985346e-06, 2.240736022300527e-07,
-                 1.0170856132178126e-07, -5.258479688814142e-08, 1.2936586590006898e-08,
-                 -1.243533198722378e-09, -5.026338725317817e-10, 3.4309522616907267e-10,
-                 -1.0641004737896706e-10, 3.991794674764219e-12, 5.86680236904164e-12))),
-}
-# ln(2) split so that k * _LN2[0] is exact for every exponent k in range
-_LN2 = {32: (0.693145751953125, 1.4286068203094173e-06),
-        64: (0.6931471805598903, 5.497923018708371e-14)}
-# exp: inputs clamped to [lo, hi]; beyond, the result is 0 / inf anyway
-_EXP_CLAMP = {32: (-104.0, 89.0), 64: (-746.0, 710.0)}
-# expm1 rounds to -1 below this
-_EXPM1_LO = {32: -30.0, 64: -40.0}
-# tanh rounds to +-1 beyond this
-_TANH_CLAMP = {32: 10.0, 64: 20.0}
-# log: subnormal inputs are scaled by 2**shift first
-_SUBNORMAL_SHIFT = {32: 25, 64: 54}
-
-
 # ------------------------------------------------------------------ per-dtype builders
 def _build(bits: int) -> dict:
     ft = np.float32 if bits == 32 else np.float64
@@ -330,17 +300,18 @@ def _build(bits: int) -> dict:
     zero, half, one, two = c(0.0), c(0.5), c(1.0), c(2.0)
     inf, nan = c(np.inf), c(np.nan)
     log2e = c(1 / math.log(2))
-    ln2_hi, ln2_lo = c(_LN2[bits][0]), c(_LN2[bits][1])
-    exp_q = tuple(c(v) for v in _EXP_Q[bits])
-    expm1_q = tuple(c(v) for v in _EXPM1_Q[bits])
-    log_q = tuple(c(v) for v in _LOG_Q[bits])
-    erf_p = tuple(c(v) for v in _ERF_P[bits])
-    exp_lo, exp_hi = c(_EXP_CLAMP[bits][0]), c(_EXP_CLAMP[bits][1])
-    expm1_lo = c(_EXPM1_LO[bits])
-    tanh_clamp = c(_TANH_CLAMP[bits])
+    ln2_hi, ln2_lo = c(_coef.LN2[bits][0]), c(_coef.LN2[bits][1])
+    exp_q = tuple(c(v) for v in _coef.EXP_Q[bits])
+    expm1_q = tuple(c(v) for v in _coef.EXPM1_Q[bits])
+    log_q = tuple(c(v) for v in _coef.LOG_Q[bits])
+    erf_p = tuple(c(v) for v in _coef.ERF_P[bits])
+    exp_lo, exp_hi = c(_coef.EXP_CLAMP[bits][0]), c(_coef.EXP_CLAMP[bits][1])
+    expm1_lo = c(_coef.EXPM1_LO[bits])
+    tanh_clamp = c(_coef.TANH_CLAMP[bits])
     tiny = c(np.finfo(ft).tiny)
-    sub_scale, sub_shift = c(2.0 ** _SUBNORMAL_SHIFT[bits]), c(_SUBNORMAL_SHIFT[bits])
-    pieces = _ERFC_H[bits] * (3 // len(_ERFC_H[bits]))  # float32: one piece, used thrice
+    shift = _coef.SUBNORMAL_SHIFT[bits]
+    sub_scale, sub_shift = c(2.0 ** shift), c(shift)
+    pieces = _coef.ERFC_H[bits] * (3 // len(_coef.ERFC_H[bits]))  # float32: one piece, 3 times
     n_h = max(len(h) for _, _, h in pieces)
     h_a, h_b, h_c = (tuple(c(v) for v in h + (0.0,) * (n_h - len(h))) for _, _, h in pieces)
     mid_a, mid_b, mid_c = (c((1 / lo + 1 / hi) / 2) for lo, hi, _ in pieces)
@@ -380,8 +351,8 @@ def _build(bits: int) -> dict:
         y = (s * em + (s - half)) * two
         return x if (x == zero) | (x != x) else y  # keeps -0.0 and NaN
 
-    @numba.njit(inline="always")
-    def _log1p_reduced(f):
+    @_helper
+    def log1p_reduced(f):
         # log(1 + f) for f in [sqrt(.5)-1, sqrt(2)-1]
         if use_s_form:
             s = f / (two + f)
@@ -395,7 +366,7 @@ def _build(bits: int) -> dict:
         sub = x < tiny
         m, k = _split(x * sub_scale if sub else x)
         k = k - sub_shift if sub else k
-        y = k * ln2_hi + (_log1p_reduced(m - one) + k * ln2_lo)
+        y = k * ln2_hi + (_call_named("log1p_reduced", m - one) + k * ln2_lo)
         y = -inf if x == zero else y
         y = nan if x < zero else y
         return x if not (x < inf) else y  # +inf and NaN come back as they are
@@ -410,7 +381,7 @@ def _build(bits: int) -> dict:
         f = x if near else m - one
         k = zero if near else k
         c = zero if near else c / u
-        y = k * ln2_hi + (_log1p_reduced(f) + (c + k * ln2_lo))
+        y = k * ln2_hi + (_call_named("log1p_reduced", f) + (c + k * ln2_lo))
         y = -inf if x == -one else y
         y = nan if x < -one else y
         return x if (x == zero) | (not (x < inf)) else y
@@ -419,17 +390,17 @@ def _build(bits: int) -> dict:
     def tanh(x):
         xc = tanh_clamp if x > tanh_clamp else x  # NaN stays NaN
         xc = -tanh_clamp if xc < -tanh_clamp else xc
-        e = _call_inline(expm1, xc + xc)
+        e = _call_named("expm1", xc + xc)
         return e / (e + two)
 
     @_helper
     def sigmoid(x):
         # 1/(1+e) for x >= 0, e/(1+e) below (e = exp(-|x|) <= 1): one division, no overflow
-        e = _call_inline(exp, -abs(x))
+        e = _call_named("exp", -abs(x))
         return (one if x >= zero else e) / (one + e)
 
-    @numba.njit(inline="always")
-    def _erfcx(ax):
+    @_helper
+    def erfcx(ax):
         # erfc(ax) * exp(ax^2), relative accuracy, for erfc_lo <= ax <= erfc_xmax (callers
         # clamp)
         u = one / ax
@@ -444,7 +415,7 @@ def _build(bits: int) -> dict:
         ax = abs(x)
         small = x * _horner(x * x, erf_p)
         axc = erfc_xmax if ax > erfc_xmax else ax  # NaN stays NaN
-        large = one - _call_inline(exp, -(axc * axc)) * _erfcx(axc)
+        large = one - _call_named("exp", -(axc * axc)) * _call_named("erfcx", axc)
         large = large if x >= zero else -large
         return small if ax < one else large
 
@@ -459,7 +430,7 @@ def _build(bits: int) -> dict:
             vh = np.float32(v)
             vl = np.float32(v - np.float64(vh))
             vl = vl if abs(vh) < v_max else zero
-            s = _call_inline(sigmoid, vh)
+            s = _call_named("sigmoid", vh)
             return x * (s + s * (one - s) * vl)
     else:
         @_exact_helper
@@ -476,7 +447,7 @@ def _build(bits: int) -> dict:
             v = x * w
             vl = _fma(x, w, -v) + x * wl
             vl = vl if abs(v) < v_max else zero
-            s = _call_inline(sigmoid, v)
+            s = _call_named("sigmoid", v)
             return x * (s + s * (one - s) * vl)
 
     @_helper
@@ -492,7 +463,7 @@ def _build(bits: int) -> dict:
         lo = _fma(x, x, -h)
         azc = az if az < erfc_xmax else erfc_xmax
         azc = azc if azc > erfc_lo else erfc_lo
-        q = _call_inline(exp, -(h * half)) * (one - lo * half) * _erfcx(azc)
+        q = _call_named("exp", -(h * half)) * (one - lo * half) * _call_named("erfcx", azc)
         q = q if az < erfc_xmax else zero
         w = one + z * _horner(z * z, erf_p)
         w = (two - q) if z >= one else w
@@ -500,12 +471,13 @@ def _build(bits: int) -> dict:
         return half * x * w
 
     return {"exp": exp, "expm1": expm1, "log": log, "log1p": log1p, "tanh": tanh,
-            "sigmoid": sigmoid, "erf": erf, "gelu_tanh": gelu_tanh, "gelu_none": gelu_none}
+            "sigmoid": sigmoid, "erf": erf, "gelu_tanh": gelu_tanh, "gelu_none": gelu_none,
+            "log1p_reduced": log1p_reduced, "erfcx": erfcx}
 
 
 _BY_WIDTH = {32: _build(32), 64: _build(64)}
 #: Names of the unary float helpers, each available as ``name``, ``name_f32`` and ``name_f64``.
-HELPERS = tuple(_BY_WIDTH[32])
+HELPERS = ("exp", "expm1", "log", "log1p", "tanh", "sigmoid", "erf", "gelu_tanh", "gelu_none")
 
 
 def _typed(name: str, bits: int):
@@ -617,7 +589,8 @@ def loop_asm_stats(dispatcher, signature=None) -> AsmStats:
     (its first signature unless ``signature`` is given), from ``inspect_asm``.
 
     A kernel loop whose helpers inlined and vectorized shows ``packed > 0`` and no calls; a
-    ``math.exp`` left as a libm call shows up in ``calls``. x86-64 mnemonics only.
+    ``math.exp`` left as a libm call shows up in ``calls``. x86-64 mnemonics only, and not for
+    a function loaded from Numba's cache (Numba cannot show its assembly).
     """
     sig = dispatcher.signatures[0] if signature is None else signature
     asm = dispatcher.inspect_asm(sig)
