@@ -15,6 +15,7 @@ outside any kernel.
 from __future__ import annotations
 
 import builtins
+import os
 import functools
 import time
 import weakref
@@ -25,7 +26,7 @@ import numpy as np
 from .. import dtypes
 from ..jit.ir import Eqn, Graph, Var
 from ..jit import passes
-from ..jit.passes.fuse import KERNEL_OP, fuse, is_reduction
+from ..jit.passes.fuse import KERNEL_OP, domain_of, fuse, is_reduction
 from ..ops.registry import POINTWISE
 from . import pycode
 from .render import KernelSource, NotRenderableError, _pointwise, render_kernel
@@ -39,11 +40,24 @@ SUPPORTED = frozenset({dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dty
                        dtypes.int64, dtypes.float32, dtypes.float64})
 
 _HEADER = ("import numpy as np\n"
+           "from numba import prange\n"
            "from jitgrad.backends.kernel_lib import *  # noqa: F403 - the template functions\n")
+
+# A kernel whose loop nest covers at least this many elements runs its outermost loop on all
+# of Numba's threads (``JITGRAD_PARALLEL_MIN``; 0 turns parallel kernels off). Below it the
+# thread start-up costs more than it saves, and small kernels between matmuls stay serial so
+# that idle workers never compete with BLAS.
+PARALLEL_MIN = int(os.environ.get("JITGRAD_PARALLEL_MIN", str(1 << 20)))
 
 
 class KernelCompileError(RuntimeError):
     """Numba failed to compile a kernel (names its ops and the user's source lines)."""
+
+
+def _threads() -> int:
+    import numba
+
+    return numba.config.NUMBA_NUM_THREADS
 
 
 def available() -> bool:
@@ -89,7 +103,7 @@ class CompiledKernel:
     def __init__(self, ks: KernelSource, body: Graph) -> None:
         self.ks = ks
         self.body = body
-        self.dispatcher = _dispatcher(ks.source)
+        self.dispatcher = _dispatcher(ks.source, ks.parallel)
         self.launch = _launcher(ks, body, self.dispatcher)
 
     def bytes_moved(self) -> tuple[int, int]:
@@ -103,7 +117,7 @@ _DISPATCHERS: dict[str, object] = {}
 compile_seconds = 0.0  # Numba compile time spent in this process (first calls of new kernels)
 
 
-def _dispatcher(source: str):
+def _dispatcher(source: str, parallel: bool = False):
     fn = _DISPATCHERS.get(source)
     if fn is None:
         import numba
@@ -111,7 +125,7 @@ def _dispatcher(source: str):
         namespace: dict = {}
         exec(builtins.compile(_HEADER + source, "<jitgrad kernel>", "exec"), namespace)  # noqa: S102
         fn = numba.njit(fastmath=set(FASTMATH), error_model="numpy", nogil=True,
-                        cache=False)(namespace["kernel"])
+                        cache=False, parallel=parallel)(namespace["kernel"])
         _DISPATCHERS[source] = fn
     return fn
 
@@ -203,7 +217,9 @@ def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
         for e in fused.eqns:
             if e.op is KERNEL_OP:
                 body = e.params["body"]
-                kernels.append(CompiledKernel(render_kernel(body, "kernel"), body))
+                size = int(np.prod(domain_of(body.eqns[0]), dtype=np.int64))
+                parallel = 0 < PARALLEL_MIN <= size and _threads() > 1
+                kernels.append(CompiledKernel(render_kernel(body, "kernel", parallel), body))
         hit = _LOWERED[graph] = (fused, kernels)
     return hit
 

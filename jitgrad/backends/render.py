@@ -61,6 +61,7 @@ class KernelSource:
     reductions: list = field(default_factory=list)  # partial reductions, in argument order
     returned: list = field(default_factory=list)  # full reductions, in return order
     n_ops: int = 0
+    parallel: bool = False  # the outermost loop is a ``prange``
 
 
 def npname(dt: np.dtype) -> str:
@@ -127,8 +128,13 @@ def _acc_dtype(op, out_dtype: np.dtype) -> np.dtype:
     return out_dtype
 
 
-def render_kernel(body: Graph, name: str) -> KernelSource:
-    """The loop source of one kernel body (a fused group), as a module-level function."""
+def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSource:
+    """The loop source of one kernel body (a fused group), as a module-level function.
+
+    With ``parallel`` the outermost loop is a ``prange`` (Numba's parallel loop), when that is
+    race-free: every reduction either keeps dim 0 or is a full sum (a reduction variable
+    Numba's parfors understand); otherwise the kernel stays serial.
+    """
     dom = domain_of(body.eqns[0])
     domain = dom if dom else (1,)
     d = len(domain)
@@ -159,6 +165,8 @@ def render_kernel(body: Graph, name: str) -> KernelSource:
             acc_t = npname(red.acc_dtype)
             update = e.op.template["update"]
             dims = [j + d - len(dom) for j in e.params["dims"]] if dom else [0]
+            if 0 in dims and not (len(dims) == d and update == "{acc} + {0}"):
+                parallel = False
             k = d
             while k > 0 and (k - 1) in dims:
                 k -= 1
@@ -197,7 +205,8 @@ def render_kernel(body: Graph, name: str) -> KernelSource:
     for j in range(d):  # loop j's accumulators start before it and are flushed after it
         ind = "    " * (j + 1)
         lines += [ind + s for s in level_init[j]]
-        lines.append(f"{ind}for i{j} in range(n{j}):")
+        loop = "prange" if parallel and j == 0 else "range"
+        lines.append(f"{ind}for i{j} in {loop}(n{j}):")
     lines += ["    " * (d + 1) + s for s in level_init[d] + loads + stmts]
     for j in range(d - 1, -1, -1):
         lines += ["    " * (j + 1) + s for s in level_flush[j]]
@@ -207,7 +216,7 @@ def render_kernel(body: Graph, name: str) -> KernelSource:
     else:
         lines.append("    return ()")
     return KernelSource(name, "\n".join(lines) + "\n", domain, list(body.invars), outputs,
-                        reductions, returned, len(body.eqns))
+                        reductions, returned, len(body.eqns), parallel)
 
 
 def _accs(body: Graph) -> list[Var]:
