@@ -393,3 +393,20 @@ def test_kernels_recompute_values_of_earlier_kernels_instead_of_reading_them():
             if e.op is KERNEL_OP]
     assert max(full) <= 2, fused.format()
     _check(f, x, g, b, w)
+
+
+def test_parallel_kernels_above_the_threshold(monkeypatch):
+    monkeypatch.setattr(numba_cpu, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(numba_cpu, "_threads", lambda: 2)
+    x = jitgrad.randn(40, 8, dtype=D, requires_grad=True)
+    y = jitgrad.randn(40, 8, dtype=D, requires_grad=True)
+    f = jit(lambda x, y: (x.tanh() * y).sum() + (x * y).sum(1).exp().sum(), backend="numba")
+    low = f.lower(x, y)
+    assert "prange(n0)" in low.kernels["forward"] and "prange(n0)" in low.kernels["backward"]
+    _check(lambda x, y: (x.tanh() * y).sum() + (x * y).sum(1).exp().sum(), x, y)
+    # a reduction over dim 0 (other than a full sum) would race: that kernel stays serial
+    g = jit(lambda x: x.amax(0) + 1, backend="numba")
+    assert "prange" not in g.lower(x).kernels["forward"]
+    np.testing.assert_array_equal(g(x).detach().numpy(), (x.amax(0) + 1).detach().numpy())
+    small = jit(lambda x: x * 2, backend="numba").lower(jitgrad.randn(4, dtype=D))
+    assert "prange" not in small.kernels["forward"]
