@@ -155,6 +155,15 @@ class OpNode(Node):
         return registry.run_vjp(self.op, self._grads(grad_outputs), ans, inputs, self.params,
                                 self._needs)
 
+    def _rebind_result(self, vc: list, target: Any) -> None:
+        """An in-place op wrote this node's result (whose version counter was ``vc``) into
+        ``target``: the saved result is ``target`` now, checked against its version counter."""
+        out = self._out
+        if out is not None and out._vc is vc:
+            if out._unpack is None:  # (a packed value keeps its hooks' form: same values)
+                out._value = target._data
+            out._vc, out._version = target._vc, target._vc[0]
+
     def _release(self) -> None:
         if self._saved:
             self._freed = True
@@ -268,6 +277,11 @@ class UniformNode(OpNode):
             _anomaly.record(node)
         return node
 
+    def _rebind_result(self, vc: list, target: Any) -> None:
+        out = self._out  # (array, version counter, version): see OpNode._rebind_result
+        if out is not None and out[1] is vc:
+            self._out = (target._data, target._vc, target._vc[0])
+
     def _output_meta(self, i: int):
         if self._out_meta is None:
             self._out_meta = _meta(self._key[2], self._key[1])
@@ -348,7 +362,7 @@ class UniformNode(OpNode):
 def _snapshot(t: Any, is_output: bool) -> SavedTensor:
     """A SavedTensor describing a uniform node's saved value (None: a freed one)."""
     s = _new(SavedTensor)
-    s._is_output, s._unpack, s._fw = is_output, None, None
+    s._is_output, s._output_nr, s._unpack, s._fw = is_output, 0, None, None
     if t is None:
         s._vc = s._value = s._dtype = None
         s._version = 0
