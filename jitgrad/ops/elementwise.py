@@ -55,12 +55,28 @@ def _conj_if_complex(a: np.ndarray) -> np.ndarray:
 
 
 # torch's tanh_backward / sigmoid_backward: the backward of tanh and sigmoid is one op (one
-# kernel, one node), and differentiable again with torch's formulas (derivatives.yaml).
+# kernel, one node), and differentiable again with torch's formulas (derivatives.yaml). The
+# values are torch's CPU kernels' to the bit: ``g * (1 - y*y)`` with ``1 - y*y`` fused (one
+# rounding, as the kernel's fused multiply-add; exact for float32 through float64, whose
+# products of float32 values are exact), and ``g * (1 - y) * y`` in that order.
+_ONE_F64 = np.ones((), np.float64)  # (a 0-d array operand: cheaper than a Python float)
+
+
 def _tanh_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    # g * conj(1 - y*y), as g - g*y*y: three array ops, no Python scalar to convert
+    if y.dtype == np.float32:
+        w = y.astype(np.float64)
+        np.multiply(w, w, out=w)
+        np.subtract(_ONE_F64, w, out=w)
+        return g * w.astype(np.float32)
     if y.dtype.kind == "c":
-        y = np.conj(y)
-    return g - g * y * y
+        return g * np.conj(1 - y * y)
+    return g * (1 - y * y)
+
+
+def _sigmoid_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
+    if y.dtype.kind == "c":
+        return g * np.conj((1 - y) * y)
+    return g * (1 - y) * y
 
 
 TANH_BACKWARD = _pw(
@@ -69,10 +85,10 @@ TANH_BACKWARD = _pw(
      lambda gg, ans, g, y: gg.conj() * (-2 * y.conj() * g).conj()),
     "{0} * (1 - {1} * {1})", save=(0, 1))
 SIGMOID_BACKWARD = _pw(
-    "sigmoid_backward", lambda g, y: g * _conj_if_complex(y * (1 - y)),
+    "sigmoid_backward", _sigmoid_backward_impl,
     (lambda gg, ans, g, y: apply(SIGMOID_BACKWARD, gg, y.conj()),
      lambda gg, ans, g, y: gg.conj() * g * (-2 * y.conj() + 1)),
-    "{0} * ({1} * (1 - {1}))", save=(0, 1))
+    "{0} * (1 - {1}) * {1}", save=(0, 1))
 TANH = _pw("tanh", np.tanh, (lambda g, ans, x: apply(TANH_BACKWARD, g, ans),), "tanh({0})",
            FLOAT, save_output=True)
 SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),
