@@ -185,6 +185,10 @@ class Function(metaclass=FunctionMeta):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         from .grad_mode import no_grad
 
+        if registry.state.traces:  # inside jit: one opaque equation (see function_jit)
+            from .function_jit import traced_apply
+
+            return traced_apply(cls, args, kwargs)
         ctx = cls._backward_cls()
         Tensor = registry.Tensor
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)

@@ -100,7 +100,10 @@ class OpNode(Node):
         node.params = params
         node._inputs = inputs if has_saved else tuple(inputs)
         if op.save_output:
-            node._out = _save(outputs[0], True)
+            if single:
+                node._out = _save(outputs[0], True)
+            else:  # every output, each unpacked as its own output_nr (a tuple, as the jit's)
+                node._out = tuple(_save_output(o, i) for i, o in enumerate(outputs))
             node._saved = True
         else:
             node._out = None
@@ -148,6 +151,8 @@ class OpNode(Node):
         out = self._out
         if out is None:
             ans = None
+        elif type(out) is tuple:
+            ans = tuple(s.unpack(self) for s in out)
         elif out._vc is not None and out._vc[0] == out._version and out._unpack is None:
             ans = _as_output(out._value, out._dtype, self, out._fw)  # (unpack, inlined)
         else:
@@ -159,7 +164,7 @@ class OpNode(Node):
         """An in-place op wrote this node's result (whose version counter was ``vc``) into
         ``target``: the saved result is ``target`` now, checked against its version counter."""
         out = self._out
-        if out is not None and out._vc is vc:
+        if type(out) is SavedTensor and out._vc is vc:
             if out._unpack is None:  # (a packed value keeps its hooks' form: same values)
                 out._value = target._data
             out._vc, out._version = target._vc, target._vc[0]
@@ -171,19 +176,25 @@ class OpNode(Node):
                 if type(v) is SavedTensor:
                     v._value = v._vc = None  # SavedTensor.release, inlined
             out = self._out
-            if out is not None:
-                out._value = out._vc = None
+            for s in out if type(out) is tuple else (out,) if out is not None else ():
+                s._value = s._vc = None
 
     def _saved_entries(self) -> list:
         """(name, SavedTensor) for each value it saved (what ``viz`` draws)."""
         entries = [(f"arg{i}", v) for i, v in enumerate(self._inputs)
                    if type(v) is SavedTensor]
-        return entries + ([("result", self._out)] if self._out is not None else [])
+        out = self._out
+        if type(out) is tuple:
+            return entries + [(f"result{i}", s) for i, s in enumerate(out)]
+        return entries + ([("result", out)] if out is not None else [])
 
     # torch exposes saved values as _saved_self / _saved_result etc.
     @property
     def _saved_result(self) -> Any:
-        return self._out.unpack(self) if self._out is not None else None
+        out = self._out
+        if type(out) is tuple:
+            return tuple(s.unpack(self) for s in out)
+        return out.unpack(self) if out is not None else None
 
     @property
     def _saved_tensors(self) -> tuple:
@@ -369,6 +380,12 @@ def _snapshot(t: Any, is_output: bool) -> SavedTensor:
     else:
         s._vc, s._version, s._dtype = t._vc, t._vc[0], t._dtype
         s._value = t._data if is_output else t
+    return s
+
+
+def _save_output(tensor: Any, output_nr: int) -> SavedTensor:
+    s = _save(tensor, True)
+    s._output_nr = output_nr
     return s
 
 
