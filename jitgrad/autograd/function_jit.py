@@ -323,8 +323,9 @@ def _call_vjp(g: tuple, ans: tuple, *inputs: Any, spec: FunctionCallSpec) -> lis
         kind, i = entry
         if kind == "in":
             return inputs[i]
-        if kind == "out":
-            return values[position[i]]
+        if kind == "out":  # (a non-differentiable output is a constant to double backward)
+            v = values[position[i]]
+            return v.detach() if i in spec.nondiff else v
         return ans[n_t + i]  # a residual: (its cotangent is dropped: a constant, as eagerly)
 
     grads = list(g[:n_t])
@@ -432,10 +433,16 @@ def _backward_vjp(gg: tuple, ans: Any, *inputs: Any, spec: FunctionCallSpec) -> 
             "(create_graph=True on its output works)", NotImplementedError)
     create_graph = state.grad_enabled
     with enable_grad():
-        ctx, grads = _make_ctx(spec, list(inputs))
+        # Each input through its own alias: the gradient reaching an alias is the partial
+        # derivative for that input alone (one input may depend on another, e.g. a gradient
+        # on a saved output: its path is the engine's, not this rule's), and the result's
+        # graph still leads to the inputs, for higher derivatives.
+        aliases = [x.clone() if isinstance(x, Tensor) and x.requires_grad else x
+                   for x in inputs]
+        ctx, grads = _make_ctx(spec, aliases)
         outs = _run_user_backward(spec, ctx, grads)
     pairs = [(o, c) for o, c in zip(outs, gg) if o.requires_grad]
-    wrt = [(i, x) for i, x in enumerate(inputs) if isinstance(x, Tensor) and x.requires_grad]
+    wrt = [(i, x) for i, x in enumerate(aliases) if isinstance(x, Tensor) and x.requires_grad]
     res: list = [None] * len(inputs)
     if not pairs or not wrt:
         return res
