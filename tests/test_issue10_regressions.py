@@ -391,3 +391,30 @@ def test_every_tensor_is_a_variable():
         assert isinstance(lib.ones(2, requires_grad=True) * 2, lib.autograd.Variable)
         assert not isinstance(3.0, lib.autograd.Variable)
     same_error(lambda lib: lib.autograd.Variable([1.0]))
+
+
+def test_jit_of_func_grad_through_a_function_is_differentiable_again():
+    class ExpSin(jitgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            y = (0.34 * x).exp()
+            ctx.save_for_backward(x, y)
+            return y
+
+        @staticmethod
+        def backward(ctx, g):
+            x, y = ctx.saved_tensors
+            return g * y * 0.34 * x.sin()  # (not exp's true derivative: the user's rule rules)
+
+    def f(x):
+        return (ExpSin.apply(x) ** 2).sum()
+
+    x = jitgrad.tensor([0.5, -0.2], dtype=jitgrad.float64, requires_grad=True)
+    eager = jitgrad.func.grad(f)(x)
+    (eager2,) = jitgrad.autograd.grad(eager.sum(), x)
+    traced = jitgrad.jit(jitgrad.func.grad(f))(x)  # its backward differentiates the backward
+    (traced2,) = jitgrad.autograd.grad(traced.sum(), x)
+    np.testing.assert_allclose(arr(traced), arr(eager), rtol=1e-12)
+    np.testing.assert_allclose(arr(traced2), arr(eager2), rtol=1e-12)
+    both = jitgrad.jit(jitgrad.func.grad(lambda x: jitgrad.func.grad(f)(x).sum()))(x)
+    np.testing.assert_allclose(arr(both), arr(eager2), rtol=1e-12)

@@ -17,8 +17,8 @@ The structure of a call (its outputs' shapes and dtypes, what it saves, which ou
 non-differentiable) is learned at trace time by running ``forward`` once on stand-in tracers
 (or, if ``forward`` reads values, on stand-in tensors of ones) and checked again on every call:
 a call that differs raises an error naming the Function and the line that called it.
-Not supported under ``jit`` (a clear error, never a dropped gradient): ``mark_dirty``, and
-differentiating the backward equation again *inside* a trace.
+Not supported under ``jit`` (a clear error naming the Function, never a dropped gradient):
+``mark_dirty``, tensor keyword arguments, tensors in containers on ``ctx``.
 
 With ``create_graph=True`` the jit function's backward runs its equations through eager ops;
 ``custom_function_backward`` then records an autograd node whose rule differentiates the
@@ -427,10 +427,7 @@ def _backward_vjp(gg: tuple, ans: Any, *inputs: Any, spec: FunctionCallSpec) -> 
 
     Tensor = registry.Tensor
     if any(isinstance(x, Tensor) and x._trace is not None for x in inputs):
-        raise spec.error(
-            "differentiating its backward inside a jit trace (a gradient of a gradient traced "
-            "by jit) is not supported; take the second derivative outside the jitted function "
-            "(create_graph=True on its output works)", NotImplementedError)
+        return _backward_vjp_traced(gg, inputs, spec)
     create_graph = state.grad_enabled
     with enable_grad():
         # Each input through its own alias: the gradient reaching an alias is the partial
@@ -452,6 +449,33 @@ def _backward_vjp(gg: tuple, ans: Any, *inputs: Any, spec: FunctionCallSpec) -> 
     for (i, _), g in zip(wrt, found):
         res[i] = g
     return res
+
+
+def _backward_vjp_traced(gg: tuple, inputs: tuple, spec: FunctionCallSpec) -> list:
+    """``_backward_vjp`` while tracing (the VJP pass, or ``func.grad`` inside ``jit``,
+    differentiating a backward equation): the user's backward is recorded inline on aliases
+    of the inputs, and the reverse sweep differentiates what it recorded."""
+    from ..jit.passes.vjp import active_vars, backward_sweep
+    from .grad_mode import enable_grad
+
+    Tensor = registry.Tensor
+    trace = state.traces[-1]
+    with enable_grad():
+        aliases = [trace.as_tracer(x).clone() if isinstance(x, Tensor) else x for x in inputs]
+        start = len(trace.eqns)
+        ctx, grads = _make_ctx(spec, aliases)
+        outs = _run_user_backward(spec, ctx, grads)
+    eqns = trace.eqns[start:]
+    seeds = {a._var for a in aliases if isinstance(a, Tensor)}
+    act = active_vars(eqns, seeds)
+    cts: dict = {}
+    for o, c in zip(outs, gg):
+        v = trace.var_of(o)
+        if v in act:
+            c = trace.as_tracer(c)
+            cts[v] = c if v not in cts else cts[v] + c
+    found = backward_sweep(trace, eqns, trace.value_of, cts, act)
+    return [found.get(a._var) if isinstance(a, Tensor) else None for a in aliases]
 
 
 class _Every:
