@@ -47,7 +47,7 @@ class FunctionProgram:
         self.outs = []
         for _ in range(self.n_out):
             used = sorted(rng.sample(range(self.n_in), rng.randint(1, min(2, self.n_in))))
-            weights = [round(rng.uniform(-1.5, 1.5), 2) or 0.5 for _ in used]
+            weights = [round(rng.choice([-1, 1]) * rng.uniform(0.3, 1.5), 2) for _ in used]
             unary = rng.choice(sorted(UNARY))
             reads = UNARY[unary][2]
             # how backward gets what it needs: the inputs (recompute), the intermediate z, the

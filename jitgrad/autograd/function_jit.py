@@ -34,6 +34,7 @@ import numpy as np
 from ..ops import registry
 from ..ops.registry import state
 from .node import as_tensor
+from .op_node import OUTPUTS_REQUIRING_GRAD
 
 # ctx attributes that Function.apply's machinery sets (everything else was set by the user)
 _INTERNAL = frozenset({"needs_input_grad", "materialize_grads", "_to_save", "_saved", "_dirty",
@@ -326,9 +327,14 @@ def _call_vjp(g: tuple, ans: tuple, *inputs: Any, spec: FunctionCallSpec) -> lis
         if kind == "out":  # (a non-differentiable output is a constant to double backward)
             v = values[position[i]]
             return v.detach() if i in spec.nondiff else v
-        return ans[n_t + i]  # a residual: (its cotangent is dropped: a constant, as eagerly)
+        return ans[n_t + i].detach()  # a residual: a constant (eagerly: made under no-grad)
 
     grads = list(g[:n_t])
+    if not spec.materialize and state.traces:
+        # set_materialize_grads(False): an output that got no gradient reaches backward as
+        # None, as eagerly (while tracing, the sweep's zeros for it are not traced values)
+        grads = [None if isinstance(gi, registry.Tensor) and gi._trace is None else gi
+                 for gi in grads]
     saved = [value(e) for e in spec.saved]
     attrs = [value(e) for _, e in spec.tensor_attrs]
     if not spec.grad_inputs:
@@ -495,3 +501,29 @@ FUNCTION_BACKWARD = registry.OPS.get("custom_function_backward") or registry.def
     "custom_function_backward", _backward_impl, kind=registry.OPAQUE, meta=_backward_meta,
     n_outputs=0, vjp=_backward_vjp, node_name="CustomFunctionBackwardBackward")
 FUNCTION_CALL.save = FUNCTION_BACKWARD.save = _Every()
+
+
+def _no_jvp(tangents: tuple, ans: Any, *args: Any, spec: FunctionCallSpec) -> Any:
+    # (jit runs a function eagerly when a dual tensor is passed in, so forward AD reaches
+    # these equations only through a program run on dual tensors)
+    raise spec.error("forward-mode AD through a jit program that calls it is not supported; "
+                     "call the jitted function with dual tensors (it then runs eagerly, with "
+                     "the Function's jvp) or the Function outside jit", NotImplementedError)
+
+
+FUNCTION_CALL.jvp = FUNCTION_BACKWARD.jvp = _no_jvp
+
+
+def _backward_outputs_requiring_grad(args: tuple, params: dict) -> list:
+    """Which gradients the backward equation returns require grad when it is recorded
+    (``create_graph``): as eagerly, those the user's backward computes from an input that
+    requires grad (found by running it with grad recording)."""
+    from .grad_mode import enable_grad
+
+    spec = params["spec"]
+    with enable_grad():
+        ctx, grads = _make_ctx(spec, list(args))
+        return [g.requires_grad for g in _run_user_backward(spec, ctx, grads)]
+
+
+OUTPUTS_REQUIRING_GRAD[FUNCTION_BACKWARD] = _backward_outputs_requiring_grad

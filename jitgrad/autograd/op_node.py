@@ -34,6 +34,10 @@ from .node import (
 )
 
 _NO_PARAMS: dict = {}
+# op -> f(args, params) giving, per output, whether it requires grad: for an opaque op whose
+# outputs do not all depend on every input (a custom Function's backward run as one op: an
+# output that eager mode would compute from constants only must not require grad either).
+OUTPUTS_REQUIRING_GRAD: dict = {}
 
 
 class OpNode(Node):
@@ -110,12 +114,17 @@ class OpNode(Node):
             node._saved = has_saved
         node.n_outputs = len(outputs)  # (op.n_outputs is 0 for variadic ops: split)
         node._out_meta = out_meta
+        flags = OUTPUTS_REQUIRING_GRAD.get(op) if OUTPUTS_REQUIRING_GRAD else None
+        if flags is not None:  # an opaque op that knows which outputs depend on which inputs
+            flags = flags(args, params)
         if single:
-            if out_dtype.is_floating_point or out_dtype.is_complex:
+            if (out_dtype.is_floating_point or out_dtype.is_complex) and \
+                    (flags is None or flags[0]):
                 o._grad_fn = node  # (its _output_nr is 0: a fresh output of apply)
         else:
             for i, o in enumerate(outputs):
-                if o._dtype.is_floating_point or o._dtype.is_complex:
+                if (o._dtype.is_floating_point or o._dtype.is_complex) and \
+                        (flags is None or flags[i]):
                     o._grad_fn = node
                     o._output_nr = i
         if _anomaly.enabled:
