@@ -60,14 +60,20 @@ def _conj_if_complex(a: np.ndarray) -> np.ndarray:
 # rounding, as the kernel's fused multiply-add; exact for float32 through float64, whose
 # products of float32 values are exact), and ``g * (1 - y) * y`` in that order.
 _ONE_F64 = np.ones((), np.float64)  # (a 0-d array operand: cheaper than a Python float)
+_F32 = np.dtype(np.float32)
+_F64 = np.dtype(np.float64)
+_subtract = np.subtract
 
 
 def _tanh_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    if y.dtype == np.float32:
-        w = y.astype(np.float64)
-        np.multiply(w, w, out=w)
-        np.subtract(_ONE_F64, w, out=w)
-        return g * w.astype(np.float32)
+    if y.dtype is _F32:  # 1 - y*y in float64 (exact product), rounded once: the FMA's value
+        w = y.astype(_F64)
+        w *= w
+        w = _subtract(_ONE_F64, w, out=w).astype(_F32)
+        if g.dtype is _F32 and g.shape == w.shape:
+            w *= g  # (w is fresh: in place)
+            return w
+        return g * w
     if y.dtype.kind == "c":
         return g * np.conj(1 - y * y)
     return g * (1 - y * y)
