@@ -418,3 +418,15 @@ def test_jit_of_func_grad_through_a_function_is_differentiable_again():
     np.testing.assert_allclose(arr(traced2), arr(eager2), rtol=1e-12)
     both = jitgrad.jit(jitgrad.func.grad(lambda x: jitgrad.func.grad(f)(x).sum()))(x)
     np.testing.assert_allclose(arr(both), arr(eager2), rtol=1e-12)
+
+
+def test_saved_input_modified_through_a_view_of_it_names_copyslices_as_torch():
+    def run(lib):
+        x = lib.tensor([0.5, 1.0, 2.0], requires_grad=True)
+        c = lib.tensor([2.0, 3.0, 4.0], requires_grad=True)
+        y = x.clone()
+        out = y * c
+        y[0].zero_()
+        out.sum().backward()
+
+    same_error(run)

@@ -145,7 +145,13 @@ class Node:
 
 
 def _short_name(node: Node | None) -> str:
-    return re.sub(r"Backward\d*$", "", node.name()) if node is not None else ""
+    """A node as torch's version-counter error names it (C++ nodes by their C++ name)."""
+    if node is None:
+        return ""
+    name = node.name()
+    if name == "CopySlices":
+        return "jitgrad::autograd::CopySlices"
+    return re.sub(r"Backward\d*$", "", name)
 
 
 def version_error(tensor_desc: str, producer: str, found: int, expected: int) -> RuntimeError:
