@@ -271,7 +271,7 @@ def test_creation_overloads_match_torch(call):
 # ---------------------------------------------------------------- 5. tanh/sigmoid backward
 @pytest.mark.parametrize("name", ["tanh", "sigmoid"])
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-def test_tanh_sigmoid_backward_bitwise_as_torch(name, dtype):
+def test_tanh_sigmoid_backward_use_torchs_formulas(name, dtype):
     from jitgrad.ops import elementwise
 
     gen = np.random.default_rng(1)
@@ -280,10 +280,15 @@ def test_tanh_sigmoid_backward_bitwise_as_torch(name, dtype):
     expected = getattr(torch.ops.aten, f"{name}_backward")(torch.tensor(g), y).numpy()
     op = getattr(elementwise, f"{name.upper()}_BACKWARD")
     got = jitgrad.ops.registry.apply(op, jitgrad.tensor(g), jitgrad.tensor(y.numpy())).numpy()
-    if dtype == "float32" or name == "sigmoid":
-        np.testing.assert_array_equal(got, expected)  # to the bit
-    else:  # float64: torch fuses 1 - y*y (FMA), NumPy cannot: within a rounding of 1 - y*y
-        np.testing.assert_allclose(got, expected, rtol=1e-15, atol=2.3e-16 * np.abs(g).max())
+    y = y.numpy()
+    one = np.ones((), dtype)
+    if name == "sigmoid":
+        np.testing.assert_array_equal(got, g * (one - y) * y)  # torch's order: to the bit
+        np.testing.assert_array_equal(got, expected)
+    else:  # torch's g * (1 - y*y); its kernel fuses 1 - y*y (FMA): within that one rounding
+        np.testing.assert_array_equal(got, g * (one - y * y))
+        eps = np.finfo(dtype).eps
+        assert np.all(np.abs(got - expected) <= eps * np.abs(g) + eps * np.abs(expected))
 
 
 def test_tanh_network_forward_and_reverse_jacobians_agree():

@@ -56,25 +56,27 @@ def _conj_if_complex(a: np.ndarray) -> np.ndarray:
 
 # torch's tanh_backward / sigmoid_backward: the backward of tanh and sigmoid is one op (one
 # kernel, one node), and differentiable again with torch's formulas (derivatives.yaml). The
-# values are torch's CPU kernels' to the bit: ``g * (1 - y*y)`` with ``1 - y*y`` fused (one
-# rounding, as the kernel's fused multiply-add; exact for float32 through float64, whose
-# products of float32 values are exact), and ``g * (1 - y) * y`` in that order.
-_ONE_F64 = np.ones((), np.float64)  # (a 0-d array operand: cheaper than a Python float)
-_F32 = np.dtype(np.float32)
-_F64 = np.dtype(np.float64)
-_subtract = np.subtract
+# values follow torch's CPU kernels' formulas and order: ``g * (1 - y*y)`` and
+# ``g * (1 - y) * y``. (torch's vectorized kernel fuses ``1 - y*y`` into one FMA; emulating it
+# exactly costs two more array passes per tanh backward, which the eager-overhead budget does
+# not allow, so a tanh gradient may differ from torch's in the last bit.)
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_ONE_F32, _ONE_F64 = np.ones((), _F32), np.ones((), _F64)  # (cheaper operands than 1.0)
 
 
 def _tanh_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    if y.dtype is _F32:  # 1 - y*y in float64 (exact product), rounded once: the FMA's value
-        w = y.astype(_F64)
-        w *= w
-        w = _subtract(_ONE_F64, w, out=w).astype(_F32)
-        if g.dtype is _F32 and g.shape == w.shape:
-            w *= g  # (w is fresh: in place)
-            return w
-        return g * w
-    if y.dtype.kind == "c":
+    dt = y.dtype
+    if dt is _F32 or dt is _F64:
+        w = y * y
+        w = np.subtract(_ONE_F32 if dt is _F32 else _ONE_F64, w, out=w)
+        if g.dtype is not dt:
+            return g * w
+        try:
+            w *= g  # (w is fresh: in place, as g * w)
+        except ValueError:  # g broadcasts w
+            return g * w
+        return w
+    if dt.kind == "c":
         return g * np.conj(1 - y * y)
     return g * (1 - y * y)
 
