@@ -66,8 +66,8 @@ _ONE_F32, _ONE_F64 = np.ones((), _F32), np.ones((), _F64)  # (cheaper operands t
 
 def _tanh_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     dt = y.dtype
-    if dt is _F32 or dt is _F64:
-        w = y * y
+    w = y * y
+    if (dt is _F32 or dt is _F64) and type(w) is np.ndarray:  # (0-d: a NumPy scalar)
         w = np.subtract(_ONE_F32 if dt is _F32 else _ONE_F64, w, out=w)
         if g.dtype is not dt:
             return g * w
