@@ -9,6 +9,7 @@ from typing import Any
 
 from ..ops import registry
 from .forward_ad import fw_disabled, function_jvp, has_tangent
+from .function_jit import traced_apply
 from .node import FREED, Node, SavedTensor, _anomaly, _edge
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -186,8 +187,6 @@ class Function(metaclass=FunctionMeta):
         from .grad_mode import no_grad
 
         if registry.state.traces:  # inside jit: one opaque equation (see function_jit)
-            from .function_jit import traced_apply
-
             return traced_apply(cls, args, kwargs)
         ctx = cls._backward_cls()
         Tensor = registry.Tensor
