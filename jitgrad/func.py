@@ -74,13 +74,13 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     outs = _flat_outputs(out)
 
     def vjp_fn(cotangents: Any) -> tuple:
-        cts = _cotangents_like(cotangents, outs)
+        cts = _cotangents_like(cotangents, out)
         pairs = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
         grads: Sequence = [None] * len(inner)
         if pairs:
-            with enable_grad():
+            with enable_grad():  # (the graph is kept: vjp_fn may be called again, as torch's)
                 grads = autograd_grad([o for o, _ in pairs], inner,
-                                      grad_outputs=[c for _, c in pairs],
+                                      grad_outputs=[c for _, c in pairs], retain_graph=True,
                                       create_graph=nested or any(c.requires_grad for c in cts),
                                       allow_unused=True)
         return tuple(g if g is not None else zeros_like(p) for g, p in zip(grads, primals))
@@ -90,13 +90,27 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     return (out, vjp_fn) if not has_aux else (out, vjp_fn, aux)
 
 
-def _cotangents_like(cotangents: Any, outs: list) -> list:
-    cts = _flat_outputs(cotangents)
-    if len(cts) != len(outs):
-        raise RuntimeError(f"Expected pytree structure of cotangents to be the same as pytree "
-                           f"structure of outputs to the function ({len(outs)} tensors), got "
-                           f"{len(cts)}")
-    return cts
+def _cotangents_like(cotangents: Any, out: Any) -> list:
+    """The cotangents flattened, after checking that they have the outputs' structure (torch's
+    error names both structures)."""
+    if _treespec(cotangents) != _treespec(out):
+        raise RuntimeError(
+            "Expected pytree structure of cotangents to be the same as pytree structure of "
+            f"outputs to the function. cotangents: {_treespec(cotangents)}, primal output: "
+            f"{_treespec(out)}")
+    return _flat_outputs(cotangents)
+
+
+def _treespec(x: Any) -> str:
+    """A nest of tuples/lists/dicts as torch prints its pytree spec: leaves are ``*``."""
+    if isinstance(x, tuple):
+        inner = ", ".join(_treespec(v) for v in x)
+        return f"({inner},)" if len(x) == 1 else f"({inner})"
+    if isinstance(x, list):
+        return "[" + ", ".join(_treespec(v) for v in x) + "]"
+    if isinstance(x, dict):
+        return "{" + ", ".join(f"{k!r}: {_treespec(v)}" for k, v in x.items()) + "}"
+    return "*"
 
 
 def _detach_tree(out: Any) -> Any:
@@ -125,7 +139,7 @@ def _vjp_traced(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     seeds = {a._var for a in aliases}
 
     def vjp_fn(cotangents: Any) -> tuple:
-        cts = _cotangents_like(cotangents, outs)
+        cts = _cotangents_like(cotangents, out)
         act = active_vars(eqns, seeds)
         seed_cts: dict = {}
         for o, c in zip(outs, cts):

@@ -330,11 +330,16 @@ class Tensor:
             registry.state.traces[-1].read_value(self)
         return self._data.tolist()
 
+    def _python_scalar(self) -> Any:
+        if self._data.size != 1:  # torch's text and type (item() raises RuntimeError)
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return self.item()
+
     def __float__(self) -> float:
-        return float(self.item())
+        return float(self._python_scalar())
 
     def __int__(self) -> int:
-        return int(self.item())
+        return int(self._python_scalar())
 
     def __index__(self) -> int:
         if self._dtype.is_floating_point or self._dtype.is_complex or self._data.size != 1:
@@ -343,7 +348,7 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self) -> complex:
-        return complex(self.item())
+        return complex(self._python_scalar())
 
     def __bool__(self) -> bool:
         if self._data.size != 1:

@@ -15,7 +15,7 @@ HAS_FORWARD_AD = importlib.util.find_spec("jitgrad.autograd.forward_ad") is not 
 
 
 def _randn(*shape, dtype=jitgrad.float64):
-    return jitgrad.randn(*shape, dtype=dtype, requires_grad=True)
+    return jitgrad.randn(tuple(shape), dtype=dtype, requires_grad=True)
 
 
 def _wrong_square(lib):

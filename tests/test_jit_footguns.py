@@ -260,8 +260,8 @@ def test_returning_an_input_and_a_duplicate():
 
 def test_random_numbers_are_drawn_on_every_call_like_eager():
     def dropout(x):
-        keep = jitgrad.rand(*x.shape) > 0.5
-        return jitgrad.where(keep, x * 2, 0.0) + jitgrad.randn(*x.shape) * 0
+        keep = jitgrad.rand(tuple(x.shape)) > 0.5
+        return jitgrad.where(keep, x * 2, 0.0) + jitgrad.randn(tuple(x.shape)) * 0
 
     f = jit(dropout)
     x = jitgrad.ones(64)

@@ -30,7 +30,7 @@ def compare(ours, theirs, inputs, rtol=1e-6, atol=1e-7, name=True):
     np.testing.assert_allclose(arr(y), ty.detach().numpy(), rtol=rtol, atol=atol)
     if name:
         assert y.grad_fn.name() == ty.grad_fn.name()
-    g = jitgrad.randn(*y.shape, dtype=y.dtype)
+    g = jitgrad.randn(tuple(y.shape), dtype=y.dtype)
     y.backward(g)
     ty.backward(tt(g))
     for x, tx in zip(inputs, tins):
@@ -264,7 +264,7 @@ def test_cross_entropy_class_indices_match_torch(shape, opts):
 def test_cross_entropy_class_probabilities_match_torch(shape, opts):
     x = f64(*shape, scale=2.0)
     cls = 0 if len(shape) == 1 else 1
-    probs = F.softmax(jitgrad.randn(*shape, dtype=jitgrad.float64), cls)
+    probs = F.softmax(jitgrad.randn(tuple(shape), dtype=jitgrad.float64), cls)
     w = jitgrad.rand(3, dtype=jitgrad.float64) + 0.5
     kw, tkw = _kw(opts, w), _kw(opts, tt(w))
     compare(lambda a, p: F.cross_entropy(a, p, **kw),

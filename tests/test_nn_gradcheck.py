@@ -36,7 +36,7 @@ def fd_check(fn, inputs, eps=1e-6, rtol=1e-5, atol=1e-7):
 
 
 def f64(*shape, requires_grad=True, scale=1.0):
-    return (jitgrad.randn(*shape, dtype=jitgrad.float64) * scale).requires_grad_(requires_grad)
+    return (jitgrad.randn(shape, dtype=jitgrad.float64) * scale).requires_grad_(requires_grad)
 
 
 def _target(*shape):

@@ -100,6 +100,12 @@ def _grads_tuple(grads: Any, n: int) -> tuple:
     return tuple(grads)  # a non-sequence raises Python's TypeError, as in torch
 
 
+def _check_counts(outputs: tuple, grads: list) -> None:
+    # torch's engine: each tensor needs a gradient (extra gradients were dropped by the zip)
+    if len(grads) != len(outputs):
+        raise RuntimeError(f"got {len(outputs)} tensors and {len(grads)} gradients")
+
+
 def _roots(outputs: tuple) -> list:
     roots = []
     for i, out in enumerate(outputs):
@@ -145,6 +151,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
     outputs = _as_tuple(tensors, "backward") if not isinstance(tensors, Sequence) or \
         isinstance(tensors, graph.GradientEdge) else tuple(tensors)
     grads = _make_grads(outputs, _grads_tuple(grad_tensors, len(outputs)))
+    _check_counts(outputs, grads)
     if retain_graph is None:
         retain_graph = create_graph
     roots = _roots(outputs)
@@ -198,6 +205,7 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
             "accumulate gradient for other parts of the graph, please use "
             "jitgrad.autograd.backward.", FutureWarning, stacklevel=2)
     grads = _make_grads(outputs_t, _grads_tuple(grad_outputs, len(outputs_t)), is_grads_batched)
+    _check_counts(outputs_t, grads)
     if retain_graph is None:
         retain_graph = create_graph
     for x in inputs_t:
@@ -253,15 +261,25 @@ def _batched(roots: list, grads: list, retain_graph: bool, create_graph: bool,
             for i in range(len(inputs))]
 
 
-def Variable(data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:  # noqa: N802
-    """Deprecated: Variables are Tensors. Returns ``data`` with ``requires_grad`` set."""
-    if volatile:
-        warnings.warn("volatile was removed and now has no effect. Use `with jitgrad.no_grad():` "
-                      "instead.", UserWarning, stacklevel=2)
-    t = data.detach() if data.requires_grad else data
-    if requires_grad:
-        t.requires_grad_(True)
-    return t
+class _VariableMeta(type):
+    def __instancecheck__(cls, other: Any) -> bool:
+        return isinstance(other, Tensor)  # every tensor is a Variable, as in torch
+
+
+class Variable(metaclass=_VariableMeta):
+    """Deprecated: Variables are Tensors. ``Variable(data)`` returns a tensor sharing ``data``'s
+    values, with ``requires_grad`` set; ``isinstance(t, Variable)`` is True for any tensor."""
+
+    def __new__(cls, data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:
+        if not isinstance(data, Tensor):
+            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
+        if volatile:
+            warnings.warn("volatile was removed and now has no effect. Use `with "
+                          "jitgrad.no_grad():` instead.", UserWarning, stacklevel=2)
+        t = data.detach()
+        if requires_grad:
+            t.requires_grad_(True)
+        return t
 
 
 def __getattr__(name: str) -> Any:

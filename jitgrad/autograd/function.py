@@ -9,6 +9,7 @@ from typing import Any
 
 from ..ops import registry
 from .forward_ad import fw_disabled, function_jvp, has_tangent
+from .function_jit import traced_apply
 from .node import FREED, Node, SavedTensor, _anomaly, _edge
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -185,6 +186,8 @@ class Function(metaclass=FunctionMeta):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         from .grad_mode import no_grad
 
+        if registry.state.traces:  # inside jit: one opaque equation (see function_jit)
+            return traced_apply(cls, args, kwargs)
         ctx = cls._backward_cls()
         Tensor = registry.Tensor
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)
@@ -244,9 +247,15 @@ def _wire_outputs(ctx: BackwardCFunction, args: tuple, outputs: tuple, executabl
         metas.append(registry.Meta(tuple(out.shape), out.dtype))
     ctx._out_meta = tuple(metas)
     if executable:
-        out_ids = {id(o) for o in outputs if isinstance(o, Tensor)}
-        ctx._saved = [None if t is None else SavedTensor(t, id(t) in out_ids and
-                                                         id(t) not in arg_ids)
+        # A saved output that this node produced is kept as its array (the tensor would be a
+        # cycle) and unpacked as output ``output_nr`` of this node, so that a gradient reaching
+        # it in a double backward flows into that output's gradient. Outputs that are inputs
+        # (returned or marked dirty) and non-differentiable ones are saved as tensors.
+        output_nr = {id(o): i for i, o in enumerate(outputs)
+                     if isinstance(o, Tensor) and id(o) not in arg_ids
+                     and wired[i]._grad_fn is ctx}
+        ctx._saved = [None if t is None else
+                      SavedTensor(t, id(t) in output_nr, output_nr.get(id(t), 0))
                       for t in ctx._to_save]
     return tuple(wired)
 

@@ -145,7 +145,13 @@ class Node:
 
 
 def _short_name(node: Node | None) -> str:
-    return re.sub(r"Backward\d*$", "", node.name()) if node is not None else ""
+    """A node as torch's version-counter error names it (C++ nodes by their C++ name)."""
+    if node is None:
+        return ""
+    name = node.name()
+    if name == "CopySlices":
+        return "jitgrad::autograd::CopySlices"
+    return re.sub(r"Backward\d*$", "", name)
 
 
 def version_error(tensor_desc: str, producer: str, found: int, expected: int) -> RuntimeError:
@@ -171,9 +177,10 @@ FREED = ("Trying to backward through the graph a second time (or directly access
 class SavedTensor:
     """A value saved for backward: remembers its version, and goes through saved-tensor hooks."""
 
-    __slots__ = ("_value", "_version", "_vc", "_is_output", "_unpack", "_dtype", "_fw", "_origin")
+    __slots__ = ("_value", "_version", "_vc", "_is_output", "_output_nr", "_unpack", "_dtype",
+                 "_fw", "_origin")
 
-    def __init__(self, tensor: Any, is_output: bool) -> None:
+    def __init__(self, tensor: Any, is_output: bool, output_nr: int = 0) -> None:
         if tensor._is_inference:
             raise RuntimeError(
                 "Inference tensors cannot be saved for backward. Please do not use Tensors "
@@ -183,6 +190,7 @@ class SavedTensor:
         vc = self._vc = tensor._vc
         self._version = vc[0]
         self._is_output = is_output
+        self._output_nr = output_nr  # an output: which output of its node it is
         self._dtype = tensor._dtype
         self._fw = tensor._fw_grads if is_output else None  # an output's forward-AD tangents
         if saved_tensor_hooks_stack:
@@ -227,12 +235,12 @@ class SavedTensor:
         if self._unpack is not None:
             value = self._unpack(self._value)
             if self._is_output:
-                value = _as_output(value._data, value._dtype, node, self._fw)
+                value = _as_output(value._data, value._dtype, node, self._fw, self._output_nr)
             elif getattr(self, "_origin", None) is not None:
                 value = _with_origin(value, self._origin)
             return value
         if self._is_output:
-            return _as_output(self._value, self._dtype, node, self._fw)
+            return _as_output(self._value, self._dtype, node, self._fw, self._output_nr)
         return self._value
 
     def release(self) -> None:
@@ -284,13 +292,16 @@ def _with_origin(value: Any, origin: tuple) -> Any:
     return t
 
 
-def _as_output(data, dt, node: Node, fw: Any) -> Any:
-    """A saved output, unpacked: a fresh tensor on its array whose ``grad_fn`` is its node."""
+def _as_output(data, dt, node: Node, fw: Any, output_nr: int = 0) -> Any:
+    """A saved output, unpacked: a fresh tensor on its array whose ``grad_fn`` is its node and
+    whose ``output_nr`` is the output it was (what a gradient reaching it flows back into)."""
     t = _new(registry.Tensor)  # Tensor._init, inlined
     t._data = data
     t._dtype = dt
     t._vc = [0]
     t._grad_fn = node
+    if output_nr:
+        t._output_nr = output_nr
     if fw is not None:  # its forward-AD tangents (only then: the attribute costs a __dict__)
         t._fw_grads = fw
     return t
@@ -322,6 +333,7 @@ def _save(tensor: Any, is_output: bool) -> SavedTensor:
     vc = s._vc = tensor._vc
     s._version = vc[0]
     s._is_output = is_output
+    s._output_nr = 0  # (a primitive saves only its output 0)
     s._unpack = None
     s._dtype = tensor._dtype
     if is_output:  # kept as its array only: holding the tensor would make a cycle

@@ -34,6 +34,10 @@ from .node import (
 )
 
 _NO_PARAMS: dict = {}
+# op -> f(args, params) giving, per output, whether it requires grad: for an opaque op whose
+# outputs do not all depend on every input (a custom Function's backward run as one op: an
+# output that eager mode would compute from constants only must not require grad either).
+OUTPUTS_REQUIRING_GRAD: dict = {}
 
 
 class OpNode(Node):
@@ -100,19 +104,27 @@ class OpNode(Node):
         node.params = params
         node._inputs = inputs if has_saved else tuple(inputs)
         if op.save_output:
-            node._out = _save(outputs[0], True)
+            if single:
+                node._out = _save(outputs[0], True)
+            else:  # every output, each unpacked as its own output_nr (a tuple, as the jit's)
+                node._out = tuple(_save_output(o, i) for i, o in enumerate(outputs))
             node._saved = True
         else:
             node._out = None
             node._saved = has_saved
         node.n_outputs = len(outputs)  # (op.n_outputs is 0 for variadic ops: split)
         node._out_meta = out_meta
+        flags = OUTPUTS_REQUIRING_GRAD.get(op) if OUTPUTS_REQUIRING_GRAD else None
+        if flags is not None:  # an opaque op that knows which outputs depend on which inputs
+            flags = flags(args, params)
         if single:
-            if out_dtype.is_floating_point or out_dtype.is_complex:
+            if (out_dtype.is_floating_point or out_dtype.is_complex) and \
+                    (flags is None or flags[0]):
                 o._grad_fn = node  # (its _output_nr is 0: a fresh output of apply)
         else:
             for i, o in enumerate(outputs):
-                if o._dtype.is_floating_point or o._dtype.is_complex:
+                if (o._dtype.is_floating_point or o._dtype.is_complex) and \
+                        (flags is None or flags[i]):
                     o._grad_fn = node
                     o._output_nr = i
         if _anomaly.enabled:
@@ -148,12 +160,23 @@ class OpNode(Node):
         out = self._out
         if out is None:
             ans = None
+        elif type(out) is tuple:
+            ans = tuple(s.unpack(self) for s in out)
         elif out._vc is not None and out._vc[0] == out._version and out._unpack is None:
             ans = _as_output(out._value, out._dtype, self, out._fw)  # (unpack, inlined)
         else:
             ans = out.unpack(self)
         return registry.run_vjp(self.op, self._grads(grad_outputs), ans, inputs, self.params,
                                 self._needs)
+
+    def _rebind_result(self, vc: list, target: Any) -> None:
+        """An in-place op wrote this node's result (whose version counter was ``vc``) into
+        ``target``: the saved result is ``target`` now, checked against its version counter."""
+        out = self._out
+        if type(out) is SavedTensor and out._vc is vc:
+            if out._unpack is None:  # (a packed value keeps its hooks' form: same values)
+                out._value = target._data
+            out._vc, out._version = target._vc, target._vc[0]
 
     def _release(self) -> None:
         if self._saved:
@@ -162,19 +185,25 @@ class OpNode(Node):
                 if type(v) is SavedTensor:
                     v._value = v._vc = None  # SavedTensor.release, inlined
             out = self._out
-            if out is not None:
-                out._value = out._vc = None
+            for s in out if type(out) is tuple else (out,) if out is not None else ():
+                s._value = s._vc = None
 
     def _saved_entries(self) -> list:
         """(name, SavedTensor) for each value it saved (what ``viz`` draws)."""
         entries = [(f"arg{i}", v) for i, v in enumerate(self._inputs)
                    if type(v) is SavedTensor]
-        return entries + ([("result", self._out)] if self._out is not None else [])
+        out = self._out
+        if type(out) is tuple:
+            return entries + [(f"result{i}", s) for i, s in enumerate(out)]
+        return entries + ([("result", out)] if out is not None else [])
 
     # torch exposes saved values as _saved_self / _saved_result etc.
     @property
     def _saved_result(self) -> Any:
-        return self._out.unpack(self) if self._out is not None else None
+        out = self._out
+        if type(out) is tuple:
+            return tuple(s.unpack(self) for s in out)
+        return out.unpack(self) if out is not None else None
 
     @property
     def _saved_tensors(self) -> tuple:
@@ -276,6 +305,11 @@ class UniformNode(OpNode):
             _anomaly.record(node)
         return node
 
+    def _rebind_result(self, vc: list, target: Any) -> None:
+        out = self._out  # (array, version counter, version): see OpNode._rebind_result
+        if out is not None and out[1] is vc:
+            self._out = (target._data, target._vc, target._vc[0])
+
     def _output_meta(self, i: int):
         if self._out_meta is None:
             self._out_meta = _meta(self._key[2], self._key[1])
@@ -360,13 +394,19 @@ class UniformNode(OpNode):
 def _snapshot(t: Any, is_output: bool) -> SavedTensor:
     """A SavedTensor describing a uniform node's saved value (None: a freed one)."""
     s = _new(SavedTensor)
-    s._is_output, s._unpack, s._fw = is_output, None, None
+    s._is_output, s._output_nr, s._unpack, s._fw = is_output, 0, None, None
     if t is None:
         s._vc = s._value = s._dtype = None
         s._version = 0
     else:
         s._vc, s._version, s._dtype = t._vc, t._vc[0], t._dtype
         s._value = t._data if is_output else t
+    return s
+
+
+def _save_output(tensor: Any, output_nr: int) -> SavedTensor:
+    s = _save(tensor, True)
+    s._output_nr = output_nr
     return s
 
 

@@ -102,23 +102,57 @@ def _shape(size) -> tuple:
     return tuple(int(s) for s in size)
 
 
-def _factory(fill):
-    def make(*size, dtype=None, device=None, requires_grad=False, out=None):
+def _size_arg(fname: str, size: tuple, size_kw: Any) -> tuple:
+    """The ``*size`` / ``size=`` argument of a factory (``zeros(2, 3)``, ``zeros((2, 3))``,
+    ``zeros(size=(2, 3))``), with torch's error when it is missing."""
+    if size_kw is not None:
+        if size:
+            raise TypeError(f"{fname}() got multiple values for argument 'size'")
+        size = (size_kw,)
+    if not size:
+        raise TypeError(f'{fname}() missing 1 required positional arguments: "size"')
+    return _shape(size)
+
+
+_OPTS = ("*, {gen}Tensor out = None, jitgrad.dtype dtype = None, jitgrad.layout layout = None, "
+         "jitgrad.device device = None, bool pin_memory = False, bool requires_grad = False")
+
+
+def invalid_combination(fname: str, args: tuple, kwargs: dict, signatures: tuple) -> TypeError:
+    """torch's argument-parser error: what was passed, and every overload of ``fname``."""
+    got = [type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in
+                                              kwargs.items()]
+    lines = "".join(f" * ({sig})\n" for sig in signatures)
+    return TypeError(f"{fname}() received an invalid combination of arguments - got "
+                     f"({', '.join(got)}), but expected one of:\n{lines}")
+
+
+def _factory(fill, fname: str):
+    def make(*size, size_kw=None, dtype=None, device=None, requires_grad=False, out=None,
+             **kwargs):
+        if "size" in kwargs:
+            size_kw = kwargs.pop("size")
+        if kwargs:
+            raise TypeError(f"{fname}() got an unexpected keyword argument "
+                            f"'{next(iter(kwargs))}'")
         check_device(device)
         dt = dtype or dtypes.get_default_dtype()
-        return _new(fill(_shape(size), dt.np), dt, requires_grad)
+        return _new(fill(_size_arg(fname, size, size_kw), dt.np), dt, requires_grad)
+    make.__name__ = make.__qualname__ = fname
     return make
 
 
-zeros = _factory(np.zeros)
-ones = _factory(np.ones)
-empty = _factory(np.empty)
-zeros.__name__, ones.__name__, empty.__name__ = "zeros", "ones", "empty"
+zeros = _factory(np.zeros, "zeros")
+ones = _factory(np.ones, "ones")
+empty = _factory(np.empty, "empty")
 
 
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it, as torch)."""
     check_device(device)
+    if not isinstance(size, (tuple, list)):
+        raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
+                        f"{type(size).__name__}")
     dt = dtype or dtypes.scalar_dtype(fill_value)
     return _new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad)
 
@@ -138,10 +172,19 @@ def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False
                 requires_grad=requires_grad)
 
 
-def arange(start, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
-    """Values from ``start`` to ``end`` (exclusive) by ``step``."""
+def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+    """Values from ``start`` to ``end`` (exclusive) by ``step``; ``arange(end)`` and
+    ``arange(end=n)`` start at 0."""
     check_device(device)
-    if end is None:
+    if start is None:
+        if end is None:
+            raise invalid_combination("arange", (), {}, (
+                "Number end, " + _OPTS.format(gen=""),
+                "Number start, Number end, " + _OPTS.format(gen="").replace(
+                    "Tensor out = None, ", ""),
+                "Number start, Number end, Number step = 1, " + _OPTS.format(gen="")))
+        start = 0
+    elif end is None:
         start, end = 0, start
     if step == 0:
         raise RuntimeError("step must be nonzero")

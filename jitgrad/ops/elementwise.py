@@ -55,12 +55,36 @@ def _conj_if_complex(a: np.ndarray) -> np.ndarray:
 
 
 # torch's tanh_backward / sigmoid_backward: the backward of tanh and sigmoid is one op (one
-# kernel, one node), and differentiable again with torch's formulas (derivatives.yaml).
+# kernel, one node), and differentiable again with torch's formulas (derivatives.yaml). The
+# values follow torch's CPU kernels' formulas and order: ``g * (1 - y*y)`` and
+# ``g * (1 - y) * y``. (torch's vectorized kernel fuses ``1 - y*y`` into one FMA; emulating it
+# exactly costs two more array passes per tanh backward, which the eager-overhead budget does
+# not allow, so a tanh gradient may differ from torch's in the last bit.)
+_F32, _F64 = np.dtype(np.float32), np.dtype(np.float64)
+_ONE_F32, _ONE_F64 = np.ones((), _F32), np.ones((), _F64)  # (cheaper operands than 1.0)
+
+
 def _tanh_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
-    # g * conj(1 - y*y), as g - g*y*y: three array ops, no Python scalar to convert
+    dt = y.dtype
+    w = y * y
+    if (dt is _F32 or dt is _F64) and type(w) is np.ndarray:  # (0-d: a NumPy scalar)
+        w = np.subtract(_ONE_F32 if dt is _F32 else _ONE_F64, w, out=w)
+        if g.dtype is not dt:
+            return g * w
+        try:
+            w *= g  # (w is fresh: in place, as g * w)
+        except ValueError:  # g broadcasts w
+            return g * w
+        return w
+    if dt.kind == "c":
+        return g * np.conj(1 - y * y)
+    return g * (1 - y * y)
+
+
+def _sigmoid_backward_impl(g: np.ndarray, y: np.ndarray) -> np.ndarray:
     if y.dtype.kind == "c":
-        y = np.conj(y)
-    return g - g * y * y
+        return g * np.conj((1 - y) * y)
+    return g * (1 - y) * y
 
 
 TANH_BACKWARD = _pw(
@@ -69,10 +93,10 @@ TANH_BACKWARD = _pw(
      lambda gg, ans, g, y: gg.conj() * (-2 * y.conj() * g).conj()),
     "{0} * (1 - {1} * {1})", save=(0, 1))
 SIGMOID_BACKWARD = _pw(
-    "sigmoid_backward", lambda g, y: g * _conj_if_complex(y * (1 - y)),
+    "sigmoid_backward", _sigmoid_backward_impl,
     (lambda gg, ans, g, y: apply(SIGMOID_BACKWARD, gg, y.conj()),
      lambda gg, ans, g, y: gg.conj() * g * (-2 * y.conj() + 1)),
-    "{0} * ({1} * (1 - {1}))", save=(0, 1))
+    "{0} * (1 - {1}) * {1}", save=(0, 1))
 TANH = _pw("tanh", np.tanh, (lambda g, ans, x: apply(TANH_BACKWARD, g, ans),), "tanh({0})",
            FLOAT, save_output=True)
 SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),

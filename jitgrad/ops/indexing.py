@@ -90,6 +90,10 @@ def _as_index(k):
 def _normalize_key(x, key) -> tuple[tuple, list]:
     """(spec, index tensors) for ``x[key]``, with Ellipsis expanded and masks as indices."""
     if not isinstance(key, tuple):
+        if x.ndim == 0 and isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            raise IndexError(
+                "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
+                "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
         key = (key,)
     consumed = 0
     for k in key:
@@ -102,9 +106,11 @@ def _normalize_key(x, key) -> tuple[tuple, list]:
     if consumed > x.ndim:
         raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
     spec, tensors = [], []
+    dim = 0  # the dimension of x that k indexes
     for k in key:
         if k is Ellipsis:
             spec.extend([("slice", None, None, None)] * (x.ndim - consumed))
+            dim += x.ndim - consumed
             consumed = x.ndim
         elif k is None:
             spec.append(None)
@@ -112,18 +118,31 @@ def _normalize_key(x, key) -> tuple[tuple, list]:
             if k.step is not None and k.step <= 0:
                 raise ValueError("step must be greater than zero")
             spec.append(("slice", _int(k.start), _int(k.stop), _int(k.step)))
+            dim += 1
         elif isinstance(k, (bool, np.bool_)):
             raise IndexError("jitgrad does not support indexing with a Python bool; use a "
                              "boolean tensor mask")
         elif isinstance(k, (int, np.integer)) or (isinstance(k, registry.Tensor) and k.ndim == 0 and
                                                   dtypes.is_integral(k.dtype) and
                                                   k._trace is None):
+            _check_bounds(np.asarray(int(k)), dim, x.shape[dim])
             spec.append(int(k))
+            dim += 1
         else:
             for t in _as_index(k):
+                if t._trace is None:  # (torch numbers these by advanced index, not by dim)
+                    _check_bounds(t._data, len(tensors), x.shape[dim])
                 spec.append(("t", len(tensors)))
                 tensors.append(t)
+                dim += 1
     return tuple(spec), tensors
+
+
+def _check_bounds(index: np.ndarray, dim: int, size: int) -> None:
+    bad = (index >= size) | (index < -size)
+    if bad.any():
+        raise IndexError(f"index {int(index[bad].flat[0])} is out of bounds for dimension {dim} "
+                         f"with size {size}")
 
 
 def _int(v):

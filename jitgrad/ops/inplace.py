@@ -86,10 +86,18 @@ def inplace(self: Any, compute: Callable, *args: Any) -> Any:
     if recording and new._grad_fn is not None:
         node = new._grad_fn
         self._grad_fn, self._output_nr = node, new._output_nr
-        saved = getattr(node, "_out", None)
-        if saved is not None and saved._vc is new._vc:  # the node saved its result: that is self
-            saved._value, saved._vc, saved._version = self._data, self._vc, self._vc[0]
+        _rebind_saved_result(new, self)
     return self
+
+
+def _rebind_saved_result(new: Any, target: Any) -> None:
+    """The node that computed ``new`` (out of place) and saved it now saves ``target``, the
+    tensor ``new`` was written into: its memory and the version counter that ``target`` shares
+    with its base and every view of it, so a later in-place write through any of them is
+    caught at backward."""
+    rebind = getattr(new._grad_fn, "_rebind_result", None)
+    if rebind is not None:
+        rebind(new._vc, target)
 
 
 def _write(self: Any, new: Any) -> None:
@@ -135,10 +143,13 @@ def _inplace_view(self: Any, compute: Callable, args: tuple) -> Any:
     snap = _snapshot(self)
     snap._fw_grads = self._fw_grads
     new = compute(snap, *args)
+    result = new
     if new.dtype is not self._dtype and _castable(new.dtype, self._dtype):
         new = new.to(self._dtype)
     value = new
     _write(self, new)
+    if result._grad_fn is not None and result is new:  # the op's saved result is the view now
+        _rebind_saved_result(result, self)
     base_snap = _snapshot(base)
     base_snap._fw_grads = base._fw_grads
     new_base = registry.apply(COPY_SLICES, base_snap, value, chain=self._view_chain)
