@@ -94,7 +94,10 @@ def test_legendre_tutorial_under_jit_uses_the_functions_backward(backend):
             p.grad = None
         f(x, y).backward()
         grads.append([p.grad.item() for p in params])  # (None before the fix: AttributeError)
-    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12)
+    # (two of the four gradients are rounding noise around 0 next to ~190: compared absolutely
+    # at that scale, since a fused kernel sums in another order than eager mode)
+    np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12,
+                               atol=1e-12 * max(abs(g) for g in grads[0]))
     ir = jitgrad.jit(loss, backend=backend).lower(x, y).backward_ir
     assert "custom_function_backward" in ir and "LegendrePolynomial3" in ir
 

@@ -9,7 +9,6 @@ from typing import Any
 
 from ..ops import registry
 from .forward_ad import fw_disabled, function_jvp, has_tangent
-from .function_jit import traced_apply
 from .node import FREED, Node, SavedTensor, _anomaly, _edge
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
@@ -186,8 +185,8 @@ class Function(metaclass=FunctionMeta):
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         from .grad_mode import no_grad
 
-        if registry.state.traces:  # inside jit: one opaque equation (see function_jit)
-            return traced_apply(cls, args, kwargs)
+        if registry.state.traces:  # inside jit: one opaque equation (jit/custom_function.py)
+            return registry.state.traces[-1].apply_function(cls, args, kwargs)
         ctx = cls._backward_cls()
         Tensor = registry.Tensor
         ctx.needs_input_grad = tuple(isinstance(a, Tensor) and a.requires_grad for a in args)

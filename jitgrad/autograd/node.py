@@ -324,6 +324,15 @@ def _meta(shape: tuple, dt: Any) -> registry.Meta:
     return m
 
 
+def saved_raw(value: Any, vc: Any, version: int, is_output: bool, dt: Any) -> SavedTensor:
+    """A SavedTensor over a value already kept elsewhere (a uniform node's input or result),
+    with no hooks: ``value`` is the tensor (an input) or its array (an output, output 0)."""
+    s = _new(SavedTensor)
+    s._value, s._vc, s._version, s._dtype = value, vc, version, dt
+    s._is_output, s._output_nr, s._unpack, s._fw = is_output, 0, None, None
+    return s
+
+
 def _save(tensor: Any, is_output: bool) -> SavedTensor:
     """``SavedTensor(tensor, is_output)``; the common case (no saved-tensor hooks, a normal
     tensor) without the class call and its checks."""

@@ -20,6 +20,7 @@ from .node import (
     Node,
     SavedTensor,
     _anomaly,
+    saved_raw,
     _as_output,
     _meta,
     _new,
@@ -393,15 +394,9 @@ class UniformNode(OpNode):
 
 def _snapshot(t: Any, is_output: bool) -> SavedTensor:
     """A SavedTensor describing a uniform node's saved value (None: a freed one)."""
-    s = _new(SavedTensor)
-    s._is_output, s._output_nr, s._unpack, s._fw = is_output, 0, None, None
     if t is None:
-        s._vc = s._value = s._dtype = None
-        s._version = 0
-    else:
-        s._vc, s._version, s._dtype = t._vc, t._vc[0], t._dtype
-        s._value = t._data if is_output else t
-    return s
+        return saved_raw(None, None, 0, is_output, None)
+    return saved_raw(t._data if is_output else t, t._vc, t._vc[0], is_output, t._dtype)
 
 
 def _save_output(tensor: Any, output_nr: int) -> SavedTensor:

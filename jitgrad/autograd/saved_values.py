@@ -13,7 +13,7 @@ from typing import Any
 
 from ..ops import registry
 from ..ops.saved_names import saved_names
-from .node import FREED, SavedTensor, _new
+from .node import FREED, SavedTensor, saved_raw
 
 _ARG_OPS = {"sort": ("argsort", ("dim", "descending")),
             "topk": ("argtopk", ("k", "dim", "largest")),
@@ -126,9 +126,7 @@ def _uniform_raw_input(node: Any, i: int) -> SavedTensor:
     if type(t) is SavedTensor:
         return t
     node.saved_input(i)  # torch's checks (freed, modified in place)
-    s = _new(SavedTensor)
-    s._value, s._vc, s._version = t, t._vc, node._versions[i]
-    s._is_output, s._unpack, s._dtype, s._fw = False, None, t._dtype, None
+    s = saved_raw(t, t._vc, node._versions[i], False, t._dtype)
     kept = list(kept)
     kept[i] = s
     node._inputs = kept
@@ -142,9 +140,7 @@ def _uniform_raw_output(node: Any) -> SavedTensor:
         return out
     node.saved_output()  # torch's checks
     data, vc, version = out
-    s = _new(SavedTensor)
-    s._value, s._vc, s._version = data, vc, version
-    s._is_output, s._unpack, s._dtype, s._fw = True, None, node._key[1], None
+    s = saved_raw(data, vc, version, True, node._key[1])
     node._out = s
     node._hooked = True
     return s

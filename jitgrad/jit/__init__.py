@@ -12,6 +12,7 @@ import types
 from collections.abc import Callable
 from typing import Any
 
+from . import custom_function  # noqa: F401 - registers the custom_function ops
 from .check import JitCheckError
 from .errors import ConcretizationError, JitTraceError
 from .function import CompiledFunctionBackward, JitFunction, Lowered

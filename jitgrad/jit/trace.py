@@ -302,6 +302,13 @@ class Trace:
         entry = self.views.get(id(t))
         return entry is not None and entry[0]() is t and any(r() is not None for r in entry[1])
 
+    def apply_function(self, cls: type, args: tuple, kwargs: dict) -> Any:
+        """``cls.apply(*args, **kwargs)`` of a custom autograd.Function, traced: one opaque
+        equation (see ``custom_function``; autograd calls this, so it never imports the jit)."""
+        from .custom_function import traced_apply
+
+        return traced_apply(cls, args, kwargs)
+
     def random(self, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
                **params: Any) -> Tracer:
         """Records a random draw (``rand``/``randn``/``randint`` called while tracing)."""

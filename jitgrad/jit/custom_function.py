@@ -33,8 +33,8 @@ import numpy as np
 
 from ..ops import registry
 from ..ops.registry import state
-from .node import as_tensor
-from .op_node import OUTPUTS_REQUIRING_GRAD
+from ..autograd.node import as_tensor
+from ..autograd.op_node import OUTPUTS_REQUIRING_GRAD
 
 # ctx attributes that Function.apply's machinery sets (everything else was set by the user)
 _INTERNAL = frozenset({"needs_input_grad", "materialize_grads", "_to_save", "_saved", "_dirty",
@@ -94,8 +94,8 @@ class FunctionCallSpec:
 
 
 def _call_forward(cls: type, ctx: Any, args: tuple, kwargs: dict) -> Any:
-    from .function import Function
-    from .grad_mode import no_grad
+    from ..autograd.function import Function
+    from ..autograd.grad_mode import no_grad
 
     with no_grad():
         if cls.setup_context is not Function.setup_context:
@@ -117,7 +117,7 @@ class _NoTrace:
 
 
 def _where() -> str:
-    from ..jit.errors import user_location
+    from .errors import user_location
 
     loc, text = user_location(2)
     return f"{loc} (`{text}`)" if text else loc
@@ -130,8 +130,8 @@ def _user_attrs(ctx: Any, before: set) -> dict:
 def traced_apply(cls: type, args: tuple, kwargs: dict) -> Any:
     """``cls.apply(*args, **kwargs)`` while a jit trace is active: records the call as one
     ``custom_function`` equation (see the module docstring) and returns its outputs."""
-    from ..jit.errors import ConcretizationError
-    from ..jit.trace import DETACH, Trace, active
+    from .errors import ConcretizationError
+    from .trace import DETACH, Trace, active
 
     trace = state.traces[-1]
     where = _where()
@@ -378,7 +378,7 @@ def _run_user_backward(spec: FunctionCallSpec, ctx: Any, grads: list) -> list:
     gradient per tensor argument that needs one, fitted to its shape and dtype (a None
     gradient is zeros)."""
     from ..ops.creation import zeros
-    from .function import Function
+    from ..autograd.function import Function
 
     cls = spec.cls
     backward_fn = cls.vjp if cls.vjp is not Function.vjp else cls.backward
@@ -416,7 +416,7 @@ def _run_user_backward(spec: FunctionCallSpec, ctx: Any, grads: list) -> list:
 
 def _backward_impl(*arrays: Any, spec: FunctionCallSpec) -> tuple:
     """Runs the user's backward on arrays: the gradients of the arguments that need one."""
-    from .grad_mode import no_grad
+    from ..autograd.grad_mode import no_grad
 
     values = [None if a is None else as_tensor(np.asarray(a)) for a in arrays]
     ctx, grads = _make_ctx(spec, values)
@@ -428,8 +428,8 @@ def _backward_impl(*arrays: Any, spec: FunctionCallSpec) -> tuple:
 def _backward_vjp(gg: tuple, ans: Any, *inputs: Any, spec: FunctionCallSpec) -> list:
     """The backward equation's own VJP (double backward, eager): the user's backward is run
     again on its inputs with grad recording, and differentiated by the engine."""
-    from . import grad as autograd_grad
-    from .grad_mode import enable_grad
+    from ..autograd import grad as autograd_grad
+    from ..autograd.grad_mode import enable_grad
 
     Tensor = registry.Tensor
     if any(isinstance(x, Tensor) and x._trace is not None for x in inputs):
@@ -461,8 +461,8 @@ def _backward_vjp_traced(gg: tuple, inputs: tuple, spec: FunctionCallSpec) -> li
     """``_backward_vjp`` while tracing (the VJP pass, or ``func.grad`` inside ``jit``,
     differentiating a backward equation): the user's backward is recorded inline on aliases
     of the inputs, and the reverse sweep differentiates what it recorded."""
-    from ..jit.passes.vjp import active_vars, backward_sweep
-    from .grad_mode import enable_grad
+    from .passes.vjp import active_vars, backward_sweep
+    from ..autograd.grad_mode import enable_grad
 
     Tensor = registry.Tensor
     trace = state.traces[-1]
@@ -518,7 +518,7 @@ def _backward_outputs_requiring_grad(args: tuple, params: dict) -> list:
     """Which gradients the backward equation returns require grad when it is recorded
     (``create_graph``): as eagerly, those the user's backward computes from an input that
     requires grad (found by running it with grad recording)."""
-    from .grad_mode import enable_grad
+    from ..autograd.grad_mode import enable_grad
 
     spec = params["spec"]
     with enable_grad():
