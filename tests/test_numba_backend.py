@@ -410,3 +410,15 @@ def test_parallel_kernels_above_the_threshold(monkeypatch):
     np.testing.assert_array_equal(g(x).detach().numpy(), (x.amax(0) + 1).detach().numpy())
     small = jit(lambda x: x * 2, backend="numba").lower(jitgrad.randn(4, dtype=D))
     assert "prange" not in small.kernels["forward"]
+
+
+def test_an_expanded_input_is_read_in_place_not_as_a_strided_array():
+    # the backward's cotangent is expanded from a scalar: the kernel loads it once (no
+    # zero-stride array in the loop, which would stop vectorization)
+    x = jitgrad.randn(64, requires_grad=True)
+    y = jitgrad.randn(64, requires_grad=True)
+    low = jit(w1, backend="numba").lower(x, y)
+    text = low.kernels["backward"]
+    assert "expand" not in text.split("# k0")[0].split("kernel[k0]")[0]
+    assert "def kernel(n0, a0, a1, a2, o0, o1):\n    x2 = a2[0]\n" in text
+    _check(lambda x, y: (x * y).sum() * 3, x.detach().double(), y.detach().double())

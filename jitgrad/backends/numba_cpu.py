@@ -79,11 +79,11 @@ def fusible(e: Eqn) -> bool:
     if op.kind == POINTWISE:
         if op.template is None:
             return False
-    elif not is_reduction(e):
+    elif not (is_reduction(e) or op.broadcast):
         return False
     if any(v.dtype not in SUPPORTED for v in e.in_vars() + e.outputs):
         return False
-    if is_reduction(e):
+    if is_reduction(e) or op.broadcast:
         return True
     try:
         _pointwise(e, _Names())

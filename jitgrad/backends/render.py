@@ -191,6 +191,11 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
                     level_flush[k].append(f"{r}[{ix}] = {outer}")
                     reductions.append(red)
             continue
+        if e.op.broadcast:  # expand: the same element, read with the broadcast index
+            names[out] = names[e.inputs[0]]
+            if out in out_slot:
+                stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {names[out]}")
+            continue
         expr = _pointwise(e, names)
         var = f"t{tmp}"
         tmp += 1

@@ -79,6 +79,7 @@ def _swap(shape: tuple, a: int, b: int) -> tuple:
 
 
 EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEMENT, view=True,
+               broadcast=True,
                meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,))
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
                 meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0")
