@@ -396,7 +396,7 @@ def test_kernels_recompute_values_of_earlier_kernels_instead_of_reading_them():
 
 
 def test_parallel_kernels_above_the_threshold(monkeypatch):
-    monkeypatch.setattr(numba_cpu, "PARALLEL_MIN", 64)
+    monkeypatch.setattr(numba_cpu, "PARALLEL_MIN", 2000)
     monkeypatch.setattr(numba_cpu, "_threads", lambda: 2)
     x = jitgrad.randn(40, 8, dtype=D, requires_grad=True)
     y = jitgrad.randn(40, 8, dtype=D, requires_grad=True)
@@ -405,9 +405,12 @@ def test_parallel_kernels_above_the_threshold(monkeypatch):
     assert "prange(n0)" in low.kernels["forward"] and "prange(n0)" in low.kernels["backward"]
     _check(lambda x, y: (x.tanh() * y).sum() + (x * y).sum(1).exp().sum(), x, y)
     # a reduction over dim 0 (other than a full sum) would race: that kernel stays serial
-    g = jit(lambda x: x.amax(0) + 1, backend="numba")
+    g = jit(lambda x: (x.tanh() * 2).amax(0), backend="numba")
+    big = jit(lambda x: (x.tanh() * 2).amax(1), backend="numba")
     assert "prange" not in g.lower(x).kernels["forward"]
-    np.testing.assert_array_equal(g(x).detach().numpy(), (x.amax(0) + 1).detach().numpy())
+    assert "prange" in big.lower(x).kernels["forward"]  # (the same work, over dim 1: no race)
+    np.testing.assert_array_equal(g(x).detach().numpy(),
+                                  (x.tanh() * 2).amax(0).detach().numpy())
     small = jit(lambda x: x * 2, backend="numba").lower(jitgrad.randn(4, dtype=D))
     assert "prange" not in small.kernels["forward"]
 

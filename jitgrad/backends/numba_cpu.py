@@ -43,11 +43,15 @@ _HEADER = ("import numpy as np\n"
            "from numba import prange\n"
            "from jitgrad.backends.kernel_lib import *  # noqa: F403 - the template functions\n")
 
-# A kernel whose loop nest covers at least this many elements runs its outermost loop on all
-# of Numba's threads (``JITGRAD_PARALLEL_MIN``; 0 turns parallel kernels off). Below it the
-# thread start-up costs more than it saves, and small kernels between matmuls stay serial so
-# that idle workers never compete with BLAS.
-PARALLEL_MIN = int(os.environ.get("JITGRAD_PARALLEL_MIN", str(1 << 20)))
+# A kernel with at least this much work runs its outermost loop on all of Numba's threads
+# (``JITGRAD_PARALLEL_MIN``; 0 turns parallel kernels off). Work is elements x (ops + 8 per
+# transcendental call): W1's kernels at 1e5 elements are about 4e6 and stay serial (two
+# threads made its step 2x slower there: 380 -> 790 us), at 1e7 about 4e8 (28.5 -> 18.8 ms
+# in parallel); W3's are 1e7-1e8. Small kernels between matmuls stay serial. Parallel kernels run on Numba's ``workqueue`` threading layer
+# unless ``NUMBA_THREADING_LAYER`` says otherwise: OpenMP's spinning workers starve BLAS
+# between kernels (W3 92 ms with omp, 80 ms with workqueue here).
+PARALLEL_MIN = int(os.environ.get("JITGRAD_PARALLEL_MIN", str(20_000_000)))
+MATH_COST = 8
 
 
 class KernelCompileError(RuntimeError):
@@ -58,6 +62,13 @@ def _threads() -> int:
     import numba
 
     return numba.config.NUMBA_NUM_THREADS
+
+
+def _use_workqueue() -> None:
+    import numba
+
+    if "NUMBA_THREADING_LAYER" not in os.environ:
+        numba.config.THREADING_LAYER = "workqueue"
 
 
 def available() -> bool:
@@ -217,9 +228,13 @@ def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
         for e in fused.eqns:
             if e.op is KERNEL_OP:
                 body = e.params["body"]
+                serial = render_kernel(body, "kernel")
                 size = int(np.prod(domain_of(body.eqns[0]), dtype=np.int64))
-                parallel = 0 < PARALLEL_MIN <= size and _threads() > 1
-                kernels.append(CompiledKernel(render_kernel(body, "kernel", parallel), body))
+                work = size * (serial.n_ops + MATH_COST * serial.source.count("_jg_"))
+                if 0 < PARALLEL_MIN <= work and _threads() > 1:
+                    _use_workqueue()
+                    serial = render_kernel(body, "kernel", parallel=True)
+                kernels.append(CompiledKernel(serial, body))
         hit = _LOWERED[graph] = (fused, kernels)
     return hit
 
