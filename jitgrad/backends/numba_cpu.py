@@ -47,9 +47,11 @@ _HEADER = ("import numpy as np\n"
 # (``JITGRAD_PARALLEL_MIN``; 0 turns parallel kernels off). Work is elements x (ops + 8 per
 # transcendental call): W1's kernels at 1e5 elements are about 4e6 and stay serial (two
 # threads made its step 2x slower there: 380 -> 790 us), at 1e7 about 4e8 (28.5 -> 18.8 ms
-# in parallel); W3's are 1e7-1e8. Small kernels between matmuls stay serial. Parallel kernels run on Numba's ``workqueue`` threading layer
-# unless ``NUMBA_THREADING_LAYER`` says otherwise: OpenMP's spinning workers starve BLAS
-# between kernels (W3 92 ms with omp, 80 ms with workqueue here).
+# in parallel); W3's are 1e7-1e8. Small kernels between matmuls stay serial. Parallel
+# kernels run on Numba's ``workqueue`` threading layer unless ``NUMBA_THREADING_LAYER`` says
+# otherwise: OpenMP's spinning workers starve BLAS between kernels (W3 92 ms with omp, 80 ms
+# with workqueue here). (workqueue must not be entered from two threads at once: set
+# NUMBA_THREADING_LAYER=omp to call large jitted functions from several threads.)
 PARALLEL_MIN = int(os.environ.get("JITGRAD_PARALLEL_MIN", str(20_000_000)))
 MATH_COST = 8
 
