@@ -119,7 +119,8 @@ def w1(x, y):
     return (x.tanh() * y.sigmoid() + x * y ** 2 - (-x * x).exp()).sum()
 
 
-def test_w1_is_one_kernel_each_way_and_saves_only_its_inputs():
+def test_w1_is_one_kernel_each_way_and_saves_only_its_inputs(monkeypatch):
+    monkeypatch.setattr(numba_cpu, "RECOMPUTE_MATH_BYTES", 0)  # (as for large inputs)
     x = jitgrad.randn(1000, requires_grad=True)
     y = jitgrad.randn(1000, requires_grad=True)
     f = jit(w1, backend="numba")
@@ -137,6 +138,20 @@ def test_w1_is_one_kernel_each_way_and_saves_only_its_inputs():
     np.testing.assert_allclose(out.item(), w1(xe, ye).item(), rtol=1e-5)
     np.testing.assert_allclose(x.grad.numpy(), xe.grad.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(y.grad.numpy(), ye.grad.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_small_inputs_save_transcendental_values_instead_of_recomputing_them():
+    # in cache, reading tanh(x) back is cheaper than its polynomial; x*x is still recomputed
+    x = jitgrad.randn(1000, requires_grad=True)
+    y = jitgrad.randn(1000, requires_grad=True)
+    low = jit(w1, backend="numba").lower(x, y)
+    saved = low.forward_ir.rsplit("saved: ", 1)[1]
+    assert saved.count("t") == 3 and "primals_1" in saved and "primals_2" in saved
+    fwd, _ = numba_cpu.lower(low.forward_graph)
+    g = low.forward_graph
+    saved_vars = set(g.outvars[len(g.outvars) - g.n_saved:])
+    ops = {q.op.name for q in fwd.eqns[0].params["body"].eqns if q.outputs[0] in saved_vars}
+    assert ops == {"tanh", "sigmoid", "exp"}
 
 
 def test_second_derivative_through_a_numba_function():
@@ -362,7 +377,8 @@ def test_templated_reductions_and_parametrized_ops_on_every_dtype(dtype):
         np.testing.assert_allclose(g.numpy(), e.numpy(), rtol=1e-6, equal_nan=True)
 
 
-def test_lower_reports_each_kernels_share_of_the_roofline():
+def test_lower_reports_each_kernels_share_of_the_roofline(monkeypatch):
+    monkeypatch.setattr(numba_cpu, "RECOMPUTE_MATH_BYTES", 0)  # (as for large inputs)
     x = jitgrad.randn(4096, requires_grad=True)
     y = jitgrad.randn(4096, requires_grad=True)
     low = jit(w1, backend="numba").lower(x, y)
@@ -415,7 +431,8 @@ def test_parallel_kernels_above_the_threshold(monkeypatch):
     assert "prange" not in small.kernels["forward"]
 
 
-def test_an_expanded_input_is_read_in_place_not_as_a_strided_array():
+def test_an_expanded_input_is_read_in_place_not_as_a_strided_array(monkeypatch):
+    monkeypatch.setattr(numba_cpu, "RECOMPUTE_MATH_BYTES", 0)  # (as for large inputs)
     # the backward's cotangent is expanded from a scalar: the kernel loads it once (no
     # zero-stride array in the loop, which would stop vectorization)
     x = jitgrad.randn(64, requires_grad=True)
