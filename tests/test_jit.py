@@ -29,10 +29,10 @@ def _cases():
 DATA_DEPENDENT_SHAPES = {"masked_select", "nonzero"}
 
 
-def _prepare(rec, sample):
+def _prepare(rec, sample, dt=F64):
     """(fn, inputs): fn(*inputs) runs the op with the sample's float arrays as ``inputs``."""
-    args = list(convert(sample.args, jitgrad, F64))
-    kwargs = {k: convert(v, jitgrad, F64) for k, v in sample.kwargs.items()}
+    args = list(convert(sample.args, jitgrad, dt))
+    kwargs = {k: convert(v, jitgrad, dt) for k, v in sample.kwargs.items()}
     slots = [i for i, a in enumerate(sample.args)
              if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
     kw_slots = [k for k, v in sample.kwargs.items()

@@ -8,8 +8,8 @@ import zlib
 
 import numpy as np
 import pytest
-from opdb import OP_DB, convert
-from test_jit import DATA_DEPENDENT_SHAPES
+from opdb import OP_DB
+from test_jit import DATA_DEPENDENT_SHAPES, _prepare
 
 import jitgrad
 from jitgrad.autograd import grad as agrad
@@ -32,26 +32,6 @@ def _cases(dtype):
                 continue
             out.append(pytest.param(rec, s, id=f"{rec.name}-{s.name or i}"))
     return out
-
-
-def _prepare(rec, sample, dt):
-    args = list(convert(sample.args, jitgrad, dt))
-    kwargs = {k: convert(v, jitgrad, dt) for k, v in sample.kwargs.items()}
-    slots = [i for i, a in enumerate(sample.args)
-             if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
-    kw_slots = [k for k, v in sample.kwargs.items()
-                if isinstance(v, np.ndarray) and v.dtype.kind == "f"]
-    inputs = [args[i] for i in slots] + [kwargs[k] for k in kw_slots]
-
-    def fn(*ts):
-        a, kw = list(args), dict(kwargs)
-        for i, t in zip(slots, ts):
-            a[i] = t
-        for k, t in zip(kw_slots, ts[len(slots):]):
-            kw[k] = t
-        out = rec.run(jitgrad, tuple(a), kw)
-        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
-    return fn, inputs
 
 
 def _close(a, b, rtol, atol):

@@ -28,6 +28,7 @@ import numpy as np
 from ...ops import registry
 from ...ops.registry import REDUCE, defop
 from ..ir import KERNEL, Eqn, Graph, Var
+from .dce import dce
 
 
 
@@ -274,14 +275,9 @@ def _prune_outputs(graph: Graph, eqns: list[Eqn]) -> list[Eqn]:
 def dce_body(body: Graph) -> Graph:
     """A kernel body without the equations its outputs do not need, and without the inputs
     those equations alone read."""
-    live = set(body.outvars)
-    kept = []
-    for q in reversed(body.eqns):
-        if any(w in live for w in q.outputs):
-            kept.append(q)
-            live.update(q.in_vars())
-    kept.reverse()
-    return Graph([v for v in body.invars if v in live], body.outvars, kept, name=body.name)
+    body = dce(body)
+    read = {v for q in body.eqns for v in q.in_vars()}
+    return body.replace(invars=[v for v in body.invars if v in read])
 
 
 def kernel_bodies(graph: Graph) -> list[Graph]:
