@@ -167,65 +167,68 @@ def _describe(body: Graph) -> str:
 
 
 def _launcher(ks: KernelSource, body: Graph, fn) -> Callable:
+    """``launch(*input_arrays) -> output arrays`` for one kernel, rendered as straight-line
+    Python (no loops over argument lists: it runs once per kernel per call)."""
     d = len(ks.domain)
-    sizes = tuple(int(n) for n in ks.domain)
-    padded = [(1,) * (d - len(v.shape)) + tuple(v.shape) for v in ks.inputs]
-    reshape = [tuple(v.shape) != p for v, p in zip(ks.inputs, padded)]
-    outs = [(ks.domain, v.dtype.np) for v in ks.outputs]
-    reds = [(r.keep_shape, r.acc_dtype, r.identity) for r in ks.reductions]
-    source_of: dict[Var, tuple[str, int]] = {}
+    ns: dict = {"empty": np.empty, "full": np.full, "asarray": np.asarray}
+    lines = [f"def launch({', '.join(f'a{k}' for k in range(len(ks.inputs)))}):"]
+    for k, v in enumerate(ks.inputs):
+        padded = (1,) * (d - len(v.shape)) + tuple(v.shape)
+        if padded != tuple(v.shape):
+            lines.append(f"    a{k} = a{k}.reshape({padded!r})")
     for k, v in enumerate(ks.outputs):
-        source_of[v] = ("o", k)
+        ns[f"D{k}"] = v.dtype.np
+        lines.append(f"    o{k} = empty({tuple(ks.domain)!r}, D{k})")
     for k, r in enumerate(ks.reductions):
-        source_of[r.var] = ("r", k)
-    for k, r in enumerate(ks.returned):
-        source_of[r.var] = ("s", k)
-    finish = []
-    for v in body.outvars:
-        kind, k = source_of[v]
-        r = ks.reductions[k] if kind == "r" else ks.returned[k] if kind == "s" else None
-        final = None
-        if r is not None and r.final != "{acc}":
-            final = eval(f"lambda acc: {r.final.format(acc='acc', n=repr(r.count))}")  # noqa: S307
-        finish.append((kind, k, tuple(v.shape), v.dtype.np, final))
-    described = _describe(body)
-    first = [True]
+        ns[f"A{k}"], ns[f"I{k}"] = r.acc_dtype, r.identity
+        lines.append(f"    r{k} = full({r.keep_shape!r}, I{k}, A{k})")
+    args = [repr(int(n)) for n in ks.domain] + [f"a{k}" for k in range(len(ks.inputs))] + \
+        [f"o{k}" for k in range(len(ks.outputs))] + [f"r{k}" for k in range(len(ks.reductions))]
+    lines.append(f"    ret = kernel({', '.join(args)})")
+    slot = {v: f"o{k}" for k, v in enumerate(ks.outputs)}
+    slot.update((r.var, f"r{k}") for k, r in enumerate(ks.reductions))
+    slot.update((r.var, f"ret[{k}]") for k, r in enumerate(ks.returned))
+    reduced = {r.var: r for r in ks.reductions + ks.returned}
+    results = []
+    for j, v in enumerate(body.outvars):
+        value = slot[v]
+        r = reduced.get(v)
+        if r is not None:
+            if r.final != "{acc}":
+                value = r.final.format(acc=value, n=repr(r.count))
+            ns[f"T{j}"] = v.dtype.np
+            value = f"asarray({value}, T{j})"
+        if r is not None or tuple(v.shape) != tuple(ks.domain):
+            value = f"{value}.reshape({tuple(v.shape)!r})"
+        results.append(value)
+    lines.append(f"    return ({', '.join(results)},)")
+    ns["kernel"] = _first_call(fn, _describe(body), ns)
+    exec(builtins.compile("\n".join(lines) + "\n", "<jitgrad launch>", "exec"), ns)  # noqa: S102
+    return ns["launch"]
 
-    def launch(*arrays):
-        args = [a.reshape(p) if r else a for a, p, r in zip(arrays, padded, reshape)]
-        o = [np.empty(shape, dt) for shape, dt in outs]
-        acc = [np.full(shape, ident, dt) for shape, dt, ident in reds]
-        if first[0]:
-            global compile_seconds
-            t0 = time.perf_counter()
-            try:
-                ret = fn(*sizes, *args, *o, *acc)
-            except Exception as err:
-                import numba
 
-                if isinstance(err, numba.core.errors.NumbaError):
-                    raise KernelCompileError(
-                        f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
-                        f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
-                        "function and report the ops above.") from None
-                raise
-            compile_seconds += time.perf_counter() - t0
-            first[0] = False
-        else:
-            ret = fn(*sizes, *args, *o, *acc)
-        results = []
-        for kind, k, shape, dt, final in finish:
-            if kind == "o":
-                a = o[k].reshape(shape)
-            else:
-                a = acc[k] if kind == "r" else np.asarray(ret[k])
-                if final is not None:
-                    a = final(a)
-                a = np.asarray(a, dtype=dt).reshape(shape)
-            results.append(a)
-        return tuple(results)
+def _first_call(fn, described: str, ns: dict) -> Callable:
+    """The kernel's first call: compiles (timed, with a clear error), then puts the dispatcher
+    itself in the launcher's namespace."""
+    def first(*args):
+        global compile_seconds
+        t0 = time.perf_counter()
+        try:
+            ret = fn(*args)
+        except Exception as err:
+            import numba
 
-    return launch
+            if isinstance(err, numba.core.errors.NumbaError):
+                raise KernelCompileError(
+                    f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
+                    f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
+                    "function and report the ops above.") from None
+            raise
+        compile_seconds += time.perf_counter() - t0
+        ns["kernel"] = fn
+        return ret
+
+    return first
 
 
 _LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
