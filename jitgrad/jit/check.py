@@ -14,6 +14,7 @@ draw different numbers): they are run once with a warning.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -52,12 +53,11 @@ def _where(backend: Any, graph: Any, arrays: list) -> str:
     return f"; {found}" if found else ""
 
 
-def checked_call(jf: Any, args: tuple, kwargs: dict) -> Any:
-    """Runs ``jf`` (a JitFunction) and ``jf.py_func`` and compares them; returns jf's result."""
+def checked_call(jf: Any, args: tuple, kwargs: dict, run: Callable) -> Any:
+    """Runs ``jf`` (a JitFunction; ``run(entry, tensors)`` runs one of its entries) and
+    ``jf.py_func``, and compares them; returns jf's result."""
     entry, tensors = jf._lookup(args, kwargs)
-    from .function import _run
-
-    out = _run(entry, tensors)
+    out = run(entry, tensors)
     if entry.rng_vars:
         warnings.warn(f"jit(check=True): {jf._name()!r} draws random numbers, so its compiled "
                       "and eager results cannot be compared; this call was not checked",

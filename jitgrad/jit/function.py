@@ -325,7 +325,7 @@ class JitFunction:
         if self.check:
             from .check import checked_call
 
-            return checked_call(self, args, kwargs)
+            return checked_call(self, args, kwargs, _run)
         entry, tensors = self._lookup(args, kwargs)
         return _run(entry, tensors)
 
