@@ -88,6 +88,7 @@ def _loop(helper):
 def speed(n: int, repeat: int) -> list[dict]:
     """Times every helper loop, NumPy's version and a copy; returns one row per helper/dtype."""
     from jitgrad.backends import numba_math as nm
+    from jitgrad.backends.asm_stats import loop_asm_stats
 
     refs = _numpy_refs()
     rows = []
@@ -103,7 +104,7 @@ def speed(n: int, repeat: int) -> list[dict]:
             rows.append({"helper": name, "dtype": np.dtype(dtype).name, "ms": t_loop * 1e3,
                          "numpy_ms": t_np * 1e3, "vs_numpy": t_loop / t_np,
                          "copy_bw": t_copy / t_loop, "gelem_s": n / t_loop / 1e9,
-                         "widest_bits": nm.loop_asm_stats(loop).widest})
+                         "widest_bits": loop_asm_stats(loop).widest})
     return rows
 
 

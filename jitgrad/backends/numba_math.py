@@ -10,7 +10,7 @@ minimax polynomials and branch-free selects only, so a kernel loop such as::
             out[i] = tanh(x[i])
 
 compiles to packed SIMD code (16 float32 / 8 float64 lanes on AVX-512) with no call in the
-loop; ``loop_asm_stats`` checks that on the assembly.
+loop; ``asm_stats.loop_asm_stats`` checks that on the assembly.
 
 Names: ``exp, expm1, log, log1p, tanh, sigmoid, erf, gelu_tanh, gelu_none`` (``gelu_erf`` is
 an alias; the op templates say ``gelu_{approximate}``), each also as ``<name>_f32`` and
@@ -99,8 +99,6 @@ and ``b`` on ties, like ``np.maximum``/``np.minimum``.
 from __future__ import annotations
 
 import math
-import re
-from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -113,8 +111,8 @@ from numba.extending import intrinsic, overload
 from . import _numba_math_coefficients as _coef
 
 __all__ = [
-    "HELPER_FASTMATH", "KERNEL_FASTMATH", "HELPERS", "AsmStats", "erf", "exp", "expm1", "gelu_none",
-    "gelu_tanh", "log", "log1p", "loop_asm_stats", "maximum", "minimum", "sigmoid", "tanh",
+    "HELPER_FASTMATH", "KERNEL_FASTMATH", "HELPERS", "erf", "exp", "expm1", "gelu_none",
+    "gelu_tanh", "log", "log1p", "maximum", "minimum", "sigmoid", "tanh",
 ]
 
 #: Fast-math flags recommended for generated kernels (see the module docstring).
@@ -563,55 +561,3 @@ def maximum(a, b):
 def minimum(a, b):
     """``np.minimum(a, b)`` on scalars: NaN if either is NaN, else the smaller (``b`` on ties)."""
     return _call_inline2(_minimum, a, b)
-
-
-# ------------------------------------------------------------------ assembly check
-class AsmStats(NamedTuple):
-    """What the x86 assembly of a compiled function's body shows."""
-
-    packed: int
-    """Packed (SIMD) floating-point arithmetic instructions: ``vmulps``, ``vfmadd231pd``..."""
-    widest: int
-    """Widest vector register those use, in bits (128, 256, 512); 0 when there are none."""
-    calls: tuple
-    """Call targets in the body (a libm ``expf``, a helper that was not inlined...)."""
-
-
-_PACKED_OP = re.compile(
-    r"^\s*v?(?:add|sub|mul|div|max|min|sqrt|fn?madd\w*|fn?msub\w*|round|rndscale|cmp\w*|"
-    r"blendv)p[sd]\s+(.*)$")
-_CALL = re.compile(r"^\s*call\w*\s+(\S+)")
-_MOVABS = re.compile(r"^\s*movabsq\s+\$([^,]+),\s*(%\w+)")
-
-
-def loop_asm_stats(dispatcher, signature=None) -> AsmStats:
-    """Counts packed float arithmetic and lists calls in the body of a compiled Numba function
-    (its first signature unless ``signature`` is given), from ``inspect_asm``.
-
-    A kernel loop whose helpers inlined and vectorized shows ``packed > 0`` and no calls; a
-    ``math.exp`` left as a libm call shows up in ``calls``. x86-64 mnemonics only, and not for
-    a function loaded from Numba's cache (Numba cannot show its assembly).
-    """
-    sig = dispatcher.signatures[0] if signature is None else signature
-    asm = dispatcher.inspect_asm(sig)
-    body = asm.split(".Lfunc_end0", 1)[0]  # the function itself, not its CPython wrapper
-    packed, widest, calls, loaded = 0, 0, [], {}
-    for line in body.splitlines():
-        m = _PACKED_OP.match(line)
-        if m:
-            packed += 1
-            operands = m.group(1)
-            for reg, bits in (("zmm", 512), ("ymm", 256), ("xmm", 128)):
-                if reg in operands:
-                    widest = max(widest, bits)
-                    break
-            continue
-        m = _MOVABS.match(line)
-        if m:
-            loaded[m.group(2)] = m.group(1)
-            continue
-        m = _CALL.match(line)
-        if m:
-            target = m.group(1)
-            calls.append(loaded.get(target.lstrip("*"), target))
-    return AsmStats(packed, widest, tuple(calls))

@@ -212,16 +212,8 @@ def all_reduce(tensor: Tensor, op: Any = ReduceOp.SUM, group: ProcessGroup | Non
     pg = _resolve(group)
     from mpi4py import MPI
 
-    flat, copy = _writable(tensor)
-    mpi_op = _mpi_op(op, flat)
-    size = pg.size()
-
-    def finish() -> None:
-        if op is RedOpType.AVG:
-            np.divide(flat, size, out=flat)
-        _store(tensor, flat, copy)
-
-    return _run(pg, pg.comm.Iallreduce(MPI.IN_PLACE, flat, mpi_op), finish, async_op)
+    return _reduce_into(pg, tensor, op, async_op,
+                        lambda flat, mpi_op: pg.comm.Iallreduce(MPI.IN_PLACE, flat, mpi_op))
 
 
 def _check_same(outputs: list, like: Tensor, what: str, start: int = 0) -> None:
@@ -304,16 +296,24 @@ def reduce_scatter_tensor(output: Tensor, input: Tensor, op: Any = ReduceOp.SUM,
 
 def _reduce_scatter_block(pg: ProcessGroup, output: Tensor, send: np.ndarray, op: Any,
                           async_op: bool) -> Work | None:
-    flat, copy = _writable(output)
+    return _reduce_into(pg, output, op, async_op,
+                        lambda flat, mpi_op: pg.comm.Ireduce_scatter_block(send, flat, mpi_op))
+
+
+def _reduce_into(pg: ProcessGroup, tensor: Tensor, op: Any, async_op: bool,
+                 start: Any) -> Work | None:
+    """Starts ``start(flat, mpi_op)``, a reduction into ``tensor``'s data; on completion AVG
+    divides by the world size and the result is stored back into ``tensor``."""
+    flat, copy = _writable(tensor)
     mpi_op = _mpi_op(op, flat)
     size = pg.size()
 
     def finish() -> None:
         if op is RedOpType.AVG:
             np.divide(flat, size, out=flat)
-        _store(output, flat, copy)
+        _store(tensor, flat, copy)
 
-    return _run(pg, pg.comm.Ireduce_scatter_block(send, flat, mpi_op), finish, async_op)
+    return _run(pg, start(flat, mpi_op), finish, async_op)
 
 
 def all_gather_object(object_list: list, obj: Any, group: ProcessGroup | None = None) -> None:
