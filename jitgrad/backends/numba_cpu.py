@@ -29,12 +29,12 @@ from ..jit import passes
 from ..jit.passes.fuse import KERNEL_OP, domain_of, fuse, is_reduction
 from ..ops.registry import POINTWISE
 from . import pycode
+from .numba_math import KERNEL_FASTMATH
 from .render import KernelSource, NotRenderableError, _pointwise, render_kernel
 
 # LLVM fast-math flags for kernels: reassociation (so reductions vectorize) and contraction
-# (FMA). Not nnan/ninf (NaN and inf must behave as in eager mode: ``isnan`` and NaN-propagating
-# max/min would fold away), not nsz/arcp/afn (results would drift from eager mode's).
-FASTMATH = frozenset({"reassoc", "contract"})
+# (FMA), never nnan/ninf (see numba_math's docstring for why).
+FASTMATH = KERNEL_FASTMATH
 
 SUPPORTED = frozenset({dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32,
                        dtypes.int64, dtypes.float32, dtypes.float64})
