@@ -27,6 +27,7 @@ from .. import dtypes
 from ..jit.ir import Eqn, Graph, Var
 from ..jit import passes
 from ..jit.passes.fuse import KERNEL_OP, domain_of, fuse, is_reduction
+from ..jit.passes.index_maps import push_index_maps
 from ..ops.registry import POINTWISE
 from . import pycode
 from .numba_math import KERNEL_FASTMATH
@@ -238,7 +239,7 @@ def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
     """The fused graph and its compiled kernels (cached per graph)."""
     hit = _LOWERED.get(graph)
     if hit is None:
-        fused = fuse(graph, fusible)
+        fused = fuse(push_index_maps(graph, recomputable, fusible), fusible)
         fused.verify()
         if passes.debug_enabled():
             passes.dump("fuse", fused)

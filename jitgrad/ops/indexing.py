@@ -177,7 +177,7 @@ def getitem(x, key):
 
 
 ALIAS = defop("alias", lambda x: x.view(), kind=MOVEMENT, meta=lambda x: (tuple(x.shape), x.dtype),
-              view=True, vjp=(lambda g, ans, x: g,), jvp=LINEAR)
+              index_map=True, view=True, vjp=(lambda g, ans, x: g,), jvp=LINEAR)
 
 
 def _copy_slices_impl(x, values, spec):

@@ -61,14 +61,14 @@ def _permute_meta(x, dims):
     return tuple(x.shape[d] for d in dims), x.dtype
 
 
-PERMUTE = defop("permute", lambda x, dims: np.transpose(x, dims), kind=MOVEMENT,
+PERMUTE = defop("permute", lambda x, dims: np.transpose(x, dims), kind=MOVEMENT, index_map=True,
                 meta=_permute_meta, view=True,
                 vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),))
 TRANSPOSE = defop(
     "transpose", lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), kind=MOVEMENT, view=True,
-    meta=lambda x, dim0, dim1: (_swap(tuple(x.shape), dim0, dim1), x.dtype),
+    index_map=True, meta=lambda x, dim0, dim1: (_swap(tuple(x.shape), dim0, dim1), x.dtype),
     vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),))
-T = defop("t", lambda x: x.T, kind=MOVEMENT, view=True,
+T = defop("t", lambda x: x.T, kind=MOVEMENT, index_map=True, view=True,
           meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),))
 
 
@@ -82,19 +82,20 @@ EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEME
                broadcast=True,
                meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,))
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0")
+                index_map=True, meta=_shape_meta, vjp=(_reshape_back,),
+                node_name="SqueezeBackward0")
 SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
-                    view=True, meta=_shape_meta, vjp=(_reshape_back,),
+                    index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
                     node_name="SqueezeBackward1")
 SQUEEZE_DIMS = defop("squeeze_dims", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
-                     view=True, meta=_shape_meta, vjp=(_reshape_back,),
+                     index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
                      node_name="SqueezeBackward2")
 # in-place ``squeeze_(dim)`` on a fresh result (matmul's 1-D @ 2-D case): not a view
 SQUEEZE_DIM_ = defop("squeeze_dim_", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
-                     meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
+                     index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
                      node_name="SqueezeBackward4")
 UNSQUEEZE = defop("unsqueeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                  meta=_shape_meta, vjp=(_reshape_back,))
+                  index_map=True, meta=_shape_meta, vjp=(_reshape_back,))
 
 
 def _select_impl(x, dim, index):
@@ -128,10 +129,10 @@ def _slice_backward_impl(g, shape, dim, start, stop, step):
     return out
 
 
-SELECT = defop("select", _select_impl, kind=MOVEMENT, meta=_select_meta, view=True,
+SELECT = defop("select", _select_impl, kind=MOVEMENT, index_map=True, meta=_select_meta, view=True,
                vjp=(lambda g, ans, x, dim, index: apply(
                    SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),))
-SLICE = defop("slice", _slice_impl, kind=MOVEMENT, meta=_slice_meta, view=True,
+SLICE = defop("slice", _slice_impl, kind=MOVEMENT, index_map=True, meta=_slice_meta, view=True,
               vjp=(lambda g, ans, x, dim, start, stop, step: apply(
                   SLICE_BACKWARD, g, shape=tuple(x.shape), dim=dim, start=start, stop=stop,
                   step=step),))

@@ -36,12 +36,12 @@ class OpDef:
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
-                 "view", "broadcast", "by_category", "programs", "save_plans")
+                 "view", "broadcast", "index_map", "by_category", "programs", "save_plans")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
                  nonpromoted=(), decompose=None, differentiable=True, view=False,
-                 broadcast=False):
+                 broadcast=False, index_map=False):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -61,6 +61,10 @@ class OpDef:
         # the output is the first input broadcast to a shape (expand): inside a fused kernel it
         # is no copy, just the input read with the broadcast dims' index held at 0
         self.broadcast = broadcast
+        # each output element is one element of the first input, picked by position alone
+        # (transpose, slice, ...): the op applies unchanged to any array of the input's shape,
+        # so it commutes with pointwise ops (jit/passes/index_maps.py moves it to kernel inputs)
+        self.index_map = index_map
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False

@@ -89,9 +89,10 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
                     stack.append(p)
         return False
 
+    view_only = _expands_read_only_by_boundaries(graph, fusible)
     for k, e in enumerate(graph.eqns):
         units = [unit_of[v] for v in e.in_vars() if v in unit_of]
-        if not fusible(e):
+        if not fusible(e) or k in view_only:
             singles[k] = e
             preds[k] = set(units)
             for v in e.outputs:
@@ -121,6 +122,19 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
         latest[dom] = target
     fused = graph.replace(eqns=_schedule(graph, groups, singles, unit_of, preds))
     return rematerialize(fused)
+
+
+def _expands_read_only_by_boundaries(graph: Graph, fusible: Callable[[Eqn], bool]) -> set[int]:
+    # an expand whose readers all run outside kernels stays a zero-copy view: in a kernel of
+    # its own it would write the broadcast array out in full
+    readers: dict[Var, list[Eqn]] = {}
+    for e in graph.eqns:
+        for v in e.in_vars():
+            readers.setdefault(v, []).append(e)
+    returned = {v for v in graph.outvars if isinstance(v, Var)}
+    return {k for k, e in enumerate(graph.eqns)
+            if e.op.broadcast and e.outputs[0] not in returned and readers.get(e.outputs[0])
+            and not any(fusible(r) for r in readers[e.outputs[0]])}
 
 
 def _schedule(graph: Graph, groups: list[_Group], singles: dict[int, Eqn], unit_of: dict,
