@@ -79,9 +79,8 @@ def push_index_maps(graph: Graph, cheap: Callable[[Eqn], bool],
         return result
 
     for e in graph.eqns:
-        p = producer.get(e.inputs[0])
-        if e.op.index_map and (movable(p) or p is not None and p.op.broadcast
-                               and readers.get(e.inputs[0], 0) > 1):
+        p = producer.get(e.inputs[0]) if e.op.index_map else None
+        if p is not None and (movable(p) or p.op.broadcast and readers.get(e.inputs[0], 0) > 1):
             changed = True
             moved(e, e.inputs[0], e.outputs[0], [MAX_MOVED], {})
             continue
