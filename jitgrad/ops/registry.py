@@ -36,12 +36,12 @@ class OpDef:
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
-                 "view", "broadcast", "by_category", "programs", "save_plans")
+                 "view", "broadcast", "by_category", "programs", "save_plans", "batch")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
                  nonpromoted=(), decompose=None, differentiable=True, view=False,
-                 broadcast=False):
+                 broadcast=False, batch=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -61,6 +61,10 @@ class OpDef:
         # the output is the first input broadcast to a shape (expand): inside a fused kernel it
         # is no copy, just the input read with the broadcast dims' index held at 0
         self.broadcast = broadcast
+        # vmap's batching rule (jitgrad/func/batching.py): ``batch(op, args, params, size)``,
+        # with batched inputs as ``func.vmap.Batched`` (batch dim first); None: the generic
+        # rule of ``kind``, else a loop over the batch
+        self.batch = batch
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
@@ -192,6 +196,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
     st = state
     if st.traces:
+        if st.traces[-1].batching:  # vmap (jitgrad/func/vmap.py) routes every op itself
+            return st.traces[-1].bind(op, args, params)
         for a in args:
             if isinstance(a, Tensor) and a._trace is not None:
                 return a._trace.bind(op, args, params)
