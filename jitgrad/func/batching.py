@@ -127,7 +127,9 @@ def reduce_rule(op: registry.OpDef, values: list, flags: list, params: dict, siz
 
 def dim_rule(op: registry.OpDef, values: list, flags: list, params: dict, size: int) -> Any:
     """Ops along given dims of their tensor operands (same rank): every tensor operand lifted
-    to the batch, the dims shifted (cumsum, sort, gather, scatter, cat, ...)."""
+    to the batch, the dims shifted (cumsum, sort, gather, scatter, ...)."""
+    if any(f and v.ndim == 1 for v, f in zip(values, flags)):
+        return NotImplemented  # 0-d samples: dim 0 is the scalar itself
     p = _shifted(params)
     if p is None:
         return NotImplemented
@@ -138,7 +140,7 @@ def dim_rule(op: registry.OpDef, values: list, flags: list, params: dict, size: 
 def first_dim_rule(op: registry.OpDef, values: list, flags: list, params: dict,
                    size: int) -> Any:
     """Ops batched only in their first operand, along shifted dims (index_select, ...)."""
-    if any(flags[1:]):
+    if any(flags[1:]) or (flags[0] and values[0].ndim == 1):
         return NotImplemented
     p = _shifted(params)
     if p is None:

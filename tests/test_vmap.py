@@ -1,0 +1,247 @@
+"""``jitgrad.func.vmap``: every opdb record under vmap equals the loop over the batch (eagerly,
+with mapped and unmapped inputs), nesting, in_dims/out_dims/pytrees, chunking, randomness, the
+fallback warning, the errors (torch's texts) and composition with ``jit``."""
+
+from __future__ import annotations
+
+import warnings
+import zlib
+
+import numpy as np
+import pytest
+from opdb import OP_DB
+
+import jitgrad
+from jitgrad.func import batching, grad, vmap
+from jitgrad.jit import jit
+from test_jit import _prepare
+
+F64 = jitgrad.float64
+B = 3
+DATA_DEPENDENT_SHAPES = {"masked_select", "nonzero"}
+
+
+def _cases():
+    out = []
+    for rec in OP_DB:
+        if rec.name in DATA_DEPENDENT_SHAPES:
+            continue
+        samples = rec.samples(np.random.default_rng(zlib.crc32(rec.name.encode())))
+        for i, s in enumerate(samples):
+            out.append(pytest.param(rec, s, id=f"{rec.name}-{s.name or i}"))
+    return out
+
+
+def _batch_of(x: jitgrad.Tensor, dim: int = 0) -> jitgrad.Tensor:
+    """B copies of ``x`` scaled by 1, 1.05, 1.1 (signs, order and domains are kept), stacked
+    along ``dim``."""
+    return jitgrad.stack([x.detach() * (1 + 0.05 * b) for b in range(B)], dim=dim)
+
+
+def _loop(fn, batched: list, in_dims: tuple) -> list:
+    outs = [fn(*[x.select(d, b) if d is not None else x for x, d in zip(batched, in_dims)])
+            for b in range(B)]
+    return [jitgrad.stack([o[i] for o in outs]) for i in range(len(outs[0]))]
+
+
+def _check_close(got, want, rec):
+    assert len(got) == len(want)
+    for a, b in zip(got, want):
+        assert a.dtype is b.dtype, (a.dtype, b.dtype)
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(),
+                                   rtol=rec.rtol["float64"], atol=rec.atol["float64"])
+
+
+@pytest.mark.parametrize("rec,sample", _cases())
+def test_opdb_under_vmap_equals_the_loop(rec, sample):
+    fn, inputs = _prepare(rec, sample)
+    if not inputs:
+        pytest.skip("no floating input to map over")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the fallback's performance warning
+        # every input mapped along dim 0
+        batched = [_batch_of(x) for x in inputs]
+        dims = (0,) * len(inputs)
+        _check_close(vmap(fn, in_dims=dims)(*batched), _loop(fn, batched, dims), rec)
+        # only the first input mapped, along its last dim; the others broadcast (in_dims None)
+        first = _batch_of(inputs[0], dim=-1)
+        rest = [x.detach() for x in inputs[1:]]
+        dims = (first.ndim - 1,) + (None,) * len(rest)
+        _check_close(vmap(fn, in_dims=dims)(first, *rest), _loop(fn, [first, *rest], dims),
+                     rec)
+
+
+@pytest.mark.parametrize("rec,sample", [c for c in _cases() if c.values[0].name in {
+    "add", "mul", "exp", "tanh", "sum", "mean", "matmul", "mm", "softmax", "log_softmax",
+    "transpose", "reshape", "cat", "where", "cumsum", "gather", "linear"}])
+def test_opdb_under_jit_of_vmap_equals_the_loop(rec, sample):
+    fn, inputs = _prepare(rec, sample)
+    batched = [_batch_of(x) for x in inputs]
+    dims = (0,) * len(inputs)
+    got = jit(vmap(fn, in_dims=dims), backend="interpreter")(*batched)
+    _check_close(got, _loop(fn, batched, dims), rec)
+
+
+def test_in_dims_none_tuples_and_pytrees():
+    x = jitgrad.randn(4, 3, dtype=F64)
+    y = jitgrad.randn(3, dtype=F64)
+
+    def f(pair, d):
+        a, b = pair
+        return {"s": a * b + d["c"], "t": (a.sum(),)}
+
+    out = vmap(f, in_dims=((0, None), {"c": None}))((x, y), {"c": y})
+    np.testing.assert_allclose(out["s"].numpy(), x.numpy() * y.numpy() + y.numpy())
+    np.testing.assert_allclose(out["t"][0].numpy(), x.numpy().sum(1))
+    out = vmap(lambda a: a * 2, in_dims=1, out_dims=1)(x)
+    np.testing.assert_allclose(out.numpy(), x.numpy() * 2)
+    a, b = vmap(lambda a: (a, a.sum()), in_dims=1, out_dims=(1, 0))(x)
+    np.testing.assert_allclose(a.numpy(), x.numpy())
+    np.testing.assert_allclose(b.numpy(), x.numpy().sum(0))
+
+
+def test_out_dims_none_and_unbatched_outputs():
+    x = jitgrad.randn(4, 3, dtype=F64)
+    c = jitgrad.ones(2, dtype=F64)
+    a, b = vmap(lambda t: (t * 2, c), out_dims=(0, None))(x)
+    assert b is c
+    out = vmap(lambda t: c)(x)  # an unbatched output is expanded over the batch
+    assert tuple(out.shape) == (4, 2)
+    with pytest.raises(ValueError, match="Can not return a BatchedTensor when out_dim is None"):
+        vmap(lambda t: t, out_dims=None)(x)
+
+
+def test_nested_vmap():
+    x = jitgrad.randn(2, 3, 4, dtype=F64)
+    w = jitgrad.randn(4, 5, dtype=F64)
+    out = vmap(vmap(lambda a: (a @ w).tanh()))(x)
+    np.testing.assert_allclose(out.numpy(), np.tanh(x.numpy() @ w.numpy()), rtol=1e-12)
+    y = jitgrad.randn(3, dtype=F64)
+    # outer maps x's rows, inner maps y: an outer-batched value meets an inner-batched one
+    out = vmap(lambda r: vmap(lambda s: r * s)(y))(x[0])
+    np.testing.assert_allclose(out.numpy(), x[0].numpy()[:, None, :] * y.numpy()[None, :, None])
+    out = vmap(vmap(lambda a, b: a @ b, in_dims=(0, None)), in_dims=(0, None))(x, w)
+    np.testing.assert_allclose(out.numpy(), x.numpy() @ w.numpy(), rtol=1e-12)
+
+
+def test_chunk_size_gives_the_same_result():
+    x = jitgrad.randn(7, 3, dtype=F64)
+    f = vmap(lambda a: (a.exp() / a.exp().sum(), a.max()), chunk_size=3)
+    a, b = f(x)
+    e = np.exp(x.numpy())
+    np.testing.assert_allclose(a.numpy(), e / e.sum(1, keepdims=True), rtol=1e-12)
+    np.testing.assert_allclose(b.numpy(), x.numpy().max(1))
+    with pytest.raises(ValueError, match="chunk_size should be None or greater than 0"):
+        vmap(lambda a: a, chunk_size=0)
+
+
+def test_fallback_warns_once_and_is_right():
+    batching._warned.discard("linalg_svdvals")
+    x = jitgrad.randn(4, 3, 2, dtype=F64)
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        out = vmap(jitgrad.linalg.svdvals)(x)
+        vmap(jitgrad.linalg.svdvals)(x)
+    msgs = [str(w.message) for w in ws if "performance drop" in str(w.message)]
+    assert msgs == ["There is a performance drop because we have not yet implemented the "
+                    "batching rule for linalg_svdvals. Please file us an issue on GitHub so "
+                    "that we can prioritize its implementation."]
+    np.testing.assert_allclose(out.numpy(), np.linalg.svd(x.numpy(), compute_uv=False))
+
+
+def test_randomness_modes():
+    x = jitgrad.zeros(4, 3)
+    with pytest.raises(RuntimeError, match="vmap: called random operation while in randomness "
+                                           "error mode"):
+        vmap(lambda t: t + jitgrad.rand(3))(x)
+    same = vmap(lambda t: t + jitgrad.rand(3), randomness="same")(x).numpy()
+    assert np.all(same == same[0]) and np.all((same >= 0) & (same < 1))
+    diff = vmap(lambda t: t + jitgrad.randn(3), randomness="different")(x).numpy()
+    assert not np.allclose(diff[0], diff[1])
+    jitgrad.manual_seed(3)
+    a = vmap(lambda t: t + jitgrad.rand(3), randomness="different")(x).numpy()
+    jitgrad.manual_seed(3)
+    b = jitgrad.rand(4, 3).numpy()
+    np.testing.assert_array_equal(a, b)  # one draw of the whole batch from the generator
+    with pytest.raises(RuntimeError, match="Only allowed values for randomness are 'error', "
+                                           "'different', or 'same'. Got x"):
+        vmap(lambda t: t, randomness="x")
+
+
+def test_errors_have_torchs_texts():
+    x = jitgrad.randn(3, 4)
+
+    def f(a, b):
+        return a + b
+
+    with pytest.raises(ValueError, match="vmap: Expected all tensors to have the same size in "
+                                         r"the mapped dimension, got sizes \[3, 4\] for the "
+                                         "mapped dimension"):
+        vmap(f)(x, jitgrad.randn(4, 4))
+    with pytest.raises(ValueError, match="in_dims is not compatible with the structure of "
+                                         "`inputs`"):
+        vmap(f, in_dims=(0,))(x, x)
+    with pytest.raises(ValueError, match=r"Got in_dim=2 for some input, but that input is a "
+                                         "Tensor of dimensionality 2 so expected in_dim to "
+                                         "satisfy -2 <= in_dim < 2."):
+        vmap(lambda a: a, in_dims=2)(x)
+    with pytest.raises(ValueError, match="must only return Tensors, got type <class 'int'>"):
+        vmap(lambda a: 3)(x)
+    with pytest.raises(ValueError, match="We cannot vmap over non-Tensor arguments"):
+        vmap(lambda a: a)(3)
+    with pytest.raises(ValueError, match="expected `in_dims` to be int or a"):
+        vmap(lambda a: a, in_dims=None)(x)
+    with pytest.raises(RuntimeError, match=r"vmap: It looks like you're calling .item\(\)"):
+        vmap(lambda a: a.sum().item())(x)
+
+
+def test_inplace_inside_vmap():
+    x = jitgrad.randn(3, 4, dtype=F64)
+    y = x.clone()
+    vmap(lambda a: a.mul_(2))(y)
+    np.testing.assert_allclose(y.numpy(), x.numpy() * 2)
+    with pytest.raises(RuntimeError, match="doesn't match the broadcast shape"):
+        vmap(lambda a, b: a.add_(b), in_dims=(None, 0))(jitgrad.ones(4, dtype=F64), x)
+
+
+def test_jit_of_vmap_is_one_graph_of_batched_equations():
+    w = jitgrad.randn(3, 4, dtype=F64)
+
+    def loss(w, a):
+        return ((a @ w).tanh() ** 2).sum()
+
+    f = jit(vmap(grad(loss), in_dims=(None, 0)))
+    counts = []
+    for n in (2, 5, 16):
+        x = jitgrad.randn(n, 3, dtype=F64)
+        got = f(w, x)
+        want = np.stack([grad(loss)(w, x[i]).numpy() for i in range(n)])
+        np.testing.assert_allclose(got.numpy(), want, rtol=1e-10)
+        counts.append(len(f.lower(w, x).forward_graph.eqns))
+    assert counts[0] == counts[1] == counts[2]  # no per-sample loop: independent of the batch
+
+
+def test_vmap_of_jit():
+    f = jit(lambda a: (a.sin() * a).sum())
+    x = jitgrad.randn(5, 3, dtype=F64)
+    np.testing.assert_allclose(vmap(f)(x).numpy(), (np.sin(x.numpy()) * x.numpy()).sum(1))
+
+
+def test_vmap_of_grad_matches_torch():
+    torch = pytest.importorskip("torch")
+    from torch.func import grad as tgrad
+    from torch.func import vmap as tvmap
+
+    w = np.random.default_rng(0).standard_normal((3, 4))
+    x = np.random.default_rng(1).standard_normal((6, 3))
+
+    def jl(w, a):
+        return ((a @ w).relu() ** 2).mean()
+
+    def tl(w, a):
+        return ((a @ w).relu() ** 2).mean()
+
+    got = vmap(grad(jl), in_dims=(None, 0))(jitgrad.tensor(w), jitgrad.tensor(x))
+    want = tvmap(tgrad(tl), in_dims=(None, 0))(torch.tensor(w), torch.tensor(x))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
