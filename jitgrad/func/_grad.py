@@ -19,6 +19,7 @@ from typing import Any
 from ..autograd.grad_mode import enable_grad
 from ..ops.registry import state
 from ..tensor import Tensor
+from ._pytree import tree_flatten, tree_unflatten
 
 
 def _flat_outputs(out: Any) -> list:
@@ -57,7 +58,19 @@ def vjp(func: Callable, *primals: Tensor, has_aux: bool = False) -> tuple:
         primals: the point at which to differentiate.
         has_aux: whether ``func`` returns an auxiliary value that is not differentiated.
     """
-    _check_primals(primals)
+    flat, spec = tree_flatten(primals)
+    _check_primals(flat)
+    if any(not isinstance(p, Tensor) for p in primals):  # pytrees of tensors (dicts of params)
+        def flat_func(*leaves: Tensor) -> Any:
+            return func(*tree_unflatten(list(leaves), spec))
+
+        res = vjp(flat_func, *flat, has_aux=has_aux)
+        flat_fn = res[1]
+
+        def vjp_fn(cotangents: Any) -> tuple:
+            return tree_unflatten(list(flat_fn(cotangents)), spec)
+
+        return (res[0], vjp_fn) + tuple(res[2:])
     if state.traces and state.traces[-1].batching:
         from .vmap import vjp_batched
 
@@ -67,11 +80,16 @@ def vjp(func: Callable, *primals: Tensor, has_aux: bool = False) -> tuple:
     return _vjp_eager(func, primals, has_aux)
 
 
+# Set (by ``jacobians.jvp``) while taking a VJP whose results must stay differentiable
+# although its primals do not require grad: the VJP of a VJP whose graph reaches outer leaves.
+keep_graph = [False]
+
+
 def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     from ..autograd import grad as autograd_grad
     from ..ops.creation import zeros_like
 
-    nested = any(p.requires_grad for p in primals)
+    nested = keep_graph[0] or any(p.requires_grad for p in primals)
     inner = [p if p.requires_grad else p.detach().requires_grad_(True) for p in primals]
     with enable_grad():
         out, aux = _split_aux(func(*inner), has_aux)
@@ -96,6 +114,7 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
 
     if not nested:
         out = _detach_tree(out)
+        aux = _detach_tree(aux)
     return (out, vjp_fn) if not has_aux else (out, vjp_fn, aux)
 
 

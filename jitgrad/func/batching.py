@@ -261,7 +261,48 @@ def _masked_fill_rule(op, values, flags, params, size):
     return apply(op, *args, **params)
 
 
+def _vector_norm_rule(op, values, flags, params, size):
+    if any(flags[1:]):
+        return NotImplemented
+    v = values[0]
+    dims = params["dims"]
+    dims = tuple(range(1, v.ndim)) if dims is None else tuple(d + 1 for d in dims)
+    return apply(op, v, **dict(params, dims=dims))
+
+
+def _nll_loss_rule(op, values, flags, params, size):
+    """nll_loss of each sample: one unreduced nll_loss over all the batch's rows, then each
+    sample's sum (or weighted mean)."""
+    from ..ops.elementwise import where
+
+    logp, target, weight = values
+    if flags[2]:
+        return NotImplemented
+    logp, target = lift(logp, flags[0], size), lift(target, flags[1], size)
+    classes = logp.shape[-1]
+    rows = apply(op, logp.reshape(-1, classes), target.reshape(-1), weight, reduction="none",
+                 ignore_index=params["ignore_index"])
+    per_sample = rows.reshape(tuple(target.shape))  # (B,) or (B, N)
+    reduction = params["reduction"]
+    if reduction == "none":
+        return per_sample
+    if per_sample.ndim == 1:
+        per_sample = per_sample.unsqueeze(1)
+        target = target.unsqueeze(1)
+    total = per_sample.sum(1)
+    if reduction == "sum":
+        return total
+    valid = target != params["ignore_index"]
+    if weight is None:
+        w = valid.to(logp.dtype)
+    else:
+        w = where(valid, weight.index_select(0, where(valid, target, 0).reshape(-1))
+                  .reshape(tuple(target.shape)), 0.0).to(logp.dtype)
+    return total / w.sum(1)
+
+
 _RULES: dict[str, Callable] = {
+    "nll_loss": _nll_loss_rule,
     "view": _reshape_rule, "unsafe_view": _reshape_rule, "reshape_alias": _reshape_rule,
     "squeeze": _shape_rule, "squeeze_dim": _shape_rule, "squeeze_dims": _shape_rule,
     "squeeze_dim_": _shape_rule, "unsqueeze": _shape_rule,
@@ -273,7 +314,7 @@ _RULES: dict[str, Callable] = {
     "cumsum": dim_rule, "cumprod": dim_rule, "sort": dim_rule, "argsort": dim_rule,
     "topk": dim_rule, "argtopk": dim_rule, "gather": dim_rule, "scatter": dim_rule,
     "scatter_add": dim_rule, "scatter_value": dim_rule, "index_add": first_dim_rule,
-    "index_select": first_dim_rule, "linalg_vector_norm": first_dim_rule,
+    "index_select": first_dim_rule, "linalg_vector_norm": _vector_norm_rule,
     "tril": last_dims_rule, "triu": last_dims_rule,
 }
 

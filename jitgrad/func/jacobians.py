@@ -14,7 +14,7 @@ from typing import Any
 
 from ..tensor import Tensor
 from . import _pytree as pytree
-from ._grad import value_and_grad, vjp
+from ._grad import keep_graph, value_and_grad, vjp
 from .vmap import current_level, vmap
 
 __all__ = ["jvp", "jacrev", "jacfwd", "hessian", "linearize", "grad_and_value"]
@@ -72,7 +72,13 @@ def _tangents_of(fn: Callable, spec: Any, flat_out: list, tangents: tuple) -> li
     def transposed(*cts: Tensor) -> tuple:
         return fn(pytree.tree_unflatten(list(cts), spec))
 
-    _, back = vjp(transposed, *[zeros_like(o) for o in flat_out])
+    # differentiable results when the outputs are (an outer transform differentiates them)
+    prev = keep_graph[0]
+    keep_graph[0] = any(o.requires_grad for o in flat_out)
+    try:
+        _, back = vjp(transposed, *[zeros_like(o) for o in flat_out])
+    finally:
+        keep_graph[0] = prev
     return list(back(tuple(tangents)))
 
 
@@ -126,6 +132,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
     flat_out, spec = pytree.tree_flatten(out)
     _check_outputs(flat_out, "jvp(f, primals, tangents)")
     tangent_out = pytree.tree_unflatten(_tangents_of(fn, spec, flat_out, tangents), spec)
+    if has_aux and not keep_graph[0] and not any(p.requires_grad for p in primals):
+        aux_box[0] = pytree.tree_map(
+            lambda a: a.detach() if isinstance(a, Tensor) else a, aux_box[0])
     return (out, tangent_out, aux_box[0]) if has_aux else (out, tangent_out)
 
 
@@ -246,8 +255,10 @@ def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *,
             res = jvp(f, primals, tangents, has_aux=has_aux)
             return (res[1], res[2]) if has_aux else res[1]
 
-        outs = vmap(push, out_dims=(0, None) if has_aux else 0, randomness=randomness)(*basis)
+        outs = vmap(push, randomness=randomness)(*basis)
         touts, aux = outs if has_aux else (outs, None)
+        if has_aux:  # the same for every tangent: its first row
+            aux = pytree.tree_map(lambda a: a[0], aux)
         flat, spec = pytree.tree_flatten(touts)
         leaves = []
         for t in flat:  # (M, *out.shape), M = all primals' elements
