@@ -222,10 +222,28 @@ def test_jit_of_vmap_is_one_graph_of_batched_equations():
     assert counts[0] == counts[1] == counts[2]  # no per-sample loop: independent of the batch
 
 
-def test_vmap_of_jit():
+def test_vmap_of_jit_compiles_the_batched_function():
     f = jit(lambda a: (a.sin() * a).sum())
-    x = jitgrad.randn(5, 3, dtype=F64)
-    np.testing.assert_allclose(vmap(f)(x).numpy(), (np.sin(x.numpy()) * x.numpy()).sum(1))
+    x = jitgrad.randn(5, 3, dtype=F64, requires_grad=True)
+    vf = vmap(f)
+    out = vf(x)
+    np.testing.assert_allclose(out.detach().numpy(), (np.sin(x.detach().numpy())
+                                                      * x.detach().numpy()).sum(1))
+    assert out.grad_fn.name() == "CompiledFunctionBackward"  # one compiled program
+    out.sum().backward()
+    xn = x.detach().numpy()
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(xn) * xn + np.sin(xn), rtol=1e-12)
+    # inside another transform the jit function is inlined (it traces into the outer level)
+    g = vmap(vmap(f))(x.detach().reshape(5, 3, 1))
+    np.testing.assert_allclose(g.numpy(), np.sin(xn) * xn, rtol=1e-12)
+
+
+def test_type_promotion_follows_the_samples_shapes():
+    x = jitgrad.randn(3, dtype=jitgrad.float32)
+    y = jitgrad.tensor(2.0, dtype=F64)
+    assert vmap(lambda a: a + y)(x).dtype is F64  # two 0-d samples: float64, as the loop
+    z = jitgrad.ones(2, dtype=jitgrad.float32)
+    assert vmap(lambda a: a * z)(x.to(F64)).dtype is jitgrad.float32  # 0-d vs dimensioned
 
 
 def test_vmap_of_grad_matches_torch():

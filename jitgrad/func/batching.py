@@ -112,6 +112,16 @@ def pointwise_rule(op: registry.OpDef, values: list, flags: list, params: dict,
     result's rank; unbatched operands broadcast against it as they are."""
     n = _tensor_ndims(values, flags)
     args = [align(v, f, n, size) if f else v for v, f in zip(values, flags)]
+    dts = {v.dtype for v in values if isinstance(v, Tensor)}
+    if len(dts) > 1 and hasattr(op.meta, "by_category"):
+        # torch's promotion tells dimensioned tensors from 0-d ones: decide it on the samples'
+        # shapes (a batched 0-d sample is not 0-d in the batch), and compute in that dtype
+        logical = [registry.Meta(tuple(v.shape[1:]), v.dtype) if f else v
+                   for v, f in zip(values, flags)]
+        work = registry.compute_dtype(op, logical)[0]
+        if work is not registry.compute_dtype(op, args)[0]:
+            args = [a.to(work) if isinstance(a, Tensor) and i not in op.nonpromoted
+                    and a.dtype is not work else a for i, a in enumerate(args)]
     return apply(op, *args, **params)
 
 

@@ -344,8 +344,17 @@ def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: int | tuple = 0,
     if chunk_size is not None and (not isinstance(chunk_size, int) or chunk_size <= 0):
         raise ValueError(f"vmap: chunk_size should be None or greater than 0. (got {chunk_size})")
 
+    compiled: list = []  # vmap(jit(f)) at the top level: jit(vmap(f)), compiled once
+
     @functools.wraps(func)
     def wrapped(*args: Any, **kwargs: Any) -> Any:
+        if not state.traces and _is_plain_jit(func):
+            if not compiled:
+                from ..jit import jit
+
+                compiled.append(jit(vmap(func.py_func, in_dims, out_dims, randomness,
+                                         chunk_size=chunk_size), backend=func.backend))
+            return compiled[0](*args, **kwargs)
         dims = _check_in_dims(func, in_dims, args)
         flat_args, spec = pytree.tree_flatten(args)
         size = _batch_size(func, in_dims, dims, flat_args)
@@ -367,6 +376,13 @@ def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: int | tuple = 0,
         return pytree.tree_unflatten(outs, ospec)
 
     return wrapped
+
+
+def _is_plain_jit(func: Any) -> bool:
+    """A ``jit`` function without static arguments or checking (vmap(jit(f)) = jit(vmap(f)))."""
+    from ..jit.function import JitFunction
+
+    return isinstance(func, JitFunction) and not func.static_argnums and not func.check
 
 
 def _vmap_call(func: Callable, spec: Any, flat_args: list, dims: list, size: int,
