@@ -263,3 +263,13 @@ def test_vmap_of_grad_matches_torch():
     got = vmap(grad(jl), in_dims=(None, 0))(jitgrad.tensor(w), jitgrad.tensor(x))
     want = tvmap(tgrad(tl), in_dims=(None, 0))(torch.tensor(w), torch.tensor(x))
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+def test_data_dependent_python_raises_torchs_texts():
+    x = jitgrad.randn(3, 4)
+    with pytest.raises(RuntimeError, match="vmap: It looks like you're attempting to use a "
+                                           "Tensor in some data-dependent control flow"):
+        vmap(lambda a: a if a.sum() > 0 else -a)(x)
+    with pytest.raises(RuntimeError, match="Cannot access data pointer of Tensor that doesn't "
+                                           "have storage"):
+        vmap(lambda a: a.tolist())(x)

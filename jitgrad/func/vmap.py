@@ -30,9 +30,11 @@ _ITEM_ERROR = (
     "calling .item() on a Tensor, please try to rewrite what you're doing with other "
     "operations. If error is occurring somewhere inside PyTorch internals, please file a bug "
     "report.")
-_DATA_ERROR = (
-    "vmap: data-dependent control flow or reading a Tensor's values inside vmap is not "
-    "supported ({what}); please rewrite it with tensor operations (jitgrad.where, ...).")
+_DATA_ERROR = "Cannot access data pointer of Tensor that doesn't have storage"
+_CONTROL_FLOW_ERROR = (
+    "vmap: It looks like you're attempting to use a Tensor in some data-dependent control "
+    "flow. We don't support that yet, please file an issue at "
+    "https://github.com/pytorch/pytorch/issues .")
 
 
 class Batched(Tracer):
@@ -46,22 +48,22 @@ class Batched(Tracer):
 
     @property
     def _data(self):
-        raise RuntimeError(_DATA_ERROR.format(what="reading the data"))
+        raise RuntimeError(_DATA_ERROR)
 
     def item(self):
         raise RuntimeError(_ITEM_ERROR)
 
     def tolist(self):
-        raise RuntimeError(_DATA_ERROR.format(what=".tolist()"))
+        raise RuntimeError(_DATA_ERROR)
 
     def numpy(self, *, force: bool = False):
-        raise RuntimeError(_DATA_ERROR.format(what=".numpy()"))
+        raise RuntimeError(_DATA_ERROR)
 
     def __array__(self, dtype=None, copy=None):
-        raise RuntimeError(_DATA_ERROR.format(what="conversion to a NumPy array"))
+        raise RuntimeError(_DATA_ERROR)
 
     def __bool__(self) -> bool:
-        raise RuntimeError(_DATA_ERROR.format(what="bool() of a Tensor: an `if` or `while`"))
+        raise RuntimeError(_CONTROL_FLOW_ERROR)
 
     def __float__(self) -> float:
         raise RuntimeError(_ITEM_ERROR)
