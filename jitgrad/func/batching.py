@@ -311,7 +311,25 @@ def _nll_loss_rule(op, values, flags, params, size):
     return total / w.sum(1)
 
 
+def _index_rule(op, values, flags, params, size):
+    """Advanced indexing of a batched tensor by unbatched indices: a full slice in front for
+    the batch dim. NumPy puts the indexed dims first when the advanced indices are not
+    adjacent; then the batch dim is moved back to the front."""
+    if any(flags[1:]):
+        return NotImplemented
+    spec = params["spec"]
+    advanced = [i for i, e in enumerate(spec)
+                if (isinstance(e, tuple) and e[0] == "t") or isinstance(e, int)]
+    out = apply(op, *values, **dict(params, spec=(("slice", None, None, None),) + spec))
+    if advanced and advanced[-1] - advanced[0] + 1 != len(advanced):
+        k = max((values[1 + e[1]].ndim for e in spec if isinstance(e, tuple) and e[0] == "t"),
+                default=0)
+        out = out.movedim(k, 0)
+    return out
+
+
 _RULES: dict[str, Callable] = {
+    "index": _index_rule,
     "nll_loss": _nll_loss_rule,
     "view": _reshape_rule, "unsafe_view": _reshape_rule, "reshape_alias": _reshape_rule,
     "squeeze": _shape_rule, "squeeze_dim": _shape_rule, "squeeze_dims": _shape_rule,
