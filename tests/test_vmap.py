@@ -164,6 +164,12 @@ def test_randomness_modes():
     jitgrad.manual_seed(3)
     b = jitgrad.rand(4, 3).numpy()
     np.testing.assert_array_equal(a, b)  # one draw of the whole batch from the generator
+    mean = jitgrad.arange(4.0).reshape(4, 1).expand(4, 3)
+    for mode in ("same", "different"):
+        z = vmap(lambda m: jitgrad.normal(m, 1.0) - m, randomness=mode)(mean).numpy()
+        assert np.allclose(z, z[0]) == (mode == "same")
+    with pytest.raises(RuntimeError, match="vmap: called random operation"):
+        vmap(lambda m: jitgrad.normal(m, 1.0))(mean)
     with pytest.raises(RuntimeError, match="Only allowed values for randomness are 'error', "
                                            "'different', or 'same'. Got x"):
         vmap(lambda t: t, randomness="x")

@@ -328,7 +328,18 @@ def _index_rule(op, values, flags, params, size):
     return out
 
 
+def _lifted_pointwise_rule(op, values, flags, params, size):
+    """Broadcasting ops whose shape rule reads only some operands (normal(mean, std, noise)):
+    every tensor operand lifted to the batch and aligned."""
+    n = _tensor_ndims(values, flags)
+    args = [align(lift(v, f, size), True, n, size) if isinstance(v, Tensor) else v
+            for v, f in zip(values, flags)]
+    return apply(op, *args, **params)
+
+
 _RULES: dict[str, Callable] = {
+    "normal_tensor_float": _lifted_pointwise_rule, "normal_float_tensor": _lifted_pointwise_rule,
+    "normal_tensor_tensor": _lifted_pointwise_rule,
     "index": _index_rule,
     "nll_loss": _nll_loss_rule,
     "view": _reshape_rule, "unsafe_view": _reshape_rule, "reshape_alias": _reshape_rule,
