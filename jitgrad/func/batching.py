@@ -263,7 +263,15 @@ def _addmm_rule(op, values, flags, params, size):
 
 
 def _masked_fill_rule(op, values, flags, params, size):
-    """masked_fill: the result has the input's shape, so a batched mask or value lifts it."""
+    """masked_fill: the result has the input's shape, so a batched mask or value lifts it; a
+    batched fill value (a 0-d tensor per sample) makes it a ``where``."""
+    if len(values) > 2 and flags[2]:
+        from ..ops.elementwise import where
+
+        x = lift(values[0], flags[0], size)
+        n = x.ndim - 1
+        return where(align(values[1], flags[1], n, size),
+                     align(values[2], True, n, size).to(x.dtype), x)
     x = values[0] if flags[0] or not any(flags[1:]) else lift(values[0], False, size)
     fx = flags[0] or any(flags[1:])
     n = logical_ndim(x, fx)
