@@ -205,7 +205,11 @@ def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False,
         def row(*cts: Tensor) -> tuple:
             return fn(pytree.tree_unflatten(list(cts), spec))
 
-        if current_level() is None:
+        if basis[0].shape[0] == 0:  # no output elements: an empty Jacobian
+            from ..ops.creation import zeros
+
+            grads = tuple(zeros((0,) + tuple(p.shape), dtype=p.dtype) for p in primals)
+        elif current_level() is None:
             grads = vmap(row, chunk_size=chunk_size)(*basis)  # per primal: (N, *p.shape)
         else:  # a vjp inside vmap: its vjp_fn takes this level's cotangents, row by row
             from ..ops.movement import stack
