@@ -334,3 +334,24 @@ def test_opdb_jacrev_equals_autograd_jacobian(rec, sample):
     else:
         want = jacobian(first, tuple(inputs))
     _check_close(got, want, rec)
+
+
+def test_indexing_and_index_assignment_batch_without_the_loop():
+    x = jitgrad.randn(B, 5, 6, dtype=F64)
+    v = jitgrad.randn(B, 2, 6, dtype=F64)
+    i = jitgrad.tensor([0, 3])
+
+    def put(a, b):
+        a = a.clone()
+        a[i] = b
+        a[:, i] += b[:, 0].sum()
+        return a[i, 1:], a[2, i]
+
+    batching._warned.clear()
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        got = vmap(put)(x, v)
+    assert not [w for w in ws if "performance drop" in str(w.message)]
+    want = _loop(put, [x, v], (0, 0))
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a.numpy(), b.numpy())

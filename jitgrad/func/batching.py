@@ -345,7 +345,27 @@ def _lifted_pointwise_rule(op, values, flags, params, size):
     return apply(op, *args, **params)
 
 
+def _adjacent(spec: tuple) -> bool:
+    advanced = [i for i, e in enumerate(spec)
+                if (isinstance(e, tuple) and e[0] == "t") or isinstance(e, int)]
+    return not advanced or advanced[-1] - advanced[0] + 1 == len(advanced)
+
+
+def _index_put_rule(op, values, flags, params, size):
+    """``x[idx] = v`` (or ``+=``) per sample: the batch dim gets a full slice in front."""
+    if any(flags[2:]) or not _adjacent(params["spec"]):
+        return NotImplemented
+    x, v, *idx = values
+    x = lift(x, flags[0], size)
+    sample = registry.Meta(tuple(x.shape[1:]), x.dtype)
+    indexed = len(OPS["index"].meta(sample, *idx, spec=params["spec"])[0])
+    v = align(v, flags[1], indexed, size)
+    return apply(op, x, v, *idx, **dict(params, spec=(("slice", None, None, None),)
+                                       + params["spec"]))
+
+
 _RULES: dict[str, Callable] = {
+    "index_put": _index_put_rule,
     "normal_tensor_float": _lifted_pointwise_rule, "normal_float_tensor": _lifted_pointwise_rule,
     "normal_tensor_tensor": _lifted_pointwise_rule,
     "index": _index_rule,
