@@ -235,3 +235,26 @@ def test_tutorial_checks_against_torch_func():
     pairs.append((jvp(grad(f), (x,), (xs[0],))[1], tf.jvp(tf.grad(tfun), (tx,), (txs[0],))[1]))
     for got, want in pairs:
         np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12)
+
+
+def test_functional_call_ties_weights_and_replaces_buffers():
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(2, 2, bias=False)
+            self.b = nn.Linear(2, 2, bias=False)
+            self.b.weight = self.a.weight
+            self.register_buffer("scale", jitgrad.ones(2))
+
+        def forward(self, x):
+            return self.b(self.a(x)) * self.scale
+
+    m = Tied()
+    x, eye = jitgrad.ones(2), jitgrad.eye(2)
+    w = m.a.weight.detach().numpy()
+    np.testing.assert_allclose(functional_call(m, {"a.weight": eye}, (x,)).numpy(), [1, 1])
+    untied = functional_call(m, {"a.weight": eye}, (x,), tie_weights=False)
+    np.testing.assert_allclose(untied.detach().numpy(), w @ np.ones(2), rtol=1e-6)
+    out = functional_call(m, {"a.weight": eye, "scale": jitgrad.full((2,), 3.0)}, x)
+    np.testing.assert_allclose(out.numpy(), [3, 3])
+    assert m.b.weight is m.a.weight and np.all(m.scale.numpy() == 1)
