@@ -355,3 +355,29 @@ def test_indexing_and_index_assignment_batch_without_the_loop():
     want = _loop(put, [x, v], (0, 0))
     for a, b in zip(got, want):
         np.testing.assert_allclose(a.numpy(), b.numpy())
+
+
+def test_grad_jvp_vjp_inside_vmap_with_aux_and_argnums():
+    from jitgrad.func import grad_and_value, jvp, vjp
+
+    x = jitgrad.randn(4, 3, dtype=F64)
+    w = jitgrad.randn(3, dtype=F64)
+    xn, wn = x.numpy(), w.numpy()
+    (gx, gw), aux = vmap(grad(lambda a, w: ((a * w).sum() ** 2, a.mean()), argnums=(0, 1),
+                              has_aux=True), in_dims=(0, None))(x, w)
+    s = (xn * wn).sum(1, keepdims=True)
+    np.testing.assert_allclose(gx.numpy(), 2 * s * wn, rtol=1e-12)
+    np.testing.assert_allclose(gw.numpy(), 2 * s * xn, rtol=1e-12)  # per sample
+    np.testing.assert_allclose(aux.numpy(), xn.mean(1))
+    one = jitgrad.ones(3, dtype=F64)
+    _, t = vmap(lambda a: jvp(jitgrad.sin, (a,), (one,)))(x)
+    np.testing.assert_allclose(t.numpy(), np.cos(xn), rtol=1e-12)
+    g, v = vmap(grad_and_value(lambda a: (a ** 2).sum()))(x)
+    np.testing.assert_allclose(g.numpy(), 2 * xn)
+    np.testing.assert_allclose(v.numpy(), (xn ** 2).sum(1))
+
+    def twice(a):  # vjp_fn called twice, with an unbatched and a batched cotangent
+        _, fn = vjp(jitgrad.exp, a)
+        return fn(one)[0] + fn(a)[0]
+
+    np.testing.assert_allclose(vmap(twice)(x).numpy(), np.exp(xn) * (1 + xn), rtol=1e-12)

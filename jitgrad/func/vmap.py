@@ -482,4 +482,9 @@ def vjp_batched(vjp: Callable, func: Callable, primals: tuple, has_aux: bool) ->
             grads = lower_fn(cts)
         return tuple(wrap(level, g) for g in grads)
 
-    return (out, vjp_fn, aux_box[0]) if has_aux else (out, vjp_fn)
+    if not has_aux:
+        return out, vjp_fn
+    aux = aux_box[0]
+    if not any(v.requires_grad for v in out_values):  # (the level below detached its outputs)
+        aux = pytree.tree_map(lambda a: a.detach() if isinstance(a, Tensor) else a, aux)
+    return out, vjp_fn, aux
