@@ -61,9 +61,9 @@ class OpDef:
         # the output is the first input broadcast to a shape (expand): inside a fused kernel it
         # is no copy, just the input read with the broadcast dims' index held at 0
         self.broadcast = broadcast
-        # vmap's batching rule (jitgrad/func/batching.py): ``batch(op, args, params, size)``,
-        # with batched inputs as ``func.vmap.Batched`` (batch dim first); None: the generic
-        # rule of ``kind``, else a loop over the batch
+        # vmap's batching rule (jitgrad/func/batching.py): ``batch(op, values, flags, params,
+        # size)`` on the batch values (batch dim first; flags: which are batched); None: the
+        # generic rule of ``kind``, else a loop over the batch
         self.batch = batch
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
