@@ -376,3 +376,11 @@ def test_doc_examples_run_and_print_what_they_say(name, capsys):
             lines.append(line)
         exec(compile("\n".join(lines), f"{name}-example", "exec"), ns)
     capsys.readouterr()
+
+
+def test_per_sample_grads_benchmark_checks_every_peer_and_reports_medians():
+    from benchmarks import per_sample_grads
+
+    med = per_sample_grads.run(quick=True)  # raises if a peer's gradients disagree
+    assert {"jitgrad vmap", "jitgrad jit(vmap)", "jitgrad loop"} <= set(med)
+    assert all(s > 0 for s in med.values())

@@ -198,6 +198,8 @@ def _make_tracer(trace: Trace, var: Var, requires_grad: bool) -> Tracer:
 class Trace:
     """The equations recorded while a function runs on tracers."""
 
+    batching = False  # not a vmap level (see ops.registry.apply and func/vmap.py)
+
     def __init__(self) -> None:
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []

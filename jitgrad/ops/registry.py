@@ -36,12 +36,13 @@ class OpDef:
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
-                 "view", "broadcast", "index_map", "by_category", "programs", "save_plans")
+                 "view", "broadcast", "index_map", "by_category", "programs", "save_plans",
+                 "batch")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
                  nonpromoted=(), decompose=None, differentiable=True, view=False,
-                 broadcast=False, index_map=False):
+                 broadcast=False, index_map=False, batch=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -65,6 +66,10 @@ class OpDef:
         # (transpose, slice, ...): the op applies unchanged to any array of the input's shape,
         # so it commutes with pointwise ops (jit/passes/index_maps.py moves it to kernel inputs)
         self.index_map = index_map
+        # vmap's batching rule (jitgrad/func/batching.py): ``batch(op, values, flags, params,
+        # size)`` on the batch values (batch dim first; flags: which are batched); None: the
+        # generic rule of ``kind``, else a loop over the batch
+        self.batch = batch
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
@@ -196,6 +201,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
     st = state
     if st.traces:
+        if st.traces[-1].batching:  # vmap (jitgrad/func/vmap.py) routes every op itself
+            return st.traces[-1].bind(op, args, params)
         for a in args:
             if isinstance(a, Tensor) and a._trace is not None:
                 return a._trace.bind(op, args, params)

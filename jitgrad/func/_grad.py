@@ -16,9 +16,10 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .autograd.grad_mode import enable_grad
-from .ops.registry import state
-from .tensor import Tensor
+from ..autograd.grad_mode import enable_grad
+from ..ops.registry import state
+from ..tensor import Tensor
+from ._pytree import tree_flatten, tree_unflatten
 
 
 def _flat_outputs(out: Any) -> list:
@@ -57,17 +58,38 @@ def vjp(func: Callable, *primals: Tensor, has_aux: bool = False) -> tuple:
         primals: the point at which to differentiate.
         has_aux: whether ``func`` returns an auxiliary value that is not differentiated.
     """
-    _check_primals(primals)
+    flat, spec = tree_flatten(primals)
+    _check_primals(flat)
+    if any(not isinstance(p, Tensor) for p in primals):  # pytrees of tensors (dicts of params)
+        def flat_func(*leaves: Tensor) -> Any:
+            return func(*tree_unflatten(list(leaves), spec))
+
+        res = vjp(flat_func, *flat, has_aux=has_aux)
+        flat_fn = res[1]
+
+        def vjp_fn(cotangents: Any) -> tuple:
+            return tree_unflatten(list(flat_fn(cotangents)), spec)
+
+        return (res[0], vjp_fn) + tuple(res[2:])
+    if state.traces and state.traces[-1].batching:
+        from .vmap import vjp_batched
+
+        return vjp_batched(vjp, func, primals, has_aux)
     if state.traces:
         return _vjp_traced(func, primals, has_aux)
     return _vjp_eager(func, primals, has_aux)
 
 
-def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
-    from .autograd import grad as autograd_grad
-    from .ops.creation import zeros_like
+# Set (by ``jacobians.jvp``) while taking a VJP whose results must stay differentiable
+# although its primals do not require grad: the VJP of a VJP whose graph reaches outer leaves.
+keep_graph = [False]
 
-    nested = any(p.requires_grad for p in primals)
+
+def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
+    from ..autograd import grad as autograd_grad
+    from ..ops.creation import zeros_like
+
+    nested = keep_graph[0] or any(p.requires_grad for p in primals)
     inner = [p if p.requires_grad else p.detach().requires_grad_(True) for p in primals]
     with enable_grad():
         out, aux = _split_aux(func(*inner), has_aux)
@@ -77,16 +99,22 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
         cts = _cotangents_like(cotangents, out)
         pairs = [(o, c) for o, c in zip(outs, cts) if o.requires_grad]
         grads: Sequence = [None] * len(inner)
+        differentiable = nested or any(c.requires_grad for c in cts)
+        # cotangents batched by a vmap over vjp_fn (jacrev): the rules must run on tensors,
+        # where the batching level sees them, so the engine runs as with create_graph
+        batched = any(c._trace is not None for c in cts)
         if pairs:
             with enable_grad():  # (the graph is kept: vjp_fn may be called again, as torch's)
                 grads = autograd_grad([o for o, _ in pairs], inner,
                                       grad_outputs=[c for _, c in pairs], retain_graph=True,
-                                      create_graph=nested or any(c.requires_grad for c in cts),
-                                      allow_unused=True)
+                                      create_graph=differentiable or batched, allow_unused=True)
+            if batched and not differentiable:
+                grads = [g.detach() if g is not None else None for g in grads]
         return tuple(g if g is not None else zeros_like(p) for g, p in zip(grads, primals))
 
     if not nested:
         out = _detach_tree(out)
+        aux = _detach_tree(aux)
     return (out, vjp_fn) if not has_aux else (out, vjp_fn, aux)
 
 
@@ -124,9 +152,9 @@ def _detach_tree(out: Any) -> Any:
 
 
 def _vjp_traced(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
-    from .jit.ir import Var
-    from .jit.passes.vjp import active_vars, backward_sweep
-    from .ops.creation import zeros_like
+    from ..jit.ir import Var
+    from ..jit.passes.vjp import active_vars, backward_sweep
+    from ..ops.creation import zeros_like
 
     trace = state.traces[-1]
     # Fresh aliases, so that a primal also captured by func is a constant to this derivative.
@@ -145,7 +173,8 @@ def _vjp_traced(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
         for o, c in zip(outs, cts):
             v = trace.var_of(o)
             if isinstance(v, Var) and v in act:
-                c = trace.as_tracer(c)
+                if c._trace is None or not c._trace.batching:  # (vmap over vjp_fn: batched)
+                    c = trace.as_tracer(c)
                 seed_cts[v] = c if v not in seed_cts else seed_cts[v] + c
         ct = backward_sweep(trace, eqns, trace.value_of, seed_cts, act)
         return tuple(ct[a._var] if a._var in ct else zeros_like(p)
@@ -168,7 +197,7 @@ def value_and_grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = Fal
     ``grads`` is one tensor for an int ``argnums``, else a tuple. ``func`` must return a
     scalar tensor.
     """
-    from .ops.creation import ones_like
+    from ..ops.creation import ones_like
 
     def wrapper(*args: Any, **kwargs: Any) -> tuple:
         nums = _argnums(argnums, len(args))

@@ -1,0 +1,397 @@
+"""Batching rules: how one op runs on a whole batch at once (see ``vmap.py``).
+
+A rule is ``rule(op, values, flags, params, size)``: ``values`` are the op's arguments one level
+below the vmap (a batched argument is its batch, batch dim first; ``flags[i]`` says which are
+batched), ``size`` is the batch size. It returns the batched result (batch dim first; a tuple for
+a multi-output op), computed with ordinary jitgrad ops on the values, or ``NotImplemented`` when
+it cannot handle the call. Rules never see the batch level itself: their ops run one level
+down (eagerly, into a jit trace, or into an outer vmap's level).
+
+Which rule runs: ``op.batch`` if set, else the generic rule of ``op.kind`` (pointwise:
+align the batch dims and broadcast; reduce: shift the reduced dims past the batch dim;
+movement: remap dims and shapes), else a Python loop over the batch, with a one-time warning
+naming the op, as torch does. Composite ops with a ``decompose`` batch through their
+primitives (``BatchTrace.bind``).
+
+The ops whose rule is not the generic one get it here, by name, at the end of this file.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from ..ops import registry
+from ..ops.registry import MOVEMENT, OPS, POINTWISE, REDUCE, Tensor, apply
+
+_warned: set[str] = set()
+
+
+def run_rule(trace: Any, op: registry.OpDef, values: list, flags: list, params: dict) -> Any:
+    """The batched result of ``op`` (one level below ``trace``)."""
+    size = trace.size
+    rule = op.batch
+    if rule is not None:
+        out = rule(op, values, flags, params, size)
+        if out is not NotImplemented:
+            return out
+    generic = _GENERIC.get(op.kind)
+    if generic is not None:
+        out = generic(op, values, flags, params, size)
+        if out is not NotImplemented:
+            return out
+    return loop_rule(op, values, flags, params, size)
+
+
+def loop_rule(op: registry.OpDef, values: list, flags: list, params: dict, size: int) -> Any:
+    """The fallback: ``op`` on each sample, the results stacked (never a wrong answer)."""
+    from ..ops.movement import stack
+
+    if op.name not in _warned:
+        _warned.add(op.name)
+        warnings.warn(
+            f"There is a performance drop because we have not yet implemented the batching "
+            f"rule for {op.name}. Please file us an issue on GitHub so that we can prioritize "
+            "its implementation.", UserWarning, stacklevel=4)
+    results = []
+    for b in range(size):
+        args = [v.select(0, b) if f else v for v, f in zip(values, flags)]
+        results.append(apply(op, *args, **params))
+    if op.n_outputs == 1:
+        return stack(results)
+    return tuple(stack([r[i] for r in results]) for i in range(len(results[0])))
+
+
+# ---------------------------------------------------------------------- helpers
+
+
+def logical_ndim(v: Any, flag: bool) -> int:
+    return v.ndim - 1 if flag else v.ndim
+
+
+def lift(v: Any, flag: bool, size: int) -> Any:
+    """An unbatched tensor repeated over the batch (an expand, no copy)."""
+    if flag:
+        return v
+    return v.unsqueeze(0).expand((size,) + tuple(v.shape))
+
+
+def align(v: Any, flag: bool, ndim: int, size: int) -> Any:
+    """A batched value with ones inserted after the batch dim to logical rank ``ndim``, so it
+    broadcasts against the other operands as the sample did."""
+    k = v.ndim - 1
+    if not flag or k >= ndim:
+        return v
+    return v.reshape((size,) + (1,) * (ndim - k) + tuple(v.shape[1:]))
+
+
+def _tensor_ndims(values: list, flags: list) -> int:
+    return max((logical_ndim(v, f) for v, f in zip(values, flags) if isinstance(v, Tensor)),
+               default=0)
+
+
+def _shifted(params: dict, names: tuple = ("dim", "dims", "dim0", "dim1")) -> dict | None:
+    """``params`` with their dims moved past the batch dim (None: a dim was None)."""
+    p = dict(params)
+    for name in names:
+        if name in p:
+            d = p[name]
+            if d is None:
+                return None
+            p[name] = tuple(x + 1 for x in d) if isinstance(d, tuple) else d + 1
+    return p
+
+
+# ---------------------------------------------------------------------- generic rules
+
+
+def pointwise_rule(op: registry.OpDef, values: list, flags: list, params: dict,
+                   size: int) -> Any:
+    """Broadcasting ops: each batched operand gets its batch dim first and ones up to the
+    result's rank; unbatched operands broadcast against it as they are."""
+    n = _tensor_ndims(values, flags)
+    args = [align(v, f, n, size) if f else v for v, f in zip(values, flags)]
+    dts = {v.dtype for v in values if isinstance(v, Tensor)}
+    if len(dts) > 1 and hasattr(op.meta, "by_category"):
+        # torch's promotion tells dimensioned tensors from 0-d ones: decide it on the samples'
+        # shapes (a batched 0-d sample is not 0-d in the batch), and compute in that dtype
+        logical = [registry.Meta(tuple(v.shape[1:]), v.dtype) if f else v
+                   for v, f in zip(values, flags)]
+        work = registry.compute_dtype(op, logical)[0]
+        if work is not registry.compute_dtype(op, args)[0]:
+            args = [a.to(work) if isinstance(a, Tensor) and i not in op.nonpromoted
+                    and a.dtype is not work else a for i, a in enumerate(args)]
+    return apply(op, *args, **params)
+
+
+def reduce_rule(op: registry.OpDef, values: list, flags: list, params: dict, size: int) -> Any:
+    """Reductions over given dims: the dims shift by one (the batch dim is first)."""
+    if not flags[0] or any(flags[1:]):
+        return NotImplemented
+    p = _shifted(params)
+    if p is None or not any(k in params for k in ("dim", "dims")):
+        return NotImplemented
+    return apply(op, values[0], **p)
+
+
+def dim_rule(op: registry.OpDef, values: list, flags: list, params: dict, size: int) -> Any:
+    """Ops along given dims of their tensor operands (same rank): every tensor operand lifted
+    to the batch, the dims shifted (cumsum, sort, gather, scatter, ...)."""
+    if any(f and v.ndim == 1 for v, f in zip(values, flags)):
+        return NotImplemented  # 0-d samples: dim 0 is the scalar itself
+    p = _shifted(params)
+    if p is None:
+        return NotImplemented
+    args = [lift(v, f, size) if isinstance(v, Tensor) else v for v, f in zip(values, flags)]
+    return apply(op, *args, **p)
+
+
+def first_dim_rule(op: registry.OpDef, values: list, flags: list, params: dict,
+                   size: int) -> Any:
+    """Ops batched only in their first operand, along shifted dims (index_select, ...)."""
+    if any(flags[1:]) or (flags[0] and values[0].ndim == 1):
+        return NotImplemented
+    p = _shifted(params)
+    if p is None:
+        return NotImplemented
+    return apply(op, values[0], *values[1:], **p)
+
+
+def last_dims_rule(op: registry.OpDef, values: list, flags: list, params: dict,
+                   size: int) -> Any:
+    """Ops on the last dims of one operand (tril, triu): the batch dim in front changes
+    nothing."""
+    if any(flags[1:]):
+        return NotImplemented
+    return apply(op, *values, **params)
+
+
+def _reshape_rule(op, values, flags, params, size):
+    if any(flags[1:]):
+        return NotImplemented
+    return values[0].reshape((size,) + tuple(params["shape"]))
+
+
+def _shape_rule(op, values, flags, params, size):
+    """squeeze/unsqueeze/..., whose param is the result's shape."""
+    if any(flags[1:]):
+        return NotImplemented
+    return apply(op, values[0], **dict(params, shape=(size,) + tuple(params["shape"])))
+
+
+def _expand_rule(op, values, flags, params, size):
+    shape = tuple(params["shape"])
+    v = align(values[0], True, len(shape), size)
+    return apply(op, v, shape=(size,) + shape)
+
+
+def _permute_rule(op, values, flags, params, size):
+    return apply(op, values[0], dims=(0,) + tuple(d + 1 for d in params["dims"]))
+
+
+def _t_rule(op, values, flags, params, size):
+    v = values[0]
+    return v if v.ndim < 3 else v.transpose(1, 2)
+
+
+def _backward_shape_rule(op, values, flags, params, size):
+    """select_backward / slice_backward: the gradient's full shape and dim."""
+    p = _shifted(params, ("dim",))
+    p["shape"] = (size,) + tuple(params["shape"])
+    return apply(op, values[0], **p)
+
+
+def _stacking_rule(op, values, flags, params, size):
+    """cat, stack: every operand lifted, the dim shifted."""
+    args = [lift(v, f, size) for v, f in zip(values, flags)]
+    return apply(op, *args, dim=params["dim"] + 1)
+
+
+def movement_rule(op: registry.OpDef, values: list, flags: list, params: dict,
+                  size: int) -> Any:
+    """Movement ops of one tensor whose params are dims (shifted) and no shapes."""
+    if any(isinstance(v, Tensor) for v in values[1:]) or "shape" in params \
+            or "spec" in params:
+        return NotImplemented
+    p = _shifted(params)
+    if p is None:
+        return NotImplemented
+    return apply(op, values[0], **p)
+
+
+_GENERIC: dict[str, Callable] = {POINTWISE: pointwise_rule, REDUCE: reduce_rule,
+                                 MOVEMENT: movement_rule}
+
+
+# ---------------------------------------------------------------------- matrix products
+
+
+def _matmul(a: Any, fa: bool, b: Any, fb: bool) -> Any:
+    """``a @ b`` of two matrices (or stacks), each maybe batched: torch.matmul broadcasts the
+    batch dim (a batched operand against an unbatched one folds into one mm)."""
+    from ..ops.linalg import matmul
+
+    return matmul(a, b)
+
+
+def _mm_rule(op, values, flags, params, size):
+    (a, b), (fa, fb) = values, flags
+    return _matmul(a, fa, b, fb)
+
+
+def _mv_rule(op, values, flags, params, size):
+    (a, x), (fa, fx) = values, flags
+    if not fx:
+        return _matmul(a, fa, x, fx)
+    return _matmul(a, fa, x.unsqueeze(-1), True).squeeze(-1)
+
+
+def _dot_rule(op, values, flags, params, size):
+    (a, b), (fa, fb) = values, flags
+    if fa and fb:
+        return (a * b).sum(-1)
+    if fa:
+        return _matmul(a, True, b, False)
+    return _matmul(b, True, a, False)
+
+
+def _addmm_rule(op, values, flags, params, size):
+    bias, a, b = values
+    prod = _matmul(a, flags[1], b, flags[2])
+    return prod + align(bias, flags[0], 2, size)
+
+
+def _masked_fill_rule(op, values, flags, params, size):
+    """masked_fill: the result has the input's shape, so a batched mask or value lifts it; a
+    batched fill value (a 0-d tensor per sample) makes it a ``where``."""
+    if len(values) > 2 and flags[2]:
+        from ..ops.elementwise import where
+
+        x = lift(values[0], flags[0], size)
+        n = x.ndim - 1
+        return where(align(values[1], flags[1], n, size),
+                     align(values[2], True, n, size).to(x.dtype), x)
+    x = values[0] if flags[0] or not any(flags[1:]) else lift(values[0], False, size)
+    fx = flags[0] or any(flags[1:])
+    n = logical_ndim(x, fx)
+    args = [x] + [align(v, f, n, size) if f else v for v, f in zip(values[1:], flags[1:])]
+    return apply(op, *args, **params)
+
+
+def _vector_norm_rule(op, values, flags, params, size):
+    if any(flags[1:]):
+        return NotImplemented
+    v = values[0]
+    dims = params["dims"]
+    dims = tuple(range(1, v.ndim)) if dims is None else tuple(d + 1 for d in dims)
+    return apply(op, v, **dict(params, dims=dims))
+
+
+def _nll_loss_rule(op, values, flags, params, size):
+    """nll_loss of each sample: one unreduced nll_loss over all the batch's rows, then each
+    sample's sum (or weighted mean)."""
+    from ..ops.elementwise import where
+
+    logp, target, weight = values
+    if flags[2]:
+        return NotImplemented
+    logp, target = lift(logp, flags[0], size), lift(target, flags[1], size)
+    classes = logp.shape[-1]
+    rows = apply(op, logp.reshape(-1, classes), target.reshape(-1), weight, reduction="none",
+                 ignore_index=params["ignore_index"])
+    per_sample = rows.reshape(tuple(target.shape))  # (B,) or (B, N)
+    reduction = params["reduction"]
+    if reduction == "none":
+        return per_sample
+    if per_sample.ndim == 1:
+        per_sample = per_sample.unsqueeze(1)
+        target = target.unsqueeze(1)
+    total = per_sample.sum(1)
+    if reduction == "sum":
+        return total
+    valid = target != params["ignore_index"]
+    if weight is None:
+        w = valid.to(logp.dtype)
+    else:
+        w = where(valid, weight.index_select(0, where(valid, target, 0).reshape(-1))
+                  .reshape(tuple(target.shape)), 0.0).to(logp.dtype)
+    return total / w.sum(1)
+
+
+def _index_rule(op, values, flags, params, size):
+    """Advanced indexing of a batched tensor by unbatched indices: a full slice in front for
+    the batch dim. NumPy puts the indexed dims first when the advanced indices are not
+    adjacent; then the batch dim is moved back to the front."""
+    if any(flags[1:]):
+        return NotImplemented
+    spec = params["spec"]
+    advanced = [i for i, e in enumerate(spec)
+                if (isinstance(e, tuple) and e[0] == "t") or isinstance(e, int)]
+    out = apply(op, *values, **dict(params, spec=(("slice", None, None, None),) + spec))
+    if advanced and advanced[-1] - advanced[0] + 1 != len(advanced):
+        k = max((values[1 + e[1]].ndim for e in spec if isinstance(e, tuple) and e[0] == "t"),
+                default=0)
+        out = out.movedim(k, 0)
+    return out
+
+
+def _lifted_pointwise_rule(op, values, flags, params, size):
+    """Broadcasting ops whose shape rule reads only some operands (normal(mean, std, noise)):
+    every tensor operand lifted to the batch and aligned."""
+    n = _tensor_ndims(values, flags)
+    args = [align(lift(v, f, size), True, n, size) if isinstance(v, Tensor) else v
+            for v, f in zip(values, flags)]
+    return apply(op, *args, **params)
+
+
+def _adjacent(spec: tuple) -> bool:
+    advanced = [i for i, e in enumerate(spec)
+                if (isinstance(e, tuple) and e[0] == "t") or isinstance(e, int)]
+    return not advanced or advanced[-1] - advanced[0] + 1 == len(advanced)
+
+
+def _index_put_rule(op, values, flags, params, size):
+    """``x[idx] = v`` (or ``+=``) per sample: the batch dim gets a full slice in front."""
+    if any(flags[2:]) or not _adjacent(params["spec"]):
+        return NotImplemented
+    x, v, *idx = values
+    x = lift(x, flags[0], size)
+    sample = registry.Meta(tuple(x.shape[1:]), x.dtype)
+    indexed = len(OPS["index"].meta(sample, *idx, spec=params["spec"])[0])
+    v = align(v, flags[1], indexed, size)
+    return apply(op, x, v, *idx, **dict(params, spec=(("slice", None, None, None),)
+                                       + params["spec"]))
+
+
+_RULES: dict[str, Callable] = {
+    "index_put": _index_put_rule,
+    "normal_tensor_float": _lifted_pointwise_rule, "normal_float_tensor": _lifted_pointwise_rule,
+    "normal_tensor_tensor": _lifted_pointwise_rule,
+    "index": _index_rule,
+    "nll_loss": _nll_loss_rule,
+    "view": _reshape_rule, "unsafe_view": _reshape_rule, "reshape_alias": _reshape_rule,
+    "squeeze": _shape_rule, "squeeze_dim": _shape_rule, "squeeze_dims": _shape_rule,
+    "squeeze_dim_": _shape_rule, "unsqueeze": _shape_rule,
+    "expand": _expand_rule, "permute": _permute_rule, "t": _t_rule,
+    "select_backward": _backward_shape_rule, "slice_backward": _backward_shape_rule,
+    "cat": _stacking_rule, "stack": _stacking_rule,
+    "mm": _mm_rule, "bmm": _mm_rule, "mv": _mv_rule, "dot": _dot_rule, "addmm": _addmm_rule,
+    "masked_fill": _masked_fill_rule, "masked_fill_tensor": _masked_fill_rule,
+    "cumsum": dim_rule, "cumprod": dim_rule, "sort": dim_rule, "argsort": dim_rule,
+    "topk": dim_rule, "argtopk": dim_rule, "gather": dim_rule, "scatter": dim_rule,
+    "scatter_add": dim_rule, "scatter_value": dim_rule, "index_add": first_dim_rule,
+    "index_select": first_dim_rule, "linalg_vector_norm": _vector_norm_rule,
+    "tril": last_dims_rule, "triu": last_dims_rule,
+}
+
+
+def register_rules() -> None:
+    """Sets ``OpDef.batch`` of the ops above (called once, when jitgrad.func is imported)."""
+    for name, rule in _RULES.items():
+        op = OPS.get(name)
+        if op is not None and op.batch is None:
+            op.batch = rule
+
+
+register_rules()
