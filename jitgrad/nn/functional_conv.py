@@ -272,8 +272,13 @@ def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
         raise RuntimeError(
             f"running_{'mean' if running_mean is None else 'var'} must be defined in "
             "evaluation mode")
-    out, mean, var = _bn.native_batch_norm(input, weight, bias, running_mean, running_var,
-                                           training, eps)
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and tuple(t.shape) != (input.shape[1],):
+            raise RuntimeError(f"{name} should contain {input.shape[1]} elements not {t.numel()}")
+    # in training the op reads no running statistic (they are updated in place just below)
+    out, mean, var = _bn.native_batch_norm(input, weight, bias,
+                                           None if training else running_mean,
+                                           None if training else running_var, training, eps)
     if training and (running_mean is not None or running_var is not None):
         n = input.numel() // input.shape[1]
         with no_grad():
