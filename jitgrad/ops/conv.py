@@ -33,7 +33,11 @@ def _as2d(x: np.ndarray, stride, padding, dilation):
 def _pad(x: np.ndarray, padding) -> np.ndarray:
     if not any(lo or hi for lo, hi in padding):
         return x
-    return np.pad(x, ((0, 0), (0, 0)) + tuple(padding))
+    (t, b), (lf, r) = padding
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, h + t + b, w + lf + r), dtype=x.dtype)  # (np.pad is slower)
+    out[:, :, t:t + h, lf:lf + w] = x
+    return out
 
 
 def out_size(n: int, k: int, s: int, pad: tuple, d: int) -> int:
