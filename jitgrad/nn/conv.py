@@ -41,9 +41,11 @@ class _ConvNd(Module):
             raise ValueError("out_channels must be divisible by groups")
         stride, dilation = _ntuple(stride, n), _ntuple(dilation, n)
         if isinstance(padding, str):
-            if padding not in ("valid", "same"):
+            valid_padding_strings = {"same", "valid"}  # (torch prints this set)
+            if padding not in valid_padding_strings:
                 raise ValueError(
-                    f"Invalid padding string {padding!r}, should be one of {{'valid', 'same'}}")
+                    f"Invalid padding string {padding!r}, should be one of "
+                    f"{valid_padding_strings}")
             if padding == "same" and any(s != 1 for s in stride):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         else:
