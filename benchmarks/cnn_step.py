@@ -112,7 +112,8 @@ def main(argv: list[str] | None = None) -> dict[str, float]:
     torch_step = _torch_step(params, x, y)
     if torch_step is not None:
         steps["torch eager"] = torch_step
-    losses = {name: [float(step().detach()) for _ in range(3)] for name, step in steps.items()}  # warm-up
+    # warm-up, and the same losses from the same weights
+    losses = {name: [float(step().detach()) for _ in range(3)] for name, step in steps.items()}
     first = losses["jitgrad eager"]
     for name, got in losses.items():
         if not np.allclose(got, first, rtol=1e-4, atol=1e-5):

@@ -200,7 +200,8 @@ def test_errors_match_torch(call):
 MODULES = ["Conv2d(3, 4, 3)",
            "Conv2d(4, 4, (3, 2), stride=2, padding=1, dilation=2, groups=2, bias=False)",
            "Conv2d(4, 4, 3, padding='same')", "Conv1d(3, 4, 5, padding='valid')",
-           "Conv1d(3, 4, 5, stride=2, padding=1)", "MaxPool2d(2)", "MaxPool2d(3, 2, 1, 2, True, True)",
+           "Conv1d(3, 4, 5, stride=2, padding=1)", "MaxPool2d(2)",
+           "MaxPool2d(3, 2, 1, 2, True, True)",
            "AvgPool2d(2)", "AvgPool2d((2, 3), 1, 1, True, False, 2)",
            "AdaptiveAvgPool2d((3, None))", "AdaptiveAvgPool2d(1)"]
 
@@ -208,7 +209,7 @@ MODULES = ["Conv2d(3, 4, 3)",
 @pytest.mark.parametrize("spec", MODULES)
 def test_module_repr_and_state_dict_keys_match_torch(spec):
     torch = pytest.importorskip("torch")
-    t, j = eval("torch.nn." + spec), eval("jitgrad.nn." + spec)
+    t, j = eval("torch.nn." + spec, {"torch": torch}), eval("jitgrad.nn." + spec)
     assert repr(j) == repr(t)
     assert list(j.state_dict()) == list(t.state_dict())
     for name, p in t.named_parameters():
@@ -255,7 +256,7 @@ def test_jit_of_a_cnn_forward_and_backward_equals_eager(backend):
     jitted.load_state_dict(eager.state_dict())
     rng = np.random.default_rng(9)
     fn = jitgrad.jit(lambda x, y: F.cross_entropy(jitted(x), y), backend=backend)
-    for step in range(3):  # the same trace reused; BatchNorm's running stats written back
+    for _ in range(3):  # the same trace reused; BatchNorm's running stats written back
         x = jitgrad.tensor(rng.standard_normal((4, 1, 8, 8)), dtype=jitgrad.float32)
         y = jitgrad.tensor(rng.integers(0, 3, 4))
         le, lj = F.cross_entropy(eager(x), y), fn(x, y)
