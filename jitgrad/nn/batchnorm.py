@@ -69,8 +69,11 @@ class _BatchNorm(Module):
         factor = 0.0 if self.momentum is None else self.momentum
         if self.training and self.track_running_stats and self.num_batches_tracked is not None:
             self.num_batches_tracked.add_(1)
-            factor = 1.0 / float(self.num_batches_tracked) if self.momentum is None \
-                else self.momentum
+            if self.momentum is None:  # cumulative average: a tensor (traceable by jit)
+                dt = self.running_mean.dtype if self.running_mean is not None else None
+                factor = 1.0 / self.num_batches_tracked.to(dt or dtypes.get_default_dtype())
+            else:
+                factor = self.momentum
         bn_training = self.training or (self.running_mean is None and self.running_var is None)
         use_running = not self.training or self.track_running_stats
         return F.batch_norm(input, self.running_mean if use_running else None,

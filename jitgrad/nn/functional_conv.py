@@ -282,8 +282,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
     if training and (running_mean is not None or running_var is not None):
         n = input.numel() // input.shape[1]
         with no_grad():
+            # (momentum may be a 0-d tensor: BatchNorm's cumulative average under jit)
             if running_mean is not None:
-                running_mean.mul_(1 - momentum).add_(mean.detach(), alpha=momentum)
+                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
             if running_var is not None:
-                running_var.mul_(1 - momentum).add_(var.detach(), alpha=momentum * n / (n - 1))
+                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * (n / (n - 1))))
     return out
