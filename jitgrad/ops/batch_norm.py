@@ -4,7 +4,8 @@
 every dimension but the channels (dim 1) and returns ``(out, mean, var)``: in training the batch
 mean and biased variance (what the caller folds into the running statistics, in place), in eval
 the running statistics used. Only ``out`` carries a gradient; its VJP is written in jitgrad ops
-(recomputing the statistics from the saved input), so it differentiates to any order.
+(recomputing the statistics from the saved input), so it differentiates to any order; a plain
+first-order eager backward takes a one-op NumPy shortcut (``native_batch_norm_backward``).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.op_node import OUTPUTS_REQUIRING_GRAD
-from .registry import OPAQUE, apply, defop
+from .registry import OPAQUE, apply, defop, state
 
 
 def _channel_shape(ndim: int) -> tuple:
@@ -39,8 +40,46 @@ def _bn_impl(x, weight, bias, running_mean, running_var, training, eps):
     return out.astype(dt, copy=False), mean.astype(dt), var.astype(dt)
 
 
+def _bn_backward_impl(g, x, weight, running_mean, running_var, training, eps):
+    """(grad input, grad weight, grad bias) in NumPy: the first-order backward in one op."""
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = _channel_shape(x.ndim)
+    if training:
+        mean = x.mean(axis=dims)
+        centered = x - mean.reshape(shape)
+        var = np.mean(centered * centered, axis=dims)
+    else:
+        centered = x - running_mean.reshape(shape)
+        var = running_var
+    rstd = (1.0 / np.sqrt(var + eps)).reshape(shape)
+    xhat = centered * rstd
+    gsum = g.sum(axis=dims)
+    gxhat = (g * xhat).sum(axis=dims)
+    scale = rstd if weight is None else rstd * weight.reshape(shape)
+    if training:
+        m = x.size // x.shape[1]
+        gx = scale * (g - (gsum.reshape(shape) + xhat * gxhat.reshape(shape)) / m)
+    else:
+        gx = g * scale
+    dt = x.dtype
+    return gx.astype(dt, copy=False), gxhat.astype(dt), gsum.astype(dt)
+
+
+# Only for a first-order backward in the eager engine (nothing differentiates its result): one
+# NumPy op instead of ~20. Under create_graph or jit the VJP below uses jitgrad ops instead.
+NATIVE_BATCH_NORM_BACKWARD = defop(
+    "native_batch_norm_backward", _bn_backward_impl, kind=OPAQUE, n_outputs=3,
+    meta=lambda g, x, *a, **p: ((tuple(x.shape), (x.shape[1],), (x.shape[1],)),
+                                (x.dtype,) * 3))
+
+
 def _bn_vjp(grads, ans, x, weight, bias, running_mean, running_var, training, eps):
     g = grads[0]
+    if not state.grad_enabled and not state.traces:
+        gx, gw, gb = apply(NATIVE_BATCH_NORM_BACKWARD, g, x, weight, running_mean, running_var,
+                           training=training, eps=eps)
+        return gx, gw if weight is not None else None, gb if bias is not None else None, \
+            None, None
     dims = (0,) + tuple(range(2, x.ndim))
     shape = _channel_shape(x.ndim)
     if training:

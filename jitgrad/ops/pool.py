@@ -1,8 +1,8 @@
 """2-d pooling as opaque ops over strided window views: max, average and adaptive average.
 
 * ``max_pool2d`` returns (values, flat indices into each input plane), torch's
-  ``MaxPool2DWithIndicesBackward0``; its VJP scatters the gradient to the indices
-  (``scatter_add``, whose own VJP is a gather), so it differentiates to any order.
+  ``MaxPool2DWithIndicesBackward0``; its VJP scatters the gradient to the indices (an op whose
+  own VJP is a gather), so it differentiates to any order.
 * ``avg_pool2d`` and ``adaptive_avg_pool2d`` are linear; each has a ``*_backward`` op (its
   adjoint, a col2im) whose VJP is the forward op again.
 
@@ -52,25 +52,43 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     out_hw = _out_hw(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     win = _windows(x, kernel_size, stride, padding, dilation, out_hw, fill)
-    flat = win.reshape(win.shape[:-2] + (-1,))
-    arg = flat.argmax(-1)
-    values = np.take_along_axis(flat, arg[..., None], -1)[..., 0]
-    kw = kernel_size[1]
-    rows = (np.arange(out_hw[0])[:, None] * stride[0] - padding[0]) + (arg // kw) * dilation[0]
-    cols = (np.arange(out_hw[1]) * stride[1] - padding[1]) + (arg % kw) * dilation[1]
-    return np.ascontiguousarray(values), (rows * x.shape[-1] + cols).astype(np.int64)
+    # one pass per kernel position (a few, each vectorised over the whole output): the first
+    # maximum wins, and NaN propagates (as torch's kernel: ``v > best or isnan(v)``)
+    kh, kw = kernel_size
+    best = win[..., 0, 0].copy()
+    arg = np.zeros(best.shape, dtype=np.int64)
+    for k in range(1, kh * kw):
+        v = win[..., k // kw, k % kw]
+        better = v > best
+        if x.dtype.kind == "f":
+            better |= np.isnan(v) & ~np.isnan(best)
+        np.copyto(best, v, where=better)
+        arg[better] = k
+    w = x.shape[-1]
+    offsets = np.array([(k // kw) * dilation[0] * w + (k % kw) * dilation[1]
+                        for k in range(kh * kw)], dtype=np.int64)
+    base = ((np.arange(out_hw[0]) * stride[0] - padding[0])[:, None] * w +
+            (np.arange(out_hw[1]) * stride[1] - padding[1]))
+    return best, base + offsets[arg]
+
+
+def _max_pool_backward_impl(g, indices, input_size):
+    """Sums ``g`` into each plane at ``indices`` (one bincount over all planes)."""
+    h, w = input_size
+    planes = int(np.prod(g.shape[:-2], dtype=np.int64))
+    flat = (indices.reshape(planes, -1) + (np.arange(planes) * (h * w))[:, None]).ravel()
+    out = np.bincount(flat, weights=g.reshape(-1), minlength=planes * h * w)
+    return out.astype(g.dtype, copy=False).reshape(g.shape[:-2] + (h, w))
+
+
+def _gather_at(h, indices, out_shape):
+    """``h``'s values at each plane's ``indices`` (the adjoint of the backward's scatter)."""
+    lead = tuple(out_shape[:-2])
+    return h.reshape(lead + (-1,)).gather(-1, indices.reshape(lead + (-1,))).reshape(out_shape)
 
 
 def _max_pool_vjp(grads, ans, x, kernel_size, stride, padding, dilation, ceil_mode):
-    from .creation import zeros
-    from .indexing import scatter_add
-
-    g, idx = grads[0], ans[1]
-    lead = tuple(x.shape[:-2])
-    plane = x.shape[-2] * x.shape[-1]
-    out = scatter_add(zeros(lead + (plane,), dtype=g.dtype), -1, idx.reshape(lead + (-1,)),
-                      g.reshape(lead + (-1,)))
-    return (out.reshape(tuple(x.shape)),)
+    return (apply(MAX_POOL2D_BACKWARD, grads[0], ans[1], input_size=tuple(x.shape[-2:])),)
 
 
 def _max_pool_meta(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -85,6 +103,12 @@ def _int64():
     return dtypes.int64
 
 
+# the scatter of max pooling's VJP; its own VJP is the gather at the same indices
+MAX_POOL2D_BACKWARD = defop(
+    "max_pool2d_with_indices_backward", _max_pool_backward_impl, kind=OPAQUE, save=(1,),
+    meta=lambda g, indices, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
+    node_name="MaxPool2DWithIndicesBackwardBackward0",
+    vjp=(lambda h, ans, g, indices, input_size: _gather_at(h, indices, tuple(g.shape)), None))
 MAX_POOL2D = defop("max_pool2d_with_indices", _max_pool_impl, kind=OPAQUE, meta=_max_pool_meta,
                    n_outputs=2, save_output=True, vjp=_max_pool_vjp,
                    node_name="MaxPool2DWithIndicesBackward0")
