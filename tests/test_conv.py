@@ -282,3 +282,18 @@ def test_train_cnn_example_runs_and_learns():
             if "test accuracy" in line}
     assert set(accs) == {"eager", "jit"}
     assert accs["eager"] == accs["jit"] and accs["eager"] > 0.8  # chance: 0.1
+
+
+def test_max_pool_nan_ties_and_double_backward():
+    torch = pytest.importorskip("torch")
+    x = np.array([[[[1.0, 3.0, 3.0, 0.0], [2.0, np.nan, 3.0, 3.0], [5.0, 5.0, -1.0, -2.0],
+                    [5.0, 4.0, -3.0, -2.0]]]])
+    jv, ji = F.max_pool2d(jitgrad.tensor(x), 2, return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(torch.tensor(x), 2, return_indices=True)
+    np.testing.assert_array_equal(jv.numpy(), tv.numpy())  # (NaN == NaN here)
+    np.testing.assert_array_equal(ji.numpy(), ti.numpy())
+    xg = jitgrad.tensor(np.random.default_rng(10).standard_normal((1, 2, 5, 5)),
+                        requires_grad=True)
+    assert gradgradcheck(lambda t: F.max_pool2d(t, 3, 2, 1) ** 2, (xg,))
+    y = F.max_pool2d(jitgrad.tensor(x[:, :, :2, :2].copy()) * 1, 1)
+    assert not np.may_share_memory(y.numpy(), x)

@@ -52,18 +52,21 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     out_hw = _out_hw(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     win = _windows(x, kernel_size, stride, padding, dilation, out_hw, fill)
-    # one pass per kernel position (a few, each vectorised over the whole output): the first
-    # maximum wins, and NaN propagates (as torch's kernel: ``v > best or isnan(v)``)
+    # a few passes per kernel position, each vectorised over the whole output: the maximum
+    # (NaN propagates, as in torch), then the first position holding it (the last write wins)
     kh, kw = kernel_size
-    best = win[..., 0, 0].copy()
+    n_k = kh * kw
+    best = win[..., 0, 0]
+    for k in range(1, n_k):
+        best = np.maximum(best, win[..., k // kw, k % kw])
+    best = np.ascontiguousarray(best) if n_k > 1 else best.copy()  # never a view of x
     arg = np.zeros(best.shape, dtype=np.int64)
-    for k in range(1, kh * kw):
+    for k in range(n_k - 1, -1, -1):
         v = win[..., k // kw, k % kw]
-        better = v > best
+        hit = v == best
         if x.dtype.kind == "f":
-            better |= np.isnan(v) & ~np.isnan(best)
-        np.copyto(best, v, where=better)
-        arg[better] = k
+            hit |= np.isnan(v)
+        arg = np.where(hit, k, arg)
     w = x.shape[-1]
     offsets = np.array([(k // kw) * dilation[0] * w + (k % kw) * dilation[1]
                         for k in range(kh * kw)], dtype=np.int64)
