@@ -152,7 +152,8 @@ def test_max_pool1d_matches_torch():
 
 @pytest.mark.parametrize("fn,cfg", [(F.avg_pool2d, dict(kernel_size=3, stride=2, padding=1,
                                                          ceil_mode=True)),
-                                    (F.adaptive_avg_pool2d, dict(output_size=(3, 2)))], ids=str)
+                                    (F.adaptive_avg_pool2d, dict(output_size=(3, 2)))],
+                         ids=["avg_pool2d", "adaptive_avg_pool2d"])
 def test_linear_pooling_gradgradcheck(fn, cfg):
     x = jitgrad.tensor(np.random.default_rng(6).standard_normal((1, 2, 5, 5)),
                        requires_grad=True)
@@ -177,6 +178,8 @@ BAD_CALLS = [
                                          lib.ones(2, 3, 3, 3)),
     lambda lib: lib.nn.functional.conv1d(lib.ones(2, 3, 6, 6), lib.ones(2, 3, 3)),
     lambda lib: lib.nn.functional.max_pool2d(lib.ones(3, 4), 2),
+    lambda lib: lib.nn.functional.max_pool1d(lib.ones(2, 3, 4, 5), 2),
+    lambda lib: lib.nn.functional.avg_pool2d(lib.ones(2, 3, 4, 4), 2, divisor_override=0),
     lambda lib: lib.nn.functional.max_pool2d(lib.ones(2, 3, 6, 6), 2, padding=2),
     lambda lib: lib.nn.functional.max_pool2d(lib.ones(2, 3, 6, 6), 7),
     lambda lib: lib.nn.functional.max_pool2d(lib.ones(2, 3, 6, 6), 2, stride=0),

@@ -189,7 +189,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         return v if v is None else (1, _tuple(v, 1, "kernel_size")[0])
     if input.ndim not in (2, 3):
         raise RuntimeError(
-            f"max_pool1d() Expected 2D or 3D input tensor, but got {list(input.shape)}")
+            "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+            f"for input, but got:{list(input.shape)}")
     out = max_pool2d(input.unsqueeze(-2), one(kernel_size), one(stride),
                      (0, _tuple(padding, 1, "padding")[0]), (1, _tuple(dilation, 1, "dilation")[0]),
                      ceil_mode, True)
