@@ -300,3 +300,32 @@ def test_max_pool_nan_ties_and_double_backward():
     assert gradgradcheck(lambda t: F.max_pool2d(t, 3, 2, 1) ** 2, (xg,))
     y = F.max_pool2d(jitgrad.tensor(x[:, :, :2, :2].copy()) * 1, 1)
     assert not np.may_share_memory(y.numpy(), x)
+
+
+@pytest.mark.parametrize("name", ["conv2d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+                                  "batch_norm"])
+def test_forward_mode_matches_torch(name):
+    torch = pytest.importorskip("torch")
+    fw = jitgrad.autograd.forward_ad
+    rng = np.random.default_rng(11)
+    calls = {"conv2d": (lambda F_, a, w, b: F_.conv2d(a, w, b, padding=1, groups=2, stride=2),
+                        [(2, 4, 6, 6), (4, 2, 3, 3), (4,)]),
+             "max_pool2d": (lambda F_, a: F_.max_pool2d(a, 2), [(2, 4, 6, 6)]),
+             "avg_pool2d": (lambda F_, a: F_.avg_pool2d(a, 3, 2, 1), [(2, 4, 6, 6)]),
+             "adaptive_avg_pool2d": (lambda F_, a: F_.adaptive_avg_pool2d(a, (4, 3)),
+                                     [(2, 4, 6, 6)]),
+             "batch_norm": (lambda F_, a, w, b: F_.batch_norm(a, None, None, w, b, True),
+                            [(2, 4, 6, 6), (4,), (4,)])}
+    fn, shapes = calls[name]
+    primals = [rng.standard_normal(s) for s in shapes]
+    tangents = [rng.standard_normal(s) for s in shapes]
+    with fw.dual_level():
+        out = fn(F, *[fw.make_dual(jitgrad.tensor(p), jitgrad.tensor(t))
+                      for p, t in zip(primals, tangents)])
+        got = fw.unpack_dual(out).tangent.numpy()
+    tfw = torch.autograd.forward_ad
+    with tfw.dual_level():
+        out = fn(torch.nn.functional, *[tfw.make_dual(torch.tensor(p), torch.tensor(t))
+                                        for p, t in zip(primals, tangents)])
+        want = tfw.unpack_dual(out).tangent.numpy()
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)

@@ -15,9 +15,6 @@ from .parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d"]
 
-_PADDING_MODES = {"zeros", "reflect", "replicate", "circular"}
-
-
 def _ntuple(v: Any, n: int) -> tuple:
     return (v,) * n if isinstance(v, int) else tuple(v)
 
@@ -50,9 +47,10 @@ class _ConvNd(Module):
                 raise ValueError("padding='same' is not supported for strided convolutions")
         else:
             padding = _ntuple(padding, n)
-        if padding_mode not in _PADDING_MODES:
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}  # (as torch)
+        if padding_mode not in valid_padding_modes:
             raise ValueError(
-                f"padding_mode must be one of {_PADDING_MODES}, but got "
+                f"padding_mode must be one of {valid_padding_modes}, but got "
                 f"padding_mode='{padding_mode}'")
         if padding_mode != "zeros":
             raise NotImplementedError(

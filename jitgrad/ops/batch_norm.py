@@ -128,3 +128,30 @@ def native_batch_norm(x, weight, bias, running_mean, running_var, training: bool
     """``(out, mean, var)`` of batch normalisation over all dims but dim 1."""
     return apply(NATIVE_BATCH_NORM, x, weight, bias, running_mean, running_var,
                  training=bool(training), eps=float(eps))
+
+
+def _bn_jvp(tangents, ans, x, weight, bias, running_mean, running_var, training, eps):
+    tx, tw, tb = tangents[:3]
+    dims = (0,) + tuple(range(2, x.ndim))
+    shape = _channel_shape(x.ndim)
+    if training:
+        centered = x - x.mean(dims, keepdim=True)
+        rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    else:
+        centered = x - running_mean.reshape(shape)
+        rstd = (running_var.reshape(shape) + eps).rsqrt()
+    xhat = centered * rstd
+    out = None
+    if tx is not None:
+        out = rstd * (tx - tx.mean(dims, keepdim=True) -
+                      xhat * (xhat * tx).mean(dims, keepdim=True)) if training else rstd * tx
+        if weight is not None:
+            out = out * weight.reshape(shape)
+    for term in (xhat * tw.reshape(shape) if tw is not None else None,
+                 tb.reshape(shape) if tb is not None else None):
+        if term is not None:
+            out = term if out is None else out + term
+    return out, None, None
+
+
+NATIVE_BATCH_NORM.jvp = _bn_jvp

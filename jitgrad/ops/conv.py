@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import OPAQUE, apply, defop
+from .registry import BILINEAR, OPAQUE, apply, defop
 
 
 def _as2d(x: np.ndarray, stride, padding, dilation):
@@ -170,3 +170,22 @@ CONV_WEIGHT_GRAD = defop(
     save=(0, 1), node_name="ConvolutionBackwardBackward0",
     vjp=(lambda k, ans, x, g, kernel_size, **p: _grad_input(g, k, x.shape[2:], **p),
          lambda k, ans, x, g, kernel_size, **p: convolution(x, k, None, **p)))
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+
+
+def _conv_jvp(tangents, ans, x, w, b, **p):
+    tx, tw, tb = tangents
+    out = convolution(tx, w, None, **p) if tx is not None else None
+    if tw is not None:
+        term = convolution(x, tw, None, **p)
+        out = term if out is None else out + term
+    if tb is not None:
+        term = tb.reshape((1, -1) + (1,) * (len(p["stride"])))
+        out = term if out is None else out + term
+    return out
+
+
+CONVOLUTION.jvp = _conv_jvp
+CONV_INPUT_GRAD.jvp = CONV_WEIGHT_GRAD.jvp = BILINEAR

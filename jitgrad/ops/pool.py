@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import OPAQUE, apply, defop
+from .registry import LINEAR, OPAQUE, apply, defop
 
 
 def pool_out_size(n: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:
@@ -233,3 +233,11 @@ ADAPTIVE_AVG_POOL2D_BACKWARD = defop(
 def adaptive_avg_pool2d(x, output_size: tuple):
     """2-d adaptive average pooling to ``output_size`` (an int pair)."""
     return apply(ADAPTIVE_AVG_POOL2D, x, output_size=output_size)
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+
+MAX_POOL2D.jvp = lambda ts, ans, x, **p: (
+    None if ts[0] is None else _gather_at(ts[0], ans[1], tuple(ans[0].shape)), None)
+MAX_POOL2D_BACKWARD.jvp = AVG_POOL2D.jvp = AVG_POOL2D_BACKWARD.jvp = LINEAR
+ADAPTIVE_AVG_POOL2D.jvp = ADAPTIVE_AVG_POOL2D_BACKWARD.jvp = LINEAR
