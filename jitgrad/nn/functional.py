@@ -311,3 +311,9 @@ def _cross_entropy_probs(logp: Tensor, target: Tensor, weight: Tensor | None,
         return -prod.sum()
     batch = logp.numel() // n_classes if n_classes else 0
     return -prod.sum() / batch if batch else -prod.sum() * float("nan")
+
+
+from .functional_conv import *  # noqa: E402, F401, F403 - conv, pooling, batch_norm
+from .functional_conv import __all__ as _conv_all  # noqa: E402
+
+__all__ += _conv_all

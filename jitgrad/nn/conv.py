@@ -1,0 +1,145 @@
+"""Convolution layers: Conv1d and Conv2d, with torch's arguments, initialization and repr."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from .. import dtypes
+from ..ops.creation import empty
+from ..tensor import Tensor
+from . import functional_conv as F
+from . import init
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["Conv1d", "Conv2d"]
+
+def _ntuple(v: Any, n: int) -> tuple:
+    return (v,) * n if isinstance(v, int) else tuple(v)
+
+
+class _ConvNd(Module):
+    """The parameters, checks and repr shared by Conv1d and Conv2d."""
+
+    _dims = 2
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
+                 padding_mode: str = "zeros", device: Any = None,
+                 dtype: dtypes.dtype | None = None) -> None:
+        super().__init__()
+        n = self._dims
+        if groups <= 0:
+            raise ValueError("groups must be a positive integer")
+        if in_channels % groups != 0:
+            raise ValueError("in_channels must be divisible by groups")
+        if out_channels % groups != 0:
+            raise ValueError("out_channels must be divisible by groups")
+        stride, dilation = _ntuple(stride, n), _ntuple(dilation, n)
+        if isinstance(padding, str):
+            valid_padding_strings = {"same", "valid"}  # (torch prints this set)
+            if padding not in valid_padding_strings:
+                raise ValueError(
+                    f"Invalid padding string {padding!r}, should be one of "
+                    f"{valid_padding_strings}")
+            if padding == "same" and any(s != 1 for s in stride):
+                raise ValueError("padding='same' is not supported for strided convolutions")
+        else:
+            padding = _ntuple(padding, n)
+        valid_padding_modes = {"zeros", "reflect", "replicate", "circular"}  # (as torch)
+        if padding_mode not in valid_padding_modes:
+            raise ValueError(
+                f"padding_mode must be one of {valid_padding_modes}, but got "
+                f"padding_mode='{padding_mode}'")
+        if padding_mode != "zeros":
+            raise NotImplementedError(
+                f"padding_mode='{padding_mode}' is not implemented in jitgrad (only 'zeros')")
+        self.in_channels = in_channels
+        self.out_channels = out_channels
+        self.kernel_size = _ntuple(kernel_size, n)
+        self.stride = stride
+        self.padding = padding
+        self.dilation = dilation
+        self.transposed = False
+        self.output_padding = (0,) * n
+        self.groups = groups
+        self.padding_mode = padding_mode
+        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size,
+                                      dtype=dtype, device=device))
+        if bias:
+            self.bias = Parameter(empty((out_channels,), dtype=dtype, device=device))
+        else:
+            self.register_parameter("bias", None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Re-draws weight and bias with torch's default initialization (kaiming uniform)."""
+        init.kaiming_uniform_(self.weight, a=math.sqrt(5))
+        if self.bias is not None:
+            fan_in, _ = init._calculate_fan_in_and_fan_out(self.weight)
+            if fan_in != 0:
+                bound = 1 / math.sqrt(fan_in)
+                init.uniform_(self.bias, -bound, bound)
+
+    def extra_repr(self) -> str:
+        s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
+        if self.padding != (0,) * len(self.padding):
+            s += ", padding={padding}"
+        if self.dilation != (1,) * len(self.dilation):
+            s += ", dilation={dilation}"
+        if self.groups != 1:
+            s += ", groups={groups}"
+        if self.bias is None:
+            s += ", bias=False"
+        if self.padding_mode != "zeros":
+            s += ", padding_mode={padding_mode}"
+        return s.format(**self.__dict__)
+
+
+class Conv1d(_ConvNd):
+    """1-d convolution over ``(N, C_in, L)`` or ``(C_in, L)`` input (torch.nn.Conv1d).
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: the kernel length.
+        stride: the stride. Default: 1.
+        padding: an int, a 1-tuple, ``'valid'`` or ``'same'``. Default: 0.
+        dilation: the spacing of the kernel's elements. Default: 1.
+        groups: blocked connections from input to output channels. Default: 1.
+        bias: whether to learn a bias. Default: True.
+        padding_mode: only ``'zeros'`` is implemented.
+        device: only ``None``/``"cpu"``.
+        dtype: parameter dtype (default: the default float dtype).
+    """
+
+    _dims = 1
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)
+
+
+class Conv2d(_ConvNd):
+    """2-d convolution over ``(N, C_in, H, W)`` or ``(C_in, H, W)`` input (torch.nn.Conv2d).
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: an int or a pair.
+        stride: an int or a pair. Default: 1.
+        padding: an int, a pair, ``'valid'`` or ``'same'``. Default: 0.
+        dilation: the spacing of the kernel's elements. Default: 1.
+        groups: blocked connections from input to output channels. Default: 1.
+        bias: whether to learn a bias. Default: True.
+        padding_mode: only ``'zeros'`` is implemented.
+        device: only ``None``/``"cpu"``.
+        dtype: parameter dtype (default: the default float dtype).
+    """
+
+    _dims = 2
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                        self.groups)

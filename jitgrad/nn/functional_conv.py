@@ -1,0 +1,291 @@
+"""``torch.nn.functional``'s convolution, pooling and batch-norm functions.
+
+Each checks its input as torch does (same error types and texts), normalises its arguments to
+int tuples and calls one opaque op (``ops/conv.py``, ``ops/pool.py``, ``ops/batch_norm.py``).
+Unbatched input gains a batch dimension around the op, as in torch (``SqueezeBackward1``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..autograd.grad_mode import no_grad
+from ..ops import batch_norm as _bn
+from ..ops import conv as _conv_ops
+from ..ops import pool as _pool
+from ..tensor import Tensor
+
+__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
+           "batch_norm"]
+
+
+def _tuple(v: Any, n: int, name: str) -> tuple:
+    if isinstance(v, int):
+        return (v,) * n
+    v = tuple(int(a) for a in v)
+    if len(v) == 1 and n > 1:
+        return v * n
+    if len(v) != n:
+        raise RuntimeError(
+            f"expected {name} to be a single integer value or a list of {n} values to match "
+            f"the convolution dimensions, but got {name}={list(v)}")
+    return v
+
+
+def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, padding: Any,
+          dilation: Any, groups: int, n: int) -> Tensor:
+    name = f"conv{n}d"
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got "
+            f"input of size: {list(input.shape)}")
+    batched = input.ndim == n + 2
+    spatial = weight.ndim - 2
+    stride = _tuple(stride, spatial, "stride")
+    dilation = _tuple(dilation, spatial, "dilation")
+    if any(s <= 0 for s in stride):
+        raise RuntimeError("non-positive stride is not supported")
+    if any(d <= 0 for d in dilation):
+        raise RuntimeError("non-positive dilation is not supported")
+    ksize = tuple(weight.shape[2:])
+    if isinstance(padding, str):
+        if padding == "valid":
+            pads = ((0, 0),) * spatial
+        elif padding == "same":
+            if any(s != 1 for s in stride):
+                raise RuntimeError("padding='same' is not supported for strided convolutions")
+            pads = []
+            for k, d in zip(ksize, dilation):
+                total = d * (k - 1)
+                pads.append((total // 2, total - total // 2))
+            pads = tuple(pads)
+            if any(lo != hi for lo, hi in pads):
+                warnings.warn(
+                    "Using padding='same' with even kernel lengths and odd dilation may require "
+                    "a zero-padded copy of the input be created", stacklevel=3)
+        else:
+            raise RuntimeError(f"Invalid padding string: '{padding}'")
+    else:
+        pads = tuple((p, p) for p in _tuple(padding, spatial, "padding"))
+        if any(p < 0 for p, _ in pads):
+            raise RuntimeError("negative padding is not supported")
+    x = input if batched else input.unsqueeze(0)
+    c = x.shape[1]
+    if weight.shape[1] * groups != c:
+        raise RuntimeError(
+            f"Given groups={groups}, weight of size {list(weight.shape)}, expected "
+            f"input{list(x.shape)} to have {weight.shape[1] * groups} channels, but got {c} "
+            "channels instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0,"
+            f" but got weight of size {list(weight.shape)} instead")
+    if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+        raise RuntimeError(
+            f"Given weight of size {list(weight.shape)}, expected bias to be 1-dimensional "
+            f"with {weight.shape[0]} elements, but got bias of size {list(bias.shape)} instead")
+    padded = tuple(s + lo + hi for s, (lo, hi) in zip(x.shape[2:], pads))
+    effective = tuple(d * (k - 1) + 1 for k, d in zip(ksize, dilation))
+    if any(p < k for p, k in zip(padded, effective)):
+        raise RuntimeError(
+            f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
+            f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater "
+            "than actual input size")
+    out = _conv_ops.convolution(x, weight, bias, stride, pads, dilation, groups)
+    return out if batched else out.squeeze(0)
+
+
+def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """1-d convolution (cross-correlation) of ``(N, C, L)`` or ``(C, L)`` input.
+
+    Args:
+        input: the input.
+        weight: ``(out_channels, in_channels / groups, kL)``.
+        bias: optional ``(out_channels,)``.
+        stride: an int or a 1-tuple.
+        padding: an int, a 1-tuple, ``'valid'`` or ``'same'``.
+        dilation: an int or a 1-tuple.
+        groups: the number of blocked connections from input to output channels.
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 1)
+
+
+def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002
+           padding: Any = 0, dilation: Any = 1, groups: int = 1) -> Tensor:
+    """2-d convolution (cross-correlation) of ``(N, C, H, W)`` or ``(C, H, W)`` input.
+
+    Args:
+        input: the input.
+        weight: ``(out_channels, in_channels / groups, kH, kW)``.
+        bias: optional ``(out_channels,)``.
+        stride: an int or a pair.
+        padding: an int, a pair, ``'valid'`` or ``'same'``.
+        dilation: an int or a pair.
+        groups: the number of blocked connections from input to output channels.
+    """
+    return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+# ---------------------------------------------------------------- pooling
+
+
+def _pair(v: Any) -> tuple:
+    if isinstance(v, int):
+        return (v, v)
+    v = tuple(int(a) for a in v)
+    return v * 2 if len(v) == 1 else v
+
+
+def _pool_args(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode, kind):
+    k = _pair(kernel_size)
+    s = k if stride is None or (not isinstance(stride, int) and len(stride) == 0) \
+        else _pair(stride)
+    p, d = _pair(padding), _pair(dilation)
+    if any(v == 0 for v in s):
+        raise RuntimeError("stride should not be zero")
+    for pi, ki, di in zip(p, k, d):
+        if pi > (di * (ki - 1) + 1) // 2:
+            raise RuntimeError(
+                f"pad should be at most half of effective kernel size, but got pad={pi}, "
+                f"kernel_size={ki} and dilation={di}")
+    if input.ndim not in (3, 4) or input.numel() == 0 and kind == "max":
+        raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    out = tuple(_pool.pool_out_size(n, ki, si, pi, di, ceil_mode)
+                for n, ki, si, pi, di in zip(input.shape[-2:], k, s, p, d))
+    if any(o < 1 for o in out):
+        c = input.shape[-3]
+        raise RuntimeError(
+            f"Given input size: ({c}x{input.shape[-2]}x{input.shape[-1]}). Calculated output "
+            f"size: ({c}x{out[0]}x{out[1]}). Output size is too small")
+    return k, s, p, d
+
+
+def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """2-d max pooling; with ``return_indices`` also the flat index of each maximum in its plane.
+
+    Args:
+        input: ``(N, C, H, W)`` or ``(C, H, W)``.
+        kernel_size: the window size (an int or a pair).
+        stride: the window stride, ``kernel_size`` by default.
+        padding: implicit negative-infinity padding on both sides.
+        dilation: the spacing of the window's elements.
+        ceil_mode: ceil instead of floor to compute the output size.
+        return_indices: also return the indices of the maxima.
+    """
+    k, s, p, d = _pool_args(input, kernel_size, stride, padding, dilation, ceil_mode, "max")
+    values, indices = _pool.max_pool2d_with_indices(input, k, s, p, d, bool(ceil_mode))
+    return (values, indices) if return_indices else values
+
+
+def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               dilation: Any = 1, ceil_mode: bool = False,
+               return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
+    """1-d max pooling of ``(N, C, L)`` or ``(C, L)`` input (a 2-d pooling over height 1)."""
+    def one(v):
+        return v if v is None else (1, _tuple(v, 1, "kernel_size")[0])
+    if input.ndim not in (2, 3):
+        raise RuntimeError(
+            "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
+            f"for input, but got:{list(input.shape)}")
+    out = max_pool2d(input.unsqueeze(-2), one(kernel_size), one(stride),
+                     (0, _tuple(padding, 1, "padding")[0]), (1, _tuple(dilation, 1, "dilation")[0]),
+                     ceil_mode, True)
+    values, indices = out[0].squeeze(-2), out[1].squeeze(-2)
+    return (values, indices) if return_indices else values
+
+
+def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
+               ceil_mode: bool = False, count_include_pad: bool = True,
+               divisor_override: int | None = None) -> Tensor:
+    """2-d average pooling.
+
+    Args:
+        input: ``(N, C, H, W)`` or ``(C, H, W)``.
+        kernel_size: the window size (an int or a pair).
+        stride: the window stride, ``kernel_size`` by default.
+        padding: implicit zero padding on both sides.
+        ceil_mode: ceil instead of floor to compute the output size.
+        count_include_pad: count the zero padding in the averages' divisor.
+        divisor_override: a fixed divisor instead of the window size.
+    """
+    if input.ndim < 3:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-max(input.ndim, 1)}, "
+            f"{max(input.ndim, 1) - 1}], but got -3)")
+    k, s, p, _ = _pool_args(input, kernel_size, stride, padding, 1, ceil_mode, "avg")
+    if divisor_override is not None and divisor_override == 0:
+        raise RuntimeError("divisor must be not zero")
+    return _pool.avg_pool2d(input, k, s, p, bool(ceil_mode), bool(count_include_pad),
+                            divisor_override)
+
+
+def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
+    """2-d average pooling to a fixed ``output_size`` (an int or a pair; None keeps a size)."""
+    if input.ndim not in (3, 4):
+        raise RuntimeError(
+            f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    size = (output_size, output_size) if isinstance(output_size, int) or output_size is None \
+        else tuple(output_size)
+    size = tuple(input.shape[-2 + i] if o is None else int(o) for i, o in enumerate(size))
+    if size == (1, 1):  # torch's shortcut: a mean (MeanBackward1)
+        return input.mean((-1, -2), keepdim=True)
+    return _pool.adaptive_avg_pool2d(input, size)
+
+
+# ---------------------------------------------------------------- batch norm
+
+
+def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
+               running_var: Tensor | None, weight: Tensor | None = None,
+               bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
+               eps: float = 1e-05) -> Tensor:
+    """Batch normalisation over every dim but dim 1.
+
+    In training the batch statistics normalise, and ``running_mean``/``running_var`` (when
+    given) become ``(1 - momentum) * running + momentum * batch`` in place (the unbiased batch
+    variance, as torch); in eval the running statistics normalise.
+
+    Args:
+        input: ``(N, C, *)``.
+        running_mean: ``(C,)`` or None.
+        running_var: ``(C,)`` or None.
+        weight: the per-channel scale, or None.
+        bias: the per-channel shift, or None.
+        training: use (and fold in) the batch statistics.
+        momentum: the weight of the batch statistics in the running ones.
+        eps: added to the variance for stability.
+    """
+    if input.ndim < 2:
+        raise IndexError(
+            f"Dimension out of range (expected to be in range of [{-max(input.ndim, 1)}, "
+            f"{max(input.ndim, 1) - 1}], but got 1)")
+    if training:
+        per_channel = input.numel() // input.shape[1] if input.shape[1] else 0
+        if per_channel == 1:
+            raise ValueError(
+                "Expected more than 1 value per channel when training, got input size "
+                f"{input.shape!r}")
+    elif running_mean is None or running_var is None:
+        raise RuntimeError(
+            f"running_{'mean' if running_mean is None else 'var'} must be defined in "
+            "evaluation mode")
+    for name, t in (("running_mean", running_mean), ("running_var", running_var)):
+        if t is not None and tuple(t.shape) != (input.shape[1],):
+            raise RuntimeError(f"{name} should contain {input.shape[1]} elements not {t.numel()}")
+    # in training the op reads no running statistic (they are updated in place just below)
+    out, mean, var = _bn.native_batch_norm(input, weight, bias,
+                                           None if training else running_mean,
+                                           None if training else running_var, training, eps)
+    if training and (running_mean is not None or running_var is not None):
+        n = input.numel() // input.shape[1]
+        with no_grad():
+            # (momentum may be a 0-d tensor: BatchNorm's cumulative average under jit)
+            if running_mean is not None:
+                running_mean.mul_(1 - momentum).add_(mean.detach() * momentum)
+            if running_var is not None:
+                running_var.mul_(1 - momentum).add_(var.detach() * (momentum * (n / (n - 1))))
+    return out

@@ -1,0 +1,191 @@
+"""Convolution as three opaque, mutually adjoint ops: im2col plus one BLAS matmul each.
+
+``convolution(x, w, b)`` is torch's ``ConvolutionBackward0`` node (1-d and 2-d, stride, per-side
+padding, dilation, groups). Its VJP is made of two more ops, each linear in both inputs:
+
+* ``convolution_backward_input(g, w)``: the transposed convolution (col2im of ``w^T g``),
+* ``convolution_backward_weight(x, g)``: the correlation of the input with the gradient.
+
+Writing ``<h, op(a, b)>`` as the same trilinear form as ``<g, conv(x, w)>`` shows that the three
+are closed under VJP (each one's VJP is made of the other two), so any order of derivative
+works, eager or jitted. A 1-d convolution runs as a 2-d one over a height-1 image.
+
+Params (all hashable): ``stride``, ``dilation`` (tuples, one int per spatial dim), ``padding``
+(one ``(before, after)`` pair per spatial dim, so ``padding='same'`` with an even kernel is one
+op), ``groups``.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .registry import BILINEAR, OPAQUE, apply, defop
+
+
+def _as2d(x: np.ndarray, stride, padding, dilation):
+    """A 1-d problem as a 2-d one over a height-1 image (arrays gain an axis at -2)."""
+    if len(stride) == 2:
+        return x, stride, padding, dilation
+    return x[..., None, :], (1,) + tuple(stride), ((0, 0),) + tuple(padding), \
+        (1,) + tuple(dilation)
+
+
+def _pad(x: np.ndarray, padding) -> np.ndarray:
+    if not any(lo or hi for lo, hi in padding):
+        return x
+    (t, b), (lf, r) = padding
+    n, c, h, w = x.shape
+    out = np.zeros((n, c, h + t + b, w + lf + r), dtype=x.dtype)  # (np.pad is slower)
+    out[:, :, t:t + h, lf:lf + w] = x
+    return out
+
+
+def out_size(n: int, k: int, s: int, pad: tuple, d: int) -> int:
+    """The output length of a convolution along one dimension."""
+    return (n + pad[0] + pad[1] - d * (k - 1) - 1) // s + 1
+
+
+def _im2col(x, ksize, stride, padding, dilation, groups):
+    """``(groups, C/groups * kh * kw, N * Ho * Wo)`` columns of the padded input (one copy)."""
+    xp = _pad(x, padding)
+    n, c, hp, wp = xp.shape
+    kh, kw = ksize
+    ho = (hp - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    wo = (wp - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    sn, sc, sh, sw = xp.strides
+    win = np.lib.stride_tricks.as_strided(
+        xp, (c, kh, kw, n, ho, wo),
+        (sc, sh * dilation[0], sw * dilation[1], sn, sh * stride[0], sw * stride[1]),
+        writeable=False)
+    return win.reshape(groups, (c // groups) * kh * kw, n * ho * wo), (ho, wo)
+
+
+def _conv_impl(x, w, b, stride, padding, dilation, groups):
+    spatial = len(stride)
+    x2, stride, padding, dilation = _as2d(x, stride, padding, dilation)
+    w2 = w if spatial == 2 else w[..., None, :]
+    o = w2.shape[0]
+    cols, (ho, wo) = _im2col(x2, w2.shape[2:], stride, padding, dilation, groups)
+    out = np.matmul(w2.reshape(groups, o // groups, -1), cols)  # (G, O/G, N*Ho*Wo)
+    out = out.reshape(o, x.shape[0], ho, wo).transpose(1, 0, 2, 3)
+    if b is not None:
+        out = out + b[:, None, None]
+    out = np.ascontiguousarray(out, dtype=x.dtype)
+    return out if spatial == 2 else out[:, :, 0]
+
+
+def _input_grad_impl(g, w, input_size, stride, padding, dilation, groups):
+    spatial = len(stride)
+    g2, stride, padding, dilation = _as2d(g, stride, padding, dilation)
+    w2 = w if spatial == 2 else w[..., None, :]
+    size = tuple(input_size) if spatial == 2 else (1,) + tuple(input_size)
+    n, o, ho, wo = g2.shape
+    c = w2.shape[1] * groups
+    kh, kw = w2.shape[2:]
+    gm = g2.transpose(1, 0, 2, 3).reshape(groups, o // groups, n * ho * wo)
+    cols = np.matmul(w2.reshape(groups, o // groups, -1).transpose(0, 2, 1), gm)
+    cols = cols.reshape(c, kh, kw, n, ho, wo)
+    (t, bottom), (left, right) = padding
+    hp, wp = size[0] + t + bottom, size[1] + left + right
+    xp = np.zeros((c, n, hp, wp), dtype=g.dtype)
+    for i in range(kh):  # col2im: one strided add per kernel position
+        r0 = i * dilation[0]
+        for j in range(kw):
+            c0 = j * dilation[1]
+            xp[:, :, r0:r0 + stride[0] * (ho - 1) + 1:stride[0],
+               c0:c0 + stride[1] * (wo - 1) + 1:stride[1]] += cols[:, i, j]
+    out = np.ascontiguousarray(xp[:, :, t:t + size[0], left:left + size[1]].transpose(1, 0, 2, 3))
+    return out if spatial == 2 else out[:, :, 0]
+
+
+def _weight_grad_impl(x, g, kernel_size, stride, padding, dilation, groups):
+    spatial = len(stride)
+    x2, stride, padding, dilation = _as2d(x, stride, padding, dilation)
+    g2 = g if spatial == 2 else g[..., None, :]
+    ksize = tuple(kernel_size) if spatial == 2 else (1,) + tuple(kernel_size)
+    cols, _ = _im2col(x2, ksize, stride, padding, dilation, groups)
+    n, o = g2.shape[:2]
+    gm = g2.transpose(1, 0, 2, 3).reshape(groups, o // groups, -1)
+    gw = np.matmul(gm, cols.transpose(0, 2, 1))  # (G, O/G, C/G*kh*kw)
+    return gw.reshape((o, x.shape[1] // groups) + tuple(kernel_size)).astype(x.dtype, copy=False)
+
+
+def _dtype_of(*ts):
+    dt = ts[0].dtype
+    for t in ts[1:]:
+        if t is not None and t.dtype is not dt:
+            raise RuntimeError(f"expected scalar type {_scalar(dt)} but found {_scalar(t.dtype)}")
+    return dt
+
+
+def _scalar(dt) -> str:
+    return dt._legacy.replace("Tensor", "")
+
+
+def _conv_meta(x, w, b, stride, padding, dilation, groups):
+    dt = _dtype_of(x, w, b)
+    shape = (x.shape[0], w.shape[0]) + tuple(
+        out_size(n, k, s, p, d) for n, k, s, p, d in zip(x.shape[2:], w.shape[2:], stride,
+                                                         padding, dilation))
+    return shape, dt
+
+
+def _input_grad_meta(g, w, input_size, stride, padding, dilation, groups):
+    return (g.shape[0], w.shape[1] * groups) + tuple(input_size), _dtype_of(g, w)
+
+
+def _weight_grad_meta(x, g, kernel_size, stride, padding, dilation, groups):
+    return (g.shape[1], x.shape[1] // groups) + tuple(kernel_size), _dtype_of(x, g)
+
+
+def convolution(x, w, b, stride: tuple, padding: tuple, dilation: tuple, groups: int):
+    """The convolution op on normalised params (see the module docstring)."""
+    return apply(CONVOLUTION, x, w, b, stride=stride, padding=padding, dilation=dilation,
+                 groups=groups)
+
+
+def _grad_input(g, w, input_size, **p):
+    return apply(CONV_INPUT_GRAD, g, w, input_size=tuple(input_size), **p)
+
+
+def _grad_weight(x, g, kernel_size, **p):
+    return apply(CONV_WEIGHT_GRAD, x, g, kernel_size=tuple(kernel_size), **p)
+
+
+CONVOLUTION = defop(
+    "convolution", _conv_impl, kind=OPAQUE, meta=_conv_meta, save=(0, 1),
+    node_name="ConvolutionBackward0",
+    vjp=(lambda g, ans, x, w, b, **p: _grad_input(g, w, x.shape[2:], **p),
+         lambda g, ans, x, w, b, **p: _grad_weight(x, g, w.shape[2:], **p),
+         lambda g, ans, x, w, b, **p: g.sum((0,) + tuple(range(2, g.ndim)))))
+# <h, Bx(g, w)> = <conv(h, w), g>: d/dg = conv(h, w), d/dw = Bw(h, g)
+CONV_INPUT_GRAD = defop(
+    "convolution_backward_input", _input_grad_impl, kind=OPAQUE, meta=_input_grad_meta,
+    save=(0, 1), node_name="ConvolutionBackwardBackward0",
+    vjp=(lambda h, ans, g, w, input_size, **p: convolution(h, w, None, **p),
+         lambda h, ans, g, w, input_size, **p: _grad_weight(h, g, w.shape[2:], **p)))
+# <k, Bw(x, g)> = <conv(x, k), g>: d/dx = Bx(g, k), d/dg = conv(x, k)
+CONV_WEIGHT_GRAD = defop(
+    "convolution_backward_weight", _weight_grad_impl, kind=OPAQUE, meta=_weight_grad_meta,
+    save=(0, 1), node_name="ConvolutionBackwardBackward0",
+    vjp=(lambda k, ans, x, g, kernel_size, **p: _grad_input(g, k, x.shape[2:], **p),
+         lambda k, ans, x, g, kernel_size, **p: convolution(x, k, None, **p)))
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules
+
+
+def _conv_jvp(tangents, ans, x, w, b, **p):
+    tx, tw, tb = tangents
+    out = convolution(tx, w, None, **p) if tx is not None else None
+    if tw is not None:
+        term = convolution(x, tw, None, **p)
+        out = term if out is None else out + term
+    if tb is not None:
+        term = tb.reshape((1, -1) + (1,) * (len(p["stride"])))
+        out = term if out is None else out + term
+    return out
+
+
+CONVOLUTION.jvp = _conv_jvp
+CONV_INPUT_GRAD.jvp = CONV_WEIGHT_GRAD.jvp = BILINEAR
