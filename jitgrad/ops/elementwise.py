@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
-from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, SAVE_IF, apply, defop
+from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, apply, defop
 
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
@@ -30,7 +30,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- unary
-NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}")
+NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}", involution=True)
 EXP = _pw("exp", np.exp, (lambda g, ans, x: g * ans.conj(),), "exp({0})", FLOAT,
           save_output=True)
 LOG = _pw("log", np.log, (lambda g, ans, x: g / x.conj(),), "log({0})", FLOAT, save=(0,))
@@ -122,7 +122,8 @@ SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x)
           if np.iscomplexobj(x) else np.sign(x), (_sgn_grad,), "sign({0})", save=(0,),
           save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x))
 CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),), "{0}")
-CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}")
+CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}",
+            passthrough=True)
 LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL)
 ISNAN = _pw("isnan", np.isnan, template="{0} != {0}", promote=BOOL)
 
@@ -141,7 +142,7 @@ def _to_impl(x: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:
 
 TO_COPY = defop("to_copy", _to_impl, kind=POINTWISE, node_name="ToCopyBackward0",
                 meta=lambda x, dtype: (tuple(x.shape), dtype), vjp=(lambda g, ans, x, dtype: g,),
-                template="{0}")
+                template="{0}", jvp=ELEMENTWISE, passthrough=True)
 
 
 def _real_part_vjp(g, ans, x):
@@ -150,14 +151,16 @@ def _real_part_vjp(g, ans, x):
 
 REAL = defop("real", np.real, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
              vjp=(_real_part_vjp,),
-             template=lambda p, work: "{0}.real" if work.kind == "c" else "{0}")
+             template=lambda p, work: "{0}.real" if work.kind == "c" else "{0}", jvp=ELEMENTWISE)
 IMAG = defop("imag", np.imag, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
              vjp=(lambda g, ans, x: g.to(x.dtype) * 1j,),
-             template=lambda p, work: "{0}.imag" if work.kind == "c" else None)
+             template=lambda p, work: "{0}.imag" if work.kind == "c" else None, jvp=ELEMENTWISE)
 
 # ---------------------------------------------------------------- binary
-ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}")
-SUB = _pw("sub", np.subtract, (lambda g, ans, a, b: g, lambda g, ans, a, b: -g), "{0} - {1}")
+ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}",
+          identity={0: 0, 1: 0})
+SUB = _pw("sub", np.subtract, (lambda g, ans, a, b: g, lambda g, ans, a, b: -g), "{0} - {1}",
+          identity={1: 0})
 RSUB = _pw("rsub", lambda a, b: np.subtract(b, a),
            (lambda g, ans, a, b: -g, lambda g, ans, a, b: g), "{1} - {0}",
            node_name="RsubBackward1")
@@ -169,10 +172,11 @@ def _cj(x):
 
 
 MUL = _pw("mul", np.multiply, (lambda g, ans, a, b: g * _cj(b),
-                               lambda g, ans, a, b: g * _cj(a)), "{0} * {1}", save=(0, 1))
+                               lambda g, ans, a, b: g * _cj(a)), "{0} * {1}", save=(0, 1),
+          save_if={0: (1,), 1: (0,)}, identity={0: 1, 1: 1})
 DIV = _pw("div", np.true_divide, (lambda g, ans, a, b: g / _cj(b),
                                   lambda g, ans, a, b: -g * (a / (b * b)).conj()),
-          "{0} / {1}", FLOAT, save=(0, 1))
+          "{0} / {1}", FLOAT, save=(0, 1), save_if={0: (1,)}, identity={1: 1})
 
 
 def _pow_exponent_grad(g, ans, a, b):
@@ -187,18 +191,18 @@ POW = _pw("pow", np.power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
           node_name="PowBackward1")
 POW_SCALAR = defop(
     "pow_scalar", lambda x, exponent: np.power(x, np.asarray(exponent, dtype=x.dtype)),
-    kind=POINTWISE, node_name="PowBackward0", save=(0,),
+    kind=POINTWISE, node_name="PowBackward0", save=(0,), identity={"exponent": 1},
     meta=lambda x, exponent: (tuple(x.shape), _pow_scalar_dtype(x.dtype, exponent)),
     vjp=(lambda g, ans, x, exponent: g * 0 if exponent == 0 else
          g * (exponent * x ** (exponent - 1)).conj(),), template=lambda p, work: _pow_template(
-             "{0}", p["exponent"], work))
+             "{0}", p["exponent"], work), jvp=ELEMENTWISE)
 RPOW = defop(
     "rpow", lambda x, base: np.power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
     node_name="PowBackward2", save_output=True,
     meta=lambda x, base: (tuple(x.shape), _pow_scalar_dtype(x.dtype, base)),
     vjp=(lambda g, ans, x, base: g * (ans * math.log(base)).conj() if base > 0 else
          g * where(ans == 0, 0, ans * math.log(abs(base)) if base != 0 else 0),),
-    template=lambda p, work: _pow_template("{p[base]}", "{0}", work))
+    template=lambda p, work: _pow_template("{p[base]}", "{0}", work), jvp=ELEMENTWISE)
 
 
 def _pow_template(base: str, exponent, work: np.dtype) -> str | None:
@@ -240,7 +244,7 @@ WHERE = defop(
     "where", np.where, kind=POINTWISE, nonpromoted=(0,), save=(0,),
     meta=lambda c, a, b: (_bshape(c, a, b), _where_dtype(a, b)),
     vjp=(None, lambda g, ans, c, a, b: where(c, g, 0), lambda g, ans, c, a, b: where(c, 0, g)),
-    template="{1} if {0} else {2}")
+    template="{1} if {0} else {2}", jvp=ELEMENTWISE)
 
 
 def _where_dtype(a, b) -> dtypes.dtype:
@@ -276,7 +280,7 @@ CLAMP = defop("clamp", _clamp_impl, kind=POINTWISE, node_name="ClampBackward1", 
               meta=lambda x, min, max: (tuple(x.shape), _clamp_dtype(x, min, max)),
               vjp=(_clamp_vjp,), template=lambda p, work: _clamp_template(
                   "{0}", None if p["min"] is None else "{p[min]}",
-                  None if p["max"] is None else "{p[max]}"))
+                  None if p["max"] is None else "{p[max]}"), jvp=ELEMENTWISE)
 
 
 def _clamp_template(x: str, lo: str | None, hi: str | None) -> str:
@@ -319,7 +323,7 @@ CLAMP_TENSOR = defop(
     save=(0, 1, 2), vjp=_clamp_tensor_vjp, template=lambda p, work: _clamp_template(
         "{0}", "{1}", "{2}"),
     meta=lambda x, lo, hi: (_bshape(*(v for v in (x, lo, hi) if v is not None)),
-                            _clamp_dtype(x, lo, hi)))
+                            _clamp_dtype(x, lo, hi)), jvp=ELEMENTWISE)
 
 
 # ---------------------------------------------------------------- comparisons and logic
@@ -340,7 +344,3 @@ def where(condition, input, other):  # noqa: A002
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-for _op in (TO_COPY, REAL, IMAG, POW_SCALAR, RPOW, WHERE, CLAMP, CLAMP_TENSOR):
-    _op.jvp = ELEMENTWISE
-SAVE_IF[MUL] = {0: (1,), 1: (0,)}  # d(a*b)/da needs b, d(a*b)/db needs a
-SAVE_IF[DIV] = {0: (1,)}  # d(a/b)/da needs only b

@@ -62,11 +62,11 @@ def _index_put_vjp(g, ans, x, values, *idx, spec, accumulate):
 
 
 INDEX = defop("index", _index_impl, kind=MOVEMENT, meta=_index_meta, vjp=_index_vjp,
-              save=(1, 2, 3, 4, 5, 6, 7, 8))
+              save=(1, 2, 3, 4, 5, 6, 7, 8), jvp=LINEAR)
 INDEX_PUT = defop(
     "index_put", _index_put_impl, kind=MOVEMENT, vjp=_index_put_vjp,
     meta=lambda x, values, *idx, spec, accumulate: (tuple(x.shape), x.dtype),
-    save=(2, 3, 4, 5, 6, 7, 8, 9))
+    save=(2, 3, 4, 5, 6, 7, 8, 9), jvp=LINEAR)
 
 
 def _as_index(k):
@@ -190,7 +190,7 @@ COPY_SLICES = defop(
     "copy_slices", _copy_slices_impl, kind=MOVEMENT, node_name="CopySlices",
     meta=lambda x, values, spec: (tuple(x.shape), x.dtype),
     vjp=(lambda g, ans, x, v, spec: apply(COPY_SLICES, g, 0.0, spec=spec),
-         lambda g, ans, x, v, spec: apply(INDEX, g, spec=spec)))
+         lambda g, ans, x, v, spec: apply(INDEX, g, spec=spec)), jvp=LINEAR)
 
 
 def index_put_value(x, key, value):
@@ -240,20 +240,21 @@ def _check_index(index, name):
 
 GATHER = defop("gather", _gather_impl, kind=OPAQUE, save=(1,),
                meta=lambda x, index, dim: (tuple(index.shape), x.dtype),
-               vjp=(lambda g, ans, x, index, dim: scatter_add(_zeros(x, g), dim, index, g), None))
+               vjp=(lambda g, ans, x, index, dim: scatter_add(_zeros(x, g), dim, index, g), None),
+               jvp=LINEAR)
 SCATTER_ADD = defop("scatter_add", _scatter_add_impl, kind=OPAQUE, save=(1,),
                     meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
                     vjp=(lambda g, ans, x, index, src, dim: g, None,
-                         lambda g, ans, x, index, src, dim: gather(g, dim, index)))
+                         lambda g, ans, x, index, src, dim: gather(g, dim, index)), jvp=LINEAR)
 INDEX_SELECT = defop(
     "index_select", lambda x, index, dim: np.take(x, index, axis=dim), kind=OPAQUE, save=(1,),
     meta=lambda x, index, dim: (tuple(x.shape[:dim]) + tuple(index.shape) +
                                 tuple(x.shape[dim + 1:]), x.dtype),
-    vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None))
+    vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None), jvp=LINEAR)
 INDEX_ADD = defop("index_add", _index_add_impl, kind=OPAQUE, save=(1,),
                   meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
                   vjp=(lambda g, ans, x, index, src, dim: g, None,
-                       lambda g, ans, x, index, src, dim: index_select(g, dim, index)))
+                       lambda g, ans, x, index, src, dim: index_select(g, dim, index)), jvp=LINEAR)
 
 
 def _zeros(x, g):
@@ -291,5 +292,3 @@ def index_add(input, dim: int, index, source):  # noqa: A002
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-for _op in (INDEX, INDEX_PUT, COPY_SLICES, GATHER, SCATTER_ADD, INDEX_SELECT, INDEX_ADD):
-    _op.jvp = LINEAR

@@ -227,16 +227,20 @@ def _copy_impl(s: np.ndarray, src: np.ndarray) -> np.ndarray:
 # The in-place ops that overwrite a tensor, with torch's node names. They are computed out of
 # place like every in-place op; ``inplace`` writes the result back.
 ZERO = registry.defop("zero_", np.zeros_like, kind=registry.OPAQUE, meta=_same_meta,
-                      vjp=(_no_grad_to_self,), node_name="ZeroBackward0")
+                      vjp=(_no_grad_to_self,), node_name="ZeroBackward0",
+                      jvp=lambda tangents, ans, *args, **params: ans * 0)
 FILL = registry.defop("fill_", lambda s, value: np.full_like(s, value), kind=registry.OPAQUE,
-                      meta=_same_meta, vjp=(_no_grad_to_self,), node_name="FillBackward2")
+                      meta=_same_meta, vjp=(_no_grad_to_self,), node_name="FillBackward2",
+                      jvp=lambda tangents, ans, *args, **params: ans * 0)
 FILL_TENSOR = registry.defop(
     "fill_tensor_", lambda s, value: np.full_like(s, value), kind=registry.OPAQUE,
     meta=_same_meta, vjp=(_no_grad_to_self, lambda g, ans, s, value: g.sum()),
-    node_name="FillBackward3")
+    node_name="FillBackward3",
+    jvp=lambda tangents, ans, s, value: (ans * 0 if tangents[1] is None else
+                                                   tangents[1].expand(tuple(ans.shape))))
 COPY = registry.defop("copy_", _copy_impl, kind=registry.OPAQUE, meta=_same_meta,
                       vjp=(_no_grad_to_self, lambda g, ans, s, src: g),
-                      node_name="CopyBackwards")
+                      node_name="CopyBackwards", jvp=registry.LINEAR)
 
 
 def _fill(s: Any, value: Any) -> Any:
@@ -323,7 +327,3 @@ def install(Tensor: type) -> None:  # noqa: N803
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-ZERO.jvp = FILL.jvp = lambda tangents, ans, *args, **params: ans * 0  # constant: zero tangent
-FILL_TENSOR.jvp = lambda tangents, ans, s, value: (ans * 0 if tangents[1] is None else
-                                                   tangents[1].expand(tuple(ans.shape)))
-COPY.jvp = registry.LINEAR

@@ -48,10 +48,14 @@ def _reshape_back(g, ans, x, shape):
     return g.reshape(tuple(x.shape))
 
 
-VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
-             vjp=(_reshape_back,))
 UNSAFE_VIEW = defop("unsafe_view", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
-                    meta=_shape_meta, vjp=(_reshape_back,))
+                    meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR, passthrough=True)
+# Inside a traced program ``view`` is a pure reshape (``graph_impl``): memory layout is not known
+# while tracing (a transpose feeding it may be a copy or a view), so it copies when it has to;
+# an eager replay of a graph on a non-contiguous input takes ``unsafe_view`` of a copy.
+VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
+             vjp=(_reshape_back,), jvp=LINEAR, passthrough=True, graph_impl=UNSAFE_VIEW.impl,
+             contiguous_fallback=UNSAFE_VIEW)
 # torch's reshape of a non-contiguous tensor that can still be viewed (``_reshape_alias``)
 RESHAPE_ALIAS = defop("reshape_alias", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
                       vjp=(_reshape_back,), jvp=LINEAR, node_name="ReshapeAliasBackward0")
@@ -63,13 +67,15 @@ def _permute_meta(x, dims):
 
 PERMUTE = defop("permute", lambda x, dims: np.transpose(x, dims), kind=MOVEMENT,
                 meta=_permute_meta, view=True,
-                vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),))
+                vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),),
+                jvp=LINEAR)
 TRANSPOSE = defop(
     "transpose", lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), kind=MOVEMENT, view=True,
     meta=lambda x, dim0, dim1: (_swap(tuple(x.shape), dim0, dim1), x.dtype),
-    vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),))
+    vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),), jvp=LINEAR)
 T = defop("t", lambda x: x.T, kind=MOVEMENT, view=True,
-          meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),))
+          meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),),
+          jvp=LINEAR)
 
 
 def _swap(shape: tuple, a: int, b: int) -> tuple:
@@ -80,21 +86,21 @@ def _swap(shape: tuple, a: int, b: int) -> tuple:
 
 EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEMENT, view=True,
                broadcast=True,
-               meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,))
+               meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,), jvp=LINEAR, passthrough=True)
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0")
+                meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0", jvp=LINEAR)
 SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                     view=True, meta=_shape_meta, vjp=(_reshape_back,),
-                    node_name="SqueezeBackward1")
+                    node_name="SqueezeBackward1", jvp=LINEAR)
 SQUEEZE_DIMS = defop("squeeze_dims", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      view=True, meta=_shape_meta, vjp=(_reshape_back,),
-                     node_name="SqueezeBackward2")
+                     node_name="SqueezeBackward2", jvp=LINEAR)
 # in-place ``squeeze_(dim)`` on a fresh result (matmul's 1-D @ 2-D case): not a view
 SQUEEZE_DIM_ = defop("squeeze_dim_", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
                      node_name="SqueezeBackward4")
 UNSQUEEZE = defop("unsqueeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                  meta=_shape_meta, vjp=(_reshape_back,))
+                  meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR)
 
 
 def _select_impl(x, dim, index):
@@ -130,20 +136,20 @@ def _slice_backward_impl(g, shape, dim, start, stop, step):
 
 SELECT = defop("select", _select_impl, kind=MOVEMENT, meta=_select_meta, view=True,
                vjp=(lambda g, ans, x, dim, index: apply(
-                   SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),))
+                   SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),), jvp=LINEAR)
 SLICE = defop("slice", _slice_impl, kind=MOVEMENT, meta=_slice_meta, view=True,
               vjp=(lambda g, ans, x, dim, start, stop, step: apply(
                   SLICE_BACKWARD, g, shape=tuple(x.shape), dim=dim, start=start, stop=stop,
-                  step=step),))
+                  step=step),), jvp=LINEAR)
 SELECT_BACKWARD = defop(
     "select_backward", _select_backward_impl, kind=MOVEMENT,
     meta=lambda g, shape, dim, index: (shape, g.dtype),
-    vjp=(lambda g, ans, x, shape, dim, index: apply(SELECT, g, dim=dim, index=index),))
+    vjp=(lambda g, ans, x, shape, dim, index: apply(SELECT, g, dim=dim, index=index),), jvp=LINEAR)
 SLICE_BACKWARD = defop(
     "slice_backward", _slice_backward_impl, kind=MOVEMENT,
     meta=lambda g, shape, dim, start, stop, step: (shape, g.dtype),
     vjp=(lambda g, ans, x, shape, dim, start, stop, step: apply(
-        SLICE, g, dim=dim, start=start, stop=stop, step=step),))
+        SLICE, g, dim=dim, start=start, stop=stop, step=step),), jvp=LINEAR)
 
 
 def _cat_meta(*xs, dim):
@@ -183,7 +189,7 @@ def _cat_vjp(g, ans, *xs, dim):
     return grads
 
 
-CAT = defop("cat", _cat_impl, kind=MOVEMENT, meta=_cat_meta, vjp=_cat_vjp)
+CAT = defop("cat", _cat_impl, kind=MOVEMENT, meta=_cat_meta, vjp=_cat_vjp, jvp=LINEAR)
 
 
 def _stack_meta(*xs, dim):
@@ -201,7 +207,8 @@ def _stack_meta(*xs, dim):
 
 STACK = defop("stack", lambda *xs, dim: np.stack(
     [x.astype(np.result_type(*xs), copy=False) for x in xs], axis=dim), kind=MOVEMENT,
-    meta=_stack_meta, vjp=lambda g, ans, *xs, dim: [g.select(dim, i) for i in range(len(xs))])
+    meta=_stack_meta, vjp=lambda g, ans, *xs, dim: [g.select(dim, i) for i in range(len(xs))],
+    jvp=LINEAR)
 
 
 def _split_meta(x, sizes, dim):
@@ -220,9 +227,9 @@ def _split_vjp(grads, ans, x, sizes, dim):
 
 
 SPLIT = defop("split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0, view=True,
-              vjp=_split_vjp)
+              vjp=_split_vjp, jvp=LINEAR)
 SPLIT_WITH_SIZES = defop("split_with_sizes", _split_impl, kind=MOVEMENT, meta=_split_meta,
-                         n_outputs=0, view=True, vjp=_split_vjp)
+                         n_outputs=0, view=True, vjp=_split_vjp, jvp=LINEAR)
 
 
 # ---------------------------------------------------------------- public functions
@@ -428,7 +435,3 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-for _op in (VIEW, UNSAFE_VIEW, PERMUTE, TRANSPOSE, T, EXPAND, SQUEEZE, SQUEEZE_DIM, SQUEEZE_DIMS,
-            UNSQUEEZE, SELECT, SLICE, SELECT_BACKWARD, SLICE_BACKWARD, CAT, STACK, SPLIT,
-            SPLIT_WITH_SIZES):
-    _op.jvp = LINEAR

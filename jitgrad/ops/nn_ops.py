@@ -41,7 +41,7 @@ def _gelu_vjp(g, ans, x, approximate):
 
 GELU = defop("gelu", _gelu_impl, kind=POINTWISE, save=(0,), decompose=_gelu_decompose,
              meta=lambda x, approximate: (tuple(x.shape), x.dtype), vjp=(_gelu_vjp,),
-             template="gelu_{p[approximate]}({0})")
+             template="gelu_{p[approximate]}({0})", jvp=ELEMENTWISE)
 
 
 def _silu_impl(x):
@@ -57,7 +57,7 @@ def _silu_vjp(g, ans, x):
 
 SILU = defop("silu", _silu_impl, kind=POINTWISE, save=(0,), vjp=(_silu_vjp,),
              decompose=lambda x: x * x.sigmoid(), meta=lambda x: (tuple(x.shape), x.dtype),
-             template="{0} / (1.0 + exp(-{0}))")
+             template="{0} / (1.0 + exp(-{0}))", jvp=ELEMENTWISE)
 
 
 def _ln_dims(x, normalized_shape):
@@ -118,8 +118,28 @@ def _layer_norm_meta(x, weight, bias, normalized_shape, eps):
     return tuple(x.shape), x.dtype
 
 
+def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
+    # d xhat = rstd * (dx - mean(dx) - xhat * mean(xhat * dx)); y = xhat * w + b
+    tx, tw, tb = tangents
+    dims = _ln_dims(x, normalized_shape)
+    centered = x - x.mean(dims, keepdim=True)
+    rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = centered * rstd
+    out = None
+    if tx is not None:
+        out = rstd * (tx - tx.mean(dims, keepdim=True) - xhat * (xhat * tx).mean(dims,
+                                                                                 keepdim=True))
+        if weight is not None:
+            out = out * weight
+    for term in (xhat * tw if tw is not None else None, tb):
+        if term is not None:
+            out = term if out is None else out + term
+    return out
+
+
 LAYER_NORM = defop("native_layer_norm", _layer_norm_impl, kind=OPAQUE, save=(0, 1),
-                   meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose)
+                   meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose,
+                   jvp=_layer_norm_jvp)
 
 
 # ---------------------------------------------------------------- losses
@@ -183,7 +203,10 @@ def _nll_meta(logp, target, weight, reduction, ignore_index):
 
 
 NLL_LOSS = defop("nll_loss", _nll_impl, kind=OPAQUE, meta=_nll_meta, save=(1, 2),
-                 vjp=_nll_vjp)
+                 vjp=_nll_vjp,
+                 jvp=lambda ts, ans, logp, target, weight, reduction, ignore_index:
+                 None if ts[0] is None else apply(NLL_LOSS, ts[0], target, weight,
+                                                  reduction=reduction, ignore_index=ignore_index))
 
 
 def _mse_impl(x, y, reduction):
@@ -207,36 +230,6 @@ def _mse_meta(x, y, reduction):
     return (shape if reduction == "none" else ()), dtypes.result_type(x, y)
 
 
-MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1),
-                 vjp=(lambda g, ans, x, y, reduction: _mse_grad(g, x, y, reduction),
-                      lambda g, ans, x, y, reduction: -_mse_grad(g, x, y, reduction)),
-                 decompose=lambda x, y, reduction: {
-                     "none": lambda d: d, "mean": lambda d: d.mean(),
-                     "sum": lambda d: d.sum()}[reduction]((x - y) ** 2))
-
-
-# ---------------------------------------------------------------- forward-mode (JVP) rules
-
-
-def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
-    # d xhat = rstd * (dx - mean(dx) - xhat * mean(xhat * dx)); y = xhat * w + b
-    tx, tw, tb = tangents
-    dims = _ln_dims(x, normalized_shape)
-    centered = x - x.mean(dims, keepdim=True)
-    rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
-    xhat = centered * rstd
-    out = None
-    if tx is not None:
-        out = rstd * (tx - tx.mean(dims, keepdim=True) - xhat * (xhat * tx).mean(dims,
-                                                                                 keepdim=True))
-        if weight is not None:
-            out = out * weight
-    for term in (xhat * tw if tw is not None else None, tb):
-        if term is not None:
-            out = term if out is None else out + term
-    return out
-
-
 def _mse_jvp(tangents, ans, x, y, reduction):
     tx, ty = tangents
     dt = tx if ty is None else (-ty if tx is None else tx - ty)
@@ -246,9 +239,12 @@ def _mse_jvp(tangents, ans, x, y, reduction):
     return d.mean() if reduction == "mean" else d.sum()
 
 
-GELU.jvp = SILU.jvp = ELEMENTWISE
-LAYER_NORM.jvp = _layer_norm_jvp
-NLL_LOSS.jvp = lambda ts, ans, logp, target, weight, reduction, ignore_index: None if ts[0] is \
-    None else apply(NLL_LOSS, ts[0], target, weight, reduction=reduction,
-                    ignore_index=ignore_index)
-MSE_LOSS.jvp = _mse_jvp
+MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1),
+                 vjp=(lambda g, ans, x, y, reduction: _mse_grad(g, x, y, reduction),
+                      lambda g, ans, x, y, reduction: -_mse_grad(g, x, y, reduction)),
+                 decompose=lambda x, y, reduction: {
+                     "none": lambda d: d, "mean": lambda d: d.mean(),
+                     "sum": lambda d: d.sum()}[reduction]((x - y) ** 2), jvp=_mse_jvp)
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules

@@ -104,11 +104,6 @@ def _vector_norm_vjp(g, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
     return where(norm == 0, 0, out)
 
 
-LINALG_VECTOR_NORM = defop(
-    "linalg_vector_norm", _vector_norm_impl, kind=OPAQUE, meta=_vector_norm_meta, save=(0,),
-    save_output=True, vjp=(_vector_norm_vjp,))
-
-
 def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
     from .creation import ones
 
@@ -122,7 +117,9 @@ def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa:
     return t.sum(dim=dims, keepdim=keepdim) if dims else t
 
 
-LINALG_VECTOR_NORM.jvp = _vector_norm_jvp
+LINALG_VECTOR_NORM = defop(
+    "linalg_vector_norm", _vector_norm_impl, kind=OPAQUE, meta=_vector_norm_meta, save=(0,),
+    save_output=True, vjp=(_vector_norm_vjp,), jvp=_vector_norm_jvp)
 
 
 # ---------------------------------------------------------------- singular values

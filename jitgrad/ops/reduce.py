@@ -102,36 +102,53 @@ def _same_dtype(d: dtypes.dtype) -> dtypes.dtype:
     return d
 
 
-def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, save=(),
-               save_output=False):
+def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, **fields):
     def meta(x, dims, keepdim, **params):
-        if x.ndim == 0 or numel(tuple(x.shape)) or name not in EMPTY_FORBIDDEN:
+        if x.ndim == 0 or numel(tuple(x.shape)) or not op.empty_forbidden:
             return reduced_shape(tuple(x.shape), dims, keepdim), dtype_rule(x.dtype, **params)
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                          "== 0. Specify the reduction dim with the 'dim' argument.")
-    return defop(name, impl, kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
-                 template=template, save=save, save_output=save_output)
+    op = defop(name, impl, kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
+               template=template, **fields)
+    return op
 
 
-EMPTY_FORBIDDEN = {"amax", "amin", "max_all", "min_all"}
+def _weighted_jvp(weights):
+    # A reduction whose JVP is sum(t * w) over the reduced dims, w = the VJP of a ones cotangent.
+    def rule(tangents, ans, x, dims, keepdim, **params):
+        from .creation import ones
 
-SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype)
-SUM_DIM = _reduction("sum_dim", _sum_impl, _sum_vjp, "SumBackward1", SUM_T, _sum_dtype)
-MEAN = _reduction("mean", _mean_impl, _mean_vjp, "MeanBackward0", MEAN_T, _mean_dtype)
-MEAN_DIM = _reduction("mean_dim", _mean_impl, _mean_vjp, "MeanBackward1", MEAN_T, _mean_dtype)
-PROD = _reduction("prod", _prod_impl, _prod_vjp, "ProdBackward0", PROD_T, _sum_dtype, save=(0,))
+        g = ones(tuple(ans.shape), dtype=ans.dtype)
+        w = weights(g, ans, x, dims, keepdim, **params).conj()
+        return apply(SUM_DIM, tangents[0] * w, dims=dims, keepdim=keepdim, dtype=None)
+    return rule
+
+
+def _amax(x, dims, keepdim):
+    return np.amax(x, axis=dims, keepdims=keepdim)
+
+
+def _amin(x, dims, keepdim):
+    return np.amin(x, axis=dims, keepdims=keepdim)
+
+
+SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype, jvp=LINEAR)
+SUM_DIM = _reduction("sum_dim", _sum_impl, _sum_vjp, "SumBackward1", SUM_T, _sum_dtype,
+                     jvp=LINEAR)
+MEAN = _reduction("mean", _mean_impl, _mean_vjp, "MeanBackward0", MEAN_T, _mean_dtype,
+                  jvp=LINEAR)
+MEAN_DIM = _reduction("mean_dim", _mean_impl, _mean_vjp, "MeanBackward1", MEAN_T, _mean_dtype,
+                      jvp=LINEAR)
+PROD = _reduction("prod", _prod_impl, _prod_vjp, "ProdBackward0", PROD_T, _sum_dtype, save=(0,),
+                  jvp=_weighted_jvp(_prod_vjp))
 PROD_DIM = _reduction("prod_dim", _prod_impl, _prod_vjp, "ProdBackward1", PROD_T, _sum_dtype,
-                      save=(0,))
-AMAX = _reduction("amax", lambda x, dims, keepdim: np.amax(x, axis=dims, keepdims=keepdim),
-                  _evenly, "AmaxBackward0", MAX_T, save=(0,), save_output=True)
-AMIN = _reduction("amin", lambda x, dims, keepdim: np.amin(x, axis=dims, keepdims=keepdim),
-                  _evenly, "AminBackward0", MIN_T, save=(0,), save_output=True)
-MAX_ALL = _reduction("max_all", lambda x, dims, keepdim: np.amax(x, axis=dims,
-                                                                  keepdims=keepdim),
-                     _evenly, "MaxBackward1", MAX_T, save=(0,), save_output=True)
-MIN_ALL = _reduction("min_all", lambda x, dims, keepdim: np.amin(x, axis=dims,
-                                                                  keepdims=keepdim),
-                     _evenly, "MinBackward1", MIN_T, save=(0,), save_output=True)
+                      save=(0,), jvp=_weighted_jvp(_prod_vjp))
+_EXTREME = {"save": (0,), "save_output": True, "jvp": _weighted_jvp(_evenly),
+            "empty_forbidden": True}
+AMAX = _reduction("amax", _amax, _evenly, "AmaxBackward0", MAX_T, **_EXTREME)
+AMIN = _reduction("amin", _amin, _evenly, "AminBackward0", MIN_T, **_EXTREME)
+MAX_ALL = _reduction("max_all", _amax, _evenly, "MaxBackward1", MAX_T, **_EXTREME)
+MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREME)
 
 
 def _arg_reduce(fn):
@@ -164,10 +181,16 @@ def _dim_meta(x, dim, keepdim):
     return (shape, shape), (x.dtype, dtypes.int64)
 
 
+def _select_jvp(tangents, ans, x, dim, keepdim):
+    idx = ans[1] if keepdim else ans[1].unsqueeze(dim)
+    value = tangents[0].gather(dim, idx)
+    return (value if keepdim else value.squeeze(dim)), None
+
+
 MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,))
+                vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,), jvp=_select_jvp)
 MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,))
+                vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,), jvp=_select_jvp)
 ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
                kind=REDUCE, meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
@@ -281,27 +304,3 @@ min = _max_min(MIN_ALL, MIN_DIM, _minimum, "min")  # noqa: A001
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-
-
-def _weighted_jvp(weights):
-    # A reduction whose JVP is sum(t * w) over the reduced dims, w = the VJP of a ones cotangent.
-    def rule(tangents, ans, x, dims, keepdim, **params):
-        from .creation import ones
-
-        g = ones(tuple(ans.shape), dtype=ans.dtype)
-        w = weights(g, ans, x, dims, keepdim, **params).conj()
-        return apply(SUM_DIM, tangents[0] * w, dims=dims, keepdim=keepdim, dtype=None)
-    return rule
-
-
-def _select_jvp(tangents, ans, x, dim, keepdim):
-    idx = ans[1] if keepdim else ans[1].unsqueeze(dim)
-    value = tangents[0].gather(dim, idx)
-    return (value if keepdim else value.squeeze(dim)), None
-
-
-for _op in (SUM, SUM_DIM, MEAN, MEAN_DIM):
-    _op.jvp = LINEAR
-PROD.jvp = PROD_DIM.jvp = _weighted_jvp(_prod_vjp)
-AMAX.jvp = AMIN.jvp = MAX_ALL.jvp = MIN_ALL.jvp = _weighted_jvp(_evenly)
-MAX_DIM.jvp = MIN_DIM.jvp = _select_jvp

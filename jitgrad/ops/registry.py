@@ -31,17 +31,90 @@ FLOAT = "float"  # promoted dtype, integers and bool become the default float (e
 BOOL = "bool"  # computed in the promoted dtype, returns bool (eq, lt, ...)
 
 
+class _SaveAll:
+    """``save=SAVE_ALL``: every input is saved (a backward that may read any of them)."""
+
+    def __contains__(self, i: object) -> bool:
+        return True
+
+    def __iter__(self):
+        return iter(())
+
+    def __repr__(self) -> str:
+        return "SAVE_ALL"
+
+
+SAVE_ALL = _SaveAll()
+
+
+class Public:
+    """Where an op (or a plain function built on ops) appears in the public API.
+
+    Args:
+        names: the function names in ``jitgrad`` (``jitgrad.exp``), aliases included.
+        method: the ``Tensor`` method names (``x.exp()``).
+        inplace: the in-place ``Tensor`` method names (``x.exp_()``), run through
+            ``ops.inplace.inplace`` with the out-of-place function.
+        functional: the ``jitgrad.nn.functional`` names.
+    """
+
+    __slots__ = ("names", "method", "inplace", "functional")
+
+    def __init__(self, names=(), method=(), inplace=(), functional=()) -> None:
+        self.names = _names(names)
+        self.method = _names(method)
+        self.inplace = _names(inplace)
+        self.functional = _names(functional)
+
+    def __repr__(self) -> str:
+        return (f"Public(names={self.names}, method={self.method}, inplace={self.inplace}, "
+                f"functional={self.functional})")
+
+
+def _names(x) -> tuple:
+    return (x,) if isinstance(x, str) else tuple(x)
+
+
 class OpDef:
-    """The single definition of one primitive op."""
+    """The single definition of one primitive op.
+
+    Fields (keyword arguments of ``defop``):
+
+    * ``impl``: the NumPy implementation; ``meta``: the (shape, dtype) rule (pointwise ops get
+      one from ``promote``); ``kind``: POINTWISE, REDUCE, MOVEMENT or OPAQUE.
+    * ``vjp``: the backward rule (one function, or a tuple with one function per input);
+      ``jvp``: the forward-mode rule or a shorthand (LINEAR, BILINEAR, ELEMENTWISE).
+    * ``save``/``save_output``: what the backward keeps; ``save_if``: ``{i: (j, ...)}`` saves
+      input i only when one of inputs j requires grad (tuple VJP rules only).
+    * ``empty_forbidden``: a full reduction that rejects an empty input (torch's IndexError).
+    * simplification facts for ``jit.passes.simplify``: ``identity`` maps an input position
+      (or a param name) to the literal value that makes the op return its other input (the
+      first input for a param); ``passthrough``: the op's output is its first input whenever
+      shape and dtype agree; ``involution``: ``op(op(x)) == x``; ``nondeterministic``: two
+      equal calls give different values (never merged by CSE, saved for a recomputation).
+    * ``outputs_requiring_grad``: ``f(args, params)`` giving, per output, whether it requires
+      grad, for an opaque op whose outputs do not all depend on every input (a custom Function's
+      backward run as one op).
+    * ``graph_impl``: the implementation that graph backends call instead of ``impl``;
+      ``contiguous_fallback``: the op that replays it eagerly on a contiguous copy of a
+      non-contiguous input (``view`` -> ``unsafe_view``).
+    * ``public``: a ``Public`` (or the name of the ``jitgrad`` function): where the op is
+      exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
+    """
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
-                 "view", "broadcast", "by_category", "programs", "save_plans")
+                 "view", "broadcast", "by_category", "save_if", "empty_forbidden", "identity",
+                 "passthrough", "involution", "nondeterministic", "graph_impl", "public",
+                 "outputs_requiring_grad", "contiguous_fallback")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
                  nonpromoted=(), decompose=None, differentiable=True, view=False,
-                 broadcast=False):
+                 broadcast=False, save_if=None, empty_forbidden=False, identity=None,
+                 passthrough=False, involution=False, nondeterministic=False, graph_impl=None,
+                 public=None, outputs_requiring_grad=None,
+                 contiguous_fallback=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -49,7 +122,7 @@ class OpDef:
         self.meta = meta
         self.vjp = vjp
         self.jvp = jvp
-        self.save = tuple(save)
+        self.save = save if save is SAVE_ALL else tuple(save)
         self.save_output = save_output
         self.template = template
         self.promote = promote
@@ -64,8 +137,16 @@ class OpDef:
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
-        self.programs: dict = {}  # the eager engine's traced rule programs (rule_programs.py)
-        self.save_plans: dict = {}  # needs mask -> which inputs a uniform record saves
+        self.save_if = save_if
+        self.empty_forbidden = empty_forbidden
+        self.identity = dict(identity or {})
+        self.passthrough = passthrough
+        self.involution = involution
+        self.nondeterministic = nondeterministic
+        self.graph_impl = graph_impl or impl
+        self.outputs_requiring_grad = outputs_requiring_grad
+        self.contiguous_fallback = contiguous_fallback
+        self.public = Public(public) if isinstance(public, (str, tuple)) else public
 
     def __repr__(self) -> str:
         return f"<OpDef {self.name} ({self.kind})>"
@@ -177,10 +258,6 @@ BILINEAR = "bilinear"  # op(a, b) linear in each input: op(ta, b) + op(a, tb)
 ELEMENTWISE = "elementwise"  # pointwise with a tuple VJP: sum_i conj(vjp_i(conj(t_i)))
 fw_hook: Any = None
 
-# Saved inputs that only some gradients need: ``SAVE_IF[op] = {i: (j, ...)}`` saves input i only
-# when one of inputs j requires grad (torch's MulBackward0 saves ``self`` only when ``other``
-# requires grad). Only for tuple VJP rules, where a rule runs only for an input that needs it.
-SAVE_IF: dict = {}
 
 
 _SCALAR_TYPES = (int, float)
