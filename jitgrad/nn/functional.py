@@ -311,3 +311,12 @@ def _cross_entropy_probs(logp: Tensor, target: Tensor, weight: Tensor | None,
         return -prod.sum()
     batch = logp.numel() // n_classes if n_classes else 0
     return -prod.sum() / batch if batch else -prod.sum() * float("nan")
+
+
+def _install_declared() -> None:
+    from ..ops.surface import install_namespace
+
+    install_namespace(globals(), "functional")  # the ops declared with a functional name
+
+
+_install_declared()

@@ -13,6 +13,7 @@ from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
 from .registry import OPAQUE, OPS, apply, defop
+from .surface import public
 
 
 def _float_meta(x, **params):
@@ -142,18 +143,21 @@ def _cast_for(input, dtype):  # noqa: A002
     return input if dtype is None or input.dtype is dtype else input.to(dtype)
 
 
+@public("softmax", method=True)
 def softmax(input, dim: int, dtype=None):  # noqa: A002
     """Softmax along ``dim``."""
     x = _cast_for(input, dtype)
     return apply(SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
 
 
+@public("log_softmax", method=True)
 def log_softmax(input, dim: int, dtype=None):  # noqa: A002
     """Log of softmax along ``dim``, computed stably."""
     x = _cast_for(input, dtype)
     return apply(LOG_SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
 
 
+@public("logsumexp", method=True)
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably."""
     return apply(LOGSUMEXP, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim)
@@ -176,7 +180,9 @@ def _var_std(op):
 
 
 var = _var_std(VAR)
+public("var", method=True)(var)
 std = _var_std(STD)
+public("std", method=True)(std)
 var.__name__, std.__name__ = "var", "std"
 var.__doc__ = "Variance over ``dim`` with Bessel's ``correction`` (default 1)."
 std.__doc__ = "Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."

@@ -13,8 +13,9 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
-from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, apply, defop
+from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, Public, apply, defop
 
+_BINARY = ("input", "other")  # the operands of a public binary op
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -30,24 +31,32 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- unary
-NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}", involution=True)
+NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}", involution=True,
+          public=Public(("neg", "negative"), method=True, inplace="neg_"))
 EXP = _pw("exp", np.exp, (lambda g, ans, x: g * ans.conj(),), "exp({0})", FLOAT,
-          save_output=True)
-LOG = _pw("log", np.log, (lambda g, ans, x: g / x.conj(),), "log({0})", FLOAT, save=(0,))
+          save_output=True, public=Public("exp", method=True, inplace=True))
+LOG = _pw("log", np.log, (lambda g, ans, x: g / x.conj(),), "log({0})", FLOAT, save=(0,),
+          public=Public("log", method=True, inplace=True))
 LOG1P = _pw("log1p", np.log1p, (lambda g, ans, x: g / (x + 1).conj(),), "log1p({0})", FLOAT,
-            save=(0,), node_name="Log1PBackward0")
+            save=(0,), node_name="Log1PBackward0",
+            public=Public("log1p", method=True, inplace=True))
 EXPM1 = _pw("expm1", np.expm1, (lambda g, ans, x: g * (ans + 1).conj(),), "expm1({0})", FLOAT,
-            save_output=True, node_name="Expm1Backward0")
+            save_output=True, node_name="Expm1Backward0",
+            public=Public("expm1", method=True, inplace=True))
 SQRT = _pw("sqrt", np.sqrt, (lambda g, ans, x: g / (2 * ans.conj()),), "sqrt({0})", FLOAT,
-           save_output=True)
+           save_output=True, public=Public("sqrt", method=True, inplace=True))
 RSQRT = _pw("rsqrt", lambda x: 1 / np.sqrt(x), (lambda g, ans, x: g * (-0.5 * ans ** 3).conj(),),
-            "1.0 / sqrt({0})", FLOAT, save_output=True)
+            "1.0 / sqrt({0})", FLOAT, save_output=True,
+            public=Public("rsqrt", method=True, inplace=True))
 RECIPROCAL = _pw("reciprocal", lambda x: 1 / x, (lambda g, ans, x: -g * (ans * ans).conj(),),
-                 "1.0 / {0}", FLOAT, save_output=True)
-SIN = _pw("sin", np.sin, (lambda g, ans, x: g * x.cos().conj(),), "sin({0})", FLOAT, save=(0,))
-COS = _pw("cos", np.cos, (lambda g, ans, x: -g * x.sin().conj(),), "cos({0})", FLOAT, save=(0,))
+                 "1.0 / {0}", FLOAT, save_output=True,
+                 public=Public("reciprocal", method=True, inplace=True))
+SIN = _pw("sin", np.sin, (lambda g, ans, x: g * x.cos().conj(),), "sin({0})", FLOAT, save=(0,),
+          public=Public("sin", method=True, inplace=True))
+COS = _pw("cos", np.cos, (lambda g, ans, x: -g * x.sin().conj(),), "cos({0})", FLOAT, save=(0,),
+          public=Public("cos", method=True, inplace=True))
 TAN = _pw("tan", np.tan, (lambda g, ans, x: g * (1 + ans * ans).conj(),), "tan({0})", FLOAT,
-          save_output=True)
+          save_output=True, public=Public("tan", method=True, inplace=True))
 
 
 def _conj_if_complex(a: np.ndarray) -> np.ndarray:
@@ -98,17 +107,20 @@ SIGMOID_BACKWARD = _pw(
      lambda gg, ans, g, y: gg.conj() * g * (-2 * y.conj() + 1)),
     "{0} * (1 - {1}) * {1}", save=(0, 1))
 TANH = _pw("tanh", np.tanh, (lambda g, ans, x: apply(TANH_BACKWARD, g, ans),), "tanh({0})",
-           FLOAT, save_output=True)
+           FLOAT, save_output=True, public=Public("tanh", method=True, inplace=True))
 SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),
               (lambda g, ans, x: apply(SIGMOID_BACKWARD, g, ans),), "sigmoid({0})",
-              FLOAT, save_output=True)
+              FLOAT, save_output=True, public=Public("sigmoid", method=True, inplace=True))
 ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp()),), "erf({0})",
-          FLOAT, save=(0,))
+          FLOAT, save=(0,), public=Public("erf", method=True, inplace=True))
 RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-           (lambda g, ans, x: g * (ans > 0),), "max({0}, 0)", save_output=True)
+           (lambda g, ans, x: g * (ans > 0),), "max({0}, 0)", save_output=True,
+           public=Public("relu", method=True, inplace=True))
 ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,),
-          meta=lambda x: (tuple(x.shape), x.dtype.to_real()))  # |complex| is real
-SIGN = _pw("sign", np.sign, (lambda g, ans, x: g * 0,), "sign({0})")
+          meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
+          public=Public(("abs", "absolute"), method=True, inplace="abs_"))  # |complex| is real
+SIGN = _pw("sign", np.sign, (lambda g, ans, x: g * 0,), "sign({0})",
+           public=Public("sign", method=True, inplace=True))
 def _sgn_grad(g, ans, x):
     # Real sgn is flat. For complex z != 0, sgn(z) = z/|z| has d/dz = 1/(2|z|) and
     # d/dconj(z) = -sgn^2/(2|z|): the VJP (torch's convention) and the JVP share one formula.
@@ -120,12 +132,15 @@ def _sgn_grad(g, ans, x):
 
 SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))).astype(x.dtype)
           if np.iscomplexobj(x) else np.sign(x), (_sgn_grad,), "sign({0})", save=(0,),
-          save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x))
+          save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x),
+          public=Public("sgn", method=True))
 CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),), "{0}")
 CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}",
             passthrough=True)
-LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL)
-ISNAN = _pw("isnan", np.isnan, template="{0} != {0}", promote=BOOL)
+LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL,
+                  public=Public("logical_not", method=True))
+ISNAN = _pw("isnan", np.isnan, template="{0} != {0}", promote=BOOL,
+            public=Public("isnan", method=True))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -327,14 +342,22 @@ CLAMP_TENSOR = defop(
 
 
 # ---------------------------------------------------------------- comparisons and logic
-EQ = _pw("eq", np.equal, template="{0} == {1}", promote=BOOL)
-NE = _pw("ne", np.not_equal, template="{0} != {1}", promote=BOOL)
-LT = _pw("lt", np.less, template="{0} < {1}", promote=BOOL)
-LE = _pw("le", np.less_equal, template="{0} <= {1}", promote=BOOL)
-GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL)
-GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL)
-BITWISE_AND = _pw("bitwise_and", np.bitwise_and, template="{0} & {1}")
-BITWISE_OR = _pw("bitwise_or", np.bitwise_or, template="{0} | {1}")
+EQ = _pw("eq", np.equal, template="{0} == {1}", promote=BOOL,
+         public=Public("eq", method=True, args=_BINARY))
+NE = _pw("ne", np.not_equal, template="{0} != {1}", promote=BOOL,
+         public=Public(("ne", "not_equal"), method=True, args=_BINARY))
+LT = _pw("lt", np.less, template="{0} < {1}", promote=BOOL,
+         public=Public(("lt", "less"), method=True, args=_BINARY))
+LE = _pw("le", np.less_equal, template="{0} <= {1}", promote=BOOL,
+         public=Public(("le", "less_equal"), method=True, args=_BINARY))
+GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL,
+         public=Public(("gt", "greater"), method=True, args=_BINARY))
+GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL,
+         public=Public(("ge", "greater_equal"), method=True, args=_BINARY))
+BITWISE_AND = _pw("bitwise_and", np.bitwise_and, template="{0} & {1}",
+                  public=Public("logical_and", method=True, args=_BINARY))
+BITWISE_OR = _pw("bitwise_or", np.bitwise_or, template="{0} | {1}",
+                 public=Public("logical_or", method=True, args=_BINARY))
 BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, template="{0} ^ {1}")
 
 

@@ -14,6 +14,7 @@ from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
 from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
+from .surface import public
 
 
 def _np_key(spec: tuple, idx: tuple) -> tuple:
@@ -263,6 +264,7 @@ def _zeros(x, g):
     return zeros(tuple(x.shape), dtype=g.dtype)
 
 
+@public("gather", method=True)
 def gather(input, dim: int, index):  # noqa: A002
     """Gathers values along ``dim`` at ``index`` (torch.gather)."""
     d = wrap_dim(dim, input.ndim)
@@ -277,6 +279,7 @@ def scatter_add(input, dim: int, index, src):  # noqa: A002
     return apply(SCATTER_ADD, input, index, src, dim=wrap_dim(dim, input.ndim))
 
 
+@public("index_select", method=True)
 def index_select(input, dim: int, index):  # noqa: A002
     """Selects entries ``index`` (1-D int64) along ``dim``."""
     if index.ndim > 1:

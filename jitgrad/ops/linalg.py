@@ -6,6 +6,7 @@ import numpy as np
 
 from .. import dtypes
 from .registry import BILINEAR, OPAQUE, apply, defop
+from .surface import public
 
 
 def _same_dtype(a, b, what="m1 and m2") -> dtypes.dtype:
@@ -104,34 +105,41 @@ ADDMM = defop("addmm", lambda bias, a, b: bias + a @ b, kind=OPAQUE, meta=_addmm
               jvp=_addmm_jvp, save_if={1: (2,), 2: (1,)})
 
 
+@public("mm", method=True)
 def mm(input, mat2):  # noqa: A002
     """Matrix product of two 2-D tensors."""
     return apply(MM, input, mat2)
 
 
+@public("bmm", method=True)
 def bmm(input, mat2):  # noqa: A002
     """Batched matrix product of two 3-D tensors."""
     return apply(BMM, input, mat2)
 
 
+@public("mv", method=True)
 def mv(input, vec):  # noqa: A002
     return apply(MV, input, vec)
 
 
+@public("dot", method=True)
 def dot(input, tensor):  # noqa: A002
     """Inner product of two 1-D tensors."""
     return apply(DOT, input, tensor)
 
 
+@public("outer", method=True)
 def outer(input, vec2):  # noqa: A002
     """Outer product of two 1-D tensors."""
     return input.unsqueeze(1) * vec2
 
 
+@public("addmm")
 def addmm(input, mat1, mat2):  # noqa: A002
     return apply(ADDMM, input, mat1, mat2)
 
 
+@public("matmul", method=True)
 def matmul(input, other):  # noqa: A002
     """Matrix product with torch.matmul's rules for 1-D, 2-D and batched operands.
 

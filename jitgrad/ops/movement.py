@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import normalize_dims, numel, wrap_dim
 from .registry import LINEAR, MOVEMENT, apply, defop
+from .surface import public
 
 
 def infer_size(shape: tuple, n: int) -> tuple:
@@ -241,6 +242,7 @@ def _sizes(shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
+@public("reshape", method=True)
 def reshape(input, *shape):  # noqa: A002
     """Returns a tensor with ``shape`` and the same data: a view when possible, else a copy."""
     shape = infer_size(_sizes(shape), input.numel())
@@ -265,6 +267,7 @@ def _clone_op():
     return CLONE
 
 
+@public("view", method=True)
 def view(input, *shape):  # noqa: A002
     """A view with a new shape; raises if the data cannot be viewed that way (see reshape)."""
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
@@ -272,6 +275,7 @@ def view(input, *shape):  # noqa: A002
     return apply(VIEW, input, shape=infer_size(_sizes(shape), input.numel()))
 
 
+@public("flatten", method=True)
 def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     """Flattens dims ``start_dim..end_dim`` into one."""
     if input.ndim == 0:
@@ -285,6 +289,7 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     return reshape(input, shape[:s] + (numel(shape[s:e + 1]),) + shape[e + 1:])
 
 
+@public("permute", method=True)
 def permute(input, *dims):  # noqa: A002
     dims = _sizes(dims)
     if len(dims) != input.ndim:
@@ -298,6 +303,7 @@ def permute(input, *dims):  # noqa: A002
     return apply(PERMUTE, input, dims=dims)
 
 
+@public("transpose", method=("transpose", "swapaxes"))
 def transpose(input, dim0: int, dim1: int):  # noqa: A002
     n = input.ndim
     if n == 0:
@@ -305,12 +311,14 @@ def transpose(input, dim0: int, dim1: int):  # noqa: A002
     return apply(TRANSPOSE, input, dim0=wrap_dim(dim0, n), dim1=wrap_dim(dim1, n))
 
 
+@public("t", method=True)
 def t(input):  # noqa: A002
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return apply(T, input)
 
 
+@public("expand", method=True)
 def expand(input, *sizes):  # noqa: A002
     sizes = _sizes(sizes)
     if len(sizes) < input.ndim:
@@ -340,6 +348,7 @@ def expand(input, *sizes):  # noqa: A002
     return apply(EXPAND, input, shape=shape)
 
 
+@public("squeeze", method=True)
 def squeeze(input, dim=None):  # noqa: A002
     shape = tuple(input.shape)
     if dim is None:
@@ -349,12 +358,14 @@ def squeeze(input, dim=None):  # noqa: A002
     return apply(SQUEEZE_DIM if isinstance(dim, int) else SQUEEZE_DIMS, input, shape=new)
 
 
+@public("unsqueeze", method=True)
 def unsqueeze(input, dim: int):  # noqa: A002
     d = wrap_dim(dim, input.ndim + 1)
     shape = tuple(input.shape)
     return apply(UNSQUEEZE, input, shape=shape[:d] + (1,) + shape[d:])
 
 
+@public("select", method=True)
 def select(input, dim: int, index: int):  # noqa: A002
     if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -376,6 +387,7 @@ def slice_dim(input, dim: int, start, stop, step: int = 1):  # noqa: A002
     return apply(SLICE, input, dim=d, start=start, stop=stop, step=step)
 
 
+@public("narrow", method=True)
 def narrow(input, dim: int, start: int, length: int):  # noqa: A002
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d]
@@ -395,8 +407,10 @@ def cat(tensors, dim: int = 0):
 
 
 concat = concatenate = cat
+public(("cat", "concat", "concatenate"))(concatenate)
 
 
+@public("stack")
 def stack(tensors, dim: int = 0):
     """Stacks equally shaped ``tensors`` along a new dim."""
     tensors = list(tensors)
@@ -405,6 +419,7 @@ def stack(tensors, dim: int = 0):
     return apply(STACK, *tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
 
 
+@public("split", method=True)
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Splits into chunks of ``split_size`` (the last may be smaller) or of the given sizes."""
     d = wrap_dim(dim, tensor.ndim)
@@ -424,6 +439,7 @@ def split(tensor, split_size_or_sections, dim: int = 0):
     return apply(SPLIT_WITH_SIZES, tensor, sizes=sizes, dim=d)
 
 
+@public("chunk", method=True)
 def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
     """Splits into ``chunks`` nearly equal pieces (torch.chunk)."""
     if chunks <= 0:

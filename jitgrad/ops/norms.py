@@ -17,6 +17,7 @@ from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
 from .registry import OPAQUE, apply, defop
+from .surface import public
 
 INF = math.inf
 
@@ -273,6 +274,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None,  # 
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
 
 
+@public("norm", method=True)
 def norm(input, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None):  # noqa: A002
     """``torch.norm``/``Tensor.norm``: the vector ``p``-norm over ``dim`` (all elements by
     default; ``'fro'`` is the 2-norm); ``'nuc'`` is the nuclear matrix norm."""

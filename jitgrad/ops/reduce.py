@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape
 from .registry import LINEAR, OPS, REDUCE, apply, defop
+from .surface import public
 
 SUM_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc}"}
 MEAN_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc} / {n}"}
@@ -206,6 +207,7 @@ def _dims_or_all(input, dim):  # noqa: A002
     return normalize_dims(dim, input.ndim)
 
 
+@public("sum", method=True)
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A002
     """Sum of elements, over ``dim`` (an int or tuple) or over all of them."""
     if dim is None:
@@ -214,6 +216,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A0
                  dtype=dtype)
 
 
+@public("mean", method=True)
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """Mean of elements, over ``dim`` or over all of them (floating/complex inputs only)."""
     if dim is None:
@@ -222,6 +225,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
                  dtype=dtype)
 
 
+@public("prod", method=True)
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """Product of elements, over one ``dim`` or over all of them."""
     if dim is None:
@@ -230,12 +234,14 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
                  dtype=dtype)
 
 
+@public("amax", method=True)
 def amax(input, dim=(), keepdim: bool = False):  # noqa: A002
     """Maximum over ``dim`` (all dims when empty); ties share the gradient evenly."""
     dims = normalize_dims(None if dim == () else dim, input.ndim)
     return apply(AMAX, input, dims=dims, keepdim=keepdim)
 
 
+@public("amin", method=True)
 def amin(input, dim=(), keepdim: bool = False):  # noqa: A002
     """Minimum over ``dim`` (all dims when empty); ties share the gradient evenly."""
     dims = normalize_dims(None if dim == () else dim, input.ndim)
@@ -260,6 +266,7 @@ def _max_min(all_op, dim_op, pair_fn, name):
     return fn
 
 
+@public("argmax", method=True)
 def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         return apply(ARGMAX, input.reshape(-1), dim=0, keepdim=False)
@@ -268,6 +275,7 @@ def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
     return apply(ARGMAX, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
 
 
+@public("argmin", method=True)
 def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         return apply(ARGMIN, input.reshape(-1), dim=0, keepdim=False)
@@ -300,7 +308,9 @@ def _minimum(a, b):
 
 
 max = _max_min(MAX_ALL, MAX_DIM, _maximum, "max")  # noqa: A001
+public("max", method=True)(max)
 min = _max_min(MIN_ALL, MIN_DIM, _minimum, "min")  # noqa: A001
+public("min", method=True)(min)
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules

@@ -52,19 +52,28 @@ class Public:
 
     Args:
         names: the function names in ``jitgrad`` (``jitgrad.exp``), aliases included.
-        method: the ``Tensor`` method names (``x.exp()``).
+        method: the ``Tensor`` method names (``x.exp()``); True: the same as ``names``.
         inplace: the in-place ``Tensor`` method names (``x.exp_()``), run through
-            ``ops.inplace.inplace`` with the out-of-place function.
+            ``ops.inplace.inplace`` with the out-of-place function; True: the first method
+            name with ``_`` appended.
         functional: the ``jitgrad.nn.functional`` names.
+        args: for an op's generated function, the names of its positional operands.
+        params: for an op's generated function, its keyword parameters and their defaults
+            (passed to the op as params).
+        doc: the generated function's docstring.
     """
 
-    __slots__ = ("names", "method", "inplace", "functional")
+    __slots__ = ("names", "method", "inplace", "functional", "args", "params", "doc")
 
-    def __init__(self, names=(), method=(), inplace=(), functional=()) -> None:
+    def __init__(self, names=(), method=(), inplace=(), functional=(), *, args=("input",),
+                 params=None, doc=None) -> None:
         self.names = _names(names)
-        self.method = _names(method)
-        self.inplace = _names(inplace)
+        self.method = self.names if method is True else _names(method)
+        self.inplace = (self.method[0] + "_",) if inplace is True else _names(inplace)
         self.functional = _names(functional)
+        self.args = tuple(args)
+        self.params = dict(params or {})
+        self.doc = doc
 
     def __repr__(self) -> str:
         return (f"Public(names={self.names}, method={self.method}, inplace={self.inplace}, "
@@ -72,7 +81,7 @@ class Public:
 
 
 def _names(x) -> tuple:
-    return (x,) if isinstance(x, str) else tuple(x)
+    return () if x is False else (x,) if isinstance(x, str) else tuple(x)
 
 
 class OpDef:
@@ -98,8 +107,8 @@ class OpDef:
     * ``graph_impl``: the implementation that graph backends call instead of ``impl``;
       ``contiguous_fallback``: the op that replays it eagerly on a contiguous copy of a
       non-contiguous input (``view`` -> ``unsafe_view``).
-    * ``public``: a ``Public`` (or the name of the ``jitgrad`` function): where the op is
-      exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
+    * ``public``: a ``Public`` (or a name: the ``jitgrad`` function and Tensor method): where
+      the op is exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
     """
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
@@ -146,7 +155,8 @@ class OpDef:
         self.graph_impl = graph_impl or impl
         self.outputs_requiring_grad = outputs_requiring_grad
         self.contiguous_fallback = contiguous_fallback
-        self.public = Public(public) if isinstance(public, (str, tuple)) else public
+        self.public = Public(public, method=True) if isinstance(public, (str, tuple)) \
+            else public
 
     def __repr__(self) -> str:
         return f"<OpDef {self.name} ({self.kind})>"

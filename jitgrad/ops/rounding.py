@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from .registry import BOOL, ELEMENTWISE, POINTWISE, apply, defop
+from .surface import public
 
 
 def _zero_grad(g, ans, x, **params):
@@ -53,6 +54,7 @@ ISFINITE = defop("isfinite", np.isfinite, kind=POINTWISE, promote=BOOL,
 ISINF = defop("isinf", np.isinf, kind=POINTWISE, promote=BOOL, template="isinf({0})")
 
 
+@public("round", method=True, inplace=True)
 def round(input, *, decimals: int = 0):  # noqa: A001,A002
     """Rounds to the nearest integer (halves to even), or to ``decimals`` decimal places."""
     if input.dtype is dtypes.bool:
@@ -64,11 +66,13 @@ def round(input, *, decimals: int = 0):  # noqa: A001,A002
     return apply(ROUND_DECIMALS, input, decimals=int(decimals))
 
 
+@public("floor", method=True, inplace=True)
 def floor(input):  # noqa: A002
     """The largest integer not greater than each element."""
     return apply(FLOOR, input)
 
 
+@public("ceil", method=True, inplace=True)
 def ceil(input):  # noqa: A002
     """The smallest integer not less than each element."""
     return apply(CEIL, input)
@@ -80,23 +84,28 @@ def trunc(input):  # noqa: A002
 
 
 fix = trunc
+public(("trunc", "fix"), method=True, inplace=("trunc_", "fix_"))(fix)
 
 
+@public("isfinite", method=True)
 def isfinite(input):  # noqa: A002
     """True where an element is neither infinite nor NaN."""
     return apply(ISFINITE, input)
 
 
+@public("isinf", method=True)
 def isinf(input):  # noqa: A002
     """True where an element is positive or negative infinity."""
     return apply(ISINF, input)
 
 
+@public("isposinf", method=True)
 def isposinf(input):  # noqa: A002
     """True where an element is positive infinity."""
     return isinf(input) & (input > 0)
 
 
+@public("isneginf", method=True)
 def isneginf(input):  # noqa: A002
     """True where an element is negative infinity."""
     return isinf(input) & (input < 0)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ._shape import wrap_dim
+from ._shape import axis_alias, wrap_dim
 from .registry import LINEAR, OPAQUE, apply, defop
+from .surface import public
 
 
 def _scan_dtype(d: dtypes.dtype, dtype: dtypes.dtype | None) -> dtypes.dtype:
@@ -117,11 +118,15 @@ CUMPROD = defop("cumprod", _scan_impl(np.cumprod), kind=OPAQUE, meta=_scan_meta,
                 save_output=True, vjp=(_cumprod_vjp,), jvp=_cumprod_jvp)
 
 
+@public("cumsum", method=True, inplace=True)
+@axis_alias
 def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
     """Cumulative sum along ``dim``."""
     return apply(CUMSUM, input, dim=wrap_dim(dim, input.ndim), dtype=dtype)
 
 
+@public("cumprod", method=True, inplace=True)
+@axis_alias
 def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
     """Cumulative product along ``dim`` (gradients exact where the input has zeros)."""
     return apply(CUMPROD, input, dim=wrap_dim(dim, input.ndim), dtype=dtype)

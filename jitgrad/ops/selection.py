@@ -14,6 +14,7 @@ from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
 from .registry import LINEAR, OPAQUE, apply, broadcast_shapes, defop
+from .surface import public
 
 
 def _is_traced(*ts) -> bool:
@@ -63,6 +64,7 @@ def _masked_fill_tensor_jvp(ts, ans, mask):
     return where(mask, tv, tx)
 
 
+@public("masked_fill", method=True, inplace=True)
 def masked_fill(input, mask, value):  # noqa: A002
     """``value`` (a number or a 0-d tensor) where ``mask`` is True, else ``input``."""
     if mask.dtype is not dtypes.bool:
@@ -154,6 +156,7 @@ def _zeros_of(ans, g, x, mask):
     return zeros(broadcast_shapes(tuple(x.shape), tuple(mask.shape)), dtype=g.dtype)
 
 
+@public("masked_select", method=True)
 def masked_select(input, mask):  # noqa: A002
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (shapes broadcast)."""
     if mask.dtype is not dtypes.bool:
@@ -161,6 +164,7 @@ def masked_select(input, mask):  # noqa: A002
     return apply(MASKED_SELECT, input, mask)
 
 
+@public("masked_scatter", method=True, inplace=True)
 def masked_scatter(input, mask, source):  # noqa: A002
     """``input`` with the positions where ``mask`` is True filled, in order, from ``source``."""
     if mask.dtype is not dtypes.bool:
@@ -185,6 +189,7 @@ NONZERO = defop("nonzero", lambda x: np.argwhere(x).astype(np.int64), kind=OPAQU
                 meta=_nonzero_meta)
 
 
+@public("nonzero", method=True)
 def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     """The indices of the non-zero elements: an ``(n, ndim)`` tensor, or with ``as_tuple`` one
     1-D tensor per dim."""
@@ -196,6 +201,7 @@ def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     return tuple(idx[:, d] for d in range(input.ndim))
 
 
+@public("argwhere", method=True)
 def argwhere(input):  # noqa: A002
     """``nonzero(input)``: the indices of the non-zero elements, one row each."""
     return nonzero(input)
@@ -220,11 +226,13 @@ TRIU = defop("triu", lambda x, diagonal: np.triu(x, diagonal), kind=OPAQUE,
              jvp=LINEAR)
 
 
+@public("tril", method=True, inplace=True)
 def tril(input, diagonal: int = 0):  # noqa: A002
     """The lower triangle of the last two dims (elements on and below ``diagonal``)."""
     return apply(TRIL, input, diagonal=int(diagonal))
 
 
+@public("triu", method=True, inplace=True)
 def triu(input, diagonal: int = 0):  # noqa: A002
     """The upper triangle of the last two dims (elements on and above ``diagonal``)."""
     return apply(TRIU, input, diagonal=int(diagonal))
@@ -320,6 +328,7 @@ def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
     return d
 
 
+@public("scatter", method=True, inplace=True)
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # noqa: A002
     """Writes ``src`` (a tensor, or a number: ``value``) into a copy of ``input`` at ``index``
     along ``dim`` (torch.scatter). ``reduce="add"`` adds instead of writing and
@@ -347,6 +356,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # no
     return apply(SCATTER, input, index, src, dim=d)
 
 
+@public("scatter_add", method=True, inplace=True)
 def scatter_add(input, dim: int, index, src):  # noqa: A002
     """Adds ``src`` into a copy of ``input`` at ``index`` along ``dim`` (torch.scatter_add),
     with torch's checks of the index and dtypes."""
@@ -356,6 +366,7 @@ def scatter_add(input, dim: int, index, src):  # noqa: A002
     return apply(SCATTER_ADD, input, index, src, dim=d)
 
 
+@public("index_add", method=True, inplace=True)
 def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     """Adds ``alpha * source`` into a copy of ``input`` at the entries ``index`` (1-D) along
     ``dim`` (torch.index_add)."""
@@ -387,6 +398,7 @@ def _scalar(d: dtypes.dtype) -> str:
     return d._legacy[:-len("Tensor")]
 
 
+@public("where")
 def where(condition, input=None, other=None):  # noqa: A002
     """``where(condition, input, other)``: ``input`` where ``condition`` else ``other``;
     ``where(condition)``: ``nonzero(condition, as_tuple=True)``, as torch."""
