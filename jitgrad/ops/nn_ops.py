@@ -1,4 +1,5 @@
-"""Neural-network ops torch records as single nodes: gelu, silu, layer_norm, nll_loss, mse_loss.
+"""Neural-network ops torch records as single nodes: gelu, silu, softplus, layer_norm, nll_loss,
+mse_loss.
 
 Each has a NumPy impl, a VJP in jitgrad ops, and (where it helps fusion) a decomposition.
 """
@@ -11,7 +12,8 @@ import numpy as np
 
 from .. import dtypes
 from ._special import erf
-from .registry import ELEMENTWISE, OPAQUE, POINTWISE, apply, defop
+from .elementwise import where
+from .registry import ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2 = 1 / math.sqrt(2)
@@ -58,6 +60,34 @@ def _silu_vjp(g, ans, x):
 SILU = defop("silu", _silu_impl, kind=POINTWISE, save=(0,), vjp=(_silu_vjp,),
              decompose=lambda x: x * x.sigmoid(), meta=lambda x: (tuple(x.shape), x.dtype),
              template="{0} / (1.0 + exp(-{0}))", jvp=ELEMENTWISE)
+
+
+# ---------------------------------------------------------------- softplus (docs/adding-an-op.md)
+def _softplus_impl(x, beta, threshold):
+    bx = x * beta  # log(1 + exp(bx)) / beta, and x itself where bx > threshold (as torch)
+    return np.where(bx > threshold, x, np.logaddexp(0, bx) / beta)
+
+
+def _softplus_meta(x, beta, threshold):
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"softplus_cpu" not implemented for \'{x.dtype._legacy.replace("Tensor", "")}\'')
+    return tuple(x.shape), x.dtype
+
+
+def _softplus_vjp(g, ans, x, beta, threshold):
+    bx = x * beta
+    return g * where(bx > threshold, 1.0, bx.sigmoid())
+
+
+SOFTPLUS = defop(
+    "softplus", _softplus_impl, kind=POINTWISE, meta=_softplus_meta, save=(0,),
+    vjp=(_softplus_vjp,), jvp=ELEMENTWISE,
+    template="({0} if {0} * {p[beta]} > {p[threshold]} else "
+             "log1p(exp({0} * {p[beta]})) / {p[beta]})",
+    public=Public(functional="softplus", params={"beta": 1.0, "threshold": 20.0},
+                  doc="``log(1 + exp(beta * input)) / beta``, and ``input`` where "
+                      "``beta * input > threshold`` (torch.nn.functional.softplus)."))
 
 
 def _ln_dims(x, normalized_shape):
