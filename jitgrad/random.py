@@ -10,6 +10,7 @@ import numpy as np
 from . import dtypes
 from .device import check_device
 from .ops.creation import _OPTS, _new, _shape, invalid_combination
+from .ops.rng import sample
 from .ops.surface import public
 
 
@@ -21,15 +22,6 @@ def manual_seed(seed: int) -> Generator:
 
 def default_generator() -> Generator:
     return _default
-
-
-def _traced(kind: str, size: tuple, dt: dtypes.dtype, generator: Any, **params: Any) -> Any:
-    """Inside a jit trace: the draw recorded as an op (fresh numbers on every call)."""
-    from .ops.registry import state
-
-    if not state.traces:
-        return None
-    return state.traces[-1].random(kind, size, dt, generator, **params)
 
 
 _FLOAT_ONLY = {"rand": "check_uniform_bounds", "randn": "normal_kernel_cpu"}
@@ -65,11 +57,7 @@ def rand(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
     check_device(device)
     shape = _sample_size("rand", size, kwargs)
     dt = _float_dtype("rand", dtype)
-    traced = _traced("uniform", shape, dt, generator)
-    if traced is not None:
-        return traced
-    gen = generator or _generator
-    return _new(gen.random(shape).astype(dt.np), dt, requires_grad)
+    return sample("uniform", shape, dt, generator, requires_grad)
 
 
 @public("randn")
@@ -79,11 +67,7 @@ def randn(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
     check_device(device)
     shape = _sample_size("randn", size, kwargs)
     dt = _float_dtype("randn", dtype)
-    traced = _traced("normal", shape, dt, generator)
-    if traced is not None:
-        return traced
-    gen = generator or _generator
-    return _new(gen.standard_normal(shape).astype(dt.np), dt, requires_grad)
+    return sample("normal", shape, dt, generator, requires_grad)
 
 
 _RANDINT_SIGS = tuple(
@@ -142,11 +126,7 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
     if requires_grad and not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
-    traced = _traced("integers", shape, dt, generator, low=lo, high=hi)
-    if traced is not None:
-        return traced
-    gen = generator or _generator
-    return _new(gen.integers(lo, hi, size=shape).astype(dt.np), dt, requires_grad)
+    return sample("integers", shape, dt, generator, requires_grad, low=lo, high=hi)
 
 
 @public("rand_like")

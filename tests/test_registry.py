@@ -25,7 +25,6 @@ NO_RECORD = {
     "custom_function": "a user's autograd.Function inside jit (tests/test_function.py)",
     "custom_function_backward": "its backward equation (tests/test_function.py)",
     "detach": "Tensor.detach: no gradient, no node (tests/test_tensor.py)",
-    "rng": "a random draw inside jit (tests/test_jit.py, tests/test_random_programs.py)",
     "kernel": "a fused kernel, made by jit.passes.fuse (tests/test_numba_backend.py)",
     "copy_slices_view": "an in-place op on a view, which jit refuses to trace by design (the "
                         "opdb sweep runs every record under jit): tests/test_inplace.py",

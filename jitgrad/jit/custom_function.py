@@ -130,7 +130,8 @@ def traced_apply(cls: type, args: tuple, kwargs: dict) -> Any:
     """``cls.apply(*args, **kwargs)`` while a jit trace is active: records the call as one
     ``custom_function`` equation (see the module docstring) and returns its outputs."""
     from .errors import ConcretizationError
-    from .trace import DETACH, Trace, active
+    from ..ops.elementwise import DETACH
+    from .trace import Trace, active
 
     trace = state.traces[-1]
     where = _where()

@@ -135,6 +135,9 @@ SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x)
           save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x),
           public=Public("sgn", method=True))
 CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),), "{0}")
+# ``Tensor.detach`` inside jit: the same values, cut from the graph (no VJP: not differentiable)
+DETACH = defop("detach", lambda x: x, kind=POINTWISE, template="{0}", view=True,
+               meta=lambda x: (tuple(x.shape), x.dtype))
 CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}",
             passthrough=True)
 LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL,

@@ -282,7 +282,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
         for a in args:
             if isinstance(a, Tensor) and a._trace is not None:
                 return a._trace.bind(op, args, params)
-        if any(isinstance(a, Tensor) for a in args):  # captured tensors: recorded, not frozen
+        if op.nondeterministic or any(isinstance(a, Tensor) for a in args):
+            # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
     if op.by_category and type(args[0]) is Tensor:  # the hot cases, inlined: f(t), t1 + t2
