@@ -133,7 +133,9 @@ class Graph:
 
     # ------------------------------------------------------------------ printing
     def names(self, start: dict | None = None) -> dict[Var, str]:
-        """Printed names: inputs by their hint (``primals_1``), constants ``c1``, others ``t1``."""
+        """Printed names: inputs by their hint (``primals_1``), constants ``c1``, residuals
+        ``saved_1`` (the same in the forward, the backward and the kernel listings), others
+        ``t1``."""
         names = dict(start or {})
         counts: dict[str, int] = {}
         for n in names.values():
@@ -153,8 +155,8 @@ class Graph:
                 names[v] = fresh("c", "")
         for e in _flat(self.eqns):
             for v in e.outputs:
-                if v not in names:
-                    names[v] = fresh("t", "")
+                if v not in names:  # (a residual keeps its "saved" name in every listing)
+                    names[v] = fresh("t", "") if v.hint == "t" else fresh(v.hint)
         return names
 
     def format(self, source: bool = True, names: dict | None = None) -> str:

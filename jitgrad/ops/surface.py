@@ -16,6 +16,7 @@ namespace is an error (one op, one place).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -60,7 +61,9 @@ def op_function(op: OpDef) -> Callable:
     call = passed + "".join(f", {k}={k}" for k in pub.params)
     src = f"def {name}({sig}):\n    return apply(OP, {call})\n"
     env = {"apply": apply, "OP": op, "_D": dict(pub.params), "_operand": _operand}
-    exec(src, env)  # noqa: S102 - a signature built from the op's declaration
+    # (a file name inside the package: jit's source lines skip it, as any jitgrad frame)
+    code = compile(src, os.path.join(os.path.dirname(__file__), f"<public {name}>"), "exec")
+    exec(code, env)  # noqa: S102 - a signature built from the op's declaration
     fn = env[name]
     fn.__doc__ = pub.doc or f"``{op.name}`` of ``{pub.args[0]}`` (``{op.node_name}``)."
     fn.__module__ = "jitgrad"
