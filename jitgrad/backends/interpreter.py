@@ -117,8 +117,7 @@ def run_eager(graph: Graph, inputs: list, known: dict | None = None) -> list:
 
     ``known`` maps Vars to values to use instead of recomputing them (saved random draws).
     """
-    from ..autograd.grad_mode import no_grad
-
+    state = registry.state  # (grad mode is dispatch state: no import of autograd's API)
     env: dict[Var, object] = dict(zip(graph.invars, inputs))
     env.update(graph.consts)
     known = known or {}
@@ -132,8 +131,11 @@ def run_eager(graph: Graph, inputs: list, known: dict | None = None) -> list:
             op = op.contiguous_fallback
             args[0] = args[0].clone()
         if e.nograd:
-            with no_grad():
+            prev, state.grad_enabled = state.grad_enabled, False
+            try:
                 out = registry.apply(op, *args, **e.params)
+            finally:
+                state.grad_enabled = prev
         else:
             out = registry.apply(op, *args, **e.params)
         for v, o in zip(e.outputs, (out,) if e.op.n_outputs == 1 else out):

@@ -14,7 +14,7 @@ from typing import Any
 from .. import _config
 from . import custom_function  # noqa: F401 - registers the custom_function ops
 from .check import JitCheckError
-from .errors import ConcretizationError, JitTraceError
+from ..errors import ConcretizationError, JitTraceError
 from .function import CompiledFunctionBackward, JitFunction, Lowered
 from .ir import Eqn, Graph, Var
 

@@ -116,7 +116,7 @@ class _NoTrace:
 
 
 def _where() -> str:
-    from .errors import user_location
+    from ..errors import user_location
 
     loc, text = user_location(2)
     return f"{loc} (`{text}`)" if text else loc
@@ -129,7 +129,7 @@ def _user_attrs(ctx: Any, before: set) -> dict:
 def traced_apply(cls: type, args: tuple, kwargs: dict) -> Any:
     """``cls.apply(*args, **kwargs)`` while a jit trace is active: records the call as one
     ``custom_function`` equation (see the module docstring) and returns its outputs."""
-    from .errors import ConcretizationError
+    from ..errors import ConcretizationError
     from ..ops.elementwise import DETACH
     from .trace import Trace, active
 

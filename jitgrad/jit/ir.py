@@ -15,19 +15,10 @@ import re
 from typing import Any
 
 from .. import dtypes
+from ..dtypes import type_str
 from ..ops import registry
 
 _ids = itertools.count(1)
-
-_SHORT = {dtypes.bool: "b8", dtypes.uint8: "u8", dtypes.int8: "i8", dtypes.int16: "i16",
-          dtypes.int32: "i32", dtypes.int64: "i64", dtypes.float16: "f16", dtypes.float32: "f32",
-          dtypes.float64: "f64", dtypes.complex64: "c64", dtypes.complex128: "c128"}
-
-
-def type_str(shape: tuple, dtype: dtypes.dtype) -> str:
-    """``f32[128,784]``: the printed type of a value."""
-    return f"{_SHORT.get(dtype, dtype.name)}[{','.join(str(int(s)) for s in shape)}]"
-
 
 class IRError(RuntimeError):
     """A malformed graph (raised by ``Graph.verify``)."""
@@ -228,5 +219,5 @@ def _eqn_line(e: Eqn, names: dict, arg, source: bool, indent: str) -> str:
 
 def _param(p: Any) -> str:
     if isinstance(p, dtypes.dtype):
-        return _SHORT.get(p, p.name)
+        return dtypes.short_name(p)
     return repr(p)

@@ -45,7 +45,7 @@ from .. import dtypes
 from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Size, Tensor
-from . import errors
+from .. import errors
 from .ir import Eqn, Graph, Var
 
 class Tracer(Tensor):

@@ -79,7 +79,7 @@ def _as_index(k):
         t = make_tensor(k)
     if t.dtype is dtypes.bool or t.dtype is dtypes.uint8:
         if t._trace is not None:
-            from ..jit.errors import data_dependent_shape_error
+            from ..errors import data_dependent_shape_error
 
             raise data_dependent_shape_error("boolean mask indexing")
         return [make_tensor(nz) for nz in np.nonzero(t._data)]

@@ -25,7 +25,7 @@ def _data_dependent(what: str, *ts) -> None:
     """Raises ConcretizationError unless every ``t`` is an eager tensor with values."""
     if registry.state.traces or any(type(t) is not registry.Tensor and not (
             isinstance(t, registry.Tensor) and t._trace is None) for t in ts):
-        from ..jit.errors import data_dependent_shape_error
+        from ..errors import data_dependent_shape_error
 
         raise data_dependent_shape_error(what)
 
