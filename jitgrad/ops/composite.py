@@ -49,12 +49,14 @@ SOFTMAX = defop(
     "softmax", _softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
     decompose=_softmax_decompose,
     vjp=(lambda g, ans, x, dim: ans * (g - (g * ans).sum(dim, keepdim=True)),),
-    jvp=lambda ts, ans, x, dim: ans * (ts[0] - (ts[0] * ans).sum(dim, keepdim=True)))
+    jvp=lambda ts, ans, x, dim: ans * (ts[0] - (ts[0] * ans).sum(dim, keepdim=True)),
+    saved_names={"dim": ("param", "dim"), "result": ("output", 0)})
 LOG_SOFTMAX = defop(
     "log_softmax", _log_softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
     decompose=_log_softmax_decompose,
     vjp=(lambda g, ans, x, dim: g - ans.exp() * g.sum(dim, keepdim=True),),
-    jvp=lambda ts, ans, x, dim: ts[0] - (ts[0] * ans.exp()).sum(dim, keepdim=True))
+    jvp=lambda ts, ans, x, dim: ts[0] - (ts[0] * ans.exp()).sum(dim, keepdim=True),
+    saved_names={"dim": ("param", "dim"), "result": ("output", 0)})
 
 
 def _logsumexp_impl(x, dims, keepdim):
@@ -83,7 +85,9 @@ LOGSUMEXP = defop(
         x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),),
     jvp=lambda ts, ans, x, dims, keepdim: apply(
         OPS["sum_dim"], ts[0] * (x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),
-        dims=dims, keepdim=keepdim, dtype=None))
+        dims=dims, keepdim=keepdim, dtype=None),
+        saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                     "self": ("input", 0), "result": ("output", 0)})
 
 
 def _count(x, dims) -> int:
@@ -127,13 +131,18 @@ def _var_jvp(tangents, ans, x, dims, correction, keepdim):
 
 VAR = defop("var", lambda x, dims, correction, keepdim: np.var(
     x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
-    decompose=_var_decompose, vjp=(_var_vjp,), jvp=_var_jvp)
+    decompose=_var_decompose, vjp=(_var_vjp,), jvp=_var_jvp,
+    saved_names={"dim": ("param", "dims"), "correction": ("param", "correction"),
+                 "keepdim": ("param", "keepdim"), "self": ("input", 0)})
 STD = defop("std", lambda x, dims, correction, keepdim: np.std(
     x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
     save_output=True, decompose=lambda x, dims, correction, keepdim: _var_decompose(
         x, dims, correction, keepdim).sqrt(), vjp=(_std_vjp,),
     jvp=lambda ts, ans, x, dims, correction, keepdim: _var_jvp(
-        ts, ans, x, dims, correction, keepdim) / (2 * ans))
+        ts, ans, x, dims, correction, keepdim) / (2 * ans),
+        saved_names={"dim": ("param", "dims"), "correction": ("param", "correction"),
+                     "keepdim": ("param", "keepdim"), "self": ("input", 0),
+                     "result": ("output", 0)})
 
 
 # ---------------------------------------------------------------- public functions

@@ -176,9 +176,9 @@ IMAG = defop("imag", np.imag, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.
 
 # ---------------------------------------------------------------- binary
 ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}",
-          identity={0: 0, 1: 0})
+          identity={0: 0, 1: 0}, saved_names={"alpha": ("const", 1)})
 SUB = _pw("sub", np.subtract, (lambda g, ans, a, b: g, lambda g, ans, a, b: -g), "{0} - {1}",
-          identity={1: 0})
+          identity={1: 0}, saved_names={"alpha": ("const", 1)})
 RSUB = _pw("rsub", lambda a, b: np.subtract(b, a),
            (lambda g, ans, a, b: -g, lambda g, ans, a, b: g), "{1} - {0}",
            node_name="RsubBackward1")
@@ -206,21 +206,24 @@ def _pow_exponent_grad(g, ans, a, b):
 POW = _pw("pow", np.power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
                             _pow_exponent_grad), lambda p, work: _pow_template("{0}", "{1}", work),
           save=(0, 1), save_output=True,
-          node_name="PowBackward1")
+          node_name="PowBackward1",
+          saved_names={"self": ("input", 0), "exponent": ("input", 1), "result": ("output", 0)})
 POW_SCALAR = defop(
     "pow_scalar", lambda x, exponent: np.power(x, np.asarray(exponent, dtype=x.dtype)),
     kind=POINTWISE, node_name="PowBackward0", save=(0,), identity={"exponent": 1},
     meta=lambda x, exponent: (tuple(x.shape), _pow_scalar_dtype(x.dtype, exponent)),
     vjp=(lambda g, ans, x, exponent: g * 0 if exponent == 0 else
          g * (exponent * x ** (exponent - 1)).conj(),), template=lambda p, work: _pow_template(
-             "{0}", p["exponent"], work), jvp=ELEMENTWISE)
+             "{0}", p["exponent"], work), jvp=ELEMENTWISE,
+             saved_names={"self": ("input", 0), "exponent": ("param", "exponent")})
 RPOW = defop(
     "rpow", lambda x, base: np.power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
     node_name="PowBackward2", save_output=True,
     meta=lambda x, base: (tuple(x.shape), _pow_scalar_dtype(x.dtype, base)),
     vjp=(lambda g, ans, x, base: g * (ans * math.log(base)).conj() if base > 0 else
          g * where(ans == 0, 0, ans * math.log(abs(base)) if base != 0 else 0),),
-    template=lambda p, work: _pow_template("{p[base]}", "{0}", work), jvp=ELEMENTWISE)
+    template=lambda p, work: _pow_template("{p[base]}", "{0}", work), jvp=ELEMENTWISE,
+    saved_names={"self": ("param", "base"), "exponent": ("input", 0), "result": ("output", 0)})
 
 
 def _pow_template(base: str, exponent, work: np.dtype) -> str | None:
@@ -262,7 +265,7 @@ WHERE = defop(
     "where", np.where, kind=POINTWISE, nonpromoted=(0,), save=(0,),
     meta=lambda c, a, b: (_bshape(c, a, b), _where_dtype(a, b)),
     vjp=(None, lambda g, ans, c, a, b: where(c, g, 0), lambda g, ans, c, a, b: where(c, 0, g)),
-    template="{1} if {0} else {2}", jvp=ELEMENTWISE)
+    template="{1} if {0} else {2}", jvp=ELEMENTWISE, saved_names={"condition": ("input", 0)})
 
 
 def _where_dtype(a, b) -> dtypes.dtype:
@@ -298,7 +301,9 @@ CLAMP = defop("clamp", _clamp_impl, kind=POINTWISE, node_name="ClampBackward1", 
               meta=lambda x, min, max: (tuple(x.shape), _clamp_dtype(x, min, max)),
               vjp=(_clamp_vjp,), template=lambda p, work: _clamp_template(
                   "{0}", None if p["min"] is None else "{p[min]}",
-                  None if p["max"] is None else "{p[max]}"), jvp=ELEMENTWISE)
+                  None if p["max"] is None else "{p[max]}"), jvp=ELEMENTWISE,
+                  saved_names={"self": ("input", 0), "min": ("param", "min"),
+                               "max": ("param", "max")})
 
 
 def _clamp_template(x: str, lo: str | None, hi: str | None) -> str:

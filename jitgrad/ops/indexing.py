@@ -242,20 +242,23 @@ def _check_index(index, name):
 GATHER = defop("gather", _gather_impl, kind=OPAQUE, save=(1,),
                meta=lambda x, index, dim: (tuple(index.shape), x.dtype),
                vjp=(lambda g, ans, x, index, dim: scatter_add(_zeros(x, g), dim, index, g), None),
-               jvp=LINEAR)
+               jvp=LINEAR, saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 SCATTER_ADD = defop("scatter_add", _scatter_add_impl, kind=OPAQUE, save=(1,),
                     meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
                     vjp=(lambda g, ans, x, index, src, dim: g, None,
-                         lambda g, ans, x, index, src, dim: gather(g, dim, index)), jvp=LINEAR)
+                         lambda g, ans, x, index, src, dim: gather(g, dim, index)), jvp=LINEAR,
+                         saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 INDEX_SELECT = defop(
     "index_select", lambda x, index, dim: np.take(x, index, axis=dim), kind=OPAQUE, save=(1,),
     meta=lambda x, index, dim: (tuple(x.shape[:dim]) + tuple(index.shape) +
                                 tuple(x.shape[dim + 1:]), x.dtype),
-    vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None), jvp=LINEAR)
+    vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None), jvp=LINEAR,
+    saved_names={"dim": ("param", "dim"), "index": ("input", 1), "self_sym_sizes": ("sizes", 0)})
 INDEX_ADD = defop("index_add", _index_add_impl, kind=OPAQUE, save=(1,),
                   meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
                   vjp=(lambda g, ans, x, index, src, dim: g, None,
-                       lambda g, ans, x, index, src, dim: index_select(g, dim, index)), jvp=LINEAR)
+                       lambda g, ans, x, index, src, dim: index_select(g, dim, index)), jvp=LINEAR,
+                       saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 
 
 def _zeros(x, g):

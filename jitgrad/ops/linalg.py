@@ -68,17 +68,22 @@ def _mH(x):  # noqa: N802 - torch's name
 
 MM = defop("mm", np.matmul, kind=OPAQUE, meta=_mm_meta, save=(0, 1),
            vjp=(lambda g, ans, a, b: g.mm(_mH(b)), lambda g, ans, a, b: _mH(a).mm(g)),
-           jvp=BILINEAR, save_if={0: (1,), 1: (0,)})
+           jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+           saved_names={"self": ("input", 0), "mat2": ("input", 1),
+                        "self_sym_sizes": ("sizes", 0), "mat2_sym_sizes": ("sizes", 1)})
 BMM = defop("bmm", np.matmul, kind=OPAQUE, meta=_bmm_meta, save=(0, 1),
             vjp=(lambda g, ans, a, b: g.bmm(_mH(b)), lambda g, ans, a, b: _mH(a).bmm(g)),
-            jvp=BILINEAR, save_if={0: (1,), 1: (0,)})
+            jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+            saved_names={"self": ("input", 0), "mat2": ("input", 1)})
 MV = defop("mv", np.matmul, kind=OPAQUE, meta=_mv_meta, save=(0, 1),
            vjp=(lambda g, ans, a, v: g.unsqueeze(1) * v.conj(),
-                lambda g, ans, a, v: _mH(a).mv(g)), jvp=BILINEAR, save_if={0: (1,), 1: (0,)})
+                lambda g, ans, a, v: _mH(a).mv(g)), jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+                saved_names={"self": ("input", 0), "vec": ("input", 1)})
 DOT = defop("dot", lambda a, b: np.asarray(np.dot(a, b)), kind=OPAQUE, meta=_dot_meta,
             save=(0, 1),
             vjp=(lambda g, ans, a, b: g * b.conj(), lambda g, ans, a, b: g * a.conj()),
-            jvp=BILINEAR, save_if={0: (1,), 1: (0,)})
+            jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+            saved_names={"self": ("input", 0), "tensor": ("input", 1)})
 
 
 def _addmm_meta(bias, a, b):
@@ -102,7 +107,10 @@ ADDMM = defop("addmm", lambda bias, a, b: bias + a @ b, kind=OPAQUE, meta=_addmm
               save=(1, 2),
               vjp=(lambda g, ans, bias, a, b: g, lambda g, ans, bias, a, b: g.mm(_mH(b)),
                    lambda g, ans, bias, a, b: _mH(a).mm(g)),
-              jvp=_addmm_jvp, save_if={1: (2,), 2: (1,)})
+              jvp=_addmm_jvp, save_if={1: (2,), 2: (1,)},
+              saved_names={"mat1": ("input", 1), "mat2": ("input", 2), "alpha": ("const", 1),
+                           "beta": ("const", 1), "mat1_sym_sizes": ("sizes", 1),
+                           "mat2_sym_sizes": ("sizes", 2)})
 
 
 @public("mm", method=True)

@@ -56,7 +56,7 @@ UNSAFE_VIEW = defop("unsafe_view", lambda x, shape: np.reshape(x, shape), kind=M
 # an eager replay of a graph on a non-contiguous input takes ``unsafe_view`` of a copy.
 VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
              vjp=(_reshape_back,), jvp=LINEAR, passthrough=True, graph_impl=UNSAFE_VIEW.impl,
-             contiguous_fallback=UNSAFE_VIEW)
+             contiguous_fallback=UNSAFE_VIEW, saved_names={"self_sym_sizes": ("sizes", 0)})
 # torch's reshape of a non-contiguous tensor that can still be viewed (``_reshape_alias``)
 RESHAPE_ALIAS = defop("reshape_alias", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
                       vjp=(_reshape_back,), jvp=LINEAR, node_name="ReshapeAliasBackward0")
@@ -69,11 +69,12 @@ def _permute_meta(x, dims):
 PERMUTE = defop("permute", lambda x, dims: np.transpose(x, dims), kind=MOVEMENT,
                 meta=_permute_meta, view=True,
                 vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),),
-                jvp=LINEAR)
+                jvp=LINEAR, saved_names={"dims": ("param", "dims")})
 TRANSPOSE = defop(
     "transpose", lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), kind=MOVEMENT, view=True,
     meta=lambda x, dim0, dim1: (_swap(tuple(x.shape), dim0, dim1), x.dtype),
-    vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),), jvp=LINEAR)
+    vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),), jvp=LINEAR,
+    saved_names={"dim0": ("param", "dim0"), "dim1": ("param", "dim1")})
 T = defop("t", lambda x: x.T, kind=MOVEMENT, view=True,
           meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),),
           jvp=LINEAR)
@@ -87,7 +88,8 @@ def _swap(shape: tuple, a: int, b: int) -> tuple:
 
 EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEMENT, view=True,
                broadcast=True,
-               meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,), jvp=LINEAR, passthrough=True)
+               meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,), jvp=LINEAR, passthrough=True,
+               saved_names={"self_sym_sizes": ("sizes", 0)})
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
                 meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0", jvp=LINEAR)
 SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
@@ -137,7 +139,9 @@ def _slice_backward_impl(g, shape, dim, start, stop, step):
 
 SELECT = defop("select", _select_impl, kind=MOVEMENT, meta=_select_meta, view=True,
                vjp=(lambda g, ans, x, dim, index: apply(
-                   SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),), jvp=LINEAR)
+                   SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),), jvp=LINEAR,
+                   saved_names={"dim": ("param", "dim"), "index": ("param", "index"),
+                                "self_sym_sizes": ("sizes", 0)})
 SLICE = defop("slice", _slice_impl, kind=MOVEMENT, meta=_slice_meta, view=True,
               vjp=(lambda g, ans, x, dim, start, stop, step: apply(
                   SLICE_BACKWARD, g, shape=tuple(x.shape), dim=dim, start=start, stop=stop,

@@ -43,7 +43,8 @@ def _gelu_vjp(g, ans, x, approximate):
 
 GELU = defop("gelu", _gelu_impl, kind=POINTWISE, save=(0,), decompose=_gelu_decompose,
              meta=lambda x, approximate: (tuple(x.shape), x.dtype), vjp=(_gelu_vjp,),
-             template="gelu_{p[approximate]}({0})", jvp=ELEMENTWISE)
+             template="gelu_{p[approximate]}({0})", jvp=ELEMENTWISE,
+             saved_names={"approximate": ("param", "approximate"), "self": ("input", 0)})
 
 
 def _silu_impl(x):

@@ -120,7 +120,9 @@ def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa:
 
 LINALG_VECTOR_NORM = defop(
     "linalg_vector_norm", _vector_norm_impl, kind=OPAQUE, meta=_vector_norm_meta, save=(0,),
-    save_output=True, vjp=(_vector_norm_vjp,), jvp=_vector_norm_jvp)
+    save_output=True, vjp=(_vector_norm_vjp,), jvp=_vector_norm_jvp,
+    saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                 "ord": ("param", "ord"), "self": ("input", 0), "result": ("output", 0)})
 
 
 # ---------------------------------------------------------------- singular values

@@ -133,23 +133,38 @@ def _amin(x, dims, keepdim):
     return np.amin(x, axis=dims, keepdims=keepdim)
 
 
-SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype, jvp=LINEAR)
+SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype, jvp=LINEAR,
+                 saved_names={"self_sym_sizes": ("sizes", 0)})
 SUM_DIM = _reduction("sum_dim", _sum_impl, _sum_vjp, "SumBackward1", SUM_T, _sum_dtype,
-                     jvp=LINEAR)
+                     jvp=LINEAR,
+                     saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                                  "self_sym_sizes": ("sizes", 0)})
 MEAN = _reduction("mean", _mean_impl, _mean_vjp, "MeanBackward0", MEAN_T, _mean_dtype,
-                  jvp=LINEAR)
+                  jvp=LINEAR,
+                  saved_names={"self_sym_sizes": ("sizes", 0), "self_sym_numel": ("numel", 0)})
 MEAN_DIM = _reduction("mean_dim", _mean_impl, _mean_vjp, "MeanBackward1", MEAN_T, _mean_dtype,
-                      jvp=LINEAR)
+                      jvp=LINEAR,
+                      saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                                   "self_sym_sizes": ("sizes", 0), "self_sym_numel": ("numel", 0)})
 PROD = _reduction("prod", _prod_impl, _prod_vjp, "ProdBackward0", PROD_T, _sum_dtype, save=(0,),
-                  jvp=_weighted_jvp(_prod_vjp))
+                  jvp=_weighted_jvp(_prod_vjp),
+                  saved_names={"self": ("input", 0), "result": ("output", 0)})
 PROD_DIM = _reduction("prod_dim", _prod_impl, _prod_vjp, "ProdBackward1", PROD_T, _sum_dtype,
-                      save=(0,), jvp=_weighted_jvp(_prod_vjp))
+                      save=(0,), jvp=_weighted_jvp(_prod_vjp),
+                      saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                                   "self": ("input", 0), "result": ("output", 0)})
 _EXTREME = {"save": (0,), "save_output": True, "jvp": _weighted_jvp(_evenly),
             "empty_forbidden": True}
-AMAX = _reduction("amax", _amax, _evenly, "AmaxBackward0", MAX_T, **_EXTREME)
-AMIN = _reduction("amin", _amin, _evenly, "AminBackward0", MIN_T, **_EXTREME)
-MAX_ALL = _reduction("max_all", _amax, _evenly, "MaxBackward1", MAX_T, **_EXTREME)
-MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREME)
+AMAX = _reduction("amax", _amax, _evenly, "AmaxBackward0", MAX_T, **_EXTREME,
+                  saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                               "self": ("input", 0), "result": ("output", 0)})
+AMIN = _reduction("amin", _amin, _evenly, "AminBackward0", MIN_T, **_EXTREME,
+                  saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                               "self": ("input", 0), "result": ("output", 0)})
+MAX_ALL = _reduction("max_all", _amax, _evenly, "MaxBackward1", MAX_T, **_EXTREME,
+                     saved_names={"self": ("input", 0), "result": ("output", 0)})
+MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREME,
+                     saved_names={"self": ("input", 0), "result": ("output", 0)})
 
 
 def _arg_reduce(fn):
@@ -189,9 +204,15 @@ def _select_jvp(tangents, ans, x, dim, keepdim):
 
 
 MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,), jvp=_select_jvp)
+                vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,), jvp=_select_jvp,
+                saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
+                             "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
+                             saved_indices=("argmax", ("dim", "keepdim")))
 MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,), jvp=_select_jvp)
+                vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,), jvp=_select_jvp,
+                saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
+                             "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
+                             saved_indices=("argmin", ("dim", "keepdim")))
 ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
                kind=REDUCE, meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))

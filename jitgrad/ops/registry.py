@@ -101,6 +101,11 @@ class OpDef:
       first input for a param); ``passthrough``: the op's output is its first input whenever
       shape and dtype agree; ``involution``: ``op(op(x)) == x``; ``nondeterministic``: two
       equal calls give different values (never merged by CSE, saved for a recomputation).
+    * ``saved_names``: torch's names for what the node saved (``grad_fn._saved_<name>``), each
+      mapped to where the value lives (see ``ops/saved_names.py``); by default saved input 0
+      is ``self``, input 1 ``other``, a saved output ``result``. ``saved_indices``:
+      ``(arg op name, param names)``, how ``_saved_indices`` of sort/topk/max(dim) is
+      recomputed from the saved input.
     * ``outputs_requiring_grad``: ``f(args, params)`` giving, per output, whether it requires
       grad, for an opaque op whose outputs do not all depend on every input (a custom Function's
       backward run as one op).
@@ -115,7 +120,8 @@ class OpDef:
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
                  "view", "broadcast", "by_category", "save_if", "empty_forbidden", "identity",
                  "passthrough", "involution", "nondeterministic", "graph_impl", "public",
-                 "outputs_requiring_grad", "contiguous_fallback")
+                 "outputs_requiring_grad", "contiguous_fallback", "saved_names",
+                 "saved_indices")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -123,7 +129,7 @@ class OpDef:
                  broadcast=False, save_if=None, empty_forbidden=False, identity=None,
                  passthrough=False, involution=False, nondeterministic=False, graph_impl=None,
                  public=None, outputs_requiring_grad=None,
-                 contiguous_fallback=None):
+                 contiguous_fallback=None, saved_names=None, saved_indices=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -155,6 +161,8 @@ class OpDef:
         self.graph_impl = graph_impl or impl
         self.outputs_requiring_grad = outputs_requiring_grad
         self.contiguous_fallback = contiguous_fallback
+        self.saved_names = saved_names
+        self.saved_indices = saved_indices
         self.public = Public(public, method=True) if isinstance(public, (str, tuple)) \
             else public
 

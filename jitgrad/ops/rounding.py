@@ -34,8 +34,9 @@ def _round_decimals(x, decimals):
     return np.rint(x / f) * f
 
 
-def _rounding(name, fn, template, node_name=None, meta=None):
-    fields = {"node_name": node_name} if node_name else {}
+def _rounding(name, fn, template, node_name=None, meta=None, **fields):
+    if node_name:
+        fields["node_name"] = node_name
     if meta is not None:
         fields["meta"] = meta
     return defop(name, _same_if_integral(fn), kind=POINTWISE, vjp=(_zero_grad,),
@@ -45,7 +46,8 @@ def _rounding(name, fn, template, node_name=None, meta=None):
 ROUND = _rounding("round", np.rint, "round({0})")
 ROUND_DECIMALS = _rounding("round_decimals", _round_decimals, None,  # (not fused)
                            node_name="RoundBackward1",
-                           meta=lambda x, decimals: (tuple(x.shape), x.dtype))
+                           meta=lambda x, decimals: (tuple(x.shape), x.dtype),
+                           saved_names={"decimals": ("param", "decimals")})
 FLOOR = _rounding("floor", np.floor, "floor({0})")
 CEIL = _rounding("ceil", np.ceil, "ceil({0})")
 TRUNC = _rounding("trunc", np.trunc, "trunc({0})")

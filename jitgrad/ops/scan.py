@@ -113,9 +113,11 @@ def _cumprod_jvp(tangents, ans, x, dim, dtype=None):
 
 
 CUMSUM = defop("cumsum", _scan_impl(np.cumsum), kind=OPAQUE, meta=_scan_meta,
-               vjp=(_cumsum_vjp,), jvp=LINEAR)
+               vjp=(_cumsum_vjp,), jvp=LINEAR, saved_names={"dim": ("param", "dim")})
 CUMPROD = defop("cumprod", _scan_impl(np.cumprod), kind=OPAQUE, meta=_scan_meta, save=(0,),
-                save_output=True, vjp=(_cumprod_vjp,), jvp=_cumprod_jvp)
+                save_output=True, vjp=(_cumprod_vjp,), jvp=_cumprod_jvp,
+                saved_names={"dim": ("param", "dim"), "self": ("input", 0),
+                             "result": ("output", 0)})
 
 
 @public("cumsum", method=True, inplace=True)

@@ -47,13 +47,14 @@ MASKED_FILL = defop(
     meta=_masked_fill_meta, save=(1,),
     vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None),
     jvp=lambda ts, ans, x, mask, value: ts[0].expand(tuple(ans.shape)).masked_fill(mask, 0)
-    if ts[0] is not None else None)
+    if ts[0] is not None else None, saved_names={"mask": ("input", 1)})
 MASKED_FILL_TENSOR = defop(
     "masked_fill_tensor", _masked_fill_impl, kind=OPAQUE, node_name="MaskedFillBackward1",
     meta=lambda x, mask, value: _masked_fill_meta(x, mask, None), save=(1,),
     vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None,
          lambda g, ans, x, mask, value: g.masked_fill(mask.logical_not(), 0).sum()),
-    jvp=lambda ts, ans, x, mask, value: _masked_fill_tensor_jvp(ts, ans, mask))
+    jvp=lambda ts, ans, x, mask, value: _masked_fill_tensor_jvp(ts, ans, mask),
+    saved_names={"mask": ("input", 1)})
 
 
 def _masked_fill_tensor_jvp(ts, ans, mask):
@@ -134,12 +135,14 @@ MASKED_SELECT = defop(
     "masked_select", _masked_select_impl, kind=OPAQUE, meta=_masked_select_meta, save=(1,),
     vjp=(lambda g, ans, x, mask: apply(MASKED_SCATTER, _zeros_of(ans, g, x, mask), mask, g),
          None),
-    jvp=lambda ts, ans, x, mask: apply(MASKED_SELECT, ts[0], mask))
+    jvp=lambda ts, ans, x, mask: apply(MASKED_SELECT, ts[0], mask),
+    saved_names={"mask": ("input", 1), "self_sym_sizes": ("sizes", 0)})
 MASKED_SCATTER = defop(
     "masked_scatter", _masked_scatter_impl, kind=OPAQUE, meta=_masked_scatter_meta, save=(1,),
     vjp=(lambda g, ans, x, mask, source: g.masked_fill(mask, 0), None,
          _masked_scatter_source_grad),
-    jvp=lambda ts, ans, x, mask, source: _masked_scatter_jvp(ts, ans, mask, source))
+    jvp=lambda ts, ans, x, mask, source: _masked_scatter_jvp(ts, ans, mask, source),
+    saved_names={"mask": ("input", 1), "source_sym_sizes": ("sizes", 2)})
 
 
 def _masked_scatter_jvp(ts, ans, mask, source):
@@ -220,10 +223,10 @@ def _tri_meta(name):
 
 TRIL = defop("tril", lambda x, diagonal: np.tril(x, diagonal), kind=OPAQUE,
              meta=_tri_meta("tril"), vjp=(lambda g, ans, x, diagonal: tril(g, diagonal),),
-             jvp=LINEAR)
+             jvp=LINEAR, saved_names={"diagonal": ("param", "diagonal")})
 TRIU = defop("triu", lambda x, diagonal: np.triu(x, diagonal), kind=OPAQUE,
              meta=_tri_meta("triu"), vjp=(lambda g, ans, x, diagonal: triu(g, diagonal),),
-             jvp=LINEAR)
+             jvp=LINEAR, saved_names={"diagonal": ("param", "diagonal")})
 
 
 @public("tril", method=True, inplace=True)
@@ -264,13 +267,15 @@ SCATTER = defop(
     meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
     vjp=(lambda g, ans, x, index, src, dim: scatter(g, dim, index, 0), None,
          lambda g, ans, x, index, src, dim: _gather_to(g, dim, index, src)),
-    jvp=LINEAR)
+    jvp=LINEAR, saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 SCATTER_VALUE = defop(
     "scatter_value", _scatter_value_impl, kind=OPAQUE, save=(1,), node_name="ScatterBackward1",
     meta=lambda x, index, dim, value: (tuple(x.shape), x.dtype),
     vjp=(lambda g, ans, x, index, dim, value: scatter(g, dim, index, 0), None),
     jvp=lambda ts, ans, x, index, dim, value: apply(SCATTER_VALUE, ts[0], index, dim=dim,
-                                                     value=0))
+                                                     value=0),
+                                                     saved_names={"dim": ("param", "dim"),
+                                                                  "index": ("input", 1)})
 
 
 def _no_scatter_derivative(*args, **params):

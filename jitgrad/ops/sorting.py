@@ -123,9 +123,15 @@ ARGSORT = defop("argsort", _argsort_impl, kind=OPAQUE, meta=_argsort_meta)
 ARGTOPK = defop("argtopk", _argtopk_impl, kind=OPAQUE,
                 meta=lambda x, k, dim, largest: (_topk_shape(x, k, dim), dtypes.int64))
 SORT = defop("sort", _sort_impl, kind=OPAQUE, meta=_sort_meta, n_outputs=2, save=(0,),
-             vjp=_sort_vjp, jvp=_gather_jvp)
+             vjp=_sort_vjp, jvp=_gather_jvp,
+             saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
+                          "self_sym_sizes": ("sizes", 0)},
+                          saved_indices=("argsort", ("dim", "descending")))
 TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save=(0,),
-             vjp=_topk_vjp, jvp=_gather_jvp)
+             vjp=_topk_vjp, jvp=_gather_jvp,
+             saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
+                          "self_sym_sizes": ("sizes", 0)},
+                          saved_indices=("argtopk", ("k", "dim", "largest")))
 
 
 @public("sort", method=True)
