@@ -190,3 +190,16 @@ def test_softplus_gradients_and_jit():
         ref.backward()
         np.testing.assert_allclose(out.item(), ref.item(), rtol=1e-12)
         np.testing.assert_allclose(a.grad.numpy(), b.grad.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_generated_functions_take_the_declared_arguments():
+    assert str(inspect.signature(jitgrad.exp)) == "(input)"
+    assert str(inspect.signature(jitgrad.eq)) == "(input, other)"
+    assert jitgrad.exp.__name__ == "exp" and jitgrad.greater is jitgrad.gt
+    # the operands of a binary op may be NumPy arrays, as torch accepts them
+    out = jitgrad.eq(np.array([1.0, 2.0]), jitgrad.tensor([1.0, 3.0]))
+    assert out.tolist() == [True, False]
+    x = jitgrad.tensor([0.5, -1.0])
+    y = x.clone()
+    assert y.exp_() is y
+    np.testing.assert_allclose(y.numpy(), np.exp([0.5, -1.0]), rtol=1e-6)
