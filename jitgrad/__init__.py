@@ -8,23 +8,10 @@ from .dtypes import (bool, cdouble, cfloat, complex64, complex128, double, dtype
                      int64, long, promote_types, set_default_dtype, short, uint8)
 from .device import device
 from .tensor import Size, Tensor
-from .ops import *  # noqa: F403
-from .ops import (_install, abs, absolute, add, addmm, all, allclose, amax, amin, any,  # noqa: A004
-                  arange, argmax, argmin, as_tensor, bmm, cat, chunk, clamp, clip, clone, concat,
-                  concatenate, conj, cos, div, divide, dot, empty, empty_like, eq, equal, erf,
-                  exp, expand, expm1, eye, flatten, from_numpy, full, full_like, gather, ge, gt,
-                  imag, index_add, index_select, is_tensor, isnan, le, linspace, log, log1p,
-                  log_softmax, logical_and, logical_not, logical_or, logsumexp, lt, masked_fill,
-                  matmul, max, maximum, mean, min, minimum, mm, mul, multiply, mv, narrow, ne,
-                  neg, negative, numel, ones, ones_like, outer, permute, pow, prod, real,
-                  reciprocal, relu, reshape, rsqrt, scatter_add, select, sgn, sigmoid, sign, sin,
-                  softmax, split, sqrt, squeeze, stack, std, sub, subtract, sum, t, tan, tanh,
-                  tensor, transpose, true_divide, unsqueeze, var, view, where, zeros, zeros_like)
-from .random import manual_seed, rand, rand_like, randint, randn, randn_like
-from .ops.extras import *  # noqa: F403 - sort, cumsum, norm, einsum, ... (issue 15)
-from .ops.extras import masked_fill  # noqa: F811 - MaskedFillBackward0, as torch
-from .random import (Generator, get_rng_state, initial_seed, normal, randperm, seed,
-                     set_rng_state)
+from . import ops
+from .ops.registry import OPS, OpDef, apply, defop
+from .random import Generator  # (jitgrad.random declares rand, randn, ... before ops.install)
+from .ops.extras import channels_last, contiguous_format, memory_format, preserve_format
 from .random import _default as default_generator
 from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
                       IntTensor, LongTensor, ShortTensor)
@@ -37,7 +24,7 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd
 
-_install(Tensor)
+ops.install(globals(), Tensor)  # every declared public function, method and in-place method
 
 __version__ = "0.1.0"
 

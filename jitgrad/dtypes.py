@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 
@@ -160,3 +162,20 @@ def result_type(*args) -> dtype:
     if out is None:
         raise TypeError("result_type needs at least one tensor or number")
     return out
+
+
+# the printed types of the jit IR and of its errors
+_builtin_int = builtins.int  # (this module's ``int`` is the dtype)
+_SHORT = {bool: "b8", uint8: "u8", int8: "i8", int16: "i16",
+          int32: "i32", int64: "i64", float16: "f16", float32: "f32",
+          float64: "f64", complex64: "c64", complex128: "c128"}
+
+
+def short_name(dt: dtype) -> str:
+    """``f32``: a dtype as the jit IR prints it."""
+    return _SHORT.get(dt, dt.name)
+
+
+def type_str(shape: tuple, dt: dtype) -> str:
+    """``f32[128,784]``: the printed type of a value."""
+    return f"{short_name(dt)}[{','.join(str(_builtin_int(s)) for s in shape)}]"

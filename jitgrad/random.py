@@ -10,8 +10,11 @@ import numpy as np
 from . import dtypes
 from .device import check_device
 from .ops.creation import _OPTS, _new, _shape, invalid_combination
+from .ops.rng import sample
+from .ops.surface import public
 
 
+@public("manual_seed")
 def manual_seed(seed: int) -> Generator:
     """Seeds jitgrad's default generator (rand, randn, randint, dropout); returns it."""
     return _default.manual_seed(seed)
@@ -19,15 +22,6 @@ def manual_seed(seed: int) -> Generator:
 
 def default_generator() -> Generator:
     return _default
-
-
-def _traced(kind: str, size: tuple, dt: dtypes.dtype, generator: Any, **params: Any) -> Any:
-    """Inside a jit trace: the draw recorded as an op (fresh numbers on every call)."""
-    from .ops.registry import state
-
-    if not state.traces:
-        return None
-    return state.traces[-1].random(kind, size, dt, generator, **params)
 
 
 _FLOAT_ONLY = {"rand": "check_uniform_bounds", "randn": "normal_kernel_cpu"}
@@ -56,30 +50,24 @@ def _sample_size(fname: str, size: tuple, kwargs: dict) -> tuple:
     return _shape(size)
 
 
+@public("rand")
 def rand(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
          requires_grad: bool = False, generator: Any = None, **kwargs: Any):
     """Uniform samples on [0, 1): ``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``."""
     check_device(device)
     shape = _sample_size("rand", size, kwargs)
     dt = _float_dtype("rand", dtype)
-    traced = _traced("uniform", shape, dt, generator)
-    if traced is not None:
-        return traced
-    gen = generator or _generator
-    return _new(gen.random(shape).astype(dt.np), dt, requires_grad)
+    return sample("uniform", shape, dt, generator, requires_grad)
 
 
+@public("randn")
 def randn(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
           requires_grad: bool = False, generator: Any = None, **kwargs: Any):
     """Standard normal samples: ``randn(2, 3)``, ``randn((2, 3))`` or ``randn(size=(2, 3))``."""
     check_device(device)
     shape = _sample_size("randn", size, kwargs)
     dt = _float_dtype("randn", dtype)
-    traced = _traced("normal", shape, dt, generator)
-    if traced is not None:
-        return traced
-    gen = generator or _generator
-    return _new(gen.standard_normal(shape).astype(dt.np), dt, requires_grad)
+    return sample("normal", shape, dt, generator, requires_grad)
 
 
 _RANDINT_SIGS = tuple(
@@ -97,6 +85,7 @@ def _is_size(v: Any) -> bool:
     return isinstance(v, (tuple, list)) and all(_is_int(s) for s in v)
 
 
+@public("randint")
 def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _MISSING,
             dtype: Any = None, device: Any = None, requires_grad: bool = False,
             generator: Any = None) -> Any:
@@ -137,13 +126,10 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
     if requires_grad and not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
-    traced = _traced("integers", shape, dt, generator, low=lo, high=hi)
-    if traced is not None:
-        return traced
-    gen = generator or _generator
-    return _new(gen.integers(lo, hi, size=shape).astype(dt.np), dt, requires_grad)
+    return sample("integers", shape, dt, generator, requires_grad, low=lo, high=hi)
 
 
+@public("rand_like")
 def rand_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
               requires_grad: bool = False) -> Any:
     """Uniform samples on [0, 1) with ``input``'s shape (and dtype, unless given)."""
@@ -151,6 +137,7 @@ def rand_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A00
                 requires_grad=requires_grad)
 
 
+@public("randn_like")
 def randn_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
                requires_grad: bool = False) -> Any:
     """Standard normal samples with ``input``'s shape (and dtype, unless given)."""
@@ -241,21 +228,25 @@ _default = Generator()
 _generator = _default  # what ``default_generator()`` returns (reseeded in place)
 
 
+@public("seed")
 def seed() -> int:
     """Seeds the default generator non-deterministically; returns the seed."""
     return _default.seed()
 
 
+@public("initial_seed")
 def initial_seed() -> int:
     """The seed of the default generator."""
     return _default.initial_seed()
 
 
+@public("get_rng_state")
 def get_rng_state():
     """The default generator's state (a uint8 tensor)."""
     return _default.get_state()
 
 
+@public("set_rng_state")
 def set_rng_state(new_state: Any) -> None:
     """Restores the default generator's state."""
     _default.set_state(new_state)
@@ -304,6 +295,7 @@ def _check_std(std: Any) -> None:
         raise RuntimeError(f"normal expects std >= 0.0, but found std {std:g}")
 
 
+@public("normal")
 def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None,
            out: Any = None, dtype: Any = None, device: Any = None,
            requires_grad: bool = False):
@@ -340,6 +332,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     return apply(op, mean, std, _noise(shape, dt, generator))
 
 
+@public("randperm")
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
              requires_grad: bool = False, pin_memory: bool = False):
     """A random permutation of ``0 .. n-1`` (the order of ``n`` uniform draws, so it is the
@@ -370,6 +363,7 @@ def _random_bounds(t: Any, from_: int, to: int | None) -> tuple[int, int]:
     return from_, to
 
 
+@public(method="random_")
 def random_(self: Any, from_: int = 0, to: int | None = None, *, generator: Any = None):
     """Fills ``self`` in place with integers drawn uniformly from ``[from, to)`` (``random_(to)``
     is ``[0, to)``; with no bounds, every integer the dtype represents exactly)."""

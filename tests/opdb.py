@@ -496,6 +496,10 @@ def _movement_records() -> list[OpInfo]:
     return recs
 
 
+def _softplus_ref(x, beta=1.0, threshold=20.0):
+    return np.where(x * beta > threshold, x, np.log1p(np.exp(x * beta)) / beta)
+
+
 def _nn_records() -> list[OpInfo]:
     def nll_samples(rng):
         t = np.array([1, 0, 4])
@@ -510,6 +514,11 @@ def _nn_records() -> list[OpInfo]:
         return [Sample((_u(rng, 3, 4), _u(rng, 3, 4)), {"reduction": r}, r)
                 for r in ("mean", "sum", "none")]
 
+    def softplus_samples(rng):  # (both sides of the threshold)
+        return _unary()(rng) + [
+            Sample((_u(rng, 3, 4, lo=-8, hi=8),), {"beta": 2.0, "threshold": 5.0}, "beta_thr"),
+            Sample((_u(rng, 2, 5, lo=-4, hi=4), 0.5, 1.0), name="positional")]
+
     ln = _many(_s(_arr(2, 3, 4), (4,), _arr(4), _arr(4), name="affine"),
                _s(_arr(3, 4), (3, 4), name="plain"))
     return [OpInfo("gelu", "nn.functional.gelu", _unary(), _gelu_ref, fn=gelu),
@@ -518,6 +527,7 @@ def _nn_records() -> list[OpInfo]:
                    _gelu_ref, fn=gelu),
             OpInfo("silu", "nn.functional.silu", _unary(), lambda x: x / (1 + np.exp(-x)),
                    fn=silu),
+            OpInfo("softplus", "nn.functional.softplus", softplus_samples, _softplus_ref),
             OpInfo("layer_norm", "nn.functional.layer_norm", ln, _layer_norm_ref, fn=layer_norm,
                    **_LOOSE),
             OpInfo("nll_loss", "nn.functional.nll_loss", nll_samples, _nll_ref, fn=nll_loss,
@@ -528,11 +538,12 @@ def _nn_records() -> list[OpInfo]:
                    fn=mse_loss)]
 
 
+from opdb_registry import registry_records  # noqa: E402 - (it uses the helpers above)
 from opdb_tensor_ops2 import tensor_ops2_records  # noqa: E402 - (it uses the helpers above)
 from opdb_conv15 import conv15_records  # noqa: E402
 
 
 OP_DB: list[OpInfo] = (_unary_records() + _binary_records() + _reduce_records() +
                        _linalg_records() + _movement_records() + _nn_records() +
-                       tensor_ops2_records() + conv15_records())
+                       tensor_ops2_records() + conv15_records() + registry_records())
 BY_NAME: dict[str, OpInfo] = {r.name: r for r in OP_DB}

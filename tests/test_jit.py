@@ -422,8 +422,8 @@ def test_inference_mode_outputs():
 def test_lower_returns_ir_and_kernels():
     x = jitgrad.randn(2, 3, requires_grad=True)
     low = jit(lambda x: x.exp().sum(), backend="interpreter").lower(x)
-    assert "= exp primals_1" in low.forward_ir and "saved: (t1,)" in low.forward_ir
-    assert low.backward_ir.startswith("def backward(t1: f32[2,3], tangents_1: f32[]):")
+    assert "= exp primals_1" in low.forward_ir and "saved: (saved_1,)" in low.forward_ir
+    assert low.backward_ir.startswith("def backward(saved_1: f32[2,3], tangents_1: f32[]):")
     assert set(low.kernels) == {"forward", "backward"}
     text = str(low)
     assert low.forward_ir in text and low.backward_ir in text

@@ -35,11 +35,11 @@ def test_golden_forward_and_backward_ir():
     expected_fwd = f"""\
 def forward(primals_1: f32[4,3], primals_2: f32[3,2], primals_3: f32[4,2]):
   t1: f32[4,2] = mm primals_1, primals_2                      # {l1}
-  t2: f32[4,2] = tanh t1                                      # {l1}
-  t3: f32[4,2] = sub t2, primals_3                            # {l2}
-  t4: f32[4,2] = pow_scalar t3 exponent=2                     # {l2}
-  t5: f32[] = mean t4 dims=(0, 1) keepdim=False dtype=None    # {l2}
-  return (t5,)  saved: (primals_1, t2, t3)"""
+  saved_1: f32[4,2] = tanh t1                                 # {l1}
+  saved_2: f32[4,2] = sub saved_1, primals_3                  # {l2}
+  t2: f32[4,2] = pow_scalar saved_2 exponent=2                # {l2}
+  t3: f32[] = mean t2 dims=(0, 1) keepdim=False dtype=None    # {l2}
+  return (t3,)  saved: (primals_1, saved_1, saved_2)"""
     assert low.forward_ir == expected_fwd
 
 
@@ -55,17 +55,18 @@ def test_golden_backward_ir():
     assert low.forward_ir == f"""\
 def forward(primals_1: f32[4,3], primals_2: f32[3,2]):
   t1: f32[4,2] = mm primals_1, primals_2                      # {line}
-  t2: f32[4,2] = tanh t1                                      # {line}
-  t3: f32[] = sum t2 dims=(0, 1) keepdim=False dtype=None     # {line}
-  return (t3,)  saved: (primals_1, t2)"""
+  saved_1: f32[4,2] = tanh t1                                 # {line}
+  t2: f32[] = sum saved_1 dims=(0, 1) keepdim=False dtype=None  # {line}
+  return (t2,)  saved: (primals_1, saved_1)"""
+    # a residual has one name in the forward IR, the backward IR and the kernel listing
     assert low.backward_ir == f"""\
-def backward(primals_1: f32[4,3], t2: f32[4,2], tangents_1: f32[]):
-  t4: f32[1,1] = view tangents_1 shape=(1, 1)                 # {line}
-  t5: f32[4,2] = expand t4 shape=(4, 2)                       # {line}
-  t6: f32[4,2] = tanh_backward t5, t2                         # {line}
-  t7: f32[3,4] = transpose primals_1 dim0=0 dim1=1            # {line}
-  t8: f32[3,2] = mm t7, t6                                    # {line}
-  return (None, t8)"""
+def backward(primals_1: f32[4,3], saved_1: f32[4,2], tangents_1: f32[]):
+  t3: f32[1,1] = view tangents_1 shape=(1, 1)                 # {line}
+  t4: f32[4,2] = expand t3 shape=(4, 2)                       # {line}
+  t5: f32[4,2] = tanh_backward t4, saved_1                    # {line}
+  t6: f32[3,4] = transpose primals_1 dim0=0 dim1=1            # {line}
+  t7: f32[3,2] = mm t6, t5                                    # {line}
+  return (None, t7)"""
     assert low.kernels["backward"].startswith(
         "def backward(primals_1: f32[4,3], saved_1: f32[4,2], tangents_1: f32[]):")
 
@@ -233,3 +234,19 @@ def test_interpreter_promotion_matches_eager(fn):
     e, j = fn(x, y), jit(fn, backend="interpreter")(x, y)
     assert j.dtype is e.dtype and tuple(j.shape) == tuple(e.shape)
     np.testing.assert_array_equal(j.numpy(), e.numpy())
+
+
+def square_twice(x):
+    y = x * x
+    return (y + y.sin()).sum()
+
+
+def test_cotangent_sums_carry_the_users_line():
+    x = jitgrad.randn(4, requires_grad=True)
+    low = jit(square_twice, backend="interpreter").lower(x)
+    l1, l2 = _line(square_twice, 1), _line(square_twice, 2)
+    sums = [ln for ln in low.backward_ir.splitlines() if "= add " in ln]
+    # y is used twice (y + ..., y.sin()): its cotangents are summed at the line that uses
+    # them; x * x: the two operand cotangents are summed at that line
+    assert len(sums) == 2 and sums[0].endswith(f"# {l2}") and sums[1].endswith(f"# {l1}")
+    assert "<string>" not in low.backward_ir and "<string>" not in low.forward_ir

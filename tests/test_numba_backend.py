@@ -126,7 +126,7 @@ def test_small_inputs_save_transcendental_values_instead_of_recomputing_them():
     y = jitgrad.randn(1000, requires_grad=True)
     low = jit(w1, backend="numba").lower(x, y)
     saved = low.forward_ir.rsplit("saved: ", 1)[1]
-    assert saved.count("t") == 3 and "primals_1" in saved and "primals_2" in saved
+    assert saved.count("saved_") == 3 and "primals_1" in saved and "primals_2" in saved
     fwd, _ = numba_cpu.lower(low.forward_graph)
     g = low.forward_graph
     saved_vars = set(g.outvars[len(g.outvars) - g.n_saved:])

@@ -6,6 +6,7 @@ import pytest
 
 import jitgrad
 from jitgrad.autograd import rule_programs
+from jitgrad.autograd.rule_programs import PROGRAMS
 from jitgrad.autograd.op_node import UniformNode
 from jitgrad.backends import interpreter, pycode
 from jitgrad.ops import registry
@@ -68,14 +69,14 @@ def test_the_sweep_covers_the_hot_ops():
 def test_rule_program_equals_the_rule_run_on_tensors(name, arity, dtype):
     op = registry.OPS[name]
     for mask in ((1,) if arity == 1 else (3, 1, 2)):
-        op.programs.clear()
+        PROGRAMS[op].clear()
         try:
             first = _run(op, arity, mask, dtype, seed=mask)  # first sight: rule on tensors
         except (TypeError, RuntimeError, NotImplementedError):
             assert dtype.is_complex  # (an op without complex support)
             return
         second = _run(op, arity, mask, dtype, seed=mask)  # second: the traced program
-        program = op.programs[(mask, dtype, (3, 4))]
+        program = PROGRAMS[op][(mask, dtype, (3, 4))]
         assert callable(program), f"{name}: no rule program was built"
         for a, b in zip(first, second):
             if a is None:
@@ -127,7 +128,7 @@ def test_modified_saved_input_raises_torchs_error_through_a_program():
             fn(jitgrad)
         except RuntimeError:
             pass
-    assert callable(registry.OPS["mul"].programs.get((3, jitgrad.float64, (5,))))
+    assert callable(PROGRAMS[registry.OPS["mul"]].get((3, jitgrad.float64, (5,))))
     same_error(fn)
 
 
@@ -141,7 +142,7 @@ def test_modified_saved_result_raises_torchs_error_through_a_program():
 
     _warm(lambda lib: (lib.ones(4, dtype=lib.float64, requires_grad=True) * 1.0).exp().sum()
           .backward())
-    assert callable(registry.OPS["exp"].programs.get((1, jitgrad.float64, (4,))))
+    assert callable(PROGRAMS[registry.OPS["exp"]].get((1, jitgrad.float64, (4,))))
     same_error(fn)
 
 
@@ -232,24 +233,24 @@ UNTRACEABLE = registry.OPS.get("test_untraceable_double") or defop(
 
 
 def test_a_rule_that_reads_values_is_not_traced_and_still_runs():
-    UNTRACEABLE.programs.clear()
+    PROGRAMS[UNTRACEABLE].clear()
     for _ in range(3):
         x = jitgrad.tensor([1.0, -3.0], dtype=jitgrad.float64, requires_grad=True)
         registry.apply(UNTRACEABLE, x * 1.0).sum().backward()
         np.testing.assert_allclose(arr(x.grad), [2.0, 2.0])
-    assert UNTRACEABLE.programs[(1, jitgrad.float64, (2,))] is False
+    assert PROGRAMS[UNTRACEABLE][(1, jitgrad.float64, (2,))] is False
 
 
 def test_program_cache_is_bounded(monkeypatch):
     monkeypatch.setattr(rule_programs, "MAX_PROGRAMS_PER_OP", 3)
     op = registry.OPS["exp"]
-    op.programs.clear()
+    PROGRAMS[op].clear()
     for n in range(1, 8):
         for _ in range(2):
             x = jitgrad.ones(n, dtype=jitgrad.float64, requires_grad=True)
             (x * 1.0).exp().sum().backward()
             np.testing.assert_allclose(arr(x.grad), np.full(n, np.e))
-        assert len(op.programs) <= 3
+        assert len(PROGRAMS[op]) <= 3
 
 
 def test_broadcasting_and_scalar_operands_take_the_general_record():

@@ -11,10 +11,12 @@ saved values.
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
 from ..ops import registry
 from . import rule_programs
+from .rule_programs import PROGRAMS
 from .node import (
     FREED,
     Node,
@@ -35,12 +37,6 @@ from .node import (
 )
 
 _NO_PARAMS: dict = {}
-# op -> f(args, params) giving, per output, whether it requires grad: for an opaque op whose
-# outputs do not all depend on every input (a custom Function's backward run as one op: an
-# output that eager mode would compute from constants only must not require grad either).
-OUTPUTS_REQUIRING_GRAD: dict = {}
-
-
 class OpNode(Node):
     """The backward of one primitive op: applies its VJP rule to the saved values."""
 
@@ -80,7 +76,7 @@ class OpNode(Node):
         # What backward keeps of each input: the tensor itself (saved: version-checked, through
         # saved-tensor hooks) or only its shape and dtype.
         save = op.save
-        cond = registry.SAVE_IF.get(op) if save else None  # saved only if some grads need them
+        cond = op.save_if if save else None  # saved only if some grads need them
         inputs = []
         has_saved = False
         i = 0
@@ -115,7 +111,7 @@ class OpNode(Node):
             node._saved = has_saved
         node.n_outputs = len(outputs)  # (op.n_outputs is 0 for variadic ops: split)
         node._out_meta = out_meta
-        flags = OUTPUTS_REQUIRING_GRAD.get(op) if OUTPUTS_REQUIRING_GRAD else None
+        flags = op.outputs_requiring_grad
         if flags is not None:  # an opaque op that knows which outputs depend on which inputs
             flags = flags(args, params)
         if single:
@@ -264,7 +260,7 @@ class UniformNode(OpNode):
             bit += bit
         if not mask:  # no input needs a gradient: nothing to record
             return None
-        plan = op.save_plans.get(mask)
+        plan = SAVE_PLANS[op].get(mask)
         if plan is None:
             plan = _save_plan(op, edges)
         if plan:
@@ -355,7 +351,7 @@ class UniformNode(OpNode):
     def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
         key = self._key
         if grad_outputs[0] is not None:
-            program = self.op.programs.get(key)
+            program = PROGRAMS[self.op].get(key)
             if type(program) is int or program is None or program is False:
                 program = rule_programs.lookup(self, key)
             if program is not None:  # its rule program does it all
@@ -369,7 +365,7 @@ class UniformNode(OpNode):
 
     def _saved_entries(self) -> list:
         if self._freed:  # what it saved, each marked freed
-            plan = self.op.save_plans.get(self._key[0]) or ()
+            plan = SAVE_PLANS[self.op].get(self._key[0]) or ()
             entries = [(f"arg{i}", _snapshot(None, False)) for i, k in enumerate(plan) if k]
             return entries + ([("result", _snapshot(None, True))] if self.op.save_output else [])
         entries = []
@@ -413,18 +409,20 @@ def _record_general(op: registry.OpDef, args: tuple, result: Any) -> OpNode | No
 
 
 _ALL = (True, True)  # the save plan of a binary op that saves both inputs
+# op -> {needs mask -> which inputs a uniform record saves}: the engine's cache of save plans
+SAVE_PLANS: defaultdict = defaultdict(dict)
 
 
 def _save_plan(op: registry.OpDef, edges: list) -> tuple:
     """Which inputs ``op`` saves when the inputs with an edge need gradients: a tuple of
-    bools per input, or () when it saves none (kept in ``op.save_plans`` by needs mask)."""
+    bools per input, or () when it saves none (kept in ``SAVE_PLANS[op]`` by needs mask)."""
     save = op.save
-    cond = registry.SAVE_IF.get(op)
+    cond = op.save_if
     plan = tuple(i in save and (cond is None or i not in cond or _any_needed(edges, cond[i]))
                  for i in range(len(edges)))
     mask = sum(1 << i for i, e in enumerate(edges) if e is not None)
     plan = () if not any(plan) else _ALL if plan == _ALL else plan
-    op.save_plans[mask] = plan
+    SAVE_PLANS[op][mask] = plan
     return plan
 
 

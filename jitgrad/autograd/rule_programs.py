@@ -18,16 +18,21 @@ from __future__ import annotations
 
 from typing import Any
 
+from collections import defaultdict
+
 from ..ops import registry
 
 MAX_PROGRAMS_PER_OP = 256  # a shape-varying workload must not grow the caches without bound
 _UNTRACEABLE = False
+# op -> {node key -> sightings (int), compiled program, or _UNTRACEABLE}: the engine's cache,
+# kept here (an ``OpDef`` is a definition, not runtime state)
+PROGRAMS: defaultdict = defaultdict(dict)
 
 
 def lookup(node: Any, key: tuple) -> Any:
     """The program for ``node``'s op and ``key``, or None (not yet worth building, or the rule
     cannot be traced)."""
-    programs = node.op.programs
+    programs = PROGRAMS[node.op]
     found = programs.get(key)
     if found is None:  # first sight: count it
         if len(programs) >= MAX_PROGRAMS_PER_OP:

@@ -15,11 +15,6 @@ from ..ops import registry
 from ..ops.saved_names import saved_names
 from .node import FREED, SavedTensor, saved_raw
 
-_ARG_OPS = {"sort": ("argsort", ("dim", "descending")),
-            "topk": ("argtopk", ("k", "dim", "largest")),
-            "max_dim": ("argmax", ("dim", "keepdim")), "min_dim": ("argmin", ("dim", "keepdim"))}
-
-
 def _missing(node: Any, name: str) -> AttributeError:
     return AttributeError(f"'{node.name()}' object has no attribute '{name}'")
 
@@ -108,7 +103,7 @@ def _output(node: Any, k: int, raw: bool) -> Any:
         _check_alive(node)
         return node._out.unpack(node)
     # indices of sort/topk/max(dim): recomputed from the saved input, as the VJP does
-    arg_op, names = _ARG_OPS[node.op.name]
+    arg_op, names = node.op.saved_indices
     x = _input(node, 0, False)
     prev = registry.state.grad_enabled
     registry.state.grad_enabled = False

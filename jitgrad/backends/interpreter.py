@@ -16,11 +16,6 @@ from ..jit.ir import Graph, Var
 from ..ops import registry
 from ..ops.registry import POINTWISE
 
-# Inside a traced program ``view`` is a pure reshape: memory layout is not known while tracing
-# (a transpose feeding it may be a copy or a view), so it copies when it has to.
-_IMPLS = {"view": lambda x, shape: np.reshape(x, shape)}
-
-
 def _cast_plan(e) -> list:
     """Per input: ("v", var, cast dtype or None) or ("l", literal as the impl receives it).
 
@@ -61,7 +56,7 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
         for v in e.outputs:
             slot[v] = len(slot)
             outs.append((slot[v], v.dtype.np))
-        steps.append((_IMPLS.get(e.op.name, e.op.impl), plan, e.params, outs, e.op.n_outputs == 1))
+        steps.append((e.op.graph_impl, plan, e.params, outs, e.op.n_outputs == 1))
     n_in = len(graph.invars)
     consts = list(graph.consts.values())
     out_slots = [slot[v] if isinstance(v, Var) else None for v in graph.outvars]
@@ -122,8 +117,7 @@ def run_eager(graph: Graph, inputs: list, known: dict | None = None) -> list:
 
     ``known`` maps Vars to values to use instead of recomputing them (saved random draws).
     """
-    from ..autograd.grad_mode import no_grad
-
+    state = registry.state  # (grad mode is dispatch state: no import of autograd's API)
     env: dict[Var, object] = dict(zip(graph.invars, inputs))
     env.update(graph.consts)
     known = known or {}
@@ -133,12 +127,15 @@ def run_eager(graph: Graph, inputs: list, known: dict | None = None) -> list:
             continue
         args = [env[x] if isinstance(x, Var) else x for x in e.inputs]
         op = e.op
-        if op.name == "view" and not args[0].is_contiguous():
-            op = registry.OPS["unsafe_view"]
+        if op.contiguous_fallback is not None and not args[0].is_contiguous():
+            op = op.contiguous_fallback
             args[0] = args[0].clone()
         if e.nograd:
-            with no_grad():
+            prev, state.grad_enabled = state.grad_enabled, False
+            try:
                 out = registry.apply(op, *args, **e.params)
+            finally:
+                state.grad_enabled = prev
         else:
             out = registry.apply(op, *args, **e.params)
         for v, o in zip(e.outputs, (out,) if e.op.n_outputs == 1 else out):

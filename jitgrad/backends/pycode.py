@@ -15,7 +15,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..jit.ir import Graph, Var
-from .interpreter import _IMPLS, _cast_plan
+from .interpreter import _cast_plan
 
 
 def render_function(graph: Graph, name: str = "program", signature: str | None = None,
@@ -66,7 +66,7 @@ def render_function(graph: Graph, name: str = "program", signature: str | None =
         if e.params and fn is None:  # (an override takes the operands alone)
             args.append(f"**{bind(e.params, 'params')}")
         outs = [f"v{k}_{j}" for j in range(len(e.outputs))]
-        impl = bind(fn or _IMPLS.get(e.op.name, e.op.impl), f"{e.op.name}_")
+        impl = bind(fn or e.op.graph_impl, f"{e.op.name}_")
         target = outs[0] if e.op.n_outputs == 1 else ", ".join(outs) + ","
         lines.append(f"    {target} = {impl}({', '.join(args)})")
         for out, v in zip(outs, e.outputs):

@@ -67,11 +67,11 @@ class ProgressThread:
 def make_progress_thread(comm: Any) -> ProgressThread | None:
     """A progress thread when there are other ranks and MPI allows threads (and
     ``JITGRAD_MPI_PROGRESS_THREAD`` is not ``0``); else None, and owners test themselves."""
-    import os
-
     from mpi4py import MPI
 
-    if comm.Get_size() == 1 or os.environ.get("JITGRAD_MPI_PROGRESS_THREAD", "1") == "0" \
+    from .. import _config
+
+    if comm.Get_size() == 1 or not _config.mpi_progress_thread() \
             or MPI.Query_thread() != MPI.THREAD_MULTIPLE:
         return None
     return ProgressThread()

@@ -6,15 +6,15 @@
 
 from __future__ import annotations
 
-import os
 import sys
 import types
 from collections.abc import Callable
 from typing import Any
 
+from .. import _config
 from . import custom_function  # noqa: F401 - registers the custom_function ops
 from .check import JitCheckError
-from .errors import ConcretizationError, JitTraceError
+from ..errors import ConcretizationError, JitTraceError
 from .function import CompiledFunctionBackward, JitFunction, Lowered
 from .ir import Eqn, Graph, Var
 
@@ -44,7 +44,7 @@ def jit(fn: Callable | None = None, *, backend: str = "auto",
     """
     if fn is None:
         return lambda f: jit(f, backend=backend, static_argnums=static_argnums, check=check)
-    if os.environ.get("JITGRAD_DISABLE_JIT", "0") not in ("", "0"):
+    if _config.jit_disabled():
         return fn
     return JitFunction(fn, backend=backend, static_argnums=static_argnums, check=check)
 

@@ -34,7 +34,6 @@ import numpy as np
 from ..ops import registry
 from ..ops.registry import state
 from ..autograd.node import as_tensor
-from ..autograd.op_node import OUTPUTS_REQUIRING_GRAD
 
 # ctx attributes that Function.apply's machinery sets (everything else was set by the user)
 _INTERNAL = frozenset({"needs_input_grad", "materialize_grads", "_to_save", "_saved", "_dirty",
@@ -117,7 +116,7 @@ class _NoTrace:
 
 
 def _where() -> str:
-    from .errors import user_location
+    from ..errors import user_location
 
     loc, text = user_location(2)
     return f"{loc} (`{text}`)" if text else loc
@@ -130,8 +129,9 @@ def _user_attrs(ctx: Any, before: set) -> dict:
 def traced_apply(cls: type, args: tuple, kwargs: dict) -> Any:
     """``cls.apply(*args, **kwargs)`` while a jit trace is active: records the call as one
     ``custom_function`` equation (see the module docstring) and returns its outputs."""
-    from .errors import ConcretizationError
-    from .trace import DETACH, Trace, active
+    from ..errors import ConcretizationError
+    from ..ops.elementwise import DETACH
+    from .trace import Trace, active
 
     trace = state.traces[-1]
     where = _where()
@@ -484,34 +484,12 @@ def _backward_vjp_traced(gg: tuple, inputs: tuple, spec: FunctionCallSpec) -> li
     return [found.get(a._var) if isinstance(a, Tensor) else None for a in aliases]
 
 
-class _Every:
-    """``op.save`` for these ops: every input is saved (backward may read any of them)."""
-
-    def __contains__(self, i: object) -> bool:
-        return True
-
-    def __iter__(self):
-        return iter(())
-
-
-FUNCTION_CALL = registry.OPS.get("custom_function") or registry.defop(
-    "custom_function", _call_impl, kind=registry.OPAQUE, meta=_call_meta, n_outputs=0,
-    vjp=_call_vjp, save_output=True, node_name="CustomFunctionBackward")
-FUNCTION_BACKWARD = registry.OPS.get("custom_function_backward") or registry.defop(
-    "custom_function_backward", _backward_impl, kind=registry.OPAQUE, meta=_backward_meta,
-    n_outputs=0, vjp=_backward_vjp, node_name="CustomFunctionBackwardBackward")
-FUNCTION_CALL.save = FUNCTION_BACKWARD.save = _Every()
-
-
 def _no_jvp(tangents: tuple, ans: Any, *args: Any, spec: FunctionCallSpec) -> Any:
     # (jit runs a function eagerly when a dual tensor is passed in, so forward AD reaches
     # these equations only through a program run on dual tensors)
     raise spec.error("forward-mode AD through a jit program that calls it is not supported; "
                      "call the jitted function with dual tensors (it then runs eagerly, with "
                      "the Function's jvp) or the Function outside jit", NotImplementedError)
-
-
-FUNCTION_CALL.jvp = FUNCTION_BACKWARD.jvp = _no_jvp
 
 
 def _backward_outputs_requiring_grad(args: tuple, params: dict) -> list:
@@ -526,4 +504,12 @@ def _backward_outputs_requiring_grad(args: tuple, params: dict) -> list:
         return [g.requires_grad for g in _run_user_backward(spec, ctx, grads)]
 
 
-OUTPUTS_REQUIRING_GRAD[FUNCTION_BACKWARD] = _backward_outputs_requiring_grad
+FUNCTION_CALL = registry.OPS.get("custom_function") or registry.defop(
+    "custom_function", _call_impl, kind=registry.OPAQUE, meta=_call_meta, n_outputs=0,
+    vjp=_call_vjp, save_output=True, node_name="CustomFunctionBackward",
+    save=registry.SAVE_ALL, jvp=_no_jvp)
+FUNCTION_BACKWARD = registry.OPS.get("custom_function_backward") or registry.defop(
+    "custom_function_backward", _backward_impl, kind=registry.OPAQUE, meta=_backward_meta,
+    n_outputs=0, vjp=_backward_vjp, node_name="CustomFunctionBackwardBackward",
+    save=registry.SAVE_ALL, jvp=_no_jvp,
+    outputs_requiring_grad=_backward_outputs_requiring_grad)

@@ -305,7 +305,7 @@ class JitFunction:
         wrt = rg if state.grad_enabled and any(rg) and not state.inference else None
         fwd, bwd = compile_graphs(graph, wrt, getattr(backend, "recomputable", None))
         e.fwd, e.bwd = fwd, bwd
-        e.rng_vars = {v for q in fwd.eqns if q.op.name == "rng" for v in q.outputs}
+        e.rng_vars = {v for q in fwd.eqns if q.op.nondeterministic for v in q.outputs}
         e.wrt = rg
         if bwd is not None:
             e.tangent_slots = fwd.extra["tangent_slots"]

@@ -15,19 +15,10 @@ import re
 from typing import Any
 
 from .. import dtypes
+from ..dtypes import type_str
 from ..ops import registry
 
 _ids = itertools.count(1)
-
-_SHORT = {dtypes.bool: "b8", dtypes.uint8: "u8", dtypes.int8: "i8", dtypes.int16: "i16",
-          dtypes.int32: "i32", dtypes.int64: "i64", dtypes.float16: "f16", dtypes.float32: "f32",
-          dtypes.float64: "f64", dtypes.complex64: "c64", dtypes.complex128: "c128"}
-
-
-def type_str(shape: tuple, dtype: dtypes.dtype) -> str:
-    """``f32[128,784]``: the printed type of a value."""
-    return f"{_SHORT.get(dtype, dtype.name)}[{','.join(str(int(s)) for s in shape)}]"
-
 
 class IRError(RuntimeError):
     """A malformed graph (raised by ``Graph.verify``)."""
@@ -133,7 +124,9 @@ class Graph:
 
     # ------------------------------------------------------------------ printing
     def names(self, start: dict | None = None) -> dict[Var, str]:
-        """Printed names: inputs by their hint (``primals_1``), constants ``c1``, others ``t1``."""
+        """Printed names: inputs by their hint (``primals_1``), constants ``c1``, residuals
+        ``saved_1`` (the same in the forward, the backward and the kernel listings), others
+        ``t1``."""
         names = dict(start or {})
         counts: dict[str, int] = {}
         for n in names.values():
@@ -153,8 +146,8 @@ class Graph:
                 names[v] = fresh("c", "")
         for e in _flat(self.eqns):
             for v in e.outputs:
-                if v not in names:
-                    names[v] = fresh("t", "")
+                if v not in names:  # (a residual keeps its "saved" name in every listing)
+                    names[v] = fresh("t", "") if v.hint == "t" else fresh(v.hint)
         return names
 
     def format(self, source: bool = True, names: dict | None = None) -> str:
@@ -226,5 +219,5 @@ def _eqn_line(e: Eqn, names: dict, arg, source: bool, indent: str) -> str:
 
 def _param(p: Any) -> str:
     if isinstance(p, dtypes.dtype):
-        return _SHORT.get(p, p.name)
+        return dtypes.short_name(p)
     return repr(p)

@@ -43,34 +43,10 @@ import numpy as np
 
 from .. import dtypes
 from ..ops import registry
-from ..ops.registry import POINTWISE, defop, state
+from ..ops.registry import state
 from ..tensor import Size, Tensor
-from . import errors
+from .. import errors
 from .ir import Eqn, Graph, Var
-
-DETACH = registry.OPS.get("detach") or defop(
-    "detach", lambda x: x, kind=POINTWISE, template="{0}", view=True,
-    meta=lambda x: (tuple(x.shape), x.dtype))
-
-
-def _rng_impl(*, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
-              low: int = 0, high: int = 1):
-    from ..random import default_generator
-
-    gen = generator or default_generator()  # read at run time: manual_seed is respected
-    if kind == "uniform":
-        return gen.random(shape).astype(dtype.np)
-    if kind == "normal":
-        return gen.standard_normal(shape).astype(dtype.np)
-    return gen.integers(low, high, size=shape).astype(dtype.np)
-
-
-# Random tensors created inside a traced function (rand, randn, randint): drawn anew on every
-# call, from the same generator and in the same way as eager mode.
-RNG = registry.OPS.get("rng") or defop(
-    "rng", _rng_impl, kind=registry.OPAQUE, differentiable=False,
-    meta=lambda **p: (tuple(p["shape"]), p["dtype"]))
-
 
 class Tracer(Tensor):
     """A tensor inside a trace: a shape, a dtype and a ``Var``; reading its values raises."""
@@ -310,14 +286,6 @@ class Trace:
         from .custom_function import traced_apply
 
         return traced_apply(cls, args, kwargs)
-
-    def random(self, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
-               **params: Any) -> Tracer:
-        """Records a random draw (``rand``/``randn``/``randint`` called while tracing)."""
-        params = dict(kind=kind, shape=tuple(shape), dtype=dtype, **params)
-        if generator is not None:
-            params["generator"] = generator
-        return self.bind(RNG, (), params)
 
     def inplace(self, target: Tensor, new: Tensor) -> Tensor:
         """Functionalizes an in-place op: ``target`` now stands for ``new``."""

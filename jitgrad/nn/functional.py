@@ -317,3 +317,12 @@ from .functional_conv import *  # noqa: E402, F401, F403 - conv, pooling, batch_
 from .functional_conv import __all__ as _conv_all  # noqa: E402
 
 __all__ += _conv_all
+
+
+def _install_declared() -> None:
+    from ..ops.surface import install_namespace
+
+    install_namespace(globals(), "functional")  # the ops declared with a functional name
+
+
+_install_declared()

@@ -36,3 +36,17 @@ def numel(shape: tuple) -> int:
     for s in shape:
         n *= s
     return n
+
+
+def axis_alias(fn):
+    """``fn`` also accepting torch's NumPy-style alias ``axis=`` for ``dim=``."""
+    import functools
+
+    @functools.wraps(fn)
+    def wrapper(*args, **kwargs):
+        if "axis" in kwargs:
+            if "dim" in kwargs:
+                raise TypeError(f"{fn.__name__}() got both 'dim' and its alias 'axis'")
+            kwargs["dim"] = kwargs.pop("axis")
+        return fn(*args, **kwargs)
+    return wrapper

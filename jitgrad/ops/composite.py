@@ -13,6 +13,7 @@ from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
 from .registry import OPAQUE, OPS, apply, defop
+from .surface import public
 
 
 def _float_meta(x, **params):
@@ -47,11 +48,15 @@ def _log_softmax_decompose(x, dim):
 SOFTMAX = defop(
     "softmax", _softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
     decompose=_softmax_decompose,
-    vjp=(lambda g, ans, x, dim: ans * (g - (g * ans).sum(dim, keepdim=True)),))
+    vjp=(lambda g, ans, x, dim: ans * (g - (g * ans).sum(dim, keepdim=True)),),
+    jvp=lambda ts, ans, x, dim: ans * (ts[0] - (ts[0] * ans).sum(dim, keepdim=True)),
+    saved_names={"dim": ("param", "dim"), "result": ("output", 0)})
 LOG_SOFTMAX = defop(
     "log_softmax", _log_softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
     decompose=_log_softmax_decompose,
-    vjp=(lambda g, ans, x, dim: g - ans.exp() * g.sum(dim, keepdim=True),))
+    vjp=(lambda g, ans, x, dim: g - ans.exp() * g.sum(dim, keepdim=True),),
+    jvp=lambda ts, ans, x, dim: ts[0] - (ts[0] * ans.exp()).sum(dim, keepdim=True),
+    saved_names={"dim": ("param", "dim"), "result": ("output", 0)})
 
 
 def _logsumexp_impl(x, dims, keepdim):
@@ -77,7 +82,12 @@ LOGSUMEXP = defop(
     "logsumexp", _logsumexp_impl, kind=OPAQUE, meta=_reduce_float_meta, save=(0,),
     save_output=True, decompose=_logsumexp_decompose,
     vjp=(lambda g, ans, x, dims, keepdim: expand_reduced(g, tuple(x.shape), dims, keepdim) * (
-        x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),))
+        x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),),
+    jvp=lambda ts, ans, x, dims, keepdim: apply(
+        OPS["sum_dim"], ts[0] * (x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),
+        dims=dims, keepdim=keepdim, dtype=None),
+        saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                     "self": ("input", 0), "result": ("output", 0)})
 
 
 def _count(x, dims) -> int:
@@ -111,13 +121,28 @@ def _var_meta(x, dims, correction, keepdim):
     return reduced_shape(tuple(x.shape), dims, keepdim), x.dtype.to_real()
 
 
+def _var_jvp(tangents, ans, x, dims, correction, keepdim):
+    # d var = 2 * sum(Re(conj(x - mean) * t)) / (N - correction)
+    centered = x - x.mean(dims, keepdim=True)
+    s = apply(OPS["sum_dim"], (centered.conj() * tangents[0]).real, dims=dims, keepdim=keepdim,
+              dtype=None)
+    return s * (2 / (_count(x, dims) - correction))
+
+
 VAR = defop("var", lambda x, dims, correction, keepdim: np.var(
     x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
-    decompose=_var_decompose, vjp=(_var_vjp,))
+    decompose=_var_decompose, vjp=(_var_vjp,), jvp=_var_jvp,
+    saved_names={"dim": ("param", "dims"), "correction": ("param", "correction"),
+                 "keepdim": ("param", "keepdim"), "self": ("input", 0)})
 STD = defop("std", lambda x, dims, correction, keepdim: np.std(
     x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
     save_output=True, decompose=lambda x, dims, correction, keepdim: _var_decompose(
-        x, dims, correction, keepdim).sqrt(), vjp=(_std_vjp,))
+        x, dims, correction, keepdim).sqrt(), vjp=(_std_vjp,),
+    jvp=lambda ts, ans, x, dims, correction, keepdim: _var_jvp(
+        ts, ans, x, dims, correction, keepdim) / (2 * ans),
+        saved_names={"dim": ("param", "dims"), "correction": ("param", "correction"),
+                     "keepdim": ("param", "keepdim"), "self": ("input", 0),
+                     "result": ("output", 0)})
 
 
 # ---------------------------------------------------------------- public functions
@@ -127,18 +152,21 @@ def _cast_for(input, dtype):  # noqa: A002
     return input if dtype is None or input.dtype is dtype else input.to(dtype)
 
 
+@public("softmax", method=True)
 def softmax(input, dim: int, dtype=None):  # noqa: A002
     """Softmax along ``dim``."""
     x = _cast_for(input, dtype)
     return apply(SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
 
 
+@public("log_softmax", method=True)
 def log_softmax(input, dim: int, dtype=None):  # noqa: A002
     """Log of softmax along ``dim``, computed stably."""
     x = _cast_for(input, dtype)
     return apply(LOG_SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
 
 
+@public("logsumexp", method=True)
 def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably."""
     return apply(LOGSUMEXP, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim)
@@ -161,28 +189,12 @@ def _var_std(op):
 
 
 var = _var_std(VAR)
+public("var", method=True)(var)
 std = _var_std(STD)
+public("std", method=True)(std)
 var.__name__, std.__name__ = "var", "std"
 var.__doc__ = "Variance over ``dim`` with Bessel's ``correction`` (default 1)."
 std.__doc__ = "Standard deviation over ``dim`` with Bessel's ``correction`` (default 1)."
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-
-
-def _var_jvp(tangents, ans, x, dims, correction, keepdim):
-    # d var = 2 * sum(Re(conj(x - mean) * t)) / (N - correction)
-    centered = x - x.mean(dims, keepdim=True)
-    s = apply(OPS["sum_dim"], (centered.conj() * tangents[0]).real, dims=dims, keepdim=keepdim,
-              dtype=None)
-    return s * (2 / (_count(x, dims) - correction))
-
-
-SOFTMAX.jvp = lambda ts, ans, x, dim: ans * (ts[0] - (ts[0] * ans).sum(dim, keepdim=True))
-LOG_SOFTMAX.jvp = lambda ts, ans, x, dim: ts[0] - (ts[0] * ans.exp()).sum(dim, keepdim=True)
-LOGSUMEXP.jvp = lambda ts, ans, x, dims, keepdim: apply(
-    OPS["sum_dim"], ts[0] * (x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),
-    dims=dims, keepdim=keepdim, dtype=None)
-VAR.jvp = _var_jvp
-STD.jvp = lambda ts, ans, x, dims, correction, keepdim: _var_jvp(
-    ts, ans, x, dims, correction, keepdim) / (2 * ans)

@@ -10,6 +10,7 @@ import numpy as np
 from .. import dtypes
 from ..device import check_device
 from . import registry
+from .surface import public
 
 
 def _new(data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False):
@@ -72,6 +73,7 @@ def _nested_items(data):
     return data
 
 
+@public("tensor")
 def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
            requires_grad: bool = False, pin_memory: bool = False):
     """Constructs a tensor by copying ``data`` (a number, nested sequence or array)."""
@@ -80,6 +82,7 @@ def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
     return _new(arr, dt, requires_grad)
 
 
+@public("as_tensor")
 def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     """Converts ``data`` to a tensor, sharing memory with a NumPy array or tensor if it can."""
     check_device(device)
@@ -89,6 +92,7 @@ def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     return _new(arr, dt)
 
 
+@public("from_numpy")
 def from_numpy(ndarray: np.ndarray):
     """A tensor sharing memory with ``ndarray`` (zero-copy)."""
     if not isinstance(ndarray, np.ndarray):
@@ -143,10 +147,14 @@ def _factory(fill, fname: str):
 
 
 zeros = _factory(np.zeros, "zeros")
+public("zeros")(zeros)
 ones = _factory(np.ones, "ones")
+public("ones")(ones)
 empty = _factory(np.empty, "empty")
+public("empty")(empty)
 
 
+@public("full")
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it, as torch)."""
     check_device(device)
@@ -165,13 +173,18 @@ def _like(fn):
 
 
 zeros_like, ones_like, empty_like = _like(zeros), _like(ones), _like(empty)
+public("empty_like")(empty_like)
+public("ones_like")(ones_like)
+public("zeros_like")(zeros_like)
 
 
+@public("full_like")
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
     return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device,
                 requires_grad=requires_grad)
 
 
+@public("arange")
 def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``; ``arange(end)`` and
     ``arange(end=n)`` start at 0."""
@@ -194,12 +207,14 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
     return _new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad)
 
 
+@public("linspace")
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False):
     check_device(device)
     dt = dtype or dtypes.get_default_dtype()
     return _new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
 
 
+@public("eye")
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
     check_device(device)
     dt = dtype or dtypes.get_default_dtype()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ._shape import wrap_dim
+from .surface import public
 
 
 def _parse(equation: str, operands: tuple) -> tuple[list[list[str]], list[str]]:
@@ -137,6 +138,7 @@ def _contract(a, la, b, lb, keep: set, sizes: dict):
     return out.reshape(tuple(sizes[c] for c in labels)), labels
 
 
+@public("einsum")
 def einsum(equation: str, *operands):
     """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b`` (torch.einsum)."""
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
@@ -211,3 +213,4 @@ def movedim(input, source, destination):  # noqa: A002
 
 
 moveaxis = movedim
+public(("movedim", "moveaxis"), method=True)(moveaxis)

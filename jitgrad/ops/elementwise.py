@@ -13,8 +13,9 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
-from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, SAVE_IF, apply, defop
+from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, Public, apply, defop
 
+_BINARY = ("input", "other")  # the operands of a public binary op
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
 
 
@@ -30,24 +31,32 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- unary
-NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}")
+NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}", involution=True,
+          public=Public(("neg", "negative"), method=True, inplace="neg_"))
 EXP = _pw("exp", np.exp, (lambda g, ans, x: g * ans.conj(),), "exp({0})", FLOAT,
-          save_output=True)
-LOG = _pw("log", np.log, (lambda g, ans, x: g / x.conj(),), "log({0})", FLOAT, save=(0,))
+          save_output=True, public=Public("exp", method=True, inplace=True))
+LOG = _pw("log", np.log, (lambda g, ans, x: g / x.conj(),), "log({0})", FLOAT, save=(0,),
+          public=Public("log", method=True, inplace=True))
 LOG1P = _pw("log1p", np.log1p, (lambda g, ans, x: g / (x + 1).conj(),), "log1p({0})", FLOAT,
-            save=(0,), node_name="Log1PBackward0")
+            save=(0,), node_name="Log1PBackward0",
+            public=Public("log1p", method=True, inplace=True))
 EXPM1 = _pw("expm1", np.expm1, (lambda g, ans, x: g * (ans + 1).conj(),), "expm1({0})", FLOAT,
-            save_output=True, node_name="Expm1Backward0")
+            save_output=True, node_name="Expm1Backward0",
+            public=Public("expm1", method=True, inplace=True))
 SQRT = _pw("sqrt", np.sqrt, (lambda g, ans, x: g / (2 * ans.conj()),), "sqrt({0})", FLOAT,
-           save_output=True)
+           save_output=True, public=Public("sqrt", method=True, inplace=True))
 RSQRT = _pw("rsqrt", lambda x: 1 / np.sqrt(x), (lambda g, ans, x: g * (-0.5 * ans ** 3).conj(),),
-            "1.0 / sqrt({0})", FLOAT, save_output=True)
+            "1.0 / sqrt({0})", FLOAT, save_output=True,
+            public=Public("rsqrt", method=True, inplace=True))
 RECIPROCAL = _pw("reciprocal", lambda x: 1 / x, (lambda g, ans, x: -g * (ans * ans).conj(),),
-                 "1.0 / {0}", FLOAT, save_output=True)
-SIN = _pw("sin", np.sin, (lambda g, ans, x: g * x.cos().conj(),), "sin({0})", FLOAT, save=(0,))
-COS = _pw("cos", np.cos, (lambda g, ans, x: -g * x.sin().conj(),), "cos({0})", FLOAT, save=(0,))
+                 "1.0 / {0}", FLOAT, save_output=True,
+                 public=Public("reciprocal", method=True, inplace=True))
+SIN = _pw("sin", np.sin, (lambda g, ans, x: g * x.cos().conj(),), "sin({0})", FLOAT, save=(0,),
+          public=Public("sin", method=True, inplace=True))
+COS = _pw("cos", np.cos, (lambda g, ans, x: -g * x.sin().conj(),), "cos({0})", FLOAT, save=(0,),
+          public=Public("cos", method=True, inplace=True))
 TAN = _pw("tan", np.tan, (lambda g, ans, x: g * (1 + ans * ans).conj(),), "tan({0})", FLOAT,
-          save_output=True)
+          save_output=True, public=Public("tan", method=True, inplace=True))
 
 
 def _conj_if_complex(a: np.ndarray) -> np.ndarray:
@@ -98,17 +107,20 @@ SIGMOID_BACKWARD = _pw(
      lambda gg, ans, g, y: gg.conj() * g * (-2 * y.conj() + 1)),
     "{0} * (1 - {1}) * {1}", save=(0, 1))
 TANH = _pw("tanh", np.tanh, (lambda g, ans, x: apply(TANH_BACKWARD, g, ans),), "tanh({0})",
-           FLOAT, save_output=True)
+           FLOAT, save_output=True, public=Public("tanh", method=True, inplace=True))
 SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),
               (lambda g, ans, x: apply(SIGMOID_BACKWARD, g, ans),), "sigmoid({0})",
-              FLOAT, save_output=True)
+              FLOAT, save_output=True, public=Public("sigmoid", method=True, inplace=True))
 ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp()),), "erf({0})",
-          FLOAT, save=(0,))
+          FLOAT, save=(0,), public=Public("erf", method=True, inplace=True))
 RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
-           (lambda g, ans, x: g * (ans > 0),), "max({0}, 0)", save_output=True)
+           (lambda g, ans, x: g * (ans > 0),), "max({0}, 0)", save_output=True,
+           public=Public("relu", method=True, inplace=True))
 ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,),
-          meta=lambda x: (tuple(x.shape), x.dtype.to_real()))  # |complex| is real
-SIGN = _pw("sign", np.sign, (lambda g, ans, x: g * 0,), "sign({0})")
+          meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
+          public=Public(("abs", "absolute"), method=True, inplace="abs_"))  # |complex| is real
+SIGN = _pw("sign", np.sign, (lambda g, ans, x: g * 0,), "sign({0})",
+           public=Public("sign", method=True, inplace=True))
 def _sgn_grad(g, ans, x):
     # Real sgn is flat. For complex z != 0, sgn(z) = z/|z| has d/dz = 1/(2|z|) and
     # d/dconj(z) = -sgn^2/(2|z|): the VJP (torch's convention) and the JVP share one formula.
@@ -120,11 +132,18 @@ def _sgn_grad(g, ans, x):
 
 SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))).astype(x.dtype)
           if np.iscomplexobj(x) else np.sign(x), (_sgn_grad,), "sign({0})", save=(0,),
-          save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x))
+          save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x),
+          public=Public("sgn", method=True))
 CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),), "{0}")
-CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}")
-LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL)
-ISNAN = _pw("isnan", np.isnan, template="{0} != {0}", promote=BOOL)
+# ``Tensor.detach`` inside jit: the same values, cut from the graph (no VJP: not differentiable)
+DETACH = defop("detach", lambda x: x, kind=POINTWISE, template="{0}", view=True,
+               meta=lambda x: (tuple(x.shape), x.dtype))
+CLONE = _pw("clone", lambda x: np.array(x, copy=True), (lambda g, ans, x: g,), "{0}",
+            passthrough=True)
+LOGICAL_NOT = _pw("logical_not", np.logical_not, template="not {0}", promote=BOOL,
+                  public=Public("logical_not", method=True))
+ISNAN = _pw("isnan", np.isnan, template="{0} != {0}", promote=BOOL,
+            public=Public("isnan", method=True))
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
@@ -141,7 +160,7 @@ def _to_impl(x: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:
 
 TO_COPY = defop("to_copy", _to_impl, kind=POINTWISE, node_name="ToCopyBackward0",
                 meta=lambda x, dtype: (tuple(x.shape), dtype), vjp=(lambda g, ans, x, dtype: g,),
-                template="{0}")
+                template="{0}", jvp=ELEMENTWISE, passthrough=True)
 
 
 def _real_part_vjp(g, ans, x):
@@ -150,14 +169,16 @@ def _real_part_vjp(g, ans, x):
 
 REAL = defop("real", np.real, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
              vjp=(_real_part_vjp,),
-             template=lambda p, work: "{0}.real" if work.kind == "c" else "{0}")
+             template=lambda p, work: "{0}.real" if work.kind == "c" else "{0}", jvp=ELEMENTWISE)
 IMAG = defop("imag", np.imag, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
              vjp=(lambda g, ans, x: g.to(x.dtype) * 1j,),
-             template=lambda p, work: "{0}.imag" if work.kind == "c" else None)
+             template=lambda p, work: "{0}.imag" if work.kind == "c" else None, jvp=ELEMENTWISE)
 
 # ---------------------------------------------------------------- binary
-ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}")
-SUB = _pw("sub", np.subtract, (lambda g, ans, a, b: g, lambda g, ans, a, b: -g), "{0} - {1}")
+ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}",
+          identity={0: 0, 1: 0}, saved_names={"alpha": ("const", 1)})
+SUB = _pw("sub", np.subtract, (lambda g, ans, a, b: g, lambda g, ans, a, b: -g), "{0} - {1}",
+          identity={1: 0}, saved_names={"alpha": ("const", 1)})
 RSUB = _pw("rsub", lambda a, b: np.subtract(b, a),
            (lambda g, ans, a, b: -g, lambda g, ans, a, b: g), "{1} - {0}",
            node_name="RsubBackward1")
@@ -169,10 +190,11 @@ def _cj(x):
 
 
 MUL = _pw("mul", np.multiply, (lambda g, ans, a, b: g * _cj(b),
-                               lambda g, ans, a, b: g * _cj(a)), "{0} * {1}", save=(0, 1))
+                               lambda g, ans, a, b: g * _cj(a)), "{0} * {1}", save=(0, 1),
+          save_if={0: (1,), 1: (0,)}, identity={0: 1, 1: 1})
 DIV = _pw("div", np.true_divide, (lambda g, ans, a, b: g / _cj(b),
                                   lambda g, ans, a, b: -g * (a / (b * b)).conj()),
-          "{0} / {1}", FLOAT, save=(0, 1))
+          "{0} / {1}", FLOAT, save=(0, 1), save_if={0: (1,)}, identity={1: 1})
 
 
 def _pow_exponent_grad(g, ans, a, b):
@@ -184,21 +206,24 @@ def _pow_exponent_grad(g, ans, a, b):
 POW = _pw("pow", np.power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
                             _pow_exponent_grad), lambda p, work: _pow_template("{0}", "{1}", work),
           save=(0, 1), save_output=True,
-          node_name="PowBackward1")
+          node_name="PowBackward1",
+          saved_names={"self": ("input", 0), "exponent": ("input", 1), "result": ("output", 0)})
 POW_SCALAR = defop(
     "pow_scalar", lambda x, exponent: np.power(x, np.asarray(exponent, dtype=x.dtype)),
-    kind=POINTWISE, node_name="PowBackward0", save=(0,),
+    kind=POINTWISE, node_name="PowBackward0", save=(0,), identity={"exponent": 1},
     meta=lambda x, exponent: (tuple(x.shape), _pow_scalar_dtype(x.dtype, exponent)),
     vjp=(lambda g, ans, x, exponent: g * 0 if exponent == 0 else
          g * (exponent * x ** (exponent - 1)).conj(),), template=lambda p, work: _pow_template(
-             "{0}", p["exponent"], work))
+             "{0}", p["exponent"], work), jvp=ELEMENTWISE,
+             saved_names={"self": ("input", 0), "exponent": ("param", "exponent")})
 RPOW = defop(
     "rpow", lambda x, base: np.power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
     node_name="PowBackward2", save_output=True,
     meta=lambda x, base: (tuple(x.shape), _pow_scalar_dtype(x.dtype, base)),
     vjp=(lambda g, ans, x, base: g * (ans * math.log(base)).conj() if base > 0 else
          g * where(ans == 0, 0, ans * math.log(abs(base)) if base != 0 else 0),),
-    template=lambda p, work: _pow_template("{p[base]}", "{0}", work))
+    template=lambda p, work: _pow_template("{p[base]}", "{0}", work), jvp=ELEMENTWISE,
+    saved_names={"self": ("param", "base"), "exponent": ("input", 0), "result": ("output", 0)})
 
 
 def _pow_template(base: str, exponent, work: np.dtype) -> str | None:
@@ -240,7 +265,7 @@ WHERE = defop(
     "where", np.where, kind=POINTWISE, nonpromoted=(0,), save=(0,),
     meta=lambda c, a, b: (_bshape(c, a, b), _where_dtype(a, b)),
     vjp=(None, lambda g, ans, c, a, b: where(c, g, 0), lambda g, ans, c, a, b: where(c, 0, g)),
-    template="{1} if {0} else {2}")
+    template="{1} if {0} else {2}", jvp=ELEMENTWISE, saved_names={"condition": ("input", 0)})
 
 
 def _where_dtype(a, b) -> dtypes.dtype:
@@ -276,7 +301,9 @@ CLAMP = defop("clamp", _clamp_impl, kind=POINTWISE, node_name="ClampBackward1", 
               meta=lambda x, min, max: (tuple(x.shape), _clamp_dtype(x, min, max)),
               vjp=(_clamp_vjp,), template=lambda p, work: _clamp_template(
                   "{0}", None if p["min"] is None else "{p[min]}",
-                  None if p["max"] is None else "{p[max]}"))
+                  None if p["max"] is None else "{p[max]}"), jvp=ELEMENTWISE,
+                  saved_names={"self": ("input", 0), "min": ("param", "min"),
+                               "max": ("param", "max")})
 
 
 def _clamp_template(x: str, lo: str | None, hi: str | None) -> str:
@@ -319,19 +346,28 @@ CLAMP_TENSOR = defop(
     save=(0, 1, 2), vjp=_clamp_tensor_vjp, template=lambda p, work: _clamp_template(
         "{0}", "{1}", "{2}"),
     meta=lambda x, lo, hi: (_bshape(*(v for v in (x, lo, hi) if v is not None)),
-                            _clamp_dtype(x, lo, hi)))
+                            _clamp_dtype(x, lo, hi)), jvp=ELEMENTWISE)
 
 
 # ---------------------------------------------------------------- comparisons and logic
-EQ = _pw("eq", np.equal, template="{0} == {1}", promote=BOOL)
-NE = _pw("ne", np.not_equal, template="{0} != {1}", promote=BOOL)
-LT = _pw("lt", np.less, template="{0} < {1}", promote=BOOL)
-LE = _pw("le", np.less_equal, template="{0} <= {1}", promote=BOOL)
-GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL)
-GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL)
-BITWISE_AND = _pw("bitwise_and", np.bitwise_and, template="{0} & {1}")
-BITWISE_OR = _pw("bitwise_or", np.bitwise_or, template="{0} | {1}")
-BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, template="{0} ^ {1}")
+EQ = _pw("eq", np.equal, template="{0} == {1}", promote=BOOL,
+         public=Public("eq", method=True, args=_BINARY))
+NE = _pw("ne", np.not_equal, template="{0} != {1}", promote=BOOL,
+         public=Public(("ne", "not_equal"), method=True, args=_BINARY))
+LT = _pw("lt", np.less, template="{0} < {1}", promote=BOOL,
+         public=Public(("lt", "less"), method=True, args=_BINARY))
+LE = _pw("le", np.less_equal, template="{0} <= {1}", promote=BOOL,
+         public=Public(("le", "less_equal"), method=True, args=_BINARY))
+GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL,
+         public=Public(("gt", "greater"), method=True, args=_BINARY))
+GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL,
+         public=Public(("ge", "greater_equal"), method=True, args=_BINARY))
+BITWISE_AND = _pw("bitwise_and", np.bitwise_and, template="{0} & {1}",
+                  public=Public(("bitwise_and", "logical_and"), method=True, args=_BINARY))
+BITWISE_OR = _pw("bitwise_or", np.bitwise_or, template="{0} | {1}",
+                 public=Public(("bitwise_or", "logical_or"), method=True, args=_BINARY))
+BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, template="{0} ^ {1}",
+                  public=Public("bitwise_xor", method=True, args=_BINARY))
 
 
 def where(condition, input, other):  # noqa: A002
@@ -340,7 +376,3 @@ def where(condition, input, other):  # noqa: A002
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-for _op in (TO_COPY, REAL, IMAG, POW_SCALAR, RPOW, WHERE, CLAMP, CLAMP_TENSOR):
-    _op.jvp = ELEMENTWISE
-SAVE_IF[MUL] = {0: (1,), 1: (0,)}  # d(a*b)/da needs b, d(a*b)/db needs a
-SAVE_IF[DIV] = {0: (1,)}  # d(a/b)/da needs only b

@@ -14,6 +14,7 @@ from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
 from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
+from .surface import public
 
 
 def _np_key(spec: tuple, idx: tuple) -> tuple:
@@ -62,11 +63,11 @@ def _index_put_vjp(g, ans, x, values, *idx, spec, accumulate):
 
 
 INDEX = defop("index", _index_impl, kind=MOVEMENT, meta=_index_meta, vjp=_index_vjp,
-              save=(1, 2, 3, 4, 5, 6, 7, 8))
+              save=(1, 2, 3, 4, 5, 6, 7, 8), jvp=LINEAR)
 INDEX_PUT = defop(
     "index_put", _index_put_impl, kind=MOVEMENT, vjp=_index_put_vjp,
     meta=lambda x, values, *idx, spec, accumulate: (tuple(x.shape), x.dtype),
-    save=(2, 3, 4, 5, 6, 7, 8, 9))
+    save=(2, 3, 4, 5, 6, 7, 8, 9), jvp=LINEAR)
 
 
 def _as_index(k):
@@ -78,7 +79,7 @@ def _as_index(k):
         t = make_tensor(k)
     if t.dtype is dtypes.bool or t.dtype is dtypes.uint8:
         if t._trace is not None:
-            from ..jit.errors import data_dependent_shape_error
+            from ..errors import data_dependent_shape_error
 
             raise data_dependent_shape_error("boolean mask indexing")
         return [make_tensor(nz) for nz in np.nonzero(t._data)]
@@ -190,7 +191,7 @@ COPY_SLICES = defop(
     "copy_slices", _copy_slices_impl, kind=MOVEMENT, node_name="CopySlices",
     meta=lambda x, values, spec: (tuple(x.shape), x.dtype),
     vjp=(lambda g, ans, x, v, spec: apply(COPY_SLICES, g, 0.0, spec=spec),
-         lambda g, ans, x, v, spec: apply(INDEX, g, spec=spec)))
+         lambda g, ans, x, v, spec: apply(INDEX, g, spec=spec)), jvp=LINEAR)
 
 
 def index_put_value(x, key, value):
@@ -240,20 +241,24 @@ def _check_index(index, name):
 
 GATHER = defop("gather", _gather_impl, kind=OPAQUE, save=(1,),
                meta=lambda x, index, dim: (tuple(index.shape), x.dtype),
-               vjp=(lambda g, ans, x, index, dim: scatter_add(_zeros(x, g), dim, index, g), None))
+               vjp=(lambda g, ans, x, index, dim: scatter_add(_zeros(x, g), dim, index, g), None),
+               jvp=LINEAR, saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 SCATTER_ADD = defop("scatter_add", _scatter_add_impl, kind=OPAQUE, save=(1,),
                     meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
                     vjp=(lambda g, ans, x, index, src, dim: g, None,
-                         lambda g, ans, x, index, src, dim: gather(g, dim, index)))
+                         lambda g, ans, x, index, src, dim: gather(g, dim, index)), jvp=LINEAR,
+                         saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 INDEX_SELECT = defop(
     "index_select", lambda x, index, dim: np.take(x, index, axis=dim), kind=OPAQUE, save=(1,),
     meta=lambda x, index, dim: (tuple(x.shape[:dim]) + tuple(index.shape) +
                                 tuple(x.shape[dim + 1:]), x.dtype),
-    vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None))
+    vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None), jvp=LINEAR,
+    saved_names={"dim": ("param", "dim"), "index": ("input", 1), "self_sym_sizes": ("sizes", 0)})
 INDEX_ADD = defop("index_add", _index_add_impl, kind=OPAQUE, save=(1,),
                   meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
                   vjp=(lambda g, ans, x, index, src, dim: g, None,
-                       lambda g, ans, x, index, src, dim: index_select(g, dim, index)))
+                       lambda g, ans, x, index, src, dim: index_select(g, dim, index)), jvp=LINEAR,
+                       saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 
 
 def _zeros(x, g):
@@ -262,6 +267,7 @@ def _zeros(x, g):
     return zeros(tuple(x.shape), dtype=g.dtype)
 
 
+@public("gather", method=True)
 def gather(input, dim: int, index):  # noqa: A002
     """Gathers values along ``dim`` at ``index`` (torch.gather)."""
     d = wrap_dim(dim, input.ndim)
@@ -276,6 +282,7 @@ def scatter_add(input, dim: int, index, src):  # noqa: A002
     return apply(SCATTER_ADD, input, index, src, dim=wrap_dim(dim, input.ndim))
 
 
+@public("index_select", method=True)
 def index_select(input, dim: int, index):  # noqa: A002
     """Selects entries ``index`` (1-D int64) along ``dim``."""
     if index.ndim > 1:
@@ -291,5 +298,3 @@ def index_add(input, dim: int, index, source):  # noqa: A002
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-for _op in (INDEX, INDEX_PUT, COPY_SLICES, GATHER, SCATTER_ADD, INDEX_SELECT, INDEX_ADD):
-    _op.jvp = LINEAR

@@ -17,6 +17,7 @@ import numpy as np
 from .. import dtypes
 from . import registry
 from .registry import state
+from .surface import public
 
 
 def _check(self: Any, args: tuple) -> bool:
@@ -227,18 +228,24 @@ def _copy_impl(s: np.ndarray, src: np.ndarray) -> np.ndarray:
 # The in-place ops that overwrite a tensor, with torch's node names. They are computed out of
 # place like every in-place op; ``inplace`` writes the result back.
 ZERO = registry.defop("zero_", np.zeros_like, kind=registry.OPAQUE, meta=_same_meta,
-                      vjp=(_no_grad_to_self,), node_name="ZeroBackward0")
+                      vjp=(_no_grad_to_self,), node_name="ZeroBackward0",
+                      jvp=lambda tangents, ans, *args, **params: ans * 0,
+                      public=registry.Public(inplace="zero_"))
 FILL = registry.defop("fill_", lambda s, value: np.full_like(s, value), kind=registry.OPAQUE,
-                      meta=_same_meta, vjp=(_no_grad_to_self,), node_name="FillBackward2")
+                      meta=_same_meta, vjp=(_no_grad_to_self,), node_name="FillBackward2",
+                      jvp=lambda tangents, ans, *args, **params: ans * 0)
 FILL_TENSOR = registry.defop(
     "fill_tensor_", lambda s, value: np.full_like(s, value), kind=registry.OPAQUE,
     meta=_same_meta, vjp=(_no_grad_to_self, lambda g, ans, s, value: g.sum()),
-    node_name="FillBackward3")
+    node_name="FillBackward3",
+    jvp=lambda tangents, ans, s, value: (ans * 0 if tangents[1] is None else
+                                         tangents[1].expand(tuple(ans.shape))))
 COPY = registry.defop("copy_", _copy_impl, kind=registry.OPAQUE, meta=_same_meta,
                       vjp=(_no_grad_to_self, lambda g, ans, s, src: g),
-                      node_name="CopyBackwards")
+                      node_name="CopyBackwards", jvp=registry.LINEAR)
 
 
+@public(inplace="fill_")
 def _fill(s: Any, value: Any) -> Any:
     if isinstance(value, registry.Tensor):
         if value.ndim:
@@ -249,7 +256,8 @@ def _fill(s: Any, value: Any) -> Any:
     return registry.apply(FILL, s, value=value)
 
 
-def _copy_from(s: Any, src: Any) -> Any:
+@public(inplace="copy_")
+def _copy_from(s: Any, src: Any, non_blocking: bool = False) -> Any:
     if not isinstance(src, registry.Tensor):
         from .creation import tensor
 
@@ -267,39 +275,26 @@ def _basic_key(key: Any) -> bool:
                for k in parts)
 
 
-def install(Tensor: type) -> None:  # noqa: N803
-    """Adds the ``x.op_(...)`` methods to Tensor."""
-    def method(name: str, compute: Callable) -> None:
-        def fn(self, *args, **kwargs):
-            return inplace(self, lambda s, *a: compute(s, *a, **kwargs), *args)
-        fn.__name__ = name
-        fn.__doc__ = f"In-place version of :meth:`{name[:-1]}`."
-        setattr(Tensor, name, fn)
+@public(method="uniform_")
+def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
+    from ..random import default_generator
 
-    for name in ("add", "sub", "mul", "div", "pow", "neg", "exp", "log", "sqrt", "rsqrt", "tanh",
-                 "sigmoid", "relu", "abs", "sin", "cos", "clamp", "clip", "reciprocal", "sign",
-                 "log1p", "expm1", "masked_fill", "index_add", "scatter_add", "erf", "tan"):
-        op = getattr(Tensor, name, None)
-        if op is not None:
-            method(name + "_", op)
-    method("zero_", lambda s: registry.apply(ZERO, s))
-    method("fill_", _fill)
-    method("copy_", lambda s, src, non_blocking=False: _copy_from(s, src))
+    gen = generator or default_generator()
+    sample = gen.uniform(a, b, size=self._data.shape)
+    return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
 
-    def uniform_(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
-        from ..random import default_generator
 
-        gen = generator or default_generator()
-        sample = gen.uniform(a, b, size=self._data.shape)
-        return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
+@public(method="normal_")
+def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None):
+    from ..random import default_generator
 
-    def normal_(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None):
-        from ..random import default_generator
+    gen = generator or default_generator()
+    sample = gen.normal(mean, std, size=self._data.shape)
+    return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
 
-        gen = generator or default_generator()
-        sample = gen.normal(mean, std, size=self._data.shape)
-        return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
 
+def install_special(Tensor: type) -> None:  # noqa: N803
+    """``t[key] = value`` and the augmented assignments (``t += x``)."""
     def setitem(self, key, value):
         from .indexing import index_put_value
 
@@ -317,13 +312,4 @@ def install(Tensor: type) -> None:  # noqa: N803
     Tensor.__imul__ = lambda self, other: self.mul_(other)
     Tensor.__itruediv__ = lambda self, other: self.div_(other)
     Tensor.__ipow__ = lambda self, other: self.pow_(other)
-    Tensor.uniform_ = uniform_
-    Tensor.normal_ = normal_
     Tensor.__setitem__ = setitem
-
-
-# ---------------------------------------------------------------- forward-mode (JVP) rules
-ZERO.jvp = FILL.jvp = lambda tangents, ans, *args, **params: ans * 0  # constant: zero tangent
-FILL_TENSOR.jvp = lambda tangents, ans, s, value: (ans * 0 if tangents[1] is None else
-                                                   tangents[1].expand(tuple(ans.shape)))
-COPY.jvp = registry.LINEAR

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .registry import BILINEAR, OPAQUE, SAVE_IF, apply, defop
+from .registry import BILINEAR, OPAQUE, apply, defop
+from .surface import public
 
 
 def _same_dtype(a, b, what="m1 and m2") -> dtypes.dtype:
@@ -66,15 +67,23 @@ def _mH(x):  # noqa: N802 - torch's name
 
 
 MM = defop("mm", np.matmul, kind=OPAQUE, meta=_mm_meta, save=(0, 1),
-           vjp=(lambda g, ans, a, b: g.mm(_mH(b)), lambda g, ans, a, b: _mH(a).mm(g)))
+           vjp=(lambda g, ans, a, b: g.mm(_mH(b)), lambda g, ans, a, b: _mH(a).mm(g)),
+           jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+           saved_names={"self": ("input", 0), "mat2": ("input", 1),
+                        "self_sym_sizes": ("sizes", 0), "mat2_sym_sizes": ("sizes", 1)})
 BMM = defop("bmm", np.matmul, kind=OPAQUE, meta=_bmm_meta, save=(0, 1),
-            vjp=(lambda g, ans, a, b: g.bmm(_mH(b)), lambda g, ans, a, b: _mH(a).bmm(g)))
+            vjp=(lambda g, ans, a, b: g.bmm(_mH(b)), lambda g, ans, a, b: _mH(a).bmm(g)),
+            jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+            saved_names={"self": ("input", 0), "mat2": ("input", 1)})
 MV = defop("mv", np.matmul, kind=OPAQUE, meta=_mv_meta, save=(0, 1),
            vjp=(lambda g, ans, a, v: g.unsqueeze(1) * v.conj(),
-                lambda g, ans, a, v: _mH(a).mv(g)))
+                lambda g, ans, a, v: _mH(a).mv(g)), jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+                saved_names={"self": ("input", 0), "vec": ("input", 1)})
 DOT = defop("dot", lambda a, b: np.asarray(np.dot(a, b)), kind=OPAQUE, meta=_dot_meta,
             save=(0, 1),
-            vjp=(lambda g, ans, a, b: g * b.conj(), lambda g, ans, a, b: g * a.conj()))
+            vjp=(lambda g, ans, a, b: g * b.conj(), lambda g, ans, a, b: g * a.conj()),
+            jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
+            saved_names={"self": ("input", 0), "tensor": ("input", 1)})
 
 
 def _addmm_meta(bias, a, b):
@@ -85,40 +94,60 @@ def _addmm_meta(bias, a, b):
     return shape, _same_dtype(bias, a, "self and mat1") if bias.dtype is not dt else dt
 
 
+def _addmm_jvp(tangents, ans, bias, a, b):
+    tbias, ta, tb = tangents
+    out = tbias
+    for term in (ta.mm(b) if ta is not None else None, a.mm(tb) if tb is not None else None):
+        if term is not None:
+            out = term if out is None else out + term
+    return out
+
+
 ADDMM = defop("addmm", lambda bias, a, b: bias + a @ b, kind=OPAQUE, meta=_addmm_meta,
               save=(1, 2),
               vjp=(lambda g, ans, bias, a, b: g, lambda g, ans, bias, a, b: g.mm(_mH(b)),
-                   lambda g, ans, bias, a, b: _mH(a).mm(g)))
+                   lambda g, ans, bias, a, b: _mH(a).mm(g)),
+              jvp=_addmm_jvp, save_if={1: (2,), 2: (1,)},
+              saved_names={"mat1": ("input", 1), "mat2": ("input", 2), "alpha": ("const", 1),
+                           "beta": ("const", 1), "mat1_sym_sizes": ("sizes", 1),
+                           "mat2_sym_sizes": ("sizes", 2)})
 
 
+@public("mm", method=True)
 def mm(input, mat2):  # noqa: A002
     """Matrix product of two 2-D tensors."""
     return apply(MM, input, mat2)
 
 
+@public("bmm", method=True)
 def bmm(input, mat2):  # noqa: A002
     """Batched matrix product of two 3-D tensors."""
     return apply(BMM, input, mat2)
 
 
+@public("mv", method=True)
 def mv(input, vec):  # noqa: A002
     return apply(MV, input, vec)
 
 
+@public("dot", method=True)
 def dot(input, tensor):  # noqa: A002
     """Inner product of two 1-D tensors."""
     return apply(DOT, input, tensor)
 
 
+@public("outer", method=True)
 def outer(input, vec2):  # noqa: A002
     """Outer product of two 1-D tensors."""
     return input.unsqueeze(1) * vec2
 
 
+@public("addmm")
 def addmm(input, mat1, mat2):  # noqa: A002
     return apply(ADDMM, input, mat1, mat2)
 
 
+@public("matmul", method=True)
 def matmul(input, other):  # noqa: A002
     """Matrix product with torch.matmul's rules for 1-D, 2-D and batched operands.
 
@@ -193,20 +222,3 @@ def _should_fold(a, b) -> bool:
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-
-
-def _addmm_jvp(tangents, ans, bias, a, b):
-    tbias, ta, tb = tangents
-    out = tbias
-    for term in (ta.mm(b) if ta is not None else None, a.mm(tb) if tb is not None else None):
-        if term is not None:
-            out = term if out is None else out + term
-    return out
-
-
-for _op in (MM, BMM, MV, DOT):
-    _op.jvp = BILINEAR
-ADDMM.jvp = _addmm_jvp
-for _op in (MM, BMM, MV, DOT):
-    SAVE_IF[_op] = {0: (1,), 1: (0,)}  # each operand's gradient needs only the other one
-SAVE_IF[ADDMM] = {1: (2,), 2: (1,)}

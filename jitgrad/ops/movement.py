@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import normalize_dims, numel, wrap_dim
 from .registry import LINEAR, MOVEMENT, apply, defop
+from .surface import public
 
 
 def infer_size(shape: tuple, n: int) -> tuple:
@@ -48,10 +49,14 @@ def _reshape_back(g, ans, x, shape):
     return g.reshape(tuple(x.shape))
 
 
-VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
-             vjp=(_reshape_back,))
 UNSAFE_VIEW = defop("unsafe_view", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
-                    meta=_shape_meta, vjp=(_reshape_back,))
+                    meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR, passthrough=True)
+# Inside a traced program ``view`` is a pure reshape (``graph_impl``): memory layout is not known
+# while tracing (a transpose feeding it may be a copy or a view), so it copies when it has to;
+# an eager replay of a graph on a non-contiguous input takes ``unsafe_view`` of a copy.
+VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
+             vjp=(_reshape_back,), jvp=LINEAR, passthrough=True, graph_impl=UNSAFE_VIEW.impl,
+             contiguous_fallback=UNSAFE_VIEW, saved_names={"self_sym_sizes": ("sizes", 0)})
 # torch's reshape of a non-contiguous tensor that can still be viewed (``_reshape_alias``)
 RESHAPE_ALIAS = defop("reshape_alias", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
                       vjp=(_reshape_back,), jvp=LINEAR, node_name="ReshapeAliasBackward0")
@@ -63,13 +68,16 @@ def _permute_meta(x, dims):
 
 PERMUTE = defop("permute", lambda x, dims: np.transpose(x, dims), kind=MOVEMENT, index_map=True,
                 meta=_permute_meta, view=True,
-                vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),))
+                vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),),
+                jvp=LINEAR, saved_names={"dims": ("param", "dims")})
 TRANSPOSE = defop(
     "transpose", lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), kind=MOVEMENT, view=True,
     index_map=True, meta=lambda x, dim0, dim1: (_swap(tuple(x.shape), dim0, dim1), x.dtype),
-    vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),))
+    vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),), jvp=LINEAR,
+    saved_names={"dim0": ("param", "dim0"), "dim1": ("param", "dim1")})
 T = defop("t", lambda x: x.T, kind=MOVEMENT, index_map=True, view=True,
-          meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),))
+          meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),),
+          jvp=LINEAR)
 
 
 def _swap(shape: tuple, a: int, b: int) -> tuple:
@@ -80,22 +88,23 @@ def _swap(shape: tuple, a: int, b: int) -> tuple:
 
 EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEMENT, view=True,
                broadcast=True,
-               meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,))
+               meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,), jvp=LINEAR, passthrough=True,
+               saved_names={"self_sym_sizes": ("sizes", 0)})
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                index_map=True, meta=_shape_meta, vjp=(_reshape_back,),
-                node_name="SqueezeBackward0")
+                index_map=True, meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0",
+                jvp=LINEAR)
 SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                     index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
-                    node_name="SqueezeBackward1")
+                    node_name="SqueezeBackward1", jvp=LINEAR)
 SQUEEZE_DIMS = defop("squeeze_dims", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
-                     node_name="SqueezeBackward2")
+                     node_name="SqueezeBackward2", jvp=LINEAR)
 # in-place ``squeeze_(dim)`` on a fresh result (matmul's 1-D @ 2-D case): not a view
 SQUEEZE_DIM_ = defop("squeeze_dim_", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
                      node_name="SqueezeBackward4")
 UNSQUEEZE = defop("unsqueeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                  index_map=True, meta=_shape_meta, vjp=(_reshape_back,))
+                  index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR)
 
 
 def _select_impl(x, dim, index):
@@ -131,20 +140,22 @@ def _slice_backward_impl(g, shape, dim, start, stop, step):
 
 SELECT = defop("select", _select_impl, kind=MOVEMENT, index_map=True, meta=_select_meta, view=True,
                vjp=(lambda g, ans, x, dim, index: apply(
-                   SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),))
+                   SELECT_BACKWARD, g, shape=tuple(x.shape), dim=dim, index=index),), jvp=LINEAR,
+                   saved_names={"dim": ("param", "dim"), "index": ("param", "index"),
+                                "self_sym_sizes": ("sizes", 0)})
 SLICE = defop("slice", _slice_impl, kind=MOVEMENT, index_map=True, meta=_slice_meta, view=True,
               vjp=(lambda g, ans, x, dim, start, stop, step: apply(
                   SLICE_BACKWARD, g, shape=tuple(x.shape), dim=dim, start=start, stop=stop,
-                  step=step),))
+                  step=step),), jvp=LINEAR)
 SELECT_BACKWARD = defop(
     "select_backward", _select_backward_impl, kind=MOVEMENT,
     meta=lambda g, shape, dim, index: (shape, g.dtype),
-    vjp=(lambda g, ans, x, shape, dim, index: apply(SELECT, g, dim=dim, index=index),))
+    vjp=(lambda g, ans, x, shape, dim, index: apply(SELECT, g, dim=dim, index=index),), jvp=LINEAR)
 SLICE_BACKWARD = defop(
     "slice_backward", _slice_backward_impl, kind=MOVEMENT,
     meta=lambda g, shape, dim, start, stop, step: (shape, g.dtype),
     vjp=(lambda g, ans, x, shape, dim, start, stop, step: apply(
-        SLICE, g, dim=dim, start=start, stop=stop, step=step),))
+        SLICE, g, dim=dim, start=start, stop=stop, step=step),), jvp=LINEAR)
 
 
 def _cat_meta(*xs, dim):
@@ -184,7 +195,7 @@ def _cat_vjp(g, ans, *xs, dim):
     return grads
 
 
-CAT = defop("cat", _cat_impl, kind=MOVEMENT, meta=_cat_meta, vjp=_cat_vjp)
+CAT = defop("cat", _cat_impl, kind=MOVEMENT, meta=_cat_meta, vjp=_cat_vjp, jvp=LINEAR)
 
 
 def _stack_meta(*xs, dim):
@@ -202,7 +213,8 @@ def _stack_meta(*xs, dim):
 
 STACK = defop("stack", lambda *xs, dim: np.stack(
     [x.astype(np.result_type(*xs), copy=False) for x in xs], axis=dim), kind=MOVEMENT,
-    meta=_stack_meta, vjp=lambda g, ans, *xs, dim: [g.select(dim, i) for i in range(len(xs))])
+    meta=_stack_meta, vjp=lambda g, ans, *xs, dim: [g.select(dim, i) for i in range(len(xs))],
+    jvp=LINEAR)
 
 
 def _split_meta(x, sizes, dim):
@@ -221,9 +233,9 @@ def _split_vjp(grads, ans, x, sizes, dim):
 
 
 SPLIT = defop("split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0, view=True,
-              vjp=_split_vjp)
+              vjp=_split_vjp, jvp=LINEAR)
 SPLIT_WITH_SIZES = defop("split_with_sizes", _split_impl, kind=MOVEMENT, meta=_split_meta,
-                         n_outputs=0, view=True, vjp=_split_vjp)
+                         n_outputs=0, view=True, vjp=_split_vjp, jvp=LINEAR)
 
 
 # ---------------------------------------------------------------- public functions
@@ -235,6 +247,7 @@ def _sizes(shape) -> tuple:
     return tuple(int(s) for s in shape)
 
 
+@public("reshape", method=True)
 def reshape(input, *shape):  # noqa: A002
     """Returns a tensor with ``shape`` and the same data: a view when possible, else a copy."""
     shape = infer_size(_sizes(shape), input.numel())
@@ -259,6 +272,7 @@ def _clone_op():
     return CLONE
 
 
+@public("view", method=True)
 def view(input, *shape):  # noqa: A002
     """A view with a new shape; raises if the data cannot be viewed that way (see reshape)."""
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
@@ -266,6 +280,7 @@ def view(input, *shape):  # noqa: A002
     return apply(VIEW, input, shape=infer_size(_sizes(shape), input.numel()))
 
 
+@public("flatten", method=True)
 def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     """Flattens dims ``start_dim..end_dim`` into one."""
     if input.ndim == 0:
@@ -279,6 +294,7 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     return reshape(input, shape[:s] + (numel(shape[s:e + 1]),) + shape[e + 1:])
 
 
+@public("permute", method=True)
 def permute(input, *dims):  # noqa: A002
     dims = _sizes(dims)
     if len(dims) != input.ndim:
@@ -292,6 +308,7 @@ def permute(input, *dims):  # noqa: A002
     return apply(PERMUTE, input, dims=dims)
 
 
+@public("transpose", method=("transpose", "swapaxes"))
 def transpose(input, dim0: int, dim1: int):  # noqa: A002
     n = input.ndim
     if n == 0:
@@ -299,12 +316,14 @@ def transpose(input, dim0: int, dim1: int):  # noqa: A002
     return apply(TRANSPOSE, input, dim0=wrap_dim(dim0, n), dim1=wrap_dim(dim1, n))
 
 
+@public("t", method=True)
 def t(input):  # noqa: A002
     if input.ndim > 2:
         raise RuntimeError(f"t() expects a tensor with <= 2 dimensions, but self is {input.ndim}D")
     return apply(T, input)
 
 
+@public("expand", method=True)
 def expand(input, *sizes):  # noqa: A002
     sizes = _sizes(sizes)
     if len(sizes) < input.ndim:
@@ -334,6 +353,7 @@ def expand(input, *sizes):  # noqa: A002
     return apply(EXPAND, input, shape=shape)
 
 
+@public("squeeze", method=True)
 def squeeze(input, dim=None):  # noqa: A002
     shape = tuple(input.shape)
     if dim is None:
@@ -343,12 +363,14 @@ def squeeze(input, dim=None):  # noqa: A002
     return apply(SQUEEZE_DIM if isinstance(dim, int) else SQUEEZE_DIMS, input, shape=new)
 
 
+@public("unsqueeze", method=True)
 def unsqueeze(input, dim: int):  # noqa: A002
     d = wrap_dim(dim, input.ndim + 1)
     shape = tuple(input.shape)
     return apply(UNSQUEEZE, input, shape=shape[:d] + (1,) + shape[d:])
 
 
+@public("select", method=True)
 def select(input, dim: int, index: int):  # noqa: A002
     if input.ndim == 0:
         raise IndexError("select() cannot be applied to a 0-dim tensor.")
@@ -370,6 +392,7 @@ def slice_dim(input, dim: int, start, stop, step: int = 1):  # noqa: A002
     return apply(SLICE, input, dim=d, start=start, stop=stop, step=step)
 
 
+@public("narrow", method=True)
 def narrow(input, dim: int, start: int, length: int):  # noqa: A002
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d]
@@ -389,8 +412,10 @@ def cat(tensors, dim: int = 0):
 
 
 concat = concatenate = cat
+public(("cat", "concat", "concatenate"))(concatenate)
 
 
+@public("stack")
 def stack(tensors, dim: int = 0):
     """Stacks equally shaped ``tensors`` along a new dim."""
     tensors = list(tensors)
@@ -399,6 +424,7 @@ def stack(tensors, dim: int = 0):
     return apply(STACK, *tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
 
 
+@public("split", method=True)
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Splits into chunks of ``split_size`` (the last may be smaller) or of the given sizes."""
     d = wrap_dim(dim, tensor.ndim)
@@ -418,6 +444,7 @@ def split(tensor, split_size_or_sections, dim: int = 0):
     return apply(SPLIT_WITH_SIZES, tensor, sizes=sizes, dim=d)
 
 
+@public("chunk", method=True)
 def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
     """Splits into ``chunks`` nearly equal pieces (torch.chunk)."""
     if chunks <= 0:
@@ -429,7 +456,3 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-for _op in (VIEW, UNSAFE_VIEW, PERMUTE, TRANSPOSE, T, EXPAND, SQUEEZE, SQUEEZE_DIM, SQUEEZE_DIMS,
-            UNSQUEEZE, SELECT, SLICE, SELECT_BACKWARD, SLICE_BACKWARD, CAT, STACK, SPLIT,
-            SPLIT_WITH_SIZES):
-    _op.jvp = LINEAR

@@ -1,4 +1,5 @@
-"""Neural-network ops torch records as single nodes: gelu, silu, layer_norm, nll_loss, mse_loss.
+"""Neural-network ops torch records as single nodes: gelu, silu, softplus, layer_norm, nll_loss,
+mse_loss.
 
 Each has a NumPy impl, a VJP in jitgrad ops, and (where it helps fusion) a decomposition.
 """
@@ -11,7 +12,8 @@ import numpy as np
 
 from .. import dtypes
 from ._special import erf
-from .registry import ELEMENTWISE, OPAQUE, POINTWISE, apply, defop
+from .elementwise import where
+from .registry import ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2 = 1 / math.sqrt(2)
@@ -41,7 +43,8 @@ def _gelu_vjp(g, ans, x, approximate):
 
 GELU = defop("gelu", _gelu_impl, kind=POINTWISE, save=(0,), decompose=_gelu_decompose,
              meta=lambda x, approximate: (tuple(x.shape), x.dtype), vjp=(_gelu_vjp,),
-             template="gelu_{p[approximate]}({0})")
+             template="gelu_{p[approximate]}({0})", jvp=ELEMENTWISE,
+             saved_names={"approximate": ("param", "approximate"), "self": ("input", 0)})
 
 
 def _silu_impl(x):
@@ -57,7 +60,35 @@ def _silu_vjp(g, ans, x):
 
 SILU = defop("silu", _silu_impl, kind=POINTWISE, save=(0,), vjp=(_silu_vjp,),
              decompose=lambda x: x * x.sigmoid(), meta=lambda x: (tuple(x.shape), x.dtype),
-             template="{0} / (1.0 + exp(-{0}))")
+             template="{0} / (1.0 + exp(-{0}))", jvp=ELEMENTWISE)
+
+
+# ---------------------------------------------------------------- softplus (docs/adding-an-op.md)
+def _softplus_impl(x, beta, threshold):
+    bx = x * beta  # log(1 + exp(bx)) / beta, and x itself where bx > threshold (as torch)
+    return np.where(bx > threshold, x, np.logaddexp(0, bx) / beta)
+
+
+def _softplus_meta(x, beta, threshold):
+    if not x.dtype.is_floating_point:
+        raise NotImplementedError(
+            f'"softplus_cpu" not implemented for \'{x.dtype._legacy.replace("Tensor", "")}\'')
+    return tuple(x.shape), x.dtype
+
+
+def _softplus_vjp(g, ans, x, beta, threshold):
+    bx = x * beta
+    return g * where(bx > threshold, 1.0, bx.sigmoid())
+
+
+SOFTPLUS = defop(
+    "softplus", _softplus_impl, kind=POINTWISE, meta=_softplus_meta, save=(0,),
+    vjp=(_softplus_vjp,), jvp=ELEMENTWISE,
+    template="({0} if {0} * {p[beta]} > {p[threshold]} else "
+             "log1p(exp({0} * {p[beta]})) / {p[beta]})",
+    public=Public(functional="softplus", params={"beta": 1.0, "threshold": 20.0},
+                  doc="``log(1 + exp(beta * input)) / beta``, and ``input`` where "
+                      "``beta * input > threshold`` (torch.nn.functional.softplus)."))
 
 
 def _ln_dims(x, normalized_shape):
@@ -118,8 +149,28 @@ def _layer_norm_meta(x, weight, bias, normalized_shape, eps):
     return tuple(x.shape), x.dtype
 
 
+def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
+    # d xhat = rstd * (dx - mean(dx) - xhat * mean(xhat * dx)); y = xhat * w + b
+    tx, tw, tb = tangents
+    dims = _ln_dims(x, normalized_shape)
+    centered = x - x.mean(dims, keepdim=True)
+    rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
+    xhat = centered * rstd
+    out = None
+    if tx is not None:
+        out = rstd * (tx - tx.mean(dims, keepdim=True) - xhat * (xhat * tx).mean(dims,
+                                                                                 keepdim=True))
+        if weight is not None:
+            out = out * weight
+    for term in (xhat * tw if tw is not None else None, tb):
+        if term is not None:
+            out = term if out is None else out + term
+    return out
+
+
 LAYER_NORM = defop("native_layer_norm", _layer_norm_impl, kind=OPAQUE, save=(0, 1),
-                   meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose)
+                   meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose,
+                   jvp=_layer_norm_jvp)
 
 
 # ---------------------------------------------------------------- losses
@@ -183,7 +234,10 @@ def _nll_meta(logp, target, weight, reduction, ignore_index):
 
 
 NLL_LOSS = defop("nll_loss", _nll_impl, kind=OPAQUE, meta=_nll_meta, save=(1, 2),
-                 vjp=_nll_vjp)
+                 vjp=_nll_vjp,
+                 jvp=lambda ts, ans, logp, target, weight, reduction, ignore_index:
+                 None if ts[0] is None else apply(NLL_LOSS, ts[0], target, weight,
+                                                  reduction=reduction, ignore_index=ignore_index))
 
 
 def _mse_impl(x, y, reduction):
@@ -207,36 +261,6 @@ def _mse_meta(x, y, reduction):
     return (shape if reduction == "none" else ()), dtypes.result_type(x, y)
 
 
-MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1),
-                 vjp=(lambda g, ans, x, y, reduction: _mse_grad(g, x, y, reduction),
-                      lambda g, ans, x, y, reduction: -_mse_grad(g, x, y, reduction)),
-                 decompose=lambda x, y, reduction: {
-                     "none": lambda d: d, "mean": lambda d: d.mean(),
-                     "sum": lambda d: d.sum()}[reduction]((x - y) ** 2))
-
-
-# ---------------------------------------------------------------- forward-mode (JVP) rules
-
-
-def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
-    # d xhat = rstd * (dx - mean(dx) - xhat * mean(xhat * dx)); y = xhat * w + b
-    tx, tw, tb = tangents
-    dims = _ln_dims(x, normalized_shape)
-    centered = x - x.mean(dims, keepdim=True)
-    rstd = ((centered * centered).mean(dims, keepdim=True) + eps).rsqrt()
-    xhat = centered * rstd
-    out = None
-    if tx is not None:
-        out = rstd * (tx - tx.mean(dims, keepdim=True) - xhat * (xhat * tx).mean(dims,
-                                                                                 keepdim=True))
-        if weight is not None:
-            out = out * weight
-    for term in (xhat * tw if tw is not None else None, tb):
-        if term is not None:
-            out = term if out is None else out + term
-    return out
-
-
 def _mse_jvp(tangents, ans, x, y, reduction):
     tx, ty = tangents
     dt = tx if ty is None else (-ty if tx is None else tx - ty)
@@ -246,9 +270,12 @@ def _mse_jvp(tangents, ans, x, y, reduction):
     return d.mean() if reduction == "mean" else d.sum()
 
 
-GELU.jvp = SILU.jvp = ELEMENTWISE
-LAYER_NORM.jvp = _layer_norm_jvp
-NLL_LOSS.jvp = lambda ts, ans, logp, target, weight, reduction, ignore_index: None if ts[0] is \
-    None else apply(NLL_LOSS, ts[0], target, weight, reduction=reduction,
-                    ignore_index=ignore_index)
-MSE_LOSS.jvp = _mse_jvp
+MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1),
+                 vjp=(lambda g, ans, x, y, reduction: _mse_grad(g, x, y, reduction),
+                      lambda g, ans, x, y, reduction: -_mse_grad(g, x, y, reduction)),
+                 decompose=lambda x, y, reduction: {
+                     "none": lambda d: d, "mean": lambda d: d.mean(),
+                     "sum": lambda d: d.sum()}[reduction]((x - y) ** 2), jvp=_mse_jvp)
+
+
+# ---------------------------------------------------------------- forward-mode (JVP) rules

@@ -17,6 +17,7 @@ from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
 from .registry import OPAQUE, apply, defop
+from .surface import public
 
 INF = math.inf
 
@@ -104,11 +105,6 @@ def _vector_norm_vjp(g, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
     return where(norm == 0, 0, out)
 
 
-LINALG_VECTOR_NORM = defop(
-    "linalg_vector_norm", _vector_norm_impl, kind=OPAQUE, meta=_vector_norm_meta, save=(0,),
-    save_output=True, vjp=(_vector_norm_vjp,))
-
-
 def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
     from .creation import ones
 
@@ -122,7 +118,11 @@ def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa:
     return t.sum(dim=dims, keepdim=keepdim) if dims else t
 
 
-LINALG_VECTOR_NORM.jvp = _vector_norm_jvp
+LINALG_VECTOR_NORM = defop(
+    "linalg_vector_norm", _vector_norm_impl, kind=OPAQUE, meta=_vector_norm_meta, save=(0,),
+    save_output=True, vjp=(_vector_norm_vjp,), jvp=_vector_norm_jvp,
+    saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                 "ord": ("param", "ord"), "self": ("input", 0), "result": ("output", 0)})
 
 
 # ---------------------------------------------------------------- singular values
@@ -276,6 +276,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None,  # 
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
 
 
+@public("norm", method=True)
 def norm(input, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None):  # noqa: A002
     """``torch.norm``/``Tensor.norm``: the vector ``p``-norm over ``dim`` (all elements by
     default; ``'fro'`` is the 2-norm); ``'nuc'`` is the nuclear matrix norm."""

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape
 from .registry import LINEAR, OPS, REDUCE, apply, defop
+from .surface import public
 
 SUM_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc}"}
 MEAN_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc} / {n}"}
@@ -102,36 +103,68 @@ def _same_dtype(d: dtypes.dtype) -> dtypes.dtype:
     return d
 
 
-def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, save=(),
-               save_output=False):
+def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, **fields):
     def meta(x, dims, keepdim, **params):
-        if x.ndim == 0 or numel(tuple(x.shape)) or name not in EMPTY_FORBIDDEN:
+        if x.ndim == 0 or numel(tuple(x.shape)) or not op.empty_forbidden:
             return reduced_shape(tuple(x.shape), dims, keepdim), dtype_rule(x.dtype, **params)
         raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
                          "== 0. Specify the reduction dim with the 'dim' argument.")
-    return defop(name, impl, kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
-                 template=template, save=save, save_output=save_output)
+    op = defop(name, impl, kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
+               template=template, **fields)
+    return op
 
 
-EMPTY_FORBIDDEN = {"amax", "amin", "max_all", "min_all"}
+def _weighted_jvp(weights):
+    # A reduction whose JVP is sum(t * w) over the reduced dims, w = the VJP of a ones cotangent.
+    def rule(tangents, ans, x, dims, keepdim, **params):
+        from .creation import ones
 
-SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype)
-SUM_DIM = _reduction("sum_dim", _sum_impl, _sum_vjp, "SumBackward1", SUM_T, _sum_dtype)
-MEAN = _reduction("mean", _mean_impl, _mean_vjp, "MeanBackward0", MEAN_T, _mean_dtype)
-MEAN_DIM = _reduction("mean_dim", _mean_impl, _mean_vjp, "MeanBackward1", MEAN_T, _mean_dtype)
-PROD = _reduction("prod", _prod_impl, _prod_vjp, "ProdBackward0", PROD_T, _sum_dtype, save=(0,))
+        g = ones(tuple(ans.shape), dtype=ans.dtype)
+        w = weights(g, ans, x, dims, keepdim, **params).conj()
+        return apply(SUM_DIM, tangents[0] * w, dims=dims, keepdim=keepdim, dtype=None)
+    return rule
+
+
+def _amax(x, dims, keepdim):
+    return np.amax(x, axis=dims, keepdims=keepdim)
+
+
+def _amin(x, dims, keepdim):
+    return np.amin(x, axis=dims, keepdims=keepdim)
+
+
+SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype, jvp=LINEAR,
+                 saved_names={"self_sym_sizes": ("sizes", 0)})
+SUM_DIM = _reduction("sum_dim", _sum_impl, _sum_vjp, "SumBackward1", SUM_T, _sum_dtype,
+                     jvp=LINEAR,
+                     saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                                  "self_sym_sizes": ("sizes", 0)})
+MEAN = _reduction("mean", _mean_impl, _mean_vjp, "MeanBackward0", MEAN_T, _mean_dtype,
+                  jvp=LINEAR,
+                  saved_names={"self_sym_sizes": ("sizes", 0), "self_sym_numel": ("numel", 0)})
+MEAN_DIM = _reduction("mean_dim", _mean_impl, _mean_vjp, "MeanBackward1", MEAN_T, _mean_dtype,
+                      jvp=LINEAR,
+                      saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                                   "self_sym_sizes": ("sizes", 0), "self_sym_numel": ("numel", 0)})
+PROD = _reduction("prod", _prod_impl, _prod_vjp, "ProdBackward0", PROD_T, _sum_dtype, save=(0,),
+                  jvp=_weighted_jvp(_prod_vjp),
+                  saved_names={"self": ("input", 0), "result": ("output", 0)})
 PROD_DIM = _reduction("prod_dim", _prod_impl, _prod_vjp, "ProdBackward1", PROD_T, _sum_dtype,
-                      save=(0,))
-AMAX = _reduction("amax", lambda x, dims, keepdim: np.amax(x, axis=dims, keepdims=keepdim),
-                  _evenly, "AmaxBackward0", MAX_T, save=(0,), save_output=True)
-AMIN = _reduction("amin", lambda x, dims, keepdim: np.amin(x, axis=dims, keepdims=keepdim),
-                  _evenly, "AminBackward0", MIN_T, save=(0,), save_output=True)
-MAX_ALL = _reduction("max_all", lambda x, dims, keepdim: np.amax(x, axis=dims,
-                                                                  keepdims=keepdim),
-                     _evenly, "MaxBackward1", MAX_T, save=(0,), save_output=True)
-MIN_ALL = _reduction("min_all", lambda x, dims, keepdim: np.amin(x, axis=dims,
-                                                                  keepdims=keepdim),
-                     _evenly, "MinBackward1", MIN_T, save=(0,), save_output=True)
+                      save=(0,), jvp=_weighted_jvp(_prod_vjp),
+                      saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                                   "self": ("input", 0), "result": ("output", 0)})
+_EXTREME = {"save": (0,), "save_output": True, "jvp": _weighted_jvp(_evenly),
+            "empty_forbidden": True}
+AMAX = _reduction("amax", _amax, _evenly, "AmaxBackward0", MAX_T, **_EXTREME,
+                  saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                               "self": ("input", 0), "result": ("output", 0)})
+AMIN = _reduction("amin", _amin, _evenly, "AminBackward0", MIN_T, **_EXTREME,
+                  saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                               "self": ("input", 0), "result": ("output", 0)})
+MAX_ALL = _reduction("max_all", _amax, _evenly, "MaxBackward1", MAX_T, **_EXTREME,
+                     saved_names={"self": ("input", 0), "result": ("output", 0)})
+MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREME,
+                     saved_names={"self": ("input", 0), "result": ("output", 0)})
 
 
 def _arg_reduce(fn):
@@ -164,10 +197,22 @@ def _dim_meta(x, dim, keepdim):
     return (shape, shape), (x.dtype, dtypes.int64)
 
 
+def _select_jvp(tangents, ans, x, dim, keepdim):
+    idx = ans[1] if keepdim else ans[1].unsqueeze(dim)
+    value = tangents[0].gather(dim, idx)
+    return (value if keepdim else value.squeeze(dim)), None
+
+
 MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,))
+                vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,), jvp=_select_jvp,
+                saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
+                             "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
+                             saved_indices=("argmax", ("dim", "keepdim")))
 MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
-                vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,))
+                vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,), jvp=_select_jvp,
+                saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
+                             "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
+                             saved_indices=("argmin", ("dim", "keepdim")))
 ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
                kind=REDUCE, meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
@@ -183,6 +228,7 @@ def _dims_or_all(input, dim):  # noqa: A002
     return normalize_dims(dim, input.ndim)
 
 
+@public("sum", method=True)
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A002
     """Sum of elements, over ``dim`` (an int or tuple) or over all of them."""
     if dim is None:
@@ -191,6 +237,7 @@ def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A0
                  dtype=dtype)
 
 
+@public("mean", method=True)
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """Mean of elements, over ``dim`` or over all of them (floating/complex inputs only)."""
     if dim is None:
@@ -199,6 +246,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
                  dtype=dtype)
 
 
+@public("prod", method=True)
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """Product of elements, over one ``dim`` or over all of them."""
     if dim is None:
@@ -207,12 +255,14 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
                  dtype=dtype)
 
 
+@public("amax", method=True)
 def amax(input, dim=(), keepdim: bool = False):  # noqa: A002
     """Maximum over ``dim`` (all dims when empty); ties share the gradient evenly."""
     dims = normalize_dims(None if dim == () else dim, input.ndim)
     return apply(AMAX, input, dims=dims, keepdim=keepdim)
 
 
+@public("amin", method=True)
 def amin(input, dim=(), keepdim: bool = False):  # noqa: A002
     """Minimum over ``dim`` (all dims when empty); ties share the gradient evenly."""
     dims = normalize_dims(None if dim == () else dim, input.ndim)
@@ -237,6 +287,7 @@ def _max_min(all_op, dim_op, pair_fn, name):
     return fn
 
 
+@public("argmax", method=True)
 def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         return apply(ARGMAX, input.reshape(-1), dim=0, keepdim=False)
@@ -245,6 +296,7 @@ def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
     return apply(ARGMAX, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
 
 
+@public("argmin", method=True)
 def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
         return apply(ARGMIN, input.reshape(-1), dim=0, keepdim=False)
@@ -277,31 +329,9 @@ def _minimum(a, b):
 
 
 max = _max_min(MAX_ALL, MAX_DIM, _maximum, "max")  # noqa: A001
+public("max", method=True)(max)
 min = _max_min(MIN_ALL, MIN_DIM, _minimum, "min")  # noqa: A001
+public("min", method=True)(min)
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules
-
-
-def _weighted_jvp(weights):
-    # A reduction whose JVP is sum(t * w) over the reduced dims, w = the VJP of a ones cotangent.
-    def rule(tangents, ans, x, dims, keepdim, **params):
-        from .creation import ones
-
-        g = ones(tuple(ans.shape), dtype=ans.dtype)
-        w = weights(g, ans, x, dims, keepdim, **params).conj()
-        return apply(SUM_DIM, tangents[0] * w, dims=dims, keepdim=keepdim, dtype=None)
-    return rule
-
-
-def _select_jvp(tangents, ans, x, dim, keepdim):
-    idx = ans[1] if keepdim else ans[1].unsqueeze(dim)
-    value = tangents[0].gather(dim, idx)
-    return (value if keepdim else value.squeeze(dim)), None
-
-
-for _op in (SUM, SUM_DIM, MEAN, MEAN_DIM):
-    _op.jvp = LINEAR
-PROD.jvp = PROD_DIM.jvp = _weighted_jvp(_prod_vjp)
-AMAX.jvp = AMIN.jvp = MAX_ALL.jvp = MIN_ALL.jvp = _weighted_jvp(_evenly)
-MAX_DIM.jvp = MIN_DIM.jvp = _select_jvp

@@ -31,18 +31,106 @@ FLOAT = "float"  # promoted dtype, integers and bool become the default float (e
 BOOL = "bool"  # computed in the promoted dtype, returns bool (eq, lt, ...)
 
 
+class _SaveAll:
+    """``save=SAVE_ALL``: every input is saved (a backward that may read any of them)."""
+
+    def __contains__(self, i: object) -> bool:
+        return True
+
+    def __iter__(self):
+        return iter(())
+
+    def __repr__(self) -> str:
+        return "SAVE_ALL"
+
+
+SAVE_ALL = _SaveAll()
+
+
+class Public:
+    """Where an op (or a plain function built on ops) appears in the public API.
+
+    Args:
+        names: the function names in ``jitgrad`` (``jitgrad.exp``), aliases included.
+        method: the ``Tensor`` method names (``x.exp()``); True: the same as ``names``.
+        inplace: the in-place ``Tensor`` method names (``x.exp_()``), run through
+            ``ops.inplace.inplace`` with the out-of-place function; True: the first method
+            name with ``_`` appended.
+        functional: the ``jitgrad.nn.functional`` names.
+        args: for an op's generated function, the names of its positional operands.
+        params: for an op's generated function, its keyword parameters and their defaults
+            (passed to the op as params).
+        doc: the generated function's docstring.
+    """
+
+    __slots__ = ("names", "method", "inplace", "functional", "args", "params", "doc")
+
+    def __init__(self, names=(), method=(), inplace=(), functional=(), *, args=("input",),
+                 params=None, doc=None) -> None:
+        self.names = _names(names)
+        self.method = self.names if method is True else _names(method)
+        self.inplace = (self.method[0] + "_",) if inplace is True else _names(inplace)
+        self.functional = _names(functional)
+        self.args = tuple(args)
+        self.params = dict(params or {})
+        self.doc = doc
+
+    def __repr__(self) -> str:
+        return (f"Public(names={self.names}, method={self.method}, inplace={self.inplace}, "
+                f"functional={self.functional})")
+
+
+def _names(x) -> tuple:
+    return () if x is False else (x,) if isinstance(x, str) else tuple(x)
+
+
 class OpDef:
-    """The single definition of one primitive op."""
+    """The single definition of one primitive op.
+
+    Fields (keyword arguments of ``defop``):
+
+    * ``impl``: the NumPy implementation; ``meta``: the (shape, dtype) rule (pointwise ops get
+      one from ``promote``); ``kind``: POINTWISE, REDUCE, MOVEMENT or OPAQUE.
+    * ``vjp``: the backward rule (one function, or a tuple with one function per input);
+      ``jvp``: the forward-mode rule or a shorthand (LINEAR, BILINEAR, ELEMENTWISE).
+    * ``save``/``save_output``: what the backward keeps; ``save_if``: ``{i: (j, ...)}`` saves
+      input i only when one of inputs j requires grad (tuple VJP rules only).
+    * ``empty_forbidden``: a full reduction that rejects an empty input (torch's IndexError).
+    * simplification facts for ``jit.passes.simplify``: ``identity`` maps an input position
+      (or a param name) to the literal value that makes the op return its other input (the
+      first input for a param); ``passthrough``: the op's output is its first input whenever
+      shape and dtype agree; ``involution``: ``op(op(x)) == x``; ``nondeterministic``: two
+      equal calls give different values (never merged by CSE, saved for a recomputation).
+    * ``saved_names``: torch's names for what the node saved (``grad_fn._saved_<name>``), each
+      mapped to where the value lives (see ``ops/saved_names.py``); by default saved input 0
+      is ``self``, input 1 ``other``, a saved output ``result``. ``saved_indices``:
+      ``(arg op name, param names)``, how ``_saved_indices`` of sort/topk/max(dim) is
+      recomputed from the saved input.
+    * ``outputs_requiring_grad``: ``f(args, params)`` giving, per output, whether it requires
+      grad, for an opaque op whose outputs do not all depend on every input (a custom Function's
+      backward run as one op).
+    * ``graph_impl``: the implementation that graph backends call instead of ``impl``;
+      ``contiguous_fallback``: the op that replays it eagerly on a contiguous copy of a
+      non-contiguous input (``view`` -> ``unsafe_view``).
+    * ``public``: a ``Public`` (or a name: the ``jitgrad`` function and Tensor method): where
+      the op is exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
+    """
 
     __slots__ = ("name", "node_name", "kind", "impl", "meta", "vjp", "jvp", "save", "save_output",
                  "template", "promote", "n_outputs", "nonpromoted", "decompose", "differentiable",
-                 "view", "broadcast", "index_map", "by_category", "programs", "save_plans",
-                 "batch")
+                 "view", "broadcast", "by_category", "save_if", "empty_forbidden", "identity",
+                 "passthrough", "involution", "nondeterministic", "graph_impl", "public",
+                 "outputs_requiring_grad", "contiguous_fallback", "saved_names",
+                 "saved_indices", "index_map", "batch")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
                  nonpromoted=(), decompose=None, differentiable=True, view=False,
-                 broadcast=False, index_map=False, batch=None):
+                 broadcast=False, save_if=None, empty_forbidden=False, identity=None,
+                 passthrough=False, involution=False, nondeterministic=False, graph_impl=None,
+                 public=None, outputs_requiring_grad=None,
+                 contiguous_fallback=None, saved_names=None, saved_indices=None,
+                 index_map=False, batch=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -50,7 +138,7 @@ class OpDef:
         self.meta = meta
         self.vjp = vjp
         self.jvp = jvp
-        self.save = tuple(save)
+        self.save = save if save is SAVE_ALL else tuple(save)
         self.save_output = save_output
         self.template = template
         self.promote = promote
@@ -73,8 +161,19 @@ class OpDef:
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
-        self.programs: dict = {}  # the eager engine's traced rule programs (rule_programs.py)
-        self.save_plans: dict = {}  # needs mask -> which inputs a uniform record saves
+        self.save_if = save_if
+        self.empty_forbidden = empty_forbidden
+        self.identity = dict(identity or {})
+        self.passthrough = passthrough
+        self.involution = involution
+        self.nondeterministic = nondeterministic
+        self.graph_impl = graph_impl or impl
+        self.outputs_requiring_grad = outputs_requiring_grad
+        self.contiguous_fallback = contiguous_fallback
+        self.saved_names = saved_names
+        self.saved_indices = saved_indices
+        self.public = Public(public, method=True) if isinstance(public, (str, tuple)) \
+            else public
 
     def __repr__(self) -> str:
         return f"<OpDef {self.name} ({self.kind})>"
@@ -186,10 +285,6 @@ BILINEAR = "bilinear"  # op(a, b) linear in each input: op(ta, b) + op(a, tb)
 ELEMENTWISE = "elementwise"  # pointwise with a tuple VJP: sum_i conj(vjp_i(conj(t_i)))
 fw_hook: Any = None
 
-# Saved inputs that only some gradients need: ``SAVE_IF[op] = {i: (j, ...)}`` saves input i only
-# when one of inputs j requires grad (torch's MulBackward0 saves ``self`` only when ``other``
-# requires grad). Only for tuple VJP rules, where a rule runs only for an input that needs it.
-SAVE_IF: dict = {}
 
 
 _SCALAR_TYPES = (int, float)
@@ -206,7 +301,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
         for a in args:
             if isinstance(a, Tensor) and a._trace is not None:
                 return a._trace.bind(op, args, params)
-        if any(isinstance(a, Tensor) for a in args):  # captured tensors: recorded, not frozen
+        if op.nondeterministic or any(isinstance(a, Tensor) for a in args):
+            # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
     if op.by_category and type(args[0]) is Tensor:  # the hot cases, inlined: f(t), t1 + t2

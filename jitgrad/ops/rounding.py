@@ -10,6 +10,7 @@ import numpy as np
 
 from .. import dtypes
 from .registry import BOOL, ELEMENTWISE, POINTWISE, apply, defop
+from .surface import public
 
 
 def _zero_grad(g, ans, x, **params):
@@ -33,8 +34,9 @@ def _round_decimals(x, decimals):
     return np.rint(x / f) * f
 
 
-def _rounding(name, fn, template, node_name=None, meta=None):
-    fields = {"node_name": node_name} if node_name else {}
+def _rounding(name, fn, template, node_name=None, meta=None, **fields):
+    if node_name:
+        fields["node_name"] = node_name
     if meta is not None:
         fields["meta"] = meta
     return defop(name, _same_if_integral(fn), kind=POINTWISE, vjp=(_zero_grad,),
@@ -44,7 +46,8 @@ def _rounding(name, fn, template, node_name=None, meta=None):
 ROUND = _rounding("round", np.rint, "round({0})")
 ROUND_DECIMALS = _rounding("round_decimals", _round_decimals, None,  # (not fused)
                            node_name="RoundBackward1",
-                           meta=lambda x, decimals: (tuple(x.shape), x.dtype))
+                           meta=lambda x, decimals: (tuple(x.shape), x.dtype),
+                           saved_names={"decimals": ("param", "decimals")})
 FLOOR = _rounding("floor", np.floor, "floor({0})")
 CEIL = _rounding("ceil", np.ceil, "ceil({0})")
 TRUNC = _rounding("trunc", np.trunc, "trunc({0})")
@@ -53,6 +56,7 @@ ISFINITE = defop("isfinite", np.isfinite, kind=POINTWISE, promote=BOOL,
 ISINF = defop("isinf", np.isinf, kind=POINTWISE, promote=BOOL, template="isinf({0})")
 
 
+@public("round", method=True, inplace=True)
 def round(input, *, decimals: int = 0):  # noqa: A001,A002
     """Rounds to the nearest integer (halves to even), or to ``decimals`` decimal places."""
     if input.dtype is dtypes.bool:
@@ -64,11 +68,13 @@ def round(input, *, decimals: int = 0):  # noqa: A001,A002
     return apply(ROUND_DECIMALS, input, decimals=int(decimals))
 
 
+@public("floor", method=True, inplace=True)
 def floor(input):  # noqa: A002
     """The largest integer not greater than each element."""
     return apply(FLOOR, input)
 
 
+@public("ceil", method=True, inplace=True)
 def ceil(input):  # noqa: A002
     """The smallest integer not less than each element."""
     return apply(CEIL, input)
@@ -80,23 +86,28 @@ def trunc(input):  # noqa: A002
 
 
 fix = trunc
+public(("trunc", "fix"), method=True, inplace=("trunc_", "fix_"))(fix)
 
 
+@public("isfinite", method=True)
 def isfinite(input):  # noqa: A002
     """True where an element is neither infinite nor NaN."""
     return apply(ISFINITE, input)
 
 
+@public("isinf", method=True)
 def isinf(input):  # noqa: A002
     """True where an element is positive or negative infinity."""
     return apply(ISINF, input)
 
 
+@public("isposinf", method=True)
 def isposinf(input):  # noqa: A002
     """True where an element is positive infinity."""
     return isinf(input) & (input > 0)
 
 
+@public("isneginf", method=True)
 def isneginf(input):  # noqa: A002
     """True where an element is negative infinity."""
     return isinf(input) & (input < 0)

@@ -11,8 +11,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ._shape import wrap_dim
+from ._shape import axis_alias, wrap_dim
 from .registry import LINEAR, OPAQUE, apply, defop
+from .surface import public
 
 
 def _scan_dtype(d: dtypes.dtype, dtype: dtypes.dtype | None) -> dtypes.dtype:
@@ -112,16 +113,22 @@ def _cumprod_jvp(tangents, ans, x, dim, dtype=None):
 
 
 CUMSUM = defop("cumsum", _scan_impl(np.cumsum), kind=OPAQUE, meta=_scan_meta,
-               vjp=(_cumsum_vjp,), jvp=LINEAR)
+               vjp=(_cumsum_vjp,), jvp=LINEAR, saved_names={"dim": ("param", "dim")})
 CUMPROD = defop("cumprod", _scan_impl(np.cumprod), kind=OPAQUE, meta=_scan_meta, save=(0,),
-                save_output=True, vjp=(_cumprod_vjp,), jvp=_cumprod_jvp)
+                save_output=True, vjp=(_cumprod_vjp,), jvp=_cumprod_jvp,
+                saved_names={"dim": ("param", "dim"), "self": ("input", 0),
+                             "result": ("output", 0)})
 
 
+@public("cumsum", method=True, inplace=True)
+@axis_alias
 def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
     """Cumulative sum along ``dim``."""
     return apply(CUMSUM, input, dim=wrap_dim(dim, input.ndim), dtype=dtype)
 
 
+@public("cumprod", method=True, inplace=True)
+@axis_alias
 def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
     """Cumulative product along ``dim`` (gradients exact where the input has zeros)."""
     return apply(CUMPROD, input, dim=wrap_dim(dim, input.ndim), dtype=dtype)

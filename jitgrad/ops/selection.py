@@ -14,6 +14,7 @@ from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
 from .registry import LINEAR, OPAQUE, apply, broadcast_shapes, defop
+from .surface import public
 
 
 def _is_traced(*ts) -> bool:
@@ -24,7 +25,7 @@ def _data_dependent(what: str, *ts) -> None:
     """Raises ConcretizationError unless every ``t`` is an eager tensor with values."""
     if registry.state.traces or any(type(t) is not registry.Tensor and not (
             isinstance(t, registry.Tensor) and t._trace is None) for t in ts):
-        from ..jit.errors import data_dependent_shape_error
+        from ..errors import data_dependent_shape_error
 
         raise data_dependent_shape_error(what)
 
@@ -46,13 +47,14 @@ MASKED_FILL = defop(
     meta=_masked_fill_meta, save=(1,),
     vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None),
     jvp=lambda ts, ans, x, mask, value: ts[0].expand(tuple(ans.shape)).masked_fill(mask, 0)
-    if ts[0] is not None else None)
+    if ts[0] is not None else None, saved_names={"mask": ("input", 1)})
 MASKED_FILL_TENSOR = defop(
     "masked_fill_tensor", _masked_fill_impl, kind=OPAQUE, node_name="MaskedFillBackward1",
     meta=lambda x, mask, value: _masked_fill_meta(x, mask, None), save=(1,),
     vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None,
          lambda g, ans, x, mask, value: g.masked_fill(mask.logical_not(), 0).sum()),
-    jvp=lambda ts, ans, x, mask, value: _masked_fill_tensor_jvp(ts, ans, mask))
+    jvp=lambda ts, ans, x, mask, value: _masked_fill_tensor_jvp(ts, ans, mask),
+    saved_names={"mask": ("input", 1)})
 
 
 def _masked_fill_tensor_jvp(ts, ans, mask):
@@ -63,6 +65,7 @@ def _masked_fill_tensor_jvp(ts, ans, mask):
     return where(mask, tv, tx)
 
 
+@public("masked_fill", method=True, inplace=True)
 def masked_fill(input, mask, value):  # noqa: A002
     """``value`` (a number or a 0-d tensor) where ``mask`` is True, else ``input``."""
     if mask.dtype is not dtypes.bool:
@@ -132,12 +135,14 @@ MASKED_SELECT = defop(
     "masked_select", _masked_select_impl, kind=OPAQUE, meta=_masked_select_meta, save=(1,),
     vjp=(lambda g, ans, x, mask: apply(MASKED_SCATTER, _zeros_of(ans, g, x, mask), mask, g),
          None),
-    jvp=lambda ts, ans, x, mask: apply(MASKED_SELECT, ts[0], mask))
+    jvp=lambda ts, ans, x, mask: apply(MASKED_SELECT, ts[0], mask),
+    saved_names={"mask": ("input", 1), "self_sym_sizes": ("sizes", 0)})
 MASKED_SCATTER = defop(
     "masked_scatter", _masked_scatter_impl, kind=OPAQUE, meta=_masked_scatter_meta, save=(1,),
     vjp=(lambda g, ans, x, mask, source: g.masked_fill(mask, 0), None,
          _masked_scatter_source_grad),
-    jvp=lambda ts, ans, x, mask, source: _masked_scatter_jvp(ts, ans, mask, source))
+    jvp=lambda ts, ans, x, mask, source: _masked_scatter_jvp(ts, ans, mask, source),
+    saved_names={"mask": ("input", 1), "source_sym_sizes": ("sizes", 2)})
 
 
 def _masked_scatter_jvp(ts, ans, mask, source):
@@ -154,6 +159,7 @@ def _zeros_of(ans, g, x, mask):
     return zeros(broadcast_shapes(tuple(x.shape), tuple(mask.shape)), dtype=g.dtype)
 
 
+@public("masked_select", method=True)
 def masked_select(input, mask):  # noqa: A002
     """The elements of ``input`` where ``mask`` is True, as a 1-D tensor (shapes broadcast)."""
     if mask.dtype is not dtypes.bool:
@@ -161,6 +167,7 @@ def masked_select(input, mask):  # noqa: A002
     return apply(MASKED_SELECT, input, mask)
 
 
+@public("masked_scatter", method=True, inplace=True)
 def masked_scatter(input, mask, source):  # noqa: A002
     """``input`` with the positions where ``mask`` is True filled, in order, from ``source``."""
     if mask.dtype is not dtypes.bool:
@@ -185,6 +192,7 @@ NONZERO = defop("nonzero", lambda x: np.argwhere(x).astype(np.int64), kind=OPAQU
                 meta=_nonzero_meta)
 
 
+@public("nonzero", method=True)
 def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     """The indices of the non-zero elements: an ``(n, ndim)`` tensor, or with ``as_tuple`` one
     1-D tensor per dim."""
@@ -196,6 +204,7 @@ def nonzero(input, *, as_tuple: bool = False):  # noqa: A002
     return tuple(idx[:, d] for d in range(input.ndim))
 
 
+@public("argwhere", method=True)
 def argwhere(input):  # noqa: A002
     """``nonzero(input)``: the indices of the non-zero elements, one row each."""
     return nonzero(input)
@@ -214,17 +223,19 @@ def _tri_meta(name):
 
 TRIL = defop("tril", lambda x, diagonal: np.tril(x, diagonal), kind=OPAQUE,
              meta=_tri_meta("tril"), vjp=(lambda g, ans, x, diagonal: tril(g, diagonal),),
-             jvp=LINEAR)
+             jvp=LINEAR, saved_names={"diagonal": ("param", "diagonal")})
 TRIU = defop("triu", lambda x, diagonal: np.triu(x, diagonal), kind=OPAQUE,
              meta=_tri_meta("triu"), vjp=(lambda g, ans, x, diagonal: triu(g, diagonal),),
-             jvp=LINEAR)
+             jvp=LINEAR, saved_names={"diagonal": ("param", "diagonal")})
 
 
+@public("tril", method=True, inplace=True)
 def tril(input, diagonal: int = 0):  # noqa: A002
     """The lower triangle of the last two dims (elements on and below ``diagonal``)."""
     return apply(TRIL, input, diagonal=int(diagonal))
 
 
+@public("triu", method=True, inplace=True)
 def triu(input, diagonal: int = 0):  # noqa: A002
     """The upper triangle of the last two dims (elements on and above ``diagonal``)."""
     return apply(TRIU, input, diagonal=int(diagonal))
@@ -256,13 +267,15 @@ SCATTER = defop(
     meta=lambda x, index, src, dim: (tuple(x.shape), x.dtype),
     vjp=(lambda g, ans, x, index, src, dim: scatter(g, dim, index, 0), None,
          lambda g, ans, x, index, src, dim: _gather_to(g, dim, index, src)),
-    jvp=LINEAR)
+    jvp=LINEAR, saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 SCATTER_VALUE = defop(
     "scatter_value", _scatter_value_impl, kind=OPAQUE, save=(1,), node_name="ScatterBackward1",
     meta=lambda x, index, dim, value: (tuple(x.shape), x.dtype),
     vjp=(lambda g, ans, x, index, dim, value: scatter(g, dim, index, 0), None),
     jvp=lambda ts, ans, x, index, dim, value: apply(SCATTER_VALUE, ts[0], index, dim=dim,
-                                                     value=0))
+                                                     value=0),
+                                                     saved_names={"dim": ("param", "dim"),
+                                                                  "index": ("input", 1)})
 
 
 def _no_scatter_derivative(*args, **params):
@@ -320,6 +333,7 @@ def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
     return d
 
 
+@public("scatter", method=True, inplace=True)
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # noqa: A002
     """Writes ``src`` (a tensor, or a number: ``value``) into a copy of ``input`` at ``index``
     along ``dim`` (torch.scatter). ``reduce="add"`` adds instead of writing and
@@ -347,6 +361,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # no
     return apply(SCATTER, input, index, src, dim=d)
 
 
+@public("scatter_add", method=True, inplace=True)
 def scatter_add(input, dim: int, index, src):  # noqa: A002
     """Adds ``src`` into a copy of ``input`` at ``index`` along ``dim`` (torch.scatter_add),
     with torch's checks of the index and dtypes."""
@@ -356,6 +371,7 @@ def scatter_add(input, dim: int, index, src):  # noqa: A002
     return apply(SCATTER_ADD, input, index, src, dim=d)
 
 
+@public("index_add", method=True, inplace=True)
 def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     """Adds ``alpha * source`` into a copy of ``input`` at the entries ``index`` (1-D) along
     ``dim`` (torch.index_add)."""
@@ -387,6 +403,7 @@ def _scalar(d: dtypes.dtype) -> str:
     return d._legacy[:-len("Tensor")]
 
 
+@public("where")
 def where(condition, input=None, other=None):  # noqa: A002
     """``where(condition, input, other)``: ``input`` where ``condition`` else ``other``;
     ``where(condition)``: ``nonzero(condition, as_tuple=True)``, as torch."""

@@ -15,8 +15,9 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes
-from ._shape import wrap_dim
+from ._shape import axis_alias, wrap_dim
 from .registry import OPAQUE, apply, defop
+from .surface import public
 
 
 def _named_pair(name: str):
@@ -122,11 +123,19 @@ ARGSORT = defop("argsort", _argsort_impl, kind=OPAQUE, meta=_argsort_meta)
 ARGTOPK = defop("argtopk", _argtopk_impl, kind=OPAQUE,
                 meta=lambda x, k, dim, largest: (_topk_shape(x, k, dim), dtypes.int64))
 SORT = defop("sort", _sort_impl, kind=OPAQUE, meta=_sort_meta, n_outputs=2, save=(0,),
-             vjp=_sort_vjp, jvp=_gather_jvp)
+             vjp=_sort_vjp, jvp=_gather_jvp,
+             saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
+                          "self_sym_sizes": ("sizes", 0)},
+                          saved_indices=("argsort", ("dim", "descending")))
 TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save=(0,),
-             vjp=_topk_vjp, jvp=_gather_jvp)
+             vjp=_topk_vjp, jvp=_gather_jvp,
+             saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
+                          "self_sym_sizes": ("sizes", 0)},
+                          saved_indices=("argtopk", ("k", "dim", "largest")))
 
 
+@public("sort", method=True)
+@axis_alias
 def sort(input, dim: int = -1, descending: bool = False, stable: bool = False):  # noqa: A002
     """Sorts along ``dim``: ``(values, indices)``. Ties keep their order (a stable sort)."""
     d = wrap_dim(dim, input.ndim)
@@ -134,17 +143,22 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False): 
     return SortResult(values, indices)
 
 
+@public("argsort", method=True)
+@axis_alias
 def argsort(input, dim: int = -1, descending: bool = False,  # noqa: A002
             stable: bool = False):
     """The indices that sort ``input`` along ``dim`` (``sort(...).indices``)."""
     return apply(ARGSORT, input, dim=wrap_dim(dim, input.ndim), descending=bool(descending))
 
 
+@public("msort", method=True)
 def msort(input):  # noqa: A002
     """Sorts along the first dim (values only)."""
     return sort(input, dim=0).values
 
 
+@public("topk", method=True)
+@axis_alias
 def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):  # noqa: A002
     """The ``k`` largest (or smallest) elements along ``dim``: ``(values, indices)``."""
     d = wrap_dim(dim, input.ndim)

@@ -7,10 +7,10 @@ verified; with ``JITGRAD_DEBUG=1`` each one is printed to stderr.
 
 from __future__ import annotations
 
-import os
 import sys
 from collections.abc import Callable
 
+from ... import _config
 from ..ir import Graph
 from .cse import cse
 from .dce import dce
@@ -29,7 +29,7 @@ FORWARD_PASSES: list[tuple[str, Callable[[Graph], Graph]]] = [
 
 def debug_enabled() -> bool:
     """Whether JITGRAD_DEBUG asks for a dump of the graph after each pass."""
-    return os.environ.get("JITGRAD_DEBUG", "0") not in ("", "0")
+    return _config.debug()
 
 
 def dump(name: str, graph: Graph) -> None:

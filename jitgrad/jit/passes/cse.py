@@ -13,9 +13,6 @@ def _lit_key(x: Any) -> Any:
     return ("l", type(x).__name__, x)
 
 
-NONDETERMINISTIC = {"rng"}  # two draws with equal params are still different values
-
-
 def cse(graph: Graph) -> Graph:
     """Replaces repeated computations by the first one's outputs."""
     sub: dict[Var, Var] = {}
@@ -24,9 +21,9 @@ def cse(graph: Graph) -> Graph:
     for e in graph.eqns:
         inputs = [sub.get(x, x) if isinstance(x, Var) else x for x in e.inputs]
         try:
-            if e.op.name in NONDETERMINISTIC:
+            if e.op.nondeterministic:  # two draws with equal params are different values
                 raise TypeError
-            key = (e.op.name, tuple(_lit_key(x) for x in inputs),
+            key = (e.op, tuple(_lit_key(x) for x in inputs),
                    tuple(sorted(e.params.items())), e.nograd)
             hash(key)
         except TypeError:

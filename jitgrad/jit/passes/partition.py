@@ -27,7 +27,7 @@ def partition(joint: Graph) -> Graph:
         used.update(v for v in e.in_vars() if v not in defined_in_bwd)
     used.update(v for v in grads if isinstance(v, Var) and v not in defined_in_bwd)
     # Random draws are saved too: a recomputation (create_graph) must see the same numbers.
-    used.update(v for e in joint.eqns[:n_fwd] if e.op.name == "rng" for v in e.outputs)
+    used.update(v for e in joint.eqns[:n_fwd] if e.op.nondeterministic for v in e.outputs)
     order = list(primals) + [v for e in joint.eqns[:n_fwd] for v in e.outputs]
     residuals = [v for v in order if v in used]
     for v in residuals[:]:

@@ -1,6 +1,7 @@
-"""Algebraic simplification: ``x*1``, ``x+0``, ``x-0``, ``x/1``, ``--x``, ``x**1``, identity
-casts, copies and reshapes. A rewrite applies only when the result has exactly the type of the
-value it is replaced by (no broadcast or promotion hidden in it) and not under ``no_grad``."""
+"""Algebraic simplification by the ops' declared facts (``OpDef.identity``, ``passthrough``,
+``involution``): ``x*1``, ``x+0``, ``x-0``, ``x/1``, ``x**1``, ``--x``, identity casts, copies
+and reshapes. A rewrite applies only when the result has exactly the type of the value it is
+replaced by (no broadcast or promotion hidden in it) and not under ``no_grad``."""
 
 from __future__ import annotations
 
@@ -14,28 +15,20 @@ def _is(x: Any, value: float) -> bool:
 
 
 def _identity_source(e: Eqn, producer: dict) -> Any:
-    name, ins, p = e.op.name, e.inputs, e.params
-    if name == "mul":
-        if _is(ins[1], 1):
-            return ins[0]
-        if _is(ins[0], 1):
-            return ins[1]
-    elif name == "add":
-        if _is(ins[1], 0):
-            return ins[0]
-        if _is(ins[0], 0):
-            return ins[1]
-    elif name in ("sub", "div"):
-        if _is(ins[1], 0 if name == "sub" else 1):
-            return ins[0]
-    elif name == "pow_scalar":
-        if _is(p.get("exponent"), 1):
-            return ins[0]
-    elif name in ("clone", "to_copy", "view", "expand", "unsafe_view"):
+    """The value ``e`` equals by its op's simplification facts (``OpDef.identity``,
+    ``passthrough``, ``involution``), or None."""
+    op, ins = e.op, e.inputs
+    if op.passthrough:
         return ins[0]
-    elif name == "neg":
+    for where, value in op.identity.items():
+        if type(where) is str:  # a param: op(x, param=value) == x
+            if _is(e.params.get(where), value):
+                return ins[0]
+        elif _is(ins[where], value):  # an operand: op(value, y) == y, op(x, value) == x
+            return ins[1 - where]
+    if op.involution:
         inner = producer.get(ins[0])
-        if inner is not None and inner.op.name == "neg" and not inner.nograd:
+        if inner is not None and inner.op is op and not inner.nograd:
             return inner.inputs[0]
     return None
 

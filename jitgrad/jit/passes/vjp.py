@@ -68,12 +68,13 @@ def backward_sweep(trace: Trace | None, eqns: list[Eqn], value_of: Callable[[Var
             if op.save_output:
                 outs = [value_of(v) for v in e.outputs]
                 ans = outs[0] if op.n_outputs == 1 else tuple(outs)
+            # (the cotangent sums too: they carry the user's line of the op, not the caller's)
             with source(trace, e.source) if trace is not None else nullcontext():
                 res = registry.run_vjp(op, grads, ans, inputs, e.params, needs)
-            for x, g in zip(e.inputs, res):
-                if g is None or not isinstance(x, Var):
-                    continue
-                ct[x] = g if x not in ct else ct[x] + g
+                for x, g in zip(e.inputs, res):
+                    if g is None or not isinstance(x, Var):
+                        continue
+                    ct[x] = g if x not in ct else ct[x] + g
     finally:
         state.grad_enabled = prev
     return ct

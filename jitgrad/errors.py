@@ -13,7 +13,7 @@ import linecache
 import os
 import sys
 
-_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+_PKG_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 class ConcretizationError(RuntimeError):
@@ -67,7 +67,7 @@ def concretization_error(what: str, tracer=None) -> ConcretizationError:
     """The error for ``what`` (e.g. ``"bool()"``) reading the value of a traced tensor."""
     desc = ""
     if tracer is not None:
-        from .ir import type_str
+        from .dtypes import type_str
 
         desc = f" of type {type_str(tracer.shape, tracer.dtype)}"
     return ConcretizationError(

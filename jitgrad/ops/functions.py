@@ -1,0 +1,255 @@
+"""The public functions that wrap ops in plain Python (keyword arguments, several ops, type
+dispatch), declared with ``@public``; and the Tensor operators and properties."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from . import elementwise as ew
+from .creation import tensor
+from .elementwise import where
+from .indexing import getitem
+from .linalg import matmul
+from .registry import apply
+from .surface import public
+
+
+def _operand(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        return tensor(x)
+    return x
+
+
+@public("conj", method=True)
+def conj(input):  # noqa: A002
+    """Complex conjugate; the tensor itself for real dtypes (as torch)."""
+    if not input._dtype.is_complex:
+        return input
+    return apply(ew.CONJ, input)
+
+
+@public("real")
+def real(input):  # noqa: A002
+    return input if not input.dtype.is_complex else apply(ew.REAL, input)
+
+
+@public("imag")
+def imag(input):  # noqa: A002
+    if not input.dtype.is_complex:
+        raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
+    return apply(ew.IMAG, input)
+
+
+@public("add", method=True, inplace=True)
+def add(input, other, *, alpha: Any = 1):  # noqa: A002
+    """``input + alpha * other`` with broadcasting and torch's type promotion."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return apply(ew.ADD, _operand(input), _operand(other))
+
+
+@public(("sub", "subtract"), method=True, inplace="sub_")
+def sub(input, other, *, alpha: Any = 1):  # noqa: A002
+    """``input - alpha * other``."""
+    if alpha != 1:
+        other = mul(other, alpha)
+    return apply(ew.SUB, _operand(input), _operand(other))
+
+
+@public(("mul", "multiply"), method=True, inplace="mul_")
+def mul(input, other):  # noqa: A002
+    """Elementwise product."""
+    return apply(ew.MUL, _operand(input), _operand(other))
+
+
+@public(("div", "divide", "true_divide"), method=True, inplace="div_")
+def div(input, other, *, rounding_mode: str | None = None):  # noqa: A002
+    """True division (``rounding_mode=None``), or floor/trunc division (not differentiable)."""
+    if rounding_mode is None:
+        return apply(ew.DIV, _operand(input), _operand(other))
+    q = apply(ew.DIV, _operand(input), _operand(other)).detach()
+    r = np.floor(q._data) if rounding_mode == "floor" else np.trunc(q._data)
+    dt = dtypes.result_type(input, other)
+    return tensor(r.astype(dt.np), dtype=dt)
+
+
+@public("pow", method=True, inplace=True)
+def pow(input, exponent):  # noqa: A001,A002
+    """``input ** exponent`` for tensors and/or numbers."""
+    from .registry import Tensor
+
+    if not isinstance(input, Tensor):
+        return apply(ew.RPOW, exponent, base=input)
+    if isinstance(exponent, Tensor):
+        return apply(ew.POW, input, exponent)
+    return apply(ew.POW_SCALAR, input, exponent=exponent)
+
+
+@public("maximum", method=True)
+def maximum(input, other):  # noqa: A002
+    return apply(ew.MAXIMUM, input, other)
+
+
+@public("minimum", method=True)
+def minimum(input, other):  # noqa: A002
+    return apply(ew.MINIMUM, input, other)
+
+
+@public(("clamp", "clip"), method=True, inplace=("clamp_", "clip_"))
+def clamp(input, min=None, max=None):  # noqa: F811
+    """Clamps into ``[min, max]`` (numbers or tensors)."""
+    from .registry import Tensor
+
+    if min is None and max is None:
+        raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        lo = min if min is None or isinstance(min, Tensor) else tensor(min, dtype=input.dtype)
+        hi = max if max is None or isinstance(max, Tensor) else tensor(max, dtype=input.dtype)
+        return apply(ew.CLAMP_TENSOR, input, lo, hi)
+    return apply(ew.CLAMP, input, min=min, max=max)
+
+
+@public("all", method=True)
+def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    return tensor(np.all(input._data, axis=dim, keepdims=keepdim))
+
+
+@public("any", method=True)
+def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    return tensor(np.any(input._data, axis=dim, keepdims=keepdim))
+
+
+@public("allclose", method=True)
+def allclose(input, other, rtol: float = 1e-05, atol: float = 1e-08,  # noqa: A002
+             equal_nan: bool = False) -> bool:
+    return bool(np.allclose(input._data, other._data, rtol=rtol, atol=atol, equal_nan=equal_nan))
+
+
+@public("equal", method=True)
+def equal(input, other) -> bool:  # noqa: A002
+    return tuple(input.shape) == tuple(other.shape) and bool(np.all(input._data == other._data))
+
+
+@public("numel")
+def numel(input) -> int:  # noqa: A002
+    return input.numel()
+
+
+@public("is_tensor")
+def is_tensor(obj: Any) -> bool:
+    from .registry import Tensor
+
+    return isinstance(obj, Tensor)
+
+
+@public(method="to")
+def _to(self, *args: Any, **kwargs: Any):
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; self if unchanged."""
+    from ..device import check_device, device
+    from .registry import Tensor
+
+    dtype = kwargs.get("dtype")
+    dev = kwargs.get("device")
+    copy = kwargs.get("copy", False)
+    for a in args:
+        if isinstance(a, dtypes.dtype):
+            dtype = a
+        elif isinstance(a, Tensor):
+            dtype = a.dtype
+        elif isinstance(a, (str, device)):
+            dev = a
+    check_device(dev)
+    if (dtype is None or dtype is self.dtype) and not copy:
+        return self
+    return apply(ew.TO_COPY, self, dtype=dtype or self.dtype)
+
+
+def _reversed_dims(self):
+    """``x.T``: all dims reversed (torch warns that this is deprecated unless ``x`` is 2-D)."""
+    if self.ndim != 2:
+        import warnings
+
+        warnings.warn(
+            "The use of `x.T` on tensors of dimension other than 2 to reverse their shape is "
+            "deprecated and it will throw an error in a future release. Consider `x.mT` to "
+            "transpose batches of matrices or `x.permute(*jitgrad.arange(x.ndim - 1, -1, -1))` "
+            "to reverse the dimensions of a tensor.", UserWarning, stacklevel=2)
+    return self.permute(*range(self.ndim - 1, -1, -1))
+
+
+def _pair(op):
+    return lambda input, other: apply(op, _operand(input), _operand(other))
+
+
+def install_operators(Tensor: type) -> None:  # noqa: N803
+    """The Python operators, properties and small conveniences of Tensor (what is not a
+    declared function or method: see ``surface``)."""
+    Tensor.real = property(real)
+    Tensor.imag = property(imag)
+    Tensor.T = property(_reversed_dims)
+    Tensor.mT = property(lambda self: self.transpose(-2, -1))
+    Tensor.H = property(lambda self: self.t().conj())
+    Tensor.mH = property(lambda self: self.transpose(-2, -1).conj())
+    Tensor.contiguous = lambda self, memory_format=None: self if self.is_contiguous() \
+        else self.clone()
+    Tensor.view_as = lambda self, other: self.view(tuple(other.shape))
+    Tensor.reshape_as = lambda self, other: self.reshape(tuple(other.shape))
+    Tensor.expand_as = lambda self, other: self.expand(tuple(other.shape))
+    Tensor.type_as = lambda self, other: self.to(other.dtype)
+    Tensor.where = lambda self, condition, y: where(condition, self, y)
+    for name, dt in (("float", dtypes.float32), ("double", dtypes.float64),
+                     ("half", dtypes.float16), ("int", dtypes.int32), ("long", dtypes.int64),
+                     ("bool", dtypes.bool), ("cfloat", dtypes.complex64),
+                     ("cdouble", dtypes.complex128)):
+        setattr(Tensor, name, (lambda d: lambda self: self.to(d))(dt))
+
+    def binary(fn, reflected=False):
+        def op(self, other):
+            if not isinstance(other, (Tensor, int, float, complex, bool, np.ndarray, np.generic)):
+                return NotImplemented
+            return fn(other, self) if reflected else fn(self, other)
+        return op
+
+    def direct(opdef, slow):
+        # The operators of eager hot loops: a tensor or Python number operand goes straight to
+        # the dispatcher (what add/sub/mul/div do for it); anything else takes ``slow``.
+        def op(self, other):
+            kind = type(other)
+            if kind is Tensor or kind is float or kind is int:
+                return apply(opdef, self, other)
+            return slow(self, other)
+        return op
+
+    Tensor.__add__ = Tensor.__radd__ = direct(ew.ADD, binary(add))
+    Tensor.__sub__ = direct(ew.SUB, binary(sub))
+    Tensor.__rsub__ = lambda self, other: apply(ew.RSUB, self, _operand(other))
+    Tensor.__mul__ = Tensor.__rmul__ = direct(ew.MUL, binary(mul))
+    Tensor.__truediv__ = direct(ew.DIV, binary(div))
+    Tensor.__rtruediv__ = lambda self, other: apply(ew.RECIPROCAL, self) * other
+    Tensor.__pow__ = binary(pow)
+    Tensor.__rpow__ = lambda self, other: apply(ew.RPOW, self, base=other)
+    Tensor.__matmul__ = binary(matmul)
+    Tensor.__rmatmul__ = binary(matmul, reflected=True)
+    Tensor.__neg__ = lambda self: apply(ew.NEG, self)
+    Tensor.__abs__ = lambda self: apply(ew.ABS, self)
+    Tensor.__eq__ = binary(_pair(ew.EQ))
+    Tensor.__ne__ = binary(_pair(ew.NE))
+    Tensor.__lt__ = binary(_pair(ew.LT))
+    Tensor.__le__ = binary(_pair(ew.LE))
+    Tensor.__gt__ = binary(_pair(ew.GT))
+    Tensor.__ge__ = binary(_pair(ew.GE))
+    Tensor.__and__ = Tensor.__rand__ = binary(_pair(ew.BITWISE_AND))
+    Tensor.__or__ = Tensor.__ror__ = binary(_pair(ew.BITWISE_OR))
+    Tensor.__xor__ = Tensor.__rxor__ = binary(_pair(ew.BITWISE_XOR))
+    Tensor.__invert__ = lambda self: apply(ew.LOGICAL_NOT, self) if self.dtype is dtypes.bool \
+        else tensor(~self._data)
+    Tensor.__getitem__ = getitem
+    Tensor.__hash__ = lambda self: id(self)
+    from .extras import install_factories
+    from .inplace import install_special
+
+    install_special(Tensor)
+    install_factories(Tensor)

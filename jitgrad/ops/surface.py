@@ -1,0 +1,128 @@
+"""The public surface, generated from declarations: ``jitgrad.*``, ``jitgrad.ops.*``, the
+``Tensor`` methods and their in-place variants, and ``jitgrad.nn.functional.*``.
+
+Two kinds of declarations feed it, both kept next to the code they expose:
+
+* an op's ``public=`` field (``defop(..., public=Public("exp", method=True, inplace=True))``):
+  the function is generated, ``exp(input) -> apply(EXP, input)``, with the declared argument
+  names and keyword parameters (``params={"beta": 1.0}`` becomes ``beta=1.0``, passed to the
+  op as a param);
+* ``@public(...)`` on a plain Python function that wraps one or several ops or has a special
+  signature (``add(input, other, *, alpha=1)``).
+
+``install_*`` puts every declared name in its namespace; a name declared twice for one
+namespace is an error (one op, one place).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .registry import OPS, OpDef, Public, apply
+
+# plain functions declared with @public, in declaration order
+_FUNCTIONS: list[tuple[Callable, Public]] = []
+_GENERATED: dict[OpDef, Callable] = {}
+
+
+def public(names: Any = (), *, method: Any = (), inplace: Any = (),
+           functional: Any = ()) -> Callable:
+    """Declares a plain function public. See ``Public`` for the fields: ``method=True`` uses
+    the function names as Tensor method names, ``inplace=True`` adds ``<first method>_``."""
+    def register(fn: Callable) -> Callable:
+        _FUNCTIONS.append((fn, Public(names, method, inplace, functional)))
+        return fn
+    return register
+
+
+def _operand(x: Any) -> Any:
+    if isinstance(x, np.ndarray):
+        from .creation import tensor
+
+        return tensor(x)
+    return x
+
+
+def op_function(op: OpDef) -> Callable:
+    """The public function of ``op`` (from its ``public`` declaration), made once."""
+    fn = _GENERATED.get(op)
+    if fn is not None:
+        return fn
+    pub = op.public
+    name = (pub.names or pub.functional or pub.method or (op.name,))[0]
+    args = ", ".join(pub.args)
+    # operands of an op with several inputs may be NumPy arrays (as torch accepts them)
+    passed = args if len(pub.args) == 1 else ", ".join(f"_operand({a})" for a in pub.args)
+    sig = args + "".join(f", {k}=_D[{k!r}]" for k in pub.params)
+    call = passed + "".join(f", {k}={k}" for k in pub.params)
+    src = f"def {name}({sig}):\n    return apply(OP, {call})\n"
+    env = {"apply": apply, "OP": op, "_D": dict(pub.params), "_operand": _operand}
+    # (a file name inside the package: jit's source lines skip it, as any jitgrad frame)
+    code = compile(src, os.path.join(os.path.dirname(__file__), f"<public {name}>"), "exec")
+    exec(code, env)  # noqa: S102 - a signature built from the op's declaration
+    fn = env[name]
+    fn.__doc__ = pub.doc or f"``{op.name}`` of ``{pub.args[0]}`` (``{op.node_name}``)."
+    fn.__module__ = "jitgrad"
+    fn.__qualname__ = name
+    _GENERATED[op] = fn
+    return fn
+
+
+def declarations() -> list[tuple[Callable, Public]]:
+    """Every public function with its declaration: the ops' first, then the plain ones."""
+    out = [(op_function(op), op.public) for op in OPS.values() if op.public is not None]
+    return out + _FUNCTIONS
+
+
+def _names(kind: str) -> dict[str, Callable]:
+    found: dict[str, Callable] = {}
+    for fn, pub in declarations():
+        for name in getattr(pub, kind):
+            if name in found and found[name] is not fn:
+                raise RuntimeError(f"public name {name!r} ({kind}) is declared twice: "
+                                   f"{found[name].__qualname__} and {fn.__qualname__}")
+            found[name] = fn
+    return found
+
+
+def functions() -> dict[str, Callable]:
+    """``jitgrad.<name>`` (and ``jitgrad.ops.<name>``) -> function."""
+    return _names("names")
+
+
+def functional() -> dict[str, Callable]:
+    """``jitgrad.nn.functional.<name>`` -> function."""
+    return _names("functional")
+
+
+def install_namespace(namespace: dict, kind: str = "names") -> None:
+    """Puts the declared functions of ``kind`` ("names" or "functional") in ``namespace``;
+    a name the module defines itself is an error (declared twice)."""
+    for name, fn in _names(kind).items():
+        have = namespace.get(name)
+        if have is not None and have is not fn and kind == "functional":
+            raise RuntimeError(f"nn.functional.{name} is defined by hand and declared public by "
+                               f"{fn.__qualname__}: keep one")
+        namespace[name] = fn
+
+
+def install_tensor(tensor_type: type) -> None:
+    """The declared Tensor methods and their in-place variants."""
+    from .inplace import inplace
+
+    for name, fn in _names("method").items():
+        setattr(tensor_type, name, fn)
+    for name, compute in _names("inplace").items():
+        setattr(tensor_type, name, _inplace_method(inplace, name, compute))
+
+
+def _inplace_method(inplace: Callable, name: str, compute: Callable) -> Callable:
+    def fn(self, *args, **kwargs):
+        return inplace(self, lambda s, *a: compute(s, *a, **kwargs), *args)
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = f"In-place version of :meth:`{name[:-1]}`."
+    return fn
