@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..autograd.op_node import OUTPUTS_REQUIRING_GRAD
 from .registry import OPAQUE, apply, defop, state
 
 
@@ -117,11 +116,6 @@ def _numel(shape) -> int:
     return n
 
 
-NATIVE_BATCH_NORM = defop("native_batch_norm", _bn_impl, kind=OPAQUE, meta=_bn_meta,
-                          n_outputs=3, save=(0, 1, 3, 4), vjp=_bn_vjp,
-                          node_name="NativeBatchNormBackward0")
-# the batch statistics are for the running averages (updated without grad): not differentiable
-OUTPUTS_REQUIRING_GRAD[NATIVE_BATCH_NORM] = lambda args, params: (True, False, False)
 
 
 def native_batch_norm(x, weight, bias, running_mean, running_var, training: bool, eps: float):
@@ -154,4 +148,8 @@ def _bn_jvp(tangents, ans, x, weight, bias, running_mean, running_var, training,
     return out, None, None
 
 
-NATIVE_BATCH_NORM.jvp = _bn_jvp
+# the batch statistics are for the running averages (updated without grad): not differentiable
+NATIVE_BATCH_NORM = defop("native_batch_norm", _bn_impl, kind=OPAQUE, meta=_bn_meta,
+                          n_outputs=3, save=(0, 1, 3, 4), vjp=_bn_vjp, jvp=_bn_jvp,
+                          node_name="NativeBatchNormBackward0",
+                          outputs_requiring_grad=lambda args, params: (True, False, False))

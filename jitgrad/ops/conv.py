@@ -152,26 +152,6 @@ def _grad_weight(x, g, kernel_size, **p):
     return apply(CONV_WEIGHT_GRAD, x, g, kernel_size=tuple(kernel_size), **p)
 
 
-CONVOLUTION = defop(
-    "convolution", _conv_impl, kind=OPAQUE, meta=_conv_meta, save=(0, 1),
-    node_name="ConvolutionBackward0",
-    vjp=(lambda g, ans, x, w, b, **p: _grad_input(g, w, x.shape[2:], **p),
-         lambda g, ans, x, w, b, **p: _grad_weight(x, g, w.shape[2:], **p),
-         lambda g, ans, x, w, b, **p: g.sum((0,) + tuple(range(2, g.ndim)))))
-# <h, Bx(g, w)> = <conv(h, w), g>: d/dg = conv(h, w), d/dw = Bw(h, g)
-CONV_INPUT_GRAD = defop(
-    "convolution_backward_input", _input_grad_impl, kind=OPAQUE, meta=_input_grad_meta,
-    save=(0, 1), node_name="ConvolutionBackwardBackward0",
-    vjp=(lambda h, ans, g, w, input_size, **p: convolution(h, w, None, **p),
-         lambda h, ans, g, w, input_size, **p: _grad_weight(h, g, w.shape[2:], **p)))
-# <k, Bw(x, g)> = <conv(x, k), g>: d/dx = Bx(g, k), d/dg = conv(x, k)
-CONV_WEIGHT_GRAD = defop(
-    "convolution_backward_weight", _weight_grad_impl, kind=OPAQUE, meta=_weight_grad_meta,
-    save=(0, 1), node_name="ConvolutionBackwardBackward0",
-    vjp=(lambda k, ans, x, g, kernel_size, **p: _grad_input(g, k, x.shape[2:], **p),
-         lambda k, ans, x, g, kernel_size, **p: convolution(x, k, None, **p)))
-
-
 # ---------------------------------------------------------------- forward-mode (JVP) rules
 
 
@@ -187,5 +167,21 @@ def _conv_jvp(tangents, ans, x, w, b, **p):
     return out
 
 
-CONVOLUTION.jvp = _conv_jvp
-CONV_INPUT_GRAD.jvp = CONV_WEIGHT_GRAD.jvp = BILINEAR
+CONVOLUTION = defop(
+    "convolution", _conv_impl, kind=OPAQUE, meta=_conv_meta, save=(0, 1),
+    node_name="ConvolutionBackward0", jvp=_conv_jvp,
+    vjp=(lambda g, ans, x, w, b, **p: _grad_input(g, w, x.shape[2:], **p),
+         lambda g, ans, x, w, b, **p: _grad_weight(x, g, w.shape[2:], **p),
+         lambda g, ans, x, w, b, **p: g.sum((0,) + tuple(range(2, g.ndim)))))
+# <h, Bx(g, w)> = <conv(h, w), g>: d/dg = conv(h, w), d/dw = Bw(h, g)
+CONV_INPUT_GRAD = defop(
+    "convolution_backward_input", _input_grad_impl, kind=OPAQUE, meta=_input_grad_meta,
+    save=(0, 1), node_name="ConvolutionBackwardBackward0", jvp=BILINEAR,
+    vjp=(lambda h, ans, g, w, input_size, **p: convolution(h, w, None, **p),
+         lambda h, ans, g, w, input_size, **p: _grad_weight(h, g, w.shape[2:], **p)))
+# <k, Bw(x, g)> = <conv(x, k), g>: d/dx = Bx(g, k), d/dg = conv(x, k)
+CONV_WEIGHT_GRAD = defop(
+    "convolution_backward_weight", _weight_grad_impl, kind=OPAQUE, meta=_weight_grad_meta,
+    save=(0, 1), node_name="ConvolutionBackwardBackward0", jvp=BILINEAR,
+    vjp=(lambda k, ans, x, g, kernel_size, **p: _grad_input(g, k, x.shape[2:], **p),
+         lambda k, ans, x, g, kernel_size, **p: convolution(x, k, None, **p)))

@@ -91,8 +91,8 @@ EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEME
                meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,), jvp=LINEAR, passthrough=True,
                saved_names={"self_sym_sizes": ("sizes", 0)})
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                index_map=True, meta=_shape_meta, vjp=(_reshape_back,), node_name="SqueezeBackward0",
-                jvp=LINEAR)
+                index_map=True, meta=_shape_meta, vjp=(_reshape_back,),
+                node_name="SqueezeBackward0", jvp=LINEAR)
 SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                     index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
                     node_name="SqueezeBackward1", jvp=LINEAR)

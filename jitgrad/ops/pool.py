@@ -110,11 +110,14 @@ def _int64():
 MAX_POOL2D_BACKWARD = defop(
     "max_pool2d_with_indices_backward", _max_pool_backward_impl, kind=OPAQUE, save=(1,),
     meta=lambda g, indices, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
-    node_name="MaxPool2DWithIndicesBackwardBackward0",
+    node_name="MaxPool2DWithIndicesBackwardBackward0", jvp=LINEAR,
     vjp=(lambda h, ans, g, indices, input_size: _gather_at(h, indices, tuple(g.shape)), None))
 MAX_POOL2D = defop("max_pool2d_with_indices", _max_pool_impl, kind=OPAQUE, meta=_max_pool_meta,
                    n_outputs=2, save_output=True, vjp=_max_pool_vjp,
-                   node_name="MaxPool2DWithIndicesBackward0")
+                   node_name="MaxPool2DWithIndicesBackward0",
+                   jvp=lambda ts, ans, x, **p: (
+                       None if ts[0] is None else _gather_at(ts[0], ans[1], tuple(ans[0].shape)),
+                       None))
 
 
 def max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -175,13 +178,13 @@ def _avg_pool_meta(x, kernel_size, stride, padding, ceil_mode, count_include_pad
 
 AVG_POOL2D = defop(
     "avg_pool2d", _avg_pool_impl, kind=OPAQUE, meta=_avg_pool_meta,
-    node_name="AvgPool2DBackward0",
+    node_name="AvgPool2DBackward0", jvp=LINEAR,
     vjp=(lambda g, ans, x, **p: apply(AVG_POOL2D_BACKWARD, g, input_size=tuple(x.shape[-2:]),
                                       **p),))
 AVG_POOL2D_BACKWARD = defop(
     "avg_pool2d_backward", _avg_pool_backward_impl, kind=OPAQUE,
     meta=lambda g, input_size, **p: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
-    node_name="AvgPool2DBackwardBackward0",
+    node_name="AvgPool2DBackwardBackward0", jvp=LINEAR,
     vjp=(lambda h, ans, g, input_size, **p: apply(AVG_POOL2D, h, **p),))
 
 
@@ -219,13 +222,13 @@ def _adaptive_backward_impl(g, input_size):
 ADAPTIVE_AVG_POOL2D = defop(
     "adaptive_avg_pool2d", _adaptive_impl, kind=OPAQUE,
     meta=lambda x, output_size: (tuple(x.shape[:-2]) + tuple(output_size), x.dtype),
-    node_name="AdaptiveAvgPool2DBackward0",
+    node_name="AdaptiveAvgPool2DBackward0", jvp=LINEAR,
     vjp=(lambda g, ans, x, output_size: apply(ADAPTIVE_AVG_POOL2D_BACKWARD, g,
                                               input_size=tuple(x.shape[-2:])),))
 ADAPTIVE_AVG_POOL2D_BACKWARD = defop(
     "adaptive_avg_pool2d_backward", _adaptive_backward_impl, kind=OPAQUE,
     meta=lambda g, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
-    node_name="AdaptiveAvgPool2DBackwardBackward0",
+    node_name="AdaptiveAvgPool2DBackwardBackward0", jvp=LINEAR,
     vjp=(lambda h, ans, g, input_size: apply(ADAPTIVE_AVG_POOL2D, h,
                                              output_size=tuple(g.shape[-2:])),))
 
@@ -233,11 +236,3 @@ ADAPTIVE_AVG_POOL2D_BACKWARD = defop(
 def adaptive_avg_pool2d(x, output_size: tuple):
     """2-d adaptive average pooling to ``output_size`` (an int pair)."""
     return apply(ADAPTIVE_AVG_POOL2D, x, output_size=output_size)
-
-
-# ---------------------------------------------------------------- forward-mode (JVP) rules
-
-MAX_POOL2D.jvp = lambda ts, ans, x, **p: (
-    None if ts[0] is None else _gather_at(ts[0], ans[1], tuple(ans[0].shape)), None)
-MAX_POOL2D_BACKWARD.jvp = AVG_POOL2D.jvp = AVG_POOL2D_BACKWARD.jvp = LINEAR
-ADAPTIVE_AVG_POOL2D.jvp = ADAPTIVE_AVG_POOL2D_BACKWARD.jvp = LINEAR
