@@ -91,7 +91,8 @@ def _reached_ops() -> set:
 
 def test_every_op_has_an_opdb_record():
     reached = _reached_ops()
-    missing = sorted(set(OPS) - reached - set(NO_RECORD))
+    library = {name for name in OPS if not name.startswith("test_")}  # tests' own ops: test_*
+    missing = sorted(library - reached - set(NO_RECORD))
     assert not missing, f"ops that no opdb record runs (add a record): {missing}"
     stale = sorted(set(NO_RECORD) & reached)
     assert not stale, f"NO_RECORD entries that a record does run: {stale}"

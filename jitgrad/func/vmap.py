@@ -144,6 +144,10 @@ class BatchTrace:
     def bind(self, op: registry.OpDef, args: tuple, params: dict) -> Any:
         from .batching import run_rule
 
+        if op.nondeterministic and not args:  # a random draw (ops/rng.py): by the randomness mode
+            draw = dict(params)
+            return self.random(draw.pop("kind"), draw.pop("shape"), draw.pop("dtype"),
+                               draw.pop("generator", None), **draw)
         top = None
         for a in args:
             if type(a) is Batched and (top is None or a._trace.index > top.index):
