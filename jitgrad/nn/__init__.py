@@ -1,9 +1,18 @@
 """``jitgrad.nn``: Parameter, Module and layers with torch.nn's names and semantics."""
 
 from . import functional, init, parallel
-from .layers import GELU, Dropout, Identity, LayerNorm, Linear, ReLU, Sequential, SiLU, Tanh
+from .activation import ELU, LeakyReLU, LogSoftmax, Sigmoid, Softmax, Softplus
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
+from .layers import (GELU, Dropout, Flatten, Identity, LayerNorm, Linear, ReLU, Sequential, SiLU,
+                     Tanh, Unflatten)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+                   NLLLoss, SmoothL1Loss)
 from .module import Module
 from .parameter import Parameter
+from .sparse import Embedding
 
 __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", "SiLU", "Dropout",
-           "LayerNorm", "Sequential", "functional", "init", "parallel"]
+           "LayerNorm", "Sequential", "functional", "init", "parallel", "Flatten", "Unflatten",
+           "Sigmoid", "LeakyReLU", "ELU", "Softplus", "Softmax", "LogSoftmax", "ModuleList",
+           "ModuleDict", "ParameterList", "ParameterDict", "MSELoss", "L1Loss", "SmoothL1Loss",
+           "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "Embedding"]
