@@ -529,9 +529,10 @@ def _nn_records() -> list[OpInfo]:
 
 
 from opdb_tensor_ops2 import tensor_ops2_records  # noqa: E402 - (it uses the helpers above)
+from opdb_nn15 import nn15_records  # noqa: E402 - (it uses the helpers above)
 
 
 OP_DB: list[OpInfo] = (_unary_records() + _binary_records() + _reduce_records() +
                        _linalg_records() + _movement_records() + _nn_records() +
-                       tensor_ops2_records())
+                       tensor_ops2_records() + nn15_records())
 BY_NAME: dict[str, OpInfo] = {r.name: r for r in OP_DB}
