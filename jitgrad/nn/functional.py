@@ -16,7 +16,8 @@ from ..ops import composite
 from ..ops.creation import zeros
 from ..ops.linalg import addmm, matmul
 from ..ops.nn_ops import GELU, LAYER_NORM, MSE_LOSS, NLL_LOSS, SILU
-from ..ops.nn_ops2 import CONSTANT_PAD_ND, ELU, EMBEDDING, LEAKY_RELU, SOFTPLUS
+from ..ops.nn_ops2 import (CONSTANT_PAD_ND, ELU, ELU_RESULT, EMBEDDING, LEAKY_RELU,
+                           LEAKY_RELU_RESULT, SOFTPLUS)
 from ..ops.registry import apply
 from ..tensor import Tensor
 
@@ -84,12 +85,14 @@ def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
 def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
                inplace: bool = False) -> Tensor:
     """``input`` where positive, else ``negative_slope * input`` (``LeakyReluBackward0``)."""
-    return _maybe_inplace(input, inplace, LEAKY_RELU, negative_slope=float(negative_slope))
+    return _maybe_inplace(input, inplace, LEAKY_RELU_RESULT if inplace else LEAKY_RELU,
+                          negative_slope=float(negative_slope))
 
 
 def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     """``input`` where positive, else ``alpha * (exp(input) - 1)`` (``EluBackward0``)."""
-    return _maybe_inplace(input, inplace, ELU, alpha=float(alpha), scale=1.0, input_scale=1.0)
+    return _maybe_inplace(input, inplace, ELU_RESULT if inplace else ELU, alpha=float(alpha),
+                          scale=1.0, input_scale=1.0)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002

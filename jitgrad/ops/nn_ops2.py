@@ -30,6 +30,29 @@ LEAKY_RELU = defop(
     template="{0} if {0} > 0 else {0} * {p[negative_slope]}")
 
 
+# The in-place forms (leaky_relu_, elu_) save their result, as torch's LeakyReluBackward1 and
+# EluBackward1 do: the input is overwritten.
+
+
+def _leaky_relu_result_vjp(g, ans, x, negative_slope):
+    from .elementwise import where
+
+    if negative_slope < 0:  # the sign of the input is lost: torch refuses, at backward
+        raise RuntimeError(
+            "In-place leakyReLu backward calculation is triggered with a negative slope which "
+            "is not supported. This is caused by calling in-place forward function with a "
+            "negative slope, please call out-of-place version instead. File an issue at "
+            "https://github.com/pytorch/pytorch if you do require supporting in-place "
+            "leakRelu backward calculation with negative slope")
+    return where(ans > 0, g, g * negative_slope)
+
+
+LEAKY_RELU_RESULT = defop(
+    "leaky_relu_result", LEAKY_RELU.impl, kind=POINTWISE, promote=FLOAT, save_output=True,
+    node_name="LeakyReluBackward1", vjp=(_leaky_relu_result_vjp,), jvp=ELEMENTWISE,
+    template=LEAKY_RELU.template)
+
+
 def _elu_impl(x, alpha, scale, input_scale):
     with np.errstate(over="ignore"):
         neg = scale * alpha * np.expm1(np.minimum(x, 0) * input_scale)
@@ -47,6 +70,22 @@ ELU = defop("elu", _elu_impl, kind=POINTWISE, promote=FLOAT, save=(0,), vjp=(_el
             jvp=ELEMENTWISE,
             template="{0} * {p[scale]} if {0} > 0 else "
                      "{p[scale]} * {p[alpha]} * expm1({0} * {p[input_scale]})")
+
+
+def _elu_result_vjp(g, ans, x, alpha, scale, input_scale):
+    from .elementwise import where
+
+    if alpha < 0:
+        raise RuntimeError(
+            "In-place elu backward calculation is triggered with a negative slope which is not "
+            "supported. This is caused by calling in-place forward function with a negative "
+            "slope, please call out-of-place version instead.")
+    return where(ans > 0, g * scale, g * ((ans + alpha * scale) * input_scale))
+
+
+ELU_RESULT = defop("elu_result", _elu_impl, kind=POINTWISE, promote=FLOAT, save_output=True,
+                   node_name="EluBackward1", vjp=(_elu_result_vjp,), jvp=ELEMENTWISE,
+                   template=ELU.template)
 
 
 def _softplus_impl(x, beta, threshold):
@@ -210,8 +249,8 @@ def _embedding_meta(weight, indices, padding_idx, scale_grad_by_freq):
     if indices.dtype.is_floating_point or indices.dtype.is_complex:
         raise RuntimeError(
             "Expected tensor for argument #1 'indices' to have one of the following scalar "
-            "types: Long, Int; but got " + indices.dtype._legacy + " instead (while checking "
-            "arguments for embedding)")
+            "types: Long, Int; but got jitgrad." + indices.dtype._legacy
+            + " instead (while checking arguments for embedding)")
     if weight.ndim != 2:
         raise RuntimeError("'weight' must be 2-D")
     return tuple(indices.shape) + (weight.shape[1],), weight.dtype
@@ -312,6 +351,10 @@ EMBEDDING.jvp = lambda ts, ans, weight, indices, padding_idx, scale_grad_by_freq
 
 SAVED_NAMES.update({
     "leaky_relu": {"self": _SELF, "negative_slope": ("param", "negative_slope")},
+    "leaky_relu_result": {"result": ("output", 0),
+                          "negative_slope": ("param", "negative_slope")},
+    "elu_result": {"result": ("output", 0), "alpha": ("param", "alpha"),
+                   "scale": ("param", "scale"), "input_scale": ("param", "input_scale")},
     "elu": {"self": _SELF, "alpha": ("param", "alpha"), "scale": ("param", "scale"),
             "input_scale": ("param", "input_scale")},
     "softplus": {"self": _SELF, "beta": ("param", "beta"), "threshold": ("param", "threshold")},
