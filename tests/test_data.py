@@ -330,3 +330,21 @@ def test_custom_collate_fn_and_sampler_classes():
     assert issubclass(data.DistributedSampler, data.Sampler)
     assert isinstance(data.DistributedSampler(range(4), num_replicas=2, rank=0), data.Sampler)
     assert data.get_worker_info() is None
+
+
+def test_tutorial_style_example_runs_and_learns():
+    import os
+    import re
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root))
+    proc = subprocess.run([sys.executable, str(root / "examples" / "train_classifier_data.py")],
+                          capture_output=True, text=True, cwd=root, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "Warning" not in proc.stderr
+    assert re.search(r"Result: y = -?0\.0\d\d \+ 0\.8\d\d x", proc.stdout), proc.stdout
+    accuracy = float(re.search(r"test accuracy: ([0-9.]+)", proc.stdout).group(1))
+    assert accuracy >= 0.9
