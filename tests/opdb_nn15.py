@@ -59,6 +59,13 @@ def _pad_ref(x, pad, mode="constant", value=0.0):
     return out[crop]
 
 
+def _gather_pad_ref(x, pad, mode):
+    widths = [(0, 0)] * x.ndim
+    for i in range(len(pad) // 2):
+        widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
+    return np.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge"}[mode])
+
+
 def nn15_records() -> list:
     """The records (``opdb.OpInfo``); opdb's helpers are imported here, when opdb calls this."""
     from opdb import Const, OpInfo, Sample, _arr, _away, _many, _s, _unary
@@ -117,6 +124,14 @@ def nn15_records() -> list:
                 _s(_arr(3, 4), (-1, 2, 1, -1), name="negative"),
                 _s(_arr(2, 3, 4), (0, 0, 0, 0, 1, 1), name="first_dim"))
     pad_recs = [OpInfo("pad", "nn.functional.pad", pad, _pad_ref, gradgrad=False)]
+    for mode in ("reflect", "replicate"):
+        samples = _many(_s(_arr(2, 5), (2, 1), mode, name="1d_unbatched"),
+                        _s(_arr(2, 3, 5), (1, 3), mode, name="1d"),
+                        _s(_arr(2, 4, 5), (1, 2, 0, 3), mode, name="2d_unbatched"),
+                        _s(_arr(1, 2, 4, 5), (2, 1, 1, 1), mode, name="2d"),
+                        _s(_arr(2, 3, 4, 4), (1, 0, 2, 1, 1, 2), mode, name="3d_unbatched"))
+        pad_recs.append(OpInfo(f"pad_{mode}", "nn.functional.pad", samples, _gather_pad_ref,
+                               gradgrad=False))
     return [
         OpInfo("leaky_relu", "nn.functional.leaky_relu", _unary(_away), _leaky_ref,
                gradgrad=False),

@@ -409,11 +409,10 @@ PADS = [((3, 4), (1, 2), "constant", 1.5), ((3, 4), (-1, 2, 2, -2), "constant", 
 @pytest.mark.parametrize("shape,pad,mode,value", PADS)
 def test_pad_matches_torch(shape, pad, mode, value, dtype):
     x = _rng().standard_normal(shape)
-    # reflect/replicate/circular gather with index_select: same values and gradients,
-    # other node names (IndexSelectBackward0) than torch's ReflectionPad1DBackward0 ...
+    # circular gathers with index_select (IndexSelectBackward0; torch records CopySlices)
     j, t = _run_both(lambda lib: lambda a: lib.nn.functional.pad(a, pad, mode=mode,
                                                                  value=value), [x], dtype,
-                     check_name=mode == "constant")
+                     check_name=mode != "circular")
     if mode == "constant":
         assert j.grad_fn.name() == t.grad_fn.name() == "ConstantPadNdBackward0"
 
@@ -490,6 +489,10 @@ def test_functional_gradcheck_float64():
     ("bce_logits", lambda L, x: L.nn.functional.binary_cross_entropy_with_logits(
         x, x.detach().sigmoid()), ["self", "target", "weight", "pos_weight"]),
     ("pad", lambda L, x: L.nn.functional.pad(x, (1, 2)), ["pad"]),
+    ("reflect", lambda L, x: L.nn.functional.pad(x, (1, 2), mode="reflect"),
+     ["self", "padding"]),
+    ("replicate", lambda L, x: L.nn.functional.pad(x[None], (1, 2, 0, 1), mode="replicate"),
+     ["self", "padding"]),
     ("embedding", lambda L, x: L.nn.functional.embedding(L.tensor([0, 2]), x, padding_idx=1),
      ["indices", "padding_idx", "scale_grad_by_freq"]),
 ])

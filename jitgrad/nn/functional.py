@@ -16,8 +16,8 @@ from ..ops import composite
 from ..ops.creation import zeros
 from ..ops.linalg import addmm, matmul
 from ..ops.nn_ops import GELU, LAYER_NORM, MSE_LOSS, NLL_LOSS, SILU
-from ..ops.nn_ops2 import (CONSTANT_PAD_ND, ELU, ELU_RESULT, EMBEDDING, LEAKY_RELU,
-                           LEAKY_RELU_RESULT, SOFTPLUS)
+from ..ops.nn_ops2 import (CONSTANT_PAD_ND, ELU, ELU_RESULT, EMBEDDING, GATHER_PADS,
+                           LEAKY_RELU, LEAKY_RELU_RESULT, SOFTPLUS)
 from ..ops.registry import apply
 from ..tensor import Tensor
 
@@ -233,9 +233,9 @@ def pad(input: Tensor, pad: Any, mode: str = "constant",  # noqa: A002
         value: float | None = None) -> Tensor:
     """Pads the trailing dims: ``pad = (left_last, right_last, left_2nd_last, ...)``.
 
-    ``constant`` (``ConstantPadNdBackward0``, negative pads crop) and ``reflect``,
-    ``replicate`` and ``circular``, which gather with index tensors (the gradient flows
-    through ``index_select``, so the node names differ from torch's ``ReflectionPad1d``...).
+    ``constant`` (``ConstantPadNdBackward0``, negative pads crop), ``reflect`` and
+    ``replicate`` (torch's ``ReflectionPad1DBackward0`` ... ``ReplicationPad3DBackward0``)
+    and ``circular`` (gathered with ``index_select``; torch records copies instead).
     """
     pad = tuple(int(p) for p in pad)
     if mode == "constant":
@@ -252,30 +252,26 @@ def pad(input: Tensor, pad: Any, mode: str = "constant",  # noqa: A002
             "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
             "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
             "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
-    import numpy as np
-
+    for i in range(n_dims):
+        d = input.ndim - 1 - i
+        n, lo, hi = input.shape[d], pad[2 * i], pad[2 * i + 1]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                f"{list(input.shape)}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+    if mode != "circular":
+        return apply(GATHER_PADS[mode, n_dims], input, padding=pad)
     from ..ops.creation import tensor
+    from ..ops.nn_ops2 import pad_positions
 
     out = input
     for i in range(n_dims):
         d = input.ndim - 1 - i
-        n, lo, hi = input.shape[d], pad[2 * i], pad[2 * i + 1]
-        pos = np.arange(-lo, n + hi)
-        if mode == "reflect":
-            if lo >= n or hi >= n:
-                raise RuntimeError(
-                    f"Argument #4: Padding size should be less than the corresponding input "
-                    f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
-                    f"{list(input.shape)}")
-            pos = np.abs(pos)
-            pos = np.where(pos >= n, 2 * (n - 1) - pos, pos)
-        elif mode == "replicate":
-            pos = np.clip(pos, 0, n - 1)
-        else:
-            if lo > n or hi > n:
-                raise RuntimeError("Padding value causes wrapping around more than once.")
-            pos = pos % n
-        out = out.index_select(d, tensor(pos.astype(np.int64)))
+        pos = pad_positions(mode, input.shape[d], pad[2 * i], pad[2 * i + 1])
+        out = out.index_select(d, tensor(pos))
     return out
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import ELEMENTWISE, FLOAT, OPAQUE, POINTWISE, broadcast_shapes, defop
+from .registry import ELEMENTWISE, FLOAT, OPAQUE, POINTWISE, apply, broadcast_shapes, defop
 from .saved_names import SAVED_NAMES
 
 _SELF = ("input", 0)
@@ -313,8 +313,6 @@ def _constant_pad_impl(x, pad, value):
 
 
 def _constant_pad_vjp(g, ans, x, pad, value):
-    from .registry import apply
-
     return apply(CONSTANT_PAD_ND, g, pad=tuple(-p for p in pad), value=0.0)
 
 
@@ -324,6 +322,67 @@ CONSTANT_PAD_ND = defop(
     vjp=(_constant_pad_vjp,),
     jvp=lambda ts, ans, x, pad, value: None if ts[0] is None else _constant_pad_vjp(
         ts[0], ans, x, pad, 0.0))
+
+
+
+def pad_positions(mode, n, lo, hi):
+    """The source index of each output position along one padded dim (``reflect``,
+    ``replicate`` or ``circular``), as an int64 array."""
+    pos = np.arange(-lo, n + hi)
+    if mode == "reflect":
+        pos = np.abs(pos)
+        pos = np.where(pos >= n, 2 * (n - 1) - pos, pos)
+    elif mode == "replicate":
+        pos = np.clip(pos, 0, n - 1)
+    else:
+        pos = pos % n
+    return pos.astype(np.int64)
+
+
+def _gather_pad_impl(mode):
+    def impl(x, padding):
+        out = x
+        for i in range(len(padding) // 2):
+            d = x.ndim - 1 - i
+            out = np.take(out, pad_positions(mode, x.shape[d], padding[2 * i],
+                                             padding[2 * i + 1]), axis=d)
+        return out
+    return impl
+
+
+def _gather_pad_vjp(mode):
+    def rule(g, ans, x, padding):
+        from .creation import tensor, zeros
+        from .indexing import index_add
+
+        for i in range(len(padding) // 2):
+            d = x.ndim - 1 - i
+            idx = tensor(pad_positions(mode, x.shape[d], padding[2 * i], padding[2 * i + 1]))
+            shape = tuple(g.shape[:d]) + (x.shape[d],) + tuple(g.shape[d + 1:])
+            g = index_add(zeros(shape, dtype=g.dtype), d, idx, g)
+        return g
+    return rule
+
+
+def _gather_pad_meta(x, padding):
+    shape = list(x.shape)
+    for i in range(len(padding) // 2):
+        shape[x.ndim - 1 - i] += padding[2 * i] + padding[2 * i + 1]
+    return tuple(shape), x.dtype
+
+
+# reflection_pad1d ... replication_pad3d: torch's nodes (ReflectionPad1DBackward0, ...)
+GATHER_PADS = {}
+for _mode, _torch_name in (("reflect", "Reflection"), ("replicate", "Replication")):
+    for _dims in (1, 2, 3):
+        GATHER_PADS[_mode, _dims] = defop(
+            f"{_torch_name.lower()}_pad{_dims}d", _gather_pad_impl(_mode), kind=OPAQUE,
+            node_name=f"{_torch_name}Pad{_dims}DBackward0", meta=_gather_pad_meta, save=(0,),
+            vjp=(_gather_pad_vjp(_mode),),
+            jvp=lambda ts, ans, x, padding, _op=(_mode, _dims): None if ts[0] is None else
+            apply(GATHER_PADS[_op], ts[0], padding=padding))
+        SAVED_NAMES[GATHER_PADS[_mode, _dims].name] = {"self": _SELF,
+                                                       "padding": ("param", "padding")}
 
 # ---------------------------------------------------------------- forward mode, saved names
 
