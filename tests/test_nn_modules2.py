@@ -286,6 +286,16 @@ def test_inplace_activations_match_torch(name):
             np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy())
 
 
+def test_functional_inplace_forms():
+    torch = _torch()
+    x = _rng().standard_normal((2, 3))
+    for name in ("leaky_relu_", "elu_"):
+        a, b = jitgrad.tensor(x), torch.tensor(x)
+        getattr(F, name)(a)
+        getattr(torch.nn.functional, name)(b)
+        np.testing.assert_allclose(a.numpy(), b.numpy())
+
+
 def test_inplace_with_negative_slope_raises_like_torch():
     _torch()
     for name in ("leaky_relu", "elu"):

@@ -23,6 +23,7 @@ from ..tensor import Tensor
 
 __all__ = ["relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "layer_norm", "linear", "dropout", "leaky_relu", "elu",
+           "leaky_relu_", "elu_",
            "softplus", "embedding", "pad", "one_hot", "normalize", "l1_loss", "smooth_l1_loss",
            "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
@@ -93,6 +94,16 @@ def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # 
     """``input`` where positive, else ``alpha * (exp(input) - 1)`` (``EluBackward0``)."""
     return _maybe_inplace(input, inplace, ELU_RESULT if inplace else ELU, alpha=float(alpha),
                           scale=1.0, input_scale=1.0)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:  # noqa: A002
+    """In-place ``leaky_relu`` (``LeakyReluBackward1``)."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    """In-place ``elu`` (``EluBackward1``)."""
+    return elu(input, alpha, inplace=True)
 
 
 def softplus(input: Tensor, beta: float = 1.0, threshold: float = 20.0) -> Tensor:  # noqa: A002

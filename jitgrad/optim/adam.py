@@ -73,6 +73,10 @@ class Adam(Optimizer):
             group.setdefault("amsgrad", False)
             group.setdefault("maximize", False)
             group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
             for p in group["params"]:
                 s = self.state.get(p, {})
                 if s and not isinstance(s["step"], Tensor):

@@ -149,6 +149,10 @@ class LRScheduler:
                           "`get_last_lr()`.", UserWarning, stacklevel=3)
 
 
+class _LRScheduler(LRScheduler):
+    """The old name of ``LRScheduler`` (still subclassed by older scripts)."""
+
+
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``.
 
