@@ -24,7 +24,7 @@ def _leaky_relu_vjp(g, ans, x, negative_slope):
 
 
 LEAKY_RELU = defop(
-    "leaky_relu", lambda x, negative_slope: np.where(x > 0, x, x * negative_slope).astype(
+    "leaky_relu", lambda x, *, negative_slope: np.where(x > 0, x, x * negative_slope).astype(
         x.dtype, copy=False),
     kind=POINTWISE, promote=FLOAT, save=(0,), vjp=(_leaky_relu_vjp,), jvp=ELEMENTWISE,
     template="{0} if {0} > 0 else {0} * {p[negative_slope]}")
@@ -53,7 +53,7 @@ LEAKY_RELU_RESULT = defop(
     template=LEAKY_RELU.template)
 
 
-def _elu_impl(x, alpha, scale, input_scale):
+def _elu_impl(x, *, alpha, scale, input_scale):
     with np.errstate(over="ignore"):
         neg = scale * alpha * np.expm1(np.minimum(x, 0) * input_scale)
     return np.where(x > 0, x * scale, neg).astype(x.dtype, copy=False)
@@ -88,7 +88,7 @@ ELU_RESULT = defop("elu_result", _elu_impl, kind=POINTWISE, promote=FLOAT, save_
                    template=ELU.template)
 
 
-def _softplus_impl(x, beta, threshold):
+def _softplus_impl(x, *, beta, threshold):
     z = x * beta
     with np.errstate(over="ignore"):
         soft = np.log1p(np.exp(np.minimum(z, threshold))) / beta
