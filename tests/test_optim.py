@@ -222,7 +222,7 @@ def test_state_dict_round_trip_continues_the_trajectory(name):
 def test_state_dict_layout_matches_torch():
     torch = pytest.importorskip("torch")
     ours, theirs = _params(jitgrad.float32)
-    opt, topt = run_both(lambda ps: optim.Adam(ps, lr=0.1),
+    opt, topt = run_both(lambda ps: optim.Adam(ps, lr=0.1, foreach=False),
                          lambda ps: torch.optim.Adam(ps, lr=0.1, foreach=False),
                          jitgrad.float32, steps=2)
     sd, tsd = opt.state_dict(), topt.state_dict()

@@ -1,14 +1,23 @@
 """``jitgrad.nn``: Parameter, Module and layers with torch.nn's names and semantics."""
 
 from . import functional, init, parallel
+from .activation import ELU, LeakyReLU, LogSoftmax, Sigmoid, Softmax, Softplus
 from .batchnorm import BatchNorm1d, BatchNorm2d
+from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .conv import Conv1d, Conv2d
-from .layers import GELU, Dropout, Identity, LayerNorm, Linear, ReLU, Sequential, SiLU, Tanh
+from .layers import (GELU, Dropout, Flatten, Identity, LayerNorm, Linear, ReLU, Sequential, SiLU,
+                     Tanh, Unflatten)
+from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
+                   NLLLoss, SmoothL1Loss)
 from .module import Module
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .sparse import Embedding
 
 __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", "SiLU", "Dropout",
-           "LayerNorm", "Sequential", "functional", "init", "parallel"]
-__all__ += ["Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
-            "BatchNorm2d"]
+           "LayerNorm", "Sequential", "functional", "init", "parallel", "Flatten", "Unflatten",
+           "Sigmoid", "LeakyReLU", "ELU", "Softplus", "Softmax", "LogSoftmax", "ModuleList",
+           "ModuleDict", "ParameterList", "ParameterDict", "MSELoss", "L1Loss", "SmoothL1Loss",
+           "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "Embedding",
+           "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
+           "BatchNorm2d"]

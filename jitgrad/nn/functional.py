@@ -16,11 +16,16 @@ from ..ops import composite
 from ..ops.creation import zeros
 from ..ops.linalg import addmm, matmul
 from ..ops.nn_ops import GELU, LAYER_NORM, MSE_LOSS, NLL_LOSS, SILU
+from ..ops.nn_ops2 import (CONSTANT_PAD_ND, ELU, ELU_RESULT, EMBEDDING, GATHER_PADS,
+                           LEAKY_RELU, LEAKY_RELU_RESULT)
 from ..ops.registry import apply
 from ..tensor import Tensor
 
 __all__ = ["relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy",
-           "nll_loss", "mse_loss", "layer_norm", "linear", "dropout"]
+           "nll_loss", "mse_loss", "layer_norm", "linear", "dropout", "leaky_relu", "elu",
+           "leaky_relu_", "elu_",
+           "embedding", "pad", "one_hot", "normalize", "l1_loss", "smooth_l1_loss",
+           "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 
 _REDUCTIONS = ("none", "mean", "sum")
 
@@ -76,6 +81,37 @@ def tanh(input: Tensor) -> Tensor:  # noqa: A002
 def sigmoid(input: Tensor) -> Tensor:  # noqa: A002
     """Elementwise logistic sigmoid."""
     return input.sigmoid()
+
+
+def leaky_relu(input: Tensor, negative_slope: float = 0.01,  # noqa: A002
+               inplace: bool = False) -> Tensor:
+    """``input`` where positive, else ``negative_slope * input`` (``LeakyReluBackward0``)."""
+    return _maybe_inplace(input, inplace, LEAKY_RELU_RESULT if inplace else LEAKY_RELU,
+                          negative_slope=float(negative_slope))
+
+
+def elu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``input`` where positive, else ``alpha * (exp(input) - 1)`` (``EluBackward0``)."""
+    return _maybe_inplace(input, inplace, ELU_RESULT if inplace else ELU, alpha=float(alpha),
+                          scale=1.0, input_scale=1.0)
+
+
+def leaky_relu_(input: Tensor, negative_slope: float = 0.01) -> Tensor:  # noqa: A002
+    """In-place ``leaky_relu`` (``LeakyReluBackward1``)."""
+    return leaky_relu(input, negative_slope, inplace=True)
+
+
+def elu_(input: Tensor, alpha: float = 1.0) -> Tensor:  # noqa: A002
+    """In-place ``elu`` (``EluBackward1``)."""
+    return elu(input, alpha, inplace=True)
+
+
+def _maybe_inplace(input: Tensor, inplace: bool, op: Any, **params: Any) -> Tensor:  # noqa: A002
+    if inplace:
+        from ..ops.inplace import inplace as _inplace
+
+        return _inplace(input, lambda s: apply(op, s, **params))
+    return apply(op, input, **params)
 
 
 def _softmax_dim(name: str, ndim: int, stacklevel: int) -> int:
@@ -147,6 +183,131 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
         keep = rand(tuple(input.shape), dtype=dtypes.float64) < 1.0 - p
         noise = keep.to(input.dtype) / (1.0 - p)
     return input.mul_(noise) if inplace else input * noise
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # noqa: A002
+              max_norm: float | None = None, norm_type: float = 2.0,
+              scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """Rows of ``weight`` picked by the integer ``input`` (``EmbeddingBackward0``).
+
+    The row ``padding_idx`` gets no gradient; with ``max_norm`` the picked rows whose
+    ``norm_type``-norm exceeds it are rescaled in place first (as torch's
+    ``embedding_renorm_``); ``scale_grad_by_freq`` divides each row's gradient by the count
+    of its index in the batch. ``sparse`` gradients are not supported (jitgrad has no sparse
+    tensors): ``sparse=True`` raises.
+    """
+    if padding_idx is not None:
+        if padding_idx > 0:
+            assert padding_idx < weight.size(0), "Padding_idx must be within num_embeddings"
+        elif padding_idx < 0:
+            assert padding_idx >= -weight.size(0), "Padding_idx must be within num_embeddings"
+            padding_idx = weight.size(0) + padding_idx
+    else:
+        padding_idx = -1
+    if sparse:
+        raise NotImplementedError(
+            "jitgrad has no sparse tensors: embedding(sparse=True) is not supported")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
+    return apply(EMBEDDING, weight, input, padding_idx=int(padding_idx),
+                 scale_grad_by_freq=bool(scale_grad_by_freq))
+
+
+def _embedding_renorm_(weight: Tensor, input: Tensor, max_norm: float,  # noqa: A002
+                       norm_type: float) -> None:
+    import numpy as np
+
+    from ..autograd.grad_mode import no_grad
+
+    rows = np.unique(input.detach().numpy().reshape(-1))
+    if rows.size == 0:
+        return
+    with no_grad():
+        from ..ops.creation import tensor
+
+        index = tensor(rows)
+        picked = weight.index_select(0, index)
+        norms = picked.norm(p=norm_type, dim=1, keepdim=True)
+        scale = (max_norm / (norms + 1e-7)).clamp(max=1.0)
+        weight[index] = picked * scale
+
+
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+
+
+def pad(input: Tensor, pad: Any, mode: str = "constant",  # noqa: A002
+        value: float | None = None) -> Tensor:
+    """Pads the trailing dims: ``pad = (left_last, right_last, left_2nd_last, ...)``.
+
+    ``constant`` (``ConstantPadNdBackward0``, negative pads crop), ``reflect`` and
+    ``replicate`` (torch's ``ReflectionPad1DBackward0`` ... ``ReplicationPad3DBackward0``)
+    and ``circular`` (gathered with ``index_select``; torch records copies instead).
+    """
+    pad = tuple(int(p) for p in pad)
+    if mode == "constant":
+        return apply(CONSTANT_PAD_ND, input, pad=pad, value=0.0 if value is None else value)
+    if mode not in _PAD_MODES:
+        raise NotImplementedError(f"Unrecognised padding mode {mode}")
+    if value is not None and value != 0:
+        raise RuntimeError(f'Padding mode "{mode}" doesn\'t take in value argument')
+    n_dims = len(pad) // 2
+    if len(pad) % 2 or n_dims not in (1, 2, 3) or input.ndim not in (n_dims + 1, n_dims + 2):
+        raise NotImplementedError(
+            f"Padding size {len(pad)} is not supported for {input.ndim}D input tensor.\n"
+            "Supported combinations for non-constant padding:\n"
+            "  - 2D or 3D input: padding size = 2 (pads last dimension)\n"
+            "  - 3D or 4D input: padding size = 4 (pads last 2 dimensions)\n"
+            "  - 4D or 5D input: padding size = 6 (pads last 3 dimensions)")
+    for i in range(n_dims):
+        d = input.ndim - 1 - i
+        n, lo, hi = input.shape[d], pad[2 * i], pad[2 * i + 1]
+        if mode == "reflect" and (lo >= n or hi >= n):
+            raise RuntimeError(
+                f"Argument #4: Padding size should be less than the corresponding input "
+                f"dimension, but got: padding ({lo}, {hi}) at dimension {d} of input "
+                f"{list(input.shape)}")
+        if mode == "circular" and (lo > n or hi > n):
+            raise RuntimeError("Padding value causes wrapping around more than once.")
+    if mode != "circular":
+        return apply(GATHER_PADS[mode, n_dims], input, padding=pad)
+    from ..ops.creation import tensor
+    from ..ops.nn_ops2 import pad_positions
+
+    out = input
+    for i in range(n_dims):
+        d = input.ndim - 1 - i
+        pos = pad_positions(mode, input.shape[d], pad[2 * i], pad[2 * i + 1])
+        out = out.index_select(d, tensor(pos))
+    return out
+
+
+def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
+    """``int64`` one-hot encoding of the class indices in ``tensor`` (a new last dim)."""
+    import numpy as np
+
+    from ..ops.creation import tensor as as_tensor
+
+    if tensor.dtype != dtypes.int64:
+        raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    idx = tensor.detach().numpy()
+    if num_classes == -1:
+        if idx.size == 0:
+            raise RuntimeError("Can not infer total number of classes from empty tensor.")
+        num_classes = int(idx.max()) + 1
+    if idx.size and idx.min() < 0:
+        raise RuntimeError("Class values must be non-negative.")
+    if idx.size and idx.max() >= num_classes:
+        raise RuntimeError("Class values must be smaller than num_classes.")
+    return as_tensor((idx[..., None] == np.arange(num_classes)).astype(np.int64))
+
+
+def normalize(input: Tensor, p: float = 2.0, dim: int = 1, eps: float = 1e-12,  # noqa: A002
+              out: Tensor | None = None) -> Tensor:
+    """``input / max(||input||_p, eps)`` along ``dim``."""
+    denom = input.norm(p, dim, keepdim=True).clamp(min=eps).expand_as(input)
+    if out is None:
+        return input / denom
+    return out.copy_(input / denom)
 
 
 # ---------------------------------------------------------------- losses
@@ -313,6 +474,9 @@ def _cross_entropy_probs(logp: Tensor, target: Tensor, weight: Tensor | None,
     return -prod.sum() / batch if batch else -prod.sum() * float("nan")
 
 
+from ._functional_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,  # noqa: E402
+                               huber_loss, l1_loss, smooth_l1_loss)
+
 from .functional_conv import *  # noqa: E402, F401, F403 - conv, pooling, batch_norm
 from .functional_conv import __all__ as _conv_all  # noqa: E402
 
@@ -322,7 +486,9 @@ __all__ += _conv_all
 def _install_declared() -> None:
     from ..ops.surface import install_namespace
 
+    before = set(globals())
     install_namespace(globals(), "functional")  # the ops declared with a functional name
+    __all__.extend(sorted(set(globals()) - before - set(__all__)))
 
 
 _install_declared()

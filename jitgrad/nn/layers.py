@@ -1,4 +1,5 @@
-"""Layers: Linear, activations (ReLU, Tanh, GELU, SiLU), Dropout, LayerNorm, Sequential."""
+"""Layers: Linear, activations (ReLU, Tanh, GELU, SiLU), Dropout, LayerNorm, Sequential,
+Flatten and Unflatten."""
 
 from __future__ import annotations
 
@@ -18,7 +19,7 @@ from .module import Module
 from .parameter import Parameter
 
 __all__ = ["Identity", "Linear", "ReLU", "Tanh", "GELU", "SiLU", "Dropout", "LayerNorm",
-           "Sequential"]
+           "Sequential", "Flatten", "Unflatten"]
 
 
 class Identity(Module):
@@ -234,3 +235,66 @@ class Sequential(Module):
         for module in self:
             input = module(input)
         return input
+
+
+class Flatten(Module):
+    """Flattens dims ``start_dim`` .. ``end_dim`` into one (by default all but the batch dim).
+
+    Args:
+        start_dim: first dim to flatten. Default: 1.
+        end_dim: last dim to flatten. Default: -1.
+    """
+
+    def __init__(self, start_dim: int = 1, end_dim: int = -1) -> None:
+        super().__init__()
+        self.start_dim = start_dim
+        self.end_dim = end_dim
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return input.flatten(self.start_dim, self.end_dim)
+
+    def extra_repr(self) -> str:
+        return f"start_dim={self.start_dim}, end_dim={self.end_dim}"
+
+
+class Unflatten(Module):
+    """Splits dim ``dim`` into ``unflattened_size`` (one entry may be -1).
+
+    Args:
+        dim: the dim to split.
+        unflattened_size: the new sizes, whose product is that dim's size.
+    """
+
+    def __init__(self, dim: int, unflattened_size: Any) -> None:
+        super().__init__()
+        if not isinstance(dim, int):
+            raise TypeError(f"invalid argument type for dim parameter, expected int, got "
+                            f"{type(dim)}")
+        if not isinstance(unflattened_size, (tuple, list)):
+            raise TypeError("unflattened_size must be tuple or list, but found type "
+                            f"{type(unflattened_size).__name__}")
+        for idx, elem in enumerate(unflattened_size):
+            if not isinstance(elem, int):
+                raise TypeError("unflattened_size must be tuple of ints, but found element "
+                                f"of type {type(elem).__name__} at pos {idx}")
+        self.dim = dim
+        self.unflattened_size = unflattened_size
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        shape = tuple(input.shape)
+        if not -len(shape) <= self.dim < max(len(shape), 1):
+            raise IndexError(
+                f"Dimension out of range (expected to be in range of [{-len(shape)}, "
+                f"{len(shape) - 1}], but got {self.dim})")
+        d = self.dim % len(shape)
+        sizes = tuple(self.unflattened_size)
+        known = math.prod(s for s in sizes if s != -1)
+        ok = (shape[d] == known) if -1 not in sizes else (known != 0 and shape[d] % known == 0)
+        if not ok:
+            raise RuntimeError(
+                f"unflatten: Provided sizes {list(sizes)} don't multiply up to the size of dim "
+                f"{self.dim} ({shape[d]}) in the input tensor")
+        return input.reshape(shape[:d] + sizes + shape[d + 1:])
+
+    def extra_repr(self) -> str:
+        return f"dim={self.dim}, unflattened_size={self.unflattened_size}"

@@ -84,6 +84,8 @@ def _softplus_vjp(g, ans, x, beta, threshold):
 SOFTPLUS = defop(
     "softplus", _softplus_impl, kind=POINTWISE, meta=_softplus_meta, save=(0,),
     vjp=(_softplus_vjp,), jvp=ELEMENTWISE,
+    saved_names={"self": ("input", 0), "beta": ("param", "beta"),
+                 "threshold": ("param", "threshold")},
     template="({0} if {0} * {p[beta]} > {p[threshold]} else "
              "log1p(exp({0} * {p[beta]})) / {p[beta]})",
     public=Public(functional="softplus", params={"beta": 1.0, "threshold": 20.0},

@@ -9,6 +9,7 @@ from .. import dtypes
 from ..ops import maximum
 from ..ops.creation import tensor, zeros_like
 from ..tensor import Tensor
+from ._flags import check_flags
 from .optimizer import Optimizer
 
 __all__ = ["Adam"]
@@ -37,13 +38,16 @@ class Adam(Optimizer):
         weight_decay: L2 penalty. Default: 0.
         amsgrad: use the AMSGrad variant. Default: False.
         maximize: maximize the objective. Default: False.
+        foreach: accepted; jitgrad has one implementation.
+        capturable, differentiable, fused: not supported (must be False/None).
         decoupled_weight_decay: AdamW-style decay. Default: False.
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,
                  betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8,
-                 weight_decay: float = 0, amsgrad: bool = False, *, maximize: bool = False,
-                 decoupled_weight_decay: bool = False) -> None:
+                 weight_decay: float = 0, amsgrad: bool = False, *, foreach: bool | None = None,
+                 maximize: bool = False, capturable: bool = False, differentiable: bool = False,
+                 fused: bool | None = None, decoupled_weight_decay: bool = False) -> None:
         if not 0.0 <= lr:
             raise ValueError(f"Invalid learning rate: {lr}")
         if not 0.0 <= eps:
@@ -56,8 +60,10 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             raise ValueError("betas must be either both floats or both Tensors")
+        check_flags(type(self).__name__, capturable, differentiable, fused)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
-                    "amsgrad": amsgrad, "maximize": maximize,
+                    "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
+                    "capturable": capturable, "differentiable": differentiable, "fused": fused,
                     "decoupled_weight_decay": decoupled_weight_decay}
         super().__init__(params, defaults)
 
@@ -67,6 +73,10 @@ class Adam(Optimizer):
             group.setdefault("amsgrad", False)
             group.setdefault("maximize", False)
             group.setdefault("decoupled_weight_decay", False)
+            group.setdefault("foreach", None)
+            group.setdefault("capturable", False)
+            group.setdefault("differentiable", False)
+            group.setdefault("fused", None)
             for p in group["params"]:
                 s = self.state.get(p, {})
                 if s and not isinstance(s["step"], Tensor):

@@ -1,5 +1,14 @@
-"""``jitgrad.utils.data``: samplers for data sets (torch.utils.data's names)."""
+"""``jitgrad.utils.data``: data sets, samplers and ``DataLoader`` (torch.utils.data's names)."""
 
+from ._collate import default_collate, default_convert
+from .dataloader import DataLoader, get_worker_info
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
+                      TensorDataset, random_split)
 from .distributed import DistributedSampler
+from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
+                      SubsetRandomSampler)
 
-__all__ = ["DistributedSampler"]
+__all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
+           "ChainDataset", "random_split", "DataLoader", "get_worker_info", "default_collate",
+           "default_convert", "Sampler", "SequentialSampler", "RandomSampler",
+           "SubsetRandomSampler", "BatchSampler", "DistributedSampler"]

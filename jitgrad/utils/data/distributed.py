@@ -8,10 +8,12 @@ from typing import Any
 
 import numpy as np
 
+from .sampler import Sampler
+
 __all__ = ["DistributedSampler"]
 
 
-class DistributedSampler:
+class DistributedSampler(Sampler):
     """Restricts sampling to one rank's shard of the data set (``torch.utils.data``'s).
 
     Every rank sees ``num_samples`` indices; together the ranks cover the data set, padding it by

@@ -1,0 +1,82 @@
+"""``Adagrad``: per-coordinate steps scaled by the root of the summed squared gradients."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from .. import dtypes
+from ..ops.creation import full_like, tensor
+from ._flags import check_flags
+from .optimizer import Optimizer
+
+__all__ = ["Adagrad"]
+
+
+class Adagrad(Optimizer):
+    """Adagrad with torch.optim.Adagrad's update (single-tensor form), step by step:
+
+    ``g = -grad`` if ``maximize``; ``g += weight_decay * p``; ``clr = lr / (1 + (step - 1) *
+    lr_decay)``; ``sum += g * g``; ``p -= clr * g / (sqrt(sum) + eps)``. The state (``step``
+    and ``sum``, filled with ``initial_accumulator_value``) is created at construction, as
+    torch does.
+
+    Args:
+        params: parameters or param-group dicts to optimize.
+        lr: learning rate. Default: 1e-2.
+        lr_decay: learning-rate decay per step. Default: 0.
+        weight_decay: L2 penalty. Default: 0.
+        initial_accumulator_value: the starting value of the sums. Default: 0.
+        eps: term added to the denominator. Default: 1e-10.
+        foreach: accepted; jitgrad has one implementation.
+        maximize: maximize the objective. Default: False.
+        differentiable: not supported (must be False).
+        fused: not supported (must be None or False).
+    """
+
+    def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
+                 weight_decay: float = 0, initial_accumulator_value: float = 0,
+                 eps: float = 1e-10, foreach: bool | None = None, *, maximize: bool = False,
+                 differentiable: bool = False, fused: bool | None = None) -> None:
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= lr_decay:
+            raise ValueError(f"Invalid lr_decay value: {lr_decay}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if not 0.0 <= initial_accumulator_value:
+            raise ValueError(
+                f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        check_flags("Adagrad", differentiable=differentiable, fused=fused)
+        defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
+                    "initial_accumulator_value": initial_accumulator_value,
+                    "foreach": foreach, "maximize": maximize,
+                    "differentiable": differentiable, "fused": fused}
+        super().__init__(params, defaults)
+        for group in self.param_groups:
+            for p in group["params"]:
+                state = self.state[p]
+                state["step"] = tensor(0.0, dtype=dtypes.float32)
+                state["sum"] = full_like(p, group["initial_accumulator_value"])
+
+    def _update_group(self, group: dict[str, Any]) -> None:
+        lr, lr_decay, eps = group["lr"], group["lr_decay"], group["eps"]
+        weight_decay = group["weight_decay"]
+        for p in group["params"]:
+            if p.grad is None:
+                continue
+            if p.is_complex():
+                raise NotImplementedError("jitgrad's Adagrad supports real parameters only")
+            state = self.state[p]
+            state["step"].add_(1)
+            step = state["step"].item()
+            grad = -p.grad if group["maximize"] else p.grad
+            if weight_decay != 0:
+                grad = grad.add(p, alpha=weight_decay)
+            clr = lr / (1 + (step - 1) * lr_decay)
+            state_sum = state["sum"]
+            state_sum.add_(grad * grad)
+            std = state_sum.sqrt().add_(eps)
+            p.add_(grad * (-clr) / std)
