@@ -28,7 +28,7 @@ from ..jit.ir import Eqn, Graph, Var
 from ..jit import passes
 from ..jit.passes.fuse import KERNEL_OP, domain_of, fuse, is_reduction
 from ..ops.registry import POINTWISE
-from . import pycode
+from . import kernel_cache, pycode
 from .numba_math import KERNEL_FASTMATH
 from .render import KernelSource, NotRenderableError, _pointwise, render_kernel
 
@@ -140,18 +140,31 @@ class CompiledKernel:
 
 
 _DISPATCHERS: dict[str, object] = {}
-compile_seconds = 0.0  # Numba compile time spent in this process (first calls of new kernels)
+compile_seconds = 0.0  # Numba compile (or cache load) time spent in this process
+
+
+def _options(parallel: bool) -> dict:
+    return {"fastmath": set(FASTMATH), "error_model": "numpy", "nogil": True,
+            "parallel": parallel}
 
 
 def _dispatcher(source: str, parallel: bool = False):
+    """The Numba dispatcher of a kernel: one per source in a process, its module file and
+    machine code kept in the persistent kernel cache when its directory is writable."""
     fn = _DISPATCHERS.get(source)
     if fn is None:
         import numba
 
-        namespace: dict = {}
-        exec(builtins.compile(_HEADER + source, "<jitgrad kernel>", "exec"), namespace)  # noqa: S102
-        fn = numba.njit(fastmath=set(FASTMATH), error_model="numpy", nogil=True,
-                        cache=False, parallel=parallel)(namespace["kernel"])
+        options = _options(parallel)
+        text = _HEADER + source
+        described = f"fastmath={sorted(FASTMATH)} error_model=numpy nogil parallel={parallel}"
+        py_func = kernel_cache.load_function(text, described)
+        if py_func is not None:
+            fn = numba.njit(cache=True, **options)(py_func)
+        else:  # no usable cache directory: compile in memory
+            namespace: dict = {}
+            exec(builtins.compile(text, "<jitgrad kernel>", "exec"), namespace)  # noqa: S102
+            fn = numba.njit(cache=False, **options)(namespace["kernel"])
         _DISPATCHERS[source] = fn
     return fn
 
@@ -208,8 +221,8 @@ def _launcher(ks: KernelSource, body: Graph, fn) -> Callable:
 
 
 def _first_call(fn, described: str, ns: dict) -> Callable:
-    """The kernel's first call: compiles (timed, with a clear error), then puts the dispatcher
-    itself in the launcher's namespace."""
+    """The kernel's first call: compiles or loads it from the cache (timed, counted, with a
+    clear error), then puts the dispatcher itself in the launcher's namespace."""
     def first(*args):
         global compile_seconds
         t0 = time.perf_counter()
@@ -223,12 +236,29 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
                     f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
                     f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
                     "function and report the ops above.") from None
-            raise
+            if getattr(fn._cache, "_cache_path", None) is None:  # compiled in memory
+                raise
+            ret = _recover(fn, err, args)
         compile_seconds += time.perf_counter() - t0
+        kernel_cache.count(bool(fn.stats.cache_hits))
         ns["kernel"] = fn
         return ret
 
     return first
+
+
+def _recover(fn, err: Exception, args: tuple):
+    """A Numba cache file that cannot be loaded (truncated, corrupt): drop it, warn, and
+    compile the kernel again."""
+    import warnings
+
+    path = fn._cache._cache_path
+    stem = os.path.splitext(os.path.basename(fn.py_func.__code__.co_filename))[0]
+    kernel_cache.drop_numba_files(stem)
+    warnings.warn(f"jitgrad.jit: a cached kernel in {path!r} could not be loaded "
+                  f"({type(err).__name__}: {err}); compiling it again", RuntimeWarning,
+                  stacklevel=4)
+    return fn(*args)
 
 
 _LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
