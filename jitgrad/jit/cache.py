@@ -20,7 +20,20 @@ import numpy as np
 from ..ops.registry import state
 from ..tensor import Tensor
 
-CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
+CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "trace_seconds",
+                                     "compile_seconds"])
+
+CACHE_SIZE_LIMIT = 8  # specializations kept per function (torch.compile's recompile limit)
+
+
+def cache_size_limit() -> int:
+    """The number of specializations a jit function keeps (``JITGRAD_CACHE_SIZE_LIMIT``)."""
+    import os
+
+    try:
+        return max(1, int(os.environ.get("JITGRAD_CACHE_SIZE_LIMIT", CACHE_SIZE_LIMIT)))
+    except ValueError:
+        return CACHE_SIZE_LIMIT
 
 KEY_FIELDS = ("shapes", "dtypes", "devices", "requires_grad", "grad_mode", "static")
 
@@ -144,8 +157,10 @@ def _find_unhashable(spec: Any) -> Any:
 
 def make_key(tensors: list, spec: Any) -> tuple:
     """The cache key: one tuple per field of ``KEY_FIELDS``."""
+    grad = state.grad_enabled and not state.inference  # else requires_grad changes nothing
     return (tuple(tuple(t.shape) for t in tensors), tuple(t.dtype for t in tensors),
-            tuple(str(t.device) for t in tensors), tuple(t.requires_grad for t in tensors),
+            tuple(str(t.device) for t in tensors),
+            tuple(t.requires_grad for t in tensors) if grad else None,
             (state.grad_enabled, state.inference), spec)
 
 
