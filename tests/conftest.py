@@ -8,6 +8,7 @@ import tempfile
 _CACHE = tempfile.mkdtemp(prefix="jitgrad-test-cache-")
 os.environ["JITGRAD_CACHE_DIR"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
+os.environ["JITGRAD_VERIFY"] = "1"  # every pass's result is checked with Graph.verify()
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -276,7 +276,8 @@ def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
     hit = _LOWERED.get(graph)
     if hit is None:
         fused = fuse(graph, fusible)
-        fused.verify()
+        if passes.verify_enabled():
+            fused.verify()
         if passes.debug_enabled():
             passes.dump("fuse", fused)
         kernels = []
