@@ -38,6 +38,7 @@ def cache_size_limit() -> int:
 KEY_FIELDS = ("shapes", "dtypes", "devices", "requires_grad", "grad_mode", "static")
 
 _LEAF = object()  # marks a tensor position in a tree spec
+LEAF = _LEAF  # the spec of a single tensor
 
 
 # ---------------------------------------------------------------- pytrees

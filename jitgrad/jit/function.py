@@ -479,12 +479,14 @@ def _run(e: _Entry, tensors: list) -> Any:
     vals, res = outs[:e.n_slots], outs[e.n_slots:]
     # Outputs never alias inputs, constants, residuals or each other. Arrays whose memory
     # owners differ cannot overlap; only an output sharing an owner is compared closely.
-    taken = {id(_root(a)) for a in arrays} | e.const_roots
-    if res:
-        taken |= {id(_root(r)) for r in res}
+    in_owners = [id(a) if a.base is None else id(_root(a)) for a in arrays]
+    res_owners = {id(r) if r.base is None else id(_root(r)) for r in res}
+    taken = res_owners.union(in_owners)
+    if e.const_roots:
+        taken |= e.const_roots
     consts = None
     for i, a in enumerate(vals):
-        owner = id(_root(a))
+        owner = id(a) if a.base is None else id(_root(a))
         if owner in taken:
             if consts is None:
                 consts = [t._data for t in e.fwd.consts.values()]
@@ -501,9 +503,8 @@ def _run(e: _Entry, tensors: list) -> Any:
     outs_t = [_wrap(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
     node = None
     if grad:
-        owners = {id(_root(r)) for r in res}
-        checks = [(t, None) for t, a in zip(inputs, arrays)
-                  if id(_root(a)) in owners and _shares(a, res)]
+        checks = [(t, None) for t, a, owner in zip(inputs, arrays, in_owners)
+                  if owner in res_owners and _shares(a, res)]
         node = CompiledFunctionBackward(e, inputs, res, checks)
         for s in e.tangent_slots:
             outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
@@ -519,4 +520,6 @@ def _run(e: _Entry, tensors: list) -> Any:
     if state.inference:
         for t in outs_t:
             t._is_inference = True
+    if e.out_spec is cache.LEAF:  # a single tensor
+        return outs_t[0]
     return cache.unflatten(e.out_spec, outs_t[:e.n_user])
