@@ -98,7 +98,8 @@ def run(args: argparse.Namespace, peers: list[Peer] | None = None,
     progress.stage = ""
     if only is None or COMPILE in only:
         available = [p.name for p in peers if p.unavailable() is None]
-        compile_rows = compile_latency.measure(("W1", "W2"), available, skip, progress)
+        compile_rows = compile_latency.measure(("W1", "W2", "W6"), available, skip,
+                                               progress)
         rows += [r for r in compile_rows if r["peer"] in {p.name for p in peers}]
         for p in peers:
             why = p.unavailable() if p.name not in skip else None

@@ -19,8 +19,9 @@ from pathlib import Path
 from .runner import Progress, make_row
 
 COMPILED_PEERS = ("jitgrad-jit", "torch-compile", "jax")
-LABELS = {"W1": "W1 N=1e5", "W2": "W2 MLP"}
+LABELS = {"W1": "W1 N=1e5", "W2": "W2 MLP", "W6": "W6 N=1600"}
 _ROOT = Path(__file__).resolve().parent.parent
+LONG_SKIP = "not probed on W6 (torch.compile of an 8000-op program takes many minutes)"
 
 
 def probe(workload: str, peer_name: str) -> dict:
@@ -80,7 +81,7 @@ def measure(workloads: tuple[str, ...], peer_names: list[str], skip: dict[str, s
     """Cold and warm first-call rows for each workload and compiled peer.
 
     Args:
-        workloads: which of ``W1``, ``W2`` to probe.
+        workloads: which of ``W1``, ``W2``, ``W6`` to probe.
         peer_names: the compiled peers that are available (others are left out).
         skip: peer name -> reason, for peers deliberately not probed (rows say why).
         progress: where to show what runs.
@@ -89,10 +90,12 @@ def measure(workloads: tuple[str, ...], peer_names: list[str], skip: dict[str, s
     rows = []
     for wl in workloads:
         for peer in COMPILED_PEERS:
-            if peer in skip:
+            why = skip.get(peer) or (LONG_SKIP if wl == "W6" and peer == "torch-compile"
+                                     else None)
+            if why is not None:
                 for kind in ("cold", "warm"):
                     rows.append(make_row("compile", f"{LABELS[wl]} {kind}", peer, "skipped",
-                                         reason=skip[peer]))
+                                         reason=why))
                 continue
             if peer not in peer_names:
                 continue

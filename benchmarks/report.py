@@ -17,11 +17,13 @@ TITLES = {
     "W3": "W3 layer norm + GELU block, float32: mean((gelu_tanh(layer_norm(x)*gamma+beta) @ W)**2)",
     "W4": "W4 eager overhead: 16 elements, chain of 100 mul/add/tanh, sum, backward",
     "W5": "W5 tiny call: Rosenbrock on a length-2 float64 vector, value and gradient",
+    "W6": "W6 long program: chain of N alternating x*x*0.5 / tanh(x)*1.01+0.1 on 16 float64, "
+          "sum, gradient",
     "compile": "Compile latency: first call (trace + compile + run, fwd+bwd) in a fresh process",
     "memory": "Peak memory: extra resident memory of one W3 call (fwd+bwd) over its inputs, "
               "fresh process",
 }
-ORDER = ("bandwidth", "W1", "W2", "W3", "W4", "W5", "compile", "memory")
+ORDER = ("bandwidth", "W1", "W2", "W3", "W4", "W5", "W6", "compile", "memory")
 
 
 def cpu_model() -> str:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-WORKLOADS = ("W1", "W2", "W3", "W4", "W5")
+WORKLOADS = ("W1", "W2", "W3", "W4", "W5", "W6")
 COMPILE = "compile"
 
 _C = math.sqrt(2.0 / math.pi)
@@ -273,6 +273,47 @@ def w5_case() -> Case:
     return Case("W5", "n=2 float64", build, w5_loss, w5_numpy, (0,), ("x",), rtol=1e-10)
 
 
+# ----------------------------------------------------------------- W6: a long program
+
+
+def w6_loss(ops, x, steps: int = 100):
+    """A chain of ``steps`` alternating ``h*h*0.5`` and ``tanh(h)*1.01 + 0.1``, then a sum: how
+    tracing, passes and compile time grow with the length of a program."""
+    h = x
+    for i in range(steps):
+        h = h * h * 0.5 if i % 2 == 0 else ops.tanh(h) * 1.01 + 0.1
+    return ops.sum(h)
+
+
+def w6_numpy(x, steps: int = 100) -> tuple[float, list[np.ndarray]]:
+    """W6's value and hand-written gradient."""
+    hs = []
+    h = x
+    for i in range(steps):
+        hs.append(h)
+        h = h * h * 0.5 if i % 2 == 0 else np.tanh(h) * 1.01 + 0.1
+    value = float(h.sum())
+    g = np.ones_like(h)
+    for i in reversed(range(steps)):
+        h = hs[i]
+        g = g * h if i % 2 == 0 else g * 1.01 * (1 - np.tanh(h) ** 2)
+    return value, [g]
+
+
+def w6_case(steps: int = 100) -> Case:
+    def build():
+        return [np.linspace(-1.0, 1.0, 16)]  # float64: the float32 gradient underflows
+
+    def loss(ops, x):
+        return w6_loss(ops, x, steps)
+
+    def numpy_grad(x):
+        return w6_numpy(x, steps)
+
+    return Case("W6", f"N={steps}", build, loss, numpy_grad, (0,), ("x",), rtol=1e-6,
+                ops_per_call=steps)
+
+
 # ----------------------------------------------------------------- the suite
 
 
@@ -281,6 +322,7 @@ def cases(quick: bool = False, only: tuple[str, ...] | None = None) -> list[Case
     w1_sizes = (10 ** 3, 10 ** 5) if quick else (10 ** 3, 10 ** 5, 10 ** 7)
     suite = [w1_case(n) for n in w1_sizes]
     suite += [w2_case(), w3_case(512, 256) if quick else w3_case(), w4_case(), w5_case()]
+    suite += [w6_case(100)] if quick else [w6_case(100), w6_case(1600)]
     if only is not None:
         suite = [c for c in suite if c.workload in only]
     return suite
@@ -288,7 +330,7 @@ def cases(quick: bool = False, only: tuple[str, ...] | None = None) -> list[Case
 
 def compile_cases() -> dict[str, Case]:
     """The configurations the compile-latency probe runs (same in quick and full runs)."""
-    return {"W1": w1_case(10 ** 5), "W2": w2_case()}
+    return {"W1": w1_case(10 ** 5), "W2": w2_case(), "W6": w6_case(1600)}
 
 
 def reference(case: Case, arrays: list[np.ndarray]) -> tuple[float, list[np.ndarray]]:

@@ -2,10 +2,15 @@
 or a user can set it at run time), except where noted.
 
 * ``JITGRAD_DEBUG``: dump the jit graph after each pass (``jit.passes``).
+* ``JITGRAD_VERIFY``: run ``Graph.verify()`` after every pass (implied by ``JITGRAD_DEBUG``).
 * ``JITGRAD_DISABLE_JIT``: ``jit(fn)`` returns ``fn`` itself.
-* ``JITGRAD_LOG``: comma-separated topics to log (``cache``, ...; ``jit.cache``).
+* ``JITGRAD_LOG``: comma-separated topics to log (``recompiles``, ``cache``; ``jit.cache``).
+* ``JITGRAD_CACHE_DIR``: the persistent kernel cache's directory (``backends.kernel_cache``).
+* ``JITGRAD_CACHE_SIZE_LIMIT``: specializations one jit function keeps (``jit.cache``).
 * ``JITGRAD_PARALLEL_MIN``: the element count from which the Numba backend runs a kernel in
   parallel (read once, when ``backends.numba_cpu`` is imported).
+* ``JITGRAD_MAX_KERNEL_OPS``: the most equations one fused kernel holds (read once, when
+  ``jit.passes.fuse`` is imported).
 * ``JITGRAD_MPI_PROGRESS_THREAD``: ``0`` turns the MPI progress thread off
   (``distributed.progress``).
 """
@@ -15,6 +20,8 @@ from __future__ import annotations
 import os
 
 PARALLEL_MIN_DEFAULT = 20_000_000
+CACHE_SIZE_LIMIT_DEFAULT = 8
+MAX_KERNEL_OPS_DEFAULT = 64
 
 
 def _on(name: str, default: str = "0") -> bool:
@@ -24,6 +31,30 @@ def _on(name: str, default: str = "0") -> bool:
 def debug() -> bool:
     """``JITGRAD_DEBUG``: dump the graph after each jit pass."""
     return _on("JITGRAD_DEBUG")
+
+
+def verify() -> bool:
+    """``JITGRAD_VERIFY`` (or ``JITGRAD_DEBUG``): verify the graph after every jit pass."""
+    return debug() or _on("JITGRAD_VERIFY")
+
+
+def cache_dir() -> str | None:
+    """``JITGRAD_CACHE_DIR``: where the persistent kernel cache lives, if set."""
+    return os.environ.get("JITGRAD_CACHE_DIR") or None
+
+
+def cache_size_limit() -> int:
+    """``JITGRAD_CACHE_SIZE_LIMIT``: specializations one jit function keeps (at least 1)."""
+    try:
+        return max(1, int(os.environ.get("JITGRAD_CACHE_SIZE_LIMIT",
+                                         CACHE_SIZE_LIMIT_DEFAULT)))
+    except ValueError:
+        return CACHE_SIZE_LIMIT_DEFAULT
+
+
+def max_kernel_ops() -> int:
+    """``JITGRAD_MAX_KERNEL_OPS``: the most equations one fused kernel holds."""
+    return int(os.environ.get("JITGRAD_MAX_KERNEL_OPS", str(MAX_KERNEL_OPS_DEFAULT)))
 
 
 def jit_disabled() -> bool:

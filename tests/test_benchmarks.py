@@ -233,7 +233,8 @@ def test_skipped_and_unavailable_peers_are_reported(monkeypatch):
                                    "--no-progress"]))
     assert [(r["config"], r["status"]) for r in rows] == [
         ("W1 N=1e5 cold", "unavailable"), ("W1 N=1e5 warm", "unavailable"),
-        ("W2 MLP cold", "unavailable"), ("W2 MLP warm", "unavailable")]
+        ("W2 MLP cold", "unavailable"), ("W2 MLP warm", "unavailable"),
+        ("W6 N=1600 cold", "unavailable"), ("W6 N=1600 warm", "unavailable")]
 
 
 def test_plot_without_matplotlib_says_so(tmp_path, monkeypatch):
@@ -384,3 +385,12 @@ def test_per_sample_grads_benchmark_checks_every_peer_and_reports_medians():
     med = per_sample_grads.run(quick=True)  # raises if a peer's gradients disagree
     assert {"jitgrad vmap", "jitgrad jit(vmap)", "jitgrad loop"} <= set(med)
     assert all(s > 0 for s in med.values())
+
+
+def test_w6_reference_gradient_agrees_with_eager_and_jit():
+    case = workloads.w6_case(10)
+    arrays = case.build()
+    ref = workloads.reference(case, arrays)
+    for peer in (JitgradEagerPeer(), JitgradJitPeer()):
+        got = peer.to_numpy(peer.prepare(case, arrays)())
+        assert runner.disagreement(case, got, ref) is None

@@ -143,7 +143,7 @@ def test_cache_hit_miss_and_no_retrace_on_new_values():
         f(a, b)
     assert len(calls) == 5 and f.cache_info().entries == 5
     f.clear_cache()
-    assert f.cache_info() == (0, 0, 0, 0.0)
+    assert f.cache_info() == (0, 0, 0, 0.0, 0.0)
     f(a, b)
     assert len(calls) == 6
 

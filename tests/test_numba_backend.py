@@ -120,10 +120,18 @@ def test_w1_is_one_kernel_each_way_and_saves_only_its_inputs(monkeypatch):
     np.testing.assert_allclose(y.grad.numpy(), ye.grad.numpy(), rtol=1e-5, atol=1e-6)
 
 
-def test_small_inputs_save_transcendental_values_instead_of_recomputing_them():
-    # in cache, reading tanh(x) back is cheaper than its polynomial; x*x is still recomputed
+def test_tiny_inputs_recompute_every_cheap_value():
+    # below RECOMPUTE_SMALL_BYTES a saved array costs more per call than recomputing it
     x = jitgrad.randn(1000, requires_grad=True)
     y = jitgrad.randn(1000, requires_grad=True)
+    low = jit(w1, backend="numba").lower(x, y)
+    assert low.forward_ir.rsplit("saved: ", 1)[1].strip() == "(primals_1, primals_2)"
+
+
+def test_small_inputs_save_transcendental_values_instead_of_recomputing_them():
+    # in cache, reading tanh(x) back is cheaper than its polynomial; x*x is still recomputed
+    x = jitgrad.randn(8192, requires_grad=True)
+    y = jitgrad.randn(8192, requires_grad=True)
     low = jit(w1, backend="numba").lower(x, y)
     saved = low.forward_ir.rsplit("saved: ", 1)[1]
     assert saved.count("saved_") == 3 and "primals_1" in saved and "primals_2" in saved

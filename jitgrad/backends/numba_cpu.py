@@ -23,13 +23,13 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import dtypes
+from .. import _config, dtypes
 from ..jit.ir import Eqn, Graph, Var
 from ..jit import passes
 from ..jit.passes.fuse import KERNEL_OP, domain_of, fuse, is_reduction
 from ..jit.passes.index_maps import push_index_maps
 from ..ops.registry import POINTWISE
-from . import pycode
+from . import kernel_cache, pycode
 from .numba_math import KERNEL_FASTMATH
 from .render import KernelSource, NotRenderableError, _pointwise, render_kernel
 
@@ -53,7 +53,7 @@ _HEADER = ("import numpy as np\n"
 # otherwise: OpenMP's spinning workers starve BLAS between kernels (W3 92 ms with omp, 80 ms
 # with workqueue here). (workqueue must not be entered from two threads at once: set
 # NUMBA_THREADING_LAYER=omp to call large jitted functions from several threads.)
-PARALLEL_MIN = int(os.environ.get("JITGRAD_PARALLEL_MIN", str(20_000_000)))
+PARALLEL_MIN = _config.parallel_min()
 MATH_COST = 8
 
 
@@ -111,6 +111,10 @@ def fusible(e: Eqn) -> bool:
 # cheaper than the polynomial (W1 at 1e5 elements: 380 -> 300 us; at 1e7, memory-bound,
 # recomputing everything is faster).
 RECOMPUTE_MATH_BYTES = 4 << 20
+# Below this size every cheap value is recomputed: a saved array costs ~0.5 us per call (its
+# allocation, its kernel argument, its reference in the backward node), more than computing a
+# transcendental function over it (W4, 100 ops on 16 elements: forward 18 -> 3 us).
+RECOMPUTE_SMALL_BYTES = 16 << 10
 _MATH = tuple(f"_jg_{n}(" for n in ("exp", "log", "log1p", "expm1", "tanh", "sigmoid", "erf",
                                     "sin", "cos", "tan", "gelu_none", "gelu_tanh"))
 
@@ -119,7 +123,8 @@ def recomputable(e: Eqn) -> bool:
     """Pointwise equations this backend would rather recompute in the backward than save."""
     if e.op.kind != POINTWISE or not fusible(e):
         return False
-    if _nbytes(e.outputs[0]) >= RECOMPUTE_MATH_BYTES:
+    size = _nbytes(e.outputs[0])
+    if size >= RECOMPUTE_MATH_BYTES or size <= RECOMPUTE_SMALL_BYTES:
         return True
     return not any(m in _pointwise(e, _Names()) for m in _MATH)
 
@@ -141,18 +146,31 @@ class CompiledKernel:
 
 
 _DISPATCHERS: dict[str, object] = {}
-compile_seconds = 0.0  # Numba compile time spent in this process (first calls of new kernels)
+compile_seconds = 0.0  # Numba compile (or cache load) time spent in this process
+
+
+def _options(parallel: bool) -> dict:
+    return {"fastmath": set(FASTMATH), "error_model": "numpy", "nogil": True,
+            "parallel": parallel}
 
 
 def _dispatcher(source: str, parallel: bool = False):
+    """The Numba dispatcher of a kernel: one per source in a process, its module file and
+    machine code kept in the persistent kernel cache when its directory is writable."""
     fn = _DISPATCHERS.get(source)
     if fn is None:
         import numba
 
-        namespace: dict = {}
-        exec(builtins.compile(_HEADER + source, "<jitgrad kernel>", "exec"), namespace)  # noqa: S102
-        fn = numba.njit(fastmath=set(FASTMATH), error_model="numpy", nogil=True,
-                        cache=False, parallel=parallel)(namespace["kernel"])
+        options = _options(parallel)
+        text = _HEADER + source
+        described = f"fastmath={sorted(FASTMATH)} error_model=numpy nogil parallel={parallel}"
+        py_func = kernel_cache.load_function(text, described)
+        if py_func is not None:
+            fn = numba.njit(cache=True, **options)(py_func)
+        else:  # no usable cache directory: compile in memory
+            namespace: dict = {}
+            exec(builtins.compile(text, "<jitgrad kernel>", "exec"), namespace)  # noqa: S102
+            fn = numba.njit(cache=False, **options)(namespace["kernel"])
         _DISPATCHERS[source] = fn
     return fn
 
@@ -209,11 +227,12 @@ def _launcher(ks: KernelSource, body: Graph, fn) -> Callable:
 
 
 def _first_call(fn, described: str, ns: dict) -> Callable:
-    """The kernel's first call: compiles (timed, with a clear error), then puts the dispatcher
-    itself in the launcher's namespace."""
+    """The kernel's first call: compiles or loads it from the cache (timed, counted, with a
+    clear error), then puts the dispatcher itself in the launcher's namespace."""
     def first(*args):
         global compile_seconds
         t0 = time.perf_counter()
+        known, hits = len(fn.overloads), sum(fn.stats.cache_hits.values())
         try:
             ret = fn(*args)
         except Exception as err:
@@ -224,12 +243,30 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
                     f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
                     f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
                     "function and report the ops above.") from None
-            raise
-        compile_seconds += time.perf_counter() - t0
+            if getattr(fn._cache, "_cache_path", None) is None:  # compiled in memory
+                raise
+            ret = _recover(fn, err, args)
+        if len(fn.overloads) > known:  # (else another launcher compiled it already)
+            compile_seconds += time.perf_counter() - t0
+            kernel_cache.count(sum(fn.stats.cache_hits.values()) > hits)
         ns["kernel"] = fn
         return ret
 
     return first
+
+
+def _recover(fn, err: Exception, args: tuple):
+    """A Numba cache file that cannot be loaded (truncated, corrupt): drop it, warn, and
+    compile the kernel again."""
+    import warnings
+
+    path = fn._cache._cache_path
+    stem = os.path.splitext(os.path.basename(fn.py_func.__code__.co_filename))[0]
+    kernel_cache.drop_numba_files(stem)
+    warnings.warn(f"jitgrad.jit: a cached kernel in {path!r} could not be loaded "
+                  f"({type(err).__name__}: {err}); compiling it again", RuntimeWarning,
+                  stacklevel=4)
+    return fn(*args)
 
 
 _LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -240,7 +277,8 @@ def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
     hit = _LOWERED.get(graph)
     if hit is None:
         fused = fuse(push_index_maps(graph, recomputable, fusible), fusible)
-        fused.verify()
+        if passes.verify_enabled():
+            fused.verify()
         if passes.debug_enabled():
             passes.dump("fuse", fused)
         kernels = []

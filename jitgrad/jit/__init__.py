@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .. import _config
+from ..backends.kernel_cache import cache_dir
 from . import custom_function  # noqa: F401 - registers the custom_function ops
 from .check import JitCheckError
 from ..errors import ConcretizationError, JitTraceError
@@ -19,7 +20,7 @@ from .function import CompiledFunctionBackward, JitFunction, Lowered
 from .ir import Eqn, Graph, Var
 
 __all__ = ["CompiledFunctionBackward", "ConcretizationError", "Eqn", "Graph", "JitCheckError",
-           "JitFunction", "JitTraceError", "Lowered", "Var", "jit"]
+           "JitFunction", "JitTraceError", "Lowered", "Var", "cache_dir", "jit"]
 
 
 def jit(fn: Callable | None = None, *, backend: str = "auto",

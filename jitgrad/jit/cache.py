@@ -17,14 +17,20 @@ from typing import Any
 
 import numpy as np
 
+from .. import _config
 from ..ops.registry import state
 from ..tensor import Tensor
 
-CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "compile_seconds"])
+CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "trace_seconds",
+                                     "compile_seconds"])
+
+# specializations kept per function (torch.compile's recompile limit): JITGRAD_CACHE_SIZE_LIMIT
+cache_size_limit = _config.cache_size_limit
 
 KEY_FIELDS = ("shapes", "dtypes", "devices", "requires_grad", "grad_mode", "static")
 
 _LEAF = object()  # marks a tensor position in a tree spec
+LEAF = _LEAF  # the spec of a single tensor
 
 
 # ---------------------------------------------------------------- pytrees
@@ -144,8 +150,10 @@ def _find_unhashable(spec: Any) -> Any:
 
 def make_key(tensors: list, spec: Any) -> tuple:
     """The cache key: one tuple per field of ``KEY_FIELDS``."""
+    grad = state.grad_enabled and not state.inference  # else requires_grad changes nothing
     return (tuple(tuple(t.shape) for t in tensors), tuple(t.dtype for t in tensors),
-            tuple(str(t.device) for t in tensors), tuple(t.requires_grad for t in tensors),
+            tuple(str(t.device) for t in tensors),
+            tuple(t.requires_grad for t in tensors) if grad else None,
             (state.grad_enabled, state.inference), spec)
 
 
@@ -218,10 +226,7 @@ def _short(x: Any) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def log_enabled(what: str) -> bool:
-    import os
-
-    return what in os.environ.get("JITGRAD_LOG", "").split(",")
+log_enabled = _config.log_enabled
 
 
 def log(message: str) -> None:

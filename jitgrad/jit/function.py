@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import time
+import warnings
 import weakref
 from typing import Any
 
@@ -53,6 +54,11 @@ class _Entry:
         self.wrt: list[bool] = []
         self.backend: Any = None
         self.rng_vars: set = set()
+        self.guarded = False  # has captured tensors or guards to check before a call
+        self.const_roots: frozenset = frozenset()  # ids of the constants' memory owners
+        self.tangent_types: list = []  # (slot, shape, NumPy dtype) of each tangent
+        self.used = 0  # the function's call count when this entry last ran (for the LRU)
+        self.fresh = True  # not run yet: its first run compiles (or loads) the kernels
 
     def check(self) -> str | None:
         """None if the captured state still matches, else why it does not."""
@@ -129,6 +135,28 @@ class CompiledFunctionBackward(Node):
         return tuple(g if edge is not None and edge[0] is not None else None
                      for g, edge in zip(grads, edges))
 
+    def apply_arrays(self, grad_outputs: list, release: bool) -> list:
+        """The engine's lane when nothing records: the compiled backward on plain arrays."""
+        if self._freed:
+            raise RuntimeError(FREED)
+        for t, version in self._checks:
+            if t._vc[0] != version:
+                raise version_error(describe(t._data, t._dtype), "CompiledFunction", t._vc[0],
+                                    version)
+        tangents = []
+        n = len(grad_outputs)
+        for s, shape, dt in self._entry.tangent_types:
+            g = grad_outputs[s] if s < n else None
+            if g is None:
+                g = np.zeros(shape, dt)
+            elif g.dtype != dt:
+                g = g.astype(dt)
+            tangents.append(g)
+        arrays = self._entry.bwd_run(self._residuals + tangents)
+        if release:
+            self._release()
+        return [None if edge is None else a for a, edge in zip(arrays, self._next)]
+
     def _release(self) -> None:
         self._freed = True
         self._residuals = None
@@ -184,15 +212,23 @@ class JitFunction:
     def __init__(self, fn: Any, backend: str = "auto", static_argnums: tuple = (),
                  check: bool = False) -> None:
         check_name(backend)
+        if isinstance(fn, JitFunction):  # jit(jit(f)): the inner one is inlined, as in jax
+            if not static_argnums:
+                static_argnums = fn.static_argnums
+            check = check or fn.check
+            fn = fn.py_func
         self.check = check
         self.py_func = fn
         self.backend = backend
         self.static_argnums = (static_argnums,) if isinstance(static_argnums, int) \
             else tuple(static_argnums)
         self._cache: dict[tuple, _Entry] = {}
+        self._fast: dict[tuple, _Entry] = {}  # the lean call path's key -> entry
+        self._lean = not self.static_argnums and not check
         self._keys: list[tuple] = []
         self._hits = self._misses = 0
-        self._compile_seconds = 0.0
+        self._trace_seconds = self._compile_seconds = 0.0
+        self._warned_limit = False
         functools.update_wrapper(self, fn)
 
     def __get__(self, obj: Any, objtype: Any = None) -> Any:
@@ -205,16 +241,19 @@ class JitFunction:
 
     # ------------------------------------------------------------------ cache
     def cache_info(self) -> cache.CacheInfo:
-        """``(hits, misses, entries, compile_seconds)``."""
+        """``(hits, misses, entries, trace_seconds, compile_seconds)``: calls that ran a
+        stored program, calls that traced, the specializations held, and the seconds spent
+        tracing (with the passes) and compiling (kernels compiled or loaded from the cache)."""
         return cache.CacheInfo(self._hits, self._misses, len(self._cache),
-                               self._compile_seconds)
+                               self._trace_seconds, self._compile_seconds)
 
     def clear_cache(self) -> None:
         """Drops every compiled specialization (and resets the counters)."""
         self._cache.clear()
+        self._fast.clear()
         self._keys.clear()
         self._hits = self._misses = 0
-        self._compile_seconds = 0.0
+        self._trace_seconds = self._compile_seconds = 0.0
 
     def _name(self) -> str:
         return getattr(self.py_func, "__qualname__", repr(self.py_func))
@@ -242,16 +281,40 @@ class JitFunction:
                 cache.log(cache.explain_miss(self._name(), key, self._keys))
         if count:
             self._misses += 1
-        t0 = time.perf_counter()
         entry = self._compile(tensors, spec)
-        self._compile_seconds += time.perf_counter() - t0
         if key not in self._cache:
             self._keys.append(key)
+            self._evict(key)
         self._cache[key] = entry
+        entry.used = self._hits + self._misses
         return entry, tensors
+
+    def _evict(self, key: tuple) -> None:
+        """Keeps at most ``cache.cache_size_limit()`` entries: drops the least recently used,
+        and warns once, naming the part of the key that keeps changing."""
+        limit = cache.cache_size_limit()
+        if len(self._cache) < limit:
+            return
+        if not self._warned_limit:
+            self._warned_limit = True
+            why = cache.explain_miss(self._name(), key, self._keys[:-1])
+            why = why.split(" because ", 1)[-1]
+            warnings.warn(
+                f"jitgrad.jit: {self._name()!r} was compiled for {limit + 1} different keys "
+                f"(the limit, JITGRAD_CACHE_SIZE_LIMIT, is {limit}); the least recently used "
+                f"are dropped. The key keeps changing: {why}. Pad the changing shapes, pass "
+                "changing numbers as 0-d tensors, or see JITGRAD_LOG=recompiles.",
+                RuntimeWarning, stacklevel=4)
+        while len(self._cache) >= limit:
+            old = min(self._cache, key=lambda k: self._cache[k].used)
+            gone = self._cache.pop(old)
+            self._keys.remove(old)
+            for k in [k for k, e in self._fast.items() if e is gone]:
+                del self._fast[k]
 
     # ------------------------------------------------------------------ compile
     def _compile(self, tensors: list, spec: Any) -> _Entry:
+        t0 = time.perf_counter()
         backend = get_backend(self.backend)
         e = _Entry()
         e.backend = backend
@@ -311,8 +374,16 @@ class JitFunction:
             e.tangent_slots = fwd.extra["tangent_slots"]
             if not e.tangent_slots:  # no output depends on an input that requires grad
                 e.bwd = None
+        t1 = time.perf_counter()
         e.fwd_run = backend.compile(fwd)
         e.bwd_run = backend.compile(e.bwd) if e.bwd is not None else None
+        self._trace_seconds += t1 - t0
+        self._compile_seconds += time.perf_counter() - t1
+        e.guarded = bool(e.implicit or e.guards.entries)
+        e.const_roots = frozenset(id(_root(t._data)) for t in fwd.consts.values())
+        if e.bwd is not None:
+            e.tangent_types = [(s, tuple(v.shape), v.dtype.np)
+                               for s, v in ((s, fwd.outvars[s]) for s in e.tangent_slots)]
         return e
 
     # ------------------------------------------------------------------ call
@@ -322,12 +393,35 @@ class JitFunction:
         if registry.fw_hook is not None and _dual(args, kwargs):
             # forward-mode AD: tangents flow through the eager ops' JVP rules, not a program
             return self.py_func(*args, **kwargs)
+        if self._lean and not kwargs:  # the lean path: positional tensors, a known key
+            key = _fast_key(args)
+            if key is not None:
+                entry = self._fast.get(key)
+                if entry is not None and not (entry.guarded and entry.check() is not None):
+                    self._hits += 1
+                    entry.used = self._hits + self._misses
+                    return _run(entry, list(args))
+                entry, tensors = self._lookup(args, kwargs)
+                self._fast[key] = entry
+                return self._run_first(entry, tensors)
         if self.check:
             from .check import checked_call
 
             return checked_call(self, args, kwargs, _run)
         entry, tensors = self._lookup(args, kwargs)
-        return _run(entry, tensors)
+        return self._run_first(entry, tensors)
+
+    def _run_first(self, entry: _Entry, tensors: list) -> Any:
+        """Runs an entry; the first run of a new one counts its kernels' compile (or cache
+        load) time, which happens at their first call, in ``compile_seconds``."""
+        if not entry.fresh:
+            return _run(entry, tensors)
+        entry.fresh = False
+        c0 = _backend_seconds()
+        try:
+            return _run(entry, tensors)
+        finally:
+            self._compile_seconds += _backend_seconds() - c0
 
     def lower(self, *args: Any, **kwargs: Any) -> Lowered:
         """The forward IR, backward IR and kernels this call signature compiles to."""
@@ -342,19 +436,65 @@ def _dual(args: tuple, kwargs: dict) -> bool:
     return has_tangent(args) or has_tangent(tuple(kwargs.values()))
 
 
+def _fast_key(args: tuple) -> tuple | None:
+    """The lean path's key: each tensor's shape, dtype and (with grad mode on) requires_grad,
+    and the grad mode; None if an argument is not a tensor (the general path handles it)."""
+    if state.grad_enabled and not state.inference:
+        key = []
+        for t in args:
+            if not isinstance(t, Tensor):
+                return None
+            key.append((t._data.shape, t._dtype, t.requires_grad))
+        return (True, *key)
+    for t in args:
+        if not isinstance(t, Tensor):
+            return None
+    return (False, state.inference, *[(t._data.shape, t._dtype) for t in args])
+
+
+def _backend_seconds() -> float:
+    from ..backends import numba_cpu
+
+    return numba_cpu.compile_seconds
+
+
+def _root(a: Any) -> Any:
+    """The array that owns ``a``'s memory (or the foreign buffer it views)."""
+    b = a.base
+    while b is not None:
+        if not isinstance(b, np.ndarray):
+            return b
+        a, b = b, b.base
+    return a
+
+
 def _shares(a: np.ndarray, arrays: list) -> bool:
     return any(b is not None and np.may_share_memory(a, b) for b in arrays)
 
 
 def _run(e: _Entry, tensors: list) -> Any:
-    inputs = tensors + [ref() for ref, *_ in e.implicit]
+    inputs = tensors + [ref() for ref, *_ in e.implicit] if e.implicit else tensors
     arrays = [t._data for t in inputs]
     outs = e.fwd_run(arrays)
     vals, res = outs[:e.n_slots], outs[e.n_slots:]
-    consts = [t._data for t in e.fwd.consts.values()]
-    for i, a in enumerate(vals):  # outputs never alias inputs, constants, residuals or each other
-        if _shares(a, arrays) or _shares(a, consts) or _shares(a, res) or _shares(a, vals[:i]):
-            vals[i] = a.copy()
+    # Outputs never alias inputs, constants, residuals or each other. Arrays whose memory
+    # owners differ cannot overlap; only an output sharing an owner is compared closely.
+    in_owners = [id(a) if a.base is None else id(_root(a)) for a in arrays]
+    res_owners = {id(r) if r.base is None else id(_root(r)) for r in res}
+    taken = res_owners.union(in_owners)
+    if e.const_roots:
+        taken |= e.const_roots
+    consts = None
+    for i, a in enumerate(vals):
+        owner = id(a) if a.base is None else id(_root(a))
+        if owner in taken:
+            if consts is None:
+                consts = [t._data for t in e.fwd.consts.values()]
+            if _shares(a, arrays) or _shares(a, consts) or _shares(a, res) or \
+                    _shares(a, vals[:i]):
+                vals[i] = a = a.copy()
+                owner = id(a)
+        taken.add(owner)
     grad = e.bwd is not None and state.grad_enabled
     for idx, _ in e.mutations:
         for k, r in enumerate(res):
@@ -363,7 +503,8 @@ def _run(e: _Entry, tensors: list) -> Any:
     outs_t = [_wrap(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
     node = None
     if grad:
-        checks = [(t, None) for t, a in zip(inputs, arrays) if _shares(a, res)]
+        checks = [(t, None) for t, a, owner in zip(inputs, arrays, in_owners)
+                  if owner in res_owners and _shares(a, res)]
         node = CompiledFunctionBackward(e, inputs, res, checks)
         for s in e.tangent_slots:
             outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
@@ -379,4 +520,6 @@ def _run(e: _Entry, tensors: list) -> Any:
     if state.inference:
         for t in outs_t:
             t._is_inference = True
+    if e.out_spec is cache.LEAF:  # a single tensor
+        return outs_t[0]
     return cache.unflatten(e.out_spec, outs_t[:e.n_user])

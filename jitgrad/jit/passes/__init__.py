@@ -1,8 +1,9 @@
 """The pass pipeline: a named, linear list of pure ``Graph -> Graph`` functions.
 
 ``trace -> dce -> cse -> simplify -> dce -> vjp -> partition (-> recompute) -> (cse ->
-simplify -> dce on the backward)``, then a fusing backend's ``fuse``. Every pass's result is
-verified; with ``JITGRAD_DEBUG=1`` each one is printed to stderr.
+simplify -> dce on the backward)``, then a fusing backend's ``fuse``. With ``JITGRAD_DEBUG=1``
+each pass's result is verified and printed to stderr; ``JITGRAD_VERIFY=1`` (set by the test
+suite) verifies without printing.
 """
 
 from __future__ import annotations
@@ -32,6 +33,13 @@ def debug_enabled() -> bool:
     return _config.debug()
 
 
+def verify_enabled() -> bool:
+    """Whether every pass's result is checked with ``Graph.verify()``: with JITGRAD_DEBUG or
+    JITGRAD_VERIFY set (the test suite sets the latter). Users' calls skip it: it re-derives
+    every equation's type, a large share of tracing time on long programs."""
+    return _config.verify()
+
+
 def dump(name: str, graph: Graph) -> None:
     """Prints ``graph`` (and its backward, if any) after pass ``name`` on stderr."""
     print(f"--- jitgrad.jit: after {name} ---", file=sys.stderr)
@@ -42,12 +50,13 @@ def dump(name: str, graph: Graph) -> None:
 
 def run_passes(graph: Graph, passes: list[tuple[str, Callable[[Graph], Graph]]]) -> Graph:
     """Runs ``passes`` in order, verifying (and with JITGRAD_DEBUG dumping) after each."""
-    debug = debug_enabled()
+    debug, check = debug_enabled(), verify_enabled()
     for name, fn in passes:
         graph = fn(graph)
-        graph.verify()
-        if "backward" in graph.extra:
-            graph.extra["backward"].verify()
+        if check:
+            graph.verify()
+            if "backward" in graph.extra:
+                graph.extra["backward"].verify()
         if debug:
             dump(name, graph)
     return graph
@@ -62,7 +71,8 @@ def compile_graphs(traced: Graph, wrt: list[bool] | None,
     """
     if debug_enabled():
         dump("trace", traced)
-    traced.verify()
+    if verify_enabled():
+        traced.verify()
     fwd = run_passes(traced, FORWARD_PASSES)
     if wrt is None:
         return fwd, None

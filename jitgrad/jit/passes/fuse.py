@@ -25,6 +25,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ... import _config
 from ...ops import registry
 from ...ops.registry import REDUCE, defop
 from ..ir import KERNEL, Eqn, Graph, Var
@@ -55,6 +56,13 @@ def domain_of(e: Eqn) -> tuple:
     """The iteration domain of a fusible equation: its result's shape, or a reduction's
     operand's shape."""
     return tuple(e.inputs[0].shape) if is_reduction(e) else tuple(e.outputs[0].shape)
+
+
+# A kernel holds at most this many equations: LLVM's time to compile a loop body grows faster
+# than the body (a 650-op kernel of W6 took 20 s, the same ops in kernels of 64 well under 1 s),
+# while a kernel boundary costs one dispatch and one intermediate array. JITGRAD_MAX_KERNEL_OPS
+# overrides it.
+MAX_KERNEL_OPS = _config.max_kernel_ops()
 
 
 class _Group:
@@ -104,7 +112,7 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
             candidates.append(latest[dom])
         target = None
         for g in candidates:
-            if any(v in g.reduced for v in e.in_vars()):
+            if len(g.eqns) >= MAX_KERNEL_OPS or any(v in g.reduced for v in e.in_vars()):
                 continue
             if not any(u is not g and reaches(u, g) for u in units):
                 target = g
@@ -227,6 +235,8 @@ def rematerialize(graph: Graph) -> Graph:
                 if chain is None:
                     continue
                 chain = [q for q in chain if q not in body.eqns]
+                if len(chain) + len(body.eqns) > MAX_KERNEL_OPS:
+                    continue
                 made = {w for q in chain for w in q.outputs}
                 reads = {w for q in chain for w in q.in_vars() if w not in made}
                 added = [w for w in reads if w not in body.invars]
