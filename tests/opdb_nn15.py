@@ -71,7 +71,7 @@ def nn15_records() -> list:
     from opdb import Const, OpInfo, Sample, _arr, _away, _many, _s, _unary
 
     def prob(rng, *shape):
-        return rng.uniform(0.05, 0.95, shape)
+        return rng.uniform(0.05, 0.9, shape)  # (vmap sweeps scale inputs by up to 1.1)
 
     def target(rng, *shape):
         return rng.uniform(0.0, 1.0, shape)

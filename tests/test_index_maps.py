@@ -52,8 +52,10 @@ def test_a_transcendental_value_read_twice_is_not_computed_twice():
         a = x.tanh()
         return (a.t() * y).sum() + a.sum()
 
-    x = jitgrad.randn(8, 6, dtype=jitgrad.float64, requires_grad=True)
-    y = jitgrad.randn(6, 8, dtype=jitgrad.float64, requires_grad=True)
+    # 24 KiB: between numba_cpu's RECOMPUTE_SMALL_BYTES (below it a tiny value is recomputed,
+    # cheaper than a saved array) and RECOMPUTE_MATH_BYTES (above it memory traffic dominates)
+    x = jitgrad.randn(64, 48, dtype=jitgrad.float64, requires_grad=True)
+    y = jitgrad.randn(48, 64, dtype=jitgrad.float64, requires_grad=True)
     fn = _check_against_eager(f, [x, y])
     fwd, _ = _fused(fn, x, y)
     tanhs = [q for body in kernel_bodies(fwd) for q in body.eqns if q.op.name == "tanh"]

@@ -38,6 +38,7 @@ LAYERS = [
                 "jitgrad.jit.custom_function"]),
     ("backends", ["jitgrad.backends"]),
     ("jit", ["jitgrad.jit", "jitgrad.func"]),  # (torch.func transforms trace with the jit)
+    ("tools", ["jitgrad.cache"]),  # python -m jitgrad.cache: the kernel cache's command line
 ]
 
 # Upward imports that remain (importer -> imported). Each is a cycle between layers held
