@@ -130,8 +130,9 @@ def test_random_custom_functions_match_torch(block):
 
 
 @pytest.mark.slow
-def test_random_custom_functions_match_torch_more_seeds():
-    for seed in range(N_FUNCTION, 5 * N_FUNCTION):
+@pytest.mark.parametrize("block", range(4))  # (blocks, so that xdist's workers share them)
+def test_random_custom_functions_match_torch_more_seeds(block):
+    for seed in range(N_FUNCTION + block, 5 * N_FUNCTION, 4):
         _check_function_program(seed, gradgrad=seed % 2 == 0)
 
 
