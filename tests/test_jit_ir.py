@@ -75,13 +75,22 @@ def test_golden_ir_without_grad_and_with_constants():
     def f(x):
         return x.relu() + jitgrad.tensor([1.0, 2.0, 3.0])
 
-    text = jit(f).lower(jitgrad.randn(3)).forward_ir
+    text = jit(f, backend="interpreter").lower(jitgrad.randn(3)).forward_ir
     line = _line(f, 1)
     assert text == f"""\
 def forward(primals_1: f32[3]):
   c1: f32[3] = const
   t1: f32[3] = relu primals_1                                 # {line}
   t2: f32[3] = add t1, c1                                     # {line}
+  return (t2,)"""
+    # a fusing backend's IR: the pipeline's fuse stage made one kernel, its body below it
+    fused = jit(f, backend="numba").lower(jitgrad.randn(3)).forward_ir
+    assert fused == f"""\
+def forward(primals_1: f32[3]):
+  c1: f32[3] = const
+  t2: f32[3] = kernel[k0] primals_1, c1  # 2 ops, 1 outputs
+      t1: f32[3] = relu primals_1                             # {line}
+      t2: f32[3] = add t1, c1                                 # {line}
   return (t2,)"""
 
 

@@ -117,4 +117,4 @@ def test_mincut_saves_two_inputs_where_greedy_keeps_three_sums(recomputing_inter
 
 def test_unknown_policy_is_an_error():
     with pytest.raises(ValueError, match="recompute policy must be one of"):
-        rc.recompute(None, lambda e: True, policy="best")
+        rc.recompute(None, None, lambda e: True, policy="best")

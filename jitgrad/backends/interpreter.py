@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..jit.ir import Graph, Var
+from ..jit.ir import KERNEL, Graph, Var
 from ..ops import registry
 from ..ops.registry import POINTWISE
 
@@ -127,6 +127,9 @@ def run_eager(graph: Graph, inputs: list, known: dict | None = None) -> list:
             continue
         args = [env[x] if isinstance(x, Var) else x for x in e.inputs]
         op = e.op
+        if op.kind == KERNEL:  # a fused kernel: its body's equations, one by one
+            env.update(zip(e.outputs, run_eager(e.params["body"], args)))
+            continue
         if op.contiguous_fallback is not None and not args[0].is_contiguous():
             op = op.contiguous_fallback
             args[0] = args[0].clone()

@@ -1,6 +1,7 @@
 """The Numba CPU backend: fused loop kernels compiled with ``numba.njit``.
 
-``compile(graph)`` fuses the graph (``jit.passes.fuse``), renders every kernel with the shared
+``compile(graph)`` takes a graph the pipeline fused with this backend's ``fusible`` rule
+(``jit.passes``: ``index_maps``, ``fuse``, ``schedule``), renders every kernel with the shared
 renderer (``backends.render``), compiles it with Numba (serial, ``error_model="numpy"``, the
 fastmath subset ``FASTMATH``), and renders the whole program as one straight-line Python
 function (``backends.pycode``) that calls the kernels, and NumPy for opaque ops (matmul goes to
@@ -25,9 +26,7 @@ import numpy as np
 
 from .. import _config, dtypes
 from ..jit.ir import Eqn, Graph, Var
-from ..jit import passes
-from ..jit.passes.fuse import KERNEL_OP, domain_of, fuse, is_reduction
-from ..jit.passes.index_maps import push_index_maps
+from ..jit.passes.fuse import KERNEL_OP, domain_of, is_reduction
 from ..ops.registry import POINTWISE
 from . import kernel_cache, pycode
 from .numba_math import KERNEL_FASTMATH
@@ -272,15 +271,11 @@ def _recover(fn, err: Exception, args: tuple):
 _LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
-    """The fused graph and its compiled kernels (cached per graph)."""
-    hit = _LOWERED.get(graph)
+def lower(fused: Graph) -> tuple[Graph, list[CompiledKernel]]:
+    """A fused graph (the pipeline's ``fuse`` stage ran with this backend's ``fusible``) and
+    its kernels, rendered and ready to compile (cached per graph)."""
+    hit = _LOWERED.get(fused)
     if hit is None:
-        fused = fuse(push_index_maps(graph, recomputable, fusible), fusible)
-        if passes.verify_enabled():
-            fused.verify()
-        if passes.debug_enabled():
-            passes.dump("fuse", fused)
         kernels = []
         for e in fused.eqns:
             if e.op is KERNEL_OP:
@@ -292,7 +287,7 @@ def lower(graph: Graph) -> tuple[Graph, list[CompiledKernel]]:
                     _use_workqueue()
                     serial = render_kernel(body, "kernel", parallel=True)
                 kernels.append(CompiledKernel(serial, body))
-        hit = _LOWERED[graph] = (fused, kernels)
+        hit = _LOWERED[fused] = (fused, kernels)
     return hit
 
 
@@ -306,9 +301,9 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
 
 
 def render(graph: Graph) -> str:
-    """The fused program: its IR with kernels, then each kernel's source and traffic."""
+    """Each kernel of a fused program (its IR shows the kernels): source and traffic."""
     fused, kernels = lower(graph)
-    parts = [fused.format()]
+    parts = []
     for e, k in zip((e for e in fused.eqns if e.op is KERNEL_OP), kernels):
         read, written = k.bytes_moved()
         parts.append(f"# {e.params['name']}: {k.ks.n_ops} ops over {list(k.ks.domain)}, "

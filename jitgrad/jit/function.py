@@ -26,7 +26,7 @@ from ..ops.registry import state
 from ..tensor import Tensor
 from . import cache
 from .ir import Graph
-from .passes import compile_graphs
+from .passes import Target, compile_program
 from .trace import Trace, active, graph_of
 
 
@@ -366,12 +366,14 @@ class JitFunction:
         e.mutations = [(i, e.n_user + k) for k, (i, _) in enumerate(mutated)]
         rg = [t.requires_grad for t in tensors] + [m[3] for m in e.implicit]
         wrt = rg if state.grad_enabled and any(rg) and not state.inference else None
-        fwd, bwd = compile_graphs(graph, wrt, getattr(backend, "recomputable", None))
-        e.fwd, e.bwd = fwd, bwd
+        target = Target(None if wrt is None else tuple(wrt),
+                        getattr(backend, "recomputable", None), getattr(backend, "fusible", None))
+        program = compile_program(graph, target)
+        fwd, bwd = e.fwd, e.bwd = program.forward, program.backward
         e.rng_vars = {v for q in fwd.eqns if q.op.nondeterministic for v in q.outputs}
         e.wrt = rg
         if bwd is not None:
-            e.tangent_slots = fwd.extra["tangent_slots"]
+            e.tangent_slots = list(program.tangent_slots)
             if not e.tangent_slots:  # no output depends on an input that requires grad
                 e.bwd = None
         t1 = time.perf_counter()

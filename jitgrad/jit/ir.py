@@ -68,20 +68,18 @@ class Graph:
     """A program: inputs, constants, equations, outputs (the last ``n_saved`` are residuals)."""
 
     def __init__(self, invars: list[Var], outvars: list, eqns: list[Eqn],
-                 consts: dict | None = None, name: str = "forward", n_saved: int = 0,
-                 extra: dict | None = None) -> None:
+                 consts: dict | None = None, name: str = "forward", n_saved: int = 0) -> None:
         self.invars = list(invars)
         self.outvars = list(outvars)
         self.eqns = list(eqns)
         self.consts: dict[Var, Any] = dict(consts or {})  # Var -> Tensor (read when run)
         self.name = name
         self.n_saved = n_saved
-        self.extra: dict = dict(extra or {})  # pass-specific annotations (e.g. "backward")
 
     def replace(self, **changes: Any) -> Graph:
         """A copy with some fields replaced (passes are pure functions)."""
         kw = dict(invars=self.invars, outvars=self.outvars, eqns=self.eqns, consts=self.consts,
-                  name=self.name, n_saved=self.n_saved, extra=self.extra)
+                  name=self.name, n_saved=self.n_saved)
         kw.update(changes)
         return Graph(**kw)
 

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 from ..ir import Graph, Var
 from .dce import dce
+from .vjp import Joint
 
 
-def partition(joint: Graph) -> Graph:
-    """Returns the forward graph; ``forward.extra["backward"]`` is the backward graph."""
-    x = joint.extra
-    n_fwd, n_primals, n_out = x["n_fwd_eqns"], x["n_primals"], x["n_outputs"]
+def partition(j: Joint) -> tuple[Graph, Graph]:
+    """The forward graph (outputs, then residuals) and the backward graph (residuals and
+    tangents -> gradients)."""
+    joint = j.graph
+    n_fwd, n_primals, n_out = j.n_fwd_eqns, j.n_primals, j.n_outputs
     primals, tangents = joint.invars[:n_primals], joint.invars[n_primals:]
     outs, grads = joint.outvars[:n_out], joint.outvars[n_out:]
     bwd = dce(Graph(list(tangents), grads, joint.eqns[n_fwd:], joint.consts, "backward"))
@@ -36,4 +38,4 @@ def partition(joint: Graph) -> Graph:
     bwd = bwd.replace(invars=residuals + list(tangents))
     fwd = dce(Graph(list(primals), list(outs) + residuals, joint.eqns[:n_fwd], joint.consts,
                     "forward", n_saved=len(residuals)))
-    return fwd.replace(extra={"backward": bwd, "tangent_slots": x["tangent_slots"]})
+    return fwd, bwd

@@ -36,8 +36,9 @@ def _nbytes(v: Var) -> int:
     return int(np.prod(v.shape, dtype=np.int64)) * v.dtype.itemsize
 
 
-def recompute(fwd: Graph, cheap: Callable[[Eqn], bool], policy: str | None = None) -> Graph:
-    """Returns the forward with fewer saved values; ``extra["backward"]`` recomputes the rest."""
+def recompute(fwd: Graph, bwd: Graph, cheap: Callable[[Eqn], bool],
+              policy: str | None = None) -> tuple[Graph, Graph]:
+    """The forward saving fewer values and the backward that recomputes the rest."""
     policy = POLICY if policy is None else policy
     if policy not in POLICIES:
         raise ValueError(f"recompute policy must be one of {POLICIES}, got {policy!r}")
@@ -47,8 +48,8 @@ def recompute(fwd: Graph, cheap: Callable[[Eqn], bool], policy: str | None = Non
     choose = _mincut_saved if policy == "mincut" else _greedy_saved
     saved = choose(fwd, residuals, producer, cheap)
     if saved == set(residuals):
-        return fwd
-    return _replay_in_backward(fwd, residuals, producer, saved)
+        return fwd, bwd
+    return _replay_in_backward(fwd, bwd, residuals, producer, saved)
 
 
 def _greedy_saved(fwd: Graph, residuals: list[Var], producer: dict, cheap: Callable) -> set:
@@ -184,10 +185,10 @@ class _FlowNetwork:
         return {u for u, d in enumerate(self._levels(s)) if d >= 0}
 
 
-def _replay_in_backward(fwd: Graph, residuals: list[Var], producer: dict, saved: set) -> Graph:
+def _replay_in_backward(fwd: Graph, bwd: Graph, residuals: list[Var], producer: dict,
+                        saved: set) -> tuple[Graph, Graph]:
     # the backward recomputes, in forward order, every cheap equation between what is saved
     # and what it reads
-    bwd: Graph = fwd.extra["backward"]
     n_user = len(fwd.outvars) - fwd.n_saved
     needed: set[Var] = {v for v in residuals if v not in saved}
     stack = list(needed)
@@ -206,4 +207,4 @@ def _replay_in_backward(fwd: Graph, residuals: list[Var], producer: dict, saved:
     tangents = bwd.invars[len(residuals):]
     bwd = dce(bwd.replace(invars=new_saved + list(tangents), eqns=replay + list(bwd.eqns)))
     out = dce(fwd.replace(outvars=list(fwd.outvars[:n_user]) + new_saved, n_saved=len(new_saved)))
-    return out.replace(extra={**fwd.extra, "backward": bwd})
+    return out, bwd

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any
 
 from ...ops import registry
@@ -20,6 +21,17 @@ from ...ops.registry import state
 from ...tensor import Tensor
 from ..ir import Eqn, Graph, Var
 from ..trace import Trace, active, replay, source
+
+
+@dataclass(frozen=True)
+class Joint:
+    """The joint graph ``(primals, tangents) -> (outputs, grads)`` and where its parts end."""
+
+    graph: Graph
+    n_fwd_eqns: int  # the forward's equations come first
+    n_primals: int
+    n_outputs: int
+    tangent_slots: list[int]  # the outputs that take a tangent, in the order of the tangents
 
 
 def is_float(v: Var) -> bool:
@@ -80,12 +92,12 @@ def backward_sweep(trace: Trace | None, eqns: list[Eqn], value_of: Callable[[Var
     return ct
 
 
-def vjp(graph: Graph, wrt: list[bool]) -> Graph:
+def vjp(graph: Graph, wrt: list[bool]) -> Joint:
     """The joint graph of ``graph`` w.r.t. the inputs flagged in ``wrt``.
 
     Its inputs are the primals then one tangent per differentiable output; its outputs are the
     forward outputs then one gradient per input (None where ``wrt`` is False or no gradient
-    flows). ``extra`` records where the forward part ends.
+    flows).
     """
     T = Trace()
     with active(T):
@@ -105,6 +117,5 @@ def vjp(graph: Graph, wrt: list[bool]) -> Graph:
         ct = backward_sweep(T, T.eqns[:n_fwd], T.value_of, cts, act)
         grads = [T.var_of(ct[v]) if w and v in ct else None for v, w in zip(primals, wrt)]
     consts = {v: t for v, t in T.captured.values()}
-    return Graph(T.invars, out_vars + grads, T.eqns, consts, "joint",
-                 extra={"n_fwd_eqns": n_fwd, "n_primals": len(primals),
-                        "n_outputs": len(out_vars), "tangent_slots": slots})
+    joint = Graph(T.invars, out_vars + grads, T.eqns, consts, "joint")
+    return Joint(joint, n_fwd, len(primals), len(out_vars), slots)
