@@ -126,7 +126,7 @@ def _identity(init: str, dt: np.dtype):
 
 
 def _acc_dtype(op, out_dtype: np.dtype) -> np.dtype:
-    if op.template["update"].startswith("max") or op.template["update"].startswith("min"):
+    if not op.template.widen:
         return out_dtype
     if out_dtype.kind == "f":
         return np.dtype(np.float64)
@@ -172,9 +172,9 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
             red = _reduction(e, domain)
             src = names[e.inputs[0]]
             acc_t = npname(red.acc_dtype)
-            update = e.op.template["update"]
+            update, additive = e.op.template.combine, e.op.template.additive
             dims = [j + d - len(dom) for j in e.params["dims"]] if dom else [0]
-            if 0 in dims and not (len(dims) == d and update == "{acc} + {0}"):
+            if 0 in dims and not (len(dims) == d and additive):
                 parallel = False
             k = d
             while k > 0 and (k - 1) in dims:
@@ -190,7 +190,7 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
             else:
                 level_init[k].append(f"{acc} = {literal(red.identity, red.acc_dtype)}")
                 src_dtype = e.inputs[0].dtype.np
-                if update == "{acc} + {0}" and red.acc_dtype != src_dtype \
+                if additive and red.acc_dtype != src_dtype \
                         and src_dtype == np.float32:
                     # a float32 sum: partial sums in float32 over blocks of the innermost
                     # loop, each added to the float64 accumulator (see BLOCK)
@@ -272,8 +272,8 @@ def _reduction(e, domain: tuple) -> Reduction:
     keep = tuple(1 if j in dims else domain[j] for j in range(d))
     acc = _acc_dtype(e.op, out.dtype.np)
     count = int(np.prod([domain[j] for j in dims], dtype=np.int64)) if dom else 1
-    return Reduction(out, keep, acc, _identity(e.op.template["init"], acc),
-                     e.op.template["final"], count, False)
+    return Reduction(out, keep, acc, _identity(e.op.template.identity, acc),
+                     e.op.template.final, count, False)
 
 
 def _pointwise(e, names: dict) -> str:

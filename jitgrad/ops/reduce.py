@@ -2,8 +2,8 @@
 
 Every reduction takes normalized params ``dims`` (a sorted tuple) and ``keepdim``. Where torch
 records a different node for the all-dims form (``SumBackward0`` vs ``SumBackward1``) there are
-two OpDefs sharing one rule. Templates are ``{"init", "update", "final"}`` over the accumulator
-``{acc}``, the element ``{0}`` and the reduced count ``{n}``.
+two OpDefs sharing one rule. Templates are ``ReduceTemplate``s: identity, combine (over the
+accumulator ``{acc}`` and the element ``{0}``), final (with the reduced count ``{n}``).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape
-from .registry import LINEAR, OPS, REDUCE, apply, defop
+from .registry import LINEAR, OPS, REDUCE, ReduceTemplate, apply, defop
 from .surface import public
 
-SUM_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc}"}
-MEAN_T = {"init": "0", "update": "{acc} + {0}", "final": "{acc} / {n}"}
-PROD_T = {"init": "1", "update": "{acc} * {0}", "final": "{acc}"}
-MAX_T = {"init": "-inf", "update": "max({acc}, {0})", "final": "{acc}"}
-MIN_T = {"init": "inf", "update": "min({acc}, {0})", "final": "{acc}"}
+SUM_T = ReduceTemplate("0", "{acc} + {0}", additive=True)
+MEAN_T = ReduceTemplate("0", "{acc} + {0}", "{acc} / {n}", additive=True)
+PROD_T = ReduceTemplate("1", "{acc} * {0}")
+MAX_T = ReduceTemplate("-inf", "max({acc}, {0})", widen=False)
+MIN_T = ReduceTemplate("inf", "min({acc}, {0})", widen=False)
 
 
 def expand_reduced(g, shape: tuple, dims: tuple, keepdim: bool):

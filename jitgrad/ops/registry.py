@@ -80,6 +80,33 @@ class Public:
                 f"functional={self.functional})")
 
 
+class ReduceTemplate:
+    """How a compiled backend folds a reduction op (the ``template`` of a REDUCE op).
+
+    Args:
+        identity: the accumulator's start: a number, or ``"-inf"``/``"inf"`` for the lowest or
+            highest value of the accumulator's dtype (``-inf`` for floats, ``iinfo.min`` for
+            integers, ``False`` for bool).
+        combine: the new accumulator from the accumulator ``{acc}`` and an element ``{0}``.
+        final: the result from the accumulator and the reduced count ``{n}``.
+        widen: accumulate floats in float64 and integers in int64, as eager NumPy does
+            (sum, mean, prod); False keeps the result's dtype (max, min).
+        additive: ``combine`` is addition, so partial results of blocks (or threads) may be
+            added together.
+    """
+
+    __slots__ = ("identity", "combine", "final", "widen", "additive")
+
+    def __init__(self, identity: str, combine: str, final: str = "{acc}", *,
+                 widen: bool = True, additive: bool = False) -> None:
+        self.identity, self.combine, self.final = identity, combine, final
+        self.widen, self.additive = widen, additive
+
+    def __repr__(self) -> str:
+        return (f"ReduceTemplate(identity={self.identity!r}, combine={self.combine!r}, "
+                f"final={self.final!r}, widen={self.widen}, additive={self.additive})")
+
+
 def _names(x) -> tuple:
     return () if x is False else (x,) if isinstance(x, str) else tuple(x)
 

@@ -49,7 +49,7 @@ KERNEL_OP = registry.OPS.get(KERNEL) or defop(
 
 
 def is_reduction(e: Eqn) -> bool:
-    return e.op.kind == REDUCE and isinstance(e.op.template, dict)
+    return e.op.kind == REDUCE and isinstance(e.op.template, registry.ReduceTemplate)
 
 
 def domain_of(e: Eqn) -> tuple:
