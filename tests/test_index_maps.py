@@ -134,3 +134,19 @@ def _random_program(seed: int):
 def test_random_chains_of_moves_and_pointwise_ops_match_eager(seed):
     f, xs = _random_program(seed)
     _check_against_eager(f, xs)
+
+
+def test_a_transpose_read_only_by_mm_stays_a_view_of_the_kernel_result():
+    # moved into the kernel, the transpose would make it iterate in the transposed order and
+    # read its inputs strided; BLAS takes the transposed view of the natural result for free
+    def f(x, w):
+        h = (x * 2).tanh() + x
+        return (h.t() @ w).sum()
+
+    x = jitgrad.randn(64, 48, dtype=jitgrad.float64, requires_grad=True)
+    w = jitgrad.randn(64, 32, dtype=jitgrad.float64, requires_grad=True)
+    fn = _check_against_eager(f, [x, w])
+    fwd, _ = _fused(fn, x, w)
+    (k,) = [e for e in fwd.eqns if e.op is KERNEL_OP and e.outputs[0].shape == (64, 48)]
+    (t_eqn,) = [e for e in fwd.eqns if e.op.name == "t"]
+    assert t_eqn.inputs[0] in k.outputs

@@ -8,6 +8,9 @@ through a strided view). Moved up to the chain's inputs, it becomes a zero-copy 
 the one kernel of the chain reads through its strides: index arithmetic in the loop, no copy
 and no second kernel. XLA calls the same rewrite transpose folding.
 
+Only an index map that a kernel reads is moved: a transpose read by ``mm`` (or returned) stays
+a view of its producer's result, computed in its natural layout (BLAS reads transposed operands
+at no cost, while a kernel iterating in the transposed order reads its inputs strided).
 A pointwise producer is moved through when ``pushable`` says so (the backend's fusible,
 cheap-to-recompute test) or when the index-map op is its only reader (then nothing is computed
 twice). An operand smaller than the result (broadcast) is expanded first: ``expand`` then the
@@ -31,9 +34,13 @@ def push_index_maps(graph: Graph, cheap: Callable[[Eqn], bool],
                     fusible: Callable[[Eqn], bool]) -> Graph:
     """Returns ``graph`` with index-map ops moved up through fusible pointwise producers."""
     readers: dict[Var, int] = {}
+    feeds_kernel: set[Var] = set()  # values a fusible equation reads
     for e in graph.eqns:
+        fused = fusible(e)
         for v in e.in_vars():
             readers[v] = readers.get(v, 0) + 1
+            if fused:
+                feeds_kernel.add(v)
     for v in graph.outvars:
         if isinstance(v, Var):
             readers[v] = readers.get(v, 0) + 1
@@ -79,7 +86,10 @@ def push_index_maps(graph: Graph, cheap: Callable[[Eqn], bool],
         return result
 
     for e in graph.eqns:
-        p = producer.get(e.inputs[0]) if e.op.index_map else None
+        # only an index map that a kernel reads is moved: one read only by opaque ops (mm)
+        # or returned stays a view of its producer's natural layout (BLAS reads it strided)
+        p = producer.get(e.inputs[0]) if e.op.index_map and e.outputs[0] in feeds_kernel \
+            else None
         if p is not None and (movable(p) or p.op.broadcast and readers.get(e.inputs[0], 0) > 1):
             changed = True
             moved(e, e.inputs[0], e.outputs[0], [MAX_MOVED], {})
