@@ -28,7 +28,7 @@ from .. import _config, dtypes
 from ..jit.ir import Eqn, Graph, Var
 from ..jit.passes.fuse import KERNEL_OP, domain_of, is_reduction
 from ..ops.registry import POINTWISE
-from . import kernel_cache, pycode
+from . import kernel_cache, numba_program, pycode
 from .numba_math import KERNEL_FASTMATH
 from .render import KernelSource, NotRenderableError, _pointwise, render_kernel
 
@@ -54,6 +54,9 @@ _HEADER = ("import numpy as np\n"
 # NUMBA_THREADING_LAYER=omp to call large jitted functions from several threads.)
 PARALLEL_MIN = _config.parallel_min()
 MATH_COST = 8
+# Runs of consecutive kernels are called as one @njit program (backends/numba_program.py): one
+# dispatch per run instead of a Python launcher per kernel.
+WHOLE_PROGRAMS = True
 
 
 class KernelCompileError(RuntimeError):
@@ -129,13 +132,17 @@ def recomputable(e: Eqn) -> bool:
 
 
 class CompiledKernel:
-    """A rendered kernel, its Numba dispatcher and the Python launcher the program calls."""
+    """A rendered kernel, and (made on first use: a kernel called inside a whole program never
+    needs them) its Numba dispatcher and the Python launcher the program calls."""
 
     def __init__(self, ks: KernelSource, body: Graph) -> None:
         self.ks = ks
         self.body = body
-        self.dispatcher = _dispatcher(ks.source, ks.parallel)
-        self.launch = _launcher(ks, body, self.dispatcher)
+        self.described = _describe(body)
+
+    @functools.cached_property
+    def launch(self) -> Callable:
+        return _launcher(self.ks, self.body, _dispatcher(self.ks.source, self.ks.parallel))
 
     def bytes_moved(self) -> tuple[int, int]:
         """(bytes read, bytes written) by one run of the kernel."""
@@ -294,8 +301,11 @@ def lower(fused: Graph) -> tuple[Graph, list[CompiledKernel]]:
 def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
     """A function mapping the graph's input arrays to its output arrays."""
     fused, kernels = lower(graph)
-    launchers = iter(k.launch for k in kernels)
-    impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
+    if WHOLE_PROGRAMS:
+        fused, impls = numba_program.group(fused, kernels, _options(False), _first_call)
+    else:
+        launchers = iter(k.launch for k in kernels)
+        impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
     program = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     return lambda inputs: list(program(*inputs))
 

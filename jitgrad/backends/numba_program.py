@@ -1,0 +1,228 @@
+"""Runs of kernels as one ``@njit`` function: one dispatch instead of a launcher per kernel.
+
+A fused graph calls its kernels in order. Each call from Python costs a launcher (the output
+arrays allocated from Python, the Numba dispatch with its argument typing), about 1 us plus
+0.2 us per output: on small inputs (W4: 100 ops on 16 elements) more than the kernels' work.
+``group`` finds the runs of consecutive kernels (views of values computed before a run are
+moved ahead of it) and renders each run of two or more as one module: the kernels, and a
+``program(S, ...)`` function that allocates every kernel's outputs and calls the kernels in
+order, compiled with ``numba.njit``. A graph with no opaque op (matmul, an op without a
+template) is one run, so one Numba function. The sizes are the tuple ``S``, a run-time
+argument, so the source (and the compiled code) of a run does not depend on the shapes of a
+call. The module goes through the persistent kernel cache like a single kernel.
+"""
+
+from __future__ import annotations
+
+import builtins
+from collections.abc import Callable
+
+from ..jit.ir import Eqn, Graph, Var
+from ..jit.passes.fuse import KERNEL_OP
+from . import kernel_cache
+from .render import literal, npname
+
+_MODULE_HEADER = (
+    "import numpy as np\n"
+    "from numba import njit, prange\n"
+    "from jitgrad.backends.kernel_lib import *  # noqa: F403 - the template functions\n"
+    "_jg_cache = __name__.startswith('_jitgrad_kernel_')  # (in the cache directory)\n")
+
+_PROGRAMS: dict[str, object] = {}
+
+
+class _Sizes:
+    """The ints a run's source reads from ``S``: the same source for every shape."""
+
+    def __init__(self) -> None:
+        self.values: list[int] = []
+
+    def ref(self, n: int) -> str:
+        self.values.append(int(n))
+        return f"S[{len(self.values) - 1}]"
+
+    def shape(self, dims: tuple) -> str:
+        refs = [self.ref(n) for n in dims]
+        return f"({', '.join(refs)}{',' if len(refs) == 1 else ''})"
+
+
+def group(fused: Graph, kernels: list, options: dict,
+          first_call: Callable) -> tuple[Graph, dict]:
+    """``fused`` with each run of two or more consecutive kernels replaced by one ``kernel``
+    equation, and the launcher of every kernel equation left (``id(eqn) -> launch``).
+    ``kernels`` are the backend's compiled kernels in order; ``first_call(fn, described, ns)``
+    wraps a program's first call (compile timing, cache counts, errors)."""
+    compiled = dict(zip((id(e) for e in fused.eqns if e.op is KERNEL_OP), kernels))
+    eqns: list[Eqn] = []
+    impls: dict[int, Callable] = {}
+    run: list[Eqn] = []
+    after: list[Eqn] = []  # non-kernel equations that read the run: they wait for it
+    run_outputs: set[Var] = set()
+
+    def close() -> None:
+        if len(run) == 1:
+            eqns.append(run[0])
+            impls[id(run[0])] = compiled[id(run[0])].launch
+        elif run:
+            eqn, launch = _run_as_one(run, [compiled[id(e)] for e in run], fused, options,
+                                      first_call)
+            eqns.append(eqn)
+            impls[id(eqn)] = launch
+        eqns.extend(after)
+        run.clear()
+        after.clear()
+        run_outputs.clear()
+
+    for e in fused.eqns:
+        if e.op is KERNEL_OP:
+            if after and any(v in {o for a in after for o in a.outputs} for v in e.in_vars()):
+                close()  # it reads what waits for the run: the run ends here
+            run.append(e)
+            run_outputs.update(e.outputs)
+        elif run and (after or any(v in run_outputs for v in e.in_vars())):
+            after.append(e)
+        else:
+            eqns.append(e)  # reads nothing of the run: it runs before the run
+    close()
+    if len(eqns) == len(fused.eqns):
+        return fused, impls
+    return fused.replace(eqns=eqns), impls
+
+
+def _run_as_one(run: list[Eqn], kernels: list, graph: Graph, options: dict,
+                first_call: Callable) -> tuple[Eqn, Callable]:
+    produced = {v for e in run for v in e.outputs}
+    inputs: list[Var] = []
+    for e in run:
+        for v in e.in_vars():
+            if v not in produced and v not in inputs:
+                inputs.append(v)
+    later = set(v for v in graph.outvars if isinstance(v, Var))
+    seen_run = False
+    members = {id(e) for e in run}
+    for e in graph.eqns:
+        if id(e) in members:
+            seen_run = True
+        elif seen_run:
+            later.update(e.in_vars())
+    outputs = [v for e in run for v in e.outputs if v in later]
+    sizes = _Sizes()
+    source, params = _render_program(kernels, outputs, sizes)
+    module = _MODULE_HEADER
+    for j, k in enumerate(kernels):
+        module += (f"\n\n@njit(cache=_jg_cache, fastmath=set({sorted(options['fastmath'])!r}), "
+                   f"error_model='numpy', nogil=True, parallel={k.ks.parallel})\n")
+        module += k.ks.source.replace("def kernel(", f"def kernel_{j}(", 1)
+    module += "\n\n" + source
+    fn = _program(module, options)
+    body = Graph(list(inputs), list(outputs), list(run), name="program")
+    eqn = Eqn(KERNEL_OP, list(inputs), {"body": body, "name": "+".join(
+        e.params["name"] for e in run)}, list(outputs), run[0].source)
+    described = "; ".join(k.described for k in kernels)
+    ns: dict = {"S": tuple(sizes.values) or (0,)}
+    ns["kernel"] = first_call(fn, described, ns)
+    return eqn, _launcher(ns, inputs, params)
+
+
+def _render_program(kernels: list, outputs: list[Var],
+                    sizes: _Sizes) -> tuple[str, list[tuple]]:
+    """The program's source, and its array parameters: (value, shape it is reshaped to with
+    leading 1s, or None), which the launcher passes."""
+    names: dict[Var, str] = {}  # values computed inside the program
+    scalars: dict[Var, str] = {}  # full reductions: a scalar until an array is needed
+    params: list[tuple] = []
+    lines: list[str] = []
+    n_tmp = 0
+
+    def bind(expr: str) -> str:
+        nonlocal n_tmp
+        n_tmp += 1
+        lines.append(f"    w{n_tmp} = {expr}")
+        return f"w{n_tmp}"
+
+    def array(v: Var) -> str:
+        if v in scalars:
+            shape = sizes.shape(tuple(v.shape))
+            names[v] = bind(f"np.full({shape}, {scalars.pop(v)}, {npname(v.dtype.np)})")
+        return names[v]
+
+    def parameter(v: Var, pad: tuple | None) -> str:
+        if (v, pad) not in params:
+            params.append((v, pad))
+        return f"a{params.index((v, pad))}"
+
+    for j, k in enumerate(kernels):
+        ks = k.ks
+        d = len(ks.domain)
+        args = [sizes.ref(n) for n in ks.domain]
+        for v in ks.inputs:
+            padded = (1,) * (d - len(v.shape)) + tuple(v.shape)
+            pad = padded if padded != tuple(v.shape) else None
+            if v in names or v in scalars:  # computed here: C-contiguous, reshaped in place
+                x = array(v)
+                args.append(bind(f"{x}.reshape({sizes.shape(padded)})") if pad else x)
+            else:
+                args.append(parameter(v, pad))
+        slot: dict[Var, str] = {}
+        for v in ks.outputs:
+            slot[v] = bind(f"np.empty({sizes.shape(tuple(ks.domain))}, {npname(v.dtype.np)})")
+            args.append(slot[v])
+        for r in ks.reductions:
+            keep = [sizes.ref(n) if n == dn else "1" for n, dn in zip(r.keep_shape, ks.domain)]
+            shape = f"({', '.join(keep)}{',' if len(keep) == 1 else ''})"
+            slot[r.var] = bind(f"np.full({shape}, {literal(r.identity, r.acc_dtype)}, "
+                               f"{npname(r.acc_dtype)})")
+            args.append(slot[r.var])
+        ret = bind(f"kernel_{j}({', '.join(args)})")
+        for i, r in enumerate(ks.returned):
+            value = f"{ret}[{i}]"
+            if r.final != "{acc}":
+                value = r.final.format(acc=value, n=sizes.ref(r.count))
+            scalars[r.var] = bind(f"{npname(r.var.dtype.np)}({value})")
+        reduced = {r.var: r for r in ks.reductions}
+        for v in k.body.outvars:
+            if v in scalars:
+                continue
+            x = slot[v]
+            r = reduced.get(v)
+            if r is not None:
+                if r.final != "{acc}":
+                    x = bind(r.final.format(acc=x, n=sizes.ref(r.count)))
+                if r.acc_dtype != v.dtype.np or r.final != "{acc}":
+                    x = bind(f"{x}.astype({npname(v.dtype.np)})")
+            if r is not None or tuple(v.shape) != tuple(ks.domain):
+                x = bind(f"{x}.reshape({sizes.shape(tuple(v.shape))})")
+            names[v] = x
+    results = [array(v) for v in outputs]
+    signature = ", ".join(["S"] + [f"a{i}" for i in range(len(params))])
+    lines.insert(0, f"def program({signature}):")
+    lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")
+    return "\n".join(lines) + "\n", params
+
+
+def _program(module: str, options: dict):
+    fn = _PROGRAMS.get(module)
+    if fn is None:
+        import numba
+
+        described = (f"program: fastmath={sorted(options['fastmath'])} error_model=numpy "
+                     "nogil")
+        py_func = kernel_cache.load_function(module, described, name="program")
+        if py_func is not None:
+            fn = numba.njit(cache=True, **options)(py_func)
+        else:
+            namespace: dict = {"__name__": "jitgrad_program"}
+            exec(builtins.compile(module, "<jitgrad program>", "exec"), namespace)  # noqa: S102
+            fn = numba.njit(cache=False, **options)(namespace["program"])
+        _PROGRAMS[module] = fn
+    return fn
+
+
+def _launcher(ns: dict, inputs: list[Var], params: list[tuple]) -> Callable:
+    """``launch(*run_inputs)``: the program (``ns["kernel"]``) called with the sizes ``S`` and
+    its parameters."""
+    args = [f"x{inputs.index(v)}" + (f".reshape({pad!r})" if pad else "") for v, pad in params]
+    source = (f"def launch({', '.join(f'x{i}' for i in range(len(inputs)))}):\n"
+              f"    return kernel(S, {', '.join(args)})\n")
+    exec(builtins.compile(source, "<jitgrad launch>", "exec"), ns)  # noqa: S102
+    return ns["launch"]

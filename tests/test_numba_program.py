@@ -1,0 +1,147 @@
+"""Whole programs (``backends/numba_program.py``): a run of consecutive kernels is called as one
+``@njit`` function. Its structure, its values and gradients against the interpreter, a second
+shape reusing the compiled program, and a second process loading it from the kernel cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import jitgrad
+from jitgrad.jit import jit
+
+pytest.importorskip("numba")
+
+from jitgrad.backends import numba_cpu, numba_program  # noqa: E402
+from jitgrad.jit.passes.fuse import KERNEL_OP  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+D = jitgrad.float64
+
+
+def softmax_mlp(x, w):
+    p = x.exp() / x.exp().sum(1, keepdim=True)
+    z = (p * 2 - 1).tanh() @ w
+    return (z - z.mean()).pow(2).sum()
+
+
+def _inputs(rows=6):
+    g = jitgrad.Generator().manual_seed(rows)
+    x = jitgrad.randn(rows, 5, dtype=D, generator=g)
+    w = jitgrad.randn(5, 4, dtype=D, generator=g)
+    return x, w
+
+
+def _kernel_names(graph):
+    return [e.params["name"] if e.op is KERNEL_OP else e.op.name for e in graph.eqns]
+
+
+def test_runs_of_kernels_become_one_program_and_a_matmul_splits_them():
+    x, w = _inputs()
+    low = jit(softmax_mlp, backend="numba").lower(x.requires_grad_(), w.requires_grad_())
+    fused, kernels = numba_cpu.lower(low.forward_graph)
+    assert [e.op.name for e in fused.eqns] == ["kernel", "kernel", "mm", "kernel", "kernel"]
+    grouped, impls = numba_program.group(fused, kernels, numba_cpu._options(False),
+                                         numba_cpu._first_call)
+    assert _kernel_names(grouped) == ["k0+k1", "mm", "k2+k3"]
+    assert set(impls) == {id(e) for e in grouped.eqns if e.op is KERNEL_OP}
+    # every value the graph reads after a run is an output of the run, and nothing else is
+    first = grouped.eqns[0]
+    read_later = {v for e in grouped.eqns[1:] for v in e.in_vars()} | set(grouped.outvars)
+    assert first.outputs == first.params["body"].outvars
+    assert first.outputs and set(first.outputs) <= read_later
+    inner = {v for e in first.params["body"].eqns for v in e.outputs}
+    assert read_later & inner == set(first.outputs)
+
+
+def test_a_value_read_only_inside_the_run_is_not_returned():
+    def f(x):
+        s = x.exp().sum(1, keepdim=True)  # a reduction, then a kernel that reads it
+        return (x / s).tanh().sum()
+
+    x = jitgrad.randn(4, 3, dtype=D)
+    fused, kernels = numba_cpu.lower(jit(f, backend="numba").lower(x).forward_graph)
+    grouped, _ = numba_program.group(fused, kernels, numba_cpu._options(False),
+                                     numba_cpu._first_call)
+    assert sum(e.op is KERNEL_OP for e in fused.eqns) >= 2
+    assert [e.op for e in grouped.eqns] == [KERNEL_OP]
+    assert grouped.eqns[0].outputs == list(grouped.outvars)
+
+
+@pytest.mark.parametrize("rows", [6, 1, 0])
+def test_values_and_gradients_equal_the_interpreter(rows):
+    x, w = _inputs(rows)
+    outs = {}
+    for backend in ("interpreter", "numba"):
+        xb, wb = x.clone().requires_grad_(), w.clone().requires_grad_()
+        loss = jit(softmax_mlp, backend=backend)(xb, wb)
+        loss.backward()
+        outs[backend] = (loss.item(), xb.grad.numpy(), wb.grad.numpy())
+    ref, got = outs["interpreter"], outs["numba"]
+    np.testing.assert_allclose(got[0], ref[0], rtol=1e-12)
+    np.testing.assert_allclose(got[1], ref[1], rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(got[2], ref[2], rtol=1e-10, atol=1e-12)
+
+
+def test_strided_inputs_feed_a_program():
+    x, w = _inputs(8)
+    xt = x.t().contiguous().t()  # the same values, column-major
+    a = jit(softmax_mlp, backend="numba")(xt, w)
+    b = jit(softmax_mlp, backend="interpreter")(x, w)
+    np.testing.assert_allclose(a.item(), b.item(), rtol=1e-12)
+
+
+def test_a_second_shape_reuses_the_compiled_program():
+    f = jit(softmax_mlp, backend="numba")
+    f(*_inputs(6))
+    programs = dict(numba_program._PROGRAMS)
+    compiled = {k: len(fn.overloads) for k, fn in programs.items()}
+    x, w = _inputs(9)
+    np.testing.assert_allclose(f(x, w).item(),
+                               jit(softmax_mlp, backend="interpreter")(x, w).item(), rtol=1e-12)
+    assert numba_program._PROGRAMS.keys() == programs.keys()
+    assert {k: len(fn.overloads) for k, fn in programs.items()} == compiled
+
+
+def test_without_whole_programs_each_kernel_is_launched(monkeypatch):
+    monkeypatch.setattr(numba_cpu, "WHOLE_PROGRAMS", False)
+    x, w = _inputs(7)
+    a = jit(softmax_mlp, backend="numba")(x, w)
+    b = jit(softmax_mlp, backend="interpreter")(x, w)
+    np.testing.assert_allclose(a.item(), b.item(), rtol=1e-12)
+
+
+PROGRAM = """
+import json, sys
+sys.path.insert(0, "tests")
+import jitgrad
+from jitgrad.backends import kernel_cache
+from test_numba_program import _inputs, softmax_mlp
+x, w = (t.requires_grad_() for t in _inputs(5))
+loss = jitgrad.jit(softmax_mlp, backend="numba")(x, w)
+loss.backward()
+print(json.dumps({"loss": loss.item(), "grad": x.grad.tolist(),
+                  "loaded": kernel_cache.STATE.loaded, "compiled": kernel_cache.STATE.compiled}))
+"""
+
+
+def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
+    env = dict(os.environ, JITGRAD_CACHE_DIR=str(tmp_path))
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
+    env.pop("NUMBA_CACHE_DIR", None)
+    runs = []
+    for _ in range(2):
+        done = subprocess.run([sys.executable, "-c", PROGRAM], env=env, cwd=str(ROOT),
+                              capture_output=True, text=True, timeout=300)
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    first, second = runs
+    assert first["loaded"] == 0 and first["compiled"] >= 2
+    assert second["compiled"] == 0 and second["loaded"] == first["compiled"]
+    assert second["loss"] == first["loss"] and second["grad"] == first["grad"]
