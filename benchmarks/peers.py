@@ -17,7 +17,8 @@ import numpy as np
 
 from .workloads import Case
 
-PEER_NAMES = ("jitgrad-eager", "jitgrad-jit", "numpy", "torch", "torch-compile", "jax")
+PEER_NAMES = ("jitgrad-eager", "jitgrad-jit", "jitgrad-jit-vg", "numpy", "torch", "torch-compile",
+              "jax")
 Step = Callable[[], Any]
 
 
@@ -267,6 +268,22 @@ class JitgradJitPeer(JitgradEagerPeer):
         return step
 
 
+class JitgradJitValueAndGradPeer(JitgradJitPeer):
+    """``jitgrad.jit(jitgrad.func.value_and_grad(f, argnums=wrt))``: the gradient staged inside
+    the compiled program, as ``jax.jit(jax.value_and_grad(f))`` stages it."""
+
+    name = "jitgrad-jit-vg"
+
+    def prepare(self, case: Case, arrays: list[np.ndarray]) -> Step:
+        import jitgrad
+
+        if self.unavailable() is not None:
+            raise RuntimeError(self._reason)
+        ts = [t.detach() for t in self._tensors(case, arrays)]
+        fn = self._jit(jitgrad.func.value_and_grad(self._fn(case), argnums=case.wrt))
+        return lambda: fn(*ts)
+
+
 class TorchPeer(Peer):
     """PyTorch eager: ``loss = f(...)``, ``torch.autograd.grad(loss, inputs)``."""
 
@@ -352,8 +369,8 @@ class JaxPeer(Peer):
 
 def all_peers() -> list[Peer]:
     """One instance of every peer, in PEER_NAMES order."""
-    return [JitgradEagerPeer(), JitgradJitPeer(), NumpyPeer(), TorchPeer(), TorchCompilePeer(),
-            JaxPeer()]
+    return [JitgradEagerPeer(), JitgradJitPeer(), JitgradJitValueAndGradPeer(), NumpyPeer(),
+            TorchPeer(), TorchCompilePeer(), JaxPeer()]
 
 
 def select(names: tuple[str, ...] | None = None) -> list[Peer]:

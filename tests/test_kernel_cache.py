@@ -16,8 +16,9 @@ pytest.importorskip("numba")
 
 ROOT = Path(__file__).resolve().parent.parent
 
-# W5 (Rosenbrock value and gradient): a forward and a backward kernel. Prints the result, the
-# kernels loaded from the cache and compiled, and the warnings, as JSON.
+# W5 (Rosenbrock value and gradient, one compiled program) and a second function (another
+# program). Prints the result, the kernels loaded from the cache and compiled, and the warnings,
+# as JSON.
 PROGRAM = """
 import json, warnings
 warnings.simplefilter("always")
@@ -30,6 +31,7 @@ with warnings.catch_warnings(record=True) as caught:
 
     f = jitgrad.jit(jitgrad.func.value_and_grad(rosen))
     value, grad = f(jitgrad.tensor([0.5, 1.5, -0.25], dtype=jitgrad.float64))
+    jitgrad.jit(lambda t: (t * t).exp().sum())(grad)
 print(json.dumps({"value": value.item(), "grad": grad.tolist(),
                   "loaded": kernel_cache.STATE.loaded, "compiled": kernel_cache.STATE.compiled,
                   "warnings": [str(w.message) for w in caught

@@ -145,3 +145,80 @@ def test_a_second_process_loads_the_programs_from_the_cache(tmp_path):
     assert first["loaded"] == 0 and first["compiled"] >= 2
     assert second["compiled"] == 0 and second["loaded"] == first["compiled"]
     assert second["loss"] == first["loss"] and second["grad"] == first["grad"]
+
+
+def rosen(x):
+    return (100 * (x[1:] - x[:-1] ** 2) ** 2 + (1 - x[:-1]) ** 2).sum()
+
+
+def test_movement_ops_between_kernels_run_inside_the_program():
+    x = jitgrad.tensor([0.5, 1.5, -0.25], dtype=D)
+    low = jit(jitgrad.func.value_and_grad(rosen), backend="numba").lower(x)
+    fused, kernels = numba_cpu.lower(low.forward_graph)
+    assert {"slice", "slice_backward", "view"} <= {e.op.name for e in fused.eqns}
+    grouped, _ = numba_program.group(fused, kernels, numba_cpu._options(False),
+                                     numba_cpu._first_call)
+    assert [e.op for e in grouped.eqns] == [KERNEL_OP]  # the whole value-and-grad: one call
+    value, grad = jit(jitgrad.func.value_and_grad(rosen), backend="numba")(x)
+    ref_value, ref_grad = jitgrad.func.value_and_grad(rosen)(x)
+    np.testing.assert_allclose(value.item(), ref_value.item(), rtol=1e-14)
+    np.testing.assert_allclose(grad.numpy(), ref_grad.numpy(), rtol=1e-14)
+
+
+def test_a_view_the_graph_returns_or_saves_stays_outside_the_program():
+    x = jitgrad.tensor([0.5, 1.5, -0.25, 2.0], dtype=D, requires_grad=True)
+    low = jit(rosen, backend="numba").lower(x)
+    fused, kernels = numba_cpu.lower(low.forward_graph)
+    member = numba_program._members(fused)
+    saved = set(fused.outvars[1:])
+    for e in fused.eqns:
+        if e.op.name == "slice":  # a saved slice is a view of x: its version is checked
+            assert member[id(e)] == (not saved.intersection(e.outputs))
+    loss = jit(rosen, backend="numba")(x)
+    with jitgrad.no_grad():
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        loss.backward()
+
+
+def movements(x, w):
+    a = x.t().unsqueeze(0).exp()  # permute-like reads of an input, inside the program
+    b = (a.squeeze(0).reshape(-1, 2) * 2).tanh()
+    c = b.expand(3, *b.shape).sum(0) + x.reshape(-1, 2)[1:].sum()
+    d = (c[:, 1:] - c[:, :1]).transpose(0, 1) @ w
+    return (d.sin() + d.view(-1)[:1]).sum()
+
+
+@pytest.mark.parametrize("layout", ["contiguous", "strided"])
+def test_every_movement_program_matches_the_interpreter(layout):
+    g = jitgrad.Generator().manual_seed(3)
+    x = jitgrad.randn(4, 3, dtype=D, generator=g)
+    w = jitgrad.randn(6, 2, dtype=D, generator=g)
+    if layout == "strided":
+        x = jitgrad.randn(3, 4, dtype=D, generator=g).t()
+    results = {}
+    for backend in ("interpreter", "numba"):
+        xb, wb = x.detach().requires_grad_(), w.clone().requires_grad_()
+        loss = jit(movements, backend=backend)(xb, wb)
+        gx, gw = jitgrad.autograd.grad(loss, [xb, wb])
+        results[backend] = (loss.item(), gx.numpy(), gw.numpy())
+    for a, b in zip(results["numba"], results["interpreter"]):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+
+
+def test_a_view_read_by_a_later_run_leaves_the_program_as_a_copy():
+    def f(x, w):
+        y = x.exp()
+        s = y @ w  # an opaque op reads the run: what reads it starts a new run
+        u = y.t()
+        return (u * s.sum()).sum() + u.sum()
+
+    x, w = _inputs(4)
+    w = jitgrad.randn(5, 5, dtype=D)
+    xi, xn = x.clone().requires_grad_(), x.clone().requires_grad_()
+    a = jit(f, backend="interpreter")(xi, w)
+    b = jit(f, backend="numba")(xn, w)
+    a.backward()
+    b.backward()
+    np.testing.assert_allclose(b.item(), a.item(), rtol=1e-12)
+    np.testing.assert_allclose(xn.grad.numpy(), xi.grad.numpy(), rtol=1e-12)

@@ -3,13 +3,17 @@
 A fused graph calls its kernels in order. Each call from Python costs a launcher (the output
 arrays allocated from Python, the Numba dispatch with its argument typing), about 1 us plus
 0.2 us per output: on small inputs (W4: 100 ops on 16 elements) more than the kernels' work.
-``group`` finds the runs of consecutive kernels (views of values computed before a run are
-moved ahead of it) and renders each run of two or more as one module: the kernels, and a
-``program(S, ...)`` function that allocates every kernel's outputs and calls the kernels in
-order, compiled with ``numba.njit``. A graph with no opaque op (matmul, an op without a
-template) is one run, so one Numba function. The sizes are the tuple ``S``, a run-time
-argument, so the source (and the compiled code) of a run does not depend on the shapes of a
-call. The module goes through the persistent kernel cache like a single kernel.
+``group`` finds the runs of consecutive kernels (equations that read nothing of a run are
+moved ahead of it) and renders each run of two or more members as one module: the kernels, and
+a ``program(S, ...)`` function that allocates every kernel's outputs and calls the kernels in
+order, compiled with ``numba.njit``. Movement ops whose op has a ``program`` field (reshape,
+slice, slice_backward, expand, permute) join a run when only members of runs read them: the
+program computes them in nopython mode instead of NumPy calls between launches. A graph with no
+opaque op (matmul, an op without a template) is one run, so one Numba function. A value the
+program returns is never a view made inside it (Numba's views do not keep the NumPy base that
+the jit's alias checks follow): such a value is returned as a copy. The sizes are the tuple
+``S``, a run-time argument, so the source (and the compiled code) of a run does not depend on
+the shapes of a call. The module goes through the persistent kernel cache like a single kernel.
 """
 
 from __future__ import annotations
@@ -48,24 +52,28 @@ class _Sizes:
 
 def group(fused: Graph, kernels: list, options: dict,
           first_call: Callable) -> tuple[Graph, dict]:
-    """``fused`` with each run of two or more consecutive kernels replaced by one ``kernel``
-    equation, and the launcher of every kernel equation left (``id(eqn) -> launch``).
-    ``kernels`` are the backend's compiled kernels in order; ``first_call(fn, described, ns)``
-    wraps a program's first call (compile timing, cache counts, errors)."""
+    """``fused`` with each run of two or more consecutive members (kernels, and movement ops
+    that only members read) replaced by one ``kernel`` equation, and the launcher of every
+    kernel equation left (``id(eqn) -> launch``). ``kernels`` are the backend's compiled
+    kernels in order; ``first_call(fn, described, ns)`` wraps a program's first call (compile
+    timing, cache counts, errors)."""
     compiled = dict(zip((id(e) for e in fused.eqns if e.op is KERNEL_OP), kernels))
+    member = _members(fused)
     eqns: list[Eqn] = []
     impls: dict[int, Callable] = {}
     run: list[Eqn] = []
-    after: list[Eqn] = []  # non-kernel equations that read the run: they wait for it
+    after: list[Eqn] = []  # non-members that read the run: they wait for it
     run_outputs: set[Var] = set()
 
     def close() -> None:
-        if len(run) == 1:
+        n_kernels = sum(e.op is KERNEL_OP for e in run)
+        if n_kernels == 0:  # (movement ops whose readers ended up in another run)
+            eqns.extend(run)
+        elif len(run) == 1:
             eqns.append(run[0])
             impls[id(run[0])] = compiled[id(run[0])].launch
-        elif run:
-            eqn, launch = _run_as_one(run, [compiled[id(e)] for e in run], fused, options,
-                                      first_call)
+        else:
+            eqn, launch = _run_as_one(run, compiled, fused, options, first_call)
             eqns.append(eqn)
             impls[id(eqn)] = launch
         eqns.extend(after)
@@ -74,7 +82,7 @@ def group(fused: Graph, kernels: list, options: dict,
         run_outputs.clear()
 
     for e in fused.eqns:
-        if e.op is KERNEL_OP:
+        if member[id(e)]:
             if after and any(v in {o for a in after for o in a.outputs} for v in e.in_vars()):
                 close()  # it reads what waits for the run: the run ends here
             run.append(e)
@@ -89,7 +97,24 @@ def group(fused: Graph, kernels: list, options: dict,
     return fused.replace(eqns=eqns), impls
 
 
-def _run_as_one(run: list[Eqn], kernels: list, graph: Graph, options: dict,
+def _members(graph: Graph) -> dict[int, bool]:
+    """Per equation: a kernel, or a movement op with a ``program`` whose outputs only members
+    read (decided from the last equation back)."""
+    readers: dict[Var, list[Eqn]] = {}
+    for e in graph.eqns:
+        for v in e.in_vars():
+            readers.setdefault(v, []).append(e)
+    outvars = {v for v in graph.outvars if isinstance(v, Var)}
+    member: dict[int, bool] = {}
+    for e in reversed(graph.eqns):
+        member[id(e)] = e.op is KERNEL_OP or (
+            e.op.program is not None and len(e.outputs) == 1 and bool(e.in_vars())
+            and not outvars.intersection(e.outputs)
+            and all(member[id(r)] for v in e.outputs for r in readers.get(v, ())))
+    return member
+
+
+def _run_as_one(run: list[Eqn], compiled: dict, graph: Graph, options: dict,
                 first_call: Callable) -> tuple[Eqn, Callable]:
     produced = {v for e in run for v in e.outputs}
     inputs: list[Var] = []
@@ -107,7 +132,8 @@ def _run_as_one(run: list[Eqn], kernels: list, graph: Graph, options: dict,
             later.update(e.in_vars())
     outputs = [v for e in run for v in e.outputs if v in later]
     sizes = _Sizes()
-    source, params = _render_program(kernels, outputs, sizes)
+    kernels = [compiled[id(e)] for e in run if e.op is KERNEL_OP]
+    source, params = _render_program(run, kernels, outputs, sizes)
     module = _MODULE_HEADER
     for j, k in enumerate(kernels):
         module += (f"\n\n@njit(cache=_jg_cache, fastmath=set({sorted(options['fastmath'])!r}), "
@@ -116,28 +142,43 @@ def _run_as_one(run: list[Eqn], kernels: list, graph: Graph, options: dict,
     module += "\n\n" + source
     fn = _program(module, options)
     body = Graph(list(inputs), list(outputs), list(run), name="program")
-    eqn = Eqn(KERNEL_OP, list(inputs), {"body": body, "name": "+".join(
-        e.params["name"] for e in run)}, list(outputs), run[0].source)
+    name = "+".join(e.params["name"] if e.op is KERNEL_OP else e.op.name for e in run)
+    eqn = Eqn(KERNEL_OP, list(inputs), {"body": body, "name": name}, list(outputs),
+              run[0].source)
     described = "; ".join(k.described for k in kernels)
     ns: dict = {"S": tuple(sizes.values) or (0,)}
     ns["kernel"] = first_call(fn, described, ns)
     return eqn, _launcher(ns, inputs, params)
 
 
-def _render_program(kernels: list, outputs: list[Var],
+class _Writer:
+    """What an op's ``program`` field renders with (see ``OpDef``)."""
+
+    def __init__(self, sizes: _Sizes, bind: Callable, line: Callable, ndim: int,
+                 dtype: str) -> None:
+        self.size, self.shape = sizes.ref, sizes.shape
+        self.bind, self.line = bind, line
+        self.ndim, self.dtype = ndim, dtype
+
+
+def _render_program(run: list[Eqn], kernels: list, outputs: list[Var],
                     sizes: _Sizes) -> tuple[str, list[tuple]]:
     """The program's source, and its array parameters: (value, shape it is reshaped to with
     leading 1s, or None), which the launcher passes."""
     names: dict[Var, str] = {}  # values computed inside the program
+    views: set[Var] = set()  # ... by a movement op: maybe strided, maybe a view of a parameter
     scalars: dict[Var, str] = {}  # full reductions: a scalar until an array is needed
     params: list[tuple] = []
     lines: list[str] = []
     n_tmp = 0
 
+    def line(statement: str) -> None:
+        lines.append(f"    {statement}")
+
     def bind(expr: str) -> str:
         nonlocal n_tmp
         n_tmp += 1
-        lines.append(f"    w{n_tmp} = {expr}")
+        line(f"w{n_tmp} = {expr}")
         return f"w{n_tmp}"
 
     def array(v: Var) -> str:
@@ -151,18 +192,36 @@ def _render_program(kernels: list, outputs: list[Var],
             params.append((v, pad))
         return f"a{params.index((v, pad))}"
 
-    for j, k in enumerate(kernels):
+    def padded_input(v: Var, padded: tuple) -> str:
+        x = array(v)
+        if padded == tuple(v.shape):
+            return x
+        if v in views and v.shape:  # (reshape needs a contiguous array)
+            lead = "None, " * (len(padded) - len(v.shape))
+            return bind(f"{x}[{lead}{', '.join(':' * len(v.shape))}]")
+        return bind(f"{x}.reshape({sizes.shape(padded)})")
+
+    kernel_of = iter(kernels)
+    for e in run:
+        if e.op is not KERNEL_OP:
+            x = e.inputs[0]
+            xname = array(x) if x in names or x in scalars else parameter(x, None)
+            out = e.outputs[0]
+            writer = _Writer(sizes, bind, line, len(x.shape), npname(out.dtype.np))
+            names[out] = bind(e.op.program(writer, xname, **e.params))
+            views.add(out)
+            continue
+        k = next(kernel_of)
+        j = kernels.index(k)
         ks = k.ks
         d = len(ks.domain)
         args = [sizes.ref(n) for n in ks.domain]
         for v in ks.inputs:
             padded = (1,) * (d - len(v.shape)) + tuple(v.shape)
-            pad = padded if padded != tuple(v.shape) else None
-            if v in names or v in scalars:  # computed here: C-contiguous, reshaped in place
-                x = array(v)
-                args.append(bind(f"{x}.reshape({sizes.shape(padded)})") if pad else x)
+            if v in names or v in scalars:  # computed here
+                args.append(padded_input(v, padded))
             else:
-                args.append(parameter(v, pad))
+                args.append(parameter(v, padded if padded != tuple(v.shape) else None))
         slot: dict[Var, str] = {}
         for v in ks.outputs:
             slot[v] = bind(f"np.empty({sizes.shape(tuple(ks.domain))}, {npname(v.dtype.np)})")
@@ -193,7 +252,8 @@ def _render_program(kernels: list, outputs: list[Var],
             if r is not None or tuple(v.shape) != tuple(ks.domain):
                 x = bind(f"{x}.reshape({sizes.shape(tuple(v.shape))})")
             names[v] = x
-    results = [array(v) for v in outputs]
+    # a view made here would leave without the base the jit's alias checks follow: a copy
+    results = [bind(f"{array(v)}.copy()") if v in views else array(v) for v in outputs]
     signature = ", ".join(["S"] + [f"a{i}" for i in range(len(params))])
     lines.insert(0, f"def program({signature}):")
     lines.append(f"    return ({', '.join(results)}{',' if len(results) == 1 else ''})")

@@ -49,17 +49,55 @@ def _reshape_back(g, ans, x, shape):
     return g.reshape(tuple(x.shape))
 
 
+# How a whole Numba program computes these ops (the OpDef's ``program`` field).
+def _reshape_program(p, x, *, shape):
+    return f"np.ascontiguousarray({x}).reshape({p.shape(shape)})"
+
+
+def _permute_program(p, x, *, dims):
+    return f"np.transpose({x}, {tuple(dims)!r})"
+
+
+def _transpose_program(p, x, *, dim0, dim1):
+    return f"np.transpose({x}, {_swap(tuple(range(p.ndim)), dim0, dim1)!r})"
+
+
+def _t_program(p, x):
+    return f"np.transpose({x})"
+
+
+def _expand_program(p, x, *, shape):
+    return f"np.broadcast_to({x}, {p.shape(shape)})"
+
+
+def _slice_text(p, dim, start, stop, step):
+    return f"[{':, ' * dim}{p.size(start)}:{p.size(stop)}:{p.size(step)}]"
+
+
+def _slice_program(p, x, *, dim, start, stop, step):
+    return x + _slice_text(p, dim, start, stop, step)
+
+
+def _slice_backward_program(p, g, *, shape, dim, start, stop, step):
+    out = p.bind(f"np.zeros({p.shape(shape)}, {p.dtype})")
+    p.line(f"{out}{_slice_text(p, dim, start, stop, step)} = {g}")
+    return out
+
+
 UNSAFE_VIEW = defop("unsafe_view", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
-                    meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR, passthrough=True)
+                    meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR, passthrough=True,
+                    program=_reshape_program)
 # Inside a traced program ``view`` is a pure reshape (``graph_impl``): memory layout is not known
 # while tracing (a transpose feeding it may be a copy or a view), so it copies when it has to;
 # an eager replay of a graph on a non-contiguous input takes ``unsafe_view`` of a copy.
 VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
              vjp=(_reshape_back,), jvp=LINEAR, passthrough=True, graph_impl=UNSAFE_VIEW.impl,
-             contiguous_fallback=UNSAFE_VIEW, saved_names={"self_sym_sizes": ("sizes", 0)})
+             contiguous_fallback=UNSAFE_VIEW, saved_names={"self_sym_sizes": ("sizes", 0)},
+             program=_reshape_program)
 # torch's reshape of a non-contiguous tensor that can still be viewed (``_reshape_alias``)
 RESHAPE_ALIAS = defop("reshape_alias", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
-                      vjp=(_reshape_back,), jvp=LINEAR, node_name="ReshapeAliasBackward0")
+                      vjp=(_reshape_back,), jvp=LINEAR, node_name="ReshapeAliasBackward0",
+                      program=_reshape_program)
 
 
 def _permute_meta(x, dims):
@@ -69,15 +107,18 @@ def _permute_meta(x, dims):
 PERMUTE = defop("permute", lambda x, dims: np.transpose(x, dims), kind=MOVEMENT, index_map=True,
                 meta=_permute_meta, view=True,
                 vjp=(lambda g, ans, x, dims: g.permute(tuple(np.argsort(dims).tolist())),),
-                jvp=LINEAR, saved_names={"dims": ("param", "dims")})
+                jvp=LINEAR, saved_names={"dims": ("param", "dims")},
+                program=_permute_program)
 TRANSPOSE = defop(
     "transpose", lambda x, dim0, dim1: np.swapaxes(x, dim0, dim1), kind=MOVEMENT, view=True,
     index_map=True, meta=lambda x, dim0, dim1: (_swap(tuple(x.shape), dim0, dim1), x.dtype),
     vjp=(lambda g, ans, x, dim0, dim1: g.transpose(dim0, dim1),), jvp=LINEAR,
-    saved_names={"dim0": ("param", "dim0"), "dim1": ("param", "dim1")})
+    saved_names={"dim0": ("param", "dim0"), "dim1": ("param", "dim1")},
+    program=_transpose_program)
 T = defop("t", lambda x: x.T, kind=MOVEMENT, index_map=True, view=True,
           meta=lambda x: (tuple(x.shape)[::-1], x.dtype), vjp=(lambda g, ans, x: g.t(),),
-          jvp=LINEAR)
+          jvp=LINEAR,
+          program=_t_program)
 
 
 def _swap(shape: tuple, a: int, b: int) -> tuple:
@@ -89,22 +130,28 @@ def _swap(shape: tuple, a: int, b: int) -> tuple:
 EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEMENT, view=True,
                broadcast=True,
                meta=_shape_meta, vjp=(lambda g, ans, x, shape: g,), jvp=LINEAR, passthrough=True,
-               saved_names={"self_sym_sizes": ("sizes", 0)})
+               saved_names={"self_sym_sizes": ("sizes", 0)},
+               program=_expand_program)
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
                 index_map=True, meta=_shape_meta, vjp=(_reshape_back,),
-                node_name="SqueezeBackward0", jvp=LINEAR)
+                node_name="SqueezeBackward0", jvp=LINEAR,
+                program=_reshape_program)
 SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                     index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
-                    node_name="SqueezeBackward1", jvp=LINEAR)
+                    node_name="SqueezeBackward1", jvp=LINEAR,
+                    program=_reshape_program)
 SQUEEZE_DIMS = defop("squeeze_dims", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
-                     node_name="SqueezeBackward2", jvp=LINEAR)
+                     node_name="SqueezeBackward2", jvp=LINEAR,
+                     program=_reshape_program)
 # in-place ``squeeze_(dim)`` on a fresh result (matmul's 1-D @ 2-D case): not a view
 SQUEEZE_DIM_ = defop("squeeze_dim_", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
-                     node_name="SqueezeBackward4")
+                     node_name="SqueezeBackward4",
+                     program=_reshape_program)
 UNSQUEEZE = defop("unsqueeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
-                  index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR)
+                  index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
+                  program=_reshape_program)
 
 
 def _select_impl(x, dim, index):
@@ -146,7 +193,8 @@ SELECT = defop("select", _select_impl, kind=MOVEMENT, index_map=True, meta=_sele
 SLICE = defop("slice", _slice_impl, kind=MOVEMENT, index_map=True, meta=_slice_meta, view=True,
               vjp=(lambda g, ans, x, dim, start, stop, step: apply(
                   SLICE_BACKWARD, g, shape=tuple(x.shape), dim=dim, start=start, stop=stop,
-                  step=step),), jvp=LINEAR)
+                  step=step),), jvp=LINEAR,
+              program=_slice_program)
 SELECT_BACKWARD = defop(
     "select_backward", _select_backward_impl, kind=MOVEMENT,
     meta=lambda g, shape, dim, index: (shape, g.dtype),
@@ -155,7 +203,8 @@ SLICE_BACKWARD = defop(
     "slice_backward", _slice_backward_impl, kind=MOVEMENT,
     meta=lambda g, shape, dim, start, stop, step: (shape, g.dtype),
     vjp=(lambda g, ans, x, shape, dim, start, stop, step: apply(
-        SLICE, g, dim=dim, start=start, stop=stop, step=step),), jvp=LINEAR)
+        SLICE, g, dim=dim, start=start, stop=stop, step=step),), jvp=LINEAR,
+    program=_slice_backward_program)
 
 
 def _cat_meta(*xs, dim):

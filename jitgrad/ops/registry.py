@@ -139,6 +139,13 @@ class OpDef:
     * ``graph_impl``: the implementation that graph backends call instead of ``impl``;
       ``contiguous_fallback``: the op that replays it eagerly on a contiguous copy of a
       non-contiguous input (``view`` -> ``unsafe_view``).
+    * ``program``: how a whole Numba program (``backends/numba_program.py``) computes a
+      movement op between its kernels instead of the NumPy impl: ``program(p, x, **params)``
+      returns a nopython expression over the input named ``x``; ``p.size(n)`` renders a size
+      or offset as a run-time value (the program's source never depends on shapes),
+      ``p.shape(dims)`` a shape, ``p.ndim`` the input's dimensions, ``p.dtype`` the output's
+      NumPy dtype, and ``p.bind(expr)``
+      / ``p.line(statement)`` emit statements (``bind`` returns the new name).
     * ``public``: a ``Public`` (or a name: the ``jitgrad`` function and Tensor method): where
       the op is exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
     """
@@ -148,7 +155,7 @@ class OpDef:
                  "view", "broadcast", "by_category", "save_if", "empty_forbidden", "identity",
                  "passthrough", "involution", "nondeterministic", "graph_impl", "public",
                  "outputs_requiring_grad", "contiguous_fallback", "saved_names",
-                 "saved_indices", "index_map", "batch")
+                 "saved_indices", "index_map", "batch", "program")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -157,7 +164,7 @@ class OpDef:
                  passthrough=False, involution=False, nondeterministic=False, graph_impl=None,
                  public=None, outputs_requiring_grad=None,
                  contiguous_fallback=None, saved_names=None, saved_indices=None,
-                 index_map=False, batch=None):
+                 index_map=False, batch=None, program=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -185,6 +192,7 @@ class OpDef:
         # size)`` on the batch values (batch dim first; flags: which are batched); None: the
         # generic rule of ``kind``, else a loop over the batch
         self.batch = batch
+        self.program = program
         # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
         # dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
