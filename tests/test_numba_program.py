@@ -25,6 +25,11 @@ ROOT = Path(__file__).resolve().parent.parent
 D = jitgrad.float64
 
 
+@pytest.fixture(autouse=True)
+def programs_from_the_first_call(monkeypatch):
+    monkeypatch.setattr(numba_cpu, "PROGRAM_AFTER_CALLS", 0)
+
+
 def softmax_mlp(x, w):
     p = x.exp() / x.exp().sum(1, keepdim=True)
     z = (p * 2 - 1).tanh() @ w
@@ -109,6 +114,48 @@ def test_a_second_shape_reuses_the_compiled_program():
     assert {k: len(fn.overloads) for k, fn in programs.items()} == compiled
 
 
+def test_the_first_calls_launch_each_kernel_and_later_calls_the_program(monkeypatch):
+    monkeypatch.setattr(numba_cpu, "PROGRAM_AFTER_CALLS", 2)
+
+    def g(x, w):  # (ops no other test of this file compiles)
+        return (x.sin() / x.cos().sum(1, keepdim=True) + 3).abs().sqrt().sum()
+
+    f = jit(g, backend="numba")
+    x, w = _inputs(3)
+    ref = jit(g, backend="interpreter")(x, w).item()
+    before = set(numba_program._PROGRAMS)
+    for _ in range(2):
+        np.testing.assert_allclose(f(x, w).item(), ref, rtol=1e-12)
+    new = [numba_program._PROGRAMS[k] for k in set(numba_program._PROGRAMS) - before]
+    assert new and all(len(p.overloads) == 0 for p in new)  # rendered, never compiled
+    np.testing.assert_allclose(f(x, w).item(), ref, rtol=1e-12)
+    assert all(len(p.overloads) == 1 for p in new)
+
+
+def test_a_long_chain_is_split_into_programs_of_bounded_length(monkeypatch):
+    monkeypatch.setattr(numba_program, "MAX_PROGRAM_KERNELS", 2)
+
+    def chain(x):
+        for i in range(60):
+            x = x * x * 0.5 if i % 2 == 0 else x.tanh() * 1.01 + 0.1
+        return x.sum()
+
+    x = jitgrad.randn(4, dtype=D)
+    low = jit(jitgrad.func.value_and_grad(chain), backend="numba").lower(x)
+    fused, kernels = numba_cpu.lower(low.forward_graph)
+    grouped, _ = numba_program.group(fused, kernels, numba_cpu._options(False),
+                                     numba_cpu._first_call)
+    per_program = [sum(m.op is KERNEL_OP for m in e.params["body"].eqns)
+                   for e in grouped.eqns if e.op is KERNEL_OP and "body" in e.params
+                   and any(m.op is KERNEL_OP for m in e.params["body"].eqns)]
+    assert len(kernels) > numba_program.MAX_PROGRAM_KERNELS
+    assert max(per_program) <= numba_program.MAX_PROGRAM_KERNELS
+    value, grad = jit(jitgrad.func.value_and_grad(chain), backend="numba")(x)
+    ref_value, ref_grad = jitgrad.func.value_and_grad(chain)(x)
+    np.testing.assert_allclose(value.item(), ref_value.item(), rtol=1e-12)
+    np.testing.assert_allclose(grad.numpy(), ref_grad.numpy(), rtol=1e-12)
+
+
 def test_without_whole_programs_each_kernel_is_launched(monkeypatch):
     monkeypatch.setattr(numba_cpu, "WHOLE_PROGRAMS", False)
     x, w = _inputs(7)
@@ -121,8 +168,9 @@ PROGRAM = """
 import json, sys
 sys.path.insert(0, "tests")
 import jitgrad
-from jitgrad.backends import kernel_cache
+from jitgrad.backends import kernel_cache, numba_cpu
 from test_numba_program import _inputs, softmax_mlp
+numba_cpu.PROGRAM_AFTER_CALLS = 0
 x, w = (t.requires_grad_() for t in _inputs(5))
 loss = jitgrad.jit(softmax_mlp, backend="numba")(x, w)
 loss.backward()

@@ -152,9 +152,10 @@ def _write_atomically(path: Path, text: str) -> None:
                 pass
 
 
-def load_function(text: str, options: str, name: str = "kernel"):
+def load_function(text: str, options: str, name: str = "kernel", namespace: dict | None = None):
     """``name`` from the module ``text``, imported from its file in the cache; None when the
-    cache directory is not usable (the caller compiles in memory)."""
+    cache directory is not usable (the caller compiles in memory). ``namespace``: globals the
+    module gets before it runs (objects its text names but cannot import)."""
     directory = kernels_dir()
     if directory is None:
         return None
@@ -179,6 +180,7 @@ def load_function(text: str, options: str, name: str = "kernel"):
         return None
     spec = importlib.util.spec_from_file_location(f"_jitgrad_kernel_{stem}", path)
     module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(namespace or {})
     sys.modules[spec.name] = module  # Numba looks a cached function's module up by name
     code = builtins.compile(text, str(path), "exec")  # from the text we verified, not a re-read
     exec(code, module.__dict__)  # noqa: S102

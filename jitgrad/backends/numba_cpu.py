@@ -18,6 +18,7 @@ from __future__ import annotations
 import builtins
 import os
 import functools
+import itertools
 import time
 import weakref
 from collections.abc import Callable
@@ -55,8 +56,16 @@ _HEADER = ("import numpy as np\n"
 PARALLEL_MIN = _config.parallel_min()
 MATH_COST = 8
 # Runs of consecutive kernels are called as one @njit program (backends/numba_program.py): one
-# dispatch per run instead of a Python launcher per kernel.
+# dispatch per run instead of a Python launcher per kernel. A program's glue costs Numba about
+# as much compile time as a kernel, which pays only on a function called again and again: the
+# first PROGRAM_AFTER_CALLS calls run the kernels one launch each, later calls the programs (a
+# JIT's tiers; the persistent cache makes the later compile a load in the next process). LLVM
+# optimizes a program with its kernels inlined, in time that grows faster than its length: only
+# graphs of at most PROGRAM_MAX_OPS kernel ops become programs (a long graph's dispatches cost
+# little beside its work; W6's 1600-step chain took minutes to compile as programs).
 WHOLE_PROGRAMS = True
+PROGRAM_AFTER_CALLS = 3
+PROGRAM_MAX_OPS = 512
 
 
 class KernelCompileError(RuntimeError):
@@ -141,8 +150,12 @@ class CompiledKernel:
         self.described = _describe(body)
 
     @functools.cached_property
+    def dispatcher(self):
+        return _dispatcher(self.ks.source, self.ks.parallel)
+
+    @functools.cached_property
     def launch(self) -> Callable:
-        return _launcher(self.ks, self.body, _dispatcher(self.ks.source, self.ks.parallel))
+        return _launcher(self.ks, self.body, self.dispatcher)
 
     def bytes_moved(self) -> tuple[int, int]:
         """(bytes read, bytes written) by one run of the kernel."""
@@ -301,13 +314,19 @@ def lower(fused: Graph) -> tuple[Graph, list[CompiledKernel]]:
 def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
     """A function mapping the graph's input arrays to its output arrays."""
     fused, kernels = lower(graph)
-    if WHOLE_PROGRAMS:
-        fused, impls = numba_program.group(fused, kernels, _options(False), _first_call)
-    else:
-        launchers = iter(k.launch for k in kernels)
-        impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
-    program = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
-    return lambda inputs: list(program(*inputs))
+    launchers = iter(k.launch for k in kernels)
+    impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
+    by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
+    grouped = fused
+    if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
+        grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
+    if grouped is fused:
+        return lambda inputs: list(by_kernel(*inputs))
+    whole = pycode.compile_function(grouped, "program", impl_for=lambda e: programs.get(id(e)))
+    if PROGRAM_AFTER_CALLS <= 0:
+        return lambda inputs: list(whole(*inputs))
+    calls = itertools.count(-PROGRAM_AFTER_CALLS)
+    return lambda inputs: list((whole if next(calls) >= 0 else by_kernel)(*inputs))
 
 
 def render(graph: Graph) -> str:

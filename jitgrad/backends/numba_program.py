@@ -19,7 +19,10 @@ the shapes of a call. The module goes through the persistent kernel cache like a
 from __future__ import annotations
 
 import builtins
+import hashlib
 from collections.abc import Callable
+
+import numpy as np
 
 from ..jit.ir import Eqn, Graph, Var
 from ..jit.passes.fuse import KERNEL_OP
@@ -33,10 +36,14 @@ _MODULE_HEADER = (
     "_jg_cache = __name__.startswith('_jitgrad_kernel_')  # (in the cache directory)\n")
 
 _PROGRAMS: dict[str, object] = {}
+# The most kernels one program calls: Numba's compile time grows with a program's length
+# faster than the dispatches it saves (a 1600-op chain is 100 kernels).
+MAX_PROGRAM_KERNELS = 16
 
 
 class _Sizes:
-    """The ints a run's source reads from ``S``: the same source for every shape."""
+    """The ints a run's source reads from ``S`` (an int64 array: Numba limits tuples to 1000
+    items): the same source for every shape."""
 
     def __init__(self) -> None:
         self.values: list[int] = []
@@ -65,9 +72,11 @@ def group(fused: Graph, kernels: list, options: dict,
     after: list[Eqn] = []  # non-members that read the run: they wait for it
     run_outputs: set[Var] = set()
 
+    def n_kernels(eqns: list) -> int:
+        return sum(e.op is KERNEL_OP for e in eqns)
+
     def close() -> None:
-        n_kernels = sum(e.op is KERNEL_OP for e in run)
-        if n_kernels == 0:  # (movement ops whose readers ended up in another run)
+        if n_kernels(run) == 0:  # (movement ops whose readers ended up in another run)
             eqns.extend(run)
         elif len(run) == 1:
             eqns.append(run[0])
@@ -85,6 +94,8 @@ def group(fused: Graph, kernels: list, options: dict,
         if member[id(e)]:
             if after and any(v in {o for a in after for o in a.outputs} for v in e.in_vars()):
                 close()  # it reads what waits for the run: the run ends here
+            elif e.op is KERNEL_OP and n_kernels(run) == MAX_PROGRAM_KERNELS:
+                close()
             run.append(e)
             run_outputs.update(e.outputs)
         elif run and (after or any(v in run_outputs for v in e.in_vars())):
@@ -134,19 +145,19 @@ def _run_as_one(run: list[Eqn], compiled: dict, graph: Graph, options: dict,
     sizes = _Sizes()
     kernels = [compiled[id(e)] for e in run if e.op is KERNEL_OP]
     source, params = _render_program(run, kernels, outputs, sizes)
-    module = _MODULE_HEADER
-    for j, k in enumerate(kernels):
-        module += (f"\n\n@njit(cache=_jg_cache, fastmath=set({sorted(options['fastmath'])!r}), "
-                   f"error_model='numpy', nogil=True, parallel={k.ks.parallel})\n")
-        module += k.ks.source.replace("def kernel(", f"def kernel_{j}(", 1)
+    # The kernels are the backend's own dispatchers, given to the module as globals: a kernel
+    # compiles once however many programs call it. The text names each by its source's hash.
+    module = _MODULE_HEADER + "".join(
+        f"# kernel_{j}: {hashlib.sha256(k.ks.source.encode()).hexdigest()[:24]} "
+        f"parallel={k.ks.parallel}\n" for j, k in enumerate(kernels))
     module += "\n\n" + source
-    fn = _program(module, options)
+    fn = _program(module, options, {f"kernel_{j}": k.dispatcher for j, k in enumerate(kernels)})
     body = Graph(list(inputs), list(outputs), list(run), name="program")
     name = "+".join(e.params["name"] if e.op is KERNEL_OP else e.op.name for e in run)
     eqn = Eqn(KERNEL_OP, list(inputs), {"body": body, "name": name}, list(outputs),
               run[0].source)
     described = "; ".join(k.described for k in kernels)
-    ns: dict = {"S": tuple(sizes.values) or (0,)}
+    ns: dict = {"S": np.array(sizes.values or [0], dtype=np.int64)}
     ns["kernel"] = first_call(fn, described, ns)
     return eqn, _launcher(ns, inputs, params)
 
@@ -260,18 +271,18 @@ def _render_program(run: list[Eqn], kernels: list, outputs: list[Var],
     return "\n".join(lines) + "\n", params
 
 
-def _program(module: str, options: dict):
+def _program(module: str, options: dict, kernels: dict):
     fn = _PROGRAMS.get(module)
     if fn is None:
         import numba
 
         described = (f"program: fastmath={sorted(options['fastmath'])} error_model=numpy "
                      "nogil")
-        py_func = kernel_cache.load_function(module, described, name="program")
+        py_func = kernel_cache.load_function(module, described, "program", kernels)
         if py_func is not None:
             fn = numba.njit(cache=True, **options)(py_func)
         else:
-            namespace: dict = {"__name__": "jitgrad_program"}
+            namespace: dict = {"__name__": "jitgrad_program", **kernels}
             exec(builtins.compile(module, "<jitgrad program>", "exec"), namespace)  # noqa: S102
             fn = numba.njit(cache=False, **options)(namespace["program"])
         _PROGRAMS[module] = fn
