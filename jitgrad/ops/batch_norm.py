@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import nn_kernels
 from .registry import OPAQUE, apply, defop, state
 
 
@@ -19,7 +20,28 @@ def _channel_shape(ndim: int) -> tuple:
     return (1, -1) + (1,) * (ndim - 2)
 
 
+def _as_ncl(x: np.ndarray) -> np.ndarray:
+    """``x`` as a contiguous ``(N, C, L)`` array (L: the product of the dims after 1)."""
+    return np.ascontiguousarray(x).reshape(x.shape[0], x.shape[1], -1)
+
+
+def _bn_fast(x, weight, bias, running_mean, running_var, training, eps):
+    c = x.shape[1]
+    dt = x.dtype
+    out = np.empty(x.shape, dtype=dt)
+    mean, var = np.empty(c, dtype=dt), np.empty(c, dtype=dt)
+    nn_kernels.kernel("batch_norm")(
+        _as_ncl(x), np.ones(c, dt) if weight is None else weight,
+        np.zeros(c, dt) if bias is None else bias,
+        mean if running_mean is None else running_mean,
+        var if running_var is None else running_var, training, eps,
+        out.reshape(x.shape[0], c, -1), mean, var)
+    return out, mean, var
+
+
 def _bn_impl(x, weight, bias, running_mean, running_var, training, eps):
+    if nn_kernels.usable(x, weight, bias, running_mean, running_var) and x.size:
+        return _bn_fast(x, weight, bias, running_mean, running_var, training, eps)
     dims = (0,) + tuple(range(2, x.ndim))
     shape = _channel_shape(x.ndim)
     if training:
@@ -41,6 +63,18 @@ def _bn_impl(x, weight, bias, running_mean, running_var, training, eps):
 
 def _bn_backward_impl(g, x, weight, running_mean, running_var, training, eps):
     """(grad input, grad weight, grad bias) in NumPy: the first-order backward in one op."""
+    if nn_kernels.usable(g, x, weight, running_mean, running_var) and x.size:
+        c = x.shape[1]
+        dt = x.dtype
+        gx = np.empty(x.shape, dtype=dt)
+        gw, gb = np.empty(c, dtype=dt), np.empty(c, dtype=dt)
+        stat = np.zeros(c, dtype=dt)
+        nn_kernels.kernel("batch_norm_backward")(
+            _as_ncl(g), _as_ncl(x), np.ones(c, dt) if weight is None else weight,
+            stat if running_mean is None else running_mean,
+            stat if running_var is None else running_var, training, eps,
+            gx.reshape(x.shape[0], c, -1), gw, gb)
+        return gx, gw, gb
     dims = (0,) + tuple(range(2, x.ndim))
     shape = _channel_shape(x.ndim)
     if training:

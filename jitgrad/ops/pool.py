@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import nn_kernels
 from .registry import LINEAR, OPAQUE, apply, defop
 
 
@@ -50,6 +51,14 @@ def _windows(x, kernel_size, stride, padding, dilation, out_hw, fill):
 
 def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     out_hw = _out_hw(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    if nn_kernels.usable(x) and x.size:
+        planes = np.ascontiguousarray(x).reshape((-1,) + x.shape[-2:])
+        out = np.empty((planes.shape[0],) + out_hw, dtype=x.dtype)
+        idx = np.empty(out.shape, dtype=np.int64)
+        nn_kernels.kernel("max_pool")(planes, out, idx, *kernel_size, *stride, *padding,
+                                      *dilation)
+        shape = x.shape[:-2] + out_hw
+        return out.reshape(shape), idx.reshape(shape)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     win = _windows(x, kernel_size, stride, padding, dilation, out_hw, fill)
     # a few passes per kernel position, each vectorised over the whole output: the maximum
@@ -79,6 +88,12 @@ def _max_pool_backward_impl(g, indices, input_size):
     """Sums ``g`` into each plane at ``indices`` (one bincount over all planes)."""
     h, w = input_size
     planes = int(np.prod(g.shape[:-2], dtype=np.int64))
+    if nn_kernels.usable(g):
+        out = np.zeros((planes, h * w), dtype=g.dtype)
+        nn_kernels.kernel("max_pool_backward")(
+            np.ascontiguousarray(g).reshape(planes, -1),
+            np.ascontiguousarray(indices).reshape(planes, -1), out)
+        return out.reshape(g.shape[:-2] + (h, w))
     flat = (indices.reshape(planes, -1) + (np.arange(planes) * (h * w))[:, None]).ravel()
     out = np.bincount(flat, weights=g.reshape(-1), minlength=planes * h * w)
     return out.astype(g.dtype, copy=False).reshape(g.shape[:-2] + (h, w))

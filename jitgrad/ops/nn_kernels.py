@@ -1,0 +1,237 @@
+"""Loop kernels of the convolution, pooling and batch-norm ops, compiled with Numba on first use.
+
+NumPy runs these ops as several passes over strided views (im2col of an ``as_strided`` window
+view, one strided add per kernel position for col2im, a pass per kernel position for max
+pooling, several reductions for batch norm); each kernel here is one pass instead. The matrix
+products themselves stay in NumPy (BLAS). The kernels are plain Python functions compiled with
+``numba.njit(cache=True)`` when first asked for (``kernel(name)``), so ``import jitgrad`` does
+not load Numba, and a later process loads the machine code from Numba's cache.
+
+``usable(*arrays)`` says whether the kernels take these arrays (float32 or float64); the ops
+keep their NumPy code for every other dtype.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+__all__ = ["kernel", "usable"]
+
+_DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
+_COMPILED: dict[str, object] = {}
+
+
+def usable(*arrays) -> bool:
+    """Whether the kernels handle these arrays (None entries are skipped): float32/float64."""
+    return all(a is None or a.dtype in _DTYPES for a in arrays)
+
+
+def kernel(name: str):
+    """The compiled kernel ``name`` of this module (compiled, or loaded from cache, once)."""
+    fn = _COMPILED.get(name)
+    if fn is None:
+        import numba
+
+        options = {"nogil": True, "error_model": "numpy"}
+        try:
+            fn = numba.njit(cache=True, **options)(globals()[name])
+        except RuntimeError:  # no writable cache location: compile in every process instead
+            fn = numba.njit(**options)(globals()[name])
+        _COMPILED[name] = fn
+    return fn
+
+
+# ---------------------------------------------------------------- convolution
+
+
+def to_batch_last(x, xt, ph, pw):
+    """``xt[c, h + ph, w + pw, n] = x[n, c, h, w]``: the batch as the contiguous axis (``xt``
+    zeroed: its border is the convolution's padding)."""
+    n_, c_, h_, w_ = x.shape
+    for n in range(n_):  # (n outermost: a stride of the whole array would thrash the cache)
+        for c in range(c_):
+            for h in range(h_):
+                for w in range(w_):
+                    xt[c, h + ph, w + pw, n] = x[n, c, h, w]
+
+
+def from_batch_last(xt, bias, out, ph, pw):
+    """``out[n, c, h, w] = xt[c, h + ph, w + pw, n] + bias[c]``: back to NCHW (cropping)."""
+    n_, c_, h_, w_ = out.shape
+    for n in range(n_):
+        for c in range(c_):
+            b = bias[c]
+            for h in range(h_):
+                for w in range(w_):
+                    out[n, c, h, w] = xt[c, h + ph, w + pw, n] + b
+
+
+def im2col(xt, cols, sh, sw, dh, dw):
+    """``cols[c, i, j, oh, ow, n] = xt[c, oh * sh + i * dh, ow * sw + j * dw, n]`` for the
+    padded batch-last input ``xt (C, Hp, Wp, N)``: runs of N contiguous values."""
+    c_, kh, kw, ho, wo, n_ = cols.shape
+    for c in range(c_):
+        for i in range(kh):
+            for j in range(kw):
+                for oh in range(ho):
+                    r = oh * sh + i * dh
+                    for ow in range(wo):
+                        q = ow * sw + j * dw
+                        for n in range(n_):
+                            cols[c, i, j, oh, ow, n] = xt[c, r, q, n]
+
+
+def col2im(cols, xt, sh, sw, dh, dw):
+    """The adjoint of ``im2col``: sums ``cols`` into the zeroed padded ``xt (C, Hp, Wp, N)``."""
+    c_, kh, kw, ho, wo, n_ = cols.shape
+    for c in range(c_):
+        for i in range(kh):
+            for j in range(kw):
+                for oh in range(ho):
+                    r = oh * sh + i * dh
+                    for ow in range(wo):
+                        q = ow * sw + j * dw
+                        for n in range(n_):
+                            xt[c, r, q, n] += cols[c, i, j, oh, ow, n]
+
+
+def add_channel_bias(out, b):
+    """``out[n, o, p] += b[o]`` in place."""
+    n_, o_, p_ = out.shape
+    for n in range(n_):
+        for o in range(o_):
+            v = b[o]
+            for p in range(p_):
+                out[n, o, p] += v
+
+
+def sum_channels(g, out):
+    """``out[o] = sum over n, p of g[n, o, p]`` (accumulated in float64)."""
+    n_, o_, p_ = g.shape
+    for o in range(o_):
+        s = 0.0
+        for n in range(n_):
+            for p in range(p_):
+                s += g[n, o, p]
+        out[o] = s
+
+
+# ---------------------------------------------------------------- max pooling
+
+
+def max_pool(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):
+    """Max pooling of planes ``x (P, H, W)`` into ``out``/``idx`` ``(P, Ho, Wo)`` as torch's CPU
+    kernel: the first largest value of each window, a NaN wins (the last one), and the index is
+    ``row * W + col`` in the unpadded plane (the window's first valid position when no value
+    exceeds the lowest)."""
+    p_, h_, w_ = x.shape
+    ho, wo = out.shape[1], out.shape[2]
+    for p in range(p_):
+        for oh in range(ho):
+            r0 = oh * sh - ph
+            while r0 < 0:
+                r0 += dh
+            r1 = min(oh * sh - ph + (kh - 1) * dh + 1, h_)
+            for ow in range(wo):
+                q0 = ow * sw - pw
+                while q0 < 0:
+                    q0 += dw
+                q1 = min(ow * sw - pw + (kw - 1) * dw + 1, w_)
+                best = x[p, r0, q0]
+                at = r0 * w_ + q0
+                for r in range(r0, r1, dh):
+                    for q in range(q0, q1, dw):
+                        v = x[p, r, q]
+                        if v > best or v != v:
+                            best = v
+                            at = r * w_ + q
+                out[p, oh, ow] = best
+                idx[p, oh, ow] = at
+
+
+def max_pool_backward(g, idx, out):
+    """``out[p, idx[p, k]] += g[p, k]`` over planes (``g``, ``idx`` ``(P, K)``, ``out``
+    ``(P, H*W)`` zeroed)."""
+    p_, k_ = g.shape
+    for p in range(p_):
+        for k in range(k_):
+            out[p, idx[p, k]] += g[p, k]
+
+
+# ---------------------------------------------------------------- batch norm
+
+
+def batch_norm(x, weight, bias, running_mean, running_var, training, eps, out, mean_out,
+               var_out):
+    """Batch norm of ``x (N, C, L)`` into ``out``, the statistics used into ``mean_out`` and
+    ``var_out`` (the batch's in training, else the running ones)."""
+    n_, c_, l_ = x.shape
+    m = n_ * l_
+    for c in range(c_):
+        if training:
+            s = 0.0
+            for n in range(n_):
+                for q in range(l_):
+                    s += x[n, c, q]
+            mean = s / m
+            ss = 0.0
+            for n in range(n_):
+                for q in range(l_):
+                    d = x[n, c, q] - mean
+                    ss += d * d
+            var = ss / m
+        else:
+            mean, var = float(running_mean[c]), float(running_var[c])
+        scale = weight[c] / math.sqrt(var + eps)
+        shift = bias[c]
+        for n in range(n_):
+            for q in range(l_):
+                out[n, c, q] = (x[n, c, q] - mean) * scale + shift
+        mean_out[c] = mean
+        var_out[c] = var
+
+
+def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps, gx, gw, gb):
+    """The first-order batch-norm backward of ``x (N, C, L)``: ``gx``, and the weight and bias
+    gradients ``gw`` (``sum g * xhat``) and ``gb`` (``sum g``) per channel."""
+    n_, c_, l_ = x.shape
+    m = n_ * l_
+    for c in range(c_):
+        if training:
+            s = 0.0
+            for n in range(n_):
+                for q in range(l_):
+                    s += x[n, c, q]
+            mean = s / m
+            ss = 0.0
+            for n in range(n_):
+                for q in range(l_):
+                    d = x[n, c, q] - mean
+                    ss += d * d
+            var = ss / m
+        else:
+            mean, var = float(running_mean[c]), float(running_var[c])
+        rstd = 1.0 / math.sqrt(var + eps)
+        gsum = 0.0
+        gdot = 0.0
+        for n in range(n_):
+            for q in range(l_):
+                gv = g[n, c, q]
+                gsum += gv
+                gdot += gv * (x[n, c, q] - mean)
+        gxhat = gdot * rstd
+        scale = rstd * weight[c]
+        if training:
+            a = gsum / m
+            b = gxhat * rstd / m
+            for n in range(n_):
+                for q in range(l_):
+                    gx[n, c, q] = scale * (g[n, c, q] - a - (x[n, c, q] - mean) * b)
+        else:
+            for n in range(n_):
+                for q in range(l_):
+                    gx[n, c, q] = g[n, c, q] * scale
+        gw[c] = gxhat
+        gb[c] = gsum
