@@ -345,3 +345,25 @@ def test_forward_mode_matches_torch(name):
                                         for p, t in zip(primals, tangents)])
         want = tfw.unpack_dual(out).tangent.numpy()
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("cfg", [dict(kernel_size=2), dict(kernel_size=2, ceil_mode=True),
+                                 dict(kernel_size=3, stride=2, padding=1),
+                                 dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1),
+                                      padding=(1, 0), ceil_mode=True)], ids=str)
+def test_max_pool_indices_match_torch_with_ties_and_several_nans(cfg, dtype):
+    """Small integers make ties, and windows with several NaNs: torch takes the first largest
+    value but the last NaN (float32/float64 run the Numba kernels, float16 the NumPy code; the
+    2x2 window has its own kernel, which ceil_mode on an odd size must not reach)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    x = rng.integers(-2, 3, (2, 3, 7, 9)).astype(np.float64)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    jv, ji = F.max_pool2d(jitgrad.tensor(x, dtype=getattr(jitgrad, dtype)), **cfg,
+                          return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(torch.tensor(x, dtype=getattr(torch, dtype)), **cfg,
+                                            return_indices=True)
+    assert tuple(jv.shape) == tuple(tv.shape)
+    np.testing.assert_array_equal(jv.numpy(), tv.numpy())
+    np.testing.assert_array_equal(ji.numpy(), ti.numpy())

@@ -28,13 +28,18 @@ def usable(*arrays) -> bool:
     return all(a is None or a.dtype in _DTYPES for a in arrays)
 
 
+# reductions may be reordered (vectorized); no flag that assumes away NaN or inf
+_FASTMATH = {"batch_norm": {"reassoc", "contract"}, "batch_norm_backward": {"reassoc", "contract"}}
+
+
 def kernel(name: str):
     """The compiled kernel ``name`` of this module (compiled, or loaded from cache, once)."""
     fn = _COMPILED.get(name)
     if fn is None:
         import numba
 
-        options = {"nogil": True, "error_model": "numpy"}
+        options = {"nogil": True, "error_model": "numpy",
+                   "fastmath": _FASTMATH.get(name, False)}
         try:
             fn = numba.njit(cache=True, **options)(globals()[name])
         except RuntimeError:  # no writable cache location: compile in every process instead
@@ -130,23 +135,57 @@ def max_pool(x, out, idx, kh, kw, sh, sw, ph, pw, dh, dw):
     ho, wo = out.shape[1], out.shape[2]
     for p in range(p_):
         for oh in range(ho):
-            r0 = oh * sh - ph
+            rs = oh * sh - ph
+            r0 = rs
             while r0 < 0:
                 r0 += dh
-            r1 = min(oh * sh - ph + (kh - 1) * dh + 1, h_)
             for ow in range(wo):
-                q0 = ow * sw - pw
+                qs = ow * sw - pw
+                q0 = qs
                 while q0 < 0:
                     q0 += dw
-                q1 = min(ow * sw - pw + (kw - 1) * dw + 1, w_)
                 best = x[p, r0, q0]
                 at = r0 * w_ + q0
-                for r in range(r0, r1, dh):
-                    for q in range(q0, q1, dw):
+                for a in range(kh):  # (no range with a variable step: it divides)
+                    r = rs + a * dh
+                    if r < 0 or r >= h_:
+                        continue
+                    for b in range(kw):
+                        q = qs + b * dw
+                        if q < 0 or q >= w_:
+                            continue
                         v = x[p, r, q]
-                        if v > best or v != v:
-                            best = v
-                            at = r * w_ + q
+                        take = (v > best) | (v != v)  # (selects, not branches: random data
+                        best = v if take else best    # mispredicts half of them)
+                        at = r * w_ + q if take else at
+                out[p, oh, ow] = best
+                idx[p, oh, ow] = at
+
+
+def max_pool_2x2(x, out, idx):
+    """``max_pool`` for the common 2x2 window, stride 2, no padding, no dilation: unrolled
+    (the general kernel's loops of two taps cost more than the comparisons)."""
+    p_, h_, w_ = x.shape
+    ho, wo = out.shape[1], out.shape[2]
+    for p in range(p_):
+        for oh in range(ho):
+            r = 2 * oh
+            for ow in range(wo):
+                q = 2 * ow
+                best = x[p, r, q]
+                at = r * w_ + q
+                v = x[p, r, q + 1]
+                take = (v > best) | (v != v)
+                best = v if take else best
+                at = at + 1 if take else at
+                v = x[p, r + 1, q]
+                take = (v > best) | (v != v)
+                best = v if take else best
+                at = (r + 1) * w_ + q if take else at
+                v = x[p, r + 1, q + 1]
+                take = (v > best) | (v != v)
+                best = v if take else best
+                at = (r + 1) * w_ + q + 1 if take else at
                 out[p, oh, ow] = best
                 idx[p, oh, ow] = at
 

@@ -55,14 +55,18 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
         planes = np.ascontiguousarray(x).reshape((-1,) + x.shape[-2:])
         out = np.empty((planes.shape[0],) + out_hw, dtype=x.dtype)
         idx = np.empty(out.shape, dtype=np.int64)
-        nn_kernels.kernel("max_pool")(planes, out, idx, *kernel_size, *stride, *padding,
-                                      *dilation)
+        if (kernel_size, stride, padding, dilation) == ((2, 2), (2, 2), (0, 0), (1, 1)) and \
+                2 * out_hw[0] <= x.shape[-2] and 2 * out_hw[1] <= x.shape[-1]:  # (ceil_mode)
+            nn_kernels.kernel("max_pool_2x2")(planes, out, idx)
+        else:
+            nn_kernels.kernel("max_pool")(planes, out, idx, *kernel_size, *stride, *padding,
+                                          *dilation)
         shape = x.shape[:-2] + out_hw
         return out.reshape(shape), idx.reshape(shape)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     win = _windows(x, kernel_size, stride, padding, dilation, out_hw, fill)
-    # a few passes per kernel position, each vectorised over the whole output: the maximum
-    # (NaN propagates, as in torch), then the first position holding it (the last write wins)
+    # (other dtypes) a few passes per kernel position, each vectorised over the whole output:
+    # the maximum (NaN propagates, as in torch), then the position holding it
     kh, kw = kernel_size
     n_k = kh * kw
     best = win[..., 0, 0]
@@ -70,12 +74,11 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
         best = np.maximum(best, win[..., k // kw, k % kw])
     best = np.ascontiguousarray(best) if n_k > 1 else best.copy()  # never a view of x
     arg = np.zeros(best.shape, dtype=np.int64)
-    for k in range(n_k - 1, -1, -1):
-        v = win[..., k // kw, k % kw]
-        hit = v == best
-        if x.dtype.kind == "f":
-            hit |= np.isnan(v)
-        arg = np.where(hit, k, arg)
+    for k in range(n_k - 1, -1, -1):  # the first largest value (the last write wins) ...
+        arg = np.where(win[..., k // kw, k % kw] == best, k, arg)
+    if x.dtype.kind == "f":  # ... but the last NaN, as torch
+        for k in range(n_k):
+            arg = np.where(np.isnan(win[..., k // kw, k % kw]), k, arg)
     w = x.shape[-1]
     offsets = np.array([(k // kw) * dilation[0] * w + (k % kw) * dilation[1]
                         for k in range(kh * kw)], dtype=np.int64)
