@@ -144,3 +144,32 @@ def test_running_stats_under_jit_equal_eager():
         np.testing.assert_allclose(arr(getattr(jitted, name)), arr(getattr(eager, name)),
                                    rtol=1e-5, err_msg=name)
     assert int(jitted.num_batches_tracked) == int(eager.num_batches_tracked) == 3
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+@pytest.mark.parametrize("shape", [(64, 8, 8, 8), (16, 5), (6, 4, 9)], ids=str)
+def test_float32_kernels_match_torch(shape, affine, training):
+    """float32 runs the Numba kernels (forward, and the one-op first-order backward): values,
+    batch statistics and gradients against torch, with a mean far from zero (cancellation)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 3 + 20).astype(np.float32)
+    params = [rng.uniform(0.5, 1.5, c).astype(np.float32), rng.standard_normal(c)
+              .astype(np.float32)] if affine else [None, None]
+    stats = [rng.standard_normal(c).astype(np.float32) + 20,
+             rng.uniform(5, 15, c).astype(np.float32)]
+    go = rng.standard_normal(shape).astype(np.float32)
+    got = []
+    for lib in (jitgrad, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        wb = [None if p is None else lib.tensor(p, requires_grad=True) for p in params]
+        rm, rv = (lib.tensor(s) for s in stats)
+        y = lib.nn.functional.batch_norm(xt, rm, rv, *wb, training=training, momentum=0.2)
+        leaves = [xt] + [t for t in wb if t is not None]
+        grads = lib.autograd.grad(y, leaves, lib.tensor(go))
+        got.append([arr(y), arr(rm), arr(rv)] + [arr(g) for g in grads])
+    for j, t in zip(*got):
+        assert j.dtype == np.float32
+        np.testing.assert_allclose(j, t, rtol=2e-4, atol=2e-4)

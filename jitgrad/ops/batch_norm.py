@@ -123,14 +123,17 @@ def _bn_vjp(grads, ans, x, weight, bias, running_mean, running_var, training, ep
         centered = x - running_mean.reshape(shape)
         rstd = (running_var.reshape(shape) + eps).rsqrt()
     xhat = centered * rstd
-    gw = g * weight.reshape(shape) if weight is not None else g
+    # two reductions of g (shared by the weight and bias gradients), none of g * weight
+    gsum = g.sum(dims, keepdim=True)
+    gdot = (g * xhat).sum(dims, keepdim=True)
+    scale = rstd * weight.reshape(shape) if weight is not None else rstd
     if training:
-        gx = rstd * (gw - gw.mean(dims, keepdim=True) -
-                     xhat * (gw * xhat).mean(dims, keepdim=True))
+        m = _numel(x.shape) // x.shape[1]
+        gx = scale * (g - (gsum + xhat * gdot) / m)
     else:
-        gx = gw * rstd
-    gweight = (g * xhat).sum(dims) if weight is not None else None
-    gbias = g.sum(dims) if bias is not None else None
+        gx = g * scale
+    gweight = gdot.reshape(-1) if weight is not None else None
+    gbias = gsum.reshape(-1) if bias is not None else None
     return gx, gweight, gbias, None, None
 
 
