@@ -367,3 +367,24 @@ def test_max_pool_indices_match_torch_with_ties_and_several_nans(cfg, dtype):
     assert tuple(jv.shape) == tuple(tv.shape)
     np.testing.assert_array_equal(jv.numpy(), tv.numpy())
     np.testing.assert_array_equal(ji.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", ["empty_batch", "strided_input"])
+def test_conv_empty_batch_and_strided_input_match_torch(case, dtype):
+    """An empty batch (every reshape of the kernels' buffers is explicit) and a non-contiguous
+    input view, forward and both gradients."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(13)
+    if case == "empty_batch":
+        x, w = rng.standard_normal((0, 4, 5, 5)), rng.standard_normal((6, 2, 3, 3))
+    else:
+        x, w = rng.standard_normal((3, 8, 11, 13))[:, ::2, ::2, 1::2], \
+            rng.standard_normal((6, 2, 3, 2))
+    (jy, jg), (ty, tg) = _run_both(torch, "conv2d", [x, w],
+                                   dict(stride=(2, 1), padding=(1, 2), groups=2), dtype)
+    assert tuple(jy.shape) == tuple(ty.shape)
+    np.testing.assert_allclose(arr(jy), arr(ty), **TOL[dtype])
+    for a, b in zip(jg, tg):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(arr(a), arr(b), **TOL[dtype])

@@ -110,8 +110,9 @@ def _cols(x, ksize, stride, padding, dilation):
 def _conv_fast(x, w, b, stride, padding, dilation, groups):
     """The forward as ``(G, O/G, C/G*kh*kw) @ (G, C/G*kh*kw, Ho*Wo*N)``, batch-last."""
     n, o = x.shape[0], w.shape[0]
+    k = w[0].size  # C/G * kh * kw (explicit sizes: an empty batch reshapes too)
     cols, (ho, wo) = _cols(x, w.shape[2:], stride, padding, dilation)
-    out = np.matmul(w.reshape(groups, o // groups, -1), cols.reshape(groups, -1, ho * wo * n))
+    out = np.matmul(w.reshape(groups, o // groups, k), cols.reshape(groups, k, ho * wo * n))
     return _from_batch_last(out.reshape(o, ho, wo, n), b, (n, o, ho, wo))
 
 
@@ -125,8 +126,8 @@ def _input_grad_impl(g, w, input_size, stride, padding, dilation, groups):
     kh, kw = w2.shape[2:]
     if nn_kernels.usable(g2, w2):  # (G, C/G*kh*kw, O/G) @ (G, O/G, Ho*Wo*N), then col2im
         gt = _batch_last(g2, ((0, 0), (0, 0)))
-        cols = np.matmul(w2.reshape(groups, o // groups, -1).transpose(0, 2, 1),
-                         gt.reshape(groups, o // groups, -1))
+        cols = np.matmul(w2.reshape(groups, o // groups, w2[0].size).transpose(0, 2, 1),
+                         gt.reshape(groups, o // groups, ho * wo * n))
         (t, bottom), (left, right) = padding
         xt = np.zeros((c, size[0] + t + bottom, size[1] + left + right, n), dtype=g.dtype)
         nn_kernels.kernel("col2im")(cols.reshape(c, kh, kw, ho, wo, n), xt, *stride, *dilation)
@@ -156,8 +157,9 @@ def _weight_grad_impl(x, g, kernel_size, stride, padding, dilation, groups):
     n, o = g2.shape[:2]
     if nn_kernels.usable(x2, g2):  # batch-last: (G, O/G, Ho*Wo*N) @ (G, Ho*Wo*N, C/G*kh*kw)
         cols, (ho, wo) = _cols(x2, ksize, stride, padding, dilation)
-        cols = cols.reshape(groups, -1, ho * wo * n)
-        gm = _batch_last(g2, ((0, 0), (0, 0))).reshape(groups, o // groups, -1)
+        cols = cols.reshape(groups, cols.shape[0] // groups * ksize[0] * ksize[1],
+                            ho * wo * n)
+        gm = _batch_last(g2, ((0, 0), (0, 0))).reshape(groups, o // groups, ho * wo * n)
     else:
         cols, _ = _im2col(x2, ksize, stride, padding, dilation, groups)
         gm = g2.transpose(1, 0, 2, 3).reshape(groups, o // groups, -1)
