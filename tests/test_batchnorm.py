@@ -173,3 +173,41 @@ def test_float32_kernels_match_torch(shape, affine, training):
     for j, t in zip(*got):
         assert j.dtype == np.float32
         np.testing.assert_allclose(j, t, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_backward_op_gradcheck_forward_ad_and_gradgradcheck(affine, training):
+    """The backward is one op (eager and jitted): its own VJP and JVP, checked on the op."""
+    from jitgrad.ops import batch_norm as bn_ops
+    from jitgrad.ops.registry import apply
+
+    rng = np.random.default_rng(6)
+    g = jitgrad.tensor(rng.standard_normal((3, 2, 2, 3)), requires_grad=True)
+    x = jitgrad.tensor(rng.standard_normal((3, 2, 2, 3)) + 1, requires_grad=True)
+    w = jitgrad.tensor(rng.uniform(0.5, 1.5, 2), requires_grad=True)
+    rm, rv = jitgrad.tensor([0.1, -0.3]), jitgrad.tensor([0.7, 1.6])
+
+    def fn(g, x, *w):
+        return apply(bn_ops.NATIVE_BATCH_NORM_BACKWARD, g, x, w[0] if w else None,
+                     None if training else rm, None if training else rv, training=training,
+                     eps=1e-5)
+    inputs = (g, x, w) if affine else (g, x)
+    assert gradcheck(fn, inputs, check_forward_ad=True)
+    assert gradgradcheck(fn, inputs)
+
+
+def test_double_backward_node_and_values_match_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x, go = rng.standard_normal((4, 3, 2, 2)), rng.standard_normal((4, 3, 2, 2))
+    got = []
+    for lib in (jitgrad, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        w = lib.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
+        y = lib.nn.functional.batch_norm(xt, None, None, w, None, training=True)
+        gx, gw = lib.autograd.grad(y, (xt, w), lib.tensor(go), create_graph=True)
+        assert gx.grad_fn.name() == "NativeBatchNormBackwardBackward0"
+        got.append([arr(t) for t in lib.autograd.grad((gx ** 2).sum() + gw.sum(), (xt, w))])
+    for j, t in zip(*got):
+        np.testing.assert_allclose(j, t, rtol=1e-9, atol=1e-11)
