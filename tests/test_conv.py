@@ -388,3 +388,17 @@ def test_conv_empty_batch_and_strided_input_match_torch(case, dtype):
     for a, b in zip(jg, tg):
         assert tuple(a.shape) == tuple(b.shape)
         np.testing.assert_allclose(arr(a), arr(b), **TOL[dtype])
+
+
+@pytest.mark.parametrize("n,c,hw", [(1, 3, 5), (8, 2, 4), (13, 8, 3), (64, 1, 8)], ids=str)
+def test_conv_batch_sizes_around_the_transpose_tiles_match_torch(n, c, hw):
+    """The batch-last layout is made by an 8x8-tiled transpose: batches and C*H*W that are and
+    are not multiples of 8, forward and both gradients, float32."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(14)
+    x, w, b = rng.standard_normal((n, c, hw, hw)), rng.standard_normal((5, c, 3, 3)), \
+        rng.standard_normal(5)
+    (jy, jg), (ty, tg) = _run_both(torch, "conv2d", [x, w, b], dict(padding=1), "float32")
+    np.testing.assert_allclose(arr(jy), arr(ty), **TOL["float32"])
+    for a, t in zip(jg, tg):
+        np.testing.assert_allclose(arr(a), arr(t), **TOL["float32"])

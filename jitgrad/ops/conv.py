@@ -82,15 +82,22 @@ def _batch_last(x, padding):
     """``x (N, C, H, W)`` as ``(C, Hp, Wp, N)``, zero-padded."""
     (t, bottom), (left, right) = padding
     n, c, h, w = x.shape
+    flat = np.empty((c * h * w, n), dtype=x.dtype)
+    nn_kernels.kernel("transpose")(np.ascontiguousarray(x).reshape(n, c * h * w), flat)
+    if not (t or bottom or left or right):
+        return flat.reshape(c, h, w, n)
     xt = np.zeros((c, h + t + bottom, w + left + right, n), dtype=x.dtype)
-    nn_kernels.kernel("to_batch_last")(np.ascontiguousarray(x), xt, t, left)
+    xt[:, t:t + h, left:left + w] = flat.reshape(c, h, w, n)
     return xt
 
 
-def _from_batch_last(xt, bias, shape, crop=(0, 0)):
+def _from_batch_last(xt, shape, crop=(0, 0)):
+    """``xt (C, Hp, Wp, N)`` cropped at ``crop`` to ``shape`` ``(N, C, H, W)``, as NCHW."""
+    n, c, h, w = shape
+    if xt.shape[1:3] != (h, w):
+        xt = np.ascontiguousarray(xt[:, crop[0]:crop[0] + h, crop[1]:crop[1] + w])
     out = np.empty(shape, dtype=xt.dtype)
-    nn_kernels.kernel("from_batch_last")(
-        xt, np.zeros(shape[1], xt.dtype) if bias is None else bias, out, *crop)
+    nn_kernels.kernel("transpose")(xt.reshape(c * h * w, n), out.reshape(n, c * h * w))
     return out
 
 
@@ -113,7 +120,10 @@ def _conv_fast(x, w, b, stride, padding, dilation, groups):
     k = w[0].size  # C/G * kh * kw (explicit sizes: an empty batch reshapes too)
     cols, (ho, wo) = _cols(x, w.shape[2:], stride, padding, dilation)
     out = np.matmul(w.reshape(groups, o // groups, k), cols.reshape(groups, k, ho * wo * n))
-    return _from_batch_last(out.reshape(o, ho, wo, n), b, (n, o, ho, wo))
+    out = out.reshape(o, ho * wo * n)
+    if b is not None:
+        out += b[:, None]
+    return _from_batch_last(out.reshape(o, ho, wo, n), (n, o, ho, wo))
 
 
 def _input_grad_impl(g, w, input_size, stride, padding, dilation, groups):
@@ -131,7 +141,7 @@ def _input_grad_impl(g, w, input_size, stride, padding, dilation, groups):
         (t, bottom), (left, right) = padding
         xt = np.zeros((c, size[0] + t + bottom, size[1] + left + right, n), dtype=g.dtype)
         nn_kernels.kernel("col2im")(cols.reshape(c, kh, kw, ho, wo, n), xt, *stride, *dilation)
-        out = _from_batch_last(xt, None, (n, c) + size, (t, left))
+        out = _from_batch_last(xt, (n, c) + size, (t, left))
         return out if spatial == 2 else out[:, :, 0]
     gm = g2.transpose(1, 0, 2, 3).reshape(groups, o // groups, n * ho * wo)
     cols = np.matmul(w2.reshape(groups, o // groups, -1).transpose(0, 2, 1), gm)

@@ -51,26 +51,23 @@ def kernel(name: str):
 # ---------------------------------------------------------------- convolution
 
 
-def to_batch_last(x, xt, ph, pw):
-    """``xt[c, h + ph, w + pw, n] = x[n, c, h, w]``: the batch as the contiguous axis (``xt``
-    zeroed: its border is the convolution's padding)."""
-    n_, c_, h_, w_ = x.shape
-    for n in range(n_):  # (n outermost: a stride of the whole array would thrash the cache)
-        for c in range(c_):
-            for h in range(h_):
-                for w in range(w_):
-                    xt[c, h + ph, w + pw, n] = x[n, c, h, w]
-
-
-def from_batch_last(xt, bias, out, ph, pw):
-    """``out[n, c, h, w] = xt[c, h + ph, w + pw, n] + bias[c]``: back to NCHW (cropping)."""
-    n_, c_, h_, w_ = out.shape
-    for n in range(n_):
-        for c in range(c_):
-            b = bias[c]
-            for h in range(h_):
-                for w in range(w_):
-                    out[n, c, h, w] = xt[c, h + ph, w + pw, n] + b
+def transpose(src, dst):
+    """``dst[j, i] = src[i, j]`` for C-contiguous 2-d arrays, in 8x8 tiles (a plain loop
+    writes or reads with a stride of a whole row per element)."""
+    n_, m_ = src.shape
+    nf = n_ - n_ % 8
+    mf = m_ - m_ % 8
+    for j0 in range(0, mf, 8):
+        for i0 in range(0, nf, 8):
+            for j in range(8):
+                for i in range(8):
+                    dst[j0 + j, i0 + i] = src[i0 + i, j0 + j]
+    for i in range(nf, n_):
+        for j in range(m_):
+            dst[j, i] = src[i, j]
+    for i in range(nf):
+        for j in range(mf, m_):
+            dst[j, i] = src[i, j]
 
 
 def im2col(xt, cols, sh, sw, dh, dw):
@@ -100,27 +97,6 @@ def col2im(cols, xt, sh, sw, dh, dw):
                         q = ow * sw + j * dw
                         for n in range(n_):
                             xt[c, r, q, n] += cols[c, i, j, oh, ow, n]
-
-
-def add_channel_bias(out, b):
-    """``out[n, o, p] += b[o]`` in place."""
-    n_, o_, p_ = out.shape
-    for n in range(n_):
-        for o in range(o_):
-            v = b[o]
-            for p in range(p_):
-                out[n, o, p] += v
-
-
-def sum_channels(g, out):
-    """``out[o] = sum over n, p of g[n, o, p]`` (accumulated in float64)."""
-    n_, o_, p_ = g.shape
-    for o in range(o_):
-        s = 0.0
-        for n in range(n_):
-            for p in range(p_):
-                s += g[n, o, p]
-        out[o] = s
 
 
 # ---------------------------------------------------------------- max pooling
