@@ -10,6 +10,12 @@ Writing ``<h, op(a, b)>`` as the same trilinear form as ``<g, conv(x, w)>`` show
 are closed under VJP (each one's VJP is made of the other two), so any order of derivative
 works, eager or jitted. A 1-d convolution runs as a 2-d one over a height-1 image.
 
+For float32 and float64 the copies are Numba kernels (``ops/nn_kernels.py``) over a batch-last
+layout: the input is transposed to ``(C, Hp, Wp, N)`` (padded), the columns are
+``(C, kh, kw, Ho, Wo, N)`` (runs of N contiguous values), and the matmul's ``(O, Ho, Wo, N)``
+result is transposed back to NCHW. Other dtypes take the NumPy code (an ``as_strided`` window
+view copied once).
+
 Params (all hashable): ``stride``, ``dilation`` (tuples, one int per spatial dim), ``padding``
 (one ``(before, after)`` pair per spatial dim, so ``padding='same'`` with an even kernel is one
 op), ``groups``.

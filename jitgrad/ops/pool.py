@@ -6,7 +6,10 @@
 * ``avg_pool2d`` and ``adaptive_avg_pool2d`` are linear; each has a ``*_backward`` op (its
   adjoint, a col2im) whose VJP is the forward op again.
 
-All of them take ``(N, C, H, W)`` or unbatched ``(C, H, W)`` input. Params are int pairs.
+All of them take ``(N, C, H, W)`` or unbatched ``(C, H, W)`` input. Params are int pairs. Max
+pooling and its scatter run as Numba kernels (``ops/nn_kernels.py``) for float32 and float64,
+the NumPy code for other dtypes; either picks torch's index: the first largest value of a
+window, but the last NaN.
 """
 
 from __future__ import annotations
