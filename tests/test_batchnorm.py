@@ -144,3 +144,70 @@ def test_running_stats_under_jit_equal_eager():
         np.testing.assert_allclose(arr(getattr(jitted, name)), arr(getattr(eager, name)),
                                    rtol=1e-5, err_msg=name)
     assert int(jitted.num_batches_tracked) == int(eager.num_batches_tracked) == 3
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+@pytest.mark.parametrize("shape", [(64, 8, 8, 8), (16, 5), (6, 4, 9)], ids=str)
+def test_float32_kernels_match_torch(shape, affine, training):
+    """float32 runs the Numba kernels (forward, and the one-op first-order backward): values,
+    batch statistics and gradients against torch, with a mean far from zero (cancellation)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(5)
+    c = shape[1]
+    x = (rng.standard_normal(shape) * 3 + 20).astype(np.float32)
+    params = [rng.uniform(0.5, 1.5, c).astype(np.float32), rng.standard_normal(c)
+              .astype(np.float32)] if affine else [None, None]
+    stats = [rng.standard_normal(c).astype(np.float32) + 20,
+             rng.uniform(5, 15, c).astype(np.float32)]
+    go = rng.standard_normal(shape).astype(np.float32)
+    got = []
+    for lib in (jitgrad, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        wb = [None if p is None else lib.tensor(p, requires_grad=True) for p in params]
+        rm, rv = (lib.tensor(s) for s in stats)
+        y = lib.nn.functional.batch_norm(xt, rm, rv, *wb, training=training, momentum=0.2)
+        leaves = [xt] + [t for t in wb if t is not None]
+        grads = lib.autograd.grad(y, leaves, lib.tensor(go))
+        got.append([arr(y), arr(rm), arr(rv)] + [arr(g) for g in grads])
+    for j, t in zip(*got):
+        assert j.dtype == np.float32
+        np.testing.assert_allclose(j, t, rtol=2e-4, atol=2e-4)
+
+
+@pytest.mark.parametrize("training", [True, False], ids=["train", "eval"])
+@pytest.mark.parametrize("affine", [True, False], ids=["affine", "plain"])
+def test_backward_op_gradcheck_forward_ad_and_gradgradcheck(affine, training):
+    """The backward is one op (eager and jitted): its own VJP and JVP, checked on the op."""
+    from jitgrad.ops import batch_norm as bn_ops
+    from jitgrad.ops.registry import apply
+
+    rng = np.random.default_rng(6)
+    g = jitgrad.tensor(rng.standard_normal((3, 2, 2, 3)), requires_grad=True)
+    x = jitgrad.tensor(rng.standard_normal((3, 2, 2, 3)) + 1, requires_grad=True)
+    w = jitgrad.tensor(rng.uniform(0.5, 1.5, 2), requires_grad=True)
+    rm, rv = jitgrad.tensor([0.1, -0.3]), jitgrad.tensor([0.7, 1.6])
+
+    def fn(g, x, *w):
+        return apply(bn_ops.NATIVE_BATCH_NORM_BACKWARD, g, x, w[0] if w else None,
+                     None if training else rm, None if training else rv, training=training,
+                     eps=1e-5)
+    inputs = (g, x, w) if affine else (g, x)
+    assert gradcheck(fn, inputs, check_forward_ad=True)
+    assert gradgradcheck(fn, inputs)
+
+
+def test_double_backward_node_and_values_match_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x, go = rng.standard_normal((4, 3, 2, 2)), rng.standard_normal((4, 3, 2, 2))
+    got = []
+    for lib in (jitgrad, torch):
+        xt = lib.tensor(x, requires_grad=True)
+        w = lib.tensor(np.array([0.5, 1.0, 2.0]), requires_grad=True)
+        y = lib.nn.functional.batch_norm(xt, None, None, w, None, training=True)
+        gx, gw = lib.autograd.grad(y, (xt, w), lib.tensor(go), create_graph=True)
+        assert gx.grad_fn.name() == "NativeBatchNormBackwardBackward0"
+        got.append([arr(t) for t in lib.autograd.grad((gx ** 2).sum() + gw.sum(), (xt, w))])
+    for j, t in zip(*got):
+        np.testing.assert_allclose(j, t, rtol=1e-9, atol=1e-11)

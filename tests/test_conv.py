@@ -345,3 +345,60 @@ def test_forward_mode_matches_torch(name):
                                         for p, t in zip(primals, tangents)])
         want = tfw.unpack_dual(out).tangent.numpy()
     np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+@pytest.mark.parametrize("cfg", [dict(kernel_size=2), dict(kernel_size=2, ceil_mode=True),
+                                 dict(kernel_size=3, stride=2, padding=1),
+                                 dict(kernel_size=(2, 3), stride=(1, 2), dilation=(2, 1),
+                                      padding=(1, 0), ceil_mode=True)], ids=str)
+def test_max_pool_indices_match_torch_with_ties_and_several_nans(cfg, dtype):
+    """Small integers make ties, and windows with several NaNs: torch takes the first largest
+    value but the last NaN (float32/float64 run the Numba kernels, float16 the NumPy code; the
+    2x2 window has its own kernel, which ceil_mode on an odd size must not reach)."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(12)
+    x = rng.integers(-2, 3, (2, 3, 7, 9)).astype(np.float64)
+    x[rng.random(x.shape) < 0.2] = np.nan
+    jv, ji = F.max_pool2d(jitgrad.tensor(x, dtype=getattr(jitgrad, dtype)), **cfg,
+                          return_indices=True)
+    tv, ti = torch.nn.functional.max_pool2d(torch.tensor(x, dtype=getattr(torch, dtype)), **cfg,
+                                            return_indices=True)
+    assert tuple(jv.shape) == tuple(tv.shape)
+    np.testing.assert_array_equal(jv.numpy(), tv.numpy())
+    np.testing.assert_array_equal(ji.numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("case", ["empty_batch", "strided_input"])
+def test_conv_empty_batch_and_strided_input_match_torch(case, dtype):
+    """An empty batch (every reshape of the kernels' buffers is explicit) and a non-contiguous
+    input view, forward and both gradients."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(13)
+    if case == "empty_batch":
+        x, w = rng.standard_normal((0, 4, 5, 5)), rng.standard_normal((6, 2, 3, 3))
+    else:
+        x, w = rng.standard_normal((3, 8, 11, 13))[:, ::2, ::2, 1::2], \
+            rng.standard_normal((6, 2, 3, 2))
+    (jy, jg), (ty, tg) = _run_both(torch, "conv2d", [x, w],
+                                   dict(stride=(2, 1), padding=(1, 2), groups=2), dtype)
+    assert tuple(jy.shape) == tuple(ty.shape)
+    np.testing.assert_allclose(arr(jy), arr(ty), **TOL[dtype])
+    for a, b in zip(jg, tg):
+        assert tuple(a.shape) == tuple(b.shape)
+        np.testing.assert_allclose(arr(a), arr(b), **TOL[dtype])
+
+
+@pytest.mark.parametrize("n,c,hw", [(1, 3, 5), (8, 2, 4), (13, 8, 3), (64, 1, 8)], ids=str)
+def test_conv_batch_sizes_around_the_transpose_tiles_match_torch(n, c, hw):
+    """The batch-last layout is made by an 8x8-tiled transpose: batches and C*H*W that are and
+    are not multiples of 8, forward and both gradients, float32."""
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(14)
+    x, w, b = rng.standard_normal((n, c, hw, hw)), rng.standard_normal((5, c, 3, 3)), \
+        rng.standard_normal(5)
+    (jy, jg), (ty, tg) = _run_both(torch, "conv2d", [x, w, b], dict(padding=1), "float32")
+    np.testing.assert_allclose(arr(jy), arr(ty), **TOL["float32"])
+    for a, t in zip(jg, tg):
+        np.testing.assert_allclose(arr(a), arr(t), **TOL["float32"])

@@ -10,6 +10,12 @@ Writing ``<h, op(a, b)>`` as the same trilinear form as ``<g, conv(x, w)>`` show
 are closed under VJP (each one's VJP is made of the other two), so any order of derivative
 works, eager or jitted. A 1-d convolution runs as a 2-d one over a height-1 image.
 
+For float32 and float64 the copies are Numba kernels (``ops/nn_kernels.py``) over a batch-last
+layout: the input is transposed to ``(C, Hp, Wp, N)`` (padded), the columns are
+``(C, kh, kw, Ho, Wo, N)`` (runs of N contiguous values), and the matmul's ``(O, Ho, Wo, N)``
+result is transposed back to NCHW. Other dtypes take the NumPy code (an ``as_strided`` window
+view copied once).
+
 Params (all hashable): ``stride``, ``dilation`` (tuples, one int per spatial dim), ``padding``
 (one ``(before, after)`` pair per spatial dim, so ``padding='same'`` with an even kernel is one
 op), ``groups``.
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from . import nn_kernels
 from .registry import BILINEAR, OPAQUE, apply, defop
 
 
@@ -64,14 +71,65 @@ def _conv_impl(x, w, b, stride, padding, dilation, groups):
     spatial = len(stride)
     x2, stride, padding, dilation = _as2d(x, stride, padding, dilation)
     w2 = w if spatial == 2 else w[..., None, :]
-    o = w2.shape[0]
-    cols, (ho, wo) = _im2col(x2, w2.shape[2:], stride, padding, dilation, groups)
-    out = np.matmul(w2.reshape(groups, o // groups, -1), cols)  # (G, O/G, N*Ho*Wo)
-    out = out.reshape(o, x.shape[0], ho, wo).transpose(1, 0, 2, 3)
-    if b is not None:
-        out = out + b[:, None, None]
-    out = np.ascontiguousarray(out, dtype=x.dtype)
+    if nn_kernels.usable(x2, w2, b):
+        out = _conv_fast(x2, w2, b, stride, padding, dilation, groups)
+    else:
+        o = w2.shape[0]
+        cols, (ho, wo) = _im2col(x2, w2.shape[2:], stride, padding, dilation, groups)
+        out = np.matmul(w2.reshape(groups, o // groups, -1), cols)  # (G, O/G, N*Ho*Wo)
+        out = out.reshape(o, x.shape[0], ho, wo).transpose(1, 0, 2, 3)
+        if b is not None:
+            out = out + b[:, None, None]
+        out = np.ascontiguousarray(out, dtype=x.dtype)
     return out if spatial == 2 else out[:, :, 0]
+
+
+def _batch_last(x, padding):
+    """``x (N, C, H, W)`` as ``(C, Hp, Wp, N)``, zero-padded."""
+    (t, bottom), (left, right) = padding
+    n, c, h, w = x.shape
+    flat = np.empty((c * h * w, n), dtype=x.dtype)
+    nn_kernels.kernel("transpose")(np.ascontiguousarray(x).reshape(n, c * h * w), flat)
+    if not (t or bottom or left or right):
+        return flat.reshape(c, h, w, n)
+    xt = np.zeros((c, h + t + bottom, w + left + right, n), dtype=x.dtype)
+    xt[:, t:t + h, left:left + w] = flat.reshape(c, h, w, n)
+    return xt
+
+
+def _from_batch_last(xt, shape, crop=(0, 0)):
+    """``xt (C, Hp, Wp, N)`` cropped at ``crop`` to ``shape`` ``(N, C, H, W)``, as NCHW."""
+    n, c, h, w = shape
+    if xt.shape[1:3] != (h, w):
+        xt = np.ascontiguousarray(xt[:, crop[0]:crop[0] + h, crop[1]:crop[1] + w])
+    out = np.empty(shape, dtype=xt.dtype)
+    nn_kernels.kernel("transpose")(xt.reshape(c * h * w, n), out.reshape(n, c * h * w))
+    return out
+
+
+def _cols(x, ksize, stride, padding, dilation):
+    """im2col of ``x (N, C, H, W)``: ``(C, kh, kw, Ho, Wo, N)`` columns (batch-last, so the
+    kernel copies runs of N values), and ``(Ho, Wo)``."""
+    xt = _batch_last(x, padding)
+    c, hp, wp, n = xt.shape
+    kh, kw = ksize
+    ho = (hp - dilation[0] * (kh - 1) - 1) // stride[0] + 1
+    wo = (wp - dilation[1] * (kw - 1) - 1) // stride[1] + 1
+    cols = np.empty((c, kh, kw, ho, wo, n), dtype=x.dtype)
+    nn_kernels.kernel("im2col")(xt, cols, *stride, *dilation)
+    return cols, (ho, wo)
+
+
+def _conv_fast(x, w, b, stride, padding, dilation, groups):
+    """The forward as ``(G, O/G, C/G*kh*kw) @ (G, C/G*kh*kw, Ho*Wo*N)``, batch-last."""
+    n, o = x.shape[0], w.shape[0]
+    k = w[0].size  # C/G * kh * kw (explicit sizes: an empty batch reshapes too)
+    cols, (ho, wo) = _cols(x, w.shape[2:], stride, padding, dilation)
+    out = np.matmul(w.reshape(groups, o // groups, k), cols.reshape(groups, k, ho * wo * n))
+    out = out.reshape(o, ho * wo * n)
+    if b is not None:
+        out += b[:, None]
+    return _from_batch_last(out.reshape(o, ho, wo, n), (n, o, ho, wo))
 
 
 def _input_grad_impl(g, w, input_size, stride, padding, dilation, groups):
@@ -82,6 +140,15 @@ def _input_grad_impl(g, w, input_size, stride, padding, dilation, groups):
     n, o, ho, wo = g2.shape
     c = w2.shape[1] * groups
     kh, kw = w2.shape[2:]
+    if nn_kernels.usable(g2, w2):  # (G, C/G*kh*kw, O/G) @ (G, O/G, Ho*Wo*N), then col2im
+        gt = _batch_last(g2, ((0, 0), (0, 0)))
+        cols = np.matmul(w2.reshape(groups, o // groups, w2[0].size).transpose(0, 2, 1),
+                         gt.reshape(groups, o // groups, ho * wo * n))
+        (t, bottom), (left, right) = padding
+        xt = np.zeros((c, size[0] + t + bottom, size[1] + left + right, n), dtype=g.dtype)
+        nn_kernels.kernel("col2im")(cols.reshape(c, kh, kw, ho, wo, n), xt, *stride, *dilation)
+        out = _from_batch_last(xt, (n, c) + size, (t, left))
+        return out if spatial == 2 else out[:, :, 0]
     gm = g2.transpose(1, 0, 2, 3).reshape(groups, o // groups, n * ho * wo)
     cols = np.matmul(w2.reshape(groups, o // groups, -1).transpose(0, 2, 1), gm)
     cols = cols.reshape(c, kh, kw, n, ho, wo)
@@ -103,9 +170,15 @@ def _weight_grad_impl(x, g, kernel_size, stride, padding, dilation, groups):
     x2, stride, padding, dilation = _as2d(x, stride, padding, dilation)
     g2 = g if spatial == 2 else g[..., None, :]
     ksize = tuple(kernel_size) if spatial == 2 else (1,) + tuple(kernel_size)
-    cols, _ = _im2col(x2, ksize, stride, padding, dilation, groups)
     n, o = g2.shape[:2]
-    gm = g2.transpose(1, 0, 2, 3).reshape(groups, o // groups, -1)
+    if nn_kernels.usable(x2, g2):  # batch-last: (G, O/G, Ho*Wo*N) @ (G, Ho*Wo*N, C/G*kh*kw)
+        cols, (ho, wo) = _cols(x2, ksize, stride, padding, dilation)
+        cols = cols.reshape(groups, cols.shape[0] // groups * ksize[0] * ksize[1],
+                            ho * wo * n)
+        gm = _batch_last(g2, ((0, 0), (0, 0))).reshape(groups, o // groups, ho * wo * n)
+    else:
+        cols, _ = _im2col(x2, ksize, stride, padding, dilation, groups)
+        gm = g2.transpose(1, 0, 2, 3).reshape(groups, o // groups, -1)
     gw = np.matmul(gm, cols.transpose(0, 2, 1))  # (G, O/G, C/G*kh*kw)
     return gw.reshape((o, x.shape[1] // groups) + tuple(kernel_size)).astype(x.dtype, copy=False)
 

@@ -6,13 +6,17 @@
 * ``avg_pool2d`` and ``adaptive_avg_pool2d`` are linear; each has a ``*_backward`` op (its
   adjoint, a col2im) whose VJP is the forward op again.
 
-All of them take ``(N, C, H, W)`` or unbatched ``(C, H, W)`` input. Params are int pairs.
+All of them take ``(N, C, H, W)`` or unbatched ``(C, H, W)`` input. Params are int pairs. Max
+pooling and its scatter run as Numba kernels (``ops/nn_kernels.py``) for float32 and float64,
+the NumPy code for other dtypes; either picks torch's index: the first largest value of a
+window, but the last NaN.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from . import nn_kernels
 from .registry import LINEAR, OPAQUE, apply, defop
 
 
@@ -50,10 +54,22 @@ def _windows(x, kernel_size, stride, padding, dilation, out_hw, fill):
 
 def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
     out_hw = _out_hw(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+    if nn_kernels.usable(x) and x.size:
+        planes = np.ascontiguousarray(x).reshape((-1,) + x.shape[-2:])
+        out = np.empty((planes.shape[0],) + out_hw, dtype=x.dtype)
+        idx = np.empty(out.shape, dtype=np.int64)
+        if (kernel_size, stride, padding, dilation) == ((2, 2), (2, 2), (0, 0), (1, 1)) and \
+                2 * out_hw[0] <= x.shape[-2] and 2 * out_hw[1] <= x.shape[-1]:  # (ceil_mode)
+            nn_kernels.kernel("max_pool_2x2")(planes, out, idx)
+        else:
+            nn_kernels.kernel("max_pool")(planes, out, idx, *kernel_size, *stride, *padding,
+                                          *dilation)
+        shape = x.shape[:-2] + out_hw
+        return out.reshape(shape), idx.reshape(shape)
     fill = -np.inf if x.dtype.kind == "f" else np.iinfo(x.dtype).min
     win = _windows(x, kernel_size, stride, padding, dilation, out_hw, fill)
-    # a few passes per kernel position, each vectorised over the whole output: the maximum
-    # (NaN propagates, as in torch), then the first position holding it (the last write wins)
+    # (other dtypes) a few passes per kernel position, each vectorised over the whole output:
+    # the maximum (NaN propagates, as in torch), then the position holding it
     kh, kw = kernel_size
     n_k = kh * kw
     best = win[..., 0, 0]
@@ -61,12 +77,11 @@ def _max_pool_impl(x, kernel_size, stride, padding, dilation, ceil_mode):
         best = np.maximum(best, win[..., k // kw, k % kw])
     best = np.ascontiguousarray(best) if n_k > 1 else best.copy()  # never a view of x
     arg = np.zeros(best.shape, dtype=np.int64)
-    for k in range(n_k - 1, -1, -1):
-        v = win[..., k // kw, k % kw]
-        hit = v == best
-        if x.dtype.kind == "f":
-            hit |= np.isnan(v)
-        arg = np.where(hit, k, arg)
+    for k in range(n_k - 1, -1, -1):  # the first largest value (the last write wins) ...
+        arg = np.where(win[..., k // kw, k % kw] == best, k, arg)
+    if x.dtype.kind == "f":  # ... but the last NaN, as torch
+        for k in range(n_k):
+            arg = np.where(np.isnan(win[..., k // kw, k % kw]), k, arg)
     w = x.shape[-1]
     offsets = np.array([(k // kw) * dilation[0] * w + (k % kw) * dilation[1]
                         for k in range(kh * kw)], dtype=np.int64)
@@ -79,6 +94,12 @@ def _max_pool_backward_impl(g, indices, input_size):
     """Sums ``g`` into each plane at ``indices`` (one bincount over all planes)."""
     h, w = input_size
     planes = int(np.prod(g.shape[:-2], dtype=np.int64))
+    if nn_kernels.usable(g):
+        out = np.zeros((planes, h * w), dtype=g.dtype)
+        nn_kernels.kernel("max_pool_backward")(
+            np.ascontiguousarray(g).reshape(planes, -1),
+            np.ascontiguousarray(indices).reshape(planes, -1), out)
+        return out.reshape(g.shape[:-2] + (h, w))
     flat = (indices.reshape(planes, -1) + (np.arange(planes) * (h * w))[:, None]).ravel()
     out = np.bincount(flat, weights=g.reshape(-1), minlength=planes * h * w)
     return out.astype(g.dtype, copy=False).reshape(g.shape[:-2] + (h, w))
