@@ -151,14 +151,20 @@ def _run_as_one(run: list[Eqn], compiled: dict, graph: Graph, options: dict,
         f"# kernel_{j}: {hashlib.sha256(k.ks.source.encode()).hexdigest()[:24]} "
         f"parallel={k.ks.parallel}\n" for j, k in enumerate(kernels))
     module += "\n\n" + source
-    fn = _program(module, options, {f"kernel_{j}": k.dispatcher for j, k in enumerate(kernels)})
     body = Graph(list(inputs), list(outputs), list(run), name="program")
     name = "+".join(e.params["name"] if e.op is KERNEL_OP else e.op.name for e in run)
     eqn = Eqn(KERNEL_OP, list(inputs), {"body": body, "name": name}, list(outputs),
               run[0].source)
     described = "; ".join(k.described for k in kernels)
     ns: dict = {"S": np.array(sizes.values or [0], dtype=np.int64)}
-    ns["kernel"] = first_call(fn, described, ns)
+
+    def first(*args):  # the module is written (and compiled) only when the program first runs
+        fn = _program(module, options, {f"kernel_{j}": k.dispatcher
+                                        for j, k in enumerate(kernels)})
+        ns["kernel"] = first_call(fn, described, ns)
+        return ns["kernel"](*args)
+
+    ns["kernel"] = first
     return eqn, _launcher(ns, inputs, params)
 
 
