@@ -16,6 +16,9 @@ import numpy as np
 from . import dtypes
 from .device import device as _device
 from .device import cpu as _cpu
+from ._cuda_array import CUDA0 as _CUDA0
+from ._cuda_array import TO_NUMPY as _TO_NUMPY
+from ._cuda_array import CudaArray as _CudaArray
 from .ops import registry
 
 
@@ -79,7 +82,16 @@ class Tensor:
 
     @property
     def device(self) -> _device:
-        return _cpu
+        return _cpu if type(self._data) is not _CudaArray else _CUDA0
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor's data is on a cuda device."""
+        return type(self._data) is _CudaArray
+
+    @property
+    def is_cpu(self) -> bool:
+        return type(self._data) is not _CudaArray
 
     @property
     def ndim(self) -> int:
@@ -304,6 +316,8 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if registry.state.traces:  # jit: a captured tensor's value is read at trace time
             registry.state.traces[-1].read_value(self)
+        if type(self._data) is _CudaArray:
+            raise TypeError(_TO_NUMPY)
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -313,6 +327,8 @@ class Tensor:
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if registry.state.traces:
             registry.state.traces[-1].read_value(self)
+        if type(self._data) is _CudaArray:
+            raise TypeError(_TO_NUMPY)
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=bool(copy))
@@ -323,6 +339,8 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if type(self._data) is _CudaArray:  # (torch copies the value to the host too)
+            return self._data.copy_to_host().reshape(()).item()
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
@@ -383,12 +401,13 @@ class Tensor:
 
     # ------------------------------------------------------------------ device
     def cpu(self) -> Tensor:
-        return self
+        """This tensor on the CPU: itself, or a copy of a cuda tensor (differentiable)."""
+        return self if type(self._data) is not _CudaArray else self.to("cpu")
 
     def cuda(self, device: Any = None) -> Tensor:
-        from .device import cuda_unavailable
-
-        raise cuda_unavailable()
+        """This tensor on the cuda device (``cuda:0``): itself, or a copy (differentiable)."""
+        return self.to("cuda" if device is None else
+                       f"cuda:{device}" if isinstance(device, int) else device)
 
     # ------------------------------------------------------------------ printing
     def __repr__(self) -> str:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor, _refresh_view
 from .node import AccumulateGrad, Node, _anomaly, as_tensor
@@ -40,7 +41,9 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     # Without create_graph (and anomaly mode) nothing records: gradients travel as plain arrays
     # and nodes run through ``apply_arrays``; a node with hooks, or whose gradient is captured,
     # sees tensors as usual.
-    raw = not create_graph and not _anomaly.enabled
+    # (once a tensor went to cuda, gradients travel as tensors: cuda nodes run their rules
+    # as ops, the arrays' lane being NumPy code)
+    raw = not create_graph and not _anomaly.enabled and not registry.cuda_live
     buffers: dict[Node, list] = {}
     for (node, nr), g in zip(roots, grad_roots):
         if node in needed:
@@ -149,7 +152,8 @@ def _sum_grads(a: Any, b: Any, create_graph: bool) -> Any:
     eager gradients of one dtype and shape are plain arrays to add (nothing records): the same
     result as the ``add`` op, without its dispatch."""
     if not create_graph and type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype \
-            and a._data.shape == b._data.shape:  # (eager: tracers are a subclass)
+            and a._data.shape == b._data.shape \
+            and type(a._data) is np.ndarray:  # (eager: tracers are a subclass)
         data = np.add(a._data, b._data)
         t = _new(Tensor)  # Tensor._init, inlined
         t._data = data if type(data) is np.ndarray else np.asarray(data)

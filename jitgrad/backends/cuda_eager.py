@@ -1,0 +1,300 @@
+"""Eager ops on cuda tensors: ``registry.apply`` hands every call with a cuda tensor here.
+
+* pointwise and reduce ops run one kernel rendered from the op's own template (the same
+  renderer as fused jit kernels, ``cuda_render``), compiled once per (op, dtypes, ranks,
+  broadcast pattern, params) and launched for any sizes;
+* movement ops (view, reshape, transpose, permute, expand, slices, squeeze, ...) stay views:
+  the op's NumPy impl runs on a host *descriptor* array with the tensor's shape and strides
+  over an untouched scratch buffer, and the view it returns is read off as shape, strides and
+  offset into the device allocation (a reshape that needs a copy copies on the device first);
+* matmul (``mm``, ``bmm``, ``mv``, ``dot``, ``addmm``) runs a tiled shared-memory kernel;
+* anything else raises ``NotImplementedError`` naming the op: nothing is silently run on the
+  host.
+
+Loading this module switches the dispatcher's CUDA check on (``registry.cuda_live``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import _cuda_array as ca
+from .. import dtypes
+from .._cuda_array import CudaArray, simulated
+from ..jit.ir import Eqn, Graph, Var
+from ..ops import registry
+from ..ops.registry import MOVEMENT, POINTWISE, REDUCE, Tensor
+from .numba_cuda import SUPPORTED, CudaKernel, compile_source
+from .render import NotRenderableError
+
+
+def mixed_devices() -> RuntimeError:
+    return RuntimeError("Expected all tensors to be on the same device, but found at least "
+                        "two devices, cuda:0 and cpu!")
+
+
+def unsupported(op, why: str = "") -> NotImplementedError:
+    extra = f" ({why})" if why else ""
+    return NotImplementedError(
+        f"jitgrad: the op '{op.name}' has no CUDA kernel yet{extra}; move its inputs to the "
+        "host with .cpu() to run it there.")
+
+
+def _is_cuda(a) -> bool:
+    return isinstance(a, Tensor) and type(a._data) is CudaArray
+
+
+def compute(op, args: tuple, params: dict):
+    """``(result, result dtype)`` of ``op`` on ``args``, where some tensor is on cuda."""
+    for a in args:
+        if isinstance(a, Tensor) and type(a._data) is not CudaArray:
+            raise mixed_devices()
+        if isinstance(a, (list, tuple)) and any(isinstance(x, Tensor) for x in a):
+            raise unsupported(op, "a list of tensors")
+    if op.name == "to_device":
+        return op.impl(args[0]._data, **params), args[0]._dtype
+    if op.kind in (POINTWISE, REDUCE):
+        if op.broadcast:
+            return _movement(op, args, params)
+        return _kernel_op(op, args, params)
+    if op.kind == MOVEMENT or op.view:
+        return _movement(op, args, params)
+    fn = _OPAQUE.get(op.name)
+    if fn is None:
+        raise unsupported(op)
+    return fn(op, args, params)
+
+
+def run_arrays(e: Eqn, arrays: list) -> list:
+    """One non-kernel equation of a jit program on device arrays (the CUDA backend's step)."""
+    it = iter(arrays)
+    args = tuple(_wrap(next(it), x.dtype) if isinstance(x, Var) else x for x in e.inputs)
+    if e.op.name == "detach":
+        return [args[0]._data]
+    out, _ = compute(e.op, args, e.params)
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def _wrap(data, dt) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._init(data, dt)
+    return t
+
+
+# ---------------------------------------------------------------- single-op kernels
+_EAGER: dict = {}
+
+
+def _standin(a: Tensor) -> Tensor:
+    return _wrap(np.broadcast_to(np.zeros((), a._dtype.np), a._data.shape), a._dtype)
+
+
+def _freeze(v):
+    if isinstance(v, (list, tuple)):
+        return tuple(_freeze(x) for x in v)
+    if isinstance(v, dict):
+        return tuple(sorted((k, _freeze(x)) for k, x in v.items()))
+    try:
+        hash(v)
+    except TypeError:
+        return repr(v)
+    return (type(v), v)
+
+
+def _kernel_op(op, args: tuple, params: dict):
+    meta = op.meta(*[_standin(a) if isinstance(a, Tensor) else a for a in args], **params)
+    shape, dt = tuple(meta[0]), meta[1]
+    tensors = [a for a in args if isinstance(a, Tensor)]
+    if op.kind == REDUCE:
+        domain = tuple(tensors[0]._data.shape)
+        sig = tuple((a._dtype, a._data.ndim) for a in tensors)
+    else:
+        domain = shape
+        sig = tuple(_pattern(a, domain) if isinstance(a, Tensor) else ("l", type(a), a)
+                    for a in args)
+    key = (op, sig, _freeze(params), dt)
+    kern = _EAGER.get(key)
+    if kern is None:
+        kern = _EAGER[key] = _build(op, args, params, shape, dt)
+    return kern.launch([a._data for a in tensors], domain, [shape])[0], dt
+
+
+def _pattern(a: Tensor, domain: tuple) -> tuple:
+    s = a._data.shape
+    pad = (1,) * (len(domain) - len(s)) + tuple(s)
+    return (a._dtype, len(s), tuple(p == d for p, d in zip(pad, domain)))
+
+
+def _build(op, args, params, shape, dt) -> CudaKernel:
+    in_vars, inputs = [], []
+    for a in args:
+        if isinstance(a, Tensor):
+            v = Var(a._data.shape, a._dtype)
+            in_vars.append(v)
+            inputs.append(v)
+        else:
+            inputs.append(a)
+    out = Var(shape, dt)
+    if any(v.dtype not in SUPPORTED for v in in_vars + [out]):
+        raise unsupported(op, f"dtype {', '.join(sorted({str(v.dtype) for v in in_vars}))}")
+    if op.template is None:
+        raise unsupported(op)
+    try:
+        return CudaKernel(Graph(in_vars, [out], [Eqn(op, inputs, params, [out])]))
+    except NotRenderableError as e:
+        raise unsupported(op, str(e)) from None
+
+
+def copy_array(a: CudaArray) -> CudaArray:
+    """A contiguous device copy of ``a`` (the ``clone`` op's kernel)."""
+    dt = dtypes.from_numpy_dtype(a.dtype)
+    return _kernel_op(registry.OPS["clone"], (_wrap(a, dt),), {})[0]
+
+
+def add_arrays(a: CudaArray, b) -> CudaArray:
+    """``a + b`` for two device arrays of gradients (the engine sums them)."""
+    if not isinstance(b, CudaArray):
+        raise mixed_devices()
+    ta, tb = _wrap(a, dtypes.from_numpy_dtype(a.dtype)), _wrap(b, dtypes.from_numpy_dtype(b.dtype))
+    return compute(registry.OPS["add"], (ta, tb), {})[0]
+
+
+# ---------------------------------------------------------------- views
+def _descriptor(x: CudaArray) -> tuple[np.ndarray, np.ndarray]:
+    """A host array with ``x``'s shape and strides over a scratch buffer the size of ``x``'s
+    allocation (never read unless the op copies, and then discarded), and the buffer."""
+    buf = np.empty(max(int(x.root.shape[0]), 1), dtype=x.dtype)
+    desc = np.lib.stride_tricks.as_strided(buf[x.offset:], x.shape, x.byte_strides)
+    return desc, buf
+
+
+def _as_view(o: np.ndarray, buf: np.ndarray, x: CudaArray) -> CudaArray | None:
+    o = np.asarray(o)
+    start = buf.ctypes.data
+    if o.size == 0:
+        return x.view(o.shape, tuple(0 for _ in o.shape), x.offset)
+    p = o.ctypes.data
+    if not start <= p < start + buf.nbytes or np.shares_memory(o, buf) is False:
+        return None
+    item = x.dtype.itemsize
+    return x.view(o.shape, tuple(s // item for s in o.strides), (p - start) // item)
+
+
+def _movement(op, args: tuple, params: dict):
+    if not op.view and not op.broadcast:
+        raise unsupported(op, "it copies")
+    if any(isinstance(a, Tensor) for a in args[1:]):
+        raise unsupported(op, "tensor arguments")
+    meta = op.meta(*[_standin(a) if isinstance(a, Tensor) else a for a in args], **params)
+    x = args[0]._data
+    for attempt in (x, None):
+        if attempt is None:
+            if x.is_contiguous():
+                break
+            attempt = x.copy()
+        desc, buf = _descriptor(attempt)
+        out = op.impl(desc, *args[1:], **params)
+        many = op.n_outputs != 1
+        outs = [_as_view(o, buf, attempt) for o in (out if many else (out,))]
+        if all(o is not None for o in outs):
+            return (tuple(outs) if many else outs[0]), meta[1]
+    raise unsupported(op, "this view needs a copy")
+
+
+# ---------------------------------------------------------------- matmul
+TILE = 16
+SIM_TILE = 4
+
+_MM = """def mm(A, B, C, m, n, k):
+    sA = cuda.shared.array(({T}, {T}), {D})
+    sB = cuda.shared.array(({T}, {T}), {D})
+    tx = cuda.threadIdx.x
+    ty = cuda.threadIdx.y
+    col = cuda.blockIdx.x * {T} + tx
+    row = cuda.blockIdx.y * {T} + ty
+    b = cuda.blockIdx.z
+    acc = {D}(0)
+    for t in range((k + {T} - 1) // {T}):
+        kk = t * {T}
+        if row < m and kk + tx < k:
+            sA[ty, tx] = A[b, row, kk + tx]
+        else:
+            sA[ty, tx] = {D}(0)
+        if col < n and kk + ty < k:
+            sB[ty, tx] = B[b, kk + ty, col]
+        else:
+            sB[ty, tx] = {D}(0)
+        cuda.syncthreads()
+        for j in range({T}):
+            acc += sA[ty, j] * sB[j, tx]
+        cuda.syncthreads()
+    if row < m and col < n:
+        C[b, row, col] = acc
+"""
+
+
+def matmul3(a: CudaArray, b: CudaArray) -> CudaArray:
+    """``a @ b`` for (batch, m, k) and (batch, k, n) device arrays of one dtype: the tiled
+    shared-memory kernel, one TILE x TILE block of threads per output tile."""
+    if a.dtype != b.dtype or a.dtype.kind not in "fiu":
+        raise unsupported(registry.OPS["mm"], f"dtype {a.dtype}")
+    bt, m, k = a.shape
+    n = b.shape[2]
+    tile = SIM_TILE if simulated() else TILE
+    out = ca.empty((bt, m, n), a.dtype)
+    if out.size:
+        src = _MM.format(T=tile, D=f"np.{a.dtype.name}")
+        fn = compile_source(src, "mm")
+        grid = (-(-n // tile), -(-m // tile), bt)
+        fn[grid, (tile, tile)](a.dev(), b.dev(), out.dev(), m, n, k)
+    return out
+
+
+def _as3(x: CudaArray, shape: tuple, strides: tuple) -> CudaArray:
+    return x.view(shape, strides, x.offset)
+
+
+def _mm(op, args, params):
+    a, b = (t._data for t in args)
+    out = matmul3(_as3(a, (1,) + a.shape, (0,) + a.strides),
+                  _as3(b, (1,) + b.shape, (0,) + b.strides))
+    return out.reshape(out.shape[1:]), _same(op, args)
+
+
+def _bmm(op, args, params):
+    a, b = (t._data for t in args)
+    return matmul3(a, b), _same(op, args)
+
+
+def _mv(op, args, params):
+    a, v = (t._data for t in args)
+    out = matmul3(_as3(a, (1,) + a.shape, (0,) + a.strides),
+                  _as3(v, (1, v.shape[0], 1), (0, v.strides[0], 0)))
+    return out.reshape((a.shape[0],)), _same(op, args)
+
+
+def _dot(op, args, params):
+    a, b = (t._data for t in args)
+    out = matmul3(_as3(a, (1, 1, a.shape[0]), (0, 0, a.strides[0])),
+                  _as3(b, (1, b.shape[0], 1), (0, b.strides[0], 0)))
+    return out.reshape(()), _same(op, args)
+
+
+def _addmm(op, args, params):
+    bias, a, b = args
+    prod, dt = _mm(registry.OPS["mm"], (a, b), {})
+    return compute(registry.OPS["add"], (bias, _wrap(prod, dt)), {})
+
+
+def _same(op, args):
+    return op.meta(*[_standin(a) for a in args])[1]
+
+
+_OPAQUE = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm}
+
+
+# ---------------------------------------------------------------- install
+ca.HOOKS["copy"] = copy_array
+ca.HOOKS["add"] = add_arrays
+registry.cuda_compute = compute
+registry.cuda_live = True
