@@ -41,9 +41,9 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     # Without create_graph (and anomaly mode) nothing records: gradients travel as plain arrays
     # and nodes run through ``apply_arrays``; a node with hooks, or whose gradient is captured,
     # sees tensors as usual.
-    # (once a tensor went to cuda, gradients travel as tensors: cuda nodes run their rules
-    # as ops, the arrays' lane being NumPy code)
-    raw = not create_graph and not _anomaly.enabled and not registry.cuda_live
+    raw = not create_graph and not _anomaly.enabled
+    if raw and registry.cuda_live:  # cuda gradients travel as tensors (the lane is NumPy code)
+        raw = not _touches_cuda(grad_roots, order)
     buffers: dict[Node, list] = {}
     for (node, nr), g in zip(roots, grad_roots):
         if node in needed:
@@ -113,6 +113,14 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
                 t._grad = g if t._grad is None else t._grad + g
         return None
     return captured
+
+
+def _touches_cuda(grad_roots: list, order: list) -> bool:
+    """Whether a backward reaches cuda tensors: a cuda root, or a copy between devices."""
+    for g in grad_roots:
+        if g is not None and g.is_cuda:
+            return True
+    return any(getattr(getattr(n, "op", None), "name", None) == "to_device" for n in order)
 
 
 def _run_node(node: Node, grads: list, capture: dict, captured: list, needed: set,

@@ -180,6 +180,11 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     consts = list(graph.consts.items())
 
     def run(inputs: list) -> list:
+        for a in inputs:
+            if type(a) is not CudaArray:
+                raise RuntimeError("jit backend 'cuda' is not available for cpu tensors: move "
+                                   "the arguments with .cuda() (backend='auto' picks the "
+                                   "backend from the arguments' device)")
         env = dict(zip(graph.invars, inputs))
         for v, t in consts:
             if not isinstance(t._data, CudaArray):
