@@ -176,6 +176,15 @@ class CudaArray:
         return self.dev().__cuda_array_interface__
 
 
+def descriptor(x: CudaArray) -> tuple[np.ndarray, np.ndarray]:
+    """A host array with ``x``'s shape and strides over a scratch buffer the size of ``x``'s
+    allocation (never read unless a NumPy function copies it, and then discarded), and the
+    buffer: NumPy's view functions run on it tell what view of ``x`` they make."""
+    buf = np.empty(max(int(x.root.shape[0]), 1), dtype=x.dtype)
+    desc = np.lib.stride_tricks.as_strided(buf[x.offset:], x.shape, x.byte_strides)
+    return desc, buf
+
+
 def _device_view(root, shape: tuple, byte_strides: tuple, offset: int, dt: np.dtype):
     if hasattr(root, "_ary"):  # the simulator: device arrays wrap host arrays
         host = np.lib.stride_tricks.as_strided(root._ary[offset:], shape, byte_strides)

@@ -160,14 +160,6 @@ def add_arrays(a: CudaArray, b) -> CudaArray:
 
 
 # ---------------------------------------------------------------- views
-def _descriptor(x: CudaArray) -> tuple[np.ndarray, np.ndarray]:
-    """A host array with ``x``'s shape and strides over a scratch buffer the size of ``x``'s
-    allocation (never read unless the op copies, and then discarded), and the buffer."""
-    buf = np.empty(max(int(x.root.shape[0]), 1), dtype=x.dtype)
-    desc = np.lib.stride_tricks.as_strided(buf[x.offset:], x.shape, x.byte_strides)
-    return desc, buf
-
-
 def _as_view(o: np.ndarray, buf: np.ndarray, x: CudaArray) -> CudaArray | None:
     o = np.asarray(o)
     start = buf.ctypes.data
@@ -181,8 +173,6 @@ def _as_view(o: np.ndarray, buf: np.ndarray, x: CudaArray) -> CudaArray | None:
 
 
 def _movement(op, args: tuple, params: dict):
-    if not op.view and not op.broadcast:
-        raise unsupported(op, "it copies")
     if any(isinstance(a, Tensor) for a in args[1:]):
         raise unsupported(op, "tensor arguments")
     meta = op.meta(*[_standin(a) if isinstance(a, Tensor) else a for a in args], **params)
@@ -192,13 +182,13 @@ def _movement(op, args: tuple, params: dict):
             if x.is_contiguous():
                 break
             attempt = x.copy()
-        desc, buf = _descriptor(attempt)
+        desc, buf = ca.descriptor(attempt)
         out = op.impl(desc, *args[1:], **params)
         many = op.n_outputs != 1
         outs = [_as_view(o, buf, attempt) for o in (out if many else (out,))]
         if all(o is not None for o in outs):
             return (tuple(outs) if many else outs[0]), meta[1]
-    raise unsupported(op, "this view needs a copy")
+    raise unsupported(op, "its result is not a view of its input")
 
 
 # ---------------------------------------------------------------- matmul
