@@ -164,7 +164,7 @@ def recomputable(e: Eqn) -> bool:
 
 def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
     """A function mapping the graph's input device arrays to its output device arrays."""
-    from .cuda_eager import mixed_devices, run_arrays
+    from .cuda_eager import run_arrays
 
     steps = []
     for e in graph.eqns:
@@ -186,10 +186,8 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
                                    "the arguments with .cuda() (backend='auto' picks the "
                                    "backend from the arguments' device)")
         env = dict(zip(graph.invars, inputs))
-        for v, t in consts:
-            if not isinstance(t._data, CudaArray):
-                raise mixed_devices()
-            env[v] = t._data
+        for v, t in consts:  # (a constant the trace made is on the host: copied over)
+            env[v] = t._data if type(t._data) is CudaArray else cuda_array.to_device(t._data)
         for e, step in steps:
             args = [env[x] if x in env else x for x in e.in_vars()]
             env.update(zip(e.outputs, step(args)))

@@ -337,7 +337,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
-    if op.by_category and type(args[0]) is Tensor and not cuda_live:  # the hot cases, inlined
+    if op.by_category and type(args[0]) is Tensor and (not cuda_live or not _any_cuda(args)):
+        # the hot cases, inlined: f(t), t1 + t2
         a = args[0]
         dt = a._dtype
         promote = op.promote
@@ -397,12 +398,17 @@ def apply(op: OpDef, *args: Any, **params: Any):
     return result
 
 
+def _any_cuda(args: tuple) -> bool:
+    for a in args:
+        if type(a) is Tensor and type(a._data) is _CudaArray:
+            return True
+    return False
+
+
 def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     """Runs ``op.impl`` on ``args``' arrays: (its result, the result's dtype or dtypes)."""
-    if cuda_live:  # a cuda tensor among the arguments: the CUDA runtime runs the op
-        for a in args:
-            if type(a) is Tensor and type(a._data) is _CudaArray:
-                return cuda_compute(op, args, params)
+    if cuda_live and _any_cuda(args):  # the CUDA runtime runs ops on cuda tensors
+        return cuda_compute(op, args, params)
     if op.kind != POINTWISE:
         out_dtype = op.meta(*args, **params)[1]
         return op.impl(*[a._data if isinstance(a, Tensor) else a for a in args], **params), \
