@@ -143,6 +143,10 @@ class CudaArray:
         """A contiguous copy on the device (a copy kernel)."""
         return HOOKS["copy"](self)
 
+    def copy_from(self, src: CudaArray) -> None:
+        """Writes ``src`` (broadcast to this shape, cast to this dtype) into this view."""
+        HOOKS["copy_into"](self, src)
+
     def copy_to_host(self) -> np.ndarray:
         """The values as a new NumPy array (a device-to-host copy)."""
         src = self if self.is_contiguous() else self.copy()
@@ -213,19 +217,16 @@ def to_device(arr: np.ndarray) -> CudaArray:
 
 
 def from_device_array(dev) -> CudaArray:
-    """A numba-cuda device array (or an object with ``__cuda_array_interface__``) as a
-    ``CudaArray``, without a copy when it is contiguous."""
-    c = cuda()
-    if not c.is_cuda_array(dev) and not hasattr(dev, "_ary"):
-        raise TypeError(f"expected a CUDA array, got {type(dev).__name__}")
-    dev = c.as_cuda_array(dev) if not hasattr(dev, "_ary") else dev
-    shape = tuple(dev.shape)
-    if hasattr(dev, "_ary"):
+    """A device array (numba-cuda's, or any object with ``__cuda_array_interface__`` or a
+    DLPack capsule of device memory) as a ``CudaArray``, without a copy when it is
+    C-contiguous."""
+    if hasattr(dev, "_ary"):  # the simulator's device array
         host = dev._ary
         if not host.flags.c_contiguous:
             host = np.ascontiguousarray(host)
-        return CudaArray(type(dev)(host.reshape(-1)), shape)
+        return CudaArray(type(dev)(host.reshape(-1)), tuple(dev.shape))
+    dev = cuda().as_cuda_array(dev)
+    shape = tuple(dev.shape)
     if not dev.is_c_contiguous():
-        raise ValueError("from_dlpack/as_cuda_array: only C-contiguous CUDA arrays come in "
-                         "without a copy")
+        raise ValueError("from_dlpack: only C-contiguous CUDA arrays come in without a copy")
     return CudaArray(dev.reshape(dev.size) if dev.size else dev, shape)

@@ -399,6 +399,39 @@ class Tensor:
         memo[id(self)] = new
         return new
 
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        """A DLPack capsule of this tensor's memory (zero-copy; CPU tensors, through NumPy)."""
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use "
+                               "tensor.detach()")
+        if type(self._data) is _CudaArray:
+            raise BufferError(
+                "jitgrad: cuda tensors are exported through __cuda_array_interface__ (CuPy, "
+                "torch.as_tensor, numba.cuda.as_cuda_array read it without a copy); DLPack "
+                "export of device memory is not supported yet")
+        kwargs = {} if max_version is None else {"max_version": max_version}
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(DLPack device type, index): (1, 0) for the CPU, (2, 0) for cuda:0."""
+        return (2, 0) if type(self._data) is _CudaArray else (1, 0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface of a cuda tensor's memory (AttributeError on the CPU, so
+        ``hasattr`` tells device tensors apart, as with torch)."""
+        if type(self._data) is not _CudaArray:
+            raise AttributeError(
+                "Can't get __cuda_array_interface__ on non-CUDA tensor type: "
+                f"{_legacy_name(self)} If CUDA data is required use tensor.cuda() to copy "
+                "tensor to device memory.")
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients "
+                "aren't required, use var.detach() to get Variable that doesn't require grad.")
+        return self._data.__cuda_array_interface__
+
     # ------------------------------------------------------------------ device
     def cpu(self) -> Tensor:
         """This tensor on the CPU: itself, or a copy of a cuda tensor (differentiable)."""
@@ -428,6 +461,10 @@ _CPP_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double",
               "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
               "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
               "complex128": "c10::complex<double>"}
+
+
+def _legacy_name(t: Tensor) -> str:
+    return f"jitgrad.{t._dtype._legacy}"
 
 
 def _scalar_type(d: dtypes.dtype) -> str:

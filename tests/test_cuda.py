@@ -236,6 +236,70 @@ def test_gradcheck_through_the_device():
     assert jitgrad.autograd.gradcheck(f, (x, w))
 
 
+def test_modules_optimizers_and_inplace_ops_on_cuda():
+    torch = pytest.importorskip("torch")
+    jitgrad.manual_seed(0)
+    m = jitgrad.nn.Sequential(jitgrad.nn.Linear(3, 4), jitgrad.nn.Tanh(), jitgrad.nn.Linear(4, 2))
+    tm = torch.nn.Sequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2))
+    with torch.no_grad():
+        for p, tp in zip(m.parameters(), tm.parameters()):
+            tp.copy_(torch.from_numpy(p.detach().numpy().copy()))
+    assert m.cuda() is m and all(p.is_cuda for p in m.parameters())
+    opt = jitgrad.optim.Adam(m.parameters(), lr=0.1)
+    topt = torch.optim.Adam(tm.parameters(), lr=0.1)
+    xs = _rand(5, 3)
+    for _ in range(2):
+        opt.zero_grad()
+        m(_dev(xs)).pow(2).mean().backward()
+        opt.step()
+        topt.zero_grad()
+        tm(torch.from_numpy(xs)).pow(2).mean().backward()
+        topt.step()
+    for p, tp in zip(m.parameters(), tm.parameters()):
+        assert p.is_cuda
+        np.testing.assert_allclose(_host(p), tp.detach().numpy(), rtol=1e-4, atol=1e-5)
+    m.cpu()
+    assert not any(p.is_cuda for p in m.parameters())
+    x = jitgrad.ones(2, 3, device="cuda")
+    x.fill_(2.0)
+    x[0].mul_(3)  # through a view: written into x's memory on the device
+    assert x.cpu().tolist() == [[6.0] * 3, [2.0] * 3] and x._version == 2
+    x.zero_()
+    assert x.cpu().tolist() == [[0.0] * 3] * 2
+
+
+# ---------------------------------------------------------------- interop
+def test_dlpack_and_cuda_array_interface():
+    a = np.arange(6.0).reshape(2, 3)
+    t = jitgrad.from_dlpack(a)  # a host array: zero-copy through NumPy's DLPack
+    a[0, 0] = 7.0
+    assert t[0, 0].item() == 7.0 and t.__dlpack_device__() == (1, 0)
+    assert np.from_dlpack(t) is not None and np.shares_memory(np.from_dlpack(t), a)
+    assert not hasattr(t, "__cuda_array_interface__")  # as torch: only device tensors
+    d = CUDA.to_device(np.arange(5, dtype=np.float32))  # a numba-cuda device array
+    x = jitgrad.from_dlpack(d)
+    assert x.is_cuda and x.__dlpack_device__() == (2, 0)
+    assert x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    with pytest.raises(RuntimeError, match="require gradient"):
+        jitgrad.ones(2, requires_grad=True).__dlpack__()
+    torch = pytest.importorskip("torch")
+    tt = torch.arange(4.0)
+    j = jitgrad.from_dlpack(tt)
+    tt[1] = 9.0
+    assert j.tolist() == [0.0, 9.0, 2.0, 3.0]
+    assert torch.from_dlpack(j).tolist() == [0.0, 9.0, 2.0, 3.0]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not _real_gpu(), reason="needs a real CUDA GPU")
+def test_cuda_array_interface_on_a_real_gpu():
+    x = _dev(np.arange(4, dtype=np.float32))
+    view = CUDA.as_cuda_array(x)  # numba reads __cuda_array_interface__: no copy
+    assert view.__cuda_array_interface__["data"][0] == x.__cuda_array_interface__["data"][0]
+    np.testing.assert_array_equal(view.copy_to_host(), [0, 1, 2, 3])
+    assert jitgrad.from_dlpack(view).cpu().tolist() == [0, 1, 2, 3]
+
+
 # ---------------------------------------------------------------- fused jit kernels
 def test_jit_w1_fused_forward_backward_equals_cpu():
     from benchmarks.workloads import w1_case, w1_loss

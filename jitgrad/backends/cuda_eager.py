@@ -24,7 +24,7 @@ from .._cuda_array import CudaArray, simulated
 from ..jit.ir import Eqn, Graph, Var
 from ..ops import registry
 from ..ops.registry import MOVEMENT, POINTWISE, REDUCE, Tensor
-from .numba_cuda import SUPPORTED, CudaKernel, compile_source
+from .numba_cuda import SUPPORTED, CudaKernel, compile_source, full
 from .render import NotRenderableError
 
 
@@ -101,9 +101,11 @@ def _freeze(v):
     return (type(v), v)
 
 
-def _kernel_op(op, args: tuple, params: dict):
+def _kernel_op(op, args: tuple, params: dict, out: CudaArray | None = None):
     meta = op.meta(*[_standin(a) if isinstance(a, Tensor) else a for a in args], **params)
     shape, dt = tuple(meta[0]), meta[1]
+    if out is not None:
+        shape = out.shape
     tensors = [a for a in args if isinstance(a, Tensor)]
     if op.kind == REDUCE:
         domain = tuple(tensors[0]._data.shape)
@@ -116,7 +118,8 @@ def _kernel_op(op, args: tuple, params: dict):
     kern = _EAGER.get(key)
     if kern is None:
         kern = _EAGER[key] = _build(op, args, params, shape, dt)
-    return kern.launch([a._data for a in tensors], domain, [shape])[0], dt
+    outs = None if out is None else [out]
+    return kern.launch([a._data for a in tensors], domain, [shape], outs)[0], dt
 
 
 def _pattern(a: Tensor, domain: tuple) -> tuple:
@@ -149,6 +152,16 @@ def copy_array(a: CudaArray) -> CudaArray:
     """A contiguous device copy of ``a`` (the ``clone`` op's kernel)."""
     dt = dtypes.from_numpy_dtype(a.dtype)
     return _kernel_op(registry.OPS["clone"], (_wrap(a, dt),), {})[0]
+
+
+def copy_into(dst: CudaArray, src: CudaArray) -> None:
+    """Writes ``src``, broadcast to ``dst``'s shape and cast to its dtype, into ``dst`` (the
+    in-place ops' write: a ``to_copy`` kernel whose output is ``dst`` itself)."""
+    if not isinstance(src, CudaArray):
+        raise mixed_devices()
+    dt = dtypes.from_numpy_dtype(dst.dtype)
+    _kernel_op(registry.OPS["to_copy"], (_wrap(src, dtypes.from_numpy_dtype(src.dtype)),),
+               {"dtype": dt}, out=dst)
 
 
 def add_arrays(a: CudaArray, b) -> CudaArray:
@@ -280,11 +293,21 @@ def _same(op, args):
     return op.meta(*[_standin(a) for a in args])[1]
 
 
-_OPAQUE = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm}
+def _fill(op, args, params):
+    s = args[0]
+    value = 0 if op.name == "zero_" else params.get("value", args[1] if len(args) > 1 else 0)
+    if isinstance(value, Tensor):
+        raise unsupported(op, "a tensor value")
+    return full(s._data.shape, value, s._dtype.np), s._dtype
+
+
+_OPAQUE = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "zero_": _fill,
+           "fill_": _fill}
 
 
 # ---------------------------------------------------------------- install
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
+ca.HOOKS["copy_into"] = copy_into
 registry.cuda_compute = compute
 registry.cuda_live = True

@@ -103,12 +103,15 @@ class CudaKernel:
         self.finals = [compile_source(render_final(r, r.var.dtype.np), "finish")
                        for r in self.cs.reductions]
 
-    def launch(self, arrays: list, domain: tuple, out_shapes: list) -> list:
-        """Runs the kernel over ``domain``; ``out_shapes``: the shape of each body output."""
+    def launch(self, arrays: list, domain: tuple, out_shapes: list, out: list | None = None
+               ) -> list:
+        """Runs the kernel over ``domain``; ``out_shapes``: the shape of each body output;
+        ``out``: existing arrays of the domain's shape to write the full-size outputs into."""
         cs = self.cs
         domain = tuple(domain) if domain else (1,)
         devs = [_padded(a, cs.rank).dev() for a in arrays]
-        outs = [cuda_array.empty(domain, v.dtype.np) for v in cs.outputs]
+        outs = [_padded(o, cs.rank) for o in out] if out is not None else \
+            [cuda_array.empty(domain, v.dtype.np) for v in cs.outputs]
         accs = []
         for r in cs.reductions:
             keep = (1,) if r.full else tuple(1 if j in r.dims else n

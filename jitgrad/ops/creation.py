@@ -106,6 +106,35 @@ def from_numpy(ndarray: np.ndarray):
     return _new(ndarray, dtypes.from_numpy_dtype(ndarray.dtype))
 
 
+@public("from_dlpack")
+def from_dlpack(ext_tensor: Any):
+    """A tensor sharing memory with ``ext_tensor`` (zero-copy), as ``torch.from_dlpack``.
+
+    Host arrays come in through NumPy's DLPack (NumPy arrays, torch CPU tensors, JAX CPU
+    arrays, ...). Device arrays (CuPy, torch cuda tensors, numba-cuda device arrays) come in
+    through numba-cuda, from ``__cuda_array_interface__`` or DLPack: C-contiguous ones without
+    a copy.
+    """
+    if isinstance(ext_tensor, registry.Tensor):
+        return ext_tensor
+    kind = None
+    if hasattr(ext_tensor, "__dlpack_device__"):
+        kind = int(ext_tensor.__dlpack_device__()[0])
+    gpu = kind in (2, 3, 13) or hasattr(ext_tensor, "__cuda_array_interface__") or \
+        hasattr(ext_tensor, "_ary") and hasattr(ext_tensor, "copy_to_host")
+    if not gpu:
+        if not hasattr(ext_tensor, "__dlpack__"):
+            raise TypeError(f"from_dlpack: {type(ext_tensor).__name__} is not a DLPack "
+                            "object (it has no __dlpack__)")
+        arr = np.from_dlpack(ext_tensor)
+        return _new(arr, dtypes.from_numpy_dtype(arr.dtype))
+    check_device("cuda")
+    from .._cuda_array import from_device_array
+
+    data = from_device_array(ext_tensor)
+    return _new(data, dtypes.from_numpy_dtype(data.dtype))
+
+
 def _shape(size) -> tuple:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]

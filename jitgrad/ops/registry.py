@@ -399,8 +399,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
 
 
 def _any_cuda(args: tuple) -> bool:
-    for a in args:
-        if type(a) is Tensor and type(a._data) is _CudaArray:
+    for a in args:  # (parameters are a Tensor subclass)
+        if isinstance(a, Tensor) and type(a._data) is _CudaArray:
             return True
     return False
 
