@@ -195,10 +195,8 @@ def _device_view(root, shape: tuple, byte_strides: tuple, offset: int, dt: np.dt
         return type(root)(host)
     from numba.cuda.cudadrv.devicearray import DeviceNDArray
 
-    nbytes = dt.itemsize * (1 + sum((n - 1) * s for n, s in zip(shape, byte_strides)
-                                    if n > 0)) if all(n > 0 for n in shape) else 0
-    start = offset * dt.itemsize
-    data = root.gpu_data.view(start, start + nbytes) if nbytes else root.gpu_data
+    start = offset * dt.itemsize  # the view's first element, to the allocation's end
+    data = root.gpu_data.view(start) if start else root.gpu_data
     return DeviceNDArray(shape, byte_strides, dt, gpu_data=data)
 
 

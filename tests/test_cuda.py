@@ -155,6 +155,17 @@ def test_eager_kernels_are_cached_per_op_dtypes_and_ranks():
     assert len(cuda_eager._EAGER) == n
     _dev(_rand(2, 3, 2, 2)).exp()  # another rank: another kernel
     assert len(cuda_eager._EAGER) == n + 1
+    x = _rand(4)
+    _dev(x) * 2.0
+    n = len(cuda_eager._EAGER)
+    for c in (3.5, -0.1, 1e30):  # Python numbers are kernel arguments, not constants
+        np.testing.assert_array_equal(_host(_dev(x) * c), x * np.float32(c))
+    assert len(cuda_eager._EAGER) == n
+    d = _rand(3, dtype=np.float64)  # a float64 operand: the number stays float64
+    np.testing.assert_array_equal(_host(_dev(d) * 0.1), d * 0.1)
+    i = _dev(np.arange(3))
+    assert (i * 2.5).dtype is F32 and (i + True).dtype is jitgrad.int64
+    np.testing.assert_array_equal(_host(i * 2.5), np.arange(3) * np.float32(2.5))
 
 
 def test_reductions_match_numpy():

@@ -102,7 +102,8 @@ def _freeze(v):
 
 
 def _kernel_op(op, args: tuple, params: dict, out: CudaArray | None = None):
-    meta = op.meta(*[_standin(a) if isinstance(a, Tensor) else a for a in args], **params)
+    stand = [_standin(a) if isinstance(a, Tensor) else a for a in args]
+    meta = op.meta(*stand, **params)
     shape, dt = tuple(meta[0]), meta[1]
     if out is not None:
         shape = out.shape
@@ -110,16 +111,33 @@ def _kernel_op(op, args: tuple, params: dict, out: CudaArray | None = None):
     if op.kind == REDUCE:
         domain = tuple(tensors[0]._data.shape)
         sig = tuple((a._dtype, a._data.ndim) for a in tensors)
+        scalar_types: dict = {}
     else:
         domain = shape
-        sig = tuple(_pattern(a, domain) if isinstance(a, Tensor) else ("l", type(a), a)
-                    for a in args)
+        scalar_types = _scalar_types(op, stand, params)
+        sig = tuple(_pattern(a, domain) if isinstance(a, Tensor) else
+                    ("s", scalar_types[i]) if i in scalar_types else ("l", type(a), a)
+                    for i, a in enumerate(args))
     key = (op, sig, _freeze(params), dt)
     kern = _EAGER.get(key)
     if kern is None:
-        kern = _EAGER[key] = _build(op, args, params, shape, dt)
+        kern = _EAGER[key] = _build(op, args, params, shape, dt, scalar_types)
+    inputs = [a._data if isinstance(a, Tensor) else scalar_types[i].np.type(a)
+              for i, a in enumerate(args) if isinstance(a, Tensor) or i in scalar_types]
     outs = None if out is None else [out]
-    return kern.launch([a._data for a in tensors], domain, [shape], outs)[0], dt
+    return kern.launch(inputs, domain, [shape], outs)[0], dt
+
+
+def _scalar_types(op, stand: list, params: dict) -> dict:
+    """For each Python number among a pointwise op's operands, the dtype it is converted to
+    (eager mode's promotion): the kernel takes it as an argument of that dtype."""
+    if not any(type(a) in (int, float, bool) for a in stand):
+        return {}
+    arrays = registry._pointwise_arrays(op, tuple(stand), params)[0]
+    return {i: dtypes.from_numpy_dtype(arr.dtype) for i, (a, arr) in
+            enumerate(zip(stand, arrays))
+            if type(a) in (int, float, bool) and i not in op.nonpromoted
+            and isinstance(arr, np.ndarray)}
 
 
 def _pattern(a: Tensor, domain: tuple) -> tuple:
@@ -128,11 +146,14 @@ def _pattern(a: Tensor, domain: tuple) -> tuple:
     return (a._dtype, len(s), tuple(p == d for p, d in zip(pad, domain)))
 
 
-def _build(op, args, params, shape, dt) -> CudaKernel:
-    in_vars, inputs = [], []
-    for a in args:
-        if isinstance(a, Tensor):
-            v = Var(a._data.shape, a._dtype)
+def _build(op, args, params, shape, dt, scalar_types: dict) -> CudaKernel:
+    in_vars, inputs, scalars = [], [], set()
+    for i, a in enumerate(args):
+        if isinstance(a, Tensor) or i in scalar_types:
+            v = Var(a._data.shape, a._dtype) if isinstance(a, Tensor) else \
+                Var((), scalar_types[i])
+            if not isinstance(a, Tensor):
+                scalars.add(v)
             in_vars.append(v)
             inputs.append(v)
         else:
@@ -143,7 +164,8 @@ def _build(op, args, params, shape, dt) -> CudaKernel:
     if op.template is None:
         raise unsupported(op)
     try:
-        return CudaKernel(Graph(in_vars, [out], [Eqn(op, inputs, params, [out])]))
+        return CudaKernel(Graph(in_vars, [out], [Eqn(op, inputs, params, [out])]),
+                          scalars=frozenset(scalars))
     except NotRenderableError as e:
         raise unsupported(op, str(e)) from None
 

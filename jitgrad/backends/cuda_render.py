@@ -72,8 +72,11 @@ def atomic_of(template, acc_dtype: np.dtype) -> str:
     raise NotRenderableError(f"no CUDA atomic combines {template.combine!r}")
 
 
-def render_cuda(body: Graph, name: str, block: int) -> CudaSource:
-    """The CUDA source of one kernel body (``block``: threads per block, for shared memory)."""
+def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozenset()
+                ) -> CudaSource:
+    """The CUDA source of one kernel body (``block``: threads per block, for shared memory).
+    Inputs in ``scalars`` (0-d) are passed as scalar arguments, not arrays: eager mode's
+    Python numbers, so a new number reuses the compiled kernel."""
     dom = domain_of(body.eqns[0])
     domain = dom if dom else (1,)
     d = len(domain)
@@ -84,7 +87,7 @@ def render_cuda(body: Graph, name: str, block: int) -> CudaSource:
         shape = (1,) * (d - len(v.shape)) + tuple(v.shape)
         ix = [idx[j] if shape[j] == domain[j] else "0" for j in range(d)]
         names[v] = f"x{k}"
-        loads.append(f"x{k} = a{k}[{', '.join(ix)}]")
+        loads.append(f"x{k} = a{k}" if v in scalars else f"x{k} = a{k}[{', '.join(ix)}]")
     reduced = {e.outputs[0] for e in body.eqns if is_reduction(e)}
     outputs = [v for v in body.outvars if v not in reduced]
     out_slot = {v: f"o{k}" for k, v in enumerate(outputs)}

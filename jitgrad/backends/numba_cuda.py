@@ -96,9 +96,10 @@ class CudaKernel:
     """A rendered and compiled CUDA kernel, launched on device arrays of any sizes that keep
     its ranks and broadcast pattern."""
 
-    def __init__(self, body: Graph, name: str = "kernel") -> None:
+    def __init__(self, body: Graph, name: str = "kernel", scalars: frozenset = frozenset()
+                 ) -> None:
         self.body = body
-        self.cs: CudaSource = render_cuda(body, name, block_size())
+        self.cs: CudaSource = render_cuda(body, name, block_size(), scalars)
         self.fn = compile_source(self.cs.source, name)
         self.finals = [compile_source(render_final(r, r.var.dtype.np), "finish")
                        for r in self.cs.reductions]
@@ -109,7 +110,7 @@ class CudaKernel:
         ``out``: existing arrays of the domain's shape to write the full-size outputs into."""
         cs = self.cs
         domain = tuple(domain) if domain else (1,)
-        devs = [_padded(a, cs.rank).dev() for a in arrays]
+        devs = [_padded(a, cs.rank).dev() if type(a) is CudaArray else a for a in arrays]
         outs = [_padded(o, cs.rank) for o in out] if out is not None else \
             [cuda_array.empty(domain, v.dtype.np) for v in cs.outputs]
         accs = []
