@@ -136,6 +136,13 @@ class CudaArray:
             return self
         return (self if self.is_contiguous() else self.copy()).view(tuple(shape))
 
+    def _host_read(self, other):
+        raise NotImplementedError(
+            "jitgrad: this op reads a cuda tensor's values on the host (it compares them in "
+            "Python); move its inputs with .cpu() to run it there")
+
+    __lt__ = __le__ = __gt__ = __ge__ = _host_read
+
     def shares_memory(self, other) -> bool:
         return isinstance(other, CudaArray) and other.root is self.root
 
@@ -209,7 +216,9 @@ def empty(shape: tuple, dt) -> CudaArray:
 
 def to_device(arr: np.ndarray) -> CudaArray:
     """A host array copied to the device."""
-    arr = np.ascontiguousarray(arr)
+    arr = np.asarray(arr)
+    if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+        arr = arr.copy()
     flat = arr.reshape(-1) if arr.size else np.zeros(1, arr.dtype)
     return CudaArray(cuda().to_device(flat), arr.shape)
 

@@ -1,0 +1,38 @@
+"""The op database on the cuda device (numba's simulator): ``benchmarks/cuda_opdb.py`` runs
+each record's first sample forward and backward on cuda tensors and on the CPU.
+
+Every op either equals the CPU (values and gradients) or says clearly that it has no CUDA
+kernel; none gives a different answer. The ops with kernels today are listed: a change that
+loses one fails here.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from test_cuda import CUDA
+
+pytestmark = [pytest.mark.skipif(CUDA is None, reason="numba.cuda is not usable here"),
+              pytest.mark.slow]
+
+WITH_KERNELS = {
+    "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sin", "cos", "tanh",
+    "sigmoid", "relu", "erf", "sign", "add", "sub", "mul", "div", "maximum", "minimum",
+    "pow_scalar", "pow_tensor", "clamp", "where", "eq", "lt", "sum", "mean", "amax", "amin",
+    "max", "min", "matmul", "mm", "bmm", "dot", "outer", "mv", "addmm", "reshape", "view",
+    "transpose", "permute", "t", "T", "expand", "squeeze", "unsqueeze", "flatten", "movedim",
+    "gelu", "gelu_tanh", "silu", "softplus", "elu", "leaky_relu", "round", "floor", "ceil",
+    "trunc", "isfinite", "isinf", "reciprocal", "zero_", "fill_",
+}
+
+
+def test_opdb_on_cuda_equals_the_cpu_or_says_no_kernel():
+    from benchmarks import cuda_opdb
+
+    results = cuda_opdb.run(out=io.StringIO())
+    wrong = {name: r for name, r in results.items() if r not in ("ok", "no kernel") and
+             not r.startswith("error: TypeError: can't convert cuda:0 device type tensor")}
+    assert not wrong, wrong
+    lost = sorted(name for name in WITH_KERNELS if results.get(name) != "ok")
+    assert not lost, {name: results.get(name) for name in lost}
