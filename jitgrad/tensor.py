@@ -383,6 +383,8 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __reduce_ex__(self, protocol):
+        if type(self._data) is _CudaArray:  # pickled as host values (unpickled on the CPU)
+            return (_rebuild, (self._data.copy_to_host(), self._dtype.name, self._requires_grad))
         return (_rebuild, (self._data, self._dtype.name, self._requires_grad))
 
     def __deepcopy__(self, memo):

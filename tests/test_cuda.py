@@ -85,6 +85,21 @@ def test_device_tensors_and_copies():
     jitgrad.cuda.synchronize()
 
 
+def test_save_and_pickle_copy_cuda_tensors_to_the_host(tmp_path):
+    import pickle
+
+    a = _rand(2, 2)
+    x = _dev(a)
+    jitgrad.save({"x": x}, tmp_path / "x.pt")
+    loaded = jitgrad.load(tmp_path / "x.pt")["x"]
+    assert not loaded.is_cuda and loaded.tolist() == a.tolist()
+    assert pickle.loads(pickle.dumps(x)).tolist() == a.tolist()
+    import copy
+
+    deep = copy.deepcopy(x)
+    assert deep.is_cuda and deep._data.root is not x._data.root and deep.tolist() == a.tolist()
+
+
 def test_device_errors():
     x = _dev(_rand(3))
     c = jitgrad.ones(3)
@@ -111,14 +126,18 @@ def test_device_errors():
 def test_without_a_driver_device_cuda_names_the_extra():
     # a fresh interpreter with neither a GPU nor the simulator (skipped where a GPU is usable)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}
-    code = ("import jitgrad\n"
+    code = ("import sys, jitgrad\n"
+            "f = jitgrad.jit(lambda x: (x.exp() * 2).sum())\n"
+            "f(jitgrad.ones(3, requires_grad=True)).backward()\n"
+            "print('cpu work imported numba.cuda:', 'numba.cuda' in sys.modules)\n"
             "if jitgrad.cuda.is_available():\n    print('GPU')\nelse:\n"
             "    try:\n        jitgrad.ones(2, device='cuda')\n"
             "    except RuntimeError as e:\n        print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                          cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                          timeout=120)
-    if out.stdout.strip() == "GPU":
+    assert "cpu work imported numba.cuda: False" in out.stdout, out  # a CPU run never does
+    if out.stdout.strip().endswith("GPU"):
         pytest.skip("a GPU is usable here")
     assert "needs a usable CUDA GPU" in out.stdout and "jitgrad[cuda]" in out.stdout, out
 
