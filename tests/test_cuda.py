@@ -219,6 +219,24 @@ def test_views_stay_on_the_device():
                                   np.broadcast_to(a, (2, 3, 4)))
     np.testing.assert_allclose(_host(t * 2 + x.permute(1, 0)), a.T * 3, rtol=1e-6)
     np.testing.assert_array_equal(_host(t.contiguous()), a.T)
+    np.testing.assert_array_equal(_host(jitgrad.cat([x, t.t() * 2], 1)),
+                                  np.concatenate([a, a * 2], 1))
+    np.testing.assert_array_equal(_host(jitgrad.stack([x[0], x[1]])), a[:2])
+
+
+def test_gradients_of_views_slices_and_composites():
+    torch = pytest.importorskip("torch")
+    a = _rand(3, 4, dtype=np.float64)
+    x = _dev(a, requires_grad=True)
+    out = (x[1:, ::2] * 3).sum() + x[0].exp().sum() + jitgrad.softmax(x, 1)[:, 0].sum() \
+        + jitgrad.cat([x, x.t().t()], 0).pow(2).mean()
+    out.backward()
+    tx = torch.tensor(a, requires_grad=True)
+    tout = (tx[1:, ::2] * 3).sum() + tx[0].exp().sum() + torch.softmax(tx, 1)[:, 0].sum() \
+        + torch.cat([tx, tx.t().t()], 0).pow(2).mean()
+    tout.backward()
+    np.testing.assert_allclose(out.item(), tout.item(), rtol=1e-12)
+    np.testing.assert_allclose(_host(x.grad), tx.grad.numpy(), rtol=1e-12)
 
 
 def test_matmul_tiled_kernel():

@@ -17,13 +17,16 @@ pytestmark = [pytest.mark.skipif(CUDA is None, reason="numba.cuda is not usable 
               pytest.mark.slow]
 
 WITH_KERNELS = {
-    "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sin", "cos", "tanh",
+    "neg", "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "abs", "sin", "cos", "tan", "tanh",
     "sigmoid", "relu", "erf", "sign", "add", "sub", "mul", "div", "maximum", "minimum",
-    "pow_scalar", "pow_tensor", "clamp", "where", "eq", "lt", "sum", "mean", "amax", "amin",
-    "max", "min", "matmul", "mm", "bmm", "dot", "outer", "mv", "addmm", "reshape", "view",
-    "transpose", "permute", "t", "T", "expand", "squeeze", "unsqueeze", "flatten", "movedim",
-    "gelu", "gelu_tanh", "silu", "softplus", "elu", "leaky_relu", "round", "floor", "ceil",
-    "trunc", "isfinite", "isinf", "reciprocal", "zero_", "fill_",
+    "pow_scalar", "pow_tensor", "pow_rscalar", "clamp", "where", "eq", "ne", "lt", "le", "gt",
+    "ge", "sum", "mean", "amax", "amin", "max", "min", "var", "std", "logsumexp", "softmax",
+    "log_softmax", "matmul", "mm", "bmm", "dot", "outer", "mv", "reshape", "view", "transpose",
+    "permute", "t", "T", "expand", "squeeze", "unsqueeze", "flatten", "cat", "stack", "split",
+    "chunk", "getitem", "narrow", "gelu", "gelu_tanh", "silu", "softplus", "layer_norm",
+    "mse_loss", "round", "floor", "ceil", "trunc", "isfinite", "isinf", "movedim", "addmm",
+    "reciprocal", "bitwise_xor", "clone_contiguous", "zero_", "fill_", "fill_tensor_", "copy_",
+    "leaky_relu", "leaky_relu_slope", "elu", "softplus_beta",
 }
 
 

@@ -53,16 +53,37 @@ def compute(op, args: tuple, params: dict):
             raise unsupported(op, "a list of tensors")
     if op.name == "to_device":
         return op.impl(args[0]._data, **params), args[0]._dtype
-    if op.kind in (POINTWISE, REDUCE):
-        if op.broadcast:
-            return _movement(op, args, params)
-        return _kernel_op(op, args, params)
-    if op.kind == MOVEMENT or op.view:
-        return _movement(op, args, params)
     fn = _OPAQUE.get(op.name)
-    if fn is None:
+    if fn is not None:
+        return fn(op, args, params)
+    try:
+        if op.kind in (POINTWISE, REDUCE):
+            if op.broadcast:
+                return _movement(op, args, params)
+            return _kernel_op(op, args, params)
+        if op.kind == MOVEMENT or op.view:
+            return _movement(op, args, params)
         raise unsupported(op)
-    return fn(op, args, params)
+    except NotImplementedError:
+        if op.decompose is None:
+            raise
+    return _decomposed(op, args, params)
+
+
+def _decomposed(op, args: tuple, params: dict):
+    """A composite op (softmax, layer_norm, var, ...) through its ``decompose``: primitives
+    with kernels, run without recording (``apply`` records the op's own node, whose rule then
+    runs on the device too)."""
+    st = registry.state
+    prev = st.grad_enabled
+    st.grad_enabled = False
+    try:
+        out = op.decompose(*args, **params)
+    finally:
+        st.grad_enabled = prev
+    if isinstance(out, (tuple, list)):
+        return tuple(o._data for o in out), tuple(o._dtype for o in out)
+    return out._data, out._dtype
 
 
 def run_arrays(e: Eqn, arrays: list) -> list:
@@ -323,8 +344,59 @@ def _fill(op, args, params):
     return full(s._data.shape, value, s._dtype.np), s._dtype
 
 
+def _into_zeros(op, args, params):
+    """``select_backward`` / ``slice_backward``: zeros with the gradient written into the
+    region the forward view selected."""
+    g = args[0]
+    out = full(params["shape"], 0, g._dtype.np)
+    fwd = registry.OPS["select" if op.name == "select_backward" else "slice"]
+    rest = {k: v for k, v in params.items() if k != "shape"}
+    region = _movement(fwd, (_wrap(out, g._dtype),), rest)[0]
+    copy_into(region, g._data)
+    return out, g._dtype
+
+
+def _cat(op, args, params):
+    dim = params["dim"]
+    shape, dt = op.meta(*[_standin(a) for a in args], **params)
+    out = ca.empty(shape, dt.np)
+    dim = dim % max(len(shape), 1)
+    start = 0
+    whole = _wrap(out, dt)
+    for a in args:
+        n = a._data.shape[dim] if a._data.ndim else 0
+        if a._data.size == 0 and a._data.ndim == 1:  # (torch skips empty 1-d inputs)
+            continue
+        region = _movement(registry.OPS["slice"], (whole,),
+                           {"dim": dim, "start": start, "stop": start + n, "step": 1})[0]
+        copy_into(region, a._data)
+        start += n
+    return out, dt
+
+
+def _stack(op, args, params):
+    shape, dt = op.meta(*[_standin(a) for a in args], **params)
+    out = ca.empty(shape, dt.np)
+    whole = _wrap(out, dt)
+    for i, a in enumerate(args):
+        region = _movement(registry.OPS["select"], (whole,), {"dim": params["dim"] % len(shape),
+                                                             "index": i})[0]
+        copy_into(region, a._data)
+    return out, dt
+
+
+def _overwrite(op, args, params):
+    """``copy_(s, src)`` and ``fill_tensor_(s, value)``: ``s``'s shape and dtype, written from
+    the second operand (broadcast and cast)."""
+    s, src = args
+    out = ca.empty(s._data.shape, s._dtype.np)
+    copy_into(out, src._data)
+    return out, s._dtype
+
+
 _OPAQUE = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "zero_": _fill,
-           "fill_": _fill}
+           "fill_": _fill, "select_backward": _into_zeros, "slice_backward": _into_zeros,
+           "cat": _cat, "stack": _stack, "copy_": _overwrite, "fill_tensor_": _overwrite}
 
 
 # ---------------------------------------------------------------- install
