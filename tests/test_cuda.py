@@ -379,17 +379,27 @@ def test_jit_w1_fused_forward_backward_equals_cpu():
     assert kernels["forward"].count("def kernel") == 1  # the whole forward is one kernel
 
 
-def test_jit_partial_reductions_matmul_and_views():
-    a, w = _rand(4, 6), _rand(6, 3)
+def test_jit_partial_reductions_matmul_views_and_backward():
+    a, w = _rand(4, 6, dtype=np.float64), _rand(6, 3, dtype=np.float64)
 
     def g(x, w):
         h = jitgrad.relu(x @ w)
-        return (h - h.mean(1, keepdim=True)) / (h.amax(0) + 1)
+        y = (h - h.mean(1, keepdim=True)) / (h.amax(0) + 1)
+        return jitgrad.softmax(y, 1)[:, 1:].sum() + x.t().sum(0).pow(2).mean()
 
-    f = jitgrad.jit(g, backend="cuda")
-    got = f(_dev(a), _dev(w))
-    np.testing.assert_allclose(_host(got), g(jitgrad.tensor(a), jitgrad.tensor(w)).numpy(),
-                               rtol=1e-5, atol=1e-6)
+    results = []
+    for device in ("cpu", "cuda"):
+        f = jitgrad.jit(g, backend="cuda" if device == "cuda" else "auto")
+        x = jitgrad.tensor(a, device=device, requires_grad=True)
+        W = jitgrad.tensor(w, device=device, requires_grad=True)
+        out = f(x, W)
+        out.backward()
+        results.append((out.item(), x.grad.cpu().numpy(), W.grad.cpu().numpy()))
+    assert x.grad.is_cuda and "cuda.atomic" in f.lower(x, W).kernels["forward"]
+    (v0, gx0, gw0), (v1, gx1, gw1) = results
+    np.testing.assert_allclose(v1, v0, rtol=1e-12)
+    np.testing.assert_allclose(gx1, gx0, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(gw1, gw0, rtol=1e-10, atol=1e-12)
     with pytest.raises(RuntimeError, match="backend 'cuda' is not available for cpu tensors"):
         f(jitgrad.tensor(a), jitgrad.tensor(w))
 
