@@ -424,3 +424,12 @@ def test_w1_on_a_real_gpu_at_1e6():
     want, (gx, gy) = case.numpy_grad(xs.astype(np.float64), ys.astype(np.float64))
     np.testing.assert_allclose(value.item(), want, rtol=1e-4)
     np.testing.assert_allclose(_host(x.grad), gx, rtol=1e-3, atol=1e-4)
+
+
+def test_cuda_w1_benchmark_runs():
+    import io
+
+    from benchmarks import cuda_w1
+
+    row = cuda_w1.run(n=64, repeat=1, out=io.StringIO())
+    assert row["seconds"] > 0 and row["bytes"] == 16 * 64 and row["copy_Bps"] > 0
