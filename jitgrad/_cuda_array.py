@@ -47,6 +47,11 @@ def simulated() -> bool:
     return bool(numba.config.ENABLE_CUDASIM)
 
 
+class NoDevicePointerError(BufferError, AttributeError):
+    """Raised for device pointers under the simulator (an AttributeError too, so ``hasattr(t,
+    "__cuda_array_interface__")`` is False there)."""
+
+
 class _Flags:
     __slots__ = ("c_contiguous",)
 
@@ -182,9 +187,14 @@ class CudaArray:
     def __cuda_array_interface__(self) -> dict:
         """The CUDA array interface (version 3) of this view, for CuPy, torch, numba."""
         if simulated():
-            raise AttributeError("__cuda_array_interface__ is not available under "
-                                 "NUMBA_ENABLE_CUDASIM (the simulator has no device pointers)")
+            raise NoDevicePointerError("__cuda_array_interface__ and DLPack export are not "
+                                   "available under NUMBA_ENABLE_CUDASIM (the simulator has no "
+                                   "device pointers)")
         return self.dev().__cuda_array_interface__
+
+    def synchronize(self) -> None:
+        """Waits for the kernels launched on the device."""
+        cuda().synchronize()
 
 
 def descriptor(x: CudaArray) -> tuple[np.ndarray, np.ndarray]:

@@ -403,15 +403,19 @@ class Tensor:
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
                    copy: Any = None) -> Any:
-        """A DLPack capsule of this tensor's memory (zero-copy; CPU tensors, through NumPy)."""
+        """A DLPack capsule of this tensor's memory (zero-copy): CPU tensors through NumPy,
+        cuda tensors as a ``kDLCUDA`` capsule of the device memory."""
         if self.requires_grad:
             raise RuntimeError("Can't export tensors that require gradient, use "
                                "tensor.detach()")
-        if type(self._data) is _CudaArray:
-            raise BufferError(
-                "jitgrad: cuda tensors are exported through __cuda_array_interface__ (CuPy, "
-                "torch.as_tensor, numba.cuda.as_cuda_array read it without a copy); DLPack "
-                "export of device memory is not supported yet")
+        if type(self._data) is _CudaArray:  # a capsule of the device memory (ctypes)
+            from . import _dlpack
+
+            data = self._data
+            ptr = data.__cuda_array_interface__["data"][0]  # (BufferError-free on a GPU)
+            data.synchronize()  # the consumer may read on another stream
+            return _dlpack.capsule(ptr, data.shape, data.strides, data.dtype, _dlpack.CUDA,
+                                   data)
         kwargs = {} if max_version is None else {"max_version": max_version}
         return self._data.__dlpack__(**kwargs)
 

@@ -330,12 +330,52 @@ def test_dlpack_and_cuda_array_interface():
     assert x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
     with pytest.raises(RuntimeError, match="require gradient"):
         jitgrad.ones(2, requires_grad=True).__dlpack__()
+    if not _real_gpu():
+        with pytest.raises(BufferError, match="simulator has no device pointers"):
+            x.__dlpack__()
+        assert not hasattr(x, "__cuda_array_interface__")
     torch = pytest.importorskip("torch")
     tt = torch.arange(4.0)
     j = jitgrad.from_dlpack(tt)
     tt[1] = 9.0
     assert j.tolist() == [0.0, 9.0, 2.0, 3.0]
     assert torch.from_dlpack(j).tolist() == [0.0, 9.0, 2.0, 3.0]
+
+
+def test_dlpack_capsules_built_with_ctypes():
+    from jitgrad import _dlpack
+
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)[:, ::2]  # strided host memory
+
+    class Producer:  # the capsule cuda tensors export, here over host memory (kDLCPU)
+        def __init__(self, arr):
+            self.arr = arr
+
+        def __dlpack__(self, **kwargs):
+            arr = self.arr
+            return _dlpack.capsule(arr.ctypes.data, arr.shape,
+                                   tuple(s // arr.itemsize for s in arr.strides), arr.dtype,
+                                   _dlpack.CPU, arr)
+
+        def __dlpack_device__(self):
+            return (_dlpack.CPU, 0)
+
+    live = len(_dlpack._LIVE)
+    b = np.from_dlpack(Producer(a))
+    a[0, 0] = 99.0
+    assert b.tolist() == [[99.0, 2.0], [4.0, 6.0], [8.0, 10.0]] and len(_dlpack._LIVE) == live + 1
+    del b
+    import gc
+
+    gc.collect()
+    assert len(_dlpack._LIVE) == live  # the consumer called the deleter
+    Producer(a).__dlpack__()  # never consumed: freed with the capsule
+    gc.collect()
+    assert len(_dlpack._LIVE) == live
+    mask = np.array([True, False])
+    assert np.from_dlpack(Producer(mask)).tolist() == [True, False]
+    torch = pytest.importorskip("torch")
+    assert torch.from_dlpack(Producer(a)).tolist() == [[99.0, 2.0], [4.0, 6.0], [8.0, 10.0]]
 
 
 @pytest.mark.gpu
@@ -346,6 +386,11 @@ def test_cuda_array_interface_on_a_real_gpu():
     assert view.__cuda_array_interface__["data"][0] == x.__cuda_array_interface__["data"][0]
     np.testing.assert_array_equal(view.copy_to_host(), [0, 1, 2, 3])
     assert jitgrad.from_dlpack(view).cpu().tolist() == [0, 1, 2, 3]
+    torch = pytest.importorskip("torch")
+    if torch.cuda.is_available():  # out through DLPack, back through the interface
+        t = torch.from_dlpack(x)
+        assert t.is_cuda and t.data_ptr() == x.__cuda_array_interface__["data"][0]
+        assert jitgrad.from_dlpack(t).cpu().tolist() == [0, 1, 2, 3]
 
 
 # ---------------------------------------------------------------- fused jit kernels

@@ -21,7 +21,8 @@ PKG_DIR = os.path.dirname(jitgrad.__file__)
 
 # (layer, module prefixes), bottom-up; the longest matching prefix decides
 LAYERS = [
-    ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._config",
+    ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
+              "jitgrad._config",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names"]),
     ("registry", ["jitgrad.ops.registry"]),
