@@ -447,6 +447,8 @@ def test_jit_partial_reductions_matmul_views_and_backward():
     np.testing.assert_allclose(gw1, gw0, rtol=1e-10, atol=1e-12)
     with pytest.raises(RuntimeError, match="backend 'cuda' is not available for cpu tensors"):
         f(jitgrad.tensor(a), jitgrad.tensor(w))
+    with pytest.raises(RuntimeError, match="backend 'numba' runs on the CPU"):
+        jitgrad.jit(g, backend="numba")(_dev(a), _dev(w))
 
 
 def test_launch_config_follows_the_size():

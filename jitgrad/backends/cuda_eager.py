@@ -8,8 +8,14 @@
   over an untouched scratch buffer, and the view it returns is read off as shape, strides and
   offset into the device allocation (a reshape that needs a copy copies on the device first);
 * matmul (``mm``, ``bmm``, ``mv``, ``dot``, ``addmm``) runs a tiled shared-memory kernel;
+  ``cat``, ``stack``, ``copy_``, ``fill_``, ``zero_`` and the backward of ``select``/``slice``
+  write into device arrays with copy kernels (``_BY_NAME``);
+* composite ops without a kernel of their own run their ``decompose`` (softmax, layer_norm);
 * anything else raises ``NotImplementedError`` naming the op: nothing is silently run on the
   host.
+
+Python numbers are kernel arguments in the dtype eager promotion gives them, so a new number
+reuses the compiled kernel.
 
 Loading this module switches the dispatcher's CUDA check on (``registry.cuda_live``).
 """
@@ -40,10 +46,6 @@ def unsupported(op, why: str = "") -> NotImplementedError:
         "host with .cpu() to run it there.")
 
 
-def _is_cuda(a) -> bool:
-    return isinstance(a, Tensor) and type(a._data) is CudaArray
-
-
 def compute(op, args: tuple, params: dict):
     """``(result, result dtype)`` of ``op`` on ``args``, where some tensor is on cuda."""
     for a in args:
@@ -53,7 +55,7 @@ def compute(op, args: tuple, params: dict):
             raise unsupported(op, "a list of tensors")
     if op.name == "to_device":
         return op.impl(args[0]._data, **params), args[0]._dtype
-    fn = _OPAQUE.get(op.name)
+    fn = _BY_NAME.get(op.name)
     if fn is not None:
         return fn(op, args, params)
     try:
@@ -394,7 +396,7 @@ def _overwrite(op, args, params):
     return out, s._dtype
 
 
-_OPAQUE = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "zero_": _fill,
+_BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "zero_": _fill,
            "fill_": _fill, "select_backward": _into_zeros, "slice_backward": _into_zeros,
            "cat": _cat, "stack": _stack, "copy_": _overwrite, "fill_tensor_": _overwrite}
 
