@@ -77,6 +77,8 @@ def test_device_tensors_and_copies():
     assert z.is_cuda and z.dtype is F64
     np.testing.assert_array_equal(_host(z), a.astype(np.float64))
     assert jitgrad.zeros_like(x).is_cuda and jitgrad.full_like(x, 2.0).is_cuda
+    assert x.new_zeros(2).is_cuda and x.new_full((2,), 1.0).is_cuda and x.new_tensor([1]).is_cuda
+    assert not x.new_ones(2, device="cpu").is_cuda
     assert jitgrad.randn(3, device="cuda").is_cuda
     assert jitgrad.arange(4, device="cuda").cpu().tolist() == [0, 1, 2, 3]
     assert _dev(np.float32(2.5)).item() == 2.5 and x.tolist() == a.tolist()
