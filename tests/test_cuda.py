@@ -274,6 +274,25 @@ def test_autograd_on_cuda_matches_torch():
         np.testing.assert_allclose(_host(got.grad), want.grad.numpy(), rtol=1e-10)
 
 
+def test_cross_entropy_and_embedding_on_cuda_match_torch():
+    torch = pytest.importorskip("torch")
+    emb, logits_w = _rand(5, 3, dtype=np.float64), _rand(3, 4, dtype=np.float64)
+    tokens, labels = np.array([[0, 4], [2, 2]]), np.array([1, 3, 0, 1])
+    E, W = _dev(emb, requires_grad=True), _dev(logits_w, requires_grad=True)
+    h = jitgrad.nn.functional.embedding(_dev(tokens), E).reshape(4, 3)
+    loss = jitgrad.nn.functional.cross_entropy(h @ W, _dev(labels))
+    loss.backward()
+    tE, tW = torch.tensor(emb, requires_grad=True), torch.tensor(logits_w, requires_grad=True)
+    th = torch.nn.functional.embedding(torch.tensor(tokens), tE).reshape(4, 3)
+    tloss = torch.nn.functional.cross_entropy(th @ tW, torch.tensor(labels))
+    tloss.backward()
+    np.testing.assert_allclose(loss.item(), tloss.item(), rtol=1e-12)
+    np.testing.assert_allclose(_host(E.grad), tE.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(_host(W.grad), tW.grad.numpy(), rtol=1e-10, atol=1e-12)
+    with pytest.raises(IndexError, match="index out of range"):
+        jitgrad.nn.functional.embedding(_dev(np.array([5])), E)
+
+
 def test_gradcheck_through_the_device():
     x = jitgrad.tensor(_rand(2, 2, dtype=np.float64), requires_grad=True)
     w = jitgrad.tensor(_rand(2, 2, dtype=np.float64), requires_grad=True)

@@ -23,10 +23,12 @@ WITH_KERNELS = {
     "ge", "sum", "mean", "amax", "amin", "max", "min", "var", "std", "logsumexp", "softmax",
     "log_softmax", "matmul", "mm", "bmm", "dot", "outer", "mv", "reshape", "view", "transpose",
     "permute", "t", "T", "expand", "squeeze", "unsqueeze", "flatten", "cat", "stack", "split",
-    "chunk", "getitem", "narrow", "gelu", "gelu_tanh", "silu", "softplus", "layer_norm",
-    "mse_loss", "round", "floor", "ceil", "trunc", "isfinite", "isinf", "movedim", "addmm",
+    "chunk", "getitem", "index_select", "gather", "narrow", "gelu", "gelu_tanh", "silu",
+    "softplus", "layer_norm", "nll_loss", "mse_loss", "round", "floor", "ceil", "trunc",
+    "isfinite", "isinf", "masked_fill", "scatter_add", "index_add", "movedim", "addmm",
     "reciprocal", "bitwise_xor", "clone_contiguous", "zero_", "fill_", "fill_tensor_", "copy_",
-    "leaky_relu", "leaky_relu_slope", "elu", "softplus_beta",
+    "leaky_relu", "leaky_relu_slope", "elu", "softplus_beta", "embedding",
+    "embedding_modified_grad",
 }
 
 

@@ -396,9 +396,145 @@ def _overwrite(op, args, params):
     return out, s._dtype
 
 
+# ---------------------------------------------------------------- gather / scatter
+def _index_source(kind: str, d: int, dim: int) -> str:
+    """A grid-stride kernel over the iteration shape (``n0..``) that reads or scatter-adds
+    along ``dim`` through an index array: ``gather``/``index_select`` read ``x`` into ``o``,
+    ``scatter_add``/``index_add`` add ``src`` into ``o`` with atomics."""
+    ix = [f"i{j}" for j in range(d)]
+    at_index = "idx[" + (", ".join(ix) if kind in ("gather", "scatter_add") else ix[dim]) + "]"
+    moved = ", ".join(at_index if j == dim else ix[j] for j in range(d))
+    here = ", ".join(ix)
+    body = {"gather": f"o[{here}] = x[{moved}]", "index_select": f"o[{here}] = x[{moved}]",
+            "scatter_add": f"cuda.atomic.add(o, ({moved},), src[{here}])",
+            "index_add": f"cuda.atomic.add(o, ({moved},), src[{here}])"}[kind]
+    args = ", ".join([f"n{j}" for j in range(d)] + ["x", "idx", "src", "o"])
+    lines = [f"def {kind}({args}):",
+             f"    for f in range(cuda.grid(1), {' * '.join(f'n{j}' for j in range(d))}, "
+             "cuda.gridsize(1)):", "        q = f"]
+    for j in range(d - 1, 0, -1):
+        lines += [f"        i{j} = q % n{j}", f"        q = q // n{j}"]
+    lines += ["        i0 = q", f"        {body}"]
+    return "\n".join(lines) + "\n"
+
+
+def _check_bounds(index: Tensor, n: int, dim: int) -> None:
+    """Counts out-of-range indices on the device (one value read back): an index kernel never
+    reads or writes outside its array."""
+    if index._data.size == 0:
+        return
+    if index._dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError("Expected dtype int64 for index")
+    bad = registry.state
+    prev, bad.grad_enabled = bad.grad_enabled, False
+    try:
+        i = _wrap(index._data, index._dtype)
+        count = ((i < 0) | (i >= n)).sum().item()
+    finally:
+        bad.grad_enabled = prev
+    if count:
+        raise IndexError(f"index out of range: {count} indices along dimension {dim} are not "
+                         f"in [0, {n})")
+
+
+def _indexed(op, args, params):
+    from .cuda_render import ATOMIC_DTYPES
+    from .numba_cuda import launch_config
+
+    x, index = args[0], args[1]
+    src = args[2] if len(args) > 2 else None
+    if isinstance(src, Tensor) and src._dtype is not x._dtype:
+        raise unsupported(op, "src of another dtype")
+    shape, dt = op.meta(*[_standin(a) if isinstance(a, Tensor) else a for a in args], **params)
+    d = max(x._data.ndim, 1)
+    dim = params["dim"] % d
+    kind = op.name
+    if kind in ("gather", "index_select"):
+        out = ca.empty(shape, dt.np)
+        space = out.shape
+    else:
+        if x._data.dtype not in ATOMIC_DTYPES:
+            raise unsupported(op, f"no CUDA atomic for {x._data.dtype}")
+        out = x._data.copy()
+        space = index._data.shape if kind == "scatter_add" else src._data.shape
+        if kind == "scatter_add":  # (src may be larger than index: its leading part is used)
+            src = _wrap(src._data.view(space, src._data.strides, src._data.offset), dt)
+    total = int(np.prod(space, dtype=np.int64))
+    _check_bounds(index, x._data.shape[dim] if x._data.ndim else 1, dim)
+    if total and x._data.ndim:
+        fn = compile_source(_index_source(kind, d, dim), kind)
+        blocks, threads = launch_config(total)
+        srcdev = (src._data if src is not None else x._data).dev()
+        fn[blocks, threads](*space, x._data.dev(), index._data.dev(), srcdev, out.dev())
+    elif total:
+        raise unsupported(op, "a 0-d input")
+    return out, dt
+
+
+def _no_grad(fn):
+    st = registry.state
+    prev, st.grad_enabled = st.grad_enabled, False
+    try:
+        return fn()
+    finally:
+        st.grad_enabled = prev
+
+
+def _masked_fill(op, args, params):
+    """``masked_fill`` (a number or a 0-d tensor value) as ``where(mask, value, x)``."""
+    x, mask = args[:2]
+    value = args[2] if len(args) > 2 else params["value"]
+    if isinstance(value, Tensor):
+        value = _wrap(value._data, value._dtype).to(x._dtype)
+    out = _no_grad(lambda: _where(mask, value, x))
+    return out._data, x._dtype
+
+
+def _where(mask, value, x):
+    from ..ops.elementwise import where
+
+    out = where(mask, value, x)
+    return out if out._dtype is x._dtype else out.to(x._dtype)
+
+
+def _embedding(op, args, params):
+    """``weight[indices]``: an ``index_select`` of the flattened indices."""
+    weight, indices = args
+    flat = _no_grad(lambda: indices.reshape(-1))
+    rows, dt = _indexed(registry.OPS["index_select"], (weight, flat), {"dim": 0})
+    return rows.reshape(tuple(indices._data.shape) + (weight._data.shape[1],)), dt
+
+
+def _nll(op, args, params):
+    """``nll_loss`` from ``gather``: the rule's own formula (``_nll_vjp``) runs on the device."""
+    from ..ops.elementwise import where
+
+    logp, target, weight = args
+    reduction, ignore_index = params["reduction"], params["ignore_index"]
+
+    def forward():
+        batched = logp.ndim == 2
+        lp = logp if batched else logp.unsqueeze(0)
+        tg = target if batched else target.unsqueeze(0)
+        valid = tg != ignore_index
+        safe = where(valid, tg, 0)
+        w = where(valid, weight.index_select(0, safe) if weight is not None else 1.0, 0.0)
+        picked = -lp.gather(1, safe.unsqueeze(1))[:, 0] * w.to(logp.dtype)
+        if reduction == "none":
+            return picked if batched else picked[0]
+        total = picked.sum()
+        return total / w.sum().to(logp.dtype) if reduction == "mean" else total
+
+    out = _no_grad(forward)
+    return out._data, logp._dtype
+
+
 _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "zero_": _fill,
            "fill_": _fill, "select_backward": _into_zeros, "slice_backward": _into_zeros,
-           "cat": _cat, "stack": _stack, "copy_": _overwrite, "fill_tensor_": _overwrite}
+           "cat": _cat, "stack": _stack, "copy_": _overwrite, "fill_tensor_": _overwrite,
+           "gather": _indexed, "scatter_add": _indexed, "index_select": _indexed,
+           "index_add": _indexed, "masked_fill": _masked_fill,
+           "masked_fill_tensor": _masked_fill, "embedding": _embedding, "nll_loss": _nll}
 
 
 # ---------------------------------------------------------------- install
