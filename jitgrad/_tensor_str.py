@@ -225,6 +225,9 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     default = dtypes.get_default_dtype()
     default_complex = dtypes.complex128 if default is dtypes.float64 else dtypes.complex64
     suffixes = []
+    if hasattr(data, "copy_to_host"):  # a cuda tensor: printed from a host copy, as torch does
+        suffixes.append("device='cuda:0'")
+        data = data.copy_to_host()
     if data.size == 0:
         if data.ndim != 1:
             suffixes.append(f"size={tuple(data.shape)}")

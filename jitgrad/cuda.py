@@ -1,10 +1,10 @@
-"""``jitgrad.cuda``: whether a CUDA device is usable (``is_available``, ``device_count``).
+"""``jitgrad.cuda``: the cuda device (``is_available``, ``device_count``, ``synchronize``).
 
-jitgrad's tensors live on the CPU in this version: there is no CUDA tensor path yet, so
-``is_available()`` is False even on a machine with a GPU, and scripts that choose a device with
-``"cuda" if torch.cuda.is_available() else "cpu"`` run unchanged on the CPU. ``gpu_usable()``
-says whether numba itself could drive a GPU here (for the CUDA backend to come); it imports
-``numba.cuda`` only when asked and never raises.
+Tensors go to the GPU with ``device="cuda"``, ``.cuda()`` or ``.to("cuda")``; their data are
+numba-cuda device arrays (``pip install jitgrad[cuda]``). ``is_available()`` is True where
+numba-cuda can drive a GPU, or under ``NUMBA_ENABLE_CUDASIM=1`` (numba's simulator, which
+runs the same kernels on the CPU, slowly). It imports ``numba.cuda`` only when asked and
+never raises.
 """
 
 from __future__ import annotations
@@ -18,14 +18,27 @@ def _numba_cuda():
     return cuda
 
 
-# Set by the CUDA tensor backend when it exists; until then no tensor can live on a GPU.
-CUDA_TENSORS = False
+# Tensors can live on a cuda device (kept for code that read this flag).
+CUDA_TENSORS = True
 
 
 def is_available() -> bool:
-    """True if jitgrad can put tensors on a CUDA GPU here (never, in this version; see
-    ``gpu_usable``); never raises."""
-    return CUDA_TENSORS and gpu_usable()
+    """True if jitgrad can put tensors on a CUDA GPU here (or numba's simulator is on);
+    never raises."""
+    return gpu_usable()
+
+
+def synchronize(device=None) -> None:
+    """Waits for every kernel launched on the cuda device to finish."""
+    from .device import check_device
+
+    check_device("cuda" if device is None else device)
+    _numba_cuda().synchronize()
+
+
+def current_device() -> int:
+    """The index of the cuda device jitgrad uses (always 0)."""
+    return 0
 
 
 def gpu_usable() -> bool:

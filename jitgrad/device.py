@@ -1,4 +1,5 @@
-"""``jitgrad.device``: where a tensor lives. CPU tensors are NumPy arrays."""
+"""``jitgrad.device``: where a tensor lives. CPU tensors hold NumPy arrays, cuda tensors
+numba-cuda device arrays (``_cuda_array.CudaArray``)."""
 
 from __future__ import annotations
 
@@ -43,18 +44,52 @@ class device:  # noqa: N801 - named like torch.device
 cpu = device("cpu")
 
 
-def cuda_unavailable() -> RuntimeError:
+def cuda_unavailable(reason: str = "") -> RuntimeError:
+    """The error for a cuda device on a machine where numba-cuda cannot drive a GPU."""
+    why = f" ({reason})" if reason else ""
     return RuntimeError(
-        "CUDA tensors are not available in this build of jitgrad: tensors live on the CPU. "
-        "Use backend='cuda' in jitgrad.jit for GPU kernels once that backend lands, or keep "
+        f"jitgrad: device 'cuda' needs a usable CUDA GPU, its driver and numba-cuda, and none "
+        f"is usable here{why}. Install the CUDA extra with `pip install jitgrad[cuda]` "
+        "(numba-cuda with the NVVM/NVRTC wheels) on a machine with an NVIDIA driver, or set "
+        "NUMBA_ENABLE_CUDASIM=1 to run on numba's CUDA simulator (slow; for tests), or keep "
         "the tensor on 'cpu'.")
 
 
 def check_device(dev) -> device:
-    d = cpu if dev is None else device(dev)
-    if d.type != "cpu":
-        raise cuda_unavailable()
-    return d
+    """The device ``dev`` names (None: the CPU); for a cuda device, loads the CUDA runtime or
+    raises ``cuda_unavailable``."""
+    if dev is None:
+        return cpu
+    d = dev if type(dev) is device else device(dev)
+    if d.type == "cpu":
+        return d
+    if d.index not in (None, 0):
+        raise RuntimeError(f"jitgrad: only cuda:0 is supported, got {d}")
+    cuda_runtime()
+    return _CUDA0
+
+
+_CUDA0 = device("cuda", 0)
+_LOADED: list = []
+
+
+def cuda_runtime() -> None:
+    """Loads jitgrad's CUDA runtime (the eager cuda dispatcher) once, or raises
+    ``cuda_unavailable`` when numba-cuda cannot drive a GPU (or its simulator) here."""
+    if _LOADED:
+        return
+    try:
+        from numba import cuda
+
+        ok = bool(cuda.is_available())
+        reason = "" if ok else "numba.cuda.is_available() is False"
+    except Exception as e:  # noqa: BLE001 - no numba-cuda, no driver, a broken toolkit
+        ok, reason = False, f"{type(e).__name__}: {e}"
+    if not ok:
+        raise cuda_unavailable(reason)
+    from .backends import cuda_eager  # noqa: F401 - installs the dispatcher's CUDA path
+
+    _LOADED.append(True)
 
 
 def set_default_device(device: str | device | None) -> None:  # noqa: F811

@@ -54,20 +54,20 @@ def _sample_size(fname: str, size: tuple, kwargs: dict) -> tuple:
 def rand(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
          requires_grad: bool = False, generator: Any = None, **kwargs: Any):
     """Uniform samples on [0, 1): ``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``."""
-    check_device(device)
+    dev = check_device(device)
     shape = _sample_size("rand", size, kwargs)
     dt = _float_dtype("rand", dtype)
-    return sample("uniform", shape, dt, generator, requires_grad)
+    return _placed(sample("uniform", shape, dt, generator, requires_grad), dev)
 
 
 @public("randn")
 def randn(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
           requires_grad: bool = False, generator: Any = None, **kwargs: Any):
     """Standard normal samples: ``randn(2, 3)``, ``randn((2, 3))`` or ``randn(size=(2, 3))``."""
-    check_device(device)
+    dev = check_device(device)
     shape = _sample_size("randn", size, kwargs)
     dt = _float_dtype("randn", dtype)
-    return sample("normal", shape, dt, generator, requires_grad)
+    return _placed(sample("normal", shape, dt, generator, requires_grad), dev)
 
 
 _RANDINT_SIGS = tuple(
@@ -118,7 +118,7 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
                             f"not {type(value).__name__}")
     lo, hi, shape = int(bound.get("low", 0)), int(bound["high"]), tuple(int(s) for s in
                                                                      bound["size"])
-    check_device(device)
+    dev = check_device(device)
     if lo >= hi:
         raise RuntimeError(
             f"random_ expects 'from' to be less than 'to', but got from={lo} >= to={hi}")
@@ -126,7 +126,21 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
     if requires_grad and not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
-    return sample("integers", shape, dt, generator, requires_grad, low=lo, high=hi)
+    return _placed(sample("integers", shape, dt, generator, requires_grad, low=lo, high=hi), dev)
+
+
+def _placed(t: Any, dev: Any) -> Any:
+    """A draw (made on the CPU, where every generator lives) on device ``dev``."""
+    if dev.type == "cpu":
+        return t
+    return t.detach().to(dev).requires_grad_(t.requires_grad)
+
+
+def _cpu_only(device: Any, what: str) -> None:
+    if check_device(device).type != "cpu":
+        raise NotImplementedError(
+            f"jitgrad: {what} on a cuda device is not supported yet: jitgrad draws random "
+            "numbers on the CPU; draw there and move the result with .cuda()")
 
 
 @public("rand_like")
@@ -159,6 +173,7 @@ class Generator:
     """
 
     def __init__(self, device: Any = "cpu") -> None:
+        _cpu_only(device, "Generator (CUDA generators)")
         self._device = check_device(device)
         self.seed()
 
@@ -303,7 +318,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     ``size``). The gradient with respect to tensor ``mean``/``std`` is zero, as in torch."""
     from .ops.registry import Tensor, apply
 
-    check_device(device)
+    _cpu_only(device, "normal(device=...)")
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     _check_std(std)
     if not mean_t and not std_t:
@@ -339,7 +354,7 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     same draw in eager mode and under ``jit``)."""
     from .ops.sorting import argsort
 
-    check_device(device)
+    _cpu_only(device, "randperm(device=...)")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
     perm = argsort(rand(n, dtype=dtypes.float64, generator=generator))

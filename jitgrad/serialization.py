@@ -95,7 +95,8 @@ class _Writer:
             k = self.tensors[id(t)] = len(self.tensors)
             self.keep.append(t)
             buf = io.BytesIO()
-            np.save(buf, np.asarray(t._data, order="C"), allow_pickle=False)
+            data = t._data.copy_to_host() if t.is_cuda else t._data  # (loads on the CPU)
+            np.save(buf, np.asarray(data, order="C"), allow_pickle=False)
             self.zf.writestr(f"tensors/{k}.npy", buf.getvalue())
         out: dict = {"tensor": k}
         if t.requires_grad:

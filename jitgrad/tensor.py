@@ -16,6 +16,9 @@ import numpy as np
 from . import dtypes
 from .device import device as _device
 from .device import cpu as _cpu
+from ._cuda_array import CUDA0 as _CUDA0
+from ._cuda_array import TO_NUMPY as _TO_NUMPY
+from ._cuda_array import CudaArray as _CudaArray
 from .ops import registry
 
 
@@ -79,7 +82,16 @@ class Tensor:
 
     @property
     def device(self) -> _device:
-        return _cpu
+        return _cpu if type(self._data) is not _CudaArray else _CUDA0
+
+    @property
+    def is_cuda(self) -> bool:
+        """Whether the tensor's data is on a cuda device."""
+        return type(self._data) is _CudaArray
+
+    @property
+    def is_cpu(self) -> bool:
+        return type(self._data) is not _CudaArray
 
     @property
     def ndim(self) -> int:
@@ -304,6 +316,8 @@ class Tensor:
     def numpy(self, *, force: bool = False) -> np.ndarray:
         if registry.state.traces:  # jit: a captured tensor's value is read at trace time
             registry.state.traces[-1].read_value(self)
+        if type(self._data) is _CudaArray:
+            raise TypeError(_TO_NUMPY)
         if self.requires_grad and not force:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -313,6 +327,8 @@ class Tensor:
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         if registry.state.traces:
             registry.state.traces[-1].read_value(self)
+        if type(self._data) is _CudaArray:
+            raise TypeError(_TO_NUMPY)
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=bool(copy))
@@ -323,6 +339,8 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if type(self._data) is _CudaArray:  # (torch copies the value to the host too)
+            return self._data.copy_to_host().reshape(()).item()
         return self._data.reshape(()).item()
 
     def tolist(self) -> Any:
@@ -365,6 +383,8 @@ class Tensor:
         return (self[i] for i in range(self._data.shape[0]))
 
     def __reduce_ex__(self, protocol):
+        if type(self._data) is _CudaArray:  # pickled as host values (unpickled on the CPU)
+            return (_rebuild, (self._data.copy_to_host(), self._dtype.name, self._requires_grad))
         return (_rebuild, (self._data, self._dtype.name, self._requires_grad))
 
     def __deepcopy__(self, memo):
@@ -381,14 +401,52 @@ class Tensor:
         memo[id(self)] = new
         return new
 
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: Any = None) -> Any:
+        """A DLPack capsule of this tensor's memory (zero-copy): CPU tensors through NumPy,
+        cuda tensors as a ``kDLCUDA`` capsule of the device memory."""
+        if self.requires_grad:
+            raise RuntimeError("Can't export tensors that require gradient, use "
+                               "tensor.detach()")
+        if type(self._data) is _CudaArray:  # a capsule of the device memory (ctypes)
+            from . import _dlpack
+
+            data = self._data
+            ptr = data.__cuda_array_interface__["data"][0]  # (BufferError-free on a GPU)
+            data.synchronize()  # the consumer may read on another stream
+            return _dlpack.capsule(ptr, data.shape, data.strides, data.dtype, _dlpack.CUDA,
+                                   data)
+        kwargs = {} if max_version is None else {"max_version": max_version}
+        return self._data.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """(DLPack device type, index): (1, 0) for the CPU, (2, 0) for cuda:0."""
+        return (2, 0) if type(self._data) is _CudaArray else (1, 0)
+
+    @property
+    def __cuda_array_interface__(self) -> dict:
+        """The CUDA array interface of a cuda tensor's memory (AttributeError on the CPU, so
+        ``hasattr`` tells device tensors apart, as with torch)."""
+        if type(self._data) is not _CudaArray:
+            raise AttributeError(
+                "Can't get __cuda_array_interface__ on non-CUDA tensor type: "
+                f"{_legacy_name(self)} If CUDA data is required use tensor.cuda() to copy "
+                "tensor to device memory.")
+        if self.requires_grad:
+            raise RuntimeError(
+                "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients "
+                "aren't required, use var.detach() to get Variable that doesn't require grad.")
+        return self._data.__cuda_array_interface__
+
     # ------------------------------------------------------------------ device
     def cpu(self) -> Tensor:
-        return self
+        """This tensor on the CPU: itself, or a copy of a cuda tensor (differentiable)."""
+        return self if type(self._data) is not _CudaArray else self.to("cpu")
 
     def cuda(self, device: Any = None) -> Tensor:
-        from .device import cuda_unavailable
-
-        raise cuda_unavailable()
+        """This tensor on the cuda device (``cuda:0``): itself, or a copy (differentiable)."""
+        return self.to("cuda" if device is None else
+                       f"cuda:{device}" if isinstance(device, int) else device)
 
     # ------------------------------------------------------------------ printing
     def __repr__(self) -> str:
@@ -409,6 +467,10 @@ _CPP_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double",
               "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
               "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
               "complex128": "c10::complex<double>"}
+
+
+def _legacy_name(t: Tensor) -> str:
+    return f"jitgrad.{t._dtype._legacy}"
 
 
 def _scalar_type(d: dtypes.dtype) -> str:

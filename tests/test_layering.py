@@ -21,7 +21,9 @@ PKG_DIR = os.path.dirname(jitgrad.__file__)
 
 # (layer, module prefixes), bottom-up; the longest matching prefix decides
 LAYERS = [
-    ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._config", "jitgrad.errors",
+    ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
+              "jitgrad._config",
+              "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names"]),
     ("registry", ["jitgrad.ops.registry"]),
     ("tensor", ["jitgrad.tensor", "jitgrad._tensor_str", "jitgrad._legacy"]),
@@ -63,6 +65,9 @@ KNOWN_UPWARD = {
     # a fused kernel's reference semantics run by the interpreter; numba's self-check
     ("jitgrad.jit.passes.fuse", "jitgrad.backends.interpreter"),
     ("jitgrad.backends.numba_cpu", "jitgrad.jit.check"),
+    # the first cuda device loads the CUDA runtime (eager kernels need the renderer); a
+    # plug-in slot set by the user's first import of jitgrad.cuda would remove it
+    ("jitgrad.device", "jitgrad.backends.cuda_eager"),
 }
 
 

@@ -38,6 +38,8 @@ NO_RECORD = {
     "leaky_relu_result": "F.leaky_relu(inplace=True) on a non-leaf (opdb inputs are leaves): "
                          "tests/test_nn_modules2.py",
     "elu_result": "F.elu(inplace=True), as leaky_relu_result: tests/test_nn_modules2.py",
+    "to_device": "a copy between the CPU and a cuda device (opdb runs on the CPU): "
+                 "tests/test_cuda.py, on numba's CUDA simulator",
 }
 
 

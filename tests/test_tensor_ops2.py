@@ -475,11 +475,12 @@ def test_set_default_device_and_cuda():
     assert jitgrad.get_default_device() == jitgrad.device("cpu")
     with pytest.raises(RuntimeError, match="the default device can only be 'cpu'"):
         jitgrad.set_default_device("cuda")
-    # no CUDA tensors in this version: the scripts' idiom picks the CPU even on a GPU machine
-    assert jitgrad.cuda.is_available() is False and jitgrad.cuda.device_count() == 0
+    # cuda tensors exist where numba-cuda drives a GPU (or its simulator, see test_cuda.py):
+    # the scripts' idiom picks whichever this machine has
+    assert jitgrad.cuda.is_available() is jitgrad.cuda.gpu_usable()
     assert isinstance(jitgrad.cuda.gpu_usable(), bool)
     device = "cuda" if jitgrad.cuda.is_available() else "cpu"
-    assert jitgrad.ones(2, device=device).device == jitgrad.device("cpu")
+    assert jitgrad.ones(2, device=device).device.type == device
 
 
 def test_cuda_is_available_never_raises(monkeypatch):

@@ -83,7 +83,8 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                     raise RuntimeError(
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{dt}")
-                new.append(ones(shape, dtype=dt))
+                new.append(ones(shape, dtype=dt, device=None if isinstance(
+                    out, graph.GradientEdge) or not out.is_cuda else out.device))
             else:
                 new.append(None)
         else:

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor, _refresh_view
 from .node import AccumulateGrad, Node, _anomaly, as_tensor
@@ -41,6 +42,8 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     # and nodes run through ``apply_arrays``; a node with hooks, or whose gradient is captured,
     # sees tensors as usual.
     raw = not create_graph and not _anomaly.enabled
+    if raw and registry.cuda_live:  # cuda gradients travel as tensors (the lane is NumPy code)
+        raw = not _touches_cuda(grad_roots, order)
     buffers: dict[Node, list] = {}
     for (node, nr), g in zip(roots, grad_roots):
         if node in needed:
@@ -112,6 +115,14 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     return captured
 
 
+def _touches_cuda(grad_roots: list, order: list) -> bool:
+    """Whether a backward reaches cuda tensors: a cuda root, or a copy between devices."""
+    for g in grad_roots:
+        if g is not None and g.is_cuda:
+            return True
+    return any(getattr(getattr(n, "op", None), "name", None) == "to_device" for n in order)
+
+
 def _run_node(node: Node, grads: list, capture: dict, captured: list, needed: set,
               accumulate: bool) -> Any:
     """Runs one node on tensor gradients, with its hooks and captures."""
@@ -149,7 +160,8 @@ def _sum_grads(a: Any, b: Any, create_graph: bool) -> Any:
     eager gradients of one dtype and shape are plain arrays to add (nothing records): the same
     result as the ``add`` op, without its dispatch."""
     if not create_graph and type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype \
-            and a._data.shape == b._data.shape:  # (eager: tracers are a subclass)
+            and a._data.shape == b._data.shape \
+            and type(a._data) is np.ndarray:  # (eager: tracers are a subclass)
         data = np.add(a._data, b._data)
         t = _new(Tensor)  # Tensor._init, inlined
         t._data = data if type(data) is np.ndarray else np.asarray(data)

@@ -18,11 +18,19 @@ def check_name(name: str) -> None:
         raise ValueError(f"unknown jit backend {name!r}; expected one of {', '.join(NAMES)}")
 
 
-def get_backend(name: str) -> ModuleType:
-    """The backend module for ``name``; RuntimeError if it is not available."""
+def get_backend(name: str, tensors: list = ()) -> ModuleType:
+    """The backend module for ``name``; RuntimeError if it is not available. ``"auto"`` picks
+    ``cuda`` when one of ``tensors`` (the jit function's arguments) is a cuda tensor."""
     check_name(name)
+    on_cuda = any(t.is_cuda for t in tensors)
     if name == "auto":
-        name = "numba" if _numba_importable() else "interpreter"
+        if on_cuda:
+            name = "cuda"
+        else:
+            name = "numba" if _numba_importable() else "interpreter"
+    elif on_cuda and name != "cuda":
+        raise RuntimeError(f"jit backend {name!r} runs on the CPU: for cuda tensors use "
+                           "backend='cuda' or backend='auto'")
     try:
         mod = importlib.import_module(f"{__name__}.{_MODULES[name]}")
     except ImportError as e:

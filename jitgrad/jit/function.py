@@ -315,7 +315,7 @@ class JitFunction:
     # ------------------------------------------------------------------ compile
     def _compile(self, tensors: list, spec: Any) -> _Entry:
         t0 = time.perf_counter()
-        backend = get_backend(self.backend)
+        backend = get_backend(self.backend, tensors)
         e = _Entry()
         e.backend = backend
         n = e.n_explicit = len(tensors)
@@ -441,6 +441,10 @@ def _dual(args: tuple, kwargs: dict) -> bool:
 def _fast_key(args: tuple) -> tuple | None:
     """The lean path's key: each tensor's shape, dtype and (with grad mode on) requires_grad,
     and the grad mode; None if an argument is not a tensor (the general path handles it)."""
+    if registry.cuda_live:  # the lean key has no device: cuda calls take the general path
+        for t in args:
+            if isinstance(t, Tensor) and t.is_cuda:
+                return None
     if state.grad_enabled and not state.inference:
         key = []
         for t in args:
@@ -471,7 +475,10 @@ def _root(a: Any) -> Any:
 
 
 def _shares(a: np.ndarray, arrays: list) -> bool:
-    return any(b is not None and np.may_share_memory(a, b) for b in arrays)
+    if type(a) is not np.ndarray:  # a cuda array: views share their allocation
+        return any(b is not None and a.shares_memory(b) for b in arrays)
+    return any(b is not None and type(b) is np.ndarray and np.may_share_memory(a, b)
+               for b in arrays)
 
 
 def _run(e: _Entry, tensors: list) -> Any:
@@ -500,7 +507,7 @@ def _run(e: _Entry, tensors: list) -> Any:
     grad = e.bwd is not None and state.grad_enabled
     for idx, _ in e.mutations:
         for k, r in enumerate(res):
-            if np.may_share_memory(r, arrays[idx]):
+            if _shares(r, [arrays[idx]]):
                 res[k] = r.copy()
     outs_t = [_wrap(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
     node = None

@@ -62,6 +62,17 @@ class Tracer(Tensor):
                 "function instead")
         raise errors.concretization_error("reading the data", self)
 
+    # A traced program has no device: the backend runs it where its arguments live (values
+    # a trace makes, such as ones_like(x), are constants the CUDA backend copies over).
+    is_cuda = False
+    is_cpu = True
+
+    @property
+    def device(self):
+        from ..device import cpu
+
+        return cpu
+
     @property
     def shape(self) -> Size:
         return Size(self._shape)

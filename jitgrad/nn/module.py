@@ -349,17 +349,34 @@ class Module:
         return self
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
-        """Casts floating-point parameters and buffers to a dtype (``to(dtype)``); CPU only."""
+        """Moves parameters and buffers to a device and/or casts the floating-point ones to a
+        dtype (``to(device)``, ``to(dtype)``, ``to(device, dtype)``), in place."""
         from ..device import check_device
 
         dt = kwargs.get("dtype")
+        dev = kwargs.get("device")
         for a in args:
             if isinstance(a, dtypes.dtype):
                 dt = a
             else:
-                check_device(a)
-        check_device(kwargs.get("device"))
+                dev = a
+        if dev is not None:
+            self._apply_device(check_device(dev))
         return self._apply_dtype(dt) if dt is not None else self
+
+    def _apply_device(self, d: Any) -> Module:
+        for m in self.modules():
+            for table in (m._parameters, m._buffers):
+                for t in table.values():
+                    if t is not None and t.device != d:
+                        t.data = t.detach().to(d)
+                        if t._grad is not None:
+                            t._grad = t._grad.detach().to(d)
+        return self
+
+    def cuda(self, device: Any = None) -> Module:
+        """Moves parameters and buffers to the cuda device."""
+        return self.to("cuda" if device is None else device)
 
     def float(self) -> Module:
         """Casts floating-point parameters and buffers to float32."""
@@ -370,7 +387,8 @@ class Module:
         return self._apply_dtype(dtypes.float64)
 
     def cpu(self) -> Module:
-        return self
+        """Moves parameters and buffers to the CPU."""
+        return self.to("cpu")
 
     # ------------------------------------------------------------------ state dict
     def state_dict(self, *, destination: dict | None = None, prefix: str = "",

@@ -13,7 +13,11 @@ from . import registry
 from .surface import public
 
 
-def _new(data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False):
+def _new(data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False, device=None):
+    if device is not None and device.type == "cuda":  # made on the host, copied once
+        from .._cuda_array import to_device
+
+        data = to_device(data)
     t = registry.Tensor.__new__(registry.Tensor)
     t._init(data, dt)
     if requires_grad:
@@ -77,19 +81,21 @@ def _nested_items(data):
 def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
            requires_grad: bool = False, pin_memory: bool = False):
     """Constructs a tensor by copying ``data`` (a number, nested sequence or array)."""
-    check_device(device)
+    dev = check_device(device)
+    if isinstance(data, registry.Tensor) and data.is_cuda:
+        data = data.cpu()
     arr, dt = _to_array(data, dtype)
-    return _new(arr, dt, requires_grad)
+    return _new(arr, dt, requires_grad, dev)
 
 
 @public("as_tensor")
 def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     """Converts ``data`` to a tensor, sharing memory with a NumPy array or tensor if it can."""
-    check_device(device)
+    dev = check_device(device)
     if isinstance(data, registry.Tensor) and (dtype is None or dtype is data.dtype):
-        return data
+        return data if device is None else data.to(dev)
     arr, dt = _to_array(data, dtype, copy=False)
-    return _new(arr, dt)
+    return _new(arr, dt, False, dev)
 
 
 @public("from_numpy")
@@ -98,6 +104,35 @@ def from_numpy(ndarray: np.ndarray):
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
     return _new(ndarray, dtypes.from_numpy_dtype(ndarray.dtype))
+
+
+@public("from_dlpack")
+def from_dlpack(ext_tensor: Any):
+    """A tensor sharing memory with ``ext_tensor`` (zero-copy), as ``torch.from_dlpack``.
+
+    Host arrays come in through NumPy's DLPack (NumPy arrays, torch CPU tensors, JAX CPU
+    arrays, ...). Device arrays (CuPy, torch cuda tensors, numba-cuda device arrays) come in
+    through numba-cuda, from ``__cuda_array_interface__`` or DLPack: C-contiguous ones without
+    a copy.
+    """
+    if isinstance(ext_tensor, registry.Tensor):
+        return ext_tensor
+    kind = None
+    if hasattr(ext_tensor, "__dlpack_device__"):
+        kind = int(ext_tensor.__dlpack_device__()[0])
+    gpu = kind in (2, 3, 13) or hasattr(ext_tensor, "__cuda_array_interface__") or \
+        hasattr(ext_tensor, "_ary") and hasattr(ext_tensor, "copy_to_host")
+    if not gpu:
+        if not hasattr(ext_tensor, "__dlpack__"):
+            raise TypeError(f"from_dlpack: {type(ext_tensor).__name__} is not a DLPack "
+                            "object (it has no __dlpack__)")
+        arr = np.from_dlpack(ext_tensor)
+        return _new(arr, dtypes.from_numpy_dtype(arr.dtype))
+    check_device("cuda")
+    from .._cuda_array import from_device_array
+
+    data = from_device_array(ext_tensor)
+    return _new(data, dtypes.from_numpy_dtype(data.dtype))
 
 
 def _shape(size) -> tuple:
@@ -139,9 +174,9 @@ def _factory(fill, fname: str):
         if kwargs:
             raise TypeError(f"{fname}() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'")
-        check_device(device)
+        dev = check_device(device)
         dt = dtype or dtypes.get_default_dtype()
-        return _new(fill(_size_arg(fname, size, size_kw), dt.np), dt, requires_grad)
+        return _new(fill(_size_arg(fname, size, size_kw), dt.np), dt, requires_grad, dev)
     make.__name__ = make.__qualname__ = fname
     return make
 
@@ -157,18 +192,18 @@ public("empty")(empty)
 @public("full")
 def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it, as torch)."""
-    check_device(device)
+    dev = check_device(device)
     if not isinstance(size, (tuple, list)):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
     dt = dtype or dtypes.scalar_dtype(fill_value)
-    return _new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad)
+    return _new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad, dev)
 
 
 def _like(fn):
     def make(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
-        return fn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
-                  requires_grad=requires_grad)
+        return fn(tuple(input.shape), dtype=dtype or input.dtype,
+                  device=input.device if device is None else device, requires_grad=requires_grad)
     return make
 
 
@@ -180,15 +215,15 @@ public("zeros_like")(zeros_like)
 
 @public("full_like")
 def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype, device=device,
-                requires_grad=requires_grad)
+    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
+                device=input.device if device is None else device, requires_grad=requires_grad)
 
 
 @public("arange")
 def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``; ``arange(end)`` and
     ``arange(end=n)`` start at 0."""
-    check_device(device)
+    dev = check_device(device)
     if start is None:
         if end is None:
             raise invalid_combination("arange", (), {}, (
@@ -204,18 +239,18 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
-    return _new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad)
+    return _new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
 
 
 @public("linspace")
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False):
-    check_device(device)
+    dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
-    return _new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad)
+    return _new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad, dev)
 
 
 @public("eye")
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
-    check_device(device)
+    dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
-    return _new(np.eye(n, m, dtype=dt.np), dt, requires_grad)
+    return _new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)

@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
-from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, SAME, Public, apply, defop
+from .registry import (BOOL, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, SAME, Public, apply,
+                       defop)
 
 _BINARY = ("input", "other")  # the operands of a public binary op
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
@@ -161,6 +162,22 @@ def _to_impl(x: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:
 TO_COPY = defop("to_copy", _to_impl, kind=POINTWISE, node_name="ToCopyBackward0",
                 meta=lambda x, dtype: (tuple(x.shape), dtype), vjp=(lambda g, ans, x, dtype: g,),
                 template="{0}", jvp=ELEMENTWISE, passthrough=True)
+
+
+def _to_device_impl(x, device: str, source: str):
+    from .. import _cuda_array
+
+    if device == "cpu":
+        return x.copy_to_host() if type(x) is _cuda_array.CudaArray else x.copy()
+    return _cuda_array.to_device(x) if type(x) is np.ndarray else x.copy()
+
+
+# A copy to another device (``x.cuda()``, ``x.cpu()``, ``x.to("cuda")``): torch records it as
+# ``ToCopyBackward0`` too; the gradient is copied back to the source device.
+TO_DEVICE = defop("to_device", _to_device_impl, kind=OPAQUE, node_name="ToCopyBackward0",
+                  meta=lambda x, device, source: (tuple(x.shape), x.dtype),
+                  vjp=(lambda g, ans, x, device, source: registry.apply(
+                      TO_DEVICE, g, device=source, source=device),), jvp=LINEAR)
 
 
 def _real_part_vjp(g, ans, x):

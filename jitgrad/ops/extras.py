@@ -51,10 +51,12 @@ def clone(input, *, memory_format: memory_format = preserve_format):  # noqa: A0
 
 def _new_factory(fill):
     def make(self, *size, dtype=None, device=None, requires_grad=False):
+        from ..device import check_device
         from .creation import _new, _shape
 
         dt = dtype or self.dtype
-        return _new(fill(_shape(size), dt.np), dt, requires_grad)
+        dev = check_device(self.device if device is None else device)  # (self's, as torch)
+        return _new(fill(_shape(size), dt.np), dt, requires_grad, dev)
     return make
 
 
@@ -62,14 +64,16 @@ def _new_factory(fill):
 def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=False):
     from .creation import full
 
-    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return full(size, fill_value, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                device=self.device if device is None else device)
 
 
 @public(method="new_tensor")
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
     from .creation import tensor
 
-    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad)
+    return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
+                  device=self.device if device is None else device)
 
 
 for _name, _fill in (("new_zeros", np.zeros), ("new_ones", np.ones), ("new_empty", np.empty)):

@@ -161,10 +161,14 @@ def _to(self, *args: Any, **kwargs: Any):
             dtype = a.dtype
         elif isinstance(a, (str, device)):
             dev = a
-    check_device(dev)
-    if (dtype is None or dtype is self.dtype) and not copy:
-        return self
-    return apply(ew.TO_COPY, self, dtype=dtype or self.dtype)
+    target = check_device(dev) if dev is not None else None
+    out = self
+    if target is not None and target != self.device:
+        out = apply(ew.TO_DEVICE, self, device=str(target), source=str(self.device))
+        copy = False
+    if (dtype is None or dtype is out.dtype) and not copy:
+        return out
+    return apply(ew.TO_COPY, out, dtype=dtype or out.dtype)
 
 
 def _reversed_dims(self):

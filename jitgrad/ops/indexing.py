@@ -264,7 +264,7 @@ INDEX_ADD = defop("index_add", _index_add_impl, kind=OPAQUE, save=(1,),
 def _zeros(x, g):
     from .creation import zeros
 
-    return zeros(tuple(x.shape), dtype=g.dtype)
+    return zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
 
 
 @public("gather", method=True)

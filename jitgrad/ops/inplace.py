@@ -113,7 +113,10 @@ def _write(self: Any, new: Any) -> None:
             f"output with shape {list(self.shape)} doesn't match the broadcast shape "
             f"{list(new.shape)}")
     try:
-        np.copyto(self._data, new._data, casting="unsafe")
+        if type(self._data) is not np.ndarray:  # a cuda tensor: a copy kernel on the device
+            self._data.copy_from(new._data)
+        else:
+            np.copyto(self._data, new._data, casting="unsafe")
     except ValueError as e:
         raise RuntimeError(
             "unsupported operation: more than one element of the written-to tensor refers to a "
@@ -125,7 +128,9 @@ def _write(self: Any, new: Any) -> None:
 def _snapshot(t: Any) -> Any:
     """A copy of ``t``'s values that stands for ``t`` in the graph (same history)."""
     snap = registry.Tensor.__new__(registry.Tensor)
-    snap._init(np.array(t._data, copy=True, order="K"), t._dtype, t._requires_grad)
+    data = t._data.copy() if type(t._data) is not np.ndarray else \
+        np.array(t._data, copy=True, order="K")
+    snap._init(data, t._dtype, t._requires_grad)
     snap._grad_fn, snap._output_nr = t._grad_fn, t._output_nr
     return snap
 

@@ -308,8 +308,13 @@ def reshape(input, *shape):  # noqa: A002
 
 
 def _viewable(input, shape) -> bool:
+    data = input._data
+    if type(data) is not np.ndarray:  # a cuda array: ask NumPy about its layout
+        from .._cuda_array import descriptor
+
+        data = descriptor(data)[0]
     try:
-        np.reshape(input._data, shape, copy=False)
+        np.reshape(data, shape, copy=False)
         return True
     except ValueError:
         return False

@@ -217,7 +217,8 @@ def _nll_vjp(g, ans, logp, target, weight, reduction, ignore_index):
         scale = scale / w.sum()
     gs = (g if batched or reduction != "none" else g.unsqueeze(0)) * scale
     shape = tuple(logp.shape) if batched else (1,) + tuple(logp.shape)
-    out = scatter_add(zeros(shape, dtype=logp.dtype), 1, safe.unsqueeze(1), gs.unsqueeze(1))
+    out = scatter_add(zeros(shape, dtype=logp.dtype, device=g.device), 1, safe.unsqueeze(1),
+                      gs.unsqueeze(1))
     return (out if batched else out[0]), None, None
 
 

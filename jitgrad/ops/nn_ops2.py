@@ -286,10 +286,10 @@ def _embedding_vjp(g, ans, weight, indices, padding_idx, scale_grad_by_freq):
     if padding_idx >= 0:
         rows = rows.masked_fill((flat == padding_idx).unsqueeze(1), 0.0)
     if scale_grad_by_freq:
-        counts = index_add(zeros((n,), dtype=g.dtype), 0, flat,
-                           ones((flat.shape[0],), dtype=g.dtype))
+        counts = index_add(zeros((n,), dtype=g.dtype, device=g.device), 0, flat,
+                           ones((flat.shape[0],), dtype=g.dtype, device=g.device))
         rows = rows / counts.index_select(0, flat).unsqueeze(1)
-    return index_add(zeros((n, dim), dtype=g.dtype), 0, flat, rows), None
+    return index_add(zeros((n, dim), dtype=g.dtype, device=g.device), 0, flat, rows), None
 
 
 EMBEDDING = defop("embedding", _embedding_impl, kind=OPAQUE, meta=_embedding_meta, save=(1,),

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from .._cuda_array import CudaArray as _CudaArray
 
 POINTWISE, REDUCE, MOVEMENT, OPAQUE = "pointwise", "reduce", "movement", "opaque"
 
@@ -323,6 +324,10 @@ fw_hook: Any = None
 
 
 _SCALAR_TYPES = (int, float)
+# The CUDA runtime (``backends/cuda_eager.py``), installed when a tensor first goes to a cuda
+# device: until then the dispatcher's only CUDA cost is reading ``cuda_live``.
+cuda_live = False
+cuda_compute: Callable | None = None
 _ndarray = np.ndarray
 _new = object.__new__
 
@@ -340,7 +345,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
-    if op.by_category and type(args[0]) is Tensor:  # the hot cases, inlined: f(t), t1 + t2
+    if op.by_category and type(args[0]) is Tensor and (not cuda_live or not _any_cuda(args)):
+        # the hot cases, inlined: f(t), t1 + t2
         a = args[0]
         dt = a._dtype
         promote = op.promote
@@ -368,7 +374,8 @@ def apply(op: OpDef, *args: Any, **params: Any):
     if op.n_outputs == 1:
         npdt = out_dtype.np
         if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
-            out = np.asarray(out, dtype=npdt)
+            if type(out) is not _CudaArray:
+                out = np.asarray(out, dtype=npdt)
         result = _new(Tensor)  # Tensor._init, inlined
         result._data = out
         result._dtype = out_dtype
@@ -399,8 +406,17 @@ def apply(op: OpDef, *args: Any, **params: Any):
     return result
 
 
+def _any_cuda(args: tuple) -> bool:
+    for a in args:  # (parameters are a Tensor subclass)
+        if isinstance(a, Tensor) and type(a._data) is _CudaArray:
+            return True
+    return False
+
+
 def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     """Runs ``op.impl`` on ``args``' arrays: (its result, the result's dtype or dtypes)."""
+    if cuda_live and _any_cuda(args):  # the CUDA runtime runs ops on cuda tensors
+        return cuda_compute(op, args, params)
     if op.kind != POINTWISE:
         out_dtype = op.meta(*args, **params)[1]
         return op.impl(*[a._data if isinstance(a, Tensor) else a for a in args], **params), \
@@ -480,7 +496,8 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
     in-place ops on views and when the base's history changes)."""
     base = args[0]
     for i, o in enumerate(outputs):
-        if np.may_share_memory(o._data, base._data):
+        if (o._data.shares_memory(base._data) if type(o._data) is _CudaArray else
+                np.may_share_memory(o._data, base._data)):
             step = (op, args[1:], tuple(params.items()), i if len(outputs) > 1 else None)
             if base._base is not None:
                 o._base = base._base
@@ -499,7 +516,8 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
 def _wrap(data, dt):
     npdt = dt.np
     if type(data) is not _ndarray or (data.dtype is not npdt and data.dtype != npdt):
-        data = np.asarray(data, dtype=npdt)
+        if type(data) is not _CudaArray:
+            data = np.asarray(data, dtype=npdt)
     t = Tensor.__new__(Tensor)
     t._init(data, dt)
     return t

@@ -325,7 +325,7 @@ def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if src is not None and src.dtype is not input.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-    if not _is_traced(index) and index.numel():
+    if not _is_traced(index) and index.numel() and not index.is_cuda:  # (cuda: on the device)
         bad = (index._data < 0) | (index._data >= input.shape[d])
         if bad.any():
             raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
@@ -389,7 +389,7 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     if n != size:
         raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to "
                            f"source.size(dim): ({size}), for dim: {d}")
-    if not _is_traced(index) and n:
+    if not _is_traced(index) and n and not index.is_cuda:  # (cuda: checked on the device)
         bad = (index._data < 0) | (index._data >= input.shape[d])
         if bad.any():
             raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "

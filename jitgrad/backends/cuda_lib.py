@@ -1,0 +1,140 @@
+"""The scalar functions CUDA kernels call (``_jg_exp``, ``_jg_max``, ...), as device functions.
+
+The same names as ``kernel_lib`` (the ops' templates name them), with the same semantics:
+``max``/``min`` propagate NaN as NumPy's ``maximum``/``minimum`` do, ``sigmoid`` is eager
+mode's stable form, ``round`` goes to even. On the GPU they use CUDA's libdevice through the
+``math`` module (``kernel_lib``'s polynomial versions exist for LLVM's CPU vectorizer).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .kernel_lib import NAMES
+
+
+def _jg_exp(x):
+    return math.exp(x)
+
+
+def _jg_log(x):
+    return math.log(x)
+
+
+def _jg_log1p(x):
+    return math.log1p(x)
+
+
+def _jg_expm1(x):
+    return math.expm1(x)
+
+
+def _jg_sqrt(x):
+    return math.sqrt(x)
+
+
+def _jg_sin(x):
+    return math.sin(x)
+
+
+def _jg_cos(x):
+    return math.cos(x)
+
+
+def _jg_tan(x):
+    return math.tan(x)
+
+
+def _jg_tanh(x):
+    return math.tanh(x)
+
+
+def _jg_sigmoid(x):
+    e = math.exp(-abs(x))
+    return (e if x < 0 else e - e + 1) / (1 + e)
+
+
+def _jg_erf(x):
+    return math.erf(x)
+
+
+def _jg_max(a, b):
+    return a if (a > b or a != a) else b
+
+
+def _jg_min(a, b):
+    return a if (a < b or a != a) else b
+
+
+def _jg_abs(x):
+    return abs(x)
+
+
+def _jg_sign(x):
+    if x > 0:
+        return 1
+    if x < 0:
+        return -1
+    return x
+
+
+def _jg_floor(x):
+    return x - (x - math.floor(x)) if x == x and not math.isinf(x) else x
+
+
+def _jg_ceil(x):
+    return x + (math.ceil(x) - x) if x == x and not math.isinf(x) else x
+
+
+def _jg_trunc(x):
+    return _jg_floor(x) if x >= 0 else _jg_ceil(x)
+
+
+def _jg_round(x):
+    if x != x or math.isinf(x):
+        return x
+    f = math.floor(x)
+    d = x - f
+    if d > 0.5 or (d == 0.5 and f % 2 != 0):
+        return x - d + 1
+    return x - d
+
+
+def _jg_isfinite(x):
+    return not (math.isinf(x) or x != x)
+
+
+def _jg_isinf(x):
+    return math.isinf(x)
+
+
+def _jg_gelu_none(x):
+    return 0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))
+
+
+def _jg_gelu_tanh(x):
+    return 0.5 * x * (1.0 + math.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+
+
+_DEVICE: dict = {}
+
+
+def device_functions() -> dict:
+    """``{"_jg_exp": device function, ...}`` for a kernel module's namespace (made once)."""
+    if not _DEVICE:
+        from numba import cuda
+
+        g = globals()
+        order = [n for n in NAMES if n not in ("trunc",)] + ["trunc"]  # trunc calls floor
+        for name in order:
+            fn = g[f"_jg_{name}"]
+            if name == "trunc":
+                fn = _trunc_with(_DEVICE["_jg_floor"], _DEVICE["_jg_ceil"])
+            _DEVICE[f"_jg_{name}"] = cuda.jit(device=True)(fn)
+    return _DEVICE
+
+
+def _trunc_with(floor, ceil):
+    def _jg_trunc(x):
+        return floor(x) if x >= 0 else ceil(x)
+    return _jg_trunc

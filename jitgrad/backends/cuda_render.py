@@ -1,0 +1,187 @@
+"""A kernel body (a small Graph) rendered as a CUDA kernel, from the same op templates.
+
+The CPU renderer (``render.py``) writes a loop nest; this one writes one grid-stride loop over
+the flat iteration domain ``D``: every thread starts at its global index and steps by the
+grid's size, splitting the flat index into the domain's indices with ``%`` and ``//`` (the
+sizes are arguments, so the source depends only on ranks, dtypes and which dims broadcast).
+Inputs are read, and pointwise equations computed, exactly as ``render.py`` does (its
+``_pointwise`` gives each equation's statement, with the interpreter's casts).
+
+Reductions:
+
+* a full reduction keeps a per-thread accumulator over the loop, then the block combines its
+  threads' accumulators in shared memory (a tree), and thread 0 adds the block's value to the
+  result with one atomic (``add``, ``max`` or ``min``);
+* a partial reduction updates its accumulator array with an atomic per element.
+
+Accumulators start at the op's identity and a small second kernel applies the op's ``final``
+(``mean``'s division) and the cast to the result dtype. A reduction without an atomic (``prod``)
+is not renderable: eager mode raises and the jit leaves it outside kernels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..jit.ir import Graph, Var
+from ..jit.passes.fuse import domain_of, is_reduction
+from .render import _CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal, npname
+
+ATOMIC_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint32,
+                                       np.uint64)}
+
+
+@dataclass
+class CudaReduction:
+    """One reduction of a kernel: its accumulator and how the result is made from it."""
+
+    var: Var
+    dims: tuple  # reduced dims of the domain
+    acc_dtype: np.dtype
+    identity: object
+    final: str
+    full: bool
+
+
+@dataclass
+class CudaSource:
+    """A rendered CUDA kernel and what its launcher passes: the domain's sizes, the inputs
+    (reshaped to the domain's rank), the full-size outputs, one accumulator per reduction."""
+
+    name: str
+    source: str
+    rank: int
+    inputs: list
+    outputs: list
+    reductions: list = field(default_factory=list)
+    n_ops: int = 0
+
+
+def atomic_of(template, acc_dtype: np.dtype) -> str:
+    """The atomic that merges partial results of a reduction template."""
+    if acc_dtype not in ATOMIC_DTYPES:
+        raise NotRenderableError(f"no CUDA atomic for {acc_dtype} accumulators")
+    if template.additive:
+        return "add"
+    if template.identity == "-inf":
+        return "max"
+    if template.identity == "inf":
+        return "min"
+    raise NotRenderableError(f"no CUDA atomic combines {template.combine!r}")
+
+
+def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozenset()
+                ) -> CudaSource:
+    """The CUDA source of one kernel body (``block``: threads per block, for shared memory).
+    Inputs in ``scalars`` (0-d) are passed as scalar arguments, not arrays: eager mode's
+    Python numbers, so a new number reuses the compiled kernel."""
+    dom = domain_of(body.eqns[0])
+    domain = dom if dom else (1,)
+    d = len(domain)
+    idx = [f"i{j}" for j in range(d)]
+    names: dict[Var, str] = {}
+    loads: list[str] = []
+    for k, v in enumerate(body.invars):
+        shape = (1,) * (d - len(v.shape)) + tuple(v.shape)
+        ix = [idx[j] if shape[j] == domain[j] else "0" for j in range(d)]
+        names[v] = f"x{k}"
+        loads.append(f"x{k} = a{k}" if v in scalars else f"x{k} = a{k}[{', '.join(ix)}]")
+    reduced = {e.outputs[0] for e in body.eqns if is_reduction(e)}
+    outputs = [v for v in body.outvars if v not in reduced]
+    out_slot = {v: f"o{k}" for k, v in enumerate(outputs)}
+    stmts: list[str] = []
+    init: list[str] = []
+    after: list[str] = []
+    reductions: list[CudaReduction] = []
+    tmp = 0
+    for e in body.eqns:
+        out = e.outputs[0]
+        if is_reduction(e):
+            k = len(reductions)
+            dims = tuple(j + d - len(dom) for j in e.params["dims"]) if dom else (0,)
+            acc_dt = _acc_dtype(e.op, out.dtype.np)
+            tmpl = e.op.template
+            atomic = atomic_of(tmpl, acc_dt)
+            full = len(dims) == d
+            red = CudaReduction(out, dims, acc_dt, _identity(tmpl.identity, acc_dt),
+                                tmpl.final, full)
+            reductions.append(red)
+            acc_t = npname(acc_dt)
+            src = f"{acc_t}({names[e.inputs[0]]})"
+            if full:
+                acc = f"acc{k}"
+                init.append(f"{acc} = {literal(red.identity, acc_dt)}")
+                stmts.append(f"{acc} = " + _CALL.sub(r"_jg_\1(", tmpl.combine.format(
+                    src, acc=acc)))
+                after += _block_reduce(k, acc, tmpl, acc_t, atomic, block)
+            else:
+                ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
+                stmts.append(f"cuda.atomic.{atomic}(r{k}, ({ix},), {src})")
+            continue
+        if e.op.broadcast:
+            names[out] = names[e.inputs[0]]
+            if out in out_slot:
+                stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {names[out]}")
+            continue
+        var = f"t{tmp}"
+        tmp += 1
+        stmts.append(f"{var} = {npname(out.dtype.np)}({_pointwise(e, names)})")
+        names[out] = var
+        if out in out_slot:
+            stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {var}")
+    sizes = [f"n{j}" for j in range(d)]
+    args = sizes + [f"a{k}" for k in range(len(body.invars))] + \
+        [out_slot[v] for v in outputs] + [f"r{k}" for k in range(len(reductions))]
+    lines = [f"def {name}({', '.join(args)}):"]
+    lines += [f"    {s}" for s in init]
+    lines.append(f"    total = {' * '.join(sizes)}")
+    lines.append("    for f in range(cuda.grid(1), total, cuda.gridsize(1)):")
+    lines.append("        q = f")
+    for j in range(d - 1, 0, -1):
+        lines.append(f"        i{j} = q % n{j}")
+        lines.append(f"        q = q // n{j}")
+    lines.append("        i0 = q")
+    lines += [f"        {s}" for s in loads + stmts]
+    lines += [f"    {s}" for s in after]
+    return CudaSource(name, "\n".join(lines) + "\n", d, list(body.invars), outputs, reductions,
+                      len(body.eqns))
+
+
+def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int) -> list[str]:
+    """A block's threads combine their accumulators in shared memory (a tree), then thread 0
+    merges the block's value into the result with one atomic."""
+    combine = _CALL.sub(r"_jg_\1(", tmpl.combine.format(f"sh{k}[tid + s]", acc=f"sh{k}[tid]"))
+    return [
+        f"sh{k} = cuda.shared.array({block}, {acc_t})",
+        "tid = cuda.threadIdx.x",
+        f"sh{k}[tid] = {acc}",
+        "cuda.syncthreads()",
+        f"s = {block // 2}",
+        "while s > 0:",
+        "    if tid < s:",
+        f"        sh{k}[tid] = {combine}",
+        "    cuda.syncthreads()",
+        "    s //= 2",
+        "if tid == 0:",
+        f"    cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])",
+    ]
+
+
+def render_final(red: CudaReduction, out_dtype: np.dtype) -> str:
+    """A kernel ``finish(acc, out, n)`` over flat arrays: the reduction's ``final`` and the cast
+    to the result dtype."""
+    value = red.final.format(acc="acc[f]", n="n")
+    return ("def finish(acc, out, n):\n"
+            "    for f in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):\n"
+            f"        out[f] = {npname(out_dtype)}({value})\n")
+
+
+def check_renderable(body: Graph, block: int = 32) -> None:
+    """Raises ``NotRenderableError`` if the body has no CUDA kernel."""
+    render_cuda(body, "kernel", block)
+
+
+__all__ = ["CudaReduction", "CudaSource", "NotRenderableError", "render_cuda", "render_final",
+           "check_renderable", "atomic_of"]
