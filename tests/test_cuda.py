@@ -1,9 +1,10 @@
 """CUDA tensors, eager kernels and fused jit kernels, on numba's CUDA simulator.
 
-The module turns ``NUMBA_ENABLE_CUDASIM=1`` on before ``numba.cuda`` is first imported (where
-another module imported it first, it runs on whatever that import chose: a GPU or the
-simulator) and skips when ``numba.cuda`` is unusable. The simulator runs kernels as Python
-threads, so sizes are tiny. Tests marked ``gpu`` need a real GPU and skip without one.
+The module turns the simulator on (``numba.config.ENABLE_CUDASIM``, not the environment, which
+other tests' subprocesses would inherit) before ``numba.cuda`` is first imported (where another
+module imported it first, it runs on whatever that import chose: a GPU or the simulator) and
+skips when ``numba.cuda`` is unusable. The simulator runs kernels as Python threads, so sizes
+are tiny. Tests marked ``gpu`` need a real GPU and skip without one.
 """
 
 from __future__ import annotations
@@ -17,8 +18,7 @@ import pytest
 
 
 def _simulator_cuda():
-    if "numba.cuda" not in sys.modules:
-        os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
+    if "numba.cuda" not in sys.modules:  # (not os.environ: other tests' subprocesses inherit it)
         import numba
 
         numba.config.ENABLE_CUDASIM = True
