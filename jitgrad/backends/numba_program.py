@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..jit.ir import Eqn, Graph, Var
-from ..jit.passes.fuse import KERNEL_OP
+from ..jit.passes.fuse import KERNEL_OP, free_inputs
 from . import kernel_cache
 from .render import literal, npname
 
@@ -69,14 +69,14 @@ def group(fused: Graph, kernels: list, options: dict,
     eqns: list[Eqn] = []
     impls: dict[int, Callable] = {}
     run: list[Eqn] = []
-    after: list[Eqn] = []  # non-members that read the run: they wait for it
     run_outputs: set[Var] = set()
-
-    def n_kernels(eqns: list) -> int:
-        return sum(e.op is KERNEL_OP for e in eqns)
+    after: list[Eqn] = []  # non-members that read the run: they wait for it
+    after_outputs: set[Var] = set()
+    run_kernels = 0
 
     def close() -> None:
-        if n_kernels(run) == 0:  # (movement ops whose readers ended up in another run)
+        nonlocal run_kernels
+        if run_kernels == 0:  # (movement ops whose readers ended up in another run)
             eqns.extend(run)
         elif len(run) == 1:
             eqns.append(run[0])
@@ -86,20 +86,22 @@ def group(fused: Graph, kernels: list, options: dict,
             eqns.append(eqn)
             impls[id(eqn)] = launch
         eqns.extend(after)
-        run.clear()
-        after.clear()
-        run_outputs.clear()
+        for part in (run, run_outputs, after, after_outputs):
+            part.clear()
+        run_kernels = 0
 
     for e in fused.eqns:
         if member[id(e)]:
-            if after and any(v in {o for a in after for o in a.outputs} for v in e.in_vars()):
+            if after_outputs.intersection(e.in_vars()):
                 close()  # it reads what waits for the run: the run ends here
-            elif e.op is KERNEL_OP and n_kernels(run) == MAX_PROGRAM_KERNELS:
+            elif e.op is KERNEL_OP and run_kernels == MAX_PROGRAM_KERNELS:
                 close()
             run.append(e)
             run_outputs.update(e.outputs)
-        elif run and (after or any(v in run_outputs for v in e.in_vars())):
+            run_kernels += e.op is KERNEL_OP
+        elif run and (after or run_outputs.intersection(e.in_vars())):
             after.append(e)
+            after_outputs.update(e.outputs)
         else:
             eqns.append(e)  # reads nothing of the run: it runs before the run
     close()
@@ -127,12 +129,7 @@ def _members(graph: Graph) -> dict[int, bool]:
 
 def _run_as_one(run: list[Eqn], compiled: dict, graph: Graph, options: dict,
                 first_call: Callable) -> tuple[Eqn, Callable]:
-    produced = {v for e in run for v in e.outputs}
-    inputs: list[Var] = []
-    for e in run:
-        for v in e.in_vars():
-            if v not in produced and v not in inputs:
-                inputs.append(v)
+    inputs = free_inputs(run)
     later = set(v for v in graph.outvars if isinstance(v, Var))
     seen_run = False
     members = {id(e) for e in run}

@@ -266,13 +266,14 @@ def _chain(v: Var, body: Graph) -> list[Eqn] | None:
     return [q for q in body.eqns if q in need]
 
 
+def free_inputs(eqns: list[Eqn]) -> list[Var]:
+    """The values ``eqns`` read that none of them computes, in first-read order."""
+    made = {w for q in eqns for w in q.outputs}
+    return list(dict.fromkeys(w for q in eqns for w in q.in_vars() if w not in made))
+
+
 def _with_body(e: Eqn, body_eqns: list[Eqn]) -> Eqn:
-    made = {w for q in body_eqns for w in q.outputs}
-    inputs: list[Var] = []
-    for q in body_eqns:
-        for w in q.in_vars():
-            if w not in made and w not in inputs:
-                inputs.append(w)
+    inputs = free_inputs(body_eqns)
     old = e.params["body"]
     body = Graph(inputs, old.outvars, body_eqns, name=old.name)
     return Eqn(KERNEL_OP, inputs, {**e.params, "body": body}, e.outputs, e.source)
