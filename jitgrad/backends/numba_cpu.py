@@ -25,20 +25,20 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import _config, dtypes
+from .. import _config
 from ..jit.ir import Eqn, Graph, Var
-from ..jit.passes.fuse import KERNEL_OP, domain_of, is_reduction
+from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
 from . import kernel_cache, numba_program, pycode
 from .numba_math import KERNEL_FASTMATH
-from .render import KernelSource, NotRenderableError, _pointwise, render_kernel
+from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
+                     render_kernel, renderable)
 
 # LLVM fast-math flags for kernels: reassociation (so reductions vectorize) and contraction
 # (FMA), never nnan/ninf (see numba_math's docstring for why).
 FASTMATH = KERNEL_FASTMATH
 
-SUPPORTED = frozenset({dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32,
-                       dtypes.int64, dtypes.float32, dtypes.float64})
+SUPPORTED = KERNEL_DTYPES
 
 _HEADER = ("import numpy as np\n"
            "from numba import prange\n"
@@ -93,28 +93,9 @@ def available() -> bool:
     return True
 
 
-class _Names(dict):
-    def __missing__(self, v: Var) -> str:
-        return "x"
-
-
 def fusible(e: Eqn) -> bool:
     """Whether this backend puts ``e`` in a kernel."""
-    op = e.op
-    if op.kind == POINTWISE:
-        if op.template is None:
-            return False
-    elif not (is_reduction(e) or op.broadcast):
-        return False
-    if any(v.dtype not in SUPPORTED for v in e.in_vars() + e.outputs):
-        return False
-    if is_reduction(e) or op.broadcast:
-        return True
-    try:
-        _pointwise(e, _Names())
-    except NotRenderableError:
-        return False
-    return True
+    return renderable(e, SUPPORTED)
 
 
 # A value computed with a transcendental function (exp, tanh, ...) is recomputed in the
@@ -137,7 +118,7 @@ def recomputable(e: Eqn) -> bool:
     size = _nbytes(e.outputs[0])
     if size >= RECOMPUTE_MATH_BYTES or size <= RECOMPUTE_SMALL_BYTES:
         return True
-    return not any(m in _pointwise(e, _Names()) for m in _MATH)
+    return not any(m in pointwise_text(e) for m in _MATH)
 
 
 class CompiledKernel:

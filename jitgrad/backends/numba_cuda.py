@@ -20,16 +20,15 @@ from collections.abc import Callable
 
 import numpy as np
 
-from .. import dtypes
 from ..jit.ir import Eqn, Graph
 from ..jit.passes.fuse import KERNEL_OP, is_reduction
 from ..ops.registry import POINTWISE
 from .. import _cuda_array as cuda_array
 from .._cuda_array import CudaArray, simulated
 from .cuda_render import CudaSource, NotRenderableError, render_cuda, render_final
+from .render import KERNEL_DTYPES, renderable
 
-SUPPORTED = frozenset({dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32,
-                       dtypes.int64, dtypes.float32, dtypes.float64})
+SUPPORTED = KERNEL_DTYPES
 
 # Threads per block, and the most blocks a grid-stride kernel is launched with (each thread
 # then loops over several elements). Under the simulator each thread is a Python thread: small.
@@ -133,28 +132,13 @@ class CudaKernel:
         return [slot[v].reshape(tuple(s)) for v, s in zip(self.body.outvars, out_shapes)]
 
 
-class _Names(dict):
-    def __missing__(self, v) -> str:
-        return "x"
-
-
 def fusible(e: Eqn) -> bool:
     """Whether this backend puts ``e`` in a kernel."""
-    op = e.op
-    if op.kind == POINTWISE:
-        if op.template is None:
-            return False
-    elif not (is_reduction(e) or op.broadcast):
-        return False
-    if any(v.dtype not in SUPPORTED for v in e.in_vars() + e.outputs):
-        return False
     try:
-        if is_reduction(e):
+        if not renderable(e, SUPPORTED):
+            return False
+        if is_reduction(e):  # (it also needs an atomic that merges the blocks' results)
             render_cuda(Graph(e.in_vars(), e.outputs, [e]), "kernel", 32)
-        elif not op.broadcast:
-            from .render import _pointwise
-
-            _pointwise(e, _Names())
     except (NotRenderableError, KeyError):
         return False
     return True

@@ -22,8 +22,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..jit.ir import Graph, Var
+from .. import dtypes
+from ..jit.ir import Eqn, Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
+from ..ops.registry import POINTWISE
 from .interpreter import _cast_plan
 from .kernel_lib import NAMES
 
@@ -41,6 +43,42 @@ BLOCK = 1024
 
 class NotRenderableError(Exception):
     """An equation the renderer has no scalar code for (the backend leaves it unfused)."""
+
+
+# The dtypes a rendered kernel computes in (the CPU and CUDA backends alike).
+KERNEL_DTYPES = frozenset({dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32,
+                           dtypes.int64, dtypes.float32, dtypes.float64})
+
+
+class _AnyName(dict):
+    def __missing__(self, v: Var) -> str:
+        return "x"
+
+
+def pointwise_text(e: Eqn) -> str:
+    """``e``'s rendered expression, every input named ``x`` (what it calls, not what it reads)."""
+    return _pointwise(e, _AnyName())
+
+
+def renderable(e: Eqn, supported: frozenset = KERNEL_DTYPES) -> bool:
+    """Whether ``e`` can go in a rendered kernel: a pointwise op whose template renders, a
+    templated reduction or a broadcast, on ``supported`` dtypes. (A backend may refuse more:
+    CUDA needs an atomic for each reduction.)"""
+    op = e.op
+    if op.kind == POINTWISE:
+        if op.template is None:
+            return False
+    elif not (is_reduction(e) or op.broadcast):
+        return False
+    if any(v.dtype not in supported for v in e.in_vars() + e.outputs):
+        return False
+    if is_reduction(e) or op.broadcast:
+        return True
+    try:
+        pointwise_text(e)
+    except NotRenderableError:
+        return False
+    return True
 
 
 @dataclass
