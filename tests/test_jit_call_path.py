@@ -82,9 +82,10 @@ def test_lean_path_retraces_when_a_global_or_closure_value_changes():
 def test_lean_path_outputs_never_alias_inputs(backend):
     x = jitgrad.arange(6, dtype=F64)
     for fn in (lambda x: x, lambda x: x.view(2, 3), lambda x: x[1:],
-               lambda x: (x, x), lambda x: (x[:3], x.reshape(6) * 1)):
+               lambda x: (x, x), lambda x: (x[:3], x.reshape(6) * 1),
+               lambda x: (x * 2, x * 2), lambda x: ((x * 2).view(2, 3), x * 2)):
         f = jit(fn, backend=backend)
-        for _ in range(2):  # the first call, then the lean path
+        for _ in range(6):  # the first calls, then the lean path (and its runner)
             out = f(x)
             outs = out if isinstance(out, tuple) else (out,)
             for o in outs:
@@ -95,17 +96,42 @@ def test_lean_path_outputs_never_alias_inputs(backend):
     np.testing.assert_array_equal(x.numpy(), np.arange(6.0))
 
 
+def _lean_entries(f):
+    return [e.lean for e in f._cache.values()]
+
+
+def test_lean_runner_skips_alias_checks_only_for_fresh_kernel_outputs():
+    x = jitgrad.arange(6, dtype=F64)
+    fresh = jit(lambda x: ((x * 2).sum(), {"y": x + 1}))
+    for _ in range(6):
+        s, d = fresh(x)
+    assert _lean_entries(fresh) != [None] and d["y"].numpy()[0] == 1.0 and s.item() == 30.0
+    for fn in (lambda x: x, lambda x: x[1:] * 1, lambda x: (x * 2, x * 2),
+               lambda x: (x * 2).view(2, 3)):
+        f = jit(fn)
+        for _ in range(6):
+            f(x)
+        assert _lean_entries(f) == [None]  # an input, a view or one array twice: checked
+
+
 def test_lean_path_backward_checks_versions_of_saved_inputs():
     f = jit(lambda x: (x * x).sum())
     x = jitgrad.randn(3, dtype=F64, requires_grad=True)
-    for _ in range(2):
+    for _ in range(6):
         out = f(x)
         out.backward()
-    np.testing.assert_allclose(x.grad.numpy(), 4 * x.detach().numpy())
+    np.testing.assert_allclose(x.grad.numpy(), 12 * x.detach().numpy())
+    assert _lean_entries(f) != [None]  # x itself is the residual: checked statically
+    out = f(x)
+    with jitgrad.no_grad():
+        x.mul_(2)
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        out.backward()
     y = jitgrad.randn(3, dtype=F64)
     g = jit(lambda w, y: (w[1:] * y[1:]).sum())
     w = jitgrad.randn(3, dtype=F64, requires_grad=True)
-    g(w, y)
+    for _ in range(5):
+        g(w, y)
     out = g(w, y)
     with jitgrad.no_grad():
         y.add_(1)  # y is saved by the backward (a view of it is a residual)

@@ -6,7 +6,9 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..ops.creation import ones
+import numpy as np
+
+from ..ops.creation import _new, ones
 from ..tensor import Tensor
 from . import graph
 from .anomaly import detect_anomaly, set_detect_anomaly
@@ -83,8 +85,13 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                     raise RuntimeError(
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{dt}")
-                new.append(ones(shape, dtype=dt, device=None if isinstance(
-                    out, graph.GradientEdge) or not out.is_cuda else out.device))
+                cuda = not isinstance(out, graph.GradientEdge) and out.is_cuda
+                if cuda:
+                    new.append(ones(shape, dtype=dt, device=out.device))
+                else:  # every backward of a scalar loss makes one: no factory parsing
+                    one = np.empty(shape, dt.np)
+                    one.fill(1)
+                    new.append(_new(one, dt))
             else:
                 new.append(None)
         else:

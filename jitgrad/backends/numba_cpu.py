@@ -18,7 +18,6 @@ from __future__ import annotations
 import builtins
 import os
 import functools
-import itertools
 import time
 import weakref
 from collections.abc import Callable
@@ -39,6 +38,10 @@ from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
 FASTMATH = KERNEL_FASTMATH
 
 SUPPORTED = KERNEL_DTYPES
+
+# The arrays a fused kernel equation outputs are allocated by its launcher (or its program):
+# never views of its inputs, so the jit's call path need not check them for aliasing.
+fresh_kernel_outputs = True
 
 _HEADER = ("import numpy as np\n"
            "from numba import prange\n"
@@ -302,12 +305,34 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
         grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
     if grouped is fused:
-        return lambda inputs: list(by_kernel(*inputs))
-    whole = pycode.compile_function(grouped, "program", impl_for=lambda e: programs.get(id(e)))
-    if PROGRAM_AFTER_CALLS <= 0:
-        return lambda inputs: list(whole(*inputs))
-    calls = itertools.count(-PROGRAM_AFTER_CALLS)
-    return lambda inputs: list((whole if next(calls) >= 0 else by_kernel)(*inputs))
+        run = _settled(by_kernel, 0)
+    else:
+        whole = pycode.compile_function(grouped, "program",
+                                        impl_for=lambda e: programs.get(id(e)))
+        if PROGRAM_AFTER_CALLS <= 0:
+            run = _settled(whole, 0)
+        else:
+            left = PROGRAM_AFTER_CALLS
+
+            def run(inputs: list) -> list:  # kernel by kernel first, then the programs
+                nonlocal left
+                if left:
+                    left -= 1
+                    return list(by_kernel(*inputs))
+                return list(whole(*inputs))
+            run.final, run.after = whole, PROGRAM_AFTER_CALLS
+    return run
+
+
+def _settled(program: Callable, after: int) -> Callable:
+    """``run(inputs: list) -> list``, and what a caller's lean path may call instead once
+    ``run`` has run ``after`` times: ``run.final(*arrays) -> tuple`` (this backend's kernels
+    return fresh arrays: ``fresh_kernel_outputs``)."""
+    def run(inputs: list) -> list:
+        return list(program(*inputs))
+
+    run.final, run.after = program, after
+    return run
 
 
 def render(graph: Graph) -> str:

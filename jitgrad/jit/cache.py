@@ -10,9 +10,11 @@ a global ``scale = 2.0`` retraces instead of giving a stale result.
 
 from __future__ import annotations
 
+import operator
 import sys
 import types
 from collections import namedtuple
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -107,6 +109,39 @@ def _unflatten(s: Any, it: Any) -> Any:
     if kind == "dict":
         return {k: _unflatten(v, it) for k, v in s[1]}
     return s[1](*(_unflatten(y, it) for y in s[2]))
+
+
+def packer(spec: Any, n: int) -> Callable[[list], Any]:
+    """``unflatten(spec, leaves)`` as one generated function of the ``n`` leaves (the jit's
+    lean call path packs every result with it)."""
+    if spec is _LEAF:
+        return operator.itemgetter(0)
+    names: dict = {}
+    leaf = iter(range(n))
+
+    def constant(value: Any) -> str:
+        name = f"k{len(names)}"
+        names[name] = value
+        return name
+
+    def expression(s: Any) -> str:
+        if s is _LEAF:
+            return f"o[{next(leaf)}]"
+        kind = s[0]
+        if kind == "static":
+            return constant(s[1])
+        if kind == "dict":
+            return "{" + ", ".join(f"{constant(k)}: {expression(v)}" for k, v in s[1]) + "}"
+        items = [expression(y) for y in s[-1]]
+        if kind == "tuple":
+            return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
+        if kind == "list":
+            return "[" + ", ".join(items) + "]"
+        return f"{constant(s[1])}({', '.join(items)})"  # a named tuple
+
+    source = f"def pack(o):\n    return {expression(spec)}\n"
+    exec(compile(source, "<jitgrad pack>", "exec"), names)  # noqa: S102
+    return names["pack"]
 
 
 def static_leaves(spec: Any, out: list | None = None) -> list:
@@ -253,6 +288,14 @@ def _snapshot(x: Any, depth: int = 0) -> Any:
     return None
 
 
+def _immutable(snap: Any) -> bool:
+    """Whether a snapshot's value cannot change in place (scalars, tuples of them)."""
+    kind, value = snap
+    if kind is tuple:
+        return all(_immutable(y) for y in value)
+    return kind in _SCALARS
+
+
 def _code_names(code: types.CodeType) -> set:
     names = set(code.co_names)
     for c in code.co_consts:
@@ -266,6 +309,10 @@ class Guards:
 
     def __init__(self, fn: Any, static_args: tuple = ()) -> None:
         self.entries: list[tuple] = []  # (description, getter, kind, expected)
+        # immutable values still bound to the very object seen at trace time hold without a
+        # snapshot: (getter, object) pairs checked by identity first, then the other entries
+        self._same: list[tuple] = []
+        self._rest: list[tuple] | None = None
         self._walk_function(fn)
         for i, obj in enumerate(static_args):  # objects passed as (static) arguments
             if getattr(obj, "__dict__", None) is not None and not isinstance(
@@ -300,6 +347,8 @@ class Guards:
         snap = _snapshot(value)
         if snap is not None:
             self.entries.append((desc, get, "value", snap))
+            if _immutable(snap):
+                self._same.append((get, value))
             return
         if depth >= _MAX_DEPTH or isinstance(value, (types.ModuleType, type, types.FunctionType,
                                             types.BuiltinFunctionType, types.MethodType)):
@@ -330,7 +379,19 @@ class Guards:
 
     def check(self) -> str | None:
         """None if every guard holds, else a description of the first one that changed."""
-        for desc, get, kind, expected in self.entries:
+        if self._rest is None:
+            quick = {id(get) for get, _ in self._same}
+            self._rest = [g for g in self.entries if id(g[1]) not in quick]
+        try:
+            for get, obj in self._same:
+                if get() is not obj:
+                    return self._check(self.entries)
+        except (KeyError, IndexError, AttributeError, ValueError, TypeError):
+            return self._check(self.entries)
+        return self._check(self._rest) if self._rest else None
+
+    def _check(self, entries: list) -> str | None:
+        for desc, get, kind, expected in entries:
             if kind == "data":
                 t = get()
                 if t is not None and not (t._data.shape == expected.shape

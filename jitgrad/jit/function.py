@@ -27,6 +27,7 @@ from ..tensor import Tensor
 from . import cache
 from .ir import Graph
 from .passes import Target, compile_program
+from .passes.fuse import KERNEL_OP
 from .trace import Trace, active, graph_of
 
 
@@ -59,6 +60,10 @@ class _Entry:
         self.tangent_types: list = []  # (slot, shape, NumPy dtype) of each tangent
         self.used = 0  # the function's call count when this entry last ran (for the LRU)
         self.fresh = True  # not run yet: its first run compiles (or loads) the kernels
+        # the lean runner (``_lean_runner``), made once the entry has run ``lean_after`` more
+        # times (its backend's programs settled); -1: this entry has none
+        self.lean: Any = None
+        self.lean_after = 0
 
     def check(self) -> str | None:
         """None if the captured state still matches, else why it does not."""
@@ -75,7 +80,8 @@ class _Entry:
 class CompiledFunctionBackward(Node):
     """The backward of one call of a jit function: runs its compiled backward program."""
 
-    __slots__ = ("_entry", "_inputs", "_residuals", "_checks", "_versions", "_freed")
+    __slots__ = ("_entry", "_inputs", "_residuals", "_checks", "_versions", "_freed",
+                 "_all_edges")
 
     def __init__(self, entry: _Entry, inputs: list, residuals: list, checks: list) -> None:
         super().__init__(tuple(_edge(t) for t in inputs))
@@ -85,6 +91,7 @@ class CompiledFunctionBackward(Node):
         self._checks = checks  # (input, version) for inputs the residuals alias
         self._versions: list = []  # every input's version, for the create_graph recompute
         self._freed = False
+        self._all_edges = None not in self._next and len(self._next) == len(entry.bwd.outvars)
 
     @property
     def n_outputs(self) -> int:
@@ -143,18 +150,20 @@ class CompiledFunctionBackward(Node):
             if t._vc[0] != version:
                 raise version_error(describe(t._data, t._dtype), "CompiledFunction", t._vc[0],
                                     version)
-        tangents = []
+        arguments = list(self._residuals)
         n = len(grad_outputs)
         for s, shape, dt in self._entry.tangent_types:
             g = grad_outputs[s] if s < n else None
             if g is None:
                 g = np.zeros(shape, dt)
-            elif g.dtype != dt:
+            elif g.dtype is not dt and g.dtype != dt:
                 g = g.astype(dt)
-            tangents.append(g)
-        arrays = self._entry.bwd_run(self._residuals + tangents)
+            arguments.append(g)
+        arrays = self._entry.bwd_run(arguments)
         if release:
             self._release()
+        if self._all_edges:
+            return arrays
         return [None if edge is None else a for a, edge in zip(arrays, self._next)]
 
     def _release(self) -> None:
@@ -382,6 +391,8 @@ class JitFunction:
         self._trace_seconds += t1 - t0
         self._compile_seconds += time.perf_counter() - t1
         e.guarded = bool(e.implicit or e.guards.entries)
+        e.lean_after = max(getattr(e.fwd_run, "after", 0),
+                           getattr(e.bwd_run, "after", 0) if e.bwd_run is not None else 0)
         e.const_roots = frozenset(id(_root(t._data)) for t in fwd.consts.values())
         if e.bwd is not None:
             e.tangent_types = [(s, tuple(v.shape), v.dtype.np)
@@ -402,6 +413,12 @@ class JitFunction:
                 if entry is not None and not (entry.guarded and entry.check() is not None):
                     self._hits += 1
                     entry.used = self._hits + self._misses
+                    if entry.lean is not None and not state.inference:
+                        return entry.lean(args)
+                    if entry.lean_after >= 0:
+                        entry.lean_after -= 1
+                        if entry.lean_after < 0:
+                            entry.lean = _lean_runner(entry)
                     return _run(entry, list(args))
                 entry, tensors = self._lookup(args, kwargs)
                 self._fast[key] = entry
@@ -479,6 +496,62 @@ def _shares(a: np.ndarray, arrays: list) -> bool:
         return any(b is not None and a.shares_memory(b) for b in arrays)
     return any(b is not None and type(b) is np.ndarray and np.may_share_memory(a, b)
                for b in arrays)
+
+
+def _lean_runner(e: _Entry) -> Any:
+    """``run(args) -> result`` for an entry whose outputs provably never alias its inputs, its
+    constants or each other (each is a fresh array a kernel allocated, returned once) and whose
+    residuals are fresh arrays or inputs: ``_run`` without its per-call alias checks. None if
+    the entry needs those checks (or writes into its inputs, or reads captured tensors)."""
+    fwd = e.fwd
+    final = getattr(e.fwd_run, "final", None)
+    if final is None or e.implicit or e.mutations or \
+            not getattr(e.backend, "fresh_kernel_outputs", False):
+        return None
+    producer = {v: q for q in fwd.eqns for v in q.outputs}
+    counts: dict = {}
+    for v in fwd.outvars:
+        counts[v] = counts.get(v, 0) + 1
+
+    def fresh(v: Any) -> bool:
+        q = producer.get(v)
+        return counts[v] == 1 and q is not None and q.op is KERNEL_OP
+
+    n = e.n_slots
+    if not all(fresh(v) for v in fwd.outvars[:n]):
+        return None
+    position = {v: i for i, v in enumerate(fwd.invars)}
+    saved = set()  # inputs a residual is or views (their versions are checked before backward)
+    for v in fwd.outvars[n:]:
+        if fresh(v):
+            continue
+        while v in producer and producer[v].op.view:  # (views alias their first input)
+            v = producer[v].inputs[0]
+        if v not in position:
+            return None
+        saved.add(position[v])
+    saved_inputs = sorted(saved)
+    dtypes = [v.dtype for v in fwd.outvars[:n]]
+    pack = cache.packer(e.out_spec, e.n_user)
+    if e.bwd is None:
+        def run(tensors: tuple) -> Any:
+            outs = final(*[t._data for t in tensors])
+            return pack([_wrap(a, dt) for a, dt in zip(outs, dtypes)])
+        return run
+    slots = e.tangent_slots
+
+    def run_with_backward(tensors: tuple) -> Any:
+        outs = final(*[t._data for t in tensors])
+        outs_t = [_wrap(a, dt) for a, dt in zip(outs, dtypes)]
+        if state.grad_enabled:
+            node = CompiledFunctionBackward(e, list(tensors), list(outs[n:]),
+                                            [(tensors[i], tensors[i]._vc[0])
+                                             for i in saved_inputs])
+            node._versions = [t._vc[0] for t in tensors]
+            for s in slots:
+                outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
+        return pack(outs_t)
+    return run_with_backward
 
 
 def _run(e: _Entry, tensors: list) -> Any:
