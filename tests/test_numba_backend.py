@@ -381,6 +381,25 @@ def test_lower_reports_each_kernels_share_of_the_roofline(monkeypatch):
         "(this backend compiles no kernels)"
 
 
+def test_a_repeated_pattern_is_cut_into_kernels_of_equal_source():
+    # an unrolled loop longer than a kernel: cut where the content says, every repetition
+    # compiles to the same source (at fixed cuts of MAX_KERNEL_OPS its 5-op period gives a
+    # new source for each phase)
+    def chain(x):
+        h = x
+        for i in range(120):
+            h = h * h * 0.5 if i % 2 == 0 else jitgrad.tanh(h) * 1.01 + 0.1
+        return h.sum()
+
+    x = jitgrad.linspace(-1, 1, 16, dtype=D)
+    low = jit(chain, backend="numba").lower(x)
+    _, kernels = numba_cpu.lower(low.forward_graph)
+    assert len(kernels) >= 4
+    middle = {k.ks.source for k in kernels[1:-1]}
+    assert len(middle) == 1, [k.ks.n_ops for k in kernels]
+    _check(chain, x)
+
+
 def test_kernels_recompute_values_of_earlier_kernels_instead_of_reading_them():
     # layer norm + gelu + matmul: the backward kernel after the matmul recomputes the gelu
     # chain from the saved centered input rather than reading it back from memory

@@ -21,6 +21,7 @@ compile (float16, complex) keeps its equations as single ops, run like the inter
 from __future__ import annotations
 
 import heapq
+import zlib
 from collections.abc import Callable
 
 import numpy as np
@@ -63,17 +64,50 @@ def domain_of(e: Eqn) -> tuple:
 # while a kernel boundary costs one dispatch and one intermediate array. JITGRAD_MAX_KERNEL_OPS
 # overrides it.
 MAX_KERNEL_OPS = _config.max_kernel_ops()
+# A kernel of at least MIN_CUT_OPS equations (3/4 of the most) ends where the program's
+# content says, not at a fixed count: at the equation with the lowest ``_cut_scores`` among
+# the positions where it may end. A program that repeats a pattern (an unrolled loop, a stack
+# of equal layers) then cuts every repetition at the same place, and its kernels have equal
+# source, compiled once (W6: 126 kernels of 12 distinct sources at fixed cuts).
+MIN_CUT_OPS = MAX_KERNEL_OPS * 3 // 4
+_CUT_WINDOW = 8  # equations whose ops and wiring decide one position's score
 
 
 class _Group:
-    __slots__ = ("id", "domain", "eqns", "reduced", "first")
+    __slots__ = ("id", "domain", "eqns", "reduced", "first", "cut")
 
-    def __init__(self, gid: int, domain: tuple, first: int) -> None:
+    def __init__(self, gid: int, domain: tuple, first: int, cut: int) -> None:
         self.id = gid
         self.domain = domain
         self.eqns: list[Eqn] = []
         self.reduced: set[Var] = set()  # reduction results: not readable inside the group
         self.first = first
+        self.cut = cut  # no equation after this position joins once the group is long
+
+
+def _cut_scores(eqns: list) -> list[int]:
+    """A score per position that depends only on the ops, parameters and wiring of the
+    equations that end there (the same in every repetition of a pattern; a process-independent
+    hash, so kernel sources and their cache files are the same in every run)."""
+    made_at: dict = {}
+    own = []
+    for k, e in enumerate(eqns):
+        wiring = tuple(k - made_at[v] if v in made_at and k - made_at[v] < 64 else -1
+                       for v in e.in_vars())
+        own.append(zlib.crc32(f"{e.op.name}{sorted(e.params.items())}{wiring}".encode()))
+        for v in e.outputs:
+            made_at[v] = k
+    return [zlib.crc32(np.array(own[max(0, k - _CUT_WINDOW + 1):k + 1], np.uint32).tobytes())
+            for k in range(len(own))]
+
+
+def _cut(scores: list, first: int) -> int:
+    """Where a kernel that starts at position ``first`` ends once it is long: the first
+    lowest score among the positions that keep it between MIN_CUT_OPS and MAX_KERNEL_OPS."""
+    window = scores[first + MIN_CUT_OPS - 1:first + MAX_KERNEL_OPS]
+    if not window:
+        return len(scores)
+    return first + MIN_CUT_OPS - 1 + window.index(min(window))
 
 
 def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
@@ -98,6 +132,7 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
         return False
 
     view_only = _expands_read_only_by_boundaries(graph, fusible)
+    scores = _cut_scores(graph.eqns) if len(graph.eqns) > MIN_CUT_OPS else []
     for k, e in enumerate(graph.eqns):
         units = [unit_of[v] for v in e.in_vars() if v in unit_of]
         if not fusible(e) or k in view_only:
@@ -112,13 +147,14 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
             candidates.append(latest[dom])
         target = None
         for g in candidates:
-            if len(g.eqns) >= MAX_KERNEL_OPS or any(v in g.reduced for v in e.in_vars()):
+            if len(g.eqns) >= MAX_KERNEL_OPS or (len(g.eqns) >= MIN_CUT_OPS and k > g.cut) \
+                    or any(v in g.reduced for v in e.in_vars()):
                 continue
             if not any(u is not g and reaches(u, g) for u in units):
                 target = g
                 break
         if target is None:
-            target = _Group(len(groups), dom, k)
+            target = _Group(len(groups), dom, k, _cut(scores, k))
             groups.append(target)
             preds[target] = set()
         target.eqns.append(e)
