@@ -55,9 +55,32 @@ class _AnyName(dict):
         return "x"
 
 
+_TEXTS: dict = {}  # pointwise_text per equation shape (op, parameters, operand kinds)
+
+
 def pointwise_text(e: Eqn) -> str:
-    """``e``'s rendered expression, every input named ``x`` (what it calls, not what it reads)."""
-    return _pointwise(e, _AnyName())
+    """``e``'s rendered expression, every input named ``x`` (what it calls, not what it reads).
+    The passes ask it of each equation several times (is it fusible, is it cheap to
+    recompute): equations of the same shape share one rendering."""
+    try:
+        key = (e.op, tuple(e.params.items()),
+               tuple((v.dtype, len(v.shape)) if isinstance(v, Var) else (type(v), v)
+                     for v in e.inputs), tuple(v.dtype for v in e.outputs))
+        hash(key)
+    except TypeError:  # an unhashable parameter
+        return _pointwise(e, _AnyName())
+    text = _TEXTS.get(key)
+    if text is None:
+        if len(_TEXTS) > 4096:
+            _TEXTS.clear()
+        try:
+            text = _pointwise(e, _AnyName())
+        except NotRenderableError as err:
+            text = err
+        _TEXTS[key] = text
+    if isinstance(text, NotRenderableError):
+        raise text
+    return text
 
 
 def renderable(e: Eqn, supported: frozenset = KERNEL_DTYPES) -> bool:
@@ -204,6 +227,7 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
     block_init: list[str] = []
     block_flush: list[str] = []
     tmp = 0
+    typed_names = {names[v]: v.dtype.np for v in body.invars}
     for e in body.eqns:
         out = e.outputs[0]
         if is_reduction(e):
@@ -256,10 +280,14 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
         expr = _pointwise(e, names)
         var = f"t{tmp}"
         tmp += 1
-        stmts.append(f"{var} = {npname(out.dtype.np)}({expr})")
+        if not _keeps_dtype(expr, out.dtype.np, typed_names):
+            expr = f"{npname(out.dtype.np)}({expr})"
+        stmts.append(f"{var} = {expr}")
+        typed_names[var] = out.dtype.np
         names[out] = var
         if out in out_slot:
             stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {var}")
+    stmts = _hoist_constants(stmts, hoisted)
     args = [f"n{j}" for j in range(d)] + [f"a{k}" for k in range(len(body.invars))] + \
         [out_slot[v] for v in outputs] + [f"r{k}" for k in range(len(reductions))]
     lines = [f"def {name}({', '.join(args)}):"]
@@ -292,6 +320,42 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
         lines.append("    return ()")
     return KernelSource(name, "\n".join(lines) + "\n", domain, list(body.invars), outputs,
                         reductions, returned, len(body.eqns), parallel)
+
+
+# Numba types each call and cast of a kernel's body (its compile time grows with them, W6),
+# so the body casts a result to its dtype only where the expression might not have it, and
+# reads its constants from names bound before the loop.
+_TYPED_LITERAL = re.compile(r"np\.(u?int\d+|float\d+)\((-?np\.(?:nan|inf)|[-+0-9.e]+)\)")
+_NAME = re.compile(r"\b[a-z]\d+\b")
+_SAME_TYPE_CALL = re.compile(r"\b_jg_(?!isfinite|isinf)\w+\(")  # helpers keep their type
+_ARITHMETIC = re.compile(r"^[\s()+\-*/,]*$")
+
+
+def _keeps_dtype(expr: str, dt: np.dtype, typed_names: dict) -> bool:
+    """Whether Numba types ``expr`` as ``dt`` already: float arithmetic, conditionals and
+    float helpers over names and constants of that one dtype (int arithmetic widens)."""
+    if dt.kind != "f":
+        return False
+    rest = _TYPED_LITERAL.sub(lambda m: " " if m.group(1) == dt.name else "?", expr)
+    if any(typed_names.get(n) != dt for n in _NAME.findall(rest)):
+        return False
+    rest = _SAME_TYPE_CALL.sub(" ", _NAME.sub(" ", rest))
+    if " if " in rest:
+        rest = re.sub(r"\b(if|else)\b|[<>]=?|[=!]=", " ", rest)
+    return bool(_ARITHMETIC.match(rest))
+
+
+def _hoist_constants(stmts: list[str], hoisted: list[str]) -> list[str]:
+    """The loop body with each typed constant read from a name bound before the loop."""
+    bound: dict[str, str] = {}
+
+    def name(m: re.Match) -> str:
+        text = m.group(0)
+        if text not in bound:
+            bound[text] = f"c{len(bound)}"
+            hoisted.append(f"{bound[text]} = {text}")
+        return bound[text]
+    return [_TYPED_LITERAL.sub(name, s) for s in stmts]
 
 
 def _accs(body: Graph) -> list[Var]:
