@@ -55,26 +55,31 @@ class _AnyName(dict):
         return "x"
 
 
-_TEXTS: dict = {}  # pointwise_text per equation shape (op, parameters, operand kinds)
+_TEXTS: dict = {}  # rendered expressions by equation shape and operand names
 
 
 def pointwise_text(e: Eqn) -> str:
-    """``e``'s rendered expression, every input named ``x`` (what it calls, not what it reads).
-    The passes ask it of each equation several times (is it fusible, is it cheap to
-    recompute): equations of the same shape share one rendering."""
+    """``e``'s rendered expression, every input named ``x`` (what it calls, not what it reads)."""
+    return _pointwise_text(e, _AnyName())
+
+
+def _pointwise_text(e: Eqn, names: dict) -> str:
+    """``_pointwise(e, names)``, shared by equations of the same shape (op, parameters, operand
+    dtypes and ranks, literals) and operand names: the passes ask each equation several times
+    (is it fusible, cheap to recompute), and a program that repeats a pattern renders it once."""
     try:
         key = (e.op, tuple(e.params.items()),
-               tuple((v.dtype, len(v.shape)) if isinstance(v, Var) else (type(v), v)
+               tuple((v.dtype, len(v.shape), names[v]) if isinstance(v, Var) else (type(v), v)
                      for v in e.inputs), tuple(v.dtype for v in e.outputs))
         hash(key)
     except TypeError:  # an unhashable parameter
-        return _pointwise(e, _AnyName())
+        return _pointwise(e, names)
     text = _TEXTS.get(key)
     if text is None:
-        if len(_TEXTS) > 4096:
+        if len(_TEXTS) > 8192:
             _TEXTS.clear()
         try:
-            text = _pointwise(e, _AnyName())
+            text = _pointwise(e, names)
         except NotRenderableError as err:
             text = err
         _TEXTS[key] = text
@@ -277,7 +282,7 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
             if out in out_slot:
                 stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {names[out]}")
             continue
-        expr = _pointwise(e, names)
+        expr = _pointwise_text(e, names)
         var = f"t{tmp}"
         tmp += 1
         if not _keeps_dtype(expr, out.dtype.np, typed_names):
