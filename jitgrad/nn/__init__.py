@@ -1,6 +1,6 @@
 """``jitgrad.nn``: Parameter, Module and layers with torch.nn's names and semantics."""
 
-from . import functional, init, parallel
+from . import functional, init, parallel, utils
 from .activation import ELU, LeakyReLU, LogSoftmax, Sigmoid, Softmax, Softplus
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
@@ -12,6 +12,7 @@ from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Lo
 from .module import Module
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
+from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
 
 __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", "SiLU", "Dropout",
@@ -20,4 +21,5 @@ __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", 
            "ModuleDict", "ParameterList", "ParameterDict", "MSELoss", "L1Loss", "SmoothL1Loss",
            "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "Embedding",
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
-           "BatchNorm2d"]
+           "BatchNorm2d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
+           "GRUCell", "utils"]
