@@ -8,7 +8,8 @@ in torch; the spectral (``ord=2``, ``-2``) and nuclear (``'nuc'``) norms reduce 
 
 from __future__ import annotations
 
+from .ops.torch_extras import linalg_cross as cross
 from .ops.norms import linalg_norm as norm
 from .ops.norms import matrix_norm, svdvals, vector_norm
 
-__all__ = ["matrix_norm", "norm", "svdvals", "vector_norm"]
+__all__ = ["cross", "matrix_norm", "norm", "svdvals", "vector_norm"]

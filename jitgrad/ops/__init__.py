@@ -5,8 +5,9 @@ the declarations next to them (``surface``)."""
 from __future__ import annotations
 
 # Importing the op modules registers their ops and public declarations.
-from . import (composite, creation, einsum, elementwise, extras, functions, indexing, inplace,
-               linalg, movement, nn_ops, norms, reduce, rounding, scan, selection, sorting)
+from . import (arranging, composite, creation, einsum, elementwise, extras, functions, indexing,
+               inplace, linalg, movement, nn_ops, norms, reduce, rounding, scan, selection,
+               sorting, torch_extras)
 from .registry import OPS, OpDef, Public, apply, defop
 from .surface import install_namespace, public
 

@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from . import elementwise as ew
+from . import extras
 from .creation import tensor
 from .elementwise import where
 from .indexing import getitem
@@ -198,7 +199,7 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.H = property(lambda self: self.t().conj())
     Tensor.mH = property(lambda self: self.transpose(-2, -1).conj())
     Tensor.contiguous = lambda self, memory_format=None: self if self.is_contiguous() \
-        else self.clone()
+        else extras.clone(self, memory_format=extras.contiguous_format)
     Tensor.view_as = lambda self, other: self.view(tuple(other.shape))
     Tensor.reshape_as = lambda self, other: self.reshape(tuple(other.shape))
     Tensor.expand_as = lambda self, other: self.expand(tuple(other.shape))

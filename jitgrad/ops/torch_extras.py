@@ -1,0 +1,309 @@
+"""torch ops with a node of their own that real scripts use: flip, roll, repeat (and tile),
+trace, linalg.cross, and the pointwise addcmul, addcdiv, lerp, logaddexp, hypot, nan_to_num.
+
+Each is one ``defop`` with torch's node name (``FlipBackward0``, ``LerpBackward1``, ...); the
+rearranging ones have a ``decompose`` (``ops/arranging.py``) that ``jit`` and ``vmap`` run
+instead, so their pieces fuse and batch.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import wrap_dim
+from .arranging import _cross, _diagonal_of, roll_pieces, tile_pieces
+from .creation import eye
+from .registry import (BILINEAR, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, apply,
+                       broadcast_shapes, defop)
+from .selection import where
+from .surface import public
+
+
+def _same_meta(x, **params):
+    return tuple(x.shape), x.dtype
+
+
+# ---------------------------------------------------------------- rearranging
+FLIP = defop(
+    "flip", lambda x, dims: np.flip(x, dims).copy(), kind=OPAQUE, meta=_same_meta,
+    vjp=(lambda g, ans, x, dims: apply(FLIP, g, dims=dims),), jvp=LINEAR,
+    decompose=lambda x, dims: _flip_pieces(x, dims))
+
+
+def _flip_pieces(x, dims):
+    from .creation import arange
+
+    for d in dims:
+        x = x.index_select(d, arange(x.shape[d] - 1, -1, -1))
+    return x
+
+
+@public("flip")
+def flip(input, dims):  # noqa: A002
+    """Reverses the order of elements along ``dims`` (a copy, as in torch)."""
+    if isinstance(dims, int):
+        raise TypeError("flip(): argument 'dims' (position 2) must be tuple of ints, not int")
+    dims = list(dims)
+    wrapped = tuple(wrap_dim(d, max(input.ndim, 1)) for d in dims)
+    if len(set(wrapped)) != len(wrapped):
+        raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but "
+                           f"unique flip dims size={len(set(wrapped))}")
+    return apply(FLIP, input, dims=wrapped if input.ndim else ())
+
+
+@public(method="flip")
+def _flip_method(self, *dims):
+    """``Tensor.flip(*dims)``: dims as separate ints or one sequence."""
+    if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
+        dims = tuple(dims[0])
+    return flip(self, dims)
+
+
+@public("fliplr", method=True)
+def fliplr(input):  # noqa: A002
+    """Flips a tensor of 2 or more dims left/right (dim 1)."""
+    if input.ndim < 2:
+        raise RuntimeError("Input must be >= 2-d.")
+    return flip(input, [1])
+
+
+@public("flipud", method=True)
+def flipud(input):  # noqa: A002
+    """Flips a tensor of 1 or more dims up/down (dim 0)."""
+    if input.ndim < 1:
+        raise RuntimeError("Input must be >= 1-d.")
+    return flip(input, [0])
+
+
+ROLL = defop(
+    "roll", lambda x, shifts, dims: np.roll(x, shifts, dims), kind=OPAQUE, meta=_same_meta,
+    vjp=(lambda g, ans, x, shifts, dims: apply(
+        ROLL, g, shifts=tuple(-s for s in shifts), dims=dims),),
+    jvp=LINEAR, decompose=lambda x, shifts, dims: roll_pieces(x, shifts, dims))
+
+
+@public("roll", method=True)
+def roll(input, shifts, dims=None):  # noqa: A002
+    """Rolls elements along ``dims`` by ``shifts`` (wrapping around); with ``dims=None`` the
+    flattened tensor is rolled and reshaped back."""
+    shifts = (shifts,) if isinstance(shifts, int) else tuple(int(s) for s in shifts)
+    if dims is None:
+        if len(shifts) != 1:
+            raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                               "dims:0")
+        return apply(ROLL, input, shifts=shifts, dims=None)
+    dims = (dims,) if isinstance(dims, int) else tuple(dims)
+    if len(shifts) != len(dims):
+        raise RuntimeError(f"shifts and dimensions must align. shifts: {len(shifts)}, "
+                           f"dims:{len(dims)}")
+    return apply(ROLL, input, shifts=shifts,
+                 dims=tuple(wrap_dim(d, max(input.ndim, 1)) for d in dims))
+
+
+def _repeat_impl(x, sizes):
+    return np.tile(x.reshape((1,) * (len(sizes) - x.ndim) + x.shape), sizes)
+
+
+def _repeat_vjp(g, ans, x, sizes):
+    padded = (1,) * (len(sizes) - len(x.shape)) + tuple(x.shape)
+    spread = [v for r, n in zip(sizes, padded) for v in (r, n)]
+    summed = g.reshape(spread).sum(tuple(range(0, 2 * len(sizes), 2))) if sizes else g
+    return summed.reshape(tuple(x.shape))
+
+
+REPEAT = defop(
+    "repeat", _repeat_impl, kind=OPAQUE,
+    meta=lambda x, sizes: (tuple(r * n for r, n in zip(
+        sizes, (1,) * (len(sizes) - len(x.shape)) + tuple(x.shape))), x.dtype),
+    vjp=(_repeat_vjp,), jvp=LINEAR, decompose=lambda x, sizes: tile_pieces(x, sizes))
+
+
+@public(method="repeat")
+def repeat(self, *sizes):
+    """Tiles the tensor ``sizes[i]`` times along each dim (``Tensor.repeat``)."""
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    sizes = tuple(int(s) for s in sizes)
+    if len(sizes) < self.ndim:
+        raise RuntimeError("Number of dimensions of repeat dims can not be smaller than "
+                           "number of dimensions of tensor")
+    return apply(REPEAT, self, sizes=sizes)
+
+
+@public("tile", method=True)
+def tile(input, dims):  # noqa: A002
+    """``repeat`` with ``dims`` padded with leading ones to the tensor's rank."""
+    dims = (dims,) if isinstance(dims, int) else tuple(int(d) for d in dims)
+    return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
+
+
+TRACE = defop(
+    "trace", lambda x: np.asarray(np.trace(x), dtype=np.int64 if x.dtype.kind in "biu"
+                                  else x.dtype), kind=OPAQUE,
+    meta=lambda x: ((), x.dtype if x.dtype.is_floating_point or x.dtype.is_complex
+                    else dtypes.int64),
+    vjp=(lambda g, ans, x: eye(*x.shape, dtype=g.dtype) * g,), jvp=LINEAR,
+    decompose=lambda x: _diagonal_of(x, 0).sum())
+
+
+@public("trace", method=True)
+def trace(input):  # noqa: A002
+    """The sum of a matrix's main diagonal."""
+    if input.ndim != 2:
+        raise RuntimeError(f"trace: expected a matrix, but got tensor with dim {input.ndim}")
+    return apply(TRACE, input)
+
+
+LINALG_CROSS = defop(
+    "linalg_cross", lambda a, b, dim: np.cross(a, b, axis=dim), kind=OPAQUE, save=(0, 1),
+    meta=lambda a, b, dim: (broadcast_shapes(tuple(a.shape), tuple(b.shape)),
+                            dtypes.result_type(a, b)),
+    vjp=(lambda g, ans, a, b, dim: apply(LINALG_CROSS, b, g, dim=dim),
+         lambda g, ans, a, b, dim: apply(LINALG_CROSS, g, a, dim=dim)),
+    jvp=BILINEAR, node_name="LinalgCrossBackward0",
+    decompose=lambda a, b, dim: _cross(*_expanded(a, b), dim))
+
+
+def _expanded(a, b):
+    shape = broadcast_shapes(tuple(a.shape), tuple(b.shape))
+    return a.expand(shape), b.expand(shape)
+
+
+def linalg_cross(input, other, *, dim: int = -1):  # noqa: A002
+    """``jitgrad.linalg.cross``: the cross product of 3-vectors along ``dim`` (default -1)."""
+    shape = broadcast_shapes(tuple(input.shape), tuple(other.shape))
+    d = wrap_dim(dim, len(shape))
+    if shape[d] != 3:
+        raise RuntimeError(f"linalg.cross: inputs dimension {dim} must have length 3. Got "
+                           f"{input.shape[d] if d < input.ndim else 1} and "
+                           f"{other.shape[d] if d < other.ndim else 1}")
+    return apply(LINALG_CROSS, input, other, dim=d)
+
+
+@public("cross", method=True)
+def cross(input, other, dim: int | None = None):  # noqa: A002
+    """The cross product along ``dim`` (None: the first dim of size 3, with torch's
+    deprecation warning)."""
+    if dim is None:
+        import warnings
+
+        warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
+                      "Please either pass the dim explicitly or simply use torch.linalg.cross."
+                      "\nThe default value of dim will change to agree with that of "
+                      "linalg.cross in a future release.", UserWarning, stacklevel=2)
+        shape = broadcast_shapes(tuple(input.shape), tuple(other.shape))
+        dim = next((k for k, s in enumerate(shape) if s == 3), -1)
+    return linalg_cross(input, other, dim=dim)
+
+
+# ---------------------------------------------------------------- pointwise
+ADDCMUL = defop(
+    "addcmul", lambda a, b, c, value: a + value * b * c, kind=POINTWISE, save=(1, 2),
+    vjp=(lambda g, ans, a, b, c, value: g, lambda g, ans, a, b, c, value: g * c * value,
+         lambda g, ans, a, b, c, value: g * b * value),
+    jvp=ELEMENTWISE, template="{0} + {p[value]} * {1} * {2}")
+
+
+@public("addcmul", method=True, inplace=True)
+def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 * tensor2``."""
+    return apply(ADDCMUL, input, tensor1, tensor2, value=value)
+ADDCDIV = defop(
+    "addcdiv", lambda a, b, c, value: a + value * (b / c), kind=POINTWISE, save=(1, 2),
+    promote=FLOAT,
+    vjp=(lambda g, ans, a, b, c, value: g, lambda g, ans, a, b, c, value: g * value / c,
+         lambda g, ans, a, b, c, value: -g * value * b / (c * c)),
+    jvp=ELEMENTWISE, template="{0} + {p[value]} * ({1} / {2})")
+
+
+@public("addcdiv", method=True, inplace=True)
+def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
+    """``input + value * tensor1 / tensor2`` (true division)."""
+    if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and \
+            not (tensor2.dtype.is_floating_point or tensor2.dtype.is_complex):
+        raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "
+                           "future release addcdiv will perform a true division of tensor1 and "
+                           "tensor2. The historic addcdiv behavior can be implemented as "
+                           "(input + value * torch.trunc(tensor1 / tensor2)).to(input.dtype) "
+                           "for integer inputs and as (input + value * tensor1 / tensor2) for "
+                           "float inputs. The future addcdiv behavior is just the latter "
+                           "implementation: (input + value * tensor1 / tensor2), for all "
+                           "dtypes.")
+    return apply(ADDCDIV, input, tensor1, tensor2, value=value)
+
+
+def _lerp(a, b, w):
+    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+
+
+LERP_SCALAR = defop(
+    "lerp_scalar", lambda a, b, weight: _lerp(a, b, weight), kind=POINTWISE,
+    vjp=(lambda g, ans, a, b, weight: g * (1 - weight), lambda g, ans, a, b, weight: g * weight),
+    jvp=ELEMENTWISE, node_name="LerpBackward0")
+LERP_TENSOR = defop(
+    "lerp_tensor", _lerp, kind=POINTWISE, save=(0, 1, 2),
+    vjp=(lambda g, ans, a, b, w: g * (1 - w), lambda g, ans, a, b, w: g * w,
+         lambda g, ans, a, b, w: g * (b - a)),
+    jvp=ELEMENTWISE, node_name="LerpBackward1")
+
+
+@public("lerp", method=True, inplace=True)
+def lerp(input, end, weight):  # noqa: A002
+    """``input + weight * (end - input)``, in torch's two-sided form (exact at both ends)."""
+    if isinstance(weight, (int, float)):
+        return apply(LERP_SCALAR, input, end, weight=float(weight))
+    return apply(LERP_TENSOR, input, end, weight)
+
+
+LOGADDEXP = defop(
+    "logaddexp", np.logaddexp, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
+    vjp=(lambda g, ans, a, b: g * (a - ans).exp(), lambda g, ans, a, b: g * (b - ans).exp()),
+    jvp=ELEMENTWISE)
+HYPOT = defop(
+    "hypot", np.hypot, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
+    vjp=(lambda g, ans, a, b: g * a / ans, lambda g, ans, a, b: g * b / ans),
+    jvp=ELEMENTWISE)
+
+
+def _tensor_other(name: str, other) -> None:
+    from ..tensor import Tensor
+
+    if not isinstance(other, Tensor):
+        raise TypeError(f"{name}(): argument 'other' (position 2) must be Tensor, not "
+                        f"{type(other).__name__}")
+
+
+@public("logaddexp", method=True)
+def logaddexp(input, other):  # noqa: A002
+    """``log(exp(input) + exp(other))`` without overflow."""
+    _tensor_other("logaddexp", other)
+    return apply(LOGADDEXP, input, other)
+
+
+@public("hypot", method=True, inplace=True)
+def hypot(input, other):  # noqa: A002
+    """``sqrt(input**2 + other**2)`` without overflow."""
+    _tensor_other("hypot", other)
+    return apply(HYPOT, input, other)
+
+
+def _nan_to_num_impl(x, nan, posinf, neginf):
+    return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
+
+
+NAN_TO_NUM = defop(
+    "nan_to_num", _nan_to_num_impl, kind=POINTWISE, save=(0,),
+    vjp=(lambda g, ans, x, nan, posinf, neginf: where(x.isfinite(), g, 0),),
+    jvp=ELEMENTWISE)
+
+
+@public("nan_to_num", method=True, inplace=True)
+def nan_to_num(input, nan: float = 0.0, posinf: float | None = None,  # noqa: A002
+               neginf: float | None = None):
+    """NaN, +inf and -inf replaced by ``nan``, ``posinf`` and ``neginf`` (default: the
+    dtype's largest and lowest finite values); the gradient flows where the input is
+    finite."""
+    return apply(NAN_TO_NUM, input, nan=float(nan),
+                 posinf=None if posinf is None else float(posinf),
+                 neginf=None if neginf is None else float(neginf))
