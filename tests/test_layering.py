@@ -22,18 +22,18 @@ PKG_DIR = os.path.dirname(jitgrad.__file__)
 # (layer, module prefixes), bottom-up; the longest matching prefix decides
 LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
-              "jitgrad._config",
+              "jitgrad._config", "jitgrad._hooks",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields"]),
     ("registry", ["jitgrad.ops.registry"]),
-    ("tensor", ["jitgrad.tensor", "jitgrad._tensor_str", "jitgrad._legacy"]),
+    ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy"]),
     ("graph", ["jitgrad.autograd.node", "jitgrad.autograd.engine", "jitgrad.autograd.op_node",
                "jitgrad.autograd.saved_values", "jitgrad.autograd.grad_mode",
                "jitgrad.autograd.anomaly", "jitgrad.autograd.graph",
-               "jitgrad.autograd.rule_programs", "jitgrad.autograd.function",
-               "jitgrad.autograd._decorator"]),
+               "jitgrad.autograd.rule_programs", "jitgrad.autograd._decorator"]),
     ("ops", ["jitgrad.ops", "jitgrad.random"]),
+    # (autograd.function: custom Functions, built on the graph, with forward-mode AD rules)
     ("api", ["jitgrad", "jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
              "jitgrad.viz", "jitgrad.distributed"]),
@@ -52,17 +52,6 @@ KNOWN_UPWARD = {
     # below the autograd graph, or the engine take them as a plug-in)
     ("jitgrad.autograd.rule_programs", "jitgrad.backends.pycode"),
     ("jitgrad.autograd.rule_programs", "jitgrad.jit.trace"),
-    # tensor data reaches up into the graph (hooks, backward) and the ops (factories)
-    ("jitgrad.tensor", "jitgrad.autograd"),
-    ("jitgrad.tensor", "jitgrad.autograd.node"),
-    ("jitgrad.tensor", "jitgrad.ops.creation"),
-    ("jitgrad._legacy", "jitgrad.ops.creation"),
-    ("jitgrad._tensor_str", "jitgrad.autograd.forward_ad"),
-    # the graph builds values with ops (zeros for missing gradients) and forward-mode AD
-    ("jitgrad.autograd.node", "jitgrad.ops.creation"),
-    ("jitgrad.autograd.function", "jitgrad.ops.creation"),
-    ("jitgrad.autograd.function", "jitgrad.autograd.forward_ad"),
-    ("jitgrad.ops.inplace", "jitgrad.autograd.forward_ad"),
     # a fused kernel's reference semantics run by the interpreter; numba's self-check
     ("jitgrad.jit.passes.fuse", "jitgrad.backends.interpreter"),
     ("jitgrad.backends.numba_cpu", "jitgrad.jit.check"),

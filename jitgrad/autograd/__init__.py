@@ -8,6 +8,7 @@ from typing import Any
 
 from ..ops.creation import ones
 from ..tensor import Tensor
+from ..tensor import graph as _tensor_graph
 from . import graph
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import gradient_edge, run_backward
@@ -281,6 +282,9 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+_tensor_graph.backward = backward  # Tensor.backward (tensor data sits below the graph)
 
 
 def __getattr__(name: str) -> Any:

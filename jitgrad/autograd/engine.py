@@ -17,11 +17,10 @@ import numpy as np
 
 from ..ops import registry
 from ..ops.registry import state
-from ..tensor import Tensor, _refresh_view
+from ..tensor import Tensor, _make, _refresh_view
 from .node import AccumulateGrad, Node, _anomaly, as_tensor
 
 
-_new = object.__new__
 _ndarray = np.ndarray
 
 
@@ -163,12 +162,7 @@ def _sum_grads(a: Any, b: Any, create_graph: bool) -> Any:
             and a._data.shape == b._data.shape \
             and type(a._data) is np.ndarray:  # (eager: tracers are a subclass)
         data = np.add(a._data, b._data)
-        t = _new(Tensor)  # Tensor._init, inlined
-        t._data = data if type(data) is np.ndarray else np.asarray(data)
-        t._dtype = a._dtype
-        t._vc = [0]
-        t._grad_fn = None
-        return t
+        return _make(data if type(data) is np.ndarray else np.asarray(data), a._dtype)
     return a + b
 
 

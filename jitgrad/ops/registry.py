@@ -231,8 +231,10 @@ class _DispatchState(threading.local):
 
 state = _DispatchState()
 
-# Filled in by jitgrad.tensor and jitgrad.autograd.node at import (they import this module).
+# Filled in by jitgrad.tensor and jitgrad.autograd.op_node at import (they import this module):
+# the Tensor class, its constructor ``make(data, dtype)`` and the nodes that ``apply`` records.
 Tensor: Any = None
+make: Any = None
 OpNode: Any = None
 UniformNode: Any = None
 
@@ -245,6 +247,10 @@ LINEAR = "linear"  # affine in its floating inputs: apply the op to the tangents
 BILINEAR = "bilinear"  # op(a, b) linear in each input: op(ta, b) + op(a, tb)
 ELEMENTWISE = "elementwise"  # pointwise with a tuple VJP: sum_i conj(vjp_i(conj(t_i)))
 fw_hook: Any = None
+# The forward-AD module itself, set when it is imported: what in-place ops (a written tensor
+# takes the result's tangent) and printing (a dual tensor's tangent) use of it, only ever for
+# tensors that have tangents, which exist only once it is imported.
+forward_ad: Any = None
 
 
 
@@ -254,7 +260,6 @@ _SCALAR_TYPES = (int, float)
 cuda_live = False
 cuda_compute: Callable | None = None
 _ndarray = np.ndarray
-_new = object.__new__
 
 
 def apply(op: OpDef, *args: Any, **params: Any):
@@ -301,11 +306,7 @@ def apply(op: OpDef, *args: Any, **params: Any):
         if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
             if type(out) is not _CudaArray:
                 out = np.asarray(out, dtype=npdt)
-        result = _new(Tensor)  # Tensor._init, inlined
-        result._data = out
-        result._dtype = out_dtype
-        result._vc = [0]
-        result._grad_fn = None
+        result = make(out, out_dtype)
         if hot:
             if st.grad_enabled and op.differentiable:
                 UniformNode.record(op, args, result)  # (records only if an input needs grad)
@@ -443,9 +444,7 @@ def _wrap(data, dt):
     if type(data) is not _ndarray or (data.dtype is not npdt and data.dtype != npdt):
         if type(data) is not _CudaArray:
             data = np.asarray(data, dtype=npdt)
-    t = Tensor.__new__(Tensor)
-    t._init(data, dt)
-    return t
+    return make(data, dt)
 
 
 def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtypes.dtype]:
