@@ -253,6 +253,8 @@ class Tensor:
             return self._grad_fn._register_tensor_prehook(self._output_nr, hook)
         if self._hooks is None:
             self._hooks = {}
+        if self._accumulator is not None:  # (the engine runs a hooked node on tensors)
+            self._accumulator._hooked = True
         return RemovableHandle(self._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable) -> Any:

@@ -340,7 +340,7 @@ def _zeros(meta: registry.Meta) -> Any:
     return _new(np.zeros(meta.shape, dtype=meta.dtype.np), meta.dtype)
 
 
-def edges_of(args: tuple) -> tuple[list, int]:
+def edges_of(args: tuple) -> tuple[tuple, int]:
     """The edges of a node recording an op on ``args``, one per argument: ``(grad_fn,
     output_nr)`` of a tensor with a history, its ``AccumulateGrad``'s edge for a leaf that
     requires grad, None otherwise (a tensor that needs no gradient, a number); and the mask of
@@ -365,7 +365,7 @@ def edges_of(args: tuple) -> tuple[list, int]:
         else:
             edges.append(None)
         bit += bit
-    return edges, mask
+    return tuple(edges), mask
 
 
 def _edge(a: Any) -> tuple | None:
@@ -383,6 +383,8 @@ class AccumulateGrad(Node):
         self._seq = -1  # the engine runs it once all its producers ran, else last
         self.variable = variable
         self.edge = (self, 0)  # the edge into it, shared by all the leaf's consumers
+        if variable._hooks:  # the leaf's hooks are this node's tensor pre-hooks
+            self._hooked = True
 
     def _tensor_pre_hooks(self, output_nr: int) -> list:
         hooks = self.variable._hooks

@@ -12,6 +12,7 @@ saved values.
 from __future__ import annotations
 
 from collections import defaultdict
+from types import FunctionType as _FunctionType
 from typing import Any
 
 from ..ops import registry
@@ -80,7 +81,7 @@ class OpNode(Node):
                     inputs.append(_meta(shape, a._dtype))
             i += 1
         node = _new_object(OpNode)
-        node._next = node._needs = tuple(edges)  # (an input needs a gradient iff it has an edge)
+        node._next = node._needs = edges  # (an input needs a gradient iff it has an edge)
         node._seq = next(_sequence)
         node._freed = False
         node.op = op
@@ -211,16 +212,20 @@ class UniformNode(OpNode):
     """
 
     __slots__ = ("_versions", "_key")
+    # the same for every uniform node (class-level: not set per record)
+    params = _NO_PARAMS
+    n_outputs = 1
+    _out_meta = None  # (made from the key when asked for)
 
     @staticmethod
     def record(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
         """Records ``result = op(*args)``, which the dispatcher has checked: tensor arguments of
-        one dtype, no params, one output. Falls back to ``OpNode.record`` for broadcasting (and
-        for saved-tensor hooks, forward AD and inference tensors); records nothing if no input
-        needs a gradient."""
+        one dtype, no params, one output, no forward-AD level active. Falls back to
+        ``OpNode.record`` for broadcasting (and for saved-tensor hooks and inference tensors);
+        records nothing if no input needs a gradient."""
         data = result._data
         dt = result._dtype
-        if args[0]._dtype is not dt or saved_tensor_hooks_stack or registry.fw_hook is not None:
+        if args[0]._dtype is not dt or saved_tensor_hooks_stack:
             return _record_general(op, args, result)
         if len(args) == 2:  # (a pointwise op's result has the shape of its one input)
             shape = args[0]._data.shape
@@ -250,13 +255,10 @@ class UniformNode(OpNode):
         else:
             inputs = versions = None
         node = _new_object(UniformNode)
-        node._next = node._needs = tuple(edges)
+        node._next = node._needs = edges
         node._seq = next(_sequence)
         node._freed = False
         node.op = op
-        node.params = _NO_PARAMS
-        node.n_outputs = 1
-        node._out_meta = None  # (made from the key when asked for)
         node._key = (mask, dt, shape)
         node._inputs = inputs
         node._versions = versions
@@ -316,13 +318,13 @@ class UniformNode(OpNode):
                                 self._needs)
 
     def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
-        key = self._key
-        if grad_outputs[0] is not None:
-            program = PROGRAMS[self.op].get(key)
-            if type(program) is int or program is None or program is False:
-                program = rule_programs.lookup(self, key)
+        g = grad_outputs[0]
+        if g is not None:
+            program = PROGRAMS[self.op].get(self._key)
+            if type(program) is not _FunctionType:  # not built (yet), or not traceable
+                program = rule_programs.lookup(self, self._key)
             if program is not None:  # its rule program does it all
-                return program(self, grad_outputs[0], release)
+                return program(self, g, release)
         return Node.apply_arrays(self, grad_outputs, release)
 
     def _release(self) -> None:
