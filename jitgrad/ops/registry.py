@@ -200,14 +200,26 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
     return tuple(out)
 
 
+def category_dtype(promote: str, dt: dtypes.dtype) -> dtypes.dtype | None:
+    """The result dtype of a pointwise op of category ``promote`` computing in ``dt``, its
+    operands' promoted dtype: ``dt`` itself (SAME; FLOAT on a floating or complex dtype), bool
+    (BOOL), or None where the op computes in another dtype (FLOAT on integers and bool: the
+    default float dtype). The one rule; ``compute_dtype`` and the dispatcher's fast paths ask
+    it."""
+    if promote == SAME:
+        return dt
+    if promote == BOOL:
+        return dtypes.bool
+    return dt if dt.is_floating_point or dt.is_complex else None
+
+
 def compute_dtype(op: OpDef, args: tuple) -> tuple[dtypes.dtype, dtypes.dtype]:
     """(dtype the op computes in, dtype of its result) for a pointwise op, by torch's rules."""
     promoted = dtypes.result_type(*(a for i, a in enumerate(args) if i not in op.nonpromoted))
-    if op.promote == BOOL:
-        return promoted, dtypes.bool
-    if op.promote == FLOAT and not (promoted.is_floating_point or promoted.is_complex):
-        promoted = dtypes.get_default_dtype()
-    return promoted, promoted
+    out = category_dtype(op.promote, promoted)
+    if out is None:  # FLOAT on integers: computed in the default float dtype
+        promoted = out = dtypes.get_default_dtype()
+    return promoted, out
 
 
 def _pointwise_meta(op: OpDef) -> Callable:
@@ -283,12 +295,12 @@ def apply(op: OpDef, *args: Any, **params: Any):
         n = len(args)
         if n == 1:
             arrays = (a._data,)
-            out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
+            out_dtype = dt if promote == SAME else category_dtype(promote, dt)
         elif n == 2:
             b = args[1]
             if type(b) is Tensor and b._dtype is dt:  # (one dtype)
                 arrays = (a._data, b._data)
-                out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
+                out_dtype = dt if promote == SAME else category_dtype(promote, dt)
     if out_dtype is not None:
         try:
             out = op.impl(*arrays, **params) if params else op.impl(*arrays)
@@ -365,28 +377,12 @@ def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     return out, out_dtype
 
 
-def _category_dtype(promote: str, dt: dtypes.dtype) -> dtypes.dtype | None:
-    """The result dtype of a pointwise op on operands of dtype ``dt`` (None: general rules)."""
-    if promote == SAME:
-        return dt
-    if promote == BOOL:
-        return dtypes.bool
-    return dt if dt.is_floating_point or dt.is_complex else None
-
-
 def _fast_pointwise(op: OpDef, args: tuple) -> dtypes.dtype | None:
     """The result dtype of a pointwise op on the common cases (one tensor, two tensors of one
     dtype, a floating tensor and a Python int/float), or None for the general rules."""
     if op.nonpromoted or not hasattr(op.meta, "by_category"):
         return None
     n = len(args)
-    if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
-        dt = args[0]._dtype
-        if args[1]._dtype is not dt:
-            return None
-        promote = op.promote
-        return dt if promote == SAME or (promote == FLOAT and dt.is_floating_point) else \
-            dtypes.bool if promote == BOOL else None
     if n == 1:
         a = args[0]
         if type(a) is not Tensor:
@@ -408,12 +404,9 @@ def _fast_pointwise(op: OpDef, args: tuple) -> dtypes.dtype | None:
     else:
         return None
     promote = op.promote
-    if promote == SAME:
-        return dt
-    if promote == BOOL:
-        return dtypes.bool if n == 1 or (type(args[0]) is Tensor and type(args[1]) is Tensor) \
-            else None
-    return dt if dt.is_floating_point else None
+    if promote == BOOL and n == 2 and (type(args[0]) is not Tensor or type(args[1]) is not Tensor):
+        return None  # (a Python number is cast to the dtype computed in, not to bool)
+    return category_dtype(promote, dt)
 
 
 def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
