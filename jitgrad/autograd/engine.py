@@ -177,12 +177,10 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[list, set, dict]:
     them the highest priority), or else last.
     """
     seen = set(root_nodes)
-    order = []
     pending: dict = {}
     stack = list(root_nodes)
     while stack:
         node = stack.pop()
-        order.append(node)
         for edge in node._next:
             if edge is not None:
                 nxt = edge[0]
@@ -191,7 +189,7 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[list, set, dict]:
                     stack.append(nxt)
                 if type(nxt) is AccumulateGrad:
                     pending[nxt] = pending.get(nxt, 0) + 1
-    order.sort(key=_seq_of, reverse=True)  # (AccumulateGrad's is -1: last)
+    order = sorted(seen, key=_seq_of, reverse=True)  # (AccumulateGrad's is -1: last)
     if targets is None:
         return order, seen, pending
     # A node is needed if it is a target or feeds a needed node: one sweep, oldest first.

@@ -269,8 +269,9 @@ class UniformNode(OpNode):
         else:
             node._out = None
             node._saved = inputs is not None
-        if dt.is_floating_point or dt.is_complex:
-            result._grad_fn = node
+        # (an input needs a gradient, so it is floating or complex, and so is the result: one
+        # dtype throughout)
+        result._grad_fn = node
         if _anomaly.enabled:
             _anomaly.record(node)
         return node

@@ -119,8 +119,8 @@ class OpDef:
         # generic rule of ``kind``, else a loop over the batch
         self.batch = batch
         self.program = program
-        # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
-        # dispatcher's fast path for same-dtype tensor operands.
+        # A pointwise op whose result dtype follows its category alone and whose output is no
+        # view (set by ``defop``): the dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
         self.save_if = save_if
         self.empty_forbidden = empty_forbidden
@@ -157,7 +157,7 @@ def defop(name: str, impl: Callable, **fields: Any) -> OpDef:
             raise ValueError(f"op {name!r}: a non-pointwise op needs a meta (shape/dtype) rule")
         op.meta = _pointwise_meta(op)
     op.by_category = op.kind == POINTWISE and not op.nonpromoted \
-        and hasattr(op.meta, "by_category")
+        and hasattr(op.meta, "by_category") and not op.view  # (detach: its output is a view)
     OPS[name] = op
     return op
 
@@ -287,29 +287,28 @@ def apply(op: OpDef, *args: Any, **params: Any):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
-    if op.by_category and type(args[0]) is Tensor and (not cuda_live or not _any_cuda(args)):
-        # the hot cases, inlined: f(t), t1 + t2
+    if op.by_category and not params and type(args[0]) is Tensor \
+            and (not cuda_live or not _any_cuda(args)):
+        # the hot cases, inlined: f(t), t1 + t2 on tensors of one dtype, without params
         a = args[0]
         dt = a._dtype
-        promote = op.promote
-        n = len(args)
-        if n == 1:
-            arrays = (a._data,)
-            out_dtype = dt if promote == SAME else category_dtype(promote, dt)
-        elif n == 2:
+        if len(args) == 1:
+            out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
+            if out_dtype is not None:
+                out = op.impl(a._data)
+        elif len(args) == 2:
             b = args[1]
-            if type(b) is Tensor and b._dtype is dt:  # (one dtype)
-                arrays = (a._data, b._data)
-                out_dtype = dt if promote == SAME else category_dtype(promote, dt)
+            if type(b) is Tensor and b._dtype is dt:
+                out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
+                if out_dtype is not None:
+                    try:
+                        out = op.impl(a._data, b._data)
+                    except ValueError:  # torch's text for a broadcasting mismatch
+                        broadcast_shapes(a._data.shape, b._data.shape)
+                        raise
     if out_dtype is not None:
-        try:
-            out = op.impl(*arrays, **params) if params else op.impl(*arrays)
-        except ValueError:
-            if n > 1:  # torch's text for a broadcasting mismatch
-                broadcast_shapes(*(x.shape for x in arrays))
-            raise
         # tensors of one dtype: the hot case ends as soon as its result exists (a uniform node)
-        hot = fw_hook is None and not st.inference and not params and not op.view
+        hot = fw_hook is None and not st.inference
     else:
         hot = False
         out, out_dtype = _compute(op, args, params)
