@@ -55,9 +55,9 @@ KNOWN_UPWARD = {
     # a fused kernel's reference semantics run by the interpreter; numba's self-check
     ("jitgrad.jit.passes.fuse", "jitgrad.backends.interpreter"),
     ("jitgrad.backends.numba_cpu", "jitgrad.jit.check"),
-    # the first cuda device loads the CUDA runtime (eager kernels need the renderer); a
-    # plug-in slot set by the user's first import of jitgrad.cuda would remove it
-    ("jitgrad.device", "jitgrad.backends.cuda_eager"),
+    # jitgrad.cuda loads the CUDA runtime (a backend: eager kernels need the renderer) when a
+    # cuda device is first asked for (device.py, in the base layer, calls it as a plug-in)
+    ("jitgrad.cuda", "jitgrad.backends.cuda_eager"),
 }
 
 
