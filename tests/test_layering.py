@@ -139,6 +139,27 @@ def test_the_fixed_cycles_stay_fixed():
             assert not any(t.startswith("jitgrad.jit") for t in targets), (mod, targets)
     assert not any(t.startswith("jitgrad.autograd") for t in graph["jitgrad.backends.interpreter"])
     assert "jitgrad.jit.errors" not in graph
+    # tensor data reaches the graph and the factories through slots set from above; the base
+    # layer's device reaches the CUDA runtime through jitgrad.cuda's plug-in
+    for mod in ("jitgrad.tensor", "jitgrad._legacy", "jitgrad._tensor_str", "jitgrad._data"):
+        assert not any(t.startswith(("jitgrad.autograd", "jitgrad.ops.creation"))
+                       for t in graph[mod]), (mod, graph[mod])
+    assert not any(t.startswith("jitgrad.backends") for t in graph["jitgrad.device"])
+    # the ops' public surface imports no op module (the op modules import it)
+    assert not any(t.startswith("jitgrad.ops.") and t != "jitgrad.ops.registry"
+                   for t in graph["jitgrad.ops.surface"]), graph["jitgrad.ops.surface"]
+
+
+def test_the_slots_are_filled_by_importing_jitgrad():
+    from jitgrad.autograd.node import AccumulateGrad
+    from jitgrad.device import RUNTIME_LOADERS
+    from jitgrad.ops import registry
+    from jitgrad.tensor import Tensor, _make, graph
+
+    assert graph.AccumulateGrad is AccumulateGrad
+    assert graph.backward is jitgrad.autograd.backward
+    assert registry.make is _make and registry.Tensor is Tensor
+    assert callable(RUNTIME_LOADERS["cuda"])
 
 
 def test_the_graph_sees_function_level_imports():
