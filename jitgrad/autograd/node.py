@@ -340,7 +340,7 @@ def _zeros(meta: registry.Meta) -> Any:
     return _new(np.zeros(meta.shape, dtype=meta.dtype.np), meta.dtype)
 
 
-def edges_of(args: tuple) -> tuple[tuple, int]:
+def edges_of(args: tuple) -> tuple[list, int]:
     """The edges of a node recording an op on ``args``, one per argument: ``(grad_fn,
     output_nr)`` of a tensor with a history, its ``AccumulateGrad``'s edge for a leaf that
     requires grad, None otherwise (a tensor that needs no gradient, a number); and the mask of
@@ -350,7 +350,7 @@ def edges_of(args: tuple) -> tuple[tuple, int]:
     mask = 0
     bit = 1
     for a in args:
-        if isinstance(a, Tensor):
+        if type(a) is Tensor or isinstance(a, Tensor):  # (parameters are a subclass)
             if a._base is not None and a._vc[0] != a._view_version:
                 _refresh_view(a)  # its base changed in place: a new history
             fn = a._grad_fn
@@ -365,7 +365,7 @@ def edges_of(args: tuple) -> tuple[tuple, int]:
         else:
             edges.append(None)
         bit += bit
-    return tuple(edges), mask
+    return edges, mask
 
 
 def _edge(a: Any) -> tuple | None:
