@@ -26,9 +26,9 @@ class _LegacyMeta(type):
 
 def _make(name: str, dt: dtypes.dtype) -> type:
     def __new__(cls, *args: Any, device: Any = None):  # noqa: N807
+        from ._data import to_array
         from .device import check_device
-        from .ops.creation import _new, tensor
-        from .tensor import Tensor
+        from .tensor import Tensor, _new
 
         check_device(device)
         if not args:
@@ -49,7 +49,7 @@ def _make(name: str, dt: dtypes.dtype) -> type:
                 raise TypeError(f"expected {name[:-len('Tensor')]} tensor (got "
                                 f"{data.dtype._legacy[:-len('Tensor')]} tensor)")
             return data
-        return tensor(data, dtype=dt)
+        return _new(*to_array(data, dt))  # (tensor(data, dtype=dt))
 
     return _LegacyMeta(name, (), {"__new__": __new__, "dtype": dt, "__module__": "jitgrad",
                                   "__doc__": f"Legacy constructor: a {dt.name} tensor."})

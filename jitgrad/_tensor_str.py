@@ -246,9 +246,9 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
     if t._fw_grads:  # a dual tensor (forward-mode AD): its tangent at the current level
-        from .autograd.forward_ad import unpack_dual
+        from .ops import registry
 
-        tangent = unpack_dual(t).tangent
+        tangent = registry.forward_ad.unpack_dual(t).tangent
         if tangent is not None:
             suffixes.append(f"tangent={tangent!r}")
     return add_suffixes(prefix + body, suffixes, indent)

@@ -3,6 +3,8 @@ numba-cuda device arrays (``_cuda_array.CudaArray``)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 
 class device:  # noqa: N801 - named like torch.device
     """A device such as ``device("cpu")`` or ``device("cuda", 0)``."""
@@ -71,6 +73,9 @@ def check_device(dev) -> device:
 
 _CUDA0 = device("cuda", 0)
 _LOADED: list = []
+# device type -> a function that loads its runtime or raises (a plug-in: ``jitgrad.cuda``
+# sets "cuda" at import; the CUDA runtime is a backend, far above this module)
+RUNTIME_LOADERS: dict[str, Callable[[], None]] = {}
 
 
 def cuda_runtime() -> None:
@@ -78,17 +83,10 @@ def cuda_runtime() -> None:
     ``cuda_unavailable`` when numba-cuda cannot drive a GPU (or its simulator) here."""
     if _LOADED:
         return
-    try:
-        from numba import cuda
-
-        ok = bool(cuda.is_available())
-        reason = "" if ok else "numba.cuda.is_available() is False"
-    except Exception as e:  # noqa: BLE001 - no numba-cuda, no driver, a broken toolkit
-        ok, reason = False, f"{type(e).__name__}: {e}"
-    if not ok:
-        raise cuda_unavailable(reason)
-    from .backends import cuda_eager  # noqa: F401 - installs the dispatcher's CUDA path
-
+    load = RUNTIME_LOADERS.get("cuda")
+    if load is None:  # (jitgrad.cuda comes with ``import jitgrad``)
+        raise cuda_unavailable("jitgrad.cuda is not imported")
+    load()
     _LOADED.append(True)
 
 

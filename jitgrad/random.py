@@ -9,7 +9,8 @@ import numpy as np
 
 from . import dtypes
 from .device import check_device
-from .ops.creation import _OPTS, _new, _shape, invalid_combination
+from .ops.creation import _OPTS, _shape, invalid_combination
+from .tensor import _new
 from .ops.rng import sample
 from .ops.surface import public
 

@@ -175,7 +175,7 @@ class _Reader:
 
     def _tensor(self, v: dict) -> Any:
         from .nn.parameter import Parameter
-        from .ops.creation import _new
+        from .tensor import _new
 
         k = int(v["tensor"])
         t = self.tensors.get(k)

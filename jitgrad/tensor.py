@@ -19,7 +19,10 @@ from .device import cpu as _cpu
 from ._cuda_array import CUDA0 as _CUDA0
 from ._cuda_array import TO_NUMPY as _TO_NUMPY
 from ._cuda_array import CudaArray as _CudaArray
-from .ops import registry
+from ._cuda_array import to_device as _to_device
+from .ops import registry  # (first: it loads the ops, which load _data)
+from ._data import to_array
+from ._hooks import RemovableHandle
 
 
 class Size(tuple):
@@ -58,6 +61,8 @@ class Tensor:
     _view_nograd = False  # a view made in no_grad mode (torch forbids rebasing those)
 
     def _init(self, data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False) -> None:
+        """Sets the fields of an allocated tensor (a subclass's, or ``Tensor(data)``'s); a plain
+        tensor is made by ``_make``, which sets the same four fields."""
         self._data = data
         self._dtype = dt
         self._vc = [0]
@@ -66,9 +71,7 @@ class Tensor:
             self._requires_grad = True
 
     def __init__(self, data: Any = None, *, dtype: dtypes.dtype | None = None) -> None:
-        from .ops.creation import _to_array
-
-        arr, dt = _to_array([] if data is None else data, dtype)
+        arr, dt = to_array([] if data is None else data, dtype)
         self._init(arr, dt)
 
     # ------------------------------------------------------------------ metadata
@@ -243,8 +246,6 @@ class Tensor:
 
     def register_hook(self, hook: Callable) -> Any:
         """Registers ``hook(grad) -> Tensor | None``, called with this tensor's gradient."""
-        from .autograd.node import RemovableHandle
-
         if not self.requires_grad:
             raise RuntimeError(
                 "cannot register a hook on a tensor that doesn't require gradient")
@@ -252,12 +253,12 @@ class Tensor:
             return self._grad_fn._register_tensor_prehook(self._output_nr, hook)
         if self._hooks is None:
             self._hooks = {}
+        if self._accumulator is not None:  # (the engine runs a hooked node on tensors)
+            self._accumulator._hooked = True
         return RemovableHandle(self._hooks, hook)
 
     def register_post_accumulate_grad_hook(self, hook: Callable) -> Any:
         """Registers ``hook(tensor)``, called after the gradient is accumulated into ``.grad``."""
-        from .autograd.node import RemovableHandle
-
         if self._grad_fn is not None:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors")
@@ -268,22 +269,19 @@ class Tensor:
     def _get_accumulator(self):
         acc = self._accumulator
         if acc is None:
-            from .autograd.node import AccumulateGrad
-
-            acc = self._accumulator = AccumulateGrad(self)
+            acc = self._accumulator = graph.AccumulateGrad(self)
         return acc
 
     def backward(self, gradient: Tensor | None = None, retain_graph: bool | None = None,
                  create_graph: bool = False, inputs: Any = None) -> None:
         """Computes the gradient of this tensor w.r.t. graph leaves (see ``autograd.backward``)."""
-        _autograd().backward(self, gradient, retain_graph, create_graph, inputs=inputs)
+        graph.backward(self, gradient, retain_graph, create_graph, inputs=inputs)
 
     def detach(self) -> Tensor:
         """A new tensor sharing this one's data and version counter, outside the graph."""
         if self._trace is not None:
             return registry.apply(registry.OPS["detach"], self)
-        t = Tensor.__new__(Tensor)
-        t._init(self._data, self._dtype)
+        t = _make(self._data, self._dtype)
         t._vc = self._vc
         if self._is_inference:
             t._is_inference = True
@@ -303,9 +301,7 @@ class Tensor:
 
     @property
     def data(self) -> Tensor:
-        t = Tensor.__new__(Tensor)
-        t._init(self._data, self._dtype)
-        return t
+        return _make(self._data, self._dtype)
 
     @data.setter
     def data(self, value: Tensor) -> None:
@@ -517,8 +513,9 @@ def _refresh_view(t: Tensor) -> None:
 
 
 def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
-    t = Tensor.__new__(Tensor)
-    t._init(data, getattr(dtypes, dtype_name), requires_grad)
+    t = _make(data, getattr(dtypes, dtype_name))
+    if requires_grad:
+        t._requires_grad = True
     return t
 
 
@@ -538,16 +535,49 @@ def _format(t: Tensor) -> str:
     return tensor_repr(t)
 
 
+_new_object = object.__new__
+
+
+def _make(data: Any, dt: dtypes.dtype, grad_fn: Any = None) -> Tensor:
+    """The tensor constructor of jitgrad's own code: a ``Tensor`` on array ``data`` (NumPy or
+    cuda) of dtype ``dt``, with a fresh version counter and ``grad_fn`` (None: not an output of
+    a recorded op). It sets the four fields every tensor has (the rest are class-level
+    defaults until written) and nothing else: eager mode makes one per op."""
+    t = _new_object(Tensor)
+    t._data = data
+    t._dtype = dt
+    t._vc = [0]
+    t._grad_fn = grad_fn
+    return t
+
+
+def _new(data: Any, dt: dtypes.dtype, requires_grad: bool = False, device: Any = None) -> Tensor:
+    """A new leaf tensor made by a factory (``tensor``, ``zeros``, a legacy constructor, ...):
+    on ``device`` (the array is made on the host and copied once), requiring grad if asked
+    (only floating and complex dtypes may), an inference tensor in inference mode."""
+    if device is not None and device.type == "cuda":
+        data = _to_device(data)
+    t = _make(data, dt)
+    if requires_grad:
+        if not (dt.is_floating_point or dt.is_complex):  # torch's factory text (capitalized)
+            raise RuntimeError(
+                "Only Tensors of floating point and complex dtype can require gradients")
+        t.requires_grad_(True)
+    if registry.state.inference:
+        t._is_inference = True
+    return t
+
+
+class _GraphSlots:
+    """What a tensor uses of the autograd graph built on it, filled in by the layers above at
+    import (tensor data comes first, the graph after): ``AccumulateGrad`` (by
+    ``autograd.node``) and ``backward`` (``autograd.backward``, by ``jitgrad.autograd``)."""
+
+    AccumulateGrad: Any = None
+    backward: Any = None
+
+
+graph = _GraphSlots()
+
 registry.Tensor = Tensor
-
-
-def _autograd():
-    global _autograd_module
-    if _autograd_module is None:
-        from . import autograd
-
-        _autograd_module = autograd
-    return _autograd_module
-
-
-_autograd_module = None
+registry.make = _make

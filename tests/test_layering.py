@@ -22,18 +22,18 @@ PKG_DIR = os.path.dirname(jitgrad.__file__)
 # (layer, module prefixes), bottom-up; the longest matching prefix decides
 LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
-              "jitgrad._config",
+              "jitgrad._config", "jitgrad._hooks",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields"]),
     ("registry", ["jitgrad.ops.registry"]),
-    ("tensor", ["jitgrad.tensor", "jitgrad._tensor_str", "jitgrad._legacy"]),
+    ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy"]),
     ("graph", ["jitgrad.autograd.node", "jitgrad.autograd.engine", "jitgrad.autograd.op_node",
                "jitgrad.autograd.saved_values", "jitgrad.autograd.grad_mode",
                "jitgrad.autograd.anomaly", "jitgrad.autograd.graph",
-               "jitgrad.autograd.rule_programs", "jitgrad.autograd.function",
-               "jitgrad.autograd._decorator"]),
+               "jitgrad.autograd.rule_programs", "jitgrad.autograd._decorator"]),
     ("ops", ["jitgrad.ops", "jitgrad.random"]),
+    # (autograd.function: custom Functions, built on the graph, with forward-mode AD rules)
     ("api", ["jitgrad", "jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
              "jitgrad.viz", "jitgrad.distributed"]),
@@ -52,23 +52,12 @@ KNOWN_UPWARD = {
     # below the autograd graph, or the engine take them as a plug-in)
     ("jitgrad.autograd.rule_programs", "jitgrad.backends.pycode"),
     ("jitgrad.autograd.rule_programs", "jitgrad.jit.trace"),
-    # tensor data reaches up into the graph (hooks, backward) and the ops (factories)
-    ("jitgrad.tensor", "jitgrad.autograd"),
-    ("jitgrad.tensor", "jitgrad.autograd.node"),
-    ("jitgrad.tensor", "jitgrad.ops.creation"),
-    ("jitgrad._legacy", "jitgrad.ops.creation"),
-    ("jitgrad._tensor_str", "jitgrad.autograd.forward_ad"),
-    # the graph builds values with ops (zeros for missing gradients) and forward-mode AD
-    ("jitgrad.autograd.node", "jitgrad.ops.creation"),
-    ("jitgrad.autograd.function", "jitgrad.ops.creation"),
-    ("jitgrad.autograd.function", "jitgrad.autograd.forward_ad"),
-    ("jitgrad.ops.inplace", "jitgrad.autograd.forward_ad"),
     # a fused kernel's reference semantics run by the interpreter; numba's self-check
     ("jitgrad.jit.passes.fuse", "jitgrad.backends.interpreter"),
     ("jitgrad.backends.numba_cpu", "jitgrad.jit.check"),
-    # the first cuda device loads the CUDA runtime (eager kernels need the renderer); a
-    # plug-in slot set by the user's first import of jitgrad.cuda would remove it
-    ("jitgrad.device", "jitgrad.backends.cuda_eager"),
+    # jitgrad.cuda loads the CUDA runtime (a backend: eager kernels need the renderer) when a
+    # cuda device is first asked for (device.py, in the base layer, calls it as a plug-in)
+    ("jitgrad.cuda", "jitgrad.backends.cuda_eager"),
 }
 
 
@@ -150,6 +139,27 @@ def test_the_fixed_cycles_stay_fixed():
             assert not any(t.startswith("jitgrad.jit") for t in targets), (mod, targets)
     assert not any(t.startswith("jitgrad.autograd") for t in graph["jitgrad.backends.interpreter"])
     assert "jitgrad.jit.errors" not in graph
+    # tensor data reaches the graph and the factories through slots set from above; the base
+    # layer's device reaches the CUDA runtime through jitgrad.cuda's plug-in
+    for mod in ("jitgrad.tensor", "jitgrad._legacy", "jitgrad._tensor_str", "jitgrad._data"):
+        assert not any(t.startswith(("jitgrad.autograd", "jitgrad.ops.creation"))
+                       for t in graph[mod]), (mod, graph[mod])
+    assert not any(t.startswith("jitgrad.backends") for t in graph["jitgrad.device"])
+    # the ops' public surface imports no op module (the op modules import it)
+    assert not any(t.startswith("jitgrad.ops.") and t != "jitgrad.ops.registry"
+                   for t in graph["jitgrad.ops.surface"]), graph["jitgrad.ops.surface"]
+
+
+def test_the_slots_are_filled_by_importing_jitgrad():
+    from jitgrad.autograd.node import AccumulateGrad
+    from jitgrad.device import RUNTIME_LOADERS
+    from jitgrad.ops import registry
+    from jitgrad.tensor import Tensor, _make, graph
+
+    assert graph.AccumulateGrad is AccumulateGrad
+    assert graph.backward is jitgrad.autograd.backward
+    assert registry.make is _make and registry.Tensor is Tensor
+    assert callable(RUNTIME_LOADERS["cuda"])
 
 
 def test_the_graph_sees_function_level_imports():

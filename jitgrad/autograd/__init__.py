@@ -10,6 +10,7 @@ import numpy as np
 
 from ..ops.creation import _new, ones
 from ..tensor import Tensor
+from ..tensor import graph as _tensor_graph
 from . import graph
 from .anomaly import detect_anomaly, set_detect_anomaly
 from .engine import gradient_edge, run_backward
@@ -288,6 +289,9 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+_tensor_graph.backward = backward  # Tensor.backward (tensor data sits below the graph)
 
 
 def __getattr__(name: str) -> Any:

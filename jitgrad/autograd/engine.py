@@ -17,11 +17,10 @@ import numpy as np
 
 from ..ops import registry
 from ..ops.registry import state
-from ..tensor import Tensor, _refresh_view
+from ..tensor import Tensor, _make, _refresh_view
 from .node import AccumulateGrad, Node, _anomaly, as_tensor
 
 
-_new = object.__new__
 _ndarray = np.ndarray
 
 
@@ -49,15 +48,14 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
         if node in needed:
             _add_to_buffer(buffers, node, nr, g._data if raw and g is not None else g)
     captured: list = [None] * len(inputs or ())
-    prev = state.grad_enabled
-    state.grad_enabled = create_graph
     restrict = targets is not None  # only nodes on a path to an input run
-
     release = not retain_graph
+    add = _add_arrays if raw else _add_tensors
 
     def run(node: Node, grads: list) -> Any:
-        if raw and not node._hooked and not (restrict and node in targets) \
-                and not (type(node) is AccumulateGrad and node.variable._hooks):
+        """One node's backward: the array lane (``apply_arrays``) when gradients travel as
+        arrays, unless hooks or a capture must see tensors."""
+        if raw and not node._hooked and not (restrict and node in targets):
             return node.apply_arrays(grads, release)
         if raw:
             out = _unwrap(_run_node(node, _wrap(grads), capture, captured, needed, accumulate))
@@ -67,41 +65,26 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
             node._release()
         return out
 
-    fast = raw and not restrict
+    prev = state.grad_enabled
+    state.grad_enabled = create_graph
     try:
         for node in order:  # newest first: every node runs after all its consumers
             grads = buffers.pop(node, None)
             if grads is None:  # no gradient reached it (or a leaf's, already accumulated)
                 continue
-            if fast and not node._hooked and type(node) is not AccumulateGrad:
-                out = node.apply_arrays(grads, release)  # the common case of ``run``, inlined
-            else:
-                out = run(node, grads)
-            for edge, g in zip(node._next, out):
-                if edge is None:
+            for edge, g in zip(node._next, run(node, grads)):
+                if edge is None or restrict and edge[0] not in needed:
                     continue
                 nxt, nr = edge
-                if restrict and nxt not in needed:
-                    continue
-                if g is not None:
+                if g is not None:  # route it, summing where gradients meet
                     buf = buffers.get(nxt)
                     if buf is None:
                         buf = buffers[nxt] = [None] * nxt.n_outputs
                         buf[nr] = g
-                    elif buf[nr] is None:
-                        buf[nr] = g
-                    elif raw:
-                        a = buf[nr]
-                        if a.dtype is g.dtype and a.shape == g.shape:
-                            a = a + g  # (a NumPy scalar for 0-d arrays)
-                            buf[nr] = a if type(a) is _ndarray else np.asarray(a)
-                        else:
-                            buf[nr] = _sum_arrays(a, g)
                     else:
-                        buf[nr] = _sum_grads(buf[nr], g, create_graph)
+                        buf[nr] = g if buf[nr] is None else add(buf[nr], g)
                 if type(nxt) is AccumulateGrad:  # a leaf's runs once all its producers ran
-                    left = pending[nxt] - 1
-                    pending[nxt] = left
+                    left = pending[nxt] = pending[nxt] - 1
                     if left == 0 and nxt in buffers:
                         run(nxt, buffers.pop(nxt))
     finally:
@@ -147,28 +130,24 @@ def _unwrap(out: Any) -> list:
     return [None if g is None else g._data for g in out]
 
 
-def _sum_arrays(a: Any, b: Any) -> Any:
-    """Two gradient arrays flowing into the same input, summed as the ``add`` op would (the
-    engine adds two arrays of one dtype and shape itself)."""
-    if a.dtype == b.dtype and a.shape == b.shape:
-        return np.asarray(a + b)
+def _add_arrays(a: Any, b: Any) -> Any:
+    """Two gradient arrays flowing into the same input, summed as the ``add`` op would (two
+    arrays of one dtype and shape are added directly, others through the op)."""
+    if a.dtype is b.dtype and a.shape == b.shape:
+        c = a + b  # (a NumPy scalar for 0-d arrays)
+        return c if type(c) is _ndarray else np.asarray(c)
     return (as_tensor(a) + as_tensor(b))._data
 
 
-def _sum_grads(a: Any, b: Any, create_graph: bool) -> Any:
-    """``a + b`` for two gradients flowing into the same input. Without ``create_graph`` two
-    eager gradients of one dtype and shape are plain arrays to add (nothing records): the same
-    result as the ``add`` op, without its dispatch."""
-    if not create_graph and type(a) is Tensor and type(b) is Tensor and a._dtype is b._dtype \
-            and a._data.shape == b._data.shape \
-            and type(a._data) is np.ndarray:  # (eager: tracers are a subclass)
+def _add_tensors(a: Any, b: Any) -> Any:
+    """``a + b`` for two gradient tensors flowing into the same input. Without ``create_graph``
+    (grad mode off while the engine runs) two eager gradients of one dtype and shape are plain
+    arrays to add (nothing records): the same result as the ``add`` op, without its dispatch."""
+    if not state.grad_enabled and type(a) is Tensor and type(b) is Tensor \
+            and a._dtype is b._dtype and a._data.shape == b._data.shape \
+            and type(a._data) is _ndarray:  # (eager: tracers are a subclass)
         data = np.add(a._data, b._data)
-        t = _new(Tensor)  # Tensor._init, inlined
-        t._data = data if type(data) is np.ndarray else np.asarray(data)
-        t._dtype = a._dtype
-        t._vc = [0]
-        t._grad_fn = None
-        return t
+        return _make(data if type(data) is _ndarray else np.asarray(data), a._dtype)
     return a + b
 
 
@@ -198,12 +177,10 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[list, set, dict]:
     them the highest priority), or else last.
     """
     seen = set(root_nodes)
-    order = []
     pending: dict = {}
     stack = list(root_nodes)
     while stack:
         node = stack.pop()
-        order.append(node)
         for edge in node._next:
             if edge is not None:
                 nxt = edge[0]
@@ -212,7 +189,7 @@ def _discover(root_nodes: list, targets: set | None) -> tuple[list, set, dict]:
                     stack.append(nxt)
                 if type(nxt) is AccumulateGrad:
                     pending[nxt] = pending.get(nxt, 0) + 1
-    order.sort(key=_seq_of, reverse=True)  # (AccumulateGrad's is -1: last)
+    order = sorted(seen, key=_seq_of, reverse=True)  # (AccumulateGrad's is -1: last)
     if targets is None:
         return order, seen, pending
     # A node is needed if it is a target or feeds a needed node: one sweep, oldest first.

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..ops import registry
 from .forward_ad import fw_disabled, function_jvp, has_tangent
-from .node import FREED, Node, SavedTensor, _anomaly, _edge
+from .node import FREED, Node, SavedTensor, _anomaly, _edge, _zeros
 
 __all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
 
@@ -77,9 +77,7 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grad_outputs: list) -> tuple:
         if self.materialize_grads:
-            from ..ops.creation import zeros
-
-            grad_outputs = [g if g is not None or m is None else zeros(m.shape, dtype=m.dtype)
+            grad_outputs = [g if g is not None or m is None else _zeros(m)
                             for g, m in zip(grad_outputs, self._out_meta)]
         cls = self._forward_cls
         backward_fn = cls.vjp if cls.vjp is not Function.vjp else cls.backward

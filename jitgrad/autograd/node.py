@@ -12,33 +12,17 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+import numpy as np
+
+from .. import tensor as _tensor
+from .._hooks import RemovableHandle as RemovableHandle  # (re-exported: hooks' handle)
 from ..dtypes import _BY_NUMPY
 from ..ops import registry
+from ..tensor import Tensor, _make, _new, _refresh_view
 
 _sequence = itertools.count()
-_new = object.__new__
+_new_object = object.__new__
 _NO_EDGE = (None, 0)
-_handle_ids = itertools.count()
-
-
-class RemovableHandle:
-    """Returned by ``register_hook``-style calls; ``remove()`` unregisters the hook."""
-
-    __slots__ = ("_hooks", "id")
-
-    def __init__(self, hooks: dict, hook: Callable) -> None:
-        self.id = next(_handle_ids)
-        self._hooks = hooks
-        hooks[self.id] = hook
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-
-    def __enter__(self) -> RemovableHandle:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.remove()
 
 
 class Node:
@@ -154,6 +138,17 @@ def _short_name(node: Node | None) -> str:
     return re.sub(r"Backward\d*$", "", name)
 
 
+def check_version(vc: list, expected: int, data: Any, dt: Any, producer: Any) -> None:
+    """The saved-value check, the one place that makes its error: a value saved for backward
+    at version ``expected`` of version counter ``vc`` must be unchanged, else torch's error
+    naming it (``data``: its array, None if unknown) and ``producer``, the node that made it
+    (for a saved input: the input's ``grad_fn`` now; a name for a compiled function's)."""
+    if vc[0] != expected:
+        name = producer if type(producer) is str else _short_name(producer)
+        desc = describe(data, dt) if data is not None else "tensor"
+        raise version_error(desc, name, vc[0], expected)
+
+
 def version_error(tensor_desc: str, producer: str, found: int, expected: int) -> RuntimeError:
     clause = f", which is output 0 of {producer}," if producer else ""
     return RuntimeError(
@@ -228,10 +223,9 @@ class SavedTensor:
                 data = value if self._is_output else value._data
             else:
                 data = getattr(value, "_data", None)
-            desc = describe(data, self._dtype) if data is not None else "tensor"
             # torch names the saved tensor's current producer (an in-place op rebased it)
             producer = node if self._is_output else getattr(value, "_grad_fn", None)
-            raise version_error(desc, _short_name(producer), vc[0], self._version)
+            check_version(vc, self._version, data, self._dtype, producer)
         if self._unpack is not None:
             value = self._unpack(self._value)
             if self._is_output:
@@ -279,11 +273,7 @@ def _with_origin(value: Any, origin: tuple) -> Any:
     """An unpacked value as a tensor with the saved tensor's place in the graph (its grad_fn,
     or, for a leaf, its gradient accumulator), so gradients of gradients reach the original."""
     grad_fn, output_nr, accumulator = origin
-    t = _new(registry.Tensor)
-    t._data = value._data
-    t._dtype = value._dtype
-    t._vc = [0]
-    t._grad_fn = grad_fn
+    t = _make(value._data, value._dtype, grad_fn)
     if grad_fn is not None:
         t._output_nr = output_nr
     elif accumulator is not None:
@@ -295,11 +285,7 @@ def _with_origin(value: Any, origin: tuple) -> Any:
 def _as_output(data, dt, node: Node, fw: Any, output_nr: int = 0) -> Any:
     """A saved output, unpacked: a fresh tensor on its array whose ``grad_fn`` is its node and
     whose ``output_nr`` is the output it was (what a gradient reaching it flows back into)."""
-    t = _new(registry.Tensor)  # Tensor._init, inlined
-    t._data = data
-    t._dtype = dt
-    t._vc = [0]
-    t._grad_fn = node
+    t = _make(data, dt, node)
     if output_nr:
         t._output_nr = output_nr
     if fw is not None:  # its forward-AD tangents (only then: the attribute costs a __dict__)
@@ -309,16 +295,11 @@ def _as_output(data, dt, node: Node, fw: Any, output_nr: int = 0) -> Any:
 
 def as_tensor(data: Any) -> Any:
     """A gradient array as a tensor (its dtype read off the array)."""
-    t = _new(registry.Tensor)  # Tensor._init, inlined
-    t._data = data
-    t._dtype = _BY_NUMPY[data.dtype]
-    t._vc = [0]
-    t._grad_fn = None
-    return t
+    return _make(data, _BY_NUMPY[data.dtype])
 
 
 def _meta(shape: tuple, dt: Any) -> registry.Meta:
-    m = _new(registry.Meta)  # Meta(shape, dtype), without the class call
+    m = _new_object(registry.Meta)  # Meta(shape, dtype), without the class call
     m.shape = shape
     m.dtype = dt
     return m
@@ -327,7 +308,7 @@ def _meta(shape: tuple, dt: Any) -> registry.Meta:
 def saved_raw(value: Any, vc: Any, version: int, is_output: bool, dt: Any) -> SavedTensor:
     """A SavedTensor over a value already kept elsewhere (a uniform node's input or result),
     with no hooks: ``value`` is the tensor (an input) or its array (an output, output 0)."""
-    s = _new(SavedTensor)
+    s = _new_object(SavedTensor)
     s._value, s._vc, s._version, s._dtype = value, vc, version, dt
     s._is_output, s._output_nr, s._unpack, s._fw = is_output, 0, None, None
     return s
@@ -338,7 +319,7 @@ def _save(tensor: Any, is_output: bool) -> SavedTensor:
     tensor) without the class call and its checks."""
     if saved_tensor_hooks_stack or tensor._is_inference:
         return SavedTensor(tensor, is_output)
-    s = _new(SavedTensor)
+    s = _new_object(SavedTensor)
     vc = s._vc = tensor._vc
     s._version = vc[0]
     s._is_output = is_output
@@ -354,28 +335,42 @@ def _save(tensor: Any, is_output: bool) -> SavedTensor:
     return s
 
 
-def _refresh_view(t: Any) -> None:
-    from ..tensor import _refresh_view as refresh
-
-    refresh(t)
-
-
 def _zeros(meta: registry.Meta) -> Any:
-    from ..ops.creation import zeros
+    """``zeros(meta.shape, dtype=meta.dtype)``: the gradient of an output that got none."""
+    return _new(np.zeros(meta.shape, dtype=meta.dtype.np), meta.dtype)
 
-    return zeros(meta.shape, dtype=meta.dtype)
+
+def edges_of(args: tuple) -> tuple[list, int]:
+    """The edges of a node recording an op on ``args``, one per argument: ``(grad_fn,
+    output_nr)`` of a tensor with a history, its ``AccumulateGrad``'s edge for a leaf that
+    requires grad, None otherwise (a tensor that needs no gradient, a number); and the mask of
+    the arguments with an edge (bit i: argument i needs a gradient). A view whose base was
+    changed in place gets its new history first."""
+    edges = []
+    mask = 0
+    bit = 1
+    for a in args:
+        if type(a) is Tensor or isinstance(a, Tensor):  # (parameters are a subclass)
+            if a._base is not None and a._vc[0] != a._view_version:
+                _refresh_view(a)  # its base changed in place: a new history
+            fn = a._grad_fn
+            if fn is not None:
+                edges.append((fn, a._output_nr))
+                mask |= bit
+            elif a._requires_grad:
+                edges.append((a._accumulator or a._get_accumulator()).edge)
+                mask |= bit
+            else:
+                edges.append(None)
+        else:
+            edges.append(None)
+        bit += bit
+    return edges, mask
 
 
 def _edge(a: Any) -> tuple | None:
-    if not isinstance(a, registry.Tensor):
-        return None
-    if a._base is not None and a._vc[0] != a._view_version:
-        _refresh_view(a)
-    if a._grad_fn is not None:
-        return (a._grad_fn, a._output_nr)
-    if a._requires_grad:
-        return (a._get_accumulator(), 0)
-    return None
+    """The edge of one argument (see ``edges_of``)."""
+    return edges_of((a,))[0][0]
 
 
 class AccumulateGrad(Node):
@@ -388,6 +383,8 @@ class AccumulateGrad(Node):
         self._seq = -1  # the engine runs it once all its producers ran, else last
         self.variable = variable
         self.edge = (self, 0)  # the edge into it, shared by all the leaf's consumers
+        if variable._hooks:  # the leaf's hooks are this node's tensor pre-hooks
+            self._hooked = True
 
     def _tensor_pre_hooks(self, output_nr: int) -> list:
         hooks = self.variable._hooks
@@ -427,11 +424,7 @@ class AccumulateGrad(Node):
         if grad is not None and grad.requires_grad or var._post_acc_hooks:
             return self.apply([as_tensor(g)])
         if grad is None:  # gradients may alias each other or user tensors: copy once
-            grad = var._grad = _new(registry.Tensor)
-            grad._data = g.copy()
-            grad._dtype = _BY_NUMPY[g.dtype]
-            grad._vc = [0]
-            grad._grad_fn = None
+            var._grad = _make(g.copy(), _BY_NUMPY[g.dtype])
         else:
             grad._data += g
         return ()
@@ -439,9 +432,7 @@ class AccumulateGrad(Node):
 
 def _fresh(g: Any) -> Any:
     # Gradients flowing through the graph may alias each other or user tensors: copy once.
-    t = registry.Tensor.__new__(registry.Tensor)
-    t._init(g._data.copy(), g._dtype)
-    return t
+    return _make(g._data.copy(), g._dtype)
 
 
 class _AnomalyState:
@@ -463,3 +454,6 @@ class _AnomalyState:
 
 _anomaly = _AnomalyState()
 
+
+
+_tensor.graph.AccumulateGrad = AccumulateGrad

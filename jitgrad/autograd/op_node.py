@@ -12,6 +12,7 @@ saved values.
 from __future__ import annotations
 
 from collections import defaultdict
+from types import FunctionType as _FunctionType
 from typing import Any
 
 from ..ops import registry
@@ -25,15 +26,13 @@ from .node import (
     saved_raw,
     _as_output,
     _meta,
-    _new,
-    _refresh_view,
+    _new_object,
     _save,
     _sequence,
-    _short_name,
     _zeros,
-    describe,
+    check_version,
+    edges_of,
     saved_tensor_hooks_stack,
-    version_error,
 )
 
 _NO_PARAMS: dict = {}
@@ -50,25 +49,13 @@ class OpNode(Node):
     def record(op: registry.OpDef, args: tuple, params: dict, outputs: tuple) -> OpNode:
         """Creates the node of one op call and makes it the ``grad_fn`` of its outputs."""
         Tensor = registry.Tensor
-        edges = []  # one per input: (node, output_nr), or None if it needs no gradient
-        for a in args:
-            if isinstance(a, Tensor):
-                if a._base is not None and a._vc[0] != a._view_version:
-                    _refresh_view(a)  # its base changed in place: a new history
-                fn = a._grad_fn
-                if fn is not None:
-                    edges.append((fn, a._output_nr))
-                    continue
-                if a._requires_grad:
-                    edges.append((a._accumulator or a._get_accumulator()).edge)
-                    continue
-            edges.append(None)
+        edges = edges_of(args)[0]  # one per input: (node, output_nr), or None (no gradient)
         # Shape and dtype of the output(s): one Meta for a single output, which inputs of the
         # same shape and dtype share (one object, not one per input: records stay light).
         single = len(outputs) == 1
         if single:
             o = outputs[0]
-            out_meta = _new(registry.Meta)  # _meta(shape, dtype), inlined
+            out_meta = _new_object(registry.Meta)  # _meta(shape, dtype), inlined
             out_meta.shape = out_shape = o._data.shape
             out_meta.dtype = out_dtype = o._dtype
         else:
@@ -93,8 +80,8 @@ class OpNode(Node):
                 else:
                     inputs.append(_meta(shape, a._dtype))
             i += 1
-        node = _new(OpNode)
-        node._next = node._needs = tuple(edges)  # (an input needs a gradient iff it has an edge)
+        node = _new_object(OpNode)
+        node._next = node._needs = edges  # (an input needs a gradient iff it has an edge)
         node._seq = next(_sequence)
         node._freed = False
         node.op = op
@@ -225,16 +212,20 @@ class UniformNode(OpNode):
     """
 
     __slots__ = ("_versions", "_key")
+    # the same for every uniform node (class-level: not set per record)
+    params = _NO_PARAMS
+    n_outputs = 1
+    _out_meta = None  # (made from the key when asked for)
 
     @staticmethod
     def record(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
         """Records ``result = op(*args)``, which the dispatcher has checked: tensor arguments of
-        one dtype, no params, one output. Falls back to ``OpNode.record`` for broadcasting (and
-        for saved-tensor hooks, forward AD and inference tensors); records nothing if no input
-        needs a gradient."""
+        one dtype, no params, one output, no forward-AD level active. Falls back to
+        ``OpNode.record`` for broadcasting (and for saved-tensor hooks and inference tensors);
+        records nothing if no input needs a gradient."""
         data = result._data
         dt = result._dtype
-        if args[0]._dtype is not dt or saved_tensor_hooks_stack or registry.fw_hook is not None:
+        if args[0]._dtype is not dt or saved_tensor_hooks_stack:
             return _record_general(op, args, result)
         if len(args) == 2:  # (a pointwise op's result has the shape of its one input)
             shape = args[0]._data.shape
@@ -242,22 +233,7 @@ class UniformNode(OpNode):
                 return _record_general(op, args, result)  # broadcasting
         else:
             shape = data.shape
-        edges = []
-        mask = 0
-        bit = 1
-        for a in args:
-            if a._base is not None and a._vc[0] != a._view_version:
-                _refresh_view(a)  # its base changed in place: a new history
-            fn = a._grad_fn
-            if fn is not None:
-                edges.append((fn, a._output_nr))
-                mask |= bit
-            elif a._requires_grad:
-                edges.append((a._accumulator or a._get_accumulator()).edge)
-                mask |= bit
-            else:
-                edges.append(None)
-            bit += bit
+        edges, mask = edges_of(args)
         if not mask:  # no input needs a gradient: nothing to record
             return None
         plan = SAVE_PLANS[op].get(mask)
@@ -278,14 +254,11 @@ class UniformNode(OpNode):
                     versions.append(a._vc[0])
         else:
             inputs = versions = None
-        node = _new(UniformNode)
-        node._next = node._needs = tuple(edges)
+        node = _new_object(UniformNode)
+        node._next = node._needs = edges
         node._seq = next(_sequence)
         node._freed = False
         node.op = op
-        node.params = _NO_PARAMS
-        node.n_outputs = 1
-        node._out_meta = None  # (made from the key when asked for)
         node._key = (mask, dt, shape)
         node._inputs = inputs
         node._versions = versions
@@ -296,8 +269,9 @@ class UniformNode(OpNode):
         else:
             node._out = None
             node._saved = inputs is not None
-        if dt.is_floating_point or dt.is_complex:
-            result._grad_fn = node
+        # (an input needs a gradient, so it is floating or complex, and so is the result: one
+        # dtype throughout)
+        result._grad_fn = node
         if _anomaly.enabled:
             _anomaly.record(node)
         return node
@@ -319,10 +293,7 @@ class UniformNode(OpNode):
         t = self._inputs[i]
         if type(t) is SavedTensor:  # its _raw_saved_ was asked for (it may have hooks)
             return t.unpack(self)
-        expected = self._versions[i]
-        if t._vc[0] != expected:
-            raise version_error(describe(t._data, t._dtype), _short_name(t._grad_fn), t._vc[0],
-                                expected)
+        check_version(t._vc, self._versions[i], t._data, t._dtype, t._grad_fn)
         return t
 
     def saved_output(self) -> Any:
@@ -333,8 +304,7 @@ class UniformNode(OpNode):
             return self._out.unpack(self)
         data, vc, expected = self._out
         dt = self._key[1]
-        if vc[0] != expected:
-            raise version_error(describe(data, dt), _short_name(self), vc[0], expected)
+        check_version(vc, expected, data, dt, self)
         return _as_output(data, dt, self, None)
 
     def apply(self, grad_outputs: list) -> tuple:
@@ -349,13 +319,13 @@ class UniformNode(OpNode):
                                 self._needs)
 
     def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
-        key = self._key
-        if grad_outputs[0] is not None:
-            program = PROGRAMS[self.op].get(key)
-            if type(program) is int or program is None or program is False:
-                program = rule_programs.lookup(self, key)
+        g = grad_outputs[0]
+        if g is not None:
+            program = PROGRAMS[self.op].get(self._key)
+            if type(program) is not _FunctionType:  # not built (yet), or not traceable
+                program = rule_programs.lookup(self, self._key)
             if program is not None:  # its rule program does it all
-                return program(self, grad_outputs[0], release)
+                return program(self, g, release)
         return Node.apply_arrays(self, grad_outputs, release)
 
     def _release(self) -> None:

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.creation import _new
+from ..tensor import _new
 from .process_group import ProcessGroup
 
 __all__ = ["Reducer", "assign_buckets"]

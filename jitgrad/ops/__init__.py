@@ -22,5 +22,5 @@ def install(namespace: dict, tensor_type: type) -> None:
 
     install_namespace(namespace)
     install_namespace(globals())
-    install_tensor(tensor_type)
+    install_tensor(tensor_type, inplace.inplace)
     functions.install_operators(tensor_type)

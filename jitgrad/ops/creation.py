@@ -8,73 +8,11 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from .._data import to_array as _to_array
 from ..device import check_device
+from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the ops load)
 from . import registry
 from .surface import public
-
-
-def _new(data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False, device=None):
-    if device is not None and device.type == "cuda":  # made on the host, copied once
-        from .._cuda_array import to_device
-
-        data = to_device(data)
-    t = registry.Tensor.__new__(registry.Tensor)
-    t._init(data, dt)
-    if requires_grad:
-        if not (dt.is_floating_point or dt.is_complex):  # torch's factory text (capitalized)
-            raise RuntimeError(
-                "Only Tensors of floating point and complex dtype can require gradients")
-        t.requires_grad_(True)
-    if registry.state.inference:
-        t._is_inference = True
-    return t
-
-
-def _infer_dtype(data: Any) -> dtypes.dtype:
-    if isinstance(data, np.ndarray):
-        return dtypes.from_numpy_dtype(data.dtype)
-    if isinstance(data, np.generic):
-        return dtypes.from_numpy_dtype(data.dtype)
-    arr = np.asarray(data)
-    kind = arr.dtype.kind
-    if kind == "b":
-        return dtypes.bool
-    if kind in "iu":
-        return dtypes.int64
-    if kind == "f":
-        return dtypes.get_default_dtype()
-    if kind == "c":
-        return dtypes.default_complex_dtype()
-    raise TypeError(f"Could not infer dtype of {type(data).__name__}")
-
-
-def _to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True):
-    if isinstance(data, registry.Tensor):
-        arr = data._data
-        dt = dtype or data.dtype
-        return (np.array(arr, dtype=dt.np, copy=copy) if copy or arr.dtype != dt.np else arr), dt
-    if isinstance(data, (list, tuple)) and any(isinstance(x, registry.Tensor) for x in
-                                               _flat(data)):
-        data = _nested_items(data)
-    dt = dtype or _infer_dtype(data)
-    arr = np.array(data, dtype=dt.np, copy=copy) if copy else np.asarray(data, dtype=dt.np)
-    return arr, dt
-
-
-def _flat(data):
-    for x in data:
-        if isinstance(x, (list, tuple)):
-            yield from _flat(x)
-        else:
-            yield x
-
-
-def _nested_items(data):
-    if isinstance(data, (list, tuple)):
-        return [_nested_items(x) for x in data]
-    if isinstance(data, registry.Tensor):
-        return data._data.tolist()
-    return data
 
 
 @public("tensor")
@@ -85,7 +23,7 @@ def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
     if isinstance(data, registry.Tensor) and data.is_cuda:
         data = data.cpu()
     arr, dt = _to_array(data, dtype)
-    return _new(arr, dt, requires_grad, dev)
+    return _tensor._new(arr, dt, requires_grad, dev)
 
 
 @public("as_tensor")
@@ -95,7 +33,7 @@ def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     if isinstance(data, registry.Tensor) and (dtype is None or dtype is data.dtype):
         return data if device is None else data.to(dev)
     arr, dt = _to_array(data, dtype, copy=False)
-    return _new(arr, dt, False, dev)
+    return _tensor._new(arr, dt, False, dev)
 
 
 @public("from_numpy")
@@ -103,7 +41,7 @@ def from_numpy(ndarray: np.ndarray):
     """A tensor sharing memory with ``ndarray`` (zero-copy)."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
-    return _new(ndarray, dtypes.from_numpy_dtype(ndarray.dtype))
+    return _tensor._new(ndarray, dtypes.from_numpy_dtype(ndarray.dtype))
 
 
 @public("from_dlpack")
@@ -127,12 +65,12 @@ def from_dlpack(ext_tensor: Any):
             raise TypeError(f"from_dlpack: {type(ext_tensor).__name__} is not a DLPack "
                             "object (it has no __dlpack__)")
         arr = np.from_dlpack(ext_tensor)
-        return _new(arr, dtypes.from_numpy_dtype(arr.dtype))
+        return _tensor._new(arr, dtypes.from_numpy_dtype(arr.dtype))
     check_device("cuda")
     from .._cuda_array import from_device_array
 
     data = from_device_array(ext_tensor)
-    return _new(data, dtypes.from_numpy_dtype(data.dtype))
+    return _tensor._new(data, dtypes.from_numpy_dtype(data.dtype))
 
 
 def _shape(size) -> tuple:
@@ -176,7 +114,7 @@ def _factory(fill, fname: str):
                             f"'{next(iter(kwargs))}'")
         dev = check_device(device)
         dt = dtype or dtypes.get_default_dtype()
-        return _new(fill(_size_arg(fname, size, size_kw), dt.np), dt, requires_grad, dev)
+        return _tensor._new(fill(_size_arg(fname, size, size_kw), dt.np), dt, requires_grad, dev)
     make.__name__ = make.__qualname__ = fname
     return make
 
@@ -197,7 +135,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
     dt = dtype or dtypes.scalar_dtype(fill_value)
-    return _new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad, dev)
+    return _tensor._new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad, dev)
 
 
 def _like(fn):
@@ -239,18 +177,18 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
-    return _new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
+    return _tensor._new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
 
 
 @public("linspace")
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False):
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
-    return _new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad, dev)
+    return _tensor._new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad, dev)
 
 
 @public("eye")
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
-    return _new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)
+    return _tensor._new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)

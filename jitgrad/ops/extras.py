@@ -52,7 +52,8 @@ def clone(input, *, memory_format: memory_format = preserve_format):  # noqa: A0
 def _new_factory(fill):
     def make(self, *size, dtype=None, device=None, requires_grad=False):
         from ..device import check_device
-        from .creation import _new, _shape
+        from ..tensor import _new
+        from .creation import _shape
 
         dt = dtype or self.dtype
         dev = check_device(self.device if device is None else device)  # (self's, as torch)

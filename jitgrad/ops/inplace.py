@@ -57,9 +57,8 @@ def inplace(self: Any, compute: Callable, *args: Any) -> Any:
     if recording and self._base is not None:
         return _inplace_view(self, compute, args)
     if recording:
-        snap = registry.Tensor.__new__(registry.Tensor)
-        snap._init(self._data.copy(), self._dtype, self._requires_grad)
-        snap._grad_fn, snap._output_nr = self._grad_fn, self._output_nr
+        snap = registry.make(self._data.copy(), self._dtype, self._grad_fn)
+        snap._requires_grad, snap._output_nr = self._requires_grad, self._output_nr
         snap._fw_grads = self._fw_grads
         new = compute(snap, *args)
     else:
@@ -71,8 +70,7 @@ def inplace(self: Any, compute: Callable, *args: Any) -> Any:
             state.grad_enabled = prev
     _write(self, new)
     if registry.fw_hook is not None:  # forward-mode AD: self takes the result's tangent
-        from ..autograd.forward_ad import transfer_tangent
-
+        transfer_tangent = registry.forward_ad.transfer_tangent
         transfer_tangent(new, self)
         if self._base is not None:  # and the base's tangent changes in the view's region
             base_snap = _snapshot(self._base)
@@ -127,11 +125,10 @@ def _write(self: Any, new: Any) -> None:
 
 def _snapshot(t: Any) -> Any:
     """A copy of ``t``'s values that stands for ``t`` in the graph (same history)."""
-    snap = registry.Tensor.__new__(registry.Tensor)
     data = t._data.copy() if type(t._data) is not np.ndarray else \
         np.array(t._data, copy=True, order="K")
-    snap._init(data, t._dtype, t._requires_grad)
-    snap._grad_fn, snap._output_nr = t._grad_fn, t._output_nr
+    snap = registry.make(data, t._dtype, t._grad_fn)
+    snap._requires_grad, snap._output_nr = t._requires_grad, t._output_nr
     return snap
 
 
@@ -160,8 +157,7 @@ def _inplace_view(self: Any, compute: Callable, args: tuple) -> Any:
     base_snap._fw_grads = base._fw_grads
     new_base = registry.apply(COPY_SLICES, base_snap, value, chain=self._view_chain)
     if registry.fw_hook is not None:  # forward-mode AD: both take their new tangents
-        from ..autograd.forward_ad import transfer_tangent
-
+        transfer_tangent = registry.forward_ad.transfer_tangent
         transfer_tangent(new, self)
         transfer_tangent(new_base, base)
     base._grad_fn, base._output_nr = new_base._grad_fn, new_base._output_nr

@@ -119,8 +119,8 @@ class OpDef:
         # generic rule of ``kind``, else a loop over the batch
         self.batch = batch
         self.program = program
-        # A pointwise op whose result dtype follows its category alone (set by ``defop``): the
-        # dispatcher's fast path for same-dtype tensor operands.
+        # A pointwise op whose result dtype follows its category alone and whose output is no
+        # view (set by ``defop``): the dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
         self.save_if = save_if
         self.empty_forbidden = empty_forbidden
@@ -157,7 +157,7 @@ def defop(name: str, impl: Callable, **fields: Any) -> OpDef:
             raise ValueError(f"op {name!r}: a non-pointwise op needs a meta (shape/dtype) rule")
         op.meta = _pointwise_meta(op)
     op.by_category = op.kind == POINTWISE and not op.nonpromoted \
-        and hasattr(op.meta, "by_category")
+        and hasattr(op.meta, "by_category") and not op.view  # (detach: its output is a view)
     OPS[name] = op
     return op
 
@@ -200,14 +200,26 @@ def broadcast_shapes(*shapes: tuple) -> tuple:
     return tuple(out)
 
 
+def category_dtype(promote: str, dt: dtypes.dtype) -> dtypes.dtype | None:
+    """The result dtype of a pointwise op of category ``promote`` computing in ``dt``, its
+    operands' promoted dtype: ``dt`` itself (SAME; FLOAT on a floating or complex dtype), bool
+    (BOOL), or None where the op computes in another dtype (FLOAT on integers and bool: the
+    default float dtype). The one rule; ``compute_dtype`` and the dispatcher's fast paths ask
+    it."""
+    if promote == SAME:
+        return dt
+    if promote == BOOL:
+        return dtypes.bool
+    return dt if dt.is_floating_point or dt.is_complex else None
+
+
 def compute_dtype(op: OpDef, args: tuple) -> tuple[dtypes.dtype, dtypes.dtype]:
     """(dtype the op computes in, dtype of its result) for a pointwise op, by torch's rules."""
     promoted = dtypes.result_type(*(a for i, a in enumerate(args) if i not in op.nonpromoted))
-    if op.promote == BOOL:
-        return promoted, dtypes.bool
-    if op.promote == FLOAT and not (promoted.is_floating_point or promoted.is_complex):
-        promoted = dtypes.get_default_dtype()
-    return promoted, promoted
+    out = category_dtype(op.promote, promoted)
+    if out is None:  # FLOAT on integers: computed in the default float dtype
+        promoted = out = dtypes.get_default_dtype()
+    return promoted, out
 
 
 def _pointwise_meta(op: OpDef) -> Callable:
@@ -231,8 +243,10 @@ class _DispatchState(threading.local):
 
 state = _DispatchState()
 
-# Filled in by jitgrad.tensor and jitgrad.autograd.node at import (they import this module).
+# Filled in by jitgrad.tensor and jitgrad.autograd.op_node at import (they import this module):
+# the Tensor class, its constructor ``make(data, dtype)`` and the nodes that ``apply`` records.
 Tensor: Any = None
+make: Any = None
 OpNode: Any = None
 UniformNode: Any = None
 
@@ -245,6 +259,10 @@ LINEAR = "linear"  # affine in its floating inputs: apply the op to the tangents
 BILINEAR = "bilinear"  # op(a, b) linear in each input: op(ta, b) + op(a, tb)
 ELEMENTWISE = "elementwise"  # pointwise with a tuple VJP: sum_i conj(vjp_i(conj(t_i)))
 fw_hook: Any = None
+# The forward-AD module itself, set when it is imported: what in-place ops (a written tensor
+# takes the result's tangent) and printing (a dual tensor's tangent) use of it, only ever for
+# tensors that have tangents, which exist only once it is imported.
+forward_ad: Any = None
 
 
 
@@ -254,7 +272,6 @@ _SCALAR_TYPES = (int, float)
 cuda_live = False
 cuda_compute: Callable | None = None
 _ndarray = np.ndarray
-_new = object.__new__
 
 
 def apply(op: OpDef, *args: Any, **params: Any):
@@ -270,29 +287,28 @@ def apply(op: OpDef, *args: Any, **params: Any):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
     out_dtype = None
-    if op.by_category and type(args[0]) is Tensor and (not cuda_live or not _any_cuda(args)):
-        # the hot cases, inlined: f(t), t1 + t2
+    if op.by_category and not params and type(args[0]) is Tensor \
+            and (not cuda_live or not _any_cuda(args)):
+        # the hot cases, inlined: f(t), t1 + t2 on tensors of one dtype, without params
         a = args[0]
         dt = a._dtype
-        promote = op.promote
-        n = len(args)
-        if n == 1:
-            arrays = (a._data,)
-            out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
-        elif n == 2:
+        if len(args) == 1:
+            out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
+            if out_dtype is not None:
+                out = op.impl(a._data)
+        elif len(args) == 2:
             b = args[1]
-            if type(b) is Tensor and b._dtype is dt:  # (one dtype)
-                arrays = (a._data, b._data)
-                out_dtype = dt if promote == SAME else _category_dtype(promote, dt)
+            if type(b) is Tensor and b._dtype is dt:
+                out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
+                if out_dtype is not None:
+                    try:
+                        out = op.impl(a._data, b._data)
+                    except ValueError:  # torch's text for a broadcasting mismatch
+                        broadcast_shapes(a._data.shape, b._data.shape)
+                        raise
     if out_dtype is not None:
-        try:
-            out = op.impl(*arrays, **params) if params else op.impl(*arrays)
-        except ValueError:
-            if n > 1:  # torch's text for a broadcasting mismatch
-                broadcast_shapes(*(x.shape for x in arrays))
-            raise
         # tensors of one dtype: the hot case ends as soon as its result exists (a uniform node)
-        hot = fw_hook is None and not st.inference and not params and not op.view
+        hot = fw_hook is None and not st.inference
     else:
         hot = False
         out, out_dtype = _compute(op, args, params)
@@ -301,11 +317,7 @@ def apply(op: OpDef, *args: Any, **params: Any):
         if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
             if type(out) is not _CudaArray:
                 out = np.asarray(out, dtype=npdt)
-        result = _new(Tensor)  # Tensor._init, inlined
-        result._data = out
-        result._dtype = out_dtype
-        result._vc = [0]
-        result._grad_fn = None
+        result = make(out, out_dtype)
         if hot:
             if st.grad_enabled and op.differentiable:
                 UniformNode.record(op, args, result)  # (records only if an input needs grad)
@@ -364,28 +376,12 @@ def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     return out, out_dtype
 
 
-def _category_dtype(promote: str, dt: dtypes.dtype) -> dtypes.dtype | None:
-    """The result dtype of a pointwise op on operands of dtype ``dt`` (None: general rules)."""
-    if promote == SAME:
-        return dt
-    if promote == BOOL:
-        return dtypes.bool
-    return dt if dt.is_floating_point or dt.is_complex else None
-
-
 def _fast_pointwise(op: OpDef, args: tuple) -> dtypes.dtype | None:
     """The result dtype of a pointwise op on the common cases (one tensor, two tensors of one
     dtype, a floating tensor and a Python int/float), or None for the general rules."""
     if op.nonpromoted or not hasattr(op.meta, "by_category"):
         return None
     n = len(args)
-    if n == 2 and type(args[0]) is Tensor and type(args[1]) is Tensor:
-        dt = args[0]._dtype
-        if args[1]._dtype is not dt:
-            return None
-        promote = op.promote
-        return dt if promote == SAME or (promote == FLOAT and dt.is_floating_point) else \
-            dtypes.bool if promote == BOOL else None
     if n == 1:
         a = args[0]
         if type(a) is not Tensor:
@@ -407,12 +403,9 @@ def _fast_pointwise(op: OpDef, args: tuple) -> dtypes.dtype | None:
     else:
         return None
     promote = op.promote
-    if promote == SAME:
-        return dt
-    if promote == BOOL:
-        return dtypes.bool if n == 1 or (type(args[0]) is Tensor and type(args[1]) is Tensor) \
-            else None
-    return dt if dt.is_floating_point else None
+    if promote == BOOL and n == 2 and (type(args[0]) is not Tensor or type(args[1]) is not Tensor):
+        return None  # (a Python number is cast to the dtype computed in, not to bool)
+    return category_dtype(promote, dt)
 
 
 def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
@@ -443,9 +436,7 @@ def _wrap(data, dt):
     if type(data) is not _ndarray or (data.dtype is not npdt and data.dtype != npdt):
         if type(data) is not _CudaArray:
             data = np.asarray(data, dtype=npdt)
-    t = Tensor.__new__(Tensor)
-    t._init(data, dt)
-    return t
+    return make(data, dt)
 
 
 def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtypes.dtype]:

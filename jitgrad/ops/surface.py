@@ -40,10 +40,11 @@ def public(names: Any = (), *, method: Any = (), inplace: Any = (),
 
 
 def _operand(x: Any) -> Any:
-    if isinstance(x, np.ndarray):
-        from .creation import tensor
+    if isinstance(x, np.ndarray):  # a copy of it as a tensor (``tensor(x)``)
+        from .._data import to_array
+        from ..tensor import _new
 
-        return tensor(x)
+        return _new(*to_array(x, None))
     return x
 
 
@@ -110,10 +111,9 @@ def install_namespace(namespace: dict, kind: str = "names") -> None:
         namespace[name] = fn
 
 
-def install_tensor(tensor_type: type) -> None:
-    """The declared Tensor methods and their in-place variants."""
-    from .inplace import inplace
-
+def install_tensor(tensor_type: type, inplace: Callable) -> None:
+    """The declared Tensor methods and their in-place variants (run by ``inplace(self,
+    compute, *args)``, ``ops.inplace.inplace``)."""
     for name, fn in _names("method").items():
         setattr(tensor_type, name, fn)
     for name, compute in _names("inplace").items():
