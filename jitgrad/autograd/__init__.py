@@ -8,8 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.creation import _new, ones
-from ..tensor import Tensor
+from ..ops.creation import ones
+from ..tensor import Tensor, _new
 from ..tensor import graph as _tensor_graph
 from . import graph
 from .anomaly import detect_anomaly, set_detect_anomaly

@@ -14,6 +14,7 @@ import numpy as np
 
 from ..jit.ir import KERNEL, Graph, Var
 from ..ops import registry
+from ..tensor import _make
 from ..ops.registry import POINTWISE
 
 def _cast_plan(e) -> list:
@@ -28,9 +29,7 @@ def _cast_plan(e) -> list:
     stand_ins = []
     for x in e.inputs:
         if isinstance(x, Var):
-            t = registry.Tensor.__new__(registry.Tensor)
-            t._init(np.zeros((1,) * len(x.shape), dtype=x.dtype.np), x.dtype)
-            stand_ins.append(t)
+            stand_ins.append(_make(np.zeros((1,) * len(x.shape), dtype=x.dtype.np), x.dtype))
         else:
             stand_ins.append(x)
     arrays = registry._pointwise_arrays(op, tuple(stand_ins), e.params)[0]

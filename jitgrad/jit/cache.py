@@ -21,7 +21,7 @@ import numpy as np
 
 from .. import _config
 from ..ops.registry import state
-from ..tensor import Tensor
+from ..tensor import Tensor, _make
 
 CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "trace_seconds",
                                      "compile_seconds"])
@@ -55,9 +55,8 @@ class Static:
     def fresh(self) -> Any:
         """The value to trace with: a private copy of a tensor (a constant of the graph)."""
         if isinstance(self.value, Tensor):
-            t = Tensor.__new__(Tensor)  # not an op: no equation is recorded for the copy
-            t._init(self.value._data.copy(), self.value.dtype)
-            return t
+            return _make(self.value._data.copy(), self.value.dtype)  # (not an op: no
+            # equation is recorded for the copy)
         return self.value
 
     def __hash__(self) -> int:

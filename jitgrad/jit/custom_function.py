@@ -32,6 +32,7 @@ from typing import Any
 import numpy as np
 
 from ..ops import registry
+from ..tensor import _make
 from ..ops.registry import state
 from ..autograd.node import as_tensor
 
@@ -164,9 +165,8 @@ def traced_apply(cls: type, args: tuple, kwargs: dict) -> Any:
 
 
 def _ones_like(a: Any) -> Any:
-    t = registry.Tensor.__new__(registry.Tensor)
-    t._init(np.ones(tuple(a.shape), dtype=a.dtype.np), a.dtype, a.requires_grad)
-    return t
+    t = _make(np.ones(tuple(a.shape), dtype=a.dtype.np), a.dtype)
+    return t.requires_grad_(True) if a.requires_grad else t
 
 
 def _learn(cls: type, where: str, stand: tuple, args: tuple, kwargs: dict) -> FunctionCallSpec:

@@ -19,22 +19,16 @@ from typing import Any
 
 import numpy as np
 
-from ..autograd.node import FREED, Node, _edge, describe, version_error
+from ..autograd.node import FREED, Node, _edge, check_version
 from ..backends import check_name, get_backend
 from ..ops import registry
 from ..ops.registry import state
-from ..tensor import Tensor
+from ..tensor import Tensor, _make
 from . import cache
 from .ir import Graph
 from .passes import Target, compile_program
 from .passes.fuse import KERNEL_OP
 from .trace import Trace, active, graph_of
-
-
-def _wrap(a: np.ndarray, dt) -> Tensor:
-    t = Tensor.__new__(Tensor)
-    t._init(a, dt)
-    return t
 
 
 class _Entry:
@@ -107,9 +101,7 @@ class CompiledFunctionBackward(Node):
         if self._freed:
             raise RuntimeError(FREED)
         for t, version in self._checks:
-            if t._vc[0] != version:
-                raise version_error(describe(t._data, t._dtype), "CompiledFunction", t._vc[0],
-                                    version)
+            check_version(t._vc, version, t._data, t._dtype, "CompiledFunction")
         e = self._entry
         tangents = []
         for s in e.tangent_slots:
@@ -126,17 +118,15 @@ class CompiledFunctionBackward(Node):
                     "create_graph=True through a jit function that writes into its inputs in "
                     "place is not supported; return the new values instead")
             for t, version in zip(self._inputs, self._versions):
-                if t._vc[0] != version:
-                    raise version_error(describe(t._data, t._dtype), "CompiledFunction",
-                                        t._vc[0], version)
+                check_version(t._vc, version, t._data, t._dtype, "CompiledFunction")
             saved = e.fwd.outvars[e.n_slots:]
-            known = {v: _wrap(a, v.dtype) for v, a in zip(saved, self._residuals)
+            known = {v: _make(a, v.dtype) for v, a in zip(saved, self._residuals)
                      if v in e.rng_vars}
             residuals = run_eager(e.fwd, self._inputs, known)[e.n_slots:]
             grads = run_eager(e.bwd, residuals + tangents)
         else:
             arrays = e.bwd_run(list(self._residuals) + [g._data for g in tangents])
-            grads = [None if a is None else _wrap(a, v.dtype)
+            grads = [None if a is None else _make(a, v.dtype)
                      for a, v in zip(arrays, e.bwd.outvars)]
         edges = getattr(self, "_next", None) or self.next_functions
         return tuple(g if edge is not None and edge[0] is not None else None
@@ -147,9 +137,7 @@ class CompiledFunctionBackward(Node):
         if self._freed:
             raise RuntimeError(FREED)
         for t, version in self._checks:
-            if t._vc[0] != version:
-                raise version_error(describe(t._data, t._dtype), "CompiledFunction", t._vc[0],
-                                    version)
+            check_version(t._vc, version, t._data, t._dtype, "CompiledFunction")
         arguments = list(self._residuals)
         n = len(grad_outputs)
         for s, shape, dt in self._entry.tangent_types:
@@ -356,7 +344,7 @@ class JitFunction:
             alive = ref()
             if alive is None:
                 var.hint = "c"
-                consts[var] = _wrap(data, dt)
+                consts[var] = _make(data, dt)
             else:
                 implicit_vars.append((var, key))
                 e.implicit.append((ref, tuple(alive.shape), alive.dtype, alive.requires_grad))
@@ -536,13 +524,13 @@ def _lean_runner(e: _Entry) -> Any:
     if e.bwd is None:
         def run(tensors: tuple) -> Any:
             outs = final(*[t._data for t in tensors])
-            return pack([_wrap(a, dt) for a, dt in zip(outs, dtypes)])
+            return pack([_make(a, dt) for a, dt in zip(outs, dtypes)])
         return run
     slots = e.tangent_slots
 
     def run_with_backward(tensors: tuple) -> Any:
         outs = final(*[t._data for t in tensors])
-        outs_t = [_wrap(a, dt) for a, dt in zip(outs, dtypes)]
+        outs_t = [_make(a, dt) for a, dt in zip(outs, dtypes)]
         if state.grad_enabled:
             node = CompiledFunctionBackward(e, list(tensors), list(outs[n:]),
                                             [(tensors[i], tensors[i]._vc[0])
@@ -582,7 +570,7 @@ def _run(e: _Entry, tensors: list) -> Any:
         for k, r in enumerate(res):
             if _shares(r, [arrays[idx]]):
                 res[k] = r.copy()
-    outs_t = [_wrap(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
+    outs_t = [_make(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
     node = None
     if grad:
         checks = [(t, None) for t, a, owner in zip(inputs, arrays, in_owners)
