@@ -25,7 +25,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
     ``dim``); with ``dim=None`` the flattened tensor."""
     if repeats is None:  # torch.repeat_interleave(counts): the indices repeated by count
         counts = input
-        return arange(counts.shape[0]).repeat_interleave(counts)
+        return arange(counts.shape[0], device=counts.device).repeat_interleave(counts)
     x = input.reshape(-1) if dim is None else input
     d = 0 if dim is None else wrap_dim(dim, x.ndim)
     n = x.shape[d]
@@ -45,7 +45,7 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
                            f"input.size({d}) = {n}")
     if (counts < 0).any():
         raise RuntimeError("repeats can not be negative")
-    return x.index_select(d, tensor(np.repeat(np.arange(n), counts)))
+    return x.index_select(d, tensor(np.repeat(np.arange(n), counts), device=x.device))
 
 
 @public("broadcast_tensors")

@@ -35,7 +35,7 @@ def _flip_pieces(x, dims):
     from .creation import arange
 
     for d in dims:
-        x = x.index_select(d, arange(x.shape[d] - 1, -1, -1))
+        x = x.index_select(d, arange(x.shape[d] - 1, -1, -1, device=x.device))
     return x
 
 
@@ -143,7 +143,7 @@ TRACE = defop(
                                   else x.dtype), kind=OPAQUE,
     meta=lambda x: ((), x.dtype if x.dtype.is_floating_point or x.dtype.is_complex
                     else dtypes.int64),
-    vjp=(lambda g, ans, x: eye(*x.shape, dtype=g.dtype) * g,), jvp=LINEAR,
+    vjp=(lambda g, ans, x: eye(*x.shape, dtype=g.dtype, device=g.device) * g,), jvp=LINEAR,
     decompose=lambda x: _diagonal_of(x, 0).sum())
 
 
