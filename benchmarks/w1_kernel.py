@@ -1,0 +1,167 @@
+"""Where W1's time goes at N=1e7: the fused kernel alone vs the whole ``jit`` call.
+
+``python -m benchmarks.w1_kernel [--n 1e7] [--repeat 15]`` prints the median time of
+
+- ``hand``: a hand-fused Numba loop (value and both gradients in one pass, the ``numba_math``
+  helpers; DESIGN.md section 5), serial, into preallocated outputs;
+- ``kernel``: the kernel jitgrad renders for ``jit(value_and_grad(w1))`` (its source depends on
+  ranks and dtypes only), serial and parallel, into preallocated outputs: the loop's own cost;
+- ``fresh outputs``: the serial kernel into outputs allocated each call, by NumPy (which asks
+  for huge pages), and by a Numba program (NRT's ``malloc``) with and without the kernel's
+  ``_jg_hugepages`` advice: what first-touch page faults cost;
+- ``jit``: ``jit(value_and_grad(w1))`` as a user calls it (serial and parallel kernels).
+
+with the fraction of the memory roofline each reaches (16 bytes per element over a NumPy
+copy's bandwidth, as ``python -m benchmarks`` counts it). Numbers are measurements, never
+asserted; run on a quiet machine (other processes on a 2-core machine stall parallel loops).
+"""
+
+from __future__ import annotations
+
+import argparse
+import builtins
+import statistics
+import time
+
+import numpy as np
+
+
+def _median(fn, repeat: int) -> float:
+    fn()
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def _hand():
+    import numba
+
+    from jitgrad.backends import numba_math as nm
+
+    @numba.njit(fastmath=set(nm.KERNEL_FASTMATH), error_model="numpy")
+    def hand(x, y, gx, gy):
+        total = 0.0
+        one = np.float32(1.0)
+        n = x.shape[0]
+        for b in range((n + 1023) // 1024):
+            part = np.float32(0.0)
+            for j in range(min(1024, n - b * 1024)):
+                i = np.uint64(b * 1024 + j)  # (with a signed index: 3x slower here)
+                xi, yi = x[i], y[i]
+                t, s, e = nm.tanh(xi), nm.sigmoid(yi), nm.exp(-xi * xi)
+                part += t * s + xi * yi * yi - e
+                gx[i] = (one - t * t) * s + yi * yi + np.float32(2.0) * xi * e
+                gy[i] = t * s * (one - s) + np.float32(2.0) * xi * yi
+            total += np.float64(part)
+        return total
+
+    return hand
+
+
+def _w1(x, y):
+    return (x.tanh() * y.sigmoid() + x * y ** 2 - (-x * x).exp()).sum()
+
+
+def _kernel_source(n: int) -> str:
+    import jitgrad
+    from jitgrad import func
+    from jitgrad.backends import numba_cpu
+    from jitgrad.backends.render import render_kernel
+    from jitgrad.jit.passes.fuse import KERNEL_OP
+
+    x, y = jitgrad.randn(min(n, 1 << 20)), jitgrad.randn(min(n, 1 << 20))
+    low = jitgrad.jit(func.value_and_grad(_w1, argnums=(0, 1)), backend="numba").lower(x, y)
+    fused, _ = numba_cpu.lower(low.forward_graph)
+    (e,) = [e for e in fused.eqns if e.op is KERNEL_OP]
+    return render_kernel(e.params["body"], "kernel").source
+
+
+def _compile(source: str, parallel: bool):
+    import numba
+
+    from jitgrad.backends import numba_cpu
+
+    ns: dict = {}
+    exec(builtins.compile(numba_cpu._HEADER + source, "<w1 kernel>", "exec"), ns)  # noqa: S102
+    return numba.njit(**numba_cpu._options(parallel))(ns["kernel"])
+
+
+def _in_program(kernel, advise: bool):
+    import numba
+
+    from jitgrad.backends.kernel_lib import _jg_hugepages
+
+    @numba.njit
+    def program(n, x, y, one):
+        gx = np.empty(n, np.float32)
+        gy = np.empty(n, np.float32)
+        if advise:
+            _jg_hugepages(gx)
+            _jg_hugepages(gy)
+        return kernel(n, x, y, one, gx, gy), gx, gy
+
+    return program
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--n", type=float, default=1e7)
+    parser.add_argument("--repeat", type=int, default=15)
+    args = parser.parse_args(argv)
+    n, repeat = int(args.n), args.repeat
+
+    import jitgrad
+    from jitgrad import func
+    from jitgrad.backends import numba_cpu
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(n).astype(np.float32)
+    y = rng.standard_normal(n).astype(np.float32)
+    one = np.ones(1, np.float32)
+    gx, gy = np.empty_like(x), np.empty_like(x)
+    copy = _median(lambda: np.copyto(gx, x), repeat)
+    bandwidth = 2 * x.nbytes / copy
+    source = _kernel_source(n)
+    serial = _compile(source, False)
+    parallel = _compile(source.replace("range((n0", "prange((n0", 1), True)
+    hand = _hand()
+    # the kernel's own advice is a no-op on these preallocated (already touched) outputs
+    rows = [
+        ("hand-fused loop, serial, preallocated", lambda: hand(x, y, gx, gy)),
+        ("kernel, serial, preallocated", lambda: serial(n, x, y, one, gx, gy)),
+        ("kernel, parallel, preallocated", lambda: parallel(n, x, y, one, gx, gy)),
+        ("kernel, serial, NumPy-allocated outputs",
+         lambda: serial(n, x, y, one, np.empty(n, np.float32), np.empty(n, np.float32))),
+        ("kernel in a Numba program, advised outputs", lambda p=_in_program(serial, True):
+         p(n, x, y, one)),
+    ]
+    # the same program without the advice: the kernel's own call must not advise either
+    plain = _compile(source.replace("    _jg_hugepages(o0)\n", "").replace(
+        "    _jg_hugepages(o1)\n", ""), False)
+    rows.append(("kernel in a Numba program, unadvised outputs",
+                 lambda p=_in_program(plain, False): p(n, x, y, one)))
+    tx, ty = jitgrad.tensor(x), jitgrad.tensor(y)
+    for label, minimum in (("jit(value_and_grad), parallel kernels", numba_cpu.PARALLEL_MIN),
+                           ("jit(value_and_grad), serial kernels", 0)):
+        saved = numba_cpu.PARALLEL_MIN
+        numba_cpu.PARALLEL_MIN = minimum
+        try:
+            f = jitgrad.jit(func.value_and_grad(_w1, argnums=(0, 1)), backend="numba")
+            for _ in range(5):  # (past the launcher tier, into the whole program)
+                f(tx, ty)
+        finally:
+            numba_cpu.PARALLEL_MIN = saved
+        rows.append((label, lambda f=f: f(tx, ty)))
+    print(f"W1 N={n:.0e}, float32; copy bandwidth {bandwidth / 1e9:.1f} GB/s; "
+          f"median of {repeat}")
+    for label, fn in rows:
+        t = _median(fn, repeat)
+        print(f"{label:48s} {t * 1e3:8.2f} ms  {100 * 16 * n / t / bandwidth:5.1f}% roofline")
+
+
+if __name__ == "__main__":
+    main()
