@@ -12,8 +12,10 @@
 - ``jit``: ``jit(value_and_grad(w1))`` as a user calls it (serial and parallel kernels).
 
 with the fraction of the memory roofline each reaches (16 bytes per element over a NumPy
-copy's bandwidth, as ``python -m benchmarks`` counts it). Numbers are measurements, never
-asserted; run on a quiet machine (other processes on a 2-core machine stall parallel loops).
+copy's bandwidth, as ``python -m benchmarks`` counts it) and the page faults per call (minor
+faults, where the ``resource`` module exists: a count that other processes do not disturb).
+Times are measurements, never asserted; run on a quiet machine (other processes on a 2-core
+machine stall parallel loops).
 """
 
 from __future__ import annotations
@@ -26,15 +28,25 @@ import time
 import numpy as np
 
 
-def _median(fn, repeat: int) -> float:
+def _faults() -> int:
+    try:
+        import resource
+    except ImportError:  # (not on Windows)
+        return 0
+    return resource.getrusage(resource.RUSAGE_SELF).ru_minflt
+
+
+def _median(fn, repeat: int) -> tuple[float, float]:
+    """Median seconds per call and minor page faults per call."""
     fn()
     fn()
     times = []
+    faults = _faults()
     for _ in range(repeat):
         t0 = time.perf_counter()
         fn()
         times.append(time.perf_counter() - t0)
-    return statistics.median(times)
+    return statistics.median(times), (_faults() - faults) / repeat
 
 
 def _hand():
@@ -123,7 +135,7 @@ def main(argv: list[str] | None = None) -> None:
     y = rng.standard_normal(n).astype(np.float32)
     one = np.ones(1, np.float32)
     gx, gy = np.empty_like(x), np.empty_like(x)
-    copy = _median(lambda: np.copyto(gx, x), repeat)
+    copy, _ = _median(lambda: np.copyto(gx, x), repeat)
     bandwidth = 2 * x.nbytes / copy
     source = _kernel_source(n)
     serial = _compile(source, False)
@@ -159,8 +171,9 @@ def main(argv: list[str] | None = None) -> None:
     print(f"W1 N={n:.0e}, float32; copy bandwidth {bandwidth / 1e9:.1f} GB/s; "
           f"median of {repeat}")
     for label, fn in rows:
-        t = _median(fn, repeat)
-        print(f"{label:48s} {t * 1e3:8.2f} ms  {100 * 16 * n / t / bandwidth:5.1f}% roofline")
+        t, faults = _median(fn, repeat)
+        print(f"{label:46s} {t * 1e3:8.2f} ms {100 * 16 * n / t / bandwidth:5.1f}% roofline "
+              f"{faults:8.0f} faults")
 
 
 if __name__ == "__main__":
