@@ -119,6 +119,23 @@ def _in_program(kernel, advise: bool):
     return program
 
 
+def _reference(x: np.ndarray, y: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
+    xd, yd = x.astype(np.float64), y.astype(np.float64)
+    t, s, e = np.tanh(xd), 1 / (1 + np.exp(-yd)), np.exp(-xd * xd)
+    value = float(np.sum(t * s + xd * yd * yd - e))
+    return value, (1 - t * t) * s + yd * yd + 2 * xd * e, t * s * (1 - s) + 2 * xd * yd
+
+
+def _check(label: str, got: tuple, want: tuple) -> None:
+    """Raises unless ``got`` (value, grad x, grad y) agrees with the float64 reference."""
+    value, gx, gy = got
+    if not np.isclose(float(value), want[0], rtol=1e-4, atol=1e-3 * np.sqrt(want[1].size)):
+        raise AssertionError(f"{label}: value {float(value)} differs from {want[0]}")
+    for name, g, w in (("x", gx, want[1]), ("y", gy, want[2])):
+        if not np.allclose(np.asarray(g), w, rtol=1e-4, atol=1e-5):
+            raise AssertionError(f"{label}: the gradient of {name} differs from the reference")
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--n", type=float, default=1e7)
@@ -157,7 +174,7 @@ def main(argv: list[str] | None = None) -> None:
     rows.append(("kernel in a Numba program, unadvised outputs",
                  lambda p=_in_program(plain, False): p(n, x, y, one)))
     tx, ty = jitgrad.tensor(x), jitgrad.tensor(y)
-    for label, minimum in (("jit(value_and_grad), parallel kernels", numba_cpu.PARALLEL_MIN),
+    for label, minimum in (("jit(value_and_grad), default threads", numba_cpu.PARALLEL_MIN),
                            ("jit(value_and_grad), serial kernels", 0)):
         saved = numba_cpu.PARALLEL_MIN
         numba_cpu.PARALLEL_MIN = minimum
@@ -168,11 +185,23 @@ def main(argv: list[str] | None = None) -> None:
         finally:
             numba_cpu.PARALLEL_MIN = saved
         rows.append((label, lambda f=f: f(tx, ty)))
+    want = _reference(x, y)  # every variant computes the same value and gradients
+    _check("hand-fused loop", (hand(x, y, gx, gy), gx, gy), want)
+    for label, kernel in (("serial kernel", serial), ("parallel kernel", parallel)):
+        gx[:], gy[:] = np.nan, np.nan
+        (value,) = kernel(n, x, y, one, gx, gy)
+        _check(label, (value, gy, gx), want)  # (the kernel writes y's gradient first)
+    for label, program in rows[4:6]:
+        value, o0, o1 = program()
+        _check(label, (value[0], o1, o0), want)
+    for label, f in rows[6:]:
+        value, (grad_x, grad_y) = f()
+        _check(label, (value.item(), grad_x.numpy(), grad_y.numpy()), want)
     print(f"W1 N={n:.0e}, float32; copy bandwidth {bandwidth / 1e9:.1f} GB/s; "
           f"median of {repeat}")
     for label, fn in rows:
         t, faults = _median(fn, repeat)
-        print(f"{label:46s} {t * 1e3:8.2f} ms {100 * 16 * n / t / bandwidth:5.1f}% roofline "
+        print(f"{label:46s} {t * 1e3:9.3f} ms {100 * 16 * n / t / bandwidth:5.1f}% roofline "
               f"{faults:8.0f} faults")
 
 
