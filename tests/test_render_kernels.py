@@ -116,7 +116,9 @@ def _allocate_and_advise(n, advise):
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not _thp_available(),
                     reason="Linux with transparent huge pages")
 def test_hugepage_advice_marks_a_numba_allocated_output():
-    n = 3 << 20  # 12 MiB
+    # 36 MiB: above glibc's largest mmap threshold, so each array is a fresh mapping (not
+    # heap memory that an earlier advice may have marked)
+    n = 9 << 20
     a, r = _allocate_and_advise(n, True)
     assert r == 0 and a.sum() == n
     start, _ = kernel_lib.hugepage_range(a.ctypes.data, a.nbytes)
