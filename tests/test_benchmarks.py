@@ -394,3 +394,18 @@ def test_w6_reference_gradient_agrees_with_eager_and_jit():
     for peer in (JitgradEagerPeer(), JitgradJitPeer()):
         got = peer.to_numpy(peer.prepare(case, arrays)())
         assert runner.disagreement(case, got, ref) is None
+
+
+def test_w1_kernel_profile_checks_every_variant_and_prints_a_row_each(capsys):
+    pytest.importorskip("numba")
+    from benchmarks import w1_kernel
+
+    w1_kernel.main(["--n", "3000", "--repeat", "1"])  # raises if a variant disagrees
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("W1 N=3e+03, float32; copy bandwidth")
+    assert len(lines) == 9 and all(" ms " in s and "% roofline" in s for s in lines[1:])
+    x = np.linspace(-2, 2, 64, dtype=np.float32)
+    want = w1_kernel._reference(x, x[::-1].copy())
+    w1_kernel._check("reference", want, want)
+    with pytest.raises(AssertionError, match="wrong: the gradient of y differs"):
+        w1_kernel._check("wrong", (want[0], want[1], want[2] * 1.01), want)

@@ -297,6 +297,8 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
         [out_slot[v] for v in outputs] + [f"r{k}" for k in range(len(reductions))]
     lines = [f"def {name}({', '.join(args)}):"]
     lines += [f"    {h}" for h in hoisted]
+    # fresh outputs of 4 MiB or more get huge pages before their first write (see kernel_lib)
+    lines += [f"    _jg_hugepages({out_slot[v]})" for v in outputs]
     for j in range(d):  # loop j's accumulators start before it and are flushed after it
         ind = "    " * (j + 1)
         lines += [ind + s for s in level_init[j]]
