@@ -76,11 +76,13 @@ def test_hugepage_range_is_the_page_aligned_part_of_large_arrays():
 
 
 def test_rendered_kernels_advise_each_full_size_output():
-    ks = render_kernel(_w1_kernel_body(1 << 12), "kernel")
+    ks = render_kernel(_w1_kernel_body(1 << 18), "kernel")  # 1 MiB float32 outputs
     assert len(ks.outputs) == 2
     head = ks.source.split("    for ", 1)[0].splitlines()
     assert [h for h in head if "_jg_hugepages" in h] == \
         ["    _jg_hugepages(o0)", "    _jg_hugepages(o1)"]
+    small = render_kernel(_w1_kernel_body(1 << 12), "kernel")  # 16 KiB: no calls to compile
+    assert "_jg_hugepages" not in small.source
 
 
 def _vm_flags(address: int) -> list[str]:

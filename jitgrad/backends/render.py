@@ -27,7 +27,7 @@ from ..jit.ir import Eqn, Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
 from ..ops.registry import POINTWISE
 from .interpreter import _cast_plan
-from .kernel_lib import NAMES
+from .kernel_lib import HUGEPAGE_MIN_BYTES, NAMES
 
 _CALL = re.compile(r"(?<![\w.])(" + "|".join(NAMES) + r")\(")
 _NUMBER = re.compile(r"(?<![\w.])(\d+\.\d*(?:e[+-]?\d+)?|\d+(?:e[+-]?\d+)?)(?![\w.])")
@@ -297,8 +297,11 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
         [out_slot[v] for v in outputs] + [f"r{k}" for k in range(len(reductions))]
     lines = [f"def {name}({', '.join(args)}):"]
     lines += [f"    {h}" for h in hoisted]
-    # fresh outputs of 4 MiB or more get huge pages before their first write (see kernel_lib)
-    lines += [f"    _jg_hugepages({out_slot[v]})" for v in outputs]
+    # fresh outputs of 4 MiB or more get huge pages before their first write (see kernel_lib);
+    # only a kernel over large values has the calls (each costs compile time; a value within
+    # 4x of the threshold keeps them, so nearby sizes share the source)
+    lines += [f"    _jg_hugepages({out_slot[v]})" for v in outputs
+              if _nbytes(v) >= HUGEPAGE_MIN_BYTES // 4]
     for j in range(d):  # loop j's accumulators start before it and are flushed after it
         ind = "    " * (j + 1)
         lines += [ind + s for s in level_init[j]]
@@ -363,6 +366,10 @@ def _hoist_constants(stmts: list[str], hoisted: list[str]) -> list[str]:
             hoisted.append(f"{bound[text]} = {text}")
         return bound[text]
     return [_TYPED_LITERAL.sub(name, s) for s in stmts]
+
+
+def _nbytes(v: Var) -> int:
+    return int(np.prod(v.shape, dtype=np.int64)) * v.dtype.np.itemsize
 
 
 def _accs(body: Graph) -> list[Var]:
