@@ -538,6 +538,9 @@ _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "ze
 
 
 # ---------------------------------------------------------------- install
+from .cuda_lines import BY_NAME as _LINES  # noqa: E402 - (it imports helpers from here)
+
+_BY_NAME.update(_LINES)
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
 ca.HOOKS["copy_into"] = copy_into
