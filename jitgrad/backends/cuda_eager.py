@@ -538,9 +538,11 @@ _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "ze
 
 
 # ---------------------------------------------------------------- install
-from .cuda_lines import BY_NAME as _LINES  # noqa: E402 - (it imports helpers from here)
+from .cuda_composite import BY_NAME as _COMPOSITE  # noqa: E402 - (they import helpers
+from .cuda_lines import BY_NAME as _LINES  # noqa: E402 - from this module)
 
 _BY_NAME.update(_LINES)
+_BY_NAME.update(_COMPOSITE)
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
 ca.HOOKS["copy_into"] = copy_into
