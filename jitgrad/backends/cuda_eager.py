@@ -541,8 +541,10 @@ _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "ze
 from .cuda_compact import BY_NAME as _COMPACT  # noqa: E402 - (they import helpers
 from .cuda_composite import BY_NAME as _COMPOSITE  # noqa: E402 - from this module)
 from .cuda_lines import BY_NAME as _LINES  # noqa: E402
+from .cuda_nn import BY_NAME as _NN  # noqa: E402
 
 _BY_NAME.update(_LINES)
+_BY_NAME.update(_NN)
 _BY_NAME.update(_COMPACT)
 _BY_NAME.update(_COMPOSITE)
 ca.HOOKS["copy"] = copy_array
