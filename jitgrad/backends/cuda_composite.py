@@ -13,8 +13,8 @@ formulas are the NumPy impls' own, written with tensor ops:
 * ``round_decimals`` (``round(x * 10**d) / 10**d``, as the CPU);
 * ``constant_pad_nd`` (a fill kernel, then a copy into the interior; negative pads crop), the
   reflection and replication pads (an ``index_select`` per padded dim, the source positions
-  made from the sizes alone on the host), ``copy_slices`` (a copy, then a write into the
-  view the slice spec names).
+  made from the sizes alone on the host), ``copy_slices`` and ``index_put`` without tensor
+  indices (a copy, then a write, or an add, into the view the slice spec names).
 """
 
 from __future__ import annotations
@@ -224,6 +224,8 @@ def _copy_slices(op, args, params):
     from ..ops.indexing import _np_key
     from .cuda_eager import _as_view, copy_into, unsupported
 
+    if len(args) != 2:
+        raise unsupported(op, "tensor indices")
     x, values = args
     spec = params["spec"]
     if any(isinstance(s, tuple) and s[0] == "t" for s in spec):
@@ -237,6 +239,10 @@ def _copy_slices(op, args, params):
         src = values._data
     else:
         src = full((), values, x._dtype.np)
+    if params.get("accumulate") and region.size:
+        from .cuda_eager import add_arrays
+
+        src = add_arrays(region, src)
     if region.size:
         copy_into(region, src)
     return out, x._dtype
@@ -245,7 +251,8 @@ def _copy_slices(op, args, params):
 BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bce_logits,
            "smooth_l1_loss": _smooth_l1, "huber_loss": _huber,
            "linalg_vector_norm": _vector_norm, "round_decimals": _round_decimals,
-           "constant_pad_nd": _constant_pad, "copy_slices": _copy_slices}
+           "constant_pad_nd": _constant_pad, "copy_slices": _copy_slices,
+           "index_put": _copy_slices}
 for _d in (1, 2, 3):
     BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
     BY_NAME[f"replication_pad{_d}d"] = _gather_pad

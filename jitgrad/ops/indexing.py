@@ -200,7 +200,7 @@ def index_put_value(x, key, value):
     if not isinstance(value, registry.Tensor):
         from .creation import tensor as make_tensor
 
-        value = make_tensor(value, dtype=x.dtype)
+        value = make_tensor(value, dtype=x.dtype, device=x.device)
     if value.dtype is not x.dtype:
         value = value.to(x.dtype)
     if tensors:

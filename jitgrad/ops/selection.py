@@ -316,8 +316,8 @@ def _gather_to(g, dim, index, src):
     from .indexing import INDEX_PUT
 
     key = tuple(("slice", 0, n, None) for n in index.shape)
-    return apply(INDEX_PUT, zeros(tuple(src.shape), dtype=g.dtype), picked, spec=key,
-                 accumulate=False)
+    return apply(INDEX_PUT, zeros(tuple(src.shape), dtype=g.dtype, device=g.device), picked,
+                 spec=key, accumulate=False)
 
 
 def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
