@@ -283,3 +283,28 @@ def test_gradcheck_through_the_new_kernels():
         return out.cpu()
 
     assert jitgrad.autograd.gradcheck(f, (x, w))
+
+
+def test_svdvals_one_sided_jacobi():
+    for shape in ((4, 3), (3, 5), (2, 3, 3), (1, 1), (2, 1, 4)):
+        a = _rand(*shape)
+        got = jitgrad.linalg.svdvals(jitgrad.tensor(a, device="cuda"))
+        assert got.is_cuda
+        np.testing.assert_allclose(got.cpu().numpy(), np.linalg.svd(a, compute_uv=False),
+                                   rtol=1e-12, atol=1e-13)
+        same_on_both(jitgrad.linalg.svdvals, a, rtol=1e-8, atol=1e-10)
+    low = np.outer(_rand(4), _rand(3))  # rank one: two zero singular values
+    got = jitgrad.linalg.svdvals(jitgrad.tensor(low, device="cuda")).cpu().numpy()
+    np.testing.assert_allclose(got, np.linalg.svd(low, compute_uv=False), atol=1e-12)
+    same_on_both(lambda x: jitgrad.linalg.matrix_norm(x, ord=2), _rand(3, 3), rtol=1e-8)
+    f32 = _rand(3, 2).astype(np.float32)
+    np.testing.assert_allclose(
+        jitgrad.linalg.svdvals(jitgrad.tensor(f32, device="cuda")).cpu().numpy(),
+        np.linalg.svd(f32, compute_uv=False), rtol=1e-5)
+    from jitgrad.ops.norms import SVDVALS_JVP
+    from jitgrad.ops.registry import apply
+
+    a, t = _rand(3, 4), _rand(3, 4)  # the forward-mode op
+    outs = [apply(SVDVALS_JVP, jitgrad.tensor(t, device=d), jitgrad.tensor(a, device=d))
+            for d in ("cpu", "cuda")]
+    np.testing.assert_allclose(outs[1].cpu().numpy(), outs[0].numpy(), rtol=1e-8, atol=1e-10)

@@ -13,7 +13,8 @@
 * composite ops without a kernel of their own run their ``decompose`` (softmax, layer_norm);
 * ops no template renders have hand-written kernels in ``cuda_lines`` (prod, scans, sorting,
   scatter, tril/triu), ``cuda_compact`` (nonzero, masked_select, masked_scatter) and
-  ``cuda_nn`` (convolution, pooling, batch norm), or are compositions of ops with kernels in
+  ``cuda_nn`` (convolution, pooling, batch norm), ``cuda_linalg`` (svdvals), or are
+  compositions of ops with kernels in
   ``cuda_composite`` (losses, norms, pads, slice assignment), all entries of ``_BY_NAME``;
 * anything else raises ``NotImplementedError`` naming the op: nothing is silently run on the
   host.
@@ -544,11 +545,13 @@ _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "ze
 # ---------------------------------------------------------------- install
 from .cuda_compact import BY_NAME as _COMPACT  # noqa: E402 - (they import helpers
 from .cuda_composite import BY_NAME as _COMPOSITE  # noqa: E402 - from this module)
+from .cuda_linalg import BY_NAME as _LINALG  # noqa: E402
 from .cuda_lines import BY_NAME as _LINES  # noqa: E402
 from .cuda_nn import BY_NAME as _NN  # noqa: E402
 
 _BY_NAME.update(_LINES)
 _BY_NAME.update(_NN)
+_BY_NAME.update(_LINALG)
 _BY_NAME.update(_COMPACT)
 _BY_NAME.update(_COMPOSITE)
 ca.HOOKS["copy"] = copy_array
