@@ -12,10 +12,10 @@
   write into device arrays with copy kernels (``_BY_NAME``);
 * composite ops without a kernel of their own run their ``decompose`` (softmax, layer_norm);
 * ops no template renders have hand-written kernels in ``cuda_lines`` (prod, scans, sorting,
-  scatter, tril/triu), ``cuda_compact`` (nonzero, masked_select, masked_scatter) and
-  ``cuda_nn`` (convolution, pooling, batch norm), ``cuda_linalg`` (svdvals), or are
-  compositions of ops with kernels in
-  ``cuda_composite`` (losses, norms, pads, slice assignment), all entries of ``_BY_NAME``;
+  scatter, tril/triu), ``cuda_compact`` (nonzero, masked_select, masked_scatter),
+  ``cuda_nn`` (convolution, pooling, batch norm) and ``cuda_linalg`` (svdvals), or are
+  compositions of ops with kernels in ``cuda_composite`` (losses, norms, pads, slice
+  assignment), all entries of ``_BY_NAME``;
 * anything else raises ``NotImplementedError`` naming the op: nothing is silently run on the
   host.
 

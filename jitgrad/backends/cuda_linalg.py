@@ -69,12 +69,12 @@ def jacobi(W, V, S, O, batch, m, n, sweeps, tol):
             S[b, j] = math.sqrt(acc)
             O[b, j] = j
         for j in range(1, n):
-            c = O[b, j]
-            p = j - 1
-            while p >= 0 and S[b, O[b, p]] < S[b, c]:
-                O[b, p + 1] = O[b, p]
-                p -= 1
-            O[b, p + 1] = c
+            cur = O[b, j]
+            at = j - 1
+            while at >= 0 and S[b, O[b, at]] < S[b, cur]:
+                O[b, at + 1] = O[b, at]
+                at -= 1
+            O[b, at + 1] = cur
 """
 _VALUES = """def values(S, O, out, batch, n):
     for f in range(cuda.grid(1), batch * n, cuda.gridsize(1)):
