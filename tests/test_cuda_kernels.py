@@ -318,3 +318,35 @@ def test_the_new_kernels_under_jit():
 
     a, b = _rand(1, 2, 4, 4), _rand(2, 2, 3, 3)
     same_on_both(jitgrad.jit(f), a, b)
+
+
+def test_advanced_indexing_reads_and_writes_on_the_device():
+    a = _rand(3, 4, 5)
+    i, j = np.array([[0, 2], [1, -1]]), np.array([3, 0])
+    mask = RNG.standard_normal((3, 4)) > 0
+
+    def on(v, x):
+        return jitgrad.tensor(v, device=x.device)
+
+    for key in (lambda x: (on(i, x),), lambda x: (slice(None), on(j, x)),
+                lambda x: (on(i, x), slice(None), on(j, x)),  # apart: B first
+                lambda x: (slice(None), on(i, x), on(j, x)),  # adjacent: B in place
+                lambda x: (0, slice(None), on(j, x)), lambda x: (None, slice(1, None),
+                                                                 on(j, x), slice(None, None, 2)),
+                lambda x: (on(mask, x),), lambda x: (on(mask, x), slice(1, 3)),
+                lambda x: (Ellipsis, on(j, x)), lambda x: ([0, 2],),
+                lambda x: (slice(None), jitgrad.tensor(j))):  # (host indices are moved)
+        same_on_both(lambda x, key=key: x[key(x)], a)
+
+    def put(x, v):
+        y = x * 1
+        y[on(i, x)] = v[:1, :1]
+        y[:, on(j, x), 1] += v[0, 0, :2, 0]
+        y[on(mask, x)] = 0.5
+        y[:, on(np.array([1, 1]), x)] = v[0, 0, :2]  # duplicates: the last write wins
+        return y
+
+    same_on_both(put, a, _rand(2, 2, 4, 5))
+    x = jitgrad.tensor(a, device="cuda")
+    with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
+        x[jitgrad.tensor([0, 3], device="cuda")]

@@ -13,7 +13,8 @@
 * composite ops without a kernel of their own run their ``decompose`` (softmax, layer_norm);
 * ops no template renders have hand-written kernels in ``cuda_lines`` (prod, scans, sorting,
   scatter, tril/triu), ``cuda_compact`` (nonzero, masked_select, masked_scatter),
-  ``cuda_nn`` (convolution, pooling, batch norm) and ``cuda_linalg`` (svdvals), or are
+  ``cuda_nn`` (convolution, pooling, batch norm), ``cuda_linalg`` (svdvals) and
+  ``cuda_index`` (indexing with index tensors and masks), or are
   compositions of ops with kernels in ``cuda_composite`` (losses, norms, pads, slice
   assignment), all entries of ``_BY_NAME``;
 * anything else raises ``NotImplementedError`` naming the op: nothing is silently run on the
@@ -545,6 +546,7 @@ _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "ze
 # ---------------------------------------------------------------- install
 from .cuda_compact import BY_NAME as _COMPACT  # noqa: E402 - (they import helpers
 from .cuda_composite import BY_NAME as _COMPOSITE  # noqa: E402 - from this module)
+from .cuda_index import BY_NAME as _INDEX  # noqa: E402
 from .cuda_linalg import BY_NAME as _LINALG  # noqa: E402
 from .cuda_lines import BY_NAME as _LINES  # noqa: E402
 from .cuda_nn import BY_NAME as _NN  # noqa: E402
@@ -554,6 +556,7 @@ _BY_NAME.update(_NN)
 _BY_NAME.update(_LINALG)
 _BY_NAME.update(_COMPACT)
 _BY_NAME.update(_COMPOSITE)
+_BY_NAME.update(_INDEX)
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
 ca.HOOKS["copy_into"] = copy_into
