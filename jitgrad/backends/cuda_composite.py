@@ -159,7 +159,7 @@ def _standin(a: Tensor):
 def _round_decimals(op, args, params):
     x = args[0]
     d = params["decimals"]
-    if x._dtype.is_floating_point is False:
+    if not x._dtype.is_floating_point:
         return x._data.copy(), x._dtype
     if d >= 0:
         f = float(x._dtype.np.type(10.0 ** d))

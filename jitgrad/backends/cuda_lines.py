@@ -195,9 +195,7 @@ def scatter(x: CudaArray, index: CudaArray, src, dim: int, multiply: bool) -> Cu
     """``x`` with ``src`` (a device array or a number) written (or multiplied) at ``index``
     along ``dim``; the caller checked the indices' range."""
     out = x.copy()
-    if index.size == 0 or x.ndim == 0:
-        if x.ndim == 0 and index.size:
-            raise NotImplementedError("a 0-d scatter")
+    if index.size == 0:
         return out
     d = x.ndim
     last = (dim,)
@@ -205,7 +203,7 @@ def scatter(x: CudaArray, index: CudaArray, src, dim: int, multiply: bool) -> Cu
     o_v = moved_last(out, last)
     value = not isinstance(src, CudaArray)
     if value:
-        src_dev = idx_v.dev()  # (unused: the value is the ``val`` argument)
+        src_dev = idx_v.dev()  # (a placeholder: the kernel writes the ``val`` argument)
         val = x.dtype.type(src)
     else:
         # (src may be larger than the index: its leading part is used)
@@ -287,7 +285,9 @@ def _scatter_op(op, args, params):
         src = src._data
     elif isinstance(src, (list, tuple)) or src is None:
         raise unsupported(op)
-    dim = params["dim"] % max(x._data.ndim, 1)
+    if x._data.ndim == 0:
+        raise unsupported(op, "a 0-d input")
+    dim = params["dim"] % x._data.ndim
     _check_bounds(index, x._data.shape[dim] if x._data.ndim else 1, dim)
     out = scatter(x._data, index._data, src, dim, op.name.startswith("scatter_multiply"))
     return out, x._dtype
