@@ -106,6 +106,10 @@ def index(op, args, params):
     """``x[key]`` with index tensors."""
     x, idx = args[0], args[1:]
     spec = params["spec"]
+    if not idx:  # (basic indexing: a view, as the movement op it is)
+        from .cuda_eager import _movement
+
+        return _movement(op, args, params)
     front, n_adv, lin, b, rest, place = _plan(x._data, idx, spec)
     table = _wrap(_flat2d(front, n_adv), x._dtype)
 
