@@ -350,3 +350,16 @@ def test_advanced_indexing_reads_and_writes_on_the_device():
     x = jitgrad.tensor(a, device="cuda")
     with pytest.raises(IndexError, match="index 3 is out of bounds for dimension 0 with size 3"):
         x[jitgrad.tensor([0, 3], device="cuda")]
+
+
+def test_scans_of_long_lines_run_in_chunks():
+    from jitgrad.backends import cuda_lines
+
+    n = 4 * cuda_lines.SIM_SCAN_CHUNK + 3  # (the simulator's chunk: several chunks a line)
+    a = RNG.uniform(0.5, 1.5, (2, n))
+    a[1, 6] = 0.0
+    for dim in (0, 1):
+        same_on_both(lambda x, d=dim: x.cumsum(d), a)
+        same_on_both(lambda x, d=dim: x.cumprod(d), a)
+        same_on_both(lambda x, d=dim: x.t().cumsum(1 - d), a)
+    same_on_both(lambda x: x.cumsum(0), np.arange(n) % 3)

@@ -6,7 +6,9 @@ viewed so) and each thread of a grid-stride loop walks one whole line sequential
 
 * ``prod`` (no atomic multiplies partial products): the reduced dims moved last, one thread
   per output element multiplies its line in the widened accumulator (float64 / int64);
-* ``cumsum`` / ``cumprod``: a sequential scan of the line in the result's dtype;
+* ``cumsum`` / ``cumprod``: a sequential scan of the line in the result's dtype (a line
+  longer than ``SCAN_CHUNK`` is cut into chunks: their totals, a scan of the totals per line,
+  then each chunk rescanned from its start, so a long row uses many threads);
 * ``sort`` / ``argsort`` / ``topk``: a stable insertion sort of the line in the output arrays
   (NaN sorts as the largest value, as in torch: last ascending, first descending). It is
   O(n^2) per line: meant for the short rows of tensors, not for sorting millions of elements;
@@ -104,8 +106,43 @@ _SCAN = """def scan(x, o, outer, n, inner):
 """
 
 
+# Long lines are scanned in chunks: each chunk's total, then per line the chunks' starts (an
+# exclusive scan of the totals), then each chunk rescanned from its start: lines x chunks threads.
+_CHUNK_BODY = """    for f in range(cuda.grid(1), lines * chunks, cuda.gridsize(1)):
+        line = f // chunks
+        c = f % chunks
+        a = line // inner
+        b = line % inner
+"""
+_PARTS = "def parts(x, p, lines, n, inner, chunks, size):\n" + _CHUNK_BODY + """\
+        acc = {O}({I})
+        for j in range(c * size, min(n, (c + 1) * size)):
+            acc = {O}(acc {OP} {O}(x[a, j, b]))
+        p[line, c] = acc
+"""
+_STARTS = """def starts(p, lines, chunks):
+    for line in range(cuda.grid(1), lines, cuda.gridsize(1)):
+        run = {O}({I})
+        for c in range(chunks):
+            t = p[line, c]
+            p[line, c] = run
+            run = {O}(run {OP} t)
+"""
+_FINISH = "def finish(x, p, o, lines, n, inner, chunks, size):\n" + _CHUNK_BODY + """\
+        acc = p[line, c]
+        for j in range(c * size, min(n, (c + 1) * size)):
+            acc = {O}(acc {OP} {O}(x[a, j, b]))
+            o[a, j, b] = acc
+"""
+SCAN_CHUNK = 1024
+SIM_SCAN_CHUNK = 4
+
+
 def scan(x: CudaArray, dim: int, out_dt: np.dtype, multiply: bool) -> CudaArray:
-    """``cumsum`` (or ``cumprod``) of ``x`` along ``dim`` in ``out_dt``."""
+    """``cumsum`` (or ``cumprod``) of ``x`` along ``dim`` in ``out_dt``: one thread per line,
+    or per chunk of a line for lines longer than ``SCAN_CHUNK``."""
+    from .._cuda_array import simulated
+
     out_dt = np.dtype(out_dt)
     out = ca.empty(x.shape, out_dt)
     if x.ndim == 0:
@@ -114,8 +151,19 @@ def scan(x: CudaArray, dim: int, out_dt: np.dtype, multiply: bool) -> CudaArray:
     src = three_d(x, dim)
     o3 = out.view(src.shape)
     outer, n, inner = src.shape
-    code = _SCAN.format(O=_np(out_dt), I=1 if multiply else 0, OP="*" if multiply else "+")
-    _launch(code, "scan", outer * inner, src.dev(), o3.dev(), outer, n, inner)
+    fmt = {"O": _np(out_dt), "I": 1 if multiply else 0, "OP": "*" if multiply else "+"}
+    size = SIM_SCAN_CHUNK if simulated() else SCAN_CHUNK
+    if n <= size:
+        _launch(_SCAN.format(**fmt), "scan", outer * inner, src.dev(), o3.dev(), outer, n,
+                inner)
+        return out
+    lines, chunks = outer * inner, -(-n // size)
+    p = ca.empty((lines, chunks), out_dt)
+    _launch(_PARTS.format(**fmt), "parts", lines * chunks, src.dev(), p.dev(), lines, n, inner,
+            chunks, size)
+    _launch(_STARTS.format(**fmt), "starts", lines, p.dev(), lines, chunks)
+    _launch(_FINISH.format(**fmt), "finish", lines * chunks, src.dev(), p.dev(), o3.dev(),
+            lines, n, inner, chunks, size)
     return out
 
 
