@@ -26,7 +26,10 @@ SIM_CHUNK = 4
 _COUNT = """def count(m, counts, n, chunk, nchunks):
     for c in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
         k = 0
-        for e in range(c * chunk, min(n, (c + 1) * chunk)):
+        end = (c + 1) * chunk
+        if end > n:
+            end = n
+        for e in range(c * chunk, end):
             if m[e]:
                 k += 1
         counts[c] = k
@@ -43,7 +46,10 @@ _STARTS = """def starts(counts, nchunks):
 _WRITE = """def write(m, counts, n, chunk, nchunks, {ARGS}):
     for c in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
         pos = counts[c]
-        for e in range(c * chunk, min(n, (c + 1) * chunk)):
+        end = (c + 1) * chunk
+        if end > n:
+            end = n
+        for e in range(c * chunk, end):
 {BODY}
 """
 _BODIES = {

@@ -411,9 +411,10 @@ def _index_source(kind: str, d: int, dim: int) -> str:
     at_index = "idx[" + (", ".join(ix) if kind in ("gather", "scatter_add") else ix[dim]) + "]"
     moved = ", ".join(at_index if j == dim else ix[j] for j in range(d))
     here = ", ".join(ix)
+    at = moved if d == 1 else f"({moved},)"  # (numba-cuda takes no 1-tuple index)
     body = {"gather": f"o[{here}] = x[{moved}]", "index_select": f"o[{here}] = x[{moved}]",
-            "scatter_add": f"cuda.atomic.add(o, ({moved},), src[{here}])",
-            "index_add": f"cuda.atomic.add(o, ({moved},), src[{here}])"}[kind]
+            "scatter_add": f"cuda.atomic.add(o, {at}, src[{here}])",
+            "index_add": f"cuda.atomic.add(o, {at}, src[{here}])"}[kind]
     args = ", ".join([f"n{j}" for j in range(d)] + ["x", "idx", "src", "o"])
     lines = [f"def {kind}({args}):",
              f"    for f in range(cuda.grid(1), {' * '.join(f'n{j}' for j in range(d))}, "

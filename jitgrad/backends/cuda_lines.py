@@ -113,10 +113,13 @@ _CHUNK_BODY = """    for f in range(cuda.grid(1), lines * chunks, cuda.gridsize(
         c = f % chunks
         a = line // inner
         b = line % inner
+        end = (c + 1) * size
+        if end > n:
+            end = n
 """
 _PARTS = "def parts(x, p, lines, n, inner, chunks, size):\n" + _CHUNK_BODY + """\
         acc = {O}({I})
-        for j in range(c * size, min(n, (c + 1) * size)):
+        for j in range(c * size, end):
             acc = {O}(acc {OP} {O}(x[a, j, b]))
         p[line, c] = acc
 """
@@ -130,7 +133,7 @@ _STARTS = """def starts(p, lines, chunks):
 """
 _FINISH = "def finish(x, p, o, lines, n, inner, chunks, size):\n" + _CHUNK_BODY + """\
         acc = p[line, c]
-        for j in range(c * size, min(n, (c + 1) * size)):
+        for j in range(c * size, end):
             acc = {O}(acc {OP} {O}(x[a, j, b]))
             o[a, j, b] = acc
 """
