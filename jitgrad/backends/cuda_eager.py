@@ -11,6 +11,12 @@
   ``cat``, ``stack``, ``copy_``, ``fill_``, ``zero_`` and the backward of ``select``/``slice``
   write into device arrays with copy kernels (``_BY_NAME``);
 * composite ops without a kernel of their own run their ``decompose`` (softmax, layer_norm);
+* ops no template renders have hand-written kernels in ``cuda_lines`` (prod, scans, sorting,
+  scatter, tril/triu), ``cuda_compact`` (nonzero, masked_select, masked_scatter),
+  ``cuda_nn`` (convolution, pooling, batch norm), ``cuda_linalg`` (svdvals) and
+  ``cuda_index`` (indexing with index tensors and masks), or are
+  compositions of ops with kernels in ``cuda_composite`` (losses, norms, pads, slice
+  assignment), all entries of ``_BY_NAME``;
 * anything else raises ``NotImplementedError`` naming the op: nothing is silently run on the
   host.
 
@@ -405,9 +411,10 @@ def _index_source(kind: str, d: int, dim: int) -> str:
     at_index = "idx[" + (", ".join(ix) if kind in ("gather", "scatter_add") else ix[dim]) + "]"
     moved = ", ".join(at_index if j == dim else ix[j] for j in range(d))
     here = ", ".join(ix)
+    at = moved if d == 1 else f"({moved},)"  # (numba-cuda takes no 1-tuple index)
     body = {"gather": f"o[{here}] = x[{moved}]", "index_select": f"o[{here}] = x[{moved}]",
-            "scatter_add": f"cuda.atomic.add(o, ({moved},), src[{here}])",
-            "index_add": f"cuda.atomic.add(o, ({moved},), src[{here}])"}[kind]
+            "scatter_add": f"cuda.atomic.add(o, {at}, src[{here}])",
+            "index_add": f"cuda.atomic.add(o, {at}, src[{here}])"}[kind]
     args = ", ".join([f"n{j}" for j in range(d)] + ["x", "idx", "src", "o"])
     lines = [f"def {kind}({args}):",
              f"    for f in range(cuda.grid(1), {' * '.join(f'n{j}' for j in range(d))}, "
@@ -538,6 +545,19 @@ _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "ze
 
 
 # ---------------------------------------------------------------- install
+from .cuda_compact import BY_NAME as _COMPACT  # noqa: E402 - (they import helpers
+from .cuda_composite import BY_NAME as _COMPOSITE  # noqa: E402 - from this module)
+from .cuda_index import BY_NAME as _INDEX  # noqa: E402
+from .cuda_linalg import BY_NAME as _LINALG  # noqa: E402
+from .cuda_lines import BY_NAME as _LINES  # noqa: E402
+from .cuda_nn import BY_NAME as _NN  # noqa: E402
+
+_BY_NAME.update(_LINES)
+_BY_NAME.update(_NN)
+_BY_NAME.update(_LINALG)
+_BY_NAME.update(_COMPACT)
+_BY_NAME.update(_COMPOSITE)
+_BY_NAME.update(_INDEX)
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
 ca.HOOKS["copy_into"] = copy_into

@@ -42,7 +42,7 @@ def _index_meta(x, *idx, spec):
 def _index_vjp(g, ans, x, *idx, spec):
     from .creation import zeros
 
-    base = zeros(tuple(x.shape), dtype=g.dtype)
+    base = zeros(tuple(x.shape), dtype=g.dtype, device=g.device)
     return (apply(INDEX_PUT, base, g, *idx, spec=spec, accumulate=True),) + (None,) * len(idx)
 
 
@@ -82,6 +82,8 @@ def _as_index(k):
             from ..errors import data_dependent_shape_error
 
             raise data_dependent_shape_error("boolean mask indexing")
+        if t.is_cuda:  # (the nonzero op: its count is read back, its indices stay there)
+            return list(t.nonzero(as_tuple=True)) if t.ndim else [t.nonzero()[:, 0]]
         return [make_tensor(nz) for nz in np.nonzero(t._data)]
     if not dtypes.is_integral(t.dtype):
         raise IndexError("tensors used as indices must be long, int, byte or bool tensors")
@@ -131,7 +133,11 @@ def _normalize_key(x, key) -> tuple[tuple, list]:
             dim += 1
         else:
             for t in _as_index(k):
-                if t._trace is None:  # (torch numbers these by advanced index, not by dim)
+                if x.is_cuda and not t.is_cuda:  # (as torch: host indices for a cuda tensor)
+                    t = t.cuda()
+                if t.is_cuda:
+                    _check_bounds_on_device(t, len(tensors), x.shape[dim])
+                elif t._trace is None:  # (torch numbers these by advanced index, not by dim)
                     _check_bounds(t._data, len(tensors), x.shape[dim])
                 spec.append(("t", len(tensors)))
                 tensors.append(t)
@@ -144,6 +150,16 @@ def _check_bounds(index: np.ndarray, dim: int, size: int) -> None:
     if bad.any():
         raise IndexError(f"index {int(index[bad].flat[0])} is out of bounds for dimension {dim} "
                          f"with size {size}")
+
+
+def _check_bounds_on_device(index, dim: int, size: int) -> None:
+    """``_check_bounds`` for a cuda index tensor: the count of bad indices is read back (and
+    the first one, to name it)."""
+    bad = (index >= size) | (index < -size)  # (integer tensors: nothing is recorded)
+    if bad.sum().item():
+        first = int(index.masked_select(bad)[0].item())
+        raise IndexError(f"index {first} is out of bounds for dimension {dim} with size "
+                         f"{size}")
 
 
 def _int(v):
@@ -200,7 +216,7 @@ def index_put_value(x, key, value):
     if not isinstance(value, registry.Tensor):
         from .creation import tensor as make_tensor
 
-        value = make_tensor(value, dtype=x.dtype)
+        value = make_tensor(value, dtype=x.dtype, device=x.device)
     if value.dtype is not x.dtype:
         value = value.to(x.dtype)
     if tensors:

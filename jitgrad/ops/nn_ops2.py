@@ -382,9 +382,10 @@ def _gather_pad_vjp(mode):
 
         for i in range(len(padding) // 2):
             d = x.ndim - 1 - i
-            idx = tensor(pad_positions(mode, x.shape[d], padding[2 * i], padding[2 * i + 1]))
+            idx = tensor(pad_positions(mode, x.shape[d], padding[2 * i], padding[2 * i + 1]),
+                         device=g.device)
             shape = tuple(g.shape[:d]) + (x.shape[d],) + tuple(g.shape[d + 1:])
-            g = index_add(zeros(shape, dtype=g.dtype), d, idx, g)
+            g = index_add(zeros(shape, dtype=g.dtype, device=g.device), d, idx, g)
         return g
     return rule
 

@@ -127,7 +127,7 @@ def _masked_scatter_source_grad(g, ans, x, mask, source):
         n *= s
     m = mask.expand(tuple(g.shape)).reshape(-1)
     slot = where(m, cumsum(m, 0) - 1, n)
-    buf = scatter_add(zeros((n + 1,), dtype=g.dtype), 0, slot, g.reshape(-1))
+    buf = scatter_add(zeros((n + 1,), dtype=g.dtype, device=g.device), 0, slot, g.reshape(-1))
     return buf[:n].reshape(tuple(source.shape))
 
 
@@ -156,7 +156,8 @@ def _masked_scatter_jvp(ts, ans, mask, source):
 def _zeros_of(ans, g, x, mask):
     from .creation import zeros
 
-    return zeros(broadcast_shapes(tuple(x.shape), tuple(mask.shape)), dtype=g.dtype)
+    return zeros(broadcast_shapes(tuple(x.shape), tuple(mask.shape)), dtype=g.dtype,
+                 device=g.device)
 
 
 @public("masked_select", method=True)
@@ -178,7 +179,9 @@ def masked_scatter(input, mask, source):  # noqa: A002
                            f"got {_dtype_word(input.dtype)} and {_dtype_word(source.dtype)}")
     if not _is_traced(mask):
         shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape))
-        if int(np.count_nonzero(np.broadcast_to(mask._data, shape))) > source.numel():
+        ones = int(mask.expand(shape).sum().item()) if mask.is_cuda else \
+            int(np.count_nonzero(np.broadcast_to(mask._data, shape)))
+        if ones > source.numel():
             raise RuntimeError("Number of elements of source < number of ones in mask")
     return apply(MASKED_SCATTER, input, mask, source)
 
@@ -313,8 +316,8 @@ def _gather_to(g, dim, index, src):
     from .indexing import INDEX_PUT
 
     key = tuple(("slice", 0, n, None) for n in index.shape)
-    return apply(INDEX_PUT, zeros(tuple(src.shape), dtype=g.dtype), picked, spec=key,
-                 accumulate=False)
+    return apply(INDEX_PUT, zeros(tuple(src.shape), dtype=g.dtype, device=g.device), picked,
+                 spec=key, accumulate=False)
 
 
 def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002

@@ -96,7 +96,7 @@ def _scatter_back(g, x, dim, idx):
 
     if x.ndim == 0:
         return g
-    return scatter_add(zeros(tuple(x.shape), dtype=g.dtype), dim, idx, g)
+    return scatter_add(zeros(tuple(x.shape), dtype=g.dtype, device=g.device), dim, idx, g)
 
 
 def _sort_vjp(grads, ans, x, dim, descending):

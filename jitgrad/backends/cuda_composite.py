@@ -1,0 +1,259 @@
+"""CUDA paths of ops that are compositions of ops with kernels.
+
+Each function takes ``(op, args, params)`` like the other entries of ``cuda_eager._BY_NAME``
+and computes the op's value with jitgrad ops on the device tensors (under ``no_grad``: the
+op's own node is recorded by ``apply``, and its VJP rule then runs on the device too). The
+formulas are the NumPy impls' own, written with tensor ops:
+
+* the losses ``binary_cross_entropy`` (its range check counts bad elements on the device and
+  reads one number back), ``binary_cross_entropy_with_logits``, ``smooth_l1_loss``,
+  ``huber_loss``;
+* ``linalg_vector_norm`` (so ``norm``, ``linalg.norm``, ``linalg.matrix_norm`` for the orders
+  that need no singular values);
+* ``round_decimals`` (``round(x * 10**d) / 10**d``, as the CPU);
+* ``constant_pad_nd`` (a fill kernel, then a copy into the interior; negative pads crop), the
+  reflection and replication pads (an ``index_select`` per padded dim, the source positions
+  made from the sizes alone on the host), ``copy_slices`` and ``index_put`` without tensor
+  indices (a copy, then a write, or an add, into the view the slice spec names).
+"""
+
+from __future__ import annotations
+
+import math
+
+from .. import _cuda_array as ca
+from .. import dtypes
+from .._cuda_array import CudaArray
+from ..ops import registry
+from ..ops.registry import Tensor
+from .numba_cuda import full
+
+
+def _wrap(data, dt) -> Tensor:
+    t = Tensor.__new__(Tensor)
+    t._init(data, dt)
+    return t
+
+
+def _no_grad(fn):
+    st = registry.state
+    prev, st.grad_enabled = st.grad_enabled, False
+    try:
+        return fn()
+    finally:
+        st.grad_enabled = prev
+
+
+def _result(t: Tensor, dt=None):
+    if dt is not None and t._dtype is not dt:
+        t = t.to(dt)
+    return t._data, t._dtype
+
+
+def _reduce(loss: Tensor, reduction: str) -> Tensor:
+    if reduction == "none":
+        return loss
+    return loss.mean() if reduction == "mean" else loss.sum()
+
+
+# ---------------------------------------------------------------- losses
+def _bce(op, args, params):
+    x, t, w = args
+    reduction = params["reduction"]
+
+    def forward():
+        bad = ((x < 0) | (x > 1) | (x != x)).sum().item()
+        if bad:
+            raise RuntimeError("all elements of input should be between 0 and 1")
+        loss = -(t * x.log().clamp(min=-100) + (1 - t) * (-x).log1p().clamp(min=-100))
+        if w is not None:
+            loss = loss * w
+        return _reduce(loss.to(x.dtype), reduction)
+
+    return _result(_no_grad(forward), x._dtype)
+
+
+def _bce_logits(op, args, params):
+    x, t, w, pw = args
+    reduction = params["reduction"]
+
+    def forward():
+        sp_neg = (-x.abs()).exp().log1p() + (-x).clamp(min=0)
+        if pw is not None:
+            loss = (1 - t) * x + ((pw - 1) * t + 1) * sp_neg
+        else:
+            loss = (1 - t) * x + sp_neg
+        if w is not None:
+            loss = loss * w
+        shape = registry.broadcast_shapes(*(tuple(a.shape) for a in (x, t, w, pw)
+                                            if a is not None))
+        loss = loss.expand(shape).to(x.dtype)
+        return _reduce(loss, reduction)
+
+    return _result(_no_grad(forward), x._dtype)
+
+
+def _smooth_l1(op, args, params):
+    from ..ops.elementwise import where
+
+    x, y = args
+    beta = params["beta"]
+
+    def forward():
+        d = (x - y).abs()
+        loss = where(d < beta, 0.5 * d * d / beta if beta else d * 0, d - 0.5 * beta)
+        return _reduce(loss.to(d.dtype), params["reduction"])
+
+    return _result(_no_grad(forward))
+
+
+def _huber(op, args, params):
+    from ..ops.elementwise import where
+
+    x, y = args
+    delta = params["delta"]
+
+    def forward():
+        d = (x - y).abs()
+        loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
+        return _reduce(loss.to(d.dtype), params["reduction"])
+
+    return _result(_no_grad(forward))
+
+
+# ---------------------------------------------------------------- norms and rounding
+def _vector_norm(op, args, params):
+    x = args[0]
+    ord, dims, keepdim = params["ord"], tuple(params["dims"]), params["keepdim"]  # noqa: A001
+    dtype = params.get("dtype")
+    _, real = op.meta(*[_standin(x)], **{k: v for k, v in params.items()})
+
+    def reduce(t: Tensor, how: str) -> Tensor:
+        if not dims:
+            return t
+        return getattr(t, how)(dim=dims, keepdim=keepdim)
+
+    def forward():
+        a = (x.to(dtype) if dtype is not None else x).abs()
+        if ord == math.inf:
+            return reduce(a, "amax")
+        if ord == -math.inf:
+            return reduce(a, "amin")
+        if ord == 0:
+            return reduce((a != 0).to(a.dtype), "sum")
+        if ord == 1:
+            return reduce(a, "sum")
+        if ord == 2:
+            return reduce(a * a, "sum").sqrt()
+        return reduce(a ** ord, "sum") ** (1.0 / ord)
+
+    return _result(_no_grad(forward), real)
+
+
+def _standin(a: Tensor):
+    from .cuda_eager import _standin as standin
+
+    return standin(a)
+
+
+def _round_decimals(op, args, params):
+    x = args[0]
+    d = params["decimals"]
+    if not x._dtype.is_floating_point:
+        return x._data.copy(), x._dtype
+    if d >= 0:
+        f = float(x._dtype.np.type(10.0 ** d))
+        out = _no_grad(lambda: (x * f).round() / f)
+    else:
+        f = float(x._dtype.np.type(10.0 ** -d))
+        out = _no_grad(lambda: (x / f).round() * f)
+    return _result(out, x._dtype)
+
+
+# ---------------------------------------------------------------- padding and slices
+def _sliced(a: CudaArray, region: dict) -> CudaArray:
+    """The view of ``a`` with ``region = {dim: (start, stop)}``."""
+    shape, offset = list(a.shape), a.offset
+    for d, (s0, s1) in region.items():
+        shape[d] = s1 - s0
+        offset += s0 * a.strides[d]
+    return a.view(tuple(shape), a.strides, offset)
+
+
+def _constant_pad(op, args, params):
+    from .cuda_eager import copy_into
+
+    x = args[0]
+    pad, value = params["pad"], params["value"]
+    shape, dt = op.meta(_standin(x), pad=pad, value=value)
+    out = full(shape, value, dt.np)
+    src, dst = {}, {}
+    for i in range(len(pad) // 2):
+        d = x.ndim - 1 - i
+        lo, hi = pad[2 * i], pad[2 * i + 1]
+        s0, s1 = max(-lo, 0), x.shape[d] - max(-hi, 0)
+        if s1 <= s0:
+            return out, dt
+        src[d] = (s0, s1)
+        dst[d] = (max(lo, 0), max(lo, 0) + s1 - s0)
+    if x._data.size:
+        copy_into(_sliced(out, dst), _sliced(x._data, src))
+    return out, dt
+
+
+def _gather_pad(op, args, params):
+    from ..ops.nn_ops2 import pad_positions
+
+    x = args[0]
+    padding = params["padding"]
+    mode = "reflect" if op.name.startswith("reflection") else "replicate"
+    shape, dt = op.meta(_standin(x), padding=padding)
+
+    def forward():
+        out = x
+        for i in range(len(padding) // 2):
+            d = x.ndim - 1 - i
+            pos = pad_positions(mode, x.shape[d], padding[2 * i], padding[2 * i + 1])
+            out = out.index_select(d, _wrap(ca.to_device(pos), dtypes.int64))
+        return out
+
+    return _result(_no_grad(forward), dt)
+
+
+def _copy_slices(op, args, params):
+    from ..ops.indexing import _np_key
+    from .cuda_eager import _as_view, copy_into, unsupported
+
+    if len(args) != 2:
+        raise unsupported(op, "tensor indices")
+    x, values = args
+    spec = params["spec"]
+    if any(isinstance(s, tuple) and s[0] == "t" for s in spec):
+        raise unsupported(op, "tensor indices")
+    out = x._data.copy()
+    desc, buf = ca.descriptor(out)
+    region = _as_view(desc[_np_key(spec, ())], buf, out)
+    if region is None:
+        raise unsupported(op, "its region is not a view")
+    if isinstance(values, Tensor):
+        src = values._data
+    else:
+        src = full((), values, x._dtype.np)
+    if params.get("accumulate") and region.size:
+        from .cuda_eager import add_arrays
+
+        src = add_arrays(region, src)
+    if region.size:
+        copy_into(region, src)
+    return out, x._dtype
+
+
+BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bce_logits,
+           "smooth_l1_loss": _smooth_l1, "huber_loss": _huber,
+           "linalg_vector_norm": _vector_norm, "round_decimals": _round_decimals,
+           "constant_pad_nd": _constant_pad, "copy_slices": _copy_slices,
+           "index_put": _copy_slices}
+for _d in (1, 2, 3):
+    BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
+    BY_NAME[f"replication_pad{_d}d"] = _gather_pad
+__all__ = ["BY_NAME"]
