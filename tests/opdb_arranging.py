@@ -10,6 +10,12 @@ import warnings
 import numpy as np
 
 
+def _off_unit(rng, *shape):
+    # multiples of 0.75 plus a fraction in [0.1, 0.4] of it: away from the jumps of % and //
+    k = rng.integers(-4, 4, shape)
+    return np.asarray((k + rng.uniform(0.1, 0.4, shape)) * 0.75)
+
+
 def _roll_ref(x, shifts, dims=None):
     return np.roll(x, shifts, dims)
 
@@ -99,6 +105,17 @@ def arranging_records() -> list:
                _s(lambda rng: np.array([1.5, np.nan, np.inf, -np.inf]), 2.0, 5.0, -5.0),
                lambda x, nan=0.0, posinf=None, neginf=None: np.nan_to_num(
                    x, nan=nan, posinf=posinf, neginf=neginf), gradgrad=False),
+        OpInfo("atan2", "atan2", _binary(_away, _away, scalar=False), np.arctan2),
+        OpInfo("remainder", "remainder", _s(_arr(3, 4, gen=_off_unit), _arr(4, gen=_away)),
+               np.remainder, gradgrad=False),
+        OpInfo("remainder_scalar", "remainder", _s(_arr(3, 4, gen=_off_unit), 0.75),
+               np.remainder, gradgrad=False),
+        OpInfo("fmod", "fmod", _s(_arr(3, 4, gen=_off_unit), _arr(4, gen=_away)), np.fmod,
+               gradgrad=False),
+        OpInfo("fmod_scalar", "fmod", _s(_arr(3, 4, gen=_off_unit), -0.75), np.fmod,
+               gradgrad=False),
+        OpInfo("floor_divide", "floor_divide", _s(_arr(3, 4, gen=_off_unit), 0.75),
+               np.floor_divide, differentiable=False),
         OpInfo("count_nonzero", "count_nonzero",
                _many(_s(lambda rng: np.array([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]]), name="all"),
                      _s(lambda rng: np.array([[0.0, 1.0, 2.0], [3.0, 0.0, 0.0]]), 1,

@@ -92,3 +92,21 @@ def test_repeat_and_tile_gradients_sum_the_copies():
     assert y.grad_fn.name() == "RepeatBackward0"
     y.sum().backward()
     np.testing.assert_array_equal(x.grad.numpy(), [[6.0, 6.0]])
+
+
+def test_mod_and_floordiv_operators_follow_python_and_torch():
+    torch = pytest.importorskip("torch")
+    for a, b in [([5, -3, 7], 2), ([5.5, -3.25, 7.0], 2.0), ([5.5, -3.25, 7.0], -0.75)]:
+        ja, ta = jitgrad.tensor(a), torch.tensor(a)
+        for op in (lambda x: x % b, lambda x: x // b, lambda x: 7 % x, lambda x: 7 // x,
+                   lambda x: jitgrad.fmod(x, b) if isinstance(x, jitgrad.Tensor)
+                   else torch.fmod(x, b)):
+            j, t = op(ja), op(ta)
+            np.testing.assert_allclose(j.numpy(), t.numpy())
+            assert str(j.dtype).split(".")[-1] == str(t.dtype).split(".")[-1]
+    x = jitgrad.tensor([5.5, -3.25], requires_grad=True)
+    y = x // 2
+    assert y.requires_grad and y.grad_fn.name() == "NotImplemented"
+    with pytest.raises(RuntimeError, match="the derivative for 'floor_divide' is not implemented"):
+        y.sum().backward()
+    assert (x % 2).grad_fn.name() == "RemainderBackward0"

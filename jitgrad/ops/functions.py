@@ -255,6 +255,9 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.__hash__ = lambda self: id(self)
     from .extras import install_factories
     from .inplace import install_special
+    from .torch_extras import install_operators as install_division_operators
+
+    install_division_operators(Tensor)
 
     install_special(Tensor)
     install_factories(Tensor)

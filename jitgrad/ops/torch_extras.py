@@ -307,3 +307,92 @@ def nan_to_num(input, nan: float = 0.0, posinf: float | None = None,  # noqa: A0
     return apply(NAN_TO_NUM, input, nan=float(nan),
                  posinf=None if posinf is None else float(posinf),
                  neginf=None if neginf is None else float(neginf))
+
+
+# ---------------------------------------------------------------- division family
+ATAN2 = defop(
+    "atan2", np.arctan2, kind=POINTWISE, promote=FLOAT, save=(0, 1),
+    vjp=(lambda g, ans, a, b: g * b / (a * a + b * b),
+         lambda g, ans, a, b: -g * a / (a * a + b * b)),
+    jvp=ELEMENTWISE)
+
+
+@public(("atan2", "arctan2"), method=True, inplace=True)
+def atan2(input, other):  # noqa: A002
+    """The angle of the point ``(other, input)`` (``arctan(input / other)`` in the right
+    quadrant)."""
+    _tensor_other("atan2", other)
+    return apply(ATAN2, input, other)
+
+
+def _floor_quotient(a, b):
+    return (a / b).floor()
+
+
+def _trunc_quotient(a, b):
+    return (a / b).trunc()
+
+
+REMAINDER = defop(
+    "remainder", np.remainder, kind=POINTWISE, save=(0, 1),
+    vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _floor_quotient(a, b)),
+    jvp=ELEMENTWISE, node_name="RemainderBackward1")
+REMAINDER_SCALAR = defop(
+    "remainder_scalar", np.remainder, kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
+    jvp=ELEMENTWISE, node_name="RemainderBackward0")
+FMOD = defop(
+    "fmod", np.fmod, kind=POINTWISE, save=(0, 1),
+    vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _trunc_quotient(a, b)),
+    jvp=ELEMENTWISE, node_name="FmodBackward1")
+FMOD_SCALAR = defop(
+    "fmod_scalar", np.fmod, kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
+    jvp=ELEMENTWISE, node_name="FmodBackward0")
+
+
+def _no_floor_divide_derivative(g, ans, *inputs):
+    raise RuntimeError("the derivative for 'floor_divide' is not implemented.")
+
+
+FLOOR_DIVIDE = defop(
+    "floor_divide", np.floor_divide, kind=POINTWISE,
+    vjp=(_no_floor_divide_derivative, _no_floor_divide_derivative), node_name="NotImplemented",
+    jvp=lambda tangents, ans, *inputs: _no_floor_divide_derivative(None, ans))
+
+
+def _by_operand(tensor_op, scalar_op):
+    def fn(input, other):  # noqa: A002
+        from ..tensor import Tensor
+
+        return apply(tensor_op if isinstance(other, Tensor) else scalar_op, input, other)
+    return fn
+
+
+remainder = public("remainder", method=True, inplace=True)(_by_operand(REMAINDER,
+                                                                        REMAINDER_SCALAR))
+remainder.__doc__ = "Python's ``%``: the remainder with the sign of the divisor."
+fmod = public("fmod", method=True, inplace=True)(_by_operand(FMOD, FMOD_SCALAR))
+fmod.__doc__ = "C's ``fmod``: the remainder with the sign of the dividend."
+
+
+@public("floor_divide", method=True, inplace=True)
+def floor_divide(input, other):  # noqa: A002
+    """``input // other`` rounded toward minus infinity (no derivative, as in torch)."""
+    return apply(FLOOR_DIVIDE, input, other)
+
+
+def install_operators(Tensor: type) -> None:  # noqa: N803
+    """``%`` and ``//`` on tensors."""
+    from .creation import tensor
+
+    def reflected(op):
+        def fn(self, other):
+            if not isinstance(other, (int, float, bool)):
+                return NotImplemented
+            return apply(op, tensor(other, dtype=self.dtype if isinstance(other, float) and
+                                    not self.dtype.is_floating_point else None), self)
+        return fn
+
+    Tensor.__mod__ = lambda self, other: remainder(self, other)
+    Tensor.__rmod__ = reflected(REMAINDER)
+    Tensor.__floordiv__ = lambda self, other: floor_divide(self, other)
+    Tensor.__rfloordiv__ = reflected(FLOOR_DIVIDE)
