@@ -98,8 +98,9 @@ def test_mod_and_floordiv_operators_follow_python_and_torch():
     torch = pytest.importorskip("torch")
     for a, b in [([5, -3, 7], 2), ([5.5, -3.25, 7.0], 2.0), ([5.5, -3.25, 7.0], -0.75)]:
         ja, ta = jitgrad.tensor(a), torch.tensor(a)
-        for op in (lambda x: x % b, lambda x: x // b, lambda x: 7 % x, lambda x: 7 // x,
-                   lambda x: jitgrad.fmod(x, b) if isinstance(x, jitgrad.Tensor)
+        for op in (lambda x, b=b: x % b, lambda x, b=b: x // b, lambda x: 7 % x,
+                   lambda x: 7 // x,
+                   lambda x, b=b: jitgrad.fmod(x, b) if isinstance(x, jitgrad.Tensor)
                    else torch.fmod(x, b)):
             j, t = op(ja), op(ta)
             np.testing.assert_allclose(j.numpy(), t.numpy())
