@@ -26,13 +26,9 @@ from .. import dtypes
 from .._cuda_array import CudaArray
 from ..ops import registry
 from ..ops.registry import Tensor
+from ..ops.nn_ops2 import _softplus_neg
+from ..tensor import _make
 from .numba_cuda import full
-
-
-def _wrap(data, dt) -> Tensor:
-    t = Tensor.__new__(Tensor)
-    t._init(data, dt)
-    return t
 
 
 def _no_grad(fn):
@@ -78,7 +74,7 @@ def _bce_logits(op, args, params):
     reduction = params["reduction"]
 
     def forward():
-        sp_neg = (-x.abs()).exp().log1p() + (-x).clamp(min=0)
+        sp_neg = _softplus_neg(x)
         if pw is not None:
             loss = (1 - t) * x + ((pw - 1) * t + 1) * sp_neg
         else:
@@ -214,7 +210,7 @@ def _gather_pad(op, args, params):
         for i in range(len(padding) // 2):
             d = x.ndim - 1 - i
             pos = pad_positions(mode, x.shape[d], padding[2 * i], padding[2 * i + 1])
-            out = out.index_select(d, _wrap(ca.to_device(pos), dtypes.int64))
+            out = out.index_select(d, _make(ca.to_device(pos), dtypes.int64))
         return out
 
     return _result(_no_grad(forward), dt)

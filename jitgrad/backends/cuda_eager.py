@@ -36,6 +36,7 @@ from .._cuda_array import CudaArray, simulated
 from ..jit.ir import Eqn, Graph, Var
 from ..ops import registry
 from ..ops.registry import MOVEMENT, POINTWISE, REDUCE, Tensor
+from ..tensor import _make
 from .numba_cuda import SUPPORTED, CudaKernel, compile_source, full
 from .render import NotRenderableError
 
@@ -97,17 +98,11 @@ def _decomposed(op, args: tuple, params: dict):
 def run_arrays(e: Eqn, arrays: list) -> list:
     """One non-kernel equation of a jit program on device arrays (the CUDA backend's step)."""
     it = iter(arrays)
-    args = tuple(_wrap(next(it), x.dtype) if isinstance(x, Var) else x for x in e.inputs)
+    args = tuple(_make(next(it), x.dtype) if isinstance(x, Var) else x for x in e.inputs)
     if e.op.name == "detach":
         return [args[0]._data]
     out, _ = compute(e.op, args, e.params)
     return list(out) if isinstance(out, (tuple, list)) else [out]
-
-
-def _wrap(data, dt) -> Tensor:
-    t = Tensor.__new__(Tensor)
-    t._init(data, dt)
-    return t
 
 
 # ---------------------------------------------------------------- single-op kernels
@@ -115,7 +110,7 @@ _EAGER: dict = {}
 
 
 def _standin(a: Tensor) -> Tensor:
-    return _wrap(np.broadcast_to(np.zeros((), a._dtype.np), a._data.shape), a._dtype)
+    return _make(np.broadcast_to(np.zeros((), a._dtype.np), a._data.shape), a._dtype)
 
 
 def _freeze(v):
@@ -202,7 +197,7 @@ def _build(op, args, params, shape, dt, scalar_types: dict) -> CudaKernel:
 def copy_array(a: CudaArray) -> CudaArray:
     """A contiguous device copy of ``a`` (the ``clone`` op's kernel)."""
     dt = dtypes.from_numpy_dtype(a.dtype)
-    return _kernel_op(registry.OPS["clone"], (_wrap(a, dt),), {})[0]
+    return _kernel_op(registry.OPS["clone"], (_make(a, dt),), {})[0]
 
 
 def copy_into(dst: CudaArray, src: CudaArray) -> None:
@@ -211,7 +206,7 @@ def copy_into(dst: CudaArray, src: CudaArray) -> None:
     if not isinstance(src, CudaArray):
         raise mixed_devices()
     dt = dtypes.from_numpy_dtype(dst.dtype)
-    _kernel_op(registry.OPS["to_copy"], (_wrap(src, dtypes.from_numpy_dtype(src.dtype)),),
+    _kernel_op(registry.OPS["to_copy"], (_make(src, dtypes.from_numpy_dtype(src.dtype)),),
                {"dtype": dt}, out=dst)
 
 
@@ -219,7 +214,7 @@ def add_arrays(a: CudaArray, b) -> CudaArray:
     """``a + b`` for two device arrays of gradients (the engine sums them)."""
     if not isinstance(b, CudaArray):
         raise mixed_devices()
-    ta, tb = _wrap(a, dtypes.from_numpy_dtype(a.dtype)), _wrap(b, dtypes.from_numpy_dtype(b.dtype))
+    ta, tb = _make(a, dtypes.from_numpy_dtype(a.dtype)), _make(b, dtypes.from_numpy_dtype(b.dtype))
     return compute(registry.OPS["add"], (ta, tb), {})[0]
 
 
@@ -337,7 +332,7 @@ def _dot(op, args, params):
 def _addmm(op, args, params):
     bias, a, b = args
     prod, dt = _mm(registry.OPS["mm"], (a, b), {})
-    return compute(registry.OPS["add"], (bias, _wrap(prod, dt)), {})
+    return compute(registry.OPS["add"], (bias, _make(prod, dt)), {})
 
 
 def _same(op, args):
@@ -359,7 +354,7 @@ def _into_zeros(op, args, params):
     out = full(params["shape"], 0, g._dtype.np)
     fwd = registry.OPS["select" if op.name == "select_backward" else "slice"]
     rest = {k: v for k, v in params.items() if k != "shape"}
-    region = _movement(fwd, (_wrap(out, g._dtype),), rest)[0]
+    region = _movement(fwd, (_make(out, g._dtype),), rest)[0]
     copy_into(region, g._data)
     return out, g._dtype
 
@@ -370,7 +365,7 @@ def _cat(op, args, params):
     out = ca.empty(shape, dt.np)
     dim = dim % max(len(shape), 1)
     start = 0
-    whole = _wrap(out, dt)
+    whole = _make(out, dt)
     for a in args:
         n = a._data.shape[dim] if a._data.ndim else 0
         if a._data.size == 0 and a._data.ndim == 1:  # (torch skips empty 1-d inputs)
@@ -385,7 +380,7 @@ def _cat(op, args, params):
 def _stack(op, args, params):
     shape, dt = op.meta(*[_standin(a) for a in args], **params)
     out = ca.empty(shape, dt.np)
-    whole = _wrap(out, dt)
+    whole = _make(out, dt)
     for i, a in enumerate(args):
         region = _movement(registry.OPS["select"], (whole,), {"dim": params["dim"] % len(shape),
                                                              "index": i})[0]
@@ -435,7 +430,7 @@ def _check_bounds(index: Tensor, n: int, dim: int) -> None:
     bad = registry.state
     prev, bad.grad_enabled = bad.grad_enabled, False
     try:
-        i = _wrap(index._data, index._dtype)
+        i = _make(index._data, index._dtype)
         count = ((i < 0) | (i >= n)).sum().item()
     finally:
         bad.grad_enabled = prev
@@ -465,7 +460,7 @@ def _indexed(op, args, params):
         out = x._data.copy()
         space = index._data.shape if kind == "scatter_add" else src._data.shape
         if kind == "scatter_add":  # (src may be larger than index: its leading part is used)
-            src = _wrap(src._data.view(space, src._data.strides, src._data.offset), dt)
+            src = _make(src._data.view(space, src._data.strides, src._data.offset), dt)
     total = int(np.prod(space, dtype=np.int64))
     _check_bounds(index, x._data.shape[dim] if x._data.ndim else 1, dim)
     if total and x._data.ndim:
@@ -478,21 +473,12 @@ def _indexed(op, args, params):
     return out, dt
 
 
-def _no_grad(fn):
-    st = registry.state
-    prev, st.grad_enabled = st.grad_enabled, False
-    try:
-        return fn()
-    finally:
-        st.grad_enabled = prev
-
-
 def _masked_fill(op, args, params):
     """``masked_fill`` (a number or a 0-d tensor value) as ``where(mask, value, x)``."""
     x, mask = args[:2]
     value = args[2] if len(args) > 2 else params["value"]
     if isinstance(value, Tensor):
-        value = _wrap(value._data, value._dtype).to(x._dtype)
+        value = _make(value._data, value._dtype).to(x._dtype)
     out = _no_grad(lambda: _where(mask, value, x))
     return out._data, x._dtype
 
@@ -547,6 +533,7 @@ _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "ze
 # ---------------------------------------------------------------- install
 from .cuda_compact import BY_NAME as _COMPACT  # noqa: E402 - (they import helpers
 from .cuda_composite import BY_NAME as _COMPOSITE  # noqa: E402 - from this module)
+from .cuda_composite import _no_grad  # noqa: E402
 from .cuda_index import BY_NAME as _INDEX  # noqa: E402
 from .cuda_linalg import BY_NAME as _LINALG  # noqa: E402
 from .cuda_lines import BY_NAME as _LINES  # noqa: E402

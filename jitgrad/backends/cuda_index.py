@@ -25,7 +25,8 @@ import numpy as np
 from .. import dtypes
 from .._cuda_array import CudaArray
 from ..ops.registry import Tensor
-from .cuda_composite import _no_grad, _wrap
+from ..tensor import _make
+from .cuda_composite import _no_grad
 from .numba_cuda import full
 
 
@@ -81,7 +82,7 @@ def _plan(x: CudaArray, idx: tuple, spec: tuple):
             total = term if total is None else total + term
             step *= n
         if not isinstance(total, Tensor):
-            total = _wrap(full((), total, np.int64), dtypes.int64)
+            total = _make(full((), total, np.int64), dtypes.int64)
         return total
 
     lin = _no_grad(linear)
@@ -111,7 +112,7 @@ def index(op, args, params):
 
         return _movement(op, args, params)
     front, n_adv, lin, b, rest, place = _plan(x._data, idx, spec)
-    table = _wrap(_flat2d(front, n_adv), x._dtype)
+    table = _make(_flat2d(front, n_adv), x._dtype)
 
     def forward():
         picked = table.index_select(0, lin.reshape(-1)).reshape(b + rest)
@@ -132,9 +133,9 @@ def index_put(op, args, params):
     spec, accumulate = params["spec"], params["accumulate"]
     out = x._data.copy()
     front, n_adv, lin, b, rest, place = _plan(out, idx, spec)
-    table = _wrap(_flat2d(front, n_adv).copy(), x._dtype)
+    table = _make(_flat2d(front, n_adv).copy(), x._dtype)
     if not isinstance(values, Tensor):
-        values = _wrap(full((), values, x._dtype.np), x._dtype)
+        values = _make(full((), values, x._dtype.np), x._dtype)
 
     def forward():
         nb = len(b)

@@ -27,7 +27,8 @@ import numpy as np
 from .. import _cuda_array as ca
 from .._cuda_array import CudaArray
 from ..ops.registry import Tensor
-from .cuda_composite import _no_grad, _wrap
+from ..tensor import _make
+from .cuda_composite import _no_grad
 from .cuda_lines import contiguous
 from .numba_cuda import compile_source, full, launch_config
 
@@ -150,7 +151,7 @@ def _conv(op, args, params):
         o, kh, kw = w2.shape[0], w2.shape[2], w2.shape[3]
         cols, (ho, wo), _ = _columns(x2, (kh, kw), stride, padding, dilation)
         c = cols.shape[0]
-        cm = _wrap(cols, x._dtype).reshape(groups, (c // groups) * kh * kw, n * ho * wo)
+        cm = _make(cols, x._dtype).reshape(groups, (c // groups) * kh * kw, n * ho * wo)
         out = w2.reshape(groups, o // groups, -1).matmul(cm)  # (G, O/G, N*Ho*Wo)
         out = out.reshape(o, n, ho, wo).permute(1, 0, 2, 3)
         if b is not None:
@@ -180,7 +181,7 @@ def _conv_input_grad(op, args, params):
         cols = cols.reshape(c, kh * kw, n, ho * wo).contiguous()
         _, pos = _conv_geometry(size, (kh, kw), stride, padding, dilation)
         out = col2im(cols._data, pos, size[0] * size[1])
-        return _wrap(out.view((n, c) + size), g._dtype)
+        return _make(out.view((n, c) + size), g._dtype)
 
     out = _no_grad(forward)
     return out._data.reshape(tuple(shape)), dt
@@ -200,7 +201,7 @@ def _conv_weight_grad(op, args, params):
         n, o = g2.shape[:2]
         cols, (ho, wo), _ = _columns(x2, ksize, stride, padding, dilation)
         c = cols.shape[0]
-        cm = _wrap(cols, x._dtype).reshape(groups, (c // groups) * ksize[0] * ksize[1],
+        cm = _make(cols, x._dtype).reshape(groups, (c // groups) * ksize[0] * ksize[1],
                                            n * ho * wo)
         gm = g2.permute(1, 0, 2, 3).reshape(groups, o // groups, n * ho * wo)
         return gm.matmul(cm.transpose(1, 2)).contiguous()
@@ -340,7 +341,7 @@ def _adaptive(op, args, params):
     shape, dt = op.meta(_stand(x), **params)
     small, big = (tuple(x.shape[-2:]), tuple(params["input_size"])) if backward else \
         (tuple(params["output_size"]), tuple(x.shape[-2:]))
-    ph, pw = (_wrap(ca.to_device(_adaptive_matrix(n, o, x._dtype.np)), x._dtype)
+    ph, pw = (_make(ca.to_device(_adaptive_matrix(n, o, x._dtype.np)), x._dtype)
               for n, o in zip(big, small))
     if backward:
         out = _no_grad(lambda: ph.t().matmul(x).matmul(pw).contiguous())
