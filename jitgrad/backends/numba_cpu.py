@@ -28,7 +28,7 @@ from .. import _config
 from ..jit.ir import Eqn, Graph, Var
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
-from . import kernel_cache, numba_program, pycode
+from . import kernel_cache, numba_chain, numba_program, pycode
 from .numba_math import KERNEL_FASTMATH
 from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
                      render_kernel, renderable)
@@ -69,6 +69,8 @@ MATH_COST = 8
 WHOLE_PROGRAMS = True
 PROGRAM_AFTER_CALLS = 3
 PROGRAM_MAX_OPS = 512
+# Longer graphs run as one chain of C calls (``numba_chain``) when they qualify.
+CHAINS = True
 
 
 class KernelCompileError(RuntimeError):
@@ -258,6 +260,25 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
     return first
 
 
+def _made(make: Callable, described: str):
+    """``make()``: a chain's kernel compiled (or loaded from the cache), timed and counted, with
+    the error a kernel's first call gives when Numba cannot compile it."""
+    global compile_seconds
+    import numba
+
+    t0 = time.perf_counter()
+    try:
+        fn = make()
+    except numba.core.errors.NumbaError as err:
+        raise KernelCompileError(
+            f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
+            f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
+            "function and report the ops above.") from None
+    compile_seconds += time.perf_counter() - t0
+    kernel_cache.count(fn.cache_hits > 0)
+    return fn
+
+
 def _recover(fn, err: Exception, args: tuple):
     """A Numba cache file that cannot be loaded (truncated, corrupt): drop it, warn, and
     compile the kernel again."""
@@ -304,6 +325,10 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     grouped = fused
     if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
         grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
+    elif CHAINS:
+        chain = numba_chain.plan(fused, kernels)
+        if chain is not None:
+            return _settled(numba_chain.build(chain, _HEADER, _options(False), _made), 0)
     if grouped is fused:
         run = _settled(by_kernel, 0)
     else:

@@ -50,7 +50,10 @@ def _reshape_back(g, ans, x, shape):
 
 
 # How a whole Numba program computes these ops (the OpDef's ``program`` field).
-def _reshape_program(p, x, *, shape):
+def reshape_program(p, x, *, shape):
+    """A reshape in a whole Numba program. An op with this ``program`` keeps its input's bytes
+    in order (on contiguous data it is a new name for the same memory): compiled chains
+    (``backends.numba_chain``) rely on it."""
     return f"np.ascontiguousarray({x}).reshape({p.shape(shape)})"
 
 
@@ -86,18 +89,18 @@ def _slice_backward_program(p, g, *, shape, dim, start, stop, step):
 
 UNSAFE_VIEW = defop("unsafe_view", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                     meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR, passthrough=True,
-                    program=_reshape_program)
+                    program=reshape_program)
 # Inside a traced program ``view`` is a pure reshape (``graph_impl``): memory layout is not known
 # while tracing (a transpose feeding it may be a copy or a view), so it copies when it has to;
 # an eager replay of a graph on a non-contiguous input takes ``unsafe_view`` of a copy.
 VIEW = defop("view", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
              vjp=(_reshape_back,), jvp=LINEAR, passthrough=True, graph_impl=UNSAFE_VIEW.impl,
              contiguous_fallback=UNSAFE_VIEW, saved_names={"self_sym_sizes": ("sizes", 0)},
-             program=_reshape_program)
+             program=reshape_program)
 # torch's reshape of a non-contiguous tensor that can still be viewed (``_reshape_alias``)
 RESHAPE_ALIAS = defop("reshape_alias", _view_impl, kind=MOVEMENT, meta=_shape_meta, view=True,
                       vjp=(_reshape_back,), jvp=LINEAR, node_name="ReshapeAliasBackward0",
-                      program=_reshape_program)
+                      program=reshape_program)
 
 
 def _permute_meta(x, dims):
@@ -135,23 +138,23 @@ EXPAND = defop("expand", lambda x, shape: np.broadcast_to(x, shape), kind=MOVEME
 SQUEEZE = defop("squeeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
                 index_map=True, meta=_shape_meta, vjp=(_reshape_back,),
                 node_name="SqueezeBackward0", jvp=LINEAR,
-                program=_reshape_program)
+                program=reshape_program)
 SQUEEZE_DIM = defop("squeeze_dim", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                     index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
                     node_name="SqueezeBackward1", jvp=LINEAR,
-                    program=_reshape_program)
+                    program=reshape_program)
 SQUEEZE_DIMS = defop("squeeze_dims", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      index_map=True, view=True, meta=_shape_meta, vjp=(_reshape_back,),
                      node_name="SqueezeBackward2", jvp=LINEAR,
-                     program=_reshape_program)
+                     program=reshape_program)
 # in-place ``squeeze_(dim)`` on a fresh result (matmul's 1-D @ 2-D case): not a view
 SQUEEZE_DIM_ = defop("squeeze_dim_", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT,
                      index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
                      node_name="SqueezeBackward4",
-                     program=_reshape_program)
+                     program=reshape_program)
 UNSQUEEZE = defop("unsqueeze", lambda x, shape: np.reshape(x, shape), kind=MOVEMENT, view=True,
                   index_map=True, meta=_shape_meta, vjp=(_reshape_back,), jvp=LINEAR,
-                  program=_reshape_program)
+                  program=reshape_program)
 
 
 def _select_impl(x, dim, index):
