@@ -450,3 +450,15 @@ def test_an_expanded_input_is_read_in_place_not_as_a_strided_array(monkeypatch):
     assert "expand" not in text.split("# k0")[0].split("kernel[k0]")[0]
     assert "def kernel(n0, a0, a1, a2, o0, o1):\n    x2 = a2[0]\n" in text
     _check(lambda x, y: (x * y).sum() * 3, x.detach().double(), y.detach().double())
+
+
+@pytest.mark.filterwarnings("ignore::RuntimeWarning")
+def test_a_mean_of_nothing_is_nan_on_every_tier():
+    # the first calls launch kernel by kernel (their full reductions finish in Python), later
+    # calls run one program: both give eager's nan (a ZeroDivisionError once)
+    x = jitgrad.randn(0, 4, dtype=jitgrad.float64)
+    f = jit(lambda t: ((t.exp() * 2).mean(), t.sum(), (t * t).mean(0)), backend="numba")
+    for _ in range(numba_cpu.PROGRAM_AFTER_CALLS + 2):
+        mean, total, per_column = f(x)
+        assert np.isnan(mean.item()) and total.item() == 0.0
+        assert per_column.shape == (4,) and np.isnan(per_column.numpy()).all()

@@ -211,7 +211,9 @@ def _launcher(ks: KernelSource, body: Graph, fn) -> Callable:
     lines.append(f"    ret = kernel({', '.join(args)})")
     slot = {v: f"o{k}" for k, v in enumerate(ks.outputs)}
     slot.update((r.var, f"r{k}") for k, r in enumerate(ks.reductions))
-    slot.update((r.var, f"ret[{k}]") for k, r in enumerate(ks.returned))
+    for k, r in enumerate(ks.returned):  # (a NumPy scalar: a mean of nothing is nan, as eager)
+        ns[f"R{k}"] = np.dtype(r.acc_dtype).type
+        slot[r.var] = f"R{k}(ret[{k}])"
     reduced = {r.var: r for r in ks.reductions + ks.returned}
     results = []
     for j, v in enumerate(body.outvars):
