@@ -363,3 +363,37 @@ def test_scans_of_long_lines_run_in_chunks():
         same_on_both(lambda x, d=dim: x.cumprod(d), a)
         same_on_both(lambda x, d=dim: x.t().cumsum(1 - d), a)
     same_on_both(lambda x: x.cumsum(0), np.arange(n) % 3)
+
+
+# ---------------------------------------------------------------- pointwise extras
+@pytest.mark.parametrize("kind", ["float32", "float64", "int32", "int64", "bool"])
+def test_torch_extras_pointwise_kernels_on_every_dtype(kind):
+    """atan2, hypot, logaddexp, lerp, nan_to_num and the division family on cuda tensors, eager
+    and fused under jit: the CPU's values on NaN, inf, signed zeros, negative operands and
+    integer division by zero (the cases of ``test_render_kernels``)."""
+    from test_render_kernels import EXTRAS, extras_operands
+
+    cpu = extras_operands(kind)
+    dev = extras_operands(kind, "cuda")
+    for name, fn in sorted(EXTRAS.items()):
+        with np.errstate(all="ignore"):
+            try:
+                expected = fn(*cpu)
+            except (TypeError, RuntimeError):
+                continue
+            if name.startswith("lerp_scalar") and not kind.startswith("float"):
+                with pytest.raises(NotImplementedError, match="no CUDA kernel"):
+                    fn(*dev)
+                continue
+            pairs = [(expected, fn(*dev)),
+                     (expected * 2, jitgrad.jit(lambda a, b, fn=fn: fn(a, b) * 2)(*dev))]
+        for want, got in pairs:
+            assert got.is_cuda and got.dtype is want.dtype, name
+            e, g = want.numpy(), got.cpu().numpy()
+            if e.dtype.kind == "f":
+                np.testing.assert_allclose(g, e, rtol=2e-6 if e.dtype == np.float32 else 1e-14,
+                                           equal_nan=True, err_msg=name)
+                np.testing.assert_array_equal(np.signbit(g[e == 0]), np.signbit(e[e == 0]),
+                                              err_msg=name)
+            else:
+                np.testing.assert_array_equal(g, e, err_msg=name)

@@ -68,6 +68,12 @@ for dt in (jitgrad.float32, jitgrad.float64):
            + F.pad(x, (1, 1), mode="reflect").sum() + x[:, idx[0]].sum())
     out.backward()
     x.detach().cumsum(2 if dt is jitgrad.float32 else 0)
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int32, jitgrad.bool):  # pointwise extras
+    a = jitgrad.tensor(rng.standard_normal((2, 3)) * 3, device="cuda").to(dt)
+    if dt.is_floating_point:
+        (jitgrad.atan2(a, a), jitgrad.hypot(a, a), jitgrad.logaddexp(a, a), a.lerp(a, 0.3),
+         a.lerp(a, 0.8), a.lerp(a, a), a.nan_to_num(), a.nan_to_num(1.0, 2.0, -3.0), a.floor())
+    a % a, a % 3, a.fmod(a), a.fmod(-2), a // a, -7 // a
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 
