@@ -27,10 +27,41 @@ import numpy as np
 
 from ..jit.ir import Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
-from .render import _CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal, npname
+from .render import (_CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal,
+                     npname, template_of)
 
 ATOMIC_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint32,
                                        np.uint64)}
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+# The templates that compute on complex numbers what NumPy does (tests/test_cuda.py sweeps
+# every op whose template is one of them on complex values): complex arithmetic, equality,
+# ``where``, ``real``/``imag``/``conj``/``abs``. Anything else on complex values (a math
+# function, an order comparison, a template written for real numbers only) has no CUDA kernel.
+COMPLEX_TEMPLATES = frozenset({
+    "{0}", "-{0}", "{0} + {1}", "{0} - {1}", "{1} - {0}", "{0} * {1}", "{0} / {1}", "1.0 / {0}",
+    "{0} == {1}", "{0} != {1}", "{1} if {0} else {2}", "{0}.real", "{0}.imag",
+    "{0}.conjugate()", "abs({0})"})
+_TO_REAL = ("{0}.real", "{0}.imag", "abs({0})")
+
+
+def check_complex(e) -> None:
+    """Raises ``NotRenderableError`` for an equation on complex values without a complex
+    kernel (see ``COMPLEX_TEMPLATES``); a complex value becomes real only through ``abs``,
+    ``.real`` or ``.imag`` (``to(float32)`` of a complex tensor has no kernel)."""
+    ins = [v.dtype for v in e.in_vars()]
+    out = e.outputs[0].dtype
+    if not any(d.is_complex for d in ins + [out]):
+        return
+    if any(isinstance(x, complex) for x in e.inputs):  # (a kernel argument in eager mode)
+        raise NotRenderableError(f"{e.op.name}: a complex constant in a kernel")
+    work = next(d for d in ins + [out] if d.is_complex).np
+    text = template_of(e.op, e.params, work)
+    if text not in COMPLEX_TEMPLATES:
+        raise NotRenderableError(f"{e.op.name}: no kernel for complex values on the device")
+    if any(d.is_complex for d in ins) and not out.is_complex and text not in _TO_REAL + (
+            "{0} == {1}", "{0} != {1}"):
+        raise NotRenderableError(f"{e.op.name}: a cast from complex to {out} (take .real)")
 
 
 @dataclass
@@ -102,6 +133,8 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             k = len(reductions)
             dims = tuple(j + d - len(dom) for j in e.params["dims"]) if dom else (0,)
             acc_dt = _acc_dtype(e.op, out.dtype.np)
+            if acc_dt == _F16:  # (max/min: float32 holds every float16, and has atomics)
+                acc_dt = _F32
             tmpl = e.op.template
             atomic = atomic_of(tmpl, acc_dt)
             full = len(dims) == d
@@ -127,6 +160,7 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             continue
         var = f"t{tmp}"
         tmp += 1
+        check_complex(e)
         stmts.append(f"{var} = {npname(out.dtype.np)}({_pointwise(e, names)})")
         names[out] = var
         if out in out_slot:

@@ -20,15 +20,19 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import dtypes
 from ..jit.ir import Eqn, Graph
 from ..jit.passes.fuse import KERNEL_OP, is_reduction
 from ..ops.registry import POINTWISE
 from .. import _cuda_array as cuda_array
 from .._cuda_array import CudaArray, simulated
-from .cuda_render import CudaSource, NotRenderableError, render_cuda, render_final
+from .cuda_render import (CudaSource, NotRenderableError, check_complex, render_cuda,
+                          render_final)
 from .render import KERNEL_DTYPES, renderable
 
-SUPPORTED = KERNEL_DTYPES
+# The CPU's kernel dtypes, float16 (numba-cuda computes in half precision, each operation
+# rounded to float16 as NumPy's are) and complex (arithmetic only: ``cuda_render``).
+SUPPORTED = KERNEL_DTYPES | {dtypes.float16, dtypes.complex64, dtypes.complex128}
 
 # Threads per block, and the most blocks a grid-stride kernel is launched with (each thread
 # then loops over several elements). Under the simulator each thread is a Python thread: small.
@@ -139,6 +143,8 @@ def fusible(e: Eqn) -> bool:
             return False
         if is_reduction(e):  # (it also needs an atomic that merges the blocks' results)
             render_cuda(Graph(e.in_vars(), e.outputs, [e]), "kernel", 32)
+        elif e.op.kind == POINTWISE:
+            check_complex(e)
     except (NotRenderableError, KeyError):
         return False
     return True

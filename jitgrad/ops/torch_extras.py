@@ -306,9 +306,9 @@ def _nan_to_num_impl(x, nan, posinf, neginf):
 
 
 def _nan_to_num_template(p, work):
-    # integers and bools have no NaN or inf: the values themselves
+    # integers and bools have no NaN or inf: the values themselves (complex: not fused)
     if work.kind != "f":
-        return "{0}"
+        return "{0}" if work.kind in "iub" else None
     info = np.finfo(work)
     pos = repr(float(info.max)) if p["posinf"] is None else "{p[posinf]}"
     neg = repr(float(info.min)) if p["neginf"] is None else "{p[neginf]}"
@@ -353,6 +353,8 @@ def _division(helper: str):
     """The kernel template of a division-family op: the float or the integer helper of
     ``backends/kernel_lib`` (NumPy's values for each, an integer divisor of 0 included)."""
     def template(p, work):
+        if work.kind not in "fiub":
+            return None
         return f"{helper}_{'f' if work.kind == 'f' else 'i'}({{0}}, {{1}})"
     return template
 
