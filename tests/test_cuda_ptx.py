@@ -87,6 +87,10 @@ for dt in (jitgrad.float16, jitgrad.float32, jitgrad.float64, jitgrad.complex64)
 for dt in (jitgrad.int64, jitgrad.int32, jitgrad.bool, jitgrad.float32):
     jitgrad.randint(0, 2, (5,), dtype=dt, device="cuda")
 jitgrad.zeros(5, device="cuda").uniform_(-1, 2).normal_(1, 3)
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # bitonic sorts of long rows
+    r = jitgrad.tensor(rng.standard_normal((2, 20)) * 5, device="cuda").to(dt)
+    r.sort(1, descending=True), r.argsort(0)
+(jitgrad.tensor(rng.standard_normal(300), device="cuda") > 0).nonzero()  # scans of two levels
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 
