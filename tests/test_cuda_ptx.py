@@ -81,7 +81,7 @@ h = jitgrad.tensor(rng.standard_normal((2, 3)), device="cuda").half().requires_g
 for dt in (jitgrad.complex64, jitgrad.complex128):  # complex arithmetic
     z = jitgrad.tensor(rng.standard_normal((2, 3)) + 1j, device="cuda", dtype=dt)
     (z * z.conj() / z - 1j * z + z.real + z.imag + z.abs(), z == z,
-     jitgrad.where(z.real > 0, z, -z))
+     jitgrad.where(z.real > 0, z, -z), z.sum(), z.mean(1), jitgrad.jit(lambda z: z.sum(0))(z))
 for dt in (jitgrad.float16, jitgrad.float32, jitgrad.float64, jitgrad.complex64):  # draws
     jitgrad.rand(5, dtype=dt, device="cuda"), jitgrad.randn(5, dtype=dt, device="cuda")
 for dt in (jitgrad.int64, jitgrad.int32, jitgrad.bool, jitgrad.float32):

@@ -53,8 +53,8 @@ def check_complex(e) -> None:
     out = e.outputs[0].dtype
     if not any(d.is_complex for d in ins + [out]):
         return
-    if any(isinstance(x, complex) for x in e.inputs):  # (a kernel argument in eager mode)
-        raise NotRenderableError(f"{e.op.name}: a complex constant in a kernel")
+    if any(not isinstance(x, Var) for x in e.inputs):  # (eager mode passes it as an argument)
+        raise NotRenderableError(f"{e.op.name}: a constant in a complex kernel")
     work = next(d for d in ins + [out] if d.is_complex).np
     text = template_of(e.op, e.params, work)
     if text not in COMPLEX_TEMPLATES:
@@ -136,7 +136,10 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             if acc_dt == _F16:  # (max/min: float32 holds every float16, and has atomics)
                 acc_dt = _F32
             tmpl = e.op.template
-            atomic = atomic_of(tmpl, acc_dt)
+            cplx = acc_dt.kind == "c"  # (a sum: two atomics, on the real and imaginary parts)
+            if cplx and not tmpl.additive:
+                raise NotRenderableError(f"{e.op.name}: no order of complex values")
+            atomic = "add" if cplx else atomic_of(tmpl, acc_dt)
             full = len(dims) == d
             red = CudaReduction(out, dims, acc_dt, _identity(tmpl.identity, acc_dt),
                                 tmpl.final, full)
@@ -145,13 +148,19 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             src = f"{acc_t}({names[e.inputs[0]]})"
             if full:
                 acc = f"acc{k}"
-                init.append(f"{acc} = {literal(red.identity, acc_dt)}")
+                init.append(f"{acc} = {acc_t}(0)" if cplx else
+                            f"{acc} = {literal(red.identity, acc_dt)}")
                 stmts.append(f"{acc} = " + _CALL.sub(r"_jg_\1(", tmpl.combine.format(
                     src, acc=acc)))
-                after += _block_reduce(k, acc, tmpl, acc_t, atomic, block)
+                after += _block_reduce(k, acc, tmpl, acc_t, atomic, block, cplx)
             else:
                 ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
-                stmts.append(f"cuda.atomic.{atomic}(r{k}, ({ix},), {src})")
+                if cplx:  # (the accumulator: a float array with a last dim of 2)
+                    stmts.append(f"v{k} = {src}")
+                    stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 0), v{k}.real)")
+                    stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 1), v{k}.imag)")
+                else:
+                    stmts.append(f"cuda.atomic.{atomic}(r{k}, ({ix},), {src})")
             continue
         if e.op.broadcast:
             names[out] = names[e.inputs[0]]
@@ -183,9 +192,10 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
                       len(body.eqns))
 
 
-def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int) -> list[str]:
+def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int,
+                  cplx: bool = False) -> list[str]:
     """A block's threads combine their accumulators in shared memory (a tree), then thread 0
-    merges the block's value into the result with one atomic."""
+    merges the block's value into the result with one atomic (two for a complex sum)."""
     combine = _CALL.sub(r"_jg_\1(", tmpl.combine.format(f"sh{k}[tid + s]", acc=f"sh{k}[tid]"))
     return [
         f"sh{k} = cuda.shared.array({block}, {acc_t})",
@@ -199,14 +209,16 @@ def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int) -
         "    cuda.syncthreads()",
         "    s //= 2",
         "if tid == 0:",
-        f"    cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])",
-    ]
+    ] + ([f"    cuda.atomic.add(r{k}, 0, sh{k}[0].real)",
+          f"    cuda.atomic.add(r{k}, 1, sh{k}[0].imag)"] if cplx else
+         [f"    cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])"])
 
 
 def render_final(red: CudaReduction, out_dtype: np.dtype) -> str:
     """A kernel ``finish(acc, out, n)`` over flat arrays: the reduction's ``final`` and the cast
     to the result dtype."""
-    value = red.final.format(acc="acc[f]", n="n")
+    value = red.final.format(acc="complex(acc[f, 0], acc[f, 1])" if red.acc_dtype.kind == "c"
+                             else "acc[f]", n="n")
     return ("def finish(acc, out, n):\n"
             "    for f in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):\n"
             f"        out[f] = {npname(out_dtype)}({value})\n")

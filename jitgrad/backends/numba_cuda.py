@@ -120,7 +120,11 @@ class CudaKernel:
         for r in cs.reductions:
             keep = (1,) if r.full else tuple(1 if j in r.dims else n
                                               for j, n in enumerate(domain))
-            accs.append(full(keep, r.identity, r.acc_dtype))
+            if r.acc_dtype.kind == "c":  # a complex sum: real and imaginary parts (atomics)
+                part = np.float32 if r.acc_dtype == np.complex64 else np.float64
+                accs.append(full((2,) if r.full else keep + (2,), 0, part))
+            else:
+                accs.append(full(keep, r.identity, r.acc_dtype))
         total = int(np.prod(domain, dtype=np.int64))
         if total:
             blocks, threads = launch_config(total)
@@ -129,9 +133,11 @@ class CudaKernel:
         slot = dict(zip(cs.outputs, outs))
         for r, acc, finish in zip(cs.reductions, accs, self.finals):
             count = int(np.prod([domain[j] for j in r.dims], dtype=np.int64))
-            res = cuda_array.empty((acc.size,), r.var.dtype.np)
-            blocks, threads = launch_config(acc.size)
-            finish[blocks, threads](acc.reshape(acc.size).dev(), res.dev(), count)
+            m = acc.size // 2 if r.acc_dtype.kind == "c" else acc.size
+            res = cuda_array.empty((m,), r.var.dtype.np)
+            blocks, threads = launch_config(m)
+            flat = acc.reshape((m, 2) if r.acc_dtype.kind == "c" else (m,))
+            finish[blocks, threads](flat.dev(), res.dev(), count)
             slot[r.var] = res
         return [slot[v].reshape(tuple(s)) for v, s in zip(self.body.outvars, out_shapes)]
 
@@ -139,12 +145,12 @@ class CudaKernel:
 def fusible(e: Eqn) -> bool:
     """Whether this backend puts ``e`` in a kernel."""
     try:
+        if e.op.kind == POINTWISE:
+            check_complex(e)
         if not renderable(e, SUPPORTED):
             return False
         if is_reduction(e):  # (it also needs an atomic that merges the blocks' results)
             render_cuda(Graph(e.in_vars(), e.outputs, [e]), "kernel", 32)
-        elif e.op.kind == POINTWISE:
-            check_complex(e)
     except (NotRenderableError, KeyError):
         return False
     return True
