@@ -25,7 +25,8 @@ TO_NUMPY = ("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() 
             "tensor to host memory first.")
 
 _CUDA: list = []  # the numba.cuda module, once imported
-# Kernels the array's methods call (``copy``, ``add``), installed by ``backends.cuda_eager``
+# Kernels the array's methods call (``copy``, ``add``) and the device's random draws
+# (``draw``, for ``ops.rng`` and the in-place samplers), installed by ``backends.cuda_eager``
 # when it loads (it always has: a CudaArray is only made after ``device.check_device``
 # loaded the CUDA runtime).
 HOOKS: dict = {}

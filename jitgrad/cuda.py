@@ -83,9 +83,9 @@ def device_count() -> int:
 
 
 def manual_seed(seed: int) -> None:
-    """Seeds the CUDA generators. jitgrad draws every random number on the CPU (seed it with
-    ``jitgrad.manual_seed``), so there is nothing to seed: as torch on a machine without CUDA,
-    this does nothing."""
+    """Seeds the CUDA generators: not separately yet (this does nothing). The device's draws
+    (``backends/cuda_random``) are seeded by ``jitgrad.manual_seed``, which seeds the CPU's
+    generator and the device's, as ``torch.manual_seed`` does."""
     int(seed)  # (torch checks that the seed is an integer)
 
 

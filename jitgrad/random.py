@@ -58,7 +58,7 @@ def rand(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
     dev = check_device(device)
     shape = _sample_size("rand", size, kwargs)
     dt = _float_dtype("rand", dtype)
-    return _placed(sample("uniform", shape, dt, generator, requires_grad), dev)
+    return sample("uniform", shape, dt, generator, requires_grad, dev)
 
 
 @public("randn")
@@ -68,7 +68,7 @@ def randn(*size: Any, dtype: dtypes.dtype | None = None, device: Any = None,
     dev = check_device(device)
     shape = _sample_size("randn", size, kwargs)
     dt = _float_dtype("randn", dtype)
-    return _placed(sample("normal", shape, dt, generator, requires_grad), dev)
+    return sample("normal", shape, dt, generator, requires_grad, dev)
 
 
 _RANDINT_SIGS = tuple(
@@ -127,14 +127,7 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
     if requires_grad and not (dt.is_floating_point or dt.is_complex):
         raise RuntimeError("Only Tensors of floating point and complex dtype can require "
                            "gradients")
-    return _placed(sample("integers", shape, dt, generator, requires_grad, low=lo, high=hi), dev)
-
-
-def _placed(t: Any, dev: Any) -> Any:
-    """A draw (made on the CPU, where every generator lives) on device ``dev``."""
-    if dev.type == "cpu":
-        return t
-    return t.detach().to(dev).requires_grad_(t.requires_grad)
+    return sample("integers", shape, dt, generator, requires_grad, dev, low=lo, high=hi)
 
 
 def _cpu_only(device: Any, what: str) -> None:
@@ -147,16 +140,20 @@ def _cpu_only(device: Any, what: str) -> None:
 @public("rand_like")
 def rand_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
               requires_grad: bool = False) -> Any:
-    """Uniform samples on [0, 1) with ``input``'s shape (and dtype, unless given)."""
-    return rand(tuple(input.shape), dtype=dtype or input.dtype, device=device,
+    """Uniform samples on [0, 1) with ``input``'s shape (and dtype and device, unless
+    given)."""
+    return rand(tuple(input.shape), dtype=dtype or input.dtype,
+                device=input.device if device is None else device,
                 requires_grad=requires_grad)
 
 
 @public("randn_like")
 def randn_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
                requires_grad: bool = False) -> Any:
-    """Standard normal samples with ``input``'s shape (and dtype, unless given)."""
-    return randn(tuple(input.shape), dtype=dtype or input.dtype, device=device,
+    """Standard normal samples with ``input``'s shape (and dtype and device, unless
+    given)."""
+    return randn(tuple(input.shape), dtype=dtype or input.dtype,
+                 device=input.device if device is None else device,
                  requires_grad=requires_grad)
 
 
@@ -271,8 +268,8 @@ def set_rng_state(new_state: Any) -> None:
 # ---------------------------------------------------------------- normal, randperm, random_
 
 
-def _noise(shape: tuple, dt: dtypes.dtype, generator: Any):
-    return randn(shape, dtype=dt, generator=generator)
+def _noise(shape: tuple, dt: dtypes.dtype, generator: Any, device: Any = None):
+    return randn(shape, dtype=dt, generator=generator, device=device)
 
 
 def _normal_zero_vjp(g, ans, *args):
@@ -319,7 +316,6 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     ``size``). The gradient with respect to tensor ``mean``/``std`` is zero, as in torch."""
     from .ops.registry import Tensor, apply
 
-    _cpu_only(device, "normal(device=...)")
     mean_t, std_t = isinstance(mean, Tensor), isinstance(std, Tensor)
     _check_std(std)
     if not mean_t and not std_t:
@@ -327,7 +323,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
             raise TypeError("normal() received an invalid combination of arguments - got "
                             "(float, float), but expected a size when mean and std are numbers")
         dt = dtype or dtypes.get_default_dtype()
-        noise = _noise(_shape((size,)), dt, generator)
+        noise = _noise(_shape((size,)), dt, generator, device)
         out_t = noise * std + mean if (std != 1 or mean != 0) else noise
         if requires_grad:
             out_t = out_t.detach().requires_grad_()
@@ -345,7 +341,8 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
                                   f"'{dt._legacy[:-len('Tensor')]}'")
-    return apply(op, mean, std, _noise(shape, dt, generator))
+    return apply(op, mean, std, _noise(shape, dt, generator,
+                                       (mean if mean_t else std).device))
 
 
 @public("randperm")
@@ -355,10 +352,9 @@ def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = 
     same draw in eager mode and under ``jit``)."""
     from .ops.sorting import argsort
 
-    _cpu_only(device, "randperm(device=...)")
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    perm = argsort(rand(n, dtype=dtypes.float64, generator=generator))
+    perm = argsort(rand(n, dtype=dtypes.float64, generator=generator, device=device))
     dt = dtype or dtypes.int64
     return perm if dt is dtypes.int64 else perm.to(dt)
 

@@ -363,3 +363,71 @@ def test_scans_of_long_lines_run_in_chunks():
         same_on_both(lambda x, d=dim: x.cumprod(d), a)
         same_on_both(lambda x, d=dim: x.t().cumsum(1 - d), a)
     same_on_both(lambda x: x.cumsum(0), np.arange(n) % 3)
+
+
+# ---------------------------------------------------------------- pointwise extras
+@pytest.mark.parametrize("kind", ["float32", "float64", "int32", "int64", "bool"])
+def test_torch_extras_pointwise_kernels_on_every_dtype(kind):
+    """atan2, hypot, logaddexp, lerp, nan_to_num and the division family on cuda tensors, eager
+    and fused under jit: the CPU's values on NaN, inf, signed zeros, negative operands and
+    integer division by zero (the cases of ``test_render_kernels``)."""
+    from test_render_kernels import EXTRAS, extras_operands
+
+    cpu = extras_operands(kind)
+    dev = extras_operands(kind, "cuda")
+    for name, fn in sorted(EXTRAS.items()):
+        with np.errstate(all="ignore"):
+            try:
+                expected = fn(*cpu)
+            except (TypeError, RuntimeError):
+                continue
+            if name.startswith("lerp_scalar") and not kind.startswith("float"):
+                with pytest.raises(NotImplementedError, match="no CUDA kernel"):
+                    fn(*dev)
+                continue
+            pairs = [(expected, fn(*dev)),
+                     (expected * 2, jitgrad.jit(lambda a, b, fn=fn: fn(a, b) * 2)(*dev))]
+        for want, got in pairs:
+            assert got.is_cuda and got.dtype is want.dtype, name
+            e, g = want.numpy(), got.cpu().numpy()
+            if e.dtype.kind == "f":
+                np.testing.assert_allclose(g, e, rtol=2e-6 if e.dtype == np.float32 else 1e-14,
+                                           equal_nan=True, err_msg=name)
+                np.testing.assert_array_equal(np.signbit(g[e == 0]), np.signbit(e[e == 0]),
+                                              err_msg=name)
+            else:
+                np.testing.assert_array_equal(g, e, err_msg=name)
+
+
+# ---------------------------------------------------------------- long rows, long masks
+@pytest.mark.parametrize("dim", [0, 1])
+def test_long_rows_sort_through_the_bitonic_network_in_the_insertion_sorts_order(dim):
+    from jitgrad.backends import cuda_lines
+
+    n = 3 * cuda_lines.SIM_BITONIC_MIN + 5  # (a padded power of two, several stages)
+    a = RNG.integers(-3, 4, (n, 3) if dim == 0 else (2, n)).astype(np.float64)
+    a[a == 3], a[a == -3] = np.nan, -np.inf  # ties, NaN (the largest value), -inf
+    for descending in (False, True):
+        want = jitgrad.tensor(a).sort(dim, descending=descending)
+        got = jitgrad.tensor(a, device="cuda").sort(dim, descending=descending)
+        np.testing.assert_array_equal(got[0].cpu().numpy(), want[0].numpy())
+        np.testing.assert_array_equal(got[1].cpu().numpy(), want[1].numpy())  # (stable)
+    same_on_both(lambda x: x.sort(dim, descending=True)[0].exp(), RNG.standard_normal(a.shape))
+    same_on_both(lambda x: x.topk(4, dim)[0], RNG.standard_normal(a.shape))
+    ints = RNG.integers(-4, 4, a.shape)
+    same_on_both(lambda x: x.argsort(dim), ints)
+
+
+def test_nonzero_counts_are_scanned_block_by_block():
+    from jitgrad import _cuda_array as ca
+    from jitgrad.backends import cuda_compact, numba_cuda
+
+    b = numba_cuda.block_size()
+    for n in (1, b, b + 1, b * b + 3):  # one block, two, three levels of block totals
+        v = RNG.integers(0, 9, n)
+        a = ca.to_device(v)
+        cuda_compact.exclusive_scan(a)
+        np.testing.assert_array_equal(a.copy_to_host(), np.cumsum(v) - v)
+    m = RNG.random((5, 2 * b * cuda_compact.SIM_CHUNK + 1)) > 0.5  # (several chunk blocks)
+    same_on_both(lambda x: x.nonzero(), m)
+    same_on_both(lambda x, y: x[y], RNG.standard_normal(m.shape), m)

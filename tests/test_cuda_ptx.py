@@ -23,7 +23,7 @@ numba.config.ENABLE_CUDASIM = True
 import numpy as np
 import jitgrad
 from jitgrad.backends import (cuda_compact, cuda_eager, cuda_index, cuda_linalg, cuda_lines,
-                              cuda_nn, numba_cuda)
+                              cuda_nn, cuda_random, numba_cuda)
 
 seen = set()
 orig = numba_cuda.compile_source
@@ -32,6 +32,8 @@ orig = numba_cuda.compile_source
 def kind(a):
     if hasattr(a, "_ary"):
         arr = np.asarray(a._ary)
+        if arr.dtype.fields:  # the random generators' states
+            return ("states",)
         return ("a", arr.dtype.str, arr.ndim, "C" if arr.flags.c_contiguous else "A")
     if isinstance(a, np.generic):
         return ("s", a.dtype.str)
@@ -49,7 +51,7 @@ class Recorded:
         return launch
 
 
-for m in (numba_cuda, cuda_eager, cuda_lines, cuda_compact, cuda_nn, cuda_linalg):
+for m in (numba_cuda, cuda_eager, cuda_lines, cuda_compact, cuda_nn, cuda_linalg, cuda_random):
     m.compile_source = Recorded
 F = jitgrad.nn.functional
 rng = np.random.default_rng(0)
@@ -68,6 +70,27 @@ for dt in (jitgrad.float32, jitgrad.float64):
            + F.pad(x, (1, 1), mode="reflect").sum() + x[:, idx[0]].sum())
     out.backward()
     x.detach().cumsum(2 if dt is jitgrad.float32 else 0)
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int32, jitgrad.bool):  # pointwise extras
+    a = jitgrad.tensor(rng.standard_normal((2, 3)) * 3, device="cuda").to(dt)
+    if dt.is_floating_point:
+        (jitgrad.atan2(a, a), jitgrad.hypot(a, a), jitgrad.logaddexp(a, a), a.lerp(a, 0.3),
+         a.lerp(a, 0.8), a.lerp(a, a), a.nan_to_num(), a.nan_to_num(1.0, 2.0, -3.0), a.floor())
+    a % a, a % 3, a.fmod(a), a.fmod(-2), a // a, -7 // a
+h = jitgrad.tensor(rng.standard_normal((2, 3)), device="cuda").half().requires_grad_()
+((h @ h.t()).tanh().sum() + h.exp().mean() + h.amax() + h.softmax(1).sum()).backward()
+for dt in (jitgrad.complex64, jitgrad.complex128):  # complex arithmetic
+    z = jitgrad.tensor(rng.standard_normal((2, 3)) + 1j, device="cuda", dtype=dt)
+    (z * z.conj() / z - 1j * z + z.real + z.imag + z.abs(), z == z,
+     jitgrad.where(z.real > 0, z, -z), z.sum(), z.mean(1), jitgrad.jit(lambda z: z.sum(0))(z))
+for dt in (jitgrad.float16, jitgrad.float32, jitgrad.float64, jitgrad.complex64):  # draws
+    jitgrad.rand(5, dtype=dt, device="cuda"), jitgrad.randn(5, dtype=dt, device="cuda")
+for dt in (jitgrad.int64, jitgrad.int32, jitgrad.bool, jitgrad.float32):
+    jitgrad.randint(0, 2, (5,), dtype=dt, device="cuda")
+jitgrad.zeros(5, device="cuda").uniform_(-1, 2).normal_(1, 3)
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # bitonic sorts of long rows
+    r = jitgrad.tensor(rng.standard_normal((2, 20)) * 5, device="cuda").to(dt)
+    r.sort(1, descending=True), r.argsort(0)
+(jitgrad.tensor(rng.standard_normal(300), device="cuda") > 0).nonzero()  # scans of two levels
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 
@@ -76,6 +99,7 @@ import math, pickle, sys
 import numpy as np
 import numba.cuda.dispatcher as dispatcher
 from numba import cuda, from_dtype, types
+from numba.cuda.random import xoroshiro128p_type
 from jitgrad.backends.cuda_lib import device_functions
 
 
@@ -87,7 +111,8 @@ dispatcher.get_current_device = lambda: Device()
 failed = []
 records = pickle.load(open(sys.argv[1], "rb"))
 for src, name, sig in records:
-    tys = tuple(types.Array(from_dtype(np.dtype(t[1])), t[2], t[3]) if t[0] == "a"
+    tys = tuple(types.Array(xoroshiro128p_type, 1, "C") if t[0] == "states" else
+                types.Array(from_dtype(np.dtype(t[1])), t[2], t[3]) if t[0] == "a"
                 else from_dtype(np.dtype(t[1])) for t in sig)
     ns = {"np": np, "cuda": cuda, "math": math, **device_functions()}
     exec(compile(src, "<kernel>", "exec"), ns)

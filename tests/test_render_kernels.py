@@ -129,3 +129,72 @@ def test_hugepage_advice_marks_a_numba_allocated_output():
     assert r == 0 and "hg" not in _vm_flags(b.ctypes.data + (4 << 20))
     small, r = _allocate_and_advise(1000, True)  # below the threshold: no system call
     assert r == 0 and small.sum() == 1000
+
+
+# ---------------------------------------------------------------- issue 14's pointwise extras
+_FLOATS = [np.nan, np.inf, -np.inf, 0.0, -0.0, 0.5, -1.5, 2.0, 1e30, -3.0, 1.0, 7.25, 0.75,
+           -0.75, 5.0, -5.0]
+_INTS = [0, 1, -1, 2, -7, 3, 100, -100, 5, 2, 4, 9, -3, 6, 0, -2]
+EXTRAS = {  # the ops of torch_extras with a kernel template, each call on two operands
+    "atan2": lambda a, b: jitgrad.atan2(a, b),
+    "hypot": lambda a, b: jitgrad.hypot(a, b),
+    "logaddexp": lambda a, b: jitgrad.logaddexp(a, b),
+    "lerp_scalar_low": lambda a, b: jitgrad.lerp(a, b, 0.3),
+    "lerp_scalar_high": lambda a, b: jitgrad.lerp(a, b, 1.7),
+    "lerp_tensor": lambda a, b: jitgrad.lerp(a, b, b),
+    "nan_to_num": lambda a, b: jitgrad.nan_to_num(a),
+    "nan_to_num_given": lambda a, b: jitgrad.nan_to_num(a, 1.5, 2.0, -3.0),
+    "remainder": lambda a, b: a % b,
+    "remainder_scalar": lambda a, b: a % -3,
+    "remainder_float_scalar": lambda a, b: a % 0.75,
+    "rmod": lambda a, b: 7 % a,
+    "fmod": lambda a, b: jitgrad.fmod(a, b),
+    "fmod_scalar": lambda a, b: jitgrad.fmod(a, -2),
+    "floor_divide": lambda a, b: a // b,
+    "floor_divide_scalar": lambda a, b: a // 0.75,
+    "rfloordiv": lambda a, b: -7 // a,
+}
+# where eager mode's values are not a kernel's, the op stays out of kernels (torch has no lerp
+# of integers; a lerp of bools and atan2 ... of bools are errors or floats, kept as they are)
+_UNFUSED = {("lerp_scalar_low", "int"), ("lerp_scalar_high", "int")}
+
+
+def extras_operands(kind: str, device: str = "cpu"):
+    """Two (4, 4) operands of ``kind`` (float32, float64, int32, int64, bool) that meet every
+    pair of signs, zeros, NaN and inf between them."""
+    dt = getattr(jitgrad, kind)
+    if kind == "bool":
+        vals = np.array(_INTS) % 3 == 1
+    else:
+        vals = np.array(_FLOATS if kind.startswith("float") else _INTS)
+    return (jitgrad.tensor(vals.reshape(4, 4), dtype=dt, device=device),
+            jitgrad.tensor(np.roll(vals, 5).reshape(4, 4), dtype=dt, device=device))
+
+
+@pytest.mark.parametrize("kind", ["float32", "float64", "int32", "int64", "bool"])
+@pytest.mark.parametrize("name", sorted(EXTRAS))
+def test_torch_extras_templates_fuse_and_match_eager(name, kind):
+    """The division family, atan2, hypot, logaddexp, lerp and nan_to_num inside a kernel give
+    eager mode's values (NumPy's loops) on every dtype: NaN, inf, signed zeros, negative
+    operands, integer division by zero (0, as eager) included."""
+    a, b = extras_operands(kind)
+    fn = EXTRAS[name]
+    with np.errstate(all="ignore"):
+        try:
+            expected = fn(a, b) * 1
+        except (TypeError, RuntimeError):
+            pytest.skip(f"eager {name} does not take {kind}")
+        f = jitgrad.jit(lambda a, b: fn(a, b) * 1, backend="numba")
+        got = f(a, b)
+    ir = f.lower(a, b).forward_ir
+    fused = (name, "int" if kind.startswith("int") else kind) not in _UNFUSED
+    assert ("= kernel[" in ir) == fused, ir
+    assert got.dtype is expected.dtype
+    e, g = expected.numpy(), got.numpy()
+    if e.dtype.kind == "f":
+        np.testing.assert_allclose(g, e, rtol=2e-6 if e.dtype == np.float32 else 1e-14,
+                                   equal_nan=True)
+        zeros = e == 0
+        np.testing.assert_array_equal(np.signbit(g[zeros]), np.signbit(e[zeros]))
+    else:
+        np.testing.assert_array_equal(g, e)

@@ -2,8 +2,8 @@
 ``masked_scatter`` (which reads its source in the order of the mask's True elements).
 
 What a GPU does: the flat mask is cut into chunks; a first kernel counts each chunk's True
-elements (one thread per chunk), a second turns the counts into each chunk's start (an
-exclusive prefix sum over the chunks, by one thread), and the total is the one number read back
+elements (one thread per chunk), a block-wise scan turns the counts into each chunk's start (an
+exclusive prefix sum over the chunks: ``exclusive_scan``), and the total is the one number read back
 to the host (the result's size; torch synchronizes there too). A third kernel then has each
 chunk's thread write its elements from its start, in order, so results come in row-major order
 as on the CPU.
@@ -18,7 +18,7 @@ from .. import dtypes
 from .._cuda_array import CudaArray, simulated
 from ..ops import registry
 from .cuda_lines import contiguous
-from .numba_cuda import compile_source, launch_config
+from .numba_cuda import block_size, compile_source, full, launch_config
 
 CHUNK = 256
 SIM_CHUNK = 4
@@ -34,15 +34,46 @@ _COUNT = """def count(m, counts, n, chunk, nchunks):
                 k += 1
         counts[c] = k
 """
-_STARTS = """def starts(counts, nchunks):
-    if cuda.grid(1) == 0:
-        s = 0
-        for c in range(nchunks):
-            t = counts[c]
-            counts[c] = s
-            s += t
-        counts[nchunks] = s
+# An exclusive prefix sum of the counts, block by block: each block scans its piece in shared
+# memory (Hillis-Steele) and writes its total; the totals are scanned the same way (one level
+# per factor of the block size) and added back to each block's piece.
+_SCAN = """def scan(a, sums, n):
+    sh = cuda.shared.array({B}, np.int64)
+    tid = cuda.threadIdx.x
+    i = cuda.blockIdx.x * {B} + tid
+    v = a[i] if i < n else 0
+    sh[tid] = v
+    cuda.syncthreads()
+    off = 1
+    while off < {B}:
+        t = sh[tid - off] if tid >= off else 0
+        cuda.syncthreads()
+        sh[tid] += t
+        cuda.syncthreads()
+        off *= 2
+    if i < n:
+        a[i] = sh[tid] - v
+    if tid == {B} - 1:
+        sums[cuda.blockIdx.x] = sh[tid]
 """
+_ADD = """def add(a, sums, n):
+    for i in range(cuda.grid(1), n, cuda.gridsize(1)):
+        a[i] += sums[i // {B}]
+"""
+
+
+def exclusive_scan(a: CudaArray) -> None:
+    """Replaces the int64 values of the flat array ``a`` by their exclusive prefix sum."""
+    n = a.size
+    block = block_size()
+    blocks = -(-n // block)
+    sums = ca.empty((blocks,), np.int64)
+    compile_source(_SCAN.format(B=block), "scan")[blocks, block](a.dev(), sums.dev(), n)
+    if blocks > 1:
+        exclusive_scan(sums)
+        _launch(_ADD.format(B=block), "add", n, a.dev(), sums.dev(), n)
+
+
 _WRITE = """def write(m, counts, n, chunk, nchunks, {ARGS}):
     for c in range(cuda.grid(1), nchunks, cuda.gridsize(1)):
         pos = counts[c]
@@ -91,10 +122,10 @@ def _starts(m: CudaArray) -> tuple[CudaArray, int, int, int]:
     n = m.size
     chunk = SIM_CHUNK if simulated() else CHUNK
     nchunks = -(-n // chunk)
-    counts = ca.empty((nchunks + 1,), np.int64)
+    counts = full((nchunks + 1,), 0, np.int64)
     if nchunks:
         _launch(_COUNT, "count", nchunks, m.dev(), counts.dev(), n, chunk, nchunks)
-    _launch(_STARTS, "starts", 1, counts.dev(), nchunks)
+    exclusive_scan(counts)  # (its last element, 0 before: the total)
     total = int(counts.view((1,), (1,), counts.offset + nchunks).copy_to_host()[0])
     return counts, total, chunk, nchunks
 

@@ -14,7 +14,8 @@ formulas are the NumPy impls' own, written with tensor ops:
 * ``constant_pad_nd`` (a fill kernel, then a copy into the interior; negative pads crop), the
   reflection and replication pads (an ``index_select`` per padded dim, the source positions
   made from the sizes alone on the host), ``copy_slices`` and ``index_put`` without tensor
-  indices (a copy, then a write, or an add, into the view the slice spec names).
+  indices (a copy, then a write, or an add, into the view the slice spec names);
+* ``normal`` with tensor ``mean``/``std`` (``mean + std * noise``).
 """
 
 from __future__ import annotations
@@ -244,11 +245,20 @@ def _copy_slices(op, args, params):
     return out, x._dtype
 
 
+# ---------------------------------------------------------------- normal(mean, std)
+def _normal(op, args, params):
+    """``normal`` with tensor ``mean`` and/or ``std``: ``mean + std * noise`` (the noise drawn
+    on the device already), in the noise's dtype, as the NumPy impl."""
+    mean, std, noise = args
+    return _no_grad(lambda: _result(mean + std * noise, noise._dtype))
+
+
 BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bce_logits,
            "smooth_l1_loss": _smooth_l1, "huber_loss": _huber,
            "linalg_vector_norm": _vector_norm, "round_decimals": _round_decimals,
            "constant_pad_nd": _constant_pad, "copy_slices": _copy_slices,
-           "index_put": _copy_slices}
+           "index_put": _copy_slices, "normal_tensor_float": _normal,
+           "normal_float_tensor": _normal, "normal_tensor_tensor": _normal}
 for _d in (1, 2, 3):
     BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
     BY_NAME[f"replication_pad{_d}d"] = _gather_pad

@@ -152,15 +152,18 @@ def _kernel_op(op, args: tuple, params: dict, out: CudaArray | None = None):
     return kern.launch(inputs, domain, [shape], outs)[0], dt
 
 
+_NUMBERS = (int, float, bool, complex)
+
+
 def _scalar_types(op, stand: list, params: dict) -> dict:
     """For each Python number among a pointwise op's operands, the dtype it is converted to
     (eager mode's promotion): the kernel takes it as an argument of that dtype."""
-    if not any(type(a) in (int, float, bool) for a in stand):
+    if not any(type(a) in _NUMBERS for a in stand):
         return {}
     arrays = registry._pointwise_arrays(op, tuple(stand), params)[0]
     return {i: dtypes.from_numpy_dtype(arr.dtype) for i, (a, arr) in
             enumerate(zip(stand, arrays))
-            if type(a) in (int, float, bool) and i not in op.nonpromoted
+            if type(a) in _NUMBERS and i not in op.nonpromoted
             and isinstance(arr, np.ndarray)}
 
 
@@ -522,12 +525,19 @@ def _nll(op, args, params):
     return out._data, logp._dtype
 
 
+def _rng(op, args, params):
+    # a draw the CUDA backend's program makes (traced without a device): on the device
+    p = {k: v for k, v in params.items() if k != "device"}
+    return _draw(**p), params["dtype"]
+
+
 _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "zero_": _fill,
            "fill_": _fill, "select_backward": _into_zeros, "slice_backward": _into_zeros,
            "cat": _cat, "stack": _stack, "copy_": _overwrite, "fill_tensor_": _overwrite,
            "gather": _indexed, "scatter_add": _indexed, "index_select": _indexed,
            "index_add": _indexed, "masked_fill": _masked_fill,
-           "masked_fill_tensor": _masked_fill, "embedding": _embedding, "nll_loss": _nll}
+           "masked_fill_tensor": _masked_fill, "embedding": _embedding, "nll_loss": _nll,
+           "rng": _rng}
 
 
 # ---------------------------------------------------------------- install
@@ -538,6 +548,7 @@ from .cuda_index import BY_NAME as _INDEX  # noqa: E402
 from .cuda_linalg import BY_NAME as _LINALG  # noqa: E402
 from .cuda_lines import BY_NAME as _LINES  # noqa: E402
 from .cuda_nn import BY_NAME as _NN  # noqa: E402
+from .cuda_random import draw as _draw  # noqa: E402
 
 _BY_NAME.update(_LINES)
 _BY_NAME.update(_NN)
@@ -548,5 +559,6 @@ _BY_NAME.update(_INDEX)
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
 ca.HOOKS["copy_into"] = copy_into
+ca.HOOKS["draw"] = _draw
 registry.cuda_compute = compute
 registry.cuda_live = True

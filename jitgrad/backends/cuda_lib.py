@@ -78,12 +78,14 @@ def _jg_sign(x):
     return x
 
 
+# ``math.floor`` is an int64 in numba (Python's int): only finite values below 2**52 go through
+# it; every float of larger magnitude is an integer already (and NaN, inf are themselves).
 def _jg_floor(x):
-    return x - (x - math.floor(x)) if x == x and not math.isinf(x) else x
+    return x - (x - math.floor(x)) if abs(x) < 4503599627370496.0 else x
 
 
 def _jg_ceil(x):
-    return x + (math.ceil(x) - x) if x == x and not math.isinf(x) else x
+    return x + (math.ceil(x) - x) if abs(x) < 4503599627370496.0 else x
 
 
 def _jg_trunc(x):
@@ -91,7 +93,7 @@ def _jg_trunc(x):
 
 
 def _jg_round(x):
-    if x != x or math.isinf(x):
+    if not abs(x) < 4503599627370496.0:
         return x
     f = math.floor(x)
     d = x - f
@@ -106,6 +108,73 @@ def _jg_isfinite(x):
 
 def _jg_isinf(x):
     return math.isinf(x)
+
+
+def _jg_atan2(a, b):
+    return math.atan2(a, b)
+
+
+def _jg_hypot(a, b):
+    return math.hypot(a, b)
+
+
+# The division family, NumPy's values as in ``kernel_lib`` (there in the operands' dtype, here
+# in float64 where a float32 meets a Python float, cast by the kernel: the same values). Written
+# so that the simulator's Python runs them too: ``math.fmod`` raises on the operands where C's
+# returns NaN, ``math.floor`` on NaN and inf.
+def _jg_fmod_f(a, b):
+    if b == 0 or a != a or b != b or math.isinf(a):
+        return math.nan
+    return math.fmod(a, b)
+
+
+def _jg_remainder_f(a, b):
+    if b == 0 or a != a or b != b or math.isinf(a):
+        return math.nan
+    mod = math.fmod(a, b)
+    if mod != 0:
+        return mod + b if (b < 0) != (mod < 0) else mod
+    return math.copysign(0.0, b)
+
+
+def _jg_floordiv_f(a, b):
+    if b == 0:
+        if a == 0 or a != a:
+            return math.nan
+        return math.copysign(math.inf, a) * math.copysign(1.0, b)
+    if a != a or b != b or math.isinf(a):
+        return math.nan
+    mod = math.fmod(a, b)
+    div = (a - mod) / b
+    if mod != 0 and (b < 0) != (mod < 0):
+        div -= 1.0
+    if div != 0:
+        if not abs(div) < 4503599627370496.0:
+            return div
+        fl = float(math.floor(div))
+        return fl + 1.0 if div - fl > 0.5 else fl
+    return math.copysign(0.0, a / b)
+
+
+def _jg_fmod_i(a, b):
+    if b == 0 or b == -1:
+        return 0
+    r = a % b
+    return r - b if r != 0 and (r < 0) != (a < 0) else r
+
+
+def _jg_remainder_i(a, b):
+    if b == 0 or b == -1:
+        return 0
+    return a % b
+
+
+def _jg_floordiv_i(a, b):
+    if b == 0:
+        return 0
+    if b == -1:
+        return 0 - a
+    return a // b
 
 
 def _jg_gelu_none(x):

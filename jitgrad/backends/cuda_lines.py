@@ -10,8 +10,10 @@ viewed so) and each thread of a grid-stride loop walks one whole line sequential
   longer than ``SCAN_CHUNK`` is cut into chunks: their totals, a scan of the totals per line,
   then each chunk rescanned from its start, so a long row uses many threads);
 * ``sort`` / ``argsort`` / ``topk``: a stable insertion sort of the line in the output arrays
-  (NaN sorts as the largest value, as in torch: last ascending, first descending). It is
-  O(n^2) per line: meant for the short rows of tensors, not for sorting millions of elements;
+  (NaN sorts as the largest value, as in torch: last ascending, first descending), O(n^2) per
+  line, for lines of at most ``BITONIC_MIN`` elements; longer lines go through a bitonic
+  network (every element a thread, one launch per stage) that breaks ties by the original
+  index, so both give the same order;
 * ``scatter`` (a write) and ``scatter(reduce="multiply")``: the dim moved last in the index,
   the source and the output; each thread applies its line's writes in order, so duplicate
   indices end as on the CPU (the last write wins) and products need no atomic;
@@ -197,8 +199,79 @@ _ASC = "c < q or (q != q and c == c)"
 _DESC = "c > q or (c != c and q == q)"
 
 
+# Lines longer than BITONIC_MIN: a bitonic sorting network over the line padded to a power of
+# two P, in scratch arrays (one kernel launch per stage, log2(P) * (log2(P) + 1) / 2 of them,
+# each thread one comparator). The network is not stable by itself: it compares (value, index)
+# pairs, ties broken by the original index, so it gives exactly the insertion sort's order; a
+# padding element (index >= n) goes after every element of the line.
+_BEFORE = "(ci < n and (qi >= n or ({CQ}) or (not ({QC}) and ci < qi)))"
+_PAD = """def pad(x, keys, idx, lines, n, inner, size):
+    for f in range(cuda.grid(1), lines * size, cuda.gridsize(1)):
+        line = f // size
+        j = f % size
+        a = line // inner
+        b = line % inner
+        keys[line, j] = x[a, j, b] if j < n else x[a, 0, b]
+        idx[line, j] = j
+"""
+_STAGE = """def stage(keys, idx, lines, n, size, k, j):
+    for f in range(cuda.grid(1), lines * size, cuda.gridsize(1)):
+        line = f // size
+        i = f % size
+        m = i ^ j
+        if m > i:
+            c = keys[line, m]
+            ci = idx[line, m]
+            q = keys[line, i]
+            qi = idx[line, i]
+            up = (i & k) == 0
+            if not up:
+                c, ci, q, qi = q, qi, c, ci
+            if {BEFORE}:
+                keys[line, i] = keys[line, m]
+                keys[line, m] = q if up else c
+                t = idx[line, i]
+                idx[line, i] = idx[line, m]
+                idx[line, m] = t
+"""
+_UNPAD = """def unpad(keys, idx, v, ix, lines, n, inner):
+    for f in range(cuda.grid(1), lines * n, cuda.gridsize(1)):
+        line = f // n
+        j = f % n
+        a = line // inner
+        b = line % inner
+        v[a, j, b] = keys[line, j]
+        ix[a, j, b] = idx[line, j]
+"""
+BITONIC_MIN = 64
+SIM_BITONIC_MIN = 8
+
+
+def _bitonic(src: CudaArray, values: CudaArray, indices: CudaArray, descending: bool) -> None:
+    outer, n, inner = src.shape
+    lines, size = outer * inner, 1 << (n - 1).bit_length()
+    keys, idx = ca.empty((lines, size), src.dtype), ca.empty((lines, size), np.int64)
+    order = _DESC if descending else _ASC
+    before = _BEFORE.format(CQ=order, QC=order.replace("c", "Q").replace("q", "c")
+                            .replace("Q", "q"))
+    _launch(_PAD, "pad", lines * size, src.dev(), keys.dev(), idx.dev(), lines, n, inner, size)
+    stage = _STAGE.format(BEFORE=before)
+    k = 2
+    while k <= size:
+        j = k // 2
+        while j:
+            _launch(stage, "stage", lines * size, keys.dev(), idx.dev(), lines, n, size, k, j)
+            j //= 2
+        k *= 2
+    _launch(_UNPAD, "unpad", lines * n, keys.dev(), idx.dev(), values.dev(), indices.dev(),
+            lines, n, inner)
+
+
 def sort(x: CudaArray, dim: int, descending: bool) -> tuple[CudaArray, CudaArray]:
-    """``(values, indices)`` of a stable sort of ``x`` along ``dim``."""
+    """``(values, indices)`` of a stable sort of ``x`` along ``dim``: an insertion sort per
+    line (one thread each) up to ``BITONIC_MIN`` elements, a bitonic network above."""
+    from .._cuda_array import simulated
+
     values = ca.empty(x.shape, x.dtype)
     indices = ca.empty(x.shape, np.int64)
     if x.ndim == 0:
@@ -208,6 +281,9 @@ def sort(x: CudaArray, dim: int, descending: bool) -> tuple[CudaArray, CudaArray
         return values, full((), 0, np.int64)
     src = three_d(x, dim)
     outer, n, inner = src.shape
+    if n > (SIM_BITONIC_MIN if simulated() else BITONIC_MIN):
+        _bitonic(src, values.view(src.shape), indices.view(src.shape), descending)
+        return values, indices
     code = _SORT.format(BEFORE=_DESC if descending else _ASC)
     _launch(code, "sort", outer * inner, src.dev(), values.view(src.shape).dev(),
             indices.view(src.shape).dev(), outer, n, inner)

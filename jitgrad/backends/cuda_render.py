@@ -27,10 +27,41 @@ import numpy as np
 
 from ..jit.ir import Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
-from .render import _CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal, npname
+from .render import (_CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal,
+                     npname, template_of)
 
 ATOMIC_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int64, np.uint32,
                                        np.uint64)}
+_F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
+
+# The templates that compute on complex numbers what NumPy does (tests/test_cuda.py sweeps
+# every op whose template is one of them on complex values): complex arithmetic, equality,
+# ``where``, ``real``/``imag``/``conj``/``abs``. Anything else on complex values (a math
+# function, an order comparison, a template written for real numbers only) has no CUDA kernel.
+COMPLEX_TEMPLATES = frozenset({
+    "{0}", "-{0}", "{0} + {1}", "{0} - {1}", "{1} - {0}", "{0} * {1}", "{0} / {1}", "1.0 / {0}",
+    "{0} == {1}", "{0} != {1}", "{1} if {0} else {2}", "{0}.real", "{0}.imag",
+    "{0}.conjugate()", "abs({0})"})
+_TO_REAL = ("{0}.real", "{0}.imag", "abs({0})")
+
+
+def check_complex(e) -> None:
+    """Raises ``NotRenderableError`` for an equation on complex values without a complex
+    kernel (see ``COMPLEX_TEMPLATES``); a complex value becomes real only through ``abs``,
+    ``.real`` or ``.imag`` (``to(float32)`` of a complex tensor has no kernel)."""
+    ins = [v.dtype for v in e.in_vars()]
+    out = e.outputs[0].dtype
+    if not any(d.is_complex for d in ins + [out]):
+        return
+    if any(not isinstance(x, Var) for x in e.inputs):  # (eager mode passes it as an argument)
+        raise NotRenderableError(f"{e.op.name}: a constant in a complex kernel")
+    work = next(d for d in ins + [out] if d.is_complex).np
+    text = template_of(e.op, e.params, work)
+    if text not in COMPLEX_TEMPLATES:
+        raise NotRenderableError(f"{e.op.name}: no kernel for complex values on the device")
+    if any(d.is_complex for d in ins) and not out.is_complex and text not in _TO_REAL + (
+            "{0} == {1}", "{0} != {1}"):
+        raise NotRenderableError(f"{e.op.name}: a cast from complex to {out} (take .real)")
 
 
 @dataclass
@@ -102,8 +133,13 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             k = len(reductions)
             dims = tuple(j + d - len(dom) for j in e.params["dims"]) if dom else (0,)
             acc_dt = _acc_dtype(e.op, out.dtype.np)
+            if acc_dt == _F16:  # (max/min: float32 holds every float16, and has atomics)
+                acc_dt = _F32
             tmpl = e.op.template
-            atomic = atomic_of(tmpl, acc_dt)
+            cplx = acc_dt.kind == "c"  # (a sum: two atomics, on the real and imaginary parts)
+            if cplx and not tmpl.additive:
+                raise NotRenderableError(f"{e.op.name}: no order of complex values")
+            atomic = "add" if cplx else atomic_of(tmpl, acc_dt)
             full = len(dims) == d
             red = CudaReduction(out, dims, acc_dt, _identity(tmpl.identity, acc_dt),
                                 tmpl.final, full)
@@ -112,13 +148,19 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             src = f"{acc_t}({names[e.inputs[0]]})"
             if full:
                 acc = f"acc{k}"
-                init.append(f"{acc} = {literal(red.identity, acc_dt)}")
+                init.append(f"{acc} = {acc_t}(0)" if cplx else
+                            f"{acc} = {literal(red.identity, acc_dt)}")
                 stmts.append(f"{acc} = " + _CALL.sub(r"_jg_\1(", tmpl.combine.format(
                     src, acc=acc)))
-                after += _block_reduce(k, acc, tmpl, acc_t, atomic, block)
+                after += _block_reduce(k, acc, tmpl, acc_t, atomic, block, cplx)
             else:
                 ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
-                stmts.append(f"cuda.atomic.{atomic}(r{k}, ({ix},), {src})")
+                if cplx:  # (the accumulator: a float array with a last dim of 2)
+                    stmts.append(f"v{k} = {src}")
+                    stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 0), v{k}.real)")
+                    stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 1), v{k}.imag)")
+                else:
+                    stmts.append(f"cuda.atomic.{atomic}(r{k}, ({ix},), {src})")
             continue
         if e.op.broadcast:
             names[out] = names[e.inputs[0]]
@@ -127,6 +169,7 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             continue
         var = f"t{tmp}"
         tmp += 1
+        check_complex(e)
         stmts.append(f"{var} = {npname(out.dtype.np)}({_pointwise(e, names)})")
         names[out] = var
         if out in out_slot:
@@ -149,9 +192,10 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
                       len(body.eqns))
 
 
-def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int) -> list[str]:
+def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int,
+                  cplx: bool = False) -> list[str]:
     """A block's threads combine their accumulators in shared memory (a tree), then thread 0
-    merges the block's value into the result with one atomic."""
+    merges the block's value into the result with one atomic (two for a complex sum)."""
     combine = _CALL.sub(r"_jg_\1(", tmpl.combine.format(f"sh{k}[tid + s]", acc=f"sh{k}[tid]"))
     return [
         f"sh{k} = cuda.shared.array({block}, {acc_t})",
@@ -165,14 +209,16 @@ def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int) -
         "    cuda.syncthreads()",
         "    s //= 2",
         "if tid == 0:",
-        f"    cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])",
-    ]
+    ] + ([f"    cuda.atomic.add(r{k}, 0, sh{k}[0].real)",
+          f"    cuda.atomic.add(r{k}, 1, sh{k}[0].imag)"] if cplx else
+         [f"    cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])"])
 
 
 def render_final(red: CudaReduction, out_dtype: np.dtype) -> str:
     """A kernel ``finish(acc, out, n)`` over flat arrays: the reduction's ``final`` and the cast
     to the result dtype."""
-    value = red.final.format(acc="acc[f]", n="n")
+    value = red.final.format(acc="complex(acc[f, 0], acc[f, 1])" if red.acc_dtype.kind == "c"
+                             else "acc[f]", n="n")
     return ("def finish(acc, out, n):\n"
             "    for f in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):\n"
             f"        out[f] = {npname(out_dtype)}({value})\n")

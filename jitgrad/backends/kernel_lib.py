@@ -23,7 +23,8 @@ _inline = numba.njit(inline="always", cache=False)
 
 NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
          "max", "min", "abs", "sign", "gelu_none", "gelu_tanh", "floor", "ceil", "trunc", "round",
-         "isfinite", "isinf")
+         "isfinite", "isinf", "atan2", "hypot", "fmod_f", "fmod_i", "remainder_f",
+         "remainder_i", "floordiv_f", "floordiv_i")
 __all__ = [f"_jg_{name}" for name in NAMES] + ["_jg_hugepages"]
 
 
@@ -137,6 +138,76 @@ def _jg_isfinite(x):
 @_inline
 def _jg_isinf(x):
     return np.isinf(x)
+
+
+@_inline
+def _jg_atan2(a, b):
+    return math.atan2(a, b)
+
+
+@_inline
+def _jg_hypot(a, b):
+    return math.hypot(a, b)
+
+
+# The division family on floats and on integers (``bool`` included): NumPy's loops, value for
+# value (``npy_fmod``, ``npy_remainder``, ``npy_floor_divide``). A template picks the ``_f`` or
+# ``_i`` helper by its compute dtype. An integer divisor of 0 gives 0 (NumPy's value; torch
+# raises "ZeroDivisionError" there), and -1 is taken apart so no kernel divides the lowest
+# integer by -1 (a hardware trap).
+@_inline
+def _jg_fmod_f(a, b):
+    return np.fmod(a, b)
+
+
+@_inline
+def _jg_remainder_f(a, b):
+    mod = np.fmod(a, b)
+    if not b:
+        return mod
+    if mod:
+        if (b < 0) != (mod < 0):
+            mod += b
+        return mod
+    return np.copysign(mod - mod, b)
+
+
+@_inline
+def _jg_floordiv_f(a, b):
+    if not b:
+        return a / b
+    mod = np.fmod(a, b)
+    div = (a - mod) / b
+    if mod and (b < 0) != (mod < 0):
+        div -= np.abs(np.sign(b))  # (1 in b's dtype: a float32 stays float32)
+    if div:
+        fl = np.floor(div)
+        return np.ceil(div) if div - fl > 0.5 else fl
+    return np.copysign(div, a / b)
+
+
+@_inline
+def _jg_fmod_i(a, b):
+    if b == 0 or b == -1:
+        return a - a
+    r = a % b
+    return r - b if r != 0 and (r < 0) != (a < 0) else r
+
+
+@_inline
+def _jg_remainder_i(a, b):
+    if b == 0 or b == -1:
+        return a - a
+    return a % b
+
+
+@_inline
+def _jg_floordiv_i(a, b):
+    if b == 0:
+        return a - a
+    if b == -1:
+        return -a
+    return a // b
 
 
 @_inline

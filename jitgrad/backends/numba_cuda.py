@@ -20,15 +20,19 @@ from collections.abc import Callable
 
 import numpy as np
 
+from .. import dtypes
 from ..jit.ir import Eqn, Graph
 from ..jit.passes.fuse import KERNEL_OP, is_reduction
 from ..ops.registry import POINTWISE
 from .. import _cuda_array as cuda_array
 from .._cuda_array import CudaArray, simulated
-from .cuda_render import CudaSource, NotRenderableError, render_cuda, render_final
+from .cuda_render import (CudaSource, NotRenderableError, check_complex, render_cuda,
+                          render_final)
 from .render import KERNEL_DTYPES, renderable
 
-SUPPORTED = KERNEL_DTYPES
+# The CPU's kernel dtypes, float16 (numba-cuda computes in half precision, each operation
+# rounded to float16 as NumPy's are) and complex (arithmetic only: ``cuda_render``).
+SUPPORTED = KERNEL_DTYPES | {dtypes.float16, dtypes.complex64, dtypes.complex128}
 
 # Threads per block, and the most blocks a grid-stride kernel is launched with (each thread
 # then loops over several elements). Under the simulator each thread is a Python thread: small.
@@ -116,7 +120,11 @@ class CudaKernel:
         for r in cs.reductions:
             keep = (1,) if r.full else tuple(1 if j in r.dims else n
                                               for j, n in enumerate(domain))
-            accs.append(full(keep, r.identity, r.acc_dtype))
+            if r.acc_dtype.kind == "c":  # a complex sum: real and imaginary parts (atomics)
+                part = np.float32 if r.acc_dtype == np.complex64 else np.float64
+                accs.append(full((2,) if r.full else keep + (2,), 0, part))
+            else:
+                accs.append(full(keep, r.identity, r.acc_dtype))
         total = int(np.prod(domain, dtype=np.int64))
         if total:
             blocks, threads = launch_config(total)
@@ -125,9 +133,11 @@ class CudaKernel:
         slot = dict(zip(cs.outputs, outs))
         for r, acc, finish in zip(cs.reductions, accs, self.finals):
             count = int(np.prod([domain[j] for j in r.dims], dtype=np.int64))
-            res = cuda_array.empty((acc.size,), r.var.dtype.np)
-            blocks, threads = launch_config(acc.size)
-            finish[blocks, threads](acc.reshape(acc.size).dev(), res.dev(), count)
+            m = acc.size // 2 if r.acc_dtype.kind == "c" else acc.size
+            res = cuda_array.empty((m,), r.var.dtype.np)
+            blocks, threads = launch_config(m)
+            flat = acc.reshape((m, 2) if r.acc_dtype.kind == "c" else (m,))
+            finish[blocks, threads](flat.dev(), res.dev(), count)
             slot[r.var] = res
         return [slot[v].reshape(tuple(s)) for v, s in zip(self.body.outvars, out_shapes)]
 
@@ -135,6 +145,8 @@ class CudaKernel:
 def fusible(e: Eqn) -> bool:
     """Whether this backend puts ``e`` in a kernel."""
     try:
+        if e.op.kind == POINTWISE:
+            check_complex(e)
         if not renderable(e, SUPPORTED):
             return False
         if is_reduction(e):  # (it also needs an atomic that merges the blocks' results)

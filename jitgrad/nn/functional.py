@@ -178,9 +178,9 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
     from ..random import rand
 
     if p == 1:
-        noise = zeros((), dtype=input.dtype)
+        noise = zeros((), dtype=input.dtype, device=input.device)
     else:  # drawn with jitgrad.rand, so that inside jit the mask is a fresh draw per call
-        keep = rand(tuple(input.shape), dtype=dtypes.float64) < 1.0 - p
+        keep = rand(tuple(input.shape), dtype=dtypes.float64, device=input.device) < 1.0 - p
         noise = keep.to(input.dtype) / (1.0 - p)
     return input.mul_(noise) if inplace else input * noise
 

@@ -135,7 +135,8 @@ SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x)
           if np.iscomplexobj(x) else np.sign(x), (_sgn_grad,), "sign({0})", save=(0,),
           save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x),
           public=Public("sgn", method=True))
-CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),), "{0}")
+CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),),
+           lambda p, work: "{0}.conjugate()" if work.kind == "c" else "{0}")
 # ``Tensor.detach`` inside jit: the same values, cut from the graph (no VJP: not differentiable)
 DETACH = defop("detach", lambda x: x, kind=POINTWISE, template="{0}", view=True,
                meta=lambda x: (tuple(x.shape), x.dtype))

@@ -280,6 +280,8 @@ def _basic_key(key: Any) -> bool:
 def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
     from ..random import default_generator
 
+    if self.is_cuda:  # drawn on the device (another stream than the CPU's)
+        return _draw_on_device(self, "uniform", generator, a, b - a)
     gen = generator or default_generator()
     sample = gen.uniform(a, b, size=self._data.shape)
     return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
@@ -289,9 +291,20 @@ def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
 def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None):
     from ..random import default_generator
 
+    if self.is_cuda:
+        return _draw_on_device(self, "normal", generator, mean, std)
     gen = generator or default_generator()
     sample = gen.normal(mean, std, size=self._data.shape)
     return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
+
+
+def _draw_on_device(self, kind: str, generator: Any, shift: float, scale: float):
+    from .._cuda_array import HOOKS  # (backends/cuda_random's draw)
+    from ..tensor import _make
+
+    sample = HOOKS["draw"](kind, tuple(self.shape), self._dtype, generator, shift=shift,
+                           scale=scale)
+    return self.copy_(_make(sample, self._dtype))
 
 
 def install_special(Tensor: type) -> None:  # noqa: N803

@@ -15,9 +15,13 @@ from .registry import OPAQUE, apply, defop
 
 
 def _rng_impl(*, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
-              low: int = 0, high: int = 1):
+              low: int = 0, high: int = 1, device: str | None = None):
     from ..random import default_generator
 
+    if device is not None:  # "cuda": drawn on the device (backends/cuda_random)
+        from .._cuda_array import HOOKS
+
+        return HOOKS["draw"](kind, shape, dtype, generator, low, high)
     gen = generator or default_generator()  # read at run time: manual_seed is respected
     if kind == "uniform":
         return gen.random(shape).astype(dtype.np)
@@ -31,12 +35,15 @@ RNG = defop("rng", _rng_impl, kind=OPAQUE, differentiable=False, nondeterministi
 
 
 def sample(kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
-           requires_grad: bool = False, **params: Any) -> Any:
+           requires_grad: bool = False, device: Any = None, **params: Any) -> Any:
     """A draw of ``kind`` ("uniform", "normal" or "integers", with ``low``/``high``): eager
-    numbers, or an ``rng`` equation inside ``jit``."""
+    numbers, or an ``rng`` equation inside ``jit``; on a cuda ``device``, drawn there
+    (``backends/cuda_random``: another stream than the CPU's)."""
     params = dict(kind=kind, shape=tuple(shape), dtype=dtype, **params)
     if generator is not None:
         params["generator"] = generator
+    if device is not None and device.type == "cuda":
+        params["device"] = "cuda"
     out = apply(RNG, **params)
     if requires_grad and out._trace is None:
         out.requires_grad_(True)

@@ -237,15 +237,26 @@ def _lerp(a, b, w):
     return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
 
 
+def _lerp_scalar_template(p, work):
+    # the side is chosen here, and ``1 - weight`` taken in float64 and rounded to the dtype, as
+    # NumPy does with a Python float; a lerp of integers (torch has none) stays unfused
+    w = p["weight"]
+    if work.kind != "f" or not np.isfinite(w):
+        return None
+    return "{0} + {p[weight]} * ({1} - {0})" if abs(w) < 0.5 else \
+        f"{{1}} - ({{1}} - {{0}}) * {1 - w!r}"
+
+
 LERP_SCALAR = defop(
     "lerp_scalar", lambda a, b, weight: _lerp(a, b, weight), kind=POINTWISE,
     vjp=(lambda g, ans, a, b, weight: g * (1 - weight), lambda g, ans, a, b, weight: g * weight),
-    jvp=ELEMENTWISE, node_name="LerpBackward0")
+    jvp=ELEMENTWISE, node_name="LerpBackward0", template=_lerp_scalar_template)
 LERP_TENSOR = defop(
     "lerp_tensor", _lerp, kind=POINTWISE, save=(0, 1, 2),
     vjp=(lambda g, ans, a, b, w: g * (1 - w), lambda g, ans, a, b, w: g * w,
          lambda g, ans, a, b, w: g * (b - a)),
-    jvp=ELEMENTWISE, node_name="LerpBackward1")
+    jvp=ELEMENTWISE, node_name="LerpBackward1",
+    template="({0} + {2} * ({1} - {0}) if abs({2}) < 0.5 else {1} - ({1} - {0}) * (1 - {2}))")
 
 
 @public("lerp", method=True, inplace=True)
@@ -259,11 +270,13 @@ def lerp(input, end, weight):  # noqa: A002
 LOGADDEXP = defop(
     "logaddexp", np.logaddexp, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
     vjp=(lambda g, ans, a, b: g * (a - ans).exp(), lambda g, ans, a, b: g * (b - ans).exp()),
-    jvp=ELEMENTWISE)
+    jvp=ELEMENTWISE,  # NumPy's npy_logaddexp: equal operands (infinities too) give x + log(2)
+    template="({0} + 0.6931471805599453 if {0} == {1} else {0} + log1p(exp({1} - {0})) "
+             "if {0} > {1} else {1} + log1p(exp({0} - {1})) if {0} < {1} else {0} - {1})")
 HYPOT = defop(
     "hypot", np.hypot, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
     vjp=(lambda g, ans, a, b: g * a / ans, lambda g, ans, a, b: g * b / ans),
-    jvp=ELEMENTWISE)
+    jvp=ELEMENTWISE, template="hypot({0}, {1})")
 
 
 def _tensor_other(name: str, other) -> None:
@@ -292,10 +305,21 @@ def _nan_to_num_impl(x, nan, posinf, neginf):
     return np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf)
 
 
+def _nan_to_num_template(p, work):
+    # integers and bools have no NaN or inf: the values themselves (complex: not fused)
+    if work.kind != "f":
+        return "{0}" if work.kind in "iub" else None
+    info = np.finfo(work)
+    pos = repr(float(info.max)) if p["posinf"] is None else "{p[posinf]}"
+    neg = repr(float(info.min)) if p["neginf"] is None else "{p[neginf]}"
+    return (f"({{p[nan]}} if {{0}} != {{0}} else ({pos} if {{0}} > 0 else {neg}) "
+            f"if isinf({{0}}) else {{0}})")
+
+
 NAN_TO_NUM = defop(
     "nan_to_num", _nan_to_num_impl, kind=POINTWISE, save=(0,),
     vjp=(lambda g, ans, x, nan, posinf, neginf: where(x.isfinite(), g, 0),),
-    jvp=ELEMENTWISE)
+    jvp=ELEMENTWISE, template=_nan_to_num_template)
 
 
 @public("nan_to_num", method=True, inplace=True)
@@ -314,7 +338,7 @@ ATAN2 = defop(
     "atan2", np.arctan2, kind=POINTWISE, promote=FLOAT, save=(0, 1),
     vjp=(lambda g, ans, a, b: g * b / (a * a + b * b),
          lambda g, ans, a, b: -g * a / (a * a + b * b)),
-    jvp=ELEMENTWISE)
+    jvp=ELEMENTWISE, template="atan2({0}, {1})")
 
 
 @public(("atan2", "arctan2"), method=True, inplace=True)
@@ -323,6 +347,16 @@ def atan2(input, other):  # noqa: A002
     quadrant)."""
     _tensor_other("atan2", other)
     return apply(ATAN2, input, other)
+
+
+def _division(helper: str):
+    """The kernel template of a division-family op: the float or the integer helper of
+    ``backends/kernel_lib`` (NumPy's values for each, an integer divisor of 0 included)."""
+    def template(p, work):
+        if work.kind not in "fiub":
+            return None
+        return f"{helper}_{'f' if work.kind == 'f' else 'i'}({{0}}, {{1}})"
+    return template
 
 
 def _floor_quotient(a, b):
@@ -336,17 +370,17 @@ def _trunc_quotient(a, b):
 REMAINDER = defop(
     "remainder", np.remainder, kind=POINTWISE, save=(0, 1),
     vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _floor_quotient(a, b)),
-    jvp=ELEMENTWISE, node_name="RemainderBackward1")
+    jvp=ELEMENTWISE, node_name="RemainderBackward1", template=_division("remainder"))
 REMAINDER_SCALAR = defop(
     "remainder_scalar", np.remainder, kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
-    jvp=ELEMENTWISE, node_name="RemainderBackward0")
+    jvp=ELEMENTWISE, node_name="RemainderBackward0", template=_division("remainder"))
 FMOD = defop(
     "fmod", np.fmod, kind=POINTWISE, save=(0, 1),
     vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _trunc_quotient(a, b)),
-    jvp=ELEMENTWISE, node_name="FmodBackward1")
+    jvp=ELEMENTWISE, node_name="FmodBackward1", template=_division("fmod"))
 FMOD_SCALAR = defop(
     "fmod_scalar", np.fmod, kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
-    jvp=ELEMENTWISE, node_name="FmodBackward0")
+    jvp=ELEMENTWISE, node_name="FmodBackward0", template=_division("fmod"))
 
 
 def _no_floor_divide_derivative(g, ans, *inputs):
@@ -356,6 +390,7 @@ def _no_floor_divide_derivative(g, ans, *inputs):
 FLOOR_DIVIDE = defop(
     "floor_divide", np.floor_divide, kind=POINTWISE,
     vjp=(_no_floor_divide_derivative, _no_floor_divide_derivative), node_name="NotImplemented",
+    template=_division("floordiv"),
     jvp=lambda tangents, ans, *inputs: _no_floor_divide_derivative(None, ans))
 
 
@@ -389,7 +424,8 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
             if not isinstance(other, (int, float, bool)):
                 return NotImplemented
             return apply(op, tensor(other, dtype=self.dtype if isinstance(other, float) and
-                                    not self.dtype.is_floating_point else None), self)
+                                    not self.dtype.is_floating_point else None,
+                                    device=self.device), self)
         return fn
 
     Tensor.__mod__ = lambda self, other: remainder(self, other)
