@@ -30,6 +30,10 @@ _CUDA: list = []  # the numba.cuda module, once imported
 # when it loads (it always has: a CudaArray is only made after ``device.check_device``
 # loaded the CUDA runtime).
 HOOKS: dict = {}
+# A seed ``jitgrad.cuda.manual_seed`` gave the device generators ("seed"), and the CPU default
+# generator's NumPy generator at that moment ("rng"): ``backends/cuda_random`` uses the seed
+# unless ``jitgrad.manual_seed`` has reseeded everything since.
+DEVICE_SEED: dict = {"seed": None, "rng": None}
 
 
 def cuda():

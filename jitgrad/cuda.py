@@ -83,13 +83,22 @@ def device_count() -> int:
 
 
 def manual_seed(seed: int) -> None:
-    """Seeds the CUDA generators: not separately yet (this does nothing). The device's draws
-    (``backends/cuda_random``) are seeded by ``jitgrad.manual_seed``, which seeds the CPU's
-    generator and the device's, as ``torch.manual_seed`` does."""
-    int(seed)  # (torch checks that the seed is an integer)
+    """Sets the seed of the CUDA device's random generators (``torch.cuda.manual_seed``): the
+    CPU generator is left alone. ``jitgrad.manual_seed`` seeds both.
+
+    Args:
+        seed: the seed, an integer.
+    """
+    from . import _cuda_array
+    from .random import default_generator
+
+    _cuda_array.DEVICE_SEED.update(seed=int(seed), rng=default_generator()._rng)
 
 
 def manual_seed_all(seed: int) -> None:
-    """Seeds the generators of all CUDA devices: nothing to seed in jitgrad (see
-    ``manual_seed``)."""
-    int(seed)
+    """Sets the seed of every CUDA device's generators (jitgrad drives one device).
+
+    Args:
+        seed: the seed, an integer.
+    """
+    manual_seed(seed)

@@ -198,6 +198,27 @@ def test_manual_seed_reproduces_the_device_stream_which_differs_from_the_cpus():
         jitgrad.rand(3, device="cuda", generator=jitgrad.Generator())
 
 
+def test_cuda_manual_seed_seeds_the_device_alone_until_manual_seed_reseeds_both():
+    def device_draw():
+        return jitgrad.randn(200, device="cuda").cpu().numpy()
+
+    jitgrad.manual_seed(1)
+    cpu = jitgrad.randn(5).numpy()
+    jitgrad.cuda.manual_seed(11)
+    a = device_draw()
+    jitgrad.manual_seed(1)
+    jitgrad.cuda.manual_seed_all(11)
+    np.testing.assert_array_equal(jitgrad.randn(5).numpy(), cpu)  # the CPU stream as before
+    np.testing.assert_array_equal(device_draw(), a)
+    jitgrad.cuda.manual_seed(12)
+    assert not np.array_equal(device_draw(), a)
+    jitgrad.manual_seed(11)  # torch.manual_seed seeds every device: 11 again on the device
+    np.testing.assert_array_equal(device_draw(), a)
+    jitgrad.cuda.manual_seed(12)
+    jitgrad.manual_seed(11)  # (after cuda.manual_seed: it wins)
+    np.testing.assert_array_equal(device_draw(), a)
+
+
 def test_in_place_samplers_like_functions_dropout_and_randperm_stay_on_the_device():
     x = jitgrad.zeros(2000, device="cuda")
     u = x.uniform_(-2, 3).cpu().numpy()

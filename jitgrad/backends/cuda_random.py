@@ -7,8 +7,8 @@ in the same stream. The kernel runs a grid-stride loop with exactly one thread p
 so element ``f`` is always the ``f // n``-th draw of generator ``f % n``: the same seed gives
 the same tensor on every run. The generators are seeded from the default generator's seed
 (``jitgrad.manual_seed`` reseeds both, as torch's seeds every device), and made again when it
-is reseeded; the stream differs from the CPU's (NumPy's PCG64), as torch's CUDA stream
-differs from its CPU stream.
+is reseeded, or from ``jitgrad.cuda.manual_seed``'s seed (the device alone); the stream
+differs from the CPU's (NumPy's PCG64), as torch's CUDA stream differs from its CPU stream.
 
 * uniform: ``xoroshiro128p_uniform_float32``/``float64`` (24 or 53 random bits in [0, 1)),
   float16 from 11 random bits (so a draw never rounds up to 1);
@@ -54,11 +54,20 @@ def n_states() -> int:
 
 def states(generator: Any):
     """The device generators, seeded from ``generator``'s seed (made again after a reseed:
-    ``manual_seed`` gives its generator a new NumPy ``Generator``)."""
-    if _STATE["rng"] is not generator._rng or _STATE["states"] is None:
+    ``manual_seed`` gives its generator a new NumPy ``Generator``), or from the seed of
+    ``jitgrad.cuda.manual_seed`` when it was called after that reseed."""
+    asked = ca.DEVICE_SEED
+    seed = None
+    if asked["seed"] is not None:
+        if asked["rng"] is generator._rng:  # (not overtaken by jitgrad.manual_seed)
+            seed = asked["seed"]
+        asked.update(seed=None, rng=None)
+    if seed is None and (_STATE["rng"] is not generator._rng or _STATE["states"] is None):
+        seed = generator.initial_seed()
+    if seed is not None:
         from numba.cuda.random import create_xoroshiro128p_states
 
-        _STATE["states"] = create_xoroshiro128p_states(n_states(), seed=generator.initial_seed())
+        _STATE["states"] = create_xoroshiro128p_states(n_states(), seed=seed)
         _STATE["rng"] = generator._rng
     return _STATE["states"]
 
