@@ -1,0 +1,234 @@
+"""Attention layers: ``MultiheadAttention``, ``TransformerEncoderLayer`` and
+``TransformerEncoder``, with torch's constructor arguments, parameter names, shapes,
+initialization and ``repr`` (their math is ``functional_attention``)."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+from .. import dtypes
+from ..ops.creation import empty
+from ..tensor import Tensor
+from . import functional as F
+from . import init
+from .container import ModuleList
+from .layers import Dropout, LayerNorm, Linear
+from .module import Module
+from .parameter import Parameter
+
+__all__ = ["NonDynamicallyQuantizableLinear", "MultiheadAttention", "TransformerEncoderLayer",
+           "TransformerEncoder"]
+
+
+class NonDynamicallyQuantizableLinear(Linear):
+    """The ``Linear`` of ``MultiheadAttention.out_proj`` (torch's name for it)."""
+
+
+class MultiheadAttention(Module):
+    """Multi-head attention: ``Concat(head_1, ..., head_h) @ W_o`` with
+    ``head_i = Attention(Q @ W_q_i, K @ W_k_i, V @ W_v_i)``.
+
+    Args:
+        embed_dim: model dimension (split across ``num_heads``).
+        num_heads: number of heads; must divide ``embed_dim``.
+        dropout: dropout probability on the attention weights (training only).
+        bias: input/output projection biases.
+        add_bias_kv: learned biases ``bias_k``/``bias_v`` appended to the keys and values.
+        add_zero_attn: a zero key and value appended.
+        kdim: key features (default ``embed_dim``); vdim: value features (default ``embed_dim``).
+            Either different from ``embed_dim`` gives separate ``q/k/v_proj_weight``.
+        batch_first: inputs are (N, L, E) instead of (L, N, E).
+        device: only ``None``/``"cpu"``. dtype: parameter dtype.
+    """
+
+    def __init__(self, embed_dim: int, num_heads: int, dropout: float = 0.0, bias: bool = True,
+                 add_bias_kv: bool = False, add_zero_attn: bool = False, kdim: int | None = None,
+                 vdim: int | None = None, batch_first: bool = False, device: Any = None,
+                 dtype: dtypes.dtype | None = None) -> None:
+        if embed_dim <= 0 or num_heads <= 0:
+            raise ValueError(f"embed_dim and num_heads must be greater than 0, got "
+                             f"embed_dim={embed_dim} and num_heads={num_heads} instead")
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.embed_dim = embed_dim
+        self.kdim = kdim if kdim is not None else embed_dim
+        self.vdim = vdim if vdim is not None else embed_dim
+        self._qkv_same_embed_dim = self.kdim == embed_dim and self.vdim == embed_dim
+        self.num_heads = num_heads
+        self.dropout = dropout
+        self.batch_first = batch_first
+        self.head_dim = embed_dim // num_heads
+        if self.head_dim * num_heads != embed_dim:
+            raise AssertionError("embed_dim must be divisible by num_heads")
+        if not self._qkv_same_embed_dim:
+            self.q_proj_weight = Parameter(empty((embed_dim, embed_dim), **kw))
+            self.k_proj_weight = Parameter(empty((embed_dim, self.kdim), **kw))
+            self.v_proj_weight = Parameter(empty((embed_dim, self.vdim), **kw))
+            self.register_parameter("in_proj_weight", None)
+        else:
+            self.in_proj_weight = Parameter(empty((3 * embed_dim, embed_dim), **kw))
+            self.register_parameter("q_proj_weight", None)
+            self.register_parameter("k_proj_weight", None)
+            self.register_parameter("v_proj_weight", None)
+        if bias:
+            self.in_proj_bias = Parameter(empty((3 * embed_dim,), **kw))
+        else:
+            self.register_parameter("in_proj_bias", None)
+        self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, **kw)
+        if add_bias_kv:
+            self.bias_k = Parameter(empty((1, 1, embed_dim), **kw))
+            self.bias_v = Parameter(empty((1, 1, embed_dim), **kw))
+        else:
+            self.bias_k = self.bias_v = None
+        self.add_zero_attn = add_zero_attn
+        self._reset_parameters()
+
+    def _reset_parameters(self) -> None:
+        if self._qkv_same_embed_dim:
+            init.xavier_uniform_(self.in_proj_weight)
+        else:
+            init.xavier_uniform_(self.q_proj_weight)
+            init.xavier_uniform_(self.k_proj_weight)
+            init.xavier_uniform_(self.v_proj_weight)
+        if self.in_proj_bias is not None:
+            init.constant_(self.in_proj_bias, 0.0)
+            init.constant_(self.out_proj.bias, 0.0)
+        if self.bias_k is not None:
+            init.xavier_normal_(self.bias_k)
+        if self.bias_v is not None:
+            init.xavier_normal_(self.bias_v)
+
+    def forward(self, query: Tensor, key: Tensor, value: Tensor,
+                key_padding_mask: Tensor | None = None, need_weights: bool = True,
+                attn_mask: Tensor | None = None, average_attn_weights: bool = True,
+                is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+        """Attention of ``query`` over ``key``/``value``.
+
+        Args:
+            query: (L, N, E) ((N, L, E) with ``batch_first``; (L, E) unbatched).
+            key: (S, N, kdim). value: (S, N, vdim).
+            key_padding_mask: (N, S); bool True (or a float added) marks keys to ignore.
+            need_weights: also return the attention weights.
+            attn_mask: (L, S) or (N * num_heads, L, S); bool True marks pairs not allowed.
+            average_attn_weights: average the returned weights over heads.
+            is_causal: a hint that ``attn_mask`` is the causal mask.
+
+        Returns:
+            ``(attn_output, attn_weights)``; the weights are None without ``need_weights``.
+        """
+        batched = query.ndim == 3
+        if self.batch_first and batched:
+            if key is value:
+                if query is key:
+                    query = key = value = query.transpose(1, 0)
+                else:
+                    query, key = query.transpose(1, 0), key.transpose(1, 0)
+                    value = key
+            else:
+                query, key, value = (x.transpose(1, 0) for x in (query, key, value))
+        out, weights = F.multi_head_attention_forward(
+            query, key, value, self.embed_dim, self.num_heads, self.in_proj_weight,
+            self.in_proj_bias, self.bias_k, self.bias_v, self.add_zero_attn, self.dropout,
+            self.out_proj.weight, self.out_proj.bias, training=self.training,
+            key_padding_mask=key_padding_mask, need_weights=need_weights, attn_mask=attn_mask,
+            use_separate_proj_weight=not self._qkv_same_embed_dim,
+            q_proj_weight=self.q_proj_weight, k_proj_weight=self.k_proj_weight,
+            v_proj_weight=self.v_proj_weight, average_attn_weights=average_attn_weights,
+            is_causal=is_causal)
+        if self.batch_first and batched:
+            return out.transpose(1, 0), weights
+        return out, weights
+
+
+def _activation(name: str | Callable) -> Callable:
+    if name == "relu":
+        return F.relu
+    if name == "gelu":
+        return F.gelu
+    if isinstance(name, str):
+        raise RuntimeError(f"activation should be relu/gelu, not {name}")
+    return name
+
+
+class TransformerEncoderLayer(Module):
+    """Self-attention and a feed-forward block, each with a residual connection and a
+    ``LayerNorm`` (after it, or before it with ``norm_first``).
+
+    Args:
+        d_model: model dimension. nhead: attention heads.
+        dim_feedforward: hidden size of the feed-forward block.
+        dropout: dropout probability. activation: ``"relu"``, ``"gelu"`` or a callable.
+        layer_norm_eps: the norms' eps. batch_first: (N, S, E) inputs.
+        norm_first: pre-norm instead of post-norm. bias: biases of the linears and norms.
+        device: only ``None``/``"cpu"``. dtype: parameter dtype.
+    """
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: str | Callable = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: dtypes.dtype | None = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
+                                            batch_first=batch_first, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, src: Tensor, src_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
+        """One encoder layer on ``src`` (masks as in ``MultiheadAttention``)."""
+        x = src
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
+            x = x + self._ff_block(self.norm2(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
+            x = self.norm2(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                  is_causal: bool) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           need_weights=False, is_causal=is_causal)[0]
+        return self.dropout1(x)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerEncoder(Module):
+    """``num_layers`` copies of ``encoder_layer`` (deep copies, as in torch), then ``norm``.
+
+    ``enable_nested_tensor`` and ``mask_check`` are accepted; there are no nested tensors, so
+    padded positions are computed (torch's eval fast path returns zeros there).
+    """
+
+    def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
+                 norm: Module | None = None, enable_nested_tensor: bool = True,
+                 mask_check: bool = True) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(encoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+        self.enable_nested_tensor = enable_nested_tensor
+        self.mask_check = mask_check
+
+    def forward(self, src: Tensor, mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                is_causal: bool | None = None) -> Tensor:
+        """The layers in turn, then ``norm``."""
+        out = src
+        for layer in self.layers:
+            out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
+                        is_causal=bool(is_causal))
+        return self.norm(out) if self.norm is not None else out
