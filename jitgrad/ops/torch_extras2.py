@@ -146,9 +146,13 @@ def diag(input, diagonal: int = 0):  # noqa: A002
 # ---------------------------------------------------------------- var_mean / std_mean
 
 
-def _moments_meta(x, dims, correction, keepdim):
-    shape, dt = _var_meta(x, dims, correction, keepdim)
-    return (shape, shape), (dt, x.dtype)
+def _moments_meta(name):
+    def meta(x, dims, correction, keepdim):
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
+            raise RuntimeError(f"{name} only support floating point and complex dtypes")
+        shape, dt = _var_meta(x, dims, correction, keepdim)
+        return (shape, shape), (dt, x.dtype)
+    return meta
 
 
 def _var_mean_vjp(grads, ans, x, dims, correction, keepdim):
@@ -174,9 +178,9 @@ def _moments_impl(root):
 
 _MOMENTS_SAVED = {"dim": ("param", "dims"), "correction": ("param", "correction"),
                   "keepdim": ("param", "keepdim"), "self": ("input", 0)}
-VAR_MEAN = defop("var_mean", _moments_impl(False), kind=OPAQUE, meta=_moments_meta,
+VAR_MEAN = defop("var_mean", _moments_impl(False), kind=OPAQUE, meta=_moments_meta("var_mean"),
                  n_outputs=2, save=(0,), vjp=_var_mean_vjp, saved_names=_MOMENTS_SAVED)
-STD_MEAN = defop("std_mean", _moments_impl(True), kind=OPAQUE, meta=_moments_meta,
+STD_MEAN = defop("std_mean", _moments_impl(True), kind=OPAQUE, meta=_moments_meta("std_mean"),
                  n_outputs=2, save=(0,), save_output=True, vjp=_std_mean_vjp,
                  saved_names=_MOMENTS_SAVED)
 
@@ -401,7 +405,7 @@ def _euclidean_dist(x1, x2):
     n2 = x2.pow(2).sum(-1, keepdim=True)
     a = cat([x1.mul(-2), n1, ones_like(n1)], -1)
     b = cat([x2, ones_like(n2), n2], -1)
-    return a.matmul(b.transpose(-2, -1)).clamp_min(1e-30).sqrt()
+    return a.matmul(b.transpose(-2, -1)).clamp(min=1e-30).sqrt()
 
 
 _MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
