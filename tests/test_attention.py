@@ -1,6 +1,8 @@
 """F.scaled_dot_product_attention, nn.MultiheadAttention and nn.TransformerEncoder(Layer)
 against torch (same weights: the state_dict copied across), gradcheck in float64, and jit."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -244,3 +246,52 @@ def test_transformer_encoder_matches_torch(norm_first, activation, batch_first):
     for name, p in je.named_parameters():
         np.testing.assert_allclose(arr(p.grad), arr(tp[name].grad), rtol=1e-8, atol=1e-10,
                                    err_msg=name)
+
+
+@pytest.mark.parametrize("norm_first,batch_first", [(False, False), (True, True)])
+def test_transformer_matches_torch(norm_first, batch_first):
+    torch = pytest.importorskip("torch")
+    kw = {"d_model": 8, "nhead": 2, "num_encoder_layers": 2, "num_decoder_layers": 2,
+          "dim_feedforward": 16, "dropout": 0.0, "batch_first": batch_first,
+          "norm_first": norm_first, "activation": "gelu"}
+    torch.manual_seed(0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # (torch's nested-tensor notice)
+        tm = torch.nn.Transformer(dtype=torch.float64, **kw)
+    jm = jitgrad.nn.Transformer(dtype=jitgrad.float64, **kw)
+    assert repr(jm) == repr(tm)
+    assert [(k, tuple(v.shape)) for k, v in jm.state_dict().items()] == \
+        [(k, tuple(v.shape)) for k, v in tm.state_dict().items()]
+    _copy(tm, jm)
+    S, T, N = 5, 4, 3
+    (js, ts), (jt, tt) = _pair(*((N, S, 8) if batch_first else (S, N, 8))), \
+        _pair(*((N, T, 8) if batch_first else (T, N, 8)))
+    src_pad = np.zeros((N, S), dtype=bool)
+    src_pad[2, -2:] = True
+    res = {}
+    for lib, m, s, t in ((jitgrad, jm, js, jt), (torch, tm, ts, tt)):
+        causal = lib.nn.Transformer.generate_square_subsequent_mask(T, dtype=lib.float64)
+        out = m(s, t, tgt_mask=causal, src_key_padding_mask=lib.tensor(src_pad),
+                memory_key_padding_mask=lib.tensor(src_pad))
+        (out * lib.tensor(np.sin(np.arange(out.numel())).reshape(out.shape))).sum().backward()
+        res[lib] = out
+    np.testing.assert_allclose(arr(res[jitgrad]), arr(res[torch]), rtol=1e-9, atol=1e-10)
+    _grads_close([js, jt], [ts, tt], rtol=1e-8)
+    tp = dict(tm.named_parameters())
+    for name, p in jm.named_parameters():
+        np.testing.assert_allclose(arr(p.grad), arr(tp[name].grad), rtol=1e-8, atol=1e-10,
+                                   err_msg=name)
+
+
+def test_transformer_mask_and_errors():
+    torch = pytest.importorskip("torch")
+    np.testing.assert_array_equal(
+        arr(jitgrad.nn.Transformer.generate_square_subsequent_mask(4)),
+        arr(torch.nn.Transformer.generate_square_subsequent_mask(4)))
+    m = jitgrad.nn.Transformer(8, 2, 1, 1, 16)
+    w = [arr(p) for n, p in m.named_parameters() if p.dim() > 1]
+    assert all(np.abs(x).max() <= np.sqrt(6 / sum(x.shape)) for x in w)  # xavier_uniform_
+    with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
+        m(jitgrad.zeros(3, 2, 8), jitgrad.zeros(3, 4, 8))
+    with pytest.raises(RuntimeError, match="must be equal to d_model"):
+        m(jitgrad.zeros(3, 2, 6), jitgrad.zeros(3, 2, 6))

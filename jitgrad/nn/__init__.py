@@ -14,7 +14,8 @@ from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
-from .transformer import (MultiheadAttention, NonDynamicallyQuantizableLinear, TransformerEncoder,
+from .transformer import (MultiheadAttention, NonDynamicallyQuantizableLinear, Transformer,
+                          TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
 
 __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", "SiLU", "Dropout",
@@ -25,4 +26,5 @@ __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", 
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
            "GRUCell", "utils", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
-           "TransformerEncoderLayer", "TransformerEncoder"]
+           "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+           "TransformerDecoder", "Transformer"]

@@ -1,5 +1,6 @@
-"""Attention layers: ``MultiheadAttention``, ``TransformerEncoderLayer`` and
-``TransformerEncoder``, with torch's constructor arguments, parameter names, shapes,
+"""Attention layers: ``MultiheadAttention``, ``TransformerEncoderLayer``,
+``TransformerEncoder``, ``TransformerDecoderLayer``, ``TransformerDecoder`` and ``Transformer``,
+with torch's constructor arguments, parameter names, shapes,
 initialization and ``repr`` (their math is ``functional_attention``)."""
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from .module import Module
 from .parameter import Parameter
 
 __all__ = ["NonDynamicallyQuantizableLinear", "MultiheadAttention", "TransformerEncoderLayer",
-           "TransformerEncoder"]
+           "TransformerEncoder", "TransformerDecoderLayer", "TransformerDecoder", "Transformer"]
 
 
 class NonDynamicallyQuantizableLinear(Linear):
@@ -232,3 +233,177 @@ class TransformerEncoder(Module):
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                         is_causal=bool(is_causal))
         return self.norm(out) if self.norm is not None else out
+
+
+class TransformerDecoderLayer(Module):
+    """Self-attention, attention over the encoder's output (``memory``) and a feed-forward
+    block, each with a residual connection and a ``LayerNorm`` (after it, or before it with
+    ``norm_first``).
+
+    Args:
+        d_model: model dimension. nhead: attention heads.
+        dim_feedforward: hidden size of the feed-forward block.
+        dropout: dropout probability. activation: ``"relu"``, ``"gelu"`` or a callable.
+        layer_norm_eps: the norms' eps. batch_first: (N, T, E) inputs.
+        norm_first: pre-norm instead of post-norm. bias: biases of the linears and norms.
+        device: only ``None``/``"cpu"``. dtype: parameter dtype.
+    """
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: str | Callable = F.relu,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: dtypes.dtype | None = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                            batch_first=batch_first, bias=bias, **kw)
+        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout,
+                                                 batch_first=batch_first, bias=bias, **kw)
+        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
+        self.dropout = Dropout(dropout)
+        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
+        self.norm_first = norm_first
+        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.dropout1 = Dropout(dropout)
+        self.dropout2 = Dropout(dropout)
+        self.dropout3 = Dropout(dropout)
+        self.activation = _activation(activation)
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None, tgt_is_causal: bool = False,
+                memory_is_causal: bool = False) -> Tensor:
+        """One decoder layer on ``tgt`` attending to ``memory``."""
+        x = tgt
+        if self.norm_first:
+            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
+            x = x + self._mha_block(self.norm2(x), memory, memory_mask,
+                                    memory_key_padding_mask, memory_is_causal)
+            x = x + self._ff_block(self.norm3(x))
+        else:
+            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask,
+                                               memory_is_causal))
+            x = self.norm3(x + self._ff_block(x))
+        return x
+
+    def _sa_block(self, x: Tensor, attn_mask: Tensor | None, key_padding_mask: Tensor | None,
+                  is_causal: bool) -> Tensor:
+        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
+                           is_causal=is_causal, need_weights=False)[0]
+        return self.dropout1(x)
+
+    def _mha_block(self, x: Tensor, mem: Tensor, attn_mask: Tensor | None,
+                   key_padding_mask: Tensor | None, is_causal: bool) -> Tensor:
+        x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask,
+                                key_padding_mask=key_padding_mask, is_causal=is_causal,
+                                need_weights=False)[0]
+        return self.dropout2(x)
+
+    def _ff_block(self, x: Tensor) -> Tensor:
+        return self.dropout3(self.linear2(self.dropout(self.activation(self.linear1(x)))))
+
+
+class TransformerDecoder(Module):
+    """``num_layers`` copies of ``decoder_layer`` (deep copies, as in torch), then ``norm``."""
+
+    def __init__(self, decoder_layer: TransformerDecoderLayer, num_layers: int,
+                 norm: Module | None = None) -> None:
+        super().__init__()
+        self.layers = ModuleList([copy.deepcopy(decoder_layer) for _ in range(num_layers)])
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def forward(self, tgt: Tensor, memory: Tensor, tgt_mask: Tensor | None = None,
+                memory_mask: Tensor | None = None, tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                tgt_is_causal: bool | None = None, memory_is_causal: bool = False) -> Tensor:
+        """The layers in turn, then ``norm``."""
+        out = tgt
+        for layer in self.layers:
+            out = layer(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                        tgt_key_padding_mask=tgt_key_padding_mask,
+                        memory_key_padding_mask=memory_key_padding_mask,
+                        tgt_is_causal=bool(tgt_is_causal), memory_is_causal=memory_is_causal)
+        return self.norm(out) if self.norm is not None else out
+
+
+class Transformer(Module):
+    """The encoder-decoder transformer of "Attention Is All You Need": a ``TransformerEncoder``
+    and a ``TransformerDecoder``, each ending in a ``LayerNorm``; every weight matrix is
+    re-drawn by ``xavier_uniform_``, as in torch.
+
+    Args:
+        d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+            norm_first, bias: as in the layers. Defaults: 512, 8, 2048, 0.1, relu, 1e-5.
+        num_encoder_layers, num_decoder_layers: Default: 6 each.
+        custom_encoder, custom_decoder: modules used instead of the built ones.
+        device: only ``None``/``"cpu"``. dtype: parameter dtype.
+    """
+
+    def __init__(self, d_model: int = 512, nhead: int = 8, num_encoder_layers: int = 6,
+                 num_decoder_layers: int = 6, dim_feedforward: int = 2048,
+                 dropout: float = 0.1, activation: str | Callable = F.relu,
+                 custom_encoder: Module | None = None, custom_decoder: Module | None = None,
+                 layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device: Any = None,
+                 dtype: dtypes.dtype | None = None) -> None:
+        super().__init__()
+        kw = {"device": device, "dtype": dtype}
+        layer = {"d_model": d_model, "nhead": nhead, "dim_feedforward": dim_feedforward,
+                 "dropout": dropout, "activation": activation, "layer_norm_eps": layer_norm_eps,
+                 "batch_first": batch_first, "norm_first": norm_first, "bias": bias, **kw}
+        if custom_encoder is not None:
+            self.encoder = custom_encoder
+        else:
+            self.encoder = TransformerEncoder(
+                TransformerEncoderLayer(**layer), num_encoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        if custom_decoder is not None:
+            self.decoder = custom_decoder
+        else:
+            self.decoder = TransformerDecoder(
+                TransformerDecoderLayer(**layer), num_decoder_layers,
+                LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw))
+        self._reset_parameters()
+        self.d_model = d_model
+        self.nhead = nhead
+        self.batch_first = batch_first
+
+    def _reset_parameters(self) -> None:
+        for p in self.parameters():
+            if p.dim() > 1:
+                init.xavier_uniform_(p)
+
+    def forward(self, src: Tensor, tgt: Tensor, src_mask: Tensor | None = None,
+                tgt_mask: Tensor | None = None, memory_mask: Tensor | None = None,
+                src_key_padding_mask: Tensor | None = None,
+                tgt_key_padding_mask: Tensor | None = None,
+                memory_key_padding_mask: Tensor | None = None,
+                src_is_causal: bool | None = None, tgt_is_causal: bool | None = None,
+                memory_is_causal: bool = False) -> Tensor:
+        """Encodes ``src`` and decodes ``tgt`` against it (masks as in the layers)."""
+        batched = src.dim() == 3
+        if not self.batch_first and src.shape[1] != tgt.shape[1] and batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if self.batch_first and src.shape[0] != tgt.shape[0] and batched:
+            raise RuntimeError("the batch number of src and tgt must be equal")
+        if src.shape[-1] != self.d_model or tgt.shape[-1] != self.d_model:
+            raise RuntimeError("the feature number of src and tgt must be equal to d_model")
+        memory = self.encoder(src, mask=src_mask, src_key_padding_mask=src_key_padding_mask,
+                              is_causal=src_is_causal)
+        return self.decoder(tgt, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
+                            tgt_key_padding_mask=tgt_key_padding_mask,
+                            memory_key_padding_mask=memory_key_padding_mask,
+                            tgt_is_causal=tgt_is_causal, memory_is_causal=memory_is_causal)
+
+    @staticmethod
+    def generate_square_subsequent_mask(sz: int, device: Any = None,
+                                        dtype: dtypes.dtype | None = None) -> Tensor:
+        """The (sz, sz) causal mask: ``-inf`` above the diagonal, 0 elsewhere."""
+        from ..ops.creation import full
+
+        return full((sz, sz), float("-inf"), dtype=dtype, device=device).triu(diagonal=1)
