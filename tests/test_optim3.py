@@ -131,6 +131,14 @@ SCHEDULERS = {
                                                        m.CosineAnnealingLR(o, T_max=6),
                                                        m.PolynomialLR(o, total_iters=8)],
                                                    milestones=[4, 11]), {}),
+    "ConstantLR": (lambda m, o: m.ConstantLR(o, factor=0.5, total_iters=4), {}),
+    "MultiplicativeLR": (lambda m, o: m.MultiplicativeLR(o, lambda e: 0.95 if e % 2 else 0.9),
+                         {}),
+    "CosineAnnealingWarmRestarts": (lambda m, o: m.CosineAnnealingWarmRestarts(
+        o, T_0=3, T_mult=2, eta_min=0.001), {}),
+    "SequentialLR_warmup": (lambda m, o: m.SequentialLR(o, [m.ConstantLR(o, 0.1, 3),
+                                                            m.CosineAnnealingWarmRestarts(o, 4)],
+                                                        milestones=[3]), {}),
     "ChainedScheduler": (lambda m, o: m.ChainedScheduler([m.LinearLR(o, start_factor=0.5,
                                                                      total_iters=4),
                                                           m.ExponentialLR(o, gamma=0.9)]), {}),
@@ -208,3 +216,15 @@ def test_sequential_state_dict_round_trip():
     s2.load_state_dict(sd)
     assert s2.last_epoch == s.last_epoch == 7
     assert s2._schedulers[1].last_epoch == s._schedulers[1].last_epoch
+
+
+def test_warm_restarts_fractional_epochs_match_torch():
+    make = SCHEDULERS["CosineAnnealingWarmRestarts"][0]
+    (s, opt), (ts, topt) = _pair(make)
+    opt.step()
+    topt.step()
+    for epoch in (0.5, 1.25, 4.0, 9.5, 2.0):
+        s.step(epoch)
+        ts.step(epoch)
+        np.testing.assert_allclose(s.get_last_lr(), ts.get_last_lr(), rtol=1e-13)
+        assert s.T_i == ts.T_i and s.last_epoch == ts.last_epoch

@@ -433,8 +433,9 @@ class ReduceLROnPlateau(LRScheduler):
                              threshold_mode=self.threshold_mode)
 
 
-from .lr_scheduler2 import (ChainedScheduler, CyclicLR, LinearLR, OneCycleLR,  # noqa: E402
-                            PolynomialLR, SequentialLR)
+from .lr_scheduler2 import (ChainedScheduler, ConstantLR, CosineAnnealingWarmRestarts,  # noqa: E402
+                            CyclicLR, LinearLR, MultiplicativeLR, OneCycleLR, PolynomialLR,
+                            SequentialLR)
 
 __all__ += ["LinearLR", "PolynomialLR", "OneCycleLR", "CyclicLR", "SequentialLR",
-            "ChainedScheduler"]
+            "ChainedScheduler", "ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]
