@@ -295,3 +295,17 @@ def test_transformer_mask_and_errors():
         m(jitgrad.zeros(3, 2, 8), jitgrad.zeros(3, 4, 8))
     with pytest.raises(RuntimeError, match="must be equal to d_model"):
         m(jitgrad.zeros(3, 2, 6), jitgrad.zeros(3, 2, 6))
+
+
+def test_fully_masked_rows_match_torch():
+    torch = pytest.importorskip("torch")
+    m = np.array([[False, False, False], [True, False, True], [True, True, True]])
+    (jq, tq), (jk, tk) = _pair(2, 3, 4), _pair(2, 3, 4)
+    res = {}
+    for lib, q, k in ((jitgrad, jq, jk), (torch, tq, tk)):
+        out = lib.nn.functional.scaled_dot_product_attention(q, k, k, attn_mask=lib.tensor(m))
+        (out * out).sum().backward()
+        res[lib] = out
+    np.testing.assert_allclose(arr(res[jitgrad]), arr(res[torch]), rtol=1e-10, atol=1e-12)
+    assert not arr(res[jitgrad])[:, 0].any()  # (the row with no key: zeros, as torch)
+    _grads_close((jq, jk), (tq, tk))

@@ -63,9 +63,12 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
         value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
     scores = query.matmul(key.transpose(-2, -1)) * factor
-    if bias is not None:
+    if bias is None:
+        weights = softmax(scores, dim=-1)
+    else:  # torch's safe softmax: a row whose keys are all masked attends to nothing (zeros)
         scores = scores + bias
-    weights = softmax(scores, dim=-1)
+        empty = scores.detach().amax(-1, keepdim=True) == float("-inf")
+        weights = where(empty, 0.0, softmax(where(empty, 0.0, scores), dim=-1))
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
     return weights.matmul(value)
