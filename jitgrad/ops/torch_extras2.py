@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
-from .composite import _correction, _std_vjp, _var_meta, _var_vjp
+from .composite import _correction, _std_vjp, _var_decompose, _var_meta, _var_vjp
 from .indexing import INDEX_PUT, _normalize_key
 from .movement import stack
 from .reduce import expand_reduced
@@ -178,11 +178,19 @@ def _moments_impl(root):
 
 _MOMENTS_SAVED = {"dim": ("param", "dims"), "correction": ("param", "correction"),
                   "keepdim": ("param", "keepdim"), "self": ("input", 0)}
+def _moments_decompose(root):
+    def pieces(x, dims, correction, keepdim):
+        v = _var_decompose(x, dims, correction, keepdim)
+        return (v.sqrt() if root else v), x.mean(dims, keepdim=keepdim)
+    return pieces
+
+
 VAR_MEAN = defop("var_mean", _moments_impl(False), kind=OPAQUE, meta=_moments_meta("var_mean"),
-                 n_outputs=2, save=(0,), vjp=_var_mean_vjp, saved_names=_MOMENTS_SAVED)
+                 n_outputs=2, save=(0,), vjp=_var_mean_vjp, saved_names=_MOMENTS_SAVED,
+                 decompose=_moments_decompose(False))
 STD_MEAN = defop("std_mean", _moments_impl(True), kind=OPAQUE, meta=_moments_meta("std_mean"),
                  n_outputs=2, save=(0,), save_output=True, vjp=_std_mean_vjp,
-                 saved_names=_MOMENTS_SAVED)
+                 saved_names=_MOMENTS_SAVED, decompose=_moments_decompose(True))
 
 
 def _moments(op):
@@ -219,6 +227,9 @@ NANSUM = defop(
         x, axis=dims, keepdims=keepdim), dtype=(dtype.np if dtype is not None else
                                                 np.int64 if x.dtype.kind in "biu" else x.dtype)),
     kind=OPAQUE, meta=_nansum_meta, save=(0,),
+    decompose=lambda x, dims, keepdim, dtype: where(x.isnan(), 0, x).sum(
+        dims, keepdim=keepdim, dtype=dtypes.int64 if dtype is None and not (
+            x.dtype.is_floating_point or x.dtype.is_complex) else dtype),
     vjp=(lambda g, ans, x, dims, keepdim, dtype: where(
         x.isnan(), 0.0, expand_reduced(g, tuple(x.shape), dims, keepdim)),),
     saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
