@@ -1,6 +1,7 @@
-"""opdb records of ``jitgrad/ops/torch_extras2.py``: unbind, diagonal, diag_embed, diag,
-var_mean, std_mean, cdist, nansum, nanmean, ``Tensor.unfold`` and index_put, appended to
-``opdb.OP_DB``."""
+"""opdb records of ``jitgrad/ops/torch_extras2.py`` (unbind, diagonal, diag_embed, diag,
+var_mean, std_mean, cdist, nansum, nanmean, ``Tensor.unfold``, index_put) and of
+``torch_extras3.py`` (clamp_min, clamp_max, cosine_similarity, pairwise_distance, rms_norm),
+appended to ``opdb.OP_DB``."""
 
 from __future__ import annotations
 
@@ -56,9 +57,28 @@ def _index_put_ref(x, indices, values, accumulate=False):
     return out
 
 
+def _cos_ref(a, b, dim=1, eps=1e-8):
+    a, b = np.broadcast_arrays(a, b)
+    na = np.maximum(np.sqrt((a * a).sum(dim, keepdims=True)), eps)
+    nb = np.maximum(np.sqrt((b * b).sum(dim, keepdims=True)), eps)
+    return ((a / na) * (b / nb)).sum(dim)
+
+
+def _pairwise_ref(a, b, p=2.0, eps=1e-6, keepdim=False):
+    d = np.abs(a - b + eps)
+    return (d ** p).sum(-1, keepdims=keepdim) ** (1 / p)
+
+
+def _rms_ref(x, shape, weight=None, eps=None):
+    dims = tuple(range(x.ndim - len(shape), x.ndim))
+    eps = np.finfo(x.dtype).eps if eps is None else eps
+    out = x / np.sqrt((x * x).mean(dims, keepdims=True) + eps)
+    return out if weight is None else out * weight
+
+
 def surface16_records() -> list:
     """The records (``opdb.OpInfo``); opdb's helpers are imported here, when opdb calls this."""
-    from opdb import OpInfo, _arr, _idx, _many, _s
+    from opdb import OpInfo, _arr, _away, _idx, _many, _pos, _s
 
     m34 = _arr(3, 4)
     return [
@@ -103,4 +123,23 @@ def surface16_records() -> list:
                      _s(m34, (_idx(0, 2, 0), _idx(1, 3, 1)), _arr(3), True, name="accumulate"),
                      _s(m34, (_idx(2), _idx(1)), _arr(), name="point")),
                _index_put_ref),
+        OpInfo("clamp_min", "clamp_min", _many(_s(_arr(3, 4, gen=_away), 0.1, name="scalar"),
+                                               _s(_arr(3, 4, gen=_away), _arr(4, gen=_away),
+                                                  name="tensor")), np.maximum, gradgrad=False),
+        OpInfo("clamp_max", "Tensor.clamp_max",
+               _many(_s(_arr(3, 4, gen=_away), -0.1, name="scalar"),
+                     _s(_arr(3, 4, gen=_away), _arr(3, 1, gen=_away), name="tensor")),
+               np.minimum, gradgrad=False),
+        OpInfo("cosine_similarity", "nn.functional.cosine_similarity",
+               _many(_s(_arr(3, 4), _arr(3, 4), name="dim1"),
+                     _s(_arr(2, 3, 4), _arr(3, 1), 1, name="bcast"),
+                     _s(_arr(5), _arr(5), 0, name="vectors")), _cos_ref),
+        OpInfo("pairwise_distance", "nn.functional.pairwise_distance",
+               _many(_s(_arr(3, 4), _arr(3, 4), name="p2"),
+                     _s(_arr(3, 4), _arr(4), 3.0, keepdim=True, name="p3_keepdim")),
+               _pairwise_ref),
+        OpInfo("rms_norm", "nn.functional.rms_norm",
+               _many(_s(_arr(3, 4), (4,), name="no_weight"),
+                     _s(_arr(2, 3, 4), (3, 4), _arr(3, 4, gen=_pos), 1e-5, name="weight")),
+               _rms_ref),
     ]

@@ -141,3 +141,37 @@ def test_ops_under_jit_match_eager():
     g_jit = jitgrad.autograd.grad(jitgrad.jit(f)(xr, y), xr)[0]
     g_eager = jitgrad.autograd.grad(f(xr, y), xr)[0]
     np.testing.assert_allclose(arr(g_jit), arr(g_eager), rtol=1e-10, atol=1e-12)
+
+
+def test_distance_and_norm_modules_match_torch():
+    torch = pytest.importorskip("torch")
+    for kw in ({"normalized_shape": 4}, {"normalized_shape": [3, 4], "eps": 1e-5,
+                                         "elementwise_affine": False}):
+        jm, tm = jitgrad.nn.RMSNorm(dtype=jitgrad.float64, **kw), \
+            torch.nn.RMSNorm(dtype=torch.float64, **kw)
+        assert repr(jm) == repr(tm)
+        assert list(jm.state_dict()) == list(tm.state_dict())
+        if jm.weight is not None:
+            w = RNG.uniform(0.5, 1.5, (4,))
+            jm.weight.data = jitgrad.tensor(w)
+            tm.weight.data = torch.tensor(w)
+        _run(lambda lib, a: (jm if lib is jitgrad else tm)(a), _pair(2, 3, 4))
+    for name, kw in (("CosineSimilarity", {"dim": 0, "eps": 1e-6}),
+                     ("PairwiseDistance", {"p": 1.0, "keepdim": True})):
+        jm, tm = getattr(jitgrad.nn, name)(**kw), getattr(torch.nn, name)(**kw)
+        assert repr(jm) == repr(tm)
+        _run(lambda lib, a, b: (jm if lib is jitgrad else tm)(a, b), _pair(3, 4), _pair(3, 4))
+
+
+def test_clamp_min_max_inplace_and_errors_match_torch():
+    pytest.importorskip("torch")
+
+    def fn(lib, a, b):
+        c = a * 1
+        c.clamp_min_(-0.5)
+        return c.clamp_max(b)
+    ours, theirs = _run(fn, _pair(3, 4), _pair(4))
+    assert ours.grad_fn.name() == theirs.grad_fn.name() == "ClampMaxBackward1"
+    same_error(lambda lib: lib.nn.functional.rms_norm(lib.zeros(2, 3), (4,)))
+    same_error(lambda lib: lib.nn.functional.cosine_similarity(lib.zeros(2, 3), lib.zeros(2, 4)))
+    assert jitgrad.clamp_min(jitgrad.tensor([1, 2]), 0.5).dtype is jitgrad.float32
