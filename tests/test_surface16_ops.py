@@ -155,12 +155,13 @@ def test_distance_and_norm_modules_match_torch():
             w = RNG.uniform(0.5, 1.5, (4,))
             jm.weight.data = jitgrad.tensor(w)
             tm.weight.data = torch.tensor(w)
-        _run(lambda lib, a: (jm if lib is jitgrad else tm)(a), _pair(2, 3, 4))
+        _run(lambda lib, a, jm=jm, tm=tm: (jm if lib is jitgrad else tm)(a), _pair(2, 3, 4))
     for name, kw in (("CosineSimilarity", {"dim": 0, "eps": 1e-6}),
                      ("PairwiseDistance", {"p": 1.0, "keepdim": True})):
         jm, tm = getattr(jitgrad.nn, name)(**kw), getattr(torch.nn, name)(**kw)
         assert repr(jm) == repr(tm)
-        _run(lambda lib, a, b: (jm if lib is jitgrad else tm)(a, b), _pair(3, 4), _pair(3, 4))
+        _run(lambda lib, a, b, jm=jm, tm=tm: (jm if lib is jitgrad else tm)(a, b), _pair(3, 4),
+             _pair(3, 4))
 
 
 def test_clamp_min_max_inplace_and_errors_match_torch():
