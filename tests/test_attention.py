@@ -256,9 +256,9 @@ def test_transformer_matches_torch(norm_first, batch_first):
           "norm_first": norm_first, "activation": "gelu"}
     torch.manual_seed(0)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # (torch's nested-tensor notice)
+        warnings.simplefilter("ignore", UserWarning)  # (the nested-tensor notice, both)
         tm = torch.nn.Transformer(dtype=torch.float64, **kw)
-    jm = jitgrad.nn.Transformer(dtype=jitgrad.float64, **kw)
+        jm = jitgrad.nn.Transformer(dtype=jitgrad.float64, **kw)
     assert repr(jm) == repr(tm)
     assert [(k, tuple(v.shape)) for k, v in jm.state_dict().items()] == \
         [(k, tuple(v.shape)) for k, v in tm.state_dict().items()]
@@ -288,7 +288,10 @@ def test_transformer_mask_and_errors():
     np.testing.assert_array_equal(
         arr(jitgrad.nn.Transformer.generate_square_subsequent_mask(4)),
         arr(torch.nn.Transformer.generate_square_subsequent_mask(4)))
-    m = jitgrad.nn.Transformer(8, 2, 1, 1, 16)
+    with pytest.warns(UserWarning, match="enable_nested_tensor is True, but "
+                                         "self.use_nested_tensor is False because encoder_layer"
+                                         ".self_attn.batch_first was not True"):
+        m = jitgrad.nn.Transformer(8, 2, 1, 1, 16)
     w = [arr(p) for n, p in m.named_parameters() if p.dim() > 1]
     assert all(np.abs(x).max() <= np.sqrt(6 / sum(x.shape)) for x in w)  # xavier_uniform_
     with pytest.raises(RuntimeError, match="the batch number of src and tgt must be equal"):
@@ -309,3 +312,39 @@ def test_fully_masked_rows_match_torch():
     np.testing.assert_allclose(arr(res[jitgrad]), arr(res[torch]), rtol=1e-10, atol=1e-12)
     assert not arr(res[jitgrad])[:, 0].any()  # (the row with no key: zeros, as torch)
     _grads_close((jq, jk), (tq, tk))
+
+
+@pytest.mark.parametrize("batch_first,norm_first,mask_kind", [
+    (True, False, "right"), (True, False, "left"), (False, False, "right"),
+    (True, True, "right")])
+def test_encoder_inference_fast_path_values_match_torch(batch_first, norm_first, mask_kind):
+    """torch packs a right-padded batch into a nested tensor in eval mode without grad: the
+    padded positions come out as zeros (then ``norm``); jitgrad gives the same values."""
+    torch = pytest.importorskip("torch")
+    kw = {"d_model": 8, "nhead": 2, "dim_feedforward": 16, "batch_first": batch_first,
+          "norm_first": norm_first}
+    messages = []
+    for lib in (torch, jitgrad):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            layer = lib.nn.TransformerEncoderLayer(**kw)
+            enc = lib.nn.TransformerEncoder(layer, 2, norm=lib.nn.LayerNorm(8))
+        messages.append([str(w.message) for w in caught if "nested" in str(w.message)])
+        if lib is torch:
+            te = enc.eval()
+        else:
+            je = enc.eval()
+    assert messages[0] == messages[1]
+    _copy(te, je)
+    x = RNG.standard_normal((3, 5, 8) if batch_first else (5, 3, 8)).astype(np.float32)
+    pad = np.zeros((3, 5), dtype=bool)
+    if mask_kind == "right":
+        pad[0, -2:] = True
+        pad[2, -1:] = True
+    else:
+        pad[1, :2] = True  # (not left-aligned: torch's mask check keeps the padded path)
+    with torch.no_grad():
+        want = te(torch.tensor(x), src_key_padding_mask=torch.tensor(pad)).numpy()
+    with jitgrad.no_grad():
+        got = arr(je(jitgrad.tensor(x), src_key_padding_mask=jitgrad.tensor(pad)))
+    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)

@@ -114,6 +114,9 @@ def multi_head_attention_forward(
     if static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
                                   "supported")
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
     batched = query.ndim == 3
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
@@ -163,9 +166,10 @@ def multi_head_attention_forward(
         key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
     src_len = k.shape[1]
     if key_padding_mask is not None:
-        if tuple(key_padding_mask.shape) != (bsz, src_len):
-            raise AssertionError(f"expecting key_padding_mask shape of {(bsz, src_len)}, but got "
-                                 f"{tuple(key_padding_mask.shape)}")
+        for i, want in enumerate((bsz, src_len)):
+            if key_padding_mask.shape[i] != want:
+                raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but got "
+                                     f"{key_padding_mask.shape[i]}")
         kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
             bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
         attn_mask = kpm if attn_mask is None else attn_mask + kpm

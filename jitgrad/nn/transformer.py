@@ -6,6 +6,7 @@ initialization and ``repr`` (their math is ``functional_attention``)."""
 from __future__ import annotations
 
 import copy
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -184,6 +185,11 @@ class TransformerEncoderLayer(Module):
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
         self.activation = _activation(activation)
+        from .layers import GELU, ReLU
+
+        act = self.activation
+        self.activation_relu_or_gelu = 1 if act is F.relu or isinstance(act, ReLU) else \
+            2 if act is F.gelu or isinstance(act, GELU) else 0
 
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
@@ -207,11 +213,36 @@ class TransformerEncoderLayer(Module):
         return self.dropout2(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
+def _why_no_nested_tensor(layer: Module) -> str:
+    """torch's reasons (in ``TransformerEncoder.__init__``) not to use nested tensors."""
+    enc = "encoder_layer"
+    if not isinstance(layer, TransformerEncoderLayer):
+        return f"{enc} was not TransformerEncoderLayer"
+    if layer.norm_first:
+        return f"{enc}.norm_first was True"
+    if not layer.self_attn.batch_first:
+        return (f"{enc}.self_attn.batch_first was not True(use batch_first for better "
+                "inference performance)")
+    if not layer.self_attn._qkv_same_embed_dim:
+        return f"{enc}.self_attn._qkv_same_embed_dim was not True"
+    if layer.self_attn.in_proj_bias is None:
+        return f"{enc}.self_attn was passed bias=False"
+    if not layer.activation_relu_or_gelu:
+        return f"{enc}.activation_relu_or_gelu was not True"
+    if layer.norm1.eps != layer.norm2.eps:
+        return f"{enc}.norm1.eps was not equal to {enc}.norm2.eps"
+    if layer.self_attn.num_heads % 2 == 1:
+        return f"{enc}.self_attn.num_heads is odd"
+    return ""
+
+
 class TransformerEncoder(Module):
     """``num_layers`` copies of ``encoder_layer`` (deep copies, as in torch), then ``norm``.
 
-    ``enable_nested_tensor`` and ``mask_check`` are accepted; there are no nested tensors, so
-    padded positions are computed (torch's eval fast path returns zeros there).
+    There are no nested tensors, but torch's inference fast path is reproduced where it
+    changes values: when torch would pack the batch into a nested tensor (``use_nested_tensor``,
+    eval mode, no gradient needed, a right-padded ``src_key_padding_mask`` and no ``mask``),
+    the padded positions come out as zeros before ``norm``, as torch's do.
     """
 
     def __init__(self, encoder_layer: TransformerEncoderLayer, num_layers: int,
@@ -222,16 +253,53 @@ class TransformerEncoder(Module):
         self.num_layers = num_layers
         self.norm = norm
         self.enable_nested_tensor = enable_nested_tensor
+        self.use_nested_tensor = enable_nested_tensor
         self.mask_check = mask_check
+        why = _why_no_nested_tensor(encoder_layer)
+        if enable_nested_tensor and why:
+            warnings.warn(f"enable_nested_tensor is True, but self.use_nested_tensor is False "
+                          f"because {why}", UserWarning, stacklevel=2)
+            self.use_nested_tensor = False
+
+    def _packs_padding(self, src: Tensor, mask: Tensor | None,
+                       padding: Tensor | None) -> bool:
+        """Whether torch would run this call on a nested tensor (zeros at padded positions)."""
+        from ..autograd.grad_mode import is_grad_enabled
+
+        first = self.layers[0]
+        if not self.use_nested_tensor or first.training or src.ndim != 3 or padding is None \
+                or mask is not None or padding.dtype is not dtypes.bool:
+            return False
+        attn = first.self_attn
+        weights = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
+                   attn.out_proj.bias, first.norm1.weight, first.norm1.bias, first.norm2.weight,
+                   first.norm2.bias, first.linear1.weight, first.linear1.bias,
+                   first.linear2.weight, first.linear2.bias)
+        if is_grad_enabled() and any(w is not None and w.requires_grad for w in weights):
+            return False
+        if self.mask_check:  # torch's left-aligned check: no kept position after a padded one
+            if getattr(padding, "_trace", None) is not None:
+                return False  # (a traced mask has no values to check)
+            import numpy as np
+
+            keep = ~np.asarray(padding.numpy(), dtype=bool)
+            if (np.diff(keep.astype(np.int8), axis=-1) > 0).any():
+                return False
+        return True
 
     def forward(self, src: Tensor, mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
         """The layers in turn, then ``norm``."""
+        packed = self._packs_padding(src, mask, src_key_padding_mask)
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                         is_causal=bool(is_causal))
+        if packed:
+            pad = src_key_padding_mask if self.layers[0].self_attn.batch_first else \
+                src_key_padding_mask.t()
+            out = out.masked_fill(pad.unsqueeze(-1), 0.0)
         return self.norm(out) if self.norm is not None else out
 
 
