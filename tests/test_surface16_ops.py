@@ -176,3 +176,37 @@ def test_clamp_min_max_inplace_and_errors_match_torch():
     same_error(lambda lib: lib.nn.functional.rms_norm(lib.zeros(2, 3), (4,)))
     same_error(lambda lib: lib.nn.functional.cosine_similarity(lib.zeros(2, 3), lib.zeros(2, 4)))
     assert jitgrad.clamp_min(jitgrad.tensor([1, 2]), 0.5).dtype is jitgrad.float32
+
+
+def _forward_cases():
+    import zlib
+
+    from opdb_surface16 import surface16_records
+
+    out = []
+    for rec in surface16_records():
+        for i, s in enumerate(rec.samples(np.random.default_rng(zlib.crc32(rec.name.encode())))):
+            out.append(pytest.param(rec, s, id=f"{rec.name}-{s.name or i}"))
+    return out
+
+
+@pytest.mark.parametrize("rec,sample", _forward_cases())
+def test_forward_ad_jacobians(rec, sample):
+    """Each op's JVP rule (forward mode) against numerical Jacobians, in float64."""
+    from opdb import convert
+
+    f64 = jitgrad.float64
+    args = list(convert(sample.args, jitgrad, f64))
+    kwargs = {k: convert(v, jitgrad, f64) for k, v in sample.kwargs.items()}
+    slots = [i for i, a in enumerate(sample.args)
+             if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    inputs = tuple(args[i].requires_grad_() for i in slots)
+
+    def fn(*ts):
+        a = list(args)
+        for i, t in zip(slots, ts):
+            a[i] = t
+        out = rec.run(jitgrad, tuple(a), kwargs)
+        outs = out if isinstance(out, (tuple, list)) else (out,)
+        return tuple(o for o in outs if o.dtype.is_floating_point)
+    assert gradcheck(fn, inputs, check_forward_ad=True, check_backward_ad=False)

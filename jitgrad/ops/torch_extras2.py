@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
-from .composite import _correction, _std_vjp, _var_decompose, _var_meta, _var_vjp
+from .composite import _correction, _std_vjp, _var_decompose, _var_jvp, _var_meta, _var_vjp
 from .indexing import INDEX_PUT, _normalize_key
 from .movement import stack
 from .reduce import expand_reduced
@@ -185,12 +185,21 @@ def _moments_decompose(root):
     return pieces
 
 
+def _moments_jvp(root):
+    def jvp(tangents, ans, x, dims, correction, keepdim):
+        tv = _var_jvp(tangents, ans[0], x, dims, correction, keepdim)
+        tm = tangents[0].mean(dims, keepdim=keepdim)
+        return (tv / (2 * ans[0]) if root else tv), tm
+    return jvp
+
+
 VAR_MEAN = defop("var_mean", _moments_impl(False), kind=OPAQUE, meta=_moments_meta("var_mean"),
                  n_outputs=2, save=(0,), vjp=_var_mean_vjp, saved_names=_MOMENTS_SAVED,
-                 decompose=_moments_decompose(False))
+                 decompose=_moments_decompose(False), jvp=_moments_jvp(False))
 STD_MEAN = defop("std_mean", _moments_impl(True), kind=OPAQUE, meta=_moments_meta("std_mean"),
                  n_outputs=2, save=(0,), save_output=True, vjp=_std_mean_vjp,
-                 saved_names=_MOMENTS_SAVED, decompose=_moments_decompose(True))
+                 saved_names=_MOMENTS_SAVED, decompose=_moments_decompose(True),
+                 jvp=_moments_jvp(True))
 
 
 def _moments(op):
@@ -232,6 +241,8 @@ NANSUM = defop(
             x.dtype.is_floating_point or x.dtype.is_complex) else dtype),
     vjp=(lambda g, ans, x, dims, keepdim, dtype: where(
         x.isnan(), 0.0, expand_reduced(g, tuple(x.shape), dims, keepdim)),),
+    jvp=lambda ts, ans, x, dims, keepdim, dtype: where(x.isnan(), 0.0, ts[0]).sum(
+        dims, keepdim=keepdim),
     saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
                  "self": ("input", 0)})
 
@@ -402,8 +413,16 @@ def _cdist_vjp(g, ans, x1, x2, p):
     return [w.sum(-2), -w.sum(-3)]
 
 
+def _cdist_jvp(tangents, ans, x1, x2, p):
+    w = _cdist_weights(ans, x1, x2, p)
+    t1, t2 = tangents
+    dt = (t1.unsqueeze(-2) if t1 is not None else 0) - (
+        t2.unsqueeze(-3) if t2 is not None else 0)
+    return (w * dt).sum(-1)
+
+
 CDIST = defop("cdist", _cdist_impl, kind=OPAQUE, meta=_cdist_meta, save=(0, 1), save_output=True,
-              vjp=_cdist_vjp, saved_names={"p": ("param", "p"), "x1": ("input", 0),
+              vjp=_cdist_vjp, jvp=_cdist_jvp, saved_names={"p": ("param", "p"), "x1": ("input", 0),
                                            "x2": ("input", 1), "result": ("output", 0)})
 
 
