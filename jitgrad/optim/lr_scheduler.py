@@ -433,9 +433,10 @@ class ReduceLROnPlateau(LRScheduler):
                              threshold_mode=self.threshold_mode)
 
 
-from .lr_scheduler2 import (ChainedScheduler, ConstantLR, CosineAnnealingWarmRestarts,  # noqa: E402
-                            CyclicLR, LinearLR, MultiplicativeLR, OneCycleLR, PolynomialLR,
-                            SequentialLR)
+from .lr_scheduler2 import (ChainedScheduler, CyclicLR, LinearLR, OneCycleLR,  # noqa: E402
+                            PolynomialLR, SequentialLR)
+from .lr_scheduler3 import (ConstantLR, CosineAnnealingWarmRestarts,  # noqa: E402
+                            MultiplicativeLR)
 
 __all__ += ["LinearLR", "PolynomialLR", "OneCycleLR", "CyclicLR", "SequentialLR",
             "ChainedScheduler", "ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]
