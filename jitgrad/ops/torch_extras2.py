@@ -79,6 +79,41 @@ def _embed_meta(g, shape, offset, dim1, dim2):
     return shape, g.dtype
 
 
+def _diag_mask(n1: int, n2: int, offset: int, device):
+    """The (n1, n2) bool constant that is True on diagonal ``offset``."""
+    from .creation import tensor
+
+    return tensor(np.eye(n1, n2, offset, dtype=bool), device=device)
+
+
+def _embed_pieces(g, shape, offset, dim1, dim2):
+    """``diag_embed``/``diagonal_backward`` in primitives: the diagonal values padded to a
+    full row (or column), broadcast over the other dim and kept on the diagonal only."""
+    from .creation import zeros
+    from .movement import cat
+
+    n1, n2, n = shape[dim1], shape[dim2], g.shape[-1]
+    full = n1 if offset >= 0 else n2
+    if full > n:
+        g = cat([g, zeros(tuple(g.shape[:-1]) + (full - n,), dtype=g.dtype, device=g.device)],
+                -1)
+    spread = g.unsqueeze(-1) if offset >= 0 else g.unsqueeze(-2)
+    out = where(_diag_mask(n1, n2, offset, g.device), spread, 0)
+    return out.movedim((-2, -1), (dim1, dim2)) if (dim1, dim2) != (len(shape) - 2,
+                                                                    len(shape) - 1) else out
+
+
+def _diagonal_pieces(x, offset, dim1, dim2):
+    """The diagonal as a copy, in primitives: the off-diagonal entries zeroed and summed away
+    (adding zeros is exact), then the valid stretch."""
+    n1, n2 = x.shape[dim1], x.shape[dim2]
+    n = _diag_length(n1, n2, offset)
+    y = x.movedim((dim1, dim2), (-2, -1))
+    kept = where(_diag_mask(n1, n2, offset, x.device), y, 0)
+    line = kept.sum(-1) if offset >= 0 else kept.sum(-2)
+    return line.narrow(-1, 0, n)
+
+
 _DIAG_SAVED = {"offset": ("param", "offset"), "dim1": ("param", "dim1"),
                "dim2": ("param", "dim2")}
 
@@ -91,14 +126,17 @@ DIAGONAL = defop(
 DIAGONAL_COPY = defop(
     "diagonal_copy", lambda x, offset, dim1, dim2: _diagonal_impl(x, offset, dim1, dim2).copy(),
     kind=OPAQUE, meta=_diagonal_meta, jvp=LINEAR, node_name="DiagonalBackward0_copy",
+    decompose=_diagonal_pieces,
     vjp=(lambda g, ans, x, offset, dim1, dim2: apply(
         DIAGONAL_BACKWARD, g, shape=tuple(x.shape), offset=offset, dim1=dim1, dim2=dim2),))
 DIAGONAL_BACKWARD = defop(
     "diagonal_backward", _embed_impl, kind=OPAQUE, meta=_embed_meta, jvp=LINEAR,
+    decompose=_embed_pieces,
     vjp=(lambda g, ans, x, shape, offset, dim1, dim2: apply(
         DIAGONAL, g, offset=offset, dim1=dim1, dim2=dim2),))
 DIAG_EMBED = defop(
     "diag_embed", _embed_impl, kind=OPAQUE, meta=_embed_meta, jvp=LINEAR,
+    decompose=_embed_pieces,
     vjp=(lambda g, ans, x, shape, offset, dim1, dim2: apply(
         DIAGONAL_COPY, g, offset=offset, dim1=dim1, dim2=dim2),), saved_names=_DIAG_SAVED)
 
