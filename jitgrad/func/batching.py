@@ -80,8 +80,10 @@ def lift(v: Any, flag: bool, size: int) -> Any:
 def align(v: Any, flag: bool, ndim: int, size: int) -> Any:
     """A batched value with ones inserted after the batch dim to logical rank ``ndim``, so it
     broadcasts against the other operands as the sample did."""
+    if not flag:  # (an unbatched operand, maybe a Python number: index_put's 0.0)
+        return v
     k = v.ndim - 1
-    if not flag or k >= ndim:
+    if k >= ndim:
         return v
     return v.reshape((size,) + (1,) * (ndim - k) + tuple(v.shape[1:]))
 

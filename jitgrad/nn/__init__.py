@@ -3,6 +3,7 @@
 from . import functional, init, parallel, utils
 from .activation import ELU, LeakyReLU, LogSoftmax, Sigmoid, Softmax, Softplus
 from .batchnorm import BatchNorm1d, BatchNorm2d
+from .extras import CosineSimilarity, PairwiseDistance, RMSNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .conv import Conv1d, Conv2d
 from .layers import (GELU, Dropout, Flatten, Identity, LayerNorm, Linear, ReLU, Sequential, SiLU,
@@ -14,6 +15,9 @@ from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
 from .sparse import Embedding
+from .transformer import (MultiheadAttention, NonDynamicallyQuantizableLinear, Transformer,
+                          TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
+                          TransformerEncoderLayer)
 
 __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", "SiLU", "Dropout",
            "LayerNorm", "Sequential", "functional", "init", "parallel", "Flatten", "Unflatten",
@@ -22,4 +26,6 @@ __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", 
            "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "Embedding",
            "Conv1d", "Conv2d", "MaxPool2d", "AvgPool2d", "AdaptiveAvgPool2d", "BatchNorm1d",
            "BatchNorm2d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
-           "GRUCell", "utils"]
+           "GRUCell", "utils", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
+           "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
+           "TransformerDecoder", "Transformer", "RMSNorm", "CosineSimilarity", "PairwiseDistance"]

@@ -482,6 +482,11 @@ from .functional_conv import __all__ as _conv_all  # noqa: E402
 
 __all__ += _conv_all
 
+from .functional_attention import (multi_head_attention_forward,  # noqa: E402
+                                   scaled_dot_product_attention)
+
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
 
 def _install_declared() -> None:
     from ..ops.surface import install_namespace

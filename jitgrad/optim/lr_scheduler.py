@@ -431,3 +431,12 @@ class ReduceLROnPlateau(LRScheduler):
         self.__dict__.update(state_dict)
         self._init_is_better(mode=self.mode, threshold=self.threshold,
                              threshold_mode=self.threshold_mode)
+
+
+from .lr_scheduler2 import (ChainedScheduler, CyclicLR, LinearLR, OneCycleLR,  # noqa: E402
+                            PolynomialLR, SequentialLR)
+from .lr_scheduler3 import (ConstantLR, CosineAnnealingWarmRestarts,  # noqa: E402
+                            MultiplicativeLR)
+
+__all__ += ["LinearLR", "PolynomialLR", "OneCycleLR", "CyclicLR", "SequentialLR",
+            "ChainedScheduler", "ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]

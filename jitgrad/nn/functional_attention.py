@@ -1,0 +1,202 @@
+"""Attention: ``scaled_dot_product_attention`` and ``multi_head_attention_forward``, written as
+torch's math reference writes them (matmuls, a softmax, dropout), so autograd, ``jit`` and
+``vmap`` see their pieces."""
+
+from __future__ import annotations
+
+import math
+
+from .. import dtypes
+from ..ops.creation import ones, zeros
+from ..ops.movement import cat
+from ..ops.selection import where
+from ..tensor import Tensor
+
+__all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
+
+
+def _additive(mask: Tensor | None, dtype: dtypes.dtype, allowed_when: bool) -> Tensor | None:
+    """A mask as an additive float mask: a bool mask is -inf where it equals ``not
+    allowed_when`` (SDPA: True means attend; MHA: True means masked)."""
+    if mask is None:
+        return None
+    if mask.dtype is dtypes.bool:
+        blocked = mask if not allowed_when else mask.logical_not()
+        return where(blocked, float("-inf"), zeros((), dtype=dtype, device=mask.device))
+    if not mask.dtype.is_floating_point:
+        raise AssertionError(f"only bool and floating types of masks are supported, got "
+                             f"{mask.dtype}")
+    return mask.to(dtype) if mask.dtype is not dtype else mask
+
+
+def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
+                                 attn_mask: Tensor | None = None, dropout_p: float = 0.0,
+                                 is_causal: bool = False, scale: float | None = None,
+                                 enable_gqa: bool = False) -> Tensor:
+    """``softmax(query @ key.mT * scale + mask) @ value`` (torch's math reference).
+
+    Args:
+        query: (..., L, E). key: (..., S, E). value: (..., S, Ev).
+        attn_mask: a bool mask (True: take part in attention) or a float mask added to the
+            scores; broadcast to (..., L, S).
+        dropout_p: dropout probability applied to the attention weights.
+        is_causal: a lower-triangular (causal) mask; no ``attn_mask`` then.
+        scale: the scores' factor; default ``1 / sqrt(E)``.
+        enable_gqa: grouped-query attention: key/value heads (dim -3) are repeated to the
+            query's number of heads.
+
+    Returns:
+        (..., L, Ev).
+    """
+    from .functional import dropout, softmax
+
+    L, S = query.shape[-2], key.shape[-2]
+    factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
+    if is_causal and attn_mask is not None:
+        raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
+                           "when is_causal=True")
+    bias = _additive(attn_mask, query.dtype, allowed_when=True)
+    if is_causal:
+        causal = ones((L, S), dtype=dtypes.bool, device=query.device).tril()
+        bias = _additive(causal, query.dtype, allowed_when=True)
+    if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
+        key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
+        value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
+    scores = query.matmul(key.transpose(-2, -1)) * factor
+    if bias is None:
+        weights = softmax(scores, dim=-1)
+    else:  # torch's safe softmax: a row whose keys are all masked attends to nothing (zeros)
+        scores = scores + bias
+        empty = scores.detach().amax(-1, keepdim=True) == float("-inf")
+        weights = where(empty, 0.0, softmax(where(empty, 0.0, scores), dim=-1))
+    if dropout_p > 0.0:
+        weights = dropout(weights, dropout_p, training=True)
+    return weights.matmul(value)
+
+
+def _in_projection(query: Tensor, key: Tensor, value: Tensor, in_proj_weight: Tensor | None,
+                   in_proj_bias: Tensor | None, q_w: Tensor | None, k_w: Tensor | None,
+                   v_w: Tensor | None, use_separate: bool) -> tuple[Tensor, Tensor, Tensor]:
+    from .functional import linear
+
+    E = query.shape[-1]
+    if use_separate:
+        weights = (q_w, k_w, v_w)
+    else:
+        weights = tuple(in_proj_weight[i * E:(i + 1) * E] for i in range(3))
+    biases = (None,) * 3 if in_proj_bias is None else tuple(
+        in_proj_bias[i * E:(i + 1) * E] for i in range(3))
+    if not use_separate and query is key and key is value:  # one matmul for all three
+        packed = linear(query, in_proj_weight, in_proj_bias)
+        return tuple(packed[..., i * E:(i + 1) * E] for i in range(3))
+    return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
+
+
+def multi_head_attention_forward(
+        query: Tensor, key: Tensor, value: Tensor, embed_dim_to_check: int, num_heads: int,
+        in_proj_weight: Tensor | None, in_proj_bias: Tensor | None, bias_k: Tensor | None,
+        bias_v: Tensor | None, add_zero_attn: bool, dropout_p: float, out_proj_weight: Tensor,
+        out_proj_bias: Tensor | None, training: bool = True,
+        key_padding_mask: Tensor | None = None, need_weights: bool = True,
+        attn_mask: Tensor | None = None, use_separate_proj_weight: bool = False,
+        q_proj_weight: Tensor | None = None, k_proj_weight: Tensor | None = None,
+        v_proj_weight: Tensor | None = None, static_k: Tensor | None = None,
+        static_v: Tensor | None = None, average_attn_weights: bool = True,
+        is_causal: bool = False) -> tuple[Tensor, Tensor | None]:
+    """torch's multi-head attention on (L, N, E) inputs (or unbatched (L, E)).
+
+    Returns:
+        The output (L, N, E) and, with ``need_weights``, the attention weights (N, L, S),
+        averaged over heads with ``average_attn_weights`` (else (N, heads, L, S)).
+    """
+    from .functional import dropout, linear, pad, softmax
+
+    if static_k is not None or static_v is not None:
+        raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
+                                  "supported")
+    if query.ndim not in (2, 3):
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    batched = query.ndim == 3
+    if not batched:
+        query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
+        if key_padding_mask is not None:
+            key_padding_mask = key_padding_mask.unsqueeze(0)
+    tgt_len, bsz, embed_dim = query.shape
+    src_len = key.shape[0]
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if is_causal and attn_mask is None:
+        raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
+                           "Transformer module method `generate_square_subsequent_mask` to "
+                           "create this mask.")
+    if is_causal and key_padding_mask is None and not need_weights:
+        attn_mask = None  # (the causal hint is given to SDPA instead)
+    else:
+        is_causal = False
+    q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, q_proj_weight,
+                             k_proj_weight, v_proj_weight, use_separate_proj_weight)
+    attn_mask = _additive(attn_mask, q.dtype, allowed_when=False)
+    key_padding_mask = _additive(key_padding_mask, q.dtype, allowed_when=False)
+    if attn_mask is not None:
+        if attn_mask.ndim == 2:
+            if tuple(attn_mask.shape) != (tgt_len, src_len):
+                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)},"
+                                   f" but should be {(tgt_len, src_len)}.")
+            attn_mask = attn_mask.unsqueeze(0)
+        elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
+            raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but "
+                               f"should be {(bsz * num_heads, tgt_len, src_len)}.")
+    if bias_k is not None and bias_v is not None:
+        k = cat([k, bias_k.expand(1, bsz, embed_dim)])
+        v = cat([v, bias_v.expand(1, bsz, embed_dim)])
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    q = q.reshape(tgt_len, bsz * num_heads, head_dim).transpose(0, 1)
+    k = k.reshape(k.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    v = v.reshape(v.shape[0], bsz * num_heads, head_dim).transpose(0, 1)
+    if add_zero_attn:
+        k = cat([k, zeros((bsz * num_heads, 1, head_dim), dtype=k.dtype, device=k.device)], 1)
+        v = cat([v, zeros((bsz * num_heads, 1, head_dim), dtype=v.dtype, device=v.device)], 1)
+        attn_mask = None if attn_mask is None else pad(attn_mask, (0, 1))
+        key_padding_mask = None if key_padding_mask is None else pad(key_padding_mask, (0, 1))
+    src_len = k.shape[1]
+    if key_padding_mask is not None:
+        for i, want in enumerate((bsz, src_len)):
+            if key_padding_mask.shape[i] != want:
+                raise AssertionError(f"Expected key_padded_mask.shape[{i}] to be {want}, but got "
+                                     f"{key_padding_mask.shape[i]}")
+        kpm = key_padding_mask.reshape(bsz, 1, 1, src_len).expand(
+            bsz, num_heads, 1, src_len).reshape(bsz * num_heads, 1, src_len)
+        attn_mask = kpm if attn_mask is None else attn_mask + kpm
+    if not training:
+        dropout_p = 0.0
+    if need_weights:
+        scores = (q * math.sqrt(1.0 / float(head_dim))).matmul(k.transpose(-2, -1))
+        if attn_mask is not None:
+            scores = attn_mask + scores
+        weights = softmax(scores, dim=-1)
+        if dropout_p > 0.0:
+            weights = dropout(weights, p=dropout_p)
+        out = weights.matmul(v).transpose(0, 1).contiguous().view(tgt_len * bsz, embed_dim)
+        out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
+        weights = weights.view(bsz, num_heads, tgt_len, src_len)
+        if average_attn_weights:
+            weights = weights.mean(dim=1)
+        if not batched:
+            out, weights = out.squeeze(1), weights.squeeze(0)
+        return out, weights
+    if attn_mask is not None:
+        attn_mask = attn_mask.unsqueeze(0) if attn_mask.shape[0] == 1 else attn_mask.view(
+            bsz, num_heads, -1, src_len)
+    q = q.view(bsz, num_heads, tgt_len, head_dim)
+    k = k.view(bsz, num_heads, src_len, head_dim)
+    v = v.view(bsz, num_heads, src_len, head_dim)
+    out = scaled_dot_product_attention(q, k, v, attn_mask, dropout_p, is_causal)
+    out = out.permute(2, 0, 1, 3).contiguous().view(bsz * tgt_len, embed_dim)
+    out = linear(out, out_proj_weight, out_proj_bias).view(tgt_len, bsz, embed_dim)
+    return (out if batched else out.squeeze(1)), None

@@ -1,0 +1,508 @@
+"""More torch ops that real scripts use, each with torch's node: unbind (``UnbindBackward0``),
+diagonal (``DiagonalBackward0``, a view), diag_embed (``DiagEmbedBackward0``), diag, var_mean
+(``VarMeanBackward0``), std_mean (``StdMeanBackward0``), cdist (``CdistBackward0``), nansum
+(``NansumBackward0``), nanmean (composed, as torch composes it), ``Tensor.unfold``
+(``UnfoldBackward0``, a view) and index_put / ``index_put_`` (``IndexPutBackward0``).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .. import dtypes
+from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
+from .composite import _correction, _std_vjp, _var_decompose, _var_jvp, _var_meta, _var_vjp
+from .indexing import INDEX_PUT, _normalize_key
+from .movement import stack
+from .reduce import expand_reduced
+from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
+from .selection import where
+from .surface import public
+
+_strided = np.lib.stride_tricks.as_strided
+
+
+# ---------------------------------------------------------------- unbind
+
+
+def _unbind_meta(x, dim):
+    shape = tuple(x.shape)
+    rest = shape[:dim] + shape[dim + 1:]
+    return (rest,) * shape[dim], (x.dtype,) * shape[dim]
+
+
+UNBIND = defop(
+    "unbind", lambda x, dim: tuple(x[(slice(None),) * dim + (i, Ellipsis)]
+                                   for i in range(x.shape[dim])),
+    kind=MOVEMENT, meta=_unbind_meta, n_outputs=0, view=True, jvp=LINEAR,
+    vjp=lambda grads, ans, x, dim: (stack(list(grads), dim),),
+    saved_names={"dim": ("param", "dim")})
+
+
+@public("unbind", method=True)
+def unbind(input, dim: int = 0) -> tuple:  # noqa: A002
+    """The slices of ``input`` along ``dim`` (views), as a tuple."""
+    return apply(UNBIND, input, dim=wrap_dim(dim, input.ndim))
+
+
+# ---------------------------------------------------------------- diagonal family
+
+
+def _diag_length(n1: int, n2: int, offset: int) -> int:
+    return max(0, min(n1, n2 - offset) if offset >= 0 else min(n1 + offset, n2))
+
+
+def _diagonal_impl(x, offset, dim1, dim2):
+    """A writable view of the diagonal (NumPy's own is read-only): the other dims, then it."""
+    n = _diag_length(x.shape[dim1], x.shape[dim2], offset)
+    start = [0] * x.ndim
+    start[dim1 if offset < 0 else dim2] = abs(offset) if n else 0
+    corner = x[tuple(slice(s, None) for s in start)]
+    rest = [d for d in range(x.ndim) if d not in (dim1, dim2)]
+    return _strided(corner, tuple(x.shape[d] for d in rest) + (n,),
+                    tuple(x.strides[d] for d in rest) + (x.strides[dim1] + x.strides[dim2],))
+
+
+def _diagonal_meta(x, offset, dim1, dim2):
+    shape = tuple(x.shape)
+    rest = tuple(n for d, n in enumerate(shape) if d not in (dim1, dim2))
+    return rest + (_diag_length(shape[dim1], shape[dim2], offset),), x.dtype
+
+
+def _embed_impl(g, shape, offset, dim1, dim2):
+    out = np.zeros(shape, dtype=g.dtype)
+    _diagonal_impl(out, offset, dim1, dim2)[...] = g
+    return out
+
+
+def _embed_meta(g, shape, offset, dim1, dim2):
+    return shape, g.dtype
+
+
+def _diag_mask(n1: int, n2: int, offset: int, device):
+    """The (n1, n2) bool constant that is True on diagonal ``offset``."""
+    from .creation import tensor
+
+    return tensor(np.eye(n1, n2, offset, dtype=bool), device=device)
+
+
+def _embed_pieces(g, shape, offset, dim1, dim2):
+    """``diag_embed``/``diagonal_backward`` in primitives: the diagonal values padded to a
+    full row (or column), broadcast over the other dim and kept on the diagonal only."""
+    from .creation import zeros
+    from .movement import cat
+
+    n1, n2, n = shape[dim1], shape[dim2], g.shape[-1]
+    full = n1 if offset >= 0 else n2
+    if full > n:
+        g = cat([g, zeros(tuple(g.shape[:-1]) + (full - n,), dtype=g.dtype, device=g.device)],
+                -1)
+    spread = g.unsqueeze(-1) if offset >= 0 else g.unsqueeze(-2)
+    out = where(_diag_mask(n1, n2, offset, g.device), spread, 0)
+    return out.movedim((-2, -1), (dim1, dim2)) if (dim1, dim2) != (len(shape) - 2,
+                                                                    len(shape) - 1) else out
+
+
+def _diagonal_pieces(x, offset, dim1, dim2):
+    """The diagonal as a copy, in primitives: the off-diagonal entries zeroed and summed away
+    (adding zeros is exact), then the valid stretch."""
+    n1, n2 = x.shape[dim1], x.shape[dim2]
+    n = _diag_length(n1, n2, offset)
+    y = x.movedim((dim1, dim2), (-2, -1))
+    kept = where(_diag_mask(n1, n2, offset, x.device), y, 0)
+    line = kept.sum(-1) if offset >= 0 else kept.sum(-2)
+    return line.narrow(-1, 0, n)
+
+
+_DIAG_SAVED = {"offset": ("param", "offset"), "dim1": ("param", "dim1"),
+               "dim2": ("param", "dim2")}
+
+DIAGONAL = defop(
+    "diagonal", _diagonal_impl, kind=OPAQUE, view=True, meta=_diagonal_meta, jvp=LINEAR,
+    vjp=(lambda g, ans, x, offset, dim1, dim2: apply(
+        DIAGONAL_BACKWARD, g, shape=tuple(x.shape), offset=offset, dim1=dim1, dim2=dim2),),
+    saved_names=dict(_DIAG_SAVED, input_sizes=("sizes", 0)))
+# torch.diag of a matrix: the diagonal as a copy
+DIAGONAL_COPY = defop(
+    "diagonal_copy", lambda x, offset, dim1, dim2: _diagonal_impl(x, offset, dim1, dim2).copy(),
+    kind=OPAQUE, meta=_diagonal_meta, jvp=LINEAR, node_name="DiagonalBackward0_copy",
+    decompose=_diagonal_pieces,
+    vjp=(lambda g, ans, x, offset, dim1, dim2: apply(
+        DIAGONAL_BACKWARD, g, shape=tuple(x.shape), offset=offset, dim1=dim1, dim2=dim2),))
+DIAGONAL_BACKWARD = defop(
+    "diagonal_backward", _embed_impl, kind=OPAQUE, meta=_embed_meta, jvp=LINEAR,
+    decompose=_embed_pieces,
+    vjp=(lambda g, ans, x, shape, offset, dim1, dim2: apply(
+        DIAGONAL, g, offset=offset, dim1=dim1, dim2=dim2),))
+DIAG_EMBED = defop(
+    "diag_embed", _embed_impl, kind=OPAQUE, meta=_embed_meta, jvp=LINEAR,
+    decompose=_embed_pieces,
+    vjp=(lambda g, ans, x, shape, offset, dim1, dim2: apply(
+        DIAGONAL_COPY, g, offset=offset, dim1=dim1, dim2=dim2),), saved_names=_DIAG_SAVED)
+
+
+def _diag_dims(ndim: int, dim1: int, dim2: int) -> tuple[int, int]:
+    d1, d2 = wrap_dim(dim1, ndim), wrap_dim(dim2, ndim)
+    if d1 == d2:
+        raise RuntimeError(f"diagonal dimensions cannot be identical {dim1}, {dim2}")
+    return d1, d2
+
+
+@public("diagonal", method=True)
+def diagonal(input, offset: int = 0, dim1: int = 0, dim2: int = 1):  # noqa: A002
+    """The diagonal ``offset`` of the 2-D slices over ``dim1`` and ``dim2`` (a view), as the
+    last dim."""
+    d1, d2 = _diag_dims(input.ndim, dim1, dim2)
+    return apply(DIAGONAL, input, offset=int(offset), dim1=d1, dim2=d2)
+
+
+@public("diag_embed", method=True)
+def diag_embed(input, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: A002
+    """A tensor whose diagonal ``offset`` over ``dim1``/``dim2`` is the last dim of ``input``
+    and zeros elsewhere."""
+    ndim = input.ndim + 1
+    d1, d2 = _diag_dims(ndim, dim1, dim2)
+    n = input.shape[-1] + abs(int(offset))
+    rest = list(input.shape[:-1])
+    shape = []
+    for d in range(ndim):
+        shape.append(n if d in (d1, d2) else rest.pop(0))
+    return apply(DIAG_EMBED, input, shape=tuple(shape), offset=int(offset), dim1=d1, dim2=d2)
+
+
+@public("diag", method=True)
+def diag(input, diagonal: int = 0):  # noqa: A002
+    """A square matrix with ``input`` (1-D) on diagonal ``diagonal``, or the diagonal of a
+    matrix (a copy)."""
+    if input.ndim == 1:
+        return diag_embed(input, diagonal, 0, 1)
+    if input.ndim == 2:
+        return apply(DIAGONAL_COPY, input, offset=int(diagonal), dim1=0, dim2=1)
+    raise RuntimeError(f"diag(): Supports 1D or 2D tensors. Got {input.ndim}D")
+
+
+# ---------------------------------------------------------------- var_mean / std_mean
+
+
+def _moments_meta(name):
+    def meta(x, dims, correction, keepdim):
+        if not (x.dtype.is_floating_point or x.dtype.is_complex):
+            raise RuntimeError(f"{name} only support floating point and complex dtypes")
+        shape, dt = _var_meta(x, dims, correction, keepdim)
+        return (shape, shape), (dt, x.dtype)
+    return meta
+
+
+def _var_mean_vjp(grads, ans, x, dims, correction, keepdim):
+    gv, gm = grads
+    shape = tuple(x.shape)
+    mean_part = expand_reduced(gm, shape, dims, keepdim) / numel(tuple(shape[d] for d in dims))
+    return (_var_vjp(gv, None, x, dims, correction, keepdim) + mean_part,)
+
+
+def _std_mean_vjp(grads, ans, x, dims, correction, keepdim):
+    gs, gm = grads
+    shape = tuple(x.shape)
+    mean_part = expand_reduced(gm, shape, dims, keepdim) / numel(tuple(shape[d] for d in dims))
+    return (_std_vjp(gs, ans[0], x, dims, correction, keepdim) + mean_part,)
+
+
+def _moments_impl(root):
+    def impl(x, dims, correction, keepdim):
+        v = np.var(x, axis=dims, ddof=correction, keepdims=keepdim)
+        return (np.sqrt(v) if root else v), np.mean(x, axis=dims, keepdims=keepdim)
+    return impl
+
+
+_MOMENTS_SAVED = {"dim": ("param", "dims"), "correction": ("param", "correction"),
+                  "keepdim": ("param", "keepdim"), "self": ("input", 0)}
+def _moments_decompose(root):
+    def pieces(x, dims, correction, keepdim):
+        v = _var_decompose(x, dims, correction, keepdim)
+        return (v.sqrt() if root else v), x.mean(dims, keepdim=keepdim)
+    return pieces
+
+
+def _moments_jvp(root):
+    def jvp(tangents, ans, x, dims, correction, keepdim):
+        tv = _var_jvp(tangents, ans[0], x, dims, correction, keepdim)
+        tm = tangents[0].mean(dims, keepdim=keepdim)
+        return (tv / (2 * ans[0]) if root else tv), tm
+    return jvp
+
+
+VAR_MEAN = defop("var_mean", _moments_impl(False), kind=OPAQUE, meta=_moments_meta("var_mean"),
+                 n_outputs=2, save=(0,), vjp=_var_mean_vjp, saved_names=_MOMENTS_SAVED,
+                 decompose=_moments_decompose(False), jvp=_moments_jvp(False))
+STD_MEAN = defop("std_mean", _moments_impl(True), kind=OPAQUE, meta=_moments_meta("std_mean"),
+                 n_outputs=2, save=(0,), save_output=True, vjp=_std_mean_vjp,
+                 saved_names=_MOMENTS_SAVED, decompose=_moments_decompose(True),
+                 jvp=_moments_jvp(True))
+
+
+def _moments(op):
+    def fn(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
+        if isinstance(dim, bool):  # var_mean(input, unbiased)
+            dim, unbiased = None, dim
+        return apply(op, input, dims=normalize_dims(dim, input.ndim),
+                     correction=_correction(unbiased, correction), keepdim=keepdim)
+    return fn
+
+
+var_mean = public("var_mean")(_moments(VAR_MEAN))
+std_mean = public("std_mean")(_moments(STD_MEAN))
+var_mean.__name__, std_mean.__name__ = "var_mean", "std_mean"
+var_mean.__doc__ = "``(var(input, dim), mean(input, dim))`` as one op (``correction`` 1)."
+std_mean.__doc__ = "``(std(input, dim), mean(input, dim))`` as one op (``correction`` 1)."
+
+
+# ---------------------------------------------------------------- nansum / nanmean
+
+
+def _nansum_meta(x, dims, keepdim, dtype):
+    if dtype is not None:
+        out = dtype
+    elif x.dtype.is_floating_point or x.dtype.is_complex:
+        out = x.dtype
+    else:
+        out = dtypes.int64
+    return reduced_shape(tuple(x.shape), dims, keepdim), out
+
+
+NANSUM = defop(
+    "nansum", lambda x, dims, keepdim, dtype: np.asarray(np.nansum(
+        x, axis=dims, keepdims=keepdim), dtype=(dtype.np if dtype is not None else
+                                                np.int64 if x.dtype.kind in "biu" else x.dtype)),
+    kind=OPAQUE, meta=_nansum_meta, save=(0,),
+    decompose=lambda x, dims, keepdim, dtype: where(x.isnan(), 0, x).sum(
+        dims, keepdim=keepdim, dtype=dtypes.int64 if dtype is None and not (
+            x.dtype.is_floating_point or x.dtype.is_complex) else dtype),
+    vjp=(lambda g, ans, x, dims, keepdim, dtype: where(
+        x.isnan(), 0.0, expand_reduced(g, tuple(x.shape), dims, keepdim)),),
+    jvp=lambda ts, ans, x, dims, keepdim, dtype: where(x.isnan(), 0.0, ts[0]).sum(
+        dims, keepdim=keepdim),
+    saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
+                 "self": ("input", 0)})
+
+
+@public("nansum", method=True)
+def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """The sum over ``dim`` with NaNs counted as zero."""
+    x = input if dtype is None or input.dtype is dtype else input.to(dtype)
+    return apply(NANSUM, x, dims=normalize_dims(dim, x.ndim), keepdim=keepdim, dtype=dtype)
+
+
+@public("nanmean", method=True)
+def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
+    """The mean over ``dim`` of the non-NaN elements (``nansum`` over their count)."""
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):
+        raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
+                           f"but got {input.dtype._legacy.replace('Tensor', '')}")
+    count = input.isnan().logical_not().sum(dim, keepdim=keepdim)
+    return nansum(input, dim, keepdim, dtype=dtype) / count
+
+
+# ---------------------------------------------------------------- Tensor.unfold
+
+
+def _unfold_impl(x, dimension, size, step):
+    shape, strides = list(x.shape), list(x.strides)
+    if x.ndim == 0:
+        return _strided(x, (size,), (0,))
+    shape[dimension] = (shape[dimension] - size) // step + 1
+    strides[dimension] *= step
+    return _strided(x, tuple(shape) + (size,), tuple(strides) + (x.strides[dimension],))
+
+
+def _unfold_meta(x, dimension, size, step):
+    shape = list(x.shape)
+    if not shape:
+        return (size,), x.dtype
+    shape[dimension] = (shape[dimension] - size) // step + 1
+    return tuple(shape) + (size,), x.dtype
+
+
+def _unfold_backward_impl(g, shape, dimension, size, step):
+    out = np.zeros(shape, dtype=g.dtype)
+    if not shape:
+        return np.asarray(g.sum(), dtype=g.dtype)
+    windows = g.shape[dimension]
+    moved = np.moveaxis(out, dimension, -1)
+    gm = np.moveaxis(g, dimension, -2)  # (..., windows, size)
+    for j in range(size):
+        moved[..., j:j + step * (windows - 1) + 1:step] += gm[..., j]
+    return out
+
+
+UNFOLD_BACKWARD = defop(
+    "unfold_backward", _unfold_backward_impl, kind=OPAQUE, jvp=LINEAR,
+    meta=lambda g, shape, dimension, size, step: (shape, g.dtype),
+    vjp=(lambda g, ans, x, shape, dimension, size, step: apply(
+        UNFOLD, g, dimension=dimension, size=size, step=step),))
+UNFOLD = defop(
+    "unfold", _unfold_impl, kind=OPAQUE, view=True, meta=_unfold_meta, jvp=LINEAR,
+    vjp=(lambda g, ans, x, dimension, size, step: apply(
+        UNFOLD_BACKWARD, g, shape=tuple(x.shape), dimension=dimension, size=size,
+        step=step),),
+    saved_names={"dimension": ("param", "dimension"), "size": ("param", "size"),
+                 "step": ("param", "step"), "self_sym_sizes": ("sizes", 0)})
+
+
+@public(method="unfold")
+def unfold(self, dimension: int, size: int, step: int):
+    """``Tensor.unfold``: the windows of ``size`` elements every ``step`` along ``dimension``
+    (a view), as a new last dim."""
+    d = wrap_dim(dimension, max(self.ndim, 1))
+    n = self.shape[d] if self.ndim else 1
+    if size > n:
+        raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
+                           f"{size}")
+    if step <= 0:
+        raise RuntimeError(f"step is {step} but must be > 0")
+    return apply(UNFOLD, self, dimension=d, size=int(size), step=int(step))
+
+
+# ---------------------------------------------------------------- index_put
+
+
+def _legacy_name(dt) -> str:
+    return dt._legacy.replace("Tensor", "")
+
+
+def _check_values(input, values) -> None:  # noqa: A002
+    from .registry import Tensor
+
+    if not isinstance(values, Tensor):
+        raise TypeError("index_put(): argument 'values' (position 3) must be Tensor, not "
+                        f"{type(values).__name__}")
+    if values.dtype is not input.dtype:
+        raise RuntimeError(
+            f"Index put requires the source and destination dtypes match, got "
+            f"{_legacy_name(input.dtype)} for the destination and {_legacy_name(values.dtype)} "
+            f"for the source.")
+
+
+@public("index_put", method=True)
+def index_put(input, indices, values, accumulate: bool = False):  # noqa: A002
+    """``input`` with ``input[indices] = values`` (or ``+=`` with ``accumulate``), out of
+    place; ``indices`` is a tuple of index (or mask) tensors."""
+    _check_values(input, values)
+    spec, tensors = _normalize_key(input, tuple(indices))
+    return apply(INDEX_PUT, input, values, *tensors, spec=spec, accumulate=bool(accumulate))
+
+
+@public(method="index_put_")
+def index_put_(self, indices, values, accumulate: bool = False):
+    """In-place ``index_put``."""
+    from .inplace import inplace
+
+    _check_values(self, values)
+    return inplace(self, lambda s, v: index_put(s, indices, v, accumulate), values)
+
+
+# ---------------------------------------------------------------- cdist
+
+
+def _pairwise(x1, x2):
+    return x1[..., :, None, :] - x2[..., None, :, :]
+
+
+def _cdist_impl(x1, x2, p):
+    d = np.abs(_pairwise(x1, x2))
+    if p == 0:
+        out = (d != 0).sum(-1).astype(x1.dtype)
+    elif np.isinf(p):
+        out = d.max(-1, initial=0)
+    elif p == 1:
+        out = d.sum(-1)
+    elif p == 2:
+        out = np.sqrt((d * d).sum(-1))
+    else:
+        out = (d ** p).sum(-1) ** (1 / p)
+    return np.asarray(out, dtype=x1.dtype)
+
+
+def _cdist_meta(x1, x2, p):
+    batch = np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+    return tuple(batch) + (x1.shape[-2], x2.shape[-2]), dtypes.result_type(x1, x2)
+
+
+def _cdist_weights(ans, x1, x2, p):
+    """d dist_ij / d x1_i: one vector per pair (B, P, R, M); x2's is its negative."""
+    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
+    dist = ans.unsqueeze(-1)
+    if p == 0:
+        return diff * 0.0
+    if p == 1:
+        return diff.sign()
+    if np.isinf(p):
+        return diff.sign() * (diff.abs() == dist)
+    if p == 2:
+        return where(dist == 0, 0.0, diff / where(dist == 0, 1.0, dist))
+    if p < 1:  # (as torch: zero where a component is zero)
+        scaled = diff.sign() * diff.abs() ** (p - 1) * where(dist == 0, 0.0, dist) ** (1 - p)
+        return where((diff == 0) | (dist == 0), 0.0, scaled)
+    return where(dist == 0, 0.0, diff * diff.abs() ** (p - 2) / where(
+        dist == 0, 1.0, dist) ** (p - 1))
+
+
+def _cdist_vjp(g, ans, x1, x2, p):
+    w = _cdist_weights(ans, x1, x2, p) * g.unsqueeze(-1)
+    return [w.sum(-2), -w.sum(-3)]
+
+
+def _cdist_jvp(tangents, ans, x1, x2, p):
+    w = _cdist_weights(ans, x1, x2, p)
+    t1, t2 = tangents
+    dt = (t1.unsqueeze(-2) if t1 is not None else 0) - (
+        t2.unsqueeze(-3) if t2 is not None else 0)
+    return (w * dt).sum(-1)
+
+
+CDIST = defop("cdist", _cdist_impl, kind=OPAQUE, meta=_cdist_meta, save=(0, 1), save_output=True,
+              vjp=_cdist_vjp, jvp=_cdist_jvp, saved_names={"p": ("param", "p"), "x1": ("input", 0),
+                                           "x2": ("input", 1), "result": ("output", 0)})
+
+
+def _euclidean_dist(x1, x2):
+    """torch's matrix-product form of the p=2 distance (used for more than 25 rows)."""
+    from .creation import ones_like
+    from .movement import cat
+
+    n1 = x1.pow(2).sum(-1, keepdim=True)
+    n2 = x2.pow(2).sum(-1, keepdim=True)
+    a = cat([x1.mul(-2), n1, ones_like(n1)], -1)
+    b = cat([x2, ones_like(n2), n2], -1)
+    return a.matmul(b.transpose(-2, -1)).clamp(min=1e-30).sqrt()
+
+
+_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
+          "donot_use_mm_for_euclid_dist")
+
+
+@public("cdist")
+def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"):
+    """The ``p``-norm distances between the rows of ``x1`` (B, P, M) and of ``x2`` (B, R, M):
+    (B, P, R); batch dims broadcast."""
+    if x1.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
+    if x2.ndim < 2:
+        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
+    if x1.shape[-1] != x2.shape[-1]:
+        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
+                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
+    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
+        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
+                           f"{_legacy_name(x1.dtype)}")
+    if p < 0:
+        raise RuntimeError("cdist only supports non-negative p values")
+    if compute_mode not in _MODES:
+        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
+    mm = compute_mode == "use_mm_for_euclid_dist" or (
+        compute_mode == _MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))
+    if p == 2 and mm:
+        batch = np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
+        a = x1.expand(tuple(batch) + tuple(x1.shape[-2:]))
+        b = x2.expand(tuple(batch) + tuple(x2.shape[-2:]))
+        return _euclidean_dist(a, b)
+    return apply(CDIST, x1, x2, p=float(p))

@@ -1,0 +1,42 @@
+"""The surface16 view ops on CUDA tensors (numba's simulator, set up by ``test_cuda``):
+diagonal, unbind and unfold run as device views, diag_embed, diag and diagonal's backward
+through their decompositions; ops without kernels (cdist, unfold's backward) raise naming
+themselves."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from test_cuda import CUDA, _dev, _host, _rand
+
+pytestmark = pytest.mark.skipif(CUDA is None, reason="numba.cuda is not usable here")
+
+import jitgrad  # noqa: E402
+
+
+def test_views_and_their_gradients_match_the_cpu():
+    a = _rand(3, 4)
+    results = []
+    for device in ("cuda", "cpu"):
+        x = jitgrad.tensor(a, device=device, requires_grad=True)
+        d = x.diagonal(1)
+        parts = x.unbind(1)
+        w = x.detach().unfold(1, 2, 2)  # (its backward has no CUDA kernel yet)
+        # (every part used: the engine's zeros for an unused output are made on the host)
+        loss = (d * 2).sum() + (parts[0] * parts[3]).sum() + (parts[1] - parts[2]).sum() + \
+            jitgrad.diag_embed(x[:, :2], -1).sum() + jitgrad.diag(x[0]).sum()
+        loss.backward()
+        results.append((d, parts[2], w, x.grad))
+    for got, want in zip(results[0], results[1]):
+        np.testing.assert_allclose(_host(got), want.detach().numpy(), rtol=1e-6)
+    assert results[0][0]._base is not None  # (a view of x on the device too)
+
+
+def test_ops_without_kernels_name_themselves():
+    x = _dev(_rand(3, 4))
+    with pytest.raises(NotImplementedError, match="'cdist' has no CUDA kernel"):
+        jitgrad.cdist(x, x)
+    y = _dev(_rand(3, 4), requires_grad=True)
+    with pytest.raises(NotImplementedError, match="'unfold_backward' has no CUDA kernel"):
+        y.unfold(1, 2, 1).sum().backward()
