@@ -31,6 +31,7 @@ from .node import (
     _sequence,
     _zeros,
     check_version,
+    edge_of,
     edges_of,
     saved_tensor_hooks_stack,
 )
@@ -219,56 +220,66 @@ class UniformNode(OpNode):
 
     @staticmethod
     def record(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
-        """Records ``result = op(*args)``, which the dispatcher has checked: tensor arguments of
-        one dtype, no params, one output, no forward-AD level active. Falls back to
-        ``OpNode.record`` for broadcasting (and for saved-tensor hooks and inference tensors);
-        records nothing if no input needs a gradient."""
-        data = result._data
+        """Records ``result = op(*args)``, which the dispatcher's uniform lane computed: one or
+        two tensors of one dtype, no params, one output, no forward-AD level active. Falls back
+        to ``OpNode.record`` for broadcasting (and for saved-tensor hooks and inference
+        tensors); records nothing if no input needs a gradient."""
         dt = result._dtype
-        if args[0]._dtype is not dt or saved_tensor_hooks_stack:
+        a = args[0]
+        if a._dtype is not dt or saved_tensor_hooks_stack:
             return _record_general(op, args, result)
-        if len(args) == 2:  # (a pointwise op's result has the shape of its one input)
-            shape = args[0]._data.shape
-            if args[1]._data.shape != shape:
+        shape = a._data.shape  # (a pointwise op's result has the shape of its inputs)
+        if len(args) == 2:
+            b = args[1]
+            if b._data.shape != shape:
                 return _record_general(op, args, result)  # broadcasting
+            ea = edge_of(a)
+            eb = edge_of(b)
+            if ea is None:
+                if eb is None:  # no input needs a gradient: nothing to record
+                    return None
+                mask = 2
+            else:
+                mask = 1 if eb is None else 3
+            edges = [ea, eb]
         else:
-            shape = data.shape
-        edges, mask = edges_of(args)
-        if not mask:  # no input needs a gradient: nothing to record
-            return None
+            ea = edge_of(a)
+            if ea is None:
+                return None
+            mask = 1
+            edges = [ea]
         plan = SAVE_PLANS[op].get(mask)
         if plan is None:
             plan = _save_plan(op, edges)
-        if plan:
-            if plan is _ALL and len(args) == 2:
-                a, b = args
-                if a._is_inference or b._is_inference:
-                    return OpNode.record(op, args, _NO_PARAMS, (result,))  # (which raises)
-                inputs, versions = args, (a._vc[0], b._vc[0])
-            else:
-                inputs, versions = [], []
-                for a, keep in zip(args, plan):
-                    if keep and a._is_inference:
-                        return OpNode.record(op, args, _NO_PARAMS, (result,))
-                    inputs.append(a if keep else None)
-                    versions.append(a._vc[0])
-        else:
-            inputs = versions = None
         node = _new_object(UniformNode)
+        if not plan:
+            node._inputs = node._versions = None
+        elif plan is _ALL:
+            if a._is_inference or b._is_inference:
+                return OpNode.record(op, args, _NO_PARAMS, (result,))  # (which raises)
+            node._inputs = args
+            node._versions = (a._vc[0], b._vc[0])
+        else:
+            inputs, versions = [], []
+            for x, keep in zip(args, plan):
+                if keep and x._is_inference:
+                    return OpNode.record(op, args, _NO_PARAMS, (result,))
+                inputs.append(x if keep else None)
+                versions.append(x._vc[0])
+            node._inputs = inputs
+            node._versions = versions
         node._next = node._needs = edges
         node._seq = next(_sequence)
         node._freed = False
         node.op = op
         node._key = (mask, dt, shape)
-        node._inputs = inputs
-        node._versions = versions
         if op.save_output:
             vc = result._vc
-            node._out = (data, vc, vc[0])
+            node._out = (result._data, vc, vc[0])
             node._saved = True
         else:
             node._out = None
-            node._saved = inputs is not None
+            node._saved = node._inputs is not None
         # (an input needs a gradient, so it is floating or complex, and so is the result: one
         # dtype throughout)
         result._grad_fn = node

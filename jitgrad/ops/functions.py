@@ -14,7 +14,7 @@ from .creation import tensor
 from .elementwise import where
 from .indexing import getitem
 from .linalg import matmul
-from .registry import apply
+from .registry import apply, apply2
 from .surface import public
 
 
@@ -220,11 +220,12 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
 
     def direct(opdef, slow):
         # The operators of eager hot loops: a tensor or Python number operand goes straight to
-        # the dispatcher (what add/sub/mul/div do for it); anything else takes ``slow``.
+        # the dispatcher's two-operand entry (what add/sub/mul/div do for it); anything else
+        # takes ``slow``.
         def op(self, other):
             kind = type(other)
             if kind is Tensor or kind is float or kind is int:
-                return apply(opdef, self, other)
+                return apply2(opdef, self, other)
             return slow(self, other)
         return op
 

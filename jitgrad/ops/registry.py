@@ -276,6 +276,68 @@ _ndarray = np.ndarray
 
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
+    if op.by_category and not params:  # f(t) and t1 + t2 try the uniform lane first
+        n = len(args)
+        if n == 2:
+            return apply2(op, args[0], args[1])
+        if n == 1:
+            return apply1(op, args[0])
+    return _apply(op, args, params)
+
+
+def apply1(op: OpDef, a: Any):
+    """``apply(op, a)``, the entry of one-operand calls without params (``tanh(h)``): an eager
+    tensor goes through the uniform lane (``_uniform``), anything else through ``apply``'s
+    general path."""
+    if type(a) is Tensor and op.by_category and not state.traces \
+            and (not cuda_live or type(a._data) is not _CudaArray):
+        dt = a._dtype
+        out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
+        if out_dtype is not None:
+            return _uniform(op, (a,), op.impl(a._data), out_dtype)
+    return _apply(op, (a,), {})
+
+
+def apply2(op: OpDef, a: Any, b: Any):
+    """``apply(op, a, b)``, the entry of two-operand calls without params (``h * w``): two
+    eager tensors of one dtype go through the uniform lane (``_uniform``), anything else
+    through ``apply``'s general path."""
+    if type(a) is Tensor and type(b) is Tensor and op.by_category and not state.traces:
+        dt = a._dtype
+        x = a._data
+        y = b._data
+        if b._dtype is dt and (not cuda_live or type(x) is not _CudaArray
+                               and type(y) is not _CudaArray):
+            out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
+            if out_dtype is not None:
+                try:
+                    out = op.impl(x, y)
+                except ValueError:  # torch's text for a broadcasting mismatch
+                    broadcast_shapes(x.shape, y.shape)
+                    raise
+                return _uniform(op, (a, b), out, out_dtype)
+    return _apply(op, (a, b), {})
+
+
+def _uniform(op: OpDef, args: tuple, out: Any, out_dtype: dtypes.dtype):
+    """The uniform lane's end: eager tensors of one dtype, a pointwise op without params whose
+    result dtype follows its category (``op.by_category``), its NumPy result ``out``. The
+    result tensor, recorded by a ``UniformNode`` (unless forward AD or inference mode asks for
+    the general path's end)."""
+    npdt = out_dtype.np
+    if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
+        out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for 0-d operands)
+    result = make(out, out_dtype)
+    st = state
+    if fw_hook is not None or st.inference:
+        return _finish(op, args, {}, result, (result,))
+    if st.grad_enabled and op.differentiable:
+        UniformNode.record(op, args, result)  # (records only if an input needs grad)
+    return result
+
+
+def _apply(op: OpDef, args: tuple, params: dict):
+    """``apply``'s general path: any op, arguments and params."""
     st = state
     if st.traces:
         if st.traces[-1].batching:  # vmap (jitgrad/func/vmap.py) routes every op itself
@@ -286,47 +348,21 @@ def apply(op: OpDef, *args: Any, **params: Any):
         if op.nondeterministic or any(isinstance(a, Tensor) for a in args):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
-    out_dtype = None
-    if op.by_category and not params and type(args[0]) is Tensor \
-            and (not cuda_live or not _any_cuda(args)):
-        # the hot cases, inlined: f(t), t1 + t2 on tensors of one dtype, without params
-        a = args[0]
-        dt = a._dtype
-        if len(args) == 1:
-            out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
-            if out_dtype is not None:
-                out = op.impl(a._data)
-        elif len(args) == 2:
-            b = args[1]
-            if type(b) is Tensor and b._dtype is dt:
-                out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
-                if out_dtype is not None:
-                    try:
-                        out = op.impl(a._data, b._data)
-                    except ValueError:  # torch's text for a broadcasting mismatch
-                        broadcast_shapes(a._data.shape, b._data.shape)
-                        raise
-    if out_dtype is not None:
-        # tensors of one dtype: the hot case ends as soon as its result exists (a uniform node)
-        hot = fw_hook is None and not st.inference
-    else:
-        hot = False
-        out, out_dtype = _compute(op, args, params)
+    out, out_dtype = _compute(op, args, params)
     if op.n_outputs == 1:
-        npdt = out_dtype.np
-        if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
-            if type(out) is not _CudaArray:
-                out = np.asarray(out, dtype=npdt)
-        result = make(out, out_dtype)
-        if hot:
-            if st.grad_enabled and op.differentiable:
-                UniformNode.record(op, args, result)  # (records only if an input needs grad)
-            return result
-        outputs = (result,)
-    else:
-        if not isinstance(out_dtype, tuple):
-            out_dtype = (out_dtype,) * len(out)
-        outputs = result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
+        result = _wrap(out, out_dtype)
+        return _finish(op, args, params, result, (result,))
+    if not isinstance(out_dtype, tuple):
+        out_dtype = (out_dtype,) * len(out)
+    result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
+    return _finish(op, args, params, result, result)
+
+
+def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):
+    """What follows an op's computation on the general path: its outputs become views of
+    its input (view ops), get their forward-AD tangents, are marked as inference tensors, or
+    are recorded by an ``OpNode``. Returns ``result``."""
+    st = state
     if op.view:
         _mark_views(op, args, params, outputs)
     if fw_hook is not None:  # forward-mode AD: a dual level is active
