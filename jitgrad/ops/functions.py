@@ -14,7 +14,7 @@ from .creation import tensor
 from .elementwise import where
 from .indexing import getitem
 from .linalg import matmul
-from .registry import apply, apply2
+from .registry import apply, fast_apply
 from .surface import public
 
 
@@ -225,7 +225,7 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
         def op(self, other):
             kind = type(other)
             if kind is Tensor or kind is float or kind is int:
-                return apply2(opdef, self, other)
+                return fast_apply(opdef, self, other)
             return slow(self, other)
         return op
 

@@ -276,62 +276,56 @@ _ndarray = np.ndarray
 
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
-    if op.by_category and not params:  # f(t) and t1 + t2 try the uniform lane first
-        n = len(args)
-        if n == 2:
-            return apply2(op, args[0], args[1])
-        if n == 1:
-            return apply1(op, args[0])
+    if op.by_category and not params and 0 < len(args) < 3:  # f(t), t1 + t2: the uniform lane
+        return fast_apply(op, *args)
     return _apply(op, args, params)
 
 
-def apply1(op: OpDef, a: Any):
-    """``apply(op, a)``, the entry of one-operand calls without params (``tanh(h)``): an eager
-    tensor goes through the uniform lane (``_uniform``), anything else through ``apply``'s
-    general path."""
-    if type(a) is Tensor and op.by_category and not state.traces \
-            and (not cuda_live or type(a._data) is not _CudaArray):
+_UNARY = object()  # fast_apply's second operand when there is none
+
+
+def fast_apply(op: OpDef, a: Any, b: Any = _UNARY):
+    """``apply(op, a)`` or ``apply(op, a, b)``: the entry of calls with one or two operands
+    and no params (``tanh(h)``, ``h * w``; the Tensor operators and the generated one-operand
+    functions call it directly).
+
+    Eager tensors of one dtype and a pointwise op whose result dtype follows its category
+    (``op.by_category``) take the uniform lane: the NumPy result, its tensor, and a
+    ``UniformNode`` (which records only if an input needs a gradient, and hands broadcasting,
+    saved-tensor hooks and inference tensors to ``OpNode.record``). Anything else, and any call
+    under forward AD or inference mode once computed, goes through ``apply``'s general path.
+    """
+    # this thread's dispatch state: its dict, read once (three reads of a thread-local's
+    # attributes cost three times as much)
+    st = state.__dict__
+    args = None
+    if type(a) is Tensor and op.by_category and not st["traces"]:
         dt = a._dtype
         out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
-        if out_dtype is not None:
-            return _uniform(op, (a,), op.impl(a._data), out_dtype)
-    return _apply(op, (a,), {})
-
-
-def apply2(op: OpDef, a: Any, b: Any):
-    """``apply(op, a, b)``, the entry of two-operand calls without params (``h * w``): two
-    eager tensors of one dtype go through the uniform lane (``_uniform``), anything else
-    through ``apply``'s general path."""
-    if type(a) is Tensor and type(b) is Tensor and op.by_category and not state.traces:
-        dt = a._dtype
         x = a._data
-        y = b._data
-        if b._dtype is dt and (not cuda_live or type(x) is not _CudaArray
-                               and type(y) is not _CudaArray):
-            out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
-            if out_dtype is not None:
-                try:
-                    out = op.impl(x, y)
-                except ValueError:  # torch's text for a broadcasting mismatch
-                    broadcast_shapes(x.shape, y.shape)
-                    raise
-                return _uniform(op, (a, b), out, out_dtype)
-    return _apply(op, (a, b), {})
-
-
-def _uniform(op: OpDef, args: tuple, out: Any, out_dtype: dtypes.dtype):
-    """The uniform lane's end: eager tensors of one dtype, a pointwise op without params whose
-    result dtype follows its category (``op.by_category``), its NumPy result ``out``. The
-    result tensor, recorded by a ``UniformNode`` (unless forward AD or inference mode asks for
-    the general path's end)."""
+        if out_dtype is None or cuda_live and type(x) is _CudaArray:
+            pass  # computed in another dtype, or a cuda tensor: the general path
+        elif b is _UNARY:
+            out = op.impl(x)
+            args = (a,)
+        elif type(b) is Tensor and b._dtype is dt and (not cuda_live
+                                                       or type(b._data) is not _CudaArray):
+            y = b._data
+            try:
+                out = op.impl(x, y)
+            except ValueError:  # torch's text for a broadcasting mismatch
+                broadcast_shapes(x.shape, y.shape)
+                raise
+            args = (a, b)
+    if args is None:
+        return _apply(op, (a,) if b is _UNARY else (a, b), {})
     npdt = out_dtype.np
     if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
         out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for 0-d operands)
     result = make(out, out_dtype)
-    st = state
-    if fw_hook is not None or st.inference:
+    if fw_hook is not None or st["inference"]:
         return _finish(op, args, {}, result, (result,))
-    if st.grad_enabled and op.differentiable:
+    if st["grad_enabled"] and op.differentiable:
         UniformNode.record(op, args, result)  # (records only if an input needs grad)
     return result
 
