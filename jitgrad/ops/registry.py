@@ -158,6 +158,8 @@ def defop(name: str, impl: Callable, **fields: Any) -> OpDef:
         op.meta = _pointwise_meta(op)
     op.by_category = op.kind == POINTWISE and not op.nonpromoted \
         and hasattr(op.meta, "by_category") and not op.view  # (detach: its output is a view)
+    if op.by_category:
+        LANES[op] = lane(op)
     OPS[name] = op
     return op
 
@@ -277,57 +279,73 @@ _ndarray = np.ndarray
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
     if op.by_category and not params and 0 < len(args) < 3:  # f(t), t1 + t2: the uniform lane
-        return fast_apply(op, *args)
+        return LANES[op](*args)
     return _apply(op, args, params)
 
 
-_UNARY = object()  # fast_apply's second operand when there is none
+_UNARY = object()  # a lane's second operand when there is none
+# op -> its lane (``lane(op)``), for each op whose result dtype follows its category: made by
+# ``defop``, called by ``apply``, the generated one-operand functions and the Tensor operators
+LANES: dict = {}
 
 
-def fast_apply(op: OpDef, a: Any, b: Any = _UNARY):
-    """``apply(op, a)`` or ``apply(op, a, b)``: the entry of calls with one or two operands
-    and no params (``tanh(h)``, ``h * w``; the Tensor operators and the generated one-operand
-    functions call it directly).
+def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
+    """``f(a)`` or ``f(a, b)``: ``apply(op, a[, b])`` made for one pointwise op whose result
+    dtype follows its category (``op.by_category``), the uniform lane of eager mode.
 
-    Eager tensors of one dtype and a pointwise op whose result dtype follows its category
-    (``op.by_category``) take the uniform lane: the NumPy result, its tensor, and a
-    ``UniformNode`` (which records only if an input needs a gradient, and hands broadcasting,
-    saved-tensor hooks and inference tensors to ``OpNode.record``). Anything else, and any call
-    under forward AD or inference mode once computed, goes through ``apply``'s general path.
+    Eager tensors of one dtype take it: the NumPy result, its tensor, and a ``UniformNode``
+    (which records only if an input needs a gradient, and hands broadcasting, saved-tensor hooks
+    and inference tensors to ``OpNode.record``). Any other call, and a call under forward AD or
+    inference mode once computed, goes through ``apply``'s general path; with ``fallback``, a
+    second operand that is no tensor or Python int/float goes to ``fallback(a, b)`` instead
+    (the Tensor operators: NotImplemented for foreign operands). The result dtype of each
+    operand dtype is worked out once, here; ``impl`` and ``differentiable`` are read at each
+    call (the OpDef stays the one definition).
     """
-    # this thread's dispatch state: its dict, read once (three reads of a thread-local's
-    # attributes cost three times as much)
-    st = state.__dict__
-    args = None
-    if type(a) is Tensor and op.by_category and not st["traces"]:
-        dt = a._dtype
-        out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
-        x = a._data
-        if out_dtype is None or cuda_live and type(x) is _CudaArray:
-            pass  # computed in another dtype, or a cuda tensor: the general path
-        elif b is _UNARY:
-            out = op.impl(x)
-            args = (a,)
-        elif type(b) is Tensor and b._dtype is dt and (not cuda_live
-                                                       or type(b._data) is not _CudaArray):
-            y = b._data
-            try:
-                out = op.impl(x, y)
-            except ValueError:  # torch's text for a broadcasting mismatch
-                broadcast_shapes(x.shape, y.shape)
-                raise
-            args = (a, b)
-    if args is None:
-        return _apply(op, (a,) if b is _UNARY else (a, b), {})
-    npdt = out_dtype.np
-    if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
-        out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for 0-d operands)
-    result = make(out, out_dtype)
-    if fw_hook is not None or st["inference"]:
-        return _finish(op, args, {}, result, (result,))
-    if st["grad_enabled"] and op.differentiable:
-        UniformNode.record(op, args, result)  # (records only if an input needs grad)
-    return result
+    # operand dtype -> result dtype (None: the op computes in another dtype, the general path)
+    out_dtypes = {dt: category_dtype(op.promote, dt) for dt in dtypes.ALL}
+
+    def call(a: Any, b: Any = _UNARY):
+        # this thread's dispatch state: its dict, read once (three reads of a thread-local's
+        # attributes cost three times as much)
+        st = state.__dict__
+        args = None
+        if type(a) is Tensor and not st["traces"]:
+            dt = a._dtype
+            out_dtype = out_dtypes[dt]
+            x = a._data
+            if out_dtype is None or cuda_live and type(x) is _CudaArray:
+                pass  # computed in another dtype, or a cuda tensor: the general path
+            elif b is _UNARY:
+                out = op.impl(x)
+                args = (a,)
+            elif type(b) is Tensor and b._dtype is dt and (not cuda_live
+                                                           or type(b._data) is not _CudaArray):
+                y = b._data
+                try:
+                    out = op.impl(x, y)
+                except ValueError:  # torch's text for a broadcasting mismatch
+                    broadcast_shapes(x.shape, y.shape)
+                    raise
+                args = (a, b)
+        if args is None:
+            if fallback is not None:
+                kind = type(b)
+                if kind is not Tensor and kind is not float and kind is not int:
+                    return fallback(a, b)
+            return _apply(op, (a,) if b is _UNARY else (a, b), {})
+        npdt = out_dtype.np
+        if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
+            out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for 0-d operands)
+        result = make(out, out_dtype)
+        if fw_hook is not None or st["inference"]:
+            return _finish(op, args, {}, result, (result,))
+        if st["grad_enabled"] and op.differentiable:
+            UniformNode.record(op, args, result)  # (records only if an input needs grad)
+        return result
+
+    call.__name__ = call.__qualname__ = f"lane_{op.name}"
+    return call
 
 
 def _apply(op: OpDef, args: tuple, params: dict):
