@@ -121,3 +121,11 @@ def test_jit_trace_leaves_the_lane():
     x = leaf()
     np.testing.assert_allclose(f(x).detach().numpy(),
                                np.tanh(x.detach().numpy() * [1.0, 2.0, 3.0]) + x.detach().numpy())
+
+
+def test_only_category_ops_have_lanes():
+    ops = registry.OPS
+    assert all(op.by_category for op in registry.LANES)
+    assert ops["mul"] in registry.LANES and ops["to_copy"] not in registry.LANES
+    with pytest.raises(ValueError, match="has no lane"):
+        registry.lane(ops["to_copy"])

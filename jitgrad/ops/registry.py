@@ -302,6 +302,9 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
     operand dtype is worked out once, here; ``impl`` and ``differentiable`` are read at each
     call (the OpDef stays the one definition).
     """
+    if not op.by_category:
+        raise ValueError(f"op {op.name!r} has no lane: its result dtype does not follow its "
+                         "category alone")
     # operand dtype -> result dtype (None: the op computes in another dtype, the general path)
     out_dtypes = {dt: category_dtype(op.promote, dt) for dt in dtypes.ALL}
 
