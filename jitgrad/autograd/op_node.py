@@ -219,20 +219,18 @@ class UniformNode(OpNode):
     _out_meta = None  # (made from the key when asked for)
 
     @staticmethod
-    def record(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
-        """Records ``result = op(*args)``, which the dispatcher's uniform lane computed: one or
-        two tensors of one dtype, no params, one output, no forward-AD level active. Falls back
-        to ``OpNode.record`` for broadcasting (and for saved-tensor hooks and inference
-        tensors); records nothing if no input needs a gradient."""
+    def record(op: registry.OpDef, a: Any, b: Any, result: Any) -> OpNode | None:
+        """Records ``result = op(a, b)`` (``op(a)`` when ``b`` is None), which a lane of the
+        dispatcher computed: tensors of one dtype, no params, one output, no forward-AD level
+        active. Falls back to ``OpNode.record`` for broadcasting (and for saved-tensor hooks
+        and inference tensors); records nothing if no input needs a gradient."""
         dt = result._dtype
-        a = args[0]
         if a._dtype is not dt or saved_tensor_hooks_stack:
-            return _record_general(op, args, result)
+            return _record_general(op, a, b, result)
         shape = a._data.shape  # (a pointwise op's result has the shape of its inputs)
-        if len(args) == 2:
-            b = args[1]
+        if b is not None:
             if b._data.shape != shape:
-                return _record_general(op, args, result)  # broadcasting
+                return _record_general(op, a, b, result)  # broadcasting
             ea = edge_of(a)
             eb = edge_of(b)
             if ea is None:
@@ -256,10 +254,13 @@ class UniformNode(OpNode):
             node._inputs = node._versions = None
         elif plan is _ALL:
             if a._is_inference or b._is_inference:
-                return OpNode.record(op, args, _NO_PARAMS, (result,))  # (which raises)
-            node._inputs = args
-            node._versions = (a._vc[0], b._vc[0])
+                return OpNode.record(op, (a, b), _NO_PARAMS, (result,))  # (which raises)
+            node._inputs = (a, b)
+            va = a._vc[0]
+            vb = b._vc[0]
+            node._versions = (va, vb) if va or vb else _UNCHANGED  # (the common case: shared)
         else:
+            args = (a,) if b is None else (a, b)
             inputs, versions = [], []
             for x, keep in zip(args, plan):
                 if keep and x._is_inference:
@@ -382,14 +383,16 @@ def _save_output(tensor: Any, output_nr: int) -> SavedTensor:
     return s
 
 
-def _record_general(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
-    for a in args:
-        if a._requires_grad or a._grad_fn is not None:
+def _record_general(op: registry.OpDef, a: Any, b: Any, result: Any) -> OpNode | None:
+    args = (a,) if b is None else (a, b)
+    for t in args:
+        if t._requires_grad or t._grad_fn is not None:
             return OpNode.record(op, args, _NO_PARAMS, (result,))
     return None
 
 
 _ALL = (True, True)  # the save plan of a binary op that saves both inputs
+_UNCHANGED = (0, 0)  # the versions of two saved inputs never modified in place
 # op -> {needs mask -> which inputs a uniform record saves}: the engine's cache of save plans
 SAVE_PLANS: defaultdict = defaultdict(dict)
 
@@ -415,4 +418,4 @@ def _any_needed(needs: list, positions: tuple) -> bool:
 
 
 registry.OpNode = OpNode
-registry.UniformNode = UniformNode
+registry.record_uniform = UniformNode.record

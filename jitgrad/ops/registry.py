@@ -246,11 +246,12 @@ class _DispatchState(threading.local):
 state = _DispatchState()
 
 # Filled in by jitgrad.tensor and jitgrad.autograd.op_node at import (they import this module):
-# the Tensor class, its constructor ``make(data, dtype)`` and the nodes that ``apply`` records.
+# the Tensor class, its constructor ``make(data, dtype)``, the node that ``apply`` records and
+# the lanes' record (``UniformNode.record``).
 Tensor: Any = None
 make: Any = None
 OpNode: Any = None
-UniformNode: Any = None
+record_uniform: Any = None
 
 # Forward-mode AD (jitgrad.autograd.forward_ad): while a dual level is active, ``fw_hook(op,
 # args, params, outputs)`` gives the outputs their tangents with ``op.jvp``. A JVP rule is
@@ -312,7 +313,7 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
         # this thread's dispatch state: its dict, read once (three reads of a thread-local's
         # attributes cost three times as much)
         st = state.__dict__
-        args = None
+        hot = False
         if type(a) is Tensor and not st["traces"]:
             dt = a._dtype
             out_dtype = out_dtypes[dt]
@@ -321,7 +322,8 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
                 pass  # computed in another dtype, or a cuda tensor: the general path
             elif b is _UNARY:
                 out = op.impl(x)
-                args = (a,)
+                hot = True
+                b = None  # (one operand: the record's second operand is None)
             elif type(b) is Tensor and b._dtype is dt and (not cuda_live
                                                            or type(b._data) is not _CudaArray):
                 y = b._data
@@ -330,8 +332,8 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
                 except ValueError:  # torch's text for a broadcasting mismatch
                     broadcast_shapes(x.shape, y.shape)
                     raise
-                args = (a, b)
-        if args is None:
+                hot = True
+        if not hot:
             if fallback is not None:
                 kind = type(b)
                 if kind is not Tensor and kind is not float and kind is not int:
@@ -342,9 +344,9 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
             out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for 0-d operands)
         result = make(out, out_dtype)
         if fw_hook is not None or st["inference"]:
-            return _finish(op, args, {}, result, (result,))
+            return _finish(op, (a,) if b is None else (a, b), {}, result, (result,))
         if st["grad_enabled"] and op.differentiable:
-            UniformNode.record(op, args, result)  # (records only if an input needs grad)
+            record_uniform(op, a, b, result)  # (records only if an input needs grad)
         return result
 
     call.__name__ = call.__qualname__ = f"lane_{op.name}"
