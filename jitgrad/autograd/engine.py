@@ -51,6 +51,7 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     restrict = targets is not None  # only nodes on a path to an input run
     release = not retain_graph
     add = _add_arrays if raw else _add_tensors
+    lane = raw and not restrict  # every node without hooks takes the array lane
 
     def run(node: Node, grads: list) -> Any:
         """One node's backward: the array lane (``apply_arrays``) when gradients travel as
@@ -72,7 +73,9 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
             grads = buffers.pop(node, None)
             if grads is None:  # no gradient reached it (or a leaf's, already accumulated)
                 continue
-            for edge, g in zip(node._next, run(node, grads)):
+            out = node.apply_arrays(grads, release) if lane and not node._hooked \
+                else run(node, grads)
+            for edge, g in zip(node._next, out):
                 if edge is None or restrict and edge[0] not in needed:
                     continue
                 nxt, nr = edge

@@ -340,37 +340,40 @@ def _zeros(meta: registry.Meta) -> Any:
     return _new(np.zeros(meta.shape, dtype=meta.dtype.np), meta.dtype)
 
 
+def edge_of(a: Any) -> tuple | None:
+    """The edge from a node recording an op to its input ``a``, the one place that makes it:
+    ``(grad_fn, output_nr)`` of a tensor with a history, its ``AccumulateGrad``'s edge for a
+    leaf that requires grad, None otherwise (a tensor that needs no gradient). A view whose base
+    was changed in place gets its new history first."""
+    if a._base is not None and a._vc[0] != a._view_version:
+        _refresh_view(a)  # its base changed in place: a new history
+    fn = a._grad_fn
+    if fn is not None:
+        return (fn, a._output_nr)
+    if a._requires_grad:
+        return (a._accumulator or a._get_accumulator()).edge
+    return None
+
+
 def edges_of(args: tuple) -> tuple[list, int]:
-    """The edges of a node recording an op on ``args``, one per argument: ``(grad_fn,
-    output_nr)`` of a tensor with a history, its ``AccumulateGrad``'s edge for a leaf that
-    requires grad, None otherwise (a tensor that needs no gradient, a number); and the mask of
-    the arguments with an edge (bit i: argument i needs a gradient). A view whose base was
-    changed in place gets its new history first."""
+    """The edges of a node recording an op on ``args``, one per argument (``edge_of`` of a
+    tensor, None for a number), and the mask of the arguments with an edge (bit i: argument i
+    needs a gradient)."""
     edges = []
     mask = 0
     bit = 1
     for a in args:
-        if type(a) is Tensor or isinstance(a, Tensor):  # (parameters are a subclass)
-            if a._base is not None and a._vc[0] != a._view_version:
-                _refresh_view(a)  # its base changed in place: a new history
-            fn = a._grad_fn
-            if fn is not None:
-                edges.append((fn, a._output_nr))
-                mask |= bit
-            elif a._requires_grad:
-                edges.append((a._accumulator or a._get_accumulator()).edge)
-                mask |= bit
-            else:
-                edges.append(None)
-        else:
-            edges.append(None)
+        e = edge_of(a) if type(a) is Tensor or isinstance(a, Tensor) else None
+        edges.append(e)  # (parameters are a Tensor subclass)
+        if e is not None:
+            mask |= bit
         bit += bit
     return edges, mask
 
 
 def _edge(a: Any) -> tuple | None:
     """The edge of one argument (see ``edges_of``)."""
-    return edges_of((a,))[0][0]
+    return edge_of(a) if isinstance(a, Tensor) else None
 
 
 class AccumulateGrad(Node):

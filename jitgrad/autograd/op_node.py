@@ -31,6 +31,7 @@ from .node import (
     _sequence,
     _zeros,
     check_version,
+    edge_of,
     edges_of,
     saved_tensor_hooks_stack,
 )
@@ -218,57 +219,68 @@ class UniformNode(OpNode):
     _out_meta = None  # (made from the key when asked for)
 
     @staticmethod
-    def record(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
-        """Records ``result = op(*args)``, which the dispatcher has checked: tensor arguments of
-        one dtype, no params, one output, no forward-AD level active. Falls back to
-        ``OpNode.record`` for broadcasting (and for saved-tensor hooks and inference tensors);
-        records nothing if no input needs a gradient."""
-        data = result._data
+    def record(op: registry.OpDef, a: Any, b: Any, result: Any) -> OpNode | None:
+        """Records ``result = op(a, b)`` (``op(a)`` when ``b`` is None), which a lane of the
+        dispatcher computed: tensors of one dtype, no params, one output, no forward-AD level
+        active. Falls back to ``OpNode.record`` for broadcasting (and for saved-tensor hooks
+        and inference tensors); records nothing if no input needs a gradient."""
         dt = result._dtype
-        if args[0]._dtype is not dt or saved_tensor_hooks_stack:
-            return _record_general(op, args, result)
-        if len(args) == 2:  # (a pointwise op's result has the shape of its one input)
-            shape = args[0]._data.shape
-            if args[1]._data.shape != shape:
-                return _record_general(op, args, result)  # broadcasting
+        if a._dtype is not dt or saved_tensor_hooks_stack:
+            return _record_general(op, a, b, result)
+        shape = a._data.shape  # (a pointwise op's result has the shape of its inputs)
+        if b is not None:
+            if b._data.shape != shape:
+                return _record_general(op, a, b, result)  # broadcasting
+            ea = edge_of(a)
+            eb = edge_of(b)
+            if ea is None:
+                if eb is None:  # no input needs a gradient: nothing to record
+                    return None
+                mask = 2
+            else:
+                mask = 1 if eb is None else 3
+            edges = [ea, eb]
         else:
-            shape = data.shape
-        edges, mask = edges_of(args)
-        if not mask:  # no input needs a gradient: nothing to record
-            return None
+            ea = edge_of(a)
+            if ea is None:
+                return None
+            mask = 1
+            edges = [ea]
         plan = SAVE_PLANS[op].get(mask)
         if plan is None:
             plan = _save_plan(op, edges)
-        if plan:
-            if plan is _ALL and len(args) == 2:
-                a, b = args
-                if a._is_inference or b._is_inference:
-                    return OpNode.record(op, args, _NO_PARAMS, (result,))  # (which raises)
-                inputs, versions = args, (a._vc[0], b._vc[0])
-            else:
-                inputs, versions = [], []
-                for a, keep in zip(args, plan):
-                    if keep and a._is_inference:
-                        return OpNode.record(op, args, _NO_PARAMS, (result,))
-                    inputs.append(a if keep else None)
-                    versions.append(a._vc[0])
-        else:
-            inputs = versions = None
         node = _new_object(UniformNode)
+        if not plan:
+            node._inputs = node._versions = None
+        elif plan is _ALL:
+            if a._is_inference or b._is_inference:
+                return OpNode.record(op, (a, b), _NO_PARAMS, (result,))  # (which raises)
+            node._inputs = (a, b)
+            va = a._vc[0]
+            vb = b._vc[0]
+            node._versions = (va, vb) if va or vb else _UNCHANGED  # (the common case: shared)
+        else:
+            args = (a,) if b is None else (a, b)
+            inputs, versions = [], []
+            for x, keep in zip(args, plan):
+                if keep and x._is_inference:
+                    return OpNode.record(op, args, _NO_PARAMS, (result,))
+                inputs.append(x if keep else None)
+                versions.append(x._vc[0])
+            node._inputs = inputs
+            node._versions = versions
         node._next = node._needs = edges
         node._seq = next(_sequence)
         node._freed = False
         node.op = op
         node._key = (mask, dt, shape)
-        node._inputs = inputs
-        node._versions = versions
         if op.save_output:
             vc = result._vc
-            node._out = (data, vc, vc[0])
+            node._out = (result._data, vc, vc[0])
             node._saved = True
         else:
             node._out = None
-            node._saved = inputs is not None
+            node._saved = node._inputs is not None
         # (an input needs a gradient, so it is floating or complex, and so is the result: one
         # dtype throughout)
         result._grad_fn = node
@@ -371,14 +383,16 @@ def _save_output(tensor: Any, output_nr: int) -> SavedTensor:
     return s
 
 
-def _record_general(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
-    for a in args:
-        if a._requires_grad or a._grad_fn is not None:
+def _record_general(op: registry.OpDef, a: Any, b: Any, result: Any) -> OpNode | None:
+    args = (a,) if b is None else (a, b)
+    for t in args:
+        if t._requires_grad or t._grad_fn is not None:
             return OpNode.record(op, args, _NO_PARAMS, (result,))
     return None
 
 
 _ALL = (True, True)  # the save plan of a binary op that saves both inputs
+_UNCHANGED = (0, 0)  # the versions of two saved inputs never modified in place
 # op -> {needs mask -> which inputs a uniform record saves}: the engine's cache of save plans
 SAVE_PLANS: defaultdict = defaultdict(dict)
 
@@ -404,4 +418,4 @@ def _any_needed(needs: list, positions: tuple) -> bool:
 
 
 registry.OpNode = OpNode
-registry.UniformNode = UniformNode
+registry.record_uniform = UniformNode.record

@@ -14,7 +14,7 @@ from .creation import tensor
 from .elementwise import where
 from .indexing import getitem
 from .linalg import matmul
-from .registry import apply
+from .registry import apply, lane
 from .surface import public
 
 
@@ -219,14 +219,10 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
         return op
 
     def direct(opdef, slow):
-        # The operators of eager hot loops: a tensor or Python number operand goes straight to
-        # the dispatcher (what add/sub/mul/div do for it); anything else takes ``slow``.
-        def op(self, other):
-            kind = type(other)
-            if kind is Tensor or kind is float or kind is int:
-                return apply(opdef, self, other)
-            return slow(self, other)
-        return op
+        # The operators of eager hot loops: the op's lane, where a tensor or Python number
+        # operand goes straight to the dispatcher (what add/sub/mul/div do for it); anything
+        # else takes ``slow``.
+        return lane(opdef, slow)
 
     Tensor.__add__ = Tensor.__radd__ = direct(ew.ADD, binary(add))
     Tensor.__sub__ = direct(ew.SUB, binary(sub))

@@ -158,6 +158,8 @@ def defop(name: str, impl: Callable, **fields: Any) -> OpDef:
         op.meta = _pointwise_meta(op)
     op.by_category = op.kind == POINTWISE and not op.nonpromoted \
         and hasattr(op.meta, "by_category") and not op.view  # (detach: its output is a view)
+    if op.by_category:
+        LANES[op] = lane(op)
     OPS[name] = op
     return op
 
@@ -244,11 +246,12 @@ class _DispatchState(threading.local):
 state = _DispatchState()
 
 # Filled in by jitgrad.tensor and jitgrad.autograd.op_node at import (they import this module):
-# the Tensor class, its constructor ``make(data, dtype)`` and the nodes that ``apply`` records.
+# the Tensor class, its constructor ``make(data, dtype)``, the node that ``apply`` records and
+# the lanes' record (``UniformNode.record``).
 Tensor: Any = None
 make: Any = None
 OpNode: Any = None
-UniformNode: Any = None
+record_uniform: Any = None
 
 # Forward-mode AD (jitgrad.autograd.forward_ad): while a dual level is active, ``fw_hook(op,
 # args, params, outputs)`` gives the outputs their tangents with ``op.jvp``. A JVP rule is
@@ -276,6 +279,82 @@ _ndarray = np.ndarray
 
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
+    if op.by_category and not params and 0 < len(args) < 3:  # f(t), t1 + t2: the uniform lane
+        return LANES[op](*args)
+    return _apply(op, args, params)
+
+
+_UNARY = object()  # a lane's second operand when there is none
+# op -> its lane (``lane(op)``), for each op whose result dtype follows its category: made by
+# ``defop``, called by ``apply``, the generated one-operand functions and the Tensor operators
+LANES: dict = {}
+
+
+def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
+    """``f(a)`` or ``f(a, b)``: ``apply(op, a[, b])`` made for one pointwise op whose result
+    dtype follows its category (``op.by_category``), the uniform lane of eager mode.
+
+    Eager tensors of one dtype take it: the NumPy result, its tensor, and a ``UniformNode``
+    (which records only if an input needs a gradient, and hands broadcasting, saved-tensor hooks
+    and inference tensors to ``OpNode.record``). Any other call, and a call under forward AD or
+    inference mode once computed, goes through ``apply``'s general path; with ``fallback``, a
+    second operand that is no tensor or Python int/float goes to ``fallback(a, b)`` instead
+    (the Tensor operators: NotImplemented for foreign operands). The result dtype of each
+    operand dtype is worked out once, here; ``impl`` and ``differentiable`` are read at each
+    call (the OpDef stays the one definition).
+    """
+    if not op.by_category:
+        raise ValueError(f"op {op.name!r} has no lane: its result dtype does not follow its "
+                         "category alone")
+    # operand dtype -> result dtype (None: the op computes in another dtype, the general path)
+    out_dtypes = {dt: category_dtype(op.promote, dt) for dt in dtypes.ALL}
+
+    def call(a: Any, b: Any = _UNARY):
+        # this thread's dispatch state: its dict, read once (three reads of a thread-local's
+        # attributes cost three times as much)
+        st = state.__dict__
+        hot = False
+        if type(a) is Tensor and not st["traces"]:
+            dt = a._dtype
+            out_dtype = out_dtypes[dt]
+            x = a._data
+            if out_dtype is None or cuda_live and type(x) is _CudaArray:
+                pass  # computed in another dtype, or a cuda tensor: the general path
+            elif b is _UNARY:
+                out = op.impl(x)
+                hot = True
+                b = None  # (one operand: the record's second operand is None)
+            elif type(b) is Tensor and b._dtype is dt and (not cuda_live
+                                                           or type(b._data) is not _CudaArray):
+                y = b._data
+                try:
+                    out = op.impl(x, y)
+                except ValueError:  # torch's text for a broadcasting mismatch
+                    broadcast_shapes(x.shape, y.shape)
+                    raise
+                hot = True
+        if not hot:
+            if fallback is not None:
+                kind = type(b)
+                if kind is not Tensor and kind is not float and kind is not int:
+                    return fallback(a, b)
+            return _apply(op, (a,) if b is _UNARY else (a, b), {})
+        npdt = out_dtype.np
+        if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
+            out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for 0-d operands)
+        result = make(out, out_dtype)
+        if fw_hook is not None or st["inference"]:
+            return _finish(op, (a,) if b is None else (a, b), {}, result, (result,))
+        if st["grad_enabled"] and op.differentiable:
+            record_uniform(op, a, b, result)  # (records only if an input needs grad)
+        return result
+
+    call.__name__ = call.__qualname__ = f"lane_{op.name}"
+    return call
+
+
+def _apply(op: OpDef, args: tuple, params: dict):
+    """``apply``'s general path: any op, arguments and params."""
     st = state
     if st.traces:
         if st.traces[-1].batching:  # vmap (jitgrad/func/vmap.py) routes every op itself
@@ -286,47 +365,21 @@ def apply(op: OpDef, *args: Any, **params: Any):
         if op.nondeterministic or any(isinstance(a, Tensor) for a in args):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
-    out_dtype = None
-    if op.by_category and not params and type(args[0]) is Tensor \
-            and (not cuda_live or not _any_cuda(args)):
-        # the hot cases, inlined: f(t), t1 + t2 on tensors of one dtype, without params
-        a = args[0]
-        dt = a._dtype
-        if len(args) == 1:
-            out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
-            if out_dtype is not None:
-                out = op.impl(a._data)
-        elif len(args) == 2:
-            b = args[1]
-            if type(b) is Tensor and b._dtype is dt:
-                out_dtype = dt if op.promote == SAME else category_dtype(op.promote, dt)
-                if out_dtype is not None:
-                    try:
-                        out = op.impl(a._data, b._data)
-                    except ValueError:  # torch's text for a broadcasting mismatch
-                        broadcast_shapes(a._data.shape, b._data.shape)
-                        raise
-    if out_dtype is not None:
-        # tensors of one dtype: the hot case ends as soon as its result exists (a uniform node)
-        hot = fw_hook is None and not st.inference
-    else:
-        hot = False
-        out, out_dtype = _compute(op, args, params)
+    out, out_dtype = _compute(op, args, params)
     if op.n_outputs == 1:
-        npdt = out_dtype.np
-        if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
-            if type(out) is not _CudaArray:
-                out = np.asarray(out, dtype=npdt)
-        result = make(out, out_dtype)
-        if hot:
-            if st.grad_enabled and op.differentiable:
-                UniformNode.record(op, args, result)  # (records only if an input needs grad)
-            return result
-        outputs = (result,)
-    else:
-        if not isinstance(out_dtype, tuple):
-            out_dtype = (out_dtype,) * len(out)
-        outputs = result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
+        result = _wrap(out, out_dtype)
+        return _finish(op, args, params, result, (result,))
+    if not isinstance(out_dtype, tuple):
+        out_dtype = (out_dtype,) * len(out)
+    result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
+    return _finish(op, args, params, result, result)
+
+
+def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):
+    """What follows an op's computation on the general path: its outputs become views of
+    its input (view ops), get their forward-AD tangents, are marked as inference tensors, or
+    are recorded by an ``OpNode``. Returns ``result``."""
+    st = state
     if op.view:
         _mark_views(op, args, params, outputs)
     if fw_hook is not None:  # forward-mode AD: a dual level is active

@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from .registry import OPS, OpDef, Public, apply
+from .registry import LANES, OPS, OpDef, Public, apply
 
 # plain functions declared with @public, in declaration order
 _FUNCTIONS: list[tuple[Callable, Public]] = []
@@ -60,8 +60,11 @@ def op_function(op: OpDef) -> Callable:
     passed = args if len(pub.args) == 1 else ", ".join(f"_operand({a})" for a in pub.args)
     sig = args + "".join(f", {k}=_D[{k!r}]" for k in pub.params)
     call = passed + "".join(f", {k}={k}" for k in pub.params)
-    src = f"def {name}({sig}):\n    return apply(OP, {call})\n"
-    env = {"apply": apply, "OP": op, "_D": dict(pub.params), "_operand": _operand}
+    # (one operand and no params: the op's lane, ``registry.lane``, where it has one)
+    entry = "LANE" if len(pub.args) == 1 and not pub.params and op in LANES else "apply"
+    src = f"def {name}({sig}):\n    return {entry}({'' if entry == 'LANE' else 'OP, '}{call})\n"
+    env = {"apply": apply, "LANE": LANES.get(op), "OP": op, "_D": dict(pub.params),
+           "_operand": _operand}
     # (a file name inside the package: jit's source lines skip it, as any jitgrad frame)
     code = compile(src, os.path.join(os.path.dirname(__file__), f"<public {name}>"), "exec")
     exec(code, env)  # noqa: S102 - a signature built from the op's declaration
