@@ -77,7 +77,8 @@ class BackwardCFunction(Node, FunctionCtx):
 
     def apply(self, grad_outputs: list) -> tuple:
         if self.materialize_grads:
-            grad_outputs = [g if g is not None or m is None else _zeros(m)
+            like = next((g for g in grad_outputs if g is not None), None)  # (its device)
+            grad_outputs = [g if g is not None or m is None else _zeros(m, like)
                             for g, m in zip(grad_outputs, self._out_meta)]
         cls = self._forward_cls
         backward_fn = cls.vjp if cls.vjp is not Function.vjp else cls.backward

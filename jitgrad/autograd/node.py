@@ -335,8 +335,11 @@ def _save(tensor: Any, is_output: bool) -> SavedTensor:
     return s
 
 
-def _zeros(meta: registry.Meta) -> Any:
-    """``zeros(meta.shape, dtype=meta.dtype)``: the gradient of an output that got none."""
+def _zeros(meta: registry.Meta, like: Any = None) -> Any:
+    """``zeros(meta.shape, dtype=meta.dtype)``: the gradient of an output that got none, on the
+    device of ``like`` (another output's gradient) when that is not the CPU."""
+    if like is not None and type(like._data) is not np.ndarray and like.is_cuda:
+        return like.new_zeros(meta.shape, dtype=meta.dtype)
     return _new(np.zeros(meta.shape, dtype=meta.dtype.np), meta.dtype)
 
 

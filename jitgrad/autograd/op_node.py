@@ -125,7 +125,8 @@ class OpNode(Node):
         if len(grad_outputs) == 1:
             return grad_outputs if grad_outputs[0] is not None else \
                 (_zeros(self._output_meta(0)),)
-        return tuple(g if g is not None else _zeros(self._output_meta(i))
+        like = next((g for g in grad_outputs if g is not None), None)  # (its device)
+        return tuple(g if g is not None else _zeros(self._output_meta(i), like)
                      for i, g in enumerate(grad_outputs))
 
     def apply(self, grad_outputs: list) -> tuple:
