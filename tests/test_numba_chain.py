@@ -211,3 +211,26 @@ def test_a_second_process_loads_the_chain_kernels_and_a_broken_file_is_recompile
     assert (third["value"], third["grad"]) == (first["value"], first["grad"])
     fourth = _run(tmp_path)  # stored again
     assert fourth["compiled"] == 0 and fourth["warnings"] == []
+
+
+def test_a_long_graph_gets_kernels_half_as_long_that_still_repeat(monkeypatch):
+    fuse = sys.modules["jitgrad.jit.passes.fuse"]  # (the package's ``fuse`` is the pass)
+
+    def chain(x):
+        h = x
+        for i in range(120):
+            h = h * h * 0.5 if i % 2 == 0 else jitgrad.tanh(h) * 1.01 + 0.1
+        return h.sum()
+
+    x = jitgrad.linspace(-1, 1, 16, dtype=D)
+    sizes = {}
+    for long_graph in (10 ** 6, 100):  # (the 300-equation chain: short, then long)
+        monkeypatch.setattr(fuse, "LONG_GRAPH", long_graph)
+        low = jit(chain, backend="numba").lower(x)
+        _, kernels = numba_cpu.lower(low.forward_graph)
+        sizes[long_graph] = [k.ks.n_ops for k in kernels]
+        assert len({k.ks.source for k in kernels[1:-1]}) == 1
+        np.testing.assert_allclose(jit(chain, backend="numba")(x).item(), chain(x).item(),
+                                   rtol=1e-12)
+    assert max(sizes[10 ** 6]) <= fuse.MAX_KERNEL_OPS < max(sizes[10 ** 6]) * 2
+    assert max(sizes[100]) <= fuse.MAX_KERNEL_OPS // 2 and len(sizes[100]) > len(sizes[10 ** 6])

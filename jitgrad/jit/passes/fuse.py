@@ -70,6 +70,19 @@ MAX_KERNEL_OPS = _config.max_kernel_ops()
 # of equal layers) then cuts every repetition at the same place, and its kernels have equal
 # source, compiled once (W6: 126 kernels of 12 distinct sources at fixed cuts).
 MIN_CUT_OPS = MAX_KERNEL_OPS * 3 // 4
+# A graph of more than LONG_GRAPH equations (an unrolled loop, a deep stack of layers) gets
+# kernels of at most half as many: its kernels repeat, so its first call is mostly the compile
+# time of its few distinct kernels, which grows faster than their length, while a boundary
+# costs it little (such graphs run as compiled chains, a kernel call there is tens of ns).
+# W6 N=1600 (value and gradient): first call 2.8 -> 2.4 s, later calls 61 -> 50 us.
+LONG_GRAPH = 2048
+
+
+def kernel_sizes(n_eqns: int) -> tuple[int, int]:
+    """(the fewest equations a kernel has before a content cut may end it, the most it holds)
+    in a graph of ``n_eqns`` equations."""
+    most = MAX_KERNEL_OPS if n_eqns <= LONG_GRAPH else max(MAX_KERNEL_OPS // 2, 1)
+    return most * 3 // 4, most
 _CUT_WINDOW = 8  # equations whose ops and wiring decide one position's score
 
 
@@ -101,13 +114,13 @@ def _cut_scores(eqns: list) -> list[int]:
             for k in range(len(own))]
 
 
-def _cut(scores: list, first: int) -> int:
+def _cut(scores: list, first: int, least: int, most: int) -> int:
     """Where a kernel that starts at position ``first`` ends once it is long: the first
-    lowest score among the positions that keep it between MIN_CUT_OPS and MAX_KERNEL_OPS."""
-    window = scores[first + MIN_CUT_OPS - 1:first + MAX_KERNEL_OPS]
+    lowest score among the positions that keep it between ``least`` and ``most`` equations."""
+    window = scores[first + least - 1:first + most]
     if not window:
         return len(scores)
-    return first + MIN_CUT_OPS - 1 + window.index(min(window))
+    return first + least - 1 + window.index(min(window))
 
 
 def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
@@ -132,7 +145,8 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
         return False
 
     view_only = _expands_read_only_by_boundaries(graph, fusible)
-    scores = _cut_scores(graph.eqns) if len(graph.eqns) > MIN_CUT_OPS else []
+    least, most = kernel_sizes(len(graph.eqns))
+    scores = _cut_scores(graph.eqns) if len(graph.eqns) > least else []
     for k, e in enumerate(graph.eqns):
         units = [unit_of[v] for v in e.in_vars() if v in unit_of]
         if not fusible(e) or k in view_only:
@@ -147,14 +161,14 @@ def fuse(graph: Graph, fusible: Callable[[Eqn], bool]) -> Graph:
             candidates.append(latest[dom])
         target = None
         for g in candidates:
-            if len(g.eqns) >= MAX_KERNEL_OPS or (len(g.eqns) >= MIN_CUT_OPS and k > g.cut) \
+            if len(g.eqns) >= most or (len(g.eqns) >= least and k > g.cut) \
                     or any(v in g.reduced for v in e.in_vars()):
                 continue
             if not any(u is not g and reaches(u, g) for u in units):
                 target = g
                 break
         if target is None:
-            target = _Group(len(groups), dom, k, _cut(scores, k))
+            target = _Group(len(groups), dom, k, _cut(scores, k, least, most))
             groups.append(target)
             preds[target] = set()
         target.eqns.append(e)
@@ -247,6 +261,7 @@ def rematerialize(graph: Graph) -> Graph:
     for e in eqns:
         for q in (e.params["body"].eqns if e.op is KERNEL_OP else [e]):
             rank[q] = len(rank)
+    most = kernel_sizes(len(rank))[1]
     made_by: dict[Var, tuple[int, Eqn]] = {}  # full-size pointwise value -> (kernel index, eqn)
     for j, e in enumerate(eqns):
         if e.op is KERNEL_OP:
@@ -271,7 +286,7 @@ def rematerialize(graph: Graph) -> Graph:
                 if chain is None:
                     continue
                 chain = [q for q in chain if q not in body.eqns]
-                if len(chain) + len(body.eqns) > MAX_KERNEL_OPS:
+                if len(chain) + len(body.eqns) > most:
                     continue
                 made = {w for q in chain for w in q.outputs}
                 reads = {w for q in chain for w in q.in_vars() if w not in made}
