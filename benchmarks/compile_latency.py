@@ -21,7 +21,7 @@ from pathlib import Path
 
 from .runner import Progress, make_row
 
-COMPILED_PEERS = ("jitgrad-jit", "torch-compile", "jax")
+COMPILED_PEERS = ("jitgrad-jit", "jitgrad-jit-vg", "torch-compile", "jax")
 LABELS = {"W1": "W1 N=1e5", "W2": "W2 MLP", "W6": "W6 N=1600"}
 _ROOT = Path(__file__).resolve().parent.parent
 LONG_SKIP = "not probed on W6 (torch.compile of an 8000-op program takes many minutes)"
@@ -29,13 +29,15 @@ LONG_SKIP = "not probed on W6 (torch.compile of an 8000-op program takes many mi
 
 def probe(workload: str, peer_name: str) -> dict:
     """In this (fresh) process: time the first call of ``workload`` on ``peer_name``, check it."""
-    from .peers import JitgradJitPeer, select
+    from .peers import JitgradJitPeer, JitgradJitValueAndGradPeer, select
     from .runner import disagreement
     from .workloads import compile_cases, reference
 
     case = compile_cases()[workload]
     # no smoke test for jitgrad-jit: nothing may be compiled before the timed call
-    (peer,) = [JitgradJitPeer(smoke=False)] if peer_name == "jitgrad-jit" else select((peer_name,))
+    unsmoked = {"jitgrad-jit": JitgradJitPeer, "jitgrad-jit-vg": JitgradJitValueAndGradPeer}
+    (peer,) = [unsmoked[peer_name](smoke=False)] if peer_name in unsmoked else \
+        select((peer_name,))
     why = peer.unavailable()
     if why is not None:
         return {"status": "unavailable", "reason": why}

@@ -280,9 +280,10 @@ def test_progress_lines():
 def test_compile_latency_cold_and_warm_in_fresh_processes():
     if jitgrad_jit_entry()[1] is not None:
         pytest.skip("jitgrad.jit is not available in this checkout")
-    rows = compile_latency.measure(("W1",), ["jitgrad-jit"], {})
+    rows = compile_latency.measure(("W1",), ["jitgrad-jit", "jitgrad-jit-vg"], {})
     assert [(r["config"], r["peer"], r["status"]) for r in rows] == [
-        ("W1 N=1e5 cold", "jitgrad-jit", "ok"), ("W1 N=1e5 warm", "jitgrad-jit", "ok")]
+        ("W1 N=1e5 cold", "jitgrad-jit", "ok"), ("W1 N=1e5 warm", "jitgrad-jit", "ok"),
+        ("W1 N=1e5 cold", "jitgrad-jit-vg", "ok"), ("W1 N=1e5 warm", "jitgrad-jit-vg", "ok")]
     assert all(r["median_s"] > 0 for r in rows)
 
 
