@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from . import dtypes
+from ._version import __version__ as __version__
 from .dtypes import (bool, cdouble, cfloat, complex64, complex128, double, dtype, float,  # noqa: A004
                      float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
                      int64, long, promote_types, set_default_dtype, short, uint8)
@@ -19,14 +20,13 @@ from .device import get_default_device, set_default_device
 from .serialization import load, save
 from ._tensor_str import get_printoptions, printoptions, set_printoptions
 from . import cuda, linalg
+from . import backends  # noqa: F401 - plugs the CUDA runtime into device (RUNTIME_LOADERS)
 from .autograd import op_node as _op_node  # noqa: F401 - wires OpNode into the dispatcher
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
-
-__version__ = "0.1.0"
 
 
 def result_type(tensor1, tensor2) -> dtype:  # noqa: A001

@@ -9,8 +9,6 @@ never raises.
 
 from __future__ import annotations
 
-from .device import RUNTIME_LOADERS, cuda_unavailable
-
 
 def _numba_cuda():
     try:
@@ -19,24 +17,6 @@ def _numba_cuda():
         return None
     return cuda
 
-
-def _load_runtime() -> None:
-    """Loads the CUDA runtime for ``device.cuda_runtime``: the eager cuda dispatcher
-    (``backends/cuda_eager.py``), or raises ``cuda_unavailable`` when numba-cuda cannot drive
-    a GPU (or its simulator) here."""
-    try:
-        from numba import cuda
-
-        ok = bool(cuda.is_available())
-        reason = "" if ok else "numba.cuda.is_available() is False"
-    except Exception as e:  # noqa: BLE001 - no numba-cuda, no driver, a broken toolkit
-        ok, reason = False, f"{type(e).__name__}: {e}"
-    if not ok:
-        raise cuda_unavailable(reason)
-    from .backends import cuda_eager  # noqa: F401 - installs the dispatcher's CUDA path
-
-
-RUNTIME_LOADERS["cuda"] = _load_runtime
 
 # Tensors can live on a cuda device (kept for code that read this flag).
 CUDA_TENSORS = True

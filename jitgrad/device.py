@@ -73,8 +73,9 @@ def check_device(dev) -> device:
 
 _CUDA0 = device("cuda", 0)
 _LOADED: list = []
-# device type -> a function that loads its runtime or raises (a plug-in: ``jitgrad.cuda``
-# sets "cuda" at import; the CUDA runtime is a backend, far above this module)
+# device type -> a function that loads its runtime or raises (a plug-in: ``jitgrad.backends``
+# sets "cuda" when ``import jitgrad`` imports it; the CUDA runtime is a backend, far above
+# this module)
 RUNTIME_LOADERS: dict[str, Callable[[], None]] = {}
 
 
@@ -84,8 +85,8 @@ def cuda_runtime() -> None:
     if _LOADED:
         return
     load = RUNTIME_LOADERS.get("cuda")
-    if load is None:  # (jitgrad.cuda comes with ``import jitgrad``)
-        raise cuda_unavailable("jitgrad.cuda is not imported")
+    if load is None:  # (jitgrad.backends comes with ``import jitgrad``)
+        raise cuda_unavailable("jitgrad.backends is not imported")
     load()
     _LOADED.append(True)
 

@@ -10,7 +10,7 @@ import pytest
 import jitgrad
 from jitgrad.backends import interpreter
 from jitgrad.jit import jit
-from jitgrad.jit.ir import Eqn, Graph, IRError, Var, type_str
+from jitgrad._ir import Eqn, Graph, IRError, Var, type_str
 from jitgrad.jit.passes import cse, dce
 from jitgrad.ops.registry import OPS
 

@@ -8,7 +8,8 @@ import jitgrad
 from jitgrad.autograd import rule_programs
 from jitgrad.autograd.rule_programs import PROGRAMS
 from jitgrad.autograd.op_node import UniformNode
-from jitgrad.backends import interpreter, pycode
+from jitgrad import _pycode as pycode
+from jitgrad.backends import interpreter
 from jitgrad.ops import registry
 from jitgrad.ops.registry import POINTWISE, defop
 

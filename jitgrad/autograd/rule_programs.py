@@ -5,7 +5,8 @@ dispatcher (a tensor per intermediate, a dispatch per op) is pure overhead. For 
 whose signature is *uniform* (every argument a tensor with the output's shape and dtype, no
 params: ``h * w``, ``h + w``, ``tanh(h)`` on same-shaped tensors), the engine instead traces
 the op's own rule, through the same ``registry.run_vjp`` and ``fit_grad`` the JIT uses, into a
-small graph, and renders that as straight-line NumPy (``backends.pycode``). The rule stays the
+small graph (with the tracer the JIT's is built on, ``_tracer``), and renders that as
+straight-line NumPy (``_pycode``). The rule stays the
 single source; this only changes how it is executed.
 
 A program depends only on ``(op, key)``, ``key = (needs mask, dtype, shape)``: which inputs
@@ -16,10 +17,11 @@ be traced (it reads values) is remembered as such and runs through the dispatche
 
 from __future__ import annotations
 
+from collections import defaultdict
 from typing import Any
 
-from collections import defaultdict
-
+from .._pycode import compile_function
+from .._tracer import Trace, active, graph_of
 from ..ops import registry
 
 MAX_PROGRAMS_PER_OP = 256  # a shape-varying workload must not grow the caches without bound
@@ -56,8 +58,6 @@ def build(node: Any, key: tuple):
     grads`` (one per input, None where not needed) for a ``UniformNode``: it unpacks (and
     version-checks) the node's saved values, frees them with ``release``, and runs the rule's
     NumPy code."""
-    from ..backends.pycode import compile_function
-    from ..jit.trace import Trace, active, graph_of
     from .node import FREED
 
     op = node.op

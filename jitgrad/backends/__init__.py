@@ -1,12 +1,20 @@
 """Backends: each is a module with ``compile(graph) -> run(arrays) -> arrays`` and
 ``render(graph) -> str``. ``interpreter`` is the reference; compiled backends are looked up by
-name and report clearly when they are not available."""
+name and report clearly when they are not available.
+
+The package also plugs the eager CUDA runtime (``cuda_eager``: ops on cuda tensors) into the
+base layer's device: ``import jitgrad`` imports this package, which registers
+``load_cuda_runtime`` in ``device.RUNTIME_LOADERS``, and the first cuda device asked for loads
+it. Nothing below the backends imports a backend.
+"""
 
 from __future__ import annotations
 
 import importlib
 import importlib.util
 from types import ModuleType
+
+from ..device import RUNTIME_LOADERS, cuda_unavailable
 
 NAMES = ("auto", "interpreter", "numba", "cuda")
 _MODULES = {"interpreter": "interpreter", "numba": "numba_cpu", "cuda": "numba_cuda"}
@@ -45,3 +53,22 @@ def get_backend(name: str, tensors: list = ()) -> ModuleType:
 
 def _numba_importable() -> bool:
     return importlib.util.find_spec("numba") is not None
+
+
+def load_cuda_runtime() -> None:
+    """Loads the CUDA runtime for ``device.cuda_runtime``: the eager cuda dispatcher
+    (``cuda_eager``), or raises ``cuda_unavailable`` when numba-cuda cannot drive a GPU (or its
+    simulator) here."""
+    try:
+        from numba import cuda
+
+        ok = bool(cuda.is_available())
+        reason = "" if ok else "numba.cuda.is_available() is False"
+    except Exception as e:  # noqa: BLE001 - no numba-cuda, no driver, a broken toolkit
+        ok, reason = False, f"{type(e).__name__}: {e}"
+    if not ok:
+        raise cuda_unavailable(reason)
+    from . import cuda_eager  # noqa: F401 - installs the dispatcher's CUDA path
+
+
+RUNTIME_LOADERS["cuda"] = load_cuda_runtime

@@ -33,7 +33,7 @@ import numpy as np
 from .. import _cuda_array as ca
 from .. import dtypes
 from .._cuda_array import CudaArray, simulated
-from ..jit.ir import Eqn, Graph, Var
+from .._ir import Eqn, Graph, Var
 from ..ops import registry
 from ..ops.registry import MOVEMENT, POINTWISE, REDUCE, Tensor
 from ..tensor import _make

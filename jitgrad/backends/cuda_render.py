@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..jit.ir import Graph, Var
+from .._ir import Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
 from .render import (_CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal,
                      npname, template_of)

@@ -1,109 +1,41 @@
 """The reference backend: runs a Graph equation by equation with each ``OpDef.impl``.
 
-This is the NumPy code eager mode runs, with the same promotion casts as
-``ops.registry._pointwise_arrays`` (worked out once per equation at compile time, since the
-types are static). ``run_eager`` instead dispatches every equation through
-``ops.registry.apply`` on tensors, recording autograd: the path used for ``create_graph=True``.
+``compile`` is ``_interpret.interpret``: the NumPy code eager mode runs, with the same
+promotion casts as ``ops.registry._pointwise_arrays``. ``run_eager`` instead dispatches every
+equation through ``ops.registry.apply`` on tensors, recording autograd: the path used for
+``create_graph=True``. ``mismatch`` says how a compiled backend's result differs from the
+reference (``jit(check=True)`` and the numba backend's self-check).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 import numpy as np
 
-from ..jit.ir import KERNEL, Graph, Var
+from .._interpret import interpret
+from .._ir import KERNEL, Graph, Var
 from ..ops import registry
-from ..tensor import _make
-from ..ops.registry import POINTWISE
 
-def _cast_plan(e) -> list:
-    """Per input: ("v", var, cast dtype or None) or ("l", literal as the impl receives it).
+compile = interpret  # noqa: A001 - the backend interface: graph -> run(arrays) -> arrays
 
-    For pointwise ops this asks ``registry._pointwise_arrays`` itself (on tiny stand-in
-    tensors of the right dtype and rank), so the casts are exactly the eager ones.
-    """
-    op = e.op
-    if op.kind != POINTWISE:
-        return [("v", x, None) if isinstance(x, Var) else ("l", x) for x in e.inputs]
-    stand_ins = []
-    for x in e.inputs:
-        if isinstance(x, Var):
-            stand_ins.append(_make(np.zeros((1,) * len(x.shape), dtype=x.dtype.np), x.dtype))
-        else:
-            stand_ins.append(x)
-    arrays = registry._pointwise_arrays(op, tuple(stand_ins), e.params)[0]
-    plan = []
-    for x, a in zip(e.inputs, arrays):
-        if isinstance(x, Var):
-            plan.append(("v", x, None if a.dtype == x.dtype.np else a.dtype))
-        else:
-            plan.append(("l", a))
-    return plan
+# how far a compiled float result may lie from the reference (``mismatch``)
+RTOL = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
+ATOL = {"float16": 1e-3, "float32": 1e-5, "float64": 1e-11}
 
 
-def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
-    """A function mapping the graph's input arrays to its output arrays."""
-    slot: dict[Var, int] = {}
-    for v in list(graph.invars) + list(graph.consts):
-        slot[v] = len(slot)
-    steps = []
-    for e in graph.eqns:
-        plan = _cast_plan(e)
-        plan = [(0, slot[p[1]], p[2]) if p[0] == "v" else (1, p[1], None) for p in plan]
-        outs = []
-        for v in e.outputs:
-            slot[v] = len(slot)
-            outs.append((slot[v], v.dtype.np))
-        steps.append((e.op.graph_impl, plan, e.params, outs, e.op.n_outputs == 1))
-    n_in = len(graph.invars)
-    consts = list(graph.consts.values())
-    out_slots = [slot[v] if isinstance(v, Var) else None for v in graph.outvars]
-    n_slots = len(slot)
-    steps = [step + (frees,) for step, frees in zip(steps, _dead_after(steps, out_slots))]
-
-    def run(inputs: list) -> list:
-        env: list = [None] * n_slots
-        env[:n_in] = inputs
-        for k, t in enumerate(consts):
-            env[n_in + k] = t._data
-        for impl, plan, params, outs, single, frees in steps:
-            args = []
-            for kind, x, cast in plan:
-                if kind:
-                    args.append(x)
-                else:
-                    a = env[x]
-                    args.append(a if cast is None or a.dtype == cast else a.astype(cast))
-            res = impl(*args, **params)
-            if single:
-                res = (res,)
-            for (s, dt), r in zip(outs, res):
-                if type(r) is not np.ndarray or r.dtype != dt:
-                    r = np.asarray(r, dtype=dt)
-                env[s] = r
-            for s in frees:  # drop intermediates after their last use, as eager mode does
-                env[s] = None
-        return [env[s] if s is not None else None for s in out_slots]
-
-    return run
-
-
-def _dead_after(steps: list, out_slots: list) -> list[tuple]:
-    """For each step, the slots no later step reads and the program does not return."""
-    last: dict[int, int] = {}
-    for i, (_, plan, _, outs, _) in enumerate(steps):
-        for kind, x, _ in plan:
-            if not kind:
-                last[x] = i
-        for s, _ in outs:
-            last.setdefault(s, i)
-    keep = {s for s in out_slots if s is not None}
-    frees: list[list] = [[] for _ in steps]
-    for s, i in last.items():
-        if s not in keep:
-            frees[i].append(s)
-    return [tuple(f) for f in frees]
+def mismatch(a: np.ndarray, b: np.ndarray, dtype_name: str) -> str | None:
+    """How compiled ``a`` differs from eager ``b`` beyond float tolerance (None: it does not)."""
+    if a.shape != b.shape:
+        return f"shape {a.shape} != eager {b.shape}"
+    if a.dtype.kind not in "fc":
+        bad = a != b
+    else:
+        bad = ~np.isclose(a, b, rtol=RTOL.get(dtype_name, 1e-9), atol=ATOL.get(dtype_name, 0),
+                          equal_nan=True)
+    if not np.any(bad):
+        return None
+    i = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
+    return (f"{int(bad.sum())} of {bad.size} elements differ; first at index "
+            f"{tuple(int(k) for k in i)}: compiled {a[i].item()!r}, eager {b[i].item()!r}")
 
 
 def render(graph: Graph) -> str:

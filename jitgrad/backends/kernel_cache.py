@@ -107,7 +107,7 @@ def _library_digest() -> str:
         import llvmlite
         import numba
 
-        from .. import __version__
+        from .._version import __version__
         h = hashlib.sha256()
         for part in (__version__, numba.__version__, llvmlite.__version__, sys.version,
                      sys.platform):

@@ -28,7 +28,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..jit.ir import Graph, Var
+from .._ir import Graph, Var
 from ..jit.passes.fuse import KERNEL_OP
 from ..ops.movement import reshape_program
 from . import kernel_cache

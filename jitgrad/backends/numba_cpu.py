@@ -4,7 +4,7 @@
 (``jit.passes``: ``index_maps``, ``fuse``, ``schedule``), renders every kernel with the shared
 renderer (``backends.render``), compiles it with Numba (serial, ``error_model="numpy"``, the
 fastmath subset ``FASTMATH``), and renders the whole program as one straight-line Python
-function (``backends.pycode``) that calls the kernels, and NumPy for opaque ops (matmul goes to
+function (``_pycode``) that calls the kernels, and NumPy for opaque ops (matmul goes to
 BLAS) and views, in order. Kernels are cached by their source text for the process: a second
 trace with new sizes reuses the compiled code.
 
@@ -25,10 +25,11 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import _config
-from ..jit.ir import Eqn, Graph, Var
+from .._ir import Eqn, Graph, Var
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
-from . import kernel_cache, numba_chain, numba_program, pycode
+from .. import _pycode as pycode
+from . import kernel_cache, numba_chain, numba_program
 from .numba_math import KERNEL_FASTMATH
 from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
                      render_kernel, renderable)
@@ -377,7 +378,7 @@ def render(graph: Graph) -> str:
 def diagnose(graph: Graph, arrays: list) -> str | None:
     """The first kernel whose outputs differ from the interpreter's on ``arrays`` (for
     ``jit(check=True)``), described; None if every kernel agrees."""
-    from ..jit.check import mismatch
+    from .interpreter import mismatch
     from .interpreter import compile as interpret
 
     every = [v for e in graph.eqns for v in e.outputs]

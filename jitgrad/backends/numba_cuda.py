@@ -21,7 +21,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import dtypes
-from ..jit.ir import Eqn, Graph
+from .._ir import Eqn, Graph
 from ..jit.passes.fuse import KERNEL_OP, is_reduction
 from ..ops.registry import POINTWISE
 from .. import _cuda_array as cuda_array

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..jit.ir import Eqn, Graph, Var
+from .._ir import Eqn, Graph, Var
 from ..jit.passes.fuse import KERNEL_OP, free_inputs
 from . import kernel_cache
 from .render import literal, npname

@@ -8,7 +8,7 @@ are returned. Sizes are arguments, so the source depends only on ranks, dtypes a
 broadcast: a new batch size reuses the compiled kernel.
 
 Each equation becomes one scalar statement from its op's template (``OpDef.template``), with
-the eager engine's promotion casts (``interpreter._cast_plan``) and a cast to its result dtype,
+the eager engine's promotion casts (``_interpret.cast_plan``) and a cast to its result dtype,
 so a kernel computes what the interpreter computes, op by op, in the same dtypes. Literals are
 typed constants (``np.float32(0.5)``), so float32 code stays float32. Reductions accumulate
 float16/float32 sums and products in float64 and integer ones in int64.
@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from .. import dtypes
-from ..jit.ir import Eqn, Graph, Var
+from .._ir import Eqn, Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
 from ..ops.registry import POINTWISE
-from .interpreter import _cast_plan
+from .._interpret import cast_plan
 from .kernel_lib import HUGEPAGE_MIN_BYTES, NAMES
 
 _CALL = re.compile(r"(?<![\w.])(" + "|".join(NAMES) + r")\(")
@@ -393,7 +393,7 @@ def _reduction(e, domain: tuple) -> Reduction:
 
 
 def _pointwise(e, names: dict) -> str:
-    plan = _cast_plan(e)
+    plan = cast_plan(e)
     args = []
     work = None
     for i, p in enumerate(plan):

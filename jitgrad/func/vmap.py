@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ..jit.trace import Tracer
+from .._tracer import Tracer
 from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor

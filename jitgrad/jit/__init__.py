@@ -17,7 +17,7 @@ from . import custom_function  # noqa: F401 - registers the custom_function ops
 from .check import JitCheckError
 from ..errors import ConcretizationError, JitTraceError
 from .function import CompiledFunctionBackward, JitFunction, Lowered
-from .ir import Eqn, Graph, Var
+from .._ir import Eqn, Graph, Var
 
 __all__ = ["CompiledFunctionBackward", "ConcretizationError", "Eqn", "Graph", "JitCheckError",
            "JitFunction", "JitTraceError", "Lowered", "Var", "cache_dir", "jit"]

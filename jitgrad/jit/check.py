@@ -21,30 +21,12 @@ import numpy as np
 
 from ..autograd import grad as autograd_grad
 from ..ops.registry import state
+from ..backends.interpreter import mismatch
 from . import cache
-
-RTOL = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
-ATOL = {"float16": 1e-3, "float32": 1e-5, "float64": 1e-11}
 
 
 class JitCheckError(AssertionError):
     """A compiled result differs from eager mode's (``jit(fn, check=True)``)."""
-
-
-def mismatch(a: np.ndarray, b: np.ndarray, dtype_name: str) -> str | None:
-    """How compiled ``a`` differs from eager ``b`` beyond float tolerance (None: it does not)."""
-    if a.shape != b.shape:
-        return f"shape {a.shape} != eager {b.shape}"
-    if a.dtype.kind not in "fc":
-        bad = a != b
-    else:
-        bad = ~np.isclose(a, b, rtol=RTOL.get(dtype_name, 1e-9), atol=ATOL.get(dtype_name, 0),
-                          equal_nan=True)
-    if not np.any(bad):
-        return None
-    i = np.unravel_index(int(np.argmax(bad)), bad.shape) if bad.ndim else ()
-    return (f"{int(bad.sum())} of {bad.size} elements differ; first at index "
-            f"{tuple(int(k) for k in i)}: compiled {a[i].item()!r}, eager {b[i].item()!r}")
 
 
 def _where(backend: Any, graph: Any, arrays: list) -> str:

@@ -132,7 +132,8 @@ def traced_apply(cls: type, args: tuple, kwargs: dict) -> Any:
     ``custom_function`` equation (see the module docstring) and returns its outputs."""
     from ..errors import ConcretizationError
     from ..ops.elementwise import DETACH
-    from .trace import Trace, active
+    from .._tracer import active
+    from .trace import Trace
 
     trace = state.traces[-1]
     where = _where()

@@ -25,10 +25,11 @@ from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor, _make
 from . import cache
-from .ir import Graph
+from .._ir import Graph
 from .passes import Target, compile_program
 from .passes.fuse import KERNEL_OP
-from .trace import Trace, active, graph_of
+from .._tracer import active, graph_of
+from .trace import Trace
 
 
 class _Entry:

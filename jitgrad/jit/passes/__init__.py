@@ -23,7 +23,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ... import _config
-from ..ir import Eqn, Graph
+from ..._ir import Eqn, Graph
 from .cse import cse
 from .dce import dce
 from .fuse import fuse

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..ir import Graph, Var
+from ..._ir import Graph, Var
 
 
 def dce(graph: Graph) -> Graph:

@@ -27,9 +27,10 @@ from collections.abc import Callable
 import numpy as np
 
 from ... import _config
+from ..._interpret import interpret
 from ...ops import registry
 from ...ops.registry import REDUCE, defop
-from ..ir import KERNEL, Eqn, Graph, Var
+from ..._ir import KERNEL, Eqn, Graph, Var
 from .dce import dce
 
 
@@ -40,8 +41,6 @@ def _kernel_meta(*args, body: Graph, name: str):
 
 def _kernel_impl(*arrays, body: Graph, name: str):
     # The reference semantics of a kernel: its body, run by the interpreter.
-    from ...backends.interpreter import compile as interpret
-
     return tuple(interpret(body)(list(arrays)))
 
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 from ...ops.movement import EXPAND
 from ...ops.registry import POINTWISE
-from ..ir import Eqn, Graph, Var
+from ..._ir import Eqn, Graph, Var
 from .dce import dce
 
 MAX_MOVED = 64  # pointwise equations one index-map op is moved through, at most

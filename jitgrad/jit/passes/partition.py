@@ -8,7 +8,7 @@ leading input of the backward.
 
 from __future__ import annotations
 
-from ..ir import Graph, Var
+from ..._ir import Graph, Var
 from .dce import dce
 from .vjp import Joint
 

@@ -24,7 +24,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ir import Eqn, Graph, Var
+from ..._ir import Eqn, Graph, Var
 from .dce import dce
 
 MAX_CHAIN = 64  # equations the greedy policy recomputes for one saved value, at most

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ir import Eqn, Graph, Var
+from ..._ir import Eqn, Graph, Var
 
 MAX_EQNS = 2000  # above this many equations the trace order is kept (the scheduler is O(n^2))
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..ir import Eqn, Graph, Var
+from ..._ir import Eqn, Graph, Var
 
 
 def _is(x: Any, value: float) -> bool:

@@ -19,8 +19,9 @@ from typing import Any
 from ...ops import registry
 from ...ops.registry import state
 from ...tensor import Tensor
-from ..ir import Eqn, Graph, Var
-from ..trace import Trace, active, replay, source
+from ..._ir import Eqn, Graph, Var
+from ..._tracer import active, replay, source
+from ..trace import Trace
 
 
 @dataclass(frozen=True)

@@ -14,9 +14,9 @@ import itertools
 import re
 from typing import Any
 
-from .. import dtypes
-from ..dtypes import type_str
-from ..ops import registry
+from . import dtypes
+from .dtypes import type_str
+from .ops import registry
 
 _ids = itertools.count(1)
 

@@ -1,11 +1,12 @@
 """Straight-line Python for a small Graph: one generated function calling each op's NumPy impl.
 
-The interpreter backend walks a list of steps per call; for programs of a few equations that
-walk costs more than the NumPy calls themselves. ``compile_function`` renders the graph as
-Python source instead (one line per equation, with the interpreter's promotion casts and
-result checks worked out at compile time) and ``exec``s it, so running the program costs one
-Python call plus the NumPy calls. The eager engine's rule programs (``autograd.rule_programs``)
-are built with it.
+The interpreter (``_interpret``) walks a list of steps per call; for programs of a few
+equations that walk costs more than the NumPy calls themselves. ``compile_function`` renders the
+graph as Python source instead (one line per equation, with the interpreter's promotion casts
+and result checks worked out at compile time) and ``exec``s it, so running the program costs
+one Python call plus the NumPy calls. The eager engine's rule programs
+(``autograd.rule_programs``) are built with it, which is why it sits below the autograd graph;
+the numba backend's programs too (calling kernels in place of equations).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..jit.ir import Graph, Var
-from .interpreter import _cast_plan
+from ._interpret import cast_plan
+from ._ir import Graph, Var
 
 
 def render_function(graph: Graph, name: str = "program", signature: str | None = None,
@@ -55,7 +56,7 @@ def render_function(graph: Graph, name: str = "program", signature: str | None =
             dead_after.setdefault(k, []).append(v)
     for k, e in enumerate(graph.eqns):
         args = []
-        for p in _cast_plan(e):
+        for p in cast_plan(e):
             if p[0] == "l":
                 args.append(bind(p[1], "lit"))
             elif p[2] is None:
