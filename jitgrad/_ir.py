@@ -6,6 +6,9 @@ params, output vars and the user's source line) and outputs. Trailing outputs of
 graph may be *saved* values (residuals) that the backward graph consumes; the printer shows
 them as ``saved:``. ``Graph.verify()`` checks use-before-definition and re-derives every
 equation's output types with the op's own shape/dtype rule.
+
+The IR sits below the autograd graph, not in ``jit/``: the jit builds its programs in it, and
+so do the eager engine's rule programs (``autograd/rule_programs.py``).
 """
 
 from __future__ import annotations
