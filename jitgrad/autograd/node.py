@@ -16,6 +16,7 @@ import numpy as np
 
 from .. import tensor as _tensor
 from .._hooks import RemovableHandle as RemovableHandle  # (re-exported: hooks' handle)
+from .._tracer import Tracer
 from ..dtypes import _BY_NUMPY
 from ..ops import registry
 from ..tensor import Tensor, _make, _new, _refresh_view
@@ -338,7 +339,7 @@ def _save(tensor: Any, is_output: bool) -> SavedTensor:
 def _zeros(meta: registry.Meta, like: Any = None) -> Any:
     """``zeros(meta.shape, dtype=meta.dtype)``: the gradient of an output that got none, on the
     device of ``like`` (another output's gradient) when that is not the CPU."""
-    if like is not None and type(like._data) is not np.ndarray and like.is_cuda:
+    if like is not None and not isinstance(like, Tracer) and like.is_cuda:  # (tracers: no data)
         return like.new_zeros(meta.shape, dtype=meta.dtype)
     return _new(np.zeros(meta.shape, dtype=meta.dtype.np), meta.dtype)
 
