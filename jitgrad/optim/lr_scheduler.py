@@ -153,6 +153,32 @@ class _LRScheduler(LRScheduler):
     """The old name of ``LRScheduler`` (still subclassed by older scripts)."""
 
 
+def _per_group(optimizer: Optimizer, lr_lambda) -> list:
+    """One lambda per param group (``LambdaLR``, ``MultiplicativeLR``)."""
+    if not isinstance(lr_lambda, (list, tuple)):
+        return [lr_lambda] * len(optimizer.param_groups)
+    if len(lr_lambda) != len(optimizer.param_groups):
+        raise ValueError(
+            f"Expected {len(optimizer.param_groups)} lr_lambdas, but got {len(lr_lambda)}")
+    return list(lr_lambda)
+
+
+def _lambda_state(scheduler: LRScheduler) -> dict[str, Any]:
+    state = {k: v for k, v in scheduler.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
+    state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
+                           for fn in scheduler.lr_lambdas]
+    return state
+
+
+def _load_lambda_state(scheduler: LRScheduler, state_dict: dict[str, Any]) -> None:
+    state_dict = dict(state_dict)
+    lr_lambdas = state_dict.pop("lr_lambdas")
+    scheduler.__dict__.update(state_dict)
+    for fn, saved in zip(scheduler.lr_lambdas, lr_lambdas):
+        if saved is not None:
+            fn.__dict__.update(saved)
+
+
 class LambdaLR(LRScheduler):
     """``lr = base_lr * lr_lambda(epoch)``.
 
@@ -166,31 +192,16 @@ class LambdaLR(LRScheduler):
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(
-                    f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                    f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _per_group(optimizer, lr_lambda)
         super().__init__(optimizer, last_epoch)
 
     def state_dict(self) -> dict[str, Any]:
         """Attributes but the optimizer; lambdas only as the ``__dict__`` of callable objects."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
-        return state
+        return _lambda_state(self)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restores the attributes (and the state of callable-object lambdas)."""
-        state_dict = dict(state_dict)
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        for idx, fn in enumerate(lr_lambdas):
-            if fn is not None:
-                self.lr_lambdas[idx].__dict__.update(fn)
+        _load_lambda_state(self, state_dict)
 
     def get_lr(self) -> list[float]:
         self._warn_outside_step()

@@ -5,11 +5,10 @@ exported from ``jitgrad.optim.lr_scheduler``."""
 from __future__ import annotations
 
 import math
-import types
 from collections.abc import Callable
 from typing import Any
 
-from .lr_scheduler import LRScheduler, _lrs
+from .lr_scheduler import LRScheduler, _lambda_state, _load_lambda_state, _lrs, _per_group
 from .optimizer import Optimizer
 
 __all__ = ["ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]
@@ -61,13 +60,7 @@ class MultiplicativeLR(LRScheduler):
                  lr_lambda: Callable[[int], float] | list[Callable[[int], float]],
                  last_epoch: int = -1) -> None:
         self.optimizer = optimizer
-        if not isinstance(lr_lambda, (list, tuple)):
-            self.lr_lambdas = [lr_lambda] * len(optimizer.param_groups)
-        else:
-            if len(lr_lambda) != len(optimizer.param_groups):
-                raise ValueError(f"Expected {len(optimizer.param_groups)} lr_lambdas, but got "
-                                 f"{len(lr_lambda)}")
-            self.lr_lambdas = list(lr_lambda)
+        self.lr_lambdas = _per_group(optimizer, lr_lambda)
         for fn in self.lr_lambdas:
             if not callable(fn):
                 raise TypeError(f"lr_lambda should be a function, but got {type(fn).__name__}")
@@ -75,19 +68,11 @@ class MultiplicativeLR(LRScheduler):
 
     def state_dict(self) -> dict[str, Any]:
         """Attributes but the optimizer; lambdas only as the ``__dict__`` of callable objects."""
-        state = {k: v for k, v in self.__dict__.items() if k not in ("optimizer", "lr_lambdas")}
-        state["lr_lambdas"] = [None if isinstance(fn, types.FunctionType) else fn.__dict__.copy()
-                               for fn in self.lr_lambdas]
-        return state
+        return _lambda_state(self)
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Restores the attributes (and the state of callable-object lambdas)."""
-        state_dict = dict(state_dict)
-        lr_lambdas = state_dict.pop("lr_lambdas")
-        self.__dict__.update(state_dict)
-        for fn, saved in zip(self.lr_lambdas, lr_lambdas):
-            if saved is not None:
-                fn.__dict__.update(saved)
+        _load_lambda_state(self, state_dict)
 
     def get_lr(self) -> list[float]:
         """The next learning rates."""
