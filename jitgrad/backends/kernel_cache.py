@@ -187,6 +187,15 @@ def load_function(text: str, options: str, name: str = "kernel", namespace: dict
     return module.__dict__[name]
 
 
+def unloadable(module_file: str, where: str, err: Exception, stacklevel: int) -> None:
+    """A cached kernel's Numba files (of the kernel module ``module_file``) could not be
+    loaded: drop them and warn that the kernel is compiled again."""
+    drop_numba_files(os.path.splitext(os.path.basename(module_file))[0])
+    warnings.warn(f"jitgrad.jit: a cached kernel in {where!r} could not be loaded "
+                  f"({type(err).__name__}: {err}); compiling it again", RuntimeWarning,
+                  stacklevel=stacklevel + 1)
+
+
 def drop_numba_files(stem: str) -> None:
     """Removes Numba's cache files (index and data) of one kernel module."""
     directory = STATE.dir

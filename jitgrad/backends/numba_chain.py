@@ -113,7 +113,7 @@ _MODULE = "from numba import carray\n"
 _CFUNCS: dict[str, object] = {}
 
 
-def _cfunc(ck, header: str, options: dict, timed: Callable):
+def _cfunc(ck, wrapped: tuple[str, int], header: str, options: dict, timed: Callable):
     """The kernel ``ck`` compiled as a C callback (once per source in a process; through the
     persistent kernel cache like every kernel). ``timed(make, described)`` makes it: timed,
     counted, Numba's errors explained."""
@@ -121,7 +121,7 @@ def _cfunc(ck, header: str, options: dict, timed: Callable):
     from numba import types
 
     ks = ck.ks
-    wrapper, n_args = wrapper_source(ks)
+    wrapper, n_args = wrapped
     text = header + _MODULE + "\n\n" + wrapper
     fn = _CFUNCS.get(text)
     if fn is None:
@@ -142,23 +142,13 @@ def _cfunc(ck, header: str, options: dict, timed: Callable):
                 except numba.core.errors.NumbaError:
                     raise
                 except Exception as err:  # noqa: BLE001 - a cache file Numba cannot load
-                    _reload_warning(py_func, err)
+                    path = py_func.__code__.co_filename
+                    kernel_cache.unloadable(path, path, err, stacklevel=6)
                     return numba.cfunc(signature, cache=True, **options)(py_func)
 
             fn = timed(make, ck.described)
         _CFUNCS[text] = fn
     return fn
-
-
-def _reload_warning(py_func, err: Exception) -> None:
-    import os
-    import warnings
-
-    path = py_func.__code__.co_filename
-    kernel_cache.drop_numba_files(os.path.splitext(os.path.basename(path))[0])
-    warnings.warn(f"jitgrad.jit: a cached kernel in {path!r} could not be loaded "
-                  f"({type(err).__name__}: {err}); compiling it again", RuntimeWarning,
-                  stacklevel=6)
 
 
 class Chain:
@@ -169,7 +159,7 @@ class Chain:
         self.graph = graph
         self.size = 0
         self.place: dict[Var, tuple] = {}
-        self.kernels: list = []  # the compiled kernels, in call order
+        self.kernels: list = []  # (compiled kernel, its wrapper_source), in call order
         self.outputs: list[Var] = []  # the outputs the chain writes (each once, in order)
         self.views: list[tuple] = []  # (output, the value it reshapes): returned as views
 
@@ -223,13 +213,14 @@ def plan(fused: Graph, kernels: list) -> Chain | None:
     for k, e in enumerate(fused.eqns):
         if e.op is KERNEL_OP:
             ck = next(kernel_of)
-            if ck.ks.parallel or not ck.ks.domain or 0 in ck.ks.domain \
-                    or wrapper_source(ck.ks) is None:
+            wrapped = None if ck.ks.parallel or not ck.ks.domain or 0 in ck.ks.domain \
+                else wrapper_source(ck.ks)
+            if wrapped is None:
                 return None
             for v in e.outputs:
                 if v not in chain.place:
                     allocate(v)
-            chain.kernels.append(ck)
+            chain.kernels.append((ck, wrapped))
         elif e.op.program is reshape_program and len(e.outputs) == 1:
             x, out = e.inputs[0], e.outputs[0]
             chain.place[out] = chain.place[x]
@@ -278,8 +269,8 @@ def build(chain: Chain, header: str, options: dict, timed: Callable) -> Callable
         return b.gep(workspace, [ir.Constant(i64, where)])
 
     keep = []
-    for ck in chain.kernels:
-        kernel = _cfunc(ck, header, options, timed)
+    for ck, wrapped in chain.kernels:
+        kernel = _cfunc(ck, wrapped, header, options, timed)
         keep.append(kernel)
         ks = ck.ks
         args = [ir.Constant(i64, int(n)) for n in ks.domain]

@@ -247,10 +247,7 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
             import numba
 
             if isinstance(err, numba.core.errors.NumbaError):
-                raise KernelCompileError(
-                    f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
-                    f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
-                    "function and report the ops above.") from None
+                raise _compile_error(described, err) from None
             if getattr(fn._cache, "_cache_path", None) is None:  # compiled in memory
                 raise
             ret = _recover(fn, err, args)
@@ -263,6 +260,13 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
     return first
 
 
+def _compile_error(described: str, err: Exception) -> KernelCompileError:
+    return KernelCompileError(
+        f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
+        f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
+        "function and report the ops above.")
+
+
 def _made(make: Callable, described: str):
     """``make()``: a chain's kernel compiled (or loaded from the cache), timed and counted, with
     the error a kernel's first call gives when Numba cannot compile it."""
@@ -273,10 +277,7 @@ def _made(make: Callable, described: str):
     try:
         fn = make()
     except numba.core.errors.NumbaError as err:
-        raise KernelCompileError(
-            f"jitgrad.jit: Numba could not compile a fused kernel ({described}): "
-            f"{str(err).splitlines()[0]}. Use backend='interpreter' for this "
-            "function and report the ops above.") from None
+        raise _compile_error(described, err) from None
     compile_seconds += time.perf_counter() - t0
     kernel_cache.count(fn.cache_hits > 0)
     return fn
@@ -285,14 +286,8 @@ def _made(make: Callable, described: str):
 def _recover(fn, err: Exception, args: tuple):
     """A Numba cache file that cannot be loaded (truncated, corrupt): drop it, warn, and
     compile the kernel again."""
-    import warnings
-
-    path = fn._cache._cache_path
-    stem = os.path.splitext(os.path.basename(fn.py_func.__code__.co_filename))[0]
-    kernel_cache.drop_numba_files(stem)
-    warnings.warn(f"jitgrad.jit: a cached kernel in {path!r} could not be loaded "
-                  f"({type(err).__name__}: {err}); compiling it again", RuntimeWarning,
-                  stacklevel=4)
+    kernel_cache.unloadable(fn.py_func.__code__.co_filename, fn._cache._cache_path, err,
+                            stacklevel=4)
     return fn(*args)
 
 
