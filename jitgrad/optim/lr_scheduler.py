@@ -128,6 +128,10 @@ class LRScheduler:
         self._step_count += 1
         if epoch is not None:
             warnings.warn(EPOCH_DEPRECATION_WARNING, UserWarning, stacklevel=2)
+        self._set_lr(epoch)
+
+    def _set_lr(self, epoch: int | None) -> None:
+        # the next epoch's rates, or ``epoch``'s (the closed form where there is one)
         self._get_lr_called_within_step = True
         try:
             if epoch is None:

@@ -19,20 +19,6 @@ __all__ = ["LinearLR", "PolynomialLR", "OneCycleLR", "CyclicLR", "SequentialLR",
            "ChainedScheduler"]
 
 
-def _update_lr(scheduler: LRScheduler, epoch: int) -> None:
-    """Sets the learning rates of ``epoch`` (the closed form where there is one)."""
-    scheduler._get_lr_called_within_step = True
-    try:
-        scheduler.last_epoch = epoch
-        closed = getattr(scheduler, "_get_closed_form_lr", None)
-        values = closed() if closed is not None else scheduler.get_lr()
-    finally:
-        scheduler._get_lr_called_within_step = False
-    for group, lr in zip(scheduler.optimizer.param_groups, values, strict=True):
-        group["lr"] = lr
-    scheduler._last_lr = _lrs(scheduler.optimizer)
-
-
 def _format_param(name: str, optimizer: Optimizer, param: Any) -> list:
     if isinstance(param, (list, tuple)):
         if len(param) != len(optimizer.param_groups):
@@ -447,7 +433,7 @@ class SequentialLR(_Composite):
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
         if idx > 0 and self._milestones[idx - 1] == self.last_epoch:
-            _update_lr(scheduler, 0)
+            scheduler._set_lr(0)
         else:
             scheduler.step()
         self._last_lr = scheduler.get_last_lr()
