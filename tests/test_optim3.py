@@ -2,6 +2,8 @@
 their state), and LinearLR, PolynomialLR, OneCycleLR, CyclicLR, SequentialLR and
 ChainedScheduler sequences (learning rates and momenta) vs torch's."""
 
+import copy
+
 import numpy as np
 import pytest
 
@@ -228,3 +230,26 @@ def test_warm_restarts_fractional_epochs_match_torch():
         ts.step(epoch)
         np.testing.assert_allclose(s.get_last_lr(), ts.get_last_lr(), rtol=1e-13)
         assert s.T_i == ts.T_i and s.last_epoch == ts.last_epoch
+
+
+@pytest.mark.parametrize("name", ["Adam", "AdamW", "NAdam", "RAdam", "Adamax"])
+def test_load_state_dict_with_a_numeric_step_continues_as_a_tensor(name):
+    """State saved before steps were tensors keeps "step" as a number; loading makes it float32."""
+    def run(convert_step):
+        p = nn.Parameter(jitgrad.tensor([1.0, -2.0], dtype=jitgrad.float64))
+        opt = getattr(optim, name)([p], lr=0.1)
+        for k in range(4):
+            p.grad = jitgrad.tensor([0.5 * k - 1.0, 0.25], dtype=jitgrad.float64)
+            opt.step()
+            if k == 1:
+                sd = copy.deepcopy(opt.state_dict())
+                if convert_step:
+                    sd["state"][0]["step"] = int(sd["state"][0]["step"].item())
+                opt = getattr(optim, name)([p], lr=0.1)
+                opt.load_state_dict(sd)
+                step = opt.state[p]["step"]
+                assert isinstance(step, jitgrad.Tensor) and step.dtype == jitgrad.float32
+                assert step.item() == 2.0
+        return p.detach().numpy()
+
+    np.testing.assert_array_equal(run(True), run(False))

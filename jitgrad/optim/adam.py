@@ -77,10 +77,7 @@ class Adam(Optimizer):
             group.setdefault("capturable", False)
             group.setdefault("differentiable", False)
             group.setdefault("fused", None)
-            for p in group["params"]:
-                s = self.state.get(p, {})
-                if s and not isinstance(s["step"], Tensor):
-                    s["step"] = tensor(float(s["step"]), dtype=dtypes.float32)
+        self._steps_to_tensors()
 
     def _update_group(self, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]

@@ -50,10 +50,7 @@ class _Adaptive(Optimizer):
             group.setdefault("foreach", None)
             group.setdefault("capturable", False)
             group.setdefault("differentiable", False)
-            for p in group["params"]:
-                s = self.state.get(p, {})
-                if s and not isinstance(s["step"], Tensor):
-                    s["step"] = tensor(float(s["step"]), dtype=dtypes.float32)
+        self._steps_to_tensors()
 
     def _init_state(self, p: Tensor, state: dict[str, Any]) -> None:
         state["step"] = _step_tensor()

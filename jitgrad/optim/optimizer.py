@@ -10,6 +10,8 @@ from itertools import chain
 from typing import Any
 
 from ..autograd.grad_mode import enable_grad, no_grad
+from ..dtypes import float32
+from ..ops.creation import tensor
 from ..tensor import Tensor
 from ..nn.module import _typename, zero_grads
 
@@ -56,6 +58,14 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+
+    def _steps_to_tensors(self) -> None:
+        # state saved by older versions keeps "step" as a number; torch 2.x holds a float32 tensor
+        for group in self.param_groups:
+            for p in group["params"]:
+                s = self.state.get(p, {})
+                if s and not isinstance(s["step"], Tensor):
+                    s["step"] = tensor(float(s["step"]), dtype=float32)
 
     def __repr__(self) -> str:
         out = type(self).__name__ + " ("
