@@ -8,8 +8,14 @@ in torch; the spectral (``ord=2``, ``-2``) and nuclear (``'nuc'``) norms reduce 
 
 from __future__ import annotations
 
-from .ops.torch_extras import linalg_cross as cross
-from .ops.norms import linalg_norm as norm
-from .ops.norms import matrix_norm, svdvals, vector_norm
+from .ops import norms, torch_extras
+from .ops.out_arg import with_out
+
+# each takes torch's out= (ops/out_arg.py)
+cross = with_out("linalg_cross", torch_extras.linalg_cross)
+matrix_norm = with_out("linalg_matrix_norm", norms.matrix_norm)
+norm = with_out("linalg_norm", norms.linalg_norm)
+svdvals = with_out("linalg_svdvals", norms.svdvals)
+vector_norm = with_out("linalg_vector_norm", norms.vector_norm)
 
 __all__ = ["cross", "matrix_norm", "norm", "svdvals", "vector_norm"]

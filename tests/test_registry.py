@@ -13,8 +13,10 @@ from opdb import OP_DB
 from test_ops import GRADGRAD_SUBSET, _prepare
 
 import jitgrad
+import jitgrad.jit  # noqa: F401 - registers the jit's ops (kernel, custom_function)
 import jitgrad.nn.functional as F
 from jitgrad.ops import surface
+from jitgrad.ops.out_arg import out_variant
 from jitgrad.ops.registry import OPS, Public
 
 pytestmark = pytest.mark.filterwarnings("ignore:The use of `x.T` on tensors:UserWarning")
@@ -111,8 +113,9 @@ def _declared(kind: str) -> list:
 @pytest.mark.parametrize("name,fn", _declared("names"), ids=lambda x: x if isinstance(x, str)
                          else "")
 def test_declared_function_resolves_on_jitgrad(name, fn):
-    assert getattr(jitgrad, name) is fn
-    assert getattr(jitgrad.ops, name) is fn
+    """``jitgrad.<name>`` is the declared function, with torch's ``out=`` where torch has it."""
+    assert getattr(jitgrad, name) is out_variant(name, fn)
+    assert getattr(jitgrad.ops, name) is out_variant(name, fn)
 
 
 @pytest.mark.parametrize("name,fn", _declared("method"), ids=lambda x: x if isinstance(x, str)
@@ -201,8 +204,9 @@ def test_softplus_gradients_and_jit():
 
 
 def test_generated_functions_take_the_declared_arguments():
-    assert str(inspect.signature(jitgrad.exp)) == "(input)"
-    assert str(inspect.signature(jitgrad.eq)) == "(input, other)"
+    assert str(inspect.signature(jitgrad.exp)) == "(input, *, out=None)"
+    assert str(inspect.signature(jitgrad.eq)) == "(input, other, *, out=None)"
+    assert str(inspect.signature(jitgrad.Tensor.exp)) == "(input)"
     assert jitgrad.exp.__name__ == "exp" and jitgrad.greater is jitgrad.gt
     # the operands of a binary op may be NumPy arrays, as torch accepts them
     out = jitgrad.eq(np.array([1.0, 2.0]), jitgrad.tensor([1.0, 3.0]))

@@ -8,19 +8,21 @@ from __future__ import annotations
 from . import (arranging, composite, creation, einsum, elementwise, extras, functions, indexing,
                inplace, linalg, movement, nn_ops, norms, reduce, rounding, scan, selection,
                sorting, torch_extras, torch_extras2, torch_extras3)
+from .out_arg import out_variant
 from .registry import OPS, OpDef, Public, apply, defop
 from .surface import install_namespace, public
 
 __all__ = ["OPS", "OpDef", "Public", "apply", "defop", "public"]
 
-install_namespace(globals())  # jitgrad.ops.exp, ... (the random functions join at jitgrad import)
+# jitgrad.ops.exp, ... (the random functions join at jitgrad import)
+install_namespace(globals(), variant=out_variant)
 
 
 def install(namespace: dict, tensor_type: type) -> None:
     """Fills ``jitgrad``'s namespace and the Tensor class from the declarations."""
     from .surface import install_tensor
 
-    install_namespace(namespace)
-    install_namespace(globals())
+    install_namespace(namespace, variant=out_variant)
+    install_namespace(globals(), variant=out_variant)
     install_tensor(tensor_type, inplace.inplace)
     functions.install_operators(tensor_type)

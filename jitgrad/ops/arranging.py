@@ -120,7 +120,7 @@ def _diagonal_of(x, offset: int):
 
 
 @public("tensordot")
-def tensordot(a, b, dims: Any = 2, out=None):
+def tensordot(a, b, dims: Any = 2):
     """Contracts ``dims`` dims of ``a`` with ``dims`` of ``b``: the last ``dims`` of ``a`` with
     the first of ``b`` (an int), or the listed pairs (two lists)."""
     if isinstance(dims, int):

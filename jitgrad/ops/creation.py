@@ -105,8 +105,7 @@ def invalid_combination(fname: str, args: tuple, kwargs: dict, signatures: tuple
 
 
 def _factory(fill, fname: str):
-    def make(*size, size_kw=None, dtype=None, device=None, requires_grad=False, out=None,
-             **kwargs):
+    def make(*size, size_kw=None, dtype=None, device=None, requires_grad=False, **kwargs):
         if "size" in kwargs:
             size_kw = kwargs.pop("size")
         if kwargs:

@@ -169,7 +169,7 @@ LINALG_SVDVALS = defop(
     jvp=lambda tangents, ans, x: apply(SVDVALS_JVP, tangents[0], x))
 
 
-def svdvals(A, *, driver=None, out=None):  # noqa: N803
+def svdvals(A, *, driver=None):  # noqa: N803
     """The singular values of (a batch of) matrices ``A``, in descending order. Its gradient
     is ``U diag(g) V^H``; a second derivative is not implemented (it raises)."""
     return apply(LINALG_SVDVALS, A)
@@ -185,7 +185,7 @@ def _check_ord_number(ord) -> float:  # noqa: A002
     return float(ord)
 
 
-def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None, out=None):  # noqa: A002
+def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The vector ``ord``-norm of ``x`` over ``dim`` (all elements when None)."""
     p = _check_ord_number(ord)
     dims = normalize_dims(dim, x.ndim) if x.ndim else ()
@@ -203,8 +203,8 @@ def _matrix_dims(A, dim) -> tuple[int, int]:  # noqa: N803
     return d0, d1
 
 
-def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *, dtype=None,  # noqa: A002,N803
-                out=None):
+def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A002,N803
+                dtype=None):
     """The matrix norm of ``A`` over the two dims ``dim``: ``'fro'`` (Frobenius), or the
     induced norms ``1``, ``-1`` (max/min column sum) and ``inf``, ``-inf`` (max/min row sum)."""
     if A.ndim < 2:
@@ -252,8 +252,8 @@ def _order(ord) -> str:  # noqa: A002
     return "inf" if ord == INF else "-inf" if ord == -INF else f"{ord:g}"
 
 
-def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None,  # noqa: A002,N803
-                out=None):
+def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *,  # noqa: A002,N803
+                dtype=None):
     """``linalg.norm``: a vector norm (1-D input, an int ``dim``, or ``ord=None``) or a matrix
     norm (2-D input with ``ord`` given, a string ``ord``, or a 2-tuple ``dim``)."""
     if dim is not None:
@@ -277,7 +277,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *, dtype=None,  # 
 
 
 @public("norm", method=True)
-def norm(input, p="fro", dim=None, keepdim: bool = False, out=None, dtype=None):  # noqa: A002
+def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: A002
     """``torch.norm``/``Tensor.norm``: the vector ``p``-norm over ``dim`` (all elements by
     default; ``'fro'`` is the 2-norm); ``'nuc'`` is the nuclear matrix norm."""
     if isinstance(dim, int):

@@ -270,7 +270,7 @@ def amin(input, dim=(), keepdim: bool = False):  # noqa: A002
 
 
 def _max_min(all_op, dim_op, pair_fn, name):
-    def fn(input, dim=None, keepdim=False, *, out=None):  # noqa: A002
+    def fn(input, dim=None, keepdim=False):  # noqa: A002
         from ..tensor import Tensor
 
         if isinstance(dim, Tensor):

@@ -26,7 +26,7 @@ from .registry import LANES, OPS, OpDef, Public, apply
 
 # plain functions declared with @public, in declaration order
 _FUNCTIONS: list[tuple[Callable, Public]] = []
-_GENERATED: dict[OpDef, Callable] = {}
+_GENERATED: dict[tuple[OpDef, Callable | None], Callable] = {}
 
 
 def public(names: Any = (), *, method: Any = (), inplace: Any = (),
@@ -48,9 +48,10 @@ def _operand(x: Any) -> Any:
     return x
 
 
-def op_function(op: OpDef) -> Callable:
-    """The public function of ``op`` (from its ``public`` declaration), made once."""
-    fn = _GENERATED.get(op)
+def op_function(op: OpDef, write_out: Callable | None = None) -> Callable:
+    """The public function of ``op`` (from its ``public`` declaration), made once; with
+    ``write_out`` (``out_arg.write_out``), its variant with torch's ``out=`` argument."""
+    fn = _GENERATED.get((op, write_out))
     if fn is not None:
         return fn
     pub = op.public
@@ -62,9 +63,14 @@ def op_function(op: OpDef) -> Callable:
     call = passed + "".join(f", {k}={k}" for k in pub.params)
     # (one operand and no params: the op's lane, ``registry.lane``, where it has one)
     entry = "LANE" if len(pub.args) == 1 and not pub.params and op in LANES else "apply"
-    src = f"def {name}({sig}):\n    return {entry}({'' if entry == 'LANE' else 'OP, '}{call})\n"
+    result = f"{entry}({'' if entry == 'LANE' else 'OP, '}{call})"
+    if write_out is None:
+        src = f"def {name}({sig}):\n    return {result}\n"
+    else:
+        src = (f"def {name}({sig}, *, out=None):\n    if out is None:\n        return {result}\n"
+               f"    return _OUT({name!r}, out, {result})\n")
     env = {"apply": apply, "LANE": LANES.get(op), "OP": op, "_D": dict(pub.params),
-           "_operand": _operand}
+           "_operand": _operand, "_OUT": write_out}
     # (a file name inside the package: jit's source lines skip it, as any jitgrad frame)
     code = compile(src, os.path.join(os.path.dirname(__file__), f"<public {name}>"), "exec")
     exec(code, env)  # noqa: S102 - a signature built from the op's declaration
@@ -72,8 +78,16 @@ def op_function(op: OpDef) -> Callable:
     fn.__doc__ = pub.doc or f"``{op.name}`` of ``{pub.args[0]}`` (``{op.node_name}``)."
     fn.__module__ = "jitgrad"
     fn.__qualname__ = name
-    _GENERATED[op] = fn
+    _GENERATED[(op, write_out)] = fn
     return fn
+
+
+def generated_op(fn: Callable) -> OpDef | None:
+    """The op whose generated public function ``fn`` is (None for a plain function)."""
+    for (op, write_out), made in _GENERATED.items():
+        if made is fn and write_out is None:
+            return op
+    return None
 
 
 def declarations() -> list[tuple[Callable, Public]]:
@@ -103,15 +117,17 @@ def functional() -> dict[str, Callable]:
     return _names("functional")
 
 
-def install_namespace(namespace: dict, kind: str = "names") -> None:
-    """Puts the declared functions of ``kind`` ("names" or "functional") in ``namespace``;
-    a name the module defines itself is an error (declared twice)."""
+def install_namespace(namespace: dict, kind: str = "names",
+                      variant: Callable[[str, Callable], Callable] | None = None) -> None:
+    """Puts the declared functions of ``kind`` ("names" or "functional") in ``namespace``,
+    each as ``variant(name, fn)`` when given (``out_arg.out_variant``); a name the module
+    defines itself is an error (declared twice)."""
     for name, fn in _names(kind).items():
         have = namespace.get(name)
         if have is not None and have is not fn and kind == "functional":
             raise RuntimeError(f"nn.functional.{name} is defined by hand and declared public by "
                                f"{fn.__qualname__}: keep one")
-        namespace[name] = fn
+        namespace[name] = fn if variant is None else variant(name, fn)
 
 
 def install_tensor(tensor_type: type, inplace: Callable) -> None:

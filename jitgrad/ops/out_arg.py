@@ -1,0 +1,111 @@
+"""The ``out=`` argument of ``jitgrad.*`` functions, as torch's: the result is computed as usual,
+then written into ``out`` (cast to its dtype where torch allows it, resized with torch's warning
+when its shape differs) and ``out`` is returned. Autograd does not record through ``out=``: an
+operand or ``out`` that requires grad is an error while grad mode is on, as in torch.
+
+Tensor methods and ``nn.functional`` take no ``out=`` (torch's do not either); neither do the
+``jitgrad.*`` functions in ``NO_OUT`` (views, constructors from data, RNG state, predicates).
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from . import registry
+from .inplace import _write
+from .surface import generated_op, op_function
+
+# jitgrad.* functions that torch declares without ``out=``
+NO_OUT = frozenset({
+    "allclose", "argwhere", "as_tensor", "broadcast_tensors", "cdist", "chunk", "conj",
+    "cosine_similarity", "diagonal", "einsum", "empty_like", "equal", "expand", "flatten",
+    "fliplr", "flipud", "from_dlpack", "from_numpy", "full_like", "get_rng_state",
+    "imag", "initial_seed", "is_tensor", "isclose", "isfinite", "manual_seed", "meshgrid",
+    "moveaxis", "movedim", "narrow", "numel", "ones_like", "pairwise_distance", "permute",
+    "rand_like", "randn_like", "real", "reshape", "rms_norm", "seed", "select",
+    "set_rng_state", "split", "squeeze", "std_mean", "t", "tensor", "tile", "transpose",
+    "unbind", "unsqueeze", "var_mean", "view", "zeros_like",
+})
+# factories make their values in ``out``'s dtype and on its device, unless told otherwise
+FACTORIES = frozenset({"arange", "empty", "eye", "full", "linspace", "normal", "ones", "rand",
+                       "randint", "randn", "randperm", "zeros"})
+
+_RESIZED = ("An output with one or more elements was resized since it had shape {}, which does "
+            "not match the required output shape {}. This behavior is deprecated, and in a "
+            "future PyTorch release outputs will not be resized unless they have zero elements. "
+            "You can explicitly reuse an out tensor t by resizing it, inplace, to zero elements "
+            "with t.resize_(0).")
+
+
+def write_out(fname: str, out: Any, result: Any) -> Any:
+    """Writes ``result`` (a tensor, or a tuple of them) into ``out`` and returns ``out``."""
+    if isinstance(result, tuple):
+        if not isinstance(out, (tuple, list)) or len(out) != len(result):
+            raise TypeError(f"{fname}(): argument 'out' must be tuple of {len(result)} Tensors, "
+                            f"not {type(out).__name__}")
+        written = [write_out(fname, o, r) for o, r in zip(out, result)]
+        return type(result)(*written) if hasattr(result, "_fields") else tuple(written)
+    from ..tensor import Tensor  # (the tensor module loads the ops first)
+
+    if not isinstance(out, Tensor):
+        raise TypeError(f"{fname}(): argument 'out' must be Tensor, not {type(out).__name__}")
+    if not isinstance(result, Tensor):
+        raise TypeError(f"{fname}() got an unexpected keyword argument 'out'")
+    if registry.state.grad_enabled and (result.requires_grad or out.requires_grad):
+        raise RuntimeError(f"{fname}(): functions with out=... arguments don't support automatic "
+                           "differentiation, but one of the arguments requires grad.")
+    if out.device != result.device:
+        raise RuntimeError(f"Expected out tensor to have device {result.device}, but got "
+                           f"{out.device} instead")
+    if tuple(out.shape) != tuple(result.shape):
+        _resize(out, result)
+    _write(out, result.detach())
+    return out
+
+
+def _resize(out: Any, result: Any) -> None:
+    if out._base is not None:  # torch resizes inside the base's storage; a copy here would not
+        raise RuntimeError(f"out= got a view of shape {list(out.shape)} where the result has "
+                           f"shape {list(result.shape)}: pass an out tensor of the result's "
+                           "shape, or one that is not a view")
+    if out.numel() != 0:
+        warnings.warn(_RESIZED.format(list(out.shape), list(result.shape)), UserWarning,
+                      stacklevel=4)
+    # new memory of the result's shape; _write fills it (and checks the dtype) next
+    out._data = result.detach().to(out.dtype).clone()._data
+
+
+def with_out(fname: str, fn: Callable) -> Callable:
+    """``fn`` with torch's keyword-only ``out=`` argument (see the module docstring)."""
+    takes_dtype = "dtype" in inspect.signature(fn).parameters
+    factory = fname in FACTORIES
+
+    @functools.wraps(fn)
+    def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
+        if out is None:
+            return fn(*args, **kwargs)
+        if factory and takes_dtype and hasattr(out, "dtype"):
+            kwargs.setdefault("dtype", out.dtype)
+            kwargs.setdefault("device", out.device)
+        return write_out(fname, out, fn(*args, **kwargs))
+    return call
+
+
+_VARIANTS: dict[Callable, Callable] = {}
+
+
+def out_variant(name: str, fn: Callable) -> Callable:
+    """``jitgrad.<name>``: the declared function ``fn`` with ``out=`` unless torch's has none
+    (one object per function, shared by ``jitgrad`` and ``jitgrad.ops``)."""
+    if name in NO_OUT:
+        return fn
+    made = _VARIANTS.get(fn)
+    if made is None:
+        op = generated_op(fn)
+        made = op_function(op, write_out) if op is not None else with_out(name, fn)
+        _VARIANTS[fn] = made
+    return made
