@@ -26,7 +26,8 @@ def _cases():
     return out
 
 
-DATA_DEPENDENT_SHAPES = {"masked_select", "nonzero"}
+DATA_DEPENDENT_SHAPES = {"masked_select", "nonzero", "unique", "unique_dim",
+                         "unique_consecutive"}
 
 
 def _prepare(rec, sample, dt=F64):

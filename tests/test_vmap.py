@@ -18,7 +18,8 @@ from test_jit import _prepare
 
 F64 = jitgrad.float64
 B = 3
-DATA_DEPENDENT_SHAPES = {"masked_select", "nonzero"}
+DATA_DEPENDENT_SHAPES = {"masked_select", "nonzero", "unique", "unique_dim",
+                         "unique_consecutive"}
 
 
 def _cases():
