@@ -20,6 +20,7 @@ from .functional import sigmoid, tanh
 from . import init
 from .module import Module
 from .parameter import Parameter
+from .utils.rnn import PackedSequence
 
 __all__ = ["RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell", "GRUCell"]
 
@@ -36,6 +37,15 @@ def _rnn_step(mode: str, gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | Non
         return (1 - z) * n + z * h
     pre = gi + gh
     return tanh(pre) if mode == "RNN_TANH" else F.relu(pre)
+
+
+def _cell(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, weights: tuple
+          ) -> tuple[Tensor, Tensor | None]:
+    """One time step of any layer: the new ``(h, c)`` (``c`` None unless an LSTM)."""
+    _, w_hh, _, b_hh, w_hr = weights
+    if mode == "LSTM":
+        return _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
+    return _rnn_step(mode, gi, h, w_hh, b_hh), None
 
 
 def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
@@ -157,6 +167,8 @@ class RNNBase(Module):
 
     def _run(self, input: Tensor, hx: Tensor | None, cx: Tensor | None  # noqa: A002
              ) -> tuple[Tensor, Tensor, Tensor | None]:
+        if isinstance(input, PackedSequence):
+            return self._run_packed(input, hx, cx)
         batched = self._check_input(input)
         x = input if batched else input.unsqueeze(1)
         if batched and self.batch_first:
@@ -172,18 +184,15 @@ class RNNBase(Module):
         for layer in range(self.num_layers):
             outputs = []
             for direction in range(directions):
-                w_ih, w_hh, b_ih, b_hh, w_hr = self._weights(layer, direction)
+                weights = self._weights(layer, direction)
                 k = layer * directions + direction
-                gi = F.linear(layer_input, w_ih, b_ih)  # every time step in one matmul
+                gi = F.linear(layer_input, weights[0], weights[2])  # every step in one matmul
                 h = h0[k]
                 c = c0[k] if c0 is not None else None
                 order = range(steps - 1, -1, -1) if direction else range(steps)
                 hs = [None] * steps
                 for t in order:
-                    if self.mode == "LSTM":
-                        h, c = _lstm_step(gi[t], h, c, w_hh, b_hh, w_hr)
-                    else:
-                        h = _rnn_step(self.mode, gi[t], h, w_hh, b_hh)
+                    h, c = _cell(self.mode, gi[t], h, c, weights)
                     hs[t] = h
                 outputs.append(stack(hs) if steps else
                                zeros((0, batch, real_hidden), dtype=x.dtype))
@@ -201,6 +210,65 @@ class RNNBase(Module):
         if not batched:
             out, h_n = out.squeeze(1), h_n.squeeze(1)
             c_n = c_n.squeeze(1) if c_n is not None else None
+        return out, h_n, c_n
+
+    def _run_packed(self, packed: PackedSequence, hx: Tensor | None, cx: Tensor | None
+                    ) -> tuple[PackedSequence, Tensor, Tensor | None]:
+        # step t runs the first batch_sizes[t] sequences (longest first); a shorter one keeps
+        # its state from its last step (forward) or starts from h0 at its last step (reverse)
+        sizes = [int(b) for b in packed.batch_sizes.tolist()]
+        starts = [sum(sizes[:t]) for t in range(len(sizes))]
+        batch = sizes[0] if sizes else 0
+        data = packed.data
+        h0 = self._initial(hx, batch, self.proj_size or self.hidden_size, data, True)
+        c0 = self._initial(cx, batch, self.hidden_size, data, True) \
+            if self.mode == "LSTM" else None
+        if packed.sorted_indices is not None:  # hx is in the caller's batch order
+            h0 = h0.index_select(1, packed.sorted_indices)
+            c0 = c0.index_select(1, packed.sorted_indices) if c0 is not None else None
+        directions = 2 if self.bidirectional else 1
+        last_h, last_c = [], []
+        layer_input = data
+        for layer in range(self.num_layers):
+            outputs = []
+            for direction in range(directions):
+                weights = self._weights(layer, direction)
+                k = layer * directions + direction
+                gi = F.linear(layer_input, weights[0], weights[2])
+                h_init, c_init = h0[k], (c0[k] if c0 is not None else None)
+                hs = [None] * len(sizes)
+                if direction == 0:
+                    h, c = h_init, c_init
+                    for t, b in enumerate(sizes):
+                        h_t, c_t = _cell(self.mode, gi[starts[t]:starts[t] + b], h[:b],
+                                         None if c is None else c[:b], weights)
+                        hs[t] = h_t
+                        h = h_t if b == h.shape[0] else cat([h_t, h[b:]])
+                        if c is not None:
+                            c = c_t if b == c.shape[0] else cat([c_t, c[b:]])
+                else:
+                    h, c = h_init[:0], (c_init[:0] if c_init is not None else None)
+                    for t in range(len(sizes) - 1, -1, -1):
+                        b, have = sizes[t], h.shape[0]
+                        if b > have:  # sequences whose last step is t start here
+                            h = cat([h, h_init[have:b]])
+                            c = cat([c, c_init[have:b]]) if c is not None else None
+                        h, c = _cell(self.mode, gi[starts[t]:starts[t] + b], h, c, weights)
+                        hs[t] = h
+                outputs.append(cat(hs) if hs else gi[:, :0])
+                last_h.append(h)
+                if c is not None:
+                    last_c.append(c)
+            layer_input = outputs[0] if directions == 1 else cat(outputs, -1)
+            if self.dropout and self.training and layer < self.num_layers - 1:
+                layer_input = F.dropout(layer_input, self.dropout, True)
+        h_n = stack(last_h)
+        c_n = stack(last_c) if last_c else None
+        if packed.unsorted_indices is not None:
+            h_n = h_n.index_select(1, packed.unsorted_indices)
+            c_n = c_n.index_select(1, packed.unsorted_indices) if c_n is not None else None
+        out = PackedSequence(layer_input, packed.batch_sizes, packed.sorted_indices,
+                             packed.unsorted_indices)
         return out, h_n, c_n
 
     def flatten_parameters(self) -> None:

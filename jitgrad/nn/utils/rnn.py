@@ -1,14 +1,163 @@
-"""``jitgrad.nn.utils.rnn``: padding variable-length sequences into one batch."""
+"""``jitgrad.nn.utils.rnn``: padding variable-length sequences into one batch, and packing them
+(``PackedSequence``) so that the recurrent layers skip the padding, as torch's."""
 
 from __future__ import annotations
 
+from collections import namedtuple
 from collections.abc import Sequence
+from typing import Any
 
-from ...ops.creation import full
+import numpy as np
+
+from ...ops.creation import full, tensor
 from ...ops.movement import cat, stack
 from ...tensor import Tensor
 
-__all__ = ["pad_sequence"]
+__all__ = ["PackedSequence", "pack_padded_sequence", "pack_sequence", "pad_packed_sequence",
+           "pad_sequence", "unpack_sequence", "unpad_sequence"]
+
+_UNSORTED = ("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
+             "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence "
+             "to sidestep this requirement if you do not need ONNX exportability.")
+
+
+class PackedSequence(namedtuple("PackedSequence_", ["data", "batch_sizes", "sorted_indices",
+                                                    "unsorted_indices"])):
+    """The time steps of a batch of sequences, longest first, packed one after another: ``data``
+    holds step 0 of every sequence, then step 1 of those that are that long, ...;
+    ``batch_sizes[t]`` is how many sequences have a step ``t``. ``sorted_indices`` (or None)
+    orders the original batch by decreasing length; ``unsorted_indices`` undoes it. Make one
+    with ``pack_padded_sequence`` or ``pack_sequence``, not directly."""
+
+    __slots__ = ()
+
+    def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """``data`` moved or cast with ``Tensor.to``; the indices stay (on ``data``'s device)."""
+        data = self.data.to(*args, **kwargs)
+        if data is self.data:
+            return self
+        move = (lambda t: None if t is None else t.to(data.device))
+        return type(self)(data, self.batch_sizes, move(self.sorted_indices),
+                          move(self.unsorted_indices))
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.data.is_cuda
+
+
+def _invert(permutation: Tensor) -> Tensor:
+    p = permutation.numpy()
+    inverse = np.empty_like(p)
+    inverse[p] = np.arange(len(p))
+    return tensor(inverse, device=permutation.device)
+
+
+def _lengths_array(lengths: Any) -> np.ndarray:
+    if isinstance(lengths, Tensor):
+        return lengths.cpu().numpy().astype(np.int64).reshape(-1)
+    return np.asarray(lengths, dtype=np.int64).reshape(-1)
+
+
+def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,  # noqa: A002
+                         enforce_sorted: bool = True) -> PackedSequence:
+    """Packs a padded batch ``(T, B, *)`` (``(B, T, *)`` with ``batch_first``) of sequences of
+    ``lengths``.
+
+    Args:
+        input: the padded batch.
+        lengths: the length of each sequence (a list or a 1-D CPU tensor).
+        batch_first: ``input`` is ``(B, T, *)``. Default: False.
+        enforce_sorted: the lengths must be decreasing (else the batch is sorted here and the
+            permutation kept in ``sorted_indices``). Default: True.
+    """
+    n = _lengths_array(lengths)
+    if enforce_sorted:
+        if np.any(n[1:] > n[:-1]):
+            raise RuntimeError(_UNSORTED)
+        sorted_indices = None
+    else:
+        order = np.argsort(-n, kind="stable")
+        n = n[order]
+        sorted_indices = tensor(order, device=input.device)
+        input = input.index_select(0 if batch_first else 1, sorted_indices)  # noqa: A001
+    if len(n) and n[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
+                           "in 'lengths' that is <= 0")
+    if batch_first:
+        input = input.transpose(0, 1)  # noqa: A001
+    if len(n) and n[0] > input.shape[0]:
+        raise RuntimeError(f"Expected sequence length to be larger than or equal to the "
+                           f"maximum length {int(n[0])}, but got {input.shape[0]}")
+    steps = int(n[0]) if len(n) else 0
+    batch_sizes = np.array([(n > t).sum() for t in range(steps)], dtype=np.int64)
+    data = cat([input[t, :int(b)] for t, b in enumerate(batch_sizes)]) if steps else \
+        input.reshape(0, *input.shape[2:])
+    unsorted = None if sorted_indices is None else _invert(sorted_indices)
+    return PackedSequence(data, tensor(batch_sizes), sorted_indices, unsorted)
+
+
+def pad_packed_sequence(sequence: PackedSequence, batch_first: bool = False,
+                        padding_value: float = 0.0, total_length: int | None = None
+                        ) -> tuple[Tensor, Tensor]:
+    """Undoes ``pack_padded_sequence``: the padded batch (in the original order) and the
+    lengths (a CPU int64 tensor).
+
+    Args:
+        sequence: the packed batch.
+        batch_first: return ``(B, T, *)`` instead of ``(T, B, *)``. Default: False.
+        padding_value: the value of the padding. Default: 0.
+        total_length: pad to this many steps (at least the longest sequence).
+    """
+    data, batch_sizes = sequence.data, sequence.batch_sizes.numpy()
+    steps = len(batch_sizes)
+    if total_length is not None:
+        if total_length < steps:
+            raise ValueError(f"Expected total_length to be at least the length of the longest "
+                             f"sequence in input, but got total_length={total_length} and max "
+                             f"sequence length being {steps}")
+    else:
+        total_length = steps
+    batch = int(batch_sizes[0]) if steps else 0
+    rows, start = [], 0
+    for b in batch_sizes:
+        step = data[start:start + int(b)]
+        start += int(b)
+        if b < batch:
+            step = cat([step, full((batch - int(b), *data.shape[1:]), padding_value,
+                                   dtype=data.dtype, device=data.device)])
+        rows.append(step)
+    rows += [full((batch, *data.shape[1:]), padding_value, dtype=data.dtype, device=data.device)
+             for _ in range(total_length - steps)]
+    padded = stack(rows) if rows else data.reshape(0, batch, *data.shape[1:])
+    lengths = np.array([(batch_sizes > i).sum() for i in range(batch)], dtype=np.int64)
+    if sequence.unsorted_indices is not None:
+        padded = padded.index_select(1, sequence.unsorted_indices)
+        lengths = lengths[sequence.unsorted_indices.cpu().numpy()]
+    if batch_first:
+        padded = padded.transpose(0, 1)
+    return padded, tensor(lengths)
+
+
+def pack_sequence(sequences: Sequence[Tensor], enforce_sorted: bool = True) -> PackedSequence:
+    """Packs a list of tensors of shape ``(L_i, *)`` (decreasing ``L_i`` unless
+    ``enforce_sorted=False``)."""
+    lengths = [s.shape[0] for s in sequences]
+    return pack_padded_sequence(pad_sequence(sequences), lengths, enforce_sorted=enforce_sorted)
+
+
+def unpack_sequence(packed_sequences: PackedSequence) -> list[Tensor]:
+    """The list of sequences that ``pack_sequence`` packed."""
+    padded, lengths = pad_packed_sequence(packed_sequences, batch_first=True)
+    return unpad_sequence(padded, lengths, batch_first=True)
+
+
+def unpad_sequence(padded_sequences: Tensor, lengths: Tensor,
+                   batch_first: bool = False) -> list[Tensor]:
+    """The list of sequences of ``lengths`` in a padded batch."""
+    if not batch_first:
+        padded_sequences = padded_sequences.transpose(0, 1)
+    return [seq[:int(n)] for seq, n in zip(padded_sequences.unbind(0),
+                                           _lengths_array(lengths))]
 
 
 def pad_sequence(sequences: Tensor | Sequence[Tensor], batch_first: bool = False,
@@ -26,8 +175,7 @@ def pad_sequence(sequences: Tensor | Sequence[Tensor], batch_first: bool = False
         raise ValueError(f"Expected padding_side to be one of left or right, but got "
                          f"{padding_side}.")
     if isinstance(sequences, Tensor):
-        sequences = list(sequences.unbind(0)) if hasattr(sequences, "unbind") else \
-            [sequences[i] for i in range(sequences.shape[0])]
+        sequences = list(sequences.unbind(0))
     sequences = list(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
@@ -36,7 +184,8 @@ def pad_sequence(sequences: Tensor | Sequence[Tensor], batch_first: bool = False
     for s in sequences:
         missing = longest - s.shape[0]
         if missing:
-            pad = full((missing, *s.shape[1:]), padding_value, dtype=s.dtype)
+            pad = full((missing, *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
             s = cat([s, pad] if padding_side == "right" else [pad, s])
         padded.append(s)
     return stack(padded, 0 if batch_first else 1)
+
