@@ -42,7 +42,8 @@ LAYERS = [
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
              "jitgrad.viz", "jitgrad.distributed"]),
-    ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.trace", "jitgrad.jit.custom_function"]),
+    ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.trace", "jitgrad.jit.custom_function",
+                "jitgrad.jit.sweep"]),
     ("backends", ["jitgrad.backends"]),
     ("jit", ["jitgrad.jit", "jitgrad.func"]),  # (torch.func transforms trace with the jit)
     ("tools", ["jitgrad.cache"]),  # python -m jitgrad.cache: the kernel cache's command line
