@@ -37,7 +37,7 @@ LAYERS = [
                "jitgrad.autograd.saved_values", "jitgrad.autograd.grad_mode",
                "jitgrad.autograd.anomaly", "jitgrad.autograd.graph",
                "jitgrad.autograd.rule_programs", "jitgrad.autograd._decorator"]),
-    ("ops", ["jitgrad.ops", "jitgrad.random"]),
+    ("ops", ["jitgrad.ops", "jitgrad.random", "jitgrad._generator"]),
     # (autograd.function: custom Functions, built on the graph, with forward-mode AD rules)
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
