@@ -228,3 +228,23 @@ def test_warm_restarts_fractional_epochs_match_torch():
         ts.step(epoch)
         np.testing.assert_allclose(s.get_last_lr(), ts.get_last_lr(), rtol=1e-13)
         assert s.T_i == ts.T_i and s.last_epoch == ts.last_epoch
+
+
+def test_lr_scheduler_module_keeps_every_name_and_pickles_under_it():
+    import pickle
+
+    names = ["LRScheduler", "_LRScheduler", "EPOCH_DEPRECATION_WARNING", "_lrs", "_per_group",
+             "_lambda_state", "_load_lambda_state", "LambdaLR", "StepLR", "MultiStepLR",
+             "ExponentialLR", "CosineAnnealingLR", "ReduceLROnPlateau", "LinearLR",
+             "PolynomialLR", "OneCycleLR", "CyclicLR", "SequentialLR", "ChainedScheduler",
+             "ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]
+    assert all(hasattr(lr_scheduler, n) for n in names)
+    p = nn.Parameter(jitgrad.ones(2))
+    opt = optim.SGD([p], lr=0.1)
+    for sched in (lr_scheduler.StepLR(opt, 2), lr_scheduler.LinearLR(opt),
+                  lr_scheduler.ConstantLR(opt)):
+        assert type(sched).__module__ == "jitgrad.optim.lr_scheduler"
+        sched.step()
+        back = pickle.loads(pickle.dumps(sched))
+        assert type(back) is type(sched) and back.state_dict().keys() == \
+            sched.state_dict().keys() and back.get_last_lr() == sched.get_last_lr()
