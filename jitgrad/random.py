@@ -1,5 +1,8 @@
 """Seeded random tensors: ``Generator``, manual_seed/seed, rand, randn, randint, randperm,
-normal and ``Tensor.random_`` (one default ``Generator``, reseeded in place)."""
+normal and ``Tensor.random_`` (one default ``Generator``, reseeded in place).
+
+``Generator`` and the default generator live below, in ``jitgrad._generator`` (the ``rng`` op
+reads it there at run time); this module re-exports them."""
 
 from __future__ import annotations
 
@@ -10,7 +13,8 @@ import numpy as np
 from . import dtypes
 from .device import check_device
 from .ops.creation import _OPTS, _shape, invalid_combination
-from .tensor import _new
+from ._generator import Generator, _default
+from ._generator import default_generator as default_generator  # (re-exported)
 from .ops.rng import sample
 from .ops.surface import public
 
@@ -19,10 +23,6 @@ from .ops.surface import public
 def manual_seed(seed: int) -> Generator:
     """Seeds jitgrad's default generator (rand, randn, randint, dropout); returns it."""
     return _default.manual_seed(seed)
-
-
-def default_generator() -> Generator:
-    return _default
 
 
 _FLOAT_ONLY = {"rand": "check_uniform_bounds", "randn": "normal_kernel_cpu"}
@@ -130,13 +130,6 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
     return sample("integers", shape, dt, generator, requires_grad, dev, low=lo, high=hi)
 
 
-def _cpu_only(device: Any, what: str) -> None:
-    if check_device(device).type != "cpu":
-        raise NotImplementedError(
-            f"jitgrad: {what} on a cuda device is not supported yet: jitgrad draws random "
-            "numbers on the CPU; draw there and move the result with .cuda()")
-
-
 @public("rand_like")
 def rand_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
               requires_grad: bool = False) -> Any:
@@ -155,90 +148,6 @@ def randn_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A0
     return randn(tuple(input.shape), dtype=dtype or input.dtype,
                  device=input.device if device is None else device,
                  requires_grad=requires_grad)
-
-
-# ---------------------------------------------------------------- generators (torch.Generator)
-
-_SEED_MASK = 0xFFFF_FFFF_FFFF_FFFF
-
-
-class Generator:
-    """A seeded random number generator (torch.Generator), passed as ``generator=`` to rand,
-    randn, randint, randperm, normal and the in-place samplers.
-
-    It wraps a NumPy ``Generator`` (PCG64); the same seed gives the same numbers in eager mode
-    and under ``jitgrad.jit``, but not the same numbers as torch.
-    """
-
-    def __init__(self, device: Any = "cpu") -> None:
-        _cpu_only(device, "Generator (CUDA generators)")
-        self._device = check_device(device)
-        self.seed()
-
-    @property
-    def device(self) -> Any:
-        return self._device
-
-    def manual_seed(self, seed: int) -> Generator:
-        """Seeds the generator; returns it."""
-        seed = int(seed)
-        if not -0x8000_0000_0000_0000 <= seed <= _SEED_MASK:
-            raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is out of range")
-        self._seed = seed & _SEED_MASK
-        self._rng = np.random.default_rng(self._seed)
-        return self
-
-    def seed(self) -> int:
-        """Seeds the generator from a non-deterministic source; returns that seed."""
-        self.manual_seed(int(np.random.SeedSequence().entropy) & _SEED_MASK)
-        return self._seed
-
-    def initial_seed(self) -> int:
-        """The seed the generator was last seeded with."""
-        return self._seed
-
-    def get_state(self):
-        """The generator's state as a uint8 tensor (for ``set_state``)."""
-        import json
-
-        raw = json.dumps(self._rng.bit_generator.state).encode()
-        return _new(np.frombuffer(raw, dtype=np.uint8).copy(), dtypes.uint8)
-
-    def set_state(self, new_state: Any) -> Generator:
-        """Restores a state returned by ``get_state``."""
-        import json
-
-        if getattr(new_state, "dtype", None) is not dtypes.uint8:
-            raise TypeError("expected a torch.ByteTensor, but got "
-                            f"{type(new_state).__name__}")
-        self._rng.bit_generator.state = json.loads(new_state._data.tobytes().decode())
-        return self
-
-    # NumPy's sampling methods, which jitgrad's samplers call on a generator
-    def random(self, size: Any = None) -> np.ndarray:
-        return self._rng.random(size)
-
-    def standard_normal(self, size: Any = None) -> np.ndarray:
-        return self._rng.standard_normal(size)
-
-    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        return self._rng.normal(loc, scale, size)
-
-    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None) -> np.ndarray:
-        return self._rng.uniform(low, high, size)
-
-    def integers(self, low: Any, high: Any = None, size: Any = None, **kwargs: Any) -> np.ndarray:
-        return self._rng.integers(low, high, size=size, **kwargs)
-
-    def permutation(self, n: int) -> np.ndarray:
-        return self._rng.permutation(n)
-
-    def __repr__(self) -> str:
-        return f"<jitgrad._C.Generator object at {hex(id(self))}>"
-
-
-_default = Generator()
-_generator = _default  # what ``default_generator()`` returns (reseeded in place)
 
 
 @public("seed")

@@ -253,3 +253,23 @@ def test_load_state_dict_with_a_numeric_step_continues_as_a_tensor(name):
         return p.detach().numpy()
 
     np.testing.assert_array_equal(run(True), run(False))
+
+
+def test_lr_scheduler_module_keeps_every_name_and_pickles_under_it():
+    import pickle
+
+    names = ["LRScheduler", "_LRScheduler", "EPOCH_DEPRECATION_WARNING", "_lrs", "_per_group",
+             "_lambda_state", "_load_lambda_state", "LambdaLR", "StepLR", "MultiStepLR",
+             "ExponentialLR", "CosineAnnealingLR", "ReduceLROnPlateau", "LinearLR",
+             "PolynomialLR", "OneCycleLR", "CyclicLR", "SequentialLR", "ChainedScheduler",
+             "ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]
+    assert all(hasattr(lr_scheduler, n) for n in names)
+    p = nn.Parameter(jitgrad.ones(2))
+    opt = optim.SGD([p], lr=0.1)
+    for sched in (lr_scheduler.StepLR(opt, 2), lr_scheduler.LinearLR(opt),
+                  lr_scheduler.ConstantLR(opt)):
+        assert type(sched).__module__ == "jitgrad.optim.lr_scheduler"
+        sched.step()
+        back = pickle.loads(pickle.dumps(sched))
+        assert type(back) is type(sched) and back.state_dict().keys() == \
+            sched.state_dict().keys() and back.get_last_lr() == sched.get_last_lr()

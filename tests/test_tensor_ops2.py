@@ -393,6 +393,8 @@ def test_generator_makes_every_sampler_reproducible():
     g.set_state(state)
     assert all(a.tolist() == b.tolist() for a, b in zip(second, draw(g)))
     assert jitgrad.manual_seed(3) is jitgrad.default_generator
+    assert jitgrad.random.default_generator() is jitgrad.default_generator
+    assert jitgrad.random.Generator is jitgrad.Generator
     assert jitgrad.initial_seed() == 3
     s = jitgrad.seed()
     assert jitgrad.initial_seed() == s

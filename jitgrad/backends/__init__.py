@@ -2,7 +2,7 @@
 ``render(graph) -> str``. ``interpreter`` is the reference; compiled backends are looked up by
 name and report clearly when they are not available.
 
-The package also plugs the eager CUDA runtime (``cuda_eager``: ops on cuda tensors) into the
+The package also plugs the eager CUDA runtime (``cuda_runtime``: ops on cuda tensors) into the
 base layer's device: ``import jitgrad`` imports this package, which registers
 ``load_cuda_runtime`` in ``device.RUNTIME_LOADERS``, and the first cuda device asked for loads
 it. Nothing below the backends imports a backend.
@@ -17,7 +17,7 @@ from types import ModuleType
 from ..device import RUNTIME_LOADERS, cuda_unavailable
 
 NAMES = ("auto", "interpreter", "numba", "cuda")
-_MODULES = {"interpreter": "interpreter", "numba": "numba_cpu", "cuda": "numba_cuda"}
+_MODULES = {"interpreter": "interpreter", "numba": "numba_cpu", "cuda": "cuda_jit"}
 
 
 def check_name(name: str) -> None:
@@ -57,8 +57,8 @@ def _numba_importable() -> bool:
 
 def load_cuda_runtime() -> None:
     """Loads the CUDA runtime for ``device.cuda_runtime``: the eager cuda dispatcher
-    (``cuda_eager``), or raises ``cuda_unavailable`` when numba-cuda cannot drive a GPU (or its
-    simulator) here."""
+    (``cuda_eager`` with the op tables ``cuda_runtime`` collects), or raises
+    ``cuda_unavailable`` when numba-cuda cannot drive a GPU (or its simulator) here."""
     try:
         from numba import cuda
 
@@ -68,7 +68,7 @@ def load_cuda_runtime() -> None:
         ok, reason = False, f"{type(e).__name__}: {e}"
     if not ok:
         raise cuda_unavailable(reason)
-    from . import cuda_eager  # noqa: F401 - installs the dispatcher's CUDA path
+    from . import cuda_runtime  # noqa: F401 - installs the dispatcher's CUDA path
 
 
 RUNTIME_LOADERS["cuda"] = load_cuda_runtime

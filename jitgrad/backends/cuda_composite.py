@@ -29,16 +29,8 @@ from ..ops import registry
 from ..ops.registry import Tensor
 from ..ops.nn_ops2 import _softplus_neg
 from ..tensor import _make
+from .cuda_eager import _no_grad
 from .numba_cuda import full
-
-
-def _no_grad(fn):
-    st = registry.state
-    prev, st.grad_enabled = st.grad_enabled, False
-    try:
-        return fn()
-    finally:
-        st.grad_enabled = prev
 
 
 def _result(t: Tensor, dt=None):

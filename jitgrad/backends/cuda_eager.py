@@ -16,14 +16,16 @@
   ``cuda_nn`` (convolution, pooling, batch norm), ``cuda_linalg`` (svdvals) and
   ``cuda_index`` (indexing with index tensors and masks), or are
   compositions of ops with kernels in ``cuda_composite`` (losses, norms, pads, slice
-  assignment), all entries of ``_BY_NAME``;
+  assignment), all entries of ``_BY_NAME`` (collected by ``cuda_runtime``);
 * anything else raises ``NotImplementedError`` naming the op: nothing is silently run on the
   host.
 
 Python numbers are kernel arguments in the dtype eager promotion gives them, so a new number
 reuses the compiled kernel.
 
-Loading this module switches the dispatcher's CUDA check on (``registry.cuda_live``).
+The op modules import their helpers from this module (``unsupported``, ``copy_into``,
+``_no_grad``, ...) and ``cuda_runtime`` collects their tables into ``_BY_NAME``; loading
+``cuda_runtime`` switches the dispatcher's CUDA check on (``registry.cuda_live``).
 """
 
 from __future__ import annotations
@@ -107,6 +109,15 @@ def run_arrays(e: Eqn, arrays: list) -> list:
 
 # ---------------------------------------------------------------- single-op kernels
 _EAGER: dict = {}
+
+
+def _no_grad(fn):
+    st = registry.state
+    prev, st.grad_enabled = st.grad_enabled, False
+    try:
+        return fn()
+    finally:
+        st.grad_enabled = prev
 
 
 def _standin(a: Tensor) -> Tensor:
@@ -525,40 +536,9 @@ def _nll(op, args, params):
     return out._data, logp._dtype
 
 
-def _rng(op, args, params):
-    # a draw the CUDA backend's program makes (traced without a device): on the device
-    p = {k: v for k, v in params.items() if k != "device"}
-    return _draw(**p), params["dtype"]
-
-
 _BY_NAME = {"mm": _mm, "bmm": _bmm, "mv": _mv, "dot": _dot, "addmm": _addmm, "zero_": _fill,
            "fill_": _fill, "select_backward": _into_zeros, "slice_backward": _into_zeros,
            "cat": _cat, "stack": _stack, "copy_": _overwrite, "fill_tensor_": _overwrite,
            "gather": _indexed, "scatter_add": _indexed, "index_select": _indexed,
            "index_add": _indexed, "masked_fill": _masked_fill,
-           "masked_fill_tensor": _masked_fill, "embedding": _embedding, "nll_loss": _nll,
-           "rng": _rng}
-
-
-# ---------------------------------------------------------------- install
-from .cuda_compact import BY_NAME as _COMPACT  # noqa: E402 - (they import helpers
-from .cuda_composite import BY_NAME as _COMPOSITE  # noqa: E402 - from this module)
-from .cuda_composite import _no_grad  # noqa: E402
-from .cuda_index import BY_NAME as _INDEX  # noqa: E402
-from .cuda_linalg import BY_NAME as _LINALG  # noqa: E402
-from .cuda_lines import BY_NAME as _LINES  # noqa: E402
-from .cuda_nn import BY_NAME as _NN  # noqa: E402
-from .cuda_random import draw as _draw  # noqa: E402
-
-_BY_NAME.update(_LINES)
-_BY_NAME.update(_NN)
-_BY_NAME.update(_LINALG)
-_BY_NAME.update(_COMPACT)
-_BY_NAME.update(_COMPOSITE)
-_BY_NAME.update(_INDEX)
-ca.HOOKS["copy"] = copy_array
-ca.HOOKS["add"] = add_arrays
-ca.HOOKS["copy_into"] = copy_into
-ca.HOOKS["draw"] = _draw
-registry.cuda_compute = compute
-registry.cuda_live = True
+           "masked_fill_tensor": _masked_fill, "embedding": _embedding, "nll_loss": _nll}

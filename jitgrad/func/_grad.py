@@ -153,7 +153,7 @@ def _detach_tree(out: Any) -> Any:
 
 def _vjp_traced(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     from .._ir import Var
-    from ..jit.passes.vjp import active_vars, backward_sweep
+    from ..jit.sweep import active_vars, backward_sweep
     from ..ops.creation import zeros_like
 
     trace = state.traces[-1]

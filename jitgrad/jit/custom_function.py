@@ -133,13 +133,12 @@ def traced_apply(cls: type, args: tuple, kwargs: dict) -> Any:
     from ..errors import ConcretizationError
     from ..ops.elementwise import DETACH
     from .._tracer import active
-    from .trace import Trace
 
-    trace = state.traces[-1]
+    trace = state.traces[-1]  # (the jit's ``Trace``: its ``apply_function`` called this)
     where = _where()
-    # Learn the call's structure: forward on stand-ins (tracers of a scratch trace; tensors
-    # of ones if forward reads values).
-    scratch = Trace()
+    # Learn the call's structure: forward on stand-ins (tracers of a scratch trace of the same
+    # kind; tensors of ones if forward reads values).
+    scratch = type(trace)()
     try:
         with active(scratch):
             spec = _learn(cls, where, tuple(
@@ -462,7 +461,7 @@ def _backward_vjp_traced(gg: tuple, inputs: tuple, spec: FunctionCallSpec) -> li
     """``_backward_vjp`` while tracing (the VJP pass, or ``func.grad`` inside ``jit``,
     differentiating a backward equation): the user's backward is recorded inline on aliases
     of the inputs, and the reverse sweep differentiates what it recorded."""
-    from .passes.vjp import active_vars, backward_sweep
+    from .sweep import active_vars, backward_sweep
     from ..autograd.grad_mode import enable_grad
 
     Tensor = registry.Tensor

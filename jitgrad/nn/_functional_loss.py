@@ -1,5 +1,5 @@
-"""Regression and binary losses of ``jitgrad.nn.functional``: l1, smooth L1, Huber and the
-binary cross entropies (re-exported by ``functional``).
+"""The losses of ``jitgrad.nn.functional`` (re-exported there): mse, nll, cross entropy, l1,
+smooth L1, Huber and the binary cross entropies, and the reduction argument they share.
 
 Each follows ``torch.nn.functional``: names, defaults, warnings, errors and the math of the
 reductions. ``smooth_l1_loss``, ``huber_loss`` and the binary cross entropies are single ops
@@ -10,14 +10,202 @@ from __future__ import annotations
 
 import warnings
 
+from .. import dtypes
+from ..ops.nn_ops import MSE_LOSS, NLL_LOSS
 from ..ops.nn_ops2 import (BINARY_CROSS_ENTROPY, BINARY_CROSS_ENTROPY_WITH_LOGITS, HUBER_LOSS,
                            SMOOTH_L1_LOSS)
 from ..ops.registry import apply, broadcast_shapes
 from ..tensor import Tensor
-from .functional import _reduction
+from ._functional_core import log_softmax
 
-__all__ = ["l1_loss", "smooth_l1_loss", "huber_loss", "binary_cross_entropy",
-           "binary_cross_entropy_with_logits"]
+__all__ = ["mse_loss", "nll_loss", "cross_entropy", "l1_loss", "smooth_l1_loss", "huber_loss",
+           "binary_cross_entropy", "binary_cross_entropy_with_logits"]
+
+
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
+    size_average = True if size_average is None else size_average
+    reduce = True if reduce is None else reduce
+    ret = "mean" if size_average and reduce else "sum" if reduce else "none"
+    warnings.warn(
+        f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
+        stacklevel=3)
+    return ret
+
+
+def _reduction(reduction: str, size_average: bool | None = None,
+               reduce: bool | None = None) -> str:
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return reduction
+
+
+# ---------------------------------------------------------------- losses
+
+
+def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
+             reduce: bool | None = None, reduction: str = "mean",
+             weight: Tensor | None = None) -> Tensor:
+    """Mean squared error (``MseLossBackward0``); ``weight`` weighs each element."""
+    if tuple(target.shape) != tuple(input.shape):
+        warnings.warn(
+            f"Using a target size ({target.size()}) that is different to the input size "
+            f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
+            "Please ensure they have the same size.", stacklevel=2)
+    if size_average is not None or reduce is not None:
+        reduction = _legacy_reduction(size_average, reduce)
+    from ..ops.registry import broadcast_shapes
+
+    shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
+    x = input if tuple(input.shape) == shape else input.expand(shape)
+    y = target if tuple(target.shape) == shape else target.expand(shape)
+    if weight is not None:
+        if tuple(weight.shape) != tuple(input.shape):
+            raise ValueError("Weights and input must have the same size.")
+        sq = (x - y) ** 2 * weight
+        if reduction == "none":
+            return sq
+        if reduction == "sum":
+            return sq.sum()
+        if reduction == "mean":
+            return sq.sum() / weight.sum()
+        raise ValueError(
+            f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
+    if reduction not in _REDUCTIONS:
+        raise ValueError(f"{reduction} is not a valid value for reduction")
+    return apply(MSE_LOSS, x, y, reduction=reduction)
+
+
+def _check_target_dtype(target: Tensor) -> None:
+    if target.dtype not in (dtypes.int64, dtypes.uint8):
+        name = target.dtype._legacy.replace("Tensor", "")
+        raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}")
+
+
+def _check_weight(weight: Tensor | None, n_classes: int) -> None:
+    if weight is not None and (weight.ndim != 1 or weight.shape[0] != n_classes):
+        raise RuntimeError(
+            f"weight tensor should be defined either for all {n_classes} classes or no classes "
+            f"but got weight tensor of shape: {list(weight.shape)}")
+
+
+def _to_rows(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
+    """(N, C, d1, ...) -> (N*d1*..., C) rows and their flat targets."""
+    c = input.shape[1]
+    perm = (0,) + tuple(range(2, input.ndim)) + (1,)
+    return input.permute(*perm).reshape(-1, c), target.reshape(-1)
+
+
+def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+             size_average: bool | None = None, ignore_index: int = -100,
+             reduce: bool | None = None, reduction: str = "mean") -> Tensor:
+    """Negative log-likelihood of class indices given log-probabilities (``NllLossBackward0``).
+
+    ``input`` is ``(C)``, ``(N, C)`` or ``(N, C, d1, ...)``; the mean divides by the summed
+    weights of the non-ignored targets.
+    """
+    reduction = _reduction(reduction, size_average, reduce)
+    if input.ndim < 1:
+        raise ValueError(f"Expected 1 or more dimensions (got {input.ndim})")
+    if input.ndim <= 2:
+        if target.ndim > 1 or target.ndim != input.ndim - 1:
+            raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+        _check_target_dtype(target)
+        _check_weight(weight, input.shape[-1])
+        return apply(NLL_LOSS, input, target, weight, reduction=reduction,
+                     ignore_index=int(ignore_index))
+    if tuple(target.shape[:1]) != tuple(input.shape[:1]):
+        raise ValueError(
+            f"Expected input batch_size ({input.shape[0]}) to match target batch_size "
+            f"({target.shape[0]}).")
+    if tuple(target.shape[1:]) != tuple(input.shape[2:]):
+        raise RuntimeError(
+            f"Expected target size {[input.shape[0]] + list(input.shape[2:])}, got "
+            f"{list(target.shape)}")
+    _check_target_dtype(target)
+    _check_weight(weight, input.shape[1])
+    rows, flat = _to_rows(input, target)
+    out = apply(NLL_LOSS, rows, flat, weight, reduction=reduction,
+                ignore_index=int(ignore_index))
+    return out.reshape(tuple(target.shape)) if reduction == "none" else out
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
+                  size_average: bool | None = None, ignore_index: int = -100,
+                  reduce: bool | None = None, reduction: str = "mean",
+                  label_smoothing: float = 0.0) -> Tensor:
+    """Cross entropy between logits and class indices or class probabilities, as torch computes.
+
+    ``input`` is ``(C)``, ``(N, C)`` or ``(N, C, d1, ...)``. ``target`` holds class indices
+    (shape of ``input`` without the class dim) or probabilities (same shape as ``input``).
+    ``weight`` rescales classes, ``ignore_index`` skips targets (indices only), and
+    ``label_smoothing`` mixes the target with the uniform distribution.
+    """
+    reduction = _reduction(reduction, size_average, reduce)
+    class_dim = 0 if input.ndim == 1 else 1
+    n_classes = input.shape[class_dim]
+    logp = log_softmax(input, class_dim)
+    if tuple(input.shape) == tuple(target.shape):
+        return _cross_entropy_probs(logp, target, weight, ignore_index, reduction,
+                                    label_smoothing, class_dim, n_classes)
+    if label_smoothing > 1.0:
+        raise RuntimeError(
+            f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
+    nll = nll_loss(logp, target, weight, ignore_index=ignore_index, reduction=reduction)
+    if label_smoothing <= 0.0:
+        return nll
+    ignore = target == ignore_index
+    if weight is not None:
+        shape = [1] * logp.ndim
+        shape[class_dim] = n_classes
+        smooth = -(logp * weight.reshape(tuple(shape))).sum(class_dim)
+    else:
+        smooth = -logp.sum(class_dim)
+    smooth = smooth.masked_fill(ignore, 0.0)
+    if reduction == "mean":
+        if weight is not None:
+            safe = target.masked_fill(ignore, 0).reshape(-1)
+            denom = weight.index_select(0, safe).masked_fill(ignore.reshape(-1), 0.0).sum()
+        else:
+            denom = (~ignore).sum()
+        ret = smooth.sum() / denom
+    elif reduction == "sum":
+        ret = smooth.sum()
+    else:
+        ret = smooth
+    return (1 - label_smoothing) * nll + ret * (label_smoothing / n_classes)
+
+
+def _cross_entropy_probs(logp: Tensor, target: Tensor, weight: Tensor | None,
+                         ignore_index: int, reduction: str, label_smoothing: float,
+                         class_dim: int, n_classes: int) -> Tensor:
+    if not (target.dtype.is_floating_point or target.dtype.is_complex):
+        name = target.dtype._legacy.replace("Tensor", "")
+        raise RuntimeError(
+            f"Expected floating point type for target with class probabilities, got {name}")
+    if ignore_index >= 0:
+        raise RuntimeError("ignore_index is not supported for floating point target")
+    if label_smoothing > 0.0:
+        if label_smoothing > 1.0:
+            raise RuntimeError(
+                f"label_smoothing must be between 0.0 and 1.0. Got: {label_smoothing:g}")
+        target = target * (1 - label_smoothing) + label_smoothing / n_classes
+    prod = logp * target
+    if weight is not None:
+        _check_weight(weight, n_classes)
+        shape = [1] * logp.ndim
+        shape[class_dim] = n_classes
+        prod = prod * weight.reshape(tuple(shape))
+    if reduction == "none":
+        return -prod.sum(class_dim)
+    if reduction == "sum":
+        return -prod.sum()
+    batch = logp.numel() // n_classes if n_classes else 0
+    return -prod.sum() / batch if batch else -prod.sum() * float("nan")
 
 
 def _warn_size(input: Tensor, target: Tensor) -> None:  # noqa: A002

@@ -48,7 +48,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     Returns:
         (..., L, Ev).
     """
-    from .functional import dropout, softmax
+    from ._functional_core import dropout, softmax
 
     L, S = query.shape[-2], key.shape[-2]
     factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
@@ -77,7 +77,7 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
 def _in_projection(query: Tensor, key: Tensor, value: Tensor, in_proj_weight: Tensor | None,
                    in_proj_bias: Tensor | None, q_w: Tensor | None, k_w: Tensor | None,
                    v_w: Tensor | None, use_separate: bool) -> tuple[Tensor, Tensor, Tensor]:
-    from .functional import linear
+    from ._functional_core import linear
 
     E = query.shape[-1]
     if use_separate:
@@ -109,7 +109,7 @@ def multi_head_attention_forward(
         The output (L, N, E) and, with ``need_weights``, the attention weights (N, L, S),
         averaged over heads with ``average_attn_weights`` (else (N, heads, L, S)).
     """
-    from .functional import dropout, linear, pad, softmax
+    from ._functional_core import dropout, linear, pad, softmax
 
     if static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "

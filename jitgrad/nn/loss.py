@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ..tensor import Tensor
 from . import functional as F
-from .functional import _legacy_reduction
+from ._functional_loss import _legacy_reduction
 from .module import Module
 
 __all__ = ["MSELoss", "L1Loss", "SmoothL1Loss", "HuberLoss", "BCELoss", "BCEWithLogitsLoss",

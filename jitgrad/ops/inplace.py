@@ -278,7 +278,7 @@ def _basic_key(key: Any) -> bool:
 
 @public(method="uniform_")
 def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
-    from ..random import default_generator
+    from .._generator import default_generator
 
     if self.is_cuda:  # drawn on the device (another stream than the CPU's)
         return _draw_on_device(self, "uniform", generator, a, b - a)
@@ -289,7 +289,7 @@ def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
 
 @public(method="normal_")
 def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None):
-    from ..random import default_generator
+    from .._generator import default_generator
 
     if self.is_cuda:
         return _draw_on_device(self, "normal", generator, mean, std)

@@ -16,7 +16,7 @@ from .registry import OPAQUE, apply, defop
 
 def _rng_impl(*, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
               low: int = 0, high: int = 1, device: str | None = None):
-    from ..random import default_generator
+    from .._generator import default_generator
 
     if device is not None:  # "cuda": drawn on the device (backends/cuda_random)
         from .._cuda_array import HOOKS

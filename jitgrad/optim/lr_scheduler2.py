@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from .lr_scheduler import LRScheduler, ReduceLROnPlateau, _lrs
+from ._lr_base import LRScheduler, _lrs
+from .lr_scheduler1 import ReduceLROnPlateau
 from .optimizer import Optimizer
 
 __all__ = ["LinearLR", "PolynomialLR", "OneCycleLR", "CyclicLR", "SequentialLR",

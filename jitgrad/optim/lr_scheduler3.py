@@ -8,7 +8,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from .lr_scheduler import LRScheduler, _lambda_state, _load_lambda_state, _lrs, _per_group
+from ._lr_base import LRScheduler, _lambda_state, _load_lambda_state, _lrs, _per_group
 from .optimizer import Optimizer
 
 __all__ = ["ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]
