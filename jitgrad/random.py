@@ -17,6 +17,7 @@ from ._generator import Generator, _default
 from ._generator import default_generator as default_generator  # (re-exported)
 from .ops.rng import sample
 from .ops.surface import public
+from .tensor import Tensor
 
 
 @public("manual_seed")
@@ -290,3 +291,85 @@ def random_(self: Any, from_: int = 0, to: int | None = None, *, generator: Any 
     is ``[0, to)``; with no bounds, every integer the dtype represents exactly)."""
     lo, hi = _random_bounds(self, from_, to)
     return self.copy_(randint(lo, hi, tuple(self.shape), dtype=self.dtype, generator=generator))
+
+
+def _eager(t: Any) -> bool:
+    from .ops.registry import state
+
+    return not state.traces and t._trace is None
+
+
+def _scalar_type(dt: dtypes.dtype) -> str:
+    return dt._legacy[:-len("Tensor")]
+
+
+@public("multinomial", method=True)
+def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # noqa: A002
+                generator: Any = None) -> Any:
+    """``num_samples`` category indices per row of ``input`` (1-D or 2-D non-negative weights,
+    not necessarily normalized), drawn with or without ``replacement``. With replacement: the
+    inverse of each row's cumulative distribution at uniform draws; without: the
+    ``num_samples`` largest ``log(u) / w`` keys (Efraimidis-Spirakis), which is sampling
+    proportional to the weights without replacement. The stream differs from torch's."""
+    if input.ndim not in (1, 2):
+        raise RuntimeError("prob_dist must be 1 or 2 dim")
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
+                           f"{_scalar_type(input.dtype)}")
+    n = input.shape[-1]
+    if num_samples <= 0:
+        raise RuntimeError("cannot sample n_sample <= 0 samples")
+    if not replacement and num_samples > n:
+        raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
+                           "replacement")
+    w = input.detach().to(dtypes.float64)
+    if _eager(w):
+        if bool((~w.isfinite() | (w < 0)).any()):
+            raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
+        if bool((w.sum(-1) <= 0).any()):
+            raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    rows = w if w.ndim == 2 else w.unsqueeze(0)
+    u = rand(rows.shape[0], num_samples if replacement else n, dtype=dtypes.float64,
+             generator=generator, device=input.device)
+    if replacement:
+        cdf = rows.cumsum(-1)
+        cdf = cdf / cdf[:, -1:]
+        idx = (u.unsqueeze(-1) >= cdf.unsqueeze(1)).sum(-1).clamp_max(n - 1)
+    else:
+        from .ops.selection import where
+
+        # log(1 - u) is finite (u < 1); a zero weight's key is -inf: drawn once the rest are
+        positive = rows > 0
+        keys = where(positive, (-u).log1p() / where(positive, rows, 1.0), float("-inf"))
+        idx = keys.topk(num_samples, dim=-1).indices
+    return idx if input.ndim == 2 else idx.squeeze(0)
+
+
+def _check_probabilities(p: Any) -> None:
+    bad = not 0 <= p <= 1 if not isinstance(p, Tensor) else \
+        _eager(p) and bool(((p < 0) | (p > 1)).any())
+    if bad:
+        raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
+                           "this error message be improved?  If so, please report an "
+                           "enhancement request to PyTorch.)")
+
+
+@public("bernoulli", method=True)
+def bernoulli(input: Any, p: Any = None, *, generator: Any = None) -> Any:  # noqa: A002
+    """0 or 1 in ``input``'s dtype, 1 with probability ``input`` (or the number ``p``). The
+    result does not require grad (torch records a node whose gradient is zero)."""
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
+                                  f"'{_scalar_type(input.dtype)}'")
+    probs = input.detach() if p is None else p
+    _check_probabilities(probs)
+    u = rand(*input.shape, dtype=input.dtype, generator=generator, device=input.device)
+    return (u < probs).to(input.dtype)
+
+
+@public(method="bernoulli_")
+def bernoulli_(self: Any, p: Any = 0.5, *, generator: Any = None) -> Any:
+    """Fills ``self`` in place with 0 or 1, 1 with probability ``p`` (a number or a tensor)."""
+    _check_probabilities(p)
+    u = rand(*self.shape, dtype=dtypes.float64, generator=generator, device=self.device)
+    return self.copy_(u < p)
