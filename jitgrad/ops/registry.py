@@ -16,6 +16,7 @@ pointwise and reduce ops, a scalar kernel template that compiled backends render
 from __future__ import annotations
 
 import threading
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -35,6 +36,13 @@ from .op_fields import (  # (re-exported: the ops import every field value from 
     Public as Public,
     ReduceTemplate as ReduceTemplate,
 )
+
+# torch's ops give inf and nan silently; NumPy's warn ("divide by zero encountered in log").
+# Quiet those floating-point warnings where jitgrad's own code calls NumPy (an errstate around
+# every op would cost ~0.8 us a call); NumPy called from the user's modules still warns.
+warnings.filterwarnings(
+    "ignore", r"(divide by zero|invalid value|overflow|underflow) encountered in",
+    RuntimeWarning, r"jitgrad\.")
 
 
 class OpDef:
