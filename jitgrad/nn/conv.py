@@ -13,7 +13,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d"]
+__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
 
 def _ntuple(v: Any, n: int) -> tuple:
     return (v,) * n if isinstance(v, int) else tuple(v)
@@ -23,6 +23,7 @@ class _ConvNd(Module):
     """The parameters, checks and repr shared by Conv1d and Conv2d."""
 
     _dims = 2
+    _transposed = False
 
     def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
                  padding: Any = 0, dilation: Any = 1, groups: int = 1, bias: bool = True,
@@ -61,12 +62,13 @@ class _ConvNd(Module):
         self.stride = stride
         self.padding = padding
         self.dilation = dilation
-        self.transposed = False
+        self.transposed = self._transposed
         self.output_padding = (0,) * n
         self.groups = groups
         self.padding_mode = padding_mode
-        self.weight = Parameter(empty((out_channels, in_channels // groups) + self.kernel_size,
-                                      dtype=dtype, device=device))
+        shape = (in_channels, out_channels // groups) if self._transposed else \
+            (out_channels, in_channels // groups)
+        self.weight = Parameter(empty(shape + self.kernel_size, dtype=dtype, device=device))
         if bias:
             self.bias = Parameter(empty((out_channels,), dtype=dtype, device=device))
         else:
@@ -88,6 +90,8 @@ class _ConvNd(Module):
             s += ", padding={padding}"
         if self.dilation != (1,) * len(self.dilation):
             s += ", dilation={dilation}"
+        if self.output_padding != (0,) * len(self.output_padding):
+            s += ", output_padding={output_padding}"
         if self.groups != 1:
             s += ", groups={groups}"
         if self.bias is None:
@@ -143,3 +147,86 @@ class Conv2d(_ConvNd):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
                         self.groups)
+
+
+class _ConvTransposeNd(_ConvNd):
+    """The transposed layers: weight ``(in_channels, out_channels / groups, *kernel_size)``,
+    ``output_padding``, and ``forward(input, output_size=None)``."""
+
+    _transposed = True
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1,
+                 padding: Any = 0, output_padding: Any = 0, groups: int = 1, bias: bool = True,
+                 dilation: Any = 1, padding_mode: str = "zeros", device: Any = None,
+                 dtype: dtypes.dtype | None = None) -> None:
+        if isinstance(padding, str):
+            raise ValueError(f'Only "zeros" padding mode is supported for '
+                             f"{type(self).__name__}" if padding_mode != "zeros" else
+                             f"padding={padding!r} is not supported for {type(self).__name__}")
+        if padding_mode != "zeros":
+            raise ValueError(f'Only "zeros" padding mode is supported for {type(self).__name__}')
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation,
+                         groups, bias, padding_mode, device, dtype)
+        self.output_padding = _ntuple(output_padding, self._dims)
+
+    def _output_padding(self, input: Tensor, output_size: Any) -> tuple:  # noqa: A002
+        if output_size is None:
+            return self.output_padding
+        n = self._dims
+        size = list(output_size)[-n:]
+        if len(size) != n:
+            raise ValueError(f"ConvTranspose{n}D: for {input.ndim}D input, output_size must "
+                             f"have {n} or {n + 2} elements (got {len(list(output_size))})")
+        spatial = tuple(input.shape[-n:])
+        smallest = [F.transposed_size(i, k, s, p, 0, d) for i, k, s, p, d in zip(
+            spatial, self.kernel_size, self.stride, self.padding, self.dilation)]
+        largest = [m + s - 1 for m, s in zip(smallest, self.stride)]
+        if any(not lo <= v <= hi for v, lo, hi in zip(size, smallest, largest)):
+            raise ValueError(f"requested an output size of {size}, but valid sizes range from "
+                             f"{smallest} to {largest} (for an input of "
+                             f"jitgrad.Size({list(spatial)}))")
+        return tuple(v - lo for v, lo in zip(size, smallest))
+
+
+class ConvTranspose1d(_ConvTransposeNd):
+    """1-d transposed convolution over ``(N, C_in, L)`` or ``(C_in, L)`` input
+    (torch.nn.ConvTranspose1d): the gradient of a ``Conv1d`` with respect to its input.
+
+    Args:
+        in_channels, out_channels: channels of the input and of the output.
+        kernel_size: the kernel length.
+        stride, padding, output_padding, dilation: as ``F.conv_transpose1d``.
+        groups: blocked connections from input to output channels. Default: 1.
+        bias: whether to learn a bias. Default: True.
+        padding_mode: only ``'zeros'`` (as torch).
+        device, dtype: where and in which dtype the parameters live.
+    """
+
+    _dims = 1
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
+        return F.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)
+
+
+class ConvTranspose2d(_ConvTransposeNd):
+    """2-d transposed convolution over ``(N, C_in, H, W)`` or ``(C_in, H, W)`` input
+    (torch.nn.ConvTranspose2d): the gradient of a ``Conv2d`` with respect to its input.
+
+    Args:
+        in_channels, out_channels: channels of the input and of the output.
+        kernel_size: an int or a pair.
+        stride, padding, output_padding, dilation: as ``F.conv_transpose2d``.
+        groups: blocked connections from input to output channels. Default: 1.
+        bias: whether to learn a bias. Default: True.
+        padding_mode: only ``'zeros'`` (as torch).
+        device, dtype: where and in which dtype the parameters live.
+    """
+
+    _dims = 2
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:  # noqa: A002
+        return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
+                                  self._output_padding(input, output_size), self.groups,
+                                  self.dilation)

@@ -16,8 +16,8 @@ from ..ops import conv as _conv_ops
 from ..ops import pool as _pool
 from ..tensor import Tensor
 
-__all__ = ["conv1d", "conv2d", "max_pool1d", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-           "batch_norm"]
+__all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
+           "avg_pool2d", "adaptive_avg_pool2d", "batch_norm"]
 
 
 def _tuple(v: Any, n: int, name: str) -> tuple:
@@ -126,6 +126,101 @@ def conv2d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         groups: the number of blocked connections from input to output channels.
     """
     return _conv(input, weight, bias, stride, padding, dilation, groups, 2)
+
+
+def transposed_size(size: int, k: int, s: int, p: int, op: int, d: int) -> int:
+    """The output length of a transposed convolution."""
+    return (size - 1) * s - 2 * p + d * (k - 1) + op + 1
+
+
+def _conv_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any,  # noqa: A002
+                    padding: Any, output_padding: Any, groups: int, dilation: Any,
+                    n: int) -> Tensor:
+    name = f"conv_transpose{n}d"
+    if input.ndim not in (n + 1, n + 2):
+        raise RuntimeError(
+            f"Expected {n + 1}D (unbatched) or {n + 2}D (batched) input to {name}, but got "
+            f"input of size: {list(input.shape)}")
+    batched = input.ndim == n + 2
+    stride, dilation = _tuple(stride, n, "stride"), _tuple(dilation, n, "dilation")
+    padding = _tuple(padding, n, "padding")
+    output_padding = _tuple(output_padding, n, "output_padding")
+    if any(v <= 0 for v in stride + dilation):
+        raise RuntimeError("non-positive stride is not supported" if any(v <= 0 for v in stride)
+                           else "non-positive dilation is not supported")
+    if any(v < 0 for v in padding + output_padding):
+        raise RuntimeError("negative padding is not supported")
+    if any(op >= s and op >= d for op, s, d in zip(output_padding, stride, dilation)):
+        dims = ("height", "width") if n == 2 else ("width",)
+        parts = [f"output_padding_{a}: {v}" for a, v in zip(dims, output_padding)] + \
+            [f"stride_{a}: {v}" for a, v in zip(dims, stride)] + \
+            [f"dilation_{a}: {v}" for a, v in zip(dims, dilation)]
+        raise RuntimeError("output padding must be smaller than either stride or dilation, but "
+                           f"got {' '.join(parts)}")
+    x = input if batched else input.unsqueeze(0)
+    if weight.shape[0] != x.shape[1]:
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected input"
+            f"{list(x.shape)} to have {weight.shape[0]} channels, but got {x.shape[1]} "
+            "channels instead")
+    if weight.shape[0] % groups:
+        raise RuntimeError(
+            f"Given groups={groups}, expected weight to be divisible by {groups} at dimension 0,"
+            f" but got weight of size {list(weight.shape)} instead")
+    out_channels = weight.shape[1] * groups
+    if bias is not None and tuple(bias.shape) != (out_channels,):
+        raise RuntimeError(
+            f"Given transposed=1, weight of size {list(weight.shape)}, expected bias to be "
+            f"1-dimensional with {out_channels} elements, but got bias of size "
+            f"{list(bias.shape)} instead")
+    size = tuple(transposed_size(*a) for a in zip(x.shape[2:], weight.shape[2:], stride,
+                                                    padding, output_padding, dilation))
+    if any(v <= 0 for v in size):
+        raise RuntimeError(f"Given input size per channel: ({' x '.join(map(str, x.shape[2:]))})"
+                           f". Calculated output size per channel: "
+                           f"({' x '.join(map(str, size))}). Output size is too small")
+    # the gradient of a convolution with respect to its input: (N, C_in) -> (N, C_out)
+    out = _conv_ops._grad_input(x, weight, size, stride=stride,
+                                padding=tuple((q, q) for q in padding), dilation=dilation,
+                                groups=groups)
+    if bias is not None:
+        out = out + bias.reshape((1, -1) + (1,) * n)
+    return out if batched else out.squeeze(0)
+
+
+def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """1-d transposed convolution of ``(N, C_in, L)`` or ``(C_in, L)`` input: the gradient of
+    ``conv1d`` with respect to its input.
+
+    Args:
+        input: the input.
+        weight: ``(in_channels, out_channels / groups, kL)``.
+        bias: optional ``(out_channels,)``.
+        stride, padding, output_padding, dilation: ints or 1-tuples.
+        groups: the number of blocked connections from input to output channels.
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 1)
+
+
+def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
+                     stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
+                     dilation: Any = 1) -> Tensor:
+    """2-d transposed convolution of ``(N, C_in, H, W)`` or ``(C_in, H, W)`` input: the
+    gradient of ``conv2d`` with respect to its input (its node is
+    ``ConvolutionBackwardBackward0`` where torch's is ``ConvolutionBackward0``).
+
+    Args:
+        input: the input.
+        weight: ``(in_channels, out_channels / groups, kH, kW)``.
+        bias: optional ``(out_channels,)``.
+        stride, padding, output_padding, dilation: ints or pairs.
+        groups: the number of blocked connections from input to output channels.
+    """
+    return _conv_transpose(input, weight, bias, stride, padding, output_padding, groups,
+                           dilation, 2)
 
 
 # ---------------------------------------------------------------- pooling
