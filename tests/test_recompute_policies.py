@@ -115,6 +115,21 @@ def test_mincut_saves_two_inputs_where_greedy_keeps_three_sums(recomputing_inter
     assert nbytes["greedy"] > nbytes["mincut"]
 
 
+def test_a_recomputed_value_may_read_a_constant_made_inside_the_function(
+        recomputing_interpreter):
+    # ``1 - c`` is cheap: the backward recomputes it and must read the forward's constant c
+    def f(x):
+        c = jitgrad.tensor([[0.25], [0.75]], dtype=jitgrad.float64)
+        return (x * (1 - c)).tanh().sum()
+
+    x = jitgrad.randn(2, 3, dtype=jitgrad.float64, requires_grad=True)
+    (expected,) = grad(f(x), [x])
+    for policy in rc.POLICIES:
+        rc.POLICY = policy
+        (got,) = grad(jit(f, backend="interpreter")(x), [x])
+        np.testing.assert_allclose(got.numpy(), expected.numpy(), rtol=1e-12)
+
+
 def test_unknown_policy_is_an_error():
     with pytest.raises(ValueError, match="recompute policy must be one of"):
         rc.recompute(None, None, lambda e: True, policy="best")

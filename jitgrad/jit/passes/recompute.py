@@ -195,16 +195,20 @@ def _replay_in_backward(fwd: Graph, bwd: Graph, residuals: list[Var], producer: 
     while stack:
         u = stack.pop()
         for w in producer[u].in_vars():
-            if w not in saved and w not in needed:
+            if w not in saved and w not in needed and w not in fwd.consts:
                 needed.add(w)
                 stack.append(w)
     replay = [e for e in fwd.eqns if any(v in needed for v in e.outputs)]
+    # a replayed equation may read a constant of the forward: the backward reads it too
+    consts = {**bwd.consts, **{w: fwd.consts[w] for e in replay for w in e.in_vars()
+                               if w in fwd.consts}}
     order = list(fwd.invars) + [v for e in fwd.eqns for v in e.outputs]
     new_saved = [v for v in order if v in saved]
     for v in new_saved:
         if v not in fwd.invars:
             v.hint = "saved"
     tangents = bwd.invars[len(residuals):]
-    bwd = dce(bwd.replace(invars=new_saved + list(tangents), eqns=replay + list(bwd.eqns)))
+    bwd = dce(bwd.replace(invars=new_saved + list(tangents), eqns=replay + list(bwd.eqns),
+                          consts=consts))
     out = dce(fwd.replace(outvars=list(fwd.outvars[:n_user]) + new_saved, n_saved=len(new_saved)))
     return out, bwd
