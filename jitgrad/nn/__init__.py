@@ -6,6 +6,7 @@ from .batchnorm import BatchNorm1d, BatchNorm2d
 from .extras import CosineSimilarity, PairwiseDistance, RMSNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .spatial import GroupNorm, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .layers import (GELU, Dropout, Flatten, Identity, LayerNorm, Linear, ReLU, Sequential, SiLU,
                      Tanh, Unflatten)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
@@ -25,7 +26,8 @@ __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", 
            "ModuleDict", "ParameterList", "ParameterDict", "MSELoss", "L1Loss", "SmoothL1Loss",
            "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "Embedding",
            "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d",
-           "AdaptiveAvgPool2d", "BatchNorm1d",
+           "AdaptiveAvgPool2d", "BatchNorm1d", "GroupNorm", "Upsample", "UpsamplingNearest2d",
+           "UpsamplingBilinear2d",
            "BatchNorm2d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
            "GRUCell", "utils", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",

@@ -23,6 +23,7 @@ from ._functional_loss import (binary_cross_entropy, binary_cross_entropy_with_l
 from .functional_attention import multi_head_attention_forward, scaled_dot_product_attention
 from .functional_conv import *  # noqa: F401, F403 - conv, pooling, batch_norm
 from .functional_conv import __all__ as _conv_all
+from .functional_spatial import group_norm, interpolate
 
 __all__ = ["relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", "cross_entropy",
            "nll_loss", "mse_loss", "layer_norm", "linear", "dropout", "leaky_relu", "elu",
@@ -30,7 +31,8 @@ __all__ = ["relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", 
            "embedding", "pad", "one_hot", "normalize", "l1_loss", "smooth_l1_loss",
            "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 __all__ += _conv_all
-__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward"]
+__all__ += ["scaled_dot_product_attention", "multi_head_attention_forward", "group_norm",
+            "interpolate"]
 
 
 def _install_declared() -> None:

@@ -1,0 +1,129 @@
+"""``torch.nn.functional``'s ``group_norm`` and ``interpolate``, composed of jitgrad ops (so
+they are differentiable to any order and traceable by ``jit``; their nodes are the pieces',
+where torch records one ``NativeGroupNormBackward0`` / ``UpsampleBilinear2DBackward0``)."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from ..ops.creation import tensor
+from ..tensor import Tensor
+
+__all__ = ["group_norm", "interpolate"]
+
+
+def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # noqa: A002
+               bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
+    """Normalizes each of ``num_groups`` groups of channels of ``(N, C, *)`` input over its
+    channels and positions (biased variance), then scales by ``weight`` and shifts by ``bias``
+    (per channel)."""
+    if input.ndim < 2 or input.shape[1] % num_groups:
+        raise RuntimeError(f"Expected number of channels in input to be divisible by "
+                           f"num_groups, but got input of shape {list(input.shape)} and "
+                           f"num_groups={num_groups}")
+    n, c = input.shape[:2]
+    groups = input.reshape(n, num_groups, -1)
+    mean = groups.mean(-1, keepdim=True)
+    var = groups.var(-1, unbiased=False, keepdim=True)
+    out = ((groups - mean) / (var + eps).sqrt()).reshape(input.shape)
+    per_channel = (1, c) + (1,) * (input.ndim - 2)
+    if weight is not None:
+        out = out * weight.reshape(per_channel)
+    if bias is not None:
+        out = out + bias.reshape(per_channel)
+    return out
+
+
+_MODES = {"nearest": 0, "nearest-exact": 0, "linear": 3, "bilinear": 4, "trilinear": 5}
+
+
+def _sizes(x: Tensor, size: Any, scale_factor: Any, spatial: int,
+           recompute_scale_factor: bool | None) -> tuple[list[int], list[float]]:
+    if size is None and scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if size is not None and scale_factor is not None:
+        raise ValueError("only one of size or scale_factor should be defined")
+    shape = list(x.shape[2:])
+    if size is not None:
+        out = [int(size)] * spatial if isinstance(size, (int, float)) else [int(v) for v in size]
+        if len(out) != spatial:
+            raise ValueError(f"Input and output must have the same number of spatial "
+                             f"dimensions, but got input with spatial dimensions of {shape} and "
+                             f"output size of {list(size)}. Please provide input tensor in "
+                             "(N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
+                             "...,oK) format.")
+        return out, [i / o for i, o in zip(shape, out)]
+    factors = [float(scale_factor)] * spatial if isinstance(scale_factor, (int, float)) else \
+        [float(v) for v in scale_factor]
+    out = [int(math.floor(i * f)) for i, f in zip(shape, factors)]
+    if recompute_scale_factor:
+        return out, [i / o for i, o in zip(shape, out)]
+    return out, [1.0 / f for f in factors]
+
+
+def _along(x: Tensor, dim: int, index: np.ndarray) -> Tensor:
+    return x.index_select(dim, tensor(index.astype(np.int64), device=x.device))
+
+
+def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # noqa: A002
+                mode: str = "nearest", align_corners: bool | None = None,
+                recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
+    """Resizes ``(N, C, *spatial)`` input to ``size`` (or by ``scale_factor``) with torch's
+    sampling: ``nearest``, ``nearest-exact``, ``linear`` (3-D), ``bilinear`` (4-D),
+    ``trilinear`` (5-D), with ``align_corners`` for the linear modes."""
+    if mode not in _MODES:
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+            "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})" if mode not in ("bicubic", "area", "lanczos") else
+            f"interpolate(mode={mode!r}) is not implemented in jitgrad: use 'nearest', "
+            "'nearest-exact' or a linear mode")
+    linear = _MODES[mode] != 0
+    if align_corners is not None and not linear:
+        raise ValueError("align_corners option can only be set with the interpolating modes: "
+                         "linear | bilinear | bicubic | trilinear")
+    if antialias:
+        raise NotImplementedError("interpolate(antialias=True) is not implemented in jitgrad")
+    if linear and input.ndim != _MODES[mode]:
+        raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
+                                  f"{_MODES[mode]}D input")
+    if input.ndim not in (3, 4, 5):
+        raise NotImplementedError(
+            f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
+            "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
+            f"nearest-exact (got {mode})")
+    spatial = input.ndim - 2
+    out_sizes, scales = _sizes(input, size, scale_factor, spatial, recompute_scale_factor)
+    if any(v <= 0 for v in out_sizes + list(input.shape[2:])):
+        names = ("D", "H", "W")[-spatial:]
+        sizes = lambda vals: ", ".join(f"{a}: {v}" for a, v in zip(names, vals))  # noqa: E731
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({sizes(input.shape[2:])}) and output ({sizes(out_sizes)})")
+    if linear and out_sizes == list(input.shape[2:]):
+        return input.clone()  # torch's linear kernels copy when no size changes, whatever scale
+    x = input
+    # source indices in torch's arithmetic: float32 for nearest, the input's precision
+    # (float32 unless float64) for the linear modes, so boundary cases round as torch's do
+    acc = np.float64 if linear and input.dtype.itemsize == 8 else np.float32
+    for k, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], out_sizes, scales)):
+        dim = 2 + k
+        dst, scale = np.arange(n_out, dtype=acc), acc(scale)
+        if not linear:
+            shift = acc(0.5 if mode == "nearest-exact" else 0.0)
+            src = np.minimum(np.floor((dst + shift) * scale), n_in - 1)
+            x = _along(x, dim, src)
+            continue
+        if align_corners:
+            src = dst * (acc(n_in - 1) / acc(n_out - 1) if n_out > 1 else acc(0.0))
+        else:
+            src = np.maximum((dst + acc(0.5)) * scale - acc(0.5), acc(0.0))
+        lo = np.minimum(np.floor(src), n_in - 1)
+        hi = np.minimum(lo + 1, n_in - 1)
+        frac = (src - lo).astype(np.float64)
+        weight = tensor(frac.reshape((-1,) + (1,) * (input.ndim - dim - 1)),
+                        dtype=x.dtype, device=x.device)
+        x = _along(x, dim, lo) * (1 - weight) + _along(x, dim, hi) * weight
+    return x
