@@ -7,6 +7,9 @@ from .extras import CosineSimilarity, PairwiseDistance, RMSNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .spatial import GroupNorm, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .loss2 import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, KLDivLoss,
+                    MarginRankingLoss, MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss,
+                    TripletMarginLoss)
 from .layers import (GELU, Dropout, Flatten, Identity, LayerNorm, Linear, ReLU, Sequential, SiLU,
                      Tanh, Unflatten)
 from .loss import (BCELoss, BCEWithLogitsLoss, CrossEntropyLoss, HuberLoss, L1Loss, MSELoss,
@@ -27,7 +30,9 @@ __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", 
            "HuberLoss", "BCELoss", "BCEWithLogitsLoss", "NLLLoss", "CrossEntropyLoss", "Embedding",
            "Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d", "MaxPool2d", "AvgPool2d",
            "AdaptiveAvgPool2d", "BatchNorm1d", "GroupNorm", "Upsample", "UpsamplingNearest2d",
-           "UpsamplingBilinear2d",
+           "UpsamplingBilinear2d", "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
+           "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "PoissonNLLLoss",
+           "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
            "BatchNorm2d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
            "GRUCell", "utils", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
