@@ -6,11 +6,14 @@ import math
 import warnings
 from typing import Any
 
+from .. import dtypes
 from ..autograd.grad_mode import no_grad
+from ..ops.creation import from_numpy
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_",
-           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_"]
+           "xavier_uniform_", "xavier_normal_", "kaiming_uniform_", "kaiming_normal_",
+           "trunc_normal_", "orthogonal_", "eye_", "dirac_"]
 
 _LINEAR_FNS = ("linear", "conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
                "conv_transpose3d")
@@ -124,3 +127,78 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
     if std is None:
         return tensor
     return normal_(tensor, 0.0, std, generator)
+
+
+def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
+                  b: float = 2.0, generator: Any = None) -> Tensor:
+    """Fills ``tensor`` with N(mean, std^2) samples truncated to ``[a, b]`` (redrawn until
+    inside; torch inverts the CDF, so the stream differs, the distribution is the same)."""
+    import numpy as np
+
+    from ..random import randn
+
+    if mean < a - 2 * std or mean > b + 2 * std:
+        warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
+                      "distribution of values may be incorrect.", stacklevel=2)
+    n = tensor.numel()
+    values = np.empty(0, dtype=np.float64)
+    while values.size < n:
+        draw = mean + std * randn(max(2 * (n - values.size), 16), dtype=dtypes.float64,
+                                  generator=generator).numpy()
+        values = np.concatenate([values, draw[(draw >= a) & (draw <= b)]])
+    with no_grad():
+        return tensor.copy_(from_numpy(values[:n].reshape(tuple(tensor.shape))))
+
+
+def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
+    """Fills ``tensor`` (viewed as ``(size(0), -1)``) with a (semi-)orthogonal matrix: the Q of
+    a Gaussian matrix's QR, signs fixed by R's diagonal, times ``gain``."""
+    import numpy as np
+
+    from ..random import randn
+
+    if tensor.ndim < 2:
+        raise ValueError("Only tensors with 2 or more dimensions are supported")
+    if tensor.numel() == 0:
+        return tensor
+    rows = tensor.shape[0]
+    cols = tensor.numel() // rows
+    flat = randn(rows, cols, dtype=dtypes.float64, generator=generator).numpy()
+    if rows < cols:
+        flat = flat.T
+    q, r = np.linalg.qr(flat)
+    q = q * np.sign(np.diag(r))
+    if rows < cols:
+        q = q.T
+    with no_grad():
+        return tensor.copy_(from_numpy(gain * q.reshape(tuple(tensor.shape))))
+
+
+def eye_(tensor: Tensor) -> Tensor:
+    """Fills the 2-D ``tensor`` with the identity matrix (ones on the diagonal)."""
+    import numpy as np
+
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    with no_grad():
+        return tensor.copy_(from_numpy(np.eye(*tuple(tensor.shape))))
+
+
+def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
+    """Fills the 3-, 4- or 5-D ``tensor`` with the Dirac delta: each of ``groups`` groups of
+    output channels passes its input channels through unchanged (a convolution identity)."""
+    import numpy as np
+
+    if tensor.ndim not in (3, 4, 5):
+        raise ValueError("Only tensors with 3, 4, or 5 dimensions are supported")
+    shape = tuple(tensor.shape)
+    if shape[0] % groups != 0:
+        raise ValueError("dim 0 must be divisible by groups")
+    out_per_group = shape[0] // groups
+    values = np.zeros(shape)
+    centre = tuple(s // 2 for s in shape[2:])
+    for g in range(groups):
+        for d in range(min(out_per_group, shape[1])):
+            values[(g * out_per_group + d, d) + centre] = 1
+    with no_grad():
+        return tensor.copy_(from_numpy(values))

@@ -6,9 +6,9 @@ from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Sub
                       TensorDataset, random_split)
 from .distributed import DistributedSampler
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
-                      SubsetRandomSampler)
+                      SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "ChainDataset", "random_split", "DataLoader", "get_worker_info", "default_collate",
            "default_convert", "Sampler", "SequentialSampler", "RandomSampler",
-           "SubsetRandomSampler", "BatchSampler", "DistributedSampler"]
+           "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler"]
