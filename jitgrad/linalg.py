@@ -1,4 +1,6 @@
-"""``jitgrad.linalg``: torch.linalg's norms (``vector_norm``, ``matrix_norm``, ``norm``).
+"""``jitgrad.linalg``: torch.linalg's norms (``vector_norm``, ``matrix_norm``, ``norm``) and
+square-matrix functions (``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
+``matrix_power``, ``multi_dot``; ``ops/linalg2.py``).
 
 ``vector_norm`` is one primitive with its own node (``LinalgVectorNormBackward0``); the induced
 matrix norms are sums and max/min of absolute values (``AmaxBackward0``/``AminBackward0``), as
@@ -8,7 +10,8 @@ in torch; the spectral (``ord=2``, ``-2``) and nuclear (``'nuc'``) norms reduce 
 
 from __future__ import annotations
 
-from .ops import norms, torch_extras
+from .ops import linalg2, norms, torch_extras
+from .ops.linalg2 import LinAlgError
 from .ops.out_arg import with_out
 
 # each takes torch's out= (ops/out_arg.py)
@@ -17,5 +20,13 @@ matrix_norm = with_out("linalg_matrix_norm", norms.matrix_norm)
 norm = with_out("linalg_norm", norms.linalg_norm)
 svdvals = with_out("linalg_svdvals", norms.svdvals)
 vector_norm = with_out("linalg_vector_norm", norms.vector_norm)
+inv = with_out("linalg_inv", linalg2.inverse)
+det = with_out("linalg_det", linalg2.det)
+slogdet = with_out("linalg_slogdet", linalg2.slogdet)
+solve = with_out("linalg_solve", linalg2.solve)
+cholesky = with_out("linalg_cholesky", linalg2.cholesky)
+matrix_power = with_out("linalg_matrix_power", linalg2.matrix_power)
+multi_dot = with_out("linalg_multi_dot", linalg2.multi_dot)
 
-__all__ = ["cross", "matrix_norm", "norm", "svdvals", "vector_norm"]
+__all__ = ["LinAlgError", "cholesky", "cross", "det", "inv", "matrix_norm", "matrix_power",
+           "multi_dot", "norm", "slogdet", "solve", "svdvals", "vector_norm"]

@@ -1,0 +1,309 @@
+"""torch.linalg's square-matrix functions: ``inv``, ``det``, ``slogdet``, ``solve``,
+``cholesky`` (each one op with torch's node), and ``matrix_power`` / ``multi_dot`` (matmuls).
+
+The gradients are the standard ones, written in jitgrad ops so that they differentiate again:
+``inv``: ``-A^-H g A^-H``; ``det``: ``g det(A) A^-H``; ``slogdet``: ``g A^-H``; ``solve``:
+``gB = A^-H g``, ``gA = -gB X^H``; ``cholesky``: ``L^-H Phi(L^H gL) L^-1``, symmetrized, where
+Phi keeps the lower triangle with half the diagonal. A singular (or, for ``cholesky``, not
+positive-definite) input raises ``LinAlgError`` with torch's text.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes
+from .registry import OPAQUE, apply, defop, sum_to
+from .surface import public
+
+
+class LinAlgError(RuntimeError):
+    """A linear-algebra function met a singular or not positive-definite matrix
+    (``torch.linalg.LinAlgError``)."""
+
+
+SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
+SlogdetResult.__module__ = "jitgrad.return_types"
+
+
+def _scalar(dt: dtypes.dtype) -> str:
+    return dt._legacy.replace("Tensor", "")
+
+
+def _check_square(name: str, *mats) -> None:
+    for a in mats:
+        if a.ndim < 2:
+            raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+        if not (a.dtype.is_floating_point or a.dtype.is_complex):
+            raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
+                               f"Got {_scalar(a.dtype)}")
+        if a.shape[-1] != a.shape[-2]:
+            raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
+                               f"{a.shape[-2]} by {a.shape[-1]} matrices")
+
+
+def _mh(t):
+    return t.mH if t.dtype.is_complex else t.mT
+
+
+# ---------------------------------------------------------------- inv
+
+
+def _inv_meta(a):
+    _check_square("linalg.inv", a)
+    return tuple(a.shape), a.dtype
+
+
+_INV_SINGULAR = ("linalg.inv: The diagonal element {} is zero, the inversion could not be "
+                 "completed because the input matrix is singular.")
+
+
+def _inv_impl(a):
+    try:
+        return np.linalg.inv(a)
+    except np.linalg.LinAlgError:
+        raise LinAlgError(_INV_SINGULAR.format(_zero_pivot(a))) from None
+
+
+def _zero_pivot(a) -> int:
+    # the 1-based index of the first zero pivot of LU with partial pivoting, as LAPACK reports
+    m = np.array(a.reshape(-1, *a.shape[-2:])[0], dtype=np.complex128)
+    n = m.shape[0]
+    for k in range(n):
+        p = k + int(np.argmax(np.abs(m[k:, k])))
+        if m[p, k] == 0:
+            return k + 1
+        m[[k, p]] = m[[p, k]]
+        m[k + 1:] -= np.outer(m[k + 1:, k] / m[k, k], m[k])
+    return n
+
+
+LINALG_INV = defop(
+    "linalg_inv", _inv_impl, kind=OPAQUE, meta=_inv_meta, save_output=True,
+    node_name="LinalgInvExBackward0",
+    vjp=(lambda g, ans, a: -(_mh(ans) @ g @ _mh(ans)),),
+    jvp=lambda tangents, ans, a: -(ans @ tangents[0] @ ans))
+
+
+@public("inverse", method=True)
+def inverse(input):  # noqa: A002
+    """The inverse of (a batch of) square matrices (``torch.linalg.inv``)."""
+    return apply(LINALG_INV, input)
+
+
+# ---------------------------------------------------------------- det, slogdet
+
+
+def _det_meta(a):
+    _check_square("linalg.det", a)
+    return tuple(a.shape[:-2]), a.dtype
+
+
+def _matrices(t):
+    return t.unsqueeze(-1).unsqueeze(-1)
+
+
+LINALG_DET = defop(
+    "linalg_det", np.linalg.det, kind=OPAQUE, meta=_det_meta, save=(0,), save_output=True,
+    node_name="LinalgDetBackward0",
+    vjp=(lambda g, ans, a: _matrices(g * ans.conj()) * _mh(apply(LINALG_INV, a)),),
+    jvp=lambda tangents, ans, a: ans * (apply(LINALG_INV, a).mT * tangents[0]).sum((-2, -1)))
+
+
+def _slogdet_meta(a):
+    _check_square("linalg.slogdet", a)
+    batch = tuple(a.shape[:-2])
+    return (batch, batch), (a.dtype, a.dtype.to_real())
+
+
+def _slogdet_vjp(grads, ans, a):
+    g = grads[1]
+    if g is None:
+        return (None,)
+    return (_matrices(g) * _mh(apply(LINALG_INV, a)),)
+
+
+def _slogdet_jvp(tangents, ans, a):
+    trace = (apply(LINALG_INV, a).mT * tangents[0]).sum((-2, -1))
+    return None, (trace.real if trace.dtype.is_complex else trace)
+
+
+LINALG_SLOGDET = defop(
+    "linalg_slogdet", lambda a: np.linalg.slogdet(a), kind=OPAQUE, meta=_slogdet_meta,
+    n_outputs=2, save=(0,), node_name="LinalgSlogdetBackward0", vjp=_slogdet_vjp,
+    jvp=_slogdet_jvp)
+
+
+@public("det", method=True)
+def det(input):  # noqa: A002
+    """The determinant of (a batch of) square matrices."""
+    return apply(LINALG_DET, input)
+
+
+@public("slogdet", method=True)
+def slogdet(input):  # noqa: A002
+    """``(sign, log|det|)`` of (a batch of) square matrices; only ``logabsdet`` has a
+    gradient."""
+    return SlogdetResult(*apply(LINALG_SLOGDET, input))
+
+
+@public("logdet", method=True)
+def logdet(input):  # noqa: A002
+    """``log(det(A))``: nan for a negative determinant, -inf for a zero one."""
+    from .selection import where
+
+    sign, logabs = apply(LINALG_SLOGDET, input)
+    return where(sign < 0, float("nan"), logabs)
+
+
+# ---------------------------------------------------------------- solve
+
+
+def _solve_meta(a, b, vector):
+    _check_square("linalg.solve", a)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A "
+                           f"of type {_scalar(a.dtype)} and B of type {_scalar(b.dtype)} "
+                           "instead")
+    rows = (b.shape[-1],) if vector else tuple(b.shape[-2:])
+    if rows[0] != a.shape[-1]:
+        cols = 1 if vector else b.shape[-1]
+        raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
+                           f"AX = B ({a.shape[-2]}x{a.shape[-1]} and {rows[0]}x{cols})")
+    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-len(rows)]))
+    return batch + rows, a.dtype
+
+
+def _solve_impl(a, b, vector):
+    try:
+        return np.linalg.solve(a, b[..., None])[..., 0] if vector else np.linalg.solve(a, b)
+    except np.linalg.LinAlgError:
+        raise LinAlgError("torch.linalg.solve: The solver failed because the input matrix is "
+                          "singular.") from None
+
+
+def _as_matrix(t, vector):
+    return t.unsqueeze(-1) if vector else t
+
+
+def _solve_vjp_b(g, ans, a, b, vector):
+    return sum_to(apply(LINALG_SOLVE, _mh(a), g, vector=vector), tuple(b.shape))
+
+
+def _solve_vjp_a(g, ans, a, b, vector):
+    gb = apply(LINALG_SOLVE, _mh(a), g, vector=vector)
+    return sum_to(-(_as_matrix(gb, vector) @ _mh(_as_matrix(ans, vector))), tuple(a.shape))
+
+
+def _solve_jvp(tangents, ans, a, b, vector):
+    ta, tb = tangents
+    rhs = tb if tb is not None else 0
+    if ta is not None:
+        product = ta @ _as_matrix(ans, vector)
+        rhs = rhs - (product.squeeze(-1) if vector else product)
+    return apply(LINALG_SOLVE, a, rhs, vector=vector)
+
+
+LINALG_SOLVE = defop(
+    "linalg_solve", _solve_impl, kind=OPAQUE, meta=_solve_meta, save=(0,), save_output=True,
+    node_name="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b), jvp=_solve_jvp)
+
+
+def solve(A, B, *, left: bool = True):  # noqa: N803
+    """The solution ``X`` of ``A X = B`` (``X A = B`` with ``left=False``); ``B`` a batch of
+    matrices or of vectors (when its shape is ``A``'s without the last dim, or 1-D)."""
+    if not left:
+        return _mh(solve(_mh(A), _mh(B)))
+    vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
+    return apply(LINALG_SOLVE, A, B, vector=vector)
+
+
+# ---------------------------------------------------------------- cholesky
+
+
+_NOT_PD = ("linalg.cholesky: The factorization could not be completed because the input is not "
+           "positive-definite (the leading minor of order {} is not positive-definite).")
+
+
+def _cholesky_impl(a, upper):
+    try:
+        low = np.linalg.cholesky(a)
+    except np.linalg.LinAlgError:
+        m = a.reshape(-1, *a.shape[-2:])
+        order = next((k for k in range(1, a.shape[-1] + 1) for mat in m
+                      if np.any(np.linalg.eigvalsh(mat[:k, :k]) <= 0)), a.shape[-1])
+        raise LinAlgError(_NOT_PD.format(order)) from None
+    return np.conj(np.swapaxes(low, -1, -2)) if upper else low
+
+
+def _cholesky_meta(a, upper):
+    _check_square("linalg.cholesky", a)
+    return tuple(a.shape), a.dtype
+
+
+def _phi(x):
+    # the lower triangle with half the diagonal
+    return x.tril() - 0.5 * x.diagonal(0, -2, -1).diag_embed()
+
+
+def _cholesky_vjp(g, ans, a, upper):
+    low, g_low = (_mh(ans), _mh(g)) if upper else (ans, g)
+    low_inv = apply(LINALG_INV, low)
+    ga = _mh(low_inv) @ _phi(_mh(low) @ g_low) @ low_inv
+    return 0.5 * (ga + _mh(ga))
+
+
+def _cholesky_jvp(tangents, ans, a, upper):
+    low = _mh(ans) if upper else ans
+    low_inv = apply(LINALG_INV, low)
+    t_low = low @ _phi(low_inv @ tangents[0] @ _mh(low_inv))
+    return _mh(t_low) if upper else t_low
+
+
+LINALG_CHOLESKY = defop(
+    "linalg_cholesky", _cholesky_impl, kind=OPAQUE, meta=_cholesky_meta, save_output=True,
+    node_name="LinalgCholeskyExBackward0", vjp=(_cholesky_vjp,), jvp=_cholesky_jvp)
+
+
+def cholesky(A, *, upper: bool = False):  # noqa: N803
+    """The Cholesky factor of (a batch of) Hermitian positive-definite matrices: lower ``L``
+    with ``A = L L^H`` (``U = L^H`` with ``upper``). Only the lower triangle of ``A`` is read."""
+    return apply(LINALG_CHOLESKY, A, upper=bool(upper))
+
+
+# ---------------------------------------------------------------- compositions
+
+
+@public("matrix_power", method=True)
+def matrix_power(input, n: int):  # noqa: A002
+    """``input`` multiplied by itself ``n`` times (the identity for 0, powers of the inverse
+    for negative ``n``), by repeated squaring."""
+    from .creation import eye
+
+    _check_square("linalg.matrix_power", input)
+    if n == 0:  # the identity, connected to input with a zero gradient (as torch's copy_)
+        identity = eye(input.shape[-1], dtype=input.dtype, device=input.device)
+        return input.clone().copy_(identity.expand(tuple(input.shape)))
+    base = input if n > 0 else apply(LINALG_INV, input)
+    k, result = abs(n), None
+    while k:
+        if k & 1:
+            result = base if result is None else result @ base
+        k >>= 1
+        if k:
+            base = base @ base
+    return result
+
+
+def multi_dot(tensors):
+    """The product of a list of matrices (the first may be a vector, and the last), left to
+    right."""
+    tensors = list(tensors)
+    if len(tensors) < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
+    out = tensors[0]
+    for t in tensors[1:]:
+        out = out @ t
+    return out
