@@ -33,6 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"entries:   {stats['entries']}")
     print(f"bytes:     {stats['bytes']}")
     print(f"hit rate:  {rate} ({stats['loaded']} kernels loaded, {stats['compiled']} compiled)")
+    print(f"fast:      {stats['fast']} of the loads skipped Numba's context refresh")
     return 0
 
 
