@@ -5,7 +5,9 @@ Each kernel's rendered module (``numba_cpu``'s header + the kernel source) is wr
 Numba, llvmlite and Python, the compile options and the kernel library's own source. The file
 is imported as a module and its ``kernel`` function compiled with ``numba.njit(cache=True)``,
 so Numba keeps the machine code in ``kernels/__pycache__`` and a later process loads it instead
-of compiling.
+of compiling: through ``load_overload`` (``load_cfunc`` for C callbacks), which rebuilds it from
+Numba's cache file without the refresh of Numba's target context that Numba's own load does
+first, falling back to Numba's load when it cannot.
 
 - Files are written atomically (a temporary file, then a hard link or ``os.replace``); an
   existing file is never rewritten when its content is right, so Numba's index, which is
