@@ -221,8 +221,12 @@ def load_overload(fn, args: tuple) -> bool:
 
 
 def _runtime(context) -> None:
-    """Numba's runtime (NRT: the allocator compiled code calls), which ``refresh()`` would
-    initialize: all that loaded machine code needs."""
+    """The symbols loaded machine code may call that ``refresh()`` would define: Numba's runtime
+    (NRT: the allocator) and the hash secret ``numba.cpython.hashing`` defines when imported.
+    Of the modules ``refresh()`` imports, no other one adds a symbol (the C helpers and math
+    functions are defined when Numba is imported and its context made; the thread pool of a
+    parallel kernel by the entry itself, Numba's ``reload_init``)."""
+    import numba.cpython.hashing  # noqa: F401 - defines _numba_hashsecret_*
     from numba.core.runtime import rtsys
 
     rtsys.initialize(context)
