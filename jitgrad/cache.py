@@ -2,7 +2,8 @@
 
 ``info`` prints the directory, the number of kernel modules, the bytes on disk (modules and
 Numba's compiled code) and the hit rate the processes that used the cache recorded (kernels
-loaded from it against kernels compiled). ``clear`` deletes the kernels and the statistics.
+loaded from it against kernels compiled) and how many of the loads skipped Numba's context
+refresh (``kernel_cache.load_overload``). ``clear`` deletes the kernels and the statistics.
 The directory is ``JITGRAD_CACHE_DIR``, else the user's cache directory (see
 ``jitgrad.jit.cache_dir()``).
 """
@@ -33,6 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"entries:   {stats['entries']}")
     print(f"bytes:     {stats['bytes']}")
     print(f"hit rate:  {rate} ({stats['loaded']} kernels loaded, {stats['compiled']} compiled)")
+    print(f"fast:      {stats['fast']} of the loads skipped Numba's context refresh")
     return 0
 
 

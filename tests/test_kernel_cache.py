@@ -156,6 +156,7 @@ def test_cache_command_info_and_clear(tmp_path):
     n = len(_modules(tmp_path))
     assert f"entries:   {n}" in info
     assert f"hit rate:  50.0% ({n} kernels loaded, {n} compiled)" in info
+    assert f"fast:      {n} of the loads" in info
     cleared = subprocess.run([sys.executable, "-m", "jitgrad.cache", "clear"], env=env,
                              cwd=str(ROOT), capture_output=True, text=True, check=True).stdout
     assert "cleared" in cleared

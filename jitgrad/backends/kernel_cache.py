@@ -5,7 +5,9 @@ Each kernel's rendered module (``numba_cpu``'s header + the kernel source) is wr
 Numba, llvmlite and Python, the compile options and the kernel library's own source. The file
 is imported as a module and its ``kernel`` function compiled with ``numba.njit(cache=True)``,
 so Numba keeps the machine code in ``kernels/__pycache__`` and a later process loads it instead
-of compiling.
+of compiling: through ``load_overload`` (``load_cfunc`` for C callbacks), which rebuilds it from
+Numba's cache file without the refresh of Numba's target context that Numba's own load does
+first, falling back to Numba's load when it cannot.
 
 - Files are written atomically (a temporary file, then a hard link or ``os.replace``); an
   existing file is never rewritten when its content is right, so Numba's index, which is
@@ -62,6 +64,7 @@ class _State:
         self.warned = False
         self.digest: str | None = None
         self.loaded = 0  # kernels Numba loaded from the cache
+        self.fast = 0  # of those, loaded without refreshing Numba's target context
         self.compiled = 0  # kernels Numba compiled (cache misses, or in memory)
         self.recorded = False
 
@@ -187,6 +190,72 @@ def load_function(text: str, options: str, name: str = "kernel", namespace: dict
     return module.__dict__[name]
 
 
+def load_overload(fn, args: tuple) -> bool:
+    """Loads the Numba dispatcher ``fn``'s machine code for ``args`` from its cache file, without
+    the target context's ``refresh()`` that Numba's own load does first (it imports every typing
+    and lowering registry, SciPy's BLAS check included: about 0.2 s per process, needed only to
+    compile new code). Whether it did: False when ``fn`` has no cache file for these argument
+    types, or its entry cannot be loaded or does not match them (the caller then calls ``fn``,
+    which compiles it or loads it the usual way, warning about a file it cannot load)."""
+    cache = getattr(fn, "_cache", None)
+    if getattr(cache, "_cache_path", None) is None:  # compiled in memory
+        return False
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+
+        sig = tuple(fn.typeof_pyval(a) for a in args)
+        with global_compiler_lock:
+            if sig in fn.overloads:
+                return False
+            _runtime(fn.targetctx)
+            cres = cache._load_overload(sig, fn.targetctx)
+            if cres is None or tuple(cres.signature.args) != sig or cres.objectmode:
+                return False
+            fn._cache_hits[sig] += 1
+            fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+            fn.add_overload(cres)
+    except Exception:  # noqa: BLE001 - the caller's usual path loads it or warns and compiles
+        return False
+    STATE.fast += 1
+    return True
+
+
+def _runtime(context) -> None:
+    """The symbols loaded machine code may call that ``refresh()`` would define: Numba's runtime
+    (NRT: the allocator) and the hash secret ``numba.cpython.hashing`` defines when imported.
+    Of the modules ``refresh()`` imports, no other one adds a symbol (the C helpers and math
+    functions are defined when Numba is imported and its context made; the thread pool of a
+    parallel kernel by the entry itself, Numba's ``reload_init``)."""
+    import numba.cpython.hashing  # noqa: F401 - defines _numba_hashsecret_*
+    from numba.core.runtime import rtsys
+
+    rtsys.initialize(context)
+
+
+def load_cfunc(cf) -> bool:
+    """Loads the C callback ``cf`` (a ``numba.core.ccallback.CFunc`` with caching enabled, not
+    yet compiled) from its cache file, without refreshing the target context (see
+    ``load_overload``); False when it cannot (the caller then calls ``cf.compile()``)."""
+    try:
+        from numba.core.compiler_lock import global_compiler_lock
+
+        with global_compiler_lock:
+            _runtime(cf._targetdescr.target_context)
+            cres = cf._cache._load_overload(cf._sig, cf._targetdescr.target_context)
+            if cres is None or cres.signature != cf._sig:
+                return False
+            name = cres.fndesc.llvm_cfunc_wrapper_name
+            address = cres.library.get_pointer_to_function(name)
+            if not address:
+                return False
+            cf._cache_hits += 1
+            cf._library, cf._wrapper_name, cf._wrapper_address = cres.library, name, address
+    except Exception:  # noqa: BLE001 - the caller's usual path loads it or warns and compiles
+        return False
+    STATE.fast += 1
+    return True
+
+
 def unloadable(module_file: str, where: str, err: Exception, stacklevel: int) -> None:
     """A cached kernel's Numba files (of the kernel module ``module_file``) could not be
     loaded: drop them and warn that the kernel is compiled again."""
@@ -226,29 +295,31 @@ def _append_stats() -> None:
         return
     try:
         with open(STATE.dir.parent / STATS, "a", encoding="utf-8") as f:
-            f.write(f"{STATE.loaded} {STATE.compiled}\n")
+            f.write(f"{STATE.loaded} {STATE.compiled} {STATE.fast}\n")
     except OSError:
         pass
 
 
 def info(root: Path | None = None) -> dict:
-    """Entries, bytes on disk and the hit rate recorded by the processes that used the cache."""
+    """Entries, bytes on disk and the hit rate recorded by the processes that used the cache
+    (``fast``: the loads that skipped Numba's context refresh, see ``load_overload``)."""
     root = cache_dir() if root is None else root
     kernels = root / KERNELS
     entries = len(list(kernels.glob("k*.py"))) if kernels.is_dir() else 0
     size = sum(f.stat().st_size for f in root.rglob("*") if f.is_file()) if root.is_dir() else 0
-    loaded = compiled = 0
+    loaded = compiled = fast = 0
     try:
         for line in (root / STATS).read_text(encoding="utf-8").splitlines():
-            parts = line.split()
-            if len(parts) == 2 and all(p.isdigit() for p in parts):
+            parts = line.split()  # loaded, compiled[, loaded fast: older lines lack it]
+            if len(parts) in (2, 3) and all(p.isdigit() for p in parts):
                 loaded += int(parts[0])
                 compiled += int(parts[1])
+                fast += int(parts[2]) if len(parts) == 3 else 0
     except OSError:
         pass
     total = loaded + compiled
     return {"directory": str(root), "entries": entries, "bytes": size, "loaded": loaded,
-            "compiled": compiled, "hit_rate": loaded / total if total else None}
+            "compiled": compiled, "fast": fast, "hit_rate": loaded / total if total else None}
 
 
 def clear(root: Path | None = None) -> int:

@@ -137,8 +137,17 @@ def _cfunc(ck, wrapped: tuple[str, int], header: str, options: dict, timed: Call
                        ck.described)
         else:
             def make():
+                from numba.core import sigutils
+                from numba.core.ccallback import CFunc
+
+                made = CFunc(py_func, sigutils.normalize_signature(signature), locals={},
+                             options=options)  # (what numba.cfunc makes, before compile())
+                made.enable_caching()
+                if kernel_cache.load_cfunc(made):
+                    return made
                 try:
-                    return numba.cfunc(signature, cache=True, **options)(py_func)
+                    made.compile()
+                    return made
                 except numba.core.errors.NumbaError:
                     raise
                 except Exception as err:  # noqa: BLE001 - a cache file Numba cannot load

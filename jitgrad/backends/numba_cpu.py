@@ -241,6 +241,7 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
         global compile_seconds
         t0 = time.perf_counter()
         known, hits = len(fn.overloads), sum(fn.stats.cache_hits.values())
+        kernel_cache.load_overload(fn, args)
         try:
             ret = fn(*args)
         except Exception as err:
