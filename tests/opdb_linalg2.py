@@ -23,7 +23,7 @@ def _eye_like(b):
     import importlib
 
     lib = importlib.import_module(type(b).__module__.split(".")[0])  # jitgrad or torch
-    return lib.eye(b.shape[-1], dtype=b.dtype)
+    return lib.eye(b.shape[-1], dtype=b.dtype, device=b.device)
 
 
 def linalg2_records() -> list:
