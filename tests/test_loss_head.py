@@ -4,6 +4,8 @@ an MLP train step under ``jit`` (W2's shape of graph) against the interpreter an
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -121,3 +123,35 @@ def test_gradcheck_cross_entropy_with_ignored_rows():
     x = jitgrad.tensor(np.random.default_rng(4).standard_normal((5, 3)), requires_grad=True)
     t = jitgrad.tensor(np.array([0, 2, -100, 1, 2]))
     assert jitgrad.autograd.gradcheck(lambda x: F.cross_entropy(x, t), (x,))
+
+
+def _bias_grad(x, w, b):
+    return ((x @ w + b) ** 2).sum()
+
+
+def test_bias_gradient_is_one_unkept_sum_and_equals_the_interpreter():
+    rng = np.random.default_rng(5)
+    ts = [jitgrad.tensor(rng.standard_normal(s)) for s in ((6, 4), (4, 3), (3,))]
+    vg = jitgrad.func.value_and_grad(_bias_grad, argnums=(1, 2))
+    text = jit(vg, backend="numba").lower(*ts).forward_ir
+    assert re.search(r"f64\[3\] = sum_dim \S+ dims=\(0,\) keepdim=False", text)
+    assert "keepdim=True" not in text  # (no view after the sum)
+    for _ in range(5):
+        (v, g), (rv, rg) = jit(vg, backend="numba")(*ts), jit(vg, backend="interpreter")(*ts)
+        np.testing.assert_allclose(v.numpy(), rv.numpy(), rtol=1e-12)
+        for a, b in zip(g, rg):
+            assert a.shape == b.shape
+            np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-12)
+
+
+def test_a_kept_sum_read_elsewhere_keeps_its_view():
+    def f(x):
+        s = x.sum(0, keepdim=True)
+        return s.view(-1), s * 2
+
+    x = jitgrad.tensor(np.arange(6.0).reshape(2, 3))
+    text = jit(f, backend="interpreter").lower(x).forward_ir
+    assert "keepdim=True" in text and "view" in text
+    a, b = jit(f, backend="numba")(x)
+    np.testing.assert_array_equal(a.numpy(), [3.0, 5.0, 7.0])
+    np.testing.assert_array_equal(b.numpy(), [[6.0, 10.0, 14.0]])
