@@ -250,3 +250,24 @@ def batch_norm_backward(g, x, weight, running_mean, running_var, training, eps, 
                     gx[n, c, q] = g[n, c, q] * scale
         gw[c] = gxhat
         gb[c] = gsum
+
+
+# ---------------------------------------------------------------- losses
+
+
+def nll_loss(logp, target, ignore_index):
+    """``(sum of -logp[i, target[i]], rows counted, first out-of-bounds row or -1)`` over the
+    rows whose target is not ``ignore_index`` (sums in float64, as the NumPy code)."""
+    n_, c_ = logp.shape
+    for i in range(n_):  # every target checked before any is read, as the NumPy code
+        t = target[i]
+        if t != ignore_index and (t < 0 or t >= c_):
+            return 0.0, 0.0, i
+    total = 0.0
+    count = 0.0
+    for i in range(n_):
+        t = target[i]
+        if t != ignore_index:
+            total -= np.float64(logp[i, t])
+            count += 1.0
+    return total, count, -1

@@ -11,6 +11,7 @@ import math
 import numpy as np
 
 from .. import dtypes
+from . import nn_kernels
 from ._special import erf
 from .elementwise import where
 from .registry import ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
@@ -192,6 +193,13 @@ def _nll_impl(logp, target, weight, reduction, ignore_index):
     batched = logp.ndim == 2
     lp = logp if batched else logp[None]
     tg = target if batched else target[None]
+    if weight is None and reduction != "none" and nn_kernels.usable(lp):  # one pass
+        total, count, bad = nn_kernels.kernel("nll_loss")(lp, tg, ignore_index)
+        if bad >= 0:
+            raise IndexError(f"Target {tg[bad]} is out of bounds.")
+        if reduction == "mean":
+            total = np.float64(total) / count
+        return np.asarray(total, dtype=logp.dtype)
     valid, safe, w = _nll_terms(lp.shape[1], tg, weight, ignore_index)
     picked = -np.take_along_axis(lp, safe[:, None], axis=1)[:, 0] * w
     if reduction == "none":
@@ -203,22 +211,21 @@ def _nll_impl(logp, target, weight, reduction, ignore_index):
 
 
 def _nll_vjp(g, ans, logp, target, weight, reduction, ignore_index):
-    from .creation import zeros
-    from .elementwise import where
-    from .indexing import scatter_add
+    from .creation import arange
 
     batched = logp.ndim == 2
     tg = target if batched else target.unsqueeze(0)
     valid = tg != ignore_index
-    safe = where(valid, tg, 0)
-    w = where(valid, weight.index_select(0, safe) if weight is not None else 1.0, 0.0)
+    w = where(valid, weight.index_select(0, where(valid, tg, 0)) if weight is not None else 1.0,
+              0.0)
     scale = -w.to(logp.dtype)
     if reduction == "mean":
         scale = scale / w.sum()
     gs = (g if batched or reduction != "none" else g.unsqueeze(0)) * scale
-    shape = tuple(logp.shape) if batched else (1,) + tuple(logp.shape)
-    out = scatter_add(zeros(shape, dtype=logp.dtype, device=g.device), 1, safe.unsqueeze(1),
-                      gs.unsqueeze(1))
+    # the one-hot rows as a comparison with the class numbers: pointwise, so under jit it is
+    # one fused kernel with what reads it (no zeros + scatter_add); an ignored row hits nothing
+    hit = tg.unsqueeze(1) == arange(logp.shape[-1], device=g.device)
+    out = where(hit, gs.unsqueeze(1), 0.0)
     return (out if batched else out[0]), None, None
 
 

@@ -1,7 +1,11 @@
 """Algebraic simplification by the ops' declared facts (``OpDef.identity``, ``passthrough``,
 ``involution``): ``x*1``, ``x+0``, ``x-0``, ``x/1``, ``x**1``, ``--x``, identity casts, copies
 and reshapes. A rewrite applies only when the result has exactly the type of the value it is
-replaced by (no broadcast or promotion hidden in it) and not under ``no_grad``."""
+replaced by (no broadcast or promotion hidden in it) and not under ``no_grad``. A ``view`` or
+``reshape`` that only drops the kept dimensions of a ``sum_dim(keepdim=True)`` read by nothing
+else (the gradient of a broadcast bias: sum to ``(1, n)``, then view as ``(n,)``) becomes the
+``sum_dim`` with ``keepdim=False``: a fused kernel writes that shape itself, and no view runs
+between kernels."""
 
 from __future__ import annotations
 
@@ -33,14 +37,41 @@ def _identity_source(e: Eqn, producer: dict) -> Any:
     return None
 
 
+def _unkept_sum(e: Eqn, producer: dict, readers: dict) -> Eqn | None:
+    """``sum_dim(x, dims, keepdim=False)`` for ``e = view(sum_dim(x, dims, keepdim=True))``
+    when the view only drops the kept dimensions and nothing else reads the sum, else None."""
+    if e.op.name not in ("view", "reshape") or e.nograd or not isinstance(e.inputs[0], Var):
+        return None
+    inner = producer.get(e.inputs[0])
+    if (inner is None or inner.op.name != "sum_dim" or not inner.params.get("keepdim")
+            or inner.nograd or readers.get(inner.outputs[0], 0) != 1):
+        return None
+    kept = inner.outputs[0]
+    dims = {d % len(kept.shape) for d in inner.params["dims"]} if kept.shape else set()
+    unkept = tuple(n for d, n in enumerate(kept.shape) if d not in dims)
+    out = e.outputs[0]
+    if not dims or tuple(out.shape) != unkept or out.dtype is not kept.dtype:
+        return None
+    return Eqn(inner.op, inner.inputs, {**inner.params, "keepdim": False}, e.outputs, e.source,
+               e.nograd)
+
+
 def simplify(graph: Graph) -> Graph:
     """Replaces identity equations by their input (dce then removes what became dead)."""
     sub: dict[Var, Var] = {}
     producer: dict[Var, Eqn] = {}
+    readers: dict[Var, int] = {}
+    for e in graph.eqns:
+        for x in e.in_vars():
+            readers[x] = readers.get(x, 0) + 1
+    for v in graph.outvars:
+        if isinstance(v, Var):
+            readers[v] = readers.get(v, 0) + 1
     eqns = []
     for e in graph.eqns:
         inputs = [sub.get(x, x) if isinstance(x, Var) else x for x in e.inputs]
         e = Eqn(e.op, inputs, e.params, e.outputs, e.source, e.nograd)
+        e = _unkept_sum(e, producer, readers) or e
         if not e.nograd and len(e.outputs) == 1:
             src = _identity_source(e, producer)
             out = e.outputs[0]
