@@ -20,6 +20,10 @@ def test_the_values_get_torchs_node_whose_backward_raises(call, node, name):
     with pytest.raises(NotImplementedError, match=f"the derivative for '{name}' is not "
                                                   "implemented."):
         values.sum().backward()
+    import jitgrad.autograd.forward_ad as fwAD
+
+    with fwAD.dual_level(), pytest.raises(NotImplementedError, match=f"'{name}'"):
+        call(fwAD.make_dual(x.detach(), jitgrad.ones(3)))
 
 
 def test_nans_are_distinct_and_edge_shapes_match_torch():

@@ -62,8 +62,9 @@ def _no_derivative(name: str):
 
 
 def _unique_op(name: str, node_name: str, derivative_name: str):
+    no_derivative = _no_derivative(derivative_name)
     return defop(name, _unique_impl, kind=OPAQUE, meta=_unique_meta, n_outputs=3,
-                 node_name=node_name, vjp=_no_derivative(derivative_name))
+                 node_name=node_name, vjp=no_derivative, jvp=no_derivative)
 
 
 UNIQUE = _unique_op("unique", "Unique2Backward0", "_unique2")
