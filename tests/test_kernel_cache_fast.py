@@ -97,3 +97,29 @@ def test_unloadable_data_file_falls_back_with_a_warning(tmp_path, mode):
     third = _run(tmp_path, mode)  # compiled again and stored: every kernel fast again
     assert third["compiled"] == 0 and third["fast"] == first["compiled"]
     assert third["out"] == first["out"] and third["warnings"] == []
+
+
+EAGER_LOOP_KERNEL = """
+import sys
+import numpy as np
+import jitgrad
+import jitgrad.nn.functional as F
+
+x = jitgrad.tensor(np.linspace(-1, 1, 12, dtype=np.float32).reshape(4, 3), requires_grad=True)
+loss = F.cross_entropy(x, jitgrad.tensor([0, 2, 1, 2]))  # the nll_loss loop kernel (nn_kernels)
+loss.backward()
+print(repr(loss.item()), "numba.np.arraymath" in sys.modules)
+"""
+
+
+def test_an_eager_loop_kernel_loads_without_numbas_refresh(tmp_path):
+    # Numba's refresh imports numba.np.arraymath (and SciPy): a warm process never gets there
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path), PYTHONPATH=str(ROOT))
+    runs = [subprocess.run([sys.executable, "-c", EAGER_LOOP_KERNEL], env=env, cwd=ROOT,
+                           capture_output=True, text=True, timeout=300) for _ in range(2)]
+    for run in runs:
+        assert run.returncode == 0, run.stderr
+    (cold_loss, cold_refreshed), (warm_loss, warm_refreshed) = \
+        (run.stdout.split() for run in runs)
+    assert cold_refreshed == "True" and warm_refreshed == "False"
+    assert cold_loss == warm_loss

@@ -29,7 +29,7 @@ ROOT = "jitgrad"  # (as a prefix in LAYERS, the package's __init__ names only it
 # (layer, module prefixes), bottom-up; the longest matching prefix decides
 LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
-              "jitgrad._config", "jitgrad._hooks", "jitgrad._version",
+              "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad._numba_load",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields"]),

@@ -37,6 +37,7 @@ import tempfile
 import warnings
 from pathlib import Path
 
+from .. import _numba_load
 from .. import _config
 
 KERNELS = "kernels"
@@ -191,45 +192,11 @@ def load_function(text: str, options: str, name: str = "kernel", namespace: dict
 
 
 def load_overload(fn, args: tuple) -> bool:
-    """Loads the Numba dispatcher ``fn``'s machine code for ``args`` from its cache file, without
-    the target context's ``refresh()`` that Numba's own load does first (it imports every typing
-    and lowering registry, SciPy's BLAS check included: about 0.2 s per process, needed only to
-    compile new code). Whether it did: False when ``fn`` has no cache file for these argument
-    types, or its entry cannot be loaded or does not match them (the caller then calls ``fn``,
-    which compiles it or loads it the usual way, warning about a file it cannot load)."""
-    cache = getattr(fn, "_cache", None)
-    if getattr(cache, "_cache_path", None) is None:  # compiled in memory
-        return False
-    try:
-        from numba.core.compiler_lock import global_compiler_lock
-
-        sig = tuple(fn.typeof_pyval(a) for a in args)
-        with global_compiler_lock:
-            if sig in fn.overloads:
-                return False
-            _runtime(fn.targetctx)
-            cres = cache._load_overload(sig, fn.targetctx)
-            if cres is None or tuple(cres.signature.args) != sig or cres.objectmode:
-                return False
-            fn._cache_hits[sig] += 1
-            fn.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
-            fn.add_overload(cres)
-    except Exception:  # noqa: BLE001 - the caller's usual path loads it or warns and compiles
+    """``_numba_load.load_overload``, counted in ``STATE.fast`` when it loads."""
+    if not _numba_load.load_overload(fn, args):
         return False
     STATE.fast += 1
     return True
-
-
-def _runtime(context) -> None:
-    """The symbols loaded machine code may call that ``refresh()`` would define: Numba's runtime
-    (NRT: the allocator) and the hash secret ``numba.cpython.hashing`` defines when imported.
-    Of the modules ``refresh()`` imports, no other one adds a symbol (the C helpers and math
-    functions are defined when Numba is imported and its context made; the thread pool of a
-    parallel kernel by the entry itself, Numba's ``reload_init``)."""
-    import numba.cpython.hashing  # noqa: F401 - defines _numba_hashsecret_*
-    from numba.core.runtime import rtsys
-
-    rtsys.initialize(context)
 
 
 def load_cfunc(cf) -> bool:
@@ -240,7 +207,7 @@ def load_cfunc(cf) -> bool:
         from numba.core.compiler_lock import global_compiler_lock
 
         with global_compiler_lock:
-            _runtime(cf._targetdescr.target_context)
+            _numba_load.runtime(cf._targetdescr.target_context)
             cres = cf._cache._load_overload(cf._sig, cf._targetdescr.target_context)
             if cres is None or cres.signature != cf._sig:
                 return False

@@ -17,6 +17,8 @@ import math
 
 import numpy as np
 
+from .._numba_load import load_overload
+
 __all__ = ["kernel", "usable"]
 
 _DTYPES = (np.dtype(np.float32), np.dtype(np.float64))
@@ -41,9 +43,16 @@ def kernel(name: str):
         options = {"nogil": True, "error_model": "numpy",
                    "fastmath": _FASTMATH.get(name, False)}
         try:
-            fn = numba.njit(cache=True, **options)(globals()[name])
+            dispatcher = numba.njit(cache=True, **options)(globals()[name])
         except RuntimeError:  # no writable cache location: compile in every process instead
-            fn = numba.njit(**options)(globals()[name])
+            dispatcher = numba.njit(**options)(globals()[name])
+
+        def fn(*args):
+            # the first call loads the cached machine code without Numba's context refresh
+            # (``_numba_load``), then the dispatcher stands in for this function
+            load_overload(dispatcher, args)
+            _COMPILED[name] = dispatcher
+            return dispatcher(*args)
         _COMPILED[name] = fn
     return fn
 
