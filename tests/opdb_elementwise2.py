@@ -27,4 +27,8 @@ def elementwise2_records() -> list[OpInfo]:
              ("acosh", _in(1.1, 3.0), np.arccosh), ("atanh", unit, np.arctanh),
              ("log2", _in(0.1, 3.0), np.log2), ("log10", _in(0.1, 3.0), np.log10),
              ("exp2", wide, np.exp2), ("erfc", wide, _erfc_ref)]
-    return [OpInfo(n, n, s, r, **_LOOSE) for n, s, r in table]
+    recs = [OpInfo(n, n, s, r, **_LOOSE) for n, s, r in table]
+    recs += [OpInfo("deg2rad", "deg2rad", wide, np.deg2rad, **_LOOSE),
+             OpInfo("rad2deg", "rad2deg", wide, np.rad2deg, **_LOOSE),
+             OpInfo("frac", "frac", _in(-3.3, 3.3), lambda x: x - np.trunc(x), gradgrad=False)]
+    return recs

@@ -47,3 +47,13 @@ EXP2 = _pw("exp2", np.exp2, (lambda g, ans, x: g * (ans * _LN2).conj(),), "exp2(
            save_output=True, public=Public("exp2", method=True, inplace=True))
 ERFC = _unary("erfc", _erfc, lambda g, ans, x: -g * (_TWO_OVER_SQRT_PI * (-(x * x)).exp()),
               "erfc({0})")
+
+_D2R = math.pi / 180.0
+DEG2RAD = _pw("deg2rad", lambda x: x * _D2R, (lambda g, ans, x: g * _D2R,),
+              "{0} * " + repr(_D2R), FLOAT, node_name="Deg2RadBackward0",
+              public=Public("deg2rad", method=True, inplace=True))
+RAD2DEG = _pw("rad2deg", lambda x: x * (1 / _D2R), (lambda g, ans, x: g * (1 / _D2R),),
+              "{0} * " + repr(1 / _D2R), FLOAT, node_name="Rad2DegBackward0",
+              public=Public("rad2deg", method=True, inplace=True))
+FRAC = _pw("frac", lambda x: x - np.trunc(x), (lambda g, ans, x: g * 1,), "{0} - trunc({0})",
+           public=Public("frac", method=True, inplace=True))
