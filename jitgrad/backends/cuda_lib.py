@@ -207,3 +207,54 @@ def _trunc_with(floor, ceil):
     def _jg_trunc(x):
         return floor(x) if x >= 0 else ceil(x)
     return _jg_trunc
+
+
+# asin ... erfc (elementwise2's templates)
+
+
+def _jg_asin(x):
+    return math.asin(x)
+
+
+def _jg_acos(x):
+    return math.acos(x)
+
+
+def _jg_atan(x):
+    return math.atan(x)
+
+
+def _jg_sinh(x):
+    return math.sinh(x)
+
+
+def _jg_cosh(x):
+    return math.cosh(x)
+
+
+def _jg_asinh(x):
+    return math.asinh(x)
+
+
+def _jg_acosh(x):
+    return math.acosh(x)
+
+
+def _jg_atanh(x):
+    return math.atanh(x)
+
+
+def _jg_log2(x):
+    return math.log2(x)
+
+
+def _jg_log10(x):
+    return math.log10(x)
+
+
+def _jg_erfc(x):
+    return math.erfc(x)
+
+
+def _jg_exp2(x):
+    return 2.0 ** x

@@ -24,7 +24,8 @@ _inline = numba.njit(inline="always", cache=False)
 NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
          "max", "min", "abs", "sign", "gelu_none", "gelu_tanh", "floor", "ceil", "trunc", "round",
          "isfinite", "isinf", "atan2", "hypot", "fmod_f", "fmod_i", "remainder_f",
-         "remainder_i", "floordiv_f", "floordiv_i")
+         "remainder_i", "floordiv_f", "floordiv_i", "asin", "acos", "atan", "sinh", "cosh",
+         "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erfc")
 __all__ = [f"_jg_{name}" for name in NAMES] + ["_jg_hugepages"]
 
 
@@ -289,3 +290,66 @@ else:
     @_inline
     def _jg_hugepages(a):
         return np.int32(0)
+
+
+# asin ... erfc (elementwise2's templates)
+
+
+@_inline
+def _jg_asin(x):
+    return math.asin(x)
+
+
+@_inline
+def _jg_acos(x):
+    return math.acos(x)
+
+
+@_inline
+def _jg_atan(x):
+    return math.atan(x)
+
+
+@_inline
+def _jg_sinh(x):
+    return math.sinh(x)
+
+
+@_inline
+def _jg_cosh(x):
+    return math.cosh(x)
+
+
+@_inline
+def _jg_asinh(x):
+    return math.asinh(x)
+
+
+@_inline
+def _jg_acosh(x):
+    return math.acosh(x)
+
+
+@_inline
+def _jg_atanh(x):
+    return math.atanh(x)
+
+
+@_inline
+def _jg_log2(x):
+    return math.log2(x)
+
+
+@_inline
+def _jg_log10(x):
+    return math.log10(x)
+
+
+@_inline
+def _jg_erfc(x):
+    return math.erfc(x)
+
+
+@_inline
+def _jg_exp2(x):
+    return 2.0 ** x
