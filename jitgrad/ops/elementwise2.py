@@ -55,5 +55,12 @@ DEG2RAD = _pw("deg2rad", lambda x: x * _D2R, (lambda g, ans, x: g * _D2R,),
 RAD2DEG = _pw("rad2deg", lambda x: x * (1 / _D2R), (lambda g, ans, x: g * (1 / _D2R),),
               "{0} * " + repr(1 / _D2R), FLOAT, node_name="Rad2DegBackward0",
               public=Public("rad2deg", method=True, inplace=True))
+def _frac_meta(x):
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise NotImplementedError(f"\"frac_cpu\" not implemented for "
+                                  f"'{x.dtype._legacy.replace('Tensor', '')}'")
+    return tuple(x.shape), x.dtype
+
+
 FRAC = _pw("frac", lambda x: x - np.trunc(x), (lambda g, ans, x: g * 1,), "{0} - trunc({0})",
-           public=Public("frac", method=True, inplace=True))
+           meta=_frac_meta, public=Public("frac", method=True, inplace=True))
