@@ -7,6 +7,9 @@ from .extras import CosineSimilarity, PairwiseDistance, RMSNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
 from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
 from .spatial import GroupNorm, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
+from .activation2 import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
+                          LogSigmoid, Mish, PReLU, ReLU6, Softmin, Softshrink, Softsign,
+                          Tanhshrink, Threshold)
 from .loss2 import (CosineEmbeddingLoss, GaussianNLLLoss, HingeEmbeddingLoss, KLDivLoss,
                     MarginRankingLoss, MultiLabelSoftMarginLoss, PoissonNLLLoss, SoftMarginLoss,
                     TripletMarginLoss)
@@ -32,7 +35,9 @@ __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", 
            "AdaptiveAvgPool2d", "BatchNorm1d", "GroupNorm", "Upsample", "UpsamplingNearest2d",
            "UpsamplingBilinear2d", "KLDivLoss", "MarginRankingLoss", "HingeEmbeddingLoss",
            "SoftMarginLoss", "CosineEmbeddingLoss", "TripletMarginLoss", "PoissonNLLLoss",
-           "GaussianNLLLoss", "MultiLabelSoftMarginLoss",
+           "GaussianNLLLoss", "MultiLabelSoftMarginLoss", "ReLU6", "Hardtanh", "Hardsigmoid",
+           "Hardswish", "SELU", "CELU", "Mish", "Softsign", "Softmin", "Threshold", "Tanhshrink",
+           "Softshrink", "Hardshrink", "LogSigmoid", "GLU", "PReLU",
            "BatchNorm2d", "RNNBase", "RNN", "LSTM", "GRU", "RNNCellBase", "RNNCell", "LSTMCell",
            "GRUCell", "utils", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",

@@ -24,6 +24,9 @@ from .functional_attention import multi_head_attention_forward, scaled_dot_produ
 from .functional_conv import *  # noqa: F401, F403 - conv, pooling, batch_norm
 from .functional_conv import __all__ as _conv_all
 from .functional_spatial import group_norm, interpolate
+from ._functional_act import (celu, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
+                              logsigmoid, mish, prelu, relu6, selu, softmin, softshrink, softsign,
+                              tanhshrink, threshold)
 from ._functional_loss2 import (cosine_embedding_loss, gaussian_nll_loss, hinge_embedding_loss,
                                 kl_div, margin_ranking_loss, multilabel_soft_margin_loss,
                                 poisson_nll_loss, soft_margin_loss, triplet_margin_loss)
@@ -37,7 +40,9 @@ __all__ += _conv_all
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward", "group_norm",
             "interpolate", "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
             "soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss",
-            "gaussian_nll_loss", "multilabel_soft_margin_loss"]
+            "gaussian_nll_loss", "multilabel_soft_margin_loss", "relu6", "hardtanh",
+            "hardsigmoid", "hardswish", "selu", "celu", "mish", "softsign", "softmin",
+            "threshold", "tanhshrink", "softshrink", "hardshrink", "logsigmoid", "glu", "prelu"]
 
 
 def _install_declared() -> None:

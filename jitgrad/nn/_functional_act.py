@@ -1,0 +1,144 @@
+"""More of ``torch.nn.functional``'s activations: relu6, hardtanh, hardsigmoid, hardswish, selu,
+celu, mish, softsign, softmin, threshold, tanhshrink, softshrink, hardshrink, logsigmoid, glu,
+prelu. selu and celu are the ELU op with torch's scales (``EluBackward0``); the rest are
+composed of jitgrad ops with torch's gradients at the kinks (zero where torch's is zero)."""
+
+from __future__ import annotations
+
+from ..ops.nn_ops import SOFTPLUS
+from ..ops.nn_ops2 import ELU
+from ..ops.registry import apply
+from ..ops.selection import where
+from ..tensor import Tensor
+
+__all__ = ["relu6", "hardtanh", "hardsigmoid", "hardswish", "selu", "celu", "mish", "softsign",
+           "softmin", "threshold", "tanhshrink", "softshrink", "hardshrink", "logsigmoid", "glu",
+           "prelu"]
+
+_SELU_ALPHA = 1.6732632423543772848170429916717
+_SELU_SCALE = 1.0507009873554804934193349852946
+
+
+def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:  # noqa: A002
+    return input.copy_(out) if inplace else out
+
+
+def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
+             inplace: bool = False) -> Tensor:
+    """``input`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside, else 0."""
+    if min_val > max_val:
+        raise ValueError("min_val cannot be greater than max_val")
+    inside = (input > min_val) & (input < max_val)
+    out = where(inside, input, input.detach().clamp(min_val, max_val))
+    return _result(input, out, inplace)
+
+
+def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``min(max(0, input), 6)``."""
+    return hardtanh(input, 0.0, 6.0, inplace)
+
+
+def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``relu6(input + 3) / 6``."""
+    inside = (input > -3) & (input < 3)
+    out = where(inside, (input + 3) / 6, (input.detach() >= 3).to(input.dtype))
+    return _result(input, out, inplace)
+
+
+def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``input * relu6(input + 3) / 6``."""
+    out = where(input <= -3, 0.0, where(input >= 3, input, input * (input + 3) / 6))
+    return _result(input, out, inplace)
+
+
+def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``scale * elu(input, alpha)`` with the self-normalizing constants."""
+    out = apply(ELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+    return _result(input, out, inplace)
+
+
+def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``."""
+    if alpha == 0:
+        raise RuntimeError("ZeroDivisionError")
+    out = apply(ELU, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
+    return _result(input, out, inplace)
+
+
+def _softplus(x: Tensor) -> Tensor:
+    return apply(SOFTPLUS, x, beta=1.0, threshold=20.0)
+
+
+def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
+    """``input * tanh(softplus(input))``."""
+    return _result(input, input * _softplus(input).tanh(), inplace)
+
+
+def softsign(input: Tensor) -> Tensor:  # noqa: A002
+    """``input / (1 + |input|)``."""
+    return input / (1 + input.abs())
+
+
+def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa: A002
+            dtype=None) -> Tensor:
+    """``softmax(-input, dim)``."""
+    from ._functional_core import softmax
+
+    x = input if dtype is None else input.to(dtype)
+    return softmax(-x, dim)
+
+
+def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
+              inplace: bool = False) -> Tensor:
+    """``input`` where it is above ``threshold``, else ``value``."""
+    return _result(input, where(input > threshold, input, float(value)), inplace)
+
+
+def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
+    """``input - tanh(input)``."""
+    return input - input.tanh()
+
+
+def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """``input - lambd`` above ``lambd``, ``input + lambd`` below ``-lambd``, else 0."""
+    if lambd < 0:
+        raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+
+
+def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
+    """``input`` where ``|input| > lambd``, else 0."""
+    return where((input > lambd) | (input < -lambd), input, 0.0)
+
+
+def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
+    """``log(sigmoid(input))``, computed as ``-softplus(-input)``."""
+    return -_softplus(-input)
+
+
+def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
+    """``a * sigmoid(b)`` of the two halves ``a, b`` of ``input`` along ``dim``."""
+    if input.ndim == 0:
+        raise RuntimeError("glu does not support scalars because halving size must be even")
+    d = dim % input.ndim
+    if input.shape[d] % 2:
+        raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "
+                           f"{input.shape[d]}")
+    a, b = input.chunk(2, d)
+    return a * b.sigmoid()
+
+
+def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
+    """``input`` where non-negative, else ``weight * input`` (``weight`` one value or one per
+    channel, dim 1)."""
+    if weight.numel() != 1:
+        channels = input.shape[1] if input.ndim >= 2 else input.shape[0] if input.ndim else 1
+        if weight.numel() != channels:
+            raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
+                               f"parameter numbers = {weight.numel()} and channel size = "
+                               f"{channels}.")
+        if input.ndim >= 2:
+            weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
+    elif input.ndim:
+        weight = weight.reshape(())
+    return where(input >= 0, input, weight * input)

@@ -1,0 +1,89 @@
+"""relu6 ... prelu (functions and modules) against torch: values and gradients on inputs that
+include the kinks exactly, reprs, in-place variants and errors; gradcheck on the smooth ones."""
+
+import numpy as np
+import pytest
+
+import jitgrad
+import jitgrad.nn.functional as F
+
+X = np.array([[-4.0, -3.0, -1.0, -0.5, -0.25, 0.0], [0.25, 0.5, 1.0, 3.0, 6.0, 7.5]])
+
+CASES = [("relu6", {}), ("hardtanh", {}), ("hardtanh", {"min_val": -0.5, "max_val": 3.0}),
+         ("hardsigmoid", {}), ("hardswish", {}), ("selu", {}), ("celu", {"alpha": 0.7}),
+         ("mish", {}), ("softsign", {}), ("softmin", {"dim": 1}),
+         ("threshold", {"threshold": 0.25, "value": -2.0}), ("tanhshrink", {}),
+         ("softshrink", {}), ("softshrink", {"lambd": 1.0}), ("hardshrink", {}),
+         ("logsigmoid", {}), ("glu", {"dim": 1}), ("glu", {"dim": 0})]
+
+
+@pytest.mark.parametrize("name,kw", CASES, ids=lambda v: str(v))
+def test_functions_match_torch_at_and_between_the_kinks(name, kw):
+    torch = pytest.importorskip("torch")
+    tx, jx = torch.tensor(X, requires_grad=True), jitgrad.tensor(X, requires_grad=True)
+    ty = getattr(torch.nn.functional, name)(tx, **kw)
+    jy = getattr(F, name)(jx, **kw)
+    np.testing.assert_allclose(jy.detach().numpy(), ty.detach().numpy(), rtol=1e-12, atol=1e-15)
+    w = np.random.default_rng(0).standard_normal(tuple(ty.shape))
+    (ty * torch.tensor(w)).sum().backward()
+    (jy * jitgrad.tensor(w)).sum().backward()
+    # torch's celu and hardsigmoid backward round their float64 coefficients (1/alpha, 1/6)
+    # through float32
+    rtol = 1e-7 if name in ("celu", "hardsigmoid") else 1e-12
+    np.testing.assert_allclose(jx.grad.numpy(), tx.grad.numpy(), rtol=rtol, atol=1e-15)
+
+
+@pytest.mark.parametrize("weight", [[0.25], [0.1, -0.2]])
+def test_prelu_matches_torch(weight):
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(1).standard_normal((3, 2, 4))
+    tx, jx = torch.tensor(x, requires_grad=True), jitgrad.tensor(x, requires_grad=True)
+    tw = torch.tensor(weight, dtype=torch.float64, requires_grad=True)
+    jw = jitgrad.tensor(weight, dtype=jitgrad.float64, requires_grad=True)
+    ty, jy = torch.nn.functional.prelu(tx, tw), F.prelu(jx, jw)
+    np.testing.assert_allclose(jy.detach().numpy(), ty.detach().numpy(), rtol=1e-12)
+    (ty ** 2).sum().backward()
+    (jy ** 2).sum().backward()
+    np.testing.assert_allclose(jx.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    np.testing.assert_allclose(jw.grad.numpy(), tw.grad.numpy(), rtol=1e-12)
+
+
+MODULES = [("ReLU6", (), {}), ("ReLU6", (), {"inplace": True}), ("Hardtanh", (-2.0, 2.0), {}),
+           ("Hardsigmoid", (), {}), ("Hardswish", (), {"inplace": True}), ("SELU", (), {}),
+           ("CELU", (0.5,), {}), ("Mish", (), {}), ("Softsign", (), {}), ("Softmin", (1,), {}),
+           ("Threshold", (0.1, 20.0), {}), ("Tanhshrink", (), {}), ("Softshrink", (0.3,), {}),
+           ("Hardshrink", (), {}), ("LogSigmoid", (), {}), ("GLU", (), {}), ("PReLU", (), {}),
+           ("PReLU", (6,), {"init": 0.1})]
+
+
+@pytest.mark.parametrize("name,args,kw", MODULES, ids=lambda v: str(v))
+def test_modules_match_torch(name, args, kw):
+    torch = pytest.importorskip("torch")
+    theirs = getattr(torch.nn, name)(*args, **kw)
+    ours = getattr(jitgrad.nn, name)(*args, **kw)
+    assert repr(ours) == repr(theirs)
+    assert list(ours.state_dict()) == list(theirs.state_dict())
+    x = X.astype(np.float32)  # (a PReLU's weight is float32)
+    got = ours(jitgrad.tensor(x.copy()))
+    want = theirs(torch.tensor(x.copy()))
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-6)
+
+
+def test_inplace_writes_the_input_and_errors():
+    x = jitgrad.tensor([-1.0, 2.0, 7.0])
+    assert F.relu6(x, inplace=True) is x and x.tolist() == [0.0, 2.0, 6.0]
+    with pytest.raises(RuntimeError, match="Halving dimension must be even, but dimension 1 is "
+                                           "size 3"):
+        F.glu(jitgrad.ones(2, 3), dim=1)
+    with pytest.raises(ValueError, match="min_val cannot be greater than max_val"):
+        jitgrad.nn.Hardtanh(2.0, 1.0)
+    with pytest.raises(RuntimeError, match="Mismatch of parameter numbers and input channel "
+                                           "size"):
+        F.prelu(jitgrad.ones(2, 3), jitgrad.ones(2))
+
+
+def test_gradcheck_of_the_smooth_ones():
+    x = jitgrad.randn(3, 4, dtype=jitgrad.float64, requires_grad=True)
+    for fn in (F.selu, F.mish, F.softsign, F.logsigmoid, F.tanhshrink,
+               lambda t: F.softmin(t, 1), lambda t: F.glu(t, 1)):
+        assert jitgrad.autograd.gradcheck(fn, (x,))
