@@ -140,7 +140,28 @@ class Dropout(Module):
         return f"p={self.p}, inplace={self.inplace}"
 
 
-class LayerNorm(Module):
+class _AffineNorm(Module):
+    """A normalization layer's learned per-element ``weight`` (ones) and ``bias`` (zeros), each
+    registered as None when not learned."""
+
+    def _affine(self, shape: tuple, affine: bool, bias: bool, device: Any,
+                dtype: dtypes.dtype | None) -> None:
+        for name, learned in (("weight", affine), ("bias", affine and bias)):
+            if learned:
+                setattr(self, name, Parameter(empty(shape, dtype=dtype, device=device)))
+            else:
+                self.register_parameter(name, None)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Sets weight to ones and bias to zeros."""
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+
+class LayerNorm(_AffineNorm):
     """Layer normalization over the trailing ``normalized_shape`` dims, with affine params."""
 
     def __init__(self, normalized_shape: Any, eps: float = 1e-5, elementwise_affine: bool = True,
@@ -152,23 +173,7 @@ class LayerNorm(Module):
         self.normalized_shape = tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(self.normalized_shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Sets weight to ones and bias to zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        self._affine(self.normalized_shape, elementwise_affine, bias, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)

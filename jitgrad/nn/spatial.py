@@ -6,17 +6,15 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
-from ..ops.creation import empty
 from ..tensor import Tensor
 from . import functional_spatial as F
-from . import init
+from .layers import _AffineNorm
 from .module import Module
-from .parameter import Parameter
 
 __all__ = ["GroupNorm", "Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]
 
 
-class GroupNorm(Module):
+class GroupNorm(_AffineNorm):
     """Group normalization over ``(N, C, *)`` input: ``num_channels`` split into
     ``num_groups`` groups, each normalized over its channels and positions.
 
@@ -38,23 +36,7 @@ class GroupNorm(Module):
                              f"({num_groups})")
         self.num_groups, self.num_channels = num_groups, num_channels
         self.eps, self.affine = eps, affine
-        if affine:
-            self.weight = Parameter(empty(num_channels, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-        self.reset_parameters()
-
-    def reset_parameters(self) -> None:
-        """Sets weight to ones and bias to zeros."""
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        self._affine((num_channels,), affine, bias, device, dtype)
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
