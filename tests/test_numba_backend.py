@@ -428,13 +428,17 @@ def test_parallel_kernels_above_the_threshold(monkeypatch):
     low = f.lower(x, y)
     assert "prange(n0)" in low.kernels["forward"] and "prange(n0)" in low.kernels["backward"]
     _check(lambda x, y: (x.tanh() * y).sum() + (x * y).sum(1).exp().sum(), x, y)
-    # a reduction over dim 0 (other than a full sum) would race: that kernel stays serial
+    # a reduction over dim 0 that keeps dim 1 runs its rows in chunks, in parallel, each chunk
+    # into its own partial row (a prange over the rows would race on the column sums)
     g = jit(lambda x: (x.tanh() * 2).amax(0), backend="numba")
     big = jit(lambda x: (x.tanh() * 2).amax(1), backend="numba")
-    assert "prange" not in g.lower(x).kernels["forward"]
-    assert "prange" in big.lower(x).kernels["forward"]  # (the same work, over dim 1: no race)
+    assert "prange(nc)" in g.lower(x).kernels["forward"]
+    assert "prange(n0)" in big.lower(x).kernels["forward"]
     np.testing.assert_allclose(g(x).detach().numpy(), (x.tanh() * 2).amax(0).detach().numpy(),
                                rtol=1e-15)
+    # a full max has no parallel reduction variable: serial
+    full = jit(lambda x: (x.tanh() * 2).amax(), backend="numba")
+    assert "prange" not in full.lower(x).kernels["forward"]
     small = jit(lambda x: x * 2, backend="numba").lower(jitgrad.randn(4, dtype=D))
     assert "prange" not in small.kernels["forward"]
 
@@ -462,3 +466,37 @@ def test_a_mean_of_nothing_is_nan_on_every_tier():
         mean, total, per_column = f(x)
         assert np.isnan(mean.item()) and total.item() == 0.0
         assert per_column.shape == (4,) and np.isnan(per_column.numpy()).all()
+
+
+@pytest.mark.parametrize("parallel_min", [0, 1])
+@pytest.mark.parametrize("rows", [1, 127, 128, 300])
+def test_reductions_over_rows_run_in_chunks(monkeypatch, parallel_min, rows):
+    # column sums, maxima and a (0, 2) reduction of a 3-d domain go through per-chunk partials
+    # (render.CHUNK_ROWS rows each), serial and parallel, with eager's values; float32 sums add
+    # float32 within a chunk and float64 across chunks
+    monkeypatch.setattr(numba_cpu, "PARALLEL_MIN", parallel_min)
+    monkeypatch.setattr(numba_cpu, "_threads", lambda: 2)
+    rng = np.random.default_rng(rows)
+    for dt, rtol in ((jitgrad.float64, 1e-13), (jitgrad.float32, 2e-6)):
+        x = jitgrad.tensor(rng.standard_normal((rows, 5, 3)), dtype=dt)
+
+        def f(x):
+            t = x.tanh() * 3
+            return t.sum(0), t.amax(0), t.amin((0, 2)), (t * t).sum((0, 2), keepdim=True)
+
+        low = jit(f, backend="numba").lower(x)
+        assert "np.full((nc," in low.kernels["forward"]
+        assert ("prange(nc)" in low.kernels["forward"]) == (parallel_min == 1)
+        for got, want in zip(jit(f, backend="numba")(x), f(x)):
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=rtol, atol=1e-5)
+
+
+def test_bias_gradient_column_sums_match_eager_in_float32():
+    # a linear layer's bias gradient: a column sum over the batch, run in row chunks
+    x = jitgrad.randn(1000, 64, requires_grad=True)
+    b = jitgrad.randn(64, requires_grad=True)
+    f = jit(lambda x, b: ((x + b).tanh() * 2).sum(), backend="numba")
+    (gb,) = jitgrad.autograd.grad(f(x, b), [b])
+    x64, b64 = x.detach().double().requires_grad_(), b.detach().double().requires_grad_()
+    (want,) = jitgrad.autograd.grad(((x64 + b64).tanh() * 2).sum(), [b64])
+    np.testing.assert_allclose(gb.numpy(), want.numpy(), rtol=2e-5)

@@ -40,6 +40,13 @@ _BRACES = re.compile(r"(\{[^}]*\})")
 # the innermost loop, each block's sum then added in float64.
 BLOCK = 1024
 
+# A reduction over dim 0 that keeps another dim (a bias gradient's column sums) runs the rows in
+# chunks of this many, each chunk into its own row of a partial array, the partials then added
+# in order: the chunks run in parallel (a prange over rows would race on the sums), float32 sums
+# stay float32 within a chunk (W3's layer-norm backward kernel 2.7 -> 0.68 ms), and the result
+# depends on the sizes only, not on the thread count.
+CHUNK_ROWS = 128
+
 
 class NotRenderableError(Exception):
     """An equation the renderer has no scalar code for (the backend leaves it unfused)."""
@@ -231,6 +238,8 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
     level_flush: dict[int, list[str]] = {j: [] for j in range(d + 1)}
     block_init: list[str] = []
     block_flush: list[str] = []
+    chunk_init: list[str] = []
+    chunk_merge: list[tuple[list[int], str]] = []
     tmp = 0
     typed_names = {names[v]: v.dtype.np for v in body.invars}
     for e in body.eqns:
@@ -241,18 +250,34 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
             acc_t = npname(red.acc_dtype)
             update, additive = e.op.template.combine, e.op.template.additive
             dims = [j + d - len(dom) for j in e.params["dims"]] if dom else [0]
-            if 0 in dims and not (len(dims) == d and additive):
-                parallel = False
             k = d
             while k > 0 and (k - 1) in dims:
                 k -= 1
+            if k == 0 and not additive:
+                parallel = False  # a full max/min: no reduction variable Numba parallelizes
             acc = f"acc{len(reductions) + len(returned)}"
             combine = _CALL.sub(r"_jg_\1(", update.format(f"{acc_t}({src})", acc=acc))
+            chunk = k > 0 and 0 in dims
+            r = f"r{len(reductions)}"
+            ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
+            target = r
+            if chunk:  # into this chunk's row of a partial array (see CHUNK_ROWS)
+                src_dtype = e.inputs[0].dtype.np
+                part_dtype = src_dtype if k == d and additive and src_dtype == np.float32 \
+                    else red.acc_dtype
+                target, ix_r, ix = f"p{len(reductions)}", ix, "ch" + ix[1:]
+                if part_dtype != red.acc_dtype:
+                    combine = _CALL.sub(r"_jg_\1(", update.format(src, acc=acc))
+                shape = ", ".join("1" if j in dims else f"n{j}" for j in range(1, d))
+                chunk_init.append(f"{target} = np.full((nc, {shape}), "
+                                  f"{literal(red.identity, part_dtype)}, {npname(part_dtype)})")
+                kept = [j for j in range(1, d) if j not in dims]
+                merge = _CALL.sub(r"_jg_\1(", update.format(
+                    f"{acc_t}({target}[{ix}])", acc=f"{r}[{ix_r}]"))
+                chunk_merge.append((kept, f"{r}[{ix_r}] = {merge}"))
             if k == d:  # the innermost dim is kept: update the accumulator array in place
-                r = f"r{len(reductions)}"
-                ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
-                stmts.append(f"{acc} = {r}[{ix}]")
-                stmts.append(f"{r}[{ix}] = {combine}")
+                stmts.append(f"{acc} = {target}[{ix}]")
+                stmts.append(f"{target}[{ix}] = {combine}")
                 reductions.append(red)
             else:
                 level_init[k].append(f"{acc} = {literal(red.identity, red.acc_dtype)}")
@@ -271,10 +296,8 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
                     red.full = True
                     returned.append(red)
                 else:
-                    r = f"r{len(reductions)}"
-                    ix = ", ".join("0" if j in dims else idx[j] for j in range(d))
-                    outer = _CALL.sub(r"_jg_\1(", update.format(acc, acc=f"{r}[{ix}]"))
-                    level_flush[k].append(f"{r}[{ix}] = {outer}")
+                    outer = _CALL.sub(r"_jg_\1(", update.format(acc, acc=f"{target}[{ix}]"))
+                    level_flush[k].append(f"{target}[{ix}] = {outer}")
                     reductions.append(red)
             continue
         if e.op.broadcast:  # expand: the same element, read with the broadcast index
@@ -302,10 +325,18 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
     # 4x of the threshold keeps them, so nearby sizes share the source)
     lines += [f"    _jg_hugepages({out_slot[v]})" for v in outputs
               if _nbytes(v) >= HUGEPAGE_MIN_BYTES // 4]
+    chunked = bool(chunk_init)
     for j in range(d):  # loop j's accumulators start before it and are flushed after it
-        ind = "    " * (j + 1)
+        ind = "    " * (j + 1 + (chunked and j > 0))
         lines += [ind + s for s in level_init[j]]
         loop = "prange" if parallel and j == 0 else "range"
+        if j == 0 and chunked:
+            lines.append(f"{ind}nc = (n0 + {CHUNK_ROWS - 1}) // {CHUNK_ROWS}")
+            lines += [ind + s for s in chunk_init]
+            lines.append(f"{ind}for ch in {loop}(nc):")
+            lines.append(f"{ind}    for i0 in range(ch * {CHUNK_ROWS}, "
+                         f"min(n0, ch * {CHUNK_ROWS} + {CHUNK_ROWS})):")
+            continue
         if j == d - 1 and block_init:
             # the innermost loop in blocks: an index Numba knows is not negative (uint64), so
             # the loop still vectorizes at the float32 width
@@ -317,12 +348,18 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
             ind += "    "
         else:
             lines.append(f"{ind}for i{j} in {loop}(n{j}):")
-    inner = "    " * (d + 1 + bool(block_init))
+    inner = "    " * (d + 1 + bool(block_init) + chunked)
     lines += [inner + s for s in level_init[d] + loads + stmts]
     if block_init:
-        lines += ["    " * (d + 1) + s for s in block_flush]
+        lines += ["    " * (d + 1 + chunked) + s for s in block_flush]
     for j in range(d - 1, -1, -1):
-        lines += ["    " * (j + 1) + s for s in level_flush[j]]
+        lines += ["    " * (j + 1 + (chunked and j > 0)) + s for s in level_flush[j]]
+    if chunked:  # the chunks' partials, added in chunk order
+        lines.append("    for ch in range(nc):")
+        for kept, merge in chunk_merge:
+            for depth, j in enumerate(kept):
+                lines.append("    " * (depth + 2) + f"for i{j} in range(n{j}):")
+            lines.append("    " * (len(kept) + 2) + merge)
     if returned:
         accs = [f"acc{k}" for k, s in enumerate(_accs(body)) if s in {r.var for r in returned}]
         lines.append(f"    return ({', '.join(accs)},)")
