@@ -25,6 +25,8 @@ from .autograd import op_node as _op_node  # noqa: F401 - wires OpNode into the 
 from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd
+from ._threads import get_num_threads, set_num_threads
+from ._type_info import can_cast, finfo, iinfo, is_complex, is_floating_point
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
 
@@ -37,6 +39,6 @@ def result_type(tensor1, tensor2) -> dtype:  # noqa: A001
 def __getattr__(name: str):
     import importlib
 
-    if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils"):
+    if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module 'jitgrad' has no attribute {name!r}")

@@ -151,6 +151,19 @@ def randn_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A0
                  requires_grad=requires_grad)
 
 
+@public("randint_like")
+def randint_like(input: Any, low: int = 0, high: Any = None, *, dtype: Any = None,  # noqa: A002
+                 device: Any = None, requires_grad: bool = False,
+                 generator: Any = None) -> Any:
+    """Integers uniformly drawn from [low, high) with ``input``'s shape (and dtype and device,
+    unless given); ``randint_like(input, high)`` draws from [0, high)."""
+    if high is None:
+        low, high = 0, low
+    return randint(int(low), int(high), tuple(input.shape), dtype=dtype or input.dtype,
+                   device=input.device if device is None else device,
+                   requires_grad=requires_grad, generator=generator)
+
+
 @public("seed")
 def seed() -> int:
     """Seeds the default generator non-deterministically; returns the seed."""

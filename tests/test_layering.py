@@ -30,11 +30,13 @@ ROOT = "jitgrad"  # (as a prefix in LAYERS, the package's __init__ names only it
 LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
               "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad._numba_load",
+              "jitgrad._threads",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields"]),
     ("registry", ["jitgrad.ops.registry"]),
-    ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy"]),
+    ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy",
+                "jitgrad._type_info"]),
     # (the eager engine traces VJP rules into NumPy programs with what the jit is built on)
     ("trace", ["jitgrad._ir", "jitgrad._tracer", "jitgrad._interpret", "jitgrad._pycode"]),
     ("graph", ["jitgrad.autograd.node", "jitgrad.autograd.engine", "jitgrad.autograd.op_node",
@@ -45,7 +47,7 @@ LAYERS = [
     # (autograd.function: custom Functions, built on the graph, with forward-mode AD rules)
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
-             "jitgrad.viz", "jitgrad.distributed"]),
+             "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.trace", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep"]),
     ("backends", ["jitgrad.backends"]),

@@ -36,6 +36,58 @@ def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     return _tensor._new(arr, dt, False, dev)
 
 
+_UNSET: Any = object()
+
+
+def _type_name(dt: dtypes.dtype) -> str:
+    return dt._legacy[:-len("Tensor")]
+
+
+@public("asarray")
+def asarray(obj: Any, *, dtype: dtypes.dtype | None = None, device: Any = None,
+            copy: bool | None = None, requires_grad: Any = _UNSET):
+    """Converts ``obj`` to a tensor, as ``torch.asarray``: a tensor or NumPy array of the
+    requested dtype and device is shared (no copy) unless ``copy=True``; ``copy=False``
+    raises ValueError where sharing is impossible. Without ``requires_grad``, a shared tensor
+    keeps its ``requires_grad`` (with torch's warning when that is True)."""
+    dev = check_device(device)
+    if isinstance(obj, registry.Tensor):
+        same = (dtype is None or dtype is obj.dtype) and (device is None or dev == obj.device)
+        if same and copy is not True:
+            if requires_grad is _UNSET:
+                if obj.requires_grad:
+                    import warnings
+
+                    warnings.warn("torch.asarray: unspecified requires_grad now defaults to "
+                                  "obj.requires_grad instead of False. Pass requires_grad=False "
+                                  "explicitly to get the old behavior and silence this warning.",
+                                  UserWarning, stacklevel=2)
+                return obj
+            if bool(requires_grad) != obj.requires_grad:
+                if not obj.is_leaf:
+                    return obj.detach().requires_grad_(bool(requires_grad))
+                obj.requires_grad_(bool(requires_grad))
+            return obj
+        if copy is False:
+            raise ValueError(f"can't alias tensor with dtype '{_type_name(obj.dtype)}' into "
+                             f"dtype '{_type_name(dtype or obj.dtype)}'.")
+        out = obj.detach().to(device=dev, dtype=dtype or obj.dtype, copy=True)
+        return out.requires_grad_(requires_grad is not _UNSET and bool(requires_grad))
+    grad = requires_grad is not _UNSET and bool(requires_grad)
+    if isinstance(obj, np.ndarray) or hasattr(obj, "__array_interface__"):
+        arr = np.asarray(obj)
+        dt = dtypes.from_numpy_dtype(arr.dtype)
+        if copy is False and dtype is not None and dtype is not dt:
+            raise ValueError(f"can't alias tensor with dtype '{_type_name(dt)}' into dtype "
+                             f"'{_type_name(dtype)}'.")
+        target = dtype or dt
+        data = arr.astype(target.np, copy=bool(copy))
+        return _tensor._new(data, target, grad, dev)
+    if copy is False:
+        raise ValueError("can't alias arbitrary sequence into a tensor.")
+    return tensor(obj, dtype=dtype, device=device, requires_grad=grad)
+
+
 @public("from_numpy")
 def from_numpy(ndarray: np.ndarray):
     """A tensor sharing memory with ``ndarray`` (zero-copy)."""
@@ -184,6 +236,20 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=F
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
     return _tensor._new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad, dev)
+
+
+@public("logspace")
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
+             requires_grad=False):
+    """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in exponent."""
+    dev = check_device(device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+    dt = dtype or dtypes.get_default_dtype()
+    values = np.logspace(float(start), float(end), int(steps), base=float(base))
+    if dt.np.kind in "iub":
+        values = np.round(values)
+    return _tensor._new(values.astype(dt.np), dt, requires_grad, dev)
 
 
 @public("eye")

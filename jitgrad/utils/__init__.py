@@ -1,3 +1,4 @@
-"""``jitgrad.utils``: data loading helpers (``jitgrad.utils.data``)."""
+"""``jitgrad.utils``: data loading (``jitgrad.utils.data``) and activation checkpointing
+(``jitgrad.utils.checkpoint``)."""
 
-from . import data
+from . import checkpoint, data

@@ -1,0 +1,36 @@
+"""``get_num_threads`` / ``set_num_threads``: the threads jitgrad's parallel kernels use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def get_num_threads() -> int:
+    """The number of threads jitgrad's parallel CPU kernels run on (Numba's thread count).
+
+    NumPy's BLAS (matmul) keeps its own thread pool, which this does not report.
+    """
+    import numba
+
+    return int(numba.get_num_threads())
+
+
+def set_num_threads(int: Any) -> None:  # noqa: A002 - torch's argument name
+    """Sets the number of threads jitgrad's parallel CPU kernels run on.
+
+    As Numba's ``set_num_threads``, the setting belongs to the calling thread, and it is capped
+    at the threads Numba started with (``NUMBA_NUM_THREADS``, by default the number of cores).
+    NumPy's BLAS keeps its own pool (``OPENBLAS_NUM_THREADS`` sets it at start-up).
+
+    Args:
+        int: a positive number of threads.
+    """
+    import builtins
+
+    if isinstance(int, builtins.bool) or not isinstance(int, builtins.int):
+        raise RuntimeError(f"set_num_threads expects an int, but got {type(int).__name__}")
+    if int <= 0:
+        raise RuntimeError("set_num_threads expects a positive integer")
+    import numba
+
+    numba.set_num_threads(min(int, numba.config.NUMBA_NUM_THREADS))

@@ -1,0 +1,167 @@
+"""jitgrad.testing.assert_close / make_tensor and jitgrad.utils.checkpoint, against torch."""
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import jitgrad.nn as nn
+from jitgrad.testing import assert_close, make_tensor
+from jitgrad.utils.checkpoint import checkpoint, checkpoint_sequential
+
+torch = pytest.importorskip("torch")
+
+
+def _pairs(m):
+    t = m.tensor
+    nan, inf = float("nan"), float("inf")
+    return [
+        (t([1., 2., 3.]), t([1., 2.1, 3.]), {}),
+        (t([1., 2.]), t([1., 2., 3.]), {}),
+        (t([1., 2.]), t([1., 2.], dtype=m.float64), {}),
+        (1.0, 1.1, {}),
+        ([m.ones(2), m.zeros(2)], [m.ones(2), m.ones(2)], {}),
+        ({"a": m.ones(2)}, {"a": m.zeros(2)}, {}),
+        (t([1, 2]), t([1, 3]), {}),
+        (t([nan]), t([nan]), {}),
+        (t([nan]), t([nan]), {"equal_nan": True}),
+        (m.ones(2), m.ones(2) + 1e-3, {"msg": "custom"}),
+        (m.ones(2, 2), m.ones(2, 2).t(), {}),
+        (np.ones(2), np.ones(2) * 2, {}),
+        (t([1.0, inf]), t([1.0, inf]), {}),
+        (t([[1., 2.], [3., 4.]]), t([[1., 2.], [3., 5.]]), {}),
+        (t([True]), t([False]), {}),
+        (t([1., 2.]), t([1., 2.], dtype=m.float64), {"check_dtype": False}),
+        (1, 2, {}),
+        (m.ones(2, requires_grad=True), m.ones(2), {}),
+        (t(1.0), t(2.0), {}),
+        ((1, 2), (1, 2, 3), {}),
+        (m.ones(3), m.ones(3) * 1.00001, {"atol": 0, "rtol": 0}),
+        (m.ones(3), m.ones(3) * 1.001, {"atol": 1e-2, "rtol": 0}),
+        (t([1., 2.]), t([1., 2.5]), {"msg": lambda text: "wrapped: " + text.splitlines()[0]}),
+        ([[m.ones(1)], [m.ones(1), m.zeros(1)]], [[m.ones(1)], [m.ones(1), m.ones(1)]], {}),
+    ]
+
+
+@pytest.mark.parametrize("k", range(len(_pairs(torch))))
+def test_assert_close_matches_torch(k):
+    mine, theirs = _pairs(jg)[k], _pairs(torch)[k]
+
+    def outcome(fn, pair):
+        try:
+            fn(pair[0], pair[1], **pair[2])
+        except (AssertionError, ValueError, TypeError) as e:
+            return type(e).__name__, str(e).replace("torch.", "jitgrad.")
+        return "ok", ""
+    assert outcome(assert_close, mine) == outcome(torch.testing.assert_close, theirs)
+
+
+def test_assert_close_argument_errors():
+    with pytest.raises(ValueError, match="Both 'rtol' and 'atol' must be either specified or "
+                                         "omitted, but got no atol."):
+        assert_close(jg.ones(2), jg.ones(2), rtol=1e-3)
+    with pytest.raises(TypeError, match="No comparison pair was able to handle inputs"):
+        assert_close(jg.ones(2), [1.0, 1.0])
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64", "uint8", "bool", "complex64"])
+def test_make_tensor(dtype):
+    dt = getattr(jg, dtype)
+    t = make_tensor(40, 30, dtype=dt)
+    assert t.shape == (40, 30) and t.dtype is dt
+    values = t.numpy()
+    if dtype == "bool":
+        assert values.any() and not values.all()
+    elif dtype == "complex64":
+        assert np.abs(values.real).max() <= 9 and np.abs(values.imag).max() <= 9
+    else:
+        lo, hi = (0, 10) if dtype == "uint8" else (-9, 9)
+        assert values.min() >= lo and values.max() < hi and len(np.unique(values)) > 5
+    u = make_tensor((5, 6), dtype=jg.float64, low=2, high=3, noncontiguous=True,
+                    requires_grad=True)
+    assert not u.is_contiguous() and u.requires_grad and (u.detach().numpy() >= 2).all()
+    assert (make_tensor(1000, dtype=jg.int64, low=-1, high=2, exclude_zero=True) != 0).all()
+
+
+class _Block(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a = nn.Linear(6, 6)
+        self.b = nn.Linear(6, 6)
+
+    def forward(self, x, scale=1.0):
+        return self.b(nn.functional.dropout(self.a(x).tanh(), 0.3, self.training)) * scale
+
+
+@pytest.mark.parametrize("use_reentrant", [True, False])
+def test_checkpoint_gives_the_gradients_of_the_plain_run(use_reentrant):
+    jg.manual_seed(0)
+    block = _Block()
+    x = jg.randn(4, 6, requires_grad=True)
+
+    def grads(run):
+        block.zero_grad()
+        x.grad = None
+        jg.manual_seed(7)  # the same dropout mask in both runs
+        run().pow(2).sum().backward()
+        return [x.grad.clone()] + [p.grad.clone() for p in block.parameters()]
+
+    plain = grads(lambda: block(x))
+    checked = grads(lambda: checkpoint(block, x, use_reentrant=use_reentrant))
+    for a, b in zip(plain, checked):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+    name = checkpoint(block, x, use_reentrant=use_reentrant).grad_fn.name()
+    assert name == ("CheckpointFunctionBackward" if use_reentrant else "MulBackward0")
+
+
+def test_checkpoint_keeps_nothing_of_the_segment_and_recomputes_it_once():
+    calls = []
+
+    def segment(t):
+        calls.append(1)
+        return (t.sin() * t).exp()
+
+    x = jg.randn(5, dtype=jg.float64, requires_grad=True)
+    y = checkpoint(segment, x, use_reentrant=False)
+    assert len(calls) == 1
+    (g,) = jg.autograd.grad(y.sum(), [x])
+    assert len(calls) == 2
+    want = (x.sin() * x).exp() * (x.cos() * x + x.sin())
+    np.testing.assert_allclose(g.numpy(), want.detach().numpy(), rtol=1e-12)
+    # keyword arguments reach the function (non-reentrant only)
+    z = checkpoint(lambda t, s: t * s, x, use_reentrant=False, s=3.0)
+    np.testing.assert_allclose(jg.autograd.grad(z.sum(), [x])[0].numpy(), 3.0)
+    with pytest.raises(ValueError, match="Unexpected keyword arguments: s"):
+        checkpoint(lambda t, s: t * s, x, use_reentrant=True, s=3.0)
+
+
+def test_checkpoint_gradcheck():
+    x = jg.randn(3, 4, dtype=jg.float64, requires_grad=True)
+    w = jg.randn(4, 2, dtype=jg.float64, requires_grad=True)
+    for reentrant in (True, False):
+        assert jg.autograd.gradcheck(
+            lambda x, w, reentrant=reentrant: checkpoint(lambda a, b: (a @ b).tanh(), x, w,
+                                    use_reentrant=reentrant), (x, w))
+
+
+def test_checkpoint_warnings_match_torch():
+    x = jg.ones(2, requires_grad=True)
+    with pytest.warns(UserWarning, match="the use_reentrant parameter should be passed "
+                                         "explicitly"):
+        checkpoint(lambda t: t * 2, x)
+    with pytest.warns(UserWarning, match="None of the inputs have requires_grad=True. "
+                                         "Gradients will be None"):
+        checkpoint(lambda t: t * 2, jg.ones(2), use_reentrant=True)
+
+
+def test_checkpoint_sequential_matches_the_plain_model():
+    jg.manual_seed(1)
+    model = nn.Sequential(*[nn.Linear(5, 5) for _ in range(6)])
+    x = jg.randn(3, 5, requires_grad=True)
+    model(x).sum().backward()
+    want = [p.grad.clone() for p in model.parameters()] + [x.grad.clone()]
+    model.zero_grad()
+    x.grad = None
+    checkpoint_sequential(model, 3, x, use_reentrant=False).sum().backward()
+    got = [p.grad for p in model.parameters()] + [x.grad]
+    for a, b in zip(want, got):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
