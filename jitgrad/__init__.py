@@ -41,4 +41,8 @@ def __getattr__(name: str):
 
     if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "compile":  # torch.compile's entry point, on jit (imported on first use)
+        from .jit.torch_compile import compile
+
+        return compile
     raise AttributeError(f"module 'jitgrad' has no attribute {name!r}")

@@ -1,0 +1,101 @@
+"""jitgrad.compile: torch.compile's entry point on jit, its fallback and its errors."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+import jitgrad.nn as nn
+import jitgrad.nn.functional as F
+from jitgrad.jit.torch_compile import InvalidBackend, OptimizedModule
+
+
+def _model():
+    jg.manual_seed(0)
+    return nn.Sequential(nn.Linear(6, 12), nn.BatchNorm1d(12), nn.ReLU(), nn.Linear(12, 3))
+
+
+def _train(model, call, steps=4):
+    x, y = jg.randn(16, 6), jg.randint(0, 3, (16,))
+    opt = jg.optim.SGD(model.parameters(), lr=0.1)
+    losses = []
+    for _ in range(steps):
+        loss = F.cross_entropy(call(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    return losses
+
+
+@pytest.mark.parametrize("backend", ["inductor", "aot_eager"])
+def test_a_compiled_module_trains_as_the_eager_one(backend):
+    eager = _model()
+    jg.manual_seed(1)
+    want = _train(eager, eager)
+    model = _model()
+    compiled = jg.compile(model, backend=backend)
+    assert isinstance(compiled, OptimizedModule)
+    jg.manual_seed(1)
+    got = _train(model, compiled)
+    np.testing.assert_allclose(got, want, rtol=1e-5)
+    np.testing.assert_allclose(model[1].running_mean.numpy(), eager[1].running_mean.numpy(),
+                               rtol=1e-5, atol=1e-7)
+    assert compiled._compiled_call._jitted.cache_info().misses >= 1
+
+
+def test_an_optimized_module_looks_like_torchs():
+    lin = nn.Linear(2, 3)
+    m = jg.compile(lin)
+    assert list(m.state_dict()) == ["_orig_mod.weight", "_orig_mod.bias"]
+    assert m.weight is lin.weight and m.in_features == 2
+    assert repr(m) == ("OptimizedModule(\n  (_orig_mod): Linear(in_features=2, out_features=3, "
+                       "bias=True)\n)")
+    m.eval()
+    assert not lin.training
+
+
+def test_a_function_that_cannot_be_traced_runs_eagerly_after_one_warning():
+    calls = []
+
+    @jg.compile
+    def f(x):
+        calls.append(1)
+        return x * 2 if x.sum() > 0 else x - 1
+
+    with pytest.warns(UserWarning, match="f cannot be traced .*needs the value of a traced "
+                                         "tensor.*runs eagerly from now on"):
+        np.testing.assert_array_equal(f(jg.ones(2)).numpy(), [2.0, 2.0])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        np.testing.assert_array_equal(f(-jg.ones(2)).numpy(), [-2.0, -2.0])
+    strict = jg.compile(lambda x: x * 2 if x.sum() > 0 else x, fullgraph=True)
+    with pytest.raises(jg.jit.ConcretizationError):
+        strict(jg.ones(2))
+
+
+def test_a_traceable_function_is_jitted_and_differentiates():
+    f = jg.compile(lambda x, w: (x @ w).tanh().sum(), mode="max-autotune")
+    x = jg.randn(3, 4, dtype=jg.float64)
+    w = jg.randn(4, 2, dtype=jg.float64, requires_grad=True)
+    f(x, w).backward()
+    w2 = w.detach().requires_grad_()
+    (x @ w2).tanh().sum().backward()
+    np.testing.assert_allclose(w.grad.numpy(), w2.grad.numpy(), rtol=1e-12)
+    assert f._jitted.cache_info().misses == 1
+
+
+def test_compile_arguments():
+    fn = lambda x: x  # noqa: E731
+    assert jg.compile(fn, disable=True) is fn
+    assert jg.compile(fn, backend="eager") is fn
+    assert jg.compile(mode="default")(fn)(jg.ones(1)).item() == 1
+    with pytest.raises(RuntimeError, match="Unrecognized mode=fast, should be one of: default, "
+                                           "lite, reduce-overhead"):
+        jg.compile(fn, mode="fast")
+    with pytest.raises(InvalidBackend, match="Invalid backend: 'nope'"):
+        jg.compile(fn, backend="nope")
+    with pytest.raises(AssertionError, match="A callable function is expected, but <class "
+                                             "'int'> is provided."):
+        jg.compile(3)
