@@ -8,7 +8,8 @@ import math
 
 import numpy as np
 
-from .elementwise import _pw
+from . import nn_kernels
+from .elementwise import _erf, _pw
 from .registry import FLOAT, Public, apply
 
 _LN2, _LN10 = math.log(2.0), math.log(10.0)
@@ -16,14 +17,12 @@ _TWO_OVER_SQRT_PI = 2.0 / math.sqrt(math.pi)
 
 
 def _erfc(x: np.ndarray) -> np.ndarray:
-    from ._special import erf
-
-    return 1.0 - erf(x) if x.dtype.kind != "f" else _erfc_real(x)
+    return 1.0 - _erf(x) if x.dtype.kind != "f" else _erfc_real(x)
 
 
 def _erfc_real(x: np.ndarray) -> np.ndarray:
-    # math.erfc keeps the tail's precision (1 - erf(x) loses it for large x)
-    return np.vectorize(math.erfc, otypes=[x.dtype])(x) if x.size else x.copy()
+    # libm's erfc keeps the tail's precision (1 - erf(x) loses it for large x)
+    return nn_kernels.special("erfc", x)
 
 
 def _unary(name: str, impl, vjp, template: str, **kw):

@@ -1,4 +1,5 @@
-"""Loop kernels of the convolution, pooling and batch-norm ops, compiled with Numba on first use.
+"""Loop kernels of the convolution, pooling, batch-norm and nll ops, and of erf/erfc, compiled
+with Numba on first use.
 
 NumPy runs these ops as several passes over strided views (im2col of an ``as_strided`` window
 view, one strided add per kernel position for col2im, a pass per kernel position for max
@@ -280,3 +281,31 @@ def nll_loss(logp, target, ignore_index):
             total -= np.float64(logp[i, t])
             count += 1.0
     return total, count, -1
+
+
+# ---------------------------------------------------------------- special functions
+# NumPy has no erf: ``np.vectorize(math.erf)`` costs about 130 ns per element (exact GELU's
+# eager forward spent 150 ms on 1e6 values); a compiled loop over libm's erf/erfc about 10 ns.
+# Small arrays keep the vectorized Python call (no Numba import for a handful of values).
+SPECIAL_LOOP_MIN = 4096
+
+
+def erf_loop(x, out):
+    for i in range(x.size):
+        out[i] = math.erf(np.float64(x[i]))  # (in double, then rounded: as math.erf)
+
+
+def erfc_loop(x, out):
+    for i in range(x.size):
+        out[i] = math.erfc(np.float64(x[i]))
+
+
+def special(name: str, x: np.ndarray) -> np.ndarray:
+    """``erf`` or ``erfc`` (``name``) of a float array, elementwise, in its dtype."""
+    scalar = math.erf if name == "erf" else math.erfc
+    if x.size < SPECIAL_LOOP_MIN or x.dtype not in _DTYPES:
+        return np.vectorize(scalar, otypes=[x.dtype])(x) if x.size else x.copy()
+    flat = np.ascontiguousarray(x).reshape(-1)
+    out = np.empty_like(flat)
+    kernel(f"{name}_loop")(flat, out)
+    return out.reshape(x.shape)

@@ -12,7 +12,6 @@ import numpy as np
 
 from .. import dtypes
 from . import nn_kernels
-from ._special import erf
 from .elementwise import where
 from .registry import ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
 
@@ -24,7 +23,7 @@ _INV_SQRT_2PI = 1 / math.sqrt(2 * math.pi)
 def _gelu_impl(x, approximate):
     if approximate == "tanh":
         return 0.5 * x * (1 + np.tanh(_SQRT_2_OVER_PI * (x + 0.044715 * x ** 3)))
-    return 0.5 * x * (1 + erf(x * _INV_SQRT_2))
+    return 0.5 * x * (1 + nn_kernels.special("erf", x * _INV_SQRT_2))
 
 
 def _gelu_decompose(x, approximate):
