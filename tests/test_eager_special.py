@@ -46,3 +46,17 @@ def test_sigmoid_tails_match_torch(dtype):
     assert jg.sigmoid(jg.tensor(-20.0)).item() > 0  # the lower tail keeps relative accuracy
     np.testing.assert_allclose(jg.sigmoid(jg.tensor(-20.0, dtype=jg.float64)).item(),
                                1 / (1 + math.exp(20.0)), rtol=1e-15)
+
+
+@pytest.mark.parametrize("slope", [0.01, 0.2, -0.5, 0.0, 1.0, 1.5, 3.0])
+@pytest.mark.parametrize("dtype", ["float16", "float32", "float64"])
+def test_leaky_relu_is_torchs_bit_for_bit(slope, dtype):
+    # (the branch-free max/min forms keep signed zeros, infinities and NaN)
+    torch = pytest.importorskip("torch")
+    v = np.array([-np.inf, -3, -1e-30, -0.0, 0.0, 1e-30, 2, np.inf, np.nan] * 500)
+    got = jg.nn.functional.leaky_relu(jg.tensor(v, dtype=getattr(jg, dtype)), slope).numpy()
+    want = torch.nn.functional.leaky_relu(torch.tensor(v, dtype=getattr(torch, dtype)),
+                                          slope).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(np.signbit(got), np.signbit(want))

@@ -22,9 +22,21 @@ def _leaky_relu_vjp(g, ans, x, negative_slope):
     return where(x > 0, g, g * negative_slope)
 
 
+def _leaky_relu_impl(x, *, negative_slope):
+    # x if x > 0 else slope * x is max(x, slope * x) for 0 < slope < 1 and min(...) above 1
+    # (signed zeros, inf and NaN included): one branch-free pass where np.where branches per
+    # element (4x slower); other slopes keep np.where. float16 scales in float32, as torch.
+    work = np.float32 if x.dtype == np.float16 else x.dtype
+    scaled = np.multiply(x, negative_slope, dtype=work).astype(x.dtype, copy=False)
+    if 0 < negative_slope < 1:
+        return np.maximum(x, scaled)
+    if negative_slope > 1:
+        return np.minimum(x, scaled)
+    return np.where(x > 0, x, scaled)
+
+
 LEAKY_RELU = defop(
-    "leaky_relu", lambda x, *, negative_slope: np.where(x > 0, x, x * negative_slope).astype(
-        x.dtype, copy=False),
+    "leaky_relu", _leaky_relu_impl,
     kind=POINTWISE, promote=FLOAT, save=(0,), vjp=(_leaky_relu_vjp,), jvp=ELEMENTWISE,
     template="{0} if {0} > 0 else {0} * {p[negative_slope]}",
     saved_names={"self": _SELF, "negative_slope": ("param", "negative_slope")})
