@@ -178,6 +178,27 @@ class RNNBase(Module):
         h0 = self._initial(hx, batch, real_hidden, x, batched)
         c0 = self._initial(cx, batch, self.hidden_size, x, batched) \
             if self.mode == "LSTM" else None
+        def run(gi, h, c, weights, reverse):
+            hs = [None] * steps
+            for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
+                h, c = _cell(self.mode, gi[t], h, c, weights)
+                hs[t] = h
+            return (stack(hs) if steps else
+                    zeros((0, batch, real_hidden), dtype=x.dtype)), h, c
+
+        layer_input, h_n, c_n = self._layers(x, h0, c0, run)
+        out = layer_input
+        if batched and self.batch_first:
+            out = out.transpose(0, 1)
+        if not batched:
+            out, h_n = out.squeeze(1), h_n.squeeze(1)
+            c_n = c_n.squeeze(1) if c_n is not None else None
+        return out, h_n, c_n
+
+    def _layers(self, x: Tensor, h0: Tensor, c0: Tensor | None, run: Any
+                ) -> tuple[Tensor, Tensor, Tensor | None]:
+        # every layer and direction: the input projection of all steps in one matmul, then
+        # ``run(gi, h, c, weights, reverse) -> (outputs, last h, last c)`` over the steps
         directions = 2 if self.bidirectional else 1
         last_h, last_c = [], []
         layer_input = x
@@ -186,31 +207,17 @@ class RNNBase(Module):
             for direction in range(directions):
                 weights = self._weights(layer, direction)
                 k = layer * directions + direction
-                gi = F.linear(layer_input, weights[0], weights[2])  # every step in one matmul
-                h = h0[k]
-                c = c0[k] if c0 is not None else None
-                order = range(steps - 1, -1, -1) if direction else range(steps)
-                hs = [None] * steps
-                for t in order:
-                    h, c = _cell(self.mode, gi[t], h, c, weights)
-                    hs[t] = h
-                outputs.append(stack(hs) if steps else
-                               zeros((0, batch, real_hidden), dtype=x.dtype))
+                gi = F.linear(layer_input, weights[0], weights[2])
+                out, h, c = run(gi, h0[k], c0[k] if c0 is not None else None, weights,
+                                direction == 1)
+                outputs.append(out)
                 last_h.append(h)
                 if c is not None:
                     last_c.append(c)
             layer_input = outputs[0] if directions == 1 else cat(outputs, -1)
             if self.dropout and self.training and layer < self.num_layers - 1:
                 layer_input = F.dropout(layer_input, self.dropout, True)
-        out = layer_input
-        if batched and self.batch_first:
-            out = out.transpose(0, 1)
-        h_n = stack(last_h)
-        c_n = stack(last_c) if last_c else None
-        if not batched:
-            out, h_n = out.squeeze(1), h_n.squeeze(1)
-            c_n = c_n.squeeze(1) if c_n is not None else None
-        return out, h_n, c_n
+        return layer_input, stack(last_h), (stack(last_c) if last_c else None)
 
     def _run_packed(self, packed: PackedSequence, hx: Tensor | None, cx: Tensor | None
                     ) -> tuple[PackedSequence, Tensor, Tensor | None]:
@@ -226,44 +233,30 @@ class RNNBase(Module):
         if packed.sorted_indices is not None:  # hx is in the caller's batch order
             h0 = h0.index_select(1, packed.sorted_indices)
             c0 = c0.index_select(1, packed.sorted_indices) if c0 is not None else None
-        directions = 2 if self.bidirectional else 1
-        last_h, last_c = [], []
-        layer_input = data
-        for layer in range(self.num_layers):
-            outputs = []
-            for direction in range(directions):
-                weights = self._weights(layer, direction)
-                k = layer * directions + direction
-                gi = F.linear(layer_input, weights[0], weights[2])
-                h_init, c_init = h0[k], (c0[k] if c0 is not None else None)
-                hs = [None] * len(sizes)
-                if direction == 0:
-                    h, c = h_init, c_init
-                    for t, b in enumerate(sizes):
-                        h_t, c_t = _cell(self.mode, gi[starts[t]:starts[t] + b], h[:b],
-                                         None if c is None else c[:b], weights)
-                        hs[t] = h_t
-                        h = h_t if b == h.shape[0] else cat([h_t, h[b:]])
-                        if c is not None:
-                            c = c_t if b == c.shape[0] else cat([c_t, c[b:]])
-                else:
-                    h, c = h_init[:0], (c_init[:0] if c_init is not None else None)
-                    for t in range(len(sizes) - 1, -1, -1):
-                        b, have = sizes[t], h.shape[0]
-                        if b > have:  # sequences whose last step is t start here
-                            h = cat([h, h_init[have:b]])
-                            c = cat([c, c_init[have:b]]) if c is not None else None
-                        h, c = _cell(self.mode, gi[starts[t]:starts[t] + b], h, c, weights)
-                        hs[t] = h
-                outputs.append(cat(hs) if hs else gi[:, :0])
-                last_h.append(h)
-                if c is not None:
-                    last_c.append(c)
-            layer_input = outputs[0] if directions == 1 else cat(outputs, -1)
-            if self.dropout and self.training and layer < self.num_layers - 1:
-                layer_input = F.dropout(layer_input, self.dropout, True)
-        h_n = stack(last_h)
-        c_n = stack(last_c) if last_c else None
+
+        def run(gi, h_init, c_init, weights, reverse):
+            hs = [None] * len(sizes)
+            if not reverse:
+                h, c = h_init, c_init
+                for t, b in enumerate(sizes):
+                    h_t, c_t = _cell(self.mode, gi[starts[t]:starts[t] + b], h[:b],
+                                     None if c is None else c[:b], weights)
+                    hs[t] = h_t
+                    h = h_t if b == h.shape[0] else cat([h_t, h[b:]])
+                    if c is not None:
+                        c = c_t if b == c.shape[0] else cat([c_t, c[b:]])
+            else:
+                h, c = h_init[:0], (c_init[:0] if c_init is not None else None)
+                for t in range(len(sizes) - 1, -1, -1):
+                    b, have = sizes[t], h.shape[0]
+                    if b > have:  # sequences whose last step is t start here
+                        h = cat([h, h_init[have:b]])
+                        c = cat([c, c_init[have:b]]) if c is not None else None
+                    h, c = _cell(self.mode, gi[starts[t]:starts[t] + b], h, c, weights)
+                    hs[t] = h
+            return (cat(hs) if hs else gi[:, :0]), h, c
+
+        layer_input, h_n, c_n = self._layers(data, h0, c0, run)
         if packed.unsorted_indices is not None:
             h_n = h_n.index_select(1, packed.unsorted_indices)
             c_n = c_n.index_select(1, packed.unsorted_indices) if c_n is not None else None
