@@ -382,3 +382,38 @@ def test_grad_jvp_vjp_inside_vmap_with_aux_and_argnums():
         return fn(one)[0] + fn(a)[0]
 
     np.testing.assert_allclose(vmap(twice)(x).numpy(), np.exp(xn) * (1 + xn), rtol=1e-12)
+
+
+@pytest.mark.parametrize("in_dims", [(None, 0), (0, None), (0, 0)])
+def test_embedding_batches_without_a_loop(in_dims):
+    # a batched table becomes one table of every sample's rows; gradients reach each sample's
+    # own table (checked against the per-sample loop)
+    rng = np.random.default_rng(0)
+    w = jitgrad.tensor(rng.standard_normal((B, 7, 4) if in_dims[0] == 0 else (7, 4)))
+    idx = jitgrad.tensor(rng.integers(0, 7, (B, 2, 5) if in_dims[1] == 0 else (2, 5)))
+
+    def f(weight, indices):
+        return (jitgrad.nn.functional.embedding(indices, weight) ** 2).sum()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no fallback loop
+        values = vmap(f, in_dims=in_dims)(w, idx)
+        grads = vmap(grad(f), in_dims=in_dims)(w, idx)
+    want = _loop(lambda a, b: (f(a, b), grad(f)(a, b)), [w, idx], in_dims)
+    np.testing.assert_allclose(values.numpy(), want[0].numpy(), rtol=1e-12)
+    np.testing.assert_allclose(grads.numpy(), want[1].numpy(), rtol=1e-12)
+
+
+def test_embedding_with_padding_idx_and_a_batched_table_loops():
+    w = jitgrad.randn(B, 6, 3, dtype=jitgrad.float64)
+    idx = jitgrad.tensor([[0, 1, 2, 0]])
+
+    def f(weight):
+        return (jitgrad.nn.functional.embedding(idx, weight, padding_idx=0) ** 2).sum()
+
+    batching._warned.discard("embedding")
+    with pytest.warns(UserWarning, match="batching rule for embedding"):
+        grads = vmap(grad(f))(w)
+    want = jitgrad.stack([grad(f)(w[b]) for b in range(B)])
+    np.testing.assert_allclose(grads.numpy(), want.numpy(), rtol=1e-12)
+    assert (grads[:, 0] == 0).all()  # the padding row gets no gradient

@@ -258,6 +258,25 @@ def _dot_rule(op, values, flags, params, size):
     return _matmul(b, True, a, False)
 
 
+def _embedding_rule(op, values, flags, params, size):
+    """Batched indices look up the one table directly; a batched table becomes one table of
+    all the samples' rows, each sample's indices offset to its own rows (not with
+    ``padding_idx`` or ``scale_grad_by_freq``, whose gradients are per table: those loop)."""
+    (weight, indices), (fw, fi) = values, flags
+    if not fw:
+        return apply(op, weight, indices, **params)
+    if params["padding_idx"] >= 0 or params["scale_grad_by_freq"]:
+        return NotImplemented
+    from ..ops.creation import arange
+
+    rows = weight.shape[1]
+    if not fi:
+        indices = indices.unsqueeze(0).expand(size, *indices.shape)
+    offsets = arange(size, device=indices.device).reshape((size,) + (1,) * (indices.ndim - 1))
+    table = weight.reshape(size * rows, weight.shape[2])
+    return apply(op, table, indices + offsets * rows, **params)
+
+
 def _addmm_rule(op, values, flags, params, size):
     bias, a, b = values
     prod = _matmul(a, flags[1], b, flags[2])
@@ -379,6 +398,7 @@ _RULES: dict[str, Callable] = {
     "select_backward": _backward_shape_rule, "slice_backward": _backward_shape_rule,
     "cat": _stacking_rule, "stack": _stacking_rule,
     "mm": _mm_rule, "bmm": _mm_rule, "mv": _mv_rule, "dot": _dot_rule, "addmm": _addmm_rule,
+    "embedding": _embedding_rule,
     "masked_fill": _masked_fill_rule, "masked_fill_tensor": _masked_fill_rule,
     "cumsum": dim_rule, "cumprod": dim_rule, "sort": dim_rule, "argsort": dim_rule,
     "topk": dim_rule, "argtopk": dim_rule, "gather": dim_rule, "scatter": dim_rule,
