@@ -21,7 +21,7 @@ from .module import Module
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
 from .padding import *  # noqa: F401, F403 - ZeroPad1d ... CircularPad3d
 from .padding import __all__ as _padding_all
 from .shuffle_fold import (Bilinear, ChannelShuffle, Fold, PixelShuffle, PixelUnshuffle,
@@ -53,4 +53,4 @@ __all__ += _padding_all
 __all__ += ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Fold", "Unfold", "Bilinear",
             "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
             "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
-            "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d"]
+            "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag"]

@@ -2,7 +2,7 @@
 traceable by ``jit``): pixel_shuffle, pixel_unshuffle, channel_shuffle, unfold (im2col),
 fold (col2im), bilinear, dropout1d/2d/3d, alpha_dropout, feature_alpha_dropout,
 and (from ``_functional_extra2``) instance_norm, local_response_norm, the adaptive 1-d and max
-poolings and gumbel_softmax."""
+poolings, gumbel_softmax and embedding_bag."""
 
 from __future__ import annotations
 
@@ -16,15 +16,15 @@ from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
 from ._functional_extra2 import (adaptive_avg_pool1d, adaptive_max_pool1d,
                                  adaptive_max_pool1d_with_indices, adaptive_max_pool2d,
-                                 adaptive_max_pool2d_with_indices, gumbel_softmax,
-                                 instance_norm, local_response_norm)
+                                 adaptive_max_pool2d_with_indices, embedding_bag,
+                                 gumbel_softmax, instance_norm, local_response_norm)
 
 __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channel_shuffle",
            "unfold", "fold", "bilinear", "dropout1d", "dropout2d", "dropout3d", "alpha_dropout",
            "feature_alpha_dropout", "instance_norm", "local_response_norm",
            "adaptive_avg_pool1d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-           "gumbel_softmax"]
+           "gumbel_softmax", "embedding_bag"]
 
 
 # ---------------------------------------------------------------- shuffles

@@ -1,5 +1,5 @@
 """``torch.nn.functional``'s instance_norm, local_response_norm, adaptive_avg_pool1d,
-adaptive_max_pool1d/2d (with indices) and gumbel_softmax, composed of jitgrad ops
+adaptive_max_pool1d/2d (with indices), gumbel_softmax and embedding_bag, composed of jitgrad ops
 (re-exported by ``nn.functional`` through ``_functional_extra``)."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from ..tensor import Tensor
 
 __all__ = ["instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_max_pool1d",
            "adaptive_max_pool2d", "adaptive_max_pool1d_with_indices",
-           "adaptive_max_pool2d_with_indices", "gumbel_softmax"]
+           "adaptive_max_pool2d_with_indices", "gumbel_softmax", "embedding_bag"]
 
 
 def instance_norm(input: Tensor, running_mean: Tensor | None = None,  # noqa: A002
@@ -170,3 +170,81 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     index = y_soft.max(dim, keepdim=True)[1]
     y_hard = (y_soft.detach() * 0).scatter(dim, index, 1.0)
     return y_hard - y_soft.detach() + y_soft
+
+
+def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
+                  max_norm: float | None = None, norm_type: float = 2,
+                  scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
+                  per_sample_weights: Tensor | None = None, include_last_offset: bool = False,
+                  padding_idx: int | None = None) -> Tensor:
+    """The ``sum``, ``mean`` or ``max`` of the embeddings of each bag of indices: the rows of
+    2-D ``input``, or the slices of 1-D ``input`` starting at ``offsets``. Indices equal to
+    ``padding_idx`` are left out of their bag (and of its mean's count); empty bags give
+    zeros; ``per_sample_weights`` (``mode='sum'`` only) scale each embedding first."""
+    from ._functional_core import _embedding_renorm_, embedding
+
+    if input.ndim == 2:
+        if offsets is not None:
+            raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
+                             "is a mini-batch of fixed length sequences. However, found offsets "
+                             "of type " + ("<class 'jitgrad.Tensor'>" if isinstance(offsets, Tensor)
+                                           else str(type(offsets))))
+        starts = np.arange(0, input.numel(), max(input.shape[1], 1))
+        include_last_offset = False
+        input = input.reshape(-1)  # noqa: A001
+        if per_sample_weights is not None:
+            per_sample_weights = per_sample_weights.reshape(-1)
+    elif input.ndim == 1:
+        if offsets is None:
+            raise ValueError("offsets has to be a 1D Tensor but got None")
+        if offsets.ndim != 1:
+            raise ValueError("offsets has to be a 1D Tensor")
+        starts = np.asarray(offsets.numpy()).astype(np.int64)
+    else:
+        raise ValueError(f"input has to be 1D or 2D Tensor, but got Tensor of dimension "
+                         f"{input.ndim}")
+    if mode not in ("sum", "mean", "max"):
+        raise ValueError("mode has to be one of sum, mean or max")
+    if mode == "max" and scale_grad_by_freq:
+        raise ValueError("max mode does not support scaling the gradient by the frequency")
+    if mode == "max" and sparse:
+        raise ValueError("max mode does not support sparse weights")
+    if max_norm is not None:
+        _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
+    if per_sample_weights is not None and mode != "sum":
+        raise NotImplementedError(
+            "embedding_bag: per_sample_weights was not None. per_sample_weights is only "
+            f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
+            "GitHub.")
+    n = input.numel()
+    ends = np.append(starts[1:], n) if not include_last_offset else starts[1:]
+    starts = starts if not include_last_offset else starts[:-1]
+    ends = np.minimum(ends, n)
+    if padding_idx is not None and padding_idx < 0:
+        padding_idx = weight.shape[0] + padding_idx
+    emb = embedding(input, weight, padding_idx, scale_grad_by_freq=scale_grad_by_freq,
+                    sparse=sparse)
+    if per_sample_weights is not None:
+        emb = emb * per_sample_weights.unsqueeze(-1)
+    # the bags as a padded (B, longest) table of positions into input, masked
+    lengths = np.maximum(ends - starts, 0)
+    longest = max(int(lengths.max()) if len(lengths) else 0, 1)
+    pos = starts[:, None] + np.arange(longest)[None, :]
+    valid = np.arange(longest)[None, :] < lengths[:, None]
+    if padding_idx is not None and n:
+        ids = np.asarray(input.numpy()).reshape(-1)
+        valid &= ids[np.where(valid, pos, 0)] != padding_idx
+    pos = np.where(valid, pos, 0)
+    b, d = len(starts), weight.shape[1]
+    if n == 0 or b == 0:
+        return (weight.sum() * 0).expand(b, d).clone()
+    table = emb.index_select(0, tensor(pos.reshape(-1))).reshape(b, longest, d)
+    mask = tensor(valid[:, :, None], device=weight.device)
+    if mode == "max":
+        out = table.masked_fill(~mask, float("-inf")).max(1)[0]
+        return out.masked_fill(tensor(~valid.any(1)[:, None]), 0.0)
+    out = table.masked_fill(~mask, 0.0).sum(1)
+    if mode == "mean":
+        counts = np.maximum(valid.sum(1), 1).astype(np.float64)[:, None]
+        out = out / tensor(counts, dtype=out.dtype, device=out.device)
+    return out
