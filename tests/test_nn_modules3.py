@@ -455,3 +455,21 @@ def test_embedding_bag_scale_grad_by_freq_divides_by_the_index_counts():
     m = nn.EmbeddingBag(10, 3, mode="sum", scale_grad_by_freq=True)
     m(jitgrad.tensor([1, 1, 4, 5, 1, 3]), jitgrad.tensor([0, 2])).sum().backward()
     np.testing.assert_allclose(m.weight.grad.numpy()[:, 0], [0, 1, 0, 1, 1, 1, 0, 0, 0, 0])
+
+
+def test_the_new_functions_trace_under_jit():
+    x = jitgrad.tensor(_rng().standard_normal((2, 4, 5, 6)), requires_grad=True)
+
+    def f(t):
+        return (F.adaptive_max_pool2d(t, (2, 3)).sum() + F.instance_norm(t).mean()
+                + F.fold(F.unfold(t, 2, padding=1), (5, 6), 2, padding=1).sum() * 0.1
+                + F.local_response_norm(F.pixel_shuffle(t, 2), 2).sum()
+                + F.channel_shuffle(t, 2)[:, 0].sum() + F.adaptive_avg_pool1d(t[:, :, 0], 2).sum())
+
+    traced = jitgrad.jit(f)
+    for _ in range(2):
+        y, ty = f(x), traced(x)
+        np.testing.assert_allclose(ty.detach().numpy(), y.detach().numpy(), rtol=1e-10)
+    (g,) = jitgrad.autograd.grad(traced(x), x)
+    (h,) = jitgrad.autograd.grad(f(x), x)
+    np.testing.assert_allclose(g.numpy(), h.numpy(), rtol=1e-9, atol=1e-12)

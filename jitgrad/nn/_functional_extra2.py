@@ -106,18 +106,16 @@ def _adaptive_max(input: Tensor, size: tuple[int, ...], name: str) -> tuple[Tens
     if spatial == 2:  # (n, c, oh, kh, ow, kw) -> (n, c, oh, ow, kh * kw)
         x = x.permute(0, 1, 2, 4, 3, 5).reshape(n, c, size[0], size[1], -1)
     values, local = x.max(-1)
-    loc = local.numpy()
+    # the flat input position of every window tap, picked by the argmax (traceable by jit)
     if spatial == 1:
-        flat = np.take_along_axis(np.broadcast_to(wins[0][0], loc.shape + (wins[0][1],)),
-                                  loc[..., None], -1)[..., 0]
+        flat = wins[0][0]
     else:
-        kw = wins[1][1]
-        oh = np.arange(size[0])[:, None]
-        ow = np.arange(size[1])[None, :]
-        h = wins[0][0][oh, loc // kw]
-        w = wins[1][0][ow, loc % kw]
-        flat = h * ins[1] + w
-    indices = tensor(np.ascontiguousarray(flat).astype(np.int64), device=input.device)
+        hs, ws = wins[0][0], wins[1][0]
+        flat = (hs[:, None, :, None] * ins[1] + ws[None, :, None, :]).reshape(
+            size[0], size[1], -1)
+    table = tensor(flat.astype(np.int64), device=input.device)
+    indices = table.expand(*local.shape, flat.shape[-1]).gather(-1, local.unsqueeze(-1))
+    indices = indices.squeeze(-1)
     if not batched:
         values, indices = values.squeeze(0), indices.squeeze(0)
     return values, indices
