@@ -473,3 +473,61 @@ def test_the_new_functions_trace_under_jit():
     (g,) = jitgrad.autograd.grad(traced(x), x)
     (h,) = jitgrad.autograd.grad(f(x), x)
     np.testing.assert_allclose(g.numpy(), h.numpy(), rtol=1e-9, atol=1e-12)
+
+
+# ---------------------------------------------------------------- Conv3d
+
+
+CONV3D = [((4, 6, 3), {}, (2, 4, 5, 5, 6)), ((4, 6, (2, 3, 2)), {"stride": (1, 2, 1), "padding": 1,
+                                                                "dilation": (2, 1, 1),
+                                                                "groups": 2}, (2, 4, 6, 6, 7)),
+          ((3, 2, 3), {"padding": "same", "bias": False}, (3, 4, 4, 5)),
+          ((2, 4, (1, 2, 3)), {"stride": 2, "padding": (0, 1, 2)}, (1, 2, 3, 5, 6)),
+          ((2, 2, 2), {"padding": "same", "dilation": (1, 1, 1)}, (1, 2, 3, 3, 3))]
+
+
+@pytest.mark.filterwarnings("ignore:Using padding='same'")
+@DTYPES
+@pytest.mark.parametrize("args,kwargs,shape", CONV3D, ids=[str(i) for i in range(len(CONV3D))])
+def test_conv3d_matches_torch_with_the_same_weights(args, kwargs, shape, dtype):
+    torch = _torch()
+    rng = _rng()
+    x = rng.standard_normal(shape)
+    mods = [nn.Conv3d(*args, **kwargs), torch.nn.Conv3d(*args, **kwargs)]
+    assert repr(mods[0]) == repr(mods[1])
+    assert list(mods[0].state_dict()) == list(mods[1].state_dict())
+    assert tuple(mods[0].weight.shape) == tuple(mods[1].weight.shape)
+    w = rng.standard_normal(tuple(mods[1].weight.shape))
+    b = rng.standard_normal(args[1])
+
+    def build(lib):
+        m = mods[0] if lib is jitgrad else mods[1]
+        m.to(getattr(lib, dtype))
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(w, dtype=getattr(lib, dtype)))
+            if m.bias is not None:
+                m.bias.copy_(lib.tensor(b, dtype=getattr(lib, dtype)))
+        return m
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # ('same' with an even kernel, in both libraries)
+        _run_both(build, [x], dtype, check_name=False)
+    tol = {"rtol": 1e-4, "atol": 1e-5} if dtype == "float32" else {"rtol": 1e-10}
+    np.testing.assert_allclose(mods[0].weight.grad.numpy(), mods[1].weight.grad.numpy(), **tol)
+    if dtype == "float64" and len(shape) == 5 and shape[0] == 1:
+        assert gradcheck(lambda a, k: F.conv3d(a, k, None, kwargs.get("stride", 1),
+                                               kwargs.get("padding", 0)),
+                         (jitgrad.tensor(x, requires_grad=True),
+                          jitgrad.tensor(w, requires_grad=True)))
+
+
+@pytest.mark.parametrize("fn", [
+    lambda lib: lib.nn.functional.conv3d(lib.ones(2, 3, 4), lib.ones(1, 3, 1, 1, 1)),
+    lambda lib: lib.nn.functional.conv3d(lib.ones(1, 3, 4, 4, 4), lib.ones(1, 2, 1, 1, 1)),
+    lambda lib: lib.nn.functional.conv3d(lib.ones(1, 1, 2, 4, 4), lib.ones(1, 1, 3, 1, 1)),
+    lambda lib: lib.nn.functional.conv3d(lib.ones(1, 1, 4, 4, 4), lib.ones(1, 1, 1, 1, 1),
+                                         stride=2, padding="same"),
+])
+def test_conv3d_errors_match_torch(fn):
+    _torch()
+    same_error(fn)

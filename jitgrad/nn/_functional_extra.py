@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes
 from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
+from .functional_conv3d import conv3d
 from ._functional_extra2 import (adaptive_avg_pool1d, adaptive_max_pool1d,
                                  adaptive_max_pool1d_with_indices, adaptive_max_pool2d,
                                  adaptive_max_pool2d_with_indices, embedding_bag,
@@ -24,7 +25,7 @@ __all__ = ["pixel_shuffle", "pixel_unshuffle", "channel_shuffle", "native_channe
            "feature_alpha_dropout", "instance_norm", "local_response_norm",
            "adaptive_avg_pool1d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "adaptive_max_pool1d_with_indices", "adaptive_max_pool2d_with_indices",
-           "gumbel_softmax", "embedding_bag"]
+           "gumbel_softmax", "embedding_bag", "conv3d"]
 
 
 # ---------------------------------------------------------------- shuffles
