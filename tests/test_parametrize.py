@@ -116,3 +116,56 @@ def test_parametrize_errors_match_torch():
         lib.nn.utils.parametrize.remove_parametrizations(m, "weight", leave_parametrized=False)
 
     same_error(sequence_left)
+
+
+@pytest.mark.parametrize("name,args,shape,kwargs", [
+    ("Linear", (3, 4), (5, 3), {}), ("Conv2d", (2, 3, 2), (1, 2, 4, 4), {"n_power_iterations": 2}),
+    ("ConvTranspose1d", (2, 3, 2), (2, 2, 5), {"eps": 1e-4})])
+def test_parametrized_spectral_norm_matches_torch_with_the_same_vectors(name, args, shape,
+                                                                        kwargs):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    mods = [getattr(nn, name)(*args).double(), getattr(torch.nn, name)(*args).double()]
+    w = rng.standard_normal(tuple(mods[1].weight.shape))
+    for lib, m in zip((jitgrad, torch), mods):
+        with lib.no_grad():
+            m.weight.copy_(lib.tensor(w))
+            m.bias.zero_()
+        lib.nn.utils.parametrizations.spectral_norm(m, **kwargs)
+    j, t = mods
+    assert list(j.state_dict()) == list(t.state_dict()) and repr(j) == repr(t)
+    for key in ("_u", "_v"):  # torch's start vectors (drawn with its generator)
+        with jitgrad.no_grad():
+            getattr(j.parametrizations.weight[0], key).copy_(
+                jitgrad.tensor(getattr(t.parametrizations.weight[0], key).numpy()))
+    for step in range(3):
+        if step == 2:
+            j.eval()
+            t.eval()
+        x = rng.standard_normal(shape)
+        res = []
+        for lib, m in zip((jitgrad, torch), mods):
+            m.zero_grad()
+            out = m(lib.tensor(x))
+            (out * out).sum().backward()
+            res.append((out.detach().numpy(), m.parametrizations.weight.original.grad.numpy(),
+                        m.parametrizations.weight[0]._u.numpy()))
+        for a, b in zip(*res):
+            np.testing.assert_allclose(a, b, rtol=1e-9, atol=1e-12)
+
+
+def test_parametrized_spectral_norm_normalizes_the_largest_singular_value():
+    jitgrad.manual_seed(0)
+    m = nn.utils.parametrizations.spectral_norm(nn.Linear(6, 5))
+    sigma = np.linalg.svd(m.weight.detach().numpy(), compute_uv=False)[0]
+    np.testing.assert_allclose(sigma, 1.0, rtol=1e-3)  # after the 15 start iterations
+
+
+def test_parametrized_spectral_norm_errors_match_torch():
+    pytest.importorskip("torch")
+    same_error(lambda lib: lib.nn.utils.parametrizations.spectral_norm(
+        lib.nn.Linear(2, 2), n_power_iterations=0))
+    same_error(lambda lib: lib.nn.utils.parametrizations.spectral_norm(lib.nn.Linear(2, 2),
+                                                                       dim=2))
+    same_error(lambda lib: lib.nn.utils.parametrizations.spectral_norm(lib.nn.Linear(2, 2),
+                                                                       "w"))
