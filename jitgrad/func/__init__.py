@@ -2,14 +2,14 @@
 
 ``vmap`` (batching rules, ``vmap.py``/``batching.py``), ``grad``, ``grad_and_value``,
 ``value_and_grad`` and ``vjp`` (``_grad.py``), ``jvp``, ``jacrev``, ``jacfwd``, ``hessian`` and
-``linearize`` (``jacobians.py``), and ``functional_call`` (``functional_call.py``). See
-docs/func.md.
+``linearize`` (``jacobians.py``), ``functional_call`` and ``stack_module_state``
+(``functional_call.py``). See docs/func.md.
 """
 
 from ._grad import grad, value_and_grad, vjp
-from .functional_call import functional_call
+from .functional_call import functional_call, stack_module_state
 from .jacobians import grad_and_value, hessian, jacfwd, jacrev, jvp, linearize
 from .vmap import vmap
 
 __all__ = ["vmap", "grad", "grad_and_value", "value_and_grad", "vjp", "jvp", "jacrev", "jacfwd",
-           "hessian", "linearize", "functional_call"]
+           "hessian", "linearize", "functional_call", "stack_module_state"]

@@ -7,7 +7,7 @@ from typing import Any
 
 from ..tensor import Tensor
 
-__all__ = ["functional_call"]
+__all__ = ["functional_call", "stack_module_state"]
 
 
 def _slot(module: Any, name: str) -> tuple[Any, str, dict] | None:
@@ -111,3 +111,40 @@ def _takes_remove_duplicate(module: Any) -> bool:
         return "remove_duplicate" in inspect.signature(module.named_parameters).parameters
     except (TypeError, ValueError):
         return False
+
+
+def stack_module_state(models: Any) -> tuple[dict[str, Tensor], dict[str, Tensor]]:
+    """The parameters and buffers of same-class ``models`` stacked along a new dim 0, keyed
+    by their ``state_dict`` names, for ``vmap``-ed ``functional_call`` ensembles. Stacked
+    parameters are new leaves (requiring grad when the originals do).
+
+    Args:
+        models: a sequence of modules of one class, all in training or all in eval mode.
+
+    Returns:
+        ``(params, buffers)``, two dicts of stacked tensors.
+    """
+    from ..ops.movement import stack
+
+    models = list(models)
+    if len(models) == 0:
+        raise RuntimeError("stack_module_state: Expected at least one model, got 0.")
+    if not (all(m.training for m in models) or all(not m.training for m in models)):
+        raise RuntimeError(
+            "stack_module_state: Expected all models to have the same training/eval mode.")
+    if not all(type(m) is type(models[0]) for m in models):
+        raise RuntimeError("stack_module_state: Expected all models to be of the same class.")
+
+    def leaf(tensors: list[Tensor], name: str) -> Tensor:
+        flags = {t.requires_grad for t in tensors}
+        if len(flags) > 1:
+            raise RuntimeError(f"Expected {name} from each model to have the same "
+                               ".requires_grad")
+        out = stack(tensors)
+        return out.detach().requires_grad_() if flags == {True} else out
+
+    all_params = [dict(m.named_parameters()) for m in models]
+    all_buffers = [dict(m.named_buffers()) for m in models]
+    params = {k: leaf([p[k] for p in all_params], k) for k in all_params[0]}
+    buffers = {k: leaf([b[k] for b in all_buffers], k) for k in all_buffers[0]}
+    return params, buffers

@@ -5,7 +5,7 @@ from .activation import ELU, LeakyReLU, LogSoftmax, Sigmoid, Softmax, Softplus
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .extras import CosineSimilarity, PairwiseDistance, RMSNorm
 from .container import ModuleDict, ModuleList, ParameterDict, ParameterList
-from .conv import Conv1d, Conv2d, ConvTranspose1d, ConvTranspose2d
+from .conv import Conv1d, Conv2d, Conv3d, ConvTranspose1d, ConvTranspose2d
 from .spatial import GroupNorm, Upsample, UpsamplingBilinear2d, UpsamplingNearest2d
 from .activation2 import (CELU, GLU, SELU, Hardshrink, Hardsigmoid, Hardswish, Hardtanh,
                           LogSigmoid, Mish, PReLU, ReLU6, Softmin, Softshrink, Softsign,
@@ -21,7 +21,14 @@ from .module import Module
 from .parameter import Parameter
 from .pooling import AdaptiveAvgPool2d, AvgPool2d, MaxPool2d
 from .rnn import GRU, LSTM, RNN, GRUCell, LSTMCell, RNNBase, RNNCell, RNNCellBase
-from .sparse import Embedding
+from .sparse import Embedding, EmbeddingBag
+from .padding import *  # noqa: F401, F403 - ZeroPad1d ... CircularPad3d
+from .padding import __all__ as _padding_all
+from .shuffle_fold import (Bilinear, ChannelShuffle, Fold, PixelShuffle, PixelUnshuffle,
+                           Unfold)
+from .dropout2 import AlphaDropout, Dropout1d, Dropout2d, Dropout3d, FeatureAlphaDropout
+from .instance_norm import (AdaptiveAvgPool1d, AdaptiveMaxPool1d, AdaptiveMaxPool2d,
+                            InstanceNorm1d, InstanceNorm2d, InstanceNorm3d, LocalResponseNorm)
 from .transformer import (MultiheadAttention, NonDynamicallyQuantizableLinear, Transformer,
                           TransformerDecoder, TransformerDecoderLayer, TransformerEncoder,
                           TransformerEncoderLayer)
@@ -42,3 +49,8 @@ __all__ = ["Parameter", "Module", "Identity", "Linear", "ReLU", "Tanh", "GELU", 
            "GRUCell", "utils", "MultiheadAttention", "NonDynamicallyQuantizableLinear",
            "TransformerEncoderLayer", "TransformerEncoder", "TransformerDecoderLayer",
            "TransformerDecoder", "Transformer", "RMSNorm", "CosineSimilarity", "PairwiseDistance"]
+__all__ += _padding_all
+__all__ += ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Fold", "Unfold", "Bilinear",
+            "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
+            "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
+            "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Conv3d"]

@@ -13,7 +13,7 @@ from . import init
 from .module import Module
 from .parameter import Parameter
 
-__all__ = ["Conv1d", "Conv2d", "ConvTranspose1d", "ConvTranspose2d"]
+__all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
 def _ntuple(v: Any, n: int) -> tuple:
     return (v,) * n if isinstance(v, int) else tuple(v)
@@ -230,3 +230,30 @@ class ConvTranspose2d(_ConvTransposeNd):
         return F.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding,
                                   self._output_padding(input, output_size), self.groups,
                                   self.dilation)
+
+
+class Conv3d(_ConvNd):
+    """3-d convolution over ``(N, C_in, D, H, W)`` or ``(C_in, D, H, W)`` input
+    (torch.nn.Conv3d; computed as 2-d convolutions per depth tap, see ``F.conv3d``).
+
+    Args:
+        in_channels: channels of the input.
+        out_channels: channels of the output.
+        kernel_size: an int or a triple.
+        stride: an int or a triple. Default: 1.
+        padding: an int, a triple, ``'valid'`` or ``'same'``. Default: 0.
+        dilation: the spacing of the kernel's elements. Default: 1.
+        groups: blocked connections from input to output channels. Default: 1.
+        bias: whether to learn a bias. Default: True.
+        padding_mode: only ``'zeros'`` is implemented.
+        device: only ``None``/``"cpu"``.
+        dtype: parameter dtype (default: the default float dtype).
+    """
+
+    _dims = 3
+
+    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        from .functional_conv3d import conv3d
+
+        return conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+                      self.groups)

@@ -44,6 +44,11 @@ __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward", "gro
             "hardsigmoid", "hardswish", "selu", "celu", "mish", "softsign", "softmin",
             "threshold", "tanhshrink", "softshrink", "hardshrink", "logsigmoid", "glu", "prelu"]
 
+from ._functional_extra import *  # noqa: E402, F401, F403 - shuffles, fold, dropouts, norms ...
+from ._functional_extra import __all__ as _extra_all  # noqa: E402
+
+__all__ += _extra_all
+
 
 def _install_declared() -> None:
     from ..ops.surface import install_namespace

@@ -1,15 +1,18 @@
 """``jitgrad.optim``: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam,
-RAdam) with torch.optim's update
+RAdam, Rprop, ASGD, LBFGS) with torch.optim's update
 math, and ``lr_scheduler``."""
 
 from . import lr_scheduler
 from .adagrad import Adagrad
 from .adam import Adam
+from .asgd import ASGD
 from .adaptive import Adadelta, Adamax, NAdam, RAdam
 from .adamw import AdamW
+from .lbfgs import LBFGS
 from .optimizer import Optimizer
 from .rmsprop import RMSprop
+from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
-           "RAdam", "lr_scheduler"]
+           "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]

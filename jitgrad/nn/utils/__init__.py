@@ -1,5 +1,6 @@
 """``jitgrad.nn.utils``: gradient clipping and parameter <-> vector conversion (torch.nn.utils),
-and ``rnn.pad_sequence``."""
+``rnn.pad_sequence`` and the hook forms of ``weight_norm`` and
+``spectral_norm``."""
 
 from __future__ import annotations
 
@@ -10,10 +11,14 @@ from ...ops.creation import tensor
 from ...ops.movement import cat, stack
 from ...ops.norms import vector_norm
 from ...tensor import Tensor
-from . import rnn
+from . import parametrizations, parametrize, rnn
+from .spectral_norm import remove_spectral_norm, spectral_norm
+from .weight_norm import remove_weight_norm, weight_norm
 
 __all__ = ["clip_grad_norm_", "clip_grad_value_", "get_total_norm", "clip_grads_with_norm_",
-           "parameters_to_vector", "vector_to_parameters", "rnn"]
+           "parameters_to_vector", "vector_to_parameters", "rnn", "weight_norm",
+           "remove_weight_norm", "spectral_norm", "remove_spectral_norm", "parametrize",
+           "parametrizations"]
 
 
 def _as_list(tensors: Tensor | Iterable[Tensor]) -> list[Tensor]:

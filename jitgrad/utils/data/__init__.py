@@ -2,13 +2,14 @@
 
 from ._collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
-from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, Subset,
-                      TensorDataset, random_split)
+from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
+                      Subset, TensorDataset, random_split)
 from .distributed import DistributedSampler
 from .sampler import (BatchSampler, RandomSampler, Sampler, SequentialSampler,
                       SubsetRandomSampler, WeightedRandomSampler)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "ChainDataset", "random_split", "DataLoader", "get_worker_info", "default_collate",
+           "ChainDataset", "StackDataset", "random_split", "DataLoader", "get_worker_info",
+           "default_collate",
            "default_convert", "Sampler", "SequentialSampler", "RandomSampler",
            "SubsetRandomSampler", "WeightedRandomSampler", "BatchSampler", "DistributedSampler"]

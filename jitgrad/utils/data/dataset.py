@@ -1,5 +1,5 @@
 """Data sets: ``Dataset``, ``IterableDataset``, ``TensorDataset``, ``Subset``,
-``ConcatDataset``, ``ChainDataset`` and ``random_split`` (torch.utils.data's)."""
+``ConcatDataset``, ``ChainDataset``, ``StackDataset`` and ``random_split`` (torch.utils.data's)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from ...tensor import Tensor
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
-           "ChainDataset", "random_split"]
+           "ChainDataset", "StackDataset", "random_split"]
 
 
 class Dataset:
@@ -82,6 +82,55 @@ class Subset(Dataset):
 
     def __len__(self) -> int:
         return len(self.indices)
+
+
+class StackDataset(Dataset):
+    """Data sets of one length read side by side: item ``i`` is ``(d[i] for d in args)`` as
+    a tuple, or ``{k: d[i]}`` for keyword data sets.
+
+    Args:
+        *args: the data sets of a tuple item.
+        **kwargs: the data sets of a dict item (not both forms at once).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        if args and kwargs:
+            raise ValueError("Supported either ``tuple``- (via ``args``) or``dict``- (via "
+                             "``kwargs``) like input/output, but both types are given.")
+        if not args and not kwargs:
+            raise ValueError("At least one dataset should be passed")
+        parts = list(args) if args else list(kwargs.values())
+        self._length = len(parts[0])
+        if any(self._length != len(d) for d in parts):
+            raise ValueError("Size mismatch between datasets")
+        self.datasets: tuple | dict = args if args else kwargs
+
+    def __getitem__(self, index: int) -> Any:
+        if isinstance(self.datasets, dict):
+            return {k: d[index] for k, d in self.datasets.items()}
+        return tuple(d[index] for d in self.datasets)
+
+    def __getitems__(self, indices: list) -> list:
+        """The items at ``indices``, read in one ``__getitems__`` call from each data set
+        that has one."""
+        named = self.datasets.items() if isinstance(self.datasets, dict) else \
+            enumerate(self.datasets)
+        columns = {}
+        for key, d in named:
+            if callable(getattr(d, "__getitems__", None)):
+                items = d.__getitems__(indices)
+                if len(items) != len(indices):
+                    raise ValueError(f"Nested dataset's output size mismatch. Expected "
+                                     f"{len(indices)}, got {len(items)}")
+            else:
+                items = [d[i] for i in indices]
+            columns[key] = items
+        if isinstance(self.datasets, dict):
+            return [{k: col[j] for k, col in columns.items()} for j in range(len(indices))]
+        return [tuple(col[j] for col in columns.values()) for j in range(len(indices))]
+
+    def __len__(self) -> int:
+        return self._length
 
 
 class ConcatDataset(Dataset):
