@@ -1,0 +1,470 @@
+"""torch.linalg's decompositions and least squares: ``eigh``/``eigvalsh``, ``qr``, ``svd``,
+``pinv``, ``lstsq``, ``matrix_rank``, ``solve_triangular`` (each decomposition one op with
+torch's node; NumPy's LAPACK computes them).
+
+The gradients are torch's formulas, written in jitgrad ops:
+
+* ``eigh``: ``gA = Q (diag(gL) + sym(Q^H gQ) / E) Q^H`` with ``E_ij = L_j - L_i`` (only the
+  part of ``Q^H gQ`` that does not rotate the eigenvectors' phases counts);
+* ``qr`` (``m >= n``): ``gA = (gQ + Q copyltu(M)) R^-H``, ``M = R gR^H - gQ^H Q``; for
+  ``m < n`` the first ``m`` columns are the square case and the rest ``Q gR_rest``;
+* ``svd``: ``gA = U [(skew(U^H gU) / E) S + S (skew(V^H gV) / E) + diag(gS)] V^H`` plus the
+  parts of ``gU``/``gV`` outside the spans of ``U``/``V``, ``E_ij = S_j^2 - S_i^2``;
+* ``pinv``: torch's ``pinv_backward``.
+
+Like torch's, the eigenvector and singular-vector gradients are only defined where the
+eigenvalues (singular values) are distinct, and for losses that do not depend on the vectors'
+signs (or phases).
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+
+import numpy as np
+
+from .. import dtypes
+from .linalg2 import LinAlgError, _check_square, _mh, _scalar
+from .registry import OPAQUE, apply, defop
+
+EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
+QRResult = namedtuple("linalg_qr", ["Q", "R"])
+SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
+LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
+for _t in (EighResult, QRResult, SVDResult, LstsqResult):
+    _t.__module__ = "jitgrad.return_types"
+
+
+def _check_matrix(name: str, a) -> None:
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
+                           f"{_scalar(a.dtype)}")
+
+
+def _eye_like(n: int, like):
+    from .creation import eye
+
+    return eye(n, dtype=like.dtype, device=like.device)
+
+
+def _diag_embed(v):
+    from .torch_extras2 import diag_embed
+
+    return diag_embed(v)
+
+
+def _off_diagonal_inverse(e):
+    # 1 / e off the diagonal, 0 on it (the diagonal of e is 0: no division by it)
+    from .selection import where
+
+    n = e.shape[-1]
+    eye = _eye_like(n, e).bool()
+    return where(eye, 0.0, 1.0 / where(eye, 1.0, e))
+
+
+# ---------------------------------------------------------------- eigh
+
+
+def _eigh_meta(a, uplo):
+    _check_square("linalg.eigh", a)
+    return (tuple(a.shape[:-1]), tuple(a.shape)), (a.dtype.to_real(), a.dtype)
+
+
+def _eigh_impl(a, uplo):
+    try:
+        values, vectors = np.linalg.eigh(a, UPLO=uplo)
+    except np.linalg.LinAlgError:
+        raise LinAlgError("linalg.eigh: The algorithm failed to converge because the input "
+                          "matrix is ill-conditioned or has too many repeated eigenvalues "
+                          "(error code: 1).") from None
+    return values, vectors
+
+
+def _eigh_vjp(grads, ans, a, uplo):
+    g_values, g_vectors = grads
+    values, vectors = ans
+    vh = _mh(vectors)
+    if g_vectors is None:
+        inner = _diag_embed(g_values.to(a.dtype))
+    else:
+        x = vh @ g_vectors
+        x = 0.5 * (x - _mh(x))
+        inner = x * _off_diagonal_inverse(values.unsqueeze(-2) - values.unsqueeze(-1))
+        inner = inner.to(a.dtype)
+        if g_values is not None:
+            inner = inner + _diag_embed(g_values.to(a.dtype))
+    return (vectors @ inner @ vh,)
+
+
+LINALG_EIGH = defop("linalg_eigh", _eigh_impl, kind=OPAQUE, meta=_eigh_meta, n_outputs=2,
+                    save_output=True, node_name="LinalgEighBackward0", vjp=_eigh_vjp)
+
+
+def _check_uplo(uplo: str) -> str:
+    if uplo not in ("L", "U"):
+        raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {uplo}")
+    return uplo
+
+
+def eigh(A, UPLO: str = "L"):  # noqa: N803
+    """Eigenvalues (ascending, real) and eigenvectors of (a batch of) Hermitian matrices,
+    read from the lower (``UPLO="L"``) or upper triangle."""
+    return EighResult(*apply(LINALG_EIGH, A, uplo=_check_uplo(UPLO)))
+
+
+def eigvalsh(A, UPLO: str = "L"):  # noqa: N803
+    """Eigenvalues (ascending, real) of (a batch of) Hermitian matrices."""
+    return apply(LINALG_EIGH, A, uplo=_check_uplo(UPLO))[0]
+
+
+# ---------------------------------------------------------------- solve_triangular
+
+
+def _triangle(a, upper: bool, unitriangular: bool):
+    t = np.triu(a) if upper else np.tril(a)
+    if unitriangular:
+        t = t.copy()
+        idx = np.arange(a.shape[-1])
+        t[..., idx, idx] = 1
+    return t
+
+
+def _solve_triangular_impl(a, b, upper, unitriangular, left):
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        return np.swapaxes(_solve_triangular_impl(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2),
+                                                  not upper, unitriangular, True), -1, -2)
+    t = _triangle(a, upper, unitriangular)
+    with np.errstate(all="ignore"):  # a zero pivot gives inf/nan, as LAPACK's trtrs
+        if np.any(np.diagonal(t, axis1=-2, axis2=-1) == 0):
+            return _substitute(t, b, upper)
+        return np.linalg.solve(t, b).astype(np.result_type(a, b), copy=False)
+
+
+def _substitute(t, b, upper):
+    # back (or forward) substitution, for triangles with a zero pivot (np.linalg.solve raises)
+    n = t.shape[-1]
+    x = np.zeros(np.broadcast_shapes(t.shape[:-2], b.shape[:-2]) + b.shape[-2:],
+                 np.result_type(t, b))
+    for i in (range(n - 1, -1, -1) if upper else range(n)):
+        acc = b[..., i, :] - np.einsum("...j,...jk->...k", t[..., i, :], x)
+        x[..., i, :] = acc / t[..., i, i][..., None]
+    return x
+
+
+def _solve_triangular_meta(a, b, upper, unitriangular, left):
+    _check_square("linalg.solve_triangular", a)
+    rows = b.shape[-2] if left else b.shape[-1]
+    if b.ndim < 2 or rows != a.shape[-1]:
+        equation = "AX = B" if left else "XA = B"
+        raise RuntimeError("linalg.solve_triangular: Incompatible shapes of A and B for the "
+                           f"equation {equation} ({a.shape[-2]}x{a.shape[-1]} and "
+                           f"{b.shape[-2] if b.ndim > 1 else b.shape[-1]}x"
+                           f"{b.shape[-1] if b.ndim > 1 else 1})")
+    batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
+    return tuple(batch) + tuple(b.shape[-2:]), dtypes.result_type(a, b)
+
+
+def _solve_triangular_vjp(g, ans, a, b, upper, unitriangular, left):
+    from .registry import sum_to
+    from .selection import tril, triu
+
+    if not left:  # the transposed left solve's gradients, transposed back
+        g, ans, a = g.mT, ans.mT, a.mT
+        upper = not upper
+    g_b = apply(SOLVE_TRIANGULAR, _mh(a), g, upper=not upper, unitriangular=unitriangular,
+                left=True)
+    g_a = -(g_b @ _mh(ans))
+    g_a = triu(g_a, 1 if unitriangular else 0) if upper else tril(g_a, -1 if unitriangular
+                                                                  else 0)
+    if not left:
+        g_a, g_b = g_a.mT, g_b.mT
+    return sum_to(g_a, tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]) if not left
+                  else tuple(a.shape)), sum_to(g_b, tuple(b.shape))
+
+
+SOLVE_TRIANGULAR = defop("linalg_solve_triangular", _solve_triangular_impl, kind=OPAQUE,
+                         meta=_solve_triangular_meta, save=(0,), save_output=True,
+                         node_name="LinalgSolveTriangularBackward0", vjp=_solve_triangular_vjp)
+
+
+def solve_triangular(A, B, *, upper: bool, left: bool = True,  # noqa: N803
+                     unitriangular: bool = False):
+    """The solution ``X`` of ``A X = B`` (``left=False``: ``X A = B``) for a triangular ``A``
+    (its upper or lower triangle is read; ``unitriangular``: its diagonal is taken as ones)."""
+    return apply(SOLVE_TRIANGULAR, A, B, upper=bool(upper), unitriangular=bool(unitriangular),
+                 left=bool(left))
+
+
+# ---------------------------------------------------------------- qr
+
+
+def _qr_shapes(shape, mode):
+    *batch, m, n = shape
+    k = min(m, n)
+    if mode == "complete":
+        return tuple(batch) + (m, m), tuple(batch) + (m, n)
+    if mode == "r":
+        return (0,), tuple(batch) + (k, n)
+    return tuple(batch) + (m, k), tuple(batch) + (k, n)
+
+
+def _qr_meta(a, mode):
+    _check_matrix("linalg.qr", a)
+    return _qr_shapes(tuple(a.shape), mode), (a.dtype, a.dtype)
+
+
+def _qr_impl(a, mode):
+    if mode == "r":
+        return np.empty((0,), a.dtype), np.linalg.qr(a, mode="r")
+    q, r = np.linalg.qr(a, mode=mode)
+    return q, r
+
+
+def _copyltu(x):
+    # the lower triangle mirrored to the upper one (conjugated): a Hermitian matrix
+    from .selection import tril
+
+    low = tril(x, -1)
+    return low + _mh(low) + _diag_embed(x.diagonal(0, -2, -1).real.to(x.dtype)
+                                        if x.dtype.is_complex else x.diagonal(0, -2, -1))
+
+
+def _qr_square_backward(g_q, g_r, q, r):
+    # m >= n: gA = (gQ + Q copyltu(M)) R^-H, M = R gR^H - gQ^H Q
+    m_term = 0
+    if g_r is not None:
+        m_term = r @ _mh(g_r)
+    if g_q is not None:
+        m_term = m_term - _mh(g_q) @ q
+    b = q @ _copyltu(m_term) if not isinstance(m_term, int) else 0
+    if g_q is not None:
+        b = b + g_q
+    # X R^H = b  <=>  R X^H = b^H
+    return _mh(apply(SOLVE_TRIANGULAR, r, _mh(b), upper=True, unitriangular=False,
+                     left=True))
+
+
+def _qr_vjp(grads, ans, a, mode):
+    from .movement import cat
+
+    if mode == "r":
+        raise RuntimeError("The derivative of linalg.qr depends on Q, which is not computed "
+                           "when mode='r'. Please use linalg.qr(A, mode='reduced') if you are "
+                           "going to differentiate through linalg.qr.")
+    g_q, g_r = grads
+    q, r = ans
+    m, n = a.shape[-2], a.shape[-1]
+    if mode == "complete" and m > n:
+        raise RuntimeError("The QR decomposition is not differentiable when mode='complete' "
+                           "and nrows > ncols.")
+    if m >= n:
+        return (_qr_square_backward(g_q, g_r, q, r),)
+    # m < n: A = [X | Y], X = Q U square; R = [U | V], V = Q^H Y
+    y = a[..., m:]
+    u = r[..., :m]
+    g_u = g_r[..., :m] if g_r is not None else None
+    g_v = g_r[..., m:] if g_r is not None else None
+    g_q_x = g_q
+    if g_v is not None:
+        g_q_x = y @ _mh(g_v) if g_q_x is None else g_q_x + y @ _mh(g_v)
+    g_x = _qr_square_backward(g_q_x, g_u, q, u)
+    g_y = q @ g_v if g_v is not None else a[..., m:] * 0
+    return (cat([g_x, g_y], -1),)
+
+
+LINALG_QR = defop("linalg_qr", _qr_impl, kind=OPAQUE, meta=_qr_meta, n_outputs=2, save=(0,),
+                  save_output=True, node_name="LinalgQrBackward0", vjp=_qr_vjp)
+
+
+def qr(A, mode: str = "reduced"):  # noqa: N803
+    """The QR decomposition ``A = QR`` of (a batch of) matrices: ``mode="reduced"`` (Q is
+    ``m x k``), ``"complete"`` (Q is ``m x m``) or ``"r"`` (R only; Q is empty)."""
+    if mode not in ("reduced", "complete", "r"):
+        raise RuntimeError(f"qr received unrecognized mode '{mode}' but expected one of "
+                           "'reduced' (default), 'r', or 'complete'")
+    return QRResult(*apply(LINALG_QR, A, mode=mode))
+
+
+# ---------------------------------------------------------------- svd
+
+
+def _svd_meta(a, full_matrices):
+    _check_matrix("linalg.svd", a)
+    *batch, m, n = a.shape
+    k = min(m, n)
+    batch = tuple(batch)
+    shapes = (batch + (m, m if full_matrices else k), batch + (k,),
+              batch + (n if full_matrices else k, n))
+    return shapes, (a.dtype, a.dtype.to_real(), a.dtype)
+
+
+def _svd_impl(a, full_matrices):
+    try:
+        return tuple(np.linalg.svd(a, full_matrices=full_matrices))
+    except np.linalg.LinAlgError:
+        raise LinAlgError("linalg.svd: The algorithm failed to converge because the input "
+                          "matrix is ill-conditioned or has too many repeated singular values "
+                          "(error code: 1).") from None
+
+
+def _svd_vjp(grads, ans, a, full_matrices):
+    g_u, g_s, g_vh = grads
+    u, s, vh = ans
+    k = s.shape[-1]
+    m, n = a.shape[-2], a.shape[-1]
+    u, vh = u[..., :k], vh[..., :k, :]
+    if g_u is not None:
+        g_u = g_u[..., :k]
+    if g_vh is not None:
+        g_vh = g_vh[..., :k, :]
+    if g_u is None and g_vh is None:
+        return ((u * g_s.to(a.dtype).unsqueeze(-2)) @ vh,)
+    s2 = s * s
+    inv_e = _off_diagonal_inverse(s2.unsqueeze(-2) - s2.unsqueeze(-1))
+    v = _mh(vh)
+    inner = 0
+    if g_u is not None:
+        x = _mh(u) @ g_u
+        inner = inner + ((x - _mh(x)) * inv_e.to(a.dtype)) * s.unsqueeze(-2).to(a.dtype)
+        if a.dtype.is_complex:  # the phase part of U^H gU's diagonal
+            phase = x.diagonal(0, -2, -1).imag / s
+            inner = inner + _diag_embed(phase.to(a.dtype) * 1j)
+    if g_vh is not None:
+        y = vh @ _mh(g_vh)
+        inner = inner + s.unsqueeze(-1).to(a.dtype) * ((y - _mh(y)) * inv_e.to(a.dtype))
+    if g_s is not None:
+        inner = inner + _diag_embed(g_s.to(a.dtype))
+    g_a = u @ inner @ vh
+    if g_u is not None and m > k:
+        g_a = g_a + ((g_u - u @ (_mh(u) @ g_u)) / s.unsqueeze(-2).to(a.dtype)) @ vh
+    if g_vh is not None and n > k:
+        g_a = g_a + (u / s.unsqueeze(-2).to(a.dtype)) @ (g_vh - (g_vh @ v) @ vh)
+    return (g_a,)
+
+
+LINALG_SVD = defop("linalg_svd", _svd_impl, kind=OPAQUE, meta=_svd_meta, n_outputs=3, save=(0,),
+                   save_output=True, node_name="LinalgSvdBackward0", vjp=_svd_vjp)
+
+
+def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
+    """The singular value decomposition ``A = U diag(S) Vh`` of (a batch of) matrices,
+    singular values in descending order."""
+    return SVDResult(*apply(LINALG_SVD, A, full_matrices=bool(full_matrices)))
+
+
+# ---------------------------------------------------------------- pinv
+
+
+def _tolerances(a, atol, rtol, hermitian):
+    s = np.abs(np.linalg.eigvalsh(a)) if hermitian else np.linalg.svd(a, compute_uv=False)
+    largest = s.max(axis=-1, initial=0.0)
+    eps = np.finfo(np.dtype(a.dtype).type(0).real.dtype).eps
+    atol = 0.0 if atol is None else atol
+    if rtol is None:
+        rtol = eps * max(a.shape[-2:]) if atol == 0 else 0.0
+    return s, np.maximum(atol, rtol * largest)
+
+
+def _pinv_impl(a, atol, rtol, hermitian):
+    _, cutoff = _tolerances(a, atol, rtol, hermitian)
+    if a.shape[-1] == 0 or a.shape[-2] == 0:
+        return np.zeros(a.shape[:-2] + (a.shape[-1], a.shape[-2]), a.dtype)
+    u, s, vh = np.linalg.svd(a, full_matrices=False)
+    keep = s > np.asarray(cutoff)[..., None]
+    s_inv = np.where(keep, 1.0 / np.where(keep, s, 1.0), 0.0)
+    return np.asarray((vh.conj().swapaxes(-1, -2) * s_inv[..., None, :])
+                      @ u.conj().swapaxes(-1, -2), dtype=a.dtype)
+
+
+def _pinv_vjp(g, ans, a, atol, rtol, hermitian):
+    # torch's pinv_backward
+    pinv, pinv_h, g_h = ans, _mh(ans), _mh(g)
+    m, n = a.shape[-2], a.shape[-1]
+    if m <= n:
+        k = g_h @ pinv
+        k_pinv_h = k @ pinv_h
+        return (-_mh(pinv @ k) + k_pinv_h - (a @ pinv) @ k_pinv_h
+                + (pinv_h @ pinv) @ (g_h - k @ a))
+    k = pinv @ g_h
+    pinv_h_k = pinv_h @ k
+    return (-_mh(k @ pinv) + pinv_h_k - pinv_h_k @ (pinv @ a)
+            + (g_h - a @ k) @ (pinv @ pinv_h))
+
+
+def _pinv_meta(a, atol, rtol, hermitian):
+    _check_matrix("linalg.pinv", a)
+    return tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a.dtype
+
+
+LINALG_PINV = defop("linalg_pinv", _pinv_impl, kind=OPAQUE, meta=_pinv_meta, save=(0,),
+                    save_output=True, node_name="LinalgPinvBackward0", vjp=(_pinv_vjp,))
+
+
+def _number(x):
+    if x is None or isinstance(x, (int, float)):
+        return None if x is None else float(x)
+    raise NotImplementedError("jitgrad: linalg tolerances given as tensors are not supported; "
+                              "pass Python numbers")
+
+
+def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
+    """The Moore-Penrose pseudo-inverse of (a batch of) matrices: singular values at or below
+    ``max(atol, rtol * largest)`` count as zero (default ``rtol``: ``eps * max(m, n)``)."""
+    return apply(LINALG_PINV, A, atol=_number(atol), rtol=_number(rtol),
+                 hermitian=bool(hermitian))
+
+
+def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
+    """The number of singular values above ``max(atol, rtol * largest)`` (as ``pinv``)."""
+    from ..tensor import _new
+
+    _check_matrix("linalg.matrix_rank", A)
+    a = A.detach().cpu().numpy()
+    s, cutoff = _tolerances(a, _number(atol), _number(rtol), hermitian)
+    rank = (s > np.asarray(cutoff)[..., None]).sum(axis=-1).astype(np.int64)
+    return _new(np.asarray(rank), dtypes.int64)
+
+
+# ---------------------------------------------------------------- lstsq
+
+
+_DRIVERS = ("gelsy", "gelsd", "gelss", "gels")
+
+
+def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
+    """The least-squares solution of ``A X = B`` for (a batch of) ``m x n`` matrices ``A``,
+    with torch's fields: ``solution``; ``residuals`` (the squared residual norms, when
+    ``m > n``, every ``A`` has full rank and the driver is not ``gelsy``; else empty);
+    ``rank`` (drivers other than ``gels``); ``singular_values`` (``gelsd``, ``gelss``). The
+    solution is ``pinv(A) @ B``, differentiable in ``A`` and ``B``."""
+    from ..tensor import _new
+
+    driver = "gelsy" if driver is None else driver
+    if driver not in _DRIVERS:
+        raise RuntimeError(f"torch.linalg.lstsq: parameter `driver` should be one of "
+                           f"({', '.join(_DRIVERS)})")
+    _check_matrix("torch.linalg.lstsq", A)
+    vector = B.ndim == A.ndim - 1
+    b = B.unsqueeze(-1) if vector else B
+    if A.shape[-2] != b.shape[-2]:
+        raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
+    eps = np.finfo(np.dtype(A.dtype.to_real().np)).eps
+    r = eps * max(A.shape[-2:]) if rcond is None else float(rcond)
+    solution = pinv(A, rtol=r) @ b
+    a = A.detach().cpu().numpy()
+    s = np.linalg.svd(a, compute_uv=False)
+    rank = (s > r * s.max(axis=-1, initial=0.0)[..., None]).sum(axis=-1)
+    real = A.dtype.to_real()
+    empty = _new(np.empty((0,), real.np), real)
+    m, n = A.shape[-2], A.shape[-1]
+    residuals = empty
+    if m > n and driver != "gelsy" and bool(np.all(rank == n)):
+        diff = A @ solution - b
+        residuals = (diff.abs() ** 2).sum(-2).detach() if diff.dtype.is_complex \
+            else (diff * diff).sum(-2).detach()
+    rank_t = _new(np.asarray(rank, np.int64), dtypes.int64) if driver != "gels" \
+        else _new(np.empty((0,), np.int64), dtypes.int64)
+    values = _new(np.asarray(s, real.np), real) if driver in ("gelsd", "gelss") else empty
+    return LstsqResult(solution.squeeze(-1) if vector else solution, residuals, rank_t, values)

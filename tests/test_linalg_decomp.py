@@ -1,0 +1,193 @@
+"""linalg.eigh/eigvalsh/qr/svd/pinv/lstsq/matrix_rank/solve_triangular: values and gradients
+against torch, and gradcheck in float64 (losses that do not depend on the vectors' signs)."""
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad.autograd import gradcheck
+
+torch = pytest.importorskip("torch")
+L, TL = jg.linalg, torch.linalg
+
+
+def _pair(shape, seed=0, dtype="float64"):
+    a = np.random.default_rng(seed).standard_normal(shape)
+    return (jg.tensor(a, dtype=getattr(jg, dtype), requires_grad=True),
+            torch.tensor(a, dtype=getattr(torch, dtype), requires_grad=True))
+
+
+def _same_grad(loss, mine, theirs, rtol=1e-8):
+    loss(L, mine).backward()
+    loss(TL, theirs).backward()
+    np.testing.assert_allclose(mine.grad.numpy(), theirs.grad.numpy(), rtol=rtol, atol=1e-10)
+
+
+def _eigh_loss(lib, a):
+    sym = a + a.mT
+    values, vectors = lib.eigh(sym)
+    c = lib_arange(lib, values.shape[-1], a)
+    projector = (vectors * c) @ vectors.mT  # sign-invariant
+    return (values * c).sum() + (projector * sym).sum()
+
+
+def lib_arange(lib, n, like):
+    top = jg if lib is L else torch
+    return top.arange(1, n + 1, dtype=like.dtype)
+
+
+@pytest.mark.parametrize("shape", [(4, 4), (2, 3, 3)])
+def test_eigh(shape):
+    mine, theirs = _pair(shape)
+    sym_m, sym_t = mine + mine.mT, theirs + theirs.mT
+    np.testing.assert_allclose(L.eigh(sym_m).eigenvalues.detach().numpy(),
+                               TL.eigh(sym_t).eigenvalues.detach().numpy(), rtol=1e-12)
+    for uplo in ("L", "U"):
+        np.testing.assert_allclose(L.eigvalsh(mine, UPLO=uplo).detach().numpy(),
+                                   TL.eigvalsh(theirs, UPLO=uplo).detach().numpy(), rtol=1e-12)
+    _same_grad(_eigh_loss, mine, theirs)
+    assert gradcheck(lambda a: _eigh_loss(L, a), (mine.detach().requires_grad_(),))
+    assert L.eigh(sym_m).eigenvalues.grad_fn.name() == "LinalgEighBackward0"
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 3), (3, 5), (2, 4, 3)])
+@pytest.mark.parametrize("mode", ["reduced", "complete"])
+def test_qr(shape, mode):
+    mine, theirs = _pair(shape, 1)
+    q, r = L.qr(mine, mode=mode)
+    tq, tr = TL.qr(theirs, mode=mode)
+    np.testing.assert_allclose(q.detach().numpy(), tq.detach().numpy(), atol=1e-12)
+    np.testing.assert_allclose(r.detach().numpy(), tr.detach().numpy(), atol=1e-12)
+    if mode == "complete" and shape[-2] > shape[-1]:
+        with pytest.raises(RuntimeError, match="not differentiable when mode='complete'"):
+            (q.sum() + r.sum()).backward()
+        return
+
+    def loss(lib, a):
+        q, r = lib.qr(a, mode=mode)
+        return (q * q.detach().sin()).sum() + (r * r.detach().cos()).sum()
+
+    _same_grad(loss, mine, theirs)
+    assert gradcheck(lambda a: sum(t.sin().sum() for t in L.qr(a, mode=mode)),
+                     (mine.detach().requires_grad_(),))
+
+
+def test_qr_mode_r_and_errors():
+    a = jg.randn(4, 3, dtype=jg.float64, requires_grad=True)
+    q, r = L.qr(a, mode="r")
+    assert q.numel() == 0 and r.shape == (3, 3)
+    with pytest.raises(RuntimeError, match="depends on Q, which is not computed when mode='r'"):
+        r.sum().backward()
+    with pytest.raises(RuntimeError, match="qr received unrecognized mode 'x'"):
+        L.qr(a, mode="x")
+
+
+def _svd_loss(full):
+    def loss(lib, a):
+        u, s, vh = lib.svd(a, full_matrices=full)
+        k = s.shape[-1]
+        u, vh = u[..., :k], vh[..., :k, :]
+        c = lib_arange(lib, k, a)
+        return (s * c).sum() + ((u * c) @ u.mT).sin().sum() + ((vh.mT * c) @ vh).cos().sum()
+    return loss
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 3), (3, 5), (2, 4, 3)])
+@pytest.mark.parametrize("full", [False, True])
+def test_svd(shape, full):
+    mine, theirs = _pair(shape, 2)
+    for x, y in zip(L.svd(mine, full_matrices=full), TL.svd(theirs, full_matrices=full)):
+        assert tuple(x.shape) == tuple(y.shape)
+    np.testing.assert_allclose(L.svd(mine).S.detach().numpy(),
+                               TL.svd(theirs).S.detach().numpy(), rtol=1e-12)
+    _same_grad(_svd_loss(full), mine, theirs, rtol=1e-7)
+    assert gradcheck(lambda a: _svd_loss(full)(L, a), (mine.detach().requires_grad_(),))
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 3), (3, 4)])
+def test_complex_svd_gradient_matches_torch(shape):
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal(shape) + 1j * rng.standard_normal(shape)
+    mine, theirs = jg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+
+    def loss(lib, x):
+        u, s, vh = lib.svd(x, full_matrices=False)
+        c = lib_arange(lib, s.shape[-1], s)
+        return ((s * c).sum() + ((u * c) @ u.mH).abs().sum() + ((vh.mH * c) @ vh).real.sum()
+                + (u @ vh).real.sum())  # (u @ vh: the phases cancel)
+
+    _same_grad(loss, mine, theirs)
+
+
+@pytest.mark.parametrize("shape", [(5, 3), (3, 3), (3, 5), (2, 3, 4)])
+def test_pinv(shape):
+    mine, theirs = _pair(shape, 3)
+    np.testing.assert_allclose(L.pinv(mine).detach().numpy(), TL.pinv(theirs).detach().numpy(),
+                               rtol=1e-10, atol=1e-12)
+    _same_grad(lambda lib, a: (lib.pinv(a).sin()).sum(), mine, theirs)
+    assert gradcheck(lambda a: L.pinv(a), (mine.detach().requires_grad_(),))
+    low = jg.tensor([[1.0, 2.0], [2.0, 4.0]], dtype=jg.float64)  # rank 1
+    np.testing.assert_allclose(L.pinv(low).numpy(), TL.pinv(torch.tensor(low.numpy())).numpy(),
+                               rtol=1e-12)
+    np.testing.assert_allclose(L.pinv(low, hermitian=True).numpy(),
+                               TL.pinv(torch.tensor(low.numpy()), hermitian=True).numpy(),
+                               rtol=1e-12)
+
+
+@pytest.mark.parametrize("shape,rhs", [((6, 3), (6, 2)), ((3, 3), (3,)), ((3, 5), (3, 2))])
+@pytest.mark.parametrize("driver", [None, "gelsd", "gelss", "gels"])
+def test_lstsq(shape, rhs, driver):
+    (a, ta), (b, tb) = _pair(shape, 4), _pair(rhs, 5)
+    if driver == "gels" and shape[0] < shape[1]:
+        driver = "gelsd"  # (torch's gels needs full column rank and m >= n)
+    mine, theirs = L.lstsq(a, b, driver=driver), TL.lstsq(ta, tb, driver=driver)
+    for field in ("solution", "residuals", "rank", "singular_values"):
+        x, y = getattr(mine, field), getattr(theirs, field)
+        assert tuple(x.shape) == tuple(y.shape), field
+        np.testing.assert_allclose(x.detach().numpy(), y.detach().numpy(), rtol=1e-9,
+                                   atol=1e-10, err_msg=field)
+    mine.solution.sin().sum().backward()
+    theirs.solution.sin().sum().backward()
+    np.testing.assert_allclose(a.grad.numpy(), ta.grad.numpy(), rtol=1e-8, atol=1e-10)
+    np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-8, atol=1e-10)
+
+
+def test_matrix_rank():
+    a = np.random.default_rng(6).standard_normal((3, 5, 4))
+    a[1, :, 3] = a[1, :, 0] + a[1, :, 1]
+    np.testing.assert_array_equal(L.matrix_rank(jg.tensor(a)).numpy(),
+                                  TL.matrix_rank(torch.tensor(a)).numpy())
+    np.testing.assert_array_equal(L.matrix_rank(jg.tensor(a), rtol=0.5).numpy(),
+                                  TL.matrix_rank(torch.tensor(a), rtol=0.5).numpy())
+
+
+@pytest.mark.parametrize("upper", [True, False])
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("unit", [False, True])
+def test_solve_triangular(upper, left, unit):
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((2, 4, 4)) + 4 * np.eye(4)
+    b = rng.standard_normal((2, 4, 3) if left else (2, 3, 4))
+    ma, mb = (jg.tensor(x, requires_grad=True) for x in (a, b))
+    ta, tb = (torch.tensor(x, requires_grad=True) for x in (a, b))
+    kw = dict(upper=upper, left=left, unitriangular=unit)
+    got, want = L.solve_triangular(ma, mb, **kw), TL.solve_triangular(ta, tb, **kw)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    got.sin().sum().backward()
+    want.sin().sum().backward()
+    np.testing.assert_allclose(ma.grad.numpy(), ta.grad.numpy(), rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(mb.grad.numpy(), tb.grad.numpy(), rtol=1e-10, atol=1e-12)
+    assert gradcheck(lambda x, y: L.solve_triangular(x, y, **kw),
+                     (ma.detach().requires_grad_(), mb.detach().requires_grad_()))
+
+
+def test_errors_match_torch():
+    for call in (lambda lib, top: lib.eigh(top.ones(2, 3)),
+                 lambda lib, top: lib.qr(top.ones(3)),
+                 lambda lib, top: lib.svd(top.ones(3, dtype=top.float64)),
+                 lambda lib, top: lib.eigh(top.ones(2, 2), UPLO="X")):
+        with pytest.raises(RuntimeError) as theirs:
+            call(TL, torch)
+        with pytest.raises(RuntimeError) as mine:
+            call(L, jg)
+        assert str(mine.value) == str(theirs.value)
