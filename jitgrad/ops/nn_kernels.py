@@ -284,8 +284,8 @@ def nll_loss(logp, target, ignore_index):
 
 
 # ---------------------------------------------------------------- special functions
-# NumPy has no erf: ``np.vectorize(math.erf)`` costs about 130 ns per element (exact GELU's
-# eager forward spent 150 ms on 1e6 values); a compiled loop over libm's erf/erfc about 10 ns.
+# NumPy has no erf (nor lgamma): ``np.vectorize(math.erf)`` costs about 130 ns per element
+# (exact GELU's eager forward spent 150 ms on 1e6 values); a compiled loop over libm about 10 ns.
 # Small arrays keep the vectorized Python call (no Numba import for a handful of values).
 SPECIAL_LOOP_MIN = 4096
 
@@ -300,9 +300,25 @@ def erfc_loop(x, out):
         out[i] = math.erfc(np.float64(x[i]))
 
 
+def lgamma_loop(x, out):
+    for i in range(x.size):
+        out[i] = math.lgamma(np.float64(x[i]))
+
+
+def _lgamma_scalar(v: float) -> float:
+    try:
+        return math.lgamma(v)
+    except ValueError:  # a pole (0, -1, ...): libm's inf
+        return math.inf
+
+
+_SCALAR = {"erf": math.erf, "erfc": math.erfc, "lgamma": _lgamma_scalar}
+
+
 def special(name: str, x: np.ndarray) -> np.ndarray:
-    """``erf`` or ``erfc`` (``name``) of a float array, elementwise, in its dtype."""
-    scalar = math.erf if name == "erf" else math.erfc
+    """``erf``, ``erfc`` or ``lgamma`` (``name``) of a float array, elementwise, in its
+    dtype."""
+    scalar = _SCALAR[name]
     if x.size < SPECIAL_LOOP_MIN or x.dtype not in _DTYPES:
         return np.vectorize(scalar, otypes=[x.dtype])(x) if x.size else x.copy()
     flat = np.ascontiguousarray(x).reshape(-1)
