@@ -258,3 +258,20 @@ def _jg_erfc(x):
 
 def _jg_exp2(x):
     return 2.0 ** x
+
+
+# signbit, copysign, nextafter (elementwise3's templates; nextafter is fused in float64 only)
+
+
+def _jg_signbit(x):
+    return math.copysign(1.0, x) < 0.0
+
+
+def _jg_copysign(x, y):
+    return math.copysign(x, y)
+
+
+def _jg_nextafter(x, y):
+    from numba.cuda import libdevice  # (resolved when the device function compiles)
+
+    return libdevice.nextafter(x, y)
