@@ -157,3 +157,63 @@ def reductions2_records() -> list:
                         name="invert")),
                lambda e, t, invert=False: np.isin(e, t, invert=invert), differentiable=False),
     ]
+
+
+def _scatter_reduce_ref(x, dim, index, src, reduce, include_self=True):
+    out = x.copy()
+    grids = list(np.indices(index.shape, sparse=True))
+    grids[dim] = index
+    pos = tuple(grids)
+    s = src[tuple(slice(0, n) for n in index.shape)]
+    if not include_self:
+        out[pos] = {"sum": 0.0, "mean": 0.0, "prod": 1.0, "amax": -np.inf, "amin": np.inf}[reduce]
+    {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+     "amin": np.minimum}[reduce].at(out, pos, s)
+    if reduce == "mean":
+        count = np.ones(x.shape) if include_self else np.zeros(x.shape)
+        np.add.at(count, pos, 1)
+        out = out / np.maximum(count, 1)
+    return out
+
+
+def _index_copy_ref(x, dim, index, source):
+    out = x.copy()
+    out[(slice(None),) * dim + (index,)] = source
+    return out
+
+
+def _index_fill_ref(x, dim, index, value):
+    out = x.copy()
+    out[(slice(None),) * dim + (index,)] = value
+    return out
+
+
+def reductions3_records() -> list:
+    """Records of ``jitgrad/ops/reductions3.py``'s defops (scatter_reduce, index_copy,
+    index_fill); its compositions are checked in ``tests/test_reductions2.py``."""
+    from opdb import OpInfo, _arr, _idx, _many, _pos, _s
+
+    def idx(*rows):
+        return lambda rng: np.array(rows, dtype=np.int64)
+
+    i2 = idx([0, 1, 0, 2, 1], [2, 2, 0, 0, 1])
+    samples = []
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        samples += [_s(_arr(3, 5, gen=_pos), 0, i2, _arr(2, 5, gen=_pos), red, name=red),
+                    _s(_arr(3, 5, gen=_pos), 0, i2, _arr(2, 5, gen=_pos), red,
+                       include_self=False, name=red + "_exclusive")]
+    samples.append(_s(_arr(4, 3), 1, idx([0, 0], [2, 1], [1, 1]), _arr(3, 2), "sum",
+                      name="dim1"))
+    return [
+        OpInfo("scatter_reduce", "scatter_reduce", _many(*samples), _scatter_reduce_ref,
+               gradgrad=False),
+        OpInfo("index_copy", "index_copy",
+               _many(_s(_arr(3, 4), 1, _idx(3, 0), _arr(3, 2), name="dim1"),
+                     _s(_arr(4, 2), 0, _idx(2), _arr(1, 2), name="dim0")), _index_copy_ref),
+        OpInfo("index_fill", "index_fill",
+               _many(_s(_arr(3, 4), 1, _idx(3, 0), -1.5, name="dim1"),
+                     _s(_arr(2, 3, 2), -1, _idx(0), 2.0, name="neg")),
+               lambda x, dim, index, value: _index_fill_ref(x, dim % x.ndim, index, value)),
+        OpInfo("index_fill_tensor", "index_fill",
+               _s(_arr(3, 4), 0, _idx(2, 0), _arr(), name="tensor_value"), _index_fill_ref),
+    ]
