@@ -141,8 +141,8 @@ def _logcumsumexp_vjp(g, ans, x, dim):
 
 def _logcumsumexp_meta(x, dim):
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        raise RuntimeError(f"logcumsumexp(): expected input to have floating point or complex "
-                           f"dtype but got {_short(x.dtype)}")
+        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for '
+                                  f"'{_short(x.dtype)}'")
     return tuple(x.shape), x.dtype
 
 
@@ -409,7 +409,9 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
     bins), or the sums of ``weights`` at them. Its size depends on the values: eager only."""
     from .creation import tensor
 
-    if input.ndim != 1 or input.dtype.is_floating_point or input.dtype.is_complex:
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{_short(input.dtype)}\'')
+    if input.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is not None and tuple(weights.shape) != tuple(input.shape):
         raise RuntimeError("weights should be 1-d and have the same length as input")

@@ -104,7 +104,7 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *,  # noqa: A002
     the written positions start from the reduction's identity instead of ``input``."""
     from .selection import _check_scatter
 
-    if reduce not in _REDUCES:
+    if reduce not in _REDUCES:  # (torch 2.13 lets "max"/"min" through unchecked; refused here)
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     d = _check_scatter("scatter_reduce", input, dim, index, src)
@@ -212,9 +212,12 @@ def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # 
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
     if q.ndim > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
-    qv = q.detach().numpy().reshape(-1)
-    if ((qv < 0) | (qv > 1)).any():
-        raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    if scalar_q and not 0 <= float(q.item()) <= 1:
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {float(q.item())}")
+    if not scalar_q and q._trace is None:  # (a traced q's values are not known)
+        qv = q.detach().numpy().reshape(-1)
+        if ((qv < 0) | (qv > 1)).any():
+            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
     if input.numel() == 0:
         raise RuntimeError(f"{name}() input tensor must be non-empty")
     if dim is None:
@@ -239,7 +242,7 @@ def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # 
         ranks = where(ranks < 0, float(n - 1), ranks)  # an all-NaN row: its last value, NaN
     else:
         ranks = (qs * (n - 1)).expand((qs.shape[0],) + tuple(srt.shape[:-1]) + (1,))
-        ranks = where(nan.any(-1, keepdim=True), float(n - 1), ranks)
+        ranks = where(nan.sum(-1, keepdim=True) > 0, float(n - 1), ranks)
     if interpolation == "lower":
         ranks = ranks.floor()
     elif interpolation == "higher":
