@@ -201,3 +201,47 @@ def test_reductions_under_jit_match_eager():
     (gj,) = jitgrad.autograd.grad(got, x)
     np.testing.assert_allclose(got.item(), eager.item(), rtol=1e-12)
     np.testing.assert_allclose(gj.numpy(), ge.numpy(), rtol=1e-12, atol=1e-14)
+
+
+def _records():
+    import zlib
+
+    from opdb_reductions2 import reductions2_records, reductions3_records
+
+    out = []
+    for rec in reductions2_records() + reductions3_records():
+        if not rec.differentiable:
+            continue
+        for s in rec.samples(np.random.default_rng(zlib.crc32(rec.name.encode()))):
+            out.append(pytest.param(rec, s, id=f"{rec.name}-{s.name}"))
+    return out
+
+
+@pytest.mark.parametrize("rec,sample", _records())
+def test_forward_mode_equals_reverse_mode(rec, sample):
+    """Each defop's JVP rule against its VJP rule: u . (J v) == (J^T u) . v."""
+    import jitgrad.autograd.forward_ad as fwAD
+    from opdb import convert
+
+    args = list(convert(sample.args, jitgrad, jitgrad.float64))
+    kwargs = {k: convert(v, jitgrad, jitgrad.float64) for k, v in sample.kwargs.items()}
+    slots = [i for i, a in enumerate(sample.args)
+             if isinstance(a, np.ndarray) and a.dtype.kind == "f"]
+    rng = np.random.default_rng(7)
+    vs = [jitgrad.tensor(rng.standard_normal(tuple(args[i].shape))) for i in slots]
+
+    def first(out):
+        return out[0] if isinstance(out, tuple) else out
+    with fwAD.dual_level():
+        a = list(args)
+        for i, v in zip(slots, vs):
+            a[i] = fwAD.make_dual(args[i], v)
+        tangent = fwAD.unpack_dual(first(rec.run(jitgrad, tuple(a), kwargs))).tangent
+    a = list(args)
+    for i in slots:
+        a[i] = args[i].detach().requires_grad_()
+    out = first(rec.run(jitgrad, tuple(a), kwargs))
+    u = jitgrad.tensor(rng.standard_normal(tuple(out.shape)))
+    grads = jitgrad.autograd.grad(out, [a[i] for i in slots], u, allow_unused=True)
+    back = sum(float((g * v).sum()) for g, v in zip(grads, vs) if g is not None)
+    np.testing.assert_allclose(float((u * tangent).sum()), back, rtol=1e-10, atol=1e-12)

@@ -41,7 +41,7 @@ def _not_for(name: str, *kinds: str):
 
 
 # ---------------------------------------------------------------- logit, sinc
-def _logit_impl(x, eps):
+def _logit_impl(x, *, eps):
     z = x if eps is None else np.clip(x, eps, 1 - eps)
     return np.log(z / (1 - z))
 
@@ -101,13 +101,13 @@ def _xlogy_self_grad(g, x, y):
 XLOGY = _pw("xlogy", _xlogy, (lambda g, ans, x, y: _xlogy_self_grad(g, x, y),
                               lambda g, ans, x, y: g * x / y), _XLOGY_T, FLOAT, save=(0, 1))
 XLOGY_SCALAR_OTHER = defop(
-    "xlogy_scalar_other", lambda x, other: _xlogy(x, np.asarray(other, x.dtype)),
+    "xlogy_scalar_other", lambda x, *, other: _xlogy(x, np.asarray(other, x.dtype)),
     kind=POINTWISE, promote=FLOAT, node_name="XlogyBackward2", save=(0,), jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, other: _xlogy_self_grad(g, x, other),),
     template="({p[other]} if {p[other]} != {p[other]} else 0 if {0} == 0 else "
              "{0} * log({p[other]}))")
 XLOGY_SCALAR_SELF = defop(
-    "xlogy_scalar_self", lambda y, self: _xlogy(np.asarray(self, y.dtype), y),
+    "xlogy_scalar_self", lambda y, *, self: _xlogy(np.asarray(self, y.dtype), y),
     kind=POINTWISE, promote=FLOAT, node_name="XlogyBackward1", save=(0,), jvp=ELEMENTWISE,
     vjp=(lambda g, ans, y, self: g * self / y,),
     template="({0} if {0} != {0} else 0 if {p[self]} == 0 else {p[self]} * log({0}))")
@@ -149,7 +149,7 @@ COPYSIGN = _pw("copysign", np.copysign, (lambda g, ans, x, y: _copysign_self_gra
                                          lambda g, ans, x, y: g * 0), "copysign({0}, {1})",
                FLOAT, save=(0,), save_output=True)
 COPYSIGN_SCALAR = defop(
-    "copysign_scalar", lambda x, other: np.copysign(x, np.asarray(other, x.dtype)),
+    "copysign_scalar", lambda x, *, other: np.copysign(x, np.asarray(other, x.dtype)),
     kind=POINTWISE, promote=FLOAT, node_name="CopysignBackward1", save=(0,), save_output=True,
     vjp=(lambda g, ans, x, other: _copysign_self_grad(g, ans, x),), jvp=ELEMENTWISE,
     template="copysign({0}, {p[other]})")
@@ -214,7 +214,8 @@ HEAVISIDE = _pw("heaviside", _heaviside_impl, meta=_heaviside_meta,
                 public=Public("heaviside", method=True, inplace=True,
                               args=("input", "values")))
 LOGICAL_XOR = _pw("logical_xor", np.logical_xor, template="(({0} != 0) != ({1} != 0))",
-                  promote=BOOL, public=Public("logical_xor", method=True, args=_BINARY))
+                  promote=BOOL, public=Public("logical_xor", method=True, inplace=True,
+                                              args=_BINARY))
 BITWISE_NOT = _pw(
     "bitwise_not", np.invert, meta=_not_for("bitwise_not", "float"),
     template=lambda p, work: "(not {0})" if work.kind == "b" else "(~{0})",

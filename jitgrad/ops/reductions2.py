@@ -75,6 +75,16 @@ def _select_vjp(grads, ans, x, dim, keepdim=False, **params):
     return (zeros(tuple(x.shape), dtype=g.dtype, device=g.device).scatter(dim, idx, g),)
 
 
+def _select_jvp(tangents, ans, x, dim, keepdim=False, **params):
+    """The tangent of a value-selecting reduction: the input's tangent at the index."""
+    t, idx = tangents[0], ans[1]
+    if t is None or x.ndim == 0:
+        return t, None
+    if keepdim:
+        return t.gather(dim, idx), None
+    return t.gather(dim, idx.unsqueeze(dim)).squeeze(dim), None
+
+
 def _check_dim_size(x, dim: int, name: str) -> None:
     if x.ndim and x.shape[dim] == 0:
         raise IndexError(f"{name}(): Expected reduction dim {dim} to have non-zero size.")
@@ -108,10 +118,15 @@ def _cum_meta(x, dim):
     return (tuple(x.shape), tuple(x.shape)), (x.dtype, dtypes.int64)
 
 
+def _cum_jvp(tangents, ans, x, dim):
+    t = tangents[0]
+    return (t if t is None or x.ndim == 0 else t.gather(dim, ans[1])), None
+
+
 CUMMAX = defop("cummax", lambda x, dim: _cum_extreme(x, dim, True), kind=OPAQUE, n_outputs=2,
-               meta=_cum_meta, save=(0,), save_output=True, vjp=_cum_vjp)
+               meta=_cum_meta, save=(0,), save_output=True, vjp=_cum_vjp, jvp=_cum_jvp)
 CUMMIN = defop("cummin", lambda x, dim: _cum_extreme(x, dim, False), kind=OPAQUE, n_outputs=2,
-               meta=_cum_meta, save=(0,), save_output=True, vjp=_cum_vjp)
+               meta=_cum_meta, save=(0,), save_output=True, vjp=_cum_vjp, jvp=_cum_jvp)
 
 
 @public("cummax", method=True)
@@ -146,8 +161,16 @@ def _logcumsumexp_meta(x, dim):
     return tuple(x.shape), x.dtype
 
 
+def _logcumsumexp_jvp(tangents, ans, x, dim):
+    t = tangents[0]
+    if x.ndim == 0:
+        return t
+    return (t * x.exp()).cumsum(dim) * (-ans).exp()
+
+
 LOGCUMSUMEXP = defop("logcumsumexp", _logcumsumexp_impl, kind=OPAQUE, meta=_logcumsumexp_meta,
-                     save=(0,), save_output=True, vjp=(_logcumsumexp_vjp,))
+                     save=(0,), save_output=True, vjp=(_logcumsumexp_vjp,),
+                     jvp=_logcumsumexp_jvp)
 
 
 @public("logcumsumexp", method=True)
@@ -192,8 +215,23 @@ def _aminmax_vjp(grads, ans, x, dim, keepdim):
             _evenly(grads[1], x, ans[1], dim, keepdim, False),)
 
 
+def _shared_tangent(t, x, value, dim, keepdim, nan_equal=True):
+    """The tangent of a max/min/median: the mean of the tangents of the elements equal to it."""
+    from .creation import ones
+
+    w = _evenly(ones(tuple(value.shape), dtype=t.dtype), x, value, dim, keepdim, nan_equal)
+    out = (w * t).sum() if dim is None else (w * t).sum(dim, keepdim=keepdim)
+    return out.reshape(tuple(value.shape))
+
+
+def _aminmax_jvp(tangents, ans, x, dim, keepdim):
+    t = tangents[0]
+    return (_shared_tangent(t, x, ans[0], dim, keepdim, False),
+            _shared_tangent(t, x, ans[1], dim, keepdim, False))
+
+
 AMINMAX = defop("aminmax", _aminmax_impl, kind=OPAQUE, n_outputs=2, meta=_aminmax_meta,
-                save=(0,), save_output=True, vjp=_aminmax_vjp)
+                save=(0,), save_output=True, vjp=_aminmax_vjp, jvp=_aminmax_jvp)
 
 
 @public("aminmax", method=True)
@@ -250,17 +288,20 @@ def _median_all_meta(x, ignore_nan):
 
 MEDIAN_ALL = defop("median", lambda x, ignore_nan: _median_all_impl(x, ignore_nan),
                    kind=OPAQUE, meta=_median_all_meta, save=(0,), save_output=True,
-                   vjp=(_median_all_vjp,), node_name="MedianBackward0")
+                   vjp=(_median_all_vjp,), node_name="MedianBackward0",
+                   jvp=lambda ts, ans, x, ignore_nan: _shared_tangent(ts[0], x, ans, None, False))
 MEDIAN_DIM = defop("median_dim", lambda x, dim, keepdim: _median_dim_impl(x, dim, keepdim, False),
                    kind=OPAQUE, n_outputs=2, meta=_pair_meta, save=(0,), save_output=True,
-                   vjp=_select_vjp, node_name="MedianBackward1")
+                   vjp=_select_vjp, jvp=_select_jvp, node_name="MedianBackward1")
 NANMEDIAN_ALL = defop("nanmedian", lambda x, ignore_nan: _median_all_impl(x, ignore_nan),
                       kind=OPAQUE, meta=_median_all_meta, save=(0,), save_output=True,
-                      vjp=(_median_all_vjp,), node_name="NanmedianBackward0")
+                      vjp=(_median_all_vjp,), node_name="NanmedianBackward0",
+                      jvp=lambda ts, ans, x, ignore_nan: _shared_tangent(ts[0], x, ans, None,
+                                                                         False))
 NANMEDIAN_DIM = defop(
     "nanmedian_dim", lambda x, dim, keepdim: _median_dim_impl(x, dim, keepdim, True),
     kind=OPAQUE, n_outputs=2, meta=_pair_meta, save=(0,), save_output=True, vjp=_select_vjp,
-    node_name="NanmedianBackward1")
+    jvp=_select_jvp, node_name="NanmedianBackward1")
 
 
 def _median(name, all_op, dim_op, result, input, dim, keepdim):  # noqa: A002
@@ -298,7 +339,7 @@ def _kthvalue_impl(x, k, dim, keepdim):
 
 KTHVALUE = defop("kthvalue", _kthvalue_impl, kind=OPAQUE, n_outputs=2,
                  meta=lambda x, k, dim, keepdim: _pair_meta(x, dim, keepdim), save=(0,),
-                 save_output=True, vjp=_select_vjp)
+                 save_output=True, vjp=_select_vjp, jvp=_select_jvp)
 
 
 @public("kthvalue", method=True)
@@ -327,7 +368,7 @@ def _mode_impl(x, dim, keepdim):
 
 
 MODE = defop("mode", _mode_impl, kind=OPAQUE, n_outputs=2, meta=_pair_meta, save=(0,),
-             save_output=True, vjp=_select_vjp)
+             save_output=True, vjp=_select_vjp, jvp=_select_jvp)
 
 
 @public("mode", method=True)

@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
-from .registry import OPAQUE, apply, defop
+from .registry import LINEAR, OPAQUE, apply, defop
 from .selection import _full_index, _gather_to, where
 from .surface import public
 
@@ -92,8 +92,42 @@ def _scatter_reduce_meta(x, index, src, dim, reduce, include_self):
     return tuple(x.shape), x.dtype
 
 
+def _scatter_reduce_jvp(tangents, ans, x, index, src, dim, reduce, include_self):
+    from .creation import zeros
+
+    tx, _, ts = tangents
+    tx = tx if tx is not None else zeros(tuple(x.shape), dtype=ans.dtype)
+    ts = ts if ts is not None else zeros(tuple(src.shape), dtype=ans.dtype)
+    if reduce in ("sum", "mean"):  # linear in (self, src)
+        return apply(SCATTER_REDUCE, tx, index, ts, dim=dim, reduce=reduce,
+                     include_self=include_self)
+    if reduce == "prod":  # d log(result) = sum of d log(factor)
+        own = tx / x * ans
+        if not include_self:
+            own = own.scatter(dim, index, 0)
+        return own + ans * zeros(tuple(x.shape), dtype=ans.dtype).scatter_add(
+            dim, index, _cut(ts / src, index))
+    value = ans.gather(dim, index)  # amax, amin: the mean tangent of the elements equal to it
+    self_is = (x == ans).to(ans.dtype)
+    if not include_self:
+        self_is = self_is.scatter(dim, index, 0)
+    src_is = (_cut(src, index) == value).to(ans.dtype)
+    n = self_is.scatter_add(dim, index, src_is)
+    return (self_is * tx).scatter_add(dim, index, src_is * _cut(ts, index)) / n
+
+
+def _cut(src, index):
+    """``src``'s leading part that ``index`` covers."""
+    if tuple(src.shape) == tuple(index.shape):
+        return src
+    for d, n in enumerate(index.shape):
+        src = src.narrow(d, 0, n)
+    return src
+
+
 SCATTER_REDUCE = defop("scatter_reduce", _scatter_reduce_impl, kind=OPAQUE, save=(0, 1, 2),
-                       save_output=True, meta=_scatter_reduce_meta, vjp=_scatter_reduce_vjp)
+                       save_output=True, meta=_scatter_reduce_meta, vjp=_scatter_reduce_vjp,
+                       jvp=_scatter_reduce_jvp)
 
 
 @public("scatter_reduce", method=True, inplace=True)
@@ -158,14 +192,16 @@ def _index_meta(name: str):
 
 INDEX_COPY = defop(
     "index_copy", _index_copy_impl, kind=OPAQUE, save=(1,), meta=_index_meta("index_copy"),
+    jvp=LINEAR,
     vjp=(lambda g, ans, x, index, source, dim: _fill0(g, index, dim), None,
          lambda g, ans, x, index, source, dim: _selected(g, index, dim)))
 INDEX_FILL = defop(
     "index_fill", _index_fill_impl, kind=OPAQUE, save=(1,), meta=_index_meta("index_fill"),
+    jvp=lambda ts, ans, x, index, dim, value: None if ts[0] is None else _fill0(ts[0], index, dim),
     vjp=(lambda g, ans, x, index, dim, value: _fill0(g, index, dim), None))
 INDEX_FILL_TENSOR = defop(
     "index_fill_tensor", _index_fill_tensor_impl, kind=OPAQUE, save=(1,),
-    node_name="IndexFillBackward1", meta=_index_meta("index_fill"),
+    node_name="IndexFillBackward1", meta=_index_meta("index_fill"), jvp=LINEAR,
     vjp=(lambda g, ans, x, index, value, dim: _fill0(g, index, dim), None,
          lambda g, ans, x, index, value, dim: _selected(g, index, dim).sum()))
 
