@@ -258,3 +258,32 @@ def _jg_erfc(x):
 
 def _jg_exp2(x):
     return 2.0 ** x
+
+
+# signbit, copysign, nextafter (elementwise3's templates; nextafter is fused in float64 only)
+
+
+def _jg_signbit(x):
+    return math.copysign(1.0, x) < 0.0
+
+
+def _jg_copysign(x, y):
+    return math.copysign(x, y)
+
+
+def _jg_nextafter(x, y):
+    # float64 (the only dtype nextafter's template fuses), by frexp/ldexp: the simulator has
+    # no libdevice. The step is x's spacing towards y (half of it below a power of two).
+    if x != x or y != y:
+        return x + y
+    if x == y:
+        return y
+    if x == 0.0:
+        return math.copysign(5e-324, y)
+    if math.isinf(x):
+        return math.copysign(1.7976931348623157e308, x)
+    m, e = math.frexp(x)
+    toward_zero = (y > x) == (x < 0.0)
+    step = math.ldexp(1.0, e - (54 if toward_zero and abs(m) == 0.5 else 53))
+    step = max(step, 5e-324)
+    return x + step if y > x else x - step

@@ -353,3 +353,23 @@ def _jg_erfc(x):
 @_inline
 def _jg_exp2(x):
     return 2.0 ** x
+
+
+# signbit, copysign, nextafter (elementwise3's templates)
+NAMES = NAMES + ("signbit", "copysign", "nextafter")
+__all__ += ["_jg_signbit", "_jg_copysign", "_jg_nextafter"]
+
+
+@_inline
+def _jg_signbit(x):
+    return math.copysign(1.0, x) < 0.0
+
+
+@_inline
+def _jg_copysign(x, y):
+    return math.copysign(x, y)
+
+
+@_inline
+def _jg_nextafter(x, y):
+    return math.nextafter(x, y)

@@ -1,0 +1,401 @@
+"""Indexed writes and statistics torch scripts call: ``scatter_reduce`` (sum, prod, mean, amax,
+amin; ``include_self``), ``index_copy`` and ``index_fill`` (defops with torch's node names and
+backward formulas), and the compositions ``quantile``/``nanquantile`` (the five
+interpolations), ``dist``, ``renorm``, ``cov`` and ``corrcoef`` (made of other ops, as torch
+composes most of them: autograd, ``jit`` and ``vmap`` see their pieces)."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from .. import dtypes
+from . import registry
+from ._shape import wrap_dim
+from .registry import LINEAR, OPAQUE, apply, defop
+from .selection import _full_index, _gather_to, where
+from .surface import public
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+# ---------------------------------------------------------------- scatter_reduce
+def _identity(reduce: str, dt: np.dtype):
+    if reduce in ("sum", "mean"):
+        return 0
+    if reduce == "prod":
+        return 1
+    if dt.kind == "f":
+        return -np.inf if reduce == "amax" else np.inf
+    info = np.iinfo(dt) if dt.kind in "iu" else None
+    if info is None:
+        return reduce == "amin"
+    return info.min if reduce == "amax" else info.max
+
+
+def _scatter_reduce_impl(x, index, src, dim, reduce, include_self):
+    out = x.copy()
+    pos = _full_index(index, dim)
+    s = src[tuple(slice(0, n) for n in index.shape)]
+    if not include_self:
+        out[pos] = _identity(reduce, x.dtype)
+    ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
+             "amin": np.minimum}[reduce]
+    ufunc.at(out, pos, s)
+    if reduce == "mean":
+        count = np.ones(x.shape, np.int64) if include_self else np.zeros(x.shape, np.int64)
+        np.add.at(count, pos, 1)
+        count = np.maximum(count, 1)
+        out = out / count if x.dtype.kind in "fc" else np.floor_divide(out, count)
+    return out.astype(x.dtype)
+
+
+def _scatter_reduce_vjp(g, ans, x, index, src, dim, reduce, include_self):
+    from .creation import ones, zeros
+
+    if reduce == "sum":
+        gs, gsrc = g, _gather_to(g, dim, index, src)
+    elif reduce == "mean":
+        n = (ones if include_self else zeros)(tuple(g.shape), dtype=g.dtype)
+        n = n.scatter_add(dim, index, ones(tuple(index.shape), dtype=g.dtype))
+        n = where(n == 0, 1.0, n)
+        gs, gsrc = g / n, _gather_to(g / n, dim, index, src)
+    elif reduce == "prod":  # torch's formula, exact where self or src hold (single) zeros
+        masked_self = where(x == 0, 1.0, x)
+        masked_self_result = apply(SCATTER_REDUCE, masked_self, index, src, dim=dim,
+                                   reduce=reduce, include_self=include_self)
+        gs = g * masked_self_result / masked_self
+        src_zero = src == 0
+        n_zeros = zeros(tuple(x.shape), dtype=g.dtype).scatter_add(
+            dim, index, src_zero.to(g.dtype)).gather(dim, index)
+        single = src_zero & (n_zeros == 1)
+        masked_src = where(single, 1.0, src)
+        masked_src_result = apply(SCATTER_REDUCE, x, index, masked_src, dim=dim, reduce=reduce,
+                                  include_self=include_self)
+        gsrc = where(single, (g * masked_src_result).gather(dim, index),
+                     (g * ans).gather(dim, index) / where(src_zero, 1.0, src))
+    else:  # amax, amin: shared evenly among the elements equal to the result
+        value = ans.gather(dim, index)
+        self_is = (x == ans).to(g.dtype)
+        src_is = (src == value).to(g.dtype)
+        share = g / self_is.scatter_add(dim, index, src_is)
+        gs, gsrc = self_is * share, src_is * share.gather(dim, index)
+    if not include_self:
+        gs = gs.scatter(dim, index, 0)
+    return gs, None, gsrc
+
+
+def _scatter_reduce_meta(x, index, src, dim, reduce, include_self):
+    if x.dtype != src.dtype:
+        raise RuntimeError("scatter_reduce(): Expected self.dtype to be equal to src.dtype")
+    return tuple(x.shape), x.dtype
+
+
+def _scatter_reduce_jvp(tangents, ans, x, index, src, dim, reduce, include_self):
+    from .creation import zeros
+
+    tx, _, ts = tangents
+    tx = tx if tx is not None else zeros(tuple(x.shape), dtype=ans.dtype)
+    ts = ts if ts is not None else zeros(tuple(src.shape), dtype=ans.dtype)
+    if reduce in ("sum", "mean"):  # linear in (self, src)
+        return apply(SCATTER_REDUCE, tx, index, ts, dim=dim, reduce=reduce,
+                     include_self=include_self)
+    if reduce == "prod":  # d log(result) = sum of d log(factor)
+        own = tx / x * ans
+        if not include_self:
+            own = own.scatter(dim, index, 0)
+        return own + ans * zeros(tuple(x.shape), dtype=ans.dtype).scatter_add(
+            dim, index, _cut(ts / src, index))
+    value = ans.gather(dim, index)  # amax, amin: the mean tangent of the elements equal to it
+    self_is = (x == ans).to(ans.dtype)
+    if not include_self:
+        self_is = self_is.scatter(dim, index, 0)
+    src_is = (_cut(src, index) == value).to(ans.dtype)
+    n = self_is.scatter_add(dim, index, src_is)
+    return (self_is * tx).scatter_add(dim, index, src_is * _cut(ts, index)) / n
+
+
+def _cut(src, index):
+    """``src``'s leading part that ``index`` covers."""
+    if tuple(src.shape) == tuple(index.shape):
+        return src
+    for d, n in enumerate(index.shape):
+        src = src.narrow(d, 0, n)
+    return src
+
+
+SCATTER_REDUCE = defop("scatter_reduce", _scatter_reduce_impl, kind=OPAQUE, save=(0, 1, 2),
+                       save_output=True, meta=_scatter_reduce_meta, vjp=_scatter_reduce_vjp,
+                       jvp=_scatter_reduce_jvp)
+
+
+@public("scatter_reduce", method=True, inplace=True)
+def scatter_reduce(input, dim: int, index, src, reduce: str, *,  # noqa: A002
+                   include_self: bool = True):
+    """Reduces ``src`` into a copy of ``input`` at ``index`` along ``dim`` with ``reduce``
+    (``"sum"``, ``"prod"``, ``"mean"``, ``"amax"``, ``"amin"``); with ``include_self=False``
+    the written positions start from the reduction's identity instead of ``input``."""
+    from .selection import _check_scatter
+
+    if reduce not in _REDUCES:  # (torch 2.13 lets "max"/"min" through unchecked; refused here)
+        raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
+                           f"{reduce}")
+    d = _check_scatter("scatter_reduce", input, dim, index, src)
+    return apply(SCATTER_REDUCE, input, index, src, dim=d, reduce=reduce,
+                 include_self=bool(include_self))
+
+
+# ---------------------------------------------------------------- index_copy, index_fill
+def _index_key(ndim: int, dim: int, index):
+    return (slice(None),) * dim + (index,)
+
+
+def _index_copy_impl(x, index, source, dim):
+    out = x.copy()
+    if x.ndim == 0:
+        return source.reshape(()).astype(x.dtype)
+    out[_index_key(x.ndim, dim, index)] = source
+    return out
+
+
+def _index_fill_impl(x, index, dim, value):
+    out = x.copy()
+    if x.ndim == 0:
+        return np.full((), value, x.dtype) if index.size else out
+    out[_index_key(x.ndim, dim, index)] = value
+    return out
+
+
+def _index_fill_tensor_impl(x, index, value, dim):
+    return _index_fill_impl(x, index, dim, value.reshape(()))
+
+
+def _fill0(g, index, dim):
+    return apply(INDEX_FILL, g, index, dim=dim, value=0)
+
+
+def _selected(g, index, dim):
+    return g.reshape(1) if g.ndim == 0 else g.index_select(dim, index)
+
+
+def _index_meta(name: str):
+    def meta(x, index, *rest, dim, **params):
+        if index.dtype is not dtypes.int64:
+            raise RuntimeError(f"{name}(): Expected a long tensor for index, but got "
+                               f"{str(index.dtype).split('.')[-1].capitalize()}")
+        if index.ndim > 1:
+            raise IndexError(f"{name}(): Index is supposed to be a vector")
+        return tuple(x.shape), x.dtype
+    return meta
+
+
+INDEX_COPY = defop(
+    "index_copy", _index_copy_impl, kind=OPAQUE, save=(1,), meta=_index_meta("index_copy"),
+    jvp=LINEAR,
+    vjp=(lambda g, ans, x, index, source, dim: _fill0(g, index, dim), None,
+         lambda g, ans, x, index, source, dim: _selected(g, index, dim)))
+INDEX_FILL = defop(
+    "index_fill", _index_fill_impl, kind=OPAQUE, save=(1,), meta=_index_meta("index_fill"),
+    jvp=lambda ts, ans, x, index, dim, value: None if ts[0] is None else _fill0(ts[0], index, dim),
+    vjp=(lambda g, ans, x, index, dim, value: _fill0(g, index, dim), None))
+INDEX_FILL_TENSOR = defop(
+    "index_fill_tensor", _index_fill_tensor_impl, kind=OPAQUE, save=(1,),
+    node_name="IndexFillBackward1", meta=_index_meta("index_fill"), jvp=LINEAR,
+    vjp=(lambda g, ans, x, index, value, dim: _fill0(g, index, dim), None,
+         lambda g, ans, x, index, value, dim: _selected(g, index, dim).sum()))
+
+
+@public("index_copy", method=True, inplace=True)
+def index_copy(input, dim: int, index, source):  # noqa: A002
+    """A copy of ``input`` with its slices ``index`` along ``dim`` replaced by ``source``'s."""
+    if source.dtype != input.dtype:
+        raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
+                           f"but got (self) {str(input.dtype).split('.')[-1].capitalize()} and "
+                           f"(source) {str(source.dtype).split('.')[-1].capitalize()}")
+    return apply(INDEX_COPY, input, index, source, dim=wrap_dim(dim, input.ndim))
+
+
+@public("index_fill", method=True, inplace=True)
+def index_fill(input, dim: int, index, value):  # noqa: A002
+    """A copy of ``input`` with its slices ``index`` along ``dim`` set to ``value`` (a number or
+    a 0-d tensor)."""
+    d = wrap_dim(dim, input.ndim)
+    if isinstance(value, registry.Tensor):
+        if value.ndim:
+            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                               f"tensor with {value.ndim} dimension(s).")
+        return apply(INDEX_FILL_TENSOR, input, index, value.to(input.dtype), dim=d)
+    return apply(INDEX_FILL, input, index, dim=d, value=value)
+
+
+# ---------------------------------------------------------------- quantile
+_INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A002
+    from .creation import tensor
+
+    if not input.dtype.is_floating_point:
+        raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
+    if interpolation not in _INTERPOLATIONS:
+        raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
+                           f"midpoint or nearest. Got {interpolation}")
+    scalar_q = not isinstance(q, registry.Tensor)
+    if scalar_q:
+        q = tensor(float(q), dtype=input.dtype, device=input.device)
+    elif q.dtype != input.dtype:
+        raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
+    if q.ndim > 1:
+        raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
+    if scalar_q and not 0 <= float(q.item()) <= 1:
+        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {float(q.item())}")
+    if not scalar_q and q._trace is None:  # (a traced q's values are not known)
+        qv = q.detach().numpy().reshape(-1)
+        if ((qv < 0) | (qv > 1)).any():
+            raise RuntimeError(f"{name}() q values must be in the range [0, 1]")
+    if input.numel() == 0:
+        raise RuntimeError(f"{name}() input tensor must be non-empty")
+    if dim is None:
+        x = input.reshape(-1)
+        out_shape = [1] * input.ndim if keepdim else []
+    else:
+        d = wrap_dim(dim, input.ndim)
+        x = input.movedim(d, -1) if input.ndim else input.reshape(1)
+        out_shape = list(input.shape)
+        if out_shape:
+            if keepdim:
+                out_shape[d] = 1
+            else:
+                del out_shape[d]
+    srt = x.sort(-1).values  # NaN last
+    n = srt.shape[-1]
+    nan = srt.isnan()
+    qs = q.reshape(-1, *([1] * (srt.ndim - 1)), 1)  # (Q, ..., 1); differentiable, as torch
+    if ignore_nan:
+        valid = (~nan).sum(-1, keepdim=True).to(input.dtype)
+        ranks = qs * (valid - 1)
+        ranks = where(ranks < 0, float(n - 1), ranks)  # an all-NaN row: its last value, NaN
+    else:
+        ranks = (qs * (n - 1)).expand((qs.shape[0],) + tuple(srt.shape[:-1]) + (1,))
+        ranks = where(nan.sum(-1, keepdim=True) > 0, float(n - 1), ranks)
+    if interpolation == "lower":
+        ranks = ranks.floor()
+    elif interpolation == "higher":
+        ranks = ranks.ceil()
+    elif interpolation == "nearest":
+        ranks = ranks.round()
+    below = ranks.floor().long()
+    above = ranks.ceil().long()
+    big = srt.unsqueeze(0).expand(tuple(ranks.shape[:-1]) + (n,))
+    v_below = big.gather(-1, below)
+    if interpolation in ("lower", "higher", "nearest"):
+        out = v_below
+    else:
+        v_above = big.gather(-1, above)
+        w = (ranks - below.to(input.dtype)) if interpolation == "linear" else 0.5
+        out = v_below + (v_above - v_below) * w
+    out = out.squeeze(-1)  # (Q, ...rest)
+    out = out.reshape([out.shape[0]] + out_shape)
+    return out.squeeze(0) if scalar_q or q.ndim == 0 else out
+
+
+@public("quantile", method=True)
+def quantile(input, q, dim=None, keepdim: bool = False, *,  # noqa: A002
+             interpolation: str = "linear"):
+    """The ``q``-quantiles (a number or a 1-D tensor: then a leading dim of quantiles) of all
+    elements or along ``dim``; a row holding NaN gives NaN."""
+    return _quantile("quantile", input, q, dim, keepdim, interpolation, False)
+
+
+@public("nanquantile", method=True)
+def nanquantile(input, q, dim=None, keepdim: bool = False, *,  # noqa: A002
+                interpolation: str = "linear"):
+    """``quantile`` ignoring NaNs (NaN where a row holds nothing else)."""
+    return _quantile("nanquantile", input, q, dim, keepdim, interpolation, True)
+
+
+# ---------------------------------------------------------------- dist, renorm, cov, corrcoef
+@public("dist", method=True)
+def dist(input, other, p=2):  # noqa: A002
+    """The ``p``-norm of ``input - other`` (broadcast)."""
+    from .norms import vector_norm
+
+    return vector_norm(input - other, float(p))
+
+
+@public("renorm", method=True, inplace=True)
+def renorm(input, p, dim: int, maxnorm):  # noqa: A002
+    """Each slice along ``dim`` whose ``p``-norm exceeds ``maxnorm`` scaled down to norm
+    ``maxnorm`` (by ``maxnorm / (norm + 1e-7)``, as torch)."""
+    from .norms import vector_norm
+
+    if p <= 0:
+        raise RuntimeError("renorm: non-positive-norm not supported")
+    if maxnorm < 0:
+        raise RuntimeError(f"renorm: expected maxnorm to be >= 0 but got {maxnorm}")
+    if input.ndim <= 1:
+        raise RuntimeError(f"renorm: input needs at least 2 dimensions, got {input.ndim} "
+                           f"dimensions")
+    d = wrap_dim(dim, input.ndim)
+    dims = tuple(i for i in range(input.ndim) if i != d)
+    norm = vector_norm(input, float(p), dims, keepdim=True)
+    factor = where(norm > maxnorm, maxnorm / (norm + 1e-7), 1.0)
+    return input * factor
+
+
+@public("cov", method=True)
+def cov(input, *, correction: int = 1, fweights=None, aweights=None):  # noqa: A002
+    """The covariance matrix of the variables in ``input``'s rows (observations in columns),
+    with frequency and observation weights; a 0-d result for a single variable."""
+    if input.ndim > 2:
+        raise RuntimeError(f"cov(): expected input to have two or fewer dimensions but got an "
+                           f"input with {input.ndim} dimensions")
+    x = input.reshape(1, -1) if input.ndim < 2 else input
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        x = x.to(dtypes.get_default_dtype())
+    n_obs = x.shape[1]
+    w = None
+    for name, wt in (("fweights", fweights), ("aweights", aweights)):
+        if wt is None:
+            continue
+        if wt.ndim > 1:
+            raise RuntimeError(f"cov(): expected {name} to have one or fewer dimensions but got "
+                               f"{name} with {wt.ndim} dimensions")
+        if wt.numel() != n_obs:
+            raise RuntimeError(f"cov(): expected {name} to have the same numel as there are "
+                               f"observations in the input but got {wt.numel()} != {n_obs}")
+        w = wt if w is None else w * wt
+    if w is None:
+        avg = x.mean(1)
+        w_sum = float(n_obs)
+    else:
+        w = w.to(x.dtype)
+        w_sum = w.sum()
+        avg = (x * w).sum(1) / w_sum
+    if w is not None and aweights is not None and correction != 0:
+        norm_factor = w_sum - correction * (w * aweights.to(x.dtype)).sum() / w_sum
+    else:
+        norm_factor = w_sum - correction
+    low = norm_factor <= 0 if not isinstance(norm_factor, registry.Tensor) else \
+        bool((norm_factor <= 0).item())
+    if low:
+        warnings.warn("cov(): degrees of freedom is <= 0. Correction should be strictly less "
+                      "than the number of observations.", UserWarning, stacklevel=2)
+        norm_factor = norm_factor * 0 if isinstance(norm_factor, registry.Tensor) else 0.0
+    xm = x - avg.unsqueeze(1)
+    right = (xm if w is None else xm * w).t().conj()
+    return (xm.mm(right) / norm_factor).squeeze()
+
+
+@public("corrcoef", method=True)
+def corrcoef(input):  # noqa: A002
+    """Pearson's correlation coefficients of the variables in ``input``'s rows (clipped to
+    [-1, 1])."""
+    c = cov(input)
+    if c.ndim == 0:
+        return c / c
+    std = c.diagonal().sqrt()
+    c = c / std.unsqueeze(1)
+    c = c / std.unsqueeze(0)
+    return c if c.dtype.is_complex else c.clamp(-1, 1)
