@@ -39,7 +39,8 @@ def result_type(tensor1, tensor2) -> dtype:  # noqa: A001
 def __getattr__(name: str):
     import importlib
 
-    if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing"):
+    if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing",
+                "special"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "compile":  # torch.compile's entry point, on jit (imported on first use)
         from .jit.torch_compile import compile

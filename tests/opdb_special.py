@@ -50,4 +50,6 @@ def special_records() -> list[OpInfo]:
                      _s(3, lambda rng: _u(rng, 4, lo=0.3, hi=3.0), name="n3")),
                _polygamma_ref if _HAVE_MPMATH else None, **_LOOSE),
         OpInfo("erfinv", "erfinv", _in(-0.9, 0.9), _mp("erfinv"), **_LOOSE),
+        OpInfo("special.entr", "special.entr", _in(0.05, 3.0),
+               lambda x: -x * np.log(x), **_LOOSE),
     ]

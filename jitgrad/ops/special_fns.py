@@ -192,3 +192,18 @@ def _erfinv_impl(y: np.ndarray) -> np.ndarray:
 ERFINV = defop("erfinv", _erfinv_impl, kind=POINTWISE, promote=FLOAT, save_output=True,
                vjp=(lambda g, ans, y: g * (_SQRT_PI_OVER_2 * (ans * ans).exp()),),
                jvp=ELEMENTWISE, public=Public("erfinv", method=True, inplace=True))
+
+
+# ---------------------------------------------------------------- entr (torch.special)
+
+
+def _entr_impl(x: np.ndarray) -> np.ndarray:
+    with np.errstate(all="ignore"):
+        value = -x * np.log(np.where(x > 0, x, 1))
+        value = np.where(x == 0, 0, np.where(x < 0, -np.inf, value))
+        return np.where(np.isnan(x), np.nan, value).astype(x.dtype, copy=False)
+
+
+ENTR = defop("special_entr", _entr_impl, kind=POINTWISE, promote=FLOAT, save=(0,),
+             node_name="SpecialEntrBackward0",
+             vjp=(lambda g, ans, x: g * -(1 + x.log()),), jvp=ELEMENTWISE)

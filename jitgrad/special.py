@@ -1,0 +1,83 @@
+"""``jitgrad.special``: torch.special's functions, on jitgrad's ops.
+
+Most names are the top-level ops under torch.special's names (``expit`` is ``sigmoid``,
+``gammaln`` is ``lgamma``, ``psi`` is ``digamma``); ``entr`` is an op with torch's node, ``ndtr``
+composes ``erfc`` as torch does. ``xlog1py`` and ``multigammaln`` are compositions of ops:
+values and gradients are torch's, the autograd nodes are their pieces'. Not here: the Bessel,
+orthogonal-polynomial and incomplete-gamma functions, ``erfcx``, ``i0``/``i1``, ``ndtri``,
+``log_ndtr``, ``zeta``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from . import ops as _ops
+from .ops.registry import apply
+from .dtypes import get_default_dtype
+from .ops.special_fns import ENTR, polygamma
+
+__all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
+           "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "polygamma",
+           "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]
+
+erf = _ops.erf
+erfc = _ops.erfc
+erfinv = _ops.erfinv
+exp2 = _ops.exp2
+expit = _ops.sigmoid
+expm1 = _ops.expm1
+gammaln = _ops.lgamma
+digamma = psi = _ops.digamma
+log1p = _ops.log1p
+logit = _ops.logit
+logsumexp = _ops.logsumexp
+round = _ops.round  # noqa: A001 - torch's name
+sinc = _ops.sinc
+xlogy = _ops.xlogy
+
+
+def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
+    """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
+    return _ops.softmax(input, dim, dtype=dtype)
+
+
+def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
+    """``log(softmax(x))`` along ``dim``, computed stably."""
+    return _ops.log_softmax(input, dim, dtype=dtype)
+
+
+def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
+    """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
+    from .tensor import Tensor
+
+    x = input if isinstance(input, Tensor) else _ops.tensor(input)
+    y = other if isinstance(other, Tensor) else _ops.tensor(other, dtype=x.dtype)
+    value = x * _ops.log1p(y)
+    return _ops.where((x == 0) & ~_ops.isnan(y), _ops.zeros_like(value), value)
+
+
+def entr(input: Any) -> Any:  # noqa: A002
+    """The entropy term ``-x * log(x)``: 0 at 0, ``-inf`` below 0 (``SpecialEntrBackward0``)."""
+    return apply(ENTR, input)
+
+
+def ndtr(input: Any) -> Any:  # noqa: A002
+    """The standard normal distribution function ``(1 + erf(x / sqrt(2))) / 2``, computed as
+    ``erfc(-x / sqrt(2)) / 2`` so the lower tail keeps its relative accuracy (torch's nodes)."""
+    x = input if input.dtype.is_floating_point else input.to(get_default_dtype())
+    return _ops.erfc(x * (-1 / math.sqrt(2))) * 0.5
+
+
+def multigammaln(input: Any, p: int) -> Any:  # noqa: A002
+    """The multivariate log-gamma function of dimension ``p``:
+    ``p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(x - j / 2)``."""
+    if p < 1:
+        raise RuntimeError(f"p has to be greater than or equal to 1, but got p = {p}")
+    if not bool((input > (p - 1) / 2).all()):
+        raise RuntimeError("All elements must be greater than (p-1)/2")
+    total = p * (p - 1) / 4 * math.log(math.pi)
+    for j in range(p):
+        total = total + _ops.lgamma(input - j / 2)
+    return total
