@@ -191,3 +191,47 @@ def test_errors_match_torch():
         with pytest.raises(RuntimeError) as mine:
             call(L, jg)
         assert str(mine.value) == str(theirs.value)
+
+
+def _fns(lib):
+    top = jg if lib is L else torch
+
+    def eigh(a):
+        values, vectors = lib.eigh(a + a.mT)
+        c = top.arange(1, a.shape[-1] + 1, dtype=a.dtype)
+        return values, (vectors * c) @ vectors.mT
+
+    def qr(a):
+        return lib.qr(a)
+
+    def qr_wide(a):
+        return lib.qr(a[..., :3, :])
+
+    def svd(a):
+        u, s, vh = lib.svd(a, full_matrices=False)
+        c = top.arange(1, s.shape[-1] + 1, dtype=a.dtype)
+        return s, (u * c) @ u.mT, (vh.mT * c) @ vh
+
+    def pinv(a):
+        return lib.pinv(a)
+
+    def triangular(a):
+        return (lib.solve_triangular(a[..., :3, :3] + 3 * top.eye(3, dtype=a.dtype), a,
+                                     upper=True),
+                lib.solve_triangular(a[..., :3, :3] + 3 * top.eye(3, dtype=a.dtype),
+                                     a.mT, upper=False, left=False, unitriangular=True))
+    return {"eigh": eigh, "qr": qr, "qr_wide": qr_wide, "svd": svd, "pinv": pinv,
+            "triangular": triangular}
+
+
+@pytest.mark.parametrize("name", ["eigh", "qr", "qr_wide", "svd", "pinv", "triangular"])
+def test_forward_mode_matches_torch(name):
+    rng = np.random.default_rng(11)
+    shape = {"eigh": (3, 3), "qr_wide": (5, 5), "triangular": (3, 4)}.get(name, (5, 3))
+    a, t = rng.standard_normal(shape), rng.standard_normal(shape)
+    _, mine = jg.func.jvp(_fns(L)[name], (jg.tensor(a),), (jg.tensor(t),))
+    _, theirs = torch.func.jvp(_fns(TL)[name], (torch.tensor(a),), (torch.tensor(t),))
+    mine = mine if isinstance(mine, tuple) else (mine,)
+    theirs = theirs if isinstance(theirs, tuple) else (theirs,)
+    for x, y in zip(mine, theirs):
+        np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-8, atol=1e-10)

@@ -145,7 +145,8 @@ def _detach_tree(out: Any) -> Any:
     if isinstance(out, Tensor):
         return out.detach()
     if isinstance(out, (tuple, list)):
-        return type(out)(_detach_tree(o) for o in out)
+        items = [_detach_tree(o) for o in out]
+        return type(out)(*items) if hasattr(out, "_fields") else type(out)(items)
     if isinstance(out, dict):
         return {k: _detach_tree(v) for k, v in out.items()}
     return out

@@ -154,15 +154,15 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
     # Stable for large |x| in both directions.
     if np.iscomplexobj(x):
         return 1 / (1 + np.exp(-x))
-    # 1 / (1 + exp(-x)) keeps the relative accuracy of the lower tail, and an overflowing
-    # exp gives the limit 0 (np.where over the sign branched: 4x slower); float16 goes
-    # through float32 as torch's kernel does
+    # exp(min(x, 0)) / (1 + exp(-|x|)): e/(1+e) below 0 (the lower tail down to the
+    # subnormals, as torch), 1/(1+e) above, and no overflow; branch-free (np.where over the
+    # sign branched per element: 4x slower). float16 goes through float32, as torch's kernel.
     work = x.astype(np.float32) if x.dtype == np.float16 else x
-    with np.errstate(over="ignore"):
-        e = np.asarray(np.exp(-work))  # (a 0-d input gives a NumPy scalar)
+    e = np.asarray(np.exp(-np.abs(work)))  # (a 0-d input gives a NumPy scalar)
     np.add(e, 1, out=e)
-    np.reciprocal(e, out=e)
-    return e.astype(x.dtype, copy=False)
+    num = np.asarray(np.exp(np.minimum(work, 0)))
+    np.divide(num, e, out=num)
+    return num.astype(x.dtype, copy=False)
 
 
 def _to_impl(x: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:

@@ -98,8 +98,22 @@ def _eigh_vjp(grads, ans, a, uplo):
     return (vectors @ inner @ vh,)
 
 
+def _eigh_jvp(tangents, ans, a, uplo):
+    # dL = diag(Q^H dA Q), dQ = Q (F o Q^H dA Q), F_ij = 1/(L_j - L_i) off the diagonal (dA
+    # taken Hermitian, as the VJP's gradient is)
+    values, vectors = ans
+    da = tangents[0]
+    da = 0.5 * (da + _mh(da))
+    p = _mh(vectors) @ da @ vectors
+    d_values = p.diagonal(0, -2, -1)
+    d_values = d_values.real if d_values.dtype.is_complex else d_values
+    inv_e = _off_diagonal_inverse(values.unsqueeze(-2) - values.unsqueeze(-1)).to(a.dtype)
+    return d_values, vectors @ (p * inv_e)
+
+
 LINALG_EIGH = defop("linalg_eigh", _eigh_impl, kind=OPAQUE, meta=_eigh_meta, n_outputs=2,
-                    save_output=True, node_name="LinalgEighBackward0", vjp=_eigh_vjp)
+                    save_output=True, node_name="LinalgEighBackward0", vjp=_eigh_vjp,
+                    jvp=_eigh_jvp)
 
 
 def _check_uplo(uplo: str) -> str:
@@ -184,9 +198,24 @@ def _solve_triangular_vjp(g, ans, a, b, upper, unitriangular, left):
                   else tuple(a.shape)), sum_to(g_b, tuple(b.shape))
 
 
+def _solve_triangular_jvp(tangents, ans, a, b, upper, unitriangular, left):
+    # left: dX = T^-1 (dB - dT X); right: dX = (dB - X dT) T^-1 (dT: dA's triangle)
+    from .selection import tril, triu
+
+    da, db = tangents
+    rhs = db if db is not None else None
+    if da is not None:
+        dt = triu(da, 1 if unitriangular else 0) if upper else tril(da, -1 if unitriangular
+                                                                    else 0)
+        term = -(dt @ ans) if left else -(ans @ dt)
+        rhs = term if rhs is None else rhs + term
+    return apply(SOLVE_TRIANGULAR, a, rhs, upper=upper, unitriangular=unitriangular, left=left)
+
+
 SOLVE_TRIANGULAR = defop("linalg_solve_triangular", _solve_triangular_impl, kind=OPAQUE,
                          meta=_solve_triangular_meta, save=(0,), save_output=True,
-                         node_name="LinalgSolveTriangularBackward0", vjp=_solve_triangular_vjp)
+                         node_name="LinalgSolveTriangularBackward0", vjp=_solve_triangular_vjp,
+                         jvp=_solve_triangular_jvp)
 
 
 def solve_triangular(A, B, *, upper: bool, left: bool = True,  # noqa: N803
@@ -274,8 +303,40 @@ def _qr_vjp(grads, ans, a, mode):
     return (cat([g_x, g_y], -1),)
 
 
+def _qr_square_jvp(da, q, r):
+    # C = Q^H dA R^-1 = Q^H dQ + dR R^-1: the skew part Omega (from C's strict lower triangle;
+    # an imaginary diagonal keeps diag(R) real) is Q^H dQ, the rest dR R^-1
+    from .selection import tril
+
+    c = _mh(apply(SOLVE_TRIANGULAR, r, _mh(_mh(q) @ da), upper=True, unitriangular=False,
+                  left=True))
+    low = tril(c, -1)
+    omega = low - _mh(low)
+    if c.dtype.is_complex:
+        omega = omega + _diag_embed(c.diagonal(0, -2, -1).imag.to(c.dtype) * 1j)
+    d_r = (c - omega) @ r
+    d_ar = _mh(apply(SOLVE_TRIANGULAR, r, _mh(da), upper=True, unitriangular=False, left=True))
+    d_q = d_ar - q @ (c - omega)
+    return d_q, d_r
+
+
+def _qr_jvp(tangents, ans, a, mode):
+    from .movement import cat
+
+    m, n = a.shape[-2], a.shape[-1]
+    if mode == "r" or (mode == "complete" and m > n):
+        _qr_vjp((None, None), ans, a, mode)  # (raises torch's error)
+    q, r = ans
+    da = tangents[0]
+    if m >= n:
+        return _qr_square_jvp(da, q, r)
+    d_q, d_u = _qr_square_jvp(da[..., :m], q, r[..., :m])
+    d_v = _mh(d_q) @ a[..., m:] + _mh(q) @ da[..., m:]
+    return d_q, cat([d_u, d_v], -1)
+
+
 LINALG_QR = defop("linalg_qr", _qr_impl, kind=OPAQUE, meta=_qr_meta, n_outputs=2, save=(0,),
-                  save_output=True, node_name="LinalgQrBackward0", vjp=_qr_vjp)
+                  save_output=True, node_name="LinalgQrBackward0", vjp=_qr_vjp, jvp=_qr_jvp)
 
 
 def qr(A, mode: str = "reduced"):  # noqa: N803
@@ -344,8 +405,38 @@ def _svd_vjp(grads, ans, a, full_matrices):
     return (g_a,)
 
 
+def _svd_jvp(tangents, ans, a, full_matrices):
+    # dP = U^H dA V: dS = Re diag(dP); dU = U (F o (dP S + S dP^H)) + (I - U U^H) dA V / S;
+    # dV = V (F o (S dP + dP^H S)) + (I - V V^H) dA^H U / S; F_ij = 1/(S_j^2 - S_i^2)
+    u, s, vh = ans
+    m, n = a.shape[-2], a.shape[-1]
+    k = s.shape[-1]
+    if a.dtype.is_complex:
+        raise NotImplementedError("jitgrad: forward-mode AD of linalg.svd is not implemented "
+                                  "for complex inputs")
+    if full_matrices and m != n:
+        raise NotImplementedError("jitgrad: forward-mode AD of linalg.svd with "
+                                  "full_matrices=True needs a square input (the extra singular "
+                                  "vectors are arbitrary); pass full_matrices=False")
+    da = tangents[0]
+    u, vh = u[..., :k], vh[..., :k, :]
+    v = _mh(vh)
+    p = _mh(u) @ da @ v
+    d_s = p.diagonal(0, -2, -1)
+    s2 = s * s
+    inv_e = _off_diagonal_inverse(s2.unsqueeze(-2) - s2.unsqueeze(-1))
+    row, col = s.unsqueeze(-1), s.unsqueeze(-2)
+    d_u = u @ (inv_e * (p * col + row * _mh(p)))
+    d_v = v @ (inv_e * (row * p + _mh(p) * col))
+    if m > k:
+        d_u = d_u + (da @ v - u @ p) / col
+    if n > k:
+        d_v = d_v + (_mh(da) @ u - v @ _mh(p)) / col
+    return d_u, d_s, _mh(d_v)
+
+
 LINALG_SVD = defop("linalg_svd", _svd_impl, kind=OPAQUE, meta=_svd_meta, n_outputs=3, save=(0,),
-                   save_output=True, node_name="LinalgSvdBackward0", vjp=_svd_vjp)
+                   save_output=True, node_name="LinalgSvdBackward0", vjp=_svd_vjp, jvp=_svd_jvp)
 
 
 def svd(A, full_matrices: bool = True, *, driver=None):  # noqa: N803
@@ -398,8 +489,17 @@ def _pinv_meta(a, atol, rtol, hermitian):
     return tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a.dtype
 
 
+def _pinv_jvp(tangents, ans, a, atol, rtol, hermitian):
+    # d(A+) = -A+ dA A+ + A+ A+^H dA^H (I - A A+) + (I - A+ A) dA^H A+^H A+  (constant rank)
+    p, da = ans, tangents[0]
+    da_h, p_h = _mh(da), _mh(ans)
+    return (-p @ da @ p + p @ p_h @ da_h - p @ p_h @ da_h @ a @ p
+            + da_h @ p_h @ p - p @ a @ da_h @ p_h @ p)
+
+
 LINALG_PINV = defop("linalg_pinv", _pinv_impl, kind=OPAQUE, meta=_pinv_meta, save=(0,),
-                    save_output=True, node_name="LinalgPinvBackward0", vjp=(_pinv_vjp,))
+                    save_output=True, node_name="LinalgPinvBackward0", vjp=(_pinv_vjp,),
+                    jvp=_pinv_jvp)
 
 
 def _number(x):
