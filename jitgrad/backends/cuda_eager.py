@@ -40,7 +40,7 @@ from ..ops import registry
 from ..ops.registry import MOVEMENT, POINTWISE, REDUCE, Tensor
 from ..tensor import _make
 from .numba_cuda import SUPPORTED, CudaKernel, compile_source, full
-from .render import NotRenderableError
+from .render import NotRenderableError, npname
 
 
 def mixed_devices() -> RuntimeError:
@@ -289,7 +289,7 @@ _MM = """def mm(A, B, C, m, n, k):
             sB[ty, tx] = {D}(0)
         cuda.syncthreads()
         for j in range({T}):
-            acc += sA[ty, j] * sB[j, tx]
+            {ACC}
         cuda.syncthreads()
     if row < m and col < n:
         C[b, row, col] = acc
@@ -298,15 +298,18 @@ _MM = """def mm(A, B, C, m, n, k):
 
 def matmul3(a: CudaArray, b: CudaArray) -> CudaArray:
     """``a @ b`` for (batch, m, k) and (batch, k, n) device arrays of one dtype: the tiled
-    shared-memory kernel, one TILE x TILE block of threads per output tile."""
-    if a.dtype != b.dtype or a.dtype.kind not in "fiu":
+    shared-memory kernel, one TILE x TILE block of threads per output tile, accumulating in
+    the dtype (complex values in a complex accumulator; bool as NumPy: any of the ands)."""
+    if a.dtype != b.dtype or a.dtype.kind not in "fiucb":
         raise unsupported(registry.OPS["mm"], f"dtype {a.dtype}")
     bt, m, k = a.shape
     n = b.shape[2]
     tile = SIM_TILE if simulated() else TILE
     out = ca.empty((bt, m, n), a.dtype)
     if out.size:
-        src = _MM.format(T=tile, D=f"np.{a.dtype.name}")
+        acc = ("acc = acc or (sA[ty, j] and sB[j, tx])" if a.dtype == np.bool_ else
+               "acc += sA[ty, j] * sB[j, tx]")
+        src = _MM.format(T=tile, D=npname(a.dtype), ACC=acc)
         fn = compile_source(src, "mm")
         grid = (-(-n // tile), -(-m // tile), bt)
         fn[grid, (tile, tile)](a.dev(), b.dev(), out.dev(), m, n, k)
