@@ -37,6 +37,7 @@ def _to(obj: Any, device: str) -> Any:
     return obj
 
 
+MESSAGES: dict = {}  # (name, dtype) -> the NotImplementedError's text of a "no kernel"
 DTYPES = ("float32", "float64", "complex64", "int64", "bool")
 
 
@@ -84,11 +85,12 @@ def check(rec: Any, dtype: str | None = None, smallest: bool = False) -> str:
                     total = sum((o.float() * (k + 1)).sum() for k, o in enumerate(outs)
                                 if o.requires_grad and o.dtype.is_floating_point)
                     grads = jitgrad.autograd.grad(total, leaves, allow_unused=True)
-        except NotImplementedError:
+        except NotImplementedError as e:
             if device == "cpu":
                 if dtype not in rec.dtypes:
                     return "unsupported"
                 raise
+            MESSAGES[(rec.name, dtype)] = str(e)
             return "no kernel"
         except Exception:
             if device == "cpu" and dtype not in rec.dtypes:
