@@ -82,6 +82,12 @@ def _bce_logits(op, args, params):
     return _result(_no_grad(forward), x._dtype)
 
 
+def _meta_dtype(op, args, params) -> dtypes.dtype:
+    """The op's result dtype (a complex loss is complex, its imaginary part zero, as on the
+    CPU)."""
+    return op.meta(*[_standin(a) for a in args], **params)[1]
+
+
 def _smooth_l1(op, args, params):
     from ..ops.elementwise import where
 
@@ -91,7 +97,7 @@ def _smooth_l1(op, args, params):
     def forward():
         d = (x - y).abs()
         loss = where(d < beta, 0.5 * d * d / beta if beta else d * 0, d - 0.5 * beta)
-        return _reduce(loss.to(d.dtype), params["reduction"])
+        return _reduce(loss.to(d.dtype), params["reduction"]).to(_meta_dtype(op, args, params))
 
     return _result(_no_grad(forward))
 
@@ -105,7 +111,7 @@ def _huber(op, args, params):
     def forward():
         d = (x - y).abs()
         loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
-        return _reduce(loss.to(d.dtype), params["reduction"])
+        return _reduce(loss.to(d.dtype), params["reduction"]).to(_meta_dtype(op, args, params))
 
     return _result(_no_grad(forward))
 

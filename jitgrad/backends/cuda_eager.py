@@ -201,6 +201,10 @@ def _build(op, args, params, shape, dt, scalar_types: dict) -> CudaKernel:
         raise unsupported(op, f"dtype {', '.join(sorted({str(v.dtype) for v in in_vars}))}")
     if op.template is None:
         raise unsupported(op)
+    if all(v.dtype.np.kind in "iub" for v in in_vars + [out]) and any(
+            isinstance(p, float) and not p.is_integer() for p in params.values()):
+        # (the template would truncate it to the integer dtype first; the CPU does not)
+        raise unsupported(op, "a fractional number in an integer kernel")
     try:
         return CudaKernel(Graph(in_vars, [out], [Eqn(op, inputs, params, [out])]),
                           scalars=frozenset(scalars))

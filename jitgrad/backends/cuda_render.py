@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._ir import Graph, Var
+from .._ir import Eqn, Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
 from .cuda_lib import COMPLEX_NAMES
 from .render import (_CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal,
@@ -49,9 +49,13 @@ COMPLEX_TEMPLATES = frozenset({
     # math functions (COMPLEX_NAMES) and the templates made of them
     *(f"{name}({{0}})" for name in COMPLEX_NAMES), "1.0 / sqrt({0})", "({0} ** {1})",
     "({0} ** {p[exponent]})", "({p[base]} ** {0})", "({0} * {0})", "({0} * {0} * {0})",
-    "{0} / (1.0 + exp(-{0}))", "{0} != {0}",
-    "{0} * 0.017453292519943295", "{0} * 57.29577951308232", "{0} * (1 - {1}) * {1}",
-    "{0} * (1 - {1} * {1})"})
+    "{0} / (1.0 + exp(-{0}))", "{0} != {0}", "{0} * 0.017453292519943295",
+    "{0} * 57.29577951308232", "{0} + {p[value]} * {1} * {2}", "{0} + {p[value]} * ({1} / {2})",
+    "({0} + {2} * ({1} - {0}) if abs({2}) < 0.5 else {1} - ({1} - {0}) * (1 - {2}))"})
+# Templates whose complex form differs (the backward rules conjugate on complex values, as the
+# CPU's impls do): the complex equation renders the second text.
+COMPLEX_FORMS = {"{0} * (1 - {1}) * {1}": "{0} * ((1 - {1}) * {1}).conjugate()",
+                 "{0} * (1 - {1} * {1})": "{0} * (1 - {1} * {1}).conjugate()"}
 _TO_REAL = ("{0}.real", "{0}.imag", "abs({0})", "isfinite({0})", "isinf({0})", "{0} != {0}")
 _COMPLEX_CALL = re.compile(r"\b_jg_(" + "|".join(COMPLEX_NAMES) + r")\(")
 
@@ -69,7 +73,7 @@ def check_complex(e) -> bool:
         raise NotRenderableError(f"{e.op.name}: a constant in a complex kernel")
     work = next(d for d in ins + [out] if d.is_complex).np
     text = template_of(e.op, e.params, work)
-    if text not in COMPLEX_TEMPLATES:
+    if text not in COMPLEX_TEMPLATES and text not in COMPLEX_FORMS:
         raise NotRenderableError(f"{e.op.name}: no kernel for complex values on the device")
     if any(d.is_complex for d in ins) and not out.is_complex and text not in _TO_REAL + (
             "{0} == {1}", "{0} != {1}"):
@@ -80,6 +84,24 @@ def check_complex(e) -> bool:
 def complex_calls(expr: str) -> str:
     """A complex equation's expression with its math calls renamed to the complex ones."""
     return _COMPLEX_CALL.sub(r"_jg_c_\1(", expr)
+
+
+class _ComplexForm:
+    """An op seen with its complex template (``COMPLEX_FORMS``); everything else is the op's."""
+
+    def __init__(self, op, template: str) -> None:
+        self._op, self.template = op, template
+
+    def __getattr__(self, name: str):
+        return getattr(self._op, name)
+
+
+def _complex_pointwise(e, names: dict) -> str:
+    text = template_of(e.op, e.params, next(
+        d for d in [v.dtype for v in e.in_vars()] + [e.outputs[0].dtype] if d.is_complex).np)
+    if text in COMPLEX_FORMS:
+        e = Eqn(_ComplexForm(e.op, COMPLEX_FORMS[text]), e.inputs, e.params, e.outputs)
+    return complex_calls(_pointwise(e, names))
 
 
 @dataclass
@@ -187,10 +209,7 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             continue
         var = f"t{tmp}"
         tmp += 1
-        cplx = check_complex(e)
-        expr = _pointwise(e, names)
-        if cplx:
-            expr = complex_calls(expr)
+        expr = _complex_pointwise(e, names) if check_complex(e) else _pointwise(e, names)
         stmts.append(f"{var} = {npname(out.dtype.np)}({expr})")
         names[out] = var
         if out in out_slot:
