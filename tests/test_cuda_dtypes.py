@@ -154,10 +154,10 @@ def test_complex_sums_and_means_eager_and_fused():
 
 
 @pytest.mark.parametrize("call,what", [
-    (lambda z: z.exp(), "exp: no kernel for complex values"),
-    (lambda z: z.tanh(), "tanh: no kernel for complex values"),
+    (lambda z: z < z, "lt: no kernel for complex values"),
+    (lambda z: jitgrad.maximum(z, z), "maximum: no kernel for complex values"),
     (lambda z: z.to(jitgrad.float64), "a cast from complex to jitgrad.float64"),
-    (lambda z: z.reshape(2, 2) @ z.reshape(2, 2), "'mm' has no CUDA kernel yet"),
+    (lambda z: z.amax(), "amax: no order of complex values"),
 ])
 def test_complex_ops_without_a_kernel_say_so(call, what):
     z = jitgrad.tensor(_complex((4,)), device="cuda")

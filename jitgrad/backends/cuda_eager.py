@@ -40,7 +40,7 @@ from ..ops import registry
 from ..ops.registry import MOVEMENT, POINTWISE, REDUCE, Tensor
 from ..tensor import _make
 from .numba_cuda import SUPPORTED, CudaKernel, compile_source, full
-from .render import NotRenderableError, npname
+from .render import NotRenderableError, npname, template_of
 
 
 def mixed_devices() -> RuntimeError:
@@ -201,8 +201,7 @@ def _build(op, args, params, shape, dt, scalar_types: dict) -> CudaKernel:
         raise unsupported(op, f"dtype {', '.join(sorted({str(v.dtype) for v in in_vars}))}")
     if op.template is None:
         raise unsupported(op)
-    if all(v.dtype.np.kind in "iub" for v in in_vars + [out]) and any(
-            isinstance(p, float) and not p.is_integer() for p in params.values()):
+    if all(v.dtype.np.kind in "iub" for v in in_vars + [out]) and _fractional(op, params, out):
         # (the template would truncate it to the integer dtype first; the CPU does not)
         raise unsupported(op, "a fractional number in an integer kernel")
     try:
@@ -210,6 +209,16 @@ def _build(op, args, params, shape, dt, scalar_types: dict) -> CudaKernel:
                           scalars=frozenset(scalars))
     except NotRenderableError as e:
         raise unsupported(op, str(e)) from None
+
+
+def _fractional(op, params: dict, out: Var) -> bool:
+    """Whether the op's template uses a fractional number param (addcmul's ``value=0.5``)."""
+    try:
+        text = template_of(op, params, out.dtype.np) or ""
+    except (KeyError, TypeError):
+        return False
+    return any(isinstance(v, float) and not v.is_integer() and f"{{p[{k}]}}" in text
+               for k, v in params.items())
 
 
 def copy_array(a: CudaArray) -> CudaArray:
