@@ -1,11 +1,12 @@
-"""The op database swept on the cuda device: each record's first sample, eager, forward and
-backward, on cuda tensors against the same call on the CPU.
+"""The op database swept on the cuda device: each record's first sample (or smallest), eager,
+forward and backward, on cuda tensors against the same call on the CPU.
 
 Run ``python -m benchmarks.cuda_opdb`` (on a GPU, or with ``NUMBA_ENABLE_CUDASIM=1`` on numba's
-simulator). It prints, per op, ``ok`` (values and gradients equal the CPU's within the
-record's float32 tolerance), ``no kernel`` (the CUDA runtime raised NotImplementedError: the
-op runs on the CPU only) or the mismatch, then the counts. ``tests/test_cuda_opdb.py`` runs
-it under the simulator. A check, not a timing.
+simulator): per op, ``ok`` (values, dtypes and gradients equal the CPU's within the record's
+tolerance), ``no kernel`` (the CUDA runtime raised NotImplementedError: the op runs on the CPU
+only) or the mismatch, then the counts. ``--all-dtypes`` checks each record's smallest sample
+in float32, float64, complex64, int64 and bool (``unsupported``: the CPU rejects that dtype).
+``tests/test_cuda_coverage.py`` runs it under the simulator. A check, not a timing.
 """
 
 from __future__ import annotations
