@@ -116,6 +116,42 @@ def _huber(op, args, params):
     return _result(_no_grad(forward))
 
 
+# ---------------------------------------------------------------- arg reductions
+def _arg_extreme(x: Tensor, dim: int, keepdim: bool, largest: bool):
+    """NumPy's argmax/argmin along ``dim`` (the first extreme; the first NaN, where there is
+    one): the extreme (``amax``/``amin``, which propagate NaN), then the smallest position
+    holding it."""
+    from ..ops.creation import arange
+    from ..ops.elementwise import where
+
+    if x.ndim == 0:
+        return x, x.to(dtypes.int64) * 0
+    n = x.shape[dim]
+    v = x.amax(dim, keepdim=True) if largest else x.amin(dim, keepdim=True)
+    if x.dtype.is_floating_point:  # (a line with a NaN: its first NaN, whatever amax gives)
+        nan = x != x
+        v = where(nan.sum(dim, keepdim=True) > 0, math.nan, v)
+        hit = (x == v) | nan
+    else:
+        hit = x == v
+    shape = [1] * x.ndim
+    shape[dim] = n
+    pos = arange(n, device=x.device).reshape(shape)
+    idx = where(hit, pos, n).amin(dim, keepdim=keepdim)
+    return (v if keepdim else v.squeeze(dim)), idx
+
+
+def _max_min_dim(op, args, params):
+    def forward():
+        return _arg_extreme(args[0], params["dim"], params["keepdim"],
+                            op.name in ("max_dim", "argmax"))
+
+    values, idx = _no_grad(forward)
+    if op.name in ("argmax", "argmin"):
+        return idx._data, dtypes.int64
+    return (values._data, idx._data), (values._dtype, dtypes.int64)
+
+
 # ---------------------------------------------------------------- norms and rounding
 def _vector_norm(op, args, params):
     x = args[0]
@@ -256,7 +292,9 @@ BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bc
            "linalg_vector_norm": _vector_norm, "round_decimals": _round_decimals,
            "constant_pad_nd": _constant_pad, "copy_slices": _copy_slices,
            "index_put": _copy_slices, "normal_tensor_float": _normal,
-           "normal_float_tensor": _normal, "normal_tensor_tensor": _normal}
+           "normal_float_tensor": _normal, "normal_tensor_tensor": _normal,
+           "max_dim": _max_min_dim, "min_dim": _max_min_dim, "argmax": _max_min_dim,
+           "argmin": _max_min_dim}
 for _d in (1, 2, 3):
     BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
     BY_NAME[f"replication_pad{_d}d"] = _gather_pad

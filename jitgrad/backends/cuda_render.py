@@ -175,6 +175,8 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             acc_dt = _acc_dtype(e.op, out.dtype.np)
             if acc_dt == _F16:  # (max/min: float32 holds every float16, and has atomics)
                 acc_dt = _F32
+            elif acc_dt == np.bool_:  # (max/min of bools: int32 0/1, which has atomics)
+                acc_dt = np.dtype(np.int32)
             tmpl = e.op.template
             cplx = acc_dt.kind == "c"  # (a sum: two atomics, on the real and imaginary parts)
             if cplx and not tmpl.additive:
@@ -199,6 +201,12 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
                     stmts.append(f"v{k} = {src}")
                     stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 0), v{k}.real)")
                     stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 1), v{k}.imag)")
+                elif atomic != "add" and acc_dt.kind == "f":
+                    # (CUDA's atomic max/min keep the stored value when either is NaN: a NaN
+                    # is stored plainly, and then stays, as NumPy's maximum propagates it)
+                    stmts.append(f"v{k} = {src}")
+                    stmts.append(f"if v{k} != v{k}: r{k}[{ix}] = v{k}")
+                    stmts.append(f"if v{k} == v{k}: cuda.atomic.{atomic}(r{k}, ({ix},), v{k})")
                 else:
                     stmts.append(f"cuda.atomic.{atomic}(r{k}, ({ix},), {src})")
             continue
@@ -251,6 +259,9 @@ def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int,
         "if tid == 0:",
     ] + ([f"    cuda.atomic.add(r{k}, 0, sh{k}[0].real)",
           f"    cuda.atomic.add(r{k}, 1, sh{k}[0].imag)"] if cplx else
+         [f"    if sh{k}[0] != sh{k}[0]:", f"        r{k}[0] = sh{k}[0]",  # (NaN: see above)
+          "    else:", f"        cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])"]
+         if atomic != "add" and acc_t.startswith("np.float") else
          [f"    cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])"])
 
 
