@@ -19,13 +19,6 @@ from .device import check_device
 from .tensor import _new
 
 
-def _cpu_only(device: Any, what: str) -> None:
-    if check_device(device).type != "cpu":
-        raise NotImplementedError(
-            f"jitgrad: {what} on a cuda device is not supported yet: jitgrad draws random "
-            "numbers on the CPU; draw there and move the result with .cuda()")
-
-
 # ---------------------------------------------------------------- generators (torch.Generator)
 
 _SEED_MASK = 0xFFFF_FFFF_FFFF_FFFF
@@ -35,13 +28,20 @@ class Generator:
     """A seeded random number generator (torch.Generator), passed as ``generator=`` to rand,
     randn, randint, randperm, normal and the in-place samplers.
 
-    It wraps a NumPy ``Generator`` (PCG64); the same seed gives the same numbers in eager mode
-    and under ``jitgrad.jit``, but not the same numbers as torch.
+    A CPU generator wraps a NumPy ``Generator`` (PCG64); the same seed gives the same numbers
+    in eager mode and under ``jitgrad.jit``, but not the same numbers as torch. A cuda
+    generator (``Generator(device="cuda")``) owns a set of numba-cuda xoroshiro128+ generators
+    on the device (``backends/cuda_random``), made from its seed at its first draw: it draws
+    for cuda tensors only, and its stream differs from a CPU generator's of the same seed (as
+    torch's does).
+
+    Args:
+        device: ``"cpu"`` (the default) or ``"cuda"`` / ``"cuda:0"``.
     """
 
     def __init__(self, device: Any = "cpu") -> None:
-        _cpu_only(device, "Generator (CUDA generators)")
         self._device = check_device(device)
+        self._states = None  # a cuda generator's device states (made at its first draw)
         self.seed()
 
     @property
@@ -55,6 +55,7 @@ class Generator:
             raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is out of range")
         self._seed = seed & _SEED_MASK
         self._rng = np.random.default_rng(self._seed)
+        self._states = None
         return self
 
     def seed(self) -> int:
@@ -67,40 +68,58 @@ class Generator:
         return self._seed
 
     def get_state(self):
-        """The generator's state as a uint8 tensor (for ``set_state``)."""
-        import json
+        """The generator's state as a uint8 tensor on the CPU (for ``set_state``): a CPU
+        generator's NumPy state, or a cuda generator's seed and device generators' states."""
+        if self._device.type == "cuda":
+            from .backends import cuda_random
 
-        raw = json.dumps(self._rng.bit_generator.state).encode()
+            raw = cuda_random.state_bytes(self)
+        else:
+            import json
+
+            raw = json.dumps(self._rng.bit_generator.state).encode()
         return _new(np.frombuffer(raw, dtype=np.uint8).copy(), dtypes.uint8)
 
     def set_state(self, new_state: Any) -> Generator:
-        """Restores a state returned by ``get_state``."""
-        import json
-
+        """Restores a state returned by ``get_state`` (of a generator of the same device)."""
         if getattr(new_state, "dtype", None) is not dtypes.uint8:
             raise TypeError("expected a torch.ByteTensor, but got "
                             f"{type(new_state).__name__}")
-        self._rng.bit_generator.state = json.loads(new_state._data.tobytes().decode())
+        raw = new_state.cpu()._data.tobytes() if new_state.is_cuda else new_state._data.tobytes()
+        if self._device.type == "cuda":
+            from .backends import cuda_random
+
+            cuda_random.set_state_bytes(self, raw)
+            return self
+        import json
+
+        self._rng.bit_generator.state = json.loads(raw.decode())
         return self
 
-    # NumPy's sampling methods, which jitgrad's samplers call on a generator
+    # NumPy's sampling methods, which jitgrad's CPU samplers call on a generator
+    def _host(self) -> np.random.Generator:
+        if self._device.type != "cpu":
+            raise RuntimeError(f"Expected a 'cpu' device type for generator but found "
+                               f"'{self._device.type}'")
+        return self._rng
+
     def random(self, size: Any = None) -> np.ndarray:
-        return self._rng.random(size)
+        return self._host().random(size)
 
     def standard_normal(self, size: Any = None) -> np.ndarray:
-        return self._rng.standard_normal(size)
+        return self._host().standard_normal(size)
 
     def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        return self._rng.normal(loc, scale, size)
+        return self._host().normal(loc, scale, size)
 
     def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None) -> np.ndarray:
-        return self._rng.uniform(low, high, size)
+        return self._host().uniform(low, high, size)
 
     def integers(self, low: Any, high: Any = None, size: Any = None, **kwargs: Any) -> np.ndarray:
-        return self._rng.integers(low, high, size=size, **kwargs)
+        return self._host().integers(low, high, size=size, **kwargs)
 
     def permutation(self, n: int) -> np.ndarray:
-        return self._rng.permutation(n)
+        return self._host().permutation(n)
 
     def __repr__(self) -> str:
         return f"<jitgrad._C.Generator object at {hex(id(self))}>"

@@ -100,6 +100,7 @@ def _complex_cases():
 def test_every_complex_template_equals_the_cpu(op, text, dtype):
     """Every op whose template is one of ``COMPLEX_TEMPLATES`` computes on the device what the
     CPU computes on complex values (a new op with such a template is swept here too)."""
+    from jitgrad.backends.cuda_lib import COMPLEX_NAMES
     from jitgrad.ops.registry import apply
 
     arity = 1 + max(int(k) for k in re.findall(r"\{(\d+)\}", text))
@@ -107,6 +108,10 @@ def test_every_complex_template_equals_the_cpu(op, text, dtype):
     arrays[-1][0, 0] = arrays[0][0, 0]  # (an equal pair for eq/ne)
     params = {"dtype": jitgrad.complex128} if "dtype" in (op.meta.__code__.co_varnames
                                                           if op.meta else ()) else {}
+    if "{p[value]}" in text:  # addcmul, addcdiv
+        params["value"] = 0.5
+    if "{p[base]}" in text:  # rpow
+        params["base"] = 2.0
     results = []
     for device in ("cpu", "cuda"):
         args = [jitgrad.tensor(a, device=device) for a in arrays]
@@ -115,8 +120,10 @@ def test_every_complex_template_equals_the_cpu(op, text, dtype):
         results.append(apply(op, *args, **params))
     want, got = results
     assert got.is_cuda and got.dtype is want.dtype
-    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=1e-6 if dtype ==
-                               np.complex64 else 1e-14)
+    math = any(f"{name}(" in text for name in COMPLEX_NAMES) or "**" in text
+    # (a math function: cmath on the device, NumPy's own complex functions on the CPU)
+    rtol = (2e-6 if math else 1e-6) if dtype == np.complex64 else (1e-12 if math else 1e-14)
+    np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=rtol, atol=rtol)
 
 
 def test_complex_arithmetic_gradients_on_the_device():
@@ -147,10 +154,10 @@ def test_complex_sums_and_means_eager_and_fused():
 
 
 @pytest.mark.parametrize("call,what", [
-    (lambda z: z.exp(), "exp: no kernel for complex values"),
-    (lambda z: z.tanh(), "tanh: no kernel for complex values"),
+    (lambda z: z < z, "lt: no kernel for complex values"),
+    (lambda z: jitgrad.maximum(z, z), "maximum: no kernel for complex values"),
     (lambda z: z.to(jitgrad.float64), "a cast from complex to jitgrad.float64"),
-    (lambda z: z.reshape(2, 2) @ z.reshape(2, 2), "'mm' has no CUDA kernel yet"),
+    (lambda z: z.amax(), "amax: no order of complex values"),
 ])
 def test_complex_ops_without_a_kernel_say_so(call, what):
     z = jitgrad.tensor(_complex((4,)), device="cuda")
@@ -240,3 +247,130 @@ def test_in_place_samplers_like_functions_dropout_and_randperm_stay_on_the_devic
     f = jitgrad.jit(lambda x: F.dropout(x, 0.5) * 1)
     m1, m2 = f(ones.detach()).cpu().numpy(), f(ones.detach()).cpu().numpy()
     assert m1.max() == 2 and not np.array_equal(m1, m2)  # (a fresh mask each call)
+
+
+COMPLEX_MATH = ("exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh",
+                "sigmoid", "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+                "log2", "log10", "exp2", "reciprocal", "sgn")
+
+
+@pytest.mark.parametrize("dtype", [jitgrad.complex64, jitgrad.complex128])
+def test_complex_math_values_and_gradients_equal_the_cpu(dtype):
+    """The math functions on complex values (cmath and closed forms on the device), values
+    and the gradients of a real loss through them, against the CPU (NumPy)."""
+    a = _complex((2, 3))
+    a[0, 0] = 1e-4 + 2e-4j  # (expm1, log1p near 0: no cancellation)
+    c = _complex((2, 3))
+    tol = dict(rtol=2e-5, atol=2e-6) if dtype is jitgrad.complex64 else \
+        dict(rtol=1e-11, atol=1e-13)
+    for name in COMPLEX_MATH:
+        results = []
+        for device in ("cpu", "cuda"):
+            z = jitgrad.tensor(a, dtype=dtype, device=device, requires_grad=True)
+            out = getattr(jitgrad, name)(z)
+            (out * jitgrad.tensor(c, dtype=dtype, device=device)).real.sum().backward()
+            results.append((out.detach(), z.grad))
+        (want, want_g), (got, got_g) = results
+        assert got.is_cuda and got.dtype is want.dtype is dtype, name
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), err_msg=name, **tol)
+        assert got_g.is_cuda and got_g.dtype is dtype
+        np.testing.assert_allclose(got_g.cpu().numpy(), want_g.numpy(), err_msg=name, **tol)
+
+
+def test_complex_powers_predicates_and_fused_math_equal_the_cpu():
+    a = _complex((2, 3), np.complex64)
+    a[1, 2] = complex(np.inf, 1)
+    calls = {
+        "pow": lambda z: z ** (z * 0.5), "pow_scalar": lambda z: z ** 2.5,
+        "square": lambda z: z.square(), "cube": lambda z: z ** 3, "rpow": lambda z: 2.0 ** z,
+        "isfinite": lambda z: z.isfinite(), "isinf": lambda z: z.isinf(),
+        "isnan": lambda z: z.isnan(), "addcmul": lambda z: jitgrad.addcmul(z, z, z, value=0.5),
+        "jit": jitgrad.jit(lambda z: (z.exp() * z.sin() + z.sqrt()).sum(1)),
+    }
+    finite = a.copy()
+    finite[1, 2] = 1 + 1j
+    for name, fn in calls.items():
+        src = a if name.startswith("is") else finite
+        want = fn(jitgrad.tensor(src))
+        got = fn(jitgrad.tensor(src, device="cuda"))
+        assert got.is_cuda and got.dtype is want.dtype, name
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), rtol=2e-5, atol=1e-5,
+                                   err_msg=name)
+
+
+@pytest.mark.parametrize("dtype", [jitgrad.complex64, jitgrad.complex128])
+def test_complex_matmul_and_its_gradients_equal_the_cpu(dtype):
+    a, b, v = _complex((5, 6)), _complex((6, 3)), _complex((6,))
+    results = []
+    for device in ("cpu", "cuda"):
+        x, y, w = (jitgrad.tensor(t, dtype=dtype, device=device, requires_grad=True)
+                   for t in (a, b, v))
+        outs = (x @ y, jitgrad.mv(x, w), jitgrad.dot(w, w.conj()),
+                jitgrad.bmm(x[None], y[None]))
+        sum(o.abs().sum() for o in outs).backward()
+        results.append([o.detach() for o in outs] + [x.grad, y.grad, w.grad])
+    tol = dict(rtol=1e-5, atol=1e-5) if dtype is jitgrad.complex64 else dict(rtol=1e-12)
+    for want, got in zip(*results):
+        assert got.is_cuda and got.dtype is want.dtype is dtype
+        np.testing.assert_allclose(got.cpu().numpy(), want.numpy(), **tol)
+
+
+def test_bool_matmul_is_any_of_the_ands():
+    a, b = RNG.standard_normal((4, 5)) > 0, RNG.standard_normal((5, 3)) > 0
+    got = jitgrad.tensor(a, device="cuda") @ jitgrad.tensor(b, device="cuda")
+    assert got.dtype is jitgrad.bool
+    np.testing.assert_array_equal(got.cpu().numpy(), a @ b)
+
+
+# ---------------------------------------------------------------- CUDA generators
+def test_cuda_generator_seeds_states_and_draws():
+    g = jitgrad.Generator(device="cuda")
+    assert g.device == jitgrad.device("cuda", 0) and g.device.type == "cuda"
+    assert g.manual_seed(7) is g and g.initial_seed() == 7
+    draws = lambda: (jitgrad.rand(6, generator=g, device="cuda"),  # noqa: E731
+                     jitgrad.randn(2, 3, generator=g, device="cuda"),
+                     jitgrad.randint(0, 9, (5,), generator=g, device="cuda"),
+                     jitgrad.normal(1.0, 2.0, size=(4,), generator=g, device="cuda"),
+                     jitgrad.zeros(5, device="cuda").uniform_(-1, 1, generator=g),
+                     jitgrad.zeros(5, device="cuda").normal_(3, 0.5, generator=g))
+    first = [t.cpu().numpy() for t in draws()]
+    assert all(t.is_cuda for t in draws())
+    assert 0 <= first[0].min() and first[0].max() < 1 and first[2].max() < 9
+    assert -1 <= first[4].min() and first[4].max() < 1
+    g.manual_seed(7)
+    again = [t.cpu().numpy() for t in draws()]
+    for x, y in zip(first, again):
+        np.testing.assert_array_equal(x, y)  # the same seed, the same draws
+    state = g.get_state()
+    assert state.dtype is jitgrad.uint8 and not state.is_cuda
+    after = [t.cpu().numpy() for t in draws()]
+    assert not np.array_equal(after[0], first[0])  # the generators moved on
+    g.set_state(state)
+    for x, y in zip(after, [t.cpu().numpy() for t in draws()]):
+        np.testing.assert_array_equal(x, y)  # set_state rewinds them
+    other = jitgrad.Generator(device="cuda").manual_seed(8)
+    assert not np.array_equal(jitgrad.rand(6, generator=other, device="cuda").cpu().numpy(),
+                              first[0])
+    s = g.seed()
+    assert s == g.initial_seed()
+    with pytest.raises(RuntimeError, match="RNG state is wrong size"):
+        g.set_state(state[:-1])
+
+
+def test_cuda_generator_is_its_own_stream_and_device_checked():
+    g = jitgrad.Generator(device="cuda").manual_seed(0)
+    jitgrad.manual_seed(0)
+    default = jitgrad.rand(8, device="cuda").cpu().numpy()
+    own = jitgrad.rand(8, generator=g, device="cuda").cpu().numpy()
+    jitgrad.manual_seed(5)  # (the default generator's reseed leaves g alone)
+    g.manual_seed(0)
+    np.testing.assert_array_equal(jitgrad.rand(8, generator=g, device="cuda").cpu().numpy(), own)
+    np.testing.assert_array_equal(default, own)  # (seed 0 both: the same device stream)
+    cpu = jitgrad.Generator().manual_seed(0)
+    assert not np.allclose(jitgrad.rand(8, generator=cpu).numpy(), own)  # another stream
+    with pytest.raises(RuntimeError, match="Expected a 'cpu' device type for generator but "
+                                           "found 'cuda'"):
+        jitgrad.rand(3, generator=g)
+    with pytest.raises(RuntimeError, match="Expected a 'cuda' device type for generator but "
+                                           "found 'cpu'"):
+        jitgrad.rand(3, generator=cpu, device="cuda")

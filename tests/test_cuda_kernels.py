@@ -431,3 +431,22 @@ def test_nonzero_counts_are_scanned_block_by_block():
     m = RNG.random((5, 2 * b * cuda_compact.SIM_CHUNK + 1)) > 0.5  # (several chunk blocks)
     same_on_both(lambda x: x.nonzero(), m)
     same_on_both(lambda x, y: x[y], RNG.standard_normal(m.shape), m)
+
+
+@pytest.mark.parametrize("dt", [jitgrad.float32, jitgrad.float64, jitgrad.int64, jitgrad.bool])
+def test_argmax_max_dim_and_nan_reductions_equal_the_cpu(dt):
+    """argmax/argmin/max(dim)/min(dim) (the first extreme, the first NaN where there is one),
+    and amax/amin that propagate NaN (CUDA's atomic max/min keep the stored value when either
+    is NaN: a NaN is stored plainly), eager and fused."""
+    a = np.array([[0., 1, 2, 5], [1, np.nan, 0, 7], [3, 3, 3, 3]])
+    if not dt.is_floating_point:
+        a = np.nan_to_num(a, nan=-4.0)
+    calls = [lambda t: t.argmax(), lambda t: t.argmin(1), lambda t: t.argmax(0, keepdim=True),
+             lambda t: t.max(1), lambda t: t.min(0, keepdim=True), lambda t: t.amax(1),
+             lambda t: t.amin(), lambda t: t.max(), jitgrad.jit(lambda t: t.amax(0) + t.amin())]
+    for fn in calls:
+        want, got = fn(jitgrad.tensor(a).to(dt)), fn(jitgrad.tensor(a, device="cuda").to(dt))
+        for w, g in zip(want if isinstance(want, tuple) else (want,),
+                        got if isinstance(got, tuple) else (got,)):
+            assert g.is_cuda and g.dtype is w.dtype
+            np.testing.assert_array_equal(g.cpu().numpy(), w.numpy())

@@ -82,6 +82,21 @@ for dt in (jitgrad.complex64, jitgrad.complex128):  # complex arithmetic
     z = jitgrad.tensor(rng.standard_normal((2, 3)) + 1j, device="cuda", dtype=dt)
     (z * z.conj() / z - 1j * z + z.real + z.imag + z.abs(), z == z,
      jitgrad.where(z.real > 0, z, -z), z.sum(), z.mean(1), jitgrad.jit(lambda z: z.sum(0))(z))
+for dt in (jitgrad.complex64, jitgrad.complex128):  # complex math functions and matmul
+    z = jitgrad.tensor(rng.standard_normal((2, 3)) + 0.5j, device="cuda", dtype=dt)
+    [getattr(jitgrad, f)(z) for f in (
+        "exp", "log", "log1p", "expm1", "sqrt", "rsqrt", "sin", "cos", "tan", "tanh", "sigmoid",
+        "sinh", "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10",
+        "exp2", "sgn", "isfinite", "isinf", "isnan", "reciprocal", "deg2rad")]
+    (z ** z, z ** 2.5, 2.0 ** z, z @ z.t(), jitgrad.addcmul(z, z, z, value=0.5),
+     jitgrad.lerp(z, z * 2, z), jitgrad.jit(lambda z: (z.exp() * z.sin()).sum())(z))
+b = jitgrad.tensor(rng.standard_normal((2, 3)) > 0, device="cuda")
+b @ b.t(), b.amax(1), b.amin()
+for dt in (jitgrad.float32, jitgrad.float64):  # NaN-propagating max/min, arg reductions
+    a = jitgrad.tensor(rng.standard_normal((2, 3)), device="cuda", dtype=dt)
+    a.amax(1), a.amin(), a.argmax(), a.max(1), a.min(0)
+g = jitgrad.Generator(device="cuda").manual_seed(1)  # a cuda generator's own states
+jitgrad.rand(5, generator=g, device="cuda"), jitgrad.randn(5, generator=g, device="cuda")
 for dt in (jitgrad.float16, jitgrad.float32, jitgrad.float64, jitgrad.complex64):  # draws
     jitgrad.rand(5, dtype=dt, device="cuda"), jitgrad.randn(5, dtype=dt, device="cuda")
 for dt in (jitgrad.int64, jitgrad.int32, jitgrad.bool, jitgrad.float32):

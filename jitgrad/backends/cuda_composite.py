@@ -82,6 +82,12 @@ def _bce_logits(op, args, params):
     return _result(_no_grad(forward), x._dtype)
 
 
+def _meta_dtype(op, args, params) -> dtypes.dtype:
+    """The op's result dtype (a complex loss is complex, its imaginary part zero, as on the
+    CPU)."""
+    return op.meta(*[_standin(a) for a in args], **params)[1]
+
+
 def _smooth_l1(op, args, params):
     from ..ops.elementwise import where
 
@@ -91,7 +97,7 @@ def _smooth_l1(op, args, params):
     def forward():
         d = (x - y).abs()
         loss = where(d < beta, 0.5 * d * d / beta if beta else d * 0, d - 0.5 * beta)
-        return _reduce(loss.to(d.dtype), params["reduction"])
+        return _reduce(loss.to(d.dtype), params["reduction"]).to(_meta_dtype(op, args, params))
 
     return _result(_no_grad(forward))
 
@@ -105,9 +111,45 @@ def _huber(op, args, params):
     def forward():
         d = (x - y).abs()
         loss = where(d < delta, 0.5 * d * d, delta * (d - 0.5 * delta))
-        return _reduce(loss.to(d.dtype), params["reduction"])
+        return _reduce(loss.to(d.dtype), params["reduction"]).to(_meta_dtype(op, args, params))
 
     return _result(_no_grad(forward))
+
+
+# ---------------------------------------------------------------- arg reductions
+def _arg_extreme(x: Tensor, dim: int, keepdim: bool, largest: bool):
+    """NumPy's argmax/argmin along ``dim`` (the first extreme; the first NaN, where there is
+    one): the extreme (``amax``/``amin``, which propagate NaN), then the smallest position
+    holding it."""
+    from ..ops.creation import arange
+    from ..ops.elementwise import where
+
+    if x.ndim == 0:
+        return x, x.to(dtypes.int64) * 0
+    n = x.shape[dim]
+    v = x.amax(dim, keepdim=True) if largest else x.amin(dim, keepdim=True)
+    if x.dtype.is_floating_point:  # (a line with a NaN: its first NaN, whatever amax gives)
+        nan = x != x
+        v = where(nan.sum(dim, keepdim=True) > 0, math.nan, v)
+        hit = (x == v) | nan
+    else:
+        hit = x == v
+    shape = [1] * x.ndim
+    shape[dim] = n
+    pos = arange(n, device=x.device).reshape(shape)
+    idx = where(hit, pos, n).amin(dim, keepdim=keepdim)
+    return (v if keepdim else v.squeeze(dim)), idx
+
+
+def _max_min_dim(op, args, params):
+    def forward():
+        return _arg_extreme(args[0], params["dim"], params["keepdim"],
+                            op.name in ("max_dim", "argmax"))
+
+    values, idx = _no_grad(forward)
+    if op.name in ("argmax", "argmin"):
+        return idx._data, dtypes.int64
+    return (values._data, idx._data), (values._dtype, dtypes.int64)
 
 
 # ---------------------------------------------------------------- norms and rounding
@@ -250,7 +292,9 @@ BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bc
            "linalg_vector_norm": _vector_norm, "round_decimals": _round_decimals,
            "constant_pad_nd": _constant_pad, "copy_slices": _copy_slices,
            "index_put": _copy_slices, "normal_tensor_float": _normal,
-           "normal_float_tensor": _normal, "normal_tensor_tensor": _normal}
+           "normal_float_tensor": _normal, "normal_tensor_tensor": _normal,
+           "max_dim": _max_min_dim, "min_dim": _max_min_dim, "argmax": _max_min_dim,
+           "argmin": _max_min_dim}
 for _d in (1, 2, 3):
     BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
     BY_NAME[f"replication_pad{_d}d"] = _gather_pad

@@ -40,7 +40,7 @@ from ..ops import registry
 from ..ops.registry import MOVEMENT, POINTWISE, REDUCE, Tensor
 from ..tensor import _make
 from .numba_cuda import SUPPORTED, CudaKernel, compile_source, full
-from .render import NotRenderableError
+from .render import NotRenderableError, npname, template_of
 
 
 def mixed_devices() -> RuntimeError:
@@ -201,11 +201,24 @@ def _build(op, args, params, shape, dt, scalar_types: dict) -> CudaKernel:
         raise unsupported(op, f"dtype {', '.join(sorted({str(v.dtype) for v in in_vars}))}")
     if op.template is None:
         raise unsupported(op)
+    if all(v.dtype.np.kind in "iub" for v in in_vars + [out]) and _fractional(op, params, out):
+        # (the template would truncate it to the integer dtype first; the CPU does not)
+        raise unsupported(op, "a fractional number in an integer kernel")
     try:
         return CudaKernel(Graph(in_vars, [out], [Eqn(op, inputs, params, [out])]),
                           scalars=frozenset(scalars))
     except NotRenderableError as e:
         raise unsupported(op, str(e)) from None
+
+
+def _fractional(op, params: dict, out: Var) -> bool:
+    """Whether the op's template uses a fractional number param (addcmul's ``value=0.5``)."""
+    try:
+        text = template_of(op, params, out.dtype.np) or ""
+    except (KeyError, TypeError):
+        return False
+    return any(isinstance(v, float) and not v.is_integer() and f"{{p[{k}]}}" in text
+               for k, v in params.items())
 
 
 def copy_array(a: CudaArray) -> CudaArray:
@@ -289,7 +302,7 @@ _MM = """def mm(A, B, C, m, n, k):
             sB[ty, tx] = {D}(0)
         cuda.syncthreads()
         for j in range({T}):
-            acc += sA[ty, j] * sB[j, tx]
+            {ACC}
         cuda.syncthreads()
     if row < m and col < n:
         C[b, row, col] = acc
@@ -298,15 +311,18 @@ _MM = """def mm(A, B, C, m, n, k):
 
 def matmul3(a: CudaArray, b: CudaArray) -> CudaArray:
     """``a @ b`` for (batch, m, k) and (batch, k, n) device arrays of one dtype: the tiled
-    shared-memory kernel, one TILE x TILE block of threads per output tile."""
-    if a.dtype != b.dtype or a.dtype.kind not in "fiu":
+    shared-memory kernel, one TILE x TILE block of threads per output tile, accumulating in
+    the dtype (complex values in a complex accumulator; bool as NumPy: any of the ands)."""
+    if a.dtype != b.dtype or a.dtype.kind not in "fiucb":
         raise unsupported(registry.OPS["mm"], f"dtype {a.dtype}")
     bt, m, k = a.shape
     n = b.shape[2]
     tile = SIM_TILE if simulated() else TILE
     out = ca.empty((bt, m, n), a.dtype)
     if out.size:
-        src = _MM.format(T=tile, D=f"np.{a.dtype.name}")
+        acc = ("acc = acc or (sA[ty, j] and sB[j, tx])" if a.dtype == np.bool_ else
+               "acc += sA[ty, j] * sB[j, tx]")
+        src = _MM.format(T=tile, D=npname(a.dtype), ACC=acc)
         fn = compile_source(src, "mm")
         grid = (-(-n // tile), -(-m // tile), bt)
         fn[grid, (tile, tile)](a.dev(), b.dev(), out.dev(), m, n, k)

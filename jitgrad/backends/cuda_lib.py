@@ -4,11 +4,22 @@ The same names as ``kernel_lib`` (the ops' templates name them), with the same s
 ``max``/``min`` propagate NaN as NumPy's ``maximum``/``minimum`` do, ``sigmoid`` is eager
 mode's stable form, ``round`` goes to even. On the GPU they use CUDA's libdevice through the
 ``math`` module (``kernel_lib``'s polynomial versions exist for LLVM's CPU vectorizer).
+
+Complex values call ``_jg_c_<name>`` (``cuda_render`` renames a complex equation's calls):
+``cmath`` (which numba-cuda lowers for complex64/complex128), and closed forms for the
+functions ``cmath`` lacks (``expm1``, ``log1p``, ``log2``, ``exp2``, ``sigmoid``, ``sign``).
+
+Under numba's simulator a device function is Python: ``math.log(-1.0)`` or ``math.exp(1e4)``
+raise where libdevice returns NaN or inf, so there each function falls back to NumPy's value
+on such an argument (the device code is unchanged).
 """
 
 from __future__ import annotations
 
+import cmath
 import math
+
+import numpy as np
 
 from .kernel_lib import NAMES
 
@@ -191,16 +202,46 @@ _DEVICE: dict = {}
 def device_functions() -> dict:
     """``{"_jg_exp": device function, ...}`` for a kernel module's namespace (made once)."""
     if not _DEVICE:
+        import numba
         from numba import cuda
 
         g = globals()
+        sim = bool(numba.config.ENABLE_CUDASIM)
         order = [n for n in NAMES if n not in ("trunc",)] + ["trunc"]  # trunc calls floor
         for name in order:
             fn = g[f"_jg_{name}"]
             if name == "trunc":
                 fn = _trunc_with(_DEVICE["_jg_floor"], _DEVICE["_jg_ceil"])
+            elif sim and name in _SIM_NUMPY:
+                fn = _simulated(fn, _SIM_NUMPY[name], np.float64)
             _DEVICE[f"_jg_{name}"] = cuda.jit(device=True)(fn)
+        for name in COMPLEX_NAMES:
+            fn = g[f"_jg_c_{name}"]
+            if sim:
+                fn = _simulated(fn, _SIM_NUMPY.get(name), np.complex128)
+            _DEVICE[f"_jg_c_{name}"] = cuda.jit(device=True)(fn)
     return _DEVICE
+
+
+# The simulator's fallbacks: NumPy's value where Python's math raises (see the module's text).
+_SIM_NUMPY = {"exp": np.exp, "log": np.log, "log1p": np.log1p, "expm1": np.expm1,
+              "sqrt": np.sqrt, "sin": np.sin, "cos": np.cos, "tan": np.tan, "asin": np.arcsin,
+              "acos": np.arccos, "sinh": np.sinh, "cosh": np.cosh, "acosh": np.arccosh,
+              "atanh": np.arctanh, "log2": np.log2, "log10": np.log10, "exp2": np.exp2,
+              "tanh": np.tanh, "atan": np.arctan, "asinh": np.arcsinh}
+
+
+def _simulated(fn, numpy_fn, dtype):
+    def guarded(x):
+        try:
+            return fn(x)
+        except (ValueError, OverflowError, ZeroDivisionError):
+            if numpy_fn is None:
+                raise
+            with np.errstate(all="ignore"):
+                return numpy_fn(dtype(x))
+    guarded.__name__ = fn.__name__
+    return guarded
 
 
 def _trunc_with(floor, ceil):
@@ -287,3 +328,109 @@ def _jg_nextafter(x, y):
     step = math.ldexp(1.0, e - (54 if toward_zero and abs(m) == 0.5 else 53))
     step = max(step, 5e-324)
     return x + step if y > x else x - step
+# Complex values (``cuda_render`` calls these for complex equations; see the module's text).
+COMPLEX_NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sinh",
+                 "cosh", "asin", "acos", "atan", "asinh", "acosh", "atanh", "log2", "log10",
+                 "exp2", "sigmoid", "sign", "isfinite", "isinf")
+
+
+def _jg_c_exp(z):
+    return cmath.exp(z)
+
+
+def _jg_c_log(z):
+    return cmath.log(z)
+
+
+def _jg_c_sqrt(z):
+    return cmath.sqrt(z)
+
+
+def _jg_c_sin(z):
+    return cmath.sin(z)
+
+
+def _jg_c_cos(z):
+    return cmath.cos(z)
+
+
+def _jg_c_tan(z):
+    return cmath.tan(z)
+
+
+def _jg_c_tanh(z):
+    return cmath.tanh(z)
+
+
+def _jg_c_sinh(z):
+    return cmath.sinh(z)
+
+
+def _jg_c_cosh(z):
+    return cmath.cosh(z)
+
+
+def _jg_c_asin(z):
+    return cmath.asin(z)
+
+
+def _jg_c_acos(z):
+    return cmath.acos(z)
+
+
+def _jg_c_atan(z):
+    return cmath.atan(z)
+
+
+def _jg_c_asinh(z):
+    return cmath.asinh(z)
+
+
+def _jg_c_acosh(z):
+    return cmath.acosh(z)
+
+
+def _jg_c_atanh(z):
+    return cmath.atanh(z)
+
+
+def _jg_c_log10(z):
+    return cmath.log10(z)
+
+
+def _jg_c_log2(z):
+    return cmath.log(z) / 0.6931471805599453
+
+
+def _jg_c_exp2(z):
+    return cmath.exp(z * 0.6931471805599453)
+
+
+def _jg_c_expm1(z):
+    # exp(x) cos(y) - 1 = expm1(x) cos(y) - 2 sin(y / 2)**2: no cancellation near 0
+    x, y = z.real, z.imag
+    s = math.sin(0.5 * y)
+    return complex(math.expm1(x) * math.cos(y) - 2.0 * s * s, math.exp(x) * math.sin(y))
+
+
+def _jg_c_log1p(z):
+    # log|1 + z| = log1p(2x + x**2 + y**2) / 2, arg(1 + z) = atan2(y, 1 + x)
+    x, y = z.real, z.imag
+    return complex(0.5 * math.log1p(x * (2.0 + x) + y * y), math.atan2(y, 1.0 + x))
+
+
+def _jg_c_sigmoid(z):
+    return 1.0 / (1.0 + cmath.exp(-z))
+
+
+def _jg_c_sign(z):
+    a = abs(z)
+    return z / a if a != 0 else z * 0.0
+
+
+def _jg_c_isfinite(z):
+    return not (math.isinf(z.real) or math.isinf(z.imag) or z != z)
+
+
+def _jg_c_isinf(z):
+    return math.isinf(z.real) or math.isinf(z.imag)

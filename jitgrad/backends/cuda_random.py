@@ -55,7 +55,15 @@ def n_states() -> int:
 def states(generator: Any):
     """The device generators, seeded from ``generator``'s seed (made again after a reseed:
     ``manual_seed`` gives its generator a new NumPy ``Generator``), or from the seed of
-    ``jitgrad.cuda.manual_seed`` when it was called after that reseed."""
+    ``jitgrad.cuda.manual_seed`` when it was called after that reseed. A cuda
+    ``Generator`` keeps its own states, made from its seed at its first draw."""
+    if generator.device.type == "cuda":
+        if generator._states is None:
+            from numba.cuda.random import create_xoroshiro128p_states
+
+            generator._states = create_xoroshiro128p_states(n_states(),
+                                                            seed=generator.initial_seed())
+        return generator._states
     asked = ca.DEVICE_SEED
     seed = None
     if asked["seed"] is not None:
@@ -100,7 +108,7 @@ def draw(kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None, lo
         from .cuda_eager import copy_into
 
         out = ca.empty(shape, out_dt)
-        copy_into(out, draw(kind, shape, dtype.to_real(), None, low, high, shift, scale))
+        copy_into(out, draw(kind, shape, dtype.to_real(), generator, low, high, shift, scale))
         return out
     if kind == "integers":
         work, a, b = np.dtype(np.int64), np.int64(low), np.uint64(high - low)
@@ -117,3 +125,21 @@ def draw(kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None, lo
         block = block_size()
         fn[n // block, block](states(generator or default_generator()), out.root, a, b)
     return out
+
+
+def state_bytes(generator: Any) -> bytes:
+    """A cuda generator's state: its seed (8 bytes), then its device generators' states."""
+    st = states(generator).copy_to_host()
+    return np.uint64(generator.initial_seed()).tobytes() + st.tobytes()
+
+
+def set_state_bytes(generator: Any, raw: bytes) -> None:
+    """Restores a state made by ``state_bytes`` (torch's error for one of another size)."""
+    from numba.cuda.random import xoroshiro128p_dtype
+
+    n = n_states()
+    if len(raw) != 8 + n * xoroshiro128p_dtype.itemsize:
+        raise RuntimeError("RNG state is wrong size")
+    generator.manual_seed(int(np.frombuffer(raw[:8], np.uint64)[0]))
+    host = np.frombuffer(raw[8:], dtype=xoroshiro128p_dtype).copy()
+    generator._states = ca.cuda().to_device(host)

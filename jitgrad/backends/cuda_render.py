@@ -21,12 +21,14 @@ is not renderable: eager mode raises and the jit leaves it outside kernels.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 
 import numpy as np
 
-from .._ir import Graph, Var
+from .._ir import Eqn, Graph, Var
 from ..jit.passes.fuse import domain_of, is_reduction
+from .cuda_lib import COMPLEX_NAMES
 from .render import (_CALL, NotRenderableError, _acc_dtype, _identity, _pointwise, literal,
                      npname, template_of)
 
@@ -34,34 +36,72 @@ ATOMIC_DTYPES = {np.dtype(t) for t in (np.float32, np.float64, np.int32, np.int6
                                        np.uint64)}
 _F16, _F32 = np.dtype(np.float16), np.dtype(np.float32)
 
-# The templates that compute on complex numbers what NumPy does (tests/test_cuda.py sweeps
-# every op whose template is one of them on complex values): complex arithmetic, equality,
-# ``where``, ``real``/``imag``/``conj``/``abs``. Anything else on complex values (a math
-# function, an order comparison, a template written for real numbers only) has no CUDA kernel.
+# The templates that compute on complex numbers what NumPy does (tests/test_cuda_dtypes.py
+# sweeps every op whose template is one of them on complex values): complex arithmetic,
+# equality, ``where``, ``real``/``imag``/``conj``/``abs``, and the math functions, whose calls
+# a complex equation renames to ``cuda_lib``'s ``_jg_c_<name>`` (``cmath`` and closed forms).
+# Anything else on complex values (an order comparison, ``max``/``min``, a template written
+# for real numbers only) has no CUDA kernel.
 COMPLEX_TEMPLATES = frozenset({
     "{0}", "-{0}", "{0} + {1}", "{0} - {1}", "{1} - {0}", "{0} * {1}", "{0} / {1}", "1.0 / {0}",
     "{0} == {1}", "{0} != {1}", "{1} if {0} else {2}", "{0}.real", "{0}.imag",
-    "{0}.conjugate()", "abs({0})"})
-_TO_REAL = ("{0}.real", "{0}.imag", "abs({0})")
+    "{0}.conjugate()", "abs({0})",
+    # math functions (COMPLEX_NAMES) and the templates made of them
+    *(f"{name}({{0}})" for name in COMPLEX_NAMES), "1.0 / sqrt({0})", "({0} ** {1})",
+    "({0} ** {p[exponent]})", "({p[base]} ** {0})", "({0} * {0})", "({0} * {0} * {0})",
+    "{0} / (1.0 + exp(-{0}))", "{0} != {0}", "{0} * 0.017453292519943295",
+    "{0} * 57.29577951308232", "{0} + {p[value]} * {1} * {2}", "{0} + {p[value]} * ({1} / {2})",
+    "({0} + {2} * ({1} - {0}) if abs({2}) < 0.5 else {1} - ({1} - {0}) * (1 - {2}))"})
+# Templates whose complex form differs (the backward rules conjugate on complex values, as the
+# CPU's impls do): the complex equation renders the second text.
+COMPLEX_FORMS = {"{0} * (1 - {1}) * {1}": "{0} * ((1 - {1}) * {1}).conjugate()",
+                 "{0} * (1 - {1} * {1})": "{0} * (1 - {1} * {1}).conjugate()"}
+_TO_REAL = ("{0}.real", "{0}.imag", "abs({0})", "isfinite({0})", "isinf({0})", "{0} != {0}")
+_COMPLEX_CALL = re.compile(r"\b_jg_(" + "|".join(COMPLEX_NAMES) + r")\(")
 
 
-def check_complex(e) -> None:
-    """Raises ``NotRenderableError`` for an equation on complex values without a complex
-    kernel (see ``COMPLEX_TEMPLATES``); a complex value becomes real only through ``abs``,
-    ``.real`` or ``.imag`` (``to(float32)`` of a complex tensor has no kernel)."""
+def check_complex(e) -> bool:
+    """Whether an equation computes on complex values; raises ``NotRenderableError`` for one
+    without a complex kernel (see ``COMPLEX_TEMPLATES``); a complex value becomes real only
+    through ``abs``, ``.real``, ``.imag`` or a predicate (``to(float32)`` of a complex tensor
+    has no kernel)."""
     ins = [v.dtype for v in e.in_vars()]
     out = e.outputs[0].dtype
     if not any(d.is_complex for d in ins + [out]):
-        return
+        return False
     if any(not isinstance(x, Var) for x in e.inputs):  # (eager mode passes it as an argument)
         raise NotRenderableError(f"{e.op.name}: a constant in a complex kernel")
     work = next(d for d in ins + [out] if d.is_complex).np
     text = template_of(e.op, e.params, work)
-    if text not in COMPLEX_TEMPLATES:
+    if text not in COMPLEX_TEMPLATES and text not in COMPLEX_FORMS:
         raise NotRenderableError(f"{e.op.name}: no kernel for complex values on the device")
     if any(d.is_complex for d in ins) and not out.is_complex and text not in _TO_REAL + (
             "{0} == {1}", "{0} != {1}"):
         raise NotRenderableError(f"{e.op.name}: a cast from complex to {out} (take .real)")
+    return True
+
+
+def complex_calls(expr: str) -> str:
+    """A complex equation's expression with its math calls renamed to the complex ones."""
+    return _COMPLEX_CALL.sub(r"_jg_c_\1(", expr)
+
+
+class _ComplexForm:
+    """An op seen with its complex template (``COMPLEX_FORMS``); everything else is the op's."""
+
+    def __init__(self, op, template: str) -> None:
+        self._op, self.template = op, template
+
+    def __getattr__(self, name: str):
+        return getattr(self._op, name)
+
+
+def _complex_pointwise(e, names: dict) -> str:
+    text = template_of(e.op, e.params, next(
+        d for d in [v.dtype for v in e.in_vars()] + [e.outputs[0].dtype] if d.is_complex).np)
+    if text in COMPLEX_FORMS:
+        e = Eqn(_ComplexForm(e.op, COMPLEX_FORMS[text]), e.inputs, e.params, e.outputs)
+    return complex_calls(_pointwise(e, names))
 
 
 @dataclass
@@ -135,6 +175,8 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             acc_dt = _acc_dtype(e.op, out.dtype.np)
             if acc_dt == _F16:  # (max/min: float32 holds every float16, and has atomics)
                 acc_dt = _F32
+            elif acc_dt == np.bool_:  # (max/min of bools: int32 0/1, which has atomics)
+                acc_dt = np.dtype(np.int32)
             tmpl = e.op.template
             cplx = acc_dt.kind == "c"  # (a sum: two atomics, on the real and imaginary parts)
             if cplx and not tmpl.additive:
@@ -159,6 +201,12 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
                     stmts.append(f"v{k} = {src}")
                     stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 0), v{k}.real)")
                     stmts.append(f"cuda.atomic.add(r{k}, ({ix}, 1), v{k}.imag)")
+                elif atomic != "add" and acc_dt.kind == "f":
+                    # (CUDA's atomic max/min keep the stored value when either is NaN: a NaN
+                    # is stored plainly, and then stays, as NumPy's maximum propagates it)
+                    stmts.append(f"v{k} = {src}")
+                    stmts.append(f"if v{k} != v{k}: r{k}[{ix}] = v{k}")
+                    stmts.append(f"if v{k} == v{k}: cuda.atomic.{atomic}(r{k}, ({ix},), v{k})")
                 else:
                     stmts.append(f"cuda.atomic.{atomic}(r{k}, ({ix},), {src})")
             continue
@@ -169,8 +217,8 @@ def render_cuda(body: Graph, name: str, block: int, scalars: frozenset = frozens
             continue
         var = f"t{tmp}"
         tmp += 1
-        check_complex(e)
-        stmts.append(f"{var} = {npname(out.dtype.np)}({_pointwise(e, names)})")
+        expr = _complex_pointwise(e, names) if check_complex(e) else _pointwise(e, names)
+        stmts.append(f"{var} = {npname(out.dtype.np)}({expr})")
         names[out] = var
         if out in out_slot:
             stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {var}")
@@ -211,6 +259,9 @@ def _block_reduce(k: int, acc: str, tmpl, acc_t: str, atomic: str, block: int,
         "if tid == 0:",
     ] + ([f"    cuda.atomic.add(r{k}, 0, sh{k}[0].real)",
           f"    cuda.atomic.add(r{k}, 1, sh{k}[0].imag)"] if cplx else
+         [f"    if sh{k}[0] != sh{k}[0]:", f"        r{k}[0] = sh{k}[0]",  # (NaN: see above)
+          "    else:", f"        cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])"]
+         if atomic != "add" and acc_t.startswith("np.float") else
          [f"    cuda.atomic.{atomic}(r{k}, 0, sh{k}[0])"])
 
 

@@ -1,0 +1,106 @@
+"""Every opdb record on the cuda device (numba's simulator), in every dtype it supports.
+
+``benchmarks/cuda_opdb.py`` runs each record's smallest sample on cuda tensors and on the CPU,
+forward and (float dtypes) backward, in float32, float64, complex64, int64 and bool; a dtype
+the CPU itself rejects is not one the record supports. Every (op, dtype) either equals the CPU
+(values, dtypes and gradients) or is listed in ``NOT_ON_CUDA`` with the reason. The test fails
+when an unlisted pair fails (a kernel lost, a wrong value) and when a listed pair starts to
+work (remove it from the list). docs/cuda.md lists the same pairs.
+
+One test per dtype (about 15-40 s each on the simulator, 2 to 2.5 minutes for the five on one
+core): marked slow.
+"""
+
+from __future__ import annotations
+
+import io
+
+import pytest
+from test_cuda import CUDA
+
+pytestmark = [pytest.mark.skipif(CUDA is None, reason="numba.cuda is not usable here"),
+              pytest.mark.slow]
+
+_ORDER = "no order of complex values (NumPy orders them lexicographically, torch raises)"
+_ORDER_COMPOSITE = "built on amax/clamp/lt, which have no order of complex values"
+_NO_ATOMIC = "no CUDA atomic add for this dtype (numba-cuda has float32/64, int32/64 only)"
+_INT_POW = "integer powers keep NumPy's overflow rules on the CPU: no integer pow template"
+_INT_MEAN = ("the CPU op computes it; on cuda its decomposition's mean() raises torch's "
+             "RuntimeError for integer input (as torch does)")
+_FRACTION = ("value=0.5 on an integer tensor: the kernel would truncate it first (torch "
+             "rejects a float value for integer tensors); raises instead")
+_LINALG = "no CUDA kernel: numba-cuda reaches no cuSOLVER (only svdvals has a Jacobi kernel)"
+_UNIQUE = "no CUDA kernel (a sort and a compaction: to write)"
+_BOOL_WHERE = ("the decomposition's where(mask, x, 0) promotes bool to int64 "
+               "(ops/torch_extras2.py _embed_pieces, outside the CUDA backend)")
+
+NOT_ON_CUDA: dict[tuple[str, str], str] = {
+    **{(op, "complex64"): _ORDER for op in (
+        "relu", "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "lt", "le", "gt", "ge",
+        "amax", "amin", "max", "min", "leaky_relu", "leaky_relu_slope", "elu")},
+    **{(op, "complex64"): _ORDER_COMPOSITE for op in (
+        "logsumexp", "softmax", "log_softmax", "binary_cross_entropy",
+        "binary_cross_entropy_with_logits")},
+    ("round", "complex64"): "round has no complex template (NumPy rounds each part)",
+    ("nan_to_num", "complex64"): "nan_to_num has no complex template",
+    ("lerp_scalar", "complex64"): "lerp with a number weight has no complex template",
+    ("lerp_scalar", "int64"): "lerp with a number weight has no integer template",
+    ("cosine_similarity", "complex64"): "its decomposition casts complex to float32",
+    ("logsumexp", "bool"): "its decomposition subtracts bools (x - amax), which NumPy (so the "
+                           "simulator) rejects; the CPU op casts first",
+    **{(op, dt): _NO_ATOMIC for op in ("scatter_add", "index_add")
+       for dt in ("complex64", "bool")},
+    **{(op, dt): _INT_POW for op, dt in (("pow_tensor", "int64"), ("pow_tensor", "bool"),
+                                         ("square", "int64"), ("square", "bool"),
+                                         ("mse_loss", "int64"))},
+    **{(op, dt): _INT_MEAN for op, dt in (
+        ("layer_norm", "int64"), ("layer_norm", "bool"), ("batch_norm", "int64"),
+        ("batch_norm", "bool"), ("binary_cross_entropy", "int64"),
+        ("binary_cross_entropy_with_logits", "int64"), ("smooth_l1_loss", "int64"),
+        ("huber_loss", "int64"))},
+    ("addcmul", "int64"): _FRACTION,
+    ("addcmul", "bool"): _FRACTION,
+    ("linalg.svdvals", "complex64"): "the Jacobi SVD kernel is real (float64) only",
+    ("linalg.matrix_norm_svd", "complex64"): "the Jacobi SVD kernel is real (float64) only",
+    **{(op, dt): _LINALG for op in ("linalg.inv", "linalg.det", "linalg.slogdet",
+                                    "linalg.solve", "linalg.cholesky")
+       for dt in ("float32", "float64", "complex64")},
+    **{(op, dt): _UNIQUE for op in ("unique", "unique_consecutive")
+       for dt in ("float32", "float64", "complex64", "int64", "bool")},
+    **{("unique_dim", dt): _UNIQUE for dt in ("float32", "float64", "int64", "bool")},
+    **{("cdist", dt): "no CUDA kernel yet" for dt in ("float32", "float64")},
+    **{("pairwise_distance", dt): "norm_p (a p-norm of differences) has no CUDA kernel yet"
+       for dt in ("float32", "float64", "complex64", "int64")},
+    **{("unfold", dt): "unfold's backward has no CUDA kernel yet" for dt in ("float32",
+                                                                            "float64")},
+    ("diag", "bool"): _BOOL_WHERE,
+    ("diag_embed", "bool"): _BOOL_WHERE,
+}
+
+DTYPES = ("float32", "float64", "complex64", "int64", "bool")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_record_runs_on_cuda_or_is_listed(dtype):
+    from benchmarks import cuda_opdb
+
+    results = cuda_opdb.run(out=io.StringIO(), dtypes=(dtype,), smallest=True)
+    failing = {k: r for k, r in results.items() if r not in ("ok", "unsupported")}
+    unlisted = {k: cuda_opdb.MESSAGES.get(k, r) for k, r in failing.items()
+                if k not in NOT_ON_CUDA}
+    assert not unlisted, unlisted
+    listed = {k for k in NOT_ON_CUDA if k[1] == dtype}
+    now_working = sorted(k for k in listed if k not in failing)
+    assert not now_working, f"these work now (or the record is gone): remove them from " \
+                            f"NOT_ON_CUDA: {now_working}"
+    assert sum(r == "ok" for r in results.values()) > 100  # (the sweep did run)
+
+
+def test_listed_entries_are_real_records_and_dtypes():
+    from benchmarks import cuda_opdb
+
+    cuda_opdb._tests_path()
+    from opdb import BY_NAME
+
+    assert all(op in BY_NAME and dt in DTYPES for op, dt in NOT_ON_CUDA), \
+        [k for k in NOT_ON_CUDA if k[0] not in BY_NAME]
