@@ -502,3 +502,17 @@ def test_cuda_w1_benchmark_runs():
 
     row = cuda_w1.run(n=64, repeat=1, out=io.StringIO())
     assert row["seconds"] > 0 and row["bytes"] == 16 * 64 and row["copy_Bps"] > 0
+
+
+@pytest.mark.parametrize("keepdim", [False, True])
+def test_max_dim_gradient_stays_on_the_device(keepdim):
+    # (its VJP built the zeros it scatters into on the host: a mixed-device error)
+    a = _rand(3, 4).astype(np.float64)
+    dev = _dev(a, requires_grad=True)
+    values, _ = dev.max(1, keepdim=keepdim)
+    (values * values).sum().backward()
+    host = jitgrad.tensor(a, requires_grad=True)
+    hv, _ = host.max(1, keepdim=keepdim)
+    (hv * hv).sum().backward()
+    assert dev.grad.is_cuda
+    np.testing.assert_array_equal(_host(dev.grad), host.grad.numpy())

@@ -188,7 +188,7 @@ def _select_vjp(arg_op_name):
         idx = apply(OPS[arg_op_name], x, dim=dim, keepdim=True)
         if not keepdim:
             g = g.unsqueeze(dim)
-        return (scatter_add(zeros(tuple(x.shape), dtype=g.dtype), dim, idx, g),)
+        return (scatter_add(zeros(tuple(x.shape), dtype=g.dtype, device=g.device), dim, idx, g),)
     return rule
 
 
