@@ -71,9 +71,7 @@ class Generator:
         """The generator's state as a uint8 tensor on the CPU (for ``set_state``): a CPU
         generator's NumPy state, or a cuda generator's seed and device generators' states."""
         if self._device.type == "cuda":
-            from .backends import cuda_random
-
-            raw = cuda_random.state_bytes(self)
+            raw = _cuda_state_io()["get"](self)
         else:
             import json
 
@@ -87,9 +85,7 @@ class Generator:
                             f"{type(new_state).__name__}")
         raw = new_state.cpu()._data.tobytes() if new_state.is_cuda else new_state._data.tobytes()
         if self._device.type == "cuda":
-            from .backends import cuda_random
-
-            cuda_random.set_state_bytes(self, raw)
+            _cuda_state_io()["set"](self, raw)
             return self
         import json
 
@@ -131,3 +127,15 @@ _generator = _default  # what ``default_generator()`` returns (reseeded in place
 
 def default_generator() -> Generator:
     return _default
+
+
+# A cuda generator's state is read and written by the CUDA backend (``backends/cuda_random``,
+# far above this module), which plugs its two functions in here when it loads.
+CUDA_STATE_IO: dict = {}
+
+
+def _cuda_state_io() -> dict:
+    from .device import cuda_runtime
+
+    cuda_runtime()  # (loads the backend, which fills CUDA_STATE_IO)
+    return CUDA_STATE_IO

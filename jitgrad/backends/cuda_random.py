@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from .. import _cuda_array as ca
-from .. import dtypes
+from .. import _generator, dtypes
 from .numba_cuda import block_size, compile_source
 from .render import npname
 
@@ -98,7 +98,7 @@ def draw(kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None, lo
     """A device array of ``shape`` and ``dtype`` drawn from the device generators: ``kind``
     "uniform" (``shift + scale * U[0, 1)``), "normal" (``shift + scale * N(0, 1)``) or
     "integers" (``[low, high)``)."""
-    from ..random import default_generator
+    from .._generator import default_generator
 
     if generator is not None and generator.device.type != "cuda":
         raise RuntimeError(f"Expected a 'cuda' device type for generator but found "
@@ -143,3 +143,6 @@ def set_state_bytes(generator: Any, raw: bytes) -> None:
     generator.manual_seed(int(np.frombuffer(raw[:8], np.uint64)[0]))
     host = np.frombuffer(raw[8:], dtype=xoroshiro128p_dtype).copy()
     generator._states = ca.cuda().to_device(host)
+
+
+_generator.CUDA_STATE_IO.update(get=state_bytes, set=set_state_bytes)  # (see _generator)
