@@ -149,7 +149,10 @@ def time_interleaved(steps: dict[str, Step], timing: Timing,
     """Per-call seconds of each step, one sample per round, peers interleaved in each round.
 
     The order of peers rotates every round, so slow drifts of the machine (another process,
-    frequency changes) touch every peer alike. A step that raises is dropped from the rounds.
+    frequency changes) touch every peer alike. Each peer's batch starts with one untimed call:
+    torch's OpenMP workers and jax's thread pool spin for a while after their library's last
+    call, and on a small machine they would otherwise slow the first calls of whichever peer
+    runs next. A step that raises is dropped from the rounds.
 
     Returns:
         ``(samples, failures)``: peer -> per-round seconds per call, and peer -> why it failed.
@@ -174,6 +177,7 @@ def time_interleaved(steps: dict[str, Step], timing: Timing,
         for name in names[k:] + names[:k]:
             step, n = steps[name], batch[name]
             try:
+                step()  # untimed: the previous peer's idle-spinning threads settle first
                 t0 = time.perf_counter()
                 for _ in range(n):
                     step()
