@@ -15,9 +15,27 @@ from jitgrad.distributions.continuous import (
     Normal,
     Uniform,
 )
+from jitgrad.distributions.discrete import (
+    Bernoulli,
+    Binomial,
+    Categorical,
+    Geometric,
+    OneHotCategorical,
+    Poisson,
+)
 from jitgrad.distributions.distribution import Distribution
+from jitgrad.distributions.independent import Independent
+from jitgrad.distributions.multivariate_normal import MultivariateNormal
 
 __all__ = [
+    "Bernoulli",
+    "Binomial",
+    "Categorical",
+    "Geometric",
+    "Independent",
+    "MultivariateNormal",
+    "OneHotCategorical",
+    "Poisson",
     "Cauchy",
     "Distribution",
     "Exponential",
