@@ -1,0 +1,432 @@
+"""Univariate continuous distributions: Normal, Uniform, Exponential, Laplace, LogNormal,
+Gumbel and Cauchy, composed from jitgrad ops so gradients flow through ``log_prob`` and
+``rsample``."""
+
+from __future__ import annotations
+
+import math
+from numbers import Number, Real
+from typing import Any
+
+import jitgrad
+from jitgrad.distributions import constraints
+from jitgrad.distributions.distribution import _EMPTY, Distribution
+from jitgrad.distributions.utils import _finfo, _standard_normal, broadcast_all, euler_constant
+
+__all__ = ["Cauchy", "Exponential", "Gumbel", "Laplace", "LogNormal", "Normal", "Uniform"]
+
+
+def _uniform(shape: Any, like: Any, low: float = 0.0, high: float = 1.0) -> Any:
+    """Uniform draws in ``[low, high)`` of ``shape`` with ``like``'s dtype."""
+    u = jitgrad.rand(*tuple(shape), dtype=like.dtype)
+    if low == 0.0 and high == 1.0:
+        return u
+    return u * (high - low) + low
+
+
+def _log(x: Any) -> Any:
+    return math.log(x) if isinstance(x, Real) else x.log()
+
+
+class _LocScale(Distribution):
+    """Shared setup of the two-parameter ``loc``/``scale`` families."""
+
+    arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
+    support = constraints.real
+    has_rsample = True
+
+    def __init__(self, loc: Any, scale: Any, validate_args: bool | None = None):
+        self.loc, self.scale = broadcast_all(loc, scale)
+        if isinstance(loc, Number) and isinstance(scale, Number):
+            batch_shape = jitgrad.Size()
+        else:
+            batch_shape = self.loc.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
+        new = self._get_checked_instance(type(self), _instance)
+        batch_shape = jitgrad.Size(batch_shape)
+        new.loc = self.loc.expand(batch_shape)
+        new.scale = self.scale.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+
+class Normal(_LocScale):
+    """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``.
+
+    Args:
+        loc: Mean of the distribution.
+        scale: Standard deviation (positive).
+        validate_args: Whether to validate parameters and values.
+    """
+
+    _mean_carrier_measure = 0
+
+    @property
+    def mean(self) -> Any:
+        return self.loc
+
+    @property
+    def mode(self) -> Any:
+        return self.loc
+
+    @property
+    def stddev(self) -> Any:
+        return self.scale
+
+    @property
+    def variance(self) -> Any:
+        return self.stddev.pow(2)
+
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
+        shape = self._extended_shape(sample_shape)
+        eps = _standard_normal(shape, dtype=self.loc.dtype)
+        return self.loc + eps * self.scale
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        var = self.scale**2
+        log_scale = _log(self.scale)
+        return -((value - self.loc) ** 2) / (2 * var) - log_scale - math.log(math.sqrt(2 * math.pi))
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 0.5 * (1 + jitgrad.erf((value - self.loc) * self.scale.reciprocal()
+                                      / math.sqrt(2)))
+
+    def entropy(self) -> Any:
+        return 0.5 + 0.5 * math.log(2 * math.pi) + jitgrad.log(self.scale)
+
+
+class Uniform(Distribution):
+    """Uniform distribution on the half-open interval ``[low, high)``.
+
+    Args:
+        low: Lower bound (inclusive).
+        high: Upper bound (exclusive).
+        validate_args: Whether to validate parameters and values.
+    """
+
+    arg_constraints = {
+        "low": constraints.dependent(is_discrete=False, event_dim=0),
+        "high": constraints.dependent(is_discrete=False, event_dim=0),
+    }
+    has_rsample = True
+
+    def __init__(self, low: Any, high: Any, validate_args: bool | None = None):
+        self.low, self.high = broadcast_all(low, high)
+        if isinstance(low, Number) and isinstance(high, Number):
+            batch_shape = jitgrad.Size()
+        else:
+            batch_shape = self.low.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
+        new = self._get_checked_instance(Uniform, _instance)
+        batch_shape = jitgrad.Size(batch_shape)
+        new.low = self.low.expand(batch_shape)
+        new.high = self.high.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Any:
+        return (self.high + self.low) / 2
+
+    @property
+    def mode(self) -> Any:
+        return float("nan") * self.high
+
+    @property
+    def stddev(self) -> Any:
+        return (self.high - self.low) / 12**0.5
+
+    @property
+    def variance(self) -> Any:
+        return (self.high - self.low).pow(2) / 12
+
+    @constraints.dependent_property(is_discrete=False, event_dim=0)
+    def support(self) -> Any:
+        return constraints.interval(self.low, self.high)
+
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
+        shape = self._extended_shape(sample_shape)
+        rand = _uniform(shape, self.low)
+        return self.low + rand * (self.high - self.low)
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        lb = self.low.le(value).type_as(self.low)
+        ub = self.high.gt(value).type_as(self.low)
+        return jitgrad.log(lb.mul(ub)) - jitgrad.log(self.high - self.low)
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        result = (value - self.low) / (self.high - self.low)
+        return result.clamp(min=0, max=1)
+
+    def icdf(self, value: Any) -> Any:
+        return value * (self.high - self.low) + self.low
+
+    def entropy(self) -> Any:
+        return jitgrad.log(self.high - self.low)
+
+
+class Exponential(Distribution):
+    """Exponential distribution with rate ``rate`` (mean ``1 / rate``).
+
+    Args:
+        rate: Rate (positive).
+        validate_args: Whether to validate parameters and values.
+    """
+
+    arg_constraints = {"rate": constraints.positive}
+    support = constraints.nonnegative
+    has_rsample = True
+    _mean_carrier_measure = 0
+
+    def __init__(self, rate: Any, validate_args: bool | None = None):
+        (self.rate,) = broadcast_all(rate)
+        batch_shape = jitgrad.Size() if isinstance(rate, Number) else self.rate.size()
+        super().__init__(batch_shape, validate_args=validate_args)
+
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Distribution:
+        new = self._get_checked_instance(Exponential, _instance)
+        batch_shape = jitgrad.Size(batch_shape)
+        new.rate = self.rate.expand(batch_shape)
+        Distribution.__init__(new, batch_shape, validate_args=False)
+        new._validate_args = self._validate_args
+        return new
+
+    @property
+    def mean(self) -> Any:
+        return self.rate.reciprocal()
+
+    @property
+    def mode(self) -> Any:
+        return jitgrad.zeros_like(self.rate)
+
+    @property
+    def stddev(self) -> Any:
+        return self.rate.reciprocal()
+
+    @property
+    def variance(self) -> Any:
+        return self.rate.pow(-2)
+
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
+        shape = self._extended_shape(sample_shape)
+        # 1 - u lies in (0, 1], so the standard exponential draw is finite.
+        e = -jitgrad.log1p(-_uniform(shape, self.rate))
+        return e / self.rate
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.rate.log() - self.rate * value
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 1 - jitgrad.exp(-self.rate * value)
+
+    def icdf(self, value: Any) -> Any:
+        return -jitgrad.log1p(-value) / self.rate
+
+    def entropy(self) -> Any:
+        return 1.0 - jitgrad.log(self.rate)
+
+
+class Laplace(_LocScale):
+    """Laplace distribution with location ``loc`` and scale ``scale``.
+
+    Args:
+        loc: Mean of the distribution.
+        scale: Scale (positive).
+        validate_args: Whether to validate parameters and values.
+    """
+
+    @property
+    def mean(self) -> Any:
+        return self.loc
+
+    @property
+    def mode(self) -> Any:
+        return self.loc
+
+    @property
+    def variance(self) -> Any:
+        return 2 * self.scale.pow(2)
+
+    @property
+    def stddev(self) -> Any:
+        return (2**0.5) * self.scale
+
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
+        shape = self._extended_shape(sample_shape)
+        eps = _finfo(self.loc)[1]
+        u = _uniform(shape, self.loc, eps - 1, 1)
+        return self.loc - self.scale * u.sign() * jitgrad.log1p(-u.abs())
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return -jitgrad.log(2 * self.scale) - jitgrad.abs(value - self.loc) / self.scale
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return 0.5 - 0.5 * (value - self.loc).sign() * jitgrad.expm1(
+            -(value - self.loc).abs() / self.scale
+        )
+
+    def icdf(self, value: Any) -> Any:
+        term = value - 0.5
+        return self.loc - self.scale * term.sign() * jitgrad.log1p(-2 * term.abs())
+
+    def entropy(self) -> Any:
+        return 1 + jitgrad.log(2 * self.scale)
+
+
+class LogNormal(_LocScale):
+    """Distribution of ``exp(X)`` for ``X ~ Normal(loc, scale)``.
+
+    Args:
+        loc: Mean of the log of the distribution.
+        scale: Standard deviation of the log (positive).
+        validate_args: Whether to validate parameters and values.
+    """
+
+    support = constraints.positive
+
+    @property
+    def base_dist(self) -> Normal:
+        """The underlying ``Normal(loc, scale)``."""
+        return Normal(self.loc, self.scale, validate_args=False)
+
+    @property
+    def mean(self) -> Any:
+        return (self.loc + self.scale.pow(2) / 2).exp()
+
+    @property
+    def mode(self) -> Any:
+        return (self.loc - self.scale.square()).exp()
+
+    @property
+    def variance(self) -> Any:
+        scale_sq = self.scale.pow(2)
+        return scale_sq.expm1() * (2 * self.loc + scale_sq).exp()
+
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
+        return self.base_dist.rsample(sample_shape).exp()
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        log_value = value.log()
+        return self.base_dist.log_prob(log_value) - log_value
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return self.base_dist.cdf(value.log())
+
+    def entropy(self) -> Any:
+        return self.base_dist.entropy() + self.loc
+
+
+class Gumbel(_LocScale):
+    """Gumbel (type-I extreme value) distribution.
+
+    Args:
+        loc: Location.
+        scale: Scale (positive).
+        validate_args: Whether to validate parameters and values.
+    """
+
+    @property
+    def mean(self) -> Any:
+        return self.loc + self.scale * euler_constant
+
+    @property
+    def mode(self) -> Any:
+        return self.loc
+
+    @property
+    def stddev(self) -> Any:
+        return (math.pi / math.sqrt(6)) * self.scale
+
+    @property
+    def variance(self) -> Any:
+        return self.stddev.pow(2)
+
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
+        shape = self._extended_shape(sample_shape)
+        tiny, eps = _finfo(self.loc)
+        u = _uniform(shape, self.loc).clamp(min=tiny, max=1 - eps)
+        return self.loc - self.scale * jitgrad.log(-jitgrad.log(u))
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        z = (value - self.loc) / self.scale
+        return -(self.scale.log() + z + jitgrad.exp(-z))
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return jitgrad.exp(-jitgrad.exp(-(value - self.loc) / self.scale))
+
+    def entropy(self) -> Any:
+        return self.scale.log() + (1 + euler_constant)
+
+
+class Cauchy(_LocScale):
+    """Cauchy (Lorentz) distribution; its mean is undefined and its variance infinite.
+
+    Args:
+        loc: Mode (median).
+        scale: Half width at half maximum (positive).
+        validate_args: Whether to validate parameters and values.
+    """
+
+    @property
+    def mean(self) -> Any:
+        return jitgrad.full(self._extended_shape(), math.nan, dtype=self.loc.dtype)
+
+    @property
+    def mode(self) -> Any:
+        return self.loc
+
+    @property
+    def variance(self) -> Any:
+        return jitgrad.full(self._extended_shape(), math.inf, dtype=self.loc.dtype)
+
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
+        shape = self._extended_shape(sample_shape)
+        u = _uniform(shape, self.loc)
+        return self.loc + self.scale * jitgrad.tan(math.pi * (u - 0.5))
+
+    def log_prob(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return (-math.log(math.pi) - self.scale.log()
+                - (((value - self.loc) / self.scale) ** 2).log1p())
+
+    def cdf(self, value: Any) -> Any:
+        if self._validate_args:
+            self._validate_sample(value)
+        return jitgrad.atan((value - self.loc) / self.scale) / math.pi + 0.5
+
+    def icdf(self, value: Any) -> Any:
+        return jitgrad.tan(math.pi * (value - 0.5)) * self.scale + self.loc
+
+    def entropy(self) -> Any:
+        return math.log(4 * math.pi) + self.scale.log()
