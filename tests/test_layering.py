@@ -54,6 +54,8 @@ LAYERS = [
     ("jit", ["jitgrad.jit", "jitgrad.func"]),  # (torch.func transforms trace with the jit)
     ("tools", ["jitgrad.cache"]),  # python -m jitgrad.cache: the kernel cache's command line
     ("package", [ROOT]),  # jitgrad/__init__.py: imports the layers below and wires their slots
+    # (written against the public API, ``import jitgrad``; loaded on first use of the name)
+    ("public_api_clients", ["jitgrad.distributions"]),
 ]
 
 # Upward imports that remain (importer -> imported). Each would be a cycle between layers held

@@ -10,7 +10,7 @@ from typing import Any
 import jitgrad
 import jitgrad.nn.functional as F
 from jitgrad.distributions import constraints
-from jitgrad.distributions._special import lgamma, xlogy
+from jitgrad.ops import lgamma, xlogy
 from jitgrad.distributions.distribution import _EMPTY, Distribution
 from jitgrad.distributions.utils import (
     _finfo,
