@@ -26,6 +26,7 @@ from jitgrad.distributions.discrete import (
 from jitgrad.distributions.distribution import Distribution
 from jitgrad.distributions.independent import Independent
 from jitgrad.distributions.multivariate_normal import MultivariateNormal
+from jitgrad.distributions.kl import kl_divergence, register_kl
 
 __all__ = [
     "Bernoulli",
@@ -45,4 +46,6 @@ __all__ = [
     "Normal",
     "Uniform",
     "constraints",
+    "kl_divergence",
+    "register_kl",
 ]
