@@ -23,15 +23,16 @@ from .workloads import Case, reference
 
 @dataclass(frozen=True)
 class Timing:
-    """How hard to time: rounds per case, seconds per timed batch, seconds of warm-up."""
+    """How hard to time: rounds per case, seconds per timed batch, of warm-up, of settling."""
 
     rounds: int = 15
     batch_s: float = 0.05
     warmup_s: float = 0.2
+    settle_s: float = 0.2
     max_calls: int = 20000
 
 
-QUICK = Timing(rounds=7, batch_s=0.01, warmup_s=0.03)
+QUICK = Timing(rounds=7, batch_s=0.01, warmup_s=0.03, settle_s=0.03)
 FULL = Timing()
 
 
@@ -143,16 +144,27 @@ def _calls_per_batch(step: Step, timing: Timing) -> int:
     return int(min(max(1, round(timing.batch_s / per_call)), timing.max_calls))
 
 
+def settle(step: Step, seconds: float) -> None:
+    """Run ``step`` untimed for ``seconds`` (at least once)."""
+    t0 = time.perf_counter()
+    step()
+    while time.perf_counter() - t0 < seconds:
+        step()
+
+
 def time_interleaved(steps: dict[str, Step], timing: Timing,
                      progress: Callable[[str], None] = lambda s: None
                      ) -> tuple[dict[str, list[float]], dict[str, str]]:
     """Per-call seconds of each step, one sample per round, peers interleaved in each round.
 
     The order of peers rotates every round, so slow drifts of the machine (another process,
-    frequency changes) touch every peer alike. Each peer's batch starts with one untimed call:
-    torch's OpenMP workers and jax's thread pool spin for a while after their library's last
-    call, and on a small machine they would otherwise slow the first calls of whichever peer
-    runs next. A step that raises is dropped from the rounds.
+    frequency changes) touch every peer alike. Before its timed batch, each peer runs untimed
+    for ``timing.settle_s`` (at least one call). Worker threads of the previous peer's library
+    keep spinning for a while after its last call, and a thread pool that went idle needs a
+    while to come back to speed: measured on 2 cores, jax's W2 step took 1.9-2.0 ms for its
+    first 100 ms of calls after another peer's batch, and 1.23 ms after that, its speed in a
+    loop of its own. Timing the first calls would report the cost of switching libraries, which
+    a user's loop never pays. A step that raises is dropped from the rounds.
 
     Returns:
         ``(samples, failures)``: peer -> per-round seconds per call, and peer -> why it failed.
@@ -177,7 +189,7 @@ def time_interleaved(steps: dict[str, Step], timing: Timing,
         for name in names[k:] + names[:k]:
             step, n = steps[name], batch[name]
             try:
-                step()  # untimed: the previous peer's idle-spinning threads settle first
+                settle(step, timing.settle_s)
                 t0 = time.perf_counter()
                 for _ in range(n):
                     step()

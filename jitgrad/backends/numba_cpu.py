@@ -4,8 +4,9 @@
 (``jit.passes``: ``index_maps``, ``fuse``, ``schedule``), renders every kernel with the shared
 renderer (``backends.render``), compiles it with Numba (serial, ``error_model="numpy"``, the
 fastmath subset ``FASTMATH``), and renders the whole program as one straight-line Python
-function (``_pycode``) that calls the kernels, and NumPy for opaque ops (matmul goes to
-BLAS) and views, in order. Kernels are cached by their source text for the process: a second
+function (``_pycode``) that calls the kernels, the tiled matrix product of ``backends.gemm`` for
+``mm``/``addmm`` (or NumPy's BLAS, whichever is faster for the shape), and NumPy for the other
+opaque ops and views, in order. Kernels are cached by their source text for the process: a second
 trace with new sizes reuses the compiled code.
 
 Equations Numba cannot or should not compile (float16 and complex dtypes, ops without a
@@ -16,7 +17,6 @@ outside any kernel.
 from __future__ import annotations
 
 import builtins
-import os
 import functools
 import time
 import weakref
@@ -29,7 +29,7 @@ from .._ir import Eqn, Graph, Var
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
 from .. import _pycode as pycode
-from . import kernel_cache, numba_chain, numba_program
+from . import gemm, kernel_cache, numba_chain, numba_program
 from .numba_math import KERNEL_FASTMATH
 from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
                      render_kernel, renderable)
@@ -53,10 +53,12 @@ _HEADER = ("import numpy as np\n"
 # transcendental call): W1's kernels at 1e5 elements are about 4e6 and stay serial (two
 # threads made its step 2x slower there: 380 -> 790 us), at 1e7 about 4e8 (28.5 -> 18.8 ms
 # in parallel); W3's are 1e7-1e8. Small kernels between matmuls stay serial. Parallel
-# kernels run on Numba's ``workqueue`` threading layer unless ``NUMBA_THREADING_LAYER`` says
-# otherwise: OpenMP's spinning workers starve BLAS between kernels (W3 92 ms with omp, 80 ms
-# with workqueue here). (workqueue must not be entered from two threads at once: set
-# NUMBA_THREADING_LAYER=omp to call large jitted functions from several threads.)
+# kernels and the tiled matrix products (``gemm``) run on Numba's default threading layer (tbb,
+# else OpenMP, else workqueue; ``NUMBA_THREADING_LAYER`` chooses): OpenMP's workers wait
+# spinning for the next region, which is what makes a 150 us product run on both cores, and
+# since the products are no longer BLAS's, no BLAS threads compete with them (they starved
+# each other: W2 took 160 ms with OpenMP kernels beside OpenBLAS products). workqueue wakes
+# its workers too slowly for either (W2 2.8 ms, products at one core's speed).
 PARALLEL_MIN = _config.parallel_min()
 MATH_COST = 8
 # Runs of consecutive kernels are called as one @njit program (backends/numba_program.py): one
@@ -82,13 +84,6 @@ def _threads() -> int:
     import numba
 
     return numba.config.NUMBA_NUM_THREADS
-
-
-def _use_workqueue() -> None:
-    import numba
-
-    if "NUMBA_THREADING_LAYER" not in os.environ:
-        numba.config.THREADING_LAYER = "workqueue"
 
 
 def available() -> bool:
@@ -308,11 +303,18 @@ def lower(fused: Graph) -> tuple[Graph, list[CompiledKernel]]:
                 size = int(np.prod(domain_of(body.eqns[0]), dtype=np.int64))
                 work = size * (serial.n_ops + MATH_COST * serial.source.count("_jg_"))
                 if 0 < PARALLEL_MIN <= work and _threads() > 1:
-                    _use_workqueue()
                     serial = render_kernel(body, "kernel", parallel=True)
                 kernels.append(CompiledKernel(serial, body))
         hit = _LOWERED[fused] = (fused, kernels)
     return hit
+
+
+def _addmm(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return bias + gemm.matmul(a, b)
+
+
+# Opaque ops this backend runs with its own implementation instead of the op's NumPy impl.
+_OPAQUE_IMPLS = {"mm": gemm.matmul, "addmm": _addmm}
 
 
 def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
@@ -320,6 +322,8 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     fused, kernels = lower(graph)
     launchers = iter(k.launch for k in kernels)
     impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
+    impls.update({id(e): _OPAQUE_IMPLS[e.op.name] for e in fused.eqns
+                  if e.op.name in _OPAQUE_IMPLS and not e.params})
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
     if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
@@ -332,7 +336,7 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
         run = _settled(by_kernel, 0)
     else:
         whole = pycode.compile_function(grouped, "program",
-                                        impl_for=lambda e: programs.get(id(e)))
+                                        impl_for=lambda e: programs.get(id(e), impls.get(id(e))))
         if PROGRAM_AFTER_CALLS <= 0:
             run = _settled(whole, 0)
         else:

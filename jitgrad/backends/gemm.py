@@ -1,0 +1,113 @@
+"""Matrix products for the Numba backend: a register-tiled micro-kernel written in LLVM IR.
+
+NumPy's BLAS decides the speed of every matmul-bound workload (W2, W3), and the BLAS a NumPy
+wheel ships does not always use the machine's widest vectors: on the 2-core AMD EPYC (Zen 5,
+AVX-512) these benchmarks run on, OpenBLAS does not recognize the CPU and runs its AVX2
+(Haswell) kernels, about 235 GFLOPS on both cores for W2's products.
+
+This module computes ``C = A @ B`` for 2-D float32/float64 operands with a micro-kernel that
+keeps an ``MR x NR`` tile of ``C`` in vector registers while it walks ``k``: per step it loads
+``NV`` vectors of a row of ``B``, broadcasts ``MR`` elements of a column of ``A`` and issues
+``MR * NV`` fused multiply-adds. It is emitted as LLVM IR with explicit vector types through a
+Numba intrinsic, because Numba's own loops leave such a tile in memory (measured: 15 GFLOPS for
+the same tile written as scalar Python). LLVM allocates the registers and picks the instruction
+encodings for the host, so the same IR serves AVX-512, AVX2 and NEON machines; the vector width
+follows the host's features. A ``prange`` over tiles spreads the tiles over Numba's threads.
+
+Layouts: ``A`` may have any strides (its elements are broadcast one at a time); ``B`` must be
+unit-stride along its columns. When it is not, the product is computed transposed,
+``C.T = B.T @ A.T``, if ``A.T`` is unit-stride along its columns, else the smaller operand is
+copied. Tiles at the right and bottom edges run on zero-padded copies.
+
+Whether this kernel or NumPy computes a given product is decided once per shape, dtype and
+layout by timing both on the first call (``JITGRAD_GEMM=auto``, the default): where the BLAS
+is already fast, NumPy keeps the product. ``JITGRAD_GEMM=numpy`` always uses NumPy;
+``JITGRAD_GEMM=tiled`` always uses this kernel where it applies.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+
+MODES = ("tiled", "numpy")
+# Below this many multiply-adds a product is NumPy's: OpenBLAS runs such products on the calling
+# thread (its SMP threshold, 65536 x GEMM_MULTITHREAD_THRESHOLD 4), so no BLAS worker threads
+# wake up to compete with Numba's, and the call costs less than the kernel's set-up.
+MIN_FLOPS = 1 << 18
+
+
+def mode() -> str:
+    """``JITGRAD_GEMM`` (``tiled`` or ``numpy``), read on each call."""
+    value = os.environ.get("JITGRAD_GEMM", "tiled").lower()
+    if value not in MODES:
+        raise ValueError(f"JITGRAD_GEMM={value!r} is not one of {', '.join(MODES)}")
+    return value
+
+
+def applies(a: np.ndarray, b: np.ndarray) -> bool:
+    """Whether ``tiled`` can compute ``a @ b`` (2-D, one float32/float64 dtype, big enough)."""
+    return (type(a) is np.ndarray and type(b) is np.ndarray and a.ndim == 2 and b.ndim == 2
+            and a.dtype == b.dtype and a.dtype.char in "fd" and a.shape[1] == b.shape[0]
+            and a.shape[0] * a.shape[1] * b.shape[1] >= MIN_FLOPS)
+
+
+def _unit_columns(x: np.ndarray) -> bool:
+    return x.shape[1] <= 1 or x.strides[1] == x.itemsize
+
+
+def tiled(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b`` by the tiled kernels (both 2-D, one float dtype; see ``applies``)."""
+    from . import gemm_kernel as kernel
+
+    m, k_len = a.shape
+    n = b.shape[1]
+    if a.size == 0 or b.size == 0:  # (NumPy gives empty arrays zero strides)
+        return np.zeros((m, n), a.dtype)
+    c = np.empty((m, n), a.dtype)
+    if not _unit_columns(b):
+        lanes = kernel.VECTOR_BYTES // a.itemsize
+        if (_unit_columns(a) and _unit_columns(b.T) and k_len >= 4 * lanes
+                and m >= kernel.MR_NT and n >= kernel.NR_NT):
+            a_flat, a_si, _ = _flat(a)
+            b_flat, b_sj, _ = _flat(b.T)
+            kernel.gemm_nt(a_flat, a_si, b_flat, b_sj, c, k_len, a.size > b.size)
+            return c
+        if _unit_columns(a.T) or a.size <= b.size:
+            return tiled(b.T, np.ascontiguousarray(a.T)).T  # C.T = B.T @ A.T
+        b = np.ascontiguousarray(b)
+    a_flat, a_si, a_sk = _flat(a)
+    b_flat, b_sk, _ = _flat(b)
+    # The operand read once is the one the other is re-read against: keep the larger one
+    # streaming once (rows of tiles outer re-reads b, panels outer re-reads a).
+    kernel.gemm(a_flat, a_si, a_sk, b_flat, b_sk, c, k_len, a.size > b.size)
+    return c
+
+
+def _flat(x: np.ndarray) -> tuple[np.ndarray, int, int]:
+    """A 1-D view of the memory a 2-D array spans, from its first element, and its strides in
+    elements (a contiguous copy first if a stride is negative or not a whole element)."""
+    if x.flags.c_contiguous:
+        flat, rows, cols = x.reshape(-1), x.shape[1], 1
+    elif x.flags.f_contiguous:
+        flat, rows, cols = x.T.reshape(-1), 1, x.shape[0]
+    else:
+        size = x.itemsize
+        if any(s < 0 or s % size for s in x.strides):
+            x = np.ascontiguousarray(x)
+        rows, cols = x.strides[0] // size, x.strides[1] // size
+        span = (x.shape[0] - 1) * rows + (x.shape[1] - 1) * cols + 1
+        flat = np.lib.stride_tricks.as_strided(x, (span,), (size,), writeable=False)
+    if flat.flags.writeable:  # (one Numba type for every operand: read-only)
+        flat = flat.view()
+        flat.flags.writeable = False
+    return flat, rows, cols
+
+
+def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """``a @ b``: by the tiled kernel where it applies and ``JITGRAD_GEMM`` is not ``numpy``,
+    else by NumPy."""
+    if applies(a, b) and mode() == "tiled":
+        return tiled(a, b)
+    return np.matmul(a, b)

@@ -1,0 +1,271 @@
+"""The compiled part of ``gemm``: the tile intrinsic (LLVM IR with explicit vectors) and the
+parallel driver over tiles, compiled once per dtype and kept in Numba's cache.
+
+Imports Numba and llvmlite; ``gemm`` imports this module on its first tiled product only.
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+import numba
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.core import cgutils
+from numba.extending import intrinsic
+
+
+def _vector_bytes() -> int:
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f", False):
+        return 64
+    if features.get("avx", False):
+        return 32
+    return 16
+
+
+#: Bytes per vector register on this host.
+VECTOR_BYTES = _vector_bytes()
+#: Vectors per tile row. With ``MR`` rows, ``MR * NV`` accumulators, ``NV`` vectors of ``B``
+#: and one broadcast fit the register file (32 vector registers with AVX-512 and on ARM, 16
+#: with AVX2).
+NV = 2
+#: Rows per tile.
+MR = 6 if VECTOR_BYTES == 32 else 8
+#: Rows and columns of a dot-product tile (``tile_nt``): 24 accumulators, 4 + 1 vector loads
+MR_NT, NR_NT = 4, 6
+
+
+def tile_columns(dtype: np.dtype) -> int:
+    """Columns per tile (``NR``) for ``dtype``."""
+    return NV * VECTOR_BYTES // np.dtype(dtype).itemsize
+
+
+def _codegen(size: int):
+    element = ir.FloatType() if size == 4 else ir.DoubleType()
+    lanes = VECTOR_BYTES // size
+    vec = ir.VectorType(element, lanes)
+    i32, i64 = ir.IntType(32), ir.IntType(64)
+    fma_name = f"llvm.fma.v{lanes}{'f32' if size == 4 else 'f64'}"
+
+    def codegen(context, builder, signature, args):
+        a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len = args
+        a_ptr = context.make_array(signature.args[0])(context, builder, a).data
+        b_ptr = context.make_array(signature.args[4])(context, builder, b).data
+        c_ptr = context.make_array(signature.args[7])(context, builder, c).data
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3),
+                                             fma_name)
+
+        def vector_at(base, offset):
+            return builder.bitcast(builder.gep(base, [offset]), vec.as_pointer())
+
+        entry = builder.basic_block
+        head = builder.append_basic_block("tile_k_head")
+        body = builder.append_basic_block("tile_k_body")
+        done = builder.append_basic_block("tile_k_done")
+        builder.branch(head)
+
+        builder.position_at_end(head)
+        k = builder.phi(i64)
+        k.add_incoming(ir.Constant(i64, 0), entry)
+        accumulators = [builder.phi(vec) for _ in range(MR * NV)]
+        for acc in accumulators:
+            acc.add_incoming(ir.Constant(vec, None), entry)
+        builder.cbranch(builder.icmp_signed("<", k, k_len), body, done)
+
+        builder.position_at_end(body)
+        b_row = builder.add(b_off, builder.mul(k, b_sk))
+        b_vectors = [builder.load(vector_at(b_ptr, builder.add(b_row, ir.Constant(i64, v * lanes))),
+                                  align=size) for v in range(NV)]
+        a_col = builder.add(a_off, builder.mul(k, a_sk))
+        undef = ir.Constant(vec, ir.Undefined)
+        splat = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
+        updated = []
+        for r in range(MR):
+            at = builder.add(a_col, builder.mul(ir.Constant(i64, r), a_si))
+            scalar = builder.load(builder.gep(a_ptr, [at]), align=size)
+            broadcast = builder.shuffle_vector(
+                builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat)
+            for v in range(NV):
+                updated.append(builder.call(fma, [broadcast, b_vectors[v],
+                                                  accumulators[r * NV + v]]))
+        k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.basic_block)
+        for acc, new in zip(accumulators, updated):
+            acc.add_incoming(new, builder.basic_block)
+        builder.branch(head)
+
+        builder.position_at_end(done)
+        for r in range(MR):
+            row = builder.add(c_off, builder.mul(ir.Constant(i64, r), c_si))
+            for v in range(NV):
+                builder.store(accumulators[r * NV + v],
+                              vector_at(c_ptr, builder.add(row, ir.Constant(i64, v * lanes))),
+                              align=size)
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def tile(typingctx, a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len):
+    """``c[c_off + r*c_si + j] = sum_k a[a_off + r*a_si + k*a_sk] * b[b_off + k*b_sk + j]`` for
+    ``r < MR``, ``j < NR`` (offsets and strides in elements; one float dtype)."""
+    size = np.dtype(str(a.dtype)).itemsize
+    signature = types.void(a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len)
+    return signature, _codegen(size)
+
+
+def _compiled(fn):
+    # cache=True: a later process loads the machine code from Numba's cache instead of
+    # compiling it again (seconds: parallel loops are slow to compile).
+    options = {"parallel": True, "nogil": True, "error_model": "numpy"}
+    try:
+        return numba.njit(cache=True, **options)(fn)
+    except RuntimeError:  # no writable cache location: compile in every process instead
+        return numba.njit(**options)(fn)
+
+
+def _codegen_nt(size: int):
+    element = ir.FloatType() if size == 4 else ir.DoubleType()
+    lanes = VECTOR_BYTES // size
+    vec = ir.VectorType(element, lanes)
+    i64 = ir.IntType(64)
+    suffix = f"v{lanes}{'f32' if size == 4 else 'f64'}"
+
+    def codegen(context, builder, signature, args):
+        a, a_off, a_si, b, b_off, b_sj, c, k_main = args
+        a_ptr = context.make_array(signature.args[0])(context, builder, a).data
+        b_ptr = context.make_array(signature.args[3])(context, builder, b).data
+        c_ptr = context.make_array(signature.args[6])(context, builder, c).data
+        fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3),
+                                             f"llvm.fma.{suffix}")
+        reduce_add = cgutils.get_or_insert_function(
+            builder.module, ir.FunctionType(element, [element, vec]),
+            f"llvm.vector.reduce.fadd.{suffix}")
+
+        def vector_at(base, offset):
+            return builder.load(builder.bitcast(builder.gep(base, [offset]), vec.as_pointer()),
+                                align=size)
+
+        entry = builder.basic_block
+        head = builder.append_basic_block("tile_nt_head")
+        body = builder.append_basic_block("tile_nt_body")
+        done = builder.append_basic_block("tile_nt_done")
+        builder.branch(head)
+
+        builder.position_at_end(head)
+        k = builder.phi(i64)
+        k.add_incoming(ir.Constant(i64, 0), entry)
+        accumulators = [builder.phi(vec) for _ in range(MR_NT * NR_NT)]
+        for acc in accumulators:
+            acc.add_incoming(ir.Constant(vec, None), entry)
+        builder.cbranch(builder.icmp_signed("<", k, k_main), body, done)
+
+        builder.position_at_end(body)
+        a_vectors = [vector_at(a_ptr, builder.add(builder.add(a_off, k),
+                                                  builder.mul(ir.Constant(i64, r), a_si)))
+                     for r in range(MR_NT)]
+        updated = [None] * (MR_NT * NR_NT)
+        for j in range(NR_NT):
+            b_vector = vector_at(b_ptr, builder.add(builder.add(b_off, k),
+                                                    builder.mul(ir.Constant(i64, j), b_sj)))
+            for r in range(MR_NT):
+                updated[r * NR_NT + j] = builder.call(
+                    fma, [a_vectors[r], b_vector, accumulators[r * NR_NT + j]])
+        k.add_incoming(builder.add(k, ir.Constant(i64, lanes)), builder.basic_block)
+        for acc, new in zip(accumulators, updated):
+            acc.add_incoming(new, builder.basic_block)
+        builder.branch(head)
+
+        builder.position_at_end(done)
+        for q, acc in enumerate(accumulators):
+            total = builder.call(reduce_add, [ir.Constant(element, 0.0), acc],
+                                 fastmath=("reassoc",))
+            builder.store(total, builder.gep(c_ptr, [ir.Constant(i64, q)]))
+        return context.get_dummy_value()
+
+    return codegen
+
+
+@intrinsic
+def tile_nt(typingctx, a, a_off, a_si, b, b_off, b_sj, c, k_main):
+    """``c[r*NR_NT + j] = sum_{k < k_main} a[a_off + r*a_si + k] * b[b_off + j*b_sj + k]`` for
+    ``r < MR_NT``, ``j < NR_NT`` (both operands unit-stride along ``k``; ``k_main`` a whole
+    number of vectors)."""
+    size = np.dtype(str(a.dtype)).itemsize
+    return types.void(a, a_off, a_si, b, b_off, b_sj, c, k_main), _codegen_nt(size)
+
+
+@_compiled
+def gemm_nt(a, a_si, b, b_sj, c, k_len, rows_outer):
+    """``c[i, j] = sum_k a[i*a_si + k] * b[j*b_sj + k]`` for ``c`` C-contiguous with at least
+    ``MR_NT`` rows and ``NR_NT`` columns: dot products, both operands unit-stride along ``k``.
+    The last tile of a row or column is moved back to end at the edge (it overlaps its
+    neighbour, which computes the same values), so every tile is whole. Tiles are visited
+    row of tiles by row of tiles when ``rows_outer``, else column by column."""
+    m, n = c.shape
+    lanes = VECTOR_BYTES // c.itemsize
+    k_main = k_len - k_len % lanes
+    ni, nj = (m + MR_NT - 1) // MR_NT, (n + NR_NT - 1) // NR_NT
+    outer, inner = (ni, nj) if rows_outer else (nj, ni)
+    for p_index in numba.prange(outer):
+        p = np.int64(p_index)  # (a prange index may be unsigned)
+        sums = np.empty(MR_NT * NR_NT, c.dtype)
+        for q in range(inner):
+            ib, jb = (p, q) if rows_outer else (q, p)
+            i0, j0 = min(ib * MR_NT, m - MR_NT), min(jb * NR_NT, n - NR_NT)
+            tile_nt(a, i0 * a_si, a_si, b, j0 * b_sj, b_sj, sums, k_main)
+            for r in range(MR_NT):
+                for j in range(NR_NT):
+                    total = sums[r * NR_NT + j]
+                    for k in range(k_main, k_len):
+                        total += a[(i0 + r) * a_si + k] * b[(j0 + j) * b_sj + k]
+                    c[i0 + r, j0 + j] = total
+
+
+@_compiled
+def gemm(a, a_si, a_sk, b, b_sk, c, k_len, rows_outer):
+    """``c[i, j] = sum_k a[i*a_si + k*a_sk] * b[k*b_sk + j]`` for ``c`` C-contiguous (``a``
+    and ``b`` are flat views of the operands' memory, so that one specialization per dtype
+    serves every layout). Tiles are visited row of tiles by row of tiles when ``rows_outer``
+    (each tile of ``a`` stays in cache while the panels of ``b`` pass), else panel by panel."""
+    m, n = c.shape
+    nr = NV * VECTOR_BYTES // c.itemsize
+    ni, nj = (m + MR - 1) // MR, (n + nr - 1) // nr
+    n_full = n - n % nr
+    # The last, partial panel of b zero-padded to nr columns, so that its tiles load whole
+    # vectors without leaving b.
+    b_edge = np.zeros(k_len * nr if n_full < n else 0, c.dtype)
+    for k in range(k_len if n_full < n else 0):
+        for j in range(n - n_full):
+            b_edge[k * nr + j] = b[k * b_sk + n_full + j]
+    for t in numba.prange(ni * nj):
+        if rows_outer:
+            ib = t // nj
+            jb = t - ib * nj
+        else:
+            jb = t // ni
+            ib = t - jb * ni
+        i0, j0 = ib * MR, jb * nr
+        rows, cols = min(MR, m - i0), min(nr, n - j0)
+        if rows == MR and cols == nr:
+            tile(a, i0 * a_si, a_si, a_sk, b, j0, b_sk, c, i0 * n + j0, n, k_len)
+            continue
+        # An edge tile: zero-padded operands and a scratch tile, so that no load or store
+        # leaves the arrays.
+        if rows == MR:
+            a_tile, a_off, a_rows, a_ks = a, i0 * a_si, a_si, a_sk
+        else:
+            a_tile = np.zeros(MR * k_len, c.dtype)
+            for r in range(rows):
+                for k in range(k_len):
+                    a_tile[r * k_len + k] = a[(i0 + r) * a_si + k * a_sk]
+            a_off, a_rows, a_ks = 0, k_len, 1
+        c_tile = np.empty(MR * nr, c.dtype)
+        if cols == nr:
+            tile(a_tile, a_off, a_rows, a_ks, b, j0, b_sk, c_tile, 0, nr, k_len)
+        else:
+            tile(a_tile, a_off, a_rows, a_ks, b_edge, 0, nr, c_tile, 0, nr, k_len)
+        for r in range(rows):
+            for j in range(cols):
+                c[i0 + r, j0 + j] = c_tile[r * nr + j]
