@@ -32,6 +32,10 @@ VECTOR_BYTES = _vector_bytes()
 NV = 2
 #: Rows per tile.
 MR = 6 if VECTOR_BYTES == 32 else 8
+#: ``k`` per block: a ``KC x NR`` block of ``b`` (32 KiB in float32 with AVX-512) fits L1.
+KC = 256
+#: Bytes of ``a`` per block of rows (``mc x KC``), meant to stay in L2.
+A_BLOCK_BYTES = 1 << 18
 #: Rows and columns of a dot-product tile (``tile_nt``): 24 accumulators, 4 + 1 vector loads
 MR_NT, NR_NT = 4, 6
 
@@ -49,7 +53,7 @@ def _codegen(size: int):
     fma_name = f"llvm.fma.v{lanes}{'f32' if size == 4 else 'f64'}"
 
     def codegen(context, builder, signature, args):
-        a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len = args
+        a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len, accumulate = args
         a_ptr = context.make_array(signature.args[0])(context, builder, a).data
         b_ptr = context.make_array(signature.args[4])(context, builder, b).data
         c_ptr = context.make_array(signature.args[7])(context, builder, c).data
@@ -95,23 +99,31 @@ def _codegen(size: int):
         builder.branch(head)
 
         builder.position_at_end(done)
-        for r in range(MR):
-            row = builder.add(c_off, builder.mul(ir.Constant(i64, r), c_si))
-            for v in range(NV):
-                builder.store(accumulators[r * NV + v],
-                              vector_at(c_ptr, builder.add(row, ir.Constant(i64, v * lanes))),
-                              align=size)
+        pointers = [vector_at(c_ptr, builder.add(builder.add(c_off, builder.mul(
+            ir.Constant(i64, r), c_si)), ir.Constant(i64, v * lanes)))
+            for r in range(MR) for v in range(NV)]
+        with builder.if_else(builder.icmp_signed("!=", accumulate, ir.Constant(i64, 0))) as (
+                adding, storing):
+            with adding:
+                for acc, pointer in zip(accumulators, pointers):
+                    builder.store(builder.fadd(builder.load(pointer, align=size), acc), pointer,
+                                  align=size)
+            with storing:
+                for acc, pointer in zip(accumulators, pointers):
+                    builder.store(acc, pointer, align=size)
         return context.get_dummy_value()
 
     return codegen
 
 
 @intrinsic
-def tile(typingctx, a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len):
-    """``c[c_off + r*c_si + j] = sum_k a[a_off + r*a_si + k*a_sk] * b[b_off + k*b_sk + j]`` for
-    ``r < MR``, ``j < NR`` (offsets and strides in elements; one float dtype)."""
+def tile(typingctx, a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len, accumulate):
+    """``c[c_off + r*c_si + j] (+)= sum_k a[a_off + r*a_si + k*a_sk] * b[b_off + k*b_sk + j]``
+    for ``r < MR``, ``j < NR`` (offsets and strides in elements; one float dtype); ``+=`` when
+    ``accumulate`` is not 0."""
     size = np.dtype(str(a.dtype)).itemsize
-    signature = types.void(a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len)
+    signature = types.void(a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len,
+                           accumulate)
     return signature, _codegen(size)
 
 
@@ -224,35 +236,59 @@ def gemm_nt(a, a_si, b, b_sj, c, k_len, rows_outer):
 
 
 @_compiled
-def gemm(a, a_si, a_sk, b, b_sk, c, k_len, rows_outer):
-    """``c[i, j] = sum_k a[i*a_si + k*a_sk] * b[k*b_sk + j]`` for ``c`` C-contiguous (``a``
-    and ``b`` are flat views of the operands' memory, so that one specialization per dtype
-    serves every layout). Tiles are visited row of tiles by row of tiles when ``rows_outer``
-    (each tile of ``a`` stays in cache while the panels of ``b`` pass), else panel by panel."""
+def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
+    """``c[i, j] = sum_k a[i*a_si + k*a_sk] * b[k*b_sk + j]`` for ``c`` C-contiguous and
+    ``k_len`` > 0 (``a`` and ``b`` are flat views of the operands' memory, so that one
+    specialization per dtype serves every layout).
+
+    Whole tiles go in blocks of ``mc`` rows by one panel of ``NR`` columns, ``k`` in blocks of
+    ``KC``: a panel's ``KC x NR`` block of ``b`` stays in L1 while the tiles of the block of rows
+    pass, and the block's ``mc x KC`` rows of ``a`` stay in L2 while the panels pass. Tiles at
+    the right and bottom edges then run on zero-padded copies, so that no load or store leaves
+    the arrays.
+
+    With ``pack``, the whole tiles' rows of ``a`` are first copied tile by tile, ``k``-major
+    (``MR`` elements of a column of a tile together): for an ``a`` stored transposed, whose
+    columns are far apart (a page apart in W3's backward), the tiles then read it in order."""
     m, n = c.shape
-    nr = NV * VECTOR_BYTES // c.itemsize
-    ni, nj = (m + MR - 1) // MR, (n + nr - 1) // nr
-    n_full = n - n % nr
-    # The last, partial panel of b zero-padded to nr columns, so that its tiles load whole
-    # vectors without leaving b.
-    b_edge = np.zeros(k_len * nr if n_full < n else 0, c.dtype)
-    for k in range(k_len if n_full < n else 0):
+    size = c.itemsize
+    nr = NV * VECTOR_BYTES // size
+    m_full, n_full = m - m % MR, n - n % nr
+    mc = max(MR, A_BLOCK_BYTES // (KC * size) // MR * MR)
+    n_mb, nj = (m_full + mc - 1) // mc, n_full // nr
+    if pack:
+        packed = np.empty(m_full * k_len if nj else 0, c.dtype)
+        for ib_index in numba.prange(m_full // MR if nj else 0):
+            base = np.int64(ib_index) * MR
+            for k in range(k_len):
+                for r in range(MR):
+                    packed[base * k_len + k * MR + r] = a[(base + r) * a_si + k * a_sk]
+        a_main, tile_step, main_si, main_sk = packed, MR * k_len, 1, MR
+    else:
+        a_main, tile_step, main_si, main_sk = a, MR * a_si, a_si, a_sk
+    for t_index in numba.prange(n_mb * nj):
+        t = np.int64(t_index)  # (a prange index may be unsigned)
+        mb = t // nj
+        j0 = (t - mb * nj) * nr
+        i_end = min(m_full, (mb + 1) * mc)
+        for k0 in range(0, k_len, KC):
+            k_block = min(KC, k_len - k0)
+            for i0 in range(mb * mc, i_end, MR):
+                tile(a_main, i0 // MR * tile_step + k0 * main_sk, main_si, main_sk,
+                     b, k0 * b_sk + j0, b_sk, c, i0 * n + j0, n, k_block, k0)
+
+    ni, nj_all = (m + MR - 1) // MR, (n + nr - 1) // nr
+    right = ni if n_full < n else 0  # the tiles of the last, partial panel
+    bottom = nj_all - (1 if right else 0) if m_full < m else 0  # the last row of tiles
+    b_edge = np.zeros(k_len * nr if right else 0, c.dtype)
+    for k in range(k_len if right else 0):
         for j in range(n - n_full):
             b_edge[k * nr + j] = b[k * b_sk + n_full + j]
-    for t in numba.prange(ni * nj):
-        if rows_outer:
-            ib = t // nj
-            jb = t - ib * nj
-        else:
-            jb = t // ni
-            ib = t - jb * ni
+    for e_index in numba.prange(right + bottom):
+        e = np.int64(e_index)
+        ib, jb = (e, nj_all - 1) if e < right else (ni - 1, e - right)
         i0, j0 = ib * MR, jb * nr
         rows, cols = min(MR, m - i0), min(nr, n - j0)
-        if rows == MR and cols == nr:
-            tile(a, i0 * a_si, a_si, a_sk, b, j0, b_sk, c, i0 * n + j0, n, k_len)
-            continue
-        # An edge tile: zero-padded operands and a scratch tile, so that no load or store
-        # leaves the arrays.
         if rows == MR:
             a_tile, a_off, a_rows, a_ks = a, i0 * a_si, a_si, a_sk
         else:
@@ -263,9 +299,9 @@ def gemm(a, a_si, a_sk, b, b_sk, c, k_len, rows_outer):
             a_off, a_rows, a_ks = 0, k_len, 1
         c_tile = np.empty(MR * nr, c.dtype)
         if cols == nr:
-            tile(a_tile, a_off, a_rows, a_ks, b, j0, b_sk, c_tile, 0, nr, k_len)
+            tile(a_tile, a_off, a_rows, a_ks, b, j0, b_sk, c_tile, 0, nr, k_len, 0)
         else:
-            tile(a_tile, a_off, a_rows, a_ks, b_edge, 0, nr, c_tile, 0, nr, k_len)
+            tile(a_tile, a_off, a_rows, a_ks, b_edge, 0, nr, c_tile, 0, nr, k_len, 0)
         for r in range(rows):
             for j in range(cols):
                 c[i0 + r, j0 + j] = c_tile[r * nr + j]
