@@ -170,7 +170,7 @@ def _shift(input: Any, dim: _Dims, sign: int) -> Any:
     dims = [wrap_dim(d, input.ndim) for d in dims]
     shifts = [(input.shape[d] // 2) if sign > 0 else -(input.shape[d] // 2) for d in dims]
     if not dims:
-        return input.clone()
+        raise RuntimeError("`shifts` required")
     return roll(input, shifts, dims)
 
 

@@ -193,11 +193,11 @@ def _check_n(n: int) -> None:
         raise RuntimeError(f"Invalid number of data points ({n}) specified")
 
 
-def _real_input(name: str, x):
+def _real_input(name: str, x, kind: str = "real"):
     from ..tensor import Tensor
 
     if isinstance(x, Tensor) and x.dtype.is_complex:
-        raise RuntimeError(f"{name} expects a real input tensor, but got "
+        raise RuntimeError(f"{name} expects a {kind} input tensor, but got "
                            f"{x.dtype._legacy.replace('Tensor', '')}")
     return _promote(x)
 
@@ -273,7 +273,7 @@ def c2c_n(name: str, x, s, dim, norm, forward: bool):
 
 
 def r2c_n(name: str, x, s, dim, norm, forward: bool):
-    x = _real_input(name, x)
+    x = _real_input(name, x, "real-valued")
     sizes, dims = _shape_and_dims(x, s, dim)
     if not dims:
         raise RuntimeError(f"{name} must transform at least one axis")
