@@ -276,7 +276,7 @@ def istft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
     norm = NORM_BY_ROOT_N if normalized else NORM_BY_N
     if return_complex:
         if one:
-            raise RuntimeError("cannot have onesided output if window or input is complex")
+            raise RuntimeError("Cannot have onesided output if window or input is complex")
         frames = apply(FFT_C2C, frames, dim=(2,), norm=norm, forward=False)
     elif one:
         frames = apply(FFT_C2R, frames, dim=(2,), norm=norm, last_dim_size=n_fft)
