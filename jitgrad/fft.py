@@ -15,9 +15,9 @@ from typing import Any
 from .ops import fft_ops as _f
 from .ops.out_arg import with_out
 
-__all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "ifft", "ifft2", "ifftn",
-           "ifftshift", "ihfft", "irfft", "irfft2", "irfftn", "rfft", "rfft2", "rfftfreq",
-           "rfftn"]
+__all__ = ["fft", "fft2", "fftfreq", "fftn", "fftshift", "hfft", "hfft2", "hfftn", "ifft",
+           "ifft2", "ifftn", "ifftshift", "ihfft", "ihfft2", "ihfftn", "irfft", "irfft2",
+           "irfftn", "rfft", "rfft2", "rfftfreq", "rfftn"]
 
 _Dims = Any  # an int, a sequence of ints, or None
 
@@ -111,6 +111,30 @@ def _irfft2(input: Any, s: _Dims = None, dim: _Dims = (-2, -1),  # noqa: A002
     return _f.c2r_n("irfft2", input, s, dim, norm, False)
 
 
+def _hfftn(input: Any, s: _Dims = None, dim: _Dims = None,  # noqa: A002
+           norm: str | None = None) -> Any:
+    """The n-d ``hfft``: real output, the last size defaulting to ``2 * (m - 1)``."""
+    return _f.hfft_n("hfftn", input, s, dim, norm)
+
+
+def _ihfftn(input: Any, s: _Dims = None, dim: _Dims = None,  # noqa: A002
+            norm: str | None = None) -> Any:
+    """The n-d ``ihfft`` of a real input, onesided in the last of ``dim``."""
+    return _f.ihfft_n("ihfftn", input, s, dim, norm)
+
+
+def _hfft2(input: Any, s: _Dims = None, dim: _Dims = (-2, -1),  # noqa: A002
+           norm: str | None = None) -> Any:
+    """``hfftn`` over the last two dims."""
+    return _f.hfft_n("hfft2", input, s, dim, norm)
+
+
+def _ihfft2(input: Any, s: _Dims = None, dim: _Dims = (-2, -1),  # noqa: A002
+            norm: str | None = None) -> Any:
+    """``ihfftn`` over the last two dims."""
+    return _f.ihfft_n("ihfft2", input, s, dim, norm)
+
+
 fft = with_out("fft_fft", _fft)
 ifft = with_out("fft_ifft", _ifft)
 rfft = with_out("fft_rfft", _rfft)
@@ -125,6 +149,10 @@ fft2 = with_out("fft_fft2", _fft2)
 ifft2 = with_out("fft_ifft2", _ifft2)
 rfft2 = with_out("fft_rfft2", _rfft2)
 irfft2 = with_out("fft_irfft2", _irfft2)
+hfftn = with_out("fft_hfftn", _hfftn)
+ihfftn = with_out("fft_ihfftn", _ihfftn)
+hfft2 = with_out("fft_hfft2", _hfft2)
+ihfft2 = with_out("fft_ihfft2", _ihfft2)
 for _name in __all__:
     if _name in globals() and hasattr(globals()[_name], "__name__"):
         globals()[_name].__name__ = _name

@@ -43,8 +43,24 @@ def _refn(name: str, complex_input: bool = False, two: bool = False):
             axes = tuple(range(x.ndim - len(s), x.ndim))
         if s is not None and axes is not None and -1 in s:  # numpy has no -1 size
             s = tuple(x.shape[a] if k == -1 else k for a, k in zip(axes, s))
-        return _np_parts(getattr(np.fft, name)(x, s=s, axes=axes, norm=norm))
+        fn = {"hfftn": _np_hfftn, "hfft2": _np_hfftn, "ihfftn": _np_ihfftn,
+              "ihfft2": _np_ihfftn}.get(name) or getattr(np.fft, name)
+        if fn is not getattr(np.fft, name, None) and axes is None:
+            axes = tuple(range(x.ndim))
+        return _np_parts(fn(x, s=s, axes=axes, norm=norm))
     return ref
+
+
+_SWAP = {None: "forward", "backward": "forward", "forward": "backward", "ortho": "ortho"}
+
+
+def _np_hfftn(x, s=None, axes=None, norm=None):
+    """NumPy has no hfftn: the irfftn of the conjugate with the norm swapped (as its hfft)."""
+    return np.fft.irfftn(np.conj(x), s=s, axes=axes, norm=_SWAP[norm])
+
+
+def _np_ihfftn(x, s=None, axes=None, norm=None):
+    return np.conj(np.fft.rfftn(x, s=s, axes=axes, norm=_SWAP[norm]))
 
 
 def fft_records() -> list:
@@ -101,6 +117,12 @@ def fft_records() -> list:
               two=True),
         realn("fft.rfft2", "fft.rfft2", "rfft2", _s(x, s=(2, 6), name="s"), two=True),
         cplxn("fft.irfft2", "fft.irfft2", "irfft2", _s(*re_im, name="last2"), two=True),
+        cplxn("fft.hfftn", "fft.hfftn", "hfftn", _s(*re_im, name="all"),
+              _s(*re_im, s=(2, 5), norm="ortho", name="s_odd")),
+        realn("fft.ihfftn", "fft.ihfftn", "ihfftn", _s(x, name="all"),
+              _s(x, s=(4, 5), norm="forward", name="s_odd")),
+        cplxn("fft.hfft2", "fft.hfft2", "hfft2", _s(*re_im, name="last2"), two=True),
+        realn("fft.ihfft2", "fft.ihfft2", "ihfft2", _s(x, name="last2"), two=True),
         OpInfo("fft.fftshift", "fft.fftshift", _many(_s(x, name="all"), _s(x, dim=1, name="d1")),
                lambda a, dim=None: np.fft.fftshift(a, axes=dim)),
         OpInfo("fft.ifftshift", "fft.ifftshift", _many(_s(_arr(3, 5), name="all")),

@@ -39,9 +39,11 @@ _ALL = ("float32", "float64", "complex64", "int64", "bool")
 _FFT = "no cuda kernel (fft)"
 _FFT_RECORDS = ("fft.fft", "fft.fft_complex", "fft.ifft", "fft.ifft_complex", "fft.rfft",
                 "fft.irfft", "fft.hfft", "fft.ihfft", "fft.fftn", "fft.fftn_real", "fft.ifftn",
-                "fft.rfftn", "fft.irfftn", "fft.fft2", "fft.ifft2", "fft.rfft2", "fft.irfft2")
+                "fft.rfftn", "fft.irfftn", "fft.fft2", "fft.ifft2", "fft.rfft2", "fft.irfft2",
+                "fft.hfftn", "fft.ihfftn", "fft.hfft2", "fft.ihfft2")
 # (the real-input transforms reject complex64 input on the CPU too: "unsupported", unlisted)
-_FFT_REAL_ONLY = ("fft.rfft", "fft.ihfft", "fft.rfftn", "fft.rfft2")
+_FFT_REAL_ONLY = ("fft.rfft", "fft.ihfft", "fft.rfftn", "fft.rfft2", "fft.ihfftn",
+                  "fft.ihfft2")
 _BOOL_WHERE = ("the decomposition's where(mask, x, 0) promotes bool to int64 "
                "(ops/torch_extras2.py _embed_pieces, outside the CUDA backend)")
 

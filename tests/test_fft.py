@@ -15,8 +15,9 @@ from jitgrad.autograd import gradcheck, gradgradcheck
 torch = pytest.importorskip("torch")
 
 ONE_D = ["fft", "ifft", "rfft", "irfft", "hfft", "ihfft"]
-N_D = ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2"]
-REAL_ONLY = {"rfft", "ihfft", "rfftn", "rfft2"}
+N_D = ["fftn", "ifftn", "rfftn", "irfftn", "fft2", "ifft2", "rfft2", "irfft2", "hfftn",
+       "ihfftn", "hfft2", "ihfft2"]
+REAL_ONLY = {"rfft", "ihfft", "rfftn", "rfft2", "ihfftn", "ihfft2"}
 KW_1D = [{}, {"norm": "ortho"}, {"norm": "forward"}, {"norm": "backward", "n": 5},
          {"n": 13, "norm": "ortho"}, {"dim": 0, "n": 4}, {"n": 1}, {"dim": -2}]
 KW_ND = [{}, {"norm": "ortho"}, {"norm": "forward"}, {"s": (5, 7)},
@@ -80,7 +81,9 @@ def test_values_and_gradients_match_torch(name, kw, cplx, single):
     ("irfft", {}, True), ("hfft", {"n": 6}, True), ("hfft", {"norm": "forward"}, True),
     ("ihfft", {"n": 5}, False), ("rfftn", {"s": (3, 5)}, False),
     ("irfftn", {"s": (3, 5)}, True), ("fft2", {"norm": "forward"}, True),
-    ("ifftn", {"s": (2, 6), "dim": (1, 0)}, True), ("fftn", {}, False)])
+    ("ifftn", {"s": (2, 6), "dim": (1, 0)}, True), ("fftn", {}, False),
+    ("hfftn", {"s": (2, 5)}, True), ("ihfftn", {"norm": "ortho"}, False),
+    ("hfft2", {}, True), ("ihfft2", {"s": (2, 3)}, False)])
 def test_gradcheck_and_gradgradcheck(name, kw, cplx):
     x = jitgrad.tensor(_input(np.random.default_rng(1), cplx, (3, 4)), requires_grad=True)
     f = lambda a: getattr(jitgrad.fft, name)(a, **kw)  # noqa: E731
@@ -111,7 +114,8 @@ def test_node_names_match_torch():
         z = lib.randn(4, dtype=lib.complex128, requires_grad=True)
         outs = [lib.fft.fft(x, n=3), lib.fft.fft(x, n=6), lib.fft.ifft(x), lib.fft.fft(z),
                 lib.fft.hfft(z), lib.fft.ihfft(x), lib.fft.fftn(x), lib.fft.rfft(x),
-                lib.fft.irfft(z, n=3), lib.fft.fftshift(x)]
+                lib.fft.irfft(z, n=3), lib.fft.fftshift(x), lib.fft.hfftn(z),
+                lib.fft.ihfftn(x)]
         return [(o.grad_fn.name(), [n[0].name().replace("torch::autograd::", "")
                                     for n in o.grad_fn.next_functions if n[0]])
                 for o in outs]
@@ -149,6 +153,9 @@ def test_dtypes_follow_torch():
     lambda lib, x, z: lib.fft.fft(x[0, 0]),
     lambda lib, x, z: lib.fft.fftn(x, s=(0, 2)),
     lambda lib, x, z: lib.fft.irfftn(z, s=(2, 0)),
+    lambda lib, x, z: lib.fft.hfftn(z, dim=()),
+    lambda lib, x, z: lib.fft.ihfftn(x, dim=()),
+    lambda lib, x, z: lib.fft.ihfft2(z),
 ], ids=lambda f: "")
 def test_errors_match_torch(call):
     rng = np.random.default_rng(3)

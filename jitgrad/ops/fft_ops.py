@@ -295,3 +295,40 @@ def c2r_n(name: str, x, s, dim, norm, forward: bool):
     if forward:
         x = x.conj()
     return apply(FFT_C2R, x, dim=dims, norm=norm_mode(norm, forward), last_dim_size=last)
+
+
+def hfft_n(name: str, x, s, dim, norm):
+    """torch's ``hfftn``: a c2c over all but the last of ``dim``, then a conjugated c2r."""
+    x = _promote(x, require_complex=True)
+    sizes, dims = _shape_and_dims(x, s, dim)
+    if not dims:
+        raise RuntimeError(f"{name} must transform at least one axis")
+    last = sizes[-1] if s is not None and tuple((s,) if isinstance(s, int) else s)[-1] != -1 \
+        else 2 * (x.shape[dims[-1]] - 1)
+    _check_n(last)
+    sizes[-1] = last // 2 + 1
+    x = _resize(x, dims, sizes)
+    mode = norm_mode(norm, True)
+    if len(dims) > 1:
+        x = apply(FFT_C2C, x, dim=dims[:-1], norm=mode, forward=True)
+    return apply(FFT_C2R, x.conj(), dim=dims[-1:], norm=mode, last_dim_size=last)
+
+
+def ihfft_n(name: str, x, s, dim, norm):
+    """torch's ``ihfftn``: a onesided r2c over the last of ``dim``, conjugated, then an
+    inverse c2c over the others."""
+    from ..tensor import Tensor
+
+    if isinstance(x, Tensor) and x.dtype.is_complex:
+        raise RuntimeError(f"Only supports floating-point dtypes, but found: "
+                           f"{x.dtype._legacy.replace('Tensor', '')}")
+    x = _promote(x)
+    sizes, dims = _shape_and_dims(x, s, dim)
+    if not dims:
+        raise RuntimeError(f"{name} must transform at least one axis")
+    x = _resize(x, dims, sizes)
+    mode = norm_mode(norm, False)
+    out = apply(FFT_R2C, x, dim=dims[-1:], norm=mode, onesided=True).conj()
+    if len(dims) == 1:
+        return out
+    return apply(FFT_C2C, out, dim=dims[:-1], norm=mode, forward=False)
