@@ -46,6 +46,13 @@ def _with_size(shape: tuple, dim: int, n: int) -> tuple:
 # ---------------------------------------------------------------- the primitives
 
 
+def _batch_rule(op, values, flags, params, size):
+    """vmap: the transformed dims (non-negative) move past the batch dim."""
+    if not flags[0]:
+        return NotImplemented
+    return apply(op, values[0], **dict(params, dim=tuple(d + 1 for d in params["dim"])))
+
+
 def _c2c_impl(x, dim, norm, forward):
     if not dim:
         return x.copy()
@@ -63,7 +70,7 @@ def _as_complex(g):
 
 FFT_C2C = defop("_fft_c2c", _c2c_impl, kind=OPAQUE,
                 meta=lambda x, dim, norm, forward: (tuple(x.shape), x.dtype),
-                node_name="FftC2CBackward0", vjp=(_c2c_vjp,), jvp=LINEAR,
+                node_name="FftC2CBackward0", vjp=(_c2c_vjp,), jvp=LINEAR, batch=_batch_rule,
                 saved_names={"dim": ("param", "dim"), "normalization": ("param", "norm"),
                              "forward": ("param", "forward")})
 
@@ -94,7 +101,7 @@ def _r2c_vjp(g, ans, x, dim, norm, onesided):
 
 
 FFT_R2C = defop("_fft_r2c", _r2c_impl, kind=OPAQUE, meta=_r2c_meta,
-                node_name="FftR2CBackward0", vjp=(_r2c_vjp,), jvp=LINEAR,
+                node_name="FftR2CBackward0", vjp=(_r2c_vjp,), jvp=LINEAR, batch=_batch_rule,
                 saved_names={"dim": ("param", "dim"), "normalization": ("param", "norm"),
                              "onesided": ("param", "onesided")})
 
@@ -127,7 +134,7 @@ def _c2r_vjp(g, ans, x, dim, norm, last_dim_size):
 
 
 FFT_C2R = defop("_fft_c2r", _c2r_impl, kind=OPAQUE, meta=_c2r_meta,
-                node_name="FftC2RBackward0", vjp=(_c2r_vjp,), jvp=LINEAR,
+                node_name="FftC2RBackward0", vjp=(_c2r_vjp,), jvp=LINEAR, batch=_batch_rule,
                 saved_names={"dim": ("param", "dim"), "normalization": ("param", "norm"),
                              "last_dim_size": ("param", "last_dim_size")})
 
