@@ -241,3 +241,18 @@ def test_vmap_and_grad_match_torch():
     tg = torch.func.vmap(torch.func.grad(
         lambda t: (torch.fft.rfft(t, n=12).abs() ** 2).sum()))(torch.tensor(x[:, 0]))
     np.testing.assert_allclose(jg.numpy(), tg.numpy(), atol=1e-12)
+
+
+@pytest.mark.parametrize("dim", [(3,), (2,), (1, 3), (0, 1, 2), (3, 1), (0, 2, 3)])
+def test_two_sided_r2c_from_hermitian_symmetry(dim):
+    """The non-onesided r2c fills the second half from the onesided one: NumPy's full
+    transform of the same real signal, odd and even sizes, over several dims."""
+    from jitgrad.ops.fft_ops import FFT_R2C
+    from jitgrad.ops.registry import apply
+
+    x = np.random.default_rng(5).standard_normal((3, 5, 6, 7))
+    for norm in (0, 1, 2):
+        out = apply(FFT_R2C, jitgrad.tensor(x), dim=dim, norm=norm, onesided=False)
+        n = np.prod([x.shape[d] for d in dim])
+        scale = (1.0, 1 / np.sqrt(n), 1 / n)[norm]
+        np.testing.assert_allclose(out.numpy(), np.fft.fftn(x, axes=dim) * scale, atol=1e-12)

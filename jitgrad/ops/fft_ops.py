@@ -34,7 +34,30 @@ def _scaled(out: np.ndarray, sizes, norm: int) -> np.ndarray:
     n = math.prod(sizes)
     if norm == NORM_NONE or n == 0:
         return out
-    return out * (1.0 / math.sqrt(n) if norm == NORM_BY_ROOT_N else 1.0 / n)
+    out *= 1.0 / math.sqrt(n) if norm == NORM_BY_ROOT_N else 1.0 / n  # (out is a new array)
+    return out
+
+
+def _full_from_half(half: np.ndarray, dim: tuple, n: int) -> np.ndarray:
+    """The full transform of a real signal from its onesided half (last of ``dim``, ``n``
+    points), by Hermitian symmetry ``X[k] = conj(X[-k])``, as torch's r2c does: about a
+    quarter of the cost of a complex transform."""
+    last, h = dim[-1], half.shape[dim[-1]]
+    shape = list(half.shape)
+    shape[last] = n
+    out = np.empty(shape, dtype=half.dtype)
+    index = [slice(None)] * half.ndim
+    index[last] = slice(0, h)
+    out[tuple(index)] = half
+    if n > h:
+        mirror = half
+        for d in dim[:-1]:  # index i -> (-i) mod n_d over the other transformed dims
+            mirror = np.roll(np.flip(mirror, d), 1, d)
+        src = [slice(None)] * half.ndim
+        src[last] = slice(n - h, 0, -1)  # k = h .. n-1 reads the bin n - k
+        index[last] = slice(h, n)
+        out[tuple(index)] = np.conj(mirror[tuple(src)])
+    return out
 
 
 def _with_size(shape: tuple, dim: int, n: int) -> tuple:
@@ -56,7 +79,11 @@ def _batch_rule(op, values, flags, params, size):
 def _c2c_impl(x, dim, norm, forward):
     if not dim:
         return x.copy()
-    out = np.fft.fftn(x, axes=dim) if forward else np.fft.ifftn(x, axes=dim, norm="forward")
+    if len(dim) == 1:
+        out = np.fft.fft(x, axis=dim[0]) if forward else \
+            np.fft.ifft(x, axis=dim[0], norm="forward")
+    else:
+        out = np.fft.fftn(x, axes=dim) if forward else np.fft.ifftn(x, axes=dim, norm="forward")
     return _scaled(out, [x.shape[d] for d in dim], norm).astype(x.dtype, copy=False)
 
 
@@ -83,7 +110,9 @@ def _r2c_meta(x, dim, norm, onesided):
 
 
 def _r2c_impl(x, dim, norm, onesided):
-    out = np.fft.rfftn(x, axes=dim) if onesided else np.fft.fftn(x, axes=dim)
+    out = np.fft.rfft(x, axis=dim[0]) if len(dim) == 1 else np.fft.rfftn(x, axes=dim)
+    if not onesided:
+        out = _full_from_half(out, dim, x.shape[dim[-1]])
     out = _scaled(out, [x.shape[d] for d in dim], norm)
     return out.astype(np.complex64 if x.dtype == np.float32 else np.complex128, copy=False)
 
@@ -112,7 +141,8 @@ def _c2r_meta(x, dim, norm, last_dim_size):
 
 def _c2r_impl(x, dim, norm, last_dim_size):
     s = [x.shape[d] for d in dim[:-1]] + [last_dim_size]
-    out = np.fft.irfftn(x, s=s, axes=dim, norm="forward")
+    out = np.fft.irfft(x, n=last_dim_size, axis=dim[0], norm="forward") if len(dim) == 1 \
+        else np.fft.irfftn(x, s=s, axes=dim, norm="forward")
     return _scaled(out, s, norm).astype(np.float32 if x.dtype == np.complex64 else np.float64,
                                         copy=False)
 
