@@ -40,7 +40,7 @@ def __getattr__(name: str):
     import importlib
 
     if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing",
-                "special", "distributions"):
+                "special", "distributions", "fft"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "compile":  # torch.compile's entry point, on jit (imported on first use)
         from .jit.torch_compile import compile

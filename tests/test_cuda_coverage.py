@@ -36,6 +36,14 @@ _INDEX_WRITE = "no CUDA kernel yet (an indexed write: to write, as index_add's)"
 _SPECIAL = "no CUDA kernel yet (the float64 series have no cuda_lib helper yet)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
+_FFT = "no cuda kernel (fft)"
+_FFT_RECORDS = ("fft.fft", "fft.fft_complex", "fft.ifft", "fft.ifft_complex", "fft.rfft",
+                "fft.irfft", "fft.hfft", "fft.ihfft", "fft.fftn", "fft.fftn_real", "fft.ifftn",
+                "fft.rfftn", "fft.irfftn", "fft.fft2", "fft.ifft2", "fft.rfft2", "fft.irfft2",
+                "fft.hfftn", "fft.ihfftn", "fft.hfft2", "fft.ihfft2")
+# (the real-input transforms reject complex64 input on the CPU too: "unsupported", unlisted)
+_FFT_REAL_ONLY = ("fft.rfft", "fft.ihfft", "fft.rfftn", "fft.rfft2", "fft.ihfftn",
+                  "fft.ihfft2")
 _BOOL_WHERE = ("the decomposition's where(mask, x, 0) promotes bool to int64 "
                "(ops/torch_extras2.py _embed_pieces, outside the CUDA backend)")
 
@@ -98,6 +106,8 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("nextafter", "float32"): "nextafter's template fuses float64 only (as on the CPU)",
     ("diag", "bool"): _BOOL_WHERE,
     ("diag_embed", "bool"): _BOOL_WHERE,
+    **{(op, dt): _FFT for op in _FFT_RECORDS for dt in _ALL
+       if not (dt == "complex64" and op in _FFT_REAL_ONLY)},
 }
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool")

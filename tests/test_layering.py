@@ -47,7 +47,8 @@ LAYERS = [
     # (autograd.function: custom Functions, built on the graph, with forward-mode AD rules)
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
-             "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing", "jitgrad.special"]),
+             "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing", "jitgrad.special",
+             "jitgrad.fft"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.trace", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep"]),
     ("backends", ["jitgrad.backends"]),

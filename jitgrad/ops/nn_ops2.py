@@ -356,8 +356,12 @@ CONSTANT_PAD_ND = defop(
     "constant_pad_nd", _constant_pad_impl, kind=OPAQUE,
     meta=lambda x, pad, value: (_pad_shape(tuple(x.shape), pad), x.dtype),
     vjp=(_constant_pad_vjp,),
-    jvp=lambda ts, ans, x, pad, value: None if ts[0] is None else _constant_pad_vjp(
-        ts[0], ans, x, pad, 0.0),
+    # forward mode: the tangent padded with zeros (the pad value is a constant)
+    jvp=lambda ts, ans, x, pad, value: None if ts[0] is None else apply(
+        CONSTANT_PAD_ND, ts[0], pad=pad, value=0.0),
+    # vmap: the pads cover trailing dims only, so the batch dim in front is left alone
+    batch=lambda op, values, flags, params, size: apply(op, values[0], **params)
+    if flags[0] and len(params["pad"]) // 2 < values[0].ndim else NotImplemented,
     saved_names={"pad": ("param", "pad")})
 
 

@@ -21,7 +21,9 @@ from .surface import generated_op, op_function
 
 # jitgrad.* functions that torch declares without ``out=``
 NO_OUT = frozenset({
-    "allclose", "argwhere", "as_tensor", "broadcast_tensors", "cdist", "chunk", "conj",
+    "allclose", "argwhere", "as_tensor", "bartlett_window", "blackman_window",
+    "broadcast_tensors", "cdist", "chunk", "conj", "hamming_window", "hann_window", "istft",
+    "kaiser_window", "stft",
     "cosine_similarity", "diagonal", "einsum", "empty_like", "equal", "expand", "flatten",
     "fliplr", "flipud", "from_dlpack", "from_numpy", "full_like", "get_rng_state",
     "imag", "initial_seed", "is_tensor", "isclose", "isfinite", "manual_seed", "meshgrid",
