@@ -136,3 +136,15 @@ def test_jit_gradients_equal_the_interpreter(dtype, monkeypatch):
     tol = 1e-5 if dtype == "float32" else 1e-12
     for g, w in zip([*got[0], got[1]], [*want[0], want[1]]):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=tol, atol=tol)
+
+
+def test_roofline_reports_each_product():
+    x = jitgrad.randn(64, 96)
+    w = jitgrad.randn(96, 128, requires_grad=True)
+    small = jitgrad.randn(8, 8, requires_grad=True)
+    low = jitgrad.jit(lambda x, w, s: (x @ w).tanh().sum() + (s @ s).sum(),
+                      backend="numba").lower(x, w, small)
+    text = low.roofline()
+    assert "mm [64, 96] x [96, 128] (tiled): " in text and " GFLOPS" in text
+    assert "mm [8, 8] x [8, 8] (numpy): " in text  # below MIN_FLOPS
+    assert "mm [96, 64] x [64, 128] (tiled): " in text  # x.T @ grad, in the backward

@@ -422,7 +422,8 @@ def _timed(fn) -> float:
 
 def roofline(graph: Graph, arrays: list, repeat: int = 7) -> str:
     """Runs ``graph`` on ``arrays`` and reports each kernel's median time, its bytes moved and
-    their share of the copy bandwidth (the memory roofline of a memory-bound kernel)."""
+    their share of the copy bandwidth (the memory roofline of a memory-bound kernel), and each
+    matrix product's time, rate and implementation (``tiled`` or ``numpy``)."""
     from .interpreter import compile as interpret
 
     fused, kernels = lower(graph)
@@ -445,6 +446,18 @@ def roofline(graph: Graph, arrays: list, repeat: int = 7) -> str:
             rows.append(f"{e.params['name']}: {k.ks.n_ops} ops over {list(k.ks.domain)}, "
                         f"{t * 1e6:.1f} us, {read + written} B moved, {rate / 1e9:.2f} GB/s = "
                         f"{100 * rate / bandwidth:.0f}% of copy bandwidth")
+        elif e.op.name in _OPAQUE_IMPLS and not e.params:
+            ins = [env[v] for v in e.inputs]
+            impl = _OPAQUE_IMPLS[e.op.name]
+            run = functools.partial(impl, *ins)
+            run()  # (compiles on first use)
+            t = sorted(_timed(run) for _ in range(repeat))[repeat // 2]
+            outs = [run()]
+            a, b = ins[-2:]
+            flops = 2 * a.shape[0] * a.shape[1] * b.shape[1]
+            path = "tiled" if gemm.applies(a, b) and gemm.mode() == "tiled" else "numpy"
+            rows.append(f"{e.op.name} {list(a.shape)} x {list(b.shape)} ({path}): "
+                        f"{t * 1e6:.1f} us, {flops / t / 1e9:.0f} GFLOPS")
         else:
             single = Graph(e.in_vars(), e.outputs, [e], name="step")
             outs = interpret(single)([env[v] for v in e.in_vars()])
