@@ -237,16 +237,19 @@ def _raise_info(name, info):
     for i, code in enumerate(bad):
         if code > 0:
             where = f"(Batch element {i}): " if info.ndim else ""
-            raise LinAlgError(f"{name}: {where}The factorization could not be completed because "
-                              f"the input matrix is singular (U[{code},{code}] is zero).")
+            raise LinAlgError(f"{name}: {where}U[{code},{code}] is zero and using it on lu_solve "
+                              "would result in a division by zero. If you still want to perform "
+                              "the factorization, consider calling linalg.lu(A, pivot) or "
+                              "linalg.lu_factor_ex(A, pivot)")
 
 
 def lu_factor(A, *, pivot: bool = True):  # noqa: N803
     """``(LU, pivots)``: the packed LU decomposition with partial pivoting of (a batch of)
     matrices (``A = P L U``, ``L`` unit lower triangular below ``LU``'s diagonal, ``U`` on and
-    above it; ``pivots`` LAPACK's 1-based row interchanges, int32). Differentiable where the
-    matrices are invertible, as torch's."""
-    lu, piv, _ = apply(LU_FACTOR_EX, A, pivot=bool(pivot))
+    above it; ``pivots`` LAPACK's 1-based row interchanges, int32). A singular matrix raises
+    (``lu_factor_ex`` does not). Differentiable where the matrices are invertible."""
+    lu, piv, info = apply(LU_FACTOR_EX, A, pivot=bool(pivot))
+    _raise_info("torch.linalg.lu_factor", info)
     return LUFactorResult(lu, piv)
 
 
