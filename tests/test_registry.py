@@ -30,10 +30,8 @@ NO_RECORD = {
     "kernel": "a fused kernel, made by jit.passes.fuse (tests/test_numba_backend.py)",
     "copy_slices_view": "an in-place op on a view, which jit refuses to trace by design (the "
                         "opdb sweep runs every record under jit): tests/test_inplace.py",
-    "conj": "complex-only (on real tensors conj() is the tensor itself, no op); the opdb "
-            "samples are real: tests/test_complex.py",
-    "real": "complex-only, as conj: tests/test_complex.py",
-    "imag": "complex-only, as conj: tests/test_complex.py",
+    "imag": "complex-only (on real tensors there is no op); the opdb samples are real: "
+            "tests/test_complex.py",
     "normal_tensor_tensor": "random values (no NumPy reference): tests/test_tensor_ops2.py",
     "normal_tensor_float": "random values, as normal_tensor_tensor",
     "normal_float_tensor": "random values, as normal_tensor_tensor",

@@ -220,7 +220,7 @@ def _lu_factor_jvp(tangents, ans, a, pivot):
 LU_FACTOR_EX = defop(
     "linalg_lu_factor_ex", lambda a, pivot: _lu_np(a), kind=OPAQUE, meta=_lu_factor_meta,
     n_outputs=3, save_output=True, node_name="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp,
-    jvp=_lu_factor_jvp)
+    jvp=_lu_factor_jvp, outputs_requiring_grad=lambda args, params: (True, False, False))
 
 
 def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa: N803
@@ -233,7 +233,12 @@ def lu_factor_ex(A, *, pivot: bool = True, check_errors: bool = False):  # noqa:
 
 
 def _raise_info(name, info):
-    bad = info.numpy().reshape(-1)
+    from ..errors import ConcretizationError
+
+    try:
+        bad = info.numpy().reshape(-1)
+    except (ConcretizationError, RuntimeError):  # traced (jit) or batched (vmap): no values
+        return
     for i, code in enumerate(bad):
         if code > 0:
             where = f"(Batch element {i}): " if info.ndim else ""
@@ -283,13 +288,15 @@ def _lu_jvp(tangents, ans, a, pivot):
 
 
 LINALG_LU = defop("linalg_lu", _lu_impl, kind=OPAQUE, meta=_lu_meta, n_outputs=3,
-                  save_output=True, node_name="LinalgLuBackward0", vjp=_lu_vjp, jvp=_lu_jvp)
+                  save_output=True, node_name="LinalgLuBackward0", vjp=_lu_vjp, jvp=_lu_jvp,
+                  outputs_requiring_grad=lambda args, params: (False, True, True))
 
 
 def lu(A, *, pivot: bool = True):  # noqa: N803
     """``(P, L, U)`` with ``A = P L U`` for (a batch of) ``m x n`` matrices: ``P`` a
     permutation, ``L`` ``m x k`` unit lower triangular, ``U`` ``k x n`` upper triangular."""
-    return LUResult(*apply(LINALG_LU, A, pivot=bool(pivot)))
+    p, low, up = apply(LINALG_LU, A, pivot=bool(pivot))
+    return LUResult(p.detach(), low, up)  # (detach: P has no gradient under jit too)
 
 
 # ---------------------------------------------------------------- lu_unpack
@@ -340,7 +347,9 @@ LU_UNPACK = defop(
     "lu_unpack", lambda lu, piv, unpack_data, unpack_pivots: _unpack_np(lu, piv, unpack_data,
                                                                         unpack_pivots),
     kind=OPAQUE, meta=_lu_unpack_meta, n_outputs=3, save_output=True,
-    node_name="LuUnpackBackward0", vjp=_lu_unpack_vjp, jvp=_lu_unpack_jvp)
+    node_name="LuUnpackBackward0", vjp=_lu_unpack_vjp, jvp=_lu_unpack_jvp,
+    outputs_requiring_grad=lambda args, params: (False, params["unpack_data"],
+                                                 params["unpack_data"]))
 
 
 @public("lu_unpack")
@@ -348,8 +357,9 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True,  # noqa: N803
               unpack_pivots: bool = True):
     """``(P, L, U)`` from ``lu_factor``'s packed ``LU`` and ``pivots`` (empty tensors for the
     parts not asked for)."""
-    return LUUnpackResult(*apply(LU_UNPACK, LU_data, LU_pivots, unpack_data=bool(unpack_data),
-                                 unpack_pivots=bool(unpack_pivots)))
+    p, low, up = apply(LU_UNPACK, LU_data, LU_pivots, unpack_data=bool(unpack_data),
+                       unpack_pivots=bool(unpack_pivots))
+    return LUUnpackResult(p.detach(), low, up)  # (detach: P has no gradient under jit too)
 
 
 # ---------------------------------------------------------------- lu_solve
