@@ -3,8 +3,9 @@ lu_unpack, lu_solve, matrix_exp, eig, cholesky_solve), appended to ``opdb.OP_DB`
 
 Samples are well conditioned (a random matrix plus 3 times the identity, distinct eigenvalues);
 ``eig`` is checked through phase-invariant real outputs (moduli of the eigenvalues, of their
-distances to 2i and of the eigenvectors' entries), and ``lu_factor_ex`` through its ``LU`` (pivots and info are
-integers, tested in tests/test_linalg_more.py)."""
+distances to 2i and of the eigenvectors' entries), ``lu_factor_ex`` through its ``LU``, ``lu``
+and ``lu_unpack`` through ``L`` and ``U`` (pivots, info and ``P`` have no gradient: tested in
+tests/test_linalg_more.py)."""
 
 from __future__ import annotations
 
