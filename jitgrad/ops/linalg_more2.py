@@ -122,6 +122,14 @@ def eigvals(A):  # noqa: N803
 # ---------------------------------------------------------------- *_ex: with LAPACK's info
 
 
+def _first_failure(info: np.ndarray) -> tuple[str, int]:
+    """torch's ``"(Batch element i): "`` prefix (for a batch) and the code of the first
+    failing matrix."""
+    flat = info.reshape(-1)
+    i = int(np.flatnonzero(flat > 0)[0])
+    return (f"(Batch element {i}): " if info.ndim else ""), int(flat[i])
+
+
 def _info_tensor(info):
     from ..tensor import _new
 
@@ -136,9 +144,10 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     if not bool((info.numpy() > 0).any()):
         return InvExResult(apply(LINALG_INV, A), info)
     if check_errors:
-        code = int(info.numpy().reshape(-1).max())
-        raise LinAlgError(f"linalg.inv_ex: The diagonal element {code} is zero, the inversion "
-                          "could not be completed because the input matrix is singular.")
+        where, code = _first_failure(info.numpy())
+        raise LinAlgError(f"linalg.inv_ex: {where}The diagonal element {code} is zero, the "
+                          "inversion could not be completed because the input matrix is "
+                          "singular.")
     eye = _eye_like(A.shape[-1], A).expand(tuple(A.shape))
     return InvExResult(lu_solve(lu, piv, eye), info)
 
@@ -151,8 +160,9 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N
     if not bool((info.numpy() > 0).any()):
         return SolveExResult(_solve(A, B, left=left), info)
     if check_errors:
-        raise LinAlgError("torch.linalg.solve_ex: The solver failed because the input matrix "
-                          "is singular.")
+        where, _ = _first_failure(info.numpy())
+        raise LinAlgError(f"torch.linalg.solve_ex: {where}The solver failed because the input "
+                          "matrix is singular.")
     vector = B.ndim == 1 or (B.ndim == A.ndim - 1 and tuple(B.shape) == tuple(A.shape[:-1]))
     b = B.detach().unsqueeze(-1) if vector and left else B.detach()
     if vector and not left:
@@ -191,8 +201,9 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
         return CholeskyExResult(apply(LINALG_CHOLESKY, A, upper=bool(upper)),
                                 _info_tensor(info))
     if check_errors:
-        raise LinAlgError(_NOT_PD.replace("linalg.cholesky", "linalg.cholesky_ex")
-                          .format(int(info.reshape(-1)[info.reshape(-1) > 0][0])))
+        where, code = _first_failure(info)
+        raise LinAlgError(_NOT_PD.replace("linalg.cholesky: ", f"linalg.cholesky_ex: {where}")
+                          .format(code))
     low = np.stack([p[0] for p in parts]).reshape(a.shape).astype(a.dtype, copy=False)
     out = np.conj(np.swapaxes(low, -1, -2)) if upper else low
     return CholeskyExResult(_new(np.ascontiguousarray(out), A.dtype), _info_tensor(info))
@@ -234,8 +245,8 @@ def cond(A, p=None):  # noqa: N803
     if not bool(singular.numpy().any()):
         return matrix_norm(A, p) * matrix_norm(apply(LINALG_INV, A), p)
     eye = _eye_like(A.shape[-1], A).expand(tuple(A.shape))
-    value = matrix_norm(A, p) * matrix_norm(lu_solve(lu, piv, eye), p)
-    return where(singular, math.inf, value)
+    inverse = where(singular.unsqueeze(-1).unsqueeze(-1), eye, lu_solve(lu, piv, eye))
+    return where(singular, math.inf, matrix_norm(A, p) * matrix_norm(inverse, p))
 
 
 def vander(x, *, N=None):  # noqa: N803
