@@ -83,7 +83,8 @@ def test_ex_variants_match_torch():
           a, rng.standard_normal((3, 4)))
     spd = a @ np.swapaxes(a, -1, -2)
     for upper in (False, True):
-        _same(lambda x: L.cholesky_ex(x, upper=upper), lambda x: TL.cholesky_ex(x, upper=upper),
+        _same(lambda x, u=upper: L.cholesky_ex(x, upper=u),
+              lambda x, u=upper: TL.cholesky_ex(x, upper=u),
               spd, check_gradcheck=False)
 
 
@@ -92,10 +93,10 @@ def test_ex_variants_on_singular_and_indefinite_matrices():
                                                                                np.ones((3, 3))])):
         _same(L.inv_ex, TL.inv_ex, m, grad=False)
         _same(L.solve_ex, TL.solve_ex, m, np.ones(m.shape), grad=False)
-        _raises_like(lambda lib: lib.linalg.inv_ex(lib.tensor(m), check_errors=True))
+        _raises_like(lambda lib, m=m: lib.linalg.inv_ex(lib.tensor(m), check_errors=True))
     for m in (-np.eye(3), np.array([[4.0, 2.0, 0.0], [2.0, 1.0, 0.0], [0.0, 0.0, 1.0]])):
         _same(L.cholesky_ex, TL.cholesky_ex, m, grad=False)
-        _raises_like(lambda lib: lib.linalg.cholesky_ex(lib.tensor(m), check_errors=True))
+        _raises_like(lambda lib, m=m: lib.linalg.cholesky_ex(lib.tensor(m), check_errors=True))
 
 
 # ---------------------------------------------------------------- compositions
@@ -184,6 +185,9 @@ def test_cholesky_solve_and_inverse(upper):
     _raises_like(lambda lib: lib.cholesky_solve(lib.ones(3, 2), lib.ones(4, 4)))
     _raises_like(lambda lib: lib.cholesky_solve(lib.ones(3, 2),
                                                 lib.ones(3, 3, dtype=lib.float64)))
+    with pytest.raises(NotImplementedError, match="\"cholesky_solve_cpu\" not implemented for "
+                                                  "'Long'"):
+        jg.cholesky_solve(jg.ones(3, 2, dtype=jg.int64), jg.ones(3, 3, dtype=jg.int64))
 
 
 @pytest.mark.parametrize("upper", [True, False])
@@ -222,7 +226,7 @@ def test_trapezoid_and_cumulative_trapezoid():
         _same(f, tf, y)
         _same(f, tf, y, x1)
         _same(f, tf, y, x2)
-        _same(lambda t: f(t, dx=0.5, dim=0), lambda t: tf(t, dx=0.5, dim=0), y)
+        _same(lambda t, f=f: f(t, dx=0.5, dim=0), lambda t, tf=tf: tf(t, dx=0.5, dim=0), y)
 
 
 @pytest.mark.parametrize("edge_order", [1, 2])

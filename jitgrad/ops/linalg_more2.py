@@ -359,6 +359,9 @@ def _cholesky_solve_meta(b, factor, upper):
         if t.ndim < 2:
             raise RuntimeError(f"{name} should have at least 2 dimensions, but has {t.ndim} "
                                "dimensions instead")
+    if b.dtype is factor.dtype and not (b.dtype.is_floating_point or b.dtype.is_complex):
+        raise NotImplementedError(f'"cholesky_solve_cpu" not implemented for '
+                                  f"'{_scalar(b.dtype)}'")
     if b.dtype is not factor.dtype:
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
                            f"{_scalar(b.dtype)} and A of type {_scalar(factor.dtype)} instead.")
