@@ -132,6 +132,8 @@ def test_lu_forward_mode_matches_torch():
             mine = [fwAD.unpack_dual(lu).tangent]
             _, low, up = L.lu(fwAD.make_dual(jg.tensor(a), jg.tensor(t)))
             mine += [fwAD.unpack_dual(low).tangent, fwAD.unpack_dual(up).tangent]
+            _, low, up = jg.lu_unpack(lu, piv)
+            mine += [fwAD.unpack_dual(low).tangent, fwAD.unpack_dual(up).tangent]
             if shape[0] == shape[1]:
                 x = L.lu_solve(lu, piv, fwAD.make_dual(jg.tensor(b), jg.tensor(tb)))
                 mine.append(fwAD.unpack_dual(x).tangent)
@@ -139,6 +141,8 @@ def test_lu_forward_mode_matches_torch():
             tlu, tpiv = TL.lu_factor(tfw.make_dual(torch.tensor(a), torch.tensor(t)))
             theirs = [tfw.unpack_dual(tlu).tangent]
             _, tlow, tup = TL.lu(tfw.make_dual(torch.tensor(a), torch.tensor(t)))
+            theirs += [tfw.unpack_dual(tlow).tangent, tfw.unpack_dual(tup).tangent]
+            _, tlow, tup = torch.lu_unpack(tlu, tpiv)
             theirs += [tfw.unpack_dual(tlow).tangent, tfw.unpack_dual(tup).tangent]
             if shape[0] == shape[1]:
                 tx = TL.lu_solve(tlu, tpiv, tfw.make_dual(torch.tensor(b), torch.tensor(tb)))
@@ -161,8 +165,28 @@ def test_lu_singular_and_errors():
         with pytest.raises(L.LinAlgError) as mine:
             call(L)
         assert str(mine.value) == str(theirs.value)
-    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor"):
-        L.lu_factor(jg.ones(2, 2, dtype=jg.int64))
+    a = torch.randn(3, 3)
+    lu, piv = TL.lu_factor(a)
+    for call in (lambda lib, top: lib.lu_factor(top.ones(2, 2, dtype=top.int64)),
+                 lambda lib, top: lib.lu(top.ones(2, 2, dtype=top.bool)),
+                 lambda lib, top: lib.lu(top.ones(3)),
+                 lambda lib, top: lib.lu_factor_ex(top.ones(3)),
+                 lambda lib, top: top.lu_unpack(top.ones(3), top.ones(3, dtype=top.int32)),
+                 lambda lib, top: lib.lu_factor(top.ones(3, 3), pivot=False),
+                 lambda lib, top: lib.lu_solve(top.tensor(lu.numpy()), top.tensor(piv.numpy()),
+                                               top.ones(4, 2)),
+                 lambda lib, top: lib.lu_solve(top.tensor(lu.numpy()), top.tensor(piv.numpy()),
+                                               top.ones(2, 4), left=False),
+                 lambda lib, top: lib.lu_solve(top.tensor(lu.numpy()), top.tensor(piv.numpy()),
+                                               top.ones(3, 2, dtype=top.float64)),
+                 lambda lib, top: lib.matrix_exp(top.ones(3, 3, dtype=top.int64)),
+                 lambda lib, top: lib.eigvals(top.ones(3, 3, dtype=top.int64)),
+                 lambda lib, top: lib.eig(top.ones(3))):
+        with pytest.raises(Exception) as theirs:
+            call(TL, torch)
+        with pytest.raises(type(theirs.value)) as mine:
+            call(L, jg)
+        assert str(mine.value) == str(theirs.value)
     with pytest.raises(RuntimeError, match="A must be batches of square matrices"):
         L.lu_solve(jg.ones(2, 3), jg.ones(2, dtype=jg.int32), jg.ones(2, 1))
     with pytest.raises(RuntimeError, match="LU_pivots is expected to be a contiguous tensor of "
@@ -260,5 +284,3 @@ def test_eig_errors():
     with pytest.raises(RuntimeError, match="linalg.eig: A must be batches of square matrices, "
                                            "but they are 2 by 3 matrices"):
         L.eig(jg.ones(2, 3))
-    with pytest.raises(RuntimeError, match="Expected a floating point or complex tensor"):
-        L.eigvals(jg.ones(2, 2, dtype=jg.int64))

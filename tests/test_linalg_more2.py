@@ -190,6 +190,29 @@ def test_cholesky_solve_and_inverse(upper):
         jg.cholesky_solve(jg.ones(3, 2, dtype=jg.int64), jg.ones(3, 3, dtype=jg.int64))
 
 
+@pytest.mark.parametrize("upper", [False, True])
+def test_cholesky_solve_forward_mode(upper):
+    import torch.autograd.forward_ad as tfw
+
+    import jitgrad.autograd.forward_ad as fwAD
+
+    low = np.tril(rng.standard_normal((3, 3))) + 3 * np.eye(3)
+    factor = low.T.copy() if upper else low
+    tri = np.triu if upper else np.tril
+    b, tb, tf = (rng.standard_normal((3, 2)), rng.standard_normal((3, 2)),
+                 tri(rng.standard_normal((3, 3))))
+    with fwAD.dual_level():
+        x = jg.cholesky_solve(fwAD.make_dual(jg.tensor(b), jg.tensor(tb)),
+                              fwAD.make_dual(jg.tensor(factor), jg.tensor(tf)), upper=upper)
+        mine = fwAD.unpack_dual(x).tangent
+    with tfw.dual_level():
+        x = torch.cholesky_solve(tfw.make_dual(torch.tensor(b), torch.tensor(tb)),
+                                 tfw.make_dual(torch.tensor(factor), torch.tensor(tf)),
+                                 upper=upper)
+        theirs = tfw.unpack_dual(x).tangent
+    np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-10, atol=1e-12)
+
+
 @pytest.mark.parametrize("upper", [True, False])
 @pytest.mark.parametrize("transpose", [False, True])
 @pytest.mark.parametrize("unitriangular", [False, True])

@@ -20,7 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _scalar
-from .linalg_decomp import SOLVE_TRIANGULAR, _check_matrix, _solve_triangular_impl
+from .linalg_decomp import SOLVE_TRIANGULAR, _solve_triangular_impl
 from .registry import OPAQUE, apply, defop, sum_to
 from .surface import public
 
@@ -145,6 +145,7 @@ def _lu_backward(g_l, g_u, p, low, up, m, n):
 
 def _lu_jvp_parts(da, p, low, up, m, n):
     """(dL, dU) of ``A = P L U`` for a tangent ``dA``."""
+    from .movement import cat
     from .selection import tril, triu
 
     k = min(m, n)
@@ -154,8 +155,6 @@ def _lu_jvp_parts(da, p, low, up, m, n):
     x = _tri_solve(up1, x, upper=True, left=False)
     d_l1 = low1 @ tril(x, -1)
     d_u1 = triu(x) @ up1
-    from .movement import cat
-
     if m == n:
         return d_l1, d_u1
     if m < n:  # dU2 = L^-1 (P^T dA2 - dL U2)
@@ -188,8 +187,16 @@ def _pack(low, up, m, n):
 # ---------------------------------------------------------------- lu_factor_ex
 
 
+def _check_lu_input(name: str, a) -> None:
+    if a.ndim < 2:
+        raise RuntimeError(f"{name}: Expected tensor with 2 or more dimensions. Got size: "
+                           f"{list(a.shape)} instead")
+    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise NotImplementedError(f'"lu_cpu" not implemented for \'{_scalar(a.dtype)}\'')
+
+
 def _lu_factor_meta(a, pivot):
-    _check_matrix("torch.lu_factor", a)
+    _check_lu_input("torch.lu_factor", a)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     *batch, m, n = a.shape
@@ -262,7 +269,7 @@ def lu_factor(A, *, pivot: bool = True):  # noqa: N803
 
 
 def _lu_meta(a, pivot):
-    _check_matrix("linalg.lu", a)
+    _check_lu_input("linalg.lu", a)
     if not pivot:
         raise RuntimeError("linalg.lu_factor: LU without pivoting is not implemented on the CPU")
     *batch, m, n = a.shape
@@ -314,7 +321,9 @@ def _check_pivots(lu, piv):
 
 
 def _lu_unpack_meta(lu, piv, unpack_data, unpack_pivots):
-    _check_matrix("torch.lu_unpack", lu)
+    if lu.ndim < 2:
+        raise RuntimeError("torch.lu_unpack: Expected tensor with 2 or more dimensions. Got "
+                           f"size: {list(lu.shape)} instead")
     _check_pivots(lu, piv)
     *batch, m, n = lu.shape
     batch, k = tuple(batch), min(m, n)
@@ -377,9 +386,9 @@ def _lu_solve_meta(lu, piv, b, left, adjoint):
                            f"{_scalar(b.dtype)} instead")
     n = lu.shape[-1]
     if (b.shape[-2] if left else b.shape[-1]) != n:
-        which = "rows" if left else "columns"
-        raise RuntimeError(f"linalg.lu_solve: Number of {which} of B must match the number of "
-                           f"{'rows' if left else 'columns'} of LU")
+        equation = "AX = B" if left else "XA = B"
+        raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
+                           f"{equation} ({n}x{n} and {b.shape[-2]}x{b.shape[-1]})")
     batch = np.broadcast_shapes(tuple(lu.shape[:-2]), tuple(b.shape[:-2]))
     return tuple(batch) + tuple(b.shape[-2:]), lu.dtype
 

@@ -42,6 +42,8 @@ for _t in (EigResult, InvExResult, SolveExResult, CholeskyExResult, SvdResult,
 
 
 def _eig_meta(a):
+    if a.ndim >= 2 and not (a.dtype.is_floating_point or a.dtype.is_complex):
+        raise RuntimeError(f"Unknown Complex ScalarType for {_scalar(a.dtype)}")
     _check_square("linalg.eig", a)
     cdt = a.dtype if a.dtype.is_complex else a.dtype.to_complex()
     return (tuple(a.shape[:-1]), tuple(a.shape)), (cdt, cdt)
