@@ -266,3 +266,20 @@ def test_gradient(edge_order):
           lambda t, c: torch.gradient(t, spacing=(c,), dim=1, edge_order=edge_order), y, coords,
           rtol=1e-8, atol=1e-10)
     _raises_like(lambda lib: lib.gradient(lib.ones(2), edge_order=2))
+
+
+def test_ex_variants_and_cond_under_jit():
+    # traced values have no info to look at: the non-singular path, as eager takes here
+    from jitgrad.jit import jit
+
+    a = jg.tensor(_well(2, 3, 3))
+    calls = (lambda x: tuple(L.inv_ex(x)), lambda x: tuple(L.solve_ex(x, x)),
+             lambda x: tuple(L.cholesky_ex(x @ x.mT)), lambda x: L.cond(x, "nuc"),
+             lambda x: tuple(L.lu_factor(x)))
+    for f in calls:
+        eager, traced = f(a), jit(f)(a)
+        eager = eager if isinstance(eager, tuple) else (eager,)
+        traced = traced if isinstance(traced, tuple) else (traced,)
+        for e, t in zip(eager, traced):
+            assert e.dtype is t.dtype
+            np.testing.assert_allclose(t.numpy(), e.numpy(), rtol=1e-12, atol=1e-12)

@@ -132,6 +132,23 @@ def _first_failure(info: np.ndarray) -> tuple[str, int]:
     return (f"(Batch element {i}): " if info.ndim else ""), int(flat[i])
 
 
+def _values(t):
+    """``t``'s NumPy values, or None where it has none (traced by jit, batched by vmap): the
+    ``*_ex`` functions and ``cond`` then take the non-singular path, whose op raises torch's
+    ``LinAlgError`` at run time for a singular matrix."""
+    from ..errors import ConcretizationError
+
+    try:
+        return t.detach().numpy()
+    except (ConcretizationError, RuntimeError):
+        return None
+
+
+def _failed(info) -> bool:
+    codes = _values(info)
+    return codes is not None and bool((codes > 0).any())
+
+
 def _info_tensor(info):
     from ..tensor import _new
 
@@ -143,7 +160,7 @@ def inv_ex(A, *, check_errors: bool = False):  # noqa: N803
     inf/nan as LAPACK's, and has no gradient); ``check_errors`` raises instead."""
     _check_square("linalg.inv_ex", A)
     lu, piv, info = apply(LU_FACTOR_EX, A.detach(), pivot=True)
-    if not bool((info.numpy() > 0).any()):
+    if not _failed(info):
         return InvExResult(apply(LINALG_INV, A), info)
     if check_errors:
         where, code = _first_failure(info.numpy())
@@ -159,7 +176,7 @@ def solve_ex(A, B, *, left: bool = True, check_errors: bool = False):  # noqa: N
     result then holds inf/nan, without gradient); ``check_errors`` raises instead."""
     _check_square("linalg.solve_ex", A)
     lu, piv, info = apply(LU_FACTOR_EX, A.detach(), pivot=True)
-    if not bool((info.numpy() > 0).any()):
+    if not _failed(info):
         return SolveExResult(_solve(A, B, left=left), info)
     if check_errors:
         where, _ = _first_failure(info.numpy())
@@ -195,7 +212,11 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
     from ..tensor import _new
 
     _check_square("linalg.cholesky", A)
-    a = A.detach().numpy()
+    a = _values(A)
+    if a is None:
+        zeros = (A.real if A.dtype.is_complex else A)[..., 0, 0].detach() * 0
+        return CholeskyExResult(apply(LINALG_CHOLESKY, A, upper=bool(upper)),
+                                zeros.to(dtypes.int32))
     flat = a.reshape(-1, *a.shape[-2:])
     parts = [_partial_cholesky(m) for m in flat]
     info = np.array([p[1] for p in parts], np.int32).reshape(a.shape[:-2])
@@ -244,7 +265,7 @@ def cond(A, p=None):  # noqa: N803
     _check_square(f"linalg.cond(ord={label})", A)
     lu, piv, info = apply(LU_FACTOR_EX, A.detach(), pivot=True)
     singular = info > 0
-    if not bool(singular.numpy().any()):
+    if not _failed(info):
         return matrix_norm(A, p) * matrix_norm(apply(LINALG_INV, A), p)
     eye = _eye_like(A.shape[-1], A).expand(tuple(A.shape))
     inverse = where(singular.unsqueeze(-1).unsqueeze(-1), eye, lu_solve(lu, piv, eye))
