@@ -284,3 +284,11 @@ def test_eig_errors():
     with pytest.raises(RuntimeError, match="linalg.eig: A must be batches of square matrices, "
                                            "but they are 2 by 3 matrices"):
         L.eig(jg.ones(2, 3))
+
+
+def test_complex_pivoting_is_lapacks():
+    # |0.8+0.8i| < 1.2 but |re| + |im| = 1.6 > 1.2: LAPACK's izamax keeps the first row
+    a = np.array([[0.8 + 0.8j, 1.0], [1.2 + 0j, 2.0]])
+    mine, theirs = L.lu_factor(jg.tensor(a)), TL.lu_factor(torch.tensor(a))
+    np.testing.assert_array_equal(mine.pivots.numpy(), theirs.pivots.numpy())
+    _close(mine.LU, theirs.LU)

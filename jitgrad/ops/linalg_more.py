@@ -44,7 +44,9 @@ def _lu_np(a):
     piv = np.zeros((lu.shape[0], k), np.int32)
     info = np.zeros(lu.shape[0], np.int32)
     for j in range(k):
-        p = j + np.argmax(np.abs(lu[:, j:, j]), axis=1) if m > j else np.full(len(rows), j)
+        col = lu[:, j:, j]  # LAPACK's i?amax: |re| + |im| for complex entries
+        p = j + np.argmax(np.abs(col.real) + np.abs(col.imag) if np.iscomplexobj(col)
+                          else np.abs(col), axis=1)
         piv[:, j] = p + 1
         top = lu[rows, j].copy()
         lu[rows, j] = lu[rows, p]
