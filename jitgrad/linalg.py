@@ -2,7 +2,9 @@
 square-matrix functions (``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
 ``matrix_power``, ``multi_dot``; ``ops/linalg2.py``), decompositions and least squares
 (``eigh``, ``eigvalsh``, ``qr``, ``svd``, ``pinv``, ``lstsq``, ``matrix_rank``,
-``solve_triangular``; ``ops/linalg_decomp.py``).
+``solve_triangular``; ``ops/linalg_decomp.py``), the LU family and ``matrix_exp``
+(``ops/linalg_more.py``), ``eig``/``eigvals``, the ``*_ex`` variants and ``vecdot``, ``cond``,
+``vander``, ``tensorinv``, ``tensorsolve``, ``householder_product`` (``ops/linalg_more2.py``).
 
 ``vector_norm`` is one primitive with its own node (``LinalgVectorNormBackward0``); the induced
 matrix norms are sums and max/min of absolute values (``AmaxBackward0``/``AminBackward0``), as
@@ -12,7 +14,9 @@ in torch; the spectral (``ord=2``, ``-2``) and nuclear (``'nuc'``) norms reduce 
 
 from __future__ import annotations
 
-from .ops import linalg2, linalg_decomp, norms, torch_extras
+from .ops import linalg2, linalg_decomp, linalg_more, linalg_more2, norms, torch_extras
+from .ops.linalg import matmul as _matmul
+from .ops.torch_extras2 import diagonal as _diagonal
 from .ops.linalg2 import LinAlgError
 from .ops.out_arg import with_out
 
@@ -37,7 +41,33 @@ pinv = with_out("linalg_pinv", linalg_decomp.pinv)
 matrix_rank = with_out("linalg_matrix_rank", linalg_decomp.matrix_rank)
 solve_triangular = with_out("linalg_solve_triangular", linalg_decomp.solve_triangular)
 lstsq = linalg_decomp.lstsq
+lu_factor = with_out("linalg_lu_factor", linalg_more.lu_factor)
+lu_factor_ex = with_out("linalg_lu_factor_ex", linalg_more.lu_factor_ex)
+lu = with_out("linalg_lu", linalg_more.lu)
+lu_solve = with_out("linalg_lu_solve", linalg_more.lu_solve)
+matrix_exp = linalg_more.matrix_exp
+eig = with_out("linalg_eig", linalg_more2.eig)
+eigvals = with_out("linalg_eigvals", linalg_more2.eigvals)
+inv_ex = with_out("linalg_inv_ex", linalg_more2.inv_ex)
+solve_ex = with_out("linalg_solve_ex", linalg_more2.solve_ex)
+cholesky_ex = with_out("linalg_cholesky_ex", linalg_more2.cholesky_ex)
+vecdot = with_out("linalg_vecdot", linalg_more2.vecdot)
+cond = with_out("linalg_cond", linalg_more2.cond)
+vander = linalg_more2.vander
+tensorinv = with_out("linalg_tensorinv", linalg_more2.tensorinv)
+tensorsolve = with_out("linalg_tensorsolve", linalg_more2.tensorsolve)
+householder_product = with_out("linalg_householder_product", linalg_more2.householder_product)
+matmul = with_out("linalg_matmul", _matmul)
 
-__all__ = ["LinAlgError", "cholesky", "cross", "det", "eigh", "eigvalsh", "inv", "lstsq",
-           "matrix_norm", "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr",
-           "slogdet", "solve", "solve_triangular", "svd", "svdvals", "vector_norm"]
+
+def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: N803
+    """The diagonals of (a batch of) matrices (``torch.diagonal`` with matrix defaults)."""
+    return _diagonal(A, offset, dim1, dim2)
+
+
+__all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+           "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
+           "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
+           "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve",
+           "vander", "vecdot", "vector_norm"]

@@ -100,6 +100,10 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, dt): _LINALG for op in ("linalg.eigh", "linalg.pinv", "linalg.qr",
                                     "linalg.solve_triangular", "linalg.svd")
        for dt in ("float32", "float64", "complex64")},
+    **{(op, dt): _LINALG for op in ("linalg.lu_factor_ex", "linalg.lu", "lu_unpack",
+                                    "linalg.lu_solve", "linalg.matrix_exp", "linalg.eig",
+                                    "cholesky_solve")
+       for dt in ("float32", "float64", "complex64")},
     **{(op, "complex64"): _NO_COMPLEX for op in (
         "gelu", "logit", "sinc", "sinc_at_zero", "xlogy", "xlogy_scalar_other",
         "xlogy_scalar_self")},

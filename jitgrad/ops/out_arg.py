@@ -21,16 +21,16 @@ from .surface import generated_op, op_function
 
 # jitgrad.* functions that torch declares without ``out=``
 NO_OUT = frozenset({
-    "allclose", "argwhere", "as_tensor", "bartlett_window", "blackman_window",
-    "broadcast_tensors", "cdist", "chunk", "conj", "hamming_window", "hann_window", "istft",
-    "kaiser_window", "stft",
-    "cosine_similarity", "diagonal", "einsum", "empty_like", "equal", "expand", "flatten",
-    "fliplr", "flipud", "from_dlpack", "from_numpy", "full_like", "get_rng_state",
-    "imag", "initial_seed", "is_tensor", "isclose", "isfinite", "manual_seed", "meshgrid",
-    "moveaxis", "movedim", "narrow", "numel", "ones_like", "pairwise_distance", "permute",
-    "rand_like", "randn_like", "real", "reshape", "rms_norm", "seed", "select",
-    "set_rng_state", "split", "squeeze", "std_mean", "t", "tensor", "tile", "transpose",
-    "unbind", "unsqueeze", "var_mean", "view", "zeros_like",
+    "allclose", "argwhere", "as_tensor", "bartlett_window", "blackman_window", "broadcast_tensors",
+    "cdist", "chunk", "conj", "cosine_similarity", "cumulative_trapezoid", "diagonal", "einsum",
+    "empty_like", "equal", "expand", "flatten", "fliplr", "flipud", "from_dlpack", "from_numpy",
+    "full_like", "get_rng_state", "gradient", "hamming_window", "hann_window", "imag",
+    "initial_seed", "is_tensor", "isclose", "isfinite", "istft", "kaiser_window", "manual_seed",
+    "matrix_exp", "meshgrid", "moveaxis", "movedim", "narrow", "numel", "ones_like",
+    "pairwise_distance", "permute", "pinverse", "rand_like", "randn_like", "real", "reshape",
+    "rms_norm", "seed", "select", "set_rng_state", "split", "squeeze", "std_mean", "stft", "t",
+    "tensor", "tile", "transpose", "trapezoid", "trapz", "unbind", "unsqueeze", "var_mean", "view",
+    "zeros_like",
 })
 # factories make their values in ``out``'s dtype and on its device, unless told otherwise
 FACTORIES = frozenset({"arange", "empty", "eye", "full", "linspace", "normal", "ones", "rand",
