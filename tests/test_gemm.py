@@ -33,6 +33,7 @@ def _check(a, b):
     got = gemm.tiled(a, b)
     want = a.astype(np.float64) @ b.astype(np.float64)
     assert got.dtype == a.dtype and got.shape == want.shape
+    assert got.flags.c_contiguous  # as NumPy's: the kernels after a product read it by rows
     scale = np.abs(a).astype(np.float64) @ np.abs(b).astype(np.float64) + 1.0
     np.testing.assert_array_less(np.abs(got - want) / scale, TOL[a.dtype.type])
 

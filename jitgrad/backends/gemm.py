@@ -15,14 +15,14 @@ encodings for the host, so the same IR serves AVX-512, AVX2 and NEON machines; t
 follows the host's features. A ``prange`` over tiles spreads the tiles over Numba's threads.
 
 Layouts: ``A`` may have any strides (its elements are broadcast one at a time); ``B`` must be
-unit-stride along its columns. When it is not, the product is computed transposed,
-``C.T = B.T @ A.T``, if ``A.T`` is unit-stride along its columns, else the smaller operand is
-copied. Tiles at the right and bottom edges run on zero-padded copies.
+unit-stride along its columns. ``A @ B.T`` with both operands unit-stride along ``k`` (a
+linear layer's forward, the input gradient of ``x @ W``) runs on a second kernel that computes
+a tile of dot products, vectorized along ``k``; other layouts of ``B`` are copied first. The
+result is always C-contiguous, as NumPy's is. ``k`` runs in blocks, rows in blocks sized for
+L2, and tiles at the right and bottom edges on zero-padded copies.
 
-Whether this kernel or NumPy computes a given product is decided once per shape, dtype and
-layout by timing both on the first call (``JITGRAD_GEMM=auto``, the default): where the BLAS
-is already fast, NumPy keeps the product. ``JITGRAD_GEMM=numpy`` always uses NumPy;
-``JITGRAD_GEMM=tiled`` always uses this kernel where it applies.
+``JITGRAD_GEMM=numpy`` sends every product to NumPy; the default, ``tiled``, uses these
+kernels for 2-D float32/float64 products of at least ``MIN_FLOPS`` multiply-adds.
 """
 
 from __future__ import annotations
@@ -75,8 +75,8 @@ def tiled(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             b_flat, b_sj, _ = _flat(b.T)
             kernel.gemm_nt(a_flat, a_si, b_flat, b_sj, c, k_len, a.size > b.size)
             return c
-        if _unit_columns(a.T) or a.size <= b.size:
-            return tiled(b.T, np.ascontiguousarray(a.T)).T  # C.T = B.T @ A.T
+        # (a copy of b, not C.T = B.T @ A.T: that would return C transposed, and the kernels
+        # after a product read it row by row: W2's bias gradient took 52 us instead of 7)
         b = np.ascontiguousarray(b)
     a_flat, a_si, a_sk = _flat(a)
     b_flat, b_sk, _ = _flat(b)

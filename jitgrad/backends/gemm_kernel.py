@@ -254,8 +254,11 @@ def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
     size = c.itemsize
     nr = NV * VECTOR_BYTES // size
     m_full, n_full = m - m % MR, n - n % nr
-    mc = max(MR, A_BLOCK_BYTES // (KC * size) // MR * MR)
-    n_mb, nj = (m_full + mc - 1) // mc, n_full // nr
+    # blocks of rows of at most A_BLOCK_BYTES, all about the same size: the (block, panel)
+    # pairs are shared out to the threads in equal counts
+    mc_max = max(MR, A_BLOCK_BYTES // (KC * size) // MR * MR)
+    n_mb, nj = (m_full + mc_max - 1) // mc_max, n_full // nr
+    mc = (m_full // MR + n_mb - 1) // max(n_mb, 1) * MR
     if pack:
         packed = np.empty(m_full * k_len if nj else 0, c.dtype)
         for ib_index in numba.prange(m_full // MR if nj else 0):
