@@ -45,7 +45,7 @@ def tile_columns(dtype: np.dtype) -> int:
     return NV * VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
-def _codegen(size: int):
+def _codegen(size: int, nv: int):
     element = ir.FloatType() if size == 4 else ir.DoubleType()
     lanes = VECTOR_BYTES // size
     vec = ir.VectorType(element, lanes)
@@ -72,7 +72,7 @@ def _codegen(size: int):
         builder.position_at_end(head)
         k = builder.phi(i64)
         k.add_incoming(ir.Constant(i64, 0), entry)
-        accumulators = [builder.phi(vec) for _ in range(MR * NV)]
+        accumulators = [builder.phi(vec) for _ in range(MR * nv)]
         for acc in accumulators:
             acc.add_incoming(ir.Constant(vec, None), entry)
         builder.cbranch(builder.icmp_signed("<", k, k_len), body, done)
@@ -80,7 +80,7 @@ def _codegen(size: int):
         builder.position_at_end(body)
         b_row = builder.add(b_off, builder.mul(k, b_sk))
         b_vectors = [builder.load(vector_at(b_ptr, builder.add(b_row, ir.Constant(i64, v * lanes))),
-                                  align=size) for v in range(NV)]
+                                  align=size) for v in range(nv)]
         a_col = builder.add(a_off, builder.mul(k, a_sk))
         undef = ir.Constant(vec, ir.Undefined)
         splat = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
@@ -90,9 +90,9 @@ def _codegen(size: int):
             scalar = builder.load(builder.gep(a_ptr, [at]), align=size)
             broadcast = builder.shuffle_vector(
                 builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat)
-            for v in range(NV):
+            for v in range(nv):
                 updated.append(builder.call(fma, [broadcast, b_vectors[v],
-                                                  accumulators[r * NV + v]]))
+                                                  accumulators[r * nv + v]]))
         k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.basic_block)
         for acc, new in zip(accumulators, updated):
             acc.add_incoming(new, builder.basic_block)
@@ -101,7 +101,7 @@ def _codegen(size: int):
         builder.position_at_end(done)
         pointers = [vector_at(c_ptr, builder.add(builder.add(c_off, builder.mul(
             ir.Constant(i64, r), c_si)), ir.Constant(i64, v * lanes)))
-            for r in range(MR) for v in range(NV)]
+            for r in range(MR) for v in range(nv)]
         with builder.if_else(builder.icmp_signed("!=", accumulate, ir.Constant(i64, 0))) as (
                 adding, storing):
             with adding:
@@ -116,15 +116,24 @@ def _codegen(size: int):
     return codegen
 
 
-@intrinsic
-def tile(typingctx, a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len, accumulate):
-    """``c[c_off + r*c_si + j] (+)= sum_k a[a_off + r*a_si + k*a_sk] * b[b_off + k*b_sk + j]``
-    for ``r < MR``, ``j < NR`` (offsets and strides in elements; one float dtype); ``+=`` when
-    ``accumulate`` is not 0."""
-    size = np.dtype(str(a.dtype)).itemsize
-    signature = types.void(a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len,
-                           accumulate)
-    return signature, _codegen(size)
+def _make_tile(nv: int):
+    def tile(typingctx, a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len, accumulate):
+        size = np.dtype(str(a.dtype)).itemsize
+        signature = types.void(a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len,
+                               accumulate)
+        return signature, _codegen(size, nv)
+
+    tile.__name__ = f"tile_{nv}"
+    return intrinsic(tile)
+
+
+#: ``tile(a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len, accumulate)``:
+#: ``c[c_off + r*c_si + j] (+)= sum_k a[a_off + r*a_si + k*a_sk] * b[b_off + k*b_sk + j]`` for
+#: ``r < MR``, ``j < NR`` (offsets and strides in elements; one float dtype), ``+=`` when
+#: ``accumulate`` is not 0.
+tile = _make_tile(NV)
+#: ``tile`` one vector wide (``j < NR / NV``), for the last panel of a narrow product.
+tile_narrow = _make_tile(1)
 
 
 def _compiled(fn):
@@ -269,24 +278,29 @@ def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
         a_main, tile_step, main_si, main_sk = packed, MR * k_len, 1, MR
     else:
         a_main, tile_step, main_si, main_sk = a, MR * a_si, a_si, a_sk
-    for t_index in numba.prange(n_mb * nj):
-        t = np.int64(t_index)  # (a prange index may be unsigned)
-        mb = t // nj
-        j0 = (t - mb * nj) * nr
-        i_end = min(m_full, (mb + 1) * mc)
-        for k0 in range(0, k_len, KC):
-            k_block = min(KC, k_len - k0)
-            for i0 in range(mb * mc, i_end, MR):
-                tile(a_main, i0 // MR * tile_step + k0 * main_sk, main_si, main_sk,
-                     b, k0 * b_sk + j0, b_sk, c, i0 * n + j0, n, k_block, k0)
+    if n_mb * nj > 0:  # (a parallel region costs microseconds even when it is empty)
+        for t_index in numba.prange(n_mb * nj):
+            t = np.int64(t_index)  # (a prange index may be unsigned)
+            mb = t // nj
+            j0 = (t - mb * nj) * nr
+            i_end = min(m_full, (mb + 1) * mc)
+            for k0 in range(0, k_len, KC):
+                k_block = min(KC, k_len - k0)
+                for i0 in range(mb * mc, i_end, MR):
+                    tile(a_main, i0 // MR * tile_step + k0 * main_sk, main_si, main_sk,
+                         b, k0 * b_sk + j0, b_sk, c, i0 * n + j0, n, k_block, k0)
 
     ni, nj_all = (m + MR - 1) // MR, (n + nr - 1) // nr
     right = ni if n_full < n else 0  # the tiles of the last, partial panel
     bottom = nj_all - (1 if right else 0) if m_full < m else 0  # the last row of tiles
-    b_edge = np.zeros(k_len * nr if right else 0, c.dtype)
+    lanes = VECTOR_BYTES // size
+    edge_width = lanes if n - n_full <= lanes else nr  # (one vector wide: tile_narrow)
+    b_edge = np.zeros(k_len * edge_width if right else 0, c.dtype)
     for k in range(k_len if right else 0):
         for j in range(n - n_full):
-            b_edge[k * nr + j] = b[k * b_sk + n_full + j]
+            b_edge[k * edge_width + j] = b[k * b_sk + n_full + j]
+    if right + bottom == 0:
+        return
     for e_index in numba.prange(right + bottom):
         e = np.int64(e_index)
         ib, jb = (e, nj_all - 1) if e < right else (ni - 1, e - right)
@@ -303,6 +317,9 @@ def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
         c_tile = np.empty(MR * nr, c.dtype)
         if cols == nr:
             tile(a_tile, a_off, a_rows, a_ks, b, j0, b_sk, c_tile, 0, nr, k_len, 0)
+        elif edge_width < nr:
+            tile_narrow(a_tile, a_off, a_rows, a_ks, b_edge, 0, edge_width, c_tile, 0, nr,
+                        k_len, 0)
         else:
             tile(a_tile, a_off, a_rows, a_ks, b_edge, 0, nr, c_tile, 0, nr, k_len, 0)
         for r in range(rows):
