@@ -149,3 +149,13 @@ def test_roofline_reports_each_product():
     assert "mm [64, 96] x [96, 128] (tiled): " in text and " GFLOPS" in text
     assert "mm [8, 8] x [8, 8] (numpy): " in text  # below MIN_FLOPS
     assert "mm [96, 64] x [64, 128] (tiled): " in text  # x.T @ grad, in the backward
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+def test_a_large_transposed_b_is_copied_in_blocks(dtype, monkeypatch):
+    monkeypatch.setattr(gemm, "DOT_MAX_BYTES", 0)  # (as for W3's 4 MiB weight)
+    rng = np.random.default_rng(3)
+    for m, k, n in [(37, 129, 100), (64, 70, 33), (9, 5, 40)]:
+        a = rng.standard_normal((m, k)).astype(dtype)
+        _check(a, rng.standard_normal((n, k)).astype(dtype).T)
+        _check(a, rng.standard_normal((k, 3 * n)).astype(dtype)[:, ::3])

@@ -37,6 +37,11 @@ MODES = ("tiled", "numpy")
 # wake up to compete with Numba's, and the call costs less than the kernel's set-up.
 MIN_FLOPS = 1 << 18
 PAGE_BYTES = 4096
+# A @ B.T with a B.T of more than this many bytes copies B (in blocks, 0.8 ms for W3's 4 MiB)
+# and runs the tiled kernel rather than the dot-product one, which streams B from L3 for each
+# row of tiles (W3's input gradient: 12.7 ms instead of 16.3); W2's 1 MiB is faster as dot
+# products (177 us against 250).
+DOT_MAX_BYTES = 1 << 21
 
 
 def mode() -> str:
@@ -69,15 +74,17 @@ def tiled(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     c = np.empty((m, n), a.dtype)
     if not _unit_columns(b):
         lanes = kernel.VECTOR_BYTES // a.itemsize
-        if (_unit_columns(a) and _unit_columns(b.T) and k_len >= 4 * lanes
-                and m >= kernel.MR_NT and n >= kernel.NR_NT):
+        if (b.nbytes <= DOT_MAX_BYTES and _unit_columns(a) and _unit_columns(b.T)
+                and k_len >= 4 * lanes and m >= kernel.MR_NT and n >= kernel.NR_NT):
             a_flat, a_si, _ = _flat(a)
             b_flat, b_sj, _ = _flat(b.T)
             kernel.gemm_nt(a_flat, a_si, b_flat, b_sj, c, k_len, a.size > b.size)
             return c
-        # (a copy of b, not C.T = B.T @ A.T: that would return C transposed, and the kernels
-        # after a product read it row by row: W2's bias gradient took 52 us instead of 7)
-        b = np.ascontiguousarray(b)
+        # a row-major copy of b (not C.T = B.T @ A.T: that would return C transposed, and the
+        # kernels after a product read it row by row: W2's bias gradient took 52 us, not 7)
+        b_flat, b_si, b_sj = _flat(b)
+        b = np.empty(b.shape, b.dtype)
+        kernel.copy_blocked(b_flat, b_si, b_sj, b)
     a_flat, a_si, a_sk = _flat(a)
     b_flat, b_sk, _ = _flat(b)
     # a stored transposed with its columns a page or more apart is packed first (W3's backward:

@@ -325,3 +325,18 @@ def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
         for r in range(rows):
             for j in range(cols):
                 c[i0 + r, j0 + j] = c_tile[r * nr + j]
+
+
+@_compiled
+def copy_blocked(src, s_si, s_sj, dst):
+    """``dst[i, j] = src[i*s_si + j*s_sj]`` in 32 x 32 blocks, so that a transposing copy
+    reads and writes whole cache lines (NumPy's took 4 ms for 1024 x 1024 float32 here)."""
+    m, n = dst.shape
+    nbi, nbj = (m + 31) // 32, (n + 31) // 32
+    for t_index in numba.prange(nbi * nbj):
+        t = np.int64(t_index)
+        bi = t // nbj
+        i0, j0 = bi * 32, (t - bi * nbj) * 32
+        for i in range(i0, min(m, i0 + 32)):
+            for j in range(j0, min(n, j0 + 32)):
+                dst[i, j] = src[i * s_si + j * s_sj]
