@@ -23,7 +23,6 @@ pytestmark = [pytest.mark.skipif(CUDA is None, reason="numba.cuda is not usable 
 
 _ORDER = "no order of complex values (NumPy orders them lexicographically, torch raises)"
 _ORDER_COMPOSITE = "built on amax/clamp/lt, which have no order of complex values"
-_NO_ATOMIC = "no CUDA atomic add for this dtype (numba-cuda has float32/64, int32/64 only)"
 _INT_POW = "integer powers keep NumPy's overflow rules on the CPU: no integer pow template"
 _INT_MEAN = ("the CPU op computes it; on cuda its decomposition's mean() raises torch's "
              "RuntimeError for integer input (as torch does)")
@@ -36,8 +35,6 @@ _INDEX_WRITE = "no CUDA kernel yet (an indexed write: to write, as index_add's)"
 _SPECIAL = "no CUDA kernel yet (the float64 series have no cuda_lib helper yet)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
-_BOOL_WHERE = ("the decomposition's where(mask, x, 0) promotes bool to int64 "
-               "(ops/torch_extras2.py _embed_pieces, outside the CUDA backend)")
 
 NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, "complex64"): _ORDER for op in (
@@ -53,8 +50,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("cosine_similarity", "complex64"): "its decomposition casts complex to float32",
     ("logsumexp", "bool"): "its decomposition subtracts bools (x - amax), which NumPy (so the "
                            "simulator) rejects; the CPU op casts first",
-    **{(op, dt): _NO_ATOMIC for op in ("scatter_add", "index_add")
-       for dt in ("complex64", "bool")},
     **{(op, dt): _INT_POW for op, dt in (("pow_tensor", "int64"), ("pow_tensor", "bool"),
                                          ("square", "int64"), ("square", "bool"),
                                          ("mse_loss", "int64"))},
@@ -96,8 +91,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
         "gelu", "logit", "sinc", "sinc_at_zero", "xlogy", "xlogy_scalar_other",
         "xlogy_scalar_self")},
     ("nextafter", "float32"): "nextafter's template fuses float64 only (as on the CPU)",
-    ("diag", "bool"): _BOOL_WHERE,
-    ("diag_embed", "bool"): _BOOL_WHERE,
 }
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool")

@@ -106,6 +106,9 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # bitonic sorts of
     r = jitgrad.tensor(rng.standard_normal((2, 20)) * 5, device="cuda").to(dt)
     r.sort(1, descending=True), r.argsort(0)
 (jitgrad.tensor(rng.standard_normal(300), device="cuda") > 0).nonzero()  # scans of two levels
+for dt in (jitgrad.complex64, jitgrad.complex128, jitgrad.bool):  # adds without an atomic
+    v, i = jitgrad.ones(3, 2, device="cuda", dtype=dt), jitgrad.tensor([0, 2], device="cuda")
+    v.index_add(0, i, v[:2]), v.scatter_add(1, i[None] // 2, v[:1]), v[:, 0].index_add(0, i, v[1])
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 
