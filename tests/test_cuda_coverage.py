@@ -30,8 +30,7 @@ _FRACTION = ("value=0.5 on an integer tensor: the kernel would truncate it first
              "rejects a float value for integer tensors); raises instead")
 _LINALG = "no CUDA kernel: numba-cuda reaches no cuSOLVER (only svdvals has a Jacobi kernel)"
 _UNIQUE = "no CUDA kernel (a sort and a compaction: to write)"
-_SORTING = "no CUDA kernel yet (a sort or a scan per row: to write, as unique's)"
-_INDEX_WRITE = "no CUDA kernel yet (an indexed write: to write, as index_add's)"
+_SORTING = "no CUDA kernel yet (a reduction per scattered element: to write)"
 _SPECIAL = "no CUDA kernel yet (the float64 series have no cuda_lib helper yet)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
@@ -73,15 +72,10 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
        for dt in ("float32", "float64", "complex64", "int64")},
     **{("unfold", dt): "unfold's backward has no CUDA kernel yet" for dt in ("float32",
                                                                             "float64")},
-    **{(op, dt): _SORTING for op in ("aminmax", "cummax", "cummin", "kthvalue", "mode",
-                                     "searchsorted", "bucketize", "isin", "scatter_reduce")
-       for dt in _ALL},
-    **{(op, dt): _SORTING for op in ("median", "median_dim", "nanmedian", "nanmedian_dim")
-       for dt in ("float32", "float64", "int64", "bool")},
-    **{(op, dt): _SORTING for op in ("histc", "logcumsumexp") for dt in ("float32", "float64")},
-    ("logcumsumexp", "complex64"): _SORTING,
-    **{(op, dt): _INDEX_WRITE for op in ("index_copy", "index_fill", "index_fill_tensor")
-       for dt in _ALL},
+    **{(op, "complex64"): _ORDER for op in ("aminmax", "cummax", "cummin", "kthvalue", "mode",
+                                           "searchsorted", "bucketize")},
+    **{("scatter_reduce", dt): _SORTING for dt in _ALL},
+    ("logcumsumexp", "complex64"): "no complex logaddexp kernel (the float scan is real only)",
     **{(op, dt): _SPECIAL for op in ("lgamma", "digamma", "polygamma", "erfinv",
                                      "special.entr") for dt in _ALL},
     **{(op, dt): _LINALG for op in ("linalg.eigh", "linalg.pinv", "linalg.qr",

@@ -126,3 +126,124 @@ def test_bool_diag_and_diag_embed_stay_bool():
         assert r.dtype == np.bool_
     both(lambda x: x.diag_embed(1, 0, 2), np.stack([b, ~b]))
     both(lambda x: x.diag_embed(1, 0, 2), RNG.standard_normal((2, 3)))  # (float: gradients)
+
+
+# ---------------------------------------------------------------- cuda_lines2
+_NANS = np.array([[3.0, 1.0, np.nan, 1.0, 5.0, 5.0, 0.5],
+                  [2.0, 2.0, 7.0, -1.0, 2.0, np.nan, np.nan],
+                  [np.nan, np.nan, np.nan, np.nan, np.nan, np.nan, np.nan],
+                  [4.0, -3.0, 4.0, 0.0, 4.0, -3.0, 1.0]])
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_cummax_cummin_ties_take_the_later_index_and_nan_propagates(dim):
+    both(lambda x: (x.cummax(dim), x.cummin(dim)), _NANS.copy())
+    both(lambda x: (x.cummax(dim), x.cummin(dim)), RNG.standard_normal((3, 5)))  # gradients
+    both(lambda x: (x.cummax(dim), x.cummin(dim)), RNG.integers(-2, 3, (4, 3)))
+    both(lambda x: (x.cummax(dim), x.cummin(dim)), RNG.standard_normal((4, 3)) > 0)
+    both(lambda x: x.cummax(0), np.array(2.5))  # 0-d
+
+
+def test_cummax_indices_equal_torch():
+    torch = pytest.importorskip("torch")
+    v, i = jitgrad.tensor(_NANS, device="cuda").cummax(1)
+    tv, ti = torch.tensor(_NANS).cummax(1)
+    np.testing.assert_array_equal(v.cpu().numpy(), tv.numpy())
+    np.testing.assert_array_equal(i.cpu().numpy(), ti.numpy())
+
+
+@pytest.mark.parametrize("dtype", [jitgrad.float32, jitgrad.float64])
+def test_logcumsumexp_with_infinities_and_gradients(dtype):
+    tol = dict(rtol=1e-5, atol=1e-6) if dtype is jitgrad.float32 else {}
+    both(lambda x: x.logcumsumexp(1), RNG.standard_normal((3, 6)) * 30, dtype=dtype, **tol)
+    both(lambda x: x.logcumsumexp(0), RNG.standard_normal((5, 2)), dtype=dtype, **tol)
+    both(lambda x: x.logcumsumexp(0),
+         np.array([-np.inf, -np.inf, 1.0, np.inf, 2.0, np.nan, 0.0]), dtype=dtype, grad=False)
+
+
+def test_kthvalue_median_nanmedian_mode_pick_as_the_cpu():
+    for x in (_NANS, np.where(np.isnan(_NANS), 1.0, _NANS)):
+        for dim in (0, 1):
+            both(lambda t, dim=dim: (t.median(dim), t.nanmedian(dim, keepdim=True),
+                                     t.mode(dim), t.kthvalue(2, dim)), x.copy(), grad=False)
+        both(lambda t: (t.median(), t.nanmedian()), x.copy(), grad=False)
+    ints = RNG.integers(-2, 3, (4, 9))
+    both(lambda t: (t.median(1), t.mode(1), t.mode(0), t.kthvalue(5, 1), t.median()), ints)
+    both(lambda t: (t.median(0), t.mode(1), t.kthvalue(1, 0)), ints > 0)
+    # gradients through the picked index (no ties: finite values)
+    both(lambda t: (t.median(1)[0], t.kthvalue(3, 0, keepdim=True)[0], t.nanmedian(),
+                    t.median()), RNG.standard_normal((5, 4)))
+
+
+def test_mode_ties_and_median_equal_torch():
+    torch = pytest.importorskip("torch")
+    a = np.array([[1.0, 2.0, 2.0, 1.0, 3.0, 1.0, 2.0], [0.0, 5.0, 5.0, 0.0, 7.0, 7.0, 9.0]])
+    x, t = jitgrad.tensor(a, device="cuda"), torch.tensor(a)
+    b = RNG.permutation(12).reshape(2, 6).astype(np.float64)  # (no ties: one index)
+    y, u = jitgrad.tensor(b, device="cuda"), torch.tensor(b)
+    for mine, theirs in ((x.mode(1), t.mode(1)), (x.mode(0), t.mode(0)),
+                         (y.median(1), u.median(1)), (y.kthvalue(4, 1), u.kthvalue(4, 1))):
+        np.testing.assert_array_equal(mine[0].cpu().numpy(), theirs[0].numpy())
+        np.testing.assert_array_equal(mine[1].cpu().numpy(), theirs[1].numpy())
+
+
+def test_aminmax_all_dim_keepdim_with_gradients():
+    x = RNG.standard_normal((3, 4))
+    both(lambda t: (*t.aminmax(), *t.aminmax(dim=1), *t.aminmax(dim=0, keepdim=True),
+                    *t.aminmax(keepdim=True)), x)
+    both(lambda t: t.aminmax(dim=1), _NANS.copy(), grad=False)
+    both(lambda t: t.aminmax(dim=0), RNG.integers(-5, 5, (3, 2)))
+
+
+def test_searchsorted_and_bucketize_sides_rows_and_nan():
+    seq = np.array([-1.0, 0.0, 0.0, 2.0, 5.0, np.nan])
+    vals = np.array([[-2.0, 0.0, 1.0], [5.0, 9.0, np.nan]])
+    for right in (False, True):
+        both(lambda s, v, right=right: jitgrad.searchsorted(s, v, right=right), seq, vals)
+        both(lambda s, v, right=right: jitgrad.searchsorted(s, v, right=right, out_int32=True),
+             np.sort(RNG.standard_normal((3, 5)), 1), RNG.standard_normal((3, 4)))
+        both(lambda v, b, right=right: jitgrad.bucketize(v, b, right=right),
+             RNG.integers(-3, 4, (2, 5)), np.array([-2, 0, 0, 3]))
+    both(lambda s, v: jitgrad.searchsorted(s, v, side="right"), np.array([1, 3, 3, 8]),
+         np.array(3))
+
+
+def test_isin_mixed_dtypes_invert_and_nan():
+    e = np.array([[1.0, np.nan, 3.0], [4.0, 2.0, -0.0]])
+    for invert in (False, True):
+        both(lambda a, b, invert=invert: jitgrad.isin(a, b, invert=invert), e,
+             np.array([0.0, 2.0, np.nan, 4.0]))
+        both(lambda a, b, invert=invert: jitgrad.isin(a, b, invert=invert),
+             RNG.integers(0, 6, (3, 4)), np.array([5, 1]))
+    both(lambda a, b: jitgrad.isin(a, b), _complex(2, 3), np.array([1j, 0]))
+    both(lambda a, b: jitgrad.isin(a, b), RNG.integers(0, 6, 4), np.zeros(0, np.int64))
+
+
+@pytest.mark.parametrize("dtype", [jitgrad.float32, jitgrad.float64])
+def test_histc_default_range_given_range_and_edges(dtype):
+    x = np.concatenate([RNG.standard_normal(40), [-1.0, 1.0, 0.0, 1.5, -7.0]])
+    both(lambda t: (t.histc(), t.histc(7), t.histc(4, -1.0, 1.0), t.histc(3, 0.5, 0.5)), x,
+         dtype=dtype, grad=False)
+    x[3] = np.nan  # (NaN is in no bin; the data's range of a NaN is not finite)
+    both(lambda t: t.histc(6, -2.0, 2.0), x, dtype=dtype, grad=False)
+    with pytest.raises(RuntimeError, match="not finite"):
+        jitgrad.tensor(x, device="cuda").histc()
+    both(lambda t: t.histc(5, -1.0, 1.0), np.linspace(-1.0, 1.0, 11), dtype=dtype, grad=False)
+    both(lambda t: t.histc(3), np.full(4, 2.0), dtype=dtype, grad=False)  # (min == max)
+
+
+def test_index_copy_and_index_fill_with_duplicates_and_gradients():
+    idx = np.array([2, 0, 2])  # (duplicates: the last write wins, as on the CPU)
+    both(lambda x, s: x.index_copy(1, _index(idx, x.device.type), s),
+         RNG.standard_normal((3, 4)), RNG.standard_normal((3, 3)))
+    both(lambda x, s: x.index_copy(0, _index([1], x.device.type), s),
+         RNG.standard_normal((2, 3)), RNG.standard_normal((1, 3)))
+    both(lambda x: x.index_fill(-1, _index(idx, x.device.type), -1.5),
+         RNG.standard_normal((2, 3, 4)))
+    both(lambda x, v: x.index_fill(0, _index([1, 1], x.device.type), v),
+         RNG.standard_normal((3, 2)), np.array(4.0))
+    both(lambda x: x.index_fill(1, _index([0], x.device.type), 2.7), RNG.integers(0, 9, (2, 3)))
+    both(lambda x, s: x.index_copy(0, _index([1, 0], x.device.type), s), _complex(2, 2),
+         _complex(2, 2))
+    with pytest.raises(IndexError):
+        jitgrad.zeros(2, 3, device="cuda").index_fill(1, _index([3], "cuda"), 1.0)

@@ -23,7 +23,7 @@ numba.config.ENABLE_CUDASIM = True
 import numpy as np
 import jitgrad
 from jitgrad.backends import (cuda_compact, cuda_eager, cuda_index, cuda_linalg, cuda_lines,
-                              cuda_nn, cuda_random, numba_cuda)
+                              cuda_lines2, cuda_nn, cuda_random, numba_cuda)
 
 seen = set()
 orig = numba_cuda.compile_source
@@ -51,7 +51,8 @@ class Recorded:
         return launch
 
 
-for m in (numba_cuda, cuda_eager, cuda_lines, cuda_compact, cuda_nn, cuda_linalg, cuda_random):
+for m in (numba_cuda, cuda_eager, cuda_lines, cuda_lines2, cuda_compact, cuda_nn, cuda_linalg,
+          cuda_random):
     m.compile_source = Recorded
 F = jitgrad.nn.functional
 rng = np.random.default_rng(0)
@@ -109,6 +110,16 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # bitonic sorts of
 for dt in (jitgrad.complex64, jitgrad.complex128, jitgrad.bool):  # adds without an atomic
     v, i = jitgrad.ones(3, 2, device="cuda", dtype=dt), jitgrad.tensor([0, 2], device="cuda")
     v.index_add(0, i, v[:2]), v.scatter_add(1, i[None] // 2, v[:1]), v[:, 0].index_add(0, i, v[1])
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64, jitgrad.bool):  # cuda_lines2
+    r = jitgrad.tensor(rng.standard_normal((3, 4)) * 3, device="cuda").to(dt)
+    i = jitgrad.tensor([2, 0], device="cuda")
+    r.cummax(1), r.cummin(0), r.median(1), r.median(), r.nanmedian(0), r.nanmedian(), r.mode(1)
+    r.kthvalue(2, 1), r.aminmax(dim=0), r.index_copy(1, i, r[:, :2]), r.index_fill(0, i, 1)
+    r.index_fill(1, i, r[0, 0]), jitgrad.isin(r, r[0]), jitgrad.isin(r, r[0].float())
+    s = r.sort(1)[0]
+    jitgrad.searchsorted(s, r), jitgrad.searchsorted(s[0], r, right=True, out_int32=True)
+    if dt.is_floating_point:
+        r.logcumsumexp(1), r.histc(4), r.histc(3, -1.0, 1.0)
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 

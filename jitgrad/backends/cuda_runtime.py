@@ -1,7 +1,7 @@
 """The eager CUDA runtime, put together: the top of the CUDA backend's eager side.
 
 ``cuda_eager`` dispatches an op on cuda tensors (``compute``) through its table ``_BY_NAME``;
-this module collects the op modules' tables into it (``cuda_lines``, ``cuda_nn``,
+this module collects the op modules' tables into it (``cuda_lines``, ``cuda_lines2``, ``cuda_nn``,
 ``cuda_linalg``, ``cuda_compact``, ``cuda_composite``, ``cuda_index``, and the ``rng`` op's
 device draw from ``cuda_random``), then plugs the runtime into the layers below: the device
 array hooks (``_cuda_array.HOOKS``) and the dispatcher's CUDA path (``registry.cuda_compute``,
@@ -22,6 +22,7 @@ from .cuda_eager import _BY_NAME, add_arrays, compute, copy_array, copy_into
 from .cuda_index import BY_NAME as _INDEX
 from .cuda_linalg import BY_NAME as _LINALG
 from .cuda_lines import BY_NAME as _LINES
+from .cuda_lines2 import BY_NAME as _LINES2
 from .cuda_nn import BY_NAME as _NN
 from .cuda_random import draw as _draw
 
@@ -34,6 +35,7 @@ def _rng(op, args, params):
 
 _BY_NAME["rng"] = _rng
 _BY_NAME.update(_LINES)
+_BY_NAME.update(_LINES2)
 _BY_NAME.update(_NN)
 _BY_NAME.update(_LINALG)
 _BY_NAME.update(_COMPACT)
