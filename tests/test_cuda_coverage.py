@@ -30,7 +30,6 @@ _FRACTION = ("value=0.5 on an integer tensor: the kernel would truncate it first
              "rejects a float value for integer tensors); raises instead")
 _LINALG = "no CUDA kernel: numba-cuda reaches no cuSOLVER (only svdvals has a Jacobi kernel)"
 _UNIQUE = "no CUDA kernel (a sort and a compaction: to write)"
-_SORTING = "no CUDA kernel yet (a reduction per scattered element: to write)"
 _SPECIAL = "no CUDA kernel yet (the float64 series have no cuda_lib helper yet)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
@@ -74,7 +73,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
                                                                             "float64")},
     **{(op, "complex64"): _ORDER for op in ("aminmax", "cummax", "cummin", "kthvalue", "mode",
                                            "searchsorted", "bucketize")},
-    **{("scatter_reduce", dt): _SORTING for dt in _ALL},
     ("logcumsumexp", "complex64"): "no complex logaddexp kernel (the float scan is real only)",
     **{(op, dt): _SPECIAL for op in ("lgamma", "digamma", "polygamma", "erfinv",
                                      "special.entr") for dt in _ALL},

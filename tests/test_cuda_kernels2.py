@@ -247,3 +247,38 @@ def test_index_copy_and_index_fill_with_duplicates_and_gradients():
          _complex(2, 2))
     with pytest.raises(IndexError):
         jitgrad.zeros(2, 3, device="cuda").index_fill(1, _index([3], "cuda"), 1.0)
+
+
+_REDUCES = ("sum", "prod", "mean", "amax", "amin")
+
+
+@pytest.mark.parametrize("include_self", [True, False])
+@pytest.mark.parametrize("reduce", _REDUCES)
+def test_scatter_reduce_every_reduction_with_duplicates_and_gradients(reduce, include_self):
+    idx = np.array([[0, 2, 0, 1], [2, 2, 2, 0], [1, 0, 1, 1]])
+    for dim, x_shape in ((0, (3, 4)), (1, (3, 5))):
+        i = idx if dim == 0 else idx[:, :3]  # (src larger than the index: its leading part)
+        fn = (lambda x, s, dim=dim, i=i: x.scatter_reduce(dim, _index(i, x.device.type), s,
+                                                          reduce, include_self=include_self))
+        # (prod's and mean's VJP make ones/zeros on the CPU: ops/reductions3.py, outside the
+        # backend, so their backward mixes devices; values only for them)
+        grad = reduce in ("sum", "amax", "amin")
+        both(fn, RNG.standard_normal(x_shape), RNG.standard_normal(i.shape), grad=grad)
+        # (the CPU's gradient of a src larger than the index fails: ops/, values only)
+        both(fn, RNG.standard_normal(x_shape), RNG.standard_normal((3, 4)), grad=grad and dim == 0)
+        both(fn, RNG.integers(-4, 5, x_shape), RNG.integers(-4, 5, (3, 4)))
+        both(fn, RNG.standard_normal(x_shape) > 0, RNG.standard_normal((3, 4)) > 0)
+        if reduce not in ("amax", "amin"):
+            both(fn, _complex(*x_shape), _complex(*i.shape), grad=grad, rtol=1e-9)
+
+
+def test_scatter_reduce_amax_propagates_nan_and_rejects_complex_order():
+    x = np.array([[1.0, np.nan, 3.0], [0.0, 0.0, 0.0]])
+    s = np.array([[np.nan, 5.0, 2.0], [4.0, -1.0, 9.0]])
+    i = np.array([[1, 0, 0], [1, 1, 0]])
+    for reduce in ("amax", "amin"):
+        both(lambda a, b, reduce=reduce: a.scatter_reduce(0, _index(i, a.device.type), b,
+                                                          reduce), x, s, grad=False)
+    z = jitgrad.tensor(_complex(2, 2), device="cuda")
+    with pytest.raises(NotImplementedError, match="no order of complex values"):
+        z.scatter_reduce(0, _index([[0, 1]], "cuda"), z, "amax")

@@ -120,6 +120,10 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64, jitgrad.bool):  # cu
     jitgrad.searchsorted(s, r), jitgrad.searchsorted(s[0], r, right=True, out_int32=True)
     if dt.is_floating_point:
         r.logcumsumexp(1), r.histc(4), r.histc(3, -1.0, 1.0)
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        r.scatter_reduce(1, i[None].expand(3, 2), r, red, include_self=red != "prod")
+z = jitgrad.tensor(rng.standard_normal((2, 3)) + 1j, device="cuda")
+z.scatter_reduce(0, jitgrad.tensor([[1, 0, 1]], device="cuda"), z, "mean")
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 

@@ -22,7 +22,11 @@ One thread per *line* (the array viewed as ``(outer, n, inner)`` around the op's
   offset, then moved by one where the host-made ``linspace`` edges disagree, the last bin
   closed) and an atomic add of 1 to the count (NaN and values outside ``[min, max]`` skip);
 * ``index_copy`` / ``index_fill``: ``cuda_lines.scatter`` with the index spread along the dim
-  (duplicate indices: the last write wins, as on the CPU).
+  (duplicate indices: the last write wins, as on the CPU);
+* ``scatter_reduce`` (``sum``, ``prod``, ``mean``, ``amax``, ``amin``, ``include_self``): as
+  ``cuda_lines.scatter``, the scattered dim last and one thread per line folding its elements
+  in order into the output elements only its line writes (no atomics), then ``mean`` divides
+  by the counts (floor division for integers, as the CPU's).
 
 Complex values have no order here (they raise, naming the op): the CPU orders them as NumPy
 does, torch raises.
@@ -346,10 +350,89 @@ def _index_write_op(op, args, params):
     return scatter(x._data, i, src, dim, False), x._dtype
 
 
+# ---------------------------------------------------------------- scatter_reduce
+def _reduce_source(d: int, reduce: str, kind: str, include_self: bool) -> str:
+    """Lines along the last of ``d`` dims (the scattered dim moved last in the index, the
+    source, the output and the counts): each thread folds its line's elements into their
+    output elements in order (no other line writes them: no atomics), then ``mean`` divides
+    each written element once by its count (its mark cleared)."""
+    ix = [f"i{j}" for j in range(d - 1)]
+    lead = "".join(f"{i}, " for i in ix)
+    a, b = f"o[{lead}t]", f"src[{lead}j]"
+    combine = {
+        "sum": f"{a} | {b}" if kind == "b" else f"{a} + {b}",
+        "mean": f"{a} | {b}" if kind == "b" else f"{a} + {b}",
+        "prod": f"{a} & {b}" if kind == "b" else f"{a} * {b}",
+        "amax": f"{b} if ({b} != {b} or {b} > {a}) else {a}",  # (NaN propagates: np.maximum)
+        "amin": f"{b} if ({b} != {b} or {b} < {a}) else {a}",
+    }[reduce]
+    args = ", ".join([f"n{j}" for j in range(d)] + ["idx", "src", "o", "cnt", "ident"])
+    count = " * ".join(["1"] + [f"n{j}" for j in range(d - 1)])
+    lines = [f"def sred({args}):",
+             f"    for f in range(cuda.grid(1), {count}, cuda.gridsize(1)):", "        q = f"]
+    for j in range(d - 2, -1, -1):
+        lines += [f"        i{j} = q % n{j}", f"        q = q // n{j}"]
+    loop = f"        for j in range(n{d - 1}):"
+    take = f"            t = idx[{lead}j]"
+    if not include_self:
+        lines += [loop, take, f"            {a} = ident"]
+    lines += [loop, take, f"            {a} = {combine}"]
+    if reduce == "mean":
+        div = {"b": f"((1 if {a} else 0) // c) != 0", "f": f"{a} / c", "c": f"{a} / c"}.get(
+            kind, f"{a} // c")
+        lines += [loop, take, f"            cnt[{lead}t] += 1",
+                  loop, take, f"            c = cnt[{lead}t]", "            if c > 0:",
+                  f"                {a} = {div}", f"                cnt[{lead}t] = 0"]
+    return "\n".join(lines) + "\n"
+
+
+def _identity(reduce: str, dt: np.dtype):
+    if reduce in ("sum", "mean"):
+        return dt.type(0)
+    if reduce == "prod":
+        return dt.type(1)
+    if dt.kind == "f":
+        return dt.type(-np.inf if reduce == "amax" else np.inf)
+    if dt.kind == "b":
+        return dt.type(reduce == "amin")
+    info = np.iinfo(dt)
+    return dt.type(info.min if reduce == "amax" else info.max)
+
+
+def _scatter_reduce_op(op, args, params):
+    from .cuda_eager import _check_bounds, unsupported
+    from .cuda_lines import moved_last
+
+    x, index, src = args
+    reduce, include_self = params["reduce"], params["include_self"]
+    if reduce in ("amax", "amin"):
+        _no_order(op, x)
+    if x._data.ndim == 0:
+        raise unsupported(op, "a 0-d input")
+    _, dt = _meta(op, args, params)
+    dim = params["dim"]
+    _check_bounds(index, x._data.shape[dim], dim)
+    out = x._data.copy()
+    if index._data.size == 0:
+        return out, dt
+    d = x._data.ndim
+    # (the include_self mean counts self once: every count starts at 1, else at 0)
+    cnt = full(out.shape, 1 if include_self else 0, np.int64) if reduce == "mean" else out
+    idx_v = moved_last(index._data, (dim,))
+    part = src._data.view(index._data.shape, src._data.strides, src._data.offset)
+    lines = int(np.prod(idx_v.shape[:-1], dtype=np.int64))
+    code = _reduce_source(d, reduce, out.dtype.kind, include_self)
+    _launch(code, "sred", lines, *idx_v.shape, idx_v.dev(), moved_last(part, (dim,)).dev(),
+            moved_last(out, (dim,)).dev(), moved_last(cnt, (dim,)).dev(),
+            _identity(reduce, out.dtype))
+    return out, dt
+
+
 BY_NAME = {"cummax": _cum_extreme_op, "cummin": _cum_extreme_op,
            "logcumsumexp": _logcumsumexp_op, "kthvalue": _pick_op, "median": _pick_op,
            "median_dim": _pick_op, "nanmedian": _pick_op, "nanmedian_dim": _pick_op,
            "mode": _pick_op, "aminmax": _aminmax_op, "searchsorted": _searchsorted_op,
            "isin": _isin_op, "histc": _histc_op, "index_copy": _index_write_op,
-           "index_fill": _index_write_op, "index_fill_tensor": _index_write_op}
+           "index_fill": _index_write_op, "index_fill_tensor": _index_write_op,
+           "scatter_reduce": _scatter_reduce_op}
 __all__ = ["BY_NAME", "pick"]
