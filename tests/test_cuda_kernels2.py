@@ -282,3 +282,39 @@ def test_scatter_reduce_amax_propagates_nan_and_rejects_complex_order():
     z = jitgrad.tensor(_complex(2, 2), device="cuda")
     with pytest.raises(NotImplementedError, match="no order of complex values"):
         z.scatter_reduce(0, _index([[0, 1]], "cuda"), z, "amax")
+
+
+# ---------------------------------------------------------------- cuda_special
+_SPECIAL_POINTS = np.array([0.0, -0.0, -1.0, -2.5, -3.0, 0.5, 1.0, 2.0, 1e-8, 3.7, 9.5, 25.0,
+                            1e6, np.inf, -np.inf, np.nan, -0.3, 4.2e-3])
+
+
+@pytest.mark.parametrize("dtype", [jitgrad.float32, jitgrad.float64])
+def test_gamma_family_at_poles_infinities_and_with_gradients(dtype):
+    tol = dict(rtol=1e-6, atol=1e-6) if dtype is jitgrad.float32 else \
+        dict(rtol=1e-12, atol=1e-13)
+    both(lambda x: (x.lgamma(), x.digamma(), jitgrad.polygamma(1, x), jitgrad.polygamma(2, x),
+                    jitgrad.polygamma(3, x), jitgrad.special.entr(x)),
+         _SPECIAL_POINTS.copy(), dtype=dtype, grad=False, **tol)
+    x = np.abs(RNG.standard_normal(6)) * 3 + 0.1
+    both(lambda t: (t.lgamma(), t.digamma(), jitgrad.polygamma(2, t), jitgrad.special.entr(t)),
+         x, dtype=dtype, **tol)  # (gradients: digamma, polygamma(n + 1), -(1 + log x))
+    both(lambda t: (t.lgamma(), t.digamma(), jitgrad.polygamma(1, t)), -x + 0.05, dtype=dtype,
+         **tol)  # (reflection)
+
+
+@pytest.mark.parametrize("dtype", [jitgrad.float32, jitgrad.float64])
+def test_erfinv_centre_tails_ends_and_gradient(dtype):
+    tol = dict(rtol=1e-6, atol=1e-7) if dtype is jitgrad.float32 else \
+        dict(rtol=1e-12, atol=1e-14)
+    y = np.array([0.0, -0.0, 0.3, -0.7, 0.999, -0.999999, 1 - 1e-12, 1.0, -1.0, 1.5, np.nan])
+    both(lambda t: t.erfinv(), y, dtype=dtype, grad=False, **tol)
+    both(lambda t: t.erfinv(), np.tanh(RNG.standard_normal(8)), dtype=dtype, **tol)
+
+
+def test_special_functions_take_integers_as_float_and_refuse_complex():
+    both(lambda t: (t.lgamma(), t.digamma(), t.erfinv(), jitgrad.special.entr(t)),
+         np.array([-1, 0, 1, 3]))
+    z = jitgrad.tensor(_complex(2), device="cuda")
+    with pytest.raises(NotImplementedError, match="lgamma"):
+        z.lgamma()

@@ -23,7 +23,7 @@ numba.config.ENABLE_CUDASIM = True
 import numpy as np
 import jitgrad
 from jitgrad.backends import (cuda_compact, cuda_eager, cuda_index, cuda_linalg, cuda_lines,
-                              cuda_lines2, cuda_nn, cuda_random, numba_cuda)
+                              cuda_lines2, cuda_nn, cuda_random, cuda_special, numba_cuda)
 
 seen = set()
 orig = numba_cuda.compile_source
@@ -52,7 +52,7 @@ class Recorded:
 
 
 for m in (numba_cuda, cuda_eager, cuda_lines, cuda_lines2, cuda_compact, cuda_nn, cuda_linalg,
-          cuda_random):
+          cuda_random, cuda_special):
     m.compile_source = Recorded
 F = jitgrad.nn.functional
 rng = np.random.default_rng(0)
@@ -124,6 +124,9 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64, jitgrad.bool):  # cu
         r.scatter_reduce(1, i[None].expand(3, 2), r, red, include_self=red != "prod")
 z = jitgrad.tensor(rng.standard_normal((2, 3)) + 1j, device="cuda")
 z.scatter_reduce(0, jitgrad.tensor([[1, 0, 1]], device="cuda"), z, "mean")
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # cuda_special
+    u = jitgrad.tensor(rng.standard_normal(4) * 0.5, device="cuda").to(dt)
+    u.lgamma(), u.digamma(), jitgrad.polygamma(1, u), u.erfinv(), jitgrad.special.entr(u)
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 
