@@ -29,7 +29,6 @@ _INT_MEAN = ("the CPU op computes it; on cuda its decomposition's mean() raises 
 _FRACTION = ("value=0.5 on an integer tensor: the kernel would truncate it first (torch "
              "rejects a float value for integer tensors); raises instead")
 _LINALG = "no CUDA kernel: numba-cuda reaches no cuSOLVER (only svdvals has a Jacobi kernel)"
-_UNIQUE = "no CUDA kernel (a sort and a compaction: to write)"
 _SPECIAL = "no complex kernel (the CPU casts complex to float64, dropping the imaginary part)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
@@ -63,9 +62,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, dt): _LINALG for op in ("linalg.inv", "linalg.det", "linalg.slogdet",
                                     "linalg.solve", "linalg.cholesky")
        for dt in ("float32", "float64", "complex64")},
-    **{(op, dt): _UNIQUE for op in ("unique", "unique_consecutive")
-       for dt in ("float32", "float64", "complex64", "int64", "bool")},
-    **{("unique_dim", dt): _UNIQUE for dt in ("float32", "float64", "int64", "bool")},
     **{("cdist", dt): "no CUDA kernel yet" for dt in ("float32", "float64")},
     **{("pairwise_distance", dt): "norm_p (a p-norm of differences) has no CUDA kernel yet"
        for dt in ("float32", "float64", "complex64", "int64")},

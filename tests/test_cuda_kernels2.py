@@ -318,3 +318,42 @@ def test_special_functions_take_integers_as_float_and_refuse_complex():
     z = jitgrad.tensor(_complex(2), device="cuda")
     with pytest.raises(NotImplementedError, match="lgamma"):
         z.lgamma()
+
+
+# ---------------------------------------------------------------- cuda_unique
+def _unique_all(t, **kw):
+    return (t.unique(return_inverse=True, return_counts=True, **kw),
+            t.unique_consecutive(return_inverse=True, return_counts=True, **kw))
+
+
+def _flat_outs(r):
+    return [o for part in r for o in part]
+
+
+def test_unique_and_unique_consecutive_of_elements():
+    x = np.array([[3.0, np.nan, 1.0], [3.0, 3.0, np.nan], [-1.0, 1.0, 1.0]])
+    both(lambda t: _flat_outs(_unique_all(t)), x, grad=False)  # (every NaN its own value)
+    both(lambda t: _flat_outs(_unique_all(t)), RNG.integers(-2, 3, (4, 5)))
+    both(lambda t: _flat_outs(_unique_all(t)), RNG.standard_normal((2, 9)) > 0)
+    both(lambda t: _flat_outs(_unique_all(t)), RNG.standard_normal(20), grad=False)
+    both(lambda t: _flat_outs(_unique_all(t)), np.zeros((0, 3)), grad=False)
+    both(lambda t: (t.unique(), t.unique(sorted=False)), np.array(2.0), grad=False)
+
+
+@pytest.mark.parametrize("dim", [0, 1, -1])
+def test_unique_of_slices_sorts_rows_lexicographically(dim):
+    x = np.array([[1, 0, 1, 1], [0, 1, 0, 0], [1, 0, 1, 1], [0, 0, 2, 2], [0, 1, 0, 0]])
+    both(lambda t: _flat_outs(_unique_all(t, dim=dim)), x)
+    both(lambda t: _flat_outs(_unique_all(t, dim=dim)), x.astype(np.float32) / 2, grad=False)
+    both(lambda t: _flat_outs(_unique_all(t, dim=dim)), x > 0)
+
+
+def test_unique_values_equal_torch():
+    torch = pytest.importorskip("torch")
+    a = RNG.integers(0, 4, (3, 6))
+    for kw in ({}, {"dim": 0}, {"dim": 1}):
+        mine = jitgrad.tensor(a, device="cuda").unique(return_inverse=True, return_counts=True,
+                                                        **kw)
+        theirs = torch.tensor(a).unique(return_inverse=True, return_counts=True, **kw)
+        for m, t in zip(mine, theirs):
+            np.testing.assert_array_equal(m.cpu().numpy(), t.numpy())

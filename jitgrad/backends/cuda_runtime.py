@@ -3,8 +3,8 @@
 ``cuda_eager`` dispatches an op on cuda tensors (``compute``) through its table ``_BY_NAME``;
 this module collects the op modules' tables into it (``cuda_lines``, ``cuda_lines2``,
 ``cuda_nn``, ``cuda_linalg``, ``cuda_compact``, ``cuda_composite``, ``cuda_index``,
-``cuda_special``, and the ``rng`` op's device draw from ``cuda_random``), then plugs the
-runtime into the layers below: the device array hooks (``_cuda_array.HOOKS``) and the
+``cuda_special``, ``cuda_unique``, and the ``rng`` op's device draw from ``cuda_random``),
+then plugs the runtime into the layers below: the device array hooks (``_cuda_array.HOOKS``) and the
 dispatcher's CUDA path (``registry.cuda_compute``, ``registry.cuda_live``). It only imports
 down: the op modules take their helpers from ``cuda_eager`` and the kernels from
 ``numba_cuda``, never from here.
@@ -26,6 +26,7 @@ from .cuda_lines import BY_NAME as _LINES
 from .cuda_lines2 import BY_NAME as _LINES2
 from .cuda_nn import BY_NAME as _NN
 from .cuda_special import BY_NAME as _SPECIAL
+from .cuda_unique import BY_NAME as _UNIQUE
 from .cuda_random import draw as _draw
 
 
@@ -44,6 +45,7 @@ _BY_NAME.update(_COMPACT)
 _BY_NAME.update(_COMPOSITE)
 _BY_NAME.update(_INDEX)
 _BY_NAME.update(_SPECIAL)
+_BY_NAME.update(_UNIQUE)
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
 ca.HOOKS["copy_into"] = copy_into
