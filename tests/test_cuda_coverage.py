@@ -62,11 +62,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, dt): _LINALG for op in ("linalg.inv", "linalg.det", "linalg.slogdet",
                                     "linalg.solve", "linalg.cholesky")
        for dt in ("float32", "float64", "complex64")},
-    **{("cdist", dt): "no CUDA kernel yet" for dt in ("float32", "float64")},
-    **{("pairwise_distance", dt): "norm_p (a p-norm of differences) has no CUDA kernel yet"
-       for dt in ("float32", "float64", "complex64", "int64")},
-    **{("unfold", dt): "unfold's backward has no CUDA kernel yet" for dt in ("float32",
-                                                                            "float64")},
     **{(op, "complex64"): _ORDER for op in ("aminmax", "cummax", "cummin", "kthvalue", "mode",
                                            "searchsorted", "bucketize")},
     ("logcumsumexp", "complex64"): "no complex logaddexp kernel (the float scan is real only)",

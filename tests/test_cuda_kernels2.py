@@ -357,3 +357,25 @@ def test_unique_values_equal_torch():
         theirs = torch.tensor(a).unique(return_inverse=True, return_counts=True, **kw)
         for m, t in zip(mine, theirs):
             np.testing.assert_array_equal(m.cpu().numpy(), t.numpy())
+
+
+# ---------------------------------------------------------------- compositions
+@pytest.mark.parametrize("p", [0.0, 1.0, 2.0, 3.0, 0.5, float("inf")])
+def test_cdist_and_pairwise_distance_every_order_with_gradients(p):
+    grad = p != 0.0
+    both(lambda a, b: jitgrad.cdist(a, b, p=p), RNG.standard_normal((2, 3, 4)),
+         RNG.standard_normal((1, 5, 4)), grad=grad)
+    both(lambda a, b: jitgrad.cdist(a, b, p=p), RNG.standard_normal((3, 2)),
+         RNG.standard_normal((4, 2)), dtype=jitgrad.float32, grad=grad, rtol=1e-5, atol=1e-6)
+    F = jitgrad.nn.functional
+    both(lambda a, b: (F.pairwise_distance(a, b, p=p), F.pairwise_distance(a, b, p=p,
+                                                                            keepdim=True)),
+         RNG.standard_normal((3, 4)), RNG.standard_normal((3, 4)), grad=grad)
+
+
+@pytest.mark.parametrize("size,step", [(2, 1), (3, 2), (2, 3), (1, 1)])
+def test_unfold_backward_adds_overlapping_windows(size, step):
+    for dim in (0, 1):
+        both(lambda t, dim=dim: t.unfold(dim, size, step) * 2.0, RNG.standard_normal((7, 6)))
+    both(lambda t: t.unfold(1, size, step) * (1 + 1j), _complex(2, 7))
+    both(lambda t: t.unfold(0, 1, 1), np.array(3.0))  # (0-d)
