@@ -45,8 +45,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("lerp_scalar", "complex64"): "lerp with a number weight has no complex template",
     ("lerp_scalar", "int64"): "lerp with a number weight has no integer template",
     ("cosine_similarity", "complex64"): "its decomposition casts complex to float32",
-    ("logsumexp", "bool"): "its decomposition subtracts bools (x - amax), which NumPy (so the "
-                           "simulator) rejects; the CPU op casts first",
     **{(op, dt): _INT_POW for op, dt in (("pow_tensor", "int64"), ("pow_tensor", "bool"),
                                          ("square", "int64"), ("square", "bool"),
                                          ("mse_loss", "int64"))},

@@ -379,3 +379,11 @@ def test_unfold_backward_adds_overlapping_windows(size, step):
         both(lambda t, dim=dim: t.unfold(dim, size, step) * 2.0, RNG.standard_normal((7, 6)))
     both(lambda t: t.unfold(1, size, step) * (1 + 1j), _complex(2, 7))
     both(lambda t: t.unfold(0, 1, 1), np.array(3.0))  # (0-d)
+
+
+def test_logsumexp_of_bools_is_computed_in_floats():
+    b = RNG.standard_normal((3, 4)) > 0
+    out = both(lambda t: (t.logsumexp(1), t.logsumexp((0, 1)), t.logsumexp(0, keepdim=True)),
+               b, rtol=1e-6, atol=1e-6)
+    assert out[0].dtype == np.float32
+    both(lambda t: t.logsumexp(1), RNG.standard_normal((3, 4)))  # (floats: gradients)

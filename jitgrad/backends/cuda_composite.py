@@ -229,6 +229,18 @@ def _unfold_backward(op, args, params):
     return _no_grad(forward)._data, g._dtype
 
 
+def _logsumexp(op, args, params):
+    """``logsumexp`` through its decomposition; bool input cast to the float result dtype
+    first (the decomposition's ``x - amax`` would subtract bools), as the CPU op computes it in
+    floats."""
+    from .cuda_eager import _decomposed
+
+    x = args[0]
+    if x._dtype is dtypes.bool:
+        x = _no_grad(lambda: x.to(_meta_dtype(op, args, params)))
+    return _decomposed(op, (x,), params)
+
+
 def _standin(a: Tensor):
     from .cuda_eager import _standin as standin
 
@@ -343,7 +355,7 @@ BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bc
            "normal_float_tensor": _normal, "normal_tensor_tensor": _normal,
            "max_dim": _max_min_dim, "min_dim": _max_min_dim, "argmax": _max_min_dim,
            "argmin": _max_min_dim, "norm_p": _vector_norm, "cdist": _cdist,
-           "unfold_backward": _unfold_backward}
+           "unfold_backward": _unfold_backward, "logsumexp": _logsumexp}
 for _d in (1, 2, 3):
     BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
     BY_NAME[f"replication_pad{_d}d"] = _gather_pad
