@@ -28,7 +28,8 @@ _INT_MEAN = ("the CPU op computes it; on cuda its decomposition's mean() raises 
              "RuntimeError for integer input (as torch does)")
 _FRACTION = ("value=0.5 on an integer tensor: the kernel would truncate it first (torch "
              "rejects a float value for integer tensors); raises instead")
-_LINALG = "no CUDA kernel: numba-cuda reaches no cuSOLVER (only svdvals has a Jacobi kernel)"
+_LINALG = ("no CUDA kernel: numba-cuda reaches no cuSOLVER (svdvals has a Jacobi kernel; inv, "
+           "det, slogdet, solve, cholesky one-thread-per-matrix LU / Cholesky kernels)")
 _SPECIAL = "no complex kernel (the CPU casts complex to float64, dropping the imaginary part)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
@@ -57,9 +58,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("addcmul", "bool"): _FRACTION,
     ("linalg.svdvals", "complex64"): "the Jacobi SVD kernel is real (float64) only",
     ("linalg.matrix_norm_svd", "complex64"): "the Jacobi SVD kernel is real (float64) only",
-    **{(op, dt): _LINALG for op in ("linalg.inv", "linalg.det", "linalg.slogdet",
-                                    "linalg.solve", "linalg.cholesky")
-       for dt in ("float32", "float64", "complex64")},
     **{(op, "complex64"): _ORDER for op in ("aminmax", "cummax", "cummin", "kthvalue", "mode",
                                            "searchsorted", "bucketize")},
     ("logcumsumexp", "complex64"): "no complex logaddexp kernel (the float scan is real only)",

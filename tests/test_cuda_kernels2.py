@@ -387,3 +387,45 @@ def test_logsumexp_of_bools_is_computed_in_floats():
                b, rtol=1e-6, atol=1e-6)
     assert out[0].dtype == np.float32
     both(lambda t: t.logsumexp(1), RNG.standard_normal((3, 4)))  # (floats: gradients)
+
+
+# ---------------------------------------------------------------- cuda_linalg2
+def _well(*shape, complex_=False):
+    n = shape[-1]
+    a = _complex(*shape) if complex_ else RNG.standard_normal(shape)
+    return a + 3 * np.eye(n)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_inv_det_slogdet_solve_cholesky_batches_and_gradients(complex_):
+    a, b = _well(2, 3, 3, complex_=complex_), _well(3, 3, complex_=complex_)[:, :2]
+    L = jitgrad.linalg
+    both(lambda t: (L.inv(t), L.det(t), *L.slogdet(t)), a)
+    both(lambda t, r: L.solve(t, r), a, b)  # (batch broadcast)
+    both(lambda t, r: L.solve(t, r), a[0], b[:, 0])  # (a vector right-hand side)
+    both(lambda t, r: L.solve(t, r, left=False), a, b.T[:, :3][:2].copy())
+    spd = a @ np.conj(np.swapaxes(a, -1, -2)) + np.eye(3)
+    both(lambda t: (L.cholesky(t), L.cholesky(t, upper=True)), spd)
+    perm = np.array([[0.0, 2.0, 1.0], [1.0, 0.0, 0.5], [3.0, 1.0, 0.0]])  # (pivoting)
+    both(lambda t: (L.inv(t), L.det(t), *L.slogdet(t)), perm)
+    both(lambda t: L.det(t), np.zeros((0, 2, 2)), grad=False)
+
+
+def test_singular_and_not_positive_definite_raise_torch_texts():
+    L = jitgrad.linalg
+    s = jitgrad.tensor([[1.0, 2.0], [2.0, 4.0]], device="cuda")
+    assert L.det(s).item() == 0.0
+    sign, logabs = L.slogdet(s)
+    assert sign.item() == 0.0 and logabs.item() == -np.inf
+    with pytest.raises(RuntimeError, match="The diagonal element 2 is zero"):
+        L.inv(s)
+    with pytest.raises(RuntimeError, match="input matrix is singular"):
+        L.solve(s, jitgrad.ones(2, device="cuda"))
+    with pytest.raises(RuntimeError, match="leading minor of order 2 is not positive-definite"):
+        L.cholesky(jitgrad.tensor([[1.0, 2.0], [2.0, 1.0]], device="cuda"))
+
+
+def test_float32_linalg_equals_the_cpu_within_float32():
+    a = _well(3, 3)
+    both(lambda t: (jitgrad.linalg.inv(t), jitgrad.linalg.det(t)), a, dtype=jitgrad.float32,
+         rtol=1e-5, atol=1e-6)

@@ -23,7 +23,8 @@ numba.config.ENABLE_CUDASIM = True
 import numpy as np
 import jitgrad
 from jitgrad.backends import (cuda_compact, cuda_eager, cuda_index, cuda_linalg, cuda_lines,
-                              cuda_lines2, cuda_nn, cuda_random, cuda_special, numba_cuda)
+                              cuda_linalg2, cuda_lines2, cuda_nn, cuda_random, cuda_special,
+                              numba_cuda)
 
 seen = set()
 orig = numba_cuda.compile_source
@@ -52,7 +53,7 @@ class Recorded:
 
 
 for m in (numba_cuda, cuda_eager, cuda_lines, cuda_lines2, cuda_compact, cuda_nn, cuda_linalg,
-          cuda_random, cuda_special):
+          cuda_random, cuda_special, cuda_linalg2):
     m.compile_source = Recorded
 F = jitgrad.nn.functional
 rng = np.random.default_rng(0)
@@ -130,6 +131,10 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # cuda_special
 for dt in (jitgrad.float32, jitgrad.int64, jitgrad.bool):  # cuda_unique's compositions
     w = jitgrad.tensor(rng.integers(0, 3, (4, 3)), device="cuda").to(dt)
     w.unique(return_inverse=True, return_counts=True), w.unique(dim=1), w.unique_consecutive()
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.complex64):  # cuda_linalg2
+    m = jitgrad.tensor(rng.standard_normal((2, 3, 3)) + 3 * np.eye(3), device="cuda").to(dt)
+    L = jitgrad.linalg
+    L.inv(m), L.det(m), L.slogdet(m), L.solve(m, m[0]), L.cholesky(m @ m.mH)
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 

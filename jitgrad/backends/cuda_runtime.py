@@ -2,12 +2,12 @@
 
 ``cuda_eager`` dispatches an op on cuda tensors (``compute``) through its table ``_BY_NAME``;
 this module collects the op modules' tables into it (``cuda_lines``, ``cuda_lines2``,
-``cuda_nn``, ``cuda_linalg``, ``cuda_compact``, ``cuda_composite``, ``cuda_index``,
-``cuda_special``, ``cuda_unique``, and the ``rng`` op's device draw from ``cuda_random``),
-then plugs the runtime into the layers below: the device array hooks (``_cuda_array.HOOKS``) and the
-dispatcher's CUDA path (``registry.cuda_compute``, ``registry.cuda_live``). It only imports
-down: the op modules take their helpers from ``cuda_eager`` and the kernels from
-``numba_cuda``, never from here.
+``cuda_nn``, ``cuda_linalg``, ``cuda_linalg2``, ``cuda_compact``, ``cuda_composite``,
+``cuda_index``, ``cuda_special``, ``cuda_unique``, and the ``rng`` op's device draw from
+``cuda_random``), then plugs the runtime into the layers below: the device array hooks
+(``_cuda_array.HOOKS``) and the dispatcher's CUDA path (``registry.cuda_compute``,
+``registry.cuda_live``). It only imports down: the op modules take their helpers from
+``cuda_eager`` and the kernels from ``numba_cuda``, never from here.
 
 ``backends.load_cuda_runtime`` imports this module when the first cuda device is asked for;
 loading it switches the dispatcher's CUDA check on.
@@ -22,6 +22,7 @@ from .cuda_composite import BY_NAME as _COMPOSITE
 from .cuda_eager import _BY_NAME, add_arrays, compute, copy_array, copy_into
 from .cuda_index import BY_NAME as _INDEX
 from .cuda_linalg import BY_NAME as _LINALG
+from .cuda_linalg2 import BY_NAME as _LINALG2
 from .cuda_lines import BY_NAME as _LINES
 from .cuda_lines2 import BY_NAME as _LINES2
 from .cuda_nn import BY_NAME as _NN
@@ -41,6 +42,7 @@ _BY_NAME.update(_LINES)
 _BY_NAME.update(_LINES2)
 _BY_NAME.update(_NN)
 _BY_NAME.update(_LINALG)
+_BY_NAME.update(_LINALG2)
 _BY_NAME.update(_COMPACT)
 _BY_NAME.update(_COMPOSITE)
 _BY_NAME.update(_INDEX)
