@@ -29,7 +29,7 @@ _INT_MEAN = ("the CPU op computes it; on cuda its decomposition's mean() raises 
 _FRACTION = ("value=0.5 on an integer tensor: the kernel would truncate it first (torch "
              "rejects a float value for integer tensors); raises instead")
 _LINALG = ("no CUDA kernel: numba-cuda reaches no cuSOLVER (svdvals has a Jacobi kernel; inv, "
-           "det, slogdet, solve, cholesky one-thread-per-matrix LU / Cholesky kernels)")
+           "det, slogdet, solve, solve_triangular, cholesky one-thread-per-matrix kernels)")
 _SPECIAL = "no complex kernel (the CPU casts complex to float64, dropping the imaginary part)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
@@ -63,8 +63,7 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("logcumsumexp", "complex64"): "no complex logaddexp kernel (the float scan is real only)",
     **{(op, "complex64"): _SPECIAL for op in ("lgamma", "digamma", "polygamma", "erfinv",
                                              "special.entr")},
-    **{(op, dt): _LINALG for op in ("linalg.eigh", "linalg.pinv", "linalg.qr",
-                                    "linalg.solve_triangular", "linalg.svd")
+    **{(op, dt): _LINALG for op in ("linalg.eigh", "linalg.pinv", "linalg.qr", "linalg.svd")
        for dt in ("float32", "float64", "complex64")},
     **{(op, "complex64"): _NO_COMPLEX for op in (
         "gelu", "logit", "sinc", "sinc_at_zero", "xlogy", "xlogy_scalar_other",

@@ -429,3 +429,19 @@ def test_float32_linalg_equals_the_cpu_within_float32():
     a = _well(3, 3)
     both(lambda t: (jitgrad.linalg.inv(t), jitgrad.linalg.det(t)), a, dtype=jitgrad.float32,
          rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("complex_", [False, True])
+def test_solve_triangular_sides_triangles_unit_diagonal_and_gradients(complex_):
+    a = _well(2, 3, 3, complex_=complex_)
+    b = _complex(3, 4) if complex_ else RNG.standard_normal((3, 4))
+    for upper in (True, False):
+        for unit in (False, True):
+            both(lambda t, r, upper=upper, unit=unit: jitgrad.linalg.solve_triangular(
+                t, r, upper=upper, unitriangular=unit), a, b)
+            both(lambda t, r, upper=upper, unit=unit: jitgrad.linalg.solve_triangular(
+                t, r, upper=upper, unitriangular=unit, left=False), a, b[:, :3].T.copy())
+    zero = np.triu(np.ones((2, 2)))
+    zero[1, 1] = 0.0  # (a zero pivot: inf/nan, as LAPACK's trtrs)
+    both(lambda t, r: jitgrad.linalg.solve_triangular(t, r, upper=True), zero,
+         np.ones((2, 1)), grad=False)

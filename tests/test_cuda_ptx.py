@@ -135,6 +135,7 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.complex64):  # cuda_linalg2
     m = jitgrad.tensor(rng.standard_normal((2, 3, 3)) + 3 * np.eye(3), device="cuda").to(dt)
     L = jitgrad.linalg
     L.inv(m), L.det(m), L.slogdet(m), L.solve(m, m[0]), L.cholesky(m @ m.mH)
+    L.solve_triangular(m, m[0], upper=True), L.solve_triangular(m, m, upper=False, left=False)
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 

@@ -10,6 +10,9 @@ the input's dtype. Meant for batches of small matrices.
   the sum of ``log|pivot|``. A zero pivot stops that matrix: its determinant is 0, its
   ``slogdet`` ``(0, -inf)``, and ``info`` holds the pivot's 1-based position, which ``inv`` and
   ``solve`` read back (one number) to raise torch's ``LinAlgError`` text.
+* ``trsv``: ``solve_triangular``, one thread per (matrix, right-hand column): back (or
+  forward) substitution over the upper (lower) triangle, ones on the diagonal with
+  ``unitriangular``; a zero pivot gives inf/nan, as LAPACK's ``trtrs`` (and the CPU op);
 * ``chol``: the Cholesky-Banachiewicz rows from the lower triangle; a non-positive (or NaN)
   diagonal stops the matrix with ``info`` its order, raised as torch's text.
 """
@@ -246,6 +249,53 @@ def _cholesky_op(op, args, params):
     return out._data, dt
 
 
+_TRSV = """def trsv(T, B, X, count, n, k, upper, unit):
+    for f in range(cuda.grid(1), count * k, cuda.gridsize(1)):
+        b = f // k
+        j = f % k
+        for s in range(n):
+            i = n - 1 - s if upper else s
+            acc = B[b, i, j]
+            if upper:
+                for q in range(i + 1, n):
+                    acc -= T[b, i, q] * X[b, q, j]
+            else:
+                for q in range(i):
+                    acc -= T[b, i, q] * X[b, q, j]
+            X[b, i, j] = acc if unit else acc / T[b, i, i]
+"""
+
+
+def _swap_last(x: CudaArray) -> CudaArray:
+    return x.view(x.shape[:-2] + (x.shape[-1], x.shape[-2]),
+                  x.strides[:-2] + (x.strides[-1], x.strides[-2]), x.offset)
+
+
+def _solve_triangular_op(op, args, params):
+    from .cuda_eager import _standin
+
+    a, b = args
+    shape, dt = op.meta(_standin(a), _standin(b), **params)
+    upper, unit, left = params["upper"], params["unitriangular"], params["left"]
+    ta, tb = a._data, b._data
+    if not left:  # X A = B  <=>  A^T X^T = B^T
+        ta, tb, upper = _swap_last(ta), _swap_last(tb), not upper
+    n, k = ta.shape[-1], tb.shape[-1]
+    batch = tuple(shape[:-2])
+    count = _batch(batch)
+    cplx = dt.is_complex
+    t = _work(ta, batch + (n, n), cplx).view((count, n, n))
+    rhs = _work(tb, batch + (n, k), cplx).view((count, n, k))
+    x = ca.empty(rhs.shape, rhs.dtype)
+    _launch(_TRSV, "trsv", count * k, t.dev(), rhs.dev(), x.dev(), count, n, k, bool(upper),
+            bool(unit))
+    out = x.view(batch + (n, k))
+    if not left:
+        out = _swap_last(out)
+    return _cast(out, dt.np), dt
+
+
 BY_NAME = {"linalg_inv": _inv_op, "linalg_solve": _solve_op, "linalg_det": _det_op,
-           "linalg_slogdet": _det_op, "linalg_cholesky": _cholesky_op}
+           "linalg_slogdet": _det_op, "linalg_cholesky": _cholesky_op,
+           "linalg_solve_triangular": _solve_triangular_op}
 __all__ = ["BY_NAME", "lu"]
