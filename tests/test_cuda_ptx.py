@@ -128,6 +128,9 @@ z.scatter_reduce(0, jitgrad.tensor([[1, 0, 1]], device="cuda"), z, "mean")
 for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # cuda_special
     u = jitgrad.tensor(rng.standard_normal(4) * 0.5, device="cuda").to(dt)
     u.lgamma(), u.digamma(), jitgrad.polygamma(1, u), u.erfinv(), jitgrad.special.entr(u)
+for dt in (jitgrad.complex64, jitgrad.complex128):  # complex round / nan_to_num, per part
+    u = jitgrad.tensor(rng.standard_normal(4) + 0.5j, device="cuda", dtype=dt)
+    u.round(), u.nan_to_num(), u.nan_to_num(1.0, 2.0, -3.0)
 for dt in (jitgrad.float32, jitgrad.int64, jitgrad.bool):  # cuda_unique's compositions
     w = jitgrad.tensor(rng.integers(0, 3, (4, 3)), device="cuda").to(dt)
     w.unique(return_inverse=True, return_counts=True), w.unique(dim=1), w.unique_consecutive()

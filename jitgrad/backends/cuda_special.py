@@ -8,7 +8,9 @@ float64 and rounded to the result dtype, with the CPU's formulas (``ops/special_
 * ``polygamma(n, x)``, ``n >= 1``: ``(-1)^(n+1) n! zeta(n + 1, x)``, the Hurwitz zeta by
   Euler-Maclaurin after 10 direct terms, reflection below 0 for ``n = 1``;
 * ``erfinv``: Giles' approximation and four Newton steps (on ``log(erfc)`` above 0.5);
-* ``special.entr``: ``-x log x`` (0 at 0, ``-inf`` below).
+* ``special.entr``: ``-x log x`` (0 at 0, ``-inf`` below);
+* complex ``round`` and ``nan_to_num``: NumPy's rule on the real and imaginary parts
+  separately (real dtypes keep their templates' kernels).
 
 The device functions test their special points before calling ``math`` (under numba's
 simulator they run as Python, where ``math.log(0)`` raises). Complex input has no kernel (the
@@ -192,5 +194,47 @@ def _special_op(op, args, params):
     return special(op.name, x._data, dt.np, params.get("n", 0)), dt
 
 
+# complex round / nan_to_num: NumPy's, applied to the real and imaginary parts separately
+_PARTS = """def parts(x, o, total, nan, posinf, neginf):
+    for f in range(cuda.grid(1), total, cuda.gridsize(1)):
+        z = x[f]
+        o[f] = {D}(complex({F}(z.real), {F}(z.imag)))
+"""
+
+
+def _parts_source(name: str, dt: np.dtype) -> str:
+    if name == "round":
+        return _PARTS.format(D=f"np.{dt.name}", F="_jg_round")
+    # (the replacements are the kernel's arguments, so the rule is written inline)
+    body = ("(nan if {v} != {v} else (posinf if {v} > 0 else neginf) "
+            "if ({v} == math.inf or {v} == -math.inf) else {v})")
+    return ("import math\n" + _PARTS.replace("{F}(z.real)", body.format(v="z.real"))
+            .replace("{F}(z.imag)", body.format(v="z.imag")).format(D=f"np.{dt.name}"))
+
+
+def _complex_parts_op(op, args, params):
+    from .cuda_eager import _kernel_op
+
+    x = args[0]
+    if not x._dtype.is_complex:
+        return _kernel_op(op, args, params)
+    dt = x._dtype.np
+    part = np.dtype(np.float32 if dt == np.complex64 else np.float64)
+    info = np.finfo(part)
+    nan = params.get("nan", 0.0)
+    posinf = params.get("posinf") if params.get("posinf") is not None else float(info.max)
+    neginf = params.get("neginf") if params.get("neginf") is not None else float(info.min)
+    out = ca.empty(x._data.shape, dt)
+    total = x._data.size
+    if total:
+        src = (x._data if x._data.is_contiguous() else x._data.copy()).view((total,))
+        blocks, threads = launch_config(total)
+        compile_source(_parts_source(op.name, dt), "parts")[blocks, threads](
+            src.dev(), out.view((total,)).dev(), total, part.type(nan), part.type(posinf),
+            part.type(neginf))
+    return out, x._dtype
+
+
 BY_NAME = {name: _special_op for name in _CALLS}
+BY_NAME.update({"round": _complex_parts_op, "nan_to_num": _complex_parts_op})
 __all__ = ["BY_NAME", "special"]
