@@ -41,7 +41,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, "complex64"): _ORDER_COMPOSITE for op in (
         "logsumexp", "softmax", "log_softmax", "binary_cross_entropy",
         "binary_cross_entropy_with_logits")},
-    ("lerp_scalar", "complex64"): "lerp with a number weight has no complex template",
     ("lerp_scalar", "int64"): "lerp with a number weight has no integer template",
     ("cosine_similarity", "complex64"): "its decomposition casts complex to float32",
     **{(op, dt): _INT_POW for op, dt in (("pow_tensor", "int64"), ("pow_tensor", "bool"),

@@ -456,3 +456,11 @@ def test_complex_round_and_nan_to_num_treat_each_part():
     both(lambda t: (t.round(), t.nan_to_num(posinf=7.0)), np.array([0.5, 1.5, np.inf, np.nan]),
          grad=False)  # (real dtypes: their templates)
     both(lambda t: t.nan_to_num() * (2 - 1j), _complex(4))  # (gradient where finite)
+
+
+@pytest.mark.parametrize("weight", [0.3, 0.8, -2.0])
+def test_complex_lerp_with_a_number_weight_and_gradients(weight):
+    both(lambda a, b: a.lerp(b, weight), _complex(2, 3), _complex(2, 3))
+    both(lambda a, b: a.lerp(b, weight), _complex(3), _complex(3), dtype=jitgrad.complex64,
+         rtol=1e-6, atol=1e-6)
+    both(lambda a, b: a.lerp(b, weight), RNG.standard_normal(3), RNG.standard_normal(3))

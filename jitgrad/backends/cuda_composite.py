@@ -241,6 +241,20 @@ def _logsumexp(op, args, params):
     return _decomposed(op, (x,), params)
 
 
+def _lerp_scalar(op, args, params):
+    """``lerp`` with a number weight: its template's kernel, or for complex tensors (a
+    complex kernel takes no constant) the CPU's formula in eager ops, the side chosen by
+    ``|weight| < 0.5`` (``1 - weight`` taken in float64, as NumPy does with a Python float)."""
+    from .cuda_eager import _kernel_op
+
+    a, b = args
+    w = params["weight"]
+    if not (a._dtype.is_complex or b._dtype.is_complex):
+        return _kernel_op(op, args, params)
+    out = _no_grad(lambda: a + w * (b - a) if abs(w) < 0.5 else b - (b - a) * (1 - w))
+    return _result(out, _meta_dtype(op, args, params))
+
+
 def _standin(a: Tensor):
     from .cuda_eager import _standin as standin
 
@@ -355,7 +369,8 @@ BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bc
            "normal_float_tensor": _normal, "normal_tensor_tensor": _normal,
            "max_dim": _max_min_dim, "min_dim": _max_min_dim, "argmax": _max_min_dim,
            "argmin": _max_min_dim, "norm_p": _vector_norm, "cdist": _cdist,
-           "unfold_backward": _unfold_backward, "logsumexp": _logsumexp}
+           "unfold_backward": _unfold_backward, "logsumexp": _logsumexp,
+           "lerp_scalar": _lerp_scalar}
 for _d in (1, 2, 3):
     BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
     BY_NAME[f"replication_pad{_d}d"] = _gather_pad
