@@ -23,17 +23,14 @@ pytestmark = [pytest.mark.skipif(CUDA is None, reason="numba.cuda is not usable 
 
 _ORDER = "no order of complex values (NumPy orders them lexicographically, torch raises)"
 _ORDER_COMPOSITE = "built on amax/clamp/lt, which have no order of complex values"
-_NO_ATOMIC = "no CUDA atomic add for this dtype (numba-cuda has float32/64, int32/64 only)"
 _INT_POW = "integer powers keep NumPy's overflow rules on the CPU: no integer pow template"
 _INT_MEAN = ("the CPU op computes it; on cuda its decomposition's mean() raises torch's "
              "RuntimeError for integer input (as torch does)")
 _FRACTION = ("value=0.5 on an integer tensor: the kernel would truncate it first (torch "
              "rejects a float value for integer tensors); raises instead")
-_LINALG = "no CUDA kernel: numba-cuda reaches no cuSOLVER (only svdvals has a Jacobi kernel)"
-_UNIQUE = "no CUDA kernel (a sort and a compaction: to write)"
-_SORTING = "no CUDA kernel yet (a sort or a scan per row: to write, as unique's)"
-_INDEX_WRITE = "no CUDA kernel yet (an indexed write: to write, as index_add's)"
-_SPECIAL = "no CUDA kernel yet (the float64 series have no cuda_lib helper yet)"
+_LINALG = ("no CUDA kernel: numba-cuda reaches no cuSOLVER (svdvals has a Jacobi kernel; inv, "
+           "det, slogdet, solve, solve_triangular, cholesky one-thread-per-matrix kernels)")
+_SPECIAL = "no complex kernel (the CPU casts complex to float64, dropping the imaginary part)"
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
 _FFT = "no cuda kernel (fft)"
@@ -44,8 +41,6 @@ _FFT_RECORDS = ("fft.fft", "fft.fft_complex", "fft.ifft", "fft.ifft_complex", "f
 # (the real-input transforms reject complex64 input on the CPU too: "unsupported", unlisted)
 _FFT_REAL_ONLY = ("fft.rfft", "fft.ihfft", "fft.rfftn", "fft.rfft2", "fft.ihfftn",
                   "fft.ihfft2")
-_BOOL_WHERE = ("the decomposition's where(mask, x, 0) promotes bool to int64 "
-               "(ops/torch_extras2.py _embed_pieces, outside the CUDA backend)")
 
 NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, "complex64"): _ORDER for op in (
@@ -54,15 +49,8 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, "complex64"): _ORDER_COMPOSITE for op in (
         "logsumexp", "softmax", "log_softmax", "binary_cross_entropy",
         "binary_cross_entropy_with_logits")},
-    ("round", "complex64"): "round has no complex template (NumPy rounds each part)",
-    ("nan_to_num", "complex64"): "nan_to_num has no complex template",
-    ("lerp_scalar", "complex64"): "lerp with a number weight has no complex template",
     ("lerp_scalar", "int64"): "lerp with a number weight has no integer template",
     ("cosine_similarity", "complex64"): "its decomposition casts complex to float32",
-    ("logsumexp", "bool"): "its decomposition subtracts bools (x - amax), which NumPy (so the "
-                           "simulator) rejects; the CPU op casts first",
-    **{(op, dt): _NO_ATOMIC for op in ("scatter_add", "index_add")
-       for dt in ("complex64", "bool")},
     **{(op, dt): _INT_POW for op, dt in (("pow_tensor", "int64"), ("pow_tensor", "bool"),
                                          ("square", "int64"), ("square", "bool"),
                                          ("mse_loss", "int64"))},
@@ -75,30 +63,12 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("addcmul", "bool"): _FRACTION,
     ("linalg.svdvals", "complex64"): "the Jacobi SVD kernel is real (float64) only",
     ("linalg.matrix_norm_svd", "complex64"): "the Jacobi SVD kernel is real (float64) only",
-    **{(op, dt): _LINALG for op in ("linalg.inv", "linalg.det", "linalg.slogdet",
-                                    "linalg.solve", "linalg.cholesky")
-       for dt in ("float32", "float64", "complex64")},
-    **{(op, dt): _UNIQUE for op in ("unique", "unique_consecutive")
-       for dt in ("float32", "float64", "complex64", "int64", "bool")},
-    **{("unique_dim", dt): _UNIQUE for dt in ("float32", "float64", "int64", "bool")},
-    **{("cdist", dt): "no CUDA kernel yet" for dt in ("float32", "float64")},
-    **{("pairwise_distance", dt): "norm_p (a p-norm of differences) has no CUDA kernel yet"
-       for dt in ("float32", "float64", "complex64", "int64")},
-    **{("unfold", dt): "unfold's backward has no CUDA kernel yet" for dt in ("float32",
-                                                                            "float64")},
-    **{(op, dt): _SORTING for op in ("aminmax", "cummax", "cummin", "kthvalue", "mode",
-                                     "searchsorted", "bucketize", "isin", "scatter_reduce")
-       for dt in _ALL},
-    **{(op, dt): _SORTING for op in ("median", "median_dim", "nanmedian", "nanmedian_dim")
-       for dt in ("float32", "float64", "int64", "bool")},
-    **{(op, dt): _SORTING for op in ("histc", "logcumsumexp") for dt in ("float32", "float64")},
-    ("logcumsumexp", "complex64"): _SORTING,
-    **{(op, dt): _INDEX_WRITE for op in ("index_copy", "index_fill", "index_fill_tensor")
-       for dt in _ALL},
-    **{(op, dt): _SPECIAL for op in ("lgamma", "digamma", "polygamma", "erfinv",
-                                     "special.entr") for dt in _ALL},
-    **{(op, dt): _LINALG for op in ("linalg.eigh", "linalg.pinv", "linalg.qr",
-                                    "linalg.solve_triangular", "linalg.svd")
+    **{(op, "complex64"): _ORDER for op in ("aminmax", "cummax", "cummin", "kthvalue", "mode",
+                                           "searchsorted", "bucketize")},
+    ("logcumsumexp", "complex64"): "no complex logaddexp kernel (the float scan is real only)",
+    **{(op, "complex64"): _SPECIAL for op in ("lgamma", "digamma", "polygamma", "erfinv",
+                                             "special.entr")},
+    **{(op, dt): _LINALG for op in ("linalg.eigh", "linalg.pinv", "linalg.qr", "linalg.svd")
        for dt in ("float32", "float64", "complex64")},
     **{(op, dt): _LINALG for op in ("linalg.lu_factor_ex", "linalg.lu", "lu_unpack",
                                     "linalg.lu_solve", "linalg.matrix_exp", "linalg.eig",
@@ -108,8 +78,6 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
         "gelu", "logit", "sinc", "sinc_at_zero", "xlogy", "xlogy_scalar_other",
         "xlogy_scalar_self")},
     ("nextafter", "float32"): "nextafter's template fuses float64 only (as on the CPU)",
-    ("diag", "bool"): _BOOL_WHERE,
-    ("diag_embed", "bool"): _BOOL_WHERE,
     **{(op, dt): _FFT for op in _FFT_RECORDS for dt in _ALL
        if not (dt == "complex64" and op in _FFT_REAL_ONLY)},
 }

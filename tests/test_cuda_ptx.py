@@ -23,7 +23,8 @@ numba.config.ENABLE_CUDASIM = True
 import numpy as np
 import jitgrad
 from jitgrad.backends import (cuda_compact, cuda_eager, cuda_index, cuda_linalg, cuda_lines,
-                              cuda_nn, cuda_random, numba_cuda)
+                              cuda_linalg2, cuda_lines2, cuda_nn, cuda_random, cuda_special,
+                              numba_cuda)
 
 seen = set()
 orig = numba_cuda.compile_source
@@ -51,7 +52,8 @@ class Recorded:
         return launch
 
 
-for m in (numba_cuda, cuda_eager, cuda_lines, cuda_compact, cuda_nn, cuda_linalg, cuda_random):
+for m in (numba_cuda, cuda_eager, cuda_lines, cuda_lines2, cuda_compact, cuda_nn, cuda_linalg,
+          cuda_random, cuda_special, cuda_linalg2):
     m.compile_source = Recorded
 F = jitgrad.nn.functional
 rng = np.random.default_rng(0)
@@ -106,6 +108,37 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # bitonic sorts of
     r = jitgrad.tensor(rng.standard_normal((2, 20)) * 5, device="cuda").to(dt)
     r.sort(1, descending=True), r.argsort(0)
 (jitgrad.tensor(rng.standard_normal(300), device="cuda") > 0).nonzero()  # scans of two levels
+for dt in (jitgrad.complex64, jitgrad.complex128, jitgrad.bool):  # adds without an atomic
+    v, i = jitgrad.ones(3, 2, device="cuda", dtype=dt), jitgrad.tensor([0, 2], device="cuda")
+    v.index_add(0, i, v[:2]), v.scatter_add(1, i[None] // 2, v[:1]), v[:, 0].index_add(0, i, v[1])
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64, jitgrad.bool):  # cuda_lines2
+    r = jitgrad.tensor(rng.standard_normal((3, 4)) * 3, device="cuda").to(dt)
+    i = jitgrad.tensor([2, 0], device="cuda")
+    r.cummax(1), r.cummin(0), r.median(1), r.median(), r.nanmedian(0), r.nanmedian(), r.mode(1)
+    r.kthvalue(2, 1), r.aminmax(dim=0), r.index_copy(1, i, r[:, :2]), r.index_fill(0, i, 1)
+    r.index_fill(1, i, r[0, 0]), jitgrad.isin(r, r[0]), jitgrad.isin(r, r[0].float())
+    s = r.sort(1)[0]
+    jitgrad.searchsorted(s, r), jitgrad.searchsorted(s[0], r, right=True, out_int32=True)
+    if dt.is_floating_point:
+        r.logcumsumexp(1), r.histc(4), r.histc(3, -1.0, 1.0)
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        r.scatter_reduce(1, i[None].expand(3, 2), r, red, include_self=red != "prod")
+z = jitgrad.tensor(rng.standard_normal((2, 3)) + 1j, device="cuda")
+z.scatter_reduce(0, jitgrad.tensor([[1, 0, 1]], device="cuda"), z, "mean")
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64):  # cuda_special
+    u = jitgrad.tensor(rng.standard_normal(4) * 0.5, device="cuda").to(dt)
+    u.lgamma(), u.digamma(), jitgrad.polygamma(1, u), u.erfinv(), jitgrad.special.entr(u)
+for dt in (jitgrad.complex64, jitgrad.complex128):  # complex round / nan_to_num, per part
+    u = jitgrad.tensor(rng.standard_normal(4) + 0.5j, device="cuda", dtype=dt)
+    u.round(), u.nan_to_num(), u.nan_to_num(1.0, 2.0, -3.0)
+for dt in (jitgrad.float32, jitgrad.int64, jitgrad.bool):  # cuda_unique's compositions
+    w = jitgrad.tensor(rng.integers(0, 3, (4, 3)), device="cuda").to(dt)
+    w.unique(return_inverse=True, return_counts=True), w.unique(dim=1), w.unique_consecutive()
+for dt in (jitgrad.float32, jitgrad.float64, jitgrad.complex64):  # cuda_linalg2
+    m = jitgrad.tensor(rng.standard_normal((2, 3, 3)) + 3 * np.eye(3), device="cuda").to(dt)
+    L = jitgrad.linalg
+    L.inv(m), L.det(m), L.slogdet(m), L.solve(m, m[0]), L.cholesky(m @ m.mH)
+    L.solve_triangular(m, m[0], upper=True), L.solve_triangular(m, m, upper=False, left=False)
 pickle.dump(sorted(seen), open(sys.argv[1], "wb"))
 '''
 

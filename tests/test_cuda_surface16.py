@@ -1,7 +1,7 @@
 """The surface16 view ops on CUDA tensors (numba's simulator, set up by ``test_cuda``):
 diagonal, unbind and unfold run as device views, diag_embed, diag and diagonal's backward
-through their decompositions; ops without kernels (cdist, unfold's backward) raise naming
-themselves."""
+through their decompositions; cdist and unfold's backward run on the device (compositions);
+an op without a kernel (eigh) raises naming itself."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def test_views_and_their_gradients_match_the_cpu():
         x = jitgrad.tensor(a, device=device, requires_grad=True)
         d = x.diagonal(1)
         parts = x.unbind(1)
-        w = x.detach().unfold(1, 2, 2)  # (its backward has no CUDA kernel yet)
+        w = x.detach().unfold(1, 2, 2)
         # (parts[1] unused: the engine's zeros for its gradient are made on the device)
         loss = (d * 2).sum() + (parts[0] * parts[3]).sum() - parts[2].sum() + \
             jitgrad.diag_embed(x[:, :2], -1).sum() + jitgrad.diag(x[0]).sum() + \
@@ -35,9 +35,17 @@ def test_views_and_their_gradients_match_the_cpu():
 
 
 def test_ops_without_kernels_name_themselves():
-    x = _dev(_rand(3, 4))
-    with pytest.raises(NotImplementedError, match="'cdist' has no CUDA kernel"):
-        jitgrad.cdist(x, x)
-    y = _dev(_rand(3, 4), requires_grad=True)
-    with pytest.raises(NotImplementedError, match="'unfold_backward' has no CUDA kernel"):
-        y.unfold(1, 2, 1).sum().backward()
+    x = _dev(_rand(3, 3))
+    with pytest.raises(NotImplementedError, match="'linalg_eigh' has no CUDA kernel"):
+        jitgrad.linalg.eigh(x)
+
+
+def test_cdist_and_unfold_backward_run_on_the_device():
+    a = _rand(3, 4).astype(np.float64)
+    results = []
+    for device in ("cuda", "cpu"):
+        y = jitgrad.tensor(a, device=device, requires_grad=True)
+        (y.unfold(1, 2, 1) * 3).sum().backward()
+        results.append((jitgrad.cdist(y.detach(), y.detach() * 2), y.grad))
+    for got, want in zip(results[0], results[1]):
+        np.testing.assert_allclose(_host(got), want.detach().numpy(), rtol=1e-12)

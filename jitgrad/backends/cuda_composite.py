@@ -9,7 +9,8 @@ formulas are the NumPy impls' own, written with tensor ops:
   reads one number back), ``binary_cross_entropy_with_logits``, ``smooth_l1_loss``,
   ``huber_loss``;
 * ``linalg_vector_norm`` (so ``norm``, ``linalg.norm``, ``linalg.matrix_norm`` for the orders
-  that need no singular values);
+  that need no singular values) and ``norm_p`` (``pairwise_distance``'s), ``cdist`` (the norms
+  of the pairwise differences), ``unfold_backward`` (one ``index_add`` of the windows);
 * ``round_decimals`` (``round(x * 10**d) / 10**d``, as the CPU);
 * ``constant_pad_nd`` (a fill kernel, then a copy into the interior; negative pads crop), the
   reflection and replication pads (an ``index_select`` per padded dim, the source positions
@@ -181,6 +182,79 @@ def _vector_norm(op, args, params):
     return _result(_no_grad(forward), real)
 
 
+def _cdist(op, args, params):
+    """``cdist``: the CPU impl's formula on the pairwise differences (``(B, P, R, M)``)."""
+    x1, x2 = args
+    p = params["p"]
+    real = _meta_dtype(op, args, params)
+
+    def forward():
+        d = (x1.unsqueeze(-2) - x2.unsqueeze(-3)).abs()
+        if p == 0:
+            return (d != 0).to(d.dtype).sum(-1)
+        if math.isinf(p):
+            if d.shape[-1] == 0:
+                return d.sum(-1)
+            return d.amax(-1)
+        if p == 1:
+            return d.sum(-1)
+        if p == 2:
+            return (d * d).sum(-1).sqrt()
+        return (d ** p).sum(-1) ** (1 / p)
+
+    return _result(_no_grad(forward), real)
+
+
+def _unfold_backward(op, args, params):
+    """``unfold``'s backward: the windows' gradients added back at their positions, one
+    ``index_add`` along the dim (element ``j`` of window ``w`` goes to ``w * step + j``)."""
+    from ..ops.creation import arange
+
+    g = args[0]
+    shape, dim, size, step = (tuple(params["shape"]), params["dimension"], params["size"],
+                              params["step"])
+    if not shape:
+        return _no_grad(lambda: g.sum())._data, g._dtype
+
+    def forward():
+        gm = g.movedim(dim, -2)  # (..., windows, size)
+        windows = gm.shape[-2]
+        flat = gm.reshape(tuple(gm.shape[:-2]) + (windows * size,))
+        pos = (arange(windows, device="cuda") * step).unsqueeze(1) + arange(size,
+                                                                            device="cuda")
+        moved = tuple(s for k, s in enumerate(shape) if k != dim) + (shape[dim],)
+        zeros = _make(full(moved, 0, g._dtype.np), g._dtype)
+        return zeros.index_add(-1, pos.reshape(-1), flat).movedim(-1, dim).contiguous()
+
+    return _no_grad(forward)._data, g._dtype
+
+
+def _logsumexp(op, args, params):
+    """``logsumexp`` through its decomposition; bool input cast to the float result dtype
+    first (the decomposition's ``x - amax`` would subtract bools), as the CPU op computes it in
+    floats."""
+    from .cuda_eager import _decomposed
+
+    x = args[0]
+    if x._dtype is dtypes.bool:
+        x = _no_grad(lambda: x.to(_meta_dtype(op, args, params)))
+    return _decomposed(op, (x,), params)
+
+
+def _lerp_scalar(op, args, params):
+    """``lerp`` with a number weight: its template's kernel, or for complex tensors (a
+    complex kernel takes no constant) the CPU's formula in eager ops, the side chosen by
+    ``|weight| < 0.5`` (``1 - weight`` taken in float64, as NumPy does with a Python float)."""
+    from .cuda_eager import _kernel_op
+
+    a, b = args
+    w = params["weight"]
+    if not (a._dtype.is_complex or b._dtype.is_complex):
+        return _kernel_op(op, args, params)
+    out = _no_grad(lambda: a + w * (b - a) if abs(w) < 0.5 else b - (b - a) * (1 - w))
+    return _result(out, _meta_dtype(op, args, params))
+
+
 def _standin(a: Tensor):
     from .cuda_eager import _standin as standin
 
@@ -294,7 +368,9 @@ BY_NAME = {"binary_cross_entropy": _bce, "binary_cross_entropy_with_logits": _bc
            "index_put": _copy_slices, "normal_tensor_float": _normal,
            "normal_float_tensor": _normal, "normal_tensor_tensor": _normal,
            "max_dim": _max_min_dim, "min_dim": _max_min_dim, "argmax": _max_min_dim,
-           "argmin": _max_min_dim}
+           "argmin": _max_min_dim, "norm_p": _vector_norm, "cdist": _cdist,
+           "unfold_backward": _unfold_backward, "logsumexp": _logsumexp,
+           "lerp_scalar": _lerp_scalar}
 for _d in (1, 2, 3):
     BY_NAME[f"reflection_pad{_d}d"] = _gather_pad
     BY_NAME[f"replication_pad{_d}d"] = _gather_pad

@@ -428,26 +428,48 @@ def _overwrite(op, args, params):
 
 
 # ---------------------------------------------------------------- gather / scatter
-def _index_source(kind: str, d: int, dim: int) -> str:
+def _index_source(kind: str, d: int, dim: int, mode: str = "atomic") -> str:
     """A grid-stride kernel over the iteration shape (``n0..``) that reads or scatter-adds
     along ``dim`` through an index array: ``gather``/``index_select`` read ``x`` into ``o``,
-    ``scatter_add``/``index_add`` add ``src`` into ``o`` with atomics."""
+    ``scatter_add``/``index_add`` add ``src`` into ``o`` with atomics. ``mode`` of an add:
+    ``"atomic"`` (one atomic add), ``"complex"`` (``o`` is the complex result viewed as floats
+    with a last dim of 2: two float atomics, real and imaginary parts) or ``"or"`` (bool: a
+    True element stores True, so concurrent writers store the same value: a logical or)."""
     ix = [f"i{j}" for j in range(d)]
     at_index = "idx[" + (", ".join(ix) if kind in ("gather", "scatter_add") else ix[dim]) + "]"
     moved = ", ".join(at_index if j == dim else ix[j] for j in range(d))
     here = ", ".join(ix)
     at = moved if d == 1 else f"({moved},)"  # (numba-cuda takes no 1-tuple index)
-    body = {"gather": f"o[{here}] = x[{moved}]", "index_select": f"o[{here}] = x[{moved}]",
-            "scatter_add": f"cuda.atomic.add(o, {at}, src[{here}])",
-            "index_add": f"cuda.atomic.add(o, {at}, src[{here}])"}[kind]
+    if kind in ("gather", "index_select"):
+        body = [f"o[{here}] = x[{moved}]"]
+    elif mode == "complex":
+        body = [f"v = src[{here}]", f"cuda.atomic.add(o, ({moved}, 0), v.real)",
+                f"cuda.atomic.add(o, ({moved}, 1), v.imag)"]
+    elif mode == "or":
+        body = [f"if src[{here}]:", f"    o[{moved}] = True"]
+    else:
+        body = [f"cuda.atomic.add(o, {at}, src[{here}])"]
     args = ", ".join([f"n{j}" for j in range(d)] + ["x", "idx", "src", "o"])
     lines = [f"def {kind}({args}):",
              f"    for f in range(cuda.grid(1), {' * '.join(f'n{j}' for j in range(d))}, "
              "cuda.gridsize(1)):", "        q = f"]
     for j in range(d - 1, 0, -1):
         lines += [f"        i{j} = q % n{j}", f"        q = q // n{j}"]
-    lines += ["        i0 = q", f"        {body}"]
+    lines += ["        i0 = q"] + [f"        {b}" for b in body]
     return "\n".join(lines) + "\n"
+
+
+def _add_mode(op, dt: np.dtype) -> str:
+    """How ``scatter_add``/``index_add`` add into ``dt`` (see ``_index_source``)."""
+    from .cuda_render import ATOMIC_DTYPES
+
+    if dt in ATOMIC_DTYPES:
+        return "atomic"
+    if dt in (np.complex64, np.complex128):
+        return "complex"
+    if dt == np.bool_:
+        return "or"
+    raise unsupported(op, f"no CUDA atomic for {dt}")
 
 
 def _check_bounds(index: Tensor, n: int, dim: int) -> None:
@@ -470,7 +492,6 @@ def _check_bounds(index: Tensor, n: int, dim: int) -> None:
 
 
 def _indexed(op, args, params):
-    from .cuda_render import ATOMIC_DTYPES
     from .numba_cuda import launch_config
 
     x, index = args[0], args[1]
@@ -485,8 +506,7 @@ def _indexed(op, args, params):
         out = ca.empty(shape, dt.np)
         space = out.shape
     else:
-        if x._data.dtype not in ATOMIC_DTYPES:
-            raise unsupported(op, f"no CUDA atomic for {x._data.dtype}")
+        mode = _add_mode(op, x._data.dtype)
         out = x._data.copy()
         space = index._data.shape if kind == "scatter_add" else src._data.shape
         if kind == "scatter_add":  # (src may be larger than index: its leading part is used)
@@ -494,10 +514,15 @@ def _indexed(op, args, params):
     total = int(np.prod(space, dtype=np.int64))
     _check_bounds(index, x._data.shape[dim] if x._data.ndim else 1, dim)
     if total and x._data.ndim:
-        fn = compile_source(_index_source(kind, d, dim), kind)
+        mode = "atomic" if kind in ("gather", "index_select") else mode
+        fn = compile_source(_index_source(kind, d, dim, mode), kind)
         blocks, threads = launch_config(total)
         srcdev = (src._data if src is not None else x._data).dev()
-        fn[blocks, threads](*space, x._data.dev(), index._data.dev(), srcdev, out.dev())
+        target = out
+        if mode == "complex":  # (the contiguous copy's floats: real, imaginary, ...)
+            part = np.float32 if out.dtype == np.complex64 else np.float64
+            target = CudaArray(out.root.view(part), out.shape + (2,))
+        fn[blocks, threads](*space, x._data.dev(), index._data.dev(), srcdev, target.dev())
     elif total:
         raise unsupported(op, "a 0-d input")
     return out, dt

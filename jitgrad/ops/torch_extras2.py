@@ -98,7 +98,8 @@ def _embed_pieces(g, shape, offset, dim1, dim2):
         g = cat([g, zeros(tuple(g.shape[:-1]) + (full - n,), dtype=g.dtype, device=g.device)],
                 -1)
     spread = g.unsqueeze(-1) if offset >= 0 else g.unsqueeze(-2)
-    out = where(_diag_mask(n1, n2, offset, g.device), spread, 0)
+    zero = False if g.dtype == dtypes.bool else 0  # (a 0 would promote bool to int64)
+    out = where(_diag_mask(n1, n2, offset, g.device), spread, zero)
     return out.movedim((-2, -1), (dim1, dim2)) if (dim1, dim2) != (len(shape) - 2,
                                                                     len(shape) - 1) else out
 
@@ -109,8 +110,11 @@ def _diagonal_pieces(x, offset, dim1, dim2):
     n1, n2 = x.shape[dim1], x.shape[dim2]
     n = _diag_length(n1, n2, offset)
     y = x.movedim((dim1, dim2), (-2, -1))
-    kept = where(_diag_mask(n1, n2, offset, x.device), y, 0)
+    zero = False if x.dtype == dtypes.bool else 0
+    kept = where(_diag_mask(n1, n2, offset, x.device), y, zero)
     line = kept.sum(-1) if offset >= 0 else kept.sum(-2)
+    if line.dtype != x.dtype:  # (bool sums to int64: one True at most, so the cast is exact)
+        line = line.to(x.dtype)
     return line.narrow(-1, 0, n)
 
 
