@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Sequence
@@ -76,7 +77,7 @@ def run(args: argparse.Namespace, peers: list[Peer] | None = None,
     progress = progress or runner.Progress(enabled=not args.no_progress)
     timing = runner.QUICK if args.quick else runner.FULL
     if args.rounds is not None:
-        timing = runner.Timing(args.rounds, timing.batch_s, timing.warmup_s, timing.max_calls)
+        timing = dataclasses.replace(timing, rounds=args.rounds)
     for peer in peers:
         progress.update(f"checking peer {peer.name}")
         peer.unavailable()

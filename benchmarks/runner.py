@@ -21,7 +21,7 @@ from .peers import Peer, Step
 from .workloads import Case, reference
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, kw_only=True)
 class Timing:
     """How hard to time: rounds per case, seconds per timed batch, of warm-up, of settling."""
 

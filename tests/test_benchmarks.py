@@ -224,7 +224,8 @@ def test_skipped_and_unavailable_peers_are_reported(monkeypatch):
     monkeypatch.setenv("JITGRAD_DISABLE_JIT", "1")
     jit = JitgradJitPeer()
     assert "JITGRAD_DISABLE_JIT" in jit.unavailable()
-    rows = runner.run_case(TINY[1], [NumpyPeer(), jit], runner.Timing(1, 0.001, 0.001),
+    timing = runner.Timing(rounds=1, batch_s=0.001, warmup_s=0.001, settle_s=0.001)
+    rows = runner.run_case(TINY[1], [NumpyPeer(), jit], timing,
                            skip={"numpy": "left out on purpose"})
     assert [r["status"] for r in rows] == ["skipped", "unavailable"]
     text = report.format_unavailable(rows)
