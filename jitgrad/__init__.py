@@ -26,6 +26,9 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd
 from ._threads import get_num_threads, set_num_threads
+from ._deterministic import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,
+                             is_deterministic_algorithms_warn_only_enabled,
+                             set_deterministic_debug_mode, use_deterministic_algorithms)
 from ._type_info import can_cast, finfo, iinfo, is_complex, is_floating_point
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
