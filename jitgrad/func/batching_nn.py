@@ -14,7 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from ..ops.registry import apply
-from .batching import lift
+
+
+def lift(v: Any, flag: bool, size: int) -> Any:
+    """An unbatched tensor repeated over the batch (an expand, no copy), as batching.lift."""
+    if flag:
+        return v
+    return v.unsqueeze(0).expand((size,) + tuple(v.shape))
 
 
 def _fold(v: Any) -> Any:
