@@ -385,8 +385,13 @@ class Module:
         for a in args:
             if isinstance(a, dtypes.dtype):
                 dt = a
+            elif isinstance(a, Tensor):  # to(tensor): its device and dtype
+                dev, dt = a.device, a.dtype
             else:
                 dev = a
+        if dt is not None and not (dt.is_floating_point or dt.is_complex):
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
+                            f"desired dtype={dt}")
         if dev is not None:
             self._apply_device(check_device(dev))
         return self._apply_dtype(dt) if dt is not None else self
@@ -412,6 +417,19 @@ class Module:
     def double(self) -> Module:
         """Casts floating-point parameters and buffers to float64."""
         return self._apply_dtype(dtypes.float64)
+
+    def half(self) -> Module:
+        """Casts floating-point parameters and buffers to float16."""
+        return self._apply_dtype(dtypes.float16)
+
+    def type(self, dst_type: Any) -> Module:  # noqa: A003 - torch's name
+        """Casts all parameters and buffers to ``dst_type`` (a dtype)."""
+        for m in self.modules():
+            for table in (m._parameters, m._buffers):
+                for t in table.values():
+                    if t is not None and t.dtype is not dst_type:
+                        t.data = t.detach().to(dst_type)
+        return self
 
     def cpu(self) -> Module:
         """Moves parameters and buffers to the CPU."""
