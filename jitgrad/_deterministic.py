@@ -1,4 +1,5 @@
-"""torch's deterministic-algorithms switches (``torch.use_deterministic_algorithms`` & co).
+"""torch's global switches: deterministic algorithms (``torch.use_deterministic_algorithms``
+& co) and the float32 matmul precision.
 
 jitgrad's CPU kernels are deterministic already: a reduction's order depends only on the shape
 and the thread count (``set_num_threads``), never on timing, so every op qualifies. The switches
@@ -69,3 +70,25 @@ def get_deterministic_debug_mode() -> builtins.int:
     if not _state["mode"]:
         return 0
     return 1 if _state["warn_only"] else 2
+
+
+_PRECISIONS = ("highest", "high", "medium")
+_precision = {"value": "highest"}
+
+
+def set_float32_matmul_precision(precision: str) -> None:
+    """Records the float32 matrix-product precision torch may lower to TF32/bf16 on GPUs
+    (``"highest"``, ``"high"``, ``"medium"``); jitgrad computes float32 products in float32
+    always, which every level allows. Another value warns and changes nothing, as in torch."""
+    if precision not in _PRECISIONS:
+        import warnings
+
+        warnings.warn(f"{precision} is not one of 'highest', 'high', or 'medium'; the current"
+                      "setFloat32MatmulPrecision call has no effect.", UserWarning, stacklevel=2)
+        return
+    _precision["value"] = precision
+
+
+def get_float32_matmul_precision() -> str:
+    """The value ``set_float32_matmul_precision`` last set (default ``"highest"``)."""
+    return _precision["value"]
