@@ -86,3 +86,11 @@ def test_get_parameter_and_get_buffer_match_torch():
                 fn(target)
             msgs.append(str(e.value))
     assert msgs[:4] == msgs[4:]
+
+
+def test_in_place_samplers_keep_float64_precision():
+    t = jitgrad.empty(1000, dtype=jitgrad.float64).uniform_()
+    assert t.dtype is jitgrad.float64
+    assert not np.array_equal(t.numpy(), t.numpy().astype(np.float32).astype(np.float64))
+    t = jitgrad.empty(1000, dtype=jitgrad.float64).normal_()
+    assert not np.array_equal(t.numpy(), t.numpy().astype(np.float32).astype(np.float64))
