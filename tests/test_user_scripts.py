@@ -57,7 +57,7 @@ def _close(a, b, rtol=1e-5, atol=1e-6):
 
 def test_every_script_only_imports_jitgrad_under_the_torch_names():
     names = sorted(p.stem for p in SCRIPTS.glob("*.py"))
-    assert len(names) >= 10
+    assert len(names) >= 12
     for p in SCRIPTS.glob("*.py"):
         src = p.read_text()
         assert "import torch" not in src and "from torch" not in src
@@ -222,3 +222,20 @@ def test_dcgan_and_vae():
 
 def test_dcgan_fixed_generator_matches_torch():
     _close(_run("dcgan_vae")["fixed_fake"], _run_torch("dcgan_vae")["fixed_fake"])
+
+
+def test_quickstart():
+    g = _run("quickstart")
+    assert g["first_batch_shapes"] == ((64, 1, 28, 28), (64,), "jitgrad.int64")
+    (loss0, acc0), (loss1, acc1) = g["history"][0], g["history"][-1]
+    assert loss1 < loss0 / 2 and acc1 > acc0 and acc1 >= 0.9
+    assert g["reloaded"] == g["history"][-1]  # the saved and reloaded model tests the same
+    assert g["param_summary"][0] == ("linear_relu_stack.0.weight", (64, 784))
+    assert g["hook_grad_consistent"]
+
+
+def test_quickstart_shapes_and_hooks_match_torch():
+    g, t = _run("quickstart"), _run_torch("quickstart")
+    assert g["hook_shapes"] == t["hook_shapes"] == ((64, 64), (64, 64), (64, 64))
+    assert g["param_summary"] == t["param_summary"]
+    assert t["hook_grad_consistent"]
