@@ -57,7 +57,7 @@ def _close(a, b, rtol=1e-5, atol=1e-6):
 
 def test_every_script_only_imports_jitgrad_under_the_torch_names():
     names = sorted(p.stem for p in SCRIPTS.glob("*.py"))
-    assert len(names) >= 12
+    assert len(names) >= 13
     for p in SCRIPTS.glob("*.py"):
         src = p.read_text()
         assert "import torch" not in src and "from torch" not in src
@@ -239,3 +239,10 @@ def test_quickstart_shapes_and_hooks_match_torch():
     assert g["hook_shapes"] == t["hook_shapes"] == ((64, 64), (64, 64), (64, 64))
     assert g["param_summary"] == t["param_summary"]
     assert t["hook_grad_consistent"]
+
+
+def test_spatial_transformer_network():
+    g = _run("spatial_transformer")
+    assert g["identity_error"] < 1e-5  # identity theta: affine_grid + grid_sample give x back
+    assert g["theta_grad_flows"]  # the localization net trains through grid_sample
+    assert all(np.isfinite(g["test_losses"])) and g["test_losses"][-1] < g["test_losses"][0]

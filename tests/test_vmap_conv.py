@@ -98,3 +98,19 @@ def test_per_sample_conv_grads_match_torch_func():
         lambda w, x: loss(w, x, F=torch.nn.functional)), in_dims=(None, 0))(
         torch.from_numpy(w.numpy()), torch.from_numpy(x.numpy()))
     assert jg.allclose(got, jg.tensor(want.numpy()), atol=1e-10)
+
+
+def test_max_pool_then_in_place_relu_backward_matches_torch():
+    """The pooling node keeps only its indices: ReLU(inplace=True) on its values (the Spatial
+    Transformer tutorial's localization net) does not invalidate its backward."""
+    torch = pytest.importorskip("torch")
+    grads = []
+    for lib in (jg, torch):
+        x = lib.sin(lib.arange(2 * 3 * 6 * 6, dtype=lib.float64)).reshape(2, 3, 6, 6)
+        x.requires_grad_()
+        net = lib.nn.Sequential(lib.nn.MaxPool2d(2, stride=2), lib.nn.ReLU(True))
+        (net(x) * lib.arange(27, dtype=lib.float64).reshape(3, 3, 3)).sum().backward()
+        grads.append(x.grad.numpy().tolist())
+    assert grads[0] == grads[1]
+    node = F.max_pool2d(jg.ones(1, 1, 2, 2, requires_grad=True), 2).grad_fn
+    assert node.name() == "MaxPool2DWithIndicesBackward0"
