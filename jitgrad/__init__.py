@@ -26,6 +26,11 @@ from .autograd.grad_mode import (enable_grad, inference_mode, is_grad_enabled,
                                  is_inference_mode_enabled, no_grad, set_grad_enabled)
 from . import autograd
 from ._threads import get_num_threads, set_num_threads
+from ._deterministic import (are_deterministic_algorithms_enabled, get_deterministic_debug_mode,
+                             get_float32_matmul_precision,
+                             is_deterministic_algorithms_warn_only_enabled,
+                             set_deterministic_debug_mode, set_float32_matmul_precision,
+                             use_deterministic_algorithms)
 from ._type_info import can_cast, finfo, iinfo, is_complex, is_floating_point
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
@@ -40,8 +45,12 @@ def __getattr__(name: str):
     import importlib
 
     if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing",
-                "special", "distributions", "fft"):
+                "special", "distributions", "fft", "accelerator"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name == "vmap":  # torch.vmap is torch.func.vmap
+        from .func import vmap
+
+        return vmap
     if name == "compile":  # torch.compile's entry point, on jit (imported on first use)
         from .jit.torch_compile import compile
 

@@ -28,16 +28,15 @@ def _make(name: str, dt: dtypes.dtype) -> type:
     def __new__(cls, *args: Any, device: Any = None):  # noqa: N807
         from ._data import to_array
         from .device import check_device
-        from .tensor import Tensor, _new
+        from .tensor import Size, Tensor, _new
 
         check_device(device)
         if not args:
             return _new(np.empty((0,), dtype=dt.np), dt)
         if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
             return _new(np.zeros(tuple(int(a) for a in args), dtype=dt.np), dt)
-        if len(args) == 1 and isinstance(args[0], (tuple, list)) and len(args[0]) and \
-                isinstance(args[0], tuple) and all(isinstance(a, int) for a in args[0]):
-            return _new(np.zeros(args[0], dtype=dt.np), dt)
+        if len(args) == 1 and isinstance(args[0], Size):  # (a plain tuple is data, as in torch)
+            return _new(np.zeros(tuple(args[0]), dtype=dt.np), dt)
         if len(args) != 1:
             raise TypeError(f"new() received an invalid combination of arguments - got "
                             f"({', '.join(type(a).__name__ for a in args)}), but expected one "

@@ -6,6 +6,8 @@ reads it there at run time); this module re-exports them."""
 
 from __future__ import annotations
 
+import contextlib
+
 from typing import Any
 
 import numpy as np
@@ -186,6 +188,22 @@ def get_rng_state():
 def set_rng_state(new_state: Any) -> None:
     """Restores the default generator's state."""
     _default.set_state(new_state)
+
+
+@contextlib.contextmanager
+def fork_rng(devices: Any = None, enabled: bool = True, _caller: str = "fork_rng",
+             _devices_kw: str = "devices", device_type: str | None = None) -> Any:
+    """A context in which random draws do not disturb the default (CPU) generator: its state
+    is restored on exit (``torch.random.fork_rng``). The cuda device's generators are not
+    forked (``devices`` is accepted and ignored). ``enabled=False`` forks nothing."""
+    if not enabled:
+        yield
+        return
+    state = get_rng_state()
+    try:
+        yield
+    finally:
+        set_rng_state(state)
 
 
 # ---------------------------------------------------------------- normal, randperm, random_

@@ -70,8 +70,21 @@ class Tensor:
         if requires_grad:
             self._requires_grad = True
 
-    def __init__(self, data: Any = None, *, dtype: dtypes.dtype | None = None) -> None:
-        arr, dt = to_array([] if data is None else data, dtype)
+    def __init__(self, *args: Any, dtype: dtypes.dtype | None = None) -> None:
+        if dtype is not None:  # (jitgrad's own: the data as it is, in ``dtype``)
+            arr, dt = to_array(args[0] if args else [], dtype)
+        else:  # torch.Tensor(...): the default dtype's legacy constructor (sizes or data)
+            dt = dtypes.get_default_dtype()
+            if len(args) == 1 and isinstance(args[0], Size):
+                args = tuple(args[0])
+            if all(isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in args):
+                arr = np.zeros(tuple(int(a) for a in args) or (0,), dtype=dt.np)
+            elif len(args) == 1 and isinstance(args[0], Tensor):
+                arr, dt = args[0].detach().numpy().copy(), args[0].dtype
+            elif len(args) == 1:
+                arr, dt = to_array(args[0], dt)
+            else:
+                raise TypeError("new() received an invalid combination of arguments")
         self._init(arr, dt)
 
     # ------------------------------------------------------------------ metadata

@@ -109,6 +109,16 @@ def test_default_collate_of_structures_equals_torch(kind):
             _same(a, b)
 
 
+def test_default_collate_keeps_strings_inside_a_sequence_a_tuple():
+    torch = pytest.importorskip("torch")
+    point = collections.namedtuple("Point", "name x")
+    for batch in ([("a", 1), ("b", 2)], [["a", 1.5], ["b", 2.5]], [point("p", 1), point("q", 2)]):
+        ours, theirs = data.default_collate(batch), torch.utils.data.default_collate(batch)
+        assert ours[0] == theirs[0] == (("a", "b") if batch[0][0] == "a" else ("p", "q"))
+        assert ours[1].tolist() == theirs[1].tolist()
+    assert data.default_collate(["a", "b"]) == ["a", "b"]
+
+
 def test_default_collate_errors_match_torch():
     _torch()
     same_error(lambda L: L.utils.data.default_collate([(1, 2), (1, 2, 3)]))

@@ -91,8 +91,11 @@ class OpNode(Node):
         if op.save_output:
             if single:
                 node._out = _save(outputs[0], True)
-            else:  # every output, each unpacked as its own output_nr (a tuple, as the jit's)
-                node._out = tuple(_save_output(o, i) for i, o in enumerate(outputs))
+            else:  # every output, each unpacked as its own output_nr (a tuple, as the jit's);
+                # a tuple ``save_output`` names the outputs the VJP reads (the others: None)
+                keep = op.save_output if type(op.save_output) is tuple else None
+                node._out = tuple(_save_output(o, i) if keep is None or i in keep else None
+                                  for i, o in enumerate(outputs))
             node._saved = True
         else:
             node._out = None
@@ -147,7 +150,7 @@ class OpNode(Node):
         if out is None:
             ans = None
         elif type(out) is tuple:
-            ans = tuple(s.unpack(self) for s in out)
+            ans = tuple(s.unpack(self) if s is not None else None for s in out)
         elif out._vc is not None and out._vc[0] == out._version and out._unpack is None:
             ans = _as_output(out._value, out._dtype, self, out._fw)  # (unpack, inlined)
         else:
@@ -172,7 +175,8 @@ class OpNode(Node):
                     v._value = v._vc = None  # SavedTensor.release, inlined
             out = self._out
             for s in out if type(out) is tuple else (out,) if out is not None else ():
-                s._value = s._vc = None
+                if s is not None:
+                    s._value = s._vc = None
 
     def _saved_entries(self) -> list:
         """(name, SavedTensor) for each value it saved (what ``viz`` draws)."""
@@ -180,7 +184,7 @@ class OpNode(Node):
                    if type(v) is SavedTensor]
         out = self._out
         if type(out) is tuple:
-            return entries + [(f"result{i}", s) for i, s in enumerate(out)]
+            return entries + [(f"result{i}", s) for i, s in enumerate(out) if s is not None]
         return entries + ([("result", out)] if out is not None else [])
 
     # torch exposes saved values as _saved_self / _saved_result etc.
@@ -188,7 +192,7 @@ class OpNode(Node):
     def _saved_result(self) -> Any:
         out = self._out
         if type(out) is tuple:
-            return tuple(s.unpack(self) for s in out)
+            return tuple(s.unpack(self) if s is not None else None for s in out)
         return out.unpack(self) if out is not None else None
 
     @property

@@ -410,7 +410,9 @@ _RULES: dict[str, Callable] = {
 
 def register_rules() -> None:
     """Sets ``OpDef.batch`` of the ops above (called once, when jitgrad.func is imported)."""
-    for name, rule in _RULES.items():
+    from .batching_nn import RULES as NN_RULES
+
+    for name, rule in {**_RULES, **NN_RULES}.items():
         op = OPS.get(name)
         if op is not None and op.batch is None:
             op.batch = rule

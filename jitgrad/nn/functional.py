@@ -24,6 +24,7 @@ from .functional_attention import multi_head_attention_forward, scaled_dot_produ
 from .functional_conv import *  # noqa: F401, F403 - conv, pooling, batch_norm
 from .functional_conv import __all__ as _conv_all
 from .functional_spatial import group_norm, interpolate
+from ._functional_grid import affine_grid, grid_sample
 from ._functional_act import (celu, glu, hardshrink, hardsigmoid, hardswish, hardtanh,
                               logsigmoid, mish, prelu, relu6, selu, softmin, softshrink, softsign,
                               tanhshrink, threshold)
@@ -37,6 +38,7 @@ __all__ = ["relu", "gelu", "silu", "tanh", "sigmoid", "softmax", "log_softmax", 
            "embedding", "pad", "one_hot", "normalize", "l1_loss", "smooth_l1_loss",
            "huber_loss", "binary_cross_entropy", "binary_cross_entropy_with_logits"]
 __all__ += _conv_all
+__all__ += ["affine_grid", "grid_sample"]
 __all__ += ["scaled_dot_product_attention", "multi_head_attention_forward", "group_norm",
             "interpolate", "kl_div", "margin_ranking_loss", "hinge_embedding_loss",
             "soft_margin_loss", "cosine_embedding_loss", "triplet_margin_loss", "poisson_nll_loss",

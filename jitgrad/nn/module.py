@@ -10,6 +10,7 @@ from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..autograd.node import RemovableHandle
 from ..tensor import Tensor
+from . import _module_hooks
 from .parameter import Parameter
 
 __all__ = ["Module"]
@@ -75,6 +76,8 @@ class Module:
         object.__setattr__(self, "_modules", {})
         object.__setattr__(self, "_forward_hooks", {})
         object.__setattr__(self, "_forward_pre_hooks", {})
+        object.__setattr__(self, "_backward_hooks", {})
+        object.__setattr__(self, "_backward_pre_hooks", {})
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The computation of the module; subclasses override it."""
@@ -82,24 +85,48 @@ class Module:
             f'Module [{type(self).__name__}] is missing the required "forward" function')
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        for hook in list(self._forward_pre_hooks.values()):
-            res = hook(self, args)
-            if res is not None:
-                args = res if isinstance(res, tuple) else (res,)
-        out = self.forward(*args, **kwargs)
-        for hook in list(self._forward_hooks.values()):
-            res = hook(self, args, out)
-            if res is not None:
-                out = res
-        return out
+        d = self.__dict__
+        if not (self._forward_pre_hooks or self._forward_hooks or d.get("_backward_hooks")
+                or d.get("_backward_pre_hooks")):
+            return self.forward(*args, **kwargs)
+        return _module_hooks.call_with_hooks(self, args, kwargs)
 
-    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """Registers ``hook(module, args) -> None | new args``, run before ``forward``."""
-        return RemovableHandle(self._forward_pre_hooks, hook)
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """Registers ``hook(module, args) -> None | new args``, run before ``forward``
+        (``hook(module, args, kwargs) -> None | (new_args, new_kwargs)`` with ``with_kwargs``;
+        ``prepend`` runs it before the hooks already registered)."""
+        handle = _module_hooks.add_hook(self._forward_pre_hooks, hook, prepend)
+        if with_kwargs:
+            self.__dict__.setdefault("_forward_pre_hooks_with_kwargs", set()).add(handle.id)
+        return handle
 
-    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
-        """Registers ``hook(module, args, output) -> None | new output``, run after ``forward``."""
-        return RemovableHandle(self._forward_hooks, hook)
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False,
+                              with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """Registers ``hook(module, args, output) -> None | new output``, run after ``forward``
+        (``hook(module, args, kwargs, output)`` with ``with_kwargs``; with ``always_call`` it
+        runs, with output None, even when ``forward`` raised)."""
+        handle = _module_hooks.add_hook(self._forward_hooks, hook, prepend)
+        if with_kwargs:
+            self.__dict__.setdefault("_forward_hooks_with_kwargs", set()).add(handle.id)
+        if always_call:
+            self.__dict__.setdefault("_forward_hooks_always_called", set()).add(handle.id)
+        return handle
+
+    def register_full_backward_hook(self, hook: Callable,
+                                    prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(module, grad_input, grad_output) -> None | new grad_input``, run
+        when the gradients w.r.t. the module's inputs are computed (see ``_module_hooks``)."""
+        return _module_hooks.add_hook(self.__dict__.setdefault("_backward_hooks", {}), hook,
+                                      prepend)
+
+    def register_full_backward_pre_hook(self, hook: Callable,
+                                        prepend: bool = False) -> RemovableHandle:
+        """Registers ``hook(module, grad_output) -> None | new grad_output``, run when the
+        gradients w.r.t. the module's outputs are computed."""
+        return _module_hooks.add_hook(self.__dict__.setdefault("_backward_pre_hooks", {}), hook,
+                                      prepend)
 
     # ------------------------------------------------------------------ registration
     def register_parameter(self, name: str, param: Parameter | None) -> None:
@@ -307,6 +334,27 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def get_parameter(self, target: str) -> Parameter:
+        """The parameter at dotted path ``target`` (``"0.weight"``)."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        param = getattr(mod, name)
+        if not isinstance(param, Parameter):
+            raise AttributeError(f"`{name}` is not an nn.Parameter")
+        return param
+
+    def get_buffer(self, target: str) -> Tensor:
+        """The buffer at dotted path ``target`` (``"1.running_mean"``)."""
+        module_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(module_path)
+        if not hasattr(mod, name):
+            raise AttributeError(f"{mod._get_name()} has no attribute `{name}`")
+        if name not in mod._buffers:
+            raise AttributeError(f"`{name}` is not a buffer")
+        return getattr(mod, name)
+
     def apply(self, fn: Callable[[Module], None]) -> Module:
         """Calls ``fn`` on every submodule (children first) and on self; returns self."""
         for m in self.children():
@@ -358,8 +406,13 @@ class Module:
         for a in args:
             if isinstance(a, dtypes.dtype):
                 dt = a
+            elif isinstance(a, Tensor):  # to(tensor): its device and dtype
+                dev, dt = a.device, a.dtype
             else:
                 dev = a
+        if dt is not None and not (dt.is_floating_point or dt.is_complex):
+            raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
+                            f"desired dtype={dt}")
         if dev is not None:
             self._apply_device(check_device(dev))
         return self._apply_dtype(dt) if dt is not None else self
@@ -385,6 +438,19 @@ class Module:
     def double(self) -> Module:
         """Casts floating-point parameters and buffers to float64."""
         return self._apply_dtype(dtypes.float64)
+
+    def half(self) -> Module:
+        """Casts floating-point parameters and buffers to float16."""
+        return self._apply_dtype(dtypes.float16)
+
+    def type(self, dst_type: Any) -> Module:  # noqa: A003 - torch's name
+        """Casts all parameters and buffers to ``dst_type`` (a dtype)."""
+        for m in self.modules():
+            for table in (m._parameters, m._buffers):
+                for t in table.values():
+                    if t is not None and t.dtype is not dst_type:
+                        t.data = t.detach().to(dst_type)
+        return self
 
     def cpu(self) -> Module:
         """Moves parameters and buffers to the CPU."""

@@ -81,6 +81,42 @@ for _name, _fill in (("new_zeros", np.zeros), ("new_ones", np.ones), ("new_empty
     public(method=_name)(_new_factory(_fill))
 
 
+def _apply_python(self, values: list):
+    """Writes the flat Python ``values`` into ``self`` in place (cast as torch casts them)."""
+    from ..autograd.grad_mode import no_grad
+    from .creation import tensor
+
+    for v in values:
+        if not isinstance(v, (bool, int, float, complex, np.generic)):
+            raise TypeError(f"must be real number, not {type(v).__name__}")
+    arr = np.asarray(values).reshape(tuple(self.shape))
+    with no_grad():
+        self.copy_(tensor(arr.astype(self.dtype.np), device=self.device))
+    return self
+
+
+@public(method="apply_")
+def _apply_(self, callable):  # noqa: A002 - torch's name
+    """Applies the Python function ``callable`` to each element, in place (CPU tensors that do
+    not require grad; slow, as in torch)."""
+    if self.requires_grad:
+        raise RuntimeError("Can't call apply_() on Variable that requires grad. Use "
+                           "var.detach().apply_() instead.")
+    return _apply_python(self, [callable(v) for v in self.reshape(-1).tolist()])
+
+
+@public(method="map_")
+def _map_(self, tensor, callable):  # noqa: A002 - torch's name
+    """``self[i] = callable(self[i], tensor[i])`` for each element, ``tensor`` broadcast to
+    ``self``'s shape, in place."""
+    if self.requires_grad or tensor.requires_grad:
+        raise RuntimeError("Can't call map_() on Variable that requires grad. Use "
+                           "var.detach().map_() instead.")
+    other = tensor.expand(tuple(self.shape)).reshape(-1).tolist()
+    return _apply_python(self, [callable(a, b) for a, b in
+                                zip(self.reshape(-1).tolist(), other)])
+
+
 def install_factories(Tensor: type) -> None:  # noqa: N803
     """The legacy ``Tensor.type()``."""
     from .. import _legacy

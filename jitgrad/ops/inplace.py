@@ -284,7 +284,7 @@ def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
         return _draw_on_device(self, "uniform", generator, a, b - a)
     gen = generator or default_generator()
     sample = gen.uniform(a, b, size=self._data.shape)
-    return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
+    return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))
 
 
 @public(method="normal_")
@@ -295,7 +295,7 @@ def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None)
         return _draw_on_device(self, "normal", generator, mean, std)
     gen = generator or default_generator()
     sample = gen.normal(mean, std, size=self._data.shape)
-    return self.copy_(registry.Tensor(sample.astype(self._dtype.np)))
+    return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))
 
 
 def _draw_on_device(self, kind: str, generator: Any, shift: float, scale: float):

@@ -133,8 +133,9 @@ MAX_POOL2D_BACKWARD = defop(
     meta=lambda g, indices, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
     node_name="MaxPool2DWithIndicesBackwardBackward0", jvp=LINEAR,
     vjp=(lambda h, ans, g, indices, input_size: _gather_at(h, indices, tuple(g.shape)), None))
+# (the VJP reads only the indices: the values may be modified in place, ReLU(inplace=True))
 MAX_POOL2D = defop("max_pool2d_with_indices", _max_pool_impl, kind=OPAQUE, meta=_max_pool_meta,
-                   n_outputs=2, save_output=True, vjp=_max_pool_vjp,
+                   n_outputs=2, save_output=(1,), vjp=_max_pool_vjp,
                    node_name="MaxPool2DWithIndicesBackward0",
                    jvp=lambda ts, ans, x, **p: (
                        None if ts[0] is None else _gather_at(ts[0], ans[1], tuple(ans[0].shape)),

@@ -2,7 +2,7 @@
 RAdam, Rprop, ASGD, LBFGS) with torch.optim's update
 math, and ``lr_scheduler``."""
 
-from . import lr_scheduler
+from . import lr_scheduler, swa_utils
 from .adagrad import Adagrad
 from .adam import Adam
 from .asgd import ASGD
@@ -15,4 +15,4 @@ from .rprop import Rprop
 from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
-           "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler"]
+           "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]

@@ -1,5 +1,5 @@
 """``jitgrad.nn.utils``: gradient clipping and parameter <-> vector conversion (torch.nn.utils),
-``rnn.pad_sequence`` and the hook forms of ``weight_norm`` and
+``rnn.pad_sequence``, ``prune``, ``fusion`` and the hook forms of ``weight_norm`` and
 ``spectral_norm``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from ...ops.creation import tensor
 from ...ops.movement import cat, stack
 from ...ops.norms import vector_norm
 from ...tensor import Tensor
-from . import parametrizations, parametrize, rnn
+from . import fusion, parametrizations, parametrize, prune, rnn
 from .spectral_norm import remove_spectral_norm, spectral_norm
 from .weight_norm import remove_weight_norm, weight_norm
 

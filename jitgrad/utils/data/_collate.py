@@ -49,9 +49,9 @@ def default_collate(batch: list) -> Any:
     """Stacks a list of samples into a batch, recursing into their structure:
 
     tensors are stacked along a new dim 0; NumPy arrays become tensors and are stacked; Python
-    floats become a float64 tensor, ints an int64 tensor (bools a bool tensor); strings stay a
-    list; dicts collate per key; namedtuples per field; other sequences (tuples included)
-    become a list of per-position batches, as in torch.
+    floats become a float64 tensor, ints an int64 tensor (bools a bool tensor); strings stay as
+    they come (a list; a tuple inside a sequence); dicts collate per key; namedtuples per
+    field; other sequences (tuples included) become a list of per-position batches, as in torch.
     """
     from ...ops.creation import as_tensor, tensor
     from ...ops.movement import stack
@@ -83,17 +83,18 @@ def default_collate(batch: list) -> Any:
         except TypeError:
             return collated
     if _is_namedtuple(elem):
-        return elem_type(*(default_collate(list(s)) for s in zip(*batch)))
+        return elem_type(*(default_collate(s) for s in zip(*batch)))
     if isinstance(elem, collections.abc.Sequence):
         it = iter(batch)
         elem_size = len(next(it))
         if not all(len(e) == elem_size for e in it):
             raise RuntimeError("each element in list of batch should be of equal size")
         transposed = list(zip(*batch))
+        # (each position's samples stay a tuple, as in torch: strings come back as a tuple)
         if isinstance(elem, tuple):
-            return [default_collate(list(s)) for s in transposed]
+            return [default_collate(s) for s in transposed]
         try:
-            return elem_type([default_collate(list(s)) for s in transposed])
+            return elem_type([default_collate(s) for s in transposed])
         except TypeError:
-            return [default_collate(list(s)) for s in transposed]
+            return [default_collate(s) for s in transposed]
     raise TypeError(_ERR.format(elem_type))

@@ -1,0 +1,195 @@
+"""Module hooks: ``Module.__call__`` with forward (pre-)hooks and full backward (pre-)hooks.
+
+Backward hooks work as torch's ``BackwardHook`` does: the module's tensor inputs go through an
+identity ``Function`` before ``forward`` and its tensor outputs through another after it. When
+the backward reaches the outputs' identity, the gradients w.r.t. the outputs (``grad_output``)
+are recorded, after the backward pre-hooks (which may replace them) ran; when it reaches the
+inputs' identity, the backward hooks run with ``grad_input`` (the gradients w.r.t. the inputs,
+one entry per positional argument, None for non-tensors) and that ``grad_output``; a hook may
+return a replacement ``grad_input``. When no input requires grad, the hooks run at the outputs
+with ``grad_input`` all None, as in torch.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from ..autograd.function import Function
+from ..autograd.grad_mode import is_grad_enabled
+from ..tensor import Tensor
+
+
+class BackwardHookFunction(Function):
+    """The identity on its tensor arguments; the backward hooks hang on its backward."""
+
+    @staticmethod
+    def forward(ctx: Any, state: _BackwardHook, where: str, *args: Tensor) -> tuple:
+        ctx.mark_non_differentiable(*[a for a in args if not a.requires_grad])
+        ctx.set_materialize_grads(False)
+        ctx.state, ctx.where = state, where
+        return args
+
+    @staticmethod
+    def backward(ctx: Any, *grads: Any) -> tuple:
+        if ctx.where == "output":
+            grads = ctx.state.on_grad_output(grads)
+        else:
+            grads = ctx.state.on_grad_input(grads)
+        return (None, None) + tuple(grads)
+
+
+def _tensor_positions(values: tuple) -> list[int]:
+    return [i for i, v in enumerate(values) if isinstance(v, Tensor)]
+
+
+def _pack(positions: list[int], tensors: tuple, n: int) -> tuple:
+    out: list = [None] * n
+    for i, t in zip(positions, tensors):
+        out[i] = t
+    return tuple(out)
+
+
+class _BackwardHook:
+    """One module call's backward hooks (torch.utils.hooks.BackwardHook)."""
+
+    def __init__(self, module: Any, hooks: list, pre_hooks: list) -> None:
+        self.module = module
+        self.hooks = hooks
+        self.pre_hooks = pre_hooks
+        self.n_inputs = 0
+        self.input_positions: list[int] | None = None
+        self.output_positions: list[int] = []
+        self.n_outputs = 0
+        self.grad_outputs: tuple | None = None
+
+    def _wrap(self, values: tuple, where: str) -> tuple[tuple, list[int] | None]:
+        positions = _tensor_positions(values)
+        tensors = [values[i] for i in positions]
+        if not (is_grad_enabled() and any(t.requires_grad for t in tensors)):
+            return values, None
+        new = BackwardHookFunction.apply(self, where, *tensors)
+        out = list(values)
+        for i, t in zip(positions, new):
+            out[i] = t
+        return tuple(out), positions
+
+    def setup_input_hook(self, args: tuple) -> tuple:
+        self.n_inputs = len(args)
+        if not self.hooks:
+            return args
+        args, self.input_positions = self._wrap(args, "input")
+        return args
+
+    def setup_output_hook(self, result: Any) -> Any:
+        single = not isinstance(result, tuple)
+        values = (result,) if single else result
+        self.n_outputs = len(values)
+        values, positions = self._wrap(values, "output")
+        self.output_positions = positions or []
+        return values[0] if single else values
+
+    def on_grad_output(self, grads: tuple) -> tuple:
+        packed = _pack(self.output_positions, grads, self.n_outputs)
+        for hook in self.pre_hooks:
+            res = hook(self.module, packed)
+            if res is None:
+                continue
+            if not isinstance(res, tuple) or len(res) != len(packed):
+                raise RuntimeError(
+                    "Backward pre hook returned an invalid number of grad_output, got "
+                    f"{len(res) if isinstance(res, tuple) else 1}, but expected {len(packed)}")
+            packed = res
+        self.grad_outputs = packed
+        if self.input_positions is None and self.hooks:  # no input requires grad
+            warnings.warn(
+                "Full backward hook is firing when gradients are computed with respect to module "
+                "outputs since no inputs require gradients. See https://docs.pytorch.org/docs/"
+                "main/generated/torch.nn.Module.html#torch.nn.Module.register_full_backward_hook"
+                " for more details.", UserWarning, stacklevel=2)
+            none = (None,) * self.n_inputs
+            for hook in self.hooks:
+                res = hook(self.module, none, self.grad_outputs)
+                if res is not None and not (isinstance(res, tuple)
+                                            and all(r is None for r in res)):
+                    raise RuntimeError(
+                        "Backward hook for Modules where no input requires gradient should "
+                        "always return None or None for all gradients.")
+        return tuple(packed[i] for i in self.output_positions)
+
+    def on_grad_input(self, grads: tuple) -> tuple:
+        positions = self.input_positions or []
+        packed = _pack(positions, grads, self.n_inputs)
+        for hook in self.hooks:
+            res = hook(self.module, packed, self.grad_outputs)
+            if res is None:
+                continue
+            if not isinstance(res, tuple) or len(res) != len(packed):
+                raise RuntimeError(
+                    "Backward hook returned an invalid number of grad_input, got "
+                    f"{len(res) if isinstance(res, tuple) else 1}, but expected {len(packed)}")
+            packed = res
+        return tuple(packed[i] for i in positions)
+
+
+def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
+    """``module(*args, **kwargs)`` running its hooks, in torch's order."""
+    d = module.__dict__
+    pre_kw = d.get("_forward_pre_hooks_with_kwargs", ())
+    for hook_id, hook in list(module._forward_pre_hooks.items()):
+        if hook_id in pre_kw:
+            res = hook(module, args, kwargs)
+            if res is not None:
+                if not (isinstance(res, tuple) and len(res) == 2):
+                    raise RuntimeError("forward pre-hook must return None or a tuple of "
+                                       f"(new_args, new_kwargs), but got {res}.")
+                args, kwargs = res
+        else:
+            res = hook(module, args)
+            if res is not None:
+                args = res if isinstance(res, tuple) else (res,)
+    bw_hooks = list(d.get("_backward_hooks", {}).values())
+    bw_pre_hooks = list(d.get("_backward_pre_hooks", {}).values())
+    bw = _BackwardHook(module, bw_hooks, bw_pre_hooks) if bw_hooks or bw_pre_hooks else None
+    if bw is not None:
+        args = bw.setup_input_hook(args)
+    hook_kw = d.get("_forward_hooks_with_kwargs", ())
+    always = d.get("_forward_hooks_always_called", ())
+    called: set = set()
+    try:
+        result = module.forward(*args, **kwargs)
+        for hook_id, hook in list(module._forward_hooks.items()):
+            called.add(hook_id)
+            res = hook(module, args, kwargs, result) if hook_id in hook_kw else \
+                hook(module, args, result)
+            if res is not None:
+                result = res
+    except Exception:
+        for hook_id, hook in list(module._forward_hooks.items()):
+            if hook_id in always and hook_id not in called:
+                try:
+                    if hook_id in hook_kw:
+                        hook(module, args, kwargs, None)
+                    else:
+                        hook(module, args, None)
+                except Exception as e:  # noqa: BLE001 - reported, the forward's error wins
+                    warnings.warn("global module forward hook with ``always_call=True`` raised "
+                                  f"an exception that was silenced as another error was raised "
+                                  f"in forward: {e}", stacklevel=3)
+        raise
+    if bw is not None:
+        result = bw.setup_output_hook(result)
+    return result
+
+
+def add_hook(hooks: dict, hook: Any, prepend: bool) -> Any:
+    """A ``RemovableHandle`` for ``hook`` in ``hooks``, first when ``prepend``."""
+    from ..autograd.node import RemovableHandle
+
+    handle = RemovableHandle(hooks, hook)
+    if prepend:
+        rest = [(k, v) for k, v in hooks.items() if k != handle.id]
+        hooks.clear()
+        hooks[handle.id] = hook
+        hooks.update(rest)
+    return handle
