@@ -260,9 +260,7 @@ def test_scatter_reduce_every_reduction_with_duplicates_and_gradients(reduce, in
         i = idx if dim == 0 else idx[:, :3]  # (src larger than the index: its leading part)
         fn = (lambda x, s, dim=dim, i=i: x.scatter_reduce(dim, _index(i, x.device.type), s,
                                                           reduce, include_self=include_self))
-        # (prod's and mean's VJP make ones/zeros on the CPU: ops/reductions3.py, outside the
-        # backend, so their backward mixes devices; values only for them)
-        grad = reduce in ("sum", "amax", "amin")
+        grad = True  # (prod's and mean's VJP make their ones/zeros on g's device)
         both(fn, RNG.standard_normal(x_shape), RNG.standard_normal(i.shape), grad=grad)
         # (the CPU's gradient of a src larger than the index fails: ops/, values only)
         both(fn, RNG.standard_normal(x_shape), RNG.standard_normal((3, 4)), grad=grad and dim == 0)
@@ -464,3 +462,11 @@ def test_complex_lerp_with_a_number_weight_and_gradients(weight):
     both(lambda a, b: a.lerp(b, weight), _complex(3), _complex(3), dtype=jitgrad.complex64,
          rtol=1e-6, atol=1e-6)
     both(lambda a, b: a.lerp(b, weight), RNG.standard_normal(3), RNG.standard_normal(3))
+
+
+def test_isin_of_a_cuda_tensor_against_a_python_number():
+    x = jitgrad.tensor([1.0, 2.0, 3.0], device="cuda")
+    got = jitgrad.isin(x, 2.0)
+    assert got.device.type == "cuda"
+    np.testing.assert_array_equal(got.cpu().numpy(), [False, True, False])
+    np.testing.assert_array_equal(jitgrad.isin(2.0, x).cpu().numpy(), True)

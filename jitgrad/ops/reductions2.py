@@ -513,7 +513,8 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
     if not isinstance(elements, tensor_type) and not isinstance(test_elements, tensor_type):
         raise TypeError("isin() received an invalid combination of arguments")
     ref = elements if isinstance(elements, tensor_type) else test_elements
-    e = elements if isinstance(elements, tensor_type) else tensor(elements, dtype=ref.dtype)
+    e = elements if isinstance(elements, tensor_type) else \
+        tensor(elements, dtype=ref.dtype, device=ref.device)
     t = test_elements if isinstance(test_elements, tensor_type) else \
-        tensor(test_elements, dtype=ref.dtype)
+        tensor(test_elements, dtype=ref.dtype, device=ref.device)
     return apply(ISIN, e.detach(), t.detach(), invert=bool(invert))

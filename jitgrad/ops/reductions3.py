@@ -57,8 +57,8 @@ def _scatter_reduce_vjp(g, ans, x, index, src, dim, reduce, include_self):
     if reduce == "sum":
         gs, gsrc = g, _gather_to(g, dim, index, src)
     elif reduce == "mean":
-        n = (ones if include_self else zeros)(tuple(g.shape), dtype=g.dtype)
-        n = n.scatter_add(dim, index, ones(tuple(index.shape), dtype=g.dtype))
+        n = (ones if include_self else zeros)(tuple(g.shape), dtype=g.dtype, device=g.device)
+        n = n.scatter_add(dim, index, ones(tuple(index.shape), dtype=g.dtype, device=g.device))
         n = where(n == 0, 1.0, n)
         gs, gsrc = g / n, _gather_to(g / n, dim, index, src)
     elif reduce == "prod":  # torch's formula, exact where self or src hold (single) zeros
@@ -67,7 +67,7 @@ def _scatter_reduce_vjp(g, ans, x, index, src, dim, reduce, include_self):
                                    reduce=reduce, include_self=include_self)
         gs = g * masked_self_result / masked_self
         src_zero = src == 0
-        n_zeros = zeros(tuple(x.shape), dtype=g.dtype).scatter_add(
+        n_zeros = zeros(tuple(x.shape), dtype=g.dtype, device=g.device).scatter_add(
             dim, index, src_zero.to(g.dtype)).gather(dim, index)
         single = src_zero & (n_zeros == 1)
         masked_src = where(single, 1.0, src)
@@ -96,8 +96,8 @@ def _scatter_reduce_jvp(tangents, ans, x, index, src, dim, reduce, include_self)
     from .creation import zeros
 
     tx, _, ts = tangents
-    tx = tx if tx is not None else zeros(tuple(x.shape), dtype=ans.dtype)
-    ts = ts if ts is not None else zeros(tuple(src.shape), dtype=ans.dtype)
+    tx = tx if tx is not None else zeros(tuple(x.shape), dtype=ans.dtype, device=ans.device)
+    ts = ts if ts is not None else zeros(tuple(src.shape), dtype=ans.dtype, device=ans.device)
     if reduce in ("sum", "mean"):  # linear in (self, src)
         return apply(SCATTER_REDUCE, tx, index, ts, dim=dim, reduce=reduce,
                      include_self=include_self)
@@ -105,7 +105,7 @@ def _scatter_reduce_jvp(tangents, ans, x, index, src, dim, reduce, include_self)
         own = tx / x * ans
         if not include_self:
             own = own.scatter(dim, index, 0)
-        return own + ans * zeros(tuple(x.shape), dtype=ans.dtype).scatter_add(
+        return own + ans * zeros(tuple(x.shape), dtype=ans.dtype, device=ans.device).scatter_add(
             dim, index, _cut(ts / src, index))
     value = ans.gather(dim, index)  # amax, amin: the mean tangent of the elements equal to it
     self_is = (x == ans).to(ans.dtype)
