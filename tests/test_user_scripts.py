@@ -14,6 +14,7 @@ import subprocess
 import sys
 import warnings
 from pathlib import Path
+from unittest import mock
 
 import numpy as np
 import pytest
@@ -26,7 +27,12 @@ _CACHE: dict = {}
 def _run(name: str) -> dict:
     """The script's globals after it ran on jitgrad (once per session)."""
     if name not in _CACHE:
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+        import jitgrad.cuda
+
+        # (the scripts pick "cuda" when it is available: on numba's CUDA simulator, which other
+        # tests of this process may have turned on, a training loop takes minutes)
+        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), \
+                mock.patch.object(jitgrad.cuda, "is_available", lambda: False):
             warnings.filterwarnings("error", message="There is a performance drop")
             _CACHE[name] = runpy.run_path(str(SCRIPTS / f"{name}.py"), run_name="__main__")
         _CACHE[name]["torch"].use_deterministic_algorithms(False)  # (a script may set it)
