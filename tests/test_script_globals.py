@@ -94,3 +94,21 @@ def test_in_place_samplers_keep_float64_precision():
     assert not np.array_equal(t.numpy(), t.numpy().astype(np.float32).astype(np.float64))
     t = jitgrad.empty(1000, dtype=jitgrad.float64).normal_()
     assert not np.array_equal(t.numpy(), t.numpy().astype(np.float32).astype(np.float64))
+
+
+def test_torch_backends_switches_scripts_set():
+    import jitgrad as torch
+
+    assert torch.backends.cudnn.is_available() is False
+    assert torch.backends.mps.is_available() is False and torch.backends.mps.is_built() is False
+    assert torch.backends.cudnn.version() is None
+    saved = torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark
+    try:
+        torch.backends.cudnn.deterministic = True
+        torch.backends.cudnn.benchmark = False
+        assert torch.backends.cudnn.deterministic is True
+    finally:
+        torch.backends.cudnn.deterministic, torch.backends.cudnn.benchmark = saved
+    assert torch.backends.cudnn.enabled is True
+    with pytest.raises(AttributeError):
+        torch.backends.no_such_backend  # noqa: B018

@@ -20,6 +20,13 @@ NAMES = ("auto", "interpreter", "numba", "cuda")
 _MODULES = {"interpreter": "interpreter", "numba": "numba_cpu", "cuda": "cuda_jit"}
 
 
+def __getattr__(name: str) -> ModuleType:
+    # torch.backends.cudnn / .mps, as scripts use them (imported on first use)
+    if name in ("cudnn", "mps"):
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 def check_name(name: str) -> None:
     """Raises ValueError for a backend name jitgrad does not know."""
     if name not in NAMES:
