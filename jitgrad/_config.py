@@ -11,6 +11,8 @@ or a user can set it at run time), except where noted.
   parallel (read once, when ``backends.numba_cpu`` is imported).
 * ``JITGRAD_MAX_KERNEL_OPS``: the most equations one fused kernel holds (read once, when
   ``jit.passes.fuse`` is imported).
+* ``JITGRAD_GEMM``: ``numpy`` runs the Numba backend's matrix products on NumPy's BLAS instead
+  of the tiled kernels (read when a program is compiled, ``backends.gemm``).
 * ``JITGRAD_MPI_PROGRESS_THREAD``: ``0`` turns the MPI progress thread off
   (``distributed.progress``).
 """
@@ -50,6 +52,17 @@ def cache_size_limit() -> int:
                                          CACHE_SIZE_LIMIT_DEFAULT)))
     except ValueError:
         return CACHE_SIZE_LIMIT_DEFAULT
+
+
+GEMM_MODES = ("tiled", "numpy")
+
+
+def gemm_mode() -> str:
+    """``JITGRAD_GEMM``: ``tiled`` (the default) or ``numpy``."""
+    value = os.environ.get("JITGRAD_GEMM", "tiled").lower()
+    if value not in GEMM_MODES:
+        raise ValueError(f"JITGRAD_GEMM={value!r} is not one of {', '.join(GEMM_MODES)}")
+    return value
 
 
 def max_kernel_ops() -> int:

@@ -99,12 +99,14 @@ def test_dispatch_rules(monkeypatch):
     assert not gemm.applies(big.astype(np.complex64), big.astype(np.complex64))
     assert not gemm.applies(big.astype(np.int64), big.astype(np.int64))
     assert not gemm.applies(np.ones((2, 64, 64), np.float32), big)
-    monkeypatch.setenv("JITGRAD_GEMM", "numpy")
-    assert gemm.mode() == "numpy"
-    np.testing.assert_array_equal(gemm.matmul(big, big), big @ big)
+    assert gemm.implementations() == {"mm": gemm.matmul, "addmm": gemm.addmm}
+    monkeypatch.setenv("JITGRAD_GEMM", "NumPy")
+    numpy_impls = gemm.implementations()
+    assert numpy_impls["mm"] is np.matmul
+    np.testing.assert_array_equal(numpy_impls["addmm"](big[0], big, big), big[0] + big @ big)
     monkeypatch.setenv("JITGRAD_GEMM", "blas")
     with pytest.raises(ValueError, match="JITGRAD_GEMM='blas' is not one of tiled, numpy"):
-        gemm.matmul(big, big)
+        gemm.implementations()
 
 
 def _mlp_step(backend):

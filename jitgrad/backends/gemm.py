@@ -27,11 +27,12 @@ kernels for 2-D float32/float64 products of at least ``MIN_FLOPS`` multiply-adds
 
 from __future__ import annotations
 
-import os
+from collections.abc import Callable
 
 import numpy as np
 
-MODES = ("tiled", "numpy")
+from .. import _config
+
 # Below this many multiply-adds a product is NumPy's: OpenBLAS runs such products on the calling
 # thread (its SMP threshold, 65536 x GEMM_MULTITHREAD_THRESHOLD 4), so no BLAS worker threads
 # wake up to compete with Numba's, and the call costs less than the kernel's set-up.
@@ -42,14 +43,6 @@ PAGE_BYTES = 4096
 # row of tiles (W3's input gradient: 12.7 ms instead of 16.3); W2's 1 MiB is faster as dot
 # products (177 us against 250).
 DOT_MAX_BYTES = 1 << 21
-
-
-def mode() -> str:
-    """``JITGRAD_GEMM`` (``tiled`` or ``numpy``), read on each call."""
-    value = os.environ.get("JITGRAD_GEMM", "tiled").lower()
-    if value not in MODES:
-        raise ValueError(f"JITGRAD_GEMM={value!r} is not one of {', '.join(MODES)}")
-    return value
 
 
 def applies(a: np.ndarray, b: np.ndarray) -> bool:
@@ -131,8 +124,21 @@ def _flat(x: np.ndarray) -> tuple[np.ndarray, int, int]:
 
 
 def matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    """``a @ b``: by the tiled kernel where it applies and ``JITGRAD_GEMM`` is not ``numpy``,
-    else by NumPy."""
-    if applies(a, b) and mode() == "tiled":
-        return tiled(a, b)
-    return np.matmul(a, b)
+    """``a @ b``: by the tiled kernel where it applies, else by NumPy."""
+    return tiled(a, b) if applies(a, b) else np.matmul(a, b)
+
+
+def addmm(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return bias + matmul(a, b)
+
+
+def _numpy_addmm(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return bias + np.matmul(a, b)
+
+
+def implementations() -> dict[str, Callable[..., np.ndarray]]:
+    """``mm`` and ``addmm`` as ``JITGRAD_GEMM`` selects, read when a program is compiled (not on
+    each product: the lookup costs as much as a small kernel's launch)."""
+    if _config.gemm_mode() == "numpy":
+        return {"mm": np.matmul, "addmm": _numpy_addmm}
+    return {"mm": matmul, "addmm": addmm}

@@ -45,60 +45,80 @@ def tile_columns(dtype: np.dtype) -> int:
     return NV * VECTOR_BYTES // np.dtype(dtype).itemsize
 
 
-def _codegen(size: int, nv: int):
+def _vector_types(size: int):
+    """``(element, lanes, vector type, intrinsic suffix)`` for ``size``-byte floats."""
     element = ir.FloatType() if size == 4 else ir.DoubleType()
     lanes = VECTOR_BYTES // size
-    vec = ir.VectorType(element, lanes)
+    return element, lanes, ir.VectorType(element, lanes), f"v{lanes}{'f32' if size == 4 else 'f64'}"
+
+
+def _data_pointers(context, builder, signature, args, positions):
+    return [context.make_array(signature.args[p])(context, builder, args[p]).data
+            for p in positions]
+
+
+def _k_loop(builder, vec, n_accumulators: int, bound, step: int, name: str, body):
+    """Emit ``for k in range(0, bound, step)`` carrying ``n_accumulators`` vectors that start at
+    zero; ``body(k, accumulators)`` emits one step and returns the updated vectors. Leaves the
+    builder after the loop and returns the accumulators' final values."""
+    i64 = ir.IntType(64)
+    entry = builder.basic_block
+    head = builder.append_basic_block(f"{name}_head")
+    step_block = builder.append_basic_block(f"{name}_body")
+    done = builder.append_basic_block(f"{name}_done")
+    builder.branch(head)
+
+    builder.position_at_end(head)
+    k = builder.phi(i64)
+    k.add_incoming(ir.Constant(i64, 0), entry)
+    accumulators = [builder.phi(vec) for _ in range(n_accumulators)]
+    for acc in accumulators:
+        acc.add_incoming(ir.Constant(vec, None), entry)
+    builder.cbranch(builder.icmp_signed("<", k, bound), step_block, done)
+
+    builder.position_at_end(step_block)
+    updated = body(k, accumulators)
+    k.add_incoming(builder.add(k, ir.Constant(i64, step)), builder.basic_block)
+    for acc, new in zip(accumulators, updated):
+        acc.add_incoming(new, builder.basic_block)
+    builder.branch(head)
+
+    builder.position_at_end(done)
+    return accumulators
+
+
+def _codegen(size: int, nv: int):
+    _, lanes, vec, suffix = _vector_types(size)
     i32, i64 = ir.IntType(32), ir.IntType(64)
-    fma_name = f"llvm.fma.v{lanes}{'f32' if size == 4 else 'f64'}"
 
     def codegen(context, builder, signature, args):
-        a, a_off, a_si, a_sk, b, b_off, b_sk, c, c_off, c_si, k_len, accumulate = args
-        a_ptr = context.make_array(signature.args[0])(context, builder, a).data
-        b_ptr = context.make_array(signature.args[4])(context, builder, b).data
-        c_ptr = context.make_array(signature.args[7])(context, builder, c).data
+        _, a_off, a_si, a_sk, _, b_off, b_sk, _, c_off, c_si, k_len, accumulate = args
+        a_ptr, b_ptr, c_ptr = _data_pointers(context, builder, signature, args, (0, 4, 7))
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3),
-                                             fma_name)
+                                             f"llvm.fma.{suffix}")
 
         def vector_at(base, offset):
             return builder.bitcast(builder.gep(base, [offset]), vec.as_pointer())
 
-        entry = builder.basic_block
-        head = builder.append_basic_block("tile_k_head")
-        body = builder.append_basic_block("tile_k_body")
-        done = builder.append_basic_block("tile_k_done")
-        builder.branch(head)
+        def step(k, accumulators):
+            b_row = builder.add(b_off, builder.mul(k, b_sk))
+            b_vectors = [builder.load(vector_at(b_ptr, builder.add(
+                b_row, ir.Constant(i64, v * lanes))), align=size) for v in range(nv)]
+            a_col = builder.add(a_off, builder.mul(k, a_sk))
+            undef = ir.Constant(vec, ir.Undefined)
+            splat = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
+            updated = []
+            for r in range(MR):
+                at = builder.add(a_col, builder.mul(ir.Constant(i64, r), a_si))
+                scalar = builder.load(builder.gep(a_ptr, [at]), align=size)
+                broadcast = builder.shuffle_vector(
+                    builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat)
+                for v in range(nv):
+                    updated.append(builder.call(fma, [broadcast, b_vectors[v],
+                                                      accumulators[r * nv + v]]))
+            return updated
 
-        builder.position_at_end(head)
-        k = builder.phi(i64)
-        k.add_incoming(ir.Constant(i64, 0), entry)
-        accumulators = [builder.phi(vec) for _ in range(MR * nv)]
-        for acc in accumulators:
-            acc.add_incoming(ir.Constant(vec, None), entry)
-        builder.cbranch(builder.icmp_signed("<", k, k_len), body, done)
-
-        builder.position_at_end(body)
-        b_row = builder.add(b_off, builder.mul(k, b_sk))
-        b_vectors = [builder.load(vector_at(b_ptr, builder.add(b_row, ir.Constant(i64, v * lanes))),
-                                  align=size) for v in range(nv)]
-        a_col = builder.add(a_off, builder.mul(k, a_sk))
-        undef = ir.Constant(vec, ir.Undefined)
-        splat = ir.Constant(ir.VectorType(i32, lanes), [0] * lanes)
-        updated = []
-        for r in range(MR):
-            at = builder.add(a_col, builder.mul(ir.Constant(i64, r), a_si))
-            scalar = builder.load(builder.gep(a_ptr, [at]), align=size)
-            broadcast = builder.shuffle_vector(
-                builder.insert_element(undef, scalar, ir.Constant(i32, 0)), undef, splat)
-            for v in range(nv):
-                updated.append(builder.call(fma, [broadcast, b_vectors[v],
-                                                  accumulators[r * nv + v]]))
-        k.add_incoming(builder.add(k, ir.Constant(i64, 1)), builder.basic_block)
-        for acc, new in zip(accumulators, updated):
-            acc.add_incoming(new, builder.basic_block)
-        builder.branch(head)
-
-        builder.position_at_end(done)
+        accumulators = _k_loop(builder, vec, MR * nv, k_len, 1, "tile_k", step)
         pointers = [vector_at(c_ptr, builder.add(builder.add(c_off, builder.mul(
             ir.Constant(i64, r), c_si)), ir.Constant(i64, v * lanes)))
             for r in range(MR) for v in range(nv)]
@@ -147,17 +167,12 @@ def _compiled(fn):
 
 
 def _codegen_nt(size: int):
-    element = ir.FloatType() if size == 4 else ir.DoubleType()
-    lanes = VECTOR_BYTES // size
-    vec = ir.VectorType(element, lanes)
+    element, lanes, vec, suffix = _vector_types(size)
     i64 = ir.IntType(64)
-    suffix = f"v{lanes}{'f32' if size == 4 else 'f64'}"
 
     def codegen(context, builder, signature, args):
-        a, a_off, a_si, b, b_off, b_sj, c, k_main = args
-        a_ptr = context.make_array(signature.args[0])(context, builder, a).data
-        b_ptr = context.make_array(signature.args[3])(context, builder, b).data
-        c_ptr = context.make_array(signature.args[6])(context, builder, c).data
+        _, a_off, a_si, _, b_off, b_sj, _, k_main = args
+        a_ptr, b_ptr, c_ptr = _data_pointers(context, builder, signature, args, (0, 3, 6))
         fma = cgutils.get_or_insert_function(builder.module, ir.FunctionType(vec, [vec] * 3),
                                              f"llvm.fma.{suffix}")
         reduce_add = cgutils.get_or_insert_function(
@@ -168,37 +183,20 @@ def _codegen_nt(size: int):
             return builder.load(builder.bitcast(builder.gep(base, [offset]), vec.as_pointer()),
                                 align=size)
 
-        entry = builder.basic_block
-        head = builder.append_basic_block("tile_nt_head")
-        body = builder.append_basic_block("tile_nt_body")
-        done = builder.append_basic_block("tile_nt_done")
-        builder.branch(head)
+        def step(k, accumulators):
+            a_vectors = [vector_at(a_ptr, builder.add(builder.add(a_off, k),
+                                                      builder.mul(ir.Constant(i64, r), a_si)))
+                         for r in range(MR_NT)]
+            updated = [None] * (MR_NT * NR_NT)
+            for j in range(NR_NT):
+                b_vector = vector_at(b_ptr, builder.add(builder.add(b_off, k),
+                                                        builder.mul(ir.Constant(i64, j), b_sj)))
+                for r in range(MR_NT):
+                    updated[r * NR_NT + j] = builder.call(
+                        fma, [a_vectors[r], b_vector, accumulators[r * NR_NT + j]])
+            return updated
 
-        builder.position_at_end(head)
-        k = builder.phi(i64)
-        k.add_incoming(ir.Constant(i64, 0), entry)
-        accumulators = [builder.phi(vec) for _ in range(MR_NT * NR_NT)]
-        for acc in accumulators:
-            acc.add_incoming(ir.Constant(vec, None), entry)
-        builder.cbranch(builder.icmp_signed("<", k, k_main), body, done)
-
-        builder.position_at_end(body)
-        a_vectors = [vector_at(a_ptr, builder.add(builder.add(a_off, k),
-                                                  builder.mul(ir.Constant(i64, r), a_si)))
-                     for r in range(MR_NT)]
-        updated = [None] * (MR_NT * NR_NT)
-        for j in range(NR_NT):
-            b_vector = vector_at(b_ptr, builder.add(builder.add(b_off, k),
-                                                    builder.mul(ir.Constant(i64, j), b_sj)))
-            for r in range(MR_NT):
-                updated[r * NR_NT + j] = builder.call(
-                    fma, [a_vectors[r], b_vector, accumulators[r * NR_NT + j]])
-        k.add_incoming(builder.add(k, ir.Constant(i64, lanes)), builder.basic_block)
-        for acc, new in zip(accumulators, updated):
-            acc.add_incoming(new, builder.basic_block)
-        builder.branch(head)
-
-        builder.position_at_end(done)
+        accumulators = _k_loop(builder, vec, MR_NT * NR_NT, k_main, lanes, "tile_nt", step)
         for q, acc in enumerate(accumulators):
             total = builder.call(reduce_add, [ir.Constant(element, 0.0), acc],
                                  fastmath=("reassoc",))

@@ -309,12 +309,8 @@ def lower(fused: Graph) -> tuple[Graph, list[CompiledKernel]]:
     return hit
 
 
-def _addmm(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return bias + gemm.matmul(a, b)
-
-
 # Opaque ops this backend runs with its own implementation instead of the op's NumPy impl.
-_OPAQUE_IMPLS = {"mm": gemm.matmul, "addmm": _addmm}
+_OPAQUE_OPS = ("mm", "addmm")
 
 
 def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
@@ -322,8 +318,9 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     fused, kernels = lower(graph)
     launchers = iter(k.launch for k in kernels)
     impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
-    impls.update({id(e): _OPAQUE_IMPLS[e.op.name] for e in fused.eqns
-                  if e.op.name in _OPAQUE_IMPLS and not e.params})
+    opaque = gemm.implementations()
+    impls.update({id(e): opaque[e.op.name] for e in fused.eqns
+                  if e.op.name in _OPAQUE_OPS and not e.params})
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
     if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
@@ -430,6 +427,7 @@ def roofline(graph: Graph, arrays: list, repeat: int = 7) -> str:
     env = dict(zip(graph.invars, arrays))
     env.update((v, t._data) for v, t in graph.consts.items())
     kernel_of = dict(zip((id(e) for e in fused.eqns if e.op is KERNEL_OP), kernels))
+    opaque = gemm.implementations()
     bandwidth = copy_bandwidth()
     rows = [f"memory roofline: copy bandwidth {bandwidth / 1e9:.1f} GB/s"]
     for e in fused.eqns:
@@ -446,16 +444,16 @@ def roofline(graph: Graph, arrays: list, repeat: int = 7) -> str:
             rows.append(f"{e.params['name']}: {k.ks.n_ops} ops over {list(k.ks.domain)}, "
                         f"{t * 1e6:.1f} us, {read + written} B moved, {rate / 1e9:.2f} GB/s = "
                         f"{100 * rate / bandwidth:.0f}% of copy bandwidth")
-        elif e.op.name in _OPAQUE_IMPLS and not e.params:
+        elif e.op.name in _OPAQUE_OPS and not e.params:
             ins = [env[v] for v in e.inputs]
-            impl = _OPAQUE_IMPLS[e.op.name]
+            impl = opaque[e.op.name]
             run = functools.partial(impl, *ins)
             run()  # (compiles on first use)
             t = sorted(_timed(run) for _ in range(repeat))[repeat // 2]
             outs = [run()]
             a, b = ins[-2:]
             flops = 2 * a.shape[0] * a.shape[1] * b.shape[1]
-            path = "tiled" if gemm.applies(a, b) and gemm.mode() == "tiled" else "numpy"
+            path = "tiled" if opaque["mm"] is gemm.matmul and gemm.applies(a, b) else "numpy"
             rows.append(f"{e.op.name} {list(a.shape)} x {list(b.shape)} ({path}): "
                         f"{t * 1e6:.1f} us, {flops / t / 1e9:.0f} GFLOPS")
         else:
