@@ -8,7 +8,7 @@ from typing import Any
 def get_num_threads() -> int:
     """The number of threads jitgrad's parallel CPU kernels run on (Numba's thread count).
 
-    NumPy's BLAS (matmul) keeps its own thread pool, which this does not report.
+    NumPy's BLAS (eager matmul) keeps its own thread pool, which ``set_num_threads`` also sets.
     """
     import numba
 
@@ -20,7 +20,9 @@ def set_num_threads(int: Any) -> None:  # noqa: A002 - torch's argument name
 
     As Numba's ``set_num_threads``, the setting belongs to the calling thread, and it is capped
     at the threads Numba started with (``NUMBA_NUM_THREADS``, by default the number of cores).
-    NumPy's BLAS keeps its own pool (``OPENBLAS_NUM_THREADS`` sets it at start-up).
+    As torch sets its BLAS's threads, this also sets (to the same, capped count) the threads of
+    the OpenBLAS NumPy runs eager matrix products on, for the whole process (a NumPy built on
+    another BLAS is left alone).
 
     Args:
         int: a positive number of threads.
@@ -33,4 +35,8 @@ def set_num_threads(int: Any) -> None:  # noqa: A002 - torch's argument name
         raise RuntimeError("set_num_threads expects a positive integer")
     import numba
 
-    numba.set_num_threads(min(int, numba.config.NUMBA_NUM_THREADS))
+    from ._blas_threads import set_blas_threads
+
+    count = min(int, numba.config.NUMBA_NUM_THREADS)
+    numba.set_num_threads(count)
+    set_blas_threads(count)

@@ -130,15 +130,23 @@ def test_randint_like():
 def test_thread_count():
     import numba
 
-    n = jg.get_num_threads()
+    from jitgrad._blas_threads import blas_threads, set_blas_threads
+
+    n, blas = jg.get_num_threads(), blas_threads()
     assert n == numba.get_num_threads() and n >= 1
+    # found wherever NumPy runs on OpenBLAS (its wheels do)
+    assert (blas is not None) == ("openblas" in str(np.__config__.CONFIG).lower())
     try:
         jg.set_num_threads(1)
         assert jg.get_num_threads() == 1
+        assert blas_threads() in (1, None)  # NumPy's OpenBLAS too, as torch sets its BLAS's
         jg.set_num_threads(10_000)  # capped at the threads Numba started
         assert jg.get_num_threads() == numba.config.NUMBA_NUM_THREADS
+        assert blas_threads() in (numba.config.NUMBA_NUM_THREADS, None)
     finally:
         jg.set_num_threads(n)
+        if blas is not None:
+            set_blas_threads(blas)
     for bad, text in ((0, "set_num_threads expects a positive integer"),
                       (2.5, "set_num_threads expects an int, but got float")):
         with pytest.raises(RuntimeError, match=text):
