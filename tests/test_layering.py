@@ -30,7 +30,7 @@ ROOT = "jitgrad"  # (as a prefix in LAYERS, the package's __init__ names only it
 LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
               "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad._numba_load",
-              "jitgrad._threads", "jitgrad._deterministic",
+              "jitgrad._threads", "jitgrad._blas_threads", "jitgrad._deterministic",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields"]),
