@@ -32,6 +32,9 @@ from ._deterministic import (are_deterministic_algorithms_enabled, get_determini
                              set_deterministic_debug_mode, set_float32_matmul_precision,
                              use_deterministic_algorithms)
 from ._type_info import can_cast, finfo, iinfo, is_complex, is_floating_point
+from .amp.autocast_mode import (autocast, get_autocast_cpu_dtype, get_autocast_dtype,
+                                get_autocast_gpu_dtype, is_autocast_cpu_enabled,
+                                is_autocast_enabled, set_autocast_dtype, set_autocast_enabled)
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
 
@@ -45,7 +48,7 @@ def __getattr__(name: str):
     import importlib
 
     if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing",
-                "special", "distributions", "fft", "accelerator"):
+                "special", "distributions", "fft", "accelerator", "amp", "cpu"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":  # torch.vmap is torch.func.vmap
         from .func import vmap

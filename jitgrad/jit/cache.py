@@ -29,7 +29,7 @@ CacheInfo = namedtuple("CacheInfo", ["hits", "misses", "entries", "trace_seconds
 # specializations kept per function (torch.compile's recompile limit): JITGRAD_CACHE_SIZE_LIMIT
 cache_size_limit = _config.cache_size_limit
 
-KEY_FIELDS = ("shapes", "dtypes", "devices", "requires_grad", "grad_mode", "static")
+KEY_FIELDS = ("shapes", "dtypes", "devices", "requires_grad", "grad_mode", "autocast", "static")
 
 _LEAF = object()  # marks a tensor position in a tree spec
 LEAF = _LEAF  # the spec of a single tensor
@@ -188,7 +188,7 @@ def make_key(tensors: list, spec: Any) -> tuple:
     return (tuple(tuple(t.shape) for t in tensors), tuple(t.dtype for t in tensors),
             tuple(str(t.device) for t in tensors),
             tuple(t.requires_grad for t in tensors) if grad else None,
-            (state.grad_enabled, state.inference), spec)
+            (state.grad_enabled, state.inference), state.autocast, spec)
 
 
 def explain_miss(fn_name: str, key: tuple, earlier: list) -> str:

@@ -446,7 +446,8 @@ def _dual(args: tuple, kwargs: dict) -> bool:
 
 def _fast_key(args: tuple) -> tuple | None:
     """The lean path's key: each tensor's shape, dtype and (with grad mode on) requires_grad,
-    and the grad mode; None if an argument is not a tensor (the general path handles it)."""
+    the grad mode and autocast's state; None if an argument is not a tensor (the general path
+    handles it)."""
     if registry.cuda_live:  # the lean key has no device: cuda calls take the general path
         for t in args:
             if isinstance(t, Tensor) and t.is_cuda:
@@ -457,11 +458,11 @@ def _fast_key(args: tuple) -> tuple | None:
             if not isinstance(t, Tensor):
                 return None
             key.append((t._data.shape, t._dtype, t.requires_grad))
-        return (True, *key)
+        return (True, state.autocast, *key)
     for t in args:
         if not isinstance(t, Tensor):
             return None
-    return (False, state.inference, *[(t._data.shape, t._dtype) for t in args])
+    return (False, state.inference, state.autocast, *[(t._data.shape, t._dtype) for t in args])
 
 
 def _backend_seconds() -> float:

@@ -5,6 +5,7 @@ composed of jitgrad ops with torch's gradients at the kinks (zero where torch's 
 
 from __future__ import annotations
 
+from ..ops.autocast_policy import LOWER, autocast_policy
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.nn_ops2 import ELU
 from ..ops.registry import apply
@@ -128,6 +129,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
     return a * b.sigmoid()
 
 
+@autocast_policy(LOWER)
 def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     """``input`` where non-negative, else ``weight * input`` (``weight`` one value or one per
     channel, dim 1)."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..ops.autocast_policy import LOWER, autocast_policy
 from .. import dtypes
 from ..ops import composite
 from ..ops.creation import zeros
@@ -114,6 +115,7 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # 
 # ---------------------------------------------------------------- layers
 
 
+@autocast_policy(LOWER)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
     """``input @ weight.T + bias``; one ``addmm`` (``AddmmBackward0``) as torch records it."""
     if bias is None:

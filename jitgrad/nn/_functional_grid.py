@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..ops.autocast_policy import FP32, autocast_policy
 from ..ops.creation import linspace, ones
 from ..ops.movement import stack
 from ..tensor import Tensor
@@ -67,6 +68,7 @@ def _reflect(coord: Tensor, lo: float, hi: float) -> Tensor:
     return extra.where(even, span - extra) + lo
 
 
+@autocast_policy(FP32)
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Samples ``input`` ``(N, C, H, W)`` at the ``grid`` ``(N, Ho, Wo, 2)`` locations (x, y in

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import warnings
 
+from ..ops.autocast_policy import FP32, autocast_policy
 from .. import dtypes
 from ..ops.nn_ops import MSE_LOSS, NLL_LOSS
 from ..ops.nn_ops2 import (BINARY_CROSS_ENTROPY, BINARY_CROSS_ENTROPY_WITH_LOGITS, HUBER_LOSS,
@@ -47,6 +48,7 @@ def _reduction(reduction: str, size_average: bool | None = None,
 # ---------------------------------------------------------------- losses
 
 
+@autocast_policy(FP32)
 def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
              reduce: bool | None = None, reduction: str = "mean",
              weight: Tensor | None = None) -> Tensor:
@@ -100,6 +102,7 @@ def _to_rows(input: Tensor, target: Tensor) -> tuple[Tensor, Tensor]:
     return input.permute(*perm).reshape(-1, c), target.reshape(-1)
 
 
+@autocast_policy(FP32)
 def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
              size_average: bool | None = None, ignore_index: int = -100,
              reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -134,6 +137,7 @@ def nll_loss(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noq
     return out.reshape(tuple(target.shape)) if reduction == "none" else out
 
 
+@autocast_policy(FP32)
 def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  # noqa: A002
                   size_average: bool | None = None, ignore_index: int = -100,
                   reduce: bool | None = None, reduction: str = "mean",
@@ -240,6 +244,7 @@ def _reduce(loss: Tensor, reduction: str) -> Tensor:
     return loss.mean() if reduction == "mean" else loss.sum()
 
 
+@autocast_policy(FP32)
 def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
             reduce: bool | None = None, reduction: str = "mean",
             weight: Tensor | None = None) -> Tensor:
@@ -255,6 +260,7 @@ def l1_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  # 
     return _reduce((x - y).abs(), _reduction(reduction))
 
 
+@autocast_policy(FP32)
 def smooth_l1_loss(input: Tensor, target: Tensor,  # noqa: A002
                    size_average: bool | None = None, reduce: bool | None = None,
                    reduction: str = "mean", beta: float = 1.0) -> Tensor:
@@ -272,6 +278,7 @@ def smooth_l1_loss(input: Tensor, target: Tensor,  # noqa: A002
     return apply(SMOOTH_L1_LOSS, x, y, reduction=reduction, beta=float(beta))
 
 
+@autocast_policy(FP32)
 def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: A002
                delta: float = 1.0, weight: Tensor | None = None) -> Tensor:
     """``0.5 d**2`` where ``|d| < delta``, else ``delta (|d| - 0.5 delta)``."""
@@ -287,6 +294,7 @@ def huber_loss(input: Tensor, target: Tensor, reduction: str = "mean",  # noqa: 
     return apply(HUBER_LOSS, x, y, reduction=_reduction(reduction), delta=float(delta))
 
 
+@autocast_policy(FP32)
 def binary_cross_entropy(input: Tensor, target: Tensor,  # noqa: A002
                          weight: Tensor | None = None, size_average: bool | None = None,
                          reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -305,6 +313,7 @@ def binary_cross_entropy(input: Tensor, target: Tensor,  # noqa: A002
     return apply(BINARY_CROSS_ENTROPY, input, target, weight, reduction=reduction)
 
 
+@autocast_policy(FP32)
 def binary_cross_entropy_with_logits(input: Tensor, target: Tensor,  # noqa: A002
                                      weight: Tensor | None = None,
                                      size_average: bool | None = None,

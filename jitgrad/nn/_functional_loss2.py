@@ -8,6 +8,7 @@ import math
 import warnings
 
 from ..autograd.grad_mode import no_grad
+from ..ops.autocast_policy import FP32, autocast_policy
 from ..ops.creation import full_like
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.registry import apply
@@ -34,6 +35,7 @@ def _logsigmoid(x: Tensor) -> Tensor:
     return -softplus(-x)
 
 
+@autocast_policy(FP32)
 def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,  # noqa: A002
            reduce: bool | None = None, reduction: str = "mean",
            log_target: bool = False) -> Tensor:
@@ -57,6 +59,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,  # n
     return _reduce(loss, mode)
 
 
+@autocast_policy(FP32)
 def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
                         margin: float = 0.0, size_average: bool | None = None,
                         reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -69,6 +72,7 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
     return _reduce(loss, _reduction(reduction, size_average, reduce))
 
 
+@autocast_policy(FP32)
 def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # noqa: A002
                          size_average: bool | None = None, reduce: bool | None = None,
                          reduction: str = "mean") -> Tensor:
@@ -78,6 +82,7 @@ def hinge_embedding_loss(input: Tensor, target: Tensor, margin: float = 1.0,  # 
     return _reduce(margin_part + self_part, _reduction(reduction, size_average, reduce))
 
 
+@autocast_policy(FP32)
 def soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                      size_average: bool | None = None, reduce: bool | None = None,
                      reduction: str = "mean") -> Tensor:
@@ -86,6 +91,7 @@ def soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     return _reduce(loss, _reduction(reduction, size_average, reduce))
 
 
+@autocast_policy(FP32)
 def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
                           margin: float = 0.0, size_average: bool | None = None,
                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
@@ -105,6 +111,7 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
     return _reduce(loss, _reduction(reduction, size_average, reduce))
 
 
+@autocast_policy(FP32)
 def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
                         margin: float = 1.0, p: float = 2, eps: float = 1e-6, swap: bool = False,
                         size_average: bool | None = None, reduce: bool | None = None,
@@ -123,6 +130,7 @@ def triplet_margin_loss(anchor: Tensor, positive: Tensor, negative: Tensor,
     return _reduce(loss, _reduction(reduction, size_average, reduce))
 
 
+@autocast_policy(FP32)
 def poisson_nll_loss(input: Tensor, target: Tensor, log_input: bool = True,  # noqa: A002
                      full: bool = False, size_average: bool | None = None, eps: float = 1e-8,
                      reduce: bool | None = None, reduction: str = "mean") -> Tensor:

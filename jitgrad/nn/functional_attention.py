@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from .. import dtypes
+from ..ops.autocast_policy import LOWER, autocast_policy
 from ..ops.creation import ones, zeros
 from ..ops.movement import cat
 from ..ops.selection import where
@@ -29,6 +30,7 @@ def _additive(mask: Tensor | None, dtype: dtypes.dtype, allowed_when: bool) -> T
     return mask.to(dtype) if mask.dtype is not dtype else mask
 
 
+@autocast_policy(LOWER)
 def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,

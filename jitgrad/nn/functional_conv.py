@@ -14,6 +14,7 @@ from ..autograd.grad_mode import no_grad
 from ..ops import batch_norm as _bn
 from ..ops import conv as _conv_ops
 from ..ops import pool as _pool
+from ..ops.autocast_policy import LOWER, autocast_policy
 from ..tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
@@ -188,6 +189,7 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, stride: 
     return out if batched else out.squeeze(0)
 
 
+@autocast_policy(LOWER)
 def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:
@@ -205,6 +207,7 @@ def conv_transpose1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                            dilation, 1)
 
 
+@autocast_policy(LOWER)
 def conv_transpose2d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
                      stride: Any = 1, padding: Any = 0, output_padding: Any = 0, groups: int = 1,
                      dilation: Any = 1) -> Tensor:

@@ -26,7 +26,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import nn_kernels
-from .registry import BILINEAR, OPAQUE, apply, defop
+from .registry import AUTOCAST_LOWER, BILINEAR, OPAQUE, apply, defop
 
 
 def _as2d(x: np.ndarray, stride, padding, dilation):
@@ -242,7 +242,7 @@ def _conv_jvp(tangents, ans, x, w, b, **p):
 
 CONVOLUTION = defop(
     "convolution", _conv_impl, kind=OPAQUE, meta=_conv_meta, save=(0, 1),
-    node_name="ConvolutionBackward0", jvp=_conv_jvp,
+    node_name="ConvolutionBackward0", jvp=_conv_jvp, autocast=AUTOCAST_LOWER,
     vjp=(lambda g, ans, x, w, b, **p: _grad_input(g, w, x.shape[2:], **p),
          lambda g, ans, x, w, b, **p: _grad_weight(x, g, w.shape[2:], **p),
          lambda g, ans, x, w, b, **p: g.sum((0,) + tuple(range(2, g.ndim)))))

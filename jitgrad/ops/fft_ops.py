@@ -25,7 +25,7 @@ import math
 import numpy as np
 
 from .. import dtypes
-from .registry import LINEAR, OPAQUE, apply, defop
+from .registry import AUTOCAST_FP32, LINEAR, OPAQUE, apply, defop
 
 NORM_NONE, NORM_BY_ROOT_N, NORM_BY_N = 0, 1, 2
 
@@ -96,6 +96,7 @@ def _as_complex(g):
 
 
 FFT_C2C = defop("_fft_c2c", _c2c_impl, kind=OPAQUE,
+                autocast=AUTOCAST_FP32,
                 meta=lambda x, dim, norm, forward: (tuple(x.shape), x.dtype),
                 node_name="FftC2CBackward0", vjp=(_c2c_vjp,), jvp=LINEAR, batch=_batch_rule,
                 saved_names={"dim": ("param", "dim"), "normalization": ("param", "norm"),
@@ -130,6 +131,7 @@ def _r2c_vjp(g, ans, x, dim, norm, onesided):
 
 
 FFT_R2C = defop("_fft_r2c", _r2c_impl, kind=OPAQUE, meta=_r2c_meta,
+                autocast=AUTOCAST_FP32,
                 node_name="FftR2CBackward0", vjp=(_r2c_vjp,), jvp=LINEAR, batch=_batch_rule,
                 saved_names={"dim": ("param", "dim"), "normalization": ("param", "norm"),
                              "onesided": ("param", "onesided")})
@@ -164,6 +166,7 @@ def _c2r_vjp(g, ans, x, dim, norm, last_dim_size):
 
 
 FFT_C2R = defop("_fft_c2r", _c2r_impl, kind=OPAQUE, meta=_c2r_meta,
+                autocast=AUTOCAST_FP32,
                 node_name="FftC2RBackward0", vjp=(_c2r_vjp,), jvp=LINEAR, batch=_batch_rule,
                 saved_names={"dim": ("param", "dim"), "normalization": ("param", "norm"),
                              "last_dim_size": ("param", "last_dim_size")})

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .registry import BILINEAR, OPAQUE, apply, defop
+from .autocast_policy import LOWER, autocast_policy
+from .registry import AUTOCAST_LOWER, BILINEAR, OPAQUE, apply, defop
 from .surface import public
 
 
@@ -66,12 +67,18 @@ def _mH(x):  # noqa: N802 - torch's name
     return x.transpose(-2, -1).conj()
 
 
-MM = defop("mm", np.matmul, kind=OPAQUE, meta=_mm_meta, save=(0, 1),
+def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == np.float16:  # NumPy has no half BLAS and sums in half; torch sums in float
+        return np.matmul(a.astype(np.float32), b.astype(np.float32)).astype(np.float16)
+    return np.matmul(a, b)
+
+
+MM = defop("mm", _matmul, kind=OPAQUE, meta=_mm_meta, save=(0, 1), autocast=AUTOCAST_LOWER,
            vjp=(lambda g, ans, a, b: g.mm(_mH(b)), lambda g, ans, a, b: _mH(a).mm(g)),
            jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
            saved_names={"self": ("input", 0), "mat2": ("input", 1),
                         "self_sym_sizes": ("sizes", 0), "mat2_sym_sizes": ("sizes", 1)})
-BMM = defop("bmm", np.matmul, kind=OPAQUE, meta=_bmm_meta, save=(0, 1),
+BMM = defop("bmm", _matmul, kind=OPAQUE, meta=_bmm_meta, save=(0, 1), autocast=AUTOCAST_LOWER,
             vjp=(lambda g, ans, a, b: g.bmm(_mH(b)), lambda g, ans, a, b: _mH(a).bmm(g)),
             jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
             saved_names={"self": ("input", 0), "mat2": ("input", 1)})
@@ -103,8 +110,8 @@ def _addmm_jvp(tangents, ans, bias, a, b):
     return out
 
 
-ADDMM = defop("addmm", lambda bias, a, b: bias + a @ b, kind=OPAQUE, meta=_addmm_meta,
-              save=(1, 2),
+ADDMM = defop("addmm", lambda bias, a, b: bias + _matmul(a, b), kind=OPAQUE,
+              meta=_addmm_meta, save=(1, 2), autocast=AUTOCAST_LOWER,
               vjp=(lambda g, ans, bias, a, b: g, lambda g, ans, bias, a, b: g.mm(_mH(b)),
                    lambda g, ans, bias, a, b: _mH(a).mm(g)),
               jvp=_addmm_jvp, save_if={1: (2,), 2: (1,)},
@@ -148,6 +155,7 @@ def addmm(input, mat1, mat2):  # noqa: A002
 
 
 @public("matmul", method=True)
+@autocast_policy(LOWER)
 def matmul(input, other):  # noqa: A002
     """Matrix product with torch.matmul's rules for 1-D, 2-D and batched operands.
 

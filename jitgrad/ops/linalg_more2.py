@@ -17,6 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .autocast_policy import LOWER, autocast_policy
 from .. import dtypes
 from .linalg2 import (_NOT_PD, LINALG_CHOLESKY, LINALG_INV, LINALG_SOLVE, LinAlgError,
                       _check_square, _mh, _scalar)
@@ -235,6 +236,7 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
 # ---------------------------------------------------------------- compositions
 
 
+@autocast_policy(LOWER)
 def vecdot(x, y, *, dim: int = -1):
     """``sum(x.conj() * y, dim)``: the dot products of (batches of) vectors along ``dim``."""
     if x.dtype is not y.dtype:

@@ -13,7 +13,7 @@ import numpy as np
 from .. import dtypes
 from . import nn_kernels
 from .elementwise import where
-from .registry import ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
+from .registry import AUTOCAST_FP32, ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2 = 1 / math.sqrt(2)
@@ -243,6 +243,7 @@ def _nll_meta(logp, target, weight, reduction, ignore_index):
 
 
 NLL_LOSS = defop("nll_loss", _nll_impl, kind=OPAQUE, meta=_nll_meta, save=(1, 2),
+                 autocast=AUTOCAST_FP32,
                  vjp=_nll_vjp,
                  jvp=lambda ts, ans, logp, target, weight, reduction, ignore_index:
                  None if ts[0] is None else apply(NLL_LOSS, ts[0], target, weight,
@@ -280,6 +281,7 @@ def _mse_jvp(tangents, ans, x, y, reduction):
 
 
 MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1),
+                 autocast=AUTOCAST_FP32,
                  vjp=(lambda g, ans, x, y, reduction: _mse_grad(g, x, y, reduction),
                       lambda g, ans, x, y, reduction: -_mse_grad(g, x, y, reduction)),
                  decompose=lambda x, y, reduction: {

@@ -12,6 +12,11 @@ FLOAT = "float"  # promoted dtype, integers and bool become the default float (e
 BOOL = "bool"  # computed in the promoted dtype, returns bool (eq, lt, ...)
 
 
+# ``OpDef.autocast``: how autocast casts an op's floating inputs (``ops.autocast_policy``)
+AUTOCAST_LOWER = "lower"  # to the autocast's lower-precision dtype (mm, conv, ...)
+AUTOCAST_FP32 = "fp32"  # to float32 (losses, reductions that lose precision, ...)
+
+
 class _SaveAll:
     """``save=SAVE_ALL``: every input is saved (a backward that may read any of them)."""
 

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape
+from .autocast_policy import FP32, autocast_policy
 from .registry import LINEAR, OPS, REDUCE, ReduceTemplate, apply, defop
 from .surface import public
 
@@ -247,6 +248,7 @@ def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
 
 
 @public("prod", method=True)
+@autocast_policy(FP32)
 def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """Product of elements, over one ``dim`` or over all of them."""
     if dim is None:

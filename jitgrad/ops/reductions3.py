@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
+from .autocast_policy import FP32, autocast_policy
 from .registry import LINEAR, OPAQUE, apply, defop
 from .selection import _full_index, _gather_to, where
 from .surface import public
@@ -301,6 +302,7 @@ def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # 
 
 
 @public("quantile", method=True)
+@autocast_policy(FP32)
 def quantile(input, q, dim=None, keepdim: bool = False, *,  # noqa: A002
              interpolation: str = "linear"):
     """The ``q``-quantiles (a number or a 1-D tensor: then a leading dim of quantiles) of all
@@ -309,6 +311,7 @@ def quantile(input, q, dim=None, keepdim: bool = False, *,  # noqa: A002
 
 
 @public("nanquantile", method=True)
+@autocast_policy(FP32)
 def nanquantile(input, q, dim=None, keepdim: bool = False, *,  # noqa: A002
                 interpolation: str = "linear"):
     """``quantile`` ignoring NaNs (NaN where a row holds nothing else)."""

@@ -25,15 +25,39 @@ import numpy as np
 from .. import dtypes
 from .._cuda_array import CudaArray as _CudaArray
 from .op_fields import (  # (re-exported: the ops import every field value from here)
+    AUTOCAST_FP32 as AUTOCAST_FP32,
+)
+from .op_fields import (
+    AUTOCAST_LOWER as AUTOCAST_LOWER,
+)
+from .op_fields import (
     BOOL as BOOL,
+)
+from .op_fields import (
     FLOAT as FLOAT,
+)
+from .op_fields import (
     MOVEMENT as MOVEMENT,
+)
+from .op_fields import (
     OPAQUE as OPAQUE,
+)
+from .op_fields import (
     POINTWISE as POINTWISE,
+)
+from .op_fields import (
     REDUCE as REDUCE,
+)
+from .op_fields import (
     SAME as SAME,
+)
+from .op_fields import (
     SAVE_ALL as SAVE_ALL,
+)
+from .op_fields import (
     Public as Public,
+)
+from .op_fields import (
     ReduceTemplate as ReduceTemplate,
 )
 
@@ -80,6 +104,8 @@ class OpDef:
       ``p.shape(dims)`` a shape, ``p.ndim`` the input's dimensions, ``p.dtype`` the output's
       NumPy dtype, and ``p.bind(expr)``
       / ``p.line(statement)`` emit statements (``bind`` returns the new name).
+    * ``autocast``: ``AUTOCAST_LOWER`` or ``AUTOCAST_FP32``: how autocast casts the op's
+      floating inputs (``ops/autocast_policy.py``); None: it leaves them alone.
     * ``public``: a ``Public`` (or a name: the ``jitgrad`` function and Tensor method): where
       the op is exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
     """
@@ -89,7 +115,7 @@ class OpDef:
                  "view", "broadcast", "by_category", "save_if", "empty_forbidden", "identity",
                  "passthrough", "involution", "nondeterministic", "graph_impl", "public",
                  "outputs_requiring_grad", "contiguous_fallback", "saved_names",
-                 "saved_indices", "index_map", "batch", "program")
+                 "saved_indices", "index_map", "batch", "program", "autocast")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -98,7 +124,7 @@ class OpDef:
                  passthrough=False, involution=False, nondeterministic=False, graph_impl=None,
                  public=None, outputs_requiring_grad=None,
                  contiguous_fallback=None, saved_names=None, saved_indices=None,
-                 index_map=False, batch=None, program=None):
+                 index_map=False, batch=None, program=None, autocast=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -127,6 +153,7 @@ class OpDef:
         # generic rule of ``kind``, else a loop over the batch
         self.batch = batch
         self.program = program
+        self.autocast = autocast
         # A pointwise op whose result dtype follows its category alone and whose output is no
         # view (set by ``defop``): the dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
@@ -249,6 +276,8 @@ class _DispatchState(threading.local):
         self.grad_enabled = True
         self.inference = False
         self.traces: list = []  # active jit traces, innermost last
+        # autocast's enabled (device type, dtype) pairs (jitgrad.amp): () when it is off
+        self.autocast: tuple = ()
 
 
 state = _DispatchState()
@@ -364,6 +393,8 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
 def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
     st = state
+    if st.autocast and op.autocast is not None:
+        args = autocast_arguments(op.autocast, args)
     if st.traces:
         if st.traces[-1].batching:  # vmap (jitgrad/func/vmap.py) routes every op itself
             return st.traces[-1].bind(op, args, params)
@@ -381,6 +412,33 @@ def _apply(op: OpDef, args: tuple, params: dict):
         out_dtype = (out_dtype,) * len(out)
     result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
     return _finish(op, args, params, result, result)
+
+
+_AUTOCAST_ELIGIBLE = (dtypes.float16, dtypes.float32)
+
+
+def _autocast_one(x: Any, policy: str, enabled: tuple) -> Any:
+    if isinstance(x, Tensor) and x._dtype in _AUTOCAST_ELIGIBLE:
+        device_type = x.device.type
+        for on_type, dtype in enabled:
+            if on_type == device_type:
+                target = dtype if policy == AUTOCAST_LOWER else dtypes.float32
+                return x if x._dtype is target else x.to(target)
+        return x
+    if isinstance(x, (list, tuple)) and x and isinstance(x[0], Tensor):
+        return type(x)(_autocast_one(t, policy, enabled) for t in x)
+    return x
+
+
+def autocast_arguments(policy: str, args: tuple, kwargs: dict | None = None) -> tuple:
+    """``args`` (and ``kwargs``) with each tensor autocast makes eligible cast as ``policy``
+    says (``ops/autocast_policy.py``): floating but not float64, on a device type whose
+    autocast is on; to its dtype (``AUTOCAST_LOWER``) or to float32 (``AUTOCAST_FP32``)."""
+    enabled = state.autocast
+    args = tuple(_autocast_one(a, policy, enabled) for a in args)
+    if kwargs is None:
+        return args
+    return args, {k: _autocast_one(v, policy, enabled) for k, v in kwargs.items()}
 
 
 def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):

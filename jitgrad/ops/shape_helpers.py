@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .autocast_policy import LOWER, autocast_policy
 from .. import dtypes
 from ._shape import wrap_dim
 from .arranging import meshgrid, tensordot
@@ -365,6 +366,7 @@ def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803 - t
 
 
 @public("baddbmm", method=True, inplace=True)
+@autocast_policy(LOWER)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
     """``beta * input + alpha * (batch1 @ batch2)`` over a batch of matrices (``input`` is
     ignored, NaNs included, when ``beta`` is 0)."""

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from .autocast_policy import FP32, autocast_policy
 from .fft_ops import FFT_C2C, FFT_C2R, FFT_R2C, NORM_BY_N, NORM_BY_ROOT_N, NORM_NONE
 from .registry import apply, state
 from .surface import public
@@ -164,6 +165,7 @@ def _pad_signal(x, pad: int, mode: str):
 
 
 @public("stft", method=True)
+@autocast_policy(FP32)
 def stft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
          win_length: int | None = None, window: Any = None, center: bool = True,
          pad_mode: str = "reflect", normalized: bool = False, onesided: bool | None = None,

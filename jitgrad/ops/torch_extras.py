@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .autocast_policy import FP32, autocast_policy
 from .. import dtypes
 from ._shape import wrap_dim
 from .arranging import _cross, _diagonal_of, roll_pieces, tile_pieces
@@ -148,6 +149,7 @@ TRACE = defop(
 
 
 @public("trace", method=True)
+@autocast_policy(FP32)
 def trace(input):  # noqa: A002
     """The sum of a matrix's main diagonal."""
     if input.ndim != 2:

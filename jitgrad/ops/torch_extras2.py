@@ -15,7 +15,7 @@ from .composite import _correction, _std_vjp, _var_decompose, _var_jvp, _var_met
 from .indexing import INDEX_PUT, _normalize_key
 from .movement import stack
 from .reduce import expand_reduced
-from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
+from .registry import AUTOCAST_FP32, LINEAR, MOVEMENT, OPAQUE, apply, defop
 from .selection import where
 from .surface import public
 
@@ -463,9 +463,11 @@ def _cdist_jvp(tangents, ans, x1, x2, p):
     return (w * dt).sum(-1)
 
 
-CDIST = defop("cdist", _cdist_impl, kind=OPAQUE, meta=_cdist_meta, save=(0, 1), save_output=True,
-              vjp=_cdist_vjp, jvp=_cdist_jvp, saved_names={"p": ("param", "p"), "x1": ("input", 0),
-                                           "x2": ("input", 1), "result": ("output", 0)})
+CDIST = defop(
+    "cdist", _cdist_impl, kind=OPAQUE, autocast=AUTOCAST_FP32, meta=_cdist_meta, save=(0, 1),
+    save_output=True, vjp=_cdist_vjp, jvp=_cdist_jvp,
+    saved_names={"p": ("param", "p"), "x1": ("input", 0), "x2": ("input", 1),
+                 "result": ("output", 0)})
 
 
 def _euclidean_dist(x1, x2):

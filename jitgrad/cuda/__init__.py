@@ -30,7 +30,7 @@ def is_available() -> bool:
 
 def synchronize(device=None) -> None:
     """Waits for every kernel launched on the cuda device to finish."""
-    from .device import check_device
+    from ..device import check_device
 
     check_device("cuda" if device is None else device)
     _numba_cuda().synchronize()
@@ -69,8 +69,8 @@ def manual_seed(seed: int) -> None:
     Args:
         seed: the seed, an integer.
     """
-    from . import _cuda_array
-    from .random import default_generator
+    from .. import _cuda_array
+    from ..random import default_generator
 
     _cuda_array.DEVICE_SEED.update(seed=int(seed), rng=default_generator()._rng)
 
@@ -82,3 +82,11 @@ def manual_seed_all(seed: int) -> None:
         seed: the seed, an integer.
     """
     manual_seed(seed)
+
+
+def __getattr__(name: str):
+    if name == "amp":  # torch.cuda.amp's deprecated names (imported on first use)
+        import importlib
+
+        return importlib.import_module(f"{__name__}.amp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
