@@ -238,3 +238,29 @@ def test_custom_fwd_casts_inputs_and_custom_bwd_restores_the_state():
     out.sum().backward()  # outside autocast, but the backward runs in the forward's state
     assert seen["plain"] is True and not jg.is_autocast_enabled("cpu")
     W.grad = None
+
+
+LINALG = {
+    "inv": lambda m, a: m.linalg.inv(a), "solve": lambda m, a: m.linalg.solve(a, a),
+    "cholesky": lambda m, a: m.linalg.cholesky(a), "eigh": lambda m, a: m.linalg.eigh(a)[0],
+    "qr": lambda m, a: m.linalg.qr(a)[1], "svd": lambda m, a: m.linalg.svd(a)[1],
+    "eigvals": lambda m, a: m.linalg.eig(a)[0].real.sort().values,
+    "cholesky_solve": lambda m, a: m.cholesky_solve(a, m.linalg.cholesky(a)),
+    "lstsq": lambda m, a: m.linalg.lstsq(a, a)[0],
+    "matrix_rank": lambda m, a: m.linalg.matrix_rank(a),
+    "svdvals": lambda m, a: m.linalg.svdvals(a), "cond": lambda m, a: m.linalg.cond(a),
+    "inverse": lambda m, a: m.inverse(a),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LINALG))
+def test_linalg_runs_in_float32_on_half_inputs_as_torch(name):
+    spd = np.random.default_rng(9).standard_normal((4, 4))
+    spd = (spd @ spd.T + 4 * np.eye(4)).astype(np.float16)
+    with jg.autocast("cpu", dtype=jg.float16):
+        ours = LINALG[name](jg, jg.tensor(spd))
+    with torch.autocast("cpu", dtype=torch.float16):
+        theirs = LINALG[name](torch, torch.tensor(spd))
+    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    np.testing.assert_allclose(ours.double().numpy(), theirs.double().numpy(), rtol=1e-3,
+                               atol=1e-3)

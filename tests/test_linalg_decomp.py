@@ -152,6 +152,18 @@ def test_lstsq(shape, rhs, driver):
     np.testing.assert_allclose(b.grad.numpy(), tb.grad.numpy(), rtol=1e-8, atol=1e-10)
 
 
+def test_lstsq_and_pinv_in_float32():
+    # (float32's eps is a NumPy float32, no Python float: it was refused as a "tensor" tolerance)
+    a = np.random.default_rng(7).standard_normal((6, 3)).astype(np.float32)
+    b = np.random.default_rng(8).standard_normal((6, 2)).astype(np.float32)
+    mine = L.lstsq(jg.tensor(a), jg.tensor(b)).solution
+    theirs = TL.lstsq(torch.tensor(a), torch.tensor(b)).solution
+    assert mine.dtype is jg.float32
+    np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(L.pinv(jg.tensor(a), rtol=np.float32(1e-3)).numpy(),
+                               TL.pinv(torch.tensor(a), rtol=1e-3).numpy(), rtol=1e-4, atol=1e-5)
+
+
 def test_matrix_rank():
     a = np.random.default_rng(6).standard_normal((3, 5, 4))
     a[1, :, 3] = a[1, :, 0] + a[1, :, 1]

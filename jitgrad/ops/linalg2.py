@@ -15,7 +15,7 @@ from collections import namedtuple
 import numpy as np
 
 from .. import dtypes
-from .registry import OPAQUE, apply, defop, sum_to
+from .registry import AUTOCAST_FP32, OPAQUE, apply, defop, sum_to
 from .surface import public
 
 
@@ -82,6 +82,7 @@ def _zero_pivot(a) -> int:
 
 LINALG_INV = defop(
     "linalg_inv", _inv_impl, kind=OPAQUE, meta=_inv_meta, save_output=True,
+    autocast=AUTOCAST_FP32,
     node_name="LinalgInvExBackward0",
     vjp=(lambda g, ans, a: -(_mh(ans) @ g @ _mh(ans)),),
     jvp=lambda tangents, ans, a: -(ans @ tangents[0] @ ans))
@@ -208,6 +209,7 @@ def _solve_jvp(tangents, ans, a, b, vector):
 
 LINALG_SOLVE = defop(
     "linalg_solve", _solve_impl, kind=OPAQUE, meta=_solve_meta, save=(0,), save_output=True,
+    autocast=AUTOCAST_FP32,
     node_name="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b), jvp=_solve_jvp)
 
 
@@ -264,6 +266,7 @@ def _cholesky_jvp(tangents, ans, a, upper):
 
 LINALG_CHOLESKY = defop(
     "linalg_cholesky", _cholesky_impl, kind=OPAQUE, meta=_cholesky_meta, save_output=True,
+    autocast=AUTOCAST_FP32,
     node_name="LinalgCholeskyExBackward0", vjp=(_cholesky_vjp,), jvp=_cholesky_jvp)
 
 

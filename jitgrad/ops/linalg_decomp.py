@@ -25,7 +25,8 @@ import numpy as np
 
 from .. import dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _scalar
-from .registry import OPAQUE, apply, defop
+from .autocast_policy import FP32, autocast_policy
+from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
 
 EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
 QRResult = namedtuple("linalg_qr", ["Q", "R"])
@@ -112,6 +113,7 @@ def _eigh_jvp(tangents, ans, a, uplo):
 
 
 LINALG_EIGH = defop("linalg_eigh", _eigh_impl, kind=OPAQUE, meta=_eigh_meta, n_outputs=2,
+                    autocast=AUTOCAST_FP32,
                     save_output=True, node_name="LinalgEighBackward0", vjp=_eigh_vjp,
                     jvp=_eigh_jvp)
 
@@ -336,6 +338,7 @@ def _qr_jvp(tangents, ans, a, mode):
 
 
 LINALG_QR = defop("linalg_qr", _qr_impl, kind=OPAQUE, meta=_qr_meta, n_outputs=2, save=(0,),
+                  autocast=AUTOCAST_FP32,
                   save_output=True, node_name="LinalgQrBackward0", vjp=_qr_vjp, jvp=_qr_jvp)
 
 
@@ -436,6 +439,7 @@ def _svd_jvp(tangents, ans, a, full_matrices):
 
 
 LINALG_SVD = defop("linalg_svd", _svd_impl, kind=OPAQUE, meta=_svd_meta, n_outputs=3, save=(0,),
+                   autocast=AUTOCAST_FP32,
                    save_output=True, node_name="LinalgSvdBackward0", vjp=_svd_vjp, jvp=_svd_jvp)
 
 
@@ -503,7 +507,7 @@ LINALG_PINV = defop("linalg_pinv", _pinv_impl, kind=OPAQUE, meta=_pinv_meta, sav
 
 
 def _number(x):
-    if x is None or isinstance(x, (int, float)):
+    if x is None or isinstance(x, (int, float, np.integer, np.floating)):
         return None if x is None else float(x)
     raise NotImplementedError("jitgrad: linalg tolerances given as tensors are not supported; "
                               "pass Python numbers")
@@ -516,6 +520,7 @@ def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
                  hermitian=bool(hermitian))
 
 
+@autocast_policy(FP32)
 def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
     """The number of singular values above ``max(atol, rtol * largest)`` (as ``pinv``)."""
     from ..tensor import _new
@@ -533,6 +538,7 @@ def matrix_rank(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N
 _DRIVERS = ("gelsy", "gelsd", "gelss", "gels")
 
 
+@autocast_policy(FP32)
 def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     """The least-squares solution of ``A X = B`` for (a batch of) ``m x n`` matrices ``A``,
     with torch's fields: ``solution``; ``residuals`` (the squared residual norms, when
@@ -550,7 +556,7 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     b = B.unsqueeze(-1) if vector else B
     if A.shape[-2] != b.shape[-2]:
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
-    eps = np.finfo(np.dtype(A.dtype.to_real().np)).eps
+    eps = float(np.finfo(np.dtype(A.dtype.to_real().np)).eps)
     r = eps * max(A.shape[-2:]) if rcond is None else float(rcond)
     solution = pinv(A, rtol=r) @ b
     a = A.detach().cpu().numpy()

@@ -17,7 +17,7 @@ from collections import namedtuple
 
 import numpy as np
 
-from .autocast_policy import LOWER, autocast_policy
+from .autocast_policy import FP32, LOWER, autocast_policy
 from .. import dtypes
 from .linalg2 import (_NOT_PD, LINALG_CHOLESKY, LINALG_INV, LINALG_SOLVE, LinAlgError,
                       _check_square, _mh, _scalar)
@@ -25,7 +25,7 @@ from .linalg2 import solve as _solve
 from .linalg_decomp import (SOLVE_TRIANGULAR, _check_matrix, _diag_embed, _eye_like,
                             svd as _svd)
 from .linalg_more import LU_FACTOR_EX, lu_solve
-from .registry import OPAQUE, apply, defop
+from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
 from .surface import public
 
 EigResult = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
@@ -106,6 +106,7 @@ def _eig_jvp(tangents, ans, a):
 
 
 LINALG_EIG = defop("linalg_eig", _eig_impl, kind=OPAQUE, meta=_eig_meta, n_outputs=2,
+                   autocast=AUTOCAST_FP32,
                    save=(0,), save_output=True, node_name="LinalgEigBackward0", vjp=_eig_vjp,
                    jvp=_eig_jvp)
 
@@ -249,6 +250,7 @@ def vecdot(x, y, *, dim: int = -1):
 _COND_ORDS = (None, 2, -2, 1, -1, math.inf, -math.inf, "fro", "nuc")
 
 
+@autocast_policy(FP32)
 def cond(A, p=None):  # noqa: N803
     """The condition number of (a batch of) matrices in the norm ``p``: the ratio of extreme
     singular values (``None``, ``2``, ``-2``; any shape), else ``norm(A) * norm(A^-1)``
@@ -430,6 +432,7 @@ def _cholesky_solve_jvp(tangents, ans, b, factor, upper):
 
 
 CHOLESKY_SOLVE = defop("cholesky_solve", _cholesky_solve_impl, kind=OPAQUE,
+                       autocast=AUTOCAST_FP32,
                        meta=_cholesky_solve_meta, save=(1,), save_output=True,
                        node_name="CholeskySolveBackward0",
                        vjp=(_cholesky_solve_vjp_b, _cholesky_solve_vjp_factor),

@@ -13,6 +13,7 @@ import math
 
 import numpy as np
 
+from .autocast_policy import FP32, autocast_policy
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
@@ -169,6 +170,7 @@ LINALG_SVDVALS = defop(
     jvp=lambda tangents, ans, x: apply(SVDVALS_JVP, tangents[0], x))
 
 
+@autocast_policy(FP32)
 def svdvals(A, *, driver=None):  # noqa: N803
     """The singular values of (a batch of) matrices ``A``, in descending order. Its gradient
     is ``U diag(g) V^H``; a second derivative is not implemented (it raises)."""
