@@ -1,6 +1,6 @@
 """``jitgrad.nn``: Parameter, Module and layers with torch.nn's names and semantics."""
 
-from . import functional, init, parallel, utils
+from . import attention, functional, init, parallel, utils
 from .activation import ELU, LeakyReLU, LogSoftmax, Sigmoid, Softmax, Softplus
 from .batchnorm import BatchNorm1d, BatchNorm2d
 from .extras import CosineSimilarity, PairwiseDistance, RMSNorm

@@ -51,7 +51,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         (..., L, Ev).
     """
     from ._functional_core import dropout, softmax
+    from .attention import check_backend_enabled
 
+    check_backend_enabled()
     L, S = query.shape[-2], key.shape[-2]
     factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     if is_causal and attn_mask is not None:
