@@ -22,12 +22,15 @@ from typing import Any
 from .. import cuda as _cuda
 from ..autograd.grad_mode import no_grad
 from ..dtypes import float16, float32, int32
-from ..ops import isfinite, isinf, logical_and, logical_not, logical_or, stack, where
+from ..ops import isfinite, logical_and, logical_not, logical_or, stack, where
 from ..ops.creation import full
 from ..tensor import Tensor
 
 __all__ = ["OptState", "GradScaler"]
 
+# the float64 values from which rounding to float32 gives inf: 2**128 - 2**103, halfway between
+# float32's largest value and 2**128 (a tie, which rounds to the even, infinite, neighbour)
+_F32_OVERFLOW = 2.0**128 - 2.0**103
 _FIX = ("This may indicate your script did not use scaler.scale(loss or outputs) earlier in the "
         "iteration.")
 
@@ -88,10 +91,11 @@ def _update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor,
     found = found_inf != 0
     successful = growth_tracker + 1
     due = logical_and(logical_not(found), successful == growth_interval)
-    grown = (scale.double() * growth_factor).float()
-    backed = (scale.double() * backoff_factor).float()
-    grow = logical_and(due, logical_not(isinf(grown)))
-    new_scale = where(found, backed, where(grow, grown, scale))
+    grown = scale.double() * growth_factor
+    # (float32(grown) is inf from this magnitude on: tested in float64, so no overflowing cast)
+    grow = logical_and(due, logical_not(grown.abs() >= _F32_OVERFLOW))
+    backed = scale.double() * backoff_factor
+    new_scale = where(found, backed, where(grow, grown, scale.double())).float()
     new_tracker = where(logical_or(found, due), 0, successful).to(int32)
     scale.copy_(new_scale)
     growth_tracker.copy_(new_tracker)
@@ -369,7 +373,7 @@ class GradScaler:
                     raise AssertionError(reason)
                 if new_scale.requires_grad is True:
                     raise AssertionError(reason)
-                scale.copy_(new_scale.reshape(()))
+                scale.copy_(new_scale)
         else:
             found_infs = [found_inf.to(device=scale.device, non_blocking=True)
                           for state in self._per_optimizer_states.values()
