@@ -67,18 +67,15 @@ def _refresh_per_optimizer_state() -> dict[str, Any]:
 def _check_and_unscale_(grads: list[Tensor], found_inf: Tensor, inv_scale: Tensor | None) -> None:
     """Sets ``found_inf`` to 1 if a tensor of ``grads`` (one device, one dtype) holds an inf or
     NaN, and multiplies each by ``inv_scale`` in place unless it is None (a scale of 1): torch's
-    ``_amp_foreach_non_finite_check_and_unscale_``, with one count of non-finite values per
-    tensor and no host copy."""
-    counts = [logical_not(isfinite(g)).sum() for g in grads]
-    bad = counts[0] if len(counts) == 1 else stack(counts).sum()
-    found_inf.copy_(where(bad > 0, 1.0, found_inf))
+    ``_amp_foreach_non_finite_check_and_unscale_``, with one count of finite values per tensor
+    (compared with the sizes, known on the host) and no host copy."""
+    counts = [isfinite(g).sum() for g in grads]  # (the finite values of each)
+    finite = counts[0] if len(counts) == 1 else stack(counts).sum()
+    found_inf.copy_(where(finite != sum(g.numel() for g in grads), 1.0, found_inf))
     if inv_scale is None:
         return
-    for g in grads:
-        if g.dtype == float16:  # (scaled in float32, as torch's kernel does)
-            g.copy_(g.float() * inv_scale)
-        else:
-            g.mul_(inv_scale)
+    for g in grads:  # (never float16 here: unscale_ refuses float16 gradients)
+        g.mul_(inv_scale)
 
 
 def _update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor,
