@@ -429,6 +429,27 @@ def test_optimizer_that_handles_the_scale():
     assert not np.array_equal(_np(model.weight), W)
 
 
+class _TakesTheScaler(optim.SGD):
+    """The deprecated contract: ``step`` takes the scaler as a ``grad_scaler`` keyword."""
+
+    _step_supports_amp_scaling = True
+
+    def step(self, closure=None, grad_scaler=None):
+        self.got = grad_scaler
+        return "stepped"
+
+
+def test_optimizer_that_takes_the_scaler_warns():
+    model = _model(jitgrad)
+    opt = _TakesTheScaler(model.parameters(), lr=0.1)
+    s = GradScaler("cpu")
+    s.scale(model(_input(jitgrad, 0)).sum()).backward()
+    with pytest.warns(FutureWarning, match="GradScaler is going to stop passing itself") as rec:
+        assert s.step(opt) == "stepped"
+    assert rec[0].filename == __file__ and opt.got is s
+    assert s._per_optimizer_states[id(opt)]["stage"] is OptState.STEPPED
+
+
 _CUDA_SCRIPT = r"""
 import sys
 import numpy as np
@@ -464,6 +485,10 @@ for dev in ("cpu", "cuda"):
 for a, b in zip(runs["cpu"], runs["cuda"]):
     assert a[:2] == b[:2], (a[:2], b[:2])
     np.testing.assert_allclose(a[2], b[2], rtol=1e-5, atol=1e-6)
+s = GradScaler("cuda", init_scale=4.0)
+a, b = s.scale([jitgrad.ones(2, device="cuda"), (jitgrad.ones(2),)])
+assert a.device.type == "cuda" and b[0].device.type == "cpu" and s._scale.device.type == "cuda"
+assert a.tolist() == b[0].tolist() == [4.0, 4.0]
 print("scales", [h[0] for h in runs["cuda"]])
 """
 
