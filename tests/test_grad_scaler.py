@@ -246,6 +246,9 @@ def _scenario(lib, name):
         bad = {"new_scale_numel": lib.ones(2), "new_scale_grad": lib.ones((), requires_grad=True),
                "new_scale_shape": lib.ones(1)}[name]
         s.update(bad)
+    elif name == "no_grads":  # (every gradient None: nothing was checked)
+        s.scale(x)
+        s.step(opt)
     elif name == "load_empty":
         s.load_state_dict({})
 
@@ -253,7 +256,7 @@ def _scenario(lib, name):
 ERRORS = ["unscale_twice", "unscale_after_step", "step_twice", "closure", "step_before_scale",
           "unscale_before_scale", "update_before_scale", "update_without_step", "growth_factor",
           "backoff_factor", "scale_not_tensor", "fp16_grads", "new_scale_numel",
-          "new_scale_grad", "new_scale_shape", "load_empty"]
+          "new_scale_grad", "new_scale_shape", "no_grads", "load_empty"]
 
 
 @pytest.mark.parametrize("name", ERRORS)
