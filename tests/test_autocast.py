@@ -264,3 +264,49 @@ def test_linalg_runs_in_float32_on_half_inputs_as_torch(name):
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     np.testing.assert_allclose(ours.double().numpy(), theirs.double().numpy(), rtol=1e-3,
                                atol=1e-3)
+
+
+def test_deprecated_grad_scaler_spellings_warn_as_torch():
+    with pytest.warns(FutureWarning, match=r"`torch.cpu.amp.GradScaler\(args...\)` is "
+                      r"deprecated. Please use `torch.amp.GradScaler\('cpu', args...\)`"):
+        scaler = jg.cpu.amp.GradScaler(init_scale=8.0)
+    assert isinstance(scaler, jg.amp.GradScaler) and scaler.get_scale() == 8.0
+    with warnings.catch_warnings(), pytest.warns(FutureWarning, match="torch.cuda.amp.GradScaler"):
+        warnings.simplefilter("ignore", UserWarning)  # (CUDA may be unavailable: disabled)
+        jg.cuda.amp.GradScaler()
+
+
+def test_the_amp_recipe_trains_as_torch():
+    """torch's AMP recipe (autocast forward, scaled backward, unscale, clip, step, update)."""
+    rng = np.random.default_rng(11)
+    w1, w2 = rng.standard_normal((16, 32)) * 0.3, rng.standard_normal((4, 16)) * 0.3
+    xs = rng.standard_normal((5, 8, 32)).astype(np.float32)
+    ys = rng.integers(0, 4, (5, 8))
+
+    def run(m, fn):
+        model = m.nn.Sequential(m.nn.Linear(32, 16), m.nn.ReLU(), m.nn.Linear(16, 4))
+        with m.no_grad():
+            model[0].weight.copy_(m.tensor(w1, dtype=m.float32))
+            model[2].weight.copy_(m.tensor(w2, dtype=m.float32))
+            model[0].bias.zero_()
+            model[2].bias.zero_()
+        opt = m.optim.SGD(model.parameters(), lr=0.1, momentum=0.9)
+        scaler = m.amp.GradScaler("cpu", init_scale=2.0**10, growth_interval=2)
+        losses, scales = [], []
+        for x, y in zip(xs, ys):
+            opt.zero_grad()
+            with m.autocast("cpu", dtype=m.float16):
+                loss = fn.cross_entropy(model(m.tensor(x)), m.tensor(y))
+            scaler.scale(loss).backward()
+            scaler.unscale_(opt)
+            m.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            scaler.step(opt)
+            scaler.update()
+            losses.append(loss.item())
+            scales.append(scaler.get_scale())
+        return losses, scales, model[0].weight.detach().numpy().copy()
+
+    ours, theirs = run(jg, F), run(torch, TF)
+    np.testing.assert_allclose(ours[0], theirs[0], rtol=5e-3, atol=5e-3)
+    assert ours[1] == theirs[1]
+    np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-2, atol=1e-2)

@@ -1,4 +1,4 @@
-"""``jitgrad.cpu.amp``: torch.cpu.amp's deprecated spelling of ``jitgrad.amp.autocast``."""
+"""``jitgrad.cpu.amp``: torch.cpu.amp's deprecated spellings of ``jitgrad.amp``'s names."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import warnings
 
 from .. import dtypes
 from ..amp import autocast_mode
+from ..amp import grad_scaler as _grad_scaler
 
 
 class autocast(autocast_mode.autocast):  # noqa: N801 - torch's name
@@ -17,3 +18,17 @@ class autocast(autocast_mode.autocast):  # noqa: N801 - torch's name
                       "`torch.amp.autocast('cpu', args...)` instead.", FutureWarning,
                       stacklevel=2)
         super().__init__("cpu", dtype=dtype, enabled=enabled, cache_enabled=cache_enabled)
+
+
+class GradScaler(_grad_scaler.GradScaler):
+    """``jitgrad.amp.GradScaler("cpu", ...)``, with torch's deprecation warning."""
+
+    def __init__(self, init_scale: float = 2.0**16, growth_factor: float = 2.0,
+                 backoff_factor: float = 0.5, growth_interval: int = 2000,
+                 enabled: bool = True) -> None:
+        warnings.warn("`torch.cpu.amp.GradScaler(args...)` is deprecated. Please use "
+                      "`torch.amp.GradScaler('cpu', args...)` instead.", FutureWarning,
+                      stacklevel=2)
+        super().__init__("cpu", init_scale=init_scale, growth_factor=growth_factor,
+                         backoff_factor=backoff_factor, growth_interval=growth_interval,
+                         enabled=enabled)
