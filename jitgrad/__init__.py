@@ -48,7 +48,8 @@ def __getattr__(name: str):
     import importlib
 
     if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing",
-                "special", "distributions", "fft", "accelerator", "amp", "cpu"):
+                "special", "distributions", "fft", "accelerator", "amp", "cpu",
+                "multiprocessing"):
         return importlib.import_module(f"{__name__}.{name}")
     if name == "vmap":  # torch.vmap is torch.func.vmap
         from .func import vmap
