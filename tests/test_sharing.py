@@ -2,6 +2,7 @@
 jitgrad.multiprocessing's spawn, against torch's behaviour."""
 
 import multiprocessing
+import os
 import sys
 
 import numpy as np
@@ -112,5 +113,5 @@ def test_pin_memory_on_the_simulated_gpu(monkeypatch):
             "assert p.is_pinned() and not jg.arange(4.).is_pinned(); "
             "assert p.cuda().cpu().tolist() == [0.0, 1.0, 2.0, 3.0]; print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={**__import__("os").environ, "NUMBA_ENABLE_CUDASIM": "1"})
+                         env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
     assert out.stdout.strip() == "ok", out.stderr
