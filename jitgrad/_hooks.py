@@ -1,4 +1,5 @@
-"""``RemovableHandle``: what registering a hook returns (tensor, node and module hooks)."""
+"""``RemovableHandle``: what registering a hook returns (tensor, node, module and optimizer
+hooks), and ``add_hook``, which registers one."""
 
 from __future__ import annotations
 
@@ -26,3 +27,14 @@ class RemovableHandle:
 
     def __exit__(self, *exc: object) -> None:
         self.remove()
+
+
+def add_hook(hooks: dict, hook: Callable, prepend: bool = False) -> RemovableHandle:
+    """A ``RemovableHandle`` for ``hook`` in ``hooks``, first when ``prepend``."""
+    handle = RemovableHandle(hooks, hook)
+    if prepend:
+        rest = [(k, v) for k, v in hooks.items() if k != handle.id]
+        hooks.clear()
+        hooks[handle.id] = hook
+        hooks.update(rest)
+    return handle

@@ -15,6 +15,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from .._hooks import add_hook as add_hook  # (the modules' hooks register with it)
 from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..tensor import Tensor
@@ -180,16 +181,3 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
     if bw is not None:
         result = bw.setup_output_hook(result)
     return result
-
-
-def add_hook(hooks: dict, hook: Any, prepend: bool) -> Any:
-    """A ``RemovableHandle`` for ``hook`` in ``hooks``, first when ``prepend``."""
-    from ..autograd.node import RemovableHandle
-
-    handle = RemovableHandle(hooks, hook)
-    if prepend:
-        rest = [(k, v) for k, v in hooks.items() if k != handle.id]
-        hooks.clear()
-        hooks[handle.id] = hook
-        hooks.update(rest)
-    return handle

@@ -14,8 +14,11 @@ from ..dtypes import float32
 from ..ops.creation import tensor
 from ..tensor import Tensor
 from ..nn.module import _typename, zero_grads
+from ._optimizer_hooks import (OptimizerHooks, register_optimizer_step_post_hook,
+                               register_optimizer_step_pre_hook)
 
-__all__ = ["Optimizer", "required"]
+__all__ = ["Optimizer", "required", "register_optimizer_step_pre_hook",
+           "register_optimizer_step_post_hook"]
 
 
 class _RequiredParameter:
@@ -28,7 +31,7 @@ class _RequiredParameter:
 required = _RequiredParameter()
 
 
-class Optimizer:
+class Optimizer(OptimizerHooks):
     """Base class of optimizers (``torch.optim.Optimizer``).
 
     Args:
@@ -39,6 +42,7 @@ class Optimizer:
 
     def __init__(self, params: Iterable[Any], defaults: dict[str, Any]) -> None:
         self.defaults = defaults
+        self._init_hooks()
         if isinstance(params, Tensor):
             raise TypeError(
                 "params argument given to the optimizer should be an iterable of Tensors or "
@@ -58,6 +62,7 @@ class Optimizer:
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
+        self._init_hooks()  # (an unpickled optimizer has none)
 
     def _steps_to_tensors(self) -> None:
         # state saved by older versions keeps "step" as a number; torch 2.x holds a float32 tensor
@@ -143,6 +148,7 @@ class Optimizer:
         Parameters are replaced by their index in the order of the groups; the state tensors
         are the optimizer's own (not copies), as in torch.
         """
+        self._run_state_dict_pre_hooks()
         mapping: dict[int, int] = {}
         start = 0
 
@@ -158,11 +164,11 @@ class Optimizer:
         groups = [pack(g) for g in self.param_groups]
         state = {(mapping[id(k)] if isinstance(k, Tensor) else k): v
                  for k, v in self.state.items()}
-        return {"state": state, "param_groups": groups}
+        return self._run_state_dict_post_hooks({"state": state, "param_groups": groups})
 
     def load_state_dict(self, state_dict: dict[str, Any]) -> None:
         """Loads a ``state_dict()``: hyper-parameters per group and per-parameter state."""
-        state_dict = state_dict.copy()
+        state_dict = self._run_load_state_dict_pre_hooks(state_dict.copy())
         groups = self.param_groups
         saved_groups = deepcopy(state_dict["param_groups"])
         if len(groups) != len(saved_groups):
@@ -199,6 +205,7 @@ class Optimizer:
                 ng["param_names"] = g["param_names"]
             new_groups.append(ng)
         self.__setstate__({"state": state, "param_groups": new_groups})
+        self._run_load_state_dict_post_hooks()
 
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one optimization step; ``closure`` re-evaluates the loss (run with grad)."""
