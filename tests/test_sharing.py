@@ -105,13 +105,32 @@ def test_pin_memory_without_an_accelerator_raises_as_torch(monkeypatch):
         t.pin_memory()
 
 
-def test_pin_memory_on_the_simulated_gpu(monkeypatch):
+def test_pin_memory_and_save_on_cpu_on_the_simulated_gpu():
     pytest.importorskip("numba.cuda")
     import subprocess
 
     code = ("import jitgrad as jg; p = jg.arange(4.).pin_memory(); "
             "assert p.is_pinned() and not jg.arange(4.).is_pinned(); "
-            "assert p.cuda().cpu().tolist() == [0.0, 1.0, 2.0, 3.0]; print('ok')")
+            "assert p.cuda().cpu().tolist() == [0.0, 1.0, 2.0, 3.0]; "
+            "x = jg.arange(3., device='cuda', requires_grad=True)\n"
+            "with jg.autograd.graph.save_on_cpu(pin_memory=True):\n"
+            "    y = (x * x).sum()\n"
+            "y.backward(); assert x.grad.is_cuda and x.grad.cpu().tolist() == [0.0, 2.0, 4.0]\n"
+            "print('ok')")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env={**os.environ, "NUMBA_ENABLE_CUDASIM": "1"})
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_save_on_cpu_keeps_gradients_as_torch():
+    torch = pytest.importorskip("torch")
+    a = np.random.default_rng(3).standard_normal((3, 4))
+    x, tx = jg.tensor(a, requires_grad=True), torch.tensor(a, requires_grad=True)
+    with jg.autograd.graph.save_on_cpu(pin_memory=False):
+        y = (x.sin() * x).sum()
+    with torch.autograd.graph.save_on_cpu(pin_memory=False):
+        ty = (tx.sin() * tx).sum()
+    y.backward()
+    ty.backward()
+    np.testing.assert_allclose(x.grad.numpy(), tx.grad.numpy(), rtol=1e-12)
+    assert jg.utils.hooks.RemovableHandle is type(x.register_hook(lambda g: None))

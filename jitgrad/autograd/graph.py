@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from .node import Node, saved_tensor_hooks_stack
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks"]
+           "disable_saved_tensors_hooks", "save_on_cpu"]
 
 
 class GradientEdge(NamedTuple):
@@ -46,6 +46,29 @@ class saved_tensors_hooks:  # noqa: N801 - torch's name
 
     def __exit__(self, *exc: object) -> None:
         saved_tensor_hooks_stack.pop()
+
+
+class save_on_cpu(saved_tensors_hooks):  # noqa: N801 - torch's name
+    """Context manager: tensors saved for backward inside are kept in CPU memory (copied off
+    the GPU; CPU tensors stay as they are) and copied back to their device when the backward
+    needs them.
+
+    Args:
+        pin_memory: keep the copies in page-locked memory (``Tensor.pin_memory``).
+        device_type: accepted for torch's signature (jitgrad has one GPU device type).
+    """
+
+    def __init__(self, pin_memory: bool = False, device_type: str = "cuda") -> None:
+        def pack_to_cpu(tensor: Any) -> tuple:
+            if not pin_memory or not tensor.is_cuda:
+                return tensor.device, tensor.cpu()
+            return tensor.device, tensor.cpu().pin_memory()
+
+        def unpack_from_cpu(packed: tuple) -> Any:
+            device, tensor = packed
+            return tensor.to(device, non_blocking=pin_memory)
+
+        super().__init__(pack_to_cpu, unpack_from_cpu)
 
 
 _disabled_message: list = [None]  # set inside disable_saved_tensors_hooks
