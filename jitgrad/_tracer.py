@@ -9,7 +9,7 @@ constant of the graph, read when it runs), and Python reads of its value are not
 (``read_value``) so that the jit can guard them.
 
 This is the core both users of tracing share, below the autograd graph: the jit
-(``jit/trace.py`` adds in-place ops and custom Functions to it, and stages whole functions) and
+(``jit/staging.py`` adds in-place ops and custom Functions to it, and stages whole functions) and
 the eager engine's rule programs (``autograd/rule_programs.py``), which trace one VJP rule on
 tracers and render it as straight-line NumPy (``_pycode``).
 """
@@ -266,7 +266,7 @@ class Trace:
         return entry is not None and entry[0]() is t and any(r() is not None for r in entry[1])
 
     # The dispatcher hands these to the innermost trace too; the jit's trace
-    # (``jit.trace.Trace``) records them. A core trace (a VJP rule's) has no use for them.
+    # (``jit.staging.Trace``) records them. A core trace (a VJP rule's) has no use for them.
     def inplace(self, target: Tensor, new: Tensor) -> Tensor:
         """An in-place op on a traced value: traced by the jit's ``Trace`` only."""
         raise errors.trace_error("an in-place op cannot be traced outside jit")

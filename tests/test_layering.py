@@ -50,7 +50,7 @@ LAYERS = [
              "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing", "jitgrad.special",
              "jitgrad.accelerator", "jitgrad.amp", "jitgrad.cpu", "jitgrad.multiprocessing",
              "jitgrad.fft"]),
-    ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.trace", "jitgrad.jit.custom_function",
+    ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep"]),
     ("backends", ["jitgrad.backends"]),
     ("jit", ["jitgrad.jit", "jitgrad.func"]),  # (torch.func transforms trace with the jit)

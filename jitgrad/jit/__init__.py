@@ -50,6 +50,18 @@ def jit(fn: Callable | None = None, *, backend: str = "auto",
     return JitFunction(fn, backend=backend, static_argnums=static_argnums, check=check)
 
 
+_TORCHSCRIPT_NAMES = ("script", "trace", "ignore", "unused", "export", "annotate",
+                      "is_scripting", "is_tracing")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _TORCHSCRIPT_NAMES:  # torch.jit's entry points (jit/torchscript.py)
+        from . import torchscript
+
+        return getattr(torchscript, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 class _CallableModule(types.ModuleType):
     def __call__(self, fn: Callable | None = None, **kwargs: Any) -> Any:
         return jit(fn, **kwargs)

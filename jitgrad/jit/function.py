@@ -29,7 +29,7 @@ from .._ir import Graph
 from .passes import Target, compile_program
 from .passes.fuse import KERNEL_OP
 from .._tracer import active, graph_of
-from .trace import Trace
+from .staging import Trace
 
 
 class _Entry:

@@ -19,7 +19,7 @@ from ...tensor import Tensor
 from ..._ir import Graph, Var
 from ..._tracer import active, replay
 from ..sweep import active_vars, backward_sweep
-from ..trace import Trace
+from ..staging import Trace
 
 
 @dataclass(frozen=True)

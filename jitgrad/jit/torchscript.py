@@ -1,0 +1,84 @@
+"""torch.jit's entry points (``script``, ``trace``, ``ignore``, ``is_tracing``, ...) on
+jitgrad's tracing JIT.
+
+jitgrad has no TorchScript: ``script`` and ``trace`` compile with ``jitgrad.compile`` (a
+function) or ``Module.compile`` (a module, compiled in place and returned, so parameters and
+state dict keys stay the module's own). The result computes what the original computes; where
+the JIT cannot trace (Python control flow on tensor values) it warns once and runs eagerly,
+as ``torch.compile`` without ``fullgraph``. A ``ScriptModule``'s ``.code``, ``.graph`` and
+``save`` do not exist.
+"""
+
+from __future__ import annotations
+
+from typing import Any, TypeVar
+
+from ..nn.module import Module
+from ..ops.registry import state
+from .torch_compile import compile as _compile
+
+T = TypeVar("T")
+
+
+def _compiled(obj: Any) -> Any:
+    if isinstance(obj, Module):
+        obj.compile()
+        return obj
+    if not callable(obj):
+        raise RuntimeError(f"jitgrad.jit: cannot compile an object of type "
+                           f"{type(obj).__name__}; pass a function or an nn.Module")
+    return _compile(obj)
+
+
+def script(obj: Any, optimize: Any = None, _frames_up: int = 0, _rcb: Any = None,
+           example_inputs: Any = None) -> Any:
+    """Compiles a function or module (``torch.jit.script``'s entry point; see the module
+    docstring for what differs from TorchScript)."""
+    return _compiled(obj)
+
+
+def trace(func: Any, example_inputs: Any = None, optimize: Any = None, check_trace: bool = True,
+          check_inputs: Any = None, check_tolerance: float = 1e-5, strict: bool = True,
+          _force_outplace: bool = False, _module_class: Any = None,
+          _compilation_unit: Any = None, example_kwarg_inputs: dict | None = None,
+          _store_inputs: bool = True) -> Any:
+    """Compiles ``func`` and runs it once on ``example_inputs`` (a tensor or a tuple of them),
+    which traces it, as ``torch.jit.trace`` runs it."""
+    compiled = _compiled(func)
+    if example_inputs is not None or example_kwarg_inputs is not None:
+        args = example_inputs if isinstance(example_inputs, tuple) else (
+            () if example_inputs is None else (example_inputs,))
+        compiled(*args, **(example_kwarg_inputs or {}))
+    return compiled
+
+
+def ignore(drop: Any = False, **kwargs: Any) -> Any:
+    """Leaves a function to run as Python (``@torch.jit.ignore``): the function itself."""
+    if callable(drop):
+        return drop
+    return lambda fn: fn
+
+
+def unused(fn: T) -> T:
+    """Marks a method TorchScript would not compile (``@torch.jit.unused``): the method."""
+    return fn
+
+
+def export(fn: T) -> T:
+    """Marks a method as a TorchScript entry point (``@torch.jit.export``): the method."""
+    return fn
+
+
+def annotate(the_type: Any, the_value: T) -> T:
+    """A type hint for TorchScript: returns ``the_value``."""
+    return the_value
+
+
+def is_scripting() -> bool:
+    """False: jitgrad never runs code as TorchScript."""
+    return False
+
+
+def is_tracing() -> bool:
+    """True while ``jitgrad.jit`` traces the calling code (not under ``vmap`` alone)."""
+    return any(not getattr(t, "batching", False) for t in state.traces)
