@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from collections import OrderedDict, namedtuple
-from collections.abc import Callable, Iterator, Mapping
+import sys
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from .. import dtypes
-from ..autograd.grad_mode import no_grad
 from ..autograd.node import RemovableHandle
 from ..tensor import Tensor
 from . import _module_hooks
+from ._module_state import StateDictMixin
 from .parameter import Parameter
 
 __all__ = ["Module"]
@@ -31,18 +31,6 @@ def _addindent(s: str, n: int) -> str:
     return lines[0] + "\n" + "\n".join(" " * n + line for line in lines[1:])
 
 
-class _IncompatibleKeys(namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])):
-    __slots__ = ()
-
-    def __repr__(self) -> str:
-        if not self.missing_keys and not self.unexpected_keys:
-            return "<All keys matched successfully>"
-        return super().__repr__()
-
-    __str__ = __repr__
-
-
-
 def zero_grads(tensors: Any, set_to_none: bool = True) -> None:
     """Sets each tensor's ``.grad`` to None, or zeroes it in place (detached), as torch does."""
     for p in tensors:
@@ -58,7 +46,7 @@ def zero_grads(tensors: Any, set_to_none: bool = True) -> None:
                 g.requires_grad_(False)
             g.zero_()
 
-class Module:
+class Module(StateDictMixin):
     """Base class for all neural network modules (``torch.nn.Module``).
 
     Assigning a ``Parameter`` or a ``Module`` as an attribute registers it; ``parameters()``,
@@ -67,6 +55,8 @@ class Module:
     """
 
     training: bool
+    dump_patches: bool = False
+    call_super_init: bool = False
 
     def __init__(self) -> None:
         object.__setattr__(self, "training", True)
@@ -86,10 +76,26 @@ class Module:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
+        compiled = d.get("_compiled_call_impl")
+        if compiled is not None:  # Module.compile
+            return compiled(*args, **kwargs)
+        return self._call_impl(*args, **kwargs)
+
+    def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
+        d = self.__dict__
         if not (self._forward_pre_hooks or self._forward_hooks or d.get("_backward_hooks")
-                or d.get("_backward_pre_hooks")):
+                or d.get("_backward_pre_hooks") or d.get("_legacy_backward_hooks")):
             return self.forward(*args, **kwargs)
         return _module_hooks.call_with_hooks(self, args, kwargs)
+
+    def compile(self, *args: Any, **kwargs: Any) -> None:
+        """Compiles this module's calls in place with ``jitgrad.compile`` (its arguments);
+        parameters and state dict keys stay as they are."""
+        # the public ``jitgrad.compile``, looked up at run time: the JIT is layers above nn
+        # (the package's lazy ``__getattr__`` imports it on first use)
+        compile_fn = sys.modules[__name__.split(".")[0]].compile
+        object.__setattr__(self, "_compiled_call_impl",
+                           compile_fn(self._call_impl, *args, **kwargs))
 
     def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
                                   with_kwargs: bool = False) -> RemovableHandle:
@@ -118,8 +124,25 @@ class Module:
                                     prepend: bool = False) -> RemovableHandle:
         """Registers ``hook(module, grad_input, grad_output) -> None | new grad_input``, run
         when the gradients w.r.t. the module's inputs are computed (see ``_module_hooks``)."""
+        self._check_backward_hook_kind(full=True)
         return _module_hooks.add_hook(self.__dict__.setdefault("_backward_hooks", {}), hook,
                                       prepend)
+
+    def register_backward_hook(self, hook: Callable) -> RemovableHandle:
+        """Registers ``hook(module, grad_input, grad_output) -> None | new grad_input`` on the
+        autograd node that made the output (torch's deprecated form: ``grad_input`` is that
+        node's, which torch warns about when the forward has several nodes; prefer
+        ``register_full_backward_hook``)."""
+        self._check_backward_hook_kind(full=False)
+        return _module_hooks.add_hook(self.__dict__.setdefault("_legacy_backward_hooks", {}),
+                                      hook, False)
+
+    def _check_backward_hook_kind(self, full: bool) -> None:
+        kind = self.__dict__.get("_is_full_backward_hook")
+        if kind is not None and kind is not full:
+            raise RuntimeError("Cannot use both regular backward hooks and full backward hooks "
+                               "on a single Module. Please use only one of them.")
+        object.__setattr__(self, "_is_full_backward_hook", full)
 
     def register_full_backward_pre_hook(self, hook: Callable,
                                         prepend: bool = False) -> RemovableHandle:
@@ -334,6 +357,21 @@ class Module:
                 raise AttributeError(f"`{item}` is not an nn.Module")
         return mod
 
+    def set_submodule(self, target: str, module: Module, strict: bool = False) -> None:
+        """Puts ``module`` at dotted path ``target`` (its parent must exist; with ``strict``,
+        so must a submodule at ``target``)."""
+        if target == "":
+            raise ValueError("Cannot set the submodule without a target name!")
+        atoms = target.split(".")
+        if not isinstance(module, Module):
+            raise ValueError(f"`module` is not an nn.Module, found {type(module)}")
+        parent = self.get_submodule(".".join(atoms[:-1]))
+        if strict and not hasattr(parent, atoms[-1]):
+            raise AttributeError(f"{parent._get_name()} has no attribute `{atoms[-1]}`")
+        if hasattr(parent, atoms[-1]) and not isinstance(getattr(parent, atoms[-1]), Module):
+            raise AttributeError(f"`{atoms[-1]}` is not an nn.Module")
+        setattr(parent, atoms[-1], module)
+
     def get_parameter(self, target: str) -> Parameter:
         """The parameter at dotted path ``target`` (``"0.weight"``)."""
         module_path, _, name = target.rpartition(".")
@@ -385,6 +423,29 @@ class Module:
     def zero_grad(self, set_to_none: bool = True) -> None:
         """Resets the gradients of all parameters (to None, or to zeros in place)."""
         zero_grads(self.parameters(), set_to_none)
+
+    def share_memory(self) -> Module:
+        """Moves parameters, their gradients and buffers to shared memory
+        (``Tensor.share_memory_``); returns self."""
+        for m in self.modules():
+            for t in (*m._parameters.values(), *m._buffers.values()):
+                if t is not None:
+                    t.share_memory_()
+                    if t._grad is not None:
+                        t._grad.share_memory_()
+        return self
+
+    def to_empty(self, *, device: Any, recurse: bool = True) -> Module:
+        """Moves parameters and buffers to ``device`` without copying their values (their
+        memory there is uninitialized); returns self."""
+        from ..ops.creation import empty_like
+
+        for m in (self.modules() if recurse else (self,)):
+            for table in (m._parameters, m._buffers):
+                for t in table.values():
+                    if t is not None:
+                        t.data = empty_like(t, device=device)
+        return self
 
     def _apply_dtype(self, dt: dtypes.dtype) -> Module:
         for m in self.modules():
@@ -455,116 +516,6 @@ class Module:
     def cpu(self) -> Module:
         """Moves parameters and buffers to the CPU."""
         return self.to("cpu")
-
-    # ------------------------------------------------------------------ state dict
-    def state_dict(self, *, destination: dict | None = None, prefix: str = "",
-                   keep_vars: bool = False) -> OrderedDict:
-        """Parameters and persistent buffers by dotted name (detached unless ``keep_vars``)."""
-        if destination is None:
-            destination = OrderedDict()
-        for name, p in self._parameters.items():
-            if p is not None:
-                destination[prefix + name] = p if keep_vars else p.detach()
-        for name, b in self._buffers.items():
-            if b is not None and name not in self._non_persistent_buffers_set:
-                destination[prefix + name] = b if keep_vars else b.detach()
-        for name, m in self._modules.items():
-            if m is not None:
-                m.state_dict(destination=destination, prefix=prefix + name + ".",
-                             keep_vars=keep_vars)
-        return destination
-
-    def _local_state(self) -> dict:
-        out = {k: v for k, v in self._parameters.items() if v is not None}
-        out.update((k, v) for k, v in self._buffers.items()
-                   if v is not None and k not in self._non_persistent_buffers_set)
-        return out
-
-    def _load_from_state_dict(self, state_dict: Mapping, prefix: str, strict: bool,
-                              missing: list, unexpected: list, errors: list,
-                              assign: bool) -> None:
-        local = self._local_state()
-        for name, param in local.items():
-            key = prefix + name
-            if key not in state_dict:
-                missing.append(key)
-                continue
-            value = state_dict[key]
-            if not isinstance(value, Tensor):
-                errors.append(
-                    f'While copying the parameter named "{key}", expected torch.Tensor or '
-                    f"Tensor-like object from checkpoint but received {type(value)}")
-                continue
-            if tuple(value.shape) != tuple(param.shape):
-                errors.append(
-                    f"size mismatch for {key}: copying a param with shape {value.shape} from "
-                    f"checkpoint, the shape in current model is {param.shape}.")
-                continue
-            try:
-                with no_grad():
-                    if assign:
-                        if name in self._parameters:
-                            setattr(self, name, Parameter(value, param.requires_grad))
-                        else:
-                            self._buffers[name] = value
-                    else:
-                        param.copy_(value)
-            except Exception as e:  # noqa: BLE001 - reported like torch does
-                errors.append(
-                    f'While copying the parameter named "{key}", whose dimensions in the model '
-                    f"are {param.shape} and whose dimensions in the checkpoint are "
-                    f"{value.shape}, an exception occurred : {e.args}.")
-        if strict:
-            for key in state_dict:
-                if not key.startswith(prefix):
-                    continue
-                parts = key[len(prefix):].split(".", 1)
-                if len(parts) > 1:
-                    if parts[0] not in self._modules:
-                        unexpected.append(key)
-                elif parts[0] not in local:
-                    unexpected.append(key)
-
-    def load_state_dict(self, state_dict: Mapping[str, Any], strict: bool = True,
-                        assign: bool = False) -> _IncompatibleKeys:
-        """Copies parameters and buffers from ``state_dict`` into this module.
-
-        Args:
-            state_dict: a mapping from dotted names to tensors (as ``state_dict()`` returns).
-            strict: when True, missing and unexpected keys are errors.
-            assign: when True, the tensors are assigned instead of copied in place.
-
-        Returns:
-            ``(missing_keys, unexpected_keys)`` as a named tuple.
-
-        Raises:
-            RuntimeError: with torch's "Error(s) in loading state_dict for ..." text.
-        """
-        if not isinstance(state_dict, Mapping):
-            raise TypeError(f"Expected state_dict to be dict-like, got {type(state_dict)}.")
-        missing: list = []
-        unexpected: list = []
-        errors: list = []
-
-        def load(module: Module, prefix: str) -> None:
-            module._load_from_state_dict(state_dict, prefix, True, missing, unexpected, errors,
-                                         assign)
-            for name, child in module._modules.items():
-                if child is not None:
-                    load(child, prefix + name + ".")
-
-        load(self, "")
-        if strict:
-            if unexpected:
-                errors.insert(0, "Unexpected key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in unexpected)))
-            if missing:
-                errors.insert(0, "Missing key(s) in state_dict: {}. ".format(
-                    ", ".join(f'"{k}"' for k in missing)))
-        if errors:
-            raise RuntimeError("Error(s) in loading state_dict for {}:\n\t{}".format(
-                type(self).__name__, "\n\t".join(errors)))
-        return _IncompatibleKeys(missing, unexpected)
 
     # ------------------------------------------------------------------ printing
     def extra_repr(self) -> str:
