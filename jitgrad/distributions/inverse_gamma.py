@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+from typing import Any
+
+import jitgrad
+from jitgrad.distributions import constraints
+from jitgrad.distributions.gamma import Gamma
+from jitgrad.distributions.transformed_distribution import TransformedDistribution
+from jitgrad.distributions.transforms import PowerTransform
+
+__all__ = ["InverseGamma"]
+
+
+class InverseGamma(TransformedDistribution):
+    arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+    support = constraints.positive
+    has_rsample = True
+    base_dist: Gamma
+
+    def __init__(
+        self, concentration: Any | float, rate: Any | float, validate_args: bool | None = None
+    ) -> None:
+        base_dist = Gamma(concentration, rate, validate_args=validate_args)
+        neg_one = -base_dist.rate.new_ones(())
+        super().__init__(base_dist, PowerTransform(neg_one), validate_args=validate_args)
+
+    def expand(self, batch_shape, _instance=None):
+        new = self._get_checked_instance(InverseGamma, _instance)
+        return super().expand(batch_shape, _instance=new)
+
+    @property
+    def concentration(self) -> Any:
+        return self.base_dist.concentration
+
+    @property
+    def rate(self) -> Any:
+        return self.base_dist.rate
+
+    @property
+    def mean(self) -> Any:
+        result = self.rate / (self.concentration - 1)
+        return jitgrad.where(self.concentration > 1, result, jitgrad.inf)
+
+    @property
+    def mode(self) -> Any:
+        return self.rate / (self.concentration + 1)
+
+    @property
+    def variance(self) -> Any:
+        result = self.rate.square() / ((self.concentration - 1).square() * (self.concentration - 2))
+        return jitgrad.where(self.concentration > 2, result, jitgrad.inf)
+
+    def entropy(self):
+        return (
+            self.concentration
+            + self.rate.log()
+            + self.concentration.lgamma()
+            - (1 + self.concentration) * self.concentration.digamma()
+        )
