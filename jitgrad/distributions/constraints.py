@@ -27,6 +27,7 @@ __all__ = [
     "less_than",
     "lower_cholesky",
     "lower_triangular",
+    "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",
@@ -381,6 +382,19 @@ class _Stack(Constraint):
         return jitgrad.stack([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
 
 
+class _Multinomial(Constraint):
+    """Nonnegative integer vectors summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: Any):
+        self.upper_bound = upper_bound
+
+    def check(self, x: Any) -> Any:
+        return (x >= 0).all(dim=-1) & (x.sum(dim=-1) <= self.upper_bound)
+
+
 class MixtureSameFamilyConstraint(Constraint):
     """The support of ``MixtureSameFamily``: the component's constraint, checked with the
     mixture dimension added back."""
@@ -438,4 +452,5 @@ symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 cat = _Cat
+multinomial = _Multinomial
 stack = _Stack

@@ -55,11 +55,9 @@ class Dirichlet(ExponentialFamily):
     def mode(self) -> Any:
         concentrationm1 = (self.concentration - 1).clamp(min=0.0)
         mode = concentrationm1 / concentrationm1.sum(-1, True)
-        mask = (self.concentration < 1).all(dim=-1)
-        mode[mask] = jitgrad.nn.functional.one_hot(
-            mode[mask].argmax(dim=-1), concentrationm1.shape[-1]
-        ).to(mode)
-        return mode
+        mask = (self.concentration < 1).all(dim=-1, keepdim=True)
+        one_hot = jitgrad.nn.functional.one_hot(mode.argmax(dim=-1), concentrationm1.shape[-1])
+        return jitgrad.where(mask, one_hot.to(mode), mode)
 
     @property
     def variance(self) -> Any:

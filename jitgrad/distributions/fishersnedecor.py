@@ -51,7 +51,7 @@ class FisherSnedecor(Distribution):
     @property
     def mode(self) -> Any:
         mode = (self.df1 - 2) / self.df1 * self.df2 / (self.df2 + 2)
-        mode[self.df1 <= 2] = nan
+        mode = jitgrad.where(self.df1 <= 2, nan, mode)
         return mode
 
     @property

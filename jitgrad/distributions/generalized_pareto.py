@@ -52,7 +52,7 @@ class GeneralizedPareto(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         z = self._z(value)
-        eq_zero = jitgrad.isclose(self.concentration, jitgrad.tensor(0.0))
+        eq_zero = jitgrad.isclose(self.concentration, jitgrad.zeros_like(self.concentration))
         safe_conc = jitgrad.where(
             eq_zero, jitgrad.ones_like(self.concentration), self.concentration
         )
@@ -65,7 +65,7 @@ class GeneralizedPareto(Distribution):
         if self._validate_args:
             self._validate_sample(value)
         z = self._z(value)
-        eq_zero = jitgrad.isclose(self.concentration, jitgrad.tensor(0.0))
+        eq_zero = jitgrad.isclose(self.concentration, jitgrad.zeros_like(self.concentration))
         safe_conc = jitgrad.where(
             eq_zero, jitgrad.ones_like(self.concentration), self.concentration
         )

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import math
+
 import jitgrad
 from jitgrad.distributions import constraints
 from jitgrad.distributions.gamma import Gamma
@@ -39,7 +41,7 @@ class InverseGamma(TransformedDistribution):
     @property
     def mean(self) -> Any:
         result = self.rate / (self.concentration - 1)
-        return jitgrad.where(self.concentration > 1, result, jitgrad.inf)
+        return jitgrad.where(self.concentration > 1, result, math.inf)
 
     @property
     def mode(self) -> Any:
@@ -48,7 +50,7 @@ class InverseGamma(TransformedDistribution):
     @property
     def variance(self) -> Any:
         result = self.rate.square() / ((self.concentration - 1).square() * (self.concentration - 2))
-        return jitgrad.where(self.concentration > 2, result, jitgrad.inf)
+        return jitgrad.where(self.concentration > 2, result, math.inf)
 
     def entropy(self):
         return (

@@ -62,7 +62,9 @@ class Kumaraswamy(TransformedDistribution):
             self.concentration0.reciprocal() * (-self.concentration0).log1p()
             - (-self.concentration0 * self.concentration1).log1p()
         )
-        log_mode[(self.concentration0 < 1) | (self.concentration1 < 1)] = nan
+        log_mode = jitgrad.where(
+            (self.concentration0 < 1) | (self.concentration1 < 1), nan, log_mode
+        )
         return log_mode.exp()
 
     @property

@@ -8,7 +8,7 @@ from jitgrad.distributions.distribution import _EMPTY
 from jitgrad.distributions import constraints
 from jitgrad.distributions.beta import Beta
 from jitgrad.distributions.distribution import Distribution
-from jitgrad.distributions.utils import broadcast_all
+from jitgrad.distributions.utils import _mvlgamma, broadcast_all
 
 __all__ = ["LKJCholesky"]
 
@@ -73,7 +73,7 @@ class LKJCholesky(Distribution):
         dm1 = self.dim - 1
         alpha = self.concentration + 0.5 * dm1
         denominator = jitgrad.lgamma(alpha) * dm1
-        numerator = jitgrad.mvlgamma(alpha - 0.5, dm1)
+        numerator = _mvlgamma(alpha - 0.5, dm1)
         pi_constant = 0.5 * dm1 * math.log(math.pi)
         normalize_term = pi_constant + numerator - denominator
         return unnormalized_log_pdf - normalize_term

@@ -9,7 +9,7 @@ from jitgrad.distributions.distribution import _EMPTY
 from math import nan
 from jitgrad.distributions import constraints
 from jitgrad.distributions.exp_family import ExponentialFamily
-from jitgrad.distributions.utils import lazy_property
+from jitgrad.distributions.utils import _mvlgamma, lazy_property
 from numbers import Number
 
 _Number = Number
@@ -163,7 +163,7 @@ class Wishart(ExponentialFamily):
     @property
     def mode(self) -> Any:
         factor = self.df - self.covariance_matrix.shape[-1] - 1
-        factor[factor <= 0] = nan
+        factor = jitgrad.where(factor <= 0, nan, factor)
         return factor.view(self._batch_shape + (1, 1)) * self.covariance_matrix
 
     @property
@@ -220,7 +220,7 @@ class Wishart(ExponentialFamily):
                 p * _log_2 / 2
                 + self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
             )
-            - jitgrad.mvlgamma(nu / 2, p=p)
+            - _mvlgamma(nu / 2, p=p)
             + (nu - p - 1) / 2 * jitgrad.linalg.slogdet(value).logabsdet
             - jitgrad.cholesky_solve(value, self._unbroadcasted_scale_tril)
             .diagonal(dim1=-2, dim2=-1)
@@ -237,7 +237,7 @@ class Wishart(ExponentialFamily):
                 p * _log_2 / 2
                 + self._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
             )
-            + jitgrad.mvlgamma(nu / 2, p=p)
+            + _mvlgamma(nu / 2, p=p)
             - (nu - p - 1) / 2 * _mvdigamma(nu / 2, p=p)
             + nu * p / 2
         )
@@ -252,4 +252,4 @@ class Wishart(ExponentialFamily):
         p = self._event_shape[-1]
         return (y + (p + 1) / 2) * (
             -jitgrad.linalg.slogdet(-2 * x).logabsdet + _log_2 * p
-        ) + jitgrad.mvlgamma(y + (p + 1) / 2, p=p)
+        ) + _mvlgamma(y + (p + 1) / 2, p=p)
