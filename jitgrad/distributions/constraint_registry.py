@@ -65,12 +65,14 @@ def _transform_to_real(constraint):
 
 
 @biject_to.register(constraints.independent)
+@biject_to.register(constraints.real_vector)  # (jitgrad gives real_vector its own type)
 def _biject_to_independent(constraint):
     base_transform = biject_to(constraint.base_constraint)
     return transforms.IndependentTransform(base_transform, constraint.reinterpreted_batch_ndims)
 
 
 @transform_to.register(constraints.independent)
+@transform_to.register(constraints.real_vector)
 def _transform_to_independent(constraint):
     base_transform = transform_to(constraint.base_constraint)
     return transforms.IndependentTransform(base_transform, constraint.reinterpreted_batch_ndims)
