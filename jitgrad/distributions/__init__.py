@@ -150,6 +150,9 @@ __all__ = [
     "register_kl",
 ]
 
+# the KL divergences torch registers for the families above (registered on import)
+from jitgrad.distributions import kl_mixed, kl_more  # noqa: E402, F401
+
 # torch's per-distribution submodules (``distributions.normal``, ...), as attributes
 from jitgrad.distributions import (  # noqa: E402
     bernoulli,
