@@ -1,3 +1,5 @@
+"""``torch.distributions.beta``: ``Beta`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,6 +15,14 @@ __all__ = ["Beta"]
 
 
 class Beta(ExponentialFamily):
+    """Beta distribution on (0, 1), sampled through a two-component Dirichlet.
+
+    Args:
+        concentration1: First concentration (alpha), positive.
+        concentration0: Second concentration (beta), positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {
         "concentration1": constraints.positive,
         "concentration0": constraints.positive,

@@ -1,3 +1,5 @@
+"""``torch.distributions.chi2``: ``Chi2`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +11,13 @@ __all__ = ["Chi2"]
 
 
 class Chi2(Gamma):
+    """Chi-squared distribution with ``df`` degrees of freedom (``Gamma(df / 2, 1 / 2)``).
+
+    Args:
+        df: Degrees of freedom, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"df": constraints.positive}
 
     def __init__(self, df: Any | float, validate_args: bool | None = None) -> None:

@@ -1,3 +1,6 @@
+"""``torch.distributions.continuous_bernoulli``: ``ContinuousBernoulli`` (ported from torch
+2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,6 +25,15 @@ __all__ = ["ContinuousBernoulli"]
 
 
 class ContinuousBernoulli(ExponentialFamily):
+    """Continuous Bernoulli distribution on [0, 1] (Loaiza-Ganem and Cunningham, 2019).
+
+    Args:
+        probs: Parameter in (0, 1) (exclusive with ``logits``).
+        logits: Real parameter (exclusive with ``probs``).
+        lims: Interval around 0.5 where the Taylor expansion of the normalizer is used.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     _mean_carrier_measure = 0

@@ -1,3 +1,5 @@
+"""``torch.distributions.dirichlet``: ``Dirichlet`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -11,6 +13,13 @@ __all__ = ["Dirichlet"]
 
 
 class Dirichlet(ExponentialFamily):
+    """Dirichlet distribution on the simplex; ``rsample`` normalizes reparameterized gammas.
+
+    Args:
+        concentration: Concentrations (last dim is the event), positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"concentration": constraints.independent(constraints.positive, 1)}
     support = constraints.simplex
     has_rsample = True

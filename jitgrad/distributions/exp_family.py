@@ -1,3 +1,5 @@
+"""``torch.distributions.exp_family``: ``ExponentialFamily`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -9,6 +11,12 @@ __all__ = ["ExponentialFamily"]
 
 
 class ExponentialFamily(Distribution):
+    """Base class of exponential-family distributions ``p(x) = h(x) exp(<t(x), theta> - F(theta))``.
+
+    Subclasses give ``_natural_params``, ``_log_normalizer`` and ``_mean_carrier_measure``;
+    ``entropy`` is then the Bregman divergence of the log normalizer, computed with autograd.
+    """
+
     @property
     def _natural_params(self) -> tuple[Any, ...]:
         raise NotImplementedError

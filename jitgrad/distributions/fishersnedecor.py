@@ -1,3 +1,5 @@
+"""``torch.distributions.fishersnedecor``: ``FisherSnedecor`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,6 +17,14 @@ __all__ = ["FisherSnedecor"]
 
 
 class FisherSnedecor(Distribution):
+    """Fisher-Snedecor (F) distribution.
+
+    Args:
+        df1: Numerator degrees of freedom, positive.
+        df2: Denominator degrees of freedom, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"df1": constraints.positive, "df2": constraints.positive}
     support = constraints.positive
     has_rsample = True

@@ -1,3 +1,5 @@
+"""``torch.distributions.gamma``: ``Gamma`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,9 +15,19 @@ from numbers import Number as _Number
 __all__ = ["Gamma"]
 
 
-
-
 class Gamma(ExponentialFamily):
+    """Gamma distribution with shape ``concentration`` and ``rate``.
+
+    ``rsample`` differentiates through the sample with the implicit reparameterization
+    gradient (``_standard_gamma``); ``cdf`` needs ``jitgrad.special.gammainc`` and raises
+    ``NotImplementedError`` without it.
+
+    Args:
+        concentration: Shape, positive.
+        rate: Rate (1 / scale), positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

@@ -1,3 +1,5 @@
+"""``torch.distributions.generalized_pareto``: ``GeneralizedPareto`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 
@@ -14,6 +16,15 @@ __all__ = ["GeneralizedPareto"]
 
 
 class GeneralizedPareto(Distribution):
+    """Generalized Pareto distribution.
+
+    Args:
+        loc: Location.
+        scale: Scale, positive.
+        concentration: Shape (tail index); the support is bounded above when negative.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {
         "loc": constraints.real,
         "scale": constraints.positive,

@@ -1,3 +1,5 @@
+"""``torch.distributions.half_cauchy``: ``HalfCauchy`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,6 +16,13 @@ __all__ = ["HalfCauchy"]
 
 
 class HalfCauchy(TransformedDistribution):
+    """Half-Cauchy distribution: ``|X|`` for ``X ~ Cauchy(0, scale)``.
+
+    Args:
+        scale: Scale, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

@@ -1,3 +1,5 @@
+"""``torch.distributions.half_normal``: ``HalfNormal`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,6 +16,13 @@ __all__ = ["HalfNormal"]
 
 
 class HalfNormal(TransformedDistribution):
+    """Half-normal distribution: ``|X|`` for ``X ~ Normal(0, scale)``.
+
+    Args:
+        scale: Scale, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"scale": constraints.positive}
     support = constraints.nonnegative
     has_rsample = True

@@ -1,3 +1,5 @@
+"""``torch.distributions.inverse_gamma``: ``InverseGamma`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,6 +16,14 @@ __all__ = ["InverseGamma"]
 
 
 class InverseGamma(TransformedDistribution):
+    """Inverse-gamma distribution: ``1 / X`` for ``X ~ Gamma(concentration, rate)``.
+
+    Args:
+        concentration: Shape, positive.
+        rate: Rate, positive (the scale of the inverse gamma).
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
     support = constraints.positive
     has_rsample = True

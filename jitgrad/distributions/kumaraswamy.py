@@ -1,3 +1,5 @@
+"""``torch.distributions.kumaraswamy``: ``Kumaraswamy`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,6 +22,14 @@ def _moments(a, b, n):
 
 
 class Kumaraswamy(TransformedDistribution):
+    """Kumaraswamy distribution on (0, 1).
+
+    Args:
+        concentration1: First shape (a), positive.
+        concentration0: Second shape (b), positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {
         "concentration1": constraints.positive,
         "concentration0": constraints.positive,

@@ -1,3 +1,5 @@
+"""``torch.distributions.lkj_cholesky``: ``LKJCholesky`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,6 +16,14 @@ __all__ = ["LKJCholesky"]
 
 
 class LKJCholesky(Distribution):
+    """LKJ distribution over Cholesky factors of correlation matrices (onion method).
+
+    Args:
+        dim: Matrix dimension (at least 2).
+        concentration: Concentration ``eta``, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"concentration": constraints.positive}
     support = constraints.corr_cholesky
 

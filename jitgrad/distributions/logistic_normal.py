@@ -1,3 +1,5 @@
+"""``torch.distributions.logistic_normal``: ``LogisticNormal`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,6 +14,14 @@ __all__ = ["LogisticNormal"]
 
 
 class LogisticNormal(TransformedDistribution):
+    """Logistic-normal distribution: a normal pushed onto the simplex by stick-breaking.
+
+    Args:
+        loc: Mean of the base normal.
+        scale: Standard deviation of the base normal.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"loc": constraints.real, "scale": constraints.positive}
     support = constraints.simplex
     has_rsample = True

@@ -1,3 +1,6 @@
+"""``torch.distributions.lowrank_multivariate_normal``: ``LowRankMultivariateNormal`` (ported from
+torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -34,6 +37,15 @@ def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):  # noqa: N803  # noqa
 
 
 class LowRankMultivariateNormal(Distribution):
+    """Multivariate normal with covariance ``cov_factor @ cov_factor.mT + diag(cov_diag)``.
+
+    Args:
+        loc: Mean, shape ``batch_shape + event_shape``.
+        cov_factor: Low-rank factor, shape ``batch_shape + event_shape + (rank,)``.
+        cov_diag: Diagonal part, positive, shape ``batch_shape + event_shape``.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {
         "loc": constraints.real_vector,
         "cov_factor": constraints.independent(constraints.real, 2),

@@ -1,3 +1,5 @@
+"""``torch.distributions.mixture_same_family``: ``MixtureSameFamily`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -13,6 +15,14 @@ __all__ = ["MixtureSameFamily"]
 
 
 class MixtureSameFamily(Distribution):
+    """Mixture of components from one family, selected by a ``Categorical``.
+
+    Args:
+        mixture_distribution: ``Categorical`` over the components (rightmost batch dim).
+        component_distribution: The components, batched over the rightmost batch dim.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints: dict[str, constraints.Constraint] = {}
     has_rsample = False
 

@@ -1,3 +1,5 @@
+"""``torch.distributions.multinomial``: ``Multinomial`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,6 +17,15 @@ __all__ = ["Multinomial"]
 
 
 class Multinomial(Distribution):
+    """Multinomial distribution of ``total_count`` draws over categories.
+
+    Args:
+        total_count: Number of trials (an int).
+        probs: Event probabilities (exclusive with ``logits``).
+        logits: Unnormalized log probabilities (exclusive with ``probs``).
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     total_count: int
 

@@ -1,3 +1,5 @@
+"""``torch.distributions.negative_binomial``: ``NegativeBinomial`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -20,6 +22,15 @@ __all__ = ["NegativeBinomial"]
 
 
 class NegativeBinomial(Distribution):
+    """Negative binomial: number of successes before ``total_count`` failures.
+
+    Args:
+        total_count: Number of failures, nonnegative.
+        probs: Success probability in [0, 1) (exclusive with ``logits``).
+        logits: Log-odds of success (exclusive with ``probs``).
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {
         "total_count": constraints.greater_than_eq(0),
         "probs": constraints.half_open_interval(0.0, 1.0),

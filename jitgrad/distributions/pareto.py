@@ -1,3 +1,5 @@
+"""``torch.distributions.pareto``: ``Pareto`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -12,6 +14,14 @@ __all__ = ["Pareto"]
 
 
 class Pareto(TransformedDistribution):
+    """Pareto type I distribution.
+
+    Args:
+        scale: Scale (the support's lower bound), positive.
+        alpha: Shape, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"alpha": constraints.positive, "scale": constraints.positive}
 
     def __init__(

@@ -1,3 +1,6 @@
+"""``torch.distributions.relaxed_bernoulli``: ``LogitRelaxedBernoulli``, ``RelaxedBernoulli``
+(ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -22,6 +25,15 @@ __all__ = ["LogitRelaxedBernoulli", "RelaxedBernoulli"]
 
 
 class LogitRelaxedBernoulli(Distribution):
+    """Logit of a ``RelaxedBernoulli`` sample (Maddison et al., 2017).
+
+    Args:
+        temperature: Relaxation temperature (a tensor).
+        probs: Probability of 1 (exclusive with ``logits``).
+        logits: Log-odds of 1 (exclusive with ``probs``).
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.real
 
@@ -96,6 +108,15 @@ class LogitRelaxedBernoulli(Distribution):
 
 
 class RelaxedBernoulli(TransformedDistribution):
+    """Relaxed (Concrete) Bernoulli distribution on (0, 1), reparameterizable.
+
+    Args:
+        temperature: Relaxation temperature (a tensor).
+        probs: Probability of 1 (exclusive with ``logits``).
+        logits: Log-odds of 1 (exclusive with ``probs``).
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"probs": constraints.unit_interval, "logits": constraints.real}
     support = constraints.unit_interval
     has_rsample = True

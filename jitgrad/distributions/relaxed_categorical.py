@@ -1,3 +1,6 @@
+"""``torch.distributions.relaxed_categorical``: ``ExpRelaxedCategorical``,
+``RelaxedOneHotCategorical`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -15,6 +18,15 @@ __all__ = ["ExpRelaxedCategorical", "RelaxedOneHotCategorical"]
 
 
 class ExpRelaxedCategorical(Distribution):
+    """Log of a ``RelaxedOneHotCategorical`` sample (Concrete / Gumbel-softmax).
+
+    Args:
+        temperature: Relaxation temperature (a tensor).
+        probs: Event probabilities (exclusive with ``logits``).
+        logits: Unnormalized log probabilities (exclusive with ``probs``).
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.real_vector
     has_rsample = True
@@ -81,6 +93,15 @@ class ExpRelaxedCategorical(Distribution):
 
 
 class RelaxedOneHotCategorical(TransformedDistribution):
+    """Relaxed one-hot categorical (Gumbel-softmax) distribution on the simplex.
+
+    Args:
+        temperature: Relaxation temperature (a tensor).
+        probs: Event probabilities (exclusive with ``logits``).
+        logits: Unnormalized log probabilities (exclusive with ``probs``).
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"probs": constraints.simplex, "logits": constraints.real_vector}
     support = constraints.simplex
     has_rsample = True

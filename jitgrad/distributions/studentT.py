@@ -1,3 +1,5 @@
+"""``torch.distributions.studentT``: ``StudentT`` (ported from torch 2.13)."""
+
 # ruff: noqa: N999 (torch's module name)
 from __future__ import annotations
 
@@ -16,6 +18,15 @@ __all__ = ["StudentT"]
 
 
 class StudentT(Distribution):
+    """Student's t distribution.
+
+    Args:
+        df: Degrees of freedom, positive.
+        loc: Location.
+        scale: Scale, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {
         "df": constraints.positive,
         "loc": constraints.real,

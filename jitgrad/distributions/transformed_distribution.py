@@ -1,3 +1,6 @@
+"""``torch.distributions.transformed_distribution``: ``TransformedDistribution`` (ported from torch
+2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,6 +17,17 @@ __all__ = ["TransformedDistribution"]
 
 
 class TransformedDistribution(Distribution):
+    """A base distribution pushed through a sequence of transforms.
+
+    ``log_prob`` subtracts each transform's ``log_abs_det_jacobian``; ``rsample`` is
+    reparameterized when the base distribution's is.
+
+    Args:
+        base_distribution: The distribution of the inputs.
+        transforms: A ``Transform`` or a list of them, applied in order.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints: dict[str, constraints.Constraint] = {}
 
     def __init__(

@@ -1,3 +1,5 @@
+"""``torch.distributions.von_mises``: ``VonMises`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -79,6 +81,14 @@ def _rejection_sample(loc, concentration, proposal_r, x):
 
 
 class VonMises(Distribution):
+    """Von Mises (circular normal) distribution on [-pi, pi).
+
+    Args:
+        loc: Location (an angle in radians).
+        concentration: Concentration, positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"loc": constraints.real, "concentration": constraints.positive}
     support = constraints.real
     has_rsample = False

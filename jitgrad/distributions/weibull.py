@@ -1,3 +1,5 @@
+"""``torch.distributions.weibull``: ``Weibull`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -14,6 +16,14 @@ __all__ = ["Weibull"]
 
 
 class Weibull(TransformedDistribution):
+    """Two-parameter Weibull distribution.
+
+    Args:
+        scale: Scale (lambda), positive.
+        concentration: Shape (k), positive.
+        validate_args: Whether to validate parameters and values.
+    """
+
     arg_constraints = {"scale": constraints.positive, "concentration": constraints.positive}
     support = constraints.positive
 

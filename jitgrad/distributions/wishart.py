@@ -1,3 +1,5 @@
+"""``torch.distributions.wishart``: ``Wishart`` (ported from torch 2.13)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -39,6 +41,16 @@ def _clamp_above_eps(x: Any) -> Any:
 
 
 class Wishart(ExponentialFamily):
+    """Wishart distribution over positive-definite matrices (Bartlett decomposition sampling).
+
+    Args:
+        df: Degrees of freedom, greater than ``p - 1``.
+        covariance_matrix: Scale matrix (exactly one of the three matrix arguments).
+        precision_matrix: Inverse of the scale matrix.
+        scale_tril: Lower Cholesky factor of the scale matrix.
+        validate_args: Whether to validate parameters and values.
+    """
+
     support = constraints.positive_definite
     has_rsample = True
     _mean_carrier_measure = 0
