@@ -44,7 +44,7 @@ class Transform:
             raise ValueError("cache_size must be 0 or 1")
         super().__init__()
 
-    def __getstate__(self):
+    def __getstate__(self) -> Any:
         state = self.__dict__.copy()
         state["_inv"] = None
         return state
@@ -67,20 +67,20 @@ class Transform:
     def sign(self) -> int:
         raise NotImplementedError
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         if type(self).__init__ is Transform.__init__:
             return type(self)(cache_size=cache_size)
         raise NotImplementedError(f"{type(self)}.with_cache is not implemented")
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return self is other
 
-    def __ne__(self, other):
+    def __ne__(self, other: Any) -> Any:
         return not self.__eq__(other)
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         if self._cache_size == 0:
             return self._call(x)
         x_old, y_old = self._cached_x_y
@@ -90,7 +90,7 @@ class Transform:
         self._cached_x_y = (x, y)
         return y
 
-    def _inv_call(self, y):
+    def _inv_call(self, y: Any) -> Any:
         if self._cache_size == 0:
             return self._inverse(y)
         x_old, y_old = self._cached_x_y
@@ -100,22 +100,22 @@ class Transform:
         self._cached_x_y = (x, y)
         return x
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         raise NotImplementedError
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         raise NotImplementedError
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         raise NotImplementedError
 
-    def __repr__(self):
+    def __repr__(self) -> Any:
         return self.__class__.__name__ + "()"
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         return shape
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         return shape
 
 
@@ -127,13 +127,13 @@ class _InverseTransform(Transform):
         self._inv: Transform | None = transform
 
     @constraints.dependent_property(is_discrete=False)
-    def domain(self):
+    def domain(self) -> Any:
         if self._inv is None:
             raise AssertionError("_inv must not be None")
         return self._inv.codomain
 
     @constraints.dependent_property(is_discrete=False)
-    def codomain(self):
+    def codomain(self) -> Any:
         if self._inv is None:
             raise AssertionError("_inv must not be None")
         return self._inv.domain
@@ -154,35 +154,35 @@ class _InverseTransform(Transform):
     def inv(self) -> Transform:
         return self._inv
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._inv is None:
             raise AssertionError("_inv must not be None")
         return self.inv.with_cache(cache_size).inv
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         if not isinstance(other, _InverseTransform):
             return False
         if self._inv is None:
             raise AssertionError("_inv must not be None")
         return self._inv == other._inv
 
-    def __repr__(self):
+    def __repr__(self) -> Any:
         return f"{self.__class__.__name__}({repr(self._inv)})"
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         if self._inv is None:
             raise AssertionError("_inv must not be None")
         return self._inv._inv_call(x)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         if self._inv is None:
             raise AssertionError("_inv must not be None")
         return -self._inv.log_abs_det_jacobian(y, x)
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         return self._inv.inverse_shape(shape)
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         return self._inv.forward_shape(shape)
 
 
@@ -200,13 +200,13 @@ class ComposeTransform(Transform):
         super().__init__(cache_size=cache_size)
         self.parts = parts
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         if not isinstance(other, ComposeTransform):
             return False
         return self.parts == other.parts
 
     @constraints.dependent_property(is_discrete=False)
-    def domain(self):
+    def domain(self) -> Any:
         if not self.parts:
             return constraints.real
         domain = self.parts[0].domain
@@ -223,7 +223,7 @@ class ComposeTransform(Transform):
         return domain
 
     @constraints.dependent_property(is_discrete=False)
-    def codomain(self):
+    def codomain(self) -> Any:
         if not self.parts:
             return constraints.real
         codomain = self.parts[-1].codomain
@@ -259,17 +259,17 @@ class ComposeTransform(Transform):
             inv._inv = self
         return inv
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return ComposeTransform(self.parts, cache_size=cache_size)
 
-    def __call__(self, x):
+    def __call__(self, x: Any) -> Any:
         for part in self.parts:
             x = part(x)
         return x
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         if not self.parts:
             return jitgrad.zeros_like(x)
         xs = [x]
@@ -285,17 +285,17 @@ class ComposeTransform(Transform):
             event_dim += part.codomain.event_dim - part.domain.event_dim
         return functools.reduce(operator.add, terms)
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         for part in self.parts:
             shape = part.forward_shape(shape)
         return shape
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         for part in reversed(self.parts):
             shape = part.inverse_shape(shape)
         return shape
 
-    def __repr__(self):
+    def __repr__(self) -> Any:
         fmt_string = self.__class__.__name__ + "(\n    "
         fmt_string += ",\n    ".join([p.__repr__() for p in self.parts])
         fmt_string += "\n)"
@@ -313,16 +313,16 @@ class ExpTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, ExpTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return x.exp()
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return y.log()
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         return x
 
 
@@ -342,7 +342,7 @@ class PowerTransform(Transform):
         super().__init__(cache_size=cache_size)
         (self.exponent,) = broadcast_all(exponent)
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return PowerTransform(self.exponent, cache_size=cache_size)
@@ -351,28 +351,28 @@ class PowerTransform(Transform):
     def sign(self) -> int:
         return self.exponent.sign()
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         if not isinstance(other, PowerTransform):
             return False
         return self.exponent.eq(other.exponent).all().item()
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return x.pow(self.exponent)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return y.pow(1 / self.exponent)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         return (self.exponent * y / x).abs().log()
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         return jitgrad.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         return jitgrad.broadcast_shapes(shape, getattr(self.exponent, "shape", ()))
 
 
-def _clipped_sigmoid(x):
+def _clipped_sigmoid(x: Any) -> Any:
     """Sigmoid clamped into ``[tiny, 1 - eps]`` of the dtype."""
     finfo = jitgrad.finfo(x.dtype)
     return jitgrad.clamp(jitgrad.sigmoid(x), min=finfo.tiny, max=1.0 - finfo.eps)
@@ -386,18 +386,18 @@ class SigmoidTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, SigmoidTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return _clipped_sigmoid(x)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         finfo = jitgrad.finfo(y.dtype)
         y = y.clamp(min=finfo.tiny, max=1.0 - finfo.eps)
         return y.log() - (-y).log1p()
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         return -F.softplus(-x) - F.softplus(x)
 
 
@@ -409,16 +409,16 @@ class SoftplusTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, SoftplusTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return softplus(x)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return (-y).expm1().neg().log() + y
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         return -softplus(-x)
 
 
@@ -430,16 +430,16 @@ class TanhTransform(Transform):
     bijective = True
     sign = +1
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, TanhTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return x.tanh()
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return jitgrad.atanh(y)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         return 2.0 * (math.log(2.0) - x - softplus(-2.0 * x))
 
 
@@ -449,13 +449,13 @@ class AbsTransform(Transform):
     domain = constraints.real
     codomain = constraints.positive
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, AbsTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return x.abs()
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return y
 
 
@@ -484,23 +484,23 @@ class AffineTransform(Transform):
         return self._event_dim
 
     @constraints.dependent_property(is_discrete=False)
-    def domain(self):
+    def domain(self) -> Any:
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
     @constraints.dependent_property(is_discrete=False)
-    def codomain(self):
+    def codomain(self) -> Any:
         if self.event_dim == 0:
             return constraints.real
         return constraints.independent(constraints.real, self.event_dim)
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return AffineTransform(self.loc, self.scale, self.event_dim, cache_size=cache_size)
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         if not isinstance(other, AffineTransform):
             return False
         if isinstance(self.loc, _Number) and isinstance(other.loc, _Number):
@@ -521,13 +521,13 @@ class AffineTransform(Transform):
             return 1 if float(self.scale) > 0 else -1 if float(self.scale) < 0 else 0
         return self.scale.sign()
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return self.loc + self.scale * x
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return (y - self.loc) / self.scale
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         shape = x.shape
         scale = self.scale
         if isinstance(scale, _Number):
@@ -540,12 +540,12 @@ class AffineTransform(Transform):
             shape = shape[: -self.event_dim]
         return result.expand(shape)
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         return jitgrad.broadcast_shapes(
             shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
         )
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         return jitgrad.broadcast_shapes(
             shape, getattr(self.loc, "shape", ()), getattr(self.scale, "shape", ())
         )

@@ -29,7 +29,7 @@ class CorrCholeskyTransform(Transform):
     codomain = constraints.corr_cholesky
     bijective = True
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         x = jitgrad.tanh(x)
         eps = jitgrad.finfo(x.dtype).eps
         x = x.clamp(min=-1 + eps, max=1 - eps)
@@ -40,7 +40,7 @@ class CorrCholeskyTransform(Transform):
         y = r * pad(z1m_cumprod_sqrt[..., :-1], [1, 0], value=1)
         return y
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         y_cumsum = 1 - jitgrad.cumsum(y * y, dim=-1)
         y_cumsum_shifted = pad(y_cumsum[..., :-1], [1, 0], value=1)
         y_vec = tril_matrix_to_vec(y, diag=-1)
@@ -49,14 +49,14 @@ class CorrCholeskyTransform(Transform):
         x = (t.log1p() - t.neg().log1p()) / 2
         return x
 
-    def log_abs_det_jacobian(self, x, y, intermediates=None):
+    def log_abs_det_jacobian(self, x: Any, y: Any, intermediates: Any = None) -> Any:
         y1m_cumsum = 1 - (y * y).cumsum(dim=-1)
         y1m_cumsum_tril = tril_matrix_to_vec(y1m_cumsum, diag=-2)
         stick_breaking_logdet = 0.5 * y1m_cumsum_tril.log().sum(-1)
         tanh_logdet = -2 * (x + softplus(-2 * x) - math.log(2.0)).sum(dim=-1)
         return stick_breaking_logdet + tanh_logdet
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         N = shape[-1]
@@ -65,7 +65,7 @@ class CorrCholeskyTransform(Transform):
             raise ValueError("Input is not a flattened lower-diagonal number")
         return shape[:-1] + (D, D)
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         if len(shape) < 2:
             raise ValueError("Too few dimensions on input")
         if shape[-2] != shape[-1]:
@@ -81,24 +81,24 @@ class SoftmaxTransform(Transform):
     domain = constraints.real_vector
     codomain = constraints.simplex
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, SoftmaxTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         logprobs = x
         probs = (logprobs - logprobs.max(-1, True)[0]).exp()
         return probs / probs.sum(-1, True)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         probs = y
         return probs.log()
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         return shape
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         return shape
@@ -111,17 +111,17 @@ class StickBreakingTransform(Transform):
     codomain = constraints.simplex
     bijective = True
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, StickBreakingTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
         z = _clipped_sigmoid(x - offset.log())
         z_cumprod = (1 - z).cumprod(-1)
         y = pad(z, [0, 1], value=1) * pad(z_cumprod, [1, 0], value=1)
         return y
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         y_crop = y[..., :-1]
         offset = y.shape[-1] - y.new_ones(y_crop.shape[-1]).cumsum(-1)
         sf = 1 - y_crop.cumsum(-1)
@@ -129,18 +129,18 @@ class StickBreakingTransform(Transform):
         x = y_crop.log() - sf.log() + offset.log()
         return x
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         offset = x.shape[-1] + 1 - x.new_ones(x.shape[-1]).cumsum(-1)
         x = x - offset.log()
         detJ = (-x + F.logsigmoid(x) + y[..., :-1].log()).sum(-1)
         return detJ
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         return shape[:-1] + (shape[-1] + 1,)
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         if len(shape) < 1:
             raise ValueError("Too few dimensions on input")
         return shape[:-1] + (shape[-1] - 1,)
@@ -152,13 +152,13 @@ class LowerCholeskyTransform(Transform):
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.lower_cholesky
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, LowerCholeskyTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return x.tril(-1) + x.diagonal(dim1=-2, dim2=-1).exp().diag_embed()
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return y.tril(-1) + y.diagonal(dim1=-2, dim2=-1).log().diag_embed()
 
 
@@ -168,14 +168,14 @@ class PositiveDefiniteTransform(Transform):
     domain = constraints.independent(constraints.real, 2)
     codomain = constraints.positive_definite
 
-    def __eq__(self, other):
+    def __eq__(self, other: Any) -> Any:
         return isinstance(other, PositiveDefiniteTransform)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         x = LowerCholeskyTransform()(x)
         return x @ x.mT
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         y = jitgrad.linalg.cholesky(y)
         return LowerCholeskyTransform().inv(y)
 
@@ -222,12 +222,12 @@ class CatTransform(Transform):
     def length(self) -> int:
         return sum(self.lengths)
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return CatTransform(self.transforms, self.dim, self.lengths, cache_size)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         if not -x.dim() <= self.dim < x.dim():
             raise AssertionError(
                 f"dim {self.dim} out of range for tensor with {x.dim()} dimensions"
@@ -244,7 +244,7 @@ class CatTransform(Transform):
             start = start + length
         return jitgrad.cat(yslices, dim=self.dim)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         if not -y.dim() <= self.dim < y.dim():
             raise AssertionError(
                 f"dim {self.dim} out of range for tensor with {y.dim()} dimensions"
@@ -261,7 +261,7 @@ class CatTransform(Transform):
             start = start + length
         return jitgrad.cat(xslices, dim=self.dim)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         if not -x.dim() <= self.dim < x.dim():
             raise AssertionError(f"dim {self.dim} out of range for x with {x.dim()} dimensions")
         if x.size(self.dim) != self.length:
@@ -298,11 +298,11 @@ class CatTransform(Transform):
         return all(t.bijective for t in self.transforms)
 
     @constraints.dependent_property
-    def domain(self):
+    def domain(self) -> Any:
         return constraints.cat([t.domain for t in self.transforms], self.dim, self.lengths)
 
     @constraints.dependent_property
-    def codomain(self):
+    def codomain(self) -> Any:
         return constraints.cat([t.codomain for t in self.transforms], self.dim, self.lengths)
 
 
@@ -326,15 +326,15 @@ class StackTransform(Transform):
         self.transforms = list(tseq)
         self.dim = dim
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return StackTransform(self.transforms, self.dim, cache_size)
 
-    def _slice(self, z):
+    def _slice(self, z: Any) -> Any:
         return [z.select(self.dim, i) for i in range(z.size(self.dim))]
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         if not -x.dim() <= self.dim < x.dim():
             raise AssertionError(
                 f"dim {self.dim} out of range for tensor with {x.dim()} dimensions"
@@ -349,7 +349,7 @@ class StackTransform(Transform):
             yslices.append(trans(xslice))
         return jitgrad.stack(yslices, dim=self.dim)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         if not -y.dim() <= self.dim < y.dim():
             raise AssertionError(
                 f"dim {self.dim} out of range for tensor with {y.dim()} dimensions"
@@ -364,7 +364,7 @@ class StackTransform(Transform):
             xslices.append(trans.inv(yslice))
         return jitgrad.stack(xslices, dim=self.dim)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         if not -x.dim() <= self.dim < x.dim():
             raise AssertionError(f"dim {self.dim} out of range for x with {x.dim()} dimensions")
         if x.size(self.dim) != len(self.transforms):
@@ -391,11 +391,11 @@ class StackTransform(Transform):
         return all(t.bijective for t in self.transforms)
 
     @constraints.dependent_property
-    def domain(self):
+    def domain(self) -> Any:
         return constraints.stack([t.domain for t in self.transforms], self.dim)
 
     @constraints.dependent_property
-    def codomain(self):
+    def codomain(self) -> Any:
         return constraints.stack([t.codomain for t in self.transforms], self.dim)
 
 
@@ -419,16 +419,16 @@ class CumulativeDistributionTransform(Transform):
     def domain(self) -> constraints.Constraint | None:
         return self.distribution.support
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         return self.distribution.cdf(x)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         return self.distribution.icdf(y)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         return self.distribution.log_prob(x)
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return CumulativeDistributionTransform(self.distribution, cache_size=cache_size)
@@ -450,7 +450,7 @@ class IndependentTransform(Transform):
         self.base_transform = base_transform.with_cache(cache_size)
         self.reinterpreted_batch_ndims = reinterpreted_batch_ndims
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return IndependentTransform(
@@ -458,11 +458,11 @@ class IndependentTransform(Transform):
         )
 
     @constraints.dependent_property(is_discrete=False)
-    def domain(self):
+    def domain(self) -> Any:
         return constraints.independent(self.base_transform.domain, self.reinterpreted_batch_ndims)
 
     @constraints.dependent_property(is_discrete=False)
-    def codomain(self):
+    def codomain(self) -> Any:
         return constraints.independent(self.base_transform.codomain, self.reinterpreted_batch_ndims)
 
     @property
@@ -473,29 +473,29 @@ class IndependentTransform(Transform):
     def sign(self) -> int:
         return self.base_transform.sign
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         if x.dim() < self.domain.event_dim:
             raise ValueError("Too few dimensions on input")
         return self.base_transform(x)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         if y.dim() < self.codomain.event_dim:
             raise ValueError("Too few dimensions on input")
         return self.base_transform.inv(y)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         result = self.base_transform.log_abs_det_jacobian(x, y)
         result = _sum_rightmost(result, self.reinterpreted_batch_ndims)
         return result
 
-    def __repr__(self):
+    def __repr__(self) -> Any:
         name = self.__class__.__name__
         return f"{name}({repr(self.base_transform)}, {self.reinterpreted_batch_ndims})"
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         return self.base_transform.forward_shape(shape)
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         return self.base_transform.inverse_shape(shape)
 
 
@@ -520,31 +520,31 @@ class ReshapeTransform(Transform):
         super().__init__(cache_size=cache_size)
 
     @constraints.dependent_property
-    def domain(self):
+    def domain(self) -> Any:
         return constraints.independent(constraints.real, len(self.in_shape))
 
     @constraints.dependent_property
-    def codomain(self):
+    def codomain(self) -> Any:
         return constraints.independent(constraints.real, len(self.out_shape))
 
-    def with_cache(self, cache_size=1):
+    def with_cache(self, cache_size: Any = 1) -> Any:
         if self._cache_size == cache_size:
             return self
         return ReshapeTransform(self.in_shape, self.out_shape, cache_size=cache_size)
 
-    def _call(self, x):
+    def _call(self, x: Any) -> Any:
         batch_shape = x.shape[: x.dim() - len(self.in_shape)]
         return x.reshape(batch_shape + self.out_shape)
 
-    def _inverse(self, y):
+    def _inverse(self, y: Any) -> Any:
         batch_shape = y.shape[: y.dim() - len(self.out_shape)]
         return y.reshape(batch_shape + self.in_shape)
 
-    def log_abs_det_jacobian(self, x, y):
+    def log_abs_det_jacobian(self, x: Any, y: Any) -> Any:
         batch_shape = x.shape[: x.dim() - len(self.in_shape)]
         return x.new_zeros(batch_shape)
 
-    def forward_shape(self, shape):
+    def forward_shape(self, shape: Any) -> Any:
         if len(shape) < len(self.in_shape):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(self.in_shape)
@@ -552,7 +552,7 @@ class ReshapeTransform(Transform):
             raise ValueError(f"Shape mismatch: expected {shape[cut:]} but got {self.in_shape}")
         return shape[:cut] + self.out_shape
 
-    def inverse_shape(self, shape):
+    def inverse_shape(self, shape: Any) -> Any:
         if len(shape) < len(self.out_shape):
             raise ValueError("Too few dimensions on input")
         cut = len(shape) - len(self.out_shape)

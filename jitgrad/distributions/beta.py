@@ -46,7 +46,7 @@ class Beta(ExponentialFamily):
         self._dirichlet = Dirichlet(concentration1_concentration0, validate_args=validate_args)
         super().__init__(self._dirichlet._batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Beta, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new._dirichlet = self._dirichlet.expand(batch_shape)
@@ -70,13 +70,13 @@ class Beta(ExponentialFamily):
     def rsample(self, sample_shape: Any = ()) -> Any:
         return self._dirichlet.rsample(sample_shape).select(-1, 0)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         heads_tails = jitgrad.stack([value, 1.0 - value], -1)
         return self._dirichlet.log_prob(heads_tails)
 
-    def entropy(self):
+    def entropy(self) -> Any:
         return self._dirichlet.entropy()
 
     @property
@@ -99,5 +99,5 @@ class Beta(ExponentialFamily):
     def _natural_params(self) -> tuple[Any, Any]:
         return (self.concentration1, self.concentration0)
 
-    def _log_normalizer(self, x, y):
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
         return jitgrad.lgamma(x) + jitgrad.lgamma(y) - jitgrad.lgamma(x + y)

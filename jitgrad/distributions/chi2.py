@@ -23,7 +23,7 @@ class Chi2(Gamma):
     def __init__(self, df: Any | float, validate_args: bool | None = None) -> None:
         super().__init__(0.5 * df, 0.5, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Chi2, _instance)
         return super().expand(batch_shape, new)
 

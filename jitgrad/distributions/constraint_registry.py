@@ -17,7 +17,7 @@ __all__ = ["ConstraintRegistry", "biject_to", "transform_to"]
 class ConstraintRegistry:
     """Registry that links constraints to transforms."""
 
-    def __init__(self):
+    def __init__(self) -> None:
         self._registry = {}
         super().__init__()
 
@@ -60,20 +60,20 @@ transform_to = ConstraintRegistry()
 
 @biject_to.register(constraints.real)
 @transform_to.register(constraints.real)
-def _transform_to_real(constraint):
+def _transform_to_real(constraint: Any) -> Any:
     return transforms.identity_transform
 
 
 @biject_to.register(constraints.independent)
 @biject_to.register(constraints.real_vector)  # (jitgrad gives real_vector its own type)
-def _biject_to_independent(constraint):
+def _biject_to_independent(constraint: Any) -> Any:
     base_transform = biject_to(constraint.base_constraint)
     return transforms.IndependentTransform(base_transform, constraint.reinterpreted_batch_ndims)
 
 
 @transform_to.register(constraints.independent)
 @transform_to.register(constraints.real_vector)
-def _transform_to_independent(constraint):
+def _transform_to_independent(constraint: Any) -> Any:
     base_transform = transform_to(constraint.base_constraint)
     return transforms.IndependentTransform(base_transform, constraint.reinterpreted_batch_ndims)
 
@@ -82,7 +82,7 @@ def _transform_to_independent(constraint):
 @biject_to.register(constraints.nonnegative)
 @transform_to.register(constraints.positive)
 @transform_to.register(constraints.nonnegative)
-def _transform_to_positive(constraint):
+def _transform_to_positive(constraint: Any) -> Any:
     return transforms.ExpTransform()
 
 
@@ -90,7 +90,7 @@ def _transform_to_positive(constraint):
 @biject_to.register(constraints.greater_than_eq)
 @transform_to.register(constraints.greater_than)
 @transform_to.register(constraints.greater_than_eq)
-def _transform_to_greater_than(constraint):
+def _transform_to_greater_than(constraint: Any) -> Any:
     return transforms.ComposeTransform(
         [transforms.ExpTransform(), transforms.AffineTransform(constraint.lower_bound, 1)]
     )
@@ -98,7 +98,7 @@ def _transform_to_greater_than(constraint):
 
 @biject_to.register(constraints.less_than)
 @transform_to.register(constraints.less_than)
-def _transform_to_less_than(constraint):
+def _transform_to_less_than(constraint: Any) -> Any:
     return transforms.ComposeTransform(
         [transforms.ExpTransform(), transforms.AffineTransform(constraint.upper_bound, -1)]
     )
@@ -108,7 +108,7 @@ def _transform_to_less_than(constraint):
 @biject_to.register(constraints.half_open_interval)
 @transform_to.register(constraints.interval)
 @transform_to.register(constraints.half_open_interval)
-def _transform_to_interval(constraint):
+def _transform_to_interval(constraint: Any) -> Any:
     lower_is_0 = isinstance(constraint.lower_bound, _Number) and constraint.lower_bound == 0
     upper_is_1 = isinstance(constraint.upper_bound, _Number) and constraint.upper_bound == 1
     if lower_is_0 and upper_is_1:
@@ -121,51 +121,51 @@ def _transform_to_interval(constraint):
 
 
 @biject_to.register(constraints.simplex)
-def _biject_to_simplex(constraint):
+def _biject_to_simplex(constraint: Any) -> Any:
     return transforms.StickBreakingTransform()
 
 
 @transform_to.register(constraints.simplex)
-def _transform_to_simplex(constraint):
+def _transform_to_simplex(constraint: Any) -> Any:
     return transforms.SoftmaxTransform()
 
 
 @transform_to.register(constraints.lower_cholesky)
-def _transform_to_lower_cholesky(constraint):
+def _transform_to_lower_cholesky(constraint: Any) -> Any:
     return transforms.LowerCholeskyTransform()
 
 
 @transform_to.register(constraints.positive_definite)
 @transform_to.register(constraints.positive_semidefinite)
-def _transform_to_positive_definite(constraint):
+def _transform_to_positive_definite(constraint: Any) -> Any:
     return transforms.PositiveDefiniteTransform()
 
 
 @biject_to.register(constraints.corr_cholesky)
 @transform_to.register(constraints.corr_cholesky)
-def _transform_to_corr_cholesky(constraint):
+def _transform_to_corr_cholesky(constraint: Any) -> Any:
     return transforms.CorrCholeskyTransform()
 
 
 @biject_to.register(constraints.cat)
-def _biject_to_cat(constraint):
+def _biject_to_cat(constraint: Any) -> Any:
     return transforms.CatTransform(
         [biject_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths
     )
 
 
 @transform_to.register(constraints.cat)
-def _transform_to_cat(constraint):
+def _transform_to_cat(constraint: Any) -> Any:
     return transforms.CatTransform(
         [transform_to(c) for c in constraint.cseq], constraint.dim, constraint.lengths
     )
 
 
 @biject_to.register(constraints.stack)
-def _biject_to_stack(constraint):
+def _biject_to_stack(constraint: Any) -> Any:
     return transforms.StackTransform([biject_to(c) for c in constraint.cseq], constraint.dim)
 
 
 @transform_to.register(constraints.stack)
-def _transform_to_stack(constraint):
+def _transform_to_stack(constraint: Any) -> Any:
     return transforms.StackTransform([transform_to(c) for c in constraint.cseq], constraint.dim)

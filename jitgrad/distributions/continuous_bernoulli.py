@@ -68,7 +68,7 @@ class ContinuousBernoulli(ExponentialFamily):
         self._lims = lims
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(ContinuousBernoulli, _instance)
         new._lims = self._lims
         batch_shape = jitgrad.Size(batch_shape)
@@ -82,22 +82,22 @@ class ContinuousBernoulli(ExponentialFamily):
         new._validate_args = self._validate_args
         return new
 
-    def _new(self, *args, **kwargs):
+    def _new(self, *args: Any, **kwargs: Any) -> Any:
         return self._param.new(*args, **kwargs)
 
-    def _outside_unstable_region(self):
+    def _outside_unstable_region(self) -> Any:
         return jitgrad.max(
             jitgrad.le(self.probs, self._lims[0]), jitgrad.gt(self.probs, self._lims[1])
         )
 
-    def _cut_probs(self):
+    def _cut_probs(self) -> Any:
         return jitgrad.where(
             self._outside_unstable_region(),
             self.probs,
             self._lims[0] * jitgrad.ones_like(self.probs),
         )
 
-    def _cont_bern_log_norm(self):
+    def _cont_bern_log_norm(self) -> Any:
         cut_probs = self._cut_probs()
         cut_probs_below_half = jitgrad.where(
             jitgrad.le(cut_probs, 0.5), cut_probs, jitgrad.zeros_like(cut_probs)
@@ -152,7 +152,7 @@ class ContinuousBernoulli(ExponentialFamily):
     def param_shape(self) -> jitgrad.Size:
         return self._param.size()
 
-    def sample(self, sample_shape=_EMPTY):
+    def sample(self, sample_shape: Any = _EMPTY) -> Any:
         shape = self._extended_shape(sample_shape)
         u = jitgrad.rand(shape, dtype=self.probs.dtype, device=self.probs.device)
         with jitgrad.no_grad():
@@ -163,7 +163,7 @@ class ContinuousBernoulli(ExponentialFamily):
         u = jitgrad.rand(shape, dtype=self.probs.dtype, device=self.probs.device)
         return self.icdf(u)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
@@ -172,7 +172,7 @@ class ContinuousBernoulli(ExponentialFamily):
             + self._cont_bern_log_norm()
         )
 
-    def cdf(self, value):
+    def cdf(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         cut_probs = self._cut_probs()
@@ -188,7 +188,7 @@ class ContinuousBernoulli(ExponentialFamily):
             jitgrad.where(jitgrad.ge(value, 1.0), jitgrad.ones_like(value), unbounded_cdfs),
         )
 
-    def icdf(self, value):
+    def icdf(self, value: Any) -> Any:
         cut_probs = self._cut_probs()
         return jitgrad.where(
             self._outside_unstable_region(),
@@ -200,7 +200,7 @@ class ContinuousBernoulli(ExponentialFamily):
             value,
         )
 
-    def entropy(self):
+    def entropy(self) -> Any:
         log_probs0 = jitgrad.log1p(-self.probs)
         log_probs1 = jitgrad.log(self.probs)
         return self.mean * (log_probs0 - log_probs1) - self._cont_bern_log_norm() - log_probs0
@@ -209,7 +209,7 @@ class ContinuousBernoulli(ExponentialFamily):
     def _natural_params(self) -> tuple[Any]:
         return (self.logits,)
 
-    def _log_normalizer(self, x):
+    def _log_normalizer(self, x: Any) -> Any:
         out_unst_reg = jitgrad.max(
             jitgrad.le(x, self._lims[0] - 0.5), jitgrad.gt(x, self._lims[1] - 0.5)
         )

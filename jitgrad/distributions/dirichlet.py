@@ -31,7 +31,7 @@ class Dirichlet(ExponentialFamily):
         batch_shape, event_shape = (concentration.shape[:-1], concentration.shape[-1:])
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Dirichlet, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.concentration = self.concentration.expand(batch_shape + self.event_shape)
@@ -47,7 +47,7 @@ class Dirichlet(ExponentialFamily):
         gammas = _standard_gamma(concentration)
         return gammas / gammas.sum(-1, True)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         return (
@@ -73,7 +73,7 @@ class Dirichlet(ExponentialFamily):
         con0 = self.concentration.sum(-1, True)
         return self.concentration * (con0 - self.concentration) / (con0.pow(2) * (con0 + 1))
 
-    def entropy(self):
+    def entropy(self) -> Any:
         k = self.concentration.size(-1)
         a0 = self.concentration.sum(-1)
         return (
@@ -87,5 +87,5 @@ class Dirichlet(ExponentialFamily):
     def _natural_params(self) -> tuple[Any]:
         return (self.concentration,)
 
-    def _log_normalizer(self, x):
+    def _log_normalizer(self, x: Any) -> Any:
         return x.lgamma().sum(-1) - jitgrad.lgamma(x.sum(-1))

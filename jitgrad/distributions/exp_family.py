@@ -21,14 +21,14 @@ class ExponentialFamily(Distribution):
     def _natural_params(self) -> tuple[Any, ...]:
         raise NotImplementedError
 
-    def _log_normalizer(self, *natural_params):
+    def _log_normalizer(self, *natural_params: Any) -> Any:
         raise NotImplementedError
 
     @property
     def _mean_carrier_measure(self) -> float:
         raise NotImplementedError
 
-    def entropy(self):
+    def entropy(self) -> Any:
         result: Any | float = -self._mean_carrier_measure
         nparams = [p.detach().requires_grad_() for p in self._natural_params]
         lg_normal = self._log_normalizer(*nparams)

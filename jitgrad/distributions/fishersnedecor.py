@@ -41,7 +41,7 @@ class FisherSnedecor(Distribution):
             batch_shape = self.df1.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(FisherSnedecor, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.df1 = self.df1.expand(batch_shape)
@@ -80,7 +80,7 @@ class FisherSnedecor(Distribution):
         Y = Y.clamp(min=tiny)
         return Y
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         ct1 = self.df1 * 0.5

@@ -55,7 +55,7 @@ class Gamma(ExponentialFamily):
             batch_shape = self.concentration.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Gamma, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.concentration = self.concentration.expand(batch_shape)
@@ -69,7 +69,7 @@ class Gamma(ExponentialFamily):
         value = _standard_gamma(self.concentration.expand(shape)) / self.rate.expand(shape)
         return value
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         value = jitgrad.as_tensor(value, dtype=self.rate.dtype, device=self.rate.device)
         if self._validate_args:
             self._validate_sample(value)
@@ -80,7 +80,7 @@ class Gamma(ExponentialFamily):
             - jitgrad.lgamma(self.concentration)
         )
 
-    def entropy(self):
+    def entropy(self) -> Any:
         return (
             self.concentration
             - jitgrad.log(self.rate)
@@ -92,10 +92,10 @@ class Gamma(ExponentialFamily):
     def _natural_params(self) -> tuple[Any, Any]:
         return (self.concentration - 1, -self.rate)
 
-    def _log_normalizer(self, x, y):
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
         return jitgrad.lgamma(x + 1) + (x + 1) * jitgrad.log(-y.reciprocal())
 
-    def cdf(self, value):
+    def cdf(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         gammainc = getattr(jitgrad.special, "gammainc", None)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 import math
 from numbers import Number, Real
@@ -32,7 +34,7 @@ class GeneralizedPareto(Distribution):
     }
     has_rsample = True
 
-    def __init__(self, loc, scale, concentration, validate_args=None):
+    def __init__(self, loc: Any, scale: Any, concentration: Any, validate_args: Any = None) -> None:
         self.loc, self.scale, self.concentration = broadcast_all(loc, scale, concentration)
         if (
             isinstance(loc, Number)
@@ -44,7 +46,7 @@ class GeneralizedPareto(Distribution):
             batch_shape = self.loc.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(GeneralizedPareto, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.loc = self.loc.expand(batch_shape)
@@ -54,12 +56,12 @@ class GeneralizedPareto(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def rsample(self, sample_shape=_EMPTY):
+    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
         shape = self._extended_shape(sample_shape)
         u = jitgrad.rand(shape, dtype=self.loc.dtype, device=self.loc.device)
         return self.icdf(u)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         z = self._z(value)
@@ -72,7 +74,7 @@ class GeneralizedPareto(Distribution):
         log_scale = math.log(self.scale) if isinstance(self.scale, Real) else self.scale.log()
         return -log_scale - jitgrad.where(eq_zero, z, where_nonzero)
 
-    def log_survival_function(self, value):
+    def log_survival_function(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         z = self._z(value)
@@ -83,13 +85,13 @@ class GeneralizedPareto(Distribution):
         where_nonzero = -jitgrad.log1p(safe_conc * z) / safe_conc
         return jitgrad.where(eq_zero, -z, where_nonzero)
 
-    def log_cdf(self, value):
+    def log_cdf(self, value: Any) -> Any:
         return jitgrad.log1p(-jitgrad.exp(self.log_survival_function(value)))
 
-    def cdf(self, value):
+    def cdf(self, value: Any) -> Any:
         return jitgrad.exp(self.log_cdf(value))
 
-    def icdf(self, value):
+    def icdf(self, value: Any) -> Any:
         loc = self.loc
         scale = self.scale
         concentration = self.concentration
@@ -100,11 +102,11 @@ class GeneralizedPareto(Distribution):
         where_zero = loc - scale * logu
         return jitgrad.where(eq_zero, where_zero, where_nonzero)
 
-    def _z(self, x):
+    def _z(self, x: Any) -> Any:
         return (x - self.loc) / self.scale
 
     @property
-    def mean(self):
+    def mean(self) -> Any:
         concentration = self.concentration
         valid = concentration < 1
         safe_conc = jitgrad.where(valid, concentration, 0.5)
@@ -112,23 +114,23 @@ class GeneralizedPareto(Distribution):
         return jitgrad.where(valid, result, nan)
 
     @property
-    def variance(self):
+    def variance(self) -> Any:
         concentration = self.concentration
         valid = concentration < 0.5
         safe_conc = jitgrad.where(valid, concentration, 0.25)
         result = self.scale**2 / ((1 - safe_conc) ** 2 * (1 - 2 * safe_conc))
         return jitgrad.where(valid, result, nan)
 
-    def entropy(self):
+    def entropy(self) -> Any:
         ans = jitgrad.log(self.scale) + self.concentration + 1
         return jitgrad.broadcast_to(ans, self._batch_shape)
 
     @property
-    def mode(self):
+    def mode(self) -> Any:
         return self.loc
 
     @constraints.dependent_property(is_discrete=False, event_dim=0)
-    def support(self):
+    def support(self) -> Any:
         lower = self.loc
         upper = jitgrad.where(self.concentration < 0, lower - self.scale / self.concentration, inf)
         return constraints.interval(lower, upper)

@@ -32,7 +32,7 @@ class HalfNormal(TransformedDistribution):
         base_dist = Normal(0, scale, validate_args=False)
         super().__init__(base_dist, AbsTransform(), validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(HalfNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 
@@ -52,20 +52,20 @@ class HalfNormal(TransformedDistribution):
     def variance(self) -> Any:
         return self.scale.pow(2) * (1 - 2 / math.pi)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         log_prob = self.base_dist.log_prob(value) + math.log(2)
         log_prob = jitgrad.where(value >= 0, log_prob, -inf)
         return log_prob
 
-    def cdf(self, value):
+    def cdf(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         return 2 * self.base_dist.cdf(value) - 1
 
-    def icdf(self, prob):
+    def icdf(self, prob: Any) -> Any:
         return self.base_dist.icdf((prob + 1) / 2)
 
-    def entropy(self):
+    def entropy(self) -> Any:
         return self.base_dist.entropy() - math.log(2)

@@ -36,7 +36,7 @@ class InverseGamma(TransformedDistribution):
         neg_one = -base_dist.rate.new_ones(())
         super().__init__(base_dist, PowerTransform(neg_one), validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(InverseGamma, _instance)
         return super().expand(batch_shape, _instance=new)
 
@@ -62,7 +62,7 @@ class InverseGamma(TransformedDistribution):
         result = self.rate.square() / ((self.concentration - 1).square() * (self.concentration - 2))
         return jitgrad.where(self.concentration > 2, result, math.inf)
 
-    def entropy(self):
+    def entropy(self) -> Any:
         return (
             self.concentration
             + self.rate.log()

@@ -49,7 +49,7 @@ def _batch_trace_XXT(bmat: Any) -> Any:  # noqa: N802 (torch's name)
 
 
 @register_kl(MultivariateNormal, LowRankMultivariateNormal)
-def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
+def _kl_multivariatenormal_lowrankmultivariatenormal(p: Any, q: Any) -> Any:
     if p.event_shape != q.event_shape:
         raise ValueError(
             "KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
@@ -72,7 +72,7 @@ def _kl_multivariatenormal_lowrankmultivariatenormal(p, q):
 
 
 @register_kl(LowRankMultivariateNormal, MultivariateNormal)
-def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
+def _kl_lowrankmultivariatenormal_multivariatenormal(p: Any, q: Any) -> Any:
     if p.event_shape != q.event_shape:
         raise ValueError(
             "KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
@@ -106,22 +106,22 @@ def _kl_lowrankmultivariatenormal_multivariatenormal(p, q):
 
 
 @register_kl(Bernoulli, Poisson)
-def _kl_bernoulli_poisson(p, q):
+def _kl_bernoulli_poisson(p: Any, q: Any) -> Any:
     return -p.entropy() - (p.probs * q.rate.log() - q.rate)
 
 
 @register_kl(Beta, ContinuousBernoulli)
-def _kl_beta_continuous_bernoulli(p, q):
+def _kl_beta_continuous_bernoulli(p: Any, q: Any) -> Any:
     return -p.entropy() - p.mean * q.logits - jitgrad.log1p(-q.probs) - q._cont_bern_log_norm()
 
 
 @register_kl(Beta, Pareto)
-def _kl_beta_infinity(p, q):
+def _kl_beta_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.concentration1)
 
 
 @register_kl(Beta, Exponential)
-def _kl_beta_exponential(p, q):
+def _kl_beta_exponential(p: Any, q: Any) -> Any:
     return (
         -p.entropy()
         - q.rate.log()
@@ -130,7 +130,7 @@ def _kl_beta_exponential(p, q):
 
 
 @register_kl(Beta, Gamma)
-def _kl_beta_gamma(p, q):
+def _kl_beta_gamma(p: Any, q: Any) -> Any:
     t1 = -p.entropy()
     t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
     t3 = (q.concentration - 1) * (
@@ -141,7 +141,7 @@ def _kl_beta_gamma(p, q):
 
 
 @register_kl(Beta, Normal)
-def _kl_beta_normal(p, q):
+def _kl_beta_normal(p: Any, q: Any) -> Any:
     E_beta = p.concentration1 / (p.concentration1 + p.concentration0)
     var_normal = q.scale.pow(2)
     t1 = -p.entropy()
@@ -153,7 +153,7 @@ def _kl_beta_normal(p, q):
 
 
 @register_kl(Beta, Uniform)
-def _kl_beta_uniform(p, q):
+def _kl_beta_uniform(p: Any, q: Any) -> Any:
     result = -p.entropy() + (q.high - q.low).log()
     result = jitgrad.where(
         (q.low > p.support.lower_bound) | (q.high < p.support.upper_bound), inf, result
@@ -162,17 +162,17 @@ def _kl_beta_uniform(p, q):
 
 
 @register_kl(ContinuousBernoulli, Pareto)
-def _kl_continuous_bernoulli_infinity(p, q):
+def _kl_continuous_bernoulli_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.probs)
 
 
 @register_kl(ContinuousBernoulli, Exponential)
-def _kl_continuous_bernoulli_exponential(p, q):
+def _kl_continuous_bernoulli_exponential(p: Any, q: Any) -> Any:
     return -p.entropy() - jitgrad.log(q.rate) + q.rate * p.mean
 
 
 @register_kl(ContinuousBernoulli, Normal)
-def _kl_continuous_bernoulli_normal(p, q):
+def _kl_continuous_bernoulli_normal(p: Any, q: Any) -> Any:
     t1 = -p.entropy()
     t2 = 0.5 * (math.log(2.0 * math.pi) + jitgrad.square(q.loc / q.scale)) + jitgrad.log(q.scale)
     t3 = (p.variance + jitgrad.square(p.mean) - 2.0 * q.loc * p.mean) / (
@@ -182,7 +182,7 @@ def _kl_continuous_bernoulli_normal(p, q):
 
 
 @register_kl(ContinuousBernoulli, Uniform)
-def _kl_continuous_bernoulli_uniform(p, q):
+def _kl_continuous_bernoulli_uniform(p: Any, q: Any) -> Any:
     result = -p.entropy() + (q.high - q.low).log()
     return jitgrad.where(
         jitgrad.max(
@@ -197,12 +197,12 @@ def _kl_continuous_bernoulli_uniform(p, q):
 @register_kl(Exponential, ContinuousBernoulli)
 @register_kl(Exponential, Pareto)
 @register_kl(Exponential, Uniform)
-def _kl_exponential_infinity(p, q):
+def _kl_exponential_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.rate)
 
 
 @register_kl(Exponential, Gamma)
-def _kl_exponential_gamma(p, q):
+def _kl_exponential_gamma(p: Any, q: Any) -> Any:
     ratio = q.rate / p.rate
     t1 = -q.concentration * jitgrad.log(ratio)
     return (
@@ -211,7 +211,7 @@ def _kl_exponential_gamma(p, q):
 
 
 @register_kl(Exponential, Gumbel)
-def _kl_exponential_gumbel(p, q):
+def _kl_exponential_gumbel(p: Any, q: Any) -> Any:
     scale_rate_prod = p.rate * q.scale
     loc_scale_ratio = q.loc / q.scale
     t1 = scale_rate_prod.log() - 1
@@ -221,7 +221,7 @@ def _kl_exponential_gumbel(p, q):
 
 
 @register_kl(Exponential, Normal)
-def _kl_exponential_normal(p, q):
+def _kl_exponential_normal(p: Any, q: Any) -> Any:
     var_normal = q.scale.pow(2)
     rate_sqr = p.rate.pow(2)
     t1 = 0.5 * jitgrad.log(rate_sqr * var_normal * 2 * math.pi)
@@ -235,17 +235,17 @@ def _kl_exponential_normal(p, q):
 @register_kl(Gamma, ContinuousBernoulli)
 @register_kl(Gamma, Pareto)
 @register_kl(Gamma, Uniform)
-def _kl_gamma_infinity(p, q):
+def _kl_gamma_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.concentration)
 
 
 @register_kl(Gamma, Exponential)
-def _kl_gamma_exponential(p, q):
+def _kl_gamma_exponential(p: Any, q: Any) -> Any:
     return -p.entropy() - q.rate.log() + q.rate * p.concentration / p.rate
 
 
 @register_kl(Gamma, Gumbel)
-def _kl_gamma_gumbel(p, q):
+def _kl_gamma_gumbel(p: Any, q: Any) -> Any:
     beta_scale_prod = p.rate * q.scale
     loc_scale_ratio = q.loc / q.scale
     t1 = (
@@ -262,7 +262,7 @@ def _kl_gamma_gumbel(p, q):
 
 
 @register_kl(Gamma, Normal)
-def _kl_gamma_normal(p, q):
+def _kl_gamma_normal(p: Any, q: Any) -> Any:
     var_normal = q.scale.pow(2)
     beta_sqr = p.rate.pow(2)
     t1 = (
@@ -282,12 +282,12 @@ def _kl_gamma_normal(p, q):
 @register_kl(Gumbel, Gamma)
 @register_kl(Gumbel, Pareto)
 @register_kl(Gumbel, Uniform)
-def _kl_gumbel_infinity(p, q):
+def _kl_gumbel_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.loc)
 
 
 @register_kl(Gumbel, Normal)
-def _kl_gumbel_normal(p, q):
+def _kl_gumbel_normal(p: Any, q: Any) -> Any:
     param_ratio = p.scale / q.scale
     t1 = (param_ratio / math.sqrt(2 * math.pi)).log()
     t2 = (math.pi * param_ratio * 0.5).pow(2) / 3
@@ -301,12 +301,12 @@ def _kl_gumbel_normal(p, q):
 @register_kl(Laplace, Gamma)
 @register_kl(Laplace, Pareto)
 @register_kl(Laplace, Uniform)
-def _kl_laplace_infinity(p, q):
+def _kl_laplace_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.loc)
 
 
 @register_kl(Laplace, Normal)
-def _kl_laplace_normal(p, q):
+def _kl_laplace_normal(p: Any, q: Any) -> Any:
     var_normal = q.scale.pow(2)
     scale_sqr_var_ratio = p.scale.pow(2) / var_normal
     t1 = 0.5 * jitgrad.log(2 * scale_sqr_var_ratio / math.pi)
@@ -322,12 +322,12 @@ def _kl_laplace_normal(p, q):
 @register_kl(Normal, Gamma)
 @register_kl(Normal, Pareto)
 @register_kl(Normal, Uniform)
-def _kl_normal_infinity(p, q):
+def _kl_normal_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.loc)
 
 
 @register_kl(Normal, Gumbel)
-def _kl_normal_gumbel(p, q):
+def _kl_normal_gumbel(p: Any, q: Any) -> Any:
     mean_scale_ratio = p.loc / q.scale
     var_scale_sqr_ratio = (p.scale / q.scale).pow(2)
     loc_scale_ratio = q.loc / q.scale
@@ -338,7 +338,7 @@ def _kl_normal_gumbel(p, q):
 
 
 @register_kl(Normal, Laplace)
-def _kl_normal_laplace(p, q):
+def _kl_normal_laplace(p: Any, q: Any) -> Any:
     loc_diff = p.loc - q.loc
     scale_ratio = p.scale / q.scale
     loc_diff_scale_ratio = loc_diff / p.scale
@@ -351,12 +351,12 @@ def _kl_normal_laplace(p, q):
 @register_kl(Pareto, Beta)
 @register_kl(Pareto, ContinuousBernoulli)
 @register_kl(Pareto, Uniform)
-def _kl_pareto_infinity(p, q):
+def _kl_pareto_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.scale)
 
 
 @register_kl(Pareto, Exponential)
-def _kl_pareto_exponential(p, q):
+def _kl_pareto_exponential(p: Any, q: Any) -> Any:
     scale_rate_prod = p.scale * q.rate
     t1 = (p.alpha / scale_rate_prod).log()
     t2 = p.alpha.reciprocal()
@@ -367,7 +367,7 @@ def _kl_pareto_exponential(p, q):
 
 
 @register_kl(Pareto, Gamma)
-def _kl_pareto_gamma(p, q):
+def _kl_pareto_gamma(p: Any, q: Any) -> Any:
     common_term = p.scale.log() + p.alpha.reciprocal()
     t1 = p.alpha.log() - common_term
     t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
@@ -379,7 +379,7 @@ def _kl_pareto_gamma(p, q):
 
 
 @register_kl(Pareto, Normal)
-def _kl_pareto_normal(p, q):
+def _kl_pareto_normal(p: Any, q: Any) -> Any:
     var_normal = 2 * q.scale.pow(2)
     common_term = p.scale / (p.alpha - 1)
     t1 = (math.sqrt(2 * math.pi) * q.scale * p.alpha / p.scale).log()
@@ -393,12 +393,12 @@ def _kl_pareto_normal(p, q):
 
 @register_kl(Poisson, Bernoulli)
 @register_kl(Poisson, Binomial)
-def _kl_poisson_infinity(p, q):
+def _kl_poisson_infinity(p: Any, q: Any) -> Any:
     return _infinite_like(p.rate)
 
 
 @register_kl(Uniform, Beta)
-def _kl_uniform_beta(p, q):
+def _kl_uniform_beta(p: Any, q: Any) -> Any:
     common_term = p.high - p.low
     t1 = jitgrad.log(common_term)
     t2 = (q.concentration1 - 1) * (_x_log_x(p.high) - _x_log_x(p.low) - common_term) / common_term
@@ -420,7 +420,7 @@ def _kl_uniform_beta(p, q):
 
 
 @register_kl(Uniform, ContinuousBernoulli)
-def _kl_uniform_continuous_bernoulli(p, q):
+def _kl_uniform_continuous_bernoulli(p: Any, q: Any) -> Any:
     result = -p.entropy() - p.mean * q.logits - jitgrad.log1p(-q.probs) - q._cont_bern_log_norm()
     return jitgrad.where(
         jitgrad.max(
@@ -432,14 +432,14 @@ def _kl_uniform_continuous_bernoulli(p, q):
 
 
 @register_kl(Uniform, Exponential)
-def _kl_uniform_exponetial(p, q):
+def _kl_uniform_exponetial(p: Any, q: Any) -> Any:
     result = q.rate * (p.high + p.low) / 2 - ((p.high - p.low) * q.rate).log()
     result = jitgrad.where(p.low < q.support.lower_bound, inf, result)
     return result
 
 
 @register_kl(Uniform, Gamma)
-def _kl_uniform_gamma(p, q):
+def _kl_uniform_gamma(p: Any, q: Any) -> Any:
     common_term = p.high - p.low
     t1 = common_term.log()
     t2 = q.concentration.lgamma() - q.concentration * q.rate.log()
@@ -451,7 +451,7 @@ def _kl_uniform_gamma(p, q):
 
 
 @register_kl(Uniform, Gumbel)
-def _kl_uniform_gumbel(p, q):
+def _kl_uniform_gumbel(p: Any, q: Any) -> Any:
     common_term = q.scale / (p.high - p.low)
     high_loc_diff = (p.high - q.loc) / q.scale
     low_loc_diff = (p.low - q.loc) / q.scale
@@ -461,7 +461,7 @@ def _kl_uniform_gumbel(p, q):
 
 
 @register_kl(Uniform, Normal)
-def _kl_uniform_normal(p, q):
+def _kl_uniform_normal(p: Any, q: Any) -> Any:
     common_term = p.high - p.low
     t1 = (math.sqrt(math.pi * 2) * q.scale / common_term).log()
     t2 = common_term.pow(2) / 12
@@ -470,7 +470,7 @@ def _kl_uniform_normal(p, q):
 
 
 @register_kl(Uniform, Pareto)
-def _kl_uniform_pareto(p, q):
+def _kl_uniform_pareto(p: Any, q: Any) -> Any:
     support_uniform = p.high - p.low
     t1 = (q.alpha * q.scale.pow(q.alpha) * support_uniform).log()
     t2 = (_x_log_x(p.high) - _x_log_x(p.low) - support_uniform) / support_uniform

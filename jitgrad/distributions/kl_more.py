@@ -50,7 +50,7 @@ def _batch_trace_XXT(bmat: Any) -> Any:  # noqa: N802 (torch's name)
 
 
 @register_kl(Beta, Beta)
-def _kl_beta_beta(p, q):
+def _kl_beta_beta(p: Any, q: Any) -> Any:
     sum_params_p = p.concentration1 + p.concentration0
     sum_params_q = q.concentration1 + q.concentration0
     t1 = q.concentration1.lgamma() + q.concentration0.lgamma() + sum_params_p.lgamma()
@@ -62,7 +62,7 @@ def _kl_beta_beta(p, q):
 
 
 @register_kl(Binomial, Binomial)
-def _kl_binomial_binomial(p, q):
+def _kl_binomial_binomial(p: Any, q: Any) -> Any:
     if (p.total_count < q.total_count).any():
         raise NotImplementedError(
             "KL between Binomials where q.total_count > p.total_count is not implemented"
@@ -74,7 +74,7 @@ def _kl_binomial_binomial(p, q):
 
 
 @register_kl(ContinuousBernoulli, ContinuousBernoulli)
-def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
+def _kl_continuous_bernoulli_continuous_bernoulli(p: Any, q: Any) -> Any:
     t1 = p.mean * (p.logits - q.logits)
     t2 = p._cont_bern_log_norm() + jitgrad.log1p(-p.probs)
     t3 = -q._cont_bern_log_norm() - jitgrad.log1p(-q.probs)
@@ -82,7 +82,7 @@ def _kl_continuous_bernoulli_continuous_bernoulli(p, q):
 
 
 @register_kl(Dirichlet, Dirichlet)
-def _kl_dirichlet_dirichlet(p, q):
+def _kl_dirichlet_dirichlet(p: Any, q: Any) -> Any:
     sum_p_concentration = p.concentration.sum(-1)
     sum_q_concentration = q.concentration.sum(-1)
     t1 = sum_p_concentration.lgamma() - sum_q_concentration.lgamma()
@@ -93,7 +93,7 @@ def _kl_dirichlet_dirichlet(p, q):
 
 
 @register_kl(ExponentialFamily, ExponentialFamily)
-def _kl_expfamily_expfamily(p, q):
+def _kl_expfamily_expfamily(p: Any, q: Any) -> Any:
     if type(p) is not type(q):
         raise NotImplementedError(
             "The cross KL-divergence between different exponential families "
@@ -111,7 +111,7 @@ def _kl_expfamily_expfamily(p, q):
 
 
 @register_kl(Gamma, Gamma)
-def _kl_gamma_gamma(p, q):
+def _kl_gamma_gamma(p: Any, q: Any) -> Any:
     t1 = q.concentration * (p.rate / q.rate).log()
     t2 = jitgrad.lgamma(q.concentration) - jitgrad.lgamma(p.concentration)
     t3 = (p.concentration - q.concentration) * jitgrad.digamma(p.concentration)
@@ -120,7 +120,7 @@ def _kl_gamma_gamma(p, q):
 
 
 @register_kl(Gumbel, Gumbel)
-def _kl_gumbel_gumbel(p, q):
+def _kl_gumbel_gumbel(p: Any, q: Any) -> Any:
     ct1 = p.scale / q.scale
     ct2 = q.loc / q.scale
     ct3 = p.loc / q.scale
@@ -131,17 +131,17 @@ def _kl_gumbel_gumbel(p, q):
 
 
 @register_kl(Geometric, Geometric)
-def _kl_geometric_geometric(p, q):
+def _kl_geometric_geometric(p: Any, q: Any) -> Any:
     return -p.entropy() - jitgrad.log1p(-q.probs) / p.probs - q.logits
 
 
 @register_kl(HalfNormal, HalfNormal)
-def _kl_halfnormal_halfnormal(p, q):
+def _kl_halfnormal_halfnormal(p: Any, q: Any) -> Any:
     return kl_divergence(p.base_dist, q.base_dist)
 
 
 @register_kl(LowRankMultivariateNormal, LowRankMultivariateNormal)
-def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
+def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p: Any, q: Any) -> Any:
     if p.event_shape != q.event_shape:
         raise ValueError(
             "KL-divergence between two Low Rank Multivariate Normals with different event shapes "
@@ -168,7 +168,7 @@ def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p, q):
 
 
 @register_kl(Pareto, Pareto)
-def _kl_pareto_pareto(p, q):
+def _kl_pareto_pareto(p: Any, q: Any) -> Any:
     scale_ratio = p.scale / q.scale
     alpha_ratio = q.alpha / p.alpha
     t1 = q.alpha * scale_ratio.log()
@@ -179,7 +179,7 @@ def _kl_pareto_pareto(p, q):
 
 
 @register_kl(TransformedDistribution, TransformedDistribution)
-def _kl_transformed_transformed(p, q):
+def _kl_transformed_transformed(p: Any, q: Any) -> Any:
     if p.transforms != q.transforms:
         raise NotImplementedError
     if p.event_shape != q.event_shape:
@@ -188,7 +188,7 @@ def _kl_transformed_transformed(p, q):
 
 
 @register_kl(Cauchy, Cauchy)
-def _kl_cauchy_cauchy(p, q):
+def _kl_cauchy_cauchy(p: Any, q: Any) -> Any:
     t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
     t2 = (4 * p.scale * q.scale).log()
     return t1 - t2

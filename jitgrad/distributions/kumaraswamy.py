@@ -15,7 +15,7 @@ from jitgrad.distributions.utils import broadcast_all, euler_constant
 __all__ = ["Kumaraswamy"]
 
 
-def _moments(a, b, n):
+def _moments(a: Any, b: Any, n: Any) -> Any:
     arg1 = 1 + n / a
     log_value = jitgrad.lgamma(arg1) + jitgrad.lgamma(b) - jitgrad.lgamma(arg1 + b)
     return b * jitgrad.exp(log_value)
@@ -56,7 +56,7 @@ class Kumaraswamy(TransformedDistribution):
         ]
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Kumaraswamy, _instance)
         new.concentration1 = self.concentration1.expand(batch_shape)
         new.concentration0 = self.concentration0.expand(batch_shape)
@@ -81,7 +81,7 @@ class Kumaraswamy(TransformedDistribution):
     def variance(self) -> Any:
         return _moments(self.concentration1, self.concentration0, 2) - jitgrad.pow(self.mean, 2)
 
-    def entropy(self):
+    def entropy(self) -> Any:
         t1 = 1 - self.concentration1.reciprocal()
         t0 = 1 - self.concentration0.reciprocal()
         H0 = jitgrad.digamma(self.concentration0 + 1) + euler_constant

@@ -48,7 +48,7 @@ class LKJCholesky(Distribution):
         self._beta = Beta(beta_conc1, beta_conc0)
         super().__init__(batch_shape, event_shape, validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(LKJCholesky, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.dim = self.dim
@@ -58,7 +58,7 @@ class LKJCholesky(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def sample(self, sample_shape=_EMPTY):
+    def sample(self, sample_shape: Any = _EMPTY) -> Any:
         y = self._beta.sample(sample_shape).unsqueeze(-1)
         u_normal = jitgrad.randn(
             self._extended_shape(sample_shape), dtype=y.dtype, device=y.device
@@ -73,7 +73,7 @@ class LKJCholesky(Distribution):
         w += jitgrad.diag_embed(diag_elems)
         return w
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         diag_elems = value.diagonal(dim1=-1, dim2=-2)[..., 1:]

@@ -35,7 +35,7 @@ class LogisticNormal(TransformedDistribution):
             base_dist = base_dist.expand([1])
         super().__init__(base_dist, StickBreakingTransform(), validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(LogisticNormal, _instance)
         return super().expand(batch_shape, _instance=new)
 

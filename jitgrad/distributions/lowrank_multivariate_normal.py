@@ -16,7 +16,7 @@ from jitgrad.distributions.utils import _standard_normal, lazy_property
 __all__ = ["LowRankMultivariateNormal"]
 
 
-def _batch_capacitance_tril(W, D):  # noqa: N803  # noqa: N803
+def _batch_capacitance_tril(W: Any, D: Any) -> Any:  # noqa: N803 (torch's names)
     m = W.size(-1)
     Wt_Dinv = W.mT / D.unsqueeze(-2)
     K = jitgrad.matmul(Wt_Dinv, W).contiguous()
@@ -24,11 +24,11 @@ def _batch_capacitance_tril(W, D):  # noqa: N803  # noqa: N803
     return jitgrad.linalg.cholesky(K)
 
 
-def _batch_lowrank_logdet(W, D, capacitance_tril):  # noqa: N803  # noqa: N803
+def _batch_lowrank_logdet(W: Any, D: Any, capacitance_tril: Any) -> Any:  # noqa: N803 (torch's names)
     return 2 * capacitance_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1) + D.log().sum(-1)
 
 
-def _batch_lowrank_mahalanobis(W, D, x, capacitance_tril):  # noqa: N803  # noqa: N803
+def _batch_lowrank_mahalanobis(W: Any, D: Any, x: Any, capacitance_tril: Any) -> Any:  # noqa: N803 (torch's names)
     Wt_Dinv = W.mT / D.unsqueeze(-2)
     Wt_Dinv_x = _batch_mv(Wt_Dinv, x)
     mahalanobis_term1 = (x.pow(2) / D).sum(-1)
@@ -88,7 +88,7 @@ class LowRankMultivariateNormal(Distribution):
         self._capacitance_tril = _batch_capacitance_tril(cov_factor, cov_diag)
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(LowRankMultivariateNormal, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         loc_shape = batch_shape + self.event_shape
@@ -153,7 +153,7 @@ class LowRankMultivariateNormal(Distribution):
             + self._unbroadcasted_cov_diag.sqrt() * eps_D
         )
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         diff = value - self.loc
@@ -168,7 +168,7 @@ class LowRankMultivariateNormal(Distribution):
         )
         return -0.5 * (self._event_shape[0] * math.log(2 * math.pi) + log_det + M)
 
-    def entropy(self):
+    def entropy(self) -> Any:
         log_det = _batch_lowrank_logdet(
             self._unbroadcasted_cov_factor, self._unbroadcasted_cov_diag, self._capacitance_tril
         )

@@ -60,7 +60,7 @@ class MixtureSameFamily(Distribution):
         self._event_ndims = len(event_shape)
         super().__init__(batch_shape=cdbs, event_shape=event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         batch_shape = jitgrad.Size(batch_shape)
         batch_shape_comp = batch_shape + (self._num_component,)
         new = self._get_checked_instance(MixtureSameFamily, _instance)
@@ -76,7 +76,7 @@ class MixtureSameFamily(Distribution):
         return new
 
     @constraints.dependent_property
-    def support(self):
+    def support(self) -> Any:
         return MixtureSameFamilyConstraint(self._component_distribution.support)
 
     @property
@@ -104,13 +104,13 @@ class MixtureSameFamily(Distribution):
         )
         return mean_cond_var + var_cond_mean
 
-    def cdf(self, x):
+    def cdf(self, x: Any) -> Any:
         x = self._pad(x)
         cdf_x = self.component_distribution.cdf(x)
         mix_prob = self.mixture_distribution.probs
         return jitgrad.sum(cdf_x * mix_prob, dim=-1)
 
-    def log_prob(self, x):
+    def log_prob(self, x: Any) -> Any:
         if self._validate_args:
             self._validate_sample(x)
         x = self._pad(x)
@@ -118,7 +118,7 @@ class MixtureSameFamily(Distribution):
         log_mix_prob = jitgrad.log_softmax(self.mixture_distribution.logits, dim=-1)
         return jitgrad.logsumexp(log_prob_x + log_mix_prob, dim=-1)
 
-    def sample(self, sample_shape=_EMPTY):
+    def sample(self, sample_shape: Any = _EMPTY) -> Any:
         with jitgrad.no_grad():
             sample_len = len(sample_shape)
             batch_len = len(self.batch_shape)
@@ -134,10 +134,10 @@ class MixtureSameFamily(Distribution):
             samples = jitgrad.gather(comp_samples, gather_dim, mix_sample_r)
             return samples.squeeze(gather_dim)
 
-    def _pad(self, x):
+    def _pad(self, x: Any) -> Any:
         return x.unsqueeze(-1 - self._event_ndims)
 
-    def _pad_mixture_dimensions(self, x):
+    def _pad_mixture_dimensions(self, x: Any) -> Any:
         dist_batch_ndims = len(self.batch_shape)
         cat_batch_ndims = len(self.mixture_distribution.batch_shape)
         pad_ndims = 0 if cat_batch_ndims == 1 else dist_batch_ndims - cat_batch_ndims
@@ -150,6 +150,6 @@ class MixtureSameFamily(Distribution):
         )
         return x
 
-    def __repr__(self):
+    def __repr__(self) -> Any:
         args_string = f"\n  {self.mixture_distribution},\n  {self.component_distribution}"
         return "MixtureSameFamily" + "(" + args_string + ")"

@@ -53,7 +53,7 @@ class Multinomial(Distribution):
         event_shape = self._categorical.param_shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Multinomial, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.total_count = self.total_count
@@ -62,11 +62,11 @@ class Multinomial(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def _new(self, *args, **kwargs):
+    def _new(self, *args: Any, **kwargs: Any) -> Any:
         return self._categorical._new(*args, **kwargs)
 
     @constraints.dependent_property(is_discrete=True, event_dim=1)
-    def support(self):
+    def support(self) -> Any:
         return constraints.multinomial(self.total_count)
 
     @property
@@ -81,7 +81,7 @@ class Multinomial(Distribution):
     def param_shape(self) -> jitgrad.Size:
         return self._categorical.param_shape
 
-    def sample(self, sample_shape=_EMPTY):
+    def sample(self, sample_shape: Any = _EMPTY) -> Any:
         sample_shape = jitgrad.Size(sample_shape)
         samples = self._categorical.sample(jitgrad.Size((self.total_count,)) + sample_shape)
         shifted_idx = list(range(samples.dim()))
@@ -91,7 +91,7 @@ class Multinomial(Distribution):
         counts = counts.scatter_add(-1, samples, jitgrad.ones_like(samples))
         return counts.type_as(self.probs)
 
-    def entropy(self):
+    def entropy(self) -> Any:
         n = jitgrad.tensor(self.total_count)
         cat_entropy = self._categorical.entropy()
         term1 = n * cat_entropy - jitgrad.lgamma(n + 1)
@@ -101,7 +101,7 @@ class Multinomial(Distribution):
         term2 = (binomial_probs * weights).sum([0, -1])
         return term1 + term2
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)

@@ -59,7 +59,7 @@ class NegativeBinomial(Distribution):
         batch_shape = self._param.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(NegativeBinomial, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.total_count = self.total_count.expand(batch_shape)
@@ -73,7 +73,7 @@ class NegativeBinomial(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def _new(self, *args, **kwargs):
+    def _new(self, *args: Any, **kwargs: Any) -> Any:
         return self._param.new(*args, **kwargs)
 
     @property
@@ -106,12 +106,12 @@ class NegativeBinomial(Distribution):
             concentration=self.total_count, rate=jitgrad.exp(-self.logits), validate_args=False
         )
 
-    def sample(self, sample_shape=_EMPTY):
+    def sample(self, sample_shape: Any = _EMPTY) -> Any:
         with jitgrad.no_grad():
             rate = self._gamma.sample(sample_shape=sample_shape)
             return Poisson(rate, validate_args=False).sample()
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         log_unnormalized_prob = self.total_count * F.logsigmoid(

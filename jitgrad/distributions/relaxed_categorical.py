@@ -44,7 +44,7 @@ class ExpRelaxedCategorical(Distribution):
         event_shape = self._categorical.param_shape[-1:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(ExpRelaxedCategorical, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.temperature = self.temperature
@@ -55,7 +55,7 @@ class ExpRelaxedCategorical(Distribution):
         new._validate_args = self._validate_args
         return new
 
-    def _new(self, *args, **kwargs):
+    def _new(self, *args: Any, **kwargs: Any) -> Any:
         return self._categorical._new(*args, **kwargs)
 
     @property
@@ -79,7 +79,7 @@ class ExpRelaxedCategorical(Distribution):
         scores = (self.logits + gumbels) / self.temperature
         return scores - scores.logsumexp(dim=-1, keepdim=True)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         K = self._categorical._num_events
         if self._validate_args:
             self._validate_sample(value)
@@ -117,7 +117,7 @@ class RelaxedOneHotCategorical(TransformedDistribution):
         base_dist = ExpRelaxedCategorical(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base_dist, ExpTransform(), validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(RelaxedOneHotCategorical, _instance)
         return super().expand(batch_shape, _instance=new)
 

@@ -67,7 +67,7 @@ class StudentT(Distribution):
         batch_shape = self.df.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(StudentT, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         new.df = self.df.expand(batch_shape)
@@ -85,7 +85,7 @@ class StudentT(Distribution):
         Y = X * jitgrad.rsqrt(Z / self.df)
         return self.loc + self.scale * Y
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         y = (value - self.loc) / self.scale
@@ -98,7 +98,7 @@ class StudentT(Distribution):
         )
         return -0.5 * (self.df + 1.0) * jitgrad.log1p(y**2.0 / self.df) - Z
 
-    def entropy(self):
+    def entropy(self) -> Any:
         lbeta = (
             jitgrad.lgamma(0.5 * self.df) + math.lgamma(0.5) - jitgrad.lgamma(0.5 * (self.df + 1))
         )

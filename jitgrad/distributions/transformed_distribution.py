@@ -73,7 +73,7 @@ class TransformedDistribution(Distribution):
         event_shape = forward_shape[cut:]
         super().__init__(batch_shape, event_shape, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(TransformedDistribution, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         shape = batch_shape + self.event_shape
@@ -89,7 +89,7 @@ class TransformedDistribution(Distribution):
         return new
 
     @constraints.dependent_property(is_discrete=False)
-    def support(self):
+    def support(self) -> Any:
         if not self.transforms:
             return self.base_dist.support
         support = self.transforms[-1].codomain
@@ -101,7 +101,7 @@ class TransformedDistribution(Distribution):
     def has_rsample(self) -> bool:
         return self.base_dist.has_rsample
 
-    def sample(self, sample_shape=_EMPTY):
+    def sample(self, sample_shape: Any = _EMPTY) -> Any:
         with jitgrad.no_grad():
             x = self.base_dist.sample(sample_shape)
             for transform in self.transforms:
@@ -114,7 +114,7 @@ class TransformedDistribution(Distribution):
             x = transform(x)
         return x
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         event_dim = len(self.event_shape)
@@ -132,7 +132,7 @@ class TransformedDistribution(Distribution):
         )
         return log_prob
 
-    def _monotonize_cdf(self, value):
+    def _monotonize_cdf(self, value: Any) -> Any:
         sign = 1
         for transform in self.transforms:
             sign = sign * transform.sign
@@ -140,7 +140,7 @@ class TransformedDistribution(Distribution):
             return value
         return sign * (value - 0.5) + 0.5
 
-    def cdf(self, value):
+    def cdf(self, value: Any) -> Any:
         for transform in self.transforms[::-1]:
             value = transform.inv(value)
         if self._validate_args:
@@ -149,7 +149,7 @@ class TransformedDistribution(Distribution):
         value = self._monotonize_cdf(value)
         return value
 
-    def icdf(self, value):
+    def icdf(self, value: Any) -> Any:
         value = self._monotonize_cdf(value)
         value = self.base_dist.icdf(value)
         for transform in self.transforms:

@@ -14,7 +14,7 @@ from jitgrad.distributions.utils import broadcast_all, lazy_property
 __all__ = ["VonMises"]
 
 
-def _eval_poly(y, coef):
+def _eval_poly(y: Any, coef: Any) -> Any:
     coef = list(coef)
     result = coef.pop()
     while coef:
@@ -50,7 +50,7 @@ _COEF_SMALL = [_I0_COEF_SMALL, _I1_COEF_SMALL]
 _COEF_LARGE = [_I0_COEF_LARGE, _I1_COEF_LARGE]
 
 
-def _log_modified_bessel_fn(x, order=0):
+def _log_modified_bessel_fn(x: Any, order: Any = 0) -> Any:
     if order != 0 and order != 1:
         raise AssertionError(f"order must be 0 or 1, got {order}")
     y = x / 3.75
@@ -65,7 +65,7 @@ def _log_modified_bessel_fn(x, order=0):
     return result
 
 
-def _rejection_sample(loc, concentration, proposal_r, x):
+def _rejection_sample(loc: Any, concentration: Any, proposal_r: Any, x: Any) -> Any:
     done = jitgrad.zeros(x.shape, dtype=jitgrad.bool, device=loc.device)
     while not done.all():
         u = jitgrad.rand((3,) + x.shape, dtype=loc.dtype, device=loc.device)
@@ -99,7 +99,7 @@ class VonMises(Distribution):
         event_shape = _EMPTY
         super().__init__(batch_shape, event_shape, validate_args)
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         log_prob = self.concentration * jitgrad.cos(value - self.loc)
@@ -126,14 +126,14 @@ class VonMises(Distribution):
         return jitgrad.where(kappa < 1e-05, _proposal_r_taylor, _proposal_r)
 
     @jitgrad.no_grad()
-    def sample(self, sample_shape=_EMPTY):
+    def sample(self, sample_shape: Any = _EMPTY) -> Any:
         shape = self._extended_shape(sample_shape)
         x = jitgrad.empty(shape, dtype=self._loc.dtype, device=self.loc.device)
         return _rejection_sample(self._loc, self._concentration, self._proposal_r, x).to(
             self.loc.dtype
         )
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         try:
             return super().expand(batch_shape)
         except NotImplementedError:

@@ -39,7 +39,7 @@ class Weibull(TransformedDistribution):
         ]
         super().__init__(base_dist, transforms, validate_args=validate_args)
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Weibull, _instance)
         new.scale = self.scale.expand(batch_shape)
         new.concentration = self.concentration.expand(batch_shape)
@@ -71,7 +71,7 @@ class Weibull(TransformedDistribution):
             - jitgrad.exp(2 * jitgrad.lgamma(1 + self.concentration_reciprocal))
         )
 
-    def entropy(self):
+    def entropy(self) -> Any:
         return (
             euler_constant * (1 - self.concentration_reciprocal)
             + jitgrad.log(self.scale * self.concentration_reciprocal)

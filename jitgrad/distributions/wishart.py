@@ -56,7 +56,7 @@ class Wishart(ExponentialFamily):
     _mean_carrier_measure = 0
 
     @property
-    def arg_constraints(self):
+    def arg_constraints(self) -> Any:
         return {
             "covariance_matrix": constraints.positive_definite,
             "precision_matrix": constraints.positive_definite,
@@ -122,7 +122,7 @@ class Wishart(ExponentialFamily):
             ).expand(batch_shape + (-1,))
         )
 
-    def expand(self, batch_shape, _instance=None):
+    def expand(self, batch_shape: Any, _instance: Any = None) -> Any:
         new = self._get_checked_instance(Wishart, _instance)
         batch_shape = jitgrad.Size(batch_shape)
         cov_shape = batch_shape + self.event_shape
@@ -186,7 +186,7 @@ class Wishart(ExponentialFamily):
             V.pow(2) + jitgrad.einsum("...i,...j->...ij", diag_V, diag_V)
         )
 
-    def _bartlett_sampling(self, sample_shape=_EMPTY):
+    def _bartlett_sampling(self, sample_shape: Any = _EMPTY) -> Any:
         p = self._event_shape[-1]
         noise = _clamp_above_eps(self._dist_chi2.rsample(sample_shape).sqrt()).diag_embed(
             dim1=-2, dim2=-1
@@ -200,7 +200,7 @@ class Wishart(ExponentialFamily):
         chol = self._unbroadcasted_scale_tril @ noise
         return chol @ chol.transpose(-2, -1)
 
-    def rsample(self, sample_shape: Any = _EMPTY, max_try_correction=None) -> Any:
+    def rsample(self, sample_shape: Any = _EMPTY, max_try_correction: Any = None) -> Any:
         if max_try_correction is None:
             max_try_correction = 10
         sample_shape = jitgrad.Size(sample_shape)
@@ -221,7 +221,7 @@ class Wishart(ExponentialFamily):
                     break
         return sample
 
-    def log_prob(self, value):
+    def log_prob(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
         nu = self.df
@@ -240,7 +240,7 @@ class Wishart(ExponentialFamily):
             / 2
         )
 
-    def entropy(self):
+    def entropy(self) -> Any:
         nu = self.df
         p = self._event_shape[-1]
         return (
@@ -260,7 +260,7 @@ class Wishart(ExponentialFamily):
         p = self._event_shape[-1]
         return (-self.precision_matrix / 2, (nu - p - 1) / 2)
 
-    def _log_normalizer(self, x, y):
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
         p = self._event_shape[-1]
         return (y + (p + 1) / 2) * (
             -jitgrad.linalg.slogdet(-2 * x).logabsdet + _log_2 * p
