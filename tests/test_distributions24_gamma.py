@@ -17,7 +17,7 @@ def _j(a):
     return jitgrad.tensor(np.asarray(a, dtype=np.float64), dtype=jitgrad.float64)
 
 
-@pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 3.0, 7.9, 8.5, 50.0, 1000.0])
+@pytest.mark.parametrize("alpha", [0.05, 0.5, 1.0, 3.0, 7.9, 8.5, 50.0, 1000.0, 9000.0, 2e4, 1e6])
 def test_standard_gamma_grad_vs_cdf_finite_differences(alpha):
     torch = pytest.importorskip("torch")
     torch.manual_seed(0)
@@ -32,7 +32,8 @@ def test_standard_gamma_grad_vs_cdf_finite_differences(alpha):
     ok = pdf > 1e-100
     fd = -(cdf(alpha + h) - cdf(alpha - h)) / (2 * h) / pdf
     got = standard_gamma_grad(a.numpy(), x.numpy())
-    np.testing.assert_allclose(got[ok], fd[ok], rtol=2e-5, atol=1e-8)
+    # (above alpha = 1e4 the Wilson-Hilferty form is used: about 1e-6 relative at 1e6)
+    np.testing.assert_allclose(got[ok], fd[ok], rtol=2e-5 if alpha < 1e4 else 1e-4, atol=1e-8)
     # torch's _standard_gamma_grad is an approximation, within about 1e-3 of the exact value
     np.testing.assert_allclose(got, torch._standard_gamma_grad(a, x).numpy(), rtol=3e-3,
                                atol=1e-6)

@@ -15,7 +15,10 @@ cancels analytically, so it stays accurate far into both tails:
   ``c_n = c_{n-1} x / (alpha + n)``);
 * in the upper tail, from ``dP/dalpha = -dQ/dalpha`` with ``Q`` the upper integral:
   ``dX/dalpha = int_0^inf e**-s (1 + s/x)**(alpha-1) (log(x + s) - digamma(alpha)) ds``,
-  evaluated by Gauss-Laguerre quadrature after rescaling ``s`` by the integrand's decay rate.
+  evaluated by Gauss-Laguerre quadrature after rescaling ``s`` by the integrand's decay rate;
+* for very large ``alpha`` (> 1e4, where the series would need ~12 sqrt(alpha) terms), from the
+  Wilson-Hilferty representation ``X = alpha (1 - 1/(9 alpha) + z / (3 sqrt(alpha)))**3``
+  differentiated at fixed ``z`` (its error shrinks like ``alpha**-1``).
 """
 
 from __future__ import annotations
@@ -66,6 +69,17 @@ def _tail_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
     return (integrand * weights[None, :]).sum(-1) / lam
 
 
+_LARGE_ALPHA = 1e4
+
+
+def _wilson_hilferty_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``dX/dalpha`` at fixed quantile from the Wilson-Hilferty cube-root normal form."""
+    c = np.cbrt(x / alpha)
+    z = (c - 1.0 + 1.0 / (9.0 * alpha)) * 3.0 * np.sqrt(alpha)
+    dc = 1.0 / (9.0 * alpha**2) - z / (6.0 * alpha**1.5)
+    return c**3 + 3.0 * alpha * c**2 * dc
+
+
 def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
     """The implicit reparameterization gradient ``dX/dalpha`` of gamma samples (float64).
 
@@ -83,10 +97,12 @@ def standard_gamma_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
     alpha, x = alpha.ravel(), x.ravel()
     out = np.zeros_like(x)
     pos = x > 0
-    tail = pos & (x > alpha + 3.0 * np.sqrt(alpha) + 5.0)
-    low = pos & ~tail
+    large = pos & (alpha > _LARGE_ALPHA)
+    tail = pos & ~large & (x > alpha + 3.0 * np.sqrt(alpha) + 5.0)
+    low = pos & ~large & ~tail
     out[low] = _series_grad(alpha[low], x[low])
     out[tail] = _tail_grad(alpha[tail], x[tail])
+    out[large] = _wilson_hilferty_grad(alpha[large], x[large])
     out[~np.isfinite(out)] = 0.0
     return out.reshape(shape)
 
