@@ -33,8 +33,8 @@ class FisherSnedecor(Distribution):
         self, df1: Any | float, df2: Any | float, validate_args: bool | None = None
     ) -> None:
         self.df1, self.df2 = broadcast_all(df1, df2)
-        self._gamma1 = Gamma(self.df1 * 0.5, self.df1)
-        self._gamma2 = Gamma(self.df2 * 0.5, self.df2)
+        self._gamma1 = Gamma(self.df1 * 0.5, self.df1, validate_args=validate_args)
+        self._gamma2 = Gamma(self.df2 * 0.5, self.df2, validate_args=validate_args)
         if isinstance(df1, _Number) and isinstance(df2, _Number):
             batch_shape = _EMPTY
         else:

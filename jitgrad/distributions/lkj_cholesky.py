@@ -45,7 +45,7 @@ class LKJCholesky(Distribution):
         offset = jitgrad.cat([offset.new_zeros((1,)), offset])
         beta_conc1 = offset + 0.5
         beta_conc0 = marginal_conc.unsqueeze(-1) - 0.5 * offset
-        self._beta = Beta(beta_conc1, beta_conc0)
+        self._beta = Beta(beta_conc1, beta_conc0, validate_args=validate_args)
         super().__init__(batch_shape, event_shape, validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Any:

@@ -129,7 +129,7 @@ class RelaxedBernoulli(TransformedDistribution):
         logits: Any | Number | None = None,
         validate_args: bool | None = None,
     ) -> None:
-        base_dist = LogitRelaxedBernoulli(temperature, probs, logits)
+        base_dist = LogitRelaxedBernoulli(temperature, probs, logits, validate_args=validate_args)
         super().__init__(base_dist, SigmoidTransform(), validate_args=validate_args)
 
     def expand(self, batch_shape: Any, _instance: Any = None) -> Any:

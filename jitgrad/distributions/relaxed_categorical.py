@@ -38,7 +38,7 @@ class ExpRelaxedCategorical(Distribution):
         logits: Any | None = None,
         validate_args: bool | None = None,
     ) -> None:
-        self._categorical = Categorical(probs, logits)
+        self._categorical = Categorical(probs, logits, validate_args=validate_args)
         self.temperature = temperature
         batch_shape = self._categorical.batch_shape
         event_shape = self._categorical.param_shape[-1:]

@@ -63,7 +63,7 @@ class StudentT(Distribution):
         validate_args: bool | None = None,
     ) -> None:
         self.df, self.loc, self.scale = broadcast_all(df, loc, scale)
-        self._chi2 = Chi2(self.df)
+        self._chi2 = Chi2(self.df, validate_args=validate_args)
         batch_shape = self.df.size()
         super().__init__(batch_shape, validate_args=validate_args)
 
