@@ -95,6 +95,15 @@ def test_kl_bregman_for_exponential_family():
                                jd.kl_divergence(p, q).numpy(), rtol=1e-10)
 
 
+def test_lognormal_kl_matches_torch():
+    a, b, c, d = _R.normal(size=3), _pos(), _R.normal(size=3), _pos()
+    got = jd.kl_divergence(jd.LogNormal(jitgrad.tensor(a), jitgrad.tensor(b)),
+                           jd.LogNormal(jitgrad.tensor(c), jitgrad.tensor(d)))
+    want = td.kl_divergence(td.LogNormal(torch.tensor(a), torch.tensor(b)),
+                            td.LogNormal(torch.tensor(c), torch.tensor(d)))
+    np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10)
+
+
 def test_transformed_kl_and_monte_carlo_sanity():
     jitgrad.manual_seed(0)
     p = jd.HalfNormal(jitgrad.tensor([1.0], dtype=jitgrad.float64))

@@ -10,10 +10,7 @@ from typing import Any
 
 import jitgrad
 from jitgrad.distributions.beta import Beta
-from jitgrad.distributions.continuous import (
-    Cauchy,
-    Gumbel,
-)
+from jitgrad.distributions.continuous import Cauchy, Gumbel, LogNormal, Normal
 from jitgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from jitgrad.distributions.dirichlet import Dirichlet
 from jitgrad.distributions.discrete import Binomial, Geometric
@@ -192,3 +189,10 @@ def _kl_cauchy_cauchy(p: Any, q: Any) -> Any:
     t1 = ((p.scale + q.scale).pow(2) + (p.loc - q.loc).pow(2)).log()
     t2 = (4 * p.scale * q.scale).log()
     return t1 - t2
+
+
+@register_kl(LogNormal, LogNormal)
+def _kl_lognormal_lognormal(p: Any, q: Any) -> Any:
+    # (torch's LogNormal is a TransformedDistribution of a Normal by exp, whose KL is the
+    # normals'; jitgrad's LogNormal is a plain class)
+    return kl_divergence(Normal(p.loc, p.scale), Normal(q.loc, q.scale))
