@@ -210,3 +210,39 @@ def test_rsample_gradient_matches_the_analytic_mean_gradient(name, args):
     for g_mc, g in zip(mc, exact):
         g = np.zeros_like(g_mc) if g is None else g.numpy()
         np.testing.assert_allclose(g_mc, g, rtol=0.05, atol=0.01)
+
+
+def test_relaxed_samples_keep_the_discrete_probabilities():
+    # P(RelaxedBernoulli > 1/2) = probs and argmax of a RelaxedOneHotCategorical sample is
+    # Categorical(probs) at every temperature (logistic / Gumbel-max tricks)
+    jitgrad.manual_seed(21)
+    n = 40000
+    probs = np.array([0.2, 0.5, 0.9])
+    s = jd.RelaxedBernoulli(_j(0.7), _j(probs)).sample((n,)).numpy()
+    assert np.all((s > 0) & (s < 1))
+    frac = (s > 0.5).mean(0)
+    assert np.all(np.abs(frac - probs) < 5 * np.sqrt(probs * (1 - probs) / n))
+    p = np.array([0.1, 0.3, 0.6])
+    oh = jd.RelaxedOneHotCategorical(_j(2.0), _j(p)).sample((n,)).numpy()
+    np.testing.assert_allclose(oh.sum(-1), 1.0, rtol=1e-12)
+    counts = np.bincount(oh.argmax(-1), minlength=3) / n
+    assert np.all(np.abs(counts - p) < 5 * np.sqrt(p * (1 - p) / n))
+
+
+def test_logistic_normal_and_low_rank_normal_samples():
+    jitgrad.manual_seed(22)
+    n = 40000
+    loc, scale = np.array([0.3, -0.5]), np.array([0.8, 1.5])
+    d = jd.LogisticNormal(_j(loc), _j(scale))
+    y = d.sample((n,))
+    assert tuple(y.shape) == (n, 3) and bool(jd.constraints.simplex.check(y).all())
+    # the base normal's draws come back through the inverse stick-breaking transform
+    x = jd.transforms.StickBreakingTransform().inv(y)
+    _moments_ok(x, _j(loc), _j(scale**2))
+    w = np.array([[1.0, 0.0], [0.5, -1.0], [0.0, 2.0]])
+    diag = np.array([0.5, 1.0, 0.3])
+    lr = jd.LowRankMultivariateNormal(_j([0.0, 1.0, -1.0]), _j(w), _j(diag))
+    s = lr.sample((n,))
+    _moments_ok(s, lr.mean, lr.variance)
+    cov = np.cov(s.numpy().T)
+    np.testing.assert_allclose(cov, w @ w.T + np.diag(diag), atol=0.1)
