@@ -230,3 +230,12 @@ def test_log_prob_under_jit(name):
     np.testing.assert_allclose(out.item(), f(*params).item(), rtol=1e-12)
     for g, w in zip(grads, want):
         np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_constraints_match_torch(name):
+    dj, dt, _ = _pair(name)
+    assert set(dj.arg_constraints) == set(dt.arg_constraints)
+    assert repr(dj.support).replace("jitgrad.", "torch.") == repr(dt.support)
+    assert dj.support.event_dim == dt.support.event_dim
+    assert dj.support.is_discrete == dt.support.is_discrete
