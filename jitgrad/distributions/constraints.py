@@ -27,6 +27,7 @@ __all__ = [
     "less_than",
     "lower_cholesky",
     "lower_triangular",
+    "multinomial",
     "nonnegative",
     "nonnegative_integer",
     "one_hot",
@@ -38,6 +39,7 @@ __all__ = [
     "real_vector",
     "simplex",
     "square",
+    "stack",
     "symmetric",
     "unit_interval",
 ]
@@ -347,6 +349,82 @@ class _Cat(Constraint):
         return jitgrad.cat(checks, self.dim)
 
 
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return max(c.event_dim for c in self.cseq)
+
+
+class _Stack(Constraint):
+    """Applies constraints ``cseq`` to the components of ``value`` along ``dim``."""
+
+    def __init__(self, cseq: Any, dim: int = 0):
+        self.cseq = list(cseq)
+        self.dim = dim
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return any(c.is_discrete for c in self.cseq)
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        dim = max(c.event_dim for c in self.cseq)
+        if self.dim + dim < 0:
+            dim += 1
+        return dim
+
+    def check(self, value: Any) -> Any:
+        vs = [value.select(self.dim, i) for i in range(value.size(self.dim))]
+        return jitgrad.stack([c.check(v) for v, c in zip(vs, self.cseq)], self.dim)
+
+
+class _Multinomial(Constraint):
+    """Nonnegative integer vectors summing to at most ``upper_bound``."""
+
+    is_discrete = True
+    event_dim = 1
+
+    def __init__(self, upper_bound: Any):
+        self.upper_bound = upper_bound
+
+    def check(self, x: Any) -> Any:
+        return (x >= 0).all(dim=-1) & (x.sum(dim=-1) <= self.upper_bound)
+
+
+class MixtureSameFamilyConstraint(Constraint):
+    """The support of ``MixtureSameFamily``: the component's constraint, checked with the
+    mixture dimension added back."""
+
+    def __init__(self, base_constraint: Constraint):
+        if not isinstance(base_constraint, Constraint):
+            raise AssertionError(
+                f"base_constraint must be a Constraint, got {type(base_constraint).__name__}"
+            )
+        self.base_constraint = base_constraint
+        super().__init__()
+
+    @property
+    def is_discrete(self) -> bool:  # type: ignore[override]
+        return self.base_constraint.is_discrete
+
+    @property
+    def event_dim(self) -> int:  # type: ignore[override]
+        return self.base_constraint.event_dim
+
+    def check(self, value: Any) -> Any:
+        unsqueezed_value = value.unsqueeze(-1 - self.event_dim)
+        result = self.base_constraint.check(unsqueezed_value)
+        if value.dim() < self.event_dim:
+            raise ValueError(f"Expected value.dim() >= {self.event_dim} but got {value.dim()}")
+        num_dim_to_keep = value.dim() - self.event_dim
+        result = result.reshape(tuple(result.shape[:num_dim_to_keep]) + (-1,))
+        return result.all(-1)
+
+
 dependent = _Dependent()
 dependent_property = _DependentProperty
 independent = _IndependentConstraint
@@ -374,3 +452,5 @@ symmetric = _Symmetric()
 positive_semidefinite = _PositiveSemidefinite()
 positive_definite = _PositiveDefinite()
 cat = _Cat
+multinomial = _Multinomial
+stack = _Stack

@@ -98,6 +98,9 @@ class Normal(_LocScale):
         return 0.5 * (1 + jitgrad.erf((value - self.loc) * self.scale.reciprocal()
                                       / math.sqrt(2)))
 
+    def icdf(self, value: Any) -> Any:
+        return self.loc + self.scale * jitgrad.erfinv(2 * value - 1) * math.sqrt(2)
+
     def entropy(self) -> Any:
         return 0.5 + 0.5 * math.log(2 * math.pi) + jitgrad.log(self.scale)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import numbers
 from functools import update_wrapper
 from typing import Any
@@ -76,6 +77,14 @@ def _sum_rightmost(value: Any, dim: int) -> Any:
         return value
     required_shape = tuple(value.shape[: value.dim() - dim]) + (-1,)
     return value.reshape(required_shape).sum(-1)
+
+
+def _mvlgamma(x: Any, p: int) -> Any:
+    """Multivariate log-gamma ``log Gamma_p(x)`` (``torch.mvlgamma``), from ``lgamma``."""
+    out = jitgrad.lgamma(x) + p * (p - 1) / 4 * math.log(math.pi)
+    for i in range(1, p):
+        out = out + jitgrad.lgamma(x - i / 2)
+    return out
 
 
 def logits_to_probs(logits: Any, is_binary: bool = False) -> Any:

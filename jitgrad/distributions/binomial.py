@@ -1,0 +1,5 @@
+"""``torch.distributions.binomial``: exposes ``Binomial`` (defined in ``discrete``)."""
+
+from jitgrad.distributions.discrete import Binomial
+
+__all__ = ["Binomial"]

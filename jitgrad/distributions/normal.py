@@ -1,0 +1,5 @@
+"""``torch.distributions.normal``: exposes ``Normal`` (defined in ``continuous``)."""
+
+from jitgrad.distributions.continuous import Normal
+
+__all__ = ["Normal"]
