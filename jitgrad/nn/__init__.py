@@ -54,3 +54,7 @@ __all__ += ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Fold", "Unfold"
             "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
             "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
             "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Conv3d"]
+from .loss3 import *  # noqa: E402, F401, F403 - CTCLoss, MultiMarginLoss, ... (loss24)
+from .loss3 import __all__ as _loss3_all  # noqa: E402
+
+__all__ += _loss3_all
