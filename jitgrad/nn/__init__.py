@@ -58,3 +58,6 @@ from .loss3 import *  # noqa: E402, F401, F403 - CTCLoss, MultiMarginLoss, ... (
 from .loss3 import __all__ as _loss3_all  # noqa: E402
 
 __all__ += _loss3_all
+from .activation3 import CrossMapLRN2d, RReLU, Softmax2d  # noqa: E402 - loss24
+
+__all__ += ["CrossMapLRN2d", "RReLU", "Softmax2d"]

@@ -6,7 +6,7 @@ composed of jitgrad ops with torch's gradients at the kinks (zero where torch's 
 from __future__ import annotations
 
 from ..ops.nn_ops import SOFTPLUS
-from ..ops.nn_ops2 import ELU
+from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
 from ..ops.selection import where
 from ..tensor import Tensor
@@ -21,6 +21,12 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:  # noqa: A002
     return input.copy_(out) if inplace else out
+
+
+def _elu_inplace(input: Tensor, **params: float) -> Tensor:  # noqa: A002
+    from ..ops.inplace import inplace as _inplace
+
+    return _inplace(input, lambda s: apply(ELU_RESULT, s, **params))
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -53,16 +59,18 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``scale * elu(input, alpha)`` with the self-normalizing constants."""
-    out = apply(ELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
-    return _result(input, out, inplace)
+    if inplace:  # EluBackward1 from the output: the input is overwritten
+        return _elu_inplace(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+    return apply(ELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    out = apply(ELU, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
-    return _result(input, out, inplace)
+    if inplace:
+        return _elu_inplace(input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
+    return apply(ELU, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
 
 
 def _softplus(x: Tensor) -> Tensor:

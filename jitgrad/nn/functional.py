@@ -55,6 +55,10 @@ from ._functional_loss3 import *  # noqa: E402, F401, F403 - multi_margin_loss, 
 from ._functional_loss3 import __all__ as _loss3_all  # noqa: E402
 
 __all__ += _loss3_all + ["ctc_loss"]
+from ._functional_act3 import *  # noqa: E402, F401, F403 - rrelu, relu_, pdist, upsample ...
+from ._functional_act3 import __all__ as _act3_all  # noqa: E402
+
+__all__ += _act3_all
 
 
 def _install_declared() -> None:
