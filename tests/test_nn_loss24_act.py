@@ -136,3 +136,69 @@ def test_upsample_aliases_warn_and_match_torch(name):
         warnings.simplefilter("ignore")
         want = getattr(torch.nn.functional, name)(torch.tensor(x), scale_factor=2)
     np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12)
+
+
+# ---------------------------------------------------------------- linear_cross_entropy
+
+
+@pytest.mark.parametrize("reduction", ["none", "mean", "sum"])
+@pytest.mark.parametrize("kind", ["index", "probs", "kdim", "smooth"])
+def test_linear_cross_entropy_matches_torch(reduction, kind):
+    torch = pytest.importorskip("torch")
+    n, d, c = 6, 4, 5
+    x = RNG.standard_normal((n, d))
+    w = RNG.standard_normal((c, 3, d) if kind == "kdim" else (c, d))
+    b = RNG.standard_normal(w.shape[:-1])
+    cw = RNG.random(c) + 0.5
+    if kind == "probs":
+        y = RNG.random((n, c))
+        y /= y.sum(1, keepdims=True)
+    elif kind == "kdim":
+        y = RNG.integers(0, c, (n, 3))
+    else:
+        y = RNG.integers(0, c, n)
+        y[2] = 1 if kind == "smooth" else -100
+    kw = {"reduction": reduction, "label_smoothing": 0.1 if kind == "smooth" else 0.0}
+    tt = [torch.tensor(v, requires_grad=True) for v in (x, w, b)]
+    want = torch.nn.functional.linear_cross_entropy(tt[0], tt[1], torch.tensor(y),
+                                                    linear_bias=tt[2],
+                                                    weight=torch.tensor(cw), **kw)
+    jt = [_t(v, grad=True) for v in (x, w, b)]
+    got = F.linear_cross_entropy(jt[0], jt[1], _t(y), linear_bias=jt[2], weight=_t(cw), **kw)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    want.sum().backward()
+    got.sum().backward()
+    for a, bb in zip(jt, tt):
+        np.testing.assert_allclose(a.grad.numpy(), bb.grad.numpy(), rtol=1e-10, atol=1e-14)
+
+
+def test_linear_cross_entropy_module_options_and_errors():
+    torch = pytest.importorskip("torch")
+    tm = torch.nn.LinearCrossEntropyLoss(4, 5, out_features=(2,), bias=True).double()
+    jm = nn.LinearCrossEntropyLoss(4, 5, out_features=(2,), bias=True, dtype=jitgrad.float64)
+    assert repr(jm) == repr(tm)
+    assert list(jm.state_dict()) == list(tm.state_dict()) == ["linear.weight", "linear.bias"]
+    jm.load_state_dict({k: _t(v.numpy()) for k, v in tm.state_dict().items()})
+    x, y = RNG.standard_normal((3, 4)), RNG.integers(0, 5, (3, 2))
+    np.testing.assert_allclose(jm(_t(x), _t(y)).detach().numpy(),
+                               tm(torch.tensor(x), torch.tensor(y)).detach().numpy(), rtol=1e-12)
+    opts = nn.LinearCrossEntropyOptions(batch_chunk_size=2)
+    assert opts.chunking_method == "auto" and opts.acc_policy == "auto"
+    w = _t(RNG.standard_normal((5, 4)))
+    with_opts = F.linear_cross_entropy(_t(x), w, _t(y[:, 0]), options=opts)
+    np.testing.assert_allclose(with_opts.numpy(),
+                               F.linear_cross_entropy(_t(x), w, _t(y[:, 0])).numpy(), rtol=1e-12)
+    with pytest.warns(UserWarning, match="``options`` ignored"):
+        F.linear_cross_entropy(_t(x), w, _t(y[:, 0]), options=opts, label_smoothing=0.1)
+    with pytest.raises(ValueError, match="invalid acc_policy: 'x'"):
+        nn.LinearCrossEntropyOptions(acc_policy="x")
+    with pytest.raises(ValueError, match="invalid chunking_method: 'ratio'"):
+        nn.LinearCrossEntropyOptions(chunking_method="ratio")
+    with pytest.raises(ValueError, match="batch_chunk_size must be positive int or None"):
+        nn.LinearCrossEntropyOptions(batch_chunk_size=0)
+    with pytest.raises(RuntimeError, match="expected equal input and linear_weight last"):
+        F.linear_cross_entropy(_t(x), _t(np.ones((5, 3))), _t(y[:, 0]))
+    with pytest.raises(RuntimeError, match="ignore_index cannot be specified when target"):
+        F.linear_cross_entropy(_t(x), w, _t(np.ones((3, 5)) / 5), ignore_index=1)
+    with pytest.raises(RuntimeError, match=r"expected weight shape to be \(5,\), got \(4,\)"):
+        nn.LinearCrossEntropyLoss(4, 5, weight=_t(np.ones(4)))

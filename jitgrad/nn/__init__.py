@@ -61,3 +61,6 @@ __all__ += _loss3_all
 from .activation3 import CrossMapLRN2d, RReLU, Softmax2d  # noqa: E402 - loss24
 
 __all__ += ["CrossMapLRN2d", "RReLU", "Softmax2d"]
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: E402
+
+__all__ += ["LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
