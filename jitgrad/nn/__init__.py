@@ -64,3 +64,7 @@ __all__ += ["CrossMapLRN2d", "RReLU", "Softmax2d"]
 from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: E402
 
 __all__ += ["LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
+from .data_parallel import DataParallel  # noqa: E402 - loss24
+from .sync_batchnorm import SyncBatchNorm  # noqa: E402
+
+__all__ += ["DataParallel", "SyncBatchNorm"]
