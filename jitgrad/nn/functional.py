@@ -59,7 +59,7 @@ from ._functional_act3 import *  # noqa: E402, F401, F403 - rrelu, relu_, pdist,
 from ._functional_act3 import __all__ as _act3_all  # noqa: E402
 
 __all__ += _act3_all
-from .linear_cross_entropy import linear_cross_entropy  # noqa: E402, F401 - loss24
+from ._functional_lce import linear_cross_entropy  # noqa: E402, F401 - loss24
 
 __all__ += ["linear_cross_entropy"]
 

@@ -25,7 +25,7 @@ def functional_call(module: Any, parameters_and_buffers: dict, args: Any = None,
     Returns:
         The module's result.
     """
-    from ...func.functional_call import functional_call as _functional_call
+    from ._functional_call import functional_call as _functional_call
 
     warnings.warn("`torch.nn.utils.stateless.functional_call` is deprecated as of PyTorch 2.0 "
                   "and will be removed in a future version of PyTorch. Please use "
