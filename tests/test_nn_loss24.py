@@ -263,3 +263,46 @@ def test_adaptive_log_softmax_matches_torch():
         jm(xj, _t(np.array([0, 1, 2, 3, 4, 5, 20])))
     with pytest.raises(ValueError, match="cutoffs should be a sequence of unique"):
         nn.AdaptiveLogSoftmaxWithLoss(16, 20, [10, 4])
+
+
+# ---------------------------------------------------------------- under jit
+
+
+def test_losses_under_jit_read_targets_on_every_call():
+    """Targets and lengths are jit arguments: the traced function is replayed for new values
+    (CTC's values are read by its node; the margin losses are composed of traceable ops)."""
+    from jitgrad.jit import jit
+
+    rng = np.random.default_rng(5)
+
+    def ctc(x, tg, il, tl):
+        return F.ctc_loss(x.log_softmax(2), tg, il, tl)
+
+    def ctc_concat(x, tg):
+        return F.ctc_loss(x.log_softmax(2), tg, [12, 12, 12, 12], [2, 1, 3, 1], reduction="sum")
+
+    def mm(x, y):
+        return F.multi_margin_loss(x, y, p=2, weight=_t(np.linspace(0.5, 1.5, 5)))
+
+    def mlm(x, y):
+        return F.multilabel_margin_loss(x, y)
+
+    cases = [
+        (ctc, lambda: (rng.standard_normal((12, 4, 5)), rng.integers(1, 5, (4, 4)),
+                       rng.integers(8, 13, 4), rng.integers(1, 5, 4))),
+        (ctc_concat, lambda: (rng.standard_normal((12, 4, 5)), rng.integers(1, 5, 7))),
+        (mm, lambda: (rng.standard_normal((6, 5)), rng.integers(0, 5, 6))),
+        (mlm, lambda: (rng.standard_normal((3, 5)),
+                       np.array([[3, 1, -1, 2, 0], rng.permutation(5), [-1, 0, 0, 0, 0]]))),
+    ]
+    for fn, make in cases:
+        jf = jit(fn, backend="interpreter")  # (the backends are tested elsewhere)
+        for _ in range(3):
+            x, *rest = make()
+            xj = _t(x, grad=True)
+            args = [_t(r) for r in rest]
+            got, want = jf(xj, *args), fn(xj, *args)
+            np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+            g1 = jitgrad.autograd.grad(jf(xj, *args), xj)[0]
+            g2 = jitgrad.autograd.grad(fn(xj, *args), xj)[0]
+            np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-10, atol=1e-14)

@@ -29,15 +29,6 @@ __all__ = ["ctc_loss"]
 _NEG_INF = -np.inf
 
 
-def _lengths(lengths: Tensor | Sequence[int] | int, name: str) -> np.ndarray:
-    if isinstance(lengths, Tensor):
-        return np.asarray(lengths.detach().cpu().numpy()).astype(np.int64).reshape(-1)
-    if isinstance(lengths, (int, np.integer)):
-        raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints or Tensor, not "
-                        f"{type(lengths).__name__}")
-    return np.asarray(list(lengths), dtype=np.int64).reshape(-1)
-
-
 def _check(what: str) -> str:
     return f"{what} (while checking arguments for ctc_loss_allocate_outputs)"
 
@@ -142,29 +133,87 @@ def _ctc_grad(lp: np.ndarray, ext: np.ndarray, il: np.ndarray, tl: np.ndarray, b
     return grad.astype(lp.dtype, copy=False)
 
 
+def _np(t: Tensor) -> np.ndarray:
+    return np.asarray(t.detach().cpu().numpy())
+
+
+def _prepare(lp: np.ndarray, targets: np.ndarray, il: np.ndarray, tl: np.ndarray,
+             blank: int) -> np.ndarray:
+    """Checks the values as torch does and returns the extended targets (N, 2 * S + 1)."""
+    steps, batch, _ = lp.shape
+    il = il.astype(np.int64).reshape(-1)
+    tl = tl.astype(np.int64).reshape(-1)
+    for b in range(batch):
+        if il[b] > steps:
+            raise RuntimeError(_check(
+                f"Expected input_lengths to have value at most {steps}, but got value {il[b]}"))
+        if il[b] < 0 or tl[b] < 0:
+            raise RuntimeError(_check("Expected input_lengths and target_lengths to be "
+                                      "non-negative"))
+    table = _targets_table(targets.astype(np.int64), tl, batch)
+    ext = np.full((batch, 2 * table.shape[1] + 1), blank, dtype=np.int64)
+    ext[:, 1::2] = np.where(np.arange(table.shape[1])[None, :] < tl[:, None], table, blank)
+    return ext
+
+
 class _CtcLoss(Function):
+    """The per-sample losses; targets and lengths are (non-differentiable) tensor inputs, so a
+    ``jit``-traced call reads their values on every call."""
+
     @staticmethod
-    def forward(ctx, log_probs: Tensor, ext: np.ndarray, il: np.ndarray,  # noqa: ANN001
-                tl: np.ndarray, blank: int, zero_infinity: bool) -> Tensor:
-        lp = np.asarray(log_probs.detach().cpu().numpy())
-        _, _, nll = _alpha_beta(lp, ext, il, tl, blank, need_beta=False)
-        ctx.save_for_backward(log_probs)
-        ctx.args = (ext, il, tl, blank, zero_infinity)
+    def forward(ctx, log_probs: Tensor, targets: Tensor, il: Tensor, tl: Tensor,  # noqa: ANN001
+                blank: int, zero_infinity: bool) -> Tensor:
+        lp = _np(log_probs)
+        il_a, tl_a = _np(il).astype(np.int64), _np(tl).astype(np.int64)
+        ext = _prepare(lp, _np(targets), il_a, tl_a, blank)
+        _, _, nll = _alpha_beta(lp, ext, il_a, tl_a, blank, need_beta=False)
+        ctx.save_for_backward(log_probs, targets, il, tl)
+        ctx.blank = blank
+        ctx.zero_infinity = zero_infinity
         return tensor(nll, dtype=log_probs.dtype, device=log_probs.device)
 
     @staticmethod
     @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple:  # noqa: ANN001
-        (log_probs,) = ctx.saved_tensors
-        lp = np.asarray(log_probs.detach().cpu().numpy())
-        g = _ctc_grad(lp, *ctx.args)
-        go = np.asarray(grad.detach().cpu().numpy()).reshape(1, -1, 1)
+        log_probs, targets, il, tl = ctx.saved_tensors
+        lp = _np(log_probs)
+        il_a, tl_a = _np(il).astype(np.int64), _np(tl).astype(np.int64)
+        ext = _prepare(lp, _np(targets), il_a, tl_a, ctx.blank)
+        g = _ctc_grad(lp, ext, il_a, tl_a, ctx.blank, ctx.zero_infinity)
+        go = _np(grad).reshape(1, -1, 1)
         out = tensor(g * go, dtype=log_probs.dtype, device=log_probs.device)
         return out, None, None, None, None, None
 
 
 _CtcLoss._backward_cls.__name__ = "CtcLossBackward0"
 _CtcLoss._backward_cls.__qualname__ = "CtcLossBackward0"
+
+
+def _length_tensor(lengths: Tensor | Sequence[int] | int, name: str) -> Tensor:
+    if isinstance(lengths, Tensor):
+        return lengths.reshape(-1)
+    if isinstance(lengths, (int, np.integer)):
+        raise TypeError(f"ctc_loss(): argument '{name}' must be tuple of ints or Tensor, not "
+                        f"{type(lengths).__name__}")
+    return tensor(np.asarray(list(lengths), dtype=np.int64).reshape(-1))
+
+
+def _pad_concatenated(targets: Tensor, lengths: list[int]) -> Tensor:
+    """Concatenated 1-D targets with static lengths as the padded (N, longest) table, by a
+    gather (so a ``jit`` trace does not read the targets' values)."""
+    total = sum(lengths)
+    if targets.shape[0] != total:
+        raise RuntimeError(_check(
+            f"Expected tensor to have size {total} at dimension 0, but got size "
+            f"{targets.shape[0]} for argument #2 'targets'"))
+    longest = max(max(lengths, default=0), 1)
+    starts = np.cumsum([0] + lengths[:-1])
+    pos = starts[:, None] + np.arange(longest)[None, :]
+    valid = np.arange(longest)[None, :] < np.asarray(lengths)[:, None]
+    if total == 0:
+        return targets.new_zeros((len(lengths), longest))
+    idx = tensor(np.where(valid, pos, 0).reshape(-1), device=targets.device)
+    return targets.index_select(0, idx).reshape(len(lengths), longest)
 
 
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
@@ -198,34 +247,22 @@ def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequenc
         raise RuntimeError(f'"ctc_loss_cpu" not implemented for '
                            f"'{str(lp_t.dtype).replace('jitgrad.', '').capitalize()}'")
     steps, batch, classes = lp_t.shape
-    il = _lengths(input_lengths, "input_lengths")
-    tl = _lengths(target_lengths, "target_lengths")
+    il = _length_tensor(input_lengths, "input_lengths")
+    tl = _length_tensor(target_lengths, "target_lengths")
     if not 0 <= blank < classes:
         raise RuntimeError("blank must be in label range")
     if il.shape[0] != batch:
         raise RuntimeError("input_lengths must be of size batch_size")
     if tl.shape[0] != batch:
         raise RuntimeError("target_lengths must be of size batch_size")
-    tg = np.asarray(targets.detach().cpu().numpy()).astype(np.int64)
-    if unbatched:
-        tg = tg.reshape(1, -1)
-    for b in range(batch):
-        if il[b] > steps:
-            raise RuntimeError(_check(
-                f"Expected input_lengths to have value at most {steps}, but got value {il[b]}"))
-        if il[b] < 0 or tl[b] < 0:
-            raise RuntimeError(_check("Expected input_lengths and target_lengths to be "
-                                      "non-negative"))
-    table = _targets_table(tg, tl, batch)
-    s_len = 2 * table.shape[1] + 1
-    ext = np.full((batch, s_len), blank, dtype=np.int64)
-    ext[:, 1::2] = np.where(np.arange(table.shape[1])[None, :] < tl[:, None], table, blank)
-    losses = _CtcLoss.apply(lp_t, ext, il, tl, int(blank), bool(zero_infinity))
+    tg = targets.reshape(1, -1) if unbatched else targets
+    if tg.ndim == 1 and not isinstance(target_lengths, Tensor):
+        tg = _pad_concatenated(tg, [int(n) for n in target_lengths])
+    losses = _CtcLoss.apply(lp_t, tg, il, tl, int(blank), bool(zero_infinity))
     if zero_infinity:
         losses = where(losses == float("inf"), 0.0, losses)
     if reduction == "mean":
-        div = tensor(np.maximum(tl, 1), dtype=losses.dtype, device=losses.device)
-        return (losses / div).mean()
+        return (losses / tl.to(device=losses.device, dtype=losses.dtype).clamp_min(1)).mean()
     if reduction == "sum":
         return losses.sum()
     return losses.squeeze(0) if unbatched else losses

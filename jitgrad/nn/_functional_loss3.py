@@ -9,12 +9,18 @@ from collections.abc import Callable
 
 import numpy as np
 
-from ..ops.creation import tensor
+from ..ops.creation import arange
+from ..ops.registry import state
 from ..ops.torch_extras3 import pairwise_distance
 from ..tensor import Tensor
 from ._functional_loss import _reduction
 
 __all__ = ["multi_margin_loss", "multilabel_margin_loss", "triplet_margin_with_distance_loss"]
+
+
+def _concrete(t: Tensor) -> bool:
+    """Whether ``t`` has values to check (not a ``jit`` tracer)."""
+    return not state.traces and t._trace is None
 
 
 def _reduce_samples(loss: Tensor, reduction: str) -> Tensor:
@@ -59,15 +65,17 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
             f"multi_margin_loss: target tensor should be 1-D with size equal to the number of "
             f"input samples (batch size). Expected target size [{batch}], but got "
             f"{list(target.shape)}. Input has shape {list(input.shape)}.")
-    y = np.asarray(target.detach().cpu().numpy()).astype(np.int64).reshape(-1)
-    if np.any((y < 0) | (y >= classes)):
-        raise RuntimeError("target out of range")
+    y = target.reshape(-1)
+    if _concrete(y):
+        yv = np.asarray(y.detach().cpu().numpy())
+        if np.any((yv < 0) | (yv >= classes)):
+            raise RuntimeError("target out of range")
     if weight is not None and weight.numel() != classes:
         raise RuntimeError(f"inconsistent weight size, expected {classes} but got "
                            f"{list(weight.shape)}")
-    idx = tensor(y, device=x.device)
+    idx = y.to(device=x.device)
     picked = x.gather(1, idx.unsqueeze(1))  # (N, 1): x[y]
-    others = tensor(np.arange(classes)[None, :] != y[:, None], device=x.device)
+    others = arange(classes, device=x.device).unsqueeze(0) != idx.unsqueeze(1)
     hinge = (margin - picked + x).clamp_min(0)
     if p == 2:
         hinge = hinge * hinge
@@ -102,18 +110,18 @@ def multilabel_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                            f"{list(input.shape)}")
     x = input.reshape(1, -1) if input.ndim <= 1 else input
     batch, classes = x.shape
-    tg = np.asarray(target.detach().cpu().numpy()).astype(np.int64).reshape(batch, classes)
-    counts = np.zeros((batch, classes), dtype=np.float64)  # how often each class is a target
-    for n in range(batch):
-        for c in tg[n]:
-            if c < 0:
-                break
-            if c >= classes:
-                raise RuntimeError("argument #2 'target' is out of range")
-            counts[n, c] += 1
-    is_target = counts > 0
-    cnt = tensor(counts[:, :, None], dtype=x.dtype, device=x.device)
-    non = tensor((~is_target)[:, None, :], dtype=x.dtype, device=x.device)
+    tg = target.reshape(batch, classes).to(device=x.device)
+    if _concrete(tg):
+        tv = np.asarray(tg.detach().cpu().numpy())
+        listed = np.cumprod(tv >= 0, axis=1).astype(bool)
+        if np.any(listed & (tv >= classes)):
+            raise RuntimeError("argument #2 'target' is out of range")
+    # the entries before the first -1 are the targets; count how often each class is one
+    listed = (tg >= 0).to(x.dtype).cumprod(1)  # [n, k]
+    hits = (tg.unsqueeze(2) == arange(classes, device=x.device)).to(x.dtype)  # [n, k, c]
+    counts = (hits * listed.unsqueeze(2)).sum(1)  # [n, c]
+    cnt = counts.unsqueeze(2)
+    non = (counts == 0).to(x.dtype).unsqueeze(1)
     hinge = (1 - x.unsqueeze(2) + x.unsqueeze(1)).clamp_min(0)  # [n, j, i]
     loss = (hinge * cnt * non).sum((1, 2)) / classes
     if mode == "none":
