@@ -92,3 +92,51 @@ def test_convert_sync_batchnorm_shares_parameters_and_buffers():
     assert isinstance(model[0], nn.Linear)
     single = nn.SyncBatchNorm.convert_sync_batchnorm(nn.BatchNorm1d(5, eps=1e-3))
     assert isinstance(single, nn.SyncBatchNorm) and single.eps == 1e-3
+
+
+_SIMULATED = r"""
+import sys
+sys.path.insert(0, ".")
+import numba
+numba.config.ENABLE_CUDASIM = True
+import numpy as np
+import jitgrad, jitgrad.nn as nn, jitgrad.nn.functional as F
+if not jitgrad.cuda.is_available():
+    print("NO-CUDA")
+    raise SystemExit(0)
+lin = nn.Linear(3, 2)
+w, b = lin.weight.detach().numpy().copy(), lin.bias.detach().numpy().copy()
+m = nn.DataParallel(lin)
+assert m.device_ids == [0] and str(lin.weight.device) == "cuda:0"
+x = jitgrad.tensor(np.ones((4, 3), dtype=np.float32), requires_grad=True)
+y = m(x)
+assert str(y.device) == "cuda:0"
+np.testing.assert_allclose(y.detach().cpu().numpy(), np.ones((4, 3)) @ w.T + b, rtol=1e-6)
+y.sum().backward()
+assert str(x.grad.device) == "cpu" and str(lin.weight.grad.device) == "cuda:0"
+assert list(m.state_dict()) == ["module.weight", "module.bias"]
+xx = np.random.default_rng(0).standard_normal((6, 2, 4)).astype(np.float32)
+tg = jitgrad.tensor(np.array([[1, 2], [3, 0]]))
+xc = jitgrad.tensor(xx, device="cuda", requires_grad=True)
+loss = F.ctc_loss(xc.log_softmax(2), tg, [6, 5], [2, 1])
+loss.backward()
+xh = jitgrad.tensor(xx, requires_grad=True)
+F.ctc_loss(xh.log_softmax(2), tg, [6, 5], [2, 1]).backward()
+assert str(loss.device) == "cuda:0" and str(xc.grad.device) == "cuda:0"
+np.testing.assert_allclose(xc.grad.cpu().numpy(), xh.grad.numpy(), rtol=1e-5, atol=1e-6)
+print("OK")
+"""
+
+
+def test_data_parallel_and_ctc_on_one_simulated_gpu():
+    """With a GPU (numba's simulator, in a subprocess so the setting stays there): the module
+    moves to cuda:0, CPU inputs follow it; ctc_loss keeps cuda tensors on the device."""
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", _SIMULATED], capture_output=True, text=True,
+                          timeout=300)
+    if "NO-CUDA" in done.stdout:
+        pytest.skip("numba.cuda is not usable here")
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().endswith("OK")
