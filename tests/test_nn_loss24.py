@@ -306,3 +306,23 @@ def test_losses_under_jit_read_targets_on_every_call():
             g1 = jitgrad.autograd.grad(jf(xj, *args), xj)[0]
             g2 = jitgrad.autograd.grad(fn(xj, *args), xj)[0]
             np.testing.assert_allclose(g1.numpy(), g2.numpy(), rtol=1e-10, atol=1e-14)
+
+
+@pytest.mark.parametrize("tg,il,tl", [([[0, 0], [1, 2], [2, 2]], [5, 0, 5], [0, 2, 2]),
+                                      ([[1, 1], [1, 2], [2, 2]], [5, 5, 3], [2, 0, 2]),
+                                      ([[1, 1], [1, 2], [3, 3]], [1, 2, 4], [1, 1, 2])])
+@pytest.mark.parametrize("zero_infinity", [False, True])
+def test_ctc_edge_lengths_match_torch(tg, il, tl, zero_infinity):
+    """Empty targets, empty inputs (inf), repeated labels needing a blank between them."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(3).standard_normal((5, 3, 4))
+    xt = torch.tensor(x, requires_grad=True)
+    want = torch.nn.functional.ctc_loss(xt.log_softmax(2), torch.tensor(tg), il, tl,
+                                        reduction="none", zero_infinity=zero_infinity)
+    xj = _t(x, grad=True)
+    got = F.ctc_loss(xj.log_softmax(2), _t(np.array(tg)), il, tl, reduction="none",
+                     zero_infinity=zero_infinity)
+    np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy(), rtol=1e-12)
+    want.sum().backward()
+    got.sum().backward()
+    np.testing.assert_allclose(xj.grad.numpy(), xt.grad.numpy(), rtol=1e-9, atol=1e-14)
