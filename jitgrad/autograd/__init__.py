@@ -17,6 +17,8 @@ from .engine import gradient_edge, run_backward
 from .function import Function, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
 from .gradcheck import GradcheckError, gradcheck, gradgradcheck  # shadows the module, as torch
+from .multithreading import is_multithreading_enabled, set_multithreading_enabled
+from .variable import Variable
 
 __all__ = ["backward", "grad", "Function", "once_differentiable", "no_grad", "enable_grad",
            "set_grad_enabled", "inference_mode", "is_grad_enabled", "Variable",
@@ -270,32 +272,20 @@ def _batched(roots: list, grads: list, retain_graph: bool, create_graph: bool,
             for i in range(len(inputs))]
 
 
-class _VariableMeta(type):
-    def __instancecheck__(cls, other: Any) -> bool:
-        return isinstance(other, Tensor)  # every tensor is a Variable, as in torch
-
-
-class Variable(metaclass=_VariableMeta):
-    """Deprecated: Variables are Tensors. ``Variable(data)`` returns a tensor sharing ``data``'s
-    values, with ``requires_grad`` set; ``isinstance(t, Variable)`` is True for any tensor."""
-
-    def __new__(cls, data: Any, requires_grad: bool = False, volatile: bool = False) -> Any:
-        if not isinstance(data, Tensor):
-            raise TypeError(f"Variable data has to be a tensor, but got {type(data).__name__}")
-        if volatile:
-            warnings.warn("volatile was removed and now has no effect. Use `with "
-                          "jitgrad.no_grad():` instead.", UserWarning, stacklevel=2)
-        t = data.detach()
-        if requires_grad:
-            t.requires_grad_(True)
-        return t
-
-
 _tensor_graph.backward = backward  # Tensor.backward (tensor data sits below the graph)
 
 
+def variable(*args: Any, **kwargs: Any) -> Any:
+    """Removed in torch: raises its error (the module ``autograd.variable`` holds Variable)."""
+    raise RuntimeError(
+        "torch.autograd.variable(...) is deprecated, use torch.tensor(...) instead")
+
+
+__all__ += ["set_multithreading_enabled", "is_multithreading_enabled", "variable"]
+
+
 def __getattr__(name: str) -> Any:
-    if name in ("functional", "forward_ad"):
+    if name in ("functional", "forward_ad", "anomaly_mode"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

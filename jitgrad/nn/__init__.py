@@ -54,3 +54,17 @@ __all__ += ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Fold", "Unfold"
             "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
             "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
             "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Conv3d"]
+from .loss3 import *  # noqa: E402, F401, F403 - CTCLoss, MultiMarginLoss, ... (loss24)
+from .loss3 import __all__ as _loss3_all  # noqa: E402
+
+__all__ += _loss3_all
+from .activation3 import CrossMapLRN2d, RReLU, Softmax2d  # noqa: E402 - loss24
+
+__all__ += ["CrossMapLRN2d", "RReLU", "Softmax2d"]
+from .linear_cross_entropy import LinearCrossEntropyLoss, LinearCrossEntropyOptions  # noqa: E402
+
+__all__ += ["LinearCrossEntropyLoss", "LinearCrossEntropyOptions"]
+from .data_parallel import DataParallel  # noqa: E402 - loss24
+from .sync_batchnorm import SyncBatchNorm  # noqa: E402
+
+__all__ += ["DataParallel", "SyncBatchNorm"]

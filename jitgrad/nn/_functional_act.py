@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from ..ops.autocast_policy import LOWER, autocast_policy
 from ..ops.nn_ops import SOFTPLUS
-from ..ops.nn_ops2 import ELU
+from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
 from ..ops.selection import where
 from ..tensor import Tensor
@@ -22,6 +22,12 @@ _SELU_SCALE = 1.0507009873554804934193349852946
 
 def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:  # noqa: A002
     return input.copy_(out) if inplace else out
+
+
+def _elu_inplace(input: Tensor, **params: float) -> Tensor:  # noqa: A002
+    from ..ops.inplace import inplace as _inplace
+
+    return _inplace(input, lambda s: apply(ELU_RESULT, s, **params))
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -54,16 +60,18 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``scale * elu(input, alpha)`` with the self-normalizing constants."""
-    out = apply(ELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
-    return _result(input, out, inplace)
+    if inplace:  # EluBackward1 from the output: the input is overwritten
+        return _elu_inplace(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+    return apply(ELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
 def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  # noqa: A002
     """``max(0, input) + min(0, alpha * (exp(input / alpha) - 1))``."""
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
-    out = apply(ELU, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
-    return _result(input, out, inplace)
+    if inplace:
+        return _elu_inplace(input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
+    return apply(ELU, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
 
 
 def _softplus(x: Tensor) -> Tensor:

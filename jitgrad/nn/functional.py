@@ -50,6 +50,18 @@ from ._functional_extra import *  # noqa: E402, F401, F403 - shuffles, fold, dro
 from ._functional_extra import __all__ as _extra_all  # noqa: E402
 
 __all__ += _extra_all
+from ._functional_ctc import ctc_loss  # noqa: E402, F401 - loss24
+from ._functional_loss3 import *  # noqa: E402, F401, F403 - multi_margin_loss, ... (loss24)
+from ._functional_loss3 import __all__ as _loss3_all  # noqa: E402
+
+__all__ += _loss3_all + ["ctc_loss"]
+from ._functional_act3 import *  # noqa: E402, F401, F403 - rrelu, relu_, pdist, upsample ...
+from ._functional_act3 import __all__ as _act3_all  # noqa: E402
+
+__all__ += _act3_all
+from ._functional_lce import linear_cross_entropy  # noqa: E402, F401 - loss24
+
+__all__ += ["linear_cross_entropy"]
 
 
 def _install_declared() -> None:

@@ -202,3 +202,61 @@ def dirac_(tensor: Tensor, groups: int = 1) -> Tensor:
             values[(g * out_per_group + d, d) + centre] = 1
     with no_grad():
         return tensor.copy_(from_numpy(values))
+
+
+def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
+            generator: Any = None) -> Tensor:
+    """Fills the 2-D ``tensor`` as a sparse matrix (Martens, 2010): N(0, std^2) values, then
+    ``ceil(sparsity * rows)`` random entries of each column set to zero (as torch: the values
+    from ``generator``, the zero rows from the global generator).
+
+    Args:
+        tensor: a 2-D tensor.
+        sparsity: the fraction of each column set to zero.
+        std: the standard deviation of the non-zero values.
+        generator: the generator of the normal values.
+
+    Returns:
+        ``tensor``.
+    """
+    from ..random import randperm
+
+    if tensor.ndim != 2:
+        raise ValueError("Only tensors with 2 dimensions are supported")
+    rows, cols = tensor.shape
+    num_zeros = math.ceil(sparsity * rows)
+    with no_grad():
+        tensor.normal_(0, std, generator=generator)
+        for col in range(cols):
+            zero_rows = randperm(rows)[:num_zeros]
+            tensor[zero_rows, col] = 0
+    return tensor
+
+
+def _make_deprecate(meth: Any) -> Any:
+    new_name = meth.__name__
+    old_name = new_name[:-1]
+
+    def deprecated_init(*args: Any, **kwargs: Any) -> Any:
+        warnings.warn(f"`nn.init.{old_name}` is now deprecated in favor of "
+                      f"`nn.init.{new_name}`.", FutureWarning, stacklevel=2)
+        return meth(*args, **kwargs)
+
+    deprecated_init.__doc__ = f"Deprecated: ``nn.init.{new_name}`` (warns a FutureWarning)."
+    deprecated_init.__name__ = old_name
+    return deprecated_init
+
+
+uniform = _make_deprecate(uniform_)
+normal = _make_deprecate(normal_)
+constant = _make_deprecate(constant_)
+eye = _make_deprecate(eye_)
+dirac = _make_deprecate(dirac_)
+xavier_uniform = _make_deprecate(xavier_uniform_)
+xavier_normal = _make_deprecate(xavier_normal_)
+kaiming_uniform = _make_deprecate(kaiming_uniform_)
+kaiming_normal = _make_deprecate(kaiming_normal_)
+orthogonal = _make_deprecate(orthogonal_)
+sparse = _make_deprecate(sparse_)
+__all__ += ["sparse_", "uniform", "normal", "constant", "eye", "dirac", "xavier_uniform",
+            "xavier_normal", "kaiming_uniform", "kaiming_normal", "orthogonal", "sparse"]

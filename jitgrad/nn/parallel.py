@@ -229,3 +229,7 @@ class DistributedDataParallel(Module):
             yield
         finally:
             self.require_backward_grad_sync = old
+
+from .data_parallel import DataParallel  # noqa: E402 - loss24
+
+__all__ += ["DataParallel"]

@@ -1,5 +1,5 @@
 """``jitgrad.optim``: optimizers (SGD, Adam, AdamW, RMSprop, Adagrad, Adadelta, Adamax, NAdam,
-RAdam, Rprop, ASGD, LBFGS) with torch.optim's update
+RAdam, Rprop, ASGD, LBFGS, Adafactor, Muon, SparseAdam) with torch.optim's update
 math, and ``lr_scheduler``."""
 
 from . import lr_scheduler, swa_utils
@@ -16,3 +16,9 @@ from .sgd import SGD
 
 __all__ = ["Optimizer", "SGD", "Adam", "AdamW", "RMSprop", "Adagrad", "Adadelta", "Adamax", "NAdam",
            "RAdam", "Rprop", "ASGD", "LBFGS", "lr_scheduler", "swa_utils"]
+
+from .adafactor import Adafactor  # noqa: E402 - loss24
+from .muon import Muon  # noqa: E402
+from .sparse_adam import SparseAdam  # noqa: E402
+
+__all__ += ["Adafactor", "Muon", "SparseAdam"]
