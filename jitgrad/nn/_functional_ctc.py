@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ..ops.autocast_policy import FP32, autocast_policy
 from ..autograd.function import Function, once_differentiable
 from ..ops.creation import tensor
 from ..ops.selection import where
@@ -216,6 +217,7 @@ def _pad_concatenated(targets: Tensor, lengths: list[int]) -> Tensor:
     return targets.index_select(0, idx).reshape(len(lengths), longest)
 
 
+@autocast_policy(FP32)
 def ctc_loss(log_probs: Tensor, targets: Tensor, input_lengths: Tensor | Sequence[int],
              target_lengths: Tensor | Sequence[int], blank: int = 0, reduction: str = "mean",
              zero_infinity: bool = False) -> Tensor:

@@ -9,6 +9,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..ops.autocast_policy import FP32, autocast_policy
 from ..ops.creation import arange
 from ..ops.registry import state
 from ..ops.torch_extras3 import pairwise_distance
@@ -31,6 +32,7 @@ def _reduce_samples(loss: Tensor, reduction: str) -> Tensor:
     return loss
 
 
+@autocast_policy(FP32)
 def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
                       margin: float = 1.0, weight: Tensor | None = None,
                       size_average: bool | None = None, reduce: bool | None = None,
@@ -87,6 +89,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
     return _reduce_samples(loss, mode)
 
 
+@autocast_policy(FP32)
 def multilabel_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                            size_average: bool | None = None, reduce: bool | None = None,
                            reduction: str = "mean") -> Tensor:
