@@ -252,3 +252,22 @@ def test_spatial_transformer_network():
     assert g["identity_error"] < 1e-5  # identity theta: affine_grid + grid_sample give x back
     assert g["theta_grad_flows"]  # the localization net trains through grid_sample
     assert all(np.isfinite(g["test_losses"])) and g["test_losses"][-1] < g["test_losses"][0]
+
+
+def test_amp_recipe_on_the_cpu():
+    g = _run("amp_recipe")
+    assert np.mean(g["losses"][-6:]) < np.mean(g["losses"][:6])
+    assert g["fixed_dtype"] is g["torch"].float16
+    assert g["restored_scale"] == g["scaler"].get_scale()
+
+
+def test_amp_recipe_fixed_weights_match_torch():
+    ours, theirs = _run("amp_recipe"), _run_torch("amp_recipe")
+    _close(ours["fixed_out"], theirs["fixed_out"], rtol=1e-2, atol=1e-3)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="the Hogwild example forks its workers")
+def test_hogwild_workers_share_the_model():
+    g = _run("hogwild")
+    assert g["exit_codes"] == [0, 0]
+    assert g["loss_after"] < g["loss_before"]
