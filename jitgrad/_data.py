@@ -18,7 +18,11 @@ def infer_dtype(data: Any) -> dtypes.dtype:
         return dtypes.from_numpy_dtype(data.dtype)
     if isinstance(data, np.generic):
         return dtypes.from_numpy_dtype(data.dtype)
-    arr = np.asarray(data)
+    try:
+        arr = np.asarray(data)
+    except ValueError:  # a ragged nested sequence: torch's error, naming where
+        _check_nesting(data)
+        raise
     kind = arr.dtype.kind
     if kind == "b":
         return dtypes.bool
@@ -41,8 +45,38 @@ def to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True) -> tuple:
                                                _flat(data)):
         data = _nested_items(data)
     dt = dtype or infer_dtype(data)
-    arr = np.array(data, dtype=dt.np, copy=copy) if copy else np.asarray(data, dtype=dt.np)
+    try:
+        arr = np.array(data, dtype=dt.np, copy=copy) if copy else np.asarray(data, dtype=dt.np)
+    except ValueError:
+        if isinstance(data, (list, tuple)):
+            _check_nesting(data)
+        raise
     return arr, dt
+
+
+def _check_nesting(data: Any) -> None:
+    """Raises torch's error for a nested sequence whose lengths disagree with the sizes its
+    first elements give (``expected sequence of length 2 at dim 1 (got 1)``)."""
+    sizes = []
+    x = data
+    while isinstance(x, (list, tuple)):
+        sizes.append(len(x))
+        if not x:
+            break
+        x = x[0]
+
+    def check(seq: Any, dim: int) -> None:
+        if dim == len(sizes):
+            return
+        if not isinstance(seq, (list, tuple)):
+            raise TypeError("not a sequence")
+        if len(seq) != sizes[dim]:
+            raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} "
+                             f"(got {len(seq)})")
+        for item in seq:
+            check(item, dim + 1)
+
+    check(data, 0)
 
 
 def _flat(data):

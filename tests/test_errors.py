@@ -26,6 +26,13 @@ def leaf(lib):
 CASES = {
     "broadcast_mismatch": lambda lib: lib.ones(2) + lib.ones(3),
     "broadcast_mismatch_2d": lambda lib: lib.ones(2, 3) * lib.ones(4, 1, 2),
+    "broadcast_trailing_dim_first": lambda lib: lib.ones(2, 3) + lib.ones(3, 2),
+    "broadcast_leading_dim": lambda lib: lib.ones(2, 1, 3) + lib.ones(4, 5, 3),
+    "ragged_nested_list": lambda lib: lib.tensor([[1, 2], [3]]),
+    "ragged_deeper": lambda lib: lib.tensor([[[1], [2]], [[3]]]),
+    "ragged_with_dtype": lambda lib: lib.tensor([[1.0, 2], [3, 4, 5]], dtype=lib.float32),
+    "not_a_sequence": lambda lib: lib.tensor([[1, 2], 3]),
+    "repeated_reduction_dim": lambda lib: lib.ones(2, 3).mean(dim=(0, -2)),
     "inplace_broadcast": lambda lib: lib.ones(2).mul_(lib.ones(2, 2)),
     "view_bad_size": lambda lib: lib.ones(2, 3).view(4),
     "dim_out_of_range": lambda lib: lib.ones(2, 3).sum(3),

@@ -19,9 +19,11 @@ def normalize_dims(dim, ndim: int) -> tuple[int, ...]:
         return tuple(range(ndim))
     if isinstance(dim, int):
         dim = (dim,)
-    out = tuple(sorted({wrap_dim(d, ndim) for d in dim}))
-    if len(out) != len(tuple(dim)):
-        raise RuntimeError("dim appears multiple times in the list of dims")
+    wrapped = [wrap_dim(d, ndim) for d in dim]
+    out = tuple(sorted(set(wrapped)))
+    if len(out) != len(wrapped):
+        repeated = next(d for i, d in enumerate(wrapped) if d in wrapped[:i])
+        raise RuntimeError(f"dim {repeated} appears multiple times in the list of dims")
     return out if ndim else ()
 
 

@@ -220,21 +220,22 @@ class Meta:
 
 
 def broadcast_shapes(*shapes: tuple) -> tuple:
-    """NumPy/torch broadcasting; raises torch's RuntimeError text on a mismatch."""
-    ndim = max((len(s) for s in shapes), default=0)
-    out = [1] * ndim
-    for i, s in enumerate(shapes):
-        for j, n in enumerate(s):
-            k = ndim - len(s) + j
-            if n != 1:
-                if out[k] != 1 and out[k] != n:
-                    a = "a" if i == 1 else "b"
-                    raise RuntimeError(
-                        f"The size of tensor {a} ({out[k] if i == 1 else n}) must match the size "
-                        f"of tensor {'b' if a == 'a' else 'a'} ({n if i == 1 else out[k]}) at "
-                        f"non-singleton dimension {k}")
-                out[k] = n
-    return tuple(out)
+    """NumPy/torch broadcasting; raises torch's RuntimeError text on a mismatch (each shape
+    against the broadcast of those before it, trailing dims first, as torch's ``infer_size``)."""
+    out = tuple(shapes[0]) if shapes else ()
+    for s in shapes[1:]:
+        ndim = max(len(out), len(s))
+        merged = [1] * ndim
+        for k in range(ndim - 1, -1, -1):
+            a = out[k - ndim + len(out)] if k - ndim + len(out) >= 0 else 1
+            b = s[k - ndim + len(s)] if k - ndim + len(s) >= 0 else 1
+            if a != b and a != 1 and b != 1:
+                raise RuntimeError(
+                    f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
+                    f"non-singleton dimension {k}")
+            merged[k] = b if a == 1 else a
+        out = tuple(merged)
+    return out
 
 
 def category_dtype(promote: str, dt: dtypes.dtype) -> dtypes.dtype | None:
