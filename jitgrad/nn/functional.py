@@ -51,6 +51,14 @@ from ._functional_extra import __all__ as _extra_all  # noqa: E402
 
 __all__ += _extra_all
 
+from ._functional_pool import *  # noqa: E402, F401, F403 - 1-d/3-d pooling, unpooling, lp_pool
+from ._functional_pool import __all__ as _pool_all  # noqa: E402
+
+__all__ += _pool_all
+from ._functional_conv3t import conv_transpose3d  # noqa: E402
+
+__all__ += ["conv_transpose3d"]
+
 
 def _install_declared() -> None:
     from ..ops.surface import install_namespace
