@@ -54,3 +54,8 @@ __all__ += ["PixelShuffle", "PixelUnshuffle", "ChannelShuffle", "Fold", "Unfold"
             "Dropout1d", "Dropout2d", "Dropout3d", "AlphaDropout", "FeatureAlphaDropout",
             "InstanceNorm1d", "InstanceNorm2d", "InstanceNorm3d", "LocalResponseNorm",
             "AdaptiveAvgPool1d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "EmbeddingBag", "Conv3d"]
+from .pooling3 import *  # noqa: E402, F401, F403 - 1-d/3-d, unpool and power-average pooling
+from .pooling3 import __all__ as _pool3_all  # noqa: E402
+from .conv3t import BatchNorm3d, ConvTranspose3d  # noqa: E402
+
+__all__ += _pool3_all + ["BatchNorm3d", "ConvTranspose3d"]
