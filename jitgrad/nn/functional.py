@@ -58,6 +58,10 @@ __all__ += _pool_all
 from ._functional_conv3t import conv_transpose3d  # noqa: E402
 
 __all__ += ["conv_transpose3d"]
+from .fractional import *  # noqa: E402, F401, F403 - fractional_max_pool2d/3d (+ _with_indices)
+from .fractional import __all__ as _fractional_all  # noqa: E402
+
+__all__ += _fractional_all
 
 
 def _install_declared() -> None:
