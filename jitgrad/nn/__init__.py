@@ -61,3 +61,7 @@ from .fractional import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
 
 __all__ += _pool3_all + ["BatchNorm3d", "ConvTranspose3d", "FractionalMaxPool2d",
                             "FractionalMaxPool3d"]
+from .lazy import *  # noqa: E402, F401, F403 - Lazy* modules, Uninitialized*, Buffer
+from .lazy import __all__ as _lazy_all  # noqa: E402
+
+__all__ += _lazy_all
