@@ -58,9 +58,10 @@ from .pooling3 import *  # noqa: E402, F401, F403 - 1-d/3-d, unpool and power-av
 from .pooling3 import __all__ as _pool3_all  # noqa: E402
 from .conv3t import BatchNorm3d, ConvTranspose3d  # noqa: E402
 from .fractional import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+from .rrelu import RReLU  # noqa: E402
 
 __all__ += _pool3_all + ["BatchNorm3d", "ConvTranspose3d", "FractionalMaxPool2d",
-                            "FractionalMaxPool3d"]
+                            "FractionalMaxPool3d", "RReLU"]
 from .lazy import *  # noqa: E402, F401, F403 - Lazy* modules, Uninitialized*, Buffer
 from .lazy import __all__ as _lazy_all  # noqa: E402
 

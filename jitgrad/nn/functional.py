@@ -62,6 +62,9 @@ from .fractional import *  # noqa: E402, F401, F403 - fractional_max_pool2d/3d (
 from .fractional import __all__ as _fractional_all  # noqa: E402
 
 __all__ += _fractional_all
+from .rrelu import rrelu, rrelu_  # noqa: E402
+
+__all__ += ["rrelu", "rrelu_"]
 
 
 def _install_declared() -> None:
