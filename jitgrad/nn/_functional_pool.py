@@ -326,7 +326,9 @@ def _max_unpool(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, p
     lead = tuple(input.shape[:-nd])
     flat_in = input.reshape(*lead, -1)
     flat_idx = indices.reshape(*lead, -1)
-    if flat_idx.numel():
+    from ..ops.registry import state
+
+    if flat_idx.numel() and not state.traces and flat_idx._trace is None:  # (eager: values)
         lo, hi = int(flat_idx.min().item()), int(flat_idx.max().item())
         if lo < 0 or hi >= volume:
             bad = lo if lo < 0 else hi

@@ -14,7 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..ops.creation import tensor
+from ..ops.movement import cat
 from ..tensor import Tensor
 from .module import Module
 
@@ -32,7 +34,7 @@ def _ntuple(v: Any, n: int) -> tuple:
 
 def _starts(samples: np.ndarray, size: int, out: int, k: int) -> np.ndarray:
     """torch's generate_intervals for every plane: ``(planes,)`` samples -> ``(planes, out)``,
-    computed in the samples' precision as torch does."""
+    computed in the samples' precision as torch does (NumPy; ``_starts_t`` traces)."""
     dt = samples.dtype
     seq = np.empty(samples.shape + (out,), dtype=np.int64)
     if out > 1:
@@ -43,6 +45,20 @@ def _starts(samples: np.ndarray, size: int, out: int, k: int) -> np.ndarray:
     if out > 0:
         seq[..., -1] = size - k
     return seq
+
+
+def _starts_t(samples: Tensor, size: int, out: int, k: int) -> Tensor:
+    """``_starts`` of a tensor of samples ``(N, C)`` -> int64 ``(N, C, out)`` (traceable by
+    ``jit``: the windows follow the samples' values at run time)."""
+    last = tensor(np.full(samples.shape + (1,), size - k, dtype=np.int64),
+                  device=samples.device)
+    if out == 1:
+        return last
+    alpha = float(samples.dtype.np.type(size - k) / samples.dtype.np.type(out - 1))
+    i = tensor(np.arange(out - 1), dtype=samples.dtype, device=samples.device)
+    u = samples.unsqueeze(-1)
+    seq = ((i + u) * alpha).to(dtypes.int64) - (u * alpha).to(dtypes.int64)
+    return cat([seq, last], -1)
 
 
 def _fractional(input: Tensor, kernel_size: Any, output_size: Any, output_ratio: Any,
@@ -86,19 +102,19 @@ def _fractional(input: Tensor, kernel_size: Any, output_size: Any, output_ratio:
             raise RuntimeError(f"{label}(): pool {dim} {kk} too large relative to input "
                                f"{dim} {s}")
     x = input if batched else input.unsqueeze(0)
-    u = samples.detach().numpy()[:n]
+    u = samples.detach()[:n]
     # torch's sample order: (w, h) for 2-d, (t, h, w) for 3-d
     order = (1, 0) if nd == 2 else (0, 1, 2)
-    starts = [_starts(u[..., order[i]], spatial[i], out[i], k[i]) for i in range(nd)]
-    flat = np.zeros((n, c) + (1,) * (2 * nd), dtype=np.int64)
+    flat = None
     for i in range(nd):
         stride = int(np.prod(spatial[i + 1:], dtype=np.int64))
+        pos = _starts_t(u[..., order[i]], spatial[i], out[i], k[i]).unsqueeze(-1) + \
+            tensor(np.arange(k[i]), device=input.device)  # (n, c, out_i, k_i)
         shape = [n, c] + [1] * (2 * nd)
         shape[2 + i], shape[2 + nd + i] = out[i], k[i]
-        pos = starts[i][..., :, None] + np.arange(k[i])
-        flat = flat + pos.reshape(shape) * stride
-    flat = np.broadcast_to(flat, (n, c) + out + k).reshape(n, c, -1)
-    table = tensor(np.ascontiguousarray(flat), device=input.device)
+        term = pos.reshape(shape) * stride
+        flat = term if flat is None else flat + term
+    table = flat.expand(n, c, *out, *k).reshape(n, c, -1)
     taps = x.reshape(n, c, -1).gather(-1, table).reshape(n, c, *out, int(np.prod(k)))
     values, local = taps.max(-1)
     indices = table.reshape(n, c, *out, -1).gather(-1, local.unsqueeze(-1)).squeeze(-1)
