@@ -27,7 +27,8 @@ def _model_fn(x, w, u):
             F.avg_pool1d(y.flatten(2), 3).sum())
 
 
-@pytest.mark.parametrize("backend", ["interpreter", "numba"])
+@pytest.mark.parametrize("backend", ["interpreter",
+                                     pytest.param("numba", marks=pytest.mark.slow)])
 def test_jit_check_matches_eager(backend):
     x = jitgrad.tensor(rng.standard_normal((2, 2, 3, 3, 3)), requires_grad=True)
     w = jitgrad.tensor(rng.standard_normal((2, 3, 2, 2, 2)), requires_grad=True)
@@ -52,6 +53,7 @@ def test_lazy_module_then_jit():
     np.testing.assert_allclose(fn(x).detach().numpy(), model(x).detach().numpy(), rtol=1e-5)
 
 
+@pytest.mark.slow
 def test_on_cuda_simulator():
     from test_cuda import CUDA
 
