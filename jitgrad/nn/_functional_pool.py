@@ -122,8 +122,21 @@ def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
                                               ceil_mode, "max")
     batched = input.ndim == 5
     x = input if batched else input.unsqueeze(0)
-    taps = [_taps(*a)[0] for a in zip(spatial, k, s, p, d, out)]
-    values, indices = _max_by_taps(x, taps, spatial)
+    n, c, depth, h, w = x.shape
+    od, oh, ow = out
+    # the (h, w) windows by the 2-d op, one plane per depth; then the depth windows' max. The
+    # first maximum in (d, h, w) order is torch's: the smallest d, then the 2-d op's first.
+    v2, i2 = _pool.max_pool2d_with_indices(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:],
+                                           d[1:], bool(ceil_mode))
+    taps = _taps(depth, k[0], s[0], p[0], d[0], od)[0]
+    pick = tensor(taps.reshape(-1).astype(np.int64), device=x.device)
+    windows = (n, c, od, k[0], oh, ow)
+    values, local = v2.reshape(n, c, depth, oh, ow).index_select(2, pick).reshape(windows).max(3)
+    local = local.unsqueeze(3)
+    planes = i2.reshape(n, c, depth, oh, ow).index_select(2, pick).reshape(windows).gather(3, local)
+    depths = tensor(taps.astype(np.int64), device=x.device).reshape(1, 1, od, k[0], 1, 1)
+    depths = depths.expand(*windows).gather(3, local)
+    indices = (depths * (h * w) + planes).squeeze(3)
     return (values, indices) if batched else (values.squeeze(0), indices.squeeze(0))
 
 
@@ -200,25 +213,25 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise RuntimeError("divisor must be not zero")
     batched = input.ndim == 5
     x = input if batched else input.unsqueeze(0)
-    divisor = np.ones(out)
-    for i, (length, ki, si, pi, oi) in enumerate(zip(spatial, k, s, p, out)):
-        pos, real = _taps(length, ki, si, pi, 1, oi)
-        dim = 2 + i
-        x = x.index_select(dim, tensor(pos.reshape(-1).astype(np.int64), device=x.device))
-        x = x.reshape(*x.shape[:dim], oi, ki, *x.shape[dim + 1:])
-        mask = tensor(real.astype(np.float64), dtype=x.dtype, device=x.device)
-        x = (x * mask.reshape((oi, ki) + (1,) * (2 - i))).sum(dim + 1)
-        start = np.arange(oi) * si - pi
-        end = np.minimum(start + ki, length + pi)
-        count = end - start if count_include_pad else \
-            np.minimum(end, length) - np.maximum(start, 0)
-        shape = [1, 1, 1]
-        shape[i] = oi
-        divisor = divisor * count.reshape(shape)
+    n, c, depth, h, w = x.shape
+    od, oh, ow = out
+    # the (h, w) windows by the 2-d op (averages, or sums under divisor_override), then the
+    # depth windows' masked sums: the divisors are products of per-dim counts, as torch's
+    x = _pool.avg_pool2d(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:], bool(ceil_mode),
+                         bool(count_include_pad), 1 if divisor_override is not None else None)
+    pos, real = _taps(depth, k[0], s[0], p[0], 1, od)
+    x = x.reshape(n, c, depth, oh, ow).index_select(
+        2, tensor(pos.reshape(-1).astype(np.int64), device=x.device))
+    mask = tensor(real.astype(np.float64), dtype=x.dtype, device=x.device)
+    x = (x.reshape(n, c, od, k[0], oh, ow) * mask.reshape(od, k[0], 1, 1)).sum(3)
     if divisor_override is not None:
         x = x / divisor_override
     else:
-        x = x / tensor(divisor, dtype=x.dtype, device=x.device)
+        start = np.arange(od) * s[0] - p[0]
+        end = np.minimum(start + k[0], depth + p[0])
+        count = end - start if count_include_pad else \
+            np.minimum(end, depth) - np.maximum(start, 0)
+        x = x / tensor(count.astype(np.float64), dtype=x.dtype, device=x.device).reshape(-1, 1, 1)
     return x if batched else x.squeeze(0)
 
 
