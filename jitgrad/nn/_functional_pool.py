@@ -1,12 +1,12 @@
 """``torch.nn.functional``'s 1-d and 3-d pooling, the ``*_with_indices`` forms, max-unpooling
 and power-average pooling.
 
-The 3-d poolings are composed of jitgrad ops (``index_select`` of each dim's window
-positions, ``max``/``sum`` over the taps, ``gather`` of the argmax's flat position), so they
-are differentiable to any order and traceable by ``jit``. A window tap that falls in the
-padding gathers the window's first real position instead (never changing a max or its index);
-average pooling masks such taps to zero. The 1-d forms pool over a height-1 2-d plane, as torch.
-"""
+The 3-d poolings run the 2-d pooling ops over ``(h, w)`` (one plane per depth), then gather
+each depth window (``index_select``) and take its ``max`` (the argmax picks the 2-d op's index,
+``gather``) or masked ``sum``; the adaptive max gathers every tap of its windows. So they are
+differentiable to any order and traceable by ``jit``. A depth tap that falls in the padding
+gathers the window's first real position instead (never changing a max or its index); average
+pooling masks such taps to zero. The 1-d forms pool over a height-1 2-d plane, as torch."""
 
 from __future__ import annotations
 
