@@ -43,38 +43,21 @@ def _taps(length: int, k: int, s: int, p: int, d: int, out: int) -> tuple[np.nda
     return np.where(real, pos, first[:, None]), real
 
 
-def _gather(x: Tensor, taps: list[np.ndarray]) -> Tensor:
-    """``(N, C, *spatial)`` -> ``(N, C, *out, prod(k))``: every window's taps, last."""
-    n, c = x.shape[:2]
-    nd = len(taps)
-    for i, pos in enumerate(taps):  # dim 2 + 2 i becomes (out_i, k_i)
-        dim = 2 + 2 * i
-        x = x.index_select(dim, tensor(pos.reshape(-1).astype(np.int64), device=x.device))
-        x = x.reshape(*x.shape[:dim], pos.shape[0], pos.shape[1], *x.shape[dim + 1:])
-    perm = [0, 1] + [2 + 2 * i for i in range(nd)] + [3 + 2 * i for i in range(nd)]
-    outs = tuple(pos.shape[0] for pos in taps)
-    return x.permute(*perm).reshape(n, c, *outs, -1)
-
-
-def _flat_table(taps: list[np.ndarray], spatial: tuple[int, ...]) -> np.ndarray:
-    """The flat input position ``(*out, prod(k))`` of every tap, in the order of ``_gather``."""
-    nd = len(taps)
-    flat = np.zeros((), dtype=np.int64)
-    for i, pos in enumerate(taps):
-        stride = int(np.prod(spatial[i + 1:], dtype=np.int64))
-        shape = [1] * (2 * nd)
-        shape[i], shape[nd + i] = pos.shape
-        flat = flat + pos.reshape(shape) * stride
-    outs = tuple(pos.shape[0] for pos in taps)
-    return np.broadcast_to(flat, outs + tuple(p.shape[1] for p in taps)).reshape(*outs, -1)
-
-
-def _max_by_taps(x: Tensor, taps: list[np.ndarray], spatial: tuple) -> tuple[Tensor, Tensor]:
-    values, local = _gather(x, taps).max(-1)
-    flat = _flat_table(taps, spatial)
-    table = tensor(flat.astype(np.int64), device=x.device)
-    indices = table.expand(*local.shape, flat.shape[-1]).gather(-1, local.unsqueeze(-1))
-    return values, indices.squeeze(-1)
+def _depth_max(v2: Tensor, i2: Tensor, taps: np.ndarray, shape: tuple) -> tuple:
+    """The max over each depth window of the 2-d pooling's ``(n, c * depth, oh, ow)`` values
+    ``v2`` (flat ``h * w`` indices ``i2``); ``taps`` ``(od, kd)`` are the windows' depths.
+    Returns the values and the flat ``(d * h + hh) * w + ww`` indices ``(n, c, od, oh, ow)``:
+    the first maximum in ``(d, h, w)`` order, as torch's."""
+    n, c, depth, h, w = shape
+    oh, ow = v2.shape[-2:]
+    pick = tensor(taps.reshape(-1).astype(np.int64), device=v2.device)
+    windows = (n, c, taps.shape[0], taps.shape[1], oh, ow)
+    values, local = v2.reshape(n, c, depth, oh, ow).index_select(2, pick).reshape(windows).max(3)
+    local = local.unsqueeze(3)
+    planes = i2.reshape(n, c, depth, oh, ow).index_select(2, pick).reshape(windows).gather(3, local)
+    depths = tensor(taps.astype(np.int64), device=v2.device).reshape(1, 1, *taps.shape, 1, 1)
+    indices = (depths.expand(*windows).gather(3, local) * (h * w) + planes).squeeze(3)
+    return values, indices
 
 
 def _pool_geometry(input: Tensor, nd: int, kernel_size: Any, stride: Any, padding: Any,
@@ -123,20 +106,11 @@ def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
     batched = input.ndim == 5
     x = input if batched else input.unsqueeze(0)
     n, c, depth, h, w = x.shape
-    od, oh, ow = out
-    # the (h, w) windows by the 2-d op, one plane per depth; then the depth windows' max. The
-    # first maximum in (d, h, w) order is torch's: the smallest d, then the 2-d op's first.
+    # the (h, w) windows by the 2-d op, one plane per depth; then each depth window's max
     v2, i2 = _pool.max_pool2d_with_indices(x.reshape(n, c * depth, h, w), k[1:], s[1:], p[1:],
                                            d[1:], bool(ceil_mode))
-    taps = _taps(depth, k[0], s[0], p[0], d[0], od)[0]
-    pick = tensor(taps.reshape(-1).astype(np.int64), device=x.device)
-    windows = (n, c, od, k[0], oh, ow)
-    values, local = v2.reshape(n, c, depth, oh, ow).index_select(2, pick).reshape(windows).max(3)
-    local = local.unsqueeze(3)
-    planes = i2.reshape(n, c, depth, oh, ow).index_select(2, pick).reshape(windows).gather(3, local)
-    depths = tensor(taps.astype(np.int64), device=x.device).reshape(1, 1, od, k[0], 1, 1)
-    depths = depths.expand(*windows).gather(3, local)
-    indices = (depths * (h * w) + planes).squeeze(3)
+    taps = _taps(depth, k[0], s[0], p[0], d[0], out[0])[0]
+    values, indices = _depth_max(v2, i2, taps, tuple(x.shape))
     return (values, indices) if batched else (values.squeeze(0), indices.squeeze(0))
 
 
@@ -260,7 +234,7 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,  # noqa: A
                                      return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """3-d max pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input to ``output_size``,
     with the flat ``(d * H + h) * W + w`` positions of the maxima."""
-    from ._functional_extra2 import _windows
+    from ._functional_extra2 import _windows, adaptive_max_pool2d_with_indices
 
     if input.ndim not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
@@ -274,8 +248,10 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,  # noqa: A
     if any(o <= 0 for o in size):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected output_size to be greater than 0, "
                            f"but got {list(size)}")
-    taps = [_windows(i, o)[0] for i, o in zip(spatial, size)]
-    values, indices = _max_by_taps(x, taps, spatial)
+    n, c, depth, h, w = x.shape
+    # the (h, w) windows by the 2-d adaptive pooling, then each depth window's max
+    v2, i2 = adaptive_max_pool2d_with_indices(x.reshape(n, c * depth, h, w), size[1:])
+    values, indices = _depth_max(v2, i2, _windows(depth, size[0])[0], tuple(x.shape))
     return (values, indices) if batched else (values.squeeze(0), indices.squeeze(0))
 
 
