@@ -19,7 +19,8 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", 
            "pixel_unshuffle", "channel_shuffle", "embedding", "dropout", "dropout_",
            "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "bilinear", "prelu", "selu",
-           "selu_", "celu", "celu_", "threshold", "threshold_", "hardshrink", "rrelu", "rrelu_"]
+           "selu_", "celu", "celu_", "threshold", "threshold_", "hardshrink", "rrelu", "rrelu_",
+           "embedding_bag"]
 
 
 def _fn() -> Any:
@@ -289,3 +290,54 @@ def rrelu_(input: Any, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: 
     from .nn.rrelu import _rrelu
 
     return input.copy_(_rrelu(input, lower, upper, training, generator))
+
+
+def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: bool = False,
+                  mode: int = 0, sparse: bool = False, per_sample_weights: Any = None,
+                  include_last_offset: bool = False, padding_idx: int | None = None) -> tuple:
+    """``torch.embedding_bag(weight, indices, offsets, ...)``: ``F.embedding_bag``'s output
+    (``mode`` 0 sum, 1 mean, 2 max) and torch's CPU kernel's ``offset2bag``, ``bag_size`` and
+    ``max_indices``. For mean and max: the bag of each index, the non-padding count of each
+    bag, and (max) the row of each maximum or (mean) the counts again. For sum: zeros (one per
+    offset, or per bag when recording a gradient), and ``offset2bag`` empty for float32
+    weights without ``padding_idx`` (torch's fast path), else the bag of each index."""
+    import numpy as np
+
+    from . import dtypes
+    from .ops.creation import tensor
+
+    if mode not in (0, 1, 2):
+        raise RuntimeError(f"mode has to be one of sum, mean or max, but got {mode}")
+    out = _fn().embedding_bag(indices, weight, offsets, scale_grad_by_freq=scale_grad_by_freq,
+                              mode=("sum", "mean", "max")[mode], sparse=sparse,
+                              per_sample_weights=per_sample_weights,
+                              include_last_offset=include_last_offset, padding_idx=padding_idx)
+    idx = indices.detach().cpu().numpy().reshape(-1).astype(np.int64)
+    offs = offsets.detach().cpu().numpy().reshape(-1).astype(np.int64)
+    n_bags = len(offs) - 1 if include_last_offset else len(offs)
+    bag = np.searchsorted(offs[:n_bags], np.arange(len(idx)), side="right") - 1
+    keep = idx != padding_idx if padding_idx is not None else np.ones(len(idx), bool)
+    dev = weight.device
+
+    def as_tensor(a: Any) -> Any:
+        return tensor(np.asarray(a, dtype=np.int64), device=dev)
+
+    if mode == 0:
+        fast = weight.dtype == dtypes.float32 and padding_idx is None
+        from .autograd.grad_mode import is_grad_enabled
+
+        # (torch's autograd path sizes them by the bags, its no-grad path by the offsets)
+        zeros = np.zeros(n_bags if weight.requires_grad and is_grad_enabled() else len(offs),
+                         dtype=np.int64)
+        return (out, as_tensor(np.zeros(0) if fast else bag), as_tensor(zeros),
+                as_tensor(zeros))
+    sizes = np.bincount(bag[keep], minlength=n_bags)[:n_bags]
+    if mode == 1:
+        return out, as_tensor(bag), as_tensor(sizes), as_tensor(sizes)
+    rows = np.zeros((n_bags, weight.shape[1]), dtype=np.int64)
+    w = weight.detach().cpu().numpy()
+    for b in range(n_bags):
+        members = idx[(bag == b) & keep]
+        if len(members):
+            rows[b] = members[w[members].argmax(0)]
+    return out, as_tensor(bag), as_tensor(sizes), as_tensor(rows)

@@ -160,3 +160,28 @@ def test_aliases_keep_import_light():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout.strip() == "(1, 1, 2, 2)"
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+@pytest.mark.parametrize("mode", [0, 1, 2])
+@pytest.mark.parametrize("requires_grad", [False, True])
+def test_embedding_bag_alias_vs_torch(dtype, mode, requires_grad):
+    torch = pytest.importorskip("torch")
+    wa = rng.standard_normal((10, 3)).astype(dtype)
+    idx = [1, 2, 4, 5, 4, 3, 2, 9]
+    for offsets, last in (([0, 4, 8], True), ([0, 0, 5], False), ([0, 3, 8], True),
+                          ([0, 4], False)):
+        for pad in (None, 2):
+            wj = jitgrad.tensor(wa, requires_grad=requires_grad)
+            wt = torch.tensor(wa, requires_grad=requires_grad)
+            args = (False, mode, False, None, last, pad)
+            rj = jitgrad.embedding_bag(wj, jitgrad.tensor(idx), jitgrad.tensor(offsets), *args)
+            rt = torch.embedding_bag(wt, torch.tensor(idx), torch.tensor(offsets), *args)
+            for a, b in zip(rj, rt):
+                assert a.shape == tuple(b.shape) and a.dtype.is_floating_point == \
+                    b.dtype.is_floating_point
+                np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-6)
+            if requires_grad:
+                rj[0].sum().backward()
+                rt[0].sum().backward()
+                np.testing.assert_allclose(wj.grad.numpy(), wt.grad.numpy(), rtol=1e-6)
