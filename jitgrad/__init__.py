@@ -59,4 +59,7 @@ def __getattr__(name: str):
         from .jit.torch_compile import compile
 
         return compile
+    aliases = importlib.import_module(f"{__name__}._nn_aliases")  # torch.conv2d ... (light)
+    if name in aliases.__all__:
+        return getattr(aliases, name)
     raise AttributeError(f"module 'jitgrad' has no attribute {name!r}")

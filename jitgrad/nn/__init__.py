@@ -68,3 +68,14 @@ from .data_parallel import DataParallel  # noqa: E402 - loss24
 from .sync_batchnorm import SyncBatchNorm  # noqa: E402
 
 __all__ += ["DataParallel", "SyncBatchNorm"]
+from .pooling3 import *  # noqa: E402, F401, F403 - 1-d/3-d, unpool and power-average pooling
+from .pooling3 import __all__ as _pool3_all  # noqa: E402
+from .conv3t import BatchNorm3d, ConvTranspose3d  # noqa: E402
+from .fractional import FractionalMaxPool2d, FractionalMaxPool3d  # noqa: E402
+
+__all__ += _pool3_all + ["BatchNorm3d", "ConvTranspose3d", "FractionalMaxPool2d",
+                            "FractionalMaxPool3d"]
+from .lazy import *  # noqa: E402, F401, F403 - Lazy* modules, Uninitialized*, Buffer
+from .lazy import __all__ as _lazy_all  # noqa: E402
+
+__all__ += _lazy_all

@@ -5,12 +5,13 @@
 from __future__ import annotations
 
 import warnings
+from typing import Any
 
 import numpy as np
 
 from ..ops.creation import tensor
 from ..ops.selection import where
-from ..random import rand_like
+from ..random import rand
 from ..tensor import Tensor
 from ._functional_act import celu, hardtanh, selu, threshold
 from ._functional_core import leaky_relu, relu
@@ -36,9 +37,16 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa
     Returns:
         The activation.
     """
+    return _rrelu(input, lower, upper, training, inplace)
+
+
+def _rrelu(input: Tensor, lower: float, upper: float, training: bool,  # noqa: A002
+           inplace: bool, generator: Any = None) -> Tensor:
+    """``rrelu``, its slopes drawn from ``generator`` (``torch.rrelu`` takes one)."""
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace=inplace)
-    noise = rand_like(input.detach()) * (upper - lower) + lower
+    noise = rand(input.shape, dtype=input.dtype, device=input.device, generator=generator) \
+        * (upper - lower) + lower
     noise = where(input.detach() > 0, 1.0, noise)
     if inplace:
         from ..ops.inplace import inplace as _inplace

@@ -101,7 +101,7 @@ def _adaptive_max(input: Tensor, size: tuple[int, ...], name: str) -> tuple[Tens
                            f"{list(size)}")
     wins = [_windows(i, o) for i, o in zip(ins, size)]
     for d, (pos, _) in enumerate(wins):  # gather (..., out_d * k_d, ...)
-        x = x.index_select(2 + 2 * d, tensor(pos.reshape(-1).astype(np.int64)))
+        x = x.index_select(2 + 2 * d, tensor(pos.reshape(-1).astype(np.int64), device=x.device))
         x = x.reshape(*x.shape[:2 + 2 * d], size[d], pos.shape[1], *x.shape[3 + 2 * d:])
     if spatial == 2:  # (n, c, oh, kh, ow, kw) -> (n, c, oh, ow, kh * kw)
         x = x.permute(0, 1, 2, 4, 3, 5).reshape(n, c, size[0], size[1], -1)

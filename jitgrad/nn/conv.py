@@ -15,6 +15,7 @@ from .parameter import Parameter
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d"]
 
+
 def _ntuple(v: Any, n: int) -> tuple:
     return (v,) * n if isinstance(v, int) else tuple(v)
 
@@ -53,9 +54,6 @@ class _ConvNd(Module):
             raise ValueError(
                 f"padding_mode must be one of {valid_padding_modes}, but got "
                 f"padding_mode='{padding_mode}'")
-        if padding_mode != "zeros":
-            raise NotImplementedError(
-                f"padding_mode='{padding_mode}' is not implemented in jitgrad (only 'zeros')")
         self.in_channels = in_channels
         self.out_channels = out_channels
         self.kernel_size = _ntuple(kernel_size, n)
@@ -66,6 +64,14 @@ class _ConvNd(Module):
         self.output_padding = (0,) * n
         self.groups = groups
         self.padding_mode = padding_mode
+        if isinstance(padding, str):  # torch's (left, right) pairs of the last dim first
+            pairs = [(0, 0)] * n
+            if padding == "same":
+                pairs = [(dl * (k - 1) // 2, dl * (k - 1) - dl * (k - 1) // 2)
+                         for dl, k in zip(dilation, _ntuple(kernel_size, n))]
+            self._reversed_padding_repeated_twice = [v for pr in reversed(pairs) for v in pr]
+        else:
+            self._reversed_padding_repeated_twice = [v for p in reversed(padding) for v in (p, p)]
         shape = (in_channels, out_channels // groups) if self._transposed else \
             (out_channels, in_channels // groups)
         self.weight = Parameter(empty(shape + self.kernel_size, dtype=dtype, device=device))
@@ -83,6 +89,15 @@ class _ConvNd(Module):
             if fan_in != 0:
                 bound = 1 / math.sqrt(fan_in)
                 init.uniform_(self.bias, -bound, bound)
+
+    def _mode_padded(self, input: Tensor) -> tuple[Tensor, Any]:  # noqa: A002
+        """The input padded by ``padding_mode`` (then the convolution pads nothing), or the
+        input and ``padding`` for ``'zeros'``."""
+        if self.padding_mode == "zeros":
+            return input, self.padding
+        from ._functional_core import pad
+
+        return pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), 0
 
     def extra_repr(self) -> str:
         s = "{in_channels}, {out_channels}, kernel_size={kernel_size}, stride={stride}"
@@ -113,7 +128,7 @@ class Conv1d(_ConvNd):
         dilation: the spacing of the kernel's elements. Default: 1.
         groups: blocked connections from input to output channels. Default: 1.
         bias: whether to learn a bias. Default: True.
-        padding_mode: only ``'zeros'`` is implemented.
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
         device: only ``None``/``"cpu"``.
         dtype: parameter dtype (default: the default float dtype).
     """
@@ -121,7 +136,8 @@ class Conv1d(_ConvNd):
     _dims = 1
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.conv1d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        input, padding = self._mode_padded(input)
+        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                         self.groups)
 
 
@@ -137,7 +153,7 @@ class Conv2d(_ConvNd):
         dilation: the spacing of the kernel's elements. Default: 1.
         groups: blocked connections from input to output channels. Default: 1.
         bias: whether to learn a bias. Default: True.
-        padding_mode: only ``'zeros'`` is implemented.
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
         device: only ``None``/``"cpu"``.
         dtype: parameter dtype (default: the default float dtype).
     """
@@ -145,7 +161,8 @@ class Conv2d(_ConvNd):
     _dims = 2
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.conv2d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        input, padding = self._mode_padded(input)
+        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                         self.groups)
 
 
@@ -245,7 +262,7 @@ class Conv3d(_ConvNd):
         dilation: the spacing of the kernel's elements. Default: 1.
         groups: blocked connections from input to output channels. Default: 1.
         bias: whether to learn a bias. Default: True.
-        padding_mode: only ``'zeros'`` is implemented.
+        padding_mode: ``'zeros'``, ``'reflect'``, ``'replicate'`` or ``'circular'``.
         device: only ``None``/``"cpu"``.
         dtype: parameter dtype (default: the default float dtype).
     """
@@ -255,5 +272,6 @@ class Conv3d(_ConvNd):
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
         from .functional_conv3d import conv3d
 
-        return conv3d(input, self.weight, self.bias, self.stride, self.padding, self.dilation,
+        input, padding = self._mode_padded(input)
+        return conv3d(input, self.weight, self.bias, self.stride, padding, self.dilation,
                       self.groups)

@@ -63,6 +63,18 @@ from ._functional_lce import linear_cross_entropy  # noqa: E402, F401 - loss24
 
 __all__ += ["linear_cross_entropy"]
 
+from ._functional_pool import *  # noqa: E402, F401, F403 - 1-d/3-d pooling, unpooling, lp_pool
+from ._functional_pool import __all__ as _pool_all  # noqa: E402
+
+__all__ += _pool_all
+from ._functional_conv3t import conv_transpose3d  # noqa: E402
+
+__all__ += ["conv_transpose3d"]
+from .fractional import *  # noqa: E402, F401, F403 - fractional_max_pool2d/3d (+ _with_indices)
+from .fractional import __all__ as _fractional_all  # noqa: E402
+
+__all__ += _fractional_all
+
 
 def _install_declared() -> None:
     from ..ops.surface import install_namespace

@@ -241,11 +241,13 @@ class Module(StateDictMixin):
                 modules[name] = value
             else:
                 buffers = d.get("_buffers")
-                if buffers is not None and name in buffers:
+                if getattr(value, "_is_buffer", False) and buffers is not None:  # nn.Buffer
+                    self.register_buffer(name, value, value.persistent)
+                elif buffers is not None and name in buffers:
                     if value is not None and not isinstance(value, Tensor):
                         raise TypeError(
                             f"cannot assign '{_typename(value)}' as buffer '{name}' "
-                            "(torch.Tensor or None expected)")
+                            "(torch.nn.Buffer, torch.Tensor or None expected)")
                     buffers[name] = value
                 else:
                     object.__setattr__(self, name, value)
