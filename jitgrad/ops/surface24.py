@@ -64,7 +64,7 @@ def _zero_grad_result(s: Any, value: Any) -> Any:
 
 def _cmp_inplace(name: str):
     def compute(s: Any, other: Any) -> Any:
-        return _zero_grad_result(s, fn(name)(s, other))
+        return _zero_grad_result(s, getattr(s, name)(other))
     compute.__name__ = compute.__qualname__ = f"_{name}_inplace"
     compute.__doc__ = f"``{name}`` written into ``self`` (in ``self``'s dtype)."
     return public(inplace=f"{name}_")(compute)
@@ -76,19 +76,33 @@ lt_ = _cmp_inplace("lt")
 le_ = _cmp_inplace("le")
 gt_ = _cmp_inplace("gt")
 ge_ = _cmp_inplace("ge")
-logical_and_ = _cmp_inplace("logical_and")
-logical_or_ = _cmp_inplace("logical_or")
+
+
+def _truth(t: Any) -> Any:
+    return t if isinstance(t, registry.Tensor) and t.dtype is dtypes.bool else t != 0
+
+
+@public(inplace="logical_and_")
+def _logical_and_inplace(s: Any, other: Any) -> Any:
+    """``logical_and`` (of the values' truth) written into ``self``."""
+    return _zero_grad_result(s, _truth(s).bitwise_and(_truth(other)))
+
+
+@public(inplace="logical_or_")
+def _logical_or_inplace(s: Any, other: Any) -> Any:
+    """``logical_or`` (of the values' truth) written into ``self``."""
+    return _zero_grad_result(s, _truth(s).bitwise_or(_truth(other)))
 
 
 @public(inplace="logical_not_")
 def _logical_not_inplace(s: Any) -> Any:
     """``logical_not`` written into ``self``."""
-    return _zero_grad_result(s, fn("logical_not")(s))
+    return _zero_grad_result(s, s.logical_not())
 
 
 def _bitwise_inplace(name: str):
     def compute(s: Any, other: Any) -> Any:
-        return fn(name)(s, other)
+        return getattr(s, name)(other)
     compute.__name__ = compute.__qualname__ = f"_{name}_inplace"
     compute.__doc__ = f"``{name}`` written into ``self``."
     return public(inplace=f"{name}_")(compute)
@@ -99,34 +113,32 @@ bitwise_or_ = _bitwise_inplace("bitwise_or")
 bitwise_xor_ = _bitwise_inplace("bitwise_xor")
 
 
-def _shift_operands(input: Any, other: Any) -> tuple:  # noqa: A002
+def _shift_operands(input: Any, other: Any, kind: str) -> tuple:  # noqa: A002
+    """The operands in their promoted (integer) dtype; torch's error for a float or complex
+    one."""
     from .creation import tensor
 
-    if not isinstance(input, registry.Tensor):
-        input = tensor(input, dtype=other.dtype if isinstance(other, registry.Tensor) else None)
-    if not isinstance(other, registry.Tensor):
-        other = tensor(other, dtype=input.dtype)
-    for t in (input, other):
-        if t.dtype.is_floating_point or t.dtype.is_complex:
-            raise RuntimeError(f"\"lshift_cpu\" not implemented for "
-                               f"'{t.dtype._legacy.replace('Tensor', '')}'")
-    return input, other
+    dt = dtypes.result_type(input, other)
+    if dt.is_floating_point or dt.is_complex:
+        raise NotImplementedError(f"\"{kind}_cpu\" not implemented for "
+                                  f"'{dt._legacy.replace('Tensor', '')}'")
+    input, other = (t.to(dt) if isinstance(t, registry.Tensor) else tensor(t, dtype=dt)
+                    for t in (input, other))
+    return input, other, dt
 
 
 @public("bitwise_left_shift", method=True, inplace=True)
 def bitwise_left_shift(input: Any, other: Any) -> Any:  # noqa: A002
     """``input << other`` elementwise (integer tensors; bits shifted out are lost)."""
-    input, other = _shift_operands(input, other)
-    dt = dtypes.result_type(input, other)
-    return (input.to(dt) * fn("pow")(2, other.to(dtypes.int64)).to(dt)).to(dt)
+    input, other, dt = _shift_operands(input, other, "lshift")
+    return (input * fn("pow")(2, other.to(dtypes.int64)).to(dt)).to(dt)
 
 
 @public("bitwise_right_shift", method=True, inplace=True)
 def bitwise_right_shift(input: Any, other: Any) -> Any:  # noqa: A002
     """``input >> other`` elementwise: an arithmetic shift (rounds toward minus infinity)."""
-    input, other = _shift_operands(input, other)
-    dt = dtypes.result_type(input, other)
-    return fn("floor_divide")(input.to(dt), fn("pow")(2, other.to(dtypes.int64)).to(dt))
+    input, other, dt = _shift_operands(input, other, "rshift")
+    return fn("floor_divide")(input, fn("pow")(2, other.to(dtypes.int64)).to(dt))
 
 
 @public(inplace="sgn_")
