@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
+from .registry import apply
 from .surface import public
 from .surface24 import fn
 
@@ -27,16 +28,20 @@ def _scaled_sum(input: Any, prod: Any, beta: Any, alpha: Any) -> Any:  # noqa: A
     NaN included)."""
     if alpha != 1:
         prod = prod * alpha
-    if beta == 0:
-        shape = registry.broadcast_shapes(tuple(input.shape), tuple(prod.shape))
-        return prod.expand(shape).clone() if tuple(prod.shape) != shape else prod
+    if beta == 0:  # (zeros in input's place: its gradient is zero, as torch's)
+        from .inplace import ZERO
+
+        return apply(ZERO, input) + prod
     return (input if beta == 1 else input * beta) + prod
 
 
 @public(method="addmm", inplace="addmm_")
 def _addmm_method(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:  # noqa: A002
-    """``beta * input + alpha * (mat1 @ mat2)`` (``jitgrad.addmm`` as a Tensor method)."""
-    return fn("addmm")(input, mat1, mat2, beta=beta, alpha=alpha)
+    """``beta * input + alpha * (mat1 @ mat2)`` (``jitgrad.addmm`` as a Tensor method, with
+    torch's ``beta`` and ``alpha``)."""
+    if beta == 1 and alpha == 1:
+        return fn("addmm")(input, mat1, mat2)
+    return _scaled_sum(input, fn("mm")(mat1, mat2), beta, alpha)
 
 
 @public("addmv", method=True, inplace=True)
@@ -92,7 +97,7 @@ def take(input: Any, index: Any) -> Any:  # noqa: A002
 def put(input: Any, index: Any, source: Any, accumulate: bool = False) -> Any:  # noqa: A002
     """``input`` (read as 1-D) with ``source`` written (or added) at ``index``."""
     if index.numel() != source.numel():
-        raise RuntimeError(f"put_(): Expected source and index to have the same number of "
+        raise IndexError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, "
                            f"index.numel() = {index.numel()}")
     flat = input.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(input.dtype),
@@ -187,7 +192,7 @@ def frexp(input: Any) -> Any:  # noqa: A002
     from ..tensor import _new
 
     if not input.dtype.is_floating_point:
-        raise RuntimeError("torch.frexp() only supports floating-point dtypes")
+        raise RuntimeError("jitgrad.frexp() only supports floating-point dtypes")
     m, e = np.frexp(input.detach().numpy())
     return frexp_result(_new(m.astype(input.dtype.np), input.dtype, device=input.device),
                         _new(e.astype(np.int32), dtypes.int32, device=input.device))
@@ -390,7 +395,7 @@ def unravel_index(indices: Any, shape: Any) -> tuple:
     if indices.dtype.is_floating_point or indices.dtype.is_complex or \
             indices.dtype is dtypes.bool:
         raise TypeError(f"expected 'indices' to be integer dtype, but got "
-                        f"{str(indices.dtype).replace('jitgrad', 'torch')}")
+                        f"{indices.dtype}")
     shape = (int(shape),) if isinstance(shape, (int, np.integer)) else tuple(int(s)
                                                                            for s in shape)
     n = int(np.prod(shape))

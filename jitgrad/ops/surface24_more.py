@@ -112,6 +112,11 @@ def _draw(self: Any, generator: Any, draw: Any) -> Any:
     return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))
 
 
+def _num(v: Any) -> str:
+    """A number as torch's messages print it (C++'s default: ``-1``, ``0.5``)."""
+    return f"{float(v):g}"
+
+
 def _float_only(self: Any, name: str) -> None:
     if not self.dtype.is_floating_point:
         raise RuntimeError(f"{name} expects floating point dtypes, got: "
@@ -122,14 +127,14 @@ def exponential_(self: Any, lambd: float = 1.0, *, generator: Any = None) -> Any
     """Fills ``self`` with draws of an exponential distribution of rate ``lambd``."""
     _float_only(self, "exponential_")
     if not lambd > 0:
-        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={lambd}")
+        raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
     return _draw(self, generator, lambda g, shape: g.exponential(1.0 / lambd, shape))
 
 
 def geometric_(self: Any, p: float, *, generator: Any = None) -> Any:
     """Fills ``self`` with the number of Bernoulli(``p``) trials to the first success."""
     if not 0 < p < 1:
-        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={p}")
+        raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
     return _draw(self, generator, lambda g, shape: g.geometric(p, shape))
 
 
@@ -138,7 +143,7 @@ def cauchy_(self: Any, median: float = 0.0, sigma: float = 1.0, *,
     """Fills ``self`` with Cauchy(``median``, ``sigma``) draws."""
     _float_only(self, "cauchy_")
     if not sigma > 0:
-        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={sigma}")
+        raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
     return _draw(self, generator,
                  lambda g, shape: median + sigma * g.standard_cauchy(shape))
 
@@ -148,7 +153,7 @@ def log_normal_(self: Any, mean: float = 1.0, std: float = 2.0, *,
     """Fills ``self`` with ``exp(N(mean, std))`` draws."""
     _float_only(self, "log_normal_")
     if not std > 0:
-        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={std}")
+        raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
     return _draw(self, generator, lambda g, shape: g.lognormal(mean, std, shape))
 
 
