@@ -300,3 +300,33 @@ def test_poisson_and_binomial_statistics():
     a = jitgrad.poisson(rates[:5], generator=g)
     np.testing.assert_array_equal(arr(a), arr(jitgrad.poisson(
         rates[:5], generator=jitgrad.Generator().manual_seed(1))))
+
+
+def test_composites_under_jit_match_eager():
+    x = jitgrad.tensor(_data(3, 4))
+
+    def f(a):
+        return (jitgrad.addmv(a[:, 0], a, a[0], beta=0.5).sum() + a.addr(a[:, 0], a[0]).sum()
+                + jitgrad.take(a, jitgrad.tensor([0, 5, 7])).sum()
+                + jitgrad.select_scatter(a, a[0] * 2, 0, 1).sum()
+                + (jitgrad.slice_scatter(a, a[:, :2] * 2, 1, 0, 4, 2) ** 2).sum()
+                + (jitgrad.diagonal_scatter(a, a[0, :3] * 3, 0) ** 2).sum()
+                + (jitgrad.as_strided(a, (2, 2), (1, 3), 1) ** 2).sum()
+                + jitgrad.index_reduce(a, 0, jitgrad.tensor([0, 0, 2]), a * 2, "amax").sum()
+                + ((a * 1).gt_(0.0) * a).sum() + (a * 1).fill_diagonal_(3.0).sum()
+                + jitgrad.vdot(a[0], a[1]) + jitgrad.ldexp(a, jitgrad.tensor([1, 2, 3, 0])).sum())
+
+    np.testing.assert_allclose(jitgrad.jit(f)(x).item(), f(x).item(), rtol=1e-12)
+    xr = x.detach().requires_grad_()
+    g_jit = jitgrad.autograd.grad(jitgrad.jit(f)(xr), xr)[0]
+    g_eager = jitgrad.autograd.grad(f(xr), xr)[0]
+    np.testing.assert_allclose(arr(g_jit), arr(g_eager), rtol=1e-10, atol=1e-12)
+
+
+def test_diagonal_scatter_offsets_and_dims_gradcheck():
+    for shape, offset, d1, d2 in (((3, 4), -1, 0, 1), ((2, 3, 3), 1, 2, 1), ((4, 3), 2, 1, 0)):
+        _run(lambda lib, x, s, o=offset, a=d1, b=d2: lib.diagonal_scatter(x, s, o, a, b),
+             _data(*shape), arr(jitgrad.tensor(_data(*shape)).diagonal(offset, d1, d2)))
+    args = (jitgrad.tensor(_data(3, 4), requires_grad=True),
+            jitgrad.tensor(_data(2), requires_grad=True))
+    assert gradcheck(lambda x, s: jitgrad.diagonal_scatter(x, s, -1), args)

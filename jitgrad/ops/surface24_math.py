@@ -283,40 +283,51 @@ def unsafe_chunk(input: Any, chunks: int, dim: int = 0) -> Any:  # noqa: A002
     return input.chunk(chunks, dim)
 
 
-def _scatter_into(input: Any, src: Any, region: Any) -> Any:
-    """``input`` with the view ``region(copy)`` replaced by ``src``: a clone written through
-    the view (CopySlices carries the gradient to both)."""
-    out = input.clone()
-    view = region(out)
-    if tuple(view.shape) != tuple(src.shape):
+def _scatter_into(input: Any, src: Any, key: tuple) -> Any:  # noqa: A002
+    """``input`` with ``input[key]`` replaced by ``src``, out of place (``x[key] = src``'s
+    value: traceable by jit, gradients to both)."""
+    from .indexing import index_put_value
+
+    region = tuple(input[key].shape)
+    if tuple(src.shape) != region:
         raise RuntimeError(f"expected src to have a size equal to the slice of self. src size = "
-                           f"{list(src.shape)}, slice size = {list(view.shape)}")
-    view.copy_(src)
-    return out
+                           f"{list(src.shape)}, slice size = {list(region)}")
+    return index_put_value(input, key, src)
 
 
 @public("select_scatter", method=True)
 def select_scatter(input: Any, src: Any, dim: int, index: int) -> Any:  # noqa: A002
     """``input`` with ``input.select(dim, index)`` replaced by ``src``."""
-    return _scatter_into(input, src, lambda t: t.select(dim, index))
+    from ._shape import wrap_dim
+
+    d = wrap_dim(dim, input.ndim)
+    return _scatter_into(input, src, (slice(None),) * d + (index,))
 
 
 @public("slice_scatter", method=True)
 def slice_scatter(input: Any, src: Any, dim: int = 0, start: Any = None, end: Any = None,  # noqa: A002
                   step: int = 1) -> Any:
     """``input`` with ``input[..., start:end:step, ...]`` (on ``dim``) replaced by ``src``."""
-    def region(t):
-        key = [slice(None)] * t.ndim
-        key[dim] = slice(start, end, step)
-        return t[tuple(key)]
-    return _scatter_into(input, src, region)
+    from ._shape import wrap_dim
+
+    d = wrap_dim(dim, input.ndim)
+    return _scatter_into(input, src, (slice(None),) * d + (slice(start, end, step),))
 
 
 @public("diagonal_scatter", method=True)
 def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0,  # noqa: A002
                      dim2: int = 1) -> Any:
     """``input`` with ``input.diagonal(offset, dim1, dim2)`` replaced by ``src``."""
-    return _scatter_into(input, src, lambda t: t.diagonal(offset, dim1, dim2))
+    from ._shape import wrap_dim
+    from .creation import tensor
+
+    d1, d2 = wrap_dim(dim1, input.ndim), wrap_dim(dim2, input.ndim)
+    n = tuple(input.diagonal(offset, d1, d2).shape)[-1]
+    rows = np.arange(n) + max(-offset, 0)
+    moved = input.movedim((d1, d2), (-2, -1))
+    key = (Ellipsis, tensor(rows, device=input.device),
+           tensor(rows + offset, device=input.device))
+    return _scatter_into(moved, src, key).movedim((-2, -1), (d1, d2))
 
 
 def _strided_index(input: Any, size: Any, stride: Any, storage_offset: Any) -> tuple:
