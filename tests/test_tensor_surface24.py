@@ -234,3 +234,42 @@ def test_gradcheck_through_inplace_aliases():
         return y
     x = jitgrad.tensor(RNG.standard_normal((2, 3)), requires_grad=True)
     assert gradcheck(fn, (x,))
+
+
+def test_layout_and_backend_flags_match_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, jitgrad):
+        t = lib.ones(2, 3)
+        assert t.layout is lib.strided and isinstance(lib.strided, lib.layout)
+        assert repr(lib.strided) == f"{lib.__name__}.strided"
+        for flag in ("is_meta", "is_mps", "is_xpu", "is_sparse", "is_sparse_csr",
+                     "is_quantized", "is_nested", "is_mkldnn", "is_vulkan", "is_xla"):
+            assert getattr(t, flag) is False
+        assert not t.is_pinned() and not t.is_shared() and not lib.is_distributed(t)
+        assert t.is_set_to(t) and not t.is_set_to(t.clone()) and not t.is_set_to(t.t())
+
+
+def test_adjoint_view_as_real_complex_and_range():
+    torch = pytest.importorskip("torch")
+    z = RNG.standard_normal((2, 3)) + 1j * RNG.standard_normal((2, 3))
+    _both(lambda lib, t: lib.adjoint(t).resolve_conj(), data=z)
+    _both(lambda lib, t: t.adjoint())
+    _both(lambda lib, t: lib.view_as_real(t), data=z)
+    _both(lambda lib, t: lib.view_as_complex(t.reshape(3, 2, 2)))
+    same_error(lambda lib: lib.view_as_real(lib.ones(2)))
+    same_error(lambda lib: lib.view_as_complex(lib.ones(3, 3)))
+    same_error(lambda lib: lib.adjoint(lib.ones(3)))
+    res = {}
+    for lib in (torch, jitgrad):  # the rotary-embedding pattern: complex product, then real
+        x = lib.tensor(X, requires_grad=True)
+        c = lib.view_as_complex(x.reshape(3, 2, 2))
+        out = lib.view_as_real(c * lib.tensor([1j, 2 - 1j])).flatten(1)
+        (out * lib.tensor(np.cos(np.arange(12.0)).reshape(3, 4))).sum().backward()
+        res[lib] = (arr(out), arr(x.grad))
+    for a, b in zip(res[jitgrad], res[torch]):
+        np.testing.assert_allclose(a, b, rtol=1e-12)
+    with pytest.warns(UserWarning, match="range is deprecated"):
+        _both(lambda lib, t: lib.range(0, 1, 0.25) + t[0, 0] * 0)
+    with pytest.warns(UserWarning):
+        r = jitgrad.range(1, 4)
+    assert r.dtype is jitgrad.float32 and r.tolist() == [1.0, 2.0, 3.0, 4.0]
