@@ -273,3 +273,25 @@ def test_adjoint_view_as_real_complex_and_range():
     with pytest.warns(UserWarning):
         r = jitgrad.range(1, 4)
     assert r.dtype is jitgrad.float32 and r.tolist() == [1.0, 2.0, 3.0, 4.0]
+
+
+def test_as_subclass_resize_to_dense_typename():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, jitgrad):
+        class Sub(lib.Tensor):
+            pass
+        a = lib.ones(2, requires_grad=True)
+        s = (a * 2).as_subclass(Sub)
+        assert type(s) is Sub and s.data_ptr() == s.data_ptr() and s.grad_fn is not None
+        (s * 3).sum().backward()
+        assert a.grad.tolist() == [6.0, 6.0]
+        x = lib.ones(2, 3)
+        assert x.to_dense() is x
+        with pytest.warns(UserWarning, match="non-inplace resize is deprecated"):
+            y = x.resize(3, 2)
+        assert tuple(y.shape) == (3, 2) and tuple(x.shape) == (2, 3)
+        assert y.data_ptr() == x.data_ptr()
+        with pytest.warns(UserWarning):
+            assert tuple(x.resize_as(lib.ones(6)).shape) == (6,)
+        assert lib.typename(x) == f"{lib.__name__}.FloatTensor"
+        assert lib.typename(1) == "int" and not lib.is_storage(x)

@@ -92,6 +92,53 @@ def range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, 
     return values.requires_grad_(requires_grad) if requires_grad else values
 
 
+def as_subclass(self: Any, cls: type) -> Any:
+    """``self`` as an instance of ``cls`` (a Tensor subclass): the same memory, recorded as a
+    view (gradients flow back to ``self``)."""
+    if not (isinstance(cls, type) and issubclass(cls, registry.Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a Tensor subclass, not "
+                        f"{getattr(cls, '__name__', type(cls).__name__)}")
+    out = self.view(tuple(self.shape))
+    out.__class__ = cls
+    return out
+
+
+def resize(self: Any, *sizes: Any) -> Any:
+    """torch's deprecated out-of-place ``resize``: ``self`` reshaped when the element count
+    stays, else a resized copy."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    shape = tuple(int(s) for s in sizes)
+    n = 1
+    for s in shape:
+        n *= s
+    if n == self.numel():
+        return self.reshape(shape)
+    return self.detach().clone().resize_(shape)
+
+
+def resize_as(self: Any, tensor: Any) -> Any:
+    """torch's deprecated out-of-place ``resize_as``."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize_quiet(self, tensor.shape)
+
+
+def _resize_quiet(self: Any, shape: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return resize(self, tuple(shape))
+
+
+def typename(obj: Any) -> str:
+    """``jitgrad.FloatTensor`` for a tensor, else the object's class as ``module.name``."""
+    if isinstance(obj, registry.Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "")
+    name = type(obj).__qualname__
+    return name if module in ("builtins", "") else f"{module}.{name}"
+
+
 def install(namespace: dict, tensor_type: type) -> None:
     """``layout``, the flags and ``is_*()`` methods on ``tensor_type``; ``jitgrad.strided``,
     ``jitgrad.layout``, ``jitgrad.is_distributed``."""
@@ -110,3 +157,11 @@ def install(namespace: dict, tensor_type: type) -> None:
     namespace.setdefault("strided", strided)
     namespace.setdefault("layout", layout)
     namespace.setdefault("is_distributed", lambda input: False)
+    for name, method in (("as_subclass", as_subclass), ("resize", resize),
+                         ("resize_as", resize_as),
+                         ("to_dense", lambda self, dtype=None, *, masked_grad=None:
+                          self if dtype is None else self.to(dtype))):
+        if name not in tensor_type.__dict__:
+            setattr(tensor_type, name, method)
+    namespace.setdefault("typename", typename)
+    namespace.setdefault("is_storage", lambda obj: False)  # (jitgrad has no storage objects)
