@@ -295,3 +295,15 @@ def test_as_subclass_resize_to_dense_typename():
             assert tuple(x.resize_as(lib.ones(6)).shape) == (6,)
         assert lib.typename(x) == f"{lib.__name__}.FloatTensor"
         assert lib.typename(1) == "int" and not lib.is_storage(x)
+
+
+@pytest.mark.parametrize("name", ["logical_and", "logical_or"])
+def test_logical_and_or_on_the_values_truth(name):
+    data = np.array([[0.0, 2.5, -1.0], [0.0, 0.0, 3.0]])
+    _both(lambda lib, t: getattr(lib, name)(t[0], t[1]), data=data)
+    _both(lambda lib, t: getattr(t[0], name)(t[1].to(lib.int64)), data=data)
+    _both(lambda lib, t: getattr(lib, name)(t[0] > 0, t[1] > 0), data=data)
+    _both(lambda lib, t: getattr(lib, name)(t[0], lib.tensor(0)), data=data)
+    _both(lambda lib, t: getattr(lib, name)(t[0], t[1], out=lib.empty(3, dtype=lib.bool)),
+          data=data)
+    _both(lambda lib, t: getattr(t[0].clone(), name + "_")(t[1]), data=data)

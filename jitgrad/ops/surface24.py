@@ -79,7 +79,23 @@ ge_ = _cmp_inplace("ge")
 
 
 def _truth(t: Any) -> Any:
-    return t if isinstance(t, registry.Tensor) and t.dtype is dtypes.bool else t != 0
+    if isinstance(t, registry.Tensor):
+        return t if t.dtype is dtypes.bool else t != 0
+    from .creation import tensor
+
+    return tensor(bool(t))
+
+
+@public("logical_and", method=True)
+def logical_and(input: Any, other: Any) -> Any:  # noqa: A002
+    """Elementwise AND of the values' truth (nonzero is True), as a bool tensor."""
+    return _truth(input).bitwise_and(_truth(other))
+
+
+@public("logical_or", method=True)
+def logical_or(input: Any, other: Any) -> Any:  # noqa: A002
+    """Elementwise OR of the values' truth (nonzero is True), as a bool tensor."""
+    return _truth(input).bitwise_or(_truth(other))
 
 
 @public(inplace="logical_and_")
