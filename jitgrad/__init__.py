@@ -34,6 +34,8 @@ from ._deterministic import (are_deterministic_algorithms_enabled, get_determini
 from ._type_info import can_cast, finfo, iinfo, is_complex, is_floating_point
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
+from ._nn_aliases24 import install as _install_nn_aliases  # noqa: E402
+_install_nn_aliases(globals(), Tensor)  # torch.conv2d, torch.dropout, ... (on nn.functional)
 
 
 def result_type(tensor1, tensor2) -> dtype:  # noqa: A001

@@ -48,7 +48,7 @@ LAYERS = [
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
              "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing", "jitgrad.special",
-             "jitgrad.accelerator",
+             "jitgrad.accelerator", "jitgrad._nn_aliases24",
              "jitgrad.fft"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.trace", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep"]),
