@@ -307,3 +307,13 @@ def test_logical_and_or_on_the_values_truth(name):
     _both(lambda lib, t: getattr(lib, name)(t[0], t[1], out=lib.empty(3, dtype=lib.bool)),
           data=data)
     _both(lambda lib, t: getattr(t[0].clone(), name + "_")(t[1]), data=data)
+
+
+def test_top_level_inplace_names_are_torchs():
+    torch = pytest.importorskip("torch")
+    ours = {n for n, v in vars(jitgrad).items()
+            if callable(v) and n.endswith("_") and not n.startswith("_")}
+    assert {n for n in ours if not hasattr(torch, n)} == set()
+    x = jitgrad.zeros(2, 2)
+    jitgrad.index_put_(x, (jitgrad.tensor([0, 1]), jitgrad.tensor([1, 0])), jitgrad.tensor(5.0))
+    assert x.tolist() == [[0.0, 5.0], [5.0, 0.0]]

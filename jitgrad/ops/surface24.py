@@ -390,8 +390,18 @@ _PROPERTIES = {
 # jitgrad.<name>(tensor, ...) -> tensor.<name>(...)
 _TOP_LEVEL_METHODS = (
     "is_same_size", "is_signed", "is_nonzero", "is_conj", "is_neg", "is_inference",
-    "resolve_conj", "resolve_neg", "get_device", "detach", "detach_", "t_", "transpose_",
-    "squeeze_", "unsqueeze_", "index_put_", "zero_")
+    "resolve_conj", "resolve_neg", "get_device", "detach")
+# torch's top-level in-place functions (torch.relu_(x) is x.relu_()): every one torch 2.13 has
+# that is also a Tensor method
+TOP_LEVEL_INPLACE = (
+    "abs_", "acos_", "acosh_", "addmv_", "arccos_", "arccosh_", "arcsin_", "arcsinh_",
+    "arctan_", "arctanh_", "asin_", "asinh_", "atan_", "atanh_", "ceil_", "clamp_",
+    "clamp_max_", "clamp_min_", "clip_", "conj_physical_", "cos_", "cosh_", "deg2rad_",
+    "detach_", "erf_", "erfc_", "exp2_", "exp_", "expm1_", "fill_", "fix_", "floor_", "frac_",
+    "gcd_", "i0_", "index_put_", "lcm_", "ldexp_", "log10_", "log1p_", "log2_", "log_",
+    "logit_", "nan_to_num_", "neg_", "negative_", "rad2deg_", "reciprocal_", "relu_", "round_",
+    "rsqrt_", "sigmoid_", "sin_", "sinc_", "sinh_", "sqrt_", "square_", "tan_", "tanh_",
+    "trunc_", "xlogy_", "zero_")
 
 
 def _forward(name: str):
@@ -421,9 +431,8 @@ def install(namespace: dict, tensor_type: type) -> None:
     for name in _TOP_LEVEL_METHODS:
         namespace.setdefault(name, _forward(name))
     namespace.setdefault("fill", _fill)
-    # torch's top-level in-place functions: torch.relu_(x) is x.relu_()
-    for name in [n for n in dir(tensor_type) if n.endswith("_") and not n.startswith("_")]:
-        if name not in namespace and name[:-1] in namespace:
+    for name in TOP_LEVEL_INPLACE:  # (i0_ where the Tensor has i0_: another helper's)
+        if name not in namespace and hasattr(tensor_type, name):
             namespace[name] = _forward(name)
     namespace.setdefault("e", float(np.e))
     namespace.setdefault("pi", float(np.pi))
