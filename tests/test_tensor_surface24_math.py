@@ -190,6 +190,27 @@ def test_histogram():
             np.testing.assert_allclose(arr(u), arr(v), rtol=1e-12)
 
 
+def test_histogramdd():
+    torch = pytest.importorskip("torch")
+    same_error(lambda lib: lib.histogram(lib.tensor([1, 2]), 2))
+    same_error(lambda lib: lib.histogramdd(lib.tensor([[1, 2]]), 2))
+    x = _data(60, 2)
+    w = np.abs(_data(60))
+    for bins, kw in ((3, {}), ([2, 4], {"weight": w}), (2, {"range": [0.0, 1.0, -1.0, 1.0],
+                                                             "density": True}),
+                     ([np.array([-3.0, 0.0, 3.0]), np.array([-1.0, 0.5, 2.0])], {})):
+        res = []
+        for lib in (torch, jitgrad):
+            b = [lib.tensor(v) for v in bins] if isinstance(bins, list) and \
+                isinstance(bins[0], np.ndarray) else bins
+            k = {n: lib.tensor(v) if isinstance(v, np.ndarray) else v for n, v in kw.items()}
+            res.append(lib.histogramdd(lib.tensor(x), b, **k))
+        np.testing.assert_allclose(arr(res[1].hist), arr(res[0].hist), rtol=1e-12)
+        assert len(res[1].bin_edges) == len(res[0].bin_edges) == 2
+        for u, v in zip(res[1].bin_edges, res[0].bin_edges):
+            np.testing.assert_allclose(arr(u), arr(v), rtol=1e-12)
+
+
 @pytest.mark.parametrize("reduce", ["prod", "mean", "amax", "amin"])
 @pytest.mark.parametrize("include_self", [True, False])
 def test_index_reduce(reduce, include_self):

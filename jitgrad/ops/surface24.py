@@ -36,7 +36,8 @@ NO_OUT = frozenset({
     "as_strided", "as_strided_scatter", "binomial", "combinations", "diagflat", "diagonal_scatter",
     "empty_strided", "isreal", "poisson", "put", "rsub", "scalar_tensor", "select_scatter",
     "slice_scatter", "split_with_sizes", "unravel_index", "unsafe_chunk", "unsafe_split",
-    "unsafe_split_with_sizes", "adjoint", "view_as_real", "view_as_complex"})
+    "unsafe_split_with_sizes", "adjoint", "view_as_real", "view_as_complex",
+    "histogramdd"})
 
 # torch alias -> jitgrad name (Tensor methods, and jitgrad.* where the target is there)
 ALIASES = {

@@ -425,9 +425,8 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
     from ..tensor import _new
 
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"torch.histogram: input tensor and bins tensors should have the same "
-                           f"dtype, but got input {input.dtype} and bins "
-                           f"{input.dtype}".replace("jitgrad", "torch"))
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
     b = bins.numpy() if isinstance(bins, registry.Tensor) else int(bins)
     w = weight.detach().numpy() if weight is not None else None
     hist, edges = np.histogram(input.detach().numpy().reshape(-1), bins=b, range=range,
@@ -436,6 +435,32 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
     return namedtuple("histogram", ["hist", "bin_edges"])(
         _new(hist.astype(dt.np), dt, device=input.device),
         _new(edges.astype(dt.np), dt, device=input.device))
+
+
+@public("histogramdd")
+def histogramdd(input: Any, bins: Any = 10, *, range: Any = None, weight: Any = None,  # noqa: A002
+                density: bool = False) -> Any:
+    """``(hist, bin_edges)`` of the points ``input[..., :]`` (the last dim is the coordinate):
+    ``bins`` a count, one count per dim, or one tensor of edges per dim; ``range`` flat
+    ``[min0, max0, min1, max1, ...]``."""
+    from ..tensor import _new
+
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"histogramdd\" not implemented for "
+                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
+    d = input.shape[-1]
+    pts = input.detach().numpy().reshape(-1, d)
+    if isinstance(bins, (list, tuple)):
+        b = [v.numpy() if isinstance(v, registry.Tensor) else int(v) for v in bins]
+    else:
+        b = int(bins)
+    rng = None if range is None else [(range[2 * i], range[2 * i + 1]) for i in builtins.range(d)]
+    w = None if weight is None else weight.detach().numpy().reshape(-1)
+    hist, edges = np.histogramdd(pts, bins=b, range=rng, weights=w, density=density)
+    dt = input.dtype
+    return namedtuple("histogramdd", ["hist", "bin_edges"])(
+        _new(hist.astype(dt.np), dt, device=input.device),
+        tuple(_new(e.astype(dt.np), dt, device=input.device) for e in edges))
 
 
 @public("index_reduce", method=True, inplace=True)
