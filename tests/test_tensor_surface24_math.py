@@ -351,3 +351,35 @@ def test_diagonal_scatter_offsets_and_dims_gradcheck():
     args = (jitgrad.tensor(_data(3, 4), requires_grad=True),
             jitgrad.tensor(_data(2), requires_grad=True))
     assert gradcheck(lambda x, s: jitgrad.diagonal_scatter(x, s, -1), args)
+
+
+_ERRORS = {
+    "take_int": lambda lib: lib.take(lib.ones(3), lib.tensor([0], dtype=lib.int32)),
+    "addmv": lambda lib: lib.addmv(lib.ones(2), lib.ones(2, 3), lib.ones(3, 1)),
+    "addr": lambda lib: lib.addr(lib.ones(2, 3), lib.ones(2, 1), lib.ones(3)),
+    "vdot_dtype": lambda lib: lib.vdot(lib.ones(2), lib.ones(2, dtype=lib.float64)),
+    "vdot_size": lambda lib: lib.vdot(lib.ones(2), lib.ones(3)),
+    "gcd_float": lambda lib: lib.gcd(lib.ones(2), lib.ones(2)),
+    "combinations_2d": lambda lib: lib.combinations(lib.ones(2, 2)),
+    "select_scatter": lambda lib: lib.select_scatter(lib.ones(2, 3), lib.ones(2), 0, 0),
+    "nonzero_static": lambda lib: lib.nonzero_static(lib.ones(2), size=-1),
+    "index_reduce": lambda lib: lib.index_reduce(lib.ones(2), 0, lib.tensor([0]), lib.ones(1),
+                                                 "sum"),
+    "complex_int": lambda lib: lib.complex(lib.ones(2, dtype=lib.int64),
+                                           lib.ones(2, dtype=lib.int64)),
+    "sum_to_size": lambda lib: lib.ones(2, 3).sum_to_size(3, 3),
+    "empty_strided": lambda lib: lib.empty_strided((2, 3), (1,)),
+    "binomial_int": lambda lib: lib.binomial(lib.ones(2, dtype=lib.int64), lib.ones(2)),
+    "float_power_": lambda lib: lib.ones(2, dtype=lib.float64).float_power_(1j),
+    "cauchy_int": lambda lib: lib.ones(2, dtype=lib.int64).cauchy_(),
+    "cauchy_uint8": lambda lib: lib.ones(2, dtype=lib.uint8).cauchy_(),
+    "exponential_int": lambda lib: lib.ones(2, dtype=lib.int32).exponential_(),
+    "log_normal_int": lambda lib: lib.ones(2, dtype=lib.int64).log_normal_(),
+    "eq_shape": lambda lib: lib.ones(2).eq_(lib.ones(3, 2)),
+    "as_strided_len": lambda lib: lib.as_strided(lib.ones(4), (2, 2), (1,)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ERRORS))
+def test_error_texts_match_torch(name):
+    same_error(_ERRORS[name])

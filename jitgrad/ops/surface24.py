@@ -309,7 +309,8 @@ def ndimension(self: Any) -> int:
 def _strided_array(size: Any, stride: Any, np_dtype: Any) -> np.ndarray:
     size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
     if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
+        raise RuntimeError(f"dimensionality of sizes ({len(size)}) must match dimensionality of "
+                           f"strides ({len(stride)})")
     need = 1 + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
     buf = np.zeros(need, dtype=np_dtype)
     item = buf.itemsize

@@ -170,7 +170,7 @@ def _int_binary(name: str, fn: Any):
 
         for t in (input, other):
             if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is dtypes.bool:
-                raise RuntimeError(f"\"{name}_cpu\" not implemented for "
+                raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
                                    f"'{t.dtype._legacy.replace('Tensor', '')}'")
         dt = dtypes.result_type(input, other)
         return _new(fn(input.numpy(), other.numpy()).astype(dt.np), dt, device=input.device)
@@ -219,7 +219,7 @@ def vdot(input: Any, other: Any) -> Any:  # noqa: A002
         raise RuntimeError(f"1D tensors expected, but got {input.ndim}D and {other.ndim}D "
                            "tensors")
     if input.dtype is not other.dtype:
-        raise RuntimeError(f"vdot : expected both vectors to have same dtype, but found "
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
                            f"{input.dtype._legacy.replace('Tensor', '')} and "
                            f"{other.dtype._legacy.replace('Tensor', '')}")
     if input.shape[0] != other.shape[0]:
@@ -244,8 +244,7 @@ def sum_to_size(self: Any, *size: Any) -> Any:
     size, shape = tuple(int(s) for s in size), tuple(self.shape)
     lead = len(shape) - len(size)
     if lead < 0 or any(s != 1 and s != n for s, n in zip(size, shape[lead:])):
-        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}."
-                           .replace("{[", "{").replace("]}", "}"))
+        raise RuntimeError(f"size {{{list(size)}}} is not expandable to size {{{list(shape)}}}.")
     out = self.sum(tuple(range(lead))) if lead else self
     dims = tuple(i for i, (s, n) in enumerate(zip(size, shape[lead:])) if s == 1 and n != 1)
     return out.sum(dims, keepdim=True) if dims else out

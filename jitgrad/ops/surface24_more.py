@@ -90,8 +90,7 @@ def resize_as_(self: Any, the_template: Any, *, memory_format: Any = None) -> An
 def nonzero_static(input: Any, *, size: int, fill_value: int = -1) -> Any:  # noqa: A002
     """``nonzero(input)`` cut or padded (with ``fill_value``) to ``size`` rows."""
     if size < 0:
-        raise RuntimeError(f"nonzero_static: 'size' must be an non-negative integer, but got "
-                           f"size: {size}")
+        raise RuntimeError("nonzero_static: 'size' must be an non-negative integer")
     nz = fn("nonzero")(input)
     if nz.shape[0] >= size:
         return nz[:size]
@@ -117,10 +116,23 @@ def _num(v: Any) -> str:
     return f"{float(v):g}"
 
 
+_C_NAMES = {"int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
+            "uint8": "unsigned char", "bool": "bool"}
+
+
 def _float_only(self: Any, name: str) -> None:
-    if not self.dtype.is_floating_point:
-        raise RuntimeError(f"{name} expects floating point dtypes, got: "
-                           f"{self.dtype._legacy.replace('Tensor', '')}")
+    """torch's texts for a continuous sampler on an integer tensor."""
+    if self.dtype.is_floating_point:
+        return
+    legacy = self.dtype._legacy.replace("Tensor", "")
+    if name == "exponential_":
+        raise RuntimeError("Exponential distribution is a continuous probability distribution. "
+                           f"dtype must be a floating point but you specified {legacy}")
+    if name == "cauchy_":
+        raise RuntimeError("Cauchy distribution is a continuous probability distribution. dtype "
+                           "must be a floating point but you specified "
+                           f"{_C_NAMES.get(self.dtype.name, self.dtype.name)}")
+    raise NotImplementedError(f"\"{name[:-1]}_cpu\" not implemented for '{legacy}'")
 
 
 def exponential_(self: Any, lambd: float = 1.0, *, generator: Any = None) -> Any:
@@ -177,8 +189,10 @@ def binomial(count: Any, prob: Any, generator: Any = None) -> Any:
     from ..tensor import _new
 
     if not (count.dtype.is_floating_point and prob.dtype.is_floating_point):
-        raise RuntimeError(f"\"binomial_cpu\" not implemented for "
-                           f"'{count.dtype._legacy.replace('Tensor', '')}'")
+        bad = count if not count.dtype.is_floating_point else prob
+        raise ValueError(f"binomial only supports floating-point dtypes for "
+                         f"{'count' if bad is count else 'prob'}, got: "
+                         f"{bad.dtype._legacy.replace('Tensor', '')}")
     gen = (generator or default_generator())._host()
     n = count.detach().numpy().astype(np.int64)
     p = np.clip(prob.detach().numpy(), 0.0, 1.0)
