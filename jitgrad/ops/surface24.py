@@ -82,9 +82,7 @@ ge_ = _cmp_inplace("ge")
 def _truth(t: Any) -> Any:
     if isinstance(t, registry.Tensor):
         return t if t.dtype is dtypes.bool else t != 0
-    from .creation import tensor
-
-    return tensor(bool(t))
+    return bool(t)
 
 
 @public("logical_and", method=True)
@@ -139,23 +137,31 @@ def _shift_operands(input: Any, other: Any, kind: str) -> tuple:  # noqa: A002
     if dt.is_floating_point or dt.is_complex:
         raise NotImplementedError(f"\"{kind}_cpu\" not implemented for "
                                   f"'{dt._legacy.replace('Tensor', '')}'")
-    input, other = (t.to(dt) if isinstance(t, registry.Tensor) else tensor(t, dtype=dt)
+    dev = (input if isinstance(input, registry.Tensor) else other).device
+    input, other = (t.to(dt) if isinstance(t, registry.Tensor) else tensor(t, dtype=dt,
+                                                                          device=dev)
                     for t in (input, other))
     return input, other, dt
+
+
+def _powers_of_two(other: Any, dt: dtypes.dtype) -> Any:
+    """``2 ** other`` in ``dt`` (computed in float64, where powers of two are exact: integer
+    pow has no cuda kernel)."""
+    return fn("pow")(2.0, other.to(dtypes.float64)).to(dt)
 
 
 @public("bitwise_left_shift", method=True, inplace=True)
 def bitwise_left_shift(input: Any, other: Any) -> Any:  # noqa: A002
     """``input << other`` elementwise (integer tensors; bits shifted out are lost)."""
     input, other, dt = _shift_operands(input, other, "lshift")
-    return (input * fn("pow")(2, other.to(dtypes.int64)).to(dt)).to(dt)
+    return (input * _powers_of_two(other, dt)).to(dt)
 
 
 @public("bitwise_right_shift", method=True, inplace=True)
 def bitwise_right_shift(input: Any, other: Any) -> Any:  # noqa: A002
     """``input >> other`` elementwise: an arithmetic shift (rounds toward minus infinity)."""
     input, other, dt = _shift_operands(input, other, "rshift")
-    return fn("floor_divide")(input, fn("pow")(2, other.to(dtypes.int64)).to(dt))
+    return fn("floor_divide")(input, _powers_of_two(other, dt))
 
 
 @public(inplace="sgn_")

@@ -103,12 +103,10 @@ def nonzero_static(input: Any, *, size: int, fill_value: int = -1) -> Any:  # no
 def _draw(self: Any, generator: Any, draw: Any) -> Any:
     from .._generator import default_generator
 
-    if self.is_cuda:
-        raise RuntimeError("this sampler draws on the CPU only: sample there and move the "
-                           "result with .to('cuda')")
-    gen = (generator or default_generator())._host()
-    sample = np.asarray(draw(gen, self._data.shape))
-    return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))
+    gen = (generator or default_generator())._host()  # (a cuda tensor: drawn on the host)
+    sample = np.asarray(draw(gen, tuple(self.shape)))
+    values = registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype)
+    return self.copy_(values.to(self.device) if self.is_cuda else values)
 
 
 def _num(v: Any) -> str:
