@@ -31,6 +31,7 @@ def fn(name: str) -> Any:
         found = _FNS[name]
     return found
 
+
 # this file's (and surface24_*'s) jitgrad.* functions that torch declares without ``out=``
 NO_OUT = frozenset({
     "as_strided", "as_strided_scatter", "binomial", "combinations", "diagflat", "diagonal_scatter",
