@@ -37,6 +37,9 @@ from .amp.autocast_mode import (autocast, get_autocast_cpu_dtype, get_autocast_d
                                 is_autocast_enabled, set_autocast_dtype, set_autocast_enabled)
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
+from ._nn_aliases import install_tensor_methods as _install_nn_methods  # noqa: E402
+
+_install_nn_methods(Tensor)  # Tensor.hardshrink / prelu (torch.conv2d ...: __getattr__ below)
 
 
 def result_type(tensor1, tensor2) -> dtype:  # noqa: A001

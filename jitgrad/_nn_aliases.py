@@ -20,7 +20,7 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", 
            "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "bilinear", "prelu", "selu",
            "selu_", "celu", "celu_", "threshold", "threshold_", "hardshrink", "rrelu", "rrelu_",
-           "embedding_bag"]
+           "embedding_bag", "constant_pad_nd"]
 
 
 def _fn() -> Any:
@@ -341,3 +341,15 @@ def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: b
         if len(members):
             rows[b] = members[w[members].argmax(0)]
     return out, as_tensor(bag), as_tensor(sizes), as_tensor(rows)
+
+
+def constant_pad_nd(input: Any, pad: Any, value: float = 0) -> Any:  # noqa: A002
+    """``torch.constant_pad_nd``: ``F.pad(input, pad, value=value)``."""
+    return _fn().pad(input, list(pad), value=value)
+
+
+def install_tensor_methods(tensor_type: type) -> None:
+    """``Tensor.hardshrink`` and ``Tensor.prelu``, torch's methods of these two functions."""
+    for name in ("hardshrink", "prelu"):
+        if name not in tensor_type.__dict__:
+            setattr(tensor_type, name, globals()[name])

@@ -390,9 +390,9 @@ GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL,
 GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL,
          public=Public(("ge", "greater_equal"), method=True, args=_BINARY))
 BITWISE_AND = _pw("bitwise_and", np.bitwise_and, template="{0} & {1}",
-                  public=Public(("bitwise_and", "logical_and"), method=True, args=_BINARY))
+                  public=Public("bitwise_and", method=True, args=_BINARY))
 BITWISE_OR = _pw("bitwise_or", np.bitwise_or, template="{0} | {1}",
-                 public=Public(("bitwise_or", "logical_or"), method=True, args=_BINARY))
+                 public=Public("bitwise_or", method=True, args=_BINARY))
 BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, template="{0} ^ {1}",
                   public=Public("bitwise_xor", method=True, args=_BINARY))
 

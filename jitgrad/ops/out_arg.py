@@ -18,6 +18,7 @@ from typing import Any
 from . import registry
 from .inplace import _write
 from .surface import generated_op, op_function
+from .surface24 import NO_OUT as _NO_OUT24
 
 # jitgrad.* functions that torch declares without ``out=``
 NO_OUT = frozenset({
@@ -31,7 +32,7 @@ NO_OUT = frozenset({
     "rms_norm", "seed", "select", "set_rng_state", "split", "squeeze", "std_mean", "stft", "t",
     "tensor", "tile", "transpose", "trapezoid", "trapz", "unbind", "unsqueeze", "var_mean", "view",
     "zeros_like",
-})
+}) | _NO_OUT24
 # factories make their values in ``out``'s dtype and on its device, unless told otherwise
 FACTORIES = frozenset({"arange", "empty", "eye", "full", "linspace", "normal", "ones", "rand",
                        "randint", "randn", "randperm", "zeros"})

@@ -1,0 +1,165 @@
+"""More of torch's Tensor surface: ``layout`` (``jitgrad.strided``, the only layout), the
+``is_<backend>`` flags (all False: jitgrad tensors are dense, on the CPU or cuda), ``adjoint``,
+``view_as_real`` / ``view_as_complex`` (composed: copies with torch's values and gradients,
+not views) and the deprecated ``jitgrad.range``."""
+
+from __future__ import annotations
+
+import math
+import warnings
+from typing import Any
+
+from .. import dtypes
+from . import registry
+from .surface import public
+from .surface24 import fn
+
+
+class layout:  # noqa: N801 - torch's class name
+    """A memory layout (``jitgrad.strided``: dense tensors, the only one jitgrad has)."""
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return f"jitgrad.{self._name}"
+
+    def __reduce__(self) -> str:
+        return self._name
+
+
+strided = layout("strided")
+
+# torch's flags of layouts, devices and tensor kinds jitgrad does not have
+_FALSE_FLAGS = ("is_meta", "is_mps", "is_xpu", "is_sparse", "is_sparse_csr", "is_quantized",
+                "is_nested", "is_mkldnn", "is_vulkan", "is_xla", "is_ipu", "is_maia",
+                "is_mtia")
+
+
+@public("adjoint", method=True)
+def adjoint(input: Any) -> Any:  # noqa: A002
+    """The conjugate transpose of the last two dims."""
+    if input.ndim < 2:
+        raise RuntimeError(f"tensor.adjoint() is only supported on matrices or batches of "
+                           f"matrices. Got {input.ndim}-D tensor.")
+    t = input.transpose(-2, -1)
+    return t.conj() if input.dtype.is_complex else t
+
+
+@public("view_as_real")
+def view_as_real(input: Any) -> Any:  # noqa: A002
+    """A complex tensor's real and imaginary parts on a new last dim of size 2 (a copy: writes
+    to it do not reach ``input``)."""
+    if not input.dtype.is_complex:
+        raise RuntimeError("view_as_real is only supported for complex tensors")
+    return fn("stack")([input.real, input.imag], -1)
+
+
+@public("view_as_complex")
+def view_as_complex(input: Any) -> Any:  # noqa: A002
+    """A float tensor's last dim (of size 2) read as (real, imaginary) (a copy: writes to it do
+    not reach ``input``)."""
+    if input.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
+        raise RuntimeError("view_as_complex is only supported for float and double tensors, but "
+                           f"got a tensor of scalar type: "
+                           f"{input.dtype._legacy.replace('Tensor', '')}")
+    if input.ndim == 0 or input.shape[-1] != 2:
+        raise RuntimeError("Tensor must have a last dimension of size 2")
+    return input[..., 0] + input[..., 1] * 1j
+
+
+@public("range")
+def range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None,  # noqa: A001
+          device: Any = None, requires_grad: bool = False, layout: Any = None) -> Any:
+    """torch's deprecated ``range``: ``start`` to ``end`` *inclusive* in steps of ``step``
+    (the default float dtype unless given)."""
+    warnings.warn("jitgrad.range is deprecated and will be removed in a future release because "
+                  "its behavior is inconsistent with Python's range builtin. Instead, use "
+                  "jitgrad.arange, which produces values in [start, end).", UserWarning,
+                  stacklevel=2)
+    if end is None:
+        start, end = 0, start
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    n = int(math.floor((end - start) / step)) + 1
+    if n < 0:
+        raise RuntimeError("upper bound and larger bound inconsistent with step sign")
+    dt = dtype or dtypes.get_default_dtype()
+    values = fn("arange")(n, dtype=dtypes.float64) * step + start
+    values = values.to(dt)
+    if device is not None:
+        values = values.to(device)
+    return values.requires_grad_(requires_grad) if requires_grad else values
+
+
+def as_subclass(self: Any, cls: type) -> Any:
+    """``self`` as an instance of ``cls`` (a Tensor subclass): the same memory, recorded as a
+    view (gradients flow back to ``self``)."""
+    if not (isinstance(cls, type) and issubclass(cls, registry.Tensor)):
+        raise TypeError(f"as_subclass(): argument 'cls' must be a Tensor subclass, not "
+                        f"{getattr(cls, '__name__', type(cls).__name__)}")
+    out = self.view(tuple(self.shape))
+    out.__class__ = cls
+    return out
+
+
+def resize(self: Any, *sizes: Any) -> Any:
+    """torch's deprecated out-of-place ``resize``: ``self`` reshaped when the element count
+    stays, else a resized copy."""
+    warnings.warn("non-inplace resize is deprecated", UserWarning, stacklevel=2)
+    if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
+        sizes = tuple(sizes[0])
+    shape = tuple(int(s) for s in sizes)
+    n = 1
+    for s in shape:
+        n *= s
+    if n == self.numel():
+        return self.reshape(shape)
+    return self.detach().clone().resize_(shape)
+
+
+def resize_as(self: Any, tensor: Any) -> Any:
+    """torch's deprecated out-of-place ``resize_as``."""
+    warnings.warn("non-inplace resize_as is deprecated", UserWarning, stacklevel=2)
+    return _resize_quiet(self, tensor.shape)
+
+
+def _resize_quiet(self: Any, shape: Any) -> Any:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return resize(self, tuple(shape))
+
+
+def typename(obj: Any) -> str:
+    """``jitgrad.FloatTensor`` for a tensor, else the object's class as ``module.name``."""
+    if isinstance(obj, registry.Tensor):
+        return obj.type()
+    module = getattr(type(obj), "__module__", "")
+    name = type(obj).__qualname__
+    return name if module in ("builtins", "") else f"{module}.{name}"
+
+
+def install(namespace: dict, tensor_type: type) -> None:
+    """``layout``, the flags and ``is_*()`` methods on ``tensor_type``; ``jitgrad.strided``,
+    ``jitgrad.layout``, ``jitgrad.is_distributed``."""
+    for name in _FALSE_FLAGS:
+        if name not in tensor_type.__dict__:
+            setattr(tensor_type, name, property(lambda self: False,
+                                                doc=f"torch's ``Tensor.{name}``: False."))
+    tensor_type.layout = property(lambda self: strided, doc="The memory layout: strided.")
+    tensor_type.is_distributed = lambda self: False
+    tensor_type.is_set_to = lambda self, tensor: (
+        isinstance(tensor, registry.Tensor) and self.data_ptr() == tensor.data_ptr()
+        and self.shape == tensor.shape and self.stride() == tensor.stride()
+        and self.dtype is tensor.dtype)
+    namespace.setdefault("strided", strided)
+    namespace.setdefault("layout", layout)
+    namespace.setdefault("is_distributed", lambda input: False)
+    for name, method in (("as_subclass", as_subclass), ("resize", resize),
+                         ("resize_as", resize_as),
+                         ("to_dense", lambda self, dtype=None, *, masked_grad=None:
+                          self if dtype is None else self.to(dtype))):
+        if name not in tensor_type.__dict__:
+            setattr(tensor_type, name, method)
+    namespace.setdefault("typename", typename)
+    namespace.setdefault("is_storage", lambda obj: False)  # (jitgrad has no storage objects)
