@@ -9,7 +9,8 @@ from . import (arranging, calculus, composite, creation, einsum, elementwise, el
                elementwise3, extras, fft_ops, functions, indexing, inplace, linalg, linalg2,
                linalg_decomp, linalg_more, linalg_more2, movement, nn_ops, norms, reduce,
                reductions2, reductions3, rounding, scan, selection, shape_helpers, sorting,
-               special_fns, spectral, torch_extras, torch_extras2, torch_extras3, unique)
+               special_fns, special24, special24_gamma, special24_poly, spectral, torch_extras,
+               torch_extras2, torch_extras3, unique)
 from .out_arg import out_variant
 from .registry import OPS, OpDef, Public, apply, defop
 from .surface import install_namespace, public
