@@ -268,7 +268,12 @@ LDL_SOLVE = defop("linalg_ldl_solve", _solve_impl, kind=OPAQUE, meta=_solve_meta
 
 
 def _raise_info(name: str, info) -> None:
-    bad = np.asarray(info.numpy()).reshape(-1)
+    from ..errors import ConcretizationError
+
+    try:
+        bad = np.asarray(info.numpy()).reshape(-1)
+    except (ConcretizationError, RuntimeError):  # traced (jit) or batched (vmap): no values
+        return
     for i, code in enumerate(bad):
         if code > 0:
             where = f"(Batch element {i}): " if info.ndim else ""
