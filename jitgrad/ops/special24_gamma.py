@@ -366,7 +366,7 @@ def _check_mvlgamma(x, p: int):
 
     try:
         ok = bool((x > (p - 1) / 2).all())
-    except ConcretizationError:  # traced (jit): no values to check
+    except (ConcretizationError, RuntimeError):  # traced (jit) or batched (vmap): no values
         return
     if not ok:
         raise RuntimeError("All elements must be greater than (p-1)/2")
