@@ -48,6 +48,7 @@ LAYERS = [
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
              "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing", "jitgrad.special",
+             "jitgrad.special24",
              "jitgrad.accelerator",
              "jitgrad.fft"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.trace", "jitgrad.jit.custom_function",

@@ -23,7 +23,8 @@ from .. import dtypes
 from ._special24_data import COEF
 from ._special24_tables import ERFCX_Y100
 from .elementwise import where
-from .registry import ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
+from .registry import ELEMENTWISE, FLOAT, POINTWISE, Public, apply, broadcast_shapes, \
+    compute_dtype, defop
 
 _ERFCX_TABLE = np.array(ERFCX_Y100, dtype=np.float64)
 _TWO_OVER_PI = 0.636619772367581343075535053490057448
@@ -67,6 +68,30 @@ def _pointwise(fn):
             return np.asarray(fn(_float64(x))).astype(x.dtype, copy=False)
     impl.__name__ = fn.__name__.lstrip("_") + "_impl"
     return impl
+
+
+def real_meta(kernel: str):
+    """A pointwise meta (broadcast shapes, FLOAT promotion) that rejects complex operands with
+    torch's error (``"<kernel>_cpu" not implemented for 'ComplexFloat'``). Returns the meta and
+    the list to append the op to once defined (the promotion rule reads it)."""
+    holder: list = []
+
+    def meta(*args, **params):
+        shape = broadcast_shapes(*(a.shape for a in args if hasattr(a, "shape")))
+        dtype = compute_dtype(holder[0], args)[1]
+        if dtype.is_complex:
+            raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
+                                      f"'{dtype._legacy.replace('Tensor', '')}'")
+        return shape, dtype
+    return meta, holder
+
+
+def real_op(name: str, impl, kernel: str | None = None, **fields):
+    """``defop(name, impl, kind=POINTWISE, promote=FLOAT, **fields)`` rejecting complex input."""
+    meta, holder = real_meta(kernel or name.removeprefix("special_"))
+    op = defop(name, impl, kind=POINTWISE, promote=FLOAT, meta=meta, **fields)
+    holder.append(op)
+    return op
 
 
 def _signed(x: np.ndarray, value: np.ndarray) -> np.ndarray:
@@ -128,17 +153,16 @@ def _i1e_vjp(g, ans, x):
     return g * where(tiny, 0.5, apply(I0E, safe) - ans * (safe.sign() + 1 / safe))
 
 
-I0 = defop("i0", _pointwise(_i0), kind=POINTWISE, promote=FLOAT, save=(0,),
-           vjp=(lambda g, ans, x: g * apply(I1, x),), jvp=ELEMENTWISE,
-           public=Public("i0", method=True, inplace=True))
-I0E = defop("special_i0e", _pointwise(_i0e), kind=POINTWISE, promote=FLOAT, save=(0,),
-            save_output=True, node_name="SpecialI0EBackward0",
-            vjp=(lambda g, ans, x: g * (apply(I1E, x) - x.sign() * ans),), jvp=ELEMENTWISE)
-I1 = defop("special_i1", _pointwise(_i1), kind=POINTWISE, promote=FLOAT, save=(0,),
-           save_output=True, node_name="SpecialI1Backward0", vjp=(_i1_vjp,), jvp=ELEMENTWISE)
-I1E = defop("special_i1e", _pointwise(_i1e), kind=POINTWISE, promote=FLOAT, save=(0,),
-            save_output=True, node_name="SpecialI1EBackward0", vjp=(_i1e_vjp,),
-            jvp=ELEMENTWISE)
+I0 = real_op("i0", _pointwise(_i0), "i0_vml", save=(0,),
+             vjp=(lambda g, ans, x: g * apply(I1, x),), jvp=ELEMENTWISE,
+             public=Public("i0", method=True, inplace=True))
+I0E = real_op("special_i0e", _pointwise(_i0e), save=(0,), save_output=True,
+              node_name="SpecialI0EBackward0",
+              vjp=(lambda g, ans, x: g * (apply(I1E, x) - x.sign() * ans),), jvp=ELEMENTWISE)
+I1 = real_op("special_i1", _pointwise(_i1), save=(0,), save_output=True,
+             node_name="SpecialI1Backward0", vjp=(_i1_vjp,), jvp=ELEMENTWISE)
+I1E = real_op("special_i1e", _pointwise(_i1e), save=(0,), save_output=True,
+              node_name="SpecialI1EBackward0", vjp=(_i1e_vjp,), jvp=ELEMENTWISE)
 
 
 # ---------------------------------------------------------------- erfcx, log_ndtr, ndtri
@@ -199,16 +223,17 @@ def _ndtri(y0: np.ndarray) -> np.ndarray:
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
-ERFCX = defop("special_erfcx", _pointwise(_erfcx), kind=POINTWISE, promote=FLOAT, save=(0,),
-              save_output=True, node_name="SpecialErfcxBackward0",
-              vjp=(lambda g, ans, x: g * (2.0 * x * ans - _TWO_OVER_SQRT_PI),), jvp=ELEMENTWISE)
-LOG_NDTR = defop("special_log_ndtr", _pointwise(_log_ndtr), kind=POINTWISE, promote=FLOAT,
-                 save=(0,), save_output=True, node_name="SpecialLogNdtrBackward0",
-                 vjp=(lambda g, ans, x: g / _SQRT_2PI * (-(ans + x * x / 2)).exp(),),
-                 jvp=ELEMENTWISE)
-NDTRI = defop("special_ndtri", _pointwise(_ndtri), kind=POINTWISE, promote=FLOAT,
-              save_output=True, node_name="SpecialNdtriBackward0",
-              vjp=(lambda g, ans, x: g * _SQRT_2PI * (ans * ans / 2).exp(),), jvp=ELEMENTWISE)
+ERFCX = real_op("special_erfcx", _pointwise(_erfcx), save=(0,), save_output=True,
+                node_name="SpecialErfcxBackward0",
+                vjp=(lambda g, ans, x: g * (2.0 * x * ans - _TWO_OVER_SQRT_PI),),
+                jvp=ELEMENTWISE)
+LOG_NDTR = real_op("special_log_ndtr", _pointwise(_log_ndtr), save=(0,), save_output=True,
+                   node_name="SpecialLogNdtrBackward0",
+                   vjp=(lambda g, ans, x: g / _SQRT_2PI * (-(ans + x * x / 2)).exp(),),
+                   jvp=ELEMENTWISE)
+NDTRI = real_op("special_ndtri", _pointwise(_ndtri), save_output=True,
+                node_name="SpecialNdtriBackward0",
+                vjp=(lambda g, ans, x: g * _SQRT_2PI * (ans * ans / 2).exp(),), jvp=ELEMENTWISE)
 
 
 # ---------------------------------------------------------------- Bessel J, Y
@@ -380,6 +405,5 @@ _NOT_DIFFERENTIABLE = {
     "scaled_modified_bessel_k0": _scaled_k0, "scaled_modified_bessel_k1": _scaled_k1,
     "airy_ai": _airy_ai, "spherical_bessel_j0": _spherical_bessel_j0,
 }
-BESSEL_OPS = {name: defop("special_" + name, _pointwise(fn), kind=POINTWISE, promote=FLOAT,
-                          differentiable=False)
+BESSEL_OPS = {name: real_op("special_" + name, _pointwise(fn), differentiable=False)
               for name, fn in _NOT_DIFFERENTIABLE.items()}

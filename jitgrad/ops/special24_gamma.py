@@ -22,7 +22,8 @@ import numpy as np
 
 from ._special24_data import COEF
 from ._special24_tables import IGAM_D
-from .registry import FLOAT, POINTWISE, Public, apply, defop
+from .registry import POINTWISE, Public, apply, defop
+from .special24 import real_op
 from .surface import public
 
 _MACHEP = 1.11022302462515654042e-16
@@ -327,10 +328,10 @@ IGAMMAC = defop("igammac", _binary(igammac_scalar), kind=POINTWISE,
                 vjp=(_not_implemented("igammac: input"),
                      lambda g, ans, a, x: -_igamma_grad(g, ans, a, x)),
                 public=Public(("igammac",), method=True, inplace=True, args=("input", "other")))
-ZETA = defop("special_zeta", _binary(zeta_scalar), kind=POINTWISE, promote=FLOAT, save=(0, 1),
-             node_name="SpecialZetaBackward0",
-             vjp=(_not_implemented("zeta"),
-                  lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)))
+ZETA = real_op("special_zeta", _binary(zeta_scalar), save=(0, 1),
+               node_name="SpecialZetaBackward0",
+               vjp=(_not_implemented("zeta"),
+                    lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)))
 
 
 # ---------------------------------------------------------------- mvlgamma
@@ -355,8 +356,7 @@ def _mvlgamma_vjp(g, ans, x, *, p):
     return g * total
 
 
-MVLGAMMA = defop("mvlgamma", _mvlgamma_impl, kind=POINTWISE, promote=FLOAT, save=(0,),
-                 vjp=(_mvlgamma_vjp,))
+MVLGAMMA = real_op("mvlgamma", _mvlgamma_impl, "arange", save=(0,), vjp=(_mvlgamma_vjp,))
 
 
 def _check_mvlgamma(x, p: int):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .registry import FLOAT, POINTWISE, defop
+from .special24 import real_op
 
 
 def _orders(n: np.ndarray) -> np.ndarray:
@@ -135,6 +135,5 @@ _FUNCTIONS = {
     "hermite_polynomial_h": _hermite_h, "hermite_polynomial_he": _hermite_he,
     "laguerre_polynomial_l": _laguerre_l, "legendre_polynomial_p": _legendre_p,
 }
-POLYNOMIAL_OPS = {name: defop("special_" + name, _flat(fn), kind=POINTWISE, promote=FLOAT,
-                              differentiable=False)
+POLYNOMIAL_OPS = {name: real_op("special_" + name, _flat(fn), differentiable=False)
                   for name, fn in _FUNCTIONS.items()}
