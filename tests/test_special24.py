@@ -217,3 +217,14 @@ def test_bessel_family_is_not_differentiable():
         y = getattr(S, name)(x)
         assert not y.requires_grad and y.grad_fn is None, name
     assert not S.legendre_polynomial_p(x, 3).requires_grad
+
+
+def test_complex_input_is_rejected_as_in_torch():
+    z = jg.tensor([1 + 1j], dtype=jg.complex64)
+    for call, kernel in ((jg.i0, "i0_vml"), (S.i0e, "i0e"), (S.bessel_y1, "bessel_y1"),
+                         (S.airy_ai, "airy_ai"), (lambda t: S.zeta(t, t), "zeta"),
+                         (lambda t: S.gammaincc(t, t), "igammac"),
+                         (lambda t: S.hermite_polynomial_h(t, 2), "hermite_polynomial_h")):
+        with pytest.raises(NotImplementedError,
+                           match=f"\"{kernel}_cpu\" not implemented for 'ComplexFloat'"):
+            call(z)
