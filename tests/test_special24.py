@@ -228,3 +228,25 @@ def test_complex_input_is_rejected_as_in_torch():
         with pytest.raises(NotImplementedError,
                            match=f"\"{kernel}_cpu\" not implemented for 'ComplexFloat'"):
             call(z)
+
+
+def test_forward_mode_where_torch_has_it():
+    import jitgrad.autograd.forward_ad as fwd
+
+    x = np.array([0.7, 2.0])
+    t = np.array([1.0, -0.5])
+    with fwd.dual_level():
+        d = fwd.make_dual(jg.tensor(x + 2), jg.tensor(t))
+        tangent = fwd.unpack_dual(jg.mvlgamma(d, 2)).tangent.numpy()
+        ndtri_tangent = fwd.unpack_dual(S.ndtri(fwd.make_dual(jg.tensor(x / 3),
+                                                              jg.tensor(t)))).tangent.numpy()
+        with pytest.raises(NotImplementedError, match="forward AD with igammac"):
+            jg.igammac(jg.tensor(x), fwd.make_dual(jg.tensor(x), jg.tensor(t)))
+        with pytest.raises(NotImplementedError, match="forward AD with special_zeta"):
+            S.zeta(jg.tensor(x + 1), fwd.make_dual(jg.tensor(x), jg.tensor(t)))
+    xt = torch.tensor(x + 2, requires_grad=True)
+    want = torch.autograd.functional.jvp(lambda v: torch.mvlgamma(v, 2), xt, torch.tensor(t))[1]
+    np.testing.assert_allclose(tangent, want.numpy(), rtol=1e-12)
+    want = torch.autograd.functional.jvp(torch.special.ndtri, torch.tensor(x / 3),
+                                         torch.tensor(t))[1]
+    np.testing.assert_allclose(ndtri_tangent, want.numpy(), rtol=1e-12)

@@ -22,7 +22,7 @@ import numpy as np
 
 from ._special24_data import COEF
 from ._special24_tables import IGAM_D
-from .registry import POINTWISE, Public, apply, defop
+from .registry import ELEMENTWISE, POINTWISE, Public, apply, defop
 from .special24 import real_op
 from .surface import public
 
@@ -295,6 +295,14 @@ def _not_implemented(name: str):
     return vjp
 
 
+def _no_forward_ad(name: str):
+    def jvp(tangents, ans, *inputs, **params):
+        raise NotImplementedError(
+            f"Trying to use forward AD with {name} that does not support it because it has not "
+            "been implemented yet.")
+    return jvp
+
+
 def _float_only(name: str):
     """igamma/igammac take floating tensors only (torch: not implemented for 'Long')."""
     def meta(a, x):
@@ -322,16 +330,19 @@ from .special_fns import LGAMMA as _LGAMMA  # noqa: E402 - (after the scalar cod
 
 IGAMMA = defop("igamma", _binary(igamma_scalar), kind=POINTWISE, meta=_float_only("igamma"),
                save=(0, 1), vjp=(_not_implemented("igamma: input"), _igamma_grad),
+               jvp=_no_forward_ad("igamma"),
                public=Public(("igamma",), method=True, inplace=True, args=("input", "other")))
 IGAMMAC = defop("igammac", _binary(igammac_scalar), kind=POINTWISE,
                 meta=_float_only("igammac"), save=(0, 1),
                 vjp=(_not_implemented("igammac: input"),
                      lambda g, ans, a, x: -_igamma_grad(g, ans, a, x)),
+                jvp=_no_forward_ad("igammac"),
                 public=Public(("igammac",), method=True, inplace=True, args=("input", "other")))
 ZETA = real_op("special_zeta", _binary(zeta_scalar), save=(0, 1),
                node_name="SpecialZetaBackward0",
                vjp=(_not_implemented("zeta"),
-                    lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)))
+                    lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)),
+               jvp=_no_forward_ad("special_zeta"))
 
 
 # ---------------------------------------------------------------- mvlgamma
@@ -356,7 +367,8 @@ def _mvlgamma_vjp(g, ans, x, *, p):
     return g * total
 
 
-MVLGAMMA = real_op("mvlgamma", _mvlgamma_impl, "arange", save=(0,), vjp=(_mvlgamma_vjp,))
+MVLGAMMA = real_op("mvlgamma", _mvlgamma_impl, "arange", save=(0,), vjp=(_mvlgamma_vjp,),
+                   jvp=ELEMENTWISE)
 
 
 def _check_mvlgamma(x, p: int):
