@@ -49,10 +49,9 @@ def _operand(value: Any) -> Any:
     return value
 
 
-def _binary(name: str, op: OpDef, args: tuple, doc: str):
-    first, second = args
-
-    def fn(a: Any, b: Any, *, out: Any = None) -> Any:
+def _binary(name: str, op: OpDef, second: str, doc: str):
+    """``special_<name>(input, <second>, *, out=None)``: either operand may be a number."""
+    def call(a: Any, b: Any, out: Any) -> Any:
         from .tensor import Tensor
 
         a, b = _operand(a), _operand(b)
@@ -61,9 +60,17 @@ def _binary(name: str, op: OpDef, args: tuple, doc: str):
                             "one of the arguments must be a Tensor")
         result = apply(op, a, b)
         return result if out is None else write_out(f"special_{name}", out, result)
+
+    if second == "n":
+        def fn(input: Any, n: Any, *, out: Any = None) -> Any:  # noqa: A002
+            return call(input, n, out)
+    else:
+        def fn(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
+            return call(input, other, out)
     fn.__name__ = fn.__qualname__ = name
-    fn.__doc__ = doc + f"\n\n    Args:\n        {first}: a tensor or number.\n" \
-                       f"        {second}: a tensor or number.\n"
+    fn.__doc__ = doc + f"\n\n    Args:\n        input: a tensor or number.\n" \
+                       f"        {second}: a tensor or number.\n        out: the tensor to " \
+                       "write the result into.\n"
     return fn
 
 
@@ -147,7 +154,7 @@ def gammaincc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     return result if out is None else write_out("special_gammaincc", out, result)
 
 
-zeta = _binary("zeta", _g.ZETA, ("input", "other"),
+zeta = _binary("zeta", _g.ZETA, "other",
                "The Hurwitz zeta function ``sum_k (other + k)^-input``.")
 
 _POLY_DOC = "The {} ``P_n(input)`` of order ``n`` (truncated to an integer; 0 for ``n < 0``)."
@@ -168,7 +175,7 @@ _POLY_NAMES = {
 
 
 def _poly(name: str):
-    return _binary(name, _p.POLYNOMIAL_OPS[name], ("input", "n"),
+    return _binary(name, _p.POLYNOMIAL_OPS[name], "n",
                    _POLY_DOC.format(_POLY_NAMES[name]))
 
 
