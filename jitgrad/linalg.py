@@ -19,6 +19,7 @@ from .ops.linalg import matmul as _matmul
 from .ops.torch_extras2 import diagonal as _diagonal
 from .ops.linalg2 import LinAlgError
 from .ops.out_arg import with_out
+from .ops.linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401 - (LDL^T)
 
 # each takes torch's out= (ops/out_arg.py)
 cross = with_out("linalg_cross", torch_extras.linalg_cross)
@@ -66,7 +67,8 @@ def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: N8
 
 
 __all__ = ["LinAlgError", "cholesky", "cholesky_ex", "cond", "cross", "det", "diagonal", "eig",
-           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "lstsq", "lu",
+           "eigh", "eigvals", "eigvalsh", "householder_product", "inv", "inv_ex", "ldl_factor",
+           "ldl_factor_ex", "ldl_solve", "lstsq", "lu",
            "lu_factor", "lu_factor_ex", "lu_solve", "matmul", "matrix_exp", "matrix_norm",
            "matrix_power", "matrix_rank", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve",
            "solve_ex", "solve_triangular", "svd", "svdvals", "tensorinv", "tensorsolve",

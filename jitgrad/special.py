@@ -3,9 +3,9 @@
 Most names are the top-level ops under torch.special's names (``expit`` is ``sigmoid``,
 ``gammaln`` is ``lgamma``, ``psi`` is ``digamma``); ``entr`` is an op with torch's node, ``ndtr``
 composes ``erfc`` as torch does. ``xlog1py`` and ``multigammaln`` are compositions of ops:
-values and gradients are torch's, the autograd nodes are their pieces'. Not here: the Bessel,
-orthogonal-polynomial and incomplete-gamma functions, ``erfcx``, ``i0``/``i1``, ``ndtri``,
-``log_ndtr``, ``zeta``.
+values and gradients are torch's, the autograd nodes are their pieces'. The Bessel, Airy,
+orthogonal-polynomial, incomplete-gamma and zeta functions, ``erfcx``, ``i0``/``i1``, ``ndtri``
+and ``log_ndtr`` come from ``jitgrad.special24``.
 """
 
 from __future__ import annotations
@@ -17,10 +17,12 @@ from . import ops as _ops
 from .ops.registry import apply
 from .dtypes import get_default_dtype
 from .ops.special_fns import ENTR, polygamma
+from .special24 import *  # noqa: F403 - (the Bessel, gamma, zeta and polynomial functions)
+from .special24 import __all__ as _all24
 
 __all__ = ["digamma", "entr", "erf", "erfc", "erfinv", "exp2", "expit", "expm1", "gammaln",
            "log1p", "log_softmax", "logit", "logsumexp", "multigammaln", "ndtr", "polygamma",
-           "psi", "round", "sinc", "softmax", "xlog1py", "xlogy"]
+           "psi", "round", "sinc", "softmax", "xlog1py", "xlogy", *_all24]
 
 erf = _ops.erf
 erfc = _ops.erfc

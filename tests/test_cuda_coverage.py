@@ -34,6 +34,24 @@ _SPECIAL = "no complex kernel (the CPU casts complex to float64, dropping the im
 _NO_COMPLEX = "no complex template (as on the CPU's fused kernels)"
 _ALL = ("float32", "float64", "complex64", "int64", "bool")
 _FFT = "no cuda kernel (fft)"
+_SPECIAL24 = ("no cuda kernel: a CPU-only NumPy implementation (ops/special24*.py: Cephes "
+              "approximations, incomplete gamma and zeta scalar loops; ops/linalg_ldl.py)")
+_SPECIAL24_RECORDS = (
+    "i0", "special.i0e", "special.i1", "special.i1e", "special.erfcx", "special.log_ndtr",
+    "special.ndtri", "special.zeta", "mvlgamma", "special.bessel_j0", "special.bessel_j1",
+    "special.bessel_y0", "special.bessel_y1", "special.modified_bessel_i0",
+    "special.modified_bessel_i1", "special.modified_bessel_k0", "special.modified_bessel_k1",
+    "special.scaled_modified_bessel_k0", "special.scaled_modified_bessel_k1", "special.airy_ai",
+    "special.spherical_bessel_j0", "special.chebyshev_polynomial_t",
+    "special.chebyshev_polynomial_u", "special.chebyshev_polynomial_v",
+    "special.chebyshev_polynomial_w", "special.shifted_chebyshev_polynomial_t",
+    "special.shifted_chebyshev_polynomial_u", "special.shifted_chebyshev_polynomial_v",
+    "special.shifted_chebyshev_polynomial_w", "special.hermite_polynomial_h",
+    "special.hermite_polynomial_he", "special.laguerre_polynomial_l",
+    "special.legendre_polynomial_p")
+# (complex input is rejected on the CPU as in torch: "unsupported", unlisted; igamma/igammac
+# and the LDL^T ops take floating input only)
+_SPECIAL24_FLOAT_ONLY = ("igamma", "igammac", "linalg.ldl_factor_ex", "linalg.ldl_solve")
 _FFT_RECORDS = ("fft.fft", "fft.fft_complex", "fft.ifft", "fft.ifft_complex", "fft.rfft",
                 "fft.irfft", "fft.hfft", "fft.ihfft", "fft.fftn", "fft.fftn_real", "fft.ifftn",
                 "fft.rfftn", "fft.irfftn", "fft.fft2", "fft.ifft2", "fft.rfft2", "fft.irfft2",
@@ -80,6 +98,10 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("nextafter", "float32"): "nextafter's template fuses float64 only (as on the CPU)",
     **{(op, dt): _FFT for op in _FFT_RECORDS for dt in _ALL
        if not (dt == "complex64" and op in _FFT_REAL_ONLY)},
+    **{(op, dt): _SPECIAL24 for op in _SPECIAL24_RECORDS for dt in _ALL if dt != "complex64"},
+    **{(op, dt): _SPECIAL24 for op in _SPECIAL24_FLOAT_ONLY for dt in ("float32", "float64")},
+    ("linalg.ldl_factor_ex", "complex64"): _SPECIAL24,
+    ("linalg.ldl_solve", "complex64"): _SPECIAL24,
 }
 
 DTYPES = ("float32", "float64", "complex64", "int64", "bool")

@@ -9,8 +9,9 @@ from . import (arranging, calculus, composite, creation, einsum, elementwise, el
                elementwise3, extras, fft_ops, functions, indexing, inplace, linalg, linalg2,
                linalg_decomp, linalg_more, linalg_more2, movement, nn_ops, norms, reduce,
                reductions2, reductions3, rounding, scan, selection, shape_helpers, sorting,
-               sharing, special_fns, spectral, surface24, surface24_info, surface24_math,
-               surface24_more, torch_extras, torch_extras2, torch_extras3, unique)
+               sharing, special_fns, special24, special24_gamma, special24_poly, spectral,
+               surface24, surface24_info, surface24_math, surface24_more, torch_extras,
+               torch_extras2, torch_extras3, unique)
 from .out_arg import out_variant
 from .registry import OPS, OpDef, Public, apply, defop
 from .surface import install_namespace, public
