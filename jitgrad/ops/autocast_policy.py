@@ -3,7 +3,7 @@ dtype and which in float32 while autocast is on, as torch's lists for CPU autoca
 
 ``state.autocast`` (``ops.registry``) holds the enabled ``(device type, dtype)`` pairs of this
 thread, an empty tuple outside autocast. A primitive op with ``OpDef.autocast`` set is cast in
-``apply`` (by ``registry.autocast_arguments``); a public function built from several ops takes
+``apply`` (by ``autocast_cast.autocast_arguments``); a public function built from several ops takes
 the ``autocast_policy`` decorator, which casts its tensor arguments once and runs its body
 with autocast off, as torch excludes the autocast dispatch keys inside an autocast-wrapped op.
 
@@ -21,7 +21,7 @@ from typing import Any
 from . import registry
 from .op_fields import AUTOCAST_FP32 as FP32
 from .op_fields import AUTOCAST_LOWER as LOWER
-from .registry import autocast_arguments
+from .autocast_cast import autocast_arguments
 
 
 def autocast_policy(policy: str) -> Callable[[Callable], Callable]:
@@ -36,7 +36,7 @@ def autocast_policy(policy: str) -> Callable[[Callable], Callable]:
             enabled = st.autocast
             if not enabled:
                 return fn(*args, **kwargs)
-            args, kwargs = autocast_arguments(policy, args, kwargs)
+            args, kwargs = autocast_arguments(policy, enabled, registry.Tensor, args, kwargs)
             st.autocast = ()
             try:
                 return fn(*args, **kwargs)

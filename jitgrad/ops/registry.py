@@ -24,6 +24,12 @@ import numpy as np
 
 from .. import dtypes
 from .._cuda_array import CudaArray as _CudaArray
+from .autocast_cast import autocast_arguments
+from .dtype_rules import (  # (re-exported: the ops ask the registry for these rules)
+    broadcast_shapes as broadcast_shapes,
+    category_dtype as category_dtype,
+    compute_dtype as compute_dtype,
+)
 from .op_fields import (  # (re-exported: the ops import every field value from here)
     AUTOCAST_FP32 as AUTOCAST_FP32,
 )
@@ -219,47 +225,6 @@ class Meta:
 # ---------------------------------------------------------------- shape and dtype rules
 
 
-def broadcast_shapes(*shapes: tuple) -> tuple:
-    """NumPy/torch broadcasting; raises torch's RuntimeError text on a mismatch (each shape
-    against the broadcast of those before it, trailing dims first, as torch's ``infer_size``)."""
-    out = tuple(shapes[0]) if shapes else ()
-    for s in shapes[1:]:
-        ndim = max(len(out), len(s))
-        merged = [1] * ndim
-        for k in range(ndim - 1, -1, -1):
-            a = out[k - ndim + len(out)] if k - ndim + len(out) >= 0 else 1
-            b = s[k - ndim + len(s)] if k - ndim + len(s) >= 0 else 1
-            if a != b and a != 1 and b != 1:
-                raise RuntimeError(
-                    f"The size of tensor a ({a}) must match the size of tensor b ({b}) at "
-                    f"non-singleton dimension {k}")
-            merged[k] = b if a == 1 else a
-        out = tuple(merged)
-    return out
-
-
-def category_dtype(promote: str, dt: dtypes.dtype) -> dtypes.dtype | None:
-    """The result dtype of a pointwise op of category ``promote`` computing in ``dt``, its
-    operands' promoted dtype: ``dt`` itself (SAME; FLOAT on a floating or complex dtype), bool
-    (BOOL), or None where the op computes in another dtype (FLOAT on integers and bool: the
-    default float dtype). The one rule; ``compute_dtype`` and the dispatcher's fast paths ask
-    it."""
-    if promote == SAME:
-        return dt
-    if promote == BOOL:
-        return dtypes.bool
-    return dt if dt.is_floating_point or dt.is_complex else None
-
-
-def compute_dtype(op: OpDef, args: tuple) -> tuple[dtypes.dtype, dtypes.dtype]:
-    """(dtype the op computes in, dtype of its result) for a pointwise op, by torch's rules."""
-    promoted = dtypes.result_type(*(a for i, a in enumerate(args) if i not in op.nonpromoted))
-    out = category_dtype(op.promote, promoted)
-    if out is None:  # FLOAT on integers: computed in the default float dtype
-        promoted = out = dtypes.get_default_dtype()
-    return promoted, out
-
-
 def _pointwise_meta(op: OpDef) -> Callable:
     def meta(*args, **params):
         shape = broadcast_shapes(*(a.shape for a in args if hasattr(a, "shape")))
@@ -395,7 +360,7 @@ def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
     st = state
     if st.autocast and op.autocast is not None:
-        args = autocast_arguments(op.autocast, args)
+        args = autocast_arguments(op.autocast, st.autocast, Tensor, args)
     if st.traces:
         if st.traces[-1].batching:  # vmap (jitgrad/func/vmap.py) routes every op itself
             return st.traces[-1].bind(op, args, params)
@@ -413,33 +378,6 @@ def _apply(op: OpDef, args: tuple, params: dict):
         out_dtype = (out_dtype,) * len(out)
     result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
     return _finish(op, args, params, result, result)
-
-
-_AUTOCAST_ELIGIBLE = (dtypes.float16, dtypes.float32)
-
-
-def _autocast_one(x: Any, policy: str, enabled: tuple) -> Any:
-    if isinstance(x, Tensor) and x._dtype in _AUTOCAST_ELIGIBLE:
-        device_type = x.device.type
-        for on_type, dtype in enabled:
-            if on_type == device_type:
-                target = dtype if policy == AUTOCAST_LOWER else dtypes.float32
-                return x if x._dtype is target else x.to(target)
-        return x
-    if isinstance(x, (list, tuple)) and x and isinstance(x[0], Tensor):
-        return type(x)(_autocast_one(t, policy, enabled) for t in x)
-    return x
-
-
-def autocast_arguments(policy: str, args: tuple, kwargs: dict | None = None) -> tuple:
-    """``args`` (and ``kwargs``) with each tensor autocast makes eligible cast as ``policy``
-    says (``ops/autocast_policy.py``): floating but not float64, on a device type whose
-    autocast is on; to its dtype (``AUTOCAST_LOWER``) or to float32 (``AUTOCAST_FP32``)."""
-    enabled = state.autocast
-    args = tuple(_autocast_one(a, policy, enabled) for a in args)
-    if kwargs is None:
-        return args
-    return args, {k: _autocast_one(v, policy, enabled) for k, v in kwargs.items()}
 
 
 def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):
