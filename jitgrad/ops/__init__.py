@@ -7,10 +7,10 @@ from __future__ import annotations
 # Importing the op modules registers their ops and public declarations.
 from . import (arranging, calculus, composite, creation, einsum, elementwise, elementwise2,
                elementwise3, extras, fft_ops, functions, indexing, inplace, linalg, linalg2,
-               linalg_decomp, linalg_more, linalg_more2, movement, nn_ops, norms, reduce,
-               reductions2, reductions3, rounding, scan, selection, shape_helpers, sorting,
-               sharing, special_fns, special24, special24_gamma, special24_poly, spectral,
-               surface24, surface24_info, surface24_math, surface24_more, torch_extras,
+               linalg_decomp, linalg_legacy, linalg_more, linalg_more2, movement, nn_ops, norms,
+               reduce, reductions2, reductions3, rounding, scan, selection, shape_helpers,
+               sharing, sorting, special_fns, special24, special24_gamma, special24_poly,
+               spectral, surface24, surface24_info, surface24_math, surface24_more, torch_extras,
                torch_extras2, torch_extras3, unique)
 from .out_arg import out_variant
 from .registry import OPS, OpDef, Public, apply, defop
