@@ -178,12 +178,19 @@ def test_rsample_gradient_matches_torch_on_the_same_samples():
     np.testing.assert_allclose(a.grad.numpy(), tg, rtol=3e-3)
 
 
-def test_gamma_cdf_is_not_implemented_without_gammainc():
-    d = jd.Gamma(_j([2.0]), _j([1.0]))
-    if hasattr(jitgrad.special, "gammainc"):
-        pytest.skip("jitgrad.special.gammainc exists: Gamma.cdf uses it")
-    with pytest.raises(NotImplementedError):
-        d.cdf(_j([1.0]))
+def test_gamma_cdf_and_its_gradient_match_torch():
+    torch = pytest.importorskip("torch")
+    td = torch.distributions
+    conc, rate, x = [0.5, 2.0, 7.5], [1.0, 0.5, 3.0], [0.3, 2.0, 2.4]
+    jrate = jitgrad.tensor(rate, dtype=jitgrad.float64, requires_grad=True)
+    trate = torch.tensor(rate, dtype=torch.float64, requires_grad=True)
+    d = jd.Gamma(_j(conc), jrate)
+    t = td.Gamma(torch.tensor(conc, dtype=torch.float64), trate)
+    a, b = d.cdf(_j(x)), t.cdf(torch.tensor(x, dtype=torch.float64))
+    np.testing.assert_allclose(a.detach().numpy(), b.detach().numpy(), rtol=1e-10)
+    a.sum().backward()
+    b.sum().backward()
+    np.testing.assert_allclose(jrate.grad.numpy(), trate.grad.numpy(), rtol=1e-8)
 
 
 @pytest.mark.parametrize("name,args", [

@@ -19,8 +19,7 @@ class Gamma(ExponentialFamily):
     """Gamma distribution with shape ``concentration`` and ``rate``.
 
     ``rsample`` differentiates through the sample with the implicit reparameterization
-    gradient (``_standard_gamma``); ``cdf`` needs ``jitgrad.special.gammainc`` and raises
-    ``NotImplementedError`` without it.
+    gradient (``_standard_gamma``); ``cdf`` is ``jitgrad.special.gammainc``, as torch's.
 
     Args:
         concentration: Shape, positive.
@@ -98,7 +97,4 @@ class Gamma(ExponentialFamily):
     def cdf(self, value: Any) -> Any:
         if self._validate_args:
             self._validate_sample(value)
-        gammainc = getattr(jitgrad.special, "gammainc", None)
-        if gammainc is None:  # (jitgrad.special has no regularized incomplete gamma yet)
-            raise NotImplementedError
-        return gammainc(self.concentration, self.rate * value)
+        return jitgrad.special.gammainc(self.concentration, self.rate * value)
