@@ -120,8 +120,7 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
                 raise invalid_combination("randint", args, given, _RANDINT_SIGS)
             raise TypeError(f"randint(): argument '{name}' (position {pos}) must be {what}, "
                             f"not {type(value).__name__}")
-    lo, hi, shape = int(bound.get("low", 0)), int(bound["high"]), tuple(int(s) for s in
-                                                                     bound["size"])
+    lo, hi, shape = int(bound.get("low", 0)), int(bound["high"]), _shape((bound["size"],))
     dev = check_device(device)
     if lo >= hi:
         raise RuntimeError(

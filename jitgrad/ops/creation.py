@@ -128,7 +128,12 @@ def from_dlpack(ext_tensor: Any):
 def _shape(size) -> tuple:
     if len(size) == 1 and isinstance(size[0], (tuple, list)):
         size = size[0]
-    return tuple(int(s) for s in size)
+    shape = tuple(int(s) for s in size)
+    for s in shape:
+        if s < 0:
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
+                               f"{list(shape)}")
+    return shape
 
 
 def _size_arg(fname: str, size: tuple, size_kw: Any) -> tuple:

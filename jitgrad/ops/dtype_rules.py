@@ -48,3 +48,24 @@ def compute_dtype(op: Any, args: tuple) -> tuple[dtypes.dtype, dtypes.dtype]:
     if out is None:  # FLOAT on integers: computed in the default float dtype
         promoted = out = dtypes.get_default_dtype()
     return promoted, out
+
+
+def scalar_type_name(dt: dtypes.dtype) -> str:
+    """torch's C++ name of ``dt`` in its error texts (``Float``, ``Long``, ``ComplexDouble``)."""
+    return dt._legacy.replace("Tensor", "")
+
+
+def not_implemented_for(name: str, *kinds: str) -> Any:
+    """A pointwise meta raising torch's NotImplementedError for dtypes of the given kinds
+    ("int": integers and bool, "float": floating and complex, "complex")."""
+    def meta(*args: Any, **params: Any) -> tuple:
+        shape = broadcast_shapes(*(a.shape for a in args if hasattr(a, "shape")))
+        dt = dtypes.result_type(*args)
+        bad = (("int" in kinds and not (dt.is_floating_point or dt.is_complex)) or
+               ("float" in kinds and (dt.is_floating_point or dt.is_complex)) or
+               ("complex" in kinds and dt.is_complex))
+        if bad:
+            raise NotImplementedError(
+                f'"{name}_cpu" not implemented for \'{scalar_type_name(dt)}\'')
+        return shape, dt
+    return meta

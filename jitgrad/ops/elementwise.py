@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from . import nn_kernels, registry
+from .dtype_rules import not_implemented_for
 from .registry import (BOOL, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, SAME, Public, apply,
                        defop)
 
@@ -389,11 +390,14 @@ GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL,
          public=Public(("gt", "greater"), method=True, args=_BINARY))
 GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL,
          public=Public(("ge", "greater_equal"), method=True, args=_BINARY))
-BITWISE_AND = _pw("bitwise_and", np.bitwise_and, template="{0} & {1}",
+BITWISE_AND = _pw("bitwise_and", np.bitwise_and, meta=not_implemented_for("bitwise_and", "float"),
+                  template="{0} & {1}",
                   public=Public("bitwise_and", method=True, args=_BINARY))
-BITWISE_OR = _pw("bitwise_or", np.bitwise_or, template="{0} | {1}",
+BITWISE_OR = _pw("bitwise_or", np.bitwise_or, meta=not_implemented_for("bitwise_or", "float"),
+                 template="{0} | {1}",
                  public=Public("bitwise_or", method=True, args=_BINARY))
-BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, template="{0} ^ {1}",
+BITWISE_XOR = _pw("bitwise_xor", np.bitwise_xor, meta=not_implemented_for("bitwise_xor", "float"),
+                  template="{0} ^ {1}",
                   public=Public("bitwise_xor", method=True, args=_BINARY))
 
 

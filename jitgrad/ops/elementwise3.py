@@ -13,31 +13,14 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
+from .dtype_rules import not_implemented_for as _not_for
+from .dtype_rules import scalar_type_name as _short
 from .elementwise import _BINARY, _pw, where
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
 from .surface import public
 
 _PI = math.pi
 _LOG2E = 1.0 / math.log(2.0)
-
-
-def _short(dt) -> str:
-    return dt._legacy.replace("Tensor", "")
-
-
-def _not_for(name: str, *kinds: str):
-    """A pointwise meta raising torch's NotImplementedError for dtypes of the given kinds
-    ("int": integers and bool, "float": floating and complex, "complex")."""
-    def meta(*args, **params):
-        shape = registry.broadcast_shapes(*(a.shape for a in args if hasattr(a, "shape")))
-        dt = dtypes.result_type(*args)
-        bad = (("int" in kinds and not (dt.is_floating_point or dt.is_complex)) or
-               ("float" in kinds and (dt.is_floating_point or dt.is_complex)) or
-               ("complex" in kinds and dt.is_complex))
-        if bad:
-            raise NotImplementedError(f'"{name}_cpu" not implemented for \'{_short(dt)}\'')
-        return shape, dt
-    return meta
 
 
 # ---------------------------------------------------------------- logit, sinc

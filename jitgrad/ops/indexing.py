@@ -233,8 +233,29 @@ def _full_index(index: np.ndarray, dim: int) -> tuple:
     return tuple(grids)
 
 
+def first_out_of_range(index: np.ndarray, size: int) -> int | None:
+    """The first index outside ``[0, size)`` (torch's gather/index_select take no negative
+    indices: NumPy would wrap them), or None."""
+    bad = (index < 0) | (index >= size)
+    return int(index[bad].flat[0]) if bad.any() else None
+
+
 def _gather_impl(x, index, dim):
+    first = first_out_of_range(index, x.shape[dim])
+    if first is not None:
+        raise RuntimeError(f"index {first} is out of bounds for dimension {dim} with size "
+                           f"{x.shape[dim]}")
     return x[_full_index(index, dim)]
+
+
+def _index_select_impl(x, index, dim):
+    first = first_out_of_range(index, x.shape[dim])
+    if first is not None:
+        if dim == 0:
+            raise IndexError("index out of range in self")
+        raise RuntimeError(f"INDICES element is out of DATA bounds, id={first} "
+                           f"axis_dim={x.shape[dim]}")
+    return np.take(x, index, axis=dim)
 
 
 def _scatter_add_impl(x, index, src, dim):
@@ -265,7 +286,7 @@ SCATTER_ADD = defop("scatter_add", _scatter_add_impl, kind=OPAQUE, save=(1,),
                          lambda g, ans, x, index, src, dim: gather(g, dim, index)), jvp=LINEAR,
                          saved_names={"dim": ("param", "dim"), "index": ("input", 1)})
 INDEX_SELECT = defop(
-    "index_select", lambda x, index, dim: np.take(x, index, axis=dim), kind=OPAQUE, save=(1,),
+    "index_select", _index_select_impl, kind=OPAQUE, save=(1,),
     meta=lambda x, index, dim: (tuple(x.shape[:dim]) + tuple(index.shape) +
                                 tuple(x.shape[dim + 1:]), x.dtype),
     vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None), jvp=LINEAR,

@@ -212,7 +212,7 @@ SLICE_BACKWARD = defop(
 
 def _cat_meta(*xs, dim):
     if not xs:
-        raise RuntimeError("torch.cat(): expected a non-empty list of Tensors")
+        raise ValueError("jitgrad.cat(): expected a non-empty list of Tensors")
     ref = next((x for x in xs if x.ndim), None)
     if ref is None:
         raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")

@@ -108,8 +108,10 @@ def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, **f
     def meta(x, dims, keepdim, **params):
         if x.ndim == 0 or numel(tuple(x.shape)) or not op.empty_forbidden:
             return reduced_shape(tuple(x.shape), dims, keepdim), dtype_rule(x.dtype, **params)
-        raise IndexError(f"{name}(): Expected reduction dim to be specified for input.numel() "
-                         "== 0. Specify the reduction dim with the 'dim' argument.")
+        public = {"max_all": "max", "min_all": "min"}.get(name, name)
+        raise RuntimeError(f"{public}(): Expected reduction dim to be specified for "
+                           "input.numel() == 0. Specify the reduction dim with the 'dim' "
+                           "argument.")
     op = defop(name, impl, kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
                template=template, **fields)
     return op

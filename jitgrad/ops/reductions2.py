@@ -11,6 +11,7 @@ from collections import namedtuple
 
 import numpy as np
 
+from .dtype_rules import scalar_type_name as _short
 from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
@@ -29,10 +30,6 @@ CummaxResult, CumminResult = _named("cummax"), _named("cummin")
 AminmaxResult = _named("aminmax", ("min", "max"))
 MedianResult, NanmedianResult = _named("median"), _named("nanmedian")
 KthvalueResult, ModeResult = _named("kthvalue"), _named("mode")
-
-
-def _short(dt) -> str:
-    return dt._legacy.replace("Tensor", "")
 
 
 def _moved(x: np.ndarray, dim: int) -> np.ndarray:

@@ -10,6 +10,7 @@ import warnings
 
 import numpy as np
 
+from .indexing import first_out_of_range
 from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
@@ -156,6 +157,10 @@ def _index_copy_impl(x, index, source, dim):
     out = x.copy()
     if x.ndim == 0:
         return source.reshape(()).astype(x.dtype)
+    first = first_out_of_range(index, x.shape[dim])
+    if first is not None:
+        raise IndexError(f"index_copy_(): index {first} is out of bounds for dimension {dim} "
+                         f"with size {x.shape[dim]}")
     out[_index_key(x.ndim, dim, index)] = source
     return out
 

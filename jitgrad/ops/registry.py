@@ -86,7 +86,7 @@ class OpDef:
       ``jvp``: the forward-mode rule or a shorthand (LINEAR, BILINEAR, ELEMENTWISE).
     * ``save``/``save_output``: what the backward keeps; ``save_if``: ``{i: (j, ...)}`` saves
       input i only when one of inputs j requires grad (tuple VJP rules only).
-    * ``empty_forbidden``: a full reduction that rejects an empty input (torch's IndexError).
+    * ``empty_forbidden``: a full reduction that rejects an empty input (torch's RuntimeError).
     * simplification facts for ``jit.passes.simplify``: ``identity`` maps an input position
       (or a param name) to the literal value that makes the op return its other input (the
       first input for a param); ``passthrough``: the op's output is its first input whenever

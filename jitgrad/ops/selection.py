@@ -39,7 +39,7 @@ def _masked_fill_impl(x, mask, value):
 
 
 def _masked_fill_meta(x, mask, value):
-    return broadcast_shapes(tuple(x.shape), tuple(mask.shape)), x.dtype
+    return broadcast_shapes(tuple(mask.shape), tuple(x.shape)), x.dtype  # (torch's order)
 
 
 MASKED_FILL = defop(
