@@ -74,13 +74,18 @@ def test_spawn_reports_what_a_process_raised_or_its_exit_code():
     assert info.value.exit_code == 3
 
 
-def test_spawn_with_the_spawn_method_and_join_false(capfd):
-    context = jmp.spawn(print, args=("from a spawned process",), nprocs=2, join=False)
+def _touch(rank, directory):
+    with open(os.path.join(directory, f"rank{rank}"), "w") as f:
+        f.write(str(os.getpid()))
+
+
+def test_spawn_with_the_spawn_method_and_join_false(tmp_path):
+    context = jmp.spawn(_touch, args=(str(tmp_path),), nprocs=2, join=False)
     assert len(context.pids()) == 2
     while not context.join():
         pass
-    out = capfd.readouterr().out
-    assert "0 from a spawned process" in out and "1 from a spawned process" in out
+    written = {p.name: int(p.read_text()) for p in tmp_path.iterdir()}
+    assert written == {"rank0": context.pids()[0], "rank1": context.pids()[1]}
 
 
 def test_sharing_strategy_names_as_torch():

@@ -86,7 +86,7 @@ def _jg_sign(x):
         return 1
     if x < 0:
         return -1
-    return x
+    return 0  # zeros and NaN, as torch's
 
 
 # ``math.floor`` is an int64 in numba (Python's int): only finite values below 2**52 go through

@@ -108,7 +108,7 @@ def _jg_sign(x):
         return 1
     if x < 0:
         return -1
-    return x  # zeros and NaN are their own sign
+    return 0  # zeros and NaN (torch's sign: (0 < x) - (x < 0))
 
 
 @_inline

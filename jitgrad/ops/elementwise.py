@@ -123,7 +123,13 @@ RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
 ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,),
           meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
           public=Public(("abs", "absolute"), method=True, inplace="abs_"))  # |complex| is real
-SIGN = _pw("sign", np.sign, (lambda g, ans, x: g * 0,), "sign({0})",
+def _sign(x: np.ndarray) -> np.ndarray:
+    if x.dtype.kind == "f":  # torch's (0 < x) - (x < 0): NaN's sign is 0, NumPy's is NaN
+        return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    return np.sign(x)
+
+
+SIGN = _pw("sign", _sign, (lambda g, ans, x: g * 0,), "sign({0})",
            public=Public("sign", method=True, inplace=True))
 def _sgn_grad(g, ans, x):
     # Real sgn is flat. For complex z != 0, sgn(z) = z/|z| has d/dz = 1/(2|z|) and
@@ -135,7 +141,7 @@ def _sgn_grad(g, ans, x):
 
 
 SGN = _pw("sgn", lambda x: np.where(x == 0, 0, x / np.where(x == 0, 1, np.abs(x))).astype(x.dtype)
-          if np.iscomplexobj(x) else np.sign(x), (_sgn_grad,), "sign({0})", save=(0,),
+          if np.iscomplexobj(x) else _sign(x), (_sgn_grad,), "sign({0})", save=(0,),
           save_output=True, jvp=lambda ts, ans, x: _sgn_grad(ts[0], ans, x),
           public=Public("sgn", method=True))
 CONJ = _pw("conj", np.conj, (lambda g, ans, x: g.conj(),),
@@ -231,13 +237,30 @@ def _pow_exponent_grad(g, ans, a, b):
     return g * where(safe, ans * where(safe, a, 1).log(), 0).conj()
 
 
-POW = _pw("pow", np.power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
+def _power(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a, b = np.asarray(a), np.asarray(b)
+    if a.dtype.kind in "iu" and b.dtype.kind in "iu" and (b < 0).any():
+        # torch's integer pow: a negative exponent gives 1 / a**|b| truncated (NumPy raises)
+        magnitude = np.power(a, np.abs(b))
+        odd = (np.abs(b) % 2).astype(bool)
+        negative = np.where(a == 1, 1, np.where(a == -1, np.where(odd, -1, 1), 0))
+        return np.where(b < 0, negative, magnitude).astype(magnitude.dtype)
+    return np.power(a, b)
+
+
+def _power_scalar(x: np.ndarray, exponent) -> np.ndarray:
+    if x.dtype.kind in "iu" and isinstance(exponent, int) and exponent < 0:
+        raise RuntimeError("Integers to negative integer powers are not allowed.")
+    return np.power(x, np.asarray(exponent, dtype=x.dtype))
+
+
+POW = _pw("pow", _power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
                             _pow_exponent_grad), lambda p, work: _pow_template("{0}", "{1}", work),
           save=(0, 1), save_output=True,
           node_name="PowBackward1",
           saved_names={"self": ("input", 0), "exponent": ("input", 1), "result": ("output", 0)})
 POW_SCALAR = defop(
-    "pow_scalar", lambda x, exponent: np.power(x, np.asarray(exponent, dtype=x.dtype)),
+    "pow_scalar", _power_scalar,
     kind=POINTWISE, node_name="PowBackward0", save=(0,), identity={"exponent": 1},
     meta=lambda x, exponent: (tuple(x.shape), _pow_scalar_dtype(x.dtype, exponent)),
     vjp=(lambda g, ans, x, exponent: g * 0 if exponent == 0 else

@@ -71,9 +71,17 @@ def div(input, other, *, rounding_mode: str | None = None):  # noqa: A002
     """True division (``rounding_mode=None``), or floor/trunc division (not differentiable)."""
     if rounding_mode is None:
         return apply(ew.DIV, _operand(input), _operand(other))
+    dt = dtypes.result_type(input, other)
+    if not (dt.is_floating_point or dt.is_complex):  # exact integer division (no float detour)
+        a, b = (np.asarray(x._data if hasattr(x, "_data") else x) for x in (input, other))
+        if not b.all():
+            raise RuntimeError("ZeroDivisionError")
+        q = np.floor_divide(a, b)
+        if rounding_mode == "trunc":  # toward zero: one less where the signs differ inexactly
+            q = q + ((q < 0) & (q * b != a))
+        return tensor(q.astype(dt.np), dtype=dt)
     q = apply(ew.DIV, _operand(input), _operand(other)).detach()
     r = np.floor(q._data) if rounding_mode == "floor" else np.trunc(q._data)
-    dt = dtypes.result_type(input, other)
     return tensor(r.astype(dt.np), dtype=dt)
 
 

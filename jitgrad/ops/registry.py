@@ -512,7 +512,10 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
         elif i in op.nonpromoted or a is None:
             arrays.append(a)
         else:
-            arrays.append(np.asarray(a, dtype=work.np))
+            try:
+                arrays.append(np.asarray(a, dtype=work.np))
+            except OverflowError:  # a Python int outside the dtype wraps, as torch's cast does
+                arrays.append(np.asarray(a).astype(work.np))
     if len(arrays) > 1:
         try:
             np.broadcast_shapes(*(x.shape for x in arrays if hasattr(x, "shape")))

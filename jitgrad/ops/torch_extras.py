@@ -369,19 +369,30 @@ def _trunc_quotient(a, b):
     return (a / b).trunc()
 
 
+def _integer_checked(fn):
+    """``fn`` refusing an integer division by zero as torch does (NumPy returns 0)."""
+    def impl(a, b):
+        a_kind, b = np.asarray(a).dtype.kind, np.asarray(b)
+        if a_kind in "iu" and b.dtype.kind in "iu" and not b.all():
+            raise RuntimeError("ZeroDivisionError")
+        return fn(a, b)
+    return impl
+
+
 REMAINDER = defop(
-    "remainder", np.remainder, kind=POINTWISE, save=(0, 1),
+    "remainder", _integer_checked(np.remainder), kind=POINTWISE, save=(0, 1),
     vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _floor_quotient(a, b)),
     jvp=ELEMENTWISE, node_name="RemainderBackward1", template=_division("remainder"))
 REMAINDER_SCALAR = defop(
-    "remainder_scalar", np.remainder, kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
+    "remainder_scalar", _integer_checked(np.remainder), kind=POINTWISE,
+    vjp=(lambda g, ans, a, b: g, None),
     jvp=ELEMENTWISE, node_name="RemainderBackward0", template=_division("remainder"))
 FMOD = defop(
-    "fmod", np.fmod, kind=POINTWISE, save=(0, 1),
+    "fmod", _integer_checked(np.fmod), kind=POINTWISE, save=(0, 1),
     vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _trunc_quotient(a, b)),
     jvp=ELEMENTWISE, node_name="FmodBackward1", template=_division("fmod"))
 FMOD_SCALAR = defop(
-    "fmod_scalar", np.fmod, kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
+    "fmod_scalar", _integer_checked(np.fmod), kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
     jvp=ELEMENTWISE, node_name="FmodBackward0", template=_division("fmod"))
 
 
@@ -390,7 +401,7 @@ def _no_floor_divide_derivative(g, ans, *inputs):
 
 
 FLOOR_DIVIDE = defop(
-    "floor_divide", np.floor_divide, kind=POINTWISE,
+    "floor_divide", _integer_checked(np.floor_divide), kind=POINTWISE,
     vjp=(_no_floor_divide_derivative, _no_floor_divide_derivative), node_name="NotImplemented",
     template=_division("floordiv"),
     jvp=lambda tangents, ans, *inputs: _no_floor_divide_derivative(None, ans))

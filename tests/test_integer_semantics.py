@@ -1,0 +1,52 @@
+"""Where NumPy's integer and NaN rules differ from torch's, jitgrad follows torch: integer
+powers with negative exponents, division by zero, Python ints outside the dtype, the sign of
+NaN, exact integer floor/trunc division."""
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+
+torch = pytest.importorskip("torch")
+
+VALUES = {
+    "int_pow_negative_tensor": lambda m: m.tensor([2, 3, 1, -1, -1, 0]) ** m.tensor(
+        [2, -1, -3, -3, -2, 2]),
+    "sign_of_nan_and_zeros": lambda m: m.tensor([float("nan"), 0.0, -0.0, -2.0, 3.0]).sign(),
+    "int8_plus_out_of_range_int": lambda m: m.tensor([1, 2], dtype=m.int8) + 200,
+    "uint8_minus": lambda m: m.tensor([1, 2], dtype=m.uint8) - 3,
+    "div_floor_ints": lambda m: m.div(m.tensor([-7, 7, -6, 6, 5, 2**62]),
+                                      m.tensor([2, -2, 4, -4, 5, 3]), rounding_mode="floor"),
+    "div_trunc_ints": lambda m: m.div(m.tensor([-7, 7, -6, 6, 5, 2**62]),
+                                      m.tensor([2, -2, 4, -4, 5, 3]), rounding_mode="trunc"),
+    "div_trunc_scalar": lambda m: m.div(m.tensor([-5, 5]), 2, rounding_mode="trunc"),
+}
+
+ERRORS = {
+    "int_pow_negative_scalar": lambda m: m.tensor([2]) ** -1,
+    "floor_divide_by_zero": lambda m: m.tensor([1, 0]) // m.tensor([0, 1]),
+    "remainder_by_zero": lambda m: m.tensor([3, -3]).remainder(m.tensor([0, 2])),
+    "fmod_by_zero_scalar": lambda m: m.fmod(m.tensor([3]), 0),
+    "div_floor_by_zero": lambda m: m.div(m.tensor([3]), m.tensor([0]), rounding_mode="floor"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(VALUES))
+def test_values_and_dtypes_as_torch(name):
+    ours, theirs = VALUES[name](jg), VALUES[name](torch)
+    assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+
+
+@pytest.mark.parametrize("name", sorted(ERRORS))
+def test_errors_as_torch(name):
+    with pytest.raises(Exception) as theirs:
+        ERRORS[name](torch)
+    with pytest.raises(type(theirs.value), match=str(theirs.value).splitlines()[0]):
+        ERRORS[name](jg)
+
+
+def test_jitted_sign_of_nan_is_zero_as_eager():
+    x = jg.tensor([float("nan"), -1.0, 0.0, 2.0])
+    np.testing.assert_array_equal(jg.jit(lambda t: (t * 1.0).sign() + 0.0)(x).numpy(),
+                                  [0.0, -1.0, 0.0, 1.0])
