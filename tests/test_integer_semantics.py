@@ -2,6 +2,8 @@
 powers with negative exponents, division by zero, Python ints outside the dtype, the sign of
 NaN, exact integer floor/trunc division."""
 
+import re
+
 import numpy as np
 import pytest
 
@@ -50,3 +52,23 @@ def test_jitted_sign_of_nan_is_zero_as_eager():
     x = jg.tensor([float("nan"), -1.0, 0.0, 2.0])
     np.testing.assert_array_equal(jg.jit(lambda t: (t * 1.0).sign() + 0.0)(x).numpy(),
                                   [0.0, -1.0, 0.0, 1.0])
+
+
+def test_view_dtype_reads_the_same_bytes_as_torch():
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) + 0.5
+    for dtype in ("int32", "float16", "uint8", "float32"):
+        ours = jg.tensor(a).view(getattr(jg, dtype))
+        theirs = torch.tensor(a).view(getattr(torch, dtype))
+        assert tuple(ours.shape) == tuple(theirs.shape)
+        np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    x = jg.zeros(2, requires_grad=True)
+    bits = x.detach().view(jg.int32)
+    bits[0] = 1065353216  # the bits of 1.0f: written through the view
+    assert x.tolist() == [1.0, 0.0] and not x.view(jg.int32).requires_grad
+    for bad in (lambda m: m.arange(6.0).reshape(2, 3).t().view(m.float16),
+                lambda m: m.tensor(1.0).view(m.float16),
+                lambda m: m.arange(3, dtype=m.float16).view(m.float32)):
+        with pytest.raises(RuntimeError) as theirs:
+            bad(torch)
+        with pytest.raises(RuntimeError, match=re.escape(str(theirs.value))):
+            bad(jg)

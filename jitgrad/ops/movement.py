@@ -333,8 +333,34 @@ def _clone_op():
 def view(input, *shape):  # noqa: A002
     """A view with a new shape; raises if the data cannot be viewed that way (see reshape)."""
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
-        raise NotImplementedError("view(dtype) is not supported by jitgrad; use .to(dtype)")
+        return _view_dtype(input, shape[0])
     return apply(VIEW, input, shape=infer_size(_sizes(shape), input.numel()))
+
+
+def _view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
+    """``view(dtype)``: the same bytes read as ``dtype`` (sharing memory; not differentiable,
+    as in torch); the last dim scales by the ratio of the element sizes."""
+    from . import registry
+    from .dtype_rules import scalar_type_name
+    from ..tensor import _new
+
+    if registry.state.traces or input._trace is not None or input.is_cuda:
+        raise NotImplementedError("view(dtype) reads a tensor's bytes: it runs on eager CPU "
+                                  "tensors only (outside jit); use .to(dtype) to convert")
+    data = input._data
+    old, new = np.dtype(input.dtype.np).itemsize, np.dtype(dtype.np).itemsize
+    if old != new:
+        what = (f"to view {scalar_type_name(input.dtype)} as {scalar_type_name(dtype)} "
+                "(different element sizes)")
+        if data.ndim == 0:
+            raise RuntimeError(f"self.dim() cannot be 0 {what}")
+        if data.strides[-1] != old and data.shape[-1] != 1:
+            raise RuntimeError(f"self.stride(-1) must be 1 {what}, but got "
+                               f"{data.strides[-1] // old}")
+        if new > old and data.shape[-1] % (new // old):
+            raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but "
+                               f"got {data.shape[-1]}")
+    return _new(data.view(dtype.np), dtype)
 
 
 @public("flatten", method=True)
