@@ -42,17 +42,11 @@ class MaxPool2d(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class AvgPool2d(Module):
-    """2-d average pooling (torch.nn.AvgPool2d).
+class _AvgPoolNd(Module):
+    """The arguments, forward and repr shared by ``AvgPool2d`` and ``AvgPool3d`` (their
+    ``_pool`` is the functional form)."""
 
-    Args:
-        kernel_size: the window size (an int or a pair).
-        stride: the window stride. Default: ``kernel_size``.
-        padding: implicit zero padding. Default: 0.
-        ceil_mode: ceil instead of floor for the output size. Default: False.
-        count_include_pad: count the padding in the divisor. Default: True.
-        divisor_override: a fixed divisor. Default: None.
-    """
+    _pool: Any
 
     def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
                  ceil_mode: bool = False, count_include_pad: bool = True,
@@ -66,26 +60,49 @@ class AvgPool2d(Module):
         self.divisor_override = divisor_override
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
+        return type(self)._pool(input, self.kernel_size, self.stride, self.padding,
+                                self.ceil_mode, self.count_include_pad, self.divisor_override)
 
     def extra_repr(self) -> str:
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AdaptiveAvgPool2d(Module):
-    """2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).
+class AvgPool2d(_AvgPoolNd):
+    """2-d average pooling (torch.nn.AvgPool2d).
 
     Args:
-        output_size: an int or a pair (None keeps the input's size along that dim).
+        kernel_size: the window size (an int or a pair).
+        stride: the window stride. Default: ``kernel_size``.
+        padding: implicit zero padding. Default: 0.
+        ceil_mode: ceil instead of floor for the output size. Default: False.
+        count_include_pad: count the padding in the divisor. Default: True.
+        divisor_override: a fixed divisor. Default: None.
     """
+
+    _pool = staticmethod(F.avg_pool2d)
+
+
+class _AdaptiveAvgPoolNd(Module):
+    """``output_size``, forward and repr shared by the adaptive average poolings."""
+
+    _pool: Any
 
     def __init__(self, output_size: Any) -> None:
         super().__init__()
         self.output_size = output_size
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return F.adaptive_avg_pool2d(input, self.output_size)
+        return type(self)._pool(input, self.output_size)
 
     def extra_repr(self) -> str:
         return f"output_size={self.output_size}"
+
+
+class AdaptiveAvgPool2d(_AdaptiveAvgPoolNd):
+    """2-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool2d).
+
+    Args:
+        output_size: an int or a pair (None keeps the input's size along that dim).
+    """
+
+    _pool = staticmethod(F.adaptive_avg_pool2d)

@@ -10,6 +10,7 @@ from ..tensor import Tensor
 from . import _functional_pool as P
 from . import functional_conv as F
 from .module import Module
+from .pooling import _AdaptiveAvgPoolNd, _AvgPoolNd
 
 __all__ = ["MaxPool1d", "MaxPool3d", "AvgPool1d", "AvgPool3d", "AdaptiveAvgPool3d",
            "AdaptiveMaxPool3d", "MaxUnpool1d", "MaxUnpool2d", "MaxUnpool3d", "LPPool1d",
@@ -100,7 +101,7 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool3d(Module):
+class AvgPool3d(_AvgPoolNd):
     """3-d average pooling of ``(N, C, D, H, W)`` or ``(C, D, H, W)`` input
     (torch.nn.AvgPool3d).
 
@@ -113,41 +114,17 @@ class AvgPool3d(Module):
         divisor_override: a fixed divisor. Default: None.
     """
 
-    def __init__(self, kernel_size: Any, stride: Any = None, padding: Any = 0,
-                 ceil_mode: bool = False, count_include_pad: bool = True,
-                 divisor_override: int | None = None) -> None:
-        super().__init__()
-        self.kernel_size = kernel_size
-        self.stride = stride if stride is not None else kernel_size
-        self.padding = padding
-        self.ceil_mode = ceil_mode
-        self.count_include_pad = count_include_pad
-        self.divisor_override = divisor_override
-
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return P.avg_pool3d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
-                            self.count_include_pad, self.divisor_override)
-
-    def extra_repr(self) -> str:
-        return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
+    _pool = staticmethod(P.avg_pool3d)
 
 
-class AdaptiveAvgPool3d(Module):
+class AdaptiveAvgPool3d(_AdaptiveAvgPoolNd):
     """3-d average pooling to a fixed output size (torch.nn.AdaptiveAvgPool3d).
 
     Args:
         output_size: an int or a triple (None keeps the input's size along that dim).
     """
 
-    def __init__(self, output_size: Any) -> None:
-        super().__init__()
-        self.output_size = output_size
-
-    def forward(self, input: Tensor) -> Tensor:  # noqa: A002
-        return P.adaptive_avg_pool3d(input, self.output_size)
-
-    def extra_repr(self) -> str:
-        return f"output_size={self.output_size}"
+    _pool = staticmethod(P.adaptive_avg_pool3d)
 
 
 class AdaptiveMaxPool3d(Module):
