@@ -240,11 +240,13 @@ def test_ddp_errors_on_every_rank():
 
 
 @needs_mpi
-def test_exception_on_one_rank_aborts_the_job():
-    proc = mpirun(2, SCRIPTS / "abort.py", timeout=120)  # a hang would raise TimeoutExpired
+def test_exception_on_one_rank_aborts_the_job(tmp_path):
+    # a hang would raise TimeoutExpired
+    proc = mpirun(2, SCRIPTS / "abort.py", str(tmp_path), timeout=120)
     assert proc.returncode != 0
-    assert "ValueError: boom on rank 1" in proc.stderr
-    assert "aborting all 2 ranks (MPI.COMM_WORLD.Abort)" in proc.stderr
+    failed_rank_stderr = (tmp_path / "stderr.1").read_text()
+    assert "ValueError: boom on rank 1" in failed_rank_stderr
+    assert "aborting all 2 ranks (MPI.COMM_WORLD.Abort)" in failed_rank_stderr
     assert "rank 0 got past the barrier" not in proc.stdout
 
 
