@@ -22,6 +22,13 @@ VALUES = {
     "div_trunc_ints": lambda m: m.div(m.tensor([-7, 7, -6, 6, 5, 2**62]),
                                       m.tensor([2, -2, 4, -4, 5, 3]), rounding_mode="trunc"),
     "div_trunc_scalar": lambda m: m.div(m.tensor([-5, 5]), 2, rounding_mode="trunc"),
+    # the fmod-based floor quotient: 1.0 / 0.1 rounds up to 10.0, the exact quotient is 9.99...
+    "div_floor_floats": lambda m: m.div(m.tensor([1.0, -7.5, 3.0, -0.0, 5.0]),
+                                        m.tensor([0.1, 2.0, 0.0, 3.0, -0.1]),
+                                        rounding_mode="floor"),
+    "div_trunc_floats": lambda m: m.div(m.tensor([1.0, -7.5, 3.0, -2.0]),
+                                        m.tensor([0.1, 2.0, 0.0, -0.3]), rounding_mode="trunc"),
+    "div_floor_int_by_float": lambda m: m.div(m.tensor([7, -7]), 2.5, rounding_mode="floor"),
 }
 
 ERRORS = {
@@ -30,6 +37,8 @@ ERRORS = {
     "remainder_by_zero": lambda m: m.tensor([3, -3]).remainder(m.tensor([0, 2])),
     "fmod_by_zero_scalar": lambda m: m.fmod(m.tensor([3]), 0),
     "div_floor_by_zero": lambda m: m.div(m.tensor([3]), m.tensor([0]), rounding_mode="floor"),
+    "div_trunc_by_zero": lambda m: m.div(m.tensor([3]), 0, rounding_mode="trunc"),
+    "div_unknown_rounding_mode": lambda m: m.div(m.tensor([3.0]), 2, rounding_mode="round"),
 }
 
 
@@ -46,6 +55,44 @@ def test_errors_as_torch(name):
         ERRORS[name](torch)
     with pytest.raises(type(theirs.value), match=str(theirs.value).splitlines()[0]):
         ERRORS[name](jg)
+
+
+def test_div_with_rounding_mode_has_a_zero_gradient_as_torch():
+    x = np.array([1.0, -7.5, 3.0])
+    for mode in ("floor", "trunc"):
+        ours, theirs = jg.tensor(x, requires_grad=True), torch.tensor(x, requires_grad=True)
+        q, tq = jg.div(ours, 0.7, rounding_mode=mode), torch.div(theirs, 0.7, rounding_mode=mode)
+        assert q.grad_fn is not None
+        (q * ours).sum().backward()
+        (tq * theirs).sum().backward()
+        np.testing.assert_array_equal(ours.grad.numpy(), theirs.grad.numpy())
+
+
+def _jitted_divisions(a, b):
+    return (a // b, a % b, jg.fmod(a, b), jg.div(a, b, rounding_mode="trunc"),
+            jg.div(a, b, rounding_mode="floor"), (a + 1) // 3 * b)
+
+
+def test_jitted_integer_divisions_equal_eager_and_refuse_a_zero_divisor():
+    f = jg.jit(_jitted_divisions)
+    a, b = jg.tensor([5, -7, 9, -9, 2**40]), jg.tensor([2, 2, -3, -4, 7])
+    for ours, eager in zip(f(a, b), _jitted_divisions(a, b), strict=True):
+        np.testing.assert_array_equal(ours.numpy(), eager.numpy())
+    with pytest.raises(RuntimeError, match="ZeroDivisionError"):
+        f(a, jg.tensor([2, 0, 1, 1, 1]))  # NumPy's (and a bare kernel's) value would be 0
+
+
+def test_jitted_float_div_with_rounding_mode_equals_eager_with_gradients():
+    def f(x, y):
+        return (jg.div(x, y, rounding_mode="floor") * x + jg.div(x, y, rounding_mode="trunc")).sum()
+
+    x, y = np.array([1.0, -7.5, 3.0, 0.25]), np.array([0.1, 2.0, 0.0, -0.1])
+    xs = [jg.tensor(x, requires_grad=True) for _ in range(2)]
+    outs = [jg.jit(f)(xs[0], jg.tensor(y)), f(xs[1], jg.tensor(y))]
+    for out in outs:
+        out.backward()
+    np.testing.assert_array_equal(outs[0].detach().numpy(), outs[1].detach().numpy())
+    np.testing.assert_array_equal(xs[0].grad.numpy(), xs[1].grad.numpy())
 
 
 def test_jitted_sign_of_nan_is_zero_as_eager():

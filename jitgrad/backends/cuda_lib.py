@@ -188,6 +188,17 @@ def _jg_floordiv_i(a, b):
     return a // b
 
 
+def _jg_truncdiv_i(a, b):
+    if b == 0:
+        return 0
+    if b == -1:
+        return 0 - a
+    q = a // b
+    if q < 0 and q * b != a:
+        return q + 1
+    return q
+
+
 def _jg_gelu_none(x):
     return 0.5 * x * (1.0 + math.erf(x * 0.7071067811865476))
 

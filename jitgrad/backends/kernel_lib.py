@@ -24,8 +24,8 @@ _inline = numba.njit(inline="always", cache=False)
 NAMES = ("exp", "log", "log1p", "expm1", "sqrt", "sin", "cos", "tan", "tanh", "sigmoid", "erf",
          "max", "min", "abs", "sign", "gelu_none", "gelu_tanh", "floor", "ceil", "trunc", "round",
          "isfinite", "isinf", "atan2", "hypot", "fmod_f", "fmod_i", "remainder_f",
-         "remainder_i", "floordiv_f", "floordiv_i", "asin", "acos", "atan", "sinh", "cosh",
-         "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erfc")
+         "remainder_i", "floordiv_f", "floordiv_i", "truncdiv_i", "asin", "acos", "atan", "sinh",
+         "cosh", "asinh", "acosh", "atanh", "log2", "log10", "exp2", "erfc")
 __all__ = [f"_jg_{name}" for name in NAMES] + ["_jg_hugepages"]
 
 
@@ -209,6 +209,18 @@ def _jg_floordiv_i(a, b):
     if b == -1:
         return -a
     return a // b
+
+
+@_inline
+def _jg_truncdiv_i(a, b):
+    if b == 0:
+        return a - a
+    if b == -1:
+        return -a
+    q = a // b
+    if q < 0 and q * b != a:  # the floor quotient of an inexact negative division: one up
+        return q + 1
+    return q
 
 
 @_inline

@@ -96,7 +96,19 @@ def available() -> bool:
 
 def fusible(e: Eqn) -> bool:
     """Whether this backend puts ``e`` in a kernel."""
+    if getattr(e.op.impl, "checks_integer_divisor", False) and _integer_divisor_may_be_zero(e):
+        return False
     return renderable(e, SUPPORTED)
+
+
+def _integer_divisor_may_be_zero(e: Eqn) -> bool:
+    # An integer division by zero raises torch's "ZeroDivisionError" (ops.torch_extras): a
+    # kernel could only raise by giving up its parallel loop, so the op runs unfused, as NumPy
+    # plus the eager check. A nonzero literal divisor needs no check.
+    a, b = e.inputs[0], e.inputs[1]
+    if not isinstance(b, Var):
+        return isinstance(a, Var) and a.dtype.np.kind in "iub" and isinstance(b, int) and b == 0
+    return b.dtype.np.kind in "iub" and (not isinstance(a, Var) or a.dtype.np.kind in "iub")
 
 
 # A value computed with a transcendental function (exp, tanh, ...) is recomputed in the

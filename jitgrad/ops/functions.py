@@ -71,18 +71,13 @@ def div(input, other, *, rounding_mode: str | None = None):  # noqa: A002
     """True division (``rounding_mode=None``), or floor/trunc division (not differentiable)."""
     if rounding_mode is None:
         return apply(ew.DIV, _operand(input), _operand(other))
-    dt = dtypes.result_type(input, other)
-    if not (dt.is_floating_point or dt.is_complex):  # exact integer division (no float detour)
-        a, b = (np.asarray(x._data if hasattr(x, "_data") else x) for x in (input, other))
-        if not b.all():
-            raise RuntimeError("ZeroDivisionError")
-        q = np.floor_divide(a, b)
-        if rounding_mode == "trunc":  # toward zero: one less where the signs differ inexactly
-            q = q + ((q < 0) & (q * b != a))
-        return tensor(q.astype(dt.np), dtype=dt)
-    q = apply(ew.DIV, _operand(input), _operand(other)).detach()
-    r = np.floor(q._data) if rounding_mode == "floor" else np.trunc(q._data)
-    return tensor(r.astype(dt.np), dtype=dt)
+    from .torch_extras import DIV_FLOOR, DIV_TRUNC
+
+    if rounding_mode not in ("floor", "trunc"):
+        raise RuntimeError("div expected rounding_mode to be one of None, 'trunc', or 'floor' but "
+                         f"found '{rounding_mode}'")
+    op = DIV_FLOOR if rounding_mode == "floor" else DIV_TRUNC
+    return apply(op, _operand(input), _operand(other))
 
 
 @public("pow", method=True, inplace=True)

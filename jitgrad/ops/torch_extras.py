@@ -370,12 +370,17 @@ def _trunc_quotient(a, b):
 
 
 def _integer_checked(fn):
-    """``fn`` refusing an integer division by zero as torch does (NumPy returns 0)."""
+    """``fn`` refusing an integer division by zero as torch does (NumPy returns 0).
+
+    The CPU jit leaves such an op out of its kernels when it divides integers
+    (``backends.numba_cpu.fusible`` reads ``checks_integer_divisor``): this check runs there too.
+    """
     def impl(a, b):
         a_kind, b = np.asarray(a).dtype.kind, np.asarray(b)
         if a_kind in "iu" and b.dtype.kind in "iu" and not b.all():
             raise RuntimeError("ZeroDivisionError")
         return fn(a, b)
+    impl.checks_integer_divisor = True
     return impl
 
 
@@ -405,6 +410,34 @@ FLOOR_DIVIDE = defop(
     vjp=(_no_floor_divide_derivative, _no_floor_divide_derivative), node_name="NotImplemented",
     template=_division("floordiv"),
     jvp=lambda tangents, ans, *inputs: _no_floor_divide_derivative(None, ans))
+
+
+def _zero_grad(g, ans, a, b):
+    return g * 0
+
+
+def _truncating_divide(a, b):
+    if np.asarray(a).dtype.kind in "iub":  # exact: the floor quotient, one up where inexact < 0
+        q = np.floor_divide(a, b)
+        return q + ((q < 0) & (q * b != a)).astype(q.dtype)
+    return np.trunc(np.true_divide(a, b))
+
+
+def _truncating_template(p, work):
+    if work.kind == "f":
+        return "trunc({0} / {1})"
+    return "truncdiv_i({0}, {1})" if work.kind in "iub" else None
+
+
+# div(a, b, rounding_mode=...): torch's values (floor: NumPy's and c10's fmod-based quotient,
+# so 1.0 // 0.1 is 9.0; trunc: trunc(a / b)) and torch's zero gradient (DivBackward2).
+DIV_FLOOR = defop(
+    "div_floor", _integer_checked(np.floor_divide), kind=POINTWISE, vjp=(_zero_grad, _zero_grad),
+    jvp=ELEMENTWISE, node_name="DivBackward2", template=_division("floordiv"))
+DIV_TRUNC = defop(
+    "div_trunc", _integer_checked(_truncating_divide), kind=POINTWISE,
+    vjp=(_zero_grad, _zero_grad), jvp=ELEMENTWISE, node_name="DivBackward2",
+    template=_truncating_template)
 
 
 def _by_operand(tensor_op, scalar_op):
