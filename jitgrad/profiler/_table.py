@@ -5,8 +5,7 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from ._events import (DeviceType, EventList, _format_memory, _format_time,
-                      _format_time_share)
+from ._format import DeviceType, _format_memory, _format_time, _format_time_share
 
 _DEFAULT_COLUMN_WIDTH = 12
 _SPACING = 2
@@ -70,9 +69,7 @@ def build_table(events: Any, sort_by: str | None = None, header: str | None = No
     if sort_by is not None:
         attr = sort_by.replace("cuda", "device").replace("xpu", "device") \
             .replace("privateuse1", "device")
-        events = EventList(sorted(events, key=lambda evt: getattr(evt, attr), reverse=True),
-                           use_device=use_device, profile_memory=profile_memory,
-                           with_flops=with_flops)
+        events = sorted(events, key=lambda evt: getattr(evt, attr), reverse=True)
     name_width = max(len(evt.key) for evt in events) + 4
     if max_name_column_width is not None:
         name_width = min(name_width, max_name_column_width)
