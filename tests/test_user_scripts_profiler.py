@@ -40,7 +40,9 @@ def test_profiler_recipe(tmp_path, monkeypatch):
     assert top.cpu_parent is None and len(top.cpu_children) > 5
     assert text.count("Self CPU time total:") == 7  # 5 tables, 2 trace_handler calls
     assert "Input Shapes" in text and "[[5, 3, 32, 32], [8, 3, 3, 3], [8]]" in text
-    assert "Source Location" in text and "profiler_recipe.py" in text
+    assert "Source Location" in text and "conv2d" in text
+    conv = next(e for e in g["stack_prof"].events() if e.name == "aten::convolution")
+    assert any("profiler_recipe.py" in frame for frame in conv.stack)
     memory = {e.key: e for e in g["memory_prof"].key_averages()}
     conv_out_bytes = (5 * 8 * 32 * 32 + 5 * 16 * 16 * 16) * 4
     assert memory["aten::convolution"].cpu_memory_usage == conv_out_bytes

@@ -12,9 +12,10 @@ does); the dispatcher's and autograd's bookkeeping around it falls to the enclos
 from __future__ import annotations
 
 import itertools
+import os
+import sys
 import threading
 import time
-import traceback
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -101,14 +102,21 @@ def _flops(name: str, shapes: list) -> int:
     return 0
 
 
+_PKG = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+_NN = _PKG + "nn" + os.sep
+
+
 def _user_stack() -> list:
-    """The Python stack outside jitgrad, innermost first, as torch writes it."""
+    """The Python stack, innermost first, as torch writes it ("file(line): function"),
+    without jitgrad's own frames (its ``nn`` modules stay, as torch's do)."""
     out = []
-    for frame in reversed(traceback.extract_stack()[:-3]):
-        path = frame.filename.replace("\\", "/")
-        if "/jitgrad/" in path and "/tests/" not in path:
-            continue
-        out.append(f"{frame.filename}({frame.lineno}): {frame.name}")
+    frame = sys._getframe(2)
+    while frame is not None:
+        code = frame.f_code
+        path = code.co_filename
+        if not path.startswith(_PKG) or path.startswith(_NN):
+            out.append(f"{path}({frame.f_lineno}): {code.co_name}")
+        frame = frame.f_back
     return out
 
 
