@@ -286,6 +286,11 @@ def test_table_sorting_and_units():
     counts = {e.key: e.count for e in avgs}
     assert [counts[n] for n in names] == sorted(counts.values(), reverse=True)
     assert "ms" not in text.replace("Self CPU time total", "")
+    for key in ("self_cuda_time_total", "cuda_time_total", "cpu_memory_usage",
+                "self_cpu_memory_usage", "self_cpu_time_total", "cpu_time"):
+        assert "Self CPU time total" in avgs.table(sort_by=key)  # torch's sort keys
+    with pytest.raises(AttributeError):
+        avgs.table(sort_by="no_such_key")
 
 
 def test_table_equals_torchs_on_the_same_events():
@@ -386,3 +391,24 @@ def test_activities_and_actions():
         profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CPU])
     with pytest.warns(FutureWarning, match="use_cuda"):
         profile(use_cuda=False)
+
+
+def test_on_trace_ready_without_schedule_runs_once_at_exit():
+    seen = []
+    x = jitgrad.ones(2)
+    with profile(on_trace_ready=lambda p: seen.append(len(p.events()))) as p:
+        for _ in range(3):
+            x + x
+            p.step()
+        assert seen == []
+    assert seen == [3]
+    assert "ProfilerStep*" not in _rows(p)
+
+
+def test_profiler_util_module():
+    from jitgrad.autograd import profiler_util
+
+    assert profiler_util.EventList is EventList
+    assert profiler_util._format_time(1500.0) == "1.500ms"
+    assert profiler_util._format_memory(-2048) == "-2.00 KB"
+    assert jitgrad.autograd.profiler.record_function is record_function

@@ -147,8 +147,9 @@ class Collector:
         self.epoch_ns = time.time_ns()
         self.start_ns = time.perf_counter_ns()
         for op in list(registry.OPS.values()):
-            self._saved[op] = op.impl
-            op.impl = self._timed(op, op.impl)
+            timed = self._timed(op, op.impl)
+            self._saved[op] = (op.impl, timed)
+            op.impl = timed
         self.active = True
         registry.profiler = self
 
@@ -160,8 +161,9 @@ class Collector:
         self.stop_ns = time.perf_counter_ns()
         registry.profiler = None
         self.active = False
-        for op, impl in self._saved.items():
-            op.impl = impl
+        for op, (impl, timed) in self._saved.items():
+            if op.impl is timed:  # (unless something else replaced it meanwhile)
+                op.impl = impl
         self._saved.clear()
         for f in self._finalizers:
             f.detach()
