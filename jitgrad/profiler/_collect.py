@@ -170,14 +170,19 @@ class Collector:
         self._finalizers.clear()
 
     # ------------------------------------------------------------------ ranges
-    def open(self, name: str, kind: str = USER_ANNOTATION) -> Record:
-        """Opens a range on this thread (its parent: the innermost open one)."""
+    def _thread_stack(self) -> list:
+        """This thread's stack of open ranges (made on its first range)."""
         local = self._local
         stack = local.__dict__.get("stack")
         if stack is None:
             stack = local.stack = []
             local.tid = threading.get_native_id()
-        rec = Record(next(self._ids), name, kind, local.tid, stack[-1].id if stack else 0)
+        return stack
+
+    def open(self, name: str, kind: str = USER_ANNOTATION) -> Record:
+        """Opens a range on this thread (its parent: the innermost open one)."""
+        stack = self._thread_stack()
+        rec = Record(next(self._ids), name, kind, self._local.tid, stack[-1].id if stack else 0)
         if self.with_stack:
             rec.stack = _user_stack()
         stack.append(rec)
@@ -188,12 +193,13 @@ class Collector:
         """Closes ``rec`` (and any range opened inside it and left open)."""
         rec.end = time.perf_counter_ns()
         stack = self._local.__dict__.get("stack")
-        if not stack or rec not in stack:
+        if stack and stack[-1] is rec:
+            stack.pop()
+        elif not stack or rec not in stack:
             return  # opened by another collection, or on another thread
-        while stack:
-            top = stack.pop()
-            if top is rec:
-                break
+        else:
+            while stack.pop() is not rec:
+                pass
         if self.active:
             self.records.append(rec)
 
@@ -240,22 +246,33 @@ class Collector:
         base_name = op.name
         is_rng = op.name == "rng"
 
+        local = self._local
+        ids = self._ids
+        with_stack = self.with_stack
+        perf = time.perf_counter_ns
+
         def profiled(*args: Any, **params: Any) -> Any:
-            rec = self.open(_RNG.get(params.get("kind"), name) if is_rng else name, CPU_OP)
+            stack = local.__dict__.get("stack")
+            if stack is None:
+                stack = self._thread_stack()
+            rec = Record(next(ids), _RNG.get(params.get("kind"), name) if is_rng else name,
+                         CPU_OP, local.tid, stack[-1].id if stack else 0)
+            if with_stack:
+                rec.stack = _user_stack()
             if shapes or flops:
                 dims = [_shape_of(a) for a in args]
                 if shapes:
                     rec.shapes = dims
                 if flops:
                     rec.flops = _flops(base_name, dims)
+            stack.append(rec)
+            rec.start = perf()
             try:
                 out = impl(*args, **params)
-            except BaseException:
+                if memory and not view:
+                    self._allocated(out, args, rec.tid)
+            finally:
                 self.close(rec)
-                raise
-            if memory and not view:
-                self._allocated(out, args, rec.tid)
-            self.close(rec)
             return out
 
         profiled.__wrapped__ = impl
