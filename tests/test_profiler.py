@@ -412,3 +412,26 @@ def test_profiler_util_module():
     assert profiler_util._format_time(1500.0) == "1.500ms"
     assert profiler_util._format_memory(-2048) == "-2.00 KB"
     assert jitgrad.autograd.profiler.record_function is record_function
+
+
+def test_ranges_of_other_threads_have_their_own_parents():
+    import threading
+
+    x = jitgrad.ones(8)
+
+    def work():
+        with record_function("worker"):
+            x.exp()
+
+    with profile() as prof:
+        with record_function("main"):
+            t = threading.Thread(target=work)
+            t.start()
+            t.join()
+            x.sin()
+    events = prof.events()
+    main = next(e for e in events if e.name == "main")
+    worker = next(e for e in events if e.name == "worker")
+    assert worker.thread != main.thread and worker.cpu_parent is None
+    assert next(e for e in events if e.name == "aten::exp").cpu_parent is worker
+    assert next(e for e in events if e.name == "aten::sin").cpu_parent is main
