@@ -435,3 +435,18 @@ def test_ranges_of_other_threads_have_their_own_parents():
     assert worker.thread != main.thread and worker.cpu_parent is None
     assert next(e for e in events if e.name == "aten::exp").cpu_parent is worker
     assert next(e for e in events if e.name == "aten::sin").cpu_parent is main
+
+
+def test_acc_events_keeps_every_cycle():
+    x = jitgrad.ones(2)
+    seen: dict = {False: [], True: []}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for acc in (False, True):
+            with profile(schedule=schedule(wait=0, warmup=1, active=1), acc_events=acc,
+                         on_trace_ready=lambda p, acc=acc: seen[acc].append(
+                             _rows(p)["aten::add"].count)) as p:
+                for _ in range(6):
+                    x + x
+                    p.step()
+    assert seen == {False: [1, 1, 1], True: [1, 2, 3]}
