@@ -50,7 +50,7 @@ LAYERS = [
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",
              "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing", "jitgrad.special",
              "jitgrad.accelerator", "jitgrad.amp", "jitgrad.cpu", "jitgrad.multiprocessing",
-             "jitgrad.special24",
+             "jitgrad.special24", "jitgrad.profiler",
              "jitgrad.fft", "jitgrad._nn_aliases"]),  # (torch.conv2d ...: on nn, served lazily)
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep"]),

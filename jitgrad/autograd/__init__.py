@@ -285,7 +285,7 @@ __all__ += ["set_multithreading_enabled", "is_multithreading_enabled", "variable
 
 
 def __getattr__(name: str) -> Any:
-    if name in ("functional", "forward_ad", "anomaly_mode"):
+    if name in ("functional", "forward_ad", "anomaly_mode", "profiler", "profiler_util"):
         import importlib
 
         return importlib.import_module(f"{__name__}.{name}")

@@ -66,6 +66,9 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
             node._release()
         return out
 
+    if registry.profiler is not None:  # jitgrad.profiler records: each node as a range
+        lane = False
+        run = registry.profiler.node_runner(run)
     prev = state.grad_enabled
     state.grad_enabled = create_graph
     try:

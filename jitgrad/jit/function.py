@@ -392,6 +392,12 @@ class JitFunction:
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if state.traces:  # called inside another trace: inline
             return self.py_func(*args, **kwargs)
+        prof = registry.profiler
+        if prof is not None and prof.enter_jit(self):  # jitgrad.profiler: the call as one range
+            try:
+                return self(*args, **kwargs)  # (enter_jit is False for this inner call)
+            finally:
+                prof.exit_jit(self)
         if registry.fw_hook is not None and _dual(args, kwargs):
             # forward-mode AD: tangents flow through the eager ops' JVP rules, not a program
             return self.py_func(*args, **kwargs)

@@ -277,6 +277,10 @@ _SCALAR_TYPES = (int, float)
 # device: until then the dispatcher's only CUDA cost is reading ``cuda_live``.
 cuda_live = False
 cuda_compute: Callable | None = None
+# The recording collector of ``jitgrad.profiler`` while one records, else None. Eager ops are
+# timed by swapping each ``OpDef.impl`` for a timed wrapper while it records (nothing here);
+# the backward engine (once per backward) and jit functions (once per call) read this slot.
+profiler: Any = None
 _ndarray = np.ndarray
 
 
