@@ -71,6 +71,8 @@ class OpNode(Node):
         for a in args:
             if not isinstance(a, Tensor):
                 inputs.append(a)
+                if i in save and (cond is None or i not in cond or _any_needed(edges, cond[i])):
+                    has_saved = True  # torch saves a number operand as a tensor: freed as one
             elif i in save and (cond is None or i not in cond or _any_needed(edges, cond[i])):
                 inputs.append(_save(a, False))
                 has_saved = True

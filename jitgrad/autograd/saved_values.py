@@ -11,6 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
+from .. import dtypes
 from ..ops import registry
 from ..ops.saved_names import saved_names
 from .node import FREED, SavedTensor, saved_raw
@@ -85,7 +88,14 @@ def _input(node: Any, i: int, raw: bool) -> Any:
         return v.unpack(node)
     if type(v) is registry.Meta:  # a tensor the backward did not need: not saved
         return None
+    if type(v) in _WRAPPED_DTYPE:  # a number operand: torch's wrapped 0-dim tensor
+        _check_alive(node)
+        return registry.make(np.asarray(v, _WRAPPED_DTYPE[type(v)].np), _WRAPPED_DTYPE[type(v)])
     return v
+
+
+_WRAPPED_DTYPE = {bool: dtypes.bool, int: dtypes.int64, float: dtypes.float64,
+                  complex: dtypes.complex128}
 
 
 def _output(node: Any, k: int, raw: bool) -> Any:

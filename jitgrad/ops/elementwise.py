@@ -8,6 +8,7 @@ Gradient rules use ``conj()`` where torch's complex convention needs it (a no-op
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -211,11 +212,25 @@ IMAG = defop("imag", np.imag, kind=POINTWISE, meta=lambda x: (tuple(x.shape), x.
 # ---------------------------------------------------------------- binary
 ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}",
           identity={0: 0, 1: 0}, saved_names={"alpha": ("const", 1)})
+
+
+def _no_bool_subtraction(args: tuple) -> None:
+    bools = sum(getattr(a, "dtype", None) is dtypes.bool or type(a) is bool for a in args)
+    if bools == 2:
+        raise RuntimeError("Subtraction, the `-` operator, with two bool tensors is not "
+                           "supported. Use the `^` or `logical_xor()` operator instead.")
+    if bools:
+        raise RuntimeError("Subtraction, the `-` operator, with a bool tensor is not supported. "
+                           "If you are trying to invert a mask, use the `~` or `logical_not()` "
+                           "operator instead.")
+
+
 SUB = _pw("sub", np.subtract, (lambda g, ans, a, b: g, lambda g, ans, a, b: -g), "{0} - {1}",
-          identity={1: 0}, saved_names={"alpha": ("const", 1)})
+          identity={1: 0}, saved_names={"alpha": ("const", 1)},
+          check_operands=_no_bool_subtraction)
 RSUB = _pw("rsub", lambda a, b: np.subtract(b, a),
            (lambda g, ans, a, b: -g, lambda g, ans, a, b: g), "{1} - {0}",
-           node_name="RsubBackward1")
+           node_name="RsubBackward1", check_operands=_no_bool_subtraction)
 def _cj(x):
     # conj() of a tensor or of a Python number (rules see numbers for scalar operands)
     if type(x) is registry.Tensor:  # the common case, first: a real tensor is its own conj
@@ -226,6 +241,32 @@ def _cj(x):
 MUL = _pw("mul", np.multiply, (lambda g, ans, a, b: g * _cj(b),
                                lambda g, ans, a, b: g * _cj(a)), "{0} * {1}", save=(0, 1),
           save_if={0: (1,), 1: (0,)}, identity={0: 1, 1: 1})
+# ``other * alpha`` for add/sub(..., alpha=): torch's AddBackward0 keeps alpha as a number, so
+# unlike ``x * 3`` (MulBackward0 saves the wrapped 3, freed by a backward) nothing is saved.
+def _alpha_dtype(d: dtypes.dtype, alpha: Any) -> dtypes.dtype:
+    if d is dtypes.bool and not isinstance(alpha, (float, complex)):
+        return d  # (torch: a bool sum stays bool; add/sub checked alpha)
+    return dtypes.result_type(registry.Meta((1,), d), alpha)
+
+
+def _mul_alpha(x: np.ndarray, alpha: Any) -> np.ndarray:
+    dt = _alpha_dtype(dtypes.from_numpy_dtype(x.dtype), alpha)
+    return np.multiply(x, alpha).astype(dt.np, copy=False)
+
+
+def _mul_alpha_template(p: dict, work: np.dtype) -> str | None:
+    alpha = p["alpha"]
+    if isinstance(alpha, (bool, complex)) or work.kind not in "fiu" or \
+            work.kind != "f" and not isinstance(alpha, int):
+        return None
+    return "{0} * {p[alpha]}"
+
+
+MUL_ALPHA = defop(
+    "mul_alpha", _mul_alpha, kind=POINTWISE, node_name="MulBackward0", identity={"alpha": 1},
+    meta=lambda x, alpha: (tuple(x.shape), _alpha_dtype(x.dtype, alpha)),
+    vjp=(lambda g, ans, x, alpha: g * _cj(alpha),), jvp=ELEMENTWISE,
+    template=_mul_alpha_template, saved_names={"other": ("param", "alpha")})
 DIV = _pw("div", np.true_divide, (lambda g, ans, a, b: g / _cj(b),
                                   lambda g, ans, a, b: -g * (a / (b * b)).conj()),
           "{0} / {1}", FLOAT, save=(0, 1), save_if={0: (1,)}, identity={1: 1})

@@ -44,19 +44,36 @@ def imag(input):  # noqa: A002
     return apply(ew.IMAG, input)
 
 
+def _times_alpha(input, other, alpha):  # noqa: A002
+    from .registry import Tensor
+
+    dt = dtypes.result_type(input, other)
+    if isinstance(alpha, bool) and dt is not dtypes.bool:
+        raise RuntimeError("Boolean alpha only supported for Boolean results.")
+    if isinstance(alpha, float) and dtypes.is_integral(dt, include_bool=True):
+        raise RuntimeError("For integral input tensors, argument alpha must not be a floating "
+                           "point number.")
+    if isinstance(alpha, complex) and not dt.is_complex:
+        raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
+                           "complex number.")
+    if isinstance(other, Tensor) and isinstance(alpha, (int, float, complex)):
+        return apply(ew.MUL_ALPHA, other, alpha=alpha)
+    return mul(other, alpha)
+
+
 @public("add", method=True, inplace=True)
 def add(input, other, *, alpha: Any = 1):  # noqa: A002
     """``input + alpha * other`` with broadcasting and torch's type promotion."""
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1 or alpha is True:  # (torch checks a bool alpha)
+        other = _times_alpha(input, other, alpha)
     return apply(ew.ADD, _operand(input), _operand(other))
 
 
 @public(("sub", "subtract"), method=True, inplace="sub_")
 def sub(input, other, *, alpha: Any = 1):  # noqa: A002
     """``input - alpha * other``."""
-    if alpha != 1:
-        other = mul(other, alpha)
+    if alpha != 1 or alpha is True:  # (torch checks a bool alpha)
+        other = _times_alpha(input, other, alpha)
     return apply(ew.SUB, _operand(input), _operand(other))
 
 

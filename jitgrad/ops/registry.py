@@ -112,6 +112,9 @@ class OpDef:
       / ``p.line(statement)`` emit statements (``bind`` returns the new name).
     * ``autocast``: ``AUTOCAST_LOWER`` or ``AUTOCAST_FP32``: how autocast casts the op's
       floating inputs (``ops/autocast_policy.py``); None: it leaves them alone.
+    * ``check_operands``: ``f(args)`` raising torch's error for operands the op refuses by
+      dtype (bool ``sub``), before it computes or is traced; the lanes hand an operand dtype it
+      refuses to the general path, which calls it.
     * ``public``: a ``Public`` (or a name: the ``jitgrad`` function and Tensor method): where
       the op is exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
     """
@@ -121,7 +124,8 @@ class OpDef:
                  "view", "broadcast", "by_category", "save_if", "empty_forbidden", "identity",
                  "passthrough", "involution", "nondeterministic", "graph_impl", "public",
                  "outputs_requiring_grad", "contiguous_fallback", "saved_names",
-                 "saved_indices", "index_map", "batch", "program", "autocast")
+                 "saved_indices", "index_map", "batch", "program", "autocast",
+                 "check_operands")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -130,7 +134,8 @@ class OpDef:
                  passthrough=False, involution=False, nondeterministic=False, graph_impl=None,
                  public=None, outputs_requiring_grad=None,
                  contiguous_fallback=None, saved_names=None, saved_indices=None,
-                 index_map=False, batch=None, program=None, autocast=None):
+                 index_map=False, batch=None, program=None, autocast=None,
+                 check_operands=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         self.kind = kind
@@ -160,6 +165,7 @@ class OpDef:
         self.batch = batch
         self.program = program
         self.autocast = autocast
+        self.check_operands = check_operands
         # A pointwise op whose result dtype follows its category alone and whose output is no
         # view (set by ``defop``): the dispatcher's fast path for same-dtype tensor operands.
         self.by_category = False
@@ -313,8 +319,10 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
     if not op.by_category:
         raise ValueError(f"op {op.name!r} has no lane: its result dtype does not follow its "
                          "category alone")
-    # operand dtype -> result dtype (None: the op computes in another dtype, the general path)
-    out_dtypes = {dt: category_dtype(op.promote, dt) for dt in dtypes.ALL}
+    # operand dtype -> result dtype (None: the op computes in another dtype, or refuses it:
+    # the general path)
+    out_dtypes = {dt: None if _refused(op, dt) else category_dtype(op.promote, dt)
+                  for dt in dtypes.ALL}
 
     def call(a: Any, b: Any = _UNARY):
         # this thread's dispatch state: its dict, read once (three reads of a thread-local's
@@ -360,8 +368,20 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
     return call
 
 
+def _refused(op: OpDef, dt: dtypes.dtype) -> bool:
+    if op.check_operands is None:
+        return False
+    try:
+        op.check_operands((Meta((), dt), Meta((), dt)))
+    except RuntimeError:
+        return True
+    return False
+
+
 def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
+    if op.check_operands is not None:
+        op.check_operands(args)
     st = state
     if st.autocast and op.autocast is not None:
         args = autocast_arguments(op.autocast, st.autocast, Tensor, args)

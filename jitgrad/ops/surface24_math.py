@@ -512,5 +512,8 @@ def rsub(input: Any, other: Any, *, alpha: Any = 1) -> Any:  # noqa: A002
     if not isinstance(input, registry.Tensor):
         return fn("sub")(other, input, alpha=alpha) if isinstance(other, registry.Tensor) else \
             other - alpha * input
-    return fn("sub")(other, input, alpha=alpha) if isinstance(other, registry.Tensor) else \
-        fn("sub")(fn("full_like")(input, other), input, alpha=alpha)
+    if isinstance(other, registry.Tensor):
+        return fn("sub")(other, input, alpha=alpha)
+    if alpha == 1 and alpha is not True:
+        return input.__rsub__(other)
+    return fn("sub")(fn("full_like")(input, other), input, alpha=alpha)
