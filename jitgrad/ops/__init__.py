@@ -10,8 +10,8 @@ from . import (arranging, calculus, composite, creation, einsum, elementwise, el
                linalg_decomp, linalg_legacy, linalg_more, linalg_more2, movement, nn_ops, norms,
                reduce, reductions2, reductions3, rounding, scan, selection, shape_helpers,
                sharing, sorting, special_fns, special24, special24_gamma, special24_poly,
-               spectral, surface24, surface24_info, surface24_math, surface24_more, torch_extras,
-               torch_extras2, torch_extras3, unique)
+               spectral, storage, surface24, surface24_info, surface24_math, surface24_more,
+               torch_extras, torch_extras2, torch_extras3, unique)
 from .out_arg import out_variant
 from .registry import OPS, OpDef, Public, apply, defop
 from .surface import install_namespace, public
@@ -32,4 +32,5 @@ def install(namespace: dict, tensor_type: type) -> None:
     functions.install_operators(tensor_type)
     surface24_more.install(namespace, tensor_type)
     surface24_info.install(namespace, tensor_type)
+    storage.install(namespace, tensor_type)
     surface24.install(namespace, tensor_type)  # (last: aliases and torch.<name>_ of the rest)

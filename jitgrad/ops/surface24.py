@@ -230,7 +230,13 @@ def data_ptr(self: Any) -> int:
 
 
 def storage_offset(self: Any) -> int:
-    """The tensor's offset in its base's storage, in elements (0 for a tensor that is no view)."""
+    """The tensor's offset in its storage, in elements (0 for a tensor that is no view)."""
+    data = self._data
+    if isinstance(data, np.ndarray):  # from the array that owns the memory
+        root = data
+        while isinstance(root.base, np.ndarray):
+            root = root.base
+        return (_ptr(data) - _ptr(root)) // self._dtype.itemsize
     base = self._base
     if base is None:
         return 0

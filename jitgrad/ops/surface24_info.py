@@ -162,4 +162,3 @@ def install(namespace: dict, tensor_type: type) -> None:
         if name not in tensor_type.__dict__:
             setattr(tensor_type, name, method)
     namespace.setdefault("typename", typename)
-    namespace.setdefault("is_storage", lambda obj: False)  # (jitgrad has no storage objects)
