@@ -5,8 +5,8 @@ from __future__ import annotations
 from . import dtypes
 from ._version import __version__ as __version__
 from .dtypes import (bool, cdouble, cfloat, complex64, complex128, double, dtype, float,  # noqa: A004
-                     float16, float32, float64, get_default_dtype, half, int, int8, int16, int32,
-                     int64, long, promote_types, set_default_dtype, short, uint8)
+                     bfloat16, float16, float32, float64, get_default_dtype, half, int, int8,
+                     int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
 from .device import device
 from .tensor import Size, Tensor
 from . import ops

@@ -49,6 +49,9 @@ class finfo:  # noqa: N801 - torch's name
             raise TypeError("torch.finfo() requires a floating point input type. Use "
                             "torch.iinfo to handle 'torch.finfo'")
         real = dt.to_real() if dt.is_complex else dt
+        if real is dtypes.bfloat16:  # (float32's exponent, 8 bits of significand)
+            self._bfloat16()
+            return
         info = np.finfo(real.np)
         self.bits: int = int(info.bits)
         self.eps: float = float(info.eps)
@@ -58,6 +61,15 @@ class finfo:  # noqa: N801 - torch's name
         self.smallest_normal: float = float(info.smallest_normal)
         self.resolution: float = 10.0 ** -int(info.precision)
         self.dtype: str = real.name
+
+    def _bfloat16(self) -> None:
+        self.bits = 16
+        self.eps = 2.0 ** -7
+        self.max = float((2 - 2.0 ** -7) * 2.0 ** 127)
+        self.min = -self.max
+        self.tiny = self.smallest_normal = 2.0 ** -126
+        self.resolution = 0.01
+        self.dtype = "bfloat16"
 
     def __eq__(self, other: object) -> bool:
         return isinstance(other, finfo) and other.dtype == self.dtype

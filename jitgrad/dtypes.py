@@ -27,13 +27,14 @@ class dtype:  # noqa: N801 - named like torch.dtype
         return f"jitgrad.{self.name}"
 
     def __reduce__(self):
-        return (from_numpy_dtype, (self.np,))
+        return (_by_name, (self.name,))
 
     def to_real(self) -> dtype:
         return {complex64: float32, complex128: float64}.get(self, self)
 
     def to_complex(self) -> dtype:
-        return {float16: complex64, float32: complex64, float64: complex128}.get(self, self)
+        return {float16: complex64, bfloat16: complex64, float32: complex64,
+                float64: complex128}.get(self, self)
 
 
 bool = dtype("bool", np.bool_, 0, "BoolTensor")  # noqa: A001 - torch's name
@@ -43,6 +44,11 @@ int16 = dtype("int16", np.int16, 3, "ShortTensor")
 int32 = dtype("int32", np.int32, 4, "IntTensor")
 int64 = dtype("int64", np.int64, 5, "LongTensor")
 float16 = dtype("float16", np.float16, 6, "HalfTensor")
+# bfloat16 (NumPy has none): stored in float32 arrays holding only bfloat16 values, every
+# result rounded to them (``round_to_bfloat16``), as torch computes bfloat16 ops in float
+# and rounds their results; 2 bytes per element as torch counts them.
+bfloat16 = dtype("bfloat16", np.float32, 6, "BFloat16Tensor")
+bfloat16.itemsize = 2
 float32 = dtype("float32", np.float32, 7, "FloatTensor")
 float64 = dtype("float64", np.float64, 8, "DoubleTensor")
 complex64 = dtype("complex64", np.complex64, 9, "ComplexFloatTensor")
@@ -54,10 +60,33 @@ half, float, double = float16, float32, float64  # noqa: A001
 short, int, long = int16, int32, int64  # noqa: A001
 cfloat, cdouble = complex64, complex128
 
-ALL = (bool, uint8, int8, int16, int32, int64, float16, float32, float64, complex64, complex128)
-_BY_NUMPY = {d.np: d for d in ALL}
+ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float64, complex64,
+       complex128)
+_BY_NUMPY = {d.np: d for d in ALL if d is not bfloat16}
+
+
+def round_to_bfloat16(a: np.ndarray) -> np.ndarray:
+    """The float32 array ``a`` rounded to bfloat16 values (to nearest, ties to even; NaNs stay
+    NaN): ``a`` itself when it holds only bfloat16 values already (a view stays a view)."""
+    a = np.ascontiguousarray(a, dtype=np.float32) if a.dtype != np.float32 else a
+    bits = a.view(np.uint32) if a.flags.c_contiguous or a.flags.f_contiguous else \
+        np.ascontiguousarray(a).view(np.uint32)
+    if not (bits & 0xFFFF).any():
+        return a
+    up = (bits + (((bits >> 16) & 1) + 0x7FFF).astype(np.uint32)) & np.uint32(0xFFFF0000)
+    nan = np.isnan(a)
+    if nan.any():
+        up = np.where(nan, (bits | 0x00400000) & np.uint32(0xFFFF0000), up)
+    return up.view(np.float32).reshape(a.shape)
 
 _default_dtype = float32
+
+
+def _by_name(name: str) -> dtype:
+    d = globals().get(name)
+    if not isinstance(d, dtype):
+        raise TypeError(f"no jitgrad dtype named {name!r}")
+    return d
 
 
 def from_numpy_dtype(np_dtype) -> dtype:
@@ -79,7 +108,7 @@ def get_default_dtype() -> dtype:
 def set_default_dtype(d: dtype) -> None:
     """Sets the default floating point dtype to ``d`` (float32 or float64, as in torch)."""
     global _default_dtype
-    if d not in (float16, float32, float64):
+    if d not in (float16, bfloat16, float32, float64):
         raise TypeError("only floating-point types are supported as the default type")
     _default_dtype = d
 
@@ -96,6 +125,8 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types: the smallest dtype both ``a`` and ``b`` convert to without loss."""
     if a is b:
         return a
+    if a._rank == b._rank and a.is_floating_point:  # float16 and bfloat16: float32, as torch
+        return float32
     if a.is_complex or b.is_complex:
         real = max(a.to_real(), b.to_real(), key=lambda d: d._rank)
         if real.is_complex or not real.is_floating_point:
@@ -167,7 +198,7 @@ def result_type(*args) -> dtype:
 # the printed types of the jit IR and of its errors
 _builtin_int = builtins.int  # (this module's ``int`` is the dtype)
 _SHORT = {bool: "b8", uint8: "u8", int8: "i8", int16: "i16",
-          int32: "i32", int64: "i64", float16: "f16", float32: "f32",
+          int32: "i32", int64: "i64", float16: "f16", bfloat16: "bf16", float32: "f32",
           float64: "f64", complex64: "c64", complex128: "c128"}
 
 

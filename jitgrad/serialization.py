@@ -99,6 +99,8 @@ class _Writer:
             np.save(buf, np.asarray(data, order="C"), allow_pickle=False)
             self.zf.writestr(f"tensors/{k}.npy", buf.getvalue())
         out: dict = {"tensor": k}
+        if t._dtype is dtypes.bfloat16:  # (stored as its float32 array)
+            out["element_type"] = "bfloat16"
         if t.requires_grad:
             out["requires_grad"] = True
         if isinstance(t, Parameter):
@@ -182,7 +184,9 @@ class _Reader:
         if t is None:
             with self.zf.open(f"tensors/{k}.npy") as fh:
                 data = np.load(io.BytesIO(fh.read()), allow_pickle=False)
-            t = _new(data, dtypes.from_numpy_dtype(data.dtype))
+            bf16 = v.get("element_type") == "bfloat16" and data.dtype == np.float32
+            dt = dtypes.bfloat16 if bf16 else dtypes.from_numpy_dtype(data.dtype)
+            t = _new(data, dt)
             if v.get("parameter"):
                 t = Parameter(t, requires_grad=bool(v.get("requires_grad")))
             elif v.get("requires_grad"):

@@ -139,7 +139,7 @@ class Tensor:
         return bool(self._data.flags.c_contiguous)
 
     def stride(self, dim: int | None = None):
-        st = tuple(s // self._dtype.itemsize for s in self._data.strides)
+        st = tuple(s // self._data.itemsize for s in self._data.strides)
         return st if dim is None else st[_wrap_dim(dim, self.ndim)]
 
     def __len__(self) -> int:
@@ -331,6 +331,8 @@ class Tensor:
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
+        if self._dtype is _BFLOAT16:  # (NumPy has no bfloat16, as torch says)
+            raise TypeError("Got unsupported ScalarType BFloat16")
         return self._data
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
@@ -338,6 +340,8 @@ class Tensor:
             registry.state.traces[-1].read_value(self)
         if type(self._data) is _CudaArray:
             raise TypeError(_TO_NUMPY)
+        if self._dtype is _BFLOAT16:
+            raise TypeError("Got unsupported ScalarType BFloat16")
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=bool(copy))
@@ -556,6 +560,9 @@ def _make(data: Any, dt: dtypes.dtype, grad_fn: Any = None) -> Tensor:
     cuda) of dtype ``dt``, with a fresh version counter and ``grad_fn`` (None: not an output of
     a recorded op). It sets the four fields every tensor has (the rest are class-level
     defaults until written) and nothing else: eager mode makes one per op."""
+    if dt is _BFLOAT16 and type(data) is np.ndarray:  # (float32 storage, bfloat16 values)
+        data = dtypes.round_to_bfloat16(data)
+        registry.bfloat16_live = True
     t = _new_object(Tensor)
     t._data = data
     t._dtype = dt
@@ -564,11 +571,18 @@ def _make(data: Any, dt: dtypes.dtype, grad_fn: Any = None) -> Tensor:
     return t
 
 
+_BFLOAT16 = dtypes.bfloat16
+
+
 def _new(data: Any, dt: dtypes.dtype, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A new leaf tensor made by a factory (``tensor``, ``zeros``, a legacy constructor, ...):
     on ``device`` (the array is made on the host and copied once), requiring grad if asked
     (only floating and complex dtypes may), an inference tensor in inference mode."""
     if device is not None and device.type == "cuda":
+        if dt is _BFLOAT16:
+            from .ops.elementwise import _NO_CUDA_BFLOAT16
+
+            raise RuntimeError(_NO_CUDA_BFLOAT16)
         data = _to_device(data)
     t = _make(data, dt)
     if requires_grad:

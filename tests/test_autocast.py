@@ -1,4 +1,5 @@
-"""autocast (jitgrad.amp): which ops cast to float16 or float32, against torch's CPU autocast."""
+"""autocast (jitgrad.amp): which ops cast to bfloat16/float16 or float32, against torch's CPU
+autocast."""
 
 import threading
 import warnings
@@ -74,15 +75,16 @@ def _jg_calls():
     return _calls(jg, F, X, W, B3, IMG, K, T, jg.tensor(LABELS))
 
 
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16"])
 @pytest.mark.parametrize("name", sorted(_jg_calls()))
-def test_output_dtype_and_value_match_torch(name):
-    with jg.autocast("cpu", dtype=jg.float16):
+def test_output_dtype_and_value_match_torch(name, dtype):
+    with jg.autocast("cpu", dtype=getattr(jg, dtype)):
         ours = _jg_calls()[name]()
-    with torch.autocast("cpu", dtype=torch.float16):
+    with torch.autocast("cpu", dtype=getattr(torch, dtype)):
         theirs = _torch_calls()[name]()
     assert str(ours.dtype).split(".")[1] == str(theirs.dtype).split(".")[1]
     want = theirs.detach().double().numpy()
-    tol = 2e-2 if ours.dtype is jg.float16 else 1e-3
+    tol = 2e-2 if ours.dtype in (jg.float16, jg.bfloat16) else 1e-3
     np.testing.assert_allclose(ours.detach().double().numpy(), want, rtol=tol, atol=tol)
 
 
@@ -108,11 +110,11 @@ def test_nesting_disabling_decorator_and_state():
     assert not jg.is_autocast_enabled("cpu") and not jg.is_autocast_enabled()
     with jg.autocast("cpu"):
         assert jg.is_autocast_enabled("cpu") and not jg.is_autocast_enabled()  # cuda's
-        assert jg.get_autocast_dtype("cpu") is jg.float16
+        assert jg.get_autocast_dtype("cpu") is jg.bfloat16  # torch's CPU default
         with jg.autocast("cpu", enabled=False):
             assert (X @ W).dtype is jg.float32
             assert not jg.is_autocast_enabled("cpu")
-        assert (X @ W).dtype is jg.float16
+        assert (X @ W).dtype is jg.bfloat16
     assert (X @ W).dtype is jg.float32
     with pytest.raises(ZeroDivisionError), jg.autocast("cpu"):
         1 / 0
@@ -122,10 +124,10 @@ def test_nesting_disabling_decorator_and_state():
     def product(a, b):
         return a @ b
 
-    assert product(X, W).dtype is jg.float16 and (X @ W).dtype is jg.float32
+    assert product(X, W).dtype is jg.bfloat16 and (X @ W).dtype is jg.float32
     jg.set_autocast_enabled("cpu", True)
     try:
-        assert (X @ W).dtype is jg.float16
+        assert (X @ W).dtype is jg.bfloat16
     finally:
         jg.set_autocast_enabled("cpu", False)
     assert (X @ W).dtype is jg.float32
@@ -137,7 +139,7 @@ def test_state_belongs_to_the_thread():
         thread = threading.Thread(target=lambda: seen.append((X @ W).dtype))
         thread.start()
         thread.join()
-        assert (X @ W).dtype is jg.float16
+        assert (X @ W).dtype is jg.bfloat16
     assert seen == [jg.float32]
 
 
@@ -184,9 +186,9 @@ def test_jit_keys_on_autocast(capsys, monkeypatch):
     assert product(X, W).dtype is jg.float32
     with jg.autocast("cpu"):
         inside = product(X, W)
-    assert inside.dtype is jg.float16
+    assert inside.dtype is jg.bfloat16
     assert product(X, W).dtype is jg.float32
-    assert "because autocast: () -> (('cpu', jitgrad.float16),)" in capsys.readouterr().err
+    assert "because autocast: () -> (('cpu', jitgrad.bfloat16),)" in capsys.readouterr().err
     np.testing.assert_allclose(inside.detach().float().numpy(), (X @ W).relu().detach().numpy(),
                                rtol=1e-2,
                                atol=1e-2)

@@ -7,9 +7,9 @@ the ops it lists as float32 ops (the losses, ``prod``, ``cdist``, the FFTs, ...)
 to float32; see ``ops/autocast_policy.py``. Casts are ordinary ``to`` ops, so gradients flow
 back to float32 parameters in their own dtype.
 
-jitgrad has no bfloat16: torch's default CPU autocast dtype. On CPU, autocast runs in
-float16 by default, the other dtype torch's CPU autocast supports; an unsupported dtype warns
-and disables the region, as torch does.
+On CPU, autocast runs in bfloat16 by default (or float16), as torch's; on cuda in float16
+(jitgrad's cuda tensors have no bfloat16). An unsupported dtype warns and disables the region,
+as torch does.
 """
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ _ALL_DEVICE_TYPES = ("cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", 
                      "ve", "fpga", "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia",
                      "privateuseone")
 # the dtype each device type's autocast uses by default (torch.set_autocast_dtype changes it)
-_default_dtypes = {"cpu": dtypes.float16, "cuda": dtypes.float16}
-_SUPPORTED = {"cpu": (dtypes.float16,), "cuda": (dtypes.float16,)}
+_default_dtypes = {"cpu": dtypes.bfloat16, "cuda": dtypes.float16}
+_SUPPORTED = {"cpu": (dtypes.bfloat16, dtypes.float16), "cuda": (dtypes.float16,)}
 
 
 def _check_device_type(device_type: Any) -> str:
@@ -100,7 +100,8 @@ class autocast:  # noqa: N801 - torch's name
 
     Args:
         device_type: ``"cpu"`` or ``"cuda"``: the tensors whose ops are cast.
-        dtype: the lower-precision dtype (float16); None: ``get_autocast_dtype(device_type)``.
+        dtype: the lower-precision dtype (bfloat16 or float16 on CPU, float16 on cuda); None:
+            ``get_autocast_dtype(device_type)``.
         enabled: False makes the region run as it would without autocast (and, nested, turns
             an outer region off).
         cache_enabled: accepted for torch's signature; jitgrad casts a weight in each op that
@@ -127,10 +128,11 @@ class autocast:  # noqa: N801 - torch's name
             self._enabled = False
         elif self.device in _SUPPORTED and self.fast_dtype not in _SUPPORTED[self.device]:
             name = "CPU" if self.device == "cpu" else "CUDA"
+            supported = ", ".join(str(d) for d in _SUPPORTED[self.device])
             warnings.warn(
                 f"In {name} autocast, but the target dtype is not supported. Disabling "
-                f"autocast.\n{name} Autocast only supports dtypes of jitgrad.float16 currently "
-                "(jitgrad has no bfloat16).", stacklevel=2)
+                f"autocast.\n{name} Autocast only supports dtypes of {supported} currently.",
+                stacklevel=2)
             self._enabled = False
         elif self.device not in _SUPPORTED:
             warnings.warn(f"jitgrad has no autocast for device type {self.device!r}. "

@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor, _make, _refresh_view
@@ -43,6 +44,8 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     raw = not create_graph and not _anomaly.enabled
     if raw and registry.cuda_live:  # cuda gradients travel as tensors (the lane is NumPy code)
         raw = not _touches_cuda(grad_roots, order)
+    if raw and registry.bfloat16_live:  # (the array lane reads dtypes off float32 arrays)
+        raw = not _touches_bfloat16(grad_roots, order)
     buffers: dict[Node, list] = {}
     for (node, nr), g in zip(roots, grad_roots):
         if node in needed:
@@ -110,6 +113,27 @@ def _touches_cuda(grad_roots: list, order: list) -> bool:
         if g is not None and g.is_cuda:
             return True
     return any(getattr(getattr(n, "op", None), "name", None) == "to_device" for n in order)
+
+
+def _touches_bfloat16(grad_roots: list, order: list) -> bool:
+    """Whether a backward carries bfloat16 gradients (a root, a node's output or a leaf)."""
+    bf16 = dtypes.bfloat16
+    if any(g is not None and g._dtype is bf16 for g in grad_roots):
+        return True
+    for node in order:
+        meta = getattr(node, "_out_meta", None)
+        if meta is None:
+            key = getattr(node, "_key", None)
+            if type(key) is tuple and len(key) == 3 and key[1] is bf16:  # a UniformNode's
+                return True
+            var = getattr(node, "variable", None)
+            if var is not None and var._dtype is bf16:
+                return True
+            continue
+        for m in meta if type(meta) is tuple else (meta,):
+            if getattr(m, "dtype", None) is bf16:
+                return True
+    return False
 
 
 def _run_node(node: Node, grads: list, capture: dict, captured: list, needed: set,

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from .. import tensor as _tensor
 from .._hooks import RemovableHandle as RemovableHandle  # (re-exported: hooks' handle)
 from .._tracer import Tracer
@@ -415,6 +416,8 @@ class AccumulateGrad(Node):
             var._grad = _fresh(g)
         elif var._grad.requires_grad:
             var._grad = (var._grad + g).detach()
+        elif var._grad._dtype is dtypes.bfloat16:  # (the sum rounded, as every bfloat16 result)
+            var._grad._data[...] = dtypes.round_to_bfloat16(var._grad._data + g._data)
         else:
             var._grad._data += g._data
         if var._post_acc_hooks:

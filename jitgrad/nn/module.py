@@ -506,6 +506,10 @@ class Module(StateDictMixin):
         """Casts floating-point parameters and buffers to float16."""
         return self._apply_dtype(dtypes.float16)
 
+    def bfloat16(self) -> Module:
+        """Casts floating-point parameters and buffers to bfloat16."""
+        return self._apply_dtype(dtypes.bfloat16)
+
     def type(self, dst_type: Any) -> Module:  # noqa: A003 - torch's name
         """Casts all parameters and buffers to ``dst_type`` (a dtype)."""
         for m in self.modules():

@@ -8,7 +8,7 @@ from typing import Any
 from .. import dtypes
 from .op_fields import AUTOCAST_LOWER
 
-_ELIGIBLE = (dtypes.float16, dtypes.float32)
+_ELIGIBLE = (dtypes.float16, dtypes.bfloat16, dtypes.float32)
 
 
 def _cast_one(x: Any, policy: str, enabled: tuple, tensor_type: type) -> Any:

@@ -192,8 +192,16 @@ def _to_device_impl(x, device: str, source: str):
 
 # A copy to another device (``x.cuda()``, ``x.cpu()``, ``x.to("cuda")``): torch records it as
 # ``ToCopyBackward0`` too; the gradient is copied back to the source device.
+def _to_device_meta(x: Any, device: str, source: str) -> tuple:
+    if device != "cpu" and x.dtype is dtypes.bfloat16:
+        raise RuntimeError(_NO_CUDA_BFLOAT16)
+    return tuple(x.shape), x.dtype
+
+
+_NO_CUDA_BFLOAT16 = ("jitgrad has no bfloat16 on cuda devices (its bfloat16 lives in float32 "
+                     "memory on the CPU): convert with .to(jitgrad.float16) or .float() first")
 TO_DEVICE = defop("to_device", _to_device_impl, kind=OPAQUE, node_name="ToCopyBackward0",
-                  meta=lambda x, device, source: (tuple(x.shape), x.dtype),
+                  meta=_to_device_meta,
                   vjp=(lambda g, ans, x, device, source: registry.apply(
                       TO_DEVICE, g, device=source, source=device),), jvp=LINEAR)
 
@@ -241,32 +249,36 @@ def _cj(x):
 MUL = _pw("mul", np.multiply, (lambda g, ans, a, b: g * _cj(b),
                                lambda g, ans, a, b: g * _cj(a)), "{0} * {1}", save=(0, 1),
           save_if={0: (1,), 1: (0,)}, identity={0: 1, 1: 1})
-# ``other * alpha`` for add/sub(..., alpha=): torch's AddBackward0 keeps alpha as a number, so
-# unlike ``x * 3`` (MulBackward0 saves the wrapped 3, freed by a backward) nothing is saved.
-def _alpha_dtype(d: dtypes.dtype, alpha: Any) -> dtypes.dtype:
-    if d is dtypes.bool and not isinstance(alpha, (float, complex)):
-        return d  # (torch: a bool sum stays bool; add/sub checked alpha)
-    return dtypes.result_type(registry.Meta((1,), d), alpha)
+# add/sub(input, other, alpha=): one op, ``input +- alpha * other`` rounded once (as torch
+# computes it; float16 in float32), whose node keeps alpha as a number (nothing saved).
+def _alpha_combined(sign: int):
+    def impl(a: Any, b: Any, alpha: Any) -> Any:
+        half = getattr(a, "dtype", None) == np.float16 or getattr(b, "dtype", None) == np.float16
+        if half:
+            a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+        out = a + b * alpha if sign > 0 else a - b * alpha
+        return out.astype(np.float16) if half else out
+    return impl
 
 
-def _mul_alpha(x: np.ndarray, alpha: Any) -> np.ndarray:
-    dt = _alpha_dtype(dtypes.from_numpy_dtype(x.dtype), alpha)
-    return np.multiply(x, alpha).astype(dt.np, copy=False)
+def _alpha_template(op: str):
+    def template(p: dict, work: np.dtype) -> str | None:
+        alpha = p["alpha"]
+        if isinstance(alpha, complex) or work.kind not in "fiub" or \
+                work.kind != "f" and not isinstance(alpha, int):
+            return None
+        return f"{{0}} {op} {{p[alpha]}} * {{1}}"
+    return template
 
 
-def _mul_alpha_template(p: dict, work: np.dtype) -> str | None:
-    alpha = p["alpha"]
-    if isinstance(alpha, (bool, complex)) or work.kind not in "fiu" or \
-            work.kind != "f" and not isinstance(alpha, int):
-        return None
-    return "{0} * {p[alpha]}"
-
-
-MUL_ALPHA = defop(
-    "mul_alpha", _mul_alpha, kind=POINTWISE, node_name="MulBackward0", identity={"alpha": 1},
-    meta=lambda x, alpha: (tuple(x.shape), _alpha_dtype(x.dtype, alpha)),
-    vjp=(lambda g, ans, x, alpha: g * _cj(alpha),), jvp=ELEMENTWISE,
-    template=_mul_alpha_template, saved_names={"other": ("param", "alpha")})
+ADD_ALPHA = _pw("add_alpha", _alpha_combined(1),
+                (lambda g, ans, a, b, alpha: g, lambda g, ans, a, b, alpha: g * _cj(alpha)),
+                _alpha_template("+"), node_name="AddBackward0", jvp=LINEAR,
+                saved_names={"alpha": ("param", "alpha")})
+SUB_ALPHA = _pw("sub_alpha", _alpha_combined(-1),
+                (lambda g, ans, a, b, alpha: g, lambda g, ans, a, b, alpha: -g * _cj(alpha)),
+                _alpha_template("-"), node_name="SubBackward0", jvp=LINEAR,
+                saved_names={"alpha": ("param", "alpha")}, check_operands=_no_bool_subtraction)
 DIV = _pw("div", np.true_divide, (lambda g, ans, a, b: g / _cj(b),
                                   lambda g, ans, a, b: -g * (a / (b * b)).conj()),
           "{0} / {1}", FLOAT, save=(0, 1), save_if={0: (1,)}, identity={1: 1})

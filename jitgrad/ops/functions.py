@@ -44,9 +44,7 @@ def imag(input):  # noqa: A002
     return apply(ew.IMAG, input)
 
 
-def _times_alpha(input, other, alpha):  # noqa: A002
-    from .registry import Tensor
-
+def _alpha_checked(input, other, alpha):  # noqa: A002
     dt = dtypes.result_type(input, other)
     if isinstance(alpha, bool) and dt is not dtypes.bool:
         raise RuntimeError("Boolean alpha only supported for Boolean results.")
@@ -56,24 +54,26 @@ def _times_alpha(input, other, alpha):  # noqa: A002
     if isinstance(alpha, complex) and not dt.is_complex:
         raise RuntimeError("For non-complex input tensors, argument alpha must not be a "
                            "complex number.")
-    if isinstance(other, Tensor) and isinstance(alpha, (int, float, complex)):
-        return apply(ew.MUL_ALPHA, other, alpha=alpha)
-    return mul(other, alpha)
+    return isinstance(alpha, (int, float, complex))
 
 
 @public("add", method=True, inplace=True)
 def add(input, other, *, alpha: Any = 1):  # noqa: A002
     """``input + alpha * other`` with broadcasting and torch's type promotion."""
-    if alpha != 1 or alpha is True:  # (torch checks a bool alpha)
-        other = _times_alpha(input, other, alpha)
+    if (alpha != 1 or alpha is True) and _alpha_checked(input, other, alpha):
+        return apply(ew.ADD_ALPHA, _operand(input), _operand(other), alpha=alpha)
+    if alpha != 1:
+        other = mul(other, alpha)
     return apply(ew.ADD, _operand(input), _operand(other))
 
 
 @public(("sub", "subtract"), method=True, inplace="sub_")
 def sub(input, other, *, alpha: Any = 1):  # noqa: A002
     """``input - alpha * other``."""
-    if alpha != 1 or alpha is True:  # (torch checks a bool alpha)
-        other = _times_alpha(input, other, alpha)
+    if (alpha != 1 or alpha is True) and _alpha_checked(input, other, alpha):
+        return apply(ew.SUB_ALPHA, _operand(input), _operand(other), alpha=alpha)
+    if alpha != 1:
+        other = mul(other, alpha)
     return apply(ew.SUB, _operand(input), _operand(other))
 
 
@@ -226,7 +226,8 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.type_as = lambda self, other: self.to(other.dtype)
     Tensor.where = lambda self, condition, y: where(condition, self, y)
     for name, dt in (("float", dtypes.float32), ("double", dtypes.float64),
-                     ("half", dtypes.float16), ("int", dtypes.int32), ("long", dtypes.int64),
+                     ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
+                     ("int", dtypes.int32), ("long", dtypes.int64),
                      ("bool", dtypes.bool), ("cfloat", dtypes.complex64),
                      ("cdouble", dtypes.complex128)):
         setattr(Tensor, name, (lambda d: lambda self: self.to(d))(dt))

@@ -150,8 +150,13 @@ def outer(input, vec2):  # noqa: A002
 
 
 @public("addmm")
-def addmm(input, mat1, mat2):  # noqa: A002
-    return apply(ADDMM, input, mat1, mat2)
+def addmm(input, mat1, mat2, *, beta=1, alpha=1):  # noqa: A002
+    """``beta * input + alpha * (mat1 @ mat2)``."""
+    if beta == 1 and alpha == 1:
+        return apply(ADDMM, input, mat1, mat2)
+    from .surface24_math import _addmm_method
+
+    return _addmm_method(input, mat1, mat2, beta=beta, alpha=alpha)
 
 
 @public("matmul", method=True)

@@ -347,6 +347,10 @@ def _view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
     if registry.state.traces or input._trace is not None or input.is_cuda:
         raise NotImplementedError("view(dtype) reads a tensor's bytes: it runs on eager CPU "
                                   "tensors only (outside jit); use .to(dtype) to convert")
+    if dtypes.bfloat16 in (input.dtype, dtype) and input.dtype is not dtype:
+        raise NotImplementedError("view(dtype) to or from bfloat16: jitgrad keeps bfloat16 values "
+                                  "in float32 memory, so their 2-byte form cannot be viewed in "
+                                  "place; use .to(dtype) to convert values")
     data = input._data
     old, new = np.dtype(input.dtype.np).itemsize, np.dtype(dtype.np).itemsize
     if old != new:

@@ -288,6 +288,9 @@ cuda_compute: Callable | None = None
 # the backward engine (once per backward) and jit functions (once per call) read this slot.
 profiler: Any = None
 _ndarray = np.ndarray
+# Set when the first bfloat16 tensor is made: from then on the backward engine checks whether
+# a graph holds bfloat16 values (their gradients travel as tensors, rounded at each node).
+bfloat16_live = False
 
 
 def apply(op: OpDef, *args: Any, **params: Any):

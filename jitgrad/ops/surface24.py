@@ -236,7 +236,7 @@ def storage_offset(self: Any) -> int:
         root = data
         while isinstance(root.base, np.ndarray):
             root = root.base
-        return (_ptr(data) - _ptr(root)) // self._dtype.itemsize
+        return (_ptr(data) - _ptr(root)) // data.itemsize
     base = self._base
     if base is None:
         return 0

@@ -40,7 +40,13 @@ def _addmm_method(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any
     """``beta * input + alpha * (mat1 @ mat2)`` (``jitgrad.addmm`` as a Tensor method, with
     torch's ``beta`` and ``alpha``)."""
     if beta == 1 and alpha == 1:
-        return fn("addmm")(input, mat1, mat2)
+        return apply(registry.OPS["addmm"], input, mat1, mat2)
+    low = {input.dtype, mat1.dtype, mat2.dtype}
+    if len(low) == 1 and low <= {dtypes.float16, dtypes.bfloat16}:
+        # torch sums a half/bfloat16 product and its scaled input in float32, rounding once
+        f32 = dtypes.float32
+        return _scaled_sum(input.to(f32), fn("mm")(mat1.to(f32), mat2.to(f32)), beta,
+                           alpha).to(input.dtype)
     return _scaled_sum(input, fn("mm")(mat1, mat2), beta, alpha)
 
 

@@ -16,10 +16,8 @@ __all__ = ["Adam"]
 
 
 def _lerp_(t: Tensor, end: Tensor, weight: float) -> Tensor:
-    # torch's lerp: the formula switches at weight 0.5 to stay accurate near both ends.
-    if abs(weight) < 0.5:
-        return t.add_((end - t) * weight)
-    return t.copy_(end - (end - t) * (1 - weight))
+    # torch's lerp_ (one op: its formula switches at weight 0.5 to stay accurate near both ends)
+    return t.lerp_(end, weight)
 
 
 class Adam(Optimizer):
@@ -105,7 +103,7 @@ class Adam(Optimizer):
                 else:
                     grad = grad.add(p, alpha=weight_decay)
             _lerp_(exp_avg, grad, 1 - beta1)
-            exp_avg_sq.mul_(beta2).add_(grad * (1 - beta2) * grad)
+            exp_avg_sq.mul_(beta2).addcmul_(grad, grad.conj(), value=1 - beta2)
             step = step_t.item()
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step
@@ -117,4 +115,4 @@ class Adam(Optimizer):
                 denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            p.add_(exp_avg * (-step_size) / denom)
+            p.addcdiv_(exp_avg, denom, value=-step_size)

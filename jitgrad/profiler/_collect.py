@@ -32,7 +32,7 @@ MEMORY = "[memory]"
 _ATEN = {
     "argtopk": "topk", "clamp_max_tensor": "clamp_max", "clamp_min_tensor": "clamp_min",
     "clamp_tensor": "clamp", "clone_contiguous": "clone", "copysign_scalar": "copysign",
-    "div_floor": "div", "div_trunc": "div",
+    "div_floor": "div", "div_trunc": "div", "add_alpha": "add", "sub_alpha": "sub",
     "fill_tensor_": "fill_", "fmod_scalar": "fmod", "index_fill_tensor": "index_fill",
     "lerp_scalar": "lerp", "lerp_tensor": "lerp", "masked_fill_tensor": "masked_fill",
     "max_all": "max", "max_dim": "max", "mean_dim": "mean", "median_dim": "median",
