@@ -16,9 +16,30 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_user_scripts import SCRIPTS, _close, _run
+from test_user_scripts import SCRIPTS, _close
+from test_user_scripts import _run as _run_jitgrad
 
 _TORCH_CACHE: dict = {}
+
+
+@contextlib.contextmanager
+def _one_thread(module):
+    """One BLAS thread while a script runs: on a loaded machine, waking BLAS threads for every
+    small product (LBFGS's dots of 32k numbers) cost far more than the products themselves."""
+    before = module.get_num_threads()
+    module.set_num_threads(1)
+    try:
+        yield
+    finally:
+        module.set_num_threads(before)
+
+
+def _run(name: str) -> dict:
+    """The script's globals after it ran on jitgrad (``test_user_scripts._run``, cached)."""
+    import jitgrad
+
+    with _one_thread(jitgrad):
+        return _run_jitgrad(name)
 
 
 def _run_torch(name: str) -> dict:
@@ -34,7 +55,8 @@ def _run_torch(name: str) -> dict:
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{name}.py"
             path.write_text(src)
-            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), \
+                    _one_thread(__import__("torch")):
                 warnings.simplefilter("ignore")
                 g = runpy.run_path(str(path), run_name="__main__")
         g["torch"].use_deterministic_algorithms(False)
@@ -70,3 +92,26 @@ def test_word_language_model_deterministic_parts_match_torch():
         _close(hidden, t_hidden, rtol=1e-4, atol=1e-5)
     _close(g["fixed_results"]["Transformer"], t["fixed_results"]["Transformer"],
            rtol=1e-4, atol=1e-5)
+
+
+# ---- time_sequence_prediction (pytorch/examples) ----
+
+def test_time_sequence_prediction_lbfgs_learns_sine_waves():
+    g = _run("time_sequence_prediction")
+    assert g["test_losses"][-1] < g["test_losses"][0] / 5
+    assert g["step_losses"][-1] < g["step_losses"][0]
+    assert all(1 <= n <= 10 for n in g["closure_calls"])  # max_eval: max_iter * 5 // 4
+    assert g["prediction_shape"] == (3, 47 + 20) and g["prediction_dtype"] == np.float64
+    assert g["seq"].linear.weight.dtype is g["torch"].float64
+    state = g["lbfgs_state"]["state"][0]
+    assert len(g["closure_calls"]) <= state["n_iter"] <= 8 * len(g["closure_calls"])
+    assert state["func_evals"] == sum(g["closure_calls"])
+
+
+def test_time_sequence_prediction_lbfgs_step_matches_torch():
+    g, t = _run("time_sequence_prediction"), _run_torch("time_sequence_prediction")
+    _close(g["data"], t["data"], rtol=0, atol=0)
+    _close(g["fixed_before"], t["fixed_before"], rtol=1e-10, atol=1e-12)
+    assert g["fixed_first_loss"] == pytest.approx(t["fixed_first_loss"], rel=1e-10)
+    assert g["fixed_counts"] == t["fixed_counts"]
+    _close(g["fixed_after"], t["fixed_after"], rtol=1e-7, atol=1e-9)
