@@ -115,3 +115,27 @@ def test_time_sequence_prediction_lbfgs_step_matches_torch():
     assert g["fixed_first_loss"] == pytest.approx(t["fixed_first_loss"], rel=1e-10)
     assert g["fixed_counts"] == t["fixed_counts"]
     _close(g["fixed_after"], t["fixed_after"], rtol=1e-7, atol=1e-9)
+
+
+# ---- reinforcement_learning (pytorch/examples) ----
+
+def test_reinforce_and_actor_critic_learn_cartpole():
+    g = _run("reinforcement_learning")
+    for key in ("reinforce_rewards", "actor_critic_rewards"):
+        rewards = g[key]
+        assert len(rewards) == g["args"].max_episodes, key
+        assert np.mean(rewards[-10:]) > 1.5 * np.mean(rewards[:10]), key
+    assert g["reinforce_running"] > 30 and g["actor_critic_running"] > 30  # (from 10)
+    assert g["policy"].saved_log_probs == [] and g["model"].saved_actions == []
+    returns = np.array(g["returns"].tolist())  # (torch's std is the unbiased one)
+    _close(g["normalised"], (returns - returns.mean()) / returns.std(ddof=1), rtol=1e-5)
+
+
+def test_reinforcement_learning_deterministic_parts_match_torch():
+    g, t = _run("reinforcement_learning"), _run_torch("reinforcement_learning")
+    _close(g["normalised"], t["normalised"])
+    for ours, theirs in zip(g["categorical_parts"], t["categorical_parts"]):
+        _close(ours, theirs)
+    assert g["fixed_loss"] == pytest.approx(t["fixed_loss"], rel=1e-5)
+    for ours, theirs in zip(g["fixed_grads"], t["fixed_grads"]):
+        _close(ours, theirs, rtol=1e-4, atol=1e-6)
