@@ -139,3 +139,28 @@ def test_reinforcement_learning_deterministic_parts_match_torch():
     assert g["fixed_loss"] == pytest.approx(t["fixed_loss"], rel=1e-5)
     for ours, theirs in zip(g["fixed_grads"], t["fixed_grads"]):
         _close(ours, theirs, rtol=1e-4, atol=1e-6)
+
+
+# ---- FGSM adversarial example tutorial ----
+
+def test_fgsm_accuracy_falls_with_epsilon():
+    g = _run("fgsm_adversarial")
+    assert g["train_losses"][-1] < g["train_losses"][0] / 4
+    assert g["loaded_same"]  # state_dict saved and loaded with weights_only=True, map_location
+    acc = g["accuracies"]
+    assert acc[0] >= 0.9 and acc[-1] <= acc[0] - 0.5
+    assert all(a >= b for a, b in zip(acc, acc[1:]))  # a larger step never helps here
+    for eps, ex in zip(g["epsilons"], g["examples"]):
+        assert len(ex) <= 5
+        for init_pred, final_pred, adv in ex:
+            assert adv.shape == (12, 12) and adv.min() >= 0.0 and adv.max() <= 1.0
+            assert (init_pred == final_pred) == (eps == 0)
+    assert g["device"] == "cpu"
+
+
+def test_fgsm_attack_matches_torch():
+    g, t = _run("fgsm_adversarial"), _run_torch("fgsm_adversarial")
+    assert g["fixed_loss"] == pytest.approx(t["fixed_loss"], rel=1e-5)
+    _close(g["fixed_grad"], t["fixed_grad"], rtol=1e-4, atol=1e-7)
+    _close(g["fixed_perturbed"].tolist(), t["fixed_perturbed"].tolist())
+    _close(g["fixed_adv_logits"], t["fixed_adv_logits"], rtol=1e-4, atol=1e-5)
