@@ -164,3 +164,22 @@ def test_fgsm_attack_matches_torch():
     _close(g["fixed_grad"], t["fixed_grad"], rtol=1e-4, atol=1e-7)
     _close(g["fixed_perturbed"].tolist(), t["fixed_perturbed"].tolist())
     _close(g["fixed_adv_logits"], t["fixed_adv_logits"], rtol=1e-4, atol=1e-5)
+
+
+# ---- super_resolution (pytorch/examples) ----
+
+def test_super_resolution_psnr_rises():
+    g = _run("super_resolution")
+    assert g["epoch_losses"][-1] < g["epoch_losses"][0] / 4
+    assert g["psnrs"][-1] > g["psnrs"][0] + 6  # dB, from the orthogonally initialised net
+    assert g["super_resolved_shape"] == (16, 16) and g["out_img_y"].dtype == np.uint8
+    assert len(g["training_data_loader"]) == 3 and len(g["testing_data_loader"]) == 2
+    assert type(g["model"]).__name__ == "Net"  # the whole model came back from torch.load
+
+
+def test_super_resolution_deterministic_parts_match_torch():
+    g, t = _run("super_resolution"), _run_torch("super_resolution")
+    _close(g["gains"], t["gains"], rtol=1e-12, atol=0)
+    assert max(e.item() for e in g["orthogonal_errors"]) < 1e-5
+    _close(g["fixed_out"], t["fixed_out"], rtol=1e-4, atol=1e-5)
+    assert g["shuffled"] == t["shuffled"] and g["unshuffled"] == t["unshuffled"]
