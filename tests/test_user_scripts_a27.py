@@ -183,3 +183,30 @@ def test_super_resolution_deterministic_parts_match_torch():
     assert max(e.item() for e in g["orthogonal_errors"]) < 1e-5
     _close(g["fixed_out"], t["fixed_out"], rtol=1e-4, atol=1e-5)
     assert g["shuffled"] == t["shuffled"] and g["unshuffled"] == t["unshuffled"]
+
+
+# ---- siamese_network (pytorch/examples) ----
+
+def test_siamese_network_learns_same_or_different():
+    g = _run("siamese_network")
+    (loss0, acc0), (loss1, acc1) = g["test_results"][0], g["test_results"][-1]
+    assert loss1 < loss0 * 0.7 and acc1 >= 0.8 and acc1 > acc0
+    assert np.mean(g["train_losses"][-4:]) < np.mean(g["train_losses"][:4])
+    assert g["reloaded_same"]
+    torch = g["torch"]
+    assert g["item_shapes"] == ((1, 16, 16), torch.float32, (), torch.float32)
+    assert g["group_sizes"] == [7, 7, 7, 7, 6, 6, 6, 6, 6, 6]
+    assert g["backbone_children"] == ["Conv2d", "BatchNorm2d", "ReLU", "MaxPool2d", "Sequential",
+                                      "Sequential", "Sequential", "Sequential",
+                                      "AdaptiveAvgPool2d"]
+    assert g["model"].fc_in_features == 32
+
+
+def test_siamese_network_deterministic_parts_match_torch():
+    g, t = _run("siamese_network"), _run_torch("siamese_network")
+    _close(g["fixed_out"], t["fixed_out"], rtol=1e-4, atol=1e-6)
+    assert g["fixed_loss"] == pytest.approx(t["fixed_loss"], rel=1e-5)
+    _close(g["fixed_fc_grad"], t["fixed_fc_grad"], rtol=1e-3, atol=1e-6)
+    _close(g["fixed_running_mean"], t["fixed_running_mean"], rtol=1e-4, atol=1e-6)
+    assert g["fixed_num_batches"] == t["fixed_num_batches"] == 2  # (two forward_once calls)
+    _close(g["fixed_lrs"], t["fixed_lrs"], rtol=1e-12, atol=0)
