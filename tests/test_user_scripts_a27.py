@@ -210,3 +210,26 @@ def test_siamese_network_deterministic_parts_match_torch():
     _close(g["fixed_running_mean"], t["fixed_running_mean"], rtol=1e-4, atol=1e-6)
     assert g["fixed_num_batches"] == t["fixed_num_batches"] == 2  # (two forward_once calls)
     _close(g["fixed_lrs"], t["fixed_lrs"], rtol=1e-12, atol=0)
+
+
+# ---- mnist_forward_forward (pytorch/examples) ----
+
+def test_forward_forward_layers_learn_without_backprop_between_them():
+    g = _run("mnist_forward_forward")
+    assert g["train_error_before"] > 0.5
+    assert g["train_error"] < 0.1 and g["test_error"] < 0.15
+    for losses in g["layer_losses"]:
+        assert len(losses) == g["trained_epochs"] == 300 and losses[-1] < losses[0] / 2
+    assert g["saved_keys"] == []  # the layers are a plain list, not submodules (as in torch)
+    assert g["neg_differs"]
+    for row, label in zip(g["overlay_row"], g["y"][:2].tolist()):
+        assert [i for i, v in enumerate(row[:10]) if v != 0] == [label]
+    assert tuple(g["x"].shape) == (400, 64) and g["y"].dtype is g["torch"].int64
+
+
+def test_forward_forward_deterministic_parts_match_torch():
+    g, t = _run("mnist_forward_forward"), _run_torch("mnist_forward_forward")
+    _close(g["fixed_overlay"], t["fixed_overlay"])  # (float32 sin: an ulp apart at places)
+    _close(g["fixed_norms"], t["fixed_norms"])
+    for ours, theirs in zip(g["fixed_results"], t["fixed_results"]):
+        _close(ours, theirs, rtol=1e-5, atol=1e-6)
