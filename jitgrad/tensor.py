@@ -462,9 +462,11 @@ class Tensor:
         return _format(self)
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0 and spec:
-            return self.item().__format__(spec)
-        return repr(self)
+        # as torch: a plain 0-d tensor formats as its number (also with no spec: f"{t}" is
+        # "7"); anything else as an object (str(t), and a TypeError for a non-empty spec)
+        if self.ndim == 0 and type(self) is Tensor:
+            return self.detach().item().__format__(spec)
+        return object.__format__(self, spec)
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
