@@ -125,8 +125,9 @@ def test_format_of_tensors_as_torch():
     t = _torch()
 
     def formats(lib):
-        out = ["{}|{:+.2f}|{:>5}|{!r}".format(lib.tensor(7), lib.tensor(-1.5, requires_grad=True),
-                                              lib.tensor(True), lib.tensor(3)),
+        scalars = (lib.tensor(7), lib.tensor(-1.5, requires_grad=True), lib.tensor(True),
+                   lib.tensor(3))
+        out = ["{}|{:+.2f}|{:>5}|{!r}".format(*scalars),  # noqa: UP032 - str.format itself
                f"{lib.tensor([1, 2])}", f"{lib.nn.Parameter(lib.tensor(2.0))}",
                format(lib.tensor(0.125, dtype=lib.float64), ".1e")]
         for bad in (lib.tensor([1.0, 2.0]), lib.nn.Parameter(lib.tensor(2.0))):

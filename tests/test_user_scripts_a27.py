@@ -233,3 +233,30 @@ def test_forward_forward_deterministic_parts_match_torch():
     _close(g["fixed_norms"], t["fixed_norms"])
     for ours, theirs in zip(g["fixed_results"], t["fixed_results"]):
         _close(ours, theirs, rtol=1e-5, atol=1e-6)
+
+
+# ---- regression (pytorch/examples) ----
+
+def test_polynomial_regression_converges():
+    g = _run("regression")
+    assert g["losses"][-1] < 1e-3 <= min(g["losses"][:-1])  # it stopped at the first one below
+    assert g["batch_idx"] == len(g["losses"]) < 5000
+    learned = np.array(g["fc"].weight.view(-1).tolist() + g["fc"].bias.tolist())
+    actual = np.array(g["W_target"].view(-1).tolist() + g["b_target"].tolist())
+    _close(learned, actual, rtol=0, atol=0.2)
+    assert g["learned"].startswith("y = ") and g["learned"].count(" x^") == 4
+    assert g["actual"] == "y = " + " ".join(
+        f"{w:+.2f} x^{i + 1}" for i, w in enumerate(actual[:4].tolist())) + f" {actual[4]:+.2f}"
+
+
+def test_polynomial_regression_deterministic_parts_match_torch():
+    g, t = _run("regression"), _run_torch("regression")
+    assert g["fixed_features"] == t["fixed_features"]
+    assert g["fixed_desc"] == t["fixed_desc"] \
+        == "y = +1.23 x^1 -0.00 x^2 +10.00 x^3 -3.46 x^4 +0.00"
+    assert g["fixed_formats"] == t["fixed_formats"]
+    loss, weight, bias = g["fixed_step"]
+    t_loss, t_weight, t_bias = t["fixed_step"]
+    assert loss == pytest.approx(t_loss, rel=1e-6)
+    _close(weight, t_weight)
+    _close(bias, t_bias)

@@ -1,4 +1,5 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
+# ruff: noqa: B006, B007, E402, E501, F841, N801, N802, N803, N806, UP008, UP031, UP032
+# (tutorial code as is)
 """Adversarial Example Generation (FGSM) tutorial: the gradient of the loss with respect to the
 input image, ``data_grad.sign()``, clamping, and accuracy against epsilon.
 

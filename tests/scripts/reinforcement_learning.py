@@ -1,4 +1,5 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
+# ruff: noqa: B007, E402, F811, F841, N801, N802, N803, N806, UP008, UP031, UP032
+# (tutorial code as is)
 """pytorch/examples reinforcement_learning: REINFORCE (reinforce.py) and actor-critic
 (actor_critic.py) on CartPole.
 

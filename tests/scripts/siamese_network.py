@@ -1,4 +1,5 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
+# ruff: noqa: B007, E402, F401, F841, N801, N802, N803, N806, UP008, UP010, UP031, UP032, UP034
+# (tutorial code as is)
 """pytorch/examples siamese_network: a shared ResNet backbone on two images, the two feature
 vectors concatenated, a sigmoid and BCELoss; Adadelta with StepLR.
 

@@ -1,4 +1,5 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
+# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, N815, UP008, UP010, UP031, UP032
+# (tutorial code as is)
 """pytorch/examples super_resolution: an efficient sub-pixel conv net (nn.PixelShuffle) with
 init.orthogonal_ and calculate_gain, trained on MSE and scored by PSNR.
 

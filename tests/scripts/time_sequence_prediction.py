@@ -1,4 +1,5 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
+# ruff: noqa: B007, B023, E402, F841, N801, N802, N803, N806, UP008, UP010, UP031, UP032
+# (tutorial code as is)
 """pytorch/examples time_sequence_prediction: two LSTMCells in double precision learn sine waves
 with optim.LBFGS and a closure, then predict the future.
 

@@ -1,4 +1,5 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
+# ruff: noqa: B007, E402, E501, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032
+# (tutorial code as is)
 """pytorch/examples word_language_model: RNNModel (LSTM/GRU, tied weights) and TransformerModel.
 
 data.py's Corpus reads wikitext-2 from disk; here a tiny corpus of repeating sentences is
