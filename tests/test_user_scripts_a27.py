@@ -260,3 +260,11 @@ def test_polynomial_regression_deterministic_parts_match_torch():
     assert loss == pytest.approx(t_loss, rel=1e-6)
     _close(weight, t_weight)
     _close(bias, t_bias)
+
+
+def test_time_sequence_prediction_strong_wolfe_matches_torch():
+    g, t = _run("time_sequence_prediction"), _run_torch("time_sequence_prediction")
+    _close(g["wolfe_losses"], t["wolfe_losses"], rtol=1e-9, atol=1e-12)
+    assert g["wolfe_losses"][-1] < g["wolfe_losses"][0] / 4
+    assert g["wolfe_counts"] == t["wolfe_counts"]
+    _close(g["wolfe_after"], t["wolfe_after"], rtol=1e-7, atol=1e-9)

@@ -127,3 +127,20 @@ if __name__ == '__main__':
     fixed_after = fixed(test_input[:, :10], future=3).tolist()
     fixed_state = fixed_opt.state_dict()['state'][0]
     fixed_counts = (fixed_state['func_evals'], fixed_state['n_iter'])
+
+    # the same from the same weights with the strong Wolfe line search
+    wolfe = Sequence().double()
+    wolfe.load_state_dict(fixed.state_dict())
+    wolfe_opt = optim.LBFGS(wolfe.parameters(), lr=1, max_iter=4, history_size=3,
+                            line_search_fn="strong_wolfe")
+
+    def wolfe_closure():
+        wolfe_opt.zero_grad()
+        loss = criterion(wolfe(input[:, :10]), target[:, :10])
+        loss.backward()
+        return loss
+    wolfe_losses = [wolfe_opt.step(wolfe_closure).item() for _ in range(2)]
+    wolfe_losses.append(wolfe_closure().item())
+    wolfe_state = wolfe_opt.state_dict()['state'][0]
+    wolfe_counts = (wolfe_state['func_evals'], wolfe_state['n_iter'])
+    wolfe_after = wolfe(test_input[:, :10], future=3).tolist()
