@@ -76,9 +76,12 @@ def test_word_language_model_trains_lstm_gru_and_transformer():
         assert math.isfinite(r["test_ppl"]) and r["test_ppl"] < g["ntokens"], name
     assert g["tied_same_object"] and g["tied_param_count"] == 10  # the decoder shares the weight
     assert g["tie_error"] == "When using the tied flag, nhid must be equal to emsize"
-    assert len(g["words"]) == 10 and all(w in g["corpus"].dictionary.word2idx
-                                         for w in g["words"])
-    assert tuple(g["input"].shape) == (11, 1)
+    for name in ("LSTM", "Transformer"):  # generate.py from the saved whole models
+        text = g["generated"][name]
+        assert text.count("\n") == 1 and len(text.split()) == 30, name
+        assert set(text.split()) <= set(g["corpus"].dictionary.word2idx), name
+    assert g["transformer_input_shape"] == (31, 1)
+    assert g["loaded_tied_shared"]  # torch.save/torch.load keep the tied weight one Parameter
 
 
 def test_word_language_model_deterministic_parts_match_torch():

@@ -8,7 +8,7 @@ tokenized by the same Dictionary/Corpus code.
 import math
 import os
 import time
-from tempfile import TemporaryDirectory
+import tempfile
 
 import jitgrad as torch
 import jitgrad.nn as nn
@@ -348,6 +348,7 @@ def train():
 
 
 results = {}
+checkpoint_dir = tempfile.mkdtemp()
 for model_name, lr0, tied in (('LSTM', 5, True), ('GRU', 5, False), ('Transformer', 1.0, False)):
     args.model, args.lr, args.tied = model_name, lr0, tied
     torch.manual_seed(args.seed)
@@ -364,8 +365,8 @@ for model_name, lr0, tied in (('LSTM', 5, True), ('GRU', 5, False), ('Transforme
     best_val_loss = None
     train_losses, val_losses = [], []
     first_val = evaluate(val_data)
-    with TemporaryDirectory() as tmp:
-        save = os.path.join(tmp, 'model.pt')
+    if True:  # (main.py's --save path: one checkpoint per model, for generate.py below)
+        save = os.path.join(checkpoint_dir, model_name + '.pt')
         for epoch in range(1, args.epochs + 1):
             epoch_start_time = time.time()
             train_losses.append(train())
@@ -412,20 +413,67 @@ try:
 except ValueError as e:
     tie_error = str(e)
 
-# generate.py: sample words from the trained Transformer
-model.eval()
-input = torch.randint(ntokens, (1, 1), dtype=torch.long).to(device)
-words = []
-with torch.no_grad():  # no tracking history
-    for i in range(10):
-        output = model(input, False)
-        word_weights = output[-1].squeeze().div(1.0).exp().cpu()
-        word_idx = torch.multinomial(word_weights, 1)[0]
-        word_tensor = torch.Tensor([[word_idx]]).long().to(device)
-        input = torch.cat([input, word_tensor], 0)
-        word = corpus.dictionary.idx2word[word_idx]
-        words.append(word)
-print(' '.join(words))
+# ---- generate.py ----
+class GenerateArgs:
+    words = 30
+    seed = 1111
+    temperature = 1.0
+    log_interval = 10
+
+
+def generate(checkpoint, outf_path):
+    args = GenerateArgs()
+    args.checkpoint, args.outf = checkpoint, outf_path
+    # Set the random seed manually for reproducibility.
+    torch.manual_seed(args.seed)
+    if args.temperature < 1e-3:
+        raise ValueError("--temperature has to be greater or equal 1e-3.")
+
+    with open(args.checkpoint, 'rb') as f:
+        model = torch.load(f, map_location=device, weights_only=False)
+    model.eval()
+
+    ntokens = len(corpus.dictionary)
+
+    is_transformer_model = hasattr(model, 'model_type') and model.model_type == 'Transformer'
+    if not is_transformer_model:
+        hidden = model.init_hidden(1)
+    input = torch.randint(ntokens, (1, 1), dtype=torch.long).to(device)
+
+    with open(args.outf, 'w') as outf:
+        with torch.no_grad():  # no tracking history
+            for i in range(args.words):
+                if is_transformer_model:
+                    output = model(input, False)
+                    word_weights = output[-1].squeeze().div(args.temperature).exp().cpu()
+                    word_idx = torch.multinomial(word_weights, 1)[0]
+                    word_tensor = torch.Tensor([[word_idx]]).long().to(device)
+                    input = torch.cat([input, word_tensor], 0)
+                else:
+                    output, hidden = model(input, hidden)
+                    word_weights = output.squeeze().div(args.temperature).exp().cpu()
+                    word_idx = torch.multinomial(word_weights, 1)[0]
+                    input.fill_(word_idx)
+
+                word = corpus.dictionary.idx2word[word_idx]
+
+                outf.write(word + ('\n' if i % 20 == 19 else ' '))
+
+                if i % args.log_interval == 0:
+                    print('| Generated {}/{} words'.format(i, args.words))
+    return model, input
+
+
+generated = {}
+for model_name in ('LSTM', 'Transformer'):
+    outf_path = os.path.join(checkpoint_dir, model_name + '.txt')
+    loaded, last_input = generate(os.path.join(checkpoint_dir, model_name + '.pt'), outf_path)
+    with open(outf_path) as f:
+        generated[model_name] = f.read()
+    print(generated[model_name])
+lstm_loaded = loaded_lstm = generate(os.path.join(checkpoint_dir, 'LSTM.pt'), os.devnull)[0]
+loaded_tied_shared = loaded_lstm.decoder.weight is loaded_lstm.encoder.weight
+transformer_input_shape = tuple(last_input.shape)
 
 # deterministic parts to compare with torch: fixed-weight forwards of both models
 fixed_results = {}
