@@ -89,12 +89,19 @@ def test_word_language_model_deterministic_parts_match_torch():
     assert g["batchified"] == t["batchified"]
     assert g["fixed_mask"] == t["fixed_mask"]
     assert g["corpus"].train.tolist() == t["corpus"].train.tolist()
-    for kind in ("LSTM", "GRU"):
+    for kind in ("LSTM", "GRU", "RNN_TANH", "RNN_RELU"):
         (out, hidden), (t_out, t_hidden) = g["fixed_results"][kind], t["fixed_results"][kind]
         _close(out, t_out, rtol=1e-4, atol=1e-5)
         _close(hidden, t_hidden, rtol=1e-4, atol=1e-5)
     _close(g["fixed_results"]["Transformer"], t["fixed_results"]["Transformer"],
            rtol=1e-4, atol=1e-5)
+    for kind, (loss, norm, params) in g["fixed_steps"].items():
+        t_loss, t_norm, t_params = t["fixed_steps"][kind]
+        assert loss == pytest.approx(t_loss, rel=1e-5), kind
+        assert norm == pytest.approx(t_norm, rel=1e-4) and norm > 0.05, kind  # (clipped)
+        assert params.keys() == t_params.keys(), kind
+        for name in params:
+            _close(params[name], t_params[name], rtol=1e-4, atol=1e-5)
 
 
 # ---- time_sequence_prediction (pytorch/examples) ----

@@ -476,8 +476,8 @@ loaded_tied_shared = loaded_lstm.decoder.weight is loaded_lstm.encoder.weight
 transformer_input_shape = tuple(last_input.shape)
 
 # deterministic parts to compare with torch: fixed-weight forwards of both models
-fixed_results = {}
-for kind in ('LSTM', 'GRU', 'Transformer'):
+fixed_results, fixed_steps = {}, {}
+for kind in ('LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU', 'Transformer'):
     if kind == 'Transformer':
         fixed = TransformerModel(7, 8, 2, 12, 1, dropout=0.0)
     else:
@@ -495,5 +495,26 @@ for kind in ('LSTM', 'GRU', 'Transformer'):
         hidden = repackage_hidden(hidden)
         fixed_results[kind] = (out.tolist(), [h.tolist() for h in hidden]
                                if isinstance(hidden, tuple) else hidden.tolist())
+    # one training step (main.py's train()) from the fixed weights, dropout 0 in train mode:
+    # the tied weight's gradient sums the encoder's and the decoder's, then gets clipped
+    fixed.train()
+    for m in fixed.modules():  # (nn.Transformer's layers keep their default dropout of 0.1)
+        if isinstance(m, nn.Dropout):
+            m.p = 0.0
+        elif isinstance(m, nn.MultiheadAttention):
+            m.dropout = 0.0
+    fixed.zero_grad()
+    targets = torch.tensor([2, 3, 4, 5, 6, 0, 1, 2])
+    if kind == 'Transformer':
+        loss = nn.NLLLoss()(fixed(tokens).view(-1, 7), targets)
+    else:
+        out, hidden = fixed(tokens, fixed.init_hidden(2))
+        loss = nn.NLLLoss()(out, targets)
+    loss.backward()
+    total_norm = torch.nn.utils.clip_grad_norm_(fixed.parameters(), 0.05)
+    for p in fixed.parameters():
+        p.data.add_(p.grad, alpha=-20)
+    fixed_steps[kind] = (loss.item(), total_norm.item(),
+                         {name: p.tolist() for name, p in fixed.named_parameters()})
 fixed_mask = TransformerModel(7, 8, 2, 12, 1)._generate_square_subsequent_mask(4).tolist()
 batchified = batchify(torch.arange(26), 4).tolist()
