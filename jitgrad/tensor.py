@@ -59,6 +59,9 @@ class Tensor:
     _view_chain = ()  # a view: the view ops that make it from its base (see _refresh_view)
     _view_version = 0  # a view: the version at which its grad_fn was made
     _view_nograd = False  # a view made in no_grad mode (torch forbids rebasing those)
+    # as torch's: NumPy's operators defer to the Tensor's, so ``np.float64(0.5) * t`` is a
+    # tensor on the autograd graph (not an ndarray made through __array__)
+    __array_priority__ = 1000
 
     def _init(self, data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False) -> None:
         """Sets the fields of an allocated tensor (a subclass's, or ``Tensor(data)``'s); a plain

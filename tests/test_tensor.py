@@ -286,3 +286,30 @@ def test_true_division_and_default_dtype():
             assert str(lib.tensor([1.5]).dtype).endswith("float64")
         finally:
             lib.set_default_dtype(lib.float32)
+
+
+_NUMPY_SCALAR_OPS = ["np.float64(0.5) * t", "np.float32(0.5) + t", "np.int64(2) - t",
+                     "np.float64(1) / t", "np.float64(2) ** t", "np.float64(2) > t",
+                     "np.int32(2) == t", "np.float16(2) * t", "np.int8(3) * t",
+                     "np.int64(7) // t", "np.int64(7) % t", "np.float64(0.5) * t[0]"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_numpy_scalar_on_the_left_gives_a_tensor_as_torch(dtype):
+    """``np.float64(gamma) * t`` is a tensor on the graph (NumPy defers to the Tensor's operator,
+    through ``__array_priority__``), not an ndarray made from ``t.__array__``."""
+
+    def run(lib):
+        t = lib.tensor([3, 1], dtype=getattr(lib, dtype),
+                       requires_grad=dtype.startswith("float"))
+        out = []
+        for expr in _NUMPY_SCALAR_OPS:
+            r = eval(expr, {"np": np, "t": t})  # noqa: S307
+            assert isinstance(r, lib.Tensor), expr
+            out.append((expr, str(r.dtype).split(".")[1], r.tolist(),
+                        r.requires_grad and r.grad_fn is not None))
+        return out
+    assert run(jitgrad) == run(torch)
+    t = jitgrad.tensor([2.0, 3.0], requires_grad=True)
+    (np.float64(0.5) * t + np.float32(2.0) * t).sum().backward()
+    assert t.grad.tolist() == [2.5, 2.5]
