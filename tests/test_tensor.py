@@ -313,3 +313,48 @@ def test_numpy_scalar_on_the_left_gives_a_tensor_as_torch(dtype):
     t = jitgrad.tensor([2.0, 3.0], requires_grad=True)
     (np.float64(0.5) * t + np.float32(2.0) * t).sum().backward()
     assert t.grad.tolist() == [2.5, 2.5]
+
+
+_SEQUENCES = {
+    "np64_and_int": lambda L: L.tensor([np.float64(1.0), 2]),
+    "float_and_np64": lambda L: L.tensor([2.0, np.float64(1)]),
+    "np32_np64": lambda L: L.tensor([np.float32(1), np.float64(2)]),
+    "np16": lambda L: L.tensor([np.float16(1)]),
+    "np16_float": lambda L: L.tensor([np.float16(1), 1.0]),
+    "np_int16_int": lambda L: L.tensor([np.int16(1), 1]),
+    "np_int8": lambda L: L.tensor([np.int8(1)]),
+    "np_int64_float": lambda L: L.tensor([np.int64(1), 2.5]),
+    "np_c128": lambda L: L.tensor([np.complex128(1)]),
+    "nested_np64": lambda L: L.tensor([[np.float64(1)], [1.0]]),
+    "t64_float": lambda L: L.tensor([L.tensor(1.0, dtype=L.float64), 1.0]),
+    "t_int32": lambda L: L.tensor([L.tensor(1, dtype=L.int32)]),
+    "t_int32_int": lambda L: L.tensor([L.tensor(1, dtype=L.int32), 1]),
+    "t16_t64": lambda L: L.tensor([L.tensor(1.0, dtype=L.float16),
+                                   L.tensor(1.0, dtype=L.float64)]),
+    "tbool_int": lambda L: L.tensor([L.tensor(True), 1]),
+    "one_element_tensors": lambda L: L.tensor([L.tensor([1.0]), L.tensor([[2.0]])]),
+    "nested_one_element": lambda L: L.tensor([[L.tensor([1.0])]]),
+    "np_arrays": lambda L: L.tensor([np.array([1.0], dtype=np.float32), np.array([2.0])]),
+    "np_int32_array": lambda L: L.tensor([np.array([1], dtype=np.int32)]),
+    "as_tensor_np64": lambda L: L.as_tensor([np.float64(1.0)]),
+    "legacy_Tensor": lambda L: L.Tensor([[L.tensor(3)]]),
+    "python_only": lambda L: L.tensor([[1, 2.5], [True, 0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SEQUENCES))
+def test_sequence_dtype_and_shape_inference_as_torch(name):
+    """``torch.tensor(returns)`` over NumPy float64 rewards is float64; a tensor inside a list
+    counts as one number: dtypes promote over the elements as torch's."""
+    def run(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch: "a list of numpy.ndarrays is slow")
+            t = _SEQUENCES[name](lib)
+        return str(t.dtype).split(".")[1], tuple(t.shape), t.tolist()
+    assert run(jitgrad) == run(torch)
+
+
+def test_a_many_element_tensor_in_a_list_is_torch_error():
+    for lib in (jitgrad, torch):
+        with pytest.raises(ValueError, match="only one element tensors can be converted"):
+            lib.tensor([lib.tensor([1.0, 2.0])])
