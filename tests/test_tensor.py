@@ -358,3 +358,15 @@ def test_a_many_element_tensor_in_a_list_is_torch_error():
     for lib in (jitgrad, torch):
         with pytest.raises(ValueError, match="only one element tensors can be converted"):
             lib.tensor([lib.tensor([1.0, 2.0])])
+
+
+def test_split_method_and_modules_take_torch_argument_names():
+    for lib in (jitgrad, torch):
+        t = lib.arange(5)
+        assert [x.tolist() for x in t.split(split_size=2)] == [[0, 1], [2, 3], [4]]
+        assert [x.tolist() for x in lib.split(t, split_size_or_sections=[2, 3])] == \
+            [[0, 1], [2, 3, 4]]
+        layer = lib.nn.Linear(1, 1)
+        shared = lib.nn.Sequential(layer, layer)
+        assert len(list(shared.modules())) == 2
+        assert len(list(shared.modules(remove_duplicate=False))) == 3
