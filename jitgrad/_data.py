@@ -41,9 +41,14 @@ def to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True) -> tuple:
         arr = data._data
         dt = dtype or data.dtype
         return (np.array(arr, dtype=dt.np, copy=copy) if copy or arr.dtype != dt.np else arr), dt
-    if isinstance(data, (list, tuple)) and any(isinstance(x, registry.Tensor) for x in
-                                               _flat(data)):
-        data = _nested_items(data)
+    if isinstance(data, (list, tuple)):
+        typed = [x for x in _flat(data) if isinstance(x, (registry.Tensor, np.ndarray,
+                                                           np.generic))]
+        if typed:  # elements with a dtype of their own: torch promotes over every element
+            if dtype is None:
+                dtype = _sequence_dtype(data)
+            if any(isinstance(x, registry.Tensor) for x in typed):
+                data = _nested_items(data)
     dt = dtype or infer_dtype(data)
     try:
         arr = np.array(data, dtype=dt.np, copy=copy) if copy else np.asarray(data, dtype=dt.np)
@@ -87,9 +92,34 @@ def _flat(data):
             yield x
 
 
+def _leaf_dtype(x: Any) -> dtypes.dtype:
+    """A sequence element's dtype, as torch infers it: its own for a tensor, NumPy array or
+    NumPy scalar; int64, the default dtype or the default complex dtype for Python numbers."""
+    if isinstance(x, registry.Tensor):
+        return x.dtype
+    if isinstance(x, (np.ndarray, np.generic)):
+        return dtypes.from_numpy_dtype(x.dtype)
+    return infer_dtype(x)
+
+
+def _sequence_dtype(data: Any) -> dtypes.dtype:
+    """The dtype of a nested sequence whose elements may carry dtypes (``[np.float64(1.0), 2]``
+    is float64, ``[t_float64, 1.0]`` float64, ``[np.int16(1), 1]`` int64): the promotion of
+    every element's dtype, as torch's ``infer_scalar_type``."""
+    out = None
+    for x in _flat(data):
+        dt = _leaf_dtype(x)
+        out = dt if out is None else dtypes.promote_types(out, dt)
+    return out or dtypes.get_default_dtype()
+
+
 def _nested_items(data):
+    """Tensors inside a sequence count as numbers, as in torch: one element each (of any
+    shape), read with ``item()``."""
     if isinstance(data, (list, tuple)):
         return [_nested_items(x) for x in data]
     if isinstance(data, registry.Tensor):
-        return data._data.tolist()
+        if data.numel() != 1:
+            raise ValueError("only one element tensors can be converted to Python scalars")
+        return data._data.reshape(()).item()
     return data

@@ -59,6 +59,9 @@ class Tensor:
     _view_chain = ()  # a view: the view ops that make it from its base (see _refresh_view)
     _view_version = 0  # a view: the version at which its grad_fn was made
     _view_nograd = False  # a view made in no_grad mode (torch forbids rebasing those)
+    # as torch's: NumPy's operators defer to the Tensor's, so ``np.float64(0.5) * t`` is a
+    # tensor on the autograd graph (not an ndarray made through __array__)
+    __array_priority__ = 1000
 
     def _init(self, data: np.ndarray, dt: dtypes.dtype, requires_grad: bool = False) -> None:
         """Sets the fields of an allocated tensor (a subclass's, or ``Tensor(data)``'s); a plain
@@ -466,9 +469,11 @@ class Tensor:
         return _format(self)
 
     def __format__(self, spec: str) -> str:
-        if self.ndim == 0 and spec:
-            return self.item().__format__(spec)
-        return repr(self)
+        # as torch: a plain 0-d tensor formats as its number (also with no spec: f"{t}" is
+        # "7"); anything else as an object (str(t), and a TypeError for a non-empty spec)
+        if self.ndim == 0 and type(self) is Tensor:
+            return self.detach().item().__format__(spec)
+        return object.__format__(self, spec)
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:

@@ -211,3 +211,23 @@ def test_double_backward_node_and_values_match_torch():
         got.append([arr(t) for t in lib.autograd.grad((gx ** 2).sum() + gw.sum(), (xt, w))])
     for j, t in zip(*got):
         np.testing.assert_allclose(j, t, rtol=1e-9, atol=1e-11)
+
+
+def test_loading_a_checkpoint_without_num_batches_tracked_as_torch():
+    """torch's BatchNorm is version 2 (num_batches_tracked came then); a state dict from before
+    (or a plain dict of weights and running statistics) loads strictly, keeping the count."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        m = lib.nn.Sequential(lib.nn.Linear(2, 3), lib.nn.BatchNorm1d(3))
+        m(lib.ones(4, 2))
+        sd = m.state_dict()
+        versions = {k: v["version"] for k, v in sd._metadata.items()}
+        old = {k: v.clone() for k, v in sd.items() if not k.endswith("num_batches_tracked")}
+        result = m.load_state_dict(old)  # (a plain dict: no version, strict)
+        partial = m.load_state_dict({"1.running_mean": lib.zeros(3)}, strict=False)
+        return versions, (list(result.missing_keys), list(result.unexpected_keys)), \
+            list(partial.missing_keys), m[1].num_batches_tracked.item()
+    ours, theirs = run(jitgrad), run(torch)
+    assert ours == theirs
+    assert ours[0]["1"] == 2 and ours[1] == ([], []) and ours[3] == 1

@@ -88,9 +88,8 @@ def test_state_dict_layout_equals_torch(name):
     opt.step()
     topt.step()
     sd, tsd = opt.state_dict(), topt.state_dict()
-    if name != "SGD":  # torch's group keys (SGD's predate this helper: no fused/foreach keys)
-        assert [sorted(g) for g in sd["param_groups"]] == \
-            [sorted(g) for g in tsd["param_groups"]]
+    assert [sorted(g) for g in sd["param_groups"]] == \
+        [sorted(g) for g in tsd["param_groups"]]  # (torch's group keys, SGD's foreach/fused too)
     assert [g["params"] for g in sd["param_groups"]] == [[0], [1]]
     assert sorted(sd["state"]) == sorted(tsd["state"])
     for k in sd["state"]:

@@ -121,6 +121,24 @@ def test_str_and_format_of_a_scalar():
     assert f"{x:.2f}" == "2.50"
 
 
+def test_format_of_tensors_as_torch():
+    t = _torch()
+
+    def formats(lib):
+        scalars = (lib.tensor(7), lib.tensor(-1.5, requires_grad=True), lib.tensor(True),
+                   lib.tensor(3))
+        out = ["{}|{:+.2f}|{:>5}|{!r}".format(*scalars),  # noqa: UP032 - str.format itself
+               f"{lib.tensor([1, 2])}", f"{lib.nn.Parameter(lib.tensor(2.0))}",
+               format(lib.tensor(0.125, dtype=lib.float64), ".1e")]
+        for bad in (lib.tensor([1.0, 2.0]), lib.nn.Parameter(lib.tensor(2.0))):
+            with pytest.raises(TypeError, match="unsupported format string passed to"):
+                format(bad, ".2f")
+        return out
+    ours, theirs = formats(jitgrad), formats(t)
+    assert ours[0] == theirs[0] == "7|-1.50|    1|tensor(3)"
+    assert [o.replace("jitgrad", "torch") for o in ours] == theirs
+
+
 def test_dual_tensors_print_their_tangent_like_torch():
     t = _torch()
 

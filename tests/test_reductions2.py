@@ -245,3 +245,41 @@ def test_forward_mode_equals_reverse_mode(rec, sample):
     grads = jitgrad.autograd.grad(out, [a[i] for i in slots], u, allow_unused=True)
     back = sum(float((g * v).sum()) for g, v in zip(grads, vs) if g is not None)
     np.testing.assert_allclose(float((u * tangent).sum()), back, rtol=1e-10, atol=1e-12)
+
+
+_NO_DOF = {
+    "std_one": lambda L: L.tensor([1.0]).std(),
+    "var_empty": lambda L: L.tensor([]).var(),
+    "var_empty_c0": lambda L: L.tensor([]).var(correction=0),
+    "var_c3": lambda L: L.tensor([1.0, 2.0]).var(correction=3),
+    "std_dim": lambda L: L.ones(1, 3).std(0),
+    "std_empty_out": lambda L: L.ones(0, 3).std(1),
+    "std_mean": lambda L: L.std_mean(L.ones(1)),
+    "var_mean_dim": lambda L: L.var_mean(L.ones(1, 2), 0),
+    "var_mean_empty": lambda L: L.var_mean(L.ones(0)),
+    "var_ok": lambda L: L.ones(2).var(),
+    "var_biased_one": lambda L: L.ones(1).var(unbiased=False),
+    "var_float_correction": lambda L: L.ones(3).var(correction=2.5),
+    "mean_empty": lambda L: (L.tensor([]).mean(), L.ones(0, 2).mean(0), L.ones(2, 0).mean(1)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_NO_DOF))
+def test_no_degrees_of_freedom_warn_as_torch(name):
+    """torch's UserWarning where the correction leaves no degree of freedom (an actor-critic's
+    ``returns.std()`` over a one-step episode), never NumPy's RuntimeWarnings; same values."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out = _NO_DOF[name](lib)
+        out = out if isinstance(out, tuple) else (out,)
+        return [o.tolist() for o in out], [(w.category, str(w.message)) for w in caught]
+    (ours, our_warnings), (theirs, their_warnings) = run(jitgrad), run(torch)
+    for a, b in zip(ours, theirs):
+        np.testing.assert_array_equal(np.asarray(a, float), np.asarray(b, float))
+    their_warnings = [(c, m.split(" (Triggered internally")[0]) for c, m in their_warnings]
+    assert sorted(set(our_warnings)) == sorted(set(their_warnings))

@@ -77,7 +77,8 @@ def test_initial_states_are_used_and_checked():
     np.testing.assert_allclose(oj.detach().numpy(), ot.detach().numpy(), rtol=1e-10)
     np.testing.assert_allclose(hj.detach().numpy(), ht.detach().numpy(), rtol=1e-10)
     np.testing.assert_allclose(cj.detach().numpy(), ct.detach().numpy(), rtol=1e-10)
-    with pytest.raises(RuntimeError, match=r"Expected hidden size \(2, 2, 4\), got \[1, 2, 4\]"):
+    with pytest.raises(RuntimeError, match=r"Expected hidden\[0\] size \(2, 2, 4\), got \[1, 2, "
+                                           r"4\]"):
         jm(jitgrad.tensor(x), (jitgrad.zeros(1, 2, 4, dtype=D), jitgrad.zeros(1, 2, 4, dtype=D)))
     with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size. "
                                            "Expected 3, got 5"):
@@ -218,3 +219,53 @@ def test_pad_sequence_matches_torch(batch_first, side):
     np.testing.assert_array_equal(j.detach().numpy(), t.numpy())
     j.sum().backward()
     assert all(np.all(s.grad.numpy() == 1.0) for s in js)
+
+
+_BAD_CALLS = {
+    "lstm_h_batch": lambda nn, L: nn.LSTM(4, 5, 2)(L.zeros(3, 2, 4), (L.zeros(2, 3, 5),
+                                                                       L.zeros(2, 2, 5))),
+    "lstm_c_layers": lambda nn, L: nn.LSTM(4, 5, 2)(L.zeros(3, 2, 4), (L.zeros(2, 2, 5),
+                                                                        L.zeros(1, 2, 5))),
+    "lstm_hx_2d": lambda nn, L: nn.LSTM(4, 5)(L.zeros(3, 2, 4), (L.zeros(2, 5), L.zeros(2, 5))),
+    "lstm_unbatched_hx_3d": lambda nn, L: nn.LSTM(4, 5)(L.zeros(3, 4), (L.zeros(1, 5),
+                                                                        L.zeros(1, 1, 5))),
+    "gru_h_batch": lambda nn, L: nn.GRU(4, 5)(L.zeros(3, 2, 4), L.zeros(1, 3, 5)),
+    "rnn_h_layers": lambda nn, L: nn.RNN(4, 5, 2)(L.zeros(3, 2, 4), L.zeros(1, 2, 5)),
+    "gru_float_input_double_weights": lambda nn, L: nn.GRU(4, 5).double()(L.zeros(3, 2, 4)),
+    "lstm_cell_input_size": lambda nn, L: nn.LSTMCell(4, 5)(L.zeros(2, 3)),
+    "rnn_cell_input_size": lambda nn, L: nn.RNNCell(4, 5)(L.zeros(2, 3)),
+    "lstm_cell_c_batch": lambda nn, L: nn.LSTMCell(4, 5)(L.zeros(2, 4), (L.zeros(2, 5),
+                                                                         L.zeros(3, 5))),
+    "lstm_cell_h_size": lambda nn, L: nn.LSTMCell(4, 5)(L.zeros(2, 4), (L.zeros(2, 6),
+                                                                        L.zeros(2, 5))),
+    "lstm_cell_c_size": lambda nn, L: nn.LSTMCell(4, 5)(L.zeros(2, 4), (L.zeros(2, 5),
+                                                                        L.zeros(2, 6))),
+    "lstm_cell_hx_3d": lambda nn, L: nn.LSTMCell(4, 5)(L.zeros(4), (L.zeros(5),
+                                                                    L.zeros(1, 1, 5))),
+    "gru_cell_h_batch": lambda nn, L: nn.GRUCell(4, 5)(L.zeros(2, 4), L.zeros(3, 5)),
+    "gru_cell_h_size": lambda nn, L: nn.GRUCell(4, 5)(L.zeros(2, 4), L.zeros(2, 6)),
+    "bce_long_target": lambda nn, L: nn.BCELoss()(L.tensor([0.5]), L.tensor([1])),
+    "bce_double_target": lambda nn, L: nn.BCELoss()(L.tensor([0.5]),
+                                                    L.tensor([1.0], dtype=L.float64)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_BAD_CALLS))
+def test_bad_recurrent_calls_raise_torch_errors(name):
+    torch = pytest.importorskip("torch")
+
+    def error(lib):
+        with pytest.raises((RuntimeError, ValueError)) as info:
+            _BAD_CALLS[name](lib.nn, lib)
+        return info.type, str(info.value).replace("jitgrad", "torch")
+    assert error(jitgrad) == error(torch)
+
+
+def test_dropout_with_one_layer_warns_as_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (jitgrad, torch):
+        with pytest.warns(UserWarning, match="non-zero dropout expects num_layers greater than "
+                                             "1, but got dropout=0.5 and num_layers=1") as w:
+            lib.nn.LSTM(4, 5, 1, dropout=0.5)
+        if lib is jitgrad:  # (torch's points into its own rnn.py)
+            assert w[0].filename == __file__

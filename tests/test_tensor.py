@@ -286,3 +286,87 @@ def test_true_division_and_default_dtype():
             assert str(lib.tensor([1.5]).dtype).endswith("float64")
         finally:
             lib.set_default_dtype(lib.float32)
+
+
+_NUMPY_SCALAR_OPS = ["np.float64(0.5) * t", "np.float32(0.5) + t", "np.int64(2) - t",
+                     "np.float64(1) / t", "np.float64(2) ** t", "np.float64(2) > t",
+                     "np.int32(2) == t", "np.float16(2) * t", "np.int8(3) * t",
+                     "np.int64(7) // t", "np.int64(7) % t", "np.float64(0.5) * t[0]"]
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64", "int64"])
+def test_numpy_scalar_on_the_left_gives_a_tensor_as_torch(dtype):
+    """``np.float64(gamma) * t`` is a tensor on the graph (NumPy defers to the Tensor's operator,
+    through ``__array_priority__``), not an ndarray made from ``t.__array__``."""
+
+    def run(lib):
+        t = lib.tensor([3, 1], dtype=getattr(lib, dtype),
+                       requires_grad=dtype.startswith("float"))
+        out = []
+        for expr in _NUMPY_SCALAR_OPS:
+            r = eval(expr, {"np": np, "t": t})  # noqa: S307
+            assert isinstance(r, lib.Tensor), expr
+            out.append((expr, str(r.dtype).split(".")[1], r.tolist(),
+                        r.requires_grad and r.grad_fn is not None))
+        return out
+    assert run(jitgrad) == run(torch)
+    t = jitgrad.tensor([2.0, 3.0], requires_grad=True)
+    (np.float64(0.5) * t + np.float32(2.0) * t).sum().backward()
+    assert t.grad.tolist() == [2.5, 2.5]
+
+
+_SEQUENCES = {
+    "np64_and_int": lambda L: L.tensor([np.float64(1.0), 2]),
+    "float_and_np64": lambda L: L.tensor([2.0, np.float64(1)]),
+    "np32_np64": lambda L: L.tensor([np.float32(1), np.float64(2)]),
+    "np16": lambda L: L.tensor([np.float16(1)]),
+    "np16_float": lambda L: L.tensor([np.float16(1), 1.0]),
+    "np_int16_int": lambda L: L.tensor([np.int16(1), 1]),
+    "np_int8": lambda L: L.tensor([np.int8(1)]),
+    "np_int64_float": lambda L: L.tensor([np.int64(1), 2.5]),
+    "np_c128": lambda L: L.tensor([np.complex128(1)]),
+    "nested_np64": lambda L: L.tensor([[np.float64(1)], [1.0]]),
+    "t64_float": lambda L: L.tensor([L.tensor(1.0, dtype=L.float64), 1.0]),
+    "t_int32": lambda L: L.tensor([L.tensor(1, dtype=L.int32)]),
+    "t_int32_int": lambda L: L.tensor([L.tensor(1, dtype=L.int32), 1]),
+    "t16_t64": lambda L: L.tensor([L.tensor(1.0, dtype=L.float16),
+                                   L.tensor(1.0, dtype=L.float64)]),
+    "tbool_int": lambda L: L.tensor([L.tensor(True), 1]),
+    "one_element_tensors": lambda L: L.tensor([L.tensor([1.0]), L.tensor([[2.0]])]),
+    "nested_one_element": lambda L: L.tensor([[L.tensor([1.0])]]),
+    "np_arrays": lambda L: L.tensor([np.array([1.0], dtype=np.float32), np.array([2.0])]),
+    "np_int32_array": lambda L: L.tensor([np.array([1], dtype=np.int32)]),
+    "as_tensor_np64": lambda L: L.as_tensor([np.float64(1.0)]),
+    "legacy_Tensor": lambda L: L.Tensor([[L.tensor(3)]]),
+    "python_only": lambda L: L.tensor([[1, 2.5], [True, 0]]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SEQUENCES))
+def test_sequence_dtype_and_shape_inference_as_torch(name):
+    """``torch.tensor(returns)`` over NumPy float64 rewards is float64; a tensor inside a list
+    counts as one number: dtypes promote over the elements as torch's."""
+    def run(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # (torch: "a list of numpy.ndarrays is slow")
+            t = _SEQUENCES[name](lib)
+        return str(t.dtype).split(".")[1], tuple(t.shape), t.tolist()
+    assert run(jitgrad) == run(torch)
+
+
+def test_a_many_element_tensor_in_a_list_is_torch_error():
+    for lib in (jitgrad, torch):
+        with pytest.raises(ValueError, match="only one element tensors can be converted"):
+            lib.tensor([lib.tensor([1.0, 2.0])])
+
+
+def test_split_method_and_modules_take_torch_argument_names():
+    for lib in (jitgrad, torch):
+        t = lib.arange(5)
+        assert [x.tolist() for x in t.split(split_size=2)] == [[0, 1], [2, 3], [4]]
+        assert [x.tolist() for x in lib.split(t, split_size_or_sections=[2, 3])] == \
+            [[0, 1], [2, 3, 4]]
+        layer = lib.nn.Linear(1, 1)
+        shared = lib.nn.Sequential(layer, layer)
+        assert len(list(shared.modules())) == 2
+        assert len(list(shared.modules(remove_duplicate=False))) == 3

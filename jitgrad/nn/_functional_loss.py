@@ -307,6 +307,9 @@ def binary_cross_entropy(input: Tensor, target: Tensor,  # noqa: A002
         raise ValueError(
             f"Using a target size ({target.size()}) that is different to the input size "
             f"({input.size()}) is deprecated. Please ensure they have the same size.")
+    if target.dtype is not input.dtype:  # (a Long or Bool label: torch's kernel refuses it)
+        raise RuntimeError(f"Found dtype {target.dtype._legacy.replace('Tensor', '')} but "
+                           f"expected {input.dtype._legacy.replace('Tensor', '')}")
     if weight is not None:
         shape = broadcast_shapes(tuple(target.shape), tuple(weight.shape))
         weight = weight.expand(shape)

@@ -18,6 +18,8 @@ __all__ = ["BatchNorm1d", "BatchNorm2d"]
 class _BatchNorm(Module):
     """torch's _BatchNorm: affine parameters, running statistics and the momentum rule."""
 
+    _version = 2  # (torch's: version 2 added num_batches_tracked)
+
     def __init__(self, num_features: int, eps: float = 1e-05, momentum: float | None = 0.1,
                  affine: bool = True, track_running_stats: bool = True, device: Any = None,
                  dtype: dtypes.dtype | None = None, *, bias: bool = True) -> None:
@@ -45,6 +47,20 @@ class _BatchNorm(Module):
             self.register_buffer("running_var", None)
             self.register_buffer("num_batches_tracked", None)
         self.reset_parameters()
+
+    def _load_from_state_dict(self, state_dict: Any, prefix: str, local_metadata: dict,
+                              strict: bool, missing_keys: list, unexpected_keys: list,
+                              error_msgs: list) -> None:
+        # torch's migration: a checkpoint from before num_batches_tracked (version < 2, or a
+        # plain dict of weights and running stats) keeps the module's count
+        version = local_metadata.get("version", None)
+        if (version is None or version < 2) and self.track_running_stats:
+            key = prefix + "num_batches_tracked"
+            if key not in state_dict:
+                state_dict[key] = self.num_batches_tracked if self.num_batches_tracked is not \
+                    None else tensor(0, dtype=dtypes.int64)
+        super()._load_from_state_dict(state_dict, prefix, local_metadata, strict, missing_keys,
+                                      unexpected_keys, error_msgs)
 
     def reset_running_stats(self) -> None:
         """Running mean 0, running variance 1, no batches tracked."""

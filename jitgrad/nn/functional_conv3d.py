@@ -42,6 +42,11 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     if input.ndim not in (4, 5):
         raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
                            f"input of size: {list(input.shape)}")
+    if bias is not None and bias.dtype is not input.dtype:  # (torch's first check)
+        from ..tensor import _CPP_NAMES
+
+        raise RuntimeError(f"Input type ({_CPP_NAMES[input.dtype.name]}) and bias type "
+                           f"({_CPP_NAMES[bias.dtype.name]}) should be the same")
     batched = input.ndim == 5
     x = input if batched else input.unsqueeze(0)
     s, d = _triple(stride, "stride"), _triple(dilation, "dilation")

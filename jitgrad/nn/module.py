@@ -341,9 +341,10 @@ class Module(StateDictMixin):
             yield from m.named_modules(memo, prefix + ("." if prefix else "") + name,
                                        remove_duplicate)
 
-    def modules(self) -> Iterator[Module]:
-        """Yields this module and every descendant."""
-        for _, m in self.named_modules():
+    def modules(self, remove_duplicate: bool = True) -> Iterator[Module]:
+        """Yields this module and every descendant (a shared one once, unless
+        ``remove_duplicate`` is False)."""
+        for _, m in self.named_modules(remove_duplicate=remove_duplicate):
             yield m
 
     def get_submodule(self, target: str) -> Module:

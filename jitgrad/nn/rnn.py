@@ -9,10 +9,12 @@ autograd (and ``jit``, which unrolls the loop) sees ordinary ops.
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any
 
 from .. import dtypes
 from ..ops.creation import empty, zeros
+from ..ops.registry import state
 from ..ops.movement import cat, stack
 from ..tensor import Tensor
 from . import functional as F
@@ -78,6 +80,10 @@ class RNNBase(Module):
                 not 0 <= dropout <= 1:
             raise ValueError("dropout should be a number in range [0, 1] representing the "
                              "probability of an element being zeroed")
+        if dropout > 0 and num_layers == 1:
+            warnings.warn("dropout option adds dropout after all but last recurrent layer, so "
+                          "non-zero dropout expects num_layers greater than 1, but got "
+                          f"dropout={dropout} and num_layers={num_layers}", stacklevel=3)
         if not isinstance(hidden_size, int) or hidden_size <= 0:
             raise ValueError("hidden_size must be an integer greater than zero")
         if not isinstance(num_layers, int) or num_layers <= 0:
@@ -142,13 +148,18 @@ class RNNBase(Module):
         if input.ndim not in (2, 3):
             raise ValueError(f"{type(self).__name__}: Expected input to be 2D or 3D, got "
                              f"{input.ndim}D tensor instead")
+        weight = self.weight_ih_l0
+        if input.dtype is not weight.dtype and not state.autocast:
+            raise ValueError(f"RNN input dtype ({input.dtype}) does not match weight dtype "
+                             f"({weight.dtype}). Convert input: input.to({weight.dtype}), or "
+                             f"convert model: model.to({input.dtype})")
         if input.shape[-1] != self.input_size:
             raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
                                f"{self.input_size}, got {input.shape[-1]}")
         return input.ndim == 3
 
     def _initial(self, hx: Tensor | None, batch: int, size: int, like: Tensor,
-                 batched: bool) -> Tensor:
+                 batched: bool, label: str = "") -> Tensor:
         count = self.num_layers * (2 if self.bidirectional else 1)
         if hx is None:
             return zeros((count, batch, size), dtype=like.dtype, device=like.device)
@@ -162,7 +173,8 @@ class RNNBase(Module):
                                f"{hx.ndim}-D tensor")
         expected = (count, batch, size)
         if tuple(hx.shape) != expected:
-            raise RuntimeError(f"Expected hidden size {expected}, got {list(hx.shape)}")
+            raise RuntimeError(f"Expected hidden{label} size {expected}, got "
+                               f"{list(hx.shape)}")
         return hx
 
     def _run(self, input: Tensor, hx: Tensor | None, cx: Tensor | None  # noqa: A002
@@ -175,8 +187,9 @@ class RNNBase(Module):
             x = x.transpose(0, 1)
         steps, batch = x.shape[0], x.shape[1]
         real_hidden = self.proj_size or self.hidden_size
-        h0 = self._initial(hx, batch, real_hidden, x, batched)
-        c0 = self._initial(cx, batch, self.hidden_size, x, batched) \
+        label = "[0]" if self.mode == "LSTM" else ""
+        h0 = self._initial(hx, batch, real_hidden, x, batched, label)
+        c0 = self._initial(cx, batch, self.hidden_size, x, batched, "[1]") \
             if self.mode == "LSTM" else None
         def run(gi, h, c, weights, reverse):
             hs = [None] * steps
@@ -333,6 +346,11 @@ class LSTM(RNNBase):
     def forward(self, input: Tensor, hx: tuple | None = None  # noqa: A002
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
         h0, c0 = (None, None) if hx is None else hx
+        if hx is not None and not isinstance(input, PackedSequence) and input.ndim in (2, 3) \
+                and (h0.ndim != input.ndim or c0.ndim != input.ndim):
+            what = "batched 3-D" if input.ndim == 3 else "unbatched 2-D"
+            raise RuntimeError(f"For {what} input, hx and cx should also be {input.ndim}-D but "
+                               f"got ({h0.ndim}-D, {c0.ndim}-D) tensors")
         out, h_n, c_n = self._run(input, h0, c0)
         return out, (h_n, c_n)
 
@@ -382,19 +400,29 @@ class RNNCellBase(Module):
         for weight in self.parameters():
             init.uniform_(weight, -stdv, stdv)
 
-    def _prepare(self, input: Tensor, hx: Tensor | None) -> tuple:  # noqa: A002
+    def _prepare(self, input: Tensor, hx: Tensor | None, label: int = 0,  # noqa: A002
+                 name: str = "hidden") -> tuple:
         if input.ndim not in (1, 2):
             raise ValueError(f"{type(self).__name__}: Expected input to be 1D or 2D, got "
                              f"{input.ndim}D instead")
         if hx is not None and hx.ndim not in (1, 2):
-            raise ValueError(f"{type(self).__name__}: Expected hidden to be 1D or 2D, got "
+            raise ValueError(f"{type(self).__name__}: Expected {name} to be 1D or 2D, got "
                              f"{hx.ndim}D instead")
         batched = input.ndim == 2
         x = input if batched else input.unsqueeze(0)
+        if x.shape[1] != self.input_size:  # (torch's checks of its rnn cell kernels)
+            raise RuntimeError(f"input has inconsistent input_size: got {x.shape[1]} expected "
+                               f"{self.input_size}")
         if hx is None:
             hx = zeros((x.shape[0], self.hidden_size), dtype=x.dtype, device=x.device)
         elif not batched:
             hx = hx.unsqueeze(0)
+        if hx.shape[0] != x.shape[0]:
+            raise RuntimeError(f"Input batch size {x.shape[0]} doesn't match hidden{label} "
+                               f"batch size {hx.shape[0]}")
+        if hx.shape[1] != self.hidden_size:
+            raise RuntimeError(f"hidden{label} has inconsistent hidden_size: got "
+                               f"{hx.shape[1]}, expected {self.hidden_size}")
         return x, hx, batched
 
     def extra_repr(self) -> str:
@@ -433,8 +461,8 @@ class LSTMCell(RNNCellBase):
     def forward(self, input: Tensor, hx: tuple | None = None  # noqa: A002
                 ) -> tuple[Tensor, Tensor]:
         h0, c0 = (None, None) if hx is None else hx
-        x, h, batched = self._prepare(input, h0)
-        _, c, _ = self._prepare(input, c0)
+        x, h, batched = self._prepare(input, h0, 0, "hx[0]")
+        _, c, _ = self._prepare(input, c0, 1, "hx[1]")
         h, c = _lstm_step(F.linear(x, self.weight_ih, self.bias_ih), h, c, self.weight_hh,
                           self.bias_hh, None)
         return (h, c) if batched else (h.squeeze(0), c.squeeze(0))

@@ -7,6 +7,8 @@ in primitives, which the JIT inlines so the pieces fuse with their neighbours.
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from .. import dtypes
@@ -129,13 +131,36 @@ def _var_jvp(tangents, ans, x, dims, correction, keepdim):
     return s * (2 / (_count(x, dims) - correction))
 
 
-VAR = defop("var", lambda x, dims, correction, keepdim: np.var(
-    x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
+def _np_var(x, dims, correction, keepdim):
+    """``np.var``; where no degree of freedom is left, the same values (a sum of squares over
+    ``max(N - correction, 0)``) without NumPy's RuntimeWarnings: the public functions warn
+    torch's warning instead (``_warn_no_dof``)."""
+    dof = _count(x, dims) - correction
+    if dof > 0:
+        return np.var(x, axis=dims, ddof=correction, keepdims=keepdim)
+    centered = x - np.mean(x, axis=dims, keepdims=True) if x.size else x
+    ss = np.sum((centered * centered.conj()).real, axis=dims, keepdims=keepdim)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return ss / ss.dtype.type(0)
+
+
+def _warn_no_dof(name: str, x, dims, correction) -> None:
+    """torch's warning where ``correction`` leaves no degree of freedom (the reduction factor
+    is the input's numel over the output's, 0 for an empty output)."""
+    out = numel(reduced_shape(tuple(x.shape), dims, False))
+    if (_count(x, dims) if out else 0) - correction <= 0:
+        warnings.warn(f"{name}(): degrees of freedom is <= 0. Correction should be strictly "
+                      "less than the reduction factor (input numel divided by output numel).",
+                      UserWarning, stacklevel=3)
+
+
+VAR = defop("var", lambda x, dims, correction, keepdim: _np_var(
+    x, dims, correction, keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
     decompose=_var_decompose, vjp=(_var_vjp,), jvp=_var_jvp,
     saved_names={"dim": ("param", "dims"), "correction": ("param", "correction"),
                  "keepdim": ("param", "keepdim"), "self": ("input", 0)})
-STD = defop("std", lambda x, dims, correction, keepdim: np.std(
-    x, axis=dims, ddof=correction, keepdims=keepdim), kind=OPAQUE, meta=_var_meta, save=(0,),
+STD = defop("std", lambda x, dims, correction, keepdim: np.sqrt(_np_var(
+    x, dims, correction, keepdim)), kind=OPAQUE, meta=_var_meta, save=(0,),
     save_output=True, decompose=lambda x, dims, correction, keepdim: _var_decompose(
         x, dims, correction, keepdim).sqrt(), vjp=(_std_vjp,),
     jvp=lambda ts, ans, x, dims, correction, keepdim: _var_jvp(
@@ -183,8 +208,9 @@ def _var_std(op):
         if isinstance(dim, bool):  # var(input, unbiased)
             dim, unbiased = None, dim
         dims = normalize_dims(dim, input.ndim)
-        return apply(op, input, dims=dims, correction=_correction(unbiased, correction),
-                     keepdim=keepdim)
+        correction = _correction(unbiased, correction)
+        _warn_no_dof(op.name, input, dims, correction)
+        return apply(op, input, dims=dims, correction=correction, keepdim=keepdim)
     return fn
 
 

@@ -196,6 +196,11 @@ def _scalar(dt) -> str:
 
 
 def _conv_meta(x, w, b, stride, padding, dilation, groups):
+    if b is not None and b.dtype is not x.dtype:  # (torch's first check, in C++ type names)
+        from ..tensor import _CPP_NAMES
+
+        raise RuntimeError(f"Input type ({_CPP_NAMES[x.dtype.name]}) and bias type "
+                           f"({_CPP_NAMES[b.dtype.name]}) should be the same")
     dt = _dtype_of(x, w, b)
     shape = (x.shape[0], w.shape[0]) + tuple(
         out_size(n, k, s, p, d) for n, k, s, p, d in zip(x.shape[2:], w.shape[2:], stride,

@@ -12,10 +12,16 @@ from .surface import public
 
 def _same_dtype(a, b, what="m1 and m2") -> dtypes.dtype:
     if a.dtype is not b.dtype:
-        x, y = (d._legacy.replace("Tensor", "").replace("Double", "double").replace(
-            "Float", "float") for d in (a.dtype, b.dtype))
+        from ..tensor import _CPP_NAMES  # (torch names C++ types here: "long int", "double")
+
+        x, y = (_CPP_NAMES[d.name] for d in (a.dtype, b.dtype))
         raise RuntimeError(f"expected {what} to have the same dtype, but got: {x} != {y}")
     return a.dtype
+
+
+def _scalar_name(d: dtypes.dtype) -> str:
+    """torch's ScalarType name of a dtype: ``Double``, ``Long``, ``ComplexFloat``."""
+    return d._legacy[:-len("Tensor")]
 
 
 def _mm_meta(a, b):
@@ -37,7 +43,10 @@ def _bmm_meta(a, b):
         raise RuntimeError(
             f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
             f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
-    return (a.shape[0], a.shape[1], b.shape[2]), _same_dtype(a, b)
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found "
+                           f"{_scalar_name(b.dtype)}")
+    return (a.shape[0], a.shape[1], b.shape[2]), a.dtype
 
 
 def _mv_meta(a, v):
@@ -48,19 +57,26 @@ def _mv_meta(a, v):
         raise RuntimeError(
             f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec "
             f"({v.shape[0]})")
-    return (a.shape[0],), _same_dtype(a, v)
+    if a.dtype is not v.dtype:  # (torch's mv is an addmv into a result of the vector's dtype)
+        mat, vec = _scalar_name(a.dtype), _scalar_name(v.dtype)
+        raise RuntimeError(f"addmv input tensors must have the same dtype, but got {vec}, {mat}, "
+                           f"and {vec}")
+    return (a.shape[0],), a.dtype
 
 
 def _dot_meta(a, b):
     if a.ndim != 1 or b.ndim != 1:
         raise RuntimeError(
             f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
+    if a.dtype is not b.dtype:
+        raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
+                           f"{_scalar_name(a.dtype)} and {_scalar_name(b.dtype)}")
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] "
             f"to have the same number of elements, but got {a.shape[0]} and {b.shape[0]} elements "
             "respectively")
-    return (), _same_dtype(a, b, "both vectors")
+    return (), a.dtype
 
 
 def _mH(x):  # noqa: N802 - torch's name
@@ -94,11 +110,16 @@ DOT = defop("dot", lambda a, b: np.asarray(np.dot(a, b)), kind=OPAQUE, meta=_dot
 
 
 def _addmm_meta(bias, a, b):
+    # (torch checks the dtypes first: nn.Linear on a double input says "mat1 and mat2 ...")
+    for what, x in (("self", bias), ("mat1", a)):
+        if x.dtype is not b.dtype:
+            raise RuntimeError(f"{what} and mat2 must have the same dtype, but got "
+                               f"{_scalar_name(x.dtype)} and {_scalar_name(b.dtype)}")
     shape, dt = _mm_meta(a, b)
     from .registry import broadcast_shapes
 
     broadcast_shapes(tuple(bias.shape), shape)
-    return shape, _same_dtype(bias, a, "self and mat1") if bias.dtype is not dt else dt
+    return shape, dt
 
 
 def _addmm_jvp(tangents, ans, bias, a, b):

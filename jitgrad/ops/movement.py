@@ -511,7 +511,13 @@ def stack(tensors, dim: int = 0):
     return apply(STACK, *tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
 
 
-@public("split", method=True)
+@public(method="split")
+def _split_method(self, split_size, dim: int = 0):
+    """``Tensor.split``: as ``split``, with torch's argument name for the method."""
+    return split(self, split_size, dim)
+
+
+@public("split")
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Splits into chunks of ``split_size`` (the last may be smaller) or of the given sizes."""
     d = wrap_dim(dim, tensor.ndim)

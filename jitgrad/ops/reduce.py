@@ -62,6 +62,8 @@ def _mean_dtype(d: dtypes.dtype, dtype=None) -> dtypes.dtype:
 
 def _mean_impl(x, dims, keepdim, dtype=None):
     d = _mean_dtype(dtypes.from_numpy_dtype(x.dtype), dtype)
+    if x.size == 0:  # (NumPy warns "Mean of empty slice"; torch gives nan silently)
+        return np.full_like(np.sum(x, axis=dims, keepdims=keepdim, dtype=d.np), np.nan)
     return np.mean(x, axis=dims, keepdims=keepdim, dtype=d.np)
 
 

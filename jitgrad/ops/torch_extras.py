@@ -467,6 +467,8 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
 
     def reflected(op):
         def fn(self, other):
+            if isinstance(other, np.generic) and other.ndim == 0 and other.dtype.kind in "biuf":
+                other = other.item()  # (a NumPy scalar counts as a Python number, as in torch)
             if not isinstance(other, (int, float, bool)):
                 return NotImplemented
             return apply(op, tensor(other, dtype=self.dtype if isinstance(other, float) and

@@ -11,7 +11,8 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
-from .composite import _correction, _std_vjp, _var_decompose, _var_jvp, _var_meta, _var_vjp
+from .composite import (_correction, _np_var, _std_vjp, _var_decompose, _var_jvp, _var_meta,
+                        _var_vjp, _warn_no_dof)
 from .indexing import INDEX_PUT, _normalize_key
 from .movement import stack
 from .reduce import expand_reduced
@@ -213,8 +214,12 @@ def _std_mean_vjp(grads, ans, x, dims, correction, keepdim):
 
 def _moments_impl(root):
     def impl(x, dims, correction, keepdim):
-        v = np.var(x, axis=dims, ddof=correction, keepdims=keepdim)
-        return (np.sqrt(v) if root else v), np.mean(x, axis=dims, keepdims=keepdim)
+        v = _np_var(x, dims, correction, keepdim)
+        if x.size:
+            mean = np.mean(x, axis=dims, keepdims=keepdim)
+        else:  # (NumPy warns "Mean of empty slice"; torch gives nan silently)
+            mean = np.full_like(np.sum(x, axis=dims, keepdims=keepdim), np.nan)
+        return (np.sqrt(v) if root else v), mean
     return impl
 
 
@@ -248,8 +253,9 @@ def _moments(op):
     def fn(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
         if isinstance(dim, bool):  # var_mean(input, unbiased)
             dim, unbiased = None, dim
-        return apply(op, input, dims=normalize_dims(dim, input.ndim),
-                     correction=_correction(unbiased, correction), keepdim=keepdim)
+        dims, correction = normalize_dims(dim, input.ndim), _correction(unbiased, correction)
+        _warn_no_dof(op.name, input, dims, correction)
+        return apply(op, input, dims=dims, correction=correction, keepdim=keepdim)
     return fn
 
 
