@@ -476,11 +476,16 @@ def vjp_batched(vjp: Callable, func: Callable, primals: tuple, has_aux: bool) ->
             raise RuntimeError(
                 "Expected pytree structure of cotangents to be the same as pytree structure "
                 f"of outputs to the function. cotangents: {cspec}, primal output: {spec}")
-        for c in flat:
-            if type(c) is Batched and c._trace.index > level.index:
-                raise RuntimeError(
-                    "vmap over the vjp_fn of a vjp taken inside another vmap is not supported "
-                    "(call vjp_fn on each cotangent instead)")
+        outer = [c._trace for c in flat if type(c) is Batched and c._trace.index > level.index]
+        if outer:  # vmap over this vjp_fn (the NTK's vjp-then-jvp): one cotangent at a time
+            top = max(outer, key=lambda tr: tr.index)
+            with below(top.index):
+                rows = [vjp_fn(pytree.tree_unflatten(
+                    [c._value[i] if type(c) is Batched and c._trace is top else c for c in flat],
+                    cspec)) for i in range(top.size)]
+                from ..ops.movement import stack
+
+                return tuple(wrap(top, stack([r[j] for r in rows])) for j in range(len(rows[0])))
         with below(level.index):
             cts = tuple(level.lift(c) for c in flat)
             grads = lower_fn(cts)
