@@ -1,0 +1,140 @@
+"""More real PyTorch tutorials (set B), only the import changed, run on jitgrad.
+
+The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
+their globals (with the helpers of tests/test_user_scripts.py) and assert that the tutorials'
+own checks held, that training lowered the loss, and, where torch is installed, that the
+deterministic parts equal the same script's with ``import torch``.
+"""
+
+import pytest
+
+from test_user_scripts import _close, _run
+from test_user_scripts import _run_torch as _run_torch_threads
+
+
+def _run_torch(name: str) -> dict:
+    """The script on torch, with one intra-op thread: tiny ops on a loaded machine run up to
+    30x slower with several (each waits for the others' cores)."""
+    torch = pytest.importorskip("torch")
+    prior = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return _run_torch_threads(name)
+    finally:
+        torch.set_num_threads(prior)
+
+
+def _close_dicts(ours: dict, theirs: dict, **tol) -> None:
+    assert ours.keys() == theirs.keys()
+    for key in ours:
+        _close(ours[key], theirs[key], **tol)
+
+
+# ------------------------------------------------------------------ torch.func
+
+
+def test_func_jacobians_hessians_hvp():
+    g = _run("func_jacobians_hessians")
+    torch = g["torch"]
+    assert torch.allclose(g["ft_jacobian"], g["jacobian"])
+    assert torch.allclose(g["ft_jacobian_chunked"], g["jacobian"])
+    assert tuple(g["ft_jac_weight"].shape) == (16, 16, 16)
+    assert tuple(g["ft_jac_bias"].shape) == (16, 16)
+    assert g["tall_shape"] == (2048, 32)
+    assert g["hess_shape"] == (32, 64, 64)
+    assert g["batch_jacobian_shape"] == (64, 33, 31)
+    assert g["batch_hess_shape"] == (64, 33, 31, 31)
+    assert torch.allclose(g["result"], g["result_hvp_revrev"][0])
+    assert g["no_vmap_timer"].times[0] > 0 and "compute_jac(xp)" in repr(g["no_vmap_timer"])
+
+
+def test_func_jacobians_hessians_match_torch():
+    g, t = _run("func_jacobians_hessians"), _run_torch("func_jacobians_hessians")
+    _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-10, atol=1e-12)
+
+
+def test_func_model_ensembling_and_ntk():
+    g = _run("func_ensembling_ntk")
+    assert g["ensemble_shapes"] == ((10, 16, 10), (10, 16, 10))
+    assert g["ensemble_max_diff"].item() < 1e-5
+    assert g["ntk_full_shape"] == (6, 4, 3, 3)
+    assert tuple(g["ntk_trace"].shape) == (6, 4)
+    assert g["ntk_max_diff"] < 1e-5  # jacobian contraction == vmap(vjp then jvp)
+    # the trace of the full kernel == the 'trace' contraction
+    _close(g["ntk_vps_trace"], g["result_from_jacobian_contraction"].sum(-1), rtol=1e-4,
+           atol=1e-5)
+
+
+def test_func_ntk_and_ensemble_match_torch():
+    g, t = _run("func_ensembling_ntk"), _run_torch("func_ensembling_ntk")
+    _close(g["fixed_ntk"], t["fixed_ntk"], rtol=1e-4, atol=1e-5)
+    _close(g["fixed_ntk_vps"], t["fixed_ntk_vps"], rtol=1e-4, atol=1e-5)
+    _close(g["fixed_ensemble_out"], t["fixed_ensemble_out"], rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------------------ forward-mode AD
+
+
+def test_forward_mode_ad():
+    g = _run("forward_mode_ad")
+    for key in ("basic_jvp_ok", "custom_jvp_ok", "custom_gradcheck", "functional_jvp_ok",
+                "partial_jvp_ok", "module_functional_ok", "fwd_over_rev_ok"):
+        assert g[key] is True, key
+    assert g["unpacked_fields"] == ("primal", "tangent")
+    _close(g["module_jvp"], g["module_jvp_expected"], rtol=1e-5, atol=1e-6)
+    _close(g["jvp2"], g["module_jvp_expected"], rtol=1e-5, atol=1e-6)
+
+
+def test_forward_mode_ad_matches_torch():
+    g, t = _run("forward_mode_ad"), _run_torch("forward_mode_ad")
+    _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-12, atol=1e-14)
+
+
+# ------------------------------------------------------------------ custom Functions
+
+
+def test_double_backward_with_custom_functions():
+    g = _run("double_backward_custom")
+    for key in ("square_checks", "exp_checks", "sinh_checks", "cube_checks"):
+        assert g[key] == [True, True], key
+    assert g["square_second"] == 2.0 and g["square_grad_fn"] == "MulBackward0"
+    assert g["sinh_second_ok"]
+    assert g["sinh_bad_connected"] is False and g["sinh_bad_gradgradcheck"] == "GradcheckError"
+    assert g["cube_derivatives"] == [12.0, 12.0, 6.0]
+    assert g["cube_grad_fns"] == ["CubeBackwardBackward", "MulBackward0"]
+
+
+def test_double_backward_matches_torch():
+    g, t = _run("double_backward_custom"), _run_torch("double_backward_custom")
+    _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-12, atol=1e-12)
+    for key in ("square_grad_fn", "cube_grad_fns", "sinh_bad_gradgradcheck"):
+        assert g[key] == t[key], key
+
+
+def test_fused_conv_bn_custom_function():
+    g = _run("fuse_conv_bn_custom")
+    assert g["conv_check"] and g["bn_check"] and g["fused_check"]
+    for fused in (True, False):
+        losses, (test_loss, accuracy) = g["histories"][fused]
+        assert losses[-1] < losses[0] * 0.85, fused
+        assert accuracy > 0.3, fused
+    # the fused Function and nn.Conv2d + nn.BatchNorm2d train alike (unbiased vs biased var)
+    assert abs(g["histories"][True][0][0] - g["histories"][False][0][0]) < 1e-2
+
+
+def test_fused_conv_bn_matches_torch():
+    g, t = _run("fuse_conv_bn_custom"), _run_torch("fuse_conv_bn_custom")
+    _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-10, atol=1e-12)
+
+
+def test_every_set_b_script_only_imports_jitgrad_under_the_torch_names():
+    from test_user_scripts import SCRIPTS
+
+    for name in NAMES:
+        src = (SCRIPTS / f"{name}.py").read_text()
+        assert "import torch" not in src and "from torch" not in src
+        assert "import jitgrad as torch" in src
+
+
+NAMES = ["func_jacobians_hessians", "func_ensembling_ntk", "forward_mode_ad",
+         "double_backward_custom", "fuse_conv_bn_custom"]
