@@ -327,7 +327,7 @@ class Tensor:
             registry.state.traces[-1].read_value(self)
         if type(self._data) is _CudaArray:
             raise TypeError(_TO_NUMPY)
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and registry.state.grad_enabled:  # (as torch's)
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")
