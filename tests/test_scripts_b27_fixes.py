@@ -76,3 +76,115 @@ def test_vmap_over_the_vjp_fn_of_a_vjp_taken_inside_vmap():
     expect = jitgrad.stack([jacrev(f)(w, x) for x in xs])
     assert tuple(got.shape) == (5, 4, 4, 3)
     _close(got, expect)
+
+
+# ------------------------------------------------------------------ autograd.Function + vmap
+
+
+def test_numpy_of_a_tensor_that_requires_grad_is_allowed_under_no_grad():
+    x = jitgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires grad"):
+        x.numpy()
+    with jitgrad.no_grad():
+        assert x.numpy().tolist() == [1.0, 1.0]
+
+
+class _StraightThroughRound(jitgrad.autograd.Function):
+    """round() forward, a custom (identity times a weight) backward: autodiff of the forward
+    would give zeros, so the tests see which rule ran."""
+
+    generate_vmap_rule = True
+
+    @staticmethod
+    def forward(x, w):
+        return x.round(), x * 0  # (a second output, non-differentiable)
+
+    @staticmethod
+    def setup_context(ctx, inputs, output):
+        x, w = inputs
+        ctx.mark_non_differentiable(output[1])
+        ctx.save_for_backward(w)
+        ctx.scale = 2.0
+
+    @staticmethod
+    def backward(ctx, g, _):
+        (w,) = ctx.saved_tensors
+        return g * w * ctx.scale, g * 0 + 1
+
+
+def test_generate_vmap_rule_batches_forward_and_uses_the_custom_backward():
+    x = jitgrad.tensor([[0.2, 1.7, -0.6], [2.4, 0.5, 1.1]], dtype=jitgrad.float64)
+    w = jitgrad.tensor([1.0, 2.0, 3.0], dtype=jitgrad.float64)
+    out, zeros = vmap(_StraightThroughRound.apply, in_dims=(0, None))(x, w)
+    assert out.tolist() == x.round().tolist() and zeros.abs().sum().item() == 0
+    # grad inside vmap: the custom backward per sample
+    g = vmap(jitgrad.func.grad(lambda x, w: _StraightThroughRound.apply(x, w)[0].sum()),
+             in_dims=(0, None))(x, w)
+    _close(g, (2 * w).expand(2, 3))
+    # grad outside vmap: the unbatched w gets the per-sample gradients summed
+    xr, wr = x.clone().requires_grad_(), w.clone().requires_grad_()
+    vmap(lambda x, w: _StraightThroughRound.apply(x, w)[0], in_dims=(0, None))(xr, wr).sum() \
+        .backward()
+    _close(xr.grad, (2 * w).expand(2, 3))
+    _close(wr.grad, jitgrad.full((3,), 2.0, dtype=jitgrad.float64))
+
+
+def test_vmap_staticmethod_gets_info_and_in_dims():
+    seen = []
+
+    class Double(jitgrad.autograd.Function):
+        @staticmethod
+        def forward(x, y):
+            return x * 2 + y
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g, g
+
+        @staticmethod
+        def vmap(info, in_dims, x, y):
+            seen.append((info.batch_size, info.randomness, in_dims))
+            x = x.movedim(in_dims[0], 0)
+            return Double.apply(x, y), 0
+
+    x = jitgrad.arange(6.0).view(3, 2)
+    out = vmap(Double.apply, in_dims=(1, None), randomness="same")(x, jitgrad.ones(3))
+    assert seen == [(2, "same", (0, None))]  # (the batch dim is moved first before the rule)
+    assert out.tolist() == (x.T * 2 + 1).tolist()
+
+
+def test_function_without_a_vmap_rule_raises_torchs_error():
+    class NoRule(jitgrad.autograd.Function):
+        @staticmethod
+        def forward(x):
+            return x * 2
+
+        @staticmethod
+        def setup_context(ctx, inputs, output):
+            pass
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    with pytest.raises(RuntimeError, match="You tried to vmap over NoRule, but it does not have "
+                                           "vmap support"):
+        vmap(NoRule.apply)(jitgrad.ones(3, 2))
+
+    class OldStyle(jitgrad.autograd.Function):
+        generate_vmap_rule = True
+
+        @staticmethod
+        def forward(ctx, x):
+            return x * 2
+
+        @staticmethod
+        def backward(ctx, g):
+            return 2 * g
+
+    with pytest.raises(RuntimeError, match="it must override the setup_context staticmethod"):
+        vmap(OldStyle.apply)(jitgrad.ones(3, 2))

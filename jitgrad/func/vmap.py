@@ -217,10 +217,15 @@ class BatchTrace:
                 return
 
     def apply_function(self, cls: type, args: tuple, kwargs: dict) -> Any:
-        if any(type(a) is Batched for a in args):
-            raise RuntimeError(
-                "To use autograd.Function with vmap, you must either override the vmap "
-                "staticmethod or set generate_vmap_rule=True.")
+        flags = [type(a) is Batched and a._trace is self for a in args]
+        if any(flags):  # its vmap staticmethod, or the rule generate_vmap_rule asks for
+            from .batching_function import apply_batched
+
+            values = [a._value if f else a for a, f in zip(args, flags)]
+            return apply_batched(self, cls, values, flags, kwargs)
+        if any(type(a) is Batched for a in args):  # batched at a lower level only
+            with below(self.index):
+                return cls.apply(*args, **kwargs)
         with below(_lowest_batch_level()):
             return cls.apply(*args, **kwargs)
 
