@@ -72,6 +72,24 @@ def test_func_ntk_and_ensemble_match_torch():
     _close(g["fixed_ensemble_out"], t["fixed_ensemble_out"], rtol=1e-5, atol=1e-6)
 
 
+def test_extending_torch_func_with_autograd_function():
+    g = _run("func_autograd_function")
+    for key in ("sort_grad_ok", "sort_gradcheck", "sort_gradgradcheck", "vmap_sorted",
+                "per_row_grad_ok", "sin_jvp_ok", "sin_jacfwd_ok"):
+        assert g[key] is True, key
+    ggx, x = g["cube_ggx"]
+    assert ggx == pytest.approx(6 * x, rel=1e-6)
+    assert g["no_rule_error"].startswith("You tried to vmap over MyCube, but it does not have "
+                                         "vmap support.")
+    assert g["vmap_ggx"].tolist() == pytest.approx((6 * g["vmap_ggx_x"]).tolist())
+
+
+def test_extending_torch_func_matches_torch():
+    g, t = _run("func_autograd_function"), _run_torch("func_autograd_function")
+    _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-12, atol=1e-12)
+    assert g["no_rule_error"] == t["no_rule_error"]
+
+
 # ------------------------------------------------------------------ forward-mode AD
 
 
@@ -136,5 +154,6 @@ def test_every_set_b_script_only_imports_jitgrad_under_the_torch_names():
         assert "import jitgrad as torch" in src
 
 
-NAMES = ["func_jacobians_hessians", "func_ensembling_ntk", "forward_mode_ad",
+NAMES = ["func_jacobians_hessians", "func_ensembling_ntk", "func_autograd_function",
+         "forward_mode_ad",
          "double_backward_custom", "fuse_conv_bn_custom"]
