@@ -188,3 +188,31 @@ def test_function_without_a_vmap_rule_raises_torchs_error():
 
     with pytest.raises(RuntimeError, match="it must override the setup_context staticmethod"):
         vmap(OldStyle.apply)(jitgrad.ones(3, 2))
+
+
+# ------------------------------------------------------------------ nn.utils.parametrize
+
+
+def test_parametrize_cached_computes_each_parametrized_tensor_once():
+    from jitgrad.nn.utils import parametrize
+
+    calls = []
+
+    class Counting(jitgrad.nn.Module):
+        def forward(self, x):
+            calls.append(1)
+            return x * 2
+
+    layer = jitgrad.nn.Linear(3, 3)
+    parametrize.register_parametrization(layer, "weight", Counting())
+    calls.clear()
+    layer.weight, layer.weight
+    assert len(calls) == 2
+    with parametrize.cached():
+        a, b = layer.weight, layer.weight
+        with parametrize.cached():  # (nested: the same cache)
+            c = layer.weight
+        assert a is b is c and len(calls) == 3
+    d = layer.weight  # the cache is gone with the outermost context
+    assert d is not a and len(calls) == 4
+    _close(d.detach(), layer.parametrizations.weight.original.detach() * 2)
