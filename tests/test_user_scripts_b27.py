@@ -145,6 +145,56 @@ def test_fused_conv_bn_matches_torch():
     _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-10, atol=1e-12)
 
 
+# ------------------------------------------------------------------ nn.utils
+
+
+def test_parametrizations_tutorial():
+    g = _run("parametrizations")
+    assert g["cnn_skew"] and g["spd_ok"] and g["pruning_param_ok"]
+    assert g["param_names"] == ["bias", "parametrizations.weight.original"]
+    assert g["dist_to_original"] == 0.0 and g["skew_assign_dist"] < 1e-6
+    assert (g["uncached_computations"], g["cached_computations"]) == (4, 1)
+    assert g["cayley_orthogonality"] < 1e-5 and g["exp_orthogonality"] < 1e-5
+    assert g["removed_kept_values"] and g["removed_is_parameter"]
+    assert g["removed_repr"] == "Linear(in_features=3, out_features=3, bias=True)"
+    assert g["unparametrized_is_original"]
+    assert g["rank_one"] == 1
+    assert g["rank_one_names"] == ["bias", "parametrizations.weight.original0",
+                                   "parametrizations.weight.original1"]
+    assert g["is_parametrized"] == (True, False)
+    assert g["fit_losses"][-1] < g["fit_losses"][0] / 10 and g["fit_orthogonality"] < 1e-5
+
+
+def test_parametrizations_match_torch():
+    g, t = _run("parametrizations"), _run_torch("parametrizations")
+    _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-10, atol=1e-12)
+    for key in ("fixed_results_keys", "parametrized_repr", "param_names", "rank_one_names",
+                "uncached_computations", "cached_computations"):
+        assert g[key] == t[key], key
+
+
+def test_pruning_tutorial():
+    g = _run("pruning")
+    assert g["random_names"] == (["bias", "weight_orig"], ["weight_mask"])
+    assert g["random_zeros"] == round(0.3 * 150) and g["bias_zeros"] == 3
+    assert g["bias_kept_largest"] and g["zero_channels"] == 3
+    assert g["history"] == ["RandomUnstructured", "LnStructured"]
+    assert g["removed_names"] == (["bias_orig", "weight"], ["bias_mask"]) and g["removed_same"]
+    assert g["fc1_sparsity"] == pytest.approx(0.4)
+    assert g["global_sparsity"] == pytest.approx(0.2, abs=1e-4)
+    assert g["kept_min"] >= g["pruned_max"]
+    assert g["train_losses"][-1] < g["train_losses"][0]
+    assert g["still_sparse"] >= 0.2 and g["masked_grad_zero"]
+    assert g["foobar_mask"] == [0.0, 1.0] * 5 and g["foobar_is_pruned"]
+
+
+def test_pruning_matches_torch():
+    g, t = _run("pruning"), _run_torch("pruning")
+    _close_dicts(g["fixed_results"], t["fixed_results"])
+    for key in ("state_keys", "mask_names", "history", "removed_names"):
+        assert g[key] == t[key], key
+
+
 def test_every_set_b_script_only_imports_jitgrad_under_the_torch_names():
     from test_user_scripts import SCRIPTS
 
@@ -156,4 +206,4 @@ def test_every_set_b_script_only_imports_jitgrad_under_the_torch_names():
 
 NAMES = ["func_jacobians_hessians", "func_ensembling_ntk", "func_autograd_function",
          "forward_mode_ad",
-         "double_backward_custom", "fuse_conv_bn_custom"]
+         "double_backward_custom", "fuse_conv_bn_custom", "parametrizations", "pruning"]
