@@ -216,3 +216,16 @@ def test_parametrize_cached_computes_each_parametrized_tensor_once():
     d = layer.weight  # the cache is gone with the outermost context
     assert d is not a and len(calls) == 4
     _close(d.detach(), layer.parametrizations.weight.original.detach() * 2)
+
+
+# ------------------------------------------------------------------ saved tensor hooks
+
+
+def test_an_unpack_hook_returning_a_non_tensor_raises_torchs_type_error():
+    a = jitgrad.randn(5, requires_grad=True)
+    b = jitgrad.randn(5, requires_grad=True)
+    with jitgrad.autograd.graph.saved_tensors_hooks(lambda x: None, lambda x: None):
+        y = a * b
+    with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a "
+                                        "Tensor but got result of type NoneType"):
+        y.sum().backward()

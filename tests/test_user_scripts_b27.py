@@ -195,6 +195,44 @@ def test_pruning_matches_torch():
         assert g[key] == t[key], key
 
 
+# ------------------------------------------------------------------ autograd mechanics
+
+
+def test_autograd_mechanics_and_saved_tensor_hooks():
+    g = _run("autograd_mechanics")
+    assert g["gentle_ok"] and g["dag_flags"] == (False, True)
+    assert g["frozen_grads"] == [True, True, False, False]
+    y_grad, expected, retains, is_leaf = g["retained"]
+    assert y_grad == expected and retains and not is_leaf
+    assert g["hooked_grad"] == [2.0, 4.0, 6.0] and g["unhooked_grad"] == [1.0, 2.0, 3.0]
+    assert g["seen"] == [[1.0, 1.0]] and g["acc"] == [[5.0, 5.0]]
+    assert g["accumulated"] == [6.0, 6.0, 6.0] and g["zeroed"] == [0.0, 0.0, 0.0]
+    assert g["no_grad_flag"] is False and g["inference_flags"] == (False, True)
+    assert g["inference_error"].startswith("Inference tensors cannot be saved for backward.")
+    assert (g["set_grad_flag"], g["set_grad_fn_flag"]) == (False, True)
+    assert g["decorator_flags"] == (False, True)
+    assert g["detach_flags"] == (True, False, True)
+    assert g["inplace_error"].startswith("one of the variables needed for gradient computation "
+                                         "has been modified by an inplace operation")
+    assert g["saved_self"] == (True, True) and g["saved_result"] == (True, False)
+    assert g["freed_error"].startswith("Trying to backward through the graph a second time")
+    assert g["bad_hook_error"] == "TypeError" and g["counted"] == (1, True)
+    assert g["files_while_alive"] == 1 and g["disk_grad_ok"] and g["files_after"] == 0
+    assert g["threshold_same_grads"] and g["save_on_cpu_ok"]
+
+
+def test_autograd_mechanics_match_torch():
+    g, t = _run("autograd_mechanics"), _run_torch("autograd_mechanics")
+    _close_dicts(g["fixed_results"], t["fixed_results"], rtol=1e-12, atol=1e-14)
+    for key in ("dag_flags", "frozen_grads", "hooked_grad", "unhooked_grad", "seen", "acc",
+                "accumulated", "inference_flags", "decorator_flags", "detach_flags",
+                "saved_self", "saved_result", "freed_error", "bad_hook_error", "counted",
+                "files_while_alive", "files_after"):
+        assert g[key] == t[key], key
+    assert g["inplace_error"].replace("jitgrad", "torch") == t["inplace_error"]
+    assert g["inference_error"].replace("jitgrad", "torch") == t["inference_error"]
+
+
 def test_every_set_b_script_only_imports_jitgrad_under_the_torch_names():
     from test_user_scripts import SCRIPTS
 
@@ -206,4 +244,5 @@ def test_every_set_b_script_only_imports_jitgrad_under_the_torch_names():
 
 NAMES = ["func_jacobians_hessians", "func_ensembling_ntk", "func_autograd_function",
          "forward_mode_ad",
-         "double_backward_custom", "fuse_conv_bn_custom", "parametrizations", "pruning"]
+         "double_backward_custom", "fuse_conv_bn_custom", "parametrizations", "pruning",
+         "autograd_mechanics"]
