@@ -32,12 +32,14 @@ def has_vmap_staticmethod(cls: type) -> bool:
     return getattr(cls, "vmap", None) is not getattr(Function, "vmap", None)
 
 
-def apply_batched(level: Any, cls: type, values: list, flags: list, kwargs: dict) -> Any:
+def apply_batched(level: Any, cls: type, values: list, flags: list, kwargs: dict,
+                  vmap_module: Any) -> Any:
     """``cls.apply`` on the batch values of ``level`` (``flags``: which are batched); runs one
-    level down and returns the outputs batched at ``level``."""
-    from .vmap import below, wrap
-
+    level down and returns the outputs batched at ``level``. ``vmap_module`` is
+    ``jitgrad.func.vmap`` (passed in: it imports this module)."""
     from ..autograd.function import Function
+
+    below, wrap = vmap_module.below, vmap_module.wrap
 
     in_dims = tuple(0 if f else None for f in flags)
     with below(level.index):
@@ -52,7 +54,7 @@ def apply_batched(level: Any, cls: type, values: list, flags: list, kwargs: dict
         elif getattr(cls, "generate_vmap_rule", False):
             if cls.setup_context is Function.setup_context:
                 raise RuntimeError(_SETUP_CONTEXT_ERROR)
-            gen = _generated(cls)
+            gen = _generated(cls, vmap_module.vmap)
             out = gen.apply(in_dims, level.size, level.randomness, *values)
             out_dims = 0
         else:
@@ -83,7 +85,7 @@ def apply_batched(level: Any, cls: type, values: list, flags: list, kwargs: dict
 _GENERATED: dict = {}
 
 
-def _generated(cls: type) -> type:
+def _generated(cls: type, vmap: Any) -> type:
     """The derived Function that runs ``cls`` under ``vmap`` (one per ``cls``)."""
     if cls in _GENERATED:
         return _GENERATED[cls]
@@ -123,8 +125,6 @@ def _generated(cls: type) -> type:
             return tuple(self._saved_here)
 
     def forward(ctx: Any, in_dims: tuple, size: int, randomness: str, *values: Any) -> Any:
-        from .vmap import vmap
-
         box: dict = {}
 
         def per_sample(*args: Any) -> tuple:
@@ -148,8 +148,6 @@ def _generated(cls: type) -> type:
         return outs[0] if box["single"] else tuple(outs)
 
     def backward(ctx: Any, *grads: Any) -> tuple:
-        from .vmap import vmap
-
         in_dims, randomness, _ = ctx._gen
         saved = ctx.saved_tensors
         kept = [s for s in saved if s is not None]

@@ -13,6 +13,7 @@ JAX's ``BatchTrace`` and functorch's levels do.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -222,7 +223,7 @@ class BatchTrace:
             from .batching_function import apply_batched
 
             values = [a._value if f else a for a, f in zip(args, flags)]
-            return apply_batched(self, cls, values, flags, kwargs)
+            return apply_batched(self, cls, values, flags, kwargs, sys.modules[__name__])
         if any(type(a) is Batched for a in args):  # batched at a lower level only
             with below(self.index):
                 return cls.apply(*args, **kwargs)

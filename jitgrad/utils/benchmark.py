@@ -10,12 +10,15 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import sys
 import textwrap
 import timeit as _timeit
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
+
+from .._threads import get_num_threads, set_num_threads
 
 __all__ = ["Measurement", "TaskSpec", "Timer", "select_unit"]
 
@@ -147,14 +150,12 @@ def select_unit(t: float) -> tuple[str, float]:
 
 @contextlib.contextmanager
 def _threads(n: int) -> Iterator[None]:
-    import jitgrad
-
-    prior = jitgrad.get_num_threads()
-    jitgrad.set_num_threads(n)
+    prior = get_num_threads()
+    set_num_threads(n)
     try:
         yield
     finally:
-        jitgrad.set_num_threads(prior)
+        set_num_threads(prior)
 
 
 def _clean(code: str) -> str:
@@ -192,10 +193,9 @@ class Timer:
         if global_setup:
             raise ValueError(f"global_setup is C++ only, got `{global_setup}`. Most likely this "
                              "code can simply be moved to `setup`.")
-        import jitgrad
-
         self._globals = dict(globals or {})
-        self._globals.setdefault("torch", jitgrad)
+        # (the package, as torch adds ``torch``: imported already, since this module is in it)
+        self._globals.setdefault("torch", sys.modules[__name__.split(".")[0]])
         stmt, setup = _clean(stmt), _clean(setup)
         self._timer = _timeit.Timer(stmt=stmt, setup=setup, timer=timer, globals=self._globals)
         self._task_spec = TaskSpec(stmt, setup, global_setup, label, sub_label, description,
