@@ -38,6 +38,20 @@ class Size(tuple):
         return n
 
 
+def _channels_last_contiguous(shape: tuple, strides: tuple, rank: int) -> bool:
+    """torch's ``is_contiguous(memory_format=channels_last[_3d])`` (``rank`` 4 or 5): C, then
+    the spatial dims from the last, then N, densely packed (dims of size 1 are ignored)."""
+    if len(shape) != rank:
+        return False
+    expected = 1
+    for d in [1] + list(range(rank - 1, 1, -1)) + [0]:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True
+
+
 class Tensor:
     """A multi-dimensional array that can take part in automatic differentiation."""
 
@@ -135,8 +149,14 @@ class Tensor:
     def is_complex(self) -> bool:
         return self._dtype.is_complex
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the data is dense in row-major order, or in ``memory_format``'s order
+        (``jitgrad.channels_last``: channels innermost)."""
+        if memory_format is None or memory_format.name in ("contiguous_format",
+                                                            "preserve_format"):
+            return bool(self._data.flags.c_contiguous)
+        rank = 5 if memory_format.name == "channels_last_3d" else 4
+        return _channels_last_contiguous(self._data.shape, self.stride(), rank)
 
     def stride(self, dim: int | None = None):
         st = tuple(s // self._dtype.itemsize for s in self._data.strides)

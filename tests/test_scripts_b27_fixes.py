@@ -229,3 +229,64 @@ def test_an_unpack_hook_returning_a_non_tensor_raises_torchs_type_error():
     with pytest.raises(TypeError, match="Output of saved tensor unpack_hook expected to be a "
                                         "Tensor but got result of type NoneType"):
         y.sum().backward()
+
+
+# ------------------------------------------------------------------ channels_last
+
+
+def test_channels_last_strides_and_contiguity_checks():
+    x = jitgrad.randn(2, 3, 4, 5)
+    assert x.stride() == (60, 20, 5, 1) and x.is_contiguous()
+    y = x.to(memory_format=jitgrad.channels_last)
+    assert y.stride() == (60, 1, 15, 3) and tuple(y.shape) == (2, 3, 4, 5)
+    assert y.is_contiguous(memory_format=jitgrad.channels_last) and not y.is_contiguous()
+    assert torch_equal(y, x)
+    assert y.contiguous(memory_format=jitgrad.channels_last) is y
+    assert y.contiguous().stride() == (60, 20, 5, 1)
+    assert jitgrad.empty(2, 3, 4, 5, memory_format=jitgrad.channels_last).stride() \
+        == (60, 1, 15, 3)
+    assert jitgrad.empty(4, 1, 4, 4).is_contiguous(memory_format=jitgrad.channels_last)
+    z = jitgrad.randn(2, 3, 4, 5, 6).contiguous(memory_format=jitgrad.channels_last_3d)
+    assert z.stride() == (360, 1, 90, 18, 3)
+    with pytest.raises(RuntimeError, match="required rank 4 tensor to use channels_last format"):
+        jitgrad.randn(3, 4).contiguous(memory_format=jitgrad.channels_last)
+    with pytest.raises(RuntimeError, match="preserve memory format is unsupported"):
+        x.contiguous(memory_format=jitgrad.preserve_format)
+
+
+def torch_equal(a, b):
+    return a.tolist() == b.tolist()
+
+
+def test_channels_last_layout_is_kept_by_pointwise_ops_and_conv_and_differentiates():
+    x = jitgrad.randn(2, 3, 6, 6, dtype=jitgrad.float64).contiguous(
+        memory_format=jitgrad.channels_last).requires_grad_()
+    assert (x * 2 + 1).relu().is_contiguous(memory_format=jitgrad.channels_last)
+    conv = jitgrad.nn.Conv2d(3, 4, 3).double()
+    ref = conv(x.detach().contiguous())
+    conv = conv.to(memory_format=jitgrad.channels_last)
+    assert conv.weight.is_contiguous(memory_format=jitgrad.channels_last)
+    assert isinstance(conv.weight, jitgrad.nn.Parameter) and conv.bias.dim() == 1
+    out = conv(x)
+    assert out.is_contiguous(memory_format=jitgrad.channels_last) and not out.is_contiguous()
+    _close(out.detach(), ref.detach())
+    assert jitgrad.autograd.gradcheck(
+        lambda t: conv(t.contiguous(memory_format=jitgrad.channels_last)), (x,))
+    out.sum().backward()
+    assert tuple(conv.weight.grad.shape) == (4, 3, 3, 3)
+
+
+def test_channels_last_matches_torch():
+    torch = pytest.importorskip("torch")
+    for shape, fmt in (((2, 3, 4, 5), "channels_last"), ((1, 3, 1, 5), "channels_last"),
+                       ((2, 1, 4, 4), "channels_last"), ((2, 3, 2, 4, 5), "channels_last_3d")):
+        ours = jitgrad.empty(shape).contiguous(memory_format=getattr(jitgrad, fmt))
+        theirs = torch.empty(shape).contiguous(memory_format=getattr(torch, fmt))
+        assert ours.stride() == theirs.stride(), shape
+        for name in ("channels_last", "channels_last_3d", "contiguous_format"):
+            assert ours.is_contiguous(memory_format=getattr(jitgrad, name)) == \
+                theirs.is_contiguous(memory_format=getattr(torch, name)), (shape, name)
+    p = jitgrad.empty(2, 4, 3, 5).permute(0, 3, 1, 2)
+    tp = torch.empty(2, 4, 3, 5).permute(0, 3, 1, 2)
+    assert p.is_contiguous(memory_format=jitgrad.channels_last) == \
+        tp.is_contiguous(memory_format=torch.channels_last)
