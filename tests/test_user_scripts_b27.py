@@ -195,6 +195,34 @@ def test_pruning_matches_torch():
         assert g[key] == t[key], key
 
 
+# ------------------------------------------------------------------ channels_last
+
+
+def test_channels_last_memory_format():
+    g = _run("channels_last")
+    assert g["strides"] == {"contiguous": (3072, 1024, 32, 1), "to_channels_last": (3072, 1, 96, 3),
+                            "back": (3072, 1024, 32, 1), "contiguous_cl": (3072, 1, 96, 3),
+                            "empty_cl": (3072, 1, 96, 3), "permuted": (3072, 1, 96, 3)}
+    assert g["shape_kept"] == (10, 3, 32, 32)
+    assert g["is_cl"] == (True, False) and g["special"] == (True, True) and g["permuted_is_cl"]
+    for key in ("pointwise_keeps", "clone_keeps", "values_same", "conv_keeps", "weight_cl",
+                "conv_same_values", "model_weights_cl", "grads_cl"):
+        assert g[key] is True, key
+    assert g["input_grad_shape"] == (2, 8, 4, 4)
+    assert g["cl_losses"][-1] < g["cl_losses"][0] / 4
+
+
+def test_channels_last_matches_torch():
+    g, t = _run("channels_last"), _run_torch("channels_last")
+    assert g["strides"] == t["strides"]
+    for key in ("is_cl", "special", "permuted_is_cl", "pointwise_keeps", "clone_keeps",
+                "conv_keeps", "weight_cl", "model_weights_cl"):
+        assert g[key] == t[key], key
+    assert g["fixed_results"]["out_stride"] == t["fixed_results"]["out_stride"]
+    assert g["fixed_results"]["weight_stride"] == t["fixed_results"]["weight_stride"]
+    _close(g["fixed_results"]["out"], t["fixed_results"]["out"], rtol=1e-5, atol=1e-5)
+
+
 # ------------------------------------------------------------------ autograd mechanics
 
 
@@ -245,4 +273,4 @@ def test_every_set_b_script_only_imports_jitgrad_under_the_torch_names():
 NAMES = ["func_jacobians_hessians", "func_ensembling_ntk", "func_autograd_function",
          "forward_mode_ad",
          "double_backward_custom", "fuse_conv_bn_custom", "parametrizations", "pruning",
-         "autograd_mechanics"]
+         "channels_last", "autograd_mechanics"]
