@@ -290,3 +290,19 @@ def test_channels_last_matches_torch():
     tp = torch.empty(2, 4, 3, 5).permute(0, 3, 1, 2)
     assert p.is_contiguous(memory_format=jitgrad.channels_last) == \
         tp.is_contiguous(memory_format=torch.channels_last)
+
+
+def test_contiguous_and_memory_format_checks_inside_vmap_and_jit():
+    def f(x):
+        cl = x.is_contiguous(memory_format=jitgrad.channels_last)
+        return x.contiguous() * 2, cl
+
+    x = jitgrad.randn(3, 2, 4, 5)
+    out, _ = f(x)
+    vout = vmap(lambda t: f(t)[0])(x)
+    _close(vout, out)
+    jout = jitgrad.jit(lambda t: f(t)[0])(x)
+    _close(jout, out)
+    traced = []
+    jitgrad.jit(lambda t: traced.append(f(t.view(1, 3, 2, 20))[1]) or t * 1)(x)
+    assert traced == [False]

@@ -190,7 +190,8 @@ def _contiguous(self, memory_format=None):
     fmt = extras.contiguous_format if memory_format is None else memory_format
     if fmt is extras.preserve_format:
         raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
-    if self.is_contiguous(memory_format=fmt):
+    if self.is_contiguous() if fmt is extras.contiguous_format \
+            else self.is_contiguous(memory_format=fmt):
         return self
     return extras.clone(self, memory_format=fmt)
 
