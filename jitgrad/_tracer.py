@@ -26,7 +26,8 @@ from . import dtypes, errors
 from ._ir import Eqn, Graph, Var, type_str
 from .ops.registry import OpDef, state
 from .device import cpu
-from .tensor import Size, Tensor, _channels_last_contiguous, _wrap_dim
+from ._data import channels_last_contiguous as _channels_last_contiguous
+from .tensor import Size, Tensor, _wrap_dim
 
 class Tracer(Tensor):
     """A tensor inside a trace: a shape, a dtype and a ``Var``; reading its values raises."""

@@ -21,6 +21,7 @@ from ._cuda_array import TO_NUMPY as _TO_NUMPY
 from ._cuda_array import CudaArray as _CudaArray
 from ._cuda_array import to_device as _to_device
 from .ops import registry  # (first: it loads the ops, which load _data)
+from ._data import channels_last_contiguous as _channels_last_contiguous
 from ._data import to_array
 from ._hooks import RemovableHandle
 
@@ -36,20 +37,6 @@ class Size(tuple):
         for s in self:
             n *= s
         return n
-
-
-def _channels_last_contiguous(shape: tuple, strides: tuple, rank: int) -> bool:
-    """torch's ``is_contiguous(memory_format=channels_last[_3d])`` (``rank`` 4 or 5): C, then
-    the spatial dims from the last, then N, densely packed (dims of size 1 are ignored)."""
-    if len(shape) != rank:
-        return False
-    expected = 1
-    for d in [1] + list(range(rank - 1, 1, -1)) + [0]:
-        if shape[d] != 1:
-            if strides[d] != expected:
-                return False
-            expected *= shape[d]
-    return True
 
 
 class Tensor:
