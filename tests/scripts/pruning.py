@@ -166,9 +166,9 @@ pruned_max = max(float(m.weight_orig.abs()[m.weight_mask == 0].max())
 
 # pruned weights stay zero through training: the forward pre-hook applies the mask
 opt = torch.optim.SGD(model.parameters(), lr=0.05)
-images, labels = torch.randn(16, 1, 32, 32), torch.randint(0, 10, (16,))
+images, labels = torch.randn(4, 1, 32, 32), torch.randint(0, 10, (4,))
 train_losses = []
-for step in range(10):
+for step in range(5):
     loss = F.cross_entropy(model(images), labels)
     opt.zero_grad()
     loss.backward()
