@@ -306,3 +306,32 @@ def test_contiguous_and_memory_format_checks_inside_vmap_and_jit():
     traced = []
     jitgrad.jit(lambda t: traced.append(f(t.view(1, 3, 2, 20))[1]) or t * 1)(x)
     assert traced == [False]
+
+
+# ------------------------------------------------------------------ utils.benchmark
+
+
+def test_benchmark_timer_and_measurement():
+    from jitgrad.utils.benchmark import Measurement, TaskSpec, Timer
+
+    x = jitgrad.ones(3)
+    t = Timer(stmt="torch.add(x, 1)", setup="y = 2", globals={"x": x}, label="add",
+              sub_label="ones(3)", description="tiny", num_threads=1)
+    m = t.timeit(7)
+    assert m.number_per_run == 7 and len(m.times) == 1 and m.times[0] > 0
+    assert m.title == "add: ones(3)" and m.stmt == "torch.add(x, 1)"  # (task fields forwarded)
+    lines = repr(m).splitlines()
+    assert lines[0].startswith("<jitgrad.utils.benchmark.Measurement object at")
+    assert lines[1:4] == ["add: ones(3)", "tiny", "setup: y = 2"]
+    assert lines[-1] == "  1 measurement, 7 runs , 1 thread"
+    b = t.blocked_autorange(min_run_time=0.01)
+    assert b.number_per_run >= 1 and sum(b.raw_times) >= 0.01
+    assert b.median > 0 and b.mean > 0 and b.iqr >= 0
+    fixed = Measurement(10, [1e-3, 2e-3, 3e-3, 4e-3], TaskSpec("f()", "pass"))
+    assert fixed.times == pytest.approx([1e-4, 2e-4, 3e-4, 4e-4])
+    assert fixed.median == pytest.approx(2.5e-4) and fixed.iqr == pytest.approx(1.5e-4)
+    assert fixed.has_warnings and "IQR:    150.00 us (175.00 to 325.00)" in repr(fixed)
+    with pytest.raises(ValueError, match="Currently only a `str` stmt is supported."):
+        Timer(stmt=lambda: None)
+    with pytest.raises(NotImplementedError, match="See `Timer.blocked_autorange.`"):
+        t.repeat()
