@@ -335,3 +335,27 @@ def test_benchmark_timer_and_measurement():
         Timer(stmt=lambda: None)
     with pytest.raises(NotImplementedError, match="See `Timer.blocked_autorange.`"):
         t.repeat()
+
+
+def test_pytree_jacobians_with_aux_argnums_and_chunks_match_torch():
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        p = {"a": lib.sin(lib.arange(6, dtype=lib.float64)).view(2, 3),
+             "b": lib.cos(lib.arange(3, dtype=lib.float64))}
+        x = lib.linspace(-1, 1, 3, dtype=lib.float64)
+
+        def f(p, x):
+            y = (p["a"] @ (x * p["b"])).tanh()
+            return {"y": y, "s": y.sum()}, y.mean()
+
+        out = []
+        for jac in (lib.func.jacrev, lib.func.jacfwd):
+            j, aux = jac(f, argnums=(0, 1), has_aux=True)(p, x)
+            out += [j["y"][0]["a"], j["y"][0]["b"], j["y"][1], j["s"][0]["a"], aux]
+        j = lib.func.jacrev(lambda p: f(p, x)[0]["y"], chunk_size=1)(p)
+        return out + [j["a"], j["b"]]
+
+    for ours, theirs in zip(run(jitgrad), run(torch)):
+        assert tuple(ours.shape) == tuple(theirs.shape)
+        _close(ours.detach().numpy(), theirs.detach().numpy(), tol=1e-12)
