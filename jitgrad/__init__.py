@@ -12,7 +12,8 @@ from .tensor import Size, Tensor
 from . import ops
 from .ops.registry import OPS, OpDef, apply, defop
 from .random import Generator  # (jitgrad.random declares rand, randn, ... before ops.install)
-from .ops.extras import channels_last, contiguous_format, memory_format, preserve_format
+from .ops.extras import (channels_last, channels_last_3d, contiguous_format, memory_format,
+                         preserve_format)
 from .random import _default as default_generator
 from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
                       IntTensor, LongTensor, ShortTensor)

@@ -123,3 +123,17 @@ def _nested_items(data):
             raise ValueError("only one element tensors can be converted to Python scalars")
         return data._data.reshape(()).item()
     return data
+
+
+def channels_last_contiguous(shape: tuple, strides: tuple, rank: int) -> bool:
+    """torch's ``is_contiguous(memory_format=channels_last[_3d])`` (``rank`` 4 or 5): C, then
+    the spatial dims from the last, then N, densely packed (dims of size 1 are ignored)."""
+    if len(shape) != rank:
+        return False
+    expected = 1
+    for d in [1] + list(range(rank - 1, 1, -1)) + [0]:
+        if shape[d] != 1:
+            if strides[d] != expected:
+                return False
+            expected *= shape[d]
+    return True

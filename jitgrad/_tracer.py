@@ -26,6 +26,7 @@ from . import dtypes, errors
 from ._ir import Eqn, Graph, Var, type_str
 from .ops.registry import OpDef, state
 from .device import cpu
+from ._data import channels_last_contiguous as _channels_last_contiguous
 from .tensor import Size, Tensor, _wrap_dim
 
 class Tracer(Tensor):
@@ -75,8 +76,12 @@ class Tracer(Tensor):
 
     nelement = numel
 
-    def is_contiguous(self) -> bool:
-        return True
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        if memory_format is None or memory_format.name in ("contiguous_format",
+                                                            "preserve_format"):
+            return True  # (a traced value is row-major)
+        rank = 5 if memory_format.name == "channels_last_3d" else 4
+        return _channels_last_contiguous(self._shape, self.stride(), rank)
 
     def stride(self, dim: int | None = None):
         st, acc = [], 1

@@ -21,6 +21,7 @@ from ._cuda_array import TO_NUMPY as _TO_NUMPY
 from ._cuda_array import CudaArray as _CudaArray
 from ._cuda_array import to_device as _to_device
 from .ops import registry  # (first: it loads the ops, which load _data)
+from ._data import channels_last_contiguous as _channels_last_contiguous
 from ._data import to_array
 from ._hooks import RemovableHandle
 
@@ -138,8 +139,14 @@ class Tensor:
     def is_complex(self) -> bool:
         return self._dtype.is_complex
 
-    def is_contiguous(self) -> bool:
-        return bool(self._data.flags.c_contiguous)
+    def is_contiguous(self, memory_format: Any = None) -> bool:
+        """Whether the data is dense in row-major order, or in ``memory_format``'s order
+        (``jitgrad.channels_last``: channels innermost)."""
+        if memory_format is None or memory_format.name in ("contiguous_format",
+                                                            "preserve_format"):
+            return bool(self._data.flags.c_contiguous)
+        rank = 5 if memory_format.name == "channels_last_3d" else 4
+        return _channels_last_contiguous(self._data.shape, self.stride(), rank)
 
     def stride(self, dim: int | None = None):
         st = tuple(s // self._data.itemsize for s in self._data.strides)
@@ -330,7 +337,7 @@ class Tensor:
             registry.state.traces[-1].read_value(self)
         if type(self._data) is _CudaArray:
             raise TypeError(_TO_NUMPY)
-        if self.requires_grad and not force:
+        if self.requires_grad and not force and registry.state.grad_enabled:  # (as torch's)
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
                 "instead.")

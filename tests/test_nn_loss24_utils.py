@@ -64,12 +64,14 @@ def test_skip_init():
         U.skip_init(NoDevice, 3)
 
 
-def test_memory_format_conversion_returns_the_module_unchanged():
+def test_memory_format_conversion_keeps_the_values_and_returns_the_module():
     m = nn.Sequential(nn.Conv2d(2, 3, 3), nn.ReLU())
     before = m[0].weight.detach().numpy().copy()
     x = jitgrad.randn(1, 2, 5, 5)
     want = m(x).detach().numpy()
     assert U.convert_conv2d_weight_memory_format(m, jitgrad.channels_last) is m
+    assert m[0].weight.is_contiguous(memory_format=jitgrad.channels_last)
+    assert not m[0].weight.is_contiguous()
     from jitgrad.ops.extras import channels_last_3d
 
     assert U.convert_conv3d_weight_memory_format(m, channels_last_3d) is m

@@ -230,6 +230,9 @@ class SavedTensor:
             check_version(vc, self._version, data, self._dtype, producer)
         if self._unpack is not None:
             value = self._unpack(self._value)
+            if not isinstance(value, registry.Tensor):
+                raise TypeError("Output of saved tensor unpack_hook expected to be a Tensor but "
+                                f"got result of type {type(value).__name__}")
             if self._is_output:
                 value = _as_output(value._data, value._dtype, node, self._fw, self._output_nr)
             elif getattr(self, "_origin", None) is not None:

@@ -48,14 +48,31 @@ def _check_argnums(argnums: Any, n: int) -> tuple:
     return tuple(i % n for i in nums)
 
 
-def _substituted(func: Callable, args: tuple, nums: tuple, kwargs: dict) -> Callable:
-    def f(*ps: Tensor) -> Any:
-        a = list(args)
-        for i, p in zip(nums, ps):
-            a[i] = p
-        return func(*a, **kwargs)
+def _flattened(func: Callable, args: tuple, nums: tuple, kwargs: dict) -> tuple:
+    """``func`` as a function of the leaves of ``args[nums]`` (each a tensor or a pytree of
+    tensors, such as a dict of parameters), those leaves, and ``regroup`` that turns one value
+    per leaf back into one pytree per argument."""
+    trees = [pytree.tree_flatten(args[i]) for i in nums]
+    leaves = [leaf for lv, _ in trees for leaf in lv]
 
-    return f
+    def regroup(values: list) -> list:
+        out, k = [], 0
+        for lv, spec in trees:
+            out.append(pytree.tree_unflatten(list(values[k:k + len(lv)]), spec))
+            k += len(lv)
+        return out
+
+    def f(*ps: Tensor) -> Any:
+        return func(*_substitute(args, nums, regroup(list(ps))), **kwargs)
+
+    return f, leaves, regroup
+
+
+def _substitute(args: tuple, nums: tuple, values: list) -> list:
+    a = list(args)
+    for i, v in zip(nums, values):
+        a[i] = v
+    return a
 
 
 def _check_outputs(flat: list, what: str) -> None:
@@ -88,8 +105,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
 
     Args:
         func: a function of tensors returning a tensor or a tuple of tensors.
-        primals: a tuple of tensors, the point.
-        tangents: a tuple of tensors of the primals' shapes.
+        primals: a tuple of tensors (or pytrees of tensors, such as dicts), the point.
+        tangents: of the primals' structure and shapes.
         strict: accepted for torch's signature (torch.func does not support True either).
         has_aux: ``func`` returns ``(output, aux)``; aux is returned as is.
     """
@@ -104,7 +121,9 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
             "jvp(f, primals, tangents): Expected primals and tangents to have the same python "
             "structure. For example, if primals is a tuple of 3 tensors, tangents also must "
             f"be. Got primals with structure {pspec} and tangents with structure {tspec}")
-    for p, t in zip(primals, tangents):
+    flat_primals, primal_spec = pytree.tree_flatten(primals)
+    flat_tangents = pytree.tree_flatten(tangents)[0]
+    for p, t in zip(flat_primals, flat_tangents):
         if not isinstance(p, Tensor):
             raise RuntimeError("jvp(f, primals, tangents): Expected primals to only contain "
                                f"Tensors, got {type(p)}")
@@ -118,8 +137,8 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
                 f"while the given forward gradient is of size {list(t.shape)}.")
     aux_box: list = []
 
-    def f(*ps: Tensor) -> Any:
-        res = func(*ps)
+    def f(*ps: Tensor) -> Any:  # (of the primals' leaves: they may be dicts of parameters)
+        res = func(*pytree.tree_unflatten(list(ps), primal_spec))
         if has_aux:
             if not (isinstance(res, tuple) and len(res) == 2):
                 raise RuntimeError("jvp(f, primals, tangents): output of function f should be "
@@ -128,11 +147,11 @@ def jvp(func: Callable, primals: Any, tangents: Any, *, strict: bool = False,
             aux_box.append(aux)
         return res
 
-    out, fn = vjp(f, *primals)
+    out, fn = vjp(f, *flat_primals)
     flat_out, spec = pytree.tree_flatten(out)
     _check_outputs(flat_out, "jvp(f, primals, tangents)")
-    tangent_out = pytree.tree_unflatten(_tangents_of(fn, spec, flat_out, tangents), spec)
-    if has_aux and not keep_graph[0] and not any(p.requires_grad for p in primals):
+    tangent_out = pytree.tree_unflatten(_tangents_of(fn, spec, flat_out, flat_tangents), spec)
+    if has_aux and not keep_graph[0] and not any(p.requires_grad for p in flat_primals):
         aux_box[0] = pytree.tree_map(
             lambda a: a.detach() if isinstance(a, Tensor) else a, aux_box[0])
     return (out, tangent_out, aux_box[0]) if has_aux else (out, tangent_out)
@@ -195,8 +214,8 @@ def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False,
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _check_argnums(argnums, len(args))
-        primals = [args[i] for i in nums]
-        res = vjp(_substituted(func, args, nums, kwargs), *primals, has_aux=has_aux)
+        f, primals, regroup = _flattened(func, args, nums, kwargs)
+        res = vjp(f, *primals, has_aux=has_aux)
         out, fn = res[0], res[1]
         flat_out, spec = pytree.tree_flatten(out)
         _check_outputs(flat_out, "vjp(f, *primals)")
@@ -219,8 +238,8 @@ def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False,
         leaves, start = [], 0
         for o in flat_out:
             n = o.numel()
-            per_arg = tuple(g[start:start + n].reshape(tuple(o.shape) + tuple(p.shape))
-                            for g, p in zip(grads, primals))
+            per_arg = tuple(regroup([g[start:start + n].reshape(tuple(o.shape) + tuple(p.shape))
+                                     for g, p in zip(grads, primals)]))
             leaves.append(per_arg if isinstance(argnums, tuple) else per_arg[0])
             start += n
         jac = pytree.tree_unflatten(leaves, spec)
@@ -247,12 +266,12 @@ def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *,
     """
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         nums = _check_argnums(argnums, len(args))
-        primals = tuple(args[i] for i in nums)
+        f, primals, regroup = _flattened(func, args, nums, kwargs)
+        primals = tuple(primals)
         for p in primals:
             if not isinstance(p, Tensor):
                 raise RuntimeError("jvp(f, primals, tangents): Expected primals to only "
                                    f"contain Tensors, got {type(p)}")
-        f = _substituted(func, args, nums, kwargs)
         basis = _basis([tuple(p.shape) for p in primals], [p.dtype for p in primals])
 
         def push(*tangents: Tensor) -> Any:
@@ -273,6 +292,7 @@ def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *,
                 block = t[start:start + n].reshape(n, _numel(oshape))
                 per_arg.append(block.transpose(0, 1).reshape(oshape + tuple(p.shape)))
                 start += n
+            per_arg = regroup(per_arg)
             leaves.append(tuple(per_arg) if isinstance(argnums, tuple) else per_arg[0])
         jac = pytree.tree_unflatten(leaves, spec)
         return (jac, aux) if has_aux else jac

@@ -13,6 +13,7 @@ JAX's ``BatchTrace`` and functorch's levels do.
 from __future__ import annotations
 
 import functools
+import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -217,10 +218,15 @@ class BatchTrace:
                 return
 
     def apply_function(self, cls: type, args: tuple, kwargs: dict) -> Any:
-        if any(type(a) is Batched for a in args):
-            raise RuntimeError(
-                "To use autograd.Function with vmap, you must either override the vmap "
-                "staticmethod or set generate_vmap_rule=True.")
+        flags = [type(a) is Batched and a._trace is self for a in args]
+        if any(flags):  # its vmap staticmethod, or the rule generate_vmap_rule asks for
+            from .batching_function import apply_batched
+
+            values = [a._value if f else a for a, f in zip(args, flags)]
+            return apply_batched(self, cls, values, flags, kwargs, sys.modules[__name__])
+        if any(type(a) is Batched for a in args):  # batched at a lower level only
+            with below(self.index):
+                return cls.apply(*args, **kwargs)
         with below(_lowest_batch_level()):
             return cls.apply(*args, **kwargs)
 
@@ -476,11 +482,16 @@ def vjp_batched(vjp: Callable, func: Callable, primals: tuple, has_aux: bool) ->
             raise RuntimeError(
                 "Expected pytree structure of cotangents to be the same as pytree structure "
                 f"of outputs to the function. cotangents: {cspec}, primal output: {spec}")
-        for c in flat:
-            if type(c) is Batched and c._trace.index > level.index:
-                raise RuntimeError(
-                    "vmap over the vjp_fn of a vjp taken inside another vmap is not supported "
-                    "(call vjp_fn on each cotangent instead)")
+        outer = [c._trace for c in flat if type(c) is Batched and c._trace.index > level.index]
+        if outer:  # vmap over this vjp_fn (the NTK's vjp-then-jvp): one cotangent at a time
+            top = max(outer, key=lambda tr: tr.index)
+            with below(top.index):
+                rows = [vjp_fn(pytree.tree_unflatten(
+                    [c._value[i] if type(c) is Batched and c._trace is top else c for c in flat],
+                    cspec)) for i in range(top.size)]
+                from ..ops.movement import stack
+
+                return tuple(wrap(top, stack([r[j] for r in rows])) for j in range(len(rows[0])))
         with below(level.index):
             cts = tuple(level.lift(c) for c in flat)
             grads = lower_fn(cts)

@@ -10,15 +10,23 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+import numpy as np
+
 from ..autograd.grad_mode import no_grad
 from ..ops import batch_norm as _bn
 from ..ops import conv as _conv_ops
 from ..ops import pool as _pool
+from ..ops import registry as _registry
+from ..ops.extras import channels_last as _cl2
+from ..ops.extras import channels_last_3d as _cl3
 from ..ops.autocast_policy import LOWER, autocast_policy
 from ..tensor import Tensor
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d", "max_pool1d", "max_pool2d",
            "avg_pool2d", "adaptive_avg_pool2d", "batch_norm"]
+
+
+_CL = {2: _cl2, 3: _cl3}
 
 
 def _tuple(v: Any, n: int, name: str) -> tuple:
@@ -94,7 +102,19 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, paddi
             f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater "
             "than actual input size")
     out = _conv_ops.convolution(x, weight, bias, stride, pads, dilation, groups)
+    if batched and n in (2, 3) and (_channels_last(input) or _channels_last(weight)):
+        out = out.contiguous(memory_format=_CL[n])  # (torch's output follows that layout)
     return out if batched else out.squeeze(0)
+
+
+def _channels_last(t: Tensor) -> bool:
+    """Whether an eager tensor is laid out channels-last (torch's suggest_memory_format)."""
+    if _registry.state.traces:  # (jit and vmap: one layout)
+        return False
+    data = t._data
+    if not isinstance(data, np.ndarray) or data.flags.c_contiguous or data.ndim not in (4, 5):
+        return False
+    return t.is_contiguous(memory_format=_CL[data.ndim - 2])
 
 
 def conv1d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: Any = 1,  # noqa: A002

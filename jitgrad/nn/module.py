@@ -462,11 +462,13 @@ class Module(StateDictMixin):
 
     def to(self, *args: Any, **kwargs: Any) -> Module:
         """Moves parameters and buffers to a device and/or casts the floating-point ones to a
-        dtype (``to(device)``, ``to(dtype)``, ``to(device, dtype)``), in place."""
+        dtype (``to(device)``, ``to(dtype)``, ``to(device, dtype)``), in place; with
+        ``memory_format=jitgrad.channels_last`` its 4-d ones are laid out channels-last."""
         from ..device import check_device
 
         dt = kwargs.get("dtype")
         dev = kwargs.get("device")
+        fmt = kwargs.get("memory_format")
         for a in args:
             if isinstance(a, dtypes.dtype):
                 dt = a
@@ -479,6 +481,15 @@ class Module(StateDictMixin):
                             f"desired dtype={dt}")
         if dev is not None:
             self._apply_device(check_device(dev))
+        if fmt is not None:  # 4-d (5-d) parameters and buffers in that layout, in place
+            rank = 5 if fmt.name == "channels_last_3d" else 4
+            for m in self.modules():
+                for table in (m._parameters, m._buffers):
+                    for t in table.values():
+                        if t is not None and (t.dim() == rank or fmt.name in (
+                                "contiguous_format", "preserve_format")):
+                            t.data = t.detach().contiguous(memory_format=fmt) \
+                                if fmt.name != "preserve_format" else t.detach()
         return self._apply_dtype(dt) if dt is not None else self
 
     def _apply_device(self, d: Any) -> Module:

@@ -161,16 +161,34 @@ def invalid_combination(fname: str, args: tuple, kwargs: dict, signatures: tuple
                      f"({', '.join(got)}), but expected one of:\n{lines}")
 
 
+def channels_last_array(x: np.ndarray) -> np.ndarray:
+    """A copy of ``x`` (N, C, *spatial) laid out channels-last in memory, seen as (N, C, ...)
+    (the strides of torch's ``channels_last`` / ``channels_last_3d``)."""
+    return np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+
+
+def check_format_rank(ndim: int, fmt: Any) -> None:
+    """Raises torch's error when ``fmt`` (channels_last[_3d]) does not fit a tensor's rank."""
+    rank = 5 if fmt.name == "channels_last_3d" else 4
+    if ndim != rank:
+        raise RuntimeError(f"required rank {rank} tensor to use {fmt.name} format")
+
+
 def _factory(fill, fname: str):
     def make(*size, size_kw=None, dtype=None, device=None, requires_grad=False, **kwargs):
         if "size" in kwargs:
             size_kw = kwargs.pop("size")
+        fmt = kwargs.pop("memory_format", None) if fname == "empty" else None
         if kwargs:
             raise TypeError(f"{fname}() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'")
         dev = check_device(device)
         dt = dtype or dtypes.get_default_dtype()
-        return _tensor._new(fill(_size_arg(fname, size, size_kw), dt.np), dt, requires_grad, dev)
+        data = fill(_size_arg(fname, size, size_kw), dt.np)
+        if fmt is not None and fmt.name.startswith("channels_last"):  # (empty's memory_format)
+            check_format_rank(data.ndim, fmt)
+            data = channels_last_array(data)
+        return _tensor._new(data, dt, requires_grad, dev)
     make.__name__ = make.__qualname__ = fname
     return make
 

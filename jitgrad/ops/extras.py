@@ -5,11 +5,13 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
+from .creation import channels_last_array, check_format_rank
 from .surface import public
 
 
 class memory_format:  # noqa: N801 - named like torch.memory_format
-    """A memory layout request (``jitgrad.contiguous_format``, ``jitgrad.preserve_format``)."""
+    """A memory layout request (``jitgrad.contiguous_format``, ``jitgrad.preserve_format``,
+    ``jitgrad.channels_last``, ``jitgrad.channels_last_3d``)."""
 
     __slots__ = ("name",)
 
@@ -31,11 +33,18 @@ CLONE_CONTIGUOUS = registry.defop(
     template="{0}")
 
 
+CLONE_CHANNELS_LAST = registry.defop(
+    "clone_channels_last", lambda x: channels_last_array(x), kind=registry.POINTWISE,
+    node_name="CloneBackward0", vjp=(lambda g, ans, x: g,), jvp=registry.ELEMENTWISE,
+    template="{0}")
+
+
 @public("clone", method=True)
 def clone(input, *, memory_format: memory_format = preserve_format):  # noqa: A002
     """A copy of ``input`` that is recorded by autograd (``CloneBackward0``); with
     ``memory_format=contiguous_format`` the copy is C-contiguous, with ``preserve_format`` it
-    keeps the input's layout."""
+    keeps the input's layout, with ``channels_last`` (4-d) or ``channels_last_3d`` (5-d) its
+    channels are the innermost dim in memory."""
     from .elementwise import CLONE
 
     if memory_format is preserve_format or memory_format is None:
@@ -45,8 +54,8 @@ def clone(input, *, memory_format: memory_format = preserve_format):  # noqa: A0
     if not isinstance(memory_format, globals()["memory_format"]):
         raise TypeError(f"clone(): argument 'memory_format' must be torch.memory_format, not "
                         f"{type(memory_format).__name__}")
-    raise RuntimeError(f"clone(): jitgrad tensors are always strided row-major or in their "
-                       f"input's layout; memory_format={memory_format!r} is not supported")
+    check_format_rank(input.ndim, memory_format)
+    return registry.apply(CLONE_CHANNELS_LAST, input)
 
 
 def _new_factory(fill):

@@ -168,7 +168,8 @@ def is_tensor(obj: Any) -> bool:
 
 @public(method="to")
 def _to(self, *args: Any, **kwargs: Any):
-    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``; self if unchanged."""
+    """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``, with
+    ``memory_format=``; self if unchanged."""
     from ..device import check_device, device
     from .registry import Tensor
 
@@ -183,13 +184,28 @@ def _to(self, *args: Any, **kwargs: Any):
         elif isinstance(a, (str, device)):
             dev = a
     target = check_device(dev) if dev is not None else None
+    fmt = kwargs.get("memory_format")
     out = self
     if target is not None and target != self.device:
         out = apply(ew.TO_DEVICE, self, device=str(target), source=str(self.device))
         copy = False
-    if (dtype is None or dtype is out.dtype) and not copy:
-        return out
-    return apply(ew.TO_COPY, out, dtype=dtype or out.dtype)
+    if (dtype is not None and dtype is not out.dtype) or copy:
+        out = apply(ew.TO_COPY, out, dtype=dtype or out.dtype)
+    if fmt is not None and fmt is not extras.preserve_format:  # (a copy in that layout if needed)
+        out = _contiguous(out, fmt)
+    return out
+
+
+def _contiguous(self, memory_format=None):
+    """``self`` if it is dense in ``memory_format``'s order (row-major by default), else a
+    copy that is."""
+    fmt = extras.contiguous_format if memory_format is None else memory_format
+    if fmt is extras.preserve_format:
+        raise RuntimeError("preserve memory format is unsupported by the contiguous operator")
+    if self.is_contiguous() if fmt is extras.contiguous_format \
+            else self.is_contiguous(memory_format=fmt):
+        return self
+    return extras.clone(self, memory_format=fmt)
 
 
 def _reversed_dims(self):
@@ -218,8 +234,7 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.mT = property(lambda self: self.transpose(-2, -1))
     Tensor.H = property(lambda self: self.t().conj())
     Tensor.mH = property(lambda self: self.transpose(-2, -1).conj())
-    Tensor.contiguous = lambda self, memory_format=None: self if self.is_contiguous() \
-        else extras.clone(self, memory_format=extras.contiguous_format)
+    Tensor.contiguous = _contiguous
     Tensor.view_as = lambda self, other: self.view(tuple(other.shape))
     Tensor.reshape_as = lambda self, other: self.reshape(tuple(other.shape))
     Tensor.expand_as = lambda self, other: self.expand(tuple(other.shape))

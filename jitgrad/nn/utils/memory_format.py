@@ -1,10 +1,7 @@
 """``torch.nn.utils.memory_format``: ``convert_conv2d_weight_memory_format`` and
-``convert_conv3d_weight_memory_format``.
-
-jitgrad tensors are always strided row-major (``channels_last`` is a layout it does not
-have, and ``clone(memory_format=channels_last)`` raises), and a weight's layout never changes
-a result. So these check their arguments as torch does and return the module unchanged: a
-model converted for torch runs the same in jitgrad.
+``convert_conv3d_weight_memory_format``: the weights of the (transposed) convolutions of a
+module, recursively, copied into a memory format (``jitgrad.channels_last`` /
+``channels_last_3d``); the values, and so the results, stay the same.
 """
 
 from __future__ import annotations
@@ -24,22 +21,34 @@ def _check(memory_format: Any) -> None:
                         f"{type(memory_format).__name__}")
 
 
+def _convert(module: Any, memory_format: Any, classes: tuple) -> None:
+    if isinstance(module, classes):
+        module.weight.data = module.weight.detach().clone(memory_format=memory_format)
+    for child in module.children():
+        _convert(child, memory_format, classes)
+
+
 def convert_conv2d_weight_memory_format(module: _M, memory_format: Any) -> _M:
-    """Returns ``module``; its Conv2d / ConvTranspose2d weights keep jitgrad's one layout.
+    """Lays out the weights of ``module``'s Conv2d / ConvTranspose2d (recursively) in
+    ``memory_format``, in place.
 
     Args:
-        module: the module (searched recursively in torch).
+        module: the module.
         memory_format: a ``jitgrad.memory_format`` (``channels_last`` ...).
 
     Returns:
         ``module`` itself.
     """
+    from ..conv import Conv2d, ConvTranspose2d
+
     _check(memory_format)
+    _convert(module, memory_format, (Conv2d, ConvTranspose2d))
     return module
 
 
 def convert_conv3d_weight_memory_format(module: _M, memory_format: Any) -> _M:
-    """Returns ``module``; its Conv3d / ConvTranspose3d weights keep jitgrad's one layout.
+    """Lays out the weights of ``module``'s Conv3d / ConvTranspose3d (recursively) in
+    ``memory_format``, in place.
 
     Args:
         module: the module.
@@ -48,5 +57,9 @@ def convert_conv3d_weight_memory_format(module: _M, memory_format: Any) -> _M:
     Returns:
         ``module`` itself.
     """
+    from ..conv import Conv3d
+    from ..conv3t import ConvTranspose3d
+
     _check(memory_format)
+    _convert(module, memory_format, (Conv3d, ConvTranspose3d))
     return module

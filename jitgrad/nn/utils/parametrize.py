@@ -2,11 +2,13 @@
 ``remove_parametrizations`` and ``ParametrizationList``. A parametrized tensor becomes a
 property of a ``Parametrized<Class>`` subclass injected into the module, computed from the
 originals under ``module.parametrizations.<name>`` (state_dict keys
-``parametrizations.<name>.original`` or ``original0``, ``original1`` ...). No caching."""
+``parametrizations.<name>.original`` or ``original0``, ``original1`` ...). Inside
+``with cached():`` each parametrized tensor is computed once."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from ...autograd.grad_mode import no_grad
 from ...tensor import Tensor
@@ -15,7 +17,25 @@ from ..module import Module
 from ..parameter import Parameter
 
 __all__ = ["register_parametrization", "is_parametrized", "remove_parametrizations",
-           "ParametrizationList", "type_before_parametrizations"]
+           "ParametrizationList", "type_before_parametrizations", "cached"]
+
+_cache_enabled = 0
+_cache: dict = {}  # (id(module), tensor name) -> its value, inside ``cached()``
+
+
+@contextmanager
+def cached() -> Iterator[None]:
+    """Within this context, a parametrized tensor is computed the first time it is read and
+    the same value is returned after (torch.nn.utils.parametrize.cached): useful when a
+    parametrization is costly and read several times in one forward pass."""
+    global _cache_enabled
+    _cache_enabled += 1
+    try:
+        yield
+    finally:
+        _cache_enabled -= 1
+        if not _cache_enabled:
+            _cache.clear()
 
 
 def _register_parameter_or_buffer(module: Module, name: str, x: Tensor) -> None:
@@ -164,7 +184,12 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
         module.parametrizations = ModuleDict()
 
     def get_parametrized(self: Module) -> Tensor:
-        return self.parametrizations[tensor_name]()
+        if not _cache_enabled:
+            return self.parametrizations[tensor_name]()
+        key = (id(self), tensor_name)
+        if _cache.get(key) is None:
+            _cache[key] = self.parametrizations[tensor_name]()
+        return _cache[key]
 
     def set_original(self: Module, value: Tensor) -> None:
         self.parametrizations[tensor_name].right_inverse(value)
