@@ -49,6 +49,8 @@ float16 = dtype("float16", np.float16, 6, "HalfTensor")
 # and rounds their results; 2 bytes per element as torch counts them.
 bfloat16 = dtype("bfloat16", np.float32, 6, "BFloat16Tensor")
 bfloat16.itemsize = 2
+NO_CUDA_BFLOAT16 = ("jitgrad has no bfloat16 on cuda devices (its bfloat16 lives in float32 "
+                    "memory on the CPU): convert with .to(jitgrad.float16) or .float() first")
 float32 = dtype("float32", np.float32, 7, "FloatTensor")
 float64 = dtype("float64", np.float64, 8, "DoubleTensor")
 complex64 = dtype("complex64", np.complex64, 9, "ComplexFloatTensor")

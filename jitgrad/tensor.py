@@ -592,9 +592,7 @@ def _new(data: Any, dt: dtypes.dtype, requires_grad: bool = False, device: Any =
     (only floating and complex dtypes may), an inference tensor in inference mode."""
     if device is not None and device.type == "cuda":
         if dt is _BFLOAT16:
-            from .ops.elementwise import _NO_CUDA_BFLOAT16
-
-            raise RuntimeError(_NO_CUDA_BFLOAT16)
+            raise RuntimeError(dtypes.NO_CUDA_BFLOAT16)
         data = _to_device(data)
     t = _make(data, dt)
     if requires_grad:

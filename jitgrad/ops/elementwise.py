@@ -194,12 +194,10 @@ def _to_device_impl(x, device: str, source: str):
 # ``ToCopyBackward0`` too; the gradient is copied back to the source device.
 def _to_device_meta(x: Any, device: str, source: str) -> tuple:
     if device != "cpu" and x.dtype is dtypes.bfloat16:
-        raise RuntimeError(_NO_CUDA_BFLOAT16)
+        raise RuntimeError(dtypes.NO_CUDA_BFLOAT16)
     return tuple(x.shape), x.dtype
 
 
-_NO_CUDA_BFLOAT16 = ("jitgrad has no bfloat16 on cuda devices (its bfloat16 lives in float32 "
-                     "memory on the CPU): convert with .to(jitgrad.float16) or .float() first")
 TO_DEVICE = defop("to_device", _to_device_impl, kind=OPAQUE, node_name="ToCopyBackward0",
                   meta=_to_device_meta,
                   vjp=(lambda g, ans, x, device, source: registry.apply(
