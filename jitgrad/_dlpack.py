@@ -9,8 +9,12 @@ deleter (or the capsule is dropped unconsumed).
 from __future__ import annotations
 
 import ctypes
+from typing import Any
 
 import numpy as np
+
+from . import dtypes
+from ._cuda_array import CudaArray
 
 CPU, CUDA = 1, 2  # DLPack device types (kDLCPU, kDLCUDA)
 
@@ -86,3 +90,42 @@ def capsule(ptr: int, shape: tuple, strides: tuple, dtype: np.dtype, device_type
     addr = ctypes.addressof(m)
     _LIVE[addr] = (m, sizes, steps, owner)
     return _new(addr, b"dltensor", _capsule_gone)
+
+
+# ---------------------------------------------------------------- Tensor's protocols
+def tensor_dlpack(self: Any, *, stream: Any = None, max_version: Any = None,
+                  dl_device: Any = None, copy: Any = None) -> Any:
+    """A DLPack capsule of this tensor's memory (zero-copy): CPU tensors through NumPy,
+    cuda tensors as a ``kDLCUDA`` capsule of the device memory."""
+    if self.requires_grad:
+        raise RuntimeError("Can't export tensors that require gradient, use tensor.detach()")
+    if self._dtype is dtypes.bfloat16:
+        raise BufferError("jitgrad keeps bfloat16 values in float32 memory, which DLPack would "
+                          "export as float32: export .float() instead")
+    if type(self._data) is CudaArray:  # a capsule of the device memory (ctypes)
+        data = self._data
+        ptr = data.__cuda_array_interface__["data"][0]  # (BufferError-free on a GPU)
+        data.synchronize()  # the consumer may read on another stream
+        return capsule(ptr, data.shape, data.strides, data.dtype, CUDA, data)
+    kwargs = {} if max_version is None else {"max_version": max_version}
+    return self._data.__dlpack__(**kwargs)
+
+
+def tensor_dlpack_device(self: Any) -> tuple[int, int]:
+    """(DLPack device type, index): (1, 0) for the CPU, (2, 0) for cuda:0."""
+    return (CUDA, 0) if type(self._data) is CudaArray else (CPU, 0)
+
+
+def tensor_cuda_array_interface(self: Any) -> dict:
+    """The CUDA array interface of a cuda tensor's memory (AttributeError on the CPU, so
+    ``hasattr`` tells device tensors apart, as with torch)."""
+    if type(self._data) is not CudaArray:
+        raise AttributeError(
+            "Can't get __cuda_array_interface__ on non-CUDA tensor type: "
+            f"jitgrad.{self._dtype._legacy} If CUDA data is required use tensor.cuda() to copy "
+            "tensor to device memory.")
+    if self.requires_grad:
+        raise RuntimeError(
+            "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients "
+            "aren't required, use var.detach() to get Variable that doesn't require grad.")
+    return self._data.__cuda_array_interface__

@@ -197,6 +197,13 @@ def result_type(*args) -> dtype:
     return out
 
 
+# torch's C++ type names in its error texts ("Could not set tensor of type float ...")
+CPP_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+             "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
+             "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
+             "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+
+
 # the printed types of the jit IR and of its errors
 _builtin_int = builtins.int  # (this module's ``int`` is the dtype)
 _SHORT = {bool: "b8", uint8: "u8", int8: "i8", int16: "i16",

@@ -24,6 +24,7 @@ from .ops import registry  # (first: it loads the ops, which load _data)
 from ._data import channels_last_contiguous as _channels_last_contiguous
 from ._data import to_array
 from ._hooks import RemovableHandle
+from . import _dlpack
 
 
 class Size(tuple):
@@ -229,9 +230,10 @@ class Tensor:
                     f"{type(value).__name__}")
             if value._dtype is not self._dtype and (self._dtype.is_floating_point
                                                      or self._dtype.is_complex):
+                got = dtypes.CPP_NAMES[value._dtype.name]
                 raise RuntimeError(
-                    f"attempting to assign a gradient with dtype '{_CPP_NAMES[value._dtype.name]}'"
-                    f" to a tensor with grad_dtype '{_scalar_type(self._dtype)}'. The gradient "
+                    f"attempting to assign a gradient with dtype '{got}' to a tensor with "
+                    f"grad_dtype '{_scalar_type(self._dtype)}'. The gradient "
                     "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can "
                     "set the tensor's grad_dtype attribute with a specific dtype, or None to "
                     "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
@@ -424,42 +426,10 @@ class Tensor:
         memo[id(self)] = new
         return new
 
-    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
-                   copy: Any = None) -> Any:
-        """A DLPack capsule of this tensor's memory (zero-copy): CPU tensors through NumPy,
-        cuda tensors as a ``kDLCUDA`` capsule of the device memory."""
-        if self.requires_grad:
-            raise RuntimeError("Can't export tensors that require gradient, use "
-                               "tensor.detach()")
-        if type(self._data) is _CudaArray:  # a capsule of the device memory (ctypes)
-            from . import _dlpack
-
-            data = self._data
-            ptr = data.__cuda_array_interface__["data"][0]  # (BufferError-free on a GPU)
-            data.synchronize()  # the consumer may read on another stream
-            return _dlpack.capsule(ptr, data.shape, data.strides, data.dtype, _dlpack.CUDA,
-                                   data)
-        kwargs = {} if max_version is None else {"max_version": max_version}
-        return self._data.__dlpack__(**kwargs)
-
-    def __dlpack_device__(self) -> tuple[int, int]:
-        """(DLPack device type, index): (1, 0) for the CPU, (2, 0) for cuda:0."""
-        return (2, 0) if type(self._data) is _CudaArray else (1, 0)
-
-    @property
-    def __cuda_array_interface__(self) -> dict:
-        """The CUDA array interface of a cuda tensor's memory (AttributeError on the CPU, so
-        ``hasattr`` tells device tensors apart, as with torch)."""
-        if type(self._data) is not _CudaArray:
-            raise AttributeError(
-                "Can't get __cuda_array_interface__ on non-CUDA tensor type: "
-                f"{_legacy_name(self)} If CUDA data is required use tensor.cuda() to copy "
-                "tensor to device memory.")
-        if self.requires_grad:
-            raise RuntimeError(
-                "Can't get __cuda_array_interface__ on Variable that requires grad. If gradients "
-                "aren't required, use var.detach() to get Variable that doesn't require grad.")
-        return self._data.__cuda_array_interface__
+    # DLPack and the CUDA array interface (``_dlpack.py``)
+    __dlpack__ = _dlpack.tensor_dlpack
+    __dlpack_device__ = _dlpack.tensor_dlpack_device
+    __cuda_array_interface__ = property(_dlpack.tensor_cuda_array_interface)
 
     # ------------------------------------------------------------------ device
     def cpu(self) -> Tensor:
@@ -486,16 +456,6 @@ class Tensor:
         if dtype is None:
             return f"jitgrad.{self._dtype._legacy}"
         return self.to(dtype)
-
-
-_CPP_NAMES = {"float16": "c10::Half", "float32": "float", "float64": "double",
-              "int64": "long int", "int32": "int", "int16": "short int", "int8": "signed char",
-              "uint8": "unsigned char", "bool": "bool", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>"}
-
-
-def _legacy_name(t: Tensor) -> str:
-    return f"jitgrad.{t._dtype._legacy}"
 
 
 def _scalar_type(d: dtypes.dtype) -> str:

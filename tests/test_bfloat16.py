@@ -178,3 +178,9 @@ def test_cuda_refuses_bfloat16_with_a_clear_error():
         pytest.skip("no cuda device (or simulator) in this process")
     with warnings.catch_warnings(), pytest.raises(RuntimeError, match="no bfloat16 on cuda"):
         jg.ones(2, dtype=jg.bfloat16).cuda()
+
+
+def test_dlpack_refuses_bfloat16_instead_of_exporting_float32():
+    with pytest.raises(BufferError, match="export .float\\(\\) instead"):
+        jg.ones(2, dtype=jg.bfloat16).__dlpack__()
+    assert np.from_dlpack(jg.ones(2, dtype=jg.bfloat16).float()).dtype == np.float32

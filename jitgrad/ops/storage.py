@@ -322,10 +322,7 @@ def _stride(size: Any, stride: Any) -> tuple:
 
 
 def _c_name(dt: dtypes.dtype) -> str:
-    return {"float32": "float", "float64": "double", "int64": "long int", "int32": "int",
-            "int16": "short int", "int8": "signed char", "uint8": "unsigned char",
-            "bool": "bool", "float16": "c10::Half", "complex64": "c10::complex<float>",
-            "complex128": "c10::complex<double>"}[dt.name]
+    return dtypes.CPP_NAMES[dt.name]
 
 
 def is_storage(obj: Any) -> bool:
