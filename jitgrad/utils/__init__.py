@@ -1,4 +1,4 @@
 """``jitgrad.utils``: data loading (``jitgrad.utils.data``) and activation checkpointing
 (``jitgrad.utils.checkpoint``)."""
 
-from . import checkpoint, data, hooks
+from . import _pytree, checkpoint, data, hooks
