@@ -92,7 +92,7 @@ def test_other_definition_errors():
     with pytest.raises(NotImplementedError, match="custom_op with kwarg-only Tensor args"):
         @custom_op("jgtest::kwt", mutates_args=())
         def kwt(x: Tensor, *, y: Tensor) -> Tensor: ...
-    with pytest.raises(ValueError, match="is jitgrad.ops.linalg, one of jitgrad's own"):
+    with pytest.raises(ValueError, match="is jitgrad.ops.linalg, one of jitgrad.s own"):
         @custom_op("linalg::mine", mutates_args=())
         def mine(x: Tensor) -> Tensor: ...
     with pytest.raises(ValueError, match="The schema suggests that the op mutates"):
@@ -285,3 +285,63 @@ def test_opcheck_passes_a_correct_op_and_catches_broken_ones():
     with pytest.raises(OpCheckError, match="test_aot_dispatch_dynamic failed with Trying to "
                                            "backward through"):
         opcheck(no_grad_formula, (x,))
+
+
+# ---- Library / define / impl ----------------------------------------------------------------
+
+def test_library_define_and_impl_per_dispatch_key():
+    lib = jitgrad.library.Library("jglib", "DEF")
+    assert lib.define("scale(Tensor x, float s=2.0) -> Tensor") == "scale"
+    lib.impl("scale", lambda x, s: jitgrad.from_numpy(x.numpy(force=True) * s), "CPU")
+    x = jitgrad.ones(3, dtype=jitgrad.float64, requires_grad=True)
+    assert jitgrad.ops.jglib.scale(x.detach()).tolist() == [2.0] * 3
+    assert jitgrad.ops.jglib.scale(x.detach(), s=3.0).tolist() == [3.0] * 3
+    jitgrad.library.register_autograd(
+        "jglib::scale", lambda ctx, g: (g * ctx.s, None),
+        setup_context=lambda ctx, inputs, output: setattr(ctx, "s", inputs[1]))
+    assert jitgrad.autograd.gradcheck(lambda t: jitgrad.ops.jglib.scale(t, 0.5), (x,))
+
+    # CompositeImplicitAutograd (Library.impl's default): differentiated through its ops
+    lib.define("csin(Tensor x) -> Tensor")
+    lib.impl("csin", lambda x: (x * 3).sin())
+    y = jitgrad.ops.jglib.csin(x)
+    assert y.grad_fn.name() == "SinBackward0"
+    f = jitgrad.jit(lambda t: jitgrad.ops.jglib.csin(t).sum())
+    np.testing.assert_allclose(f(x).item(), np.sin(3.0) * 3)
+
+    # the function-style API and a Meta (fake) kernel
+    jitgrad.library.define("jglib::twice", "(Tensor x) -> Tensor")
+
+    @jitgrad.library.impl("jglib::twice", "cpu")
+    def _(x):
+        return x * 2
+
+    jitgrad.library.impl("jglib::twice", "Meta", lambda x: jitgrad.empty_like(x))
+    res = opcheck(jitgrad.ops.jglib.twice, (x.detach(),),
+                  test_utils=("test_schema", "test_faketensor"))
+    assert res == {"test_schema": "SUCCESS", "test_faketensor": "SUCCESS"}
+    with pytest.raises(RuntimeError, match="with the same name and overload name multiple"):
+        lib.define("scale(Tensor x) -> Tensor")
+    lib._destroy()
+    assert not hasattr(jitgrad.ops.jglib, "scale")
+
+
+def test_library_errors_match_torch():
+    torch = pytest.importorskip("torch")
+    for make in [lambda m: m.library.Library("x", "WRONG"),
+                 lambda m: m.library.define("jgx::f", "f(Tensor x) -> Tensor"),
+                 lambda m: m.library.define("jgx_f", "(Tensor x) -> Tensor"),
+                 lambda m: m.library.Library("prim", "DEF")]:
+        with pytest.raises(ValueError) as ours:
+            make(jitgrad)
+        with pytest.raises(ValueError) as theirs:
+            make(torch)
+        assert str(ours.value) == str(theirs.value)
+    lib = jitgrad.library.Library("jgerr", "DEF")
+    lib.define("f(Tensor x) -> Tensor")
+    with pytest.raises(TypeError, match="Input function is required to be a callable"):
+        lib.impl("f", 3, "CPU")
+    with pytest.raises(NotImplementedError, match="jitgrad dispatches on CPU, CUDA"):
+        lib.impl("f", lambda x: x, "XLA")
+    with pytest.raises(RuntimeError, match="Invalid alias_analysis type PURE"):
+        lib.define("g(Tensor x) -> Tensor", alias_analysis="PURE")

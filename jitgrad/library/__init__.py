@@ -4,8 +4,9 @@
 (reachable as ``jitgrad.ops.mylib.name``) with kernels per device, an autograd formula
 (``register_autograd``, built on ``jitgrad.autograd.Function``) and a fake function
 (``register_fake``); ``opcheck`` tests a registration. See ``_custom_ops`` for how calls run
-(eagerly, under autograd, and under ``jitgrad.jit``). torch's C++-dispatcher API (``Library``,
-``define``, ``impl``, ``register_vmap``, ``register_torch_dispatch``) is not provided.
+(eagerly, under autograd, and under ``jitgrad.jit``). ``Library``/``define``/``impl`` declare an
+operator by its schema string and give it kernels per dispatch key (``_library``). Not
+provided: ``register_vmap``, ``register_torch_dispatch``, ``register_autocast``, tags.
 """
 
 from __future__ import annotations
@@ -13,13 +14,14 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
-from .. import ops as _ops
 from ._custom_ops import OPDEFS, CustomOpDef, OpOverload, OpOverloadPacket
+from ._library import Library, _check_namespace, define, fallthrough_kernel, impl
 from ._opcheck import OpCheckError, opcheck
 from ._schema import infer_schema
 
 __all__ = ["custom_op", "CustomOpDef", "register_autograd", "register_fake", "register_kernel",
-           "infer_schema", "opcheck", "OpCheckError"]
+           "infer_schema", "opcheck", "OpCheckError", "Library", "define", "impl",
+           "fallthrough_kernel"]
 
 
 def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args: str | Iterable[str],
@@ -46,11 +48,7 @@ def custom_op(name: str, fn: Callable | None = None, /, *, mutates_args: str | I
     def inner(fn: Callable) -> CustomOpDef:
         schema_str = infer_schema(fn, mutates_args=mutates_args) if schema is None else schema
         namespace, opname = name.split("::")
-        if namespace in vars(_ops):
-            raise ValueError(
-                f"custom_op({name!r}): the namespace {namespace!r} is jitgrad.ops.{namespace}, "
-                "one of jitgrad's own op modules or functions; please use your project's name "
-                "as the namespace.")
+        _check_namespace(namespace)
         result = CustomOpDef(namespace, opname, schema_str, fn)
         if schema is not None:
             expected = set(result._mutated)

@@ -27,7 +27,7 @@ from ..autograd.function import Function
 from ..autograd.grad_mode import is_grad_enabled
 from ..ops import custom_namespaces
 from ..ops.registry import Tensor, state
-from ._schema import parse_schema_args
+from ._schema import parse_schema_args, signature_of
 
 __all__ = ["CustomOpDef", "OPDEFS", "OpOverload", "OpOverloadPacket"]
 
@@ -87,20 +87,25 @@ class CustomOpDef:
     """A custom operator (made by :func:`jitgrad.library.custom_op`): call it like the function;
     register its kernels, autograd formula and fake (meta) function with the methods."""
 
-    def __init__(self, namespace: str, name: str, schema: str, fn: Callable) -> None:
+    def __init__(self, namespace: str, name: str, schema: str, fn: Callable | None) -> None:
         self._namespace = namespace
         self._name = name
         self._schema = schema
-        self._init_fn = fn
-        self._signature = inspect.signature(fn)
+        self._init_fn = fn  # (None for an op of ``Library.define``: kernels come by ``impl``)
         self._backend_fns: dict[str | None, Callable] = {}
+        # kernels that do their own autograd (``Library.impl`` with an Autograd or
+        # CompositeImplicitAutograd key): called as they are, traced through by the jit
+        self._autograd_fns: dict[str | None, Callable] = {}
+        self._composite_fns: dict[str | None, Callable] = {}
         self._abstract_fn: Callable | None = None
         self._setup_context_fn: Callable | None = None
         self._backward_fn: Callable | None = None
         self._disabled_kernel: set = set()
         self._args = parse_schema_args(schema)
+        self._signature = inspect.signature(fn) if fn is not None else signature_of(self._args)
         self._mutated = tuple(a[0] for a in self._args if a[3])
         self._has_kwarg_only = any(a[2] for a in self._args)
+        self._fn_name = fn.__name__ if fn is not None else name
         self._returns_nothing = schema.rsplit("->", 1)[1].strip() == "()"
         if any(a[2] and a[1].startswith("Tensor") for a in self._args):
             raise NotImplementedError(
@@ -204,20 +209,37 @@ class CustomOpDef:
                 pos.append(bound.arguments[name])
         return tuple(pos), kw
 
-    def _kernel(self, args: tuple, kwargs: dict) -> Callable:
+    def _device(self, args: tuple, kwargs: dict) -> str | None:
         device = next((d for d in map(_device_type, args) if d is not None), None)
         if device is None:  # (no tensors: the ``device`` argument picks)
-            for (_, typ, _, _), a in zip(self._args, args + tuple(kwargs.values())):
+            for (_, typ, _, _, _), a in zip(self._args, args + tuple(kwargs.values())):
                 if typ.startswith("Device") and a is not None:
                     device = a.type if hasattr(a, "type") else str(a).split(":")[0]
+        return device
+
+    def _direct_kernel(self, args: tuple, kwargs: dict) -> Callable | None:
+        """A kernel that does its own autograd, if one serves the call's device (an Autograd
+        kernel first; a CompositeImplicitAutograd one where no backend kernel serves)."""
+        if not (self._autograd_fns or self._composite_fns):
+            return None
+        device = self._device(args, kwargs)
+        fn = self._autograd_fns.get(device, self._autograd_fns.get(None))
+        if fn is None and device not in self._backend_fns and None not in self._backend_fns:
+            fn = self._composite_fns.get(device, self._composite_fns.get(None))
+        return fn
+
+    def _kernel(self, args: tuple, kwargs: dict) -> Callable:
+        device = self._device(args, kwargs)
         fn = self._backend_fns.get(device, self._backend_fns.get(None))
+        if fn is None:
+            fn = self._composite_fns.get(device, self._composite_fns.get(None))
         if fn is None:
             raise NotImplementedError(
                 f"Could not run '{self._qualname}' with arguments from the "
                 f"'{(device or 'cpu').upper()}' backend: no kernel is registered for it "
                 f"(registered: {sorted(k for k in self._backend_fns if k)}). Please use "
                 "register_kernel to add one.")
-        if device in self._disabled_kernel:
+        if device in self._disabled_kernel and self._init_fn is not None:
             return self._init_fn
         return fn
 
@@ -248,6 +270,9 @@ class CustomOpDef:
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         args, kwargs = self._bind(args, kwargs)
+        direct = self._direct_kernel(args, kwargs)
+        if direct is not None:
+            return direct(*args, **kwargs)
         if self._mutated:
             return self._call_mutating(args, kwargs)
         tensors = [t for a in args for t in (a if isinstance(a, (list, tuple)) else (a,))

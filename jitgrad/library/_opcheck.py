@@ -86,7 +86,7 @@ def _test_faketensor(opdef: CustomOpDef, args: tuple, kwargs: dict, **_: Any) ->
         raise RuntimeError(
             f"There was no fake impl registered for {opdef}. This is necessary for "
             "torch.compile/export/fx tracing to work. Please use "
-            f"`{opdef._init_fn.__name__}.register_fake` to add an fake impl.")
+            f"`{opdef._fn_name}.register_fake` to add an fake impl.")
     with no_grad():
         real = opdef(*_clone(args), **_clone(kwargs))
         fake = opdef._abstract_fn(*_clone(args), **_clone(kwargs))

@@ -4,6 +4,7 @@ keyword-only, and which are written to: ``Tensor(a0!) x``)."""
 
 from __future__ import annotations
 
+import ast
 import collections.abc
 import inspect
 import typing
@@ -13,7 +14,7 @@ from typing import Any
 import jitgrad
 from jitgrad import Tensor
 
-__all__ = ["infer_schema", "parse_schema_args"]
+__all__ = ["infer_schema", "parse_schema_args", "signature_of"]
 
 Number = int | float | bool  # (torch.types.Number)
 UNKNOWN_MUTATES = "unknown"
@@ -213,9 +214,21 @@ def _split_top(s: str) -> list[str]:
     return parts
 
 
-def parse_schema_args(schema: str) -> list[tuple[str, str, bool, bool]]:
-    """``[(name, type, keyword_only, written)]`` of a schema string's arguments
-    (``"(Tensor(a0!) x, *, float s=1.0) -> ()"``, with or without an op name before it).
+_NO_DEFAULT = inspect.Parameter.empty
+
+
+def _default(text: str) -> Any:
+    text = text.strip()
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError):
+        return getattr(jitgrad, text, text)  # (a dtype: ``ScalarType dt=float32``)
+
+
+def parse_schema_args(schema: str) -> list[tuple[str, str, bool, bool, Any]]:
+    """``[(name, type, keyword_only, written, default)]`` of a schema string's arguments
+    (``"(Tensor(a0!) x, *, float s=1.0) -> ()"``, with or without an op name before it;
+    ``inspect.Parameter.empty`` for no default).
 
     Raises:
         RuntimeError: the string is not a schema.
@@ -238,9 +251,16 @@ def parse_schema_args(schema: str) -> list[tuple[str, str, bool, bool]]:
         if part == "*":
             kw_only = True
             continue
-        decl = part.split("=", 1)[0].strip()
-        typ, _, name = decl.rpartition(" ")
+        decl, eq, default = part.partition("=")
+        typ, _, name = decl.strip().rpartition(" ")
         if not typ or not name.isidentifier():
             raise RuntimeError(f"Expected a schema like '(Tensor x) -> Tensor', got: {schema}")
-        out.append((name, typ, kw_only, "!" in typ))
+        out.append((name, typ, kw_only, "!" in typ, _default(default) if eq else _NO_DEFAULT))
     return out
+
+
+def signature_of(args: list) -> inspect.Signature:
+    """A Python signature for a schema's arguments (from :func:`parse_schema_args`)."""
+    return inspect.Signature([inspect.Parameter(
+        name, inspect.Parameter.KEYWORD_ONLY if kw else inspect.Parameter.POSITIONAL_OR_KEYWORD,
+        default=default) for name, _, kw, _, default in args])
