@@ -44,10 +44,25 @@ SUPPORTED_NODES: dict[type, NodeDef] = {}
 _NODE_REGISTRY_LOCK = threading.Lock()
 
 
+# class -> its NodeDef (the namedtuple one for a namedtuple class), or None for a leaf class;
+# filled on first sight, emptied on every (de)registration
+_HANDLERS: dict[type, NodeDef | None] = {}
+
+
 def _private_register(cls: type, flatten_fn: Callable, unflatten_fn: Callable,
                       flatten_with_keys_fn: Callable | None = None) -> None:
     with _NODE_REGISTRY_LOCK:
         SUPPORTED_NODES[cls] = NodeDef(cls, flatten_fn, unflatten_fn, flatten_with_keys_fn)
+        _HANDLERS.clear()
+
+
+def _handler(cls: type) -> NodeDef | None:
+    try:
+        return _HANDLERS[cls]
+    except KeyError:
+        h = SUPPORTED_NODES.get(namedtuple if is_namedtuple_class(cls) else cls)
+        _HANDLERS[cls] = h
+        return h
 
 
 def register_pytree_node(
@@ -95,6 +110,7 @@ def _deregister_pytree_node(cls: type) -> None:
     with _NODE_REGISTRY_LOCK:
         SUPPORTED_NODES.pop(cls, None)
         _SERIALIZED_NAMES.pop(cls, None)
+        _HANDLERS.clear()
 
 
 # ---- key entries (for paths) ----------------------------------------------------------------
@@ -227,7 +243,7 @@ def tree_is_leaf(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) 
     """Whether ``tree`` is a leaf: ``is_leaf(tree)`` is true or its type is not registered."""
     if is_leaf is not None and is_leaf(tree):
         return True
-    return _get_node_type(tree) not in SUPPORTED_NODES
+    return _handler(type(tree)) is None
 
 
 # ---- TreeSpec -------------------------------------------------------------------------------
@@ -411,12 +427,12 @@ def _flatten_up_to(spec: TreeSpec, node: Any, out: list) -> None:
 
 
 def _flatten(node: Any, leaves: list, is_leaf: Callable | None) -> TreeSpec:
-    if tree_is_leaf(node, is_leaf):
+    h = None if is_leaf is not None and is_leaf(node) else _handler(type(node))
+    if h is None:
         leaves.append(node)
         return _LEAF_SPEC
-    node_type = _get_node_type(node)
-    children, context = SUPPORTED_NODES[node_type].flatten_fn(node)
-    return TreeSpec(node_type, context, [_flatten(c, leaves, is_leaf) for c in children])
+    children, context = h.flatten_fn(node)
+    return TreeSpec(h.type, context, [_flatten(c, leaves, is_leaf) for c in children])
 
 
 def tree_flatten(tree: PyTree,
