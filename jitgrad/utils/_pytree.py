@@ -16,15 +16,14 @@ from collections import OrderedDict, defaultdict, deque, namedtuple
 from collections.abc import Callable, Iterable
 from typing import Any, NamedTuple
 
-__all__ = [
-    "PyTree", "Context", "KeyPath", "TreeSpec", "LeafSpec", "SequenceKey", "MappingKey",
-    "GetAttrKey", "register_pytree_node", "tree_is_leaf", "tree_flatten", "tree_unflatten",
-    "tree_iter", "tree_leaves", "tree_structure", "tree_map", "tree_map_", "map_only",
-    "tree_map_only", "tree_map_only_", "tree_all", "tree_any", "tree_all_only", "tree_any_only",
-    "tree_flatten_with_path", "tree_leaves_with_path", "tree_map_with_path", "keystr",
-    "key_get", "treespec_leaf", "treespec_tuple", "treespec_dict", "is_namedtuple",
-    "is_namedtuple_class", "is_namedtuple_instance", "arg_tree_leaves",
-]
+__all__ = ["PyTree", "Context", "KeyPath", "TreeSpec", "LeafSpec", "SequenceKey", "MappingKey",
+           "GetAttrKey", "register_pytree_node", "tree_is_leaf", "tree_flatten",
+           "tree_unflatten", "tree_iter", "tree_leaves", "tree_structure", "tree_map",
+           "tree_map_", "map_only", "tree_map_only", "tree_map_only_", "tree_all", "tree_any",
+           "tree_all_only", "tree_any_only", "tree_flatten_with_path", "tree_leaves_with_path",
+           "tree_map_with_path", "keystr", "key_get", "treespec_leaf", "treespec_tuple",
+           "treespec_dict", "is_namedtuple", "is_namedtuple_class", "is_namedtuple_instance",
+           "arg_tree_leaves"]
 
 PyTree = Any
 Context = Any
@@ -455,11 +454,11 @@ def tree_unflatten(leaves: Iterable[Any], treespec: TreeSpec) -> PyTree:
 
 def tree_iter(tree: PyTree, is_leaf: Callable[[PyTree], bool] | None = None) -> Iterable[Any]:
     """The leaves of ``tree``, left to right, lazily."""
-    if tree_is_leaf(tree, is_leaf):
+    h = None if is_leaf is not None and is_leaf(tree) else _handler(type(tree))
+    if h is None:
         yield tree
         return
-    children, _ = SUPPORTED_NODES[_get_node_type(tree)].flatten_fn(tree)
-    for c in children:
+    for c in h.flatten_fn(tree)[0]:
         yield from tree_iter(c, is_leaf)
 
 
@@ -561,17 +560,13 @@ def arg_tree_leaves(*args: PyTree, **kwargs: PyTree) -> list:
 # ---- key paths ------------------------------------------------------------------------------
 
 def _key_paths(path: tuple, tree: Any, is_leaf: Callable | None, out: list) -> None:
-    if is_leaf is not None and is_leaf(tree):
-        out.append((path, tree))
-        return
-    node_type = _get_node_type(tree)
-    handler = SUPPORTED_NODES.get(node_type)
+    handler = None if is_leaf is not None and is_leaf(tree) else _handler(type(tree))
     if handler is None:
         out.append((path, tree))
         return
     if handler.flatten_with_keys_fn is None:
         raise ValueError(
-            f"Did not find a flatten_with_keys_fn for type: {node_type}. "
+            f"Did not find a flatten_with_keys_fn for type: {handler.type}. "
             "Please pass a flatten_with_keys_fn argument to register_pytree_node.")
     for k, c in handler.flatten_with_keys_fn(tree)[0]:
         _key_paths((*path, k), c, is_leaf, out)
