@@ -321,7 +321,7 @@ def test_benchmark_timer_and_measurement():
     assert m.number_per_run == 7 and len(m.times) == 1 and m.times[0] > 0
     assert m.title == "add: ones(3)" and m.stmt == "torch.add(x, 1)"  # (task fields forwarded)
     lines = repr(m).splitlines()
-    assert lines[0].startswith("<jitgrad.utils.benchmark.Measurement object at")
+    assert lines[0].startswith("<jitgrad.utils.benchmark.utils.common.Measurement object at")
     assert lines[1:4] == ["add: ones(3)", "tiny", "setup: y = 2"]
     assert lines[-1] == "  1 measurement, 7 runs , 1 thread"
     b = t.blocked_autorange(min_run_time=0.01)

@@ -5,13 +5,14 @@ the declarations next to them (``surface``)."""
 from __future__ import annotations
 
 # Importing the op modules registers their ops and public declarations.
-from . import (arranging, calculus, composite, creation, einsum, elementwise, elementwise2,
-               elementwise3, extras, fft_ops, functions, indexing, inplace, linalg, linalg2,
-               linalg_decomp, linalg_legacy, linalg_more, linalg_more2, movement, nn_ops, norms,
-               reduce, reductions2, reductions3, rounding, scan, selection, shape_helpers,
-               sharing, sorting, special_fns, special24, special24_gamma, special24_poly,
-               spectral, storage, surface24, surface24_info, surface24_math, surface24_more,
-               torch_extras, torch_extras2, torch_extras3, unique)
+from . import (arranging, calculus, composite, creation, custom_namespaces, einsum,
+               elementwise, elementwise2, elementwise3, extras, fft_ops, functions, indexing,
+               inplace, linalg, linalg2, linalg_decomp, linalg_legacy, linalg_more,
+               linalg_more2, movement, nn_ops, norms, reduce, reductions2, reductions3,
+               rounding, scan, selection, shape_helpers, sharing, sorting, special_fns,
+               special24, special24_gamma, special24_poly, spectral, storage, surface24,
+               surface24_info, surface24_math, surface24_more, torch_extras, torch_extras2,
+               torch_extras3, unique)
 from .out_arg import out_variant
 from .registry import OPS, OpDef, Public, apply, defop
 from .surface import install_namespace, public
@@ -20,6 +21,15 @@ __all__ = ["OPS", "OpDef", "Public", "apply", "defop", "public"]
 
 # jitgrad.ops.exp, ... (the random functions join at jitgrad import)
 install_namespace(globals(), variant=out_variant)
+
+
+def __getattr__(name: str):
+    """``jitgrad.ops.<namespace>``: the custom operators of ``jitgrad.library.custom_op``
+    (as ``torch.ops.mylib``; consulted only for names that are not this package's own)."""
+    ns = custom_namespaces.NAMESPACES.get(name)
+    if ns is None:
+        raise AttributeError(f"module 'jitgrad.ops' has no attribute {name!r}")
+    return ns
 
 
 def install(namespace: dict, tensor_type: type) -> None:

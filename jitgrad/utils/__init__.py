@@ -1,4 +1,18 @@
-"""``jitgrad.utils``: data loading (``jitgrad.utils.data``) and activation checkpointing
-(``jitgrad.utils.checkpoint``)."""
+"""``jitgrad.utils``: data loading (``jitgrad.utils.data``), activation checkpointing
+(``jitgrad.utils.checkpoint``), hooks' handles (``hooks``), pytrees (``_pytree``) and timing
+(``benchmark``). Each submodule loads on first use (``jitgrad.func`` needs ``_pytree`` only)."""
 
-from . import benchmark, checkpoint, data, hooks
+import importlib
+from typing import Any
+
+_SUBMODULES = ("_pytree", "benchmark", "checkpoint", "data", "hooks")
+
+
+def __getattr__(name: str) -> Any:
+    if name in _SUBMODULES:
+        return importlib.import_module(f"{__name__}.{name}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list:
+    return sorted(set(globals()) | set(_SUBMODULES))

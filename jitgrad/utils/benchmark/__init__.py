@@ -1,0 +1,6 @@
+"""``jitgrad.utils.benchmark``: ``Timer``, ``Measurement`` and ``Compare`` as in
+``torch.utils.benchmark`` (wall-clock timing of Python statements; no Callgrind, no C++)."""
+
+from .utils.common import *  # noqa: F403
+from .utils.compare import *  # noqa: F403
+from .utils.timer import *  # noqa: F403

@@ -1,0 +1,1 @@
+"""The modules of ``jitgrad.utils.benchmark`` (laid out as torch's)."""
