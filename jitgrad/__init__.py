@@ -15,8 +15,10 @@ from .random import Generator  # (jitgrad.random declares rand, randn, ... befor
 from .ops.extras import (channels_last, channels_last_3d, contiguous_format, memory_format,
                          preserve_format)
 from .random import _default as default_generator
-from ._legacy import (BoolTensor, ByteTensor, CharTensor, DoubleTensor, FloatTensor, HalfTensor,
-                      IntTensor, LongTensor, ShortTensor)
+from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
+                      FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
+from ._runtime_flags import (is_anomaly_check_nan_enabled, is_anomaly_enabled,
+                             is_warn_always_enabled, set_anomaly_enabled, set_warn_always)
 from .device import get_default_device, set_default_device
 from .serialization import load, save
 from ._tensor_str import get_printoptions, printoptions, set_printoptions
@@ -59,6 +61,10 @@ def __getattr__(name: str):
         from .func import vmap
 
         return vmap
+    if name == "GradScaler":  # torch.GradScaler is torch.amp.GradScaler
+        from .amp import GradScaler
+
+        return GradScaler
     if name == "compile":  # torch.compile's entry point, on jit (imported on first use)
         from .jit.torch_compile import compile
 

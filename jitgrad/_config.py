@@ -88,3 +88,8 @@ def parallel_min() -> int:
 def mpi_progress_thread() -> bool:
     """``JITGRAD_MPI_PROGRESS_THREAD``: whether a progress thread may run (default on)."""
     return os.environ.get("JITGRAD_MPI_PROGRESS_THREAD", "1") != "0"
+
+
+# Not an environment flag: ``jitgrad.set_warn_always`` (torch's), read by the warnings jitgrad
+# otherwise gives once per process (the legacy linalg functions' deprecations).
+WARN_ALWAYS = [False]

@@ -57,6 +57,7 @@ def _make(name: str, dt: dtypes.dtype) -> type:
 FloatTensor = _make("FloatTensor", dtypes.float32)
 DoubleTensor = _make("DoubleTensor", dtypes.float64)
 HalfTensor = _make("HalfTensor", dtypes.float16)
+BFloat16Tensor = _make("BFloat16Tensor", dtypes.bfloat16)
 LongTensor = _make("LongTensor", dtypes.int64)
 IntTensor = _make("IntTensor", dtypes.int32)
 ShortTensor = _make("ShortTensor", dtypes.int16)
@@ -64,8 +65,9 @@ CharTensor = _make("CharTensor", dtypes.int8)
 ByteTensor = _make("ByteTensor", dtypes.uint8)
 BoolTensor = _make("BoolTensor", dtypes.bool)
 
-BY_NAME = {c.__name__: c for c in (FloatTensor, DoubleTensor, HalfTensor, LongTensor, IntTensor,
-                                   ShortTensor, CharTensor, ByteTensor, BoolTensor)}
+BY_NAME = {c.__name__: c for c in (FloatTensor, DoubleTensor, HalfTensor, BFloat16Tensor,
+                                   LongTensor, IntTensor, ShortTensor, CharTensor, ByteTensor,
+                                   BoolTensor)}
 
 
 def as_dtype(t: Any) -> dtypes.dtype | None:

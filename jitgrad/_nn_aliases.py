@@ -20,7 +20,7 @@ __all__ = ["max_pool1d", "max_pool2d", "max_pool3d", "max_pool1d_with_indices", 
            "alpha_dropout", "alpha_dropout_", "feature_dropout", "feature_dropout_",
            "feature_alpha_dropout", "feature_alpha_dropout_", "bilinear", "prelu", "selu",
            "selu_", "celu", "celu_", "threshold", "threshold_", "hardshrink", "rrelu", "rrelu_",
-           "embedding_bag", "constant_pad_nd"]
+           "embedding_bag", "constant_pad_nd", "pdist"]
 
 
 def _fn() -> Any:
@@ -346,6 +346,11 @@ def embedding_bag(weight: Any, indices: Any, offsets: Any, scale_grad_by_freq: b
 def constant_pad_nd(input: Any, pad: Any, value: float = 0) -> Any:  # noqa: A002
     """``torch.constant_pad_nd``: ``F.pad(input, pad, value=value)``."""
     return _fn().pad(input, list(pad), value=value)
+
+
+def pdist(input: Any, p: float = 2) -> Any:  # noqa: A002
+    """``torch.pdist``: ``F.pdist``, the p-norm distances between the rows of ``input``."""
+    return _fn().pdist(input, p)
 
 
 def install_tensor_methods(tensor_type: type) -> None:

@@ -43,7 +43,8 @@ LAYERS = [
     ("graph", ["jitgrad.autograd.node", "jitgrad.autograd.engine", "jitgrad.autograd.op_node",
                "jitgrad.autograd.saved_values", "jitgrad.autograd.grad_mode",
                "jitgrad.autograd.anomaly", "jitgrad.autograd.graph",
-               "jitgrad.autograd.rule_programs", "jitgrad.autograd._decorator"]),
+               "jitgrad.autograd.rule_programs", "jitgrad.autograd._decorator",
+               "jitgrad._runtime_flags"]),
     ("ops", ["jitgrad.ops", "jitgrad.random", "jitgrad._generator"]),
     # (autograd.function: custom Functions, built on the graph, with forward-mode AD rules)
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",

@@ -96,6 +96,34 @@ def from_numpy(ndarray: np.ndarray):
     return _tensor._new(ndarray, dtypes.from_numpy_dtype(ndarray.dtype))
 
 
+@public("frombuffer")
+def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
+               requires_grad: bool = False):
+    """A 1-D tensor sharing memory with an object of the buffer protocol (``bytearray``,
+    ``memoryview``, ``array.array``, ...): ``count`` elements of ``dtype`` from byte
+    ``offset`` (-1: all that follow). A read-only buffer gives a read-only tensor."""
+    if dtype is dtypes.bfloat16:
+        raise TypeError("frombuffer: jitgrad keeps bfloat16 in float32 memory, so a buffer of "
+                        "2-byte bfloat16 values cannot be shared; read it as int16 and convert")
+    view = memoryview(buffer)
+    size = view.nbytes
+    if size == 0 and count in (0, -1) or count == 0:
+        raise ValueError(f"both buffer length ({size}) and count ({count}) must not be 0")
+    if offset < 0 or offset >= size:
+        raise ValueError(f"offset ({offset} bytes) must be non-negative and no greater than "
+                         f"buffer length ({size} bytes) minus 1")
+    item = dtype.itemsize
+    if count < 0 and (size - offset) % item:
+        raise ValueError(f"buffer length ({size - offset} bytes) after offset ({offset} bytes) "
+                         f"must be a multiple of element size ({item})")
+    if count > 0 and size - offset < count * item:
+        raise ValueError(f"requested buffer length ({count} * {item} bytes) after offset "
+                         f"({offset} bytes) must not be greater than actual buffer length "
+                         f"({size} bytes)")
+    data = np.frombuffer(buffer, dtype=dtype.np, count=count, offset=offset)
+    return _tensor._new(data, dtype, requires_grad=requires_grad)
+
+
 @public("from_dlpack")
 def from_dlpack(ext_tensor: Any):
     """A tensor sharing memory with ``ext_tensor`` (zero-copy), as ``torch.from_dlpack``.

@@ -6,6 +6,7 @@ from __future__ import annotations
 import warnings
 from collections import namedtuple
 
+from .. import _config
 from .linalg2 import cholesky as _cholesky
 from .linalg_decomp import qr as _qr
 from .linalg_more import lu_factor_ex
@@ -17,7 +18,7 @@ _warned: set = set()
 
 
 def _warn_once(name: str, text: str) -> None:
-    if name not in _warned:
+    if name not in _warned or _config.WARN_ALWAYS[0]:
         _warned.add(name)
         warnings.warn(text, UserWarning, stacklevel=3)
 

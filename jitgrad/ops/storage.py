@@ -330,6 +330,19 @@ def is_storage(obj: Any) -> bool:
     return isinstance(obj, (UntypedStorage, TypedStorage))
 
 
+def _legacy_storage(name: str, dt: dtypes.dtype) -> type:
+    def init(self, *args: Any, device: Any = None, **kwargs: Any) -> None:
+        TypedStorage.__init__(self, *args, dtype=dt, device=device, **kwargs)
+
+    return type(name, (TypedStorage,), {"__init__": init, "__module__": "jitgrad",
+                                        "__doc__": f"Legacy typed storage of {dt.name}."})
+
+
+# torch's legacy storage classes (``FloatStorage(3)``): typed storages of one dtype
+LEGACY = {f"{d._legacy[:-len('Tensor')]}Storage": _legacy_storage(
+    f"{d._legacy[:-len('Tensor')]}Storage", d) for d in dtypes.ALL}
+
+
 def install(namespace: dict, tensor_type: type) -> None:
     """``Tensor.untyped_storage/storage/set_``; ``jitgrad.UntypedStorage``, ``TypedStorage``,
     ``is_storage``."""
@@ -339,3 +352,4 @@ def install(namespace: dict, tensor_type: type) -> None:
     namespace["UntypedStorage"] = UntypedStorage
     namespace["TypedStorage"] = TypedStorage
     namespace["is_storage"] = is_storage
+    namespace.update(LEGACY)
