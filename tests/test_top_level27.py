@@ -78,3 +78,14 @@ def test_warn_always_repeats_the_legacy_deprecations():
         finally:
             jg.set_warn_always(False)
     assert sum("torch.cholesky is deprecated" in str(w.message) for w in seen) == 2
+
+
+def test_cudnn_flags_set_and_restore_as_torch():
+    def run(m):
+        c = m.backends.cudnn
+        before = (c.enabled, c.allow_tf32, c.deterministic)
+        with c.flags(enabled=False, allow_tf32=False, deterministic=True):
+            inside = (c.enabled, c.allow_tf32, c.deterministic)
+        return before, inside, (c.enabled, c.allow_tf32, c.deterministic)
+
+    assert run(jg) == run(torch)
