@@ -278,6 +278,12 @@ _SCALAR_TYPES = (int, float)
 cuda_live = False
 cuda_compute: Callable | None = None
 _ndarray = np.ndarray
+# Sparse tensors (``jitgrad.sparse``): once one exists, ``_apply`` hands a call with a sparse
+# argument to ``sparse_apply`` (torch's sparse kernels); until then the cost is one read. The
+# lanes never see one (a ``SparseTensor`` is no plain ``Tensor``).
+sparse_live = False
+sparse_type: Any = None
+sparse_apply: Callable | None = None
 
 
 def apply(op: OpDef, *args: Any, **params: Any):
@@ -358,6 +364,8 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
 
 def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
+    if sparse_live and _any_sparse(args):
+        return sparse_apply(op, args, params)
     st = state
     if st.autocast and op.autocast is not None:
         args = autocast_arguments(op.autocast, st.autocast, Tensor, args)
@@ -378,6 +386,18 @@ def _apply(op: OpDef, args: tuple, params: dict):
         out_dtype = (out_dtype,) * len(out)
     result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
     return _finish(op, args, params, result, result)
+
+
+def _any_sparse(args: tuple) -> bool:
+    """Whether an argument (or a tensor in a list argument) is a sparse tensor."""
+    for a in args:
+        if isinstance(a, sparse_type):
+            return True
+        if type(a) is list or type(a) is tuple:
+            for b in a:
+                if isinstance(b, sparse_type):
+                    return True
+    return False
 
 
 def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):
