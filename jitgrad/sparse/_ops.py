@@ -50,7 +50,9 @@ def run(op: OpDef, *args: Any, **params: Any) -> Any:
 
 
 def _op(name: str, impl: Any, meta: Any, vjp: Any, save: tuple = (), node: str | None = None):
-    return OpDef(name, impl, kind=OPAQUE, meta=meta, vjp=vjp, save=save, node_name=node)
+    """A sparse primitive (``vjp``: the rule of its first input, or a tuple of one per input)."""
+    return OpDef(name, impl, kind=OPAQUE, meta=meta, vjp=vjp if type(vjp) is tuple else (vjp,),
+                 save=save, node_name=node)
 
 
 def _is_sparse(t: Any) -> bool:

@@ -146,9 +146,19 @@ class SparseTensor(Tensor):
 
     @property
     def grad(self) -> Tensor | None:
-        """The gradient (sparse for the sparse ops, as torch's)."""
+        """The gradient: sparse, on this tensor's (coalesced) pattern for the sparse ops, as
+        torch's. (Where two sparse gradients met in the engine's array lane, it summed them as
+        dense arrays: such a gradient is put back on the pattern here, once.)"""
         g = self._grad
-        return as_sparse(g) if g is not None else None
+        if g is None:
+            return None
+        g = as_sparse(g)
+        if type(g._data) not in STORAGES and not g.requires_grad:
+            d = self._data
+            pattern = d.coalesce() if type(d) is COO else d
+            idx = tuple(pattern.coo_indices())
+            g = self._grad = make_sparse(pattern.with_values(g._data[idx]), g._dtype)
+        return g
 
     @grad.setter
     def grad(self, value: Tensor | None) -> None:
