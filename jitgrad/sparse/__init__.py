@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.creation import tensor as _tensor
+from ..ops.surface24 import fn as _fn
 from ..ops.registry import Tensor
 from . import _dispatch
 from ._ops import (
@@ -47,7 +47,7 @@ def _int_array(x: Any, what: str) -> np.ndarray:
 
 
 def _values(values: Any, dtype: Any) -> Tensor:
-    v = values if isinstance(values, Tensor) else _tensor(values, dtype=dtype)
+    v = values if isinstance(values, Tensor) else _fn("tensor")(values, dtype=dtype)
     if dtype is not None and v.dtype is not dtype:
         v = v.to(dtype)
     if v.ndim == 0:
@@ -146,7 +146,7 @@ def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: An
         raise RuntimeError(f"crow_indices.size(-1) must be equal to size[-2] + 1 (that is "
                            f"{size[0] + 1 if size else 1}), but got: {crow.size}")
     if col.size and (col.min() < 0 or col.max() >= size[1]):
-        raise RuntimeError(f"`0 <= col_indices < ncols` is not satisfied.")
+        raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
     pattern = CSR(crow, col, v._data, size)
     return _finish(run(FROM_VALUES, v, like=pattern), requires_grad)
 
