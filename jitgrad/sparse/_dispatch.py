@@ -118,17 +118,30 @@ def _unary(name: str) -> Any:
     return handler
 
 
+def _select(s: Any, dim: int, index: int) -> Any:
+    return sp.select(s, dim, index)
+
+
+def _cat(*tensors: Any, dim: int) -> Any:
+    if not all(_sparse(t) for t in tensors):
+        return NotImplemented
+    return sp.cat(tensors, dim)
+
+
 HANDLERS: dict = {
     "mm": _mm, "mv": _mv, "addmm": _addmm, "add": sp.add, "sub": _sub, "mul": sp.mul,
     "div": _div, "neg": _neg, "to_copy": _to_copy, "clone": _clone, "sum": _sum,
     "sum_dim": _sum_dim, "t": _t, "transpose": _transpose, "permute": _permute,
-    "pow_scalar": _pow, "detach": lambda s: s.detach(),
+    "pow_scalar": _pow, "detach": lambda s: s.detach(), "select": _select, "cat": _cat,
 }
 HANDLERS.update({name: _unary(name) for name in ZERO_PRESERVING})
 
 
 def dispatch(op: OpDef, args: tuple, params: dict) -> Any:
     """Runs dense op ``op`` on arguments of which one is sparse (``registry.apply``'s hook)."""
+    if registry.state.traces:
+        raise NotImplementedError("jitgrad.jit cannot trace sparse tensors: call the sparse ops "
+                                  "outside the compiled function")
     handler = HANDLERS.get(op.name)
     out = NotImplemented if handler is None else handler(*args, **params)
     if out is NotImplemented:
@@ -145,7 +158,50 @@ def _flat(args: tuple):
             yield a
 
 
+# in-place methods with a sparse version: the out-of-place op's result written into ``self``
+INPLACE = {"add_": "add", "sub_": "sub", "mul_": "mul", "div_": "div", "neg_": "neg",
+           "pow_": "pow", **{f"{n}_": n for n in ZERO_PRESERVING if n != "conj"}}
+# methods ending in ``_`` that are no in-place math (SparseTensor's own, or any layout's)
+KEEP = {"requires_grad_", "detach_", "share_memory_", "coalesce_", "apply_", "map_"}
+
+
+def _inplace(name: str) -> Any:
+    base = INPLACE.get(name)
+
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if base is None:
+            raise not_implemented(name, self)
+        if self._grad_fn is None and self._requires_grad and registry.state.grad_enabled:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an "
+                               "in-place operation.")
+        out = getattr(SparseTensor, base)(self, *args, **kwargs)
+        if out._dtype is not self._dtype:
+            raise RuntimeError(f"result type {out._dtype._legacy[:-6]} can't be cast to the "
+                               f"desired output type {self._dtype._legacy[:-6]}")
+        self._data = out._data
+        self._vc[0] += 1
+        if out._grad_fn is not None:
+            self._grad_fn, self._output_nr = out._grad_fn, out._output_nr
+        return self
+
+    method.__name__ = method.__qualname__ = name
+    return method
+
+
+def _zero_(self: Any) -> Any:
+    """Removes every entry (``nnz`` becomes 0)."""
+    self._data = sp.empty_like_pattern(self._data)
+    self._vc[0] += 1
+    return self
+
+
 def install() -> None:
-    """Routes dense ops on sparse arguments here (from the first sparse tensor made on)."""
+    """Routes dense ops on sparse arguments here (from the first sparse tensor made on), and
+    gives SparseTensor its in-place methods (the sparse ones, or torch's error)."""
+    for name in dir(Tensor):
+        if name.endswith("_") and not name.startswith("_") and name not in KEEP \
+                and name not in SparseTensor.__dict__ and callable(getattr(Tensor, name)):
+            setattr(SparseTensor, name, _inplace(name))
+    SparseTensor.zero_ = _zero_
     registry.sparse_type = SparseTensor
     registry.sparse_apply = dispatch

@@ -56,7 +56,9 @@ def _op(name: str, impl: Any, meta: Any, vjp: Any, save: tuple = (), node: str |
 
 
 def _is_sparse(t: Any) -> bool:
-    return isinstance(t, Tensor) and type(t._data) in STORAGES
+    """A sparse tensor, or a plain ``Tensor`` on a sparse storage (an engine-wrapped gradient;
+    other subclasses, tracers among them, are never sparse)."""
+    return isinstance(t, SparseTensor) or type(t) is Tensor and type(t._data) in STORAGES
 
 
 def _pattern(t: Any) -> _Sparse:
@@ -316,10 +318,32 @@ def spmm(s: Any, d: Any) -> Tensor:
     if not _is_sparse(s):  # dense @ sparse = (sparse^T @ dense^T)^T
         return spmm(transpose(d, 0, 1), s.t()).t()
     if _is_sparse(d):  # sparse @ sparse: sparse
-        return spmm(s, to_dense(d)).to_sparse()
+        return _spspmm(s, d)
     if type(s._data) is COO and s._data.dense_dim:
         raise RuntimeError("sparse.mm: hybrid sparse tensors (dense_dim > 0) are not supported")
     return run(MM, s, d)
+
+
+def _coo(s: SparseTensor) -> SparseTensor:
+    c = _canonical(s)
+    return run(CONVERT, c, csr=False) if type(c._data) is CSR else c
+
+
+def _spspmm(a: SparseTensor, b: SparseTensor) -> SparseTensor:
+    """Sparse @ sparse: each entry (i, k) of ``a`` times each entry (k, j) of ``b``'s row k,
+    summed per (i, j); the products are of the values, so gradients reach both."""
+    _mm_meta(a, b)
+    a, b = _coo(a), _coo(b)
+    (ra, ca), (rb, cb) = a._data.indices, b._data.indices
+    counts = np.bincount(rb, minlength=b.shape[0])
+    starts = np.concatenate([[0], np.cumsum(counts)[:-1]]).astype(np.int64)
+    reps = counts[ca]
+    ia = np.repeat(np.arange(ca.size), reps)
+    ib = starts[ca[ia]] + np.arange(ia.size) - np.repeat(np.cumsum(reps) - reps, reps)
+    pattern = COO(np.stack([ra[ia], cb[ib]]).reshape(2, -1), np.empty(ia.size, a._data.dtype),
+                  (a.shape[0], b.shape[1]))
+    vals = values_of(a).index_select(0, _index(ia)) * values_of(b).index_select(0, _index(ib))
+    return coalesce(from_values(vals, pattern))
 
 
 def add(a: Any, b: Any, alpha: Any = 1) -> Any:
@@ -433,3 +457,55 @@ def softmax(input: Any, dim: int, dtype: Any = None) -> SparseTensor:  # noqa: A
 def log_softmax(input: Any, dim: int, dtype: Any = None) -> SparseTensor:  # noqa: A002
     """``torch.sparse.log_softmax`` (see ``softmax``)."""
     return _softmax(input, dim, dtype, log=True)
+
+
+def empty_like_pattern(d: _Sparse) -> _Sparse:
+    """A storage of ``d``'s size and layout with no entries."""
+    if type(d) is CSR:
+        return CSR(np.zeros(d.shape[0] + 1, np.int64), d.col[:0], d.values[:0], d.shape)
+    return COO(d.indices[:, :0], d.values[:0], d.shape, True)
+
+
+def select(s: SparseTensor, dim: int, index: int) -> Any:
+    """``s[..., index, ...]`` along ``dim``: sparse while a sparse dim is left."""
+    c = _canonical(s)
+    if type(c._data) is CSR:
+        c = run(CONVERT, c, csr=False)
+    d = c._data
+    dim = dim % s.ndim
+    v = values_of(c)
+    sd = d.sparse_dim
+    if dim >= sd:  # a dense dim: each value's slice
+        shape = d.shape[:dim] + d.shape[dim + 1:]
+        return from_values(v.select(dim - sd + 1, index), COO(d.indices, d.values, shape, True))
+    hit = np.flatnonzero(d.indices[dim] == index)
+    v = v.index_select(0, _index(hit))
+    if sd == 1:  # no sparse dim left: the dense slice
+        return v.sum(0)
+    rest = [i for i in range(sd) if i != dim]
+    shape = d.shape[:dim] + d.shape[dim + 1:]
+    return from_values(v, COO(d.indices[rest][:, hit], d.values[hit], shape, True))
+
+
+def cat(tensors: Any, dim: int) -> SparseTensor:
+    """COO tensors concatenated along a sparse dim (their entries, indices shifted)."""
+    parts = [_canonical(t) for t in tensors]
+    parts = [run(CONVERT, p, csr=False) if type(p._data) is CSR else p for p in parts]
+    first = parts[0]._data
+    if dim >= first.sparse_dim or any(p._data.sparse_dim != first.sparse_dim for p in parts):
+        raise NotImplementedError("cat of sparse tensors: only along a sparse dim of tensors "
+                                  "with the same sparse dims")
+    indices, offset = [], 0
+    for p in parts:
+        idx = p._data.indices.copy()
+        idx[dim] += offset
+        offset += p.shape[dim]
+        indices.append(idx)
+    shape = list(first.shape)
+    shape[dim] = offset
+    vals = [values_of(p) for p in parts]
+    from ..ops.surface24 import fn
+
+    pattern = COO(np.concatenate(indices, axis=1), np.concatenate([p._data.values for p in parts]),
+                  tuple(shape), dim == 0)
+    return from_values(fn("cat")(vals, 0), pattern)

@@ -65,6 +65,14 @@ class SparseTensor(Tensor):
     def stride(self, dim: int | None = None):
         raise RuntimeError("Sparse tensors do not have strides")
 
+    def contiguous(self, memory_format: Any = None) -> SparseTensor:
+        return self
+
+    def type(self, dtype: Any = None) -> Any:
+        if dtype is None:
+            return f"jitgrad.sparse.{self._dtype._legacy}"
+        return self.to(dtype)
+
     def reshape(self, *shape: Any) -> Any:
         raise RuntimeError("reshape is not implemented for sparse tensors")
 
@@ -256,3 +264,29 @@ def sparse_repr(t: SparseTensor) -> str:
     elif t._requires_grad:
         suffixes.append("requires_grad=True")
     return _suffixes("tensor(" + text, suffixes, indent, type(d) is COO)
+
+
+# ---------------------------------------------------------------- saving
+
+
+def sparse_parts(t: SparseTensor) -> tuple[dict, dict]:
+    """What ``jitgrad.save`` writes of a sparse tensor: (a JSON-able description, its arrays)."""
+    d = t._data
+    if type(d) is COO:
+        arrays = {"indices": d.indices, "values": d.values}
+        meta = {"layout": "coo", "coalesced": bool(d.coalesced)}
+    else:
+        arrays = {"crow": d.crow, "col": d.col, "values": d.values}
+        meta = {"layout": "csr"}
+    meta.update(size=list(d.shape), dtype=t._dtype.name, arrays=list(arrays))
+    return meta, arrays
+
+
+def sparse_from_parts(meta: dict, arrays: dict) -> SparseTensor:
+    """The sparse tensor that ``sparse_parts`` described (``jitgrad.load``)."""
+    if meta["layout"] == "coo":
+        storage = COO(arrays["indices"], arrays["values"], tuple(meta["size"]),
+                      bool(meta["coalesced"]))
+    else:
+        storage = CSR(arrays["crow"], arrays["col"], arrays["values"], tuple(meta["size"]))
+    return make_sparse(storage, getattr(dtypes, meta["dtype"]))
