@@ -337,3 +337,94 @@ def test_dense_ops_unchanged_after_sparse_exists():
     a = jitgrad.tensor([1.0, 2.0], requires_grad=True)
     (a * a + a).sum().backward()
     assert a.grad.tolist() == [3.0, 5.0] and a.layout is jitgrad.strided
+
+
+# ---------------------------------------------------------------- more of the surface
+
+
+def test_sparse_times_sparse_matches_torch_with_gradients():
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    a = (rng.random((5, 4)) < 0.4) * rng.standard_normal((5, 4))
+    b = (rng.random((4, 6)) < 0.4) * rng.standard_normal((4, 6))
+    out = {}
+    for lib in (torch, jitgrad):
+        sa = lib.tensor(a).to_sparse().requires_grad_()
+        sb = lib.tensor(b).to_sparse().requires_grad_()
+        c = lib.sparse.mm(sa, sb)
+        assert c.is_sparse
+        c.to_dense().pow(2).sum().backward()
+        out[lib] = (c.to_dense().detach().numpy(), sa.grad.to_dense().numpy(),
+                    sb.grad.to_dense().numpy())
+    for x, y in zip(out[torch], out[jitgrad]):
+        np.testing.assert_allclose(y, x, rtol=1e-10, atol=1e-12)
+    assert jitgrad.sparse.mm(jitgrad.tensor(a).to_sparse(), jitgrad.tensor(b).to_sparse()) \
+        .is_coalesced()
+
+
+def test_select_cat_and_inplace_match_torch():
+    torch = _torch()
+    res = {}
+    for lib in (torch, jitgrad):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = _s(lib).coalesce()
+            t = s.clone()
+            t.mul_(2)
+            t.add_(s)
+            t.div_(3)
+            res[lib] = [_dense(s[1]), _dense(s.select(1, 2)), _dense(lib.cat([s, s])),
+                        _dense(lib.cat([s, s], 1)), _dense(t), float(t.clone().zero_()._nnz()),
+                        [_dense(r) for r in s]]
+    mine, theirs = res[jitgrad], res[torch]
+    assert len(mine[-1]) == len(theirs[-1]) == 2
+    for x, y in zip(mine[:-1] + mine[-1], theirs[:-1] + theirs[-1]):
+        np.testing.assert_allclose(x, y, rtol=1e-6)
+
+
+def test_inplace_rules():
+    s = _s(requires_grad=True)
+    with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+        s.mul_(2)
+    with pytest.raises(NotImplementedError, match="aten::uniform_"):
+        _s().uniform_()
+    t = _s()
+    version = t._version
+    t.mul_(2)
+    assert t._version == version + 1 and t._values().tolist() == [6.0, 8.0, 10.0, 2.0]
+
+
+def test_save_load_and_pickle_keep_the_layout(tmp_path):
+    import copy
+    import pickle
+
+    s = _s(requires_grad=True)
+    c = s.detach().coalesce().to_sparse_csr()
+    jitgrad.save({"s": s, "c": c}, tmp_path / "t.pt")
+    back = jitgrad.load(tmp_path / "t.pt")
+    for old, new in ((s, back["s"]), (c, back["c"])):
+        assert new.layout is old.layout and new._nnz() == old._nnz()
+        np.testing.assert_array_equal(new.to_dense().detach().numpy(),
+                                      old.to_dense().detach().numpy())
+    assert back["s"].requires_grad and not back["s"].is_coalesced()
+    for new in (pickle.loads(pickle.dumps(s)), copy.deepcopy(s)):
+        assert new.is_sparse and new._indices().tolist() == IDX and new.requires_grad
+
+
+def test_jit_refuses_sparse_tensors():
+    s = _s()
+    f = jitgrad.jit(lambda x: jitgrad.sparse.mm(s, x))
+    with pytest.raises(NotImplementedError, match="jitgrad.jit cannot trace sparse tensors"):
+        f(jitgrad.ones(3, 2))
+
+
+def test_type_contiguous_and_engine_wrapped_gradients():
+    s = _s()
+    assert s.type() == "jitgrad.sparse.FloatTensor" and s.contiguous() is s
+    assert not s.is_contiguous()
+    # a sparse intermediate whose gradient travels through the engine's array lane
+    v = jitgrad.tensor(VALS, dtype=jitgrad.float64, requires_grad=True)
+    t = jitgrad.sparse_coo_tensor(jitgrad.tensor(IDX), v, (2, 3))
+    out = jitgrad.sparse.mm((t * 2).t().t(), jitgrad.ones(3, 1, dtype=jitgrad.float64))
+    out.sum().backward()
+    assert v.grad.tolist() == [2.0] * 4
