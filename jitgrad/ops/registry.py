@@ -278,11 +278,10 @@ _SCALAR_TYPES = (int, float)
 cuda_live = False
 cuda_compute: Callable | None = None
 _ndarray = np.ndarray
-# Sparse tensors (``jitgrad.sparse``): once one exists, ``_apply`` hands a call with a sparse
-# argument to ``sparse_apply`` (torch's sparse kernels); until then the cost is one read. The
-# lanes never see one (a ``SparseTensor`` is no plain ``Tensor``).
+# Sparse tensors (``jitgrad.sparse``, whose tensors are no plain ``Tensor``: never in a lane):
+# once one exists, ``_apply`` hands a call with one (``sparse_any``) to ``sparse_apply``.
 sparse_live = False
-sparse_type: Any = None
+sparse_any: Callable | None = None
 sparse_apply: Callable | None = None
 
 
@@ -364,7 +363,7 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
 
 def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
-    if sparse_live and _any_sparse(args):
+    if sparse_live and sparse_any(args):
         return sparse_apply(op, args, params)
     st = state
     if st.autocast and op.autocast is not None:
@@ -386,18 +385,6 @@ def _apply(op: OpDef, args: tuple, params: dict):
         out_dtype = (out_dtype,) * len(out)
     result = tuple(_wrap(o, d) for o, d in zip(out, out_dtype))
     return _finish(op, args, params, result, result)
-
-
-def _any_sparse(args: tuple) -> bool:
-    """Whether an argument (or a tensor in a list argument) is a sparse tensor."""
-    for a in args:
-        if isinstance(a, sparse_type):
-            return True
-        if type(a) is list or type(a) is tuple:
-            for b in a:
-                if isinstance(b, sparse_type):
-                    return True
-    return False
 
 
 def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):

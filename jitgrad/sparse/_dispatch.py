@@ -150,6 +150,18 @@ def dispatch(op: OpDef, args: tuple, params: dict) -> Any:
     return out
 
 
+def any_sparse(args: tuple) -> bool:
+    """Whether an argument (or a tensor in a list argument) is a sparse tensor."""
+    for a in args:
+        if isinstance(a, SparseTensor):
+            return True
+        if type(a) is list or type(a) is tuple:
+            for b in a:
+                if isinstance(b, SparseTensor):
+                    return True
+    return False
+
+
 def _flat(args: tuple):
     for a in args:
         if isinstance(a, (list, tuple)):
@@ -203,5 +215,5 @@ def install() -> None:
                 and name not in SparseTensor.__dict__ and callable(getattr(Tensor, name)):
             setattr(SparseTensor, name, _inplace(name))
     SparseTensor.zero_ = _zero_
-    registry.sparse_type = SparseTensor
+    registry.sparse_any = any_sparse
     registry.sparse_apply = dispatch
