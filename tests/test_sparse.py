@@ -428,3 +428,16 @@ def test_type_contiguous_and_engine_wrapped_gradients():
     out = jitgrad.sparse.mm((t * 2).t().t(), jitgrad.ones(3, 1, dtype=jitgrad.float64))
     out.sum().backward()
     assert v.grad.tolist() == [2.0] * 4
+
+
+def test_legacy_constructors_warn_like_torch():
+    torch = _torch()
+    for lib in (torch, jitgrad):
+        i = lib.tensor([[0, 1], [1, 0]])
+        with pytest.warns(UserWarning, match=r"sparse.SparseTensor\(indices, values, shape"):
+            s = lib.sparse.FloatTensor(i, lib.tensor([1.0, 2.0]), lib.Size([2, 2]))
+        assert s.is_sparse and s.dtype is lib.float32 and s.to_dense().tolist() == [[0, 1],
+                                                                                      [2, 0]]
+        with pytest.warns(UserWarning, match=r"sparse.SparseTensor\(shape"):
+            e = lib.sparse.DoubleTensor(2, 3)
+        assert e.shape == (2, 3) and e._nnz() == 0 and e.dtype is lib.float64

@@ -10,10 +10,12 @@ raise torch's ``NotImplementedError`` (``_dispatch``).
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..ops.surface24 import fn as _fn
 from ..ops.registry import Tensor
 from . import _dispatch
@@ -35,7 +37,8 @@ from ._tensor import SparseTensor, sparse_coo, sparse_csr, sparse_from_parts, sp
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "smm", "sparse_coo_tensor",
            "sparse_csr_tensor", "SparseTensor", "sparse_coo", "sparse_csr", "sparse_parts",
-           "sparse_from_parts"]
+           "sparse_from_parts", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
 
 
 def _int_array(x: Any, what: str) -> np.ndarray:
@@ -171,6 +174,38 @@ def addmm(mat: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> A
 def smm(input: Any, mat: Any) -> SparseTensor:  # noqa: A002
     """``input @ mat`` for sparse ``input`` and dense ``mat``, as a sparse tensor."""
     return spmm(input, mat).to_sparse()
+
+
+def _legacy(name: str, dt: Any) -> Any:
+    def ctor(*args: Any, device: Any = None) -> SparseTensor:
+        if len(args) >= 2 and not isinstance(args[0], int):  # (indices, values[, size])
+            warnings.warn(
+                "jitgrad.sparse.SparseTensor(indices, values, shape, *, device=) is deprecated.  "
+                "Please use jitgrad.sparse_coo_tensor(indices, values, shape, dtype=, device=).",
+                UserWarning, stacklevel=2)
+            return sparse_coo_tensor(args[0], args[1], args[2] if len(args) > 2 else None,
+                                     dtype=dt, device=device)
+        sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
+            else args
+        warnings.warn("jitgrad.sparse.SparseTensor(shape, *, device=) is deprecated.  Please use "
+                      "jitgrad.sparse_coo_tensor(shape, dtype=, device=).", UserWarning,
+                      stacklevel=2)
+        return sparse_coo_tensor(np.zeros((len(sizes), 0), np.int64), np.zeros(0, dt.np),
+                                 sizes, dtype=dt, device=device)
+
+    ctor.__name__ = ctor.__qualname__ = name
+    ctor.__doc__ = f"torch's legacy ``torch.sparse.{name}``: a sparse COO tensor of that dtype."
+    return ctor
+
+
+FloatTensor = _legacy("FloatTensor", dtypes.float32)
+DoubleTensor = _legacy("DoubleTensor", dtypes.float64)
+HalfTensor = _legacy("HalfTensor", dtypes.float16)
+LongTensor = _legacy("LongTensor", dtypes.int64)
+IntTensor = _legacy("IntTensor", dtypes.int32)
+ShortTensor = _legacy("ShortTensor", dtypes.int16)
+CharTensor = _legacy("CharTensor", dtypes.int8)
+ByteTensor = _legacy("ByteTensor", dtypes.uint8)
 
 
 def _install() -> None:
