@@ -173,6 +173,8 @@ def _grads_of(lib, f):
 GRAD_CASES = {
     "sparse.mm": lambda L, s, d: L.sparse.mm(s, d),
     "twice": lambda L, s, d: L.sparse.mm(s, d) * 2 + L.sparse.mm(s, d),
+    "intermediate_twice": lambda L, s, d: (lambda t: L.sparse.mm(t, d) + L.sparse.mm(t, d * 2))(
+        s * 3),
     "to_dense": lambda L, s, d: s.to_dense(),
     "scaled": lambda L, s, d: (s * 2).to_dense(),
     "sum": lambda L, s, d: L.sparse.sum(s).reshape(1),
@@ -441,3 +443,12 @@ def test_legacy_constructors_warn_like_torch():
         with pytest.warns(UserWarning, match=r"sparse.SparseTensor\(shape"):
             e = lib.sparse.DoubleTensor(2, 3)
         assert e.shape == (2, 3) and e._nnz() == 0 and e.dtype is lib.float64
+
+
+def test_csr_leaf_gets_a_csr_gradient():
+    c = _s().coalesce().to_sparse_csr().requires_grad_()
+    d = jitgrad.arange(6.0).reshape(3, 2)
+    (c @ d).sum().backward()
+    assert c.grad.layout is jitgrad.sparse_csr
+    assert c.grad.crow_indices().tolist() == [0, 1, 3]
+    np.testing.assert_allclose(c.grad.values().numpy(), [9.0, 1.0, 9.0])

@@ -95,10 +95,7 @@ class COO(_Sparse):
 
     def with_values(self, values: np.ndarray) -> COO:
         """The same indices with other values."""
-        out = COO(self.indices, values, self.shape, self.coalesced)
-        if "coalesce" in self._cache and self.coalesced:
-            out._cache["coalesce"] = out
-        return out
+        return COO(self.indices, values, self.shape, self.coalesced)
 
     def to_coo(self) -> COO:
         return self
