@@ -452,3 +452,27 @@ def test_csr_leaf_gets_a_csr_gradient():
     assert c.grad.layout is jitgrad.sparse_csr
     assert c.grad.crow_indices().tolist() == [0, 1, 3]
     np.testing.assert_allclose(c.grad.values().numpy(), [9.0, 1.0, 9.0])
+
+
+def test_grad_fn_names_match_torch():
+    torch = _torch()
+    names = {}
+    for lib in (torch, jitgrad):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            s = _s(lib, requires_grad=True)
+            d = lib.ones(3, 2)
+            c = s.coalesce()
+            names[lib] = [(s * 2).grad_fn.name(), s.to_dense().grad_fn.name(),
+                          c.grad_fn.name(), c.t().grad_fn.name(), c.values().grad_fn.name(),
+                          lib.sparse.mm(s, d).grad_fn.name(), (s + s).grad_fn.name(),
+                          s.double().grad_fn.name(), s.clone().grad_fn.name(),
+                          lib.sparse_coo_tensor(lib.tensor(IDX), lib.tensor(VALS).requires_grad_()
+                                                * 2, (2, 3)).grad_fn.name()]
+    assert names[jitgrad] == names[torch]
+
+
+def test_is_coalesced_promise_and_check_invariants_accepted():
+    s = jitgrad.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), is_coalesced=True,
+                                  check_invariants=True)
+    assert s.is_coalesced() and s.coalesce() is s

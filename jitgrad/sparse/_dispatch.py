@@ -86,7 +86,7 @@ def _sum_dim(s: Any, dims: tuple, keepdim: bool, dtype: Any) -> Any:
 
 
 def _t(s: Any) -> Any:
-    return s if s.ndim < 2 else sp.transpose(s, 0, 1)
+    return s if s.ndim < 2 else sp.transpose(s, 0, 1, t=True)
 
 
 def _transpose(s: Any, dim0: int, dim1: int) -> Any:

@@ -172,6 +172,8 @@ def _transpose_meta(s: Any, dim0: int, dim1: int) -> tuple:
 
 TRANSPOSE = _op("transpose", _transpose_impl, _transpose_meta,
                 lambda g, ans, s, dim0, dim1: as_sparse(g).transpose(dim0, dim1))
+T = _op("t", _transpose_impl, _transpose_meta,  # (S.t(): torch's node is TBackward0)
+        lambda g, ans, s, dim0, dim1: as_sparse(g).transpose(dim0, dim1))
 
 
 def _check_same_size(a: Any, b: Any) -> None:
@@ -301,7 +303,7 @@ def to_sparse_csr(t: Any, dense_dim: Any = None) -> SparseTensor:
     return run(TO_SPARSE, t, sparse_dim=2, csr=True)
 
 
-def transpose(s: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
+def transpose(s: SparseTensor, dim0: int, dim1: int, t: bool = False) -> SparseTensor:
     """Sparse dims ``dim0`` and ``dim1`` swapped (COO; a CSR matrix goes through COO)."""
     n = s.ndim
     d0, d1 = dim0 % n, dim1 % n
@@ -310,7 +312,7 @@ def transpose(s: SparseTensor, dim0: int, dim1: int) -> SparseTensor:
     if max(d0, d1) >= s._data.sparse_dim:
         raise NotImplementedError("transpose of the dense dims of a hybrid sparse tensor is "
                                   "not supported")
-    return s if d0 == d1 else run(TRANSPOSE, s, dim0=d0, dim1=d1)
+    return s if d0 == d1 else run(T if t else TRANSPOSE, s, dim0=d0, dim1=d1)
 
 
 def spmm(s: Any, d: Any) -> Tensor:
