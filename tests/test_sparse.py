@@ -476,3 +476,22 @@ def test_is_coalesced_promise_and_check_invariants_accepted():
     s = jitgrad.sparse_coo_tensor([[0, 1]], [1.0, 2.0], (3,), is_coalesced=True,
                                   check_invariants=True)
     assert s.is_coalesced() and s.coalesce() is s
+
+
+@pytest.mark.parametrize("name", ["mm", "softmax", "sum", "add", "csr", "to_dense", "mul_sparse"])
+def test_gradcheck_takes_sparse_inputs(name):
+    """``gradcheck`` on a sparse input checks it on its values (torch's ``masked=True``), and
+    compares sparse outputs as dense ones."""
+    f = {"mm": lambda s, d: jitgrad.sparse.mm(s, d),
+         "softmax": lambda s, d: jitgrad.sparse.softmax(s, 1),
+         "sum": lambda s, d: jitgrad.sparse.sum(s, 0) * 2,
+         "add": lambda s, d: s + s * 3,
+         "csr": lambda s, d: s.to_sparse_csr() @ d,
+         "to_dense": lambda s, d: s.to_dense() * d.sum(),
+         "mul_sparse": lambda s, d: (s * s).sin()}[name]
+    s = jitgrad.sparse_coo_tensor(jitgrad.tensor(IDX), jitgrad.tensor(VALS, dtype=jitgrad.float64),
+                                  (2, 3), requires_grad=True)
+    d = jitgrad.randn(3, 2, dtype=jitgrad.float64, requires_grad=True)
+    assert gradcheck(f, (s, d), masked=True)
+    assert gradgradcheck(f, (s, d), masked=True)
+    assert s.grad is None  # (the check ran on a copy of the values)

@@ -22,6 +22,7 @@ from . import _dispatch
 from ._ops import (
     FROM_VALUES,
     coalesce,
+    from_values,
     log_softmax,
     softmax,
     spmm,
@@ -206,6 +207,43 @@ IntTensor = _legacy("IntTensor", dtypes.int32)
 ShortTensor = _legacy("ShortTensor", dtypes.int16)
 CharTensor = _legacy("CharTensor", dtypes.int8)
 ByteTensor = _legacy("ByteTensor", dtypes.uint8)
+
+
+def for_gradcheck(func: Any, inputs: Any) -> tuple:
+    """``(func, inputs)`` as ``gradcheck`` checks them when sparse tensors take part: each
+    sparse input is replaced by its (coalesced) values, a dense tensor requiring grad as the
+    input does, which the function puts back on the input's pattern (torch's
+    ``masked=True``: the unspecified elements are not perturbed); sparse outputs are compared
+    as dense tensors. Without a sparse tensor, ``func`` and ``inputs`` as given."""
+    from ..ops import registry
+
+    if not registry.sparse_live:
+        return func, inputs
+    tupled = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    patterns = []
+    new_inputs = []
+    for x in tupled:
+        if isinstance(x, SparseTensor):
+            c = coalesce(x.detach()) if x.is_sparse else x.detach()
+            v = c._values().detach().clone()
+            patterns.append(c._data)
+            new_inputs.append(v.requires_grad_(x.requires_grad))
+        else:
+            patterns.append(None)
+            new_inputs.append(x)
+
+    def dense(out: Any) -> Any:
+        if isinstance(out, SparseTensor):
+            return to_dense(out)
+        if isinstance(out, (tuple, list)):
+            return type(out)(dense(o) for o in out)
+        return out
+
+    def checked(*args: Any) -> Any:
+        return dense(func(*[from_values(a, p) if p is not None else a
+                            for a, p in zip(args, patterns)]))
+
+    return checked, tuple(new_inputs) if isinstance(inputs, (tuple, list)) else new_inputs[0]
 
 
 def _install() -> None:
