@@ -235,14 +235,16 @@ def for_gradcheck(func: Any, inputs: Any) -> tuple:
     def dense(out: Any) -> Any:
         if isinstance(out, SparseTensor):
             return to_dense(out)
-        if isinstance(out, (tuple, list)):
-            return type(out)(dense(o) for o in out)
+        if isinstance(out, (tuple, list)) and any(isinstance(o, SparseTensor) for o in out):
+            return tuple(dense(o) for o in out)
         return out
 
     def checked(*args: Any) -> Any:
         return dense(func(*[from_values(a, p) if p is not None else a
                             for a, p in zip(args, patterns)]))
 
+    if all(p is None for p in patterns):  # (dense inputs: as given; sparse outputs dense)
+        return checked, inputs
     return checked, tuple(new_inputs) if isinstance(inputs, (tuple, list)) else new_inputs[0]
 
 
