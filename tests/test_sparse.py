@@ -495,3 +495,14 @@ def test_gradcheck_takes_sparse_inputs(name):
     assert gradcheck(f, (s, d), masked=True)
     assert gradgradcheck(f, (s, d), masked=True)
     assert s.grad is None  # (the check ran on a copy of the values)
+
+
+def test_to_sparse_dims_like_torch():
+    torch = _torch()
+    for lib in (torch, jitgrad):
+        z = lib.tensor(3.0).to_sparse()
+        assert z.shape == () and z._nnz() == 1 and z.to_dense().item() == 3.0
+        assert lib.zeros(2, 3).to_sparse()._nnz() == 0
+    for dim in (3, 0):
+        assert _message(lambda d=dim: jitgrad.ones(2).to_sparse(d)) == \
+            _message(lambda d=dim: torch.ones(2).to_sparse(d))

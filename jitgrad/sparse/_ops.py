@@ -14,8 +14,8 @@ Primitives (``OpDef``s run by ``run`` and recorded by the autograd graph like an
 
 Everything else (zero-preserving pointwise ops, ``sparse * dense``, sums, softmax) works on
 the values: ``FROM_VALUES(f(VALUES(S.coalesce())), pattern)``, so the dense ops' own rules
-differentiate it (twice, too). ``dispatch`` is what the dense dispatcher calls when an
-argument is sparse: torch's sparse kernels by op name, else torch's NotImplementedError.
+differentiate it (twice, too). ``_dispatch`` maps the dense ops called on sparse tensors
+(``S @ D``, ``S * 2``, ``S.t()``, ...) to these functions.
 """
 
 from __future__ import annotations
@@ -289,8 +289,12 @@ def to_sparse(t: Any, sparse_dim: int | None = None, *, layout: Any = None,
     nd = t.ndim if sparse_dim is None else int(sparse_dim)
     if dense_dim is not None:
         nd = t.ndim - int(dense_dim)
-    if not 0 < nd <= t.ndim if t.ndim else nd != 0:
-        raise RuntimeError(f"sparse_dim must be in [0, {t.ndim}], got {nd}")
+    if not 0 <= nd <= t.ndim:
+        raise RuntimeError(f"dense_to_sparse: sparse_dim argument must be in [0,{t.ndim}] "
+                           f"range, but {nd} is given")
+    if nd == 0 and t.ndim:
+        raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when "
+                           "self.dim()>0")
     return run(TO_SPARSE, t, sparse_dim=nd, csr=False)
 
 

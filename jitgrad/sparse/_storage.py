@@ -127,6 +127,8 @@ class COO(_Sparse):
                    values.astype(self.values.dtype, copy=False), self.shape, True)
 
     def to_dense(self) -> np.ndarray:
+        if self.sparse_dim == 0:  # (every entry is the whole tensor)
+            return self.values.sum(0).astype(self.values.dtype, copy=False)
         out = np.zeros(self.shape, dtype=self.values.dtype)
         if self.values.shape[0]:
             key = tuple(self.indices)
@@ -240,12 +242,12 @@ def csr_from_coo(coo: COO) -> CSR:
 
 def coo_from_dense(dense: np.ndarray, sparse_dim: int) -> COO:
     """The entries of ``dense`` whose slice over the dense dims has a non-zero (coalesced)."""
+    if sparse_dim == 0:  # (no sparse dim: one entry, the whole tensor)
+        return COO(np.zeros((0, 1), np.int64), dense[None].copy(), dense.shape, True)
     if sparse_dim == dense.ndim:
         nz = dense != 0
     else:
         nz = np.any(dense.reshape(dense.shape[:sparse_dim] + (-1,)) != 0, axis=-1)
     idx = np.nonzero(nz)
-    indices = np.stack(idx).astype(np.int64) if idx else np.zeros((0, 1), np.int64)
-    if sparse_dim == 0:  # (a 0-d or all-dense tensor: one entry, the whole tensor)
-        return COO(np.zeros((0, 1), np.int64), dense[None].copy(), dense.shape, True)
+    indices = np.stack(idx).astype(np.int64)
     return COO(indices.reshape(sparse_dim, -1), dense[idx].copy(), dense.shape, True)
