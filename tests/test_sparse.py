@@ -506,3 +506,21 @@ def test_to_sparse_dims_like_torch():
     for dim in (3, 0):
         assert _message(lambda d=dim: jitgrad.ones(2).to_sparse(d)) == \
             _message(lambda d=dim: torch.ones(2).to_sparse(d))
+
+
+def test_csr_constructor_values_gradient_and_checks():
+    torch = _torch()
+    grads = []
+    for lib in (torch, jitgrad):
+        v = lib.tensor([4.0, 4.0, 5.0], dtype=lib.float64, requires_grad=True)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            m = lib.sparse_csr_tensor(lib.tensor([0, 1, 3]), lib.tensor([2, 0, 2]), v, (2, 3))
+        (m.to_dense() * lib.arange(6.0, dtype=lib.float64).reshape(2, 3)).sum().backward()
+        grads.append(v.grad.numpy())
+    np.testing.assert_allclose(grads[1], grads[0])
+    v = jitgrad.tensor([4.0, 4.0, 5.0], dtype=jitgrad.float64, requires_grad=True)
+    assert gradcheck(lambda v: jitgrad.sparse_csr_tensor([0, 1, 3], [2, 0, 2], v, (2, 3))
+                     @ jitgrad.ones(3, 2, dtype=jitgrad.float64), (v,))
+    with pytest.raises(RuntimeError, match="crow_indices"):
+        jitgrad.sparse_csr_tensor([1, 1, 3], [2, 0, 2], [1.0, 2.0, 3.0], (2, 3))
