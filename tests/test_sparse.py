@@ -524,3 +524,17 @@ def test_csr_constructor_values_gradient_and_checks():
                      @ jitgrad.ones(3, 2, dtype=jitgrad.float64), (v,))
     with pytest.raises(RuntimeError, match="crow_indices"):
         jitgrad.sparse_csr_tensor([1, 1, 3], [2, 0, 2], [1.0, 2.0, 3.0], (2, 3))
+
+
+def test_autograd_grad_and_hooks_see_sparse_gradients():
+    s = _s(requires_grad=True)
+    d = jitgrad.ones(3, 2, requires_grad=True)
+    for create_graph in (False, True):
+        gs, gd = jitgrad.autograd.grad(jitgrad.sparse.mm(s, d).sum(), [s, d],
+                                       create_graph=create_graph)
+        assert gs.is_sparse and not gd.is_sparse
+        assert gs.to_dense().tolist() == [[0.0, 0.0, 2.0], [2.0, 0.0, 2.0]]
+    seen = []
+    s.register_hook(lambda g: seen.append(g.layout))
+    s.to_dense().sum().backward()
+    assert seen == [jitgrad.sparse_coo]

@@ -34,7 +34,8 @@ from ._ops import (
 )
 from ._ops import sparse_sum as sum  # noqa: A004 - torch's name
 from ._storage import COO, CSR
-from ._tensor import SparseTensor, sparse_coo, sparse_csr, sparse_from_parts, sparse_parts
+from ._tensor import (SparseTensor, as_sparse, sparse_coo, sparse_csr, sparse_from_parts,
+                      sparse_parts)
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "smm", "sparse_coo_tensor",
            "sparse_csr_tensor", "SparseTensor", "sparse_coo", "sparse_csr", "sparse_parts",

@@ -176,6 +176,13 @@ class SparseTensor(Tensor):
     def grad(self) -> None:
         self._grad = None
 
+    def register_hook(self, hook: Any) -> Any:
+        """Registers ``hook(grad)``; the gradient it sees is sparse, as torch's."""
+        def sparse_hook(grad: Any) -> Any:
+            return hook(as_sparse(grad))
+
+        return Tensor.register_hook(self, sparse_hook)
+
     def __reduce_ex__(self, protocol: int):
         d = self._data
         parts = (d.indices, d.values, d.shape, d.coalesced) if type(d) is COO else \
