@@ -80,9 +80,7 @@ def _sum(s: Any, dims: tuple, keepdim: bool, dtype: Any) -> Any:
 
 
 def _sum_dim(s: Any, dims: tuple, keepdim: bool, dtype: Any) -> Any:
-    if keepdim:
-        return NotImplemented
-    return sp.sparse_sum(s, dims, dtype)
+    return sp.sparse_sum(s, dims, dtype, keepdim)
 
 
 def _t(s: Any) -> Any:

@@ -400,12 +400,11 @@ def div(a: SparseTensor, b: Any) -> SparseTensor:
     return run(SCALE, a, b if not isinstance(b, Tensor) else b.item(), div=True)
 
 
-def sparse_sum(s: SparseTensor, dim: Any = None, dtype: Any = None) -> Tensor:
+def sparse_sum(s: SparseTensor, dim: Any = None, dtype: Any = None,
+               keepdim: bool = False) -> Tensor:
     """``torch.sparse.sum``: all entries (a dense 0-d tensor), or over ``dim`` (sparse while
-    a sparse dim is left, else dense)."""
-    c = _canonical(s)
-    if type(c._data) is CSR:
-        c = run(CONVERT, c, csr=False)
+    a sparse dim is left or ``keepdim`` keeps them, else dense)."""
+    c = _coo(s)
     v = values_of(c)
     if dtype is not None:
         v = v.to(dtype)
@@ -415,15 +414,22 @@ def sparse_sum(s: SparseTensor, dim: Any = None, dtype: Any = None) -> Tensor:
     sd = c._data.sparse_dim
     dense_red = tuple(d - sd + 1 for d in dims if d >= sd)
     if dense_red:
-        v = v.sum(dense_red)
+        v = v.sum(dense_red, keepdim=keepdim)
     keep = [d for d in range(sd) if d not in dims]
-    if not keep:
+    if len(dims) == s.ndim:  # everything reduced: dense
+        out = v.sum(0)
+        return out.reshape((1,) * s.ndim) if keepdim else out
+    if keepdim:  # the reduced sparse dims stay, of size 1, index 0
+        indices = c._data.indices.copy()
+        indices[[d for d in range(sd) if d in dims]] = 0
+        shape = tuple(1 if d in dims else s.shape[d] for d in range(sd)) + tuple(v.shape[1:])
+    elif not keep:
         return v.sum(0)
-    shape = tuple(s.shape[d] for d in keep) + tuple(v.shape[1:])
-    pattern = COO(c._data.indices[keep], c._data.values[:, None][:, :0], shape,
-                  coalesced=len(keep) == sd)
-    out = from_values(v, pattern)
-    return coalesce(out)
+    else:
+        indices = c._data.indices[keep]
+        shape = tuple(s.shape[d] for d in keep) + tuple(v.shape[1:])
+    pattern = COO(indices, c._data.values, shape, coalesced=len(keep) == sd)
+    return coalesce(from_values(v, pattern))
 
 
 def _softmax(s: SparseTensor, dim: int, dtype: Any, log: bool) -> SparseTensor:
