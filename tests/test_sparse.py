@@ -135,6 +135,7 @@ def _ops(lib):
         "softmax1": lib.sparse.softmax(s, 1), "softmax0": lib.sparse.softmax(s, 0),
         "log_softmax": lib.sparse.log_softmax(s, 1), "double": s.double(),
         "values": s.coalesce().values(),
+        "sparse_mask": lib.arange(6.0).reshape(2, 3).sparse_mask(s.coalesce()),
     }
 
 
@@ -189,6 +190,7 @@ GRAD_CASES = {
     "sparse+sparse": lambda L, s, d: s + _s(L, [[0], [0]], [1.0]),
     "values": lambda L, s, d: s.coalesce().values() * L.tensor([1.0, 2.0, 3.0]),
     "csr": lambda L, s, d: s.to_sparse_csr().to_dense(),
+    "sparse_mask": lambda L, s, d: L.ones(2, 3).sparse_mask(s.coalesce()) * s,
 }
 
 

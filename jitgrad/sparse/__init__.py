@@ -21,9 +21,11 @@ from ..ops.registry import Tensor
 from . import _dispatch
 from ._ops import (
     FROM_VALUES,
+    _pattern,
     coalesce,
     from_values,
     log_softmax,
+    mask as _mask,
     softmax,
     spmm,
     to_dense,
@@ -249,15 +251,26 @@ def for_gradcheck(func: Any, inputs: Any) -> tuple:
     return checked, tuple(new_inputs) if isinstance(inputs, (tuple, list)) else new_inputs[0]
 
 
+def sparse_mask(self: Any, mask: SparseTensor) -> SparseTensor:
+    """``self``'s values at the indices of sparse ``mask`` (a sparse tensor with ``mask``'s
+    coalesced pattern; differentiable w.r.t. ``self``)."""
+    if not isinstance(mask, SparseTensor):
+        raise RuntimeError("sparse_mask: expected mask to be a sparse COO tensor")
+    if tuple(mask.shape) != tuple(self.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    return _mask(self, _pattern(mask))
+
+
 def _install() -> None:
     """The sparse methods on SparseTensor and the conversions on dense tensors."""
     for name, method in (("to_dense", to_dense), ("to_sparse", to_sparse),
                          ("to_sparse_coo", lambda self: to_sparse(self)),
                          ("to_sparse_csr", to_sparse_csr), ("coalesce", coalesce),
-                         ("values", values)):
+                         ("values", values), ("sparse_mask", sparse_mask)):
         setattr(SparseTensor, name, method)
     for name, method in (("to_sparse", to_sparse), ("to_sparse_coo", lambda self: to_sparse(self)),
-                         ("to_sparse_csr", to_sparse_csr)):
+                         ("to_sparse_csr", to_sparse_csr), ("sparse_mask", sparse_mask)):
         setattr(Tensor, name, method)
     _dispatch.install()
 
