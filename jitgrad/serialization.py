@@ -14,6 +14,9 @@ The format (version 1) is a ZIP archive (uncompressed) holding:
 * ``tensors/<k>.npy``: each tensor's data in NumPy's ``.npy`` format (read without pickle:
   ``np.load(..., allow_pickle=False)``). A tensor that appears several times is stored once
   and loads as one tensor; views are saved as their own data (sharing with a base is not kept).
+  A sparse tensor is saved as its arrays, ``tensors/<k>.<name>.npy`` (``indices`` and
+  ``values``, or ``crow``, ``col`` and ``values``), its tag carrying ``"sparse": {"layout":
+  "coo" | "csr", "size", "dtype", "arrays", "coalesced"}``.
 
 ``load(weights_only=True)``, the default as in torch, reads only the manifest and the ``.npy``
 entries and refuses a file holding pickled objects (``pickle.UnpicklingError``), so loading an
