@@ -43,6 +43,9 @@ ops.install(globals(), Tensor)  # every declared public function, method and in-
 from ._nn_aliases import install_tensor_methods as _install_nn_methods  # noqa: E402
 
 _install_nn_methods(Tensor)  # Tensor.hardshrink / prelu (torch.conv2d ...: __getattr__ below)
+from . import sparse  # noqa: E402 - sparse tensors (their methods and dispatch hook)
+from .sparse import (sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor,  # noqa: E402
+                     smm, spmm)
 
 
 def result_type(tensor1, tensor2) -> dtype:  # noqa: A001

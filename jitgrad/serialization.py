@@ -14,6 +14,9 @@ The format (version 1) is a ZIP archive (uncompressed) holding:
 * ``tensors/<k>.npy``: each tensor's data in NumPy's ``.npy`` format (read without pickle:
   ``np.load(..., allow_pickle=False)``). A tensor that appears several times is stored once
   and loads as one tensor; views are saved as their own data (sharing with a base is not kept).
+  A sparse tensor is saved as its arrays, ``tensors/<k>.<name>.npy`` (``indices`` and
+  ``values``, or ``crow``, ``col`` and ``values``), its tag carrying ``"sparse": {"layout":
+  "coo" | "csr", "size", "dtype", "arrays", "coalesced"}``.
 
 ``load(weights_only=True)``, the default as in torch, reads only the manifest and the ``.npy``
 entries and refuses a file holding pickled objects (``pickle.UnpicklingError``), so loading an
@@ -87,20 +90,31 @@ class _Writer:
         self.zf.writestr(f"pickles/{k}.pkl", pickle.dumps(obj, protocol=self.protocol))
         return {"pickle": k}
 
+    def _array(self, name: str, data: Any) -> None:
+        buf = io.BytesIO()
+        np.save(buf, np.asarray(data, order="C"), allow_pickle=False)
+        self.zf.writestr(name, buf.getvalue())
+
     def _tensor(self, t: Any) -> dict:
         from .nn.parameter import Parameter
+        from .ops.surface24_info import strided
+        from .sparse import sparse_parts
 
         k = self.tensors.get(id(t))
         if k is None:
             k = self.tensors[id(t)] = len(self.tensors)
             self.keep.append(t)
-            buf = io.BytesIO()
-            data = t._data.copy_to_host() if t.is_cuda else t._data  # (loads on the CPU)
-            np.save(buf, np.asarray(data, order="C"), allow_pickle=False)
-            self.zf.writestr(f"tensors/{k}.npy", buf.getvalue())
+            if t.layout is not strided:  # a sparse tensor: its index and value arrays
+                for name, arr in sparse_parts(t)[1].items():
+                    self._array(f"tensors/{k}.{name}.npy", arr)
+            else:
+                self._array(f"tensors/{k}.npy",  # (loads on the CPU)
+                            t._data.copy_to_host() if t.is_cuda else t._data)
         out: dict = {"tensor": k}
         if t._dtype is dtypes.bfloat16:  # (stored as its float32 array)
             out["element_type"] = "bfloat16"
+        if t.layout is not strided:
+            out["sparse"] = sparse_parts(t)[0]
         if t.requires_grad:
             out["requires_grad"] = True
         if isinstance(t, Parameter):
@@ -175,18 +189,26 @@ class _Reader:
                 "source.")
         return pickle.loads(self.zf.read(f"pickles/{int(body)}.pkl"))
 
+    def _array(self, name: str) -> np.ndarray:
+        with self.zf.open(name) as fh:
+            return np.load(io.BytesIO(fh.read()), allow_pickle=False)
+
     def _tensor(self, v: dict) -> Any:
         from .nn.parameter import Parameter
+        from .sparse import sparse_from_parts
         from .tensor import _new
 
         k = int(v["tensor"])
         t = self.tensors.get(k)
         if t is None:
-            with self.zf.open(f"tensors/{k}.npy") as fh:
-                data = np.load(io.BytesIO(fh.read()), allow_pickle=False)
-            bf16 = v.get("element_type") == "bfloat16" and data.dtype == np.float32
-            dt = dtypes.bfloat16 if bf16 else dtypes.from_numpy_dtype(data.dtype)
-            t = _new(data, dt)
+            if "sparse" in v:  # a sparse tensor: rebuilt from its arrays
+                meta = v["sparse"]
+                t = sparse_from_parts(meta, {name: self._array(f"tensors/{k}.{name}.npy")
+                                             for name in meta["arrays"]})
+            else:
+                data = self._array(f"tensors/{k}.npy")
+                bf16 = v.get("element_type") == "bfloat16" and data.dtype == np.float32
+                t = _new(data, dtypes.bfloat16 if bf16 else dtypes.from_numpy_dtype(data.dtype))
             if v.get("parameter"):
                 t = Parameter(t, requires_grad=bool(v.get("requires_grad")))
             elif v.get("requires_grad"):

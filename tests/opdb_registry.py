@@ -47,6 +47,14 @@ def _clone_contiguous(f, x):
     return f(x, memory_format=torch.contiguous_format)
 
 
+def _clone_channels_last(f, x):
+    if f is jitgrad.clone:
+        return f(x, memory_format=jitgrad.channels_last)
+    import torch
+
+    return f(x, memory_format=torch.channels_last)
+
+
 def registry_records() -> list[OpInfo]:
     """Records for the ops the other lists reach only through other ops: in-place writes,
     ``addmm``, ``reciprocal``, ``bitwise_xor``, ``clone(memory_format=)``."""
@@ -59,6 +67,8 @@ def registry_records() -> list[OpInfo]:
         OpInfo("bitwise_xor", "bitwise_xor", ints, np.bitwise_xor, differentiable=False),
         OpInfo("clone_contiguous", "clone", _unary(), lambda x: x.copy(),
                call=_clone_contiguous),
+        OpInfo("clone_channels_last", "clone", _many(_s(_arr(2, 3, 4, 5), name="nchw")),
+               lambda x: x.copy(), call=_clone_channels_last),
         OpInfo("zero_", "Tensor.zero_", _unary(), np.zeros_like, call=_on_copy,
                gradgrad=False),
         OpInfo("fill_", "Tensor.fill_", _many(_s(_arr(3, 4), 2.5)),

@@ -52,7 +52,8 @@ LAYERS = [
              "jitgrad.viz", "jitgrad.distributed", "jitgrad.testing", "jitgrad.special",
              "jitgrad.accelerator", "jitgrad.amp", "jitgrad.cpu", "jitgrad.multiprocessing",
              "jitgrad.special24", "jitgrad.profiler",
-             "jitgrad.fft", "jitgrad._nn_aliases"]),  # (torch.conv2d ...: on nn, served lazily)
+             "jitgrad.fft", "jitgrad._nn_aliases",  # (torch.conv2d ...: on nn, served lazily)
+             "jitgrad.sparse"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep"]),
     ("backends", ["jitgrad.backends"]),

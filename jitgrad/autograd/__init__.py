@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from ..ops import registry
 from ..ops.creation import ones
 from ..tensor import Tensor, _new
 from ..tensor import graph as _tensor_graph
@@ -230,6 +231,10 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     else:
         result = run_backward(roots, grads, retain_graph, create_graph,
                               inputs=edges_as_tensors, accumulate=False)
+    if registry.sparse_live:  # (a sparse gradient may come back as a plain Tensor on storage)
+        from ..sparse import as_sparse
+
+        result = [r if r is None else as_sparse(r) for r in result]
     for i, r in enumerate(result):
         if r is None and not allow_unused:
             raise RuntimeError(

@@ -390,8 +390,9 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
         check_forward_ad: Check forward-mode AD Jacobians against finite differences.
         check_backward_ad: Check backward-mode AD Jacobians against finite differences.
         fast_mode: Compare the random projections ``v^T J u`` instead of whole Jacobians.
-        masked: Whether unspecified elements of sparse inputs are ignored (jitgrad has no
-            sparse tensors; only the zero-gradient check's comparison depends on it).
+        masked: Whether unspecified elements of sparse inputs are ignored (only the
+            zero-gradient check's comparison depends on it: a sparse input is always checked
+            on its values, the unspecified elements unperturbed, as torch's ``masked=True``).
 
     Returns:
         True if every check passes (False on failure when ``raise_exception=False``).
@@ -408,6 +409,9 @@ def gradcheck(func: Callable[..., Any], inputs: Any, *, eps: float = 1e-6, atol:
     if check_batched_forward_grad:
         raise RuntimeError("gradcheck: check_batched_forward_grad=True needs vmap over forward "
                            "AD, which jitgrad does not provide")
+    from ..sparse import for_gradcheck  # (sparse inputs: checked on their values)
+
+    func, inputs = for_gradcheck(func, inputs)
     try:
         return _gradcheck_helper(func, inputs, eps, atol, rtol, nondet_tol, check_undefined_grad,
                                  check_grad_dtypes, check_batched_grad, check_forward_ad,
@@ -499,6 +503,9 @@ def gradgradcheck(func: Callable[..., Any], inputs: Any,
     if check_batched_grad and not check_rev_over_rev:
         raise AssertionError(
             "Setting check_batched_grad=True requires check_rev_over_rev to be True")
+    from ..sparse import for_gradcheck
+
+    func, inputs = for_gradcheck(func, inputs)
     tupled_inputs = _as_tuple(inputs)
     if grad_outputs is None:
         outputs = _differentiable_outputs(func(*tupled_inputs))

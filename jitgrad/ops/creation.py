@@ -191,7 +191,10 @@ def invalid_combination(fname: str, args: tuple, kwargs: dict, signatures: tuple
 
 def channels_last_array(x: np.ndarray) -> np.ndarray:
     """A copy of ``x`` (N, C, *spatial) laid out channels-last in memory, seen as (N, C, ...)
-    (the strides of torch's ``channels_last`` / ``channels_last_3d``)."""
+    (the strides of torch's ``channels_last`` / ``channels_last_3d``); a plain copy of an array
+    with no spatial dims (the public functions refuse those ranks with torch's errors)."""
+    if x.ndim < 3:
+        return np.array(x, copy=True)
     return np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
 
 

@@ -291,6 +291,11 @@ _ndarray = np.ndarray
 # Set when the first bfloat16 tensor is made: from then on the backward engine checks whether
 # a graph holds bfloat16 values (their gradients travel as tensors, rounded at each node).
 bfloat16_live = False
+# Sparse tensors (``jitgrad.sparse``, whose tensors are no plain ``Tensor``: never in a lane):
+# once one exists, ``_apply`` hands a call with one (``sparse_any``) to ``sparse_apply``.
+sparse_live = False
+sparse_any: Callable | None = None
+sparse_apply: Callable | None = None
 
 
 def apply(op: OpDef, *args: Any, **params: Any):
@@ -385,6 +390,8 @@ def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
     if op.check_operands is not None:
         op.check_operands(args)
+    if sparse_live and sparse_any(args):
+        return sparse_apply(op, args, params)
     st = state
     if st.autocast and op.autocast is not None:
         args = autocast_arguments(op.autocast, st.autocast, Tensor, args)
@@ -553,68 +560,5 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
 
 
 # ---------------------------------------------------------------- shared by both engines
-
-
-def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
-            needs: tuple) -> list:
-    """Applies ``op``'s VJP rule. ``grads`` has one cotangent per output (zeros, never None).
-
-    ``op.vjp`` is either one function returning a gradient per input, or a tuple with one
-    function (or None) per input, so unneeded gradients are never computed. The result is
-    summed to each input's shape and cast to its dtype here, in one place for both engines.
-    """
-    g = grads[0] if op.n_outputs == 1 else tuple(grads)
-    rule = op.vjp
-    if type(rule) is tuple:
-        out = [None] * len(rule)
-        i = 0
-        for r in rule:
-            if r is not None and needs[i]:
-                gi = r(g, ans, *inputs, **params) if params else r(g, ans, *inputs)
-                if gi is not None:
-                    out[i] = _fitted(gi, inputs[i])
-            i += 1
-        return out
-    out = list(rule(g, ans, *inputs, **params))
-    for i, gi in enumerate(out):
-        if gi is not None:
-            out[i] = _fitted(gi, inputs[i]) if needs[i] else None
-    return out
-
-
-def _fitted(g: Any, x: Any) -> Any:
-    """Gradient ``g`` summed to the shape and cast to the dtype of input ``x`` (a tensor or a
-    ``Meta``); ``g`` itself when it already fits."""
-    if type(x) is Meta:
-        shape, dt = x.shape, x.dtype
-    elif type(x) is Tensor:  # an eager tensor (tracers are a subclass)
-        shape, dt = x._data.shape, x._dtype
-    else:
-        shape, dt = x.shape, x.dtype
-    if type(g) is Tensor and g._dtype is dt and g._data.shape == shape:
-        return g
-    return fit_grad(g, shape, dt)
-
-
-def fit_grad(g, shape: tuple, dt: dtypes.dtype):
-    """Sums a broadcast gradient back to ``shape`` and casts it to ``dt`` (generic unbroadcast)."""
-    if tuple(g.shape) != tuple(shape):
-        g = sum_to(g, shape)
-    if g.dtype is not dt:
-        if g.dtype.is_complex and not dt.is_complex:
-            g = g.real
-        g = g.to(dt)
-    return g
-
-
-def sum_to(g, shape: tuple):
-    """Sums ``g`` over the dimensions that broadcasting added or expanded to reach ``shape``."""
-    shape = tuple(shape)
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    if dims:
-        g = g.sum(dim=dims, keepdim=True)
-    if lead or g.shape != shape:
-        g = g.reshape(shape)
-    return g
+# (the VJP runner and the fitting of gradients to their inputs: ``ops/grad_fitting.py``)
+from .grad_fitting import fit_grad, run_vjp, sum_to  # noqa: E402,F401 - (re-exported)

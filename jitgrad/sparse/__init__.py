@@ -1,0 +1,279 @@
+"""Sparse tensors (torch.sparse's common surface): COO and CSR layouts, their constructors and
+the ops that scripts use on them (``sparse.mm`` / ``spmm``, ``sparse.sum``, ``sparse.softmax``,
+``S + S``, ``S * c``, ``S.t()``, ``to_dense``), with gradients.
+
+A sparse tensor stores its indices and values (``_storage``); it is a ``jitgrad.Tensor``
+(``SparseTensor``, ``_tensor``) whose ops are a few primitives with VJP rules plus compositions
+of the values with dense ops (``_ops``). Dense ops called on it run their sparse version or
+raise torch's ``NotImplementedError`` (``_dispatch``).
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes
+from ..ops.surface24 import fn as _fn
+from ..ops.registry import Tensor
+from . import _dispatch
+from ._ops import (
+    FROM_VALUES,
+    _pattern,
+    coalesce,
+    from_values,
+    log_softmax,
+    mask as _mask,
+    softmax,
+    spmm,
+    to_dense,
+    to_sparse,
+    to_sparse_csr,
+    values,
+    run,
+)
+from ._ops import sparse_sum as sum  # noqa: A004 - torch's name
+from ._storage import COO, CSR
+from ._tensor import (SparseTensor, as_sparse, sparse_coo, sparse_csr, sparse_from_parts,
+                      sparse_parts)
+
+__all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "smm", "sparse_coo_tensor",
+           "sparse_csr_tensor", "SparseTensor", "sparse_coo", "sparse_csr", "sparse_parts",
+           "sparse_from_parts", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
+
+
+def _int_array(x: Any, what: str) -> np.ndarray:
+    arr = np.asarray(x._data if isinstance(x, Tensor) else x)
+    if arr.size == 0:
+        return arr.astype(np.int64)
+    if not np.issubdtype(arr.dtype, np.integer):
+        raise RuntimeError(f"{what} must be an int64 tensor")
+    return arr.astype(np.int64)
+
+
+def _values(values: Any, dtype: Any) -> Tensor:
+    v = values if isinstance(values, Tensor) else _fn("tensor")(values, dtype=dtype)
+    if dtype is not None and v.dtype is not dtype:
+        v = v.to(dtype)
+    if v.ndim == 0:
+        raise RuntimeError("values must be at least 1-dimensional")
+    return v
+
+
+def _check_device(device: Any) -> None:
+    if device is not None and str(device).split(":")[0] != "cpu":
+        raise RuntimeError(f"jitgrad's sparse tensors are CPU tensors, got device={device}")
+
+
+def _finish(out: SparseTensor, requires_grad: bool) -> SparseTensor:
+    if requires_grad:  # a leaf that requires grad (whatever made its values)
+        out = out.detach()
+        out._vc = [0]
+        out.requires_grad_(True)
+    return out
+
+
+def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any = None,
+                      device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
+                      check_invariants: bool | None = None,
+                      is_coalesced: bool | None = None) -> SparseTensor:
+    """A sparse COO tensor with ``values`` at ``indices`` (torch.sparse_coo_tensor).
+
+    Args:
+        indices: int ``(sparse_dim, nnz)``: the coordinates of each value.
+        values: ``(nnz, *dense_size)``: a tensor (gradients flow back to it) or data.
+        size: the tensor's size; by default the smallest that holds the indices.
+        dtype: the values' dtype (default: ``values``').
+        device: only the CPU.
+        requires_grad: make the result a leaf that requires grad.
+        check_invariants: indices are always checked against ``size``.
+        is_coalesced: promise that the indices are unique and sorted.
+
+    Returns:
+        The sparse tensor (``layout=jitgrad.sparse_coo``).
+    """
+    _check_device(device)
+    idx = _int_array(indices, "indices")
+    if idx.ndim != 2:
+        raise RuntimeError(f"indices must be sparse_dim x nnz, but got: {list(idx.shape)}")
+    v = _values(values, dtype)
+    sd, nnz = idx.shape
+    if v.shape[0] != nnz:
+        raise RuntimeError(f"indices and values must have same nnz, but got nnz from indices: "
+                           f"{nnz}, nnz from values: {v.shape[0]}")
+    dense = tuple(v.shape[1:])
+    if size is None:
+        size = tuple(int(m) + 1 for m in idx.max(axis=1)) if nnz else (0,) * sd
+        size = size + dense
+    size = tuple(int(s) for s in size)
+    if len(size) != sd + len(dense):
+        raise RuntimeError(f"'len(size) == sparse_dim + dense_dim' is not satisfied: len(size) "
+                           f"= {len(size)}, sparse_dim = {sd}, dense_dim = {len(dense)}")
+    if size[sd:] != dense:
+        raise RuntimeError(f"values has incorrect size, expected {[nnz, *size[sd:]]}, got "
+                           f"{list(v.shape)}")
+    if nnz:
+        low, high = idx.min(axis=1), idx.max(axis=1)
+        for d in range(sd):
+            if low[d] < 0:
+                raise RuntimeError(f"found negative index {low[d]} for dim {d}")
+            if high[d] >= size[d]:
+                raise RuntimeError(f"size is inconsistent with indices: for dim {d}, size is "
+                                   f"{size[d]} but found index {high[d]}")
+    pattern = COO(idx, v._data, size, coalesced=bool(is_coalesced))
+    return _finish(run(FROM_VALUES, v, like=pattern), requires_grad)
+
+
+def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Any = None, *,
+                      dtype: Any = None, device: Any = None, pin_memory: bool = False,
+                      requires_grad: bool = False,
+                      check_invariants: bool | None = None) -> SparseTensor:
+    """A sparse CSR matrix (torch.sparse_csr_tensor): row ``i``'s entries are
+    ``col_indices[crow_indices[i]:crow_indices[i + 1]]`` with those ``values``."""
+    _check_device(device)
+    crow = _int_array(crow_indices, "crow_indices").reshape(-1)
+    col = _int_array(col_indices, "col_indices").reshape(-1)
+    v = _values(values, dtype)
+    if v.ndim != 1:
+        raise RuntimeError("sparse_csr_tensor: only 1-d values (no batch or dense dims) are "
+                           "supported")
+    if crow.size == 0 or crow[0] != 0:
+        raise RuntimeError("`crow_indices[..., 0] == 0` is not satisfied.")
+    if np.any(np.diff(crow) < 0):
+        raise RuntimeError("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is "
+                           "not satisfied.")
+    if crow[-1] != col.size or col.size != v.shape[0]:
+        raise RuntimeError("`crow_indices[..., -1] == nnz` is not satisfied.")
+    if size is None:
+        size = (crow.size - 1, int(col.max()) + 1 if col.size else 0)
+    size = tuple(int(s) for s in size)
+    if len(size) != 2 or size[0] != crow.size - 1:
+        raise RuntimeError(f"crow_indices.size(-1) must be equal to size[-2] + 1 (that is "
+                           f"{size[0] + 1 if size else 1}), but got: {crow.size}")
+    if col.size and (col.min() < 0 or col.max() >= size[1]):
+        raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
+    pattern = CSR(crow, col, v._data, size)
+    return _finish(run(FROM_VALUES, v, like=pattern), requires_grad)
+
+
+def mm(mat1: Any, mat2: Any, reduce: str | None = None) -> Any:
+    """``mat1 @ mat2`` with a sparse operand (torch.sparse.mm): sparse @ dense is dense, and its
+    gradient w.r.t. the sparse ``mat1`` is sparse on ``mat1``'s pattern."""
+    if reduce is not None and reduce != "sum":
+        raise NotImplementedError(f"sparse.mm: reduce={reduce!r} is not supported")
+    return spmm(mat1, mat2)
+
+
+def addmm(mat: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> Any:
+    """``beta * mat + alpha * (mat1 @ mat2)`` with sparse ``mat1`` (torch.sparse.addmm)."""
+    prod = spmm(mat1, mat2)
+    if alpha != 1:
+        prod = prod * alpha
+    return prod + (mat if beta == 1 else mat * beta)
+
+
+def smm(input: Any, mat: Any) -> SparseTensor:  # noqa: A002
+    """``input @ mat`` for sparse ``input`` and dense ``mat``, as a sparse tensor."""
+    return spmm(input, mat).to_sparse()
+
+
+def _legacy(name: str, dt: Any) -> Any:
+    def ctor(*args: Any, device: Any = None) -> SparseTensor:
+        if len(args) >= 2 and not isinstance(args[0], int):  # (indices, values[, size])
+            warnings.warn(
+                "jitgrad.sparse.SparseTensor(indices, values, shape, *, device=) is deprecated.  "
+                "Please use jitgrad.sparse_coo_tensor(indices, values, shape, dtype=, device=).",
+                UserWarning, stacklevel=2)
+            return sparse_coo_tensor(args[0], args[1], args[2] if len(args) > 2 else None,
+                                     dtype=dt, device=device)
+        sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
+            else args
+        warnings.warn("jitgrad.sparse.SparseTensor(shape, *, device=) is deprecated.  Please use "
+                      "jitgrad.sparse_coo_tensor(shape, dtype=, device=).", UserWarning,
+                      stacklevel=2)
+        return sparse_coo_tensor(np.zeros((len(sizes), 0), np.int64), np.zeros(0, dt.np),
+                                 sizes, dtype=dt, device=device)
+
+    ctor.__name__ = ctor.__qualname__ = name
+    ctor.__doc__ = f"torch's legacy ``torch.sparse.{name}``: a sparse COO tensor of that dtype."
+    return ctor
+
+
+FloatTensor = _legacy("FloatTensor", dtypes.float32)
+DoubleTensor = _legacy("DoubleTensor", dtypes.float64)
+HalfTensor = _legacy("HalfTensor", dtypes.float16)
+LongTensor = _legacy("LongTensor", dtypes.int64)
+IntTensor = _legacy("IntTensor", dtypes.int32)
+ShortTensor = _legacy("ShortTensor", dtypes.int16)
+CharTensor = _legacy("CharTensor", dtypes.int8)
+ByteTensor = _legacy("ByteTensor", dtypes.uint8)
+
+
+def for_gradcheck(func: Any, inputs: Any) -> tuple:
+    """``(func, inputs)`` as ``gradcheck`` checks them when sparse tensors take part: each
+    sparse input is replaced by its (coalesced) values, a dense tensor requiring grad as the
+    input does, which the function puts back on the input's pattern (torch's
+    ``masked=True``: the unspecified elements are not perturbed); sparse outputs are compared
+    as dense tensors. Without a sparse tensor, ``func`` and ``inputs`` as given."""
+    from ..ops import registry
+
+    if not registry.sparse_live:
+        return func, inputs
+    tupled = tuple(inputs) if isinstance(inputs, (tuple, list)) else (inputs,)
+    patterns = []
+    new_inputs = []
+    for x in tupled:
+        if isinstance(x, SparseTensor):
+            c = coalesce(x.detach()) if x.is_sparse else x.detach()
+            v = c._values().detach().clone()
+            patterns.append(c._data)
+            new_inputs.append(v.requires_grad_(x.requires_grad))
+        else:
+            patterns.append(None)
+            new_inputs.append(x)
+
+    def dense(out: Any) -> Any:
+        if isinstance(out, SparseTensor):
+            return to_dense(out)
+        if isinstance(out, (tuple, list)) and any(isinstance(o, SparseTensor) for o in out):
+            return tuple(dense(o) for o in out)
+        return out
+
+    def checked(*args: Any) -> Any:
+        return dense(func(*[from_values(a, p) if p is not None else a
+                            for a, p in zip(args, patterns)]))
+
+    if all(p is None for p in patterns):  # (dense inputs: as given; sparse outputs dense)
+        return checked, inputs
+    return checked, tuple(new_inputs) if isinstance(inputs, (tuple, list)) else new_inputs[0]
+
+
+def sparse_mask(self: Any, mask: SparseTensor) -> SparseTensor:
+    """``self``'s values at the indices of sparse ``mask`` (a sparse tensor with ``mask``'s
+    coalesced pattern; differentiable w.r.t. ``self``)."""
+    if not isinstance(mask, SparseTensor):
+        raise RuntimeError("sparse_mask: expected mask to be a sparse COO tensor")
+    if tuple(mask.shape) != tuple(self.shape):
+        raise RuntimeError(f"sparse_mask(): operands have incompatible sizes; self has size "
+                           f"{list(self.shape)} but mask has size {list(mask.shape)}")
+    return _mask(self, _pattern(mask))
+
+
+def _install() -> None:
+    """The sparse methods on SparseTensor and the conversions on dense tensors."""
+    for name, method in (("to_dense", to_dense), ("to_sparse", to_sparse),
+                         ("to_sparse_coo", lambda self: to_sparse(self)),
+                         ("to_sparse_csr", to_sparse_csr), ("coalesce", coalesce),
+                         ("values", values), ("sparse_mask", sparse_mask)):
+        setattr(SparseTensor, name, method)
+    for name, method in (("to_sparse", to_sparse), ("to_sparse_coo", lambda self: to_sparse(self)),
+                         ("to_sparse_csr", to_sparse_csr), ("sparse_mask", sparse_mask)):
+        setattr(Tensor, name, method)
+    _dispatch.install()
+
+
+_install()
+del _install

@@ -1,0 +1,253 @@
+"""The data of a sparse tensor: indices and values as NumPy arrays, never a dense copy.
+
+A sparse tensor is a ``Tensor`` whose ``_data`` is one of these objects instead of an array:
+
+* ``COO``: ``indices`` (int64, ``(sparse_dim, nnz)``) and ``values`` (``(nnz, *dense_shape)``);
+  ``coalesced`` says the indices are unique and sorted (row-major), as torch's flag does.
+* ``CSR``: ``crow`` (``(rows + 1,)``), ``col`` (``(nnz,)``) and ``values`` (``(nnz,)``) of a
+  2-d matrix.
+
+They carry what the autograd engine reads off a gradient array (``shape``, ``dtype``, ``copy``,
+``+``, ``+=``), so sparse gradients travel through its array lane as they are; ``__array__``
+(the dense values) is the engine's fallback where it must have an array. The NumPy kernels
+of the sparse ops (coalesce, gather, sparse @ dense) are methods here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+
+def _prod(shape: tuple) -> int:
+    n = 1
+    for s in shape:
+        n *= int(s)
+    return n
+
+
+class _Sparse:
+    """What both layouts share."""
+
+    __slots__ = ("values", "shape", "_cache")
+    __array_priority__ = 20  # (``ndarray + storage`` asks the storage first)
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self.values.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:  # (as ndarray.size: the number of elements of the dense tensor)
+        return _prod(self.shape)
+
+    @property
+    def nnz(self) -> int:
+        return int(self.values.shape[0])
+
+    def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
+        out = self.to_dense()
+        return out if dtype is None else out.astype(dtype)
+
+    def cached(self, key: str, make: Any) -> Any:
+        """A value computed once from this (immutable) storage."""
+        cache = self._cache
+        if key not in cache:
+            cache[key] = make()
+        return cache[key]
+
+    def __add__(self, other: Any) -> Any:  # the engine sums two gradients
+        if isinstance(other, _Sparse):
+            return self.to_coo().add(other.to_coo())
+        return np.asarray(other) + self.to_dense()
+
+    __radd__ = __add__
+    __iadd__ = __add__
+
+
+class COO(_Sparse):
+    """Coordinate format: ``indices`` (sparse_dim, nnz) and ``values`` (nnz, *dense_shape)."""
+
+    __slots__ = ("indices", "coalesced")
+
+    def __init__(self, indices: np.ndarray, values: np.ndarray, shape: tuple,
+                 coalesced: bool = False) -> None:
+        self.indices = indices
+        self.values = values
+        self.shape = tuple(int(s) for s in shape)
+        self.coalesced = coalesced or values.shape[0] <= 1
+        self._cache = {}
+
+    @property
+    def sparse_dim(self) -> int:
+        return int(self.indices.shape[0])
+
+    @property
+    def dense_dim(self) -> int:
+        return self.values.ndim - 1
+
+    def copy(self) -> COO:
+        return COO(self.indices.copy(), self.values.copy(), self.shape, self.coalesced)
+
+    def with_values(self, values: np.ndarray) -> COO:
+        """The same indices with other values."""
+        return COO(self.indices, values, self.shape, self.coalesced)
+
+    def to_coo(self) -> COO:
+        return self
+
+    def coo_indices(self) -> np.ndarray:
+        return self.indices
+
+    def keys(self) -> np.ndarray:
+        """Each entry's row-major position among the sparse dims (its linear index)."""
+        return np.ravel_multi_index(tuple(self.indices), self.shape[:self.sparse_dim]) \
+            if self.indices.size else np.zeros(self.indices.shape[1], np.int64)
+
+    def coalesce(self) -> COO:
+        """Unique, sorted indices; the values of repeated indices summed (cached)."""
+        if self.coalesced:
+            return self
+        return self.cached("coalesce", self._coalesce)
+
+    def _coalesce(self) -> COO:
+        keys = self.keys()
+        order = np.argsort(keys, kind="stable")
+        sorted_keys = keys[order]
+        first = np.flatnonzero(np.r_[True, sorted_keys[1:] != sorted_keys[:-1]])
+        values = np.add.reduceat(self.values[order], first, axis=0) if first.size else \
+            self.values[:0].copy()
+        indices = np.stack(np.unravel_index(sorted_keys[first], self.shape[:self.sparse_dim])) \
+            if first.size else self.indices[:, :0]
+        return COO(indices.astype(np.int64).reshape(self.sparse_dim, -1),
+                   values.astype(self.values.dtype, copy=False), self.shape, True)
+
+    def to_dense(self) -> np.ndarray:
+        if self.sparse_dim == 0:  # (every entry is the whole tensor)
+            return self.values.sum(0).astype(self.values.dtype, copy=False)
+        out = np.zeros(self.shape, dtype=self.values.dtype)
+        if self.values.shape[0]:
+            key = tuple(self.indices)
+            if self.coalesced:
+                out[key] = self.values
+            else:
+                np.add.at(out, key, self.values)
+        return out
+
+    def gather(self, pattern: _Sparse) -> np.ndarray:
+        """This tensor's values at the indices of ``pattern`` (a storage of the same shape):
+        the sum of the entries at each index, 0 where it has none."""
+        me = self.coalesce()
+        idx = pattern.coo_indices()
+        out = np.zeros((idx.shape[1],) + self.values.shape[1:], dtype=self.values.dtype)
+        if me.nnz == 0 or idx.shape[1] == 0:
+            return out
+        mine = me.keys()
+        theirs = np.ravel_multi_index(tuple(idx), self.shape[:self.sparse_dim])
+        pos = np.minimum(np.searchsorted(mine, theirs), mine.size - 1)
+        found = mine[pos] == theirs
+        out[found] = me.values[pos[found]]
+        return out
+
+    def add(self, other: COO, alpha: Any = 1) -> COO:
+        """``self + alpha * other``: the entries of both (merged when both are coalesced)."""
+        ov = other.values if alpha == 1 else other.values * alpha
+        dt = np.result_type(self.values, ov)
+        out = COO(np.concatenate([self.indices, other.indices], axis=1),
+                  np.concatenate([self.values.astype(dt, copy=False), ov.astype(dt, copy=False)]),
+                  self.shape)
+        if self.coalesced and other.coalesced:
+            out = out.coalesce()
+        return out
+
+    def transpose(self, d0: int, d1: int) -> COO:
+        """Sparse dims ``d0`` and ``d1`` swapped (cached: a backward transposes again)."""
+        def make():
+            perm = list(range(self.sparse_dim))
+            perm[d0], perm[d1] = perm[d1], perm[d0]
+            shape = list(self.shape)
+            shape[d0], shape[d1] = shape[d1], shape[d0]
+            return COO(self.indices[perm], self.values, tuple(shape))
+
+        return self.cached(("t", d0, d1), make)
+
+    def mm(self, dense: np.ndarray) -> np.ndarray:
+        """``self @ dense`` for a 2-d matrix: per row, one reduction of the products of its
+        entries with the rows of ``dense`` they select (rows sorted by coalescing)."""
+        me = self.coalesce()
+        rows, cols = me.indices
+        dt = np.result_type(me.values, dense)
+        out = np.zeros((self.shape[0],) + dense.shape[1:], dtype=dt)
+        if rows.size == 0:
+            return out
+        vals = me.values.reshape((-1,) + (1,) * (dense.ndim - 1))
+        prod = vals * dense[cols]
+        first = me.cached("row_starts",
+                          lambda: np.flatnonzero(np.r_[True, rows[1:] != rows[:-1]]))
+        out[rows[first]] = np.add.reduceat(prod, first, axis=0)
+        return out
+
+
+class CSR(_Sparse):
+    """Compressed rows of a 2-d matrix: ``crow`` (rows + 1), ``col`` and ``values`` (nnz)."""
+
+    __slots__ = ("crow", "col")
+
+    def __init__(self, crow: np.ndarray, col: np.ndarray, values: np.ndarray,
+                 shape: tuple) -> None:
+        self.crow = crow
+        self.col = col
+        self.values = values
+        self.shape = tuple(int(s) for s in shape)
+        self._cache = {}
+
+    def copy(self) -> CSR:
+        return CSR(self.crow.copy(), self.col.copy(), self.values.copy(), self.shape)
+
+    def with_values(self, values: np.ndarray) -> CSR:
+        return CSR(self.crow, self.col, values, self.shape)
+
+    def coo_indices(self) -> np.ndarray:
+        def make():
+            rows = np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.crow))
+            return np.stack([rows, self.col.astype(np.int64)])
+
+        return self.cached("coo_indices", make)
+
+    def to_coo(self) -> COO:
+        return self.cached("coo", lambda: COO(self.coo_indices(), self.values, self.shape))
+
+    def to_dense(self) -> np.ndarray:
+        return self.to_coo().to_dense()
+
+    def gather(self, pattern: _Sparse) -> np.ndarray:
+        return self.to_coo().gather(pattern)
+
+    def mm(self, dense: np.ndarray) -> np.ndarray:
+        return self.to_coo().mm(dense)
+
+
+def csr_from_coo(coo: COO) -> CSR:
+    """A 2-d COO matrix in compressed rows (coalesced first)."""
+    c = coo.coalesce()
+    rows, cols = c.indices
+    crow = np.zeros(coo.shape[0] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(rows, minlength=coo.shape[0]), out=crow[1:])
+    return CSR(crow, cols.copy(), c.values, coo.shape)
+
+
+def coo_from_dense(dense: np.ndarray, sparse_dim: int) -> COO:
+    """The entries of ``dense`` whose slice over the dense dims has a non-zero (coalesced)."""
+    if sparse_dim == 0:  # (no sparse dim: one entry, the whole tensor)
+        return COO(np.zeros((0, 1), np.int64), dense[None].copy(), dense.shape, True)
+    if sparse_dim == dense.ndim:
+        nz = dense != 0
+    else:
+        nz = np.any(dense.reshape(dense.shape[:sparse_dim] + (-1,)) != 0, axis=-1)
+    idx = np.nonzero(nz)
+    indices = np.stack(idx).astype(np.int64)
+    return COO(indices.reshape(sparse_dim, -1), dense[idx].copy(), dense.shape, True)
