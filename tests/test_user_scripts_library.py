@@ -32,6 +32,10 @@ def _run_torch() -> dict:
         g = {"__name__": "__main__", "__file__": str(SCRIPT)}
         import torch._inductor.config as inductor_config
 
+        # (torch.compile's first use turns torch.distributions' argument validation off for
+        # the whole process: restored after, for the tests that compare with it)
+        validate = torch.distributions.Distribution._validate_args
+
         # (an inductor cache of an earlier fake kernel would assert the old strides)
         with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings(), \
                 inductor_config.patch(force_disable_caches=True):
@@ -39,6 +43,7 @@ def _run_torch() -> dict:
             exec(compile(src, str(SCRIPT), "exec"), g)  # noqa: S102
         _CACHE["torch"] = g
         torch._dynamo.reset()
+        torch.distributions.Distribution.set_default_validate_args(validate)
     return _CACHE["torch"]
 
 

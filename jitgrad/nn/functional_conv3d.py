@@ -43,7 +43,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
                            f"input of size: {list(input.shape)}")
     if bias is not None and bias.dtype is not input.dtype:  # (torch's first check)
-        from ..tensor import _CPP_NAMES
+        from ..dtypes import CPP_NAMES as _CPP_NAMES
 
         raise RuntimeError(f"Input type ({_CPP_NAMES[input.dtype.name]}) and bias type "
                            f"({_CPP_NAMES[bias.dtype.name]}) should be the same")

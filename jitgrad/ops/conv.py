@@ -197,7 +197,7 @@ def _scalar(dt) -> str:
 
 def _conv_meta(x, w, b, stride, padding, dilation, groups):
     if b is not None and b.dtype is not x.dtype:  # (torch's first check, in C++ type names)
-        from ..tensor import _CPP_NAMES
+        from ..dtypes import CPP_NAMES as _CPP_NAMES
 
         raise RuntimeError(f"Input type ({_CPP_NAMES[x.dtype.name]}) and bias type "
                            f"({_CPP_NAMES[b.dtype.name]}) should be the same")
