@@ -25,47 +25,11 @@ import numpy as np
 from .. import dtypes
 from .._cuda_array import CudaArray as _CudaArray
 from .autocast_cast import autocast_arguments
-from .dtype_rules import (  # (re-exported: the ops ask the registry for these rules)
-    broadcast_shapes as broadcast_shapes,
-    category_dtype as category_dtype,
-    compute_dtype as compute_dtype,
-)
-from .op_fields import (  # (re-exported: the ops import every field value from here)
-    AUTOCAST_FP32 as AUTOCAST_FP32,
-)
-from .op_fields import (
-    AUTOCAST_LOWER as AUTOCAST_LOWER,
-)
-from .op_fields import (
-    BOOL as BOOL,
-)
-from .op_fields import (
-    FLOAT as FLOAT,
-)
-from .op_fields import (
-    MOVEMENT as MOVEMENT,
-)
-from .op_fields import (
-    OPAQUE as OPAQUE,
-)
-from .op_fields import (
-    POINTWISE as POINTWISE,
-)
-from .op_fields import (
-    REDUCE as REDUCE,
-)
-from .op_fields import (
-    SAME as SAME,
-)
-from .op_fields import (
-    SAVE_ALL as SAVE_ALL,
-)
-from .op_fields import (
-    Public as Public,
-)
-from .op_fields import (
-    ReduceTemplate as ReduceTemplate,
-)
+from .dtype_rules import (  # noqa: F401 - (re-exported: the ops ask the registry for these)
+    broadcast_shapes, category_dtype, compute_dtype)
+from .op_fields import (  # noqa: F401 - (re-exported: the ops import every field value from here)
+    AUTOCAST_FP32, AUTOCAST_LOWER, BOOL, FLOAT, MOVEMENT, OPAQUE, POINTWISE, REDUCE, SAME,
+    SAVE_ALL, Public, ReduceTemplate)
 
 # torch's ops give inf and nan silently; NumPy's warn ("divide by zero encountered in log").
 # Quiet those floating-point warnings where jitgrad's own code calls NumPy (an errstate around
@@ -560,5 +524,68 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
 
 
 # ---------------------------------------------------------------- shared by both engines
-# (the VJP runner and the fitting of gradients to their inputs: ``ops/grad_fitting.py``)
-from .grad_fitting import fit_grad, run_vjp, sum_to  # noqa: E402,F401 - (re-exported)
+
+
+def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
+            needs: tuple) -> list:
+    """Applies ``op``'s VJP rule. ``grads`` has one cotangent per output (zeros, never None).
+
+    ``op.vjp`` is either one function returning a gradient per input, or a tuple with one
+    function (or None) per input, so unneeded gradients are never computed. The result is
+    summed to each input's shape and cast to its dtype here, in one place for both engines.
+    """
+    g = grads[0] if op.n_outputs == 1 else tuple(grads)
+    rule = op.vjp
+    if type(rule) is tuple:
+        out = [None] * len(rule)
+        i = 0
+        for r in rule:
+            if r is not None and needs[i]:
+                gi = r(g, ans, *inputs, **params) if params else r(g, ans, *inputs)
+                if gi is not None:
+                    out[i] = _fitted(gi, inputs[i])
+            i += 1
+        return out
+    out = list(rule(g, ans, *inputs, **params))
+    for i, gi in enumerate(out):
+        if gi is not None:
+            out[i] = _fitted(gi, inputs[i]) if needs[i] else None
+    return out
+
+
+def _fitted(g: Any, x: Any) -> Any:
+    """Gradient ``g`` summed to the shape and cast to the dtype of input ``x`` (a tensor or a
+    ``Meta``); ``g`` itself when it already fits."""
+    if type(x) is Meta:
+        shape, dt = x.shape, x.dtype
+    elif type(x) is Tensor:  # an eager tensor (tracers are a subclass)
+        shape, dt = x._data.shape, x._dtype
+    else:
+        shape, dt = x.shape, x.dtype
+    if type(g) is Tensor and g._dtype is dt and g._data.shape == shape:
+        return g
+    return fit_grad(g, shape, dt)
+
+
+def fit_grad(g, shape: tuple, dt: dtypes.dtype):
+    """Sums a broadcast gradient back to ``shape`` and casts it to ``dt`` (generic unbroadcast)."""
+    if tuple(g.shape) != tuple(shape):
+        g = sum_to(g, shape)
+    if g.dtype is not dt:
+        if g.dtype.is_complex and not dt.is_complex:
+            g = g.real
+        g = g.to(dt)
+    return g
+
+
+def sum_to(g, shape: tuple):
+    """Sums ``g`` over the dimensions that broadcasting added or expanded to reach ``shape``."""
+    shape = tuple(shape)
+    lead = g.ndim - len(shape)
+    dims = tuple(range(lead)) + tuple(
+        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
+    if dims:
+        g = g.sum(dim=dims, keepdim=True)
+    if lead or g.shape != shape:
+        g = g.reshape(shape)
+    return g
