@@ -7,6 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..ops.conv import check_bias_dtype
 from ..tensor import Tensor
 from ._functional_core import pad
 from .functional_conv import conv2d
@@ -42,11 +43,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     if input.ndim not in (4, 5):
         raise RuntimeError(f"Expected 4D (unbatched) or 5D (batched) input to conv3d, but got "
                            f"input of size: {list(input.shape)}")
-    if bias is not None and bias.dtype is not input.dtype:  # (torch's first check)
-        from ..dtypes import CPP_NAMES as _CPP_NAMES
-
-        raise RuntimeError(f"Input type ({_CPP_NAMES[input.dtype.name]}) and bias type "
-                           f"({_CPP_NAMES[bias.dtype.name]}) should be the same")
+    check_bias_dtype(input, bias)  # (torch's first check)
     batched = input.ndim == 5
     x = input if batched else input.unsqueeze(0)
     s, d = _triple(stride, "stride"), _triple(dilation, "dilation")

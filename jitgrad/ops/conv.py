@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..dtypes import CPP_NAMES
 from . import nn_kernels
 from .registry import AUTOCAST_LOWER, BILINEAR, OPAQUE, apply, defop
 
@@ -195,12 +196,15 @@ def _scalar(dt) -> str:
     return dt._legacy.replace("Tensor", "")
 
 
-def _conv_meta(x, w, b, stride, padding, dilation, groups):
-    if b is not None and b.dtype is not x.dtype:  # (torch's first check, in C++ type names)
-        from ..dtypes import CPP_NAMES as _CPP_NAMES
+def check_bias_dtype(x, b) -> None:
+    """torch's first check of a convolution, in C++ type names."""
+    if b is not None and b.dtype is not x.dtype:
+        raise RuntimeError(f"Input type ({CPP_NAMES[x.dtype.name]}) and bias type "
+                           f"({CPP_NAMES[b.dtype.name]}) should be the same")
 
-        raise RuntimeError(f"Input type ({_CPP_NAMES[x.dtype.name]}) and bias type "
-                           f"({_CPP_NAMES[b.dtype.name]}) should be the same")
+
+def _conv_meta(x, w, b, stride, padding, dilation, groups):
+    check_bias_dtype(x, b)
     dt = _dtype_of(x, w, b)
     shape = (x.shape[0], w.shape[0]) + tuple(
         out_size(n, k, s, p, d) for n, k, s, p, d in zip(x.shape[2:], w.shape[2:], stride,

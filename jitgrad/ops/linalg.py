@@ -12,9 +12,7 @@ from .surface import public
 
 def _same_dtype(a, b, what="m1 and m2") -> dtypes.dtype:
     if a.dtype is not b.dtype:
-        from ..dtypes import CPP_NAMES as _CPP_NAMES
-
-        x, y = (_CPP_NAMES[d.name] for d in (a.dtype, b.dtype))
+        x, y = (dtypes.CPP_NAMES[d.name] for d in (a.dtype, b.dtype))
         raise RuntimeError(f"expected {what} to have the same dtype, but got: {x} != {y}")
     return a.dtype
 

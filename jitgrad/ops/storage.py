@@ -20,6 +20,7 @@ import numpy as np
 from .. import dtypes
 from ..device import device as _device
 from . import registry
+from ..dtypes import CPP_NAMES as _CPP
 from .dtype_rules import scalar_type_name
 from .sharing import _mapping_of
 
@@ -29,7 +30,8 @@ _TYPED_WARNING = ("TypedStorage is deprecated. It will be removed in the future 
                   "tensor.untyped_storage() instead of tensor.storage()")
 
 
-def _root(array: np.ndarray) -> np.ndarray:
+def root_array(array: np.ndarray) -> np.ndarray:
+    """The array that owns ``array``'s memory (the end of its ``base`` chain)."""
     while isinstance(array.base, np.ndarray):
         array = array.base
     return array
@@ -244,7 +246,7 @@ class TypedStorage:
 
 def untyped_storage(self: Any) -> UntypedStorage:
     """The storage (bytes) under this tensor and every tensor sharing its memory."""
-    return UntypedStorage._over(_root(_host_array(self)))
+    return UntypedStorage._over(root_array(_host_array(self)))
 
 
 def storage(self: Any) -> TypedStorage:
@@ -285,17 +287,17 @@ def set_(self: Any, source: Any = None, storage_offset: int = 0, size: Any = Non
         data = np.empty((0,), self._dtype.np)
     elif isinstance(source, registry.Tensor):
         if source._dtype is not self._dtype:
-            raise RuntimeError(f"Could not set tensor of type {_c_name(source._dtype)} to a "
-                               f"tensor of type {_c_name(self._dtype)}")
+            raise RuntimeError(f"Could not set tensor of type {_CPP[source._dtype.name]} to a "
+                               f"tensor of type {_CPP[self._dtype.name]}")
         data = _host_array(source)
         if size is not None or storage_offset:
-            data = _strided_view(_bytes_of(_root(data)), self._dtype.np, storage_offset,
+            data = _strided_view(_bytes_of(root_array(data)), self._dtype.np, storage_offset,
                                  tuple(size), _stride(size, stride))
     else:
         if isinstance(source, TypedStorage):
             if source.dtype is not self._dtype:
                 raise RuntimeError(
-                    f"Expected a Storage of type {_c_name(self._dtype)} or an UntypedStorage, "
+                    f"Expected a Storage of type {_CPP[self._dtype.name]} or an UntypedStorage, "
                     f"but got type {scalar_type_name(source.dtype)} for argument 1 'storage'")
             source = source.untyped()
         if not isinstance(source, UntypedStorage):
@@ -319,10 +321,6 @@ def _stride(size: Any, stride: Any) -> tuple:
         out.append(step)
         step *= max(int(n), 1)
     return tuple(reversed(out))
-
-
-def _c_name(dt: dtypes.dtype) -> str:
-    return dtypes.CPP_NAMES[dt.name]
 
 
 def is_storage(obj: Any) -> bool:

@@ -233,10 +233,9 @@ def storage_offset(self: Any) -> int:
     """The tensor's offset in its storage, in elements (0 for a tensor that is no view)."""
     data = self._data
     if isinstance(data, np.ndarray):  # from the array that owns the memory
-        root = data
-        while isinstance(root.base, np.ndarray):
-            root = root.base
-        return (_ptr(data) - _ptr(root)) // data.itemsize
+        from .storage import root_array
+
+        return (_ptr(data) - _ptr(root_array(data))) // data.itemsize
     base = self._base
     if base is None:
         return 0
