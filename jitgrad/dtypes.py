@@ -70,16 +70,15 @@ _BY_NUMPY = {d.np: d for d in ALL if d is not bfloat16}
 def round_to_bfloat16(a: np.ndarray) -> np.ndarray:
     """The float32 array ``a`` rounded to bfloat16 values (to nearest, ties to even; NaNs stay
     NaN): ``a`` itself when it holds only bfloat16 values already (a view stays a view)."""
-    a = np.ascontiguousarray(a, dtype=np.float32) if a.dtype != np.float32 else a
-    bits = a.view(np.uint32) if a.flags.c_contiguous or a.flags.f_contiguous else \
-        np.ascontiguousarray(a).view(np.uint32)
+    a = np.asarray(a, dtype=np.float32)
+    bits = a.view(np.uint32)  # (same item size: any strides view)
     if not (bits & 0xFFFF).any():
         return a
     up = (bits + (((bits >> 16) & 1) + 0x7FFF).astype(np.uint32)) & np.uint32(0xFFFF0000)
     nan = np.isnan(a)
     if nan.any():
         up = np.where(nan, (bits | 0x00400000) & np.uint32(0xFFFF0000), up)
-    return up.view(np.float32).reshape(a.shape)
+    return np.asarray(up.view(np.float32))  # (a 0-d result of NumPy's arithmetic is a scalar)
 
 _default_dtype = float32
 

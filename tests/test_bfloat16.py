@@ -96,6 +96,7 @@ CASES = {
         m.linspace(-1, 1, 12).reshape(3, 4).to(m.bfloat16),
         m.linspace(0, 2, 20).reshape(4, 5).to(m.bfloat16)),
     "long_sum": lambda m: m.tensor([0.1] * 300, dtype=m.bfloat16).sum(),
+    "zero_dim_inplace": lambda m: m.tensor(0.3, dtype=m.bfloat16).mul_(1.1).add_(0.01)[None],
     "nn_functional": lambda m: m.cat([
         m.nn.functional.gelu(m.tensor([0.3, -1.2], dtype=m.bfloat16)),
         m.nn.functional.layer_norm(m.tensor([[0.3, -1.2, 2.0]], dtype=m.bfloat16), (3,))[0],

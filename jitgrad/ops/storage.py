@@ -102,10 +102,10 @@ class UntypedStorage:
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
+            if index.step not in (None, 1):
+                raise RuntimeError("slices of a storage must be contiguous (step 1)")
             part = object.__new__(UntypedStorage)
             part._bytes = self._bytes[index]
-            if part._bytes.base is not None and index.step not in (None, 1):
-                raise RuntimeError("slices of a storage must be contiguous (step 1)")
             return part
         return int(self._bytes[index])
 
