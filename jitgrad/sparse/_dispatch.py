@@ -14,7 +14,7 @@ from typing import Any
 from ..ops import registry
 from ..ops.registry import OpDef, Tensor
 from . import _ops as sp
-from ._tensor import SparseTensor, backend
+from ._tensor import SparseTensor, as_sparse, backend
 
 # pointwise ops with f(0) == 0, applied to the stored values (torch's sparse unary kernels)
 ZERO_PRESERVING = ("abs", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh",
@@ -215,3 +215,4 @@ def install() -> None:
     SparseTensor.zero_ = _zero_
     registry.sparse_any = any_sparse
     registry.sparse_apply = dispatch
+    registry.sparse_wrap = as_sparse

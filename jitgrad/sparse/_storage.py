@@ -60,13 +60,22 @@ class _Sparse:
             cache[key] = make()
         return cache[key]
 
-    def __add__(self, other: Any) -> Any:  # the engine sums two gradients
+    # The autograd engine sums gradients with these, as torch does: ``old + new`` where two
+    # gradients meet in one backward (sparse + sparse: ``new``'s entries, then ``old``'s, not
+    # coalesced), ``grad += new`` where a leaf's ``.grad`` accumulates (``merge``); with a
+    # dense operand the sum is dense.
+    def __add__(self, other: Any) -> Any:
         if isinstance(other, _Sparse):
-            return self.to_coo().add(other.to_coo())
+            return other.to_coo().cat(self.to_coo())
         return np.asarray(other) + self.to_dense()
 
-    __radd__ = __add__
-    __iadd__ = __add__
+    def __radd__(self, other: Any) -> Any:
+        return np.asarray(other) + self.to_dense()
+
+    def __iadd__(self, other: Any) -> Any:
+        if isinstance(other, _Sparse):
+            return merge(self.to_coo(), other.to_coo())
+        return np.asarray(other) + self.to_dense()
 
 
 class COO(_Sparse):
@@ -154,15 +163,15 @@ class COO(_Sparse):
         return out
 
     def add(self, other: COO, alpha: Any = 1) -> COO:
-        """``self + alpha * other``: the entries of both (merged when both are coalesced)."""
-        ov = other.values if alpha == 1 else other.values * alpha
-        dt = np.result_type(self.values, ov)
-        out = COO(np.concatenate([self.indices, other.indices], axis=1),
-                  np.concatenate([self.values.astype(dt, copy=False), ov.astype(dt, copy=False)]),
-                  self.shape)
-        if self.coalesced and other.coalesced:
-            out = out.coalesce()
-        return out
+        """``self + alpha * other`` (torch's sparse ``add``: see ``merge``)."""
+        return merge(self, other, alpha)
+
+    def cat(self, other: COO) -> COO:
+        """The entries of ``self`` then those of ``other`` (their sum, not coalesced)."""
+        dt = np.result_type(self.values, other.values)
+        return COO(np.concatenate([self.indices, other.indices], axis=1),
+                   np.concatenate([self.values.astype(dt, copy=False),
+                                   other.values.astype(dt, copy=False)]), self.shape)
 
     def transpose(self, d0: int, d1: int) -> COO:
         """Sparse dims ``d0`` and ``d1`` swapped (cached: a backward transposes again)."""
@@ -229,6 +238,44 @@ class CSR(_Sparse):
 
     def mm(self, dense: np.ndarray) -> np.ndarray:
         return self.to_coo().mm(dense)
+
+
+def merge(t: COO, s: COO, alpha: Any = 1) -> COO:
+    """``t + alpha * s`` as torch's CPU kernel adds two COO tensors: one pass over both entry
+    lists, taking the smaller index first and summing two equal ones into one entry, so two
+    coalesced tensors give a coalesced one and others keep their order (not coalesced)."""
+    sv = s.values if alpha == 1 else s.values * alpha
+    dt = np.result_type(t.values, sv)
+    if s.nnz == 0 or t.nnz == 0:
+        src, vals = (t, t.values) if s.nnz == 0 else (s, sv)
+        return COO(src.indices.copy(), vals.astype(dt), t.shape, src.coalesced)
+    if t.coalesced and s.coalesced:  # (the pass is a sorted union: coalesce the entries)
+        both = COO(np.concatenate([t.indices, s.indices], axis=1),
+                   np.concatenate([t.values.astype(dt, copy=False), sv.astype(dt, copy=False)]),
+                   t.shape)
+        return both.coalesce()
+    tk, sk = t.keys().tolist(), s.keys().tolist()
+    nt, ns = len(tk), len(sk)
+    take_t, take_s = [], []  # per output entry: the entry of t and of s it sums (-1: none)
+    i = j = 0
+    while i < nt or j < ns:
+        if i >= nt:
+            cmp = -1
+        elif j >= ns:
+            cmp = 1
+        else:
+            cmp = 0 if tk[i] == sk[j] else (1 if tk[i] < sk[j] else -1)
+        take_t.append(i if cmp >= 0 else -1)
+        take_s.append(j if cmp <= 0 else -1)
+        i += cmp >= 0
+        j += cmp <= 0
+    it, js = np.array(take_t, np.int64), np.array(take_s, np.int64)
+    has_t, has_s = it >= 0, js >= 0
+    values = np.zeros((it.size,) + t.values.shape[1:], dt)
+    values[has_t] += t.values[it[has_t]]
+    values[has_s] += sv[js[has_s]]
+    indices = np.where(has_t, t.indices[:, np.maximum(it, 0)], s.indices[:, np.maximum(js, 0)])
+    return COO(indices, values, t.shape)
 
 
 def csr_from_coo(coo: COO) -> CSR:
