@@ -128,6 +128,7 @@ def _cat(*tensors: Any, dim: int) -> Any:
 
 HANDLERS: dict = {
     "mm": _mm, "mv": _mv, "addmm": _addmm, "add": sp.add, "sub": _sub, "mul": sp.mul,
+    "add_alpha": sp.add, "sub_alpha": lambda a, b, alpha: _sub(a, b * alpha),
     "div": _div, "neg": _neg, "to_copy": _to_copy, "clone": _clone, "sum": _sum,
     "sum_dim": _sum_dim, "t": _t, "transpose": _transpose, "permute": _permute,
     "pow_scalar": _pow, "detach": lambda s: s.detach(), "select": _select, "cat": _cat,
