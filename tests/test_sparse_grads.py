@@ -75,8 +75,9 @@ def test_embedding_bag_sparse_grads_match_torch():
 
 
 def test_accumulation_follows_torch():
-    """In one backward two sparse gradients are concatenated (the later-arriving first); a
-    second backward merges into .grad as torch's sparse add; with a dense one, dense."""
+    """Sparse gradients are summed as torch's sparse add (in one backward: the later-arriving
+    first; entries concatenated where values are an expanded gradient's, else merged), a
+    second backward merges into .grad; with a dense one, dense."""
     results = {}
     for lib in _libs():
         with warnings.catch_warnings():
@@ -247,3 +248,33 @@ def test_clip_grad_norm_with_sparse_grad_raises_as_torch():
     assert texts[:2] == texts[2:]
     assert texts[0] == ("Could not run 'aten::linalg_vector_norm' with arguments from the "
                         "'SparseCPU' backend")
+
+
+def test_engine_sum_merges_contiguous_gradients_as_torch():
+    """Two sparse gradients of a custom Function, coalesced or not, summed in one backward."""
+    results = {}
+    for lib in _libs():
+        def fn(idx, val, coal, lib=lib):
+            class Fn(lib.autograd.Function):
+                @staticmethod
+                def forward(ctx, x):
+                    return x.sum()
+
+                @staticmethod
+                def backward(ctx, g):
+                    with warnings.catch_warnings():
+                        warnings.simplefilter("ignore")
+                        s = lib.sparse_coo_tensor(lib.tensor([idx]), lib.tensor(val), (5,))
+                    return s.coalesce() if coal else s
+
+            return Fn.apply
+
+        out = []
+        for c1 in (True, False):
+            for c2 in (True, False):
+                w = lib.zeros(5, requires_grad=True)
+                (fn([3, 1], [1.0, 2.0], c1)(w) + fn([1, 0], [10.0, 20.0], c2)(w)).backward()
+                out.append((w.grad._indices().tolist(), w.grad._values().tolist()))
+        results[lib] = out
+    assert results[jitgrad] == results[_torch()]
+    assert results[jitgrad][0] == ([[0, 1, 3]], [20.0, 12.0, 1.0])

@@ -438,8 +438,8 @@ class AccumulateGrad(Node):
 
     def _apply_sparse(self, g: Any) -> tuple:
         """``apply`` once sparse tensors exist: torch's accumulation of sparse gradients. The
-        first one is kept as it is (sparse), a sparse one adds into a sparse ``.grad`` by
-        merging their entries (``+=`` of the storages), and a sum with a dense one is dense
+        first one is kept as it is (sparse), a sparse one adds into a sparse ``.grad`` as
+        torch's sparse add (``+=`` of the storages), and a sum with a dense one is dense
         (in place into a dense ``.grad``); ``.grad`` is a sparse tensor while its data is a
         sparse storage."""
         var = self.variable

@@ -61,12 +61,11 @@ class _Sparse:
         return cache[key]
 
     # The autograd engine sums gradients with these, as torch does: ``old + new`` where two
-    # gradients meet in one backward (sparse + sparse: ``new``'s entries, then ``old``'s, not
-    # coalesced), ``grad += new`` where a leaf's ``.grad`` accumulates (``merge``); with a
-    # dense operand the sum is dense.
+    # gradients meet in one backward (sparse + sparse: torch's ``new + old``), ``grad += new``
+    # where a leaf's ``.grad`` accumulates (both: ``merge``); with a dense operand, dense.
     def __add__(self, other: Any) -> Any:
         if isinstance(other, _Sparse):
-            return other.to_coo().cat(self.to_coo())
+            return merge(other.to_coo(), self.to_coo())
         return np.asarray(other) + self.to_dense()
 
     def __radd__(self, other: Any) -> Any:
@@ -243,12 +242,16 @@ class CSR(_Sparse):
 def merge(t: COO, s: COO, alpha: Any = 1) -> COO:
     """``t + alpha * s`` as torch's CPU kernel adds two COO tensors: one pass over both entry
     lists, taking the smaller index first and summing two equal ones into one entry, so two
-    coalesced tensors give a coalesced one and others keep their order (not coalesced)."""
+    coalesced tensors give a coalesced one and others keep their order (not coalesced). Where
+    either's values are not contiguous (an expanded gradient), torch concatenates the entries
+    instead, and so does this."""
     sv = s.values if alpha == 1 else s.values * alpha
     dt = np.result_type(t.values, sv)
     if s.nnz == 0 or t.nnz == 0:
         src, vals = (t, t.values) if s.nnz == 0 else (s, sv)
         return COO(src.indices.copy(), vals.astype(dt), t.shape, src.coalesced)
+    if not (t.values.flags.c_contiguous and s.values.flags.c_contiguous):
+        return t.cat(s if alpha == 1 else s.with_values(sv))
     if t.coalesced and s.coalesced:  # (the pass is a sorted union: coalesce the entries)
         both = COO(np.concatenate([t.indices, s.indices], axis=1),
                    np.concatenate([t.values.astype(dt, copy=False), sv.astype(dt, copy=False)]),
