@@ -201,33 +201,81 @@ class COO(_Sparse):
 
 
 class CSR(_Sparse):
-    """Compressed rows of a 2-d matrix: ``crow`` (rows + 1), ``col`` and ``values`` (nnz)."""
+    """A compressed 2-d matrix: ``crow`` (the compressed indices: ``(rows + 1,)``), ``col`` (the
+    plain indices: ``(nnz,)``) and ``values``, in one of torch's four compressed layouts:
 
-    __slots__ = ("crow", "col")
+    * ``"csr"``: compressed rows, ``values`` ``(nnz,)`` (``crow_indices``, ``col_indices``);
+    * ``"csc"``: compressed columns: the CSR of the transpose (``ccol_indices``,
+      ``row_indices``), ``values`` in column-major order;
+    * ``"bsr"`` / ``"bsc"``: the CSR / CSC of a matrix of ``(bh, bw)`` blocks, ``values``
+      ``(nnz, bh, bw)`` (each block as it sits in the matrix).
+
+    Every operation goes through ``coo_indices`` (the row and column of each element of
+    ``values``, in its order), so the layouts share one implementation.
+    """
+
+    __slots__ = ("crow", "col", "layout")
 
     def __init__(self, crow: np.ndarray, col: np.ndarray, values: np.ndarray,
-                 shape: tuple) -> None:
+                 shape: tuple, layout: str = "csr") -> None:
         self.crow = crow
         self.col = col
         self.values = values
         self.shape = tuple(int(s) for s in shape)
+        self.layout = layout
         self._cache = {}
 
+    @property
+    def blocksize(self) -> tuple | None:
+        """``(bh, bw)`` of a blocked layout, else None."""
+        return tuple(self.values.shape[1:3]) if self.layout in ("bsr", "bsc") else None
+
+    @property
+    def rowwise(self) -> bool:
+        """Whether the compressed dim is the rows (CSR, BSR)."""
+        return self.layout in ("csr", "bsr")
+
     def copy(self) -> CSR:
-        return CSR(self.crow.copy(), self.col.copy(), self.values.copy(), self.shape)
+        return CSR(self.crow.copy(), self.col.copy(), self.values.copy(), self.shape,
+                   self.layout)
 
     def with_values(self, values: np.ndarray) -> CSR:
-        return CSR(self.crow, self.col, values, self.shape)
+        """The same indices with other values (a blocked layout's given flat, as
+        ``coo_indices`` orders them, are put in blocks)."""
+        if values.shape != self.values.shape and self.blocksize is not None:
+            values = values.reshape(self.values.shape)
+        return CSR(self.crow, self.col, values, self.shape, self.layout)
+
+    def block_indices(self) -> np.ndarray:
+        """``(2, nnz)``: the (row, column) of each stored entry (of each block, blocked)."""
+        def make():
+            major = np.repeat(np.arange(self.crow.size - 1, dtype=np.int64), np.diff(self.crow))
+            minor = self.col.astype(np.int64)
+            return np.stack([major, minor] if self.rowwise else [minor, major])
+
+        return self.cached("block_indices", make)
 
     def coo_indices(self) -> np.ndarray:
+        """``(2, values.size)``: the (row, column) of each element of ``values``."""
+        bs = self.blocksize
+        if bs is None:
+            return self.block_indices()
+
         def make():
-            rows = np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.crow))
-            return np.stack([rows, self.col.astype(np.int64)])
+            (bh, bw), (br, bc) = bs, self.block_indices()
+            rows, cols = np.broadcast_arrays(br[:, None, None] * bh + np.arange(bh)[:, None],
+                                             bc[:, None, None] * bw + np.arange(bw))
+            return np.stack([rows.reshape(-1), cols.reshape(-1)])
 
         return self.cached("coo_indices", make)
 
+    def flat_values(self) -> np.ndarray:
+        """``values`` with one element per ``coo_indices`` entry."""
+        return self.values.reshape(-1) if self.blocksize is not None else self.values
+
     def to_coo(self) -> COO:
-        return self.cached("coo", lambda: COO(self.coo_indices(), self.values, self.shape))
+        return self.cached("coo", lambda: COO(self.coo_indices(), self.flat_values(),
+                                              self.shape))
 
     def to_dense(self) -> np.ndarray:
         return self.to_coo().to_dense()
@@ -237,6 +285,12 @@ class CSR(_Sparse):
 
     def mm(self, dense: np.ndarray) -> np.ndarray:
         return self.to_coo().mm(dense)
+
+    def transposed(self) -> CSR:
+        """The transpose, free: CSR <-> CSC and BSR <-> BSC on the same indices."""
+        other = {"csr": "csc", "csc": "csr", "bsr": "bsc", "bsc": "bsr"}[self.layout]
+        values = self.values.transpose(0, 2, 1) if self.blocksize is not None else self.values
+        return CSR(self.crow, self.col, values, self.shape[::-1], other)
 
 
 def merge(t: COO, s: COO, alpha: Any = 1) -> COO:
@@ -281,13 +335,27 @@ def merge(t: COO, s: COO, alpha: Any = 1) -> COO:
     return COO(indices, values, t.shape)
 
 
-def csr_from_coo(coo: COO) -> CSR:
-    """A 2-d COO matrix in compressed rows (coalesced first)."""
+def csr_from_coo(coo: COO, layout: str = "csr", blocksize: tuple | None = None) -> CSR:
+    """A 2-d COO matrix in compressed ``layout`` (coalesced first); the blocked layouts keep
+    each ``blocksize`` block that holds an entry (zeros filled in)."""
     c = coo.coalesce()
     rows, cols = c.indices
-    crow = np.zeros(coo.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=coo.shape[0]), out=crow[1:])
-    return CSR(crow, cols.copy(), c.values, coo.shape)
+    if blocksize is None:
+        if layout == "csc":
+            return csr_from_coo(coo.transpose(0, 1)).transposed()
+        crow = np.zeros(coo.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=coo.shape[0]), out=crow[1:])
+        return CSR(crow, cols.copy(), c.values, coo.shape)
+    bh, bw = blocksize
+    nbr, nbc = coo.shape[0] // bh, coo.shape[1] // bw
+    br, bc = rows // bh, cols // bw
+    major, minor, n_major = (br, bc, nbr) if layout == "bsr" else (bc, br, nbc)
+    keys, slot = np.unique(major * max(nbr, nbc) + minor, return_inverse=True)
+    values = np.zeros((keys.size, bh, bw), c.values.dtype)
+    values[slot, rows % bh, cols % bw] = c.values
+    crow = np.zeros(n_major + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // max(nbr, nbc), minlength=n_major), out=crow[1:])
+    return CSR(crow, (keys % max(nbr, nbc)).astype(np.int64), values, coo.shape, layout)
 
 
 def coo_from_dense(dense: np.ndarray, sparse_dim: int) -> COO:
