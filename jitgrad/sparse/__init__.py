@@ -1,6 +1,8 @@
-"""Sparse tensors (torch.sparse's common surface): COO and CSR layouts, their constructors and
-the ops that scripts use on them (``sparse.mm`` / ``spmm``, ``sparse.sum``, ``sparse.softmax``,
-``S + S``, ``S * c``, ``S.t()``, ``to_dense``), with gradients.
+"""Sparse tensors (torch.sparse's common surface): COO and the compressed layouts (CSR, CSC,
+BSR, BSC; ``_compressed``), their constructors and the ops that scripts use on them
+(``sparse.mm`` / ``spmm``, ``sparse.sum``, ``sparse.softmax``, ``S + S``, ``S * c``, ``S.t()``,
+``to_dense``), with gradients; ``embedding(..., sparse=True)``'s sparse weight gradient
+(``_embedding``).
 
 A sparse tensor stores its indices and values (``_storage``); it is a ``jitgrad.Tensor``
 (``SparseTensor``, ``_tensor``) whose ops are a few primitives with VJP rules plus compositions

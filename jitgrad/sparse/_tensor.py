@@ -1,4 +1,5 @@
-"""``SparseTensor``: a ``Tensor`` whose data is a sparse storage (``COO`` or ``CSR``).
+"""``SparseTensor``: a ``Tensor`` whose data is a sparse storage (``COO``, or ``CSR`` for the
+compressed layouts CSR, CSC, BSR and BSC).
 
 It is a subclass only so that methods can differ (``indices()``, ``to_dense()``, printing,
 torch's errors for what a sparse tensor cannot do); ``isinstance(S, jitgrad.Tensor)`` holds and
@@ -180,8 +181,8 @@ class SparseTensor(Tensor):
     @property
     def grad(self) -> Tensor | None:
         """The gradient: sparse, on this tensor's (coalesced) pattern for the sparse ops, as
-        torch's. (Where two sparse gradients met in the engine's array lane, it summed them as
-        dense arrays: such a gradient is put back on the pattern here, once.)"""
+        torch's. (Where a dense gradient met a sparse one in the engine, their sum is dense:
+        such a gradient is put back on the pattern here, once.)"""
         g = self._grad
         if g is None:
             return None
