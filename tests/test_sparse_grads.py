@@ -278,3 +278,21 @@ def test_engine_sum_merges_contiguous_gradients_as_torch():
         results[lib] = out
     assert results[jitgrad] == results[_torch()]
     assert results[jitgrad][0] == ([[0, 1, 3]], [20.0, 12.0, 1.0])
+
+
+@pytest.mark.parametrize("n", [50, 3000])  # (3000 + 3000 entries: the compiled pass)
+def test_sparse_add_of_uncoalesced_is_torchs_merge(n):
+    _torch()
+    rng = np.random.default_rng(n)
+    ia, ib = rng.integers(0, 40, (1, n)), rng.integers(0, 40, (1, n))
+    va, vb = rng.standard_normal((n, 2)), rng.standard_normal((n, 2))
+    out = []
+    for lib in _libs():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a = lib.sparse_coo_tensor(lib.tensor(ia), lib.tensor(va), (40, 2))
+            b = lib.sparse_coo_tensor(lib.tensor(ib), lib.tensor(vb), (40, 2))
+            c = a + b
+        out.append((c._indices().tolist(), np.asarray(c._values().tolist())))
+    assert out[0][0] == out[1][0]
+    np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)

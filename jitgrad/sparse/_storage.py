@@ -311,28 +311,59 @@ def merge(t: COO, s: COO, alpha: Any = 1) -> COO:
                    np.concatenate([t.values.astype(dt, copy=False), sv.astype(dt, copy=False)]),
                    t.shape)
         return both.coalesce()
-    tk, sk = t.keys().tolist(), s.keys().tolist()
-    nt, ns = len(tk), len(sk)
-    take_t, take_s = [], []  # per output entry: the entry of t and of s it sums (-1: none)
-    i = j = 0
-    while i < nt or j < ns:
-        if i >= nt:
-            cmp = -1
-        elif j >= ns:
-            cmp = 1
-        else:
-            cmp = 0 if tk[i] == sk[j] else (1 if tk[i] < sk[j] else -1)
-        take_t.append(i if cmp >= 0 else -1)
-        take_s.append(j if cmp <= 0 else -1)
-        i += cmp >= 0
-        j += cmp <= 0
-    it, js = np.array(take_t, np.int64), np.array(take_s, np.int64)
+    it, js = _merge_order(t.keys(), s.keys())
     has_t, has_s = it >= 0, js >= 0
     values = np.zeros((it.size,) + t.values.shape[1:], dt)
     values[has_t] += t.values[it[has_t]]
     values[has_s] += sv[js[has_s]]
     indices = np.where(has_t, t.indices[:, np.maximum(it, 0)], s.indices[:, np.maximum(js, 0)])
     return COO(indices, values, t.shape)
+
+
+def _merge_loop(tk: Any, sk: Any, take_t: Any, take_s: Any) -> int:
+    """The pass of ``merge`` over sorted-or-not keys ``tk`` and ``sk``: for each output entry,
+    the entry of each it sums (-1: none) into ``take_t`` / ``take_s``; returns their count.
+    (Plain Python, also compiled by Numba for long inputs.)"""
+    nt, ns = len(tk), len(sk)
+    i = j = r = 0
+    while i < nt or j < ns:
+        if i >= nt:
+            cmp = -1
+        elif j >= ns:
+            cmp = 1
+        elif tk[i] == sk[j]:
+            cmp = 0
+        elif tk[i] < sk[j]:
+            cmp = 1
+        else:
+            cmp = -1
+        take_t[r] = i if cmp >= 0 else -1
+        take_s[r] = j if cmp <= 0 else -1
+        i += 1 if cmp >= 0 else 0
+        j += 1 if cmp <= 0 else 0
+        r += 1
+    return r
+
+
+_COMPILED_MERGE: list = []
+
+
+def _merge_order(tk: np.ndarray, sk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = tk.size + sk.size
+    if n < 4096:  # (short: Python's loop over lists beats compiling)
+        take_t, take_s = [0] * n, [0] * n
+        r = _merge_loop(tk.tolist(), sk.tolist(), take_t, take_s)
+        return np.array(take_t[:r], np.int64), np.array(take_s[:r], np.int64)
+    if not _COMPILED_MERGE:
+        import numba
+
+        try:
+            _COMPILED_MERGE.append(numba.njit(cache=True, nogil=True)(_merge_loop))
+        except RuntimeError:  # (no writable cache location)
+            _COMPILED_MERGE.append(numba.njit(nogil=True)(_merge_loop))
+    take_t, take_s = np.empty(n, np.int64), np.empty(n, np.int64)
+    r = _COMPILED_MERGE[0](tk.astype(np.int64), sk.astype(np.int64), take_t, take_s)
+    return take_t[:r], take_s[:r]
 
 
 def csr_from_coo(coo: COO, layout: str = "csr", blocksize: tuple | None = None) -> CSR:
