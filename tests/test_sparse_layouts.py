@@ -249,3 +249,19 @@ def test_save_load_and_pickle_keep_the_layout():
         buf.seek(0)
         for back in (jitgrad.load(buf), pickle.loads(pickle.dumps(s))):
             assert back.layout is s.layout and _parts(back) == _parts(s)
+
+
+def test_grad_fn_names_are_torchs():
+    torch = _torch()
+    exprs = ["d.to_sparse_csr()", "d.to_sparse_csc()", "d.to_sparse_bsr(2)", "d.to_sparse_bsc(2)",
+             "d.to_sparse().to_sparse_csc()", "d.to_sparse_csr().to_sparse()",
+             "d.to_sparse().to_sparse_bsr(2)", "d.to_sparse_bsr(2).t()",
+             "d.to_sparse_csc().to_dense()"]
+    for expr in exprs:
+        names = []
+        for lib in (jitgrad, torch):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = eval(expr, {"d": lib.tensor(DENSE, requires_grad=True)})
+            names.append(out.grad_fn.name())
+        assert names[0] == names[1], expr

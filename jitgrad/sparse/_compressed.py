@@ -124,7 +124,7 @@ def to_compressed(t: Any, key: str, blocksize: Any = None) -> SparseTensor:
                            f"be divisible by given blocksize ({bs[0]},{bs[1]})")
     if sparse:
         return convert(t, key, bs)
-    return run(TO_SPARSE, t, sparse_dim=2, layout=key, blocksize=bs)
+    return run(TO_SPARSE[key], t, sparse_dim=2, layout=key, blocksize=bs)
 
 
 def to_sparse_csc(self: Any, dense_dim: Any = None) -> SparseTensor:

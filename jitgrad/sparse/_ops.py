@@ -126,12 +126,27 @@ GATHER = _op("sparse_mask_values", lambda s, like: s.gather(like),
 COALESCE = _op("coalesce", lambda s: s.coalesce(), _meta_like, lambda g, ans, s: g)
 TO_DENSE = _op("to_dense", lambda s: s.to_dense(), _meta_like,
                lambda g, ans, s: mask(g, _pattern(s)), save=(0,))
-TO_SPARSE = _op("to_sparse", lambda d, sparse_dim, layout, blocksize: coo_from_dense(d, sparse_dim)
-                if layout == "coo" else csr_from_coo(coo_from_dense(d, 2), layout, blocksize),
-                _meta_like, lambda g, ans, d, sparse_dim, layout, blocksize: _dense(g))
-CONVERT = _op("to_sparse_csr", lambda s, layout, blocksize, src: _coo_of(s) if layout == "coo"
-              else csr_from_coo(s.to_coo(), layout, blocksize), _meta_like,
-              lambda g, ans, s, layout, blocksize, src: _convert(g, *src))
+
+
+def _to_sparse_impl(d: np.ndarray, sparse_dim: int, layout: str, blocksize: Any) -> _Sparse:
+    if layout == "coo":
+        return coo_from_dense(d, sparse_dim)
+    return csr_from_coo(coo_from_dense(d, 2), layout, blocksize)
+
+
+def _convert_impl(s: _Sparse, layout: str, blocksize: Any, src: tuple) -> _Sparse:
+    return _coo_of(s) if layout == "coo" else csr_from_coo(s.to_coo(), layout, blocksize)
+
+
+_SUFFIX = {"coo": "", "csr": "_csr", "csc": "_csc", "bsr": "_bsr", "bsc": "_bsc"}
+# one primitive per target layout, for torch's node names (ToSparseCscBackward0, ...)
+TO_SPARSE = {k: _op("to_sparse" + x, _to_sparse_impl, _meta_like,
+                    lambda g, ans, d, sparse_dim, layout, blocksize: _dense(g),
+                    node=f"ToSparse{x[1:].capitalize()}Backward0") for k, x in _SUFFIX.items()}
+CONVERT = {k: _op("to_sparse" + x, _convert_impl, _meta_like,
+                  lambda g, ans, s, layout, blocksize, src: _convert(g, *src),
+                  node=f"ToSparse{x[1:].capitalize()}Backward{0 if x else 1}")
+           for k, x in _SUFFIX.items()}
 CLONE = _op("clone", lambda s: s.copy(), _meta_like, lambda g, ans, s: g)
 CAST = _op("to_copy", lambda s, dtype: s.with_values(s.values.astype(dtype.np)),
            lambda s, dtype: (tuple(s.shape), dtype),
@@ -162,7 +177,7 @@ def convert(s: SparseTensor, layout: str, blocksize: tuple | None = None) -> Spa
     """Sparse ``s`` in ``layout`` ("coo", "csr", "csc", "bsr", "bsc"; differentiable)."""
     if layout != "coo" and type(s._data) is COO:
         s = coalesce(s)
-    return run(CONVERT, s, layout=layout, blocksize=blocksize, src=_layout_of(s._data))
+    return run(CONVERT[layout], s, layout=layout, blocksize=blocksize, src=_layout_of(s._data))
 
 
 def _scale_meta(s: Any, c: Any, div: bool) -> tuple:
@@ -312,7 +327,7 @@ def to_sparse(t: Any, sparse_dim: int | None = None, *, layout: Any = None,
     if nd == 0 and t.ndim:
         raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when "
                            "self.dim()>0")
-    return run(TO_SPARSE, t, sparse_dim=nd, layout="coo", blocksize=None)
+    return run(TO_SPARSE["coo"], t, sparse_dim=nd, layout="coo", blocksize=None)
 
 
 def to_sparse_csr(t: Any, dense_dim: Any = None) -> SparseTensor:
@@ -321,7 +336,7 @@ def to_sparse_csr(t: Any, dense_dim: Any = None) -> SparseTensor:
         raise RuntimeError(f"to_sparse_csr: expected a 2-D tensor, got {t.ndim}-D")
     if _is_sparse(t):
         return t if type(t._data) is CSR and t._data.layout == "csr" else convert(t, "csr")
-    return run(TO_SPARSE, t, sparse_dim=2, layout="csr", blocksize=None)
+    return run(TO_SPARSE["csr"], t, sparse_dim=2, layout="csr", blocksize=None)
 
 
 def transpose(s: SparseTensor, dim0: int, dim1: int, t: bool = False) -> SparseTensor:
