@@ -296,3 +296,11 @@ def test_sparse_add_of_uncoalesced_is_torchs_merge(n):
         out.append((c._indices().tolist(), np.asarray(c._values().tolist())))
     assert out[0][0] == out[1][0]
     np.testing.assert_allclose(out[0][1], out[1][1], rtol=1e-12)
+
+
+def test_jit_refuses_sparse_embedding_with_a_clear_error():
+    emb = jitgrad.nn.Embedding(5, 2, sparse=True)
+    f = jitgrad.jit.jit(lambda w, idx: jitgrad.nn.functional.embedding(idx, w, sparse=True).sum(),
+                        backend="interpreter")
+    with pytest.raises(NotImplementedError, match=r"embedding\(\.\.\., sparse=True\)"):
+        f(emb.weight, jitgrad.tensor([1, 2]))

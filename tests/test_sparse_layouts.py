@@ -265,3 +265,19 @@ def test_grad_fn_names_are_torchs():
                 out = eval(expr, {"d": lib.tensor(DENSE, requires_grad=True)})
             names.append(out.grad_fn.name())
         assert names[0] == names[1], expr
+
+
+def test_csr_sum_and_product_stay_csr_as_torch():
+    torch = _torch()
+    other = [[1.0, 0, 0, 0], [0, 0, 0, 3], [0, 7, 0, 0], [0, 0, 0, 6]]
+    out = []
+    for lib in (jitgrad, torch):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            a, b = lib.tensor(DENSE).to_sparse_csr(), lib.tensor(other).to_sparse_csr()
+            out.append([(str(r.layout).split(".")[-1], _parts(r)) for r in (a + b, a * b)])
+    assert out[0] == out[1]
+    v = jitgrad.tensor([1.0, 2.0], requires_grad=True)
+    a = jitgrad.sparse_csr_tensor(jitgrad.tensor([0, 1, 2]), jitgrad.tensor([0, 1]), v, (2, 2))
+    ((a + a) * a).to_dense().sum().backward()
+    assert v.grad.tolist() == [4.0, 8.0]  # d(2 v^2)/dv

@@ -13,6 +13,7 @@ from typing import Any
 import numpy as np
 
 from ..ops.nn_ops2 import _embedding_impl, _embedding_meta
+from ..ops import registry
 from ..ops.registry import Tensor
 from ._ops import _index, _op, from_values, run
 from ._storage import COO
@@ -43,5 +44,9 @@ EMBEDDING_SPARSE = _op("embedding", _embedding_impl, _embedding_meta,
 def embedding_sparse(weight: Tensor, indices: Tensor, padding_idx: int,
                      scale_grad_by_freq: bool) -> Tensor:
     """``weight[indices]`` (dense), whose gradient w.r.t. ``weight`` is sparse."""
+    if registry.state.traces:
+        raise NotImplementedError("jitgrad.jit cannot trace embedding(..., sparse=True) (its "
+                                  "weight's gradient is a sparse tensor): use sparse=False in "
+                                  "the compiled function")
     return run(EMBEDDING_SPARSE, weight, indices, padding_idx=int(padding_idx),
                scale_grad_by_freq=bool(scale_grad_by_freq))

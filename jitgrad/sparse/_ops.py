@@ -397,7 +397,14 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Any:
     if not _is_sparse(b):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                            "instead.")
-    return run(ADD, a, b, alpha=alpha)
+    return _csr_if_both(run(ADD, a, b, alpha=alpha), a, b)
+
+
+def _csr_if_both(out: SparseTensor, a: Any, b: Any) -> SparseTensor:
+    """Two CSR operands give a CSR result, as torch's (the sum is computed in COO)."""
+    if _layout_of(a._data)[0] == "csr" and _layout_of(b._data)[0] == "csr":
+        return convert(out, "csr")
+    return out
 
 
 def mul(a: Any, b: Any) -> SparseTensor:
@@ -415,7 +422,7 @@ def mul(a: Any, b: Any) -> SparseTensor:
         w = _at(b, c._data)
         return from_values(v * w.reshape(tuple(w.shape) + (1,) * (v.ndim - w.ndim)), c._data)
     _check_same_size(a, b)
-    return _mul_sparse(_canonical(a).to_sparse(), _canonical(b).to_sparse())
+    return _csr_if_both(_mul_sparse(_canonical(a).to_sparse(), _canonical(b).to_sparse()), a, b)
 
 
 def _mul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
