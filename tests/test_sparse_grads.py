@@ -304,3 +304,12 @@ def test_jit_refuses_sparse_embedding_with_a_clear_error():
                         backend="interpreter")
     with pytest.raises(NotImplementedError, match=r"embedding\(\.\.\., sparse=True\)"):
         f(emb.weight, jitgrad.tensor([1, 2]))
+
+
+def test_sparse_embedding_forward_ad():
+    fw = jitgrad.autograd.forward_ad
+    w = jitgrad.randn(5, 2)
+    with fw.dual_level():
+        d = fw.make_dual(w, jitgrad.arange(10.0).reshape(5, 2))
+        out = F.embedding(jitgrad.tensor([1, 2]), d, sparse=True)
+        assert fw.unpack_dual(out).tangent.tolist() == [[2.0, 3.0], [4.0, 5.0]]

@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from ..ops.nn_ops2 import _embedding_impl, _embedding_meta
+from ..ops.nn_ops2 import EMBEDDING, _embedding_impl, _embedding_meta
 from ..ops import registry
 from ..ops.registry import Tensor
 from ._ops import _index, _op, from_values, run
@@ -37,8 +37,8 @@ def _sparse_grad(g: Tensor, ans: Any, weight: Any, indices: Any, padding_idx: in
     return from_values(rows, COO(flat[None], placeholder, (n, dim)))
 
 
-EMBEDDING_SPARSE = _op("embedding", _embedding_impl, _embedding_meta,
-                       (_sparse_grad, None), save=(1,), node="EmbeddingBackward0")
+EMBEDDING_SPARSE = _op("embedding", _embedding_impl, _embedding_meta, (_sparse_grad, None),
+                       save=(1,), node="EmbeddingBackward0", jvp=EMBEDDING.jvp)
 
 
 def embedding_sparse(weight: Tensor, indices: Tensor, padding_idx: int,

@@ -49,10 +49,12 @@ def run(op: OpDef, *args: Any, **params: Any) -> Any:
     return registry._finish(op, args, params, result, (result,))
 
 
-def _op(name: str, impl: Any, meta: Any, vjp: Any, save: tuple = (), node: str | None = None):
-    """A sparse primitive (``vjp``: the rule of its first input, or a tuple of one per input)."""
+def _op(name: str, impl: Any, meta: Any, vjp: Any, save: tuple = (), node: str | None = None,
+        jvp: Any = None):
+    """A sparse primitive (``vjp``: the rule of its first input, or a tuple of one per input;
+    ``jvp``: its forward-mode rule, if it has one)."""
     return OpDef(name, impl, kind=OPAQUE, meta=meta, vjp=vjp if type(vjp) is tuple else (vjp,),
-                 save=save, node_name=node)
+                 jvp=jvp, save=save, node_name=node)
 
 
 def _is_sparse(t: Any) -> bool:
