@@ -44,8 +44,9 @@ from ._nn_aliases import install_tensor_methods as _install_nn_methods  # noqa: 
 
 _install_nn_methods(Tensor)  # Tensor.hardshrink / prelu (torch.conv2d ...: __getattr__ below)
 from . import sparse  # noqa: E402 - sparse tensors (their methods and dispatch hook)
-from .sparse import (sparse_coo, sparse_coo_tensor, sparse_csr, sparse_csr_tensor,  # noqa: E402
-                     smm, spmm)
+from .sparse import (sparse_bsc, sparse_bsc_tensor, sparse_bsr,  # noqa: E402
+                     sparse_bsr_tensor, sparse_compressed_tensor, sparse_coo, sparse_coo_tensor,
+                     sparse_csc, sparse_csc_tensor, sparse_csr, sparse_csr_tensor, smm, spmm)
 
 
 def result_type(tensor1, tensor2) -> dtype:  # noqa: A001

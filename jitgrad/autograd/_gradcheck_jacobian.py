@@ -191,7 +191,7 @@ def _stack_rows(rows: list, inputs: list, width: int) -> tuple[list, bool, bool]
                 types_ok = False
             if g._data.size != jac.shape[0]:
                 raise GradcheckError("Analytical gradient has incorrect size")
-            jac[:, j] = g._data.reshape(-1)
+            jac[:, j] = np.asarray(g._data).reshape(-1)  # (a sparse gradient: dense)
         jacs.append(jac)
     return jacs, sizes_ok, types_ok
 

@@ -153,7 +153,10 @@ def _run_node(node: Node, grads: list, capture: dict, captured: list, needed: se
 
 
 def _wrap(grads: list) -> list:
-    return [None if g is None else as_tensor(g) for g in grads]
+    out = [None if g is None else as_tensor(g) for g in grads]
+    if registry.sparse_live:  # (hooks see a sparse gradient as a sparse tensor)
+        out = [None if g is None else registry.sparse_wrap(g) for g in out]
+    return out
 
 
 def _unwrap(out: Any) -> list:
@@ -164,8 +167,10 @@ def _add_arrays(a: Any, b: Any) -> Any:
     """Two gradient arrays flowing into the same input, summed as the ``add`` op would (two
     arrays of one dtype and shape are added directly, others through the op)."""
     if a.dtype is b.dtype and a.shape == b.shape:
-        c = a + b  # (a NumPy scalar for 0-d arrays)
-        return c if type(c) is _ndarray else np.asarray(c)
+        c = a + b  # (a NumPy scalar for 0-d arrays; two sparse storages: their entries)
+        if type(c) is _ndarray:
+            return c
+        return np.asarray(c) if isinstance(c, np.generic) else c
     return (as_tensor(a) + as_tensor(b))._data
 
 
@@ -178,6 +183,9 @@ def _add_tensors(a: Any, b: Any) -> Any:
             and type(a._data) is _ndarray:  # (eager: tracers are a subclass)
         data = np.add(a._data, b._data)
         return _make(data if type(data) is _ndarray else np.asarray(data), a._dtype)
+    if registry.sparse_live and not state.grad_enabled and registry.sparse_any((a, b)) \
+            and a._dtype is b._dtype and a.shape == b.shape:  # (summed as _add_arrays does)
+        return registry.sparse_wrap(_make(a._data + b._data, a._dtype))
     return a + b
 
 

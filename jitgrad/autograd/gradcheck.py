@@ -298,10 +298,11 @@ def _test_backward_mul_by_grad_output(outputs: tuple, inputs: tuple, masked) -> 
     for gi, di in zip(grads, diff):
         if gi is None:
             continue
+        data = np.asarray(gi._data)  # (a sparse gradient: dense)
         if masked:
-            if not np.allclose(gi._data, 0):
+            if not np.allclose(data, 0):
                 raise GradcheckError("backward not multiplied by grad_output")
-        elif np.any(gi._data != 0):
+        elif np.any(data != 0):
             raise GradcheckError("backward not multiplied by grad_output")
         if gi.dtype is not di.dtype:
             raise GradcheckError("grad is incorrect type")
@@ -344,7 +345,7 @@ def _test_undefined_backward_mode(func, outputs: tuple, inputs: tuple) -> bool:
                 "\"Notes about undefined output gradients\" in "
                 "\"tools/autograd/derivatives.yaml\"") from e
         for gi in result:
-            if gi is not None and np.any(gi._data != 0):
+            if gi is not None and np.any(np.asarray(gi._data) != 0):  # (sparse: dense)
                 warn_bc_breaking()
                 raise GradcheckError(
                     "Expected all input grads to be undefined or zero when all output grads are "

@@ -22,6 +22,8 @@ from ..dtypes import _BY_NUMPY
 from ..ops import registry
 from ..tensor import Tensor, _make, _new, _refresh_view
 
+_ndarray = np.ndarray
+
 _sequence = itertools.count()
 _new_object = object.__new__
 _NO_EDGE = (None, 0)
@@ -413,6 +415,8 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         var = self.variable
+        if registry.sparse_live:  # a sparse gradient (or .grad) is summed as torch's
+            return self._apply_sparse(g)
         if registry.state.grad_enabled:  # create_graph: the new .grad keeps its graph
             var._grad = g if var._grad is None else var._grad + g
         elif var._grad is None:
@@ -423,9 +427,40 @@ class AccumulateGrad(Node):
             var._grad._data[...] = dtypes.round_to_bfloat16(var._grad._data + g._data)
         else:
             var._grad._data += g._data
+        self._post_accumulate()
+        return ()
+
+    def _post_accumulate(self) -> None:
+        var = self.variable
         if var._post_acc_hooks:
             for hook in list(var._post_acc_hooks.values()):
                 hook(var)
+
+    def _apply_sparse(self, g: Any) -> tuple:
+        """``apply`` once sparse tensors exist: torch's accumulation of sparse gradients. The
+        first one is kept as it is (sparse), a sparse one adds into a sparse ``.grad`` as
+        torch's sparse add (``+=`` of the storages), and a sum with a dense one is dense
+        (in place into a dense ``.grad``); ``.grad`` is a sparse tensor while its data is a
+        sparse storage."""
+        var = self.variable
+        wrap = registry.sparse_wrap
+        g = wrap(g)
+        old = var._grad
+        if registry.state.grad_enabled:  # create_graph: the new .grad keeps its graph
+            var._grad = g if old is None else wrap(g + old if type(old._data) is not _ndarray
+                                                   and type(g._data) is _ndarray else old + g)
+        elif old is None:
+            var._grad = wrap(_fresh(g))
+        elif old.requires_grad:
+            var._grad = wrap((old + g).detach())
+        elif type(old._data) is not _ndarray and type(g._data) is _ndarray:  # sparse + dense
+            var._grad = _make(g._data + old._data, g._dtype)
+        elif old._dtype is dtypes.bfloat16:
+            old._data[...] = dtypes.round_to_bfloat16(old._data + g._data)
+        else:
+            old._data += g._data  # (dense += sparse in place; sparse += sparse merges)
+            wrap(old)
+        self._post_accumulate()
         return ()
 
     def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
@@ -434,8 +469,10 @@ class AccumulateGrad(Node):
         if g is None:
             return ()
         grad = var._grad
-        if grad is not None and grad.requires_grad or var._post_acc_hooks:
-            return self.apply([as_tensor(g)])
+        if grad is not None and grad.requires_grad or var._post_acc_hooks \
+                or registry.sparse_live and (type(g) is not _ndarray or grad is not None
+                                             and type(grad._data) is not _ndarray):
+            return self.apply([as_tensor(g)])  # (a sparse gradient: apply sums it as torch)
         if grad is None:  # gradients may alias each other or user tensors: copy once
             var._grad = _make(g.copy(), _BY_NUMPY[g.dtype])
         else:

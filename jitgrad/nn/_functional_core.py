@@ -169,8 +169,8 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
     The row ``padding_idx`` gets no gradient; with ``max_norm`` the picked rows whose
     ``norm_type``-norm exceeds it are rescaled in place first (as torch's
     ``embedding_renorm_``); ``scale_grad_by_freq`` divides each row's gradient by the count
-    of its index in the batch. ``sparse`` gradients are not supported (jitgrad has no sparse
-    tensors): ``sparse=True`` raises.
+    of its index in the batch. With ``sparse=True`` the gradient w.r.t. ``weight`` is a sparse
+    COO tensor (torch's: one entry per looked-up index, not coalesced).
     """
     if padding_idx is not None:
         if padding_idx > 0:
@@ -180,11 +180,12 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: int | None = None,  # 
             padding_idx = weight.size(0) + padding_idx
     else:
         padding_idx = -1
-    if sparse:
-        raise NotImplementedError(
-            "jitgrad has no sparse tensors: embedding(sparse=True) is not supported")
     if max_norm is not None:
         _embedding_renorm_(weight, input, float(max_norm), float(norm_type))
+    if sparse:
+        from ..sparse._embedding import embedding_sparse
+
+        return embedding_sparse(weight, input, padding_idx, scale_grad_by_freq)
     return apply(EMBEDDING, weight, input, padding_idx=int(padding_idx),
                  scale_grad_by_freq=bool(scale_grad_by_freq))
 

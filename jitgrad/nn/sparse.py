@@ -29,7 +29,7 @@ class Embedding(Module):
         max_norm: rows picked with a larger norm are rescaled in place to this norm.
         norm_type: the p of that norm. Default: 2.
         scale_grad_by_freq: divide gradients by the count of each index in the batch.
-        sparse: sparse gradients (not supported: jitgrad has no sparse tensors).
+        sparse: the weight's gradient is a sparse COO tensor.
         _weight: an initial weight to use instead of a random one.
         _freeze: with ``_weight``, do not require gradients.
         device: only ``None``/``"cpu"``.
@@ -56,9 +56,6 @@ class Embedding(Module):
         self.max_norm = max_norm
         self.norm_type = norm_type
         self.scale_grad_by_freq = scale_grad_by_freq
-        if sparse:
-            raise NotImplementedError(
-                "jitgrad has no sparse tensors: Embedding(sparse=True) is not supported")
         self.sparse = sparse
         if _weight is None:
             self.weight = Parameter(empty((num_embeddings, embedding_dim), dtype=dtype,
@@ -93,6 +90,8 @@ class Embedding(Module):
             s += f", norm_type={self.norm_type}"
         if self.scale_grad_by_freq is not False:
             s += ", scale_grad_by_freq=True"
+        if self.sparse is not False:
+            s += ", sparse=True"
         return s
 
     @classmethod
@@ -119,7 +118,7 @@ class EmbeddingBag(Module):
         norm_type: the p of that norm. Default: 2.
         scale_grad_by_freq: divide each row's gradient by its index's count in the input.
         mode: ``'sum'``, ``'mean'`` or ``'max'``. Default: ``'mean'``.
-        sparse: not supported (jitgrad has no sparse tensors).
+        sparse: the weight's gradient is a sparse COO tensor.
         _weight: an initial weight to use instead of a random one.
         include_last_offset: ``offsets`` ends with the end of the last bag.
         padding_idx: an index left out of every bag (its row zeroed and never updated).
@@ -144,9 +143,6 @@ class EmbeddingBag(Module):
                     raise AssertionError("padding_idx must be within num_embeddings")
                 padding_idx = num_embeddings + padding_idx
         self.padding_idx = padding_idx
-        if sparse:
-            raise NotImplementedError(
-                "jitgrad has no sparse tensors: EmbeddingBag(sparse=True) is not supported")
         if _weight is None:
             self.weight = Parameter(empty((num_embeddings, embedding_dim), dtype=dtype,
                                           device=device))

@@ -260,6 +260,9 @@ bfloat16_live = False
 sparse_live = False
 sparse_any: Callable | None = None
 sparse_apply: Callable | None = None
+# (``sparse.as_sparse``: the engine hands a sparse gradient around as a plain ``Tensor`` on a
+# sparse storage; this makes it the ``SparseTensor`` that ``.grad`` and hooks show)
+sparse_wrap: Callable | None = None
 
 
 def apply(op: OpDef, *args: Any, **params: Any):

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ops.creation import full_like, tensor
+from ..sparse import sparse_coo_tensor
 from ._flags import check_flags
 from .optimizer import Optimizer
 
@@ -19,7 +20,8 @@ class Adagrad(Optimizer):
     ``g = -grad`` if ``maximize``; ``g += weight_decay * p``; ``clr = lr / (1 + (step - 1) *
     lr_decay)``; ``sum += g * g``; ``p -= clr * g / (sqrt(sum) + eps)``. The state (``step``
     and ``sum``, filled with ``initial_accumulator_value``) is created at construction, as
-    torch does.
+    torch does. A sparse gradient (``Embedding(sparse=True)``) updates the entries it has,
+    coalesced, and refuses ``weight_decay``, as torch's.
 
     Args:
         params: parameters or param-group dicts to optimize.
@@ -33,6 +35,8 @@ class Adagrad(Optimizer):
         differentiable: not supported (must be False).
         fused: not supported (must be None or False).
     """
+
+    _sparse_grads = True
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-2, lr_decay: float = 0,
                  weight_decay: float = 0, initial_accumulator_value: float = 0,
@@ -74,9 +78,24 @@ class Adagrad(Optimizer):
             step = state["step"].item()
             grad = -p.grad if group["maximize"] else p.grad
             if weight_decay != 0:
+                if grad.is_sparse:
+                    raise RuntimeError("weight_decay option is not compatible with sparse "
+                                       "gradients")
                 grad = grad.add(p, alpha=weight_decay)
             clr = lr / (1 + (step - 1) * lr_decay)
             state_sum = state["sum"]
+            if grad.is_sparse:  # the entries of the coalesced gradient only
+                grad = grad.coalesce()
+                values = grad._values()
+                state_sum.add_(_like(grad, values.pow(2)))
+                std = state_sum.sparse_mask(grad)._values().sqrt_().add_(eps)
+                p.add_(_like(grad, values / std), alpha=-clr)
+                continue
             state_sum.add_(grad * grad)
             std = state_sum.sqrt().add_(eps)
             p.add_(grad * (-clr) / std)
+
+
+def _like(grad: Any, values: Any) -> Any:
+    """A sparse tensor with coalesced ``grad``'s indices and ``values``."""
+    return sparse_coo_tensor(grad._indices(), values, grad.shape)

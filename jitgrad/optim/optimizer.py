@@ -11,6 +11,7 @@ from typing import Any
 
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..dtypes import float32
+from ..ops import registry
 from ..ops.creation import tensor
 from ..tensor import Tensor
 from ..nn.module import _typename, zero_grads
@@ -215,8 +216,24 @@ class Optimizer(OptimizerHooks):
                 loss = closure()
         with no_grad():
             for group in self.param_groups:
+                if registry.sparse_live and not self._sparse_grads:
+                    self._refuse_sparse(group)
                 self._update_group(group)
         return loss
+
+    # Whether the update takes sparse gradients (SGD, Adagrad, SparseAdam); the others raise
+    # torch's error for one, with ``_sparse_error`` or "<torch's class name> does not ...".
+    _sparse_grads = False
+    _sparse_error: str | None = None
+
+    def _refuse_sparse(self, group: dict[str, Any]) -> None:
+        for p in group["params"]:
+            g = p._grad
+            if g is not None and getattr(g, "is_sparse", False):
+                name = next(c.__name__ for c in type(self).__mro__
+                            if c.__module__.startswith("jitgrad.optim"))
+                raise RuntimeError(self._sparse_error
+                                   or f"{name} does not support sparse gradients")
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError

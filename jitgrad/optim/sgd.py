@@ -31,6 +31,8 @@ class SGD(Optimizer):
         differentiable, fused: not supported (must be False/None).
     """
 
+    _sparse_grads = True
+
     def __init__(self, params: Iterable[Any], lr: float = 1e-3, momentum: float = 0,
                  dampening: float = 0, weight_decay: float = 0, nesterov: bool = False, *,
                  maximize: bool = False, foreach: bool | None = None,

@@ -1,6 +1,8 @@
-"""Sparse tensors (torch.sparse's common surface): COO and CSR layouts, their constructors and
-the ops that scripts use on them (``sparse.mm`` / ``spmm``, ``sparse.sum``, ``sparse.softmax``,
-``S + S``, ``S * c``, ``S.t()``, ``to_dense``), with gradients.
+"""Sparse tensors (torch.sparse's common surface): COO and the compressed layouts (CSR, CSC,
+BSR, BSC; ``_compressed``), their constructors and the ops that scripts use on them
+(``sparse.mm`` / ``spmm``, ``sparse.sum``, ``sparse.softmax``, ``S + S``, ``S * c``, ``S.t()``,
+``to_dense``), with gradients; ``embedding(..., sparse=True)``'s sparse weight gradient
+(``_embedding``).
 
 A sparse tensor stores its indices and values (``_storage``); it is a ``jitgrad.Tensor``
 (``SparseTensor``, ``_tensor``) whose ops are a few primitives with VJP rules plus compositions
@@ -35,12 +37,17 @@ from ._ops import (
     run,
 )
 from ._ops import sparse_sum as sum  # noqa: A004 - torch's name
+from ._compressed import (compressed_tensor, layout_key, to_sparse_bsc, to_sparse_bsr,
+                          to_sparse_csc)
+from ._compressed import to_sparse as _to_sparse_any
 from ._storage import COO, CSR
-from ._tensor import (SparseTensor, as_sparse, sparse_coo, sparse_csr, sparse_from_parts,
-                      sparse_parts)
+from ._tensor import (SparseTensor, as_sparse, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc,
+                      sparse_csr, sparse_from_parts, sparse_parts)
 
 __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "smm", "sparse_coo_tensor",
-           "sparse_csr_tensor", "SparseTensor", "sparse_coo", "sparse_csr", "sparse_parts",
+           "sparse_csr_tensor", "sparse_csc_tensor", "sparse_bsr_tensor", "sparse_bsc_tensor",
+           "sparse_compressed_tensor", "SparseTensor", "sparse_coo", "sparse_csr", "sparse_csc",
+           "sparse_bsr", "sparse_bsc", "sparse_parts",
            "sparse_from_parts", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
            "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
 
@@ -133,30 +140,63 @@ def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: An
                       check_invariants: bool | None = None) -> SparseTensor:
     """A sparse CSR matrix (torch.sparse_csr_tensor): row ``i``'s entries are
     ``col_indices[crow_indices[i]:crow_indices[i + 1]]`` with those ``values``."""
+    return _compressed_ctor("csr", crow_indices, col_indices, values, size, dtype, device,
+                            requires_grad)
+
+
+def sparse_csc_tensor(ccol_indices: Any, row_indices: Any, values: Any, size: Any = None, *,
+                      dtype: Any = None, device: Any = None, pin_memory: bool = False,
+                      requires_grad: bool = False,
+                      check_invariants: bool | None = None) -> SparseTensor:
+    """A sparse CSC matrix (torch.sparse_csc_tensor): column ``j``'s entries are
+    ``row_indices[ccol_indices[j]:ccol_indices[j + 1]]`` with those ``values``."""
+    return _compressed_ctor("csc", ccol_indices, row_indices, values, size, dtype, device,
+                            requires_grad)
+
+
+def sparse_bsr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: Any = None, *,
+                      dtype: Any = None, device: Any = None, pin_memory: bool = False,
+                      requires_grad: bool = False,
+                      check_invariants: bool | None = None) -> SparseTensor:
+    """A block-sparse BSR matrix (torch.sparse_bsr_tensor): CSR of ``values``' ``(nnz, bh,
+    bw)`` blocks, ``crow_indices`` / ``col_indices`` counting blocks."""
+    return _compressed_ctor("bsr", crow_indices, col_indices, values, size, dtype, device,
+                            requires_grad)
+
+
+def sparse_bsc_tensor(ccol_indices: Any, row_indices: Any, values: Any, size: Any = None, *,
+                      dtype: Any = None, device: Any = None, pin_memory: bool = False,
+                      requires_grad: bool = False,
+                      check_invariants: bool | None = None) -> SparseTensor:
+    """A block-sparse BSC matrix (torch.sparse_bsc_tensor): CSC of ``(nnz, bh, bw)`` blocks."""
+    return _compressed_ctor("bsc", ccol_indices, row_indices, values, size, dtype, device,
+                            requires_grad)
+
+
+def sparse_compressed_tensor(compressed_indices: Any, plain_indices: Any, values: Any,
+                             size: Any = None, *, dtype: Any = None, layout: Any = None,
+                             device: Any = None, pin_memory: bool = False,
+                             requires_grad: bool = False,
+                             check_invariants: bool | None = None) -> SparseTensor:
+    """A compressed sparse matrix in ``layout`` (``jitgrad.sparse_csr``, ``sparse_csc``,
+    ``sparse_bsr`` or ``sparse_bsc``; torch.sparse_compressed_tensor)."""
+    key = layout_key(layout)
+    if key is None:
+        got = "none" if layout is None else "Sparse" if layout is sparse_coo else \
+            str(layout).split(".")[-1].capitalize()
+        raise RuntimeError(f"sparse_compressed_tensor expected sparse compressed tensor layout "
+                           f"but got {got}")
+    return _compressed_ctor(key, compressed_indices, plain_indices, values, size, dtype, device,
+                            requires_grad)
+
+
+def _compressed_ctor(key: str, compressed: Any, plain: Any, values: Any, size: Any, dtype: Any,
+                     device: Any, requires_grad: bool) -> SparseTensor:
     _check_device(device)
-    crow = _int_array(crow_indices, "crow_indices").reshape(-1)
-    col = _int_array(col_indices, "col_indices").reshape(-1)
-    v = _values(values, dtype)
-    if v.ndim != 1:
-        raise RuntimeError("sparse_csr_tensor: only 1-d values (no batch or dense dims) are "
-                           "supported")
-    if crow.size == 0 or crow[0] != 0:
-        raise RuntimeError("`crow_indices[..., 0] == 0` is not satisfied.")
-    if np.any(np.diff(crow) < 0):
-        raise RuntimeError("`0 <= crow_indices[..., 1:] - crow_indices[..., :-1] <= ncols` is "
-                           "not satisfied.")
-    if crow[-1] != col.size or col.size != v.shape[0]:
-        raise RuntimeError("`crow_indices[..., -1] == nnz` is not satisfied.")
-    if size is None:
-        size = (crow.size - 1, int(col.max()) + 1 if col.size else 0)
-    size = tuple(int(s) for s in size)
-    if len(size) != 2 or size[0] != crow.size - 1:
-        raise RuntimeError(f"crow_indices.size(-1) must be equal to size[-2] + 1 (that is "
-                           f"{size[0] + 1 if size else 1}), but got: {crow.size}")
-    if col.size and (col.min() < 0 or col.max() >= size[1]):
-        raise RuntimeError("`0 <= col_indices < ncols` is not satisfied.")
-    pattern = CSR(crow, col, v._data, size)
-    return _finish(run(FROM_VALUES, v, like=pattern), requires_grad)
+    major, minor = ("crow", "col") if key in ("csr", "bsr") else ("ccol", "row")
+    ci = _int_array(compressed, f"{major}_indices").reshape(-1)
+    pi = _int_array(plain, f"{minor}_indices").reshape(-1)
+    return _finish(compressed_tensor(key, ci, pi, _values(values, dtype), size), requires_grad)
 
 
 def mm(mat1: Any, mat2: Any, reduce: str | None = None) -> Any:
@@ -262,15 +302,25 @@ def sparse_mask(self: Any, mask: SparseTensor) -> SparseTensor:
     return _mask(self, _pattern(mask))
 
 
+def _to_csr(self: Any, dense_dim: Any = None) -> SparseTensor:
+    """``to_sparse_csr``: a blocked layout refuses, as torch's."""
+    d = self._data
+    if type(d) is CSR and d.blocksize is not None:
+        raise RuntimeError(f"sparse_compressed_to_sparse_csr: expected SparseCsr or SparseCsc "
+                           f"layout but got Sparse{d.layout.capitalize()}")
+    return to_sparse_csr(self)
+
+
 def _install() -> None:
     """The sparse methods on SparseTensor and the conversions on dense tensors."""
-    for name, method in (("to_dense", to_dense), ("to_sparse", to_sparse),
-                         ("to_sparse_coo", lambda self: to_sparse(self)),
-                         ("to_sparse_csr", to_sparse_csr), ("coalesce", coalesce),
-                         ("values", values), ("sparse_mask", sparse_mask)):
+    conversions = (("to_sparse", _to_sparse_any), ("to_sparse_coo", lambda self: to_sparse(self)),
+                   ("to_sparse_csr", _to_csr), ("to_sparse_csc", to_sparse_csc),
+                   ("to_sparse_bsr", to_sparse_bsr), ("to_sparse_bsc", to_sparse_bsc),
+                   ("sparse_mask", sparse_mask))
+    for name, method in conversions + (("to_dense", to_dense), ("coalesce", coalesce),
+                                       ("values", values)):
         setattr(SparseTensor, name, method)
-    for name, method in (("to_sparse", to_sparse), ("to_sparse_coo", lambda self: to_sparse(self)),
-                         ("to_sparse_csr", to_sparse_csr), ("sparse_mask", sparse_mask)):
+    for name, method in conversions:
         setattr(Tensor, name, method)
     _dispatch.install()
 

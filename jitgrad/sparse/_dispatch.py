@@ -14,7 +14,9 @@ from typing import Any
 from ..ops import registry
 from ..ops.registry import OpDef, Tensor
 from . import _ops as sp
-from ._tensor import SparseTensor, backend
+from ._compressed import transpose_compressed
+from ._storage import CSR
+from ._tensor import SparseTensor, as_sparse, backend
 
 # pointwise ops with f(0) == 0, applied to the stored values (torch's sparse unary kernels)
 ZERO_PRESERVING = ("abs", "sin", "sinh", "tan", "tanh", "asin", "asinh", "atan", "atanh",
@@ -41,6 +43,8 @@ def _mm(a: Any, b: Any) -> Any:
 def _mv(a: Any, v: Any) -> Any:
     if not _sparse(a) or _sparse(v):
         return NotImplemented
+    if type(a._data) is CSR and a._data.layout == "bsc":
+        raise RuntimeError("torch.addmv: operation not supported for mat with SparseBsc layout")
     return sp.spmm(a, v.unsqueeze(1)).squeeze(1)
 
 
@@ -84,6 +88,8 @@ def _sum_dim(s: Any, dims: tuple, keepdim: bool, dtype: Any) -> Any:
 
 
 def _t(s: Any) -> Any:
+    if type(s._data) is CSR:  # (CSR <-> CSC, BSR <-> BSC: the same indices)
+        return transpose_compressed(s)
     return s if s.ndim < 2 else sp.transpose(s, 0, 1, t=True)
 
 
@@ -128,6 +134,7 @@ def _cat(*tensors: Any, dim: int) -> Any:
 
 HANDLERS: dict = {
     "mm": _mm, "mv": _mv, "addmm": _addmm, "add": sp.add, "sub": _sub, "mul": sp.mul,
+    "add_alpha": sp.add, "sub_alpha": lambda a, b, alpha: _sub(a, b * alpha),
     "div": _div, "neg": _neg, "to_copy": _to_copy, "clone": _clone, "sum": _sum,
     "sum_dim": _sum_dim, "t": _t, "transpose": _transpose, "permute": _permute,
     "pow_scalar": _pow, "detach": lambda s: s.detach(), "select": _select, "cat": _cat,
@@ -215,3 +222,4 @@ def install() -> None:
     SparseTensor.zero_ = _zero_
     registry.sparse_any = any_sparse
     registry.sparse_apply = dispatch
+    registry.sparse_wrap = as_sparse

@@ -7,7 +7,7 @@ Primitives (``OpDef``s run by ``run`` and recorded by the autograd graph like an
   pattern, sparse): each one's VJP is the other (``GATHER``, the values of a sparse cotangent
   at a pattern, when the cotangent is sparse).
 * ``COALESCE``, ``TRANSPOSE``, ``SCALE``, ``CAST``, ``CLONE``, ``ADD`` (sparse + sparse),
-  ``ADD_DENSE`` (dense + sparse), ``TO_DENSE``, ``TO_SPARSE``, ``CONVERT`` (COO <-> CSR) and
+  ``ADD_DENSE`` (dense + sparse), ``TO_DENSE``, ``TO_SPARSE``, ``CONVERT`` (between layouts) and
   ``MM`` (sparse @ dense): linear maps of the tensor, whose cotangents are tensors (sparse or
   dense) with the meaning of the dense tensor. A sparse operand's gradient is sparse on its
   coalesced pattern (the dense gradient masked to it), as torch's ``sparse.mm``.
@@ -49,10 +49,12 @@ def run(op: OpDef, *args: Any, **params: Any) -> Any:
     return registry._finish(op, args, params, result, (result,))
 
 
-def _op(name: str, impl: Any, meta: Any, vjp: Any, save: tuple = (), node: str | None = None):
-    """A sparse primitive (``vjp``: the rule of its first input, or a tuple of one per input)."""
+def _op(name: str, impl: Any, meta: Any, vjp: Any, save: tuple = (), node: str | None = None,
+        jvp: Any = None):
+    """A sparse primitive (``vjp``: the rule of its first input, or a tuple of one per input;
+    ``jvp``: its forward-mode rule, if it has one)."""
     return OpDef(name, impl, kind=OPAQUE, meta=meta, vjp=vjp if type(vjp) is tuple else (vjp,),
-                 save=save, node_name=node)
+                 jvp=jvp, save=save, node_name=node)
 
 
 def _is_sparse(t: Any) -> bool:
@@ -75,11 +77,15 @@ def _at(g: Any, pattern: _Sparse) -> Any:
     """The values of cotangent ``g`` (sparse or dense) at ``pattern``'s indices (dense)."""
     g = as_sparse(g)
     if type(g) is SparseTensor:
-        return run(GATHER, g, like=pattern)
-    idx = pattern.coo_indices()
-    if idx.shape[0] == 1:
-        return g.index_select(0, _index(idx[0]))
-    return g[tuple(_index(i) for i in idx)]
+        out = run(GATHER, g, like=pattern)
+    else:
+        idx = pattern.coo_indices()
+        if idx.shape[0] == 1:
+            return g.index_select(0, _index(idx[0]))
+        out = g[tuple(_index(i) for i in idx)]
+    if type(pattern) is CSR and pattern.blocksize is not None:  # (the values' blocks)
+        out = out.reshape(pattern.values.shape)
+    return out
 
 
 def from_values(values: Any, pattern: _Sparse) -> SparseTensor:
@@ -122,11 +128,27 @@ GATHER = _op("sparse_mask_values", lambda s, like: s.gather(like),
 COALESCE = _op("coalesce", lambda s: s.coalesce(), _meta_like, lambda g, ans, s: g)
 TO_DENSE = _op("to_dense", lambda s: s.to_dense(), _meta_like,
                lambda g, ans, s: mask(g, _pattern(s)), save=(0,))
-TO_SPARSE = _op("to_sparse", lambda d, sparse_dim, csr: csr_from_coo(coo_from_dense(d, 2))
-                if csr else coo_from_dense(d, sparse_dim),
-                _meta_like, lambda g, ans, d, sparse_dim, csr: _dense(g))
-CONVERT = _op("to_sparse_csr", lambda s, csr: csr_from_coo(s.to_coo()) if csr else
-              _coo_of(s), _meta_like, lambda g, ans, s, csr: _convert(g, not csr))
+
+
+def _to_sparse_impl(d: np.ndarray, sparse_dim: int, layout: str, blocksize: Any) -> _Sparse:
+    if layout == "coo":
+        return coo_from_dense(d, sparse_dim)
+    return csr_from_coo(coo_from_dense(d, 2), layout, blocksize)
+
+
+def _convert_impl(s: _Sparse, layout: str, blocksize: Any, src: tuple) -> _Sparse:
+    return _coo_of(s) if layout == "coo" else csr_from_coo(s.to_coo(), layout, blocksize)
+
+
+_SUFFIX = {"coo": "", "csr": "_csr", "csc": "_csc", "bsr": "_bsr", "bsc": "_bsc"}
+# one primitive per target layout, for torch's node names (ToSparseCscBackward0, ...)
+TO_SPARSE = {k: _op("to_sparse" + x, _to_sparse_impl, _meta_like,
+                    lambda g, ans, d, sparse_dim, layout, blocksize: _dense(g),
+                    node=f"ToSparse{x[1:].capitalize()}Backward0") for k, x in _SUFFIX.items()}
+CONVERT = {k: _op("to_sparse" + x, _convert_impl, _meta_like,
+                  lambda g, ans, s, layout, blocksize, src: _convert(g, *src),
+                  node=f"ToSparse{x[1:].capitalize()}Backward{0 if x else 1}")
+           for k, x in _SUFFIX.items()}
 CLONE = _op("clone", lambda s: s.copy(), _meta_like, lambda g, ans, s: g)
 CAST = _op("to_copy", lambda s, dtype: s.with_values(s.values.astype(dtype.np)),
            lambda s, dtype: (tuple(s.shape), dtype),
@@ -141,11 +163,23 @@ def _coo_of(s: _Sparse) -> COO:
     return coo
 
 
-def _convert(g: Any, csr: bool) -> Any:
+def _layout_of(d: _Sparse) -> tuple:
+    return (d.layout, d.blocksize) if type(d) is CSR else ("coo", None)
+
+
+def _convert(g: Any, layout: str, blocksize: tuple | None) -> Any:
+    """Sparse cotangent ``g`` in ``layout`` (with ``blocksize``)."""
     g = as_sparse(g)
-    if type(g) is not SparseTensor or (type(g._data) is CSR) == csr:
+    if type(g) is not SparseTensor or _layout_of(g._data)[0] == layout:
         return g
-    return run(CONVERT, g, csr=csr)
+    return convert(g, layout, blocksize)
+
+
+def convert(s: SparseTensor, layout: str, blocksize: tuple | None = None) -> SparseTensor:
+    """Sparse ``s`` in ``layout`` ("coo", "csr", "csc", "bsr", "bsc"; differentiable)."""
+    if layout != "coo" and type(s._data) is COO:
+        s = coalesce(s)
+    return run(CONVERT[layout], s, layout=layout, blocksize=blocksize, src=_layout_of(s._data))
 
 
 def _scale_meta(s: Any, c: Any, div: bool) -> tuple:
@@ -285,7 +319,7 @@ def to_sparse(t: Any, sparse_dim: int | None = None, *, layout: Any = None,
         if sparse_dim is not None and sparse_dim != t.sparse_dim():
             raise RuntimeError(f"to_sparse: conversion from Sparse to Sparse with sparse_dim="
                                f"{sparse_dim} is not implemented")
-        return t if type(t._data) is COO else run(CONVERT, t, csr=False)
+        return t if type(t._data) is COO else convert(t, "coo")
     nd = t.ndim if sparse_dim is None else int(sparse_dim)
     if dense_dim is not None:
         nd = t.ndim - int(dense_dim)
@@ -295,7 +329,7 @@ def to_sparse(t: Any, sparse_dim: int | None = None, *, layout: Any = None,
     if nd == 0 and t.ndim:
         raise RuntimeError("dense_to_sparse: sparse_dim argument must be in >0 when "
                            "self.dim()>0")
-    return run(TO_SPARSE, t, sparse_dim=nd, csr=False)
+    return run(TO_SPARSE["coo"], t, sparse_dim=nd, layout="coo", blocksize=None)
 
 
 def to_sparse_csr(t: Any, dense_dim: Any = None) -> SparseTensor:
@@ -303,8 +337,8 @@ def to_sparse_csr(t: Any, dense_dim: Any = None) -> SparseTensor:
     if t.ndim != 2:
         raise RuntimeError(f"to_sparse_csr: expected a 2-D tensor, got {t.ndim}-D")
     if _is_sparse(t):
-        return t if type(t._data) is CSR else run(CONVERT, coalesce(t), csr=True)
-    return run(TO_SPARSE, t, sparse_dim=2, csr=True)
+        return t if type(t._data) is CSR and t._data.layout == "csr" else convert(t, "csr")
+    return run(TO_SPARSE["csr"], t, sparse_dim=2, layout="csr", blocksize=None)
 
 
 def transpose(s: SparseTensor, dim0: int, dim1: int, t: bool = False) -> SparseTensor:
@@ -312,7 +346,7 @@ def transpose(s: SparseTensor, dim0: int, dim1: int, t: bool = False) -> SparseT
     n = s.ndim
     d0, d1 = dim0 % n, dim1 % n
     if type(s._data) is CSR:
-        s = run(CONVERT, s, csr=False)
+        s = convert(s, "coo")
     if max(d0, d1) >= s._data.sparse_dim:
         raise NotImplementedError("transpose of the dense dims of a hybrid sparse tensor is "
                                   "not supported")
@@ -327,12 +361,15 @@ def spmm(s: Any, d: Any) -> Tensor:
         return _spspmm(s, d)
     if type(s._data) is COO and s._data.dense_dim:
         raise RuntimeError("sparse.mm: hybrid sparse tensors (dense_dim > 0) are not supported")
+    if type(s._data) is CSR and s._data.layout == "bsc":  # (torch has no CPU kernel)
+        raise RuntimeError("addmm: computation on CPU is not implemented for Strided + "
+                           "SparseBsc @ Strided")
     return run(MM, s, d)
 
 
 def _coo(s: SparseTensor) -> SparseTensor:
     c = _canonical(s)
-    return run(CONVERT, c, csr=False) if type(c._data) is CSR else c
+    return convert(c, "coo") if type(c._data) is CSR else c
 
 
 def _spspmm(a: SparseTensor, b: SparseTensor) -> SparseTensor:
@@ -362,7 +399,14 @@ def add(a: Any, b: Any, alpha: Any = 1) -> Any:
     if not _is_sparse(b):
         raise RuntimeError("add(sparse, dense) is not supported. Use add(dense, sparse) "
                            "instead.")
-    return run(ADD, a, b, alpha=alpha)
+    return _csr_if_both(run(ADD, a, b, alpha=alpha), a, b)
+
+
+def _csr_if_both(out: SparseTensor, a: Any, b: Any) -> SparseTensor:
+    """Two CSR operands give a CSR result, as torch's (the sum is computed in COO)."""
+    if _layout_of(a._data)[0] == "csr" and _layout_of(b._data)[0] == "csr":
+        return convert(out, "csr")
+    return out
 
 
 def mul(a: Any, b: Any) -> SparseTensor:
@@ -380,7 +424,7 @@ def mul(a: Any, b: Any) -> SparseTensor:
         w = _at(b, c._data)
         return from_values(v * w.reshape(tuple(w.shape) + (1,) * (v.ndim - w.ndim)), c._data)
     _check_same_size(a, b)
-    return _mul_sparse(_canonical(a).to_sparse(), _canonical(b).to_sparse())
+    return _csr_if_both(_mul_sparse(_canonical(a).to_sparse(), _canonical(b).to_sparse()), a, b)
 
 
 def _mul_sparse(a: SparseTensor, b: SparseTensor) -> SparseTensor:
@@ -482,7 +526,7 @@ def select(s: SparseTensor, dim: int, index: int) -> Any:
     """``s[..., index, ...]`` along ``dim``: sparse while a sparse dim is left."""
     c = _canonical(s)
     if type(c._data) is CSR:
-        c = run(CONVERT, c, csr=False)
+        c = convert(c, "coo")
     d = c._data
     dim = dim % s.ndim
     v = values_of(c)
@@ -502,7 +546,7 @@ def select(s: SparseTensor, dim: int, index: int) -> Any:
 def cat(tensors: Any, dim: int) -> SparseTensor:
     """COO tensors concatenated along a sparse dim (their entries, indices shifted)."""
     parts = [_canonical(t) for t in tensors]
-    parts = [run(CONVERT, p, csr=False) if type(p._data) is CSR else p for p in parts]
+    parts = [convert(p, "coo") if type(p._data) is CSR else p for p in parts]
     first = parts[0]._data
     if dim >= first.sparse_dim or any(p._data.sparse_dim != first.sparse_dim for p in parts):
         raise NotImplementedError("cat of sparse tensors: only along a sparse dim of tensors "

@@ -60,13 +60,21 @@ class _Sparse:
             cache[key] = make()
         return cache[key]
 
-    def __add__(self, other: Any) -> Any:  # the engine sums two gradients
+    # The autograd engine sums gradients with these, as torch does: ``old + new`` where two
+    # gradients meet in one backward (sparse + sparse: torch's ``new + old``), ``grad += new``
+    # where a leaf's ``.grad`` accumulates (both: ``merge``); with a dense operand, dense.
+    def __add__(self, other: Any) -> Any:
         if isinstance(other, _Sparse):
-            return self.to_coo().add(other.to_coo())
+            return merge(other.to_coo(), self.to_coo())
         return np.asarray(other) + self.to_dense()
 
-    __radd__ = __add__
-    __iadd__ = __add__
+    def __radd__(self, other: Any) -> Any:
+        return np.asarray(other) + self.to_dense()
+
+    def __iadd__(self, other: Any) -> Any:
+        if isinstance(other, _Sparse):
+            return merge(self.to_coo(), other.to_coo())
+        return np.asarray(other) + self.to_dense()
 
 
 class COO(_Sparse):
@@ -154,15 +162,15 @@ class COO(_Sparse):
         return out
 
     def add(self, other: COO, alpha: Any = 1) -> COO:
-        """``self + alpha * other``: the entries of both (merged when both are coalesced)."""
-        ov = other.values if alpha == 1 else other.values * alpha
-        dt = np.result_type(self.values, ov)
-        out = COO(np.concatenate([self.indices, other.indices], axis=1),
-                  np.concatenate([self.values.astype(dt, copy=False), ov.astype(dt, copy=False)]),
-                  self.shape)
-        if self.coalesced and other.coalesced:
-            out = out.coalesce()
-        return out
+        """``self + alpha * other`` (torch's sparse ``add``: see ``merge``)."""
+        return merge(self, other, alpha)
+
+    def cat(self, other: COO) -> COO:
+        """The entries of ``self`` then those of ``other`` (their sum, not coalesced)."""
+        dt = np.result_type(self.values, other.values)
+        return COO(np.concatenate([self.indices, other.indices], axis=1),
+                   np.concatenate([self.values.astype(dt, copy=False),
+                                   other.values.astype(dt, copy=False)]), self.shape)
 
     def transpose(self, d0: int, d1: int) -> COO:
         """Sparse dims ``d0`` and ``d1`` swapped (cached: a backward transposes again)."""
@@ -193,33 +201,81 @@ class COO(_Sparse):
 
 
 class CSR(_Sparse):
-    """Compressed rows of a 2-d matrix: ``crow`` (rows + 1), ``col`` and ``values`` (nnz)."""
+    """A compressed 2-d matrix: ``crow`` (the compressed indices: ``(rows + 1,)``), ``col`` (the
+    plain indices: ``(nnz,)``) and ``values``, in one of torch's four compressed layouts:
 
-    __slots__ = ("crow", "col")
+    * ``"csr"``: compressed rows, ``values`` ``(nnz,)`` (``crow_indices``, ``col_indices``);
+    * ``"csc"``: compressed columns: the CSR of the transpose (``ccol_indices``,
+      ``row_indices``), ``values`` in column-major order;
+    * ``"bsr"`` / ``"bsc"``: the CSR / CSC of a matrix of ``(bh, bw)`` blocks, ``values``
+      ``(nnz, bh, bw)`` (each block as it sits in the matrix).
+
+    Every operation goes through ``coo_indices`` (the row and column of each element of
+    ``values``, in its order), so the layouts share one implementation.
+    """
+
+    __slots__ = ("crow", "col", "layout")
 
     def __init__(self, crow: np.ndarray, col: np.ndarray, values: np.ndarray,
-                 shape: tuple) -> None:
+                 shape: tuple, layout: str = "csr") -> None:
         self.crow = crow
         self.col = col
         self.values = values
         self.shape = tuple(int(s) for s in shape)
+        self.layout = layout
         self._cache = {}
 
+    @property
+    def blocksize(self) -> tuple | None:
+        """``(bh, bw)`` of a blocked layout, else None."""
+        return tuple(self.values.shape[1:3]) if self.layout in ("bsr", "bsc") else None
+
+    @property
+    def rowwise(self) -> bool:
+        """Whether the compressed dim is the rows (CSR, BSR)."""
+        return self.layout in ("csr", "bsr")
+
     def copy(self) -> CSR:
-        return CSR(self.crow.copy(), self.col.copy(), self.values.copy(), self.shape)
+        return CSR(self.crow.copy(), self.col.copy(), self.values.copy(), self.shape,
+                   self.layout)
 
     def with_values(self, values: np.ndarray) -> CSR:
-        return CSR(self.crow, self.col, values, self.shape)
+        """The same indices with other values (a blocked layout's given flat, as
+        ``coo_indices`` orders them, are put in blocks)."""
+        if values.shape != self.values.shape and self.blocksize is not None:
+            values = values.reshape(self.values.shape)
+        return CSR(self.crow, self.col, values, self.shape, self.layout)
+
+    def block_indices(self) -> np.ndarray:
+        """``(2, nnz)``: the (row, column) of each stored entry (of each block, blocked)."""
+        def make():
+            major = np.repeat(np.arange(self.crow.size - 1, dtype=np.int64), np.diff(self.crow))
+            minor = self.col.astype(np.int64)
+            return np.stack([major, minor] if self.rowwise else [minor, major])
+
+        return self.cached("block_indices", make)
 
     def coo_indices(self) -> np.ndarray:
+        """``(2, values.size)``: the (row, column) of each element of ``values``."""
+        bs = self.blocksize
+        if bs is None:
+            return self.block_indices()
+
         def make():
-            rows = np.repeat(np.arange(self.shape[0], dtype=np.int64), np.diff(self.crow))
-            return np.stack([rows, self.col.astype(np.int64)])
+            (bh, bw), (br, bc) = bs, self.block_indices()
+            rows, cols = np.broadcast_arrays(br[:, None, None] * bh + np.arange(bh)[:, None],
+                                             bc[:, None, None] * bw + np.arange(bw))
+            return np.stack([rows.reshape(-1), cols.reshape(-1)])
 
         return self.cached("coo_indices", make)
 
+    def flat_values(self) -> np.ndarray:
+        """``values`` with one element per ``coo_indices`` entry."""
+        return self.values.reshape(-1) if self.blocksize is not None else self.values
+
     def to_coo(self) -> COO:
-        return self.cached("coo", lambda: COO(self.coo_indices(), self.values, self.shape))
+        return self.cached("coo", lambda: COO(self.coo_indices(), self.flat_values(),
+                                              self.shape))
 
     def to_dense(self) -> np.ndarray:
         return self.to_coo().to_dense()
@@ -230,14 +286,107 @@ class CSR(_Sparse):
     def mm(self, dense: np.ndarray) -> np.ndarray:
         return self.to_coo().mm(dense)
 
+    def transposed(self) -> CSR:
+        """The transpose, free: CSR <-> CSC and BSR <-> BSC on the same indices."""
+        other = {"csr": "csc", "csc": "csr", "bsr": "bsc", "bsc": "bsr"}[self.layout]
+        values = self.values.transpose(0, 2, 1) if self.blocksize is not None else self.values
+        return CSR(self.crow, self.col, values, self.shape[::-1], other)
 
-def csr_from_coo(coo: COO) -> CSR:
-    """A 2-d COO matrix in compressed rows (coalesced first)."""
+
+def merge(t: COO, s: COO, alpha: Any = 1) -> COO:
+    """``t + alpha * s`` as torch's CPU kernel adds two COO tensors: one pass over both entry
+    lists, taking the smaller index first and summing two equal ones into one entry, so two
+    coalesced tensors give a coalesced one and others keep their order (not coalesced). Where
+    either's values are not contiguous (an expanded gradient), torch concatenates the entries
+    instead, and so does this."""
+    sv = s.values if alpha == 1 else s.values * alpha
+    dt = np.result_type(t.values, sv)
+    if s.nnz == 0 or t.nnz == 0:
+        src, vals = (t, t.values) if s.nnz == 0 else (s, sv)
+        return COO(src.indices.copy(), vals.astype(dt), t.shape, src.coalesced)
+    if not (t.values.flags.c_contiguous and s.values.flags.c_contiguous):
+        return t.cat(s if alpha == 1 else s.with_values(sv))
+    if t.coalesced and s.coalesced:  # (the pass is a sorted union: coalesce the entries)
+        both = COO(np.concatenate([t.indices, s.indices], axis=1),
+                   np.concatenate([t.values.astype(dt, copy=False), sv.astype(dt, copy=False)]),
+                   t.shape)
+        return both.coalesce()
+    it, js = _merge_order(t.keys(), s.keys())
+    has_t, has_s = it >= 0, js >= 0
+    values = np.zeros((it.size,) + t.values.shape[1:], dt)
+    values[has_t] += t.values[it[has_t]]
+    values[has_s] += sv[js[has_s]]
+    indices = np.where(has_t, t.indices[:, np.maximum(it, 0)], s.indices[:, np.maximum(js, 0)])
+    return COO(indices, values, t.shape)
+
+
+def _merge_loop(tk: Any, sk: Any, take_t: Any, take_s: Any) -> int:
+    """The pass of ``merge`` over sorted-or-not keys ``tk`` and ``sk``: for each output entry,
+    the entry of each it sums (-1: none) into ``take_t`` / ``take_s``; returns their count.
+    (Plain Python, also compiled by Numba for long inputs.)"""
+    nt, ns = len(tk), len(sk)
+    i = j = r = 0
+    while i < nt or j < ns:
+        if i >= nt:
+            cmp = -1
+        elif j >= ns:
+            cmp = 1
+        elif tk[i] == sk[j]:
+            cmp = 0
+        elif tk[i] < sk[j]:
+            cmp = 1
+        else:
+            cmp = -1
+        take_t[r] = i if cmp >= 0 else -1
+        take_s[r] = j if cmp <= 0 else -1
+        i += 1 if cmp >= 0 else 0
+        j += 1 if cmp <= 0 else 0
+        r += 1
+    return r
+
+
+_COMPILED_MERGE: list = []
+
+
+def _merge_order(tk: np.ndarray, sk: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    n = tk.size + sk.size
+    if n < 4096:  # (short: Python's loop over lists beats compiling)
+        take_t, take_s = [0] * n, [0] * n
+        r = _merge_loop(tk.tolist(), sk.tolist(), take_t, take_s)
+        return np.array(take_t[:r], np.int64), np.array(take_s[:r], np.int64)
+    if not _COMPILED_MERGE:
+        import numba
+
+        try:
+            _COMPILED_MERGE.append(numba.njit(cache=True, nogil=True)(_merge_loop))
+        except RuntimeError:  # (no writable cache location)
+            _COMPILED_MERGE.append(numba.njit(nogil=True)(_merge_loop))
+    take_t, take_s = np.empty(n, np.int64), np.empty(n, np.int64)
+    r = _COMPILED_MERGE[0](tk.astype(np.int64), sk.astype(np.int64), take_t, take_s)
+    return take_t[:r], take_s[:r]
+
+
+def csr_from_coo(coo: COO, layout: str = "csr", blocksize: tuple | None = None) -> CSR:
+    """A 2-d COO matrix in compressed ``layout`` (coalesced first); the blocked layouts keep
+    each ``blocksize`` block that holds an entry (zeros filled in)."""
     c = coo.coalesce()
     rows, cols = c.indices
-    crow = np.zeros(coo.shape[0] + 1, dtype=np.int64)
-    np.cumsum(np.bincount(rows, minlength=coo.shape[0]), out=crow[1:])
-    return CSR(crow, cols.copy(), c.values, coo.shape)
+    if blocksize is None:
+        if layout == "csc":
+            return csr_from_coo(coo.transpose(0, 1)).transposed()
+        crow = np.zeros(coo.shape[0] + 1, dtype=np.int64)
+        np.cumsum(np.bincount(rows, minlength=coo.shape[0]), out=crow[1:])
+        return CSR(crow, cols.copy(), c.values, coo.shape)
+    bh, bw = blocksize
+    nbr, nbc = coo.shape[0] // bh, coo.shape[1] // bw
+    br, bc = rows // bh, cols // bw
+    major, minor, n_major = (br, bc, nbr) if layout == "bsr" else (bc, br, nbc)
+    keys, slot = np.unique(major * max(nbr, nbc) + minor, return_inverse=True)
+    values = np.zeros((keys.size, bh, bw), c.values.dtype)
+    values[slot, rows % bh, cols % bw] = c.values
+    crow = np.zeros(n_major + 1, dtype=np.int64)
+    np.cumsum(np.bincount(keys // max(nbr, nbc), minlength=n_major), out=crow[1:])
+    return CSR(crow, (keys % max(nbr, nbc)).astype(np.int64), values, coo.shape, layout)
 
 
 def coo_from_dense(dense: np.ndarray, sparse_dim: int) -> COO:

@@ -1,4 +1,5 @@
-"""``SparseTensor``: a ``Tensor`` whose data is a sparse storage (``COO`` or ``CSR``).
+"""``SparseTensor``: a ``Tensor`` whose data is a sparse storage (``COO``, or ``CSR`` for the
+compressed layouts CSR, CSC, BSR and BSC).
 
 It is a subclass only so that methods can differ (``indices()``, ``to_dense()``, printing,
 torch's errors for what a sparse tensor cannot do); ``isinstance(S, jitgrad.Tensor)`` holds and
@@ -24,6 +25,10 @@ from ._storage import COO, CSR
 
 sparse_coo = layout("sparse_coo")
 sparse_csr = layout("sparse_csr")
+sparse_csc = layout("sparse_csc")
+sparse_bsr = layout("sparse_bsr")
+sparse_bsc = layout("sparse_bsc")
+LAYOUTS = {"csr": sparse_csr, "csc": sparse_csc, "bsr": sparse_bsr, "bsc": sparse_bsc}
 STORAGES = (COO, CSR)
 
 _new_object = object.__new__
@@ -34,21 +39,28 @@ def backend(t: Any) -> str:
     return "SparseCsrCPU" if type(t._data) is CSR else "SparseCPU"
 
 
-def _layout_name(t: Any) -> str:
-    return "SparseCsr" if type(t._data) is CSR else "Sparse"
+def layout_name(t: Any) -> str:
+    """torch's name of a tensor's layout in its errors (``Sparse``, ``SparseCsc``, ...)."""
+    d = t._data
+    if type(d) is CSR:
+        return "Sparse" + d.layout.capitalize()
+    return "Sparse" if type(d) is COO else "Strided"
 
 
 class SparseTensor(Tensor):
-    """A sparse tensor: COO (``indices`` and ``values``) or CSR (``crow_indices``,
-    ``col_indices`` and ``values``), as torch's ``layout=torch.sparse_coo`` / ``sparse_csr``."""
+    """A sparse tensor: COO (``indices`` and ``values``) or compressed: CSR / BSR
+    (``crow_indices``, ``col_indices`` and ``values``), CSC / BSC (``ccol_indices``,
+    ``row_indices`` and ``values``), as torch's ``layout=torch.sparse_coo`` ... ``sparse_bsc``."""
 
     __slots__ = ()
 
     # ------------------------------------------------------------------ layout
     @property
     def layout(self) -> layout:
-        """``jitgrad.sparse_coo`` or ``jitgrad.sparse_csr``."""
-        return sparse_csr if type(self._data) is CSR else sparse_coo
+        """``jitgrad.sparse_coo``, ``sparse_csr``, ``sparse_csc``, ``sparse_bsr`` or
+        ``sparse_bsc``."""
+        d = self._data
+        return LAYOUTS[d.layout] if type(d) is CSR else sparse_coo
 
     @property
     def is_sparse(self) -> bool:
@@ -57,7 +69,7 @@ class SparseTensor(Tensor):
 
     @property
     def is_sparse_csr(self) -> bool:
-        return type(self._data) is CSR
+        return type(self._data) is CSR and self._data.layout == "csr"
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return False
@@ -91,7 +103,7 @@ class SparseTensor(Tensor):
         if type(self._data) is not kind:
             want = "sparse coordinate" if kind is COO else "sparse row compressed"
             raise RuntimeError(f"{name} expected {want} tensor layout but got "
-                               f"{_layout_name(self)}")
+                               f"{layout_name(self)}")
         return self._data
 
     def is_coalesced(self) -> bool:
@@ -115,10 +127,24 @@ class SparseTensor(Tensor):
         return _make(self._data.values, self._dtype)
 
     def crow_indices(self) -> Tensor:
-        return _make(self._require("crow_indices", CSR).crow, dtypes.int64)
+        return _make(self._compressed("crow_indices", True).crow, dtypes.int64)
 
     def col_indices(self) -> Tensor:
-        return _make(self._require("col_indices", CSR).col, dtypes.int64)
+        return _make(self._compressed("col_indices", True).col, dtypes.int64)
+
+    def ccol_indices(self) -> Tensor:
+        return _make(self._compressed("ccol_indices", False).crow, dtypes.int64)
+
+    def row_indices(self) -> Tensor:
+        return _make(self._compressed("row_indices", False).col, dtypes.int64)
+
+    def _compressed(self, name: str, rowwise: bool) -> Any:
+        d = self._data
+        if type(d) is not CSR or d.rowwise != rowwise:
+            want = "row" if rowwise else "column"
+            raise RuntimeError(f"{name} expected sparse {want} compressed tensor layout but got "
+                               f"{layout_name(self)}")
+        return d
 
     # ------------------------------------------------------------------ data access
     def numpy(self, *, force: bool = False) -> np.ndarray:
@@ -155,8 +181,8 @@ class SparseTensor(Tensor):
     @property
     def grad(self) -> Tensor | None:
         """The gradient: sparse, on this tensor's (coalesced) pattern for the sparse ops, as
-        torch's. (Where two sparse gradients met in the engine's array lane, it summed them as
-        dense arrays: such a gradient is put back on the pattern here, once.)"""
+        torch's. (Where a dense gradient met a sparse one in the engine, their sum is dense:
+        such a gradient is put back on the pattern here, once.)"""
         g = self._grad
         if g is None:
             return None
@@ -186,7 +212,7 @@ class SparseTensor(Tensor):
     def __reduce_ex__(self, protocol: int):
         d = self._data
         parts = (d.indices, d.values, d.shape, d.coalesced) if type(d) is COO else \
-            (d.crow, d.col, d.values, d.shape)
+            (d.crow, d.col, d.values, d.shape, d.layout)
         return (_rebuild, (type(d).__name__, parts, self._dtype.name, self._requires_grad))
 
     def __repr__(self) -> str:
@@ -261,8 +287,11 @@ def sparse_repr(t: SparseTensor) -> str:
         text = ("indices=tensor(" + _body(d.indices, dtypes.int64, indent + 15) + "),\n"
                 + " " * indent + "values=tensor(" + _body(d.values, dt, indent + 14) + ")")
     else:
-        text = ("crow_indices=tensor(" + _body(d.crow, dtypes.int64, indent + 20) + "),\n"
-                + " " * indent + "col_indices=tensor(" + _body(d.col, dtypes.int64, indent + 19)
+        major, minor = ("crow_indices", "col_indices") if d.rowwise else \
+            ("ccol_indices", "row_indices")
+        text = (f"{major}=tensor(" + _body(d.crow, dtypes.int64, indent + len(major) + 8)
+                + "),\n" + " " * indent + f"{minor}=tensor("
+                + _body(d.col, dtypes.int64, indent + len(minor) + 8)
                 + "),\n" + " " * indent + "values=tensor(" + _body(d.values, dt, indent + 14)
                 + ")")
     suffixes.append(f"layout={t.layout!r}")
@@ -284,7 +313,7 @@ def sparse_parts(t: SparseTensor) -> tuple[dict, dict]:
         meta = {"layout": "coo", "coalesced": bool(d.coalesced)}
     else:
         arrays = {"crow": d.crow, "col": d.col, "values": d.values}
-        meta = {"layout": "csr"}
+        meta = {"layout": d.layout}
     meta.update(size=list(d.shape), dtype=t._dtype.name, arrays=list(arrays))
     return meta, arrays
 
@@ -295,5 +324,6 @@ def sparse_from_parts(meta: dict, arrays: dict) -> SparseTensor:
         storage = COO(arrays["indices"], arrays["values"], tuple(meta["size"]),
                       bool(meta["coalesced"]))
     else:
-        storage = CSR(arrays["crow"], arrays["col"], arrays["values"], tuple(meta["size"]))
+        storage = CSR(arrays["crow"], arrays["col"], arrays["values"], tuple(meta["size"]),
+                      meta["layout"])
     return make_sparse(storage, getattr(dtypes, meta["dtype"]))
