@@ -72,7 +72,9 @@ def __getattr__(name: str):
         from .jit.torch_compile import compile
 
         return compile
-    aliases = importlib.import_module(f"{__name__}._nn_aliases")  # torch.conv2d ... (light)
-    if name in aliases.__all__:
-        return getattr(aliases, name)
+    # torch.conv2d ... (light); torch.kl_div, native_layer_norm ...; lstm_cell, lstm ...
+    for module in ("_nn_aliases", "_aten_nn", "_aten_rnn"):
+        aliases = importlib.import_module(f"{__name__}.{module}")
+        if name in aliases.__all__:
+            return getattr(aliases, name)
     raise AttributeError(f"module 'jitgrad' has no attribute {name!r}")
