@@ -38,6 +38,15 @@ from ._type_info import can_cast, finfo, iinfo, is_complex, is_floating_point
 from .amp.autocast_mode import (autocast, get_autocast_cpu_dtype, get_autocast_dtype,
                                 get_autocast_gpu_dtype, is_autocast_cpu_enabled,
                                 is_autocast_enabled, set_autocast_dtype, set_autocast_enabled)
+from .amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,
+                                clear_autocast_cache, is_autocast_cache_enabled,
+                                set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                set_autocast_cpu_enabled, set_autocast_gpu_dtype)
+from ._runtime_switches import (compiled_with_cxx11_abi, get_num_interop_threads, has_lapack,
+                                has_mkl, has_openmp, has_spectral, init_num_threads,
+                                is_vulkan_available, set_default_tensor_type, set_flush_denormal,
+                                set_num_interop_threads)
+from ._sym import sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
 from ._nn_aliases import install_tensor_methods as _install_nn_methods  # noqa: E402
