@@ -70,6 +70,8 @@ def __getattr__(name: str):
                 "special", "distributions", "fft", "accelerator", "amp", "cpu",
                 "multiprocessing", "profiler", "signal", "library"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name in ("uint16", "uint32", "uint64"):  # (limited dtypes: see dtypes.__getattr__)
+        return getattr(dtypes, name)
     if name == "vmap":  # torch.vmap is torch.func.vmap
         from .func import vmap
 
