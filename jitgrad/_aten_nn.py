@@ -17,7 +17,7 @@ from typing import Any
 __all__ = ["binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
            "triplet_margin_loss", "cosine_embedding_loss", "hinge_embedding_loss",
            "margin_ranking_loss", "ctc_loss", "conv_tbc", "embedding_renorm_", "grid_sampler",
-           "grid_sampler_2d", "affine_grid_generator", "native_layer_norm",
+           "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "native_layer_norm",
            "native_batch_norm", "native_group_norm", "native_dropout", "norm_except_dim",
            "frobenius_norm", "nuclear_norm"]
 
@@ -145,6 +145,12 @@ def grid_sampler(input: Any, grid: Any, interpolation_mode: int,  # noqa: A002
 def grid_sampler_2d(input: Any, grid: Any, interpolation_mode: int,  # noqa: A002
                     padding_mode: int, align_corners: bool) -> Any:
     """``torch.grid_sampler_2d``: ``grid_sampler`` of a 4-D input."""
+    return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
+
+
+def grid_sampler_3d(input: Any, grid: Any, interpolation_mode: int,  # noqa: A002
+                    padding_mode: int, align_corners: bool) -> Any:
+    """``torch.grid_sampler_3d``: ``grid_sampler`` of a 5-D input (trilinear or nearest)."""
     return grid_sampler(input, grid, interpolation_mode, padding_mode, align_corners)
 
 

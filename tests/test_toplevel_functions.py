@@ -129,6 +129,36 @@ def test_grid_sampler_matches_torch(interp, padding, align):
                      grid)
 
 
+@pytest.mark.parametrize("interp", [0, 1])
+@pytest.mark.parametrize("padding", [0, 1, 2])
+def test_grid_sampler_3d_matches_torch(interp, padding):
+    torch.manual_seed(10)
+    inp = torch.randn(2, 3, 3, 4, 5, dtype=torch.float64)
+    grid = torch.rand(2, 2, 3, 4, 3, dtype=torch.float64) * 2.4 - 1.2
+    for align in (False, True):
+        _check_grads(lambda m, i, g, a=align: m.grid_sampler_3d(i, g, interp, padding, a), inp,
+                     grid)
+    _check_grads(lambda m, i, g: m.grid_sampler(i, g, interp, padding, False), inp, grid)
+
+
+def test_grid_sampler_3d_gradcheck_and_errors():
+    torch.manual_seed(11)
+    inp = _j(torch.randn(1, 2, 3, 3, 3, dtype=torch.float64), True)
+    grid = _j(torch.rand(1, 2, 2, 2, 3, dtype=torch.float64) * 1.6 - 0.8, True)
+    assert gradcheck(lambda i, g: jg.grid_sampler_3d(i, g, 0, 0, False), (inp, grid))
+    x, g = torch.randn(1, 2, 3, 4, 5), torch.rand(1, 2, 3, 4, 3)
+    for args in [(x, g[..., :2], 0, 0, False), (x, g, 2, 0, False)]:
+        with pytest.raises(RuntimeError) as te:
+            torch.nn.functional.grid_sample(args[0], args[1], ("bilinear", "nearest",
+                                                               "bicubic")[args[2]],
+                                            align_corners=False)
+        with pytest.raises(RuntimeError) as je:
+            jg.nn.functional.grid_sample(_j(args[0]), _j(args[1]), ("bilinear", "nearest",
+                                                                   "bicubic")[args[2]],
+                                         align_corners=False)
+        assert str(je.value) == str(te.value)
+
+
 def test_affine_grid_generator_matches_torch():
     theta = torch.randn(2, 2, 3, dtype=torch.float64)
     for align in (False, True):
