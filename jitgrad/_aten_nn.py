@@ -18,7 +18,8 @@ __all__ = ["binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
            "triplet_margin_loss", "cosine_embedding_loss", "hinge_embedding_loss",
            "margin_ranking_loss", "ctc_loss", "conv_tbc", "embedding_renorm_", "grid_sampler",
            "grid_sampler_2d", "grid_sampler_3d", "affine_grid_generator", "native_layer_norm",
-           "native_batch_norm", "native_group_norm", "native_dropout", "norm_except_dim",
+           "native_batch_norm", "native_group_norm", "native_dropout", "native_norm",
+           "norm_except_dim",
            "frobenius_norm", "nuclear_norm"]
 
 
@@ -222,6 +223,37 @@ def native_dropout(input: Any, p: float, train: bool | None) -> tuple:  # noqa: 
     keep = rand(tuple(input.shape), device=input.device) < 1.0 - p
     scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
     return input * keep.to(input.dtype) * scale, keep
+
+
+def native_norm(input: Any, p: Any = 2, dim: Any = None, keepdim: bool = False,  # noqa: A002
+                dtype: Any = None) -> Any:
+    """``torch.native_norm``: the ``p``-norm of a sparse tensor's (coalesced) values, a full
+    reduction only, and without a gradient (torch has no derivative for it). Dense input has
+    no kernel, as in torch.
+
+    Args:
+        input: a sparse COO tensor.
+        p: the norm's order (None: 2).
+        dim: None, empty or every dim (torch's sparse kernel reduces fully only).
+        keepdim: False (torch's sparse kernel refuses True).
+        dtype: None (torch's sparse kernel refuses a dtype).
+    """
+    from .ops.norms import vector_norm
+
+    if not getattr(input, "is_sparse", False):
+        raise NotImplementedError(
+            "Could not run 'aten::native_norm' with arguments from the 'CPU' backend. This could "
+            "be because the operator doesn't exist for this backend, or was omitted during the "
+            "selective/custom build process (if using custom build).")
+    dims = [] if dim is None else [dim] if isinstance(dim, int) else list(dim)
+    if dims and sorted(d % input.ndim for d in dims) != list(range(input.ndim)):
+        raise RuntimeError("norm_sparse currently only supports full reductions, so 'dim' must "
+                           "either be empty or contain all dimensions of the input")
+    if keepdim:
+        raise RuntimeError("norm_sparse currently does not support keepdim=True")
+    if dtype is not None:
+        raise RuntimeError("norm_sparse currently does not support 'dtype' argument")
+    return vector_norm(input.coalesce().values().detach(), 2 if p is None else p)
 
 
 def _bool() -> Any:

@@ -216,6 +216,23 @@ def test_native_dropout_mask_and_eval():
     assert not bool(mask.any()) and float(out.abs().sum()) == 0.0
 
 
+def test_native_norm_of_sparse_values_and_its_refusals_match_torch():
+    idx, vals = torch.tensor([[0, 0, 1], [1, 1, 0]]), torch.tensor([3.0, 4.0, -2.0])
+    ts = torch.sparse_coo_tensor(idx, vals, (2, 2))  # (a duplicate entry: summed first)
+    js = jg.sparse_coo_tensor(_j(idx), _j(vals), (2, 2))
+    for args in [(), (1,), (3.0,), (2, [0, 1], False, None), (None, [], False, None)]:
+        _close(jg.native_norm(js, *args), torch.native_norm(ts, *args))
+    for call in (lambda m, s, d: m.native_norm(s, 2, [1], False, None),
+                 lambda m, s, d: m.native_norm(s, 2, [], True, None),
+                 lambda m, s, d: m.native_norm(s, 2, [], False, m.float64),
+                 lambda m, s, d: m.native_norm(d)):
+        with pytest.raises((RuntimeError, NotImplementedError)) as te:
+            call(torch, ts, torch.ones(2))
+        with pytest.raises(type(te.value)) as je:
+            call(jg, js, jg.ones(2))
+        assert str(je.value) in str(te.value)
+
+
 @pytest.mark.parametrize("dim", [0, 1, 2, -1, -2])
 @pytest.mark.parametrize("p", [2, 3])
 def test_norm_except_dim_matches_torch(dim, p):
