@@ -29,24 +29,20 @@ def _fn() -> Any:
     return functional
 
 
-def _reduction(reduction: int) -> str:
+def _reduction(reduction: int, fn: str, position: int) -> str:
     """ATen's loss reduction enum: 1 mean, 2 sum, anything else none."""
-    if isinstance(reduction, str) or not isinstance(reduction, int):
-        raise TypeError(f"argument 'reduction' must be int, not {type(reduction).__name__}")
+    if isinstance(reduction, bool) or not isinstance(reduction, int):
+        raise TypeError(f"{fn}(): argument 'reduction' (position {position}) must be int, not "
+                        f"{type(reduction).__name__}")
     return {1: "mean", 2: "sum"}.get(reduction, "none")
-
-
-def _reduce(loss: Any, reduction: int) -> Any:
-    mode = _reduction(reduction)
-    return loss.mean() if mode == "mean" else loss.sum() if mode == "sum" else loss
 
 
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None,  # noqa: A002
                                      pos_weight: Any = None, reduction: int = 1) -> Any:
     """``torch.binary_cross_entropy_with_logits``: ``F.binary_cross_entropy_with_logits``
     with an int ``reduction``."""
-    return _fn().binary_cross_entropy_with_logits(input, target, weight,
-                                                  reduction=_reduction(reduction),
+    mode = _reduction(reduction, "binary_cross_entropy_with_logits", 5)
+    return _fn().binary_cross_entropy_with_logits(input, target, weight, reduction=mode,
                                                   pos_weight=pos_weight)
 
 
@@ -54,16 +50,16 @@ def kl_div(input: Any, target: Any, reduction: int = 1, *,  # noqa: A002
            log_target: bool = False) -> Any:
     """``torch.kl_div``: the pointwise KL divergence of ``F.kl_div`` reduced by an int
     ``reduction`` (1 is the mean over all elements, without ``F``'s batchmean warning)."""
-    mode = _reduction(reduction)
+    mode = _reduction(reduction, "kl_div", 3)
     loss = _fn().kl_div(input, target, reduction="none", log_target=log_target)
-    return _reduce(loss, reduction) if mode != "none" else loss
+    return loss.mean() if mode == "mean" else loss.sum() if mode == "sum" else loss
 
 
 def poisson_nll_loss(input: Any, target: Any, log_input: bool, full: bool,  # noqa: A002
                      eps: float, reduction: int) -> Any:
     """``torch.poisson_nll_loss`` (every argument required, as ATen's)."""
     return _fn().poisson_nll_loss(input, target, log_input, full, eps=eps,
-                                  reduction=_reduction(reduction))
+                                  reduction=_reduction(reduction, "poisson_nll_loss", 6))
 
 
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0,
@@ -71,27 +67,28 @@ def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float
                         reduction: int = 1) -> Any:
     """``torch.triplet_margin_loss`` (``F.triplet_margin_loss``, int ``reduction``)."""
     return _fn().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
-                                     reduction=_reduction(reduction))
+                                     reduction=_reduction(reduction, "triplet_margin_loss", 8))
 
 
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
                           reduction: int = 1) -> Any:
     """``torch.cosine_embedding_loss`` (``F.cosine_embedding_loss``, int ``reduction``)."""
     return _fn().cosine_embedding_loss(input1, input2, target, margin,
-                                       reduction=_reduction(reduction))
+                                       reduction=_reduction(reduction, "cosine_embedding_loss", 5))
 
 
 def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0,  # noqa: A002
                          reduction: int = 1) -> Any:
     """``torch.hinge_embedding_loss`` (``F.hinge_embedding_loss``, int ``reduction``)."""
-    return _fn().hinge_embedding_loss(input, target, margin, reduction=_reduction(reduction))
+    mode = _reduction(reduction, "hinge_embedding_loss", 4)
+    return _fn().hinge_embedding_loss(input, target, margin, reduction=mode)
 
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
                         reduction: int = 1) -> Any:
     """``torch.margin_ranking_loss`` (``F.margin_ranking_loss``, int ``reduction``)."""
     return _fn().margin_ranking_loss(input1, input2, target, margin,
-                                     reduction=_reduction(reduction))
+                                     reduction=_reduction(reduction, "margin_ranking_loss", 5))
 
 
 def conv_tbc(input: Any, weight: Any, bias: Any, pad: int = 0) -> Any:  # noqa: A002
@@ -104,7 +101,7 @@ def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: A
              blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Any:
     """``torch.ctc_loss`` (``F.ctc_loss``, int ``reduction``; lengths as tensors or lists)."""
     return _fn().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
-                          _reduction(reduction), zero_infinity)
+                          _reduction(reduction, "ctc_loss", 6), zero_infinity)
 
 
 def embedding_renorm_(input: Any, indices: Any, max_norm: float,  # noqa: A002
@@ -220,6 +217,8 @@ def native_dropout(input: Any, p: float, train: bool | None) -> tuple:  # noqa: 
 
     if train is not None and not train:
         return input * 1, ones(tuple(input.shape), dtype=_bool(), device=input.device)
+    if not 0 <= 1 - p <= 1:  # (torch draws the mask with bernoulli_(1 - p))
+        raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={1 - p:g}")
     keep = rand(tuple(input.shape), device=input.device) < 1.0 - p
     scale = 0.0 if p >= 1 else 1.0 / (1.0 - p)
     return input * keep.to(input.dtype) * scale, keep

@@ -79,11 +79,24 @@ def test_losses_gradcheck(name):
 
 
 def test_loss_reduction_must_be_an_int_and_kl_div_log_target_is_keyword_only():
+    for bad in ("mean", True):
+        with pytest.raises(TypeError) as te:
+            torch.kl_div(X, T, bad)
+        with pytest.raises(TypeError) as je:
+            jg.kl_div(_j(X), _j(T), bad)
+        assert str(je.value) == str(te.value)
     for m in (jg, torch):
         with pytest.raises(TypeError):
-            m.kl_div(_j(X) if m is jg else X, _j(T) if m is jg else T, "mean")
-        with pytest.raises(TypeError):
             m.kl_div(_j(X) if m is jg else X, _j(T) if m is jg else T, 1, True)
+
+
+def test_native_dropout_probability_error_matches_torch():
+    for p in (1.5, -0.1):
+        with pytest.raises(RuntimeError) as te:
+            torch.native_dropout(torch.ones(3), p, True)
+        with pytest.raises(RuntimeError) as je:
+            jg.native_dropout(jg.ones(3), p, True)
+        assert str(je.value) == str(te.value)
 
 
 def test_ctc_loss_matches_torch():
