@@ -156,7 +156,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types: the smallest dtype both ``a`` and ``b`` convert to without loss."""
     if a is b:
         return a
-    if a in LIMITED_UINTS or b in LIMITED_UINTS:  # (torch promotes them to floats only)
+    if limited_live and (a in LIMITED_UINTS or b in LIMITED_UINTS):  # (to floats only)
         if b.is_floating_point:
             return b
         if a.is_floating_point:
