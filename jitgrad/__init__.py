@@ -38,6 +38,17 @@ from ._type_info import can_cast, finfo, iinfo, is_complex, is_floating_point
 from .amp.autocast_mode import (autocast, get_autocast_cpu_dtype, get_autocast_dtype,
                                 get_autocast_gpu_dtype, is_autocast_cpu_enabled,
                                 is_autocast_enabled, set_autocast_dtype, set_autocast_enabled)
+from .amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_nesting,
+                                clear_autocast_cache, is_autocast_cache_enabled,
+                                set_autocast_cache_enabled, set_autocast_cpu_dtype,
+                                set_autocast_cpu_enabled, set_autocast_gpu_dtype)
+from ._runtime_switches import (compiled_with_cxx11_abi, get_num_interop_threads, has_lapack,
+                                has_mkl, has_openmp, has_spectral, init_num_threads,
+                                is_vulkan_available, set_default_tensor_type, set_flush_denormal,
+                                set_num_interop_threads)
+from ._lowrank import pca_lowrank, svd_lowrank
+from ._lobpcg import lobpcg
+from ._sym import sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
 from ._nn_aliases import install_tensor_methods as _install_nn_methods  # noqa: E402
@@ -61,6 +72,8 @@ def __getattr__(name: str):
                 "special", "distributions", "fft", "accelerator", "amp", "cpu",
                 "multiprocessing", "profiler", "signal", "library"):
         return importlib.import_module(f"{__name__}.{name}")
+    if name in ("uint16", "uint32", "uint64"):  # (limited dtypes: see dtypes.__getattr__)
+        return getattr(dtypes, name)
     if name == "vmap":  # torch.vmap is torch.func.vmap
         from .func import vmap
 
@@ -73,7 +86,9 @@ def __getattr__(name: str):
         from .jit.torch_compile import compile
 
         return compile
-    aliases = importlib.import_module(f"{__name__}._nn_aliases")  # torch.conv2d ... (light)
-    if name in aliases.__all__:
-        return getattr(aliases, name)
+    # torch.conv2d ... (light); torch.kl_div, native_layer_norm ...; lstm_cell, lstm ...
+    for module in ("_nn_aliases", "_aten_nn", "_aten_rnn"):
+        aliases = importlib.import_module(f"{__name__}.{module}")
+        if name in aliases.__all__:
+            return getattr(aliases, name)
     raise AttributeError(f"module 'jitgrad' has no attribute {name!r}")

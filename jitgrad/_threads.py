@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+_configured: int | None = None  # the count set_num_threads last set (init_num_threads reads it)
+
 
 def get_num_threads() -> int:
     """The number of threads jitgrad's parallel CPU kernels run on (Numba's thread count).
@@ -37,6 +39,13 @@ def set_num_threads(int: Any) -> None:  # noqa: A002 - torch's argument name
 
     from ._blas_threads import set_blas_threads
 
+    global _configured
     count = min(int, numba.config.NUMBA_NUM_THREADS)
     numba.set_num_threads(count)
+    _configured = count
     set_blas_threads(count)
+
+
+def configured_num_threads() -> int | None:
+    """The thread count ``set_num_threads`` last set (capped), or None before any call."""
+    return _configured

@@ -66,6 +66,33 @@ ALL = (bool, uint8, int8, int16, int32, int64, float16, bfloat16, float32, float
        complex128)
 _BY_NUMPY = {d.np: d for d in ALL if d is not bfloat16}
 
+# torch's "limited support" unsigned dtypes: creation, copies and casts, views, indexing,
+# ``==``/``!=``, ``*``, bitwise and/or/xor, sum/prod/cumsum/cumprod (to int64), sort and unique;
+# other ops refuse them with torch's errors (``ops.dtype_rules.check_limited_uint``), and they
+# promote with nothing but floating dtypes. They are reached through ``__getattr__`` below (and
+# ``from_numpy_dtype``), which switches that check of the dispatcher on the first time one is
+# asked for, so that a program that never uses them never pays for the check.
+_uint16 = dtype("uint16", np.uint16, 3, "UInt16Tensor")
+_uint32 = dtype("uint32", np.uint32, 4, "UInt32Tensor")
+_uint64 = dtype("uint64", np.uint64, 5, "UInt64Tensor")
+LIMITED_UINTS = (_uint16, _uint32, _uint64)
+_LIMITED_BY_NAME = {d.name: d for d in LIMITED_UINTS}
+_LIMITED_BY_NUMPY = {d.np: d for d in LIMITED_UINTS}
+limited_live = False  # (read by the dispatcher: True once a limited dtype was handed out)
+
+
+def _limited(d: dtype) -> dtype:
+    global limited_live
+    limited_live = True
+    return d
+
+
+def __getattr__(name: str) -> dtype:
+    d = _LIMITED_BY_NAME.get(name)
+    if d is None:
+        raise AttributeError(f"module 'jitgrad.dtypes' has no attribute {name!r}")
+    return _limited(d)
+
 
 def round_to_bfloat16(a: np.ndarray) -> np.ndarray:
     """The float32 array ``a`` rounded to bfloat16 values (to nearest, ties to even; NaNs stay
@@ -84,7 +111,8 @@ _default_dtype = float32
 
 
 def _by_name(name: str) -> dtype:
-    d = globals().get(name)
+    d = globals().get(name) or (_limited(_LIMITED_BY_NAME[name]) if name in _LIMITED_BY_NAME
+                                else None)
     if not isinstance(d, dtype):
         raise TypeError(f"no jitgrad dtype named {name!r}")
     return d
@@ -94,6 +122,8 @@ def from_numpy_dtype(np_dtype) -> dtype:
     try:
         return _BY_NUMPY[np.dtype(np_dtype)]
     except KeyError:
+        if np.dtype(np_dtype) in _LIMITED_BY_NUMPY:
+            return _limited(_LIMITED_BY_NUMPY[np.dtype(np_dtype)])
         raise TypeError(
             f"can't convert np.ndarray of type numpy.{np.dtype(np_dtype)}. The only supported "
             "types are: float64, float32, float16, complex64, complex128, int64, int32, int16, "
@@ -126,6 +156,14 @@ def promote_types(a: dtype, b: dtype) -> dtype:
     """torch.promote_types: the smallest dtype both ``a`` and ``b`` convert to without loss."""
     if a is b:
         return a
+    if limited_live and (a in LIMITED_UINTS or b in LIMITED_UINTS):  # (to floats only)
+        if b.is_floating_point:
+            return b
+        if a.is_floating_point:
+            return a
+        names = [d._legacy.replace("Tensor", "") for d in (a, b)]
+        raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
+                           f"attempted to promote {names[0]} and {names[1]}")
     if a._rank == b._rank and a.is_floating_point:  # float16 and bfloat16: float32, as torch
         return float32
     if a.is_complex or b.is_complex:
@@ -200,14 +238,16 @@ def result_type(*args) -> dtype:
 CPP_NAMES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
              "float64": "double", "int64": "long int", "int32": "int", "int16": "short int",
              "int8": "signed char", "uint8": "unsigned char", "bool": "bool",
-             "complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+             "complex64": "c10::complex<float>", "complex128": "c10::complex<double>",
+             "uint16": "unsigned short", "uint32": "unsigned int", "uint64": "unsigned long"}
 
 
 # the printed types of the jit IR and of its errors
 _builtin_int = builtins.int  # (this module's ``int`` is the dtype)
 _SHORT = {bool: "b8", uint8: "u8", int8: "i8", int16: "i16",
           int32: "i32", int64: "i64", float16: "f16", bfloat16: "bf16", float32: "f32",
-          float64: "f64", complex64: "c64", complex128: "c128"}
+          float64: "f64", complex64: "c64", complex128: "c128", _uint16: "u16", _uint32: "u32",
+          _uint64: "u64"}
 
 
 def short_name(dt: dtype) -> str:

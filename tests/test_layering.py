@@ -31,13 +31,14 @@ LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
               "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad._numba_load",
               "jitgrad._threads", "jitgrad._blas_threads", "jitgrad._deterministic",
+              "jitgrad._sym",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields", "jitgrad.ops.autocast_cast",
               "jitgrad.ops.dtype_rules"]),
     ("registry", ["jitgrad.ops.registry"]),
     ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy",
-                "jitgrad._type_info"]),
+                "jitgrad._type_info", "jitgrad._runtime_switches"]),
     # (the eager engine traces VJP rules into NumPy programs with what the jit is built on)
     ("trace", ["jitgrad._ir", "jitgrad._tracer", "jitgrad._interpret", "jitgrad._pycode"]),
     ("graph", ["jitgrad.autograd.node", "jitgrad.autograd.engine", "jitgrad.autograd.op_node",
@@ -53,6 +54,8 @@ LAYERS = [
              "jitgrad.accelerator", "jitgrad.amp", "jitgrad.cpu", "jitgrad.multiprocessing",
              "jitgrad.special24", "jitgrad.profiler",
              "jitgrad.fft", "jitgrad._nn_aliases",  # (torch.conv2d ...: on nn, served lazily)
+             "jitgrad._aten_nn", "jitgrad._aten_rnn",  # (torch.kl_div, lstm ...: the same)
+             "jitgrad._lowrank", "jitgrad._lobpcg", "jitgrad._lobpcg_backward",
              "jitgrad.sparse"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep"]),

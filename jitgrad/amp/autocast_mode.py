@@ -14,7 +14,9 @@ as torch does.
 
 from __future__ import annotations
 
+import builtins
 import functools
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -95,6 +97,78 @@ def is_autocast_cpu_enabled() -> bool:
     return is_autocast_enabled("cpu")
 
 
+def _deprecated(old: str, new: str) -> None:
+    warnings.warn(f"torch.{old} is deprecated. Please use torch.{new} instead.",
+                  DeprecationWarning, stacklevel=3)
+
+
+def _check_enabled(enabled: Any) -> None:
+    if not isinstance(enabled, builtins.bool):
+        raise TypeError(f"enabled must be a bool (got {type(enabled).__name__})")
+
+
+def _check_dtype(dtype: Any) -> None:
+    if not isinstance(dtype, dtypes.dtype):
+        raise TypeError(f"dtype must be a torch.dtype (got {type(dtype).__name__})")
+
+
+def set_autocast_cpu_enabled(enabled: bool) -> None:
+    """``set_autocast_enabled("cpu", enabled)`` (torch's deprecated name, with its warning)."""
+    _deprecated("set_autocast_cpu_enabled(enabled)", "set_autocast_enabled('cpu', enabled)")
+    _check_enabled(enabled)
+    set_autocast_enabled("cpu", enabled)
+
+
+def set_autocast_cpu_dtype(dtype: dtypes.dtype) -> None:
+    """``set_autocast_dtype("cpu", dtype)`` (torch's deprecated name, with its warning)."""
+    _deprecated("set_autocast_cpu_dtype(dtype)", "set_autocast_dtype('cpu', dtype)")
+    _check_dtype(dtype)
+    set_autocast_dtype("cpu", dtype)
+
+
+def set_autocast_gpu_dtype(dtype: dtypes.dtype) -> None:
+    """``set_autocast_dtype("cuda", dtype)`` (torch's deprecated name, with its warning)."""
+    _deprecated("set_autocast_gpu_dtype(dtype)", "set_autocast_dtype('cuda', dtype)")
+    _check_dtype(dtype)
+    set_autocast_dtype("cuda", dtype)
+
+
+# this thread's autocast bookkeeping, as torch's: whether regions may cache casts, and how
+# many ``autocast`` regions are open (leaving the outermost clears the cache)
+_local = threading.local()
+
+
+def is_autocast_cache_enabled() -> bool:
+    """Whether autocast regions opened without ``cache_enabled`` may cache casts (True until
+    ``set_autocast_cache_enabled(False)``). jitgrad casts a weight in each op that uses it, so
+    no cache holds anything either way; the setting is kept for torch's API."""
+    return getattr(_local, "cache_enabled", True)
+
+
+def set_autocast_cache_enabled(enabled: bool) -> None:
+    """Sets ``is_autocast_cache_enabled`` for this thread."""
+    _check_enabled(enabled)
+    _local.cache_enabled = enabled
+
+
+def clear_autocast_cache() -> None:
+    """Empties autocast's cache of casts: jitgrad keeps none (each op casts its inputs), so
+    there is nothing to free."""
+
+
+def autocast_increment_nesting() -> int:
+    """Counts one more open autocast region in this thread; returns the new count."""
+    _local.nesting = getattr(_local, "nesting", 0) + 1
+    return _local.nesting
+
+
+def autocast_decrement_nesting() -> int:
+    """Counts one autocast region less in this thread; returns the new count (as torch's, it
+    may go below 0)."""
+    _local.nesting = getattr(_local, "nesting", 0) - 1
+    return _local.nesting
+
+
 class autocast:  # noqa: N801 - torch's name
     """A context manager (or decorator) that runs a region in mixed precision.
 
@@ -141,11 +215,18 @@ class autocast:  # noqa: N801 - torch's name
 
     def __enter__(self) -> autocast:
         self._previous = state.autocast
+        self._previous_cache = is_autocast_cache_enabled()
+        if self._cache_enabled is not None:
+            _local.cache_enabled = bool(self._cache_enabled)
+        autocast_increment_nesting()
         _set(self.device, self.fast_dtype if self._enabled else None)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         state.autocast = self._previous
+        if autocast_decrement_nesting() == 0:
+            clear_autocast_cache()
+        _local.cache_enabled = self._previous_cache
 
     def __call__(self, func: Callable) -> Callable:
         @functools.wraps(func)

@@ -2,7 +2,8 @@
 ``conv_transpose2d`` per tap of the kernel's depth over every input depth slice, each placed
 ``stride`` apart at its tap's offset (zeros interleaved by ``stack``/``reshape``, shifted by
 ``pad``) and summed, then cropped by ``padding``. Differentiable to any order and traceable by
-``jit``; the nodes are the pieces'."""
+``jit``; the nodes are the pieces'. And ``conv_tbc``, the 1-d convolution of ``(time,
+batch, channels)`` sequences, as ``conv1d`` of the transposed operands."""
 
 from __future__ import annotations
 
@@ -12,9 +13,9 @@ from ..ops.creation import zeros
 from ..ops.movement import cat
 from ..tensor import Tensor
 from ._functional_core import pad
-from .functional_conv import _tuple, conv_transpose2d, transposed_size
+from .functional_conv import _tuple, conv1d, conv_transpose2d, transposed_size
 
-__all__ = ["conv_transpose3d"]
+__all__ = ["conv_transpose3d", "conv_tbc"]
 
 
 def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None,  # noqa: A002
@@ -95,3 +96,32 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         out = out + bias.reshape(1, -1, 1, 1, 1)
     return out if batched else out.squeeze(0)
 
+
+def conv_tbc(input: Tensor, weight: Tensor, bias: Tensor,  # noqa: A002
+             pad: int = 0) -> Tensor:
+    """Applies a 1-dimensional sequence convolution over an input sequence.
+
+    Input and output dimensions are (Time, Batch, Channels) - hence TBC.
+
+    Args:
+        input: ``(time, batch, in_channels)``.
+        weight: ``(kernel_width, in_channels, out_channels)``.
+        bias: ``(out_channels,)``.
+        pad: the time steps of zeros added at each end (negative: cropped, as torch).
+
+    Returns:
+        ``(time + 2 * pad - kernel_width + 1, batch, out_channels)``: ``F.conv1d`` of the
+        transposed operands.
+    """
+    if input.ndim != 3:
+        raise RuntimeError("Input must have 3 dims: time, batch, in_channel")
+    if weight.ndim != 3:
+        raise RuntimeError("Weight tensor must have 3 dims: kernel_width, in_channels, "
+                           "out_channels.")
+    if bias.ndim != 1 or bias.shape[0] != weight.shape[2]:
+        raise RuntimeError("Bias size must equal dim 2 in the weight tensor (output channels).")
+    if input.shape[2] != weight.shape[1]:
+        raise RuntimeError("Input dim 2 (input channels) is not == dim 1 in the weight tensor")
+    x = input if pad >= 0 else input[-pad:input.shape[0] + pad]
+    out = conv1d(x.permute(1, 2, 0), weight.permute(2, 1, 0), bias, 1, max(pad, 0))
+    return out.permute(2, 0, 1)

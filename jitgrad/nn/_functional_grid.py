@@ -1,5 +1,6 @@
-"""``affine_grid`` and ``grid_sample`` (2-d), composed of jitgrad ops: differentiable w.r.t.
-the input, the grid and ``theta`` (the Spatial Transformer tutorial trains through both)."""
+"""``affine_grid`` (2-d) and ``grid_sample`` (2-d and 3-d), composed of jitgrad ops:
+differentiable w.r.t. the input, the grid and ``theta`` (the Spatial Transformer tutorial
+trains through both)."""
 
 from __future__ import annotations
 
@@ -80,12 +81,16 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
     if padding_mode not in ("zeros", "border", "reflection"):
         raise ValueError("nn.functional.grid_sample(): expected padding_mode to be 'zeros', "
                          f"'border', or 'reflection', but got: '{padding_mode}'")
+    if mode == "bicubic" and input.dim() == 5:
+        raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if mode == "bicubic":
         raise NotImplementedError("grid_sample: mode='bicubic' is not implemented in jitgrad "
                                   "(bilinear and nearest are)")
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
+    if input.dim() == 5 and grid.dim() == 5:
+        return _grid_sample_3d(input, grid, mode, padding_mode, align_corners)
     if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
         raise NotImplementedError("grid_sample: jitgrad supports 4-D input with a (N, H, W, 2) "
                                   f"grid, got input {list(input.shape)}, grid "
@@ -123,3 +128,54 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
     return (tap(x0, y0) * (wx0 * wy0).unsqueeze(1) + tap(x0 + 1, y0) * (wx1 * wy0).unsqueeze(1)
             + tap(x0, y0 + 1) * (wx0 * wy1).unsqueeze(1)
             + tap(x0 + 1, y0 + 1) * (wx1 * wy1).unsqueeze(1))
+
+
+def _padded(coord: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
+    """An unnormalized coordinate moved into ``[0, n - 1]`` by ``padding_mode`` (zeros: as it
+    is; the taps outside read 0)."""
+    if padding_mode == "border":
+        return coord.clamp(0, n - 1)
+    if padding_mode == "reflection":
+        coord = _reflect(coord, 0, n - 1) if align_corners else _reflect(coord, -0.5, n - 0.5)
+        return coord.clamp(0, n - 1)
+    return coord
+
+
+def _grid_sample_3d(input: Tensor, grid: Tensor, mode: str, padding_mode: str,  # noqa: A002
+                    align_corners: bool) -> Tensor:
+    """``grid_sample`` of ``(N, C, D, H, W)`` input at ``(N, Do, Ho, Wo, 3)`` locations (x, y,
+    z): trilinear (``"bilinear"``) over the 8 neighbours, or nearest."""
+    if grid.shape[-1] != 3:
+        raise RuntimeError("grid_sampler(): expected grid to have size 3 in last dimension, "
+                           f"but got grid with sizes {list(grid.shape)}")
+    if input.shape[0] != grid.shape[0]:
+        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but "
+                           f"got input with sizes {list(input.shape)} and grid with sizes "
+                           f"{list(grid.shape)}")
+    n, c, d, h, w = input.shape
+    out = tuple(grid.shape[1:4])
+    m = out[0] * out[1] * out[2]
+    ix, iy, iz = (_padded(_unnormalize(grid[..., k], size, align_corners), size, padding_mode,
+                          align_corners) for k, size in enumerate((w, h, d)))
+    flat = input.reshape(n, c, d * h * w)
+
+    def tap(x: Tensor, y: Tensor, z: Tensor) -> Tensor:
+        """input at integer (x, y, z) per grid point, 0 outside: (N, C, Do, Ho, Wo)."""
+        valid = ((x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1) & (z >= 0) & (z <= d - 1))
+        idx = ((z.clamp(0, d - 1) * h + y.clamp(0, h - 1)) * w + x.clamp(0, w - 1)).long()
+        vals = flat.gather(2, idx.reshape(n, 1, m).expand(n, c, m)).reshape((n, c) + out)
+        return vals * valid.unsqueeze(1).to(input.dtype)
+
+    if mode == "nearest":
+        return tap(ix.round(), iy.round(), iz.round())
+    x0, y0, z0 = ix.floor(), iy.floor(), iz.floor()
+    fx, fy, fz = ix - x0, iy - y0, iz - z0
+    total = None
+    for dz in (0, 1):
+        for dy in (0, 1):
+            for dx in (0, 1):
+                weight = ((fx if dx else 1 - fx) * (fy if dy else 1 - fy)
+                          * (fz if dz else 1 - fz))
+                term = tap(x0 + dx, y0 + dy, z0 + dz) * weight.unsqueeze(1)
+                total = term if total is None else total + term
+    return total

@@ -67,9 +67,9 @@ from ._functional_pool import *  # noqa: E402, F401, F403 - 1-d/3-d pooling, unp
 from ._functional_pool import __all__ as _pool_all  # noqa: E402
 
 __all__ += _pool_all
-from ._functional_conv3t import conv_transpose3d  # noqa: E402
+from ._functional_conv3t import conv_tbc, conv_transpose3d  # noqa: E402
 
-__all__ += ["conv_transpose3d"]
+__all__ += ["conv_transpose3d", "conv_tbc"]
 from .fractional import *  # noqa: E402, F401, F403 - fractional_max_pool2d/3d (+ _with_indices)
 from .fractional import __all__ as _fractional_all  # noqa: E402
 

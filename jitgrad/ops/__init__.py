@@ -5,7 +5,7 @@ the declarations next to them (``surface``)."""
 from __future__ import annotations
 
 # Importing the op modules registers their ops and public declarations.
-from . import (arranging, calculus, composite, creation, custom_namespaces, einsum,
+from . import (aten_extras, arranging, calculus, composite, creation, custom_namespaces, einsum,
                elementwise, elementwise2, elementwise3, extras, fft_ops, functions, indexing,
                inplace, linalg, linalg2, linalg_decomp, linalg_legacy, linalg_more,
                linalg_more2, movement, nn_ops, norms, reduce, reductions2, reductions3,

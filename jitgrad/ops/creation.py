@@ -282,6 +282,9 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
+    if dtype in dtypes.LIMITED_UINTS:  # (torch has no arange kernel for uint16/32/64)
+        raise NotImplementedError(f'"arange_cpu" not implemented for '
+                                  f"'{dtype._legacy.replace('Tensor', '')}'")
     return _tensor._new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
 
 

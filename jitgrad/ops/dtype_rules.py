@@ -69,3 +69,57 @@ def not_implemented_for(name: str, *kinds: str) -> Any:
                 f'"{name}_cpu" not implemented for \'{scalar_type_name(dt)}\'')
         return shape, dt
     return meta
+
+
+# The ops torch runs on its limited-support unsigned dtypes (uint16/32/64) on the CPU: copies,
+# casts and views, ``==``/``!=``, ``*``, bitwise and/or/xor, the reductions that accumulate in
+# int64, sorting, unique, and the gathers and movements of whole elements. Every other op whose
+# computation would be in one of them refuses it with torch's NotImplementedError.
+_LIMITED_OK = frozenset((
+    "mul", "eq", "ne", "bitwise_and", "bitwise_or", "bitwise_xor", "isnan", "isinf",
+    "isfinite", "where", "to_copy", "clone", "clone_contiguous", "clone_channels_last",
+    "detach", "conj", "real", "sum", "sum_dim", "prod", "prod_dim", "nansum", "cumsum",
+    "cumprod", "copy_", "fill_", "fill_tensor_", "zero_", "sort", "argsort", "unique",
+    "unique_consecutive", "unique_dim", "index_select", "repeat", "roll", "diagonal",
+    "diagonal_copy", "diag_embed", "flip", "to_device", "copy_slices_view"))
+# torch's kernel names in its errors, where they are not ``<op>_cpu``
+_LIMITED_KERNELS = {
+    "add": "add_stub", "add_alpha": "add_stub", "sub": "add_stub", "sub_alpha": "add_stub",
+    "rsub": "add_stub", "max_all": "max_all", "min_all": "min_all", "max_dim": "max_cpu",
+    "min_dim": "min_cpu", "amax": "max_values_cpu", "amin": "min_values_cpu",
+    "div_floor": "div_floor_cpu", "floor_divide": "div_floor_cpu", "div_trunc": "div_trunc_cpu",
+    "remainder_scalar": "remainder_cpu", "pow": "pow", "pow_scalar": "pow",
+    "gather": "scatter_gather_tensor_cpu", "scatter": "scatter_gather_tensor_cpu",
+    "scatter_add": "scatter_gather_tensor_cpu", "scatter_value": "scatter_gather_tensor_cpu",
+    "masked_fill": "masked_fill", "masked_fill_tensor": "masked_fill",
+    "masked_select": "masked_select", "index_put": "index_put", "clamp": "clamp_scalar_cpu",
+    "clamp_min": "clamp_scalar_cpu", "clamp_max": "clamp_scalar_cpu",
+    "nonzero": "nonzero_count_cpu", "isin": "isin_default_cpu", "tril": "tril",
+    "triu": "triu", "mm": "addmm_impl_cpu_", "addmm": "addmm_impl_cpu_", "bmm": "bmm",
+    "mv": "addmm_impl_cpu_", "dot": "dot"}
+
+
+def check_limited_uint(op: Any, args: tuple) -> None:
+    """Raises torch's error when ``op`` would compute in uint16, uint32 or uint64 and torch has
+    no kernel for that (see ``_LIMITED_OK``); a mix of one with another non-floating dtype
+    raises torch's promotion error (from ``promote_types``)."""
+    limited = None
+    for a in args:
+        dt = getattr(a, "_dtype", None)
+        if dt is not None and dt in dtypes.LIMITED_UINTS:
+            limited = dt
+            break
+    if limited is None or op.name in _LIMITED_OK or op.kind == "movement" and \
+            op.name != "index_put":
+        return
+    if op.kind == "pointwise":
+        work = compute_dtype(op, args)[0]  # (a promotion error for a mix of dtypes)
+        if work not in dtypes.LIMITED_UINTS:
+            return  # computed in a floating dtype: x / 2, x + 1.5, sin(x)
+        limited = work
+    if op.name in ("mean", "mean_dim"):
+        raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
+                           "floating point or complex dtype. Got: "
+                           f"{scalar_type_name(limited)}")
+    kernel = _LIMITED_KERNELS.get(op.name, f"{op.name}_cpu")
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(limited)}\'')

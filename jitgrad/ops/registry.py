@@ -26,7 +26,7 @@ from .. import dtypes
 from .._cuda_array import CudaArray as _CudaArray
 from .autocast_cast import autocast_arguments
 from .dtype_rules import (  # noqa: F401 - (re-exported: the ops ask the registry for these)
-    broadcast_shapes, category_dtype, compute_dtype)
+    broadcast_shapes, category_dtype, check_limited_uint, compute_dtype)
 from .op_fields import (  # noqa: F401 - (re-exported: the ops import every field value from here)
     AUTOCAST_FP32, AUTOCAST_LOWER, BOOL, FLOAT, MOVEMENT, OPAQUE, POINTWISE, REDUCE, SAME,
     SAVE_ALL, Public, ReduceTemplate)
@@ -298,6 +298,7 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
     # the general path)
     out_dtypes = {dt: None if _refused(op, dt) else category_dtype(op.promote, dt)
                   for dt in dtypes.ALL}
+    out_dtypes.update(dict.fromkeys(dtypes.LIMITED_UINTS))  # (uint16/32/64: the general path)
 
     def call(a: Any, b: Any = _UNARY):
         # this thread's dispatch state: its dict, read once (three reads of a thread-local's
@@ -357,6 +358,8 @@ def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
     if op.check_operands is not None:
         op.check_operands(args)
+    if dtypes.limited_live:  # a uint16/32/64 dtype is in use: torch's refusals
+        check_limited_uint(op, args)
     if sparse_live and sparse_any(args):
         return sparse_apply(op, args, params)
     st = state
@@ -517,7 +520,12 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
     work, out_dtype = compute_dtype(op, args)
     if not hasattr(op.meta, "by_category"):  # its own dtype rule: ``to``, ``real``, int ** 2.5
         out_dtype = op.meta(*args, **params)[1]
-        work = dtypes.promote_types(work, out_dtype)
+        try:
+            work = dtypes.promote_types(work, out_dtype)
+        except RuntimeError:  # a cast between uint16/32/64 and another integer dtype or bool:
+            if not dtypes.limited_live:  # computed in the input's dtype, then cast
+                raise
+            work = out_dtype if out_dtype.is_floating_point or out_dtype.is_complex else work
     arrays = []
     for i, a in enumerate(args):
         if isinstance(a, Tensor):

@@ -259,8 +259,8 @@ def is_same_size(self: Any, other: Any) -> bool:
 
 
 def is_signed(self: Any) -> bool:
-    """Whether the dtype is signed (every dtype but uint8 and bool)."""
-    return self._dtype not in (dtypes.uint8, dtypes.bool)
+    """Whether the dtype is signed (every dtype but bool and the unsigned integers)."""
+    return self._dtype.is_signed
 
 
 def is_nonzero(self: Any) -> bool:
