@@ -1,0 +1,376 @@
+"""``cond`` and ``while_loop`` staged by the jit: one equation each, holding sub-graphs.
+
+``jitgrad.cond(pred, true_fn, false_fn, operands)`` with a traced predicate cannot pick a branch
+while tracing; the jit's ``Trace.stage_cond`` (here) traces each branch into a sub-``Graph``
+whose inputs are the operands, and records ONE ``cond`` equation, as JAX's ``lax.cond``::
+
+    t3: f32[3] = cond t2, primals_1 branches=(false_fn, true_fn)
+        def false_fn(operands_1: f32[3]): ...
+        def true_fn(operands_1: f32[3]): ...
+
+``branches[i]`` runs when ``bool(pred) == i`` (JAX's order: index 0 is the false branch). Tensors
+a branch reads from its closure (values of the enclosing trace, or eager tensors) are *lifted*:
+extra inputs of every branch and extra operands of the equation, so a sub-graph never refers
+to a value outside it. Both branches must return the same structure of tensors with equal
+shapes and dtypes.
+
+The equation is differentiable: its VJP is a ``cond`` on the same predicate whose branches are
+the VJPs of the branches (each sub-graph differentiated by the same reverse sweep the VJP pass
+runs), taking the operands and the cotangents and returning a gradient per floating operand.
+Each backward branch recomputes its forward branch's values from the operands (rematerializes)
+rather than reading residuals the forward saved. Being a ``cond`` of graphs itself, the backward
+is differentiable again (``create_graph``, double backward).
+
+``while_loop(cond_fn, body_fn, carried_inputs)`` with traced values is one ``while_loop``
+equation holding the ``cond_fn`` and ``body_fn`` sub-graphs; the carry must keep its structure,
+shapes and dtypes. As JAX's ``lax.while_loop``, it is not reverse-differentiable: tracing raises
+when a gradient would flow through it (use a Python ``for`` loop with a static trip count, or
+call the function eagerly).
+
+Backends run the selected sub-graph with what they compile graphs with (``sub_runner``): the
+interpreter interprets it, the Numba backend compiles each sub-graph once with the parent and
+treats the equation as a partition boundary (never fused).
+"""
+
+from __future__ import annotations
+
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes, errors
+from .._interpret import interpret
+from .._ir import Graph, Var, type_str
+from .._tracer import Tracer, active, replay
+from ..ops import registry
+from ..ops.control_flow import (check_body_output, check_branch_outputs, describe, flatten,
+                                unflatten)
+from ..ops.registry import state
+from ..tensor import Tensor
+from .passes.dce import dce
+from .staging import Trace
+from .sweep import active_vars, backward_sweep, is_float
+
+NO_GRAD_WHILE = (
+    "a gradient would flow through jitgrad.while_loop inside jitgrad.jit (an input or a tensor "
+    "it reads requires grad), but a staged while_loop is not reverse-differentiable (its trip "
+    "count is only known when it runs; as JAX's lax.while_loop). Use a Python `for` loop with "
+    "a static trip count, call the function eagerly (outside jit), or run it under "
+    "jitgrad.no_grad() / on tensors that do not require grad")
+
+
+class BranchTrace(Trace):
+    """The trace of one branch (or loop function) inside an enclosing trace.
+
+    Values of the enclosing traces and eager tensors that the branch reads are lifted to
+    extra inputs (``lifted``: id -> (Var, outer value), in order of first use), so the
+    sub-graph is closed. The dispatcher records every op that touches a value of this trace or
+    of an enclosing one here (``lifts``).
+    """
+
+    lifts = True
+
+    def __init__(self, parent: Any) -> None:
+        super().__init__()
+        self.parent = parent
+        self.lifted: dict[int, tuple[Var, Tensor]] = {}
+
+    def var_of(self, a: Any) -> Any:
+        if isinstance(a, Tensor) and a._trace is not self:
+            if a._trace is not None and a._trace not in state.traces:
+                return super().var_of(a)  # (raises: a tracer that escaped another trace)
+            hit = self.lifted.get(id(a))
+            if hit is None:
+                hit = self.lifted[id(a)] = (Var(a.shape, a.dtype, "captured"), a)
+            return hit[0]
+        return super().var_of(a)
+
+    def read_value(self, t: Tensor) -> None:
+        self.parent.read_value(t)
+
+    def inplace(self, target: Tensor, new: Tensor) -> Tensor:
+        if not (isinstance(target, Tracer) and target._trace is self):
+            raise errors.trace_error(
+                "an in-place write, inside a jitgrad.cond branch or a jitgrad.while_loop "
+                "function, to a tensor from outside it is not supported; return the new value "
+                "from the function instead")
+        return super().inplace(target, new)
+
+
+def _trace_fn(parent: Any, fn: Callable, leaves: list, spec: Any, name: str,
+              args: Callable | None = None) -> tuple:
+    """Traces ``fn`` on stand-ins for ``leaves`` (structure ``spec``) inside ``parent``.
+
+    Returns (its trace, the output leaves, the output spec, the input tracers); ``args`` may
+    build ``fn``'s arguments from the unflattened tree (default: ``*tree``).
+    """
+    T = BranchTrace(parent)
+    with active(T):
+        ins = [T.new_input(tuple(t.shape), t.dtype, t.requires_grad and state.grad_enabled,
+                           hint="operands", leaf=False) for t in leaves]
+        tree = unflatten(spec, ins)
+        out = fn(*tree) if args is None else args(fn, tree)
+        out_leaves, out_spec = flatten(out)
+        for o in out_leaves:
+            if isinstance(o, Tensor):
+                T.var_of(o)  # (an output read from the closure is lifted too)
+    T.graph_name = name
+    return T, out_leaves, out_spec, ins
+
+
+def _close(traces: list, outs: list) -> tuple[list[Graph], list[Tensor]]:
+    """One sub-graph per trace, all with the same inputs: the trace's own inputs, then every
+    value any of them lifted (the union, in order of first use). Returns the graphs and the
+    lifted outer values."""
+    union: dict[int, Tensor] = {}
+    for T in traces:
+        for k, (_, t) in T.lifted.items():
+            union.setdefault(k, t)
+    graphs = []
+    for T, out in zip(traces, outs):
+        extra = [T.lifted[k][0] if k in T.lifted else Var(t.shape, t.dtype, "captured")
+                 for k, t in union.items()]
+        out_vars = [T.var_of(o) for o in out]
+        g = Graph(list(T.invars) + extra, out_vars, T.eqns, {}, T.graph_name)
+        graphs.append(dce(g))
+    return graphs, list(union.values())
+
+
+def _to_tensor(x: Any) -> Tensor:
+    from ..ops.creation import tensor
+
+    return x if isinstance(x, Tensor) else tensor(x)
+
+
+# ---------------------------------------------------------------- cond
+
+
+def stage_cond(parent: Any, pred: Tensor, true_fn: Callable, false_fn: Callable,
+               operands: tuple, leaves: list) -> Any:
+    """``jitgrad.cond`` with a traced (or captured) predicate: one ``cond`` equation."""
+    spec = flatten(operands)[1]
+    with active(parent):
+        p = pred.reshape(()) if pred.dim() else pred
+        if p.dtype is not dtypes.bool:
+            p = p != 0
+    t_tr, t_out, t_spec, _ = _trace_fn(parent, true_fn, leaves, spec, "true_fn")
+    f_tr, f_out, f_spec, _ = _trace_fn(parent, false_fn, leaves, spec, "false_fn")
+    check_branch_outputs(t_spec, f_spec, t_out, f_out)
+    tensor_at = [i for i, o in enumerate(t_out) if isinstance(o, Tensor)]
+    if not tensor_at:  # (nothing traced reaches the result: its Python values are static)
+        return unflatten(t_spec, t_out)
+    (g_true, g_false), lifted = _close(
+        [t_tr, f_tr], [[t_out[i] for i in tensor_at], [f_out[i] for i in tensor_at]])
+    with active(parent):
+        results = parent.bind(COND, (p, *leaves, *lifted), {"branches": (g_false, g_true)})
+    out = list(t_out)
+    for i, r in zip(tensor_at, results):
+        out[i] = r
+    return unflatten(t_spec, out)
+
+
+def _cond_meta(pred: Any, *operands: Any, branches: tuple) -> tuple:
+    if tuple(pred.shape) != () or pred.dtype is not dtypes.bool:
+        raise RuntimeError(f"cond: the predicate must be bool[], got "
+                           f"{type_str(tuple(pred.shape), pred.dtype)}")
+    for g in branches:
+        _check_inputs("cond", g, operands)
+    outs = branches[0].outvars
+    for g in branches[1:]:
+        if [(v.shape, v.dtype) for v in g.outvars] != [(v.shape, v.dtype) for v in outs]:
+            raise RuntimeError(f"cond: branch {g.name} returns {_types(g.outvars)}, branch "
+                               f"{branches[0].name} returns {_types(outs)}")
+    return tuple(v.shape for v in outs), tuple(v.dtype for v in outs)
+
+
+def _types(vs: list) -> str:
+    return "(" + ", ".join(type_str(v.shape, v.dtype) for v in vs) + ")"
+
+
+def _check_inputs(what: str, g: Graph, values: tuple) -> None:
+    if len(values) != len(g.invars) or any(
+            tuple(x.shape) != v.shape or x.dtype is not v.dtype
+            for x, v in zip(values, g.invars)):
+        got = "(" + ", ".join(type_str(tuple(x.shape), x.dtype) for x in values) + ")"
+        raise RuntimeError(f"{what}: sub-graph {g.name} takes {_types(g.invars)}, the equation "
+                           f"passes {got}")
+
+
+_RUNNERS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _interpreted(g: Graph) -> Callable:
+    run = _RUNNERS.get(g)
+    if run is None:
+        run = _RUNNERS[g] = interpret(g)
+    return run
+
+
+def _cond_impl(pred: Any, *arrays: Any, branches: tuple,
+               runner: Callable = _interpreted) -> tuple:
+    """Runs the branch ``pred`` selects on the operand arrays."""
+    return tuple(runner(branches[int(bool(pred))])(list(arrays)))
+
+
+def _cond_vjp(g: Any, ans: Any, pred: Any, *operands: Any, branches: tuple) -> list:
+    """A ``cond`` of the branches' VJPs: (operands, cotangents) -> gradients."""
+    outs = branches[0].outvars
+    float_out = [i for i, v in enumerate(outs) if is_float(v)]
+    float_in = [i for i, v in enumerate(branches[0].invars) if is_float(v)]
+    res: list = [None] * (1 + len(operands))
+    if not float_out or not float_in:
+        return res
+    cts = [g[i] for i in float_out] if isinstance(g, tuple) else [g]
+    bwd = tuple(_branch_vjp(b, tuple(float_in), tuple(float_out)) for b in branches)
+    grads = registry.apply(COND, pred, *operands, *cts, branches=bwd)
+    for k, i in enumerate(float_in):
+        res[1 + i] = grads[k]
+    return res
+
+
+_VJPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _branch_vjp(g: Graph, float_in: tuple, float_out: tuple) -> Graph:
+    """``(operands, cotangents of the floating outputs) -> gradients of the floating
+    operands`` of branch ``g`` (zeros where no gradient flows), cached per branch."""
+    from ..ops.creation import zeros
+
+    cache = _VJPS.setdefault(g, {})
+    key = (float_in, float_out)
+    if key in cache:
+        return cache[key]
+    T = Trace()
+    with active(T):
+        ins = [T.new_input(v.shape, v.dtype, hint="operands") for v in g.invars]
+        outs = replay(T, g, ins)
+        n_fwd = len(T.eqns)
+        cts_in = [T.new_input(g.outvars[i].shape, g.outvars[i].dtype, hint="cotangents")
+                  for i in float_out]
+        act = active_vars(T.eqns, {ins[i]._var for i in float_in})
+        cts: dict = {}
+        for i, t in zip(float_out, cts_in):
+            v = T.var_of(outs[i])
+            if v in act:
+                cts[v] = t if v not in cts else cts[v] + t
+        ct = backward_sweep(T, T.eqns[:n_fwd], T.value_of, cts, act)
+        grads = []
+        for i in float_in:
+            v = ins[i]._var
+            gi = ct.get(v)
+            if gi is None:
+                gi = zeros(v.shape, dtype=v.dtype)
+            grads.append(T.var_of(gi))
+    consts = {v: t for v, t in T.captured.values()}
+    for v in consts:
+        v.hint = "c"
+    bwd = dce(Graph(T.invars, grads, T.eqns, consts, f"{g.name}_vjp"))
+    cache[key] = bwd
+    return bwd
+
+
+def _no_jvp(tangents: tuple, ans: Any, *args: Any, **params: Any) -> Any:
+    raise NotImplementedError(
+        "forward-mode AD through a jit program's cond/while_loop equation is not supported; "
+        "call the jitted function with dual tensors (it then runs eagerly)")
+
+
+COND = registry.OPS.get("cond") or registry.defop(
+    "cond", _cond_impl, kind=registry.OPAQUE, meta=_cond_meta, n_outputs=0, vjp=_cond_vjp,
+    save=registry.SAVE_ALL, node_name="CondBackward", jvp=_no_jvp)
+
+
+# ---------------------------------------------------------------- while_loop
+
+
+def stage_while(parent: Any, cond_fn: Callable, body_fn: Callable, carried_inputs: Any,
+                leaves: list, spec: Any) -> Any:
+    """``jitgrad.while_loop`` inside the jit: one ``while_loop`` equation."""
+    with active(parent):
+        leaves = [_to_tensor(x) for x in leaves]
+    c_tr, c_out, _, c_ins = _trace_fn(parent, cond_fn, leaves, spec, "cond_fn")
+    if len(c_out) != 1 or not (isinstance(c_out[0], bool) or (
+            isinstance(c_out[0], Tensor) and c_out[0].dim() == 0
+            and c_out[0].dtype is dtypes.bool)):
+        got = c_out[0] if len(c_out) == 1 else c_out
+        raise RuntimeError(f"cond_fn must return a boolean scalar tensor or a boolean but got {got}")
+    if isinstance(c_out[0], bool):
+        if not c_out[0]:
+            return carried_inputs
+        raise RuntimeError("while_loop: infinite loop detected because cond_fn always returns "
+                           "the same value True.")
+    b_tr, b_out, b_spec, b_ins = _trace_fn(parent, body_fn, leaves, spec, "body_fn")
+    new = unflatten(b_spec, b_out)
+    check_body_output(new, unflatten(spec, b_ins))
+    (g_cond,), c_lifted = _close([c_tr], [c_out])
+    (g_body,), b_lifted = _close(
+        [b_tr], [flatten(tuple(new) if isinstance(new, (tuple, list)) else (new,))[0]])
+    values = [*leaves, *c_lifted, *b_lifted]
+    if state.grad_enabled and any(isinstance(t, Tensor) and t.requires_grad for t in values):
+        raise RuntimeError(NO_GRAD_WHILE)
+    with active(parent):
+        results = parent.bind(WHILE, tuple(values),
+                              {"cond_fn": g_cond, "body_fn": g_body, "n_carry": len(leaves)})
+    return unflatten(spec, list(results))
+
+
+def _while_meta(*values: Any, cond_fn: Graph, body_fn: Graph, n_carry: int) -> tuple:
+    carry = values[:n_carry]
+    n_c = len(cond_fn.invars) - n_carry
+    _check_inputs("while_loop", cond_fn, carry + values[n_carry:n_carry + n_c])
+    _check_inputs("while_loop", body_fn, carry + values[n_carry + n_c:])
+    out = body_fn.outvars
+    if [(v.shape, v.dtype) for v in out] != [(tuple(x.shape), x.dtype) for x in carry]:
+        raise RuntimeError(f"while_loop: body_fn returns {_types(out)}, the carry is "
+                           f"{_types(body_fn.invars[:n_carry])}")
+    v = cond_fn.outvars[0]
+    if v.shape != () or v.dtype is not dtypes.bool:
+        raise RuntimeError(f"while_loop: cond_fn returns {_types([v])}, not bool[]")
+    return tuple(v.shape for v in out), tuple(v.dtype for v in out)
+
+
+def _while_impl(*arrays: Any, cond_fn: Graph, body_fn: Graph, n_carry: int,
+                runner: Callable = _interpreted) -> tuple:
+    """Runs the loop on arrays: ``body_fn`` while ``cond_fn`` holds."""
+    n_c = len(cond_fn.invars) - n_carry
+    carry = list(arrays[:n_carry])
+    c_extra, b_extra = list(arrays[n_carry:n_carry + n_c]), list(arrays[n_carry + n_c:])
+    check, body = runner(cond_fn), runner(body_fn)
+    while bool(check(carry + c_extra)[0]):
+        carry = list(body(carry + b_extra))
+    return tuple(np.array(a, copy=True) if any(a is x for x in arrays) else a for a in carry)
+
+
+def _while_vjp(g: Any, ans: Any, *values: Any, **params: Any) -> list:
+    raise RuntimeError(NO_GRAD_WHILE)
+
+
+WHILE = registry.OPS.get("while_loop") or registry.defop(
+    "while_loop", _while_impl, kind=registry.OPAQUE, meta=_while_meta, n_outputs=0,
+    vjp=_while_vjp, node_name="WhileLoopBackward", jvp=_no_jvp)
+
+CONTROL_FLOW = (COND, WHILE)
+
+
+def sub_runner_impl(op: registry.OpDef, compile_graph: Callable) -> Callable:
+    """``op``'s implementation running its sub-graphs with ``compile_graph(graph) -> run``
+    (each compiled once, when first selected, and kept with the parent's program)."""
+    runs: dict[int, Callable] = {}
+
+    def runner(g: Graph) -> Callable:
+        run = runs.get(id(g))
+        if run is None:
+            run = runs[id(g)] = compile_graph(g)
+        return run
+
+    impl = op.graph_impl
+
+    def run_control_flow(*arrays: Any, **params: Any) -> tuple:
+        return impl(*arrays, runner=runner, **params)
+    return run_control_flow
+
+
+__all__ = ["COND", "WHILE", "CONTROL_FLOW", "BranchTrace", "stage_cond", "stage_while",
+           "sub_runner_impl", "describe"]
