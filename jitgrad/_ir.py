@@ -170,7 +170,7 @@ class Graph:
             body = e.params.get("body") if e.op.kind == KERNEL else None
             if body is not None:  # a fused kernel: its equations, indented below it
                 lines += [_eqn_line(q, names, arg, source, "      ") for q in body.eqns]
-            for g in subgraphs(e):  # control flow: each sub-graph, indented below it
+            for g in subgraphs(e, printed=True):  # control flow: sub-graphs, indented
                 lines += ["      " + line for line in g.format(source).splitlines()]
         n_out = len(self.outvars) - self.n_saved
         outs = ", ".join(arg(v) if v is not None else "None" for v in self.outvars[:n_out])
@@ -223,13 +223,16 @@ def _eqn_line(e: Eqn, names: dict, arg, source: bool, indent: str) -> str:
     return text
 
 
-def subgraphs(e: Eqn) -> list[Graph]:
+def subgraphs(e: Eqn, printed: bool = False) -> list[Graph]:
     """The sub-graphs an equation holds in its params (a ``cond``'s branches, a
-    ``while_loop``'s functions), in order; none for other equations."""
+    ``while_loop``'s functions), in order; none for other equations. ``printed``: those a
+    listing shows (a ``cond``'s backward branches, ``bwd``, show in the backward listing)."""
     if e.op.kind == KERNEL:
         return []
     out = []
-    for p in e.params.values():
+    for k, p in e.params.items():
+        if printed and k == "bwd":
+            continue
         if isinstance(p, Graph):
             out.append(p)
         elif isinstance(p, tuple) and p and all(isinstance(g, Graph) for g in p):

@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import _config
 from .._ir import Eqn, Graph, Var
+from ..jit.control_flow import CONTROL_FLOW, sub_runner_impl
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
 from .. import _pycode as pycode
@@ -333,6 +334,10 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     opaque = gemm.implementations()
     impls.update({id(e): opaque[e.op.name] for e in fused.eqns
                   if e.op.name in _OPAQUE_OPS and not e.params})
+    # control flow (cond, while_loop): never fused, a boundary between kernels; it runs the
+    # sub-graph it selects, each compiled through this same path once, with this program
+    impls.update({id(e): sub_runner_impl(e, compile_subgraph) for e in fused.eqns
+                  if e.op in CONTROL_FLOW})
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
     if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
@@ -359,6 +364,15 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
                 return list(whole(*inputs))
             run.final, run.after = whole, PROGRAM_AFTER_CALLS
     return run
+
+
+def compile_subgraph(graph: Graph) -> Callable[[list], list]:
+    """A control-flow equation's sub-graph through the fusing stages of the pipeline, then
+    ``compile``: ``run(arrays) -> arrays``."""
+    from ..jit.passes import Program, Target, run as run_passes
+
+    fused = run_passes(Program(graph), Target(None, recomputable, fusible)).forward
+    return compile(fused)
 
 
 def _settled(program: Callable, after: int) -> Callable:

@@ -163,15 +163,24 @@ def stage_cond(parent: Any, pred: Tensor, true_fn: Callable, false_fn: Callable,
         return unflatten(t_spec, t_out)
     (g_true, g_false), lifted = _close(
         [t_tr, f_tr], [[t_out[i] for i in tensor_at], [f_out[i] for i in tensor_at]])
+    params: dict = {"branches": (g_false, g_true)}
+    if state.grad_enabled and any(t.requires_grad for t in (*leaves, *lifted)):
+        # differentiated: each branch also returns what its VJP reads (see _residualize)
+        fwd, n_res, bwd = _residualize((g_false, g_true))
+        if n_res:
+            params = {"branches": fwd, "n_res": n_res, "bwd": bwd}
+        else:
+            params["bwd"] = bwd
     with active(parent):
-        results = parent.bind(COND, (p, *leaves, *lifted), {"branches": (g_false, g_true)})
+        results = parent.bind(COND, (p, *leaves, *lifted), params)
     out = list(t_out)
     for i, r in zip(tensor_at, results):
         out[i] = r
     return unflatten(t_spec, out)
 
 
-def _cond_meta(pred: Any, *operands: Any, branches: tuple) -> tuple:
+def _cond_meta(pred: Any, *operands: Any, branches: tuple, n_res: int = 0,
+               bwd: tuple | None = None) -> tuple:
     if tuple(pred.shape) != () or pred.dtype is not dtypes.bool:
         raise RuntimeError(f"cond: the predicate must be bool[], got "
                            f"{type_str(tuple(pred.shape), pred.dtype)}")
@@ -208,40 +217,60 @@ def _interpreted(g: Graph) -> Callable:
     return run
 
 
-def _cond_impl(pred: Any, *arrays: Any, branches: tuple,
-               runner: Callable = _interpreted) -> tuple:
+def _cond_impl(pred: Any, *arrays: Any, branches: tuple, n_res: int = 0,
+               bwd: tuple | None = None, runner: Callable = _interpreted) -> tuple:
     """Runs the branch ``pred`` selects on the operand arrays."""
     return tuple(runner(branches[int(bool(pred))])(list(arrays)))
 
 
-def _cond_vjp(g: Any, ans: Any, pred: Any, *operands: Any, branches: tuple) -> list:
-    """A ``cond`` of the branches' VJPs: (operands, cotangents) -> gradients."""
+def _float_positions(vs: list) -> tuple:
+    return tuple(i for i, v in enumerate(vs) if is_float(v))
+
+
+def _cond_vjp(g: Any, ans: Any, pred: Any, *operands: Any, branches: tuple, n_res: int = 0,
+              bwd: tuple | None = None) -> list:
+    """The VJP of a ``cond``: a ``cond`` on the same predicate of the branches' VJPs.
+
+    A ``cond`` staged for differentiation returns residuals (``n_res`` trailing outputs) and
+    holds its backward branches (``bwd``: operands, residuals, cotangents -> gradients); when no
+    cotangent reaches the residuals (a first derivative), that is the backward. Otherwise (a
+    gradient of the backward reached them) each branch is differentiated whole, recomputing
+    what it needs from the operands.
+    """
     outs = branches[0].outvars
-    float_out = [i for i, v in enumerate(outs) if is_float(v)]
-    float_in = [i for i, v in enumerate(branches[0].invars) if is_float(v)]
+    n_out = len(outs) - n_res
+    gs = g if isinstance(g, tuple) else (g,)
+    float_in = _float_positions(branches[0].invars)
     res: list = [None] * (1 + len(operands))
-    if not float_out or not float_in:
-        return res
-    cts = [g[i] for i in float_out] if isinstance(g, tuple) else [g]
-    bwd = tuple(_branch_vjp(b, tuple(float_in), tuple(float_out)) for b in branches)
-    grads = registry.apply(COND, pred, *operands, *cts, branches=bwd)
+    if bwd is not None and all(_is_zero(c) for c in gs[n_out:]):
+        cts = [gs[i] for i in _float_positions(outs[:n_out])]
+        grads = registry.apply(COND, pred, *operands, *ans[n_out:], *cts, branches=bwd)
+    else:
+        float_out = _float_positions(outs)
+        if not float_out or not float_in:
+            return res
+        cts = [gs[i] for i in float_out]
+        fns = tuple(_branch_vjp(b, float_in, float_out) for b in branches)
+        grads = registry.apply(COND, pred, *operands, *cts, branches=fns)
     for k, i in enumerate(float_in):
         res[1 + i] = grads[k]
     return res
 
 
+def _is_zero(t: Any) -> bool:
+    """Whether cotangent ``t`` is a known zero (the sweep's or the engine's filler)."""
+    return isinstance(t, Tensor) and t._trace is None and not t.requires_grad and \
+        not np.any(t._data)
+
+
 _VJPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def _branch_vjp(g: Graph, float_in: tuple, float_out: tuple) -> Graph:
-    """``(operands, cotangents of the floating outputs) -> gradients of the floating
-    operands`` of branch ``g`` (zeros where no gradient flows), cached per branch."""
+def _joint(g: Graph, float_in: tuple, float_out: tuple) -> tuple:
+    """Traces ``g`` and its reverse sweep: (trace, operand vars, output vars, cotangent vars,
+    gradient vars (zeros where none flows), number of forward equations)."""
     from ..ops.creation import zeros
 
-    cache = _VJPS.setdefault(g, {})
-    key = (float_in, float_out)
-    if key in cache:
-        return cache[key]
     T = Trace()
     with active(T):
         ins = [T.new_input(v.shape, v.dtype, hint="operands") for v in g.invars]
@@ -260,15 +289,70 @@ def _branch_vjp(g: Graph, float_in: tuple, float_out: tuple) -> Graph:
         for i in float_in:
             v = ins[i]._var
             gi = ct.get(v)
-            if gi is None:
-                gi = zeros(v.shape, dtype=v.dtype)
-            grads.append(T.var_of(gi))
-    consts = {v: t for v, t in T.captured.values()}
-    for v in consts:
+            grads.append(T.var_of(gi if gi is not None else zeros(v.shape, dtype=v.dtype)))
+        out_vars = [T.var_of(o) for o in outs]
+    for v, _ in T.captured.values():
         v.hint = "c"
-    bwd = dce(Graph(T.invars, grads, T.eqns, consts, f"{g.name}_vjp"))
-    cache[key] = bwd
-    return bwd
+    return T, [t._var for t in ins], out_vars, [t._var for t in cts_in], grads, n_fwd
+
+
+def _consts(T: Trace) -> dict:
+    return {v: t for v, t in T.captured.values()}
+
+
+def _branch_vjp(g: Graph, float_in: tuple, float_out: tuple) -> Graph:
+    """``(operands, cotangents of the floating outputs) -> gradients of the floating
+    operands`` of branch ``g`` (zeros where no gradient flows), cached per branch."""
+    cache = _VJPS.setdefault(g, {})
+    key = (float_in, float_out)
+    if key not in cache:
+        T, ins, _, cts, grads, _ = _joint(g, float_in, float_out)
+        cache[key] = dce(Graph(ins + cts, grads, T.eqns, _consts(T), f"{g.name}_vjp"))
+    return cache[key]
+
+
+def _residualize(branches: tuple) -> tuple[tuple, int, tuple]:
+    """Splits each branch into a forward that also returns its residuals (what its VJP reads)
+    and a backward ``(operands, residuals, cotangents) -> gradients``, as JAX's cond does: the
+    residuals of all branches are concatenated, each forward returning zeros in the other
+    branches' places, each backward reading its own. Returns (forward branches, number of
+    residuals, backward branches)."""
+    from ..ops.creation import zeros
+
+    float_in = _float_positions(branches[0].invars)
+    float_out = _float_positions(branches[0].outvars)
+    splits = []
+    for g in branches:
+        T, ins, outs, cts, grads, n_fwd = _joint(g, float_in, float_out)
+        fwd_eqns, bwd_eqns = T.eqns[:n_fwd], T.eqns[n_fwd:]
+        made = set(cts) | set(_consts(T))
+        for e in bwd_eqns:
+            made.update(e.outputs)
+        used = {v for e in bwd_eqns for v in e.in_vars() if v not in made}
+        used |= {v for v in grads if v not in made}
+        res = [v for e in fwd_eqns for v in e.outputs if v in used]
+        for v in res:
+            v.hint = "saved"
+        splits.append((T, ins, outs, cts, grads, fwd_eqns, bwd_eqns, res))
+    n_res = sum(len(sp[-1]) for sp in splits)
+    fwds, bwds = [], []
+    for k, (T, ins, outs, cts, grads, fwd_eqns, bwd_eqns, res) in enumerate(splits):
+        consts = _consts(T)
+        slots, padded = [], {}
+        for j, sp in enumerate(splits):
+            for v in sp[-1]:
+                if j == k:
+                    slots.append(v)
+                else:
+                    z = Var(v.shape, v.dtype, "c")
+                    padded[z] = zeros(v.shape, dtype=v.dtype)
+                    slots.append(z)
+        name = branches[k].name
+        fwds.append(dce(Graph(ins, outs + slots, fwd_eqns, {**consts, **padded}, name)))
+        own = set(res)
+        b_in = ins + [v if v in own else Var(v.shape, v.dtype, "saved") for v in slots] + cts
+        bwds.append(dce(Graph(b_in, grads, bwd_eqns, consts, f"{name}_bwd")))
+    return tuple(fwds), n_res, tuple(bwds)
 
 
 def _no_jvp(tangents: tuple, ans: Any, *args: Any, **params: Any) -> Any:
@@ -279,7 +363,7 @@ def _no_jvp(tangents: tuple, ans: Any, *args: Any, **params: Any) -> Any:
 
 COND = registry.OPS.get("cond") or registry.defop(
     "cond", _cond_impl, kind=registry.OPAQUE, meta=_cond_meta, n_outputs=0, vjp=_cond_vjp,
-    save=registry.SAVE_ALL, node_name="CondBackward", jvp=_no_jvp)
+    save=registry.SAVE_ALL, save_output=True, node_name="CondBackward", jvp=_no_jvp)
 
 
 # ---------------------------------------------------------------- while_loop
@@ -354,9 +438,10 @@ WHILE = registry.OPS.get("while_loop") or registry.defop(
 CONTROL_FLOW = (COND, WHILE)
 
 
-def sub_runner_impl(op: registry.OpDef, compile_graph: Callable) -> Callable:
-    """``op``'s implementation running its sub-graphs with ``compile_graph(graph) -> run``
-    (each compiled once, when first selected, and kept with the parent's program)."""
+def sub_runner_impl(e: Any, compile_graph: Callable) -> Callable:
+    """The implementation of control-flow equation ``e`` (called with its operand arrays
+    alone) that runs its sub-graphs with ``compile_graph(graph) -> run``: each compiled once,
+    when first selected, and kept with the parent's program."""
     runs: dict[int, Callable] = {}
 
     def runner(g: Graph) -> Callable:
@@ -365,9 +450,9 @@ def sub_runner_impl(op: registry.OpDef, compile_graph: Callable) -> Callable:
             run = runs[id(g)] = compile_graph(g)
         return run
 
-    impl = op.graph_impl
+    impl, params = e.op.graph_impl, e.params
 
-    def run_control_flow(*arrays: Any, **params: Any) -> tuple:
+    def run_control_flow(*arrays: Any) -> tuple:
         return impl(*arrays, runner=runner, **params)
     return run_control_flow
 
