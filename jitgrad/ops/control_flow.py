@@ -1,6 +1,7 @@
 """Structured control flow: ``cond`` and ``while_loop`` (torch.cond, torch.while_loop).
 
-Eagerly they are Python: ``cond`` runs the branch ``pred`` selects, ``while_loop`` runs
+Eagerly they are Python: ``cond`` runs the branch ``pred`` selects (a tensor predicate's
+other branch is traced, not run, to check that the outputs agree), ``while_loop`` runs
 ``body_fn`` while ``cond_fn`` holds, with ordinary autograd (each op records its node, so
 gradients flow as through the same code written inline). Under ``jitgrad.jit`` a traced
 predicate cannot choose a branch (Python's ``if`` on a tracer raises ``ConcretizationError``),
@@ -101,7 +102,8 @@ def cond(pred: bool | int | float | Tensor, true_fn: Callable, false_fn: Callabl
     """Conditionally applies ``true_fn`` or ``false_fn`` to ``operands`` (``torch.cond``).
 
     Eagerly this is ``true_fn(*operands) if pred else false_fn(*operands)`` with ordinary
-    autograd. Inside ``jitgrad.jit`` a tensor ``pred`` is staged: both branches are traced into
+    autograd; with a tensor ``pred`` the other branch is traced (shapes and dtypes only, not
+    run) to check that both return the same structure, shapes and dtypes, as torch does. Inside ``jitgrad.jit`` a tensor ``pred`` is staged: both branches are traced into
     sub-graphs of ONE ``cond`` equation, which runs the selected one on each call and is
     differentiable (its backward is a ``cond`` of the branches' backwards). The branches must
     then return the same structure of tensors with equal shapes and dtypes. Tensors the
@@ -135,12 +137,41 @@ def cond(pred: bool | int | float | Tensor, true_fn: Callable, false_fn: Callabl
     return _cond_eager(pred, true_fn, false_fn, operands)
 
 
-def _cond_eager(pred: Tensor, true_fn: Callable, false_fn: Callable, operands: Any) -> Any:
+def _cond_eager(pred: Tensor, true_fn: Callable, false_fn: Callable, operands: Any,
+                check: bool = True) -> Any:
+    """Runs the selected branch; with ``check``, the other one is traced (shapes only, never
+    run) and the two outputs must agree, as torch checks a tensor predicate's branches."""
     from ..autograd.grad_mode import no_grad
 
     with no_grad():
         taken = bool(pred.reshape(()).item())
-    return true_fn(*operands) if taken else false_fn(*operands)
+    out = true_fn(*operands) if taken else false_fn(*operands)
+    if check:
+        other = _abstract_outputs(false_fn if taken else true_fn, operands)
+        if other is not None:
+            leaves, spec = flatten(out)
+            o_leaves, o_spec = other
+            if taken:
+                check_branch_outputs(spec, o_spec, leaves, o_leaves)
+            else:
+                check_branch_outputs(o_spec, spec, o_leaves, leaves)
+    return out
+
+
+def _abstract_outputs(fn: Callable, operands: Any) -> tuple | None:
+    """``fn``'s output leaves and spec traced on stand-ins of ``operands`` (tracers: shapes and
+    dtypes, no values, nothing computed); None if ``fn`` needs values to run."""
+    from .. import errors
+    from .._tracer import Trace, active
+
+    leaves, spec = flatten(operands)
+    T = Trace()
+    try:
+        with active(T):
+            ins = [T.new_input(tuple(t.shape), t.dtype) for t in leaves]
+            return flatten(fn(*unflatten(spec, ins)))
+    except (errors.ConcretizationError, errors.JitTraceError):
+        return None
 
 
 def _cond_batched(pred: Tensor, true_fn: Callable, false_fn: Callable, operands: Any) -> Any:
@@ -149,7 +180,7 @@ def _cond_batched(pred: Tensor, true_fn: Callable, false_fn: Callable, operands:
     from .elementwise import where
 
     if not _batched(pred) and pred._trace is None:
-        return _cond_eager(pred, true_fn, false_fn, operands)
+        return _cond_eager(pred, true_fn, false_fn, operands, check=False)
     t_out, t_spec = flatten(true_fn(*operands))
     f_out, f_spec = flatten(false_fn(*operands))
     check_branch_outputs(t_spec, f_spec, t_out, f_out)
