@@ -43,14 +43,13 @@ import numpy as np
 from .. import dtypes, errors
 from .._interpret import interpret
 from .._ir import Graph, Var, type_str
-from .._tracer import Tracer, active, replay
+from .._tracer import Trace, Tracer, active, replay
 from ..ops import registry
 from ..ops.control_flow import (check_body_output, check_branch_outputs, describe, flatten,
                                 unflatten)
 from ..ops.registry import state
 from ..tensor import Tensor
 from .passes.dce import dce
-from .staging import Trace
 from .sweep import active_vars, backward_sweep, is_float
 
 NO_GRAD_WHILE = (
@@ -61,8 +60,10 @@ NO_GRAD_WHILE = (
     "jitgrad.no_grad() / on tensors that do not require grad")
 
 
-class BranchTrace(Trace):
-    """The trace of one branch (or loop function) inside an enclosing trace.
+class BranchTrace:
+    """The trace of one branch (or loop function) inside an enclosing trace (mixed into the
+    enclosing trace's class by ``branch_trace``, so it records in-place ops and custom
+    Functions as the jit's trace does).
 
     Values of the enclosing traces and eager tensors that the branch reads are lifted to
     extra inputs (``lifted``: id -> (Var, outer value), in order of first use), so the
@@ -99,6 +100,20 @@ class BranchTrace(Trace):
         return super().inplace(target, new)
 
 
+_BRANCH_CLASSES: dict[type, type] = {}
+
+
+def branch_trace(parent: Any) -> Any:
+    """A new ``BranchTrace`` of ``parent``'s kind (the jit's ``Trace``, or a branch's)."""
+    base = type(parent)
+    if issubclass(base, BranchTrace):
+        base = base.__mro__[2]  # (the enclosing trace's own class, below the mixin)
+    cls = _BRANCH_CLASSES.get(base)
+    if cls is None:
+        cls = _BRANCH_CLASSES[base] = type("BranchTrace", (BranchTrace, base), {})
+    return cls(parent)
+
+
 def _trace_fn(parent: Any, fn: Callable, leaves: list, spec: Any, name: str,
               args: Callable | None = None) -> tuple:
     """Traces ``fn`` on stand-ins for ``leaves`` (structure ``spec``) inside ``parent``.
@@ -106,7 +121,7 @@ def _trace_fn(parent: Any, fn: Callable, leaves: list, spec: Any, name: str,
     Returns (its trace, the output leaves, the output spec, the input tracers); ``args`` may
     build ``fn``'s arguments from the unflattened tree (default: ``*tree``).
     """
-    T = BranchTrace(parent)
+    T = branch_trace(parent)
     with active(T):
         ins = [T.new_input(tuple(t.shape), t.dtype, t.requires_grad and state.grad_enabled,
                            hint="operands", leaf=False) for t in leaves]
@@ -296,8 +311,8 @@ def _joint(g: Graph, float_in: tuple, float_out: tuple) -> tuple:
     return T, [t._var for t in ins], out_vars, [t._var for t in cts_in], grads, n_fwd
 
 
-def _consts(T: Trace) -> dict:
-    return {v: t for v, t in T.captured.values()}
+def _consts(trace: Trace) -> dict:
+    return {v: t for v, t in trace.captured.values()}
 
 
 def _branch_vjp(g: Graph, float_in: tuple, float_out: tuple) -> Graph:
@@ -379,7 +394,8 @@ def stage_while(parent: Any, cond_fn: Callable, body_fn: Callable, carried_input
             isinstance(c_out[0], Tensor) and c_out[0].dim() == 0
             and c_out[0].dtype is dtypes.bool)):
         got = c_out[0] if len(c_out) == 1 else c_out
-        raise RuntimeError(f"cond_fn must return a boolean scalar tensor or a boolean but got {got}")
+        raise RuntimeError(
+            f"cond_fn must return a boolean scalar tensor or a boolean but got {got}")
     if isinstance(c_out[0], bool):
         if not c_out[0]:
             return carried_inputs

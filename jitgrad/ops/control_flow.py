@@ -103,10 +103,10 @@ def cond(pred: bool | int | float | Tensor, true_fn: Callable, false_fn: Callabl
 
     Eagerly this is ``true_fn(*operands) if pred else false_fn(*operands)`` with ordinary
     autograd; with a tensor ``pred`` the other branch is traced (shapes and dtypes only, not
-    run) to check that both return the same structure, shapes and dtypes, as torch does. Inside ``jitgrad.jit`` a tensor ``pred`` is staged: both branches are traced into
+    run) to check that both return the same structure, shapes and dtypes, as torch does.
+    Inside ``jitgrad.jit`` a tensor ``pred`` is staged: both branches are traced into
     sub-graphs of ONE ``cond`` equation, which runs the selected one on each call and is
-    differentiable (its backward is a ``cond`` of the branches' backwards). The branches must
-    then return the same structure of tensors with equal shapes and dtypes. Tensors the
+    differentiable (its backward is a ``cond`` of the branches' backwards). Tensors the
     branches read from their closure become extra operands.
 
     Args:
