@@ -438,3 +438,61 @@ def test_vmap_unbatched_pred_runs_one_branch():
     out = vmap(lambda r: jitgrad.cond(jitgrad.tensor(True), true_fn, false_fn, (r,)))(x)
     np.testing.assert_allclose(out.numpy(), np.sin(np.ones((4, 2))))
     assert calls == ["t"]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_jit_identity_and_constant_branches_never_alias(backend):
+    w = _t([5.0, 6.0])
+
+    @jit(backend=backend)
+    def f(x, p):
+        a = jitgrad.cond(p, lambda x: x, lambda x: x * 2, (x,))
+        b = jitgrad.cond(p, lambda x: w, lambda x: jitgrad.zeros(2, dtype=F64) + 1, (x,))
+        return a, b
+    x = _t([1.0, 2.0])
+    a, b = f(x, jitgrad.tensor(True))
+    np.testing.assert_allclose(b.numpy(), [5.0, 6.0])
+    x.add_(100)
+    w.add_(100)
+    np.testing.assert_allclose(a.numpy(), [1.0, 2.0])  # a copy, not the input
+    np.testing.assert_allclose(b.numpy(), [5.0, 6.0])
+    a, b = f(x, jitgrad.tensor(False))
+    np.testing.assert_allclose(a.numpy(), [202.0, 204.0])
+    np.testing.assert_allclose(b.numpy(), [1.0, 1.0])
+
+
+def test_jit_python_pred_calls_the_branch_and_captured_pred_is_staged():
+    flag = jitgrad.tensor(True)
+
+    @jit(backend="interpreter")
+    def f(x, static):
+        y = jitgrad.cond(static, lambda x: x + 1, lambda x: x - 1, (x,))
+        return jitgrad.cond(flag, lambda y: y * 10, lambda y: y * -10, (y,))
+    x = _t([1.0])
+    assert f(x, True).item() == 20.0
+    flag.fill_(False)  # a captured tensor predicate is read on every call: no retrace
+    assert f(x, True).item() == -20.0
+    assert f.cache_info().misses == 1
+    ops = [e.op.name for e in f.lower(x, True).forward_graph.eqns]
+    assert ops.count("cond") == 1  # the Python predicate staged nothing
+
+
+def test_jit_check_mode_and_custom_function_in_a_branch():
+    class Square(jitgrad.autograd.Function):
+        @staticmethod
+        def forward(ctx, x):
+            ctx.save_for_backward(x)
+            return x * x
+
+        @staticmethod
+        def backward(ctx, g):
+            (x,) = ctx.saved_tensors
+            return 2 * x * g
+
+    def f(x):
+        return jitgrad.cond(x.sum() > 0, lambda x: Square.apply(x) + 1, lambda x: -x, (x,))
+    jf = jit(f, backend="numba", check=True)
+    x = _t([1.0, 2.0], True)
+    np.testing.assert_allclose(jf(x).detach().numpy(), [2.0, 5.0])
+    (g,) = jitgrad.autograd.grad(jf(x).sum(), x)
+    np.testing.assert_allclose(g.numpy(), [2.0, 4.0])

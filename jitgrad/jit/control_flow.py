@@ -73,9 +73,9 @@ class BranchTrace:
 
     lifts = True
 
-    def __init__(self, parent: Any) -> None:
+    def __init__(self, parent: Any = None) -> None:
         super().__init__()
-        self.parent = parent
+        self.parent = parent  # (None: a scratch trace of this kind, custom_function's)
         self.lifted: dict[int, tuple[Var, Tensor]] = {}
 
     def var_of(self, a: Any) -> Any:
@@ -89,7 +89,8 @@ class BranchTrace:
         return super().var_of(a)
 
     def read_value(self, t: Tensor) -> None:
-        self.parent.read_value(t)
+        if self.parent is not None:
+            self.parent.read_value(t)
 
     def inplace(self, target: Tensor, new: Tensor) -> Tensor:
         if not (isinstance(target, Tracer) and target._trace is self):
@@ -150,6 +151,9 @@ def _close(traces: list, outs: list) -> tuple[list[Graph], list[Tensor]]:
         out_vars = [T.var_of(o) for o in out]
         g = Graph(list(T.invars) + extra, out_vars, T.eqns, {}, T.graph_name)
         graphs.append(dce(g))
+    for T in traces:  # (its tracers and it form a cycle: let go of the outer values now, so
+        T.lifted = {}  # that a tensor made inside the jitted function is seen as unreachable)
+        T.inputs = []
     return graphs, list(union.values())
 
 
