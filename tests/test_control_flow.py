@@ -496,3 +496,23 @@ def test_jit_check_mode_and_custom_function_in_a_branch():
     np.testing.assert_allclose(jf(x).detach().numpy(), [2.0, 5.0])
     (g,) = jitgrad.autograd.grad(jf(x).sum(), x)
     np.testing.assert_allclose(g.numpy(), [2.0, 4.0])
+
+
+def test_numba_subgraph_kernels_render_and_persist(tmp_path, monkeypatch):
+    from jitgrad.backends import kernel_cache
+
+    monkeypatch.setenv("JITGRAD_CACHE_DIR", str(tmp_path))
+    kernel_cache.reset()
+    try:
+        jf = jit(lambda x: jitgrad.cond(x.sum() > 0, lambda x: (x.exp() * 2).tanh(),
+                                        lambda x: x.sin() * x + 1, (x,)), backend="numba")
+        for xs in ([1.0, 2.0], [-1.0, -2.0]):
+            x = _t(xs)
+            ref = (x.exp() * 2).tanh() if sum(xs) > 0 else x.sin() * x + 1
+            np.testing.assert_allclose(jf(x).numpy(), ref.numpy(), rtol=1e-12)
+        text = str(jf.lower(_t([1.0, 2.0])))
+        assert "# ---- cond sub-graph true_fn ----" in text
+        assert "# ---- cond sub-graph false_fn ----" in text
+        assert kernel_cache.info(tmp_path)["entries"] >= 2  # the branches' kernels persisted
+    finally:
+        kernel_cache.reset()

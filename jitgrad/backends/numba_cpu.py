@@ -25,7 +25,7 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import _config
-from .._ir import Eqn, Graph, Var
+from .._ir import Eqn, Graph, Var, subgraphs
 from ..jit.control_flow import CONTROL_FLOW, sub_runner_impl
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
@@ -366,13 +366,25 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     return run
 
 
-def compile_subgraph(graph: Graph) -> Callable[[list], list]:
-    """A control-flow equation's sub-graph through the fusing stages of the pipeline, then
-    ``compile``: ``run(arrays) -> arrays``."""
+_SUB_FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def fused_subgraph(graph: Graph) -> Graph:
+    """A control-flow equation's sub-graph through the pipeline's forward and fusing stages
+    for this backend (cached per sub-graph)."""
     from ..jit.passes import Program, Target, run as run_passes
 
-    fused = run_passes(Program(graph), Target(None, recomputable, fusible)).forward
-    return compile(fused)
+    hit = _SUB_FUSED.get(graph)
+    if hit is None:
+        hit = _SUB_FUSED[graph] = run_passes(Program(graph),
+                                             Target(None, recomputable, fusible)).forward
+    return hit
+
+
+def compile_subgraph(graph: Graph) -> Callable[[list], list]:
+    """A control-flow sub-graph compiled as ``compile`` compiles a program: ``run(arrays) ->
+    arrays``."""
+    return compile(fused_subgraph(graph))
 
 
 def _settled(program: Callable, after: int) -> Callable:
@@ -395,6 +407,13 @@ def render(graph: Graph) -> str:
         parts.append(f"# {e.params['name']}: {k.ks.n_ops} ops over {list(k.ks.domain)}, "
                      f"reads {read} B, writes {written} B")
         parts.append(k.ks.source.rstrip())
+    for e in fused.eqns:  # the kernels of each control-flow sub-graph, after the program's
+        if e.op in CONTROL_FLOW:
+            for g in subgraphs(e, printed=True):
+                sub = render(fused_subgraph(g))
+                if sub:
+                    parts.append(f"# ---- {e.op.name} sub-graph {g.name} ----")
+                    parts.append(sub)
     return "\n".join(parts)
 
 
