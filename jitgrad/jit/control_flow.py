@@ -236,10 +236,17 @@ def _interpreted(g: Graph) -> Callable:
     return run
 
 
+def _truth(a: Any) -> int:
+    """The truth value of a one-element array (a device array is read on the host)."""
+    if isinstance(a, np.ndarray) or not hasattr(a, "copy_to_host"):
+        return int(bool(a))
+    return int(bool(a.copy_to_host()))
+
+
 def _cond_impl(pred: Any, *arrays: Any, branches: tuple, n_res: int = 0,
                bwd: tuple | None = None, runner: Callable = _interpreted) -> tuple:
     """Runs the branch ``pred`` selects on the operand arrays."""
-    return tuple(runner(branches[int(bool(pred))])(list(arrays)))
+    return tuple(runner(branches[_truth(pred)])(list(arrays)))
 
 
 def _float_positions(vs: list) -> tuple:
@@ -442,9 +449,9 @@ def _while_impl(*arrays: Any, cond_fn: Graph, body_fn: Graph, n_carry: int,
     carry = list(arrays[:n_carry])
     c_extra, b_extra = list(arrays[n_carry:n_carry + n_c]), list(arrays[n_carry + n_c:])
     check, body = runner(cond_fn), runner(body_fn)
-    while bool(check(carry + c_extra)[0]):
+    while _truth(check(carry + c_extra)[0]):
         carry = list(body(carry + b_extra))
-    return tuple(np.array(a, copy=True) if any(a is x for x in arrays) else a for a in carry)
+    return tuple(a.copy() if any(a is x for x in arrays) else a for a in carry)
 
 
 def _while_vjp(g: Any, ans: Any, *values: Any, **params: Any) -> list:
