@@ -516,3 +516,16 @@ def test_numba_subgraph_kernels_render_and_persist(tmp_path, monkeypatch):
         assert kernel_cache.info(tmp_path)["entries"] >= 2  # the branches' kernels persisted
     finally:
         kernel_cache.reset()
+
+
+def test_dce_prunes_unused_cond_outputs_and_operands():
+    @jit(backend="interpreter")
+    def f(x, y, p):
+        a, b = jitgrad.cond(p, lambda x, y: (x * 2, y.exp()), lambda x, y: (x * 3, y), (x, y))
+        return a
+    x, y = _t([1.0, 2.0]), _t([3.0, 4.0])
+    np.testing.assert_allclose(f(x, y, jitgrad.tensor(False)).numpy(), [3.0, 6.0])
+    (e,) = [q for q in f.lower(x, y, jitgrad.tensor(True)).forward_graph.eqns
+            if q.op.name == "cond"]
+    assert len(e.outputs) == 1 and len(e.inputs) == 2  # pred and x: y is read by no branch
+    assert all(" exp " not in g.format() for g in e.params["branches"])
