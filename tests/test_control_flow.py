@@ -311,17 +311,23 @@ def test_jit_residuals_and_lower_printout():
     x = _t([0.5, -1.5, 2.0], True)
     low = jf.lower(x, jitgrad.tensor(True))
     fwd, bwd = low.forward_ir, low.backward_ir
-    # the forward cond returns the residuals of both branches (n_res), zeros in the other's
-    assert "branches=(false_fn, true_fn) n_res=" in fwd
+    # the forward cond returns the residuals its backward saves (zeros from the other branch)
+    assert "branches=(false_fn, true_fn)" in fwd
     assert "      def false_fn(" in fwd and "      def true_fn(" in fwd
-    assert "= const" in fwd
+    assert "= const" in fwd and "saved:" in fwd
     # the backward is a cond of backward branches reading them, with no forward recompute of
     # the exp the true branch saved
     assert "branches=(false_fn_bwd, true_fn_bwd)" in bwd
     true_bwd = bwd[bwd.index("def true_fn_bwd"):]
     assert " exp " not in true_bwd
     (e,) = [q for q in low.forward_graph.eqns if q.op.name == "cond"]
-    for g in e.params["branches"] + e.params["bwd"]:
+    assert len(e.outputs) > 1  # the value, then residuals
+    saved = low.forward_graph.outvars[len(low.forward_graph.outvars)
+                                      - low.forward_graph.n_saved:]
+    assert set(e.outputs[1:]) <= set(saved)  # every residual it still returns is saved
+    # (staged for differentiation, the traced cond held its backward branches: ``bwd``)
+    traced = [q for q in low.backward_graph.eqns if q.op.name == "cond"]
+    for g in e.params["branches"] + traced[0].params["branches"]:
         g.verify()
 
 

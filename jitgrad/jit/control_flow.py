@@ -14,12 +14,17 @@ extra inputs of every branch and extra operands of the equation, so a sub-graph 
 to a value outside it. Both branches must return the same structure of tensors with equal
 shapes and dtypes.
 
-The equation is differentiable: its VJP is a ``cond`` on the same predicate whose branches are
-the VJPs of the branches (each sub-graph differentiated by the same reverse sweep the VJP pass
-runs), taking the operands and the cotangents and returning a gradient per floating operand.
-Each backward branch recomputes its forward branch's values from the operands (rematerializes)
-rather than reading residuals the forward saved. Being a ``cond`` of graphs itself, the backward
-is differentiable again (``create_graph``, double backward).
+The equation is differentiable, as JAX's cond: staged while a gradient may flow (grad mode
+on, an operand requiring grad), each branch is split by the same reverse sweep the VJP pass
+runs into a forward that also returns its *residuals* (what its own VJP reads; the residuals of
+all branches are concatenated, each branch returning zeros in the others' places) and a
+backward ``(operands, residuals, cotangents) -> gradients`` (``_residualize``). The equation
+then holds both (``n_res``, ``bwd``), and its VJP is a ``cond`` of the backward branches on the
+same predicate. Once ``partition`` has split the backward off, the forward equation becomes a
+plain ``cond`` again and ``dce`` drops the residuals nobody saves. A plain ``cond`` (or one
+whose residuals receive a cotangent: a second derivative) is differentiated whole: each branch
+differentiated, recomputing what it needs from the operands. Either way the backward is a
+``cond`` of graphs, so it is differentiable again (``create_graph``, double backward).
 
 ``while_loop(cond_fn, body_fn, carried_inputs)`` with traced values is one ``while_loop``
 equation holding the ``cond_fn`` and ``body_fn`` sub-graphs; the carry must keep its structure,
@@ -27,9 +32,9 @@ shapes and dtypes. As JAX's ``lax.while_loop``, it is not reverse-differentiable
 when a gradient would flow through it (use a Python ``for`` loop with a static trip count, or
 call the function eagerly).
 
-Backends run the selected sub-graph with what they compile graphs with (``sub_runner``): the
-interpreter interprets it, the Numba backend compiles each sub-graph once with the parent and
-treats the equation as a partition boundary (never fused).
+Backends run the selected sub-graph with what they compile graphs with
+(``sub_runner_impl``): the interpreter interprets it; the Numba and cuda backends compile each
+sub-graph once, with the parent's program, and never fuse the equation (a kernel boundary).
 """
 
 from __future__ import annotations
