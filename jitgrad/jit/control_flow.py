@@ -50,8 +50,7 @@ from .._interpret import interpret
 from .._ir import Graph, Var, type_str
 from .._tracer import Trace, Tracer, active, replay
 from ..ops import registry
-from ..ops.control_flow import (check_body_output, check_branch_outputs, describe, flatten,
-                                unflatten)
+from ..ops.control_flow import check_body_output, check_branch_outputs, flatten, unflatten
 from ..ops.registry import state
 from ..tensor import Tensor
 from .passes.dce import dce
@@ -120,19 +119,15 @@ def branch_trace(parent: Any) -> Any:
     return cls(parent)
 
 
-def _trace_fn(parent: Any, fn: Callable, leaves: list, spec: Any, name: str,
-              args: Callable | None = None) -> tuple:
-    """Traces ``fn`` on stand-ins for ``leaves`` (structure ``spec``) inside ``parent``.
-
-    Returns (its trace, the output leaves, the output spec, the input tracers); ``args`` may
-    build ``fn``'s arguments from the unflattened tree (default: ``*tree``).
-    """
+def _trace_fn(parent: Any, fn: Callable, leaves: list, spec: Any, name: str) -> tuple:
+    """Traces ``fn(*tree)`` on stand-ins for ``leaves`` (the tree of structure ``spec``)
+    inside ``parent``: (its trace, the output leaves, the output spec, the input tracers)."""
     T = branch_trace(parent)
     with active(T):
         ins = [T.new_input(tuple(t.shape), t.dtype, t.requires_grad and state.grad_enabled,
                            hint="operands", leaf=False) for t in leaves]
         tree = unflatten(spec, ins)
-        out = fn(*tree) if args is None else args(fn, tree)
+        out = fn(*tree)
         out_leaves, out_spec = flatten(out)
         for o in out_leaves:
             if isinstance(o, Tensor):
@@ -405,7 +400,7 @@ def stage_while(parent: Any, cond_fn: Callable, body_fn: Callable, carried_input
     """``jitgrad.while_loop`` inside the jit: one ``while_loop`` equation."""
     with active(parent):
         leaves = [_to_tensor(x) for x in leaves]
-    c_tr, c_out, _, c_ins = _trace_fn(parent, cond_fn, leaves, spec, "cond_fn")
+    c_tr, c_out, _, _ = _trace_fn(parent, cond_fn, leaves, spec, "cond_fn")
     if len(c_out) != 1 or not (isinstance(c_out[0], bool) or (
             isinstance(c_out[0], Tensor) and c_out[0].dim() == 0
             and c_out[0].dtype is dtypes.bool)):
@@ -490,4 +485,4 @@ def sub_runner_impl(e: Any, compile_graph: Callable) -> Callable:
 
 
 __all__ = ["COND", "WHILE", "CONTROL_FLOW", "BranchTrace", "stage_cond", "stage_while",
-           "sub_runner_impl", "describe"]
+           "sub_runner_impl"]
