@@ -44,3 +44,13 @@ def test_cuda_cond_and_while_loop_run_the_selected_subgraph_on_the_device():
     i, z = g(x.detach())
     assert i.cpu().item() == 3
     np.testing.assert_allclose(z.cpu().numpy(), a * 8)
+
+
+def test_cuda_cond_double_backward_through_the_eager_dispatcher():
+    a = np.array([0.5, -1.0, 2.0], dtype=np.float32)
+    x = jitgrad.tensor(a, device="cuda", requires_grad=True)
+    f = jitgrad.jit(lambda x: jitgrad.cond(x.sum() > 0, lambda x: x.exp() * 2,
+                                           lambda x: x.sin() + 1, (x,)))
+    (g,) = jitgrad.autograd.grad(f(x).sum(), x, create_graph=True)
+    (gg,) = jitgrad.autograd.grad((g * g).sum(), x)
+    np.testing.assert_allclose(gg.cpu().numpy(), 8 * np.exp(2 * a), rtol=1e-4)

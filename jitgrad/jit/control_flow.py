@@ -285,8 +285,10 @@ def _cond_vjp(g: Any, ans: Any, pred: Any, *operands: Any, branches: tuple, n_re
 
 def _is_zero(t: Any) -> bool:
     """Whether cotangent ``t`` is a known zero (the sweep's or the engine's filler)."""
-    return isinstance(t, Tensor) and t._trace is None and not t.requires_grad and \
-        not np.any(t._data)
+    if not isinstance(t, Tensor) or t._trace is not None or t.requires_grad:
+        return False
+    data = t._data
+    return not np.any(data if isinstance(data, np.ndarray) else data.copy_to_host())
 
 
 _VJPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
