@@ -136,6 +136,9 @@ def test_mismatched_branches(jitted):
     with pytest.raises(RuntimeError, match=r"Unmatched output spec from torch.cond branches: "
                                            r"true branch tree_spec \(\*, \*\) vs false"):
         structure(x)
+    with pytest.raises(RuntimeError, match="Expected pred to be bool or single-element "
+                                           "tensor, but got"):
+        wrap(lambda x: jitgrad.cond(x > 0, lambda x: x, lambda x: x * 2, (x,)))(x)
     with pytest.raises(RuntimeError, match="expected same shape but got"):
         wrap(lambda x: jitgrad.cond(x.sum() > 0, lambda x: x[:1], lambda x: x[1:] * 2,
                                     (jitgrad.cat([x, x]),)))(x)
