@@ -15,6 +15,7 @@ from .random import Generator  # (jitgrad.random declares rand, randn, ... befor
 from .ops.extras import (channels_last, channels_last_3d, contiguous_format, memory_format,
                          preserve_format)
 from .random import _default as default_generator
+from .ops.control_flow import cond, while_loop  # torch.cond, torch.while_loop
 from ._legacy import (BFloat16Tensor, BoolTensor, ByteTensor, CharTensor, DoubleTensor,
                       FloatTensor, HalfTensor, IntTensor, LongTensor, ShortTensor)
 from ._runtime_flags import (is_anomaly_check_nan_enabled, is_anomaly_enabled,

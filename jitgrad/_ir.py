@@ -121,6 +121,9 @@ class Graph:
                 raise IRError(f"{self.name}: output {v} is never defined")
         if not 0 <= self.n_saved <= len(self.outvars):
             raise IRError(f"{self.name}: n_saved={self.n_saved} out of range")
+        for e in self.eqns:  # (cond's branches, while_loop's functions: closed sub-graphs)
+            for g in subgraphs(e):
+                g.verify()
         return self
 
     # ------------------------------------------------------------------ printing
@@ -167,6 +170,8 @@ class Graph:
             body = e.params.get("body") if e.op.kind == KERNEL else None
             if body is not None:  # a fused kernel: its equations, indented below it
                 lines += [_eqn_line(q, names, arg, source, "      ") for q in body.eqns]
+            for g in subgraphs(e, printed=True):  # control flow: sub-graphs, indented
+                lines += ["      " + line for line in g.format(source).splitlines()]
         n_out = len(self.outvars) - self.n_saved
         outs = ", ".join(arg(v) if v is not None else "None" for v in self.outvars[:n_out])
         ret = f"  return ({outs}{',' if n_out == 1 else ''})"
@@ -218,7 +223,28 @@ def _eqn_line(e: Eqn, names: dict, arg, source: bool, indent: str) -> str:
     return text
 
 
+def subgraphs(e: Eqn, printed: bool = False) -> list[Graph]:
+    """The sub-graphs an equation holds in its params (a ``cond``'s branches, a
+    ``while_loop``'s functions), in order; none for other equations. ``printed``: those a
+    listing shows (a ``cond``'s backward branches, ``bwd``, show in the backward listing)."""
+    if e.op.kind == KERNEL:
+        return []
+    out = []
+    for k, p in e.params.items():
+        if printed and k == "bwd":
+            continue
+        if isinstance(p, Graph):
+            out.append(p)
+        elif isinstance(p, tuple) and p and all(isinstance(g, Graph) for g in p):
+            out.extend(p)
+    return out
+
+
 def _param(p: Any) -> str:
     if isinstance(p, dtypes.dtype):
         return dtypes.short_name(p)
+    if isinstance(p, Graph):
+        return p.name
+    if isinstance(p, tuple) and p and all(isinstance(g, Graph) for g in p):
+        return "(" + ", ".join(g.name for g in p) + ")"
     return repr(p)

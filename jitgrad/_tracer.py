@@ -165,6 +165,9 @@ class Trace:
     """The equations recorded while a function runs on tracers."""
 
     batching = False  # not a vmap level (see ops.registry.apply and func/vmap.py)
+    # a cond branch / while_loop function (jit/control_flow.py): ops on values of enclosing
+    # traces are recorded here (they become extra inputs of the sub-graph)
+    lifts = False
 
     def __init__(self) -> None:
         self.eqns: list[Eqn] = []
@@ -279,6 +282,16 @@ class Trace:
     def apply_function(self, cls: type, args: tuple, kwargs: dict) -> Any:
         """A custom autograd.Function's ``apply``: traced by the jit's ``Trace`` only."""
         raise errors.trace_error(f"{cls.__name__}.apply cannot be traced outside jit")
+
+    def stage_cond(self, pred: Tensor, true_fn: Any, false_fn: Any, operands: tuple,
+                   leaves: list) -> Any:
+        """``jitgrad.cond`` on a traced predicate: staged by the jit's ``Trace`` only."""
+        raise errors.trace_error("jitgrad.cond cannot be traced outside jit")
+
+    def stage_while(self, cond_fn: Any, body_fn: Any, carried_inputs: Any, leaves: list,
+                    spec: Any) -> Any:
+        """``jitgrad.while_loop`` while tracing: staged by the jit's ``Trace`` only."""
+        raise errors.trace_error("jitgrad.while_loop cannot be traced outside jit")
 
 @contextmanager
 def active(trace: Trace):

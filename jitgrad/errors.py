@@ -59,8 +59,11 @@ _FIX = (
     "the function is traced once per input signature and replayed for new values. Fixes: pass a "
     "value that control flow depends on as a non-tensor (static) argument, e.g. a Python number "
     "or bool, or mark a tensor argument static with jit(fn, static_argnums=...) (static "
-    "arguments are part of the cache key, by value); or compute both branches and select "
-    "with jitgrad.where(cond, a, b); or move the code out of the jitted function.")
+    "arguments are part of the cache key, by value); or stage the control flow: "
+    "jitgrad.cond(pred, true_fn, false_fn, operands) for an `if`, "
+    "jitgrad.while_loop(cond_fn, body_fn, carried_inputs) for a `while`; or compute both "
+    "branches and select with jitgrad.where(cond, a, b); or move the code out of the jitted "
+    "function.")
 
 
 def concretization_error(what: str, tracer=None) -> ConcretizationError:

@@ -58,7 +58,7 @@ LAYERS = [
              "jitgrad._lowrank", "jitgrad._lobpcg", "jitgrad._lobpcg_backward",
              "jitgrad.sparse"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
-                "jitgrad.jit.sweep"]),
+                "jitgrad.jit.sweep", "jitgrad.jit.control_flow"]),
     ("backends", ["jitgrad.backends"]),
     ("jit", ["jitgrad.jit", "jitgrad.func"]),  # (torch.func transforms trace with the jit)
     ("tools", ["jitgrad.cache"]),  # python -m jitgrad.cache: the kernel cache's command line

@@ -20,6 +20,7 @@ from collections.abc import Callable
 from .. import _cuda_array as cuda_array
 from .._cuda_array import CudaArray
 from .._ir import Eqn, Graph
+from ..jit.control_flow import CONTROL_FLOW, sub_runner_impl
 from ..jit.passes.fuse import KERNEL_OP, is_reduction
 from ..ops.registry import POINTWISE
 from .cuda_render import NotRenderableError, check_complex, render_cuda
@@ -67,6 +68,9 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
             shapes = [tuple(v.shape) for v in body.outvars]
             steps.append((e, lambda arrays, k=k, dom=dom, shapes=shapes:
                           k.launch(arrays, dom, shapes)))
+        elif e.op in CONTROL_FLOW:  # runs the selected sub-graph, compiled as this one
+            impl = sub_runner_impl(e, compile_subgraph)
+            steps.append((e, lambda arrays, impl=impl: impl(*arrays)))
         else:
             steps.append((e, lambda arrays, e=e: run_arrays(e, arrays)))
     consts = list(graph.consts.items())
@@ -86,6 +90,14 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
         return [env[v] if v in env else v for v in graph.outvars]
 
     return run
+
+
+def compile_subgraph(graph: Graph) -> Callable[[list], list]:
+    """A control-flow sub-graph through the pipeline's fusing stages for this backend, then
+    ``compile``."""
+    from ..jit.passes import Program, Target, run as run_passes
+
+    return compile(run_passes(Program(graph), Target(None, recomputable, fusible)).forward)
 
 
 def _domain(body: Graph) -> tuple:

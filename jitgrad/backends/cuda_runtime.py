@@ -21,6 +21,7 @@ from .cuda_compact import BY_NAME as _COMPACT
 from .cuda_composite import BY_NAME as _COMPOSITE
 from .cuda_eager import _BY_NAME, add_arrays, compute, copy_array, copy_into
 from .cuda_index import BY_NAME as _INDEX
+from .cuda_control_flow import BY_NAME as _CONTROL_FLOW
 from .cuda_linalg import BY_NAME as _LINALG
 from .cuda_linalg2 import BY_NAME as _LINALG2
 from .cuda_lines import BY_NAME as _LINES
@@ -48,6 +49,7 @@ _BY_NAME.update(_COMPOSITE)
 _BY_NAME.update(_INDEX)
 _BY_NAME.update(_SPECIAL)
 _BY_NAME.update(_UNIQUE)
+_BY_NAME.update(_CONTROL_FLOW)
 ca.HOOKS["copy"] = copy_array
 ca.HOOKS["add"] = add_arrays
 ca.HOOKS["copy_into"] = copy_into

@@ -25,7 +25,8 @@ from collections.abc import Callable
 import numpy as np
 
 from .. import _config
-from .._ir import Eqn, Graph, Var
+from .._ir import Eqn, Graph, Var, subgraphs
+from ..jit.control_flow import CONTROL_FLOW, sub_runner_impl
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
 from .. import _pycode as pycode
@@ -333,6 +334,10 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     opaque = gemm.implementations()
     impls.update({id(e): opaque[e.op.name] for e in fused.eqns
                   if e.op.name in _OPAQUE_OPS and not e.params})
+    # control flow (cond, while_loop): never fused, a boundary between kernels; it runs the
+    # sub-graph it selects, each compiled through this same path once, with this program
+    impls.update({id(e): sub_runner_impl(e, compile_subgraph) for e in fused.eqns
+                  if e.op in CONTROL_FLOW})
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
     if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
@@ -361,6 +366,27 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
     return run
 
 
+_SUB_FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def fused_subgraph(graph: Graph) -> Graph:
+    """A control-flow equation's sub-graph through the pipeline's forward and fusing stages
+    for this backend (cached per sub-graph)."""
+    from ..jit.passes import Program, Target, run as run_passes
+
+    hit = _SUB_FUSED.get(graph)
+    if hit is None:
+        hit = _SUB_FUSED[graph] = run_passes(Program(graph),
+                                             Target(None, recomputable, fusible)).forward
+    return hit
+
+
+def compile_subgraph(graph: Graph) -> Callable[[list], list]:
+    """A control-flow sub-graph compiled as ``compile`` compiles a program: ``run(arrays) ->
+    arrays``."""
+    return compile(fused_subgraph(graph))
+
+
 def _settled(program: Callable, after: int) -> Callable:
     """``run(inputs: list) -> list``, and what a caller's lean path may call instead once
     ``run`` has run ``after`` times: ``run.final(*arrays) -> tuple`` (this backend's kernels
@@ -381,6 +407,13 @@ def render(graph: Graph) -> str:
         parts.append(f"# {e.params['name']}: {k.ks.n_ops} ops over {list(k.ks.domain)}, "
                      f"reads {read} B, writes {written} B")
         parts.append(k.ks.source.rstrip())
+    for e in fused.eqns:  # the kernels of each control-flow sub-graph, after the program's
+        if e.op in CONTROL_FLOW:
+            for g in subgraphs(e, printed=True):
+                sub = render(fused_subgraph(g))
+                if sub:
+                    parts.append(f"# ---- {e.op.name} sub-graph {g.name} ----")
+                    parts.append(sub)
     return "\n".join(parts)
 
 

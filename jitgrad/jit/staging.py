@@ -58,8 +58,28 @@ class Trace(_tracer.Trace):
 
         return traced_apply(cls, args, kwargs)
 
+    def stage_cond(self, pred: Tensor, true_fn: Any, false_fn: Any, operands: tuple,
+                   leaves: list) -> Any:
+        """``jitgrad.cond`` on a traced predicate: one ``cond`` equation holding the branches'
+        sub-graphs (see ``control_flow``; the op calls this, so it never imports the jit)."""
+        from .control_flow import stage_cond
+
+        return stage_cond(self, pred, true_fn, false_fn, operands, leaves)
+
+    def stage_while(self, cond_fn: Any, body_fn: Any, carried_inputs: Any, leaves: list,
+                    spec: Any) -> Any:
+        """``jitgrad.while_loop`` while tracing: one ``while_loop`` equation."""
+        from .control_flow import stage_while
+
+        return stage_while(self, cond_fn, body_fn, carried_inputs, leaves, spec)
+
     def inplace(self, target: Tensor, new: Tensor) -> Tensor:
         """Functionalizes an in-place op: ``target`` now stands for ``new``."""
+        if state.traces and state.traces[-1] is not self and state.traces[-1].lifts:
+            raise errors.trace_error(
+                "an in-place write, inside a jitgrad.cond branch or a jitgrad.while_loop "
+                "function, to a tensor from outside it is not supported; return the new value "
+                "from the function instead")
         if not _castable(new.dtype, target.dtype):
             raise RuntimeError(
                 f"result type {_scalar_name(new.dtype)} can't be cast to the desired output "

@@ -370,6 +370,9 @@ def _apply(op: OpDef, args: tuple, params: dict):
             return st.traces[-1].bind(op, args, params)
         for a in args:
             if isinstance(a, Tensor) and a._trace is not None:
+                top = st.traces[-1]
+                if a._trace is not top and top.lifts:  # a cond branch reading outer values
+                    return top.bind(op, args, params)
                 return a._trace.bind(op, args, params)
         if op.nondeterministic or any(isinstance(a, Tensor) for a in args):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call

@@ -8,7 +8,7 @@ leading input of the backward.
 
 from __future__ import annotations
 
-from ..._ir import Graph, Var
+from ..._ir import Eqn, Graph, Var
 from .dce import dce
 from .vjp import Joint
 
@@ -36,6 +36,18 @@ def partition(j: Joint) -> tuple[Graph, Graph]:
         if v not in primals:
             v.hint = "saved"  # names it when the backward is printed on its own
     bwd = bwd.replace(invars=residuals + list(tangents))
-    fwd = dce(Graph(list(primals), list(outs) + residuals, joint.eqns[:n_fwd], joint.consts,
+    fwd_eqns = [_plain_cond(e) for e in joint.eqns[:n_fwd]]
+    fwd = dce(Graph(list(primals), list(outs) + residuals, fwd_eqns, joint.consts,
                     "forward", n_saved=len(residuals)))
     return fwd, bwd
+
+
+def _plain_cond(e: Eqn) -> Eqn:
+    """A ``cond`` staged for differentiation, once its backward is split off, as a plain
+    ``cond`` (its residuals ordinary outputs): ``dce`` then drops the residuals the backward
+    does not save (a gradient nobody needs), and a later derivative (``create_graph``)
+    differentiates its branches whole."""
+    if e.op.name != "cond" or "bwd" not in e.params:
+        return e
+    return Eqn(e.op, e.inputs, {"branches": e.params["branches"]}, e.outputs, e.source,
+               e.nograd)
