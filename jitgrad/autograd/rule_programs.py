@@ -21,6 +21,8 @@ from collections import defaultdict
 from types import FunctionType
 from typing import Any
 
+import numpy as np
+
 from .._pycode import compile_function
 from .._tracer import Trace, active, graph_of
 from ..ops import registry
@@ -136,7 +138,8 @@ def _frozen(v: Any) -> Any:
 def general_key(node: Any, g: Any) -> tuple | None:
     """The program key of ``node`` (an ``OpNode``) for the gradient array ``g``, or None."""
     meta = node._out_meta
-    if type(meta) is not registry.Meta or g.shape != meta.shape or g.dtype != meta.dtype.np:
+    if type(meta) is not registry.Meta or type(g) is not np.ndarray or g.shape != meta.shape \
+            or g.dtype != meta.dtype.np:  # (a sparse gradient, or one of another type)
         return None
     described = []
     mask = 0
