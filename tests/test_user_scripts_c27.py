@@ -1,0 +1,34 @@
+"""More real PyTorch tutorials (set C: NLP, introyt, recipes, examples), only the import changed.
+
+The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
+their globals (with the helpers of tests/test_user_scripts.py) and assert that the tutorials'
+own checks held, that training lowered the loss, and, where torch is installed, that the
+deterministic parts equal the same script's with ``import torch``.
+"""
+
+from test_user_scripts import _close
+from test_user_scripts import _run
+from test_user_scripts_b27 import _run_torch
+
+
+def _falls(losses, factor):
+    assert losses[-1] < factor * losses[0], (losses[0], losses[-1])
+
+
+# ------------------------------------------------------- beginner_source/nlp
+
+
+def test_lstm_pos_tagger_learns_the_tags():
+    g = _run("lstm_pos_tagger")
+    assert g["last_slice_is_hidden"]
+    assert g["predicted_tags"] == [0, 1, 2, 0, 1]  # DET NN V DET NN, as the tutorial says
+    _falls(g["losses"], 0.1)
+    _falls(g["char_losses"], 0.5)
+    assert g["char_predicted"] == [[0, 1, 2, 0, 1], [1, 2, 0, 1]]
+
+
+def test_lstm_pos_tagger_fixed_weights_match_torch():
+    g, t = _run("lstm_pos_tagger"), _run_torch("lstm_pos_tagger")
+    _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
+    for name, grad in t["fixed_grads"].items():
+        _close(g["fixed_grads"][name], grad, rtol=1e-3, atol=1e-5)
