@@ -32,3 +32,19 @@ def test_lstm_pos_tagger_fixed_weights_match_torch():
     _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
     for name, grad in t["fixed_grads"].items():
         _close(g["fixed_grads"][name], grad, rtol=1e-3, atol=1e-5)
+
+
+def test_bilstm_crf_learns_the_entities():
+    g = _run("bilstm_crf")
+    assert g["decoded_after"] == g["gold"]
+    _falls(g["nll_per_epoch"], 0.1)
+    _falls(g["perceptron_losses"], 0.5)
+    assert min(g["perceptron_losses"]) >= -1e-4  # the Viterbi path scores at least the gold one
+
+
+def test_bilstm_crf_fixed_weights_match_torch():
+    g, t = _run("bilstm_crf"), _run_torch("bilstm_crf")
+    for key, value in t["fixed_result"].items():
+        _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
+    assert g["fixed_path"] == t["fixed_path"]
+    _close(g["fixed_score"], t["fixed_score"], rtol=1e-5)
