@@ -48,3 +48,18 @@ def test_bilstm_crf_fixed_weights_match_torch():
         _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
     assert g["fixed_path"] == t["fixed_path"]
     _close(g["fixed_score"], t["fixed_score"], rtol=1e-5)
+
+
+def test_word_embeddings_ngram_and_cbow_learn():
+    g = _run("word_embeddings_ngram_cbow")
+    assert g["hello_is_row_0"]
+    losses = g["ngram_losses"]
+    assert all(b < a for a, b in zip(losses, losses[1:]))  # "decreased every iteration"
+    assert g["beauty_embedding_shape"] == (10,)
+    _falls(g["cbow_losses"], 0.1)
+    assert g["cbow_accuracy"] > 0.9
+
+
+def test_word_embeddings_cbow_fixed_weights_match_torch():
+    g, t = _run("word_embeddings_ngram_cbow"), _run_torch("word_embeddings_ngram_cbow")
+    _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
