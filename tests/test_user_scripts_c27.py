@@ -63,3 +63,18 @@ def test_word_embeddings_ngram_and_cbow_learn():
 def test_word_embeddings_cbow_fixed_weights_match_torch():
     g, t = _run("word_embeddings_ngram_cbow"), _run_torch("word_embeddings_ngram_cbow")
     _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
+
+
+def test_bow_classifier_tells_spanish_from_english():
+    g = _run("bow_classifier")
+    assert g["affine_ok"] and g["relu_ok"]
+    assert abs(g["softmax_sum"] - 1) < 1e-6
+    assert g["test_predictions"] == [0, 1]  # SPANISH, ENGLISH
+    # "Index corresponding to Spanish goes up, English goes down!"
+    assert g["creo_after"][0] > g["creo_before"][0] and g["creo_after"][1] < g["creo_before"][1]
+
+
+def test_bow_classifier_training_matches_torch():
+    g, t = _run("bow_classifier"), _run_torch("bow_classifier")
+    _close(g["fixed_weights"][0], t["fixed_weights"][0], rtol=1e-5, atol=1e-6)
+    _close(g["fixed_weights"][1], t["fixed_weights"][1], rtol=1e-5, atol=1e-6)
