@@ -78,3 +78,24 @@ def test_bow_classifier_training_matches_torch():
     g, t = _run("bow_classifier"), _run_torch("bow_classifier")
     _close(g["fixed_weights"][0], t["fixed_weights"][0], rtol=1e-5, atol=1e-6)
     _close(g["fixed_weights"][1], t["fixed_weights"][1], rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------- intermediate_source
+
+
+def test_char_rnn_generation_learns_and_samples_names():
+    g = _run("char_rnn_generation")
+    assert g["ascii_example"] == "O'Neal"
+    _falls(g["all_losses"], 0.6)
+    for category, names in g["sampled"].items():
+        for start, name in zip("RUS" if category == "Russian" else "CHI", names):
+            assert name[0] == start and 1 <= len(name) <= 21
+    # the Chinese names learnt are short
+    assert all(len(name) <= 6 for name in g["sampled"]["Chinese"])
+
+
+def test_char_rnn_generation_hand_written_sgd_matches_torch():
+    g, t = _run("char_rnn_generation"), _run_torch("char_rnn_generation")
+    _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-5, atol=1e-6)
+    for name, w in t["fixed_weights"].items():
+        _close(g["fixed_weights"][name], w, rtol=1e-5, atol=1e-6)
