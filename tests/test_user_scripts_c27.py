@@ -99,3 +99,23 @@ def test_char_rnn_generation_hand_written_sgd_matches_torch():
     _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-5, atol=1e-6)
     for name, w in t["fixed_weights"].items():
         _close(g["fixed_weights"][name], w, rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------------- beginner_source (more)
+
+
+def test_knowledge_distillation_trains_teacher_and_students():
+    g = _run("knowledge_distillation")
+    assert g["same_init"] and g["loaded_teacher_same"]
+    assert g["total_params_light"] == "{:,}".format(16 * 3 * 9 + 16 + 16 * 16 * 9 + 16
+                                                    + 1024 * 256 + 256 + 2570)
+    for phase, losses in g["epoch_losses"].items():
+        assert losses[-1] < losses[0], phase
+    acc = g["accuracies"]
+    assert acc["student"] > 50 and acc["kd"] > 50 and acc["mse"] > 30, acc
+
+
+def test_knowledge_distillation_losses_and_gradients_match_torch():
+    g, t = _run("knowledge_distillation"), _run_torch("knowledge_distillation")
+    for key, value in t["fixed_result"].items():
+        _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-6)
