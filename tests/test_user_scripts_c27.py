@@ -119,3 +119,17 @@ def test_knowledge_distillation_losses_and_gradients_match_torch():
     g, t = _run("knowledge_distillation"), _run_torch("knowledge_distillation")
     for key, value in t["fixed_result"].items():
         _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-6)
+
+
+def test_optimizer_step_in_backward_equals_the_usual_loop():
+    g = _run("optimizer_step_in_backward")
+    assert g["n_params"] == 32
+    assert g["hook_calls"][:96] == [True] * 96  # each hook saw its accumulated gradient
+    assert g["grads_left"] == []  # the hooks zeroed every gradient
+    assert g["max_param_diff"] < 1e-6
+
+
+def test_optimizer_step_in_backward_matches_torch():
+    g, t = _run("optimizer_step_in_backward"), _run_torch("optimizer_step_in_backward")
+    _close(g["fixed_out_before"], t["fixed_out_before"], rtol=1e-4, atol=1e-5)
+    _close(g["fixed_out"], t["fixed_out"], rtol=1e-4, atol=1e-5)
