@@ -12,6 +12,7 @@ from ..ops.creation import ones, zeros
 from ..ops.movement import cat
 from ..ops.selection import where
 from ..tensor import Tensor
+from .attention.bias import CausalBias, CausalVariant
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -54,6 +55,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     from .attention import check_backend_enabled
 
     check_backend_enabled()
+    if isinstance(attn_mask, CausalBias):  # torch's CausalBias dispatch
+        if is_causal:
+            raise ValueError("CausalBias should not be used with causal=True")
+        if attn_mask.seq_len_q == attn_mask.seq_len_kv or \
+                attn_mask.variant == CausalVariant.UPPER_LEFT:
+            attn_mask, is_causal = None, True
+        else:
+            attn_mask = attn_mask._materialize(query.device)
     L, S = query.shape[-2], key.shape[-2]
     factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     if is_causal and attn_mask is not None:

@@ -1,4 +1,5 @@
-"""``jitgrad.nn.attention``: torch.nn.attention's ``SDPBackend`` and ``sdpa_kernel``.
+"""``jitgrad.nn.attention``: torch.nn.attention's ``SDPBackend`` and ``sdpa_kernel`` (and, in
+``bias``, the causal biases).
 
 jitgrad has one implementation of ``scaled_dot_product_attention``, torch's math reference
 (softmax of the scaled scores, then the product with ``value``), which serves where torch's
