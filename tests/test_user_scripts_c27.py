@@ -133,3 +133,23 @@ def test_optimizer_step_in_backward_matches_torch():
     g, t = _run("optimizer_step_in_backward"), _run_torch("optimizer_step_in_backward")
     _close(g["fixed_out_before"], t["fixed_out_before"], rtol=1e-4, atol=1e-5)
     _close(g["fixed_out"], t["fixed_out"], rtol=1e-4, atol=1e-5)
+
+
+def test_sdpa_tutorial_backends_causal_attention_compile_and_biases():
+    g = _run("sdpa_tutorial")
+    torch = g["torch"]
+    assert torch.allclose(g["example"], g["example_by_hand"], atol=1e-6)
+    # as torch's CPU build: math and flash run, memory-efficient attention does not
+    assert g["supported"] == {"math": True, "flash": True, "efficient": False}
+    assert "(c_attn): Linear(in_features=64, out_features=192, bias=False)" in g["model_repr"]
+    assert g["compiled_same"] and g["compiled_bias_same"]
+    assert " Non-Compilied Causal Attention" in g["profiled_names"]
+    assert "Compiled Causal Attention" in g["compiled_profiled_names"]
+    assert "True, False" in g["bias_reprs"][0] and g["bias_reprs"][0] != g["bias_reprs"][1]
+
+
+def test_sdpa_tutorial_fixed_parts_match_torch():
+    g, t = _run("sdpa_tutorial"), _run_torch("sdpa_tutorial")
+    for key, value in t["fixed_result"].items():
+        _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
+    assert g["bias_reprs"] == tuple(r.replace("torch", "jitgrad") for r in t["bias_reprs"])

@@ -84,7 +84,26 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         weights = where(empty, 0.0, softmax(where(empty, 0.0, scores), dim=-1))
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
-    return weights.matmul(value)
+    return _in_query_layout(weights.matmul(value), query, key, value, dropout_p)
+
+
+def _in_query_layout(out: Tensor, query: Tensor, key: Tensor, value: Tensor,
+                     dropout_p: float) -> Tensor:
+    """``out`` laid out in memory as ``query`` is, where torch's CPU build runs its flash
+    kernel (4-D inputs with unit last strides, no dropout, FLASH_ATTENTION allowed), whose
+    output follows the query's layout: code relies on it, as the SDPA tutorial's
+    ``y.transpose(1, 2).view(N, L, H * E)`` after heads split by ``view(...).transpose(1, 2)``."""
+    from .attention import flash_enabled
+
+    if query.ndim != 4 or dropout_p > 0.0 or not flash_enabled() or \
+            any(t.stride(-1) != 1 for t in (query, key, value)):
+        return out
+    strides = query.stride()
+    order = sorted(range(4), key=lambda d: -strides[d])  # outermost first (stable on ties)
+    if order == [0, 1, 2, 3]:
+        return out
+    inverse = [order.index(d) for d in range(4)]
+    return out.permute(order).contiguous().permute(inverse)
 
 
 def _in_projection(query: Tensor, key: Tensor, value: Tensor, in_proj_weight: Tensor | None,

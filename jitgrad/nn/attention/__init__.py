@@ -47,6 +47,11 @@ def check_backend_enabled() -> None:
                            "kernels.")
 
 
+def flash_enabled() -> bool:
+    """Whether ``sdpa_kernel`` allows FLASH_ATTENTION (the kernel torch's CPU build prefers)."""
+    return SDPBackend.FLASH_ATTENTION in _enabled.backends
+
+
 @contextlib.contextmanager
 def sdpa_kernel(backends: SDPBackend | list[SDPBackend],
                 set_priority: bool = False) -> Iterator[None]:
