@@ -82,3 +82,14 @@ def test_matches_torch():
             if not name.startswith("torch."):
                 expect = old(tx, ty, tz)
                 assert old(x, y, z).tolist() == pytest.approx(expect.tolist(), rel=1e-15), name
+
+
+def test_cross_without_dim_warns_at_the_callers_line():
+    x = jitgrad.ones(3)
+    for call in (lambda: jitgrad.cross(x, x), lambda: x.cross(x),
+                 lambda: jitgrad.cross(x, x, out=jitgrad.empty(3))):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        assert caught[0].filename == __file__
+        assert str(caught[0].message).startswith("Using torch.cross without specifying the dim")

@@ -4,29 +4,16 @@ call them: ``p.data.add_(-lr, p.grad.data)`` is ``add_(Number alpha, Tensor othe
 
 from __future__ import annotations
 
-import os
-import sys
 import warnings
 from numbers import Number
 from typing import Any
 
+from ..errors import user_stacklevel
 from . import registry
 
 # the overloads (each as torch's Tensor method prints it) that warned in this process: torch
 # warns once per process
 _WARNED: set[str] = set()
-
-
-_PACKAGE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-
-
-def _caller_level() -> int:
-    """The ``stacklevel`` of the first frame outside jitgrad (torch's C++ warnings name the
-    user's line, whether the call came as a function, a method or an in-place method)."""
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def scalar_first(name: str, scalar: str, tensors: tuple[str, ...], first: Any,
@@ -51,5 +38,5 @@ def scalar_first(name: str, scalar: str, tensors: tuple[str, ...], first: Any,
         warnings.warn(
             f"This overload of {name} is deprecated:\n\t{name}(Number {scalar}, {named})\n"
             f"Consider using one of the following signatures instead:\n\t{name}({named}, *, "
-            f"Number {scalar} = 1)", UserWarning, stacklevel=_caller_level())
+            f"Number {scalar} = 1)", UserWarning, stacklevel=user_stacklevel())
     return first, rest

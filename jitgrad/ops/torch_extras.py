@@ -12,6 +12,7 @@ import numpy as np
 
 from .autocast_policy import FP32, autocast_policy
 from .. import dtypes
+from ..errors import user_stacklevel
 from ._shape import wrap_dim
 from .arranging import _cross, _diagonal_of, roll_pieces, tile_pieces
 from .creation import eye
@@ -194,7 +195,8 @@ def cross(input, other, dim: int | None = None):  # noqa: A002
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
                       "Please either pass the dim explicitly or simply use torch.linalg.cross."
                       "\nThe default value of dim will change to agree with that of "
-                      "linalg.cross in a future release.", UserWarning, stacklevel=2)
+                      "linalg.cross in a future release.", UserWarning,
+                      stacklevel=user_stacklevel())
         shape = broadcast_shapes(tuple(input.shape), tuple(other.shape))
         dim = next((k for k, s in enumerate(shape) if s == 3), -1)
     return linalg_cross(input, other, dim=dim)
