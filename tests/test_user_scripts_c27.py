@@ -153,3 +153,35 @@ def test_sdpa_tutorial_fixed_parts_match_torch():
     for key, value in t["fixed_result"].items():
         _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
     assert g["bias_reprs"] == tuple(r.replace("torch", "jitgrad") for r in t["bias_reprs"])
+
+
+# ------------------------------------------------------- beginner_source/introyt
+
+
+def _same_text(ours, theirs):
+    """``theirs`` (torch's printout, or a tuple/list of them) with torch's names as jitgrad's."""
+    if isinstance(theirs, str):
+        assert ours == theirs.replace("torch", "jitgrad")
+    elif isinstance(theirs, (list, tuple)):
+        assert len(ours) == len(theirs)
+        for a, b in zip(ours, theirs):
+            _same_text(a, b)
+    else:
+        assert ours == theirs
+
+
+def test_tensors_deeper_runs_its_own_asserts():
+    g = _run("tensors_deeper")
+    det = g["det"]
+    assert det["seeding_repeats"] == (True, True, False)
+    assert det["broadcast"] == (True, True, True) and det["doubled"]
+    assert len(det["broadcast_errors"]) == 3 and det["reshape_is_view"]
+    assert g["svd_ok"]
+    assert det["numpy_bridge"][1] == 17.0 and "23." in det["numpy_bridge"][0]
+
+
+def test_tensors_deeper_printouts_match_torch():
+    g, t = _run("tensors_deeper"), _run_torch("tensors_deeper")
+    assert g["det"].keys() == t["det"].keys()
+    for key, value in t["det"].items():
+        _same_text(g["det"][key], value)
