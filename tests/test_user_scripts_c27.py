@@ -209,3 +209,19 @@ def test_autograd_fundamentals_matches_torch():
     assert g["det"].keys() == t["det"].keys()
     for key, value in t["det"].items():
         _same_text(g["det"][key], value, rtol=2e-6)
+
+
+def test_building_models_layers_behave_as_the_tutorial_says():
+    g = _run("building_models")
+    assert g["linear_ok"] and g["maxpool_ok"] and g["dropout_ok"]
+    assert 10 < g["input_mean"] < 20 and abs(g["normed_mean"]) < 1e-6
+    assert g["det"]["lenet_params"] == 6 * 25 + 6 + 16 * 6 * 9 + 16 + 576 * 120 + 120 \
+        + 120 * 84 + 84 + 850
+    assert "has no attribute 'max_pool2d'" in g["det"]["lenet_error"]
+
+
+def test_building_models_matches_torch():
+    g, t = _run("building_models"), _run_torch("building_models")
+    assert g["det"].keys() == t["det"].keys()
+    for key, value in t["det"].items():
+        _same_text(g["det"][key], value, rtol=2e-6)
