@@ -225,3 +225,16 @@ def test_building_models_matches_torch():
     assert g["det"].keys() == t["det"].keys()
     for key, value in t["det"].items():
         _same_text(g["det"][key], value, rtol=2e-6)
+
+
+def test_training_loop_learns_digits_and_saves_the_best_model():
+    g = _run("training_loop")
+    assert g["first_batch"] == ((4, 1, 28, 28), (4,), (28, 112))
+    assert g["dummy_loss_ok"]
+    assert g["train_losses"][0] > 2 * min(g["train_losses"])
+    assert len(g["saved"]) >= 1 and g["validation_accuracy"] > 0.7
+
+
+def test_training_loop_fixed_steps_match_torch():
+    g, t = _run("training_loop"), _run_torch("training_loop")
+    _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
