@@ -238,3 +238,32 @@ def test_training_loop_learns_digits_and_saves_the_best_model():
 def test_training_loop_fixed_steps_match_torch():
     g, t = _run("training_loop"), _run_torch("training_loop")
     _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------- recipes_source/recipes
+
+
+def test_state_dict_recipes():
+    g = _run("state_dict_recipes")
+    assert g["epoch_losses"][-1] < 0.7 * g["epoch_losses"][0]
+    assert g["grads_after_model_zero_grad"] == [None] * 10
+    assert [k for k, _ in g["model_state_sizes"]] == [
+        f"{m}.{p}" for m in ("conv1", "conv2", "fc1", "fc2", "fc3") for p in ("weight", "bias")]
+    assert len(g["optimizer_state"]["state"]) == 10 and g["fresh_optimizer_state"]["state"] == {}
+    assert repr(g["warm_result"]) == "<All keys matched successfully>" and g["warm_same"]
+    assert g["partial_keys"] == (["head.bias", "head.weight"], sorted(
+        f"fc{i}.{p}" for i in (1, 2, 3) for p in ("weight", "bias")))
+    assert g["state_dict_inference_same"] and g["entire_inference_same"]
+    assert g["entire_default_error"] == "UnpicklingError"
+
+
+def test_state_dict_recipes_match_torch():
+    g, t = _run("state_dict_recipes"), _run_torch("state_dict_recipes")
+    assert g["model_state_sizes"] == t["model_state_sizes"]
+    assert g["fresh_optimizer_state"] == t["fresh_optimizer_state"]
+    assert g["fixed_param_groups"] == t["fixed_param_groups"]
+    assert repr(g["partial_result"]) == repr(t["partial_result"])
+    assert g["strict_error"] == t["strict_error"]
+    _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
+    for k, v in t["fixed_momentum"].items():
+        _close(g["fixed_momentum"][k], v, rtol=1e-3, atol=1e-5)
