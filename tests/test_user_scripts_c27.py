@@ -6,9 +6,22 @@ own checks held, that training lowered the loss, and, where torch is installed, 
 deterministic parts equal the same script's with ``import torch``.
 """
 
+import jitgrad
 from test_user_scripts import _close
-from test_user_scripts import _run
+from test_user_scripts import _run as _run_threads
 from test_user_scripts_b27 import _run_torch
+
+
+def _run(name: str) -> dict:
+    """The script on jitgrad with one BLAS thread, as ``_run_torch`` runs torch with one: on a
+    loaded machine OpenBLAS's threads wait for each other's cores, and the small matrix products
+    of these scripts (an LSTM step) run 10-25x slower with several."""
+    prior = jitgrad.get_num_threads()
+    jitgrad.set_num_threads(1)
+    try:
+        return _run_threads(name)
+    finally:
+        jitgrad.set_num_threads(prior)
 
 
 def _falls(losses, factor):
@@ -267,3 +280,20 @@ def test_state_dict_recipes_match_torch():
     _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
     for k, v in t["fixed_momentum"].items():
         _close(g["fixed_momentum"][k], v, rtol=1e-3, atol=1e-5)
+
+
+# ------------------------------------------------------- pytorch/examples
+
+
+def test_mnist_rnn_learns_digits():
+    g = _run("mnist_rnn")
+    losses, results = g["train_losses"], g["test_results"]
+    assert sum(losses[-10:]) < 0.6 * sum(losses[:10])
+    assert results[-1][1] > 0.5 and results[-1][0] < results[0][0]
+    _close(g["lrs"], [0.7, 0.49, 0.343, 0.2401], rtol=1e-6)  # StepLR(gamma=0.7) from lr=1.0
+
+
+def test_mnist_rnn_fixed_weights_match_torch():
+    g, t = _run("mnist_rnn"), _run_torch("mnist_rnn")
+    _close(g["fixed_result"]["out"], t["fixed_result"]["out"], rtol=1e-4, atol=1e-5)
+    _close(g["fixed_result"]["x_grad"], t["fixed_result"]["x_grad"], rtol=1e-3, atol=1e-6)
