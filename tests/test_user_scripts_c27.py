@@ -297,3 +297,16 @@ def test_mnist_rnn_fixed_weights_match_torch():
     g, t = _run("mnist_rnn"), _run_torch("mnist_rnn")
     _close(g["fixed_result"]["out"], t["fixed_result"]["out"], rtol=1e-4, atol=1e-5)
     _close(g["fixed_result"]["x_grad"], t["fixed_result"]["x_grad"], rtol=1e-3, atol=1e-6)
+
+
+def test_gat_learns_the_synthetic_citation_graph():
+    g = _run("gat")
+    assert g["acc_test"] > 0.7 and g["acc_train_end"] > 0.8
+    assert g["loss_train_end"] < 0.8 * 1.9459  # below log(7), where it starts
+
+
+def test_gat_loads_cora_and_computes_as_torch():
+    g, t = _run("gat"), _run_torch("gat")
+    _same_text(g["data_summary"], t["data_summary"])
+    for key, value in t["fixed_result"].items():
+        _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
