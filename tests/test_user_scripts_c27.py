@@ -310,3 +310,18 @@ def test_gat_loads_cora_and_computes_as_torch():
     _same_text(g["data_summary"], t["data_summary"])
     for key, value in t["fixed_result"].items():
         _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
+
+
+def test_vae_example_trains_and_saves_reconstructions_and_samples():
+    g = _run("vae_example")
+    assert g["train_losses"][-1] < 0.7 * g["train_losses"][0]
+    assert g["test_losses"][-1] < g["test_losses"][0]
+    assert g["saved"] == [f"{kind}_{e}.png.npy" for kind in ("reconstruction", "sample")
+                          for e in (1, 2, 3)]
+    assert g["sample_grid"].shape == (8 * 28, 8 * 28)
+
+
+def test_vae_example_loss_and_gradients_match_torch():
+    g, t = _run("vae_example"), _run_torch("vae_example")
+    for key, value in t["fixed_result"].items():
+        _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-4)
