@@ -192,3 +192,18 @@ def test_onednn_fusion_flag():
         assert jg.jit.onednn_fusion_enabled() is True
     finally:
         jg.jit.enable_onednn_fusion(False)
+
+
+def test_jit_trace_takes_the_example_inputs_as_torch():
+    calls = []
+
+    def f(a, b=None):
+        calls.append(b)
+        return 2 * (a["k"] if isinstance(a, dict) else a)
+
+    x = jg.ones(2)
+    for example, second in ((x, False), ((x, x), True), ([x, x], True), ({"k": x}, False)):
+        calls.clear()
+        jg.jit.trace(f, example)
+        assert len(calls) == 1 and (calls[0] is not None) == second
+    assert jg.jit.trace(jg.nn.Linear(3, 1), [jg.ones(4, 3)])(jg.ones(4, 3)).shape == (4, 1)

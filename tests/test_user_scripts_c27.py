@@ -325,3 +325,23 @@ def test_vae_example_loss_and_gradients_match_torch():
     g, t = _run("vae_example"), _run_torch("vae_example")
     for key, value in t["fixed_result"].items():
         _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-4)
+
+
+def test_tuning_guide_snippets_run_and_keep_results():
+    g = _run("tuning_guide")
+    torch = g["torch"]
+    assert g["losses"][-1] < g["losses"][0]
+    assert g["grads_are_none"] and not g["val_requires_grad"]
+    assert g["gelu_close"] and g["channels_last_same"] and g["channels_last_weight"]
+    assert g["traced_same"] and g["compiled_same"]
+    assert g["bf16_dtype"] == torch.bfloat16
+    assert g["matmul_precision"] == "high" and g["cudnn_benchmark"] is True
+    assert g["onednn_flag"] and not torch.jit.onednn_fusion_enabled()
+
+
+def test_tuning_guide_matches_torch():
+    g, t = _run("tuning_guide"), _run_torch("tuning_guide")
+    assert g["compile_positional_error"] == t["compile_positional_error"]
+    assert g["bf16_dtype"] is g["torch"].bfloat16 and t["bf16_dtype"] is t["torch"].bfloat16
+    for key, value in t["fixed_result"].items():
+        _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)

@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 from ..nn.module import Module
 from ..ops.registry import state
+from ..tensor import Tensor
 from .torch_compile import compile as _compile
 
 T = TypeVar("T")
@@ -44,12 +45,16 @@ def trace(func: Any, example_inputs: Any = None, optimize: Any = None, check_tra
           _force_outplace: bool = False, _module_class: Any = None,
           _compilation_unit: Any = None, example_kwarg_inputs: dict | None = None,
           _store_inputs: bool = True) -> Any:
-    """Compiles ``func`` and runs it once on ``example_inputs`` (a tensor or a tuple of them),
-    which traces it, as ``torch.jit.trace`` runs it."""
+    """Compiles ``func`` and runs it once on ``example_inputs`` (a tensor, or a tuple or list
+    of the arguments), which traces it, as ``torch.jit.trace`` runs it."""
     compiled = _compiled(func)
     if example_inputs is not None or example_kwarg_inputs is not None:
-        args = example_inputs if isinstance(example_inputs, tuple) else (
-            () if example_inputs is None else (example_inputs,))
+        if example_inputs is None:
+            args: tuple = ()
+        elif isinstance(example_inputs, (Tensor, dict)):  # one argument
+            args = (example_inputs,)
+        else:  # a tuple, or a list or other iterable of the arguments (as torch's)
+            args = tuple(example_inputs)
         compiled(*args, **(example_kwarg_inputs or {}))
     return compiled
 
