@@ -6,6 +6,8 @@ own checks held, that training lowered the loss, and, where torch is installed, 
 deterministic parts equal the same script's with ``import torch``.
 """
 
+import math
+
 import jitgrad
 from test_user_scripts import _close
 from test_user_scripts import _run as _run_threads
@@ -343,5 +345,21 @@ def test_tuning_guide_matches_torch():
     g, t = _run("tuning_guide"), _run_torch("tuning_guide")
     assert g["compile_positional_error"] == t["compile_positional_error"]
     assert g["bf16_dtype"] is g["torch"].bfloat16 and t["bf16_dtype"] is t["torch"].bfloat16
+    for key, value in t["fixed_result"].items():
+        _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
+
+
+def test_transformer_language_model_learns_and_reloads_the_best_epoch():
+    g = _run("transformer_lm")
+    assert g["val_losses"][-1] < 0.7 * g["val_losses"][0] or min(g["val_losses"]) < 0.7 * math.log(
+        g["ntokens"])
+    assert g["test_loss"] < 0.6 * math.log(g["ntokens"])  # far below chance
+    assert abs(g["test_loss"] - min(g["val_losses"])) < 0.3  # the best epoch's weights
+    _close(g["lrs"], [5.0 * 0.95, 5.0 * 0.95 ** 2, 5.0 * 0.95 ** 3], rtol=1e-9)
+
+
+def test_transformer_language_model_matches_torch():
+    g, t = _run("transformer_lm"), _run_torch("transformer_lm")
+    assert g["fixed_result"]["data"] == t["fixed_result"]["data"]
     for key, value in t["fixed_result"].items():
         _close(g["fixed_result"][key], value, rtol=1e-4, atol=1e-5)
