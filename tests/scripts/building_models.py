@@ -1,7 +1,7 @@
 # ruff: noqa: B007, E402, E501, E731, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032
 # (tutorial code as is)
 """pytorch/tutorials beginner_source/introyt/modelsyt_tutorial.py: nn.Module and nn.Parameter
-(printing a model, its parameters), Linear, a LeNet with ``import torch.functional as F``
+(printing a model, its parameters), Linear, a LeNet with torch.functional imported as F
 (defined, never run, as in the tutorial: torch.functional has no max_pool2d), an LSTM tagger,
 MaxPool2d, BatchNorm1d, Dropout, and Softmax without dim."""
 import jitgrad as torch

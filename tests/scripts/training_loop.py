@@ -93,7 +93,7 @@ import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 
 
-# PyTorch models inherit from torch.nn.Module
+# PyTorch models inherit from ``torch.nn.Module``
 class GarmentClassifier(nn.Module):
     def __init__(self):
         super(GarmentClassifier, self).__init__()
