@@ -35,6 +35,16 @@ def user_frame(depth: int = 2):
     return None
 
 
+def user_stacklevel(depth: int = 2) -> int:
+    """The ``stacklevel`` that makes ``warnings.warn``, called ``depth - 1`` frames below the
+    caller of this function, name the user's line, however many jitgrad frames (a method, an
+    ``out=`` wrapper, an in-place wrapper) lie between: as torch's C++ warnings do."""
+    f, level = sys._getframe(depth), depth
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR + os.sep):
+        f, level = f.f_back, level + 1
+    return level
+
+
 def user_location(depth: int = 2) -> tuple[str, str]:
     """(``"file.py:12"``, the source text of that line) for the user's current line."""
     f = user_frame(depth + 1)

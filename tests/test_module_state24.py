@@ -169,3 +169,41 @@ def test_share_memory_to_empty_and_set_submodule():
     tmodel = torch.nn.Sequential(torch.nn.Linear(2, 2))
     with pytest.raises(AttributeError, match="has no attribute `missing`"):
         tmodel.set_submodule("missing", torch.nn.Identity(), strict=True)
+
+
+def test_jit_freeze_checks_as_torch_and_returns_the_compiled_module():
+    lin = jg.nn.Linear(3, 2)
+    with pytest.raises(RuntimeError, match="Freezing expects a ScriptModule as input. Please use "
+                       "torch.jit.script or torch.jit.trace to script your 'nn.Module'."):
+        jg.jit.freeze(lin)
+    traced = jg.jit.trace(lin, jg.ones(1, 3))
+    with pytest.raises(RuntimeError, match="Freezing is currently only implemented for modules "
+                       "in eval mode. Please call .eval"):
+        jg.jit.freeze(traced)
+    frozen = jg.jit.freeze(traced.eval())
+    x = jg.rand(4, 3)
+    assert frozen is lin and jg.allclose(frozen(x), x @ lin.weight.T + lin.bias)
+
+
+def test_onednn_fusion_flag():
+    assert jg.jit.onednn_fusion_enabled() is False
+    jg.jit.enable_onednn_fusion(True)
+    try:
+        assert jg.jit.onednn_fusion_enabled() is True
+    finally:
+        jg.jit.enable_onednn_fusion(False)
+
+
+def test_jit_trace_takes_the_example_inputs_as_torch():
+    calls = []
+
+    def f(a, b=None):
+        calls.append(b)
+        return 2 * (a["k"] if isinstance(a, dict) else a)
+
+    x = jg.ones(2)
+    for example, second in ((x, False), ((x, x), True), ([x, x], True), ({"k": x}, False)):
+        calls.clear()
+        jg.jit.trace(f, example)
+        assert len(calls) == 1 and (calls[0] is not None) == second
+    assert jg.jit.trace(jg.nn.Linear(3, 1), [jg.ones(4, 3)])(jg.ones(4, 3)).shape == (4, 1)

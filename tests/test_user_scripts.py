@@ -12,6 +12,7 @@ import os
 import runpy
 import subprocess
 import sys
+import types
 import warnings
 from pathlib import Path
 from unittest import mock
@@ -47,10 +48,19 @@ def _run_torch(name: str) -> dict:
         path = SCRIPTS / f"{name}.py"
         src = path.read_text().replace("import jitgrad", "import torch") \
             .replace("from jitgrad", "from torch").replace("jitgrad.", "torch.")
-        g = {"__name__": "__main__", "__file__": str(path)}
-        with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            exec(compile(src, str(path), "exec"), g)  # noqa: S102
+        # (run in a module that is ``__main__`` meanwhile, as runpy does: pickling a class the
+        # script defines, ``torch.save(model)``, looks it up there)
+        main = types.ModuleType("__main__")
+        main.__file__ = str(path)
+        g = main.__dict__
+        prior = sys.modules["__main__"]
+        sys.modules["__main__"] = main
+        try:
+            with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                exec(compile(src, str(path), "exec"), g)  # noqa: S102
+        finally:
+            sys.modules["__main__"] = prior
         g["torch"].use_deterministic_algorithms(False)
         _CACHE[key] = g
     return _CACHE[key]

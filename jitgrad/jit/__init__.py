@@ -51,7 +51,8 @@ def jit(fn: Callable | None = None, *, backend: str = "auto",
 
 
 _TORCHSCRIPT_NAMES = ("script", "trace", "ignore", "unused", "export", "annotate",
-                      "is_scripting", "is_tracing")
+                      "is_scripting", "is_tracing", "freeze", "enable_onednn_fusion",
+                      "onednn_fusion_enabled")
 
 
 def __getattr__(name: str) -> Any:

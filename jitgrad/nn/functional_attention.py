@@ -12,6 +12,7 @@ from ..ops.creation import ones, zeros
 from ..ops.movement import cat
 from ..ops.selection import where
 from ..tensor import Tensor
+from .attention.bias import CausalBias, CausalVariant
 
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
@@ -54,6 +55,14 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     from .attention import check_backend_enabled
 
     check_backend_enabled()
+    if isinstance(attn_mask, CausalBias):  # torch's CausalBias dispatch
+        if is_causal:
+            raise ValueError("CausalBias should not be used with causal=True")
+        if attn_mask.seq_len_q == attn_mask.seq_len_kv or \
+                attn_mask.variant == CausalVariant.UPPER_LEFT:
+            attn_mask, is_causal = None, True
+        else:
+            attn_mask = attn_mask._materialize(query.device)
     L, S = query.shape[-2], key.shape[-2]
     factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
     if is_causal and attn_mask is not None:
@@ -75,7 +84,26 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         weights = where(empty, 0.0, softmax(where(empty, 0.0, scores), dim=-1))
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
-    return weights.matmul(value)
+    return _in_query_layout(weights.matmul(value), query, key, value, dropout_p)
+
+
+def _in_query_layout(out: Tensor, query: Tensor, key: Tensor, value: Tensor,
+                     dropout_p: float) -> Tensor:
+    """``out`` laid out in memory as ``query`` is, where torch's CPU build runs its flash
+    kernel (4-D inputs with unit last strides, no dropout, FLASH_ATTENTION allowed), whose
+    output follows the query's layout: code relies on it, as the SDPA tutorial's
+    ``y.transpose(1, 2).view(N, L, H * E)`` after heads split by ``view(...).transpose(1, 2)``."""
+    from .attention import flash_enabled
+
+    if query.ndim != 4 or dropout_p > 0.0 or not flash_enabled() or \
+            any(t.stride(-1) != 1 for t in (query, key, value)):
+        return out
+    strides = query.stride()
+    order = sorted(range(4), key=lambda d: -strides[d])  # outermost first (stable on ties)
+    if order == [0, 1, 2, 3]:
+        return out
+    inverse = [order.index(d) for d in range(4)]
+    return out.permute(order).contiguous().permute(inverse)
 
 
 def _in_projection(query: Tensor, key: Tensor, value: Tensor, in_proj_weight: Tensor | None,

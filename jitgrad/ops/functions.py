@@ -14,6 +14,7 @@ from .creation import tensor
 from .elementwise import where
 from .indexing import getitem
 from .linalg import matmul
+from .overloads import scalar_first
 from .registry import apply, lane
 from .surface import public
 
@@ -58,8 +59,11 @@ def _alpha_checked(input, other, alpha):  # noqa: A002
 
 
 @public("add", method=True, inplace=True)
-def add(input, other, *, alpha: Any = 1):  # noqa: A002
-    """``input + alpha * other`` with broadcasting and torch's type promotion."""
+def add(input, other, *deprecated, alpha: Any = 1):  # noqa: A002
+    """``input + alpha * other`` with broadcasting and torch's type promotion (also torch's
+    deprecated ``add(input, alpha, other)``, with its warning)."""
+    if deprecated:
+        alpha, (other,) = scalar_first("add", "alpha", ("other",), other, deprecated)
     if (alpha != 1 or alpha is True) and _alpha_checked(input, other, alpha):
         return apply(ew.ADD_ALPHA, _operand(input), _operand(other), alpha=alpha)
     if alpha != 1:
@@ -68,8 +72,10 @@ def add(input, other, *, alpha: Any = 1):  # noqa: A002
 
 
 @public(("sub", "subtract"), method=True, inplace="sub_")
-def sub(input, other, *, alpha: Any = 1):  # noqa: A002
-    """``input - alpha * other``."""
+def sub(input, other, *deprecated, alpha: Any = 1):  # noqa: A002
+    """``input - alpha * other`` (also torch's deprecated ``sub(input, alpha, other)``)."""
+    if deprecated:
+        alpha, (other,) = scalar_first("sub", "alpha", ("other",), other, deprecated)
     if (alpha != 1 or alpha is True) and _alpha_checked(input, other, alpha):
         return apply(ew.SUB_ALPHA, _operand(input), _operand(other), alpha=alpha)
     if alpha != 1:

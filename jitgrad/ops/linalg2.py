@@ -10,12 +10,12 @@ positive-definite) input raises ``LinAlgError`` with torch's text.
 
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop, sum_to
+from .return_types import return_type
 from .surface import public
 
 
@@ -24,8 +24,7 @@ class LinAlgError(RuntimeError):
     (``torch.linalg.LinAlgError``)."""
 
 
-SlogdetResult = namedtuple("linalg_slogdet", ["sign", "logabsdet"])
-SlogdetResult.__module__ = "jitgrad.return_types"
+SlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
 
 
 def _scalar(dt: dtypes.dtype) -> str:

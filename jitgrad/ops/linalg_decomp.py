@@ -19,7 +19,6 @@ signs (or phases).
 
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 
@@ -27,13 +26,12 @@ from .. import dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _scalar
 from .autocast_policy import FP32, autocast_policy
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
+from .return_types import return_type
 
-EighResult = namedtuple("linalg_eigh", ["eigenvalues", "eigenvectors"])
-QRResult = namedtuple("linalg_qr", ["Q", "R"])
-SVDResult = namedtuple("linalg_svd", ["U", "S", "Vh"])
-LstsqResult = namedtuple("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
-for _t in (EighResult, QRResult, SVDResult, LstsqResult):
-    _t.__module__ = "jitgrad.return_types"
+EighResult = return_type("linalg_eigh", ["eigenvalues", "eigenvectors"])
+QRResult = return_type("linalg_qr", ["Q", "R"])
+SVDResult = return_type("linalg_svd", ["U", "S", "Vh"])
+LstsqResult = return_type("linalg_lstsq", ["solution", "residuals", "rank", "singular_values"])
 
 
 def _check_matrix(name: str, a) -> None:

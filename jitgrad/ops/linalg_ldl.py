@@ -18,18 +18,16 @@ implemented"), nor here.
 from __future__ import annotations
 
 import math
-from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes
 from .out_arg import with_out
 from .registry import OPAQUE, apply, defop
+from .return_types import return_type
 
-LDLFactorResult = namedtuple("linalg_ldl_factor", ["LD", "pivots"])
-LDLFactorExResult = namedtuple("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
-for _t in (LDLFactorResult, LDLFactorExResult):
-    _t.__module__ = "jitgrad.return_types"
+LDLFactorResult = return_type("linalg_ldl_factor", ["LD", "pivots"])
+LDLFactorExResult = return_type("linalg_ldl_factor_ex", ["LD", "pivots", "info"])
 
 _ALPHA = (1.0 + math.sqrt(17.0)) / 8.0
 

@@ -14,7 +14,6 @@ The gradients are torch's, written in jitgrad ops so that they differentiate aga
 
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 
@@ -22,14 +21,13 @@ from .. import dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _scalar
 from .linalg_decomp import SOLVE_TRIANGULAR, _solve_triangular_impl
 from .registry import OPAQUE, apply, defop, sum_to
+from .return_types import return_type
 from .surface import public
 
-LUFactorResult = namedtuple("linalg_lu_factor", ["LU", "pivots"])
-LUFactorExResult = namedtuple("linalg_lu_factor_ex", ["LU", "pivots", "info"])
-LUResult = namedtuple("linalg_lu", ["P", "L", "U"])
-LUUnpackResult = namedtuple("lu_unpack", ["P", "L", "U"])
-for _t in (LUFactorResult, LUFactorExResult, LUResult, LUUnpackResult):
-    _t.__module__ = "jitgrad.return_types"
+LUFactorResult = return_type("linalg_lu_factor", ["LU", "pivots"])
+LUFactorExResult = return_type("linalg_lu_factor_ex", ["LU", "pivots", "info"])
+LUResult = return_type("linalg_lu", ["P", "L", "U"])
+LUUnpackResult = return_type("lu_unpack", ["P", "L", "U"])
 
 
 # ---------------------------------------------------------------- NumPy kernels

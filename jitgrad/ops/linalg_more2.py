@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections import namedtuple
 
 import numpy as np
 
@@ -26,17 +25,15 @@ from .linalg_decomp import (SOLVE_TRIANGULAR, _check_matrix, _diag_embed, _eye_l
                             svd as _svd)
 from .linalg_more import LU_FACTOR_EX, lu_solve
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
+from .return_types import return_type
 from .surface import public
 
-EigResult = namedtuple("linalg_eig", ["eigenvalues", "eigenvectors"])
-InvExResult = namedtuple("linalg_inv_ex", ["inverse", "info"])
-SolveExResult = namedtuple("linalg_solve_ex", ["result", "info"])
-CholeskyExResult = namedtuple("linalg_cholesky_ex", ["L", "info"])
-SvdResult = namedtuple("svd", ["U", "S", "V"])
-TriangularSolveResult = namedtuple("triangular_solve", ["solution", "cloned_coefficient"])
-for _t in (EigResult, InvExResult, SolveExResult, CholeskyExResult, SvdResult,
-           TriangularSolveResult):
-    _t.__module__ = "jitgrad.return_types"
+EigResult = return_type("linalg_eig", ["eigenvalues", "eigenvectors"])
+InvExResult = return_type("linalg_inv_ex", ["inverse", "info"])
+SolveExResult = return_type("linalg_solve_ex", ["result", "info"])
+CholeskyExResult = return_type("linalg_cholesky_ex", ["L", "info"])
+SvdResult = return_type("svd", ["U", "S", "V"])
+TriangularSolveResult = return_type("triangular_solve", ["solution", "cloned_coefficient"])
 
 
 # ---------------------------------------------------------------- eig

@@ -311,11 +311,9 @@ def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
 
 
 def _named_pair(name):
-    from collections import namedtuple
+    from .return_types import return_type
 
-    cls = namedtuple(name, ["values", "indices"])
-    cls.__module__ = "jitgrad.return_types"
-    return cls
+    return return_type(name, ["values", "indices"])
 
 
 ReturnTypes = {"max": _named_pair("max"), "min": _named_pair("min")}

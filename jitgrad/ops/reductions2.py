@@ -7,8 +7,6 @@ dist, renorm, cov, corrcoef) are in ``reductions3.py``."""
 
 from __future__ import annotations
 
-from collections import namedtuple
-
 import numpy as np
 
 from .dtype_rules import scalar_type_name as _short
@@ -16,14 +14,13 @@ from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
 from .registry import OPAQUE, apply, defop
+from .return_types import return_type
 from .selection import where
 from .surface import public
 
 
 def _named(name: str, fields=("values", "indices")):
-    cls = namedtuple(name, list(fields))
-    cls.__module__ = "jitgrad.return_types"
-    return cls
+    return return_type(name, list(fields))
 
 
 CummaxResult, CumminResult = _named("cummax"), _named("cummin")

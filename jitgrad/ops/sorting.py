@@ -10,23 +10,18 @@ the gradient goes) may differ from torch's, while the values are the same.
 
 from __future__ import annotations
 
-from collections import namedtuple
 
 import numpy as np
 
 from .. import dtypes
 from ._shape import axis_alias, wrap_dim
 from .registry import OPAQUE, apply, defop
+from .return_types import return_type
 from .surface import public
 
 
 def _named_pair(name: str):
-    cls = namedtuple(name, ["values", "indices"])
-    cls.__module__ = "jitgrad.return_types"
-    # printed as torch prints its return types: one field per line
-    cls.__repr__ = lambda self: (f"jitgrad.return_types.{name}(\nvalues={self.values!r},\n"
-                                 f"indices={self.indices!r})")
-    return cls
+    return return_type(name, ["values", "indices"])
 
 
 SortResult = _named_pair("sort")

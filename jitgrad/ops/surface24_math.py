@@ -11,7 +11,6 @@ from __future__ import annotations
 import builtins
 import itertools
 import math
-from collections import namedtuple
 from typing import Any
 
 import numpy as np
@@ -19,6 +18,7 @@ import numpy as np
 from .. import dtypes
 from . import registry
 from .registry import apply
+from .return_types import return_type
 from .surface import public
 from .surface24 import fn
 
@@ -188,7 +188,7 @@ def _int_binary(name: str, fn: Any):
 gcd = _int_binary("gcd", np.gcd)
 lcm = _int_binary("lcm", np.lcm)
 
-frexp_result = namedtuple("frexp", ["mantissa", "exponent"])
+frexp_result = return_type("frexp", ["mantissa", "exponent"])
 
 
 @public("frexp", method=True)
@@ -437,7 +437,7 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
     hist, edges = np.histogram(input.detach().numpy().reshape(-1), bins=b, range=range,
                                weights=None if w is None else w.reshape(-1), density=density)
     dt = input.dtype
-    return namedtuple("histogram", ["hist", "bin_edges"])(
+    return return_type("histogram", ["hist", "bin_edges"])(
         _new(hist.astype(dt.np), dt, device=input.device),
         _new(edges.astype(dt.np), dt, device=input.device))
 
@@ -463,7 +463,7 @@ def histogramdd(input: Any, bins: Any = 10, *, range: Any = None, weight: Any = 
     w = None if weight is None else weight.detach().numpy().reshape(-1)
     hist, edges = np.histogramdd(pts, bins=b, range=rng, weights=w, density=density)
     dt = input.dtype
-    return namedtuple("histogramdd", ["hist", "bin_edges"])(
+    return return_type("histogramdd", ["hist", "bin_edges"])(
         _new(hist.astype(dt.np), dt, device=input.device),
         tuple(_new(e.astype(dt.np), dt, device=input.device) for e in edges))
 

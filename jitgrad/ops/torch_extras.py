@@ -12,9 +12,11 @@ import numpy as np
 
 from .autocast_policy import FP32, autocast_policy
 from .. import dtypes
+from ..errors import user_stacklevel
 from ._shape import wrap_dim
 from .arranging import _cross, _diagonal_of, roll_pieces, tile_pieces
 from .creation import eye
+from .overloads import scalar_first
 from .registry import (BILINEAR, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, apply,
                        broadcast_shapes, defop)
 from .selection import where
@@ -193,7 +195,8 @@ def cross(input, other, dim: int | None = None):  # noqa: A002
         warnings.warn("Using torch.cross without specifying the dim arg is deprecated.\n"
                       "Please either pass the dim explicitly or simply use torch.linalg.cross."
                       "\nThe default value of dim will change to agree with that of "
-                      "linalg.cross in a future release.", UserWarning, stacklevel=2)
+                      "linalg.cross in a future release.", UserWarning,
+                      stacklevel=user_stacklevel())
         shape = broadcast_shapes(tuple(input.shape), tuple(other.shape))
         dim = next((k for k, s in enumerate(shape) if s == 3), -1)
     return linalg_cross(input, other, dim=dim)
@@ -208,8 +211,12 @@ ADDCMUL = defop(
 
 
 @public("addcmul", method=True, inplace=True)
-def addcmul(input, tensor1, tensor2, *, value=1):  # noqa: A002
-    """``input + value * tensor1 * tensor2``."""
+def addcmul(input, tensor1, tensor2, *deprecated, value=1):  # noqa: A002
+    """``input + value * tensor1 * tensor2`` (also torch's deprecated ``addcmul(input, value,
+    tensor1, tensor2)``)."""
+    if deprecated:
+        value, (tensor1, tensor2) = scalar_first("addcmul", "value", ("tensor1", "tensor2"),
+                                                 tensor1, (tensor2, *deprecated))
     return apply(ADDCMUL, input, tensor1, tensor2, value=value)
 ADDCDIV = defop(
     "addcdiv", lambda a, b, c, value: a + value * (b / c), kind=POINTWISE, save=(1, 2),
@@ -220,8 +227,12 @@ ADDCDIV = defop(
 
 
 @public("addcdiv", method=True, inplace=True)
-def addcdiv(input, tensor1, tensor2, *, value=1):  # noqa: A002
-    """``input + value * tensor1 / tensor2`` (true division)."""
+def addcdiv(input, tensor1, tensor2, *deprecated, value=1):  # noqa: A002
+    """``input + value * tensor1 / tensor2`` (true division; also torch's deprecated
+    ``addcdiv(input, value, tensor1, tensor2)``)."""
+    if deprecated:
+        value, (tensor1, tensor2) = scalar_first("addcdiv", "value", ("tensor1", "tensor2"),
+                                                 tensor1, (tensor2, *deprecated))
     if not (tensor1.dtype.is_floating_point or tensor1.dtype.is_complex) and \
             not (tensor2.dtype.is_floating_point or tensor2.dtype.is_complex):
         raise RuntimeError("Integer division with addcdiv is no longer supported, and in a "

@@ -1,4 +1,5 @@
-"""``jitgrad.nn.attention``: torch.nn.attention's ``SDPBackend`` and ``sdpa_kernel``.
+"""``jitgrad.nn.attention``: torch.nn.attention's ``SDPBackend`` and ``sdpa_kernel`` (and, in
+``bias``, the causal biases).
 
 jitgrad has one implementation of ``scaled_dot_product_attention``, torch's math reference
 (softmax of the scaled scores, then the product with ``value``), which serves where torch's
@@ -44,6 +45,11 @@ def check_backend_enabled() -> None:
         raise RuntimeError("No viable backend for scaled_dot_product_attention was found. This "
                            "is likely due to turning off both the math kernel and the fused "
                            "kernels.")
+
+
+def flash_enabled() -> bool:
+    """Whether ``sdpa_kernel`` allows FLASH_ATTENTION (the kernel torch's CPU build prefers)."""
+    return SDPBackend.FLASH_ATTENTION in _enabled.backends
 
 
 @contextlib.contextmanager
