@@ -111,7 +111,7 @@ def build(node: Any, key: tuple):
 GENERAL_PROGRAMS: defaultdict = defaultdict(dict)  # op -> {key -> sightings, program, False}
 
 
-class _Unfit(Exception):
+class _NoKeyError(Exception):
     """A node's arguments or params have no program key."""
 
 
@@ -131,7 +131,7 @@ def _frozen(v: Any) -> Any:
     if t is complex:
         return (complex, v.real.hex(), v.imag.hex())
     if isinstance(v, registry.Tensor) or not getattr(t, "__hash__", None):
-        raise _Unfit  # (a tensor would be pinned by the cache; unhashable values have no key)
+        raise _NoKeyError  # (a tensor would be pinned by the cache; unhashable values have no key)
     return (t, v)
 
 
@@ -154,18 +154,21 @@ def general_key(node: Any, g: Any) -> tuple | None:
             if t is SavedTensor:
                 if a._unpack is not None or a._vc is None:
                     return None
-                x = a._value
-                described.append((0, x._data.shape, x._dtype))
+                data = a._value._data
+                if type(data) is not np.ndarray:  # (a sparse or meta tensor)
+                    return None
+                described.append((0, data.shape, a._dtype))
             elif t is registry.Meta:
                 described.append((1, a.shape, a.dtype))
             else:
                 described.append(_frozen(a))
         params = node.params
         frozen = tuple((k, _frozen(v)) for k, v in params.items()) if params else ()
-    except _Unfit:
+    except _NoKeyError:
         return None
     out = node._out
-    if out is not None and (type(out) is not SavedTensor or out._unpack is not None):
+    if out is not None and (type(out) is not SavedTensor or out._unpack is not None
+                            or type(out._value) is not np.ndarray):
         return None
     return (mask, tuple(described), frozen, meta.shape, meta.dtype, out is not None)
 
