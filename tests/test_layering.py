@@ -37,6 +37,7 @@ LAYERS = [
               "jitgrad.ops.dtype_rules"]),
     ("registry", ["jitgrad.ops.registry"]),
     ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy",
+                "jitgrad._meta",
                 "jitgrad._type_info"]),
     # (the eager engine traces VJP rules into NumPy programs with what the jit is built on)
     ("trace", ["jitgrad._ir", "jitgrad._tracer", "jitgrad._interpret", "jitgrad._pycode"]),

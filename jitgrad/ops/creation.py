@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -215,6 +216,8 @@ def _factory(fill, fname: str):
                             f"'{next(iter(kwargs))}'")
         dev = check_device(device)
         dt = dtype or dtypes.get_default_dtype()
+        if dev.type == "meta":  # a shape, no values (and no memory)
+            return _tensor._new_meta(_size_arg(fname, size, size_kw), dt, requires_grad)
         data = fill(_size_arg(fname, size, size_kw), dt.np)
         if fmt is not None and fmt.name.startswith("channels_last"):  # (empty's memory_format)
             check_format_rank(data.ndim, fmt)
@@ -240,6 +243,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
     dt = dtype or dtypes.scalar_dtype(fill_value)
+    if dev.type == "meta":
+        return _tensor._new_meta(_shape((size,)), dt, requires_grad)
     return _tensor._new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad, dev)
 
 
@@ -282,6 +287,9 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
+    if dev.type == "meta":  # (torch's length: ceil((end - start) / step))
+        n = builtins.max(0, math.ceil((float(end) - float(start)) / float(step)))
+        return _tensor._new_meta((n,), dtype, requires_grad)
     return _tensor._new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
 
 

@@ -262,6 +262,18 @@ sparse_any: Callable | None = None
 sparse_apply: Callable | None = None
 
 
+class _NoMetaArray:  # (``meta_array`` until ``jitgrad._meta`` is imported)
+    pass
+
+
+# The meta device (``jitgrad._meta``): once a meta tensor exists, the general path hands a call
+# with a meta tensor to ``meta_compute`` (the op's shape/dtype rule, no values); until then the
+# dispatcher's only meta cost is reading ``meta_live``. ``meta_array``: ``_meta.MetaArray``.
+meta_live = False
+meta_compute: Callable | None = None
+meta_array: type = _NoMetaArray
+
+
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
     if op.by_category and not params and 0 < len(args) < 3:  # f(t), t1 + t2: the uniform lane
@@ -305,14 +317,16 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
             dt = a._dtype
             out_dtype = out_dtypes[dt]
             x = a._data
-            if out_dtype is None or cuda_live and type(x) is _CudaArray:
-                pass  # computed in another dtype, or a cuda tensor: the general path
+            if out_dtype is None or cuda_live and type(x) is _CudaArray \
+                    or meta_live and type(x) is meta_array:
+                pass  # computed in another dtype, or a cuda or meta tensor: the general path
             elif b is _UNARY:
                 out = op.impl(x)
                 hot = True
                 b = None  # (one operand: the record's second operand is None)
-            elif type(b) is Tensor and b._dtype is dt and (not cuda_live
-                                                           or type(b._data) is not _CudaArray):
+            elif type(b) is Tensor and b._dtype is dt and (
+                    not cuda_live or type(b._data) is not _CudaArray) and (
+                    not meta_live or type(b._data) is not meta_array):
                 y = b._data
                 try:
                     out = op.impl(x, y)
@@ -406,8 +420,17 @@ def _any_cuda(args: tuple) -> bool:
     return False
 
 
+def _any_meta(args: tuple) -> bool:
+    for a in args:
+        if isinstance(a, Tensor) and type(a._data) is meta_array:
+            return True
+    return False
+
+
 def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     """Runs ``op.impl`` on ``args``' arrays: (its result, the result's dtype or dtypes)."""
+    if meta_live and _any_meta(args):  # the op's shape/dtype rule alone (``jitgrad._meta``)
+        return meta_compute(op, args, params)
     if cuda_live and _any_cuda(args):  # the CUDA runtime runs ops on cuda tensors
         return cuda_compute(op, args, params)
     if op.kind != POINTWISE:
@@ -470,8 +493,8 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
     in-place ops on views and when the base's history changes)."""
     base = args[0]
     for i, o in enumerate(outputs):
-        if (o._data.shares_memory(base._data) if type(o._data) is _CudaArray else
-                np.may_share_memory(o._data, base._data)):
+        if (np.may_share_memory(o._data, base._data) if type(o._data) is _ndarray else
+                o._data.shares_memory(base._data)):
             step = (op, args[1:], tuple(params.items()), i if len(outputs) > 1 else None)
             if base._base is not None:
                 o._base = base._base
@@ -490,7 +513,7 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
 def _wrap(data, dt):
     npdt = dt.np
     if type(data) is not _ndarray or (data.dtype is not npdt and data.dtype != npdt):
-        if type(data) is not _CudaArray:
+        if type(data) is not _CudaArray and type(data) is not meta_array:
             data = np.asarray(data, dtype=npdt)
     return make(data, dt)
 

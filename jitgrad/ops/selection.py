@@ -22,7 +22,13 @@ def _is_traced(*ts) -> bool:
 
 
 def _data_dependent(what: str, *ts) -> None:
-    """Raises ConcretizationError unless every ``t`` is an eager tensor with values."""
+    """Raises ConcretizationError unless every ``t`` is an eager tensor with values (a meta
+    tensor's stand-in: NotImplementedError, as torch's meta kernels)."""
+    for t in ts:
+        if isinstance(t, registry.Tensor) and "_meta_standin" in t.__dict__:
+            from .._meta import data_dependent_error
+
+            raise data_dependent_error(what)
     if registry.state.traces or any(type(t) is not registry.Tensor and not (
             isinstance(t, registry.Tensor) and t._trace is None) for t in ts):
         from ..errors import data_dependent_shape_error
