@@ -16,7 +16,6 @@ import numpy as np
 from . import dtypes
 from .device import device as _device
 from .device import cpu as _cpu
-from .device import get_default_device as _default_device
 from ._cuda_array import TO_NUMPY as _TO_NUMPY
 from ._cuda_array import CudaArray as _CudaArray
 from ._cuda_array import to_device as _to_device
@@ -92,8 +91,6 @@ class Tensor:
                 arr, dt = to_array(args[0], dt)
             else:
                 raise TypeError("new() received an invalid combination of arguments")
-            if _default_device().type == "meta":  # (as torch's: inside ``with device("meta")``)
-                arr = _meta.array(arr.shape, arr.dtype)
         self._init(arr, dt)
 
     # ------------------------------------------------------------------ metadata

@@ -82,6 +82,10 @@ def _as_index(k):
             from ..errors import data_dependent_shape_error
 
             raise data_dependent_shape_error("boolean mask indexing")
+        if t.is_meta:
+            from .._meta import data_dependent_error
+
+            raise data_dependent_error("boolean mask indexing")
         if t.is_cuda:  # (the nonzero op: its count is read back, its indices stay there)
             return list(t.nonzero(as_tuple=True)) if t.ndim else [t.nonzero()[:, 0]]
         return [make_tensor(nz) for nz in np.nonzero(t._data)]
@@ -127,7 +131,7 @@ def _normalize_key(x, key) -> tuple[tuple, list]:
                              "boolean tensor mask")
         elif isinstance(k, (int, np.integer)) or (isinstance(k, registry.Tensor) and k.ndim == 0 and
                                                   dtypes.is_integral(k.dtype) and
-                                                  k._trace is None):
+                                                  k._trace is None and not k.is_meta):
             _check_bounds(np.asarray(int(k)), dim, x.shape[dim])
             spec.append(int(k))
             dim += 1
@@ -135,9 +139,11 @@ def _normalize_key(x, key) -> tuple[tuple, list]:
             for t in _as_index(k):
                 if x.is_cuda and not t.is_cuda:  # (as torch: host indices for a cuda tensor)
                     t = t.cuda()
+                elif x.is_meta and not t.is_meta:  # (and for a meta tensor)
+                    t = t.to("meta")
                 if t.is_cuda:
                     _check_bounds_on_device(t, len(tensors), x.shape[dim])
-                elif t._trace is None:  # (torch numbers these by advanced index, not by dim)
+                elif t._trace is None and not t.is_meta:  # (torch numbers these by advanced index, not by dim)
                     _check_bounds(t._data, len(tensors), x.shape[dim])
                 spec.append(("t", len(tensors)))
                 tensors.append(t)
