@@ -143,7 +143,8 @@ def _normalize_key(x, key) -> tuple[tuple, list]:
                     t = t.to("meta")
                 if t.is_cuda:
                     _check_bounds_on_device(t, len(tensors), x.shape[dim])
-                elif t._trace is None and not t.is_meta:  # (torch numbers these by advanced index, not by dim)
+                elif t._trace is None and not t.is_meta:
+                    # (torch numbers these by advanced index, not by dim)
                     _check_bounds(t._data, len(tensors), x.shape[dim])
                 spec.append(("t", len(tensors)))
                 tensors.append(t)
