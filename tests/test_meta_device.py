@@ -56,6 +56,7 @@ def test_device_context_sets_the_default_device_and_nests():
             assert lib.get_default_device() == lib.device("meta")
             assert lib.ones(1, device="cpu").device == lib.device("cpu")  # explicit wins
             assert lib.zeros_like(lib.ones(1, device="cpu")).device.type == "cpu"  # the input's
+            assert lib.as_tensor(lib.ones(1, device="cpu")).is_meta
         assert lib.get_default_device() == lib.device("cpu")
         with pytest.raises(ValueError):
             with lib.device("meta"):
@@ -144,6 +145,8 @@ def test_meta_factories_match_torch():
         lambda lib: lib.ones(2, 3).to("meta"),
         lambda lib: lib.ones(2, 3).to(device="meta", dtype=lib.float16),
         lambda lib: lib.ones(2, requires_grad=True).to("meta"),
+        lambda lib: lib.ones(2).to(lib.empty(1, dtype=lib.float64, device="meta")),
+        lambda lib: lib.eye(3, 4, device="meta"),
     ]
     for make in makers:
         want, got = make(torch), make(jitgrad)

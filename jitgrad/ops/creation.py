@@ -32,7 +32,8 @@ def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     """Converts ``data`` to a tensor, sharing memory with a NumPy array or tensor if it can."""
     dev = check_device(device)
     if isinstance(data, registry.Tensor) and (dtype is None or dtype is data.dtype):
-        return data if device is None else data.to(dev)
+        # (a default device other than the CPU, ``with device("meta")``, applies as torch's)
+        return data if device is None and dev.type == "cpu" else data.to(dev)
     arr, dt = _to_array(data, dtype, copy=False)
     return _tensor._new(arr, dt, False, dev)
 
@@ -318,4 +319,6 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
+    if dev.type == "meta":
+        return _tensor._new_meta((n, n if m is None else m), dt, requires_grad)
     return _tensor._new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)

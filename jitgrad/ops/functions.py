@@ -179,8 +179,8 @@ def _to(self, *args: Any, **kwargs: Any):
     for a in args:
         if isinstance(a, dtypes.dtype):
             dtype = a
-        elif isinstance(a, Tensor):
-            dtype = a.dtype
+        elif isinstance(a, Tensor):  # to(other): its dtype and device
+            dtype, dev = a.dtype, a.device
         elif isinstance(a, (str, device)):
             dev = a
     target = check_device(dev) if dev is not None else None
