@@ -584,13 +584,6 @@ def _new(data: Any, dt: dtypes.dtype, requires_grad: bool = False, device: Any =
     return t
 
 
-def _new_meta(shape: tuple, dt: dtypes.dtype, requires_grad: bool = False,
-              strides: tuple | None = None) -> Tensor:
-    """A new meta leaf tensor, as a factory makes one (``zeros(..., device="meta")``): no
-    values are ever made, so it costs no memory whatever its size (``strides`` in bytes)."""
-    return _new(_meta.array(shape, dt.np, strides), dt, requires_grad)
-
-
 class _GraphSlots:
     """What a tensor uses of the autograd graph built on it, filled in by the layers above at
     import (tensor data comes first, the graph after): ``AccumulateGrad`` (by

@@ -352,6 +352,26 @@ def test_backward_with_hooks_create_graph_and_accumulation_on_meta():
     assert gg.is_meta and tuple(gg.shape) == (3,)
 
 
+def test_in_place_views_forward_ad_and_func_on_meta_like_torch():
+    torch = _torch()
+    import torch.autograd.forward_ad as torch_fwad
+
+    out = {}
+    for lib, fwad in ((torch, torch_fwad), (jitgrad, jitgrad.autograd.forward_ad)):
+        x = lib.empty(3, 4, device="meta", requires_grad=True)
+        y = x * 2
+        y[0] = 1.0  # through a view: CopySlices
+        y[:, 1].mul_(3)
+        y.relu_().sum().backward()
+        with fwad.dual_level():
+            d = fwad.make_dual(lib.empty(3, device="meta"), lib.empty(3, device="meta"))
+            tangent = fwad.unpack_dual((d.sin() * 2).sum()).tangent
+        g = lib.func.grad(lambda t: (t * t).sum())(lib.empty(3, device="meta"))
+        out[lib] = [repr(t).replace("torch.", "jitgrad.") for t in (x.grad, tangent, g)] + [
+            y.grad_fn.name()]
+    assert out[jitgrad] == out[torch]
+
+
 def test_training_step_on_a_meta_model():
     with jitgrad.device("meta"):
         m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),

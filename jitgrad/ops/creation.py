@@ -11,9 +11,17 @@ import numpy as np
 from .. import dtypes
 from .._data import to_array as _to_array
 from ..device import check_device
+from .. import _meta
 from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the ops load)
 from . import registry
 from .surface import public
+
+
+def meta_empty(shape: tuple, dt: dtypes.dtype, requires_grad: bool = False,
+               strides: tuple | None = None) -> Any:
+    """A new meta leaf tensor, as a factory makes one (``zeros(..., device="meta")``): no
+    values are ever made, so it costs no memory whatever its size (``strides`` in bytes)."""
+    return _tensor._new(_meta.array(shape, dt.np, strides), dt, requires_grad)
 
 
 @public("tensor")
@@ -218,7 +226,7 @@ def _factory(fill, fname: str):
         dev = check_device(device)
         dt = dtype or dtypes.get_default_dtype()
         if dev.type == "meta":  # a shape, no values (and no memory)
-            return _tensor._new_meta(_size_arg(fname, size, size_kw), dt, requires_grad)
+            return meta_empty(_size_arg(fname, size, size_kw), dt, requires_grad)
         data = fill(_size_arg(fname, size, size_kw), dt.np)
         if fmt is not None and fmt.name.startswith("channels_last"):  # (empty's memory_format)
             check_format_rank(data.ndim, fmt)
@@ -245,7 +253,7 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
                         f"{type(size).__name__}")
     dt = dtype or dtypes.scalar_dtype(fill_value)
     if dev.type == "meta":
-        return _tensor._new_meta(_shape((size,)), dt, requires_grad)
+        return meta_empty(_shape((size,)), dt, requires_grad)
     return _tensor._new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad, dev)
 
 
@@ -290,7 +298,7 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
     if dev.type == "meta":  # (torch's length: ceil((end - start) / step))
         n = builtins.max(0, math.ceil((float(end) - float(start)) / float(step)))
-        return _tensor._new_meta((n,), dtype, requires_grad)
+        return meta_empty((n,), dtype, requires_grad)
     return _tensor._new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
 
 
@@ -320,5 +328,5 @@ def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
     if dev.type == "meta":
-        return _tensor._new_meta((n, n if m is None else m), dt, requires_grad)
+        return meta_empty((n, n if m is None else m), dt, requires_grad)
     return _tensor._new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)

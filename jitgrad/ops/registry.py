@@ -261,17 +261,12 @@ sparse_live = False
 sparse_any: Callable | None = None
 sparse_apply: Callable | None = None
 
-
-class _NoMetaArray:  # (``meta_array`` until ``jitgrad._meta`` is imported)
-    pass
-
-
 # The meta device (``jitgrad._meta``): once a meta tensor exists, the general path hands a call
-# with a meta tensor to ``meta_compute`` (the op's shape/dtype rule, no values); until then the
-# dispatcher's only meta cost is reading ``meta_live``. ``meta_array``: ``_meta.MetaArray``.
+# with one to ``meta_compute`` (the op's shape/dtype rule alone); until then the dispatcher's
+# only meta cost is reading ``meta_live``. ``meta_array``: ``_meta.MetaArray``, set there.
 meta_live = False
 meta_compute: Callable | None = None
-meta_array: type = _NoMetaArray
+meta_array: type = type(None)  # (no tensor's data is None: nothing matches until it is set)
 
 
 def apply(op: OpDef, *args: Any, **params: Any):
@@ -420,17 +415,10 @@ def _any_cuda(args: tuple) -> bool:
     return False
 
 
-def _any_meta(args: tuple) -> bool:
-    for a in args:
-        if isinstance(a, Tensor) and type(a._data) is meta_array:
-            return True
-    return False
-
-
 def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     """Runs ``op.impl`` on ``args``' arrays: (its result, the result's dtype or dtypes)."""
-    if meta_live and _any_meta(args):  # the op's shape/dtype rule alone (``jitgrad._meta``)
-        return meta_compute(op, args, params)
+    if meta_live and any(isinstance(a, Tensor) and type(a._data) is meta_array for a in args):
+        return meta_compute(op, args, params)  # the op's shape/dtype rule alone
     if cuda_live and _any_cuda(args):  # the CUDA runtime runs ops on cuda tensors
         return cuda_compute(op, args, params)
     if op.kind != POINTWISE:

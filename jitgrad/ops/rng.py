@@ -40,7 +40,7 @@ def sample(kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
     numbers, or an ``rng`` equation inside ``jit``; on a cuda ``device``, drawn there
     (``backends/cuda_random``: another stream than the CPU's)."""
     if device is not None and device.type == "meta":  # no values to draw
-        from ..tensor import _new_meta as empty
+        from .creation import meta_empty as empty
 
         return empty(tuple(shape), dtype, requires_grad)
     params = dict(kind=kind, shape=tuple(shape), dtype=dtype, **params)

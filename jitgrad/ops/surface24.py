@@ -340,7 +340,7 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = No
     dt = dtype or dtypes.get_default_dtype()
     dev = check_device(device)
     if dev.type == "meta":  # (the strides are kept; no memory)
-        from ..tensor import _new_meta as empty
+        from .creation import meta_empty as empty
 
         _strided_array((0,) * len(size), stride, dt.np)  # (its checks of size and stride)
         return empty(tuple(size), dt, requires_grad,
