@@ -212,6 +212,24 @@ def test_ops_on_meta_tensors_give_torch_shapes_and_dtypes(i):
     assert got.dtype.name == str(want.dtype).split(".")[1]
 
 
+_FUNCTIONS = [  # functions that check values or compute outside ops on the CPU
+    lambda lib: lib.any(_meta(lib, 3, 4), 1), lambda lib: _meta(lib, 3).all(),
+    lambda lib: _meta(lib, 3, 4).any(dim=0, keepdim=True),
+    lambda lib: lib.multinomial(_meta(lib, 4), 2),
+    lambda lib: lib.multinomial(_meta(lib, 2, 4), 3, replacement=True),
+    lambda lib: _meta(lib, 3, 4).scatter(1, _meta(lib, 3, 2, dtype=lib.int64), 1.0),
+    lambda lib: lib.nn.functional.one_hot(_meta(lib, 3, dtype=lib.int64), 5),
+    lambda lib: lib.ones(3).type_as(_meta(lib, 1, dtype=lib.float64)),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_FUNCTIONS)))
+def test_value_reading_functions_on_meta_match_torch(i):
+    torch = _torch()
+    want, got = _FUNCTIONS[i](torch), _FUNCTIONS[i](jitgrad)
+    assert repr(got) == repr(want).replace("torch.", "jitgrad.")
+
+
 def test_multi_output_ops_and_views_on_meta():
     x = _meta(jitgrad, 4, 3)
     values, indices = x.max(1)

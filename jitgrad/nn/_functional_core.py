@@ -265,6 +265,14 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
     if tensor.dtype != dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.is_meta:  # (the shape needs num_classes: the values are not there to count)
+        if num_classes == -1:
+            from .._meta import data_dependent_error
+
+            raise data_dependent_error("one_hot without num_classes")
+        from ..ops.creation import empty
+
+        return empty(*tensor.shape, num_classes, dtype=dtypes.int64, device="meta")
     idx = tensor.detach().numpy()
     if num_classes == -1:
         if idx.size == 0:

@@ -135,11 +135,15 @@ def clamp(input, min=None, max=None):  # noqa: F811
 
 @public("all", method=True)
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    if input.is_meta:  # (no values: the shape and dtype from ops)
+        return (input == 0).sum(dim=dim, keepdim=keepdim) == 0
     return tensor(np.all(input._data, axis=dim, keepdims=keepdim))
 
 
 @public("any", method=True)
 def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    if input.is_meta:
+        return (input != 0).sum(dim=dim, keepdim=keepdim) > 0
     return tensor(np.any(input._data, axis=dim, keepdims=keepdim))
 
 
@@ -238,7 +242,7 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.view_as = lambda self, other: self.view(tuple(other.shape))
     Tensor.reshape_as = lambda self, other: self.reshape(tuple(other.shape))
     Tensor.expand_as = lambda self, other: self.expand(tuple(other.shape))
-    Tensor.type_as = lambda self, other: self.to(other.dtype)
+    Tensor.type_as = lambda self, other: self.to(other)  # (its dtype and device, as torch)
     Tensor.where = lambda self, condition, y: where(condition, self, y)
     for name, dt in (("float", dtypes.float32), ("double", dtypes.float64),
                      ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),

@@ -334,7 +334,7 @@ def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if src is not None and src.dtype is not input.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-    if not _is_traced(index) and index.numel() and not index.is_cuda:  # (cuda: on the device)
+    if not _is_traced(index) and index.numel() and index.is_cpu:  # (cuda: on the device)
         bad = (index._data < 0) | (index._data >= input.shape[d])
         if bad.any():
             raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
