@@ -230,6 +230,13 @@ def test_value_reading_functions_on_meta_match_torch(i):
     assert repr(got) == repr(want).replace("torch.", "jitgrad.")
 
 
+def test_assert_close_compares_the_metadata_of_meta_tensors():
+    same_error(lambda lib: lib.testing.assert_close(_meta(lib, 2, 3), _meta(lib, 2, 4)))
+    same_error(lambda lib: lib.testing.assert_close(_meta(lib, 2, 3), lib.ones(2, 3)))
+    same_error(lambda lib: lib.testing.assert_close(_meta(lib, 2), _meta(lib, 2, dtype=lib.int64)))
+    jitgrad.testing.assert_close(_meta(jitgrad, 2, 3), _meta(jitgrad, 2, 3))
+
+
 def test_multi_output_ops_and_views_on_meta():
     x = _meta(jitgrad, 4, 3)
     values, indices = x.max(1)
