@@ -57,6 +57,7 @@ def test_device_context_sets_the_default_device_and_nests():
             assert lib.ones(1, device="cpu").device == lib.device("cpu")  # explicit wins
             assert lib.zeros_like(lib.ones(1, device="cpu")).device.type == "cpu"  # the input's
             assert lib.as_tensor(lib.ones(1, device="cpu")).is_meta
+            assert lib.nn.Parameter().is_meta and lib.scalar_tensor(1.0).is_meta
         assert lib.get_default_device() == lib.device("cpu")
         with pytest.raises(ValueError):
             with lib.device("meta"):
