@@ -338,6 +338,26 @@ def test_copy_and_pickle_meta_tensors():
     assert p.is_meta and isinstance(p, nn.Parameter)
 
 
+def test_save_and_load_meta_tensors_and_map_location_meta(tmp_path):
+    torch = _torch()
+    for lib in (torch, jitgrad):
+        path = tmp_path / f"{lib.__name__}.pt"
+        sd = {"m": lib.nn.Linear(2, 3, device="meta").state_dict(), "i": lib.arange(4),
+              "h": lib.ones(2, dtype=lib.bfloat16)}
+        lib.save(sd, path)
+        back = lib.load(path)
+        assert back["m"]["weight"].is_meta and tuple(back["m"]["weight"].shape) == (3, 2)
+        assert back["i"].tolist() == [0, 1, 2, 3]
+        lazy = lib.load(path, map_location="meta")  # shapes and dtypes, no values read
+        assert [repr(t).replace("torch.", "jitgrad.") for t in (lazy["i"], lazy["h"])] == [
+            "tensor(..., device='meta', size=(4,), dtype=jitgrad.int64)",
+            "tensor(..., device='meta', size=(2,), dtype=jitgrad.bfloat16)"]
+        with lib.device("meta"):
+            model = lib.nn.Linear(2, 3)
+        model.load_state_dict(lazy["m"], assign=True)
+        assert model.weight.is_meta
+
+
 def test_jit_of_meta_tensors_runs_eagerly():
     f = jitgrad.jit(lambda a, b: (a @ b).tanh() + 1)
     out = f(_meta(jitgrad, 4, 3), _meta(jitgrad, 3, 2))
