@@ -115,8 +115,14 @@ def test_cpu_work_inside_a_meta_block_stays_on_the_cpu():
         (a * a).sum().backward()
         b = jitgrad.ones(3, device="cpu").uniform_()
         c = jitgrad.where(a > 0, a, 0.0)
+        x = jitgrad.ones(1, 2, 5, device="cpu")
+        made = [x.clamp(min=jitgrad.zeros(5, device="cpu"), max=1.0),
+                ~jitgrad.ones(3, dtype=jitgrad.int64, device="cpu"),
+                nn.functional.pad(x, (2, 2), mode="circular"),
+                nn.functional.pad(x, (2, 2), mode="reflect"),
+                nn.functional.interpolate(x, scale_factor=2, mode="linear")]
     assert a.grad.tolist() == [2.0, 2.0, 2.0]
-    assert b.is_cpu and c.is_cpu
+    assert b.is_cpu and c.is_cpu and all(t.is_cpu for t in made)
 
 
 # ---------------------------------------------------------------- meta tensors
@@ -199,6 +205,10 @@ _OPS = [
     lambda lib, x, y: lib.nn.functional.pad(x, (1, 1)),
     lambda lib, x, y: x.masked_fill(x > 0, 1.0), lambda lib, x, y: x.var(0),
     lambda lib, x, y: x.float().bool(), lambda lib, x, y: x + lib.tensor(1.0),
+    lambda lib, x, y: x.clamp(min=y[0], max=y[1]), lambda lib, x, y: ~x.long(),
+    lambda lib, x, y: lib.nn.functional.pad(x[None], (2, 2), mode="circular"),
+    lambda lib, x, y: lib.nn.functional.pad(x[None], (2, 2), mode="reflect"),
+    lambda lib, x, y: lib.nn.functional.interpolate(x[None], scale_factor=2, mode="linear"),
 ]
 
 

@@ -246,14 +246,14 @@ def pad(input: Tensor, pad: Any, mode: str = "constant",  # noqa: A002
             raise RuntimeError("Padding value causes wrapping around more than once.")
     if mode != "circular":
         return apply(GATHER_PADS[mode, n_dims], input, padding=pad)
-    from ..ops.creation import tensor
+    from ..ops.creation import host_device, tensor
     from ..ops.nn_ops2 import pad_positions
 
     out = input
     for i in range(n_dims):
         d = input.ndim - 1 - i
         pos = pad_positions(mode, input.shape[d], pad[2 * i], pad[2 * i + 1])
-        out = out.index_select(d, tensor(pos))
+        out = out.index_select(d, tensor(pos, device=host_device(out)))
     return out
 
 

@@ -24,6 +24,17 @@ def meta_empty(shape: tuple, dt: dtypes.dtype, requires_grad: bool = False,
     return _tensor._new(_meta.array(shape, dt.np, strides), dt, requires_grad)
 
 
+def host_device(like: Any) -> Any:
+    """Where a tensor that jitgrad makes from host numbers or index arrays, to combine with
+    tensor ``like``, goes: the meta device for a meta ``like``, else the CPU, whatever the
+    default device (``with device("meta")`` around CPU work; a cuda ``like`` takes CPU numbers
+    and index arrays as it always has)."""
+    return like.device if like.is_meta else _CPU
+
+
+_CPU = check_device("cpu")
+
+
 @public("tensor")
 def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
            requires_grad: bool = False, pin_memory: bool = False):

@@ -10,11 +10,11 @@ import numpy as np
 from .. import dtypes
 from . import elementwise as ew
 from . import extras
-from .creation import tensor
+from .creation import host_device, tensor
 from .elementwise import where
 from .indexing import getitem
 from .linalg import matmul
-from .registry import apply, lane
+from .registry import OPS, apply, lane
 from .surface import public
 
 
@@ -127,8 +127,11 @@ def clamp(input, min=None, max=None):  # noqa: F811
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        lo = min if min is None or isinstance(min, Tensor) else tensor(min, dtype=input.dtype)
-        hi = max if max is None or isinstance(max, Tensor) else tensor(max, dtype=input.dtype)
+        dev = host_device(input)
+        lo = min if min is None or isinstance(min, Tensor) else tensor(min, dtype=input.dtype,
+                                                                       device=dev)
+        hi = max if max is None or isinstance(max, Tensor) else tensor(max, dtype=input.dtype,
+                                                                       device=dev)
         return apply(ew.CLAMP_TENSOR, input, lo, hi)
     return apply(ew.CLAMP, input, min=min, max=max)
 
@@ -286,7 +289,8 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.__or__ = Tensor.__ror__ = binary(_pair(ew.BITWISE_OR))
     Tensor.__xor__ = Tensor.__rxor__ = binary(_pair(ew.BITWISE_XOR))
     Tensor.__invert__ = lambda self: apply(ew.LOGICAL_NOT, self) if self.dtype is dtypes.bool \
-        else tensor(~self._data)
+        else apply(OPS["bitwise_not"], self) if self.is_meta \
+        else tensor(~self._data, device=host_device(self))
     Tensor.__getitem__ = getitem
     Tensor.__hash__ = lambda self: id(self)
     from .extras import install_factories
