@@ -357,9 +357,9 @@ def svd(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
         batch = tuple(input.shape[:-2])
-        return SvdResult(zeros(batch + (m, m), dtype=input.dtype),
+        return SvdResult(zeros(batch + (m, m), dtype=input.dtype, device=input.device),
                          svdvals(input),
-                         zeros(batch + (n, n), dtype=input.dtype))
+                         zeros(batch + (n, n), dtype=input.dtype, device=input.device))
     u, s, vh = _svd(input, full_matrices=not some)
     return SvdResult(u, s, _mh(vh))
 

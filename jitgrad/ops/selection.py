@@ -155,7 +155,8 @@ def _masked_scatter_jvp(ts, ans, mask, source):
     from .creation import zeros
 
     tx = ts[0] if ts[0] is not None else ans * 0
-    ts_ = ts[2] if ts[2] is not None else zeros(tuple(source.shape), dtype=ans.dtype)
+    ts_ = ts[2] if ts[2] is not None else zeros(tuple(source.shape), dtype=ans.dtype,
+                                                device=ans.device)
     return apply(MASKED_SCATTER, tx, mask, ts_)
 
 
@@ -360,7 +361,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # no
         if src is None:
             from .creation import full
 
-            src = full(tuple(index.shape), value, dtype=input.dtype)
+            src = full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
         from .indexing import scatter_add
 
         return scatter_add(input, dim, index, src)
