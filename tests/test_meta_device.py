@@ -428,6 +428,33 @@ def test_in_place_views_forward_ad_and_func_on_meta_like_torch():
     assert out[jitgrad] == out[torch]
 
 
+def test_rules_that_make_tensors_keep_their_operands_device():
+    torch = _torch()
+    import torch.autograd.forward_ad as torch_fwad
+
+    def run(lib, fwad):
+        x = lib.empty(3, 4, device="meta", requires_grad=True)
+        (x.cumprod(1).sum() + lib.einsum("ii->i", x[:, :3]).sum() + x.max(1).values.sum()
+         + x.median() + x.norm()).backward()
+        out = [x.grad]
+        with fwad.dual_level():
+            d = fwad.make_dual(lib.empty(3, 4, device="meta"), lib.empty(3, 4, device="meta"))
+            for f in (lambda t: t.max(1).values, lambda t: t.amax(0), lambda t: t.norm(),
+                      lambda t: t.median(), lambda t: t.logsumexp(1)):
+                out.append(fwad.unpack_dual(f(d)).tangent)
+        return [repr(t).replace("torch.", "jitgrad.") for t in out]
+
+    assert run(jitgrad, jitgrad.autograd.forward_ad) == run(torch, torch_fwad)
+    fwad = jitgrad.autograd.forward_ad
+    with jitgrad.device("meta"):  # the same rules on CPU tensors inside a meta block
+        x = jitgrad.ones(3, 4, device="cpu", requires_grad=True)
+        (x.cumprod(1).sum() + jitgrad.einsum("ii->i", x[:, :3]).sum() + x.median()).backward()
+        with fwad.dual_level():
+            d = fwad.make_dual(jitgrad.ones(3, 4, device="cpu"), jitgrad.ones(3, 4, device="cpu"))
+            tangents = [fwad.unpack_dual(d.amax(0)).tangent, fwad.unpack_dual(d.norm()).tangent]
+    assert x.grad.is_cpu and all(t.is_cpu for t in tangents)
+
+
 def test_training_step_on_a_meta_model():
     with jitgrad.device("meta"):
         m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
