@@ -455,6 +455,18 @@ def test_rules_that_make_tensors_keep_their_operands_device():
     assert x.grad.is_cpu and all(t.is_cpu for t in tangents)
 
 
+def test_jacobians_of_meta_functions():
+    x = jitgrad.empty(3, device="meta")
+    for jac in (jitgrad.autograd.functional.jacobian(lambda t: t.sin(), x),
+                jitgrad.func.jacrev(lambda t: t.sin())(x)):
+        assert jac.is_meta and tuple(jac.shape) == (3, 3)
+    with jitgrad.device("meta"):  # of CPU functions inside a meta block
+        cpu = jitgrad.ones(2, device="cpu")
+        jacs = [jitgrad.autograd.functional.jacobian(lambda t: t * 2, cpu),
+                jitgrad.func.jacrev(lambda t: t * 2)(cpu)]
+    assert [j.tolist() for j in jacs] == [[[2.0, 0.0], [0.0, 2.0]]] * 2
+
+
 def test_training_step_on_a_meta_model():
     with jitgrad.device("meta"):
         m = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU(), nn.Flatten(),
