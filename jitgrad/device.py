@@ -35,8 +35,7 @@ class device:  # noqa: N801 - named like torch.device
 
     def __enter__(self) -> device:
         """Makes this the default device of factory functions until the block ends (torch's
-        ``DeviceContext``); a cuda device must be usable here, as ``set_default_device``
-        requires."""
+        ``DeviceContext``); a cuda device is refused, as ``set_default_device`` refuses it."""
         d = _checked_default(self)
         _DEFAULT.stack.append(_DEFAULT.device)
         _DEFAULT.device = d
