@@ -13,7 +13,9 @@ on any device: backward runs the same VJP rules, made of ops, so gradients are m
 
 As in torch, a meta tensor mixes only with CPU tensors of zero dimensions (numbers), reading
 its values raises (``item``, ``numpy``, ``tolist``, copying it to the CPU), and it prints as
-``tensor(..., device='meta', size=(2, 3))``.
+``tensor(..., device='meta', size=(2, 3))``. Unlike torch, an op's meta result is always
+contiguous (a view op's output is still a view, sharing its base's version counter, but its
+strides are not worked out); ``empty_strided`` keeps the strides it is given.
 """
 
 from __future__ import annotations
