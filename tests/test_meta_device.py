@@ -154,6 +154,7 @@ def test_meta_factories_match_torch():
         lambda lib: lib.ones(2, requires_grad=True).to("meta"),
         lambda lib: lib.ones(2).to(lib.empty(1, dtype=lib.float64, device="meta")),
         lambda lib: lib.eye(3, 4, device="meta"),
+        lambda lib: lib.ones(2).to("meta:0"), lambda lib: lib.empty(2, device="meta").to("meta:0"),
     ]
     for make in makers:
         want, got = make(torch), make(jitgrad)

@@ -185,7 +185,7 @@ TO_COPY = defop("to_copy", _to_impl, kind=POINTWISE, node_name="ToCopyBackward0"
 def _to_device_impl(x, device: str, source: str):
     from .. import _cuda_array, _meta
 
-    if device == "meta":  # (only the shape goes: a copy from the meta device is meta_compute's)
+    if device.startswith("meta"):  # (only the shape goes: a copy from meta is meta_compute's)
         return _meta.array(x.shape, x.dtype)
     if device == "cpu":
         return x.copy_to_host() if type(x) is _cuda_array.CudaArray else x.copy()
@@ -195,7 +195,7 @@ def _to_device_impl(x, device: str, source: str):
 # A copy to another device (``x.cuda()``, ``x.cpu()``, ``x.to("cuda")``): torch records it as
 # ``ToCopyBackward0`` too; the gradient is copied back to the source device.
 def _to_device_meta(x: Any, device: str, source: str) -> tuple:
-    if source == "meta" and device != "meta":
+    if source.startswith("meta") and not device.startswith("meta"):
         from .._meta import NO_DATA
 
         raise NotImplementedError(NO_DATA)
