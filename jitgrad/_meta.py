@@ -192,13 +192,14 @@ def compute(op: Any, args: tuple, params: dict) -> tuple:
     return tuple(array(tuple(s), d.np) for s, d in zip(shapes, dts)), dts
 
 
-def touches_meta(grad_roots: list, order: list) -> bool:
-    """Whether a backward carries meta gradients: a meta root gradient, or a copy between
-    devices on the way (the engine's NumPy lane cannot run those)."""
+def touches_meta(grad_roots: list) -> bool:
+    """Whether a backward carries meta gradients (the engine's NumPy lane cannot run those):
+    whether a root gradient is meta. A graph with meta tensors in it has meta roots only, as
+    nothing leaves the meta device (a copy out of it raises)."""
     for g in grad_roots:
         if g is not None and type(g._data) is MetaArray:
             return True
-    return any(getattr(getattr(n, "op", None), "name", None) == "to_device" for n in order)
+    return False
 
 
 registry.meta_compute = compute

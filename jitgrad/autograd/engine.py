@@ -48,7 +48,7 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     if raw and registry.bfloat16_live:  # (the array lane reads dtypes off float32 arrays)
         raw = not _touches_bfloat16(grad_roots, order)
     if raw and registry.meta_live:  # meta gradients travel as tensors (no values to compute)
-        raw = not touches_meta(grad_roots, order)
+        raw = not touches_meta(grad_roots)
     buffers: dict[Node, list] = {}
     for (node, nr), g in zip(roots, grad_roots):
         if node in needed:

@@ -408,18 +408,19 @@ def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):
     return result
 
 
-def _any_cuda(args: tuple) -> bool:
+def _any_on(args: tuple, kind: type) -> bool:
+    """Whether a tensor among ``args`` holds data of type ``kind`` (a device's array type)."""
     for a in args:  # (parameters are a Tensor subclass)
-        if isinstance(a, Tensor) and type(a._data) is _CudaArray:
+        if isinstance(a, Tensor) and type(a._data) is kind:
             return True
     return False
 
 
 def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     """Runs ``op.impl`` on ``args``' arrays: (its result, the result's dtype or dtypes)."""
-    if meta_live and any(isinstance(a, Tensor) and type(a._data) is meta_array for a in args):
-        return meta_compute(op, args, params)  # the op's shape/dtype rule alone
-    if cuda_live and _any_cuda(args):  # the CUDA runtime runs ops on cuda tensors
+    if meta_live and _any_on(args, meta_array):  # the op's shape/dtype rule alone
+        return meta_compute(op, args, params)
+    if cuda_live and _any_on(args, _CudaArray):  # the CUDA runtime runs ops on cuda tensors
         return cuda_compute(op, args, params)
     if op.kind != POINTWISE:
         out_dtype = op.meta(*args, **params)[1]
