@@ -37,12 +37,14 @@ class device:  # noqa: N801 - named like torch.device
         """Makes this the default device of factory functions until the block ends (torch's
         ``DeviceContext``); a cuda device is refused, as ``set_default_device`` refuses it."""
         d = _checked_default(self)
-        _DEFAULT.stack.append(_DEFAULT.device)
+        _DEFAULT.stack.append(d)
         _DEFAULT.device = d
         return self
 
     def __exit__(self, *exc: object) -> None:
-        _DEFAULT.device = _DEFAULT.stack.pop()
+        st = _DEFAULT
+        st.stack.pop()
+        st.device = st.stack[-1] if st.stack else st.base
 
     def __repr__(self) -> str:
         if self.index is None:
@@ -110,11 +112,12 @@ def cuda_runtime() -> None:
 
 
 class _Default(threading.local):
-    """This thread's default device, and the ones that enclosing ``with device(...)`` blocks
-    restore on exit."""
+    """This thread's default device (``device``): the innermost ``with device(...)`` block's
+    (``stack``), else ``set_default_device``'s (``base``)."""
 
     def __init__(self) -> None:
         self.device = cpu
+        self.base = cpu
         self.stack: list = []
 
 
@@ -139,7 +142,8 @@ def set_default_device(device: str | device | None) -> None:  # noqa: F811
     Args:
         device: the device, its name, or None.
     """
-    _DEFAULT.device = cpu if device is None else _checked_default(device)
+    d = cpu if device is None else _checked_default(device)
+    _DEFAULT.base = _DEFAULT.device = d  # (at once, and after the enclosing blocks end)
 
 
 def get_default_device() -> device:

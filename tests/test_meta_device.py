@@ -99,6 +99,25 @@ def test_set_default_device_meta_and_cuda_refused():
     assert jitgrad.get_default_device() == jitgrad.device("cpu")
 
 
+def test_set_default_device_inside_a_block_lasts_like_torch():
+    # (what torch 2.13 gives for this sequence; run on torch here, it would leave torch's mode
+    # stack holding a device context that later set_default_device(None) calls restore)
+    seen = []
+    try:
+        with jitgrad.device("meta"):
+            jitgrad.set_default_device("cpu")  # at once, and after the block
+            seen.append(jitgrad.get_default_device().type)
+        seen.append(jitgrad.get_default_device().type)
+        jitgrad.set_default_device("meta")
+        with jitgrad.device("cpu"):
+            seen.append(jitgrad.get_default_device().type)
+        seen.append(jitgrad.get_default_device().type)
+    finally:
+        jitgrad.set_default_device(None)
+    assert seen == ["cpu", "cpu", "cpu", "meta"]
+    assert jitgrad.get_default_device() == jitgrad.device("cpu")
+
+
 def test_default_device_is_per_thread():
     seen = []
     with jitgrad.device("meta"):
