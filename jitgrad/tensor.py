@@ -463,7 +463,7 @@ class Tensor:
     def __format__(self, spec: str) -> str:
         # as torch: a plain 0-d tensor formats as its number (also with no spec: f"{t}" is
         # "7"); anything else as an object (str(t), and a TypeError for a non-empty spec)
-        if self.ndim == 0 and type(self) is Tensor:
+        if self.ndim == 0 and type(self) is Tensor and not self.is_meta:
             return self.detach().item().__format__(spec)
         return object.__format__(self, spec)
 

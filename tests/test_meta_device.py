@@ -207,6 +207,8 @@ def test_meta_repr_matches_torch():
     for case in cases:
         assert repr(case(jitgrad)) == repr(case(torch)).replace("torch.", "jitgrad.")
     assert str(jitgrad.empty(2, device="meta")) == "tensor(..., device='meta', size=(2,))"
+    assert f"{_meta(jitgrad)}" == "tensor(..., device='meta', size=())"  # (no item() of a 0-d)
+    same_error(lambda lib: format(_meta(lib), ".2f"))
 
 
 _OPS = [
