@@ -24,7 +24,7 @@ def _torch():
 
 
 def _meta(lib, *shape, **kw):
-    return lib.empty(*shape, device="meta", **kw)
+    return lib.empty(shape, device="meta", **kw)  # (no sizes: a 0-d tensor)
 
 
 # ---------------------------------------------------------------- the device
