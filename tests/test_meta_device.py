@@ -302,6 +302,24 @@ def test_indexing_meta_tensors():
         assert tuple(x[:, lib.tensor([2, 0], device="meta")].shape) == (4, 2)
 
 
+def test_masked_writes_into_meta_tensors_like_torch():
+    torch = _torch()
+    out = {}
+    for lib in (torch, jitgrad):
+        x = lib.empty(3, 4, device="meta", requires_grad=True)
+        y = x * 1
+        mask = lib.empty(3, 4, dtype=lib.bool, device="meta")
+        y[mask] = 0.0  # (the result's shape does not depend on the mask's values)
+        y[lib.empty(3, dtype=lib.bool, device="meta")] = lib.empty(4, device="meta")
+        y[mask] = lib.empty(5, device="meta")
+        z = lib.empty(3, 4, device="meta")
+        z[lib.ones(3, 4, dtype=lib.bool)] = 1.0  # a CPU mask
+        out[lib] = [repr(t).replace("torch.", "jitgrad.") for t in (y, z)]
+        with pytest.raises(NotImplementedError):
+            z[mask]  # noqa: B018 - reading: the shape depends on the values
+    assert out[jitgrad] == out[torch]
+
+
 def test_data_access_errors_match_torch():
     torch = _torch()
     same_error(lambda lib: _meta(lib, 2, 3).item())
