@@ -160,6 +160,19 @@ class OpNode(Node):
         return registry.run_vjp(self.op, self._grads(grad_outputs), ans, inputs, self.params,
                                 self._needs)
 
+    def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
+        """The engine's lane: the op's rule as a traced program on arrays (see
+        ``rule_programs.general_key``) where it has one, else ``apply`` on tensors."""
+        if len(grad_outputs) == 1 and not self._freed:
+            g = grad_outputs[0]
+            if g is not None:
+                key = rule_programs.general_key(self, g)
+                if key is not None:
+                    program = rule_programs.general_lookup(self, key)
+                    if program is not None:
+                        return program(self, g, release)
+        return Node.apply_arrays(self, grad_outputs, release)
+
     def _rebind_result(self, vc: list, target: Any) -> None:
         """An in-place op wrote this node's result (whose version counter was ``vc``) into
         ``target``: the saved result is ``target`` now, checked against its version counter."""

@@ -18,11 +18,13 @@ be traced (it reads values) is remembered as such and runs through the dispatche
 from __future__ import annotations
 
 from collections import defaultdict
+from types import FunctionType
 from typing import Any
 
 from .._pycode import compile_function
 from .._tracer import Trace, active, graph_of
 from ..ops import registry
+from .node import SavedTensor
 
 MAX_PROGRAMS_PER_OP = 256  # a shape-varying workload must not grow the caches without bound
 _UNTRACEABLE = False
@@ -91,5 +93,133 @@ def build(node: Any, key: tuple):
                      "if vc[0] != version:", "    node.saved_output()"]
     if node._saved:
         prologue += ["if release:", "    node._freed = True", "    node._inputs = node._out = None"]
+    return compile_function(graph, f"{op.name}_vjp", "node, g, release", tuple(prologue),
+                            {"FREED": FREED})
+
+
+# ---------------------------------------------------------------- programs of general nodes
+#
+# An ``OpNode`` (any op: params, broadcasting, literals, movement, reductions, matmul) with one
+# output gets a program too. Its key describes everything its rule can see: which inputs need a
+# gradient, each argument (a saved tensor's or a ``Meta``'s shape and dtype, a literal's type
+# and value), the params (type-tagged, as ``1``, ``1.0``, ``True`` and ``-0.0`` differ) and the
+# output's shape and dtype. A node whose key cannot be formed (a saved-tensor hook, a tensor or
+# array among its params or literals, several outputs) runs through the dispatcher as before.
+
+GENERAL_PROGRAMS: defaultdict = defaultdict(dict)  # op -> {key -> sightings, program, False}
+
+
+class _Unfit(Exception):
+    """A node's arguments or params have no program key."""
+
+
+_ATOMS = frozenset((int, str, type(None)))
+
+
+def _frozen(v: Any) -> Any:
+    t = type(v)
+    if t in _ATOMS:
+        return v
+    if t is tuple:
+        return tuple(_frozen(x) for x in v)
+    if t is float:
+        return (float, v.hex())  # (-0.0 and 0.0 compare equal)
+    if t is bool:
+        return (bool, v)
+    if t is complex:
+        return (complex, v.real.hex(), v.imag.hex())
+    if isinstance(v, registry.Tensor) or not getattr(t, "__hash__", None):
+        raise _Unfit  # (a tensor would be pinned by the cache; unhashable values have no key)
+    return (t, v)
+
+
+def general_key(node: Any, g: Any) -> tuple | None:
+    """The program key of ``node`` (an ``OpNode``) for the gradient array ``g``, or None."""
+    meta = node._out_meta
+    if type(meta) is not registry.Meta or g.shape != meta.shape or g.dtype != meta.dtype.np:
+        return None
+    described = []
+    mask = 0
+    bit = 1
+    for e in node._needs:
+        if e is not None:
+            mask |= bit
+        bit <<= 1
+    try:
+        for a in node._inputs:
+            t = type(a)
+            if t is SavedTensor:
+                if a._unpack is not None or a._vc is None:
+                    return None
+                x = a._value
+                described.append((0, x._data.shape, x._dtype))
+            elif t is registry.Meta:
+                described.append((1, a.shape, a.dtype))
+            else:
+                described.append(_frozen(a))
+        params = node.params
+        frozen = tuple((k, _frozen(v)) for k, v in params.items()) if params else ()
+    except _Unfit:
+        return None
+    out = node._out
+    if out is not None and (type(out) is not SavedTensor or out._unpack is not None):
+        return None
+    return (mask, tuple(described), frozen, meta.shape, meta.dtype, out is not None)
+
+
+def general_lookup(node: Any, key: tuple) -> Any:
+    """The program for ``node`` and ``key`` (see ``lookup``), or None."""
+    programs = GENERAL_PROGRAMS[node.op]
+    found = programs.get(key)
+    if type(found) is FunctionType:
+        return found
+    if found is None:
+        if len(programs) >= MAX_PROGRAMS_PER_OP:
+            programs.clear()
+        programs[key] = 1
+        return None
+    if found is _UNTRACEABLE:
+        return None
+    try:
+        found = build_general(node, key)
+    except Exception:  # noqa: BLE001 - e.g. the rule reads a value: not traceable
+        found = _UNTRACEABLE
+    programs[key] = found
+    return found or None
+
+
+def build_general(node: Any, key: tuple):
+    """Traces ``node.op``'s VJP rule for ``key`` into ``f(node, g, release) -> grads``: the
+    prologue version-checks the saved values (``SavedTensor.unpack`` raises torch's error) and
+    frees them with ``release``."""
+    from .node import FREED
+
+    op = node.op
+    mask, described, _, out_shape, out_dtype, has_out = key
+    needs = tuple(bool(mask >> i & 1) for i in range(len(node._needs)))
+    trace = Trace()
+    prologue = ["if node._freed:", "    raise RuntimeError(FREED)", "a0 = g",
+                "kept = node._inputs"]
+    k = 1
+    with active(trace):
+        grad = trace.new_input(out_shape, out_dtype, hint="grad")
+        inputs = []
+        for i, (a, d) in enumerate(zip(node._inputs, described)):
+            if type(a) is SavedTensor:
+                inputs.append(trace.new_input(d[1], d[2], hint="saved"))
+                prologue += [f"s = kept[{i}]", "if s._vc[0] != s._version:",
+                             "    s.unpack(node)", f"a{k} = s._value._data"]
+                k += 1
+            else:  # a Meta or a literal: the rule sees it as eager mode does
+                inputs.append(a)
+        ans = None
+        if has_out:
+            ans = trace.new_input(out_shape, out_dtype, hint="result")
+            prologue += ["s = node._out", "if s._vc[0] != s._version:", "    s.unpack(node)",
+                         f"a{k} = s._value"]
+        grads = registry.run_vjp(op, (grad,), ans, tuple(inputs), node.params, needs)
+    outvars = [trace.var_of(g) if g is not None else None for g in grads]
+    graph = graph_of(trace, outvars, f"{op.name}_vjp")
+    prologue += ["if release:", "    node._release()"]
     return compile_function(graph, f"{op.name}_vjp", "node, g, release", tuple(prologue),
                             {"FREED": FREED})

@@ -28,6 +28,8 @@ def normalize_dims(dim, ndim: int) -> tuple[int, ...]:
 
 
 def reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
+    if len(dims) == len(shape) and not keepdim:  # every dim (dims are unique)
+        return ()
     if keepdim:
         return tuple(1 if i in dims else n for i, n in enumerate(shape))
     return tuple(n for i, n in enumerate(shape) if i not in dims)

@@ -9,7 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from . import elementwise as ew
-from . import extras
+from . import extras, registry
 from .creation import host_device, tensor
 from .elementwise import where
 from .indexing import getitem
@@ -100,8 +100,7 @@ def div(input, other, *, rounding_mode: str | None = None):  # noqa: A002
 @public("pow", method=True, inplace=True)
 def pow(input, exponent):  # noqa: A001,A002
     """``input ** exponent`` for tensors and/or numbers."""
-    from .registry import Tensor
-
+    Tensor = registry.Tensor
     if not isinstance(input, Tensor):
         return apply(ew.RPOW, exponent, base=input)
     if isinstance(exponent, Tensor):

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
+from .movement import select, slice_dim, unsqueeze
 from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
 from .surface import public
 
@@ -137,6 +138,13 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
         elif isinstance(k, (bool, np.bool_)):
             raise IndexError("jitgrad does not support indexing with a Python bool; use a "
                              "boolean tensor mask")
+        elif type(k) is int:
+            size = x.shape[dim]
+            if not -size <= k < size:
+                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
+                                 f"{size}")
+            spec.append(k)
+            dim += 1
         elif isinstance(k, (int, np.integer)) or (isinstance(k, registry.Tensor) and k.ndim == 0 and
                                                   dtypes.is_integral(k.dtype) and
                                                   k._trace is None and not k.is_meta):
@@ -183,8 +191,6 @@ def _int(v):
 
 def getitem(x, key):
     """``x[key]``: basic indexing as views (select/slice/unsqueeze), advanced as ``index``."""
-    from .movement import select, slice_dim, unsqueeze
-
     if key is Ellipsis or (type(key) is tuple and len(key) == 1 and key[0] is Ellipsis):
         return apply(ALIAS, x)  # x[...] is an alias (torch's AliasBackward0)
     spec, tensors = _normalize_key(x, key)

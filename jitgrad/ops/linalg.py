@@ -5,7 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from ._shape import numel
 from .autocast_policy import LOWER, autocast_policy
+from .movement import SQUEEZE_DIM_, UNSAFE_VIEW, reshape
 from .registry import AUTOCAST_LOWER, BILINEAR, OPAQUE, apply, defop
 from .surface import public
 
@@ -23,14 +25,14 @@ def _scalar_name(d: dtypes.dtype) -> str:
 
 
 def _mm_meta(a, b):
-    if a.ndim != 2 or b.ndim != 2:
-        which = "self" if a.ndim != 2 else "mat2"
+    sa, sb = tuple(a.shape), tuple(b.shape)
+    if len(sa) != 2 or len(sb) != 2:
+        which = "self" if len(sa) != 2 else "mat2"
         raise RuntimeError(f"{which} must be a matrix")
-    if a.shape[1] != b.shape[0]:
+    if sa[1] != sb[0]:
         raise RuntimeError(
-            f"mat1 and mat2 shapes cannot be multiplied ({a.shape[0]}x{a.shape[1]} and "
-            f"{b.shape[0]}x{b.shape[1]})")
-    return (a.shape[0], b.shape[1]), _same_dtype(a, b)
+            f"mat1 and mat2 shapes cannot be multiplied ({sa[0]}x{sa[1]} and {sb[0]}x{sb[1]})")
+    return (sa[0], sb[1]), _same_dtype(a, b)
 
 
 def _bmm_meta(a, b):
@@ -186,9 +188,6 @@ def matmul(input, other):  # noqa: A002
     Decomposes exactly as torch's ``_matmul_impl`` does (dot, mv, mm, folding the batch into
     the rows of one mm/mv, or expand + bmm), so the recorded nodes match torch's.
     """
-    from ._shape import numel
-    from .movement import SQUEEZE_DIM_, UNSAFE_VIEW, reshape
-
     a, b = input, other
     da, db = a.ndim, b.ndim
     if da == 0 or db == 0:

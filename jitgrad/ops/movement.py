@@ -19,6 +19,8 @@ from .surface import public
 def infer_size(shape: tuple, n: int) -> tuple:
     """Resolves one ``-1`` in ``shape`` for ``n`` elements, with torch's errors."""
     shape = tuple(int(s) for s in shape)
+    if numel(shape) == n and -1 not in shape and builtins.all(s >= 0 for s in shape):
+        return shape  # (the common case: nothing to infer)
     if shape.count(-1) > 1:
         raise RuntimeError("only one dimension can be inferred")
     known = numel(tuple(s for s in shape if s != -1))
@@ -33,7 +35,7 @@ def infer_size(shape: tuple, n: int) -> tuple:
 
 def _view_impl(x, shape):
     try:
-        return np.reshape(x, shape, copy=False)
+        return x.reshape(shape, copy=False)
     except ValueError:
         raise RuntimeError(
             "view size is not compatible with input tensor's size and stride (at least one "

@@ -11,7 +11,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ._shape import normalize_dims, numel, reduced_shape
+from . import registry
+from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .autocast_policy import FP32, autocast_policy
 from .registry import LINEAR, OPS, REDUCE, ReduceTemplate, apply, defop
 from .surface import public
@@ -43,8 +44,9 @@ def _reduce_meta(dtype_rule):
 
 
 def _sum_impl(x, dims, keepdim, dtype=None):
-    return np.sum(x, axis=dims, keepdims=keepdim, dtype=_sum_dtype(
-        dtypes.from_numpy_dtype(x.dtype), dtype).np)
+    if dtype is None:
+        dtype = dtypes.int64 if x.dtype.kind in "biu" else None  # (else: x's own dtype)
+    return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=None if dtype is None else dtype.np)
 
 
 def _sum_vjp(g, ans, x, dims, keepdim, dtype=None):
@@ -108,8 +110,9 @@ def _same_dtype(d: dtypes.dtype) -> dtypes.dtype:
 
 def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, **fields):
     def meta(x, dims, keepdim, **params):
-        if x.ndim == 0 or numel(tuple(x.shape)) or not op.empty_forbidden:
-            return reduced_shape(tuple(x.shape), dims, keepdim), dtype_rule(x.dtype, **params)
+        shape = tuple(x.shape)
+        if not op.empty_forbidden or not shape or numel(shape):
+            return reduced_shape(shape, dims, keepdim), dtype_rule(x.dtype, **params)
         public = {"max_all": "max", "min_all": "min"}.get(name, name)
         raise RuntimeError(f"{public}(): Expected reduction dim to be specified for "
                            "input.numel() == 0. Specify the reduction dim with the 'dim' "
@@ -131,11 +134,11 @@ def _weighted_jvp(weights):
 
 
 def _amax(x, dims, keepdim):
-    return np.amax(x, axis=dims, keepdims=keepdim)
+    return np.maximum.reduce(x, axis=dims, keepdims=keepdim)
 
 
 def _amin(x, dims, keepdim):
-    return np.amin(x, axis=dims, keepdims=keepdim)
+    return np.minimum.reduce(x, axis=dims, keepdims=keepdim)
 
 
 SUM = _reduction("sum", _sum_impl, _sum_vjp, "SumBackward0", SUM_T, _sum_dtype, jvp=LINEAR,
@@ -277,14 +280,10 @@ def amin(input, dim=(), keepdim: bool = False):  # noqa: A002
 
 def _max_min(all_op, dim_op, pair_fn, name):
     def fn(input, dim=None, keepdim=False):  # noqa: A002
-        from ..tensor import Tensor
-
-        if isinstance(dim, Tensor):
-            return pair_fn(input, dim)
         if dim is None:
             return apply(all_op, input, dims=tuple(range(input.ndim)), keepdim=False)
-        from ._shape import wrap_dim
-
+        if isinstance(dim, registry.Tensor):
+            return pair_fn(input, dim)
         values, indices = apply(dim_op, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
         return ReturnTypes[name](values, indices)
     fn.__name__ = name

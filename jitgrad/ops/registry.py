@@ -424,6 +424,8 @@ def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
         return cuda_compute(op, args, params)
     if op.kind != POINTWISE:
         out_dtype = op.meta(*args, **params)[1]
+        if len(args) == 1 and type(args[0]) is Tensor:  # (most movement ops and reductions)
+            return op.impl(args[0]._data, **params), out_dtype
         return op.impl(*[a._data if isinstance(a, Tensor) else a for a in args], **params), \
             out_dtype
     out_dtype = _fast_pointwise(op, args)
@@ -482,8 +484,7 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
     in-place ops on views and when the base's history changes)."""
     base = args[0]
     for i, o in enumerate(outputs):
-        if (np.may_share_memory(o._data, base._data) if type(o._data) is _ndarray else
-                o._data.shares_memory(base._data)):
+        if _aliases(o._data, base._data):
             step = (op, args[1:], tuple(params.items()), i if len(outputs) > 1 else None)
             if base._base is not None:
                 o._base = base._base
@@ -497,6 +498,20 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
                 o._view_nograd = True
             if base._is_inference:
                 o._is_inference = True
+
+
+def _aliases(out, base) -> bool:
+    """Whether an op's output array shares memory with its input's."""
+    if type(out) is not _ndarray:  # a cuda or meta array: its own test
+        return out.shares_memory(base)
+    if out is base:
+        return True
+    owner = out.base
+    if owner is None:  # (it owns its memory: a fresh array)
+        return False
+    if owner is base or owner is base.base:  # (NumPy points a view at the memory's owner)
+        return True
+    return np.may_share_memory(out, base)
 
 
 def _wrap(data, dt):
