@@ -498,8 +498,11 @@ def test_rules_that_make_tensors_keep_their_operands_device():
 def test_jacobians_of_meta_functions():
     x = jitgrad.empty(3, device="meta")
     for jac in (jitgrad.autograd.functional.jacobian(lambda t: t.sin(), x),
-                jitgrad.func.jacrev(lambda t: t.sin())(x)):
+                jitgrad.func.jacrev(lambda t: t.sin())(x),
+                jitgrad.func.jacfwd(lambda t: t.sin())(x),
+                jitgrad.func.hessian(lambda t: t.sin().sum())(x)):
         assert jac.is_meta and tuple(jac.shape) == (3, 3)
+    assert jitgrad.func.vmap(lambda t: t * 2)(_meta(jitgrad, 4, 3)).is_meta
     with jitgrad.device("meta"):  # of CPU functions inside a meta block
         cpu = jitgrad.ones(2, device="cpu")
         jacs = [jitgrad.autograd.functional.jacobian(lambda t: t * 2, cpu),
