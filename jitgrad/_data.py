@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from ._meta import MetaArray
 from .ops import registry
 
 
@@ -37,6 +38,9 @@ def infer_dtype(data: Any) -> dtypes.dtype:
 
 def to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True) -> tuple:
     """``(array, dtype)`` of ``data``: a copy unless ``copy`` is False and no cast is needed."""
+    if type(data) is MetaArray:  # (a meta tensor's data: a deep copy or unpickling)
+        dt = dtype or dtypes.from_numpy_dtype(data.dtype)
+        return (data.astype(dt.np) if copy or data.dtype != dt.np else data), dt
     if isinstance(data, registry.Tensor):
         arr = data._data
         dt = dtype or data.dtype

@@ -218,13 +218,10 @@ def add_suffixes(text: str, suffixes: list[str], indent: int) -> str:
     return "".join(parts)
 
 
-def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
-    """torch's ``repr`` of tensor ``t``."""
-    data, dt = t._data, t._dtype
-    indent = len(prefix)
+def _values(data: Any, dt: Any, indent: int, suffixes: list) -> str:
+    """The printed values of array ``data`` (NumPy or cuda), adding its suffixes."""
     default = dtypes.get_default_dtype()
     default_complex = dtypes.complex128 if default is dtypes.float64 else dtypes.complex64
-    suffixes = []
     if hasattr(data, "copy_to_host"):  # a cuda tensor: printed from a host copy, as torch does
         suffixes.append("device='cuda:0'")
         data = data.copy_to_host()
@@ -233,13 +230,27 @@ def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
             suffixes.append(f"size={tuple(data.shape)}")
         if dt is not default:
             suffixes.append(f"dtype={dt!r}")
-        body = "[]"
-    else:
-        if not PRINT_OPTS.edgeitems:
-            suffixes.append(f"size={tuple(data.shape)}")
-        if dt not in (default, default_complex, dtypes.int64, dtypes.bool):
+        return "[]"
+    if not PRINT_OPTS.edgeitems:
+        suffixes.append(f"size={tuple(data.shape)}")
+    if dt not in (default, default_complex, dtypes.int64, dtypes.bool):
+        suffixes.append(f"dtype={dt!r}")
+    return tensor_str(data, dt, indent)
+
+
+def tensor_repr(t: Any, prefix: str = "tensor(") -> str:
+    """torch's ``repr`` of tensor ``t``."""
+    data, dt = t._data, t._dtype
+    indent = len(prefix)
+    suffixes = []
+    if t.is_meta:  # no values: torch prints the shape (and any dtype but the default one)
+        suffixes.append("device='meta'")
+        suffixes.append(f"size={tuple(data.shape)}")
+        if dt is not dtypes.get_default_dtype():
             suffixes.append(f"dtype={dt!r}")
-        body = tensor_str(data, dt, indent)
+        body = "..."
+    else:
+        body = _values(data, dt, indent, suffixes)
     grad_fn = t._grad_fn
     if grad_fn is not None:
         suffixes.append(f"grad_fn=<{grad_fn.name()}>")

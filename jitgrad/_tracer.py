@@ -47,6 +47,7 @@ class Tracer(Tensor):
     # a trace makes, such as ones_like(x), are constants the CUDA backend copies over).
     is_cuda = False
     is_cpu = True
+    is_meta = False
 
     @property
     def device(self):

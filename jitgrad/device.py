@@ -1,8 +1,15 @@
 """``jitgrad.device``: where a tensor lives. CPU tensors hold NumPy arrays, cuda tensors
-numba-cuda device arrays (``_cuda_array.CudaArray``)."""
+numba-cuda device arrays (``_cuda_array.CudaArray``), meta tensors only a shape and dtype
+(``_meta.MetaArray``).
+
+The default device of factory functions (``get_default_device``) is set for the process's
+thread by ``set_default_device`` or, for a ``with`` block, by a device used as a context
+manager (``with jitgrad.device("meta"):``), as torch's ``DeviceContext`` does: blocks nest, and
+a factory's explicit ``device=`` wins over them."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Callable
 
 
@@ -21,10 +28,23 @@ class device:  # noqa: N801 - named like torch.device
         if ":" in type:
             type, idx = type.split(":", 1)  # noqa: A001
             index = int(idx)
-        if type not in ("cpu", "cuda"):
+        if type not in ("cpu", "cuda", "meta"):
             raise RuntimeError(
-                f"Expected one of cpu, cuda device type at start of device string: {type}")
+                f"Expected one of cpu, cuda, meta device type at start of device string: {type}")
         self.type, self.index = type, index
+
+    def __enter__(self) -> device:
+        """Makes this the default device of factory functions until the block ends (torch's
+        ``DeviceContext``); a cuda device is refused, as ``set_default_device`` refuses it."""
+        d = _checked_default(self)
+        _DEFAULT.stack.append(d)
+        _DEFAULT.device = d
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        st = _DEFAULT
+        st.stack.pop()
+        st.device = st.stack[-1] if st.stack else st.base
 
     def __repr__(self) -> str:
         if self.index is None:
@@ -58,12 +78,12 @@ def cuda_unavailable(reason: str = "") -> RuntimeError:
 
 
 def check_device(dev) -> device:
-    """The device ``dev`` names (None: the CPU); for a cuda device, loads the CUDA runtime or
-    raises ``cuda_unavailable``."""
+    """The device ``dev`` names (None: the default device, ``get_default_device()``); for a
+    cuda device, loads the CUDA runtime or raises ``cuda_unavailable``."""
     if dev is None:
-        return cpu
+        return _DEFAULT.device
     d = dev if type(dev) is device else device(dev)
-    if d.type == "cpu":
+    if d.type != "cuda":
         return d
     if d.index not in (None, 0):
         raise RuntimeError(f"jitgrad: only cuda:0 is supported, got {d}")
@@ -91,18 +111,42 @@ def cuda_runtime() -> None:
     _LOADED.append(True)
 
 
-def set_default_device(device: str | device | None) -> None:  # noqa: F811
-    """Sets the device factory functions use by default: only ``"cpu"`` (or None) exists in
-    jitgrad, so this accepts those and raises for any other device."""
-    if device is None:
-        return
-    d = globals()["device"](device)
-    if d.type != "cpu":
+class _Default(threading.local):
+    """This thread's default device (``device``): the innermost ``with device(...)`` block's
+    (``stack``), else ``set_default_device``'s (``base``)."""
+
+    def __init__(self) -> None:
+        self.device = cpu
+        self.base = cpu
+        self.stack: list = []
+
+
+_DEFAULT = _Default()
+
+
+def _checked_default(d: device) -> device:
+    d = device(d)
+    if d.type == "cuda":
         raise RuntimeError(
-            f"set_default_device({str(d)!r}): jitgrad tensors live on the CPU, so the default "
-            "device can only be 'cpu'.")
+            f"set_default_device({str(d)!r}): jitgrad's factory functions make tensors on "
+            "the CPU or the meta device by default, so the default device can only be 'cpu' "
+            "or 'meta'; pass device='cuda' to a factory, or move tensors with .cuda().")
+    return d
+
+
+def set_default_device(device: str | device | None) -> None:  # noqa: F811
+    """Sets the device that factory functions (``zeros``, ``randn``, ``tensor``, ...) use when
+    they are given none: ``"cpu"`` or ``"meta"`` (None: back to the CPU). A cuda default is
+    refused (pass ``device="cuda"`` to the factory instead).
+
+    Args:
+        device: the device, its name, or None.
+    """
+    d = cpu if device is None else _checked_default(device)
+    _DEFAULT.base = _DEFAULT.device = d  # (at once, and after the enclosing blocks end)
 
 
 def get_default_device() -> device:
-    """The device factory functions use by default: always ``device(type='cpu')``."""
-    return cpu
+    """The device factory functions use by default: the innermost ``with device(...)``
+    block's, else ``set_default_device``'s (``device(type='cpu')`` unless set)."""
+    return _DEFAULT.device

@@ -324,9 +324,10 @@ def random_(self: Any, from_: int = 0, to: int | None = None, *, generator: Any 
 
 
 def _eager(t: Any) -> bool:
+    """Whether ``t`` has values to check (not traced, not on the meta device)."""
     from .ops.registry import state
 
-    return not state.traces and t._trace is None
+    return not state.traces and t._trace is None and not t.is_meta
 
 
 def _scalar_type(dt: dtypes.dtype) -> str:

@@ -38,6 +38,7 @@ from typing import Any
 import numpy as np
 
 from . import dtypes
+from .device import device
 
 FORMAT_VERSION = 1
 _MANIFEST = "manifest.json"
@@ -104,13 +105,17 @@ class _Writer:
         if k is None:
             k = self.tensors[id(t)] = len(self.tensors)
             self.keep.append(t)
-            if t.layout is not strided:  # a sparse tensor: its index and value arrays
+            if t.is_meta:  # (no values: the entry holds its shape and dtype)
+                pass
+            elif t.layout is not strided:  # a sparse tensor: its index and value arrays
                 for name, arr in sparse_parts(t)[1].items():
                     self._array(f"tensors/{k}.{name}.npy", arr)
             else:
                 self._array(f"tensors/{k}.npy",  # (loads on the CPU)
                             t._data.copy_to_host() if t.is_cuda else t._data)
         out: dict = {"tensor": k}
+        if t.is_meta:
+            out["meta"] = {"shape": [int(n) for n in t.shape], "dtype": t.dtype.name}
         if t._dtype is dtypes.bfloat16:  # (stored as its float32 array)
             out["element_type"] = "bfloat16"
         if t.layout is not strided:
@@ -139,9 +144,10 @@ def save(obj: Any, f: Any, pickle_module: Any = pickle, pickle_protocol: int = 2
 
 
 class _Reader:
-    def __init__(self, zf: zipfile.ZipFile, weights_only: bool) -> None:
+    def __init__(self, zf: zipfile.ZipFile, weights_only: bool, meta: bool = False) -> None:
         self.zf = zf
         self.weights_only = weights_only
+        self.meta = meta  # map_location="meta": dense tensors load as meta tensors
         self.tensors: dict[int, Any] = {}
 
     def decode(self, v: Any) -> Any:
@@ -201,7 +207,9 @@ class _Reader:
         k = int(v["tensor"])
         t = self.tensors.get(k)
         if t is None:
-            if "sparse" in v:  # a sparse tensor: rebuilt from its arrays
+            if "meta" in v or self.meta and "sparse" not in v:  # (no values read)
+                t = self._meta_tensor(k, v)
+            elif "sparse" in v:  # a sparse tensor: rebuilt from its arrays
                 meta = v["sparse"]
                 t = sparse_from_parts(meta, {name: self._array(f"tensors/{k}.{name}.npy")
                                              for name in meta["arrays"]})
@@ -215,6 +223,23 @@ class _Reader:
                 t.requires_grad_(True)
             self.tensors[k] = t
         return t
+
+
+    def _meta_tensor(self, k: int, v: dict) -> Any:
+        """A meta tensor of a saved meta tensor, or of a saved array's header alone."""
+        from .ops.creation import meta_empty
+
+        if "meta" in v:
+            shape, dt = tuple(v["meta"]["shape"]), getattr(dtypes, v["meta"]["dtype"])
+        else:
+            with self.zf.open(f"tensors/{k}.npy") as fh:
+                version = np.lib.format.read_magic(fh)
+                read = (np.lib.format.read_array_header_1_0 if version == (1, 0)
+                        else np.lib.format.read_array_header_2_0)
+                shape, _, npdt = read(fh)
+            dt = dtypes.bfloat16 if v.get("element_type") == "bfloat16" and \
+                npdt == np.float32 else dtypes.from_numpy_dtype(npdt)
+        return meta_empty(shape, dt)
 
 
 _TAGS = ("tensor", "float", "dict", "ordered_dict", "list", "tuple", "set", "size", "dtype",
@@ -231,10 +256,10 @@ def _check_map_location(map_location: Any) -> None:
     else:
         targets = [map_location]
     for t in targets:
-        if device(t).type != "cpu":
+        if device(t).type not in ("cpu", "meta"):
             raise RuntimeError(
-                f"load(map_location={t!r}): jitgrad tensors live on the CPU; use "
-                "map_location='cpu' (or leave it out).")
+                f"load(map_location={t!r}): jitgrad loads tensors on the CPU (or as meta "
+                "tensors); use map_location='cpu' or 'meta' (or leave it out).")
 
 
 def load(f: Any, map_location: Any = None, pickle_module: Any = None, *,
@@ -245,8 +270,9 @@ def load(f: Any, map_location: Any = None, pickle_module: Any = None, *,
     With ``weights_only=True`` (the default, as in torch 2.6+) only tensors, numbers, strings,
     ``Size``/dtype/device objects and containers of them load: a file holding pickled objects
     raises ``pickle.UnpicklingError`` and no code from the file runs. ``weights_only=False``
-    also unpickles those objects (only for trusted files). ``map_location`` may be None or
-    ``"cpu"``.
+    also unpickles those objects (only for trusted files). ``map_location`` may be None,
+    ``"cpu"`` or ``"meta"``: meta tensors of the saved shapes and dtypes, whose values are never
+    read (a checkpoint inspected, or loaded into a meta model with ``assign=True``).
     """
     _check_map_location(map_location)
     if weights_only is None:
@@ -271,4 +297,5 @@ def load(f: Any, map_location: Any = None, pickle_module: Any = None, *,
             raise pickle.UnpicklingError(
                 f"jitgrad.load: unsupported file format {manifest.get('format')!r} version "
                 f"{manifest.get('version')!r}")
-        return _Reader(zf, bool(weights_only)).decode(manifest["root"])
+        meta = isinstance(map_location, (str, device)) and device(map_location).type == "meta"
+        return _Reader(zf, bool(weights_only), meta).decode(manifest["root"])

@@ -16,7 +16,6 @@ import numpy as np
 from . import dtypes
 from .device import device as _device
 from .device import cpu as _cpu
-from ._cuda_array import CUDA0 as _CUDA0
 from ._cuda_array import TO_NUMPY as _TO_NUMPY
 from ._cuda_array import CudaArray as _CudaArray
 from ._cuda_array import to_device as _to_device
@@ -25,6 +24,8 @@ from ._data import channels_last_contiguous as _channels_last_contiguous
 from ._data import to_array
 from ._hooks import RemovableHandle
 from . import _dlpack
+from . import _meta
+from ._meta import MetaArray as _MetaArray
 
 
 class Size(tuple):
@@ -103,7 +104,8 @@ class Tensor:
 
     @property
     def device(self) -> _device:
-        return _cpu if type(self._data) is not _CudaArray else _CUDA0
+        kind = type(self._data)
+        return _cpu if kind is not _CudaArray and kind is not _MetaArray else self._data.device
 
     @property
     def is_cuda(self) -> bool:
@@ -112,7 +114,13 @@ class Tensor:
 
     @property
     def is_cpu(self) -> bool:
-        return type(self._data) is not _CudaArray
+        kind = type(self._data)
+        return kind is not _CudaArray and kind is not _MetaArray
+
+    @property
+    def is_meta(self) -> bool:
+        """Whether the tensor is on the meta device (a shape and dtype, no values)."""
+        return type(self._data) is _MetaArray
 
     @property
     def ndim(self) -> int:
@@ -339,6 +347,8 @@ class Tensor:
             registry.state.traces[-1].read_value(self)
         if type(self._data) is _CudaArray:
             raise TypeError(_TO_NUMPY)
+        if type(self._data) is _MetaArray:
+            raise TypeError(_meta.TO_NUMPY)
         if self.requires_grad and not force and registry.state.grad_enabled:  # (as torch's)
             raise RuntimeError(
                 "Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() "
@@ -352,6 +362,8 @@ class Tensor:
             registry.state.traces[-1].read_value(self)
         if type(self._data) is _CudaArray:
             raise TypeError(_TO_NUMPY)
+        if type(self._data) is _MetaArray:
+            raise TypeError(_meta.TO_NUMPY)
         if self._dtype is _BFLOAT16:
             raise TypeError("Got unsupported ScalarType BFloat16")
         if dtype is None:
@@ -364,6 +376,8 @@ class Tensor:
         if self._data.size != 1:
             raise RuntimeError(
                 f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
+        if type(self._data) is _MetaArray:
+            raise RuntimeError(_meta.NO_ITEM)
         if type(self._data) is _CudaArray:  # (torch copies the value to the host too)
             return self._data.copy_to_host().reshape(()).item()
         return self._data.reshape(()).item()
@@ -433,8 +447,9 @@ class Tensor:
 
     # ------------------------------------------------------------------ device
     def cpu(self) -> Tensor:
-        """This tensor on the CPU: itself, or a copy of a cuda tensor (differentiable)."""
-        return self if type(self._data) is not _CudaArray else self.to("cpu")
+        """This tensor on the CPU: itself, or a copy of a cuda tensor (differentiable); a meta
+        tensor has no values to copy (torch's NotImplementedError)."""
+        return self if self.is_cpu else self.to("cpu")
 
     def cuda(self, device: Any = None) -> Tensor:
         """This tensor on the cuda device (``cuda:0``): itself, or a copy (differentiable)."""
@@ -448,7 +463,7 @@ class Tensor:
     def __format__(self, spec: str) -> str:
         # as torch: a plain 0-d tensor formats as its number (also with no spec: f"{t}" is
         # "7"); anything else as an object (str(t), and a TypeError for a non-empty spec)
-        if self.ndim == 0 and type(self) is Tensor:
+        if self.ndim == 0 and type(self) is Tensor and not self.is_meta:
             return self.detach().item().__format__(spec)
         return object.__format__(self, spec)
 
@@ -548,12 +563,16 @@ _BFLOAT16 = dtypes.bfloat16
 
 def _new(data: Any, dt: dtypes.dtype, requires_grad: bool = False, device: Any = None) -> Tensor:
     """A new leaf tensor made by a factory (``tensor``, ``zeros``, a legacy constructor, ...):
-    on ``device`` (the array is made on the host and copied once), requiring grad if asked
-    (only floating and complex dtypes may), an inference tensor in inference mode."""
-    if device is not None and device.type == "cuda":
-        if dt is _BFLOAT16:
-            raise RuntimeError(dtypes.NO_CUDA_BFLOAT16)
-        data = _to_device(data)
+    on ``device`` (the array is made on the host and copied once; on the meta device only its
+    shape is kept), requiring grad if asked (only floating and complex dtypes may), an
+    inference tensor in inference mode."""
+    if device is not None and device.type != "cpu":
+        if device.type == "meta":
+            data = _meta.array(data.shape, data.dtype)
+        else:
+            if dt is _BFLOAT16:
+                raise RuntimeError(dtypes.NO_CUDA_BFLOAT16)
+            data = _to_device(data)
     t = _make(data, dt)
     if requires_grad:
         if not (dt.is_floating_point or dt.is_complex):  # torch's factory text (capitalized)

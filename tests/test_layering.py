@@ -36,9 +36,9 @@ LAYERS = [
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields", "jitgrad.ops.autocast_cast",
               "jitgrad.ops.dtype_rules"]),
-    ("registry", ["jitgrad.ops.registry"]),
+    ("registry", ["jitgrad.ops.registry", "jitgrad.ops.vjp_apply"]),
     ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy",
-                "jitgrad._type_info", "jitgrad._runtime_switches"]),
+                "jitgrad._meta", "jitgrad._type_info", "jitgrad._runtime_switches"]),
     # (the eager engine traces VJP rules into NumPy programs with what the jit is built on)
     ("trace", ["jitgrad._ir", "jitgrad._tracer", "jitgrad._interpret", "jitgrad._pycode"]),
     ("graph", ["jitgrad.autograd.node", "jitgrad.autograd.engine", "jitgrad.autograd.op_node",

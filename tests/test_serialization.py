@@ -177,5 +177,5 @@ def test_foreign_files_and_devices_give_clear_errors(tmp_path):
     jitgrad.save(jitgrad.ones(2), path)
     assert jitgrad.load(path, map_location="cpu").tolist() == [1.0, 1.0]
     assert jitgrad.load(path, map_location=jitgrad.device("cpu")).tolist() == [1.0, 1.0]
-    with pytest.raises(RuntimeError, match="jitgrad tensors live on the CPU"):
+    with pytest.raises(RuntimeError, match="jitgrad loads tensors on the CPU"):
         jitgrad.load(path, map_location="cuda")

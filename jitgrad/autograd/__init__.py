@@ -89,8 +89,7 @@ def _make_grads(outputs: tuple, grads: tuple, is_grads_batched: bool = False) ->
                     raise RuntimeError(
                         "grad can be implicitly created only for real scalar outputs but got "
                         f"{dt}")
-                cuda = not isinstance(out, graph.GradientEdge) and out.is_cuda
-                if cuda:
+                if not isinstance(out, graph.GradientEdge) and not out.is_cpu:  # cuda, meta
                     new.append(ones(shape, dtype=dt, device=out.device))
                 else:  # every backward of a scalar loss makes one: no factory parsing
                     one = np.empty(shape, dt.np)

@@ -20,6 +20,7 @@ from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor, _make, _refresh_view
 from .node import AccumulateGrad, Node, _anomaly, as_tensor
+from .._meta import touches_meta
 
 
 _ndarray = np.ndarray
@@ -46,6 +47,8 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
         raw = not _touches_cuda(grad_roots, order)
     if raw and registry.bfloat16_live:  # (the array lane reads dtypes off float32 arrays)
         raw = not _touches_bfloat16(grad_roots, order)
+    if raw and registry.meta_live:  # meta gradients travel as tensors (no values to compute)
+        raw = not touches_meta(grad_roots)
     buffers: dict[Node, list] = {}
     for (node, nr), g in zip(roots, grad_roots):
         if node in needed:

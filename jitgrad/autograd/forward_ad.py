@@ -259,7 +259,8 @@ def _linear_args(tangents: tuple, inputs: tuple) -> list:
             args.append(t)
         elif isinstance(a, Tensor):
             floating = a._dtype.is_floating_point or a._dtype.is_complex
-            args.append(zeros(tuple(a.shape), dtype=a._dtype) if floating else a)
+            args.append(zeros(tuple(a.shape), dtype=a._dtype, device=a.device) if floating
+                        else a)
         elif isinstance(a, (int, float, complex)) and not isinstance(a, bool):
             args.append(0)
         else:

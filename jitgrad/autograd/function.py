@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..ops import registry
+from ..ops.vjp_apply import fit_grad
 from .forward_ad import fw_disabled, function_jvp, has_tangent
 from .node import FREED, Node, SavedTensor, _anomaly, _edge, _zeros
 
@@ -120,7 +121,7 @@ class BackwardCFunction(Node, FunctionCtx):
                 raise RuntimeError(
                     f"Function {self.name()} returned an invalid gradient at index {i} - got "
                     f"{list(g.shape)} but expected shape compatible with {list(meta.shape)}")
-            out.append(registry.fit_grad(g, meta.shape, meta.dtype))
+            out.append(fit_grad(g, meta.shape, meta.dtype))
         return tuple(out)
 
     def _release(self) -> None:

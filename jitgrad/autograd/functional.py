@@ -298,7 +298,7 @@ def _standard_basis(tensors: tuple, numels: tuple) -> tuple:
     total = sum(numels)
     chunks, start = [], 0
     for t, n in zip(tensors, numels):
-        chunks.append(eye(total, dtype=t.dtype)[:, start:start + n].contiguous())
+        chunks.append(eye(total, dtype=t.dtype, device=t.device)[:, start:start + n].contiguous())
         start += n
     return tuple(chunks)
 
@@ -432,7 +432,8 @@ def _jacrev_vectorized(outputs: tuple, inputs: tuple, create_graph: bool) -> tup
                              is_grads_batched=True))
     for k, el in enumerate(vj):
         if el is None:
-            vj[k] = zeros((total,) + tuple(inputs[k].shape), dtype=inputs[k].dtype)
+            vj[k] = zeros((total,) + tuple(inputs[k].shape), dtype=inputs[k].dtype,
+                          device=inputs[k].device)
     per_input = []
     for jac_input, inp in zip(vj, inputs):
         per_input.append([part.view(tuple(out.shape) + tuple(inp.shape)) for part, out in

@@ -345,7 +345,7 @@ def _save(tensor: Any, is_output: bool) -> SavedTensor:
 def _zeros(meta: registry.Meta, like: Any = None) -> Any:
     """``zeros(meta.shape, dtype=meta.dtype)``: the gradient of an output that got none, on the
     device of ``like`` (another output's gradient) when that is not the CPU."""
-    if like is not None and not isinstance(like, Tracer) and like.is_cuda:  # (tracers: no data)
+    if like is not None and not isinstance(like, Tracer) and not like.is_cpu:  # (tracers: none)
         return like.new_zeros(meta.shape, dtype=meta.dtype)
     return _new(np.zeros(meta.shape, dtype=meta.dtype.np), meta.dtype)
 

@@ -16,6 +16,7 @@ from types import FunctionType as _FunctionType
 from typing import Any
 
 from ..ops import registry
+from ..ops.vjp_apply import run_vjp
 from . import rule_programs
 from .rule_programs import PROGRAMS
 from .node import (
@@ -157,7 +158,7 @@ class OpNode(Node):
             ans = _as_output(out._value, out._dtype, self, out._fw)  # (unpack, inlined)
         else:
             ans = out.unpack(self)
-        return registry.run_vjp(self.op, self._grads(grad_outputs), ans, inputs, self.params,
+        return run_vjp(self.op, self._grads(grad_outputs), ans, inputs, self.params,
                                 self._needs)
 
     def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
@@ -347,7 +348,7 @@ class UniformNode(OpNode):
         inputs = [meta if kept is None or kept[i] is None else self.saved_input(i)
                   for i in range(len(self._needs))]
         ans = self.saved_output() if self._out is not None else None
-        return registry.run_vjp(self.op, self._grads(grad_outputs), ans, inputs, _NO_PARAMS,
+        return run_vjp(self.op, self._grads(grad_outputs), ans, inputs, _NO_PARAMS,
                                 self._needs)
 
     def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:

@@ -4,7 +4,7 @@ A backward without ``create_graph`` records nothing, so running a VJP rule throu
 dispatcher (a tensor per intermediate, a dispatch per op) is pure overhead. For a recorded op
 whose signature is *uniform* (every argument a tensor with the output's shape and dtype, no
 params: ``h * w``, ``h + w``, ``tanh(h)`` on same-shaped tensors), the engine instead traces
-the op's own rule, through the same ``registry.run_vjp`` and ``fit_grad`` the JIT uses, into a
+the op's own rule, through the same ``run_vjp`` and ``fit_grad`` the JIT uses, into a
 small graph (with the tracer the JIT's is built on, ``_tracer``), and renders that as
 straight-line NumPy (``_pycode``). The rule stays the
 single source; this only changes how it is executed.
@@ -26,6 +26,7 @@ import numpy as np
 from .._pycode import compile_function
 from .._tracer import Trace, active, graph_of
 from ..ops import registry
+from ..ops.vjp_apply import run_vjp
 from .node import SavedTensor
 
 MAX_PROGRAMS_PER_OP = 256  # a shape-varying workload must not grow the caches without bound
@@ -75,7 +76,7 @@ def build(node: Any, key: tuple):
         inputs = tuple(trace.new_input(shape, dt, hint="saved") if k else registry.Meta(shape, dt)
                        for k in kept)
         ans = trace.new_input(shape, dt, hint="result") if op.save_output else None
-        grads = registry.run_vjp(op, (grad,), ans, inputs, {}, needs)
+        grads = run_vjp(op, (grad,), ans, inputs, {}, needs)
     outvars = [trace.var_of(g) if g is not None else None for g in grads]
     graph = graph_of(trace, outvars, f"{op.name}_vjp")
     # The prologue binds a0 (the gradient), then each saved input's array, then the result's;
@@ -223,7 +224,7 @@ def build_general(node: Any, key: tuple):
             ans = trace.new_input(out_shape, out_dtype, hint="result")
             prologue += ["s = node._out", "if s._vc[0] != s._version:", "    s.unpack(node)",
                          f"a{k} = s._value"]
-        grads = registry.run_vjp(op, (grad,), ans, tuple(inputs), node.params, needs)
+        grads = run_vjp(op, (grad,), ans, tuple(inputs), node.params, needs)
     outvars = [trace.var_of(g) if g is not None else None for g in grads]
     graph = graph_of(trace, outvars, f"{op.name}_vjp")
     prologue += ["if release:", "    node._release()"]

@@ -172,16 +172,22 @@ def linearize(func: Callable, *primals: Tensor) -> tuple:
     return out, jvp_fn
 
 
-def _basis(shapes: list, dtypes: list) -> list:
+def _device_of(values: Any) -> Any:
+    """The device of the first tensor among ``values`` (the CPU if none is one)."""
+    return next((v.device for v in values if isinstance(v, Tensor)), "cpu")
+
+
+def _basis(shapes: list, dtypes: list, device: Any = None) -> list:
     """Rows of the identity over all elements, split into one block per shape:
-    ``[(N, *shape_i)]`` with ``N`` the total number of elements."""
+    ``[(N, *shape_i)]`` with ``N`` the total number of elements, on ``device`` (the values')."""
     from ..ops.creation import eye
 
     sizes = [_numel(s) for s in shapes]
     total = sum(sizes)
     out, start = [], 0
     for s, n, dt in zip(shapes, sizes, dtypes):
-        out.append(eye(total, dtype=dt)[:, start:start + n].reshape((total,) + tuple(s)))
+        out.append(eye(total, dtype=dt, device=device)[:, start:start + n].reshape(
+            (total,) + tuple(s)))
         start += n
     return out
 
@@ -219,7 +225,8 @@ def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False,
         out, fn = res[0], res[1]
         flat_out, spec = pytree.tree_flatten(out)
         _check_outputs(flat_out, "vjp(f, *primals)")
-        basis = _basis([tuple(o.shape) for o in flat_out], [o.dtype for o in flat_out])
+        basis = _basis([tuple(o.shape) for o in flat_out], [o.dtype for o in flat_out],
+                       _device_of(flat_out))
 
         def row(*cts: Tensor) -> tuple:
             return fn(pytree.tree_unflatten(list(cts), spec))
@@ -227,7 +234,8 @@ def jacrev(func: Callable, argnums: int | tuple = 0, *, has_aux: bool = False,
         if basis[0].shape[0] == 0:  # no output elements: an empty Jacobian
             from ..ops.creation import zeros
 
-            grads = tuple(zeros((0,) + tuple(p.shape), dtype=p.dtype) for p in primals)
+            grads = tuple(zeros((0,) + tuple(p.shape), dtype=p.dtype, device=p.device)
+                          for p in primals)
         elif current_level() is None:
             grads = vmap(row, chunk_size=chunk_size)(*basis)  # per primal: (N, *p.shape)
         else:  # a vjp inside vmap: its vjp_fn takes this level's cotangents, row by row
@@ -272,7 +280,8 @@ def jacfwd(func: Callable, argnums: int | tuple = 0, has_aux: bool = False, *,
             if not isinstance(p, Tensor):
                 raise RuntimeError("jvp(f, primals, tangents): Expected primals to only "
                                    f"contain Tensors, got {type(p)}")
-        basis = _basis([tuple(p.shape) for p in primals], [p.dtype for p in primals])
+        basis = _basis([tuple(p.shape) for p in primals], [p.dtype for p in primals],
+                       _device_of(primals))
 
         def push(*tangents: Tensor) -> Any:
             res = jvp(f, primals, tangents, has_aux=has_aux)

@@ -48,6 +48,17 @@ class Batched(Tracer):
     __slots__ = ("_value",)
 
     @property
+    def device(self):
+        """The CPU, as for every tracer, unless the batch is on the meta device (so that
+        tensors made like this one, ``zeros_like``, are meta too)."""
+        v = self._value
+        return v.device if v.is_meta else Tracer.device.fget(self)
+
+    @property
+    def is_meta(self) -> bool:
+        return self._value.is_meta
+
+    @property
     def _data(self):
         raise RuntimeError(_DATA_ERROR)
 

@@ -34,6 +34,7 @@ import numpy as np
 from ..ops import registry
 from ..tensor import _make
 from ..ops.registry import state
+from ..ops.vjp_apply import fit_grad
 from ..autograd.node import as_tensor
 
 # ctx attributes that Function.apply's machinery sets (everything else was set by the user)
@@ -410,7 +411,7 @@ def _run_user_backward(spec: FunctionCallSpec, ctx: Any, grads: list) -> list:
             raise RuntimeError(
                 f"Function {cls.__name__}Backward returned an invalid gradient at index {i} - "
                 f"got {list(g.shape)} but expected shape compatible with {list(meta.shape)}")
-        out.append(registry.fit_grad(g, meta.shape, meta.dtype))
+        out.append(fit_grad(g, meta.shape, meta.dtype))
     return out
 
 

@@ -359,6 +359,9 @@ class JitFunction:
         if registry.fw_hook is not None and _dual(args, kwargs):
             # forward-mode AD: tangents flow through the eager ops' JVP rules, not a program
             return self.py_func(*args, **kwargs)
+        if registry.meta_live and _meta_call(args, kwargs):
+            # meta tensors: the eager ops give the output shapes (there is nothing to compile)
+            return self.py_func(*args, **kwargs)
         if self._lean and not kwargs:  # the lean path: positional tensors, a known key
             key = _fast_key(args)
             if key is not None:
@@ -406,6 +409,15 @@ def _dual(args: tuple, kwargs: dict) -> bool:
     from ..autograd.forward_ad import has_tangent
 
     return has_tangent(args) or has_tangent(tuple(kwargs.values()))
+
+
+def _meta_call(args: tuple, kwargs: dict) -> bool:
+    """Whether a call has a meta tensor among its arguments (or in a list or tuple of them)."""
+    for a in (*args, *kwargs.values()):
+        for t in (a if isinstance(a, (list, tuple)) else (a,)):
+            if isinstance(t, Tensor) and t.is_meta:
+                return True
+    return False
 
 
 def _fast_key(args: tuple) -> tuple | None:

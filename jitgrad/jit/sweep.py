@@ -1,6 +1,6 @@
 """The reverse sweep over recorded equations: which values depend differentiably on some
 seeds (``active_vars``), and the cotangents propagated backwards through the equations by each
-op's own VJP rule (``backward_sweep``, through ``registry.run_vjp`` as the eager engine runs
+op's own VJP rule (``backward_sweep``, through ``ops.vjp_apply.run_vjp`` as the eager engine runs
 them).
 
 It sits below the jit's ``Trace``: the VJP pass (``passes.vjp``) runs it to build the joint
@@ -14,8 +14,8 @@ from collections.abc import Callable
 from contextlib import nullcontext
 from typing import Any
 
-from ..ops import registry
 from ..ops.registry import state
+from ..ops.vjp_apply import run_vjp
 from .._ir import Eqn, Var
 from .._tracer import Trace, source
 
@@ -68,7 +68,7 @@ def backward_sweep(trace: Trace | None, eqns: list[Eqn], value_of: Callable[[Var
                 ans = outs[0] if op.n_outputs == 1 else tuple(outs)
             # (the cotangent sums too: they carry the user's line of the op, not the caller's)
             with source(trace, e.source) if trace is not None else nullcontext():
-                res = registry.run_vjp(op, grads, ans, inputs, e.params, needs)
+                res = run_vjp(op, grads, ans, inputs, e.params, needs)
                 for x, g in zip(e.inputs, res):
                     if g is None or not isinstance(x, Var):
                         continue

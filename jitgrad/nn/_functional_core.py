@@ -247,14 +247,14 @@ def pad(input: Tensor, pad: Any, mode: str = "constant",  # noqa: A002
             raise RuntimeError("Padding value causes wrapping around more than once.")
     if mode != "circular":
         return apply(GATHER_PADS[mode, n_dims], input, padding=pad)
-    from ..ops.creation import tensor
+    from ..ops.creation import host_device, tensor
     from ..ops.nn_ops2 import pad_positions
 
     out = input
     for i in range(n_dims):
         d = input.ndim - 1 - i
         pos = pad_positions(mode, input.shape[d], pad[2 * i], pad[2 * i + 1])
-        out = out.index_select(d, tensor(pos))
+        out = out.index_select(d, tensor(pos, device=host_device(out)))
     return out
 
 
@@ -266,6 +266,14 @@ def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
 
     if tensor.dtype != dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
+    if tensor.is_meta:  # (the shape needs num_classes: the values are not there to count)
+        if num_classes == -1:
+            from .._meta import data_dependent_error
+
+            raise data_dependent_error("one_hot without num_classes")
+        from ..ops.creation import empty
+
+        return empty(*tensor.shape, num_classes, dtype=dtypes.int64, device="meta")
     idx = tensor.detach().numpy()
     if num_classes == -1:
         if idx.size == 0:

@@ -4,6 +4,7 @@ override them as in torch work), extra state, and the four state-dict hooks."""
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict, namedtuple
 from collections.abc import Callable, Mapping
 from typing import Any
@@ -152,6 +153,13 @@ class StateDictMixin:
                         else:
                             self._buffers[name] = value
                     else:
+                        if param.is_meta and not value.is_meta:
+                            warnings.warn(
+                                f"for {key}: copying from a non-meta parameter in the checkpoint "
+                                "to a meta parameter in the current model, which is a no-op. "
+                                "(Did you mean to pass `assign=True` to assign items in the state "
+                                "dictionary to their corresponding key in the module instead of "
+                                "copying them in place?)", UserWarning, stacklevel=2)
                         param.copy_(value)
             except Exception as e:  # noqa: BLE001 - reported like torch does
                 error_msgs.append(

@@ -25,9 +25,11 @@ class Parameter(Tensor):
     """
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
-        if data is None:
-            arr, dt, vc = np.empty((0,), dtype=dtypes.get_default_dtype().np), \
-                dtypes.get_default_dtype(), [0]
+        if data is None:  # (torch's empty(0): on the default device)
+            from ..ops.creation import empty
+
+            data = empty(0)
+            arr, dt, vc = data._data, data.dtype, [0]
         else:
             arr, dt, vc = data.detach()._data, data.dtype, data._vc
         if requires_grad and not (dt.is_floating_point or dt.is_complex):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any
 
 import numpy as np
@@ -10,9 +11,28 @@ import numpy as np
 from .. import dtypes
 from .._data import to_array as _to_array
 from ..device import check_device
+from .. import _meta
 from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the ops load)
 from . import registry
 from .surface import public
+
+
+def meta_empty(shape: tuple, dt: dtypes.dtype, requires_grad: bool = False,
+               strides: tuple | None = None) -> Any:
+    """A new meta leaf tensor, as a factory makes one (``zeros(..., device="meta")``): no
+    values are ever made, so it costs no memory whatever its size (``strides`` in bytes)."""
+    return _tensor._new(_meta.array(shape, dt.np, strides), dt, requires_grad)
+
+
+def host_device(like: Any) -> Any:
+    """Where a tensor that jitgrad makes from host numbers or index arrays, to combine with
+    tensor ``like``, goes: the meta device for a meta ``like``, else the CPU, whatever the
+    default device (``with device("meta")`` around CPU work; a cuda ``like`` takes CPU numbers
+    and index arrays as it always has)."""
+    return like.device if like.is_meta else _CPU
+
+
+_CPU = check_device("cpu")
 
 
 @public("tensor")
@@ -31,7 +51,8 @@ def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     """Converts ``data`` to a tensor, sharing memory with a NumPy array or tensor if it can."""
     dev = check_device(device)
     if isinstance(data, registry.Tensor) and (dtype is None or dtype is data.dtype):
-        return data if device is None else data.to(dev)
+        # (a default device other than the CPU, ``with device("meta")``, applies as torch's)
+        return data if device is None and dev.type == "cpu" else data.to(dev)
     arr, dt = _to_array(data, dtype, copy=False)
     return _tensor._new(arr, dt, False, dev)
 
@@ -215,6 +236,8 @@ def _factory(fill, fname: str):
                             f"'{next(iter(kwargs))}'")
         dev = check_device(device)
         dt = dtype or dtypes.get_default_dtype()
+        if dev.type == "meta":  # a shape, no values (and no memory)
+            return meta_empty(_size_arg(fname, size, size_kw), dt, requires_grad)
         data = fill(_size_arg(fname, size, size_kw), dt.np)
         if fmt is not None and fmt.name.startswith("channels_last"):  # (empty's memory_format)
             check_format_rank(data.ndim, fmt)
@@ -240,6 +263,8 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
     dt = dtype or dtypes.scalar_dtype(fill_value)
+    if dev.type == "meta":
+        return meta_empty(_shape((size,)), dt, requires_grad)
     return _tensor._new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad, dev)
 
 
@@ -285,6 +310,9 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
     if dtype in dtypes.LIMITED_UINTS:  # (torch has no arange kernel for uint16/32/64)
         raise NotImplementedError(f'"arange_cpu" not implemented for '
                                   f"'{dtype._legacy.replace('Tensor', '')}'")
+    if dev.type == "meta":  # (torch's length: ceil((end - start) / step))
+        n = builtins.max(0, math.ceil((float(end) - float(start)) / float(step)))
+        return meta_empty((n,), dtype, requires_grad)
     return _tensor._new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
 
 
@@ -313,4 +341,6 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
+    if dev.type == "meta":
+        return meta_empty((n, n if m is None else m), dt, requires_grad)
     return _tensor._new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)

@@ -94,7 +94,7 @@ def _diagonalize(x, ls: list[str], k: int):
                                f"sizes don't match, {x.shape[j]} != {n}")
         shape = [1] * x.ndim
         shape[i], shape[j] = n, n
-        x = (x * eye(n, dtype=x.dtype).reshape(shape)).sum(dim=j)
+        x = (x * eye(n, dtype=x.dtype, device=x.device).reshape(shape)).sum(dim=j)
         ls = ls[:j] + ls[j + 1:]
     return x, ls
 

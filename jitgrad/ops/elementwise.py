@@ -183,8 +183,10 @@ TO_COPY = defop("to_copy", _to_impl, kind=POINTWISE, node_name="ToCopyBackward0"
 
 
 def _to_device_impl(x, device: str, source: str):
-    from .. import _cuda_array
+    from .. import _cuda_array, _meta
 
+    if device.startswith("meta"):  # (only the shape goes: a copy from meta is meta_compute's)
+        return _meta.array(x.shape, x.dtype)
     if device == "cpu":
         return x.copy_to_host() if type(x) is _cuda_array.CudaArray else x.copy()
     return _cuda_array.to_device(x) if type(x) is np.ndarray else x.copy()
@@ -193,7 +195,11 @@ def _to_device_impl(x, device: str, source: str):
 # A copy to another device (``x.cuda()``, ``x.cpu()``, ``x.to("cuda")``): torch records it as
 # ``ToCopyBackward0`` too; the gradient is copied back to the source device.
 def _to_device_meta(x: Any, device: str, source: str) -> tuple:
-    if device != "cpu" and x.dtype is dtypes.bfloat16:
+    if source.startswith("meta") and not device.startswith("meta"):
+        from .._meta import NO_DATA
+
+        raise NotImplementedError(NO_DATA)
+    if device.startswith("cuda") and x.dtype is dtypes.bfloat16:
         raise RuntimeError(dtypes.NO_CUDA_BFLOAT16)
     return tuple(x.shape), x.dtype
 

@@ -66,6 +66,10 @@ def _new_factory(fill):
 
         dt = dtype or self.dtype
         dev = check_device(self.device if device is None else device)  # (self's, as torch)
+        if dev.type == "meta":
+            from .creation import meta_empty as empty
+
+            return empty(_shape(size), dt, requires_grad)
         return _new(fill(_shape(size), dt.np), dt, requires_grad, dev)
     return make
 

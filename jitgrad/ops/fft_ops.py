@@ -150,7 +150,7 @@ def _c2r_impl(x, dim, norm, last_dim_size):
 
 
 def _c2r_vjp(g, ans, x, dim, norm, last_dim_size):
-    from .creation import tensor
+    from .creation import host_device, tensor
 
     if g.dtype.is_complex:
         g = g.real
@@ -161,7 +161,8 @@ def _c2r_vjp(g, ans, x, dim, norm, last_dim_size):
     if double > 0:
         w = np.ones(m)
         w[1:1 + double] = 2.0
-        gi = gi * tensor(w.reshape((m,) + (1,) * (gi.ndim - 1 - last)), dtype=g.dtype)
+        gi = gi * tensor(w.reshape((m,) + (1,) * (gi.ndim - 1 - last)), dtype=g.dtype,
+                         device=host_device(gi))
     return gi
 
 

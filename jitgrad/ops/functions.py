@@ -10,12 +10,12 @@ import numpy as np
 from .. import dtypes
 from . import elementwise as ew
 from . import extras, registry
-from .creation import tensor
+from .creation import host_device, tensor
 from .elementwise import where
 from .indexing import getitem
 from .linalg import matmul
 from .overloads import scalar_first
-from .registry import apply, lane
+from .registry import OPS, apply, lane
 from .surface import public
 
 
@@ -132,19 +132,26 @@ def clamp(input, min=None, max=None):  # noqa: F811
     if min is None and max is None:
         raise RuntimeError("torch.clamp: At least one of 'min' or 'max' must not be None")
     if isinstance(min, Tensor) or isinstance(max, Tensor):
-        lo = min if min is None or isinstance(min, Tensor) else tensor(min, dtype=input.dtype)
-        hi = max if max is None or isinstance(max, Tensor) else tensor(max, dtype=input.dtype)
+        dev = host_device(input)
+        lo = min if min is None or isinstance(min, Tensor) else tensor(min, dtype=input.dtype,
+                                                                       device=dev)
+        hi = max if max is None or isinstance(max, Tensor) else tensor(max, dtype=input.dtype,
+                                                                       device=dev)
         return apply(ew.CLAMP_TENSOR, input, lo, hi)
     return apply(ew.CLAMP, input, min=min, max=max)
 
 
 @public("all", method=True)
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    if input.is_meta:  # (no values: the shape and dtype from ops)
+        return (input == 0).sum(dim=dim, keepdim=keepdim) == 0
     return tensor(np.all(input._data, axis=dim, keepdims=keepdim))
 
 
 @public("any", method=True)
 def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
+    if input.is_meta:
+        return (input != 0).sum(dim=dim, keepdim=keepdim) > 0
     return tensor(np.any(input._data, axis=dim, keepdims=keepdim))
 
 
@@ -184,8 +191,8 @@ def _to(self, *args: Any, **kwargs: Any):
     for a in args:
         if isinstance(a, dtypes.dtype):
             dtype = a
-        elif isinstance(a, Tensor):
-            dtype = a.dtype
+        elif isinstance(a, Tensor):  # to(other): its dtype and device
+            dtype, dev = a.dtype, a.device
         elif isinstance(a, (str, device)):
             dev = a
     target = check_device(dev) if dev is not None else None
@@ -243,7 +250,7 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.view_as = lambda self, other: self.view(tuple(other.shape))
     Tensor.reshape_as = lambda self, other: self.reshape(tuple(other.shape))
     Tensor.expand_as = lambda self, other: self.expand(tuple(other.shape))
-    Tensor.type_as = lambda self, other: self.to(other.dtype)
+    Tensor.type_as = lambda self, other: self.to(other)  # (its dtype and device, as torch)
     Tensor.where = lambda self, condition, y: where(condition, self, y)
     for name, dt in (("float", dtypes.float32), ("double", dtypes.float64),
                      ("half", dtypes.float16), ("bfloat16", dtypes.bfloat16),
@@ -287,7 +294,8 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.__or__ = Tensor.__ror__ = binary(_pair(ew.BITWISE_OR))
     Tensor.__xor__ = Tensor.__rxor__ = binary(_pair(ew.BITWISE_XOR))
     Tensor.__invert__ = lambda self: apply(ew.LOGICAL_NOT, self) if self.dtype is dtypes.bool \
-        else tensor(~self._data)
+        else apply(OPS["bitwise_not"], self) if self.is_meta \
+        else tensor(~self._data, device=host_device(self))
     Tensor.__getitem__ = getitem
     Tensor.__hash__ = lambda self: id(self)
     from .extras import install_factories

@@ -71,7 +71,10 @@ INDEX_PUT = defop(
     save=(2, 3, 4, 5, 6, 7, 8, 9), jvp=LINEAR)
 
 
-def _as_index(k):
+def _as_index(k, meta_count: int | None = None):
+    """The index tensors of key ``k`` (a mask gives one per dim, its nonzero positions). A
+    mask on a meta tensor has no positions: with ``meta_count`` (a write, whose result's shape
+    does not depend on them) it stands for ``meta_count`` positions, else it raises."""
     from .creation import tensor as make_tensor
 
     if isinstance(k, registry.Tensor):
@@ -83,6 +86,14 @@ def _as_index(k):
             from ..errors import data_dependent_shape_error
 
             raise data_dependent_shape_error("boolean mask indexing")
+        if t.is_meta:
+            if meta_count is not None:
+                from .creation import meta_empty
+
+                return [meta_empty((meta_count,), dtypes.int64)] * max(t.ndim, 1)
+            from .._meta import data_dependent_error
+
+            raise data_dependent_error("boolean mask indexing")
         if t.is_cuda:  # (the nonzero op: its count is read back, its indices stay there)
             return list(t.nonzero(as_tuple=True)) if t.ndim else [t.nonzero()[:, 0]]
         return [make_tensor(nz) for nz in np.nonzero(t._data)]
@@ -91,8 +102,9 @@ def _as_index(k):
     return [t]
 
 
-def _normalize_key(x, key) -> tuple[tuple, list]:
-    """(spec, index tensors) for ``x[key]``, with Ellipsis expanded and masks as indices."""
+def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
+    """(spec, index tensors) for ``x[key]``, with Ellipsis expanded and masks as indices
+    (``meta_count``: see ``_as_index``)."""
     if not isinstance(key, tuple):
         if x.ndim == 0 and isinstance(key, (int, np.integer)) and not isinstance(key, bool):
             raise IndexError(
@@ -135,17 +147,20 @@ def _normalize_key(x, key) -> tuple[tuple, list]:
             dim += 1
         elif isinstance(k, (int, np.integer)) or (isinstance(k, registry.Tensor) and k.ndim == 0 and
                                                   dtypes.is_integral(k.dtype) and
-                                                  k._trace is None):
+                                                  k._trace is None and not k.is_meta):
             _check_bounds(np.asarray(int(k)), dim, x.shape[dim])
             spec.append(int(k))
             dim += 1
         else:
-            for t in _as_index(k):
+            for t in _as_index(k, meta_count):
                 if x.is_cuda and not t.is_cuda:  # (as torch: host indices for a cuda tensor)
                     t = t.cuda()
+                elif x.is_meta and not t.is_meta:  # (and for a meta tensor)
+                    t = t.to("meta")
                 if t.is_cuda:
                     _check_bounds_on_device(t, len(tensors), x.shape[dim])
-                elif t._trace is None:  # (torch numbers these by advanced index, not by dim)
+                elif t._trace is None and not t.is_meta:
+                    # (torch numbers these by advanced index, not by dim)
                     _check_bounds(t._data, len(tensors), x.shape[dim])
                 spec.append(("t", len(tensors)))
                 tensors.append(t)
@@ -218,7 +233,10 @@ COPY_SLICES = defop(
 
 def index_put_value(x, key, value):
     """The out-of-place value of ``x[key] = value`` (what ``__setitem__`` writes back)."""
-    spec, tensors = _normalize_key(x, key)
+    meta_count = None
+    if x.is_meta:  # a mask selects as many positions as ``value`` has rows (or one)
+        meta_count = value.shape[0] if isinstance(value, registry.Tensor) and value.ndim else 1
+    spec, tensors = _normalize_key(x, key, meta_count)
     if not isinstance(value, registry.Tensor):
         from .creation import tensor as make_tensor
 

@@ -263,6 +263,8 @@ def _copy_from(s: Any, src: Any, non_blocking: bool = False) -> Any:
         from .creation import tensor
 
         src = tensor(src)
+    if s.is_meta and not src.is_meta:  # (a write into a meta tensor: nothing to copy)
+        src = src.to("meta")
     shape = registry.broadcast_shapes(tuple(s.shape), tuple(src.shape))
     if shape != tuple(s.shape):
         raise RuntimeError(
@@ -282,6 +284,8 @@ def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
 
     if self.is_cuda:  # drawn on the device (another stream than the CPU's)
         return _draw_on_device(self, "uniform", generator, a, b - a)
+    if self.is_meta:  # no values to draw
+        return self
     gen = generator or default_generator()
     sample = gen.uniform(a, b, size=self._data.shape)
     return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))
@@ -293,6 +297,8 @@ def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None)
 
     if self.is_cuda:
         return _draw_on_device(self, "normal", generator, mean, std)
+    if self.is_meta:
+        return self
     gen = generator or default_generator()
     sample = gen.normal(mean, std, size=self._data.shape)
     return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))

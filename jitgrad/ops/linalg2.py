@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .registry import AUTOCAST_FP32, OPAQUE, apply, defop, sum_to
+from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
+from .vjp_apply import sum_to
 from .return_types import return_type
 from .surface import public
 

@@ -181,7 +181,7 @@ def _solve_triangular_meta(a, b, upper, unitriangular, left):
 
 
 def _solve_triangular_vjp(g, ans, a, b, upper, unitriangular, left):
-    from .registry import sum_to
+    from .vjp_apply import sum_to
     from .selection import tril, triu
 
     if not left:  # the transposed left solve's gradients, transposed back

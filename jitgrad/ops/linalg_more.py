@@ -20,7 +20,8 @@ import numpy as np
 from .. import dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _scalar
 from .linalg_decomp import SOLVE_TRIANGULAR, _solve_triangular_impl
-from .registry import OPAQUE, apply, defop, sum_to
+from .registry import OPAQUE, apply, defop
+from .vjp_apply import sum_to
 from .return_types import return_type
 from .surface import public
 

@@ -354,9 +354,9 @@ def svd(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
     if not compute_uv:
         m, n = input.shape[-2], input.shape[-1]
         batch = tuple(input.shape[:-2])
-        return SvdResult(zeros(batch + (m, m), dtype=input.dtype),
+        return SvdResult(zeros(batch + (m, m), dtype=input.dtype, device=input.device),
                          svdvals(input),
-                         zeros(batch + (n, n), dtype=input.dtype))
+                         zeros(batch + (n, n), dtype=input.dtype, device=input.device))
     u, s, vh = _svd(input, full_matrices=not some)
     return SvdResult(u, s, _mh(vh))
 
@@ -401,14 +401,14 @@ def _cholesky_solve_meta(b, factor, upper):
 
 
 def _cholesky_solve_vjp_b(g, ans, b, factor, upper):
-    from .registry import sum_to
+    from .vjp_apply import sum_to
 
     return sum_to(apply(CHOLESKY_SOLVE, g, factor, upper=upper), tuple(b.shape))
 
 
 def _cholesky_solve_vjp_factor(g, ans, b, factor, upper):
     # torch's cholesky_solve_backward (the factor taken as a dense L with A = L L^H)
-    from .registry import sum_to
+    from .vjp_apply import sum_to
 
     g_b = apply(CHOLESKY_SOLVE, g, factor, upper=upper)
     common = g_b @ _mh(ans)

@@ -109,8 +109,8 @@ def _vector_norm_vjp(g, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
 def _vector_norm_jvp(tangents, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
     from .creation import ones
 
-    w = _vector_norm_vjp(ones(tuple(ans.shape), dtype=ans.dtype), ans, x, ord, dims, keepdim,
-                         dtype)
+    w = _vector_norm_vjp(ones(tuple(ans.shape), dtype=ans.dtype, device=ans.device), ans, x, ord,
+                         dims, keepdim, dtype)
     if w is None:  # the 0-"norm" is locally constant
         return ans * 0
     t = tangents[0] * w.conj()

@@ -127,7 +127,7 @@ def _weighted_jvp(weights):
     def rule(tangents, ans, x, dims, keepdim, **params):
         from .creation import ones
 
-        g = ones(tuple(ans.shape), dtype=ans.dtype)
+        g = ones(tuple(ans.shape), dtype=ans.dtype, device=ans.device)
         w = weights(g, ans, x, dims, keepdim, **params).conj()
         return apply(SUM_DIM, tangents[0] * w, dims=dims, keepdim=keepdim, dtype=None)
     return rule

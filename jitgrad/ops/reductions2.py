@@ -105,7 +105,8 @@ def _cum_vjp(grads, ans, x, dim):
 
     if x.ndim == 0:
         return (grads[0],)
-    return (zeros(tuple(x.shape), dtype=grads[0].dtype).scatter_add(dim, ans[1], grads[0]),)
+    return (zeros(tuple(x.shape), dtype=grads[0].dtype, device=grads[0].device).scatter_add(
+        dim, ans[1], grads[0]),)
 
 
 def _cum_meta(x, dim):
@@ -213,7 +214,8 @@ def _shared_tangent(t, x, value, dim, keepdim, nan_equal=True):
     """The tangent of a max/min/median: the mean of the tangents of the elements equal to it."""
     from .creation import ones
 
-    w = _evenly(ones(tuple(value.shape), dtype=t.dtype), x, value, dim, keepdim, nan_equal)
+    w = _evenly(ones(tuple(value.shape), dtype=t.dtype, device=t.device), x, value, dim, keepdim,
+                nan_equal)
     out = (w * t).sum() if dim is None else (w * t).sum(dim, keepdim=keepdim)
     return out.reshape(tuple(value.shape))
 
@@ -303,7 +305,7 @@ def _median(name, all_op, dim_op, result, input, dim, keepdim):  # noqa: A002
         if input.numel() == 0:
             from .creation import full
 
-            return full((), float("nan"), dtype=input.dtype)
+            return full((), float("nan"), dtype=input.dtype, device=input.device)
         return apply(all_op, input, ignore_nan=all_op is NANMEDIAN_ALL)
     d = wrap_dim(dim, input.ndim)
     _check_dim_size(input, d, name)

@@ -264,6 +264,13 @@ sparse_apply: Callable | None = None
 # sparse storage; this makes it the ``SparseTensor`` that ``.grad`` and hooks show)
 sparse_wrap: Callable | None = None
 
+# The meta device (``jitgrad._meta``): once a meta tensor exists, the general path hands a call
+# with one to ``meta_compute`` (the op's shape/dtype rule alone); until then the dispatcher's
+# only meta cost is reading ``meta_live``. ``meta_array``: ``_meta.MetaArray``, set there.
+meta_live = False
+meta_compute: Callable | None = None
+meta_array: type = type(None)  # (no tensor's data is None: nothing matches until it is set)
+
 
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
@@ -309,14 +316,16 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
             dt = a._dtype
             out_dtype = out_dtypes[dt]
             x = a._data
-            if out_dtype is None or cuda_live and type(x) is _CudaArray:
-                pass  # computed in another dtype, or a cuda tensor: the general path
+            if out_dtype is None or cuda_live and type(x) is _CudaArray \
+                    or meta_live and type(x) is meta_array:
+                pass  # computed in another dtype, or a cuda or meta tensor: the general path
             elif b is _UNARY:
                 out = op.impl(x)
                 hot = True
                 b = None  # (one operand: the record's second operand is None)
-            elif type(b) is Tensor and b._dtype is dt and (not cuda_live
-                                                           or type(b._data) is not _CudaArray):
+            elif type(b) is Tensor and b._dtype is dt and (
+                    not cuda_live or type(b._data) is not _CudaArray) and (
+                    not meta_live or type(b._data) is not meta_array):
                 y = b._data
                 try:
                     out = op.impl(x, y)
@@ -408,16 +417,19 @@ def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):
     return result
 
 
-def _any_cuda(args: tuple) -> bool:
+def _any_on(args: tuple, kind: type) -> bool:
+    """Whether a tensor among ``args`` holds data of type ``kind`` (a device's array type)."""
     for a in args:  # (parameters are a Tensor subclass)
-        if isinstance(a, Tensor) and type(a._data) is _CudaArray:
+        if isinstance(a, Tensor) and type(a._data) is kind:
             return True
     return False
 
 
 def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
     """Runs ``op.impl`` on ``args``' arrays: (its result, the result's dtype or dtypes)."""
-    if cuda_live and _any_cuda(args):  # the CUDA runtime runs ops on cuda tensors
+    if meta_live and _any_on(args, meta_array):  # the op's shape/dtype rule alone
+        return meta_compute(op, args, params)
+    if cuda_live and _any_on(args, _CudaArray):  # the CUDA runtime runs ops on cuda tensors
         return cuda_compute(op, args, params)
     if op.kind != POINTWISE:
         out_dtype = op.meta(*args, **params)[1]
@@ -499,7 +511,7 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
 
 def _aliases(out, base) -> bool:
     """Whether an op's output array shares memory with its input's."""
-    if type(out) is _CudaArray:
+    if type(out) is not _ndarray:  # a cuda or meta array: its own test
         return out.shares_memory(base)
     if out is base:
         return True
@@ -514,7 +526,7 @@ def _aliases(out, base) -> bool:
 def _wrap(data, dt):
     npdt = dt.np
     if type(data) is not _ndarray or (data.dtype is not npdt and data.dtype != npdt):
-        if type(data) is not _CudaArray:
+        if type(data) is not _CudaArray and type(data) is not meta_array:
             data = np.asarray(data, dtype=npdt)
     return make(data, dt)
 
@@ -550,71 +562,3 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
             broadcast_shapes(*(x.shape for x in arrays if hasattr(x, "shape")))
             raise
     return arrays, out_dtype
-
-
-# ---------------------------------------------------------------- shared by both engines
-
-
-def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
-            needs: tuple) -> list:
-    """Applies ``op``'s VJP rule. ``grads`` has one cotangent per output (zeros, never None).
-
-    ``op.vjp`` is either one function returning a gradient per input, or a tuple with one
-    function (or None) per input, so unneeded gradients are never computed. The result is
-    summed to each input's shape and cast to its dtype here, in one place for both engines.
-    """
-    g = grads[0] if op.n_outputs == 1 else tuple(grads)
-    rule = op.vjp
-    if type(rule) is tuple:
-        out = [None] * len(rule)
-        i = 0
-        for r in rule:
-            if r is not None and needs[i]:
-                gi = r(g, ans, *inputs, **params) if params else r(g, ans, *inputs)
-                if gi is not None:
-                    out[i] = _fitted(gi, inputs[i])
-            i += 1
-        return out
-    out = list(rule(g, ans, *inputs, **params))
-    for i, gi in enumerate(out):
-        if gi is not None:
-            out[i] = _fitted(gi, inputs[i]) if needs[i] else None
-    return out
-
-
-def _fitted(g: Any, x: Any) -> Any:
-    """Gradient ``g`` summed to the shape and cast to the dtype of input ``x`` (a tensor or a
-    ``Meta``); ``g`` itself when it already fits."""
-    if type(x) is Meta:
-        shape, dt = x.shape, x.dtype
-    elif type(x) is Tensor:  # an eager tensor (tracers are a subclass)
-        shape, dt = x._data.shape, x._dtype
-    else:
-        shape, dt = x.shape, x.dtype
-    if type(g) is Tensor and g._dtype is dt and g._data.shape == shape:
-        return g
-    return fit_grad(g, shape, dt)
-
-
-def fit_grad(g, shape: tuple, dt: dtypes.dtype):
-    """Sums a broadcast gradient back to ``shape`` and casts it to ``dt`` (generic unbroadcast)."""
-    if tuple(g.shape) != tuple(shape):
-        g = sum_to(g, shape)
-    if g.dtype is not dt:
-        if g.dtype.is_complex and not dt.is_complex:
-            g = g.real
-        g = g.to(dt)
-    return g
-
-
-def sum_to(g, shape: tuple):
-    """Sums ``g`` over the dimensions that broadcasting added or expanded to reach ``shape``."""
-    shape = tuple(shape)
-    lead = g.ndim - len(shape)
-    dims = tuple(range(lead)) + tuple(
-        lead + i for i, n in enumerate(shape) if n == 1 and g.shape[lead + i] != 1)
-    if dims:
-        g = g.sum(dim=dims, keepdim=True)
-    if lead or g.shape != shape:
-        g = g.reshape(shape)
-    return g

@@ -39,6 +39,10 @@ def sample(kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
     """A draw of ``kind`` ("uniform", "normal" or "integers", with ``low``/``high``): eager
     numbers, or an ``rng`` equation inside ``jit``; on a cuda ``device``, drawn there
     (``backends/cuda_random``: another stream than the CPU's)."""
+    if device is not None and device.type == "meta":  # no values to draw
+        from .creation import meta_empty as empty
+
+        return empty(tuple(shape), dtype, requires_grad)
     params = dict(kind=kind, shape=tuple(shape), dtype=dtype, **params)
     if generator is not None:
         params["generator"] = generator

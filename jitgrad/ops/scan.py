@@ -93,7 +93,7 @@ def _cumprod_vjp_differentiable(g, x, dim):
 
             shape = list(x.shape)
             shape[dim] = 1
-            pieces.insert(0, ones(tuple(shape), dtype=x.dtype))
+            pieces.insert(0, ones(tuple(shape), dtype=x.dtype, device=x.device))
         omitted = cat(pieces, dim) if len(pieces) > 1 else pieces[0]
         grads.append((g.narrow(dim, k, n - k) * omitted.conj()).sum(dim=dim))
     return stack(grads, dim)

@@ -22,7 +22,13 @@ def _is_traced(*ts) -> bool:
 
 
 def _data_dependent(what: str, *ts) -> None:
-    """Raises ConcretizationError unless every ``t`` is an eager tensor with values."""
+    """Raises ConcretizationError unless every ``t`` is an eager tensor with values (a meta
+    tensor's stand-in: NotImplementedError, as torch's meta kernels)."""
+    for t in ts:
+        if isinstance(t, registry.Tensor) and "_meta_standin" in t.__dict__:
+            from .._meta import data_dependent_error
+
+            raise data_dependent_error(what)
     if registry.state.traces or any(type(t) is not registry.Tensor and not (
             isinstance(t, registry.Tensor) and t._trace is None) for t in ts):
         from ..errors import data_dependent_shape_error
@@ -149,7 +155,8 @@ def _masked_scatter_jvp(ts, ans, mask, source):
     from .creation import zeros
 
     tx = ts[0] if ts[0] is not None else ans * 0
-    ts_ = ts[2] if ts[2] is not None else zeros(tuple(source.shape), dtype=ans.dtype)
+    ts_ = ts[2] if ts[2] is not None else zeros(tuple(source.shape), dtype=ans.dtype,
+                                                device=ans.device)
     return apply(MASKED_SCATTER, tx, mask, ts_)
 
 
@@ -328,7 +335,7 @@ def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if src is not None and src.dtype is not input.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
-    if not _is_traced(index) and index.numel() and not index.is_cuda:  # (cuda: on the device)
+    if not _is_traced(index) and index.numel() and index.is_cpu:  # (cuda: on the device)
         bad = (index._data < 0) | (index._data >= input.shape[d])
         if bad.any():
             raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
@@ -354,7 +361,7 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # no
         if src is None:
             from .creation import full
 
-            src = full(tuple(index.shape), value, dtype=input.dtype)
+            src = full(tuple(index.shape), value, dtype=input.dtype, device=input.device)
         from .indexing import scatter_add
 
         return scatter_add(input, dim, index, src)

@@ -141,7 +141,7 @@ def _centred_window(window, win_length: int, n_fft: int, like):
 
 def _pad_signal(x, pad: int, mode: str):
     """torch.stft's centring: ``F.pad`` of the signal (as a 3-d batch) by ``pad`` each side."""
-    from .creation import tensor
+    from .creation import host_device, tensor
     from .nn_ops2 import CONSTANT_PAD_ND, GATHER_PADS, pad_positions
 
     x3 = x.reshape((1,) * (3 - x.ndim) + tuple(x.shape))
@@ -158,7 +158,8 @@ def _pad_signal(x, pad: int, mode: str):
     elif mode == "circular":
         if pad > x3.shape[-1]:
             raise RuntimeError("Padding value causes wrapping around more than once.")
-        out = x3.index_select(2, tensor(pad_positions(mode, x3.shape[-1], pad, pad)))
+        out = x3.index_select(2, tensor(pad_positions(mode, x3.shape[-1], pad, pad),
+                                        device=host_device(x3)))
     else:
         raise NotImplementedError(f"Unrecognised padding mode {mode}")
     return out.reshape(tuple(out.shape[3 - x.ndim:]))

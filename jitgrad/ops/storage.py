@@ -48,8 +48,8 @@ def _bytes_of(root: np.ndarray) -> np.ndarray:
 def _host_array(tensor: Any) -> np.ndarray:
     data = tensor._data
     if not isinstance(data, np.ndarray):
-        raise RuntimeError("storages of cuda tensors are not supported by jitgrad: call .cpu() "
-                           "first")
+        raise RuntimeError(f"storages of {tensor.device.type} tensors are not supported by "
+                           "jitgrad" + (": call .cpu() first" if tensor.is_cuda else ""))
     return data
 
 

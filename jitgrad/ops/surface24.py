@@ -225,8 +225,8 @@ def _ptr(a: Any) -> int:
 
 
 def data_ptr(self: Any) -> int:
-    """The address of the tensor's first element."""
-    return _ptr(self._data)
+    """The address of the tensor's first element (0 for a meta tensor, which has none)."""
+    return 0 if self.is_meta else _ptr(self._data)
 
 
 def storage_offset(self: Any) -> int:
@@ -338,8 +338,14 @@ def empty_strided(size: Any, stride: Any, *, dtype: Any = None, layout: Any = No
     from ..tensor import _new
 
     dt = dtype or dtypes.get_default_dtype()
-    return _new(_strided_array(size, stride, dt.np), dt, requires_grad,
-                check_device(device) if device is not None else None)
+    dev = check_device(device)
+    if dev.type == "meta":  # (the strides are kept; no memory)
+        from .creation import meta_empty as empty
+
+        _strided_array((0,) * len(size), stride, dt.np)  # (its checks of size and stride)
+        return empty(tuple(size), dt, requires_grad,
+                     strides=tuple(int(s) * dt.itemsize for s in stride))
+    return _new(_strided_array(size, stride, dt.np), dt, requires_grad, dev)
 
 
 def new_empty_strided(self: Any, size: Any, stride: Any, *, dtype: Any = None, layout: Any = None,

@@ -157,7 +157,7 @@ class LBFGS(Optimizer):
         for p in self._params:
             if p.is_complex():
                 raise NotImplementedError("jitgrad's LBFGS supports real parameters only")
-            views.append(zeros((p.numel(),), dtype=p.dtype) if p.grad is None
+            views.append(zeros((p.numel(),), dtype=p.dtype, device=p.device) if p.grad is None
                          else p.grad.reshape(-1))
         return cat(views, 0)
 

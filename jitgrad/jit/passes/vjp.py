@@ -1,7 +1,7 @@
 """The VJP pass: differentiate a forward graph by applying each OpDef's own VJP rule.
 
 The forward equations are replayed into a fresh trace; then a reverse sweep applies each op's
-rule (through ``registry.run_vjp``, which also undoes broadcasting and casts, exactly as the
+rule (through ``ops.vjp_apply.run_vjp``, which also undoes broadcasting and casts, exactly as the
 eager engine does) to tracer values, so the rules' ops are recorded as the backward equations.
 Cotangents reaching the same value are summed. The result is the *joint* graph:
 ``(primals, tangents) -> (outputs, grads)``, which ``partition`` splits in two.

@@ -12,10 +12,10 @@ def skip_init(module_cls: type, *args: Any, **kwargs: Any) -> Any:
     """Instantiates ``module_cls(*args, **kwargs)`` whose parameters and buffers are left for
     the caller to initialize (torch.nn.utils.skip_init).
 
-    torch builds the module on the ``meta`` device and then allocates it uninitialized;
-    jitgrad has no ``meta`` device, so the module is built on its device with its usual
-    initialization (valid "uninitialized" contents: callers must overwrite them either way).
-    The checks are torch's: ``module_cls`` must be a ``Module`` accepting a ``device`` argument.
+    As torch does, the module is built on the ``meta`` device (no memory, no initialization)
+    and then given uninitialized memory on its device (``kwargs["device"]``, default
+    ``"cpu"``) with ``Module.to_empty``. ``module_cls`` must be a ``Module`` accepting a
+    ``device`` argument.
 
     Args:
         module_cls: the ``nn.Module`` subclass.
@@ -31,5 +31,6 @@ def skip_init(module_cls: type, *args: Any, **kwargs: Any) -> Any:
         raise RuntimeError(f"Expected a Module; got {module_cls}")
     if "device" not in inspect.signature(module_cls).parameters:
         raise RuntimeError("Module must support a 'device' arg to skip initialization")
-    kwargs.setdefault("device", "cpu")
-    return module_cls(*args, **kwargs)
+    final_device = kwargs.pop("device", "cpu")
+    kwargs["device"] = "meta"
+    return module_cls(*args, **kwargs).to_empty(device=final_device)
