@@ -145,7 +145,10 @@ def test_rsample_gradients_and_gradcheck():
                      (jg.tensor(LOC, requires_grad=True), jg.tensor(SCALE, requires_grad=True)))
 
 
-def test_validation_errors_match_torch():
+def test_validation_errors_match_torch(monkeypatch):
+    # (torch.compile's first use in this process, by a ported script, turns torch's default
+    # validation off: both libraries' defaults are validation on)
+    monkeypatch.setattr(TD.Distribution, "_validate_args", True)
     for ctor in (lambda lib, t: lib.Normal(t([0.0]), t([-1.0])),
                  lambda lib, t: lib.Bernoulli(probs=t([1.5]))):
         with pytest.raises(ValueError) as theirs:

@@ -14,6 +14,7 @@ from test_ops import GRADGRAD_SUBSET, _prepare
 
 import jitgrad
 import jitgrad.jit  # noqa: F401 - registers the jit's ops (kernel, custom_function)
+import jitgrad.jit.control_flow  # noqa: F401 - registers cond and while_loop
 import jitgrad.nn.functional as F
 from jitgrad.ops import surface
 from jitgrad.ops.out_arg import out_variant
@@ -24,6 +25,8 @@ pytestmark = pytest.mark.filterwarnings("ignore:The use of `x.T` on tensors:User
 # Ops that no opdb record can reach, each with the reason. Everything else must be run by a
 # record (forward, backward, or double backward).
 NO_RECORD = {
+    "cond": "a staged cond holding traced branch sub-graphs (tests/test_control_flow.py)",
+    "while_loop": "a staged loop holding traced sub-graphs (tests/test_control_flow.py)",
     "custom_function": "a user's autograd.Function inside jit (tests/test_function.py)",
     "custom_function_backward": "its backward equation (tests/test_function.py)",
     "detach": "Tensor.detach: no gradient, no node (tests/test_tensor.py)",
