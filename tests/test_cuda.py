@@ -474,8 +474,10 @@ def test_jit_partial_reductions_matmul_views_and_backward():
 
 
 def test_launch_config_follows_the_size():
-    blocks, threads = numba_cuda.launch_config(10)
-    assert blocks == 1 and threads == numba_cuda.block_size()
+    b = numba_cuda.block_size()
+    blocks, threads = numba_cuda.launch_config(b - 1)
+    assert blocks == 1 and threads == b
+    assert numba_cuda.launch_config(b + 1) == (2, b)
     many, _ = numba_cuda.launch_config(10**9)
     assert 1 < many <= max(numba_cuda.MAX_BLOCKS, numba_cuda.SIM_MAX_BLOCKS)
 

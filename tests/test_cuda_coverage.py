@@ -7,8 +7,8 @@ the CPU itself rejects is not one the record supports. Every (op, dtype) either 
 when an unlisted pair fails (a kernel lost, a wrong value) and when a listed pair starts to
 work (remove it from the list). docs/cuda.md lists the same pairs.
 
-One test per dtype (about 15-40 s each on the simulator, 2 to 2.5 minutes for the five on one
-core): marked slow.
+One test per dtype (about 5-35 s each on the simulator, under 90 s for the five on one core):
+marked slow.
 """
 
 from __future__ import annotations
