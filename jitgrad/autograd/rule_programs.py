@@ -18,7 +18,6 @@ be traced (it reads values) is remembered as such and runs through the dispatche
 from __future__ import annotations
 
 from collections import defaultdict
-from types import FunctionType
 from typing import Any
 
 import numpy as np
@@ -39,7 +38,11 @@ PROGRAMS: defaultdict = defaultdict(dict)
 def lookup(node: Any, key: tuple) -> Any:
     """The program for ``node``'s op and ``key``, or None (not yet worth building, or the rule
     cannot be traced)."""
-    programs = PROGRAMS[node.op]
+    return _lookup(PROGRAMS[node.op], node, key, build)
+
+
+def _lookup(programs: dict, node: Any, key: tuple, builder: Any) -> Any:
+    """``programs[key]``: counted on first sight, built by ``builder`` on the second."""
     found = programs.get(key)
     if found is None:  # first sight: count it
         if len(programs) >= MAX_PROGRAMS_PER_OP:
@@ -50,7 +53,7 @@ def lookup(node: Any, key: tuple) -> Any:
         return None
     if type(found) is int:
         try:
-            found = build(node, key)
+            found = builder(node, key)
         except Exception:  # noqa: BLE001 - e.g. the rule reads a value: not traceable
             found = _UNTRACEABLE
         programs[key] = found
@@ -176,23 +179,7 @@ def general_key(node: Any, g: Any) -> tuple | None:
 
 def general_lookup(node: Any, key: tuple) -> Any:
     """The program for ``node`` and ``key`` (see ``lookup``), or None."""
-    programs = GENERAL_PROGRAMS[node.op]
-    found = programs.get(key)
-    if type(found) is FunctionType:
-        return found
-    if found is None:
-        if len(programs) >= MAX_PROGRAMS_PER_OP:
-            programs.clear()
-        programs[key] = 1
-        return None
-    if found is _UNTRACEABLE:
-        return None
-    try:
-        found = build_general(node, key)
-    except Exception:  # noqa: BLE001 - e.g. the rule reads a value: not traceable
-        found = _UNTRACEABLE
-    programs[key] = found
-    return found or None
+    return _lookup(GENERAL_PROGRAMS[node.op], node, key, build_general)
 
 
 def build_general(node: Any, key: tuple):

@@ -141,8 +141,7 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
         elif type(k) is int:
             size = x.shape[dim]
             if not -size <= k < size:
-                raise IndexError(f"index {k} is out of bounds for dimension {dim} with size "
-                                 f"{size}")
+                raise _out_of_bounds(k, dim, size)
             spec.append(k)
             dim += 1
         elif isinstance(k, (int, np.integer)) or (isinstance(k, registry.Tensor) and k.ndim == 0 and
@@ -171,8 +170,11 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
 def _check_bounds(index: np.ndarray, dim: int, size: int) -> None:
     bad = (index >= size) | (index < -size)
     if bad.any():
-        raise IndexError(f"index {int(index[bad].flat[0])} is out of bounds for dimension {dim} "
-                         f"with size {size}")
+        raise _out_of_bounds(int(index[bad].flat[0]), dim, size)
+
+
+def _out_of_bounds(index: int, dim: int, size: int) -> IndexError:
+    return IndexError(f"index {index} is out of bounds for dimension {dim} with size {size}")
 
 
 def _check_bounds_on_device(index, dim: int, size: int) -> None:
@@ -181,8 +183,7 @@ def _check_bounds_on_device(index, dim: int, size: int) -> None:
     bad = (index >= size) | (index < -size)  # (integer tensors: nothing is recorded)
     if bad.sum().item():
         first = int(index.masked_select(bad)[0].item())
-        raise IndexError(f"index {first} is out of bounds for dimension {dim} with size "
-                         f"{size}")
+        raise _out_of_bounds(first, dim, size)
 
 
 def _int(v):

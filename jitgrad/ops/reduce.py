@@ -43,10 +43,13 @@ def _reduce_meta(dtype_rule):
     return meta
 
 
+def _accumulated(x, dtype) -> np.dtype:
+    """The NumPy dtype a sum or product of array ``x`` accumulates in (``_sum_dtype``)."""
+    return _sum_dtype(dtypes.from_numpy_dtype(x.dtype), dtype).np
+
+
 def _sum_impl(x, dims, keepdim, dtype=None):
-    if dtype is None:
-        dtype = dtypes.int64 if x.dtype.kind in "biu" else None  # (else: x's own dtype)
-    return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=None if dtype is None else dtype.np)
+    return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=_accumulated(x, dtype))
 
 
 def _sum_vjp(g, ans, x, dims, keepdim, dtype=None):
@@ -75,8 +78,7 @@ def _mean_vjp(g, ans, x, dims, keepdim, dtype=None):
 
 
 def _prod_impl(x, dims, keepdim, dtype=None):
-    return np.prod(x, axis=dims, keepdims=keepdim, dtype=_sum_dtype(
-        dtypes.from_numpy_dtype(x.dtype), dtype).np)
+    return np.prod(x, axis=dims, keepdims=keepdim, dtype=_accumulated(x, dtype))
 
 
 def _prod_vjp(g, ans, x, dims, keepdim, dtype=None):
