@@ -65,7 +65,11 @@ LAYERS = [
     ("package", [ROOT]),  # jitgrad/__init__.py: imports the layers below and wires their slots
     # (written against the public API, ``import jitgrad``; loaded on first use of the name)
     ("public_api_clients", ["jitgrad.distributions", "jitgrad.signal", "jitgrad.library",
-                            "jitgrad.functional", "jitgrad.quasirandom"]),
+                            "jitgrad.functional", "jitgrad.quasirandom",
+                            # (flex attention falls back to jitgrad.func.vmap)
+                            "jitgrad.nn.attention.flex_attention",
+                            "jitgrad.nn.attention._flex_block_mask",
+                            "jitgrad.nn.attention._flex_math"]),
 ]
 
 # Upward imports that remain (importer -> imported). Each would be a cycle between layers held

@@ -58,12 +58,15 @@ def clone(input, *, memory_format: memory_format = preserve_format):  # noqa: A0
     return registry.apply(CLONE_CHANNELS_LAST, input)
 
 
-def _new_factory(fill):
-    def make(self, *size, dtype=None, device=None, requires_grad=False):
+def _new_factory(fill, name):
+    def make(self, *sizes, size=None, dtype=None, device=None, requires_grad=False):
         from ..device import check_device
         from ..tensor import _new
         from .creation import _shape
 
+        if size is not None and sizes:  # (torch takes the size positionally or as size=)
+            raise TypeError(f"{name}() received an invalid combination of arguments")
+        size = sizes if size is None else (size,)
         dt = dtype or self.dtype
         dev = check_device(self.device if device is None else device)  # (self's, as torch)
         if dev.type == "meta":
@@ -91,7 +94,7 @@ def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
 
 
 for _name, _fill in (("new_zeros", np.zeros), ("new_ones", np.ones), ("new_empty", np.empty)):
-    public(method=_name)(_new_factory(_fill))
+    public(method=_name)(_new_factory(_fill, _name))
 
 
 def _apply_python(self, values: list):
