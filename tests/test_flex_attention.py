@@ -391,3 +391,39 @@ def test_new_factories_take_size_as_keyword():
         torch.arange(3).new_ones(2, size=(3,))
     with pytest.raises(TypeError, match="new_ones"):
         jitgrad.arange(3).new_ones(2, size=(3,))
+
+
+def test_return_lse_warns_once_and_kernel_options_are_checked():
+    (qt, qj), (kt, kj), (vt, vj) = _qkv(14, l=8, s=8)
+    JF._WARNINGS_SHOWN.discard("deprecated_return_lse")
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        flex_attention(qj, kj, vj, return_lse=True)
+        flex_attention(qj, kj, vj, return_lse=True)
+    future = [w for w in seen if issubclass(w.category, FutureWarning)]
+    assert len(future) == 1 and "return_aux=AuxRequest(lse=True)" in str(future[0].message)
+    assert future[0].filename == __file__
+    out = flex_attention(qj, kj, vj, kernel_options={"BACKEND": "AUTO", "BLOCK_M": 64})
+    _close(out, TF.flex_attention(qt, kt, vt, kernel_options={"BACKEND": "AUTO"}))
+    for opts in ({"OUTPUT_MAX": True}, {"BACKEND": "FLASH", "FORCE_USE_FLEX_ATTENTION": True}):
+        _raises_like_torch(lambda o=opts: TF.flex_attention(qt, kt, vt, kernel_options=o),
+                           lambda o=opts: flex_attention(qj, kj, vj, kernel_options=o))
+    with pytest.warns(DeprecationWarning, match="_compile flag"):
+        create_block_mask(causal, 1, 1, 8, 8, _compile=True)
+
+
+def test_gradcheck_gqa_and_gradients_through_the_vmap_fallback():
+    rng = np.random.default_rng(15)
+    q, k, v = [jitgrad.tensor(rng.standard_normal(sh), requires_grad=True)
+               for sh in ((1, 4, 5, 3), (1, 2, 4, 3), (1, 2, 4, 2))]
+    assert gradcheck(lambda q, k, v: flex_attention(q, k, v, enable_gqa=True,
+                                                    score_mod=relative_positional), (q, k, v))
+    table = jitgrad.tensor(rng.standard_normal((4, 5, 4)), requires_grad=True)
+    grads = []
+    for mod in (lambda s, b, h, qi, ki: s * table[h, qi, ki],  # broadcast
+                lambda s, b, h, qi, ki: s * table[h][qi][ki]):  # vmap (chained indexing)
+        table.grad = None
+        flex_attention(q, k, v, score_mod=mod, enable_gqa=True).pow(2).sum().backward()
+        grads.append(table.grad.clone())
+    np.testing.assert_allclose(grads[0].numpy(), grads[1].numpy(), rtol=1e-12, atol=1e-12)
+    assert grads[0].abs().sum() > 0
