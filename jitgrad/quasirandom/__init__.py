@@ -80,8 +80,12 @@ def _scramble_state(state: np.ndarray, ltm: np.ndarray) -> np.ndarray:
     ltm[:, idx, idx] = 1
     # row p of a matrix as an integer: column c has weight 2**(29 - c) (torch's cdot_pow2)
     dots = (ltm << np.arange(_MAXBIT - 1, -1, -1, dtype=np.int64)).sum(-1)  # (D, 30)
-    parity = np.bitwise_count(dots[:, None, :] & state[:, :, None]) & 1  # (D, j, p)
-    return (parity.astype(np.int64) << (_MAXBIT - 1 - idx)).sum(-1)
+    out = np.empty_like(state)
+    for lo in range(0, len(state), 4096):  # (in chunks: the products are D x 30 x 30)
+        d, s = dots[lo:lo + 4096], state[lo:lo + 4096]
+        parity = np.bitwise_count(d[:, None, :] & s[:, :, None]) & 1  # (D, j, p)
+        out[lo:lo + 4096] = (parity.astype(np.int64) << (_MAXBIT - 1 - idx)).sum(-1)
+    return out
 
 
 class SobolEngine:
