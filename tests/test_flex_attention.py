@@ -427,3 +427,17 @@ def test_gradcheck_gqa_and_gradients_through_the_vmap_fallback():
         grads.append(table.grad.clone())
     np.testing.assert_allclose(grads[0].numpy(), grads[1].numpy(), rtol=1e-12, atol=1e-12)
     assert grads[0].abs().sum() > 0
+
+
+def test_without_separate_full_blocks():
+    bt = TF.create_block_mask(causal, 1, 2, 48, 40, device="cpu", BLOCK_SIZE=16,
+                              separate_full_blocks=False)
+    bj = create_block_mask(causal, 1, 2, 48, 40, device="cpu", BLOCK_SIZE=16,
+                           separate_full_blocks=False)
+    assert bj.full_kv_num_blocks is None and bj.full_q_indices is None
+    np.testing.assert_array_equal(bj.kv_indices.numpy(), bt.kv_indices.numpy())
+    np.testing.assert_array_equal(bj.q_num_blocks.numpy(), bt.q_num_blocks.numpy())
+    assert str(bj) == str(bt)
+    (qt, qj), (kt, kj), (vt, vj) = _qkv(16, b=1, h=2, l=48, s=40)
+    _close(flex_attention(qj, kj, vj, block_mask=bj),
+           TF.flex_attention(qt, kt, vt, block_mask=bt))
