@@ -27,7 +27,7 @@ _MAXBIT = 30
 def _table() -> tuple[np.ndarray, np.ndarray]:
     """``(poly, vinit)``: the primitive polynomials and the initial direction numbers (int64,
     shapes (21201,) and (21201, 18)), decoded from ``_directions`` (the encoding is described
-    in ``tools/gen_sobol_directions.py``)."""
+    in ``jitgrad/quasirandom/_generate_directions.py``)."""
     from . import _directions
 
     raw = np.frombuffer(zlib.decompress(base64.b85decode(_directions.DATA)), np.uint8)
