@@ -65,7 +65,7 @@ LAYERS = [
     ("package", [ROOT]),  # jitgrad/__init__.py: imports the layers below and wires their slots
     # (written against the public API, ``import jitgrad``; loaded on first use of the name)
     ("public_api_clients", ["jitgrad.distributions", "jitgrad.signal", "jitgrad.library",
-                            "jitgrad.functional"]),
+                            "jitgrad.functional", "jitgrad.fx"]),
 ]
 
 # Upward imports that remain (importer -> imported). Each would be a cycle between layers held
