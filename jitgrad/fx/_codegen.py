@@ -307,9 +307,9 @@ def gen_python_code(graph: Graph, root_module: str, *, verbose: bool = False) ->
     if not body:
         body.append("pass\n")
     if wrapped_fns:
-        from ._symbolic_trace import wrap
+        from ._wrap import wrap
 
-        wrap_name = add_global("wrap", wrap)
+        wrap_name = add_global(_get_qualified_name(wrap), wrap)
         wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
     else:
         wrap_stmts = ""

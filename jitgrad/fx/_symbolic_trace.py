@@ -20,9 +20,20 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from ._wrap import (
+    PH,
+    PHBase,
+    _assert,
+    _assert_is_none,
+    _side_effectful_functions,
+    _wrapped_fns_to_patch,
+    wrap,
+)
 from .graph import Graph
 from .node import Argument
 from .proxy import Proxy, TracerBase, _find_proxy
+
+__all__ = ["PH", "PHBase", "Tracer", "_side_effectful_functions", "symbolic_trace", "wrap"]
 
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
@@ -30,55 +41,6 @@ _PATCHED_MODULES = ("jitgrad", "jitgrad.nn.functional", "jitgrad.linalg", "jitgr
                     "jitgrad.fft")
 _TENSOR_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
                   "or", "xor", "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge")
-
-# (globals dict, name) of every ``wrap``ped function
-_wrapped_fns_to_patch: dict[tuple[int, str], dict] = {}
-
-
-def _assert(condition: Any, message: str) -> None:
-    """``torch._assert``: raises ``AssertionError(message)`` unless ``condition``."""
-    if not condition:
-        raise AssertionError(message)
-
-
-def _assert_is_none(value: Any, msg: str) -> None:
-    """Raises ``AssertionError(msg)`` unless ``value`` is None (a ``None`` concrete arg)."""
-    assert value is None, msg
-
-
-_side_effectful_functions = {_assert, _assert_is_none}
-
-
-class PHBase:
-    """The class of ``PH``: a ``concrete_args`` leaf that stays a placeholder."""
-
-    def __repr__(self) -> str:
-        return "PH"
-
-
-PH = PHBase()
-
-
-def wrap(fn_or_name: str | Callable) -> str | Callable:
-    """Makes calls of a module-level function (by name or the function itself) record a
-    ``call_function`` node instead of being traced through; call it at module scope."""
-    if not callable(fn_or_name) and not isinstance(fn_or_name, str):
-        raise RuntimeError("Unsupported type for global function! Must be either a callable "
-                           "or string name")
-    if callable(fn_or_name):
-        assert not isinstance(fn_or_name, str)
-        fn_name = fn_or_name.__name__
-    else:
-        fn_name = fn_or_name
-    frame = inspect.currentframe()
-    assert frame is not None
-    f = frame.f_back
-    assert f is not None
-    if f.f_code.co_name != "<module>":
-        raise NotImplementedError("wrap must be called at the top level of a module")
-    _wrapped_fns_to_patch[(id(f.f_globals), fn_name)] = f.f_globals
-    return fn_or_name
-
 
 def _recording(orig: Callable, wrapped: bool = False) -> Callable:
     """``orig``, recording a ``call_function`` node when a proxy is among its arguments."""

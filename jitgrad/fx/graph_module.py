@@ -67,7 +67,8 @@ def _addindent(s: str, num_spaces: int) -> str:
     if len(lines) == 1:
         return s
     first = lines.pop(0)
-    return first + "\n" + "\n".join((num_spaces * " ") + line for line in lines)
+    return first + "\n" + "\n".join((num_spaces * " ") + line if line.strip() else ""
+                                     for line in lines)
 
 
 class GraphModule(nn.Module):

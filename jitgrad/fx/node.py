@@ -290,7 +290,7 @@ class Node:
             return getattr(self.graph.owning_module.get_submodule(self.target),
                            "_is_impure", False)
         if self.op == "call_function":
-            from ._symbolic_trace import _side_effectful_functions
+            from ._wrap import _side_effectful_functions
 
             if self.target in _side_effectful_functions:
                 return True
