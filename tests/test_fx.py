@@ -4,6 +4,7 @@ replace_pattern; printed output and error texts against torch.fx."""
 from __future__ import annotations
 
 import copy
+import math
 import operator
 import pickle
 
@@ -242,6 +243,19 @@ def test_free_functions_from_imports_and_tensor_operators():
     assert imported_relu is F.relu
 
 
+def test_factory_made_functions_and_math_are_named_as_torch():
+    torch, tfx, _, _ = _torch()
+
+    def build(lib):
+        def f(x):
+            return lib.zeros_like(x) + math.sqrt(x.shape[-1]) + lib.remainder(x, 2)
+        return f
+
+    code = fx.symbolic_trace(build(jitgrad)).code
+    assert code == tfx.symbolic_trace(build(torch)).code.replace("torch.", "jitgrad.")
+    assert "zeros_like = jitgrad.zeros_like(x)" in code and "math_sqrt(getitem)" in code
+
+
 def _my_helper(x):
     return x.sum() if x.dim() > 1 else x
 
@@ -257,7 +271,7 @@ def test_wrap_records_a_call_and_code_rewraps():
     node = next(n for n in gm.graph.nodes if n.op == "call_function" and n.target is _my_helper)
     assert node.meta["is_wrapped"]
     # (as torch: the global is named after the qualified name, ``test_fx__my_helper``)
-    assert gm.code.startswith('\njitgrad.fx._wrap.wrap("')
+    assert gm.code.startswith('\njitgrad.fx._symbolic_trace.wrap("')
     assert '__my_helper")\n' in gm.code
     x = jitgrad.ones(2, 2)
     assert gm(x).item() == 5.0
@@ -411,6 +425,10 @@ def test_interpreter_subclass_swaps_ops_as_in_the_docs():
     np.testing.assert_allclose(_np(fx.Interpreter(gm).run(x)), _np(fn(x)))
     with pytest.raises(RuntimeError, match="Expected positional argument for parameter x"):
         fx.Interpreter(gm).run()
+    with pytest.raises(TypeError) as e:
+        fx.Interpreter(gm).run("not a tensor")
+    assert "\n\nWhile executing %sigmoid : [num_users=1] = call_function[target=jitgrad.sigmoid]" \
+        "(args = (%x,), kwargs = {})\nOriginal traceback:\nNone" in str(e.value)
 
 
 def test_interpreter_runs_modules_and_defaults():

@@ -309,7 +309,9 @@ def gen_python_code(graph: Graph, root_module: str, *, verbose: bool = False) ->
     if wrapped_fns:
         from ._wrap import wrap
 
-        wrap_name = add_global(_get_qualified_name(wrap), wrap)
+        wrap_name = "jitgrad.fx._symbolic_trace.wrap"  # (where torch's code reaches it)
+        if not _resolves(wrap_name, wrap):
+            wrap_name = add_global(_get_qualified_name(wrap), wrap)
         wrap_stmts = "\n".join(f'{wrap_name}("{name}")' for name in wrapped_fns)
     else:
         wrap_stmts = ""

@@ -124,7 +124,7 @@ class Tracer(TracerBase):
             ((n, getattr(m, n)) for m in autowrap_modules for n in dir(m))
             if not name.startswith("_") and callable(value)}
         self._autowrap_function_ids.update(id(f) for f in autowrap_functions)
-        self._autowrap_search = list(autowrap_functions)
+        self._autowrap_modules = list(autowrap_modules)
         self.param_shapes_constant = param_shapes_constant
         self.scope = None
         self.module_stack = {}
@@ -354,6 +354,8 @@ class Tracer(TracerBase):
                 orig_fn = globals_[name]
             patcher.set(globals_, name, _recording(orig_fn, wrapped=True), is_dict=True)
         self._patch_globals(patcher, fn_globals)
+        for module in self._autowrap_modules:  # (math.sqrt(proxy) records, as in torch)
+            self._patch_globals(patcher, module.__dict__)
 
     def _patch_globals(self, patcher: _Patcher, globals_: dict | None) -> None:
         """Patches the names of a traced function's globals that hold a patched jitgrad
@@ -365,7 +367,7 @@ class Tracer(TracerBase):
                 continue
             wrapper = self._wrappers.get(id(value))
             if wrapper is None and id(value) in self._autowrap_function_ids:
-                wrapper = _recording(value)
+                wrapper = _recording(value, wrapped=True)
             if wrapper is not None:
                 patcher.set(globals_, name, wrapper, is_dict=True)
 

@@ -11,7 +11,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from ._codegen import PythonCode, _Namespace, _snake_case, gen_python_code
-from .node import Argument, Node, Target, _legal_ops, map_arg
+from .node import Argument, Node, Target, _legal_ops, _public_name, map_arg
 
 
 class _NodeList:
@@ -153,7 +153,8 @@ class Graph:
 
     def _target_to_str(self, target: Target | None) -> str:
         if callable(target):
-            op = target.__name__
+            public = _public_name(target)  # (zeros_like, not its factory's ``make``)
+            op = public.rsplit(".", 1)[1] if public else target.__name__
         else:
             op = target
             if op.startswith("__") and op.endswith("__"):

@@ -23,18 +23,32 @@ _PUBLIC_MODULES = ("jitgrad", "jitgrad.nn.functional", "jitgrad.linalg", "jitgra
                    "jitgrad.fft")
 
 
+_public_names: dict[int, str] = {}
+_public_names_from: list[tuple[str, ...]] = [()]
+
+
 def _public_name(obj: Any) -> str | None:
-    """``"jitgrad.sum"`` for a function that one of jitgrad's public namespaces holds."""
+    """``"jitgrad.sum"`` for a function that one of jitgrad's public namespaces holds (under
+    its own ``__name__`` when it has several names; ``zeros_like``, made by a factory, is
+    found by identity)."""
     import sys
 
     name = getattr(obj, "__name__", None)
-    if not isinstance(name, str):
-        return None
-    for mod_name in _PUBLIC_MODULES:
-        mod = sys.modules.get(mod_name)
-        if mod is not None and mod.__dict__.get(name) is obj:
-            return f"{mod_name}.{name}"
-    return None
+    if isinstance(name, str):
+        for mod_name in _PUBLIC_MODULES:
+            mod = sys.modules.get(mod_name)
+            if mod is not None and mod.__dict__.get(name) is obj:
+                return f"{mod_name}.{name}"
+    loaded = tuple(m for m in _PUBLIC_MODULES if m in sys.modules)
+    if loaded != _public_names_from[0]:  # (a namespace was imported since: map again)
+        _public_names.clear()
+        for mod_name in loaded:
+            for k, v in list(sys.modules[mod_name].__dict__.items()):
+                v = getattr(v, "__fx_original__", v)  # (mapped during a trace: unwrap)
+                if not k.startswith("_") and callable(v) and not isinstance(v, type):
+                    _public_names.setdefault(id(v), f"{mod_name}.{k}")
+        _public_names_from[0] = loaded
+    return _public_names.get(id(obj))
 
 
 def _find_module_of_method(orig_method: Callable[..., Any]) -> str:
@@ -271,6 +285,16 @@ class Node:
             return new if n is old else n
 
         self.__update_args_kwargs(map_arg(self._args, swap), map_arg(self._kwargs, swap))
+
+    @property
+    def stack_trace(self) -> str | None:
+        """Where the node was traced from (``meta['stack_trace']``; None: tracing records no
+        stack traces)."""
+        return self.meta.get("stack_trace", None)
+
+    @stack_trace.setter
+    def stack_trace(self, trace: str | None) -> None:
+        self.meta["stack_trace"] = trace
 
     def _rename(self, candidate: str) -> None:
         if candidate == self.name:
