@@ -243,17 +243,57 @@ def test_free_functions_from_imports_and_tensor_operators():
     assert imported_relu is F.relu
 
 
+def test_real_tensor_methods_operators_and_indexing_with_proxies_as_torch():
+    torch, tfx, _, _ = _torch()
+
+    def build(lib):
+        class M(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.register_buffer("buf", lib.arange(5.0))
+
+            def forward(self, x, i):
+                return self.buf.add(x) + self.buf[i] + self.buf * x - 2 ** x
+
+        return M()
+
+    gm, tgm = fx.symbolic_trace(build(jitgrad)), tfx.symbolic_trace(build(torch))
+    assert gm.code == tgm.code
+    x, i = jitgrad.ones(5), jitgrad.tensor(1)
+    np.testing.assert_allclose(_np(gm(x, i)), _np(build(jitgrad)(x, i)))
+    assert fx.symbolic_trace(gm).code == gm.code  # (retracing a GraphModule)
+
+
+@pytest.mark.parametrize("op", ["add", "sub", "mul", "truediv", "floordiv", "mod", "pow",
+                                "matmul", "and_", "or_", "xor", "lshift", "rshift", "eq", "ne",
+                                "lt", "le", "gt", "ge"])
+def test_operators_between_a_tensor_and_a_proxy_record_as_torch(op):
+    torch, tfx, _, _ = _torch()
+    f = getattr(operator, op)
+
+    def recorded(lib, fxm, reflected):
+        t = lib.ones(2)
+        g = fxm.symbolic_trace((lambda x: f(x, t)) if reflected else (lambda x: f(t, x))).graph
+        n = next(n for n in g.nodes if n.op.startswith("call"))
+        return n.op, getattr(n.target, "__name__", n.target), n.name, str(n.args)
+
+    for reflected in (False, True):
+        assert recorded(jitgrad, fx, reflected) == recorded(torch, tfx, reflected)
+
+
 def test_factory_made_functions_and_math_are_named_as_torch():
     torch, tfx, _, _ = _torch()
 
     def build(lib):
         def f(x):
-            return lib.zeros_like(x) + math.sqrt(x.shape[-1]) + lib.remainder(x, 2)
+            return lib.zeros_like(x) + math.sqrt(x.shape[-1]) + lib.remainder(x, 2) \
+                + lib.max_pool1d(x, 1)
         return f
 
     code = fx.symbolic_trace(build(jitgrad)).code
     assert code == tfx.symbolic_trace(build(torch)).code.replace("torch.", "jitgrad.")
     assert "zeros_like = jitgrad.zeros_like(x)" in code and "math_sqrt(getitem)" in code
+    assert "jitgrad.max_pool1d(x, 1)" in code and "max_pool1d" not in jitgrad.__dict__
 
 
 def _my_helper(x):

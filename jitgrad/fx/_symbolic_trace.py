@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import importlib
 import inspect
 import math
 import sys
@@ -37,10 +38,17 @@ __all__ = ["PH", "PHBase", "Tracer", "_side_effectful_functions", "symbolic_trac
 
 _CO_VARARGS = inspect.CO_VARARGS
 _CO_VARKEYWORDS = inspect.CO_VARKEYWORDS
+_LAZY_ALIAS_MODULES = ("jitgrad._nn_aliases", "jitgrad._aten_nn", "jitgrad._aten_rnn")
 _PATCHED_MODULES = ("jitgrad", "jitgrad.nn.functional", "jitgrad.linalg", "jitgrad.special",
                     "jitgrad.fft")
-_TENSOR_BINARY = ("add", "sub", "mul", "truediv", "floordiv", "mod", "pow", "matmul", "and",
-                  "or", "xor", "lshift", "rshift", "eq", "ne", "lt", "le", "gt", "ge")
+# ``tensor <op> proxy``: the method torch's node calls (its __torch_function__ sees these)
+_TENSOR_OPERATOR_METHODS = {
+    "__add__": "add", "__sub__": "sub", "__mul__": "mul", "__truediv__": "div",
+    "__floordiv__": "__floordiv__", "__mod__": "remainder", "__pow__": "pow",
+    "__matmul__": "matmul", "__and__": "__and__", "__or__": "__or__", "__xor__": "__xor__",
+    "__lshift__": "__lshift__", "__rshift__": "__rshift__", "__eq__": "eq", "__ne__": "ne",
+    "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
+    "__getitem__": "__getitem__"}
 
 def _recording(orig: Callable, wrapped: bool = False) -> Callable:
     """``orig``, recording a ``call_function`` node when a proxy is among its arguments."""
@@ -58,16 +66,18 @@ def _recording(orig: Callable, wrapped: bool = False) -> Callable:
     return wrapper
 
 
-def _giving_way(orig: Callable) -> Callable:
-    """A ``Tensor`` operator that returns NotImplemented for a proxy operand (so the proxy's
-    reflected operator records the call)."""
+def _method_recording(name: str, orig: Callable) -> Callable:
+    """A ``Tensor`` method (or operator) that records a ``call_method`` node of ``name``
+    when a proxy is among its arguments (``self.buf.add(x)``, ``self.buf * x``,
+    ``self.buf[i]``), as torch's ``__torch_function__`` does."""
     @functools.wraps(orig)
-    def op(self: Any, other: Any) -> Any:
-        if isinstance(other, Proxy):
-            return NotImplemented
-        return orig(self, other)
+    def method(self: Any, *args: Any, **kwargs: Any) -> Any:
+        proxy = _find_proxy(args, kwargs)
+        if proxy is None:
+            return orig(self, *args, **kwargs)
+        return proxy.tracer.create_proxy("call_method", name, (self, *args), kwargs)
 
-    return op
+    return method
 
 
 class _Patcher:
@@ -329,11 +339,11 @@ class Tracer(TracerBase):
 
         patcher.set(module_cls, "__getattr__", module_getattr_wrapper)
         patcher.set(module_cls, "__call__", module_call_wrapper)
-        for op in _TENSOR_BINARY:
-            for name in (f"__{op}__", f"__r{op}__"):
-                orig = jitgrad.Tensor.__dict__.get(name)
-                if orig is not None:
-                    patcher.set(jitgrad.Tensor, name, _giving_way(orig))
+        for name, orig in list(jitgrad.Tensor.__dict__.items()):
+            if isinstance(orig, types.FunctionType) and (not name.startswith("_")
+                                                         or name in _TENSOR_OPERATOR_METHODS):
+                method = _TENSOR_OPERATOR_METHODS.get(name, name)
+                patcher.set(jitgrad.Tensor, name, _method_recording(method, orig))
         self._wrappers: dict[int, Callable] = {}
         for mod_name in _PATCHED_MODULES:
             mod = sys.modules.get(mod_name)
@@ -347,6 +357,15 @@ class Tracer(TracerBase):
                 if wrapper is None:
                     wrapper = self._wrappers[id(value)] = _recording(value)
                 patcher.set(mod, name, wrapper)
+        for alias_mod in _LAZY_ALIAS_MODULES:  # (jitgrad.conv2d ...: served by __getattr__)
+            aliases = importlib.import_module(alias_mod)
+            for name in aliases.__all__:
+                if name not in jitgrad.__dict__:
+                    value = getattr(aliases, name)
+                    wrapper = self._wrappers.get(id(value))
+                    if wrapper is None:
+                        wrapper = self._wrappers[id(value)] = _recording(value)
+                    patcher.set(jitgrad, name, wrapper)
         for (_, name), globals_ in _wrapped_fns_to_patch.items():
             if name not in globals_ and hasattr(builtins, name):
                 orig_fn = getattr(builtins, name)

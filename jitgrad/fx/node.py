@@ -37,7 +37,7 @@ def _public_name(obj: Any) -> str | None:
     if isinstance(name, str):
         for mod_name in _PUBLIC_MODULES:
             mod = sys.modules.get(mod_name)
-            if mod is not None and mod.__dict__.get(name) is obj:
+            if mod is not None and getattr(mod, name, None) is obj:  # (lazy names too)
                 return f"{mod_name}.{name}"
     loaded = tuple(m for m in _PUBLIC_MODULES if m in sys.modules)
     if loaded != _public_names_from[0]:  # (a namespace was imported since: map again)
