@@ -596,22 +596,43 @@ def test_conv_bn_fusion_recipe():
 # ---------------------------------------------------------------- replace_pattern
 
 
-def test_replace_pattern():
-    def f(x, w1, w2):
-        a = jitgrad.cat([w1, w2]).sum()
-        b = jitgrad.cat([w1, w2]).sum()
-        return x + jitgrad.max(a) + jitgrad.max(b)
+def _rewrite_cases(lib, fxm):
+    class M(lib.nn.Module):
+        def forward(self, x, w1, w2):
+            m1 = lib.cat([w1, w2]).sum()
+            m2 = lib.cat([w1, w2]).sum()
+            return x + lib.max(m1) + lib.max(m2)
 
     def pattern(w1, w2):
-        return jitgrad.cat([w1, w2]).sum()
+        return lib.cat([w1, w2]).sum()
 
     def replacement(w1, w2):
-        return jitgrad.stack([w1, w2])
+        return lib.stack([w1, w2])
 
-    gm = fx.symbolic_trace(f)
-    matches = fx.replace_pattern(gm, pattern, replacement)
-    assert len(matches) == 2
-    assert "stack" in gm.code and "cat" not in gm.code
+    def chained(a):  # (the second match's input is the first match's result)
+        b = a.relu().neg()
+        return b.relu().neg() + b
+
+    out = []
+    for root, pat, rep in [(M(), pattern, replacement),
+                           (chained, lambda x: x.relu().neg(), lambda x: lib.sigmoid(x))]:
+        gm = fxm.symbolic_trace(root)
+        matches = fxm.replace_pattern(gm, pat, rep)
+        gm.graph.lint()
+        out.append((gm, [(m.anchor.name, sorted((k.name, v.name) for k, v in
+                                                  m.nodes_map.items())) for m in matches]))
+    return out
+
+
+def test_replace_pattern_as_torch():
+    torch, tfx, _, _ = _torch()
+    for (gm, matches), (tgm, tmatches) in zip(_rewrite_cases(jitgrad, fx),
+                                              _rewrite_cases(torch, tfx)):
+        assert gm.code == tgm.code.replace("torch.", "jitgrad.")
+        assert matches == tmatches
+    (gm, _), (chained, _) = _rewrite_cases(jitgrad, fx)
     x, w1, w2 = jitgrad.tensor(1.0), jitgrad.tensor([1.0, 5.0]), jitgrad.tensor([2.0, 3.0])
     assert gm(x, w1, w2).item() == 11.0
-    gm.graph.lint()
+    a = jitgrad.tensor([-1.0, 2.0])
+    s = a.sigmoid()
+    np.testing.assert_allclose(_np(chained(a)), _np(s.sigmoid() + s))

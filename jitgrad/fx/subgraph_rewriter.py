@@ -13,8 +13,8 @@ from .node import Node
 
 
 class Match(NamedTuple):
-    """One occurrence: the node matched by the pattern's output value (``anchor``) and the
-    map from pattern nodes to the graph's nodes."""
+    """One occurrence: the pattern's node that produces its result (``anchor``, as torch)
+    and the map from the pattern's nodes to the graph's nodes."""
 
     anchor: Node
     nodes_map: dict[Node, Node]
@@ -118,25 +118,31 @@ def replace_pattern(gm: GraphModule, pattern: Callable | Graph | GraphModule,
         if inner & taken:
             continue
         taken |= inner
-        matches.append(Match(anchor=node, nodes_map=nodes_map))
+        matches.append(Match(anchor=matcher.anchor, nodes_map=nodes_map))
     pattern_placeholders = [n for n in pattern_graph.nodes if n.op == "placeholder"]
     replacement_placeholders = [n for n in replacement_graph.nodes if n.op == "placeholder"]
     if len(pattern_placeholders) != len(replacement_placeholders):
         raise ValueError("the pattern and the replacement must take the same number of inputs")
+    match_changed_node: dict[Node, Node] = {}  # (a replaced match's value -> its new node)
     for match in matches:
-        val_map = {rp: match.nodes_map[pp]
-                   for pp, rp in zip(pattern_placeholders, replacement_placeholders)}
-        with original.inserting_before(match.anchor):
+        val_map = {}
+        for pp, rp in zip(pattern_placeholders, replacement_placeholders):
+            gn = match.nodes_map[pp]
+            val_map[rp] = match.nodes_map[pp] = match_changed_node.get(gn, gn)
+        returning = match.nodes_map[matcher.anchor]
+        users = set(returning.users)
+        insert_point = next((n for n in original.nodes if n in users), None)
+        if insert_point is None:  # (no users: right after the returning node)
+            insert_point = returning.next
+        with original.inserting_before(insert_point):
             copied = original.graph_copy(replacement_graph, val_map)
         if isinstance(copied, (list, tuple)):
             copied = copied[0] if len(copied) == 1 else copied
-        match.anchor.replace_all_uses_with(copied)
+        returning.replace_all_uses_with(copied)
+        match_changed_node[returning] = copied
         for pn in reversed(list(pattern_graph.nodes)):
-            if pn.op in ("placeholder", "output"):
-                continue
-            gn = match.nodes_map[pn]
-            if not gn.users:
-                original.erase_node(gn)
+            if pn.op not in ("placeholder", "output"):
+                original.erase_node(match.nodes_map[pn])
     for node in replacement_graph.nodes:
         if node.op == "get_attr" or node.op == "call_module":
             owner = replacement_graph.owning_module
