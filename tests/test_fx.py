@@ -109,6 +109,26 @@ def test_hand_built_graph_prints_as_torch():
         "{sum_1: None}!"
 
 
+def test_graph_errors_match_torch():
+    torch, tfx, _, _ = _torch()
+
+    def errors(lib, fxm):
+        g = fxm.Graph()
+        x = g.placeholder("x")
+        out = []
+        for bad in (lambda: g.create_node("bogus", "x"),
+                    lambda: g.call_function("notcallable"),
+                    lambda: g.call_method(len),
+                    lambda: fxm.Graph().erase_node(x),
+                    lambda: g.create_node("call_method", "sum", [x])):
+            with pytest.raises(Exception) as e:
+                bad()
+            out.append((type(e.value).__name__, str(e.value)))
+        return out
+
+    assert errors(jitgrad, fx) == errors(torch, tfx)
+
+
 def test_trace_errors_match_torch():
     torch, tfx, _, _ = _torch()
 

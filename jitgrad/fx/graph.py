@@ -90,13 +90,13 @@ class Graph:
                     type_expr: Any | None = None) -> Node:
         """Creates a node and inserts it at the insertion point."""
         if op not in _legal_ops or op == "root":
-            raise AssertionError(f"Invalid op: {op}")
+            raise AssertionError(f"op '{op}' is not in _legal_ops")
         args = () if args is None else args
         kwargs = {} if kwargs is None else kwargs
         if not isinstance(args, tuple):
-            raise AssertionError("args must be a tuple")
+            raise AssertionError(f"args must be a tuple, got {type(args)}")
         if not isinstance(kwargs, dict):
-            raise AssertionError("kwargs must be a dict")
+            raise AssertionError(f"kwargs must be a dict, got {type(kwargs)}")
         candidate = name if name is not None else self._target_to_str(target)
         name = self._graph_namespace.create_name(candidate, None)
         n = Node(self, name, op, target, args, kwargs, type_expr)

@@ -76,6 +76,19 @@ def _get_qualified_name(func: Callable[..., Any]) -> str:
     return f"{_find_module_of_method(func)}.{name}"
 
 
+def _typename(obj: Any) -> str:
+    """``torch.typename``: the dotted name of ``obj`` (a function, a class) or its type."""
+    module = getattr(obj, "__module__", "") or ""
+    if hasattr(obj, "__qualname__"):
+        qualname = obj.__qualname__
+    elif hasattr(obj, "__name__"):
+        qualname = obj.__name__
+    else:
+        module = obj.__class__.__module__ or ""
+        qualname = obj.__class__.__qualname__
+    return qualname if module in ("", "builtins") else f"{module}.{qualname}"
+
+
 def _type_repr(obj: Any) -> str:
     if isinstance(obj, type):
         if obj.__module__ == "builtins":
@@ -152,10 +165,10 @@ class Node:
                  return_type: Any | None = None) -> None:
         if op == "call_function" and not callable(target):
             raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} has "
-                             f"type {type(target).__name__} but a Callable is expected")
+                             f"type {_typename(target)} but a Callable is expected")
         if op not in ("call_function", "root") and not isinstance(target, str):
             raise ValueError(f"Node [graph = {graph}, name = '{name}'] target {target} has "
-                             f"type {type(target).__name__} but a str is expected")
+                             f"type {_typename(target)} but a str is expected")
         self.graph = graph
         self.name = name
         self.op = op
