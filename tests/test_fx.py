@@ -503,7 +503,7 @@ def test_interpreter_runs_modules_and_defaults():
 def test_transformer_rewrites_into_a_new_graph_module():
     class ReluToGelu(fx.Transformer):
         def call_function(self, target, args, kwargs):
-            if target is F.relu:
+            if target == F.relu:  # (== as torch's docs: F.relu stands in for itself here)
                 target = F.gelu
             return super().call_function(target, args, kwargs)
 
@@ -522,6 +522,22 @@ def test_transformer_rewrites_into_a_new_graph_module():
     np.testing.assert_allclose(_np(new(x)), _np(F.gelu(m.lin(x)).sum(dim=0)), rtol=1e-6)
     assert "jitgrad.nn.functional.gelu" in new.code and "self.lin(x)" in new.code
     assert str(fx.Transformer(gm).transform().graph) == str(gm.graph)
+
+    class NegSigmSwap(fx.Transformer):  # (the torch.fx docs' example: calls on proxies)
+        def call_function(self, target, args, kwargs):
+            if target == jitgrad.sigmoid:
+                return jitgrad.neg(*args, **kwargs)
+            return super().call_function(target, args, kwargs)
+
+        def call_method(self, target, args, kwargs):
+            if target == "neg":
+                call_self, *args_tail = args
+                return call_self.sigmoid(*args_tail, **kwargs)
+            return super().call_method(target, args, kwargs)
+
+    swapped = NegSigmSwap(fx.symbolic_trace(lambda x: jitgrad.sigmoid(x).neg())).transform()
+    np.testing.assert_allclose(_np(swapped(x)), _np(jitgrad.neg(x).sigmoid()))
+    assert "jitgrad.neg(x)" in swapped.code and not hasattr(jitgrad.neg, "__fx_original__")
 
 
 def test_shape_prop_records_tensor_meta():

@@ -50,20 +50,39 @@ _TENSOR_OPERATOR_METHODS = {
     "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
     "__getitem__": "__getitem__"}
 
-def _recording(orig: Callable, wrapped: bool = False) -> Callable:
-    """``orig``, recording a ``call_function`` node when a proxy is among its arguments."""
-    @functools.wraps(orig)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+class _Recording:
+    """A function made to record a ``call_function`` node of ``orig`` when a proxy is among
+    its arguments (else it calls ``orig``). It compares and hashes as ``orig``
+    (``target == jitgrad.sigmoid`` and dict lookups work while it stands in for ``orig``);
+    nodes record ``orig`` itself."""
+
+    def __init__(self, orig: Callable, wrapped: bool = False) -> None:
+        functools.update_wrapper(self, orig)
+        self.__fx_original__ = orig
+        self._wrapped = wrapped
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
         proxy = _find_proxy(args, kwargs)
         if proxy is not None:
-            out = proxy.tracer.create_proxy("call_function", orig, args, kwargs)
-            if wrapped:
+            out = proxy.tracer.create_proxy("call_function", self.__fx_original__, args, kwargs)
+            if self._wrapped:
                 out.node.meta["is_wrapped"] = True
             return out
-        return orig(*args, **kwargs)
+        return self.__fx_original__(*args, **kwargs)
 
-    wrapper.__fx_original__ = orig  # type: ignore[attr-defined]
-    return wrapper
+    def __eq__(self, other: object) -> bool:
+        return getattr(other, "__fx_original__", other) is self.__fx_original__
+
+    def __hash__(self) -> int:
+        return hash(self.__fx_original__)
+
+    def __repr__(self) -> str:
+        return repr(self.__fx_original__)
+
+
+def _recording(orig: Callable, wrapped: bool = False) -> Callable:
+    """``orig``, recording a ``call_function`` node when a proxy is among its arguments."""
+    return _Recording(orig, wrapped)
 
 
 def _method_recording(name: str, orig: Callable) -> Callable:
@@ -118,6 +137,39 @@ class _Patcher:
             return False
         self._visited.add(id(thing))
         return True
+
+
+def _patch_public_functions(patcher: _Patcher, wrappers: dict[int, Callable]) -> None:
+    """Makes jitgrad's public functions (``jitgrad.*``, ``F.*``, ..., the lazily served
+    aliases) and ``Tensor``'s methods and operators record nodes when given a proxy; fills
+    ``wrappers`` (id of a function -> its recording wrapper)."""
+    import jitgrad
+
+    for name, orig in list(jitgrad.Tensor.__dict__.items()):
+        if isinstance(orig, types.FunctionType) and (not name.startswith("_")
+                                                     or name in _TENSOR_OPERATOR_METHODS):
+            method = _TENSOR_OPERATOR_METHODS.get(name, name)
+            patcher.set(jitgrad.Tensor, name, _method_recording(method, orig))
+
+    def patch(mod: Any, name: str, value: Any) -> None:
+        wrapper = wrappers.get(id(value))
+        if wrapper is None:
+            wrapper = wrappers[id(value)] = _recording(value)
+        patcher.set(mod, name, wrapper)
+
+    for mod_name in _PATCHED_MODULES:
+        mod = sys.modules.get(mod_name)
+        if mod is None:
+            continue
+        for name, value in list(mod.__dict__.items()):
+            if not name.startswith("__") and callable(value) \
+                    and not isinstance(value, (type, types.ModuleType)):
+                patch(mod, name, value)
+    for alias_mod in _LAZY_ALIAS_MODULES:  # (jitgrad.conv2d ...: served by __getattr__)
+        aliases = importlib.import_module(alias_mod)
+        for name in aliases.__all__:
+            if name not in jitgrad.__dict__:
+                patch(jitgrad, name, getattr(aliases, name))
 
 
 class Tracer(TracerBase):
@@ -339,33 +391,8 @@ class Tracer(TracerBase):
 
         patcher.set(module_cls, "__getattr__", module_getattr_wrapper)
         patcher.set(module_cls, "__call__", module_call_wrapper)
-        for name, orig in list(jitgrad.Tensor.__dict__.items()):
-            if isinstance(orig, types.FunctionType) and (not name.startswith("_")
-                                                         or name in _TENSOR_OPERATOR_METHODS):
-                method = _TENSOR_OPERATOR_METHODS.get(name, name)
-                patcher.set(jitgrad.Tensor, name, _method_recording(method, orig))
         self._wrappers: dict[int, Callable] = {}
-        for mod_name in _PATCHED_MODULES:
-            mod = sys.modules.get(mod_name)
-            if mod is None:
-                continue
-            for name, value in list(mod.__dict__.items()):
-                if name.startswith("__") or isinstance(value, (type, types.ModuleType)) \
-                        or not callable(value):
-                    continue
-                wrapper = self._wrappers.get(id(value))
-                if wrapper is None:
-                    wrapper = self._wrappers[id(value)] = _recording(value)
-                patcher.set(mod, name, wrapper)
-        for alias_mod in _LAZY_ALIAS_MODULES:  # (jitgrad.conv2d ...: served by __getattr__)
-            aliases = importlib.import_module(alias_mod)
-            for name in aliases.__all__:
-                if name not in jitgrad.__dict__:
-                    value = getattr(aliases, name)
-                    wrapper = self._wrappers.get(id(value))
-                    if wrapper is None:
-                        wrapper = self._wrappers[id(value)] = _recording(value)
-                    patcher.set(jitgrad, name, wrapper)
+        _patch_public_functions(patcher, self._wrappers)
         for (_, name), globals_ in _wrapped_fns_to_patch.items():
             if name not in globals_ and hasattr(builtins, name):
                 orig_fn = getattr(builtins, name)

@@ -93,6 +93,8 @@ class Graph:
             raise AssertionError(f"op '{op}' is not in _legal_ops")
         args = () if args is None else args
         kwargs = {} if kwargs is None else kwargs
+        # (a function that records while a trace stands in for it: the node calls the function)
+        target = getattr(target, "__fx_original__", target)
         if not isinstance(args, tuple):
             raise AssertionError(f"args must be a tuple, got {type(args)}")
         if not isinstance(kwargs, dict):

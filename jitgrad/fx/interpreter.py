@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from ._symbolic_trace import Tracer
+from ._symbolic_trace import Tracer, _Patcher, _patch_public_functions
 from .graph import Graph
 from .graph_module import GraphModule
 from .node import Argument, Node, Target, map_aggregate, map_arg
@@ -205,7 +205,12 @@ class Transformer(Interpreter):
 
     def transform(self) -> GraphModule:
         """The transformed ``GraphModule``."""
-        result = super().run(enable_io_processing=False)
+        patcher = _Patcher()  # (jitgrad.neg(proxy) in an override records, as torch's)
+        try:
+            _patch_public_functions(patcher, {})
+            result = super().run(enable_io_processing=False)
+        finally:
+            patcher.restore()
         if result is not None:
             def strip_proxy(a: Any) -> Any:
                 return a.node if isinstance(a, Proxy) else a
