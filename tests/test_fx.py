@@ -4,6 +4,7 @@ replace_pattern; printed output and error texts against torch.fx."""
 from __future__ import annotations
 
 import copy
+import io
 import math
 import operator
 import pickle
@@ -68,6 +69,31 @@ def test_graph_and_code_print_as_torch():
     assert str(gm).startswith(repr(gm) + "\n" + gm.code)
     assert [(n.op, n.name, [u.name for u in n.users]) for n in gm.graph.nodes] == \
         [(n.op, n.name, [u.name for u in n.users]) for n in tgm.graph.nodes]
+
+
+def test_nested_graph_modules_print_readable_as_torch():
+    torch, tfx, _, _ = _torch()
+
+    def build(lib, fxm):
+        class N(lib.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.inner = fxm.symbolic_trace(lambda x: x.relu())
+                self.lin = lib.nn.Linear(2, 2)
+
+            def forward(self, x):
+                return self.inner(self.lin(x))
+
+        class KeepGraphModules(fxm.Tracer):
+            def is_leaf_module(self, m, q):
+                return isinstance(m, fxm.GraphModule) or super().is_leaf_module(m, q)
+
+        root = N()
+        gm = fxm.GraphModule(root, KeepGraphModules().trace(root), "N")
+        return gm.print_readable(print_output=False), str(gm)
+
+    assert build(jitgrad, fx) == tuple(s.replace("torch.", "jitgrad.")
+                                       for s in build(torch, tfx))
 
 
 def test_sequential_names_and_copied_submodules_as_torch():
@@ -137,6 +163,7 @@ def test_trace_errors_match_torch():
             return x
         return -x
 
+    tensor_add, getattr_ = jitgrad.Tensor.__dict__["add"], nn.Module.__getattr__
     cases = [control, lambda x: len(x), lambda x: [a for a in x], lambda x: int(x)]
     for fn in cases:
         with pytest.raises(Exception) as e:
@@ -148,6 +175,11 @@ def test_trace_errors_match_torch():
     with pytest.raises(fx.TraceError, match="cannot be used as inputs to control flow"):
         fx.symbolic_trace(control)
     assert issubclass(fx.TraceError, ValueError)
+    # a failed trace restores what it patched
+    assert not hasattr(jitgrad.sum, "__fx_original__")
+    assert not hasattr(F.relu, "__fx_original__")
+    assert nn.Module.__call__.__qualname__ == "Module.__call__"
+    assert jitgrad.Tensor.__dict__["add"] is tensor_add and nn.Module.__getattr__ is getattr_
 
 
 def test_print_tabular_needs_tabulate_as_torch():
@@ -448,6 +480,11 @@ def test_deepcopy_copy_and_pickle():
         assert other.code == gm.code
         assert other.fc1.weight is not gm.fc1.weight
         assert type(other) is not type(gm) and type(other).__name__ == "MLP"
+    buf = io.BytesIO()
+    jitgrad.save(gm, buf)
+    buf.seek(0)
+    loaded = jitgrad.load(buf, weights_only=False)
+    np.testing.assert_allclose(_np(loaded(x)), _np(gm(x)), rtol=1e-6)
     shallow = copy.copy(gm)
     assert shallow.fc1 is gm.fc1
     # recompiling one GraphModule leaves another's forward alone
