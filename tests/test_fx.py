@@ -497,6 +497,28 @@ def test_deepcopy_copy_and_pickle():
     assert "log_softmax" in gm.code
 
 
+def test_to_folder_writes_an_importable_module(tmp_path, monkeypatch):
+    import importlib
+    import warnings
+
+    monkeypatch.syspath_prepend(str(tmp_path))
+    m = ConvNet().eval()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (Conv2d, BatchNorm2d, Linear: written as reprs)
+        fx.symbolic_trace(m).to_folder(tmp_path / "fxconv", "MyNet")
+    src = (tmp_path / "fxconv" / "module.py").read_text()
+    assert "setattr(self, 'conv', Conv2d(2, 4, kernel_size=(3, 3)" in src
+    net = importlib.import_module("fxconv").MyNet().eval()
+    x = jitgrad.randn(2, 2, 10, 10)
+    np.testing.assert_allclose(_np(net(x)), _np(m(x)), rtol=1e-6)
+    seq = nn.Sequential(nn.Linear(3, 3), nn.Tanh())
+    with pytest.warns(UserWarning, match=r"saved as pickled files instead: \['1'\]"):
+        fx.symbolic_trace(seq).to_folder(tmp_path / "fxseq", "Seq")
+    x = jitgrad.randn(2, 3)
+    np.testing.assert_allclose(_np(importlib.import_module("fxseq").Seq()(x)), _np(seq(x)),
+                               rtol=1e-6)
+
+
 # ---------------------------------------------------------------- Interpreter, Transformer
 
 

@@ -6,6 +6,9 @@ from __future__ import annotations
 import copy
 import itertools
 import linecache
+import os
+import warnings
+from pathlib import Path
 from typing import Any
 
 import jitgrad
@@ -162,6 +165,57 @@ class GraphModule(nn.Module):
         return "\n".join([orig_str, self._code,
                           "# To see more debug info, please use "
                           "`graph_module.print_readable()`"])
+
+    def to_folder(self, folder: str | os.PathLike, module_name: str = "FxModule") -> None:
+        """Writes this module as a package: ``module.py`` (a class ``module_name`` with the
+        generated ``forward``), ``state_dict.pt`` and, for submodules without a constructor
+        repr (other than Linear, Conv and BatchNorm), one pickle each; importable with
+        ``from <folder> import <module_name>``."""
+        folder = Path(folder)
+        folder.mkdir(exist_ok=True)
+        jitgrad.save(self.state_dict(), folder / "state_dict.pt")
+        tab = " " * 4
+        model_str = f"""
+import jitgrad
+from math import inf
+from math import nan
+NoneType = type(None)
+from jitgrad import device
+
+from jitgrad.nn import *
+class {module_name}(jitgrad.nn.Module):
+    def __init__(self):
+        super().__init__()
+"""
+        safe_reprs = (nn.Linear, nn.Conv1d, nn.Conv2d, nn.Conv3d, nn.BatchNorm1d,
+                      nn.BatchNorm2d, nn.BatchNorm3d)
+        blobified_modules: list[str] = []
+        for child_name, module in self.named_children():
+            if type(module) in safe_reprs:
+                model_str += f"{tab * 2}setattr(self, '{child_name}', {module!r})\n"
+                continue
+            module_file = folder / f"{child_name}.pt"
+            jitgrad.save(module, module_file)
+            blobified_modules.append(child_name)
+            module_repr = repr(module).replace("\r", " ").replace("\n", " ")
+            module_load_str = f"jitgrad.load(r'{module_file}', weights_only=False)"
+            model_str += (f"{tab * 2}setattr(self, '{child_name}', {module_load_str}) "
+                          f"# {module_repr}\n")
+        for buffer_name, buffer in self._buffers.items():
+            if buffer is not None:
+                model_str += (f"{tab * 2}self.register_buffer('{buffer_name}', jitgrad.empty("
+                              f"{list(buffer.shape)}, dtype={buffer.dtype}))\n")
+        for param_name, param in self._parameters.items():
+            if param is not None:
+                model_str += (f"{tab * 2}setattr(self, '{param_name}', jitgrad.nn.Parameter("
+                              f"jitgrad.empty({list(param.shape)}, dtype={param.dtype})))\n")
+        model_str += f"{tab * 2}self.load_state_dict(jitgrad.load(r'{folder}/state_dict.pt'))\n"
+        model_str += f"{_addindent(self.code, 4)}\n"
+        (folder / "module.py").write_text(model_str)
+        (folder / "__init__.py").write_text("from .module import *")
+        if blobified_modules:
+            warnings.warn("Was not able to save the following children modules as reprs -"
+                          f"saved as pickled files instead: {blobified_modules}", stacklevel=2)
 
     def add_submodule(self, target: str, m: nn.Module) -> bool:
         """Installs ``m`` at dotted ``target`` (creating empty modules on the way); False when
