@@ -599,6 +599,33 @@ def test_transformer_rewrites_into_a_new_graph_module():
     assert "jitgrad.neg(x)" in swapped.code and not hasattr(jitgrad.neg, "__fx_original__")
 
 
+def test_decomposition_with_proxies_on_a_graph_appending_tracer():
+    """The torch.fx docs' Proxy/retracing example: F.relu nodes become (x > 0) * x."""
+    from jitgrad.fx.proxy import GraphAppendingTracer
+
+    rules = {F.relu: lambda x: (x > 0) * x}
+
+    def decompose(model):
+        graph = fx.Tracer().trace(model)
+        new_graph = fx.Graph()
+        env = {}
+        tracer = GraphAppendingTracer(new_graph)
+        for node in graph.nodes:
+            if node.op == "call_function" and node.target in rules:
+                proxy_args = [fx.Proxy(env[x.name], tracer) if isinstance(x, fx.Node) else x
+                              for x in node.args]
+                env[node.name] = rules[node.target](*proxy_args).node
+            else:
+                env[node.name] = new_graph.node_copy(node, lambda x: env[x.name])
+        return fx.GraphModule(model, new_graph)
+
+    m = ConvNet().eval()
+    dm = decompose(m)
+    assert "relu" not in dm.code and "gt = bn > 0" in dm.code
+    x = jitgrad.randn(2, 2, 10, 10)
+    np.testing.assert_allclose(_np(dm(x)), _np(m(x)), rtol=1e-6)
+
+
 def test_shape_prop_records_tensor_meta():
     gm = fx.symbolic_trace(ConvNet())
     ShapeProp(gm).propagate(jitgrad.randn(3, 2, 10, 10))

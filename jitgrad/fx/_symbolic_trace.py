@@ -5,8 +5,9 @@ torch records free-function calls through ``__torch_function__``; jitgrad has no
 protocol, so while tracing the public functions of ``jitgrad``, ``jitgrad.nn.functional``,
 ``jitgrad.linalg``, ``jitgrad.special`` and ``jitgrad.fft`` (and the traced code's globals that
 hold them) are patched with wrappers that record a ``call_function`` node when a proxy is
-among their arguments, as ``fx.wrap`` does for any function; everything is restored after.
-``Tensor``'s binary operators give way to the proxy's reflected ones (``tensor + proxy``)."""
+among their arguments, as ``fx.wrap`` does for any function, and ``Tensor``'s methods and
+operators record a ``call_method`` node when given a proxy (``self.buf * x``); everything is
+restored after."""
 
 from __future__ import annotations
 
@@ -49,6 +50,7 @@ _TENSOR_OPERATOR_METHODS = {
     "__lshift__": "__lshift__", "__rshift__": "__rshift__", "__eq__": "eq", "__ne__": "ne",
     "__lt__": "lt", "__le__": "le", "__gt__": "gt", "__ge__": "ge",
     "__getitem__": "__getitem__"}
+
 
 class _Recording:
     """A function made to record a ``call_function`` node of ``orig`` when a proxy is among

@@ -57,7 +57,6 @@ class Graph:
     def __init__(self, owning_module: Any = None, tracer_cls: type | None = None,
                  tracer_extras: dict[str, Any] | None = None) -> None:
         self._root = Node(self, "", "root", "", (), {})
-        self._used_names: dict[str, int] = {}
         self._insert = self._root.prepend
         self._len = 0
         self._graph_namespace = _Namespace()
