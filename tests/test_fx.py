@@ -245,6 +245,17 @@ def test_traced_module_matches_outputs_and_gradients(make, shape):
     assert list(gm.state_dict()) == list(m.state_dict())
 
 
+def test_an_error_in_generated_code_shows_the_line(capsys):
+    gm = fx.symbolic_trace(lambda x: x.relu().matmul(x) + 1)
+    with pytest.raises(Exception) as e:
+        gm(jitgrad.ones(2, 3))
+    err = capsys.readouterr().err
+    assert "Call using an FX-traced Module, line 6 of the traced Module's generated forward" \
+        in err
+    assert "    matmul = relu.matmul(x)" in err and "~~~ <--- HERE" in err
+    assert str(e.value) in err
+
+
 def test_gradcheck_through_graph_module():
     m = MLP().double()
     gm = fx.symbolic_trace(m)

@@ -7,6 +7,8 @@ import copy
 import itertools
 import linecache
 import os
+import sys
+import traceback
 import warnings
 from pathlib import Path
 from typing import Any
@@ -31,6 +33,18 @@ def _forward_from_src(src: str, globals_: dict[str, Any]) -> Any:
     globals_copy = globals_.copy()
     _exec_with_source(src, globals_copy)
     return globals_copy["forward"]
+
+
+def _generated_code_error(frame: traceback.FrameSummary) -> str:
+    err_lineno = frame.lineno or 0
+    lines = linecache.getlines(frame.filename)
+    custom_msg = ("Call using an FX-traced Module, "
+                  f"line {err_lineno} of the traced Module's generated forward function:")
+    before_err = "".join(lines[err_lineno - 2:err_lineno])
+    marker = "~" * len(frame.line or "") + "~~~ <--- HERE"
+    err_and_after_err = "\n".join(lines[err_lineno:err_lineno + 2])
+    return "\n".join([traceback.format_exc(), custom_msg, before_err, marker,
+                      err_and_after_err])
 
 
 def _copy_attr(from_module: Any, to_module: Any, target: str) -> None:
@@ -137,6 +151,21 @@ class GraphModule(nn.Module):
             object.__setattr__(self, name, value)
             return
         super().__setattr__(name, value)
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except Exception as e:
+            assert e.__traceback__ is not None
+            # (the generated frame nearest the error: jitgrad's ops are Python frames below it)
+            frames = [f for f in traceback.extract_tb(e.__traceback__)
+                      if f.filename.startswith("<eval_with_key>")]
+            if not frames:
+                raise
+            frame = frames[-1]
+            # (as torch: the generated code around the failing line, on stderr)
+            print(_generated_code_error(frame), file=sys.stderr)
+            raise e.with_traceback(None)  # noqa: B904
 
     @property
     def code(self) -> str:
