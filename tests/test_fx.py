@@ -327,6 +327,18 @@ def _my_helper(x):
 fx.wrap("_my_helper")
 
 
+def test_a_trace_inside_a_trace():
+    def outer(x):
+        inner = fx.symbolic_trace(lambda y: jitgrad.relu(y) * 2)
+        assert [n.target for n in inner.graph.nodes][1] is jitgrad.relu.__fx_original__
+        return jitgrad.sigmoid(x) + 1
+
+    g = fx.symbolic_trace(outer)
+    assert [n.target for n in g.graph.nodes if n.op == "call_function"] == \
+        [jitgrad.sigmoid, operator.add]
+    assert not hasattr(jitgrad.relu, "__fx_original__")
+
+
 def test_wrap_records_a_call_and_code_rewraps():
     def f(x):
         return _my_helper(x) + 1

@@ -59,6 +59,7 @@ class _Recording:
     nodes record ``orig`` itself."""
 
     def __init__(self, orig: Callable, wrapped: bool = False) -> None:
+        orig = getattr(orig, "__fx_original__", orig)  # (a trace inside a trace)
         functools.update_wrapper(self, orig)
         self.__fx_original__ = orig
         self._wrapped = wrapped
