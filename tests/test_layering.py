@@ -65,7 +65,7 @@ LAYERS = [
     ("package", [ROOT]),  # jitgrad/__init__.py: imports the layers below and wires their slots
     # (written against the public API, ``import jitgrad``; loaded on first use of the name)
     ("public_api_clients", ["jitgrad.distributions", "jitgrad.signal", "jitgrad.library",
-                            "jitgrad.functional", "jitgrad.quasirandom",
+                            "jitgrad.functional", "jitgrad.quasirandom", "jitgrad.fx",
                             # (flex attention falls back to jitgrad.func.vmap)
                             "jitgrad.nn.attention.flex_attention",
                             "jitgrad.nn.attention._flex_block_mask",
