@@ -5,7 +5,8 @@
 import importlib
 from typing import Any
 
-_SUBMODULES = ("_pytree", "benchmark", "checkpoint", "data", "hooks")
+_SUBMODULES = ("_pytree", "benchmark", "checkpoint", "data", "dlpack", "flop_counter", "hooks",
+               "module_tracker", "weak")
 
 
 def __getattr__(name: str) -> Any:
