@@ -17,21 +17,21 @@ __all__ = ["DLDeviceType", "from_dlpack", "to_dlpack"]
 class DLDeviceType(enum.IntEnum):
     """The DLPack device types (``__dlpack_device__()[0]``)."""
 
-    kDLCPU = 1
-    kDLCUDA = 2
-    kDLCUDAHost = 3
-    kDLOpenCL = 4
-    kDLVulkan = 7
-    kDLMetal = 8
-    kDLVPI = 9
-    kDLROCM = 10
-    kDLROCMHost = 11
-    kDLExtDev = 12
-    kDLCUDAManaged = 13
-    kDLOneAPI = 14
-    kDLWebGPU = 15
-    kDLHexagon = 16
-    kDLMAIA = 17
+    kDLCPU = 1  # noqa: N815
+    kDLCUDA = 2  # noqa: N815
+    kDLCUDAHost = 3  # noqa: N815
+    kDLOpenCL = 4  # noqa: N815
+    kDLVulkan = 7  # noqa: N815
+    kDLMetal = 8  # noqa: N815
+    kDLVPI = 9  # noqa: N815
+    kDLROCM = 10  # noqa: N815
+    kDLROCMHost = 11  # noqa: N815
+    kDLExtDev = 12  # noqa: N815
+    kDLCUDAManaged = 13  # noqa: N815
+    kDLOneAPI = 14  # noqa: N815
+    kDLWebGPU = 15  # noqa: N815
+    kDLHexagon = 16  # noqa: N815
+    kDLMAIA = 17  # noqa: N815
 
 
 def to_dlpack(tensor: Tensor) -> Any:
