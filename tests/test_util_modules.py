@@ -1,0 +1,169 @@
+"""Small torch modules scripts import: ``jitgrad.types``, ``nn.modules.utils``, ``storage``,
+``utils.weak``, ``utils.dlpack`` and ``futures``, checked against torch's."""
+
+import gc
+import threading
+
+import numpy as np
+import pytest
+
+import jitgrad
+
+torch = pytest.importorskip("torch")
+
+
+def test_types_aliases():
+    import jitgrad.types as T
+
+    assert T._dtype is jitgrad.dtype and T._device is jitgrad.device
+    assert T.Number == (int | float | bool) and T._Number == (int, float, bool)
+    assert set(T.__all__) == set(torch.types.__all__)
+    assert jitgrad.types is T  # (the package serves it as an attribute, as torch.types)
+
+    def f(x: T.Number, d: T.Device = None, s: T._size = (1,)) -> T._TensorOrTensors:
+        return x
+
+    assert f(2) == 2
+
+
+def test_nn_modules_utils_match_torch():
+    from torch.nn.modules import utils as tu
+
+    from jitgrad.nn.modules import utils as ju
+
+    for name in ("_single", "_pair", "_triple", "_quadruple"):
+        for arg in (3, (1, 2), [4, 5, 6]):
+            assert getattr(ju, name)(arg) == getattr(tu, name)(arg)
+        assert getattr(ju, name).__name__ == name
+    assert ju._ntuple(5)(2) == tu._ntuple(5)(2) == (2,) * 5
+    assert ju._reverse_repeat_tuple((1, 2, 3), 2) == tu._reverse_repeat_tuple((1, 2, 3), 2)
+    assert ju._list_with_default([None, 3], [1, 7, 8]) == [7, 3]
+    with pytest.raises(ValueError, match="Input dimension should be at least 3"):
+        ju._list_with_default([None, 3], [1, 7])
+    sd = {"module.a": 1, "b": 2}
+    ju.consume_prefix_in_state_dict_if_present(sd, "module.")
+    assert sd == {"a": 1, "b": 2}
+    from jitgrad.nn.modules import Linear
+    from jitgrad.nn.modules.module import Module
+
+    assert Linear is jitgrad.nn.Linear and Module is jitgrad.nn.Module
+
+
+def test_global_module_forward_hooks():
+    from jitgrad.nn.modules.module import (register_module_forward_hook,
+                                           register_module_forward_pre_hook)
+
+    seen = []
+    m = jitgrad.nn.Sequential(jitgrad.nn.Linear(2, 2), jitgrad.nn.ReLU())
+    m[0].register_forward_hook(lambda mod, args, out: seen.append(("own", type(mod).__name__)))
+    pre = register_module_forward_pre_hook(
+        lambda mod, args: seen.append(("pre", type(mod).__name__)))
+    post = register_module_forward_hook(
+        lambda mod, args, out: seen.append(("post", type(mod).__name__)))
+    m(jitgrad.randn(1, 2))
+    pre.remove()
+    post.remove()
+    m(jitgrad.randn(1, 2))
+    assert seen == [("pre", "Sequential"), ("pre", "Linear"), ("post", "Linear"),
+                    ("own", "Linear"), ("pre", "ReLU"), ("post", "ReLU"),
+                    ("post", "Sequential"), ("own", "Linear")]
+
+
+def test_storage_module():
+    import jitgrad.storage as S
+
+    t = jitgrad.arange(4.0)
+    assert isinstance(t.untyped_storage(), S.UntypedStorage)
+    assert S.UntypedStorage(3).size() == torch.UntypedStorage(3).size() == 3
+    assert t.untyped_storage().nbytes() == torch.arange(4.0).untyped_storage().nbytes()
+    assert set(S.__all__) == set(torch.storage.__all__)
+    with pytest.warns(UserWarning, match="TypedStorage is deprecated"):
+        assert isinstance(t.storage(), S.TypedStorage)
+
+
+def test_weak_dictionaries():
+    from jitgrad.utils.weak import (TensorWeakRef, WeakIdKeyDictionary, WeakIdRef,
+                                    WeakTensorKeyDictionary)
+
+    assert WeakTensorKeyDictionary is WeakIdKeyDictionary
+    a, b = jitgrad.ones(2), jitgrad.ones(2)  # (equal values: keyed by identity)
+    d = WeakIdKeyDictionary({a: "a"})
+    d[b] = "b"
+    assert d[a] == "a" and d[b] == "b" and len(d) == 2
+    r = TensorWeakRef(a)
+    ref = WeakIdRef(b)
+    assert r() is a and ref() is b and hash(ref) == id(b)
+    del a
+    gc.collect()
+    assert len(d) == 1 and r() is None
+    with pytest.raises(AssertionError, match="expected torch.Tensor"):
+        TensorWeakRef(np.ones(2))
+
+
+def test_dlpack_round_trips():
+    from jitgrad.utils.dlpack import DLDeviceType, from_dlpack, to_dlpack
+
+    t = jitgrad.arange(6.0).reshape(2, 3)
+    assert DLDeviceType(t.__dlpack_device__()[0]) is DLDeviceType.kDLCPU
+    assert [(m.name, m.value) for m in DLDeviceType] == \
+        [(m.name, m.value) for m in torch.utils.dlpack.DLDeviceType]
+    u = from_dlpack(to_dlpack(t))  # a legacy capsule: shares memory, writeable
+    u[1, 1] = 9.0
+    assert t[1, 1].item() == 9.0
+    tt = torch.utils.dlpack.from_dlpack(to_dlpack(t))
+    tt[0, 1] = 5.0
+    assert t[0, 1].item() == 5.0
+    v = from_dlpack(torch.utils.dlpack.to_dlpack(tt))
+    v[1, 2] = 3.0
+    assert tt[1, 2].item() == 3.0
+    a = np.arange(4, dtype=np.int32)
+    w = from_dlpack(a)
+    assert w.dtype is jitgrad.int32 and w.tolist() == [0, 1, 2, 3]
+    np.from_dlpack(w)[0] = 7
+    assert a[0] == 7
+    with pytest.raises(TypeError):
+        to_dlpack(a)
+
+
+def test_futures_match_torch():
+    from jitgrad.futures import Future, collect_all, wait_all
+
+    for future, collect, wait in ((Future, collect_all, wait_all),
+                                  (torch.futures.Future, torch.futures.collect_all,
+                                   torch.futures.wait_all)):
+        f = future()
+        chained = f.then(lambda fut: fut.wait() + 1)
+        seen = []
+        f.add_done_callback(lambda fut: seen.append(fut.value()))
+        assert not f.done()
+        f.set_result(3)
+        assert f.done() and f.value() == 3 and chained.wait() == 4 and seen == [3]
+        with pytest.raises(RuntimeError, match="Note that a Future can only be marked "
+                                               "completed once"):
+            f.set_result(5)
+        g = future()
+        g.set_exception(ValueError("x"))
+        with pytest.raises(ValueError, match="x"):
+            g.wait()
+        with pytest.raises(AssertionError, match="is of type <class 'int'>, not an Exception"):
+            future().set_exception(3)
+        bad = f.then(lambda fut: 1 / 0)
+        with pytest.raises(RuntimeError, match="Got the following error when running the "
+                                               "callback: ZeroDivisionError: division by zero"):
+            bad.wait()
+        assert [x.wait() for x in collect([f, chained]).wait()] == [3, 4]
+        assert wait([f, chained]) == [3, 4]
+        with pytest.raises(ValueError, match="x"):
+            wait([f, g])
+
+
+def test_future_wakes_a_waiting_thread():
+    from jitgrad.futures import Future
+
+    f = Future()
+    out = []
+    th = threading.Thread(target=lambda: out.append(f.wait()))
+    th.start()
+    f.set_result(jitgrad.ones(2))
+    th.join(5)
+    assert out and out[0].tolist() == [1.0, 1.0]
