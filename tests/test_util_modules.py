@@ -134,7 +134,7 @@ def test_futures_match_torch():
         f = future()
         chained = f.then(lambda fut: fut.wait() + 1)
         seen = []
-        f.add_done_callback(lambda fut: seen.append(fut.value()))
+        f.add_done_callback(lambda fut, seen=seen: seen.append(fut.value()))
         assert not f.done()
         f.set_result(3)
         assert f.done() and f.value() == 3 and chained.wait() == 4 and seen == [3]
