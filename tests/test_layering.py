@@ -56,7 +56,8 @@ LAYERS = [
              "jitgrad.fft", "jitgrad._nn_aliases",  # (torch.conv2d ...: on nn, served lazily)
              "jitgrad._aten_nn", "jitgrad._aten_rnn",  # (torch.kl_div, lstm ...: the same)
              "jitgrad._lowrank", "jitgrad._lobpcg", "jitgrad._lobpcg_backward",
-             "jitgrad.sparse", "jitgrad.types", "jitgrad.storage", "jitgrad.futures"]),
+             "jitgrad.sparse", "jitgrad.types", "jitgrad.storage", "jitgrad.futures",
+             "jitgrad.hub"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep", "jitgrad.jit.control_flow"]),
     ("backends", ["jitgrad.backends"]),

@@ -2,6 +2,7 @@
 ``utils.weak``, ``utils.dlpack`` and ``futures``, checked against torch's."""
 
 import gc
+import shutil
 import threading
 
 import numpy as np
@@ -167,3 +168,83 @@ def test_future_wakes_a_waiting_thread():
     f.set_result(jitgrad.ones(2))
     th.join(5)
     assert out and out[0].tolist() == [1.0, 1.0]
+
+
+def _hub_dir(tmp_path):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    (repo / "hubconf.py").write_text(
+        "import jitgrad\n"
+        "dependencies = ['numpy']\n\n"
+        "def tiny(n=2, *, bias=True):\n"
+        "    '''A tiny linear model.'''\n"
+        "    return jitgrad.nn.Linear(n, 1, bias=bias)\n\n"
+        "def _helper():\n"
+        "    pass\n\n"
+        "NOT_CALLABLE = 3\n")
+    return repo
+
+
+def test_hub_local_and_cached_repos(tmp_path, monkeypatch):
+    import jitgrad.hub as hub
+
+    repo = _hub_dir(tmp_path)
+    m = hub.load(str(repo), "tiny", 3, source="local", bias=False)
+    assert isinstance(m, jitgrad.nn.Linear) and m.weight.shape == (1, 3) and m.bias is None
+    assert hub.list(str(repo)) == ["tiny"]
+    assert hub.help(str(repo), "tiny") == "A tiny linear model."
+    with pytest.raises(RuntimeError, match="Cannot find callable nope in hubconf"):
+        hub.load(str(repo), "nope", source="local")
+    with pytest.raises(ValueError, match='Unknown source: "web". Allowed values: "github" '
+                                         '| "local".'):
+        hub.load(str(repo), "tiny", source="web")
+    with pytest.raises(ValueError, match="model should be a string of function name"):
+        hub.load(str(repo), 3, source="local")
+    # get_dir follows TORCH_HOME until set_dir; a GitHub repo is read from the cache only
+    monkeypatch.setattr(hub, "_hub_dir", None)
+    monkeypatch.setenv("TORCH_HOME", str(tmp_path / "home"))
+    assert hub.get_dir() == str(tmp_path / "home" / "hub")
+    hub.set_dir(str(tmp_path / "hubdir"))
+    assert hub.get_dir() == str(tmp_path / "hubdir")
+    with pytest.raises(RuntimeError, match="jitgrad does no network access"):
+        hub.load("someone/models", "tiny")
+    shutil.copytree(repo, tmp_path / "hubdir" / "someone_models_main")
+    assert isinstance(hub.load("someone/models", "tiny", verbose=False), jitgrad.nn.Linear)
+    assert hub.list("someone/models:main", verbose=False) == ["tiny"]
+
+
+def test_hub_downloads_file_urls(tmp_path, monkeypatch):
+    import hashlib
+
+    import jitgrad.hub as hub
+    from jitgrad.utils.model_zoo import load_url
+
+    monkeypatch.setattr(hub, "_hub_dir", str(tmp_path / "hubdir"))
+    sd = {"w": jitgrad.arange(3.0)}
+    src = tmp_path / "weights.pt"
+    jitgrad.save(sd, str(src))
+    digest = hashlib.sha256(src.read_bytes()).hexdigest()
+    named = tmp_path / f"weights-{digest[:8]}.pt"
+    shutil.copy(src, named)
+    dst = tmp_path / "copy.pt"
+    hub.download_url_to_file(src.as_uri(), str(dst), hash_prefix=digest[:6], progress=False)
+    assert dst.read_bytes() == src.read_bytes()
+    with pytest.raises(RuntimeError, match="invalid hash value"):
+        hub.download_url_to_file(src.as_uri(), str(dst), hash_prefix="zz", progress=False)
+    got = load_url(named.as_uri(), check_hash=True, progress=False)
+    assert got["w"].tolist() == [0.0, 1.0, 2.0]
+    assert (tmp_path / "hubdir" / "checkpoints" / named.name).exists()
+    jitgrad.save({}, str(tmp_path / "empty.pt"))  # (one file in its zip: not torch's legacy)
+    assert load_url((tmp_path / "empty.pt").as_uri(), progress=False) == {}
+    # a torch checkpoint's URL: the same copy (in torch's layout) as torch.hub makes
+    torch.save({"w": torch.arange(3.0)}, str(tmp_path / "t.pt"))
+    torch_sd = torch.hub.load_state_dict_from_url((tmp_path / "t.pt").as_uri(),
+                                                  model_dir=str(tmp_path / "t"), progress=False)
+    hub.download_url_to_file((tmp_path / "t.pt").as_uri(), str(tmp_path / "t2.pt"),
+                             progress=False)
+    assert (tmp_path / "t2.pt").read_bytes() == (tmp_path / "t" / "t.pt").read_bytes()
+    assert torch_sd["w"].tolist() == [0.0, 1.0, 2.0]
+    with pytest.raises(RuntimeError, match="only file:// URLs can be read"):
+        hub.download_url_to_file("https://example.com/x.pt", str(dst))
+    with pytest.raises(RuntimeError, match="jitgrad does no network access"):
+        load_url("https://example.com/y.pt", model_dir=str(tmp_path / "m"))

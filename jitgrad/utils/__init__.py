@@ -6,7 +6,7 @@ import importlib
 from typing import Any
 
 _SUBMODULES = ("_pytree", "benchmark", "checkpoint", "data", "dlpack", "flop_counter", "hooks",
-               "module_tracker", "weak")
+               "model_zoo", "module_tracker", "weak")
 
 
 def __getattr__(name: str) -> Any:
