@@ -177,3 +177,33 @@ def test_queue_callback_and_multi_grad_hook():
     assert got == [[[1.0] * 3, [2.0] * 3]] and order == ["callback", "returned"]
     with pytest.raises(ValueError, match="Expects mode to be one of"):
         register_multi_grad_hook((ya,), print, mode="some")
+
+
+def test_flops_outside_modules_show_under_global():
+    out, tables = [], []
+    for lib, counter_cls in ((jitgrad, FlopCounterMode), (torch, TorchFlopCounterMode)):
+        lib.manual_seed(0)
+        m = lib.nn.Sequential(lib.nn.Linear(300, 400),
+                              lib.nn.Sequential(lib.nn.Linear(400, 500)))
+        x = lib.randn(64, 300, requires_grad=True)
+        with counter_cls(display=False, depth=1) as counter:
+            m(x).mm(lib.randn(500, 700)).sum().backward()
+        out.append(_counts(counter))
+        if lib is jitgrad:
+            tables = [counter.get_table(), counter.get_table(5)]
+    assert out[0] == out[1]
+    # torch's tables (printed with tabulate 0.10) for the same counts
+    assert tables[0].splitlines() == [
+        "Module            FLOP    % Total",
+        "------------  --------  ---------",
+        "Global        212.480M    100.00%",
+        "- aten.addmm   40.960M     19.28%",
+        "- aten.mm     171.520M     80.72%",
+        "Sequential    122.880M     57.83%",
+        "- aten.addmm   40.960M     19.28%",
+        "- aten.mm      81.920M     38.55%"]
+    assert tables[1].splitlines()[-4:] == [
+        "- aten.mm        51.200M     24.10%",
+        "Sequential.1.0   76.800M     36.14%",
+        "- aten.addmm     25.600M     12.05%",
+        "- aten.mm        51.200M     24.10%"]

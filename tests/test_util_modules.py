@@ -44,6 +44,7 @@ def test_nn_modules_utils_match_torch():
     sd = {"module.a": 1, "b": 2}
     ju.consume_prefix_in_state_dict_if_present(sd, "module.")
     assert sd == {"a": 1, "b": 2}
+    assert jitgrad.nn.modules.utils._pair(2) == (2, 2)  # (served lazily, as torch.nn.modules)
     from jitgrad.nn.modules import Linear
     from jitgrad.nn.modules.module import Module
 
