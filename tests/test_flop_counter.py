@@ -207,3 +207,89 @@ def test_flops_outside_modules_show_under_global():
         "Sequential.1.0   76.800M     36.14%",
         "- aten.addmm     25.600M     12.05%",
         "- aten.mm        51.200M     24.10%"]
+
+
+def test_double_backward_counts_match_torch_in_total():
+    out = []
+    for lib, counter_cls in ((jitgrad, FlopCounterMode), (torch, TorchFlopCounterMode)):
+        lib.manual_seed(0)
+        mlp = lib.nn.Sequential(lib.nn.Linear(6, 5), lib.nn.Tanh(), lib.nn.Linear(5, 1))
+        conv = lib.nn.Conv2d(2, 3, 3)
+        x = lib.randn(4, 6, requires_grad=True)
+        z = lib.randn(1, 2, 6, 6, requires_grad=True)
+        with pytest.warns(UserWarning, match="create a reference cycle"):
+            with counter_cls(display=False) as c1:
+                mlp(x).sum().backward(create_graph=True)
+                x.grad.pow(2).sum().backward()
+            with counter_cls(display=False) as c2:
+                conv(z).pow(2).sum().backward(create_graph=True)
+                z.grad.sum().backward()
+        out.append((_counts(c1), c2.get_total_flops()))
+    # (the conv's double backward: torch counts its convolutions as aten.convolution, jitgrad
+    # as aten.convolution_backward, since they run in a backward pass)
+    assert out[0] == out[1]
+
+
+def test_op_observers_nest_and_come_off():
+    from jitgrad.ops import registry
+    from jitgrad.ops.op_observers import ACTIVE, observe_ops
+    from jitgrad.profiler import profile
+
+    mm = registry.OPS["mm"]
+    plain = mm.impl
+    seen = []
+
+    def watch(tag):
+        def wrap(op, impl):
+            if op is not mm:
+                return impl
+
+            def watched(*args, **params):
+                seen.append(tag)
+                return impl(*args, **params)
+
+            return watched
+        return wrap
+
+    remove_a = observe_ops(watch("a"))
+    remove_b = observe_ops(watch("b"))
+    a, b = jitgrad.randn(2, 3), jitgrad.randn(3, 2)
+    a.mm(b)
+    assert seen == ["b", "a"]  # (the first installed innermost)
+    remove_a()
+    seen.clear()
+    a.mm(b)
+    assert seen == ["b"]
+    remove_b()
+    remove_b()  # (a second removal does nothing)
+    assert mm.impl is plain and not ACTIVE
+    # the profiler and a flop counter together; both off afterwards
+    lin = jitgrad.nn.Linear(3, 2)
+    x = jitgrad.randn(4, 3, requires_grad=True)
+    for _ in range(2):  # (warm: the engine has traced programs for these nodes)
+        lin(x).sum().backward()
+    with profile() as prof, FlopCounterMode(display=False) as counter:
+        lin(x).sum().backward()
+    assert counter.get_total_flops() == 3 * 2 * 4 * 3 * 2
+    names = {e.key: e.count for e in prof.key_averages()}
+    assert names["aten::addmm"] == 1 and names["aten::mm"] == 2  # (the backward's ops too)
+    assert mm.impl is plain and not ACTIVE
+
+
+def test_multi_grad_hook_any_mode_matches_torch():
+    def run(lib):
+        from importlib import import_module
+
+        reg = import_module(lib.__name__ + ".autograd.graph").register_multi_grad_hook
+        a = lib.randn(3, 4, requires_grad=True)
+        b = lib.randn(4, 5, requires_grad=True)
+        ya, yb = a * 2, b * 3
+        got = []
+        handle = reg((ya, yb), lambda g: got.append(tuple(g.shape)), mode="any")
+        ya.mm(yb).sum().backward(retain_graph=True)
+        ya.mm(yb).sum().backward(retain_graph=True)
+        handle.remove()
+        (ya * 1).sum().backward()
+        return got
+
+    assert run(jitgrad) == run(torch) == [(4, 5), (4, 5)]
