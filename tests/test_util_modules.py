@@ -125,6 +125,18 @@ def test_dlpack_round_trips():
     assert a[0] == 7
     with pytest.raises(TypeError):
         to_dlpack(a)
+    # a capsule is consumed once (torch's error); a device capsule is refused, clearly
+    cap = to_dlpack(t)
+    from_dlpack(cap)
+    for lib_from in (from_dlpack, torch.utils.dlpack.from_dlpack):
+        with pytest.raises(RuntimeError, match="DLTensor capsules can be consumed only once"):
+            lib_from(cap)
+    from jitgrad import _dlpack
+
+    cuda_cap = _dlpack.capsule(a.ctypes.data, a.shape, (1,), a.dtype, 2, a)
+    assert _dlpack.capsule_device(cuda_cap) == (2, 0)
+    with pytest.raises(RuntimeError, match="this one is on kDLCUDA: pass the tensor or array"):
+        from_dlpack(cuda_cap)
 
 
 def test_futures_match_torch():

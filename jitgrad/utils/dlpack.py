@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 
+from .._dlpack import capsule_device
 from ..ops.creation import from_dlpack as _from_dlpack
 from ..tensor import Tensor
 
@@ -49,6 +50,13 @@ def to_dlpack(tensor: Tensor) -> Any:
     return tensor.__dlpack__()
 
 
+def _device_name(kind: int) -> str:
+    try:
+        return DLDeviceType(kind).name
+    except ValueError:
+        return f"DLPack device type {kind}"
+
+
 class _Capsule:
     """A legacy (host) DLPack capsule seen as a DLPack object, for NumPy to consume."""
 
@@ -80,7 +88,8 @@ def _writeable(arr: np.ndarray) -> np.ndarray:
 
 def from_dlpack(ext_tensor: Any) -> Tensor:
     """A tensor sharing memory with ``ext_tensor``: an object with ``__dlpack__`` (a NumPy
-    array, a torch tensor, a CuPy array ...) or a host DLPack capsule (``to_dlpack``'s).
+    array, a torch tensor, a CuPy array ...) or a host DLPack capsule (``to_dlpack``'s; a
+    device capsule raises: pass the device array itself).
 
     Args:
         ext_tensor: the object or capsule.
@@ -89,5 +98,11 @@ def from_dlpack(ext_tensor: Any) -> Tensor:
         The tensor (no copy).
     """
     if type(ext_tensor).__name__ == "PyCapsule":
+        kind, _ = capsule_device(ext_tensor)
+        if kind != DLDeviceType.kDLCPU:
+            raise RuntimeError(
+                f"from_dlpack: jitgrad reads host ({DLDeviceType.kDLCPU.name}) DLPack capsules "
+                f"only, this one is on {_device_name(kind)}: pass the tensor or array itself "
+                "(its __dlpack__), not a capsule")
         ext_tensor = _writeable(np.from_dlpack(_Capsule(ext_tensor)))
     return _from_dlpack(ext_tensor)
