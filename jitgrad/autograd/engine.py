@@ -75,7 +75,8 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     tasks = _tasks()
     tasks.append(task)
     try:
-        out = _run_backward(roots, grad_roots, retain_graph, create_graph, inputs, accumulate)
+        out = _run_backward(task, roots, grad_roots, retain_graph, create_graph, inputs,
+                            accumulate)
         callbacks = task[1]
         while callbacks:  # (a callback may queue another)
             callbacks.pop(0)()
@@ -84,16 +85,14 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
         tasks.remove(task)
 
 
-def _run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph: bool,
-                  inputs: list | None, accumulate: bool) -> list | None:
+def _run_backward(task: list, roots: list, grad_roots: list, retain_graph: bool,
+                  create_graph: bool, inputs: list | None, accumulate: bool) -> list | None:
     capture: dict = {}  # (node, output_nr) -> positions in `inputs`
     for i, t in enumerate(inputs or ()):
         capture.setdefault(gradient_edge(t), []).append(i)
     targets = set(n for n, _ in capture) or None
     order, needed, pending = _discover([n for n, _ in roots], targets)
-    tasks = _tasks()
-    if tasks:
-        tasks[-1][2] = needed
+    task[2] = needed  # (what will_execute answers from)
     # Without create_graph (and anomaly mode) nothing records: gradients travel as plain arrays
     # and nodes run through ``apply_arrays``; a node with hooks, or whose gradient is captured,
     # sees tensors as usual.

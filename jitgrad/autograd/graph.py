@@ -149,7 +149,7 @@ def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -
             entry = state.get(task)
             if entry is None:
                 expected = sum(1 for t in tensors if t.requires_grad
-                               and engine.will_execute(engine.gradient_edge(t)[0]))
+                               and engine.will_execute(engine.gradient_edge(t)[0])) or 1
                 entry = state[task] = [[None] * len(tensors), expected]
             entry[0][idx] = grad
             entry[1] -= 1

@@ -175,6 +175,11 @@ def register_module_forward_hook(hook: Any, *, with_kwargs: bool = False,
     return handle
 
 
+def _forward_hooks(module: Any) -> list:
+    """The global forward hooks, then the module's (read after its forward, as torch)."""
+    return list(GLOBAL_FORWARD_HOOKS.items()) + list(module._forward_hooks.items())
+
+
 def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
     """``module(*args, **kwargs)`` running its hooks, in torch's order."""
     d = module.__dict__
@@ -205,18 +210,17 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
     if GLOBAL_FORWARD_HOOKS:
         hook_kw = set(hook_kw) | GLOBAL_FORWARD_HOOKS_WITH_KWARGS
         always = set(always) | GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED
-    hooks = list(GLOBAL_FORWARD_HOOKS.items()) + list(module._forward_hooks.items())
     called: set = set()
     try:
         result = module.forward(*args, **kwargs)
-        for hook_id, hook in hooks:
+        for hook_id, hook in _forward_hooks(module):
             called.add(hook_id)
             res = hook(module, args, kwargs, result) if hook_id in hook_kw else \
                 hook(module, args, result)
             if res is not None:
                 result = res
     except Exception:
-        for hook_id, hook in hooks:
+        for hook_id, hook in _forward_hooks(module):
             if hook_id in always and hook_id not in called:
                 try:
                     if hook_id in hook_kw:
