@@ -293,3 +293,42 @@ def test_multi_grad_hook_any_mode_matches_torch():
         return got
 
     assert run(jitgrad) == run(torch) == [(4, 5), (4, 5)]
+
+
+@pytest.mark.parametrize("shapes", [[(3,), (3, 4)], [(4, 5), (5,)], [(3,), (3,)],
+                                    [(4, 5), (5, 6), (6, 2)], [(2, 5), (5, 6), (6, 9)],
+                                    [(3,), (3, 7), (7, 2), (2, 9), (9,)],
+                                    [(10, 3), (3, 20), (20, 2), (2, 15), (15, 4)]])
+def test_multi_dot_multiplies_in_torchs_order(shapes):
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(s) for s in shapes]
+    out = []
+    for lib, counter_cls in ((jitgrad, FlopCounterMode), (torch, TorchFlopCounterMode)):
+        ts = [lib.tensor(a, requires_grad=True) for a in arrays]
+        with counter_cls(display=False) as counter:
+            y = lib.linalg.multi_dot(ts)
+            y.sum().backward()
+        out.append((counter.get_total_flops(), tuple(y.shape), y.grad_fn.name(),
+                    y.detach().numpy().round(8).tolist(),
+                    [t.grad.numpy().round(8).tolist() for t in ts]))
+    assert out[0] == out[1]
+
+
+@pytest.mark.parametrize("shapes, dtype2, text", [
+    ([(2,)], None, "expected at least 2 tensors but got 1"),
+    ([(2, 2, 2), (2, 2)], None, "the first tensor must be 1D or 2D but got 3D"),
+    ([(2, 2), (2, 2, 2)], None, "the last tensor must be 1D or 2D but got 3D"),
+    ([(2, 2), (2,), (2, 2)], None, "tensor 1 must be 2D but got 1D"),
+    ([(2, 2), (2, 2)], "float64", "all tensors must have be the same dtype but tensor 0 is "
+                                  "float and tensor 1 double"),
+    ([(2, 3), (3, 4), (5, 2)], None, r"tensors 1 and 2 with shapes \[3, 4\] and \[5, 2\] "
+                                     "cannot be multiplied")])
+def test_multi_dot_errors_match_torch(shapes, dtype2, text):
+    for lib in (jitgrad, torch):
+        ts = [lib.zeros(s) for s in shapes]
+        if dtype2:
+            ts[1] = ts[1].to(getattr(lib, dtype2))
+        with pytest.raises(RuntimeError, match="multi_dot\\(\\): " + text):
+            lib.linalg.multi_dot(ts)
