@@ -1,6 +1,7 @@
 """``jitgrad.utils``: data loading (``jitgrad.utils.data``), activation checkpointing
-(``jitgrad.utils.checkpoint``), hooks' handles (``hooks``), pytrees (``_pytree``) and timing
-(``benchmark``). Each submodule loads on first use (``jitgrad.func`` needs ``_pytree`` only)."""
+(``jitgrad.utils.checkpoint``), hooks' handles (``hooks``), pytrees (``_pytree``), timing
+(``benchmark``), FLOP counting (``flop_counter``, ``module_tracker``), ``weak``, ``dlpack`` and
+``model_zoo``. Each submodule loads on first use (``jitgrad.func`` needs ``_pytree`` only)."""
 
 import importlib
 from typing import Any
