@@ -92,6 +92,16 @@ def capsule(ptr: int, shape: tuple, strides: tuple, dtype: np.dtype, device_type
     return _new(addr, b"dltensor", _capsule_gone)
 
 
+def capsule_device(cap: object) -> tuple[int, int]:
+    """The (device type, device id) of an unconsumed ``"dltensor"`` capsule (any producer's)."""
+    if type(cap).__name__ != "PyCapsule" or not _valid(id(cap), b"dltensor"):
+        raise RuntimeError("from_dlpack received an invalid capsule. Note that DLTensor "
+                           "capsules can be consumed only once, so you might have already "
+                           "constructed a tensor from it once.")
+    managed = ctypes.cast(_pointer(id(cap), b"dltensor"), ctypes.POINTER(_Managed)).contents
+    return managed.dl_tensor.device.device_type, managed.dl_tensor.device.device_id
+
+
 # ---------------------------------------------------------------- Tensor's protocols
 def tensor_dlpack(self: Any, *, stream: Any = None, max_version: Any = None,
                   dl_device: Any = None, copy: Any = None) -> Any:

@@ -9,7 +9,10 @@
 
 from __future__ import annotations
 
+import itertools
+import threading
 import warnings
+from collections.abc import Callable
 from operator import attrgetter
 from typing import Any
 
@@ -17,6 +20,7 @@ import numpy as np
 
 from .. import dtypes
 from ..ops import registry
+from ..ops.op_observers import ACTIVE as OBSERVERS
 from ..ops.registry import state
 from ..tensor import Tensor, _make, _refresh_view
 from .node import AccumulateGrad, Node, _anomaly, as_tensor
@@ -24,6 +28,39 @@ from .._meta import touches_meta
 
 
 _ndarray = np.ndarray
+# This thread's running backward passes ("graph tasks"), innermost last: [id, callbacks, the
+# set of nodes it runs] each
+_local = threading.local()
+_task_ids = itertools.count()
+
+
+def _tasks() -> list:
+    tasks = _local.__dict__.get("tasks")
+    if tasks is None:
+        tasks = _local.tasks = []
+    return tasks
+
+
+def current_graph_task_id() -> int:
+    """The id of the backward pass running now (torch's ``_current_graph_task_id``), or -1."""
+    tasks = _tasks()
+    return tasks[-1][0] if tasks else -1
+
+
+def queue_callback(callback: Callable[[], None]) -> None:
+    """Runs ``callback()`` when the backward pass running now has finished (torch's
+    ``Variable._execution_engine.queue_callback``)."""
+    tasks = _tasks()
+    if not tasks:
+        raise RuntimeError("Final callbacks can only be installed during backward pass.")
+    tasks[-1][1].append(callback)
+
+
+def will_execute(node: Any) -> bool:
+    """Whether the backward pass running now runs ``node`` (torch's
+    ``_will_engine_execute_node``); True outside a backward pass."""
+    tasks = _tasks()
+    return not tasks or tasks[-1][2] is None or node in tasks[-1][2]
 
 
 def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph: bool,
@@ -32,17 +69,35 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
 
     With ``accumulate`` the leaves' ``.grad`` is updated (restricted to the tensors ``inputs``
     if given). Without it, the gradients flowing into ``inputs`` are returned instead
-    (``autograd.grad``).
+    (``autograd.grad``). Callbacks queued meanwhile (``queue_callback``) run at the end.
     """
+    task = [next(_task_ids), [], None]
+    tasks = _tasks()
+    tasks.append(task)
+    try:
+        out = _run_backward(task, roots, grad_roots, retain_graph, create_graph, inputs,
+                            accumulate)
+        callbacks = task[1]
+        while callbacks:  # (a callback may queue another)
+            callbacks.pop(0)()
+        return out
+    finally:
+        tasks.remove(task)
+
+
+def _run_backward(task: list, roots: list, grad_roots: list, retain_graph: bool,
+                  create_graph: bool, inputs: list | None, accumulate: bool) -> list | None:
     capture: dict = {}  # (node, output_nr) -> positions in `inputs`
     for i, t in enumerate(inputs or ()):
         capture.setdefault(gradient_edge(t), []).append(i)
     targets = set(n for n, _ in capture) or None
     order, needed, pending = _discover([n for n, _ in roots], targets)
+    task[2] = needed  # (what will_execute answers from)
     # Without create_graph (and anomaly mode) nothing records: gradients travel as plain arrays
     # and nodes run through ``apply_arrays``; a node with hooks, or whose gradient is captured,
     # sees tensors as usual.
-    raw = not create_graph and not _anomaly.enabled
+    # (op observers must see the rules' ops: no traced programs on arrays while one watches)
+    raw = not create_graph and not _anomaly.enabled and not OBSERVERS
     if raw and registry.cuda_live:  # cuda gradients travel as tensors (the lane is NumPy code)
         raw = not _touches_cuda(grad_roots, order)
     if raw and registry.bfloat16_live:  # (the array lane reads dtypes off float32 arrays)

@@ -9,7 +9,7 @@ from typing import Any, NamedTuple
 from .node import Node, saved_tensor_hooks_stack
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks", "save_on_cpu"]
+           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook"]
 
 
 class GradientEdge(NamedTuple):
@@ -89,3 +89,75 @@ class disable_saved_tensors_hooks(contextlib.ContextDecorator):  # noqa: N801
 
     def __exit__(self, *exc: object) -> None:
         _disabled_message[0] = self.prev
+
+
+class _MultiHandle:
+    """The handle of a multi-grad hook: ``remove()`` removes the hook of every tensor."""
+
+    def __init__(self, handles: tuple) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+    def __enter__(self) -> _MultiHandle:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.remove()
+
+
+def register_multi_grad_hook(tensors: Any, fn: Callable, *, mode: str = "all") -> _MultiHandle:
+    """Registers ``fn`` on the gradients of several tensors (torch's ``register_multi_grad_hook``).
+
+    With ``mode="all"``, ``fn(grads)`` runs once per backward pass, after the gradients of all
+    the tensors that pass computes have been computed (``grads``: one entry per tensor, None for
+    those it does not reach). With ``mode="any"``, ``fn(grad)`` runs once per backward pass with
+    the first of them computed.
+
+    Args:
+        tensors: the tensors (each requiring grad).
+        fn: the hook.
+        mode: ``"all"`` or ``"any"``.
+
+    Returns:
+        A handle whose ``remove()`` unregisters the hook.
+    """
+    from . import engine
+
+    supported_modes = ("all", "any")
+    if mode not in supported_modes:
+        raise ValueError(f"Expects mode to be one of {supported_modes} but got {mode}")
+    tensors = tuple(tensors)
+    if mode == "any":
+        fired: set = set()
+
+        def any_hook(grad: Any) -> None:
+            task = engine.current_graph_task_id()
+            if task not in fired:
+                fired.add(task)
+                fn(grad)
+
+        return _MultiHandle(tuple(t.register_hook(any_hook) for t in tensors
+                                  if t.requires_grad))
+    state: dict = {}  # graph task id -> [gradients, how many are still to come]
+
+    def get_inner_hook(idx: int) -> Callable:
+        def inner_hook(grad: Any) -> None:
+            task = engine.current_graph_task_id()
+            entry = state.get(task)
+            if entry is None:
+                expected = sum(1 for t in tensors if t.requires_grad
+                               and engine.will_execute(engine.gradient_edge(t)[0])) or 1
+                entry = state[task] = [[None] * len(tensors), expected]
+            entry[0][idx] = grad
+            entry[1] -= 1
+            if entry[1] == 0:
+                del state[task]
+                fn(entry[0])
+
+        return inner_hook
+
+    return _MultiHandle(tuple(t.register_hook(get_inner_hook(i)) for i, t in enumerate(tensors)
+                              if t.requires_grad))

@@ -29,3 +29,17 @@ class Variable(metaclass=_VariableMeta):
         if requires_grad:
             t.requires_grad_(True)
         return t
+
+
+class _ExecutionEngine:
+    """``Variable._execution_engine``: the backward engine's callback queue."""
+
+    @staticmethod
+    def queue_callback(callback: Any) -> None:
+        """Runs ``callback()`` once the backward pass running now has finished."""
+        from .engine import queue_callback
+
+        queue_callback(callback)
+
+
+Variable._execution_engine = _ExecutionEngine()

@@ -79,3 +79,11 @@ from .lazy import *  # noqa: E402, F401, F403 - Lazy* modules, Uninitialized*, B
 from .lazy import __all__ as _lazy_all  # noqa: E402
 
 __all__ += _lazy_all
+
+
+def __getattr__(name: str) -> object:
+    if name == "modules":  # torch.nn.modules (loaded on first use)
+        import importlib
+
+        return importlib.import_module(f"{__name__}.modules")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -117,7 +117,8 @@ def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # 
 
 @autocast_policy(LOWER)
 def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:  # noqa: A002
-    """``input @ weight.T + bias``; one ``addmm`` (``AddmmBackward0``) as torch records it."""
+    """``input @ weight.T + bias``; one ``addmm`` (``AddmmBackward0``) as torch records it,
+    except for a non-contiguous input of 3 or more dims (``matmul``, then ``+ bias``)."""
     if bias is None:
         return matmul(input, weight.t())
     if input.ndim == 2:
@@ -126,7 +127,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
         raise RuntimeError(
             f"both arguments to linear need to be at least 1D, but they are {input.ndim}D and "
             f"{weight.ndim}D")
-    lead = tuple(input.shape[:-1])
+    if not (input.is_contiguous() and (input.ndim == 3 or bias.ndim == 1)):
+        return matmul(input, weight.t()) + bias  # torch: AddBackward0 over matmul's mm
+    lead = tuple(input.shape[:-1])  # torch's _flatten_nd_linear: one addmm over the rows
     out = addmm(bias, input.reshape(-1, input.shape[-1]), weight.t())
     return out.reshape(lead + (out.shape[-1],))
 

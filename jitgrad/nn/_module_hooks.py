@@ -133,9 +133,60 @@ class _BackwardHook:
         return tuple(packed[i] for i in positions)
 
 
+# Hooks of every module's forward (``register_module_forward_pre_hook`` and
+# ``register_module_forward_hook``), run before each module's own
+GLOBAL_FORWARD_PRE_HOOKS: dict = {}
+GLOBAL_FORWARD_HOOKS: dict = {}
+GLOBAL_FORWARD_HOOKS_WITH_KWARGS: set = set()
+GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED: set = set()
+
+
+def register_module_forward_pre_hook(hook: Any) -> Any:
+    """Registers ``hook(module, args) -> None | new args``, run before the forward of every
+    module (before the module's own forward pre-hooks).
+
+    Args:
+        hook: the hook.
+
+    Returns:
+        A handle whose ``remove()`` unregisters it.
+    """
+    return add_hook(GLOBAL_FORWARD_PRE_HOOKS, hook)
+
+
+def register_module_forward_hook(hook: Any, *, with_kwargs: bool = False,
+                                 always_call: bool = False) -> Any:
+    """Registers ``hook(module, args, output) -> None | new output``, run after the forward of
+    every module (before the module's own forward hooks).
+
+    Args:
+        hook: the hook (``hook(module, args, kwargs, output)`` with ``with_kwargs``).
+        with_kwargs: pass the forward's keyword arguments too.
+        always_call: run it, with output None, even when the forward raised.
+
+    Returns:
+        A handle whose ``remove()`` unregisters it.
+    """
+    handle = add_hook(GLOBAL_FORWARD_HOOKS, hook)
+    if with_kwargs:
+        GLOBAL_FORWARD_HOOKS_WITH_KWARGS.add(handle.id)
+    if always_call:
+        GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED.add(handle.id)
+    return handle
+
+
+def _forward_hooks(module: Any) -> list:
+    """The global forward hooks, then the module's (read after its forward, as torch)."""
+    return list(GLOBAL_FORWARD_HOOKS.items()) + list(module._forward_hooks.items())
+
+
 def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
     """``module(*args, **kwargs)`` running its hooks, in torch's order."""
     d = module.__dict__
+    for hook in list(GLOBAL_FORWARD_PRE_HOOKS.values()):
+        res = hook(module, args)
+        if res is not None:
+            args = res if isinstance(res, tuple) else (res,)
     pre_kw = d.get("_forward_pre_hooks_with_kwargs", ())
     for hook_id, hook in list(module._forward_pre_hooks.items()):
         if hook_id in pre_kw:
@@ -156,17 +207,20 @@ def call_with_hooks(module: Any, args: tuple, kwargs: dict) -> Any:
         args = bw.setup_input_hook(args)
     hook_kw = d.get("_forward_hooks_with_kwargs", ())
     always = d.get("_forward_hooks_always_called", ())
+    if GLOBAL_FORWARD_HOOKS:
+        hook_kw = set(hook_kw) | GLOBAL_FORWARD_HOOKS_WITH_KWARGS
+        always = set(always) | GLOBAL_FORWARD_HOOKS_ALWAYS_CALLED
     called: set = set()
     try:
         result = module.forward(*args, **kwargs)
-        for hook_id, hook in list(module._forward_hooks.items()):
+        for hook_id, hook in _forward_hooks(module):
             called.add(hook_id)
             res = hook(module, args, kwargs, result) if hook_id in hook_kw else \
                 hook(module, args, result)
             if res is not None:
                 result = res
     except Exception:
-        for hook_id, hook in list(module._forward_hooks.items()):
+        for hook_id, hook in _forward_hooks(module):
             if hook_id in always and hook_id not in called:
                 try:
                     if hook_id in hook_kw:

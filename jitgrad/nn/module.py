@@ -84,7 +84,8 @@ class Module(StateDictMixin):
     def _call_impl(self, *args: Any, **kwargs: Any) -> Any:
         d = self.__dict__
         if not (self._forward_pre_hooks or self._forward_hooks or d.get("_backward_hooks")
-                or d.get("_backward_pre_hooks") or d.get("_legacy_backward_hooks")):
+                or d.get("_backward_pre_hooks") or d.get("_legacy_backward_hooks")
+                or _module_hooks.GLOBAL_FORWARD_PRE_HOOKS or _module_hooks.GLOBAL_FORWARD_HOOKS):
             return self.forward(*args, **kwargs)
         return _module_hooks.call_with_hooks(self, args, kwargs)
 

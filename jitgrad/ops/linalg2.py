@@ -301,12 +301,78 @@ def matrix_power(input, n: int):  # noqa: A002
 
 
 def multi_dot(tensors):
-    """The product of a list of matrices (the first may be a vector, and the last), left to
-    right."""
+    """The product of a list of matrices (the first may be a vector, and the last), in the
+    cheapest order, as torch's: 3 matrices by comparing both orders, more by the matrix-chain
+    dynamic program; the result is ``mm``s, viewed to the output's shape."""
     tensors = list(tensors)
-    if len(tensors) < 2:
-        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {len(tensors)}")
-    out = tensors[0]
-    for t in tensors[1:]:
-        out = out @ t
-    return out
+    n = len(tensors)
+    if n < 2:
+        raise RuntimeError(f"multi_dot(): expected at least 2 tensors but got {n}")
+    first, last = tensors[0], tensors[-1]
+    out_shape: list = []
+    if first.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the first tensor must be 1D or 2D but got "
+                           f"{first.ndim}D")
+    if first.ndim == 2:
+        out_shape.append(first.shape[0])
+    if last.ndim not in (1, 2):
+        raise RuntimeError(f"multi_dot(): the last tensor must be 1D or 2D but got "
+                           f"{last.ndim}D")
+    if last.ndim == 2:
+        out_shape.append(last.shape[1])
+    for i in range(1, n - 1):
+        if tensors[i].ndim != 2:
+            raise RuntimeError(f"multi_dot(): tensor {i} must be 2D but got {tensors[i].ndim}D")
+    mats = [first.unsqueeze(0) if first.ndim == 1 else first] + tensors[1:-1] + \
+        [last.unsqueeze(-1) if last.ndim == 1 else last]
+    for i in range(1, n):
+        if mats[i].dtype is not mats[0].dtype:
+            raise RuntimeError(
+                f"multi_dot(): all tensors must have be the same dtype but tensor 0 is "
+                f"{dtypes.CPP_NAMES[mats[0].dtype.name]} and tensor {i} "
+                f"{dtypes.CPP_NAMES[mats[i].dtype.name]}")
+        if mats[i].device != mats[0].device:
+            raise RuntimeError(
+                f"multi_dot(): all tensors must be on the same device but tensor 0 is on "
+                f"{mats[0].device} and tensor {i} on {mats[i].device}")
+        if mats[i - 1].shape[-1] != mats[i].shape[0]:
+            raise RuntimeError(
+                f"multi_dot(): tensors {i - 1} and {i} with shapes {list(mats[i - 1].shape)} "
+                f"and {list(mats[i].shape)} cannot be multiplied")
+    if n == 2:
+        out = mats[0].mm(mats[1])
+    elif n == 3:  # (a x b) (b x c) (c x d): compare the two orders' costs
+        a, b = mats[0].shape[0], mats[1].shape[0]
+        c, d = mats[2].shape[0], mats[2].shape[1]
+        if (a * c) * (b + d) > (b * d) * (a + c):
+            out = mats[0].mm(mats[1].mm(mats[2]))
+        else:
+            out = mats[0].mm(mats[1]).mm(mats[2])
+    else:
+        out = _chain(mats, _chain_order(mats), 0, n - 1)
+    return out.view(tuple(out_shape))
+
+
+def _chain_order(mats: list) -> list:
+    """torch's ``matrix_chain_order``: ``s[i][j]``, where the cheapest product of matrices
+    ``i..j`` splits."""
+    n = len(mats)
+    p = [m.shape[0] for m in mats] + [mats[-1].shape[1]]
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                q = cost[i][k] + cost[k + 1][j] + p[i] * p[k + 1] * p[j + 1]
+                if cost[i][j] is None or q < cost[i][j]:
+                    cost[i][j], split[i][j] = q, k
+    return split
+
+
+def _chain(mats: list, split: list, i: int, j: int):
+    if i == j:
+        return mats[i]
+    k = split[i][j]
+    return _chain(mats, split, i, k).mm(_chain(mats, split, k + 1, j))

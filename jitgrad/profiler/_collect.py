@@ -1,8 +1,8 @@
 """What a profiler records while it runs: timed ranges (ops, autograd nodes, jit calls, user
 ``record_function`` ranges) and, with ``profile_memory``, the bytes ops allocate and free.
 
-Nothing here costs anything while no profiler records: eager ops are timed by swapping each
-``OpDef.impl`` for a timed wrapper when a collection starts and back when it stops; the backward
+Nothing here costs anything while no profiler records: eager ops are timed by an op observer
+(``ops/op_observers.py``: each ``OpDef.impl`` wrapped while a collection runs); the backward
 engine and jit functions read one slot (``registry.profiler``) per backward / per call.
 
 An op's range times its computation (its NumPy or Numba implementation, what torch's aten op
@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 
 from ..ops import registry
+from ..ops.op_observers import observe_ops
 
 CPU_OP = "cpu_op"
 USER_ANNOTATION = "user_annotation"
@@ -134,7 +135,7 @@ class Collector:
         self.memory: list[tuple] = []  # (perf_counter ns, bytes, thread)
         self._ids = itertools.count(1)
         self._local = threading.local()
-        self._saved: dict = {}
+        self._unobserve: Callable[[], None] | None = None
         self._finalizers: list = []
         self.active = False
         self.start_ns = self.stop_ns = 0
@@ -142,30 +143,26 @@ class Collector:
 
     # ------------------------------------------------------------------ window
     def start(self) -> None:
-        """Starts recording: wraps every op's impl and takes the profiler slot."""
+        """Starts recording: observes every op (its impl timed) and takes the profiler slot."""
         if registry.profiler is not None:
             raise RuntimeError("a jitgrad profiler is already recording; profilers do not nest")
         self.epoch_ns = time.time_ns()
         self.start_ns = time.perf_counter_ns()
-        for op in list(registry.OPS.values()):
-            timed = self._timed(op, op.impl)
-            self._saved[op] = (op.impl, timed)
-            op.impl = timed
+        self._unobserve = observe_ops(self._timed)
         self.active = True
         registry.profiler = self
 
     def stop(self) -> None:
-        """Stops recording: restores the impls and frees the slot (ranges still open are
+        """Stops recording: removes its op observer and frees the slot (ranges still open are
         dropped)."""
         if not self.active:
             return
         self.stop_ns = time.perf_counter_ns()
         registry.profiler = None
         self.active = False
-        for op, (impl, timed) in self._saved.items():
-            if op.impl is timed:  # (unless something else replaced it meanwhile)
-                op.impl = impl
-        self._saved.clear()
+        if self._unobserve is not None:
+            self._unobserve()
+            self._unobserve = None
         for f in self._finalizers:
             f.detach()
         self._finalizers.clear()

@@ -1,11 +1,13 @@
 """``jitgrad.utils``: data loading (``jitgrad.utils.data``), activation checkpointing
-(``jitgrad.utils.checkpoint``), hooks' handles (``hooks``), pytrees (``_pytree``) and timing
-(``benchmark``). Each submodule loads on first use (``jitgrad.func`` needs ``_pytree`` only)."""
+(``jitgrad.utils.checkpoint``), hooks' handles (``hooks``), pytrees (``_pytree``), timing
+(``benchmark``), FLOP counting (``flop_counter``, ``module_tracker``), ``weak``, ``dlpack`` and
+``model_zoo``. Each submodule loads on first use (``jitgrad.func`` needs ``_pytree`` only)."""
 
 import importlib
 from typing import Any
 
-_SUBMODULES = ("_pytree", "benchmark", "checkpoint", "data", "hooks")
+_SUBMODULES = ("_pytree", "benchmark", "checkpoint", "data", "dlpack", "flop_counter", "hooks",
+               "model_zoo", "module_tracker", "weak")
 
 
 def __getattr__(name: str) -> Any:

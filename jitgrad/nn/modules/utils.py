@@ -1,0 +1,62 @@
+"""``torch.nn.modules.utils``: the argument normalisers modules use (``_pair(3) == (3, 3)``)."""
+
+from __future__ import annotations
+
+import collections.abc
+from collections.abc import Callable
+from itertools import repeat
+from typing import Any
+
+__all__ = ["consume_prefix_in_state_dict_if_present"]
+
+
+def _ntuple(n: int, name: str = "parse") -> Callable[[Any], tuple]:
+    def parse(x: Any) -> tuple:
+        if isinstance(x, collections.abc.Iterable):
+            return tuple(x)
+        return tuple(repeat(x, n))
+
+    parse.__name__ = name
+    return parse
+
+
+_single = _ntuple(1, "_single")
+_pair = _ntuple(2, "_pair")
+_triple = _ntuple(3, "_triple")
+_quadruple = _ntuple(4, "_quadruple")
+
+
+def _reverse_repeat_tuple(t: Any, n: int) -> tuple:
+    """``t`` reversed, each element repeated ``n`` times (a module's padding as ``F.pad``'s)."""
+    return tuple(x for x in reversed(t) for _ in range(n))
+
+
+def _list_with_default(out_size: Any, defaults: list[int]) -> Any:
+    if isinstance(out_size, int):
+        return out_size
+    if len(defaults) <= len(out_size):
+        raise ValueError(f"Input dimension should be at least {len(out_size) + 1}")
+    return [v if v is not None else d
+            for v, d in zip(out_size, defaults[-len(out_size):], strict=False)]
+
+
+def consume_prefix_in_state_dict_if_present(state_dict: dict[str, Any], prefix: str) -> None:
+    """Strips ``prefix`` from the keys of ``state_dict`` (and its ``_metadata``) in place.
+
+    Args:
+        state_dict: a state dict (as a DataParallel/DDP model saves it).
+        prefix: the prefix, such as ``"module."``.
+    """
+    keys = list(state_dict.keys())
+    for key in keys:
+        if key.startswith(prefix):
+            newkey = key[len(prefix):]
+            state_dict[newkey] = state_dict.pop(key)
+    if hasattr(state_dict, "_metadata"):
+        keys = list(state_dict._metadata.keys())
+        for key in keys:
+            if len(key) == 0:
+                continue
+            if key == prefix.replace(".", "") or key.startswith(prefix):
+                newkey = key[len(prefix):]
+                state_dict._metadata[newkey] = state_dict._metadata.pop(key)
