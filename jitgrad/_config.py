@@ -7,8 +7,9 @@ or a user can set it at run time), except where noted.
 * ``JITGRAD_LOG``: comma-separated topics to log (``recompiles``, ``cache``; ``jit.cache``).
 * ``JITGRAD_CACHE_DIR``: the persistent kernel cache's directory (``backends.kernel_cache``).
 * ``JITGRAD_CACHE_SIZE_LIMIT``: specializations one jit function keeps (``jit.cache``).
-* ``JITGRAD_PARALLEL_MIN``: the element count from which the Numba backend runs a kernel in
-  parallel (read once, when ``backends.numba_cpu`` is imported).
+* ``JITGRAD_PARALLEL_MIN``: the work (elements x ops, a transcendental counting 8) from which
+  the Numba backend runs a kernel in parallel (read once, when ``backends.numba_cpu`` is
+  imported).
 * ``JITGRAD_MAX_KERNEL_OPS``: the most equations one fused kernel holds (read once, when
   ``jit.passes.fuse`` is imported).
 * ``JITGRAD_GEMM``: ``numpy`` runs the Numba backend's matrix products on NumPy's BLAS instead
@@ -21,7 +22,7 @@ from __future__ import annotations
 
 import os
 
-PARALLEL_MIN_DEFAULT = 20_000_000
+PARALLEL_MIN_DEFAULT = 1_000_000
 CACHE_SIZE_LIMIT_DEFAULT = 8
 MAX_KERNEL_OPS_DEFAULT = 64
 
@@ -81,7 +82,7 @@ def log_enabled(what: str) -> bool:
 
 
 def parallel_min() -> int:
-    """``JITGRAD_PARALLEL_MIN``: elements from which a Numba kernel runs in parallel."""
+    """``JITGRAD_PARALLEL_MIN``: work (elements x ops) from which a kernel runs in parallel."""
     return int(os.environ.get("JITGRAD_PARALLEL_MIN", str(PARALLEL_MIN_DEFAULT)))
 
 

@@ -50,10 +50,13 @@ _HEADER = ("import numpy as np\n"
            "from jitgrad.backends.kernel_lib import *  # noqa: F403 - the template functions\n")
 
 # A kernel with at least this much work runs its outermost loop on all of Numba's threads
-# (``JITGRAD_PARALLEL_MIN``; 0 turns parallel kernels off). Work is elements x (ops + 8 per
-# transcendental call): W1's kernels at 1e5 elements are about 4e6 and stay serial (two
-# threads made its step 2x slower there: 380 -> 790 us), at 1e7 about 4e8 (28.5 -> 18.8 ms
-# in parallel); W3's are 1e7-1e8. Small kernels between matmuls stay serial. Parallel
+# (``JITGRAD_PARALLEL_MIN``, default 1e6; 0 turns parallel kernels off). Work is elements x (ops
+# + 8 per transcendental call): W1's kernel does about 40 per element. On OpenMP a parallel
+# region costs about 4 us to start, so on 2 cores W1's kernel (serial vs parallel) took 3 vs 5 us
+# at 1e3 elements, 5 vs 7 at 3e3, 16 vs 10 at 1e4, 157 vs 82 at 1e5, 467 vs 242 at 3e5: from
+# 1e6 (25k elements of W1, torch's grain size is 32k elements per op) it pays clearly. (The
+# first threshold, 2e7, was measured on the workqueue layer, whose workers wake slowly: there
+# two threads made W1 at 1e5 2x slower.) Small kernels between matmuls stay serial. Parallel
 # kernels and the tiled matrix products (``gemm``) run on Numba's default threading layer (tbb,
 # else OpenMP, else workqueue; ``NUMBA_THREADING_LAYER`` chooses): OpenMP's workers wait
 # spinning for the next region, which is what makes a 150 us product run on both cores, and

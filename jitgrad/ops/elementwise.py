@@ -369,15 +369,12 @@ def _max_vjp(pick_a):
 
 MAXIMUM = _pw("maximum", np.maximum, _max_vjp(lambda a, b: a > b), "max({0}, {1})", save=(0, 1))
 MINIMUM = _pw("minimum", np.minimum, _max_vjp(lambda a, b: a < b), "min({0}, {1})", save=(0, 1))
+# (the default pointwise meta: the broadcast of all three shapes, the promotion of ``a`` and
+# ``b`` alone, as the condition is not promoted)
 WHERE = defop(
     "where", np.where, kind=POINTWISE, nonpromoted=(0,), save=(0,),
-    meta=lambda c, a, b: (_bshape(c, a, b), _where_dtype(a, b)),
     vjp=(None, lambda g, ans, c, a, b: where(c, g, 0), lambda g, ans, c, a, b: where(c, 0, g)),
     template="{1} if {0} else {2}", jvp=ELEMENTWISE, saved_names={"condition": ("input", 0)})
-
-
-def _where_dtype(a, b) -> dtypes.dtype:
-    return dtypes.result_type(a, b)
 
 
 def _bshape(*args) -> tuple:

@@ -131,8 +131,7 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
         elif k is None:
             spec.append(None)
         elif isinstance(k, slice):
-            if k.step is not None and k.step <= 0:
-                raise ValueError("step must be greater than zero")
+            _check_step(k.step)
             spec.append(("slice", _int(k.start), _int(k.stop), _int(k.step)))
             dim += 1
         elif isinstance(k, (bool, np.bool_)):
@@ -167,6 +166,11 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
     return tuple(spec), tensors
 
 
+def _check_step(step) -> None:
+    if step is not None and step <= 0:
+        raise ValueError("step must be greater than zero" if step else "slice step cannot be zero")
+
+
 def _check_bounds(index: np.ndarray, dim: int, size: int) -> None:
     bad = (index >= size) | (index < -size)
     if bad.any():
@@ -191,9 +195,18 @@ def _int(v):
 
 
 def getitem(x, key):
-    """``x[key]``: basic indexing as views (select/slice/unsqueeze), advanced as ``index``."""
+    """``x[key]``: basic indexing as views (select/slice/unsqueeze), advanced as ``index``.
+
+    As torch: in a tuple key, a slice that takes a whole dimension records nothing, and a key
+    that leaves ``x`` as it is returns an alias (AliasBackward0); a lone slice is recorded."""
     if key is Ellipsis or (type(key) is tuple and len(key) == 1 and key[0] is Ellipsis):
         return apply(ALIAS, x)  # x[...] is an alias (torch's AliasBackward0)
+    if type(key) is slice:
+        _check_step(key.step)
+        if x.ndim == 0:
+            raise IndexError("slice() cannot be applied to a 0-dim tensor.")
+        return slice_dim(x, 0, _int(key.start), _int(key.stop),
+                         1 if key.step is None else int(key.step))
     spec, tensors = _normalize_key(x, key)
     if tensors:
         return apply(INDEX, x, *tensors, spec=spec)
@@ -205,14 +218,12 @@ def getitem(x, key):
         elif isinstance(s, int):
             out = select(out, dim, s)
         else:
-            if s[1:] != (None, None, None):
-                out = slice_dim(out, dim, s[1], s[2], 1 if s[3] is None else s[3])
-            elif out is x:
-                out = slice_dim(out, dim, None, None, 1)
+            _, start, stop, step = s
+            if not (start in (None, 0) and step in (None, 1)
+                    and (stop is None or stop >= out.shape[dim])):
+                out = slice_dim(out, dim, start, stop, 1 if step is None else step)
             dim += 1
-    if out is x:
-        out = slice_dim(x, 0, None, None, 1) if x.ndim else apply(ALIAS, x)
-    return out
+    return apply(ALIAS, x) if out is x else out
 
 
 ALIAS = defop("alias", lambda x: x.view(), kind=MOVEMENT, meta=lambda x: (tuple(x.shape), x.dtype),

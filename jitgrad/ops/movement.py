@@ -212,37 +212,60 @@ SLICE_BACKWARD = defop(
     program=_slice_backward_program)
 
 
+# As torch: a 1-D empty tensor (shape (0,), a legacy "empty" tensor) joins any cat: it is left
+# out of the shape checks and the result, and only its dtype takes part.
+_EMPTY_1D = (0,)
+
+
 def _cat_meta(*xs, dim):
     if not xs:
         raise ValueError("jitgrad.cat(): expected a non-empty list of Tensors")
-    ref = next((x for x in xs if x.ndim), None)
+    shapes = [tuple(x.shape) for x in xs]
+    kept = [s for s in shapes if s != _EMPTY_1D]
+    ref = next((s for s in kept if s), None)
+    if ref is None and kept:
+        _raise_cat_mismatch(shapes, ref, dim)
     if ref is None:
-        raise RuntimeError("zero-dimensional tensor (at position 0) cannot be concatenated")
-    for i, x in enumerate(xs):
-        if x.ndim == 0:
+        return _EMPTY_1D, dtypes.result_type(*xs)
+    if not builtins.all(
+            len(s) == len(ref) and s[:dim] == ref[:dim] and s[dim + 1:] == ref[dim + 1:]
+            for s in kept):
+        _raise_cat_mismatch(shapes, ref, dim)
+    shape = list(ref)
+    shape[dim] = builtins.sum(s[dim] for s in kept)
+    return tuple(shape), dtypes.result_type(*xs)
+
+
+def _raise_cat_mismatch(shapes: list, ref: tuple | None, dim: int) -> None:
+    """torch's error for the first tensor ``cat`` refuses (one of ``shapes`` is refused)."""
+    for i, s in enumerate(shapes):
+        if not s:
             raise RuntimeError(
                 f"zero-dimensional tensor (at position {i}) cannot be concatenated")
-        if x.ndim != ref.ndim:
+        if s == _EMPTY_1D:
+            continue
+        if len(s) != len(ref):
             raise RuntimeError(
-                f"Tensors must have same number of dimensions: got {ref.ndim} and {x.ndim}")
-        for d in range(ref.ndim):
-            if d != dim and x.shape[d] != ref.shape[d]:
+                f"Tensors must have same number of dimensions: got {len(ref)} and {len(s)}")
+        for d in range(len(ref)):
+            if d != dim and s[d] != ref[d]:
                 raise RuntimeError(
                     f"Sizes of tensors must match except in dimension {dim}. Expected size "
-                    f"{ref.shape[d]} but got size {x.shape[d]} for tensor number {i} in the list.")
-    shape = list(ref.shape)
-    shape[dim] = builtins.sum(x.shape[dim] for x in xs)
-    return tuple(shape), dtypes.result_type(*xs)
+                    f"{ref[d]} but got size {s[d]} for tensor number {i} in the list.")
 
 
 def _cat_impl(*xs, dim):
     dt = np.result_type(*xs)
-    return np.concatenate([x.astype(dt, copy=False) for x in xs], axis=dim)
+    kept = [x.astype(dt, copy=False) for x in xs if x.shape != _EMPTY_1D]
+    return np.concatenate(kept, axis=dim) if kept else np.zeros(_EMPTY_1D, dt)
 
 
 def _cat_vjp(g, ans, *xs, dim):
     grads, offset = [], 0
     for x in xs:
+        if tuple(x.shape) == _EMPTY_1D:  # (left out of the result: a zero-length gradient)
+            grads.append(g.reshape(-1).narrow(0, 0, 0))
+            continue
         n = x.shape[dim]
         grads.append(g.narrow(dim, offset, n))
         offset += n
@@ -495,7 +518,8 @@ def narrow(input, dim: int, start: int, length: int):  # noqa: A002
 def cat(tensors, dim: int = 0):
     """Concatenates ``tensors`` along ``dim``."""
     tensors = list(tensors)
-    ref = next((x for x in tensors if x.ndim), tensors[0] if tensors else None)
+    ref = next((x for x in tensors if x.ndim and tuple(x.shape) != _EMPTY_1D),
+               tensors[0] if tensors else None)
     d = wrap_dim(dim, ref.ndim) if ref is not None and ref.ndim else dim
     return apply(CAT, *tensors, dim=d)
 
