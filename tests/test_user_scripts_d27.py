@@ -7,6 +7,8 @@ own checks held, that training lowered the loss, and, where torch is installed, 
 deterministic parts equal the same script's with ``import torch``.
 """
 
+import pytest
+
 from test_user_scripts import _close
 from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
@@ -154,3 +156,29 @@ def test_basics_build_optimize_save_match_torch():
         assert g[key] == t[key], key
     assert _torch_names([p[:2] for p in g["previews"]]) == _torch_names(
         [p[:2] for p in t["previews"]])
+
+
+# ------------------------------------------------- Learning PyTorch with Examples
+
+
+@pytest.mark.slow
+def test_examples_two_layer_nets_and_polynomial_module_learn():
+    g = _run("examples_two_layer_nets")
+    for key, losses in g["results"].items():
+        assert losses[-1] < 0.01 * losses[0], key
+    assert g["results"]["polynomial"][-1] < 20  # sin(x) by a cubic: the tutorial ends near 9
+    assert g["variable_flags"] == ("Tensor", False, False)  # Variable(t) is t
+    assert g["size_average_reduction"] == "sum"
+    assert g["size_average_warnings"] == [
+        "size_average and reduce args will be deprecated, please use reduction='sum' instead."]
+    assert g["data_index_error"].startswith("invalid index of a 0-dim tensor. Use `tensor.item()`")
+    assert g["polynomial_named"] == ["a", "b", "c", "d"]
+
+
+@pytest.mark.slow
+def test_examples_two_layer_nets_fixed_weights_match_torch():
+    g, t = _run("examples_two_layer_nets"), _run_torch("examples_two_layer_nets")
+    for key, losses in t["fixed"].items():
+        _close(g["fixed"][key], losses, rtol=1e-3 if key == "tensor" else 1e-5, atol=1e-4)
+    assert g["data_index_error"] == t["data_index_error"]
+    assert g["fixed_poly_string"][:12] == t["fixed_poly_string"][:12]
