@@ -182,3 +182,30 @@ def test_examples_two_layer_nets_fixed_weights_match_torch():
         _close(g["fixed"][key], losses, rtol=1e-3 if key == "tensor" else 1e-5, atol=1e-4)
     assert g["data_index_error"] == t["data_index_error"]
     assert g["fixed_poly_string"][:12] == t["fixed_poly_string"][:12]
+
+
+# ------------------------------------------------------------------- recipes
+
+
+def test_benchmark_recipe():
+    g = _run("benchmark_recipe")
+    assert "batched_dot_mul_sum(x, x)" in g["single_thread_repr"]
+    assert "1 measurement, 100 runs , 1 thread" in g["single_thread_repr"]
+    assert "Multithreaded batch dot: Implemented using bmm" in g["labelled_repr"]
+    mean, median, n_times, number = g["stats"]
+    assert mean > 0 and median > 0 and n_times >= 1 and number >= 1
+    table = g["compare_table"]
+    assert table.startswith("[") and "Batched dot" in table and "1 threads: " in table
+    assert "2 threads: " in table and "[1024, 1024]" in table and "mul/sum" in table
+    assert "(environment A: mul/sum)  batched_dot(x, x)" in g["ab_table"]
+    assert [c[0] for c in g["binary_cases"]] == [  # the recipe's printed sub-labels
+        "64     x 473  (discontiguous)", "16384  x 12642115 (discontiguous)", "8192   x 892  "]
+
+
+def test_benchmark_recipe_fuzzer_matches_torch():
+    g, t = _run("benchmark_recipe"), _run_torch("benchmark_recipe")
+    # the same sizes and layouts; the values come from each library's generator
+    assert [c[:3] for c in g["fuzzed_cases"]] == [c[:3] for c in t["fuzzed_cases"]]
+    assert t["binary_fuzzer_error"] == "Distribution is not normalized"  # (torch 2.13's bug)
+    assert "binary_fuzzer_error" not in g
+    assert g["single_thread_repr"].split("\n")[1:3] == t["single_thread_repr"].split("\n")[1:3]
