@@ -209,3 +209,31 @@ def test_benchmark_recipe_fuzzer_matches_torch():
     assert t["binary_fuzzer_error"] == "Distribution is not normalized"  # (torch 2.13's bug)
     assert "binary_fuzzer_error" not in g
     assert g["single_thread_repr"].split("\n")[1:3] == t["single_thread_repr"].split("\n")[1:3]
+
+
+def test_timer_quick_start_python_half():
+    g = _run("timer_quick_start")
+    for m in (g["case_a"], g["case_b"]):
+        assert m.median > 0 and len(m.times) >= 1 and m.stmt == "x * y"
+    assert "y = torch.ones((1,))" in repr(g["case_b"])
+    assert g["cpp_error"].startswith("jitgrad's Timer measures Python statements only")
+
+
+def test_module_load_state_dict_tips():
+    g = _run("load_state_dict_tips")
+    assert g["meta_devices"] == {"meta"} and g["still_meta"] == {"meta"}
+    assert g["assigned"] == {"devices": {"cpu"}, "same_values": True, "is_parameter": True,
+                             "requires_grad": True}
+    assert g["explicit_cpu"] == "cpu"  # an explicit device wins over the context manager
+    assert g["meta_sizes"] == [(1, 1), (1,)]
+    assert g["same_as_m"]
+    assert len(g["no_op_warnings"]) == 20 and "which is a no-op" in g["no_op_warnings"][0]
+    assert g["forward_error"] == (
+        "NotImplementedError", 'Module [ModuleList] is missing the required "forward" function')
+
+
+def test_module_load_state_dict_tips_match_torch():
+    g, t = _run("load_state_dict_tips"), _run_torch("load_state_dict_tips")
+    for key in ("meta_devices", "assigned", "explicit_cpu", "meta_sizes", "still_meta",
+                "no_op_warnings", "forward_error"):
+        assert g[key] == t[key], key
