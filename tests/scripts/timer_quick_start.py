@@ -1,3 +1,4 @@
+# ruff: noqa: F401 (tutorial code as is)
 """pytorch/tutorials recipes_source/recipes/timer_quick_start.py (its stored version): the
 Python half, ``x * y`` with a broadcast operand timed by Timer.blocked_autorange and printed.
 
