@@ -99,3 +99,22 @@ def test_compile_arguments():
     with pytest.raises(AssertionError, match="A callable function is expected, but <class "
                                              "'int'> is provided."):
         jg.compile(3)
+
+
+def test_set_logs_recompiles_prints_why_a_function_retraces(capsys):
+    f = jg.jit(lambda x: x * 2)
+    jg._logging.set_logs(recompiles=True)
+    try:
+        f(jg.ones(2))
+        f(jg.ones(3))
+    finally:
+        jg._logging.set_logs()
+    err = capsys.readouterr().err
+    assert "jitgrad.jit: compiling" in err and "shape" in err
+    f(jg.ones(4))  # set_logs() turned it off again
+    assert capsys.readouterr().err == ""
+    jg._logging.set_logs(dynamo=10, graph_breaks=True)  # torch's other names: accepted
+    jg._logging.set_logs()
+    with pytest.raises(TypeError, match="^set_logs\\(\\) got an unexpected keyword argument "
+                                        "'foo'$"):
+        jg._logging.set_logs(foo=True)

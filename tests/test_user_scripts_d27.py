@@ -291,3 +291,21 @@ def test_saving_multiple_models_and_across_devices_match_torch():
     for key in ("checkpoint_keys", "momentum_buffers", "resumed_equal", "shared_buffer",
                 "mapped_devices", "model_devices", "data_parallel_keys"):
         assert g[key] == t[key], key
+
+
+def test_compiling_the_optimizer_with_an_lr_scheduler():
+    g = _run("compiling_optimizer")
+    assert g["compiled_equals_eager"]  # (the compiled step runs eagerly: see pytorch-users.md)
+    assert g["eager_runtime"] > 0 and g["compiled_runtime"] > 0
+    assert [name for name, _ in g["tensor_lrs"]] == ["Tensor"] * 5
+    _close([lr for _, lr in g["tensor_lrs"]], [0.0046667, 0.006, 0.0073333, 0.0086667, 0.01],
+           rtol=1e-4)
+    _close(g["float_lrs"], [0.0046667, 0.006, 0.0073333, 0.0086667, 0.01], rtol=1e-4)
+
+
+@pytest.mark.slow
+def test_compiling_the_optimizer_matches_torch():
+    g, t = _run("compiling_optimizer"), _run_torch("compiling_optimizer")  # (torch compiles)
+    assert g["tensor_lrs"] == t["tensor_lrs"]
+    assert g["float_lrs"] == t["float_lrs"]
+    assert g["compiled_equals_eager"] and t["compiled_equals_eager"]
