@@ -309,3 +309,28 @@ def test_compiling_the_optimizer_matches_torch():
     assert g["tensor_lrs"] == t["tensor_lrs"]
     assert g["float_lrs"] == t["float_lrs"]
     assert g["compiled_equals_eager"] and t["compiled_equals_eager"]
+
+
+# ------------------------------------------------------------------ advanced
+
+
+def test_neural_style_transfer_with_lbfgs():
+    g = _run("neural_style")
+    assert g["model_layers"] == [
+        "0", "conv_1", "style_loss_1", "relu_1", "conv_2", "style_loss_2", "relu_2", "pool_2",
+        "conv_3", "style_loss_3", "relu_3", "conv_4", "content_loss_4", "style_loss_4",
+        "relu_4", "pool_4", "conv_5", "style_loss_5"]
+    history = g["history"]
+    assert len(history) >= 21  # L-BFGS ran until 20 closure calls were done
+    assert history[-1][0] < 0.01 * history[0][0]  # the style loss fell 100-fold
+    low, high = g["output_range"]
+    assert 0.0 <= low and high <= 1.0  # clamped
+    assert g["plt"].shown == [(32, 32, 3)] * 4
+
+
+def test_neural_style_first_lbfgs_steps_match_torch():
+    g, t = _run("neural_style"), _run_torch("neural_style")
+    assert g["model_layers"] == t["model_layers"]
+    # (the first ten closure calls agree; L-BFGS's line search then amplifies rounding)
+    _close([h[0] for h in g["history"][:10]], [h[0] for h in t["history"][:10]], rtol=2e-4)
+    _close([h[1] for h in g["history"][:10]], [h[1] for h in t["history"][:10]], atol=5e-5)
