@@ -118,3 +118,29 @@ def test_set_logs_recompiles_prints_why_a_function_retraces(capsys):
     with pytest.raises(TypeError, match="^set_logs\\(\\) got an unexpected keyword argument "
                                         "'foo'$"):
         jg._logging.set_logs(foo=True)
+
+
+def test_dynamo_reset_forgets_compiled_code_and_fallbacks():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2
+
+    def g(x):
+        calls.append(2)
+        return -x if x.sum() < 0 else x
+
+    cf, cg = jg.compile(f), jg.compile(g)
+    x = jg.ones(3)
+    cf(x)
+    cf(x)
+    with pytest.warns(UserWarning, match="cannot be traced"):
+        cg(x)
+    assert calls == [1, 2, 2]  # f traced once; g traced, failed, and ran eagerly
+    calls.clear()
+    jg._dynamo.reset()
+    cf(x)
+    with pytest.warns(UserWarning, match="cannot be traced"):  # g tries to trace again
+        np.testing.assert_allclose(cg(-x).numpy(), [1, 1, 1])
+    assert calls == [1, 2, 2]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,9 @@ class InvalidBackend(RuntimeError):  # noqa: N818 - torch's name
     """``compile(backend=...)`` names a backend jitgrad does not have."""
 
 
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every compiled function (``reset`` clears them)
+
+
 class _Compiled:
     """A function traced with ``jit``, run eagerly once a trace fails (``fullgraph=False``)."""
 
@@ -35,6 +39,11 @@ class _Compiled:
         self._jitted = jit(fn, backend="interpreter" if backend == "aot_eager" else "auto")
         self._fullgraph = fullgraph
         self._eager_reason: str | None = None
+        _LIVE.add(self)
+
+    def _reset(self) -> None:
+        self._jitted.clear_cache()
+        self._eager_reason = None
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
         if self._eager_reason is None:
@@ -110,3 +119,10 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if isinstance(model, Module):
         return OptimizedModule(model, fullgraph, backend)
     return _Compiled(model, fullgraph, backend)
+
+
+def reset() -> None:
+    """Forgets what every compiled function compiled, and which ones fell back to eager: the
+    next call traces again (``torch._dynamo.reset``)."""
+    for compiled in list(_LIVE):
+        compiled._reset()
