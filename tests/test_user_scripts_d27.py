@@ -361,3 +361,14 @@ def test_torch_compile_tutorial_matches_torch():
         assert g[key] == t[key], key
     assert t["traced"] == (True, False) and not t["traced_f3_ok"]  # the documented difference
     _close(g["losses"]["compiled"], t["losses"]["compiled"], rtol=0.2)  # (different data)
+
+
+# ------------------------------------------------------------ pytorch/examples
+
+
+def test_examples_mnist_main_on_digits():
+    rec = _run("mnist_main")["record"]
+    assert len(rec["train"]) == 6 and rec["train"][-1] < 0.75 * rec["train"][0]
+    (loss1, correct1), (loss2, correct2) = rec["test"]
+    assert loss2 < loss1 and correct2 >= 0.6 * 160  # (torch's run: 120/160 after 2 epochs)
+    _close(rec["lr"], [0.7, 0.49])  # StepLR(step_size=1, gamma=0.7) from lr=1.0
