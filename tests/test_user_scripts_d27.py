@@ -372,3 +372,16 @@ def test_examples_mnist_main_on_digits():
     (loss1, correct1), (loss2, correct2) = rec["test"]
     assert loss2 < loss1 and correct2 >= 0.6 * 160  # (torch's run: 120/160 after 2 epochs)
     _close(rec["lr"], [0.7, 0.49])  # StepLR(step_size=1, gamma=0.7) from lr=1.0
+
+
+def test_swap_tensors_recipe_first_sections():
+    g = _run("swap_tensors_recipe")
+    assert g["swapped"] == ([0, 1, 2], [0, 1])
+    assert g["stale"]  # the optimizer kept the replaced Parameter
+    assert g["fixed"] == (True, True)  # after swap_tensors, it updates the module's again
+
+
+def test_swap_tensors_recipe_matches_torch():
+    g, t = _run("swap_tensors_recipe"), _run_torch("swap_tensors_recipe")
+    for key in ("swapped", "stale", "fixed"):
+        assert g[key] == t[key], key
