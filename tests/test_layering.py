@@ -61,7 +61,7 @@ LAYERS = [
                 "jitgrad.jit.sweep", "jitgrad.jit.control_flow"]),
     ("backends", ["jitgrad.backends"]),
     # (torch.func transforms trace with the jit; _dynamo.reset clears torch.compile's caches)
-    ("jit", ["jitgrad.jit", "jitgrad.func", "jitgrad._dynamo"]),
+    ("jit", ["jitgrad.jit", "jitgrad.func", "jitgrad._dynamo", "jitgrad.compiler"]),
     ("tools", ["jitgrad.cache"]),  # python -m jitgrad.cache: the kernel cache's command line
     ("package", [ROOT]),  # jitgrad/__init__.py: imports the layers below and wires their slots
     # (written against the public API, ``import jitgrad``; loaded on first use of the name)

@@ -144,3 +144,56 @@ def test_dynamo_reset_forgets_compiled_code_and_fallbacks():
     with pytest.warns(UserWarning, match="cannot be traced"):  # g tries to trace again
         np.testing.assert_allclose(cg(-x).numpy(), [1, 1, 1])
     assert calls == [1, 2, 2]
+
+
+def test_compiler_stances():
+    @jg.compile
+    def f(x):  # +1 when traced (compiled), -1 when run eagerly
+        return x + 1 if jg.compiler.is_compiling() else x - 1
+
+    def ran(x):
+        return "compiled" if f(x).tolist()[0] == 1 else "eager"
+
+    assert not jg.compiler.is_compiling()
+    x3, x4, x5 = jg.zeros(3), jg.zeros(4), jg.zeros(5)
+    assert ran(x3) == "compiled"
+    with jg.compiler.set_stance("force_eager"):
+        assert ran(x3) == "eager"
+    with jg.compiler.set_stance("eager_on_recompile"):
+        assert [ran(x3), ran(x4), ran(x3)] == ["compiled", "eager", "compiled"]
+    with jg.compiler.set_stance("fail_on_recompile"):
+        assert ran(x3) == "compiled"
+        with pytest.raises(RuntimeError, match="^Detected recompile when torch.compile stance "
+                                               "is 'fail_on_recompile'. filename: .*f"):
+            f(x4)
+    with jg.compiler.set_stance("eager_then_compile"):
+        assert [ran(x5), ran(x5)] == ["eager", "compiled"]
+    jg.compiler.reset()
+    with jg.compiler.set_stance("eager_on_recompile"):  # reset: nothing cached any more
+        assert ran(x3) == "eager"
+    jg.compiler.set_stance("bogus")
+    try:
+        with pytest.raises(RuntimeError, match="^invalid torch.compile stance 'bogus'$"):
+            f(x3)
+    finally:
+        jg.compiler.set_stance("default")
+    assert ran(x3) == "compiled"
+    with pytest.raises(RuntimeError, match="^non-default stance cannot have force_backend set$"):
+        jg.compiler.set_stance("force_eager", force_backend="eager")
+    with pytest.raises(NotImplementedError, match="force_backend"):
+        jg.compiler.set_stance(force_backend="eager")
+
+
+def test_set_stance_inside_a_compiled_region_raises():
+    @jg.compiler.set_stance("force_eager")
+    def inner(x):
+        return x + 1
+
+    @jg.compile
+    def outer(x):
+        return inner(x)
+
+    with pytest.raises(AssertionError, match="^Attempt to trace forbidden callable <function "
+                                             ".*inner"):
+        outer(jg.zeros(2))
+    np.testing.assert_allclose(inner(jg.zeros(2)).numpy(), [1, 1])  # outside: fine

@@ -385,3 +385,24 @@ def test_swap_tensors_recipe_matches_torch():
     g, t = _run("swap_tensors_recipe"), _run_torch("swap_tensors_recipe")
     for key in ("swapped", "stale", "fixed"):
         assert g[key] == t[key], key
+
+
+def test_compiler_set_stance_recipe():
+    out = _run("compiler_set_stance")["out"]
+    assert out["compiled"] == [1.0] * 3 and out["default_again"] == [1.0] * 3
+    assert out["decorator"] == out["context"] == out["raw"] == [-1.0] * 3
+    assert out["baz"] == ("AssertionError", "Attempt to trace forbidden callable <function "
+                                            "set_stance")
+    assert out["outer"] == ("AssertionError", "Attempt to trace forbidden callable <function "
+                                              "inner")
+    assert out["fail_on_recompile"] == (
+        "RuntimeError", "Detected recompile when torch.compile stance is 'fail_on_recompile'.")
+    assert out["huge"] == [[1.0] * 3, [1.0] * 3, [-1.0] * 4, [1.0] * 3]
+    assert out["gigantic_same"] and out["humongous"] == "TypeError"
+    assert out["stance_after"] is False
+
+
+@pytest.mark.slow
+def test_compiler_set_stance_recipe_matches_torch():
+    g, t = _run("compiler_set_stance")["out"], _run_torch("compiler_set_stance")["out"]
+    assert g == t
