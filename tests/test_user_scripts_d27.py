@@ -419,3 +419,10 @@ def test_compiler_set_stance_recipe():
 def test_compiler_set_stance_recipe_matches_torch():
     g, t = _run("compiler_set_stance")["out"], _run_torch_compiling("compiler_set_stance")["out"]
     assert g == t
+
+
+def test_inspecting_model_parameters_prints_torchs_lines():
+    g, t = _run("inspecting_model_parameters"), _run_torch("inspecting_model_parameters")
+    assert "Total model params: 669,706" in g["lines"]
+    assert "Total model trainable params: 268,298" in g["lines"]  # (after freezing 401,408)
+    assert [line.replace("jitgrad.", "torch.") for line in g["lines"]] == t["lines"]
