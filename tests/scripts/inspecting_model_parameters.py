@@ -1,4 +1,4 @@
-# ruff: noqa: E226, E402, F401 (tutorial code as is)
+# ruff: noqa: E226, E402, E501, F401 (tutorial code as is)
 """pytorch/tutorials recipes_source/inspecting_model_parameters.py: ``parameters()`` and
 ``named_parameters()`` shapes, ``numel`` totals, trainable counts after freezing a weight,
 the same on a CNN (also against ``np.prod(param.size())``), and per-layer totals.
