@@ -426,3 +426,11 @@ def test_inspecting_model_parameters_prints_torchs_lines():
     assert "Total model params: 669,706" in g["lines"]
     assert "Total model trainable params: 268,298" in g["lines"]  # (after freezing 401,408)
     assert [line.replace("jitgrad.", "torch.") for line in g["lines"]] == t["lines"]
+
+
+def test_regional_compilation_recipe():
+    g = _run("regional_compilation")
+    assert g["same"] == (True, True)  # both compiled models compute the eager model's output
+    assert g["compiled_keys"] == ["layers.0._orig_mod.linear1.weight",
+                                  "layers.0._orig_mod.linear1.bias"]
+    assert g["full_model_compilation_latency"] > 0 and g["regional_compilation_latency"] > 0
