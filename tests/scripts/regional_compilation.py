@@ -1,4 +1,4 @@
-# ruff: noqa: A001, A002 (tutorial code as is)
+# ruff: noqa: A001, A002, N801 (tutorial code as is)
 """pytorch/tutorials recipes_source/regional_compilation.py: compiling a model of 64 repeated
 layers whole, against compiling only the repeated ``Layer`` (``torch.compile(Layer())`` in a
 ModuleList), measuring the first call after ``torch.compiler.reset()``.
@@ -10,7 +10,6 @@ import contextlib
 from time import perf_counter
 
 import jitgrad as torch
-import jitgrad.nn as nn
 
 torch.manual_seed(0)
 
