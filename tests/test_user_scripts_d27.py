@@ -434,3 +434,13 @@ def test_regional_compilation_recipe():
     assert g["compiled_keys"] == ["layers.0._orig_mod.linear1.weight",
                                   "layers.0._orig_mod.linear1.bias"]
     assert g["full_model_compilation_latency"] > 0 and g["regional_compilation_latency"] > 0
+
+
+def test_calculating_layer_output_dimensions():
+    g, t = _run("layer_output_dimensions"), _run_torch("layer_output_dimensions")
+    assert g["lines"][0] == ("Error occured: mat1 and mat2 shapes cannot be multiplied "
+                             "(1x9216 and 6400x128)")
+    assert "Post MaxPool2d.0 shape: (64, 12, 12)" in g["lines"]
+    assert "after pool shape: jitgrad.Size([1, 64, 12, 12])" in g["lines"]
+    assert g["fixed_shape"] == (1, 128) and g["final_shape"] == (1, 10)
+    assert [line.replace("jitgrad.", "torch.") for line in g["lines"]] == t["lines"]
