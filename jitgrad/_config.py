@@ -76,9 +76,14 @@ def jit_disabled() -> bool:
     return _on("JITGRAD_DISABLE_JIT")
 
 
+# Not an environment flag: the topics ``jitgrad._logging.set_logs`` turned on (torch's API).
+LOG_TOPICS: set[str] = set()
+
+
 def log_enabled(what: str) -> bool:
-    """``JITGRAD_LOG``: whether ``what`` is one of the comma-separated topics."""
-    return what in os.environ.get("JITGRAD_LOG", "").split(",")
+    """``JITGRAD_LOG``: whether ``what`` is one of the comma-separated topics (or was turned on
+    by ``jitgrad._logging.set_logs``)."""
+    return what in LOG_TOPICS or what in os.environ.get("JITGRAD_LOG", "").split(",")
 
 
 def parallel_min() -> int:

@@ -218,7 +218,11 @@ class Trace:
 
     def read_value(self, t: Tensor) -> None:
         """Notes that Python read an eager tensor's value while tracing (``w.item()``): if the
-        tensor outlives the trace, its value becomes a guard of the compiled entry."""
+        tensor outlives the trace, its value becomes a guard of the compiled entry. A tensor
+        this trace wrote in place has no value yet (the write runs with the compiled program):
+        reading it raises a ConcretizationError (``torch.compile`` then runs eagerly)."""
+        if id(t) in self.rebound and t._trace is None:
+            raise errors.stale_read_error()
         hit = self.reads.get(id(t))
         if t._trace is None and (hit is None or hit[0]() is not t):
             self.reads[id(t)] = (weakref.ref(t), np.array(t._data, copy=True))

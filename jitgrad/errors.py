@@ -87,6 +87,16 @@ def concretization_error(what: str, tracer=None) -> ConcretizationError:
         f"{what} needs the value of a traced tensor{desc} {_where(2)}.\n{_FIX}")
 
 
+def stale_read_error() -> ConcretizationError:
+    """The error for reading (``item()``, ``tolist()``) a captured tensor that the trace wrote
+    in place: its new value exists only when the compiled program runs."""
+    return ConcretizationError(
+        f"reading the value of a tensor that this trace wrote in place {_where(2)}: the write "
+        "runs only when the compiled function runs, so the value is unknown while tracing (an "
+        "optimizer's step counter read by step() is such a case). Read it outside the jitted "
+        "function, or pass the tensor as an argument.")
+
+
 def data_dependent_shape_error(what: str) -> ConcretizationError:
     """The error for an op whose output shape depends on data (boolean-mask indexing)."""
     return ConcretizationError(

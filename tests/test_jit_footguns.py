@@ -331,3 +331,46 @@ def test_value_of_a_captured_tensor_read_in_python_is_guarded(capsys, monkeypatc
     jg(x)
     jg(x)
     assert jg.cache_info().misses == 1
+
+
+def test_reading_a_captured_tensor_written_earlier_in_the_trace_raises():
+    # (an optimizer step traced by torch.compile: it bumps the step counter in place, then reads
+    # it with item(); the traced write has no value until the compiled program runs)
+    count = jitgrad.tensor(0.0)
+    w = jitgrad.ones(2)
+
+    def step(x):
+        count.add_(1)
+        return x * w / count.item()
+
+    with pytest.raises(ConcretizationError, match=r"tensor that this trace wrote in place .*"
+                                                  r"count\.item\(\)"):
+        jit(step)(jitgrad.ones(2))
+    assert count.item() == 0.0  # the failed trace wrote nothing
+    with pytest.warns(UserWarning, match="cannot be traced"):
+        compiled = jitgrad.compile(step)
+        out = compiled(jitgrad.ones(2))
+    np.testing.assert_allclose(out.numpy(), [1, 1])  # it ran eagerly, once
+    np.testing.assert_allclose(compiled(jitgrad.ones(2)).numpy(), [0.5, 0.5])
+    assert count.item() == 2.0
+    # reading a captured tensor that the trace does not write stays a guarded constant
+    np.testing.assert_allclose(jit(lambda x: x * w.tolist()[0])(jitgrad.ones(2)).numpy(), [1, 1])
+
+
+def test_compiled_adam_step_equals_eager():
+    jitgrad.manual_seed(0)
+    a, b = jitgrad.nn.Linear(3, 2), jitgrad.nn.Linear(3, 2)
+    b.load_state_dict(a.state_dict())
+    for m in (a, b):
+        m(jitgrad.ones(4, 3)).sum().backward()
+    opt_a, opt_b = jitgrad.optim.Adam(a.parameters(), lr=0.1), jitgrad.optim.Adam(b.parameters(),
+                                                                                   lr=0.1)
+    with pytest.warns(UserWarning, match="cannot be traced"):
+        step = jitgrad.compile(lambda: opt_a.step())
+        step()
+    opt_b.step()
+    for _ in range(2):
+        step()
+        opt_b.step()
+    for p, q in zip(a.parameters(), b.parameters()):
+        assert jitgrad.equal(p, q)

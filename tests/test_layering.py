@@ -31,7 +31,7 @@ LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
               "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad._numba_load",
               "jitgrad._threads", "jitgrad._blas_threads", "jitgrad._deterministic",
-              "jitgrad._sym",
+              "jitgrad._sym", "jitgrad._logging",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields", "jitgrad.ops.autocast_cast",
@@ -61,7 +61,8 @@ LAYERS = [
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep", "jitgrad.jit.control_flow"]),
     ("backends", ["jitgrad.backends"]),
-    ("jit", ["jitgrad.jit", "jitgrad.func"]),  # (torch.func transforms trace with the jit)
+    # (torch.func transforms trace with the jit; _dynamo.reset clears torch.compile's caches)
+    ("jit", ["jitgrad.jit", "jitgrad.func", "jitgrad._dynamo", "jitgrad.compiler"]),
     ("tools", ["jitgrad.cache"]),  # python -m jitgrad.cache: the kernel cache's command line
     ("package", [ROOT]),  # jitgrad/__init__.py: imports the layers below and wires their slots
     # (written against the public API, ``import jitgrad``; loaded on first use of the name)

@@ -99,3 +99,101 @@ def test_compile_arguments():
     with pytest.raises(AssertionError, match="A callable function is expected, but <class "
                                              "'int'> is provided."):
         jg.compile(3)
+
+
+def test_set_logs_recompiles_prints_why_a_function_retraces(capsys):
+    f = jg.jit(lambda x: x * 2)
+    jg._logging.set_logs(recompiles=True)
+    try:
+        f(jg.ones(2))
+        f(jg.ones(3))
+    finally:
+        jg._logging.set_logs()
+    err = capsys.readouterr().err
+    assert "jitgrad.jit: compiling" in err and "shape" in err
+    f(jg.ones(4))  # set_logs() turned it off again
+    assert capsys.readouterr().err == ""
+    jg._logging.set_logs(dynamo=10, graph_breaks=True)  # torch's other names: accepted
+    jg._logging.set_logs()
+    with pytest.raises(TypeError, match="^set_logs\\(\\) got an unexpected keyword argument "
+                                        "'foo'$"):
+        jg._logging.set_logs(foo=True)
+
+
+def test_dynamo_reset_forgets_compiled_code_and_fallbacks():
+    calls = []
+
+    def f(x):
+        calls.append(1)
+        return x * 2
+
+    def g(x):
+        calls.append(2)
+        return -x if x.sum() < 0 else x
+
+    cf, cg = jg.compile(f), jg.compile(g)
+    x = jg.ones(3)
+    cf(x)
+    cf(x)
+    with pytest.warns(UserWarning, match="cannot be traced"):
+        cg(x)
+    assert calls == [1, 2, 2]  # f traced once; g traced, failed, and ran eagerly
+    calls.clear()
+    jg._dynamo.reset()
+    cf(x)
+    with pytest.warns(UserWarning, match="cannot be traced"):  # g tries to trace again
+        np.testing.assert_allclose(cg(-x).numpy(), [1, 1, 1])
+    assert calls == [1, 2, 2]
+
+
+def test_compiler_stances():
+    @jg.compile
+    def f(x):  # +1 when traced (compiled), -1 when run eagerly
+        return x + 1 if jg.compiler.is_compiling() else x - 1
+
+    def ran(x):
+        return "compiled" if f(x).tolist()[0] == 1 else "eager"
+
+    assert not jg.compiler.is_compiling()
+    x3, x4, x5 = jg.zeros(3), jg.zeros(4), jg.zeros(5)
+    assert ran(x3) == "compiled"
+    with jg.compiler.set_stance("force_eager"):
+        assert ran(x3) == "eager"
+    with jg.compiler.set_stance("eager_on_recompile"):
+        assert [ran(x3), ran(x4), ran(x3)] == ["compiled", "eager", "compiled"]
+    with jg.compiler.set_stance("fail_on_recompile"):
+        assert ran(x3) == "compiled"
+        with pytest.raises(RuntimeError, match="^Detected recompile when torch.compile stance "
+                                               "is 'fail_on_recompile'. filename: .*f"):
+            f(x4)
+    with jg.compiler.set_stance("eager_then_compile"):
+        assert [ran(x5), ran(x5)] == ["eager", "compiled"]
+    jg.compiler.reset()
+    with jg.compiler.set_stance("eager_on_recompile"):  # reset: nothing cached any more
+        assert ran(x3) == "eager"
+    jg.compiler.set_stance("bogus")
+    try:
+        with pytest.raises(RuntimeError, match="^invalid torch.compile stance 'bogus'$"):
+            f(x3)
+    finally:
+        jg.compiler.set_stance("default")
+    assert ran(x3) == "compiled"
+    with pytest.raises(RuntimeError, match="^non-default stance cannot have force_backend set$"):
+        jg.compiler.set_stance("force_eager", force_backend="eager")
+    with pytest.raises(NotImplementedError, match="force_backend"):
+        jg.compiler.set_stance(force_backend="eager")
+
+
+def test_set_stance_inside_a_compiled_region_raises():
+    @jg.compiler.set_stance("force_eager")
+    def inner(x):
+        return x + 1
+
+    @jg.compile
+    def outer(x):
+        return inner(x)
+
+    with pytest.raises(AssertionError, match="^Attempt to trace forbidden callable <function "
+                                             ".*inner"):
+        outer(jg.zeros(2))
+    np.testing.assert_allclose(inner(jg.zeros(2)).numpy(), [1, 1])  # outside: fine

@@ -162,8 +162,16 @@ class CompiledFunctionBackward(Node):
         self._inputs = None
 
 
+# How many jit traces of user functions are running (``jitgrad.compiler.is_compiling``).
+compiling = [0]
+
+
 class JitFunction:
     """A function traced and compiled per input signature (see ``jitgrad.jit``)."""
+
+    # Called with the function's name before a cache miss compiles (``torch.compile``'s
+    # stances set it: it may raise to refuse the compile).
+    _on_miss: Any = None
 
     def __init__(self, fn: Any, backend: str = "auto", static_argnums: tuple = (),
                  check: bool = False) -> None:
@@ -235,6 +243,8 @@ class JitFunction:
                 cache.log(f"jitgrad.jit: recompiling {self._name()!r} because {reason}")
             else:
                 cache.log(cache.explain_miss(self._name(), key, self._keys))
+        if self._on_miss is not None:
+            self._on_miss(reason)
         if count:
             self._misses += 1
         entry = self._compile(tensors, spec)
@@ -281,7 +291,11 @@ class JitFunction:
                        for t in tensors]
             args, kwargs = cache.unflatten(spec, tracers)
             args = tuple(a.fresh() if isinstance(a, cache.Static) else a for a in args)
-            out = self.py_func(*args, **kwargs)
+            compiling[0] += 1
+            try:
+                out = self.py_func(*args, **kwargs)
+            finally:
+                compiling[0] -= 1
             del args, kwargs
             leaves, e.out_spec = cache.flatten(out)
             del out

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 import warnings
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -26,6 +27,16 @@ class InvalidBackend(RuntimeError):  # noqa: N818 - torch's name
     """``compile(backend=...)`` names a backend jitgrad does not have."""
 
 
+_LIVE: weakref.WeakSet = weakref.WeakSet()  # every compiled function (``reset`` clears them)
+STANCES = ("default", "force_eager", "eager_on_recompile", "fail_on_recompile",
+           "eager_then_compile", "aot_eager_then_compile")
+stance = ["default"]  # the current one (``jitgrad.compiler.set_stance``)
+
+
+class _RunEager(Exception):  # noqa: N818 - internal signal, never seen by users
+    """The ``eager_on_recompile`` stance refused a compile: run the function eagerly."""
+
+
 class _Compiled:
     """A function traced with ``jit``, run eagerly once a trace fails (``fullgraph=False``)."""
 
@@ -35,11 +46,43 @@ class _Compiled:
         self._jitted = jit(fn, backend="interpreter" if backend == "aot_eager" else "auto")
         self._fullgraph = fullgraph
         self._eager_reason: str | None = None
+        self._ran_eager_first = False  # (the eager_then_compile stances)
+        self._jitted._on_miss = self._on_miss
+        _LIVE.add(self)
+
+    def _reset(self) -> None:
+        self._jitted.clear_cache()
+        self._eager_reason = None
+        self._ran_eager_first = False
+
+    def _on_miss(self, reason: str | None) -> None:
+        """Before a compile: the ``eager_on_recompile`` and ``fail_on_recompile`` stances."""
+        if stance[0] == "eager_on_recompile":
+            raise _RunEager
+        if stance[0] == "fail_on_recompile":
+            code = getattr(self._fn, "__code__", None) or getattr(
+                getattr(self._fn, "forward", None), "__code__", None)
+            where = "" if code is None else (
+                f" filename: '{code.co_filename}', function name: '{code.co_name}', "
+                f"line number: {code.co_firstlineno}")
+            why = f"\n    triggered by: {reason}" if reason else ""
+            raise RuntimeError("Detected recompile when torch.compile stance is "
+                               f"'fail_on_recompile'.{where}{why}")
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        now = stance[0]
+        if now == "force_eager":
+            return self._fn(*args, **kwargs)
+        if now.endswith("eager_then_compile") and not self._ran_eager_first:
+            self._ran_eager_first = True
+            return self._fn(*args, **kwargs)
+        if now not in STANCES:  # (torch: when a compiled function is called)
+            raise RuntimeError(f"invalid torch.compile stance '{now}'")
         if self._eager_reason is None:
             try:
                 return self._jitted(*args, **kwargs)
+            except _RunEager:
+                return self._fn(*args, **kwargs)
             except (JitTraceError, ConcretizationError) as error:
                 if self._fullgraph:
                     raise
@@ -110,3 +153,10 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if isinstance(model, Module):
         return OptimizedModule(model, fullgraph, backend)
     return _Compiled(model, fullgraph, backend)
+
+
+def reset() -> None:
+    """Forgets what every compiled function compiled, and which ones fell back to eager: the
+    next call traces again (``torch._dynamo.reset``)."""
+    for compiled in list(_LIVE):
+        compiled._reset()
