@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
+import os
+import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
+from pathlib import Path
 
 from . import compile_latency, memory, report, runner
 from . import peers as peers_mod
@@ -14,6 +19,7 @@ from .peers import PEER_NAMES, Peer, select
 from .workloads import COMPILE, WORKLOADS, Case, cases
 
 MEMORY = "memory"
+_ROOT = Path(__file__).resolve().parent.parent
 SECTIONS = WORKLOADS + (COMPILE, MEMORY)
 
 
@@ -45,6 +51,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--rounds", type=int, default=None, metavar="N",
                    help="timing rounds per configuration (default 7 with --quick, else 15)")
     p.add_argument("--no-progress", action="store_true", help="no progress display on stderr")
+    p.add_argument("--isolate", action="store_true",
+                   help="time each peer in a process of its own, one after the other (no other "
+                        "library's threads beside it; rounds are not interleaved across peers)")
     return p
 
 
@@ -128,17 +137,69 @@ def run(args: argparse.Namespace, peers: list[Peer] | None = None,
     return rows
 
 
+def run_isolated(args: argparse.Namespace, argv: Sequence[str]) -> list[dict]:
+    """``--isolate``: the same run, one child process per peer, rows merged and ratios set.
+
+    In one process, the peers' thread pools (torch's and jax's workers, OpenMP's) keep running
+    or spinning beside the peer being timed, on a 2-core machine slowing it by up to 2x on the
+    microsecond workloads (W1 1e3, W4 jit); a user's process holds one library.
+    """
+    base = [a for a in argv if a != "--isolate"]
+    names = [p.name for p in select(args.peers)]
+    rows: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="jitgrad-bench-") as tmp:
+        for name in names:
+            path = os.path.join(tmp, f"{name}.json")
+            cmd = [sys.executable, "-m", "benchmarks", *_without_option(base, "--peers"),
+                   "--peers", name, "--json", path]
+            done = subprocess.run(cmd, cwd=_ROOT, stdout=subprocess.DEVNULL)
+            if done.returncode != 0 or not os.path.exists(path):
+                rows.append(runner.make_row("harness", "isolated", name, "error",
+                                            reason=f"the child process exited with "
+                                                   f"{done.returncode}"))
+                continue
+            have_bandwidth = any(r["workload"] == "bandwidth" for r in rows)
+            for r in json.loads(Path(path).read_text()):
+                if r["workload"] == "bandwidth" and have_bandwidth:
+                    continue  # (each child measures it; the first child's rows stand)
+                r["ratio"] = None
+                rows.append(r)
+    runner.set_ratios(rows)
+    bw = [r["bandwidth_gbs"] for r in rows if r["workload"] == "bandwidth"]
+    if bw:
+        runner.add_roofline(rows, max(bw))
+    return rows
+
+
+def _without_option(argv: Sequence[str], option: str) -> list[str]:
+    """``argv`` without ``option`` and its value (``--json x`` or ``--json=x``)."""
+    out, skip = [], False
+    for a in argv:
+        if skip:
+            skip = False
+        elif a == option:
+            skip = True
+        elif not a.startswith(option + "="):
+            out.append(a)
+    return out
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``python -m benchmarks``; returns the exit status."""
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     t0 = time.perf_counter()
     peers = select(args.peers)
-    rows = run(args, peers)
+    if args.isolate:
+        rows = run_isolated(args, _without_option(argv, "--json"))
+    else:
+        rows = run(args, peers)
     versions = {name: peers_mod.module_version(name) for name in ("numpy", "jitgrad", "torch",
                                                                    "jax")}
     print(f"jitgrad benchmarks ({'quick' if args.quick else 'full'} run, "
           f"{time.perf_counter() - t0:.0f} s): forward + backward per call, median of "
-          "interleaved rounds; ratio = time / fastest peer's time")
+          f"{'rounds, each peer in a process of its own' if args.isolate else 'interleaved rounds'}"
+          "; ratio = time / fastest peer's time")
     print(f"machine: {report.machine_line(versions)}")
     missing = report.format_unavailable(rows)
     if missing:

@@ -220,6 +220,37 @@ def test_main_writes_json_and_table(tmp_path, capsys):
                                                           ("W5", "jitgrad-eager")}
 
 
+def test_isolate_times_each_peer_in_its_own_process_and_merges_the_rows(tmp_path, capsys,
+                                                                          monkeypatch):
+    children = []
+    real_run = cli.subprocess.run
+
+    def run(cmd, **kwargs):
+        if cmd[1:3] == ["-m", "benchmarks"]:
+            children.append(cmd)
+        return real_run(cmd, **kwargs)
+
+    monkeypatch.setattr(cli.subprocess, "run", run)
+    path = tmp_path / "out.json"
+    assert cli.main(["--quick", "--only", "W5", "--peers", "numpy,jitgrad-eager", "--rounds",
+                     "1", "--no-progress", "--isolate", "--json", str(path)]) == 0
+    assert sorted(c[c.index("--peers") + 1] for c in children) == ["jitgrad-eager", "numpy"]
+    assert all(c.count("--peers") == 1 and "--isolate" not in c and str(path) not in c
+               for c in children)
+    out = capsys.readouterr().out
+    assert "each peer in a process of its own" in out and "W5 tiny call" in out
+    rows = json.loads(path.read_text())
+    assert {(r["workload"], r["peer"], r["status"]) for r in rows} == {
+        ("W5", "numpy", "ok"), ("W5", "jitgrad-eager", "ok")}
+    assert sorted(r["ratio"] for r in rows)[0] == 1.0  # ratios across the two processes
+
+
+def test_without_option_drops_an_option_and_its_value():
+    argv = ["--quick", "--json", "a.json", "--peers=x", "--peers", "numpy", "--json=b"]
+    assert cli._without_option(argv, "--json") == ["--quick", "--peers=x", "--peers", "numpy"]
+    assert cli._without_option(argv, "--peers") == ["--quick", "--json", "a.json", "--json=b"]
+
+
 def test_skipped_and_unavailable_peers_are_reported(monkeypatch):
     monkeypatch.setenv("JITGRAD_DISABLE_JIT", "1")
     jit = JitgradJitPeer()

@@ -50,19 +50,19 @@ _HEADER = ("import numpy as np\n"
            "from jitgrad.backends.kernel_lib import *  # noqa: F403 - the template functions\n")
 
 # A kernel with at least this much work runs its outermost loop on all of Numba's threads
-# (``JITGRAD_PARALLEL_MIN``, default 1e6; 0 turns parallel kernels off). Work is elements x (ops
-# + 8 per transcendental call): W1's kernel does about 40 per element. On OpenMP a parallel
-# region costs about 4 us to start, so on 2 cores W1's kernel (serial vs parallel) took 3 vs 5 us
-# at 1e3 elements, 5 vs 7 at 3e3, 16 vs 10 at 1e4, 157 vs 82 at 1e5, 467 vs 242 at 3e5: from
-# 1e6 (25k elements of W1, torch's grain size is 32k elements per op) it pays clearly. (The
-# first threshold, 2e7, was measured on the workqueue layer, whose workers wake slowly: there
-# two threads made W1 at 1e5 2x slower.) Small kernels between matmuls stay serial. Parallel
-# kernels and the tiled matrix products (``gemm``) run on Numba's default threading layer (tbb,
-# else OpenMP, else workqueue; ``NUMBA_THREADING_LAYER`` chooses): OpenMP's workers wait
-# spinning for the next region, which is what makes a 150 us product run on both cores, and
-# since the products are no longer BLAS's, no BLAS threads compete with them (they starved
-# each other: W2 took 160 ms with OpenMP kernels beside OpenBLAS products). workqueue wakes
-# its workers too slowly for either (W2 2.8 ms, products at one core's speed).
+# (``JITGRAD_PARALLEL_MIN``, default 2e7; 0 turns parallel kernels off). Work is elements x (ops
+# + 8 per transcendental call): W1's kernel does about 40 per element, so 2e7 is W1 at 5e5
+# elements. Smaller kernels would gain on an idle machine (on 2 cores, OpenMP: W1's kernel took
+# 16 vs 10 us serial vs parallel at 1e4 elements, 157 vs 82 us at 1e5), but a parallel region
+# waits for every worker to be scheduled: with other processes busy on the cores, W1 at 1e5
+# took 12 ms per call in parallel instead of 0.2 ms serially. From 2e7 that wait is small beside
+# the work (W1 at 1e7: 28.5 -> 18.8 ms in parallel, idle). Small kernels between matmuls stay
+# serial. Parallel kernels and the tiled matrix products (``gemm``) run on Numba's default
+# threading layer (tbb, else OpenMP, else workqueue; ``NUMBA_THREADING_LAYER`` chooses): OpenMP's
+# workers wait spinning for the next region, which is what makes a 150 us product run on both
+# cores, and since the products are no longer BLAS's, no BLAS threads compete with them (they
+# starved each other: W2 took 160 ms with OpenMP kernels beside OpenBLAS products). workqueue
+# wakes its workers too slowly for either (W2 2.8 ms, products at one core's speed).
 PARALLEL_MIN = _config.parallel_min()
 MATH_COST = 8
 # Runs of consecutive kernels are called as one @njit program (backends/numba_program.py): one
