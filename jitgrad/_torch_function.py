@@ -178,8 +178,7 @@ def first_sight(op: Any, args: tuple, params: dict) -> Any:
     """A Tensor-like object (no Tensor) reached the dispatcher's general path before the
     protocol was live: makes it live and hands the call of the op's public function to the
     overrides. Returns ``_MISSING`` when no argument takes part."""
-    if not any(not isinstance(a, registry.Tensor) and not _plain(type(a)) and _overrides(type(a))
-               for a in args):
+    if not tensor_like_in(args):
         return _MISSING
     activate()
     pub = op.public
@@ -191,6 +190,25 @@ def first_sight(op: Any, args: tuple, params: dict) -> Any:
 
 
 _MISSING = registry._NO_OVERRIDE
+
+
+def tensor_like_in(args: tuple, kwargs: dict | None = None) -> bool:
+    """Whether ``args`` or ``kwargs`` hold a Tensor-like object that is no Tensor (an instance
+    of a class with its own ``__torch_function__``)."""
+    tensor = registry.Tensor
+    for a in args + tuple((kwargs or {}).values()):
+        items = a if type(a) is list or type(a) is tuple else (a,)
+        for b in items:
+            if not isinstance(b, tensor) and not _plain(type(b)) and _overrides(type(b)):
+                return True
+    return False
+
+
+def retry_public(name: str, args: tuple, kwargs: dict) -> Any:
+    """Makes the protocol live and calls ``jitgrad.<name>`` again: a public function failed
+    on a Tensor-like object before the protocol was in use (its first sight)."""
+    activate()
+    return getattr(package, name)(*args, **kwargs)
 
 
 class DisableTorchFunctionSubclass:

@@ -236,6 +236,62 @@ def _function_wrapper(orig: Callable, name: str, public_name: str, cpp: bool = T
     return wrapper
 
 
+_TRAMPOLINES: dict[int, Any] = {}
+
+
+def _trampoline_code(nfree: int) -> _types.CodeType:
+    """The code a wrapped function runs: ``_tf(args, kwargs)``, with ``nfree`` unused free
+    variables (a function's code can only be swapped for one with as many as its closure)."""
+    code = _TRAMPOLINES.get(nfree)
+    if code is None:
+        names = [f"_v{i}" for i in range(nfree)]
+        src = "def _outer():\n" + "".join(f"    {n} = None\n" for n in names) \
+            + "    def trampoline(*args, _tf=None, **kwargs):\n" \
+            + (f"        if False:\n            ({', '.join(names)},)\n" if names else "") \
+            + "        return _tf(args, kwargs)\n    return trampoline\n"
+        env: dict = {}
+        exec(compile(src, "<jitgrad.overrides trampoline>", "exec"), env)  # noqa: S102
+        code = _TRAMPOLINES[nfree] = env["_outer"]().__code__
+    return code
+
+
+def _swap_in_place(fn: _types.FunctionType, public_name: str, cpp: bool = True) -> None:
+    """Puts the protocol's check into ``fn`` itself (its code becomes a trampoline to a copy of
+    the original), so every reference to it, taken before or after, dispatches and overrides
+    receive this very object (``func is jitgrad.add``, ``HANDLED[jitgrad.mean]``)."""
+    inner = _types.FunctionType(fn.__code__, fn.__globals__, fn.__name__, fn.__defaults__,
+                                fn.__closure__)
+    inner.__kwdefaults__ = fn.__kwdefaults__
+    inner.__dict__.update(fn.__dict__)
+    inner.__qualname__ = fn.__qualname__
+    inner.__doc__ = fn.__doc__
+    state = _tf.state
+    relevant = _tf.relevant
+    dispatch = _tf.dispatch
+    operator = fn.__name__ in _BINARY_OPERATORS
+
+    def call(args: tuple, kwargs: dict) -> Any:
+        if not state.no_all and (state.modes or not state.no_subclass
+                                 and relevant(args, kwargs)):
+            if not operator:
+                return dispatch(fn, args, kwargs, public_name, cpp)
+            try:  # (torch: a binary operator's TypeError lets Python try the other operand)
+                return dispatch(fn, args, kwargs, public_name, cpp)
+            except TypeError:
+                return NotImplemented
+        return inner(*args, **kwargs)
+
+    fn.__code__ = _trampoline_code(len(fn.__closure__ or ()))
+    fn.__defaults__ = None
+    fn.__kwdefaults__ = {"_tf": call}
+    fn.__wrapped__ = inner  # (inspect.signature shows the original's)
+    fn._tf_name = public_name
+    _SWAPPED.add(id(fn))
+
+
+_SWAPPED: set = set()
+
+
 def _property_wrapper(prop: property, name: str) -> property:
     fget, fset = prop.fget, prop.fset
     state = _tf.state
@@ -297,19 +353,22 @@ def _surface() -> dict:
 
 
 def _install() -> None:
-    """Wraps the public surface (once, when the protocol becomes live)."""
+    """Puts the protocol's check into the public surface (once, when it becomes live)."""
     from .nn import functional
 
     jitgrad = _tf.package
     tensor = registry.Tensor
     surface = _surface()
+    lanes = {id(f) for f in registry.LANES.values()}
     for owner, names in surface.items():
         if owner is tensor:
             continue
         prefix = "torch" if owner is jitgrad else owner.__name__.replace("jitgrad", "torch")
         cpp = owner is not functional
         for n in names:
-            setattr(owner, n, _function_wrapper(vars(owner)[n], n, f"{prefix}.{n}", cpp))
+            fn = vars(owner)[n]
+            if id(fn) not in _SWAPPED and id(fn) not in lanes:
+                _swap_in_place(fn, f"{prefix}.{n}", cpp)
     for n in surface[tensor]:
         member = vars(tensor)[n]
         if isinstance(member, property):
@@ -318,11 +377,15 @@ def _install() -> None:
         target = _OPERATOR_FUNC.get(n)
         if target is not None and not isinstance(vars(tensor).get(target), _types.FunctionType):
             target = None
+        # (in place where the function is the method's own: not a lane, which the dispatcher
+        # calls too, nor a helper shared under another name)
+        if target is None and id(member) not in lanes and member.__name__ == n:
+            if id(member) not in _SWAPPED:
+                _swap_in_place(member, f"torch.Tensor.{n}")
+            continue
         func_of = None if target is None else functools.partial(getattr, tensor, target)
-        shown = target or n
-        setattr(tensor, n, _function_wrapper(member, n, f"torch.Tensor.{shown}",
+        setattr(tensor, n, _function_wrapper(member, n, f"torch.Tensor.{target or n}",
                                              func_of=func_of))
-
 
 _tf.install = _install
 __all__ += ["DisableTorchFunction", "DisableTorchFunctionSubclass"]
