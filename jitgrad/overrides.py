@@ -332,7 +332,7 @@ def _public_functions(module: Any, names: Iterable[str] | None = None) -> list[s
 def _surface() -> dict:
     """Namespace -> the names in it that dispatch (found once)."""
     if _PUBLIC.get("surface") is None:
-        from . import fft, linalg, special
+        from . import autograd, fft, linalg, special
         from .nn import functional
         from .ops import surface
 
@@ -347,6 +347,7 @@ def _surface() -> dict:
             linalg: _public_functions(linalg),
             special: _public_functions(special),
             fft: _public_functions(fft),
+            autograd: _public_functions(autograd, ["backward", "grad"]),
             tensor: members,
         }
     return _PUBLIC["surface"]
@@ -354,8 +355,6 @@ def _surface() -> dict:
 
 def _install() -> None:
     """Puts the protocol's check into the public surface (once, when it becomes live)."""
-    from .nn import functional
-
     jitgrad = _tf.package
     tensor = registry.Tensor
     surface = _surface()
@@ -364,7 +363,7 @@ def _install() -> None:
         if owner is tensor:
             continue
         prefix = "torch" if owner is jitgrad else owner.__name__.replace("jitgrad", "torch")
-        cpp = owner is not functional
+        cpp = owner.__name__ not in ("jitgrad.nn.functional", "jitgrad.autograd")
         for n in names:
             fn = vars(owner)[n]
             if id(fn) not in _SWAPPED and id(fn) not in lanes:
