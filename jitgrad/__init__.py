@@ -58,6 +58,7 @@ from . import overrides  # noqa: E402 - (its installer: wraps the surface once t
 _tf.package = __import__("sys").modules[__name__]
 Tensor.__torch_function__ = classmethod(_tf.tensor_torch_function)
 Tensor.__init_subclass__ = classmethod(_tf.tensor_init_subclass)
+Tensor._make_subclass = staticmethod(_tf.make_subclass)
 from ._nn_aliases import install_tensor_methods as _install_nn_methods  # noqa: E402
 
 _install_nn_methods(Tensor)  # Tensor.hardshrink / prelu (torch.conv2d ...: __getattr__ below)

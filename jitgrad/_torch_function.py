@@ -282,6 +282,22 @@ def tensor_torch_function(cls: type, func: Callable, types: Any, args: Any = (),
         return convert(ret, cls)
 
 
+def make_subclass(cls: type, data: Any, require_grad: bool = False, **unused: Any) -> Any:
+    """torch's ``Tensor._make_subclass(cls, data, require_grad=False)``: a leaf instance of
+    ``cls`` sharing ``data``'s memory (``__init__`` is not called), requiring grad as asked."""
+    tensor = registry.Tensor
+    if not (isinstance(cls, type) and issubclass(cls, tensor)):
+        raise TypeError(f"cls must be a type (got {type(cls).__name__})")
+    if not isinstance(data, tensor):
+        raise TypeError(f"_make_subclass(): argument 'data' (position 2) must be Tensor, not "
+                        f"{type(data).__name__}")
+    with DisableTorchFunction():
+        out = data.detach().as_subclass(cls)
+        if require_grad:
+            out.requires_grad_(True)
+    return out
+
+
 def tensor_init_subclass(cls: type, **kwargs: Any) -> None:
     """``Tensor.__init_subclass__``: a subclass that takes part in the protocol makes it
     live."""
