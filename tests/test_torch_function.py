@@ -452,3 +452,28 @@ def test_backward_runs_without_the_protocol():
 
     assert run(jitgrad) == run(torch)
     assert registry.torch_function_live
+
+
+def test_a_tensor_like_seen_first_by_an_operator():
+    out = _run_fresh("""
+        import jitgrad
+
+        class Duck:
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return func.__name__
+
+        class Refuses:
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                return NotImplemented
+
+        t = jitgrad.ones(2)
+        try:
+            t + Refuses()
+        except TypeError as e:
+            print(e)
+        print(t * Duck(), t @ Duck(), t / Duck())
+    """)
+    assert out.splitlines() == ["unsupported operand type(s) for +: 'Tensor' and 'Refuses'",
+                                "mul matmul div"]
