@@ -5,9 +5,10 @@ of a type with its own ``__torch_function__`` (a Tensor subclass, or a Tensor-li
 while a ``TorchFunctionMode`` is active, is handed to those overrides (``dispatch``) instead of
 running. Every call would pay for that check, so nothing checks until the protocol is live
 (``registry.torch_function_live``): the first Tensor subclass that does not disable the protocol
-(``Tensor.__init_subclass__``), the first mode entered, or the first Tensor-like object that
-reaches the dispatcher's general path (``first_sight``) calls ``activate``, which puts a checking
-wrapper around every public function, method and property (``install``, set by
+(``Tensor.__init_subclass__``), the first mode entered, or the first Tensor-like object met by
+a public function, an arithmetic operator or the dispatcher's general path (``first_sight``,
+``retry_public``) calls ``activate``, which puts the check into every public function (in place:
+each function object keeps its identity), method, operator and property (``install``, set by
 ``jitgrad.overrides``). Until then the eager fast paths are exactly what they were.
 """
 

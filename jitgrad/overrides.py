@@ -79,10 +79,6 @@ def is_tensor_like(inp: Any) -> bool:
     return type(inp) is registry.Tensor or hasattr(inp, "__torch_function__")
 
 
-def _tensor_members() -> dict:
-    return _PUBLIC.setdefault("tensor", {})
-
-
 def is_tensor_method_or_property(func: Callable) -> bool:
     """Whether ``func`` is a Tensor method or property getter as ``__torch_function__`` receives
     it (``Tensor.add``, ``Tensor.shape.__get__``)."""
