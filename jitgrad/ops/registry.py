@@ -276,7 +276,7 @@ meta_array: type = type(None)  # (no tensor's data is None: nothing matches unti
 # looking at the types of its operands (a Tensor-like object seen first here makes it live).
 torch_function_live = False
 torch_function_first_sight: Callable | None = None
-_PLAIN_OPERANDS = {int, float, bool, type(None), tuple, list, str, complex, slice}
+_PLAIN_OPERANDS = {int, float, bool, type(None), tuple, list, str, complex, slice, np.ndarray}
 
 
 def apply(op: OpDef, *args: Any, **params: Any):
@@ -376,7 +376,7 @@ def _apply(op: OpDef, args: tuple, params: dict):
     if not torch_function_live:
         for a in args:
             if type(a) is not Tensor and type(a) not in _PLAIN_OPERANDS \
-                    and hasattr(type(a), "__torch_function__") and not isinstance(a, Tensor):
+                    and not isinstance(a, Tensor) and hasattr(type(a), "__torch_function__"):
                 out = torch_function_first_sight(op, args, params)
                 if out is not _NO_OVERRIDE:
                     return out
