@@ -138,10 +138,11 @@ def dispatch(func: Callable, args: tuple, kwargs: dict | None, name: str | None 
     (torch's ``handle_torch_function``); TypeError when they all return NotImplemented.
     ``name``: how the error names ``func`` (``torch.add``); ``cpp``: torch's text for its
     native functions, else its Python text (``handle_torch_function``'s)."""
-    kwargs = {} if kwargs is None else kwargs
+    # (torch hands its native functions' overrides None for no keyword arguments)
+    kwargs = (None if cpp else {}) if not kwargs else kwargs
     st = state
     overloaded = [] if st.no_subclass or st.no_all else overloaded_args(
-        args + tuple(kwargs.values()))
+        args + tuple(kwargs.values()) if kwargs else args)
     types = tuple(type(a) for a in overloaded)
     mode = None
     if st.modes and not st.no_all:

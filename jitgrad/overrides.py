@@ -116,7 +116,12 @@ def get_overridable_functions() -> dict:
 def resolve_name(f: Callable) -> str | None:
     """The public name of an overridable function (``"torch.add"``, ``"torch.Tensor.add"``),
     or None."""
-    return getattr(f, "_tf_name", None)
+    name = getattr(f, "_tf_name", None)
+    if name is None and getattr(f, "__name__", None) in ("__get__", "__set__"):
+        for attr, member in vars(registry.Tensor).items():  # (a property's getter or setter)
+            if member is getattr(f, "__self__", None):
+                return f"torch.Tensor.{attr}.{f.__name__}"
+    return name
 
 
 def enable_reentrant_dispatch():  # noqa: ANN201 - a context manager

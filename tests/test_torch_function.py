@@ -477,3 +477,31 @@ def test_a_tensor_like_seen_first_by_an_operator():
     """)
     assert out.splitlines() == ["unsupported operand type(s) for +: 'Tensor' and 'Refuses'",
                                 "mul matmul div"]
+
+
+def test_kwargs_and_resolve_name_as_torch():
+    def run(lib):
+        ov = __import__(lib.__name__ + ".overrides", fromlist=["x"])
+        seen = []
+
+        class Sub(lib.Tensor):
+            @classmethod
+            def __torch_function__(cls, func, types, args=(), kwargs=None):
+                seen.append((func.__name__, kwargs))
+                return super().__torch_function__(func, types, args, kwargs)
+
+        class Names(ov.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                seen.append(ov.resolve_name(func).replace(lib.__name__, "torch"))
+                return func(*args, **(kwargs or {}))
+
+        t = lib.ones(2).as_subclass(Sub)
+        lib.add(t, 1)
+        t.add(1, alpha=2)
+        _ = t.shape
+        x = lib.ones(2)
+        with Names():
+            _ = x + 1, x.shape, lib.linalg.norm(x), x[0], lib.nn.functional.relu(x)
+        return seen
+
+    assert run(jitgrad) == run(torch)
