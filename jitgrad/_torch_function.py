@@ -124,12 +124,27 @@ def overloaded_args(args: Any) -> list:
 
 def needs(args: tuple, kwargs: dict | None) -> bool:
     """Whether a call with these arguments goes to ``dispatch`` (the protocol is live)."""
+    if not busy:  # (no mode and no disabling context anywhere: the arguments alone decide)
+        return relevant(args, kwargs)
     st = state
     if st.no_all:
         return False
     if st.modes:
         return True
     return not st.no_subclass and relevant(args, kwargs)
+
+
+# How many modes and Disable* contexts are active, in all threads: while 0, ``needs`` reads no
+# thread-local state (``note_busy`` keeps it, under a lock: threads may enter them at once).
+busy = 0
+_busy_lock = threading.Lock()
+
+
+def note_busy(delta: int) -> None:
+    """Counts a mode or Disable* context entered (+1) or left (-1)."""
+    global busy
+    with _busy_lock:
+        busy += delta
 
 
 def dispatch(func: Callable, args: tuple, kwargs: dict | None, name: str | None = None,
@@ -219,10 +234,12 @@ class DisableTorchFunctionSubclass:
 
     def __enter__(self) -> DisableTorchFunctionSubclass:
         state.no_subclass += 1
+        note_busy(1)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         state.no_subclass -= 1
+        note_busy(-1)
 
 
 class DisableTorchFunction:
@@ -231,10 +248,12 @@ class DisableTorchFunction:
 
     def __enter__(self) -> DisableTorchFunction:
         state.no_all += 1
+        note_busy(1)
         return self
 
     def __exit__(self, *exc: Any) -> None:
         state.no_all -= 1
+        note_busy(-1)
 
 
 def is_torch_function_enabled() -> bool:

@@ -150,6 +150,7 @@ class TorchFunctionMode:
     def __enter__(self) -> TorchFunctionMode:
         _tf.activate()
         _tf.state.modes.append(self)
+        _tf.note_busy(1)
         return self
 
     def __exit__(self, exc_type: Any, exc_val: Any, exc_tb: Any) -> None:
@@ -157,6 +158,7 @@ class TorchFunctionMode:
         for i in range(len(modes) - 1, -1, -1):
             if modes[i] is self:
                 del modes[i]
+                _tf.note_busy(-1)
                 break
 
     @classmethod
@@ -208,14 +210,12 @@ def _function_wrapper(orig: Callable, name: str, public_name: str, cpp: bool = T
                       func_of: Callable | None = None) -> Callable:
     """``orig`` behind the protocol's check; ``func_of()``: the function overrides receive (the
     wrapper itself by default)."""
-    state = _tf.state
-    relevant = _tf.relevant
+    needs = _tf.needs
     dispatch = _tf.dispatch
     operator = name in _BINARY_OPERATORS
 
     def wrapper(*args: Any, **kwargs: Any) -> Any:
-        if not state.no_all and (state.modes or not state.no_subclass
-                                 and relevant(args, kwargs)):
+        if needs(args, kwargs):
             func = wrapper if func_of is None else func_of()
             if not operator:
                 return dispatch(func, args, kwargs, public_name, cpp)
@@ -241,15 +241,19 @@ _TRAMPOLINES: dict[int, Any] = {}
 
 
 def _trampoline_code(nfree: int) -> _types.CodeType:
-    """The code a wrapped function runs: ``_tf(args, kwargs)``, with ``nfree`` unused free
-    variables (a function's code can only be swapped for one with as many as its closure)."""
+    """The code a wrapped function runs: the check (``_tf_needs``), then the dispatch
+    (``_tf_call``) or the original (``_tf_inner``), all three keyword defaults of the function;
+    with ``nfree`` unused free variables (a function's code can only be swapped for one with as
+    many as its closure)."""
     code = _TRAMPOLINES.get(nfree)
     if code is None:
         names = [f"_v{i}" for i in range(nfree)]
         src = "def _outer():\n" + "".join(f"    {n} = None\n" for n in names) \
-            + "    def trampoline(*args, _tf=None, **kwargs):\n" \
+            + "    def trampoline(*args, _tf_inner=None, _tf_needs=None, _tf_call=None,"\
+            + " **kwargs):\n" \
             + (f"        if False:\n            ({', '.join(names)},)\n" if names else "") \
-            + "        return _tf(args, kwargs)\n    return trampoline\n"
+            + "        if _tf_needs(args, kwargs):\n            return _tf_call(args, kwargs)\n" \
+            + "        return _tf_inner(*args, **kwargs)\n    return trampoline\n"
         env: dict = {}
         exec(compile(src, "<jitgrad.overrides trampoline>", "exec"), env)  # noqa: S102
         code = _TRAMPOLINES[nfree] = env["_outer"]().__code__
@@ -266,25 +270,20 @@ def _swap_in_place(fn: _types.FunctionType, public_name: str, cpp: bool = True) 
     inner.__dict__.update(fn.__dict__)
     inner.__qualname__ = fn.__qualname__
     inner.__doc__ = fn.__doc__
-    state = _tf.state
-    relevant = _tf.relevant
     dispatch = _tf.dispatch
     operator = fn.__name__ in _BINARY_OPERATORS
 
     def call(args: tuple, kwargs: dict) -> Any:
-        if not state.no_all and (state.modes or not state.no_subclass
-                                 and relevant(args, kwargs)):
-            if not operator:
-                return dispatch(fn, args, kwargs, public_name, cpp)
-            try:  # (torch: a binary operator's TypeError lets Python try the other operand)
-                return dispatch(fn, args, kwargs, public_name, cpp)
-            except TypeError:
-                return NotImplemented
-        return inner(*args, **kwargs)
+        if not operator:
+            return dispatch(fn, args, kwargs, public_name, cpp)
+        try:  # (torch: a binary operator's TypeError lets Python try the other operand)
+            return dispatch(fn, args, kwargs, public_name, cpp)
+        except TypeError:
+            return NotImplemented
 
     fn.__code__ = _trampoline_code(len(fn.__closure__ or ()))
     fn.__defaults__ = None
-    fn.__kwdefaults__ = {"_tf": call}
+    fn.__kwdefaults__ = {"_tf_inner": inner, "_tf_needs": _tf.needs, "_tf_call": call}
     fn.__wrapped__ = inner  # (inspect.signature shows the original's)
     fn._tf_name = public_name
     _SWAPPED.add(id(fn))
@@ -295,19 +294,17 @@ _SWAPPED: set = set()
 
 def _property_wrapper(prop: property, name: str) -> property:
     fget, fset = prop.fget, prop.fset
-    state = _tf.state
-    relevant = _tf.relevant
+    needs = _tf.needs
     dispatch = _tf.dispatch
     holder: list = []
 
     def getter(self: Any) -> Any:
-        if not state.no_all and (state.modes or not state.no_subclass and relevant((self,))):
+        if needs((self,), None):
             return dispatch(holder[0].__get__, (self,), None, f"torch.Tensor.{name}.__get__")
         return fget(self)
 
     def setter(self: Any, value: Any) -> None:
-        if not state.no_all and (state.modes or not state.no_subclass
-                                 and relevant((self, value))):
+        if needs((self, value), None):
             dispatch(holder[0].__set__, (self, value), None, f"torch.Tensor.{name}.__set__")
             return
         fset(self, value)
