@@ -77,20 +77,21 @@ def _plain(kind: type) -> bool:
 _PLAIN = {int, float, bool, complex, str, type(None), slice, type(Ellipsis)}
 
 
-def relevant(args: tuple, kwargs: dict | None = None) -> bool:
-    """Whether ``args`` or ``kwargs`` (and the lists and tuples among them) hold an object
-    whose type takes part in the protocol (exact Tensors and Parameters do not)."""
+def relevant(args: tuple, kwargs: dict | None = None, nested: bool = False) -> bool:
+    """Whether ``args`` or ``kwargs`` (and the lists and tuples among them, one level deep, as
+    ``overloaded_args`` looks) hold an object whose type takes part in the protocol (exact
+    Tensors and Parameters do not)."""
     for a in args:
         kind = type(a)
         if kind is registry.Tensor or kind in _PLAIN:
             continue
         if kind is list or kind is tuple:
-            if relevant(a):
+            if not nested and relevant(a, None, True):
                 return True
         elif _overrides(kind):
             return True
     if kwargs:
-        return relevant(tuple(kwargs.values()))
+        return relevant(tuple(kwargs.values()), None, nested)
     return False
 
 
