@@ -52,6 +52,13 @@ from ._lobpcg import lobpcg
 from ._sym import sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum
 
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
+from . import _torch_function as _tf  # noqa: E402 - torch's __torch_function__ protocol
+from . import overrides  # noqa: E402 - (its installer: wraps the surface once the protocol is used)
+
+_tf.package = __import__("sys").modules[__name__]
+Tensor.__torch_function__ = classmethod(_tf.tensor_torch_function)
+Tensor.__init_subclass__ = classmethod(_tf.tensor_init_subclass)
+Tensor._make_subclass = staticmethod(_tf.make_subclass)
 from ._nn_aliases import install_tensor_methods as _install_nn_methods  # noqa: E402
 
 _install_nn_methods(Tensor)  # Tensor.hardshrink / prelu (torch.conv2d ...: __getattr__ below)
@@ -72,7 +79,8 @@ def __getattr__(name: str):
     if name in ("nn", "optim", "func", "jit", "viz", "distributed", "utils", "testing",
                 "special", "distributions", "fft", "accelerator", "amp", "cpu",
                 "multiprocessing", "profiler", "signal", "library", "functional", "quasirandom",
-                "fx", "futures", "types", "storage", "hub", "_logging", "_dynamo", "compiler"):
+                "fx", "futures", "types", "storage", "hub", "_logging", "_dynamo", "compiler",
+                "_C"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("uint16", "uint32", "uint64"):  # (limited dtypes: see dtypes.__getattr__)
         return getattr(dtypes, name)

@@ -28,9 +28,14 @@ from .ops.registry import OpDef, state
 from .device import cpu
 from ._data import channels_last_contiguous as _channels_last_contiguous
 from .tensor import Size, Tensor, _wrap_dim
+from ._torch_function import _disabled_torch_function_impl
+
 
 class Tracer(Tensor):
     """A tensor inside a trace: a shape, a dtype and a ``Var``; reading its values raises."""
+
+    # (no part in the __torch_function__ protocol, as torch's own subclasses)
+    __torch_function__ = _disabled_torch_function_impl
 
     __slots__ = ("_var", "_shape")
 

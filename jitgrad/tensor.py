@@ -26,6 +26,7 @@ from ._hooks import RemovableHandle
 from . import _dlpack
 from . import _meta
 from ._meta import MetaArray as _MetaArray
+from ._torch_function import _overrides
 
 
 class Size(tuple):
@@ -536,6 +537,8 @@ def _format(t: Tensor) -> str:
 
     if t._base is not None and t._vc[0] != t._view_version:
         _refresh_view(t)  # (its grad_fn, as torch's repr reads it)
+    if type(t) is not Tensor and registry.torch_function_live and _overrides(type(t)):
+        return tensor_repr(t, f"{type(t).__name__}(")  # (a subclass taking part: torch's)
     return tensor_repr(t)
 
 

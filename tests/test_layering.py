@@ -36,7 +36,8 @@ LAYERS = [
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields", "jitgrad.ops.autocast_cast",
               "jitgrad.ops.dtype_rules"]),
-    ("registry", ["jitgrad.ops.registry", "jitgrad.ops.vjp_apply", "jitgrad.ops.op_observers"]),
+    ("registry", ["jitgrad.ops.registry", "jitgrad.ops.vjp_apply", "jitgrad.ops.op_observers",
+                  "jitgrad._torch_function"]),  # (the __torch_function__ protocol's core)
     ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy",
                 "jitgrad._meta", "jitgrad._type_info", "jitgrad._runtime_switches"]),
     # (the eager engine traces VJP rules into NumPy programs with what the jit is built on)
@@ -57,7 +58,7 @@ LAYERS = [
              "jitgrad._aten_nn", "jitgrad._aten_rnn",  # (torch.kl_div, lstm ...: the same)
              "jitgrad._lowrank", "jitgrad._lobpcg", "jitgrad._lobpcg_backward",
              "jitgrad.sparse", "jitgrad.types", "jitgrad.storage", "jitgrad.futures",
-             "jitgrad.hub"]),
+             "jitgrad.hub", "jitgrad.overrides", "jitgrad._C"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep", "jitgrad.jit.control_flow"]),
     ("backends", ["jitgrad.backends"]),

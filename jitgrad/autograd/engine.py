@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import _torch_function, dtypes
 from ..ops import registry
 from ..ops.op_observers import ACTIVE as OBSERVERS
 from ..ops.registry import state
@@ -71,6 +71,11 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
     if given). Without it, the gradients flowing into ``inputs`` are returned instead
     (``autograd.grad``). Callbacks queued meanwhile (``queue_callback``) run at the end.
     """
+    if registry.torch_function_live and not _torch_function.state.no_all:
+        # (torch's engine is native code: no __torch_function__ runs inside the backward pass)
+        with _torch_function.DisableTorchFunction():
+            return run_backward(roots, grad_roots, retain_graph, create_graph, inputs,
+                                accumulate)
     task = [next(_task_ids), [], None]
     tasks = _tasks()
     tasks.append(task)

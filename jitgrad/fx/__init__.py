@@ -2,9 +2,9 @@
 ``Node``s, ``GraphModule`` (Python code generated from a graph), ``Interpreter`` and
 ``Transformer``.
 
-torch records calls of its free functions through ``__torch_function__``; jitgrad has no such
-protocol, so tracing patches jitgrad's public functions for its duration (see
-``jitgrad.fx._symbolic_trace``)."""
+torch records calls of its free functions through ``__torch_function__``; jitgrad's fx does not
+use that protocol (``jitgrad.overrides``), so tracing patches jitgrad's public functions for
+its duration (see ``jitgrad.fx._symbolic_trace``)."""
 
 from . import passes
 from ._symbolic_trace import PH, Tracer, symbolic_trace, wrap

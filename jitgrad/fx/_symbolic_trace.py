@@ -1,13 +1,13 @@
 """``torch.fx.Tracer`` and ``symbolic_trace``: run a module's ``forward`` on proxies and record
 what it does into a ``Graph``.
 
-torch records free-function calls through ``__torch_function__``; jitgrad has no such
-protocol, so while tracing the public functions of ``jitgrad``, ``jitgrad.nn.functional``,
-``jitgrad.linalg``, ``jitgrad.special`` and ``jitgrad.fft`` (and the traced code's globals that
-hold them) are patched with wrappers that record a ``call_function`` node when a proxy is
-among their arguments, as ``fx.wrap`` does for any function, and ``Tensor``'s methods and
-operators record a ``call_method`` node when given a proxy (``self.buf * x``); everything is
-restored after."""
+torch records free-function calls through ``__torch_function__``; jitgrad's fx does not use
+that protocol (``jitgrad.overrides``), so while tracing the public functions of ``jitgrad``,
+``jitgrad.nn.functional``, ``jitgrad.linalg``, ``jitgrad.special`` and ``jitgrad.fft`` (and the
+traced code's globals that hold them) are patched with wrappers that record a
+``call_function`` node when a proxy is among their arguments, as ``fx.wrap`` does for any
+function, and ``Tensor``'s methods and operators record a ``call_method`` node when given a
+proxy (``self.buf * x``); everything is restored after."""
 
 from __future__ import annotations
 

@@ -24,6 +24,7 @@ from .conv3t import BatchNorm3d, ConvTranspose3d
 from .instance_norm import InstanceNorm1d, InstanceNorm2d, InstanceNorm3d
 from .layers import Linear
 from .parameter import Parameter
+from .._torch_function import _disabled_torch_function_impl
 
 __all__ = ["Buffer", "UninitializedParameter", "UninitializedBuffer",
            "LazyLinear", "LazyConv1d", "LazyConv2d", "LazyConv3d", "LazyConvTranspose1d",
@@ -47,6 +48,9 @@ class Buffer(Tensor, metaclass=_BufferMeta):
         data: the buffer's tensor (detached); an empty float tensor when None.
         persistent: whether the buffer is part of the module's ``state_dict``. Default: True.
     """
+
+    # (no part in the __torch_function__ protocol, as torch's own subclasses)
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data: Tensor | None = None, *, persistent: bool = True) -> Tensor:
         if data is None:
@@ -149,6 +153,7 @@ class UninitializedBuffer(UninitializedTensorMixin, Tensor):
     """
 
     cls_to_become = Tensor
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, requires_grad: bool = False, device: Any = None,
                 dtype: dtypes.dtype | None = None, persistent: bool = True

@@ -8,6 +8,7 @@ import numpy as np
 
 from .. import dtypes
 from ..tensor import Tensor
+from .._torch_function import _disabled_torch_function_impl
 
 __all__ = ["Parameter"]
 
@@ -23,6 +24,9 @@ class Parameter(Tensor):
         data: the tensor to wrap; an empty float tensor when None.
         requires_grad: whether the parameter requires gradient. Default: True.
     """
+
+    # (no part in the __torch_function__ protocol, as torch's own subclasses)
+    __torch_function__ = _disabled_torch_function_impl
 
     def __new__(cls, data: Tensor | None = None, requires_grad: bool = True) -> Parameter:
         if data is None:  # (torch's empty(0): on the default device)

@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import _torch_function as _tf
 from .. import dtypes
 from . import elementwise as ew
 from . import extras, registry
@@ -259,9 +260,14 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
                      ("cdouble", dtypes.complex128)):
         setattr(Tensor, name, (lambda d: lambda self: self.to(d))(dt))
 
-    def binary(fn, reflected=False):
+    def binary(fn, reflected=False, name=None):
         def op(self, other):
             if not isinstance(other, (Tensor, int, float, complex, bool, np.ndarray, np.generic)):
+                if name is not None and not registry.torch_function_live \
+                        and _tf.tensor_like_in((other,)):
+                    # a Tensor-like operand seen first here: its __torch_function__ decides
+                    _tf.activate()
+                    return getattr(Tensor, name)(self, other)
                 return NotImplemented
             return fn(other, self) if reflected else fn(self, other)
         return op
@@ -272,15 +278,15 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
         # else takes ``slow``.
         return lane(opdef, slow)
 
-    Tensor.__add__ = Tensor.__radd__ = direct(ew.ADD, binary(add))
-    Tensor.__sub__ = direct(ew.SUB, binary(sub))
+    Tensor.__add__ = Tensor.__radd__ = direct(ew.ADD, binary(add, name="__add__"))
+    Tensor.__sub__ = direct(ew.SUB, binary(sub, name="__sub__"))
     Tensor.__rsub__ = lambda self, other: apply(ew.RSUB, self, _operand(other))
-    Tensor.__mul__ = Tensor.__rmul__ = direct(ew.MUL, binary(mul))
-    Tensor.__truediv__ = direct(ew.DIV, binary(div))
+    Tensor.__mul__ = Tensor.__rmul__ = direct(ew.MUL, binary(mul, name="__mul__"))
+    Tensor.__truediv__ = direct(ew.DIV, binary(div, name="__truediv__"))
     Tensor.__rtruediv__ = lambda self, other: apply(ew.RECIPROCAL, self) * other
-    Tensor.__pow__ = binary(pow)
+    Tensor.__pow__ = binary(pow, name="__pow__")
     Tensor.__rpow__ = lambda self, other: apply(ew.RPOW, self, base=other)
-    Tensor.__matmul__ = binary(matmul)
+    Tensor.__matmul__ = binary(matmul, name="__matmul__")
     Tensor.__rmatmul__ = binary(matmul, reflected=True)
     Tensor.__neg__ = lambda self: apply(ew.NEG, self)
     Tensor.__abs__ = lambda self: apply(ew.ABS, self)

@@ -15,6 +15,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any
 
+from .. import _torch_function as _tf
 from . import registry
 from .inplace import _write
 from .surface import generated_op, op_function
@@ -90,7 +91,12 @@ def with_out(fname: str, fn: Callable) -> Callable:
     @functools.wraps(fn)
     def call(*args: Any, out: Any = None, **kwargs: Any) -> Any:
         if out is None:
-            return fn(*args, **kwargs)
+            try:
+                return fn(*args, **kwargs)
+            except Exception:  # (a Tensor-like object met before the protocol was in use)
+                if registry.torch_function_live or not _tf.tensor_like_in(args, kwargs):
+                    raise
+            return _tf.retry_public(fname, args, kwargs)
         if factory and takes_dtype and hasattr(out, "dtype"):
             kwargs.setdefault("dtype", out.dtype)
             kwargs.setdefault("device", out.device)

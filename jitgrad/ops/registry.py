@@ -271,6 +271,13 @@ meta_live = False
 meta_compute: Callable | None = None
 meta_array: type = type(None)  # (no tensor's data is None: nothing matches until it is set)
 
+# torch's ``__torch_function__`` protocol (``jitgrad._torch_function``): True once a class that
+# takes part in it exists or a mode is entered; until then the general path's only cost is
+# looking at the types of its operands (a Tensor-like object seen first here makes it live).
+torch_function_live = False
+torch_function_first_sight: Callable | None = None
+_PLAIN_OPERANDS = {int, float, bool, type(None), tuple, list, str, complex, slice, np.ndarray}
+
 
 def apply(op: OpDef, *args: Any, **params: Any):
     """Runs ``op`` on ``args``: eagerly (recording autograd), or into the active jit trace."""
@@ -279,6 +286,7 @@ def apply(op: OpDef, *args: Any, **params: Any):
     return _apply(op, args, params)
 
 
+_NO_OVERRIDE = object()  # torch_function_first_sight's answer when no operand takes part
 _UNARY = object()  # a lane's second operand when there is none
 # op -> its lane (``lane(op)``), for each op whose result dtype follows its category: made by
 # ``defop``, called by ``apply``, the generated one-operand functions and the Tensor operators
@@ -365,6 +373,14 @@ def _refused(op: OpDef, dt: dtypes.dtype) -> bool:
 
 def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
+    if not torch_function_live:
+        for a in args:
+            if type(a) is not Tensor and type(a) not in _PLAIN_OPERANDS \
+                    and not isinstance(a, Tensor) and hasattr(type(a), "__torch_function__"):
+                out = torch_function_first_sight(op, args, params)
+                if out is not _NO_OVERRIDE:
+                    return out
+                break
     if op.check_operands is not None:
         op.check_operands(args)
     if dtypes.limited_live:  # a uint16/32/64 dtype is in use: torch's refusals

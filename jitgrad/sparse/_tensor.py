@@ -22,6 +22,7 @@ from ..ops.registry import Tensor
 from ..ops.surface24_info import layout
 from ..tensor import _make
 from ._storage import COO, CSR
+from .._torch_function import _disabled_torch_function_impl
 
 sparse_coo = layout("sparse_coo")
 sparse_csr = layout("sparse_csr")
@@ -51,6 +52,9 @@ class SparseTensor(Tensor):
     """A sparse tensor: COO (``indices`` and ``values``) or compressed: CSR / BSR
     (``crow_indices``, ``col_indices`` and ``values``), CSC / BSC (``ccol_indices``,
     ``row_indices`` and ``values``), as torch's ``layout=torch.sparse_coo`` ... ``sparse_bsc``."""
+
+    # (no part in the __torch_function__ protocol, as torch's own subclasses)
+    __torch_function__ = _disabled_torch_function_impl
 
     __slots__ = ()
 

@@ -16,6 +16,7 @@ from ... import dtypes
 from ...device import device as _device
 from ...ops.creation import ones
 from ...tensor import Tensor
+from ..._torch_function import _disabled_torch_function_impl
 
 __all__ = ["causal_upper_left", "causal_lower_right", "CausalVariant", "CausalBias"]
 
@@ -31,6 +32,9 @@ class CausalVariant(enum.IntEnum):
 class CausalBias(Tensor):
     """A causal attention bias of ``variant`` for ``seq_len_q`` queries and ``seq_len_kv``
     keys, for ``scaled_dot_product_attention``'s ``attn_mask``."""
+
+    # (no part in the __torch_function__ protocol, as torch's own subclasses)
+    __torch_function__ = _disabled_torch_function_impl
 
     def __init__(self, variant: CausalVariant, seq_len_q: int, seq_len_kv: int) -> None:
         """Args:
