@@ -220,7 +220,7 @@ def test_gradients_of_qkv_and_a_captured_bias_match_torch():
     g_out, g_lse = rng_g.standard_normal(out.shape), rng_g.standard_normal(lse.shape)
     (out * jitgrad.tensor(g_out)).sum().add((lse * jitgrad.tensor(g_lse)).sum()).backward()
 
-    dense = torch.from_numpy(create_mask(doc_j, 1, 1, L, S).numpy())
+    dense = torch.from_numpy(create_mask(doc_j, 1, 1, L, S, device="cpu").numpy())
     ot, lt = _torch_reference(qt, kt, vt, bias_t, dense, E ** -0.5)
     ((ot * torch.tensor(g_out)).sum() + (lt * torch.tensor(g_lse)).sum()).backward()
     _close(out, ot)
@@ -235,7 +235,7 @@ def test_gradcheck_float64():
                for sh in ((1, 2, 6, 3), (1, 2, 5, 3), (1, 2, 5, 4))]
     bias = jitgrad.tensor(rng.standard_normal((2, 6, 5)), requires_grad=True)
     mask = create_block_mask(lambda b, h, qi, ki: (qi < 4) & (ki <= qi), None, None, 6, 5,
-                             BLOCK_SIZE=2)
+                             device="cpu", BLOCK_SIZE=2)
 
     def fn(q, k, v, bias):
         out, aux = flex_attention(
@@ -409,7 +409,7 @@ def test_return_lse_warns_once_and_kernel_options_are_checked():
         _raises_like_torch(lambda o=opts: TF.flex_attention(qt, kt, vt, kernel_options=o),
                            lambda o=opts: flex_attention(qj, kj, vj, kernel_options=o))
     with pytest.warns(DeprecationWarning, match="_compile flag"):
-        create_block_mask(causal, 1, 1, 8, 8, _compile=True)
+        create_block_mask(causal, 1, 1, 8, 8, device="cpu", _compile=True)
 
 
 def test_gradcheck_gqa_and_gradients_through_the_vmap_fallback():
