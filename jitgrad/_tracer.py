@@ -182,6 +182,22 @@ class Trace:
         self.source_override: str | None = None
         self.decompose = True
         self.reads: dict[int, tuple[Any, Any]] = {}  # id -> (weakref, data snapshot)
+        # id(eager tensor) -> (weakref, getter): a captured tensor that later calls fetch
+        # afresh with ``getter()`` (an optimizer's grads and state; see ``note_source``)
+        self.sources: dict[int, tuple[Any, Any]] = {}
+        self.extra_guards: list[tuple[str, Any, Any]] = []  # (description, getter, value)
+
+    def note_source(self, t: Tensor, getter: Any) -> None:
+        """Says where a captured eager tensor lives, so that a compiled program fetches it
+        with ``getter()`` on each call (None: gone, so it retraces) instead of holding on to
+        this very tensor. An optimizer's ``p.grad`` is a new tensor after each backward."""
+        if isinstance(t, Tensor) and t._trace is None:
+            self.sources[id(t)] = (weakref.ref(t), getter)
+
+    def note_guard(self, description: str, getter: Any) -> None:
+        """Makes the compiled entry retrace once ``getter()`` no longer returns what it returns
+        now (a Python decision the traced code took, such as a parameter having no grad)."""
+        self.extra_guards.append((description, getter, getter()))
 
     # ------------------------------------------------------------------ values
     def new_input(self, shape: tuple, dtype: dtypes.dtype, requires_grad: bool = False,

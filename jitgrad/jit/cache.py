@@ -376,6 +376,15 @@ class Guards:
                 self.entries.append(("value of a captured tensor read at trace time", ref,
                                      "data", snapshot))
 
+    def add_values(self, guards: list) -> None:
+        """Guards ``(description, getter, value)`` triples: a call whose ``getter()`` is not
+        ``value`` (a scalar, compared by value) retraces."""
+        for desc, get, value in guards:
+            snap = _snapshot(value)
+            if snap is not None:
+                self.entries.append((desc, get, "value", snap))
+        self._rest = None
+
     def check(self) -> str | None:
         """None if every guard holds, else a description of the first one that changed."""
         if self._rest is None:

@@ -309,9 +309,9 @@ class JitFunction:
         reads, T.reads = T.reads, {}
         # Captured tensors that are still referenced elsewhere are implicit inputs; the ones
         # created inside the function (now unreachable) are constants.
-        caps = [(var, weakref.ref(t), id(t), t._data, t._dtype)
+        caps = [(var, _fetcher(T, t), id(t), t._data, t._dtype)
                 for var, t in T.captured.values()]
-        T.captured = {}
+        T.captured = T.sources = {}
         consts, implicit_vars = {}, []
         for var, ref, key, data, dt in caps:
             alive = ref()
@@ -325,6 +325,8 @@ class JitFunction:
         del caps
         e.guards.keep_tensors({key for _, key in implicit_vars} | set(reads))
         e.guards.add_value_reads(reads)
+        e.guards.add_values(T.extra_guards)
+        T.extra_guards = []
         for j, (_, key) in enumerate(implicit_vars):
             if key in T.rebound:
                 mutated.append((n + j, T.rebound[key]))
@@ -417,6 +419,15 @@ class JitFunction:
         entry, tensors = self._lookup(args, kwargs, count=False)
         arrays = [t._data for t in tensors] + [ref()._data for ref, *_ in entry.implicit]
         return Lowered(entry.fwd, entry.bwd, entry.backend, arrays)
+
+
+def _fetcher(trace: Trace, t: Tensor) -> Any:
+    """How a compiled entry finds a captured tensor on each call: the getter the traced code
+    gave with ``note_source`` (an optimizer's ``p.grad``), else a weak reference to it."""
+    source = trace.sources.get(id(t))
+    if source is not None and source[0]() is t:
+        return source[1]
+    return weakref.ref(t)
 
 
 def _dual(args: tuple, kwargs: dict) -> bool:
