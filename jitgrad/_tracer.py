@@ -186,6 +186,21 @@ class Trace:
         # afresh with ``getter()`` (an optimizer's grads and state; see ``note_source``)
         self.sources: dict[int, tuple[Any, Any]] = {}
         self.extra_guards: list[tuple[str, Any, Any]] = []  # (description, getter, value)
+        self.after_call: list[Any] = []  # run eagerly after each call of the program (defer)
+        self.deferred_on: set[int] = set()  # ids of the objects a deferred call updates
+        self.unguarded: set[int] = set()  # ids of objects the jit's guards must not walk
+
+    def defer(self, fn: Any, updates: Any = None, owner: Any = None) -> None:
+        """Runs ``fn()`` eagerly after every call of the compiled program instead of tracing
+        it (an LR scheduler's step: plain Python that the next call must see, as dynamo
+        replays side effects). ``updates``: an object ``fn`` changes, which the rest of the
+        traced function must not read (see ``deferred_on``); ``owner``: the object whose
+        state ``fn`` advances, left unguarded (its counters change on every call)."""
+        self.after_call.append(fn)
+        if owner is not None:
+            self.unguarded.add(id(owner))
+        if updates is not None:
+            self.deferred_on.add(id(updates))
 
     def note_source(self, t: Tensor, getter: Any) -> None:
         """Says where a captured eager tensor lives, so that a compiled program fetches it

@@ -60,6 +60,7 @@ class _Entry:
         # times (its backend's programs settled); -1: this entry has none
         self.lean: Any = None
         self.lean_after = 0
+        self.after_call: list = []  # deferred Python (``Trace.defer``), run after each call
 
     def check(self) -> str | None:
         """None if the captured state still matches, else why it does not."""
@@ -304,7 +305,8 @@ class JitFunction:
         mutated = [(i, tr._var) for i, (tr, v0) in enumerate(zip(tracers, T.invars[:n]))
                    if tr._var is not v0]
         del tracers
-        e.guards = cache.Guards(self.py_func, tuple(cache.static_leaves(spec)))  # after: the
+        e.guards = cache.Guards(self.py_func, tuple(cache.static_leaves(spec)),
+                                T.unguarded)  # after: the
         # function may itself update what it reads (a call counter)
         reads, T.reads = T.reads, {}
         # Captured tensors that are still referenced elsewhere are implicit inputs; the ones
@@ -327,6 +329,7 @@ class JitFunction:
         e.guards.add_value_reads(reads)
         e.guards.add_values(T.extra_guards)
         T.extra_guards = []
+        e.after_call, T.after_call = T.after_call, []
         for j, (_, key) in enumerate(implicit_vars):
             if key in T.rebound:
                 mutated.append((n + j, T.rebound[key]))
@@ -496,7 +499,7 @@ def _lean_runner(e: _Entry) -> Any:
     the entry needs those checks (or writes into its inputs, or reads captured tensors)."""
     fwd = e.fwd
     final = getattr(e.fwd_run, "final", None)
-    if final is None or e.implicit or e.mutations or \
+    if final is None or e.implicit or e.mutations or e.after_call or \
             not getattr(e.backend, "fresh_kernel_outputs", False):
         return None
     producer = {v: q for q in fwd.eqns for v in q.outputs}
@@ -593,6 +596,8 @@ def _run(e: _Entry, tensors: list) -> Any:
     if state.inference:
         for t in outs_t:
             t._is_inference = True
+    for fn in e.after_call:
+        fn()
     if e.out_spec is cache.LEAF:  # a single tensor
         return outs_t[0]
     return cache.unflatten(e.out_spec, outs_t[:e.n_user])

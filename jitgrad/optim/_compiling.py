@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from .. import errors
 from ..ops.registry import state as _state
 from ..tensor import Tensor
 
@@ -86,3 +87,32 @@ def track(opt: Any, group: dict[str, Any]) -> None:
         for key, value in opt.state.get(p, {}).items():
             if isinstance(value, Tensor):
                 tr.note_source(value, lambda r=p_ref, k=key: _state_of(opt_ref, r, k))
+
+
+def _run_step(ref: Any, epoch: Any) -> None:
+    scheduler = ref()
+    if scheduler is not None:
+        scheduler.step() if epoch is None else scheduler.step(epoch)
+
+
+def defer_scheduler_step(scheduler: Any, epoch: Any) -> bool:
+    """While tracing: runs ``scheduler.step(epoch)`` eagerly after each call of the compiled
+    program instead (its Python counters must advance on every call), and returns True; an
+    optimizer step later in the same traced function then raises (it would read the old lr).
+    Eagerly: returns False."""
+    tr = trace()
+    if tr is None:
+        return False
+    tr.defer(lambda r=weakref.ref(scheduler): _run_step(r, epoch), scheduler.optimizer,
+             scheduler)
+    return True
+
+
+def check_not_deferred(opt: Any) -> None:
+    """Raises (a graph break) if a deferred scheduler step already updates ``opt``'s lr."""
+    tr = trace()
+    if tr is not None and id(opt) in tr.deferred_on:
+        raise errors.trace_error(
+            "optimizer.step() after lr_scheduler.step() in one compiled function: the "
+            "scheduler's step runs after the compiled program, so this step would use the old "
+            "learning rate; call the scheduler after the optimizer (or outside)")

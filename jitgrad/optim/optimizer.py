@@ -212,6 +212,7 @@ class Optimizer(OptimizerHooks):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one optimization step; ``closure`` re-evaluates the loss (run with grad)."""
         loss = None
+        _compiling.check_not_deferred(self)
         if closure is not None:
             with enable_grad():
                 loss = closure()
