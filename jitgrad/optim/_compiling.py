@@ -52,6 +52,15 @@ def get_value(x: Any) -> Any:
     return x
 
 
+def sub_scaled_(p: Tensor, t: Tensor, lr: Any) -> None:
+    """``p.add_(t, alpha=-lr)``; a tensor ``lr`` while tracing is read by the program (an
+    ``alpha`` is a number fixed at trace time), with eager mode's rounding of ``lr``."""
+    if isinstance(lr, Tensor) and trace() is not None:
+        p.sub_(t * lr.to(p.dtype))
+    else:
+        p.add_(t, alpha=-lr)
+
+
 def _state_of(opt_ref: Any, p_ref: Any, key: str) -> Any:
     opt, p = opt_ref(), p_ref()
     if opt is None or p is None:

@@ -6,7 +6,6 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..ops.creation import zeros_like
-from ..tensor import Tensor
 from . import _compiling
 from ._flags import check_flags
 from .optimizer import Optimizer
@@ -96,7 +95,4 @@ class SGD(Optimizer):
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if nesterov else buf
-            if isinstance(lr, Tensor) and _compiling.trace() is not None:
-                p.sub_(grad * lr.to(p.dtype))  # (a tensor lr is read by the program)
-            else:
-                p.add_(grad, alpha=-lr)
+            _compiling.sub_scaled_(p, grad, lr)
