@@ -262,3 +262,17 @@ def test_a_param_that_gets_its_first_grad_later_retraces():
     assert opt.state[ps[2]]["step"].item() == 2.0
     for p, q in zip(ps, qs):
         _close(p, q)
+
+
+def test_a_global_named_like_an_attribute_does_not_guard_the_compiled_function_itself():
+    # ``step = compile(lambda: opt.step())`` at module level: the lambda reads the attribute
+    # name ``step``, which is also the global holding the compiled function; its cache
+    # changes on every call and must not be guarded (it retraced on every call)
+    ps = _params(jitgrad)
+    for p, g in zip(ps, _grads(0)):
+        p.grad = jitgrad.tensor(g)
+    namespace = {"jitgrad": jitgrad, "opt": jitgrad.optim.SGD(ps, lr=0.1)}
+    exec("step = jitgrad.compile(lambda: opt.step(), fullgraph=True)", namespace)  # noqa: S102
+    for _ in range(3):
+        namespace["step"]()
+    assert namespace["step"]._jitted.cache_info()[:2] == (2, 1)

@@ -340,7 +340,8 @@ class Guards:
             self._walk(name, lambda c=cell: c.cell_contents, value, 0)
 
     def _walk(self, desc: str, get: Any, value: Any, depth: int) -> None:
-        if len(self.entries) >= _MAX_GUARDS or id(value) in self._skip:
+        if len(self.entries) >= _MAX_GUARDS or id(value) in self._skip or \
+                getattr(type(value), "_not_guarded", False):
             return
         if isinstance(value, Tensor):
             self.entries.append((desc, get, "tensor", id(value)))

@@ -170,6 +170,10 @@ compiling = [0]
 class JitFunction:
     """A function traced and compiled per input signature (see ``jitgrad.jit``)."""
 
+    # the guards never walk a compiled function's own state (its cache changes on each call:
+    # a global ``step = jit(lambda: opt.step())`` is read as the name ``step``)
+    _not_guarded = True
+
     # Called with the function's name before a cache miss compiles (``torch.compile``'s
     # stances set it: it may raise to refuse the compile).
     _on_miss: Any = None
