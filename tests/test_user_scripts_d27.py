@@ -314,6 +314,8 @@ def test_compiling_the_optimizer_with_an_lr_scheduler():
     _close([lr for _, lr in g["tensor_lrs"]], [0.0046667, 0.006, 0.0073333, 0.0086667, 0.01],
            rtol=1e-4)
     _close(g["float_lrs"], [0.0046667, 0.006, 0.0073333, 0.0086667, 0.01], rtol=1e-4)
+    # the last compiled function (float lr) ran compiled, retracing once per new lr, as torch
+    assert g["fn"]._eager_reason is None and g["fn"]._jitted.cache_info().misses == 5
 
 
 @pytest.mark.slow
