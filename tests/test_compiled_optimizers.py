@@ -276,3 +276,55 @@ def test_a_global_named_like_an_attribute_does_not_guard_the_compiled_function_i
     for _ in range(3):
         namespace["step"]()
     assert namespace["step"]._jitted.cache_info()[:2] == (2, 1)
+
+
+SCHEDULERS = {
+    "CosineAnnealingWarmRestarts": lambda o: jitgrad.optim.lr_scheduler.
+    CosineAnnealingWarmRestarts(o, T_0=2),
+    "ChainedScheduler": lambda o: jitgrad.optim.lr_scheduler.ChainedScheduler(
+        [jitgrad.optim.lr_scheduler.ExponentialLR(o, gamma=0.9),
+         jitgrad.optim.lr_scheduler.StepLR(o, step_size=2, gamma=0.5)]),
+    "SequentialLR": lambda o: jitgrad.optim.lr_scheduler.SequentialLR(
+        o, [jitgrad.optim.lr_scheduler.ConstantLR(o, factor=0.5, total_iters=2),
+            jitgrad.optim.lr_scheduler.ExponentialLR(o, gamma=0.9)], milestones=[2]),
+    "ReduceLROnPlateau": lambda o: jitgrad.optim.lr_scheduler.ReduceLROnPlateau(o, patience=1),
+}
+
+
+@pytest.mark.parametrize("name", list(SCHEDULERS))
+def test_schedulers_that_define_their_own_step_inside_a_compiled_function(name):
+    torch = pytest.importorskip("torch")
+    ps, qs = _params(jitgrad), _params(jitgrad)
+    opt = jitgrad.optim.Adam(ps, lr=jitgrad.tensor(0.1))
+    eager = jitgrad.optim.Adam(qs, lr=jitgrad.tensor(0.1))
+    sched, eager_sched = SCHEDULERS[name](opt), SCHEDULERS[name](eager)
+    args = (1.0,) if name == "ReduceLROnPlateau" else ()  # (a metric that never improves)
+
+    @jitgrad.compile(fullgraph=True)
+    def fn():
+        opt.step()
+        sched.step(*args)
+
+    lrs = []
+    for i in range(6):
+        for p, q, g in zip(ps, qs, _grads(i)):
+            p.grad, q.grad = jitgrad.tensor(g), jitgrad.tensor(g)
+        fn()
+        eager.step()
+        eager_sched.step(*args)
+        lrs.append(float(opt.param_groups[0]["lr"]))
+        assert lrs[-1] == float(eager.param_groups[0]["lr"])
+    assert len(set(lrs)) > 1  # (the lr did change)
+    assert fn._jitted.cache_info()[:2] == (5, 1)
+    for p, q in zip(ps, qs):
+        _close(p, q)
+    # torch fills a tensor lr in place too
+    t_opt = torch.optim.Adam(_params(torch), lr=torch.tensor(0.1))
+    lr_t = t_opt.param_groups[0]["lr"]
+    torch_sched = getattr(torch.optim.lr_scheduler, name)
+    if name == "ReduceLROnPlateau":
+        s = torch_sched(t_opt, patience=1)
+        for _ in range(6):
+            s.step(1.0)
+        assert float(lr_t) == pytest.approx(lrs[-1])
+    assert t_opt.param_groups[0]["lr"] is lr_t

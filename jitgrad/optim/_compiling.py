@@ -98,21 +98,22 @@ def track(opt: Any, group: dict[str, Any]) -> None:
                 tr.note_source(value, lambda r=p_ref, k=key: _state_of(opt_ref, r, k))
 
 
-def _run_step(ref: Any, epoch: Any) -> None:
+def _run_step(ref: Any, args: tuple) -> None:
     scheduler = ref()
     if scheduler is not None:
-        scheduler.step() if epoch is None else scheduler.step(epoch)
+        scheduler.step(*args)
 
 
-def defer_scheduler_step(scheduler: Any, epoch: Any) -> bool:
-    """While tracing: runs ``scheduler.step(epoch)`` eagerly after each call of the compiled
+def defer_scheduler_step(scheduler: Any, *args: Any) -> bool:
+    """While tracing: runs ``scheduler.step(*args)`` eagerly after each call of the compiled
     program instead (its Python counters must advance on every call), and returns True; an
     optimizer step later in the same traced function then raises (it would read the old lr).
-    Eagerly: returns False."""
+    Eagerly, or when an argument is a traced tensor (``ReduceLROnPlateau``'s metric: its
+    ``float()`` then raises, a graph break), returns False."""
     tr = trace()
-    if tr is None:
+    if tr is None or any(isinstance(a, Tensor) and a._trace is not None for a in args):
         return False
-    tr.defer(lambda r=weakref.ref(scheduler): _run_step(r, epoch), scheduler.optimizer,
+    tr.defer(lambda r=weakref.ref(scheduler): _run_step(r, args), scheduler.optimizer,
              scheduler)
     return True
 
