@@ -209,6 +209,14 @@ class Trace:
         if isinstance(t, Tensor) and t._trace is None:
             self.sources[id(t)] = (weakref.ref(t), getter)
 
+    def fetcher(self, t: Tensor) -> Any:
+        """How a compiled program finds captured ``t`` on each call: the getter given with
+        ``note_source``, else a weak reference to ``t`` itself."""
+        source = self.sources.get(id(t))
+        if source is not None and source[0]() is t:
+            return source[1]
+        return weakref.ref(t)
+
     def note_guard(self, description: str, getter: Any) -> None:
         """Makes the compiled entry retrace once ``getter()`` no longer returns what it returns
         now (a Python decision the traced code took, such as a parameter having no grad)."""

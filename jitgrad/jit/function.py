@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import time
 import warnings
-import weakref
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ class _Entry:
         self.fwd: Graph | None = None
         self.bwd: Graph | None = None
         self.fwd_run = self.bwd_run = None
-        self.implicit: list = []  # (weakref, shape, dtype, requires_grad)
+        self.implicit: list = []  # (weakref or getter, shape, dtype, requires_grad)
         self.guards: cache.Guards | None = None
         self.n_explicit = 0
         self.n_user = 0
@@ -315,7 +314,7 @@ class JitFunction:
         reads, T.reads = T.reads, {}
         # Captured tensors that are still referenced elsewhere are implicit inputs; the ones
         # created inside the function (now unreachable) are constants.
-        caps = [(var, _fetcher(T, t), id(t), t._data, t._dtype)
+        caps = [(var, T.fetcher(t), id(t), t._data, t._dtype)
                 for var, t in T.captured.values()]
         T.captured = T.sources = {}
         consts, implicit_vars = {}, []
@@ -426,15 +425,6 @@ class JitFunction:
         entry, tensors = self._lookup(args, kwargs, count=False)
         arrays = [t._data for t in tensors] + [ref()._data for ref, *_ in entry.implicit]
         return Lowered(entry.fwd, entry.bwd, entry.backend, arrays)
-
-
-def _fetcher(trace: Trace, t: Tensor) -> Any:
-    """How a compiled entry finds a captured tensor on each call: the getter the traced code
-    gave with ``note_source`` (an optimizer's ``p.grad``), else a weak reference to it."""
-    source = trace.sources.get(id(t))
-    if source is not None and source[0]() is t:
-        return source[1]
-    return weakref.ref(t)
 
 
 def _dual(args: tuple, kwargs: dict) -> bool:
