@@ -328,3 +328,25 @@ def test_schedulers_that_define_their_own_step_inside_a_compiled_function(name):
             s.step(1.0)
         assert float(lr_t) == pytest.approx(lrs[-1])
     assert t_opt.param_groups[0]["lr"] is lr_t
+
+
+@pytest.mark.parametrize("name", ["Adamax", "NAdam", "RAdam", "ASGD"])
+def test_optimizers_that_read_values_in_python_fall_back_to_eager_intact(name):
+    ps, qs = _params(jitgrad), _params(jitgrad)
+    opt, eager = getattr(jitgrad.optim, name)(ps), getattr(jitgrad.optim, name)(qs)
+    step = jitgrad.compile(lambda: opt.step())
+    with pytest.raises(jitgrad.errors.ConcretizationError):
+        for p, g in zip(ps, _grads(0)):
+            p.grad = jitgrad.tensor(g)
+        jitgrad.compile(lambda: opt.step(), fullgraph=True)()
+    for i in range(3):
+        for p, q, g in zip(ps, qs, _grads(i)):
+            p.grad, q.grad = jitgrad.tensor(g), jitgrad.tensor(g)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # ("cannot be traced ... runs eagerly")
+            step()
+        eager.step()
+    for p, q in zip(ps, qs):  # the failed traces left the state as eager mode's
+        assert jitgrad.equal(p, q)
+        for key, value in eager.state[q].items():
+            assert jitgrad.equal(opt.state[p][key], value)
