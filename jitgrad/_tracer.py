@@ -187,6 +187,45 @@ class Trace:
         self.source_override: str | None = None
         self.decompose = True
         self.reads: dict[int, tuple[Any, Any]] = {}  # id -> (weakref, data snapshot)
+        # id(eager tensor) -> (weakref, getter): a captured tensor that later calls fetch
+        # afresh with ``getter()`` (an optimizer's grads and state; see ``note_source``)
+        self.sources: dict[int, tuple[Any, Any]] = {}
+        self.extra_guards: list[tuple[str, Any, Any]] = []  # (description, getter, value)
+        self.after_call: list[Any] = []  # run eagerly after each call of the program (defer)
+        self.deferred_on: set[int] = set()  # ids of the objects a deferred call updates
+        self.unguarded: set[int] = set()  # ids of objects the jit's guards must not walk
+
+    def defer(self, fn: Any, updates: Any = None, owner: Any = None) -> None:
+        """Runs ``fn()`` eagerly after every call of the compiled program instead of tracing
+        it (an LR scheduler's step: plain Python that the next call must see, as dynamo
+        replays side effects). ``updates``: an object ``fn`` changes, which the rest of the
+        traced function must not read (see ``deferred_on``); ``owner``: the object whose
+        state ``fn`` advances, left unguarded (its counters change on every call)."""
+        self.after_call.append(fn)
+        if owner is not None:
+            self.unguarded.add(id(owner))
+        if updates is not None:
+            self.deferred_on.add(id(updates))
+
+    def note_source(self, t: Tensor, getter: Any) -> None:
+        """Says where a captured eager tensor lives, so that a compiled program fetches it
+        with ``getter()`` on each call (None: gone, so it retraces) instead of holding on to
+        this very tensor. An optimizer's ``p.grad`` is a new tensor after each backward."""
+        if isinstance(t, Tensor) and t._trace is None:
+            self.sources[id(t)] = (weakref.ref(t), getter)
+
+    def fetcher(self, t: Tensor) -> Any:
+        """How a compiled program finds captured ``t`` on each call: the getter given with
+        ``note_source``, else a weak reference to ``t`` itself."""
+        source = self.sources.get(id(t))
+        if source is not None and source[0]() is t:
+            return source[1]
+        return weakref.ref(t)
+
+    def note_guard(self, description: str, getter: Any) -> None:
+        """Makes the compiled entry retrace once ``getter()`` no longer returns what it returns
+        now (a Python decision the traced code took, such as a parameter having no grad)."""
+        self.extra_guards.append((description, getter, getter()))
 
     # ------------------------------------------------------------------ values
     def new_input(self, shape: tuple, dtype: dtypes.dtype, requires_grad: bool = False,

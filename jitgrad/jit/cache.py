@@ -306,8 +306,10 @@ def _code_names(code: types.CodeType) -> set:
 class Guards:
     """What a function read from its globals and closure, checked before each cached call."""
 
-    def __init__(self, fn: Any, static_args: tuple = ()) -> None:
+    def __init__(self, fn: Any, static_args: tuple = (), skip: set | frozenset = frozenset()
+                 ) -> None:
         self.entries: list[tuple] = []  # (description, getter, kind, expected)
+        self._skip = skip  # ids of objects not to walk (see ``Trace.defer``)
         # immutable values still bound to the very object seen at trace time hold without a
         # snapshot: (getter, object) pairs checked by identity first, then the other entries
         self._same: list[tuple] = []
@@ -338,7 +340,8 @@ class Guards:
             self._walk(name, lambda c=cell: c.cell_contents, value, 0)
 
     def _walk(self, desc: str, get: Any, value: Any, depth: int) -> None:
-        if len(self.entries) >= _MAX_GUARDS:
+        if len(self.entries) >= _MAX_GUARDS or id(value) in self._skip or \
+                getattr(type(value), "_not_guarded", False):
             return
         if isinstance(value, Tensor):
             self.entries.append((desc, get, "tensor", id(value)))
@@ -375,6 +378,15 @@ class Guards:
             if ref() is not None:
                 self.entries.append(("value of a captured tensor read at trace time", ref,
                                      "data", snapshot))
+
+    def add_values(self, guards: list) -> None:
+        """Guards ``(description, getter, value)`` triples: a call whose ``getter()`` is not
+        ``value`` (a scalar, compared by value) retraces."""
+        for desc, get, value in guards:
+            snap = _snapshot(value)
+            if snap is not None:
+                self.entries.append((desc, get, "value", snap))
+        self._rest = None
 
     def check(self) -> str | None:
         """None if every guard holds, else a description of the first one that changed."""

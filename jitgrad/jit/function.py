@@ -14,7 +14,6 @@ from __future__ import annotations
 import functools
 import time
 import warnings
-import weakref
 from typing import Any
 
 import numpy as np
@@ -40,7 +39,7 @@ class _Entry:
         self.fwd: Graph | None = None
         self.bwd: Graph | None = None
         self.fwd_run = self.bwd_run = None
-        self.implicit: list = []  # (weakref, shape, dtype, requires_grad)
+        self.implicit: list = []  # (weakref or getter, shape, dtype, requires_grad)
         self.guards: cache.Guards | None = None
         self.n_explicit = 0
         self.n_user = 0
@@ -60,6 +59,7 @@ class _Entry:
         # times (its backend's programs settled); -1: this entry has none
         self.lean: Any = None
         self.lean_after = 0
+        self.after_call: list = []  # deferred Python (``Trace.defer``), run after each call
 
     def check(self) -> str | None:
         """None if the captured state still matches, else why it does not."""
@@ -168,6 +168,10 @@ compiling = [0]
 
 class JitFunction:
     """A function traced and compiled per input signature (see ``jitgrad.jit``)."""
+
+    # the guards never walk a compiled function's own state (its cache changes on each call:
+    # a global ``step = jit(lambda: opt.step())`` is read as the name ``step``)
+    _not_guarded = True
 
     # Called with the function's name before a cache miss compiles (``torch.compile``'s
     # stances set it: it may raise to refuse the compile).
@@ -304,14 +308,15 @@ class JitFunction:
         mutated = [(i, tr._var) for i, (tr, v0) in enumerate(zip(tracers, T.invars[:n]))
                    if tr._var is not v0]
         del tracers
-        e.guards = cache.Guards(self.py_func, tuple(cache.static_leaves(spec)))  # after: the
+        e.guards = cache.Guards(self.py_func, tuple(cache.static_leaves(spec)),
+                                T.unguarded)  # after: the
         # function may itself update what it reads (a call counter)
         reads, T.reads = T.reads, {}
         # Captured tensors that are still referenced elsewhere are implicit inputs; the ones
         # created inside the function (now unreachable) are constants.
-        caps = [(var, weakref.ref(t), id(t), t._data, t._dtype)
+        caps = [(var, T.fetcher(t), id(t), t._data, t._dtype)
                 for var, t in T.captured.values()]
-        T.captured = {}
+        T.captured = T.sources = {}
         consts, implicit_vars = {}, []
         for var, ref, key, data, dt in caps:
             alive = ref()
@@ -325,6 +330,9 @@ class JitFunction:
         del caps
         e.guards.keep_tensors({key for _, key in implicit_vars} | set(reads))
         e.guards.add_value_reads(reads)
+        e.guards.add_values(T.extra_guards)
+        T.extra_guards = []
+        e.after_call, T.after_call = T.after_call, []
         for j, (_, key) in enumerate(implicit_vars):
             if key in T.rebound:
                 mutated.append((n + j, T.rebound[key]))
@@ -485,7 +493,7 @@ def _lean_runner(e: _Entry) -> Any:
     the entry needs those checks (or writes into its inputs, or reads captured tensors)."""
     fwd = e.fwd
     final = getattr(e.fwd_run, "final", None)
-    if final is None or e.implicit or e.mutations or \
+    if final is None or e.implicit or e.mutations or e.after_call or \
             not getattr(e.backend, "fresh_kernel_outputs", False):
         return None
     producer = {v: q for q in fwd.eqns for v in q.outputs}
@@ -582,6 +590,8 @@ def _run(e: _Entry, tensors: list) -> Any:
     if state.inference:
         for t in outs_t:
             t._is_inference = True
+    for fn in e.after_call:
+        fn()
     if e.out_spec is cache.LEAF:  # a single tensor
         return outs_t[0]
     return cache.unflatten(e.out_spec, outs_t[:e.n_user])

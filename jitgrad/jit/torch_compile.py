@@ -40,6 +40,8 @@ class _RunEager(Exception):  # noqa: N818 - internal signal, never seen by users
 class _Compiled:
     """A function traced with ``jit``, run eagerly once a trace fails (``fullgraph=False``)."""
 
+    _not_guarded = True  # (see ``JitFunction._not_guarded``)
+
     def __init__(self, fn: Callable, fullgraph: bool, backend: str) -> None:
         functools.update_wrapper(self, fn, updated=())
         self._fn = fn

@@ -12,6 +12,8 @@ from functools import wraps
 from typing import Any
 from weakref import ref
 
+from ..tensor import Tensor
+from . import _compiling
 from .optimizer import Optimizer
 
 __all__ = ["LRScheduler"]
@@ -100,7 +102,12 @@ class LRScheduler:
         raise NotImplementedError
 
     def step(self, epoch: int | None = None) -> None:
-        """Advances one epoch (or, deprecated, jumps to ``epoch`` with the closed form)."""
+        """Advances one epoch (or, deprecated, jumps to ``epoch`` with the closed form).
+
+        Inside a jit-compiled function it runs eagerly after each call of the compiled
+        program (see ``optim._compiling.defer_scheduler_step``)."""
+        if _compiling.defer_scheduler_step(self, *(() if epoch is None else (epoch,))):
+            return
         if self._step_count == 1:
             if not hasattr(self.optimizer.step, "_wrapped_by_lr_sched"):
                 warnings.warn(
@@ -137,13 +144,22 @@ class LRScheduler:
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
+            _set_group_lr(group, lr)
         self._last_lr = _lrs(self.optimizer)
 
     def _warn_outside_step(self) -> None:
         if not getattr(self, "_get_lr_called_within_step", False):
             warnings.warn("To get the last learning rate computed by the scheduler, please use "
                           "`get_last_lr()`.", UserWarning, stacklevel=3)
+
+
+def _set_group_lr(group: dict[str, Any], lr: Any) -> None:
+    """``group["lr"] = lr``, except that a tensor lr is filled in place (torch's
+    ``_update_param_group_val``): a compiled step reading it then sees the new value."""
+    if isinstance(group["lr"], Tensor):
+        group["lr"].fill_(lr.reshape(()) if isinstance(lr, Tensor) else lr)
+    else:
+        group["lr"] = lr
 
 
 class _LRScheduler(LRScheduler):

@@ -8,6 +8,8 @@ from typing import Any
 from .. import dtypes
 from ..ops.creation import full_like, tensor
 from ..sparse import sparse_coo_tensor
+from ..tensor import Tensor
+from . import _compiling
 from ._flags import check_flags
 from .optimizer import Optimizer
 
@@ -75,14 +77,20 @@ class Adagrad(Optimizer):
                 raise NotImplementedError("jitgrad's Adagrad supports real parameters only")
             state = self.state[p]
             state["step"].add_(1)
-            step = state["step"].item()
+            step = _compiling.get_value(state["step"])
             grad = -p.grad if group["maximize"] else p.grad
             if weight_decay != 0:
                 if grad.is_sparse:
                     raise RuntimeError("weight_decay option is not compatible with sparse "
                                        "gradients")
                 grad = grad.add(p, alpha=weight_decay)
-            clr = lr / (1 + (step - 1) * lr_decay)
+            if isinstance(step, Tensor):  # compiled: the program computes the decayed lr,
+                # in float64 as eager mode's Python floats, rounded where eager mode rounds
+                decay = 1 + (step.to(dtypes.float64) - 1) * lr_decay
+                clr = (lr / decay.to(lr.dtype) if isinstance(lr, Tensor) else lr / decay
+                       ).to(p.dtype)
+            else:
+                clr = lr / (1 + (step - 1) * lr_decay)
             state_sum = state["sum"]
             if grad.is_sparse:  # the entries of the coalesced gradient only
                 grad = grad.coalesce()

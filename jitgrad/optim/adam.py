@@ -9,6 +9,7 @@ from .. import dtypes
 from ..ops import maximum
 from ..ops.creation import tensor, zeros_like
 from ..tensor import Tensor
+from . import _compiling
 from ._flags import check_flags
 from .optimizer import Optimizer
 
@@ -18,6 +19,28 @@ __all__ = ["Adam"]
 def _lerp_(t: Tensor, end: Tensor, weight: float) -> Tensor:
     # torch's lerp_ (one op: its formula switches at weight 0.5 to stay accurate near both ends)
     return t.lerp_(end, weight)
+
+
+def _traced_update(p: Tensor, grad: Tensor, state: dict[str, Any], group: dict[str, Any],
+                   lr: Any) -> None:
+    """The end of Adam's update while jit traces it: the step counter is a tensor, so the bias
+    corrections are computed by the program (in float64, as eager mode's Python floats, then
+    rounded to the parameter's dtype where eager mode's scalars are)."""
+    beta1, beta2 = group["betas"]
+    step = state["step"].to(dtypes.float64)
+    bias_correction1 = 1 - beta1 ** step
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    if isinstance(lr, Tensor):  # (eager: a float32 tensor divided by a Python float)
+        step_size = lr / bias_correction1.to(lr.dtype)
+    else:
+        step_size = lr / bias_correction1
+    sq = state["exp_avg_sq"]
+    if group["amsgrad"]:
+        max_sq = state["max_exp_avg_sq"]
+        max_sq.copy_(maximum(max_sq, sq))
+        sq = max_sq
+    denom = (sq.sqrt() / bias_correction2_sqrt.to(p.dtype)).add_(group["eps"])
+    p.sub_(state["exp_avg"] / denom * step_size.to(p.dtype))
 
 
 class Adam(Optimizer):
@@ -91,11 +114,12 @@ class Adam(Optimizer):
                     "through view_as_real, which jitgrad does not have)")
             state = self.state[p]
             if len(state) == 0:
-                state["step"] = tensor(0.0, dtype=dtypes.float32)
-                state["exp_avg"] = zeros_like(p)
-                state["exp_avg_sq"] = zeros_like(p)
-                if group["amsgrad"]:
-                    state["max_exp_avg_sq"] = zeros_like(p)
+                with _compiling.eager():  # (compiled: real tensors that the program updates)
+                    state["step"] = tensor(0.0, dtype=dtypes.float32)
+                    state["exp_avg"] = zeros_like(p)
+                    state["exp_avg_sq"] = zeros_like(p)
+                    if group["amsgrad"]:
+                        state["max_exp_avg_sq"] = zeros_like(p)
             grad = -p.grad if group["maximize"] else p.grad
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t.add_(1)
@@ -106,6 +130,9 @@ class Adam(Optimizer):
                     grad = grad.add(p, alpha=weight_decay)
             _lerp_(exp_avg, grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad.conj(), value=1 - beta2)
+            if _compiling.trace() is not None:
+                _traced_update(p, grad, state, group, lr)
+                continue
             step = step_t.item()
             bias_correction1 = 1 - beta1 ** step
             bias_correction2 = 1 - beta2 ** step

@@ -11,8 +11,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from . import _compiling
 from ._lr_base import (EPOCH_DEPRECATION_WARNING, LRScheduler, _lambda_state, _load_lambda_state,
-                       _lrs, _per_group)
+                       _lrs, _per_group, _set_group_lr)
 from .optimizer import Optimizer
 
 __all__ = ["LambdaLR", "StepLR", "MultiStepLR", "ExponentialLR", "CosineAnnealingLR",
@@ -217,6 +218,9 @@ class ReduceLROnPlateau(LRScheduler):
 
     def step(self, metrics: Any, epoch: int | None = None) -> None:  # type: ignore[override]
         """Records ``metrics`` for this epoch and reduces the learning rate when it plateaus."""
+        if _compiling.defer_scheduler_step(self, metrics,
+                                           *(() if epoch is None else (epoch,))):
+            return
         current = float(metrics)
         if epoch is None:
             epoch = self.last_epoch + 1
@@ -251,7 +255,7 @@ class ReduceLROnPlateau(LRScheduler):
             old_lr = float(group["lr"])
             new_lr = max(old_lr * self.factor, self.min_lrs[i])
             if old_lr - new_lr > self.eps:
-                group["lr"] = new_lr
+                _set_group_lr(group, new_lr)
 
     @property
     def in_cooldown(self) -> bool:

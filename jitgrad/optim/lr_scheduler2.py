@@ -12,7 +12,8 @@ from collections.abc import Callable, Sequence
 from functools import partial
 from typing import Any
 
-from ._lr_base import LRScheduler, _lrs
+from . import _compiling
+from ._lr_base import LRScheduler, _lrs, _set_group_lr
 from .lr_scheduler1 import ReduceLROnPlateau
 from .optimizer import Optimizer
 
@@ -265,7 +266,7 @@ class CyclicLR(LRScheduler):
         base_lrs = _format_param("base_lr", optimizer, base_lr)
         if last_epoch == -1:
             for lr, group in zip(base_lrs, optimizer.param_groups, strict=True):
-                group["lr"] = lr
+                _set_group_lr(group, lr)
         self.max_lrs = _format_param("max_lr", optimizer, max_lr)
         up = float(step_size_up)
         down = float(step_size_down) if step_size_down is not None else up
@@ -413,7 +414,7 @@ class SequentialLR(_Composite):
         self.last_epoch = last_epoch + 1
         self.optimizer = optimizer
         for group in optimizer.param_groups:
-            group["lr"] = group["initial_lr"]
+            _set_group_lr(group, group["initial_lr"])
         self.recursive_undo()
         idx = bisect_right(self._milestones, 0)
         self._schedulers[idx]._initial_step()
@@ -430,6 +431,8 @@ class SequentialLR(_Composite):
 
     def step(self) -> None:  # type: ignore[override]
         """Advances the scheduler of the current phase (restarting the next at a milestone)."""
+        if _compiling.defer_scheduler_step(self):
+            return
         self.last_epoch += 1
         idx = bisect_right(self._milestones, self.last_epoch)
         scheduler = self._schedulers[idx]
@@ -462,6 +465,8 @@ class ChainedScheduler(_Composite):
 
     def step(self) -> None:  # type: ignore[override]
         """Steps each scheduler in turn."""
+        if _compiling.defer_scheduler_step(self):
+            return
         for s in self._schedulers:
             s.step()
         self._last_lr = _lrs(self._schedulers[-1].optimizer)

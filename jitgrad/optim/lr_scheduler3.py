@@ -8,7 +8,9 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from ._lr_base import LRScheduler, _lambda_state, _load_lambda_state, _lrs, _per_group
+from . import _compiling
+from ._lr_base import (LRScheduler, _lambda_state, _load_lambda_state, _lrs, _per_group,
+                       _set_group_lr)
 from .optimizer import Optimizer
 
 __all__ = ["ConstantLR", "MultiplicativeLR", "CosineAnnealingWarmRestarts"]
@@ -121,6 +123,8 @@ class CosineAnnealingWarmRestarts(LRScheduler):
 
     def step(self, epoch: float | None = None) -> None:
         """Advances one step, or jumps to ``epoch`` (which may be fractional)."""
+        if _compiling.defer_scheduler_step(self, *(() if epoch is None else (epoch,))):
+            return
         if epoch is None and self.last_epoch < 0:
             epoch = 0
         if epoch is None:
@@ -149,5 +153,5 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         finally:
             self._get_lr_called_within_step = False
         for group, lr in zip(self.optimizer.param_groups, values, strict=True):
-            group["lr"] = lr
+            _set_group_lr(group, lr)
         self._last_lr = _lrs(self.optimizer)

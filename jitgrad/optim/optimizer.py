@@ -15,6 +15,7 @@ from ..ops import registry
 from ..ops.creation import tensor
 from ..tensor import Tensor
 from ..nn.module import _typename, zero_grads
+from . import _compiling
 from ._optimizer_hooks import (OptimizerHooks, register_optimizer_step_post_hook,
                                register_optimizer_step_pre_hook)
 
@@ -211,6 +212,7 @@ class Optimizer(OptimizerHooks):
     def step(self, closure: Callable[[], Any] | None = None) -> Any:
         """Performs one optimization step; ``closure`` re-evaluates the loss (run with grad)."""
         loss = None
+        _compiling.check_not_deferred(self)
         if closure is not None:
             with enable_grad():
                 loss = closure()
@@ -219,6 +221,7 @@ class Optimizer(OptimizerHooks):
                 if registry.sparse_live and not self._sparse_grads:
                     self._refuse_sparse(group)
                 self._update_group(group)
+                _compiling.track(self, group)  # (only while jit traces the step)
         return loss
 
     # Whether the update takes sparse gradients (SGD, Adagrad, SparseAdam); the others raise

@@ -7,6 +7,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ops.creation import tensor, zeros_like
+from . import _compiling
 from ._flags import check_flags
 from .adam import _lerp_
 from .optimizer import Optimizer
@@ -67,12 +68,13 @@ class RMSprop(Optimizer):
                 raise NotImplementedError("jitgrad's RMSprop supports real parameters only")
             state = self.state[p]
             if len(state) == 0:
-                state["step"] = tensor(0.0, dtype=dtypes.float32)
-                state["square_avg"] = zeros_like(p)
-                if momentum > 0:
-                    state["momentum_buffer"] = zeros_like(p)
-                if group["centered"]:
-                    state["grad_avg"] = zeros_like(p)
+                with _compiling.eager():  # (compiled: real tensors that the program updates)
+                    state["step"] = tensor(0.0, dtype=dtypes.float32)
+                    state["square_avg"] = zeros_like(p)
+                    if momentum > 0:
+                        state["momentum_buffer"] = zeros_like(p)
+                    if group["centered"]:
+                        state["grad_avg"] = zeros_like(p)
             grad = -p.grad if group["maximize"] else p.grad
             square_avg = state["square_avg"]
             state["step"].add_(1)
@@ -89,6 +91,6 @@ class RMSprop(Optimizer):
             if momentum > 0:
                 buf = state["momentum_buffer"]
                 buf.mul_(momentum).add_(grad / avg)
-                p.add_(buf, alpha=-lr)
+                _compiling.sub_scaled_(p, buf, lr)
             else:
                 p.add_(grad * (-lr) / avg)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from ..ops.creation import zeros_like
+from . import _compiling
 from ._flags import check_flags
 from .optimizer import Optimizer
 
@@ -72,10 +74,25 @@ class SGD(Optimizer):
             if momentum != 0:
                 state = self.state[p]
                 buf = state.get("momentum_buffer")
-                if buf is None:
+                first = buf is None and dampening != 0
+                if buf is None and _compiling.trace() is not None:
+                    # compiled: the buffer is made eagerly (the program updates it in place).
+                    # Without dampening, momentum * 0 + grad is grad: one program serves the
+                    # first step and the later ones; with it, the first step's program copies
+                    # the grad, and a guard retraces the next call.
+                    if first:
+                        _compiling.trace().note_guard("whether an SGD momentum buffer exists",
+                                                      lambda s=state: "momentum_buffer" in s)
+                    with _compiling.eager():
+                        buf = state["momentum_buffer"] = zeros_like(p)
+                    if first:
+                        buf.copy_(grad)
+                    else:
+                        buf.mul_(momentum).add_(grad, alpha=1 - dampening)
+                elif buf is None:
                     buf = grad.detach().clone()
                     state["momentum_buffer"] = buf
                 else:
                     buf.mul_(momentum).add_(grad, alpha=1 - dampening)
                 grad = grad.add(buf, alpha=momentum) if nesterov else buf
-            p.add_(grad, alpha=-lr)
+            _compiling.sub_scaled_(p, grad, lr)
