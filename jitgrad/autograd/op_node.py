@@ -47,6 +47,25 @@ class OpNode(Node):
     def name(self) -> str:
         return self.op.node_name
 
+    def _graph_edges(self) -> tuple:
+        # torch lists the inputs its derivative formulas name: none for an input without a
+        # rule (a VJP tuple's None: where's condition, gather's index) and, but for pointwise
+        # ops (``x / count`` keeps its integer operand's edge), none for an integer or bool
+        # tensor (an index, a target) or a sequence holding tensors (an advanced index)
+        edges = Node.next_functions.fget(self)
+        inputs = self._inputs
+        if inputs is None or len(inputs) != len(edges):
+            return edges
+        vjp = self.op.vjp
+        rules = vjp if type(vjp) is tuple and len(vjp) == len(edges) else None
+        by_dtype = self.op.kind != registry.POINTWISE
+        return tuple(e for i, (e, v) in enumerate(zip(edges, inputs))
+                     if not (rules is not None and rules[i] is None or
+                             by_dtype and _not_differentiable(v)))
+
+    next_functions = property(_graph_edges, Node.next_functions.fset,
+                              doc=Node.next_functions.__doc__)
+
     @staticmethod
     def record(op: registry.OpDef, args: tuple, params: dict, outputs: tuple) -> OpNode:
         """Creates the node of one op call and makes it the ``grad_fn`` of its outputs."""
@@ -84,7 +103,7 @@ class OpNode(Node):
                 else:
                     inputs.append(_meta(shape, a._dtype))
             i += 1
-        node = _new_object(OpNode)
+        node = _new_object(OpNode)  # (made an instance of the op's own class at the end)
         node._next = node._needs = edges  # (an input needs a gradient iff it has an edge)
         node._seq = next(_sequence)
         node._freed = False
@@ -118,6 +137,10 @@ class OpNode(Node):
                         (flags is None or flags[i]):
                     o._grad_fn = node
                     o._output_nr = i
+        # the op's own class (named as torch's node), set last: the attribute stores above
+        # stay specialized for one class (per-op classes there cost 2-3x more per store)
+        cls = op.node_class
+        node.__class__ = cls if cls is not None else _node_classes(op)[0]
         if _anomaly.enabled:
             _anomaly.record(node)
         return node
@@ -234,6 +257,7 @@ class UniformNode(OpNode):
     """
 
     __slots__ = ("_versions", "_key")
+    next_functions = Node.next_functions  # (its inputs are all of one floating dtype)
     # the same for every uniform node (class-level: not set per record)
     params = _NO_PARAMS
     n_outputs = 1
@@ -270,7 +294,7 @@ class UniformNode(OpNode):
         plan = SAVE_PLANS[op].get(mask)
         if plan is None:
             plan = _save_plan(op, edges)
-        node = _new_object(UniformNode)
+        node = _new_object(UniformNode)  # (its op's own class at the end: see below)
         if not plan:
             node._inputs = node._versions = None
         elif plan is _ALL:
@@ -305,6 +329,8 @@ class UniformNode(OpNode):
         # (an input needs a gradient, so it is floating or complex, and so is the result: one
         # dtype throughout)
         result._grad_fn = node
+        cls = op.uniform_node_class  # its op's own class, set last (see OpNode.record)
+        node.__class__ = cls if cls is not None else _node_classes(op)[1]
         if _anomaly.enabled:
             _anomaly.record(node)
         return node
@@ -402,6 +428,33 @@ def _save_output(tensor: Any, output_nr: int) -> SavedTensor:
     s = _save(tensor, True)
     s._output_nr = output_nr
     return s
+
+
+def _not_differentiable(v: Any) -> bool:
+    """Whether a recorded input ``v`` (a ``SavedTensor``, a ``Meta`` or a literal) is a tensor
+    no gradient flows to: integer or bool, or a sequence holding tensors."""
+    t = type(v)
+    if t is SavedTensor:
+        dt = v._dtype
+    elif t is registry.Meta:
+        dt = v.dtype
+    elif t is tuple or t is list:
+        return any(isinstance(x, (registry.Tensor, SavedTensor)) for x in v)
+    else:
+        return False
+    return not (dt.is_floating_point or dt.is_complex)
+
+
+def _node_classes(op: registry.OpDef) -> tuple[type, type]:
+    """The node classes of ``op``, an ``OpNode`` and a ``UniformNode`` subclass both named
+    its ``node_name`` as torch's (``type(y.grad_fn).__name__ == "MulBackward0"``): made once
+    and kept on the OpDef (no ``__dict__`` of their own: records stay as light)."""
+    if op.node_class is None:
+        name = op.node_name
+        attrs = {"__slots__": (), "__module__": "builtins", "__qualname__": name}
+        op.node_class = type(name, (OpNode,), dict(attrs))
+        op.uniform_node_class = type(name, (UniformNode,), dict(attrs))
+    return op.node_class, op.uniform_node_class
 
 
 def _record_general(op: registry.OpDef, a: Any, b: Any, result: Any) -> OpNode | None:

@@ -53,7 +53,9 @@ def saved_attribute(node: Any, name: str) -> Any:
 
 
 def _is_uniform(node: Any) -> bool:
-    return type(node).__name__ == "UniformNode"
+    from .op_node import UniformNode  # (op_node imports this module)
+
+    return isinstance(node, UniformNode)
 
 
 def _input_meta(node: Any, i: int) -> Any:

@@ -89,7 +89,7 @@ class OpDef:
                  "passthrough", "involution", "nondeterministic", "graph_impl", "public",
                  "outputs_requiring_grad", "contiguous_fallback", "saved_names",
                  "saved_indices", "index_map", "batch", "program", "autocast",
-                 "check_operands")
+                 "check_operands", "node_class", "uniform_node_class")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -102,6 +102,9 @@ class OpDef:
                  check_operands=None):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
+        # the classes of its autograd nodes, named node_name as torch's (made by
+        # ``autograd.op_node`` on the op's first record)
+        self.node_class = self.uniform_node_class = None
         self.kind = kind
         self.impl = impl
         self.meta = meta
