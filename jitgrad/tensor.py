@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import _config, dtypes
 from .device import device as _device
 from .device import cpu as _cpu
 from ._cuda_array import TO_NUMPY as _TO_NUMPY
@@ -393,6 +393,7 @@ class Tensor:
         return self.item()
 
     def __float__(self) -> float:
+        _scalar_of_grad(self)  # (torch warns on float and complex, not int, bool or item)
         return float(self._python_scalar())
 
     def __int__(self) -> int:
@@ -405,6 +406,7 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self) -> complex:
+        _scalar_of_grad(self)
         return complex(self._python_scalar())
 
     def __bool__(self) -> bool:
@@ -521,6 +523,13 @@ def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
     if requires_grad:
         t._requires_grad = True
     return t
+
+
+def _scalar_of_grad(t: Tensor) -> None:
+    if registry.state.grad_enabled and t.requires_grad:  # torch's warning, once per process
+        _config.warn_once("scalar_of_grad", "Converting a tensor with requires_grad=True to a "
+                          "scalar may lead to unexpected behavior.\nConsider using "
+                          "tensor.detach() first.", stacklevel=3)
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:
