@@ -233,7 +233,7 @@ def warn_once_again():
     _config.WARNED.discard("scalar_of_grad")
 
 
-@pytest.mark.parametrize("convert", [float, complex, lambda t: "%f" % t])
+@pytest.mark.parametrize("convert", [float, complex, lambda t: "%f" % t])  # noqa: UP031
 def test_float_of_a_tensor_requiring_grad_warns_once(convert, warn_once_again):
     z = jitgrad.ones(3, requires_grad=True).sum()
     with warnings.catch_warnings(record=True) as seen:
