@@ -56,11 +56,12 @@ class OpNode(Node):
         inputs = self._inputs
         if inputs is None or len(inputs) != len(edges):
             return edges
-        vjp = self.op.vjp
-        rules = vjp if type(vjp) is tuple and len(vjp) == len(edges) else None
-        by_dtype = self.op.kind != registry.POINTWISE
+        op = self.op
+        rules = op.vjp if type(op.vjp) is tuple and len(op.vjp) == len(edges) else None
+        by_dtype = op.kind != registry.POINTWISE
         return tuple(e for i, (e, v) in enumerate(zip(edges, inputs))
                      if not (rules is not None and rules[i] is None or
+                             i in op.non_differentiable or
                              by_dtype and _not_differentiable(v)))
 
     next_functions = property(_graph_edges, Node.next_functions.fset,

@@ -201,11 +201,9 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, stride: 
                            f". Calculated output size per channel: "
                            f"({' x '.join(map(str, size))}). Output size is too small")
     # the gradient of a convolution with respect to its input: (N, C_in) -> (N, C_out)
-    out = _conv_ops._grad_input(x, weight, size, stride=stride,
-                                padding=tuple((q, q) for q in padding), dilation=dilation,
-                                groups=groups)
-    if bias is not None:
-        out = out + bias.reshape((1, -1) + (1,) * n)
+    out = _conv_ops.conv_transpose(x, weight, bias, size, stride=stride,
+                                   padding=tuple((q, q) for q in padding), dilation=dilation,
+                                   groups=groups)
     return out if batched else out.squeeze(0)
 
 
