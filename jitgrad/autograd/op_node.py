@@ -43,6 +43,7 @@ class OpNode(Node):
 
     __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed",
                  "n_outputs")
+    _uniform = False  # (a UniformNode, whatever the op's class is named)
 
     def name(self) -> str:
         return self.op.node_name
@@ -259,6 +260,7 @@ class UniformNode(OpNode):
 
     __slots__ = ("_versions", "_key")
     next_functions = Node.next_functions  # (its inputs are all of one floating dtype)
+    _uniform = True
     # the same for every uniform node (class-level: not set per record)
     params = _NO_PARAMS
     n_outputs = 1

@@ -53,9 +53,7 @@ def saved_attribute(node: Any, name: str) -> Any:
 
 
 def _is_uniform(node: Any) -> bool:
-    from .op_node import UniformNode  # (op_node imports this module)
-
-    return isinstance(node, UniformNode)
+    return node._uniform  # (a class attribute: UniformNode's True, OpNode's False)
 
 
 def _input_meta(node: Any, i: int) -> Any:
