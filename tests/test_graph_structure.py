@@ -297,10 +297,6 @@ def _module_cases():
         "layer_norm": lambda lib: (lib.nn.LayerNorm(4), (2, 3, 4), None),
         "embedding": lambda lib: (lib.nn.Embedding(5, 3), None,
                                   lambda m, x: m(lib.tensor([[0, 4], [2, 2]]))),
-        "lstm_step": lambda lib: (lib.nn.LSTM(4, 3), (1, 2, 4), lambda m, x: m(x)[0]),
-        "gru_step": lambda lib: (lib.nn.GRU(4, 3), (1, 2, 4), lambda m, x: m(x)[0]),
-        "lstm_cell": lambda lib: (lib.nn.LSTMCell(4, 3), (2, 4), lambda m, x: m(x)[0]),
-        "gru_cell": lambda lib: (lib.nn.GRUCell(4, 3), (2, 4), None),
         "multihead_attention": lambda lib: (lib.nn.MultiheadAttention(4, 2), (3, 2, 4),
                                             lambda m, x: m(x, x, x)[0]),
         "cross_entropy": lambda lib: (lib.nn.CrossEntropyLoss(), (3, 5),
@@ -315,12 +311,6 @@ MODULES = _module_cases()
 
 # module case -> why jitgrad's graph differs from torch's
 MODULE_KNOWN = {
-    "lstm_step": "torch's LSTM cell adds the hidden projection first, splits the gates with one "
-                 "UnsafeSplitBackward0 (4 outputs); jitgrad slices them (SliceBackward0 each)",
-    "lstm_cell": "as lstm_step: torch's one UnsafeSplitBackward0 for the gates, jitgrad's slices",
-    "gru_step": "torch's GRU cell splits both projections with UnsafeSplitBackward0 and computes "
-                "(h - n) * z + n in place; jitgrad slices and computes (1 - z) * n + z * h",
-    "gru_cell": "as gru_step",
     "multihead_attention": "torch's fused in-projection and its bmm/baddbmm path record other "
                            "views (ReshapeAliasBackward0, UnsafeViewBackward0, CloneBackward0) "
                            "than jitgrad's composite",
