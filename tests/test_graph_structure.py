@@ -336,3 +336,19 @@ def test_module_graph_matches_torch(name):
         assert j != t, f"{name} now records torch's graph: take it out of MODULE_KNOWN"
     else:
         assert j == t
+
+
+def test_post_hooks_see_the_grad_inputs_next_functions_lists():
+    def run(lib):
+        x = lib.tensor([1.0, -2.0, 3.0], dtype=lib.float64, requires_grad=True)
+        idx = lib.tensor([2, 0])
+        seen = {}
+        y = lib.where(x > 0, x, x * 2)
+        y.grad_fn.register_hook(lambda gi, go: seen.update(where=len(gi)) or (gi[0] * 10, gi[1]))
+        z = x.gather(0, idx)
+        z.grad_fn.register_hook(lambda gi, go: seen.update(gather=len(gi)))
+        (y.sum() + z.sum()).backward()
+        return seen, x.grad.numpy()
+    (js, jg), (ts, tg) = run(jitgrad), run(torch)
+    assert js == ts == {"where": 2, "gather": 1}
+    np.testing.assert_allclose(jg, tg)

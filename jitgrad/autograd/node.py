@@ -60,6 +60,10 @@ class Node:
     def name(self) -> str:
         return type(self).__name__
 
+    def _graph_positions(self) -> tuple | None:
+        """The inputs that ``next_functions`` lists (and a post-hook sees), None for all."""
+        return None
+
     @property
     def metadata(self) -> dict:
         if self._metadata is None:

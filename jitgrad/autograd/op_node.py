@@ -48,22 +48,29 @@ class OpNode(Node):
     def name(self) -> str:
         return self.op.node_name
 
-    def _graph_edges(self) -> tuple:
-        # torch lists the inputs its derivative formulas name: none for an input without a
-        # rule (a VJP tuple's None: where's condition, gather's index) and, but for pointwise
-        # ops (``x / count`` keeps its integer operand's edge), none for an integer or bool
-        # tensor (an index, a target) or a sequence holding tensors (an advanced index)
-        edges = Node.next_functions.fget(self)
+    def _graph_positions(self) -> tuple | None:
+        """The inputs torch's node lists (``next_functions``, a post-hook's ``grad_inputs``),
+        or None for all: torch lists the inputs its derivative formulas name, so none for an
+        input without a rule (a VJP tuple's None: where's condition, gather's index), one the
+        op declares ``non_differentiable`` and, but for pointwise ops (``x / count`` keeps its
+        integer operand's edge), an integer or bool tensor (an index, a target) or a sequence
+        holding tensors (an advanced index)."""
         inputs = self._inputs
-        if inputs is None or len(inputs) != len(edges):
-            return edges
+        if inputs is None or len(inputs) != len(self._next):
+            return None
         op = self.op
-        rules = op.vjp if type(op.vjp) is tuple and len(op.vjp) == len(edges) else None
+        rules = op.vjp if type(op.vjp) is tuple and len(op.vjp) == len(inputs) else None
         by_dtype = op.kind != registry.POINTWISE
-        return tuple(e for i, (e, v) in enumerate(zip(edges, inputs))
+        keep = tuple(i for i, v in enumerate(inputs)
                      if not (rules is not None and rules[i] is None or
                              i in op.non_differentiable or
                              by_dtype and _not_differentiable(v)))
+        return None if len(keep) == len(inputs) else keep
+
+    def _graph_edges(self) -> tuple:
+        edges = Node.next_functions.fget(self)
+        keep = self._graph_positions()
+        return edges if keep is None else tuple(edges[i] for i in keep)
 
     next_functions = property(_graph_edges, Node.next_functions.fset,
                               doc=Node.next_functions.__doc__)
@@ -260,6 +267,9 @@ class UniformNode(OpNode):
 
     __slots__ = ("_versions", "_key")
     next_functions = Node.next_functions  # (its inputs are all of one floating dtype)
+
+    def _graph_positions(self) -> None:
+        return None
     _uniform = True
     # the same for every uniform node (class-level: not set per record)
     params = _NO_PARAMS
