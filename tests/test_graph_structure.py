@@ -25,10 +25,6 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 KNOWN = {
     "getitem": "x[1:, idx]: torch records the basic slice as its own SliceBackward0 under "
                "IndexBackward0; jitgrad folds the slice into one IndexBackward0",
-    "linalg.matrix_norm": "ord=1/inf: torch takes a LinalgVectorNormBackward0 (abs-sum in one "
-                          "node); jitgrad composes AbsBackward0 + SumBackward1",
-    "linalg.norm": "matrix ord=1/inf as linalg.matrix_norm: AbsBackward0 + SumBackward1 where "
-                   "torch has one LinalgVectorNormBackward0",
     "linalg.matrix_norm_svd": "ord=2/-2: torch permutes and reads output 1 (S) of a full "
                               "LinalgSvdBackward0; jitgrad takes the singular values directly",
     "linalg.svdvals": "torch's svdvals is output 1 (S) of LinalgSvdBackward0; jitgrad's node has "
