@@ -107,3 +107,11 @@ def warn_once(key: str, text: str, stacklevel: int = 3) -> None:
         import warnings
 
         warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
+
+
+def scalar_of_grad(warn: bool) -> None:
+    """torch's warning (once per process) when ``float()`` or ``complex()`` converts a tensor
+    requiring grad with grad mode on (``warn``); ``int``, ``bool`` and ``item`` do not warn."""
+    if warn:
+        warn_once("scalar_of_grad", "Converting a tensor with requires_grad=True to a scalar "
+                  "may lead to unexpected behavior.\nConsider using tensor.detach() first.")

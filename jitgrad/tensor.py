@@ -393,7 +393,7 @@ class Tensor:
         return self.item()
 
     def __float__(self) -> float:
-        _scalar_of_grad(self)  # (torch warns on float and complex, not int, bool or item)
+        _config.scalar_of_grad(registry.state.grad_enabled and self.requires_grad)
         return float(self._python_scalar())
 
     def __int__(self) -> int:
@@ -406,7 +406,7 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self) -> complex:
-        _scalar_of_grad(self)
+        _config.scalar_of_grad(registry.state.grad_enabled and self.requires_grad)
         return complex(self._python_scalar())
 
     def __bool__(self) -> bool:
@@ -523,13 +523,6 @@ def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
     if requires_grad:
         t._requires_grad = True
     return t
-
-
-def _scalar_of_grad(t: Tensor) -> None:
-    if registry.state.grad_enabled and t.requires_grad:  # torch's warning, once per process
-        _config.warn_once("scalar_of_grad", "Converting a tensor with requires_grad=True to a "
-                          "scalar may lead to unexpected behavior.\nConsider using "
-                          "tensor.detach() first.", stacklevel=3)
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

@@ -45,8 +45,9 @@ KNOWN = {
                 "AddBackward0 with a None edge",
     "linalg.matrix_power": "batched n=-2: torch's matmul reshapes the expanded operands with "
                            "ReshapeAliasBackward0 where jitgrad's records ViewBackward0",
-    "fft.fft": "torch's composite reads .real/.imag of a complex result through "
-               "ViewAsRealBackward0 + SelectBackward0; jitgrad has RealBackward0/ImagBackward0",
+    "fft.fft": "the record reads .real/.imag of the complex result: torch records each as "
+               "SelectBackward0 over ViewAsRealBackward0, jitgrad as one RealBackward0/"
+               "ImagBackward0 node",
     "fft.fft_complex": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
     "fft.ifft": "real/imag parts as fft.fft, and torch conjugates twice (ConjBackward0 x2, "
                 "NegViewBackward0) where jitgrad conjugates once",
