@@ -40,7 +40,7 @@ KNOWN = {
     "cosine_similarity": "torch's composite clamps and clones the norms (CloneBackward0) and "
                          "divides the inputs directly; jitgrad expands the inputs and adds eps",
     "pairwise_distance": "x - y + eps: torch adds a Scalar (AddBackward1, one edge); jitgrad "
-                         "adds a 0-d tensor (AddBackward0 with a None edge)",
+                         "records AddBackward0 with a None edge for eps (no scalar-add op)",
     "rms_norm": "mean + eps: torch adds a Scalar (AddBackward1, one edge); jitgrad records "
                 "AddBackward0 with a None edge",
     "linalg.matrix_power": "batched n=-2: torch's matmul reshapes the expanded operands with "
