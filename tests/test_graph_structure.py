@@ -32,8 +32,6 @@ KNOWN = {
     "linalg.lu": "torch numbers only differentiable outputs (L is output_nr 0, U 1, P has none); "
                  "jitgrad numbers every output (P is 0)",
     "lu_unpack": "as linalg.lu: torch's output_nr counts only the differentiable outputs",
-    "conv2d": "padding='same' with an even kernel: torch pads the input first "
-              "(ConstantPadNdBackward0); jitgrad pads inside the ConvolutionBackward0",
     "copy_": "torch's name() of the C++ node is 'torch::autograd::CopyBackwards'; jitgrad's is "
              "'CopyBackwards' (its repr and class name are the same in both)",
     "copy_slices": "torch's name() is 'torch::autograd::CopySlices'; jitgrad's is 'CopySlices'",

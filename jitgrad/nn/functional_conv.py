@@ -101,6 +101,11 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, paddi
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
             f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater "
             "than actual input size")
+    if any(lo != hi for lo, hi in pads):  # 'same', even kernel: torch pads the extra first
+        from ._functional_core import pad
+
+        x = pad(x, tuple(v for lo, hi in reversed(pads) for v in (0, hi - lo)))
+        pads = tuple((lo, lo) for lo, _ in pads)
     out = _conv_ops.convolution(x, weight, bias, stride, pads, dilation, groups)
     if batched and n in (2, 3) and (_channels_last(input) or _channels_last(weight)):
         out = out.contiguous(memory_format=_CL[n])  # (torch's output follows that layout)
