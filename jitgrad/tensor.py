@@ -205,7 +205,8 @@ class Tensor:
     def grad_fn(self):
         if self._base is not None and self._vc[0] != self._view_version:
             _refresh_view(self)
-        return self._grad_fn
+        fn = self._grad_fn  # (an op's node gets its class named as torch's when first seen)
+        return fn if fn is None or fn._named else fn._named_as_torch()
 
     @property
     def is_leaf(self) -> bool:

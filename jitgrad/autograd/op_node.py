@@ -44,6 +44,17 @@ class OpNode(Node):
     __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed",
                  "n_outputs")
     _uniform = False  # (a UniformNode, whatever the op's class is named)
+    _named = False  # (an instance of the op's own class, named as torch's node: True)
+
+    def _named_as_torch(self) -> OpNode:
+        """Makes this node an instance of its op's own class, named as torch's node
+        (``type(y.grad_fn).__name__ == "MulBackward0"``), and returns it. Done when a user
+        first sees it (``grad_fn``, ``next_functions``, a gradient edge), not when it is
+        recorded: the record's attribute stores stay specialized for one class, and a
+        backward nobody looked at runs on the two base classes."""
+        cls = _node_classes(self.op)[1 if self._uniform else 0]
+        self.__class__ = cls
+        return self
 
     def name(self) -> str:
         return self.op.node_name
@@ -112,7 +123,7 @@ class OpNode(Node):
                 else:
                     inputs.append(_meta(shape, a._dtype))
             i += 1
-        node = _new_object(OpNode)  # (made an instance of the op's own class at the end)
+        node = _new_object(OpNode)  # (its op's own class when first seen: _named_as_torch)
         node._next = node._needs = edges  # (an input needs a gradient iff it has an edge)
         node._seq = next(_sequence)
         node._freed = False
@@ -146,10 +157,6 @@ class OpNode(Node):
                         (flags is None or flags[i]):
                     o._grad_fn = node
                     o._output_nr = i
-        # the op's own class (named as torch's node), set last: the attribute stores above
-        # stay specialized for one class (per-op classes there cost 2-3x more per store)
-        cls = op.node_class
-        node.__class__ = cls if cls is not None else _node_classes(op)[0]
         if _anomaly.enabled:
             _anomaly.record(node)
         return node
@@ -307,7 +314,7 @@ class UniformNode(OpNode):
         plan = SAVE_PLANS[op].get(mask)
         if plan is None:
             plan = _save_plan(op, edges)
-        node = _new_object(UniformNode)  # (its op's own class at the end: see below)
+        node = _new_object(UniformNode)
         if not plan:
             node._inputs = node._versions = None
         elif plan is _ALL:
@@ -342,8 +349,6 @@ class UniformNode(OpNode):
         # (an input needs a gradient, so it is floating or complex, and so is the result: one
         # dtype throughout)
         result._grad_fn = node
-        cls = op.uniform_node_class  # its op's own class, set last (see OpNode.record)
-        node.__class__ = cls if cls is not None else _node_classes(op)[1]
         if _anomaly.enabled:
             _anomaly.record(node)
         return node
@@ -464,7 +469,7 @@ def _node_classes(op: registry.OpDef) -> tuple[type, type]:
     and kept on the OpDef (no ``__dict__`` of their own: records stay as light)."""
     if op.node_class is None:
         name = op.node_name
-        attrs = {"__slots__": (), "__module__": "builtins", "__qualname__": name}
+        attrs = {"__slots__": (), "__module__": "builtins", "__qualname__": name, "_named": True}
         op.node_class = type(name, (OpNode,), dict(attrs))
         op.uniform_node_class = type(name, (UniformNode,), dict(attrs))
     return op.node_class, op.uniform_node_class
