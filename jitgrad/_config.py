@@ -99,3 +99,24 @@ def mpi_progress_thread() -> bool:
 # Not an environment flag: ``jitgrad.set_warn_always`` (torch's), read by the warnings jitgrad
 # otherwise gives once per process (the legacy linalg functions' deprecations).
 WARN_ALWAYS = [False]
+
+
+WARNED: set = set()  # the keys of the once-per-process warnings given so far
+
+
+def warn_once(key: str, text: str, stacklevel: int = 3) -> None:
+    """Gives ``text`` as a UserWarning the first time ``key`` is seen in the process (torch's
+    ``TORCH_WARN_ONCE``), or every time under ``set_warn_always(True)``."""
+    if key not in WARNED or WARN_ALWAYS[0]:
+        WARNED.add(key)
+        import warnings
+
+        warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
+
+
+def scalar_of_grad(warn: bool) -> None:
+    """torch's warning (once per process) when ``float()`` or ``complex()`` converts a tensor
+    requiring grad with grad mode on (``warn``); ``int``, ``bool`` and ``item`` do not warn."""
+    if warn:
+        warn_once("scalar_of_grad", "Converting a tensor with requires_grad=True to a scalar "
+                  "may lead to unexpected behavior.\nConsider using tensor.detach() first.")

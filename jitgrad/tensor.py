@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import _config, dtypes
 from .device import device as _device
 from .device import cpu as _cpu
 from ._cuda_array import TO_NUMPY as _TO_NUMPY
@@ -206,7 +206,8 @@ class Tensor:
     def grad_fn(self):
         if self._base is not None and self._vc[0] != self._view_version:
             _refresh_view(self)
-        return self._grad_fn
+        fn = self._grad_fn  # (an op's node gets its class named as torch's when first seen)
+        return fn if fn is None or fn._named else fn._named_as_torch()
 
     @property
     def is_leaf(self) -> bool:
@@ -394,6 +395,7 @@ class Tensor:
         return self.item()
 
     def __float__(self) -> float:
+        _config.scalar_of_grad(registry.state.grad_enabled and self.requires_grad)
         return float(self._python_scalar())
 
     def __int__(self) -> int:
@@ -406,6 +408,7 @@ class Tensor:
         return int(self.item())
 
     def __complex__(self) -> complex:
+        _config.scalar_of_grad(registry.state.grad_enabled and self.requires_grad)
         return complex(self._python_scalar())
 
     def __bool__(self) -> bool:

@@ -45,6 +45,33 @@ def _conv_ref(x, w, b=None, stride=1, padding=0, dilation=1, groups=1):
     return out[:, :, 0] if one_d else out
 
 
+def _conv_transpose_ref(x, w, b=None, stride=1, padding=0, output_padding=0, groups=1,
+                        dilation=1):
+    """Each input value scattered through the kernel (a direct loop, not col2im)."""
+    if x.ndim == w.ndim - 1:  # unbatched
+        return _conv_transpose_ref(x[None], w, b, stride, padding, output_padding, groups,
+                                   dilation)[0]
+    nd = w.ndim - 2
+    tup = (lambda v: (v,) * nd if isinstance(v, int) else tuple(v))  # noqa: E731
+    s, p, op, d = tup(stride), tup(padding), tup(output_padding), tup(dilation)
+    cin, og = w.shape[:2]
+    cg = cin // groups
+    size = [(n - 1) * ss - 2 * pp + dd * (k - 1) + oo + 1
+            for n, ss, pp, dd, k, oo in zip(x.shape[2:], s, p, d, w.shape[2:], op)]
+    full = np.zeros((x.shape[0], og * groups) + tuple(sz + 2 * pp for sz, pp in zip(size, p)))
+    for c in range(cin):
+        g = c // cg
+        for pos in np.ndindex(*x.shape[2:]):
+            for k in np.ndindex(*w.shape[2:]):
+                at = tuple(i * ss + kk * dd for i, ss, kk, dd in zip(pos, s, k, d))
+                full[(slice(None), slice(g * og, (g + 1) * og)) + at] += \
+                    x[(slice(None), c) + pos][:, None] * w[(c, slice(None)) + k]
+    out = full[(slice(None), slice(None)) + tuple(slice(pp, pp + sz) for pp, sz in zip(p, size))]
+    if b is not None:
+        out = out + b.reshape((1, -1) + (1,) * nd)
+    return out
+
+
 def _pair(v):
     return (v, v) if isinstance(v, int) else tuple(v)
 
@@ -138,6 +165,14 @@ def conv15_records() -> list:
         _s(_arr(2, 2, 6), _arr(3, 2, 3), _arr(3), name="bias"),
         _s(_arr(1, 4, 7), _arr(4, 2, 2), None, 2, 1, 2, 2, name="all"),
         _s(_arr(1, 2, 5), _arr(2, 2, 3), None, 1, "valid", name="valid"))
+    conv_t2d = _many(
+        _s(_arr(2, 2, 3, 3), _arr(2, 3, 2, 2), _arr(3), name="bias"),
+        _s(_arr(1, 2, 3, 4), _arr(2, 2, 3, 2), None, (2, 1), 1, (1, 0), name="stride_pad_out"),
+        _s(_arr(1, 4, 3, 3), _arr(4, 1, 2, 2), _arr(2), 1, 0, 0, 2, 2, name="groups_dilation"),
+        _s(_arr(2, 3, 3), _arr(2, 2, 2, 2), _arr(2), 2, name="unbatched"))
+    conv_t1d = _many(
+        _s(_arr(2, 2, 4), _arr(2, 3, 3), _arr(3), 2, 1, 1, name="all"),
+        _s(_arr(1, 4, 3), _arr(4, 1, 2), None, 1, 0, 0, 2, name="groups"))
     max_pool = _many(
         _s(_arr(2, 2, 4, 4), 2, name="k2"),
         _s(_arr(1, 2, 5, 5), 3, 2, 1, name="k3s2p1"),
@@ -158,6 +193,10 @@ def conv15_records() -> list:
            _arr(2), False, 0.1, 1e-3, name="eval"))
     return [OpInfo("conv2d", "nn.functional.conv2d", conv2d, _conv_ref, fn=F.conv2d, **_LOOSE),
             OpInfo("conv1d", "nn.functional.conv1d", conv1d, _conv_ref, fn=F.conv1d, **_LOOSE),
+            OpInfo("conv_transpose2d", "nn.functional.conv_transpose2d", conv_t2d,
+                   _conv_transpose_ref, fn=F.conv_transpose2d, **_LOOSE),
+            OpInfo("conv_transpose1d", "nn.functional.conv_transpose1d", conv_t1d,
+                   _conv_transpose_ref, fn=F.conv_transpose1d, **_LOOSE),
             OpInfo("max_pool2d", "nn.functional.max_pool2d", max_pool, _max_pool_ref,
                    fn=F.max_pool2d, gradgrad=False),
             OpInfo("avg_pool2d", "nn.functional.avg_pool2d", avg_pool, _avg_pool_ref,

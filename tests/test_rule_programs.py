@@ -56,7 +56,7 @@ def _run(op, arity: int, mask: int, dtype, seed: int) -> list:
     # an intermediate in front, so the op's inputs are non-leaves with their own nodes
     ins = [x * 1.0 if x.requires_grad else x for x in xs]
     y = registry.apply(op, *ins)
-    assert type(y.grad_fn) is UniformNode
+    assert isinstance(y.grad_fn, UniformNode)
     seed_grad = jitgrad.tensor(rng.uniform(-1, 1, (3, 4)), dtype=y.dtype)
     y.backward(seed_grad)
     return [arr(x.grad) if x.requires_grad else None for x in xs]
@@ -259,9 +259,9 @@ def test_program_cache_is_bounded(monkeypatch):
 def test_broadcasting_and_scalar_operands_take_the_general_record():
     x = jitgrad.ones(2, 3, requires_grad=True)
     b = jitgrad.ones(3, requires_grad=True)
-    assert type((x + b).grad_fn) is not UniformNode
-    assert type((x * 2.0).grad_fn) is not UniformNode
-    assert type((x * x).grad_fn) is UniformNode
+    assert not isinstance((x + b).grad_fn, UniformNode)
+    assert not isinstance((x * 2.0).grad_fn, UniformNode)
+    assert isinstance((x * x).grad_fn, UniformNode)
 
 
 def test_pycode_program_equals_the_interpreter_on_a_jit_graph():

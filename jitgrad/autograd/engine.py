@@ -390,11 +390,19 @@ def _call(node: Node, grads: list) -> tuple:
                 f"Error detected in {node.name()}. Traceback of forward call that caused the "
                 "error:\n" + "".join(node._anomaly_trace), UserWarning, stacklevel=2)
         raise
-    if node._post_hooks:
+    if node._post_hooks:  # (they see the grad_inputs of the inputs next_functions lists)
+        keep = node._graph_positions()
         for hook in list(node._post_hooks.values()):
-            new = hook(tuple(out), tuple(grads))
+            shown = tuple(out) if keep is None else tuple(out[i] for i in keep)
+            new = hook(shown, tuple(grads))
             if new is not None:
-                out = _check_node_hook_result(hook, new, tuple(out))
+                new = _check_node_hook_result(hook, new, shown)
+                if keep is None:
+                    out = new
+                else:
+                    out = list(out)
+                    for i, g in zip(keep, new):
+                        out[i] = g
     if _anomaly.enabled and _anomaly.check_nan:
         for i, g in enumerate(out):
             if g is not None and np.isnan(g._data).any():

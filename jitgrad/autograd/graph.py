@@ -28,7 +28,8 @@ def get_gradient_edge(tensor: Any) -> GradientEdge:
             "gradients")
     from .engine import gradient_edge
 
-    return GradientEdge(*gradient_edge(tensor))
+    node, nr = gradient_edge(tensor)
+    return GradientEdge(node if node._named else node._named_as_torch(), nr)
 
 
 class saved_tensors_hooks:  # noqa: N801 - torch's name

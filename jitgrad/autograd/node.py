@@ -51,14 +51,21 @@ class Node:
     def next_functions(self) -> tuple:
         """One ``(node, input_nr)`` per input of the forward op; ``(None, 0)`` for an input
         that does not require grad (as torch)."""
-        return tuple(_NO_EDGE if e is None else e for e in self._next)
+        return tuple(_NO_EDGE if e is None else e if e[0]._named else
+                     (e[0]._named_as_torch(), e[1]) for e in self._next)
 
     @next_functions.setter
     def next_functions(self, edges: tuple) -> None:
         self._next = tuple(None if e is None or e[0] is None else e for e in edges)
 
+    _named = True  # (an op's node: False until it is made an instance of its op's class)
+
     def name(self) -> str:
         return type(self).__name__
+
+    def _graph_positions(self) -> tuple | None:
+        """The inputs that ``next_functions`` lists (and a post-hook sees), None for all."""
+        return None
 
     @property
     def metadata(self) -> dict:

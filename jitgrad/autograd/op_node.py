@@ -43,9 +43,48 @@ class OpNode(Node):
 
     __slots__ = ("op", "params", "_inputs", "_out", "_out_meta", "_saved", "_needs", "_freed",
                  "n_outputs")
+    _uniform = False  # (a UniformNode, whatever the op's class is named)
+    _named = False  # (an instance of the op's own class, named as torch's node: True)
+
+    def _named_as_torch(self) -> OpNode:
+        """Makes this node an instance of its op's own class, named as torch's node
+        (``type(y.grad_fn).__name__ == "MulBackward0"``), and returns it. Done when a user
+        first sees it (``grad_fn``, ``next_functions``, a gradient edge), not when it is
+        recorded: the record's attribute stores stay specialized for one class, and a
+        backward nobody looked at runs on the two base classes."""
+        cls = _node_classes(self.op)[1 if self._uniform else 0]
+        self.__class__ = cls
+        return self
 
     def name(self) -> str:
         return self.op.node_name
+
+    def _graph_positions(self) -> tuple | None:
+        """The inputs torch's node lists (``next_functions``, a post-hook's ``grad_inputs``),
+        or None for all: torch lists the inputs its derivative formulas name, so none for an
+        input without a rule (a VJP tuple's None: where's condition, gather's index), one the
+        op declares ``non_differentiable`` and, but for pointwise ops (``x / count`` keeps its
+        integer operand's edge), an integer or bool tensor (an index, a target) or a sequence
+        holding tensors (an advanced index)."""
+        inputs = self._inputs
+        if inputs is None or len(inputs) != len(self._next):
+            return None
+        op = self.op
+        rules = op.vjp if type(op.vjp) is tuple and len(op.vjp) == len(inputs) else None
+        by_dtype = op.kind != registry.POINTWISE
+        keep = tuple(i for i, v in enumerate(inputs)
+                     if not (rules is not None and rules[i] is None or
+                             i in op.non_differentiable or
+                             by_dtype and _not_differentiable(v)))
+        return None if len(keep) == len(inputs) else keep
+
+    def _graph_edges(self) -> tuple:
+        edges = Node.next_functions.fget(self)
+        keep = self._graph_positions()
+        return edges if keep is None else tuple(edges[i] for i in keep)
+
+    next_functions = property(_graph_edges, Node.next_functions.fset,
+                              doc=Node.next_functions.__doc__)
 
     @staticmethod
     def record(op: registry.OpDef, args: tuple, params: dict, outputs: tuple) -> OpNode:
@@ -84,7 +123,7 @@ class OpNode(Node):
                 else:
                     inputs.append(_meta(shape, a._dtype))
             i += 1
-        node = _new_object(OpNode)
+        node = _new_object(OpNode)  # (its op's own class when first seen: _named_as_torch)
         node._next = node._needs = edges  # (an input needs a gradient iff it has an edge)
         node._seq = next(_sequence)
         node._freed = False
@@ -234,6 +273,11 @@ class UniformNode(OpNode):
     """
 
     __slots__ = ("_versions", "_key")
+    next_functions = Node.next_functions  # (its inputs are all of one floating dtype)
+
+    def _graph_positions(self) -> None:
+        return None
+    _uniform = True
     # the same for every uniform node (class-level: not set per record)
     params = _NO_PARAMS
     n_outputs = 1
@@ -402,6 +446,33 @@ def _save_output(tensor: Any, output_nr: int) -> SavedTensor:
     s = _save(tensor, True)
     s._output_nr = output_nr
     return s
+
+
+def _not_differentiable(v: Any) -> bool:
+    """Whether a recorded input ``v`` (a ``SavedTensor``, a ``Meta`` or a literal) is a tensor
+    no gradient flows to: integer or bool, or a sequence holding tensors."""
+    t = type(v)
+    if t is SavedTensor:
+        dt = v._dtype
+    elif t is registry.Meta:
+        dt = v.dtype
+    elif t is tuple or t is list:
+        return any(isinstance(x, (registry.Tensor, SavedTensor)) for x in v)
+    else:
+        return False
+    return not (dt.is_floating_point or dt.is_complex)
+
+
+def _node_classes(op: registry.OpDef) -> tuple[type, type]:
+    """The node classes of ``op``, an ``OpNode`` and a ``UniformNode`` subclass both named
+    its ``node_name`` as torch's (``type(y.grad_fn).__name__ == "MulBackward0"``): made once
+    and kept on the OpDef (no ``__dict__`` of their own: records stay as light)."""
+    if op.node_class is None:
+        name = op.node_name
+        attrs = {"__slots__": (), "__module__": "builtins", "__qualname__": name, "_named": True}
+        op.node_class = type(name, (OpNode,), dict(attrs))
+        op.uniform_node_class = type(name, (UniformNode,), dict(attrs))
+    return op.node_class, op.uniform_node_class
 
 
 def _record_general(op: registry.OpDef, a: Any, b: Any, result: Any) -> OpNode | None:

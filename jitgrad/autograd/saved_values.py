@@ -53,7 +53,7 @@ def saved_attribute(node: Any, name: str) -> Any:
 
 
 def _is_uniform(node: Any) -> bool:
-    return type(node).__name__ == "UniformNode"
+    return node._uniform  # (a class attribute: UniformNode's True, OpNode's False)
 
 
 def _input_meta(node: Any, i: int) -> Any:

@@ -187,6 +187,19 @@ def _conv_input_grad(op, args, params):
     return out._data.reshape(tuple(shape)), dt
 
 
+def _conv_transpose(op, args, params):
+    """The transposed convolution (``convolution_backward_input``'s kernels) plus the bias."""
+    from ..ops.conv import CONV_INPUT_GRAD
+
+    x, w, b = args
+    data, dt = _conv_input_grad(CONV_INPUT_GRAD, (x, w), params)
+    if b is None:
+        return data, dt
+    spatial = len(params["stride"])
+    out = _no_grad(lambda: (_make(data, dt) + b.reshape((1, -1) + (1,) * spatial)).contiguous())
+    return out._data, dt
+
+
 def _conv_weight_grad(op, args, params):
     x, g = args
     shape, dt = op.meta(_stand(x), _stand(g), **params)
@@ -407,7 +420,7 @@ def _batch_norm_backward(op, args, params):
 
 
 BY_NAME = {"convolution": _conv, "convolution_backward_input": _conv_input_grad,
-           "convolution_backward_weight": _conv_weight_grad,
+           "convolution_backward_weight": _conv_weight_grad, "conv_transpose": _conv_transpose,
            "max_pool2d_with_indices": _max_pool,
            "max_pool2d_with_indices_backward": _max_pool_backward,
            "avg_pool2d": _avg_pool, "avg_pool2d_backward": _avg_pool_backward,

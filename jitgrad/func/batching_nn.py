@@ -94,6 +94,7 @@ RULES = {
     "convolution": _conv_rule,
     "convolution_backward_input": _conv_input_grad_rule,
     "convolution_backward_weight": _conv_weight_grad_rule,
+    "conv_transpose": _conv_rule,  # (its weight's groups are along dim 0, as a convolution's)
     "max_pool2d_with_indices": _leading_dims_rule,
     "max_pool2d_with_indices_backward": _leading_dims_rule,
 }

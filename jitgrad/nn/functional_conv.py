@@ -101,6 +101,11 @@ def _conv(input: Tensor, weight: Tensor, bias: Tensor | None, stride: Any, paddi
             f"Calculated padded input size per channel: ({' x '.join(map(str, padded))}). "
             f"Kernel size: ({' x '.join(map(str, effective))}). Kernel size can't be greater "
             "than actual input size")
+    if any(lo != hi for lo, hi in pads):  # 'same', even kernel: torch pads the extra first
+        from ._functional_core import pad
+
+        x = pad(x, tuple(v for lo, hi in reversed(pads) for v in (0, hi - lo)))
+        pads = tuple((lo, lo) for lo, _ in pads)
     out = _conv_ops.convolution(x, weight, bias, stride, pads, dilation, groups)
     if batched and n in (2, 3) and (_channels_last(input) or _channels_last(weight)):
         out = out.contiguous(memory_format=_CL[n])  # (torch's output follows that layout)
@@ -201,11 +206,9 @@ def _conv_transpose(input: Tensor, weight: Tensor, bias: Tensor | None, stride: 
                            f". Calculated output size per channel: "
                            f"({' x '.join(map(str, size))}). Output size is too small")
     # the gradient of a convolution with respect to its input: (N, C_in) -> (N, C_out)
-    out = _conv_ops._grad_input(x, weight, size, stride=stride,
-                                padding=tuple((q, q) for q in padding), dilation=dilation,
-                                groups=groups)
-    if bias is not None:
-        out = out + bias.reshape((1, -1) + (1,) * n)
+    out = _conv_ops.conv_transpose(x, weight, bias, size, stride=stride,
+                                   padding=tuple((q, q) for q in padding), dilation=dilation,
+                                   groups=groups)
     return out if batched else out.squeeze(0)
 
 

@@ -31,12 +31,13 @@ _GATES = {"RNN_TANH": 1, "RNN_RELU": 1, "LSTM": 4, "GRU": 3}
 
 def _rnn_step(mode: str, gi: Tensor, h: Tensor, w_hh: Tensor, b_hh: Tensor | None) -> Tensor:
     gh = F.linear(h, w_hh, b_hh)
-    if mode == "GRU":
-        hs = h.shape[-1]
-        r = sigmoid(gi[..., :hs] + gh[..., :hs])
-        z = sigmoid(gi[..., hs:2 * hs] + gh[..., hs:2 * hs])
-        n = tanh(gi[..., 2 * hs:] + r * gh[..., 2 * hs:])
-        return (1 - z) * n + z * h
+    if mode == "GRU":  # torch's cell, its graph included (gates split by unsafe_chunk)
+        ir, iz, i_n = gi.unsafe_chunk(3, -1)
+        hr, hz, hn = gh.unsafe_chunk(3, -1)
+        r = sigmoid(hr + ir)
+        z = sigmoid(hz + iz)
+        n = tanh(i_n + hn * r)
+        return (h - n) * z + n
     pre = gi + gh
     return tanh(pre) if mode == "RNN_TANH" else F.relu(pre)
 
@@ -52,12 +53,9 @@ def _cell(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, weights: tuple
 
 def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
                w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
-    gates = gi + F.linear(h, w_hh, b_hh)
-    hs = c.shape[-1]
-    i = sigmoid(gates[..., :hs])
-    f = sigmoid(gates[..., hs:2 * hs])
-    g = tanh(gates[..., 2 * hs:3 * hs])
-    o = sigmoid(gates[..., 3 * hs:])
+    # torch's cell, its graph included: hidden projection first, one split of the gates
+    i, f, g, o = (F.linear(h, w_hh, b_hh) + gi).unsafe_chunk(4, -1)
+    i, f, g, o = sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
     c = f * c + i * g
     h = o * tanh(c)
     if w_hr is not None:
@@ -193,8 +191,9 @@ class RNNBase(Module):
             if self.mode == "LSTM" else None
         def run(gi, h, c, weights, reverse):
             hs = [None] * steps
+            gis = gi.unbind(0)  # (one UnbindBackward0 for every step, as torch)
             for t in (range(steps - 1, -1, -1) if reverse else range(steps)):
-                h, c = _cell(self.mode, gi[t], h, c, weights)
+                h, c = _cell(self.mode, gis[t], h, c, weights)
                 hs[t] = h
             return (stack(hs) if steps else
                     zeros((0, batch, real_hidden), dtype=x.dtype)), h, c

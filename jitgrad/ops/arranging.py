@@ -72,7 +72,7 @@ def meshgrid(*tensors, indexing: str | None = None) -> tuple:
         if t.ndim > 1:
             raise RuntimeError(f"torch.meshgrid: Expected 0D or 1D tensor in the tensor list "
                                f"but got: {t}")
-    flat = [t.reshape(-1) for t in tensors]
+    flat = [t if t.ndim == 1 else t.reshape(-1) for t in tensors]  # (one view each, as torch)
     swap = indexing == "xy" and len(flat) >= 2
     if swap:
         flat[0], flat[1] = flat[1], flat[0]

@@ -261,5 +261,5 @@ def _bn_jvp(tangents, ans, x, weight, bias, running_mean, running_var, training,
 # the batch statistics are for the running averages (updated without grad): not differentiable
 NATIVE_BATCH_NORM = defop("native_batch_norm", _bn_impl, kind=OPAQUE, meta=_bn_meta,
                           n_outputs=3, save=(0, 1, 3, 4), vjp=_bn_vjp, jvp=_bn_jvp,
-                          node_name="NativeBatchNormBackward0",
+                          node_name="NativeBatchNormBackward0", non_differentiable=(3, 4),
                           outputs_requiring_grad=lambda args, params: (True, False, False))

@@ -216,6 +216,18 @@ def _input_grad_meta(g, w, input_size, stride, padding, dilation, groups):
     return (g.shape[0], w.shape[1] * groups) + tuple(input_size), _dtype_of(g, w)
 
 
+def _transpose_impl(x, w, b, input_size, stride, padding, dilation, groups):
+    out = _input_grad_impl(x, w, input_size, stride, padding, dilation, groups)
+    if b is not None:
+        out += b.reshape((1, -1) + (1,) * len(stride))
+    return out
+
+
+def _transpose_meta(x, w, b, input_size, stride, padding, dilation, groups):
+    check_bias_dtype(x, b)
+    return (x.shape[0], w.shape[1] * groups) + tuple(input_size), _dtype_of(x, w)
+
+
 def _weight_grad_meta(x, g, kernel_size, stride, padding, dilation, groups):
     return (g.shape[1], x.shape[1] // groups) + tuple(kernel_size), _dtype_of(x, g)
 
@@ -224,6 +236,13 @@ def convolution(x, w, b, stride: tuple, padding: tuple, dilation: tuple, groups:
     """The convolution op on normalised params (see the module docstring)."""
     return apply(CONVOLUTION, x, w, b, stride=stride, padding=padding, dilation=dilation,
                  groups=groups)
+
+
+def conv_transpose(x, w, b, input_size: tuple, **p):
+    """The transposed convolution of ``x`` (``(N, C_in, *spatial)``) by ``w`` (``(C_in,
+    C_out / groups, *kernel)``) plus ``b``, whose output has the spatial size ``input_size``:
+    one ``ConvolutionBackward0`` node, as torch records it."""
+    return apply(CONV_TRANSPOSE, x, w, b, input_size=tuple(input_size), **p)
 
 
 def _grad_input(g, w, input_size, **p):
@@ -249,12 +268,32 @@ def _conv_jvp(tangents, ans, x, w, b, **p):
     return out
 
 
+def _transpose_jvp(tangents, x, w, input_size, **p):
+    tx, tw, tb = tangents
+    out = _grad_input(tx, w, input_size, **p) if tx is not None else None
+    if tw is not None:
+        term = _grad_input(x, tw, input_size, **p)
+        out = term if out is None else out + term
+    if tb is not None:
+        term = tb.reshape((1, -1) + (1,) * (len(p["stride"])))
+        out = term if out is None else out + term
+    return out
+
+
 CONVOLUTION = defop(
     "convolution", _conv_impl, kind=OPAQUE, meta=_conv_meta, save=(0, 1),
     node_name="ConvolutionBackward0", jvp=_conv_jvp, autocast=AUTOCAST_LOWER,
     vjp=(lambda g, ans, x, w, b, **p: _grad_input(g, w, x.shape[2:], **p),
          lambda g, ans, x, w, b, **p: _grad_weight(x, g, w.shape[2:], **p),
          lambda g, ans, x, w, b, **p: g.sum((0,) + tuple(range(2, g.ndim)))))
+# the transposed convolution with a bias, Bx(x, w) + b: d/dx = conv(h, w), d/dw = Bw(h, x)
+CONV_TRANSPOSE = defop(
+    "conv_transpose", _transpose_impl, kind=OPAQUE, meta=_transpose_meta, save=(0, 1),
+    node_name="ConvolutionBackward0", autocast=AUTOCAST_LOWER,
+    jvp=lambda ts, ans, x, w, b, input_size, **p: _transpose_jvp(ts, x, w, input_size, **p),
+    vjp=(lambda h, ans, x, w, b, input_size, **p: convolution(h, w, None, **p),
+         lambda h, ans, x, w, b, input_size, **p: _grad_weight(h, x, w.shape[2:], **p),
+         lambda h, ans, x, w, b, input_size, **p: h.sum((0,) + tuple(range(2, h.ndim)))))
 # <h, Bx(g, w)> = <conv(h, w), g>: d/dg = conv(h, w), d/dw = Bw(h, g)
 CONV_INPUT_GRAD = defop(
     "convolution_backward_input", _input_grad_impl, kind=OPAQUE, meta=_input_grad_meta,

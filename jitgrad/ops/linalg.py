@@ -167,7 +167,7 @@ def dot(input, tensor):  # noqa: A002
 @public("outer", method=True)
 def outer(input, vec2):  # noqa: A002
     """Outer product of two 1-D tensors."""
-    return input.unsqueeze(1) * vec2
+    return input.reshape(input.shape[0], 1) * vec2  # (torch's graph: a view, then a mul)
 
 
 @public("addmm")

@@ -313,6 +313,12 @@ SPLIT = defop("split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0
               vjp=_split_vjp, jvp=LINEAR)
 SPLIT_WITH_SIZES = defop("split_with_sizes", _split_impl, kind=MOVEMENT, meta=_split_meta,
                          n_outputs=0, view=True, vjp=_split_vjp, jvp=LINEAR)
+# torch's unsafe_split/unsafe_chunk (its RNN cells' gates): the same pieces, their own nodes
+UNSAFE_SPLIT = defop("unsafe_split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0,
+                     view=True, vjp=_split_vjp, jvp=LINEAR)
+UNSAFE_SPLIT_WITH_SIZES = defop("unsafe_split_with_sizes", _split_impl, kind=MOVEMENT,
+                                meta=_split_meta, n_outputs=0, view=True, vjp=_split_vjp,
+                                jvp=LINEAR)
 
 
 # ---------------------------------------------------------------- public functions
@@ -546,6 +552,11 @@ def _split_method(self, split_size, dim: int = 0):
 @public("split")
 def split(tensor, split_size_or_sections, dim: int = 0):
     """Splits into chunks of ``split_size`` (the last may be smaller) or of the given sizes."""
+    return split_by(tensor, split_size_or_sections, dim, SPLIT, SPLIT_WITH_SIZES)
+
+
+def split_by(tensor, split_size_or_sections, dim: int, by_size, by_sizes):
+    """``split`` recorded as the op ``by_size`` (one size) or ``by_sizes`` (a list)."""
     d = wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
@@ -554,13 +565,13 @@ def split(tensor, split_size_or_sections, dim: int = 0):
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {n}")
         sizes = tuple(builtins.min(size, n - i) for i in range(0, n, size)) if n else (0,)
-        return apply(SPLIT, tensor, sizes=sizes, dim=d)
+        return apply(by_size, tensor, sizes=sizes, dim=d)
     sizes = tuple(int(s) for s in split_size_or_sections)
     if builtins.sum(sizes) != n:
         raise RuntimeError(
             f"split_with_sizes expects split_sizes to sum exactly to {n} (input tensor's size at "
             f"dimension {d}), but got split_sizes={list(sizes)}")
-    return apply(SPLIT_WITH_SIZES, tensor, sizes=sizes, dim=d)
+    return apply(by_sizes, tensor, sizes=sizes, dim=d)
 
 
 @public("chunk", method=True)
@@ -572,6 +583,14 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
     n = input.shape[d]
     size = -(-n // chunks) if n else 0
     return split(input, builtins.max(size, 1) if n else 1, d) if n else (input,)
+
+
+def chunk_sizes(input, chunks: int, dim: int = 0):  # noqa: A002
+    """The split size ``chunk`` uses (after its checks), or None for a dim of size 0."""
+    if chunks <= 0:
+        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    n = input.shape[wrap_dim(dim, input.ndim)]
+    return builtins.max(-(-n // chunks), 1) if n else None
 
 
 # ---------------------------------------------------------------- forward-mode (JVP) rules

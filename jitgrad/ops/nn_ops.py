@@ -243,7 +243,7 @@ def _nll_meta(logp, target, weight, reduction, ignore_index):
 
 
 NLL_LOSS = defop("nll_loss", _nll_impl, kind=OPAQUE, meta=_nll_meta, save=(1, 2),
-                 autocast=AUTOCAST_FP32,
+                 autocast=AUTOCAST_FP32, non_differentiable=(2,),
                  vjp=_nll_vjp,
                  jvp=lambda ts, ans, logp, target, weight, reduction, ignore_index:
                  None if ts[0] is None else apply(NLL_LOSS, ts[0], target, weight,

@@ -230,7 +230,7 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A
         A = A.to(dtype)
     # ord = +-1: max/min over columns of the column sums; +-inf: over rows of the row sums
     sum_dim, max_dim = (d0, d1) if abs(ord) == 1 else (d1, d0)
-    sums = A.abs().sum(dim=sum_dim, keepdim=keepdim)
+    sums = vector_norm(A, 1, dim=sum_dim, keepdim=keepdim)  # (torch's node: one vector norm)
     if not keepdim and sum_dim < max_dim:
         max_dim -= 1
     return sums.amax(dim=max_dim, keepdim=keepdim) if ord > 0 else \

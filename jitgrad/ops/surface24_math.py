@@ -272,20 +272,29 @@ def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> Any:  # noqa
 
 @public("unsafe_split", method=True)
 def unsafe_split(input: Any, split_size: int, dim: int = 0) -> Any:  # noqa: A002
-    """``split`` (torch's version without view tracking)."""
-    return input.split(split_size, dim)
+    """``split`` (torch's version without view tracking), recorded as UnsafeSplitBackward0."""
+    from .movement import UNSAFE_SPLIT, UNSAFE_SPLIT_WITH_SIZES, split_by
+
+    return split_by(input, split_size, dim, UNSAFE_SPLIT, UNSAFE_SPLIT_WITH_SIZES)
 
 
 @public("unsafe_split_with_sizes", method=True)
 def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> Any:  # noqa: A002
-    """``split_with_sizes`` (torch's version without view tracking)."""
-    return split_with_sizes(input, split_sizes, dim)
+    """``split_with_sizes`` (torch's version without view tracking), recorded as
+    UnsafeSplitWithSizesBackward0."""
+    from .movement import UNSAFE_SPLIT_WITH_SIZES, split_by
+
+    return split_by(input, list(split_sizes), dim, UNSAFE_SPLIT_WITH_SIZES,
+                    UNSAFE_SPLIT_WITH_SIZES)
 
 
 @public("unsafe_chunk", method=True)
 def unsafe_chunk(input: Any, chunks: int, dim: int = 0) -> Any:  # noqa: A002
-    """``chunk`` (torch's version without view tracking)."""
-    return input.chunk(chunks, dim)
+    """``chunk`` (torch's version without view tracking), recorded as UnsafeSplitBackward0."""
+    from .movement import chunk_sizes
+
+    size = chunk_sizes(input, chunks, dim)
+    return (input,) if size is None else unsafe_split(input, size, dim)
 
 
 def _scatter_into(input: Any, src: Any, key: tuple) -> Any:  # noqa: A002
