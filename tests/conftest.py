@@ -16,6 +16,27 @@ import pytest  # noqa: E402
 import jitgrad  # noqa: E402
 
 
+# Under pytest-xdist every worker process would run Numba's parallel loops (and NumPy's
+# OpenBLAS) on every core: two workers on two cores run four threads, and a parallel region
+# waits until each of its threads is scheduled (the transformer example took 40-60 s with one
+# thread per worker, 63-78 s with two). So a worker runs them on one thread; the tests of
+# parallel execution itself ask for every thread with the ``all_threads`` fixture.
+_WORKERS = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+if _WORKERS > 1:
+    jitgrad.set_num_threads(1)
+
+
+@pytest.fixture
+def all_threads():
+    """Runs the test's parallel loops and matrix products on all of Numba's threads."""
+    import numba
+
+    before = jitgrad.get_num_threads()
+    jitgrad.set_num_threads(numba.config.NUMBA_NUM_THREADS)
+    yield
+    jitgrad.set_num_threads(before)
+
+
 @pytest.fixture(autouse=True)
 def _fresh_state():
     jitgrad.manual_seed(0)

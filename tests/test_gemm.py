@@ -9,6 +9,9 @@ import jitgrad  # noqa: E402
 from jitgrad.backends import gemm  # noqa: E402
 from jitgrad.backends import gemm_kernel  # noqa: E402
 
+# the tiles run on every thread, as outside the test suite (several threads write C)
+pytestmark = pytest.mark.usefixtures("all_threads")
+
 FLOATS = (np.float32, np.float64)
 TOL = {np.float32: 2e-5, np.float64: 1e-13}
 

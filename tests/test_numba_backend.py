@@ -419,7 +419,7 @@ def test_kernels_recompute_values_of_earlier_kernels_instead_of_reading_them():
     _check(f, x, g, b, w)
 
 
-def test_parallel_kernels_above_the_threshold(monkeypatch):
+def test_parallel_kernels_above_the_threshold(monkeypatch, all_threads):
     monkeypatch.setattr(numba_cpu, "PARALLEL_MIN", 2000)
     monkeypatch.setattr(numba_cpu, "_threads", lambda: 2)
     x = jitgrad.randn(40, 8, dtype=D, requires_grad=True)
@@ -470,7 +470,7 @@ def test_a_mean_of_nothing_is_nan_on_every_tier():
 
 @pytest.mark.parametrize("parallel_min", [0, 1])
 @pytest.mark.parametrize("rows", [1, 127, 128, 300])
-def test_reductions_over_rows_run_in_chunks(monkeypatch, parallel_min, rows):
+def test_reductions_over_rows_run_in_chunks(monkeypatch, parallel_min, rows, all_threads):
     # column sums, maxima and a (0, 2) reduction of a 3-d domain go through per-chunk partials
     # (render.CHUNK_ROWS rows each), serial and parallel, with eager's values; float32 sums add
     # float32 within a chunk and float64 across chunks
