@@ -336,8 +336,10 @@ def _conv_weight(args: tuple, p: dict, out: Any, bw: bool) -> tuple:
     return _conv_bw(g, x, out, None, out, False, p)
 
 
+# (a transposed convolution, ``conv_transpose``, computes what the input-gradient op does, with
+# a bias added: counted alike)
 _BUILDERS = {"mm": _mm, "addmm": _addmm, "bmm": _bmm, "convolution": _conv,
-             "convolution_backward_input": _conv_input,
+             "convolution_backward_input": _conv_input, "conv_transpose": _conv_input,
              "convolution_backward_weight": _conv_weight}
 
 
