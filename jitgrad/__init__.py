@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from . import dtypes
+from . import _malloc, dtypes
 from ._version import __version__ as __version__
 from .dtypes import (bool, cdouble, cfloat, complex64, complex128, double, dtype, float,  # noqa: A004
                      bfloat16, float16, float32, float64, get_default_dtype, half, int, int8,
@@ -51,6 +51,7 @@ from ._lowrank import pca_lowrank, svd_lowrank
 from ._lobpcg import lobpcg
 from ._sym import sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum
 
+_malloc.tune()  # (glibc keeps freed mid-size arrays for the next ones: see _malloc)
 ops.install(globals(), Tensor)  # every declared public function, method and in-place method
 from . import _torch_function as _tf  # noqa: E402 - torch's __torch_function__ protocol
 from . import overrides  # noqa: E402 - (its installer: wraps the surface once the protocol is used)

@@ -14,6 +14,8 @@ or a user can set it at run time), except where noted.
   ``jit.passes.fuse`` is imported).
 * ``JITGRAD_GEMM``: ``numpy`` runs the Numba backend's matrix products on NumPy's BLAS instead
   of the tiled kernels (read when a program is compiled, ``backends.gemm``).
+* ``JITGRAD_MALLOC_TUNING``: ``0`` leaves glibc's malloc thresholds as they are (``_malloc``:
+  by default jitgrad raises them at import, so freed arrays are reused without page faults).
 * ``JITGRAD_MPI_PROGRESS_THREAD``: ``0`` turns the MPI progress thread off
   (``distributed.progress``).
 """
