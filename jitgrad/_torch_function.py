@@ -149,16 +149,19 @@ def note_busy(delta: int) -> None:
 
 
 def dispatch(func: Callable, args: tuple, kwargs: dict | None, name: str | None = None,
-             cpp: bool = True) -> Any:
+             cpp: bool = True, relevant: tuple | None = None) -> Any:
     """Hands ``func(*args, **kwargs)`` to the active mode and to the overrides of the arguments
     (torch's ``handle_torch_function``); TypeError when they all return NotImplemented.
     ``name``: how the error names ``func`` (``torch.add``); ``cpp``: torch's text for its
-    native functions, else its Python text (``handle_torch_function``'s)."""
+    native functions, else its Python text (``handle_torch_function``'s); ``relevant``: the
+    arguments whose overrides count (default: all of them, keyword values included)."""
     # (torch hands its native functions' overrides None for no keyword arguments)
     kwargs = (None if cpp else {}) if not kwargs else kwargs
     st = state
-    overloaded = [] if st.no_subclass or st.no_all else overloaded_args(
-        args + tuple(kwargs.values()) if kwargs else args)
+    explicit = relevant is not None  # (``handle_torch_function``: no plain-method warning)
+    if not explicit:
+        relevant = args + tuple(kwargs.values()) if kwargs else args
+    overloaded = [] if st.no_subclass or st.no_all else overloaded_args(relevant)
     types = tuple(type(a) for a in overloaded)
     mode = None
     if st.modes and not st.no_all:
@@ -171,7 +174,7 @@ def dispatch(func: Callable, args: tuple, kwargs: dict | None, name: str | None 
             return result
     for arg in overloaded:
         method = arg.__torch_function__
-        if getattr(method, "__self__", None) is arg:  # (a plain method, not a classmethod)
+        if not explicit and getattr(method, "__self__", None) is arg:  # (a plain method)
             warnings.warn("Defining your `__torch_function__` as a plain method is deprecated "
                           "and will be an error in future, please define it as a classmethod.",
                           UserWarning, stacklevel=3)

@@ -48,29 +48,7 @@ def handle_torch_function(public_api: Callable, relevant_args: Iterable[Any], *a
                           **kwargs: Any) -> Any:
     """Calls the active mode's and ``relevant_args``' overrides for
     ``public_api(*args, **kwargs)``; TypeError when all return NotImplemented."""
-    overloaded = _tf.overloaded_args(tuple(relevant_args))
-    if _tf.state.no_subclass or _tf.state.no_all:
-        overloaded = []
-    st = _tf.state
-    kinds = tuple(type(a) for a in overloaded)
-    if st.modes and not st.no_all:
-        mode = st.modes.pop()
-        try:
-            result = mode.__torch_function__(public_api, kinds, args, kwargs)
-        finally:
-            st.modes.append(mode)
-        if result is not NotImplemented:
-            return result
-    for arg in overloaded:
-        result = arg.__torch_function__(public_api, kinds, args, kwargs)
-        if result is not NotImplemented:
-            return result
-    func_name = f"{public_api.__module__}.{public_api.__name__}"
-    msg = (f"no implementation found for '{func_name}' on types that implement "
-           f"__torch_function__: {list(kinds)}")
-    if st.modes and not st.no_all:
-        msg += f" nor in mode {st.modes[-1]}"
-    raise TypeError(msg)
+    return _tf.dispatch(public_api, args, kwargs, cpp=False, relevant=tuple(relevant_args))
 
 
 def is_tensor_like(inp: Any) -> bool:
