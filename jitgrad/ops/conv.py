@@ -256,28 +256,27 @@ def _grad_weight(x, g, kernel_size, **p):
 # ---------------------------------------------------------------- forward-mode (JVP) rules
 
 
-def _conv_jvp(tangents, ans, x, w, b, **p):
+def _bilinear_jvp(product, tangents, x, w, n_spatial: int):
+    # d(product(x, w) + b) = product(tx, w) + product(x, tw) + tb, broadcast over channels
     tx, tw, tb = tangents
-    out = convolution(tx, w, None, **p) if tx is not None else None
-    if tw is not None:
-        term = convolution(x, tw, None, **p)
-        out = term if out is None else out + term
-    if tb is not None:
-        term = tb.reshape((1, -1) + (1,) * (len(p["stride"])))
-        out = term if out is None else out + term
+    terms = [product(tx, w) if tx is not None else None,
+             product(x, tw) if tw is not None else None,
+             tb.reshape((1, -1) + (1,) * n_spatial) if tb is not None else None]
+    out = None
+    for term in terms:
+        if term is not None:
+            out = term if out is None else out + term
     return out
+
+
+def _conv_jvp(tangents, ans, x, w, b, **p):
+    return _bilinear_jvp(lambda a, k: convolution(a, k, None, **p), tangents, x, w,
+                         len(p["stride"]))
 
 
 def _transpose_jvp(tangents, x, w, input_size, **p):
-    tx, tw, tb = tangents
-    out = _grad_input(tx, w, input_size, **p) if tx is not None else None
-    if tw is not None:
-        term = _grad_input(x, tw, input_size, **p)
-        out = term if out is None else out + term
-    if tb is not None:
-        term = tb.reshape((1, -1) + (1,) * (len(p["stride"])))
-        out = term if out is None else out + term
-    return out
+    return _bilinear_jvp(lambda a, k: _grad_input(a, k, input_size, **p), tangents, x, w,
+                         len(p["stride"]))
 
 
 CONVOLUTION = defop(
