@@ -111,9 +111,20 @@ def warn_once(key: str, text: str, stacklevel: int = 3) -> None:
     ``TORCH_WARN_ONCE``), or every time under ``set_warn_always(True)``."""
     if key not in WARNED or WARN_ALWAYS[0]:
         WARNED.add(key)
+        import sys
         import warnings
 
-        warnings.warn(text, UserWarning, stacklevel=stacklevel + 1)
+        # (the __torch_function__ protocol's wrappers, once it is live, are not the user's line)
+        level, frame = stacklevel + 1, sys._getframe(stacklevel)
+        while frame is not None and frame.f_code.co_filename in _PROTOCOL_FILES:
+            level, frame = level + 1, frame.f_back
+        warnings.warn(text, UserWarning, stacklevel=level)
+
+
+_PROTOCOL_FILES = frozenset((
+    "<jitgrad.overrides trampoline>",
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "overrides.py"),
+    os.path.join(os.path.dirname(os.path.abspath(__file__)), "_torch_function.py")))
 
 
 def scalar_of_grad(warn: bool) -> None:
