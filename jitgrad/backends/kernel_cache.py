@@ -2,12 +2,13 @@
 
 Each kernel's rendered module (``numba_cpu``'s header + the kernel source) is written to
 ``<cache_dir>/kernels/k<hash>.py``, the hash covering the source, the versions of jitgrad,
-Numba, llvmlite and Python, the compile options and the kernel library's own source. The file
-is imported as a module and its ``kernel`` function compiled with ``numba.njit(cache=True)``,
-so Numba keeps the machine code in ``kernels/__pycache__`` and a later process loads it instead
-of compiling: through ``load_overload`` (``load_cfunc`` for C callbacks), which rebuilds it from
-Numba's cache file without the refresh of Numba's target context that Numba's own load does
-first, falling back to Numba's load when it cannot.
+Numba, llvmlite and Python, the compile options and the kernel library's own source (its
+templates and math helpers). The file is imported as a module and its ``kernel`` function
+compiled with ``numba.njit(cache=True)``, so Numba keeps the machine code in
+``kernels/__pycache__`` and a later process loads it instead of compiling: through
+``load_overload`` (``load_cfunc`` for C callbacks), which rebuilds it from Numba's cache file
+without the refresh of Numba's target context that Numba's own load does first, falling back to
+Numba's load when it cannot.
 
 - Files are written atomically (a temporary file, then a hard link or ``os.replace``); an
   existing file is never rewritten when its content is right, so Numba's index, which is
@@ -117,7 +118,8 @@ def _library_digest() -> str:
                      sys.platform):
             h.update(part.encode() + b"\0")
         here = Path(__file__).resolve().parent
-        for name in ("kernel_lib.py", "numba_math.py", "_numba_math_coefficients.py"):
+        for name in ("kernel_lib.py", "numba_math.py", "_numba_bits.py",
+                     "_numba_math_coefficients.py"):
             try:
                 h.update((here / name).read_bytes())
             except OSError:
