@@ -30,7 +30,7 @@ from ..jit.control_flow import CONTROL_FLOW, sub_runner_impl
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
 from .. import _pycode as pycode
-from . import gemm, kernel_cache, numba_chain, numba_program
+from . import gemm, in_place, kernel_cache, kernel_split, numba_chain, numba_program
 from .numba_math import KERNEL_FASTMATH
 from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
                      render_kernel, renderable)
@@ -222,6 +222,7 @@ def _launcher(ks: KernelSource, body: Graph, fn) -> Callable:
         [f"o{k}" for k in range(len(ks.outputs))] + [f"r{k}" for k in range(len(ks.reductions))]
     lines.append(f"    ret = kernel({', '.join(args)})")
     slot = {v: f"o{k}" for k, v in enumerate(ks.outputs)}
+    slot.update((v, f"a{ks.inputs.index(u)}") for v, u in ks.into.items())  # written in place
     slot.update((r.var, f"r{k}") for k, r in enumerate(ks.reductions))
     for k, r in enumerate(ks.returned):  # (a NumPy scalar: a mean of nothing is nan, as eager)
         ns[f"R{k}"] = np.dtype(r.acc_dtype).type
@@ -306,22 +307,31 @@ def _recover(fn, err: Exception, args: tuple):
 _LOWERED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def lower(fused: Graph) -> tuple[Graph, list[CompiledKernel]]:
-    """A fused graph (the pipeline's ``fuse`` stage ran with this backend's ``fusible``) and
-    its kernels, rendered and ready to compile (cached per graph)."""
-    hit = _LOWERED.get(fused)
+def lower(graph: Graph, donate: dict[int, int] | None = None
+          ) -> tuple[Graph, list[CompiledKernel]]:
+    """A fused graph (the pipeline's ``fuse`` stage ran with this backend's ``fusible``) with
+    its kernels that touch too many arrays split (``kernel_split``), and its kernels rendered
+    and ready to compile; those that can write outputs into input arrays do (``ks.into``, from
+    ``in_place.plan`` of ``donate``: output position -> position of the input it is the new
+    value of). Cached per graph and ``donate``."""
+    key = frozenset((donate or {}).items())
+    by_graph = _LOWERED.setdefault(graph, {})
+    hit = by_graph.get(key)
     if hit is None:
+        fused = kernel_split.split_wide_kernels(graph)
+        into = in_place.plan(fused, donate) if donate else {}
         kernels = []
         for e in fused.eqns:
             if e.op is KERNEL_OP:
                 body = e.params["body"]
-                serial = render_kernel(body, "kernel")
+                mine = {v: into[v] for v in body.outvars if v in into}
+                serial = render_kernel(body, "kernel", into=mine)
                 size = int(np.prod(domain_of(body.eqns[0]), dtype=np.int64))
                 work = size * (serial.n_ops + MATH_COST * serial.source.count("_jg_"))
                 if 0 < PARALLEL_MIN <= work and _threads() > 1:
-                    serial = render_kernel(body, "kernel", parallel=True)
+                    serial = render_kernel(body, "kernel", parallel=True, into=mine)
                 kernels.append(CompiledKernel(serial, body))
-        hit = _LOWERED[fused] = (fused, kernels)
+        hit = by_graph[key] = (fused, kernels)
     return hit
 
 
@@ -329,9 +339,34 @@ def lower(fused: Graph) -> tuple[Graph, list[CompiledKernel]]:
 _OPAQUE_OPS = ("mm", "addmm")
 
 
-def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend interface
-    """A function mapping the graph's input arrays to its output arrays."""
-    fused, kernels = lower(graph)
+# ``compile`` takes ``donate`` (see ``in_place``)
+donates_inputs = True
+
+
+def compile(graph: Graph, donate: dict[int, int] | None = None  # noqa: A001 - the interface
+            ) -> Callable[[list], list]:
+    """A function mapping the graph's input arrays to its output arrays.
+
+    ``donate`` maps output positions to the positions of the inputs they are the new values of
+    (a program's in-place updates): the kernels write those they can straight into the input
+    arrays (``in_place.plan``), and the function's ``donated`` attribute lists their output
+    positions. The caller must then pass arrays that can take the writes."""
+    if donate and CHAINS and not _as_programs(graph):
+        donate = None  # (a chain's kernels allocate all their outputs)
+    fused, kernels = lower(graph, donate)
+    run = _compile_fused(fused, kernels)
+    into = {v for k in kernels for v in k.ks.into}
+    run.donated = frozenset(slot for slot, v in enumerate(fused.outvars) if v in into)
+    return run
+
+
+def _as_programs(graph: Graph) -> bool:
+    """Whether ``compile`` runs the graph's kernels in whole programs (``numba_program``)."""
+    return WHOLE_PROGRAMS and sum(len(e.params["body"].eqns) for e in graph.eqns
+                                  if e.op is KERNEL_OP) <= PROGRAM_MAX_OPS
+
+
+def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
     launchers = iter(k.launch for k in kernels)
     impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
     opaque = gemm.implementations()
@@ -343,7 +378,7 @@ def compile(graph: Graph) -> Callable[[list], list]:  # noqa: A001 - the backend
                   if e.op in CONTROL_FLOW})
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
-    if WHOLE_PROGRAMS and sum(len(k.body.eqns) for k in kernels) <= PROGRAM_MAX_OPS:
+    if _as_programs(fused):
         grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
     elif CHAINS:
         chain = numba_chain.plan(fused, kernels)

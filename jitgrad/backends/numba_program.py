@@ -236,7 +236,7 @@ def _render_program(run: list[Eqn], kernels: list, outputs: list[Var],
                 args.append(padded_input(v, padded))
             else:
                 args.append(parameter(v, padded if padded != tuple(v.shape) else None))
-        slot: dict[Var, str] = {}
+        slot: dict[Var, str] = {v: args[d + ks.inputs.index(u)] for v, u in ks.into.items()}
         for v in ks.outputs:
             slot[v] = bind(f"np.empty({sizes.shape(tuple(ks.domain))}, {npname(v.dtype.np)})")
             args.append(slot[v])

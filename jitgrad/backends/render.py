@@ -142,6 +142,7 @@ class KernelSource:
     returned: list = field(default_factory=list)  # full reductions, in return order
     n_ops: int = 0
     parallel: bool = False  # the outermost loop is a ``prange``
+    into: dict = field(default_factory=dict)  # output Var -> the input Var it is stored into
 
 
 def npname(dt: np.dtype) -> str:
@@ -208,13 +209,17 @@ def _acc_dtype(op, out_dtype: np.dtype) -> np.dtype:
     return out_dtype
 
 
-def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSource:
+def render_kernel(body: Graph, name: str, parallel: bool = False,
+                  into: dict | None = None) -> KernelSource:
     """The loop source of one kernel body (a fused group), as a module-level function.
 
     With ``parallel`` the outermost loop is a ``prange`` (Numba's parallel loop), when that is
     race-free: every reduction either keeps dim 0 or is a full sum (a reduction variable
-    Numba's parfors understand); otherwise the kernel stays serial.
+    Numba's parfors understand); otherwise the kernel stays serial. ``into`` maps outputs to
+    inputs of the domain's shape whose arrays they are stored into, element by element after
+    the element's loads (``backends.in_place``): no output array of their own.
     """
+    into = into or {}
     dom = domain_of(body.eqns[0])
     domain = dom if dom else (1,)
     d = len(domain)
@@ -229,8 +234,9 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
         names[v] = f"x{k}"
         line = f"x{k} = {arg}[{', '.join(ix)}]"
         (hoisted if all(i == "0" for i in ix) else loads).append(line)
-    outputs = [v for v in body.outvars if not _is_reduced(body, v)]
+    outputs = [v for v in body.outvars if not _is_reduced(body, v) and v not in into]
     out_slot = {v: f"o{k}" for k, v in enumerate(outputs)}
+    out_slot.update((v, f"a{body.invars.index(u)}") for v, u in into.items())
     stmts: list[str] = []
     reductions: list[Reduction] = []
     returned: list[Reduction] = []
@@ -366,7 +372,7 @@ def render_kernel(body: Graph, name: str, parallel: bool = False) -> KernelSourc
     else:
         lines.append("    return ()")
     return KernelSource(name, "\n".join(lines) + "\n", domain, list(body.invars), outputs,
-                        reductions, returned, len(body.eqns), parallel)
+                        reductions, returned, len(body.eqns), parallel, dict(into))
 
 
 # Numba types each call and cast of a kernel's body (its compile time grows with them, W6),

@@ -46,6 +46,8 @@ class _Entry:
         self.n_slots = 0  # user outputs + written-back mutations
         self.out_spec: Any = None
         self.mutations: list[tuple[int, int]] = []  # (input index, output slot)
+        # the mutations whose kernels write into the input's array (backends.in_place)
+        self.donated: list[tuple[int, int]] = []
         self.tangent_slots: list[int] = []
         self.wrt: list[bool] = []
         self.backend: Any = None
@@ -355,7 +357,11 @@ class JitFunction:
             if not e.tangent_slots:  # no output depends on an input that requires grad
                 e.bwd = None
         t1 = time.perf_counter()
-        e.fwd_run = backend.compile(fwd)
+        if e.mutations and getattr(backend, "donates_inputs", False):
+            e.fwd_run = backend.compile(fwd, {slot: i for i, slot in e.mutations})
+            e.donated = [(i, s) for i, s in e.mutations if s in e.fwd_run.donated]
+        else:
+            e.fwd_run = backend.compile(fwd)
         e.bwd_run = backend.compile(e.bwd) if e.bwd is not None else None
         self._trace_seconds += t1 - t0
         self._compile_seconds += time.perf_counter() - t1
@@ -542,9 +548,26 @@ def _lean_runner(e: _Entry) -> Any:
     return run_with_backward
 
 
+def _writable_in_place(e: _Entry, arrays: list) -> set:
+    """The output slots of ``e.donated`` whose kernels may write into the input's own array
+    this call: C-contiguous, writable, sharing memory with no other input or constant. For
+    the others the program gets (and overwrites) a copy, and the call copies the value back."""
+    roots = [id(_root(a)) for a in arrays]
+    written = set()
+    for idx, slot in e.donated:
+        a = arrays[idx]
+        if a.flags.c_contiguous and a.flags.writeable and roots.count(roots[idx]) == 1 \
+                and roots[idx] not in e.const_roots:
+            written.add(slot)
+        else:
+            arrays[idx] = np.array(a, order="C")
+    return written
+
+
 def _run(e: _Entry, tensors: list) -> Any:
     inputs = tensors + [ref() for ref, *_ in e.implicit] if e.implicit else tensors
     arrays = [t._data for t in inputs]
+    written = _writable_in_place(e, arrays) if e.donated else ()
     outs = e.fwd_run(arrays)
     vals, res = outs[:e.n_slots], outs[e.n_slots:]
     # Outputs never alias inputs, constants, residuals or each other. Arrays whose memory
@@ -557,7 +580,7 @@ def _run(e: _Entry, tensors: list) -> Any:
     consts = None
     for i, a in enumerate(vals):
         owner = id(a) if a.base is None else id(_root(a))
-        if owner in taken:
+        if owner in taken and i not in written:
             if consts is None:
                 consts = [t._data for t in e.fwd.consts.values()]
             if _shares(a, arrays) or _shares(a, consts) or _shares(a, res) or \
@@ -580,7 +603,8 @@ def _run(e: _Entry, tensors: list) -> Any:
             outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
     for idx, slot in e.mutations:
         t = inputs[idx]
-        np.copyto(t._data, vals[slot], casting="unsafe")
+        if slot not in written:
+            np.copyto(t._data, vals[slot], casting="unsafe")
         t._vc[0] += 1
         if node is not None and slot in e.tangent_slots:
             t._grad_fn, t._output_nr = node, slot
