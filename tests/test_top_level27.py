@@ -89,3 +89,23 @@ def test_cudnn_flags_set_and_restore_as_torch():
         return before, inside, (c.enabled, c.allow_tf32, c.deterministic)
 
     assert run(jg) == run(torch)
+
+
+def test_backends_cuda_switches_as_torch():
+    def run(m):
+        c = m.backends.cuda
+        names = ("allow_tf32", "allow_fp16_reduced_precision_reduction",
+                 "allow_bf16_reduced_precision_reduction", "allow_fp16_accumulation")
+        defaults = [getattr(c.matmul, n) for n in names]
+        c.matmul.allow_tf32 = True  # nanoGPT's first line
+        changed = c.matmul.allow_tf32
+        c.matmul.allow_tf32 = defaults[0]
+        with pytest.raises(AttributeError) as err:
+            c.matmul.not_a_switch = 1
+        sdp = [c.flash_sdp_enabled(), c.mem_efficient_sdp_enabled(), c.math_sdp_enabled()]
+        c.enable_flash_sdp(False)
+        off = c.flash_sdp_enabled()
+        c.enable_flash_sdp(True)
+        return defaults, changed, str(err.value), sdp, off, c.is_built()
+
+    assert run(jg) == run(torch)

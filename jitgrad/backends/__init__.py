@@ -21,8 +21,8 @@ _MODULES = {"interpreter": "interpreter", "numba": "numba_cpu", "cuda": "cuda_ji
 
 
 def __getattr__(name: str) -> ModuleType:
-    # torch.backends.cudnn / .mps, as scripts use them (imported on first use)
-    if name in ("cudnn", "mps"):
+    # torch.backends.cuda / .cudnn / .mps, as scripts use them (imported on first use)
+    if name in ("cuda", "cudnn", "mps"):
         return importlib.import_module(f"{__name__}.{name}")
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
