@@ -468,7 +468,7 @@ def test_add_figure_needs_matplotlib(tmp_path):
 
 
 def test_methods_jitgrad_does_not_provide_are_absent():
-    for name in ("add_graph", "add_onnx_graph", "add_embedding", "add_video", "add_mesh",
+    for name in ("add_graph", "add_onnx_graph", "add_video", "add_mesh",
                  "add_image_with_boxes"):
         assert not hasattr(SummaryWriter, name), name
 
@@ -749,3 +749,59 @@ def test_tensorboard_reads_our_files_as_it_reads_torchs(tmp_path):
                     np.asarray(Image.open(io.BytesIO(x.encoded_image_string))),
                     np.asarray(Image.open(io.BytesIO(y.encoded_image_string))))
     assert load(tmp_path / "ours", ".").Scalars("loss/train")[3].value == 0.25
+
+
+def _embedding_calls(w, tensor):
+    rng = np.random.default_rng(7)
+    meta = [f"word{i}" for i in range(6)]
+    w.add_embedding(tensor(rng.standard_normal((6, 3))), metadata=meta,
+                    label_img=tensor(rng.random((6, 3, 4, 5))), tag="emb/one%\\")
+    w.add_embedding(tensor(rng.standard_normal((6, 2))), global_step=12,
+                    metadata=[[m, i] for i, m in enumerate(meta)], metadata_header=["w", "i"])
+
+
+def test_add_embedding_files(tmp_path):
+    with SummaryWriter(tmp_path) as w:
+        _embedding_calls(w, lambda a: jitgrad.tensor(a))
+        with pytest.raises(AssertionError, match="#labels should equal with #data points"):
+            w.add_embedding(np.zeros((2, 2)), metadata=["a"], global_step=99)
+    one = tmp_path / "00000" / "emb%2fone%25%5c"
+    assert sorted(os.listdir(one)) == ["metadata.tsv", "sprite.png", "tensors.tsv"]
+    rows = (one / "tensors.tsv").read_text().splitlines()
+    assert len(rows) == 6 and len(rows[0].split("\t")) == 3
+    assert (one / "metadata.tsv").read_text() == "".join(f"word{i}\n" for i in range(6))
+    sprite = decode_png((one / "sprite.png").read_bytes())
+    assert sprite.shape == (15, 15, 3)  # 3 x 3 grid of 5-wide images, squared
+    two = tmp_path / "00012" / "default"
+    assert (two / "metadata.tsv").read_text().splitlines()[:2] == ["w\ti", "word0\t0"]
+    config = (tmp_path / "projector_config.pbtxt").read_text()
+    assert config.count("embeddings {") == 2
+    assert 'tensor_name: "emb/one%\\\\:00000"' in config
+    assert "single_image_dim: 5\n    single_image_dim: 4" in config
+    assert 'tensor_path: "00012/default/tensors.tsv"' in config
+
+
+def test_add_embedding_matches_torch(tmp_path):
+    torch, _, _ = _oracle()
+    from google.protobuf import text_format
+    from PIL import Image
+    from tensorboard.plugins.projector.projector_config_pb2 import ProjectorConfig
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    with SummaryWriter(tmp_path / "ours") as w:
+        _embedding_calls(w, lambda a: jitgrad.tensor(a))
+    with TorchWriter(tmp_path / "torch") as w:
+        _embedding_calls(w, lambda a: torch.tensor(a))
+    for root, _, files in os.walk(tmp_path / "torch"):
+        for name in files:
+            if name.startswith("events."):
+                continue
+            theirs = Path(root) / name
+            ours = tmp_path / "ours" / theirs.relative_to(tmp_path / "torch")
+            if name == "sprite.png":
+                np.testing.assert_array_equal(decode_png(ours.read_bytes()),
+                                              np.asarray(Image.open(theirs)))
+            else:
+                assert ours.read_bytes() == theirs.read_bytes(), name
+    text = (tmp_path / "ours" / "projector_config.pbtxt").read_text()
+    assert len(text_format.Parse(text, ProjectorConfig()).embeddings) == 2

@@ -12,6 +12,8 @@ from typing import Any
 
 from . import _proto as pb
 from ._convert import figure_to_image, make_np
+from ._embedding import embedding_info, make_mat, make_sprite, make_tsv, projector_config_text, \
+    write_pbtxt
 from ._record import EventFileWriter
 from .summary import (
     audio,
@@ -323,6 +325,64 @@ class SummaryWriter:
             walltime: Seconds after the epoch (default ``time.time()``).
         """
         self._get_file_writer().add_summary(text(tag, text_string), global_step, walltime)
+
+    @staticmethod
+    def _encode(rawstr: str) -> str:
+        retval = rawstr.replace("%", f"%{ord('%'):02x}")
+        retval = retval.replace("/", f"%{ord('/'):02x}")
+        return retval.replace("\\", "%5c")
+
+    def add_embedding(self, mat: Any, metadata: list | None = None, label_img: Any = None,
+                      global_step: int | None = None, tag: str = "default",
+                      metadata_header: list | None = None) -> None:
+        """Adds data for the embedding projector: ``<log_dir>/<step:05d>/<tag>/`` gets
+        ``tensors.tsv``, ``metadata.tsv`` and ``sprite.png``, and ``projector_config.pbtxt``
+        lists every embedding this writer added.
+
+        Args:
+            mat: An ``(N, D)`` Tensor or array, one row per data point.
+            metadata: N labels (or N rows with ``metadata_header``).
+            label_img: ``(N, C, H, W)`` images of the data points.
+            global_step: Global step value to record (default 0).
+            tag: Name of the embedding.
+            metadata_header: Column names of multi-column metadata.
+
+        Raises:
+            NotADirectoryError: if the embedding's directory exists as a file.
+            AssertionError: if the counts of labels or images are not N, or ``mat`` is not 2-D.
+        """
+        mat = make_np(mat)
+        if global_step is None:
+            global_step = 0
+        subdir = f"{str(global_step).zfill(5)}/{self._encode(tag)}"
+        save_path = os.path.join(self._get_file_writer().get_logdir(), subdir)
+        if os.path.exists(save_path):
+            if os.path.isdir(save_path):
+                print("warning: Embedding dir exists, did you set global_step for "
+                      "add_embedding()?")
+            else:
+                raise NotADirectoryError(
+                    f"Path: `{save_path}` exists, but is a file. Cannot proceed.")
+        else:
+            os.makedirs(save_path)
+        if metadata is not None:
+            if mat.shape[0] != len(metadata):
+                raise AssertionError("#labels should equal with #data points")
+            make_tsv(metadata, save_path, metadata_header=metadata_header)
+        if label_img is not None:
+            if mat.shape[0] != label_img.shape[0]:
+                raise AssertionError("#images should equal with #data points")
+            make_sprite(label_img, save_path)
+        if mat.ndim != 2:
+            raise AssertionError(
+                "mat should be 2D, where mat.size(0) is the number of data points")
+        make_mat(mat, save_path)
+        if not hasattr(self, "_projector_config"):
+            self._projector_config: list = []
+        self._projector_config.append(
+            embedding_info(metadata, label_img, subdir, global_step, tag))
+        write_pbtxt(self._get_file_writer().get_logdir(),
+                    projector_config_text(self._projector_config))
 
     def add_pr_curve(self, tag: str, labels: Any, predictions: Any,
                      global_step: int | None = None, num_thresholds: int = 127,
