@@ -455,6 +455,22 @@ def test_add_hparams_writes_a_subrun(tmp_path):
     assert entries["opt"] == {3: [b"adam"]} and "skip" not in entries
 
 
+def test_add_mesh(tmp_path):
+    verts = np.arange(12.0).reshape(1, 4, 3)
+    with SummaryWriter(tmp_path) as w:
+        w.add_mesh("cube", jitgrad.tensor(verts), faces=np.array([[[0, 1, 2]]]), global_step=3,
+                   config_dict={"material": {"cls": "PointsMaterial"}})
+        with pytest.raises(ValueError, match="Tensor shape should be of shape BxNx3"):
+            w.add_mesh("bad", np.zeros((4, 3)))
+    ((step, _, v),) = values(tmp_path, "cube_VERTEX")
+    assert step == 3 and v["plugin"][0] == "mesh"
+    assert v["tensor"]["shape"] == [1, 4, 3] and v["tensor"]["float_val"] == list(range(12))
+    content = fields(v["plugin"][1])
+    assert content[2] == [b"cube"] and content[3] == [1] and content[7] == [0b110]
+    assert content[5] == [b'{"material": {"cls": "PointsMaterial"}}']
+    assert values(tmp_path, "cube_FACE")[0][2]["tensor"]["float_val"] == [0, 1, 2]
+
+
 def test_add_figure_needs_matplotlib(tmp_path):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
@@ -468,8 +484,7 @@ def test_add_figure_needs_matplotlib(tmp_path):
 
 
 def test_methods_jitgrad_does_not_provide_are_absent():
-    for name in ("add_graph", "add_onnx_graph", "add_video", "add_mesh",
-                 "add_image_with_boxes"):
+    for name in ("add_graph", "add_onnx_graph", "add_video", "add_image_with_boxes"):
         assert not hasattr(SummaryWriter, name), name
 
 
@@ -644,6 +659,15 @@ def test_summaries_equal_torchs_protos():
          ts.tensor_proto("t", torch.tensor([0.5, -2], dtype=torch.float16))),
         (js.tensor_proto("t", jitgrad.tensor([1 + 2j])),
          ts.tensor_proto("t", torch.tensor([1 + 2j]))),
+    ]
+    verts = rng.random((1, 4, 3)).astype(np.float32)
+    faces = np.array([[[0, 1, 2], [1, 2, 3]]])
+    colors = rng.integers(0, 256, (1, 4, 3))
+    cases += [
+        (js.mesh("m", jitgrad.tensor(verts), colors, faces, {"camera": {"fov": 75}}),
+         ts.mesh("m", torch.tensor(verts), colors, faces, {"camera": {"fov": 75}})),
+        (js.mesh("m", verts, None, None, None, display_name="d", description="desc"),
+         ts.mesh("m", verts, None, None, None, display_name="d", description="desc")),
     ]
     hp = ({"lr": 0.1, "n": 3, "opt": "sgd", "flag": True, "none": None},
           {"m/acc": 1.0, "m/loss": 2.0}, {"opt": ["sgd", "adam"], "n": [3, 4]})

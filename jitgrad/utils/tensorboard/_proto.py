@@ -111,10 +111,11 @@ def summary_value(tag: str, *, simple_value: float | None = None, image: bytes |
             + f_bytes(6, audio) + f_bytes(8, tensor) + f_bytes(9, metadata))
 
 
-def summary_metadata(plugin_name: str, content: bytes = b"") -> bytes:
+def summary_metadata(plugin_name: str, content: bytes = b"", display_name: str | None = None,
+                     summary_description: str | None = None) -> bytes:
     """``tensorboard.SummaryMetadata`` with its ``plugin_data``."""
     plugin_data = f_str(1, plugin_name) + (f_bytes(2, content) if content else b"")
-    return f_bytes(1, plugin_data)
+    return f_bytes(1, plugin_data) + f_str(2, display_name) + f_str(3, summary_description)
 
 
 def histogram_proto(min: float, max: float, num: float, sum: float, sum_squares: float,
@@ -171,6 +172,14 @@ def text_plugin_data(version: int = 0) -> bytes:
 def pr_curve_plugin_data(num_thresholds: int, version: int = 0) -> bytes:
     """``tensorboard.PrCurvePluginData``."""
     return (f_varint(1, version) if version else b"") + f_varint(2, num_thresholds)
+
+
+def mesh_plugin_data(name: str, content_type: int, json_config: str, shape: Sequence[int],
+                     components: int, version: int = 0) -> bytes:
+    """``tensorboard.mesh.MeshPluginData``."""
+    return ((f_varint(1, version) if version else b"") + f_str(2, name)
+            + f_varint(3, content_type) + f_str(5, json_config) + f_packed(6, shape, "varint")
+            + f_varint(7, components))
 
 
 def struct_value(v: float | str | bool) -> bytes:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import io
+import json
 import logging
 import struct
 import wave
@@ -18,7 +19,7 @@ logger = logging.getLogger(__name__)
 
 __all__ = ["audio", "compute_curve", "custom_scalars", "half_to_int", "histogram",
            "histogram_raw", "hparams", "image", "int_to_half", "make_histogram", "make_image",
-           "pr_curve", "pr_curve_raw", "scalar", "tensor_proto", "text"]
+           "mesh", "pr_curve", "pr_curve_raw", "scalar", "tensor_proto", "text"]
 
 
 def half_to_int(f: float) -> int:
@@ -375,3 +376,42 @@ def hparams(hparam_dict: dict | None = None, metric_dict: dict | None = None,
     sei = plugin_summary("_hparams_/session_end_info",
                          session_end_info=pb.session_end_info(_STATUS_SUCCESS))
     return exp, ssi, sei
+
+
+_MESH_VERTEX, _MESH_FACE, _MESH_COLOR = 1, 2, 3
+_MESH_NAMES = {_MESH_VERTEX: "VERTEX", _MESH_FACE: "FACE", _MESH_COLOR: "COLOR"}
+
+
+def _get_json_config(config_dict: dict | None) -> str:
+    return "{}" if config_dict is None else json.dumps(config_dict, sort_keys=True)
+
+
+def mesh(tag: str, vertices: Any, colors: Any, faces: Any, config_dict: dict | None,
+         display_name: str | None = None, description: str | None = None) -> bytes:
+    """The mesh plugin's summary: one ``DT_FLOAT`` tensor value per component given
+    (``<tag>_VERTEX``, ``<tag>_FACE``, ``<tag>_COLOR``), each ``(B, N, 3)``.
+
+    Raises:
+        ValueError: for a component that is not 3-D.
+    """
+    from jitgrad.tensor import Tensor
+
+    json_config = _get_json_config(config_dict)
+    parts = [(t, kind) for t, kind in ((vertices, _MESH_VERTEX), (faces, _MESH_FACE),
+                                       (colors, _MESH_COLOR)) if t is not None]
+    components = 0
+    for _, kind in parts:
+        components |= 1 << kind
+    values = []
+    for t, kind in parts:
+        array = np.asarray(make_np(t) if isinstance(t, Tensor) else t)
+        if array.ndim != 3:
+            shape = t.shape if isinstance(t, Tensor) else array.shape
+            raise ValueError(f"Tensor shape should be of shape BxNx3, but got {shape}.")
+        content = pb.mesh_plugin_data(tag, kind, json_config, list(array.shape), components)
+        smd = pb.summary_metadata("mesh", content, display_name, description)
+        proto = pb.tensor_proto(pb.DT_FLOAT, list(array.shape), field="float_val",
+                                values=array.reshape(-1).tolist())
+        values.append(pb.summary_value(f"{tag}_{_MESH_NAMES[kind]}", tensor=proto,
+                                       metadata=smd))
+    return pb.summary(values)

@@ -22,6 +22,7 @@ from .summary import (
     histogram_raw,
     hparams,
     image,
+    mesh,
     pr_curve,
     pr_curve_raw,
     scalar,
@@ -433,6 +434,23 @@ class SummaryWriter:
     def add_custom_scalars(self, layout: dict) -> None:
         """Lays out the custom-scalars plugin: ``{category: {chart: [kind, tags]}}``."""
         self._get_file_writer().add_summary(custom_scalars(layout))
+
+    def add_mesh(self, tag: str, vertices: Any, colors: Any = None, faces: Any = None,
+                 config_dict: dict | None = None, global_step: int | None = None,
+                 walltime: float | None = None) -> None:
+        """Adds a 3-D mesh or point cloud for TensorBoard's mesh plugin.
+
+        Args:
+            tag: Data identifier.
+            vertices: ``(B, N, 3)`` vertex coordinates.
+            colors: ``(B, N, 3)`` RGB colors (0-255) of the vertices.
+            faces: ``(B, F, 3)`` vertex indices of the triangles.
+            config_dict: three.js configuration (camera, lights, material), stored as JSON.
+            global_step: Global step value to record.
+            walltime: Seconds after the epoch (default ``time.time()``).
+        """
+        self._get_file_writer().add_summary(mesh(tag, vertices, colors, faces, config_dict),
+                                            global_step, walltime)
 
     def flush(self) -> None:
         """Writes every writer's pending events to disk."""
