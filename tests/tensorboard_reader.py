@@ -110,6 +110,10 @@ def decode_event(buf: bytes) -> dict:
         e["values"] = [decode_value(v) for v in fields(f[5][-1]).get(1, [])]
     if 7 in f:
         e["session_log_status"] = _last(fields(f[7][-1]), 1)
+    if 4 in f:
+        e["graph_def"] = f[4][-1]
+    if 8 in f:
+        e["tagged_run_metadata"] = f[8][-1]
     if 10 in f:
         e["source_writer"] = fields(f[10][-1])[1][-1].decode()
     return e

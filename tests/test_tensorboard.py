@@ -315,6 +315,46 @@ def test_add_mesh(tmp_path):
     assert values(tmp_path, "cube_FACE")[0][2]["tensor"]["float_val"] == [0, 1, 2]
 
 
+def test_add_graph_records_calls_scoped_by_module(tmp_path):
+    nn = jitgrad.nn
+
+    class ConvNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.conv = nn.Conv2d(1, 2, 3)
+            self.head = nn.Sequential(nn.Flatten(), nn.Linear(8, 3))
+
+        def forward(self, img, steps):
+            h = self.conv(img)
+            for _ in range(steps.shape[0]):  # (Python control flow: followed for these inputs)
+                h = jitgrad.relu(h)
+            return self.head(h)
+
+    model = ConvNet()
+    with SummaryWriter(tmp_path) as w:
+        w.add_graph(model, (jitgrad.randn(2, 1, 4, 4), jitgrad.zeros(2)))
+    assert model.training
+    events = read_events(tmp_path)
+    graph_events = [e for e in events if "graph_def" in e]
+    assert len(graph_events) == 1
+    tagged = [e for e in events if "tagged_run_metadata" in e]
+    assert fields(tagged[0]["tagged_run_metadata"])[1] == [b"step1"]
+    nodes = {}
+    for raw in fields(graph_events[0]["graph_def"])[1]:
+        f = fields(raw)
+        nodes[f[1][0].decode()] = (f[2][0].decode(), [i.decode() for i in f.get(3, [])])
+    ops = sorted(op for op, _ in nodes.values())
+    assert ops == ["IO Node"] * 3 + ["aten::conv2d", "aten::flatten", "aten::linear"] \
+        + ["aten::relu"] * 2 + ["prim::GetAttr"] * 4
+    assert nodes["input/img"] == ("IO Node", []) and nodes["input/steps"] == ("IO Node", [])
+    conv = [n for n in nodes if n.startswith("ConvNet/Conv2d[conv]/conv2d")]
+    assert nodes[conv[0]][1] == ["input/img", "ConvNet/Conv2d[conv]/weight",
+                                 "ConvNet/Conv2d[conv]/bias"]
+    (linear,) = [n for n, (op, _) in nodes.items() if op == "aten::linear"]
+    assert linear.startswith("ConvNet/Sequential[head]/Linear[1]/")
+    assert nodes["output/output.1"][1] == [linear]
+
+
 def test_add_figure_needs_matplotlib(tmp_path):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
@@ -328,7 +368,7 @@ def test_add_figure_needs_matplotlib(tmp_path):
 
 
 def test_methods_jitgrad_does_not_provide_are_absent():
-    for name in ("add_graph", "add_onnx_graph", "add_video", "add_image_with_boxes"):
+    for name in ("add_onnx_graph", "add_video", "add_image_with_boxes"):
         assert not hasattr(SummaryWriter, name), name
 
 

@@ -244,3 +244,64 @@ def test_add_embedding_matches_torch(tmp_path):
                 assert ours.read_bytes() == theirs.read_bytes(), name
     text = (tmp_path / "ours" / "projector_config.pbtxt").read_text()
     assert len(text_format.Parse(text, ProjectorConfig()).embeddings) == 2
+
+
+def _graph_net(nn):
+    class Net(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.fc1 = nn.Linear(4, 3)
+            self.act = nn.ReLU()
+            self.seq = nn.Sequential(nn.Linear(3, 2), nn.Tanh())
+            self.register_buffer("scale", nn.Parameter(nn.init.ones_(nn.Linear(1, 2).weight))
+                                 .detach().reshape(2))
+
+        def forward(self, x):
+            h = self.seq(self.act(self.fc1(x)))
+            return (h * self.scale).sum(1) * 2, h
+
+    return Net()
+
+
+def _graph_summary(graph_def) -> list:
+    """(scope, op, output shapes, input ops) of every node, without torch's constants."""
+    by_name = {n.name: n for n in graph_def.node}
+    out = []
+    for n in graph_def.node:
+        if n.op in ("prim::Constant", "prim::ListConstruct", "prim::GetAttr", "IO Node"):
+            continue
+        shapes = [[d.size for d in s.dim] for s in n.attr["_output_shapes"].list.shape]
+        inputs = [by_name[i].op for i in n.input
+                  if by_name[i].op not in ("prim::Constant", "prim::ListConstruct")]
+        out.append((n.name.rsplit("/", 1)[0], n.op, shapes, inputs))
+    return sorted(out)
+
+
+def test_add_graph_draws_torchs_scopes_ops_and_shapes(tmp_path):
+    torch, _, _ = _oracle()
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+    from torch.utils.tensorboard import SummaryWriter as TorchWriter
+
+    x = np.random.default_rng(8).standard_normal((5, 4)).astype(np.float32)
+    model = _graph_net(jitgrad.nn)
+    with SummaryWriter(tmp_path / "ours") as w:
+        w.add_graph(model, jitgrad.tensor(x))
+    assert model.training  # (eval only while recording, as torch)
+    with TorchWriter(tmp_path / "torch") as w:
+        w.add_graph(_graph_net(torch.nn), torch.tensor(x))
+    graphs = []
+    for sub in ("ours", "torch"):
+        acc = EventAccumulator(str(tmp_path / sub))
+        acc.Reload()
+        assert acc.Tags()["graph"] and acc.Tags()["run_metadata"] == ["step1"]
+        graphs.append(acc.Graph())
+    ours, theirs = graphs
+    assert _graph_summary(ours) == _graph_summary(theirs)
+    io_nodes = {n.name: (list(n.input), [[d.size for d in sh.dim]
+                                         for sh in n.attr["_output_shapes"].list.shape])
+                for n in ours.node if n.op == "IO Node"}
+    assert io_nodes["input/x"] == ([], [[5, 4]])
+    assert io_nodes["output/output.1"][0][0].startswith("Net/TupleConstruct")
+    attrs = {n.name for n in ours.node if n.op == "prim::GetAttr"}
+    assert attrs == {"Net/Linear[fc1]/bias", "Net/Linear[fc1]/weight", "Net/scale",
+                     "Net/Sequential[seq]/Linear[0]/bias", "Net/Sequential[seq]/Linear[0]/weight"}

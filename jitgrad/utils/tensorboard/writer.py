@@ -12,6 +12,7 @@ from typing import Any
 
 from . import _proto as pb
 from ._convert import figure_to_image, make_np
+from ._graph import graph
 from ._embedding import embedding_info, make_mat, make_sprite, make_tsv, projector_config_text, \
     write_pbtxt
 from ._record import EventFileWriter
@@ -74,6 +75,18 @@ class FileWriter:
             walltime: Seconds since the epoch (default ``time.time()``).
         """
         self.add_event(pb.f_bytes(5, summary), global_step, walltime)
+
+    def add_graph(self, graph_profile: tuple[bytes, bytes], walltime: float | None = None) -> None:
+        """Adds a serialized ``GraphDef`` and its ``RunMetadata`` (tagged ``"step1"``).
+
+        Args:
+            graph_profile: ``(graph_def, run_metadata)`` bytes.
+            walltime: Seconds since the epoch (default ``time.time()``).
+        """
+        graph_def, run_metadata = graph_profile
+        self.add_event(pb.f_bytes(4, graph_def), None, walltime)
+        tagged = pb.f_str(1, "step1") + pb.f_bytes(2, run_metadata)
+        self.add_event(pb.f_bytes(8, tagged), None, walltime)
 
     def flush(self) -> None:
         """Writes the queued events to disk."""
@@ -314,6 +327,20 @@ class SummaryWriter:
         """
         self._get_file_writer().add_summary(audio(tag, snd_tensor, sample_rate=sample_rate),
                                             global_step, walltime)
+
+    def add_graph(self, model: Any, input_to_model: Any = None, verbose: bool = False,
+                  use_strict_trace: bool = True) -> None:
+        """Adds the graph of ``model`` run on ``input_to_model`` (TensorBoard's GRAPHS tab):
+        each top-level call the forward makes, scoped by the module that made it.
+
+        Args:
+            model: The module to draw.
+            input_to_model: An input Tensor or a tuple of them.
+            verbose: Print how many nodes were recorded.
+            use_strict_trace: Accepted for torch's signature.
+        """
+        self._get_file_writer().add_graph(graph(model, input_to_model, verbose,
+                                                use_strict_trace))
 
     def add_text(self, tag: str, text_string: str, global_step: int | None = None,
                  walltime: float | None = None) -> None:
