@@ -183,3 +183,62 @@ def embedding_calls(w, tensor):
                     label_img=tensor(rng.random((6, 3, 4, 5))), tag="emb/one%\\")
     w.add_embedding(tensor(rng.standard_normal((6, 2))), global_step=12,
                     metadata=[[m, i] for i, m in enumerate(meta)], metadata_header=["w", "i"])
+
+
+def decode_gif(gif: bytes) -> tuple:
+    """(frames T x H x W x 3, delays in 1/100 s) of a GIF with a global palette and full-size,
+    non-interlaced frames (what the writer emits)."""
+    assert gif[:6] == b"GIF89a"
+    w, h, packed = struct.unpack("<HHB", gif[6:11])
+    assert packed & 0x80
+    n = 2 << (packed & 7)
+    palette = np.frombuffer(gif[13:13 + 3 * n], np.uint8).reshape(n, 3)
+    i, frames, delays = 13 + 3 * n, [], []
+    while gif[i] != 0x3B:
+        if gif[i] == 0x21:  # an extension: its sub-blocks
+            if gif[i + 1] == 0xF9:
+                delays.append(struct.unpack("<H", gif[i + 4:i + 6])[0])
+            i += 2
+            while gif[i]:
+                i += 1 + gif[i]
+            i += 1
+            continue
+        assert gif[i] == 0x2C
+        assert struct.unpack("<HHHHB", gif[i + 1:i + 10]) == (0, 0, w, h, 0)
+        min_size = gif[i + 10]
+        i += 11
+        data = b""
+        while gif[i]:
+            data += gif[i + 1:i + 1 + gif[i]]
+            i += 1 + gif[i]
+        i += 1
+        frames.append(palette[np.array(_lzw_decode(data, min_size), np.uint8)].reshape(h, w, 3))
+    return np.stack(frames), delays
+
+
+def _lzw_decode(data: bytes, min_size: int) -> list:
+    clear, end = 1 << min_size, (1 << min_size) + 1
+    bits = int.from_bytes(data, "little")
+    pos, total = 0, len(data) * 8
+    out: list = []
+    table: list = []
+    width, prev = min_size + 1, None
+    while pos + width <= total:
+        code = (bits >> pos) & ((1 << width) - 1)
+        pos += width
+        if code == clear:
+            table = [[k] for k in range(clear)] + [None, None]
+            width, prev = min_size + 1, None
+            continue
+        if code == end:
+            break
+        if prev is None:
+            entry = table[code]
+        else:
+            entry = table[code] if code < len(table) else prev + prev[:1]
+            table.append(prev + entry[:1])
+            if len(table) == 1 << width and width < 12:
+                width += 1
+        out += entry
+        prev = entry
+    return out

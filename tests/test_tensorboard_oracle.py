@@ -305,3 +305,27 @@ def test_add_graph_draws_torchs_scopes_ops_and_shapes(tmp_path):
     attrs = {n.name for n in ours.node if n.op == "prim::GetAttr"}
     assert attrs == {"Net/Linear[fc1]/bias", "Net/Linear[fc1]/weight", "Net/scale",
                      "Net/Sequential[seq]/Linear[0]/bias", "Net/Sequential[seq]/Linear[0]/weight"}
+
+
+def test_video_frames_are_torchs_and_pil_reads_the_gif():
+    torch, ts, Summary = _oracle()
+    from PIL import Image
+    from torch.utils.tensorboard._utils import _prepare_video
+
+    from jitgrad.utils.tensorboard import summary as js
+    from jitgrad.utils.tensorboard._convert import prepare_video
+
+    rng = np.random.default_rng(10)
+    for shape in ((1, 2, 3, 4, 5), (3, 2, 1, 4, 4), (5, 3, 3, 2, 3), (8, 1, 3, 2, 2)):
+        video = rng.integers(0, 3, shape, dtype=np.uint8) * 120
+        np.testing.assert_array_equal(prepare_video(video), _prepare_video(video))
+        want = (_prepare_video(video) * 255).clip(0, 255).astype(np.uint8)
+        if want.shape[-1] == 1:
+            want = np.concatenate([want] * 3, -1)
+        ours = Summary.FromString(js.video("v", video, fps=5)).value[0].image
+        assert (ours.height, ours.width, ours.colorspace) == (*want.shape[1:3], shape[2])
+        gif = Image.open(io.BytesIO(ours.encoded_image_string))
+        assert gif.n_frames == shape[1] and gif.info["duration"] == 200
+        for t in range(shape[1]):
+            gif.seek(t)
+            np.testing.assert_array_equal(np.asarray(gif.convert("RGB")), want[t])

@@ -110,6 +110,29 @@ def convert_to_HWC(tensor: np.ndarray, input_format: str) -> np.ndarray:  # noqa
     return tensor
 
 
+def prepare_video(video: np.ndarray) -> np.ndarray:
+    """Tiles a ``(B, T, C, H, W)`` batch of videos into one ``(T, H', W', C)`` video (the
+    batch padded to a power of 2, laid out in a grid; uint8 scaled to [0, 1]), as torch.
+
+    Args:
+        video: The batch.
+
+    Returns:
+        The tiled video.
+    """
+    b, t, c, h, w = video.shape
+    if video.dtype == np.uint8:
+        video = np.float32(video) / 255.0
+    if not (b != 0 and (b & (b - 1)) == 0):
+        pad = int(2 ** b.bit_length() - b)
+        video = np.concatenate((video, np.zeros(shape=(pad, t, c, h, w))), axis=0)
+    n_rows = 2 ** ((b.bit_length() - 1) // 2)
+    n_cols = video.shape[0] // n_rows
+    video = np.reshape(video, (n_rows, n_cols, t, c, h, w))
+    video = np.transpose(video, axes=(2, 0, 4, 1, 5, 3))
+    return np.reshape(video, (t, n_rows * h, n_cols * w, c))
+
+
 _PNG_COLOR_TYPE = {1: 0, 2: 4, 3: 2, 4: 6}  # channels -> grey, grey+alpha, RGB, RGBA
 
 

@@ -13,13 +13,14 @@ from typing import Any
 import numpy as np
 
 from . import _proto as pb
-from ._convert import convert_to_HWC, encode_png, make_np
+from ._convert import convert_to_HWC, encode_png, make_np, prepare_video
+from ._gif import encode_gif
 
 logger = logging.getLogger(__name__)
 
 __all__ = ["audio", "compute_curve", "custom_scalars", "half_to_int", "histogram",
            "histogram_raw", "hparams", "image", "int_to_half", "make_histogram", "make_image",
-           "mesh", "pr_curve", "pr_curve_raw", "scalar", "tensor_proto", "text"]
+           "mesh", "pr_curve", "video", "pr_curve_raw", "scalar", "tensor_proto", "text"]
 
 
 def half_to_int(f: float) -> int:
@@ -201,6 +202,25 @@ def make_image(tensor: np.ndarray, rescale: float = 1) -> bytes:
         raise NotImplementedError("jitgrad's tensorboard writer does not resize images "
                                   "(rescale must be 1)")
     return pb.image(height, width, channel, encode_png(tensor))
+
+
+def video(tag: str, tensor: Any, fps: float = 4) -> bytes:
+    """A video summary: ``(N, T, C, H, W)`` videos tiled into a grid, scaled to uint8 (floats
+    by 255) and encoded as an animated GIF (see ``_gif``: exact up to 256 colors).
+
+    Args:
+        tag: The tag.
+        tensor: The videos, uint8 or floats in [0, 1].
+        fps: Frames per second.
+
+    Returns:
+        The serialized Summary.
+    """
+    tensor = prepare_video(make_np(tensor))
+    scale_factor = _calc_scale_factor(tensor)
+    tensor = (tensor.astype(np.float32) * scale_factor).clip(0, 255).astype(np.uint8)
+    _, h, w, c = tensor.shape
+    return pb.summary([pb.summary_value(tag, image=pb.image(h, w, c, encode_gif(tensor, fps)))])
 
 
 def audio(tag: str, tensor: Any, sample_rate: int = 44100) -> bytes:

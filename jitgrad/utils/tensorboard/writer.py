@@ -29,6 +29,7 @@ from .summary import (
     scalar,
     tensor_proto,
     text,
+    video,
 )
 
 __all__ = ["FileWriter", "SummaryWriter"]
@@ -313,6 +314,19 @@ class SummaryWriter:
         else:
             self.add_image(tag, figure_to_image(figure, close), global_step, walltime,
                            dataformats="CHW")
+
+    def add_video(self, tag: str, vid_tensor: Any, global_step: int | None = None,
+                  fps: float = 4, walltime: float | None = None) -> None:
+        """Adds videos as one animated GIF (a batch is tiled into a grid).
+
+        Args:
+            tag: Data identifier.
+            vid_tensor: ``(N, T, C, H, W)`` videos, uint8 or floats in [0, 1].
+            global_step: Global step value to record.
+            fps: Frames per second.
+            walltime: Seconds after the epoch (default ``time.time()``).
+        """
+        self._get_file_writer().add_summary(video(tag, vid_tensor, fps), global_step, walltime)
 
     def add_audio(self, tag: str, snd_tensor: Any, global_step: int | None = None,
                   sample_rate: int = 44100, walltime: float | None = None) -> None:
