@@ -390,7 +390,7 @@ def test_add_figure_needs_matplotlib(tmp_path):
 
 
 def test_methods_jitgrad_does_not_provide_are_absent():
-    for name in ("add_onnx_graph", "add_image_with_boxes"):
+    for name in ("add_onnx_graph",):
         assert not hasattr(SummaryWriter, name), name
 
 

@@ -329,3 +329,28 @@ def test_video_frames_are_torchs_and_pil_reads_the_gif():
         for t in range(shape[1]):
             gif.seek(t)
             np.testing.assert_array_equal(np.asarray(gif.convert("RGB")), want[t])
+
+
+def test_image_with_boxes_and_rescale_are_torchs_pixels(tmp_path):
+    torch, ts, Summary = _oracle()
+    from PIL import Image
+
+    from jitgrad.utils.tensorboard import summary as js
+
+    rng = np.random.default_rng(11)
+    img = rng.random((3, 30, 40))
+    boxes = np.array([[2, 3, 20, 25], [10, 5, 35, 28.5]])
+    for kwargs in ({}, {"labels": ["cat", "dog"]}, {"rescale": 0.5}):
+        ours = Summary.FromString(js.image_boxes("b", img, boxes, **kwargs)).value[0].image
+        theirs = ts.image_boxes("b", img, boxes, **kwargs).value[0].image
+        assert (ours.height, ours.width, ours.colorspace) \
+            == (theirs.height, theirs.width, theirs.colorspace)
+        np.testing.assert_array_equal(
+            np.asarray(Image.open(io.BytesIO(ours.encoded_image_string))),
+            np.asarray(Image.open(io.BytesIO(theirs.encoded_image_string))))
+    with SummaryWriter(tmp_path) as w:
+        w.add_image_with_boxes("b", jitgrad.tensor(img), jitgrad.tensor(boxes), 1,
+                               labels=["only one"])  # (ignored: not one per box)
+    png = values(tmp_path, "b")[0][2]["image"]["png"]
+    pixels = decode_png(png)
+    assert (pixels[3:25, 2] == [255, 0, 0]).all()  # the first box's left edge, red

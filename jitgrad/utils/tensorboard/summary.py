@@ -18,9 +18,10 @@ from ._gif import encode_gif
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["audio", "compute_curve", "custom_scalars", "half_to_int", "histogram",
-           "histogram_raw", "hparams", "image", "int_to_half", "make_histogram", "make_image",
-           "mesh", "pr_curve", "video", "pr_curve_raw", "scalar", "tensor_proto", "text"]
+__all__ = ["audio", "compute_curve", "custom_scalars", "draw_boxes", "half_to_int", "histogram",
+           "histogram_raw", "hparams", "image", "image_boxes", "int_to_half", "make_histogram",
+           "make_image", "mesh", "pr_curve", "pr_curve_raw", "scalar", "tensor_proto", "text",
+           "video"]
 
 
 def half_to_int(f: float) -> int:
@@ -179,7 +180,7 @@ def image(tag: str, tensor: Any, rescale: float = 1, dataformats: str = "NCHW") 
     Args:
         tag: The tag.
         tensor: The image(s) as a Tensor or array.
-        rescale: Only 1 is supported (torch resizes with PIL).
+        rescale: Scale factor of the stored image (other than 1 needs Pillow, as torch).
         dataformats: The layout, e.g. ``"CHW"``, ``"HWC"``, ``"NCHW"``, ``"HW"``.
 
     Returns:
@@ -191,17 +192,68 @@ def image(tag: str, tensor: Any, rescale: float = 1, dataformats: str = "NCHW") 
     return pb.summary([pb.summary_value(tag, image=make_image(tensor, rescale=rescale))])
 
 
-def make_image(tensor: np.ndarray, rescale: float = 1) -> bytes:
-    """A serialized ``Summary.Image`` of a uint8 HWC array, PNG-encoded.
+def make_image(tensor: np.ndarray, rescale: float = 1, rois: np.ndarray | None = None,
+               labels: list | None = None) -> bytes:
+    """A serialized ``Summary.Image`` of a uint8 HWC array, PNG-encoded (with ``zlib``).
 
-    Raises:
-        NotImplementedError: for ``rescale`` other than 1 (torch resizes with PIL's Lanczos).
+    Drawing boxes (``rois``) or resizing (``rescale`` other than 1) uses Pillow, as torch does
+    (imported only then).
     """
     height, width, channel = tensor.shape
-    if rescale != 1 and (int(height * rescale), int(width * rescale)) != (height, width):
-        raise NotImplementedError("jitgrad's tensorboard writer does not resize images "
-                                  "(rescale must be 1)")
+    scaled_height, scaled_width = int(height * rescale), int(width * rescale)
+    if rois is not None or (scaled_height, scaled_width) != (height, width):
+        from PIL import Image
+
+        image = Image.fromarray(tensor)
+        if rois is not None:
+            image = draw_boxes(image, rois, labels=labels)
+        image = image.resize((scaled_width, scaled_height), Image.Resampling.LANCZOS)
+        tensor = np.asarray(image)
+        if tensor.ndim == 2:
+            tensor = tensor[:, :, None]
     return pb.image(height, width, channel, encode_png(tensor))
+
+
+def _draw_single_box(image: Any, xmin: float, ymin: float, xmax: float, ymax: float,
+                     display_str: str | None, color: str = "black",
+                     color_text: str = "black", thickness: int = 2) -> Any:
+    from PIL import ImageDraw, ImageFont
+
+    font = ImageFont.load_default()
+    draw = ImageDraw.Draw(image)
+    (left, right, top, bottom) = (xmin, xmax, ymin, ymax)
+    draw.line([(left, top), (left, bottom), (right, bottom), (right, top), (left, top)],
+              width=thickness, fill=color)
+    if display_str:
+        text_bottom = bottom
+        _left, _top, _right, _bottom = font.getbbox(display_str)
+        text_width, text_height = _right - _left, _bottom - _top
+        margin = np.ceil(0.05 * text_height)
+        draw.rectangle([(left, text_bottom - text_height - 2 * margin),
+                        (left + text_width, text_bottom)], fill=color)
+        draw.text((left + margin, text_bottom - text_height - margin), display_str,
+                  fill=color_text, font=font)
+    return image
+
+
+def draw_boxes(disp_image: Any, boxes: np.ndarray, labels: list | None = None) -> Any:
+    """Draws each ``(xmin, ymin, xmax, ymax)`` box (and its label) in red on a PIL image."""
+    for i in range(boxes.shape[0]):
+        disp_image = _draw_single_box(disp_image, boxes[i, 0], boxes[i, 1], boxes[i, 2],
+                                      boxes[i, 3], display_str=None if labels is None
+                                      else labels[i], color="Red")
+    return disp_image
+
+
+def image_boxes(tag: str, tensor_image: Any, tensor_boxes: Any, rescale: float = 1,
+                dataformats: str = "CHW", labels: list | None = None) -> bytes:
+    """An image summary with boxes drawn on it (needs Pillow, as torch)."""
+    tensor_image = convert_to_HWC(make_np(tensor_image), dataformats)
+    tensor_boxes = make_np(tensor_boxes)
+    tensor_image = tensor_image.astype(np.float32) * _calc_scale_factor(tensor_image)
+    image = make_image(tensor_image.clip(0, 255).astype(np.uint8), rescale=rescale,
+                       rois=tensor_boxes, labels=labels)
+    return pb.summary([pb.summary_value(tag, image=image)])
 
 
 def video(tag: str, tensor: Any, fps: float = 4) -> bytes:

@@ -23,6 +23,7 @@ from .summary import (
     histogram_raw,
     hparams,
     image,
+    image_boxes,
     mesh,
     pr_curve,
     pr_curve_raw,
@@ -296,6 +297,31 @@ class SummaryWriter:
         """
         self._get_file_writer().add_summary(image(tag, img_tensor, dataformats=dataformats),
                                             global_step, walltime)
+
+    def add_image_with_boxes(self, tag: str, img_tensor: Any, box_tensor: Any,
+                             global_step: int | None = None, walltime: float | None = None,
+                             rescale: float = 1, dataformats: str = "CHW",
+                             labels: list | None = None) -> None:
+        """Adds an image with boxes drawn on it; needs Pillow (as torch) to draw.
+
+        Args:
+            tag: Data identifier.
+            img_tensor: The image, laid out as ``dataformats`` says.
+            box_tensor: ``(N, 4)`` boxes as ``(xmin, ymin, xmax, ymax)`` pixels.
+            global_step: Global step value to record.
+            walltime: Seconds after the epoch (default ``time.time()``).
+            rescale: Scale factor of the stored image.
+            dataformats: The image's layout.
+            labels: One label per box (ignored unless there are N).
+        """
+        if labels is not None:
+            if isinstance(labels, str):
+                labels = [labels]
+            if len(labels) != box_tensor.shape[0]:
+                labels = None
+        self._get_file_writer().add_summary(
+            image_boxes(tag, img_tensor, box_tensor, rescale=rescale, dataformats=dataformats,
+                        labels=labels), global_step, walltime)
 
     def add_figure(self, tag: str, figure: Any, global_step: int | None = None,
                    close: bool = True, walltime: float | None = None) -> None:
