@@ -12,9 +12,9 @@ from typing import Any
 
 from . import _proto as pb
 from ._convert import figure_to_image, make_np
-from ._graph import graph
 from ._embedding import embedding_info, make_mat, make_sprite, make_tsv, projector_config_text, \
     write_pbtxt
+from ._graph import graph
 from ._record import EventFileWriter
 from .summary import (
     audio,
@@ -100,8 +100,9 @@ class FileWriter:
 
 
 class SummaryWriter:
-    """Writes scalars, histograms, images, text, audio, hyperparameters and curves to event
-    files in ``log_dir`` for TensorBoard, as ``torch.utils.tensorboard.SummaryWriter``.
+    """Writes scalars, histograms, images, videos, audio, text, graphs, embeddings,
+    hyperparameters, curves and meshes to event files in ``log_dir`` for TensorBoard, as
+    ``torch.utils.tensorboard.SummaryWriter``.
 
     Args:
         log_dir: The directory; default ``runs/<CURRENT_DATETIME_HOSTNAME><comment>``.
