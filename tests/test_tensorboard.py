@@ -383,10 +383,18 @@ def test_add_figure_needs_matplotlib(tmp_path):
     import matplotlib.pyplot as plt
 
     fig = plt.figure(figsize=(2, 1), dpi=20)
+    fig.patch.set_facecolor((1.0, 0.0, 0.0))
+    figs = [plt.figure(figsize=(2, 1), dpi=20) for _ in range(2)]
     with SummaryWriter(tmp_path) as w:
         w.add_figure("fig", fig, 0)
+        w.add_figure("figs", figs, 1, close=False)
     img = values(tmp_path, "fig")[0][2]["image"]
     assert (img["height"], img["width"], img["colorspace"]) == (20, 40, 3)
+    assert (decode_png(img["png"]) == [255, 0, 0]).all()
+    assert not plt.fignum_exists(fig.number) and plt.fignum_exists(figs[0].number)
+    img = values(tmp_path, "figs")[0][2]["image"]
+    assert (img["height"], img["width"]) == (20, 80)  # (a list: a grid, side by side)
+    plt.close("all")
 
 
 def test_methods_jitgrad_does_not_provide_are_absent():
