@@ -447,6 +447,13 @@ def test_flush_secs_writes_from_a_background_thread(tmp_path):
     assert not thread.is_alive()  # close stops it
 
 
+def test_flush_secs_zero_writes_each_event_at_once(tmp_path):
+    with SummaryWriter(tmp_path, flush_secs=0) as w:
+        assert w.file_writer.event_writer._thread is None
+        w.add_scalar("a", 1.0, 0)
+        assert _count(tmp_path) == 2
+
+
 def test_close_twice_then_add_reopens_a_new_file(tmp_path):
     w = SummaryWriter(tmp_path)
     w.add_scalar("a", 1.0, 0)

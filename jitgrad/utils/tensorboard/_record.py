@@ -98,8 +98,9 @@ class EventFileWriter:
     """Writes serialized ``Event`` protocol buffers to a new event file in ``logdir``.
 
     Events are queued and written when ``max_queue`` of them wait, on :meth:`flush`, on
-    :meth:`close`, every ``flush_secs`` seconds (a daemon thread) and when the interpreter
-    exits, so that events survive a script that never closes its writer.
+    :meth:`close`, every ``flush_secs`` seconds (a daemon thread; at once when ``flush_secs``
+    is 0 or less) and when the interpreter exits, so that events survive a script that never
+    closes its writer.
 
     Args:
         logdir: The directory of the event file (created if missing).
@@ -128,10 +129,12 @@ class EventFileWriter:
                              source_writer="jitgrad.utils.tensorboard"))
         self.flush()
         _open_writers.add(self)
-        self._thread = threading.Thread(target=_flush_loop, daemon=True,
-                                        args=(weakref.ref(self), self._stop, flush_secs),
-                                        name="jitgrad-tensorboard-flush")
-        self._thread.start()
+        self._thread = None  # (flush_secs <= 0: every event is written at once)
+        if flush_secs > 0:
+            self._thread = threading.Thread(target=_flush_loop, daemon=True,
+                                            args=(weakref.ref(self), self._stop, flush_secs),
+                                            name="jitgrad-tensorboard-flush")
+            self._thread.start()
 
     def get_logdir(self) -> str:
         """The directory where the event file is written."""
@@ -155,7 +158,7 @@ class EventFileWriter:
             if self._closed:
                 raise OSError("Writer is closed")
             self._pending.append(serialized_event)
-            if len(self._pending) >= self._max_queue:
+            if len(self._pending) >= self._max_queue or self._flush_secs <= 0:
                 self._write_pending()
 
     def _write_pending(self) -> None:
@@ -186,7 +189,7 @@ class EventFileWriter:
             self._file.close()
             _open_writers.discard(self)
         self._stop.set()
-        if self._thread is not threading.current_thread():
+        if self._thread is not None and self._thread is not threading.current_thread():
             self._thread.join()
 
     def __del__(self) -> None:
