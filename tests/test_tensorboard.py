@@ -447,6 +447,24 @@ def test_flush_secs_writes_from_a_background_thread(tmp_path):
     assert not thread.is_alive()  # close stops it
 
 
+def test_threads_may_share_a_writer(tmp_path):
+    import threading
+
+    with SummaryWriter(tmp_path, max_queue=7, flush_secs=0.01) as w:
+        def log(k):
+            for i in range(200):
+                w.add_scalar(f"t{k}", float(i), i)
+
+        threads = [threading.Thread(target=log, args=(k,)) for k in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    for k in range(4):  # (every record's CRCs are checked as it is read)
+        assert [v["simple_value"] for _, _, v in values(tmp_path, f"t{k}")] \
+            == [float(i) for i in range(200)]
+
+
 def test_flush_secs_zero_writes_each_event_at_once(tmp_path):
     with SummaryWriter(tmp_path, flush_secs=0) as w:
         assert w.file_writer.event_writer._thread is None
