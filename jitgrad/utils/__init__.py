@@ -1,8 +1,8 @@
 """``jitgrad.utils``: data loading (``jitgrad.utils.data``), activation checkpointing
 (``jitgrad.utils.checkpoint``), hooks' handles (``hooks``), pytrees (``_pytree``), timing
 (``benchmark``), FLOP counting (``flop_counter``, ``module_tracker``), ``weak``, ``dlpack``,
-``model_zoo`` and ``swap_tensors``. Each submodule loads on first use (``jitgrad.func`` needs
-``_pytree`` only)."""
+``model_zoo``, TensorBoard event files (``tensorboard``) and ``swap_tensors``. Each submodule
+loads on first use (``jitgrad.func`` needs ``_pytree`` only)."""
 
 import copyreg
 import importlib
@@ -70,7 +70,7 @@ def swap_tensors(t1: Any, t2: Any) -> None:
 
 
 _SUBMODULES = ("_pytree", "benchmark", "checkpoint", "data", "dlpack", "flop_counter", "hooks",
-               "model_zoo", "module_tracker", "weak")
+               "model_zoo", "module_tracker", "tensorboard", "weak")
 
 
 def __getattr__(name: str) -> Any:
