@@ -9,6 +9,8 @@ the same script's with ``import torch``.
 
 import math
 
+import pytest
+
 from test_user_scripts import _close
 from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
@@ -44,3 +46,37 @@ def test_makemore_models_learn_names():
 def test_makemore_fixed_weights_match_torch():
     g, t = _run("makemore"), _run_torch("makemore")
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------------- karpathy/nanoGPT
+
+
+def test_nanogpt_trains_checkpoints_and_samples():
+    g = _run("nanogpt")
+    losses = g["train_losses"]
+    assert len(losses) == 31 and losses[-1] < 0.7 * losses[0]
+    evals = g["eval_history"]
+    assert [e[0] for e in evals] == [0, 10, 20, 30]
+    assert evals[-1][2] < 0.7 * evals[0][2]  # val loss
+    assert evals[0][2] == pytest.approx(math.log(g["meta_vocab_size"]), rel=0.05)
+    checkpoint = g["torch"].load(g["os"].path.join(g["out_dir"], "ckpt.pt"))
+    assert checkpoint["iter_num"] == 30 and checkpoint["model_args"]["n_embd"] == 32
+    assert len(checkpoint["optimizer"]["param_groups"]) == 2
+    assert [pg["weight_decay"] for pg in checkpoint["optimizer"]["param_groups"]] == [0.1, 0.0]
+    assert g["model"].transformer.wte.weight is g["model"].lm_head.weight  # tied after loading
+    assert len(g["samples"]) == 3
+    for text in g["samples"]:
+        assert len(text) == 41 and set(text) <= set(g["stoi"])
+
+
+def test_nanogpt_fixed_weights_and_steps_match_torch():
+    g, t = _run("nanogpt"), _run_torch("nanogpt")
+    for bias in (True, False):
+        ours, theirs = dict(g["fixed_results"][bias]), dict(t["fixed_results"][bias])
+        assert ours.pop("groups") == theirs.pop("groups") == [(10, 0.1), (18 if bias else 5, 0.0)]
+        assert ours.pop("tied") and theirs.pop("tied")
+        assert ours.pop("num_params") == theirs.pop("num_params")
+        # (query and key biases get gradients that are 0 up to rounding, which Adam scales
+        # up to steps of lr: after the steps they differ in the 4th digit)
+        _close_nested(ours.pop("after_steps"), theirs.pop("after_steps"), rtol=1e-4, atol=1e-3)
+        _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
