@@ -80,3 +80,29 @@ def test_nanogpt_fixed_weights_and_steps_match_torch():
         # up to steps of lr: after the steps they differ in the 4th digit)
         _close_nested(ours.pop("after_steps"), theirs.pop("after_steps"), rtol=1e-4, atol=1e-3)
         _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+# ---------------------------------------------- karpathy/ng-video-lecture ("Let's build GPT")
+
+
+def test_ng_lecture_bigram_reaches_the_bigram_loss():
+    g = _run("ng_lecture_bigram")
+    history = g["history"]
+    assert [h[0] for h in history] == [0, 100, 200]
+    assert history[0][1] > math.log(g["vocab_size"])  # (N(0, 1) logits: worse than uniform)
+    assert history[-1][2] < 0.4 * history[0][2]  # val loss
+    assert len(g["sample"]) == 101 and set(g["sample"]) <= set(g["chars"])
+
+
+def test_ng_lecture_gpt_learns():
+    g = _run("ng_lecture_gpt")
+    history = g["history"]
+    assert [h[0] for h in history] == [0, 20, 40, 59]
+    assert history[-1][2] < 0.5 * history[0][2]
+    assert len(g["sample"]) == 101 and set(g["sample"]) <= set(g["chars"])
+    assert g["model"].training  # (estimate_loss's model.train() after its model.eval())
+
+
+def test_ng_lecture_gpt_fixed_weights_match_torch():
+    g, t = _run("ng_lecture_gpt"), _run_torch("ng_lecture_gpt")
+    _close_nested(g["fixed_result"], t["fixed_result"], rtol=1e-4, atol=1e-5)
