@@ -106,3 +106,44 @@ def test_ng_lecture_gpt_learns():
 def test_ng_lecture_gpt_fixed_weights_match_torch():
     g, t = _run("ng_lecture_gpt"), _run_torch("ng_lecture_gpt")
     _close_nested(g["fixed_result"], t["fixed_result"], rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------- d2l.ai: linear networks and MLPs (ch. 3-5)
+
+
+@pytest.mark.slow
+def test_d2l_linear_softmax_mlp_dropout_learn():
+    r = _run("d2l_linear_mlp")["results"]
+    assert r["batch_shapes"] == ((32, 2), (32, 1)) and r["num_batches"] == 32
+    assert max(r["scratch_errors"]) < 0.4 and r["scratch_val_loss"] < 0.2  # 3 epochs, lr 0.03
+    assert max(r["concise_errors"]) < 0.05
+    # weight decay: lambda 3 shrinks w (the book: 0.0101 -> 0.0015 and less overfitting)
+    (norm_0, m_0), (norm_3, m_3) = r["weight_decay_scratch_0"], r["weight_decay_scratch_3"]
+    assert norm_3 < 0.3 * norm_0 and m_0["train_loss"] < m_0["val_loss"]
+    assert m_3["val_loss"] < m_0["val_loss"]
+    # (LazyLinear's weight.data.normal_ before materializing is a no-op in torch too: it starts
+    # from kaiming's init, norm ~0.17, and weight decay shrinks it; torch ends near 0.015)
+    assert r["weight_decay_concise"] < 0.05
+    assert r["keepdims_sums"] == ([[5.0, 7.0, 9.0]], [[6.0], [15.0]])
+    _close(r["softmax_row_sums"], [1.0, 1.0])
+    _close(r["picked"], [0.1, 0.5])
+    assert r["cross_entropy"] == pytest.approx(-(math.log(0.1) + math.log(0.5)) / 2, rel=1e-6)
+    for key in ("softmax_scratch", "softmax_concise", "mlp_concise"):
+        assert r[key]["val_acc"] > 0.75, key  # 10 digits: chance is 0.1
+    for key in ("mlp_scratch", "dropout_scratch", "dropout_concise"):
+        assert r[key]["val_acc"] > 0.5, key  # (the book's sigma 0.01 starts slowly)
+    assert r["wrong_labels"][0] > 0 and r["wrong_labels"][1] == (1, 8, 8)
+    half = r["dropout_half"]
+    kept = half != 0
+    assert 0 < int(kept.sum()) < 16  # (element 0 is 0 either way)
+    assert (half[kept] == 2 * _run("d2l_linear_mlp")["X"][kept]).all()  # kept ones scaled by 2
+    assert r["dropout_ends"][1] == [[0.0] * 8] * 2
+    assert r["lazy_shapes"] == [(256, 64), (256,), (256, 256), (256,), (10, 256), (10,)]
+
+
+@pytest.mark.slow
+def test_d2l_linear_mlp_fixed_weights_match_torch():
+    g, t = _run("d2l_linear_mlp"), _run_torch("d2l_linear_mlp")
+    _close_nested(g["fixed_result"], t["fixed_result"], rtol=1e-4, atol=1e-5)
+    for key in ("keepdims_sums", "batch_shapes", "num_batches", "lazy_shapes"):
+        assert g["results"][key] == t["results"][key], key
