@@ -147,3 +147,53 @@ def test_d2l_linear_mlp_fixed_weights_match_torch():
     _close_nested(g["fixed_result"], t["fixed_result"], rtol=1e-4, atol=1e-5)
     for key in ("keepdims_sums", "batch_shapes", "num_batches", "lazy_shapes"):
         assert g["results"][key] == t["results"][key], key
+
+
+# ------------------------------------- d2l.ai: builders' guide, CNNs, batch norm, ResNet (6-8)
+
+
+@pytest.mark.slow
+def test_d2l_builders_guide_and_cnns():
+    r = _run("d2l_builders_cnn")["results"]
+    assert r["sequential_shape"] == r["mlp_shape"] == (2, 10)
+    assert r["my_sequential"] == ((2, 10), ["0", "1", "2"])
+    assert 0 < r["fixed_hidden"][0] <= 1 and r["fixed_hidden"][1] == 2  # (rand_weight: no param)
+    assert r["chimera"][0] == () and len(r["chimera"][1]) == 10
+    assert r["state_dict_keys"] == ["weight", "bias"] and r["bias_type"] == "Parameter"
+    assert r["grad_is_none"] is True
+    assert r["named_shapes"] == [("0.weight", (8, 4)), ("0.bias", (8,)), ("2.weight", (1, 8)),
+                                 ("2.bias", (1,))]
+    assert r["shared"] == (True, 100.0, 6)  # one shared layer: its parameters counted once
+    assert r["init_normal"][0] < 0.06 and r["init_normal"][1] == 0.0
+    assert r["init_constant"] == ([1.0] * 4, 0.0)
+    assert r["init_xavier_42"] == (True, [[42.0] * 8])
+    assert r["my_init"] and r["edited"] == (42.0, True)
+    assert r["uninitialized"] == "UninitializedParameter"
+    assert r["lazy_shape"] == ((256, 20), "Linear")  # LazyLinear becomes a Linear
+    assert r["centered"] == [-2.0, -1.0, 0.0, 1.0, 2.0] and abs(r["centered_mean"]) < 1e-6
+    assert r["my_linear"] == ((5, 3), (2, 3)) and r["my_linear_net"] == (2, 1)
+    assert r["file_io"] == ([0, 1, 2, 3], [0.0] * 4, ["x", "y"]) and r["clone_equal"]
+    assert r["corr2d"] == [[19.0, 25.0], [37.0, 43.0]]
+    assert r["edges"] == ([[0.0, 1.0, 0.0, 0.0, 0.0, -1.0, 0.0]] * 6, 0.0)
+    _close(r["learned_kernel"], [[1.0, -1.0]], atol=0.1)
+    losses = r["conv_losses"]
+    assert all(b < a for a, b in zip(losses, losses[1:])) and losses[-1] < 0.05 * losses[0]
+    assert r["lenet_summary"] == [(6, 1, 5, 5), (6,), (16, 6, 5, 5), (16,), (120, 400), (120,),
+                                  (84, 120), (84,), (10, 84), (10,)]
+    # batch norm lets the sigmoid LeNet train in 3 epochs (without it, it stays near chance)
+    for key in ("bn_scratch", "bn_concise", "resnet"):
+        assert r[key]["val_acc"] > 0.5 and r[key]["train_loss"] < 1.5, key
+    shape, moving_var = r["bn_gamma_beta"]
+    assert shape == (6,) and all(0 < v < 1 for v in moving_var)  # the running estimate moved
+    assert r["residual_shapes"] == [(4, 3, 6, 6), (4, 6, 3, 3)]
+    assert r["resnet_children"] == ["0", "b2", "b3", "last"]
+    assert r["resnext_shape"] == (4, 32, 12, 12)
+
+
+@pytest.mark.slow
+def test_d2l_batch_norm_and_resnet_fixed_weights_match_torch():
+    g, t = _run("d2l_builders_cnn"), _run_torch("d2l_builders_cnn")
+    _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-5)
+    for key in ("chimera", "named_shapes", "shared", "file_io", "corr2d", "edges",
+                "lenet_summary", "residual_shapes", "resnet_children", "uninitialized"):
+        assert g["results"][key] == t["results"][key], key
