@@ -197,3 +197,37 @@ def test_d2l_batch_norm_and_resnet_fixed_weights_match_torch():
     for key in ("chimera", "named_shapes", "shared", "file_io", "corr2d", "edges",
                 "lenet_summary", "residual_shapes", "resnet_children", "uninitialized"):
         assert g["results"][key] == t["results"][key], key
+
+
+# ------------------------------------------------------- d2l.ai: RNN, GRU, LSTM (ch. 9-10)
+
+
+@pytest.mark.slow
+def test_d2l_rnn_gru_lstm_language_models_learn():
+    r = _run("d2l_rnn")["results"]
+    indices, tokens = r["words"]
+    assert len(indices) == 10 and all(len(t) == 1 for t in tokens)
+    num_tokens, vocab_size, top_words, num_bigrams = r["vocab"]
+    assert vocab_size == 25 and num_tokens > 10000 and num_bigrams > 100  # 24 letters + space
+    assert top_words[0][1] >= top_words[1][1] >= top_words[2][1]  # sorted by frequency
+    assert r["batch"] == ((256, 16), True)  # Y is X shifted by one
+    assert r["one_hot"] == [[1, 0, 0, 0, 0], [0, 0, 1, 0, 0]]
+    for key in ("rnn_scratch", "rnn_concise", "gru_scratch", "gru_concise", "lstm_scratch",
+                "lstm_concise"):
+        metrics = r[key][0] if isinstance(r[key], tuple) else r[key]
+        assert metrics["val_ppl"] < 0.75 * vocab_size, key  # (uniform guessing: 25)
+    assert r["rnn_concise"][0]["val_ppl"] < 15 and r["gru_concise"][0]["val_ppl"] < 15
+    for key in ("rnn_scratch", "rnn_concise", "gru_concise", "lstm_concise"):
+        prediction = r[key][1]
+        assert prediction.startswith("it has") and len(prediction) == 26, key
+
+
+@pytest.mark.slow
+def test_d2l_rnn_fixed_weights_match_torch():
+    g, t = _run("d2l_rnn"), _run_torch("d2l_rnn")
+    for key in ("words", "vocab", "batch", "one_hot"):
+        assert g["results"][key] == t["results"][key], key
+    for name, theirs in t["fixed_results"].items():
+        ours, theirs = dict(g["fixed_results"][name]), dict(theirs)
+        assert ours.pop("prediction") == theirs.pop("prediction"), name
+        _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
