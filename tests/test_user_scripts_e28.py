@@ -231,3 +231,43 @@ def test_d2l_rnn_fixed_weights_match_torch():
         ours, theirs = dict(g["fixed_results"][name]), dict(theirs)
         assert ours.pop("prediction") == theirs.pop("prediction"), name
         _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+# --------------------------------------- d2l.ai: attention, Bahdanau, Transformer encoder (11)
+
+
+def test_d2l_attention_bahdanau_translates_and_transformer_encoder_shapes():
+    g = _run("d2l_attention")
+    r, torch = g["results"], g["torch"]
+    assert r["mt_batch"] == (torch.int64, (3, 9), torch.int64, (3, 9))
+    assert r["built"][0][1:3] == [".", "<eos>"] and r["built"][1][0] == "<bos>"
+    assert r["masked_1d"] == [[[True, True, False, False]] * 2, [[True, True, True, False]] * 2]
+    assert r["masked_2d"] == [[[True, False, False, False], [True, True, True, False]],
+                              [[True, True, False, False], [True, True, True, True]]]
+    assert r["dot_weights_nonzero"] == [2, 6]  # the valid lengths
+    assert r["bahdanau"]["val_loss"] < 0.25 * r["bahdanau_first_train_loss"]
+    assert [t for t, _ in r["translations"]] == ["va !", "j'ai perdu .", "il est calme .",
+                                                 "je suis chez moi ."]
+    assert all(score == 1.0 for _, score in r["translations"])
+    heat = r["attention_heatmap"]
+    assert tuple(heat.shape) == (1, 1, 9, 4)
+    # (the attention over the 4 source positions of "i'm home . <eos>" sums to 1: no padding)
+    _close(heat.detach().sum(-1).reshape(-1).tolist(), [1.0] * 9, rtol=1e-5)
+    pos = r["positional"]
+    _close(pos[0].tolist(), [math.sin(i / 10000 ** (6 / 32)) for i in range(60)], atol=1e-5)
+    _close(pos[1].tolist(), [math.cos(i / 10000 ** (6 / 32)) for i in range(60)], atol=1e-5)
+    assert r["ffn_rows_equal"]
+    assert r["ln_bn"] == ([[-0.9999799728393555, 0.9999799728393555]] * 2,
+                          [[-0.9999799728393555] * 2, [0.9999799728393555] * 2])
+    assert r["encoder_weights"] == [(16, 100, 100), (16, 100, 100)]
+
+
+def test_d2l_attention_fixed_weights_match_torch():
+    g, t = _run("d2l_attention"), _run_torch("d2l_attention")
+    for key in ("built", "masked_1d", "masked_2d", "dot_weights_nonzero", "encoder_weights"):
+        assert g["results"][key] == t["results"][key], key
+    ours, theirs = dict(g["fixed_results"]["seq2seq"]), dict(t["fixed_results"]["seq2seq"])
+    assert ours.pop("preds") == theirs.pop("preds")
+    _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
+    _close_nested(g["fixed_results"]["transformer_encoder"],
+                  t["fixed_results"]["transformer_encoder"], rtol=1e-4, atol=1e-5)
