@@ -271,3 +271,22 @@ def test_d2l_attention_fixed_weights_match_torch():
     _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
     _close_nested(g["fixed_results"]["transformer_encoder"],
                   t["fixed_results"]["transformer_encoder"], rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------- pytorch/tutorials reinforcement_q_learning.py (DQN, CartPole)
+
+
+@pytest.mark.slow
+def test_dqn_cartpole_learns_to_balance():
+    g = _run("dqn_cartpole")
+    durations = g["episode_durations"]
+    assert len(durations) == 80
+    first, last = sum(durations[:20]) / 20, sum(durations[-10:]) / 10
+    assert last > 3 * first and last > 80, (first, last)  # (torch's run: 23 -> 139)
+
+
+@pytest.mark.slow
+def test_dqn_fixed_updates_match_torch():
+    g, t = _run("dqn_cartpole"), _run_torch("dqn_cartpole")
+    assert len(g["fixed_result"]["losses"]) == 3
+    _close_nested(g["fixed_result"], t["fixed_result"], rtol=1e-4, atol=1e-6)
