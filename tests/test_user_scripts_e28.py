@@ -290,3 +290,32 @@ def test_dqn_fixed_updates_match_torch():
     g, t = _run("dqn_cartpole"), _run_torch("dqn_cartpole")
     assert len(g["fixed_result"]["losses"]) == 3
     _close_nested(g["fixed_result"], t["fixed_result"], rtol=1e-4, atol=1e-6)
+
+
+# ------------------------------------------------------------ karpathy/minGPT (projects/adder)
+
+
+@pytest.mark.slow
+def test_mingpt_adder_learns_to_add():
+    g = _run("mingpt_adder")
+    losses, scores = g["losses"], g["scores"]
+    assert len(losses) == 451 and sum(losses[-20:]) / 20 < 0.5 * losses[0]
+    assert [s[0] for s in scores] == [0, 225, 450]
+    # (of 9500 training and 500 test problems: torch's run ends at 4450 and 217)
+    assert scores[-1][1] > 20 * max(scores[0][1], 1) and scores[-1][2] > 50
+    assert g["top_score"] == scores[-1][1] + scores[-1][2]
+    assert sorted(g["os"].listdir(g["config"].system.work_dir)) == ["args.txt", "config.json",
+                                                                   "model.pt"]
+    assert g["fixed_groups"] == [(13, 0.1), (28, 0.0)]  # Linear weights decay; biases, LN, emb not
+
+
+@pytest.mark.slow
+def test_mingpt_fixed_weights_match_torch():
+    g, t = _run("mingpt_adder"), _run_torch("mingpt_adder")
+    assert g["fixed_groups"] == t["fixed_groups"]
+    ours, theirs = dict(g["fixed_result"]), dict(t["fixed_result"])
+    for key in ("x", "y", "greedy"):
+        assert ours.pop(key) == theirs.pop(key), key
+    # (Adam's first step is lr * sign(grad) where a gradient is ~0: rounding shows at 1e-5)
+    _close_nested(ours.pop("stepped"), theirs.pop("stepped"), rtol=1e-4, atol=1e-4)
+    _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
