@@ -260,6 +260,10 @@ def test_d2l_attention_bahdanau_translates_and_transformer_encoder_shapes():
     assert r["ln_bn"] == ([[-0.9999799728393555, 0.9999799728393555]] * 2,
                           [[-0.9999799728393555] * 2, [0.9999799728393555] * 2])
     assert r["encoder_weights"] == [(16, 100, 100), (16, 100, 100)]
+    # the whole Transformer (encoder and decoder) trained on the same pairs
+    assert r["transformer"]["val_loss"] < 0.25 * r["transformer_first_train_loss"]
+    assert r["transformer_translations"] == [t for t, _ in r["translations"]]
+    assert r["dec_attention_steps"] == [[(4, 1, 9), (4, 1, 9)]] * 2  # 4 heads x 1 query x 9 keys
 
 
 def test_d2l_attention_fixed_weights_match_torch():
@@ -271,6 +275,9 @@ def test_d2l_attention_fixed_weights_match_torch():
     _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
     _close_nested(g["fixed_results"]["transformer_encoder"],
                   t["fixed_results"]["transformer_encoder"], rtol=1e-4, atol=1e-5)
+    ours, theirs = dict(g["fixed_results"]["transformer"]), dict(t["fixed_results"]["transformer"])
+    assert ours.pop("preds") == theirs.pop("preds")
+    _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
 # ------------------------------- pytorch/tutorials reinforcement_q_learning.py (DQN, CartPole)

@@ -6,13 +6,13 @@ Seq2SeqEncoder (init_seq2seq through nn.GRU's _flat_weights_names), Seq2Seq with
 loss and Adam, BLEU, masked_softmax (X[~mask] = value), scaled dot-product and additive
 attention, the Bahdanau attention decoder trained with gradient clipping and decoding greedily
 with its attention weights, multi-head attention (transpose_qkv, repeat_interleave of the
-valid lengths), sinusoidal positional encoding, PositionWiseFFN, AddNorm and the Transformer
-encoder.
+valid lengths), sinusoidal positional encoding, PositionWiseFFN, AddNorm, the Transformer
+encoder and decoder (cached key-values per block while predicting), trained to translate.
 
 Changes: the d2l package is not installed, so its classes these sections use are written out
 first (from d2l/torch.py, ProgressBoard without matplotlib, heatmaps kept as tensors);
 fra-eng.zip is a download, so generated pairs of the book's sentences stand in (8 epochs of a
-smaller model, lr 0.01).
+smaller model, lr 0.01; the Transformer: 32 hidden units, lr 0.005).
 """
 import collections
 import re
@@ -918,6 +918,126 @@ d2l.check_shape(encoder(d2l.ones((2, 100), dtype=torch.long), valid_lens),
                 (2, 100, 24))
 results['encoder_weights'] = [tuple(w.shape) for w in encoder.attention_weights]
 
+class TransformerDecoderBlock(nn.Module):
+    # The i-th block in the Transformer decoder
+    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, i):
+        super().__init__()
+        self.i = i
+        self.attention1 = d2l.MultiHeadAttention(num_hiddens, num_heads,
+                                                 dropout)
+        self.addnorm1 = AddNorm(num_hiddens, dropout)
+        self.attention2 = d2l.MultiHeadAttention(num_hiddens, num_heads,
+                                                 dropout)
+        self.addnorm2 = AddNorm(num_hiddens, dropout)
+        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
+        self.addnorm3 = AddNorm(num_hiddens, dropout)
+
+    def forward(self, X, state):
+        enc_outputs, enc_valid_lens = state[0], state[1]
+        # During training, all the tokens of any output sequence are processed
+        # at the same time, so state[2][self.i] is None as initialized. When
+        # decoding any output sequence token by token during prediction,
+        # state[2][self.i] contains representations of the decoded output at
+        # the i-th block up to the current time step
+        if state[2][self.i] is None:
+            key_values = X
+        else:
+            key_values = torch.cat((state[2][self.i], X), dim=1)
+        state[2][self.i] = key_values
+        if self.training:
+            batch_size, num_steps, _ = X.shape
+            # Shape of dec_valid_lens: (batch_size, num_steps), where every
+            # row is [1, 2, ..., num_steps]
+            dec_valid_lens = torch.arange(
+                1, num_steps + 1, device=X.device).repeat(batch_size, 1)
+        else:
+            dec_valid_lens = None
+        # Self-attention
+        X2 = self.attention1(X, key_values, key_values, dec_valid_lens)
+        Y = self.addnorm1(X, X2)
+        # Encoder-decoder attention. Shape of enc_outputs:
+        # (batch_size, num_steps, num_hiddens)
+        Y2 = self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens)
+        Z = self.addnorm2(Y, Y2)
+        return self.addnorm3(Z, self.ffn(Z)), state
+
+decoder_blk = TransformerDecoderBlock(24, 48, 8, 0.5, 0)
+X = d2l.ones((2, 100, 24))
+state = [encoder_blk(X, valid_lens), valid_lens, [None]]
+d2l.check_shape(decoder_blk(X, state)[0], X.shape)
+
+class TransformerDecoder(AttentionDecoder):
+    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads,
+                 num_blks, dropout):
+        super().__init__()
+        self.num_hiddens = num_hiddens
+        self.num_blks = num_blks
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = d2l.PositionalEncoding(num_hiddens, dropout)
+        self.blks = nn.Sequential()
+        for i in range(num_blks):
+            self.blks.add_module("block"+str(i), TransformerDecoderBlock(
+                num_hiddens, ffn_num_hiddens, num_heads, dropout, i))
+        self.dense = nn.LazyLinear(vocab_size)
+
+    def init_state(self, enc_outputs, enc_valid_lens):
+        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+
+    def forward(self, X, state):
+        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
+        self._attention_weights = [[None] * len(self.blks) for _ in range (2)]
+        for i, blk in enumerate(self.blks):
+            X, state = blk(X, state)
+            # Decoder self-attention weights
+            self._attention_weights[0][
+                i] = blk.attention1.attention.attention_weights
+            # Encoder-decoder attention weights
+            self._attention_weights[1][
+                i] = blk.attention2.attention.attention_weights
+        return self.dense(X), state
+
+    @property
+    def attention_weights(self):
+        return self._attention_weights
+
+data = d2l.MTFraEng(batch_size=128)
+num_hiddens, num_blks, dropout = 32, 2, 0.1  # (256, 2, 0.2)
+ffn_num_hiddens, num_heads = 64, 4
+encoder = TransformerEncoder(
+    len(data.src_vocab), num_hiddens, ffn_num_hiddens, num_heads,
+    num_blks, dropout)
+decoder = TransformerDecoder(
+    len(data.tgt_vocab), num_hiddens, ffn_num_hiddens, num_heads,
+    num_blks, dropout)
+model = d2l.Seq2Seq(encoder, decoder, tgt_pad=data.tgt_vocab['<pad>'],
+                    lr=0.005)  # (0.001 for 30 epochs of the real data)
+trainer = d2l.Trainer(max_epochs=8, gradient_clip_val=1, num_gpus=1)
+trainer.fit(model, data)
+results['transformer'] = val_metrics(model)
+results['transformer_first_train_loss'] = float(model.board.data['train_loss'][0].y)
+model.eval()  # (the book's predict_step runs in eval mode after fit)
+preds, _ = model.predict_step(
+    data.build(engs, fras), d2l.try_gpu(), data.num_steps)
+results['transformer_translations'] = []
+for en, fr, p in zip(engs, fras, preds):
+    translation = []
+    for token in data.tgt_vocab.to_tokens(p):
+        if token == '<eos>':
+            break
+        translation.append(token)
+    print(f'{en} => {translation}, bleu,'
+          f'{d2l.bleu(" ".join(translation), fr, k=2):.3f}')
+    results['transformer_translations'].append(" ".join(translation))
+_, dec_attention_weights = model.predict_step(
+    data.build([engs[-1]], [fras[-1]]), d2l.try_gpu(), data.num_steps, True)
+enc_attention_weights = d2l.concat(model.encoder.attention_weights, 0)
+shape = (num_blks, num_heads, -1, data.num_steps)
+enc_attention_weights = d2l.reshape(enc_attention_weights, shape)
+d2l.check_shape(enc_attention_weights,
+                (num_blks, num_heads, data.num_steps, data.num_steps))
+# (the decoder's heatmaps go through a pandas DataFrame: its weights per step are kept instead)
+results['dec_attention_steps'] = [[tuple(w.shape) for w in step[1]] for step in dec_attention_weights][:2]
+
 # -----------------------------------------------------------------------------
 # a deterministic part to compare with torch: the Bahdanau seq2seq and the Transformer
 # encoder with fixed weights (eval mode: no dropout): loss/outputs and gradients
@@ -950,3 +1070,14 @@ out = encoder(tokens, valid_lens)
 fixed_results['transformer_encoder'] = {
     "out": out.tolist(), "weights": [w.tolist() for w in encoder.attention_weights],
     **{n: p.grad.tolist() for n, p in encoder.named_parameters()}}
+fixed = d2l.Seq2Seq(TransformerEncoder(len(data.src_vocab), 8, 16, 2, 2, 0.0),
+                    TransformerDecoder(len(data.tgt_vocab), 8, 16, 2, 2, 0.0),
+                    tgt_pad=data.tgt_vocab['<pad>'], lr=0.01)
+fixed(*batch[:-1])  # (materializes the lazy layers)
+fix(fixed)
+loss = fixed.loss(fixed(*batch[:-1]), batch[-1])  # (training mode: the causal valid lengths)
+loss.backward()
+fixed.eval()
+preds, _ = fixed.predict_step(batch, d2l.cpu(), 4)
+fixed_results['transformer'] = {"loss": loss.item(), "preds": preds.tolist(),
+                                **{n: p.grad.tolist() for n, p in fixed.named_parameters()}}
