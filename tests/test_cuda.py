@@ -126,6 +126,16 @@ def test_device_errors():
         jitgrad.ones(2, device="cuda:1")
 
 
+def test_bf16_support_is_reported_as_absent():
+    # (cuda tensors have no bfloat16: nanoGPT's "bfloat16 if torch.cuda.is_bf16_supported()
+    # else float16" then picks float16, which works)
+    assert jitgrad.cuda.is_bf16_supported() is False
+    assert jitgrad.cuda.is_bf16_supported(including_emulation=False) is False
+    with pytest.raises((RuntimeError, TypeError, NotImplementedError)):
+        jitgrad.ones(2, device="cuda", dtype=jitgrad.bfloat16)
+    assert _dev(_rand(2)).half().dtype == jitgrad.float16
+
+
 def test_without_a_driver_device_cuda_names_the_extra():
     # a fresh interpreter with neither a GPU nor the simulator (skipped where a GPU is usable)
     env = {k: v for k, v in os.environ.items() if k != "NUMBA_ENABLE_CUDASIM"}

@@ -62,6 +62,18 @@ def device_count() -> int:
         return 0
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether cuda tensors can be bfloat16 (``torch.cuda.is_bf16_supported``): False, as
+    jitgrad's cuda tensors have no bfloat16 (CPU bfloat16 tensors work); scripts that pick
+    ``'bfloat16' if torch.cuda.is_bf16_supported() else 'float16'`` get float16.
+
+    Args:
+        including_emulation: torch's flag for bfloat16 emulated on older GPUs (no difference
+            here).
+    """
+    return False
+
+
 def manual_seed(seed: int) -> None:
     """Sets the seed of the CUDA device's random generators (``torch.cuda.manual_seed``): the
     CPU generator is left alone. ``jitgrad.manual_seed`` seeds both.

@@ -34,6 +34,7 @@ def __getattr__(name: str):
 
 def install(namespace: dict, tensor_type: type) -> None:
     """Fills ``jitgrad``'s namespace and the Tensor class from the declarations."""
+    from . import numpy_compat
     from .surface import install_tensor
 
     install_namespace(namespace, variant=out_variant)
@@ -43,4 +44,5 @@ def install(namespace: dict, tensor_type: type) -> None:
     surface24_more.install(namespace, tensor_type)
     surface24_info.install(namespace, tensor_type)
     storage.install(namespace, tensor_type)
-    surface24.install(namespace, tensor_type)  # (last: aliases and torch.<name>_ of the rest)
+    surface24.install(namespace, tensor_type)  # (aliases and torch.<name>_ of the rest)
+    numpy_compat.install(namespace, tensor_type)  # (last: axis=/keepdims= on all of them)
