@@ -11,9 +11,7 @@ sample.py (resume from ckpt.pt, generate, decode).
 Changes: the three files are one script (model.py first, then prepare.py, train.py, sample.py);
 tiny Shakespeare is a download, so generated verse stands in; configurator.py's overrides are
 written out (device='cpu', compile=False as the config says for a macbook, tiny sizes, 30
-iterations); files go to a temporary directory; the training loop records its losses;
-``torch.backends.cuda.matmul.allow_tf32 = True`` is commented out (jitgrad has no
-torch.backends.cuda).
+iterations); files go to a temporary directory; the training loop records its losses.
 """
 import math
 import inspect
@@ -530,7 +528,7 @@ print(f"tokens per iteration will be: {tokens_per_iter:,}")
 if master_process:
     os.makedirs(out_dir, exist_ok=True)
 torch.manual_seed(1337 + seed_offset)
-# torch.backends.cuda.matmul.allow_tf32 = True # allow tf32 on matmul  (jitgrad has no torch.backends.cuda yet)
+torch.backends.cuda.matmul.allow_tf32 = True # allow tf32 on matmul
 torch.backends.cudnn.allow_tf32 = True # allow tf32 on cudnn
 device_type = 'cuda' if 'cuda' in device else 'cpu' # for later use in torch.autocast
 # note: float16 data type will automatically use a GradScaler
