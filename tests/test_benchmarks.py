@@ -442,3 +442,17 @@ def test_w1_kernel_profile_checks_every_variant_and_prints_a_row_each(capsys):
     w1_kernel._check("reference", want, want)
     with pytest.raises(AssertionError, match="wrong: the gradient of y differs"):
         w1_kernel._check("wrong", (want[0], want[1], want[2] * 1.01), want)
+
+
+def test_optimizer_step_benchmark_checks_every_peer_and_prints_a_row_each(capsys):
+    pytest.importorskip("numba")
+    from benchmarks import optim_step
+
+    med = optim_step.main(["--params", "2", "--size", "16", "--steps", "2", "--rounds", "1",
+                           "--only", "Adam,SGD"])  # raises if a peer's parameters disagree
+    assert set(med) == {"Adam", "SGD"}
+    peers = {"jitgrad eager", "jitgrad compiled"}
+    assert all(peers <= set(m) and all(s > 0 for s in m.values()) for m in med.values())
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("Adam step, 2 float32 parameters of 16x16")
+    assert sum(" ms" in line for line in out) == sum(len(m) for m in med.values())
