@@ -16,7 +16,7 @@ import jitgrad
 import jitgrad.jit  # noqa: F401 - registers the jit's ops (kernel, custom_function)
 import jitgrad.jit.control_flow  # noqa: F401 - registers cond and while_loop
 import jitgrad.nn.functional as F
-from jitgrad.ops import surface
+from jitgrad.ops import numpy_compat, surface
 from jitgrad.ops.out_arg import out_variant
 from jitgrad.ops.registry import OPS, Public
 
@@ -112,15 +112,16 @@ def _declared(kind: str) -> list:
 @pytest.mark.parametrize("name,fn", _declared("names"), ids=lambda x: x if isinstance(x, str)
                          else "")
 def test_declared_function_resolves_on_jitgrad(name, fn):
-    """``jitgrad.<name>`` is the declared function, with torch's ``out=`` where torch has it."""
-    assert getattr(jitgrad, name) is out_variant(name, fn)
-    assert getattr(jitgrad.ops, name) is out_variant(name, fn)
+    """``jitgrad.<name>`` is the declared function, with torch's ``out=`` where torch has it
+    (behind the wrapper that takes NumPy's keyword aliases where it has a dim)."""
+    assert numpy_compat.unwrap(getattr(jitgrad, name)) is out_variant(name, fn)
+    assert numpy_compat.unwrap(getattr(jitgrad.ops, name)) is out_variant(name, fn)
 
 
 @pytest.mark.parametrize("name,fn", _declared("method"), ids=lambda x: x if isinstance(x, str)
                          else "")
 def test_declared_method_resolves_on_tensor(name, fn):
-    assert inspect.getattr_static(jitgrad.Tensor, name) is fn
+    assert numpy_compat.unwrap(inspect.getattr_static(jitgrad.Tensor, name)) is fn
 
 
 @pytest.mark.parametrize("name", [n for n, _ in _declared("inplace")])

@@ -21,6 +21,7 @@ _ALIASES = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a", "x1"
 # torch's Python-level functions and methods: they take no aliases
 _PYTHON_LEVEL = frozenset({"norm", "split", "unique", "unique_consecutive", "unflatten"})
 _WRAPPED: dict[Callable, Callable] = {}
+_ORIGINAL: dict[Callable, Callable] = {}  # wrapper -> the function it wraps
 
 
 def _positions(fn: Callable) -> dict[str, int] | None:
@@ -61,7 +62,13 @@ def with_aliases(fn: Callable, name: str) -> Callable:
 
     _WRAPPED[fn] = wrapper
     _WRAPPED[wrapper] = wrapper
+    _ORIGINAL[wrapper] = fn
     return wrapper
+
+
+def unwrap(fn: Callable) -> Callable:
+    """The declared function behind ``fn`` when ``fn`` is an alias wrapper, else ``fn``."""
+    return _ORIGINAL.get(fn, fn)
 
 
 def install(namespace: dict, tensor_type: type) -> None:
