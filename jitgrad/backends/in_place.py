@@ -21,6 +21,10 @@ output ``v`` may overwrite input ``u`` when:
 - neither ``u`` nor ``v`` is another output of the program (a residual saved for the backward,
   a returned value).
 
+The kernel stores into ``u``'s own argument (``KernelSource.into``), not into a second
+argument bound to the same array: LLVM vectorizes such a loop behind runtime checks that its
+arrays do not overlap, and two arguments for one buffer would fail them and run it scalar.
+
 Whether the tensor's buffer can take the write (C-contiguous, writable, not sharing memory
 with another input) is only known per call: the call path checks it and otherwise passes a
 copy, which the program then overwrites (``jit.function._run``).
