@@ -24,6 +24,7 @@ from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor, _make
 from . import cache
+from ._memory import root_of, shares_any, writable_in_place
 from .lowered import Lowered
 from .._ir import Graph
 from .passes import Target, compile_program
@@ -368,7 +369,7 @@ class JitFunction:
         e.guarded = bool(e.implicit or e.guards.entries)
         e.lean_after = max(getattr(e.fwd_run, "after", 0),
                            getattr(e.bwd_run, "after", 0) if e.bwd_run is not None else 0)
-        e.const_roots = frozenset(id(_root(t._data)) for t in fwd.consts.values())
+        e.const_roots = frozenset(id(root_of(t._data)) for t in fwd.consts.values())
         if e.bwd is not None:
             e.tangent_types = [(s, tuple(v.shape), v.dtype.np)
                                for s, v in ((s, fwd.outvars[s]) for s in e.tangent_slots)]
@@ -475,23 +476,6 @@ def _backend_seconds() -> float:
     return numba_cpu.compile_seconds
 
 
-def _root(a: Any) -> Any:
-    """The array that owns ``a``'s memory (or the foreign buffer it views)."""
-    b = a.base
-    while b is not None:
-        if not isinstance(b, np.ndarray):
-            return b
-        a, b = b, b.base
-    return a
-
-
-def _shares(a: np.ndarray, arrays: list) -> bool:
-    if type(a) is not np.ndarray:  # a cuda array: views share their allocation
-        return any(b is not None and a.shares_memory(b) for b in arrays)
-    return any(b is not None and type(b) is np.ndarray and np.may_share_memory(a, b)
-               for b in arrays)
-
-
 def _lean_runner(e: _Entry) -> Any:
     """``run(args) -> result`` for an entry whose outputs provably never alias its inputs, its
     constants or each other (each is a fresh array a kernel allocated, returned once) and whose
@@ -548,56 +532,40 @@ def _lean_runner(e: _Entry) -> Any:
     return run_with_backward
 
 
-def _writable_in_place(e: _Entry, arrays: list) -> set:
-    """The output slots of ``e.donated`` whose kernels may write into the input's own array
-    this call: C-contiguous, writable, sharing memory with no other input or constant. For
-    the others the program gets (and overwrites) a copy, and the call copies the value back."""
-    roots = [id(_root(a)) for a in arrays]
-    written = set()
-    for idx, slot in e.donated:
-        a = arrays[idx]
-        if a.flags.c_contiguous and a.flags.writeable and roots.count(roots[idx]) == 1 \
-                and roots[idx] not in e.const_roots:
-            written.add(slot)
-        else:
-            arrays[idx] = np.array(a, order="C")
-    return written
-
-
 def _run(e: _Entry, tensors: list) -> Any:
     inputs = tensors + [ref() for ref, *_ in e.implicit] if e.implicit else tensors
     arrays = [t._data for t in inputs]
-    written = _writable_in_place(e, arrays) if e.donated else ()
+    written = writable_in_place(e.donated, e.const_roots, arrays) if e.donated else ()
     outs = e.fwd_run(arrays)
     vals, res = outs[:e.n_slots], outs[e.n_slots:]
     # Outputs never alias inputs, constants, residuals or each other. Arrays whose memory
     # owners differ cannot overlap; only an output sharing an owner is compared closely.
-    in_owners = [id(a) if a.base is None else id(_root(a)) for a in arrays]
-    res_owners = {id(r) if r.base is None else id(_root(r)) for r in res}
+    in_owners = [id(a) if a.base is None else id(root_of(a)) for a in arrays]
+    res_owners = {id(r) if r.base is None else id(root_of(r)) for r in res}
     taken = res_owners.union(in_owners)
     if e.const_roots:
         taken |= e.const_roots
     consts = None
     for i, a in enumerate(vals):
-        owner = id(a) if a.base is None else id(_root(a))
+        owner = id(a) if a.base is None else id(root_of(a))
         if owner in taken and i not in written:
             if consts is None:
                 consts = [t._data for t in e.fwd.consts.values()]
-            if _shares(a, arrays) or _shares(a, consts) or _shares(a, res) or \
-                    _shares(a, vals[:i]):
+            if shares_any(a, arrays) or shares_any(a, consts) or shares_any(a, res) or \
+                    shares_any(a, vals[:i]):
                 vals[i] = a = a.copy()
                 owner = id(a)
         taken.add(owner)
     grad = e.bwd is not None and state.grad_enabled
     for idx, _ in e.mutations:
         for k, r in enumerate(res):
-            if _shares(r, [arrays[idx]]):
+            if shares_any(r, [arrays[idx]]):
                 res[k] = r.copy()
     outs_t = [_make(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
     node = None
     if grad:
         checks = [(t, None) for t, a, owner in zip(inputs, arrays, in_owners)
-                  if owner in res_owners and _shares(a, res)]
+                  if owner in res_owners and shares_any(a, res)]
         node = CompiledFunctionBackward(e, inputs, res, checks)
         for s in e.tangent_slots:
             outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
