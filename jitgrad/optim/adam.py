@@ -5,11 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+import numpy as np
+
 from .. import dtypes
 from ..ops import maximum
 from ..ops.creation import tensor, zeros_like
 from ..tensor import Tensor
-from . import _compiling
+from . import _compiling, _foreach
 from ._flags import check_flags
 from .optimizer import Optimizer
 
@@ -59,7 +61,9 @@ class Adam(Optimizer):
         weight_decay: L2 penalty. Default: 0.
         amsgrad: use the AMSGrad variant. Default: False.
         maximize: maximize the objective. Default: False.
-        foreach: accepted; jitgrad has one implementation.
+        foreach: ``False`` runs the update op by op per parameter; the default (or ``True``)
+            runs the same arithmetic on all parameters through NumPy in-place kernels, with the
+            same result bit for bit (torch's ``foreach`` default).
         capturable, differentiable, fused: not supported (must be False/None).
         decoupled_weight_decay: AdamW-style decay. Default: False.
     """
@@ -102,9 +106,17 @@ class Adam(Optimizer):
             group.setdefault("fused", None)
         self._steps_to_tensors()
 
+    @staticmethod
+    def _plain(p: Tensor, state: dict[str, Any], amsgrad: bool) -> bool:
+        tensors = [p, p.grad, state["exp_avg"], state["exp_avg_sq"]]
+        if amsgrad:
+            tensors.append(state["max_exp_avg_sq"])
+        return _foreach.plain(*tensors) and _foreach.plain(state["step"], dtype=np.float32)
+
     def _update_group(self, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]
         lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+        fast = _foreach.available(group["foreach"]) and _foreach.real_number(lr)
         for p in group["params"]:
             if p.grad is None:
                 continue
@@ -120,6 +132,9 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = zeros_like(p)
                     if group["amsgrad"]:
                         state["max_exp_avg_sq"] = zeros_like(p)
+            if fast and self._plain(p, state, group["amsgrad"]):
+                _foreach.adam_(p, state, group)
+                continue
             grad = -p.grad if group["maximize"] else p.grad
             exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
             step_t.add_(1)

@@ -22,7 +22,8 @@ class AdamW(Adam):
         weight_decay: decoupled weight decay. Default: 1e-2.
         amsgrad: use the AMSGrad variant. Default: False.
         maximize: maximize the objective. Default: False.
-        foreach: accepted; jitgrad has one implementation.
+        foreach: ``False`` runs the update op by op per parameter; the default (or ``True``)
+            the same arithmetic through NumPy in-place kernels (see ``Adam``).
         capturable: not supported (must be False).
         differentiable: not supported (must be False).
         fused: not supported (must be None or False).

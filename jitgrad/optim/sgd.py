@@ -6,7 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from ..ops.creation import zeros_like
-from . import _compiling
+from . import _compiling, _foreach
 from ._flags import check_flags
 from .optimizer import Optimizer
 
@@ -29,7 +29,9 @@ class SGD(Optimizer):
         weight_decay: L2 penalty. Default: 0.
         nesterov: use Nesterov momentum. Default: False.
         maximize: maximize the objective instead of minimizing. Default: False.
-        foreach: accepted; jitgrad has one implementation.
+        foreach: ``False`` runs the update op by op per parameter; the default (or ``True``)
+            runs the same arithmetic on all parameters through NumPy in-place kernels, with the
+            same result bit for bit (torch's ``foreach`` default).
         differentiable, fused: not supported (must be False/None).
     """
 
@@ -65,9 +67,16 @@ class SGD(Optimizer):
     def _update_group(self, group: dict[str, Any]) -> None:
         lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
         weight_decay, nesterov = group["weight_decay"], group["nesterov"]
+        fast = _foreach.available(group["foreach"]) and _foreach.real_number(lr)
         for p in group["params"]:
             if p.grad is None:
                 continue
+            if fast:
+                state = self.state[p] if momentum != 0 else {}
+                buf = state.get("momentum_buffer")
+                if _foreach.plain(p, p.grad, *([] if buf is None else [buf])):
+                    _foreach.sgd_(p, state, group)
+                    continue
             grad = -p.grad if group["maximize"] else p.grad
             if weight_decay != 0:
                 grad = grad.add(p, alpha=weight_decay)

@@ -1,0 +1,151 @@
+"""The multi-tensor ("foreach") updates of Adam/AdamW and SGD: torch's default implementation.
+
+torch's optimizers have a for-loop of tensor ops per parameter (``foreach=False``) and, by
+default, ``_foreach_*`` kernels that apply each step of the update to every parameter at once.
+Here the op-by-op loop is the reference (each op dispatched, checked and recorded like any eager
+op: about 10 us per op, and a temporary plus a copy-back per in-place op), and this module is
+the fast path: the same arithmetic in the same order, written as NumPy in-place ufuncs on the
+parameters' and states' own arrays. Every intermediate is rounded to the parameter's dtype
+exactly where the op-by-op path rounds it (a Python float meets a float32 array as float32), so
+the two paths agree bit for bit: tests/test_optim_foreach.py holds them to that.
+
+The fast path is taken only where it cannot differ from the ops: dense CPU float32/float64
+tensors of plain ``Tensor``/``Parameter`` type, writable and not inference tensors, a float
+learning rate, and no jit trace, forward-mode AD, profiler, autocast, inference mode or
+``__torch_function__`` class in play. Anything else runs the op-by-op loop.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..nn.parameter import Parameter
+from ..ops import registry
+from ..tensor import Tensor
+
+__all__ = ["adam_", "available", "plain", "real_number", "sgd_"]
+
+_PLAIN = (Tensor, Parameter)
+_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+
+
+def available(foreach: bool | None) -> bool:
+    """Whether the fast path may run at all now (``foreach=False`` asks for the loop)."""
+    st = registry.state
+    return (foreach is not False and registry.fw_hook is None and registry.profiler is None
+            and not registry.torch_function_live and not st.traces and not st.inference
+            and not st.autocast)
+
+
+def plain(*tensors: Any, dtype: Any = None) -> bool:
+    """Whether the tensors are dense CPU tensors of one float dtype (``dtype`` if given) that
+    the fast path may write."""
+    first = tensors[0]._data.dtype if dtype is None else dtype
+    for t in tensors:
+        data = t._data
+        if type(t) not in _PLAIN or type(data) is not np.ndarray or data.dtype != first \
+                or t._is_inference or not data.flags.writeable:
+            return False
+    return first in _FLOATS
+
+
+def _bump(*tensors: Tensor) -> None:
+    for t in tensors:
+        t._vc[0] += 1
+
+
+def _lerp_(a: np.ndarray, b: np.ndarray, weight: float) -> None:
+    # the lerp_scalar op: a + w * (b - a) for |w| < 0.5, else b - (b - a) * (1 - w)
+    diff = np.subtract(b, a, out=np.empty_like(a))
+    if abs(weight) < 0.5:
+        diff *= weight
+        a += diff
+    else:
+        diff *= 1 - weight
+        np.subtract(b, diff, out=a)
+
+
+def _decayed_grad(p: np.ndarray, grad: np.ndarray, maximize: bool,
+                  weight_decay: float) -> np.ndarray:
+    """``-grad`` if maximizing, plus ``p * weight_decay`` (add's alpha) if decaying: a new array
+    when either applies, else ``grad`` itself (read only)."""
+    if maximize:
+        grad = np.negative(grad, out=np.empty_like(p))
+    if weight_decay != 0:
+        scaled = np.multiply(p, weight_decay, out=np.empty_like(p))
+        grad = np.add(grad, scaled, out=scaled)
+    return grad
+
+
+def adam_(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    """One Adam/AdamW update of ``p`` and its state, as ``Adam``'s op-by-op loop computes it."""
+    beta1, beta2 = group["betas"]
+    lr, eps, weight_decay = group["lr"], group["eps"], group["weight_decay"]
+    param, exp_avg, exp_avg_sq = p._data, state["exp_avg"], state["exp_avg_sq"]
+    step_t = state["step"]
+    np.add(step_t._data, 1, out=step_t._data)
+    _bump(step_t)
+    decoupled = group["decoupled_weight_decay"] and weight_decay != 0
+    if decoupled:
+        param *= 1 - lr * weight_decay
+        _bump(p)
+    grad = _decayed_grad(param, p.grad._data, group["maximize"],
+                         0 if decoupled else weight_decay)
+    _lerp_(exp_avg._data, grad, 1 - beta1)
+    sq = exp_avg_sq._data
+    sq *= beta2
+    # addcmul: sq + value * grad * grad
+    scaled = np.multiply(grad, 1 - beta2, out=np.empty_like(sq))
+    scaled *= grad
+    sq += scaled
+    _bump(exp_avg, exp_avg_sq, exp_avg_sq)
+    step = float(step_t._data)
+    step_size = lr / (1 - beta1 ** step)
+    bias_correction2_sqrt = (1 - beta2 ** step) ** 0.5
+    if group["amsgrad"]:
+        max_sq = state["max_exp_avg_sq"]
+        np.maximum(max_sq._data, sq, out=max_sq._data)
+        _bump(max_sq)
+        sq = max_sq._data
+    denom = np.sqrt(sq, out=np.empty_like(sq))
+    denom /= bias_correction2_sqrt
+    denom += eps
+    np.divide(exp_avg._data, denom, out=denom)  # addcdiv: p + value * (exp_avg / denom)
+    denom *= -step_size
+    param += denom
+    _bump(p)
+
+
+def sgd_(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
+    """One SGD update of ``p`` (and its momentum buffer), as ``SGD``'s op-by-op loop does."""
+    lr, momentum, dampening = group["lr"], group["momentum"], group["dampening"]
+    param = p._data
+    grad = _decayed_grad(param, p.grad._data, group["maximize"], group["weight_decay"])
+    if momentum != 0:
+        buf = state.get("momentum_buffer")
+        if buf is None:
+            copied = np.array(grad, copy=True, order="K")  # grad.clone()
+            buf = state["momentum_buffer"] = registry.make(copied, p.dtype)
+        else:
+            data = buf._data
+            data *= momentum
+            # add's alpha: buf + grad * alpha
+            scaled = np.multiply(grad, 1 - dampening, out=np.empty_like(data))
+            data += scaled
+            _bump(buf, buf)
+        if group["nesterov"]:
+            scaled = np.multiply(buf._data, momentum, out=np.empty_like(param))
+            grad = np.add(grad, scaled, out=scaled)
+        else:
+            grad = buf._data
+    step = np.multiply(grad, -lr, out=np.empty_like(param))  # p.add_(grad, alpha=-lr)
+    param += step
+    _bump(p)
+
+
+def real_number(x: Any) -> bool:
+    """A learning rate (or other hyperparameter) the fast path takes: a real number, not a
+    tensor."""
+    return isinstance(x, (float, int, np.floating, np.integer)) and not isinstance(x, bool)
