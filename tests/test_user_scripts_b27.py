@@ -6,10 +6,47 @@ own checks held, that training lowered the loss, and, where torch is installed, 
 deterministic parts equal the same script's with ``import torch``.
 """
 
+import contextlib
+import sys
+import types
+
 import pytest
 
-from test_user_scripts import _close, _run
+from test_user_scripts import SCRIPTS, _close, _run
 from test_user_scripts import _run_torch as _run_torch_threads
+
+# the modules of tests/scripts that scripts import: the d2l.ai ports' d2l package
+LIBRARIES = ("d2l_lib",)
+
+
+@contextlib.contextmanager
+def scripts_library(on_torch: bool = False):
+    """Lets a script import a library that sits next to it, as ``python script.py`` does
+    (``runpy`` does not put the script's folder on sys.path).
+
+    On torch, each library is first run with the script's import swap (the change a user moving
+    to torch makes in both files) as a module of its own, which stands in sys.modules only while
+    the script runs: the jitgrad library, imported once, keeps the name for the jitgrad runs.
+    """
+    folder = str(SCRIPTS)
+    sys.path.insert(0, folder)
+    prior = {name: sys.modules.pop(name, None) for name in LIBRARIES} if on_torch else {}
+    try:
+        for name in prior:
+            path = SCRIPTS / f"{name}.py"
+            module = types.ModuleType(name)
+            module.__file__ = str(path)
+            sys.modules[name] = module  # (before it runs: d2l_lib finds itself there)
+            src = path.read_text().replace("import jitgrad", "import torch") \
+                .replace("from jitgrad", "from torch").replace("jitgrad.", "torch.")
+            exec(compile(src, str(path), "exec"), module.__dict__)  # noqa: S102
+        yield
+    finally:
+        sys.path.remove(folder)
+        for name, module in prior.items():
+            sys.modules.pop(name, None)
+            if module is not None:
+                sys.modules[name] = module
 
 
 def _run_torch(name: str) -> dict:
@@ -19,7 +56,8 @@ def _run_torch(name: str) -> dict:
     prior = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
-        return _run_torch_threads(name)
+        with scripts_library(on_torch=True):
+            return _run_torch_threads(name)
     finally:
         torch.set_num_threads(prior)
 

@@ -11,7 +11,7 @@ import math
 import jitgrad
 from test_user_scripts import _close
 from test_user_scripts import _run as _run_threads
-from test_user_scripts_b27 import _run_torch
+from test_user_scripts_b27 import _run_torch, scripts_library
 
 
 def _run(name: str) -> dict:
@@ -21,7 +21,8 @@ def _run(name: str) -> dict:
     prior = jitgrad.get_num_threads()
     jitgrad.set_num_threads(1)
     try:
-        return _run_threads(name)
+        with scripts_library():
+            return _run_threads(name)
     finally:
         jitgrad.set_num_threads(prior)
 

@@ -5,18 +5,15 @@ character tokens, the language-model minibatches), an RNN from scratch (one_hot 
 Python loop over time steps, gradient clipping in the Trainer, greedy predict) and with nn.RNN,
 GRU and LSTM from scratch and with nn.GRU / nn.LSTM.
 
-Changes: the d2l package is not installed, so its classes these sections use are written out
-first (from d2l/torch.py, ProgressBoard without matplotlib); The Time Machine is a download,
+Changes: the d2l package is not installed, so its classes these sections use come from
+d2l_lib.py next to this file (d2l/torch.py written out once for the d2l ports, ProgressBoard
+without matplotlib; Vocab, check_len and check_shape live there, as chapter 11 uses them too);
+The Time Machine is a download,
 so generated sentences in its words stand in (2000 training subsequences of 16 steps, 4 epochs
 instead of 100 and 50).
 """
-import collections
 import re
-import inspect
-import math
 import random
-import sys
-import types
 
 import numpy as np
 import jitgrad as torch
@@ -24,255 +21,9 @@ from jitgrad import nn
 from jitgrad.nn import functional as F
 
 # -----------------------------------------------------------------------------
-# the parts of the d2l package (d2l/torch.py) these sections use, written out: the user has
-# no d2l package. ProgressBoard keeps its points and does not plot (no matplotlib).
-d2l = types.SimpleNamespace()
-
-def add_to_class(Class):  #@save
-    """Register functions as methods in created class."""
-    def wrapper(obj):
-        setattr(Class, obj.__name__, obj)
-    return wrapper
-
-class HyperParameters:  #@save
-    """The base class of hyperparameters."""
-    def save_hyperparameters(self, ignore=[]):
-        """Save function arguments into class attributes."""
-        frame = inspect.currentframe().f_back
-        _, _, _, local_vars = inspect.getargvalues(frame)
-        self.hparams = {k:v for k, v in local_vars.items()
-                        if k not in set(ignore+['self']) and not k.startswith('_')}
-        for k, v in self.hparams.items():
-            setattr(self, k, v)
-
-class ProgressBoard(HyperParameters):  #@save
-    """The board that plots data points in animation (here: keeps them)."""
-    def __init__(self, xlabel=None, ylabel=None, xlim=None,
-                 ylim=None, xscale='linear', yscale='linear',
-                 ls=['-', '--', '-.', ':'], colors=['C0', 'C1', 'C2', 'C3'],
-                 fig=None, axes=None, figsize=(3.5, 2.5), display=True):
-        self.save_hyperparameters()
-
-    def draw(self, x, y, label, every_n=1):
-        Point = collections.namedtuple('Point', ['x', 'y'])
-        if not hasattr(self, 'raw_points'):
-            self.raw_points = collections.OrderedDict()
-            self.data = collections.OrderedDict()
-        if label not in self.raw_points:
-            self.raw_points[label] = []
-            self.data[label] = []
-        points = self.raw_points[label]
-        line = self.data[label]
-        points.append(Point(x, y))
-        if len(points) != every_n:
-            return
-        mean = lambda x: sum(x) / len(x)
-        line.append(Point(mean([p.x for p in points]),
-                          mean([p.y for p in points])))
-        points.clear()
-
-class Module(nn.Module, HyperParameters):  #@save
-    """The base class of models."""
-    def __init__(self, plot_train_per_epoch=2, plot_valid_per_epoch=1):
-        super().__init__()
-        self.save_hyperparameters()
-        self.board = ProgressBoard()
-
-    def loss(self, y_hat, y):
-        raise NotImplementedError
-
-    def forward(self, X):
-        assert hasattr(self, 'net'), 'Neural network is defined'
-        return self.net(X)
-
-    def plot(self, key, value, train):
-        """Plot a point in animation."""
-        assert hasattr(self, 'trainer'), 'Trainer is not inited'
-        self.board.xlabel = 'epoch'
-        if train:
-            x = self.trainer.train_batch_idx / \
-                self.trainer.num_train_batches
-            n = self.trainer.num_train_batches / \
-                self.plot_train_per_epoch
-        else:
-            x = self.trainer.epoch + 1
-            n = self.trainer.num_val_batches / \
-                self.plot_valid_per_epoch
-        self.board.draw(x, d2l.numpy(d2l.to(value, d2l.cpu())),
-                        ('train_' if train else 'val_') + key,
-                        every_n=int(n))
-
-    def training_step(self, batch):
-        l = self.loss(self(*batch[:-1]), batch[-1])
-        self.plot('loss', l, train=True)
-        return l
-
-    def validation_step(self, batch):
-        l = self.loss(self(*batch[:-1]), batch[-1])
-        self.plot('loss', l, train=False)
-
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.lr)
-
-    def apply_init(self, inputs, init=None):
-        self.forward(*inputs)
-        if init is not None:
-            self.net.apply(init)
-
-class DataModule(HyperParameters):  #@save
-    """The base class of data."""
-    def __init__(self, root='../data', num_workers=4):
-        self.save_hyperparameters()
-
-    def get_dataloader(self, train):
-        raise NotImplementedError
-
-    def train_dataloader(self):
-        return self.get_dataloader(train=True)
-
-    def val_dataloader(self):
-        return self.get_dataloader(train=False)
-
-    def get_tensorloader(self, tensors, train, indices=slice(0, None)):
-        tensors = tuple(a[indices] for a in tensors)
-        dataset = torch.utils.data.TensorDataset(*tensors)
-        return torch.utils.data.DataLoader(dataset, self.batch_size,
-                                           shuffle=train)
-
-class Trainer(HyperParameters):  #@save
-    """The base class for training models with data."""
-    def __init__(self, max_epochs, num_gpus=0, gradient_clip_val=0):
-        self.save_hyperparameters()
-        self.gpus = [d2l.gpu(i) for i in range(min(num_gpus, d2l.num_gpus()))]
-
-    def prepare_data(self, data):
-        self.train_dataloader = data.train_dataloader()
-        self.val_dataloader = data.val_dataloader()
-        self.num_train_batches = len(self.train_dataloader)
-        self.num_val_batches = (len(self.val_dataloader)
-                                if self.val_dataloader is not None else 0)
-
-    def prepare_model(self, model):
-        model.trainer = self
-        model.board.xlim = [0, self.max_epochs]
-        if self.gpus:
-            model.to(self.gpus[0])
-        self.model = model
-
-    def fit(self, model, data):
-        self.prepare_data(data)
-        self.prepare_model(model)
-        self.optim = model.configure_optimizers()
-        self.epoch = 0
-        self.train_batch_idx = 0
-        self.val_batch_idx = 0
-        for self.epoch in range(self.max_epochs):
-            self.fit_epoch()
-
-    def prepare_batch(self, batch):
-        if self.gpus:
-            batch = [d2l.to(a, self.gpus[0]) for a in batch]
-        return batch
-
-    def fit_epoch(self):
-        self.model.train()
-        for batch in self.train_dataloader:
-            loss = self.model.training_step(self.prepare_batch(batch))
-            self.optim.zero_grad()
-            with torch.no_grad():
-                loss.backward()
-                if self.gradient_clip_val > 0:  # To be discussed later
-                    self.clip_gradients(self.gradient_clip_val, self.model)
-                self.optim.step()
-            self.train_batch_idx += 1
-        if self.val_dataloader is None:
-            return
-        self.model.eval()
-        for batch in self.val_dataloader:
-            with torch.no_grad():
-                self.model.validation_step(self.prepare_batch(batch))
-            self.val_batch_idx += 1
-
-    def clip_gradients(self, grad_clip_val, model):
-        params = [p for p in model.parameters() if p.requires_grad]
-        norm = torch.sqrt(sum(torch.sum((p.grad ** 2)) for p in params))
-        if norm > grad_clip_val:
-            for param in params:
-                param.grad[:] *= grad_clip_val / norm
-
-class Classifier(Module):  #@save
-    """The base class of classification models."""
-    def validation_step(self, batch):
-        Y_hat = self(*batch[:-1])
-        self.plot('loss', self.loss(Y_hat, batch[-1]), train=False)
-        self.plot('acc', self.accuracy(Y_hat, batch[-1]), train=False)
-
-    def accuracy(self, Y_hat, Y, averaged=True):
-        """Compute the number of correct predictions."""
-        Y_hat = d2l.reshape(Y_hat, (-1, Y_hat.shape[-1]))
-        preds = d2l.astype(d2l.argmax(Y_hat, axis=1), Y.dtype)
-        compare = d2l.astype(preds == d2l.reshape(Y, -1), d2l.float32)
-        return d2l.reduce_mean(compare) if averaged else compare
-
-    def loss(self, Y_hat, Y, averaged=True):
-        Y_hat = d2l.reshape(Y_hat, (-1, Y_hat.shape[-1]))
-        Y = d2l.reshape(Y, (-1,))
-        return F.cross_entropy(
-            Y_hat, Y, reduction='mean' if averaged else 'none')
-
-    def layer_summary(self, X_shape):
-        X = d2l.randn(*X_shape)
-        for layer in self.net:
-            X = layer(X)
-            print(layer.__class__.__name__, 'output shape:\t', X.shape)
-
-class Digits(DataModule):
-    """sklearn's bundled 8x8 digits in place of d2l.FashionMNIST (a download): the same
-    interface, images (1, 8, 8) in [0, 1], optionally resized (bilinear)."""
-    def __init__(self, batch_size=64, resize=(8, 8)):
-        super().__init__()
-        self.save_hyperparameters()
-        from sklearn.datasets import load_digits
-        digits = load_digits()
-        X = torch.tensor(digits.images, dtype=torch.float32).unsqueeze(1) / 16
-        if tuple(resize) != (8, 8):
-            X = F.interpolate(X, size=resize, mode='bilinear', align_corners=False)
-        y = torch.tensor(digits.target)
-        self.train = torch.utils.data.TensorDataset(X[:1500], y[:1500])
-        self.val = torch.utils.data.TensorDataset(X[1500:], y[1500:])
-
-    def text_labels(self, indices):
-        return [str(int(i)) for i in indices]
-
-    def get_dataloader(self, train):
-        data = self.train if train else self.val
-        return torch.utils.data.DataLoader(data, self.batch_size, shuffle=train,
-                                           num_workers=0)
-
-for _name, _value in dict(
-        add_to_class=add_to_class, HyperParameters=HyperParameters,
-        ProgressBoard=ProgressBoard, Module=Module, DataModule=DataModule, Trainer=Trainer,
-        Classifier=Classifier, FashionMNIST=Digits,
-        cpu=lambda: torch.device('cpu'), gpu=lambda i=0: torch.device(f'cuda:{i}'),
-        num_gpus=lambda: torch.cuda.device_count(),
-        ones_like=torch.ones_like, ones=torch.ones, zeros_like=torch.zeros_like,
-        zeros=torch.zeros, tensor=torch.tensor, arange=torch.arange, exp=torch.exp,
-        log=torch.log, normal=torch.normal, rand=torch.rand, randn=torch.randn,
-        matmul=torch.matmul, int32=torch.int32, int64=torch.int64, float32=torch.float32,
-        concat=torch.cat, stack=torch.stack, tanh=torch.tanh, sigmoid=torch.sigmoid,
-        numpy=lambda x, *args, **kwargs: x.detach().numpy(*args, **kwargs),
-        size=lambda x, *args, **kwargs: x.numel(*args, **kwargs),
-        reshape=lambda x, *args, **kwargs: x.reshape(*args, **kwargs),
-        to=lambda x, *args, **kwargs: x.to(*args, **kwargs),
-        reduce_sum=lambda x, *args, **kwargs: x.sum(*args, **kwargs),
-        argmax=lambda x, *args, **kwargs: x.argmax(*args, **kwargs),
-        astype=lambda x, *args, **kwargs: x.type(*args, **kwargs),
-        transpose=lambda x, *args, **kwargs: x.t(*args, **kwargs),
-        reduce_mean=lambda x, *args, **kwargs: x.mean(*args, **kwargs),
-        expand_dims=lambda x, *args, **kwargs: x.unsqueeze(*args, **kwargs),
-        swapaxes=lambda x, *args, **kwargs: x.swapaxes(*args, **kwargs),
-        repeat=lambda x, *args, **kwargs: x.repeat(*args, **kwargs)).items():
-    setattr(d2l, _name, _value)
+# the d2l package's code these sections use (d2l/torch.py, written out once in d2l_lib.py next
+# to this file: the user has no d2l package), imported as the book imports its package
+import d2l_lib as d2l
 
 torch.manual_seed(0)
 results = {}
@@ -302,38 +53,8 @@ def _preprocess(self, text):
 def _tokenize(self, text):
     return list(text)
 
-class Vocab:  #@save
-    """Vocabulary for text."""
-    def __init__(self, tokens=[], min_freq=0, reserved_tokens=[]):
-        # Flatten a 2D list if needed
-        if tokens and isinstance(tokens[0], list):
-            tokens = [token for line in tokens for token in line]
-        # Count token frequencies
-        counter = collections.Counter(tokens)
-        self.token_freqs = sorted(counter.items(), key=lambda x: x[1],
-                                  reverse=True)
-        # The list of unique tokens
-        self.idx_to_token = list(sorted(set(['<unk>'] + reserved_tokens + [
-            token for token, freq in self.token_freqs if freq >= min_freq])))
-        self.token_to_idx = {token: idx
-                             for idx, token in enumerate(self.idx_to_token)}
-
-    def __len__(self):
-        return len(self.idx_to_token)
-
-    def __getitem__(self, tokens):
-        if not isinstance(tokens, (list, tuple)):
-            return self.token_to_idx.get(tokens, self.unk)
-        return [self.__getitem__(token) for token in tokens]
-
-    def to_tokens(self, indices):
-        if hasattr(indices, '__len__') and len(indices) > 1:
-            return [self.idx_to_token[int(index)] for index in indices]
-        return self.idx_to_token[indices]
-
-    @property
-    def unk(self):  # Index for the unknown token
-        return self.token_to_idx['<unk>']
+# (Vocab, #@save, is in d2l_lib.py: 10.5's machine-translation data uses it too)
+Vocab = d2l.Vocab
 
 @d2l.add_to_class(TimeMachine)  #@save
 def build(self, raw_text, vocab=None):
@@ -358,7 +79,7 @@ def get_dataloader(self, train):
         self.num_train, self.num_train + self.num_val)
     return self.get_tensorloader([self.X, self.Y], train, idx)
 
-d2l.TimeMachine, d2l.Vocab = TimeMachine, Vocab
+d2l.TimeMachine = TimeMachine
 data = TimeMachine(batch_size=256, num_steps=16, num_train=2000, num_val=500)
 raw_text = data._download()
 text = data._preprocess(raw_text)
@@ -408,14 +129,8 @@ rnn = RNNScratch(num_inputs, num_hiddens)
 X = d2l.ones((num_steps, batch_size, num_inputs))
 outputs, state = rnn(X)
 
-def check_len(a, n):  #@save
-    """Check the length of a list."""
-    assert len(a) == n, f'list\'s length {len(a)} != expected length {n}'
-
-def check_shape(a, shape):  #@save
-    """Check the shape of a tensor."""
-    assert a.shape == shape, \
-            f'tensor\'s shape {a.shape} != expected shape {shape}'
+# (check_len and check_shape, #@save, are in d2l_lib.py: chapter 11 uses them too)
+check_len, check_shape = d2l.check_len, d2l.check_shape
 
 check_len(outputs, num_steps)
 check_shape(outputs[0], (batch_size, num_hiddens))
@@ -480,7 +195,6 @@ def predict(self, prefix, num_preds, vocab, device=None):
     return ''.join([vocab.idx_to_token[i] for i in outputs])
 
 d2l.RNNLMScratch = RNNLMScratch
-d2l.try_gpu = lambda i=0: d2l.gpu(i) if d2l.num_gpus() >= i + 1 else d2l.cpu()
 rnn = RNNScratch(num_inputs=len(data.vocab), num_hiddens=32)
 model = RNNLMScratch(rnn, vocab_size=len(data.vocab), lr=1)
 trainer = d2l.Trainer(max_epochs=NUM_EPOCHS, gradient_clip_val=1, num_gpus=1)
