@@ -40,14 +40,20 @@ def _run(name: str) -> dict:
     return _CACHE[name]
 
 
+def torch_source(src: str) -> str:
+    """A script's source with ``jitgrad`` replaced by ``torch`` (the only change a user
+    makes)."""
+    return src.replace("import jitgrad", "import torch").replace("from jitgrad", "from torch") \
+        .replace("jitgrad.", "torch.")
+
+
 def _run_torch(name: str) -> dict:
     """The same script with ``jitgrad`` replaced by ``torch`` (the only change a user makes)."""
     pytest.importorskip("torch")
     key = name + ":torch"
     if key not in _CACHE:
         path = SCRIPTS / f"{name}.py"
-        src = path.read_text().replace("import jitgrad", "import torch") \
-            .replace("from jitgrad", "from torch").replace("jitgrad.", "torch.")
+        src = torch_source(path.read_text())
         # (run in a module that is ``__main__`` meanwhile, as runpy does: pickling a class the
         # script defines, ``torch.save(model)``, looks it up there)
         main = types.ModuleType("__main__")

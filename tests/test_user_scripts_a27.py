@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_user_scripts import SCRIPTS, _close
+from test_user_scripts import SCRIPTS, _close, torch_source
 from test_user_scripts import _run as _run_jitgrad
 
 _TORCH_CACHE: dict = {}
@@ -50,8 +50,7 @@ def _run_torch(name: str) -> dict:
     """
     pytest.importorskip("torch")
     if name not in _TORCH_CACHE:
-        src = (SCRIPTS / f"{name}.py").read_text().replace("import jitgrad", "import torch") \
-            .replace("from jitgrad", "from torch").replace("jitgrad.", "torch.")
+        src = torch_source((SCRIPTS / f"{name}.py").read_text())
         with tempfile.TemporaryDirectory() as tmp:
             path = Path(tmp) / f"{name}.py"
             path.write_text(src)

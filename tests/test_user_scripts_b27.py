@@ -12,7 +12,7 @@ import types
 
 import pytest
 
-from test_user_scripts import SCRIPTS, _close, _run
+from test_user_scripts import SCRIPTS, _close, _run, torch_source
 from test_user_scripts import _run_torch as _run_torch_threads
 
 # the modules of tests/scripts that scripts import: the d2l.ai ports' d2l package
@@ -37,8 +37,7 @@ def scripts_library(on_torch: bool = False):
             module = types.ModuleType(name)
             module.__file__ = str(path)
             sys.modules[name] = module  # (before it runs: d2l_lib finds itself there)
-            src = path.read_text().replace("import jitgrad", "import torch") \
-                .replace("from jitgrad", "from torch").replace("jitgrad.", "torch.")
+            src = torch_source(path.read_text())
             exec(compile(src, str(path), "exec"), module.__dict__)  # noqa: S102
         yield
     finally:

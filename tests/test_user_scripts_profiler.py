@@ -10,6 +10,7 @@ import warnings
 from pathlib import Path
 
 import pytest
+from test_user_scripts import torch_source
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "profiler_recipe.py"
 
@@ -23,8 +24,7 @@ def _run(tmp_path, monkeypatch, lib: str = "jitgrad") -> tuple[dict, str]:
         if lib == "jitgrad":
             g = runpy.run_path(str(SCRIPT), run_name="__main__")
         else:
-            src = SCRIPT.read_text().replace("import jitgrad", "import torch") \
-                .replace("from jitgrad", "from torch").replace("jitgrad.", "torch.")
+            src = torch_source(SCRIPT.read_text())
             g = {"__name__": "__main__", "__file__": str(SCRIPT)}
             exec(compile(src, str(SCRIPT), "exec"), g)  # noqa: S102
     return g, out.getvalue()

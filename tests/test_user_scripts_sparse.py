@@ -10,6 +10,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from test_user_scripts import torch_source
 
 SCRIPT = Path(__file__).resolve().parent / "scripts" / "gcn_sparse.py"
 
@@ -37,8 +38,7 @@ def test_gcn_adjacency_is_sparse(gcn):
 
 def test_gcn_matches_torch(gcn):
     torch = pytest.importorskip("torch")
-    src = SCRIPT.read_text().replace("import jitgrad", "import torch").replace("jitgrad.",
-                                                                                 "torch.")
+    src = torch_source(SCRIPT.read_text())
     g = {"__name__": "__main__", "__file__": str(SCRIPT)}
     with contextlib.redirect_stdout(io.StringIO()), warnings.catch_warnings():
         warnings.simplefilter("ignore")
