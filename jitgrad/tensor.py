@@ -26,6 +26,7 @@ from ._hooks import RemovableHandle
 from . import _dlpack
 from . import _meta
 from ._meta import MetaArray as _MetaArray
+from ._views import _refresh_view
 from ._torch_function import _overrides
 
 
@@ -479,45 +480,6 @@ class Tensor:
 
 def _scalar_type(d: dtypes.dtype) -> str:
     return d._legacy[:-len("Tensor")]  # FloatTensor -> Float, ComplexDoubleTensor -> ComplexDouble
-
-
-_NOGRAD_VIEW_HINT = (
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
-    "your code by moving both the view and the inplace either both inside the no_grad block (if "
-    "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
-    "tracked).")
-
-
-def replay_view(t: Tensor, chain: tuple) -> Tensor:
-    """Applies a view's chain of view ops (``Tensor._view_chain``) to ``t``, with jitgrad ops."""
-    for op, rest, params, i in chain:
-        t = registry.apply(op, t, *rest, **dict(params))
-        if i is not None:
-            t = t[i]
-    return t
-
-
-def _refresh_view(t: Tensor) -> None:
-    """Remakes a view's ``grad_fn`` from its base's current history, after an in-place op
-    changed the base (through it, another view, or the base itself), as torch does."""
-    base = t._base
-    if not (base._requires_grad or base._grad_fn is not None):
-        t._view_version = t._vc[0]
-        return
-    if t._view_nograd:
-        if registry.state.grad_enabled:
-            raise RuntimeError(
-                "A view was created in no_grad mode and its base or another view of its base has "
-                "been modified inplace with grad mode enabled. " + _NOGRAD_VIEW_HINT)
-        return
-    t._view_version = t._vc[0]
-    prev = registry.state.grad_enabled
-    registry.state.grad_enabled = True
-    try:
-        fresh = replay_view(base, t._view_chain)
-    finally:
-        registry.state.grad_enabled = prev
-    t._grad_fn, t._output_nr = fresh._grad_fn, fresh._output_nr
 
 
 def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:

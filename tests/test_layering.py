@@ -38,8 +38,9 @@ LAYERS = [
               "jitgrad.ops.dtype_rules"]),
     ("registry", ["jitgrad.ops.registry", "jitgrad.ops.vjp_apply", "jitgrad.ops.op_observers",
                   "jitgrad._torch_function"]),  # (the __torch_function__ protocol's core)
-    ("tensor", ["jitgrad.tensor", "jitgrad._data", "jitgrad._tensor_str", "jitgrad._legacy",
-                "jitgrad._meta", "jitgrad._type_info", "jitgrad._runtime_switches"]),
+    ("tensor", ["jitgrad.tensor", "jitgrad._views", "jitgrad._data", "jitgrad._tensor_str",
+                "jitgrad._legacy", "jitgrad._meta", "jitgrad._type_info",
+                "jitgrad._runtime_switches"]),
     # (the eager engine traces VJP rules into NumPy programs with what the jit is built on)
     ("trace", ["jitgrad._ir", "jitgrad._tracer", "jitgrad._interpret", "jitgrad._pycode"]),
     ("graph", ["jitgrad.autograd.node", "jitgrad.autograd.engine", "jitgrad.autograd.op_node",

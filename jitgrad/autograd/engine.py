@@ -22,7 +22,8 @@ from .. import _torch_function, dtypes
 from ..ops import registry
 from ..ops.op_observers import ACTIVE as OBSERVERS
 from ..ops.registry import state
-from ..tensor import Tensor, _make, _refresh_view
+from .._views import _refresh_view
+from ..tensor import Tensor, _make
 from .node import AccumulateGrad, Node, _anomaly, as_tensor
 from .._meta import touches_meta
 

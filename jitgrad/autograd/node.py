@@ -20,7 +20,8 @@ from .._hooks import RemovableHandle as RemovableHandle  # (re-exported: hooks' 
 from .._tracer import Tracer
 from ..dtypes import _BY_NUMPY
 from ..ops import registry
-from ..tensor import Tensor, _make, _new, _refresh_view
+from .._views import _refresh_view
+from ..tensor import Tensor, _make, _new
 
 _ndarray = np.ndarray
 

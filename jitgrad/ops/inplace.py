@@ -134,9 +134,9 @@ def _snapshot(t: Any) -> Any:
 
 def _inplace_view(self: Any, compute: Callable, args: tuple) -> Any:
     """An in-place op on a view while autograd records: torch's CopySlices rebase."""
-    from ..tensor import _refresh_view
+    from .._views import _refresh_view
 
-    from ..tensor import _NOGRAD_VIEW_HINT
+    from .._views import _NOGRAD_VIEW_HINT
 
     if self._view_nograd:
         raise RuntimeError("A view was created in no_grad mode and is being modified inplace with "
@@ -183,7 +183,7 @@ def _copy_slices_impl(base: np.ndarray, value: np.ndarray, chain: tuple) -> np.n
 
 
 def _copy_slices_base_grad(g: Any, ans: Any, base: Any, value: Any, chain: tuple) -> Any:
-    from ..tensor import replay_view
+    from .._views import replay_view
     from .creation import zeros_like
 
     g = g.contiguous()
@@ -191,7 +191,7 @@ def _copy_slices_base_grad(g: Any, ans: Any, base: Any, value: Any, chain: tuple
 
 
 def _copy_slices_value_grad(g: Any, ans: Any, base: Any, value: Any, chain: tuple) -> Any:
-    from ..tensor import replay_view
+    from .._views import replay_view
 
     return replay_view(g.contiguous(), chain)
 
