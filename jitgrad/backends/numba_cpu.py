@@ -73,9 +73,17 @@ MATH_COST = 8
 # optimizes a program with its kernels inlined, in time that grows faster than its length: only
 # graphs of at most PROGRAM_MAX_OPS kernel ops become programs (a long graph's dispatches cost
 # little beside its work; W6's 1600-step chain took minutes to compile as programs).
+# A program pays only where launches cost about as much as the work: kernels over a few
+# thousand elements (W4, W5: 16 and 2). Over larger arrays the launches are a small share, and
+# a program's glue (movement ops in nopython mode, each kernel typed again for the program's
+# arrays) costs Numba seconds: a two-layer transformer's forward and backward (35 and 38
+# kernels over 17-22k elements on average) took 30 s to compile as programs and then ran slower
+# than kernel by kernel (6.6 against 4.9 ms a step: a program's kernels run serially). So only
+# graphs whose kernels cover at most PROGRAM_MAX_MEAN_SIZE elements on average become programs.
 WHOLE_PROGRAMS = True
 PROGRAM_AFTER_CALLS = 3
 PROGRAM_MAX_OPS = 512
+PROGRAM_MAX_MEAN_SIZE = 4096
 # Longer graphs run as one chain of C calls (``numba_chain``) when they qualify.
 CHAINS = True
 
@@ -366,6 +374,13 @@ def _as_programs(graph: Graph) -> bool:
                                   if e.op is KERNEL_OP) <= PROGRAM_MAX_OPS
 
 
+def _launch_bound(graph: Graph) -> bool:
+    """Whether the graph's kernels are small enough on average for programs to pay."""
+    sizes = [int(np.prod(domain_of(e.params["body"].eqns[0]), dtype=np.int64))
+             for e in graph.eqns if e.op is KERNEL_OP]
+    return sum(sizes) <= PROGRAM_MAX_MEAN_SIZE * max(len(sizes), 1)
+
+
 def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
     launchers = iter(k.launch for k in kernels)
     impls = {id(e): next(launchers) for e in fused.eqns if e.op is KERNEL_OP}
@@ -379,6 +394,8 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
     if _as_programs(fused):
+        if not _launch_bound(fused):
+            return _settled(by_kernel, 0)
         grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
     elif CHAINS:
         chain = numba_chain.plan(fused, kernels)
