@@ -21,15 +21,14 @@ from jitgrad.backends import numba_cpu  # noqa: E402
 from jitgrad.jit.passes.fuse import KERNEL_OP  # noqa: E402
 
 
-def _cases(dtype):
+def _cases(dtype, first_only=False):
     out = []
     for rec in OP_DB:
         if dtype not in rec.dtypes:
             continue
         samples = rec.samples(np.random.default_rng(zlib.crc32(rec.name.encode())))
-        for i, s in enumerate(samples):
-            if s.name == "mask":
-                continue
+        samples = [(i, s) for i, s in enumerate(samples) if s.name != "mask"]
+        for i, s in samples[:1] if first_only else samples:
             out.append(pytest.param(rec, s, id=f"{rec.name}-{s.name or i}"))
     return out
 
@@ -90,7 +89,11 @@ def test_opdb_float64_matches_interpreter(rec, sample):
     _sweep(rec, sample, "float64", second=True)
 
 
-@pytest.mark.parametrize("rec,sample", _cases("float32"))
+# float32 runs each record's first sample: what float32 changes in a kernel (its math helpers,
+# casts and accumulators) is in every sample, while the other samples vary shapes, broadcasting
+# and strides, which the kernels index the same way in every dtype (float64 runs them all, with
+# second derivatives). All samples in float32 cost about 400 s of Numba compiles in CI.
+@pytest.mark.parametrize("rec,sample", _cases("float32", first_only=True))
 def test_opdb_float32_matches_interpreter(rec, sample):
     _sweep(rec, sample, "float32", second=False)
 
