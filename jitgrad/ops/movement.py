@@ -7,6 +7,7 @@ the input's version counter, as torch's views do). Node names follow torch's dec
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 
@@ -378,10 +379,14 @@ def _view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
     if registry.state.traces or input._trace is not None or input.is_cuda:
         raise NotImplementedError("view(dtype) reads a tensor's bytes: it runs on eager CPU "
                                   "tensors only (outside jit); use .to(dtype) to convert")
+    if input.dtype is dtypes.bfloat16 and dtype is not dtypes.bfloat16 \
+            and np.dtype(dtype.np).itemsize == 2 and sys.byteorder == "little":
+        return _new(_bfloat16_halves(input._data, np.dtype(dtype.np)), dtype)
     if dtypes.bfloat16 in (input.dtype, dtype) and input.dtype is not dtype:
         raise NotImplementedError("view(dtype) to or from bfloat16: jitgrad keeps bfloat16 values "
-                                  "in float32 memory, so their 2-byte form cannot be viewed in "
-                                  "place; use .to(dtype) to convert values")
+                                  "in float32 memory, so their 2-byte form can be viewed only "
+                                  "as another 2-byte dtype (int16, uint16, float16); use "
+                                  ".to(dtype) to convert values")
     data = input._data
     old, new = np.dtype(input.dtype.np).itemsize, np.dtype(dtype.np).itemsize
     if old != new:
@@ -396,6 +401,14 @@ def _view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
             raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but "
                                f"got {data.shape[-1]}")
     return _new(data.view(dtype.np), dtype)
+
+
+def _bfloat16_halves(data: np.ndarray, np_dtype: np.dtype) -> np.ndarray:
+    """The 2-byte form of bfloat16 values kept in float32 memory, in place: each float32 holds
+    a bfloat16 value, whose bits are the float32's high half (its low half is 0), so on a
+    little-endian machine the bytes 2-3 of every element, read as ``np_dtype``, are the
+    bfloat16 bit patterns; writing through them writes the bfloat16 values."""
+    return data[..., None].view(np.uint16)[..., 1].view(np_dtype)
 
 
 @public("flatten", method=True)
