@@ -9,6 +9,9 @@ optimizer steps) equal the same script's with ``import torch``.
 
 import math
 
+import numpy as np
+import pytest
+
 from test_user_scripts import _close
 from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
@@ -54,3 +57,57 @@ def test_llama2c_fixed_weights_match_torch():
     assert q == tq
     _close(scale, tscale, rtol=1e-6)
     _close(err, terr, rtol=1e-4, atol=1e-7)
+
+
+# -------------------------------------------------------------------- karpathy/llm.c
+
+
+def test_llmc_train_gpt2_overfits_a_batch_and_writes_the_c_files():
+    g = _run("llmc_train_gpt2")
+    losses = g["train_losses"]
+    assert len(losses) == 10 and abs(losses[0] - math.log(50257)) < 0.1
+    assert losses[-1] < 0.88 * losses[0] and all(b < a for a, b in zip(losses, losses[1:]))
+    vals = g["val_losses"]
+    assert [s for s, _ in vals] == [0, 5, 10] and vals[2][1] < vals[1][1] < vals[0][1]
+    lrs = g["lrs"]
+    assert lrs[:2] == [5e-3, 1e-2] and abs(lrs[2] - 1e-2) < 1e-12
+    assert all(b < a for a, b in zip(lrs[2:], lrs[3:])) and lrs[-1] > 1e-3  # cosine to min_lr
+    assert all(0 < n < 10 for n in g["norms"])
+    assert g["grad_accum_steps"] == 2
+    assert [s[0] for s in g["samples"]] == [50256, 50256]
+    assert [len(s) for s in g["samples"]] == [33, 33]
+    os = g["os"]
+    header = np.fromfile(os.path.join(g["OUT"], "gpt2_d2.bin"), dtype=np.int32, count=8)
+    assert header.tolist() == [20240326, 3, 64, 50257, 2, 2, 16, 50304]
+    n_params = sum(p.numel() for p in g["model"].parameters()) + (50304 - 50257) * 16
+    assert os.path.getsize(os.path.join(g["OUT"], "gpt2_d2.bin")) == 1024 + 4 * n_params
+    bf16 = np.fromfile(os.path.join(g["OUT"], "gpt2_d2_bf16.bin"), dtype=np.int32, count=2)
+    assert bf16.tolist() == [20240326, 5]
+    assert os.path.getsize(os.path.join(g["OUT"], "gpt2_d2_bf16.bin")) == 1024 + 2 * n_params
+    tok = open(os.path.join(g["OUT"], "gpt2_tokenizer.bin"), "rb").read()  # noqa: SIM115
+    assert np.frombuffer(tok[:16], dtype=np.int32).tolist() == [20240328, 2, 50257, 50256]
+    assert tok[1024:1026] == b"\x01\x00"  # token 0: one byte, 0
+    assert max(g["compile_diffs"]) < 1e-5  # torch.compile(model) equals the eager model
+    # the manual and the flash attention compute the same model
+    manual, flash = g["fixed_results"][0], g["fixed_results"][1]
+    _close(manual["state_floats"], flash["state_floats"], rtol=1e-4, atol=1e-6)
+
+
+@pytest.mark.slow
+def test_llmc_train_gpt2_fixed_weights_match_torch():
+    g, t = _run("llmc_train_gpt2"), _run_torch("llmc_train_gpt2")
+    for flash in (0, 1):
+        ours, theirs = dict(g["fixed_results"][flash]), dict(t["fixed_results"][flash])
+        for key in ("header", "header_bf16", "state_header", "state_xy", "greedy"):
+            assert ours.pop(key) == theirs.pop(key), key
+        # the weight files (sin(large x) in float32 can differ by an ulp from torch's)
+        _close(ours.pop("model"), theirs.pop("model"), rtol=1e-6, atol=1e-7)
+        bf16, their_bf16 = ours.pop("model_bf16"), theirs.pop("model_bf16")
+        assert bf16.shape == their_bf16.shape and bf16.size > 50304 * 8
+        assert np.abs(bf16.astype(np.int32) - their_bf16).max() <= 1
+        assert (bf16 == their_bf16).mean() > 0.99
+        # (logits, loss, then the gradients of 400k parameters)
+        _close(ours.pop("state_floats"), theirs.pop("state_floats"), rtol=1e-4, atol=1e-6)
+        # (three AdamW steps: entries with a gradient near 0 move by float32 noise * lr)
+        _close_nested(ours.pop("after_steps"), theirs.pop("after_steps"), rtol=1e-4, atol=1e-3)
+        _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
