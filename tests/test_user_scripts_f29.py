@@ -111,3 +111,89 @@ def test_llmc_train_gpt2_fixed_weights_match_torch():
         # (three AdamW steps: entries with a gradient near 0 move by float32 noise * lr)
         _close_nested(ours.pop("after_steps"), theirs.pop("after_steps"), rtol=1e-4, atol=1e-3)
         _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------------- yunjey/pytorch-tutorial
+
+
+def _falls(losses, factor, head=3):
+    """The mean of the last ``head`` losses is below ``factor`` times the first ones'."""
+    first, last = np.mean(losses[:head]), np.mean(losses[-head:])
+    assert last < factor * first, (first, last)
+
+
+def test_yunjey_basics_autograd_pipeline_regressions_and_checkpoints():
+    r = _run("yunjey_basics")["results"]
+    assert r["autograd1"] == [2.0, 1.0, 1.0]
+    assert r["autograd2_grads_ok"] and r["autograd2_losses"][1] < r["autograd2_losses"][0]
+    assert r["numpy"] == ("jitgrad.int64", "int64", True)  # from_numpy / numpy share memory
+    assert r["pipeline_item"] == ((3, 8, 8), 0)
+    assert r["pipeline_batch"] == ((64, 3, 8, 8), (64,), "jitgrad.int64")
+    assert r["pipeline_batches"] == 16 and r["custom_batches"] == 0
+    _falls(r["linreg"]["losses"], 0.02, head=1)
+    _falls(r["logreg"]["losses"], 0.75)
+    assert r["logreg"]["accuracy"] > 75 and r["logreg"]["correct_type"] == "Tensor"
+    _falls(r["ffn"]["losses"], 0.8)
+    assert r["ffn"]["accuracy"] > 75
+    assert r["finetune"] == ((64, 100), True, ["fc2.weight", "fc2.bias"])
+    assert r["reloaded_equal"]
+
+
+def test_yunjey_basics_match_torch():
+    r, t = _run("yunjey_basics")["results"], _run_torch("yunjey_basics")["results"]
+    _close_nested(r["linreg"], t["linreg"], rtol=1e-5, atol=1e-6)  # fixed initial weights
+    for key in ("autograd1", "pipeline_item", "pipeline_batches", "custom_batches", "finetune",
+                "reloaded_equal"):
+        assert r[key] == t[key], key
+
+
+def test_yunjey_cnn_and_resnet_learn_the_digits():
+    r = _run("yunjey_intermediate")["results"]
+    _falls(r["cnn"]["losses"], 0.5)
+    assert r["cnn"]["accuracy"] > 60
+    _falls(r["resnet"]["losses"], 0.8)
+    assert r["resnet"]["accuracy"] > 20  # (10 classes; eval-mode statistics of 24 steps)
+    assert r["resnet"]["lrs"] == [0.01, 0.01 / 3, 0.01 / 3, 0.01 / 9]
+
+
+def test_yunjey_cnn_and_resnet_fixed_weights_match_torch():
+    g, t = _run("yunjey_intermediate"), _run_torch("yunjey_intermediate")
+    _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-9, atol=1e-12)  # (float64)
+
+
+def test_yunjey_recurrent_nets_and_language_model_learn():
+    r = _run("yunjey_recurrent")["results"]
+    for key in ("rnn", "birnn"):
+        _falls(r[key]["losses"], 0.7)
+        assert r[key]["accuracy"] > 40, key
+    lm = r["lm"]
+    assert lm["ids_shape"][0] == 20 and lm["vocab_size"] == 17  # (14 words, "<eos>", articles)
+    _falls(lm["losses"], 0.4)
+    words = lm["sampled"]
+    assert len(words) == 40 and words.count("<eos>") >= 4  # it learned where sentences end
+
+
+def test_yunjey_recurrent_fixed_weights_match_torch():
+    g, t = _run("yunjey_recurrent"), _run_torch("yunjey_recurrent")
+    _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-6)
+    assert g["results"]["lm"]["vocab_size"] == t["results"]["lm"]["vocab_size"] == 17
+
+
+def test_yunjey_gan_and_vae_train_and_save_images():
+    r = _run("yunjey_advanced")["results"]
+    gan = r["gan"]
+    assert len(gan["d_losses"]) == 100
+    _falls(gan["d_losses"], 0.9)  # D tells real from fake better ...
+    assert np.mean(gan["real_scores"][-5:]) > np.mean(gan["fake_scores"][-5:]) + 0.1
+    assert -1 <= gan["fake_range"][0] < gan["fake_range"][1] <= 1  # Tanh
+    assert gan["samples"] == [f"fake_images-{k}.png" for k in (1, 10, 2, 3, 4, 5, 6, 7, 8, 9)] \
+        + ["real_images.png"]
+    vae = r["vae"]
+    _falls(vae["reconst"], 0.75)
+    assert vae["x_concat_shape"] == (1000 - 7 * 128, 1, 8, 16)
+    assert len(vae["samples"]) == 16
+
+
+def test_yunjey_gan_and_vae_fixed_weights_match_torch():
+    g, t = _run("yunjey_advanced"), _run_torch("yunjey_advanced")
+    _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-5)
