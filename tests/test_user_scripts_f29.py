@@ -197,3 +197,53 @@ def test_yunjey_gan_and_vae_train_and_save_images():
 def test_yunjey_gan_and_vae_fixed_weights_match_torch():
     g, t = _run("yunjey_advanced"), _run_torch("yunjey_advanced")
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-5)
+
+
+# ------------------------------------------------------- harvardnlp/annotated-transformer
+
+
+def test_annotated_transformer_parts_and_the_copy_task():
+    g = _run("annotated_transformer")
+    assert len(g["untrained_predictions"]) == 3
+    for ys in g["untrained_predictions"]:
+        assert tuple(ys.shape) == (1, 10) and ys[0, 0].item() == 0
+    rates = g["schedule_rates"]
+    assert tuple(rates.shape) == (3, 500)
+    assert rates[0, 0].item() == pytest.approx(g["rate"](0, 512, 1, 4000), rel=1e-6)  # (float32)
+    assert g["rate"](0, 512, 1, 4000) == 512 ** -0.5 * 4000 ** -1.5
+    assert rates[1, 499].item() < rates[0, 499].item() < rates[2, 499].item()  # warmup, size
+    dist = g["smoothing_true_dist"].tolist()
+    assert dist[2] == [0.0] * 5  # the padding target's row
+    assert [row[0] for row in dist] == [0.0] * 5  # the padding column
+    assert dist[0][2] == pytest.approx(0.6) and dist[0][1] == pytest.approx(0.4 / 3)
+    mask = [d["Subsequent Mask"].item() for d in g["mask_data"]]
+    assert mask == [x >= y for y in range(20) for x in range(20)]
+    assert len(g["positional_data"]) == 4
+    train, evals = g["train_losses"], g["eval_losses"]
+    assert len(train) == len(evals) == 6
+    assert evals[-1] < 0.85 * evals[0] and train[-1] < 0.8 * train[0]
+    assert tuple(g["copy_decoded"].shape) == (1, 10) and g["copy_decoded"][0, 0].item() == 0
+    fixed = g["fixed_results"]
+    assert fixed["state"] == [3, 3, 6, 48]  # TrainState: steps, accumulation steps, samples, tokens
+    assert fixed["losses"][2] < fixed["losses"][0]
+
+
+def test_annotated_transformer_fixed_weights_match_torch():
+    g, t = _run("annotated_transformer"), _run_torch("annotated_transformer")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    # (the key projections' biases get a gradient of exactly 0 in exact arithmetic, since softmax
+    # ignores a constant added to a row; Adam turns their float32 noise into +-lr steps)
+    params, their_params = ours.pop("params"), theirs.pop("params")
+    assert params.keys() == their_params.keys()
+    for name in params:
+        if not name.endswith("linears.1.bias"):
+            _close(params[name], their_params[name], rtol=1e-4, atol=1e-4)
+    for key in ("decoded", "state", "lr"):
+        assert ours.pop(key) == theirs.pop(key), key
+    (dist, loss), (their_dist, their_loss) = ours.pop("smoothing"), theirs.pop("smoothing")
+    _close(dist, their_dist)
+    # (the notebook's prediction has a 0 probability: log(0) = -inf, and KLDivLoss gives nan
+    # in both, as in the current torch)
+    assert math.isnan(loss) and math.isnan(their_loss)
+    np.testing.assert_allclose(ours.pop("penalization"), theirs.pop("penalization"))
+    _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
