@@ -13,7 +13,7 @@ the model under torch.compile.
 Changes: the GPT-2 tokenizer (tiktoken) is a download, so get_encoding below is a byte-level
 stand-in with GPT-2's 50257 ids and EOT; tinyshakespeare is a download, so the shards hold a
 few synthetic sentences; the command line is written out as ARGV (a tiny "d2" model is added to
-the from-scratch table); files go to a temporary directory; `import torch._inductor.config`
+the from-scratch table); files go to a temporary directory; the import of torch._inductor.config
 (Inductor's private tuning flags, only set under --compile) is dropped; the loop records its
 losses. jitgrad has no torch.distributed.optim.ZeroRedundancyOptimizer yet, so that import
 is dropped too (it is only used with --zero_stage=1 under torchrun, which this run is not).
