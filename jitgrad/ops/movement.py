@@ -381,7 +381,10 @@ def _view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
                                   "tensors only (outside jit); use .to(dtype) to convert")
     if input.dtype is dtypes.bfloat16 and dtype is not dtypes.bfloat16 \
             and np.dtype(dtype.np).itemsize == 2 and sys.byteorder == "little":
-        return _new(_bfloat16_halves(input._data, np.dtype(dtype.np)), dtype)
+        # a float32 holding a bfloat16 value has its bits in the high half (bytes 2-3 on a
+        # little-endian machine; the low half is 0): viewing those halves reads and writes them
+        halves = input._data[..., None].view(np.uint16)[..., 1]
+        return _new(halves.view(dtype.np), dtype)
     if dtypes.bfloat16 in (input.dtype, dtype) and input.dtype is not dtype:
         raise NotImplementedError("view(dtype) to or from bfloat16: jitgrad keeps bfloat16 values "
                                   "in float32 memory, so their 2-byte form can be viewed only "
@@ -401,14 +404,6 @@ def _view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
             raise RuntimeError(f"self.size(-1) must be divisible by {new // old} {what}, but "
                                f"got {data.shape[-1]}")
     return _new(data.view(dtype.np), dtype)
-
-
-def _bfloat16_halves(data: np.ndarray, np_dtype: np.dtype) -> np.ndarray:
-    """The 2-byte form of bfloat16 values kept in float32 memory, in place: each float32 holds
-    a bfloat16 value, whose bits are the float32's high half (its low half is 0), so on a
-    little-endian machine the bytes 2-3 of every element, read as ``np_dtype``, are the
-    bfloat16 bit patterns; writing through them writes the bfloat16 values."""
-    return data[..., None].view(np.uint16)[..., 1].view(np_dtype)
 
 
 @public("flatten", method=True)
