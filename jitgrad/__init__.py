@@ -81,7 +81,7 @@ def __getattr__(name: str):
                 "special", "distributions", "fft", "accelerator", "amp", "cpu",
                 "multiprocessing", "profiler", "signal", "library", "functional", "quasirandom",
                 "fx", "futures", "types", "storage", "hub", "_logging", "_dynamo", "compiler",
-                "_C"):
+                "_C", "version"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("uint16", "uint32", "uint64"):  # (limited dtypes: see dtypes.__getattr__)
         return getattr(dtypes, name)

@@ -15,6 +15,8 @@ wrap host arrays (``_ary``), and kernels run as Python threads.
 
 from __future__ import annotations
 
+import weakref
+
 import numpy as np
 
 from .device import device
@@ -222,11 +224,31 @@ def _device_view(root, shape: tuple, byte_strides: tuple, offset: int, dt: np.dt
     return DeviceNDArray(shape, byte_strides, dt, gpu_data=data)
 
 
+# the bytes of the device arrays jitgrad allocated for tensors that are alive, and their peak
+# (torch.cuda.memory_allocated / max_memory_allocated), each allocation rounded up to 512 bytes
+# as torch's caching allocator rounds it
+MEMORY = {"allocated": 0, "peak": 0}
+
+
+def _uncount(nbytes: int) -> None:
+    MEMORY["allocated"] -= nbytes
+
+
+def _counted(dev, nbytes: int):
+    """``dev``, a new device allocation of ``nbytes`` payload, counted until it is freed."""
+    nbytes = -(-nbytes // 512) * 512
+    MEMORY["allocated"] += nbytes
+    MEMORY["peak"] = max(MEMORY["peak"], MEMORY["allocated"])
+    weakref.finalize(dev, _uncount, nbytes)
+    return dev
+
+
 def empty(shape: tuple, dt) -> CudaArray:
     """An uninitialized contiguous device array."""
     shape = tuple(int(s) for s in shape)
     n = int(np.prod(shape, dtype=np.int64))
-    return CudaArray(cuda().device_array(max(n, 1), dtype=np.dtype(dt)), shape)
+    dt = np.dtype(dt)
+    return CudaArray(_counted(cuda().device_array(max(n, 1), dtype=dt), n * dt.itemsize), shape)
 
 
 def to_device(arr: np.ndarray) -> CudaArray:
@@ -235,7 +257,7 @@ def to_device(arr: np.ndarray) -> CudaArray:
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         arr = arr.copy()
     flat = arr.reshape(-1) if arr.size else np.zeros(1, arr.dtype)
-    return CudaArray(cuda().to_device(flat), arr.shape)
+    return CudaArray(_counted(cuda().to_device(flat), arr.nbytes), arr.shape)
 
 
 def from_device_array(dev) -> CudaArray:

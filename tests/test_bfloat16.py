@@ -144,9 +144,28 @@ def test_numpy_refuses_bfloat16_as_torch():
     np.testing.assert_array_equal(x.float().numpy(), [1.0, 1.0])
 
 
-def test_view_dtype_of_bfloat16_raises_instead_of_reading_float32_bytes():
+def test_view_dtype_of_bfloat16_as_a_2_byte_dtype_reads_and_writes_its_bits():
+    # (llm.c's write_bf16: t.to(torch.bfloat16).view(torch.int16).numpy().tobytes())
+    values = [[1.5, -2.25, 3.0], [0.1, 7.0, 8.0]]
+    ours = jg.tensor(values).to(jg.bfloat16)
+    theirs = torch.tensor(values).to(torch.bfloat16)
+    for dtype in ("int16", "float16"):
+        np.testing.assert_array_equal(ours.view(getattr(jg, dtype)).numpy(),
+                                      theirs.view(getattr(torch, dtype)).numpy())
+        np.testing.assert_array_equal(ours.t().view(getattr(jg, dtype)).numpy(),
+                                      theirs.t().view(getattr(torch, dtype)).numpy())
+    assert ours.view(jg.int16).numpy().tobytes() == theirs.view(torch.int16).numpy().tobytes()
+    # a view: writing its bits writes the bfloat16 values, and the other way round
+    for x, m in ((ours, jg), (theirs, torch)):
+        bits = x.view(m.int16)
+        bits[0, 0] = 16448  # 3.0
+        x[1, 2] = -1.0
+    np.testing.assert_array_equal(ours.float().numpy(), theirs.float().numpy())
+    assert ours.view(jg.int16)[1, 2].item() == theirs.view(torch.int16)[1, 2].item()
     with pytest.raises(NotImplementedError, match="use .to\\(dtype\\) to convert"):
-        jg.ones(2, dtype=jg.bfloat16).view(jg.int16)
+        ours.view(jg.uint8)  # (a 1-byte view would need the float32 bytes in between)
+    with pytest.raises(NotImplementedError, match="use .to\\(dtype\\) to convert"):
+        jg.ones(2, dtype=jg.int16).view(jg.bfloat16)
 
 
 def test_jit_keeps_float32_inside_a_program_and_rounds_its_outputs():

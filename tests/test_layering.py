@@ -29,8 +29,8 @@ ROOT = "jitgrad"  # (as a prefix in LAYERS, the package's __init__ names only it
 # (layer, module prefixes), bottom-up; the longest matching prefix decides
 LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
-              "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad._numba_load",
-              "jitgrad._threads", "jitgrad._malloc", "jitgrad._blas_threads",
+              "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad.version",
+              "jitgrad._numba_load", "jitgrad._threads", "jitgrad._malloc", "jitgrad._blas_threads",
               "jitgrad._deterministic", "jitgrad._sym", "jitgrad._logging",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",

@@ -169,6 +169,31 @@ def test_sort_and_topk_of_ints_and_errors():
     assert torch.tensor(2.0).topk(1).values.item() == jitgrad.tensor(2.0).topk(1).values.item()
 
 
+def test_topk_of_a_few_over_a_long_dim_is_the_sorts_prefix_and_torchs_values():
+    # (a sampler's top-k over a vocabulary takes a partition, not a full sort: the same result)
+    torch = _torch()
+    rng = np.random.default_rng(0)
+    for dtype in ("float32", "int64"):
+        for ties in (False, True):
+            data = rng.integers(0, 4 if ties else 10**6, (3, 700)).astype(dtype)
+            if dtype == "float32" and ties:
+                data[1, 5] = np.nan  # (a NaN row sorts the whole way)
+            for largest in (True, False):
+                for k in (1, 7, 80):
+                    j = jitgrad.tensor(data).topk(k, largest=largest)
+                    full = jitgrad.sort(jitgrad.tensor(data), descending=largest)
+                    np.testing.assert_array_equal(j.indices.numpy(), full.indices[:, :k].numpy())
+                    t = torch.tensor(data).topk(k, largest=largest)
+                    np.testing.assert_array_equal(j.values.numpy(), t.values.numpy())
+                    if not ties:
+                        np.testing.assert_array_equal(j.indices.numpy(), t.indices.numpy())
+    x = jitgrad.tensor(rng.standard_normal((2, 600)), requires_grad=True)
+    x.topk(5, dim=1).values.sum().backward()
+    assert x.grad.sum().item() == 10.0 and (x.grad.numpy() != 0).sum() == 10
+    top = x.detach().numpy().argsort(axis=1)[:, -5:]
+    assert (np.take_along_axis(x.grad.numpy(), top, axis=1) == 1).all()
+
+
 def test_rounding_of_ints_and_errors_match_torch():
     x = jitgrad.tensor([1, -2, 3])
     for name in ("round", "floor", "ceil", "trunc"):

@@ -437,3 +437,13 @@ def test_svd_and_pca_lowrank_recover_a_low_rank_matrix():
     jg.svd_lowrank(x, q=4)[1].sum().backward()  # differentiable (the sum of singular values)
     _close(x.grad, np.linalg.svd(x.detach().numpy(), full_matrices=False)[0]
            @ np.linalg.svd(x.detach().numpy(), full_matrices=False)[2], 1e-6)
+
+
+def test_version_module_as_torch_version():
+    # (llm.c's train_gpt2.py prints torch.version.__version__)
+    import jitgrad as jg
+
+    assert jg.version.__version__ == jg.__version__
+    assert jg.version.cuda is None and jg.version.hip is None and jg.version.debug is False
+    torch = pytest.importorskip("torch")
+    assert set(jg.version.__all__) <= set(dir(torch.version))

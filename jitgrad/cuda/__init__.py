@@ -96,6 +96,42 @@ def manual_seed_all(seed: int) -> None:
     manual_seed(seed)
 
 
+def memory_allocated(device=None) -> int:
+    """The bytes held by the cuda tensors alive now (``torch.cuda.memory_allocated``): the
+    device arrays jitgrad allocated for tensor data, each rounded up to 512 bytes as torch's
+    caching allocator rounds it; 0 before any cuda tensor exists.
+
+    Args:
+        device: the cuda device (jitgrad drives one; None is the current one).
+    """
+    from .._cuda_array import MEMORY
+
+    return MEMORY["allocated"]
+
+
+def max_memory_allocated(device=None) -> int:
+    """The most bytes ``memory_allocated`` reached since the start or the last
+    ``reset_peak_memory_stats`` (``torch.cuda.max_memory_allocated``).
+
+    Args:
+        device: the cuda device (jitgrad drives one; None is the current one).
+    """
+    from .._cuda_array import MEMORY
+
+    return MEMORY["peak"]
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Starts ``max_memory_allocated`` again from what is allocated now.
+
+    Args:
+        device: the cuda device (jitgrad drives one; None is the current one).
+    """
+    from .._cuda_array import MEMORY
+
+    MEMORY["peak"] = MEMORY["allocated"]
+
+
 def __getattr__(name: str):
     if name == "amp":  # torch.cuda.amp's deprecated names (imported on first use)
         import importlib

@@ -7,6 +7,7 @@ the input's version counter, as torch's views do). Node names follow torch's dec
 from __future__ import annotations
 
 import builtins
+import sys
 
 import numpy as np
 
@@ -378,10 +379,17 @@ def _view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
     if registry.state.traces or input._trace is not None or input.is_cuda:
         raise NotImplementedError("view(dtype) reads a tensor's bytes: it runs on eager CPU "
                                   "tensors only (outside jit); use .to(dtype) to convert")
+    if input.dtype is dtypes.bfloat16 and dtype is not dtypes.bfloat16 \
+            and np.dtype(dtype.np).itemsize == 2 and sys.byteorder == "little":
+        # a float32 holding a bfloat16 value has its bits in the high half (bytes 2-3 on a
+        # little-endian machine; the low half is 0): viewing those halves reads and writes them
+        halves = input._data[..., None].view(np.uint16)[..., 1]
+        return _new(halves.view(dtype.np), dtype)
     if dtypes.bfloat16 in (input.dtype, dtype) and input.dtype is not dtype:
         raise NotImplementedError("view(dtype) to or from bfloat16: jitgrad keeps bfloat16 values "
-                                  "in float32 memory, so their 2-byte form cannot be viewed in "
-                                  "place; use .to(dtype) to convert values")
+                                  "in float32 memory, so their 2-byte form can be viewed only "
+                                  "as another 2-byte dtype (int16, uint16, float16); use "
+                                  ".to(dtype) to convert values")
     data = input._data
     old, new = np.dtype(input.dtype.np).itemsize, np.dtype(dtype.np).itemsize
     if old != new:

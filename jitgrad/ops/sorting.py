@@ -50,10 +50,29 @@ def _sort_impl(x, dim, descending):
 
 
 def _argtopk_impl(x, k, dim, largest):
+    if x.ndim and 0 < k <= x.shape[dim] // 8 and x.shape[dim] >= 256 \
+            and x.dtype.kind in "iuf" and not (x.dtype.kind == "f" and np.isnan(x).any()):
+        return _argtopk_few(x, k, dim, largest)
     idx = _argsort_impl(x, dim, largest)
     if x.ndim == 0:
         return idx
     return np.take(idx, np.arange(k), axis=dim)
+
+
+def _argtopk_few(x, k, dim, largest):
+    """The first ``k`` indices of the stable sort, without sorting all of ``x`` (a sampler's
+    top-k over a vocabulary): the k-th value from a partition bounds the candidates; they are
+    gathered in index order (a stable sort of a boolean mask, which NumPy does in linear time)
+    and only they are sorted, stably, so ties keep the full sort's order."""
+    n = x.shape[dim]
+    kth = np.take(np.partition(x, n - k if largest else k - 1, axis=dim),
+                  [n - k if largest else k - 1], axis=dim)
+    outside = (x < kth) if largest else (x > kth)
+    m = int((n - np.sum(outside, axis=dim)).max())  # the most candidates of a row (ties)
+    cand = np.take(np.argsort(outside, axis=dim, kind="stable"), np.arange(m), axis=dim)
+    order = _argsort_impl(np.take_along_axis(x, cand, axis=dim), dim, largest)
+    first = np.take(order, np.arange(k), axis=dim)
+    return np.take_along_axis(cand, first, axis=dim).astype(np.int64)
 
 
 def _topk_impl(x, k, dim, largest):
