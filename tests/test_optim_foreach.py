@@ -82,11 +82,13 @@ def _loop_only(make_opt, params, monkeypatch):
 
 
 def test_cases_the_fast_path_leaves_to_the_loop(monkeypatch):
-    # float16 parameters, a tensor learning rate, an inference-mode step: the op-by-op loop
-    half = jitgrad.nn.Parameter(jitgrad.ones(4, dtype=jitgrad.float16))
-    half.grad = jitgrad.ones(4, dtype=jitgrad.float16)
-    _loop_only(lambda ps: jitgrad.optim.Adam(ps), [half], monkeypatch)
-    _loop_only(lambda ps: jitgrad.optim.SGD(ps, lr=0.1, momentum=0.9), [half], monkeypatch)
+    # float16 and bfloat16 parameters (bfloat16 is held in float32 arrays: each of its ops
+    # rounds to bfloat16), a tensor learning rate, a profiled step: the op-by-op loop
+    for dtype in (jitgrad.float16, jitgrad.bfloat16):
+        half = jitgrad.nn.Parameter(jitgrad.ones(4, dtype=dtype))
+        half.grad = jitgrad.ones(4, dtype=dtype)
+        _loop_only(lambda ps: jitgrad.optim.Adam(ps), [half], monkeypatch)
+        _loop_only(lambda ps: jitgrad.optim.SGD(ps, lr=0.1, momentum=0.9), [half], monkeypatch)
     p = jitgrad.nn.Parameter(jitgrad.ones(4))
     p.grad = jitgrad.ones(4)
     _loop_only(lambda ps: jitgrad.optim.Adam(ps, lr=jitgrad.tensor(0.01)), [p], monkeypatch)

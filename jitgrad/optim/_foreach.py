@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..nn.parameter import Parameter
 from ..ops import registry
 from ..tensor import Tensor
@@ -28,7 +29,7 @@ from ..tensor import Tensor
 __all__ = ["adam_", "available", "plain", "real_number", "sgd_"]
 
 _PLAIN = (Tensor, Parameter)
-_FLOATS = (np.dtype(np.float32), np.dtype(np.float64))
+_FLOATS = (dtypes.float32, dtypes.float64)
 
 
 def available(foreach: bool | None) -> bool:
@@ -41,11 +42,12 @@ def available(foreach: bool | None) -> bool:
 
 def plain(*tensors: Any, dtype: Any = None) -> bool:
     """Whether the tensors are dense CPU tensors of one float dtype (``dtype`` if given) that
-    the fast path may write."""
-    first = tensors[0]._data.dtype if dtype is None else dtype
+    the fast path may write. (The jitgrad dtype decides: bfloat16 is held in float32 arrays,
+    and its ops round each result to bfloat16, which NumPy's ufuncs would not.)"""
+    first = tensors[0]._dtype if dtype is None else dtype
     for t in tensors:
         data = t._data
-        if type(t) not in _PLAIN or type(data) is not np.ndarray or data.dtype != first \
+        if type(t) not in _PLAIN or type(data) is not np.ndarray or t._dtype is not first \
                 or t._is_inference or not data.flags.writeable:
             return False
     return first in _FLOATS

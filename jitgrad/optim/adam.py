@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-import numpy as np
-
 from .. import dtypes
 from ..ops import maximum
 from ..ops.creation import tensor, zeros_like
@@ -111,7 +109,7 @@ class Adam(Optimizer):
         tensors = [p, p.grad, state["exp_avg"], state["exp_avg_sq"]]
         if amsgrad:
             tensors.append(state["max_exp_avg_sq"])
-        return _foreach.plain(*tensors) and _foreach.plain(state["step"], dtype=np.float32)
+        return _foreach.plain(*tensors) and _foreach.plain(state["step"], dtype=dtypes.float32)
 
     def _update_group(self, group: dict[str, Any]) -> None:
         beta1, beta2 = group["betas"]
