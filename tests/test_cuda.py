@@ -23,8 +23,13 @@ def _simulator_cuda():
 
         numba.config.ENABLE_CUDASIM = True
     try:
+        import numba
         from numba import cuda
 
+        if cuda.is_available() and numba.config.ENABLE_CUDASIM:
+            import cudasim_polite
+
+            cudasim_polite.install(cudasim_polite.KNOWN_RUN_SHA256)
         return cuda if cuda.is_available() else None
     except Exception:  # noqa: BLE001 - no numba-cuda, a broken toolkit
         return None

@@ -21,6 +21,9 @@ import pickle, sys
 import numba
 numba.config.ENABLE_CUDASIM = True
 import numpy as np
+sys.path.insert(0, "tests")
+import cudasim_polite  # (the simulator's threads waited on politely: see its docstring)
+cudasim_polite.install(cudasim_polite.KNOWN_RUN_SHA256)
 import jitgrad
 from jitgrad.backends import (cuda_compact, cuda_eager, cuda_index, cuda_linalg, cuda_lines,
                               cuda_linalg2, cuda_lines2, cuda_nn, cuda_random, cuda_special,
