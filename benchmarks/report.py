@@ -86,6 +86,8 @@ def _cells(r: dict, workload: str) -> list[str]:
     if workload != "compile":
         cells.append(fmt_time(r.get("min_s")) if ok else "-")
     cells.append(f"{r['ratio']:.2f}x" if ok and r["ratio"] else "-")
+    if workload == "compile":
+        cells.append(fmt_time(r.get("later_max_s")) if ok else "-")
     if workload == "W1":
         rf = r.get("roofline_fraction")
         cells.append(f"{rf:.1%}" if rf is not None else "-")
@@ -103,7 +105,7 @@ def format_tables(rows: list[dict]) -> str:
     shown = [r for r in rows if r["status"] not in ("unavailable", "skipped")]
     for wl in [w for w in ORDER if any(r["workload"] == w for r in shown)]:
         extra = {"W1": ["roofline"], "W4": ["per op"], "bandwidth": ["bandwidth"]}.get(wl, [])
-        headers = {"compile": ["config", "peer", "first call", "ratio"],
+        headers = {"compile": ["config", "peer", "first call", "ratio", "slowest of 2-10"],
                    "memory": ["config", "peer", "peak extra", "ratio"]}.get(
                        wl, ["config", "peer", "median", "min", "ratio"]) + extra
         body, notes = [], []

@@ -317,6 +317,9 @@ def test_compile_latency_cold_and_warm_in_fresh_processes():
         ("W1 N=1e5 cold", "jitgrad-jit", "ok"), ("W1 N=1e5 warm", "jitgrad-jit", "ok"),
         ("W1 N=1e5 cold", "jitgrad-jit-vg", "ok"), ("W1 N=1e5 warm", "jitgrad-jit-vg", "ok")]
     assert all(r["median_s"] > 0 for r in rows)
+    assert all(0 < r["second_call_s"] <= r["later_max_s"] for r in rows)
+    table = report.format_tables(rows)
+    assert "slowest of 2-10" in table
 
 
 def test_peak_memory_in_a_fresh_process():
