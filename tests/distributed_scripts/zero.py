@@ -181,5 +181,13 @@ small.consolidate_state_dict()
 if rank == 0:
     assert small.state_dict()["param_groups"][0]["params"] == [0, 1]
 
+# the two options jitgrad does not implement say so
+for option in ("overlap_with_ddp", "parameters_as_bucket_view"):
+    try:
+        ZeroRedundancyOptimizer([a], optim.SGD, lr=0.5, **{option: True})
+        raise AssertionError(f"{option}=True did not raise")
+    except NotImplementedError as e:
+        assert f"({option}=True) is not supported by jitgrad" in str(e), e
+
 print_from_rank0(comm, f"zero ok rank={rank} size={size}")
 dist.destroy_process_group()

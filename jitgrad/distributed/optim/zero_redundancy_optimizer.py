@@ -109,17 +109,6 @@ class ZeroRedundancyOptimizer(Optimizer):
                  **defaults: Any) -> None:
         params = self._verify_and_init_params(params)
         self._verify_same_dense_param_type()
-        if overlap_with_ddp:
-            raise NotImplementedError(
-                "ZeroRedundancyOptimizer(overlap_with_ddp=True) is not supported by jitgrad: it "
-                "runs the step from DistributedDataParallel communication hooks "
-                "(ddp_zero_hook), which jitgrad's DDP does not have; use overlap_with_ddp=False "
-                "and call step() after backward()")
-        if parameters_as_bucket_view:
-            raise NotImplementedError(
-                "ZeroRedundancyOptimizer(parameters_as_bucket_view=True) is not supported by "
-                "jitgrad: parameters are broadcast one by one; use "
-                "parameters_as_bucket_view=False")
         # Optimizer.__init__ calls add_param_group, which re-partitions only once initialized
         self.initialized = False
         Optimizer.__init__(self, params, defaults)
@@ -133,6 +122,17 @@ class ZeroRedundancyOptimizer(Optimizer):
         self.world_size: int = get_world_size(process_group)
         self.rank: int = get_rank(process_group)
         self.global_rank: int = self.rank  # (jitgrad has one group: the default one)
+        if overlap_with_ddp:
+            raise NotImplementedError(
+                "ZeroRedundancyOptimizer(overlap_with_ddp=True) is not supported by jitgrad: it "
+                "runs the step from DistributedDataParallel communication hooks "
+                "(ddp_zero_hook), which jitgrad's DDP does not have; use overlap_with_ddp=False "
+                "and call step() after backward()")
+        if parameters_as_bucket_view:
+            raise NotImplementedError(
+                "ZeroRedundancyOptimizer(parameters_as_bucket_view=True) is not supported by "
+                "jitgrad: parameters are broadcast one by one; use "
+                "parameters_as_bucket_view=False")
         self._overlap_with_ddp = False
         self.parameters_as_bucket_view = False
         self._optim_defaults = defaults
