@@ -106,7 +106,7 @@ def test_without_mpi4py_init_says_what_to_install():
     lambda: ZeroRedundancyOptimizer([jitgrad.ones(2, requires_grad=True)],
                                     jitgrad.optim.AdamW, lr=0.1),
     lambda: ZeroRedundancyOptimizer([jitgrad.ones(2, requires_grad=True)], jitgrad.optim.SGD,
-                                    overlap_with_ddp=True, lr=0.1),  # (torch checks the group first)
+                                    overlap_with_ddp=True, lr=0.1),  # (the group is checked first)
 ])
 def test_before_init_raises_torchs_error(call):
     assert not dist.is_initialized()
