@@ -65,6 +65,7 @@ for x, y in batches(1):
     F.cross_entropy(ref_model(x), y).backward()
     ref_opt.step()
     ref_sched.step()
+expect4 = [p.detach().numpy().copy() for p in ref_model.parameters()]
 
 # ------------------------------------------------ DDP + ZeRO
 model = DDP(make_mlp(100 + rank), bucket_cap_mb=0.0005)
@@ -94,10 +95,52 @@ for step, (x, y) in enumerate(batches(1)):
     # the local optimizer holds AdamW state for this rank's shard only
     assert {id(p) for p in zero.optim.state} == {id(p) for p in mine}, step
     assert all(set(s) == {"step", "exp_avg", "exp_avg_sq"} for s in zero.optim.state.values())
-check_equal(params, [p.detach().numpy() for p in ref_model.parameters()], "ZeRO AdamW")
+check_equal(params, expect4, "ZeRO AdamW")
 # the scheduler sets param_groups; the local optimizer takes it at its next step (as in torch)
 assert zero.param_groups[0]["lr"] == 0.0125 and zero.optim.param_groups[0]["lr"] == 0.025
 assert not zero.state  # (ZeRO's own state stays empty; the local optimizer's is the state)
+
+# ------------------------------------------------ parameters_as_bucket_view
+model_b = DDP(make_mlp(100 + rank), bucket_cap_mb=0.0005)
+params_b = list(model_b.parameters())
+zero_b = ZeroRedundancyOptimizer(params_b, optim.AdamW, parameters_as_bucket_view=True, **HYPER)
+sched_b = optim.lr_scheduler.StepLR(zero_b, step_size=2, gamma=0.5)
+
+
+def check_buckets(what: str) -> None:
+    assert len(zero_b._buckets) == 1 and len(zero_b._buckets[0]) == size, what  # one device
+    for r, bucket in enumerate(zero_b._buckets[0]):  # rank r's trainable parameters, in the
+        # partition's order (largest first)
+        owned = [p for g in zero_b._partition_parameters()[r] for p in g["params"]
+                 if p.requires_grad]
+        assert {id(p) for p in owned} == {id(p) for p, o in zip(params_b, owner)
+                                          if o == r and p.requires_grad}, what
+        assert bucket.numel() == max(1, sum(p.numel() for p in owned)), what
+        offset = 0
+        for p in owned:
+            assert np.shares_memory(p._data, bucket._data), what
+            np.testing.assert_array_equal(bucket[offset:offset + p.numel()].numpy(),
+                                          p.detach().numpy().ravel(), err_msg=what)
+            offset += p.numel()
+
+
+check_buckets("built")
+for x, y in batches(1):
+    zero_b.zero_grad()
+    F.cross_entropy(model_b(shard(x)), shard(y)).backward()
+    zero_b.step()
+    sched_b.step()
+check_buckets("trained")
+check_equal(params_b, expect4, "ZeRO AdamW with parameters_as_bucket_view")
+# a parameter frozen between steps leaves its bucket (with its own copy of its values)
+frozen = params_b[2]
+before = frozen.detach().numpy().copy()
+frozen.requires_grad_(False)
+zero_b.zero_grad()
+zero_b.step()
+check_buckets("after freezing")
+assert not any(np.shares_memory(frozen._data, b._data) for b in zero_b._buckets[0])
+np.testing.assert_array_equal(frozen.detach().numpy(), before)
 
 # ------------------------------------------------ consolidate, save, load
 try:
@@ -181,13 +224,12 @@ small.consolidate_state_dict()
 if rank == 0:
     assert small.state_dict()["param_groups"][0]["params"] == [0, 1]
 
-# the two options jitgrad does not implement say so
-for option in ("overlap_with_ddp", "parameters_as_bucket_view"):
-    try:
-        ZeroRedundancyOptimizer([a], optim.SGD, lr=0.5, **{option: True})
-        raise AssertionError(f"{option}=True did not raise")
-    except NotImplementedError as e:
-        assert f"({option}=True) is not supported by jitgrad" in str(e), e
+# the option jitgrad does not implement says so
+try:
+    ZeroRedundancyOptimizer([a], optim.SGD, lr=0.5, overlap_with_ddp=True)
+    raise AssertionError("overlap_with_ddp=True did not raise")
+except NotImplementedError as e:
+    assert "(overlap_with_ddp=True) is not supported by jitgrad" in str(e), e
 
 print_from_rank0(comm, f"zero ok rank={rank} size={size}")
 dist.destroy_process_group()

@@ -5,7 +5,10 @@ group. Every rank holds all the parameters, but the parameters are partitioned o
 (torch's sorted-greedy assignment, so each rank owns the parameters torch's would) and each rank
 builds the wrapped optimizer over its own shard only, so it keeps only that shard's state.
 ``step()`` steps the local optimizer and then broadcasts every parameter from the rank that owns
-it, so all replicas end the step with the same parameters.
+it, so all replicas end the step with the same parameters. With
+``parameters_as_bucket_view=True`` the trainable parameters a rank owns are views into one flat
+bucket per device, and the step broadcasts one bucket per rank instead of one tensor per
+parameter.
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from typing import Any
 
 from ...autograd.grad_mode import no_grad
 from ...nn.module import _typename
+from ...ops.creation import empty, zeros
 from ...optim.optimizer import Optimizer
 from ...tensor import Tensor
 from ..collectives import broadcast
@@ -90,8 +94,10 @@ class ZeroRedundancyOptimizer(Optimizer):
         params: an iterable of tensors, or of dicts that define param groups.
         optimizer_class: the optimizer class of each rank's shard (``jitgrad.optim.AdamW``).
         process_group: the group to shard over (default: ``group.WORLD``, the default group).
-        parameters_as_bucket_view: ``True`` (parameters as views into flat buckets) is not
-            supported: raises NotImplementedError.
+        parameters_as_bucket_view: if True, the trainable parameters each rank owns become
+            views (``param.data``) into one contiguous bucket per rank and device, and
+            ``step()`` broadcasts the buckets; if False, each parameter is broadcast alone and
+            ``param.data`` stays intact.
         overlap_with_ddp: ``True`` (the step run from DDP communication hooks) is not supported:
             raises NotImplementedError.
         **defaults: the hyper-parameters passed to ``optimizer_class`` (``lr=...``).
@@ -100,7 +106,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         ValueError: the default process group is not initialized, ``params`` is empty, or the
             parameters are not all of one dense type (torch's texts).
         TypeError: ``params`` is a tensor or not an iterable of tensors or dicts.
-        NotImplementedError: ``parameters_as_bucket_view`` or ``overlap_with_ddp`` is True.
+        NotImplementedError: ``overlap_with_ddp`` is True.
     """
 
     def __init__(self, params: Any, optimizer_class: type[Optimizer],
@@ -116,6 +122,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._param_to_rank_cache: dict[Tensor, int] = {}
         self._param_to_index_cache: dict[Tensor, int] = {}
         self._index_to_param_cache: list[Tensor] = []
+        self._device_to_params_per_rank_cache: dict[Any, list[list[Tensor]]] = {}
         self._is_trainable_mask = self._get_is_trainable_mask()
         self._default_device = self._all_params[0].device
         self.process_group = process_group if process_group is not None else GroupMember.WORLD
@@ -128,16 +135,13 @@ class ZeroRedundancyOptimizer(Optimizer):
                 "runs the step from DistributedDataParallel communication hooks "
                 "(ddp_zero_hook), which jitgrad's DDP does not have; use overlap_with_ddp=False "
                 "and call step() after backward()")
-        if parameters_as_bucket_view:
-            raise NotImplementedError(
-                "ZeroRedundancyOptimizer(parameters_as_bucket_view=True) is not supported by "
-                "jitgrad: parameters are broadcast one by one; use "
-                "parameters_as_bucket_view=False")
         self._overlap_with_ddp = False
-        self.parameters_as_bucket_view = False
         self._optim_defaults = defaults
         self._optim_constructor = optimizer_class
         self._init_local_optimizer()
+        self.parameters_as_bucket_view = parameters_as_bucket_view
+        self._buckets: list[list[Tensor]] = []
+        self._build_param_buckets()
         self._all_state_dicts: list[dict[str, Any]] = []
         self.initialized = True
 
@@ -187,6 +191,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         self._param_to_rank_cache.clear()
         self._param_to_index_cache.clear()
         self._index_to_param_cache.clear()
+        self._device_to_params_per_rank_cache.clear()
 
     def _partition_parameters(self) -> list[list[dict]]:
         """For each rank, its param groups: a copy of each group holding that rank's share."""
@@ -218,6 +223,52 @@ class ZeroRedundancyOptimizer(Optimizer):
                 chain.from_iterable(g["params"] for g in self.param_groups))
         return self._index_to_param_cache
 
+    @property
+    def _device_to_params_per_rank(self) -> dict[Any, list[list[Tensor]]]:
+        """Device -> for each rank, the parameters it owns that live on that device."""
+        if not self._device_to_params_per_rank_cache:
+            for rank, groups in enumerate(self._partition_parameters()):
+                for group in groups:
+                    for p in group["params"]:
+                        per_rank = self._device_to_params_per_rank_cache.setdefault(
+                            p.device, [[] for _ in range(self.world_size)])
+                        per_rank[rank].append(p)
+        return self._device_to_params_per_rank_cache
+
+    def _build_param_buckets(self) -> None:
+        """With ``parameters_as_bucket_view``: ``self._buckets[i][r]`` is one flat tensor
+        holding the trainable parameters that rank ``r`` owns on device ``i``, each parameter's
+        ``.data`` a view into it (a frozen parameter gets its own copy back). A rank without
+        such parameters gets a one-element dummy bucket, so every rank broadcasts the same
+        number of buckets. Run at construction, by ``add_param_group`` and when parameters
+        change trainability."""
+        if not self.parameters_as_bucket_view:
+            return
+        self._buckets = []
+        with no_grad():
+            for device, params_per_rank in self._device_to_params_per_rank.items():
+                buckets = []
+                for params in params_per_rank:
+                    trainable = []
+                    for p in params:
+                        if p.requires_grad:
+                            trainable.append(p)
+                        else:  # (it may have been a view into an earlier bucket)
+                            p.data = p.data.detach().clone()
+                    numel = sum(p.numel() for p in trainable)
+                    if numel == 0:
+                        buckets.append(zeros(1, device=device))
+                        continue
+                    bucket = empty(numel, dtype=trainable[0].dtype, device=device)
+                    offset = 0
+                    for p in trainable:
+                        end = offset + p.numel()
+                        bucket[offset:end].copy_(p.data.flatten())
+                        p.data = bucket[offset:end].view_as(p.data)
+                        offset = end
+                    buckets.append(bucket)
+                self._buckets.append(buckets)
+
     def _init_local_optimizer(self) -> None:
         # (a list of group dicts: a rank with no parameters still gets an optimizer)
         self.optim: Optimizer = self._optim_constructor(self._partition_parameters()[self.rank],
@@ -240,6 +291,7 @@ class ZeroRedundancyOptimizer(Optimizer):
             groups = self._partition_parameters()[self.rank]
             if len(groups) == len(self.optim.param_groups) + 1:
                 self.optim.add_param_group(groups[-1])
+            self._build_param_buckets()
 
     def step(self, closure: Callable[[], Any] | None = None, **kwargs: Any) -> Any:
         """Steps the local optimizer on this rank's shard, then broadcasts every parameter
@@ -261,6 +313,7 @@ class ZeroRedundancyOptimizer(Optimizer):
         if mask != self._is_trainable_mask:
             logger.warning("ZeroRedundancyOptimizer detected that the trainable parameters "
                            "changed; rebuilding the parameter buckets if enabled")
+            self._build_param_buckets()
             self._is_trainable_mask = mask
         # settings changed on param_groups (an LR scheduler) reach the local optimizer
         _sync_param_groups(self.param_groups, self.optim.param_groups)
@@ -272,14 +325,20 @@ class ZeroRedundancyOptimizer(Optimizer):
         return loss
 
     def _sync_params(self) -> None:
-        """Every rank broadcasts its shard's parameters (all start at once, then wait)."""
+        """Every rank broadcasts its shard: its buckets, or each of its parameters (all
+        broadcasts start at once, then the step waits for them)."""
         pg = _resolve(self.process_group)
         works = []
         with no_grad():
-            for rank, groups in enumerate(self._partition_parameters()):
-                for group in groups:
-                    for p in group["params"]:
-                        works.append(broadcast(p.data, src=rank, group=pg, async_op=True))
+            if self.parameters_as_bucket_view:
+                for buckets in self._buckets:
+                    works.extend(broadcast(bucket, src=rank, group=pg, async_op=True)
+                                 for rank, bucket in enumerate(buckets))
+            else:
+                for rank, groups in enumerate(self._partition_parameters()):
+                    for group in groups:
+                        works.extend(broadcast(p.data, src=rank, group=pg, async_op=True)
+                                     for p in group["params"])
         for work in works:
             work.wait()
 
