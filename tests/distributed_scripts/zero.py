@@ -224,6 +224,27 @@ small.consolidate_state_dict()
 if rank == 0:
     assert small.state_dict()["param_groups"][0]["params"] == [0, 1]
 
+# llm.c's train_gpt2.py: params by keyword, a second group added, the lr set by hand per step
+m1, m2 = make_mlp(5), make_mlp(5)
+decay = [p for p in m1.parameters() if p.dim() >= 2]
+nodecay = [p for p in m1.parameters() if p.dim() < 2]
+llmc = ZeroRedundancyOptimizer(params=decay, weight_decay=0.1, optimizer_class=optim.AdamW,
+                               lr=1e-3, betas=(0.9, 0.95), fused=False)
+llmc.add_param_group({"params": nodecay, "weight_decay": 0.0})
+plain = optim.AdamW([{"params": [p for p in m2.parameters() if p.dim() >= 2],
+                      "weight_decay": 0.1},
+                     {"params": [p for p in m2.parameters() if p.dim() < 2],
+                      "weight_decay": 0.0}], lr=1e-3, betas=(0.9, 0.95), fused=False)
+for step, (x, y) in enumerate(batches(4, steps=3)):
+    for o in (llmc, plain):
+        for group in o.param_groups:
+            group["lr"] = 1e-3 * (step + 1)
+    for m, o in ((m1, llmc), (m2, plain)):
+        o.zero_grad(set_to_none=True)
+        F.cross_entropy(m(x), y).backward()
+        o.step()
+check_equal(list(m1.parameters()), [p.detach().numpy() for p in m2.parameters()], "llm.c")
+
 # the option jitgrad does not implement says so
 try:
     ZeroRedundancyOptimizer([a], optim.SGD, lr=0.5, overlap_with_ddp=True)
