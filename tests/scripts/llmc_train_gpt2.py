@@ -1,5 +1,5 @@
 # ruff: noqa: B007, B008, C408, C416, E402, E501, E701, E702, E731, F401, F811, F821, F841, N801, N802, N803, N806, N812, N817, S102, SIM115, UP004, UP006, UP008, UP015, UP031, UP032, UP035
-# (Karpathy's code as is; F821: ZeroRedundancyOptimizer, whose import is dropped, see below)
+# (Karpathy's code as is)
 """karpathy/llm.c train_gpt2.py: the GPT-2 reference model (NewGELU, causal self-attention
 through the registered tril mask or F.scaled_dot_product_attention, weight tying wte <-> lm_head
 with LLMC_SKIP_INIT, the scaled residual init from a torch.Generator), configure_optimizers'
@@ -15,8 +15,7 @@ stand-in with GPT-2's 50257 ids and EOT; tinyshakespeare is a download, so the s
 few synthetic sentences; the command line is written out as ARGV (a tiny "d2" model is added to
 the from-scratch table); files go to a temporary directory; the import of torch._inductor.config
 (Inductor's private tuning flags, only set under --compile) is dropped; the loop records its
-losses. jitgrad has no torch.distributed.optim.ZeroRedundancyOptimizer yet, so that import
-is dropped too (it is only used with --zero_stage=1 under torchrun, which this run is not).
+losses.
 """
 
 
@@ -33,6 +32,7 @@ import jitgrad as torch
 import jitgrad.nn as nn
 from jitgrad.nn import functional as F
 from jitgrad.nn.parallel import DistributedDataParallel as DDP
+from jitgrad.distributed.optim import ZeroRedundancyOptimizer
 from jitgrad.distributed import init_process_group, destroy_process_group
 import jitgrad.distributed as dist
 
