@@ -132,26 +132,37 @@ def test_the_first_calls_launch_each_kernel_and_later_calls_the_program(monkeypa
     assert new and all(len(p.overloads) == 1 for p in new)
 
 
-def test_kernels_over_large_arrays_are_launched_one_by_one_for_good(monkeypatch):
-    # (above PROGRAM_MAX_MEAN_SIZE elements per kernel the launches are a small share of the
-    # work, and a program would cost seconds of compile at its first call)
+@pytest.mark.parametrize("limit", ["size", "kernels"])
+def test_large_graphs_and_kernels_are_launched_one_by_one_for_good(limit, monkeypatch):
+    # (above PROGRAM_MAX_MEAN_SIZE elements per kernel, or PROGRAM_MAX_KERNELS kernels, a
+    # program saves little and costs seconds of compile at its first call)
     monkeypatch.setattr(numba_cpu, "PROGRAM_AFTER_CALLS", 1)
-    monkeypatch.setattr(numba_cpu, "PROGRAM_MAX_MEAN_SIZE", 32)
+    if limit == "size":
+        monkeypatch.setattr(numba_cpu, "PROGRAM_MAX_MEAN_SIZE", 32)
+    made = []
+    real_group = numba_program.group
+    monkeypatch.setattr(numba_program, "group", lambda *a: made.append(1) or real_group(*a))
 
     def g(x, w):  # (ops no other test of this file compiles)
         return (x.cos() * 2).sinh().sum() + (x.exp() @ w).atan().sum()
 
-    made = []
-    real_group = numba_program.group
-    monkeypatch.setattr(numba_program, "group", lambda *a: made.append(1) or real_group(*a))
-    for rows, programs in ((2, True), (40, False)):  # (2 x 5 = 10 and 40 x 5 = 200 elements)
-        x, w = _inputs(rows)
+    x, w = _inputs(2)  # (2 x 5 = 10 elements a kernel)
+    f = jit(g, backend="numba")
+    kernels = len(numba_cpu.lower(f.lower(x, w).forward_graph)[1])
+    if limit == "kernels":
+        monkeypatch.setattr(numba_cpu, "PROGRAM_MAX_KERNELS", kernels)
+    cases = ((2, True), (40, False)) if limit == "size" else ((2, True), (None, False))
+    for rows, programs in cases:  # (40 x 5 = 200 elements a kernel)
+        if rows is None:
+            monkeypatch.setattr(numba_cpu, "PROGRAM_MAX_KERNELS", kernels - 1)
+        else:
+            x, w = _inputs(rows)
         made.clear()
         f = jit(g, backend="numba")
         ref = jit(g, backend="interpreter")(x, w).item()
         for _ in range(3):
             np.testing.assert_allclose(f(x, w).item(), ref, rtol=1e-12)
-        assert bool(made) is programs, rows
+        assert bool(made) is programs, (limit, rows)
 
 
 def test_a_long_chain_is_split_into_programs_of_bounded_length(monkeypatch):

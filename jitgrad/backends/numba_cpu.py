@@ -73,16 +73,18 @@ MATH_COST = 8
 # optimizes a program with its kernels inlined, in time that grows faster than its length: only
 # graphs of at most PROGRAM_MAX_OPS kernel ops become programs (a long graph's dispatches cost
 # little beside its work; W6's 1600-step chain took minutes to compile as programs).
-# A program pays only where launches cost about as much as the work: kernels over a few
-# thousand elements (W4, W5: 16 and 2). Over larger arrays the launches are a small share, and
-# a program's glue (movement ops in nopython mode, each kernel typed again for the program's
-# arrays) costs Numba seconds: a two-layer transformer's forward and backward (35 and 38
-# kernels over 17-22k elements on average) took 30 s to compile as programs and then ran slower
-# than kernel by kernel (6.6 against 4.9 ms a step: a program's kernels run serially). So only
-# graphs whose kernels cover at most PROGRAM_MAX_MEAN_SIZE elements on average become programs.
+# A program pays only where launches cost about as much as the work, in a small graph: W4 (6
+# kernels over 16 elements) and W5 (2 over 2). A program's glue (movement ops in nopython mode,
+# each kernel typed again for the program's arrays) costs Numba about a second per few kernels:
+# a two-layer transformer's forward and backward (35 and 38 kernels) took about 30 s to compile
+# as programs at their 4th call, and then ran no faster than kernel by kernel, at batch 64
+# (17-22k elements per kernel: 6.6 against 4.9 ms a step, a program's kernels being serial) as
+# at batch 1 (1.9 against 1.7 ms). So only graphs of at most PROGRAM_MAX_KERNELS kernels that
+# cover at most PROGRAM_MAX_MEAN_SIZE elements on average become programs.
 WHOLE_PROGRAMS = True
 PROGRAM_AFTER_CALLS = 3
 PROGRAM_MAX_OPS = 512
+PROGRAM_MAX_KERNELS = 16
 PROGRAM_MAX_MEAN_SIZE = 4096
 # Longer graphs run as one chain of C calls (``numba_chain``) when they qualify.
 CHAINS = True
@@ -374,11 +376,12 @@ def _as_programs(graph: Graph) -> bool:
                                   if e.op is KERNEL_OP) <= PROGRAM_MAX_OPS
 
 
-def _launch_bound(graph: Graph) -> bool:
-    """Whether the graph's kernels are small enough on average for programs to pay."""
+def _programs_pay(graph: Graph) -> bool:
+    """Whether the graph is small enough, in kernels and in their sizes, for programs to pay."""
     sizes = [int(np.prod(domain_of(e.params["body"].eqns[0]), dtype=np.int64))
              for e in graph.eqns if e.op is KERNEL_OP]
-    return sum(sizes) <= PROGRAM_MAX_MEAN_SIZE * max(len(sizes), 1)
+    return len(sizes) <= PROGRAM_MAX_KERNELS and \
+        sum(sizes) <= PROGRAM_MAX_MEAN_SIZE * max(len(sizes), 1)
 
 
 def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
@@ -394,7 +397,7 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
     if _as_programs(fused):
-        if not _launch_bound(fused):
+        if not _programs_pay(fused):
             return _settled(by_kernel, 0)
         grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
     elif CHAINS:
