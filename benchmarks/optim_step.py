@@ -3,16 +3,15 @@
     python -m benchmarks.optim_step [--params 10] [--size 256] [--steps 50] [--rounds 7]
                                     [--torch-compile]
 
-Each optimizer (Adam, AdamW with weight decay, SGD with momentum) updates ``--params``
-float32 parameters of ``size x size`` from fixed gradients: jitgrad eager (``opt.step()``),
-jitgrad compiled (``jitgrad.compile(opt.step)``: one program, its kernels writing the
-parameters and state in place), torch eager (its default multi-tensor ``foreach`` step) and,
-with ``--torch-compile``, ``torch.compile(opt.step)`` (about 10 s of compile per optimizer).
-All start from the same parameters; after the warm-up steps every peer's parameters are
-checked against jitgrad eager's. The configurations alternate round by round, and the median
-time per step is printed with its ratio to torch eager. Memory traffic of one Adam step: it
-reads parameters, gradients and both moments and writes all but the gradients (28 bytes per
-element).
+Each optimizer (Adam, AdamW with weight decay, SGD with momentum) updates ``--params`` float32
+parameters of ``size x size`` from fixed gradients: jitgrad eager (``opt.step()``), jitgrad
+compiled (``jitgrad.compile(opt.step)``: one program, its kernels writing the parameters and
+state in place), torch eager (its default step: on the CPU, the loop over parameters) and, with
+``--torch-compile``, ``torch.compile(opt.step)`` (about 10 s of compile per optimizer). All
+start from the same parameters; after the warm-up steps every peer's parameters are checked
+against jitgrad eager's. The configurations alternate round by round, and the median time per
+step is printed with its ratio to torch eager. Memory traffic of one Adam step: it reads
+parameters, gradients and both moments and writes all but the gradients (28 bytes per element).
 """
 
 from __future__ import annotations

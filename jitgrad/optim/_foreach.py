@@ -1,13 +1,14 @@
-"""The multi-tensor ("foreach") updates of Adam/AdamW and SGD: torch's default implementation.
+"""The multi-tensor ("foreach") updates of Adam/AdamW and SGD, jitgrad's default step.
 
-torch's optimizers have a for-loop of tensor ops per parameter (``foreach=False``) and, by
-default, ``_foreach_*`` kernels that apply each step of the update to every parameter at once.
-Here the op-by-op loop is the reference (each op dispatched, checked and recorded like any eager
-op: about 10 us per op, and a temporary plus a copy-back per in-place op), and this module is
-the fast path: the same arithmetic in the same order, written as NumPy in-place ufuncs on the
-parameters' and states' own arrays. Every intermediate is rounded to the parameter's dtype
-exactly where the op-by-op path rounds it (a Python float meets a float32 array as float32), so
-the two paths agree bit for bit: tests/test_optim_foreach.py holds them to that.
+torch's optimizers have a for-loop of tensor ops per parameter (``foreach=False``, its default
+for CPU tensors) and ``_foreach_*`` kernels that apply each step of the update to every
+parameter at once (its default on CUDA, and ``foreach=True``). Here the op-by-op loop is the
+reference (each op dispatched, checked and recorded like any eager op: about 10 us per op, and
+a temporary plus a copy-back per in-place op), and this module is the fast path: the same
+arithmetic in the same order, written as NumPy in-place ufuncs on the parameters' and states'
+own arrays. Every intermediate is rounded to the parameter's dtype exactly where the op-by-op
+path rounds it (a Python float meets a float32 array as float32), so the two paths agree bit
+for bit: tests/test_optim_foreach.py holds them to that.
 
 The fast path is taken only where it cannot differ from the ops: dense CPU float32/float64
 tensors of plain ``Tensor``/``Parameter`` type, writable and not inference tensors, a float

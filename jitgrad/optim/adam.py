@@ -61,7 +61,7 @@ class Adam(Optimizer):
         maximize: maximize the objective. Default: False.
         foreach: ``False`` runs the update op by op per parameter; the default (or ``True``)
             runs the same arithmetic on all parameters through NumPy in-place kernels, with the
-            same result bit for bit (torch's ``foreach`` default).
+            same result bit for bit (torch's CPU default is its loop: the results are the same).
         capturable, differentiable, fused: not supported (must be False/None).
         decoupled_weight_decay: AdamW-style decay. Default: False.
     """
