@@ -71,10 +71,10 @@ def test_errors_as_torch(call, match):
 
 
 @pytest.mark.parametrize("dtype", ["float32", "float64"])
-@pytest.mark.parametrize("exponent", [3, 3.0, -2, -2.0, 2.0, -1.0])
+@pytest.mark.parametrize("exponent", [3, 3.0, -2, -2.0, 2.0, -1.0, -1, -0.5])
 def test_pow_scalar_rounds_as_torch(dtype, exponent):
-    # torch's CPU kernel computes x ** 3 as x * x * x and x ** -2 as 1 / (x * x): bit for bit
-    # the same here (NumPy's power rounds once, and is ~100x slower for them)
+    # torch's CPU kernel computes x ** 3 as x * x * x, x ** -2 as 1 / (x * x) and x ** -0.5 as
+    # 1 / sqrt(x): bit for bit the same here (NumPy's power rounds once, and is ~100x slower)
     torch = pytest.importorskip("torch")
     x = np.random.default_rng(0).standard_normal(4096).astype(dtype) * 3
     x[:4] = [0.0, -0.0, np.inf, np.nan]

@@ -309,12 +309,16 @@ def _power_scalar(x: np.ndarray, exponent) -> np.ndarray:
     if x.dtype.kind in "iu" and isinstance(exponent, int) and exponent < 0:
         raise RuntimeError("Integers to negative integer powers are not allowed.")
     if x.dtype in (np.float32, np.float64) and not isinstance(exponent, (bool, complex)):
-        # torch's CPU kernel computes these two as products (the same roundings); NumPy's
-        # powf path for them is also ~100x slower than the products (x ** 3 in a GELU)
+        # torch's CPU kernel computes these as products, reciprocals and a square root (the
+        # same roundings); NumPy's powf path for them is also ~100x slower (x ** 3 in a GELU)
         if exponent == 3:
             return x * x * x
         if exponent == -2:
             return np.reciprocal(x * x)
+        if exponent == -1:
+            return np.reciprocal(x)
+        if exponent == -0.5:
+            return np.reciprocal(np.sqrt(x))
     return np.power(x, np.asarray(exponent, dtype=x.dtype))
 
 
