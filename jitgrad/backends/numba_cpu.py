@@ -79,12 +79,14 @@ MATH_COST = 8
 # a two-layer transformer's forward and backward (35 and 38 kernels) took about 30 s to compile
 # as programs at their 4th call, and then ran no faster than kernel by kernel, at batch 64
 # (17-22k elements per kernel: 6.6 against 4.9 ms a step, a program's kernels being serial) as
-# at batch 1 (1.9 against 1.7 ms). So only graphs of at most PROGRAM_MAX_KERNELS kernels that
-# cover at most PROGRAM_MAX_MEAN_SIZE elements on average become programs.
+# at batch 1 (1.9 against 1.7 ms); a compiled Adam step over 20 small parameters (16 kernels,
+# 100 arrays) took 6-9 s, then ran no faster (337 against 317 us a step). So only graphs
+# of at most PROGRAM_MAX_KERNELS kernels that cover at most PROGRAM_MAX_MEAN_SIZE elements on
+# average become programs.
 WHOLE_PROGRAMS = True
 PROGRAM_AFTER_CALLS = 3
 PROGRAM_MAX_OPS = 512
-PROGRAM_MAX_KERNELS = 16
+PROGRAM_MAX_KERNELS = 8
 PROGRAM_MAX_MEAN_SIZE = 4096
 # Longer graphs run as one chain of C calls (``numba_chain``) when they qualify.
 CHAINS = True
