@@ -99,12 +99,18 @@ def round_to_bfloat16(a: np.ndarray) -> np.ndarray:
     NaN): ``a`` itself when it holds only bfloat16 values already (a view stays a view)."""
     a = np.asarray(a, dtype=np.float32)
     bits = a.view(np.uint32)  # (same item size: any strides view)
-    if not (bits & 0xFFFF).any():
+    # (one buffer, updated in place: autocast rounds every product, and temporaries cost more
+    # than the arithmetic)
+    up = np.bitwise_and(bits, np.uint32(0xFFFF), out=np.empty(bits.shape, np.uint32))
+    if not up.any():
         return a
-    up = (bits + (((bits >> 16) & 1) + 0x7FFF).astype(np.uint32)) & np.uint32(0xFFFF0000)
-    nan = np.isnan(a)
-    if nan.any():
-        up = np.where(nan, (bits | 0x00400000) & np.uint32(0xFFFF0000), up)
+    np.right_shift(bits, np.uint32(16), out=up)
+    up &= np.uint32(1)
+    up += np.uint32(0x7FFF)
+    up += bits
+    up &= np.uint32(0xFFFF0000)
+    if np.isnan(a.max()):  # (max is NaN when any entry is: no boolean array otherwise)
+        up = np.where(np.isnan(a), (bits | np.uint32(0x00400000)) & np.uint32(0xFFFF0000), up)
     return np.asarray(up.view(np.float32))  # (a 0-d result of NumPy's arithmetic is a scalar)
 
 _default_dtype = float32

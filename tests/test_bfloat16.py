@@ -135,6 +135,22 @@ def test_rounding_is_to_nearest_even_and_keeps_nan():
     assert np.isnan(got[2]) and got[3] == -np.inf
 
 
+def test_rounding_equals_torch_bit_for_bit_on_nans_strides_and_0d():
+    # (round_to_bfloat16 works in one buffer updated in place: NaN payloads below the kept
+    # bits, a carry into the exponent, a strided view and a 0-d array round as torch's do)
+    bits = np.array([0x7F800001, 0xFF800001, 0x7FFFFFFF, 0x3F808000, 0x3F818000, 0x3F80FFFF,
+                     0x7F7FFFFF, 0x00008000, 0x80018000, 0x3F800000], np.uint32)
+    rng = np.random.default_rng(0)
+    for a in (bits.view(np.float32), rng.standard_normal((6, 8)).astype(np.float32)[:, ::3],
+              np.array(1 + 2.0**-12, np.float32)):
+        ours = jg.tensor(a).to(jg.bfloat16).float().numpy()
+        theirs = torch.tensor(a).to(torch.bfloat16).float().numpy()
+        assert ours.shape == theirs.shape
+        nan = np.isnan(theirs)
+        np.testing.assert_array_equal(np.isnan(ours), nan)
+        np.testing.assert_array_equal(ours.view(np.uint32)[~nan], theirs.view(np.uint32)[~nan])
+
+
 def test_numpy_refuses_bfloat16_as_torch():
     x = jg.ones(2, dtype=jg.bfloat16)
     with pytest.raises(TypeError, match="Got unsupported ScalarType BFloat16"):
