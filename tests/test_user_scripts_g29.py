@@ -1,0 +1,91 @@
+"""More public PyTorch training code (set G: Karpathy's build-nanogpt), only the import
+changed, run on jitgrad.
+
+The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
+their globals and assert that training lowered the loss, and, where torch is installed, that
+the deterministic parts (a fixed-seed model's init, forwards, gradients, clipping and AdamW
+steps) equal the same script's with ``import torch``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from test_user_scripts import _close
+from test_user_scripts_b27 import _run_torch
+from test_user_scripts_c27 import _run
+from test_user_scripts_e28 import _close_nested
+
+# ------------------------------------------------------------- karpathy/build-nanogpt
+
+
+@pytest.mark.slow  # (torch.compile's first compilation of the model, with a cold cache)
+def test_build_nanogpt_trains_evaluates_checkpoints_and_compiles():
+    g = _run("build_nanogpt")
+    assert g["grad_accum_steps"] == 2 and not g["use_compile"]
+    losses = g["train_losses"]
+    assert len(losses) == 6 and abs(losses[0] - math.log(50304)) < 0.1
+    assert all(b < a for a, b in zip(losses, losses[1:]))
+    assert losses[-1] < losses[0] - 0.5
+    vals = g["val_losses"]
+    assert [s for s, _ in vals] == [0, 5] and vals[1][1] < vals[0][1] - 0.5
+    lrs = g["lrs"]
+    assert lrs[:3] == [3e-3, 6e-3, 6e-3] and all(b < a for a, b in zip(lrs[2:], lrs[3:]))
+    assert all(0 < n < 5 for n in g["norms"])
+    # HellaSwag's synthetic val set: 4 examples, each evaluated at steps 0 and 5
+    assert [(s, n) for s, n, _ in g["hella_accs"]] == [(0, 4), (5, 4)]
+    assert g["hella_accs"][-1][2] == 1.0  # the trained model prefers the corpus-like ending
+    samples = g["samples"]  # generated at the last step only, 32 tokens from the 28 of the prompt
+    assert len(samples) == 4 and all(len(s) == 32 for s in samples)
+    assert all(s[:28] == list(b"Hello, I'm a language model,") for s in samples)
+    log = open(g["log_file"]).read().split("\n")  # noqa: SIM115
+    assert log[0] == f"0 val {vals[0][1]:.4f}" and log[1] == "0 hella 1.0000"
+    assert log[2] == f"0 train {losses[0]:.6f}" and len(log) == 6 + 2 * 2 + 1
+    # the checkpoint: a GPT built from the saved config recomputes the recorded val loss
+    assert g["checkpoint"]["step"] == 5 and g["reloaded_tied"]
+    assert g["reloaded_val_loss"].item() == pytest.approx(g["checkpoint"]["val_loss"], abs=1e-6)
+    d = g["compile_diffs"]  # (bfloat16 autocast: logits up to a bfloat16 ulp apart)
+    assert d[0] < 1e-2 and d[1] < 1e-3 and d[2] < 2e-3
+    # GPT-2's init through model.apply: N(0, 0.02), the residual projections' std scaled by
+    # 1/sqrt(2 * n_layer), zero biases, LayerNorm's ones
+    init = g["fixed_init"]
+    assert init["transformer.wte.weight"][1] == pytest.approx(0.02, rel=0.01)
+    assert init["transformer.h.0.mlp.c_fc.weight"][1] == pytest.approx(0.02, rel=0.1)
+    assert init["transformer.h.0.mlp.c_proj.weight"][1] == pytest.approx(0.02 / 2**0.5, rel=0.1)
+    assert init["transformer.h.0.attn.c_attn.bias"] == (0.0, 0.0)
+    assert init["transformer.h.0.ln_1.weight"] == (1.0, 0.0)
+    assert "lm_head.weight" not in init  # (tied: named_parameters yields wte.weight once)
+    r = g["fixed_results"]
+    assert r["groups"] == [(6, 0.1, (0.9, 0.95), False), (10, 0.0, (0.9, 0.95), False)]
+    assert r["bf16_dtype"].endswith("bfloat16")
+    assert r["steps"][1][0] < r["steps"][0][0]
+
+
+@pytest.mark.slow
+def test_build_nanogpt_fixed_parts_match_torch():
+    g, t = _run("build_nanogpt"), _run_torch("build_nanogpt")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    assert ours.pop("batches") == theirs.pop("batches")  # the .npy shard loader's batches
+    assert ours.pop("hella") == theirs.pop("hella")  # render_example, get_most_likely_row
+    assert ours.pop("groups") == theirs.pop("groups")
+    assert ours.pop("bf16_dtype") == theirs.pop("bf16_dtype").replace("torch", "jitgrad")
+    assert ours.pop("lrs") == theirs.pop("lrs")
+    _close(ours.pop("logits"), theirs.pop("logits"), rtol=1e-5, atol=1e-6)
+    assert ours.pop("loss") == pytest.approx(theirs.pop("loss"), rel=1e-6)
+    # bfloat16 autocast: the same bfloat16 logits but for a few rounded the other way
+    bf16, their_bf16 = ours.pop("bf16_logits").numpy(), theirs.pop("bf16_logits").numpy()
+    assert np.mean(bf16 == their_bf16) > 0.95
+    _close(bf16, their_bf16, rtol=1e-2, atol=1e-2)
+    assert ours.pop("bf16_loss") == pytest.approx(theirs.pop("bf16_loss"), rel=1e-3)
+    # (the second step's gradient norm follows an AdamW step, which moves entries with a near-0
+    # gradient by float32 noise * lr)
+    (loss0, norm0), (loss1, norm1) = ours.pop("steps")
+    (t_loss0, t_norm0), (t_loss1, t_norm1) = theirs.pop("steps")
+    _close([loss0, norm0, loss1], [t_loss0, t_norm0, t_loss1], rtol=1e-5)
+    assert norm1 == pytest.approx(t_norm1, rel=1e-3)
+    # (two AdamW steps: an entry with a gradient near 0 is normalized to about +-1 by Adam)
+    _close_nested(ours.pop("after"), theirs.pop("after"), rtol=1e-4, atol=1e-4)
+    assert not ours and not theirs
+    assert g["lrs"] == t["lrs"]
+    assert g["fixed_init"].keys() == t["fixed_init"].keys()
