@@ -309,3 +309,51 @@ def test_replace_pattern_as_torch():
     a = jitgrad.tensor([-1.0, 2.0])
     s = a.sigmoid()
     np.testing.assert_allclose(_np(chained(a)), _np(s.sigmoid() + s))
+
+
+# ------------------------------------------- proxies made from raw nodes (GraphAppendingTracer)
+
+
+def _raw_proxy_graph(lib, fx_mod, F_mod):
+    """pytorch/examples fx/proxy_based_graph_creation.py, plus nn.functional calls: proxies
+    around placeholders, outside any symbolic_trace, record what is called on them."""
+    graph = fx_mod.Graph()
+    tracer = fx_mod.proxy.GraphAppendingTracer(graph)
+    x = fx_mod.Proxy(graph.placeholder("x"), tracer)
+    y = fx_mod.Proxy(graph.placeholder("y"), tracer)
+    a = lib.cat([x, y])  # (the proxies inside a list)
+    b = F_mod.leaky_relu(lib.tanh(a), 0.2, False)
+    c = F_mod.softmax(lib.neg(b), dim=1).sum(0)
+    graph.output(c.node)
+    targets = [(n.op, getattr(n.target, "__name__", n.target)) for n in graph.nodes]
+    return targets, fx_mod.GraphModule(lib.nn.Module(), graph)
+
+
+def test_raw_proxies_record_functions_as_torch_fx():
+    torch, tfx, _, TF = _torch()
+    ours, gm = _raw_proxy_graph(jitgrad, fx, F)
+    theirs, tgm = _raw_proxy_graph(torch, tfx, TF)
+    assert ours == theirs
+    assert ("call_function", "leaky_relu") in ours and ("call_method", "sum") in ours
+    x, y = np.random.default_rng(0).standard_normal((2, 3, 4)).astype(np.float32)
+    np.testing.assert_allclose(gm(jitgrad.tensor(x), jitgrad.tensor(y)).numpy(),
+                               tgm(torch.tensor(x), torch.tensor(y)).numpy(), rtol=1e-6)
+
+
+def test_traced_module_called_with_a_proxy_inlines_into_the_graph():
+    # (pytorch/examples fx/wrap_output_dynamically.py: a traced activation, called with a
+    # proxy of another graph's last node, inserts its nodes there)
+    class M(nn.Module):
+        def forward(self, x, y):
+            return jitgrad.cat([x, y])
+
+    traced = fx.symbolic_trace(M())
+    output_node = next(n for n in reversed(traced.graph.nodes) if n.op == "output")
+    wrap_node = output_node.all_input_nodes[0]
+    act = fx.symbolic_trace(nn.LeakyReLU())
+    with traced.graph.inserting_after(wrap_node):
+        output_node.args = (act(fx.Proxy(wrap_node)).node,)
+    traced.recompile()
+    assert "leaky_relu" in traced.code
+    x, y = jitgrad.randn(5, 3), jitgrad.randn(5, 3)
+    jitgrad.testing.assert_close(traced(x, y), F.leaky_relu(jitgrad.cat([x, y])))

@@ -172,6 +172,33 @@ class Proxy:
         """``proxy.keys()``."""
         return self.tracer.keys(self)
 
+    @classmethod
+    def __torch_function__(cls, orig_method: Callable, types: Any, args: Any = None,
+                           kwargs: Any = None) -> Proxy:
+        """A jitgrad function or Tensor method called on proxies outside ``symbolic_trace``
+        (whose patched functions record directly), e.g. on a ``Proxy`` made from a raw node
+        or a traced module called with one, records a node in the proxies' graph, as torch's
+        ``Proxy.__torch_function__`` does."""
+        from ..overrides import is_tensor_method_or_property
+
+        args = args if args else ()
+        kwargs = kwargs if kwargs else {}
+        tracers: dict = {}
+
+        def find_tracer(a: Any) -> None:
+            if isinstance(a, cls):
+                tracers[a.tracer] = None
+
+        map_aggregate(args, find_tracer)
+        map_aggregate(kwargs, find_tracer)
+        if len(tracers) > 1:
+            raise RuntimeError(f"Found multiple different tracers {list(tracers.keys())} while "
+                               f"trying to trace operations {orig_method}")
+        tracer = next(iter(tracers))
+        if is_tensor_method_or_property(orig_method):
+            return tracer.create_proxy("call_method", orig_method.__name__, args, kwargs)
+        return tracer.create_proxy("call_function", orig_method, args, kwargs)
+
     def __len__(self) -> int:
         raise RuntimeError("'len' is not supported in symbolic tracing by default. If you want "
                            "this call to be recorded, please call torch.fx.wrap('len') at "
@@ -203,8 +230,15 @@ class GraphAppendingTracer(TracerBase):
     """A tracer that appends to an existing graph (for proxies made from its nodes)."""
 
     def __init__(self, graph: Graph) -> None:
+        from .._torch_function import activate
+
         super().__init__()
         self.graph = graph
+        # (its proxies record jitgrad's functions through ``Proxy.__torch_function__``, as
+        # torch's do: the protocol is made live now, or a function's first sight of a proxy
+        # would reach its eager path; symbolic_trace's own tracer records through its patched
+        # functions and leaves the protocol off)
+        activate()
         self.scope = None
         self.module_stack = {}
         self.node_name_to_scope = {}
