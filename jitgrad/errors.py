@@ -24,12 +24,20 @@ class JitTraceError(RuntimeError):
     """A traced function did something the tracer cannot record faithfully."""
 
 
+# The code the __torch_function__ protocol puts into public functions once it is live
+# (jitgrad.overrides) is jitgrad's own, though it was compiled from a string.
+_TRAMPOLINE = "<jitgrad.overrides trampoline>"
+
+
+def _ours(filename: str) -> bool:
+    return filename == _TRAMPOLINE or os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
+
+
 def user_frame(depth: int = 2):
     """The first stack frame outside the jitgrad package (the user's code), or None."""
     f = sys._getframe(depth)
     while f is not None:
-        fn = os.path.abspath(f.f_code.co_filename)
-        if not fn.startswith(_PKG_DIR + os.sep):
+        if not _ours(f.f_code.co_filename):
             return f
         f = f.f_back
     return None
@@ -40,7 +48,7 @@ def user_stacklevel(depth: int = 2) -> int:
     caller of this function, name the user's line, however many jitgrad frames (a method, an
     ``out=`` wrapper, an in-place wrapper) lie between: as torch's C++ warnings do."""
     f, level = sys._getframe(depth), depth
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(_PKG_DIR + os.sep):
+    while f is not None and _ours(f.f_code.co_filename):
         f, level = f.f_back, level + 1
     return level
 

@@ -505,3 +505,30 @@ def test_kwargs_and_resolve_name_as_torch():
         return seen
 
     assert run(jitgrad) == run(torch)
+
+
+def test_a_live_protocol_leaves_the_users_line_in_jit_ir_and_errors():
+    """Once the protocol is live, public functions run through jitgrad.overrides' trampolines,
+    code compiled from a string: they are jitgrad's frames, not the user's line (the IR's source
+    comments and the jit's errors named ``<jitgrad.overrides trampoline>:5`` instead)."""
+    out = _run_fresh("""
+        import jitgrad
+        from jitgrad.ops import registry
+        class Sub(jitgrad.Tensor):
+            pass
+        jitgrad.add(jitgrad.ones(1).as_subclass(Sub), 1)
+        def f(x):
+            return jitgrad.tanh(x).sum()
+        ir = jitgrad.jit(f, backend="interpreter").lower(jitgrad.randn(3)).forward_ir
+        print(registry.torch_function_live)
+        print(sorted({ln.rsplit("# ", 1)[1] for ln in ir.splitlines() if "# " in ln}))
+        def g(x):
+            if jitgrad.add(x, 1).sum() > 0:
+                return x
+            return -x
+        try:
+            jitgrad.jit(g)(jitgrad.ones(2))
+        except Exception as e:
+            print("<string>:13" in str(e), "trampoline" in str(e))
+    """)
+    assert out.split("\n")[:3] == ["True", "['<string>:8']", "True False"]

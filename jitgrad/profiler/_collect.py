@@ -116,7 +116,8 @@ def _user_stack() -> list:
     while frame is not None:
         code = frame.f_code
         path = code.co_filename
-        if not path.startswith(_PKG) or path.startswith(_NN):
+        if not (path.startswith(_PKG) or path == "<jitgrad.overrides trampoline>") \
+                or path.startswith(_NN):
             out.append(f"{path}({frame.f_lineno}): {code.co_name}")
         frame = frame.f_back
     return out
