@@ -15,8 +15,9 @@ import pytest
 from test_user_scripts import SCRIPTS, _close, _run, torch_source
 from test_user_scripts import _run_torch as _run_torch_threads
 
-# the modules of tests/scripts that scripts import: the d2l.ai ports' d2l package
-LIBRARIES = ("d2l_lib",)
+# the modules of tests/scripts that scripts import: the d2l.ai ports' d2l package, the
+# yunjey ports' torchvision
+LIBRARIES = ("d2l_lib", "vision_standin")
 
 
 @contextlib.contextmanager

@@ -20,93 +20,13 @@ import jitgrad.nn as nn
 
 N_TRAIN, N_TEST = 1000, 0
 # -----------------------------------------------------------------------------
-# (added) torchvision stand-ins: MNIST and CIFAR-10 are downloads, so scikit-learn's bundled
-# 8 x 8 digits stand in (uint8 images as PIL would give them; CIFAR-10's are the digits in
-# three tinted channels); the transforms and save_image the tutorials use work on them
+# (added) torchvision stand-ins (scikit-learn's digits for MNIST and CIFAR-10: see the module)
 import random
-import types
 
 import numpy as np
-from PIL import Image
-from sklearn.datasets import load_digits
+from vision_standin import standin
 
-_DIGITS = load_digits()
-_IMAGES = np.clip(_DIGITS.images * 16, 0, 255).astype(np.uint8)  # (1797, 8, 8)
-
-
-class _Digits(torch.utils.data.Dataset):
-    def __init__(self, root, train=True, transform=None, download=False, color=False):
-        part = slice(0, N_TRAIN) if train else slice(N_TRAIN, N_TRAIN + N_TEST)
-        self.data, self.targets = _IMAGES[part], _DIGITS.target[part].tolist()
-        if color:  # (H, W, 3) as CIFAR-10's
-            self.data = (self.data[..., None] * np.array([1.0, 0.7, 0.4])).astype(np.uint8)
-        self.transform = transform
-
-    def __len__(self):
-        return len(self.targets)
-
-    def __getitem__(self, index):
-        image = self.data[index]
-        return (self.transform(image) if self.transform else image), self.targets[index]
-
-
-def _ToTensor():
-    def to_tensor(image):  # HxW or HxWxC uint8 -> CxHxW float in [0, 1]
-        image = image[:, :, None] if image.ndim == 2 else image
-        return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))).float().div(255)
-    return to_tensor
-
-
-class _Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
-
-    def __call__(self, x):
-        for t in self.transforms:
-            x = t(x)
-        return x
-
-
-def _Normalize(mean, std):
-    mean, std = torch.tensor(mean).view(-1, 1, 1), torch.tensor(std).view(-1, 1, 1)
-    return lambda t: (t - mean) / std
-
-
-def _Pad(padding):
-    return lambda image: np.pad(image, [(padding, padding), (padding, padding)] + [(0, 0)] * (image.ndim - 2))
-
-
-def _RandomHorizontalFlip(p=0.5):
-    return lambda image: image[:, ::-1] if random.random() < p else image
-
-
-def _RandomCrop(size):
-    def crop(image):
-        i, j = random.randint(0, image.shape[0] - size), random.randint(0, image.shape[1] - size)
-        return image[i:i + size, j:j + size]
-    return crop
-
-
-def _save_image(tensor, fp, nrow=8, padding=2):
-    """torchvision.utils.save_image: the images of a batch in a grid, as a PNG."""
-    tensor = tensor.detach().cpu()
-    n, c, h, w = tensor.shape
-    ncol = min(nrow, n)
-    rows = (n + ncol - 1) // ncol
-    grid = np.zeros((c, rows * (h + padding) + padding, ncol * (w + padding) + padding), np.float32)
-    for k in range(n):
-        r, q = divmod(k, ncol)
-        grid[:, padding + r * (h + padding):padding + r * (h + padding) + h,
-             padding + q * (w + padding):padding + q * (w + padding) + w] = tensor[k].numpy()
-    grid = (grid * 255 + 0.5).clip(0, 255).astype(np.uint8)
-    Image.fromarray(grid[0] if c == 1 else grid.transpose(1, 2, 0)).save(fp)
-
-
-torchvision = types.SimpleNamespace(
-    datasets=types.SimpleNamespace(MNIST=_Digits, CIFAR10=lambda *a, **k: _Digits(*a, color=True, **k)),
-    transforms=types.SimpleNamespace(ToTensor=_ToTensor, Compose=_Compose, Normalize=_Normalize, Pad=_Pad,
-                                     RandomHorizontalFlip=_RandomHorizontalFlip, RandomCrop=_RandomCrop),
-    utils=types.SimpleNamespace(save_image=_save_image))
+torchvision = standin(N_TRAIN, N_TEST)
 transforms = torchvision.transforms
 save_image = torchvision.utils.save_image
 
