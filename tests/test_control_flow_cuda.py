@@ -3,29 +3,14 @@ simulator (turned on as ``test_cuda.py`` does, before ``numba.cuda`` is first im
 
 from __future__ import annotations
 
-import sys
 
 import numpy as np
 import pytest
+from test_cuda import CUDA  # (the simulator, turned on there before numba.cuda loads)
 
+import jitgrad
 
-def _simulator_cuda():
-    if "numba.cuda" not in sys.modules:
-        import numba
-
-        numba.config.ENABLE_CUDASIM = True
-    try:
-        from numba import cuda
-
-        return cuda if cuda.is_available() else None
-    except Exception:  # noqa: BLE001 - no numba-cuda, a broken toolkit
-        return None
-
-
-CUDA = _simulator_cuda()
 pytestmark = pytest.mark.skipif(CUDA is None, reason="numba.cuda is not usable here")
-
-import jitgrad  # noqa: E402
 
 
 def test_cuda_cond_and_while_loop_run_the_selected_subgraph_on_the_device():

@@ -6,27 +6,11 @@ caching allocator rounds it."""
 from __future__ import annotations
 
 import gc
-import sys
 
 import pytest
+from test_cuda import CUDA  # (the simulator, turned on there before numba.cuda loads)
 
-
-def _simulator_cuda():
-    if "numba.cuda" not in sys.modules:  # (not os.environ: other tests' subprocesses inherit it)
-        import numba
-
-        numba.config.ENABLE_CUDASIM = True
-    try:
-        from numba import cuda
-
-        return cuda if cuda.is_available() else None
-    except Exception:  # noqa: BLE001 - no numba-cuda, a broken toolkit
-        return None
-
-
-CUDA = _simulator_cuda()
-
-import jitgrad  # noqa: E402
+import jitgrad
 
 
 def test_memory_stats_are_zero_without_cuda_tensors_as_torchs():
