@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import os
 
+from .errors import TRAMPOLINE_FILE
+
 PARALLEL_MIN_DEFAULT = 20_000_000
 CACHE_SIZE_LIMIT_DEFAULT = 8
 MAX_KERNEL_OPS_DEFAULT = 64
@@ -122,7 +124,7 @@ def warn_once(key: str, text: str, stacklevel: int = 3) -> None:
 
 
 _PROTOCOL_FILES = frozenset((
-    "<jitgrad.overrides trampoline>",
+    TRAMPOLINE_FILE,
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "overrides.py"),
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "_torch_function.py")))
 

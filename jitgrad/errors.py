@@ -24,13 +24,13 @@ class JitTraceError(RuntimeError):
     """A traced function did something the tracer cannot record faithfully."""
 
 
-# The code the __torch_function__ protocol puts into public functions once it is live
-# (jitgrad.overrides) is jitgrad's own, though it was compiled from a string.
-_TRAMPOLINE = "<jitgrad.overrides trampoline>"
+# The file name of the code the __torch_function__ protocol puts into public functions once it
+# is live (jitgrad.overrides compiles it from a string): jitgrad's own frames, not the user's.
+TRAMPOLINE_FILE = "<jitgrad.overrides trampoline>"
 
 
 def _ours(filename: str) -> bool:
-    return filename == _TRAMPOLINE or os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
+    return filename == TRAMPOLINE_FILE or os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
 
 
 def user_frame(depth: int = 2):

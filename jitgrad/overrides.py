@@ -18,6 +18,7 @@ from typing import Any
 from . import _torch_function as _tf
 from .ops import registry
 from ._torch_function import DisableTorchFunction, DisableTorchFunctionSubclass
+from .errors import TRAMPOLINE_FILE
 
 __all__ = ["TorchFunctionMode", "enable_reentrant_dispatch", "get_default_nowrap_functions",
            "get_ignored_functions", "get_overridable_functions", "handle_torch_function",
@@ -233,7 +234,7 @@ def _trampoline_code(nfree: int) -> _types.CodeType:
             + "        if _tf_needs(args, kwargs):\n            return _tf_call(args, kwargs)\n" \
             + "        return _tf_inner(*args, **kwargs)\n    return trampoline\n"
         env: dict = {}
-        exec(compile(src, "<jitgrad.overrides trampoline>", "exec"), env)  # noqa: S102
+        exec(compile(src, TRAMPOLINE_FILE, "exec"), env)  # noqa: S102
         code = _TRAMPOLINES[nfree] = env["_outer"]().__code__
     return code
 

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..errors import TRAMPOLINE_FILE
 from ..ops import registry
 from ..ops.op_observers import observe_ops
 
@@ -116,7 +117,7 @@ def _user_stack() -> list:
     while frame is not None:
         code = frame.f_code
         path = code.co_filename
-        if not (path.startswith(_PKG) or path == "<jitgrad.overrides trampoline>") \
+        if not (path.startswith(_PKG) or path == TRAMPOLINE_FILE) \
                 or path.startswith(_NN):
             out.append(f"{path}({frame.f_lineno}): {code.co_name}")
         frame = frame.f_back
