@@ -50,6 +50,14 @@ def cache_dir() -> str | None:
     return os.environ.get("JITGRAD_CACHE_DIR") or None
 
 
+def compile_workers() -> int:
+    """``JITGRAD_COMPILE_WORKERS``: helper processes that compile kernels (0 or 1; default 1)."""
+    try:
+        return int(os.environ.get("JITGRAD_COMPILE_WORKERS", "1"))
+    except ValueError:
+        return 1
+
+
 def cache_size_limit() -> int:
     """``JITGRAD_CACHE_SIZE_LIMIT``: specializations one jit function keeps (at least 1)."""
     try:

@@ -9,6 +9,9 @@ _CACHE = tempfile.mkdtemp(prefix="jitgrad-test-cache-")
 os.environ["JITGRAD_CACHE_DIR"] = _CACHE
 atexit.register(shutil.rmtree, _CACHE, True)
 os.environ["JITGRAD_VERIFY"] = "1"  # every pass's result is checked with Graph.verify()
+# No helper process compiles kernels (backends/compile_pool): the xdist workers keep every core
+# busy already, and a test knows which process compiled what. test_compile_pool starts its own.
+os.environ["JITGRAD_COMPILE_WORKERS"] = "0"
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402

@@ -30,7 +30,8 @@ from ..jit.control_flow import CONTROL_FLOW, sub_runner_impl
 from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
 from .. import _pycode as pycode
-from . import gemm, in_place, kernel_cache, kernel_split, numba_chain, numba_program
+from . import (compile_pool, gemm, in_place, kernel_cache, kernel_split, numba_chain,
+               numba_program)
 from .numba_math import KERNEL_FASTMATH
 from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
                      render_kernel, renderable)
@@ -183,6 +184,12 @@ def _options(parallel: bool) -> dict:
             "parallel": parallel}
 
 
+def _module(source: str, parallel: bool) -> tuple[str, str]:
+    """A kernel's module text and the description of its options (its cache name covers both)."""
+    return (_HEADER + source,
+            f"fastmath={sorted(FASTMATH)} error_model=numpy nogil parallel={parallel}")
+
+
 def _dispatcher(source: str, parallel: bool = False):
     """The Numba dispatcher of a kernel: one per source in a process, its module file and
     machine code kept in the persistent kernel cache when its directory is writable."""
@@ -191,8 +198,7 @@ def _dispatcher(source: str, parallel: bool = False):
         import numba
 
         options = _options(parallel)
-        text = _HEADER + source
-        described = f"fastmath={sorted(FASTMATH)} error_model=numpy nogil parallel={parallel}"
+        text, described = _module(source, parallel)
         py_func = kernel_cache.load_function(text, described)
         if py_func is not None:
             fn = numba.njit(cache=True, **options)(py_func)
@@ -265,6 +271,8 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
         global compile_seconds
         t0 = time.perf_counter()
         known, hits = len(fn.overloads), sum(fn.stats.cache_hits.values())
+        key = fn.py_func.__module__.rpartition("_")[2]  # (its module's cache name)
+        helped = compile_pool.handed(key) and compile_pool.wait(key)
         kernel_cache.load_overload(fn, args)
         try:
             ret = fn(*args)
@@ -278,7 +286,7 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
             ret = _recover(fn, err, args)
         if len(fn.overloads) > known:  # (else another launcher compiled it already)
             compile_seconds += time.perf_counter() - t0
-            kernel_cache.count(sum(fn.stats.cache_hits.values()) > hits)
+            kernel_cache.count(not helped and sum(fn.stats.cache_hits.values()) > hits)
         ns["kernel"] = fn
         return ret
 
@@ -399,6 +407,7 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
     if _as_programs(fused):
+        _hand_over(fused, kernels)
         if not _programs_pay(fused):
             return _settled(by_kernel, 0)
         grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
@@ -407,6 +416,7 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
         if chain is not None:
             return _settled(numba_chain.build(chain, _HEADER, _options(False), _made), 0)
     if grouped is fused:
+        _hand_over(fused, kernels)
         run = _settled(by_kernel, 0)
     else:
         whole = pycode.compile_function(grouped, "program",
@@ -424,6 +434,14 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
                 return list(whole(*inputs))
             run.final, run.after = whole, PROGRAM_AFTER_CALLS
     return run
+
+
+def _hand_over(fused: Graph, kernels: list) -> None:
+    """Kernels this process has yet to compile go to a helper process too (``compile_pool``)."""
+    if len(kernels) >= compile_pool.MIN_COLD_KERNELS and compile_pool.enabled():
+        compile_pool.hand_over(kernels, compile_pool.predicted_types(fused, kernels),
+                               lambda ks: _module(ks.source, ks.parallel),
+                               lambda ks: _options(ks.parallel))
 
 
 _SUB_FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
