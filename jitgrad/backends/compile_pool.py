@@ -279,6 +279,7 @@ def predicted_types(fused, kernels: list) -> list[tuple | None]:
             args.append(t)
         args += [array(v.dtype.np, d) for v in ks.outputs]
         args += [array(r.acc_dtype, d) for r in ks.reductions]
+        args += [array(p.dtype, d) for p in ks.partials]
         found.append(None if None in args else tuple(args))
         known.update((v, array(v.dtype.np, len(v.shape))) for v in e.outputs
                      if v not in ks.into)

@@ -98,6 +98,9 @@ def wrapper_source(ks) -> tuple[str, int] | None:
             finish.append(f"carray(pr{j}, (r{j}.size,), {dt})[:] = "
                           f"np.asarray({value}).astype({dt}).ravel()")
         setup.append(f"r{j}.fill({identity})")
+    for j, p in enumerate(ks.partials):  # (allocated here: the chain passes no such array)
+        setup.append(f"p{j} = np.full({p.shape_text(d)}, {literal(p.identity, p.dtype)}, "
+                     f"{npname(p.dtype)})")
     for j, r in enumerate(ks.returned):
         params.append(f"ps{j}")
         dt = npname(r.var.dtype.np)

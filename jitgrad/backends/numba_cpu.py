@@ -236,8 +236,12 @@ def _launcher(ks: KernelSource, body: Graph, fn) -> Callable:
     for k, r in enumerate(ks.reductions):
         ns[f"A{k}"], ns[f"I{k}"] = r.acc_dtype, r.identity
         lines.append(f"    r{k} = full({r.keep_shape!r}, I{k}, A{k})")
+    for k, p in enumerate(ks.partials):
+        ns[f"PD{k}"], ns[f"PI{k}"] = p.dtype, p.identity
+        lines.append(f"    p{k} = full({p.shape(ks.domain)!r}, PI{k}, PD{k})")
     args = [repr(int(n)) for n in ks.domain] + [f"a{k}" for k in range(len(ks.inputs))] + \
-        [f"o{k}" for k in range(len(ks.outputs))] + [f"r{k}" for k in range(len(ks.reductions))]
+        [f"o{k}" for k in range(len(ks.outputs))] + \
+        [f"r{k}" for k in range(len(ks.reductions))] + [f"p{k}" for k in range(len(ks.partials))]
     lines.append(f"    ret = kernel({', '.join(args)})")
     slot = {v: f"o{k}" for k, v in enumerate(ks.outputs)}
     slot.update((v, f"a{ks.inputs.index(u)}") for v, u in ks.into.items())  # written in place
@@ -271,7 +275,7 @@ def _first_call(fn, described: str, ns: dict) -> Callable:
         global compile_seconds
         t0 = time.perf_counter()
         known, hits = len(fn.overloads), sum(fn.stats.cache_hits.values())
-        key = fn.py_func.__module__.rpartition("_")[2]  # (its module's cache name)
+        key = (fn.py_func.__module__ or "").rpartition("_")[2]  # (its cache module's name)
         helped = compile_pool.handed(key) and compile_pool.wait(key)
         kernel_cache.load_overload(fn, args)
         try:

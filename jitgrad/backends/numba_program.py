@@ -246,6 +246,9 @@ def _render_program(run: list[Eqn], kernels: list, outputs: list[Var],
             slot[r.var] = bind(f"np.full({shape}, {literal(r.identity, r.acc_dtype)}, "
                                f"{npname(r.acc_dtype)})")
             args.append(slot[r.var])
+        for p in ks.partials:
+            args.append(bind(f"np.full({sizes.shape(p.shape(ks.domain))}, "
+                             f"{literal(p.identity, p.dtype)}, {npname(p.dtype)})"))
         ret = bind(f"kernel_{j}({', '.join(args)})")
         for i, r in enumerate(ks.returned):
             value = f"{ret}[{i}]"

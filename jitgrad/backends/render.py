@@ -3,9 +3,10 @@
 A kernel runs one loop nest over its iteration domain ``D`` (``(1,)`` for a 0-d domain). The
 rendered function takes the domain's sizes, then one array per input (reshaped by the caller to
 ``len(D)`` dims; a dim of size 1 where ``D``'s is not is broadcast and indexed with 0), then one
-array per full-size output, then one accumulator array per partial reduction. Full reductions
-are returned. Sizes are arguments, so the source depends only on ranks, dtypes and which dims
-broadcast: a new batch size reuses the compiled kernel.
+array per full-size output, then one accumulator array per partial reduction, then the
+partial arrays of its chunked reductions (``Partial``). Full reductions are returned. Sizes
+are arguments, so the source depends only on ranks, dtypes and which dims broadcast: a new
+batch size reuses the compiled kernel.
 
 Each equation becomes one scalar statement from its op's template (``OpDef.template``), with
 the eager engine's promotion casts (``_interpret.cast_plan``) and a cast to its result dtype,
@@ -130,6 +131,26 @@ class Reduction:
 
 
 @dataclass
+class Partial:
+    """A partial array a chunked reduction adds into (see ``CHUNK_ROWS``): one row per chunk of
+    rows, the caller's to allocate, set to ``identity``. An argument rather than an allocation
+    in the kernel: ``np.full`` costs Numba a quarter of a second to compile in each process."""
+
+    dtype: np.dtype
+    identity: object
+    reduced: tuple  # the dims (of 1..d-1) the reduction removes: 1 in the array's shape
+
+    def shape(self, domain: tuple) -> tuple:
+        return ((int(domain[0]) + CHUNK_ROWS - 1) // CHUNK_ROWS,
+                *(1 if j in self.reduced else int(domain[j]) for j in range(1, len(domain))))
+
+    def shape_text(self, d: int) -> str:
+        """The shape as source, from the kernel's size arguments ``n0``, ``n1``..."""
+        rest = ", ".join("1" if j in self.reduced else f"n{j}" for j in range(1, d))
+        return f"((n0 + {CHUNK_ROWS - 1}) // {CHUNK_ROWS}, {rest})"
+
+
+@dataclass
 class KernelSource:
     """A rendered kernel: its source and what its caller must pass and unpack."""
 
@@ -143,6 +164,7 @@ class KernelSource:
     n_ops: int = 0
     parallel: bool = False  # the outermost loop is a ``prange``
     into: dict = field(default_factory=dict)  # output Var -> the input Var it is stored into
+    partials: list = field(default_factory=list)  # chunked reductions' arrays, argument order
 
 
 def npname(dt: np.dtype) -> str:
@@ -244,7 +266,7 @@ def render_kernel(body: Graph, name: str, parallel: bool = False,
     level_flush: dict[int, list[str]] = {j: [] for j in range(d + 1)}
     block_init: list[str] = []
     block_flush: list[str] = []
-    chunk_init: list[str] = []
+    partials: list[Partial] = []
     chunk_merge: list[tuple[list[int], str]] = []
     tmp = 0
     typed_names = {names[v]: v.dtype.np for v in body.invars}
@@ -271,12 +293,11 @@ def render_kernel(body: Graph, name: str, parallel: bool = False,
                 src_dtype = e.inputs[0].dtype.np
                 part_dtype = src_dtype if k == d and additive and src_dtype == np.float32 \
                     else red.acc_dtype
-                target, ix_r, ix = f"p{len(reductions)}", ix, "ch" + ix[1:]
+                target, ix_r, ix = f"p{len(partials)}", ix, "ch" + ix[1:]
                 if part_dtype != red.acc_dtype:
                     combine = _CALL.sub(r"_jg_\1(", update.format(src, acc=acc))
-                shape = ", ".join("1" if j in dims else f"n{j}" for j in range(1, d))
-                chunk_init.append(f"{target} = np.full((nc, {shape}), "
-                                  f"{literal(red.identity, part_dtype)}, {npname(part_dtype)})")
+                partials.append(Partial(np.dtype(part_dtype),
+                                        np.dtype(part_dtype).type(red.identity), tuple(dims)))
                 kept = [j for j in range(1, d) if j not in dims]
                 merge = _CALL.sub(r"_jg_\1(", update.format(
                     f"{acc_t}({target}[{ix}])", acc=f"{r}[{ix_r}]"))
@@ -323,7 +344,8 @@ def render_kernel(body: Graph, name: str, parallel: bool = False,
             stmts.append(f"{out_slot[out]}[{', '.join(idx)}] = {var}")
     stmts = _hoist_constants(stmts, hoisted)
     args = [f"n{j}" for j in range(d)] + [f"a{k}" for k in range(len(body.invars))] + \
-        [out_slot[v] for v in outputs] + [f"r{k}" for k in range(len(reductions))]
+        [out_slot[v] for v in outputs] + [f"r{k}" for k in range(len(reductions))] + \
+        [f"p{k}" for k in range(len(partials))]
     lines = [f"def {name}({', '.join(args)}):"]
     lines += [f"    {h}" for h in hoisted]
     # fresh outputs of 4 MiB or more get huge pages before their first write (see kernel_lib);
@@ -331,14 +353,13 @@ def render_kernel(body: Graph, name: str, parallel: bool = False,
     # 4x of the threshold keeps them, so nearby sizes share the source)
     lines += [f"    _jg_hugepages({out_slot[v]})" for v in outputs
               if _nbytes(v) >= HUGEPAGE_MIN_BYTES // 4]
-    chunked = bool(chunk_init)
+    chunked = bool(partials)
     for j in range(d):  # loop j's accumulators start before it and are flushed after it
         ind = "    " * (j + 1 + (chunked and j > 0))
         lines += [ind + s for s in level_init[j]]
         loop = "prange" if parallel and j == 0 else "range"
         if j == 0 and chunked:
             lines.append(f"{ind}nc = (n0 + {CHUNK_ROWS - 1}) // {CHUNK_ROWS}")
-            lines += [ind + s for s in chunk_init]
             lines.append(f"{ind}for ch in {loop}(nc):")
             lines.append(f"{ind}    for i0 in range(ch * {CHUNK_ROWS}, "
                          f"min(n0, ch * {CHUNK_ROWS} + {CHUNK_ROWS})):")
@@ -372,7 +393,7 @@ def render_kernel(body: Graph, name: str, parallel: bool = False,
     else:
         lines.append("    return ()")
     return KernelSource(name, "\n".join(lines) + "\n", domain, list(body.invars), outputs,
-                        reductions, returned, len(body.eqns), parallel, dict(into))
+                        reductions, returned, len(body.eqns), parallel, dict(into), partials)
 
 
 # Numba types each call and cast of a kernel's body (its compile time grows with them, W6),
