@@ -85,3 +85,22 @@ def test_pow_scalar_rounds_as_torch(dtype, exponent):
     t = jitgrad.tensor(x[4:8], requires_grad=True)
     (t ** exponent).sum().backward()
     np.testing.assert_allclose(t.grad.numpy(), exponent * x[4:8] ** (exponent - 1), rtol=1e-5)
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float64"])
+def test_pow_scalar_in_a_fused_kernel_rounds_as_eager(dtype):
+    # the kernel templates compute the same products, reciprocals and square root as the eager
+    # impl: a jitted power is bit for bit the eager one
+    x = np.random.default_rng(1).standard_normal(4099).astype(dtype) * 3
+    x[:4] = [0.0, -0.0, np.inf, np.nan]
+    exponents = (3, -2, -2.0, -1, -1.0, -0.5, 2, 0.5)
+
+    def powers(t):
+        return tuple(t ** e for e in exponents)
+
+    t = jitgrad.tensor(x)
+    with np.errstate(all="ignore"):
+        got = jitgrad.jit(powers, backend="numba")(t)
+        want = powers(t)
+    for e, a, b in zip(exponents, got, want):
+        np.testing.assert_array_equal(a.numpy(), b.numpy(), err_msg=f"x ** {e}")

@@ -359,6 +359,9 @@ def _pow_template(base: str, exponent, work: np.dtype) -> str | None:
             return f"({base} * {base} * {base})"
         if exponent == 0.5:
             return f"sqrt({base})"
+        if exponent in (-1, -2, -0.5):  # as the eager impl (and torch's CPU kernel) has them
+            return "(1.0 / " + {-1: base, -2: f"({base} * {base})",
+                                -0.5: f"sqrt({base})"}[exponent] + ")"
         exponent = "{p[exponent]}"
     return f"({base} ** {exponent})"
 
