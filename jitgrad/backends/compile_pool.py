@@ -121,11 +121,9 @@ def _start() -> _Helper | None:
     global _helper, _failed
     if _helper is not None and _helper.pid == os.getpid():
         return _helper if _helper.alive else None
-    import jitgrad
-
     env = dict(os.environ)
     env["JITGRAD_CACHE_DIR"] = str(kernel_cache.cache_dir())
-    root = str(Path(jitgrad.__file__).resolve().parent.parent)
+    root = str(Path(__file__).resolve().parents[2])  # (where this jitgrad is imported from)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
         process = subprocess.Popen(
