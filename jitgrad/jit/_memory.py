@@ -29,11 +29,14 @@ def writable_in_place(donated: list, const_roots: frozenset, arrays: list) -> se
     into the input's array) that may do so this call: the input is C-contiguous, writable and
     shares memory with no other input or constant. For the others ``arrays`` gets a copy,
     which the program overwrites and the call copies back."""
-    roots = [id(root_of(a)) for a in arrays]
+    roots = [id(a) if a.base is None else id(root_of(a)) for a in arrays]
+    sharing: dict = {}
+    for r in roots:
+        sharing[r] = sharing.get(r, 0) + 1
     written = set()
     for idx, slot in donated:
         a = arrays[idx]
-        if a.flags.c_contiguous and a.flags.writeable and roots.count(roots[idx]) == 1 \
+        if a.flags.c_contiguous and a.flags.writeable and sharing[roots[idx]] == 1 \
                 and roots[idx] not in const_roots:
             written.add(slot)
         else:

@@ -66,14 +66,21 @@ class _Entry:
 
     def check(self) -> str | None:
         """None if the captured state still matches, else why it does not."""
+        return self.fetch()[0]
+
+    def fetch(self) -> tuple[str | None, list]:
+        """The captured tensors as they are now (for ``_run``), and None if they and the
+        guards still match, else why they do not."""
+        tensors = []
         for k, (ref, shape, dt, rg) in enumerate(self.implicit):
             t = ref()
             if t is None:
-                return f"captured tensor {k} was freed"
-            if tuple(t.shape) != shape or t.dtype is not dt or t.requires_grad != rg:
+                return f"captured tensor {k} was freed", tensors
+            if t._data.shape != shape or t._dtype is not dt or t.requires_grad != rg:
                 return (f"captured tensor {k} changed from {shape}/{dt}/requires_grad={rg} to "
-                        f"{tuple(t.shape)}/{t.dtype}/requires_grad={t.requires_grad}")
-        return self.guards.check() if self.guards is not None else None
+                        f"{tuple(t.shape)}/{t.dtype}/requires_grad={t.requires_grad}"), tensors
+            tensors.append(t)
+        return (self.guards.check() if self.guards is not None else None), tensors
 
 
 class CompiledFunctionBackward(Node):
@@ -395,7 +402,9 @@ class JitFunction:
             key = _fast_key(args)
             if key is not None:
                 entry = self._fast.get(key)
-                if entry is not None and not (entry.guarded and entry.check() is not None):
+                reason, captured = entry.fetch() if entry is not None and entry.guarded else \
+                    (None, None)
+                if entry is not None and reason is None:
                     self._hits += 1
                     entry.used = self._hits + self._misses
                     if entry.lean is not None and not state.inference:
@@ -404,7 +413,7 @@ class JitFunction:
                         entry.lean_after -= 1
                         if entry.lean_after < 0:
                             entry.lean = _lean_runner(entry)
-                    return _run(entry, list(args))
+                    return _run(entry, list(args), captured)
                 entry, tensors = self._lookup(args, kwargs)
                 self._fast[key] = entry
                 return self._run_first(entry, tensors)
@@ -532,8 +541,14 @@ def _lean_runner(e: _Entry) -> Any:
     return run_with_backward
 
 
-def _run(e: _Entry, tensors: list) -> Any:
-    inputs = tensors + [ref() for ref, *_ in e.implicit] if e.implicit else tensors
+def _run(e: _Entry, tensors: list, captured: list | None = None) -> Any:
+    """One call of an entry on its tensor arguments (and ``captured``, its captured tensors
+    as ``_Entry.fetch`` just found them; fetched here when None)."""
+    if e.implicit:
+        inputs = tensors + (captured if captured is not None else
+                            [ref() for ref, *_ in e.implicit])
+    else:
+        inputs = tensors
     arrays = [t._data for t in inputs]
     written = writable_in_place(e.donated, e.const_roots, arrays) if e.donated else ()
     outs = e.fwd_run(arrays)
@@ -561,14 +576,16 @@ def _run(e: _Entry, tensors: list) -> Any:
         for k, r in enumerate(res):
             if shares_any(r, [arrays[idx]]):
                 res[k] = r.copy()
-    outs_t = [_make(a, v.dtype) for a, v in zip(vals, e.fwd.outvars)]
+    n_user = e.n_user  # (the written-back mutations' values need no tensors)
+    outs_t = [_make(a, v.dtype) for a, v in zip(vals[:n_user], e.fwd.outvars)]
     node = None
     if grad:
         checks = [(t, None) for t, a, owner in zip(inputs, arrays, in_owners)
                   if owner in res_owners and shares_any(a, res)]
         node = CompiledFunctionBackward(e, inputs, res, checks)
         for s in e.tangent_slots:
-            outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
+            if s < n_user:
+                outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
     for idx, slot in e.mutations:
         t = inputs[idx]
         if slot not in written:
@@ -586,4 +603,4 @@ def _run(e: _Entry, tensors: list) -> Any:
         fn()
     if e.out_spec is cache.LEAF:  # a single tensor
         return outs_t[0]
-    return cache.unflatten(e.out_spec, outs_t[:e.n_user])
+    return cache.unflatten(e.out_spec, outs_t)
