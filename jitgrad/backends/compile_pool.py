@@ -117,7 +117,15 @@ def enabled() -> bool:
     return cpus >= 2 and kernel_cache.kernels_dir() is not None
 
 
+_starting = threading.Lock()
+
+
 def _start() -> _Helper | None:
+    with _starting:  # (two threads compiling their first graphs start one helper)
+        return _start_locked()
+
+
+def _start_locked() -> _Helper | None:
     global _helper, _failed
     if _helper is not None and _helper.pid == os.getpid():
         return _helper if _helper.alive else None
