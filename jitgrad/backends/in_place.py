@@ -2,7 +2,7 @@
 
 A jit program that updates a tensor in place (an optimizer step, a running statistic) is
 functionalized: the program computes the new value as an output, and the call path copies it
-into the tensor afterwards (``jit.function._run``). When the kernel computing that value can
+into the tensor afterwards (``jit.calls.run``). When the kernel computing that value can
 write it straight into the tensor's buffer, the copy and the fresh output array go away: a
 compiled Adam step reads ``p, grad, m, v`` and writes ``p, m, v`` once, instead of writing
 three new arrays and copying them back. This is JAX's buffer donation (``donate_argnums``),
@@ -27,7 +27,7 @@ arrays do not overlap, and two arguments for one buffer would fail them and run 
 
 Whether the tensor's buffer can take the write (C-contiguous, writable, not sharing memory
 with another input) is only known per call: the call path checks it and otherwise passes a
-copy, which the program then overwrites (``jit.function._run``).
+copy, which the program then overwrites (``jit.calls.run``).
 """
 
 from __future__ import annotations

@@ -16,7 +16,8 @@ from ..backends.kernel_cache import cache_dir
 from . import custom_function  # noqa: F401 - registers the custom_function ops
 from .check import JitCheckError
 from ..errors import ConcretizationError, JitTraceError
-from .function import CompiledFunctionBackward, JitFunction, Lowered
+from .calls import CompiledFunctionBackward
+from .function import JitFunction, Lowered
 from .._ir import Eqn, Graph, Var
 
 __all__ = ["CompiledFunctionBackward", "ConcretizationError", "Eqn", "Graph", "JitCheckError",

@@ -6,7 +6,8 @@ function, runs the pass pipeline (with the VJP and partition passes when grad mo
 input requires grad) and compiles the forward and backward graphs with the backend. Outputs are
 ordinary tensors; the differentiable ones share one ``CompiledFunctionBackward`` node that holds
 the residuals and runs the compiled backward program (or, under ``create_graph=True``, recomputes
-the forward and runs the backward graph through eager ops so higher derivatives are right).
+the forward and runs the backward graph through eager ops so higher derivatives are right). A
+call of a compiled entry, and that node, are ``calls.py``'s.
 """
 
 from __future__ import annotations
@@ -16,19 +17,16 @@ import time
 import warnings
 from typing import Any
 
-import numpy as np
-
-from ..autograd.node import FREED, Node, _edge, check_version
 from ..backends import check_name, get_backend
 from ..ops import registry
 from ..ops.registry import state
 from ..tensor import Tensor, _make
 from . import cache
-from ._memory import root_of, shares_any, writable_in_place
+from ._memory import root_of
+from .calls import lean_runner, run as _run
 from .lowered import Lowered
 from .._ir import Graph
 from .passes import Target, compile_program
-from .passes.fuse import KERNEL_OP
 from .._tracer import active, graph_of
 from .staging import Trace
 
@@ -58,7 +56,7 @@ class _Entry:
         self.tangent_types: list = []  # (slot, shape, NumPy dtype) of each tangent
         self.used = 0  # the function's call count when this entry last ran (for the LRU)
         self.fresh = True  # not run yet: its first run compiles (or loads) the kernels
-        # the lean runner (``_lean_runner``), made once the entry has run ``lean_after`` more
+        # the lean runner (``calls.lean_runner``), made once the entry has run ``lean_after`` more
         # times (its backend's programs settled); -1: this entry has none
         self.lean: Any = None
         self.lean_after = 0
@@ -81,95 +79,6 @@ class _Entry:
                         f"{tuple(t.shape)}/{t.dtype}/requires_grad={t.requires_grad}"), tensors
             tensors.append(t)
         return (self.guards.check() if self.guards is not None else None), tensors
-
-
-class CompiledFunctionBackward(Node):
-    """The backward of one call of a jit function: runs its compiled backward program."""
-
-    __slots__ = ("_entry", "_inputs", "_residuals", "_checks", "_versions", "_freed",
-                 "_all_edges")
-
-    def __init__(self, entry: _Entry, inputs: list, residuals: list, checks: list) -> None:
-        super().__init__(tuple(_edge(t) for t in inputs))
-        self._entry = entry
-        self._inputs = inputs
-        self._residuals = residuals
-        self._checks = checks  # (input, version) for inputs the residuals alias
-        self._versions: list = []  # every input's version, for the create_graph recompute
-        self._freed = False
-        self._all_edges = None not in self._next and len(self._next) == len(entry.bwd.outvars)
-
-    @property
-    def n_outputs(self) -> int:
-        return self._entry.n_slots
-
-    def _output_meta(self, i: int) -> registry.Meta:
-        return self._entry.fwd.outvars[i].meta
-
-    def apply(self, grad_outputs: list) -> tuple:
-        from ..backends.interpreter import run_eager
-        from ..ops.creation import zeros
-
-        if self._freed:
-            raise RuntimeError(FREED)
-        for t, version in self._checks:
-            check_version(t._vc, version, t._data, t._dtype, "CompiledFunction")
-        e = self._entry
-        tangents = []
-        for s in e.tangent_slots:
-            m = self._output_meta(s)
-            g = grad_outputs[s] if s < len(grad_outputs) else None
-            if g is None:
-                g = zeros(m.shape, dtype=m.dtype)
-            elif g.dtype is not m.dtype:
-                g = g.to(m.dtype)
-            tangents.append(g)
-        if state.grad_enabled:  # create_graph=True: differentiable backward through eager ops
-            if e.mutations:
-                raise RuntimeError(
-                    "create_graph=True through a jit function that writes into its inputs in "
-                    "place is not supported; return the new values instead")
-            for t, version in zip(self._inputs, self._versions):
-                check_version(t._vc, version, t._data, t._dtype, "CompiledFunction")
-            saved = e.fwd.outvars[e.n_slots:]
-            known = {v: _make(a, v.dtype) for v, a in zip(saved, self._residuals)
-                     if v in e.rng_vars}
-            residuals = run_eager(e.fwd, self._inputs, known)[e.n_slots:]
-            grads = run_eager(e.bwd, residuals + tangents)
-        else:
-            arrays = e.bwd_run(list(self._residuals) + [g._data for g in tangents])
-            grads = [None if a is None else _make(a, v.dtype)
-                     for a, v in zip(arrays, e.bwd.outvars)]
-        edges = getattr(self, "_next", None) or self.next_functions
-        return tuple(g if edge is not None and edge[0] is not None else None
-                     for g, edge in zip(grads, edges))
-
-    def apply_arrays(self, grad_outputs: list, release: bool) -> list:
-        """The engine's lane when nothing records: the compiled backward on plain arrays."""
-        if self._freed:
-            raise RuntimeError(FREED)
-        for t, version in self._checks:
-            check_version(t._vc, version, t._data, t._dtype, "CompiledFunction")
-        arguments = list(self._residuals)
-        n = len(grad_outputs)
-        for s, shape, dt in self._entry.tangent_types:
-            g = grad_outputs[s] if s < n else None
-            if g is None:
-                g = np.zeros(shape, dt)
-            elif g.dtype is not dt and g.dtype != dt:
-                g = g.astype(dt)
-            arguments.append(g)
-        arrays = self._entry.bwd_run(arguments)
-        if release:
-            self._release()
-        if self._all_edges:
-            return arrays
-        return [None if edge is None else a for a, edge in zip(arrays, self._next)]
-
-    def _release(self) -> None:
-        self._freed = True
-        self._residuals = None
-        self._inputs = None
 
 
 # How many jit traces of user functions are running (``jitgrad.compiler.is_compiling``).
@@ -412,7 +321,7 @@ class JitFunction:
                     if entry.lean_after >= 0:
                         entry.lean_after -= 1
                         if entry.lean_after < 0:
-                            entry.lean = _lean_runner(entry)
+                            entry.lean = lean_runner(entry)
                     return _run(entry, list(args), captured)
                 entry, tensors = self._lookup(args, kwargs)
                 self._fast[key] = entry
@@ -483,124 +392,3 @@ def _backend_seconds() -> float:
     from ..backends import numba_cpu
 
     return numba_cpu.compile_seconds
-
-
-def _lean_runner(e: _Entry) -> Any:
-    """``run(args) -> result`` for an entry whose outputs provably never alias its inputs, its
-    constants or each other (each is a fresh array a kernel allocated, returned once) and whose
-    residuals are fresh arrays or inputs: ``_run`` without its per-call alias checks. None if
-    the entry needs those checks (or writes into its inputs, or reads captured tensors)."""
-    fwd = e.fwd
-    final = getattr(e.fwd_run, "final", None)
-    if final is None or e.implicit or e.mutations or e.after_call or \
-            not getattr(e.backend, "fresh_kernel_outputs", False):
-        return None
-    producer = {v: q for q in fwd.eqns for v in q.outputs}
-    counts: dict = {}
-    for v in fwd.outvars:
-        counts[v] = counts.get(v, 0) + 1
-
-    def fresh(v: Any) -> bool:
-        q = producer.get(v)
-        return counts[v] == 1 and q is not None and q.op is KERNEL_OP
-
-    n = e.n_slots
-    if not all(fresh(v) for v in fwd.outvars[:n]):
-        return None
-    position = {v: i for i, v in enumerate(fwd.invars)}
-    saved = set()  # inputs a residual is or views (their versions are checked before backward)
-    for v in fwd.outvars[n:]:
-        if fresh(v):
-            continue
-        while v in producer and producer[v].op.view:  # (views alias their first input)
-            v = producer[v].inputs[0]
-        if v not in position:
-            return None
-        saved.add(position[v])
-    saved_inputs = sorted(saved)
-    dtypes = [v.dtype for v in fwd.outvars[:n]]
-    pack = cache.packer(e.out_spec, e.n_user)
-    if e.bwd is None:
-        def run(tensors: tuple) -> Any:
-            outs = final(*[t._data for t in tensors])
-            return pack([_make(a, dt) for a, dt in zip(outs, dtypes)])
-        return run
-    slots = e.tangent_slots
-
-    def run_with_backward(tensors: tuple) -> Any:
-        outs = final(*[t._data for t in tensors])
-        outs_t = [_make(a, dt) for a, dt in zip(outs, dtypes)]
-        if state.grad_enabled:
-            node = CompiledFunctionBackward(e, list(tensors), list(outs[n:]),
-                                            [(tensors[i], tensors[i]._vc[0])
-                                             for i in saved_inputs])
-            node._versions = [t._vc[0] for t in tensors]
-            for s in slots:
-                outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
-        return pack(outs_t)
-    return run_with_backward
-
-
-def _run(e: _Entry, tensors: list, captured: list | None = None) -> Any:
-    """One call of an entry on its tensor arguments (and ``captured``, its captured tensors
-    as ``_Entry.fetch`` just found them; fetched here when None)."""
-    if e.implicit:
-        inputs = tensors + (captured if captured is not None else
-                            [ref() for ref, *_ in e.implicit])
-    else:
-        inputs = tensors
-    arrays = [t._data for t in inputs]
-    written = writable_in_place(e.donated, e.const_roots, arrays) if e.donated else ()
-    outs = e.fwd_run(arrays)
-    vals, res = outs[:e.n_slots], outs[e.n_slots:]
-    # Outputs never alias inputs, constants, residuals or each other. Arrays whose memory
-    # owners differ cannot overlap; only an output sharing an owner is compared closely.
-    in_owners = [id(a) if a.base is None else id(root_of(a)) for a in arrays]
-    res_owners = {id(r) if r.base is None else id(root_of(r)) for r in res}
-    taken = res_owners.union(in_owners)
-    if e.const_roots:
-        taken |= e.const_roots
-    consts = None
-    for i, a in enumerate(vals):
-        owner = id(a) if a.base is None else id(root_of(a))
-        if owner in taken and i not in written:
-            if consts is None:
-                consts = [t._data for t in e.fwd.consts.values()]
-            if shares_any(a, arrays) or shares_any(a, consts) or shares_any(a, res) or \
-                    shares_any(a, vals[:i]):
-                vals[i] = a = a.copy()
-                owner = id(a)
-        taken.add(owner)
-    grad = e.bwd is not None and state.grad_enabled
-    for idx, _ in e.mutations:
-        for k, r in enumerate(res):
-            if shares_any(r, [arrays[idx]]):
-                res[k] = r.copy()
-    n_user = e.n_user  # (the written-back mutations' values need no tensors)
-    outs_t = [_make(a, v.dtype) for a, v in zip(vals[:n_user], e.fwd.outvars)]
-    node = None
-    if grad:
-        checks = [(t, None) for t, a, owner in zip(inputs, arrays, in_owners)
-                  if owner in res_owners and shares_any(a, res)]
-        node = CompiledFunctionBackward(e, inputs, res, checks)
-        for s in e.tangent_slots:
-            if s < n_user:
-                outs_t[s]._grad_fn, outs_t[s]._output_nr = node, s
-    for idx, slot in e.mutations:
-        t = inputs[idx]
-        if slot not in written:
-            np.copyto(t._data, vals[slot], casting="unsafe")
-        t._vc[0] += 1
-        if node is not None and slot in e.tangent_slots:
-            t._grad_fn, t._output_nr = node, slot
-    if node is not None:
-        node._checks = [(t, t._vc[0]) for t, _ in node._checks]
-        node._versions = [t._vc[0] for t in inputs]
-    if state.inference:
-        for t in outs_t:
-            t._is_inference = True
-    for fn in e.after_call:
-        fn()
-    if e.out_spec is cache.LEAF:  # a single tensor
-        return outs_t[0]
-    return cache.unflatten(e.out_spec, outs_t)
