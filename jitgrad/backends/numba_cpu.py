@@ -184,10 +184,18 @@ def _options(parallel: bool) -> dict:
             "parallel": parallel}
 
 
+def _kernel_options(parallel: bool) -> dict:
+    """A kernel's or program's ``njit`` options: without the C-callable wrapper Numba makes
+    for every function by default (nothing calls a kernel through it; it cost 7-10% of W2's
+    compile time). A chain's C callbacks keep ``_options``."""
+    return {**_options(parallel), "no_cfunc_wrapper": True}
+
+
 def _module(source: str, parallel: bool) -> tuple[str, str]:
     """A kernel's module text and the description of its options (its cache name covers both)."""
     return (_HEADER + source,
-            f"fastmath={sorted(FASTMATH)} error_model=numpy nogil parallel={parallel}")
+            f"fastmath={sorted(FASTMATH)} error_model=numpy nogil parallel={parallel} "
+            "no_cfunc_wrapper")
 
 
 def _dispatcher(source: str, parallel: bool = False):
@@ -197,7 +205,7 @@ def _dispatcher(source: str, parallel: bool = False):
     if fn is None:
         import numba
 
-        options = _options(parallel)
+        options = _kernel_options(parallel)
         text, described = _module(source, parallel)
         py_func = kernel_cache.load_function(text, described)
         if py_func is not None:
@@ -414,7 +422,8 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
         _hand_over(fused, kernels)
         if not _programs_pay(fused):
             return _settled(by_kernel, 0)
-        grouped, programs = numba_program.group(fused, kernels, _options(False), _first_call)
+        grouped, programs = numba_program.group(fused, kernels, _kernel_options(False),
+                                                _first_call)
     elif CHAINS:
         chain = numba_chain.plan(fused, kernels)
         if chain is not None:
@@ -445,7 +454,7 @@ def _hand_over(fused: Graph, kernels: list) -> None:
     if len(kernels) >= compile_pool.MIN_COLD_KERNELS and compile_pool.enabled():
         compile_pool.hand_over(kernels, compile_pool.predicted_types(fused, kernels),
                                lambda ks: _module(ks.source, ks.parallel),
-                               lambda ks: _options(ks.parallel))
+                               lambda ks: _kernel_options(ks.parallel))
 
 
 _SUB_FUSED: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

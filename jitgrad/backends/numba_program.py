@@ -283,7 +283,7 @@ def _program(module: str, options: dict, kernels: dict):
         import numba
 
         described = (f"program: fastmath={sorted(options['fastmath'])} error_model=numpy "
-                     "nogil")
+                     "nogil" + (" no_cfunc_wrapper" if options.get("no_cfunc_wrapper") else ""))
         py_func = kernel_cache.load_function(module, described, "program", kernels)
         if py_func is not None:
             fn = numba.njit(cache=True, **options)(py_func)
