@@ -105,6 +105,8 @@ import jitgrad.nn.functional as F
 from jitgrad.backends import compile_pool, kernel_cache
 
 MODE = sys.argv[1]
+if MODE == "retire":
+    compile_pool.IDLE_S = 1.0
 if MODE == "no-start":
     sys.executable = os.path.join(os.sep, "nonexistent", "python")
 seen = []
@@ -142,7 +144,22 @@ value, grads = f(*args)
 ref_value, ref_grads = jitgrad.func.value_and_grad(mlp, argnums=(0, 2, 3, 4, 5))(*args)
 close = bool(np.allclose(value.numpy(), ref_value.numpy(), rtol=1e-5)) and all(
     np.allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-6) for g, r in zip(grads, ref_grads))
+retired = restarted = False
+if MODE == "retire":  # the idle helper exits; the next cold graph starts another
+    first = compile_pool._helper.process
+    start = time.monotonic()
+    while compile_pool._helper is not None and time.monotonic() - start < 60:
+        time.sleep(0.05)
+    retired = compile_pool._helper is None and first.poll() == 0 and not compile_pool._failed
+
+    def other(x, labels, w1, b1, w2, b2):
+        h = jitgrad.sigmoid(x @ w1 + b1)
+        return F.cross_entropy(jitgrad.exp(-(h @ w2 + b2) ** 2), labels)
+
+    jitgrad.jit(jitgrad.func.value_and_grad(other, argnums=(0, 2, 3, 4, 5)))(*args)
+    restarted = compile_pool._helper is not None and compile_pool._helper.process is not first
 print(json.dumps({
+    "retired": retired, "restarted": restarted,
     "bits": [value.numpy().tobytes().hex()] + [g.numpy().tobytes().hex() for g in grads],
     "close": close, "helper": compile_pool.compiled_by_helper(),
     "started": compile_pool._helper is not None,
@@ -184,6 +201,13 @@ def test_kernels_the_helper_compiled_are_loaded_and_give_the_same_bits(without_h
 def test_a_helper_that_dies_with_a_kernel_leaves_it_to_the_caller(without_helper, tmp_path):
     r = _cold_run("killed", tmp_path)
     assert r["started"] and r["helper"] == 0
+    assert r["bits"] == without_helper["bits"] and r["close"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the helper needs two CPUs")
+def test_an_idle_helper_exits_and_the_next_cold_graph_starts_another(without_helper, tmp_path):
+    r = _cold_run("retire", tmp_path)
+    assert r["retired"] and r["restarted"]
     assert r["bits"] == without_helper["bits"] and r["close"]
 
 

@@ -47,6 +47,9 @@ MIN_COLD_KERNELS = 4
 
 # The longest this process waits for a kernel the helper took (a kernel compiles in seconds).
 WAIT_S = 300.0
+# A helper with nothing to compile for this long exits (it holds ~150 MB); the next cold graph
+# starts another.
+IDLE_S = 60.0
 
 _HEADER = struct.Struct("<Q")
 
@@ -135,7 +138,7 @@ def _start_locked() -> _Helper | None:
     env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
     try:
         process = subprocess.Popen(
-            [sys.executable, "-m", "jitgrad.backends.compile_worker"], env=env,
+            [sys.executable, "-m", "jitgrad.backends.compile_worker", str(IDLE_S)], env=env,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except OSError:
         _failed = True
@@ -163,15 +166,27 @@ def _read_replies(helper: _Helper) -> None:
             event = helper.done.get(key)
         if event is not None:
             event.set()
-    _died(helper)
+    try:
+        retired = helper.process.wait(timeout=5) == 0  # (idle: it exits with 0)
+    except subprocess.TimeoutExpired:
+        retired = False
+    _died(helper, retired)
 
 
-def _died(helper: _Helper) -> None:
-    global _failed
+def _died(helper: _Helper, retired: bool = False) -> None:
+    """The helper exited: kernels it had not answered are left to this process. One that
+    crashed or was killed is not replaced; one that retired idle is, by the next ``submit``."""
+    global _failed, _helper
     with helper.lock:
         helper.alive = False
         events = list(helper.done.values())
-    _failed = True
+    if retired:
+        with _starting:
+            if _helper is helper:
+                _helper = None
+        shutil.rmtree(helper.claims, ignore_errors=True)
+    else:
+        _failed = True
     for event in events:
         event.set()
 
@@ -209,13 +224,14 @@ def submit(jobs: list[Job]) -> None:
         return
     try:
         send(helper.process.stdin, (helper.claims, fresh))
-    except (OSError, ValueError):
-        _died(helper)
+    except (OSError, ValueError):  # (it exited: idle, or crashed)
+        _died(helper, helper.process.poll() == 0)
 
 
 def handed(key: str) -> bool:
     """Whether the kernel ``key`` was handed to the helper and the helper took it: the caller
-    then waits (``wait``) and loads it from the cache. False: the caller compiles it."""
+    then waits (``wait``) and loads it from the cache. False: the caller compiles it (or loads
+    it: a retired helper's kernels are in the cache)."""
     helper = _helper
     if helper is None or helper.pid != os.getpid() or key not in helper.done:
         return False
@@ -230,6 +246,8 @@ def wait(key: str) -> bool:
     """Waits until the helper has compiled ``key``; whether it did (False: it failed, died, or
     took longer than ``WAIT_S``, when this process compiles the kernel itself)."""
     helper = _helper
+    if helper is None:  # (it retired after ``handed``)
+        return False
     helper.done[key].wait(WAIT_S)
     with helper.lock:
         return helper.ok.get(key, False)

@@ -1,8 +1,9 @@
 """The helper process of ``compile_pool``: compiles the kernels it is handed into the
-persistent kernel cache. Run as ``python -m jitgrad.backends.compile_worker``; it reads batches
-of jobs from stdin and answers ``(key, ok)`` on stdout for each kernel it took, and exits at the
-end of stdin. A kernel another process claimed is skipped; one whose compile fails or warns is
-answered ``False`` (the process that asked compiles it and reports what Numba says)."""
+persistent kernel cache. Run as ``python -m jitgrad.backends.compile_worker IDLE_S``; it reads
+batches of jobs from stdin and answers ``(key, ok)`` on stdout for each kernel it took, and
+exits at the end of stdin or after ``IDLE_S`` seconds without a job. A kernel another process
+claimed is skipped; one whose compile fails or warns is answered ``False`` (the process that
+asked compiles it and reports what Numba says)."""
 
 from __future__ import annotations
 
@@ -32,7 +33,7 @@ def _compile(job) -> bool:
     return not caught
 
 
-def main() -> int:
+def main(idle_s: float) -> int:
     # replies go to the pipe the asking process reads; anything else printed goes to stderr
     replies = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
@@ -47,7 +48,10 @@ def main() -> int:
 
     threading.Thread(target=read, daemon=True).start()
     while True:
-        batch = jobs.get()
+        try:
+            batch = jobs.get(timeout=idle_s)
+        except queue.Empty:  # idle: exit (the asking process starts another when it needs one)
+            return 0
         if batch is None:
             return 0
         claims, todo = batch
@@ -57,4 +61,7 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main(float(sys.argv[1]) if len(sys.argv) > 1 else 60.0)
+    # (no interpreter shutdown: the reader thread may be blocked reading stdin, which makes
+    # CPython abort at shutdown; every reply is flushed and every cache file closed by now)
+    os._exit(code)
