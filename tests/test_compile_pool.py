@@ -167,10 +167,10 @@ print(json.dumps({
 """
 
 
-def _cold_run(mode: str, tmp_path: Path) -> dict:
+def _cold_run(mode: str, tmp_path: Path, workers: str | None = None) -> dict:
     env = dict(os.environ)
-    env["JITGRAD_CACHE_DIR"] = str(tmp_path / mode)
-    env["JITGRAD_COMPILE_WORKERS"] = "0" if mode == "off" else "1"
+    env["JITGRAD_CACHE_DIR"] = str(tmp_path / "cache")
+    env["JITGRAD_COMPILE_WORKERS"] = workers or ("0" if mode == "off" else "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.pop("NUMBA_CACHE_DIR", None)
     out = subprocess.run([sys.executable, "-c", PROGRAM, mode], env=env, cwd=str(ROOT),
@@ -209,6 +209,13 @@ def test_an_idle_helper_exits_and_the_next_cold_graph_starts_another(without_hel
     r = _cold_run("retire", tmp_path)
     assert r["retired"] and r["restarted"]
     assert r["bits"] == without_helper["bits"] and r["close"]
+
+
+def test_a_warm_cache_starts_no_helper(tmp_path):
+    cold = _cold_run("off", tmp_path)
+    warm = _cold_run("plain", tmp_path, workers="1")  # (the same cache directory)
+    assert not warm["started"] and warm["compiled"] == 0 and warm["fast"] >= cold["compiled"]
+    assert warm["bits"] == cold["bits"]
 
 
 def test_a_helper_that_cannot_start_leaves_every_kernel_to_the_caller(without_helper,

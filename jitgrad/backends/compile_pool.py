@@ -317,15 +317,19 @@ def hand_over(kernels: list, signatures: list, module, options) -> None:
     ``options(ks) -> dict``: how ``numba_cpu`` compiles a kernel."""
     if not enabled():
         return
-    directory = kernel_cache.kernels_dir()
+    try:  # the kernels Numba has an index file of (loaded in a few milliseconds each)
+        cached = {name.partition(".")[0] for name in
+                  os.listdir(kernel_cache.kernels_dir() / "__pycache__") if name.endswith(".nbi")}
+    except OSError:
+        cached = set()
     jobs = []
     for k, sig in zip(kernels, signatures):
         if sig is None or k.dispatcher.overloads:
             continue
         text, described = module(k.ks)
         stem = kernel_cache.module_name(text, described)
-        if any((directory / "__pycache__").glob(f"{stem}.*.nbi")):
-            continue  # (cached: this process loads it in a few milliseconds)
+        if stem in cached:
+            continue
         jobs.append(Job(stem, text, described, options(k.ks), sig))
     if len(jobs) >= MIN_COLD_KERNELS:
         submit(jobs[::-1])
