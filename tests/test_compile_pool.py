@@ -239,3 +239,4 @@ def test_messages_and_claims(tmp_path):
     assert compile_pool.claim(str(tmp_path), "k1") is True
     assert compile_pool.claim(str(tmp_path), "k1") is False
     assert compile_pool.claim(str(tmp_path), "k2") is True
+    assert compile_pool.claim(str(tmp_path / "gone"), "k1") is True  # (the caller compiles)
