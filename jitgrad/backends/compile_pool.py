@@ -249,9 +249,10 @@ def wait(key: str) -> bool:
     """Waits until the helper has compiled ``key``; whether it did (False: it failed, died, or
     took longer than ``WAIT_S``, when this process compiles the kernel itself)."""
     helper = _helper
-    if helper is None:  # (it retired after ``handed``)
+    event = helper.done.get(key) if helper is not None else None
+    if event is None:  # (it retired after ``handed``)
         return False
-    helper.done[key].wait(WAIT_S)
+    event.wait(WAIT_S)
     with helper.lock:
         return helper.ok.get(key, False)
 
