@@ -105,6 +105,11 @@ import jitgrad.nn.functional as F
 from jitgrad.backends import compile_pool, kernel_cache
 
 MODE = sys.argv[1]
+CHAIN = MODE.startswith("chain-")  # elementwise graphs run as chains of C callbacks
+if CHAIN:
+    from jitgrad.backends import numba_chain, numba_cpu
+    numba_cpu.PROGRAM_MAX_OPS = 0
+    MODE = MODE[len("chain-"):]
 if MODE == "retire":
     compile_pool.IDLE_S = 1.0
 if MODE == "no-start":
@@ -134,14 +139,25 @@ def mlp(x, labels, w1, b1, w2, b2):
     h = jitgrad.tanh(h @ w2 + b2)
     return F.cross_entropy(h * 2.0, labels)
 
+def elementwise(x, y):
+    a = jitgrad.tanh(x) * y
+    b = (x * a.sum(0)).exp().sum(1, keepdim=True)
+    return ((b * x + y).amax(1) ** 2).sum() + (a * a).mean()
+
 rng = np.random.default_rng(0)
-args = [jitgrad.tensor(rng.standard_normal((16, 20)).astype(np.float32)),
-        jitgrad.tensor(rng.integers(0, 8, 16)),
-        *(jitgrad.tensor(rng.standard_normal(s).astype(np.float32) * 0.3)
-          for s in ((20, 32), (32,), (32, 8), (8,)))]
-f = jitgrad.jit(jitgrad.func.value_and_grad(mlp, argnums=(0, 2, 3, 4, 5)))
+if CHAIN:
+    fn, wrt = elementwise, (0, 1)
+    args = [jitgrad.tensor(rng.standard_normal((16, 8)).astype(np.float32) * 0.3)
+            for _ in range(2)]
+else:
+    fn, wrt = mlp, (0, 2, 3, 4, 5)
+    args = [jitgrad.tensor(rng.standard_normal((16, 20)).astype(np.float32)),
+            jitgrad.tensor(rng.integers(0, 8, 16)),
+            *(jitgrad.tensor(rng.standard_normal(s).astype(np.float32) * 0.3)
+              for s in ((20, 32), (32,), (32, 8), (8,)))]
+f = jitgrad.jit(jitgrad.func.value_and_grad(fn, argnums=wrt))
 value, grads = f(*args)
-ref_value, ref_grads = jitgrad.func.value_and_grad(mlp, argnums=(0, 2, 3, 4, 5))(*args)
+ref_value, ref_grads = jitgrad.func.value_and_grad(fn, argnums=wrt)(*args)
 close = bool(np.allclose(value.numpy(), ref_value.numpy(), rtol=1e-5)) and all(
     np.allclose(g.numpy(), r.numpy(), rtol=1e-4, atol=1e-6) for g, r in zip(grads, ref_grads))
 retired = restarted = False
@@ -160,6 +176,7 @@ if MODE == "retire":  # the idle helper exits; the next cold graph starts anothe
     restarted = compile_pool._helper is not None and compile_pool._helper.process is not first
 print(json.dumps({
     "retired": retired, "restarted": restarted,
+    "chained": len(numba_chain._CFUNCS) if CHAIN else 0,
     "bits": [value.numpy().tobytes().hex()] + [g.numpy().tobytes().hex() for g in grads],
     "close": close, "helper": compile_pool.compiled_by_helper(),
     "started": compile_pool._helper is not None,
@@ -170,7 +187,7 @@ print(json.dumps({
 def _cold_run(mode: str, tmp_path: Path, workers: str | None = None) -> dict:
     env = dict(os.environ)
     env["JITGRAD_CACHE_DIR"] = str(tmp_path / "cache")
-    env["JITGRAD_COMPILE_WORKERS"] = workers or ("0" if mode == "off" else "1")
+    env["JITGRAD_COMPILE_WORKERS"] = workers or ("0" if mode.endswith("off") else "1")
     env["PYTHONPATH"] = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
     env.pop("NUMBA_CACHE_DIR", None)
     out = subprocess.run([sys.executable, "-c", PROGRAM, mode], env=env, cwd=str(ROOT),
@@ -209,6 +226,16 @@ def test_an_idle_helper_exits_and_the_next_cold_graph_starts_another(without_hel
     r = _cold_run("retire", tmp_path)
     assert r["retired"] and r["restarted"]
     assert r["bits"] == without_helper["bits"] and r["close"]
+
+
+@pytest.mark.skipif(len(os.sched_getaffinity(0)) < 2, reason="the helper needs two CPUs")
+def test_a_chains_c_callbacks_the_helper_compiled_are_loaded(tmp_path):
+    off = _cold_run("chain-off", tmp_path / "off")
+    r = _cold_run("chain-helper-first", tmp_path / "on")
+    assert off["chained"] >= compile_pool.MIN_COLD_KERNELS and not off["started"]
+    assert r["started"] and r["helper"] >= 1 and r["fast"] >= r["helper"]
+    assert r["compiled"] == off["compiled"]
+    assert r["bits"] == off["bits"] and r["close"] and off["close"]
 
 
 def test_a_warm_cache_starts_no_helper(tmp_path):

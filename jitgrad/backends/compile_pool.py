@@ -7,12 +7,13 @@ persistent cache, this process hands them to a helper process (``compile_worker`
 order, and goes on compiling from the first: the helper writes each kernel's machine code into
 the persistent cache, where this process loads it when it gets there. Like torch inductor's
 compile workers, the helper is started once, when first needed, and serves the process's later
-graphs too; it exits with this process.
+graphs too; it exits with this process, or after ``IDLE_S`` without work. The C callbacks of a
+chain (``numba_chain``) are handed over the same way.
 
 Who compiles a kernel is decided by a claim file (``O_CREAT | O_EXCL`` in a directory of this
 process), taken by whichever process gets to the kernel first: no kernel is compiled twice,
 and this process waits for a kernel only when the helper has started it. The helper compiles
-for the argument types this process predicts (``numba_cpu.predicted_types``); a kernel whose
+for the argument types this process predicts (``predicted_types``); a kernel whose
 arguments turn out otherwise is compiled here as it always was. Anything that goes wrong in the
 helper (it cannot start, dies, a kernel fails or warns) leaves the kernel to this process, which
 compiles it and reports errors and warnings as without a helper.
@@ -93,7 +94,8 @@ class Job:
     text: str
     described: str
     options: dict
-    signature: tuple  # Numba types of the arguments
+    signature: object  # the arguments' Numba types; a chain's C callback: its Signature
+    cfunc: bool = False  # a chain's C callback (``numba_chain``): the module's ``entry``
 
 
 @dataclass
@@ -321,19 +323,26 @@ def hand_over(kernels: list, signatures: list, module, options) -> None:
     ``options(ks) -> dict``: how ``numba_cpu`` compiles a kernel."""
     if not enabled():
         return
-    try:  # the kernels Numba has an index file of (loaded in a few milliseconds each)
-        cached = {name.partition(".")[0] for name in
-                  os.listdir(kernel_cache.kernels_dir() / "__pycache__") if name.endswith(".nbi")}
-    except OSError:
-        cached = set()
     jobs = []
     for k, sig in zip(kernels, signatures):
         if sig is None or k.dispatcher.overloads:
             continue
         text, described = module(k.ks)
-        stem = kernel_cache.module_name(text, described)
-        if stem in cached:
-            continue
-        jobs.append(Job(stem, text, described, options(k.ks), sig))
+        jobs.append(Job(kernel_cache.module_name(text, described), text, described,
+                        options(k.ks), sig))
+    hand_over_jobs(jobs)
+
+
+def hand_over_jobs(jobs: list[Job]) -> None:
+    """Hands the helper those of ``jobs`` the cache does not have, when there are at least
+    ``MIN_COLD_KERNELS``, last first."""
+    if not enabled():
+        return
+    try:  # the kernels Numba has an index file of (loaded in a few milliseconds each)
+        cached = {name.partition(".")[0] for name in
+                  os.listdir(kernel_cache.kernels_dir() / "__pycache__") if name.endswith(".nbi")}
+    except OSError:
+        cached = set()
+    jobs = [job for job in jobs if job.key not in cached]
     if len(jobs) >= MIN_COLD_KERNELS:
         submit(jobs[::-1])

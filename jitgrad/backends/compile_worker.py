@@ -24,10 +24,20 @@ def _compile(job) -> bool:
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         try:
-            py_func = kernel_cache.load_function(job.text, job.described)
+            py_func = kernel_cache.load_function(job.text, job.described,
+                                                 "entry" if job.cfunc else "kernel")
             if py_func is None:
                 return False
-            numba.njit(cache=True, **job.options)(py_func).compile(job.signature)
+            if job.cfunc:  # (as ``numba_chain._cfunc`` makes it)
+                from numba.core import sigutils
+                from numba.core.ccallback import CFunc
+
+                made = CFunc(py_func, sigutils.normalize_signature(job.signature), locals={},
+                             options=job.options)
+                made.enable_caching()
+                made.compile()
+            else:
+                numba.njit(cache=True, **job.options)(py_func).compile(job.signature)
         except Exception:  # noqa: BLE001 - the asking process compiles it and reports
             return False
     return not caught

@@ -31,7 +31,7 @@ import numpy as np
 from .._ir import Graph, Var
 from ..jit.passes.fuse import KERNEL_OP
 from ..ops.movement import reshape_program
-from . import kernel_cache
+from . import compile_pool, kernel_cache
 from .render import literal, npname
 
 _ALIGN = 64
@@ -121,17 +121,10 @@ def _cfunc(ck, wrapped: tuple[str, int], header: str, options: dict, timed: Call
     persistent kernel cache like every kernel). ``timed(make, described)`` makes it: timed,
     counted, Numba's errors explained."""
     import numba
-    from numba import types
 
-    ks = ck.ks
-    wrapper, n_args = wrapped
-    text = header + _MODULE + "\n\n" + wrapper
+    text, signature, described = _cfunc_module(ck, wrapped, header, options)
     fn = _CFUNCS.get(text)
     if fn is None:
-        d = len(ks.domain)
-        signature = types.void(*([types.intp] * d + [types.voidptr] * (n_args - d)))
-        described = (f"chain kernel: fastmath={sorted(options['fastmath'])} error_model=numpy "
-                     "nogil")
         py_func = kernel_cache.load_function(text, described, "entry")
         if py_func is None:  # no usable cache directory: compile in memory
             namespace: dict = {"__name__": "jitgrad_chain_kernel"}
@@ -146,7 +139,11 @@ def _cfunc(ck, wrapped: tuple[str, int], header: str, options: dict, timed: Call
                 made = CFunc(py_func, sigutils.normalize_signature(signature), locals={},
                              options=options)  # (what numba.cfunc makes, before compile())
                 made.enable_caching()
+                key = kernel_cache.module_name(text, described)
+                helped = compile_pool.handed(key) and compile_pool.wait(key)
                 if kernel_cache.load_cfunc(made):
+                    if helped:  # (compiled for this call, if by the helper: not a cache hit)
+                        made._cache_hits -= 1
                     return made
                 try:
                     made.compile()
@@ -161,6 +158,31 @@ def _cfunc(ck, wrapped: tuple[str, int], header: str, options: dict, timed: Call
             fn = timed(make, ck.described)
         _CFUNCS[text] = fn
     return fn
+
+
+def _cfunc_module(ck, wrapped: tuple[str, int], header: str, options: dict) -> tuple:
+    """A chain kernel's C callback: its module text, signature and options' description."""
+    from numba import types
+
+    wrapper, n_args = wrapped
+    d = len(ck.ks.domain)
+    signature = types.void(*([types.intp] * d + [types.voidptr] * (n_args - d)))
+    described = (f"chain kernel: fastmath={sorted(options['fastmath'])} error_model=numpy "
+                 "nogil")
+    return header + _MODULE + "\n\n" + wrapper, signature, described
+
+
+def _hand_over(chain, header: str, options: dict) -> None:
+    """The chain's kernels not compiled in this process go to a helper process too."""
+    if not compile_pool.enabled():
+        return
+    jobs = {}
+    for ck, wrapped in chain.kernels:
+        text, signature, described = _cfunc_module(ck, wrapped, header, options)
+        if text not in _CFUNCS:
+            key = kernel_cache.module_name(text, described)
+            jobs[key] = compile_pool.Job(key, text, described, options, signature, cfunc=True)
+    compile_pool.hand_over_jobs(list(jobs.values()))
 
 
 class Chain:
@@ -281,6 +303,7 @@ def build(chain: Chain, header: str, options: dict, timed: Callable) -> Callable
         return b.gep(workspace, [ir.Constant(i64, where)])
 
     keep = []
+    _hand_over(chain, header, options)
     for ck, wrapped in chain.kernels:
         kernel = _cfunc(ck, wrapped, header, options, timed)
         keep.append(kernel)
