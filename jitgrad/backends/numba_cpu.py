@@ -418,7 +418,8 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
                   if e.op in CONTROL_FLOW})
     by_kernel = pycode.compile_function(fused, "program", impl_for=lambda e: impls.get(id(e)))
     grouped = fused
-    if _as_programs(fused):
+    as_programs = _as_programs(fused)
+    if as_programs:
         _hand_over(fused, kernels)
         if not _programs_pay(fused):
             return _settled(by_kernel, 0)
@@ -429,7 +430,8 @@ def _compile_fused(fused: Graph, kernels: list) -> Callable[[list], list]:
         if chain is not None:
             return _settled(numba_chain.build(chain, _HEADER, _options(False), _made), 0)
     if grouped is fused:
-        _hand_over(fused, kernels)
+        if not as_programs:  # (else handed over above)
+            _hand_over(fused, kernels)
         run = _settled(by_kernel, 0)
     else:
         whole = pycode.compile_function(grouped, "program",
