@@ -321,8 +321,6 @@ def hand_over(kernels: list, signatures: list, module, options) -> None:
     that are neither compiled in this process nor in the cache, when there are at least
     ``MIN_COLD_KERNELS``, last first. ``module(ks) -> (text, described)`` and
     ``options(ks) -> dict``: how ``numba_cpu`` compiles a kernel."""
-    if not enabled():
-        return
     jobs = []
     for k, sig in zip(kernels, signatures):
         if sig is None or k.dispatcher.overloads:

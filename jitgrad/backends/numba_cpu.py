@@ -31,7 +31,7 @@ from ..jit.passes.fuse import KERNEL_OP, domain_of
 from ..ops.registry import POINTWISE
 from .. import _pycode as pycode
 from . import (compile_pool, gemm, in_place, kernel_cache, kernel_split, numba_chain,
-               numba_program)
+               numba_program, numba_roofline)
 from .numba_math import KERNEL_FASTMATH
 from .render import (KERNEL_DTYPES, KernelSource, pointwise_text,
                      render_kernel, renderable)
@@ -535,67 +535,8 @@ def diagnose(graph: Graph, arrays: list) -> str | None:
     return None
 
 
-_BANDWIDTH: list[float] = []
-
-
-def copy_bandwidth() -> float:
-    """This machine's memory bandwidth in bytes/s, measured once per process as a NumPy copy
-    of 64 MiB (bytes read + bytes written over the best of five copies, as STREAM counts)."""
-    if not _BANDWIDTH:
-        src = np.ones(8 << 20)
-        dst = np.empty_like(src)
-        best = min(_timed(lambda: np.copyto(dst, src)) for _ in range(5))
-        _BANDWIDTH.append(2 * src.nbytes / best)
-    return _BANDWIDTH[0]
-
-
-def _timed(fn) -> float:
-    t0 = time.perf_counter()
-    fn()
-    return time.perf_counter() - t0
-
-
 def roofline(graph: Graph, arrays: list, repeat: int = 7) -> str:
     """Runs ``graph`` on ``arrays`` and reports each kernel's median time, its bytes moved and
-    their share of the copy bandwidth (the memory roofline of a memory-bound kernel), and each
-    matrix product's time, rate and implementation (``tiled`` or ``numpy``)."""
-    from .interpreter import compile as interpret
-
+    their share of the copy bandwidth, and each matrix product's rate (``numba_roofline``)."""
     fused, kernels = lower(graph)
-    env = dict(zip(graph.invars, arrays))
-    env.update((v, t._data) for v, t in graph.consts.items())
-    kernel_of = dict(zip((id(e) for e in fused.eqns if e.op is KERNEL_OP), kernels))
-    opaque = gemm.implementations()
-    bandwidth = copy_bandwidth()
-    rows = [f"memory roofline: copy bandwidth {bandwidth / 1e9:.1f} GB/s"]
-    for e in fused.eqns:
-        ins = [env[v] for v in e.inputs] if e.op is KERNEL_OP else None
-        if e.op is KERNEL_OP:
-            k = kernel_of[id(e)]
-            k.launch(*ins)  # (compiles on first use)
-            run = functools.partial(k.launch, *ins)
-            times = sorted(_timed(run) for _ in range(repeat))
-            outs = k.launch(*ins)
-            t = times[len(times) // 2]
-            read, written = k.bytes_moved()
-            rate = (read + written) / t if t > 0 else float("inf")
-            rows.append(f"{e.params['name']}: {k.ks.n_ops} ops over {list(k.ks.domain)}, "
-                        f"{t * 1e6:.1f} us, {read + written} B moved, {rate / 1e9:.2f} GB/s = "
-                        f"{100 * rate / bandwidth:.0f}% of copy bandwidth")
-        elif e.op.name in _OPAQUE_OPS and not e.params:
-            ins = [env[v] for v in e.inputs]
-            impl = opaque[e.op.name]
-            run = functools.partial(impl, *ins)
-            run()  # (compiles on first use)
-            t = sorted(_timed(run) for _ in range(repeat))[repeat // 2]
-            outs = [run()]
-            a, b = ins[-2:]
-            flops = 2 * a.shape[0] * a.shape[1] * b.shape[1]
-            path = "tiled" if opaque["mm"] is gemm.matmul and gemm.applies(a, b) else "numpy"
-            rows.append(f"{e.op.name} {list(a.shape)} x {list(b.shape)} ({path}): "
-                        f"{t * 1e6:.1f} us, {flops / t / 1e9:.0f} GFLOPS")
-        else:
-            single = Graph(e.in_vars(), e.outputs, [e], name="step")
-            outs = interpret(single)([env[v] for v in e.in_vars()])
-        env.update(zip(e.outputs, outs))
-    return "\n".join(rows)
+    return numba_roofline.report(graph, fused, kernels, _OPAQUE_OPS, arrays, repeat)
