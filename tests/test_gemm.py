@@ -164,3 +164,48 @@ def test_a_large_transposed_b_is_copied_in_blocks(dtype, monkeypatch):
         a = rng.standard_normal((m, k)).astype(dtype)
         _check(a, rng.standard_normal((n, k)).astype(dtype).T)
         _check(a, rng.standard_normal((k, 3 * n)).astype(dtype)[:, ::3])
+
+
+@pytest.mark.parametrize("dtype", FLOATS)
+@pytest.mark.parametrize("layout_a", ["c", "f", "step", "neg"])
+@pytest.mark.parametrize("layout_b", ["c", "f", "step", "bcast"])
+def test_packed_panels_match_float64(dtype, layout_a, layout_b, monkeypatch):
+    # b copied into panels first (as for products of PACK_MIN_ROWS rows or more), with every
+    # edge: partial last panel (zero-padded), partial last row of tiles, a transposed a packed
+    monkeypatch.setattr(gemm, "PACK_MIN_ROWS", 1)
+    monkeypatch.setattr(gemm, "DOT_MAX_BYTES", 0)  # (a transposed b is packed, not dotted)
+    mr, nr = gemm_kernel.MR, gemm_kernel.tile_columns(dtype)
+    rng = np.random.default_rng(7)
+    for m, k, n in [(3 * mr + 1, 300, 2 * nr + 5), (mr, 17, nr), (2 * mr, 40, nr + 1)]:
+        a = _operand(rng, (m, k), dtype, layout_a)
+        _check(a, _operand(rng, (k, n), dtype, layout_b))
+    # a far-strided a.T (columns a page apart) is packed tile by tile too
+    wide = rng.standard_normal((300, 4096 // np.dtype(dtype).itemsize)).astype(dtype)
+    _check(wide.T[: 2 * mr + 3], _operand(rng, (300, nr + 3), dtype, layout_b))
+
+
+def test_panels_layout():
+    # pack_panels: panel p holds columns p*nr.. of every row, k-major, the last zero-padded
+    nr = gemm_kernel.tile_columns(np.float32)
+    b = np.arange(5 * (nr + 3), dtype=np.float32).reshape(5, nr + 3)
+    for source in (b, np.asfortranarray(b)):
+        flat, b_sk, b_sj = gemm._flat(source)
+        panels = np.full(2 * 5 * nr, -1.0, np.float32)
+        gemm_kernel.pack_panels(flat, b_sk, b_sj, 5, nr + 3, panels, nr)
+        padded = np.zeros((5, 2 * nr), np.float32)
+        padded[:, : nr + 3] = b
+        np.testing.assert_array_equal(panels.reshape(2, 5, nr), padded.reshape(5, 2, nr)
+                                      .transpose(1, 0, 2))
+
+
+def test_packed_product_reuses_its_scratch_without_mixing_products(monkeypatch):
+    # the panels' scratch array is kept per thread: a smaller product after a larger one, and a
+    # product whose b is then changed, still give their own results
+    monkeypatch.setattr(gemm, "PACK_MIN_ROWS", 1)
+    rng = np.random.default_rng(8)
+    a = rng.standard_normal((64, 200)).astype(np.float32)
+    b = rng.standard_normal((200, 150)).astype(np.float32)
+    _check(a, b)
+    _check(a[:40, :90], b[:90, :70])
+    b *= -2.0
+    _check(a, b)

@@ -243,20 +243,23 @@ def gemm_nt(a, a_si, b, b_sj, c, k_len, rows_outer):
 
 
 @_compiled
-def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
+def gemm(a, a_si, a_sk, b, b_sk, b_sp, c, k_len, a_tiles, b_packed):
     """``c[i, j] = sum_k a[i*a_si + k*a_sk] * b[k*b_sk + j]`` for ``c`` C-contiguous and
     ``k_len`` > 0 (``a`` and ``b`` are flat views of the operands' memory, so that one
-    specialization per dtype serves every layout).
+    specialization per dtype serves every layout). Panel ``p`` (columns ``p*NR`` on) of ``b``
+    starts at ``p*b_sp``: ``b_sp`` is ``NR`` for ``b`` as it is stored, ``k_len * NR`` for ``b``
+    packed by ``pack_panels`` (``b_packed``, with ``b_sk`` = ``NR``).
 
     Whole tiles go in blocks of ``mc`` rows by one panel of ``NR`` columns, ``k`` in blocks of
     ``KC``: a panel's ``KC x NR`` block of ``b`` stays in L1 while the tiles of the block of rows
     pass, and the block's ``mc x KC`` rows of ``a`` stay in L2 while the panels pass. Tiles at
-    the right and bottom edges then run on zero-padded copies, so that no load or store leaves
-    the arrays.
+    the right and bottom edges then run on zero-padded copies (or the packed last panel, which
+    is zero-padded), so that no load or store leaves the arrays.
 
-    With ``pack``, the whole tiles' rows of ``a`` are first copied tile by tile, ``k``-major
-    (``MR`` elements of a column of a tile together): for an ``a`` stored transposed, whose
-    columns are far apart (a page apart in W3's backward), the tiles then read it in order."""
+    With ``a_tiles`` not empty, the whole tiles read their rows of ``a`` from there: ``a``'s
+    first ``m - m % MR`` rows packed by ``pack_panels`` (``a.T`` by panels ``MR`` wide: tile by
+    tile, ``k``-major). For an ``a`` stored transposed, whose columns are far apart (a page apart
+    in W3's backward), the tiles then read it in order."""
     m, n = c.shape
     size = c.itemsize
     nr = NV * VECTOR_BYTES // size
@@ -266,37 +269,36 @@ def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
     mc_max = max(MR, A_BLOCK_BYTES // (KC * size) // MR * MR)
     n_mb, nj = (m_full + mc_max - 1) // mc_max, n_full // nr
     mc = (m_full // MR + n_mb - 1) // max(n_mb, 1) * MR
-    if pack:
-        packed = np.empty(m_full * k_len if nj else 0, c.dtype)
-        for ib_index in numba.prange(m_full // MR if nj else 0):
-            base = np.int64(ib_index) * MR
-            for k in range(k_len):
-                for r in range(MR):
-                    packed[base * k_len + k * MR + r] = a[(base + r) * a_si + k * a_sk]
-        a_main, tile_step, main_si, main_sk = packed, MR * k_len, 1, MR
+    if a_tiles.size:
+        a_main, tile_step, main_si, main_sk = a_tiles, MR * k_len, 1, MR
     else:
         a_main, tile_step, main_si, main_sk = a, MR * a_si, a_si, a_sk
     if n_mb * nj > 0:  # (a parallel region costs microseconds even when it is empty)
         for t_index in numba.prange(n_mb * nj):
             t = np.int64(t_index)  # (a prange index may be unsigned)
             mb = t // nj
+            panel = (t - mb * nj) * b_sp
             j0 = (t - mb * nj) * nr
             i_end = min(m_full, (mb + 1) * mc)
             for k0 in range(0, k_len, KC):
                 k_block = min(KC, k_len - k0)
                 for i0 in range(mb * mc, i_end, MR):
                     tile(a_main, i0 // MR * tile_step + k0 * main_sk, main_si, main_sk,
-                         b, k0 * b_sk + j0, b_sk, c, i0 * n + j0, n, k_block, k0)
+                         b, panel + k0 * b_sk, b_sk, c, i0 * n + j0, n, k_block, k0)
 
     ni, nj_all = (m + MR - 1) // MR, (n + nr - 1) // nr
     right = ni if n_full < n else 0  # the tiles of the last, partial panel
     bottom = nj_all - (1 if right else 0) if m_full < m else 0  # the last row of tiles
     lanes = VECTOR_BYTES // size
-    edge_width = lanes if n - n_full <= lanes else nr  # (one vector wide: tile_narrow)
-    b_edge = np.zeros(k_len * edge_width if right else 0, c.dtype)
-    for k in range(k_len if right else 0):
-        for j in range(n - n_full):
-            b_edge[k * edge_width + j] = b[k * b_sk + n_full + j]
+    if b_packed:  # (the packed last panel is whole, zero-padded)
+        edge_width, edge_off, b_edge = nr, nj * b_sp, b
+    else:
+        edge_width = lanes if n - n_full <= lanes else nr  # (one vector wide: tile_narrow)
+        edge_off, b_edge = 0, np.zeros(k_len * edge_width if right else 0, c.dtype)
+        for k in range(k_len if right else 0):
+            for j in range(n - n_full):
+                b_edge[k * edge_width + j] = b[k * b_sk + n_full + j]
+    edge_sk = b_sk if b_packed else edge_width
     if right + bottom == 0:
         return
     for e_index in numba.prange(right + bottom):
@@ -314,15 +316,46 @@ def gemm(a, a_si, a_sk, b, b_sk, c, k_len, pack):
             a_off, a_rows, a_ks = 0, k_len, 1
         c_tile = np.empty(MR * nr, c.dtype)
         if cols == nr:
-            tile(a_tile, a_off, a_rows, a_ks, b, j0, b_sk, c_tile, 0, nr, k_len, 0)
+            tile(a_tile, a_off, a_rows, a_ks, b, jb * b_sp, b_sk, c_tile, 0, nr, k_len, 0)
         elif edge_width < nr:
-            tile_narrow(a_tile, a_off, a_rows, a_ks, b_edge, 0, edge_width, c_tile, 0, nr,
+            tile_narrow(a_tile, a_off, a_rows, a_ks, b_edge, edge_off, edge_sk, c_tile, 0, nr,
                         k_len, 0)
         else:
-            tile(a_tile, a_off, a_rows, a_ks, b_edge, 0, nr, c_tile, 0, nr, k_len, 0)
+            tile(a_tile, a_off, a_rows, a_ks, b_edge, edge_off, edge_sk, c_tile, 0, nr, k_len,
+                 0)
         for r in range(rows):
             for j in range(cols):
                 c[i0 + r, j0 + j] = c_tile[r * nr + j]
+
+
+@_compiled
+def pack_panels(b, b_sk, b_sj, k_len, n, panels, nr):
+    """Copies the ``k_len x n`` matrix ``b[k*b_sk + j*b_sj]`` into ``panels`` panel by panel:
+    panel ``p`` (columns ``p*nr`` to ``p*nr + nr``) is ``k_len`` rows of ``nr`` contiguous
+    elements from ``p * k_len * nr`` on, the last one zero-padded. With ``nr`` = ``NR``, a
+    panel's ``KC x NR`` block of ``b`` is then contiguous: stored by rows ``n`` elements apart,
+    its rows share the same few L1 sets when ``n`` is a multiple of 1024 floats (W3's products:
+    5-9% slower unpacked). ``gemm``'s packed ``a`` is ``a.T`` by panels ``MR`` wide. ``b``
+    unit-stride along its columns is copied row by row, any other column by column."""
+    n_full = n - n % nr
+    nj = (n + nr - 1) // nr
+    if b_sj == 1:
+        for k_index in numba.prange(k_len):
+            k = np.int64(k_index)
+            for p in range(n_full // nr):
+                start = (p * k_len + k) * nr
+                panels[start:start + nr] = b[k * b_sk + p * nr:k * b_sk + p * nr + nr]
+            if n_full < n:
+                start = ((nj - 1) * k_len + k) * nr
+                for j in range(nr):
+                    panels[start + j] = b[k * b_sk + n_full + j] if n_full + j < n else 0.0
+        return
+    for p_index in numba.prange(nj):  # (a column of b at a time: reads along k when b_sk is 1)
+        p = np.int64(p_index)
+        for jj in range(nr):
+            j = p * nr + jj
+            for k in range(k_len):
+                panels[(p * k_len + k) * nr + jj] = b[k * b_sk + j * b_sj] if j < n else 0.0
 
 
 @_compiled
