@@ -12,6 +12,7 @@ import math
 import os
 
 import numpy as np
+import pytest
 
 from test_user_scripts import _close
 from test_user_scripts_b27 import _run_torch
@@ -36,6 +37,15 @@ def test_real_nvp_learns_the_moons_and_inverts():
     _close(r["round_trip"], g["fixed_x"], rtol=1e-4, atol=1e-5)
     _close(r["log_prob_after"], r["prior_log_prob"] + r["log_det_J"], rtol=1e-5, atol=1e-5)
     assert r["losses"][1] < r["losses"][0]
+    # the score: the gradient of log p, here next to a central difference of log_prob
+    assert r["penalty"] > 0 and all(p.abs().sum() > 0 for p in r["penalty_grads"].values())
+    h, x0 = 1e-2, g["fixed_x"][:4]
+    with torch.no_grad():
+        for k in range(2):
+            step = torch.zeros(4, 2)
+            step[:, k] = h
+            diff = (fixed.log_prob(x0 + step) - fixed.log_prob(x0 - step)) / (2 * h)
+            _close(diff, r["score"][:4, k], rtol=2e-2, atol=2e-2)
     # the prior: a standard normal in 2-D
     z = r["z"]
     expected = -0.5 * (z**2).sum(-1) - math.log(2 * math.pi)
@@ -58,6 +68,9 @@ def test_real_nvp_fixed_weights_match_torch():
     assert ours.pop("mask_grad") is None and theirs.pop("mask_grad") is None
     _close(ours.pop("losses"), theirs.pop("losses"), rtol=1e-5)
     _close_nested(ours.pop("grads"), theirs.pop("grads"), rtol=1e-4, atol=1e-5)
+    # the gradient penalty's double backward through the coupling layers
+    assert ours.pop("penalty") == pytest.approx(theirs.pop("penalty"), rel=1e-5)
+    _close_nested(ours.pop("penalty_grads"), theirs.pop("penalty_grads"), rtol=1e-4, atol=1e-4)
     _close_nested(ours, theirs, rtol=1e-5, atol=1e-5)
     _close(g["fixed_x"], t["fixed_x"], rtol=0, atol=0)  # (the same sklearn moons)
 

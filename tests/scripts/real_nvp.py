@@ -95,8 +95,8 @@ prior = distributions.MultivariateNormal(torch.zeros(2), torch.eye(2))
 flow = RealNVP(nets, nett, masks, prior)
 
 # (added) a fixed-weight copy, weights drawn by NumPy (jitgrad's random numbers are not
-# torch's), to compare with torch before training: its log_prob, loss and gradients, the
-# round trip g(f(x)), and two Adam steps
+# torch's), to compare with torch before training: its log_prob, loss and gradients, two
+# Adam steps, the round trip g(f(x)), and a gradient penalty on the score
 fixed = RealNVP(nets, nett, masks, prior)
 _rng = np.random.default_rng(0)
 with torch.no_grad():
@@ -126,6 +126,16 @@ with torch.no_grad():
     fixed_results['round_trip'] = fixed.g(fixed_z)
     fixed_results['prior_log_prob'] = prior.log_prob(fixed_z)
     fixed_results['log_prob_after'] = fixed.log_prob(fixed_x)
+# (added) the score d log p(x) / dx and the gradient of its mean squared norm (a gradient
+# penalty: double backward through the coupling layers' exp, tanh and LeakyReLU)
+score_x = fixed_x.clone().requires_grad_()
+(score,) = torch.autograd.grad(fixed.log_prob(score_x).sum(), score_x, create_graph=True)
+penalty = (score ** 2).sum(dim=1).mean()
+fixed_opt.zero_grad()
+penalty.backward()
+fixed_results['score'] = score.detach()
+fixed_results['penalty'] = penalty.item()
+fixed_results['penalty_grads'] = {n: p.grad.clone() for n, p in fixed.named_parameters() if p.requires_grad}
 
 optimizer = torch.optim.Adam([p for p in flow.parameters() if p.requires_grad==True], lr=1e-3)
 losses = []  # (added)
