@@ -283,3 +283,29 @@ def test_no_degrees_of_freedom_warn_as_torch(name):
         np.testing.assert_array_equal(np.asarray(a, float), np.asarray(b, float))
     their_warnings = [(c, m.split(" (Triggered internally")[0]) for c, m in their_warnings]
     assert sorted(set(our_warnings)) == sorted(set(their_warnings))
+
+
+@pytest.mark.parametrize("name", ["float32", "complex64", "float16", "bfloat16"])
+def test_cumsum_cumprod_accumulate_as_torch_cpu(name):
+    # torch's CPU scans accumulate float32 in double and the 16-bit floats in float32, rounding
+    # each partial result once (a float32 accumulator drifts from it: tiny-diffusion's
+    # cumprod of 1 - beta differed by an ulp, 5e-5 relative after 1 - alphas_cumprod)
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(7)
+    x = rng.uniform(0.97, 1.02, (3, 500))
+    if name == "complex64":
+        x = x + 1j * rng.uniform(-0.01, 0.01, x.shape)
+    for op in ("cumsum", "cumprod"):
+        for dim in (0, 1):
+            mine = getattr(jitgrad.tensor(x).to(getattr(jitgrad, name)), op)(dim)
+            theirs = getattr(torch.tensor(x).to(getattr(torch, name)), op)(dim)
+            assert mine.dtype.name == str(theirs.dtype).split(".")[1]
+            wide_j = jitgrad.complex128 if name == "complex64" else jitgrad.float64
+            wide_t = torch.complex128 if name == "complex64" else torch.float64
+            np.testing.assert_array_equal(mine.to(wide_j).numpy(), theirs.to(wide_t).numpy())
+    # dtype=: the input is converted first, then accumulated as that dtype accumulates
+    x32 = rng.uniform(-1, 1, 300).astype(np.float32)
+    for dt in ("float16", "float64"):
+        mine = jitgrad.tensor(x32).cumsum(0, dtype=getattr(jitgrad, dt))
+        theirs = torch.tensor(x32).cumsum(0, dtype=getattr(torch, dt))
+        np.testing.assert_array_equal(mine.double().numpy(), theirs.double().numpy())

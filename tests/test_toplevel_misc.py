@@ -1,5 +1,5 @@
-"""finfo/iinfo, can_cast, is_floating_point/is_complex, asarray, logspace, randint_like and the
-thread count, against torch where it is installed."""
+"""finfo/iinfo, can_cast, is_floating_point/is_complex, asarray, logspace, linspace,
+randint_like and the thread count, against torch where it is installed."""
 
 import warnings
 
@@ -116,6 +116,23 @@ def test_logspace_matches_torch(args, kwargs):
     np.testing.assert_allclose(mine.numpy(), theirs.numpy(), rtol=1e-6)
     with pytest.raises(RuntimeError, match="number of steps must be non-negative"):
         jg.logspace(0, 1, -1)
+
+
+@pytest.mark.parametrize("name", ["float32", "float64", "int64", "int32", "uint8"])
+def test_linspace_equals_torch_bit_for_bit(name):
+    # torch's CPU kernel: the step in the dtype, the first half start + step * i and the rest
+    # end - step * (steps - 1 - i), each a fused multiply-add (tiny-diffusion's quadratic beta
+    # schedule, linspace(...) ** 2 then cumprod, differed from torch's by an ulp here and there)
+    rng = np.random.default_rng(5)
+    for steps in [*rng.integers(2, 80, 40).tolist(), 1000, 4097]:
+        a, b = rng.uniform(0 if name == "uint8" else -10, 10, 2) * (20 if "int" in name else 1)
+        mine = jg.linspace(a, b, steps, dtype=getattr(jg, name)).numpy()
+        theirs = torch.linspace(a, b, steps, dtype=getattr(torch, name)).numpy()
+        np.testing.assert_array_equal(mine, theirs)
+    assert jg.linspace(0.5, 9.7, 5, dtype=jg.int64).tolist() == [0, 2, 4, 6, 9]  # (truncated)
+    assert jg.linspace(2.5, 7, 1).tolist() == [2.5] and jg.linspace(0, 1, 0).shape == (0,)
+    with pytest.raises(RuntimeError, match="^number of steps must be non-negative$"):
+        jg.linspace(0, 1, -1)
 
 
 def test_randint_like():

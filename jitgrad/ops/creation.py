@@ -316,11 +316,61 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
     return _tensor._new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
 
 
+def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``a * b`` in float64 and its rounding error, exactly (Dekker's split)."""
+    p = a * b
+
+    def split(x):
+        c = 134217729.0 * x  # (2**27 + 1)
+        hi = c - (c - x)
+        return hi, x - hi
+
+    (ah, al), (bh, bl) = split(a), split(b)
+    return p, ((ah * bh - p) + ah * bl + al * bh) + al * bl
+
+
+def _fma(a: np.ndarray, b: np.ndarray, c: float) -> np.ndarray:
+    """``a * b + c`` in float64, rounded once (as a fused multiply-add)."""
+    p, p_err = _two_product(a, b)
+    total = c + p  # (Knuth's TwoSum: the error of this addition, exactly)
+    back = total - c
+    return total + (((c - (total - back)) + (p - back)) + p_err)
+
+
+def _linspace_values(start, end, steps: int, np_dt: np.dtype) -> np.ndarray:
+    """torch's CPU linspace bit for bit: the ends in the dtype (integers: truncated), the step
+    ``(end - start) / (steps - 1)`` in the dtype (double for integers), the first half
+    ``start + step * i`` and the rest ``end - step * (steps - 1 - i)``, each one fused
+    multiply-add rounded once. The 16-bit floats and complex dtypes take NumPy's linspace."""
+    start, end = (v.item() if hasattr(v, "item") else v for v in (start, end))
+    np_dt = np.dtype(np_dt)
+    if steps <= 1 or np_dt.kind not in "iuf" or (np_dt.kind == "f" and np_dt.itemsize < 4):
+        return np.linspace(start, end, steps).astype(np_dt)
+    integral = np_dt.kind in "iu"
+    lo_end, hi_end = (float(int(v)) if integral else v for v in (start, end))
+    if integral or np_dt == np.float64:
+        lo_end, hi_end = np.float64(lo_end), np.float64(hi_end)
+        step = (hi_end - lo_end) / np.float64(steps - 1)
+    else:  # (float32: the step in float32; its products with i are exact in float64)
+        lo_end, hi_end = np.float32(lo_end), np.float32(hi_end)
+        step = np.float64((hi_end - lo_end) / np.float32(steps - 1))
+    i = np.arange(steps)
+    to_go = (steps - 1 - i).astype(np_dt if not integral else np.float64).astype(np.float64)
+    first = _fma(np.full(steps, step), i.astype(np.float64), np.float64(lo_end))
+    last = _fma(np.full(steps, -step), to_go, np.float64(hi_end))
+    values = np.where(i < steps // 2, first, last)
+    return np.trunc(values).astype(np_dt) if integral else values.astype(np_dt)
+
+
 @public("linspace")
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False):
+    """``steps`` evenly spaced values from ``start`` to ``end`` (torch's CPU values exactly)."""
     dev = check_device(device)
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
     dt = dtype or dtypes.get_default_dtype()
-    return _tensor._new(np.linspace(start, end, steps).astype(dt.np), dt, requires_grad, dev)
+    values = _linspace_values(start, end, int(steps), dt.np)
+    return _tensor._new(values, dt, requires_grad, dev)
 
 
 @public("logspace")

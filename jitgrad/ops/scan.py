@@ -1,6 +1,9 @@
 """Scans along a dim: cumsum and cumprod.
 
 Integer and bool inputs accumulate in int64 (as torch's sum), unless ``dtype`` says otherwise.
+Floating inputs accumulate as torch's CPU kernels do: float32 (and complex64) in double, the
+16-bit floats in float32, each rounded once to the result's dtype (so long float32 scans equal
+torch's bit for bit).
 ``cumprod``'s VJP and JVP are exact where the input has zeros (torch's ``cumprod_backward``):
 positions before the first zero of a line use the division formula; the first zero gets the
 cumulative product with that zero taken out; positions after it get zero.
@@ -26,12 +29,28 @@ def _scan_meta(x, dim, dtype=None):
     return tuple(x.shape), _scan_dtype(x.dtype, dtype)
 
 
+def _accumulate_dtype(out_dt: np.dtype) -> np.dtype:
+    """The dtype torch's CPU scans accumulate in (``acc_type<T, false>``): double for float32
+    (and complex double for complex64), float for the 16-bit floats, the result's otherwise."""
+    if out_dt == np.float32:
+        return np.dtype(np.float64)
+    if out_dt == np.complex64:
+        return np.dtype(np.complex128)
+    if (out_dt.kind == "f" and out_dt.itemsize == 2) or out_dt == dtypes.bfloat16.np:
+        return np.dtype(np.float32)
+    return out_dt
+
+
 def _scan_impl(fn):
     def impl(x, dim, dtype=None):
-        out_dt = _scan_dtype(dtypes.from_numpy_dtype(x.dtype), dtype).np
+        out_dt = np.dtype(_scan_dtype(dtypes.from_numpy_dtype(x.dtype), dtype).np)
         if x.ndim == 0:
             return x.astype(out_dt)
-        return fn(x, axis=dim, dtype=out_dt)
+        acc_dt = _accumulate_dtype(out_dt)
+        if acc_dt == out_dt:
+            return fn(x, axis=dim, dtype=out_dt)
+        # (the input is converted to the result's dtype first, as torch's ``dtype=`` does)
+        return fn(x.astype(out_dt).astype(acc_dt), axis=dim).astype(out_dt)
     return impl
 
 
