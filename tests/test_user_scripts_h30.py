@@ -132,3 +132,37 @@ def test_pinn_burgers_matches_torch():
     _close(ours["closure_losses"][:8], theirs["closure_losses"][:8], rtol=1e-5, atol=0)
     _close(ours["closure_losses"][:20], theirs["closure_losses"][:20], rtol=1e-3, atol=0)
     assert ours["lbfgs_counts"][0] == theirs["lbfgs_counts"][0] == 150
+
+
+def test_pinn_burgers_identification_learns_the_coefficients():
+    g = _run("pinn_burgers_identification")
+    clean, noisy = g["fixed_results"]["clean_losses"], g["fixed_results"]["noisy_losses"]
+    assert [k for k, *_ in clean] == ["lbfgs"] * 200  # model.train(0): no Adam step
+    assert [k for k, *_ in noisy] == ["adam"] * 20 + ["lbfgs"] * 200
+    assert all(b < a for (_, a, *_), (_, b, *_) in zip(noisy[:20], noisy[1:20]))
+    for losses in (clean, noisy):
+        assert losses[-1][1] < 0.05 * losses[0][1]
+        # lambda_1 (the u u_x coefficient, 1 in truth) learned from 0 towards 1
+        assert losses[0][2] <= 0.0 and 0.5 < losses[-1][2] < 1.5
+    # the registered coefficients are the network's parameters, first (own before children)
+    assert g["fixed_results"]["clean_params"][:3] == ["lambda_1", "lambda_2",
+                                                      "layers.layer_0.weight"]
+    model = g["clean_model"]
+    assert model.dnn.lambda_1 is model.lambda_1 and model.lambda_1.is_leaf
+    assert model.lambda_1.item() == pytest.approx(1 - g["error_lambda_1"][0] / 100, abs=1e-6)
+    assert g["error_u"] < 0.3 and g["noisy_error_u"] < 0.3
+
+
+def test_pinn_burgers_identification_matches_torch():
+    g, t = _run("pinn_burgers_identification"), _run_torch("pinn_burgers_identification")
+    ours, theirs = g["fixed_results"], t["fixed_results"]
+    assert ours["clean_params"] == theirs["clean_params"]
+    _close(ours["f_init"], theirs["f_init"], rtol=1e-4, atol=1e-6)
+    # (loss, lambda_1, log lambda_2) per step: Adam's 20 steps and LBFGS's first evaluations
+    # the same until float32 rounding parts the trajectories
+    def rows(losses, n):
+        return [r[1:] for r in losses[:n]]
+
+    _close(rows(ours["clean_losses"], 8), rows(theirs["clean_losses"], 8), rtol=1e-5, atol=1e-8)
+    _close(rows(ours["noisy_losses"], 30), rows(theirs["noisy_losses"], 30), rtol=1e-5,
+           atol=1e-8)
