@@ -121,7 +121,8 @@ ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp(
 
 
 def _threshold_backward_impl(g, y, *, threshold):
-    return np.where(y > threshold, g, 0).astype(g.dtype, copy=False)
+    # (a product with the mask, as relu's rule was: np.where is ~10x slower on random masks)
+    return np.multiply(g, y > threshold, dtype=g.dtype)
 
 
 # relu's gradient as torch's threshold_backward(grad, result, 0): a node that depends on the
@@ -131,7 +132,7 @@ THRESHOLD_BACKWARD = _pw(
     "threshold_backward", _threshold_backward_impl,
     (lambda gg, ans, g, y, threshold: apply(THRESHOLD_BACKWARD, gg, y, threshold=threshold),
      lambda gg, ans, g, y, threshold: gg * 0),
-    "{0} if {1} > {p[threshold]} else 0", save=(1,))
+    "{0} * ({1} > {p[threshold]})", save=(1,))
 RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
            (lambda g, ans, x: apply(THRESHOLD_BACKWARD, g, ans, threshold=0),), "max({0}, 0)",
            save_output=True, public=Public("relu", method=True, inplace=True))
