@@ -52,6 +52,19 @@ def test_wgan_gp_toy_critic_learns_a_wasserstein_estimate():
     assert all(not p.requires_grad for p in g["netD"].parameters())
 
 
+def test_wgan_gp_toy_published_one_of_shape_1_fails_as_on_torch_2():
+    # the repository's ``one = torch.FloatTensor([1])``: backward(mone) from the 0-dim mean
+    # raises on torch 2.x (the script uses the 0-dim fix); jitgrad raises the same error
+    g = _run("wgan_gp_toy")
+    torch, netD = g["torch"], g["Discriminator"]()  # (the script's netD is frozen at its end)
+    mone = torch.FloatTensor([1]) * -1
+    D_real = netD(torch.Tensor(g["_data"])).mean()  # noqa: N806
+    with pytest.raises(RuntimeError, match=r"^Mismatch in shape: grad_output\[0\] has a shape "
+                       r"of jitgrad.Size\(\[1\]\) and output\[0\] has a shape of "
+                       r"jitgrad.Size\(\[\]\)\.$"):
+        D_real.backward(mone)
+
+
 def test_wgan_gp_toy_data_and_shapes():
     g = _run("wgan_gp_toy")
     batches = g["fixed_results"]["other_batches"]
