@@ -87,3 +87,54 @@ def test_gradcheck_of_the_smooth_ones():
     for fn in (F.selu, F.mish, F.softsign, F.logsigmoid, F.tanhshrink,
                lambda t: F.softmin(t, 1), lambda t: F.glu(t, 1)):
         assert jitgrad.autograd.gradcheck(fn, (x,))
+
+
+
+def _second_derivative(lib, act):
+    """A network's u_x and u_xx (a PINN with ReLU / LeakyReLU activations), and the gradient
+    of sum(u_xx^2) that reaches the first layer's bias."""
+    rng = np.random.default_rng(0)
+    w1 = lib.tensor(rng.normal(size=(4, 1)), requires_grad=True)
+    b1 = lib.zeros(4, dtype=lib.float64, requires_grad=True)
+    w2 = lib.tensor(rng.normal(size=(1, 4)), requires_grad=True)
+    x = lib.tensor(np.linspace(-1, 1, 5)[:, None], requires_grad=True)
+    u = lib.nn.functional.linear(act(lib)(lib.nn.functional.linear(x, w1, b1)), w2)
+    u_x, = lib.autograd.grad(u, x, lib.ones_like(u), create_graph=True)
+    u_xx, = lib.autograd.grad(u_x, x, lib.ones_like(u_x), create_graph=True)
+    (u_xx ** 2).sum().backward()
+    return u_x, u_xx, b1.grad
+
+
+# (the activation, its double-backward node, whether u_xx's graph reaches the first bias: as in
+# torch, through relu's result yes, through leaky_relu's input no)
+ACTS = {"relu": (lambda lib: lib.relu, "ThresholdBackwardBackward0", True),
+        "leaky_relu": (lambda lib: lambda v: lib.nn.functional.leaky_relu(v, 0.2),
+                       "LeakyReluBackwardBackward0", False)}
+
+
+@pytest.mark.parametrize("name", ACTS)
+def test_second_derivative_of_a_kinked_activation_is_zeros_connected_as_torch(name):
+    # relu's and leaky_relu's gradients depend on their result/input (torch's threshold_backward,
+    # leaky_relu_backward): u_xx is zeros with a graph, where it was "appears to not have been
+    # used in the graph"
+    act, node, reaches_bias = ACTS[name]
+    u_x, u_xx, b_grad = _second_derivative(jitgrad, act)
+    assert u_x.grad_fn is not None
+    assert np.array_equal(u_xx.detach().numpy(), np.zeros((5, 1))) and u_xx.grad_fn is not None
+    if reaches_bias:
+        assert np.array_equal(b_grad.numpy(), np.zeros(4))
+    else:
+        assert b_grad is None
+    x = jitgrad.tensor([-1.0, 0.0, 2.0], dtype=jitgrad.float64, requires_grad=True)
+    g, = jitgrad.autograd.grad(act(jitgrad)(x).sum(), x, create_graph=True)
+    assert type(g.grad_fn).__name__ == node  # (torch's name)
+    assert jitgrad.autograd.gradgradcheck(
+        act(jitgrad), jitgrad.tensor([-1.0, 0.5, 2.0], dtype=jitgrad.float64, requires_grad=True))
+    torch = pytest.importorskip("torch")
+    t_u_x, t_u_xx, t_b_grad = _second_derivative(torch, act)
+    np.testing.assert_allclose(u_x.detach().numpy(), t_u_x.detach().numpy(), rtol=1e-12)
+    assert np.array_equal(t_u_xx.detach().numpy(), u_xx.detach().numpy())
+    assert (t_b_grad is None) == (b_grad is None)
+    t_x = torch.tensor([-1.0, 0.0, 2.0], dtype=torch.float64, requires_grad=True)
+    t_g, = torch.autograd.grad(act(torch)(t_x).sum(), t_x, create_graph=True)
+    assert type(t_g.grad_fn).__name__ == node and t_g.tolist() == g.tolist()

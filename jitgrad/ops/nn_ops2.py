@@ -16,10 +16,23 @@ _SELF = ("input", 0)
 # ---------------------------------------------------------------- pointwise activations
 
 
-def _leaky_relu_vjp(g, ans, x, negative_slope):
-    from .elementwise import where
+def _leaky_relu_backward_impl(g, x, *, negative_slope):
+    return np.where(x > 0, g, g * negative_slope).astype(g.dtype, copy=False)
 
-    return where(x > 0, g, g * negative_slope)
+
+# leaky_relu's gradient as torch's leaky_relu_backward(grad, self, slope): a node that depends on
+# the input too (its gradient there is zero), so second derivatives of a LeakyReLU network are
+# zeros with a graph (torch), not "not used in the graph"
+LEAKY_RELU_BACKWARD = defop(
+    "leaky_relu_backward", _leaky_relu_backward_impl, kind=POINTWISE, save=(1,),
+    vjp=(lambda gg, ans, g, x, negative_slope: apply(LEAKY_RELU_BACKWARD, gg, x,
+                                                     negative_slope=negative_slope),
+         lambda gg, ans, g, x, negative_slope: gg * 0), jvp=ELEMENTWISE,
+    template="{0} if {1} > 0 else {0} * {p[negative_slope]}")
+
+
+def _leaky_relu_vjp(g, ans, x, negative_slope):
+    return apply(LEAKY_RELU_BACKWARD, g, x, negative_slope=negative_slope)
 
 
 def _leaky_relu_impl(x, *, negative_slope):
@@ -47,8 +60,6 @@ LEAKY_RELU = defop(
 
 
 def _leaky_relu_result_vjp(g, ans, x, negative_slope):
-    from .elementwise import where
-
     if negative_slope < 0:  # the sign of the input is lost: torch refuses, at backward
         raise RuntimeError(
             "In-place leakyReLu backward calculation is triggered with a negative slope which "
@@ -56,7 +67,7 @@ def _leaky_relu_result_vjp(g, ans, x, negative_slope):
             "negative slope, please call out-of-place version instead. File an issue at "
             "https://github.com/pytorch/pytorch if you do require supporting in-place "
             "leakRelu backward calculation with negative slope")
-    return where(ans > 0, g, g * negative_slope)
+    return apply(LEAKY_RELU_BACKWARD, g, ans, negative_slope=negative_slope)
 
 
 LEAKY_RELU_RESULT = defop(
