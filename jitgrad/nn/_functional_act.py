@@ -6,6 +6,7 @@ composed of jitgrad ops with torch's gradients at the kinks (zero where torch's 
 from __future__ import annotations
 
 from ..ops.autocast_policy import LOWER, autocast_policy
+from ..ops.nn_acts import HARDSHRINK, HARDTANH, SOFTSHRINK, THRESHOLD
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
@@ -24,6 +25,12 @@ def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:  # noqa: A002
     return input.copy_(out) if inplace else out
 
 
+def _op_inplace(input: Tensor, op, **params: float) -> Tensor:  # noqa: A002
+    from ..ops.inplace import inplace as _inplace
+
+    return _inplace(input, lambda s: apply(op, s, **params))
+
+
 def _elu_inplace(input: Tensor, **params: float) -> Tensor:  # noqa: A002
     from ..ops.inplace import inplace as _inplace
 
@@ -35,9 +42,10 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa
     """``input`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside, else 0."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    inside = (input > min_val) & (input < max_val)
-    out = where(inside, input, input.detach().clamp(min_val, max_val))
-    return _result(input, out, inplace)
+    params = {"min_val": float(min_val), "max_val": float(max_val)}
+    if inplace:
+        return _op_inplace(input, HARDTANH, **params)
+    return apply(HARDTANH, input, **params)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -100,7 +108,10 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa
 def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
               inplace: bool = False) -> Tensor:
     """``input`` where it is above ``threshold``, else ``value``."""
-    return _result(input, where(input > threshold, input, float(value)), inplace)
+    params = {"threshold": float(threshold), "value": float(value)}
+    if inplace:
+        return _op_inplace(input, THRESHOLD, **params)
+    return apply(THRESHOLD, input, **params)
 
 
 def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
@@ -112,12 +123,12 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``input - lambd`` above ``lambd``, ``input + lambd`` below ``-lambd``, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+    return apply(SOFTSHRINK, input, lambd=float(lambd))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``input`` where ``|input| > lambd``, else 0."""
-    return where((input > lambd) | (input < -lambd), input, 0.0)
+    return apply(HARDSHRINK, input, lambd=float(lambd))
 
 
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002

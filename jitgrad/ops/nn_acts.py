@@ -1,0 +1,117 @@
+"""The piecewise-linear activations torch records as single nodes: hardtanh (relu6), threshold,
+hardshrink and softshrink, each with its gradient as its own op, as torch's derivatives.yaml
+(``hardtanh_backward(grad, self, min_val, max_val)``, ``threshold_backward(grad, self,
+threshold)``, ``hardshrink_backward``, ``softshrink_backward``).
+
+A gradient op depends on the input too (its gradient there is zero), so under
+``create_graph=True`` the second derivatives of a network with these activations are zeros that
+reach its weights and input, as torch's (``HardtanhBackwardBackward0``, ...), where a gradient
+made of ``where`` and constants was "not used in the graph". Backward impls multiply by the mask
+(np.where is several times slower on random masks); templates are the same product, so the jit
+fuses them and both engines agree.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .elementwise import THRESHOLD_BACKWARD
+from .registry import ELEMENTWISE, POINTWISE, apply, defop
+
+_SELF = ("input", 0)
+
+
+def _masked(g: np.ndarray, keep: np.ndarray) -> np.ndarray:
+    return np.multiply(g, keep, dtype=g.dtype)
+
+
+def _zero_vjp(gg, ans, g, x, **params):
+    return gg * 0
+
+
+# ---------------------------------------------------------------- hardtanh (relu6)
+
+
+def _hardtanh_backward_impl(g, x, *, min_val, max_val):
+    # (torch's gradient is zero at NaN too)
+    return _masked(g, (x > min_val) & (x < max_val))
+
+
+HARDTANH_BACKWARD = defop(
+    "hardtanh_backward", _hardtanh_backward_impl, kind=POINTWISE, save=(1,),
+    vjp=(lambda gg, ans, g, x, **p: apply(HARDTANH_BACKWARD, gg, x, **p), _zero_vjp),
+    jvp=ELEMENTWISE,
+    template="{0} * ({1} > {p[min_val]} and {1} < {p[max_val]})")
+
+
+def _hardtanh_impl(x, *, min_val, max_val):
+    # (np.clip keeps -0.0 and NaN as torch's clamp; np.maximum(-0.0, 0) is +0.0)
+    return np.clip(x, min_val, max_val).astype(x.dtype, copy=False)
+
+
+HARDTANH = defop(
+    "hardtanh", _hardtanh_impl, kind=POINTWISE, save=(0,),
+    vjp=(lambda g, ans, x, **p: apply(HARDTANH_BACKWARD, g, x, **p),), jvp=ELEMENTWISE,
+    template="({p[min_val]} if {0} < {p[min_val]} else "
+             "({p[max_val]} if {0} > {p[max_val]} else {0}))",
+    saved_names={"self": _SELF, "min_val": ("param", "min_val"),
+                 "max_val": ("param", "max_val")})
+
+# ---------------------------------------------------------------- threshold
+
+
+def _threshold_impl(x, *, threshold, value):
+    # torch: x <= threshold ? value : x (NaN stays NaN)
+    return np.where(x <= threshold, np.asarray(value, x.dtype), x)
+
+
+THRESHOLD = defop(
+    "threshold", _threshold_impl, kind=POINTWISE, save=(0,),
+    vjp=(lambda g, ans, x, threshold, value: apply(THRESHOLD_BACKWARD, g, x,
+                                                   threshold=threshold),),
+    jvp=ELEMENTWISE, template="{p[value]} if {0} <= {p[threshold]} else {0}",
+    saved_names={"self": _SELF, "threshold": ("param", "threshold")})
+
+# ---------------------------------------------------------------- hardshrink, softshrink
+
+
+def _shrink_backward_impl(g, x, *, lambd):
+    # torch (both): grad outside [-lambd, lambd], else 0 (and 0 at NaN)
+    return _masked(g, (x < -lambd) | (x > lambd))
+
+
+_SHRINK_BACKWARD_TEMPLATE = "{0} * ({1} < -{p[lambd]} or {1} > {p[lambd]})"
+HARDSHRINK_BACKWARD = defop(
+    "hardshrink_backward", _shrink_backward_impl, kind=POINTWISE, save=(1,),
+    vjp=(lambda gg, ans, g, x, lambd: apply(HARDSHRINK_BACKWARD, gg, x, lambd=lambd),
+         _zero_vjp), jvp=ELEMENTWISE, template=_SHRINK_BACKWARD_TEMPLATE)
+SOFTSHRINK_BACKWARD = defop(
+    "softshrink_backward", _shrink_backward_impl, kind=POINTWISE, save=(1,),
+    vjp=(lambda gg, ans, g, x, lambd: apply(SOFTSHRINK_BACKWARD, gg, x, lambd=lambd),
+         _zero_vjp), jvp=ELEMENTWISE, template=_SHRINK_BACKWARD_TEMPLATE)
+
+
+def _hardshrink_impl(x, *, lambd):
+    return np.where((x >= -lambd) & (x <= lambd), np.zeros((), x.dtype), x)
+
+
+def _softshrink_impl(x, *, lambd):
+    # x - lambd above lambd, x + lambd below -lambd, else x - x: +0.0 as torch's, NaN stays NaN
+    # (two passes where nested np.where took five)
+    return np.subtract(x, np.clip(x, -lambd, lambd), dtype=x.dtype)
+
+
+_LAMBD_NAMES = {"self": _SELF, "lambd": ("param", "lambd")}
+HARDSHRINK = defop(
+    "hardshrink", _hardshrink_impl, kind=POINTWISE, save=(0,),
+    vjp=(lambda g, ans, x, lambd: apply(HARDSHRINK_BACKWARD, g, x, lambd=lambd),),
+    jvp=ELEMENTWISE,
+    template="({0} - {0}) if {0} >= -{p[lambd]} and {0} <= {p[lambd]} else {0}",
+    saved_names=_LAMBD_NAMES)
+SOFTSHRINK = defop(
+    "softshrink", _softshrink_impl, kind=POINTWISE, save=(0,),
+    vjp=(lambda g, ans, x, lambd: apply(SOFTSHRINK_BACKWARD, g, x, lambd=lambd),),
+    jvp=ELEMENTWISE,
+    template="{0} - ({p[lambd]} if {0} > {p[lambd]} else "
+             "(-{p[lambd]} if {0} < -{p[lambd]} else {0}))",
+    saved_names=_LAMBD_NAMES)
