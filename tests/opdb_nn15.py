@@ -50,6 +50,11 @@ def _softshrink_ref(x, lambd=0.5):
     return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0.0))
 
 
+def _prelu_ref(x, weight):
+    w = weight.reshape((-1,) + (1,) * (x.ndim - 2)) if weight.size > 1 else weight.reshape(())
+    return np.where(x > 0, x, w * x)
+
+
 def _reduce(loss, reduction):
     return {"mean": np.mean, "sum": np.sum, "none": lambda v: v}[reduction](loss)
 
@@ -181,6 +186,10 @@ def nn15_records() -> list:
                _many(_unary(_PM_HALF), _s(_arr(3, 4, gen=_PM_ONE), 1.0, name="lambd")),
                _softshrink_ref,
                gradgrad=False),
+        # (second derivatives of prelu mix the input and the weight: not all zeros)
+        OpInfo("prelu", "nn.functional.prelu",
+               _many(_s(_arr(3, 2, 4, gen=_away), _arr(2), name="channels"),
+                     _s(_arr(3, 4, gen=_away), _arr(1), name="one")), _prelu_ref),
     ]
     return acts + [
         OpInfo("leaky_relu", "nn.functional.leaky_relu", _unary(_away), _leaky_ref,

@@ -6,7 +6,7 @@ composed of jitgrad ops with torch's gradients at the kinks (zero where torch's 
 from __future__ import annotations
 
 from ..ops.autocast_policy import LOWER, autocast_policy
-from ..ops.nn_acts import HARDSHRINK, HARDTANH, SOFTSHRINK, THRESHOLD
+from ..ops.nn_acts import HARDSHRINK, HARDTANH, PRELU, SOFTSHRINK, THRESHOLD
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
@@ -162,4 +162,4 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
             weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
     elif input.ndim:
         weight = weight.reshape(())
-    return where(input >= 0, input, weight * input)
+    return apply(PRELU, input, weight)

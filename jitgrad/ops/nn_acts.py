@@ -115,3 +115,56 @@ SOFTSHRINK = defop(
     template="{0} - ({p[lambd]} if {0} > {p[lambd]} else "
              "(-{p[lambd]} if {0} < -{p[lambd]} else {0}))",
     saved_names=_LAMBD_NAMES)
+
+# ---------------------------------------------------------------- prelu
+# torch's _prelu_kernel(self, weight) on a weight already shaped to broadcast: x > 0 ? x : w * x,
+# with _prelu_kernel_backward's two gradients as ops of their own (PreluKernelBackwardBackward0)
+# whose rules are torch's (derivatives.yaml masks them with self >= 0); the engine sums the
+# weight's gradient to its shape.
+
+
+def _prelu_backward_input_impl(g, x, w):
+    return np.where(x > 0, g, g * w).astype(np.result_type(g, w), copy=False)
+
+
+def _prelu_backward_weight_impl(g, x):
+    return np.where(x > 0, np.zeros((), g.dtype), x * g)
+
+
+def _nonneg_or(x, value):
+    """``where(x >= 0, 0, value)``."""
+    from .selection import where
+
+    return where(x >= 0, 0.0, value)
+
+
+def _prelu_backward_input_vjp_g(gg, ans, g, x, w):
+    from .selection import where
+
+    return where(x >= 0, gg, gg * w)
+
+
+PRELU_BACKWARD_INPUT = defop(
+    "prelu_kernel_backward_input", _prelu_backward_input_impl, kind=POINTWISE, save=(0, 1, 2),
+    node_name="PreluKernelBackwardBackward0",
+    vjp=(_prelu_backward_input_vjp_g, lambda gg, ans, g, x, w: gg * 0,
+         lambda gg, ans, g, x, w: _nonneg_or(x, g * gg)),
+    jvp=ELEMENTWISE, template="{0} if {1} > 0 else {0} * {2}")
+PRELU_BACKWARD_WEIGHT = defop(
+    "prelu_kernel_backward_weight", _prelu_backward_weight_impl, kind=POINTWISE, save=(0, 1),
+    node_name="PreluKernelBackwardBackward0",
+    vjp=(lambda gg, ans, g, x: _nonneg_or(x, gg * x),
+         lambda gg, ans, g, x: _nonneg_or(x, g * gg)),
+    jvp=ELEMENTWISE, template="0 if {1} > 0 else {1} * {0}")
+
+
+def _prelu_impl(x, w):
+    return np.where(x > 0, x, w * x).astype(np.result_type(x, w), copy=False)
+
+
+PRELU = defop(
+    "prelu_kernel", _prelu_impl, kind=POINTWISE, save=(0, 1), node_name="PreluKernelBackward0",
+    vjp=(lambda g, ans, x, w: apply(PRELU_BACKWARD_INPUT, g, x, w),
+         lambda g, ans, x, w: apply(PRELU_BACKWARD_WEIGHT, g, x)),
+    jvp=ELEMENTWISE, template="{0} if {0} > 0 else {1} * {0}",
+    saved_names={"self": _SELF, "weight": ("input", 1)})
