@@ -275,3 +275,14 @@ def test_piecewise_activations_under_jit_match_eager_to_second_order(name):
     for a, b in zip(got, want):
         np.testing.assert_array_equal(a.detach().numpy(), b.detach().numpy())
         assert np.array_equal(np.signbit(a.detach().numpy()), np.signbit(b.detach().numpy()))
+
+
+@pytest.mark.parametrize("dtype", ["int64", "bool", "complex64"])
+def test_shrinks_refuse_non_floating_inputs_as_torch(dtype):
+    torch = pytest.importorskip("torch")
+    for name in ("hardshrink", "softshrink"):
+        with pytest.raises(NotImplementedError) as theirs:
+            getattr(torch.nn.functional, name)(torch.ones(2, dtype=getattr(torch, dtype)))
+        with pytest.raises(NotImplementedError) as ours:
+            getattr(F, name)(jitgrad.ones(2, dtype=getattr(jitgrad, dtype)))
+        assert str(ours.value) == str(theirs.value)

@@ -31,6 +31,12 @@ def _op_inplace(input: Tensor, op, **params: float) -> Tensor:  # noqa: A002
     return _inplace(input, lambda s: apply(op, s, **params))
 
 
+def _floating_only(input: Tensor, kernel: str) -> None:  # noqa: A002
+    if not input.dtype.is_floating_point:  # (torch's kernels are floating only)
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
+
+
 def _elu_inplace(input: Tensor, **params: float) -> Tensor:  # noqa: A002
     from ..ops.inplace import inplace as _inplace
 
@@ -123,11 +129,13 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``input - lambd`` above ``lambd``, ``input + lambd`` below ``-lambd``, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
+    _floating_only(input, "softshrink_check")
     return apply(SOFTSHRINK, input, lambd=float(lambd))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``input`` where ``|input| > lambd``, else 0."""
+    _floating_only(input, "hardshrink_cpu")
     return apply(HARDSHRINK, input, lambd=float(lambd))
 
 
