@@ -1,7 +1,9 @@
 """More of ``torch.nn.functional``'s activations: relu6, hardtanh, hardsigmoid, hardswish, selu,
 celu, mish, softsign, softmin, threshold, tanhshrink, softshrink, hardshrink, logsigmoid, glu,
-prelu. selu and celu are the ELU op with torch's scales (``EluBackward0``); the rest are
-composed of jitgrad ops with torch's gradients at the kinks (zero where torch's is zero)."""
+prelu. selu and celu are the ELU op with torch's scales (``EluBackward0``); hardtanh (relu6),
+threshold, hardshrink, softshrink and prelu are ops of ``ops/nn_acts.py`` (their gradients are ops
+too, so second derivatives reach the input as torch's); the rest are composed of jitgrad ops
+with torch's gradients at the kinks (zero where torch's is zero)."""
 
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:  # noqa: A002
 
 
 def _op_inplace(input: Tensor, op, **params: float) -> Tensor:  # noqa: A002
+    """``op`` applied to ``input`` and written back into it (its node reads a snapshot)."""
     from ..ops.inplace import inplace as _inplace
 
     return _inplace(input, lambda s: apply(op, s, **params))
@@ -35,12 +38,6 @@ def _floating_only(input: Tensor, kernel: str) -> None:  # noqa: A002
     if not input.dtype.is_floating_point:  # (torch's kernels are floating only)
         raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{input.dtype._legacy.replace('Tensor', '')}'")
-
-
-def _elu_inplace(input: Tensor, **params: float) -> Tensor:  # noqa: A002
-    from ..ops.inplace import inplace as _inplace
-
-    return _inplace(input, lambda s: apply(ELU_RESULT, s, **params))
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -75,7 +72,7 @@ def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``scale * elu(input, alpha)`` with the self-normalizing constants."""
     if inplace:  # EluBackward1 from the output: the input is overwritten
-        return _elu_inplace(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+        return _op_inplace(input, ELU_RESULT, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
     return apply(ELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
@@ -84,7 +81,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  #
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     if inplace:
-        return _elu_inplace(input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
+        return _op_inplace(input, ELU_RESULT, alpha=float(alpha), scale=1.0,
+                           input_scale=1.0 / alpha)
     return apply(ELU, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
 
 

@@ -1,7 +1,8 @@
 """The piecewise-linear activations torch records as single nodes: hardtanh (relu6), threshold,
-hardshrink and softshrink, each with its gradient as its own op, as torch's derivatives.yaml
-(``hardtanh_backward(grad, self, min_val, max_val)``, ``threshold_backward(grad, self,
-threshold)``, ``hardshrink_backward``, ``softshrink_backward``).
+hardshrink, softshrink and prelu, each with its gradient as its own op, as torch's
+derivatives.yaml (``hardtanh_backward(grad, self, min_val, max_val)``,
+``threshold_backward(grad, self, threshold)``, ``hardshrink_backward``, ``softshrink_backward``,
+``_prelu_kernel_backward``).
 
 A gradient op depends on the input too (its gradient there is zero), so under
 ``create_graph=True`` the second derivatives of a network with these activations are zeros that
