@@ -186,6 +186,10 @@ def nn15_records() -> list:
                _many(_unary(_PM_HALF), _s(_arr(3, 4, gen=_PM_ONE), 1.0, name="lambd")),
                _softshrink_ref,
                gradgrad=False),
+        # (torch does not differentiate hardsigmoid's gradient: neither does jitgrad)
+        OpInfo("hardsigmoid", "nn.functional.hardsigmoid",
+               _unary(_off_kinks((-5.0, -3.4), (-2.6, 2.6), (3.4, 5.0))),
+               lambda x: np.clip(x + 3, 0, 6) / 6, gradgrad=False),
         # (second derivatives of prelu mix the input and the weight: not all zeros)
         OpInfo("prelu", "nn.functional.prelu",
                _many(_s(_arr(3, 2, 4, gen=_away), _arr(2), name="channels"),

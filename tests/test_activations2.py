@@ -286,3 +286,30 @@ def test_shrinks_refuse_non_floating_inputs_as_torch(dtype):
         with pytest.raises(NotImplementedError) as ours:
             getattr(F, name)(jitgrad.ones(2, dtype=getattr(jitgrad, dtype)))
         assert str(ours.value) == str(theirs.value)
+
+
+def test_hardsigmoid_second_derivative_raises_as_torch():
+    # torch's hardsigmoid_backward has no derivative (its node is "NotImplemented"): a double
+    # backward raises, where jitgrad's gradient used to be a constant that ignored the input
+    torch = pytest.importorskip("torch")
+    vals = [-4.0, -3.0, -0.0, 0.5, 2.9, 3.0, 4.0, float("nan")]
+    for dtype in ("float32", "float64"):
+        got = []
+        for lib in (jitgrad, torch):
+            x = lib.tensor(vals, dtype=getattr(lib, dtype), requires_grad=True)
+            y = lib.nn.functional.hardsigmoid(x)
+            g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+            with pytest.raises(RuntimeError) as err:
+                lib.autograd.grad(g.sum(), x)
+            got.append((y.detach().numpy(), g.detach().numpy(), type(y.grad_fn).__name__,
+                        type(g.grad_fn).__name__, str(err.value)))
+        (y, g, *names), (t_y, t_g, *t_names) = got
+        np.testing.assert_array_equal(y, t_y)
+        np.testing.assert_array_equal(g, t_g)  # (torch's 1/6 rounded through float32)
+        assert names == t_names
+        assert names[-1] == "derivative for aten::hardsigmoid_backward is not implemented"
+    x = jitgrad.tensor([-1.0, 4.0])
+    assert F.hardsigmoid(x, inplace=True) is x and x.tolist() == [float(np.float32(1 / 3)), 1.0]
+    with pytest.raises(NotImplementedError, match="\"hardsigmoid_cpu\" not implemented for "
+                                                  "'Long'"):
+        F.hardsigmoid(jitgrad.tensor([1, 2]))

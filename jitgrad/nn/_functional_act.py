@@ -8,7 +8,7 @@ with torch's gradients at the kinks (zero where torch's is zero)."""
 from __future__ import annotations
 
 from ..ops.autocast_policy import LOWER, autocast_policy
-from ..ops.nn_acts import HARDSHRINK, HARDTANH, PRELU, SOFTSHRINK, THRESHOLD
+from ..ops.nn_acts import HARDSHRINK, HARDSIGMOID, HARDTANH, PRELU, SOFTSHRINK, THRESHOLD
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
@@ -58,9 +58,10 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``relu6(input + 3) / 6``."""
-    inside = (input > -3) & (input < 3)
-    out = where(inside, (input + 3) / 6, (input.detach() >= 3).to(input.dtype))
-    return _result(input, out, inplace)
+    _floating_only(input, "hardsigmoid_cpu")
+    if inplace:
+        return _op_inplace(input, HARDSIGMOID)
+    return apply(HARDSIGMOID, input)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002

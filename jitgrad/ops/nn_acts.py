@@ -169,3 +169,38 @@ PRELU = defop(
          lambda g, ans, x, w: apply(PRELU_BACKWARD_WEIGHT, g, x)),
     jvp=ELEMENTWISE, template="{0} if {0} > 0 else {1} * {0}",
     saved_names={"self": _SELF, "weight": ("input", 1)})
+
+# ---------------------------------------------------------------- hardsigmoid
+# torch's gradient is hardsigmoid_backward(grad, self), whose own derivative torch does not
+# implement: its node is "NotImplemented" and a double backward through it raises. The rule
+# here raises torch's error, so a second derivative through hardsigmoid fails as torch's does
+# (it was silently missing: the gradient did not depend on the input).
+
+_SIXTH = float(np.float32(1 / 6))  # (torch's coefficient, float32 even for float64)
+
+
+def _hardsigmoid_backward_impl(g, x):
+    kept = np.multiply(g, (x > -3) & (x < 3), dtype=g.dtype)
+    return (kept * _SIXTH).astype(g.dtype, copy=False)  # (as the template, on integers too)
+
+
+def _hardsigmoid_backward_vjp(gg, ans, g, x):
+    raise RuntimeError("derivative for aten::hardsigmoid_backward is not implemented")
+
+
+HARDSIGMOID_BACKWARD = defop(
+    "hardsigmoid_backward", _hardsigmoid_backward_impl, kind=POINTWISE, save=(1,),
+    node_name="NotImplemented",
+    vjp=(_hardsigmoid_backward_vjp, _hardsigmoid_backward_vjp), jvp=ELEMENTWISE,
+    template="{0} * ({1} > -3 and {1} < 3) * " + repr(_SIXTH))
+
+
+def _hardsigmoid_impl(x):
+    return (np.clip(x + np.asarray(3, x.dtype), 0, 6) / np.asarray(6, x.dtype)).astype(
+        x.dtype, copy=False)
+
+
+HARDSIGMOID = defop(
+    "hardsigmoid", _hardsigmoid_impl, kind=POINTWISE, save=(0,),
+    vjp=(lambda g, ans, x: apply(HARDSIGMOID_BACKWARD, g, x),), jvp=ELEMENTWISE,
+    template="min(max({0} + 3, 0), 6) / 6", saved_names={"self": _SELF})
