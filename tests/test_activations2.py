@@ -233,8 +233,11 @@ def test_piecewise_activations_at_kinks_nan_and_signed_zeros_match_torch(dtype):
         np.testing.assert_array_equal(y, t_y, err_msg=name)
         assert np.array_equal(np.signbit(y), np.signbit(t_y)), name  # (-0.0 as torch)
         np.testing.assert_array_equal(g, t_g, err_msg=name)
+    # relu's threshold_backward passes the gradient at NaN, as torch's
     x = jitgrad.tensor(_SPECIAL, dtype=getattr(jitgrad, dtype), requires_grad=True)
     tx = torch.tensor(_SPECIAL, dtype=getattr(torch, dtype), requires_grad=True)
+    np.testing.assert_array_equal(jitgrad.autograd.grad(x.relu().sum(), x)[0].numpy(),
+                                  torch.autograd.grad(tx.relu().sum(), tx)[0].numpy())
     w = jitgrad.tensor([0.25], dtype=getattr(jitgrad, dtype), requires_grad=True)
     tw = torch.tensor([0.25], dtype=getattr(torch, dtype), requires_grad=True)
     y, t_y = F.prelu(x, w), torch.nn.functional.prelu(tx, tw)
