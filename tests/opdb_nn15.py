@@ -190,6 +190,9 @@ def nn15_records() -> list:
         OpInfo("hardsigmoid", "nn.functional.hardsigmoid",
                _unary(_off_kinks((-5.0, -3.4), (-2.6, 2.6), (3.4, 5.0))),
                lambda x: np.clip(x + 3, 0, 6) / 6, gradgrad=False),
+        OpInfo("hardswish", "nn.functional.hardswish",
+               _unary(_off_kinks((-5.0, -3.4), (-2.6, 2.6), (3.4, 5.0))),
+               lambda x: x * np.clip(x + 3, 0, 6) / 6),
         # (second derivatives of prelu mix the input and the weight: not all zeros)
         OpInfo("prelu", "nn.functional.prelu",
                _many(_s(_arr(3, 2, 4, gen=_away), _arr(2), name="channels"),

@@ -316,3 +316,28 @@ def test_hardsigmoid_second_derivative_raises_as_torch():
     with pytest.raises(NotImplementedError, match="\"hardsigmoid_cpu\" not implemented for "
                                                   "'Long'"):
         F.hardsigmoid(jitgrad.tensor([1, 2]))
+
+
+def test_hardswish_second_derivative_matches_torch():
+    # hardswish_backward is an op with torch's derivative (1/3 strictly inside (-3, 3)); -0.0,
+    # NaN and inf as torch's
+    torch = pytest.importorskip("torch")
+    vals = [-4.0, -3.0, -1.0, -0.0, 0.0, 2.0, 2.9, 3.0, 4.0, float("nan"), float("inf"),
+            -float("inf")]
+    for dtype in ("float32", "float64"):
+        got = []
+        for lib in (jitgrad, torch):
+            x = lib.tensor(vals, dtype=getattr(lib, dtype), requires_grad=True)
+            y = lib.nn.functional.hardswish(x)
+            g, = lib.autograd.grad(y.sum(), x, create_graph=True)
+            gg, = lib.autograd.grad((g * g).sum(), x)
+            got.append(([v.detach().numpy() for v in (y, g, gg)],
+                        (type(y.grad_fn).__name__, type(g.grad_fn).__name__)))
+        (ours, names), (theirs, t_names) = got
+        for a, b in zip(ours, theirs):
+            np.testing.assert_array_equal(a, b)
+            assert np.array_equal(np.signbit(a), np.signbit(b))
+        assert names == t_names == ("HardswishBackward0", "HardswishBackwardBackward0")
+    x = jitgrad.tensor([[-2.5, -1.0, 0.3], [1.2, 2.0, 2.8]], dtype=jitgrad.float64,
+                       requires_grad=True)
+    assert jitgrad.autograd.gradgradcheck(F.hardswish, (x,))

@@ -1,18 +1,18 @@
 """More of ``torch.nn.functional``'s activations: relu6, hardtanh, hardsigmoid, hardswish, selu,
 celu, mish, softsign, softmin, threshold, tanhshrink, softshrink, hardshrink, logsigmoid, glu,
 prelu. selu and celu are the ELU op with torch's scales (``EluBackward0``); hardtanh (relu6),
-threshold, hardshrink, softshrink and prelu are ops of ``ops/nn_acts.py`` (their gradients are ops
-too, so second derivatives reach the input as torch's); the rest are composed of jitgrad ops
-with torch's gradients at the kinks (zero where torch's is zero)."""
+threshold, hardshrink, softshrink, prelu, hardsigmoid and hardswish are ops of
+``ops/nn_acts.py`` (their gradients are ops too, so second derivatives reach the input as
+torch's); the rest are composed of jitgrad ops."""
 
 from __future__ import annotations
 
 from ..ops.autocast_policy import LOWER, autocast_policy
-from ..ops.nn_acts import HARDSHRINK, HARDSIGMOID, HARDTANH, PRELU, SOFTSHRINK, THRESHOLD
+from ..ops.nn_acts import (HARDSHRINK, HARDSIGMOID, HARDSWISH, HARDTANH, PRELU, SOFTSHRINK,
+                           THRESHOLD)
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
-from ..ops.selection import where
 from ..tensor import Tensor
 
 __all__ = ["relu6", "hardtanh", "hardsigmoid", "hardswish", "selu", "celu", "mish", "softsign",
@@ -66,8 +66,10 @@ def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``input * relu6(input + 3) / 6``."""
-    out = where(input <= -3, 0.0, where(input >= 3, input, input * (input + 3) / 6))
-    return _result(input, out, inplace)
+    _floating_only(input, "hardswish_cpu")
+    if inplace:
+        return _op_inplace(input, HARDSWISH)
+    return apply(HARDSWISH, input)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002

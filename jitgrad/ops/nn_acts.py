@@ -204,3 +204,37 @@ HARDSIGMOID = defop(
     "hardsigmoid", _hardsigmoid_impl, kind=POINTWISE, save=(0,),
     vjp=(lambda g, ans, x: apply(HARDSIGMOID_BACKWARD, g, x),), jvp=ELEMENTWISE,
     template="min(max({0} + 3, 0), 6) / 6", saved_names={"self": _SELF})
+
+# ---------------------------------------------------------------- hardswish
+# torch's hardswish_backward(grad, self) and its derivative (derivatives.yaml): with respect to
+# the input, grad * grad_output / 3 strictly inside (-3, 3), else 0
+
+
+def _hardswish_backward_impl(g, x):
+    # torch: x <= -3 ? 0 : (x < 3 ? grad * (x / 3 + 0.5) : grad) (the gradient passes at NaN)
+    inner = np.where(x < 3, g * (x / 3 + 0.5), g)
+    return np.where(x <= -3, np.zeros((), inner.dtype), inner).astype(g.dtype, copy=False)
+
+
+def _hardswish_backward_vjp_x(gg, ans, g, x):
+    from .selection import where
+
+    return where((x > -3) & (x < 3), gg * g / 3, 0.0)
+
+
+HARDSWISH_BACKWARD = defop(
+    "hardswish_backward", _hardswish_backward_impl, kind=POINTWISE, save=(0, 1),
+    vjp=(lambda gg, ans, g, x: apply(HARDSWISH_BACKWARD, gg, x), _hardswish_backward_vjp_x),
+    jvp=ELEMENTWISE, template="0 if {1} <= -3 else ({0} * ({1} / 3 + 0.5) if {1} < 3 else {0})")
+
+
+def _hardswish_impl(x):
+    # torch: x * min(max(x + 3, 0), 6) / 6 (so -0.0 below -3, as torch's)
+    return (x * np.clip(x + np.asarray(3, x.dtype), 0, 6) / np.asarray(6, x.dtype)).astype(
+        x.dtype, copy=False)
+
+
+HARDSWISH = defop(
+    "hardswish", _hardswish_impl, kind=POINTWISE, save=(0,),
+    vjp=(lambda g, ans, x: apply(HARDSWISH_BACKWARD, g, x),), jvp=ELEMENTWISE,
+    template="{0} * min(max({0} + 3, 0), 6) / 6", saved_names={"self": _SELF})
