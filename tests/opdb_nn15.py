@@ -19,6 +19,42 @@ def _leaky_ref(x, negative_slope=0.01):
     return np.where(x > 0, x, x * negative_slope)
 
 
+def _off_kinks(*intervals):
+    """Values drawn from the given intervals (each kept 10% clear of the kinks, as vmap sweeps
+    scale inputs by up to 1.1)."""
+    def gen(rng, *shape):
+        pick = rng.integers(0, len(intervals), shape)
+        lo, hi = np.array(intervals).T
+        return np.asarray(rng.uniform(lo[pick], hi[pick]))
+    return gen
+
+
+_PM_ONE = _off_kinks((-2.5, -1.2), (-0.8, 0.8), (1.2, 2.5))  # (kinks at +-1)
+_PM_HALF = _off_kinks((-2.5, -0.6), (-0.4, 0.4), (0.6, 2.5))  # (kinks at +-0.5)
+_ZERO_SIX = _off_kinks((-2.0, -0.3), (0.3, 5.0), (7.0, 9.0))  # (relu6)
+
+
+def _hardtanh_ref(x, min_val=-1.0, max_val=1.0):
+    return np.clip(x, min_val, max_val)
+
+
+def _threshold_ref(x, threshold, value):
+    return np.where(x > threshold, x, value)
+
+
+def _hardshrink_ref(x, lambd=0.5):
+    return np.where(np.abs(x) > lambd, x, 0.0)
+
+
+def _softshrink_ref(x, lambd=0.5):
+    return np.where(x > lambd, x - lambd, np.where(x < -lambd, x + lambd, 0.0))
+
+
+def _prelu_ref(x, weight):
+    w = weight.reshape((-1,) + (1,) * (x.ndim - 2)) if weight.size > 1 else weight.reshape(())
+    return np.where(x > 0, x, w * x)
+
+
 def _reduce(loss, reduction):
     return {"mean": np.mean, "sum": np.sum, "none": lambda v: v}[reduction](loss)
 
@@ -132,7 +168,37 @@ def nn15_records() -> list:
                         _s(_arr(2, 3, 4, 4), (1, 0, 2, 1, 1, 2), mode, name="3d_unbatched"))
         pad_recs.append(OpInfo(f"pad_{mode}", "nn.functional.pad", samples, _gather_pad_ref,
                                gradgrad=False))
-    return [
+    # the piecewise-linear activations (jitgrad/ops/nn_acts.py): their backward ops run in
+    # the first-order backward; second derivatives are zeros (tests/test_activations2.py)
+    acts = [
+        OpInfo("hardtanh", "nn.functional.hardtanh",
+               _many(_unary(_PM_ONE), _s(_arr(3, 4, gen=_PM_ONE), -1.0, 1.0, name="bounds")),
+               _hardtanh_ref, gradgrad=False),
+        OpInfo("relu6", "nn.functional.relu6", _unary(_ZERO_SIX),
+               lambda x: np.clip(x, 0.0, 6.0), gradgrad=False),
+        OpInfo("threshold", "nn.functional.threshold",
+               _s(_arr(3, 4, gen=_PM_ONE), 1.0, -3.0, name="thr"), _threshold_ref,
+               gradgrad=False),
+        OpInfo("hardshrink", "nn.functional.hardshrink",
+               _many(_unary(_PM_HALF), _s(_arr(3, 4, gen=_PM_ONE), 1.0, name="lambd")),
+               _hardshrink_ref, gradgrad=False),
+        OpInfo("softshrink", "nn.functional.softshrink",
+               _many(_unary(_PM_HALF), _s(_arr(3, 4, gen=_PM_ONE), 1.0, name="lambd")),
+               _softshrink_ref,
+               gradgrad=False),
+        # (torch does not differentiate hardsigmoid's gradient: neither does jitgrad)
+        OpInfo("hardsigmoid", "nn.functional.hardsigmoid",
+               _unary(_off_kinks((-5.0, -3.4), (-2.6, 2.6), (3.4, 5.0))),
+               lambda x: np.clip(x + 3, 0, 6) / 6, gradgrad=False),
+        OpInfo("hardswish", "nn.functional.hardswish",
+               _unary(_off_kinks((-5.0, -3.4), (-2.6, 2.6), (3.4, 5.0))),
+               lambda x: x * np.clip(x + 3, 0, 6) / 6),
+        # (second derivatives of prelu mix the input and the weight: not all zeros)
+        OpInfo("prelu", "nn.functional.prelu",
+               _many(_s(_arr(3, 2, 4, gen=_away), _arr(2), name="channels"),
+                     _s(_arr(3, 4, gen=_away), _arr(1), name="one")), _prelu_ref),
+    ]
+    return acts + [
         OpInfo("leaky_relu", "nn.functional.leaky_relu", _unary(_away), _leaky_ref,
                gradgrad=False),
         OpInfo("leaky_relu_slope", "nn.functional.leaky_relu",

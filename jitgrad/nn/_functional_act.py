@@ -1,15 +1,18 @@
 """More of ``torch.nn.functional``'s activations: relu6, hardtanh, hardsigmoid, hardswish, selu,
 celu, mish, softsign, softmin, threshold, tanhshrink, softshrink, hardshrink, logsigmoid, glu,
-prelu. selu and celu are the ELU op with torch's scales (``EluBackward0``); the rest are
-composed of jitgrad ops with torch's gradients at the kinks (zero where torch's is zero)."""
+prelu. selu and celu are the ELU op with torch's scales (``EluBackward0``); hardtanh (relu6),
+threshold, hardshrink, softshrink, prelu, hardsigmoid and hardswish are ops of
+``ops/nn_acts.py`` (their gradients are ops too, so second derivatives reach the input as
+torch's); the rest are composed of jitgrad ops."""
 
 from __future__ import annotations
 
 from ..ops.autocast_policy import LOWER, autocast_policy
+from ..ops.nn_acts import (HARDSHRINK, HARDSIGMOID, HARDSWISH, HARDTANH, PRELU, SOFTSHRINK,
+                           THRESHOLD)
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
-from ..ops.selection import where
 from ..tensor import Tensor
 
 __all__ = ["relu6", "hardtanh", "hardsigmoid", "hardswish", "selu", "celu", "mish", "softsign",
@@ -24,10 +27,17 @@ def _result(input: Tensor, out: Tensor, inplace: bool) -> Tensor:  # noqa: A002
     return input.copy_(out) if inplace else out
 
 
-def _elu_inplace(input: Tensor, **params: float) -> Tensor:  # noqa: A002
+def _op_inplace(input: Tensor, op, **params: float) -> Tensor:  # noqa: A002
+    """``op`` applied to ``input`` and written back into it (its node reads a snapshot)."""
     from ..ops.inplace import inplace as _inplace
 
-    return _inplace(input, lambda s: apply(ELU_RESULT, s, **params))
+    return _inplace(input, lambda s: apply(op, s, **params))
+
+
+def _floating_only(input: Tensor, kernel: str) -> None:  # noqa: A002
+    if not input.dtype.is_floating_point:  # (torch's kernels are floating only)
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002
@@ -35,9 +45,10 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa
     """``input`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside, else 0."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
-    inside = (input > min_val) & (input < max_val)
-    out = where(inside, input, input.detach().clamp(min_val, max_val))
-    return _result(input, out, inplace)
+    params = {"min_val": float(min_val), "max_val": float(max_val)}
+    if inplace:
+        return _op_inplace(input, HARDTANH, **params)
+    return apply(HARDTANH, input, **params)
 
 
 def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
@@ -47,21 +58,24 @@ def relu6(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
 
 def hardsigmoid(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``relu6(input + 3) / 6``."""
-    inside = (input > -3) & (input < 3)
-    out = where(inside, (input + 3) / 6, (input.detach() >= 3).to(input.dtype))
-    return _result(input, out, inplace)
+    _floating_only(input, "hardsigmoid_cpu")
+    if inplace:
+        return _op_inplace(input, HARDSIGMOID)
+    return apply(HARDSIGMOID, input)
 
 
 def hardswish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``input * relu6(input + 3) / 6``."""
-    out = where(input <= -3, 0.0, where(input >= 3, input, input * (input + 3) / 6))
-    return _result(input, out, inplace)
+    _floating_only(input, "hardswish_cpu")
+    if inplace:
+        return _op_inplace(input, HARDSWISH)
+    return apply(HARDSWISH, input)
 
 
 def selu(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``scale * elu(input, alpha)`` with the self-normalizing constants."""
     if inplace:  # EluBackward1 from the output: the input is overwritten
-        return _elu_inplace(input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
+        return _op_inplace(input, ELU_RESULT, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
     return apply(ELU, input, alpha=_SELU_ALPHA, scale=_SELU_SCALE, input_scale=1.0)
 
 
@@ -70,7 +84,8 @@ def celu(input: Tensor, alpha: float = 1.0, inplace: bool = False) -> Tensor:  #
     if alpha == 0:
         raise RuntimeError("ZeroDivisionError")
     if inplace:
-        return _elu_inplace(input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
+        return _op_inplace(input, ELU_RESULT, alpha=float(alpha), scale=1.0,
+                           input_scale=1.0 / alpha)
     return apply(ELU, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
 
 
@@ -100,7 +115,10 @@ def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3,  # noqa
 def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
               inplace: bool = False) -> Tensor:
     """``input`` where it is above ``threshold``, else ``value``."""
-    return _result(input, where(input > threshold, input, float(value)), inplace)
+    params = {"threshold": float(threshold), "value": float(value)}
+    if inplace:
+        return _op_inplace(input, THRESHOLD, **params)
+    return apply(THRESHOLD, input, **params)
 
 
 def tanhshrink(input: Tensor) -> Tensor:  # noqa: A002
@@ -112,12 +130,14 @@ def softshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``input - lambd`` above ``lambd``, ``input + lambd`` below ``-lambd``, else 0."""
     if lambd < 0:
         raise RuntimeError(f"lambda must be greater or equal to 0, but found to be {lambd}.")
-    return where(input > lambd, input - lambd, where(input < -lambd, input + lambd, 0.0))
+    _floating_only(input, "softshrink_check")
+    return apply(SOFTSHRINK, input, lambd=float(lambd))
 
 
 def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
     """``input`` where ``|input| > lambd``, else 0."""
-    return where((input > lambd) | (input < -lambd), input, 0.0)
+    _floating_only(input, "hardshrink_cpu")
+    return apply(HARDSHRINK, input, lambd=float(lambd))
 
 
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
@@ -151,4 +171,4 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
             weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
     elif input.ndim:
         weight = weight.reshape(())
-    return where(input >= 0, input, weight * input)
+    return apply(PRELU, input, weight)

@@ -121,8 +121,9 @@ ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp(
 
 
 def _threshold_backward_impl(g, y, *, threshold):
-    # (a product with the mask, as relu's rule was: np.where is ~10x slower on random masks)
-    return np.multiply(g, y > threshold, dtype=g.dtype)
+    # (a product with the mask, as relu's rule was: np.where is ~10x slower on random masks;
+    # the gradient passes at NaN, as torch's "y <= threshold ? 0 : grad")
+    return np.multiply(g, ~(y <= threshold), dtype=g.dtype)
 
 
 # relu's gradient as torch's threshold_backward(grad, result, 0): a node that depends on the
@@ -132,7 +133,7 @@ THRESHOLD_BACKWARD = _pw(
     "threshold_backward", _threshold_backward_impl,
     (lambda gg, ans, g, y, threshold: apply(THRESHOLD_BACKWARD, gg, y, threshold=threshold),
      lambda gg, ans, g, y, threshold: gg * 0),
-    "{0} * ({1} > {p[threshold]})", save=(1,))
+    "{0} * (not ({1} <= {p[threshold]}))", save=(1,))
 RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
            (lambda g, ans, x: apply(THRESHOLD_BACKWARD, g, ans, threshold=0),), "max({0}, 0)",
            save_output=True, public=Public("relu", method=True, inplace=True))
