@@ -341,3 +341,34 @@ def test_hardswish_second_derivative_matches_torch():
     x = jitgrad.tensor([[-2.5, -1.0, 0.3], [1.2, 2.0, 2.8]], dtype=jitgrad.float64,
                        requires_grad=True)
     assert jitgrad.autograd.gradgradcheck(F.hardswish, (x,))
+
+
+MASKED = [("relu", {}), ("relu6", {}), ("hardtanh", {}), ("hardshrink", {}), ("softshrink", {}),
+          ("hardsigmoid", {}), ("threshold", {"threshold": 0.25, "value": -2.0})]
+
+
+@pytest.mark.parametrize("name,kw", MASKED, ids=lambda v: str(v))
+def test_masked_off_gradients_are_positive_zeros_even_from_inf_and_nan(name, kw):
+    # torch's "keep ? grad : 0": a gradient masked off is +0.0 whatever it was (-5, inf, NaN);
+    # a product with the mask gave -0.0 and NaN there
+    torch = pytest.importorskip("torch")
+    x = np.array([-1.0, 2.0, -3.0, 0.3, 5.0, -0.2, 9.0, -7.0], np.float32)
+    g = np.array([np.inf, np.nan, -5.0, -1.0, -2.0, -3.0, -np.inf, np.nan], np.float32)
+    for upstream in (g, np.where(np.isfinite(g), g, -1.0).astype(np.float32)):
+        grads = []
+        for lib, fn in ((torch, getattr(torch.nn.functional, name)), (jitgrad, getattr(F, name))):
+            t = lib.tensor(x, requires_grad=True)
+            fn(t, **kw).backward(lib.tensor(upstream))
+            grads.append(t.grad.numpy())
+        theirs, ours = grads
+        np.testing.assert_array_equal(ours, theirs)
+        np.testing.assert_array_equal(np.signbit(ours), np.signbit(theirs))
+
+
+def test_relu_gradient_under_jit_is_a_positive_zero_where_masked_off():
+    pytest.importorskip("numba")
+    x = jitgrad.tensor([-1.0, 2.0, -3.0, 4.0])
+    w = jitgrad.tensor([-2.0, -3.0, -4.0, -5.0])
+    grad = jitgrad.jit(jitgrad.func.grad(lambda x: (F.relu(x) * w).sum()))(x)
+    np.testing.assert_array_equal(grad.numpy(), [0.0, -3.0, 0.0, -5.0])
+    assert not np.signbit(grad.numpy()[[0, 2]]).any()

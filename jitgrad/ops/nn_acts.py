@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import THRESHOLD_BACKWARD
+from .elementwise import THRESHOLD_BACKWARD, masked_gradient
 from .registry import ELEMENTWISE, POINTWISE, apply, defop
 
 _SELF = ("input", 0)
-
-
-def _masked(g: np.ndarray, keep: np.ndarray) -> np.ndarray:
-    return np.multiply(g, keep, dtype=g.dtype)
 
 
 def _zero_vjp(gg, ans, g, x, **params):
@@ -35,14 +31,14 @@ def _zero_vjp(gg, ans, g, x, **params):
 
 def _hardtanh_backward_impl(g, x, *, min_val, max_val):
     # (torch's gradient is zero at NaN too)
-    return _masked(g, (x > min_val) & (x < max_val))
+    return masked_gradient(g, (x > min_val) & (x < max_val))
 
 
 HARDTANH_BACKWARD = defop(
     "hardtanh_backward", _hardtanh_backward_impl, kind=POINTWISE, save=(1,),
     vjp=(lambda gg, ans, g, x, **p: apply(HARDTANH_BACKWARD, gg, x, **p), _zero_vjp),
     jvp=ELEMENTWISE,
-    template="{0} * ({1} > {p[min_val]} and {1} < {p[max_val]})")
+    template="{0} if {1} > {p[min_val]} and {1} < {p[max_val]} else 0.0")
 
 
 def _hardtanh_impl(x, *, min_val, max_val):
@@ -78,10 +74,10 @@ THRESHOLD = defop(
 
 def _shrink_backward_impl(g, x, *, lambd):
     # torch (both): grad outside [-lambd, lambd], else 0 (and 0 at NaN)
-    return _masked(g, (x < -lambd) | (x > lambd))
+    return masked_gradient(g, (x < -lambd) | (x > lambd))
 
 
-_SHRINK_BACKWARD_TEMPLATE = "{0} * ({1} < -{p[lambd]} or {1} > {p[lambd]})"
+_SHRINK_BACKWARD_TEMPLATE = "{0} if {1} < -{p[lambd]} or {1} > {p[lambd]} else 0.0"
 HARDSHRINK_BACKWARD = defop(
     "hardshrink_backward", _shrink_backward_impl, kind=POINTWISE, save=(1,),
     vjp=(lambda gg, ans, g, x, lambd: apply(HARDSHRINK_BACKWARD, gg, x, lambd=lambd),
@@ -180,7 +176,7 @@ _SIXTH = float(np.float32(1 / 6))  # (torch's coefficient, float32 even for floa
 
 
 def _hardsigmoid_backward_impl(g, x):
-    kept = np.multiply(g, (x > -3) & (x < 3), dtype=g.dtype)
+    kept = masked_gradient(g, (x > -3) & (x < 3))
     return (kept * _SIXTH).astype(g.dtype, copy=False)  # (as the template, on integers too)
 
 
@@ -192,7 +188,7 @@ HARDSIGMOID_BACKWARD = defop(
     "hardsigmoid_backward", _hardsigmoid_backward_impl, kind=POINTWISE, save=(1,),
     node_name="NotImplemented",
     vjp=(_hardsigmoid_backward_vjp, _hardsigmoid_backward_vjp), jvp=ELEMENTWISE,
-    template="{0} * ({1} > -3 and {1} < 3) * " + repr(_SIXTH))
+    template="{0} * " + repr(_SIXTH) + " if {1} > -3 and {1} < 3 else 0.0")
 
 
 def _hardsigmoid_impl(x):
