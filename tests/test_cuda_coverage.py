@@ -63,7 +63,8 @@ _FFT_REAL_ONLY = ("fft.rfft", "fft.ihfft", "fft.rfftn", "fft.rfft2", "fft.ihfftn
 NOT_ON_CUDA: dict[tuple[str, str], str] = {
     **{(op, "complex64"): _ORDER for op in (
         "relu", "maximum", "minimum", "clamp", "clamp_min", "clamp_max", "lt", "le", "gt", "ge",
-        "amax", "amin", "max", "min", "leaky_relu", "leaky_relu_slope", "elu")},
+        "amax", "amin", "max", "min", "leaky_relu", "leaky_relu_slope", "elu", "hardtanh",
+        "relu6", "threshold", "prelu")},
     **{(op, "complex64"): _ORDER_COMPOSITE for op in (
         "logsumexp", "softmax", "log_softmax", "binary_cross_entropy",
         "binary_cross_entropy_with_logits")},
