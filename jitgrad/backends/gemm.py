@@ -109,8 +109,8 @@ def tiled(a: np.ndarray, b: np.ndarray) -> np.ndarray:
             b = np.empty(b.shape, b.dtype)
             _call(kernel.copy_blocked, b_flat, b_si, b_sj, b)
     a_flat, a_si, a_sk = _flat(a)
-    # a stored transposed with its columns a page or more apart is packed first (W3's backward:
-    # 14.2 instead of 15.4 ms); closer ones read faster in place (W2's: 148 us, 199 packed)
+    # a stored transposed with its columns a page or more apart is packed into tiles first
+    # (W3's weight gradient); closer ones read faster in place (W2's: 148 us, 199 packed)
     pack_a = a_si < a_sk and a_sk * a.itemsize >= PAGE_BYTES
     m_full = m - m % kernel.MR
     a_tiles = _workspace("a", m_full * k_len if pack_a and n >= nr else 0, a.dtype)

@@ -277,8 +277,7 @@ def gemm(a, a_si, a_sk, b, b_sk, b_sp, c, k_len, a_tiles, b_packed):
         for t_index in numba.prange(n_mb * nj):
             t = np.int64(t_index)  # (a prange index may be unsigned)
             mb = t // nj
-            panel = (t - mb * nj) * b_sp
-            j0 = (t - mb * nj) * nr
+            panel, j0 = (t - mb * nj) * b_sp, (t - mb * nj) * nr
             i_end = min(m_full, (mb + 1) * mc)
             for k0 in range(0, k_len, KC):
                 k_block = min(KC, k_len - k0)
@@ -291,14 +290,14 @@ def gemm(a, a_si, a_sk, b, b_sk, b_sp, c, k_len, a_tiles, b_packed):
     bottom = nj_all - (1 if right else 0) if m_full < m else 0  # the last row of tiles
     lanes = VECTOR_BYTES // size
     if b_packed:  # (the packed last panel is whole, zero-padded)
-        edge_width, edge_off, b_edge = nr, nj * b_sp, b
+        edge_width, edge_off, edge_sk, b_edge = nr, nj * b_sp, b_sk, b
     else:
         edge_width = lanes if n - n_full <= lanes else nr  # (one vector wide: tile_narrow)
-        edge_off, b_edge = 0, np.zeros(k_len * edge_width if right else 0, c.dtype)
+        edge_off, edge_sk = 0, edge_width
+        b_edge = np.zeros(k_len * edge_width if right else 0, c.dtype)
         for k in range(k_len if right else 0):
             for j in range(n - n_full):
                 b_edge[k * edge_width + j] = b[k * b_sk + n_full + j]
-    edge_sk = b_sk if b_packed else edge_width
     if right + bottom == 0:
         return
     for e_index in numba.prange(right + bottom):

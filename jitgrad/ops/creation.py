@@ -354,11 +354,11 @@ def _linspace_values(start, end, steps: int, np_dt: np.dtype) -> np.ndarray:
     else:  # (float32: the step in float32; its products with i are exact in float64)
         lo_end, hi_end = np.float32(lo_end), np.float32(hi_end)
         step = np.float64((hi_end - lo_end) / np.float32(steps - 1))
-    i = np.arange(steps)
-    to_go = (steps - 1 - i).astype(np_dt if not integral else np.float64).astype(np.float64)
-    first = _fma(np.full(steps, step), i.astype(np.float64), np.float64(lo_end))
-    last = _fma(np.full(steps, -step), to_go, np.float64(hi_end))
-    values = np.where(i < steps // 2, first, last)
+    half = steps // 2
+    to_go = np.arange(steps - half - 1, -1, -1).astype(np_dt if not integral else np.float64)
+    first = _fma(step, np.arange(half, dtype=np.float64), np.float64(lo_end))
+    last = _fma(-step, to_go.astype(np.float64), np.float64(hi_end))
+    values = np.concatenate([first, last])
     return np.trunc(values).astype(np_dt) if integral else values.astype(np_dt)
 
 

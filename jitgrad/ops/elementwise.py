@@ -131,6 +131,11 @@ def masked_gradient(g: np.ndarray, keep: np.ndarray) -> np.ndarray:
     return np.add(out, 0.0, out=out)
 
 
+def zero_vjp(gg, *args, **params):
+    """A gradient op's VJP for the input its mask reads: zero (the op is flat in it)."""
+    return gg * 0
+
+
 def _threshold_backward_impl(g, y, *, threshold):
     # (the gradient passes at NaN, as torch's "y <= threshold ? 0 : grad")
     return masked_gradient(g, ~(y <= threshold))
@@ -142,7 +147,7 @@ def _threshold_backward_impl(g, y, *, threshold):
 THRESHOLD_BACKWARD = _pw(
     "threshold_backward", _threshold_backward_impl,
     (lambda gg, ans, g, y, threshold: apply(THRESHOLD_BACKWARD, gg, y, threshold=threshold),
-     lambda gg, ans, g, y, threshold: gg * 0),
+     zero_vjp),
     "0.0 if {1} <= {p[threshold]} else {0}", save=(1,))
 RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
            (lambda g, ans, x: apply(THRESHOLD_BACKWARD, g, ans, threshold=0),), "max({0}, 0)",

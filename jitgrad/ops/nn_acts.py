@@ -16,14 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .elementwise import THRESHOLD_BACKWARD, masked_gradient
+from .elementwise import THRESHOLD_BACKWARD, masked_gradient, zero_vjp
 from .registry import ELEMENTWISE, POINTWISE, apply, defop
 
 _SELF = ("input", 0)
-
-
-def _zero_vjp(gg, ans, g, x, **params):
-    return gg * 0
 
 
 # ---------------------------------------------------------------- hardtanh (relu6)
@@ -36,7 +32,7 @@ def _hardtanh_backward_impl(g, x, *, min_val, max_val):
 
 HARDTANH_BACKWARD = defop(
     "hardtanh_backward", _hardtanh_backward_impl, kind=POINTWISE, save=(1,),
-    vjp=(lambda gg, ans, g, x, **p: apply(HARDTANH_BACKWARD, gg, x, **p), _zero_vjp),
+    vjp=(lambda gg, ans, g, x, **p: apply(HARDTANH_BACKWARD, gg, x, **p), zero_vjp),
     jvp=ELEMENTWISE,
     template="{0} if {1} > {p[min_val]} and {1} < {p[max_val]} else 0.0")
 
@@ -81,11 +77,11 @@ _SHRINK_BACKWARD_TEMPLATE = "{0} if {1} < -{p[lambd]} or {1} > {p[lambd]} else 0
 HARDSHRINK_BACKWARD = defop(
     "hardshrink_backward", _shrink_backward_impl, kind=POINTWISE, save=(1,),
     vjp=(lambda gg, ans, g, x, lambd: apply(HARDSHRINK_BACKWARD, gg, x, lambd=lambd),
-         _zero_vjp), jvp=ELEMENTWISE, template=_SHRINK_BACKWARD_TEMPLATE)
+         zero_vjp), jvp=ELEMENTWISE, template=_SHRINK_BACKWARD_TEMPLATE)
 SOFTSHRINK_BACKWARD = defop(
     "softshrink_backward", _shrink_backward_impl, kind=POINTWISE, save=(1,),
     vjp=(lambda gg, ans, g, x, lambd: apply(SOFTSHRINK_BACKWARD, gg, x, lambd=lambd),
-         _zero_vjp), jvp=ELEMENTWISE, template=_SHRINK_BACKWARD_TEMPLATE)
+         zero_vjp), jvp=ELEMENTWISE, template=_SHRINK_BACKWARD_TEMPLATE)
 
 
 def _hardshrink_impl(x, *, lambd):
@@ -144,7 +140,7 @@ def _prelu_backward_input_vjp_g(gg, ans, g, x, w):
 PRELU_BACKWARD_INPUT = defop(
     "prelu_kernel_backward_input", _prelu_backward_input_impl, kind=POINTWISE, save=(0, 1, 2),
     node_name="PreluKernelBackwardBackward0",
-    vjp=(_prelu_backward_input_vjp_g, lambda gg, ans, g, x, w: gg * 0,
+    vjp=(_prelu_backward_input_vjp_g, zero_vjp,
          lambda gg, ans, g, x, w: _nonneg_or(x, g * gg)),
     jvp=ELEMENTWISE, template="{0} if {1} > 0 else {0} * {2}")
 PRELU_BACKWARD_WEIGHT = defop(
