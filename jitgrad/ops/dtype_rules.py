@@ -123,3 +123,60 @@ def check_limited_uint(op: Any, args: tuple) -> None:
                            f"{scalar_type_name(limited)}")
     kernel = _LIMITED_KERNELS.get(op.name, f"{op.name}_cpu")
     raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(limited)}\'')
+
+
+def _kinds_of(kind: str) -> tuple:
+    """The dtypes of one refusal kind of ``refuse_dtypes``."""
+    if kind == "complex":
+        return tuple(d for d in dtypes.ALL if d.is_complex)
+    if kind == "bool":
+        return (dtypes.bool,)
+    if kind == "integer":  # the integer dtypes, bool not among them
+        return tuple(d for d in dtypes.ALL if not (d.is_floating_point or d.is_complex)
+                     and d is not dtypes.bool)
+    if kind == "half":
+        return (dtypes.float16, dtypes.bfloat16)
+    if kind in ("float16", "bfloat16"):
+        return (getattr(dtypes, kind),)
+    raise ValueError(f"unknown dtype kind {kind!r}")
+
+
+def refuse_dtypes(operands: tuple | None = None, **kinds: Any) -> Any:
+    """An op's ``check_operands``: torch's error for the dtypes its kernel is not built for.
+
+    Each keyword is a kind of dtype (``complex``, ``bool``, ``integer`` (bool not among them),
+    ``half`` (float16 and bfloat16), ``float16``, ``bfloat16``) and says what torch raises when
+    the operands' common dtype is of that kind: a kernel name (``"lt_cpu"`` gives
+    ``NotImplementedError: "lt_cpu" not implemented for 'ComplexFloat'``) or an
+    ``(exception class, text)`` pair (``{}`` in the text: the dtype's C++ name, ``Long``).
+    ``operands``: the positions whose dtype counts (default: all of them, promoted as torch
+    does). The returned ``check(args)`` also serves the composite functions that are no op:
+    ``check((input,))`` at their top.
+    """
+    errors: dict = {}
+    for kind, error in kinds.items():
+        for dt in _kinds_of(kind):
+            errors.setdefault(dt, error)
+    refused_types = {complex} if any(d.is_complex for d in errors) else set()
+    if dtypes.bool in errors:
+        refused_types.add(bool)
+
+    def check(args: tuple) -> None:
+        if operands is not None:
+            args = tuple(args[i] for i in operands if i < len(args))
+        for a in args:  # (fast path: no operand of a refused dtype, so neither is their mix)
+            if getattr(a, "dtype", None) in errors or type(a) in refused_types:
+                break
+        else:
+            return
+        dt = dtypes.result_type(*(a for a in args if hasattr(a, "dtype") or
+                                  type(a) in (bool, int, float, complex)))
+        error = errors.get(dt)
+        if error is None:
+            return
+        if isinstance(error, str):
+            raise NotImplementedError(
+                f'"{error}" not implemented for \'{scalar_type_name(dt)}\'')
+        cls, text = error
+        raise cls(text.format(scalar_type_name(dt)))
+    return check
