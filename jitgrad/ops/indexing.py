@@ -276,12 +276,29 @@ def first_out_of_range(index: np.ndarray, size: int) -> int | None:
     return int(index[bad].flat[0]) if bad.any() else None
 
 
+def scatter_operands(out: np.ndarray, index: np.ndarray, src: np.ndarray | None, dim: int):
+    """(target, positions, values) of a scatter into ``out`` (written in place through
+    ``target``): a 0-d ``out``, ``index`` or ``src`` is one element along dim 0 (torch's
+    ensure_nonempty), and ``src`` is cut to ``index``'s shape."""
+    target = out.reshape(1) if out.ndim == 0 else out
+    index = index.reshape(1) if index.ndim == 0 else index
+    if src is not None:
+        src = src.reshape(1) if src.ndim == 0 else src
+        src = src[tuple(slice(0, n) for n in index.shape)]
+    return target, _full_index(index, dim), src
+
+
 def _gather_impl(x, index, dim):
-    first = first_out_of_range(index, x.shape[dim])
+    if index.size == 0:
+        return np.empty(index.shape, x.dtype)
+    size = x.shape[dim] if x.ndim else 1
+    first = first_out_of_range(index, size)
     if first is not None:
         raise RuntimeError(f"index {first} is out of bounds for dimension {dim} with size "
-                           f"{x.shape[dim]}")
-    return x[_full_index(index, dim)]
+                           f"{size}")
+    picked = (x.reshape(1) if x.ndim == 0 else x)[
+        _full_index(index.reshape(1) if index.ndim == 0 else index, dim)]
+    return picked.reshape(index.shape)
 
 
 def _index_select_impl(x, index, dim):
@@ -296,7 +313,8 @@ def _index_select_impl(x, index, dim):
 
 def _scatter_add_impl(x, index, src, dim):
     out = x.copy()
-    np.add.at(out, _full_index(index, dim), src[tuple(slice(0, n) for n in index.shape)])
+    if index.size:
+        np.add.at(*scatter_operands(out, index, src, dim))
     return out
 
 
@@ -345,8 +363,15 @@ def gather(input, dim: int, index):  # noqa: A002
     """Gathers values along ``dim`` at ``index`` (torch.gather)."""
     d = wrap_dim(dim, input.ndim)
     _check_index(index, "gather")
-    if index.ndim != input.ndim:
+    if index.numel() == 0:  # (torch checks no shapes then: the result is index-shaped)
+        return apply(GATHER, input, index, dim=d)
+    if max(index.ndim, 1) != max(input.ndim, 1):
         raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
+    for k in range(index.ndim):  # (torch's gather_shape_check)
+        if k != d and index.shape[k] > (input.shape[k] if input.ndim else 1):
+            raise RuntimeError(f"Size does not match at dimension {k} expected index "
+                               f"{list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d}")
     return apply(GATHER, input, index, dim=d)
 
 

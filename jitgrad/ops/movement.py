@@ -550,14 +550,16 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
     """Splits into ``chunks`` nearly equal pieces (torch.chunk)."""
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
+    size = chunk_sizes(input, chunks, dim)
     d = wrap_dim(dim, input.ndim)
-    n = input.shape[d]
-    size = -(-n // chunks) if n else 0
-    return split(input, builtins.max(size, 1) if n else 1, d) if n else (input,)
+    if size is None:  # a dim of size 0: ``chunks`` empty pieces (torch's split_with_sizes)
+        return apply(SPLIT_WITH_SIZES, input, sizes=(0,) * chunks, dim=d)
+    return split(input, size, d)
 
 
 def chunk_sizes(input, chunks: int, dim: int = 0):  # noqa: A002
-    """The split size ``chunk`` uses (after its checks), or None for a dim of size 0."""
+    """The split size ``chunk`` uses (after its checks), or None for a dim of size 0 (then it
+    makes ``chunks`` empty pieces)."""
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     n = input.shape[wrap_dim(dim, input.ndim)]

@@ -10,13 +10,13 @@ import warnings
 
 import numpy as np
 
-from .indexing import first_out_of_range
+from .indexing import first_out_of_range, scatter_operands
 from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
 from .autocast_policy import FP32, autocast_policy
 from .registry import LINEAR, OPAQUE, apply, defop
-from .selection import _full_index, _gather_to, where
+from .selection import _gather_to, where
 from .surface import public
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -38,16 +38,17 @@ def _identity(reduce: str, dt: np.dtype):
 
 def _scatter_reduce_impl(x, index, src, dim, reduce, include_self):
     out = x.copy()
-    pos = _full_index(index, dim)
-    s = src[tuple(slice(0, n) for n in index.shape)]
+    if index.size == 0:
+        return out
+    target, pos, s = scatter_operands(out, index, src, dim)
     if not include_self:
-        out[pos] = _identity(reduce, x.dtype)
+        target[pos] = _identity(reduce, x.dtype)
     ufunc = {"sum": np.add, "mean": np.add, "prod": np.multiply, "amax": np.maximum,
              "amin": np.minimum}[reduce]
-    ufunc.at(out, pos, s)
+    ufunc.at(target, pos, s)
     if reduce == "mean":
         count = np.ones(x.shape, np.int64) if include_self else np.zeros(x.shape, np.int64)
-        np.add.at(count, pos, 1)
+        np.add.at(count.reshape(target.shape), pos, 1)
         count = np.maximum(count, 1)
         out = out / count if x.dtype.kind in "fc" else np.floor_divide(out, count)
     return out.astype(x.dtype)

@@ -13,6 +13,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
+from .indexing import scatter_operands
 from .registry import LINEAR, OPAQUE, apply, broadcast_shapes, defop
 from .surface import public
 
@@ -102,7 +103,7 @@ def _masked_select_impl(x, mask):
 
 def _masked_select_meta(x, mask):
     _data_dependent("masked_select", mask)
-    shape = broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    shape = broadcast_shapes(tuple(mask.shape), tuple(x.shape))  # (torch's order, its texts)
     return (int(np.count_nonzero(np.broadcast_to(mask._data, shape))),), x.dtype
 
 
@@ -254,21 +255,19 @@ def triu(input, diagonal: int = 0):  # noqa: A002
 # ---------------------------------------------------------------- scatter
 
 
-def _full_index(index: np.ndarray, dim: int) -> tuple:
-    grids = list(np.indices(index.shape, sparse=True))
-    grids[dim] = index
-    return tuple(grids)
-
-
 def _scatter_impl(x, index, src, dim):
     out = x.copy()
-    out[_full_index(index, dim)] = src[tuple(slice(0, n) for n in index.shape)]
+    if index.size:
+        target, positions, values = scatter_operands(out, index, src, dim)
+        target[positions] = values
     return out
 
 
 def _scatter_value_impl(x, index, dim, value):
     out = x.copy()
-    out[_full_index(index, dim)] = value
+    if index.size:
+        target, positions, _ = scatter_operands(out, index, None, dim)
+        target[positions] = value
     return out
 
 
@@ -294,13 +293,16 @@ def _no_scatter_derivative(*args, **params):
 
 def _scatter_multiply_impl(x, index, src, dim):
     out = x.copy()
-    np.multiply.at(out, _full_index(index, dim), src[tuple(slice(0, n) for n in index.shape)])
+    if index.size:
+        np.multiply.at(*scatter_operands(out, index, src, dim))
     return out
 
 
 def _scatter_multiply_value_impl(x, index, dim, value):
     out = x.copy()
-    np.multiply.at(out, _full_index(index, dim), np.asarray(value, dtype=x.dtype))
+    if index.size:
+        target, positions, _ = scatter_operands(out, index, None, dim)
+        np.multiply.at(target, positions, np.asarray(value, dtype=x.dtype))
     return out
 
 
@@ -319,6 +321,8 @@ def _gather_to(g, dim, index, src):
     picked = g.gather(dim, index)
     if tuple(picked.shape) == tuple(src.shape):
         return picked
+    if src.ndim == 0:  # (one element, as torch reads a 0-d src: the index covers at most it)
+        return picked.reshape(())
     from .creation import zeros
     from .indexing import INDEX_PUT
 
@@ -327,19 +331,52 @@ def _gather_to(g, dim, index, src):
                  spec=key, accumulate=False)
 
 
+def _size(t, k: int) -> int:
+    return t.shape[k] if t.ndim else 1
+
+
+def _check_scatter_shape(input, d: int, index, src) -> None:  # noqa: A002
+    """torch's scatter_shape_check: ``index`` no larger than ``input`` in every dim but ``d``
+    and no larger than ``src`` in every dim (a larger one would write past ``src``)."""
+    if index.numel() == 0:
+        return
+    dims = max(input.ndim, 1)
+    wrong = any(k != d and _size(index, k) > _size(input, k) for k in range(dims))
+    if src is None:
+        if wrong:
+            raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                               f"{list(input.shape)} apart from dimension {d}")
+        return
+    for k in range(dims) if not wrong else ():
+        if src.ndim and k >= src.ndim:  # (torch reads src.size(k) here)
+            raise IndexError(f"Dimension out of range (expected to be in range of "
+                             f"[{-src.ndim}, {src.ndim - 1}], but got {k})")
+        if _size(index, k) > _size(src, k):
+            wrong = True
+            break
+    if max(src.ndim, 1) != max(index.ndim, 1):
+        raise RuntimeError("Index tensor must have the same number of dimensions as src tensor")
+    if wrong:
+        raise RuntimeError(f"Expected index {list(index.shape)} to be no larger than self "
+                           f"{list(input.shape)} apart from dimension {d} and to be no larger "
+                           f"size than src {list(src.shape)}")
+
+
 def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
     d = wrap_dim(dim, input.ndim)
     if not dtypes.is_integral(index.dtype) or index.dtype is dtypes.bool:
         raise RuntimeError(f"{name}(): Expected dtype int64 for index")
-    if index.ndim != input.ndim and index.numel() > 0:
+    if max(index.ndim, 1) != max(input.ndim, 1) and index.numel() > 0:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if src is not None and src.dtype is not input.dtype:
         raise RuntimeError(f"{name}(): Expected self.dtype to be equal to src.dtype")
+    _check_scatter_shape(input, d, index, src)
     if not _is_traced(index) and index.numel() and index.is_cpu:  # (cuda: on the device)
-        bad = (index._data < 0) | (index._data >= input.shape[d])
+        size = _size(input, d)
+        bad = (index._data < 0) | (index._data >= size)
         if bad.any():
             raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
-                               f"dimension {d} with size {input.shape[d]}")
+                               f"dimension {d} with size {size}")
     return d
 
 

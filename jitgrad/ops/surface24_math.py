@@ -291,10 +291,14 @@ def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> Any: 
 @public("unsafe_chunk", method=True)
 def unsafe_chunk(input: Any, chunks: int, dim: int = 0) -> Any:  # noqa: A002
     """``chunk`` (torch's version without view tracking), recorded as UnsafeSplitBackward0."""
-    from .movement import chunk_sizes
+    from ._shape import wrap_dim
+    from .movement import UNSAFE_SPLIT_WITH_SIZES, chunk_sizes
 
     size = chunk_sizes(input, chunks, dim)
-    return (input,) if size is None else unsafe_split(input, size, dim)
+    if size is None:  # a dim of size 0: ``chunks`` empty pieces
+        return apply(UNSAFE_SPLIT_WITH_SIZES, input, sizes=(0,) * chunks,
+                     dim=wrap_dim(dim, input.ndim))
+    return unsafe_split(input, size, dim)
 
 
 def _scatter_into(input: Any, src: Any, key: tuple) -> Any:  # noqa: A002

@@ -1,0 +1,126 @@
+"""gather and the scatter family on every pairing of small shapes (0-d, empty, mismatched), and
+chunk on an empty dim: torch's results and torch's errors, never NumPy's.
+
+torch checks an index against ``self`` in every dim but ``dim`` and against ``src`` in every
+dim (scatter_shape_check); an index with no elements skips the checks; a 0-d tensor counts as
+one element along dim 0. Before these checks, an index larger than ``src`` wrote past it
+silently, and 0-d operands raised NumPy's IndexError.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import jitgrad
+from jitgrad.autograd import gradcheck
+
+SHAPES = [(), (1,), (3,), (2, 3), (3, 2), (1, 3), (2, 1), (0, 3), (2, 0), (2, 3, 1), (2, 2, 2)]
+OPS = {
+    "scatter": lambda L, x, dim, idx, src: x.scatter(dim, idx, src),
+    "scatter_value": lambda L, x, dim, idx, src: x.scatter(dim, idx, 2.0),
+    "scatter_add": lambda L, x, dim, idx, src: x.scatter_add(dim, idx, src),
+    "scatter_reduce_amax": lambda L, x, dim, idx, src: x.scatter_reduce(dim, idx, src, "amax"),
+    "scatter_reduce_mean": lambda L, x, dim, idx, src: x.scatter_reduce(
+        dim, idx, src, "mean", include_self=False),
+    "gather": lambda L, x, dim, idx, src: x.gather(dim, idx),
+}
+
+
+def _outcome(lib, op, x, dim, idx, src):
+    try:
+        out = OPS[op](lib, lib.tensor(x), dim, lib.tensor(idx), lib.tensor(src))
+    except Exception as e:  # noqa: BLE001  (the class and text are compared)
+        return "raised", f"{type(e).__name__}: {e}"
+    return "ok", out.numpy()
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_shapes_and_errors_match_torch(op):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    bad = []
+    for xs, index_shape, src_shape in itertools.product(SHAPES, SHAPES, SHAPES):
+        x, src = rng.standard_normal(xs), rng.standard_normal(src_shape)
+        for dim in (0, -1):
+            # (unique positions along dim, so that scatter's result is defined)
+            size = max(1, xs[dim] if xs else 1)
+            idx = rng.integers(0, size, index_shape)
+            t = _outcome(torch, op, x, dim, idx, src)
+            j = _outcome(jitgrad, op, x, dim, idx, src)
+            if t[0] != j[0] or (t[0] == "raised" and t[1] != j[1]):
+                bad.append((xs, index_shape, src_shape, dim, t, j))
+            elif t[0] == "ok" and (t[1].shape != j[1].shape or (
+                    op != "scatter" and not np.allclose(t[1], j[1]))):
+                bad.append((xs, index_shape, src_shape, dim, t, j))
+    assert bad == []
+
+
+def test_index_larger_than_src_is_refused():
+    # (it read src past its end: a silently wrong result)
+    x, idx, src = jitgrad.zeros(2, 4), jitgrad.zeros(2, 1, dtype=jitgrad.int64), jitgrad.ones(1, 1)
+    with pytest.raises(RuntimeError, match=r"Expected index \[2, 1\] to be no larger than self "
+                                           r"\[2, 4\] apart from dimension 1 and to be no larger "
+                                           r"size than src \[1, 1\]"):
+        x.scatter(1, idx, src)
+    with pytest.raises(RuntimeError, match=r"Size does not match at dimension 0 expected index "
+                                           r"\[3, 2\] to be no larger than self \[2, 4\]"):
+        x.gather(1, jitgrad.zeros(3, 2, dtype=jitgrad.int64))
+
+
+def test_empty_index_leaves_input_and_skips_the_checks():
+    x = jitgrad.arange(3.0)
+    out = x.scatter_add(0, jitgrad.zeros(0, 3, dtype=jitgrad.int64), jitgrad.ones(5, 5))
+    assert out.tolist() == [0.0, 1.0, 2.0]
+    assert tuple(x.gather(0, jitgrad.zeros(0, 3, dtype=jitgrad.int64)).shape) == (0, 3)
+
+
+@pytest.mark.parametrize("case", ["scatter", "scatter_add", "gather", "scatter_reduce"])
+def test_zero_dim_operands_have_gradients(case):
+    idx0 = jitgrad.tensor(0)
+    idx1 = jitgrad.tensor([0])
+
+    def f(x, s):
+        if case == "scatter":
+            return x.scatter(0, idx1, s)
+        if case == "scatter_add":
+            return x.scatter_add(0, idx1, s)
+        if case == "gather":
+            return x.gather(0, idx0) * s.sum()
+        return x.scatter_reduce(0, idx1, s, "sum")
+    x = jitgrad.tensor(1.5, dtype=jitgrad.float64, requires_grad=True)
+    s = jitgrad.tensor(0.7 if case != "scatter" else [0.7], dtype=jitgrad.float64,
+                       requires_grad=True)
+    assert gradcheck(f, (x, s))
+
+
+def test_zero_dim_scatter_under_jit():
+    @jitgrad.jit
+    def f(x, s):
+        return x.scatter_add(0, jitgrad.tensor([0]), s) * 2
+
+    x = jitgrad.tensor(1.0, requires_grad=True)
+    s = jitgrad.tensor(3.0, requires_grad=True)
+    out = f(x, s)
+    out.backward()
+    assert out.item() == 8.0 and x.grad.item() == 2.0 and s.grad.item() == 2.0
+
+
+@pytest.mark.parametrize("name", ["chunk", "unsafe_chunk"])
+def test_chunk_of_an_empty_dim_gives_chunks_pieces(name):
+    x = jitgrad.zeros(0, 4, requires_grad=True)
+    pieces = getattr(x, name)(3)
+    assert [tuple(p.shape) for p in pieces] == [(0, 4)] * 3
+    expected = "SplitWithSizesBackward0" if name == "chunk" else "UnsafeSplitWithSizesBackward0"
+    assert pieces[0].grad_fn.name() == expected  # (torch's node for the empty case)
+    (pieces[0].sum() + pieces[2].sum()).backward()
+    assert tuple(x.grad.shape) == (0, 4)
+    assert [tuple(p.shape) for p in getattr(x, name)(2, 1)] == [(0, 2), (0, 2)]
+
+
+def test_masked_select_broadcast_error_names_mask_first():
+    with pytest.raises(RuntimeError, match=r"The size of tensor a \(5\) must match the size of "
+                                           r"tensor b \(4\) at non-singleton dimension 1"):
+        jitgrad.zeros(3, 4).masked_select(jitgrad.zeros(3, 5, dtype=jitgrad.bool))
