@@ -1,10 +1,12 @@
-"""gather and the scatter family on every pairing of small shapes (0-d, empty, mismatched), and
-chunk on an empty dim: torch's results and torch's errors, never NumPy's.
+"""gather, the scatter family and the index_* family on every pairing of small shapes (0-d,
+empty, mismatched), and chunk on an empty dim: torch's results and torch's errors, never
+NumPy's.
 
 torch checks an index against ``self`` in every dim but ``dim`` and against ``src`` in every
 dim (scatter_shape_check); an index with no elements skips the checks; a 0-d tensor counts as
 one element along dim 0. Before these checks, an index larger than ``src`` wrote past it
-silently, and 0-d operands raised NumPy's IndexError.
+silently, and 0-d operands raised NumPy's IndexError. index_add and index_copy broadcast a
+source of another slice shape (a wrong result where torch refuses it).
 """
 
 from __future__ import annotations
@@ -124,3 +126,81 @@ def test_masked_select_broadcast_error_names_mask_first():
     with pytest.raises(RuntimeError, match=r"The size of tensor a \(5\) must match the size of "
                                            r"tensor b \(4\) at non-singleton dimension 1"):
         jitgrad.zeros(3, 4).masked_select(jitgrad.zeros(3, 5, dtype=jitgrad.bool))
+
+
+INDEX_SHAPES = [(), (1,), (3,), (2, 3), (0, 3), (2, 0), (2, 2, 2)]
+INDEX_INDEX_SHAPES = [(), (1,), (2,), (0,), (2, 1)]
+INDEX_OPS = {
+    "index_select": lambda L, x, dim, idx, src, mask: x.index_select(dim, idx),
+    "index_add": lambda L, x, dim, idx, src, mask: x.index_add(dim, idx, src, alpha=2),
+    "index_copy": lambda L, x, dim, idx, src, mask: x.index_copy(dim, idx, src),
+    "index_fill": lambda L, x, dim, idx, src, mask: x.index_fill(dim, idx, 2.0),
+    "take": lambda L, x, dim, idx, src, mask: x.take(idx),
+    "put": lambda L, x, dim, idx, src, mask: x.put(idx, src),
+    "take_along_dim": lambda L, x, dim, idx, src, mask: L.take_along_dim(
+        x, idx.reshape(tuple(idx.shape) + (1,) * max(0, x.ndim - idx.ndim)), dim),
+    "masked_fill": lambda L, x, dim, idx, src, mask: x.masked_fill(mask, 2.0),
+    "masked_scatter": lambda L, x, dim, idx, src, mask: x.masked_scatter(
+        mask, L.arange(float(max(1, mask.numel())), dtype=L.float64)),
+}
+# torch's own internal errors where jitgrad names the bad index instead (an empty self)
+_TORCH_INTERNAL = ("setStorage", "ZeroDivisionError")
+
+
+def _index_outcome(lib, op, x, dim, idx, src, mask):
+    try:
+        out = INDEX_OPS[op](lib, lib.tensor(x), dim, lib.tensor(idx), lib.tensor(src),
+                            lib.tensor(mask))
+    except Exception as e:  # noqa: BLE001  (the class and text are compared)
+        return "raised", f"{type(e).__name__}: {e}"
+    return "ok", out.numpy()
+
+
+@pytest.mark.parametrize("op", sorted(INDEX_OPS))
+def test_index_family_matches_torch(op):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    bad = []
+    for xs, index_shape, src_shape in itertools.product(INDEX_SHAPES, INDEX_INDEX_SHAPES,
+                                                        INDEX_SHAPES):
+        x, src = rng.standard_normal(xs), rng.standard_normal(src_shape)
+        mask = rng.random(src_shape) > 0.5
+        for dim in (0, -1):
+            size = xs[dim] if xs else 1
+            idx = rng.integers(0, max(size, 1), index_shape)
+            t = _index_outcome(torch, op, x, dim, idx, src, mask)
+            j = _index_outcome(jitgrad, op, x, dim, idx, src, mask)
+            if t[0] == "raised" and j[0] == "raised" and \
+                    t[1].split(": ", 1)[1].startswith(_TORCH_INTERNAL):
+                continue
+            if t[0] != j[0] or (t[0] == "raised" and t[1] != j[1]):
+                bad.append((xs, index_shape, src_shape, dim, t, j))
+            elif t[0] == "ok" and (t[1].shape != j[1].shape or (
+                    op not in ("index_copy", "put") and not np.allclose(t[1], j[1]))):
+                bad.append((xs, index_shape, src_shape, dim, t, j))
+    assert bad == []
+
+
+def test_index_add_and_copy_refuse_another_slice_shape():
+    # (NumPy broadcast the (2, 1) source over the (2, 3) rows: a wrong result)
+    x, idx = jitgrad.zeros(2, 3), jitgrad.tensor([0])
+    with pytest.raises(RuntimeError, match=r"source tensor shape must match self tensor shape, "
+                                           r"excluding the specified dimension"):
+        x.index_add(0, idx, jitgrad.ones(1, 1))
+    with pytest.raises(RuntimeError, match=r"Source/destination tensor must have same slice "
+                                           r"shapes. Destination slice shape: 3 at dimension 0 "
+                                           r"and source slice shape: 1 at dimension 0."):
+        x.index_copy(0, idx, jitgrad.ones(1, 1))
+
+
+@pytest.mark.parametrize("case", ["index_select", "index_add", "index_copy"])
+def test_zero_dim_index_ops_have_gradients(case):
+    def f(x, s):
+        if case == "index_select":
+            return x.index_select(0, jitgrad.tensor([0])) * s
+        if case == "index_add":
+            return x.index_add(0, jitgrad.tensor([0]), s)
+        return x.index_copy(0, jitgrad.tensor([0]), s)
+    x = jitgrad.tensor(1.5, dtype=jitgrad.float64, requires_grad=True)
+    s = jitgrad.tensor(0.7, dtype=jitgrad.float64, requires_grad=True)
+    assert gradcheck(f, (x, s))

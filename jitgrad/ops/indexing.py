@@ -302,6 +302,10 @@ def _gather_impl(x, index, dim):
 
 
 def _index_select_impl(x, index, dim):
+    if x.ndim == 0:  # (one element: index holds one 0)
+        if first_out_of_range(index, 1) is not None:
+            raise IndexError("index out of range in self")
+        return x.copy()
     first = first_out_of_range(index, x.shape[dim])
     if first is not None:
         if dim == 0:
@@ -320,8 +324,13 @@ def _scatter_add_impl(x, index, src, dim):
 
 def _index_add_impl(x, index, src, dim):
     out = x.copy()
+    if x.size == 0:  # (torch checks no index against an empty self)
+        return out
+    if x.ndim == 0:  # (one element along dim 0: src is 0-d or has one element)
+        np.add.at(out.reshape(1), index, src.reshape(-1))
+        return out
     key = (slice(None),) * dim + (index,)
-    np.add.at(out, key, src)
+    np.add.at(out, key, src if src.ndim else src.reshape(1))
     return out
 
 
@@ -342,7 +351,7 @@ SCATTER_ADD = defop("scatter_add", _scatter_add_impl, kind=OPAQUE, save=(1,),
 INDEX_SELECT = defop(
     "index_select", _index_select_impl, kind=OPAQUE, save=(1,),
     meta=lambda x, index, dim: (tuple(x.shape[:dim]) + tuple(index.shape) +
-                                tuple(x.shape[dim + 1:]), x.dtype),
+                                tuple(x.shape[dim + 1:]) if x.ndim else (), x.dtype),
     vjp=(lambda g, ans, x, index, dim: index_add(_zeros(x, g), dim, index, g), None), jvp=LINEAR,
     saved_names={"dim": ("param", "dim"), "index": ("input", 1), "self_sym_sizes": ("sizes", 0)})
 INDEX_ADD = defop("index_add", _index_add_impl, kind=OPAQUE, save=(1,),
@@ -387,7 +396,13 @@ def index_select(input, dim: int, index):  # noqa: A002
         raise IndexError("index_select(): Index is supposed to be a vector")
     if not dtypes.is_integral(index.dtype):
         raise IndexError("index_select(): Expected dtype int32 or int64 for index")
-    return apply(INDEX_SELECT, input, index.reshape(-1), dim=wrap_dim(dim, input.ndim))
+    d = wrap_dim(dim, input.ndim)
+    if input.ndim == 0 and index.numel() != 1:
+        raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "
+                           f"{index.numel()} value(s)")
+    if input.ndim and input.shape[d] == 0 and index.numel():
+        raise RuntimeError("index_select(): self indexing axis dim should be positive")
+    return apply(INDEX_SELECT, input, index.reshape(-1), dim=d)
 
 
 def index_add(input, dim: int, index, source):  # noqa: A002

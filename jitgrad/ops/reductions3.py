@@ -16,7 +16,7 @@ from . import registry
 from ._shape import wrap_dim
 from .autocast_policy import FP32, autocast_policy
 from .registry import LINEAR, OPAQUE, apply, defop
-from .selection import _gather_to, where
+from .selection import _gather_to, _is_traced, where
 from .surface import public
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
@@ -156,13 +156,14 @@ def _index_key(ndim: int, dim: int, index):
 
 def _index_copy_impl(x, index, source, dim):
     out = x.copy()
-    if x.ndim == 0:
-        return source.reshape(()).astype(x.dtype)
-    first = first_out_of_range(index, x.shape[dim])
+    size = x.shape[dim] if x.ndim else 1
+    first = first_out_of_range(index, size)
     if first is not None:
         raise IndexError(f"index_copy_(): index {first} is out of bounds for dimension {dim} "
-                         f"with size {x.shape[dim]}")
-    out[_index_key(x.ndim, dim, index)] = source
+                         f"with size {size}")
+    if x.ndim == 0:
+        return source.reshape(()).astype(x.dtype)
+    out[_index_key(x.ndim, dim, index.reshape(-1))] = source if source.ndim else source.reshape(1)
     return out
 
 
@@ -201,7 +202,8 @@ INDEX_COPY = defop(
     "index_copy", _index_copy_impl, kind=OPAQUE, save=(1,), meta=_index_meta("index_copy"),
     jvp=LINEAR,
     vjp=(lambda g, ans, x, index, source, dim: _fill0(g, index, dim), None,
-         lambda g, ans, x, index, source, dim: _selected(g, index, dim)))
+         lambda g, ans, x, index, source, dim: _selected(g, index, dim).reshape(
+             tuple(source.shape))))
 INDEX_FILL = defop(
     "index_fill", _index_fill_impl, kind=OPAQUE, save=(1,), meta=_index_meta("index_fill"),
     jvp=lambda ts, ans, x, index, dim, value: None if ts[0] is None else _fill0(ts[0], index, dim),
@@ -216,11 +218,44 @@ INDEX_FILL_TENSOR = defop(
 @public("index_copy", method=True, inplace=True)
 def index_copy(input, dim: int, index, source):  # noqa: A002
     """A copy of ``input`` with its slices ``index`` along ``dim`` replaced by ``source``'s."""
+    d = wrap_dim(dim, input.ndim)
+    _check_index_copy(input, d, index, source)
+    return apply(INDEX_COPY, input, index, source, dim=d)
+
+
+def _check_index_copy(input, d: int, index, source) -> None:  # noqa: A002
+    """torch's checks, in its order (a source of another slice shape would be broadcast)."""
+    if index.ndim >= 2:
+        raise IndexError(f"index_copy_(): Index should have dimension 1 or 0 (got {index.ndim})")
+    n = index.numel()
+    if source.ndim == 0 and n != 1:
+        raise IndexError(f"index_copy_(): When source is scalar, index should have one element "
+                         f"(got {n})")
+    if source.ndim != input.ndim and source.ndim and input.ndim:
+        raise IndexError(f"index_copy_(): When source and destination are not scalars, their "
+                         f"dimensionality must match. Source dimensionality ({source.ndim}), "
+                         f"destination dimensionality ({input.ndim})")
+    if index.dtype is not dtypes.int64:
+        raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
+                           f"{_name(index.dtype)}")
     if source.dtype != input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {str(input.dtype).split('.')[-1].capitalize()} and "
-                           f"(source) {str(source.dtype).split('.')[-1].capitalize()}")
-    return apply(INDEX_COPY, input, index, source, dim=wrap_dim(dim, input.ndim))
+                           f"but got (self) {_name(input.dtype)} and (source) "
+                           f"{_name(source.dtype)}")
+    kept_input = [n for k, n in enumerate(input.shape) if k != d]
+    kept_source = [n for k, n in enumerate(source.shape) if k != d]
+    if kept_input != kept_source:
+        raise RuntimeError(f"index_copy_(): Source/destination tensor must have same slice "
+                           f"shapes. Destination slice shape: {' '.join(map(str, kept_input))} "
+                           f"at dimension {d} and source slice shape: "
+                           f"{' '.join(map(str, kept_source))} at dimension 0.")
+    if source.ndim and n != source.shape[d]:
+        raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
+                         f"source.size(dim) ({source.shape[d]})")
+
+
+def _name(dt: dtypes.dtype) -> str:
+    return dt._legacy.replace("Tensor", "")
 
 
 @public("index_fill", method=True, inplace=True)
@@ -228,10 +263,19 @@ def index_fill(input, dim: int, index, value):  # noqa: A002
     """A copy of ``input`` with its slices ``index`` along ``dim`` set to ``value`` (a number or
     a 0-d tensor)."""
     d = wrap_dim(dim, input.ndim)
+    if isinstance(value, registry.Tensor) and value.ndim:
+        raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
+                           f"tensor with {value.ndim} dimension(s).")
+    if index.dtype is not dtypes.int64:
+        raise IndexError("index_fill_(): Expected dtype int64 for index.")
+    if index.ndim > 1:
+        raise RuntimeError("Index has to be a vector/scalar")
+    size = input.shape[d] if input.ndim else 1
+    if index.is_cpu and not _is_traced(index):  # (cuda: checked on the device)
+        first = first_out_of_range(index._data, size)
+        if first is not None:
+            raise IndexError(f"index {first} is out of bounds for dimension {d} with size {size}")
     if isinstance(value, registry.Tensor):
-        if value.ndim:
-            raise RuntimeError(f"index_fill_ only supports a 0-dimensional value tensor, but got "
-                               f"tensor with {value.ndim} dimension(s).")
         return apply(INDEX_FILL_TENSOR, input, index, value.to(input.dtype), dim=d)
     return apply(INDEX_FILL, input, index, dim=d, value=value)
 

@@ -116,7 +116,7 @@ def _masked_scatter_impl(x, mask, source):
 
 
 def _masked_scatter_meta(x, mask, source):
-    shape = broadcast_shapes(tuple(x.shape), tuple(mask.shape))
+    shape = broadcast_shapes(tuple(mask.shape), tuple(x.shape))  # (torch's order)
     return shape, x.dtype
 
 
@@ -186,7 +186,7 @@ def masked_scatter(input, mask, source):  # noqa: A002
         raise RuntimeError("masked_scatter: expected self and source to have same dtypes but "
                            f"got {_dtype_word(input.dtype)} and {_dtype_word(source.dtype)}")
     if not _is_traced(mask):
-        shape = broadcast_shapes(tuple(input.shape), tuple(mask.shape))
+        shape = broadcast_shapes(tuple(mask.shape), tuple(input.shape))  # (torch's order)
         ones = int(mask.expand(shape).sum().item()) if mask.is_cuda else \
             int(np.count_nonzero(np.broadcast_to(mask._data, shape)))
         if ones > source.numel():
@@ -425,22 +425,38 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     from .indexing import INDEX_ADD
 
     d = wrap_dim(dim, input.ndim)
+    if index.ndim > 1:
+        raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
+                         f"{index.ndim} with type: {_scalar(index.dtype)} and size: "
+                         f"{list(index.shape)}")
     if not dtypes.is_integral(index.dtype) or index.dtype is dtypes.bool:
         raise RuntimeError("index_add_(): Expected dtype int32/int64 for index but got: "
                            f"{_scalar(index.dtype)}")
     if source.dtype is not input.dtype:
         raise RuntimeError(f"index_add_(): self ({_scalar(input.dtype)}) and source "
                            f"({_scalar(source.dtype)}) must have the same scalar type")
+    if d != 0 and d >= source.ndim:
+        raise RuntimeError(f"index_add_(): Indexing dim {d} is out of bounds of the source "
+                           f"tensor with dim {source.ndim}")
     n = index.numel()
-    size = source.shape[d] if source.ndim else 1
+    size = _size(source, d)
     if n != size:
+        if source.ndim == 0:  # (torch reads source.size(dim) for its message)
+            raise IndexError(f"Dimension specified as {d} but tensor has no dimensions")
         raise RuntimeError(f"index_add_(): Number of indices ({n}) should be equal to "
                            f"source.size(dim): ({size}), for dim: {d}")
-    if not _is_traced(index) and n and not index.is_cuda:  # (cuda: checked on the device)
-        bad = (index._data < 0) | (index._data >= input.shape[d])
+    kept_input, kept_source = list(input.shape), list(source.shape)
+    if input.ndim and source.ndim:
+        del kept_input[d], kept_source[d]
+    if kept_input != kept_source:  # (NumPy would broadcast source: a wrong result)
+        raise RuntimeError("source tensor shape must match self tensor shape, excluding the "
+                           f"specified dimension. Got self.shape = {list(input.shape)} "
+                           f"source.shape = {list(source.shape)}")
+    if not _is_traced(index) and n and input.numel() and not index.is_cuda:  # (cuda: on device)
+        bad = (index._data < 0) | (index._data >= _size(input, d))
         if bad.any():
             raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
-                               f"dimension {d} with size {input.shape[d]}")
+                               f"dimension {d} with size {_size(input, d)}")
     if alpha != 1:
         source = source * alpha
     return apply(INDEX_ADD, input, index.reshape(-1), source, dim=d)

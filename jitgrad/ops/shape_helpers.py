@@ -237,6 +237,8 @@ def take_along_dim(input, indices, dim: int | None = None):  # noqa: A002
                            f"number of dimensions, but got {input.ndim} dimensions for input, "
                            f"and {indices.ndim} dimensions for indices")
     d = wrap_dim(dim, input.ndim)
+    if input.ndim == 0:  # (torch reads the size of dim 0)
+        raise IndexError("Dimension specified as 0 but tensor has no dimensions")
     a = list(input.shape)
     b = list(indices.shape)
     a[d] = b[d] = 1

@@ -96,7 +96,23 @@ def take(input: Any, index: Any) -> Any:  # noqa: A002
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
                            f"{index.dtype._legacy.replace('Tensor', '')}")
+    _check_flat_index(input, index, "take(): tried to take from an empty tensor")
     return input.reshape(-1)[index.reshape(-1)].reshape(tuple(index.shape))
+
+
+def _check_flat_index(input: Any, index: Any, empty: str) -> None:  # noqa: A002
+    """torch's texts for take/put indices outside ``input`` read as 1-D (negative ones count
+    from the end)."""
+    if not index.numel() or not index.is_cpu or index._trace is not None:
+        return  # (cuda: checked on the device; traced: no values)
+    n = input.numel()
+    if n == 0:
+        raise IndexError(empty)
+    flat = index._data.reshape(-1)
+    bad = (flat < -n) | (flat >= n)
+    if bad.any():
+        raise IndexError(f"out of range: tried to access index {int(flat[bad][0])} on a tensor "
+                         f"of {n} elements.")
 
 
 @public("put", method=True, inplace=True)
@@ -106,6 +122,7 @@ def put(input: Any, index: Any, source: Any, accumulate: bool = False) -> Any:  
         raise IndexError(f"put_(): Expected source and index to have the same number of "
                            f"elements, but got source.numel() = {source.numel()}, "
                            f"index.numel() = {index.numel()}")
+    _check_flat_index(input, index, "put_(): Tried to put elements into an empty tensor")
     flat = input.reshape(-1).index_put((index.reshape(-1),), source.reshape(-1).to(input.dtype),
                                        accumulate)
     return flat.reshape(tuple(input.shape))
