@@ -204,6 +204,11 @@ def movedim(input, source, destination):  # noqa: A002
         raise RuntimeError(f"movedim: repeated dim in `source` ({src})")
     if len(set(dst)) != len(dst):
         raise RuntimeError(f"movedim: repeated dim in `destination` ({dst})")
+    if n == 0:  # (a 0-d tensor: dims -1 and 0 name its one place; torch's AliasBackward0)
+        from .indexing import ALIAS
+        from .registry import apply
+
+        return apply(ALIAS, input)
     order: list[int | None] = [None] * n
     for s, d in zip(src, dst):
         order[d] = s

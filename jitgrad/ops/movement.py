@@ -22,10 +22,21 @@ def infer_size(shape: tuple, n: int) -> tuple:
     shape = tuple(int(s) for s in shape)
     if numel(shape) == n and -1 not in shape and builtins.all(s >= 0 for s in shape):
         return shape  # (the common case: nothing to infer)
-    if shape.count(-1) > 1:
-        raise RuntimeError("only one dimension can be inferred")
+    inferred = False
+    for i, s in enumerate(shape):  # (torch's checks, in its order)
+        if s == -1:
+            if inferred:
+                raise RuntimeError("only one dimension can be inferred")
+            inferred = True
+        elif s < 0:
+            raise RuntimeError(f"invalid shape dimension {s} at index {i} of shape "
+                               f"{list(shape)}")
     known = numel(tuple(s for s in shape if s != -1))
-    if -1 in shape:
+    if inferred:
+        if known == 0 and n == 0:
+            raise RuntimeError(f"cannot reshape tensor of 0 elements into shape {list(shape)} "
+                               "because the unspecified dimension size -1 can be any value "
+                               "and is ambiguous")
         if known == 0 or n % known:
             raise RuntimeError(f"shape '{list(shape)}' is invalid for input of size {n}")
         shape = tuple(n // known if s == -1 else s for s in shape)
@@ -372,9 +383,9 @@ def view(input, *shape):  # noqa: A002
 @public("flatten", method=True)
 def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
     """Flattens dims ``start_dim..end_dim`` into one."""
+    s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if input.ndim == 0:
         return reshape(input, (1,))
-    s, e = wrap_dim(start_dim, input.ndim), wrap_dim(end_dim, input.ndim)
     if s > e:
         raise RuntimeError("flatten() has invalid args: start_dim cannot come after end_dim")
     if s == e:
@@ -400,9 +411,10 @@ def permute(input, *dims):  # noqa: A002
 @public("transpose", method=("transpose", "swapaxes"))
 def transpose(input, dim0: int, dim1: int):  # noqa: A002
     n = input.ndim
+    dim0, dim1 = wrap_dim(dim0, n), wrap_dim(dim1, n)
     if n == 0:
         return apply(VIEW, input, shape=())
-    return apply(TRANSPOSE, input, dim0=wrap_dim(dim0, n), dim1=wrap_dim(dim1, n))
+    return apply(TRANSPOSE, input, dim0=dim0, dim1=dim1)
 
 
 @public("t", method=True)
@@ -483,11 +495,18 @@ def slice_dim(input, dim: int, start, stop, step: int = 1):  # noqa: A002
 
 @public("narrow", method=True)
 def narrow(input, dim: int, start: int, length: int):  # noqa: A002
+    if input.ndim == 0:
+        raise RuntimeError("narrow() cannot be applied to a 0-dim tensor.")
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d]
+    if length < 0:
+        raise RuntimeError("narrow(): length must be non-negative.")
+    if not -n <= start <= n:
+        raise IndexError(f"start out of range (expected to be in range of [{-n}, {n}], but got "
+                         f"{start})")
     if start < 0:
         start += n
-    if not 0 <= start <= n or length < 0 or start + length > n:
+    if start + length > n:
         raise RuntimeError(f"start ({start}) + length ({length}) exceeds dimension size ({n}).")
     return apply(SLICE, input, dim=d, start=start, stop=start + length, step=1)
 
@@ -528,11 +547,16 @@ def split(tensor, split_size_or_sections, dim: int = 0):
 
 def split_by(tensor, split_size_or_sections, dim: int, by_size, by_sizes):
     """``split`` recorded as the op ``by_size`` (one size) or ``by_sizes`` (a list)."""
+    if tensor.ndim == 0:
+        raise RuntimeError("split expects at least a 1-dimensional tensor")
+    if isinstance(split_size_or_sections, int) and split_size_or_sections < 0:
+        raise RuntimeError(f"split expects split_size be non-negative, but got "
+                           f"split_size={split_size_or_sections}")
     d = wrap_dim(dim, tensor.ndim)
     n = tensor.shape[d]
     if isinstance(split_size_or_sections, int):
         size = split_size_or_sections
-        if size <= 0 and n:
+        if size == 0 and n:
             raise RuntimeError(f"split_size can only be 0 if dimension size is 0, but got "
                                f"dimension size of {n}")
         sizes = tuple(builtins.min(size, n - i) for i in range(0, n, size)) if n else (0,)
@@ -548,8 +572,6 @@ def split_by(tensor, split_size_or_sections, dim: int, by_size, by_sizes):
 @public("chunk", method=True)
 def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
     """Splits into ``chunks`` nearly equal pieces (torch.chunk)."""
-    if chunks <= 0:
-        raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     size = chunk_sizes(input, chunks, dim)
     d = wrap_dim(dim, input.ndim)
     if size is None:  # a dim of size 0: ``chunks`` empty pieces (torch's split_with_sizes)
@@ -560,6 +582,8 @@ def chunk(input, chunks: int, dim: int = 0):  # noqa: A002
 def chunk_sizes(input, chunks: int, dim: int = 0):  # noqa: A002
     """The split size ``chunk`` uses (after its checks), or None for a dim of size 0 (then it
     makes ``chunks`` empty pieces)."""
+    if input.ndim == 0:
+        raise RuntimeError("chunk expects at least a 1-dimensional tensor")
     if chunks <= 0:
         raise RuntimeError("chunk expects `chunks` to be greater than 0, got: " + str(chunks))
     n = input.shape[wrap_dim(dim, input.ndim)]

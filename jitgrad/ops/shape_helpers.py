@@ -258,9 +258,9 @@ def rot90(input, k: int = 1, dims=(0, 1)):  # noqa: A002
     if input.ndim < 2:
         raise RuntimeError(f"expected total dims >= 2, but got total dims = {input.ndim}")
     d0, d1 = wrap_dim(dims[0], input.ndim), wrap_dim(dims[1], input.ndim)
-    if d0 == d1:
-        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {d0} and "
-                           f"dim1 = {d1}")
+    if d0 == d1:  # (torch names the dims as given)
+        raise RuntimeError(f"expected rotation dims to be different, but got dim0 = {dims[0]} "
+                           f"and dim1 = {dims[1]}")
     k %= 4
     if k == 1:
         return input.flip(d1).transpose(d0, d1)

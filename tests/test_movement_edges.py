@@ -1,0 +1,79 @@
+"""Movement ops on 0-d and empty tensors and out-of-range arguments: torch's results and
+torch's errors (its classes and texts), never NumPy's, and never a result where torch refuses.
+
+Before: ``transpose``/``swapdims``/``flatten`` of a 0-d tensor took any dim (-3 included),
+``narrow`` took a start outside ``[-n, n]``, ``split`` a negative size, ``movedim`` of a 0-d
+tensor raised a Python IndexError, and ``reshape`` named no bad dimension.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+import pytest
+
+import jitgrad
+
+SHAPES = [(), (1,), (3,), (2, 3), (0, 3), (2, 1, 2)]
+INTS = [-3, -1, 0, 1, 2, 3]
+OPS = {
+    "narrow": lambda x, a, b: x.narrow(a, b, 1),
+    "transpose": lambda x, a, b: x.transpose(a, b),
+    "swapdims": lambda x, a, b: x.swapdims(a, b),
+    "flatten": lambda x, a, b: x.flatten(a, b),
+    "movedim": lambda x, a, b: x.movedim(a, b),
+    "split": lambda x, a, b: x.split(b, a),
+    "chunk": lambda x, a, b: x.chunk(b, a),
+    "reshape": lambda x, a, b: x.reshape(a, b),
+    "view": lambda x, a, b: x.view(a, b),
+    "rot90": lambda x, a, b: x.rot90(b, (a, -1)),
+}
+
+
+def _outcome(lib, op, x, a, b):
+    try:
+        out = OPS[op](lib.tensor(x), a, b)
+    except Exception as e:  # noqa: BLE001  (the class and text are compared)
+        return "raised", f"{type(e).__name__}: {e}"
+    return "ok", [t.numpy() for t in (out if isinstance(out, tuple) else (out,))]
+
+
+@pytest.mark.parametrize("op", sorted(OPS))
+def test_edges_match_torch(op):
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(0)
+    bad = []
+    for shape in SHAPES:
+        x = rng.standard_normal(shape)
+        for a, b in itertools.product(INTS, INTS):
+            t, j = _outcome(torch, op, x, a, b), _outcome(jitgrad, op, x, a, b)
+            if t[0] != j[0] or (t[0] == "raised" and t[1] != j[1]) or (t[0] == "ok" and (
+                    len(t[1]) != len(j[1]) or not all(
+                        p.shape == q.shape and np.array_equal(p, q) for p, q in zip(*(
+                            t[1], j[1]))))):
+                bad.append((shape, a, b, t if t[0] == "raised" else "ok",
+                            j if j[0] == "raised" else "ok"))
+    assert bad == []
+
+
+def test_zero_dim_refuses_a_dim_outside_its_range():
+    x = jitgrad.tensor(1.0)
+    for f in (lambda: x.transpose(-3, 0), lambda: x.flatten(2, 0)):
+        with pytest.raises(IndexError, match=r"Dimension out of range \(expected to be in range "
+                                             r"of \[-1, 0\], but got"):
+            f()
+    with pytest.raises(RuntimeError, match="narrow\\(\\) cannot be applied to a 0-dim tensor"):
+        x.narrow(0, 0, 1)
+    moved = jitgrad.tensor(1.0, requires_grad=True).movedim(0, -1)
+    assert moved.grad_fn.name() == "AliasBackward0"  # (torch's node for a 0-d movedim)
+
+
+def test_reshape_names_the_bad_dimension():
+    x = jitgrad.zeros(6)
+    with pytest.raises(RuntimeError, match=r"invalid shape dimension -2 at index 1 of shape "
+                                           r"\[2, -2\]"):
+        x.reshape(2, -2)
+    with pytest.raises(RuntimeError, match="the unspecified dimension size -1 can be any value "
+                                           "and is ambiguous"):
+        jitgrad.zeros(0).reshape(-1, 0)
