@@ -56,11 +56,24 @@ def to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True) -> tuple:
     dt = dtype or infer_dtype(data)
     try:
         arr = np.array(data, dtype=dt.np, copy=copy) if copy else np.asarray(data, dtype=dt.np)
+    except OverflowError:  # (a Python int or float out of the integer dtype's range)
+        if dtype is None:
+            raise ValueError("Overflow when unpacking long long") from None
+        raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow") \
+            from None
     except ValueError:
         if isinstance(data, (list, tuple)):
             _check_nesting(data)
+        if not (dt.is_floating_point or dt.is_complex) and _has_nan(data):
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without "
+                               "overflow") from None
         raise
     return arr, dt
+
+
+def _has_nan(data: Any) -> bool:
+    return any(isinstance(x, float) and x != x for x in _flat(data)) if isinstance(
+        data, (list, tuple)) else isinstance(data, float) and data != data
 
 
 def _check_nesting(data: Any) -> None:

@@ -51,7 +51,7 @@ def _sample_size(fname: str, size: tuple, kwargs: dict) -> tuple:
         sig = "tuple of ints size, " + _OPTS
         raise invalid_combination(fname, (), {}, (sig.format(gen="jitgrad.Generator generator, "),
                                                    sig.format(gen="")))
-    return _shape(size)
+    return _shape(size, fname)
 
 
 @public("rand")

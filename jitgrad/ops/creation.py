@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import math
+import operator
 from typing import Any
 
 import numpy as np
@@ -174,15 +175,44 @@ def from_dlpack(ext_tensor: Any):
     return _tensor._new(data, dtypes.from_numpy_dtype(data.dtype))
 
 
-def _shape(size) -> tuple:
-    if len(size) == 1 and isinstance(size[0], (tuple, list)):
-        size = size[0]
-    shape = tuple(int(s) for s in size)
+def _shape(size, fname: str = "empty", keyword: bool = False) -> tuple:
+    """A factory's size from ``*size`` (``(2, 3)``, or ``((2, 3),)``), with torch's argument
+    parser's errors for an element that is no int (a float is never truncated) and its
+    RuntimeError for a negative one (``keyword``: it came as ``size=``)."""
+    nested = len(size) == 1 and isinstance(size[0], (tuple, list))
+    items = size[0] if nested else size
+    shape = []
+    for i, s in enumerate(items):
+        try:
+            if isinstance(s, bool) and i == 0:  # (the parser takes a later bool as an int)
+                raise TypeError
+            shape.append(operator.index(s))
+        except TypeError:
+            raise TypeError(_size_type_error(fname, s, i, len(items), nested, keyword)) \
+                from None
     for s in shape:
         if s < 0:
-            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: "
-                               f"{list(shape)}")
-    return shape
+            if fname == "zeros":
+                raise RuntimeError("zeros: Dimension size must be non-negative.")
+            raise RuntimeError(f"Trying to create tensor with negative dimension {s}: {shape}")
+    return tuple(shape)
+
+
+def _size_type_error(fname: str, bad: Any, i: int, count: int, nested: bool,
+                     keyword: bool) -> str:
+    kind = type(bad)
+    name = kind.__name__ if kind.__module__ == "builtins" else \
+        f"{kind.__module__.split('.')[0]}.{kind.__qualname__}"
+    where = "" if keyword else " (position 1)"
+    if i:
+        return (f"{fname}(): argument 'size' failed to unpack the object at pos {i + 1} with "
+                f'error "type must be tuple of ints,but got {name}"')
+    if nested:
+        return (f"{fname}(): argument 'size'{where} must be tuple of ints, but found element "
+                f"of type {name} at pos 0")
+    if count > 1:
+        return f"{fname}() takes 1 positional argument but {count} were given"
+    return f"{fname}(): argument 'size'{where} must be tuple of ints, not {name}"
 
 
 def _size_arg(fname: str, size: tuple, size_kw: Any) -> tuple:
@@ -191,10 +221,10 @@ def _size_arg(fname: str, size: tuple, size_kw: Any) -> tuple:
     if size_kw is not None:
         if size:
             raise TypeError(f"{fname}() got multiple values for argument 'size'")
-        size = (size_kw,)
+        return _shape((size_kw,), fname, keyword=True)
     if not size:
         raise TypeError(f'{fname}() missing 1 required positional arguments: "size"')
-    return _shape(size)
+    return _shape(size, fname)
 
 
 _OPTS = ("*, {gen}Tensor out = None, jitgrad.dtype dtype = None, jitgrad.layout layout = None, "
@@ -263,9 +293,11 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
     dt = dtype or dtypes.scalar_dtype(fill_value)
+    fill_value = fitted_scalar(fill_value, dt)
+    shape = _shape((size,), "full")
     if dev.type == "meta":
-        return meta_empty(_shape((size,)), dt, requires_grad)
-    return _tensor._new(np.full(_shape((size,)), fill_value, dtype=dt.np), dt, requires_grad, dev)
+        return meta_empty(shape, dt, requires_grad)
+    return _tensor._new(np.full(shape, fill_value, dtype=dt.np), dt, requires_grad, dev)
 
 
 def _like(fn):
@@ -302,18 +334,62 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
         start = 0
     elif end is None:
         start, end = 0, start
-    if step == 0:
-        raise RuntimeError("step must be nonzero")
+    n = _arange_length(start, end, step)
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
     if dtype in dtypes.LIMITED_UINTS:  # (torch has no arange kernel for uint16/32/64)
         raise NotImplementedError(f'"arange_cpu" not implemented for '
                                   f"'{dtype._legacy.replace('Tensor', '')}'")
-    if dev.type == "meta":  # (torch's length: ceil((end - start) / step))
-        n = builtins.max(0, math.ceil((float(end) - float(start)) / float(step)))
+    if dev.type == "meta":
         return meta_empty((n,), dtype, requires_grad)
-    return _tensor._new(np.arange(start, end, step).astype(dtype.np), dtype, requires_grad, dev)
+    values = np.arange(start, end, step)[:n] if n else np.zeros(0)
+    return _tensor._new(values.astype(dtype.np), dtype, requires_grad, dev)
+
+
+# C++ names of the dtypes in c10's checked scalar conversion (full, fill_)
+_CPP_SCALAR = {"int8": "int8_t", "int16": "int16_t", "int32": "int", "int64": "int64_t",
+               "uint8": "uint8_t", "float32": "float"}
+
+
+def fitted_scalar(value: Any, dt: dtypes.dtype) -> Any:
+    """``value`` as ``dt`` holds it, or torch's RuntimeError for a Python number that ``dt``
+    cannot hold (NumPy would wrap it or make a NaN an integer): integers take finite values in
+    range (unsigned ones take integers down to ``-max``, wrapped as two's complement: -1 is
+    255 in uint8),
+    float32 finite values up to its largest."""
+    name = _CPP_SCALAR.get(dt.name)
+    if name is None or isinstance(value, (bool, np.bool_)) or not isinstance(
+            value, (int, float, np.integer, np.floating)):
+        return value
+    if dt.is_floating_point:
+        bad = math.isfinite(value) and abs(value) > float(np.finfo(np.float32).max)
+    else:
+        info = np.iinfo(dt.np)
+        wraps = info.min == 0 and isinstance(value, (int, np.integer))  # (floats do not)
+        low = -info.max if wraps else info.min
+        bad = not math.isfinite(value) or not low <= value <= info.max
+    if bad:
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
+    if not dt.is_floating_point and value < 0 and np.iinfo(dt.np).min == 0:
+        return int(value) % (int(np.iinfo(dt.np).max) + 1)
+    return value
+
+
+def _arange_length(start: Any, end: Any, step: Any) -> int:
+    """torch's length of ``arange(start, end, step)``, ``ceil((end - start) / step)``, with its
+    checks (a step of the wrong sign is an error, not an empty range)."""
+    start_f, end_f, step_f = float(start), float(end), float(step)
+    if not (step_f > 0 or step_f < 0):
+        raise RuntimeError("step must be nonzero")
+    if not (math.isfinite(start_f) and math.isfinite(end_f)):
+        raise RuntimeError(f"unsupported range: {start_f:g} -> {end_f:g}")
+    if not ((step_f > 0 and end_f >= start_f) or (step_f < 0 and end_f <= start_f)):
+        raise RuntimeError("upper bound and lower bound inconsistent with step sign")
+    size = math.ceil((end_f - start_f) / step_f)
+    if size > 2 ** 63 - 1:
+        raise RuntimeError("invalid size, possible overflow?")
+    return int(size)
 
 
 def _two_product(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -366,8 +442,7 @@ def _linspace_values(start, end, steps: int, np_dt: np.dtype) -> np.ndarray:
 def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` (torch's CPU values exactly)."""
     dev = check_device(device)
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
+    _check_steps("linspace", (start, end, steps), "")
     dt = dtype or dtypes.get_default_dtype()
     values = _linspace_values(start, end, int(steps), dt.np)
     return _tensor._new(values, dt, requires_grad, dev)
@@ -378,8 +453,7 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
              requires_grad=False):
     """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in exponent."""
     dev = check_device(device)
-    if steps < 0:
-        raise RuntimeError("number of steps must be non-negative")
+    _check_steps("logspace", (start, end, steps), "float base = 10.0, ")
     dt = dtype or dtypes.get_default_dtype()
     values = np.logspace(float(start), float(end), int(steps), base=float(base))
     if dt.np.kind in "iub":
@@ -391,6 +465,41 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
+    _check_int_arg("eye", "n", 1, n)
+    if m is not None and not _is_int(m):
+        raise invalid_combination("eye", (n, m), {}, (
+            "int n, " + _OPTS.format(gen=""), "int n, int m, " + _OPTS.format(gen="")))
+    for name, v in (("n", n), ("m", m)):
+        if v is not None and v < 0:
+            raise RuntimeError(f"{name} must be greater or equal to 0, got {v}")
     if dev.type == "meta":
         return meta_empty((n, n if m is None else m), dt, requires_grad)
     return _tensor._new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)
+
+
+def _check_steps(fname: str, args: tuple, extra: str) -> None:
+    """linspace/logspace's ``steps``: an int (a float is never truncated), not negative."""
+    steps = args[-1]
+    if isinstance(steps, bool) or not _is_int(steps):
+        opts = extra + _OPTS.format(gen="")
+        raise invalid_combination(fname, args, {}, tuple(
+            f"{a} start, {b} end, int steps, {opts}"
+            for a, b in (("Tensor", "Tensor"), ("Number", "Tensor"), ("Tensor", "Number"),
+                         ("Number", "Number"))))
+    if steps < 0:
+        raise RuntimeError("number of steps must be non-negative")
+
+
+def _is_int(v: Any) -> bool:
+    try:
+        operator.index(v)
+    except TypeError:
+        return False
+    return True
+
+
+def _check_int_arg(fname: str, name: str, position: int, value: Any) -> None:
+    """torch's argument-parser error for an int argument given something else (a float)."""
+    if isinstance(value, bool) or not _is_int(value):
+        raise TypeError(f"{fname}(): argument '{name}' (position {position}) must be int, not "
+                        f"{type(value).__name__}")

@@ -254,7 +254,9 @@ def _fill(s: Any, value: Any) -> Any:
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions.")
         return registry.apply(FILL_TENSOR, s, value)
-    return registry.apply(FILL, s, value=value)
+    from .creation import fitted_scalar
+
+    return registry.apply(FILL, s, value=fitted_scalar(value, s.dtype))
 
 
 @public(inplace="copy_")

@@ -282,13 +282,26 @@ def tril_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None
                  layout=None):
     """The (2, N) row and column indices of the lower triangle (``offset`` above the main
     diagonal included), row by row."""
+    _check_tri_sizes("tril_indices", row, col, offset)
     return _tri_indices(np.tril_indices, row, col, offset, dtype, device)
+
+
+def _check_tri_sizes(fname: str, row: Any, col: Any, offset: Any) -> None:
+    from .creation import _check_int_arg
+
+    for position, (name, value) in enumerate((("row", row), ("col", col), ("offset", offset))):
+        _check_int_arg(fname, name, position + 1, value)
+    if row < 0:
+        raise RuntimeError(f"row must be non-negative, got{row}")  # (torch's text: no space)
+    if col < 0:
+        raise RuntimeError(f"col must be non-negative, got{col}")
 
 
 @public("triu_indices")
 def triu_indices(row: int, col: int, offset: int = 0, *, dtype=None, device=None,
                  layout=None):
     """The (2, N) row and column indices of the upper triangle, row by row."""
+    _check_tri_sizes("triu_indices", row, col, offset)
     return _tri_indices(np.triu_indices, row, col, offset, dtype, device)
 
 
