@@ -50,11 +50,22 @@ def _index_vjp(g, ans, x, *idx, spec):
 def _index_put_impl(x, values, *idx, spec, accumulate):
     out = x.copy()
     key = _np_key(spec, idx)
-    if accumulate:
-        np.add.at(out, key, values)
-    else:
-        out[key] = values
+    try:
+        if accumulate:
+            np.add.at(out, key, values)
+        else:
+            out[key] = values
+    except ValueError:  # (torch's text for a value that does not broadcast)
+        raise _put_shape_error(np.shape(values), out[key].shape) from None
     return out
+
+
+def _put_shape_error(value_shape: tuple, result_shape: tuple) -> RuntimeError:
+    shown = list(value_shape)
+    while shown and shown[0] == 1:  # (torch names the value's shape without leading ones)
+        shown.pop(0)
+    return RuntimeError(f"shape mismatch: value tensor of shape {shown} cannot be broadcast "
+                        f"to indexing result of shape {list(result_shape)}")
 
 
 def _index_put_vjp(g, ans, x, values, *idx, spec, accumulate):
@@ -102,17 +113,31 @@ def _as_index(k, meta_count: int | None = None):
     return [t]
 
 
+def _sequence_as_tuple(key) -> bool:
+    """torch's (and old NumPy's) rule: a short list holding a sequence, slice, tensor, None or
+    Ellipsis is a tuple of indices (``x[[[0, 1]]]`` is ``x[[0, 1]]``), other lists one index."""
+    if not isinstance(key, list) or len(key) >= 32:
+        return False
+    return any(isinstance(k, (list, tuple, slice, registry.Tensor, str)) or k is None or
+               k is Ellipsis for k in key)
+
+
 def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
     """(spec, index tensors) for ``x[key]``, with Ellipsis expanded and masks as indices
     (``meta_count``: see ``_as_index``)."""
     if not isinstance(key, tuple):
         if x.ndim == 0 and isinstance(key, (int, np.integer)) and not isinstance(key, bool):
+            if key:
+                raise _out_of_bounds(int(key), 0, 0)
             raise IndexError(
                 "invalid index of a 0-dim tensor. Use `tensor.item()` in Python or "
                 "`tensor.item<T>()` in C++ to convert a 0-dim tensor to a number")
-        key = (key,)
+        key = tuple(key) if _sequence_as_tuple(key) else (key,)
     consumed = 0
     for k in key:
+        if isinstance(k, (bool, np.bool_)):
+            raise IndexError("jitgrad does not support indexing with a Python bool; use a "
+                             "boolean tensor mask")
         if k is None or k is Ellipsis:
             continue
         if isinstance(k, registry.Tensor) and k.dtype is dtypes.bool:
@@ -134,6 +159,9 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
             _check_step(k.step)
             spec.append(("slice", _int(k.start), _int(k.stop), _int(k.step)))
             dim += 1
+        elif isinstance(k, (float, np.floating)):
+            raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
+                             f"byte Variables are valid indices (got {type(k).__name__})")
         elif isinstance(k, (bool, np.bool_)):
             raise IndexError("jitgrad does not support indexing with a Python bool; use a "
                              "boolean tensor mask")
@@ -230,6 +258,37 @@ ALIAS = defop("alias", lambda x: x.view(), kind=MOVEMENT, meta=lambda x: (tuple(
               index_map=True, view=True, vjp=(lambda g, ans, x: g,), jvp=LINEAR)
 
 
+def _advanced(key) -> bool:
+    """Whether ``key`` holds an index tensor, array or sequence (torch's index_put_)."""
+    parts = key if isinstance(key, tuple) else (key,)
+    return any(isinstance(k, (np.ndarray, list, tuple)) or isinstance(k, registry.Tensor) and not (
+        k.ndim == 0 and dtypes.is_integral(k.dtype) and k.dtype is not dtypes.bool)
+        for k in parts)
+
+
+def _lone_mask(key) -> bool:
+    if type(key) is tuple and len(key) == 1:
+        key = key[0]
+    if isinstance(key, list) and key and all(isinstance(k, bool) for k in key):
+        return True
+    return isinstance(key, registry.Tensor) and key.dtype is dtypes.bool
+
+
+def _check_put_shape(x, spec, tensors, value) -> None:
+    """torch checks a written value's shape before its dtype."""
+    if not x.is_cpu or any(not t.is_cpu or t._trace is not None for t in tensors):
+        return
+    result = x._data[_np_key(spec, tuple(t._data for t in tensors))].shape
+    try:
+        np.broadcast_to(np.empty(tuple(value.shape), np.bool_), result)
+    except ValueError:
+        raise _put_shape_error(tuple(value.shape), result) from None
+
+
+def _scalar_name(dt) -> str:
+    return dt._legacy.replace("Tensor", "")
+
+
 def _copy_slices_impl(x, values, spec):
     out = x.copy()
     out[_np_key(spec, ())] = values
@@ -243,11 +302,26 @@ COPY_SLICES = defop(
          lambda g, ans, x, v, spec: apply(INDEX, g, spec=spec)), jvp=LINEAR)
 
 
-def index_put_value(x, key, value):
-    """The out-of-place value of ``x[key] = value`` (what ``__setitem__`` writes back)."""
+def index_put_value(x, key, value, same_dtype: bool = False):
+    """The out-of-place value of ``x[key] = value`` (what ``__setitem__`` writes back). With
+    ``same_dtype`` (``__setitem__``), torch's error for a value tensor of another dtype written
+    through index tensors (torch's index_put_; a lone mask with a 0-d value is masked_fill_,
+    which converts it)."""
     meta_count = None
     if x.is_meta:  # a mask selects as many positions as ``value`` has rows (or one)
         meta_count = value.shape[0] if isinstance(value, registry.Tensor) and value.ndim else 1
+    if same_dtype and isinstance(value, registry.Tensor) and value.dtype is not x.dtype and \
+            _advanced(key) and not (value.ndim == 0 and _lone_mask(key)):
+        try:  # (torch checks the value's shape first, and the indices' bounds after)
+            spec, tensors = _normalize_key(x, key, meta_count)
+        except IndexError as e:
+            if "out of bounds" not in str(e):
+                raise
+        else:
+            _check_put_shape(x, spec, tensors, value)
+        raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
+                           f"{_scalar_name(x.dtype)} for the destination and "
+                           f"{_scalar_name(value.dtype)} for the source.")
     spec, tensors = _normalize_key(x, key, meta_count)
     if not isinstance(value, registry.Tensor):
         from .creation import tensor as make_tensor

@@ -326,7 +326,7 @@ def install_special(Tensor: type) -> None:  # noqa: N803
             raise RuntimeError(
                 "a view of a leaf Variable that requires grad is being used in an in-place "
                 "operation.")
-        inplace(self, lambda s, v: index_put_value(s, key, v), value)
+        inplace(self, lambda s, v: index_put_value(s, key, v, same_dtype=True), value)
 
     # ``t += x`` and friends write into ``t`` (every name bound to it sees the change).
     Tensor.__iadd__ = lambda self, other: self.add_(other)
