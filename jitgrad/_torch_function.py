@@ -60,9 +60,29 @@ def activate() -> None:
 _KIND: dict[type, bool] = {}
 
 
+def _from_pytorch(obj: Any) -> bool:
+    """Whether ``obj`` (a class or a callable) belongs to the PyTorch library itself."""
+    owner = getattr(obj, "__objclass__", None) or getattr(obj, "__self__", None)
+    for o in (obj, owner, type(owner) if owner is not None else None):
+        module = getattr(o, "__module__", None) if o is not None else None
+        if isinstance(module, str) and module.split(".")[0] == "torch":
+            return True
+    return False
+
+
+def mixed_with_pytorch(what: Any) -> str:
+    """The error text for a PyTorch tensor (or function) meeting jitgrad's."""
+    return (f"jitgrad does not mix with PyTorch objects ({getattr(what, '__qualname__', what)} "
+            "met a jitgrad Tensor): convert the torch tensor with "
+            "jitgrad.from_numpy(t.detach().numpy()) or jitgrad.from_dlpack(t), and a jitgrad "
+            "tensor for torch with torch.from_numpy(x.numpy())")
+
+
 def _overrides(kind: type) -> bool:
     found = _KIND.get(kind)
     if found is None:
+        if _from_pytorch(kind):  # (its __torch_function__ would call the jitgrad function again)
+            raise TypeError(mixed_with_pytorch(kind))
         method = getattr(kind, "__torch_function__", None)
         found = method is not None and getattr(method, "__func__", method) \
             is not _disabled_torch_function_impl
@@ -300,6 +320,8 @@ def tensor_torch_function(cls: type, func: Callable, types: Any, args: Any = (),
         kwargs = {}
     if not all(issubclass(cls, t) for t in types):
         return NotImplemented
+    if _from_pytorch(func):  # (torch calling back with one of its own: it would call us again)
+        raise TypeError(mixed_with_pytorch(func))
     with DisableTorchFunctionSubclass():
         ret = func(*args, **kwargs)
         if func in default_nowrap_functions():

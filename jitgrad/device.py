@@ -9,8 +9,11 @@ a factory's explicit ``device=`` wins over them."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable
+
+_DEVICE_STRING = re.compile(r"[a-zA-Z_]+(:(0|[1-9][0-9]*))?")
 
 
 class device:  # noqa: N801 - named like torch.device
@@ -25,6 +28,8 @@ class device:  # noqa: N801 - named like torch.device
         if not isinstance(type, str):
             raise TypeError(f"device() received an invalid combination of arguments - got "
                             f"({type.__class__.__name__})")
+        if not _DEVICE_STRING.fullmatch(type):  # (torch's parse: letters, then ":<index>")
+            raise RuntimeError(f"Invalid device string: '{type}'")
         if ":" in type:
             type, idx = type.split(":", 1)  # noqa: A001
             index = int(idx)

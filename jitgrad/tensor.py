@@ -7,6 +7,7 @@ versions, printing and NumPy interop.
 
 from __future__ import annotations
 
+import numbers
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -414,9 +415,16 @@ class Tensor:
 
     def __bool__(self) -> bool:
         if self._data.size != 1:
-            raise RuntimeError(
-                "Boolean value of Tensor with more than one value is ambiguous")
+            raise RuntimeError(f"Boolean value of Tensor with "
+                               f"{'no values' if self._data.size == 0 else 'more than one value'}"
+                               f" is ambiguous")
         return bool(self.item())
+
+    def __contains__(self, element: Any) -> bool:
+        if isinstance(element, (Tensor, numbers.Number)):
+            return bool((element == self).any().item())
+        raise RuntimeError(f"Tensor.__contains__ only supports Tensor or scalar, but you passed "
+                           f"in a {type(element)}.")
 
     def __hash__(self) -> int:
         return id(self)

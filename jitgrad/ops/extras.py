@@ -72,8 +72,8 @@ def _new_factory(fill, name):
         if dev.type == "meta":
             from .creation import meta_empty as empty
 
-            return empty(_shape(size), dt, requires_grad)
-        return _new(fill(_shape(size), dt.np), dt, requires_grad, dev)
+            return empty(_shape(size, name), dt, requires_grad)
+        return _new(fill(_shape(size, name), dt.np), dt, requires_grad, dev)
     return make
 
 

@@ -324,9 +324,9 @@ def index_put_value(x, key, value, same_dtype: bool = False):
                            f"{_scalar_name(value.dtype)} for the source.")
     spec, tensors = _normalize_key(x, key, meta_count)
     if not isinstance(value, registry.Tensor):
-        from .creation import tensor as make_tensor
+        from .creation import fitted_scalar, tensor as make_tensor
 
-        value = make_tensor(value, dtype=x.dtype, device=x.device)
+        value = make_tensor(fitted_scalar(value, x.dtype), dtype=x.dtype, device=x.device)
     if value.dtype is not x.dtype:
         value = value.to(x.dtype)
     if tensors:
