@@ -77,3 +77,44 @@ def test_reshape_names_the_bad_dimension():
     with pytest.raises(RuntimeError, match="the unspecified dimension size -1 can be any value "
                                            "and is ambiguous"):
         jitgrad.zeros(0).reshape(-1, 0)
+
+
+CAT_SHAPES = [(), (0,), (2,), (2, 3), (3, 2), (0, 3), (2, 0), (1, 3), (2, 3, 1)]
+
+
+@pytest.mark.parametrize("name", ["cat", "stack", "hstack", "vstack", "dstack", "column_stack"])
+def test_joins_match_torch(name):
+    torch = pytest.importorskip("torch")
+
+    def outcome(lib, a, b, dtypes, dim):
+        parts = [lib.tensor(a, dtype=getattr(lib, dtypes[0])),
+                 lib.tensor(b, dtype=getattr(lib, dtypes[1]))]
+        try:
+            out = getattr(lib, name)(parts, dim) if name in ("cat", "stack") else \
+                getattr(lib, name)(parts)
+        except Exception as e:  # noqa: BLE001  (the class and text are compared)
+            return f"{type(e).__name__}: {e}"
+        return tuple(out.shape), str(out.dtype).split(".")[-1], out.numpy().tolist()
+
+    bad = []
+    for sa, sb in itertools.product(CAT_SHAPES, CAT_SHAPES):
+        a = np.arange(int(np.prod(sa))).reshape(sa)
+        b = np.arange(int(np.prod(sb))).reshape(sb) + 10
+        for dtypes in (("float32", "float32"), ("float32", "int64"), ("bool", "float64")):
+            for dim in (0, 1, -1, 2) if name in ("cat", "stack") else (0,):
+                t, j = outcome(torch, a, b, dtypes, dim), outcome(jitgrad, a, b, dtypes, dim)
+                if t != j:
+                    bad.append((sa, sb, dtypes, dim, t, j))
+    assert bad == []
+
+
+def test_cat_refuses_what_torch_refuses():
+    with pytest.raises(TypeError, match=r"must be tuple of Tensors, not Tensor"):
+        jitgrad.cat(jitgrad.ones(2, 2))
+    with pytest.raises(TypeError, match="expected Tensor as element 1 in argument 0, but got int"):
+        jitgrad.cat((jitgrad.ones(2), 3))
+    with pytest.raises(RuntimeError, match=r"zero-dimensional tensor \(at position 0\) cannot be "
+                                           r"concatenated"):
+        jitgrad.cat([jitgrad.tensor(1.0), jitgrad.ones(2)])
+    # (1-D empty tensors are skipped by torch's legacy rule, whatever the dim)
+    assert tuple(jitgrad.cat([jitgrad.zeros(0), jitgrad.zeros(0)], 1).shape) == (0,)

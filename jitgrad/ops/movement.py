@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, wrap_dim
+from . import registry
 from .registry import LINEAR, MOVEMENT, apply, defop
 from .surface import public
 from .view_dtype import view_dtype
@@ -513,10 +514,21 @@ def narrow(input, dim: int, start: int, length: int):  # noqa: A002
 
 def cat(tensors, dim: int = 0):
     """Concatenates ``tensors`` along ``dim``."""
+    if isinstance(tensors, registry.Tensor):
+        raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
+                        "Tensor")
     tensors = list(tensors)
-    ref = next((x for x in tensors if x.ndim and tuple(x.shape) != _EMPTY_1D),
-               tensors[0] if tensors else None)
-    d = wrap_dim(dim, ref.ndim) if ref is not None and ref.ndim else dim
+    for i, x in enumerate(tensors):  # (torch's checks, in its order)
+        if not isinstance(x, registry.Tensor):
+            raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
+                            f"{type(x).__name__}")
+    for i, x in enumerate(tensors):
+        if x.ndim == 0:
+            raise RuntimeError(f"zero-dimensional tensor (at position {i}) cannot be "
+                               "concatenated")
+    # (1-D empty tensors are skipped, as torch's legacy rule; all of them: nothing to wrap)
+    ref = next((x for x in tensors if tuple(x.shape) != _EMPTY_1D), None)
+    d = wrap_dim(dim, ref.ndim) if ref is not None else 0
     return apply(CAT, *tensors, dim=d)
 
 
