@@ -14,15 +14,47 @@ from ._shape import wrap_dim
 from .surface import public
 
 
+def _subscript(n) -> str:
+    if n is Ellipsis:
+        return "..."
+    if 0 <= n < 26:
+        return chr(ord("A") + n)
+    if 26 <= n < 52:
+        return chr(ord("a") + n - 26)
+    raise ValueError("einsum(): subscript in subscript list is not within the valid range "
+                     "[0, 52)")
+
+
+def _from_sublists(args: tuple) -> tuple[str, tuple]:
+    """torch's sublist form: operands each followed by its list of dims (ints in [0, 52),
+    Ellipsis), then optionally the output's list; as (equation, operands)."""
+    operands, subs = args[0::2], args[1::2]
+    out = None
+    if len(operands) > len(subs):  # (a trailing list: the output's)
+        operands, out = operands[:-1], operands[-1]
+    equation = ",".join("".join(_subscript(n) for n in sub) for sub in subs)
+    if out is not None:
+        equation += "->" + "".join(_subscript(n) for n in out)
+    return equation, tuple(operands)
+
+
 def _parse(equation: str, operands: tuple) -> tuple[list[list[str]], list[str]]:
     """Per-operand label lists and the output labels; ``...`` becomes labels ``'0'``, ``'1'``,
     ... (the broadcast dims, right-aligned across operands)."""
     eq = equation.replace(" ", "")
+    if eq.count("->") > 1:  # (the second arrow's '-' is the first bad subscript, as torch says)
+        at = eq.index("-", eq.index("->") + 2)
+        raise RuntimeError(f"einsum(): invalid subscript given at index {at} in the equation "
+                           "string, subscripts must be in [a-zA-Z]")
     if "->" in eq:
         lhs, rhs = eq.split("->")
     else:
         lhs, rhs = eq, None
     terms = lhs.split(",")
+    for k, term in enumerate(terms):
+        if "." in term.replace("...", "", 1):
+            raise RuntimeError(f"einsum(): found '.' for operand {k} that is not part of any "
+                               "ellipsis")
     if len(terms) != len(operands):
         raise RuntimeError("einsum(): more operands were provided than specified in the "
                          "equation" if len(operands) > len(terms) else
@@ -140,7 +172,10 @@ def _contract(a, la, b, lb, keep: set, sizes: dict):
 
 @public("einsum")
 def einsum(equation: str, *operands):
-    """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b`` (torch.einsum)."""
+    """Einstein summation: ``einsum("ij,jk->ik", a, b)`` is ``a @ b`` (torch.einsum); also
+    torch's sublist form, ``einsum(a, [0, 1], b, [1, 2], [0, 2])``."""
+    if not isinstance(equation, str):
+        equation, operands = _from_sublists((equation,) + operands)
     if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
         operands = tuple(operands[0])
     if not operands:
