@@ -98,3 +98,14 @@ def test_failed_backward_leaves_grad_mode_and_grads_alone():
         y.backward()
     assert jitgrad.is_grad_enabled()
     assert x.grad.tolist() == [2.0, 2.0]
+
+
+def test_grad_checks_its_outputs_before_its_inputs():
+    # (torch's order: an output without a graph is named before an input without grad)
+    with pytest.raises(RuntimeError, match="element 0 of tensors does not require grad and does "
+                                           "not have a grad_fn"):
+        jitgrad.autograd.grad(jitgrad.ones(2).sum(), jitgrad.ones(2))
+    x = jitgrad.ones(2, requires_grad=True)
+    with pytest.raises(RuntimeError, match="One of the differentiated Tensors does not require "
+                                           "grad"):
+        jitgrad.autograd.grad((x * 2).sum(), jitgrad.ones(2))

@@ -219,10 +219,10 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
     _check_counts(outputs_t, grads)
     if retain_graph is None:
         retain_graph = create_graph
+    roots = _roots(outputs_t)  # (torch checks the outputs before the inputs)
     for x in inputs_t:
         if isinstance(x, Tensor) and not x.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
-    roots = _roots(outputs_t)
     edges_as_tensors = [_EdgeProxy(x) if isinstance(x, graph.GradientEdge) else x
                         for x in inputs_t]
     if is_grads_batched:
