@@ -37,6 +37,20 @@ class Size(tuple):
     def __repr__(self) -> str:
         return f"jitgrad.Size({list(self)})"
 
+    # (as torch.Size: joining or repeating sizes gives a Size)
+    def __add__(self, other: Any) -> Any:
+        out = tuple.__add__(self, other)
+        return Size(out) if out is not NotImplemented else out
+
+    def __radd__(self, other: Any) -> Any:
+        return Size(tuple(other) + tuple(self)) if isinstance(other, tuple) else NotImplemented
+
+    def __mul__(self, n: Any) -> Any:
+        out = tuple.__mul__(self, n)
+        return Size(out) if out is not NotImplemented else out
+
+    __rmul__ = __mul__
+
     def numel(self) -> int:
         n = 1
         for s in self:

@@ -88,3 +88,22 @@ def test_mixing_with_pytorch_tensors_raises_instead_of_recursing():
             f()
     # (the way across: through NumPy)
     assert np.array_equal((x + jitgrad.from_numpy(t.numpy())).numpy(), [2.0, 2.0])
+
+
+def test_size_arithmetic_gives_sizes():
+    s = jitgrad.Size([3])
+    for out in (s + (2,), (2,) + s, s + jitgrad.Size([]), s * 2, 2 * s):
+        assert type(out) is jitgrad.Size
+    assert repr(s + (2,)) == "jitgrad.Size([3, 2])"
+
+
+def test_uniform_checks_low_below_high():
+    dist = jitgrad.distributions
+    with pytest.raises(ValueError, match=r"Expected parameter low .* to satisfy the constraint "
+                                         r"LessThan\(upper_bound=0.0\)"):
+        dist.Uniform(1.0, 0.0)
+    assert tuple(dist.Uniform(0.0, 1.0).sample((2,)).shape) == (2,)
+    with pytest.raises(ValueError, match=r"Value is not broadcastable with "
+                                         r"batch_shape\+event_shape: jitgrad.Size\(\[2\]\) vs "
+                                         r"jitgrad.Size\(\[3\]\)."):
+        dist.Normal(jitgrad.zeros(3), 1.0).log_prob(jitgrad.zeros(2))

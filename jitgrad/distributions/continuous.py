@@ -114,11 +114,13 @@ class Uniform(Distribution):
         validate_args: Whether to validate parameters and values.
     """
 
-    arg_constraints = {
-        "low": constraints.dependent(is_discrete=False, event_dim=0),
-        "high": constraints.dependent(is_discrete=False, event_dim=0),
-    }
     has_rsample = True
+
+    @property
+    def arg_constraints(self) -> dict:
+        # (as torch: each bound is checked against the other, so low < high)
+        return {"low": constraints.less_than(self.high),
+                "high": constraints.greater_than(self.low)}
 
     def __init__(self, low: Any, high: Any, validate_args: bool | None = None):
         self.low, self.high = broadcast_all(low, high)
