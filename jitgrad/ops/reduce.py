@@ -14,6 +14,7 @@ from .. import dtypes
 from . import registry
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .autocast_policy import FP32, autocast_policy
+from .dtype_rules import refuse_dtypes
 from .registry import LINEAR, OPS, REDUCE, ReduceTemplate, apply, defop
 from .surface import public
 
@@ -174,14 +175,18 @@ PROD_DIM = _reduction("prod_dim", _prod_impl, _prod_vjp, "ProdBackward1", PROD_T
 _EXTREME = {"save": (0,), "save_output": True, "jvp": _weighted_jvp(_evenly),
             "empty_forbidden": True}
 AMAX = _reduction("amax", _amax, _evenly, "AmaxBackward0", MAX_T, **_EXTREME,
+                  check_operands=refuse_dtypes(complex="max_values_cpu"),
                   saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
                                "self": ("input", 0), "result": ("output", 0)})
 AMIN = _reduction("amin", _amin, _evenly, "AminBackward0", MIN_T, **_EXTREME,
+                  check_operands=refuse_dtypes(complex="min_values_cpu"),
                   saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
                                "self": ("input", 0), "result": ("output", 0)})
 MAX_ALL = _reduction("max_all", _amax, _evenly, "MaxBackward1", MAX_T, **_EXTREME,
+                     check_operands=refuse_dtypes(complex="max_all"),
                      saved_names={"self": ("input", 0), "result": ("output", 0)})
 MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREME,
+                     check_operands=refuse_dtypes(complex="min_all"),
                      saved_names={"self": ("input", 0), "result": ("output", 0)})
 
 

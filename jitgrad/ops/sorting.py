@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import axis_alias, wrap_dim
+from .dtype_rules import refuse_dtypes
 from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .surface import public
@@ -143,6 +144,9 @@ SORT = defop("sort", _sort_impl, kind=OPAQUE, meta=_sort_meta, n_outputs=2, save
                           saved_indices=("argsort", ("dim", "descending")))
 TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save=(0,),
              vjp=_topk_vjp, jvp=_gather_jvp,
+             check_operands=refuse_dtypes(
+                 complex=(RuntimeError, " topk does not support complex dtypes on CPU"),
+                 bool=(RuntimeError, "topk does not support bool dtypes on CPU")),
              saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
                           "self_sym_sizes": ("sizes", 0)},
                           saved_indices=("argtopk", ("k", "dim", "largest")))

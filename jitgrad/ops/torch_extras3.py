@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import dtypes
 from ._shape import wrap_dim
+from .dtype_rules import refuse_dtypes, scalar_type_name
 from .elementwise import _bshape, _clamp_dtype, _clamp_impl
 from .norms import _vector_norm_impl, _vector_norm_jvp, _vector_norm_meta, _vector_norm_vjp
 from . import registry
@@ -80,9 +81,13 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     ``x2`` (each divided by its norm first, as torch computes it)."""
     from .arranging import broadcast_tensors
 
+    common = dtypes.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{scalar_type_name(common)}")
     a, b = broadcast_tensors(x1, x2)
-    if not a.dtype.is_floating_point:
-        a, b = a.to(dtypes.get_default_dtype()), b.to(dtypes.get_default_dtype())
+    if a.dtype is not common or b.dtype is not common:
+        a, b = a.to(common), b.to(common)
     d = wrap_dim(dim, max(a.ndim, 1))
     na = _floored(a.norm(2, dim=d, keepdim=True), eps)
     nb = _floored(b.norm(2, dim=d, keepdim=True), eps)
@@ -107,6 +112,9 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
                  dtype=None)
 
 
+_RMS_NORM_CHECK = refuse_dtypes(integer="rms_norm", bool="rms_norm")
+
+
 @public("rms_norm", functional="rms_norm")
 def rms_norm(input, normalized_shape: Any, weight=None, eps: float | None = None):  # noqa: A002
     """``input / sqrt(mean(input**2 over normalized_shape) + eps) * weight``; ``eps`` defaults
@@ -120,6 +128,7 @@ def rms_norm(input, normalized_shape: Any, weight=None, eps: float | None = None
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*{', '.join(str(s) for s in shape)}], but got input of size"
                            f"{list(input.shape)}")
+    _RMS_NORM_CHECK((input,))
     if eps is None:
         eps = float(np.finfo(input.dtype.np).eps)
     dims = tuple(range(input.ndim - n, input.ndim))
