@@ -24,15 +24,21 @@ def _bound_meta(name: str):
     return meta
 
 
+# torch's clamp_min/clamp_max with a number bound refuse complex as clamp does; with a tensor
+# bound they are maximum/minimum
+_NO_COMPLEX_BOUND = refuse_dtypes(
+    complex=(NotImplementedError, "clamp is not supported for complex types"))
 CLAMP_MIN = defop(
     "clamp_min", lambda x, min: _clamp_impl(x, min, None), kind=POINTWISE,  # noqa: A006
     node_name="ClampMinBackward0", save=(0,), meta=_bound_meta("min"), jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, min: g * (x >= min),), template="max({0}, {p[min]})",  # noqa: A006
+    check_operands=_NO_COMPLEX_BOUND,
     saved_names={"self": ("input", 0), "min": ("param", "min")})
 CLAMP_MAX = defop(
     "clamp_max", lambda x, max: _clamp_impl(x, None, max), kind=POINTWISE,  # noqa: A006
     node_name="ClampMaxBackward0", save=(0,), meta=_bound_meta("max"), jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, max: g * (x <= max),), template="min({0}, {p[max]})",  # noqa: A006
+    check_operands=_NO_COMPLEX_BOUND,
     saved_names={"self": ("input", 0), "max": ("param", "max")})
 
 
@@ -44,12 +50,12 @@ CLAMP_MIN_TENSOR = defop(
     "clamp_min_tensor", lambda x, lo: _clamp_impl(x, lo, None), kind=POINTWISE,
     node_name="ClampMinBackward1", save=(0, 1), meta=_tensor_bound_meta, jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, lo: where(x >= lo, g, 0), lambda g, ans, x, lo: where(x < lo, g, 0)),
-    template="max({0}, {1})")
+    template="max({0}, {1})", check_operands=refuse_dtypes(complex="maximum_cpu"))
 CLAMP_MAX_TENSOR = defop(
     "clamp_max_tensor", lambda x, hi: _clamp_impl(x, None, hi), kind=POINTWISE,
     node_name="ClampMaxBackward1", save=(0, 1), meta=_tensor_bound_meta, jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, hi: where(x <= hi, g, 0), lambda g, ans, x, hi: where(x > hi, g, 0)),
-    template="min({0}, {1})")
+    template="min({0}, {1})", check_operands=refuse_dtypes(complex="minimum_cpu"))
 
 
 @public("clamp_min", method=True, inplace=True)
