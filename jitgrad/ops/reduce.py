@@ -226,21 +226,33 @@ def _select_jvp(tangents, ans, x, dim, keepdim):
     return (value if keepdim else value.squeeze(dim)), None
 
 
+def _no_complex(name: str, bool_too: bool = False):
+    """torch's refusal of complex values (and bool: argmax, argmin) by the reductions along a
+    dim that return indices."""
+    kinds = {"complex": (RuntimeError, f"{name}(): does not support complex input")}
+    if bool_too:
+        kinds["bool"] = (RuntimeError, f"{name}(): does not support bool input")
+    return refuse_dtypes(**kinds)
+
+
 MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
                 vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,), jvp=_select_jvp,
+                check_operands=_no_complex("max"),
                 saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
                              "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
                              saved_indices=("argmax", ("dim", "keepdim")))
 MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
                 vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,), jvp=_select_jvp,
+                check_operands=_no_complex("min"),
                 saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
                              "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
                              saved_indices=("argmin", ("dim", "keepdim")))
 ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
-               kind=REDUCE, meta=lambda x, dim, keepdim: (
+               kind=REDUCE, check_operands=_no_complex("argmax", True),
+               meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
 ARGMIN = defop("argmin", lambda x, dim, keepdim: _arg_reduce(np.argmin)(x, dim, keepdim)[1],
-               kind=REDUCE, meta=lambda x, dim, keepdim: (
+               kind=REDUCE, check_operands=_no_complex("argmin", True), meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
 
 

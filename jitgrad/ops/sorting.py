@@ -83,7 +83,7 @@ def _topk_impl(x, k, dim, largest):
 
 def _check_sortable(x) -> None:
     if x.dtype.is_complex:
-        raise RuntimeError("Sort does not support complex dtypes on CPU")
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")  # (torch's space)
 
 
 def _sort_meta(x, dim, descending):
