@@ -252,7 +252,8 @@ ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, 
                meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
 ARGMIN = defop("argmin", lambda x, dim, keepdim: _arg_reduce(np.argmin)(x, dim, keepdim)[1],
-               kind=REDUCE, check_operands=_no_complex("argmin", True), meta=lambda x, dim, keepdim: (
+               kind=REDUCE, check_operands=_no_complex("argmin", True),
+               meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
 
 
