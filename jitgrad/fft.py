@@ -102,7 +102,7 @@ def _ifft2(input: Any, s: _Dims = None, dim: _Dims = (-2, -1),  # noqa: A002
 def _rfft2(input: Any, s: _Dims = None, dim: _Dims = (-2, -1),  # noqa: A002
            norm: str | None = None) -> Any:
     """``rfftn`` over the last two dims."""
-    return _f.r2c_n("rfft2", input, s, dim, norm, True)
+    return _f.r2c_n("rfftn", input, s, dim, norm, True)
 
 
 def _irfft2(input: Any, s: _Dims = None, dim: _Dims = (-2, -1),  # noqa: A002

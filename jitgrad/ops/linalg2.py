@@ -32,16 +32,34 @@ def _scalar(dt: dtypes.dtype) -> str:
     return dt._legacy.replace("Tensor", "")
 
 
-def _check_square(name: str, *mats) -> None:
+def _check_square(name: str, *mats, floating: bool = True) -> None:
+    """torch's checks of square matrices (``floating``: that they are floating or complex;
+    the ops whose kernel refuses integers themselves pass False and ``_refuse_kernel``)."""
     for a in mats:
         if a.ndim < 2:
             raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
-        if not (a.dtype.is_floating_point or a.dtype.is_complex):
+        if floating and not (a.dtype.is_floating_point or a.dtype.is_complex):
             raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                                f"Got {_scalar(a.dtype)}")
         if a.shape[-1] != a.shape[-2]:
             raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                                f"{a.shape[-2]} by {a.shape[-1]} matrices")
+
+
+LOW_PRECISION = "low precision"
+
+
+def _refuse_kernel(a, kernel: str, name: str = "", ints: bool = False) -> None:
+    """torch's error where its LAPACK kernel ``kernel`` has no float16/bfloat16 (nor, with
+    ``ints``, integer and bool) version, after its shape checks: ``NotImplementedError:
+    "lu_cpu" not implemented for 'Half'``, or with ``kernel=LOW_PRECISION`` the linalg
+    function's own ``"{name}: Low precision dtypes not supported. Got Half"``."""
+    dt = a.dtype
+    if dt is dtypes.float16 or dt is dtypes.bfloat16 or ints and not (
+            dt.is_floating_point or dt.is_complex):
+        if kernel == LOW_PRECISION:
+            raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {_scalar(dt)}")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar(dt)}\'')
 
 
 def _mh(t):
@@ -53,6 +71,7 @@ def _mh(t):
 
 def _inv_meta(a):
     _check_square("linalg.inv", a)
+    _refuse_kernel(a, LOW_PRECISION, "linalg.inv")
     return tuple(a.shape), a.dtype
 
 
@@ -99,6 +118,7 @@ def inverse(input):  # noqa: A002
 
 def _det_meta(a):
     _check_square("linalg.det", a)
+    _refuse_kernel(a, "lu_cpu")
     return tuple(a.shape[:-2]), a.dtype
 
 
@@ -115,6 +135,7 @@ LINALG_DET = defop(
 
 def _slogdet_meta(a):
     _check_square("linalg.slogdet", a)
+    _refuse_kernel(a, LOW_PRECISION, "linalg.slogdet")
     batch = tuple(a.shape[:-2])
     return (batch, batch), (a.dtype, a.dtype.to_real())
 
@@ -174,6 +195,7 @@ def _solve_meta(a, b, vector):
         raise RuntimeError(f"linalg.solve: Incompatible shapes of A and B for the equation "
                            f"AX = B ({a.shape[-2]}x{a.shape[-1]} and {rows[0]}x{cols})")
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-len(rows)]))
+    _refuse_kernel(a, "lu_cpu")
     return batch + rows, a.dtype
 
 
@@ -242,6 +264,7 @@ def _cholesky_impl(a, upper):
 
 def _cholesky_meta(a, upper):
     _check_square("linalg.cholesky", a)
+    _refuse_kernel(a, "cholesky_cpu")
     return tuple(a.shape), a.dtype
 
 
@@ -285,7 +308,10 @@ def matrix_power(input, n: int):  # noqa: A002
     for negative ``n``), by repeated squaring."""
     from .creation import eye
 
-    _check_square("linalg.matrix_power", input)
+    _check_square("linalg.matrix_power", input, floating=False)  # (integers: their products)
+    if input.dtype is dtypes.bool and n >= 2:
+        kernel = "bmm" if input.ndim > 2 else "addmm_impl_cpu_"  # (its matrix products')
+        raise NotImplementedError(f'"{kernel}" not implemented for \'Bool\'')
     if n == 0:  # the identity, connected to input with a zero gradient (as torch's copy_)
         identity = eye(input.shape[-1], dtype=input.dtype, device=input.device)
         return input.clone().copy_(identity.expand(tuple(input.shape)))

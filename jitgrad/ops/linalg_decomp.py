@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .linalg2 import LinAlgError, _check_square, _mh, _scalar
+from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel, _scalar
 from .autocast_policy import FP32, autocast_policy
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
 from .return_types import return_type
@@ -67,7 +67,8 @@ def _off_diagonal_inverse(e):
 
 
 def _eigh_meta(a, uplo):
-    _check_square("linalg.eigh", a)
+    _check_square("linalg.eigh", a, floating=False)
+    _refuse_kernel(a, "linalg_eigh_cpu", ints=True)
     return (tuple(a.shape[:-1]), tuple(a.shape)), (a.dtype.to_real(), a.dtype)
 
 
@@ -168,7 +169,7 @@ def _substitute(t, b, upper):
 
 
 def _solve_triangular_meta(a, b, upper, unitriangular, left):
-    _check_square("linalg.solve_triangular", a)
+    _check_square("linalg.solve_triangular", a, floating=False)
     rows = b.shape[-2] if left else b.shape[-1]
     if b.ndim < 2 or rows != a.shape[-1]:
         equation = "AX = B" if left else "XA = B"
@@ -177,7 +178,12 @@ def _solve_triangular_meta(a, b, upper, unitriangular, left):
                            f"{b.shape[-2] if b.ndim > 1 else b.shape[-1]}x"
                            f"{b.shape[-1] if b.ndim > 1 else 1})")
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
-    return tuple(batch) + tuple(b.shape[-2:]), dtypes.result_type(a, b)
+    _refuse_kernel(a, "triangular_solve_cpu", ints=True)
+    dt = dtypes.result_type(a, b)
+    if dt in (dtypes.float16, dtypes.bfloat16) or not (dt.is_floating_point or dt.is_complex):
+        raise NotImplementedError(f'"triangular_solve_cpu" not implemented for '
+                                  f"'{_scalar(dt)}'")
+    return tuple(batch) + tuple(b.shape[-2:]), dt
 
 
 def _solve_triangular_vjp(g, ans, a, b, upper, unitriangular, left):
@@ -241,6 +247,7 @@ def _qr_shapes(shape, mode):
 
 def _qr_meta(a, mode):
     _check_matrix("linalg.qr", a)
+    _refuse_kernel(a, "geqrf_cpu")
     return _qr_shapes(tuple(a.shape), mode), (a.dtype, a.dtype)
 
 
@@ -354,6 +361,7 @@ def qr(A, mode: str = "reduced"):  # noqa: N803
 
 def _svd_meta(a, full_matrices):
     _check_matrix("linalg.svd", a)
+    _refuse_kernel(a, "linalg_svd_cpu")
     *batch, m, n = a.shape
     k = min(m, n)
     batch = tuple(batch)
@@ -487,7 +495,11 @@ def _pinv_vjp(g, ans, a, atol, rtol, hermitian):
 
 
 def _pinv_meta(a, atol, rtol, hermitian):
-    _check_matrix("linalg.pinv", a)
+    if a.ndim < 2 or a.dtype not in (dtypes.float32, dtypes.float64, dtypes.complex64,
+                                     dtypes.complex128):
+        raise RuntimeError(f"linalg.pinv({_scalar(a.dtype)}{{{list(a.shape)}}}): expected a "
+                           "tensor with 2 or more dimensions of float, double, cfloat or cdouble "
+                           "types")
     return tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a.dtype
 
 

@@ -147,6 +147,13 @@ def _scalar_name(dtype) -> str:
     return dtype._legacy.replace("Tensor", "")
 
 
+def _no_half(a, kernel: str) -> None:
+    """torch's error: its LAPACK-style kernel has no float16/bfloat16 version."""
+    if a.dtype in (dtypes.float16, dtypes.bfloat16):
+        raise NotImplementedError(f'"{kernel}" not implemented for '
+                                  f"'{_scalar_name(a.dtype)}'")
+
+
 def _factor_meta(a, *, hermitian):
     name = "torch.linalg.ldl_factor_ex"
     if a.ndim < 2:
@@ -157,6 +164,7 @@ def _factor_meta(a, *, hermitian):
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
                            f"Got {_scalar_name(a.dtype)}")
+    _no_half(a, "ldl_factor_kernel_cpu")
     batch = tuple(a.shape[:-2])
     return ((tuple(a.shape), batch + (a.shape[-1],), batch),
             (a.dtype, dtypes.int32, dtypes.int32))
@@ -255,6 +263,10 @@ def _solve_meta(ld, piv, b, *, hermitian):
     if piv.shape[-1] != ld.shape[-1]:
         raise RuntimeError(f"{name}: Expected LD.shape[:-1] and pivots.shape to be the same, "
                            f"but got pivots with shape {list(piv.shape)} instead")
+    if not (ld.dtype.is_floating_point or ld.dtype.is_complex):
+        raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
+                           f"Got {_scalar_name(ld.dtype)}")
+    _no_half(ld, "ldl_solve_kernel_cpu")
     batch = tuple(np.broadcast_shapes(tuple(ld.shape[:-2]), tuple(piv.shape[:-1]),
                                       tuple(b.shape[:-2])))
     return batch + tuple(b.shape[-2:]), b.dtype

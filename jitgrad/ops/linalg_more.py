@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .linalg2 import LinAlgError, _check_square, _mh, _scalar
+from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel, _scalar
 from .linalg_decomp import SOLVE_TRIANGULAR, _solve_triangular_impl
 from .registry import OPAQUE, apply, defop
 from .vjp_apply import sum_to
@@ -192,7 +192,8 @@ def _check_lu_input(name: str, a) -> None:
     if a.ndim < 2:
         raise RuntimeError(f"{name}: Expected tensor with 2 or more dimensions. Got size: "
                            f"{list(a.shape)} instead")
-    if not (a.dtype.is_floating_point or a.dtype.is_complex):
+    if not (a.dtype.is_floating_point or a.dtype.is_complex) or a.dtype in (
+            dtypes.float16, dtypes.bfloat16):
         raise NotImplementedError(f'"lu_cpu" not implemented for \'{_scalar(a.dtype)}\'')
 
 
@@ -376,7 +377,7 @@ def lu_unpack(LU_data, LU_pivots, unpack_data: bool = True,  # noqa: N803
 
 
 def _lu_solve_meta(lu, piv, b, left, adjoint):
-    _check_square("linalg.lu_solve", lu)
+    _check_square("torch.linalg.lu_solve", lu)
     _check_pivots(lu, piv)
     if b.ndim < 2:
         raise RuntimeError("linalg.lu_solve: The input tensor B must have at least 2 "
@@ -391,6 +392,7 @@ def _lu_solve_meta(lu, piv, b, left, adjoint):
         raise RuntimeError(f"linalg.lu_solve: Incompatible shapes of A and B for the equation "
                            f"{equation} ({n}x{n} and {b.shape[-2]}x{b.shape[-1]})")
     batch = np.broadcast_shapes(tuple(lu.shape[:-2]), tuple(b.shape[:-2]))
+    _refuse_kernel(lu, "linalg.lu_solve_cpu")
     return tuple(batch) + tuple(b.shape[-2:]), lu.dtype
 
 

@@ -19,7 +19,7 @@ import numpy as np
 from .autocast_policy import FP32, LOWER, autocast_policy
 from .. import dtypes
 from .linalg2 import (_NOT_PD, LINALG_CHOLESKY, LINALG_INV, LINALG_SOLVE, LinAlgError,
-                      _check_square, _mh, _scalar)
+                      _check_square, _mh, _refuse_kernel, _scalar)
 from .linalg2 import solve as _solve
 from .linalg_decomp import (SOLVE_TRIANGULAR, _check_matrix, _diag_embed, _eye_like,
                             svd as _svd)
@@ -43,6 +43,7 @@ def _eig_meta(a):
     if a.ndim >= 2 and not (a.dtype.is_floating_point or a.dtype.is_complex):
         raise RuntimeError(f"Unknown Complex ScalarType for {_scalar(a.dtype)}")
     _check_square("linalg.eig", a)
+    _refuse_kernel(a, "linalg_eig_out_cpu")
     cdt = a.dtype if a.dtype.is_complex else a.dtype.to_complex()
     return (tuple(a.shape[:-1]), tuple(a.shape)), (cdt, cdt)
 
@@ -383,7 +384,8 @@ def _cholesky_solve_meta(b, factor, upper):
         if t.ndim < 2:
             raise RuntimeError(f"{name} should have at least 2 dimensions, but has {t.ndim} "
                                "dimensions instead")
-    if b.dtype is factor.dtype and not (b.dtype.is_floating_point or b.dtype.is_complex):
+    if b.dtype is factor.dtype and (not (b.dtype.is_floating_point or b.dtype.is_complex) or
+                                    b.dtype in (dtypes.float16, dtypes.bfloat16)):
         raise NotImplementedError(f'"cholesky_solve_cpu" not implemented for '
                                   f"'{_scalar(b.dtype)}'")
     if b.dtype is not factor.dtype:

@@ -135,6 +135,8 @@ def _svdvals_meta(x):
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. "
                            f"Got {_scalar(x.dtype)}")
+    if x.dtype in (dtypes.float16, dtypes.bfloat16):
+        raise NotImplementedError(f'"linalg_svd_cpu" not implemented for \'{_scalar(x.dtype)}\'')
     shape = tuple(x.shape)
     return shape[:-2] + (min(shape[-2:]),), x.dtype.to_real()
 
@@ -209,23 +211,27 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A
                 dtype=None):
     """The matrix norm of ``A`` over the two dims ``dim``: ``'fro'`` (Frobenius), or the
     induced norms ``1``, ``-1`` (max/min column sum) and ``inf``, ``-inf`` (max/min row sum)."""
+    # torch's order: the order, the matrix, its dtype (no half for the SVD's orders), the dims
+    if isinstance(ord, str) and ord not in ("fro", "nuc"):
+        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
+    if not isinstance(ord, str) and ord not in (1, -1, 2, -2, INF, -INF):
+        raise RuntimeError(f"linalg.matrix_norm: Order {_order(ord)} not supported.")
     if A.ndim < 2:
         raise RuntimeError("linalg.matrix_norm: The input tensor A must have at least 2 "
                            "dimensions.")
-    d0, d1 = _matrix_dims(A, dim)
-    if isinstance(ord, str):
-        if ord == "fro":
-            return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
-        if ord == "nuc":
-            return _svd_norm(A, d0, d1, keepdim, dtype, "sum")
-        raise RuntimeError(f"linalg.matrix_norm: Order {ord} not supported.")
-    if ord in (2, -2):
-        return _svd_norm(A, d0, d1, keepdim, dtype, "amax" if ord == 2 else "amin")
-    if ord not in (1, -1, INF, -INF):
-        raise RuntimeError(f"linalg.matrix_norm: Order {_order(ord)} not supported.")
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as "
                            f"input. Got {_scalar(A.dtype)}")
+    if ord in ("nuc", 2, -2) and A.dtype in (dtypes.float16, dtypes.bfloat16):
+        raise RuntimeError("linalg.matrix_norm: Low precision dtypes not supported. Got "
+                           f"{_scalar(A.dtype)}")
+    d0, d1 = _matrix_dims(A, dim)
+    if ord == "fro":
+        return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)
+    if ord == "nuc":
+        return _svd_norm(A, d0, d1, keepdim, dtype, "sum")
+    if ord in (2, -2):
+        return _svd_norm(A, d0, d1, keepdim, dtype, "amax" if ord == 2 else "amin")
     if dtype is not None:
         A = A.to(dtype)
     # ord = +-1: max/min over columns of the column sums; +-inf: over rows of the row sums

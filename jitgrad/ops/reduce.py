@@ -14,6 +14,7 @@ from .. import dtypes
 from . import registry
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .autocast_policy import FP32, autocast_policy
+from .dtype_rules import refuse_dtypes
 from .registry import LINEAR, OPS, REDUCE, ReduceTemplate, apply, defop
 from .surface import public
 
@@ -174,14 +175,18 @@ PROD_DIM = _reduction("prod_dim", _prod_impl, _prod_vjp, "ProdBackward1", PROD_T
 _EXTREME = {"save": (0,), "save_output": True, "jvp": _weighted_jvp(_evenly),
             "empty_forbidden": True}
 AMAX = _reduction("amax", _amax, _evenly, "AmaxBackward0", MAX_T, **_EXTREME,
+                  check_operands=refuse_dtypes(complex="max_values_cpu"),
                   saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
                                "self": ("input", 0), "result": ("output", 0)})
 AMIN = _reduction("amin", _amin, _evenly, "AminBackward0", MIN_T, **_EXTREME,
+                  check_operands=refuse_dtypes(complex="min_values_cpu"),
                   saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
                                "self": ("input", 0), "result": ("output", 0)})
 MAX_ALL = _reduction("max_all", _amax, _evenly, "MaxBackward1", MAX_T, **_EXTREME,
+                     check_operands=refuse_dtypes(complex="max_all"),
                      saved_names={"self": ("input", 0), "result": ("output", 0)})
 MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREME,
+                     check_operands=refuse_dtypes(complex="min_all"),
                      saved_names={"self": ("input", 0), "result": ("output", 0)})
 
 
@@ -221,21 +226,34 @@ def _select_jvp(tangents, ans, x, dim, keepdim):
     return (value if keepdim else value.squeeze(dim)), None
 
 
+def _no_complex(name: str, bool_too: bool = False):
+    """torch's refusal of complex values (and bool: argmax, argmin) by the reductions along a
+    dim that return indices."""
+    kinds = {"complex": (RuntimeError, f"{name}(): does not support complex input")}
+    if bool_too:
+        kinds["bool"] = (RuntimeError, f"{name}(): does not support bool input")
+    return refuse_dtypes(**kinds)
+
+
 MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
                 vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,), jvp=_select_jvp,
+                check_operands=_no_complex("max"),
                 saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
                              "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
                              saved_indices=("argmax", ("dim", "keepdim")))
 MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
                 vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,), jvp=_select_jvp,
+                check_operands=_no_complex("min"),
                 saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
                              "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
                              saved_indices=("argmin", ("dim", "keepdim")))
 ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
-               kind=REDUCE, meta=lambda x, dim, keepdim: (
+               kind=REDUCE, check_operands=_no_complex("argmax", True),
+               meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
 ARGMIN = defop("argmin", lambda x, dim, keepdim: _arg_reduce(np.argmin)(x, dim, keepdim)[1],
-               kind=REDUCE, meta=lambda x, dim, keepdim: (
+               kind=REDUCE, check_operands=_no_complex("argmin", True),
+               meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dtype_rules import refuse_dtypes
 from .dtype_rules import scalar_type_name as _short
 from .. import dtypes
 from . import registry
@@ -227,7 +228,8 @@ def _aminmax_jvp(tangents, ans, x, dim, keepdim):
 
 
 AMINMAX = defop("aminmax", _aminmax_impl, kind=OPAQUE, n_outputs=2, meta=_aminmax_meta,
-                save=(0,), save_output=True, vjp=_aminmax_vjp, jvp=_aminmax_jvp)
+                save=(0,), save_output=True, vjp=_aminmax_vjp, jvp=_aminmax_jvp,
+                check_operands=refuse_dtypes(complex="aminmax_cpu"))
 
 
 @public("aminmax", method=True)
@@ -238,13 +240,70 @@ def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
 
 
 # ---------------------------------------------------------------- median, nanmedian, kthvalue
-def _kth_along(a: np.ndarray, k: np.ndarray | int):
+def _quick_select(row: np.ndarray, k: int) -> int:
+    """The index torch's CPU kernels (``quick_select_template``: median-of-three quickselect,
+    NaN largest) give for the k-th smallest of ``row``: which of tied values it picks."""
+    vals, idx = list(row), list(range(len(row)))
+
+    def gt(x, y):  # x > y, NaN above everything
+        return (x != x and y == y) or x > y
+
+    def swap(p, q):
+        vals[p], vals[q] = vals[q], vals[p]
+        idx[p], idx[q] = idx[q], idx[p]
+
+    lo, hi = 0, len(vals) - 1
+    while hi > lo:
+        if hi == lo + 1:
+            if gt(vals[lo], vals[hi]):
+                swap(lo, hi)
+            break
+        swap(lo + (hi - lo) // 2, lo + 1)
+        if gt(vals[lo + 1], vals[hi]):
+            swap(lo + 1, hi)
+        if gt(vals[lo], vals[hi]):
+            swap(lo, hi)
+        if gt(vals[lo + 1], vals[lo]):
+            swap(lo + 1, lo)
+        i, j, piv = lo + 1, hi, vals[lo]
+        while True:
+            i += 1
+            while gt(piv, vals[i]):
+                i += 1
+            j -= 1
+            while gt(vals[j], piv):
+                j -= 1
+            if j < i:
+                break
+            swap(i, j)
+        swap(lo, j)
+        if j <= k:
+            lo = i
+        if j >= k:
+            hi = j - 1
+    return idx[k]
+
+
+def _kth_along(a: np.ndarray, k: np.ndarray | int, quick_select: bool = False):
     """(values, indices) of the k-th smallest (0-based; one ``k`` per row or for all) along
-    the last axis, NaN sorting last; ties give the first index of the stable sort."""
+    the last axis, NaN sorting last. Among tied values the index is the first of the stable
+    sort (torch's median), or with ``quick_select`` the one torch's kthvalue picks."""
     order = np.argsort(a, axis=-1, kind="stable")
     k = np.broadcast_to(np.asarray(k, np.int64), a.shape[:-1])[..., None]
     idx = np.take_along_axis(order, k, -1)[..., 0]
-    return np.take_along_axis(a, idx[..., None], -1)[..., 0], idx.astype(np.int64)
+    values = np.take_along_axis(a, idx[..., None], -1)[..., 0]
+    if not quick_select:
+        return values, idx.astype(np.int64)
+    same = a == values[..., None]
+    if a.dtype.kind in "fc":
+        same |= np.isnan(a) & np.isnan(values)[..., None]
+    tied = np.flatnonzero(same.sum(-1) > 1)
+    if tied.size:  # (a Python quickselect, only for the rows where it matters)
+        rows, ks, out = a.reshape(-1, a.shape[-1]), k.reshape(-1), idx.reshape(-1).copy()
+        for r in tied:
+            out[r] = _quick_select(rows[r], int(ks[r]))
+        idx = out.reshape(idx.shape)
+    return values, idx.astype(np.int64)
 
 
 def _median_dim_impl(x, dim, keepdim, ignore_nan):
@@ -280,29 +339,34 @@ def _median_all_meta(x, ignore_nan):
     return (), x.dtype
 
 
+# torch's median kernels (over all elements, and along a dim) take no complex or bool
+_MEDIAN_ALL = refuse_dtypes(complex="median_cpu", bool="median_cpu")
+_MEDIAN_OUT = refuse_dtypes(complex="median_out", bool="median_out")
 MEDIAN_ALL = defop("median", lambda x, ignore_nan: _median_all_impl(x, ignore_nan),
                    kind=OPAQUE, meta=_median_all_meta, save=(0,), save_output=True,
                    vjp=(_median_all_vjp,), node_name="MedianBackward0",
+                   check_operands=_MEDIAN_ALL,
                    jvp=lambda ts, ans, x, ignore_nan: _shared_tangent(ts[0], x, ans, None, False))
 MEDIAN_DIM = defop("median_dim", lambda x, dim, keepdim: _median_dim_impl(x, dim, keepdim, False),
                    kind=OPAQUE, n_outputs=2, meta=_pair_meta, save=(0,), save_output=True,
-                   vjp=_select_vjp, jvp=_select_jvp, node_name="MedianBackward1")
+                   vjp=_select_vjp, jvp=_select_jvp, node_name="MedianBackward1",
+                   check_operands=_MEDIAN_OUT)
 NANMEDIAN_ALL = defop("nanmedian", lambda x, ignore_nan: _median_all_impl(x, ignore_nan),
                       kind=OPAQUE, meta=_median_all_meta, save=(0,), save_output=True,
                       vjp=(_median_all_vjp,), node_name="NanmedianBackward0",
+                      check_operands=_MEDIAN_ALL,
                       jvp=lambda ts, ans, x, ignore_nan: _shared_tangent(ts[0], x, ans, None,
                                                                          False))
 NANMEDIAN_DIM = defop(
     "nanmedian_dim", lambda x, dim, keepdim: _median_dim_impl(x, dim, keepdim, True),
     kind=OPAQUE, n_outputs=2, meta=_pair_meta, save=(0,), save_output=True, vjp=_select_vjp,
-    jvp=_select_jvp, node_name="NanmedianBackward1")
+    jvp=_select_jvp, node_name="NanmedianBackward1", check_operands=_MEDIAN_OUT)
 
 
 def _median(name, all_op, dim_op, result, input, dim, keepdim):  # noqa: A002
-    if input.dtype.is_complex:
-        raise RuntimeError(f"{name}() does not support complex inputs")
     if dim is None:
         if input.numel() == 0:
+            _MEDIAN_ALL((input,))
             from .creation import full
 
             return full((), float("nan"), dtype=input.dtype, device=input.device)
@@ -327,13 +391,14 @@ def nanmedian(input, dim=None, keepdim: bool = False):  # noqa: A002
 
 
 def _kthvalue_impl(x, k, dim, keepdim):
-    v, i = _kth_along(_moved(x, dim), k - 1)
+    v, i = _kth_along(_moved(x, dim), k - 1, quick_select=True)
     return _back(v, dim, x.ndim, keepdim), _back(i, dim, x.ndim, keepdim)
 
 
 KTHVALUE = defop("kthvalue", _kthvalue_impl, kind=OPAQUE, n_outputs=2,
                  meta=lambda x, k, dim, keepdim: _pair_meta(x, dim, keepdim), save=(0,),
-                 save_output=True, vjp=_select_vjp, jvp=_select_jvp)
+                 save_output=True, vjp=_select_vjp, jvp=_select_jvp,
+                 check_operands=refuse_dtypes(complex="kthvalue_cpu", bool="kthvalue_cpu"))
 
 
 @public("kthvalue", method=True)
@@ -362,7 +427,8 @@ def _mode_impl(x, dim, keepdim):
 
 
 MODE = defop("mode", _mode_impl, kind=OPAQUE, n_outputs=2, meta=_pair_meta, save=(0,),
-             save_output=True, vjp=_select_vjp, jvp=_select_jvp)
+             save_output=True, vjp=_select_vjp, jvp=_select_jvp,
+             check_operands=refuse_dtypes(complex="mode_cpu"))
 
 
 @public("mode", method=True)
@@ -396,7 +462,9 @@ def _searchsorted_meta(seq, values, right, out_int32):
     return tuple(values.shape), dtypes.int32 if out_int32 else dtypes.int64
 
 
-SEARCHSORTED = defop("searchsorted", _searchsorted_impl, kind=OPAQUE, meta=_searchsorted_meta)
+SEARCHSORTED = defop("searchsorted", _searchsorted_impl, kind=OPAQUE, meta=_searchsorted_meta,
+                     check_operands=refuse_dtypes(complex="searchsorted_out_cpu",
+                                                  bool="searchsorted_out_cpu"))
 
 
 @public("searchsorted")
@@ -473,6 +541,10 @@ def _histc_impl(x, bins, min, max):  # noqa: A002
 
 
 def _histc_meta(x, bins, min, max):  # noqa: A002
+    if x.dtype == dtypes.bool:  # (torch fails building the bin edges first)
+        raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
+    if x.dtype.is_complex and min == max:  # (and the data's range before that)
+        raise NotImplementedError(f'"aminmax_cpu" not implemented for \'{_short(x.dtype)}\'')
     if not x.dtype.is_floating_point:
         raise NotImplementedError(f'"histogram_cpu" not implemented for \'{_short(x.dtype)}\'')
     if bins <= 0:

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import axis_alias, wrap_dim
+from .dtype_rules import refuse_dtypes
 from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .surface import public
@@ -82,7 +83,7 @@ def _topk_impl(x, k, dim, largest):
 
 def _check_sortable(x) -> None:
     if x.dtype.is_complex:
-        raise RuntimeError("Sort does not support complex dtypes on CPU")
+        raise RuntimeError(" Sort does not support complex dtypes on CPU")  # (torch's space)
 
 
 def _sort_meta(x, dim, descending):
@@ -143,6 +144,9 @@ SORT = defop("sort", _sort_impl, kind=OPAQUE, meta=_sort_meta, n_outputs=2, save
                           saved_indices=("argsort", ("dim", "descending")))
 TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save=(0,),
              vjp=_topk_vjp, jvp=_gather_jvp,
+             check_operands=refuse_dtypes(
+                 complex=(RuntimeError, " topk does not support complex dtypes on CPU"),
+                 bool=(RuntimeError, "topk does not support bool dtypes on CPU")),
              saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
                           "self_sym_sizes": ("sizes", 0)},
                           saved_indices=("argtopk", ("k", "dim", "largest")))

@@ -11,6 +11,7 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
+from .dtype_rules import refuse_dtypes
 from .composite import (_correction, _np_var, _std_vjp, _var_decompose, _var_jvp, _var_meta,
                         _var_vjp, _warn_no_dof)
 from .indexing import INDEX_PUT, _normalize_key
@@ -295,9 +296,15 @@ NANSUM = defop(
                  "self": ("input", 0)})
 
 
+# (on the input, before a cast to ``dtype``)
+_NANSUM_CHECK = refuse_dtypes(complex=(RuntimeError,
+                                       "nansum on CPU does not support complex inputs"))
+
+
 @public("nansum", method=True)
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The sum over ``dim`` with NaNs counted as zero."""
+    _NANSUM_CHECK((input,))
     x = input if dtype is None or input.dtype is dtype else input.to(dtype)
     return apply(NANSUM, x, dims=normalize_dims(dim, x.ndim), keepdim=keepdim, dtype=dtype)
 
@@ -305,6 +312,7 @@ def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
 @public("nanmean", method=True)
 def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The mean over ``dim`` of the non-NaN elements (``nansum`` over their count)."""
+    _NANSUM_CHECK((input,))
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {input.dtype._legacy.replace('Tensor', '')}")
@@ -472,6 +480,7 @@ def _cdist_jvp(tangents, ans, x1, x2, p):
 CDIST = defop(
     "cdist", _cdist_impl, kind=OPAQUE, autocast=AUTOCAST_FP32, meta=_cdist_meta, save=(0, 1),
     save_output=True, vjp=_cdist_vjp, jvp=_cdist_jvp,
+    check_operands=refuse_dtypes(half="cdist"),  # (the matrix-product form takes them)
     saved_names={"p": ("param", "p"), "x1": ("input", 0), "x2": ("input", 1),
                  "result": ("output", 0)})
 

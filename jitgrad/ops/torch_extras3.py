@@ -9,6 +9,7 @@ from typing import Any
 
 from .. import dtypes
 from ._shape import wrap_dim
+from .dtype_rules import refuse_dtypes, scalar_type_name
 from .elementwise import _bshape, _clamp_dtype, _clamp_impl
 from .norms import _vector_norm_impl, _vector_norm_jvp, _vector_norm_meta, _vector_norm_vjp
 from . import registry
@@ -23,15 +24,21 @@ def _bound_meta(name: str):
     return meta
 
 
+# torch's clamp_min/clamp_max with a number bound refuse complex as clamp does; with a tensor
+# bound they are maximum/minimum
+_NO_COMPLEX_BOUND = refuse_dtypes(
+    complex=(NotImplementedError, "clamp is not supported for complex types"))
 CLAMP_MIN = defop(
     "clamp_min", lambda x, min: _clamp_impl(x, min, None), kind=POINTWISE,  # noqa: A006
     node_name="ClampMinBackward0", save=(0,), meta=_bound_meta("min"), jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, min: g * (x >= min),), template="max({0}, {p[min]})",  # noqa: A006
+    check_operands=_NO_COMPLEX_BOUND,
     saved_names={"self": ("input", 0), "min": ("param", "min")})
 CLAMP_MAX = defop(
     "clamp_max", lambda x, max: _clamp_impl(x, None, max), kind=POINTWISE,  # noqa: A006
     node_name="ClampMaxBackward0", save=(0,), meta=_bound_meta("max"), jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, max: g * (x <= max),), template="min({0}, {p[max]})",  # noqa: A006
+    check_operands=_NO_COMPLEX_BOUND,
     saved_names={"self": ("input", 0), "max": ("param", "max")})
 
 
@@ -43,12 +50,12 @@ CLAMP_MIN_TENSOR = defop(
     "clamp_min_tensor", lambda x, lo: _clamp_impl(x, lo, None), kind=POINTWISE,
     node_name="ClampMinBackward1", save=(0, 1), meta=_tensor_bound_meta, jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, lo: where(x >= lo, g, 0), lambda g, ans, x, lo: where(x < lo, g, 0)),
-    template="max({0}, {1})")
+    template="max({0}, {1})", check_operands=refuse_dtypes(complex="maximum_cpu"))
 CLAMP_MAX_TENSOR = defop(
     "clamp_max_tensor", lambda x, hi: _clamp_impl(x, None, hi), kind=POINTWISE,
     node_name="ClampMaxBackward1", save=(0, 1), meta=_tensor_bound_meta, jvp=ELEMENTWISE,
     vjp=(lambda g, ans, x, hi: where(x <= hi, g, 0), lambda g, ans, x, hi: where(x > hi, g, 0)),
-    template="min({0}, {1})")
+    template="min({0}, {1})", check_operands=refuse_dtypes(complex="minimum_cpu"))
 
 
 @public("clamp_min", method=True, inplace=True)
@@ -80,9 +87,13 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     ``x2`` (each divided by its norm first, as torch computes it)."""
     from .arranging import broadcast_tensors
 
+    common = dtypes.result_type(x1, x2)
+    if not common.is_floating_point:
+        raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
+                           f"{scalar_type_name(common)}")
     a, b = broadcast_tensors(x1, x2)
-    if not a.dtype.is_floating_point:
-        a, b = a.to(dtypes.get_default_dtype()), b.to(dtypes.get_default_dtype())
+    if a.dtype is not common or b.dtype is not common:
+        a, b = a.to(common), b.to(common)
     d = wrap_dim(dim, max(a.ndim, 1))
     na = _floored(a.norm(2, dim=d, keepdim=True), eps)
     nb = _floored(b.norm(2, dim=d, keepdim=True), eps)
@@ -107,6 +118,9 @@ def pairwise_distance(x1, x2, p: float = 2.0, eps: float = 1e-6, keepdim: bool =
                  dtype=None)
 
 
+_RMS_NORM_CHECK = refuse_dtypes(integer="rms_norm", bool="rms_norm")
+
+
 @public("rms_norm", functional="rms_norm")
 def rms_norm(input, normalized_shape: Any, weight=None, eps: float | None = None):  # noqa: A002
     """``input / sqrt(mean(input**2 over normalized_shape) + eps) * weight``; ``eps`` defaults
@@ -120,6 +134,7 @@ def rms_norm(input, normalized_shape: Any, weight=None, eps: float | None = None
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
                            f"[*{', '.join(str(s) for s in shape)}], but got input of size"
                            f"{list(input.shape)}")
+    _RMS_NORM_CHECK((input,))
     if eps is None:
         eps = float(np.finfo(input.dtype.np).eps)
     dims = tuple(range(input.ndim - n, input.ndim))

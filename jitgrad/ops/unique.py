@@ -49,7 +49,8 @@ def _consecutive(x, dim):
 def _unique_meta(x, dim, consecutive):
     _data_dependent("unique_consecutive" if consecutive else "unique", x)
     if x.dtype.is_complex:
-        raise NotImplementedError(f'"unique" not implemented for '
+        kernel = "unique" if dim is None else "unique_dim"
+        raise NotImplementedError(f'"{kernel}" not implemented for '
                                   f"'{x.dtype._legacy.replace('Tensor', '')}'")
     values, inverse, counts = _unique_impl(np.asarray(x._data), dim, consecutive)
     return ((values.shape, inverse.shape, counts.shape), (x.dtype, dtypes.int64, dtypes.int64))
