@@ -397,6 +397,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and tuple(t.shape) != (input.shape[1],):
             raise RuntimeError(f"{name} should contain {input.shape[1]} elements not {t.numel()}")
+    if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
+        _pool.refuse_dtype(input, "batch_norm")
     # in training the op reads no running statistic (they are updated in place just below)
     out, mean, var = _bn.native_batch_norm(input, weight, bias,
                                            None if training else running_mean,

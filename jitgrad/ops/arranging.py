@@ -157,7 +157,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
         m = x.shape[d]
         if m == 0:
             break
-        x = x.narrow(d, 1, m - 1) - x.narrow(d, 0, m - 1)
+        hi, lo = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
+        x = hi.logical_xor(lo) if x.dtype is dtypes.bool else hi - lo  # (torch: xor of bools)
     return x
 
 
