@@ -112,11 +112,14 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"pdist only supports floating-point dtypes, X1 got: {input.dtype}")
+        raise RuntimeError("pdist only supports floating-point dtypes")
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
     if i.size == 0:
         return input.new_zeros(0)
+    if input.dtype.name in ("float16", "bfloat16"):  # (torch's kernel: float32, float64 only)
+        raise NotImplementedError(
+            f"\"pdist\" not implemented for '{input.dtype._legacy.replace('Tensor', '')}'")
     a = input.index_select(0, tensor(i, device=input.device))
     b = input.index_select(0, tensor(j, device=input.device))
     return (a - b).norm(p, dim=1)

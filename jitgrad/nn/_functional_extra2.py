@@ -92,6 +92,10 @@ def _adaptive_max(input: Tensor, size: tuple[int, ...], name: str) -> tuple[Tens
     if input.ndim not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
                            f"got: {list(input.shape)}")
+    if not input.dtype.is_floating_point:  # (torch: 1-d is a 2-d pooling, by that name)
+        from ..ops.pool import refuse_dtype
+
+        refuse_dtype(input, "adaptive_max_pool2d")
     batched = input.ndim == spatial + 2
     x = input if batched else input.unsqueeze(0)
     n, c, *ins = x.shape

@@ -312,6 +312,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise RuntimeError(
             "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
             f"for input, but got:{list(input.shape)}")
+    if not return_indices:  # (torch's max_pool1d_impl: floating only)
+        _pool.refuse_dtype(input, "max_pool1d_impl")
     out = max_pool2d(input.unsqueeze(-2), one(kernel_size), one(stride),
                      (0, _tuple(padding, 1, "padding")[0]), (1, _tuple(dilation, 1, "dilation")[0]),
                      ceil_mode, True)

@@ -142,22 +142,24 @@ MAX_POOL2D = defop("max_pool2d_with_indices", _max_pool_impl, kind=OPAQUE, meta=
                        None))
 
 
-def refuse_dtype(x, kernel: str, integers: tuple = ()) -> None:
+def refuse_dtype(x, kernel: str, integers: tuple = (), halves: bool = True) -> None:
     """torch's NotImplementedError for a pooling of ``x`` whose CPU kernel is not built for its
-    dtype: complex, bool and the integer dtypes not named in ``integers``."""
+    dtype: complex, bool, the integer dtypes not named in ``integers``, and float16 and
+    bfloat16 unless ``halves``."""
     dt = x.dtype
-    if dt.is_floating_point or dt.name in integers:
+    if dt.name in integers or dt.is_floating_point and (
+            halves or dt.name not in ("float16", "bfloat16")):
         return
     raise NotImplementedError(
         f'"{kernel}" not implemented for \'{dt._legacy.replace("Tensor", "")}\'')
 
 
-_ALL_INTEGERS = ("int8", "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+ALL_INTEGERS = ("int8", "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
 
 
 def max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode):
     """(values, indices) of 2-d max pooling on normalised int-pair params."""
-    refuse_dtype(x, "max_pool2d", _ALL_INTEGERS)
+    refuse_dtype(x, "max_pool2d", ALL_INTEGERS)
     return apply(MAX_POOL2D, x, kernel_size=kernel_size, stride=stride, padding=padding,
                  dilation=dilation, ceil_mode=ceil_mode)
 
