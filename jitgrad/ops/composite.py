@@ -177,11 +177,13 @@ def _cast_for(input, dtype):  # noqa: A002
     return input if dtype is None or input.dtype is dtype else input.to(dtype)
 
 
-def _floating_softmax(x, dim: int, name: str) -> None:
+def _floating_softmax(x, dim: int, name: str) -> bool:
     """torch's refusal of a (log_)softmax of a non-floating tensor: its kernels are floating
-    only (an empty tensor returns before the kernel)."""
-    if x.dtype.is_floating_point or x.numel() == 0:
-        return
+    only. True for an empty one, which torch returns (a copy) before the kernel."""
+    if x.dtype.is_floating_point:
+        return False
+    if x.numel() == 0:
+        return True
     kernel = f"{name}_lastdim" if dim == x.ndim - 1 or x.ndim == 0 else name
     raise NotImplementedError(f'"{kernel}_kernel_impl" not implemented for '
                               f"'{x.dtype._legacy.replace('Tensor', '')}'")
@@ -192,7 +194,8 @@ def softmax(input, dim: int, dtype=None):  # noqa: A002
     """Softmax along ``dim``."""
     x = _cast_for(input, dtype)
     dim = wrap_dim(dim, x.ndim)
-    _floating_softmax(x, dim, "softmax")
+    if _floating_softmax(x, dim, "softmax"):
+        return x.clone()
     return apply(SOFTMAX, x, dim=dim)
 
 
@@ -201,7 +204,8 @@ def log_softmax(input, dim: int, dtype=None):  # noqa: A002
     """Log of softmax along ``dim``, computed stably."""
     x = _cast_for(input, dtype)
     dim = wrap_dim(dim, x.ndim)
-    _floating_softmax(x, dim, "log_softmax")
+    if _floating_softmax(x, dim, "log_softmax"):
+        return x.clone()
     return apply(LOG_SOFTMAX, x, dim=dim)
 
 

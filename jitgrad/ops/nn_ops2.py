@@ -169,6 +169,8 @@ def _loss_meta(*args, reduction, **params):
 def _bce_impl(x, t, w, reduction):
     if np.any((x < 0) | (x > 1)) or np.any(np.isnan(x)):
         raise RuntimeError("all elements of input should be between 0 and 1")
+    if np.any((t < 0) | (t > 1)) or np.any(np.isnan(t)):
+        raise RuntimeError("all elements of target should be between 0 and 1")
     with np.errstate(divide="ignore"):
         loss = -(t * np.maximum(np.log(x), -100) + (1 - t) * np.maximum(np.log1p(-x), -100))
     if w is not None:
@@ -263,8 +265,16 @@ def _smooth_l1_grad(g, x, y, reduction, beta):
     return _reduce_grad(g, reduction, diff.numel()) * d
 
 
+def _promoted_loss_meta(x, y, reduction, **params):
+    # (torch's TensorIterator loss: the result in the operands' promoted dtype)
+    from .. import dtypes
+
+    shape = broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    return (shape if reduction == "none" else ()), dtypes.result_type(x, y)
+
+
 SMOOTH_L1_LOSS = defop(
-    "smooth_l1_loss", _smooth_l1_impl, kind=OPAQUE, meta=_loss_meta, save=(0, 1),
+    "smooth_l1_loss", _smooth_l1_impl, kind=OPAQUE, meta=_promoted_loss_meta, save=(0, 1),
     check_operands=_refuse_non_floating("smooth_l1_cpu"),
     vjp=(_smooth_l1_input_grad,
          lambda g, ans, x, y, reduction, beta: -_smooth_l1_grad(g, x, y, reduction, beta)),
@@ -286,9 +296,24 @@ def _huber_grad(g, x, y, reduction, delta):
     return _reduce_grad(g, reduction, diff.numel()) * diff.clamp(-delta, delta)
 
 
+_HUBER_KERNEL_CHECK = _refuse_non_floating("huber_cpu")
+
+
+def _huber_check(args):
+    _HUBER_KERNEL_CHECK(args)
+    x = args[0]
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):  # (an int input, float target)
+        from .. import dtypes
+        from .dtype_rules import scalar_type_name
+
+        raise RuntimeError(
+            f"result type {scalar_type_name(dtypes.result_type(*args[:2]))} can't be cast to "
+            f"the desired output type {scalar_type_name(x.dtype)}")
+
+
 HUBER_LOSS = defop(
     "huber_loss", _huber_impl, kind=OPAQUE, meta=_loss_meta, save=(0, 1),
-    check_operands=_refuse_non_floating("huber_cpu"),
+    check_operands=_huber_check,
     vjp=(lambda g, ans, x, y, reduction, delta: _huber_grad(g, x, y, reduction, delta),
          lambda g, ans, x, y, reduction, delta: -_huber_grad(g, x, y, reduction, delta)),
     jvp=_loss_jvp((lambda g, ans, x, y, reduction, delta: _huber_grad(g, x, y, reduction, delta),
