@@ -142,6 +142,16 @@ CASES = {
     "interpolate_linear": lambda L, d: _f(L).interpolate(_make(L, (1, 1, 2), d),
                                                          scale_factor=2, mode="linear"),
     "diff": lambda L, d: L.diff(_make(L, (4,), d)),
+    "cross_entropy_probs": lambda L, d: _f(L).cross_entropy(_make(L, (2, 3), d),
+                                                            _make(L, (2, 3), d, 1)),
+    "multilabel_soft_margin_loss": lambda L, d: _f(L).multilabel_soft_margin_loss(
+        _make(L, (2, 3), d), _make(L, (2, 3), d, 1)),
+    "gumbel_softmax": lambda L, d: _f(L).gumbel_softmax(_make(L, (2, 3), d)),
+    "adaptive_max_pool1d": lambda L, d: _f(L).adaptive_max_pool1d(_make(L, (1, 1, 4), d), 2),
+    "max_pool1d_indices": lambda L, d: _f(L).max_pool1d(_make(L, (1, 1, 4), d), 2,
+                                                        return_indices=True)[1],
+    "interpolate_trilinear": lambda L, d: _f(L).interpolate(_make(L, (1, 1, 2, 2, 2), d),
+                                                            scale_factor=2, mode="trilinear"),
 }
 
 

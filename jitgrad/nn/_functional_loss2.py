@@ -192,6 +192,9 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     """Per sample, the mean over classes of the binary cross-entropy of ``sigmoid(input)``
     with ``target`` (each class weighted by ``weight``)."""
     mode = _reduction(reduction, size_average, reduce)
+    from ._functional_act import _LOGSIGMOID_CHECK
+
+    _LOGSIGMOID_CHECK((input,))  # (torch computes F.logsigmoid)
     loss = -(target * _logsigmoid(input) + (1 - target) * _logsigmoid(-input))
     if weight is not None:
         loss = loss * weight
