@@ -8,6 +8,7 @@ torch's); the rest are composed of jitgrad ops."""
 from __future__ import annotations
 
 from ..ops.autocast_policy import LOWER, autocast_policy
+from ..ops.dtype_rules import refuse_dtypes
 from ..ops.nn_acts import (HARDSHRINK, HARDSIGMOID, HARDSWISH, HARDTANH, PRELU, SOFTSHRINK,
                            THRESHOLD)
 from ..ops.nn_ops import SOFTPLUS
@@ -34,6 +35,16 @@ def _op_inplace(input: Tensor, op, **params: float) -> Tensor:  # noqa: A002
     return _inplace(input, lambda s: apply(op, s, **params))
 
 
+def _refuse_non_floating(kernel: str):
+    """A check raising torch's error for a kernel built for floating dtypes only."""
+    return refuse_dtypes(**dict.fromkeys(("complex", "integer", "bool"), kernel))
+
+
+_MISH_CHECK = _refuse_non_floating("mish_cpu")
+_LOGSIGMOID_CHECK = _refuse_non_floating("log_sigmoid_cpu")
+_GLU_CHECK = _refuse_non_floating("glu_cpu")
+
+
 def _floating_only(input: Tensor, kernel: str) -> None:  # noqa: A002
     if not input.dtype.is_floating_point:  # (torch's kernels are floating only)
         raise NotImplementedError(f'"{kernel}" not implemented for '
@@ -45,6 +56,8 @@ def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa
     """``input`` clamped to ``[min_val, max_val]``; gradient 1 strictly inside, else 0."""
     if min_val > max_val:
         raise ValueError("min_val cannot be greater than max_val")
+    if (min_val < 0 or max_val < 0) and input.dtype.name == "uint8":
+        raise RuntimeError("cannot do hardtanh on an unsigned type with negative limits")
     params = {"min_val": float(min_val), "max_val": float(max_val)}
     if inplace:
         return _op_inplace(input, HARDTANH, **params)
@@ -95,6 +108,7 @@ def _softplus(x: Tensor) -> Tensor:
 
 def mish(input: Tensor, inplace: bool = False) -> Tensor:  # noqa: A002
     """``input * tanh(softplus(input))``."""
+    _MISH_CHECK((input,))
     return _result(input, input * _softplus(input).tanh(), inplace)
 
 
@@ -142,6 +156,7 @@ def hardshrink(input: Tensor, lambd: float = 0.5) -> Tensor:  # noqa: A002
 
 def logsigmoid(input: Tensor) -> Tensor:  # noqa: A002
     """``log(sigmoid(input))``, computed as ``-softplus(-input)``."""
+    _LOGSIGMOID_CHECK((input,))
     return -_softplus(-input)
 
 
@@ -149,6 +164,7 @@ def glu(input: Tensor, dim: int = -1) -> Tensor:  # noqa: A002
     """``a * sigmoid(b)`` of the two halves ``a, b`` of ``input`` along ``dim``."""
     if input.ndim == 0:
         raise RuntimeError("glu does not support scalars because halving size must be even")
+    _GLU_CHECK((input,))
     d = dim % input.ndim
     if input.shape[d] % 2:
         raise RuntimeError(f"Halving dimension must be even, but dimension {d} is size "

@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..ops.creation import tensor
+from ..ops.dtype_rules import refuse_dtypes
 from ..ops.selection import where
 from ..random import rand
 from ..tensor import Tensor
@@ -40,11 +41,17 @@ def rrelu(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa
     return _rrelu(input, lower, upper, training, inplace)
 
 
+# (torch's training kernel is built for float32, float64 and bfloat16 only)
+_RRELU_CHECK = refuse_dtypes(**dict.fromkeys(("complex", "integer", "bool", "float16"),
+                                             "rrelu_with_noise_out_cpu"))
+
+
 def _rrelu(input: Tensor, lower: float, upper: float, training: bool,  # noqa: A002
            inplace: bool, generator: Any = None) -> Tensor:
     """``rrelu``, its slopes drawn from ``generator`` (``torch.rrelu`` takes one)."""
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace=inplace)
+    _RRELU_CHECK((input,))
     noise = rand(input.shape, dtype=input.dtype, device=input.device, generator=generator) \
         * (upper - lower) + lower
     noise = where(input.detach() > 0, 1.0, noise)
@@ -105,11 +112,14 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
     if p < 0:
         raise RuntimeError("pdist only supports non-negative p values")
     if not input.dtype.is_floating_point:
-        raise RuntimeError(f"pdist only supports floating-point dtypes, X1 got: {input.dtype}")
+        raise RuntimeError("pdist only supports floating-point dtypes")
     n = input.shape[0]
     i, j = np.triu_indices(n, 1)
     if i.size == 0:
         return input.new_zeros(0)
+    if input.dtype.name in ("float16", "bfloat16"):  # (torch's kernel: float32, float64 only)
+        raise NotImplementedError(
+            f"\"pdist\" not implemented for '{input.dtype._legacy.replace('Tensor', '')}'")
     a = input.index_select(0, tensor(i, device=input.device))
     b = input.index_select(0, tensor(j, device=input.device))
     return (a - b).norm(p, dim=1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..ops.conv import check_conv_dtype
 from ..ops.creation import zeros
 from ..ops.movement import cat
 from ..tensor import Tensor
@@ -42,6 +43,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
         raise RuntimeError("non-positive stride is not supported")
     if any(v <= 0 for v in d):
         raise RuntimeError("non-positive dilation is not supported")
+    check_conv_dtype(input, weight, d, True)  # (torch's slow_conv_transpose3d names)
     if any(v < 0 for v in p + op):
         raise RuntimeError("negative padding is not supported")
     if any(o >= st and o >= dd for o, st, dd in zip(op, s, d)):

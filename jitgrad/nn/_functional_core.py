@@ -143,6 +143,21 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
                  eps=float(eps))
 
 
+def check_dropout_dtype(input: Tensor, alpha: bool = False) -> None:  # noqa: A002
+    """torch's error for a random dropout mask on a non-floating input: complex numbers have no
+    Bernoulli kernel, and the float mask's product cannot be cast back to an integer or bool
+    (an alpha dropout of bools computes in int64 first)."""
+    dt = input.dtype
+    if dt.is_floating_point:
+        return
+    name = dt._legacy.replace("Tensor", "")
+    if dt.is_complex:
+        raise NotImplementedError(f"\"bernoulli_scalar_cpu_\" not implemented for '{name}'")
+    if alpha and dt is dtypes.bool:
+        name = "Long"
+    raise RuntimeError(f"result type Float can't be cast to the desired output type {name}")
+
+
 def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
             inplace: bool = False) -> Tensor:
     """Zeroes each element with probability ``p`` and scales the rest by ``1 / (1 - p)``.
@@ -154,6 +169,8 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
         raise ValueError(f"dropout probability has to be between 0 and 1, but got {p}")
     if not training or p == 0 or input.numel() == 0:
         return input
+    if p != 1:
+        check_dropout_dtype(input)
     from ..random import rand
 
     if p == 1:

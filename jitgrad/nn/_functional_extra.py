@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes
 from ..ops.creation import tensor, zeros
 from ..tensor import Tensor
+from ._functional_core import check_dropout_dtype
 from .functional_conv3d import conv3d
 from ._functional_extra2 import (adaptive_avg_pool1d, adaptive_max_pool1d,
                                  adaptive_max_pool1d_with_indices, adaptive_max_pool2d,
@@ -216,6 +217,8 @@ def _feature_dropout(input: Tensor, p: float, training: bool,  # noqa: A002
                      inplace: bool) -> Tensor:
     if not training or p == 0 or input.numel() == 0:
         return input
+    if p != 1:
+        check_dropout_dtype(input)
     noise = _keep_mask(input, p, True)
     noise = noise * 0.0 if p == 1 else noise / (1.0 - p)
     return input.mul_(noise) if inplace else input * noise
@@ -290,6 +293,7 @@ def _alpha_dropout(input: Tensor, p: float, training: bool, inplace: bool,  # no
     if p == 1:
         out = input * zeros((), dtype=input.dtype, device=input.device)
         return input.copy_(out) if inplace else out
+    check_dropout_dtype(input, alpha=True)
     keep = _keep_mask(input, p, feature)
     a = 1.0 / np.sqrt((_SELU_ALPHA * _SELU_ALPHA * p + 1) * (1 - p))
     b = (keep - 1) * (_SELU_ALPHA * a) + _SELU_ALPHA * a * p

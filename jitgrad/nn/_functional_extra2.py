@@ -92,6 +92,10 @@ def _adaptive_max(input: Tensor, size: tuple[int, ...], name: str) -> tuple[Tens
     if input.ndim not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
                            f"got: {list(input.shape)}")
+    if not input.dtype.is_floating_point:  # (torch: 1-d is a 2-d pooling, by that name)
+        from ..ops.pool import refuse_dtype
+
+        refuse_dtype(input, "adaptive_max_pool2d")
     batched = input.ndim == spatial + 2
     x = input if batched else input.unsqueeze(0)
     n, c, *ins = x.shape
@@ -158,6 +162,11 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     ``g`` standard Gumbel noise; with ``hard`` a one-hot of its argmax whose gradient is the
     soft sample's (straight-through)."""
     from ..random import rand
+
+    if not logits.dtype.is_floating_point:  # (torch draws its noise in the logits' dtype)
+        raise RuntimeError(
+            "Exponential distribution is a continuous probability distribution. dtype must be a "
+            f"floating point but you specified {logits.dtype._legacy.replace('Tensor', '')}")
 
     u = rand(tuple(logits.shape), dtype=dtypes.float64, device=logits.device)
     exp = -(1.0 - u).log()  # Exponential(1), never log(0)

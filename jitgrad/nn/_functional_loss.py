@@ -152,6 +152,10 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     reduction = _reduction(reduction, size_average, reduce)
     class_dim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[class_dim]
+    if tuple(input.shape) == tuple(target.shape) and not target.dtype.is_floating_point:
+        name = target.dtype._legacy.replace("Tensor", "")  # (torch checks before its kernels)
+        raise RuntimeError(
+            f"Expected floating point type for target with class probabilities, got {name}")
     logp = log_softmax(input, class_dim)
     if tuple(input.shape) == tuple(target.shape):
         return _cross_entropy_probs(logp, target, weight, ignore_index, reduction,

@@ -49,6 +49,10 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,  # n
         if reduction == "mean" and size_average is None and reduce is None:
             warnings.warn(_BATCHMEAN_WARNING, stacklevel=2)
         mode = _reduction(reduction, size_average, reduce)
+    if input.dtype.is_complex or target.dtype.is_complex:
+        raise RuntimeError("kl_div: Complex inputs not supported.")
+    if not (input.dtype.is_floating_point and target.dtype.is_floating_point):
+        raise RuntimeError("kl_div: Integral inputs not supported.")
     if log_target:
         loss = target.exp() * (target - input)
     else:
@@ -188,6 +192,9 @@ def multilabel_soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     """Per sample, the mean over classes of the binary cross-entropy of ``sigmoid(input)``
     with ``target`` (each class weighted by ``weight``)."""
     mode = _reduction(reduction, size_average, reduce)
+    from ._functional_act import _LOGSIGMOID_CHECK
+
+    _LOGSIGMOID_CHECK((input,))  # (torch computes F.logsigmoid)
     loss = -(target * _logsigmoid(input) + (1 - target) * _logsigmoid(-input))
     if weight is not None:
         loss = loss * weight

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..ops.autocast_policy import FP32, autocast_policy
 from ..ops.creation import arange
+from ..ops.dtype_rules import refuse_dtypes
 from ..ops.registry import state
 from ..ops.torch_extras3 import pairwise_distance
 from ..tensor import Tensor
@@ -30,6 +31,14 @@ def _reduce_samples(loss: Tensor, reduction: str) -> Tensor:
     if reduction == "sum":
         return loss.sum()
     return loss
+
+
+# (torch's CPU kernels of these two losses are built for float32 and float64 only)
+_NOT_SINGLE_OR_DOUBLE = ("complex", "integer", "bool", "half")
+_MULTI_MARGIN_CHECK = refuse_dtypes(
+    (0,), **dict.fromkeys(_NOT_SINGLE_OR_DOUBLE, "multi_margin_loss_cpu_kernel"))
+_MULTILABEL_MARGIN_CHECK = refuse_dtypes(
+    (0,), **dict.fromkeys(_NOT_SINGLE_OR_DOUBLE, "multilabel_margin_loss_forward_out_frame"))
 
 
 @autocast_policy(FP32)
@@ -67,6 +76,7 @@ def multi_margin_loss(input: Tensor, target: Tensor, p: int = 1,  # noqa: A002
             f"multi_margin_loss: target tensor should be 1-D with size equal to the number of "
             f"input samples (batch size). Expected target size [{batch}], but got "
             f"{list(target.shape)}. Input has shape {list(input.shape)}.")
+    _MULTI_MARGIN_CHECK((input,))
     y = target.reshape(-1)
     if _concrete(y):
         yv = np.asarray(y.detach().cpu().numpy())
@@ -111,6 +121,7 @@ def multilabel_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
     if tuple(target.shape) != tuple(input.shape) or input.ndim > 2:
         raise RuntimeError(f"inconsistent target size: {list(target.shape)} for input of size: "
                            f"{list(input.shape)}")
+    _MULTILABEL_MARGIN_CHECK((input,))
     x = input.reshape(1, -1) if input.ndim <= 1 else input
     batch, classes = x.shape
     tg = target.reshape(batch, classes).to(device=x.device)

@@ -103,6 +103,7 @@ def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
     """
     k, s, p, d, spatial, out = _pool_geometry(input, 3, kernel_size, stride, padding, dilation,
                                               ceil_mode, "max")
+    _pool.refuse_dtype(input, "max_pool3d", _pool.ALL_INTEGERS)
     batched = input.ndim == 5
     x = input if batched else input.unsqueeze(0)
     n, c, depth, h, w = x.shape
@@ -183,10 +184,15 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
                                f"kernel size (kT: {kk[0]} kH: {kk[1]} kW: {kk[2]})")
     k, s, p, _, spatial, out = _pool_geometry(input, 3, kernel_size, stride, padding, 1,
                                               ceil_mode, "avg")
+    _pool.refuse_dtype(input, "avg_pool3d_out_frame", ("int64",), halves=False)
     if divisor_override is not None and divisor_override == 0:
         raise RuntimeError("divisor must be not zero")
     batched = input.ndim == 5
     x = input if batched else input.unsqueeze(0)
+    if not x.dtype.is_floating_point:  # int64: summed and divided exactly, then truncated
+        from .. import dtypes
+
+        x = x.to(dtypes.float64)
     n, c, depth, h, w = x.shape
     od, oh, ow = out
     # the (h, w) windows by the 2-d op (averages, or sums under divisor_override), then the
@@ -206,6 +212,8 @@ def avg_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         count = end - start if count_include_pad else \
             np.minimum(end, depth) - np.maximum(start, 0)
         x = x / tensor(count.astype(np.float64), dtype=x.dtype, device=x.device).reshape(-1, 1, 1)
+    if input.dtype.name == "int64":  # (torch's kernel: each window's sum // divisor, truncated)
+        x = x.trunc().to(input.dtype)
     return x if batched else x.squeeze(0)
 
 
@@ -221,6 +229,7 @@ def adaptive_avg_pool3d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
     size = tuple(input.shape[-3 + i] if o is None else int(o) for i, o in enumerate(size))
     if size == (1, 1, 1):  # torch's shortcut: a mean
         return input.mean((-1, -2, -3), keepdim=True)
+    _pool.refuse_dtype(input, "adaptive_avg_pool3d_cpu")
     x = input
     for i, o in enumerate(size):  # one dim at a time: a matrix of the windows' weights
         n = x.shape[-3 + i]
@@ -239,6 +248,7 @@ def adaptive_max_pool3d_with_indices(input: Tensor, output_size: Any,  # noqa: A
     if input.ndim not in (4, 5):
         raise RuntimeError(f"adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: "
                            f"{list(input.shape)}")
+    _pool.refuse_dtype(input, "adaptive_max_pool3d_cpu")
     size = (output_size,) * 3 if isinstance(output_size, int) or output_size is None \
         else tuple(output_size)
     batched = input.ndim == 5

@@ -312,6 +312,8 @@ def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
         raise RuntimeError(
             "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
             f"for input, but got:{list(input.shape)}")
+    if not return_indices:  # (torch's max_pool1d_impl: floating only)
+        _pool.refuse_dtype(input, "max_pool1d_impl")
     out = max_pool2d(input.unsqueeze(-2), one(kernel_size), one(stride),
                      (0, _tuple(padding, 1, "padding")[0]), (1, _tuple(dilation, 1, "dilation")[0]),
                      ceil_mode, True)
@@ -397,6 +399,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
     for name, t in (("running_mean", running_mean), ("running_var", running_var)):
         if t is not None and tuple(t.shape) != (input.shape[1],):
             raise RuntimeError(f"{name} should contain {input.shape[1]} elements not {t.numel()}")
+    if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
+        _pool.refuse_dtype(input, "batch_norm")
     # in training the op reads no running statistic (they are updated in place just below)
     out, mean, var = _bn.native_batch_norm(input, weight, bias,
                                            None if training else running_mean,

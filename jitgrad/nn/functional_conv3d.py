@@ -7,7 +7,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
-from ..ops.conv import check_bias_dtype
+from ..ops.conv import check_bias_dtype, check_conv_dtype
 from ..tensor import Tensor
 from ._functional_core import pad
 from .functional_conv import conv2d
@@ -51,6 +51,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         raise RuntimeError("non-positive stride is not supported")
     if any(v <= 0 for v in d):
         raise RuntimeError("non-positive dilation is not supported")
+    check_conv_dtype(x, weight, d, False)  # (3-d: torch's slow_conv3d kernel names)
     ksize = tuple(weight.shape[2:])
     if isinstance(padding, str):
         if padding == "valid":

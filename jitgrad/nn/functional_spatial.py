@@ -9,6 +9,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from ..ops.creation import tensor
 from ..tensor import Tensor
 
@@ -24,6 +25,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
         raise RuntimeError(f"Expected number of channels in input to be divisible by "
                            f"num_groups, but got input of shape {list(input.shape)} and "
                            f"num_groups={num_groups}")
+    if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
+        raise NotImplementedError('"GroupNormKernelImpl" not implemented for '
+                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
     n, c = input.shape[:2]
     groups = input.reshape(n, num_groups, -1)
     mean = groups.mean(-1, keepdim=True)
@@ -68,6 +72,20 @@ def _along(x: Tensor, dim: int, index: np.ndarray) -> Tensor:
     return x.index_select(dim, tensor(index.astype(np.int64), device=x.device))
 
 
+def _check_interpolate_dtype(input: Tensor, linear: bool) -> None:  # noqa: A002
+    """torch's refusal of a non-floating interpolation: uint8 only in the nearest modes and in
+    2-d bilinear, by the names of its kernels."""
+    dt = input.dtype
+    if dt.name == "uint8" and (not linear or input.ndim == 4):
+        return
+    if input.ndim == 4:
+        kernel = f"upsample_{'bilinear' if linear else 'nearest'}2d_channels_last"
+    else:
+        kernel = f"compute_indices_weights_{'linear' if linear else 'nearest'}"
+    raise NotImplementedError(
+        f"\"{kernel}\" not implemented for '{dt._legacy.replace('Tensor', '')}'")
+
+
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # noqa: A002
                 mode: str = "nearest", align_corners: bool | None = None,
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
@@ -102,13 +120,18 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         sizes = lambda vals: ", ".join(f"{a}: {v}" for a, v in zip(names, vals))  # noqa: E731
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({sizes(input.shape[2:])}) and output ({sizes(out_sizes)})")
+    if not input.dtype.is_floating_point:
+        _check_interpolate_dtype(input, linear)
     if linear and out_sizes == list(input.shape[2:]):
         return input.clone()  # torch's linear kernels copy when no size changes, whatever scale
-    x = input
+    x = input if input.dtype.is_floating_point or not linear else input.to(dtypes.float32)
     # source indices in torch's arithmetic: float32 for nearest, the input's precision
     # (float32 unless float64) for the linear modes, so boundary cases round as torch's do
     acc = np.float64 if linear and input.dtype.itemsize == 8 else np.float32
-    for k, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], out_sizes, scales)):
+    passes = list(enumerate(zip(input.shape[2:], out_sizes, scales)))
+    if x.dtype is not input.dtype:  # (uint8: torch's separable passes, the last dim first)
+        passes.reverse()
+    for k, (n_in, n_out, scale) in passes:
         dim = 2 + k
         dst, scale = np.arange(n_out, dtype=acc), acc(scale)
         if not linear:
@@ -126,4 +149,8 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         weight = tensor(frac.reshape((-1,) + (1,) * (input.ndim - dim - 1)),
                         dtype=x.dtype, device=x.device)
         x = _along(x, dim, lo) * (1 - weight) + _along(x, dim, hi) * weight
+        if x.dtype is not input.dtype:  # (uint8 bilinear: each pass rounded to uint8)
+            x = (x + 0.5).floor().clamp(0, 255)
+    if x.dtype is not input.dtype:
+        x = x.to(input.dtype)
     return x

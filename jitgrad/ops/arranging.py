@@ -139,8 +139,9 @@ def tensordot(a, b, dims: Any = 2):
     ka = [d for d in range(a.ndim) if d not in da]
     kb = [d for d in range(b.ndim) if d not in db]
     k = int(np.prod([a.shape[d] for d in da], dtype=np.int64))
-    left = a.permute(ka + da).reshape(-1, k)
-    right = b.permute(db + kb).reshape(k, -1)
+    # (a full contraction is one dot of two vectors, as torch's: DotBackward0, bool's error)
+    left = a.permute(ka + da).reshape((-1, k) if ka or kb else (k,))
+    right = b.permute(db + kb).reshape((k, -1) if ka or kb else (k,))
     return (left @ right).reshape([a.shape[d] for d in ka] + [b.shape[d] for d in kb])
 
 
@@ -157,7 +158,8 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
         m = x.shape[d]
         if m == 0:
             break
-        x = x.narrow(d, 1, m - 1) - x.narrow(d, 0, m - 1)
+        hi, lo = x.narrow(d, 1, m - 1), x.narrow(d, 0, m - 1)
+        x = hi.logical_xor(lo) if x.dtype is dtypes.bool else hi - lo  # (torch: xor of bools)
     return x
 
 

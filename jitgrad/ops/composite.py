@@ -177,18 +177,36 @@ def _cast_for(input, dtype):  # noqa: A002
     return input if dtype is None or input.dtype is dtype else input.to(dtype)
 
 
+def _floating_softmax(x, dim: int, name: str) -> bool:
+    """torch's refusal of a (log_)softmax of a non-floating tensor: its kernels are floating
+    only. True for an empty one, which torch returns (a copy) before the kernel."""
+    if x.dtype.is_floating_point:
+        return False
+    if x.numel() == 0:
+        return True
+    kernel = f"{name}_lastdim" if dim == x.ndim - 1 or x.ndim == 0 else name
+    raise NotImplementedError(f'"{kernel}_kernel_impl" not implemented for '
+                              f"'{x.dtype._legacy.replace('Tensor', '')}'")
+
+
 @public("softmax", method=True)
 def softmax(input, dim: int, dtype=None):  # noqa: A002
     """Softmax along ``dim``."""
     x = _cast_for(input, dtype)
-    return apply(SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
+    dim = wrap_dim(dim, x.ndim)
+    if _floating_softmax(x, dim, "softmax"):
+        return x.clone()
+    return apply(SOFTMAX, x, dim=dim)
 
 
 @public("log_softmax", method=True)
 def log_softmax(input, dim: int, dtype=None):  # noqa: A002
     """Log of softmax along ``dim``, computed stably."""
     x = _cast_for(input, dtype)
-    return apply(LOG_SOFTMAX, x, dim=wrap_dim(dim, x.ndim))
+    dim = wrap_dim(dim, x.ndim)
+    if _floating_softmax(x, dim, "log_softmax"):
+        return x.clone()
+    return apply(LOG_SOFTMAX, x, dim=dim)
 
 
 @public("logsumexp", method=True)

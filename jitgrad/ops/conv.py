@@ -232,8 +232,30 @@ def _weight_grad_meta(x, g, kernel_size, stride, padding, dilation, groups):
     return (g.shape[1], x.shape[1] // groups) + tuple(kernel_size), _dtype_of(x, g)
 
 
+def _not_for(kernel: str, dt) -> NotImplementedError:
+    return NotImplementedError(f'"{kernel}" not implemented for \'{_scalar(dt)}\'')
+
+
+def check_conv_dtype(x, w, dilation: tuple, transposed: bool) -> None:
+    """torch's refusal of the dtypes its CPU convolution kernels are not built for: bool
+    (every kernel), and the integers but int64 in a dilated or a transposed convolution. (A
+    mix of dtypes is the meta's error.)"""
+    dt = x.dtype
+    if dt.is_floating_point or dt.is_complex or dt is not w.dtype or \
+            (dt.name == "int64" and (transposed or any(d != 1 for d in dilation))):
+        return
+    dims = "3d" if len(dilation) == 3 else "2d"
+    if transposed:
+        raise _not_for(f"slow_conv_transpose{dims}_out_cpu", dt)
+    if any(d != 1 for d in dilation):
+        raise _not_for("slow_conv_dilated<>", dt)
+    if dt.name == "bool":
+        raise _not_for(f"slow_conv{dims}_cpu", dt)
+
+
 def convolution(x, w, b, stride: tuple, padding: tuple, dilation: tuple, groups: int):
     """The convolution op on normalised params (see the module docstring)."""
+    check_conv_dtype(x, w, dilation, False)
     return apply(CONVOLUTION, x, w, b, stride=stride, padding=padding, dilation=dilation,
                  groups=groups)
 
@@ -242,6 +264,7 @@ def conv_transpose(x, w, b, input_size: tuple, **p):
     """The transposed convolution of ``x`` (``(N, C_in, *spatial)``) by ``w`` (``(C_in,
     C_out / groups, *kernel)``) plus ``b``, whose output has the spatial size ``input_size``:
     one ``ConvolutionBackward0`` node, as torch records it."""
+    check_conv_dtype(x, w, p["dilation"], True)
     return apply(CONV_TRANSPOSE, x, w, b, input_size=tuple(input_size), **p)
 
 

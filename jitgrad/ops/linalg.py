@@ -7,6 +7,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import numel
 from .autocast_policy import LOWER, autocast_policy
+from .dtype_rules import refuse_dtypes
 from .movement import SQUEEZE_DIM_, UNSAFE_VIEW, reshape
 from .registry import AUTOCAST_LOWER, BILINEAR, OPAQUE, apply, defop
 from .surface import public
@@ -90,20 +91,23 @@ def _matmul(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 MM = defop("mm", _matmul, kind=OPAQUE, meta=_mm_meta, save=(0, 1), autocast=AUTOCAST_LOWER,
+           check_operands=refuse_dtypes(bool="addmm_impl_cpu_"),
            vjp=(lambda g, ans, a, b: g.mm(_mH(b)), lambda g, ans, a, b: _mH(a).mm(g)),
            jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
            saved_names={"self": ("input", 0), "mat2": ("input", 1),
                         "self_sym_sizes": ("sizes", 0), "mat2_sym_sizes": ("sizes", 1)})
 BMM = defop("bmm", _matmul, kind=OPAQUE, meta=_bmm_meta, save=(0, 1), autocast=AUTOCAST_LOWER,
+            check_operands=refuse_dtypes(bool="bmm"),
             vjp=(lambda g, ans, a, b: g.bmm(_mH(b)), lambda g, ans, a, b: _mH(a).bmm(g)),
             jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
             saved_names={"self": ("input", 0), "mat2": ("input", 1)})
 MV = defop("mv", np.matmul, kind=OPAQUE, meta=_mv_meta, save=(0, 1),
+           check_operands=refuse_dtypes(bool="addmv_impl_cpu"),
            vjp=(lambda g, ans, a, v: g.unsqueeze(1) * v.conj(),
                 lambda g, ans, a, v: _mH(a).mv(g)), jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
                 saved_names={"self": ("input", 0), "vec": ("input", 1)})
 DOT = defop("dot", lambda a, b: np.asarray(np.dot(a, b)), kind=OPAQUE, meta=_dot_meta,
-            save=(0, 1),
+            save=(0, 1), check_operands=refuse_dtypes(bool="dot"),
             vjp=(lambda g, ans, a, b: g * b.conj(), lambda g, ans, a, b: g * a.conj()),
             jvp=BILINEAR, save_if={0: (1,), 1: (0,)},
             saved_names={"self": ("input", 0), "tensor": ("input", 1)})
@@ -133,6 +137,7 @@ def _addmm_jvp(tangents, ans, bias, a, b):
 
 ADDMM = defop("addmm", lambda bias, a, b: bias + _matmul(a, b), kind=OPAQUE,
               meta=_addmm_meta, save=(1, 2), autocast=AUTOCAST_LOWER,
+              check_operands=refuse_dtypes(bool="addmm_impl_cpu_"),
               vjp=(lambda g, ans, bias, a, b: g, lambda g, ans, bias, a, b: g.mm(_mH(b)),
                    lambda g, ans, bias, a, b: _mH(a).mm(g)),
               jvp=_addmm_jvp, save_if={1: (2,), 2: (1,)},

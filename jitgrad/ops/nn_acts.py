@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dtype_rules import refuse_dtypes
 from .elementwise import THRESHOLD_BACKWARD, masked_gradient, zero_vjp
 from .registry import ELEMENTWISE, POINTWISE, apply, defop
 
@@ -44,6 +45,9 @@ def _hardtanh_impl(x, *, min_val, max_val):
 
 HARDTANH = defop(
     "hardtanh", _hardtanh_impl, kind=POINTWISE, save=(0,),
+    check_operands=refuse_dtypes(
+        complex=(NotImplementedError, "clamp is not supported for complex types"),
+        bool=(RuntimeError, "Bool inputs not supported for hardtanh")),
     vjp=(lambda g, ans, x, **p: apply(HARDTANH_BACKWARD, g, x, **p),), jvp=ELEMENTWISE,
     template="({p[min_val]} if {0} < {p[min_val]} else "
              "({p[max_val]} if {0} > {p[max_val]} else {0}))",
@@ -60,6 +64,7 @@ def _threshold_impl(x, *, threshold, value):
 
 THRESHOLD = defop(
     "threshold", _threshold_impl, kind=POINTWISE, save=(0,),
+    check_operands=refuse_dtypes(complex="threshold_cpu", bool="threshold_cpu"),
     vjp=(lambda g, ans, x, threshold, value: apply(THRESHOLD_BACKWARD, g, x,
                                                    threshold=threshold),),
     jvp=ELEMENTWISE, template="{p[value]} if {0} <= {p[threshold]} else {0}",
@@ -157,6 +162,7 @@ def _prelu_impl(x, w):
 
 PRELU = defop(
     "prelu_kernel", _prelu_impl, kind=POINTWISE, save=(0, 1), node_name="PreluKernelBackward0",
+    check_operands=refuse_dtypes(complex="prelu_cpu", integer="prelu_cpu", bool="prelu_cpu"),
     vjp=(lambda g, ans, x, w: apply(PRELU_BACKWARD_INPUT, g, x, w),
          lambda g, ans, x, w: apply(PRELU_BACKWARD_WEIGHT, g, x)),
     jvp=ELEMENTWISE, template="{0} if {0} > 0 else {1} * {0}",

@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from . import nn_kernels
+from .dtype_rules import refuse_dtypes
 from .elementwise import where
 from .registry import AUTOCAST_FP32, ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
 
@@ -41,7 +42,9 @@ def _gelu_vjp(g, ans, x, approximate):
     return g * (cdf + x * (-0.5 * x * x).exp() * _INV_SQRT_2PI)
 
 
+_NOT_FLOATING = ("complex", "integer", "bool")
 GELU = defop("gelu", _gelu_impl, kind=POINTWISE, save=(0,), decompose=_gelu_decompose,
+             check_operands=refuse_dtypes(**dict.fromkeys(_NOT_FLOATING, "GeluKernelImpl")),
              meta=lambda x, approximate: (tuple(x.shape), x.dtype), vjp=(_gelu_vjp,),
              template="gelu_{p[approximate]}({0})", jvp=ELEMENTWISE,
              saved_names={"approximate": ("param", "approximate"), "self": ("input", 0)})
@@ -59,6 +62,7 @@ def _silu_vjp(g, ans, x):
 
 
 SILU = defop("silu", _silu_impl, kind=POINTWISE, save=(0,), vjp=(_silu_vjp,),
+             check_operands=refuse_dtypes(integer="silu_cpu", bool="silu_cpu"),
              decompose=lambda x: x * x.sigmoid(), meta=lambda x: (tuple(x.shape), x.dtype),
              template="{0} / (1.0 + exp(-{0}))", jvp=ELEMENTWISE)
 
@@ -172,6 +176,8 @@ def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
 
 LAYER_NORM = defop("native_layer_norm", _layer_norm_impl, kind=OPAQUE, save=(0, 1),
                    meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose,
+                   check_operands=refuse_dtypes(
+                       (0,), **dict.fromkeys(_NOT_FLOATING, "LayerNormKernelImpl")),
                    jvp=_layer_norm_jvp)
 
 
@@ -244,6 +250,8 @@ def _nll_meta(logp, target, weight, reduction, ignore_index):
 
 NLL_LOSS = defop("nll_loss", _nll_impl, kind=OPAQUE, meta=_nll_meta, save=(1, 2),
                  autocast=AUTOCAST_FP32, non_differentiable=(2,),
+                 check_operands=refuse_dtypes(
+                     (0,), **dict.fromkeys(_NOT_FLOATING, "nll_loss_out_frame")),
                  vjp=_nll_vjp,
                  jvp=lambda ts, ans, logp, target, weight, reduction, ignore_index:
                  None if ts[0] is None else apply(NLL_LOSS, ts[0], target, weight,
@@ -282,6 +290,7 @@ def _mse_jvp(tangents, ans, x, y, reduction):
 
 MSE_LOSS = defop("mse_loss", _mse_impl, kind=OPAQUE, meta=_mse_meta, save=(0, 1),
                  autocast=AUTOCAST_FP32,
+                 check_operands=refuse_dtypes(**dict.fromkeys(_NOT_FLOATING, "mse_cpu")),
                  vjp=(lambda g, ans, x, y, reduction: _mse_grad(g, x, y, reduction),
                       lambda g, ans, x, y, reduction: -_mse_grad(g, x, y, reduction)),
                  decompose=lambda x, y, reduction: {

@@ -9,9 +9,20 @@ from __future__ import annotations
 
 import numpy as np
 
+from .dtype_rules import refuse_dtypes
 from .registry import ELEMENTWISE, FLOAT, OPAQUE, POINTWISE, apply, broadcast_shapes, defop
 
 _SELF = ("input", 0)
+_NOT_FLOATING = ("complex", "integer", "bool")
+
+
+def _refuse_non_floating(kernel, operands=None):
+    """torch's refusal of a kernel built for floating dtypes only (complex, integers, bool)."""
+    return refuse_dtypes(operands, **dict.fromkeys(_NOT_FLOATING, kernel))
+
+
+_LEAKY_RELU_CHECK = _refuse_non_floating("leaky_relu_cpu")
+_ELU_CHECK = _refuse_non_floating("elu_cpu")
 
 # ---------------------------------------------------------------- pointwise activations
 
@@ -51,6 +62,7 @@ def _leaky_relu_impl(x, *, negative_slope):
 LEAKY_RELU = defop(
     "leaky_relu", _leaky_relu_impl,
     kind=POINTWISE, promote=FLOAT, save=(0,), vjp=(_leaky_relu_vjp,), jvp=ELEMENTWISE,
+    check_operands=_LEAKY_RELU_CHECK,
     template="{0} if {0} > 0 else {0} * {p[negative_slope]}",
     saved_names={"self": _SELF, "negative_slope": ("param", "negative_slope")})
 
@@ -73,6 +85,7 @@ def _leaky_relu_result_vjp(g, ans, x, negative_slope):
 LEAKY_RELU_RESULT = defop(
     "leaky_relu_result", LEAKY_RELU.impl, kind=POINTWISE, promote=FLOAT, save_output=True,
     node_name="LeakyReluBackward1", vjp=(_leaky_relu_result_vjp,), jvp=ELEMENTWISE,
+    check_operands=_LEAKY_RELU_CHECK,
     template=LEAKY_RELU.template,
     saved_names={"result": ("output", 0), "negative_slope": ("param", "negative_slope")})
 
@@ -91,7 +104,7 @@ def _elu_vjp(g, ans, x, alpha, scale, input_scale):
 
 
 ELU = defop("elu", _elu_impl, kind=POINTWISE, promote=FLOAT, save=(0,), vjp=(_elu_vjp,),
-            jvp=ELEMENTWISE,
+            jvp=ELEMENTWISE, check_operands=_ELU_CHECK,
             template="{0} * {p[scale]} if {0} > 0 else "
                      "{p[scale]} * {p[alpha]} * expm1({0} * {p[input_scale]})",
             saved_names={"self": _SELF, "alpha": ("param", "alpha"), "scale": ("param", "scale"),
@@ -111,6 +124,7 @@ def _elu_result_vjp(g, ans, x, alpha, scale, input_scale):
 
 ELU_RESULT = defop("elu_result", _elu_impl, kind=POINTWISE, promote=FLOAT, save_output=True,
                    node_name="EluBackward1", vjp=(_elu_result_vjp,), jvp=ELEMENTWISE,
+                   check_operands=_ELU_CHECK,
                    template=ELU.template,
                    saved_names={"result": ("output", 0), "alpha": ("param", "alpha"),
                                 "scale": ("param", "scale"),
@@ -155,6 +169,8 @@ def _loss_meta(*args, reduction, **params):
 def _bce_impl(x, t, w, reduction):
     if np.any((x < 0) | (x > 1)) or np.any(np.isnan(x)):
         raise RuntimeError("all elements of input should be between 0 and 1")
+    if np.any((t < 0) | (t > 1)) or np.any(np.isnan(t)):
+        raise RuntimeError("all elements of target should be between 0 and 1")
     with np.errstate(divide="ignore"):
         loss = -(t * np.maximum(np.log(x), -100) + (1 - t) * np.maximum(np.log1p(-x), -100))
     if w is not None:
@@ -178,6 +194,7 @@ def _bce_vjp_target(g, ans, x, t, w, reduction):
 
 BINARY_CROSS_ENTROPY = defop(
     "binary_cross_entropy", _bce_impl, kind=OPAQUE, meta=_loss_meta, save=(0, 1, 2),
+    check_operands=_refuse_non_floating("binary_cross_entropy", (0,)),
     vjp=(_bce_vjp_input, _bce_vjp_target, None), jvp=_loss_jvp((_bce_vjp_input, _bce_vjp_target)),
     saved_names={"self": _SELF, "target": ("input", 1), "weight": ("input", 2)})
 
@@ -224,6 +241,7 @@ def _bce_logits_vjp_target(g, ans, x, t, w, pw, reduction):
 BINARY_CROSS_ENTROPY_WITH_LOGITS = defop(
     "binary_cross_entropy_with_logits", _bce_logits_impl, kind=OPAQUE, meta=_loss_meta,
     save=(0, 1, 2, 3), vjp=(_bce_logits_vjp_input, _bce_logits_vjp_target, None, None),
+    check_operands=_refuse_non_floating("log_sigmoid_cpu", (0,)),
     jvp=_loss_jvp((_bce_logits_vjp_input, _bce_logits_vjp_target)),
     saved_names={"self": _SELF, "target": ("input", 1), "weight": ("input", 2),
                  "pos_weight": ("input", 3)})
@@ -247,8 +265,17 @@ def _smooth_l1_grad(g, x, y, reduction, beta):
     return _reduce_grad(g, reduction, diff.numel()) * d
 
 
+def _promoted_loss_meta(x, y, reduction, **params):
+    # (torch's TensorIterator loss: the result in the operands' promoted dtype)
+    from .. import dtypes
+
+    shape = broadcast_shapes(tuple(x.shape), tuple(y.shape))
+    return (shape if reduction == "none" else ()), dtypes.result_type(x, y)
+
+
 SMOOTH_L1_LOSS = defop(
-    "smooth_l1_loss", _smooth_l1_impl, kind=OPAQUE, meta=_loss_meta, save=(0, 1),
+    "smooth_l1_loss", _smooth_l1_impl, kind=OPAQUE, meta=_promoted_loss_meta, save=(0, 1),
+    check_operands=_refuse_non_floating("smooth_l1_cpu"),
     vjp=(_smooth_l1_input_grad,
          lambda g, ans, x, y, reduction, beta: -_smooth_l1_grad(g, x, y, reduction, beta)),
     jvp=_loss_jvp((_smooth_l1_input_grad,
@@ -269,8 +296,24 @@ def _huber_grad(g, x, y, reduction, delta):
     return _reduce_grad(g, reduction, diff.numel()) * diff.clamp(-delta, delta)
 
 
+_HUBER_KERNEL_CHECK = _refuse_non_floating("huber_cpu")
+
+
+def _huber_check(args):
+    _HUBER_KERNEL_CHECK(args)
+    x = args[0]
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):  # (an int input, float target)
+        from .. import dtypes
+        from .dtype_rules import scalar_type_name
+
+        raise RuntimeError(
+            f"result type {scalar_type_name(dtypes.result_type(*args[:2]))} can't be cast to "
+            f"the desired output type {scalar_type_name(x.dtype)}")
+
+
 HUBER_LOSS = defop(
     "huber_loss", _huber_impl, kind=OPAQUE, meta=_loss_meta, save=(0, 1),
+    check_operands=_huber_check,
     vjp=(lambda g, ans, x, y, reduction, delta: _huber_grad(g, x, y, reduction, delta),
          lambda g, ans, x, y, reduction, delta: -_huber_grad(g, x, y, reduction, delta)),
     jvp=_loss_jvp((lambda g, ans, x, y, reduction, delta: _huber_grad(g, x, y, reduction, delta),
@@ -431,6 +474,7 @@ for _mode, _torch_name in (("reflect", "Reflection"), ("replicate", "Replication
         GATHER_PADS[_mode, _dims] = defop(
             f"{_torch_name.lower()}_pad{_dims}d", _gather_pad_impl(_mode), kind=OPAQUE,
             node_name=f"{_torch_name}Pad{_dims}DBackward0", meta=_gather_pad_meta, save=(0,),
+            check_operands=refuse_dtypes(bool=f"{_torch_name.lower()}_pad{_dims}d"),
             vjp=(_gather_pad_vjp(_mode),),
             jvp=lambda ts, ans, x, padding, _op=(_mode, _dims): None if ts[0] is None else
             apply(GATHER_PADS[_op], ts[0], padding=padding),

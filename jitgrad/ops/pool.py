@@ -142,8 +142,24 @@ MAX_POOL2D = defop("max_pool2d_with_indices", _max_pool_impl, kind=OPAQUE, meta=
                        None))
 
 
+def refuse_dtype(x, kernel: str, integers: tuple = (), halves: bool = True) -> None:
+    """torch's NotImplementedError for a pooling of ``x`` whose CPU kernel is not built for its
+    dtype: complex, bool, the integer dtypes not named in ``integers``, and float16 and
+    bfloat16 unless ``halves``."""
+    dt = x.dtype
+    if dt.name in integers or dt.is_floating_point and (
+            halves or dt.name not in ("float16", "bfloat16")):
+        return
+    raise NotImplementedError(
+        f'"{kernel}" not implemented for \'{dt._legacy.replace("Tensor", "")}\'')
+
+
+ALL_INTEGERS = ("int8", "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64")
+
+
 def max_pool2d_with_indices(x, kernel_size, stride, padding, dilation, ceil_mode):
     """(values, indices) of 2-d max pooling on normalised int-pair params."""
+    refuse_dtype(x, "max_pool2d", ALL_INTEGERS)
     return apply(MAX_POOL2D, x, kernel_size=kernel_size, stride=stride, padding=padding,
                  dilation=dilation, ceil_mode=ceil_mode)
 
@@ -212,6 +228,7 @@ AVG_POOL2D_BACKWARD = defop(
 
 def avg_pool2d(x, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
     """2-d average pooling on normalised int-pair params."""
+    refuse_dtype(x, "avg_pool2d", ("int64",))
     return apply(AVG_POOL2D, x, kernel_size=kernel_size, stride=stride, padding=padding,
                  ceil_mode=ceil_mode, count_include_pad=count_include_pad,
                  divisor_override=divisor_override)
@@ -257,4 +274,5 @@ ADAPTIVE_AVG_POOL2D_BACKWARD = defop(
 
 def adaptive_avg_pool2d(x, output_size: tuple):
     """2-d adaptive average pooling to ``output_size`` (an int pair)."""
+    refuse_dtype(x, "adaptive_avg_pool2d")
     return apply(ADAPTIVE_AVG_POOL2D, x, output_size=output_size)
