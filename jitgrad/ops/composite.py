@@ -26,12 +26,16 @@ def _float_meta(x, **params):
 
 
 def _softmax_impl(x, dim):
+    if x.size == 0:  # (nothing to normalise; np.max has no identity)
+        return x.copy()
     m = np.max(x, axis=dim, keepdims=True)
     e = np.exp(x - m)
     return e / np.sum(e, axis=dim, keepdims=True)
 
 
 def _log_softmax_impl(x, dim):
+    if x.size == 0:
+        return x.copy()
     m = np.max(x, axis=dim, keepdims=True)
     s = x - m
     return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))

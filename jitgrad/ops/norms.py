@@ -193,6 +193,8 @@ def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # no
     """The vector ``ord``-norm of ``x`` over ``dim`` (all elements when None)."""
     p = _check_ord_number(ord)
     dims = normalize_dims(dim, x.ndim) if x.ndim else ()
+    if not x.ndim and dim is not None:  # (a 0-d tensor: dims -1 and 0 only, each once)
+        normalize_dims(dim, 0)
     return apply(LINALG_VECTOR_NORM, x, ord=p, dims=dims, keepdim=bool(keepdim), dtype=dtype)
 
 

@@ -8,6 +8,8 @@ accumulator ``{acc}`` and the element ``{0}``), final (with the reduced count ``
 
 from __future__ import annotations
 
+import builtins
+
 import numpy as np
 
 from .. import dtypes
@@ -122,7 +124,8 @@ def _same_dtype(d: dtypes.dtype) -> dtypes.dtype:
 def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, **fields):
     def meta(x, dims, keepdim, **params):
         shape = tuple(x.shape)
-        if not op.empty_forbidden or not shape or numel(shape):
+        if not op.empty_forbidden or not shape or numel(shape) or \
+                not builtins.any(shape[d] == 0 for d in dims):
             return reduced_shape(shape, dims, keepdim), dtype_rule(x.dtype, **params)
         public = {"max_all": "max", "min_all": "min"}.get(name, name)
         raise RuntimeError(f"{public}(): Expected reduction dim to be specified for "
@@ -192,6 +195,8 @@ MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREM
 
 def _arg_reduce(fn):
     def impl(x, dim, keepdim):
+        if x.ndim == 0:  # (a 0-d tensor: its one value, index 0)
+            return x.copy(), np.zeros((), np.int64)
         idx = fn(x, axis=dim, keepdims=True)
         values = np.take_along_axis(x, idx, axis=dim)
         if not keepdim:
@@ -296,13 +301,24 @@ def prod(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
 def amax(input, dim=(), keepdim: bool = False):  # noqa: A002
     """Maximum over ``dim`` (all dims when empty); ties share the gradient evenly."""
     dims = normalize_dims(None if dim == () else dim, input.ndim)
+    if dim != ():
+        _nonempty_dims("amax", input, dims)
     return apply(AMAX, input, dims=dims, keepdim=keepdim)
+
+
+def _nonempty_dims(name: str, input, dims) -> None:  # noqa: A002
+    """torch's IndexError for a reduction without identity over a dim of size 0."""
+    for d in dims:
+        if input.ndim and input.shape[d] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {d} to have non-zero size.")
 
 
 @public("amin", method=True)
 def amin(input, dim=(), keepdim: bool = False):  # noqa: A002
     """Minimum over ``dim`` (all dims when empty); ties share the gradient evenly."""
     dims = normalize_dims(None if dim == () else dim, input.ndim)
+    if dim != ():
+        _nonempty_dims("amin", input, dims)
     return apply(AMIN, input, dims=dims, keepdim=keepdim)
 
 
@@ -312,7 +328,9 @@ def _max_min(all_op, dim_op, pair_fn, name):
             return apply(all_op, input, dims=tuple(range(input.ndim)), keepdim=False)
         if isinstance(dim, registry.Tensor):
             return pair_fn(input, dim)
-        values, indices = apply(dim_op, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
+        d = wrap_dim(dim, input.ndim)
+        _nonempty_dims(name, input, (d,))
+        values, indices = apply(dim_op, input, dim=d, keepdim=keepdim)
         return ReturnTypes[name](values, indices)
     fn.__name__ = name
     fn.__doc__ = (f"{name}(input) over all elements, {name}(input, dim) -> (values, indices), "
@@ -323,19 +341,25 @@ def _max_min(all_op, dim_op, pair_fn, name):
 @public("argmax", method=True)
 def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
+        if input.numel() == 0:
+            raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() "
+                             "== 0.")
         return apply(ARGMAX, input.reshape(-1), dim=0, keepdim=False)
-    from ._shape import wrap_dim
-
-    return apply(ARGMAX, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
+    d = wrap_dim(dim, input.ndim)
+    _nonempty_dims("argmax", input, (d,))
+    return apply(ARGMAX, input, dim=d, keepdim=keepdim)
 
 
 @public("argmin", method=True)
 def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
     if dim is None:
+        if input.numel() == 0:
+            raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() "
+                             "== 0.")
         return apply(ARGMIN, input.reshape(-1), dim=0, keepdim=False)
-    from ._shape import wrap_dim
-
-    return apply(ARGMIN, input, dim=wrap_dim(dim, input.ndim), keepdim=keepdim)
+    d = wrap_dim(dim, input.ndim)
+    _nonempty_dims("argmin", input, (d,))
+    return apply(ARGMIN, input, dim=d, keepdim=keepdim)
 
 
 def _named_pair(name):

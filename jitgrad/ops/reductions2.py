@@ -128,12 +128,19 @@ CUMMIN = defop("cummin", lambda x, dim: _cum_extreme(x, dim, False), kind=OPAQUE
 @public("cummax", method=True)
 def cummax(input, dim: int):  # noqa: A002
     """The running maximum along ``dim`` and the index where each was taken (NaN propagates)."""
+    _scalar_dim("cummax", input, dim)
     return CummaxResult(*apply(CUMMAX, input, dim=wrap_dim(dim, input.ndim)))
+
+
+def _scalar_dim(name: str, input, dim: int) -> None:  # noqa: A002
+    if input.ndim == 0 and dim not in (-1, 0):
+        raise IndexError(f"{name}(): Expected reduction dim -1 or 0 for scalar but got {dim}")
 
 
 @public("cummin", method=True)
 def cummin(input, dim: int):  # noqa: A002
     """The running minimum along ``dim`` and the index where each was taken (NaN propagates)."""
+    _scalar_dim("cummin", input, dim)
     return CumminResult(*apply(CUMMIN, input, dim=wrap_dim(dim, input.ndim)))
 
 
@@ -187,7 +194,8 @@ def _aminmax_impl(x, dim, keepdim):
 
 
 def _aminmax_meta(x, dim, keepdim):
-    if 0 in tuple(x.shape):
+    if (dim is None and 0 in tuple(x.shape)) or (dim is not None and x.ndim and
+                                                  x.shape[dim] == 0):
         raise RuntimeError("aminmax(): cannot compute aminmax over an empty dimension as the "
                            "operation has no identity.")
     shape = ((1,) * x.ndim if keepdim else ()) if dim is None else _reduced_shape(x, dim, keepdim)
@@ -236,6 +244,8 @@ AMINMAX = defop("aminmax", _aminmax_impl, kind=OPAQUE, n_outputs=2, meta=_aminma
 def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
     """``(min, max)`` of the tensor (or along ``dim``); NaN propagates."""
     d = None if dim is None else wrap_dim(dim, input.ndim)
+    if d is not None and input.ndim and input.shape[d] == 0:
+        raise IndexError(f"aminmax: Expected reduction dim {d} to have non-zero size.")
     return AminmaxResult(*apply(AMINMAX, input, dim=d, keepdim=bool(keepdim)))
 
 
@@ -406,8 +416,10 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     """The ``k``-th smallest value along ``dim`` (1-based) and its index."""
     d = wrap_dim(dim, input.ndim)
     n = input.shape[d] if input.ndim else 1
+    if n == 0:
+        raise IndexError(f"kthvalue(): Expected reduction dim {d} to have non-zero size.")
     if not 1 <= k <= n:
-        raise IndexError(f"kthvalue(): selected number k out of range for dimension {d}")
+        raise RuntimeError(f"kthvalue(): selected number k out of range for dimension {d}")
     return KthvalueResult(*apply(KTHVALUE, input, k=int(k), dim=d, keepdim=bool(keepdim)))
 
 
