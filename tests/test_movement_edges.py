@@ -41,6 +41,9 @@ OPS = {
     "sort": lambda x, a, b: x.sort(a),
     "topk": lambda x, a, b: x.topk(b, a),
     "median_dim": lambda x, a, b: x.median(a),
+    "diff": lambda x, a, b: x.diff(b, a),
+    "unfold": lambda x, a, b: x.unfold(a, b, 1),
+    "unfold_step": lambda x, a, b: x.unfold(a, 1, b),
 }
 
 

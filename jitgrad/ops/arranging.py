@@ -151,6 +151,12 @@ def diff(input, n: int = 1, dim: int = -1, prepend=None, append=None):  # noqa: 
     ``append``)."""
     if input.ndim == 0:
         raise RuntimeError("diff expects input to be at least one-dimensional")
+    if n < 0:
+        raise RuntimeError(f"order must be non-negative but got {n}")
+    if n == 0:  # (torch copies the input then, its dim unchecked: CopyBackwards)
+        from .creation import empty_like
+
+        return empty_like(input).copy_(input)
     d = wrap_dim(dim, input.ndim)
     parts = [p for p in (prepend, input, append) if p is not None]
     x = cat(parts, d) if len(parts) > 1 else input

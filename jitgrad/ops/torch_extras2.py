@@ -375,6 +375,8 @@ def unfold(self, dimension: int, size: int, step: int):
     if size > n:
         raise RuntimeError(f"maximum size for tensor at dimension {d} is {n} but size is "
                            f"{size}")
+    if size < 0:
+        raise RuntimeError(f"size is {size} but must be >= 0")
     if step <= 0:
         raise RuntimeError(f"step is {step} but must be > 0")
     return apply(UNFOLD, self, dimension=d, size=int(size), step=int(step))
