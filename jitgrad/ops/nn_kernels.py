@@ -1,5 +1,5 @@
-"""Loop kernels of the convolution, pooling, batch-norm and nll ops, and of erf/erfc, compiled
-with Numba on first use.
+"""Loop kernels of the convolution, pooling, batch-norm and nll ops, of erf/erfc and of
+kthvalue's tie choice, compiled with Numba on first use.
 
 NumPy runs these ops as several passes over strided views (im2col of an ``as_strided`` window
 view, one strided add per kernel position for col2im, a pass per kernel position for max
@@ -325,3 +325,56 @@ def special(name: str, x: np.ndarray) -> np.ndarray:
     out = np.empty_like(flat)
     kernel(f"{name}_loop")(flat, out)
     return out.reshape(x.shape)
+
+
+# ---------------------------------------------------------------- kthvalue's tie choice
+
+
+def quick_select_rows(rows, ks, tied, out):
+    """For each row ``tied[t]`` of ``rows``: the index torch's CPU quickselect
+    (``quick_select_template``: median of three, NaN largest) gives for its ``ks[r]``-th
+    smallest value, into ``out[r]``; which of tied values torch's kthvalue names."""
+    n = rows.shape[1]
+    vals = np.empty(n, rows.dtype)
+    idx = np.empty(n, np.int64)
+    for t in range(tied.shape[0]):
+        r = tied[t]
+        k = ks[r]
+        for c in range(n):
+            vals[c] = rows[r, c]
+            idx[c] = c
+        lo, hi = 0, n - 1
+        while hi > lo:
+            if hi == lo + 1:
+                x, y = vals[lo], vals[hi]
+                if (x != x and y == y) or x > y:
+                    vals[lo], vals[hi] = y, x
+                    idx[lo], idx[hi] = idx[hi], idx[lo]
+                break
+            p = lo + (hi - lo) // 2
+            vals[p], vals[lo + 1] = vals[lo + 1], vals[p]
+            idx[p], idx[lo + 1] = idx[lo + 1], idx[p]
+            for a, b in ((lo + 1, hi), (lo, hi), (lo + 1, lo)):
+                x, y = vals[a], vals[b]
+                if (x != x and y == y) or x > y:
+                    vals[a], vals[b] = y, x
+                    idx[a], idx[b] = idx[b], idx[a]
+            i, j, piv = lo + 1, hi, vals[lo]
+            while True:
+                i += 1
+                while (piv != piv and vals[i] == vals[i]) or piv > vals[i]:
+                    i += 1
+                j -= 1
+                while (vals[j] != vals[j] and piv == piv) or vals[j] > piv:
+                    j -= 1
+                if j < i:
+                    break
+                vals[i], vals[j] = vals[j], vals[i]
+                idx[i], idx[j] = idx[j], idx[i]
+            vals[lo], vals[j] = vals[j], vals[lo]
+            idx[lo], idx[j] = idx[j], idx[lo]
+            if j <= k:
+                lo = i
+            if j >= k:
+                hi = j - 1
+        out[r] = idx[k]

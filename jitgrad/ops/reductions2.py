@@ -250,50 +250,6 @@ def aminmax(input, *, dim=None, keepdim: bool = False):  # noqa: A002
 
 
 # ---------------------------------------------------------------- median, nanmedian, kthvalue
-def _quick_select(row: np.ndarray, k: int) -> int:
-    """The index torch's CPU kernels (``quick_select_template``: median-of-three quickselect,
-    NaN largest) give for the k-th smallest of ``row``: which of tied values it picks."""
-    vals, idx = list(row), list(range(len(row)))
-
-    def gt(x, y):  # x > y, NaN above everything
-        return (x != x and y == y) or x > y
-
-    def swap(p, q):
-        vals[p], vals[q] = vals[q], vals[p]
-        idx[p], idx[q] = idx[q], idx[p]
-
-    lo, hi = 0, len(vals) - 1
-    while hi > lo:
-        if hi == lo + 1:
-            if gt(vals[lo], vals[hi]):
-                swap(lo, hi)
-            break
-        swap(lo + (hi - lo) // 2, lo + 1)
-        if gt(vals[lo + 1], vals[hi]):
-            swap(lo + 1, hi)
-        if gt(vals[lo], vals[hi]):
-            swap(lo, hi)
-        if gt(vals[lo + 1], vals[lo]):
-            swap(lo + 1, lo)
-        i, j, piv = lo + 1, hi, vals[lo]
-        while True:
-            i += 1
-            while gt(piv, vals[i]):
-                i += 1
-            j -= 1
-            while gt(vals[j], piv):
-                j -= 1
-            if j < i:
-                break
-            swap(i, j)
-        swap(lo, j)
-        if j <= k:
-            lo = i
-        if j >= k:
-            hi = j - 1
-    return idx[k]
-
-
 def _kth_along(a: np.ndarray, k: np.ndarray | int, quick_select: bool = False):
     """(values, indices) of the k-th smallest (0-based; one ``k`` per row or for all) along
     the last axis, NaN sorting last. Among tied values the index is the first of the stable
@@ -308,10 +264,13 @@ def _kth_along(a: np.ndarray, k: np.ndarray | int, quick_select: bool = False):
     if a.dtype.kind in "fc":
         same |= np.isnan(a) & np.isnan(values)[..., None]
     tied = np.flatnonzero(same.sum(-1) > 1)
-    if tied.size:  # (a Python quickselect, only for the rows where it matters)
-        rows, ks, out = a.reshape(-1, a.shape[-1]), k.reshape(-1), idx.reshape(-1).copy()
-        for r in tied:
-            out[r] = _quick_select(rows[r], int(ks[r]))
+    if tied.size:  # (torch's quickselect, compiled, only for the rows where it matters)
+        from .nn_kernels import kernel
+
+        rows = np.ascontiguousarray(a.reshape(-1, a.shape[-1]))
+        ks = np.ascontiguousarray(k.reshape(-1), dtype=np.int64)
+        out = idx.reshape(-1).astype(np.int64)
+        kernel("quick_select_rows")(rows, ks, tied.astype(np.int64), out)
         idx = out.reshape(idx.shape)
     return values, idx.astype(np.int64)
 
