@@ -38,6 +38,10 @@ def _hardtanh_ref(x, min_val=-1.0, max_val=1.0):
     return np.clip(x, min_val, max_val)
 
 
+def _inplace_call(f, x, *args, **kwargs):
+    return f(x * 1, *args, inplace=True, **kwargs)
+
+
 def _threshold_ref(x, threshold, value):
     return np.where(x > threshold, x, value)
 
@@ -179,6 +183,10 @@ def nn15_records() -> list:
         OpInfo("threshold", "nn.functional.threshold",
                _s(_arr(3, 4, gen=_PM_ONE), 1.0, -3.0, name="thr"), _threshold_ref,
                gradgrad=False),
+        # (in place on a copy: the threshold_ op, torch's ThresholdBackward1)
+        OpInfo("threshold_", "nn.functional.threshold",
+               _s(_arr(3, 4, gen=_PM_ONE), 1.0, -3.0, name="thr"), _threshold_ref,
+               call=_inplace_call, gradgrad=False),
         OpInfo("hardshrink", "nn.functional.hardshrink",
                _many(_unary(_PM_HALF), _s(_arr(3, 4, gen=_PM_ONE), 1.0, name="lambd")),
                _hardshrink_ref, gradgrad=False),

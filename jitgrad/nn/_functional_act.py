@@ -10,7 +10,7 @@ from __future__ import annotations
 from ..ops.autocast_policy import LOWER, autocast_policy
 from ..ops.dtype_rules import refuse_dtypes
 from ..ops.nn_acts import (HARDSHRINK, HARDSIGMOID, HARDSWISH, HARDTANH, PRELU, SOFTSHRINK,
-                           THRESHOLD)
+                           THRESHOLD, THRESHOLD_INPLACE)
 from ..ops.nn_ops import SOFTPLUS
 from ..ops.nn_ops2 import ELU, ELU_RESULT
 from ..ops.registry import apply
@@ -131,7 +131,7 @@ def threshold(input: Tensor, threshold: float, value: float,  # noqa: A002
     """``input`` where it is above ``threshold``, else ``value``."""
     params = {"threshold": float(threshold), "value": float(value)}
     if inplace:
-        return _op_inplace(input, THRESHOLD, **params)
+        return _op_inplace(input, THRESHOLD_INPLACE, **params)
     return apply(THRESHOLD, input, **params)
 
 

@@ -69,6 +69,11 @@ THRESHOLD = defop(
                                                    threshold=threshold),),
     jvp=ELEMENTWISE, template="{p[value]} if {0} <= {p[threshold]} else {0}",
     saved_names={"self": _SELF, "threshold": ("param", "threshold")})
+# threshold_ (in place): the same op under torch's node name for it, ThresholdBackward1
+THRESHOLD_INPLACE = defop(
+    "threshold_", _threshold_impl, kind=POINTWISE, save=(0,), node_name="ThresholdBackward1",
+    check_operands=THRESHOLD.check_operands, vjp=THRESHOLD.vjp, jvp=ELEMENTWISE,
+    template=THRESHOLD.template, saved_names={"self": _SELF, "threshold": ("param", "threshold")})
 
 # ---------------------------------------------------------------- hardshrink, softshrink
 
