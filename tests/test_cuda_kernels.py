@@ -441,9 +441,11 @@ def test_argmax_max_dim_and_nan_reductions_equal_the_cpu(dt):
     a = np.array([[0., 1, 2, 5], [1, np.nan, 0, 7], [3, 3, 3, 3]])
     if not dt.is_floating_point:
         a = np.nan_to_num(a, nan=-4.0)
-    calls = [lambda t: t.argmax(), lambda t: t.argmin(1), lambda t: t.argmax(0, keepdim=True),
-             lambda t: t.max(1), lambda t: t.min(0, keepdim=True), lambda t: t.amax(1),
+    calls = [lambda t: t.max(1), lambda t: t.min(0, keepdim=True), lambda t: t.amax(1),
              lambda t: t.amin(), lambda t: t.max(), jitgrad.jit(lambda t: t.amax(0) + t.amin())]
+    if dt is not jitgrad.bool:  # (argmax/argmin refuse bool, as torch)
+        calls += [lambda t: t.argmax(), lambda t: t.argmin(1),
+                  lambda t: t.argmax(0, keepdim=True)]
     for fn in calls:
         want, got = fn(jitgrad.tensor(a).to(dt)), fn(jitgrad.tensor(a, device="cuda").to(dt))
         for w, g in zip(want if isinstance(want, tuple) else (want,),

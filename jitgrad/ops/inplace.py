@@ -50,6 +50,9 @@ def _castable(src: dtypes.dtype, dst: dtypes.dtype) -> bool:
 def inplace(self: Any, compute: Callable, *args: Any) -> Any:
     """Runs ``compute(self, *args)`` (out of place) and writes the result into ``self``."""
     if self._trace is not None:
+        if self._trace.batching:  # (vmap: the op reads a copy, as eager's snapshot: a node
+            # that saved the written tensor itself would find it changed)
+            return self._trace.inplace(self, compute(self.clone(), *args))
         return self._trace.inplace(self, compute(self, *args))
     if state.traces:  # inside jit: an eager tensor written with (possibly) traced values
         return state.traces[-1].inplace(self, compute(self, *args))

@@ -389,15 +389,15 @@ def _apply(op: OpDef, args: tuple, params: dict):
                 if out is not _NO_OVERRIDE:
                     return out
                 break
+    st = state
+    if st.autocast and op.autocast is not None:  # (before the dtype checks: autocast's dtypes)
+        args = autocast_arguments(op.autocast, st.autocast, Tensor, args)
     if op.check_operands is not None:
         op.check_operands(args)
     if dtypes.limited_live:  # a uint16/32/64 dtype is in use: torch's refusals
         check_limited_uint(op, args)
     if sparse_live and sparse_any(args):
         return sparse_apply(op, args, params)
-    st = state
-    if st.autocast and op.autocast is not None:
-        args = autocast_arguments(op.autocast, st.autocast, Tensor, args)
     if st.traces:
         if st.traces[-1].batching:  # vmap (jitgrad/func/vmap.py) routes every op itself
             return st.traces[-1].bind(op, args, params)
