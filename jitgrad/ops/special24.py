@@ -86,9 +86,15 @@ def real_meta(kernel: str):
     return meta, holder
 
 
-def real_op(name: str, impl, kernel: str | None = None, **fields):
-    """``defop(name, impl, kind=POINTWISE, promote=FLOAT, **fields)`` rejecting complex input."""
-    meta, holder = real_meta(kernel or name.removeprefix("special_"))
+def real_op(name: str, impl, kernel: str | None = None, half: bool = False, **fields):
+    """``defop(name, impl, kind=POINTWISE, promote=FLOAT, **fields)`` rejecting complex input
+    (and, with ``half``, float16/bfloat16: torch builds these kernels for float32/64 only)."""
+    kernel = kernel or name.removeprefix("special_")
+    meta, holder = real_meta(kernel)
+    if half:
+        from .dtype_rules import refuse_dtypes
+
+        fields["check_operands"] = refuse_dtypes(half=f"{kernel}_cpu")
     op = defop(name, impl, kind=POINTWISE, promote=FLOAT, meta=meta, **fields)
     holder.append(op)
     return op
@@ -223,15 +229,16 @@ def _ndtri(y0: np.ndarray) -> np.ndarray:
 _TWO_OVER_SQRT_PI = 2 / math.sqrt(math.pi)
 _SQRT_2PI = math.sqrt(2 * math.pi)
 
-ERFCX = real_op("special_erfcx", _pointwise(_erfcx), save=(0,), save_output=True,
+ERFCX = real_op("special_erfcx", _pointwise(_erfcx), half=True, save=(0,), save_output=True,
                 node_name="SpecialErfcxBackward0",
                 vjp=(lambda g, ans, x: g * (2.0 * x * ans - _TWO_OVER_SQRT_PI),),
                 jvp=ELEMENTWISE)
-LOG_NDTR = real_op("special_log_ndtr", _pointwise(_log_ndtr), save=(0,), save_output=True,
+LOG_NDTR = real_op("special_log_ndtr", _pointwise(_log_ndtr), half=True, save=(0,),
+                   save_output=True,
                    node_name="SpecialLogNdtrBackward0",
                    vjp=(lambda g, ans, x: g / _SQRT_2PI * (-(ans + x * x / 2)).exp(),),
                    jvp=ELEMENTWISE)
-NDTRI = real_op("special_ndtri", _pointwise(_ndtri), save_output=True,
+NDTRI = real_op("special_ndtri", _pointwise(_ndtri), half=True, save_output=True,
                 node_name="SpecialNdtriBackward0",
                 vjp=(lambda g, ans, x: g * _SQRT_2PI * (ans * ans / 2).exp(),), jvp=ELEMENTWISE)
 
@@ -405,5 +412,5 @@ _NOT_DIFFERENTIABLE = {
     "scaled_modified_bessel_k0": _scaled_k0, "scaled_modified_bessel_k1": _scaled_k1,
     "airy_ai": _airy_ai, "spherical_bessel_j0": _spherical_bessel_j0,
 }
-BESSEL_OPS = {name: real_op("special_" + name, _pointwise(fn), differentiable=False)
+BESSEL_OPS = {name: real_op("special_" + name, _pointwise(fn), half=True, differentiable=False)
               for name, fn in _NOT_DIFFERENTIABLE.items()}

@@ -20,6 +20,7 @@ import math
 
 import numpy as np
 
+from .. import dtypes
 from ._special24_data import COEF
 from ._special24_tables import IGAM_D
 from .registry import ELEMENTWISE, POINTWISE, Public, apply, defop
@@ -338,7 +339,7 @@ IGAMMAC = defop("igammac", _binary(igammac_scalar), kind=POINTWISE,
                      lambda g, ans, a, x: -_igamma_grad(g, ans, a, x)),
                 jvp=_no_forward_ad("igammac"),
                 public=Public(("igammac",), method=True, inplace=True, args=("input", "other")))
-ZETA = real_op("special_zeta", _binary(zeta_scalar), save=(0, 1),
+ZETA = real_op("special_zeta", _binary(zeta_scalar), half=True, save=(0, 1),
                node_name="SpecialZetaBackward0",
                vjp=(_not_implemented("zeta"),
                     lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)),
@@ -372,6 +373,8 @@ MVLGAMMA = real_op("mvlgamma", _mvlgamma_impl, "arange", save=(0,), vjp=(_mvlgam
 
 
 def _check_mvlgamma(x, p: int):
+    if x.dtype is dtypes.bool:
+        raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, but got p = {p}")
     from ..errors import ConcretizationError

@@ -135,5 +135,6 @@ _FUNCTIONS = {
     "hermite_polynomial_h": _hermite_h, "hermite_polynomial_he": _hermite_he,
     "laguerre_polynomial_l": _laguerre_l, "legendre_polynomial_p": _legendre_p,
 }
-POLYNOMIAL_OPS = {name: real_op("special_" + name, _flat(fn), differentiable=False)
+POLYNOMIAL_OPS = {name: real_op("special_" + name, _flat(fn), half=True,
+                                  differentiable=False)
                   for name, fn in _FUNCTIONS.items()}

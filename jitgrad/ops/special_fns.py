@@ -24,6 +24,7 @@ import math
 import numpy as np
 
 from . import nn_kernels
+from .dtype_rules import refuse_dtypes
 from .registry import ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
 from .surface import public
 
@@ -52,6 +53,7 @@ def _lgamma_impl(x: np.ndarray) -> np.ndarray:
 
 
 LGAMMA = defop("lgamma", _lgamma_impl, kind=POINTWISE, promote=FLOAT, save=(0,),
+               check_operands=refuse_dtypes(complex="lgamma_vml_cpu"),
                vjp=(lambda g, ans, x: g * apply(DIGAMMA, x),), jvp=ELEMENTWISE,
                public=Public("lgamma", method=True, inplace=True))
 
@@ -86,6 +88,7 @@ def _digamma_impl(x: np.ndarray) -> np.ndarray:
 
 
 DIGAMMA = defop("digamma", _digamma_impl, kind=POINTWISE, promote=FLOAT, save=(0,),
+                check_operands=refuse_dtypes(complex="digamma"),
                 vjp=(lambda g, ans, x: g * apply(POLYGAMMA, x, n=1),), jvp=ELEMENTWISE,
                 public=Public("digamma", method=True, inplace=True))
 
@@ -134,8 +137,12 @@ def _polygamma_impl(x: np.ndarray, *, n: int) -> np.ndarray:
 
 
 POLYGAMMA = defop("polygamma", _polygamma_impl, kind=POINTWISE, promote=FLOAT, save=(0,),
+                  check_operands=refuse_dtypes(complex="polygamma"),
                   vjp=(lambda g, ans, x, *, n: g * apply(POLYGAMMA, x, n=n + 1),),
                   jvp=ELEMENTWISE)
+
+
+_TRIGAMMA_CHECK = refuse_dtypes(complex="trigamma")
 
 
 @public("polygamma")
@@ -145,6 +152,8 @@ def polygamma(n: int, input):  # noqa: A002
         raise RuntimeError("polygamma(n, x) does not support negative n.")
     if n == 0:
         return apply(DIGAMMA, input)
+    if n == 1:  # (torch's kernel for it: trigamma)
+        _TRIGAMMA_CHECK((input,))
     return apply(POLYGAMMA, input, n=int(n))
 
 
@@ -190,6 +199,7 @@ def _erfinv_impl(y: np.ndarray) -> np.ndarray:
 
 
 ERFINV = defop("erfinv", _erfinv_impl, kind=POINTWISE, promote=FLOAT, save_output=True,
+               check_operands=refuse_dtypes(complex="erfinv_vml_cpu"),
                vjp=(lambda g, ans, y: g * (_SQRT_PI_OVER_2 * (ans * ans).exp()),),
                jvp=ELEMENTWISE, public=Public("erfinv", method=True, inplace=True))
 
@@ -205,5 +215,6 @@ def _entr_impl(x: np.ndarray) -> np.ndarray:
 
 
 ENTR = defop("special_entr", _entr_impl, kind=POINTWISE, promote=FLOAT, save=(0,),
+             check_operands=refuse_dtypes(complex="entr_cpu"),
              node_name="SpecialEntrBackward0",
              vjp=(lambda g, ans, x: g * -(1 + x.log()),), jvp=ELEMENTWISE)
