@@ -19,8 +19,11 @@ UNARY = ("bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1", "modified_bessel_i0
          "spherical_bessel_j0", "erfcx", "log_ndtr", "ndtri", "i0", "i0e", "i1", "i1e", "entr",
          "erfinv", "digamma", "psi", "gammaln", "expit", "ndtr", "sinc", "log1p", "expm1",
          "exp2")
-CALLS = {**{f"special.{n}": (lambda n: lambda L, x: getattr(L.special, n)(x))(n)
-            for n in UNARY},
+def _special(name: str):
+    return lambda L, x: getattr(L.special, name)(x)
+
+
+CALLS = {**{f"special.{n}": _special(n) for n in UNARY},
          "lgamma": lambda L, x: x.lgamma(), "digamma_": lambda L, x: x.clone().digamma_(),
          "polygamma1": lambda L, x: L.polygamma(1, x + 1),
          "polygamma2": lambda L, x: L.polygamma(2, x + 1),
