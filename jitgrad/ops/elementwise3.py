@@ -240,4 +240,6 @@ LOGADDEXP2 = _pw(
     f"({{0}} + 1 if {{0}} == {{1}} else {{0}} + log1p(exp2({{1}} - {{0}})) * {_LOG2E!r} "
     f"if {{0}} > {{1}} else {{1}} + log1p(exp2({{0}} - {{1}})) * {_LOG2E!r} "
     "if {0} < {1} else {0} - {1})", FLOAT, save=(0, 1), meta=_logaddexp2_meta,
+    check_operands=refuse_dtypes(complex="logaddexp2_cpu", bool="logaddexp2_cpu",
+                                 integer="logaddexp2_cpu"),
     node_name="Logaddexp2Backward0", public=Public("logaddexp2", method=True, args=_BINARY))

@@ -206,12 +206,23 @@ def cross(input, other, dim: int | None = None):  # noqa: A002
 
 
 # ---------------------------------------------------------------- pointwise
+def _addcmul_impl(a, b, c, value):
+    if a.dtype.kind in "iu" and not isinstance(value, complex):
+        value = int(value)  # torch casts ``value`` to the integer dtype (0.5 -> 0)
+    return a + value * b * c
+
+
+def _addcmul_template(p, work):
+    # (integers: the value's truncation is the impl's, unfused)
+    return None if work.kind in "iub" else "{0} + {p[value]} * {1} * {2}"
+
+
 ADDCMUL = defop(
-    "addcmul", lambda a, b, c, value: a + value * b * c, kind=POINTWISE, save=(1, 2),
+    "addcmul", _addcmul_impl, kind=POINTWISE, save=(1, 2),
     check_operands=refuse_dtypes(bool="addcmul_cpu_out"),
     vjp=(lambda g, ans, a, b, c, value: g, lambda g, ans, a, b, c, value: g * c * value,
          lambda g, ans, a, b, c, value: g * b * value),
-    jvp=ELEMENTWISE, template="{0} + {p[value]} * {1} * {2}")
+    jvp=ELEMENTWISE, template=_addcmul_template)
 
 
 @public("addcmul", method=True, inplace=True)
@@ -286,13 +297,41 @@ def lerp(input, end, weight):  # noqa: A002
     return apply(LERP_TENSOR, input, end, weight)
 
 
+def _logaddexp_impl(a, b):
+    if a.dtype.kind != "c":
+        return np.logaddexp(a, b)
+    # torch's complex kernel: max + log1p(exp(min - max)), the operands ordered by real part;
+    # NaN (in either part) gives NaN + NaNj, equal infinite real parts -inf: the smaller
+    # operand, +inf: log(exp(min) + exp(max))
+    a, b = np.broadcast_arrays(a, b)
+    swap = a.real < b.real
+    hi, lo = np.where(swap, b, a), np.where(swap, a, b)
+    with np.errstate(all="ignore"):
+        out = np.asarray(hi + np.log1p(np.exp(lo - hi)), dtype=a.dtype)
+        both_inf = np.isinf(lo.real) & (lo.real == hi.real)
+        if both_inf.any():
+            out = np.where(both_inf & (lo.real < 0), lo, out)
+            out = np.where(both_inf & (lo.real > 0), np.log(np.exp(lo) + np.exp(hi)), out)
+    nan = np.isnan(lo) | np.isnan(hi)
+    if nan.any():
+        out = np.where(nan, np.asarray(complex(np.nan, np.nan), a.dtype), out)
+    return out.astype(a.dtype, copy=False)
+
+
+def _logaddexp_template(p, work):
+    # NumPy's npy_logaddexp: equal operands (infinities too) give x + log(2) (complex: unfused)
+    if work.kind == "c":
+        return None
+    return ("({0} + 0.6931471805599453 if {0} == {1} else {0} + log1p(exp({1} - {0})) "
+            "if {0} > {1} else {1} + log1p(exp({0} - {1})) if {0} < {1} else {0} - {1})")
+
+
 LOGADDEXP = defop(
-    "logaddexp", np.logaddexp, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
+    "logaddexp", _logaddexp_impl, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
     check_operands=refuse_dtypes(bool="logaddexp_cpu", integer="logaddexp_cpu"),
-    vjp=(lambda g, ans, a, b: g * (a - ans).exp(), lambda g, ans, a, b: g * (b - ans).exp()),
-    jvp=ELEMENTWISE,  # NumPy's npy_logaddexp: equal operands (infinities too) give x + log(2)
-    template="({0} + 0.6931471805599453 if {0} == {1} else {0} + log1p(exp({1} - {0})) "
-             "if {0} > {1} else {1} + log1p(exp({0} - {1})) if {0} < {1} else {0} - {1})")
+    vjp=(lambda g, ans, a, b: g * (a - ans).exp().conj(),
+         lambda g, ans, a, b: g * (b - ans).exp().conj()),
+    jvp=ELEMENTWISE, template=_logaddexp_template)
 HYPOT = defop(
     "hypot", np.hypot, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
     check_operands=refuse_dtypes(complex="hypot_cpu", bool="hypot_cpu", integer="hypot_cpu"),
