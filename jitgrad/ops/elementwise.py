@@ -381,7 +381,7 @@ POW_SCALAR = defop(
              "{0}", p["exponent"], work), jvp=ELEMENTWISE,
              saved_names={"self": ("input", 0), "exponent": ("param", "exponent")})
 RPOW = defop(
-    "rpow", lambda x, base: np.power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
+    "rpow", lambda x, base: _power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
     node_name="PowBackward2", save_output=True,
     meta=lambda x, base: (tuple(x.shape), _pow_scalar_dtype(x.dtype, base)),
     vjp=(lambda g, ans, x, base: g * (ans * math.log(base)).conj() if base > 0 else
