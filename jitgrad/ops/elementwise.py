@@ -334,8 +334,10 @@ DIV = _pw("div", np.true_divide, (lambda g, ans, a, b: g / _cj(b),
 
 
 def _pow_exponent_grad(g, ans, a, b):
-    # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0 (torch's convention).
-    safe = ((a == 0) & (b >= 0)).logical_not()
+    # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0 (torch's convention; a
+    # complex b: its imaginary part 0 and its real part >= 0)
+    nonnegative = (b.imag == 0) & (b.real >= 0) if b.dtype.is_complex else b >= 0
+    safe = ((a == 0) & nonnegative).logical_not()
     return g * where(safe, ans * where(safe, a, 1).log(), 0).conj()
 
 
