@@ -289,11 +289,32 @@ LERP_TENSOR = defop(
     template="({0} + {2} * ({1} - {0}) if abs({2}) < 0.5 else {1} - ({1} - {0}) * (1 - {2}))")
 
 
+# torch's C++ type names in lerp's dtype error
+_CPP_TYPES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+              "float64": "double", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>", "int8": "signed char",
+              "uint8": "unsigned char", "int16": "short int", "int32": "int", "int64": "long int",
+              "bool": "bool"}
+
+
+def _same_dtype_as(input, other, name: str) -> None:  # noqa: A002
+    """torch's lerp refusal of an ``end`` (or a weight with dims) of another dtype."""
+    if other.dtype is not input.dtype:
+        def cpp(dt):
+            key = str(dt).rsplit(".", 1)[-1]
+            return _CPP_TYPES.get(key, key)
+        raise RuntimeError(f"expected dtype {cpp(input.dtype)} for `{name}` but got dtype "
+                           f"{cpp(other.dtype)}")
+
+
 @public("lerp", method=True, inplace=True)
 def lerp(input, end, weight):  # noqa: A002
     """``input + weight * (end - input)``, in torch's two-sided form (exact at both ends)."""
+    _same_dtype_as(input, end, "end")
     if isinstance(weight, (int, float)):
         return apply(LERP_SCALAR, input, end, weight=float(weight))
+    if weight.ndim:
+        _same_dtype_as(input, weight, "weight")
     return apply(LERP_TENSOR, input, end, weight)
 
 
