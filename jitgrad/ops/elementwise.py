@@ -14,12 +14,15 @@ import numpy as np
 
 from .. import dtypes
 from . import nn_kernels, registry
-from .dtype_rules import not_implemented_for
+from .dtype_rules import not_implemented_for, refuse_dtypes
 from .registry import (BOOL, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, SAME, Public, apply,
                        defop)
 
 _BINARY = ("input", "other")  # the operands of a public binary op
 _SQRT_2_OVER_PI = 2.0 / math.sqrt(math.pi)
+_NEG_BOOL = ("Negation, the `-` operator, on a bool tensor is not supported. If you are trying to "
+             "invert a mask, use the `~` or `logical_not()` operator instead.")
+_CLAMP_COMPLEX = (NotImplementedError, "clamp is not supported for complex types")
 
 
 def _pw(name: str, impl, vjp=None, template=None, promote=SAME, **kw):
@@ -37,6 +40,7 @@ def _erf(x: np.ndarray) -> np.ndarray:
 
 # ---------------------------------------------------------------- unary
 NEG = _pw("neg", np.negative, (lambda g, ans, x: -g,), "-{0}", involution=True,
+          check_operands=refuse_dtypes(bool=(RuntimeError, _NEG_BOOL)),
           public=Public(("neg", "negative"), method=True, inplace="neg_"))
 EXP = _pw("exp", np.exp, (lambda g, ans, x: g * ans.conj(),), "exp({0})", FLOAT,
           save_output=True, public=Public("exp", method=True, inplace=True))
@@ -117,7 +121,8 @@ SIGMOID = _pw("sigmoid", lambda x: _sigmoid(x),
               (lambda g, ans, x: apply(SIGMOID_BACKWARD, g, ans),), "sigmoid({0})",
               FLOAT, save_output=True, public=Public("sigmoid", method=True, inplace=True))
 ERF = _pw("erf", _erf, (lambda g, ans, x: g * (_SQRT_2_OVER_PI * (-(x * x)).exp()),), "erf({0})",
-          FLOAT, save=(0,), public=Public("erf", method=True, inplace=True))
+          FLOAT, save=(0,), check_operands=refuse_dtypes(complex="erf_vml_cpu"),
+          public=Public("erf", method=True, inplace=True))
 
 
 def masked_gradient(g: np.ndarray, keep: np.ndarray) -> np.ndarray:
@@ -151,17 +156,26 @@ THRESHOLD_BACKWARD = _pw(
     "0.0 if {1} <= {p[threshold]} else {0}", save=(1,))
 RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
            (lambda g, ans, x: apply(THRESHOLD_BACKWARD, g, ans, threshold=0),), "max({0}, 0)",
-           save_output=True, public=Public("relu", method=True, inplace=True))
+           save_output=True, check_operands=refuse_dtypes(
+               complex=_CLAMP_COMPLEX,
+               bool=(RuntimeError, "Boolean inputs not supported for relu")),
+           public=Public("relu", method=True, inplace=True))
 ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,),
           meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
+          check_operands=refuse_dtypes(bool="abs_cpu"),
           public=Public(("abs", "absolute"), method=True, inplace="abs_"))  # |complex| is real
 def _sign(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f":  # torch's (0 < x) - (x < 0): NaN's sign is 0, NumPy's is NaN
         return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)
+    if x.dtype == np.bool_:  # torch's sign of a bool is itself
+        return x.copy()
     return np.sign(x)
 
 
 SIGN = _pw("sign", _sign, (lambda g, ans, x: g * 0,), "sign({0})",
+           check_operands=refuse_dtypes(complex=(
+               NotImplementedError, "Unlike NumPy, torch.sign is not intended to support complex "
+               "numbers. Please use torch.sgn instead.")),
            public=Public("sign", method=True, inplace=True))
 def _sgn_grad(g, ans, x):
     # Real sgn is flat. For complex z != 0, sgn(z) = z/|z| has d/dz = 1/(2|z|) and
@@ -320,8 +334,10 @@ DIV = _pw("div", np.true_divide, (lambda g, ans, a, b: g / _cj(b),
 
 
 def _pow_exponent_grad(g, ans, a, b):
-    # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0 (torch's convention).
-    safe = ((a == 0) & (b >= 0)).logical_not()
+    # d(a**b)/db = a**b * log(a), taken as 0 where a == 0 and b >= 0 (torch's convention; a
+    # complex b: its imaginary part 0 and its real part >= 0)
+    nonnegative = (b.imag == 0) & (b.real >= 0) if b.dtype.is_complex else b >= 0
+    safe = ((a == 0) & nonnegative).logical_not()
     return g * where(safe, ans * where(safe, a, 1).log(), 0).conj()
 
 
@@ -355,7 +371,7 @@ def _power_scalar(x: np.ndarray, exponent) -> np.ndarray:
 
 POW = _pw("pow", _power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
                             _pow_exponent_grad), lambda p, work: _pow_template("{0}", "{1}", work),
-          save=(0, 1), save_output=True,
+          save=(0, 1), save_output=True, check_operands=refuse_dtypes(bool="pow"),
           node_name="PowBackward1",
           saved_names={"self": ("input", 0), "exponent": ("input", 1), "result": ("output", 0)})
 POW_SCALAR = defop(
@@ -367,7 +383,7 @@ POW_SCALAR = defop(
              "{0}", p["exponent"], work), jvp=ELEMENTWISE,
              saved_names={"self": ("input", 0), "exponent": ("param", "exponent")})
 RPOW = defop(
-    "rpow", lambda x, base: np.power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
+    "rpow", lambda x, base: _power(np.asarray(base, dtype=x.dtype), x), kind=POINTWISE,
     node_name="PowBackward2", save_output=True,
     meta=lambda x, base: (tuple(x.shape), _pow_scalar_dtype(x.dtype, base)),
     vjp=(lambda g, ans, x, base: g * (ans * math.log(base)).conj() if base > 0 else
@@ -412,8 +428,12 @@ def _max_vjp(pick_a):
     return (rule, rule_b)
 
 
-MAXIMUM = _pw("maximum", np.maximum, _max_vjp(lambda a, b: a > b), "max({0}, {1})", save=(0, 1))
-MINIMUM = _pw("minimum", np.minimum, _max_vjp(lambda a, b: a < b), "min({0}, {1})", save=(0, 1))
+MAXIMUM = _pw("maximum", np.maximum, _max_vjp(lambda a, b: a > b), "max({0}, {1})", save=(0, 1),
+              check_operands=refuse_dtypes(complex=(
+                  RuntimeError, "maximum not implemented for complex tensors.")))
+MINIMUM = _pw("minimum", np.minimum, _max_vjp(lambda a, b: a < b), "min({0}, {1})", save=(0, 1),
+              check_operands=refuse_dtypes(complex=(
+                  RuntimeError, "minimum not implemented for complex tensors.")))
 # (the default pointwise meta: the broadcast of all three shapes, the promotion of ``a`` and
 # ``b`` alone, as the condition is not promoted)
 WHERE = defop(
@@ -448,6 +468,7 @@ def _clamp_vjp(g, ans, x, min, max):  # noqa: A002
 
 
 CLAMP = defop("clamp", _clamp_impl, kind=POINTWISE, node_name="ClampBackward1", save=(0,),
+              check_operands=refuse_dtypes(complex=_CLAMP_COMPLEX),
               meta=lambda x, min, max: (tuple(x.shape), _clamp_dtype(x, min, max)),
               vjp=(_clamp_vjp,), template=lambda p, work: _clamp_template(
                   "{0}", None if p["min"] is None else "{p[min]}",
@@ -505,12 +526,16 @@ EQ = _pw("eq", np.equal, template="{0} == {1}", promote=BOOL,
 NE = _pw("ne", np.not_equal, template="{0} != {1}", promote=BOOL,
          public=Public(("ne", "not_equal"), method=True, args=_BINARY))
 LT = _pw("lt", np.less, template="{0} < {1}", promote=BOOL,
+         check_operands=refuse_dtypes(complex="lt_cpu"),
          public=Public(("lt", "less"), method=True, args=_BINARY))
 LE = _pw("le", np.less_equal, template="{0} <= {1}", promote=BOOL,
+         check_operands=refuse_dtypes(complex="le_cpu"),
          public=Public(("le", "less_equal"), method=True, args=_BINARY))
 GT = _pw("gt", np.greater, template="{0} > {1}", promote=BOOL,
+         check_operands=refuse_dtypes(complex="gt_cpu"),
          public=Public(("gt", "greater"), method=True, args=_BINARY))
 GE = _pw("ge", np.greater_equal, template="{0} >= {1}", promote=BOOL,
+         check_operands=refuse_dtypes(complex="ge_cpu"),
          public=Public(("ge", "greater_equal"), method=True, args=_BINARY))
 BITWISE_AND = _pw("bitwise_and", np.bitwise_and, meta=not_implemented_for("bitwise_and", "float"),
                   template="{0} & {1}",

@@ -9,6 +9,7 @@ import math
 import numpy as np
 
 from . import nn_kernels
+from .dtype_rules import refuse_dtypes
 from .elementwise import _erf, _pw
 from .registry import FLOAT, Public, apply
 
@@ -45,14 +46,18 @@ LOG10 = _unary("log10", np.log10, lambda g, ans, x: g / (x * _LN10).conj(), "log
 EXP2 = _pw("exp2", np.exp2, (lambda g, ans, x: g * (ans * _LN2).conj(),), "exp2({0})", FLOAT,
            save_output=True, public=Public("exp2", method=True, inplace=True))
 ERFC = _unary("erfc", _erfc, lambda g, ans, x: -g * (_TWO_OVER_SQRT_PI * (-(x * x)).exp()),
-              "erfc({0})")
+              "erfc({0})", check_operands=refuse_dtypes(complex="erfc_vml_cpu"))
 
 _D2R = math.pi / 180.0
 DEG2RAD = _pw("deg2rad", lambda x: x * _D2R, (lambda g, ans, x: g * _D2R,),
               "{0} * " + repr(_D2R), FLOAT, node_name="Deg2RadBackward0",
+              check_operands=refuse_dtypes(complex=(
+                  RuntimeError, "deg2rad is not supported for complex tensors.")),
               public=Public("deg2rad", method=True, inplace=True))
 RAD2DEG = _pw("rad2deg", lambda x: x * (1 / _D2R), (lambda g, ans, x: g * (1 / _D2R),),
               "{0} * " + repr(1 / _D2R), FLOAT, node_name="Rad2DegBackward0",
+              check_operands=refuse_dtypes(complex=(
+                  RuntimeError, "rad2deg is not supported for complex tensors.")),
               public=Public("rad2deg", method=True, inplace=True))
 def _frac_meta(x):
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
@@ -62,4 +67,5 @@ def _frac_meta(x):
 
 
 FRAC = _pw("frac", lambda x: x - np.trunc(x), (lambda g, ans, x: g * 1,), "{0} - trunc({0})",
-           meta=_frac_meta, public=Public("frac", method=True, inplace=True))
+           meta=_frac_meta, check_operands=refuse_dtypes(complex="frac_cpu"),
+           public=Public("frac", method=True, inplace=True))

@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes
 from . import registry
 from .dtype_rules import not_implemented_for as _not_for
+from .dtype_rules import refuse_dtypes
 from .dtype_rules import scalar_type_name as _short
 from .elementwise import _BINARY, _pw, where
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
@@ -43,6 +44,7 @@ def _logit_template(p, work):
 
 
 LOGIT = defop("logit", _logit_impl, kind=POINTWISE, promote=FLOAT, save=(0,),
+              check_operands=refuse_dtypes(complex="logit_cpu"),
               vjp=(_logit_vjp,), jvp=ELEMENTWISE, template=_logit_template,
               saved_names={"self": ("input", 0), "eps": ("param", "eps")},
               public=Public("logit", method=True, inplace=True, params={"eps": None}))
@@ -64,6 +66,9 @@ SINC = _pw("sinc", _sinc_impl, (_sinc_vjp,),
 
 
 # ---------------------------------------------------------------- xlogy
+_XLOGY_CHECK = refuse_dtypes(complex="xlogy_cpu")
+
+
 def _xlogy(x, y):
     with np.errstate(divide="ignore", invalid="ignore"):
         out = np.where(x == 0, np.zeros((), np.result_type(x, y)), x * np.log(y))
@@ -82,16 +87,19 @@ def _xlogy_self_grad(g, x, y):
 
 
 XLOGY = _pw("xlogy", _xlogy, (lambda g, ans, x, y: _xlogy_self_grad(g, x, y),
-                              lambda g, ans, x, y: g * x / y), _XLOGY_T, FLOAT, save=(0, 1))
+                              lambda g, ans, x, y: g * x / y), _XLOGY_T, FLOAT, save=(0, 1),
+            check_operands=_XLOGY_CHECK)
 XLOGY_SCALAR_OTHER = defop(
     "xlogy_scalar_other", lambda x, *, other: _xlogy(x, np.asarray(other, x.dtype)),
     kind=POINTWISE, promote=FLOAT, node_name="XlogyBackward2", save=(0,), jvp=ELEMENTWISE,
+    check_operands=_XLOGY_CHECK,
     vjp=(lambda g, ans, x, other: _xlogy_self_grad(g, x, other),),
     template="({p[other]} if {p[other]} != {p[other]} else 0 if {0} == 0 else "
              "{0} * log({p[other]}))")
 XLOGY_SCALAR_SELF = defop(
     "xlogy_scalar_self", lambda y, *, self: _xlogy(np.asarray(self, y.dtype), y),
     kind=POINTWISE, promote=FLOAT, node_name="XlogyBackward1", save=(0,), jvp=ELEMENTWISE,
+    check_operands=_XLOGY_CHECK,
     vjp=(lambda g, ans, y, self: g * self / y,),
     template="({0} if {0} != {0} else 0 if {p[self]} == 0 else {p[self]} * log({0}))")
 
@@ -130,10 +138,12 @@ def _copysign_self_grad(g, ans, x):
 
 COPYSIGN = _pw("copysign", np.copysign, (lambda g, ans, x, y: _copysign_self_grad(g, ans, x),
                                          lambda g, ans, x, y: g * 0), "copysign({0}, {1})",
-               FLOAT, save=(0,), save_output=True)
+               FLOAT, save=(0,), save_output=True,
+               check_operands=refuse_dtypes(complex="copysign_cpu"))
 COPYSIGN_SCALAR = defop(
     "copysign_scalar", lambda x, *, other: np.copysign(x, np.asarray(other, x.dtype)),
     kind=POINTWISE, promote=FLOAT, node_name="CopysignBackward1", save=(0,), save_output=True,
+    check_operands=refuse_dtypes(complex="copysign_cpu"),
     vjp=(lambda g, ans, x, other: _copysign_self_grad(g, ans, x),), jvp=ELEMENTWISE,
     template="copysign({0}, {p[other]})")
 
@@ -171,10 +181,12 @@ def _fminmax_template(cmp: str) -> str:
 
 
 FMAX = _pw("fmax", np.fmax, _fmax_vjp(lambda a, b: a >= b), _fminmax_template(">="),
-           save=(0, 1), meta=_not_for("fmax", "complex"),
+           save=(0, 1), meta=_not_for("fmax", "complex"), check_operands=refuse_dtypes(
+               complex=(RuntimeError, "fmax not implemented for complex tensors.")),
            public=Public("fmax", method=True, args=_BINARY))
 FMIN = _pw("fmin", np.fmin, _fmax_vjp(lambda a, b: a <= b), _fminmax_template("<="),
-           save=(0, 1), meta=_not_for("fmin", "complex"),
+           save=(0, 1), meta=_not_for("fmin", "complex"), check_operands=refuse_dtypes(
+               complex=(RuntimeError, "fmin not implemented for complex tensors.")),
            public=Public("fmin", method=True, args=_BINARY))
 
 
@@ -228,4 +240,6 @@ LOGADDEXP2 = _pw(
     f"({{0}} + 1 if {{0}} == {{1}} else {{0}} + log1p(exp2({{1}} - {{0}})) * {_LOG2E!r} "
     f"if {{0}} > {{1}} else {{1}} + log1p(exp2({{0}} - {{1}})) * {_LOG2E!r} "
     "if {0} < {1} else {0} - {1})", FLOAT, save=(0, 1), meta=_logaddexp2_meta,
+    check_operands=refuse_dtypes(complex="logaddexp2_cpu", bool="logaddexp2_cpu",
+                                 integer="logaddexp2_cpu"),
     node_name="Logaddexp2Backward0", public=Public("logaddexp2", method=True, args=_BINARY))

@@ -104,12 +104,19 @@ def div(input, other, *, rounding_mode: str | None = None):  # noqa: A002
     return apply(op, _operand(input), _operand(other))
 
 
+def _rpow(exponent, base):
+    """``base ** exponent`` for a number ``base``: torch's refusal of a bool power of bools."""
+    if type(base) is bool and exponent.dtype is dtypes.bool:
+        raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    return apply(ew.RPOW, exponent, base=base)
+
+
 @public("pow", method=True, inplace=True)
 def pow(input, exponent):  # noqa: A001,A002
     """``input ** exponent`` for tensors and/or numbers."""
     Tensor = registry.Tensor
     if not isinstance(input, Tensor):
-        return apply(ew.RPOW, exponent, base=input)
+        return _rpow(exponent, input)
     if isinstance(exponent, Tensor):
         return apply(ew.POW, input, exponent)
     return apply(ew.POW_SCALAR, input, exponent=exponent)
@@ -285,7 +292,7 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.__truediv__ = direct(ew.DIV, binary(div, name="__truediv__"))
     Tensor.__rtruediv__ = lambda self, other: apply(ew.RECIPROCAL, self) * other
     Tensor.__pow__ = binary(pow, name="__pow__")
-    Tensor.__rpow__ = lambda self, other: apply(ew.RPOW, self, base=other)
+    Tensor.__rpow__ = lambda self, other: _rpow(self, other)
     Tensor.__matmul__ = binary(matmul, name="__matmul__")
     Tensor.__rmatmul__ = binary(matmul, reflected=True)
     Tensor.__neg__ = lambda self: apply(ew.NEG, self)
@@ -299,9 +306,17 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.__and__ = Tensor.__rand__ = binary(_pair(ew.BITWISE_AND))
     Tensor.__or__ = Tensor.__ror__ = binary(_pair(ew.BITWISE_OR))
     Tensor.__xor__ = Tensor.__rxor__ = binary(_pair(ew.BITWISE_XOR))
-    Tensor.__invert__ = lambda self: apply(ew.LOGICAL_NOT, self) if self.dtype is dtypes.bool \
-        else apply(OPS["bitwise_not"], self) if self.is_meta \
-        else tensor(~self._data, device=host_device(self))
+
+    def invert(self):
+        if self.dtype is dtypes.bool:
+            return apply(ew.LOGICAL_NOT, self)
+        if self.dtype.is_floating_point or self.dtype.is_complex:
+            raise TypeError("~ (operator.invert) is only implemented on integer and Boolean-type "
+                            "tensors")
+        if self.is_meta:
+            return apply(OPS["bitwise_not"], self)
+        return tensor(~self._data, device=host_device(self))
+    Tensor.__invert__ = invert
     Tensor.__getitem__ = getitem
     Tensor.__hash__ = lambda self: id(self)
     from .extras import install_factories

@@ -9,6 +9,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from .dtype_rules import refuse_dtypes
 from .registry import BOOL, ELEMENTWISE, POINTWISE, apply, defop
 from .surface import public
 
@@ -43,14 +44,23 @@ def _rounding(name, fn, template, node_name=None, meta=None, **fields):
                  jvp=ELEMENTWISE, template=template, **fields)
 
 
-ROUND = _rounding("round", np.rint, "round({0})")
+def _no_complex(name: str) -> tuple:
+    return (NotImplementedError, f"{name} is not supported for complex inputs")
+
+
+ROUND = _rounding("round", np.rint, "round({0})",
+                  check_operands=refuse_dtypes(complex="round_vml_cpu", bool="round_vml_cpu"))
 ROUND_DECIMALS = _rounding("round_decimals", _round_decimals, None,  # (not fused)
-                           node_name="RoundBackward1",
+                           node_name="RoundBackward1", check_operands=refuse_dtypes(
+                               complex="round_cpu", bool="round_cpu", integer="round_cpu"),
                            meta=lambda x, decimals: (tuple(x.shape), x.dtype),
                            saved_names={"decimals": ("param", "decimals")})
-FLOOR = _rounding("floor", np.floor, "floor({0})")
-CEIL = _rounding("ceil", np.ceil, "ceil({0})")
-TRUNC = _rounding("trunc", np.trunc, "trunc({0})")
+FLOOR = _rounding("floor", np.floor, "floor({0})", check_operands=refuse_dtypes(
+    complex=_no_complex("floor"), bool="floor_vml_cpu"))
+CEIL = _rounding("ceil", np.ceil, "ceil({0})", check_operands=refuse_dtypes(
+    complex=_no_complex("ceil"), bool="ceil_vml_cpu"))
+TRUNC = _rounding("trunc", np.trunc, "trunc({0})", check_operands=refuse_dtypes(
+    complex=_no_complex("trunc"), bool="trunc_vml_cpu"))
 ISFINITE = defop("isfinite", np.isfinite, kind=POINTWISE, promote=BOOL,
                  template="isfinite({0})")
 ISINF = defop("isinf", np.isinf, kind=POINTWISE, promote=BOOL, template="isinf({0})")
@@ -59,12 +69,8 @@ ISINF = defop("isinf", np.isinf, kind=POINTWISE, promote=BOOL, template="isinf({
 @public("round", method=True, inplace=True)
 def round(input, *, decimals: int = 0):  # noqa: A001,A002
     """Rounds to the nearest integer (halves to even), or to ``decimals`` decimal places."""
-    if input.dtype is dtypes.bool:
-        raise NotImplementedError("\"round_vml_cpu\" not implemented for 'Bool'")
     if decimals == 0:
         return apply(ROUND, input)
-    if not input.dtype.is_floating_point:
-        raise NotImplementedError(f"\"round_cpu\" not implemented for '{_scalar(input.dtype)}'")
     return apply(ROUND_DECIMALS, input, decimals=int(decimals))
 
 

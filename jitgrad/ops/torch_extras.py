@@ -16,6 +16,7 @@ from ..errors import user_stacklevel
 from ._shape import wrap_dim
 from .arranging import _cross, _diagonal_of, roll_pieces, tile_pieces
 from .creation import eye
+from .dtype_rules import refuse_dtypes
 from .overloads import scalar_first
 from .registry import (BILINEAR, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, apply,
                        broadcast_shapes, defop)
@@ -144,6 +145,7 @@ def tile(input, dims):  # noqa: A002
 TRACE = defop(
     "trace", lambda x: np.asarray(np.trace(x), dtype=np.int64 if x.dtype.kind in "biu"
                                   else x.dtype), kind=OPAQUE,
+    check_operands=refuse_dtypes(bool="trace"),
     meta=lambda x: ((), x.dtype if x.dtype.is_floating_point or x.dtype.is_complex
                     else dtypes.int64),
     vjp=(lambda g, ans, x: eye(*x.shape, dtype=g.dtype, device=g.device) * g,), jvp=LINEAR,
@@ -161,6 +163,7 @@ def trace(input):  # noqa: A002
 
 LINALG_CROSS = defop(
     "linalg_cross", lambda a, b, dim: np.cross(a, b, axis=dim), kind=OPAQUE, save=(0, 1),
+    check_operands=refuse_dtypes(bool="cross"),
     meta=lambda a, b, dim: (broadcast_shapes(tuple(a.shape), tuple(b.shape)),
                             dtypes.result_type(a, b)),
     vjp=(lambda g, ans, a, b, dim: apply(LINALG_CROSS, b, g, dim=dim),
@@ -203,11 +206,23 @@ def cross(input, other, dim: int | None = None):  # noqa: A002
 
 
 # ---------------------------------------------------------------- pointwise
+def _addcmul_impl(a, b, c, value):
+    if a.dtype.kind in "iu" and not isinstance(value, complex):
+        value = int(value)  # torch casts ``value`` to the integer dtype (0.5 -> 0)
+    return a + value * b * c
+
+
+def _addcmul_template(p, work):
+    # (integers: the value's truncation is the impl's, unfused)
+    return None if work.kind in "iub" else "{0} + {p[value]} * {1} * {2}"
+
+
 ADDCMUL = defop(
-    "addcmul", lambda a, b, c, value: a + value * b * c, kind=POINTWISE, save=(1, 2),
+    "addcmul", _addcmul_impl, kind=POINTWISE, save=(1, 2),
+    check_operands=refuse_dtypes(bool="addcmul_cpu_out"),
     vjp=(lambda g, ans, a, b, c, value: g, lambda g, ans, a, b, c, value: g * c * value,
          lambda g, ans, a, b, c, value: g * b * value),
-    jvp=ELEMENTWISE, template="{0} + {p[value]} * {1} * {2}")
+    jvp=ELEMENTWISE, template=_addcmul_template)
 
 
 @public("addcmul", method=True, inplace=True)
@@ -263,31 +278,84 @@ def _lerp_scalar_template(p, work):
 LERP_SCALAR = defop(
     "lerp_scalar", lambda a, b, weight: _lerp(a, b, weight), kind=POINTWISE,
     vjp=(lambda g, ans, a, b, weight: g * (1 - weight), lambda g, ans, a, b, weight: g * weight),
-    jvp=ELEMENTWISE, node_name="LerpBackward0", template=_lerp_scalar_template)
+    jvp=ELEMENTWISE, node_name="LerpBackward0", template=_lerp_scalar_template,
+    check_operands=refuse_dtypes(bool="lerp_kernel_scalar", integer="lerp_kernel_scalar"))
 LERP_TENSOR = defop(
     "lerp_tensor", _lerp, kind=POINTWISE, save=(0, 1, 2),
     vjp=(lambda g, ans, a, b, w: g * (1 - w), lambda g, ans, a, b, w: g * w,
          lambda g, ans, a, b, w: g * (b - a)),
     jvp=ELEMENTWISE, node_name="LerpBackward1",
+    check_operands=refuse_dtypes(bool="lerp_kernel_tensor", integer="lerp_kernel_tensor"),
     template="({0} + {2} * ({1} - {0}) if abs({2}) < 0.5 else {1} - ({1} - {0}) * (1 - {2}))")
+
+
+# torch's C++ type names in lerp's dtype error
+_CPP_TYPES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
+              "float64": "double", "complex64": "c10::complex<float>",
+              "complex128": "c10::complex<double>", "int8": "signed char",
+              "uint8": "unsigned char", "int16": "short int", "int32": "int", "int64": "long int",
+              "bool": "bool"}
+
+
+def _same_dtype_as(input, other, name: str) -> None:  # noqa: A002
+    """torch's lerp refusal of an ``end`` (or a weight with dims) of another dtype."""
+    if other.dtype is not input.dtype:
+        def cpp(dt):
+            key = str(dt).rsplit(".", 1)[-1]
+            return _CPP_TYPES.get(key, key)
+        raise RuntimeError(f"expected dtype {cpp(input.dtype)} for `{name}` but got dtype "
+                           f"{cpp(other.dtype)}")
 
 
 @public("lerp", method=True, inplace=True)
 def lerp(input, end, weight):  # noqa: A002
     """``input + weight * (end - input)``, in torch's two-sided form (exact at both ends)."""
+    _same_dtype_as(input, end, "end")
     if isinstance(weight, (int, float)):
         return apply(LERP_SCALAR, input, end, weight=float(weight))
+    if weight.ndim:
+        _same_dtype_as(input, weight, "weight")
     return apply(LERP_TENSOR, input, end, weight)
 
 
+def _logaddexp_impl(a, b):
+    if a.dtype.kind != "c":
+        return np.logaddexp(a, b)
+    # torch's complex kernel: max + log1p(exp(min - max)), the operands ordered by real part;
+    # NaN (in either part) gives NaN + NaNj, equal infinite real parts -inf: the smaller
+    # operand, +inf: log(exp(min) + exp(max))
+    a, b = np.broadcast_arrays(a, b)
+    swap = a.real < b.real
+    hi, lo = np.where(swap, b, a), np.where(swap, a, b)
+    with np.errstate(all="ignore"):
+        out = np.asarray(hi + np.log1p(np.exp(lo - hi)), dtype=a.dtype)
+        both_inf = np.isinf(lo.real) & (lo.real == hi.real)
+        if both_inf.any():
+            out = np.where(both_inf & (lo.real < 0), lo, out)
+            out = np.where(both_inf & (lo.real > 0), np.log(np.exp(lo) + np.exp(hi)), out)
+    nan = np.isnan(lo) | np.isnan(hi)
+    if nan.any():
+        out = np.where(nan, np.asarray(complex(np.nan, np.nan), a.dtype), out)
+    return out.astype(a.dtype, copy=False)
+
+
+def _logaddexp_template(p, work):
+    # NumPy's npy_logaddexp: equal operands (infinities too) give x + log(2) (complex: unfused)
+    if work.kind == "c":
+        return None
+    return ("({0} + 0.6931471805599453 if {0} == {1} else {0} + log1p(exp({1} - {0})) "
+            "if {0} > {1} else {1} + log1p(exp({0} - {1})) if {0} < {1} else {0} - {1})")
+
+
 LOGADDEXP = defop(
-    "logaddexp", np.logaddexp, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
-    vjp=(lambda g, ans, a, b: g * (a - ans).exp(), lambda g, ans, a, b: g * (b - ans).exp()),
-    jvp=ELEMENTWISE,  # NumPy's npy_logaddexp: equal operands (infinities too) give x + log(2)
-    template="({0} + 0.6931471805599453 if {0} == {1} else {0} + log1p(exp({1} - {0})) "
-             "if {0} > {1} else {1} + log1p(exp({0} - {1})) if {0} < {1} else {0} - {1})")
+    "logaddexp", _logaddexp_impl, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
+    check_operands=refuse_dtypes(bool="logaddexp_cpu", integer="logaddexp_cpu"),
+    vjp=(lambda g, ans, a, b: g * (a - ans).exp().conj(),
+         lambda g, ans, a, b: g * (b - ans).exp().conj()),
+    jvp=ELEMENTWISE, template=_logaddexp_template)
 HYPOT = defop(
     "hypot", np.hypot, kind=POINTWISE, promote=FLOAT, save=(0, 1), save_output=True,
+    check_operands=refuse_dtypes(complex="hypot_cpu", bool="hypot_cpu", integer="hypot_cpu"),
     vjp=(lambda g, ans, a, b: g * a / ans, lambda g, ans, a, b: g * b / ans),
     jvp=ELEMENTWISE, template="hypot({0}, {1})")
 
@@ -349,6 +417,7 @@ def nan_to_num(input, nan: float = 0.0, posinf: float | None = None,  # noqa: A0
 # ---------------------------------------------------------------- division family
 ATAN2 = defop(
     "atan2", np.arctan2, kind=POINTWISE, promote=FLOAT, save=(0, 1),
+    check_operands=refuse_dtypes(complex="atan2_cpu"),
     vjp=(lambda g, ans, a, b: g * b / (a * a + b * b),
          lambda g, ans, a, b: -g * a / (a * a + b * b)),
     jvp=ELEMENTWISE, template="atan2({0}, {1})")
@@ -395,20 +464,26 @@ def _integer_checked(fn):
     return impl
 
 
+_REMAINDER_CHECK = refuse_dtypes(complex="remainder_cpu", bool="remainder_cpu")
+_FMOD_CHECK = refuse_dtypes(complex="fmod_cpu", bool="fmod_cpu")
+_DIV_FLOOR_CHECK = refuse_dtypes(complex="div_floor_cpu", bool="div_floor_cpu")
 REMAINDER = defop(
     "remainder", _integer_checked(np.remainder), kind=POINTWISE, save=(0, 1),
+    check_operands=_REMAINDER_CHECK,
     vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _floor_quotient(a, b)),
     jvp=ELEMENTWISE, node_name="RemainderBackward1", template=_division("remainder"))
 REMAINDER_SCALAR = defop(
     "remainder_scalar", _integer_checked(np.remainder), kind=POINTWISE,
+    check_operands=_REMAINDER_CHECK,
     vjp=(lambda g, ans, a, b: g, None),
     jvp=ELEMENTWISE, node_name="RemainderBackward0", template=_division("remainder"))
 FMOD = defop(
-    "fmod", _integer_checked(np.fmod), kind=POINTWISE, save=(0, 1),
+    "fmod", _integer_checked(np.fmod), kind=POINTWISE, save=(0, 1), check_operands=_FMOD_CHECK,
     vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _trunc_quotient(a, b)),
     jvp=ELEMENTWISE, node_name="FmodBackward1", template=_division("fmod"))
 FMOD_SCALAR = defop(
     "fmod_scalar", _integer_checked(np.fmod), kind=POINTWISE, vjp=(lambda g, ans, a, b: g, None),
+    check_operands=_FMOD_CHECK,
     jvp=ELEMENTWISE, node_name="FmodBackward0", template=_division("fmod"))
 
 
@@ -418,6 +493,7 @@ def _no_floor_divide_derivative(g, ans, *inputs):
 
 FLOOR_DIVIDE = defop(
     "floor_divide", _integer_checked(np.floor_divide), kind=POINTWISE,
+    check_operands=_DIV_FLOOR_CHECK,
     vjp=(_no_floor_divide_derivative, _no_floor_divide_derivative), node_name="NotImplemented",
     template=_division("floordiv"),
     jvp=lambda tangents, ans, *inputs: _no_floor_divide_derivative(None, ans))
@@ -444,9 +520,11 @@ def _truncating_template(p, work):
 # so 1.0 // 0.1 is 9.0; trunc: trunc(a / b)) and torch's zero gradient (DivBackward2).
 DIV_FLOOR = defop(
     "div_floor", _integer_checked(np.floor_divide), kind=POINTWISE, vjp=(_zero_grad, _zero_grad),
+    check_operands=_DIV_FLOOR_CHECK,
     jvp=ELEMENTWISE, node_name="DivBackward2", template=_division("floordiv"))
 DIV_TRUNC = defop(
     "div_trunc", _integer_checked(_truncating_divide), kind=POINTWISE,
+    check_operands=refuse_dtypes(complex="div_trunc_cpu", bool="div_trunc_cpu"),
     vjp=(_zero_grad, _zero_grad), jvp=ELEMENTWISE, node_name="DivBackward2",
     template=_truncating_template)
 
