@@ -13,7 +13,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from . import dtypes as _dtypes
 from . import ops as _ops
+from .ops.dtype_rules import refuse_dtypes
 from .ops.registry import apply
 from .dtypes import get_default_dtype
 from .ops.special_fns import ENTR, polygamma
@@ -39,6 +41,11 @@ round = _ops.round  # noqa: A001 - torch's name
 sinc = _ops.sinc
 xlogy = _ops.xlogy
 
+_XLOG1PY_CHECK = refuse_dtypes(complex="xlog1py_cpu")
+_NDTR_CHECK = refuse_dtypes(complex="erf_vml_cpu")
+_MULTIGAMMALN_CHECK = refuse_dtypes(
+    complex="arange_cpu", bool=(RuntimeError, "The input tensor may not be a boolean tensor."))
+
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
     """``exp(x) / sum(exp(x))`` along ``dim`` (computed in ``dtype`` when given)."""
@@ -56,6 +63,7 @@ def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
 
     x = input if isinstance(input, Tensor) else _ops.tensor(input)
     y = other if isinstance(other, Tensor) else _ops.tensor(other, dtype=x.dtype)
+    _XLOG1PY_CHECK((x, y))
     value = x * _ops.log1p(y)
     return _ops.where((x == 0) & ~_ops.isnan(y), _ops.zeros_like(value), value)
 
@@ -68,13 +76,18 @@ def entr(input: Any) -> Any:  # noqa: A002
 def ndtr(input: Any) -> Any:  # noqa: A002
     """The standard normal distribution function ``(1 + erf(x / sqrt(2))) / 2``, computed as
     ``erfc(-x / sqrt(2)) / 2`` so the lower tail keeps its relative accuracy (torch's nodes)."""
-    x = input if input.dtype.is_floating_point else input.to(get_default_dtype())
+    _NDTR_CHECK((input,))
+    dt = input.dtype
+    if dt in (_dtypes.float16, _dtypes.bfloat16):  # torch's half kernel: (1 + erf) / 2, each
+        return (1 + _ops.erf(input * (1 / math.sqrt(2)))) * 0.5  # step rounded to the dtype
+    x = input if dt.is_floating_point else input.to(get_default_dtype())
     return _ops.erfc(x * (-1 / math.sqrt(2))) * 0.5
 
 
 def multigammaln(input: Any, p: int) -> Any:  # noqa: A002
     """The multivariate log-gamma function of dimension ``p``:
     ``p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(x - j / 2)``."""
+    _MULTIGAMMALN_CHECK((input,))
     if p < 1:
         raise RuntimeError(f"p has to be greater than or equal to 1, but got p = {p}")
     if not bool((input > (p - 1) / 2).all()):
