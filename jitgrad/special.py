@@ -37,7 +37,6 @@ digamma = psi = _ops.digamma
 log1p = _ops.log1p
 logit = _ops.logit
 logsumexp = _ops.logsumexp
-round = _ops.round  # noqa: A001 - torch's name
 sinc = _ops.sinc
 xlogy = _ops.xlogy
 
@@ -45,6 +44,16 @@ _XLOG1PY_CHECK = refuse_dtypes(complex="xlog1py_cpu")
 _NDTR_CHECK = refuse_dtypes(complex="erf_vml_cpu")
 _MULTIGAMMALN_CHECK = refuse_dtypes(
     complex="arange_cpu", bool=(RuntimeError, "The input tensor may not be a boolean tensor."))
+
+
+_ROUND_CHECK = refuse_dtypes(integer="round_vml_cpu", bool="round_vml_cpu")
+
+
+def round(input: Any, decimals: int = 0) -> Any:  # noqa: A001,A002 - torch's name
+    """``torch.round`` for floating and complex input; unlike it, torch.special.round refuses
+    integers (its kernel is the vectorised one)."""
+    _ROUND_CHECK((input,))
+    return _ops.round(input, decimals=decimals)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002

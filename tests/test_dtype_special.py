@@ -127,3 +127,12 @@ def test_accepted_mixes_compute():
     np.testing.assert_allclose(j.tolist(), t.tolist(), rtol=1e-12)
     assert jitgrad.jit(lambda t: jitgrad.lgamma(t))(jitgrad.tensor([3.0])).tolist() == \
         pytest.approx([float(np.log(2.0))])
+
+
+def test_special_round_refuses_integers_where_round_takes_them():
+    x = jitgrad.tensor([1, 2])
+    assert jitgrad.round(x).tolist() == [1, 2]
+    with pytest.raises(NotImplementedError, match="\"round_vml_cpu\" not implemented for 'Long'"):
+        jitgrad.special.round(x)
+    assert jitgrad.special.round(jitgrad.tensor([1.26]), decimals=1).tolist() == \
+        torch.special.round(torch.tensor([1.26]), decimals=1).tolist()
