@@ -14,6 +14,7 @@ from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
 from .movement import select, slice_dim, unsqueeze
+from .dtype_rules import scalar_type_name
 from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
 from .surface import public
 
@@ -285,10 +286,6 @@ def _check_put_shape(x, spec, tensors, value) -> None:
         raise _put_shape_error(tuple(value.shape), result) from None
 
 
-def _scalar_name(dt) -> str:
-    return dt._legacy.replace("Tensor", "")
-
-
 def _copy_slices_impl(x, values, spec):
     out = x.copy()
     out[_np_key(spec, ())] = values
@@ -320,8 +317,8 @@ def index_put_value(x, key, value, same_dtype: bool = False):
         else:
             _check_put_shape(x, spec, tensors, value)
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{_scalar_name(x.dtype)} for the destination and "
-                           f"{_scalar_name(value.dtype)} for the source.")
+                           f"{scalar_type_name(x.dtype)} for the destination and "
+                           f"{scalar_type_name(value.dtype)} for the source.")
     spec, tensors = _normalize_key(x, key, meta_count)
     if not isinstance(value, registry.Tensor):
         from .creation import fitted_scalar, tensor as make_tensor

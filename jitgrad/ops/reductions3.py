@@ -15,6 +15,7 @@ from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
 from .autocast_policy import FP32, autocast_policy
+from .dtype_rules import scalar_type_name
 from .registry import LINEAR, OPAQUE, apply, defop
 from .selection import _gather_to, _is_traced, where
 from .surface import public
@@ -237,11 +238,11 @@ def _check_index_copy(input, d: int, index, source) -> None:  # noqa: A002
                          f"destination dimensionality ({input.ndim})")
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
-                           f"{_name(index.dtype)}")
+                           f"{scalar_type_name(index.dtype)}")
     if source.dtype != input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {_name(input.dtype)} and (source) "
-                           f"{_name(source.dtype)}")
+                           f"but got (self) {scalar_type_name(input.dtype)} and (source) "
+                           f"{scalar_type_name(source.dtype)}")
     kept_input = [n for k, n in enumerate(input.shape) if k != d]
     kept_source = [n for k, n in enumerate(source.shape) if k != d]
     if kept_input != kept_source:
@@ -252,10 +253,6 @@ def _check_index_copy(input, d: int, index, source) -> None:  # noqa: A002
     if source.ndim and n != source.shape[d]:
         raise IndexError(f"index_copy_(): Number of indices ({n}) should be equal to "
                          f"source.size(dim) ({source.shape[d]})")
-
-
-def _name(dt: dtypes.dtype) -> str:
-    return dt._legacy.replace("Tensor", "")
 
 
 @public("index_fill", method=True, inplace=True)
