@@ -119,17 +119,23 @@ def _polygamma64(n: int, x: np.ndarray) -> np.ndarray:
     sign = 1.0 if n % 2 else -1.0
     scale = sign * math.factorial(n)
     with np.errstate(all="ignore"):
-        positive = x > 0
+        positive = (x > 0) & (x < np.inf)
         out = scale * _hurwitz_zeta(n + 1.0, np.where(positive, x, 1.0))
         if n == 1:  # psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
             mirror = scale * _hurwitz_zeta(2.0, np.where(positive, 1.0, 1.0 - x))
             reflected = (math.pi / np.sin(math.pi * x)) ** 2 - mirror
             out = np.where(positive, out, reflected)
-        else:
-            out = np.where(positive, out, np.nan)
-        out = np.where((x <= 0) & (x == np.floor(x)), np.inf, out)
-        out = np.where(x == np.inf, 0.0, out)
-        return np.where(np.isnan(x) | (x == -np.inf), np.nan, out)
+            out = np.where((x <= 0) & (x == np.floor(x)), np.inf, out)
+            out = np.where(x == np.inf, 0.0, out)
+            return np.where(np.isnan(x) | (x == -np.inf), np.nan, out)
+        rest = ~positive  # torch's (-1)^(n+1) n! zeta(n + 1, x) there: Cephes' sum for x < 0
+        if rest.any():  # (-inf at the poles for even n, NaN at +inf)
+            from .special24_gamma import zeta_scalar  # (it imports this module)
+
+            out = np.array(out, dtype=np.float64, copy=True)
+            out[rest] = [scale * (math.inf if q == -math.inf else zeta_scalar(n + 1.0, float(q)))
+                         for q in x[rest]]
+        return out
 
 
 def _polygamma_impl(x: np.ndarray, *, n: int) -> np.ndarray:
