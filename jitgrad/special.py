@@ -15,6 +15,7 @@ from typing import Any
 
 from . import dtypes as _dtypes
 from . import ops as _ops
+from .ops.creation import invalid_combination
 from .ops.dtype_rules import refuse_dtypes
 from .ops.registry import apply
 from .dtypes import get_default_dtype
@@ -41,6 +42,9 @@ sinc = _ops.sinc
 xlogy = _ops.xlogy
 
 _XLOG1PY_CHECK = refuse_dtypes(complex="xlog1py_cpu")
+_XLOG1PY_SIGNATURES = ("Tensor input, Tensor other, *, Tensor out = None",
+                       "Number self, Tensor other, *, Tensor out = None",
+                       "Tensor input, Number other, *, Tensor out = None")
 _NDTR_CHECK = refuse_dtypes(complex="erf_vml_cpu")
 _MULTIGAMMALN_CHECK = refuse_dtypes(
     complex="arange_cpu", bool=(RuntimeError, "The input tensor may not be a boolean tensor."))
@@ -70,8 +74,12 @@ def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
     """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     from .tensor import Tensor
 
-    x = input if isinstance(input, Tensor) else _ops.tensor(input)
-    y = other if isinstance(other, Tensor) else _ops.tensor(other, dtype=x.dtype)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise invalid_combination("special_xlog1py", (input, other), {}, _XLOG1PY_SIGNATURES)
+    # a Python number takes the type torch's promotion gives it (2.5 with an int tensor: float)
+    common = _dtypes.result_type(input, other)
+    x = input if isinstance(input, Tensor) else _ops.tensor(input, dtype=common)
+    y = other if isinstance(other, Tensor) else _ops.tensor(other, dtype=common)
     _XLOG1PY_CHECK((x, y))
     value = x * _ops.log1p(y)
     return _ops.where((x == 0) & ~_ops.isnan(y), _ops.zeros_like(value), value)
