@@ -134,7 +134,10 @@ def gammainc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     Returns:
         ``1 / Gamma(a) * int_0^x t^(a-1) e^-t dt``; differentiable in ``other`` only.
     """
-    result = apply(_g.IGAMMA, _operand(input), _operand(other))
+    input, other = _operand(input), _operand(other)
+    _g.need_tensor("special_gammainc", "input", 1, input)
+    _g.need_tensor("special_gammainc", "other", 2, other)
+    result = apply(_g.IGAMMA, input, other)
     return result if out is None else write_out("special_gammainc", out, result)
 
 
@@ -150,7 +153,10 @@ def gammaincc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     Returns:
         ``1 / Gamma(a) * int_x^inf t^(a-1) e^-t dt``; differentiable in ``other`` only.
     """
-    result = apply(_g.IGAMMAC, _operand(input), _operand(other))
+    input, other = _operand(input), _operand(other)
+    _g.need_tensor("special_gammaincc", "input", 1, input)
+    _g.need_tensor("special_gammaincc", "other", 2, other)
+    result = apply(_g.IGAMMAC, input, other)
     return result if out is None else write_out("special_gammaincc", out, result)
 
 

@@ -17,15 +17,16 @@ second argument (``IgammaBackward0``: ``exp((a - 1) log x - x - lgamma(a))``; ze
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from .. import dtypes
 from ._special24_data import COEF
 from ._special24_tables import IGAM_D
-from .registry import ELEMENTWISE, POINTWISE, Public, apply, defop
+from .registry import ELEMENTWISE, POINTWISE, apply, defop
 from .special24 import real_op
-from .surface import public
+from .surface import _operand, public
 
 _MACHEP = 1.11022302462515654042e-16
 _MAXLOG = 7.09782712893383996843e2
@@ -331,20 +332,59 @@ from .special_fns import LGAMMA as _LGAMMA  # noqa: E402 - (after the scalar cod
 
 IGAMMA = defop("igamma", _binary(igamma_scalar), kind=POINTWISE, meta=_float_only("igamma"),
                save=(0, 1), vjp=(_not_implemented("igamma: input"), _igamma_grad),
-               jvp=_no_forward_ad("igamma"),
-               public=Public(("igamma",), method=True, inplace=True, args=("input", "other")))
+               jvp=_no_forward_ad("igamma"))
 IGAMMAC = defop("igammac", _binary(igammac_scalar), kind=POINTWISE,
                 meta=_float_only("igammac"), save=(0, 1),
                 vjp=(_not_implemented("igammac: input"),
                      lambda g, ans, a, x: -_igamma_grad(g, ans, a, x)),
-                jvp=_no_forward_ad("igammac"),
-                public=Public(("igammac",), method=True, inplace=True, args=("input", "other")))
+                jvp=_no_forward_ad("igammac"))
 ZETA = real_op("special_zeta", _binary(zeta_scalar), half=True, save=(0, 1),
                node_name="SpecialZetaBackward0",
                vjp=(_not_implemented("zeta"),
                     lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)),
                jvp=_no_forward_ad("special_zeta"))
 
+
+
+def need_tensor(fname: str, arg: str, position: int, value: Any) -> None:
+    """torch's argument-parser error for a number (or other non-tensor) where only a Tensor is
+    taken: ``igamma(): argument 'other' (position 2) must be Tensor, not float``."""
+    from ..tensor import Tensor
+
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fname}(): argument '{arg}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}")
+
+
+def _igamma_form(op, fname: str, method: bool):
+    def fn(input, other):  # noqa: A002
+        input, other = _operand(input), _operand(other)
+        if not method:
+            need_tensor(fname, "input", 1, input)
+        need_tensor(fname, "other", 1 if method else 2, other)
+        return apply(op, input, other)
+    fn.__name__ = fn.__qualname__ = fname
+    return fn
+
+
+def _inplace_form(op, fname: str):
+    def fn(input, other):  # noqa: A002
+        from .inplace import inplace
+
+        need_tensor(fname, "other", 1, _operand(other))
+        return inplace(input, lambda t: apply(op, t, _operand(other)))
+    fn.__name__ = fn.__qualname__ = fname
+    return fn
+
+
+igamma = public("igamma")(_igamma_form(IGAMMA, "igamma", False))
+igammac = public("igammac")(_igamma_form(IGAMMAC, "igammac", False))
+_igamma_method = public(method="igamma")(_igamma_form(IGAMMA, "igamma", True))
+_igammac_method = public(method="igammac")(_igamma_form(IGAMMAC, "igammac", True))
+_igamma_ = public(method="igamma_")(_inplace_form(IGAMMA, "igamma_"))
+_igammac_ = public(method="igammac_")(_inplace_form(IGAMMAC, "igammac_"))
+igamma.__doc__ = "The regularized lower incomplete gamma function ``P(input, other)``."
+igammac.__doc__ = "The regularized upper incomplete gamma function ``Q(input, other)``."
 
 # ---------------------------------------------------------------- mvlgamma
 
