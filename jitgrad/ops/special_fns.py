@@ -128,14 +128,21 @@ def _polygamma64(n: int, x: np.ndarray) -> np.ndarray:
             out = np.where((x <= 0) & (x == np.floor(x)), np.inf, out)
             out = np.where(x == np.inf, 0.0, out)
             return np.where(np.isnan(x) | (x == -np.inf), np.nan, out)
-        rest = ~positive  # torch's (-1)^(n+1) n! zeta(n + 1, x) there: Cephes' sum for x < 0
-        if rest.any():  # (-inf at the poles for even n, NaN at +inf)
-            from .special24_gamma import zeta_scalar  # (it imports this module)
-
+        # elsewhere torch's (-1)^(n+1) n! zeta(n + 1, x) (Cephes): a pole (inf) at the
+        # non-positive integers and -inf, NaN at +inf, and for x < 0 the terms (x + k)^-(n+1)
+        # up to x + m > 0, then zeta(n + 1, x + m)
+        negative = (x < 0) & (x != np.floor(x)) & np.isfinite(x)
+        if negative.any():
+            q = x[negative]
+            m = np.ceil(-q)
+            total = _hurwitz_zeta(n + 1.0, q + m)
+            for k in range(int(m.max())):
+                total = total + np.where(k < m, (q + k) ** -(n + 1.0), 0.0)
             out = np.array(out, dtype=np.float64, copy=True)
-            out[rest] = [scale * (math.inf if q == -math.inf else zeta_scalar(n + 1.0, float(q)))
-                         for q in x[rest]]
-        return out
+            out[negative] = scale * total
+        out = np.where((x <= 0) & (x == np.floor(x)), scale * np.inf, out)
+        out = np.where(x == np.inf, np.nan, out)
+        return np.where(np.isnan(x), np.nan, out)
 
 
 def _polygamma_impl(x: np.ndarray, *, n: int) -> np.ndarray:
