@@ -55,8 +55,9 @@ _ROUND_CHECK = refuse_dtypes(integer="round_vml_cpu", bool="round_vml_cpu")
 
 def round(input: Any, decimals: int = 0) -> Any:  # noqa: A001,A002 - torch's name
     """``torch.round`` for floating and complex input; unlike it, torch.special.round refuses
-    integers (its kernel is the vectorised one)."""
-    _ROUND_CHECK((input,))
+    integers (its kernel is the vectorised one; with ``decimals``, round's own "round_cpu")."""
+    if decimals == 0:
+        _ROUND_CHECK((input,))
     return _ops.round(input, decimals=decimals)
 
 
