@@ -105,11 +105,11 @@ def ndtr(input: Any) -> Any:  # noqa: A002
 def multigammaln(input: Any, p: int) -> Any:  # noqa: A002
     """The multivariate log-gamma function of dimension ``p``:
     ``p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(x - j / 2)``."""
+    if p < 1:  # (before the dtype checks, as torch; values at or below (p - 1) / 2 are computed)
+        if input.dtype is _dtypes.bool:
+            raise RuntimeError("The input tensor may not be a boolean tensor.")
+        raise RuntimeError("p has to be greater than or equal to 1")
     _MULTIGAMMALN_CHECK((input,))
-    if p < 1:
-        raise RuntimeError(f"p has to be greater than or equal to 1, but got p = {p}")
-    if not bool((input > (p - 1) / 2).all()):
-        raise RuntimeError("All elements must be greater than (p-1)/2")
     total = p * (p - 1) / 4 * math.log(math.pi)
     for j in range(p):
         total = total + _ops.lgamma(input - j / 2)
