@@ -113,6 +113,46 @@ def _hurwitz_zeta(s: float, q: np.ndarray) -> np.ndarray:
         return total
 
 
+_MACHEP = 1.11022302462515654042e-16
+
+
+def _zeta_below_zero(s: float, q: np.ndarray) -> np.ndarray:
+    """zeta(s, q) for an integer s > 1 and negative non-integer q, as Cephes (torch) sums it:
+    (q + k)^-s from k = 0 until q + k > 9 (at least 10 terms; the terms below 0 cancel those
+    above, so its order of summation is kept), then 12 Euler-Maclaurin terms."""
+    from ._special24_data import COEF
+
+    total = q ** -s
+    a = q.copy()
+    b = np.zeros_like(q)
+    done = np.zeros(q.shape, dtype=bool)
+    i = 0
+    while True:
+        active = ~done & ((i < 9) | (a <= 9.0))
+        if not active.any():
+            break
+        i += 1
+        a = np.where(active, a + 1.0, a)
+        b = np.where(active, a ** -s, b)
+        total = np.where(active, total + b, total)
+        done |= active & (-_MACHEP * total < b) & (b < _MACHEP * total)
+    tail = ~done
+    w = a
+    total = np.where(tail, total + b * w / (s - 1) - 0.5 * b, total)
+    rising, k = 1.0, 0.0
+    for coef in COEF["zeta.A"][:12]:
+        rising *= s + k
+        b = b / w
+        t = rising * b / coef
+        total = np.where(tail, total + t, total)
+        tail &= ~(np.abs(t / total) < _MACHEP)
+        k += 1.0
+        rising *= s + k
+        b = b / w
+        k += 1.0
+    return total
+
+
 def _polygamma64(n: int, x: np.ndarray) -> np.ndarray:
     if n == 0:
         return _digamma64(x)
@@ -133,13 +173,8 @@ def _polygamma64(n: int, x: np.ndarray) -> np.ndarray:
         # up to x + m > 0, then zeta(n + 1, x + m)
         negative = (x < 0) & (x != np.floor(x)) & np.isfinite(x)
         if negative.any():
-            q = x[negative]
-            m = np.ceil(-q)
-            total = _hurwitz_zeta(n + 1.0, q + m)
-            for k in range(int(m.max())):
-                total = total + np.where(k < m, (q + k) ** -(n + 1.0), 0.0)
             out = np.array(out, dtype=np.float64, copy=True)
-            out[negative] = scale * total
+            out[negative] = scale * _zeta_below_zero(n + 1.0, x[negative])
         out = np.where((x <= 0) & (x == np.floor(x)), scale * np.inf, out)
         out = np.where(x == np.inf, np.nan, out)
         return np.where(np.isnan(x), np.nan, out)
