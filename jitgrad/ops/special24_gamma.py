@@ -186,9 +186,8 @@ def _asymptotic_region(a: float, x: float) -> bool:
 
 
 def igammac_scalar(a: float, x: float) -> float:
-    """The regularized upper incomplete gamma function ``Q(a, x)``."""
-    if math.isnan(a) or math.isnan(x):
-        return math.nan
+    """The regularized upper incomplete gamma function ``Q(a, x)`` (torch's order of the special
+    cases: a NaN operand gives NaN unless an earlier case decides, e.g. ``Q(nan, 0) = 1``)."""
     if x < 0 or a < 0:
         return math.nan
     if a == 0:
@@ -199,6 +198,8 @@ def igammac_scalar(a: float, x: float) -> float:
         return math.nan if math.isinf(x) else 1.0
     if math.isinf(x):
         return 0.0
+    if math.isnan(a) or math.isnan(x):
+        return math.nan
     if _asymptotic_region(a, x):
         return _igam_asymptotic(a, x, False)
     if x > 1.1:
@@ -209,9 +210,8 @@ def igammac_scalar(a: float, x: float) -> float:
 
 
 def igamma_scalar(a: float, x: float) -> float:
-    """The regularized lower incomplete gamma function ``P(a, x)``."""
-    if math.isnan(a) or math.isnan(x):
-        return math.nan
+    """The regularized lower incomplete gamma function ``P(a, x)`` (torch's order of the special
+    cases: ``P(nan, 0) = 0``, ``P(inf, nan) = 0``, ``P(nan, inf) = 1``)."""
     if x < 0 or a < 0:
         return math.nan
     if a == 0:
@@ -222,6 +222,8 @@ def igamma_scalar(a: float, x: float) -> float:
         return math.nan if math.isinf(x) else 0.0
     if math.isinf(x):
         return 1.0
+    if math.isnan(a) or math.isnan(x):
+        return math.nan
     if _asymptotic_region(a, x):
         return _igam_asymptotic(a, x, True)
     if x > 1.0 and x > a:
@@ -230,18 +232,19 @@ def igamma_scalar(a: float, x: float) -> float:
 
 
 def zeta_scalar(x: float, q: float) -> float:
-    """The Hurwitz zeta function ``sum_k (q + k)^-x`` (Cephes ``zeta``)."""
-    if math.isnan(x) or math.isnan(q):
-        return math.nan
+    """The Hurwitz zeta function ``sum_k (q + k)^-x`` (Cephes ``zeta``; its order of the special
+    cases, so ``zeta(1, nan)`` and ``zeta(nan, 0)`` are inf as torch's)."""
     if x == 1:
         return math.inf
     if x < 1:
         return math.nan
     if q <= 0:
-        if q == math.floor(q):
+        if q == -math.inf or q == math.floor(q):
             return math.inf
-        if x != math.floor(x):
+        if math.isfinite(x) and x != math.floor(x):
             return math.nan
+    if math.isnan(x) or math.isnan(q):
+        return math.nan
     s = _pow(q, -x)
     a = q
     i = 0
@@ -263,7 +266,7 @@ def zeta_scalar(x: float, q: float) -> float:
         b /= w
         t = a * b / _ZETA_A[i]
         s = s + t
-        if abs(t / s) < _MACHEP:
+        if s != 0 and abs(t / s) < _MACHEP:  # (C's 0 / 0 is NaN: no exit)
             return s
         k += 1.0
         a *= x + k
