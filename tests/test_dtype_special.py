@@ -218,3 +218,26 @@ def test_mvlgamma_domain_and_inplace_texts(form):
                                               "int8", "float16")}
         return eval(form, {"t": mod.tensor([0.0, 0.3, -1.5, 2.5]), **names})  # noqa: S307
     _same(lambda: call(jitgrad), lambda: call(torch))
+
+
+@pytest.mark.parametrize("name", ["chebyshev_polynomial_t", "chebyshev_polynomial_w",
+                                  "hermite_polynomial_h", "laguerre_polynomial_l",
+                                  "legendre_polynomial_p", "shifted_chebyshev_polynomial_v"])
+@pytest.mark.parametrize("dt", ["uint8", "int64", "float32"])
+def test_polynomial_overflow_is_nan_in_float32_as_torch(name, dt):
+    # the recurrence runs in float32: inf, then inf - inf = NaN (float64's value gave inf)
+    vals = [-5, -1, 0, 1, 6, 25, 251, 255]
+    _same(lambda: getattr(jitgrad.special, name)(jitgrad.tensor(vals).to(getattr(jitgrad, dt)),
+                                                 jitgrad.tensor(vals).to(getattr(jitgrad, dt))),
+          lambda: getattr(torch.special, name)(torch.tensor(vals).to(getattr(torch, dt)),
+                                               torch.tensor(vals).to(getattr(torch, dt))))
+
+
+@pytest.mark.parametrize("name", ["zeta", "gammainc", "gammaincc"])
+def test_binary_special_cases_in_torchs_order(name):
+    v = [0.0, -0.0, 1.0, -1.0, 0.5, -0.5, 2.0, float("inf"), float("-inf"), float("nan"),
+         251.0, -3.0]
+    a, b = (np.array(v).repeat(len(v)), np.tile(np.array(v), len(v)))
+    j = getattr(jitgrad.special, name)(jitgrad.tensor(a), jitgrad.tensor(b))
+    t = getattr(torch.special, name)(torch.tensor(a), torch.tensor(b))
+    np.testing.assert_allclose(j.numpy(), t.numpy(), rtol=1e-10)
