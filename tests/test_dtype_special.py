@@ -241,3 +241,38 @@ def test_binary_special_cases_in_torchs_order(name):
     j = getattr(jitgrad.special, name)(jitgrad.tensor(a), jitgrad.tensor(b))
     t = getattr(torch.special, name)(torch.tensor(a), torch.tensor(b))
     np.testing.assert_allclose(j.numpy(), t.numpy(), rtol=1e-10)
+
+
+_OUT_FORMS = ["special.entr(x, out=o)", "special.ndtr(x, out=o)", "special.round(x, out=o)",
+              "special.round(x, decimals=1, out=o)", "special.xlog1py(x, x, out=o)",
+              "special.xlog1py(2.0, x, out=o)", "special.multigammaln(x + 2, 2, out=o)",
+              "special.polygamma(2, x, out=o)", "special.gammainc(x, x, out=o)"]
+
+
+@pytest.mark.parametrize("out_dt", ["float32", "float64", "int64", "bool", "complex64"])
+@pytest.mark.parametrize("in_dt", ["float32", "int64"])
+@pytest.mark.parametrize("form", _OUT_FORMS)
+def test_out_argument(form, in_dt, out_dt):
+    def call(mod):
+        x = mod.tensor([0.25, 0.5, 2.0]).to(getattr(mod, in_dt))
+        o = mod.zeros(3, dtype=getattr(mod, out_dt))
+        r = eval(form, {"x": x, "o": o, "special": mod.special})  # noqa: S307
+        assert r is o
+        return o
+    _same(lambda: call(jitgrad), lambda: call(torch))
+
+
+def test_ndtr_out_copies_with_autograd_as_torch():
+    grads = []
+    for mod in (jitgrad, torch):
+        x = mod.tensor([2.5, -3.0], requires_grad=True)
+        o = mod.zeros(2)
+        mod.special.ndtr(x, out=o)
+        assert type(o.grad_fn).__name__ == "CopyBackwards"
+        o.sum().backward()
+        grads.append(x.grad.numpy())
+        with pytest.raises(RuntimeError, match="a leaf Variable that requires grad"):
+            mod.special.ndtr(x, out=mod.zeros(2, requires_grad=True))
+        with pytest.raises(RuntimeError, match="special_entr\\(\\): functions with out="):
+            mod.special.entr(x, out=mod.zeros(2))
+    np.testing.assert_allclose(grads[0], grads[1], rtol=1e-6)
