@@ -15,10 +15,15 @@ from typing import Any
 
 from . import dtypes as _dtypes
 from . import ops as _ops
+from ._type_info import can_cast
+from .ops.creation import invalid_combination
+from .ops.out_arg import write_out
 from .ops.dtype_rules import refuse_dtypes
 from .ops.registry import apply
+from .ops.registry import state as _state
 from .dtypes import get_default_dtype
-from .ops.special_fns import ENTR, polygamma
+from .ops.special_fns import ENTR
+from .ops.special_fns import polygamma as _polygamma
 from .special24 import *  # noqa: F403 - (the Bessel, gamma, zeta and polynomial functions)
 from .special24 import __all__ as _all24
 
@@ -41,6 +46,9 @@ sinc = _ops.sinc
 xlogy = _ops.xlogy
 
 _XLOG1PY_CHECK = refuse_dtypes(complex="xlog1py_cpu")
+_XLOG1PY_SIGNATURES = ("Tensor input, Tensor other, *, Tensor out = None",
+                       "Number self, Tensor other, *, Tensor out = None",
+                       "Tensor input, Number other, *, Tensor out = None")
 _NDTR_CHECK = refuse_dtypes(complex="erf_vml_cpu")
 _MULTIGAMMALN_CHECK = refuse_dtypes(
     complex="arange_cpu", bool=(RuntimeError, "The input tensor may not be a boolean tensor."))
@@ -49,11 +57,26 @@ _MULTIGAMMALN_CHECK = refuse_dtypes(
 _ROUND_CHECK = refuse_dtypes(integer="round_vml_cpu", bool="round_vml_cpu")
 
 
-def round(input: Any, decimals: int = 0) -> Any:  # noqa: A001,A002 - torch's name
+def _legacy(dt: Any) -> str:
+    return dt._legacy.replace("Tensor", "")
+
+
+def round(input: Any, decimals: int = 0, *, out: Any = None) -> Any:  # noqa: A001,A002
     """``torch.round`` for floating and complex input; unlike it, torch.special.round refuses
-    integers (its kernel is the vectorised one)."""
-    _ROUND_CHECK((input,))
-    return _ops.round(input, decimals=decimals)
+    integers (its kernel is the vectorised one; with ``decimals``, round's own "round_cpu").
+    ``out`` must have the input's dtype (torch: "Found dtype Double but expected Float")."""
+    if out is not None and getattr(out, "dtype", None) is not None and out.dtype != input.dtype:
+        raise RuntimeError(f"Found dtype {_legacy(out.dtype)} but expected {_legacy(input.dtype)}")
+    if decimals == 0:
+        _ROUND_CHECK((input,))
+    result = _ops.round(input, decimals=decimals)
+    return result if out is None else write_out("round", out, result)
+
+
+def polygamma(n: int, input: Any, *, out: Any = None) -> Any:  # noqa: A002
+    """The ``n``-th derivative of the digamma function (``n = 0``: digamma)."""
+    result = _polygamma(n, input)
+    return result if out is None else write_out("polygamma", out, result)
 
 
 def softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A002
@@ -66,42 +89,69 @@ def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A00
     return _ops.log_softmax(input, dim, dtype=dtype)
 
 
-def xlog1py(input: Any, other: Any) -> Any:  # noqa: A002
+def xlog1py(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     from .tensor import Tensor
 
-    x = input if isinstance(input, Tensor) else _ops.tensor(input)
-    y = other if isinstance(other, Tensor) else _ops.tensor(other, dtype=x.dtype)
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise invalid_combination("special_xlog1py", (input, other), {}, _XLOG1PY_SIGNATURES)
+    # a Python number takes the type torch's promotion gives it (2.5 with an int tensor: float)
+    common = _dtypes.result_type(input, other)
+    x = input if isinstance(input, Tensor) else _ops.tensor(input, dtype=common)
+    y = other if isinstance(other, Tensor) else _ops.tensor(other, dtype=common)
     _XLOG1PY_CHECK((x, y))
     value = x * _ops.log1p(y)
-    return _ops.where((x == 0) & ~_ops.isnan(y), _ops.zeros_like(value), value)
+    result = _ops.where((x == 0) & ~_ops.isnan(y), _ops.zeros_like(value), value)
+    return result if out is None else write_out("special_xlog1py", out, result)
 
 
-def entr(input: Any) -> Any:  # noqa: A002
+def entr(input: Any, *, out: Any = None) -> Any:  # noqa: A002
     """The entropy term ``-x * log(x)``: 0 at 0, ``-inf`` below 0 (``SpecialEntrBackward0``)."""
-    return apply(ENTR, input)
+    result = apply(ENTR, input)
+    return result if out is None else write_out("special_entr", out, result)
 
 
-def ndtr(input: Any) -> Any:  # noqa: A002
+def ndtr(input: Any, *, out: Any = None) -> Any:  # noqa: A002
     """The standard normal distribution function ``(1 + erf(x / sqrt(2))) / 2``, computed as
-    ``erfc(-x / sqrt(2)) / 2`` so the lower tail keeps its relative accuracy (torch's nodes)."""
+    ``erfc(-x / sqrt(2)) / 2`` so the lower tail keeps its relative accuracy (torch's nodes).
+    With ``out``, as torch's composite: the result is copied into it (``CopyBackwards`` when
+    it requires grad)."""
     _NDTR_CHECK((input,))
     dt = input.dtype
     if dt in (_dtypes.float16, _dtypes.bfloat16):  # torch's half kernel: (1 + erf) / 2, each
-        return (1 + _ops.erf(input * (1 / math.sqrt(2)))) * 0.5  # step rounded to the dtype
-    x = input if dt.is_floating_point else input.to(get_default_dtype())
-    return _ops.erfc(x * (-1 / math.sqrt(2))) * 0.5
+        result = (1 + _ops.erf(input * (1 / math.sqrt(2)))) * 0.5  # step rounded to the dtype
+    else:
+        x = input if dt.is_floating_point else input.to(get_default_dtype())
+        result = _ops.erfc(x * (-1 / math.sqrt(2))) * 0.5
+    if out is None:
+        return result
+    grad = _state.grad_enabled
+    if grad and getattr(out, "requires_grad", False) and out.is_leaf:
+        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place "
+                           "operation.")
+    if not (grad and (result.requires_grad or out.requires_grad)):
+        return write_out("special_ndtr", out, result)
+    if not can_cast(result.dtype, out.dtype):
+        raise RuntimeError(f"result type {_legacy(result.dtype)} can't be cast to the desired "
+                           f"output type {_legacy(out.dtype)}")
+    return out.copy_(result)
 
 
-def multigammaln(input: Any, p: int) -> Any:  # noqa: A002
+def multigammaln(input: Any, p: int, *, out: Any = None) -> Any:  # noqa: A002
     """The multivariate log-gamma function of dimension ``p``:
     ``p (p - 1) / 4 log(pi) + sum_{j < p} lgamma(x - j / 2)``."""
+    if p < 1:  # (before the dtype checks, as torch; values at or below (p - 1) / 2 are computed)
+        if input.dtype is _dtypes.bool:
+            raise RuntimeError("The input tensor may not be a boolean tensor.")
+        raise RuntimeError("p has to be greater than or equal to 1")
     _MULTIGAMMALN_CHECK((input,))
-    if p < 1:
-        raise RuntimeError(f"p has to be greater than or equal to 1, but got p = {p}")
-    if not bool((input > (p - 1) / 2).all()):
-        raise RuntimeError("All elements must be greater than (p-1)/2")
     total = p * (p - 1) / 4 * math.log(math.pi)
     for j in range(p):
         total = total + _ops.lgamma(input - j / 2)
-    return total
+    if out is None:
+        return total
+    if isinstance(getattr(out, "dtype", None), _dtypes.dtype) and not (
+            out.dtype.is_floating_point or out.dtype.is_complex):  # (torch's words)
+        raise RuntimeError(f"mvlgamma: result type {_legacy(input.dtype)} can't be cast to the "
+                           f"desired output type {_legacy(total.dtype)}")
+    return write_out("mvlgamma", out, total)

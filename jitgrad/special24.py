@@ -123,6 +123,18 @@ spherical_bessel_j0 = _unary("spherical_bessel_j0", _b.BESSEL_OPS["spherical_bes
                              _BESSEL_DOCS["spherical_bessel_j0"])
 
 
+def _check_out_cast(input: Any, other: Any, out: Any) -> None:
+    """torch checks ``out`` takes the operands' promoted dtype before its kernel refuses an
+    integer one (``result type Long can't be cast to the desired output type Bool``)."""
+    from ._type_info import can_cast
+    from .dtypes import result_type
+
+    dt, to = result_type(input, other), getattr(out, "dtype", None)
+    if to is not None and not can_cast(dt, to):
+        raise RuntimeError(f"result type {dt._legacy.replace('Tensor', '')} can't be cast to "
+                           f"the desired output type {to._legacy.replace('Tensor', '')}")
+
+
 def gammainc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     """The regularized lower incomplete gamma function ``P(input, other)`` (``torch.igamma``).
 
@@ -134,7 +146,12 @@ def gammainc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     Returns:
         ``1 / Gamma(a) * int_0^x t^(a-1) e^-t dt``; differentiable in ``other`` only.
     """
-    result = apply(_g.IGAMMA, _operand(input), _operand(other))
+    input, other = _operand(input), _operand(other)
+    _g.need_tensor("special_gammainc", "input", 1, input)
+    _g.need_tensor("special_gammainc", "other", 2, other)
+    if out is not None:
+        _check_out_cast(input, other, out)
+    result = apply(_g.IGAMMA, input, other)
     return result if out is None else write_out("special_gammainc", out, result)
 
 
@@ -150,7 +167,12 @@ def gammaincc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     Returns:
         ``1 / Gamma(a) * int_x^inf t^(a-1) e^-t dt``; differentiable in ``other`` only.
     """
-    result = apply(_g.IGAMMAC, _operand(input), _operand(other))
+    input, other = _operand(input), _operand(other)
+    _g.need_tensor("special_gammaincc", "input", 1, input)
+    _g.need_tensor("special_gammaincc", "other", 2, other)
+    if out is not None:
+        _check_out_cast(input, other, out)
+    result = apply(_g.IGAMMAC, input, other)
     return result if out is None else write_out("special_gammaincc", out, result)
 
 

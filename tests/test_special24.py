@@ -106,9 +106,10 @@ def test_mvlgamma_matches_torch_and_checks_its_domain():
         xs = x + (p - 1) / 2
         np.testing.assert_allclose(jg.mvlgamma(jg.tensor(xs), p).numpy(),
                                    torch.mvlgamma(torch.tensor(xs), p).numpy(), rtol=1e-14)
-    with pytest.raises(RuntimeError, match=r"All elements must be greater than \(p-1\)/2"):
-        jg.mvlgamma(jg.tensor([0.5]), 3)
-    with pytest.raises(RuntimeError, match="p has to be greater than or equal to 1"):
+    low = np.array([0.5, 0.7, -1.5, 1.0])  # computed, as torch 2.13 (inf at a term's pole)
+    np.testing.assert_allclose(jg.mvlgamma(jg.tensor(low), 3).numpy(),
+                               torch.mvlgamma(torch.tensor(low), 3).numpy(), rtol=1e-14)
+    with pytest.raises(RuntimeError, match="^p has to be greater than or equal to 1$"):
         jg.mvlgamma(jg.tensor([2.5]), 0)
     t = jg.tensor([2.5, 3.0])
     assert t.mvlgamma_(2) is t

@@ -17,15 +17,16 @@ second argument (``IgammaBackward0``: ``exp((a - 1) log x - x - lgamma(a))``; ze
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
 from .. import dtypes
 from ._special24_data import COEF
 from ._special24_tables import IGAM_D
-from .registry import ELEMENTWISE, POINTWISE, Public, apply, defop
+from .registry import ELEMENTWISE, POINTWISE, apply, defop
 from .special24 import real_op
-from .surface import public
+from .surface import _operand, public
 
 _MACHEP = 1.11022302462515654042e-16
 _MAXLOG = 7.09782712893383996843e2
@@ -185,9 +186,8 @@ def _asymptotic_region(a: float, x: float) -> bool:
 
 
 def igammac_scalar(a: float, x: float) -> float:
-    """The regularized upper incomplete gamma function ``Q(a, x)``."""
-    if math.isnan(a) or math.isnan(x):
-        return math.nan
+    """The regularized upper incomplete gamma function ``Q(a, x)`` (torch's order of the special
+    cases: a NaN operand gives NaN unless an earlier case decides, e.g. ``Q(nan, 0) = 1``)."""
     if x < 0 or a < 0:
         return math.nan
     if a == 0:
@@ -198,6 +198,8 @@ def igammac_scalar(a: float, x: float) -> float:
         return math.nan if math.isinf(x) else 1.0
     if math.isinf(x):
         return 0.0
+    if math.isnan(a) or math.isnan(x):
+        return math.nan
     if _asymptotic_region(a, x):
         return _igam_asymptotic(a, x, False)
     if x > 1.1:
@@ -208,9 +210,8 @@ def igammac_scalar(a: float, x: float) -> float:
 
 
 def igamma_scalar(a: float, x: float) -> float:
-    """The regularized lower incomplete gamma function ``P(a, x)``."""
-    if math.isnan(a) or math.isnan(x):
-        return math.nan
+    """The regularized lower incomplete gamma function ``P(a, x)`` (torch's order of the special
+    cases: ``P(nan, 0) = 0``, ``P(inf, nan) = 0``, ``P(nan, inf) = 1``)."""
     if x < 0 or a < 0:
         return math.nan
     if a == 0:
@@ -221,6 +222,8 @@ def igamma_scalar(a: float, x: float) -> float:
         return math.nan if math.isinf(x) else 0.0
     if math.isinf(x):
         return 1.0
+    if math.isnan(a) or math.isnan(x):
+        return math.nan
     if _asymptotic_region(a, x):
         return _igam_asymptotic(a, x, True)
     if x > 1.0 and x > a:
@@ -229,18 +232,19 @@ def igamma_scalar(a: float, x: float) -> float:
 
 
 def zeta_scalar(x: float, q: float) -> float:
-    """The Hurwitz zeta function ``sum_k (q + k)^-x`` (Cephes ``zeta``)."""
-    if math.isnan(x) or math.isnan(q):
-        return math.nan
+    """The Hurwitz zeta function ``sum_k (q + k)^-x`` (Cephes ``zeta``; its order of the special
+    cases, so ``zeta(1, nan)`` and ``zeta(nan, 0)`` are inf as torch's)."""
     if x == 1:
         return math.inf
     if x < 1:
         return math.nan
     if q <= 0:
-        if q == math.floor(q):
+        if q == -math.inf or q == math.floor(q):
             return math.inf
-        if x != math.floor(x):
+        if math.isfinite(x) and x != math.floor(x):
             return math.nan
+    if math.isnan(x) or math.isnan(q):
+        return math.nan
     s = _pow(q, -x)
     a = q
     i = 0
@@ -262,7 +266,7 @@ def zeta_scalar(x: float, q: float) -> float:
         b /= w
         t = a * b / _ZETA_A[i]
         s = s + t
-        if abs(t / s) < _MACHEP:
+        if s != 0 and abs(t / s) < _MACHEP:  # (C's 0 / 0 is NaN: no exit)
             return s
         k += 1.0
         a *= x + k
@@ -331,20 +335,59 @@ from .special_fns import LGAMMA as _LGAMMA  # noqa: E402 - (after the scalar cod
 
 IGAMMA = defop("igamma", _binary(igamma_scalar), kind=POINTWISE, meta=_float_only("igamma"),
                save=(0, 1), vjp=(_not_implemented("igamma: input"), _igamma_grad),
-               jvp=_no_forward_ad("igamma"),
-               public=Public(("igamma",), method=True, inplace=True, args=("input", "other")))
+               jvp=_no_forward_ad("igamma"))
 IGAMMAC = defop("igammac", _binary(igammac_scalar), kind=POINTWISE,
                 meta=_float_only("igammac"), save=(0, 1),
                 vjp=(_not_implemented("igammac: input"),
                      lambda g, ans, a, x: -_igamma_grad(g, ans, a, x)),
-                jvp=_no_forward_ad("igammac"),
-                public=Public(("igammac",), method=True, inplace=True, args=("input", "other")))
+                jvp=_no_forward_ad("igammac"))
 ZETA = real_op("special_zeta", _binary(zeta_scalar), half=True, save=(0, 1),
                node_name="SpecialZetaBackward0",
                vjp=(_not_implemented("zeta"),
                     lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)),
                jvp=_no_forward_ad("special_zeta"))
 
+
+
+def need_tensor(fname: str, arg: str, position: int, value: Any) -> None:
+    """torch's argument-parser error for a number (or other non-tensor) where only a Tensor is
+    taken: ``igamma(): argument 'other' (position 2) must be Tensor, not float``."""
+    from ..tensor import Tensor
+
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fname}(): argument '{arg}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}")
+
+
+def _igamma_form(op, fname: str, method: bool):
+    def fn(input, other):  # noqa: A002
+        input, other = _operand(input), _operand(other)
+        if not method:
+            need_tensor(fname, "input", 1, input)
+        need_tensor(fname, "other", 1 if method else 2, other)
+        return apply(op, input, other)
+    fn.__name__ = fn.__qualname__ = fname
+    return fn
+
+
+def _inplace_form(op, fname: str):
+    def fn(input, other):  # noqa: A002
+        from .inplace import inplace
+
+        need_tensor(fname, "other", 1, _operand(other))
+        return inplace(input, lambda t: apply(op, t, _operand(other)))
+    fn.__name__ = fn.__qualname__ = fname
+    return fn
+
+
+igamma = public("igamma")(_igamma_form(IGAMMA, "igamma", False))
+igammac = public("igammac")(_igamma_form(IGAMMAC, "igammac", False))
+_igamma_method = public(method="igamma")(_igamma_form(IGAMMA, "igamma", True))
+_igammac_method = public(method="igammac")(_igamma_form(IGAMMAC, "igammac", True))
+_igamma_ = public(method="igamma_")(_inplace_form(IGAMMA, "igamma_"))
+_igammac_ = public(method="igammac_")(_inplace_form(IGAMMAC, "igammac_"))
+igamma.__doc__ = "The regularized lower incomplete gamma function ``P(input, other)``."
+igammac.__doc__ = "The regularized upper incomplete gamma function ``Q(input, other)``."
 
 # ---------------------------------------------------------------- mvlgamma
 
@@ -373,18 +416,12 @@ MVLGAMMA = real_op("mvlgamma", _mvlgamma_impl, "arange", save=(0,), vjp=(_mvlgam
 
 
 def _check_mvlgamma(x, p: int):
+    """torch's checks: no bool input, ``p >= 1`` (values at or below ``(p - 1) / 2`` are
+    computed: ``inf`` at the poles of a term, as torch 2.13 no longer refuses them)."""
     if x.dtype is dtypes.bool:
         raise RuntimeError("The input tensor may not be a boolean tensor.")
     if p < 1:
-        raise RuntimeError(f"p has to be greater than or equal to 1, but got p = {p}")
-    from ..errors import ConcretizationError
-
-    try:
-        ok = bool((x > (p - 1) / 2).all())
-    except (ConcretizationError, RuntimeError):  # traced (jit) or batched (vmap): no values
-        return
-    if not ok:
-        raise RuntimeError("All elements must be greater than (p-1)/2")
+        raise RuntimeError("p has to be greater than or equal to 1")
 
 
 @public("mvlgamma", method=True)
@@ -401,4 +438,8 @@ def _mvlgamma_(input, p: int):  # noqa: A002
     from .inplace import inplace
 
     _check_mvlgamma(input, p)
+    if not (input.dtype.is_floating_point or input.dtype.is_complex):  # (torch's words)
+        raise RuntimeError(f"mvlgamma: result type {input.dtype._legacy.replace('Tensor', '')} "
+                           "can't be cast to the desired output type "
+                           f"{dtypes.get_default_dtype()._legacy.replace('Tensor', '')}")
     return inplace(input, lambda t: apply(MVLGAMMA, t, p=int(p)))

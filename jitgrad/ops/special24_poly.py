@@ -6,7 +6,8 @@ floating dtype of both, ``n`` is truncated to an integer (non-finite: -1), ``n <
 the values at ``|x| == 1`` (``x`` in {0, 1} for the shifted ones) are exact, Chebyshev's large
 ``n`` inside the interval use the trigonometric forms, Hermite above ``n = 512`` is NaN, and
 otherwise the three-term recurrence runs ``n - 1`` steps (vectorized over the elements still
-running). None is differentiable in torch (no ``grad_fn``), nor here.
+running), in the result's dtype as torch's kernels. None is differentiable in torch (no
+``grad_fn``), nor here.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ def _recurrence(x, n, q0, step):
     """``n - 1`` steps of ``r = step(j, x, p, q)`` from ``(p, q) = (1, q0)``, j = 1, 2, ...
     (elements with ``n < 2`` keep ``q0``)."""
     p = np.ones_like(x)
-    q = np.array(q0, dtype=np.float64, copy=True)
+    q = np.array(q0, dtype=x.dtype, copy=True)
     idx = np.flatnonzero(n >= 2)
     xs, ns = x[idx], n[idx]
     ps, qs = p[idx], q[idx]
@@ -45,7 +46,10 @@ def _recurrence(x, n, q0, step):
 def _flat(fn):
     def impl(x: np.ndarray, n: np.ndarray) -> np.ndarray:
         dtype = np.result_type(x, n)
-        xb, nb = np.broadcast_arrays(np.asarray(x, np.float64), np.asarray(n, np.float64))
+        # in the result's dtype, as torch's kernels (float32's recurrence overflows to inf, then
+        # NaN, where float64's value only rounds to inf at the end)
+        work = dtype if dtype in (np.float32, np.float64) else np.float64
+        xb, nb = np.broadcast_arrays(np.asarray(x, work), np.asarray(n, np.float64))
         with np.errstate(all="ignore"):
             out = fn(xb.ravel().copy(), _orders(nb.ravel()))
         return out.reshape(xb.shape).astype(dtype, copy=False)
@@ -69,7 +73,7 @@ def _cheb(kind: str, shifted: bool):
         q0 = {"t": y, "u": y + y, "v": y + y - 1.0, "w": y + y + 1.0}[kind]
         out = _recurrence(y, n, q0, lambda j, y_, p, q: (y_ + y_) * q - p)
         out = _finish(n, out, q0)
-        nf = n.astype(np.float64)
+        nf = n.astype(x.dtype)
         with np.errstate(all="ignore"):
             theta = np.arccos(np.clip(y, -1.0, 1.0))
             if kind == "t":

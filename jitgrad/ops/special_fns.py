@@ -113,23 +113,71 @@ def _hurwitz_zeta(s: float, q: np.ndarray) -> np.ndarray:
         return total
 
 
+_MACHEP = 1.11022302462515654042e-16
+
+
+def _zeta_below_zero(s: float, q: np.ndarray) -> np.ndarray:
+    """zeta(s, q) for an integer s > 1 and negative non-integer q, as Cephes (torch) sums it:
+    (q + k)^-s from k = 0 until q + k > 9 (at least 10 terms; the terms below 0 cancel those
+    above, so its order of summation is kept), then 12 Euler-Maclaurin terms."""
+    from ._special24_data import COEF
+
+    total = q ** -s
+    a = q.copy()
+    b = np.zeros_like(q)
+    done = np.zeros(q.shape, dtype=bool)
+    i = 0
+    while True:
+        active = ~done & ((i < 9) | (a <= 9.0))
+        if not active.any():
+            break
+        i += 1
+        a = np.where(active, a + 1.0, a)
+        b = np.where(active, a ** -s, b)
+        total = np.where(active, total + b, total)
+        done |= active & (-_MACHEP * total < b) & (b < _MACHEP * total)
+    tail = ~done
+    w = a
+    total = np.where(tail, total + b * w / (s - 1) - 0.5 * b, total)
+    rising, k = 1.0, 0.0
+    for coef in COEF["zeta.A"][:12]:
+        rising *= s + k
+        b = b / w
+        t = rising * b / coef
+        total = np.where(tail, total + t, total)
+        tail &= ~(np.abs(t / total) < _MACHEP)
+        k += 1.0
+        rising *= s + k
+        b = b / w
+        k += 1.0
+    return total
+
+
 def _polygamma64(n: int, x: np.ndarray) -> np.ndarray:
     if n == 0:
         return _digamma64(x)
     sign = 1.0 if n % 2 else -1.0
     scale = sign * math.factorial(n)
     with np.errstate(all="ignore"):
-        positive = x > 0
+        positive = (x > 0) & (x < np.inf)
         out = scale * _hurwitz_zeta(n + 1.0, np.where(positive, x, 1.0))
         if n == 1:  # psi1(x) = pi^2 / sin^2(pi x) - psi1(1 - x)
             mirror = scale * _hurwitz_zeta(2.0, np.where(positive, 1.0, 1.0 - x))
             reflected = (math.pi / np.sin(math.pi * x)) ** 2 - mirror
             out = np.where(positive, out, reflected)
-        else:
-            out = np.where(positive, out, np.nan)
-        out = np.where((x <= 0) & (x == np.floor(x)), np.inf, out)
-        out = np.where(x == np.inf, 0.0, out)
-        return np.where(np.isnan(x) | (x == -np.inf), np.nan, out)
+            out = np.where((x <= 0) & (x == np.floor(x)), np.inf, out)
+            out = np.where(x == np.inf, 0.0, out)
+            return np.where(np.isnan(x) | (x == -np.inf), np.nan, out)
+        # elsewhere torch's (-1)^(n+1) n! zeta(n + 1, x) (Cephes): a pole (inf) at the
+        # non-positive integers and -inf, NaN at +inf, and for x < 0 the terms (x + k)^-(n+1)
+        # up to x + m > 0, then zeta(n + 1, x + m)
+        negative = (x < 0) & (x != np.floor(x)) & np.isfinite(x)
+        if negative.any():
+            out = np.array(out, dtype=np.float64, copy=True)
+            out[negative] = scale * _zeta_below_zero(n + 1.0, x[negative])
+        out = np.where((x <= 0) & (x == np.floor(x)), scale * np.inf, out)
+        out = np.where(x == np.inf, np.nan, out)
+        return np.where(np.isnan(x), np.nan, out)
 
 
 def _polygamma_impl(x: np.ndarray, *, n: int) -> np.ndarray:
