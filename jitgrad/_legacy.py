@@ -46,7 +46,7 @@ def _make(name: str, dt: dtypes.dtype) -> type:
         if isinstance(data, Tensor):
             if data.dtype is not dt:
                 raise TypeError(f"expected {name[:-len('Tensor')]} tensor (got "
-                                f"{data.dtype._legacy[:-len('Tensor')]} tensor)")
+                                f"{data.dtype._scalar_name} tensor)")
             return data
         return _new(*to_array(data, dt))  # (tensor(data, dtype=dt))
 

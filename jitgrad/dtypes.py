@@ -11,7 +11,7 @@ class dtype:  # noqa: N801 - named like torch.dtype
     """A tensor element type, e.g. ``jitgrad.float32``."""
 
     __slots__ = ("name", "np", "is_floating_point", "is_complex", "is_signed", "itemsize", "_rank",
-                 "_legacy")
+                 "_legacy", "_scalar_name")
 
     def __init__(self, name: str, np_dtype, rank: int, legacy: str) -> None:
         self.name = name
@@ -22,6 +22,7 @@ class dtype:  # noqa: N801 - named like torch.dtype
         self.itemsize = self.np.itemsize
         self._rank = rank
         self._legacy = legacy
+        self._scalar_name = legacy.replace("Tensor", "")  # torch's C++ name: Float, Long, ...
 
     def __repr__(self) -> str:
         return f"jitgrad.{self.name}"
@@ -167,7 +168,7 @@ def promote_types(a: dtype, b: dtype) -> dtype:
             return b
         if a.is_floating_point:
             return a
-        names = [d._legacy.replace("Tensor", "") for d in (a, b)]
+        names = [d._scalar_name for d in (a, b)]
         raise RuntimeError("Promotion for uint16, uint32, uint64 types is not supported, "
                            f"attempted to promote {names[0]} and {names[1]}")
     if a._rank == b._rank and a.is_floating_point:  # float16 and bfloat16: float32, as torch

@@ -35,7 +35,7 @@ def _float_dtype(fname: str, dtype: Any) -> dtypes.dtype:
     dt = dtype or dtypes.get_default_dtype()
     if not (dt.is_floating_point or dt.is_complex):
         raise NotImplementedError(
-            f'"{_FLOAT_ONLY[fname]}" not implemented for \'{dt._legacy[:-len("Tensor")]}\'')
+            f'"{_FLOAT_ONLY[fname]}" not implemented for \'{dt._scalar_name}\'')
     return dt
 
 
@@ -280,7 +280,7 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
         op = NORMAL_TENSOR_FLOAT if mean_t else NORMAL_FLOAT_TENSOR
     if not dt.is_floating_point:
         raise NotImplementedError(f"\"normal_kernel_cpu\" not implemented for "
-                                  f"'{dt._legacy[:-len('Tensor')]}'")
+                                  f"'{dt._scalar_name}'")
     return apply(op, mean, std, _noise(shape, dt, generator,
                                        (mean if mean_t else std).device))
 
@@ -330,10 +330,6 @@ def _eager(t: Any) -> bool:
     return not state.traces and t._trace is None and not t.is_meta
 
 
-def _scalar_type(dt: dtypes.dtype) -> str:
-    return dt._legacy[:-len("Tensor")]
-
-
 @public("multinomial", method=True)
 def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # noqa: A002
                 generator: Any = None) -> Any:
@@ -346,7 +342,7 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # n
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.dtype.is_floating_point:
         raise RuntimeError(f"multinomial only supports floating-point dtypes for input, got: "
-                           f"{_scalar_type(input.dtype)}")
+                           f"{input.dtype._scalar_name}")
     n = input.shape[-1]
     if num_samples <= 0:
         raise RuntimeError("cannot sample n_sample <= 0 samples")
@@ -391,7 +387,7 @@ def bernoulli(input: Any, p: Any = None, *, generator: Any = None) -> Any:  # no
     result does not require grad (torch records a node whose gradient is zero)."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
-                                  f"'{_scalar_type(input.dtype)}'")
+                                  f"'{input.dtype._scalar_name}'")
     probs = input.detach() if p is None else p
     _check_probabilities(probs)
     u = rand(*input.shape, dtype=input.dtype, generator=generator, device=input.device)

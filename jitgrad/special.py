@@ -57,16 +57,13 @@ _MULTIGAMMALN_CHECK = refuse_dtypes(
 _ROUND_CHECK = refuse_dtypes(integer="round_vml_cpu", bool="round_vml_cpu")
 
 
-def _legacy(dt: Any) -> str:
-    return dt._legacy.replace("Tensor", "")
-
-
 def round(input: Any, decimals: int = 0, *, out: Any = None) -> Any:  # noqa: A001,A002
     """``torch.round`` for floating and complex input; unlike it, torch.special.round refuses
     integers (its kernel is the vectorised one; with ``decimals``, round's own "round_cpu").
     ``out`` must have the input's dtype (torch: "Found dtype Double but expected Float")."""
     if out is not None and getattr(out, "dtype", None) is not None and out.dtype != input.dtype:
-        raise RuntimeError(f"Found dtype {_legacy(out.dtype)} but expected {_legacy(input.dtype)}")
+        raise RuntimeError(f"Found dtype {out.dtype._scalar_name} but expected "
+                           f"{input.dtype._scalar_name}")
     if decimals == 0:
         _ROUND_CHECK((input,))
     result = _ops.round(input, decimals=decimals)
@@ -132,8 +129,8 @@ def ndtr(input: Any, *, out: Any = None) -> Any:  # noqa: A002
     if not (grad and (result.requires_grad or out.requires_grad)):
         return write_out("special_ndtr", out, result)
     if not can_cast(result.dtype, out.dtype):
-        raise RuntimeError(f"result type {_legacy(result.dtype)} can't be cast to the desired "
-                           f"output type {_legacy(out.dtype)}")
+        raise RuntimeError(f"result type {result.dtype._scalar_name} can't be cast to the desired "
+                           f"output type {out.dtype._scalar_name}")
     return out.copy_(result)
 
 
@@ -152,6 +149,6 @@ def multigammaln(input: Any, p: int, *, out: Any = None) -> Any:  # noqa: A002
         return total
     if isinstance(getattr(out, "dtype", None), _dtypes.dtype) and not (
             out.dtype.is_floating_point or out.dtype.is_complex):  # (torch's words)
-        raise RuntimeError(f"mvlgamma: result type {_legacy(input.dtype)} can't be cast to the "
-                           f"desired output type {_legacy(total.dtype)}")
+        raise RuntimeError(f"mvlgamma: result type {input.dtype._scalar_name} can't be cast to the "
+                           f"desired output type {total.dtype._scalar_name}")
     return write_out("mvlgamma", out, total)

@@ -131,8 +131,8 @@ def _check_out_cast(input: Any, other: Any, out: Any) -> None:
 
     dt, to = result_type(input, other), getattr(out, "dtype", None)
     if to is not None and not can_cast(dt, to):
-        raise RuntimeError(f"result type {dt._legacy.replace('Tensor', '')} can't be cast to "
-                           f"the desired output type {to._legacy.replace('Tensor', '')}")
+        raise RuntimeError(f"result type {dt._scalar_name} can't be cast to "
+                           f"the desired output type {to._scalar_name}")
 
 
 def gammainc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002

@@ -259,7 +259,7 @@ class Tensor:
                 got = dtypes.CPP_NAMES[value._dtype.name]
                 raise RuntimeError(
                     f"attempting to assign a gradient with dtype '{got}' to a tensor with "
-                    f"grad_dtype '{_scalar_type(self._dtype)}'. The gradient "
+                    f"grad_dtype '{self._dtype._scalar_name}'. The gradient "
                     "must match the tensor's grad_dtype (defaults to the tensor's dtype). You can "
                     "set the tensor's grad_dtype attribute with a specific dtype, or None to "
                     "allow any dtype. Set grad_dtype with caution. Diverging the dtypes of a "
@@ -498,10 +498,6 @@ class Tensor:
         if dtype is None:
             return f"jitgrad.{self._dtype._legacy}"
         return self.to(dtype)
-
-
-def _scalar_type(d: dtypes.dtype) -> str:
-    return d._legacy[:-len("Tensor")]  # FloatTensor -> Float, ComplexDoubleTensor -> ComplexDouble
 
 
 def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:

@@ -42,7 +42,7 @@ from typing import Any
 
 from .. import _tracer, errors
 from .._tracer import Tracer
-from ..ops.inplace import _castable, _scalar_name
+from ..ops.inplace import _castable
 from ..ops.registry import state
 from ..tensor import Tensor
 
@@ -82,8 +82,8 @@ class Trace(_tracer.Trace):
                 "from the function instead")
         if not _castable(new.dtype, target.dtype):
             raise RuntimeError(
-                f"result type {_scalar_name(new.dtype)} can't be cast to the desired output "
-                f"type {_scalar_name(target.dtype)}")
+                f"result type {new.dtype._scalar_name} can't be cast to the desired output "
+                f"type {target.dtype._scalar_name}")
         if tuple(new.shape) != tuple(target.shape):
             raise RuntimeError(
                 f"output with shape {list(target.shape)} doesn't match the broadcast shape "

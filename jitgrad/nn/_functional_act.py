@@ -48,7 +48,7 @@ _GLU_CHECK = _refuse_non_floating("glu_cpu")
 def _floating_only(input: Tensor, kernel: str) -> None:  # noqa: A002
     if not input.dtype.is_floating_point:  # (torch's kernels are floating only)
         raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{input.dtype._scalar_name}'")
 
 
 def hardtanh(input: Tensor, min_val: float = -1.0, max_val: float = 1.0,  # noqa: A002

@@ -119,7 +119,7 @@ def pdist(input: Tensor, p: float = 2) -> Tensor:  # noqa: A002
         return input.new_zeros(0)
     if input.dtype.name in ("float16", "bfloat16"):  # (torch's kernel: float32, float64 only)
         raise NotImplementedError(
-            f"\"pdist\" not implemented for '{input.dtype._legacy.replace('Tensor', '')}'")
+            f"\"pdist\" not implemented for '{input.dtype._scalar_name}'")
     a = input.index_select(0, tensor(i, device=input.device))
     b = input.index_select(0, tensor(j, device=input.device))
     return (a - b).norm(p, dim=1)

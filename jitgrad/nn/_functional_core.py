@@ -150,7 +150,7 @@ def check_dropout_dtype(input: Tensor, alpha: bool = False) -> None:  # noqa: A0
     dt = input.dtype
     if dt.is_floating_point:
         return
-    name = dt._legacy.replace("Tensor", "")
+    name = dt._scalar_name
     if dt.is_complex:
         raise NotImplementedError(f"\"bernoulli_scalar_cpu_\" not implemented for '{name}'")
     if alpha and dt is dtypes.bool:

@@ -166,7 +166,7 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     if not logits.dtype.is_floating_point:  # (torch draws its noise in the logits' dtype)
         raise RuntimeError(
             "Exponential distribution is a continuous probability distribution. dtype must be a "
-            f"floating point but you specified {logits.dtype._legacy.replace('Tensor', '')}")
+            f"floating point but you specified {logits.dtype._scalar_name}")
 
     u = rand(tuple(logits.shape), dtype=dtypes.float64, device=logits.device)
     exp = -(1.0 - u).log()  # Exponential(1), never log(0)

@@ -84,7 +84,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  #
 
 def _check_target_dtype(target: Tensor) -> None:
     if target.dtype not in (dtypes.int64, dtypes.uint8):
-        name = target.dtype._legacy.replace("Tensor", "")
+        name = target.dtype._scalar_name
         raise RuntimeError(f"expected target dtype to be Long or Byte, but got {name}")
 
 
@@ -153,7 +153,7 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Tensor | None = None,  
     class_dim = 0 if input.ndim == 1 else 1
     n_classes = input.shape[class_dim]
     if tuple(input.shape) == tuple(target.shape) and not target.dtype.is_floating_point:
-        name = target.dtype._legacy.replace("Tensor", "")  # (torch checks before its kernels)
+        name = target.dtype._scalar_name  # (torch checks before its kernels)
         raise RuntimeError(
             f"Expected floating point type for target with class probabilities, got {name}")
     logp = log_softmax(input, class_dim)
@@ -192,7 +192,7 @@ def _cross_entropy_probs(logp: Tensor, target: Tensor, weight: Tensor | None,
                          ignore_index: int, reduction: str, label_smoothing: float,
                          class_dim: int, n_classes: int) -> Tensor:
     if not (target.dtype.is_floating_point or target.dtype.is_complex):
-        name = target.dtype._legacy.replace("Tensor", "")
+        name = target.dtype._scalar_name
         raise RuntimeError(
             f"Expected floating point type for target with class probabilities, got {name}")
     if ignore_index >= 0:
@@ -312,8 +312,8 @@ def binary_cross_entropy(input: Tensor, target: Tensor,  # noqa: A002
             f"Using a target size ({target.size()}) that is different to the input size "
             f"({input.size()}) is deprecated. Please ensure they have the same size.")
     if target.dtype is not input.dtype:  # (a Long or Bool label: torch's kernel refuses it)
-        raise RuntimeError(f"Found dtype {target.dtype._legacy.replace('Tensor', '')} but "
-                           f"expected {input.dtype._legacy.replace('Tensor', '')}")
+        raise RuntimeError(f"Found dtype {target.dtype._scalar_name} but "
+                           f"expected {input.dtype._scalar_name}")
     if weight is not None:
         shape = broadcast_shapes(tuple(target.shape), tuple(weight.shape))
         weight = weight.expand(shape)

@@ -27,7 +27,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
                            f"num_groups={num_groups}")
     if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
         raise NotImplementedError('"GroupNormKernelImpl" not implemented for '
-                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{input.dtype._scalar_name}'")
     n, c = input.shape[:2]
     groups = input.reshape(n, num_groups, -1)
     mean = groups.mean(-1, keepdim=True)
@@ -83,7 +83,7 @@ def _check_interpolate_dtype(input: Tensor, linear: bool) -> None:  # noqa: A002
     else:
         kernel = f"compute_indices_weights_{'linear' if linear else 'nearest'}"
     raise NotImplementedError(
-        f"\"{kernel}\" not implemented for '{dt._legacy.replace('Tensor', '')}'")
+        f"\"{kernel}\" not implemented for '{dt._scalar_name}'")
 
 
 def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # noqa: A002

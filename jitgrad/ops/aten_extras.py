@@ -27,7 +27,7 @@ def _lengths_of(data: Any, lengths: Any, indices: Any, offsets: Any) -> np.ndarr
     if given.dtype not in (dtypes.int64, dtypes.int32):
         kernel = "lengths" if lengths is not None else "offsets"
         raise NotImplementedError(f'"_segment_reduce_{kernel}_cpu_kernel1" not implemented for '
-                                  f"'{given.dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{given.dtype._scalar_name}'")
     arr = given.detach().cpu().numpy().astype(np.int64)
     return arr if lengths is not None else np.diff(arr, axis=-1)
 

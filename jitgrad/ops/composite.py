@@ -190,7 +190,7 @@ def _floating_softmax(x, dim: int, name: str) -> bool:
         return True
     kernel = f"{name}_lastdim" if dim == x.ndim - 1 or x.ndim == 0 else name
     raise NotImplementedError(f'"{kernel}_kernel_impl" not implemented for '
-                              f"'{x.dtype._legacy.replace('Tensor', '')}'")
+                              f"'{x.dtype._scalar_name}'")
 
 
 @public("softmax", method=True)

@@ -188,12 +188,9 @@ def _dtype_of(*ts):
     dt = ts[0].dtype
     for t in ts[1:]:
         if t is not None and t.dtype is not dt:
-            raise RuntimeError(f"expected scalar type {_scalar(dt)} but found {_scalar(t.dtype)}")
+            raise RuntimeError(f"expected scalar type {dt._scalar_name} but found "
+                               f"{t.dtype._scalar_name}")
     return dt
-
-
-def _scalar(dt) -> str:
-    return dt._legacy.replace("Tensor", "")
 
 
 def check_bias_dtype(x, b) -> None:
@@ -233,7 +230,7 @@ def _weight_grad_meta(x, g, kernel_size, stride, padding, dilation, groups):
 
 
 def _not_for(kernel: str, dt) -> NotImplementedError:
-    return NotImplementedError(f'"{kernel}" not implemented for \'{_scalar(dt)}\'')
+    return NotImplementedError(f'"{kernel}" not implemented for \'{dt._scalar_name}\'')
 
 
 def check_conv_dtype(x, w, dilation: tuple, transposed: bool) -> None:

@@ -61,10 +61,6 @@ def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
 _UNSET: Any = object()
 
 
-def _type_name(dt: dtypes.dtype) -> str:
-    return dt._legacy[:-len("Tensor")]
-
-
 @public("asarray")
 def asarray(obj: Any, *, dtype: dtypes.dtype | None = None, device: Any = None,
             copy: bool | None = None, requires_grad: Any = _UNSET):
@@ -91,8 +87,8 @@ def asarray(obj: Any, *, dtype: dtypes.dtype | None = None, device: Any = None,
                 obj.requires_grad_(bool(requires_grad))
             return obj
         if copy is False:
-            raise ValueError(f"can't alias tensor with dtype '{_type_name(obj.dtype)}' into "
-                             f"dtype '{_type_name(dtype or obj.dtype)}'.")
+            raise ValueError(f"can't alias tensor with dtype '{obj.dtype._scalar_name}' into "
+                             f"dtype '{(dtype or obj.dtype)._scalar_name}'.")
         out = obj.detach().to(device=dev, dtype=dtype or obj.dtype, copy=True)
         return out.requires_grad_(requires_grad is not _UNSET and bool(requires_grad))
     grad = requires_grad is not _UNSET and bool(requires_grad)
@@ -100,8 +96,8 @@ def asarray(obj: Any, *, dtype: dtypes.dtype | None = None, device: Any = None,
         arr = np.asarray(obj)
         dt = dtypes.from_numpy_dtype(arr.dtype)
         if copy is False and dtype is not None and dtype is not dt:
-            raise ValueError(f"can't alias tensor with dtype '{_type_name(dt)}' into dtype "
-                             f"'{_type_name(dtype)}'.")
+            raise ValueError(f"can't alias tensor with dtype '{dt._scalar_name}' into dtype "
+                             f"'{dtype._scalar_name}'.")
         target = dtype or dt
         data = arr.astype(target.np, copy=bool(copy))
         return _tensor._new(data, target, grad, dev)
@@ -340,7 +336,7 @@ def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_gr
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
     if dtype in dtypes.LIMITED_UINTS:  # (torch has no arange kernel for uint16/32/64)
         raise NotImplementedError(f'"arange_cpu" not implemented for '
-                                  f"'{dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{dtype._scalar_name}'")
     if dev.type == "meta":
         return meta_empty((n,), dtype, requires_grad)
     values = np.arange(start, end, step)[:n] if n else np.zeros(0)

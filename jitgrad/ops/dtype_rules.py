@@ -50,11 +50,6 @@ def compute_dtype(op: Any, args: tuple) -> tuple[dtypes.dtype, dtypes.dtype]:
     return promoted, out
 
 
-def scalar_type_name(dt: dtypes.dtype) -> str:
-    """torch's C++ name of ``dt`` in its error texts (``Float``, ``Long``, ``ComplexDouble``)."""
-    return dt._legacy.replace("Tensor", "")
-
-
 def not_implemented_for(name: str, *kinds: str) -> Any:
     """A pointwise meta raising torch's NotImplementedError for dtypes of the given kinds
     ("int": integers and bool, "float": floating and complex, "complex")."""
@@ -66,7 +61,7 @@ def not_implemented_for(name: str, *kinds: str) -> Any:
                ("complex" in kinds and dt.is_complex))
         if bad:
             raise NotImplementedError(
-                f'"{name}_cpu" not implemented for \'{scalar_type_name(dt)}\'')
+                f'"{name}_cpu" not implemented for \'{dt._scalar_name}\'')
         return shape, dt
     return meta
 
@@ -120,9 +115,9 @@ def check_limited_uint(op: Any, args: tuple) -> None:
     if op.name in ("mean", "mean_dim"):
         raise RuntimeError("mean(): could not infer output dtype. Input dtype must be either a "
                            "floating point or complex dtype. Got: "
-                           f"{scalar_type_name(limited)}")
+                           f"{limited._scalar_name}")
     kernel = _LIMITED_KERNELS.get(op.name, f"{op.name}_cpu")
-    raise NotImplementedError(f'"{kernel}" not implemented for \'{scalar_type_name(limited)}\'')
+    raise NotImplementedError(f'"{kernel}" not implemented for \'{limited._scalar_name}\'')
 
 
 def _kinds_of(kind: str) -> tuple:
@@ -176,7 +171,7 @@ def refuse_dtypes(operands: tuple | None = None, **kinds: Any) -> Any:
             return
         if isinstance(error, str):
             raise NotImplementedError(
-                f'"{error}" not implemented for \'{scalar_type_name(dt)}\'')
+                f'"{error}" not implemented for \'{dt._scalar_name}\'')
         cls, text = error
-        raise cls(text.format(scalar_type_name(dt)))
+        raise cls(text.format(dt._scalar_name))
     return check

@@ -9,7 +9,6 @@ operand nor the output are summed out as early as possible, and each pair is one
 
 from __future__ import annotations
 
-from .. import dtypes
 from ._shape import wrap_dim
 from .surface import public
 
@@ -184,8 +183,8 @@ def einsum(equation: str, *operands):
     dt = operands[0].dtype
     for op in operands[1:]:
         if op.dtype is not dt:
-            raise RuntimeError(f"expected scalar type {_scalar(dt)} but found "
-                               f"{_scalar(op.dtype)}")
+            raise RuntimeError(f"expected scalar type {dt._scalar_name} but found "
+                               f"{op.dtype._scalar_name}")
     sizes: dict[str, int] = {}
     for k, (op, ls) in enumerate(zip(operands, labels)):
         own: dict[str, int] = {}
@@ -219,10 +218,6 @@ def einsum(equation: str, *operands):
     if la != out:
         acc = acc.permute(*[la.index(c) for c in out])
     return acc
-
-
-def _scalar(d: dtypes.dtype) -> str:
-    return d._legacy[:-len("Tensor")]
 
 
 def movedim(input, source, destination):  # noqa: A002

@@ -62,7 +62,7 @@ RAD2DEG = _pw("rad2deg", lambda x: x * (1 / _D2R), (lambda g, ans, x: g * (1 / _
 def _frac_meta(x):
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise NotImplementedError(f"\"frac_cpu\" not implemented for "
-                                  f"'{x.dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{x.dtype._scalar_name}'")
     return tuple(x.shape), x.dtype
 
 

@@ -15,7 +15,6 @@ from .. import dtypes
 from . import registry
 from .dtype_rules import not_implemented_for as _not_for
 from .dtype_rules import refuse_dtypes
-from .dtype_rules import scalar_type_name as _short
 from .elementwise import _BINARY, _pw, where
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
 from .surface import public
@@ -159,7 +158,7 @@ def copysign(input, other):  # noqa: A002
 def _nextafter_meta(x, y):
     dt = dtypes.result_type(x, y)
     if not dt.is_floating_point:
-        raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{_short(dt)}\'')
+        raise NotImplementedError(f'"nextafter_cpu" not implemented for \'{dt._scalar_name}\'')
     return registry.broadcast_shapes(tuple(x.shape), tuple(y.shape)), dt
 
 
@@ -229,7 +228,7 @@ def positive(input):  # noqa: A002
 def _logaddexp2_meta(a, b):
     dt = dtypes.result_type(a, b)
     if not (dt.is_floating_point or dt.is_complex):
-        raise NotImplementedError(f'"logaddexp2_cpu" not implemented for \'{_short(dt)}\'')
+        raise NotImplementedError(f'"logaddexp2_cpu" not implemented for \'{dt._scalar_name}\'')
     return registry.broadcast_shapes(tuple(a.shape), tuple(b.shape)), dt
 
 

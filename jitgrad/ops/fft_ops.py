@@ -239,7 +239,7 @@ def _real_input(name: str, x, kind: str = "real"):
 
     if isinstance(x, Tensor) and x.dtype.is_complex:
         raise RuntimeError(f"{name} expects a {kind} input tensor, but got "
-                           f"{x.dtype._legacy.replace('Tensor', '')}")
+                           f"{x.dtype._scalar_name}")
     return _promote(x)
 
 
@@ -362,7 +362,7 @@ def ihfft_n(name: str, x, s, dim, norm):
 
     if isinstance(x, Tensor) and x.dtype.is_complex:
         raise RuntimeError(f"Only supports floating-point dtypes, but found: "
-                           f"{x.dtype._legacy.replace('Tensor', '')}")
+                           f"{x.dtype._scalar_name}")
     x = _promote(x)
     sizes, dims = _shape_and_dims(x, s, dim)
     if not dims:

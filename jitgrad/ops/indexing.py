@@ -14,7 +14,6 @@ from .. import dtypes
 from ._shape import wrap_dim
 from . import registry
 from .movement import select, slice_dim, unsqueeze
-from .dtype_rules import scalar_type_name
 from .registry import LINEAR, MOVEMENT, OPAQUE, apply, defop
 from .surface import public
 
@@ -317,8 +316,8 @@ def index_put_value(x, key, value, same_dtype: bool = False):
         else:
             _check_put_shape(x, spec, tensors, value)
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
-                           f"{scalar_type_name(x.dtype)} for the destination and "
-                           f"{scalar_type_name(value.dtype)} for the source.")
+                           f"{x.dtype._scalar_name} for the destination and "
+                           f"{value.dtype._scalar_name} for the source.")
     spec, tensors = _normalize_key(x, key, meta_count)
     if not isinstance(value, registry.Tensor):
         from .creation import fitted_scalar, tensor as make_tensor

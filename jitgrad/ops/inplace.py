@@ -107,8 +107,8 @@ def _write(self: Any, new: Any) -> None:
     bumps the version counter (shared with ``self``'s base and views)."""
     if not _castable(new.dtype, self._dtype):
         raise RuntimeError(
-            f"result type {_scalar_name(new.dtype)} can't be cast to the desired output type "
-            f"{_scalar_name(self._dtype)}")
+            f"result type {new.dtype._scalar_name} can't be cast to the desired output type "
+            f"{self._dtype._scalar_name}")
     if tuple(new.shape) != tuple(self.shape):
         raise RuntimeError(
             f"output with shape {list(self.shape)} doesn't match the broadcast shape "
@@ -205,10 +205,6 @@ COPY_SLICES = registry.defop(
     meta=lambda base, value, chain: (tuple(base.shape), base.dtype),
     vjp=(_copy_slices_base_grad, _copy_slices_value_grad), jvp=registry.LINEAR,
     node_name="CopySlices")
-
-
-def _scalar_name(d: dtypes.dtype) -> str:
-    return d._legacy.replace("Tensor", "").replace("Byte", "Byte").replace("Char", "Char")
 
 
 def _same_meta(s: Any, *args: Any, **params: Any) -> tuple:

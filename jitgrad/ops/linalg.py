@@ -20,11 +20,6 @@ def _same_dtype(a, b, what="m1 and m2") -> dtypes.dtype:
     return a.dtype
 
 
-def _scalar_name(d: dtypes.dtype) -> str:
-    """torch's ScalarType name of a dtype: ``Double``, ``Long``, ``ComplexFloat``."""
-    return d._legacy[:-len("Tensor")]
-
-
 def _mm_meta(a, b):
     sa, sb = tuple(a.shape), tuple(b.shape)
     if len(sa) != 2 or len(sb) != 2:
@@ -45,8 +40,8 @@ def _bmm_meta(a, b):
             f"Expected size for first two dimensions of batch2 tensor to be: [{a.shape[0]}, "
             f"{a.shape[2]}] but got: [{b.shape[0]}, {b.shape[1]}].")
     if a.dtype is not b.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar_name(a.dtype)} but found "
-                           f"{_scalar_name(b.dtype)}")
+        raise RuntimeError(f"expected scalar type {a.dtype._scalar_name} but found "
+                           f"{b.dtype._scalar_name}")
     return (a.shape[0], a.shape[1], b.shape[2]), a.dtype
 
 
@@ -59,7 +54,7 @@ def _mv_meta(a, v):
             f"size mismatch, got input ({a.shape[0]}), mat ({a.shape[0]}x{a.shape[1]}), vec "
             f"({v.shape[0]})")
     if a.dtype is not v.dtype:  # (torch's mv is an addmv into a result of the vector's dtype)
-        mat, vec = _scalar_name(a.dtype), _scalar_name(v.dtype)
+        mat, vec = a.dtype._scalar_name, v.dtype._scalar_name
         raise RuntimeError(f"addmv input tensors must have the same dtype, but got {vec}, {mat}, "
                            f"and {vec}")
     return (a.shape[0],), a.dtype
@@ -71,7 +66,7 @@ def _dot_meta(a, b):
             f"1D tensors expected, but got {a.ndim}D and {b.ndim}D tensors")
     if a.dtype is not b.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                           f"{_scalar_name(a.dtype)} and {_scalar_name(b.dtype)}")
+                           f"{a.dtype._scalar_name} and {b.dtype._scalar_name}")
     if a.shape[0] != b.shape[0]:
         raise RuntimeError(
             f"inconsistent tensor size, expected tensor [{a.shape[0]}] and src [{b.shape[0]}] "
@@ -118,7 +113,7 @@ def _addmm_meta(bias, a, b):
     for what, x in (("self", bias), ("mat1", a)):
         if x.dtype is not b.dtype:
             raise RuntimeError(f"{what} and mat2 must have the same dtype, but got "
-                               f"{_scalar_name(x.dtype)} and {_scalar_name(b.dtype)}")
+                               f"{x.dtype._scalar_name} and {b.dtype._scalar_name}")
     shape, dt = _mm_meta(a, b)
     from .registry import broadcast_shapes
 

@@ -28,10 +28,6 @@ class LinAlgError(RuntimeError):
 SlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
 
 
-def _scalar(dt: dtypes.dtype) -> str:
-    return dt._legacy.replace("Tensor", "")
-
-
 def _check_square(name: str, *mats, floating: bool = True) -> None:
     """torch's checks of square matrices (``floating``: that they are floating or complex;
     the ops whose kernel refuses integers themselves pass False and ``_refuse_kernel``)."""
@@ -40,7 +36,7 @@ def _check_square(name: str, *mats, floating: bool = True) -> None:
             raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
         if floating and not (a.dtype.is_floating_point or a.dtype.is_complex):
             raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
-                               f"Got {_scalar(a.dtype)}")
+                               f"Got {a.dtype._scalar_name}")
         if a.shape[-1] != a.shape[-2]:
             raise RuntimeError(f"{name}: A must be batches of square matrices, but they are "
                                f"{a.shape[-2]} by {a.shape[-1]} matrices")
@@ -58,8 +54,8 @@ def _refuse_kernel(a, kernel: str, name: str = "", ints: bool = False) -> None:
     if dt is dtypes.float16 or dt is dtypes.bfloat16 or ints and not (
             dt.is_floating_point or dt.is_complex):
         if kernel == LOW_PRECISION:
-            raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {_scalar(dt)}")
-        raise NotImplementedError(f'"{kernel}" not implemented for \'{_scalar(dt)}\'')
+            raise RuntimeError(f"{name}: Low precision dtypes not supported. Got {dt._scalar_name}")
+        raise NotImplementedError(f'"{kernel}" not implemented for \'{dt._scalar_name}\'')
 
 
 def _mh(t):
@@ -187,7 +183,7 @@ def _solve_meta(a, b, vector):
     _check_square("linalg.solve", a)
     if a.dtype is not b.dtype:
         raise RuntimeError(f"linalg.solve: Expected A and B to have the same dtype, but found A "
-                           f"of type {_scalar(a.dtype)} and B of type {_scalar(b.dtype)} "
+                           f"of type {a.dtype._scalar_name} and B of type {b.dtype._scalar_name} "
                            "instead")
     rows = (b.shape[-1],) if vector else tuple(b.shape[-2:])
     if rows[0] != a.shape[-1]:

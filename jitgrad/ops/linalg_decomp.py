@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel, _scalar
+from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel
 from .autocast_policy import FP32, autocast_policy
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
 from .return_types import return_type
@@ -39,7 +39,7 @@ def _check_matrix(name: str, a) -> None:
         raise RuntimeError(f"{name}: The input tensor A must have at least 2 dimensions.")
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. Got "
-                           f"{_scalar(a.dtype)}")
+                           f"{a.dtype._scalar_name}")
 
 
 def _eye_like(n: int, like):
@@ -182,7 +182,7 @@ def _solve_triangular_meta(a, b, upper, unitriangular, left):
     dt = dtypes.result_type(a, b)
     if dt in (dtypes.float16, dtypes.bfloat16) or not (dt.is_floating_point or dt.is_complex):
         raise NotImplementedError(f'"triangular_solve_cpu" not implemented for '
-                                  f"'{_scalar(dt)}'")
+                                  f"'{dt._scalar_name}'")
     return tuple(batch) + tuple(b.shape[-2:]), dt
 
 
@@ -497,7 +497,7 @@ def _pinv_vjp(g, ans, a, atol, rtol, hermitian):
 def _pinv_meta(a, atol, rtol, hermitian):
     if a.ndim < 2 or a.dtype not in (dtypes.float32, dtypes.float64, dtypes.complex64,
                                      dtypes.complex128):
-        raise RuntimeError(f"linalg.pinv({_scalar(a.dtype)}{{{list(a.shape)}}}): expected a "
+        raise RuntimeError(f"linalg.pinv({a.dtype._scalar_name}{{{list(a.shape)}}}): expected a "
                            "tensor with 2 or more dimensions of float, double, cfloat or cdouble "
                            "types")
     return tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]), a.dtype

@@ -143,15 +143,11 @@ def _factor_impl(a: np.ndarray, *, hermitian: bool):
     return ld.reshape(a.shape), piv.reshape(*batch, n), info.reshape(batch)
 
 
-def _scalar_name(dtype) -> str:
-    return dtype._legacy.replace("Tensor", "")
-
-
 def _no_half(a, kernel: str) -> None:
     """torch's error: its LAPACK-style kernel has no float16/bfloat16 version."""
     if a.dtype in (dtypes.float16, dtypes.bfloat16):
         raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{_scalar_name(a.dtype)}'")
+                                  f"'{a.dtype._scalar_name}'")
 
 
 def _factor_meta(a, *, hermitian):
@@ -163,7 +159,7 @@ def _factor_meta(a, *, hermitian):
                            f"{a.shape[-2]} by {a.shape[-1]} matrices")
     if not (a.dtype.is_floating_point or a.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
-                           f"Got {_scalar_name(a.dtype)}")
+                           f"Got {a.dtype._scalar_name}")
     _no_half(a, "ldl_factor_kernel_cpu")
     batch = tuple(a.shape[:-2])
     return ((tuple(a.shape), batch + (a.shape[-1],), batch),
@@ -255,17 +251,17 @@ def _solve_meta(ld, piv, b, *, hermitian):
                            f"{b.shape[-2]} by {b.shape[-1]}")
     if piv.dtype != dtypes.int32 and piv.dtype != dtypes.int64:
         raise RuntimeError(f"{name}: Expected pivots to be integers. Got "
-                           f"{_scalar_name(piv.dtype)}")
+                           f"{piv.dtype._scalar_name}")
     if ld.dtype != b.dtype:
         raise RuntimeError(f"{name}: Expected LD and B to have the same dtype, but found "
-                           f"LD of type {_scalar_name(ld.dtype)} and B of type "
-                           f"{_scalar_name(b.dtype)} instead")
+                           f"LD of type {ld.dtype._scalar_name} and B of type "
+                           f"{b.dtype._scalar_name} instead")
     if piv.shape[-1] != ld.shape[-1]:
         raise RuntimeError(f"{name}: Expected LD.shape[:-1] and pivots.shape to be the same, "
                            f"but got pivots with shape {list(piv.shape)} instead")
     if not (ld.dtype.is_floating_point or ld.dtype.is_complex):
         raise RuntimeError(f"{name}: Expected a floating point or complex tensor as input. "
-                           f"Got {_scalar_name(ld.dtype)}")
+                           f"Got {ld.dtype._scalar_name}")
     _no_half(ld, "ldl_solve_kernel_cpu")
     batch = tuple(np.broadcast_shapes(tuple(ld.shape[:-2]), tuple(piv.shape[:-1]),
                                       tuple(b.shape[:-2])))

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel, _scalar
+from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel
 from .linalg_decomp import SOLVE_TRIANGULAR, _solve_triangular_impl
 from .registry import OPAQUE, apply, defop
 from .vjp_apply import sum_to
@@ -194,7 +194,7 @@ def _check_lu_input(name: str, a) -> None:
                            f"{list(a.shape)} instead")
     if not (a.dtype.is_floating_point or a.dtype.is_complex) or a.dtype in (
             dtypes.float16, dtypes.bfloat16):
-        raise NotImplementedError(f'"lu_cpu" not implemented for \'{_scalar(a.dtype)}\'')
+        raise NotImplementedError(f'"lu_cpu" not implemented for \'{a.dtype._scalar_name}\'')
 
 
 def _lu_factor_meta(a, pivot):
@@ -384,8 +384,8 @@ def _lu_solve_meta(lu, piv, b, left, adjoint):
                            "dimensions.")
     if lu.dtype is not b.dtype:
         raise RuntimeError(f"linalg.lu_solve: Expected LU and B to have the same dtype, but "
-                           f"found LU of type {_scalar(lu.dtype)} and B of type "
-                           f"{_scalar(b.dtype)} instead")
+                           f"found LU of type {lu.dtype._scalar_name} and B of type "
+                           f"{b.dtype._scalar_name} instead")
     n = lu.shape[-1]
     if (b.shape[-2] if left else b.shape[-1]) != n:
         equation = "AX = B" if left else "XA = B"

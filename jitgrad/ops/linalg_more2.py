@@ -18,8 +18,9 @@ import numpy as np
 
 from .autocast_policy import FP32, LOWER, autocast_policy
 from .. import dtypes
-from .linalg2 import (_NOT_PD, LINALG_CHOLESKY, LINALG_INV, LINALG_SOLVE, LinAlgError,
-                      _check_square, _mh, _refuse_kernel, _scalar)
+from .linalg2 import (
+    _NOT_PD, LINALG_CHOLESKY, LINALG_INV, LINALG_SOLVE, LinAlgError, _check_square, _mh,
+    _refuse_kernel)
 from .linalg2 import solve as _solve
 from .linalg_decomp import (SOLVE_TRIANGULAR, _check_matrix, _diag_embed, _eye_like,
                             svd as _svd)
@@ -41,7 +42,7 @@ TriangularSolveResult = return_type("triangular_solve", ["solution", "cloned_coe
 
 def _eig_meta(a):
     if a.ndim >= 2 and not (a.dtype.is_floating_point or a.dtype.is_complex):
-        raise RuntimeError(f"Unknown Complex ScalarType for {_scalar(a.dtype)}")
+        raise RuntimeError(f"Unknown Complex ScalarType for {a.dtype._scalar_name}")
     _check_square("linalg.eig", a)
     _refuse_kernel(a, "linalg_eig_out_cpu")
     cdt = a.dtype if a.dtype.is_complex else a.dtype.to_complex()
@@ -240,7 +241,7 @@ def vecdot(x, y, *, dim: int = -1):
     """``sum(x.conj() * y, dim)``: the dot products of (batches of) vectors along ``dim``."""
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
-                           f"x of type {_scalar(x.dtype)} and y of type {_scalar(y.dtype)} "
+                           f"x of type {x.dtype._scalar_name} and y of type {y.dtype._scalar_name} "
                            "instead")
     return ((x.conj() if x.dtype.is_complex else x) * y).sum(dim)
 
@@ -387,10 +388,11 @@ def _cholesky_solve_meta(b, factor, upper):
     if b.dtype is factor.dtype and (not (b.dtype.is_floating_point or b.dtype.is_complex) or
                                     b.dtype in (dtypes.float16, dtypes.bfloat16)):
         raise NotImplementedError(f'"cholesky_solve_cpu" not implemented for '
-                                  f"'{_scalar(b.dtype)}'")
+                                  f"'{b.dtype._scalar_name}'")
     if b.dtype is not factor.dtype:
         raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
-                           f"{_scalar(b.dtype)} and A of type {_scalar(factor.dtype)} instead.")
+                           f"{b.dtype._scalar_name} and A of type {factor.dtype._scalar_name} "
+                           "instead.")
     if factor.shape[-1] != factor.shape[-2]:
         raise RuntimeError(f"A must be batches of square matrices, but they are "
                            f"{factor.shape[-2]} by {factor.shape[-1]} matrices")

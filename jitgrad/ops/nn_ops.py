@@ -76,7 +76,7 @@ def _softplus_impl(x, beta, threshold):
 def _softplus_meta(x, beta, threshold):
     if not x.dtype.is_floating_point:
         raise NotImplementedError(
-            f'"softplus_cpu" not implemented for \'{x.dtype._legacy.replace("Tensor", "")}\'')
+            f'"softplus_cpu" not implemented for \'{x.dtype._scalar_name}\'')
     return tuple(x.shape), x.dtype
 
 
@@ -243,7 +243,7 @@ def _nll_meta(logp, target, weight, reduction, ignore_index):
             f"({target.shape[0]}).")
     if not dtypes.is_integral(target.dtype):
         raise RuntimeError(
-            "expected scalar type Long but found " + target.dtype._legacy.replace("Tensor", ""))
+            "expected scalar type Long but found " + target.dtype._scalar_name)
     shape = tuple(target.shape) if reduction == "none" else ()
     return shape, logp.dtype
 

@@ -304,11 +304,10 @@ def _huber_check(args):
     x = args[0]
     if not (x.dtype.is_floating_point or x.dtype.is_complex):  # (an int input, float target)
         from .. import dtypes
-        from .dtype_rules import scalar_type_name
 
         raise RuntimeError(
-            f"result type {scalar_type_name(dtypes.result_type(*args[:2]))} can't be cast to "
-            f"the desired output type {scalar_type_name(x.dtype)}")
+            f"result type {dtypes.result_type(*args[:2])._scalar_name} can't be cast to "
+            f"the desired output type {x.dtype._scalar_name}")
 
 
 HUBER_LOSS = defop(

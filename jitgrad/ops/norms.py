@@ -50,11 +50,12 @@ def _vector_norm_meta(x, ord, dims, keepdim, dtype=None):  # noqa: A002
     d = x.dtype
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_scalar(d)}")
+                           f"input. Got {d._scalar_name}")
     if dtype is not None and dtypes.promote_types(d, dtype) is not dtype:
-        raise RuntimeError(f"linalg.vector_norm: the dtype of the input ({_scalar(d)}) should be "
+        raise RuntimeError("linalg.vector_norm: the dtype of the input "
+                           f"({d._scalar_name}) should be "
                            "convertible without narrowing to the specified dtype "
-                           f"({_scalar(dtype)})")
+                           f"({dtype._scalar_name})")
     shape = tuple(x.shape)
     if ord < 0 or ord == INF:
         if numel(shape) == 0 and x.ndim:
@@ -69,10 +70,6 @@ def _ord_text(ord) -> str:  # noqa: A002
     if ord in (INF, -INF):
         return "inf" if ord > 0 else "-inf"
     return f"{ord:g}"
-
-
-def _scalar(d: dtypes.dtype) -> str:
-    return d._legacy[:-len("Tensor")]
 
 
 def _vector_norm_vjp(g, ans, x, ord, dims, keepdim, dtype=None):  # noqa: A002
@@ -134,9 +131,10 @@ def _svdvals_meta(x):
         raise RuntimeError("linalg.svd: The input tensor A must have at least 2 dimensions.")
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise RuntimeError("linalg.svd: Expected a floating point or complex tensor as input. "
-                           f"Got {_scalar(x.dtype)}")
+                           f"Got {x.dtype._scalar_name}")
     if x.dtype in (dtypes.float16, dtypes.bfloat16):
-        raise NotImplementedError(f'"linalg_svd_cpu" not implemented for \'{_scalar(x.dtype)}\'')
+        raise NotImplementedError('"linalg_svd_cpu" not implemented for '
+                                  f"'{x.dtype._scalar_name}'")
     shape = tuple(x.shape)
     return shape[:-2] + (min(shape[-2:]),), x.dtype.to_real()
 
@@ -223,10 +221,10 @@ def matrix_norm(A, ord="fro", dim=(-2, -1), keepdim: bool = False, *,  # noqa: A
                            "dimensions.")
     if not (A.dtype.is_floating_point or A.dtype.is_complex):
         raise RuntimeError("linalg.matrix_norm: Expected a floating point or complex tensor as "
-                           f"input. Got {_scalar(A.dtype)}")
+                           f"input. Got {A.dtype._scalar_name}")
     if ord in ("nuc", 2, -2) and A.dtype in (dtypes.float16, dtypes.bfloat16):
         raise RuntimeError("linalg.matrix_norm: Low precision dtypes not supported. Got "
-                           f"{_scalar(A.dtype)}")
+                           f"{A.dtype._scalar_name}")
     d0, d1 = _matrix_dims(A, dim)
     if ord == "fro":
         return vector_norm(A, 2, (d0, d1), keepdim, dtype=dtype)

@@ -151,7 +151,7 @@ def refuse_dtype(x, kernel: str, integers: tuple = (), halves: bool = True) -> N
             halves or dt.name not in ("float16", "bfloat16")):
         return
     raise NotImplementedError(
-        f'"{kernel}" not implemented for \'{dt._legacy.replace("Tensor", "")}\'')
+        f'"{kernel}" not implemented for \'{dt._scalar_name}\'')
 
 
 ALL_INTEGERS = ("int8", "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64")

@@ -64,7 +64,7 @@ def _mean_dtype(d: dtypes.dtype, dtype=None) -> dtypes.dtype:
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError(
             "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {d._legacy.replace('Tensor', '')}")
+            f"or complex dtype. Got: {d._scalar_name}")
     return d
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import numpy as np
 
 from .dtype_rules import refuse_dtypes
-from .dtype_rules import scalar_type_name as _short
 from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
@@ -160,7 +159,7 @@ def _logcumsumexp_vjp(g, ans, x, dim):
 def _logcumsumexp_meta(x, dim):
     if not (x.dtype.is_floating_point or x.dtype.is_complex):
         raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for '
-                                  f"'{_short(x.dtype)}'")
+                                  f"'{x.dtype._scalar_name}'")
     return tuple(x.shape), x.dtype
 
 
@@ -484,7 +483,8 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
     from .creation import tensor
 
     if input.dtype.is_floating_point or input.dtype.is_complex:
-        raise NotImplementedError(f'"bincount_cpu" not implemented for \'{_short(input.dtype)}\'')
+        raise NotImplementedError('"bincount_cpu" not implemented for '
+                                  f"'{input.dtype._scalar_name}'")
     if input.ndim != 1:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
     if weights is not None and tuple(weights.shape) != tuple(input.shape):
@@ -515,9 +515,9 @@ def _histc_meta(x, bins, min, max):  # noqa: A002
     if x.dtype == dtypes.bool:  # (torch fails building the bin edges first)
         raise NotImplementedError('"linspace_cpu" not implemented for \'Bool\'')
     if x.dtype.is_complex and min == max:  # (and the data's range before that)
-        raise NotImplementedError(f'"aminmax_cpu" not implemented for \'{_short(x.dtype)}\'')
+        raise NotImplementedError(f'"aminmax_cpu" not implemented for \'{x.dtype._scalar_name}\'')
     if not x.dtype.is_floating_point:
-        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{_short(x.dtype)}\'')
+        raise NotImplementedError(f'"histogram_cpu" not implemented for \'{x.dtype._scalar_name}\'')
     if bins <= 0:
         raise RuntimeError("torch.histc(): bins must be > 0, but got " + str(bins))
     if min > max:

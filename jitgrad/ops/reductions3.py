@@ -15,7 +15,6 @@ from .. import dtypes
 from . import registry
 from ._shape import wrap_dim
 from .autocast_policy import FP32, autocast_policy
-from .dtype_rules import scalar_type_name
 from .registry import LINEAR, OPAQUE, apply, defop
 from .selection import _gather_to, _is_traced, where
 from .surface import public
@@ -238,11 +237,11 @@ def _check_index_copy(input, d: int, index, source) -> None:  # noqa: A002
                          f"destination dimensionality ({input.ndim})")
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"index_copy_(): Expected a long tensor for index, but got "
-                           f"{scalar_type_name(index.dtype)}")
+                           f"{index.dtype._scalar_name}")
     if source.dtype != input.dtype:
         raise RuntimeError(f"index_copy_(): self and source expected to have the same dtype, "
-                           f"but got (self) {scalar_type_name(input.dtype)} and (source) "
-                           f"{scalar_type_name(source.dtype)}")
+                           f"but got (self) {input.dtype._scalar_name} and (source) "
+                           f"{source.dtype._scalar_name}")
     kept_input = [n for k, n in enumerate(input.shape) if k != d]
     kept_source = [n for k, n in enumerate(source.shape) if k != d]
     if kept_input != kept_source:

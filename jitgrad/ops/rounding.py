@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
 from .dtype_rules import refuse_dtypes
 from .registry import BOOL, ELEMENTWISE, POINTWISE, apply, defop
 from .surface import public
@@ -118,6 +117,3 @@ def isneginf(input):  # noqa: A002
     """True where an element is negative infinity."""
     return isinf(input) & (input < 0)
 
-
-def _scalar(d: dtypes.dtype) -> str:
-    return d._legacy[:-len("Tensor")]

@@ -427,14 +427,14 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     d = wrap_dim(dim, input.ndim)
     if index.ndim > 1:
         raise IndexError(f"index_add_(): Index is supposed to be a vector, but got dim: "
-                         f"{index.ndim} with type: {_scalar(index.dtype)} and size: "
+                         f"{index.ndim} with type: {index.dtype._scalar_name} and size: "
                          f"{list(index.shape)}")
     if not dtypes.is_integral(index.dtype) or index.dtype is dtypes.bool:
         raise RuntimeError("index_add_(): Expected dtype int32/int64 for index but got: "
-                           f"{_scalar(index.dtype)}")
+                           f"{index.dtype._scalar_name}")
     if source.dtype is not input.dtype:
-        raise RuntimeError(f"index_add_(): self ({_scalar(input.dtype)}) and source "
-                           f"({_scalar(source.dtype)}) must have the same scalar type")
+        raise RuntimeError(f"index_add_(): self ({input.dtype._scalar_name}) and source "
+                           f"({source.dtype._scalar_name}) must have the same scalar type")
     if d != 0 and d >= source.ndim:
         raise RuntimeError(f"index_add_(): Indexing dim {d} is out of bounds of the source "
                            f"tensor with dim {source.ndim}")
@@ -460,10 +460,6 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     if alpha != 1:
         source = source * alpha
     return apply(INDEX_ADD, input, index.reshape(-1), source, dim=d)
-
-
-def _scalar(d: dtypes.dtype) -> str:
-    return d._legacy[:-len("Tensor")]
 
 
 @public("where")

@@ -81,7 +81,7 @@ def real_meta(kernel: str):
         dtype = compute_dtype(holder[0], args)[1]
         if dtype.is_complex:
             raise NotImplementedError(f'"{kernel}_cpu" not implemented for '
-                                      f"'{dtype._legacy.replace('Tensor', '')}'")
+                                      f"'{dtype._scalar_name}'")
         return shape, dtype
     return meta, holder
 

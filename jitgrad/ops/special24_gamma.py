@@ -316,7 +316,7 @@ def _float_only(name: str):
         dtype = _result_dtype(a, x)
         if not dtype.is_floating_point:
             raise NotImplementedError(
-                f"\"{name}_cpu\" not implemented for '{dtype._legacy.replace('Tensor', '')}'")
+                f"\"{name}_cpu\" not implemented for '{dtype._scalar_name}'")
         return broadcast_shapes(tuple(a.shape), tuple(x.shape)), dtype
     return meta
 
@@ -439,7 +439,7 @@ def _mvlgamma_(input, p: int):  # noqa: A002
 
     _check_mvlgamma(input, p)
     if not (input.dtype.is_floating_point or input.dtype.is_complex):  # (torch's words)
-        raise RuntimeError(f"mvlgamma: result type {input.dtype._legacy.replace('Tensor', '')} "
+        raise RuntimeError(f"mvlgamma: result type {input.dtype._scalar_name} "
                            "can't be cast to the desired output type "
-                           f"{dtypes.get_default_dtype()._legacy.replace('Tensor', '')}")
+                           f"{dtypes.get_default_dtype()._scalar_name}")
     return inplace(input, lambda t: apply(MVLGAMMA, t, p=int(p)))

@@ -34,7 +34,7 @@ def _window_dtype(name: str, dtype: Any) -> dtypes.dtype:
     dt = dtypes.get_default_dtype() if dtype is None else dtype
     if dt.is_complex:
         raise NotImplementedError(
-            f'"arange_cpu" not implemented for \'{dt._legacy.replace("Tensor", "")}\'')
+            f'"arange_cpu" not implemented for \'{dt._scalar_name}\'')
     if not dt.is_floating_point:
         raise RuntimeError(
             f"{name} expects floating point dtypes, got: TensorOptions(dtype="
@@ -245,7 +245,7 @@ def istft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
                            "from stft with return_complex=True.")
     hop = n_fft // 4 if hop_length is None else hop_length
     win = n_fft if win_length is None else win_length
-    prefix = (f"istft(CPU{input.dtype._legacy.replace('Tensor', '')}Type"
+    prefix = (f"istft(CPU{input.dtype._scalar_name}Type"
               f"[{', '.join(str(n) for n in input.shape)}], n_fft={n_fft}, hop_length={hop}, "
               f"win_length={win}, window={_window_desc(window)}, center={int(center)}, "
               f"normalized={int(normalized)}, onesided={_opt(onesided)}, "

@@ -21,7 +21,6 @@ from .. import dtypes
 from ..device import device as _device
 from . import registry
 from ..dtypes import CPP_NAMES as _CPP
-from .dtype_rules import scalar_type_name
 from .sharing import _mapping_of
 
 _TYPED_WARNING = ("TypedStorage is deprecated. It will be removed in the future and "
@@ -298,7 +297,7 @@ def set_(self: Any, source: Any = None, storage_offset: int = 0, size: Any = Non
             if source.dtype is not self._dtype:
                 raise RuntimeError(
                     f"Expected a Storage of type {_CPP[self._dtype.name]} or an UntypedStorage, "
-                    f"but got type {scalar_type_name(source.dtype)} for argument 1 'storage'")
+                    f"but got type {source.dtype._scalar_name} for argument 1 'storage'")
             source = source.untyped()
         if not isinstance(source, UntypedStorage):
             raise TypeError(f"set_(): argument 'source' must be a Tensor or a Storage, not "
@@ -337,8 +336,8 @@ def _legacy_storage(name: str, dt: dtypes.dtype) -> type:
 
 
 # torch's legacy storage classes (``FloatStorage(3)``): typed storages of one dtype
-LEGACY = {f"{d._legacy[:-len('Tensor')]}Storage": _legacy_storage(
-    f"{d._legacy[:-len('Tensor')]}Storage", d) for d in dtypes.ALL}
+LEGACY = {f"{d._scalar_name}Storage": _legacy_storage(
+    f"{d._scalar_name}Storage", d) for d in dtypes.ALL}
 
 
 def install(namespace: dict, tensor_type: type) -> None:

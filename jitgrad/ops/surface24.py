@@ -137,7 +137,7 @@ def _shift_operands(input: Any, other: Any, kind: str) -> tuple:  # noqa: A002
     dt = dtypes.result_type(input, other)
     if dt.is_floating_point or dt.is_complex:
         raise NotImplementedError(f"\"{kind}_cpu\" not implemented for "
-                                  f"'{dt._legacy.replace('Tensor', '')}'")
+                                  f"'{dt._scalar_name}'")
     dev = (input if isinstance(input, registry.Tensor) else other).device
     input, other = (t.to(dt) if isinstance(t, registry.Tensor) else tensor(t, dtype=dt,
                                                                           device=dev)

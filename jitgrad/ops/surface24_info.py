@@ -62,7 +62,7 @@ def view_as_complex(input: Any) -> Any:  # noqa: A002
     if input.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
         raise RuntimeError("view_as_complex is only supported for float and double tensors, but "
                            f"got a tensor of scalar type: "
-                           f"{input.dtype._legacy.replace('Tensor', '')}")
+                           f"{input.dtype._scalar_name}")
     if input.ndim == 0 or input.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
     return input[..., 0] + input[..., 1] * 1j

@@ -95,7 +95,7 @@ def take(input: Any, index: Any) -> Any:  # noqa: A002
     """``input`` read as 1-D at ``index`` (the result has ``index``'s shape)."""
     if index.dtype is not dtypes.int64:
         raise RuntimeError(f"take(): Expected a long tensor for index, but got "
-                           f"{index.dtype._legacy.replace('Tensor', '')}")
+                           f"{index.dtype._scalar_name}")
     _check_flat_index(input, index, "take(): tried to take from an empty tensor")
     return input.reshape(-1)[index.reshape(-1)].reshape(tuple(index.shape))
 
@@ -176,8 +176,8 @@ def _float_power_inplace(s: Any, exponent: Any) -> Any:
     dt = _float_power_dtype(s, exponent)
     if s.dtype is not dt:
         raise RuntimeError(f"the base given to float_power_ has dtype "
-                           f"{s.dtype._legacy.replace('Tensor', '')} but the operation's result "
-                           f"requires dtype {dt._legacy.replace('Tensor', '')}")
+                           f"{s.dtype._scalar_name} but the operation's result "
+                           f"requires dtype {dt._scalar_name}")
     return float_power(s, exponent)
 
 
@@ -194,7 +194,7 @@ def _int_binary(name: str, fn: Any):
         for t in (input, other):
             if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is dtypes.bool:
                 raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
-                                   f"'{t.dtype._legacy.replace('Tensor', '')}'")
+                                   f"'{t.dtype._scalar_name}'")
         dt = dtypes.result_type(input, other)
         return _new(fn(input.numpy(), other.numpy()).astype(dt.np), dt, device=input.device)
     op.__name__ = op.__qualname__ = name
@@ -243,8 +243,8 @@ def vdot(input: Any, other: Any) -> Any:  # noqa: A002
                            "tensors")
     if input.dtype is not other.dtype:
         raise RuntimeError(f"dot : expected both vectors to have same dtype, but found "
-                           f"{input.dtype._legacy.replace('Tensor', '')} and "
-                           f"{other.dtype._legacy.replace('Tensor', '')}")
+                           f"{input.dtype._scalar_name} and "
+                           f"{other.dtype._scalar_name}")
     if input.shape[0] != other.shape[0]:
         raise RuntimeError(f"inconsistent tensor size, expected tensor [{input.shape[0]}] and src "
                            f"[{other.shape[0]}] to have the same number of elements, but got "
@@ -461,7 +461,7 @@ def histogram(input: Any, bins: Any = 100, *, range: Any = None, weight: Any = N
 
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{input.dtype._scalar_name}'")
     b = bins.numpy() if isinstance(bins, registry.Tensor) else int(bins)
     w = weight.detach().numpy() if weight is not None else None
     hist, edges = np.histogram(input.detach().numpy().reshape(-1), bins=b, range=range,
@@ -482,7 +482,7 @@ def histogramdd(input: Any, bins: Any = 10, *, range: Any = None, weight: Any = 
 
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"histogramdd\" not implemented for "
-                                  f"'{input.dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{input.dtype._scalar_name}'")
     d = input.shape[-1]
     pts = input.detach().numpy().reshape(-1, d)
     if isinstance(bins, (list, tuple)):
@@ -528,11 +528,11 @@ def complex(real: Any, imag: Any) -> Any:  # noqa: A001
     for t in (real, imag):
         if t.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
             raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                               f"{real.dtype._legacy.replace('Tensor', '')} and "
-                               f"{imag.dtype._legacy.replace('Tensor', '')}")
+                               f"{real.dtype._scalar_name} and "
+                               f"{imag.dtype._scalar_name}")
     if real.dtype is not imag.dtype:
-        raise RuntimeError(f"Expected object of scalar type {real.dtype._legacy[:-6]} but got "
-                           f"scalar type {imag.dtype._legacy[:-6]} for second argument")
+        raise RuntimeError(f"Expected object of scalar type {real.dtype._scalar_name} but got "
+                           f"scalar type {imag.dtype._scalar_name} for second argument")
     return real + imag * 1j
 
 

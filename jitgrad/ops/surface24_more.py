@@ -122,7 +122,7 @@ def _float_only(self: Any, name: str) -> None:
     """torch's texts for a continuous sampler on an integer tensor."""
     if self.dtype.is_floating_point:
         return
-    legacy = self.dtype._legacy.replace("Tensor", "")
+    legacy = self.dtype._scalar_name
     if name == "exponential_":
         raise RuntimeError("Exponential distribution is a continuous probability distribution. "
                            f"dtype must be a floating point but you specified {legacy}")
@@ -190,7 +190,7 @@ def binomial(count: Any, prob: Any, generator: Any = None) -> Any:
         bad = count if not count.dtype.is_floating_point else prob
         raise ValueError(f"binomial only supports floating-point dtypes for "
                          f"{'count' if bad is count else 'prob'}, got: "
-                         f"{bad.dtype._legacy.replace('Tensor', '')}")
+                         f"{bad.dtype._scalar_name}")
     gen = (generator or default_generator())._host()
     n = count.detach().numpy().astype(np.int64)
     p = np.clip(prob.detach().numpy(), 0.0, 1.0)

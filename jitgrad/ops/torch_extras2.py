@@ -315,7 +315,7 @@ def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A00
     _NANSUM_CHECK((input,))
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
-                           f"but got {input.dtype._legacy.replace('Tensor', '')}")
+                           f"but got {input.dtype._scalar_name}")
     count = input.isnan().logical_not().sum(dim, keepdim=keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
@@ -385,10 +385,6 @@ def unfold(self, dimension: int, size: int, step: int):
 # ---------------------------------------------------------------- index_put
 
 
-def _legacy_name(dt) -> str:
-    return dt._legacy.replace("Tensor", "")
-
-
 def _check_values(input, values) -> None:  # noqa: A002
     from .registry import Tensor
 
@@ -398,7 +394,7 @@ def _check_values(input, values) -> None:  # noqa: A002
     if values.dtype is not input.dtype:
         raise RuntimeError(
             f"Index put requires the source and destination dtypes match, got "
-            f"{_legacy_name(input.dtype)} for the destination and {_legacy_name(values.dtype)} "
+            f"{input.dtype._scalar_name} for the destination and {values.dtype._scalar_name} "
             f"for the source.")
 
 
@@ -516,7 +512,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
                            f"{x1.shape[-1]} X2: {x2.shape[-1]}")
     if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
         raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
-                           f"{_legacy_name(x1.dtype)}")
+                           f"{x1.dtype._scalar_name}")
     if p < 0:
         raise RuntimeError("cdist only supports non-negative p values")
     if compute_mode not in _MODES:

@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import dtypes
 from ._shape import wrap_dim
-from .dtype_rules import refuse_dtypes, scalar_type_name
+from .dtype_rules import refuse_dtypes
 from .elementwise import _bshape, _clamp_dtype, _clamp_impl
 from .norms import _vector_norm_impl, _vector_norm_jvp, _vector_norm_meta, _vector_norm_vjp
 from . import registry
@@ -90,7 +90,7 @@ def cosine_similarity(x1, x2, dim: int = 1, eps: float = 1e-8):
     common = dtypes.result_type(x1, x2)
     if not common.is_floating_point:
         raise RuntimeError("expected common dtype to be floating point, yet common dtype is "
-                           f"{scalar_type_name(common)}")
+                           f"{common._scalar_name}")
     a, b = broadcast_tensors(x1, x2)
     if a.dtype is not common or b.dtype is not common:
         a, b = a.to(common), b.to(common)

@@ -51,7 +51,7 @@ def _unique_meta(x, dim, consecutive):
     if x.dtype.is_complex:
         kernel = "unique" if dim is None else "unique_dim"
         raise NotImplementedError(f'"{kernel}" not implemented for '
-                                  f"'{x.dtype._legacy.replace('Tensor', '')}'")
+                                  f"'{x.dtype._scalar_name}'")
     values, inverse, counts = _unique_impl(np.asarray(x._data), dim, consecutive)
     return ((values.shape, inverse.shape, counts.shape), (x.dtype, dtypes.int64, dtypes.int64))
 

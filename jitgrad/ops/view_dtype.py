@@ -10,7 +10,6 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
-from .dtype_rules import scalar_type_name
 
 
 def view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
@@ -35,7 +34,7 @@ def view_dtype(input, dtype: dtypes.dtype):  # noqa: A002
     data = input._data
     old, new = np.dtype(input.dtype.np).itemsize, np.dtype(dtype.np).itemsize
     if old != new:
-        what = (f"to view {scalar_type_name(input.dtype)} as {scalar_type_name(dtype)} "
+        what = (f"to view {input.dtype._scalar_name} as {dtype._scalar_name} "
                 "(different element sizes)")
         if data.ndim == 0:
             raise RuntimeError(f"self.dim() cannot be 0 {what}")

@@ -156,7 +156,7 @@ class SobolEngine:
                                f"[{n}, {self.dimension}]")
         if dtype not in (jitgrad.float32, jitgrad.float64):
             raise NotImplementedError(f'"_sobol_engine_draw" not implemented for '
-                                      f"'{_type_name(dtype)}'")
+                                      f"'{dtype._scalar_name}'")
         npdt = np.dtype(dtype.np)
         return self._advance(n, num_generated).astype(npdt) * npdt.type(1.0 / (1 << _MAXBIT))
 
@@ -246,10 +246,3 @@ class SobolEngine:
         if self.seed is not None:
             fmt_string += [f"seed={self.seed}"]
         return self.__class__.__name__ + "(" + ", ".join(fmt_string) + ")"
-
-
-def _type_name(dtype: jitgrad.dtype) -> str:
-    return {"float16": "Half", "bfloat16": "BFloat16", "int64": "Long", "int32": "Int",
-            "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool",
-            "complex64": "ComplexFloat", "complex128": "ComplexDouble"}.get(
-                str(dtype).split(".")[-1], str(dtype))

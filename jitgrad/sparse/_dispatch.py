@@ -193,8 +193,8 @@ def _inplace(name: str) -> Any:
                                "in-place operation.")
         out = getattr(SparseTensor, base)(self, *args, **kwargs)
         if out._dtype is not self._dtype:
-            raise RuntimeError(f"result type {out._dtype._legacy[:-6]} can't be cast to the "
-                               f"desired output type {self._dtype._legacy[:-6]}")
+            raise RuntimeError(f"result type {out._dtype._scalar_name} can't be cast to the "
+                               f"desired output type {self._dtype._scalar_name}")
         self._data = out._data
         self._vc[0] += 1
         if out._grad_fn is not None:

@@ -248,13 +248,9 @@ def _mm_meta(s: Any, d: Any) -> tuple:
         raise RuntimeError(f"addmm: Argument #3 (dense): Expected dim 0 size {s.shape[1]}, got "
                            f"{d.shape[0]}")
     if s.dtype is not d.dtype:
-        raise RuntimeError(f"expected scalar type {_scalar(s.dtype)} but found "
-                           f"{_scalar(d.dtype)}")
+        raise RuntimeError(f"expected scalar type {s.dtype._scalar_name} but found "
+                           f"{d.dtype._scalar_name}")
     return (s.shape[0], d.shape[1]), s.dtype
-
-
-def _scalar(dt: dtypes.dtype) -> str:
-    return dt._legacy[:-len("Tensor")]
 
 
 def _mm_grad_sparse(g: Any, ans: Any, s: Any, d: Any) -> SparseTensor:
