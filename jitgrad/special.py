@@ -19,6 +19,7 @@ from ._type_info import can_cast
 from .ops.creation import invalid_combination
 from .ops.out_arg import write_out
 from .ops.dtype_rules import refuse_dtypes
+from .ops.elementwise3 import XLOGY_SIGNATURES
 from .ops.registry import apply
 from .ops.registry import state as _state
 from .dtypes import get_default_dtype
@@ -43,12 +44,8 @@ log1p = _ops.log1p
 logit = _ops.logit
 logsumexp = _ops.logsumexp
 sinc = _ops.sinc
-xlogy = _ops.xlogy
 
 _XLOG1PY_CHECK = refuse_dtypes(complex="xlog1py_cpu")
-_XLOG1PY_SIGNATURES = ("Tensor input, Tensor other, *, Tensor out = None",
-                       "Number self, Tensor other, *, Tensor out = None",
-                       "Tensor input, Number other, *, Tensor out = None")
 _NDTR_CHECK = refuse_dtypes(complex="erf_vml_cpu")
 _MULTIGAMMALN_CHECK = refuse_dtypes(
     complex="arange_cpu", bool=(RuntimeError, "The input tensor may not be a boolean tensor."))
@@ -86,12 +83,21 @@ def log_softmax(input: Any, dim: int, *, dtype: Any = None) -> Any:  # noqa: A00
     return _ops.log_softmax(input, dim, dtype=dtype)
 
 
+def xlogy(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
+    """``torch.xlogy``: ``input * log(other)``, 0 where ``input`` is 0."""
+    from .tensor import Tensor
+
+    if not isinstance(input, Tensor) and not isinstance(other, Tensor):
+        raise invalid_combination("special_xlogy", (input, other), {}, XLOGY_SIGNATURES)
+    return _ops.xlogy(input, other, out=out)
+
+
 def xlog1py(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     """``input * log1p(other)``, 0 where ``input`` is 0 (unless ``other`` is NaN)."""
     from .tensor import Tensor
 
     if not isinstance(input, Tensor) and not isinstance(other, Tensor):
-        raise invalid_combination("special_xlog1py", (input, other), {}, _XLOG1PY_SIGNATURES)
+        raise invalid_combination("special_xlog1py", (input, other), {}, XLOGY_SIGNATURES)
     # a Python number takes the type torch's promotion gives it (2.5 with an int tensor: float)
     common = _dtypes.result_type(input, other)
     x = input if isinstance(input, Tensor) else _ops.tensor(input, dtype=common)

@@ -66,6 +66,8 @@ LOG_SOFTMAX = defop(
 
 
 def _logsumexp_impl(x, dims, keepdim):
+    if x.dtype.kind in "biu":  # (NumPy's exp of int8 is float16, x - max wraps in uint8)
+        x = x.astype(np.float64)
     if x.size == 0:
         return np.log(np.sum(np.exp(x), axis=dims, keepdims=keepdim))
     m = np.max(x, axis=dims, keepdims=True)
@@ -75,6 +77,7 @@ def _logsumexp_impl(x, dims, keepdim):
 
 
 def _logsumexp_decompose(x, dims, keepdim):
+    x = x.to(_float_meta(x)[1])
     m = x.amax(dims, keepdim=True).detach()
     out = (x - m).exp().sum(dims, keepdim=True).log() + m
     return out if keepdim else out.squeeze(dims)

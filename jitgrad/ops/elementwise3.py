@@ -15,6 +15,7 @@ from .. import dtypes
 from . import registry
 from .dtype_rules import not_implemented_for as _not_for
 from .dtype_rules import refuse_dtypes
+from .creation import invalid_combination
 from .elementwise import _BINARY, _pw, where
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
 from .surface import public
@@ -103,12 +104,19 @@ XLOGY_SCALAR_SELF = defop(
     template="({0} if {0} != {0} else 0 if {p[self]} == 0 else {p[self]} * log({0}))")
 
 
+XLOGY_SIGNATURES = ("Tensor input, Tensor other, *, Tensor out = None",
+                    "Number self, Tensor other, *, Tensor out = None",
+                    "Tensor input, Number other, *, Tensor out = None")
+
+
 @public("xlogy", method=True, inplace=True)
 def xlogy(input, other):  # noqa: A002
     """``input * log(other)``, 0 where ``input`` is 0 (NaN where ``other`` is NaN); either may
     be a Python number."""
     tensor_type = registry.Tensor
     if not isinstance(input, tensor_type):
+        if not isinstance(other, tensor_type):
+            raise invalid_combination("xlogy", (input, other), {}, XLOGY_SIGNATURES)
         return apply(XLOGY_SCALAR_SELF, other, self=input)
     if not isinstance(other, tensor_type):
         return apply(XLOGY_SCALAR_OTHER, input, other=other)
