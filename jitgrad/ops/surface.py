@@ -34,6 +34,9 @@ def public(names: Any = (), *, method: Any = (), inplace: Any = (),
     """Declares a plain function public. See ``Public`` for the fields: ``method=True`` uses
     the function names as Tensor method names, ``inplace=True`` adds ``<first method>_``."""
     def register(fn: Callable) -> Callable:
+        first = (names,) if isinstance(names, str) else names
+        if first and "<locals>" in getattr(fn, "__qualname__", ""):  # (a factory's closure:
+            fn.__name__ = fn.__qualname__ = first[0]  # Python's TypeErrors name the function)
         _FUNCTIONS.append((fn, Public(names, method, inplace, functional)))
         return fn
     return register

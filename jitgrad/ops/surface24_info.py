@@ -139,6 +139,11 @@ def typename(obj: Any) -> str:
     return name if module in ("builtins", "") else f"{module}.{name}"
 
 
+def is_distributed(input: Any) -> bool:  # noqa: A002
+    """False: a tensor lives in one process."""
+    return False
+
+
 def install(namespace: dict, tensor_type: type) -> None:
     """``layout``, the flags and ``is_*()`` methods on ``tensor_type``; ``jitgrad.strided``,
     ``jitgrad.layout``, ``jitgrad.is_distributed``."""
@@ -154,7 +159,7 @@ def install(namespace: dict, tensor_type: type) -> None:
         and self.dtype is tensor.dtype)
     namespace.setdefault("strided", strided)
     namespace.setdefault("layout", layout)
-    namespace.setdefault("is_distributed", lambda input: False)
+    namespace.setdefault("is_distributed", is_distributed)
     for name, method in (("as_subclass", as_subclass), ("resize", resize),
                          ("resize_as", resize_as),
                          ("to_dense", lambda self, dtype=None, *, masked_grad=None:
