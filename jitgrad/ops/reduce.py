@@ -59,12 +59,13 @@ def _sum_vjp(g, ans, x, dims, keepdim, dtype=None):
     return expand_reduced(g, tuple(x.shape), dims, keepdim)
 
 
-def _mean_dtype(d: dtypes.dtype, dtype=None) -> dtypes.dtype:
+def _mean_dtype(d: dtypes.dtype, dtype=None, fname: str = "mean") -> dtypes.dtype:
+    which = "Optional" if dtype is not None else "Input"
     d = dtype or d
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError(
-            "mean(): could not infer output dtype. Input dtype must be either a floating point "
-            f"or complex dtype. Got: {d._scalar_name}")
+            f"{fname}(): could not infer output dtype. {which} dtype must be either a floating "
+            f"point or complex dtype. Got: {d._scalar_name}")
     return d
 
 

@@ -16,7 +16,7 @@ from .composite import (_correction, _np_var, _std_vjp, _var_decompose, _var_jvp
                         _var_vjp, _warn_no_dof)
 from .indexing import INDEX_PUT, _normalize_key
 from .movement import stack
-from .reduce import expand_reduced
+from .reduce import _mean_dtype, expand_reduced
 from .registry import AUTOCAST_FP32, LINEAR, MOVEMENT, OPAQUE, apply, defop
 from .selection import where
 from .surface import public
@@ -305,7 +305,14 @@ _NANSUM_CHECK = refuse_dtypes(complex=(RuntimeError,
 def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The sum over ``dim`` with NaNs counted as zero."""
     _NANSUM_CHECK((input,))
-    x = input if dtype is None or input.dtype is dtype else input.to(dtype)
+    x = input
+    if dtype is not None and dtype is not input.dtype:
+        if input.dtype.is_floating_point:  # (NaNs count as zero before the cast, as torch)
+            if dtype.is_complex:
+                raise NotImplementedError(f"\"nansum_cpu\" not implemented for "
+                                          f"'{dtype._scalar_name}'")
+            x = where(input.isnan(), 0, input)
+        x = x.to(dtype)
     return apply(NANSUM, x, dims=normalize_dims(dim, x.ndim), keepdim=keepdim, dtype=dtype)
 
 
@@ -316,6 +323,8 @@ def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A00
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {input.dtype._scalar_name}")
+    if dtype is not None:
+        _mean_dtype(input.dtype, dtype, "nanmean")
     count = input.isnan().logical_not().sum(dim, keepdim=keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
