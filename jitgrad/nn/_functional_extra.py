@@ -190,7 +190,8 @@ def bilinear(input1: Tensor, input2: Tensor, weight: Tensor,
     # (B, i) @ (i, o * j) -> (B, o, j), times input2 summed over j
     o, i, j = weight.shape
     t = a.matmul(weight.permute(1, 0, 2).reshape(i, o * j)).reshape(-1, o, j)
-    y = (t * b.unsqueeze(1)).sum(-1)
+    products = t * b.unsqueeze(1)
+    y = products.sum(-1, dtype=products.dtype)  # (integers keep their dtype, as torch's)
     if bias is not None:
         y = y + bias
     return y.reshape(*batch, o)

@@ -175,3 +175,10 @@ def refuse_dtypes(operands: tuple | None = None, **kinds: Any) -> Any:
         cls, text = error
         raise cls(text.format(dt._scalar_name))
     return check
+
+
+def refuse_bool_bounds(kernel: str, input: Any, *bounds: Any) -> None:  # noqa: A002
+    """torch's clamp kernels for number bounds are not built for a bool result (a bool tensor
+    clamped by Python bools; ``clamp(0, 1)`` promotes to int64 and computes)."""
+    if input.dtype is dtypes.bool and all(b is None or isinstance(b, bool) for b in bounds):
+        raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")

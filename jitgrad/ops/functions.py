@@ -12,6 +12,7 @@ from .. import dtypes
 from . import elementwise as ew
 from . import extras, registry
 from .creation import host_device, tensor
+from .dtype_rules import refuse_bool_bounds
 from .elementwise import where
 from .indexing import getitem
 from .linalg import matmul
@@ -146,7 +147,10 @@ def clamp(input, min=None, max=None):  # noqa: F811
         hi = max if max is None or isinstance(max, Tensor) else tensor(max, dtype=input.dtype,
                                                                        device=dev)
         return apply(ew.CLAMP_TENSOR, input, lo, hi)
+    refuse_bool_bounds("clamp_min" if max is None else "clamp_max" if min is None else "clamp",
+                       input, min, max)
     return apply(ew.CLAMP, input, min=min, max=max)
+
 
 
 @public("all", method=True)

@@ -239,6 +239,9 @@ def cholesky_ex(A, *, upper: bool = False, check_errors: bool = False):  # noqa:
 @autocast_policy(LOWER)
 def vecdot(x, y, *, dim: int = -1):
     """``sum(x.conj() * y, dim)``: the dot products of (batches of) vectors along ``dim``."""
+    if not (x.dtype.is_floating_point or x.dtype.is_complex):
+        raise RuntimeError("linalg.vecdot: Expected a floating point or complex tensor as "
+                           f"input. Got {x.dtype._scalar_name}")
     if x.dtype is not y.dtype:
         raise RuntimeError(f"linalg.vecdot: Expected x and y to have the same dtype, but found "
                            f"x of type {x.dtype._scalar_name} and y of type {y.dtype._scalar_name} "

@@ -75,7 +75,8 @@ def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.ndim != 3 else
                            "batch2 must be a 3D tensor")
-    return _scaled_sum(input, fn("bmm")(batch1, batch2).sum(0), beta, alpha)
+    products = fn("bmm")(batch1, batch2)
+    return _scaled_sum(input, products.sum(0, dtype=products.dtype), beta, alpha)
 
 
 @public("angle", method=True)
@@ -250,7 +251,7 @@ def vdot(input: Any, other: Any) -> Any:  # noqa: A002
                            f"[{other.shape[0]}] to have the same number of elements, but got "
                            f"{input.shape[0]} and {other.shape[0]} elements respectively")
     a = input.conj() if input.dtype.is_complex else input
-    return (a * other).sum()
+    return (a * other).sum(dtype=input.dtype)  # (integers keep their dtype, as torch's dot)
 
 
 @public("ger", method=True)

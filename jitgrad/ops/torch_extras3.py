@@ -9,7 +9,7 @@ from typing import Any
 
 from .. import dtypes
 from ._shape import wrap_dim
-from .dtype_rules import refuse_dtypes
+from .dtype_rules import refuse_bool_bounds, refuse_dtypes
 from .elementwise import _bshape, _clamp_dtype, _clamp_impl
 from .norms import _vector_norm_impl, _vector_norm_jvp, _vector_norm_meta, _vector_norm_vjp
 from . import registry
@@ -63,6 +63,7 @@ def clamp_min(input, min):  # noqa: A002
     """``max(input, min)`` elementwise (``min`` a number or a tensor), NaN-propagating."""
     if isinstance(min, registry.Tensor):
         return apply(CLAMP_MIN_TENSOR, input, min)
+    refuse_bool_bounds("clamp_min", input, min)
     return apply(CLAMP_MIN, input, min=min)
 
 
@@ -71,6 +72,7 @@ def clamp_max(input, max):  # noqa: A002
     """``min(input, max)`` elementwise (``max`` a number or a tensor), NaN-propagating."""
     if isinstance(max, registry.Tensor):
         return apply(CLAMP_MAX_TENSOR, input, max)
+    refuse_bool_bounds("clamp_max", input, max)
     return apply(CLAMP_MAX, input, max=max)
 
 

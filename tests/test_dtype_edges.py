@@ -1,0 +1,85 @@
+"""Small dtype cases found by sweeping against torch: each expression runs on torch and on
+jitgrad (``L`` is the library), and both raise the same exception class and text, or both
+give the same dtype and values."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+
+import jitgrad
+
+CASES = [
+    # integer products keep their dtype (were summed into int64)
+    "L.vdot(L.ones(3, dtype=L.int32), L.ones(3, dtype=L.int32))",
+    "L.vdot(L.ones(3, dtype=L.uint8), L.ones(3, dtype=L.uint8))",
+    "L.addbmm(L.zeros(2, 2, dtype=L.uint8), L.ones(3, 2, 2, dtype=L.uint8), "
+    "L.ones(3, 2, 2, dtype=L.uint8))",
+    "L.addbmm(L.zeros(2, 2, dtype=L.int32), L.ones(3, 2, 2, dtype=L.int32), "
+    "L.ones(3, 2, 2, dtype=L.int32))",
+    "L.nn.functional.bilinear(L.ones(2, 3, dtype=L.int32), L.ones(2, 3, dtype=L.int32), "
+    "L.ones(4, 3, 3, dtype=L.int32), L.ones(4, dtype=L.int32))",
+    "L.linalg.vecdot(L.ones(3, dtype=L.int8), L.ones(3, dtype=L.int8))",
+    "L.linalg.vecdot(L.ones(3), L.ones(3, dtype=L.int8))",
+    # a bool tensor clamped by Python bools has no kernel; clamp(0, 1) promotes to int64
+    "L.tensor([True, False]).clamp(True, True)",
+    "L.tensor([True, False]).clamp(True)",
+    "L.tensor([True, False]).clamp(None, False)",
+    "L.tensor([True, False]).clip_(True)",
+    "L.tensor([True, False]).clamp_min(True)",
+    "L.tensor([True, False]).clamp_max_(False)",
+    "L.tensor([True, False]).clamp(0, 1)",
+    "L.tensor([True, False]).clamp_min(L.tensor(True))",
+    "L.tensor([1, 0]).clamp(True)",
+    # logsumexp of integers is float32, computed without NumPy's float16 or uint8 wrap-around
+    "L.logsumexp(L.tensor([1, 2, 3], dtype=L.int8), 0)",
+    "L.logsumexp(L.tensor([100, 2, 3], dtype=L.uint8), 0)",
+    "L.logsumexp(L.tensor([[1, 2, 3]], dtype=L.int16), 1)",
+    # nansum's dtype: NaN counts as zero before the cast; nanmean's must be floating
+    "L.nansum(L.tensor([[1.5, math.nan], [3.5, 4.0]]), dtype=L.int64)",
+    "L.nansum(L.tensor([[1.5, math.nan], [3.5, 4.0]]), 1, dtype=L.int64)",
+    "L.nansum(L.tensor([[1.5, math.nan], [3.5, 4.0]]), dtype=L.complex64)",
+    "L.nansum(L.tensor([1, 2]), dtype=L.complex64)",
+    "L.nanmean(L.tensor([[1.5, math.nan], [3.5, 4.0]]), 1, dtype=L.int64)",
+    "L.nanmean(L.tensor([[1.5, math.nan], [3.5, 4.0]]), 1, dtype=L.complex64)",
+    "L.mean(L.tensor([1.5, 2.0]), 0, dtype=L.int64)",
+    "L.mean(L.tensor([1, 2]), 0)",
+    "L.nanmean(L.tensor([1, 2]), 0)",
+    # out= and the reduction's dtype
+    "L.sum(L.tensor([[1.5, -2.25], [3.5, 4.0]]), 1, out=L.empty(0, dtype=L.int64))",
+    "L.prod(L.tensor([[1.5, -2.25], [3.5, 4.0]]), 1, out=L.empty(0, dtype=L.bool))",
+    "L.cumsum(L.tensor([[1.5, -2.25], [3.5, 4.0]]), 1, out=L.empty(0, dtype=L.int64))",
+    "L.nansum(L.tensor([1.5, math.nan]), 0, out=L.empty(0, dtype=L.int64))",
+    "L.nansum(L.tensor([1, 2]), 0, out=L.empty(0, dtype=L.bool))",
+    "L.nanmean(L.tensor([1.5, math.nan]), 0, out=L.empty(0, dtype=L.float64))",
+    # two numbers are no tensor call
+    "L.xlogy(2.0, 3.0)",
+    "L.special.xlogy(2.0, 3.0)",
+    "L.special.xlog1py(2, 3.0)",
+]
+
+
+def _outcome(lib, code: str):
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            result = eval(code, {"L": lib, "math": math})  # noqa: S307 - the cases above
+    except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
+        return type(e).__name__, " ".join(str(e).split())
+    return str(result.dtype).split(".")[-1], result.tolist()
+
+
+@pytest.mark.parametrize("code", CASES)
+def test_matches_torch(code):
+    torch = pytest.importorskip("torch")
+    assert _outcome(jitgrad, code) == _outcome(torch, code)
+
+
+def test_without_torch():
+    assert _outcome(jitgrad, CASES[0]) == ("int32", 3)
+    assert _outcome(jitgrad, "L.tensor([True, False]).clamp(True, True)") == (
+        "NotImplementedError", "\"clamp_scalar_cpu\" not implemented for 'Bool'")
+    assert _outcome(jitgrad, "L.nansum(L.tensor([[1.5, math.nan], [3.5, 4.0]]), "
+                             "dtype=L.int64)") == ("int64", 8)
