@@ -83,3 +83,25 @@ def test_without_torch():
         "NotImplementedError", "\"clamp_scalar_cpu\" not implemented for 'Bool'")
     assert _outcome(jitgrad, "L.nansum(L.tensor([[1.5, math.nan], [3.5, 4.0]]), "
                              "dtype=L.int64)") == ("int64", 8)
+
+
+@pytest.mark.parametrize("dim", [0, 1])
+def test_complex_logcumsumexp(dim):
+    """torch's step-by-step complex logaddexp; its gradient is the conjugated (holomorphic)
+    one: against finite differences, and against torch where it is installed."""
+    import numpy as np
+
+    x = np.array([[1 + 1j, 2 - 1j, -0.5 + 0.3j], [0.2 - 2j, 1.5 + 0.5j, 3 + 0j]])
+    t = jitgrad.tensor(x, requires_grad=True)
+    assert jitgrad.autograd.gradcheck(lambda a: jitgrad.logcumsumexp(a, dim), (t,))
+    assert jitgrad.autograd.gradgradcheck(lambda a: jitgrad.logcumsumexp(a, dim), (t,))
+    out = jitgrad.logcumsumexp(t, dim)
+    expected = np.log(np.cumsum(np.exp(x), axis=dim))  # (no overflow at these values)
+    np.testing.assert_allclose(out.detach().numpy(), expected, rtol=1e-12)
+    torch = pytest.importorskip("torch")
+    g = np.array([[0.3 + 0.1j, -1 + 2j, 0.5 - 0.5j], [1 + 0j, 0.2j, -0.7 + 0.1j]])
+    tt = torch.tensor(x, requires_grad=True)
+    torch.logcumsumexp(tt, dim).backward(torch.tensor(g))
+    out.backward(jitgrad.tensor(g))
+    np.testing.assert_allclose(t.grad.resolve_conj().numpy(), tt.grad.resolve_conj().numpy(),
+                               rtol=1e-12, atol=1e-14)

@@ -144,16 +144,28 @@ def cummin(input, dim: int):  # noqa: A002
 
 
 def _logcumsumexp_impl(x, dim):
-    return x.copy() if x.ndim == 0 else np.logaddexp.accumulate(x, axis=dim).astype(x.dtype)
+    if x.ndim == 0:
+        return x.copy()
+    if x.dtype.kind != "c":
+        return np.logaddexp.accumulate(x, axis=dim).astype(x.dtype)
+    from .torch_extras import _logaddexp_impl  # (torch's complex logaddexp, step by step)
+
+    steps = np.moveaxis(x, dim, 0)
+    out = np.empty_like(steps)
+    for k in range(steps.shape[0]):
+        out[k] = steps[0] if k == 0 else _logaddexp_impl(out[k - 1], steps[k])
+    return np.moveaxis(out, 0, dim)
 
 
 def _logcumsumexp_vjp(g, ans, x, dim):
     if x.ndim == 0:
         return g
-    # d out_j / d x_i = exp(x_i - out_j) for j >= i: a reversed cumulative sum, shifted by the
-    # running maximum of -out for stability
-    w = g * (-ans).exp()
-    return w.flip(dim).cumsum(dim).flip(dim) * x.exp()
+    # d out_j / d x_i = exp(x_i - out_j) for j >= i: a reversed cumulative sum (conjugated for
+    # complex input, which is holomorphic)
+    w, e = (-ans).exp(), x.exp()
+    if x.dtype.is_complex:
+        w, e = w.conj(), e.conj()
+    return (g * w).flip(dim).cumsum(dim).flip(dim) * e
 
 
 def _logcumsumexp_meta(x, dim):
