@@ -159,8 +159,10 @@ def is_integral(d: dtype, include_bool: bool = False) -> bool:
     return d.np.kind in "iu" or (include_bool and d is bool)
 
 
-def promote_types(a: dtype, b: dtype) -> dtype:
-    """torch.promote_types: the smallest dtype both ``a`` and ``b`` convert to without loss."""
+def promote_types(type1: dtype, type2: dtype) -> dtype:
+    """torch.promote_types: the smallest dtype both ``type1`` and ``type2`` convert to without
+    loss."""
+    a, b = type1, type2
     if a is b:
         return a
     if limited_live and (a in LIMITED_UINTS or b in LIMITED_UINTS):  # (to floats only)

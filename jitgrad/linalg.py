@@ -18,6 +18,7 @@ from .ops import linalg2, linalg_decomp, linalg_more, linalg_more2, norms, torch
 from .ops.linalg import matmul as _matmul
 from .ops.torch_extras2 import diagonal as _diagonal
 from .ops.linalg2 import LinAlgError
+from .ops.numpy_compat import torch_names
 from .ops.out_arg import with_out
 from .ops.linalg_ldl import ldl_factor, ldl_factor_ex, ldl_solve  # noqa: F401 - (LDL^T)
 
@@ -59,6 +60,22 @@ tensorinv = with_out("linalg_tensorinv", linalg_more2.tensorinv)
 tensorsolve = with_out("linalg_tensorsolve", linalg_more2.tensorsolve)
 householder_product = with_out("linalg_householder_product", linalg_more2.householder_product)
 matmul = with_out("linalg_matmul", _matmul)
+
+
+# torch's parser names (native_functions.yaml's, ``self`` read as ``input``) where its docs say
+# ``A``, ``B``, ``x``: ``torch.linalg.cholesky(input=a)`` works, ``cholesky(A=a)`` does not
+_INPUT_A = ("cholesky", "cholesky_ex", "cond", "eig", "eigh", "eigvals", "eigvalsh",
+            "householder_product", "ldl_factor", "ldl_factor_ex", "matrix_norm",
+            "matrix_rank", "norm", "pinv", "tensorinv")
+for _name in _INPUT_A:
+    globals()[_name] = torch_names(globals()[_name], f"linalg_{_name}", input="A")
+lstsq = torch_names(lstsq, "linalg_lstsq", input="A", b="B")
+solve_triangular = torch_names(solve_triangular, "linalg_solve_triangular", input="A")
+tensorsolve = torch_names(tensorsolve, "linalg_tensorsolve", input="A", other="B")
+vector_norm = torch_names(vector_norm, "linalg_vector_norm", input="x")
+inv = torch_names(inv, "linalg_inv", A="input")
+det = torch_names(det, "linalg_det", A="input")
+slogdet = torch_names(slogdet, "linalg_slogdet", A="input")
 
 
 def diagonal(A, *, offset: int = 0, dim1: int = -2, dim2: int = -1):  # noqa: N803

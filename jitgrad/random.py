@@ -14,7 +14,7 @@ import numpy as np
 
 from . import dtypes
 from .device import check_device
-from .ops.creation import _OPTS, _shape, invalid_combination
+from .ops.creation import _OPTS, _shape, check_layout, invalid_combination, like_memory_format
 from ._generator import Generator, _default
 from ._generator import default_generator as default_generator  # (re-exported)
 from .ops.rng import sample
@@ -41,6 +41,8 @@ def _float_dtype(fname: str, dtype: Any) -> dtypes.dtype:
 
 def _sample_size(fname: str, size: tuple, kwargs: dict) -> tuple:
     """``rand(2, 3)``, ``rand((2, 3))`` or ``rand(size=(2, 3))``, with torch's errors."""
+    check_layout(fname, kwargs.pop("layout", None))
+    kwargs.pop("pin_memory", None)  # (host memory is what jitgrad's CPU tensors live in)
     if "size" in kwargs:
         if size:
             raise TypeError(f"{fname}() got multiple values for argument 'size'")
@@ -91,10 +93,11 @@ def _is_size(v: Any) -> bool:
 
 @public("randint")
 def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _MISSING,
-            dtype: Any = None, device: Any = None, requires_grad: bool = False,
-            generator: Any = None) -> Any:
+            dtype: Any = None, layout: Any = None, device: Any = None,
+            requires_grad: bool = False, generator: Any = None, pin_memory: bool = False) -> Any:
     """Integers uniformly drawn from [low, high), torch's two overloads:
     ``randint(high, size)`` and ``randint(low=0, high, size)``."""
+    check_layout("randint", layout)
     given = {k: v for k, v in (("low", low), ("high", high), ("size", size))
              if v is not _MISSING}
     if len(args) > 3 or len(args) == 3 and given:
@@ -133,36 +136,44 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
 
 
 @public("rand_like")
-def rand_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
-              requires_grad: bool = False) -> Any:
+def rand_like(input: Any, *, generator: Any = None, dtype: Any = None,  # noqa: A002
+              layout: Any = None, device: Any = None, requires_grad: bool = False,
+              memory_format: Any = None) -> Any:
     """Uniform samples on [0, 1) with ``input``'s shape (and dtype and device, unless
     given)."""
-    return rand(tuple(input.shape), dtype=dtype or input.dtype,
-                device=input.device if device is None else device,
-                requires_grad=requires_grad)
+    check_layout("rand_like", layout)
+    out = rand(tuple(input.shape), dtype=dtype or input.dtype,
+               device=input.device if device is None else device,
+               requires_grad=requires_grad, generator=generator)
+    return like_memory_format(out, input, memory_format, "rand_like")
 
 
 @public("randn_like")
-def randn_like(input: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
-               requires_grad: bool = False) -> Any:
+def randn_like(input: Any, *, generator: Any = None, dtype: Any = None,  # noqa: A002
+               layout: Any = None, device: Any = None, requires_grad: bool = False,
+               memory_format: Any = None) -> Any:
     """Standard normal samples with ``input``'s shape (and dtype and device, unless
     given)."""
-    return randn(tuple(input.shape), dtype=dtype or input.dtype,
-                 device=input.device if device is None else device,
-                 requires_grad=requires_grad)
+    check_layout("randn_like", layout)
+    out = randn(tuple(input.shape), dtype=dtype or input.dtype,
+                device=input.device if device is None else device,
+                requires_grad=requires_grad, generator=generator)
+    return like_memory_format(out, input, memory_format, "randn_like")
 
 
 @public("randint_like")
 def randint_like(input: Any, low: int = 0, high: Any = None, *, dtype: Any = None,  # noqa: A002
-                 device: Any = None, requires_grad: bool = False,
-                 generator: Any = None) -> Any:
+                 layout: Any = None, device: Any = None, requires_grad: bool = False,
+                 generator: Any = None, memory_format: Any = None) -> Any:
     """Integers uniformly drawn from [low, high) with ``input``'s shape (and dtype and device,
     unless given); ``randint_like(input, high)`` draws from [0, high)."""
+    check_layout("randint_like", layout)
     if high is None:
         low, high = 0, low
-    return randint(int(low), int(high), tuple(input.shape), dtype=dtype or input.dtype,
-                   device=input.device if device is None else device,
-                   requires_grad=requires_grad, generator=generator)
+    out = randint(int(low), int(high), tuple(input.shape), dtype=dtype or input.dtype,
+                  device=input.device if device is None else device,
+                  requires_grad=requires_grad, generator=generator)
+    return like_memory_format(out, input, memory_format, "randint_like")
 
 
 @public("seed")
@@ -286,10 +297,11 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
 
 
 @public("randperm")
-def randperm(n: int, *, generator: Any = None, dtype: Any = None, device: Any = None,
-             requires_grad: bool = False, pin_memory: bool = False):
+def randperm(n: int, *, generator: Any = None, dtype: Any = None, layout: Any = None,
+             device: Any = None, requires_grad: bool = False, pin_memory: bool = False):
     """A random permutation of ``0 .. n-1`` (the order of ``n`` uniform draws, so it is the
     same draw in eager mode and under ``jit``)."""
+    check_layout("randperm", layout)
     from .ops.sorting import argsort
 
     if n < 0:

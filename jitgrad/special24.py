@@ -16,6 +16,7 @@ from typing import Any
 from .ops import special24 as _b
 from .ops import special24_gamma as _g
 from .ops import special24_poly as _p
+from .ops.numpy_compat import torch_names
 from .ops.out_arg import write_out
 from .ops.registry import OpDef, apply
 
@@ -61,9 +62,9 @@ def _binary(name: str, op: OpDef, second: str, doc: str):
         result = apply(op, a, b)
         return result if out is None else write_out(f"special_{name}", out, result)
 
-    if second == "n":
-        def fn(input: Any, n: Any, *, out: Any = None) -> Any:  # noqa: A002
-            return call(input, n, out)
+    if second == "n":  # (the polynomials: torch names their argument x)
+        def fn(x: Any, n: Any, *, out: Any = None) -> Any:
+            return call(x, n, out)
     else:
         def fn(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
             return call(input, other, out)
@@ -121,6 +122,10 @@ scaled_modified_bessel_k1 = _unary("scaled_modified_bessel_k1",
 airy_ai = _unary("airy_ai", _b.BESSEL_OPS["airy_ai"], _BESSEL_DOCS["airy_ai"])
 spherical_bessel_j0 = _unary("spherical_bessel_j0", _b.BESSEL_OPS["spherical_bessel_j0"],
                              _BESSEL_DOCS["spherical_bessel_j0"])
+# torch names these functions' argument x (the other Bessel functions' is input)
+airy_ai, scaled_modified_bessel_k0, scaled_modified_bessel_k1, spherical_bessel_j0 = (
+    torch_names(f, f"special_{f.__name__}", x="input") for f in (
+        airy_ai, scaled_modified_bessel_k0, scaled_modified_bessel_k1, spherical_bessel_j0))
 
 
 def _check_out_cast(input: Any, other: Any, out: Any) -> None:

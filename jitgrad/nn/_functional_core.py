@@ -278,23 +278,23 @@ def pad(input: Tensor, pad: Any, mode: str = "constant",  # noqa: A002
     return out
 
 
-def one_hot(tensor: Tensor, num_classes: int = -1) -> Tensor:
-    """``int64`` one-hot encoding of the class indices in ``tensor`` (a new last dim)."""
+def one_hot(input: Tensor, num_classes: int = -1) -> Tensor:  # noqa: A002
+    """``int64`` one-hot encoding of the class indices in ``input`` (a new last dim)."""
     import numpy as np
 
     from ..ops.creation import tensor as as_tensor
 
-    if tensor.dtype != dtypes.int64:
+    if input.dtype != dtypes.int64:
         raise RuntimeError("one_hot is only applicable to index tensor of type LongTensor.")
-    if tensor.is_meta:  # (the shape needs num_classes: the values are not there to count)
+    if input.is_meta:  # (the shape needs num_classes: the values are not there to count)
         if num_classes == -1:
             from .._meta import data_dependent_error
 
             raise data_dependent_error("one_hot without num_classes")
         from ..ops.creation import empty
 
-        return empty(*tensor.shape, num_classes, dtype=dtypes.int64, device="meta")
-    idx = tensor.detach().numpy()
+        return empty(*input.shape, num_classes, dtype=dtypes.int64, device="meta")
+    idx = input.detach().numpy()
     if num_classes == -1:
         if idx.size == 0:
             raise RuntimeError("Can not infer total number of classes from empty tensor.")

@@ -143,14 +143,23 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
 
 
 @public("from_dlpack")
-def from_dlpack(ext_tensor: Any):
+def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None):
     """A tensor sharing memory with ``ext_tensor`` (zero-copy), as ``torch.from_dlpack``.
 
     Host arrays come in through NumPy's DLPack (NumPy arrays, torch CPU tensors, JAX CPU
     arrays, ...). Device arrays (CuPy, torch cuda tensors, numba-cuda device arrays) come in
     through numba-cuda, from ``__cuda_array_interface__`` or DLPack: C-contiguous ones without
-    a copy.
+    a copy. ``device`` moves the result there; ``copy=True`` gives it its own memory.
     """
+    result = _from_dlpack(ext_tensor)
+    if device is not None and check_device(device) != result.device:
+        result = result.to(device)
+    elif copy:
+        result = result.clone()
+    return result
+
+
+def _from_dlpack(ext_tensor: Any):
     if isinstance(ext_tensor, registry.Tensor):
         return ext_tensor
     kind = None
@@ -236,6 +245,41 @@ def invalid_combination(fname: str, args: tuple, kwargs: dict, signatures: tuple
                      f"({', '.join(got)}), but expected one of:\n{lines}")
 
 
+def check_layout(fname: str, layout: Any) -> None:
+    """torch's ``layout=`` factory argument: jitgrad's factories make strided (dense) tensors."""
+    if layout is None or getattr(layout, "_name", None) == "strided":
+        return
+    if type(layout).__name__ != "layout":
+        raise TypeError(f"{fname}(): argument 'layout' must be torch.layout, not "
+                        f"{type(layout).__name__}")
+    raise RuntimeError(f"{fname}(): jitgrad's factories make strided tensors, not {layout}: "
+                       "make a dense one and call .to_sparse() (or .to_sparse_csr()) on it")
+
+
+def like_memory_format(out: Any, input: Any, memory_format: Any,  # noqa: A002
+                       fname: str) -> Any:
+    """``out``, a fresh tensor of ``input``'s shape, laid out as torch's ``*_like`` lays it out:
+    ``preserve_format`` (the default) keeps a channels-last ``input``'s order, else the
+    format asked for."""
+    from .extras import channels_last, channels_last_3d, contiguous_format, preserve_format
+
+    fmt = preserve_format if memory_format is None else memory_format
+    if fmt is preserve_format:
+        fmt = contiguous_format
+        for candidate in (channels_last, channels_last_3d):
+            if input.ndim == (4 if candidate is channels_last else 5) and \
+                    not input.is_contiguous() and input.is_contiguous(memory_format=candidate):
+                fmt = candidate
+    elif type(fmt).__name__ != "memory_format":
+        raise TypeError(f"{fname}(): argument 'memory_format' must be torch.memory_format, "
+                        f"not {type(fmt).__name__}")
+    if fmt is contiguous_format or out.device.type == "meta":
+        return out
+    check_format_rank(out.ndim, fmt)
+    out._data = channels_last_array(out._data)
+    return out
+
+
 def channels_last_array(x: np.ndarray) -> np.ndarray:
     """A copy of ``x`` (N, C, *spatial) laid out channels-last in memory, seen as (N, C, ...)
     (the strides of torch's ``channels_last`` / ``channels_last_3d``); a plain copy of an array
@@ -257,6 +301,8 @@ def _factory(fill, fname: str):
         if "size" in kwargs:
             size_kw = kwargs.pop("size")
         fmt = kwargs.pop("memory_format", None) if fname == "empty" else None
+        check_layout(fname, kwargs.pop("layout", None))
+        kwargs.pop("pin_memory", None)  # (host memory is what jitgrad's CPU tensors live in)
         if kwargs:
             raise TypeError(f"{fname}() got an unexpected keyword argument "
                             f"'{next(iter(kwargs))}'")
@@ -282,8 +328,10 @@ public("empty")(empty)
 
 
 @public("full")
-def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
+def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_grad=False,
+         pin_memory=False):
     """A tensor of ``size`` filled with ``fill_value`` (dtype inferred from it, as torch)."""
+    check_layout("full", layout)
     dev = check_device(device)
     if not isinstance(size, (tuple, list)):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
@@ -296,29 +344,39 @@ def full(size, fill_value, *, dtype=None, device=None, requires_grad=False):
     return _tensor._new(np.full(shape, fill_value, dtype=dt.np), dt, requires_grad, dev)
 
 
-def _like(fn):
-    def make(input, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
-        return fn(tuple(input.shape), dtype=dtype or input.dtype,
-                  device=input.device if device is None else device, requires_grad=requires_grad)
+def _like(fn, fname: str):
+    def make(input, *, dtype=None, layout=None, device=None, requires_grad=False,  # noqa: A002
+             memory_format=None):
+        check_layout(fname, layout)
+        out = fn(tuple(input.shape), dtype=dtype or input.dtype,
+                 device=input.device if device is None else device, requires_grad=requires_grad)
+        return like_memory_format(out, input, memory_format, fname)
+    make.__name__ = make.__qualname__ = fname
     return make
 
 
-zeros_like, ones_like, empty_like = _like(zeros), _like(ones), _like(empty)
+zeros_like, ones_like = _like(zeros, "zeros_like"), _like(ones, "ones_like")
+empty_like = _like(empty, "empty_like")
 public("empty_like")(empty_like)
 public("ones_like")(ones_like)
 public("zeros_like")(zeros_like)
 
 
 @public("full_like")
-def full_like(input, fill_value, *, dtype=None, device=None, requires_grad=False):  # noqa: A002
-    return full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
-                device=input.device if device is None else device, requires_grad=requires_grad)
+def full_like(input, fill_value, *, dtype=None, layout=None, device=None,  # noqa: A002
+              requires_grad=False, memory_format=None):
+    check_layout("full_like", layout)
+    out = full(tuple(input.shape), fill_value, dtype=dtype or input.dtype,
+               device=input.device if device is None else device, requires_grad=requires_grad)
+    return like_memory_format(out, input, memory_format, "full_like")
 
 
 @public("arange")
-def arange(start=None, end=None, step=1, *, dtype=None, device=None, requires_grad=False):
+def arange(start=None, end=None, step=1, *, dtype=None, layout=None, device=None,
+           requires_grad=False, pin_memory=False):
     """Values from ``start`` to ``end`` (exclusive) by ``step``; ``arange(end)`` and
     ``arange(end=n)`` start at 0."""
+    check_layout("arange", layout)
     dev = check_device(device)
     if start is None:
         if end is None:
@@ -435,8 +493,10 @@ def _linspace_values(start, end, steps: int, np_dt: np.dtype) -> np.ndarray:
 
 
 @public("linspace")
-def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=False):
+def linspace(start, end, steps: int, *, dtype=None, layout=None, device=None,
+             requires_grad=False, pin_memory=False):
     """``steps`` evenly spaced values from ``start`` to ``end`` (torch's CPU values exactly)."""
+    check_layout("linspace", layout)
     dev = check_device(device)
     _check_steps("linspace", (start, end, steps), "")
     dt = dtype or dtypes.get_default_dtype()
@@ -445,9 +505,10 @@ def linspace(start, end, steps: int, *, dtype=None, device=None, requires_grad=F
 
 
 @public("logspace")
-def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=None,
-             requires_grad=False):
+def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=None,
+             device=None, requires_grad=False, pin_memory=False):
     """``steps`` values from ``base ** start`` to ``base ** end``, evenly spaced in exponent."""
+    check_layout("logspace", layout)
     dev = check_device(device)
     _check_steps("logspace", (start, end, steps), "float base = 10.0, ")
     dt = dtype or dtypes.get_default_dtype()
@@ -458,7 +519,9 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, device=N
 
 
 @public("eye")
-def eye(n: int, m: int | None = None, *, dtype=None, device=None, requires_grad=False):
+def eye(n: int, m: int | None = None, *, dtype=None, layout=None, device=None,
+        requires_grad=False, pin_memory=False):
+    check_layout("eye", layout)
     dev = check_device(device)
     dt = dtype or dtypes.get_default_dtype()
     _check_int_arg("eye", "n", 1, n)

@@ -438,8 +438,9 @@ def _zeros(x, g):
 
 
 @public("gather", method=True)
-def gather(input, dim: int, index):  # noqa: A002
-    """Gathers values along ``dim`` at ``index`` (torch.gather)."""
+def gather(input, dim: int, index, *, sparse_grad: bool = False):  # noqa: A002
+    """Gathers values along ``dim`` at ``index`` (torch.gather). ``sparse_grad`` asks torch
+    for a sparse gradient of ``input``; jitgrad's is dense, with the same values."""
     d = wrap_dim(dim, input.ndim)
     _check_index(index, "gather")
     if index.numel() == 0:  # (torch checks no shapes then: the result is index-shaped)

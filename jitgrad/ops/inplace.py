@@ -246,16 +246,16 @@ COPY = registry.defop("copy_", _copy_impl, kind=registry.OPAQUE, meta=_same_meta
 
 
 @public(inplace="fill_")
-def _fill(s: Any, value: Any) -> Any:
+def _fill(input: Any, value: Any) -> Any:  # noqa: A002
     if isinstance(value, registry.Tensor):
         if value.ndim:
             raise RuntimeError(
                 "fill_ only supports 0-dimension value tensor but got tensor with "
                 f"{value.ndim} dimensions.")
-        return registry.apply(FILL_TENSOR, s, value)
+        return registry.apply(FILL_TENSOR, input, value)
     from .creation import fitted_scalar
 
-    return registry.apply(FILL, s, value=fitted_scalar(value, s.dtype))
+    return registry.apply(FILL, input, value=fitted_scalar(value, input.dtype))
 
 
 @public(inplace="copy_")

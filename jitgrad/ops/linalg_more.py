@@ -511,6 +511,6 @@ MATRIX_EXP = defop("linalg_matrix_exp", _matrix_exp_np, kind=OPAQUE, meta=_matri
 
 
 @public("matrix_exp", method=True)
-def matrix_exp(A):  # noqa: N803
+def matrix_exp(input):  # noqa: A002
     """The matrix exponential of (a batch of) square matrices (``torch.linalg.matrix_exp``)."""
-    return apply(MATRIX_EXP, A)
+    return apply(MATRIX_EXP, input)

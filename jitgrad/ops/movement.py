@@ -409,7 +409,7 @@ def permute(input, *dims):  # noqa: A002
     return apply(PERMUTE, input, dims=dims)
 
 
-@public("transpose", method=("transpose", "swapaxes"))
+@public("transpose", method=True)
 def transpose(input, dim0: int, dim1: int):  # noqa: A002
     n = input.ndim
     dim0, dim1 = wrap_dim(dim0, n), wrap_dim(dim1, n)

@@ -15,6 +15,7 @@ import functools
 import inspect
 import types
 from collections.abc import Callable
+from typing import Any
 
 _ALIASES = {"dim": ("axis",), "keepdim": ("keepdims",), "input": ("x", "a", "x1"),
             "other": ("x2",)}
@@ -64,6 +65,31 @@ def with_aliases(fn: Callable, name: str) -> Callable:
     _WRAPPED[wrapper] = wrapper
     _ORIGINAL[wrapper] = fn
     return wrapper
+
+
+def torch_names(fn: Callable, name: str, **renames: str) -> Callable:
+    """``fn`` called by torch's parameter names: ``renames`` maps torch's name to ``fn``'s
+    (``input="A"``: torch's parser says ``input`` where its docs say ``A``), with the NumPy
+    aliases of ``input`` and ``other``; ``fn``'s own names stay accepted."""
+    sig = inspect.signature(fn)
+    positions = {p: i for i, p in enumerate(sig.parameters)}
+    mapping = {alias: ours for theirs, ours in renames.items()
+               for alias in (theirs, *_ALIASES.get(theirs, ())) if alias != ours}
+    theirs_of = {ours: theirs for theirs, ours in renames.items()}
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if kwargs and not mapping.keys().isdisjoint(kwargs):
+            for key in mapping.keys() & kwargs.keys():
+                ours = mapping[key]
+                if ours in kwargs or positions[ours] < len(args):
+                    raise TypeError(f"{name}() got multiple values for argument '{key}'")
+                kwargs[ours] = kwargs.pop(key)
+        return fn(*args, **kwargs)
+
+    call.__signature__ = sig.replace(parameters=[  # type: ignore[attr-defined]
+        p.replace(name=theirs_of.get(p.name, p.name)) for p in sig.parameters.values()])
+    return call
 
 
 def unwrap(fn: Callable) -> Callable:

@@ -107,7 +107,7 @@ def swapdims(input, dim0: int, dim1: int):  # noqa: A002
     return input.transpose(dim0, dim1)
 
 
-@public("swapaxes")
+@public("swapaxes", method=True)
 def swapaxes(input, axis0: int, axis1: int):  # noqa: A002
     """``transpose(input, axis0, axis1)``."""
     return input.transpose(axis0, axis1)

@@ -215,9 +215,9 @@ def addmm(mat: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any = 1) -> A
     return prod + (mat if beta == 1 else mat * beta)
 
 
-def smm(input: Any, mat: Any) -> SparseTensor:  # noqa: A002
-    """``input @ mat`` for sparse ``input`` and dense ``mat``, as a sparse tensor."""
-    return spmm(input, mat).to_sparse()
+def smm(input: Any, mat2: Any) -> SparseTensor:  # noqa: A002
+    """``input @ mat2`` for sparse ``input`` and dense ``mat2``, as a sparse tensor."""
+    return spmm(input, mat2).to_sparse()
 
 
 def _legacy(name: str, dt: Any) -> Any:
