@@ -162,3 +162,50 @@ def test_signatures_without_torch():
         jitgrad.zeros(2, layout=jitgrad.sparse_coo)
     with pytest.raises(TypeError, match="got multiple values for argument 'input'"):
         jitgrad.linalg.vector_norm(jitgrad.ones(2), input=jitgrad.ones(2))
+
+
+def _python_level_missing(tm, jm, classes: bool) -> list:
+    bad = []
+    for name in dir(jm):
+        if name.startswith("_") or not hasattr(tm, name):
+            continue
+        jc, tc = getattr(jm, name), getattr(tm, name)
+        if classes != inspect.isclass(jc) or not callable(jc) or inspect.ismodule(jc):
+            continue
+        try:
+            ts = inspect.signature(tc.__init__ if classes else tc)
+            js = inspect.signature(jc.__init__ if classes else jc)
+        except (TypeError, ValueError):
+            continue
+        if any(p.kind in _VAR for p in js.parameters.values()):
+            continue
+        for p, tp in ts.parameters.items():
+            if tp.kind in _VAR or p == "self" or p.startswith("_"):
+                continue
+            if p not in js.parameters:
+                bad.append(f"{name}: no {p}")
+                continue
+            td, jd = tp.default, js.parameters[p].default
+            if callable(td) and callable(jd):
+                td, jd = td.__name__, jd.__name__
+            if td is not inspect.Parameter.empty and "torch" not in type(td).__module__ and \
+                    not (td == jd or repr(td) == repr(jd)):
+                bad.append(f"{name}: {p} defaults to {jd!r}, torch's to {td!r}")
+    return bad
+
+
+def test_python_level_names_and_defaults():
+    """Module constructors, optimizers, schedulers, data utilities and the Python-level
+    functions: torch's parameter names, with equal defaults."""
+    torch = pytest.importorskip("torch")
+    bad = []
+    for tm, jm, classes in ((torch.nn, jitgrad.nn, True), (torch.optim, jitgrad.optim, True),
+                            (torch.optim.lr_scheduler, jitgrad.optim.lr_scheduler, True),
+                            (torch.utils.data, jitgrad.utils.data, True),
+                            (torch.nn.functional, jitgrad.nn.functional, False),
+                            (torch.nn.init, jitgrad.nn.init, False),
+                            (torch.nn.utils, jitgrad.nn.utils, False),
+                            (torch.autograd, jitgrad.autograd, False),
+                            (torch.func, jitgrad.func, False)):
+        bad += [f"{jm.__name__}.{row}" for row in _python_level_missing(tm, jm, classes)]
+    assert bad == []

@@ -4,6 +4,7 @@ LogSigmoid, GLU, PReLU (see ``nn.functional`` for the math)."""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 from .. import dtypes
@@ -31,8 +32,15 @@ class _Inplace(Module):
 class Hardtanh(Module):
     """``input`` clamped to ``[min_val, max_val]`` (defaults -1 and 1)."""
 
-    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False) -> None:
+    def __init__(self, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False,
+                 min_value: float | None = None, max_value: float | None = None) -> None:
         super().__init__()
+        for old, new in (("min_value", "min_val"), ("max_value", "max_val")):
+            if (min_value if old == "min_value" else max_value) is not None:
+                warnings.warn(f"keyword argument `{old}` is deprecated and renamed to `{new}`",
+                              FutureWarning, stacklevel=2)
+        min_val = min_val if min_value is None else min_value
+        max_val = max_val if max_value is None else max_value
         if min_val > max_val:
             raise ValueError("min_val cannot be greater than max_val")
         self.min_val, self.max_val, self.inplace = min_val, max_val, inplace
