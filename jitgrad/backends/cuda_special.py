@@ -6,7 +6,8 @@ float64 and rounded to the result dtype, with the CPU's formulas (``ops/special_
 * ``digamma``: the recurrence ``psi(x) = psi(x + 1) - 1/x`` up to ``x >= 10``, the asymptotic
   series to ``B_14``, reflection below 0.5; torch's values at the poles;
 * ``polygamma(n, x)``, ``n >= 1``: ``(-1)^(n+1) n! zeta(n + 1, x)``, the Hurwitz zeta by
-  Euler-Maclaurin after 10 direct terms, reflection below 0 for ``n = 1``;
+  Euler-Maclaurin after 10 direct terms, reflection below 0 for ``n = 1``; for ``n >= 2``
+  below 0 Cephes' order of summation (torch's), poles of the sign ``(-1)^(n+1)``;
 * ``erfinv``: Giles' approximation and four Newton steps (on ``log(erfc)`` above 0.5);
 * ``special.entr``: ``-x log x`` (0 at 0, ``-inf`` below);
 * complex ``round`` and ``nan_to_num``: NumPy's rule on the real and imaginary parts
@@ -24,6 +25,7 @@ import math
 import numpy as np
 
 from .. import _cuda_array as ca
+from ..ops._special24_data import COEF
 from .._cuda_array import CudaArray
 from .numba_cuda import compile_source, launch_config
 
@@ -98,19 +100,62 @@ def _digamma(x):
 
 ZETA
 @cuda.jit(device=True)
+def _zeta_below(s, q):
+    total = q ** -s
+    a = q
+    b = 0.0
+    i = 0
+    done = False
+    while i < 9 or a <= 9.0:
+        i += 1
+        a = a + 1.0
+        b = a ** -s
+        total = total + b
+        if -MACHEP * total < b and b < MACHEP * total:
+            done = True
+            break
+    if done:
+        return total
+    w = a
+    total = total + b * w / (s - 1.0) - 0.5 * b
+    rising = 1.0
+    k = 0.0
+    for j in range(12):
+        rising *= s + k
+        b = b / w
+        t = rising * b / CEPHES_A[j]
+        total = total + t
+        if abs(t / total) < MACHEP:
+            return total
+        k += 1.0
+        rising *= s + k
+        b = b / w
+        k += 1.0
+    return total
+
+
+@cuda.jit(device=True)
 def _polygamma(n, scale, x):
-    if x != x or x == -math.inf:
+    if x != x:
         return math.nan
-    if x == math.inf:
-        return 0.0
-    if x <= 0.0 and x == math.floor(x):
-        return math.inf
-    if x > 0.0:
-        return scale * _zeta(n + 1.0, x)
     if n == 1:
+        if x == -math.inf:
+            return math.nan
+        if x == math.inf:
+            return 0.0
+        if x <= 0.0 and x == math.floor(x):
+            return math.inf
+        if x > 0.0:
+            return scale * _zeta(2.0, x)
         r = math.pi / math.sin(math.pi * x)
         return r * r - scale * _zeta(2.0, 1.0 - x)
-    return math.nan
+    if x == math.inf:
+        return math.nan
+    if x == -math.inf or x <= 0.0 and x == math.floor(x):
+        return scale * math.inf
+    if x > 0.0:
+        return scale * _zeta(n + 1.0, x)
+    return scale * _zeta_below(n + 1.0, x)
 
 
 @cuda.jit(device=True)
@@ -155,8 +200,9 @@ def _entr(x):
         return -math.inf
     return -x * math.log(x)
 """.replace("SERIES", _horner("inv2", _DIGAMMA_SERIES[::-1])).replace(
-    "ZETA", _zeta_source()).replace("CENTRAL", _horner("wc", _ERFINV_CENTRAL)).replace(
-    "TAIL", _horner("wc", _ERFINV_TAIL))
+    "ZETA", _zeta_source()).replace("CEPHES_A", repr(tuple(COEF["zeta.A"][:12]))).replace(
+    "MACHEP", "1.11022302462515654042e-16").replace(
+    "CENTRAL", _horner("wc", _ERFINV_CENTRAL)).replace("TAIL", _horner("wc", _ERFINV_TAIL))
 
 _KERNEL = """
 def special(x, o, total, n, scale):

@@ -15,6 +15,8 @@ from ..device import check_device
 from .. import _meta
 from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the ops load)
 from . import registry
+from .memory_formats import channels_last, channels_last_3d, contiguous_format, preserve_format
+from .memory_formats import memory_format as _MemoryFormat
 from .surface import public
 
 
@@ -261,8 +263,6 @@ def like_memory_format(out: Any, input: Any, memory_format: Any,  # noqa: A002
     """``out``, a fresh tensor of ``input``'s shape, laid out as torch's ``*_like`` lays it out:
     ``preserve_format`` (the default) keeps a channels-last ``input``'s order, else the
     format asked for."""
-    from .extras import channels_last, channels_last_3d, contiguous_format, preserve_format
-
     fmt = preserve_format if memory_format is None else memory_format
     if fmt is preserve_format:
         fmt = contiguous_format
@@ -270,7 +270,7 @@ def like_memory_format(out: Any, input: Any, memory_format: Any,  # noqa: A002
             if input.ndim == (4 if candidate is channels_last else 5) and \
                     not input.is_contiguous() and input.is_contiguous(memory_format=candidate):
                 fmt = candidate
-    elif type(fmt).__name__ != "memory_format":
+    elif not isinstance(fmt, _MemoryFormat):
         raise TypeError(f"{fname}(): argument 'memory_format' must be torch.memory_format, "
                         f"not {type(fmt).__name__}")
     if fmt is contiguous_format or out.device.type == "meta":
