@@ -143,9 +143,9 @@ def _jg_remainder_f(a, b):
     if b == 0 or a != a or b != b or math.isinf(a):
         return math.nan
     mod = math.fmod(a, b)
-    if mod != 0:
-        return mod + b if (b < 0) != (mod < 0) else mod
-    return math.copysign(0.0, b)
+    if mod != 0 and (b < 0) != (mod < 0):
+        return mod + b
+    return mod  # (a zero keeps fmod's sign, the dividend's, as torch's kernel)
 
 
 def _jg_floordiv_f(a, b):

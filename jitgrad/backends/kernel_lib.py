@@ -169,8 +169,7 @@ def _jg_remainder_f(a, b):
     if mod:
         if (b < 0) != (mod < 0):
             mod += b
-        return mod
-    return np.copysign(mod - mod, b)
+    return mod  # (a zero keeps fmod's sign, the dividend's, as torch's kernel)
 
 
 @_inline

@@ -14,6 +14,7 @@ from . import extras, registry
 from .creation import host_device, tensor
 from .dtype_rules import refuse_bool_bounds
 from .elementwise import where
+from .elementwise3 import positive as _positive
 from .indexing import getitem
 from .linalg import matmul
 from .overloads import scalar_first
@@ -109,6 +110,8 @@ def _rpow(exponent, base):
     """``base ** exponent`` for a number ``base``: torch's refusal of a bool power of bools."""
     if type(base) is bool and exponent.dtype is dtypes.bool:
         raise NotImplementedError("\"pow\" not implemented for 'Bool'")
+    if type(base) is int and base < 0 and exponent.dtype is dtypes.uint8:
+        base %= 256  # (torch's scalar wraps into uint8: -3 is 253)
     return apply(ew.RPOW, exponent, base=base)
 
 
@@ -300,6 +303,7 @@ def install_operators(Tensor: type) -> None:  # noqa: N803
     Tensor.__matmul__ = binary(matmul, name="__matmul__")
     Tensor.__rmatmul__ = binary(matmul, reflected=True)
     Tensor.__neg__ = lambda self: apply(ew.NEG, self)
+    Tensor.__pos__ = _positive  # (torch.positive: the tensor itself, bool refused)
     Tensor.__abs__ = lambda self: apply(ew.ABS, self)
     Tensor.__eq__ = binary(_pair(ew.EQ))
     Tensor.__ne__ = binary(_pair(ew.NE))

@@ -379,16 +379,28 @@ def _refused(op: OpDef, dt: dtypes.dtype) -> bool:
     return False
 
 
+def _int_overflow(value: int) -> OverflowError:
+    """torch's error for a Python int no int64 or uint64 holds (its Scalar's conversion)."""
+    return OverflowError("int too big to convert" if value > 0 else
+                         "can't convert negative int to unsigned")
+
+
 def _apply(op: OpDef, args: tuple, params: dict):
     """``apply``'s general path: any op, arguments and params."""
-    if not torch_function_live:
-        for a in args:
-            if type(a) is not Tensor and type(a) not in _PLAIN_OPERANDS \
-                    and not isinstance(a, Tensor) and hasattr(type(a), "__torch_function__"):
-                out = torch_function_first_sight(op, args, params)
-                if out is not _NO_OVERRIDE:
-                    return out
-                break
+    for a in args:
+        kind = type(a)
+        if kind is int:
+            if not -9223372036854775808 <= a < 18446744073709551616:
+                raise _int_overflow(a)
+        elif kind is not Tensor and not torch_function_live and kind not in _PLAIN_OPERANDS \
+                and not isinstance(a, Tensor) and hasattr(kind, "__torch_function__"):
+            out = torch_function_first_sight(op, args, params)
+            if out is not _NO_OVERRIDE:
+                return out
+            break
+    for v in params.values():
+        if type(v) is int and not -9223372036854775808 <= v < 18446744073709551616:
+            raise _int_overflow(v)
     st = state
     if st.autocast and op.autocast is not None:  # (before the dtype checks: autocast's dtypes)
         args = autocast_arguments(op.autocast, st.autocast, Tensor, args)

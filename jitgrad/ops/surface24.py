@@ -130,18 +130,23 @@ bitwise_xor_ = _bitwise_inplace("bitwise_xor")
 
 
 def _shift_operands(input: Any, other: Any, kind: str) -> tuple:  # noqa: A002
-    """The operands in their promoted (integer) dtype; torch's error for a float or complex
-    one."""
+    """The operands in their promoted (integer) dtype; torch's error for a float, complex or
+    bool one. A Python number wraps into the dtype as torch's scalar does (-3 is 253 in
+    uint8)."""
+    import numpy as np
+
     from .creation import tensor
 
+    for t in (input, other):
+        if type(t) is int and not -9223372036854775808 <= t < 18446744073709551616:
+            raise registry._int_overflow(t)
     dt = dtypes.result_type(input, other)
-    if dt.is_floating_point or dt.is_complex:
+    if dt.is_floating_point or dt.is_complex or dt is dtypes.bool:
         raise NotImplementedError(f"\"{kind}_cpu\" not implemented for "
                                   f"'{dt._scalar_name}'")
     dev = (input if isinstance(input, registry.Tensor) else other).device
-    input, other = (t.to(dt) if isinstance(t, registry.Tensor) else tensor(t, dtype=dt,
-                                                                          device=dev)
-                    for t in (input, other))
+    input, other = (t.to(dt) if isinstance(t, registry.Tensor) else tensor(
+        np.asarray(t).astype(dt.np), dtype=dt, device=dev) for t in (input, other))
     return input, other, dt
 
 
@@ -151,18 +156,37 @@ def _powers_of_two(other: Any, dt: dtypes.dtype) -> Any:
     return fn("pow")(2.0, other.to(dtypes.float64)).to(dt)
 
 
+def _shift_range(other: Any, dt: dtypes.dtype) -> tuple:
+    """(the shift clamped to [0, bits - 2], whether it is the top bit's, whether it is in
+    [0, bits)): torch's kernels give 0 (or the sign) for a shift outside the dtype's bits."""
+    bits = 8 * dt.itemsize
+    inside = (other >= 0) & (other < bits)
+    return other.clamp(0, bits - 2), other == bits - 1, inside
+
+
 @public("bitwise_left_shift", method=True, inplace=True)
 def bitwise_left_shift(input: Any, other: Any) -> Any:  # noqa: A002
-    """``input << other`` elementwise (integer tensors; bits shifted out are lost)."""
+    """``input << other`` elementwise (integer tensors; bits shifted out are lost, a shift
+    outside ``[0, bits)`` gives 0, as torch's kernel)."""
     input, other, dt = _shift_operands(input, other, "lshift")
-    return (input * _powers_of_two(other, dt)).to(dt)
+    shift, top, inside = _shift_range(other, dt)
+    out = (input * _powers_of_two(shift, dt)).to(dt)
+    out = fn("where")(top, (out * 2).to(dt), out)  # (2 ** (bits - 1) is no dt value)
+    return fn("where")(inside, out, fn("zeros_like")(out))
 
 
 @public("bitwise_right_shift", method=True, inplace=True)
 def bitwise_right_shift(input: Any, other: Any) -> Any:  # noqa: A002
-    """``input >> other`` elementwise: an arithmetic shift (rounds toward minus infinity)."""
+    """``input >> other`` elementwise: an arithmetic shift (rounds toward minus infinity); a
+    shift outside ``[0, bits)`` fills with the sign bit, as torch's kernel."""
     input, other, dt = _shift_operands(input, other, "rshift")
-    return fn("floor_divide")(input, _powers_of_two(other, dt))
+    shift, top, inside = _shift_range(other, dt)
+    out = fn("floor_divide")(input, _powers_of_two(shift, dt))
+    if dt.is_signed:  # (the top bit's shift is the sign too)
+        sign = fn("where")(input < 0, fn("full_like")(out, -1), fn("zeros_like")(out))
+        return fn("where")(inside & ~top, out, sign)
+    out = fn("where")(top, fn("floor_divide")(out, 2), out)
+    return fn("where")(inside, out, fn("zeros_like")(out))
 
 
 @public(inplace="sgn_")

@@ -464,16 +464,25 @@ def _integer_checked(fn):
     return impl
 
 
+def _remainder(a, b):
+    """Python's ``%`` with torch's zeros: ``fmod``, moved into the divisor's sign (NumPy's
+    ``remainder`` gives a zero the divisor's sign, torch's kernel keeps the dividend's)."""
+    if np.result_type(a, b).kind != "f":
+        return np.remainder(a, b)
+    mod = np.fmod(a, b)
+    return np.where((mod != 0) & ((b < 0) != (mod < 0)), mod + b, mod)
+
+
 _REMAINDER_CHECK = refuse_dtypes(complex="remainder_cpu", bool="remainder_cpu")
 _FMOD_CHECK = refuse_dtypes(complex="fmod_cpu", bool="fmod_cpu")
 _DIV_FLOOR_CHECK = refuse_dtypes(complex="div_floor_cpu", bool="div_floor_cpu")
 REMAINDER = defop(
-    "remainder", _integer_checked(np.remainder), kind=POINTWISE, save=(0, 1),
+    "remainder", _integer_checked(_remainder), kind=POINTWISE, save=(0, 1),
     check_operands=_REMAINDER_CHECK,
     vjp=(lambda g, ans, a, b: g, lambda g, ans, a, b: -g * _floor_quotient(a, b)),
     jvp=ELEMENTWISE, node_name="RemainderBackward1", template=_division("remainder"))
 REMAINDER_SCALAR = defop(
-    "remainder_scalar", _integer_checked(np.remainder), kind=POINTWISE,
+    "remainder_scalar", _integer_checked(_remainder), kind=POINTWISE,
     check_operands=_REMAINDER_CHECK,
     vjp=(lambda g, ans, a, b: g, None),
     jvp=ELEMENTWISE, node_name="RemainderBackward0", template=_division("remainder"))
@@ -552,17 +561,15 @@ def floor_divide(input, other):  # noqa: A002
 
 def install_operators(Tensor: type) -> None:  # noqa: N803
     """``%`` and ``//`` on tensors."""
-    from .creation import tensor
 
     def reflected(op):
         def fn(self, other):
-            if isinstance(other, np.generic) and other.ndim == 0 and other.dtype.kind in "biuf":
+            if isinstance(other, np.generic) and other.ndim == 0 and other.dtype.kind in "biufc":
                 other = other.item()  # (a NumPy scalar counts as a Python number, as in torch)
-            if not isinstance(other, (int, float, bool)):
+            if not isinstance(other, (int, float, bool, complex)):
                 return NotImplemented
-            return apply(op, tensor(other, dtype=self.dtype if isinstance(other, float) and
-                                    not self.dtype.is_floating_point else None,
-                                    device=self.device), self)
+            # (the number as a wrapped scalar: 2.5 // int_tensor is float32, as torch)
+            return apply(op, other, self)
         return fn
 
     Tensor.__mod__ = lambda self, other: remainder(self, other)
