@@ -187,7 +187,7 @@ def isclose(input, other, rtol: float = 1e-05, atol: float = 1e-08,  # noqa: A00
     """Elementwise ``|input - other| <= atol + rtol * |other|`` (equal infinities are close;
     NaNs only with ``equal_nan``)."""
     if input.dtype != other.dtype:
-        raise RuntimeError(f"{input.dtype} did not match {other.dtype}")
+        raise RuntimeError(f"{input.dtype._scalar_name} did not match {other.dtype._scalar_name}")
     if rtol < 0:
         raise RuntimeError(f"rtol must be greater than or equal to zero, but got {rtol}")
     if atol < 0:

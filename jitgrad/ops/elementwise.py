@@ -512,8 +512,18 @@ def _clamp_tensor_vjp(g, ans, x, lo, hi):
     return gx, gl, gh
 
 
+def _clamp_tensor_check(args: tuple) -> None:
+    """torch's refusals: a complex input, and a complex or bool result (its kernel's)."""
+    if args[0].dtype.is_complex:
+        raise NotImplementedError("clamp is not supported for complex types")
+    dt = _clamp_dtype(*args)
+    if dt.is_complex or dt is dtypes.bool:
+        raise NotImplementedError(f"\"clamp_cpu\" not implemented for '{dt._scalar_name}'")
+
+
 CLAMP_TENSOR = defop(
     "clamp_tensor", _clamp_tensor_impl, kind=POINTWISE, node_name="ClampBackward0",
+    check_operands=_clamp_tensor_check,
     save=(0, 1, 2), vjp=_clamp_tensor_vjp, template=lambda p, work: _clamp_template(
         "{0}", "{1}", "{2}"),
     meta=lambda x, lo, hi: (_bshape(*(v for v in (x, lo, hi) if v is not None)),

@@ -199,10 +199,10 @@ FMIN = _pw("fmin", np.fmin, _fmax_vjp(lambda a, b: a <= b), _fminmax_template("<
 
 # ---------------------------------------------------------------- heaviside, logic, bits
 def _heaviside_meta(x, v):
+    if x.dtype.is_complex or v.dtype.is_complex:
+        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     if x.dtype != v.dtype:
         raise RuntimeError("heaviside is not yet implemented for tensors with different dtypes.")
-    if x.dtype.is_complex:
-        raise RuntimeError("heaviside is not yet implemented for complex tensors.")
     return registry.broadcast_shapes(tuple(x.shape), tuple(v.shape)), x.dtype
 
 

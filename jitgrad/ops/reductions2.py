@@ -568,4 +568,8 @@ def isin(elements, test_elements, *, assume_unique: bool = False, invert: bool =
         tensor(elements, dtype=ref.dtype, device=ref.device)
     t = test_elements if isinstance(test_elements, tensor_type) else \
         tensor(test_elements, dtype=ref.dtype, device=ref.device)
+    for x in (e, t):  # (torch's sort-based kernel takes no bool or complex values)
+        if x.dtype is dtypes.bool or x.dtype.is_complex:
+            raise RuntimeError("Unsupported input type encountered for isin(): "
+                               f"{x.dtype._scalar_name}")
     return apply(ISIN, e.detach(), t.detach(), invert=bool(invert))

@@ -184,19 +184,21 @@ def _float_power_inplace(s: Any, exponent: Any) -> Any:
 
 @public("ldexp", method=True, inplace=True)
 def ldexp(input: Any, other: Any) -> Any:  # noqa: A002
-    """``input * 2 ** other``."""
-    return input * fn("pow")(2.0, other)
+    """``input * 2 ** other``, in the operands' floating dtype (the default one for integers)."""
+    dt = dtypes.result_type(input, other)
+    if not (dt.is_floating_point or dt.is_complex):
+        dt = dtypes.get_default_dtype()
+    return input * fn("pow")(2.0, other.to(dt) if isinstance(other, registry.Tensor) else other)
 
 
 def _int_binary(name: str, fn: Any):
     def op(input: Any, other: Any) -> Any:  # noqa: A002
         from ..tensor import _new
 
-        for t in (input, other):
-            if t.dtype.is_floating_point or t.dtype.is_complex or t.dtype is dtypes.bool:
-                raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
-                                   f"'{t.dtype._scalar_name}'")
-        dt = dtypes.result_type(input, other)
+        dt = dtypes.result_type(input, other)  # (a bool operand promotes with an integer)
+        if dt.is_floating_point or dt.is_complex or dt is dtypes.bool:
+            raise NotImplementedError(f"\"{name}_cpu\" not implemented for "
+                                      f"'{dt._scalar_name}'")
         return _new(fn(input.numpy(), other.numpy()).astype(dt.np), dt, device=input.device)
     op.__name__ = op.__qualname__ = name
     op.__doc__ = f"Elementwise ``{name}`` of integer tensors."
@@ -526,20 +528,27 @@ def conj_physical(input: Any) -> Any:  # noqa: A002
 @public("complex")
 def complex(real: Any, imag: Any) -> Any:  # noqa: A001
     """``real + 1j * imag`` from two float tensors of one dtype."""
-    for t in (real, imag):
+    _check_complex_parts(real, imag)
+    return real + imag * 1j
+
+
+def _check_complex_parts(first: Any, second: Any) -> None:
+    for t in (first, second):
         if t.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
             raise RuntimeError(f"Expected both inputs to be Half, Float or Double tensors but got "
-                               f"{real.dtype._scalar_name} and "
-                               f"{imag.dtype._scalar_name}")
-    if real.dtype is not imag.dtype:
-        raise RuntimeError(f"Expected object of scalar type {real.dtype._scalar_name} but got "
-                           f"scalar type {imag.dtype._scalar_name} for second argument")
-    return real + imag * 1j
+                               f"{first.dtype._scalar_name} and "
+                               f"{second.dtype._scalar_name}")
+    if first.dtype is not second.dtype:
+        raise RuntimeError(f"Expected object of scalar type {first.dtype._scalar_name} but got "
+                           f"scalar type {second.dtype._scalar_name} for second argument")
 
 
 @public("polar")
 def polar(abs: Any, angle: Any) -> Any:  # noqa: A002
     """``abs * (cos(angle) + 1j * sin(angle))``."""
+    _check_complex_parts(abs, angle)
+    if abs.dtype is dtypes.float16:  # (torch's complex32 has no polar kernel)
+        raise NotImplementedError("\"polar_cpu\" not implemented for 'Half'")
     return complex(abs * angle.cos(), abs * angle.sin())
 
 
