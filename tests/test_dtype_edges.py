@@ -109,19 +109,24 @@ def test_complex_logcumsumexp(dim):
 
 MIXED = [
     # two tensors of different dtypes (torch promotes, then its kernel may refuse)
-    "L.gcd(L.tensor([4, 6]), L.tensor([True, False]))", "L.gcd(L.tensor([True]), L.tensor([True]))",
+    "L.gcd(L.tensor([4, 6]), L.tensor([True, False]))",
+    "L.gcd(L.tensor([True]), L.tensor([True]))",
     "L.lcm(L.tensor([4, 6], dtype=L.uint8), L.tensor([True, True]))",
     "L.clamp(L.tensor([1, 5]), L.tensor([2.0 + 0j]), L.tensor([3.0 + 0j]))",
     "L.clamp(L.tensor([True]), L.tensor([False]), L.tensor([True]))",
     "L.tensor([1 + 1j]).clamp(L.tensor([0]), L.tensor([2]))",
     "L.clamp(L.tensor([1, 5]), L.tensor([2.5]), L.tensor([3]))",
-    "L.heaviside(L.tensor([1, 0]), L.tensor([0.5 + 0j]))", "L.heaviside(L.tensor([1, 0]), L.tensor([0.5]))",
+    "L.heaviside(L.tensor([1, 0]), L.tensor([0.5 + 0j]))",
+    "L.heaviside(L.tensor([1, 0]), L.tensor([0.5]))",
     "L.isclose(L.tensor([1]), L.tensor([1], dtype=L.int32))",
-    "L.isin(L.tensor([1, 2]), L.tensor([True]))", "L.isin(L.tensor([1j]), L.tensor([1j]))",
+    "L.isin(L.tensor([1, 2]), L.tensor([True]))",
+    "L.isin(L.tensor([1j]), L.tensor([1j]))",
     "L.isin(L.tensor([1, 2]), L.tensor([2.0]))",
-    "L.polar(L.tensor([1, 2]), L.tensor([0, 1]))", "L.polar(L.tensor([1.0]), L.tensor([0.5], dtype=L.float64))",
+    "L.polar(L.tensor([1, 2]), L.tensor([0, 1]))",
+    "L.polar(L.tensor([1.0]), L.tensor([0.5], dtype=L.float64))",
     "L.polar(L.tensor([1.0], dtype=L.float16), L.tensor([0.5], dtype=L.float16))",
-    "L.ldexp(L.tensor([1.5], dtype=L.float16), L.tensor([3]))", "L.ldexp(L.tensor([3]), L.tensor([2]))",
+    "L.ldexp(L.tensor([1.5], dtype=L.float16), L.tensor([3]))",
+    "L.ldexp(L.tensor([3]), L.tensor([2]))",
     "L.ldexp(L.tensor([1.5], dtype=L.float64), L.tensor([3], dtype=L.int8))",
 ]
 
