@@ -126,8 +126,9 @@ for dt in (jitgrad.float32, jitgrad.float64, jitgrad.int64, jitgrad.bool):  # cu
     i = jitgrad.tensor([2, 0], device="cuda")
     r.cummax(1), r.cummin(0), r.mode(1)
     r.aminmax(dim=0), r.index_copy(1, i, r[:, :2]), r.index_fill(0, i, 1)
-    r.index_fill(1, i, r[0, 0]), jitgrad.isin(r, r[0]), jitgrad.isin(r, r[0].float())
-    if dt is not jitgrad.bool:  # (median, kthvalue and searchsorted refuse bool, as torch)
+    r.index_fill(1, i, r[0, 0])
+    if dt is not jitgrad.bool:  # (median, kthvalue, searchsorted and isin refuse bool, as torch)
+        jitgrad.isin(r, r[0]), jitgrad.isin(r, r[0].float())
         r.median(1), r.median(), r.nanmedian(0), r.nanmedian(), r.kthvalue(2, 1)
         s = r.sort(1)[0]
         jitgrad.searchsorted(s, r), jitgrad.searchsorted(s[0], r, right=True, out_int32=True)

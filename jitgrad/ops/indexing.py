@@ -280,9 +280,17 @@ def _check_put_shape(x, spec, tensors, value) -> None:
         return
     result = x._data[_np_key(spec, tuple(t._data for t in tensors))].shape
     try:
-        np.broadcast_to(np.empty(tuple(value.shape), np.bool_), result)
+        np.broadcast_to(np.empty(_without_leading_ones(value.shape), np.bool_), result)
     except ValueError:
         raise _put_shape_error(tuple(value.shape), result) from None
+
+
+def _without_leading_ones(shape) -> tuple:
+    """A written value's shape as torch's ``__setitem__`` takes it: leading 1s dropped."""
+    shape = tuple(shape)
+    while shape and shape[0] == 1:
+        shape = shape[1:]
+    return shape
 
 
 def _copy_slices_impl(x, values, spec):
@@ -318,6 +326,12 @@ def index_put_value(x, key, value, same_dtype: bool = False):
         raise RuntimeError(f"Index put requires the source and destination dtypes match, got "
                            f"{x.dtype._scalar_name} for the destination and "
                            f"{value.dtype._scalar_name} for the source.")
+    if same_dtype and not isinstance(value, registry.Tensor):
+        _check_assigned_number(x, value)
+    elif same_dtype and value.ndim == 0 and value.dtype.is_complex and _lone_mask(key) \
+            and not x.is_meta:  # (masked_fill_ takes the 0-d value as a number)
+        _check_assigned_number(x, complex(value.item()), from_tensor=True)
+    given = value
     spec, tensors = _normalize_key(x, key, meta_count)
     if not isinstance(value, registry.Tensor):
         from .creation import fitted_scalar, tensor as make_tensor
@@ -327,7 +341,28 @@ def index_put_value(x, key, value, same_dtype: bool = False):
         value = value.to(x.dtype)
     if tensors:
         return apply(INDEX_PUT, x, value, *tensors, spec=spec, accumulate=False)
-    return apply(COPY_SLICES, x, value, spec=spec)
+    try:
+        return apply(COPY_SLICES, x, value, spec=spec)
+    except (ValueError, TypeError):  # (NumPy's broadcasting error: torch's expand instead)
+        given.reshape(_without_leading_ones(given.shape)).expand(*x[key].shape)
+        raise
+
+
+def _check_assigned_number(x, value, from_tensor: bool = False) -> None:
+    """torch's ``__setitem__`` takes a number (or a tensor), unpacked as a C long long or
+    double: no list or tuple, no int beyond int64, no complex into a real tensor unless its
+    imaginary part is 0 (bool takes any)."""
+    if isinstance(value, (list, tuple)):
+        raise TypeError(f"can't assign a {type(value).__name__} to a jitgrad.{x.dtype._legacy}")
+    if type(value) is int and not -9223372036854775808 <= value <= 9223372036854775807:
+        raise ValueError("Overflow when unpacking long long")
+    if isinstance(value, complex) and value.imag != 0 and not x.dtype.is_complex and \
+            x.dtype is not dtypes.bool:
+        from .creation import _CPP_SCALAR
+
+        name = _CPP_SCALAR.get(x.dtype.name, "c10::Half" if from_tensor and
+                               x.dtype is dtypes.float16 else "double")
+        raise RuntimeError(f"value cannot be converted to type {name} without overflow")
 
 
 # ---------------------------------------------------------------- gather / scatter

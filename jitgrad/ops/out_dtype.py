@@ -132,11 +132,11 @@ def _floating_result(fname: str) -> Check:
 
 
 def _type_name(dt: dtypes.dtype) -> str:
-    """torch's name of a tensor type in its argument checks (``torch.FloatTensor``; its
+    """torch's name of a tensor type in its argument checks (``jitgrad.FloatTensor``; its
     deprecated type names stop short of bool and complex: ``CPUBoolType``)."""
     if dt is dtypes.bool or dt.is_complex:
         return f"CPU{dt._scalar_name}Type"
-    return f"torch.{dt._legacy}"
+    return f"jitgrad.{dt._legacy}"
 
 
 def _median(o: dtypes.dtype, r: dtypes.dtype, i: int | None) -> Exception | None:
