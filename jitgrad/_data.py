@@ -59,6 +59,9 @@ def to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True) -> tuple:
     except OverflowError:  # (a Python int or float out of the integer dtype's range)
         if dtype is None:
             raise ValueError("Overflow when unpacking long long") from None
+        wrapped = _wrapped_unsigned(data, dt)
+        if wrapped is not None:
+            return wrapped, dt
         raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow") \
             from None
     except ValueError:
@@ -69,6 +72,23 @@ def to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True) -> tuple:
                                "overflow") from None
         raise
     return arr, dt
+
+
+def _wrapped_unsigned(data: Any, dt: Any) -> np.ndarray | None:
+    """Python ints for an unsigned dtype as torch takes them: down to ``-max``, wrapped as
+    two's complement (``tensor([-2], dtype=uint8)`` is 254); None if one is out of range."""
+    if dt.is_signed or dt is dtypes.bool:
+        return None
+    try:
+        values = np.array(data)
+    except (OverflowError, ValueError, TypeError):
+        return None
+    if values.dtype.kind not in "iu":  # (a float is never wrapped)
+        return None
+    limit = np.iinfo(dt.np).max
+    if values.size and (values.min() < -limit or values.max() > limit):
+        return None
+    return values.astype(dt.np)
 
 
 def _has_nan(data: Any) -> bool:

@@ -135,3 +135,31 @@ MIXED = [
 def test_mixed_dtypes_match_torch(code):
     torch = pytest.importorskip("torch")
     assert _outcome(jitgrad, code) == _outcome(torch, code)
+
+DTYPE_ARGUMENTS = [
+    # dtype= and the factories' dtypes, as torch's kernels take them
+    "L.as_tensor(L.tensor([1, 2]), dtype=L.float32)",
+    "L.tensor([-2, 5], dtype=L.uint8)",
+    "L.tensor([-256], dtype=L.uint8)",
+    "L.tensor([-1.5], dtype=L.uint8)",
+    "L.arange(3, dtype=L.bool)",
+    "L.arange(3, dtype=L.complex64)",
+    "L.linspace(0, 1, 3, dtype=L.bool)",
+    "L.logspace(0, 1, 3, dtype=L.bool)",
+    "L.cumsum(L.ones(3), 0, dtype=L.bool)",
+    "L.cumprod(L.ones(3), 0, dtype=L.bool)",
+    "L.quantile(L.ones(3).half(), 0.5)",
+    "L.linalg.vector_norm(L.ones(3), dtype=L.int64)",
+    "L.linalg.vector_norm(L.ones(3), dtype=L.complex64)",
+    "L.linalg.vector_norm(L.ones(3) * 1j, dtype=L.float32)",
+    "L.nanmean(L.ones(3) * 1j, dtype=L.int64)",
+    "L.tensor([1j, 2j]).abs_()",
+    "L.tensor([1, 2]).atan2_(L.tensor([1j, 1j]))",
+    "L.tensor([1, 2]).lt_(L.tensor([1j, 1j]))",
+]
+
+
+@pytest.mark.parametrize("code", DTYPE_ARGUMENTS)
+def test_dtype_arguments_match_torch(code):
+    torch = pytest.importorskip("torch")
+    assert _outcome(jitgrad, code) == _outcome(torch, code)

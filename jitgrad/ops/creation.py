@@ -53,9 +53,12 @@ def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
 def as_tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None):
     """Converts ``data`` to a tensor, sharing memory with a NumPy array or tensor if it can."""
     dev = check_device(device)
-    if isinstance(data, registry.Tensor) and (dtype is None or dtype is data.dtype):
-        # (a default device other than the CPU, ``with device("meta")``, applies as torch's)
-        return data if device is None and dev.type == "cpu" else data.to(dev)
+    if isinstance(data, registry.Tensor):
+        # (a default device other than the CPU, ``with device("meta")``, applies as torch's;
+        # another dtype is data.to(dtype), recorded by autograd as torch's)
+        if dtype is None or dtype is data.dtype:
+            return data if device is None and dev.type == "cpu" else data.to(dev)
+        return data.to(device=data.device if device is None else dev, dtype=dtype)
     arr, dt = _to_array(data, dtype, copy=False)
     return _tensor._new(arr, dt, False, dev)
 
@@ -392,7 +395,8 @@ def arange(start=None, end=None, step=1, *, dtype=None, layout=None, device=None
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
-    if dtype in dtypes.LIMITED_UINTS:  # (torch has no arange kernel for uint16/32/64)
+    if dtype is dtypes.bool or dtype.is_complex or dtype in dtypes.LIMITED_UINTS:
+        # (torch has no arange kernel for bool, complex, uint16/32/64)
         raise NotImplementedError(f'"arange_cpu" not implemented for '
                                   f"'{dtype._scalar_name}'")
     if dev.type == "meta":
@@ -502,6 +506,8 @@ def linspace(start, end, steps: int, *, dtype=None, layout=None, device=None,
     dev = check_device(device)
     _check_steps("linspace", (start, end, steps), "")
     dt = dtype or dtypes.get_default_dtype()
+    if dt is dtypes.bool:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     values = _linspace_values(start, end, int(steps), dt.np)
     return _tensor._new(values, dt, requires_grad, dev)
 
@@ -514,6 +520,8 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=N
     dev = check_device(device)
     _check_steps("logspace", (start, end, steps), "float base = 10.0, ")
     dt = dtype or dtypes.get_default_dtype()
+    if dt is dtypes.bool:
+        raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
     values = np.logspace(float(start), float(end), int(steps), base=float(base))
     if dt.np.kind in "iub":
         values = np.round(values)

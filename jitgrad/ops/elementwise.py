@@ -163,7 +163,16 @@ RELU = _pw("relu", lambda x: np.maximum(x, 0).astype(x.dtype, copy=False),
 ABS = _pw("abs", np.abs, (lambda g, ans, x: g * x.sgn(),), "abs({0})", save=(0,),
           meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
           check_operands=refuse_dtypes(bool="abs_cpu"),
-          public=Public(("abs", "absolute"), method=True, inplace="abs_"))  # |complex| is real
+          public=Public(("abs", "absolute"), method=True))  # |complex| is real
+
+
+def _abs_inplace(input):  # noqa: A002
+    """``abs`` written into ``input``: a complex tensor cannot hold its real result (torch)."""
+    if input.dtype.is_complex:
+        raise RuntimeError("In-place abs is not supported for complex tensors.")
+    return apply(ABS, input)
+
+
 def _sign(x: np.ndarray) -> np.ndarray:
     if x.dtype.kind == "f":  # torch's (0 < x) - (x < 0): NaN's sign is 0, NumPy's is NaN
         return (x > 0).astype(x.dtype) - (x < 0).astype(x.dtype)

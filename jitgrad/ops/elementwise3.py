@@ -16,7 +16,7 @@ from . import registry
 from .dtype_rules import not_implemented_for as _not_for
 from .dtype_rules import refuse_dtypes
 from .creation import invalid_combination
-from .elementwise import _BINARY, _pw, where
+from .elementwise import _BINARY, _abs_inplace, _pw, where
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
 from .surface import public
 
@@ -250,3 +250,6 @@ LOGADDEXP2 = _pw(
     check_operands=refuse_dtypes(complex="logaddexp2_cpu", bool="logaddexp2_cpu",
                                  integer="logaddexp2_cpu"),
     node_name="Logaddexp2Backward0", public=Public("logaddexp2", method=True, args=_BINARY))
+
+
+public(inplace="abs_")(_abs_inplace)  # (elementwise.py cannot import surface: declared here)

@@ -59,18 +59,23 @@ def inplace(self: Any, compute: Callable, *args: Any) -> Any:
     recording = _check(self, args)
     if recording and self._base is not None:
         return _inplace_view(self, compute, args)
-    if recording:
-        snap = registry.make(self._data.copy(), self._dtype, self._grad_fn)
-        snap._requires_grad, snap._output_nr = self._requires_grad, self._output_nr
-        snap._fw_grads = self._fw_grads
-        new = compute(snap, *args)
-    else:
-        prev = state.grad_enabled
-        state.grad_enabled = False
-        try:
-            new = compute(self, *args)
-        finally:
-            state.grad_enabled = prev
+    try:
+        if recording:
+            snap = registry.make(self._data.copy(), self._dtype, self._grad_fn)
+            snap._requires_grad, snap._output_nr = self._requires_grad, self._output_nr
+            snap._fw_grads = self._fw_grads
+            new = compute(snap, *args)
+        else:
+            prev = state.grad_enabled
+            state.grad_enabled = False
+            try:
+                new = compute(self, *args)
+            finally:
+                state.grad_enabled = prev
+    except NotImplementedError:  # (torch checks the cast into self before the kernel's dtypes)
+        if getattr(compute, "inplace_name", None) not in _COMPARISONS:
+            _check_promoted_cast(self, args)
+        raise
     _write(self, new)
     if registry.fw_hook is not None:  # forward-mode AD: self takes the result's tangent
         transfer_tangent = registry.forward_ad.transfer_tangent
@@ -100,6 +105,26 @@ def _rebind_saved_result(new: Any, target: Any) -> None:
     rebind = getattr(new._grad_fn, "_rebind_result", None)
     if rebind is not None:
         rebind(new._vc, target)
+
+
+# (comparisons compute a bool result and cast it: their kernels refuse first)
+_COMPARISONS = frozenset({"lt_", "le_", "gt_", "ge_", "eq_", "ne_", "less_", "less_equal_",
+                          "greater_", "greater_equal_", "not_equal_"})
+
+
+def _check_promoted_cast(self: Any, args: tuple) -> None:
+    """torch's cast error when the operands' promoted dtype cannot be written into ``self``
+    (``int_tensor.atan2_(complex_tensor)``: the cast is refused before the kernel)."""
+    operands = [a for a in args if isinstance(a, registry.Tensor)]
+    if not operands:
+        return
+    try:
+        promoted = dtypes.result_type(self, *operands)
+    except (RuntimeError, TypeError):
+        return
+    if not _castable(promoted, self._dtype):
+        raise RuntimeError(f"result type {promoted._scalar_name} can't be cast to the desired "
+                           f"output type {self._dtype._scalar_name}")
 
 
 def _write(self: Any, new: Any) -> None:

@@ -51,6 +51,13 @@ def _vector_norm_meta(x, ord, dims, keepdim, dtype=None):  # noqa: A002
     if not (d.is_floating_point or d.is_complex):
         raise RuntimeError("linalg.vector_norm: Expected a floating point or complex tensor as "
                            f"input. Got {d._scalar_name}")
+    if dtype is not None and not (dtype.is_floating_point or dtype.is_complex):
+        raise RuntimeError("linalg.vector_norm: dtype should be floating point or complex, but "
+                           f"got {dtype._scalar_name}")
+    if dtype is not None and dtype.is_complex != d.is_complex:
+        kind = "complex" if d.is_complex else "real"
+        raise RuntimeError(f"linalg.vector_norm: dtype should be {kind} for {kind} inputs, but "
+                           f"got {dtype._scalar_name}")
     if dtype is not None and dtypes.promote_types(d, dtype) is not dtype:
         raise RuntimeError("linalg.vector_norm: the dtype of the input "
                            f"({d._scalar_name}) should be "

@@ -283,7 +283,7 @@ _INTERPOLATIONS = ("linear", "lower", "higher", "midpoint", "nearest")
 def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # noqa: A002
     from .creation import tensor
 
-    if not input.dtype.is_floating_point:
+    if input.dtype not in (dtypes.float32, dtypes.float64):
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "

@@ -144,7 +144,10 @@ def install_tensor(tensor_type: type, inplace: Callable) -> None:
 
 def _inplace_method(inplace: Callable, name: str, compute: Callable) -> Callable:
     def fn(self, *args, **kwargs):
-        return inplace(self, lambda s, *a: compute(s, *a, **kwargs), *args)
+        def run(s, *a):
+            return compute(s, *a, **kwargs)
+        run.inplace_name = name  # (read by inplace's error ordering)
+        return inplace(self, run, *args)
     fn.__name__ = fn.__qualname__ = name
     fn.__doc__ = f"In-place version of :meth:`{name[:-1]}`."
     return fn

@@ -85,6 +85,8 @@ def range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, 
     if n < 0:
         raise RuntimeError("upper bound and larger bound inconsistent with step sign")
     dt = dtype or dtypes.get_default_dtype()
+    if dt is dtypes.bool:
+        raise NotImplementedError("\"range_cpu\" not implemented for 'Bool'")
     values = fn("arange")(n, dtype=dtypes.float64) * step + start
     values = values.to(dt)
     if device is not None:

@@ -319,12 +319,12 @@ def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
 @public("nanmean", method=True)
 def nanmean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The mean over ``dim`` of the non-NaN elements (``nansum`` over their count)."""
-    _NANSUM_CHECK((input,))
     if not (input.dtype.is_floating_point or input.dtype.is_complex):
         raise RuntimeError("nanmean(): expected input to have floating point or complex dtype "
                            f"but got {input.dtype._scalar_name}")
-    if dtype is not None:
+    if dtype is not None:  # (before the complex refusal, as torch)
         _mean_dtype(input.dtype, dtype, "nanmean")
+    _NANSUM_CHECK((input,))
     count = input.isnan().logical_not().sum(dim, keepdim=keepdim)
     return nansum(input, dim, keepdim, dtype=dtype) / count
 
