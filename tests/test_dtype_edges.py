@@ -148,6 +148,8 @@ DTYPE_ARGUMENTS = [
     "L.logspace(0, 1, 3, dtype=L.bool)",
     "L.cumsum(L.ones(3), 0, dtype=L.bool)",
     "L.cumprod(L.ones(3), 0, dtype=L.bool)",
+    "L.cumsum(L.ones(()), 0, dtype=L.bool)",
+    "L.cumsum(L.ones(0), 0, dtype=L.bool)",
     "L.quantile(L.ones(3).half(), 0.5)",
     "L.linalg.vector_norm(L.ones(3), dtype=L.int64)",
     "L.linalg.vector_norm(L.ones(3), dtype=L.complex64)",

@@ -143,7 +143,7 @@ CUMPROD = defop("cumprod", _scan_impl(np.cumprod), kind=OPAQUE, meta=_scan_meta,
 @axis_alias
 def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
     """Cumulative sum along ``dim``."""
-    if dtype is dtypes.bool:
+    if dtype is dtypes.bool and input.ndim and input.numel():  # (0-d, empty: no kernel)
         raise NotImplementedError("\"cumsum_out_cpu\" not implemented for 'Bool'")
     return apply(CUMSUM, input, dim=wrap_dim(dim, input.ndim), dtype=dtype)
 
@@ -152,6 +152,6 @@ def cumsum(input, dim: int, *, dtype=None):  # noqa: A002
 @axis_alias
 def cumprod(input, dim: int, *, dtype=None):  # noqa: A002
     """Cumulative product along ``dim`` (gradients exact where the input has zeros)."""
-    if dtype is dtypes.bool:
+    if dtype is dtypes.bool and input.ndim and input.numel():  # (0-d, empty: no kernel)
         raise NotImplementedError("\"cumprod_out_cpu\" not implemented for 'Bool'")
     return apply(CUMPROD, input, dim=wrap_dim(dim, input.ndim), dtype=dtype)
