@@ -71,12 +71,6 @@ def _outcome(lib, code: str):
     return str(result.dtype).split(".")[-1], result.tolist()
 
 
-@pytest.mark.parametrize("code", CASES)
-def test_matches_torch(code):
-    torch = pytest.importorskip("torch")
-    assert _outcome(jitgrad, code) == _outcome(torch, code)
-
-
 def test_without_torch():
     assert _outcome(jitgrad, CASES[0]) == ("int32", 3)
     assert _outcome(jitgrad, "L.tensor([True, False]).clamp(True, True)") == (
@@ -130,12 +124,6 @@ MIXED = [
     "L.ldexp(L.tensor([1.5], dtype=L.float64), L.tensor([3], dtype=L.int8))",
 ]
 
-
-@pytest.mark.parametrize("code", MIXED)
-def test_mixed_dtypes_match_torch(code):
-    torch = pytest.importorskip("torch")
-    assert _outcome(jitgrad, code) == _outcome(torch, code)
-
 DTYPE_ARGUMENTS = [
     # dtype= and the factories' dtypes, as torch's kernels take them
     "L.as_tensor(L.tensor([1, 2]), dtype=L.float32)",
@@ -161,7 +149,7 @@ DTYPE_ARGUMENTS = [
 ]
 
 
-@pytest.mark.parametrize("code", DTYPE_ARGUMENTS)
-def test_dtype_arguments_match_torch(code):
+@pytest.mark.parametrize("code", CASES + MIXED + DTYPE_ARGUMENTS)
+def test_matches_torch(code):
     torch = pytest.importorskip("torch")
     assert _outcome(jitgrad, code) == _outcome(torch, code)

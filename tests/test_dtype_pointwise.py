@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import jitgrad
+from torch_compare import raises_as_torch
 
 torch = pytest.importorskip("torch")
 
@@ -127,25 +128,18 @@ def test_dtypes_as_torch(name, dtype):
                                rtol=3e-2 if loose else 1e-5, atol=3e-2 if loose else 1e-6)
 
 
-def _raises_as_torch(fn_t, fn_j):
-    with pytest.raises(Exception) as t_err:  # noqa: PT011
-        fn_t()
-    with pytest.raises(t_err.type) as j_err:
-        fn_j()
-    assert str(j_err.value) == str(t_err.value)
-
 
 def test_refusals_under_jit():
     z = [[1 + 1j, 2.0], [3.0, 4j]]
-    _raises_as_torch(lambda: torch.relu(torch.tensor(z)) * 2,
+    raises_as_torch(lambda: torch.relu(torch.tensor(z)) * 2,
                      lambda: jitgrad.jit(lambda x: x.relu() * 2)(jitgrad.tensor(z)))
-    _raises_as_torch(lambda: torch.tensor(z) < 1,
+    raises_as_torch(lambda: torch.tensor(z) < 1,
                      lambda: jitgrad.jit(lambda x: (x < 1) & (x.abs() > 0))(jitgrad.tensor(z)))
     b = [[True, False]]
-    _raises_as_torch(lambda: -torch.tensor(b),
+    raises_as_torch(lambda: -torch.tensor(b),
                      lambda: jitgrad.jit(lambda x: -x)(jitgrad.tensor(b)))
     i = [[1, 2], [3, 4]]
-    _raises_as_torch(lambda: torch.hypot(torch.tensor(i), torch.tensor(i)),
+    raises_as_torch(lambda: torch.hypot(torch.tensor(i), torch.tensor(i)),
                      lambda: jitgrad.jit(lambda x: jitgrad.hypot(x, x) + 1)(jitgrad.tensor(i)))
     # what they accept still computes there
     x = np.arange(8.0).reshape(2, 4) / 3 - 1
@@ -201,8 +195,8 @@ def test_integer_powers_with_negative_exponents():
         _same(lambda L, base=base: base ** L.tensor(e))
         _same(lambda L, base=base: L.pow(base, L.tensor(e, dtype=L.int8)))
         _same(lambda L, base=base: L.pow(L.full((7,), base), L.tensor(e)))
-    _raises_as_torch(lambda: torch.tensor([2]) ** -1, lambda: jitgrad.tensor([2]) ** -1)
-    _raises_as_torch(lambda: True ** torch.tensor([True]),
+    raises_as_torch(lambda: torch.tensor([2]) ** -1, lambda: jitgrad.tensor([2]) ** -1)
+    raises_as_torch(lambda: True ** torch.tensor([True]),
                      lambda: True ** jitgrad.tensor([True]))
     np.testing.assert_array_equal(
         jitgrad.jit(lambda a: 2 ** a)(jitgrad.tensor(e)).numpy(), (2 ** torch.tensor(e)).numpy())
@@ -210,7 +204,7 @@ def test_integer_powers_with_negative_exponents():
 
 def test_invert_refuses_floating_and_complex():
     for v in ([1.0], [1j]):
-        _raises_as_torch(lambda v=v: ~torch.tensor(v), lambda v=v: ~jitgrad.tensor(v))
+        raises_as_torch(lambda v=v: ~torch.tensor(v), lambda v=v: ~jitgrad.tensor(v))
     _same(lambda L: ~L.tensor([1, -2, 0]))
     _same(lambda L: ~L.tensor([True, False]))
 

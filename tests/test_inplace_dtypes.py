@@ -6,16 +6,14 @@ its kernel refuses a dtype (``int_tensor.atan2_(complex_tensor)`` is a cast erro
 from __future__ import annotations
 
 import itertools
-import re
 import warnings
 
 import numpy as np
 import pytest
 
 import jitgrad
+from torch_compare import jitgrad_type_names, same_outcome
 
-# torch's tensor type names in its texts read as jitgrad's (torch.LongTensor)
-_TYPE_NAME = re.compile(r"torch\.(\w+Tensor)\b")
 
 BINARY = ["a.add_(b)", "a.sub_(b)", "a.mul_(b)", "a.div_(b)", "a.div_(b, rounding_mode='floor')",
           "a.pow_(b)", "a.remainder_(b)", "a.fmod_(b)", "a.floor_divide_(b)", "a.atan2_(b)",
@@ -38,19 +36,9 @@ def _outcome(lib, expr: str, da: str, db: str):
             warnings.simplefilter("ignore")
             r = eval(expr, {"a": a, "b": b})  # noqa: S307 - the cases above
     except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
-        return type(e).__name__, _TYPE_NAME.sub(r"jitgrad.\1", " ".join(str(e).split()))
+        return type(e).__name__, jitgrad_type_names(" ".join(str(e).split()))
     return str(r.dtype).split(".")[-1], np.asarray(r.tolist())
 
-
-def _same(t, j) -> bool:
-    if isinstance(t[1], str) or isinstance(j[1], str):
-        return t == j
-    x, y = t[1], j[1]
-    if t[0] != j[0] or x.shape != y.shape:
-        return False
-    if x.dtype.kind in "fc":
-        return bool(np.allclose(x, y, rtol=2e-3, equal_nan=True))
-    return bool(np.array_equal(x, y))
 
 
 @pytest.mark.parametrize("expr", BINARY + UNARY)
@@ -59,7 +47,8 @@ def test_inplace_matches_torch(expr):
     pairs = itertools.product(DTYPES, DTYPES) if expr in BINARY else \
         [(d, "int64") for d in DTYPES]
     bad = [f"{da}, {db}: torch {t}, jitgrad {j}" for da, db in pairs
-           if not _same(t := _outcome(torch, expr, da, db), j := _outcome(jitgrad, expr, da, db))]
+           if not same_outcome(t := _outcome(torch, expr, da, db),
+                               j := _outcome(jitgrad, expr, da, db), rtol=2e-3)]
     assert bad == []
 
 

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import jitgrad
+from torch_compare import same_outcome
 
 OPERATORS = ["a + b", "a - b", "a * b", "a / b", "a // b", "a % b", "a ** b", "a & b", "a | b",
              "a ^ b", "a << b", "a >> b", "a == b", "a < b", "b + a", "b - a", "b / a", "b // a",
@@ -51,23 +52,6 @@ def _outcome(lib, expr: str, dtype: str, number: str):
     return str(r.dtype).split(".")[-1], np.asarray(r.tolist())
 
 
-def _same(t, j) -> bool:
-    if isinstance(t[1], str) or isinstance(j[1], str):
-        return t == j
-    x, y = t[1], j[1]
-    if t[0] != j[0] or x.shape != y.shape:
-        return False
-    if x.dtype.kind in "fc":  # (equal values, NaNs and the sign of zeros)
-        if not np.allclose(x, y, rtol=1e-6, atol=0, equal_nan=True):
-            return False
-        for part in (np.real, np.imag) if x.dtype.kind == "c" else (np.real,):
-            px, py = part(x), part(y)
-            zeros = (px == 0) & (py == 0)
-            if np.any(np.signbit(px[zeros]) != np.signbit(py[zeros])):
-                return False
-        return True
-    return bool(np.array_equal(x, y))
-
 
 @pytest.mark.parametrize("expr", OPERATORS)
 def test_operators_with_numbers_match_torch(expr):
@@ -76,7 +60,8 @@ def test_operators_with_numbers_match_torch(expr):
     for dtype, number in itertools.product(DTYPES, NUMBERS if "b" in expr else ["0"]):
         t = _outcome(torch, expr, dtype, number)
         j = _outcome(jitgrad, expr, dtype, number)
-        if not _same(t, j) and _known(expr, dtype, number) is None:
+        if not same_outcome(t, j, rtol=1e-6, atol=0, signed_zeros=True) and \
+                _known(expr, dtype, number) is None:
             bad.append(f"{dtype} b={number}: torch {t}, jitgrad {j}")
     assert bad == []
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import inspect
 import math
-import re
 import warnings
 
 import numpy as np
@@ -21,9 +20,8 @@ from opdb import OP_DB, resolve
 from test_dtype_support import _convert, _smallest
 
 import jitgrad
+from torch_compare import jitgrad_type_names
 
-# torch's tensor type names in its texts read as jitgrad's (torch.LongTensor)
-_TYPE_NAME = re.compile(r"torch\.(\w+Tensor)\b")
 
 OUT_DTYPES = ("float32", "float64", "int64", "complex64", "bool", "float16")
 
@@ -85,7 +83,7 @@ def _difference(t, j) -> str | None:
             return f"torch {t[1:]}; jitgrad {j[1:]}"
         # torch's argument parser lists its overloads ("invalid combination of arguments");
         # jitgrad's Python functions say "got an unexpected keyword argument 'out'"
-        if t[1] == "TypeError" or _TYPE_NAME.sub(r"jitgrad.\1", t[2]) == j[2]:
+        if t[1] == "TypeError" or jitgrad_type_names(t[2]) == j[2]:
             return None
         return f"torch {t[2]!r}; jitgrad {j[2]!r}"
     for (td, tv), (jd, jv) in zip(t[1], j[1]):

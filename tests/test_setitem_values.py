@@ -6,16 +6,14 @@ as jitgrad's), or the same dtype and values."""
 from __future__ import annotations
 
 import itertools
-import re
 import warnings
 
 import numpy as np
 import pytest
 
 import jitgrad
+from torch_compare import jitgrad_type_names
 
-# torch's tensor type names in its texts read as jitgrad's (torch.LongTensor)
-_TYPE_NAME = re.compile(r"torch\.(\w+Tensor)\b")
 
 DTYPES = ["int64", "int32", "uint8", "bool", "float16", "float32", "float64", "complex64"]
 VALUES = ["2.7", "-3", "True", "1j", "float('nan')", "float('inf')", "300", "-1", "10**20",
@@ -33,7 +31,7 @@ def _outcome(lib, dtype: str, key: str, value: str):
             v = eval(value, {"L": lib, "np": np})  # noqa: S307 - the cases above
             x[eval(key, {"L": lib})] = v  # noqa: S307
     except Exception as e:  # noqa: BLE001  (the class and text are what is compared)
-        return type(e).__name__, _TYPE_NAME.sub(r"jitgrad.\1", " ".join(str(e).split()))
+        return type(e).__name__, jitgrad_type_names(" ".join(str(e).split()))
     return str(x.dtype).split(".")[-1], str(x.tolist())
 
 
