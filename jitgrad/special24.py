@@ -140,6 +140,16 @@ def _check_out_cast(input: Any, other: Any, out: Any) -> None:
                            f"the desired output type {to._scalar_name}")
 
 
+def _incomplete_gamma(op: OpDef, fname: str, input: Any, other: Any, out: Any) -> Any:  # noqa: A002
+    input, other = _operand(input), _operand(other)
+    _g.need_tensor(fname, "input", 1, input)
+    _g.need_tensor(fname, "other", 2, other)
+    if out is not None:
+        _check_out_cast(input, other, out)
+    result = apply(op, input, other)
+    return result if out is None else write_out(fname, out, result)
+
+
 def gammainc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     """The regularized lower incomplete gamma function ``P(input, other)`` (``torch.igamma``).
 
@@ -151,13 +161,7 @@ def gammainc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     Returns:
         ``1 / Gamma(a) * int_0^x t^(a-1) e^-t dt``; differentiable in ``other`` only.
     """
-    input, other = _operand(input), _operand(other)
-    _g.need_tensor("special_gammainc", "input", 1, input)
-    _g.need_tensor("special_gammainc", "other", 2, other)
-    if out is not None:
-        _check_out_cast(input, other, out)
-    result = apply(_g.IGAMMA, input, other)
-    return result if out is None else write_out("special_gammainc", out, result)
+    return _incomplete_gamma(_g.IGAMMA, "special_gammainc", input, other, out)
 
 
 def gammaincc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
@@ -172,13 +176,7 @@ def gammaincc(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     Returns:
         ``1 / Gamma(a) * int_x^inf t^(a-1) e^-t dt``; differentiable in ``other`` only.
     """
-    input, other = _operand(input), _operand(other)
-    _g.need_tensor("special_gammaincc", "input", 1, input)
-    _g.need_tensor("special_gammaincc", "other", 2, other)
-    if out is not None:
-        _check_out_cast(input, other, out)
-    result = apply(_g.IGAMMAC, input, other)
-    return result if out is None else write_out("special_gammaincc", out, result)
+    return _incomplete_gamma(_g.IGAMMAC, "special_gammaincc", input, other, out)
 
 
 zeta = _binary("zeta", _g.ZETA, "other",

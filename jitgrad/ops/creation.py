@@ -416,8 +416,7 @@ def fitted_scalar(value: Any, dt: dtypes.dtype) -> Any:
     range (unsigned ones take integers down to ``-max``, wrapped as two's complement: -1 is
     255 in uint8),
     float32 finite values up to its largest."""
-    if type(value) is int and not -9223372036854775808 <= value < 18446744073709551616:
-        raise registry._int_overflow(value)
+    registry.check_scalar_int(value)
     name = _CPP_SCALAR.get(dt.name)
     if name is None or isinstance(value, (bool, np.bool_)) or not isinstance(
             value, (int, float, np.integer, np.floating)):

@@ -379,10 +379,15 @@ def _refused(op: OpDef, dt: dtypes.dtype) -> bool:
     return False
 
 
-def _int_overflow(value: int) -> OverflowError:
-    """torch's error for a Python int no int64 or uint64 holds (its Scalar's conversion)."""
-    return OverflowError("int too big to convert" if value > 0 else
-                         "can't convert negative int to unsigned")
+# the Python ints torch's Scalar takes: int64's and uint64's values
+_SCALAR_INT_MIN, _SCALAR_INT_END = -(1 << 63), 1 << 64
+
+
+def check_scalar_int(value: Any) -> None:
+    """torch's OverflowError for a Python int that no int64 or uint64 holds."""
+    if type(value) is int and not _SCALAR_INT_MIN <= value < _SCALAR_INT_END:
+        raise OverflowError("int too big to convert" if value > 0 else
+                            "can't convert negative int to unsigned")
 
 
 def _apply(op: OpDef, args: tuple, params: dict):
@@ -390,8 +395,8 @@ def _apply(op: OpDef, args: tuple, params: dict):
     for a in args:
         kind = type(a)
         if kind is int:
-            if not -9223372036854775808 <= a < 18446744073709551616:
-                raise _int_overflow(a)
+            if not _SCALAR_INT_MIN <= a < _SCALAR_INT_END:
+                check_scalar_int(a)
         elif kind is not Tensor and not torch_function_live and kind not in _PLAIN_OPERANDS \
                 and not isinstance(a, Tensor) and hasattr(kind, "__torch_function__"):
             out = torch_function_first_sight(op, args, params)
@@ -399,8 +404,7 @@ def _apply(op: OpDef, args: tuple, params: dict):
                 return out
             break
     for v in params.values():
-        if type(v) is int and not -9223372036854775808 <= v < 18446744073709551616:
-            raise _int_overflow(v)
+        check_scalar_int(v)
     st = state
     if st.autocast and op.autocast is not None:  # (before the dtype checks: autocast's dtypes)
         args = autocast_arguments(op.autocast, st.autocast, Tensor, args)

@@ -138,8 +138,7 @@ def _shift_operands(input: Any, other: Any, kind: str) -> tuple:  # noqa: A002
     from .creation import tensor
 
     for t in (input, other):
-        if type(t) is int and not -9223372036854775808 <= t < 18446744073709551616:
-            raise registry._int_overflow(t)
+        registry.check_scalar_int(t)
     dt = dtypes.result_type(input, other)
     if dt.is_floating_point or dt.is_complex or dt is dtypes.bool:
         raise NotImplementedError(f"\"{kind}_cpu\" not implemented for "
