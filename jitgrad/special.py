@@ -18,6 +18,7 @@ from . import ops as _ops
 from ._type_info import can_cast
 from .ops.creation import invalid_combination
 from .ops.out_arg import write_out
+from .ops.out_dtype import check_out_dtypes
 from .ops.dtype_rules import refuse_dtypes
 from .ops.elementwise3 import XLOGY_SIGNATURES
 from .ops.registry import apply
@@ -58,9 +59,8 @@ def round(input: Any, decimals: int = 0, *, out: Any = None) -> Any:  # noqa: A0
     """``torch.round`` for floating and complex input; unlike it, torch.special.round refuses
     integers (its kernel is the vectorised one; with ``decimals``, round's own "round_cpu").
     ``out`` must have the input's dtype (torch: "Found dtype Double but expected Float")."""
-    if out is not None and getattr(out, "dtype", None) is not None and out.dtype != input.dtype:
-        raise RuntimeError(f"Found dtype {out.dtype._scalar_name} but expected "
-                           f"{input.dtype._scalar_name}")
+    if out is not None:  # (out's dtype first, as torch; round's rule: the input's dtype)
+        check_out_dtypes("round", [out], [input], single=True)
     if decimals == 0:
         _ROUND_CHECK((input,))
     result = _ops.round(input, decimals=decimals)
