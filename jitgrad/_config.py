@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import os
 
-from .errors import TRAMPOLINE_FILE
+from .errors import user_stacklevel
 
 PARALLEL_MIN_DEFAULT = 20_000_000
 CACHE_SIZE_LIMIT_DEFAULT = 8
@@ -116,25 +116,14 @@ WARN_ALWAYS = [False]
 WARNED: set = set()  # the keys of the once-per-process warnings given so far
 
 
-def warn_once(key: str, text: str, stacklevel: int = 3) -> None:
-    """Gives ``text`` as a UserWarning the first time ``key`` is seen in the process (torch's
-    ``TORCH_WARN_ONCE``), or every time under ``set_warn_always(True)``."""
+def warn_once(key: str, text: str) -> None:
+    """Gives ``text`` as a UserWarning, at the user's line, the first time ``key`` is seen in
+    the process (torch's ``TORCH_WARN_ONCE``), or every time under ``set_warn_always(True)``."""
     if key not in WARNED or WARN_ALWAYS[0]:
         WARNED.add(key)
-        import sys
         import warnings
 
-        # (the __torch_function__ protocol's wrappers, once it is live, are not the user's line)
-        level, frame = stacklevel + 1, sys._getframe(stacklevel)
-        while frame is not None and frame.f_code.co_filename in _PROTOCOL_FILES:
-            level, frame = level + 1, frame.f_back
-        warnings.warn(text, UserWarning, stacklevel=level)
-
-
-_PROTOCOL_FILES = frozenset((
-    TRAMPOLINE_FILE,
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "overrides.py"),
-    os.path.join(os.path.dirname(os.path.abspath(__file__)), "_torch_function.py")))
+        warnings.warn(text, UserWarning, stacklevel=user_stacklevel(2))
 
 
 def scalar_of_grad(warn: bool) -> None:

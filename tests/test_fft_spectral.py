@@ -3,6 +3,8 @@ the window (torch's, and gradcheck in float64/complex128), round trips, torch's 
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -66,6 +68,7 @@ STFT_CASES = [
     dict(n_fft=16, pad_mode="constant", onesided=False),
     dict(n_fft=8, pad_mode="replicate", window="hamming_window"),
     dict(n_fft=8, pad_mode="circular", hop_length=3),
+    dict(n_fft=16, hop_length=4, win_length=9),  # no window: ones over win_length, centred
 ]
 
 
@@ -152,6 +155,33 @@ def test_stft_method_and_return_complex_false():
     np.testing.assert_allclose(parts[..., 0].numpy(), z.real.numpy())
     np.testing.assert_allclose(parts[..., 1].numpy(), z.imag.numpy())
     np.testing.assert_allclose(z.istft(8).numpy(), x.numpy(), atol=1e-12)
+
+
+def _warned(lib, call):
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        lib.set_warn_always(True)  # (torch's TORCH_WARN_ONCE, every time)
+        try:
+            call()
+        finally:
+            lib.set_warn_always(False)
+    return [(w.category, str(w.message).split(" (Triggered internally")[0], w.filename)
+            for w in seen]
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib, x: lib.stft(x, 16, return_complex=True),
+    lambda lib, x: lib.stft(x, 16, win_length=8, window=lib.hann_window(8), return_complex=True),
+    lambda lib, x: lib.istft(lib.stft(x, 16, window=lib.ones(16), return_complex=True), 16),
+    lambda lib, x: lib.istft(lib.stft(x, 16, window=lib.ones(16), return_complex=True), 16,
+                             window=lib.ones(16), length=120),
+], ids=["stft-no-window", "stft-window", "istft-no-window", "istft-longer"])
+def test_stft_istft_warn_as_torch_at_the_callers_line(call):
+    x = np.random.default_rng(2).standard_normal(100).astype(np.float32)
+    ours = _warned(jitgrad, lambda: call(jitgrad, jitgrad.tensor(x)))
+    theirs = _warned(torch, lambda: call(torch, torch.tensor(x)))
+    assert [w[:2] for w in ours] == [w[:2] for w in theirs], (ours, theirs)
+    assert all(filename == __file__ for _, _, filename in ours)
 
 
 @pytest.mark.parametrize("call", [

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import jitgrad as jg
-from jitgrad.ops import linalg_legacy
+from jitgrad import _config
 
 torch = pytest.importorskip("torch")
 
@@ -46,7 +46,7 @@ def test_values_and_gradients_match_torch(name):
 
 
 def test_each_warns_once_with_torchs_text(monkeypatch):
-    monkeypatch.setattr(linalg_legacy, "_warned", set())
+    monkeypatch.setattr(_config, "WARNED", set())
     a = jg.tensor(_spd())
     with pytest.warns(UserWarning, match="torch.cholesky is deprecated in favor of "
                       "torch.linalg.cholesky"):

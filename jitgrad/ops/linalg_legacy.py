@@ -3,10 +3,9 @@ warning once per process, as torch does: ``cholesky``, ``qr``, ``lu``, ``lu_solv
 
 from __future__ import annotations
 
-import warnings
 from collections import namedtuple
 
-from .. import _config
+from .._config import warn_once
 from .linalg2 import cholesky as _cholesky
 from .linalg_decomp import qr as _qr
 from .linalg_more import lu_factor_ex
@@ -14,19 +13,12 @@ from .linalg_more import lu_solve as _lu_solve
 from .surface import public
 
 QRResult = namedtuple("qr", ["Q", "R"])
-_warned: set = set()
-
-
-def _warn_once(name: str, text: str) -> None:
-    if name not in _warned or _config.WARN_ALWAYS[0]:
-        _warned.add(name)
-        warnings.warn(text, UserWarning, stacklevel=3)
 
 
 @public("cholesky", method=True)
 def cholesky(input, upper: bool = False):  # noqa: A002
     """(deprecated) ``linalg.cholesky(input)``, or its conjugate transpose with ``upper``."""
-    _warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and "
+    warn_once("cholesky", "torch.cholesky is deprecated in favor of torch.linalg.cholesky and "
                "will be removed in a future PyTorch release.\nL = torch.cholesky(A)\nshould be "
                "replaced with\nL = torch.linalg.cholesky(A)\nand\nU = torch.cholesky(A, "
                "upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis "
@@ -39,7 +31,7 @@ def cholesky(input, upper: bool = False):  # noqa: A002
 @public("qr", method=True)
 def qr(input, some: bool = True):  # noqa: A002
     """(deprecated) ``(Q, R)`` of ``linalg.qr(input, "reduced" if some else "complete")``."""
-    _warn_once("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in "
+    warn_once("qr", "torch.qr is deprecated in favor of torch.linalg.qr and will be removed in "
                "a future PyTorch release.\nThe boolean parameter 'some' has been replaced with "
                "a string parameter 'mode'.\nQ, R = torch.qr(A, some)\nshould be replaced with\n"
                "Q, R = torch.linalg.qr(A, 'reduced' if some else 'complete')")
@@ -51,7 +43,7 @@ def qr(input, some: bool = True):  # noqa: A002
 def lu(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
     """(deprecated) ``(LU, pivots)`` (and ``infos`` with ``get_infos``) of
     ``linalg.lu_factor_ex``."""
-    _warn_once("lu", "torch.lu is deprecated in favor of torch.linalg.lu_factor / "
+    warn_once("lu", "torch.lu is deprecated in favor of torch.linalg.lu_factor / "
                "torch.linalg.lu_factor_ex and will be removed in a future PyTorch release.\n"
                "LU, pivots = torch.lu(A, compute_pivots)\nshould be replaced with\nLU, pivots = "
                "torch.linalg.lu_factor(A, compute_pivots)\nand\nLU, pivots, info = torch.lu(A, "
@@ -64,7 +56,7 @@ def lu(A, pivot: bool = True, get_infos: bool = False):  # noqa: N803
 @public("lu_solve", method=True)
 def lu_solve(input, LU_data, LU_pivots):  # noqa: A002,N803
     """(deprecated) ``linalg.lu_solve(LU_data, LU_pivots, input)``."""
-    _warn_once("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand "
+    warn_once("lu_solve", "torch.lu_solve is deprecated in favor of torch.linalg.lu_solveand "
                "will be removed in a future PyTorch release.\nNote that torch.linalg.lu_solve "
                "has its arguments reversed.\nX = torch.lu_solve(B, LU, pivots)\nshould be "
                "replaced with\nX = torch.linalg.lu_solve(LU, pivots, B)")

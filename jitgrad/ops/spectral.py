@@ -20,7 +20,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import _config, dtypes
 from .autocast_policy import FP32, autocast_policy
 from .fft_ops import FFT_C2C, FFT_C2R, FFT_R2C, NORM_BY_N, NORM_BY_ROOT_N, NORM_NONE
 from .registry import apply, state
@@ -206,7 +206,13 @@ def stft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
     if not x.dtype.is_floating_point and not x.dtype.is_complex:
         x = x.to(dtypes.get_default_dtype())
     frames = unfold(x, 1, n_fft, hop)  # (batch, frames, n_fft)
-    if window is not None:
+    if window is None:
+        _config.warn_once("stft-window", "A window was not provided. A rectangular window will "
+                          "be applied,which is known to cause spectral leakage. Other windows "
+                          "such as torch.hann_window or torch.hamming_window are recommended to "
+                          "reduce spectral leakage.To suppress this warning and use a rectangular "
+                          "window, explicitly set `window=torch.ones(n_fft, device=<device>)`.")
+    if window is not None or win < n_fft:  # (no window: ones over win_length, centred)
         frames = frames * _centred_window(window, win, n_fft, frames)
     one = onesided if onesided is not None else not complex_input
     norm = NORM_BY_ROOT_N if normalized else NORM_NONE
@@ -237,7 +243,6 @@ def istft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
           normalized: bool = False, onesided: bool | None = None, length: int | None = None,
           return_complex: bool = False):
     """The inverse of ``stft`` (least-squares overlap-add of the inverse-transformed frames)."""
-    from .creation import ones
     from .torch_extras2 import UNFOLD_BACKWARD
 
     if not input.dtype.is_complex:
@@ -273,8 +278,12 @@ def istft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
         raise RuntimeError(prefix + ": expected a 1D window tensor of size equal to "
                                     f"win_length={win}, but got window with size "
                                     f"{list(window.shape)}")
-    w = _centred_window(window, win, n_fft, x) if window is not None else \
-        ones(n_fft, dtype=x.dtype.to_real(), device=x.device)
+    if window is None:
+        _config.warn_once("istft-window", "A window was not provided. A rectangular window will "
+                          "be applied.Please provide the same window used by stft to make the "
+                          "inversion lossless.To suppress this warning and use a rectangular "
+                          "window, explicitly set `window=torch.ones(n_fft, device=<device>)`.")
+    w = _centred_window(window, win, n_fft, x)
     frames = x.transpose(1, 2)  # (batch, frames, freq)
     norm = NORM_BY_ROOT_N if normalized else NORM_BY_N
     if return_complex:
@@ -303,5 +312,8 @@ def istft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
     if end > total:
         from .nn_ops2 import CONSTANT_PAD_ND
 
+        _config.warn_once("istft-length", "The length of signal is shorter than the length "
+                          "parameter. Result is being padded with zeros in the tail. Please check "
+                          "your center and hop_length settings.")
         y = apply(CONSTANT_PAD_ND, y, pad=(0, end - total), value=0.0)
     return y
