@@ -45,3 +45,55 @@ def test_maml_fixed_weights_match_torch():
         assert len(mine) == len(tensors)
         for a, b in zip(mine, tensors):
             _close(a, b, rtol=1e-4, atol=1e-5)
+
+
+# ----------------------------------------------------------- a ViT on digits (F.unfold/fold)
+
+
+def test_vit_digits_trains_with_warm_restarts():
+    g = _run("vit_digits")
+    losses, lrs = g["losses"], g["lrs"]
+    iters = g["iters"]
+    assert len(losses) == 6 * iters and np.isfinite(losses).all()
+    assert np.mean(losses[-iters:]) < np.mean(losses[:iters]) - 0.5
+    assert g["accuracies"][-1] > 0.7 and g["accuracies"][-1] > g["accuracies"][0]
+    # warm restarts at epochs 2 and 6 (T_0=2, T_mult=2): the rate falls to eta_min, jumps back
+    assert lrs[2 * iters - 1] < 2e-4 and lrs[2 * iters] > 2.5e-3 and lrs[-1] < 2e-4
+    # biases, norms, the class token and position embedding are in the no-decay group
+    groups = g["optimizer"].param_groups
+    assert [grp["weight_decay"] for grp in groups] == [0.05, 0.0]
+    assert {id(p) for p in groups[1]["params"]} >= {id(g["model"].cls_token),
+                                                    id(g["model"].pos_embed)}
+    assert all(p.ndim == 2 for p in groups[0]["params"])
+    r = g["fixed_results"]
+    # unfold's patches are fold's inverse here (non-overlapping 2x2 patches)
+    torch = g["torch"]
+    F = torch.nn.functional
+    x = g["X"][:16]
+    assert torch.equal(F.fold(r["patches"], (8, 8), 2, stride=2), x)
+    assert tuple(r["patches"].shape) == (16, 4, 16)
+    # the key projection's bias cannot change a softmax over keys: its gradient is rounding
+    dim = 32
+    for i in range(2):
+        key_bias = r["grads"][f"encoder.layers.{i}.self_attn.in_proj_bias"][dim:2 * dim]
+        assert key_bias.abs().max().item() < 1e-7
+
+
+def test_vit_digits_fixed_weights_match_torch():
+    g, t = _run("vit_digits"), _run_torch("vit_digits")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    assert ours.pop("state_keys") == theirs.pop("state_keys")
+    assert ours.pop("warm_lrs") == pytest.approx(theirs.pop("warm_lrs"), rel=1e-12)
+    for key in ("loss", "recon_loss"):
+        assert ours.pop(key) == pytest.approx(theirs.pop(key), rel=1e-5)
+    for key in ("patches", "logits_eval", "logits", "recon"):
+        _close(ours.pop(key), theirs.pop(key), rtol=1e-4, atol=1e-6)
+    grads, steps = ours.pop("grads"), ours.pop("after_step")
+    t_grads, t_steps = theirs.pop("grads"), theirs.pop("after_step")
+    assert ours == theirs == {} and list(grads) == list(t_grads) == list(steps)
+    for name in t_grads:
+        _close(grads[name], t_grads[name], rtol=1e-4, atol=1e-7)
+        # AdamW's first step is lr * g / (|g| + eps): where a gradient is rounding noise (the
+        # key biases', exactly 0 in exact arithmetic) its sign, and the step, is noise too
+        signal = np.abs(t_grads[name].numpy()) > 1e-7
+        _close(steps[name].numpy()[signal], t_steps[name].numpy()[signal], rtol=1e-5, atol=1e-6)
