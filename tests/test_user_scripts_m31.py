@@ -97,3 +97,50 @@ def test_vit_digits_fixed_weights_match_torch():
         # key biases', exactly 0 in exact arithmetic) its sign, and the step, is noise too
         signal = np.abs(t_grads[name].numpy()) > 1e-7
         _close(steps[name].numpy()[signal], t_steps[name].numpy()[signal], rtol=1e-5, atol=1e-6)
+
+
+# ------------------------------------------------- CTC on tones: stft features, packed GRU, SWA
+
+
+def test_ctc_tones_trains_decodes_and_averages():
+    g = _run("ctc_tones")
+    torch = g["torch"]
+    losses, per_epoch = g["losses"], len(g["train_loader"])
+    assert len(losses) == 6 * per_epoch and np.isfinite(losses).all()
+    assert np.mean(losses[-per_epoch:]) < 0.2 * np.mean(losses[:per_epoch])
+    assert g["error_rates"][-1] < min(0.5, g["error_rates"][0])
+    assert g["swa_error_rate"] < 0.6
+    swa = g["swa_model"]
+    assert swa.n_averaged.item() == 2  # epochs 4 and 5
+    # update_bn reset and recomputed the averaged model's BatchNorm statistics
+    bn = swa.module.conv[1]
+    assert bn.num_batches_tracked.item() == per_epoch and bn.momentum == 0.1  # (restored)
+    r = g["fixed_results"]
+    # CTC's reductions: "mean" divides each loss by its target length, then averages
+    none, lengths = r["ctc_none"], g["target_lengths"].to(torch.float32)
+    _close(r["ctc_mean"], (none / lengths).mean(), rtol=1e-6)
+    _close(r["ctc_sum"], none.sum(), rtol=1e-6)
+    assert all(set(w) <= {1, 2, 3, 4} for w in r["decoded"])
+    # the features of the padding frames are zero, and each utterance's valid ones normalized
+    feats = r["features"]
+    for i, n in enumerate(r["lengths"]):
+        if n < feats.shape[1]:
+            assert feats[i, n:].abs().max().item() == 0
+        _close(feats[i, :n].mean(), 0.0, atol=1e-5)
+        _close(feats[i, :n].std(unbiased=False), 1.0, rtol=1e-3)
+
+
+def test_ctc_tones_fixed_weights_and_schedule_match_torch():
+    g, t = _run("ctc_tones"), _run_torch("ctc_tones")
+    assert g["lrs"] == pytest.approx(t["lrs"], rel=1e-6)  # warm-up, decay, then SWALR's anneal
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    for key in ("wave_lengths", "lengths", "decoded", "n_averaged"):
+        assert ours.pop(key) == theirs.pop(key), key
+    for key in ("grads", "averaged"):
+        mine, other = ours.pop(key), theirs.pop(key)
+        assert list(mine) == list(other)
+        for name in other:
+            _close(mine[name], other[name], rtol=1e-4, atol=1e-5)
+    _close(ours.pop("wave_grad"), theirs.pop("wave_grad"), rtol=1e-4, atol=1e-4)
+    for key in theirs:
+        _close(ours[key], theirs[key], rtol=1e-5, atol=1e-5)
