@@ -1,4 +1,4 @@
-"""``affine_grid`` (2-d) and ``grid_sample`` (2-d and 3-d), composed of jitgrad ops:
+"""``affine_grid`` (2-d and 3-d) and ``grid_sample`` (2-d and 3-d), composed of jitgrad ops:
 differentiable w.r.t. the input, the grid and ``theta`` (the Spatial Transformer tutorial
 trains through both)."""
 
@@ -8,7 +8,8 @@ import warnings
 from typing import Any
 
 from ..ops.autocast_policy import FP32, autocast_policy
-from ..ops.creation import linspace, ones
+from .. import dtypes
+from ..ops.creation import linspace, ones, zeros, zeros_like
 from ..ops.movement import stack
 from ..tensor import Tensor
 
@@ -21,34 +22,55 @@ _ALIGN_WARNING = (
 
 
 def _base(n: int, align_corners: bool, like: Tensor) -> Tensor:
+    """torch's linspace_from_neg_one: ``n`` steps over [-1, 1] (shrunk by ``(n - 1) / n``
+    without ``align_corners``), the single step 0."""
+    if n <= 1:
+        return zeros(n, dtype=like.dtype, device=like.device)
     steps = linspace(-1.0, 1.0, n, dtype=like.dtype, device=like.device)
-    return steps if align_corners or n == 1 else steps * ((n - 1) / n)
+    return steps if align_corners else steps * ((n - 1) / n)
 
 
 def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> Tensor:
-    """The sampling grid ``(N, H, W, 2)`` of the affine maps ``theta`` ``(N, 2, 3)`` for an
-    output of ``size`` ``(N, C, H, W)`` (x then y, in [-1, 1] coordinates)."""
+    """The sampling grid of the affine maps ``theta`` for an output of ``size``: ``(N, H, W,
+    2)`` (x, y) for ``(N, 2, 3)`` maps and a 4-d size ``(N, C, H, W)``, ``(N, D, H, W, 3)``
+    (x, y, z) for ``(N, 3, 4)`` maps and a 5-d size, in [-1, 1] coordinates."""
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
     if not (theta.is_floating_point() or theta.is_complex()):
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
     size = list(size)
-    if len(size) != 4:
-        raise NotImplementedError(
-            "affine_grid only supports 4D sizes, for 2D affine transformations (jitgrad). Got "
-            f"size {size}.")
-    if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
-        raise ValueError("Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                         f"{size}. Got {theta.shape}.")
-    if min(size) <= 0:
+    if len(size) == 4:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
+            raise ValueError("Expected a batch of 2D affine matrices of shape Nx2x3 for size "
+                             f"{size}. Got {theta.shape}.")
+    elif len(size) == 5:
+        if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
+            raise ValueError("Expected a batch of 3D affine matrices of shape Nx3x4 for size "
+                             f"{size}. Got {theta.shape}.")
+    else:
+        raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D "
+                                  f"affine transforms, respectively. Got size {size}.")
+    spatial = size[2:]
+    if align_corners and min(spatial) == 1:
+        warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
+                      "grids when align_corners=True. This is not an intended use case of "
+                      "affine_grid. See the documentation of affine_grid for details.",
+                      UserWarning, stacklevel=2)
+    elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
-    n, _, h, w = size
-    xs = _base(w, align_corners, theta).reshape(1, w).expand(h, w)
-    ys = _base(h, align_corners, theta).reshape(h, 1).expand(h, w)
-    base = stack([xs, ys, ones(h, w, dtype=theta.dtype, device=theta.device)], -1)
-    grid = base.reshape(1, h * w, 3) @ theta.transpose(1, 2)
-    return grid.reshape(theta.shape[0], h, w, 2)
+    k = len(spatial)
+    axes = []  # x varies along the last spatial dim, y along the one before, z the first
+    for i, n in enumerate(reversed(spatial)):
+        shape = [1] * k
+        shape[k - 1 - i] = n
+        axes.append(_base(n, align_corners, theta).reshape(shape).expand(*spatial))
+    base = stack(axes + [ones(*spatial, dtype=theta.dtype, device=theta.device)], -1)
+    m = 1
+    for n in spatial:
+        m *= n
+    grid = base.reshape(1, m, k + 1) @ theta.transpose(1, 2)
+    return grid.reshape(theta.shape[0], *spatial, k)
 
 
 def _unnormalize(coord: Tensor, n: int, align_corners: bool) -> Tensor:
@@ -73,8 +95,9 @@ def _reflect(coord: Tensor, lo: float, hi: float) -> Tensor:
 def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A002
                 padding_mode: str = "zeros", align_corners: bool | None = None) -> Tensor:
     """Samples ``input`` ``(N, C, H, W)`` at the ``grid`` ``(N, Ho, Wo, 2)`` locations (x, y in
-    [-1, 1]): ``mode`` ``"bilinear"`` or ``"nearest"``; ``padding_mode`` ``"zeros"``,
-    ``"border"`` or ``"reflection"`` for locations outside the input."""
+    [-1, 1]), or ``(N, C, D, H, W)`` input at ``(N, Do, Ho, Wo, 3)`` ones (x, y, z): ``mode``
+    ``"bilinear"`` (trilinear in 3-d), ``"nearest"`` or ``"bicubic"`` (2-d); ``padding_mode``
+    ``"zeros"``, ``"border"`` or ``"reflection"`` for locations outside the input."""
     if mode not in ("bilinear", "nearest", "bicubic"):
         raise ValueError(f"nn.functional.grid_sample(): expected mode to be 'bilinear', "
                          f"'nearest' or 'bicubic', but got: '{mode}'")
@@ -83,51 +106,106 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
                          f"'border', or 'reflection', but got: '{padding_mode}'")
     if mode == "bicubic" and input.dim() == 5:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
-    if mode == "bicubic":
-        raise NotImplementedError("grid_sample: mode='bicubic' is not implemented in jitgrad "
-                                  "(bilinear and nearest are)")
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
         align_corners = False
-    if input.dim() == 5 and grid.dim() == 5:
-        return _grid_sample_3d(input, grid, mode, padding_mode, align_corners)
-    if input.dim() != 4 or grid.dim() != 4 or grid.shape[-1] != 2:
+    k = input.dim() - 2
+    if input.dim() not in (4, 5) or grid.dim() != input.dim():
         raise NotImplementedError("grid_sample: jitgrad supports 4-D input with a (N, H, W, 2) "
-                                  f"grid, got input {list(input.shape)}, grid "
-                                  f"{list(grid.shape)}")
+                                  "grid and 5-D input with a (N, D, H, W, 3) grid, got input "
+                                  f"{list(input.shape)}, grid {list(grid.shape)}")
+    if grid.shape[-1] != k:
+        raise RuntimeError(f"grid_sampler(): expected grid to have size {k} in last dimension, "
+                           f"but got grid with sizes {list(grid.shape)}")
     if input.shape[0] != grid.shape[0]:
         raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but "
                            f"got input with sizes {list(input.shape)} and grid with sizes "
                            f"{list(grid.shape)}")
-    n, c, h, w = input.shape
-    ho, wo = grid.shape[1], grid.shape[2]
-    ix = _unnormalize(grid[..., 0], w, align_corners)
-    iy = _unnormalize(grid[..., 1], h, align_corners)
-    if padding_mode == "border":
-        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
-    elif padding_mode == "reflection":
-        if align_corners:
-            ix, iy = _reflect(ix, 0, w - 1), _reflect(iy, 0, h - 1)
-        else:
-            ix, iy = _reflect(ix, -0.5, w - 0.5), _reflect(iy, -0.5, h - 0.5)
-        ix, iy = ix.clamp(0, w - 1), iy.clamp(0, h - 1)
-    flat = input.reshape(n, c, h * w)
+    sizes = tuple(reversed(input.shape[2:]))  # (w, h[, d]), the order of the grid's coordinates
+    coords = [_unnormalize(grid[..., i], n, align_corners) for i, n in enumerate(sizes)]
+    sampler = _Taps(input, grid, sizes)
+    if mode == "bicubic":  # (padding applies to each tap's coordinates, not to the location)
+        x0, y0 = coords[0].floor(), coords[1].floor()
+        wx, wy = _cubic_weights(coords[0] - x0), _cubic_weights(coords[1] - y0)
+        xs = [_padded(x0 + (i - 1), sizes[0], padding_mode, align_corners) for i in range(4)]
+        ys = [_padded(y0 + (j - 1), sizes[1], padding_mode, align_corners) for j in range(4)]
+        return sampler.total(((xs[i], ys[j]), wx[i] * wy[j]) for j in range(4) for i in range(4))
+    coords = [_padded(c, n, padding_mode, align_corners) for c, n in zip(coords, sizes)]
+    if mode == "nearest":  # (the grid's gradient: zero, as torch's backward gives it)
+        return sampler.total([([c.round() for c in coords], _zero_grad_one(grid))])
+    lows = [c.floor() for c in coords]
+    fracs = [c - lo for c, lo in zip(coords, lows)]
+    corners = []
+    for corner in range(2 ** k):
+        ups = [(corner >> i) & 1 for i in range(k)]
+        weight = None
+        for f, up in zip(fracs, ups):
+            factor = f if up else 1 - f
+            weight = factor if weight is None else weight * factor
+        corners.append(([lo + up for lo, up in zip(lows, ups)], weight))
+    return sampler.total(corners)
 
-    def tap(x: Tensor, y: Tensor) -> Tensor:
-        """input at integer (x, y) per grid point, 0 outside: (N, C, Ho, Wo)."""
-        valid = (x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1)
-        idx = (y.clamp(0, h - 1) * w + x.clamp(0, w - 1)).long().reshape(n, 1, ho * wo)
-        vals = flat.gather(2, idx.expand(n, c, ho * wo)).reshape(n, c, ho, wo)
-        return vals * valid.unsqueeze(1).to(input.dtype)
 
-    if mode == "nearest":
-        return tap(ix.round(), iy.round())
-    x0, y0 = ix.floor(), iy.floor()
-    wx1, wy1 = ix - x0, iy - y0
-    wx0, wy0 = 1 - wx1, 1 - wy1
-    return (tap(x0, y0) * (wx0 * wy0).unsqueeze(1) + tap(x0 + 1, y0) * (wx1 * wy0).unsqueeze(1)
-            + tap(x0, y0 + 1) * (wx0 * wy1).unsqueeze(1)
-            + tap(x0 + 1, y0 + 1) * (wx1 * wy1).unsqueeze(1))
+class _Taps:
+    """Sums of ``input`` read at integer tap coordinates, one per grid location, times
+    weights; a tap outside the input adds 0 (whatever its weight: a NaN or infinite location
+    reads nothing, as torch's kernels skip such taps)."""
+
+    def __init__(self, input: Tensor, grid: Tensor, sizes: tuple[int, ...]) -> None:  # noqa: A002
+        n, c = input.shape[:2]
+        self.n, self.c, self.sizes = n, c, sizes
+        self.out = tuple(grid.shape[1:-1])
+        self.m = 1
+        for v in self.out:
+            self.m *= v
+        self.flat = input.reshape(n, c, -1)
+
+    def tap(self, coords: list[Tensor], weight: Tensor) -> Tensor:
+        valid, idx = _in_bounds(coords, self.sizes)
+        index = idx.reshape(self.n, 1, self.m).expand(self.n, self.c, self.m)
+        vals = self.flat.gather(2, index).reshape((self.n, self.c) + self.out)
+        return vals * weight.where(valid, 0.0).unsqueeze(1)
+
+    def total(self, taps) -> Tensor:
+        out = None
+        for coords, weight in taps:
+            term = self.tap(coords, weight)
+            out = term if out is None else out + term
+        return out
+
+
+def _in_bounds(coords: list[Tensor], sizes: tuple[int, ...]) -> tuple[Tensor, Tensor]:
+    """Whether integer tap coordinates (x, y[, z]) lie in an input of ``sizes`` (w, h[, d]),
+    and their flat index there (0 where they do not: NaN and infinite ones too)."""
+    valid = None
+    for c, size in zip(coords, sizes):
+        inside = (c >= 0) & (c <= size - 1)
+        valid = inside if valid is None else valid & inside
+    idx, stride = None, 1
+    for c, size in zip(coords, sizes):
+        term = c.where(valid, 0.0) * stride
+        idx, stride = (term if idx is None else idx + term), stride * size
+    return valid, idx.long()
+
+
+def _zero_grad_one(grid: Tensor) -> Tensor:
+    """Ones over the grid's locations whose gradient to the grid is zero."""
+    picked = grid[..., 0]
+    return picked.where(zeros_like(picked, dtype=dtypes.bool), 1.0)
+
+
+def _cubic_weights(t: Tensor) -> list[Tensor]:
+    """The four cubic-convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 from
+    ``floor``, for the fraction ``t``."""
+    a = -0.75
+
+    def near(x: Tensor) -> Tensor:
+        return ((a + 2) * x - (a + 3)) * x * x + 1
+
+    def far(x: Tensor) -> Tensor:
+        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
 def _padded(coord: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:
@@ -139,43 +217,3 @@ def _padded(coord: Tensor, n: int, padding_mode: str, align_corners: bool) -> Te
         coord = _reflect(coord, 0, n - 1) if align_corners else _reflect(coord, -0.5, n - 0.5)
         return coord.clamp(0, n - 1)
     return coord
-
-
-def _grid_sample_3d(input: Tensor, grid: Tensor, mode: str, padding_mode: str,  # noqa: A002
-                    align_corners: bool) -> Tensor:
-    """``grid_sample`` of ``(N, C, D, H, W)`` input at ``(N, Do, Ho, Wo, 3)`` locations (x, y,
-    z): trilinear (``"bilinear"``) over the 8 neighbours, or nearest."""
-    if grid.shape[-1] != 3:
-        raise RuntimeError("grid_sampler(): expected grid to have size 3 in last dimension, "
-                           f"but got grid with sizes {list(grid.shape)}")
-    if input.shape[0] != grid.shape[0]:
-        raise RuntimeError("grid_sampler(): expected grid and input to have same batch size, but "
-                           f"got input with sizes {list(input.shape)} and grid with sizes "
-                           f"{list(grid.shape)}")
-    n, c, d, h, w = input.shape
-    out = tuple(grid.shape[1:4])
-    m = out[0] * out[1] * out[2]
-    ix, iy, iz = (_padded(_unnormalize(grid[..., k], size, align_corners), size, padding_mode,
-                          align_corners) for k, size in enumerate((w, h, d)))
-    flat = input.reshape(n, c, d * h * w)
-
-    def tap(x: Tensor, y: Tensor, z: Tensor) -> Tensor:
-        """input at integer (x, y, z) per grid point, 0 outside: (N, C, Do, Ho, Wo)."""
-        valid = ((x >= 0) & (x <= w - 1) & (y >= 0) & (y <= h - 1) & (z >= 0) & (z <= d - 1))
-        idx = ((z.clamp(0, d - 1) * h + y.clamp(0, h - 1)) * w + x.clamp(0, w - 1)).long()
-        vals = flat.gather(2, idx.reshape(n, 1, m).expand(n, c, m)).reshape((n, c) + out)
-        return vals * valid.unsqueeze(1).to(input.dtype)
-
-    if mode == "nearest":
-        return tap(ix.round(), iy.round(), iz.round())
-    x0, y0, z0 = ix.floor(), iy.floor(), iz.floor()
-    fx, fy, fz = ix - x0, iy - y0, iz - z0
-    total = None
-    for dz in (0, 1):
-        for dy in (0, 1):
-            for dx in (0, 1):
-                weight = ((fx if dx else 1 - fx) * (fy if dy else 1 - fy)
-                          * (fz if dz else 1 - fz))
-                term = tap(x0 + dx, y0 + dy, z0 + dz) * weight.unsqueeze(1)
-                total = term if total is None else total + term
-    return total

@@ -41,7 +41,8 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     return out
 
 
-_MODES = {"nearest": 0, "nearest-exact": 0, "linear": 3, "bilinear": 4, "trilinear": 5}
+_MODES = {"nearest": 0, "nearest-exact": 0, "area": 0, "linear": 3, "bilinear": 4, "bicubic": 4,
+          "lanczos": 4, "trilinear": 5}
 
 
 def _sizes(x: Tensor, size: Any, scale_factor: Any, spatial: int,
@@ -72,13 +73,17 @@ def _along(x: Tensor, dim: int, index: np.ndarray) -> Tensor:
     return x.index_select(dim, tensor(index.astype(np.int64), device=x.device))
 
 
-def _check_interpolate_dtype(input: Tensor, linear: bool) -> None:  # noqa: A002
+def _check_interpolate_dtype(input: Tensor, mode: str, antialias: bool) -> None:  # noqa: A002
     """torch's refusal of a non-floating interpolation: uint8 only in the nearest modes and in
-    2-d bilinear, by the names of its kernels."""
-    dt = input.dtype
+    2-d bilinear and bicubic, by the names of its kernels."""
+    dt, linear = input.dtype, mode not in ("nearest", "nearest-exact")
     if dt.name == "uint8" and (not linear or input.ndim == 4):
         return
-    if input.ndim == 4:
+    if antialias:  # (and not for half or bfloat16 either)
+        kernel = "compute_index_ranges_weights"
+    elif mode == "bicubic":
+        kernel = "compute_indices_weights_cubic"
+    elif input.ndim == 4:
         kernel = f"upsample_{'bilinear' if linear else 'nearest'}2d_channels_last"
     else:
         kernel = f"compute_indices_weights_{'linear' if linear else 'nearest'}"
@@ -91,28 +96,34 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
                 recompute_scale_factor: bool | None = None, antialias: bool = False) -> Tensor:
     """Resizes ``(N, C, *spatial)`` input to ``size`` (or by ``scale_factor``) with torch's
     sampling: ``nearest``, ``nearest-exact``, ``linear`` (3-D), ``bilinear`` (4-D),
-    ``trilinear`` (5-D), with ``align_corners`` for the linear modes."""
+    ``bicubic`` (4-D), ``trilinear`` (5-D), with ``align_corners`` for the interpolating modes;
+    ``area`` (the adaptive average pool); ``antialias`` for bilinear and bicubic (4-D), which
+    ``lanczos`` (4-D, Lanczos-3) requires."""
     if mode not in _MODES:
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
             "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
-            f"nearest-exact (got {mode})" if mode not in ("bicubic", "area", "lanczos") else
-            f"interpolate(mode={mode!r}) is not implemented in jitgrad: use 'nearest', "
-            "'nearest-exact' or a linear mode")
-    linear = _MODES[mode] != 0
+            f"nearest-exact (got {mode})")
+    linear = mode not in ("nearest", "nearest-exact", "area")
     if align_corners is not None and not linear:
         raise ValueError("align_corners option can only be set with the interpolating modes: "
                          "linear | bilinear | bicubic | trilinear")
-    if antialias:
-        raise NotImplementedError("interpolate(antialias=True) is not implemented in jitgrad")
-    if linear and input.ndim != _MODES[mode]:
+    if antialias and not (mode in ("bilinear", "bicubic", "lanczos") and input.ndim == 4):
+        raise ValueError("Anti-alias option is restricted to bilinear, bicubic, and lanczos "
+                         "modes and requires a 4-D tensor as input")
+    if mode in ("linear", "bilinear", "trilinear") and input.ndim != _MODES[mode] \
+            and input.ndim in (3, 4, 5):
         raise NotImplementedError(f"Got {input.ndim}D input, but {mode} mode needs "
                                   f"{_MODES[mode]}D input")
-    if input.ndim not in (3, 4, 5):
+    if input.ndim not in (3, 4, 5) or mode in ("bicubic", "lanczos") and input.ndim != 4:
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "
             "the modes: nearest | linear | bilinear | bicubic | trilinear | lanczos | area | "
             f"nearest-exact (got {mode})")
+    if mode == "lanczos" and align_corners:
+        raise ValueError("Lanczos mode does not support align_corners=True")
+    if mode == "lanczos" and not antialias:
+        raise ValueError("Lanczos mode requires antialias=True")
     spatial = input.ndim - 2
     out_sizes, scales = _sizes(input, size, scale_factor, spatial, recompute_scale_factor)
     if any(v <= 0 for v in out_sizes + list(input.shape[2:])):
@@ -120,8 +131,17 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         sizes = lambda vals: ", ".join(f"{a}: {v}" for a, v in zip(names, vals))  # noqa: E731
         raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
                            f"({sizes(input.shape[2:])}) and output ({sizes(out_sizes)})")
-    if not input.dtype.is_floating_point:
-        _check_interpolate_dtype(input, linear)
+    if mode == "area":  # (torch's area mode is the adaptive average pool to the size)
+        from . import functional as F
+
+        pool = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[spatial - 1]
+        return pool(input, out_sizes)
+    if not input.dtype.is_floating_point or antialias and input.dtype.itemsize == 2:
+        _check_interpolate_dtype(input, mode, antialias)
+    if mode in ("bicubic", "lanczos") or antialias:
+        from ._functional_resample import resample
+
+        return resample(input, out_sizes, scales, mode, bool(align_corners), antialias)
     if linear and out_sizes == list(input.shape[2:]):
         return input.clone()  # torch's linear kernels copy when no size changes, whatever scale
     x = input if input.dtype.is_floating_point or not linear else input.to(dtypes.float32)
