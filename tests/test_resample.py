@@ -136,6 +136,31 @@ def test_interpolate_refusals_match_torch(call):
     assert str(j_err.value) == str(t_err.value)
 
 
+@pytest.mark.parametrize("shape,kw", [
+    ((1, 1, 4, 4), dict(size=0)), ((1, 1, 4), dict(size=0, mode="linear")),
+    ((1, 1, 2, 3, 4), dict(size=0)), ((1, 1, 4, 4), dict(scale_factor=0.1, mode="bicubic")),
+    ((1, 1, 0, 4), dict(size=2)), ((1, 1, 4, 4), dict(scale_factor=[2, 3, 4])),
+    ((1, 1, 4, 4), dict(scale_factor=(2,))), ((1, 1, 4, 4), dict(size=(3,))),
+    ((1, 1, 4, 4), dict(size=3, recompute_scale_factor=True)), ((1, 1, 4, 4), dict(size=(3, 2.0))),
+    ((1, 1, 4, 4), dict()), ((1, 1, 4, 4), dict(size=3, scale_factor=2)),
+], ids=str)
+def test_interpolate_size_and_scale_refusals_match_torch(shape, kw):
+    with pytest.raises(Exception) as t_err:
+        TF.interpolate(torch.ones(shape), **kw)
+    with pytest.raises(type(t_err.value)) as j_err:
+        JF.interpolate(jitgrad.ones(*shape), **kw)
+    assert str(j_err.value) == str(t_err.value)
+
+
+def test_area_mode_takes_an_empty_size_and_a_scale_as_torch():
+    assert tuple(JF.interpolate(jitgrad.ones(1, 1, 4, 4), size=0, mode="area").shape) == \
+        tuple(TF.interpolate(torch.ones(1, 1, 4, 4), size=0, mode="area").shape) == (1, 1, 0, 0)
+    x = RNG.standard_normal((1, 2, 6, 5))
+    np.testing.assert_allclose(
+        JF.interpolate(jitgrad.tensor(x), scale_factor=0.5, mode="area").numpy(),
+        TF.interpolate(torch.tensor(x), scale_factor=0.5, mode="area").numpy(), rtol=1e-12)
+
+
 def test_half_and_bfloat16_bicubic_and_area_keep_their_dtype():
     for dt in ("float16", "bfloat16"):
         for mode in ("bicubic", "area"):

@@ -47,26 +47,45 @@ _MODES = {"nearest": 0, "nearest-exact": 0, "area": 0, "linear": 3, "bilinear": 
 
 def _sizes(x: Tensor, size: Any, scale_factor: Any, spatial: int,
            recompute_scale_factor: bool | None) -> tuple[list[int], list[float]]:
-    if size is None and scale_factor is None:
-        raise ValueError("either size or scale_factor should be defined")
+    """The output sizes and the scales (input over output per dim) torch's kernels use."""
     if size is not None and scale_factor is not None:
         raise ValueError("only one of size or scale_factor should be defined")
     shape = list(x.shape[2:])
     if size is not None:
-        out = [int(size)] * spatial if isinstance(size, (int, float)) else [int(v) for v in size]
-        if len(out) != spatial:
-            raise ValueError(f"Input and output must have the same number of spatial "
-                             f"dimensions, but got input with spatial dimensions of {shape} and "
-                             f"output size of {list(size)}. Please provide input tensor in "
-                             "(N, C, d1, d2, ...,dK) format and output size in (o1, o2, "
-                             "...,oK) format.")
-        return out, [i / o for i, o in zip(shape, out)]
-    factors = [float(scale_factor)] * spatial if isinstance(scale_factor, (int, float)) else \
-        [float(v) for v in scale_factor]
+        if isinstance(size, (list, tuple)):
+            if len(size) != spatial:
+                raise ValueError(
+                    f"Input and output must have the same number of spatial dimensions, but got "
+                    f"input with spatial dimensions of {shape} and output size of {size}. Please "
+                    "provide input tensor in (N, C, d1, d2, ...,dK) format and output size in "
+                    "(o1, o2, ...,oK) format.")
+            if not all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                       for v in size):
+                raise TypeError("expected size to be one of int or Tuple[int] or Tuple[int, "
+                                "int] or Tuple[int, int, int], but got size with types "
+                                f"{[type(v) for v in size]}")
+            out = [int(v) for v in size]
+        else:
+            out = [int(size)] * spatial
+        if recompute_scale_factor:
+            raise ValueError("recompute_scale_factor is not meaningful with an explicit size.")
+        return out, [i / o if o else 0.0 for i, o in zip(shape, out)]
+    if scale_factor is None:
+        raise ValueError("either size or scale_factor should be defined")
+    if isinstance(scale_factor, (list, tuple)):
+        if len(scale_factor) != spatial:
+            raise ValueError(
+                f"Input and scale_factor must have the same number of spatial dimensions, but got "
+                f"input with spatial dimensions of {shape} and scale_factor of shape "
+                f"{scale_factor}. Please provide input tensor in (N, C, d1, d2, ...,dK) format "
+                "and scale_factor in (s1, s2, ...,sK) format.")
+        factors = [float(v) for v in scale_factor]
+    else:
+        factors = [float(scale_factor)] * spatial
     out = [int(math.floor(i * f)) for i, f in zip(shape, factors)]
     if recompute_scale_factor:
-        return out, [i / o for i, o in zip(shape, out)]
-    return out, [1.0 / f for f in factors]
+        return out, [i / o if o else 0.0 for i, o in zip(shape, out)]
+    return out, [1.0 / f if f else 0.0 for f in factors]
 
 
 def _along(x: Tensor, dim: int, index: np.ndarray) -> Tensor:
@@ -126,16 +145,17 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         raise ValueError("Lanczos mode requires antialias=True")
     spatial = input.ndim - 2
     out_sizes, scales = _sizes(input, size, scale_factor, spatial, recompute_scale_factor)
-    if any(v <= 0 for v in out_sizes + list(input.shape[2:])):
-        names = ("D", "H", "W")[-spatial:]
-        sizes = lambda vals: ", ".join(f"{a}: {v}" for a, v in zip(names, vals))  # noqa: E731
-        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
-                           f"({sizes(input.shape[2:])}) and output ({sizes(out_sizes)})")
     if mode == "area":  # (torch's area mode is the adaptive average pool to the size)
         from . import functional as F
 
         pool = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[spatial - 1]
         return pool(input, out_sizes)
+    if any(v <= 0 for v in out_sizes + list(input.shape[2:])):
+        names = ("D", "H", "W")[-spatial:]
+        sizes = lambda vals: ", ".join(f"{a}: {v}" for a, v in zip(names, vals))  # noqa: E731
+        joint = " and" if spatial == 1 else ""  # (torch's 1-d kernel says "and", the others not)
+        raise RuntimeError(f"Input and output sizes should be greater than 0, but got input "
+                           f"({sizes(input.shape[2:])}){joint} output ({sizes(out_sizes)})")
     if not input.dtype.is_floating_point or antialias and input.dtype.itemsize == 2:
         _check_interpolate_dtype(input, mode, antialias)
     if mode in ("bicubic", "lanczos") or antialias:
