@@ -20,7 +20,10 @@ PADS = [((3, 4), (1, 2), "constant", 1.5), ((3, 4), (-1, 2, 2, -2), "constant", 
         ((2, 3, 4), (3, 1), "replicate", None), ((1, 2, 3, 4), (1, 1, 2, 0), "replicate", None),
         ((2, 3, 4), (2, 1), "circular", None), ((2, 2, 3, 4), (1, 1, 2, 3, 0, 1), "circular",
                                                 None),
-        ((3, 4), (1, 3), "reflect", None)]
+        ((3, 4), (1, 3), "reflect", None),
+        # negative pads crop first; circular then wraps within what is left
+        ((2, 3, 6), (1, -2), "circular", None), ((2, 5, 6), (-1, 2, 0, -2), "circular", None),
+        ((2, 3, 6), (-2, 3), "reflect", None), ((2, 5, 6), (2, -1, -1, 1), "replicate", None)]
 
 
 @DTYPES

@@ -428,8 +428,10 @@ def pad_positions(mode, n, lo, hi):
         pos = np.where(pos >= n, 2 * (n - 1) - pos, pos)
     elif mode == "replicate":
         pos = np.clip(pos, 0, n - 1)
-    else:
-        pos = pos % n
+    else:  # (torch crops the negative pads first and wraps within what is left)
+        start = max(-lo, 0)
+        kept = n - start - max(-hi, 0)
+        pos = start + np.arange(-max(lo, 0), kept + max(hi, 0)) % kept
     return pos.astype(np.int64)
 
 
