@@ -146,9 +146,11 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
     spatial = input.ndim - 2
     out_sizes, scales = _sizes(input, size, scale_factor, spatial, recompute_scale_factor)
     if mode == "area":  # (torch's area mode is the adaptive average pool to the size)
-        from . import functional as F
+        from ._functional_extra2 import adaptive_avg_pool1d
+        from ._functional_pool import adaptive_avg_pool3d
+        from .functional_conv import adaptive_avg_pool2d
 
-        pool = (F.adaptive_avg_pool1d, F.adaptive_avg_pool2d, F.adaptive_avg_pool3d)[spatial - 1]
+        pool = (adaptive_avg_pool1d, adaptive_avg_pool2d, adaptive_avg_pool3d)[spatial - 1]
         return pool(input, out_sizes)
     if any(v <= 0 for v in out_sizes + list(input.shape[2:])):
         names = ("D", "H", "W")[-spatial:]

@@ -346,6 +346,46 @@ def householder_product(A, tau):  # noqa: N803
     return q[..., :, :n]
 
 
+GeqrfResult = return_type("geqrf", ["a", "tau"])
+
+
+def _geqrf_meta(a):
+    if a.ndim < 2:
+        raise RuntimeError("torch.geqrf: input must have at least 2 dimensions.")
+    if not (a.dtype.is_floating_point or a.dtype.is_complex) or a.dtype.itemsize < 4:
+        raise NotImplementedError(f'"geqrf_cpu" not implemented for \'{a.dtype._scalar_name}\'')
+    batch, (m, n) = tuple(a.shape[:-2]), tuple(a.shape[-2:])
+    return (tuple(a.shape), batch + (min(m, n),)), (a.dtype, a.dtype)
+
+
+def _geqrf_impl(a):
+    h, tau = np.linalg.qr(a, mode="raw")  # (LAPACK's geqrf, its matrix transposed)
+    return np.ascontiguousarray(np.swapaxes(h, -1, -2)).astype(a.dtype, copy=False), \
+        tau.astype(a.dtype, copy=False)
+
+
+def _geqrf_no_derivative(*args, **params):
+    raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
+
+
+GEQRF = defop("geqrf", _geqrf_impl, kind=OPAQUE, meta=_geqrf_meta, n_outputs=2,
+              node_name="GeqrfBackward0", vjp=_geqrf_no_derivative, jvp=_geqrf_no_derivative)
+
+
+@public("geqrf", method=True)
+def geqrf(input):  # noqa: A002
+    """LAPACK's geqrf: ``(a, tau)``, R on and above ``a``'s diagonal, the Householder vectors
+    of Q below it with their scales ``tau`` (``torch.linalg.householder_product(a, tau)`` is
+    Q). Not differentiable, as torch's."""
+    return GeqrfResult(*apply(GEQRF, input))
+
+
+@public("orgqr", method=True)
+def orgqr(input, tau):  # noqa: A002
+    """``torch.orgqr``: ``linalg.householder_product(input, tau)``."""
+    return householder_product(input, tau)
+
+
 # ---------------------------------------------------------------- top-level legacy names
 
 

@@ -1,4 +1,6 @@
-"""``torch.nn.utils.parametrizations``: ``weight_norm`` (``parametrizations.weight.original0``
+"""``torch.nn.utils.parametrizations``: ``orthogonal`` (a matrix exponential, Cayley map or
+Householder product of the free parameters, times the orthogonal ``base`` buffer taken at
+assignment), ``weight_norm`` (``parametrizations.weight.original0``
 holds ``g``, ``original1`` holds ``v``) and ``spectral_norm`` (buffers ``0._u`` and ``0._v``,
 one power-iteration step per access in training), recomputed on every access of
 ``module.weight``."""
@@ -13,7 +15,7 @@ from ..module import Module
 from .parametrize import register_parametrization
 from .weight_norm import _weight_norm, norm_except_dim
 
-__all__ = ["weight_norm", "spectral_norm"]
+__all__ = ["orthogonal", "weight_norm", "spectral_norm"]
 
 
 class _WeightNorm(Module):
@@ -119,4 +121,148 @@ def spectral_norm(module: Any, name: str = "weight", n_power_iterations: int = 1
 
         dim = 1 if isinstance(module, _ConvTransposeNd) else 0
     register_parametrization(module, name, _SpectralNorm(weight, n_power_iterations, dim, eps))
+    return module
+
+
+# ---------------------------------------------------------------- orthogonal
+
+_ORTHOGONAL_MAPS = ("matrix_exp", "cayley", "householder")
+
+
+def _orthonormalized(a: Tensor) -> Tensor:
+    """The Q of ``a = QR`` (``a`` tall) with R's diagonal made non-negative."""
+    from ...ops.linalg_more2 import geqrf, householder_product
+
+    reflectors, tau = geqrf(a)
+    q = householder_product(reflectors, tau)
+    return q * reflectors.diagonal(dim1=-2, dim2=-1).sgn().unsqueeze(-2)
+
+
+def _has_orthonormal_columns(q: Tensor) -> bool:
+    from ..._type_info import finfo
+    from ...ops.creation import eye
+    from ...ops.functions import allclose
+
+    n, k = q.shape[-2], q.shape[-1]
+    identity = eye(k, dtype=q.dtype, device=q.device)
+    return bool(allclose(q.mH @ q, identity, atol=10.0 * n * finfo(q.dtype).eps))
+
+
+class _Orthogonal(Module):
+    """Maps an unconstrained matrix (or batch) to one with orthonormal columns (rows, when
+    wide): the tall view's lower triangle, made skew-symmetric, through ``matrix_exp`` or the
+    Cayley map, or its columns below the diagonal as Householder reflectors."""
+
+    def __init__(self, weight: Tensor, orthogonal_map: str, *,
+                 use_trivialization: bool = True) -> None:
+        super().__init__()
+        if weight.is_complex() and orthogonal_map == "householder":
+            raise ValueError("The householder parametrization does not support complex "
+                             "tensors.")
+        self.shape = weight.shape
+        self.orthogonal_map = orthogonal_map
+        if use_trivialization:
+            self.register_buffer("base", None)
+
+    def forward(self, x: Tensor) -> Tensor:
+        from ...ops.creation import eye
+        from ...ops.linalg2 import solve
+        from ...ops.movement import cat
+
+        wide = x.shape[-2] < x.shape[-1]
+        if wide:
+            x = x.mT
+        n, k = x.shape[-2], x.shape[-1]
+        if self.orthogonal_map == "householder":
+            reflectors = x.tril(diagonal=-1)
+            tau = 2.0 / (1.0 + (reflectors * reflectors).sum(dim=-2))
+            from ...ops.linalg_more2 import householder_product
+
+            q = householder_product(reflectors, tau)
+            # (the diagonal's signs, +-1, pick each column's orientation; not differentiated)
+            q = q * x.diagonal(dim1=-2, dim2=-1).int().unsqueeze(-2)
+        else:
+            low = x.tril()
+            if n != k:
+                pad = low.new_zeros(n, n - k).expand(*low.shape[:-2], -1, -1)
+                low = cat([low, pad], dim=-1)
+            skew = low - low.mH
+            if self.orthogonal_map == "matrix_exp":
+                q = skew.matrix_exp()
+            else:  # Cayley: (I - A/2)^-1 (I + A/2)
+                identity = eye(n, dtype=skew.dtype, device=skew.device)
+                q = solve(identity - 0.5 * skew, identity + 0.5 * skew)
+            q = q[..., :k]
+        if getattr(self, "base", None) is not None:
+            q = self.base @ q
+        return q.mT if wide else q
+
+    def right_inverse(self, q: Tensor) -> Tensor:
+        from ...ops.linalg_more2 import geqrf
+        from ...ops.movement import cat
+        from ...random import randn
+
+        with no_grad():
+            if q.shape != self.shape:
+                raise ValueError(f"Expected a matrix or batch of matrices of shape "
+                                 f"{self.shape}. Got a tensor of shape {q.shape}.")
+            given = q
+            wide = q.shape[-2] < q.shape[-1]
+            if wide:
+                q = q.mT
+            n, k = q.shape[-2], q.shape[-1]
+            if "base" not in self._buffers:
+                if self.orthogonal_map != "householder":
+                    raise NotImplementedError(
+                        "It is not possible to assign to the matrix exponential or the Cayley "
+                        "parametrizations when use_trivialization=False.")
+                reflectors, tau = geqrf(q)
+                # (a +-1 diagonal giving R's signs, flipped where a reflector is the identity)
+                signs = reflectors.diagonal(dim1=-2, dim2=-1).sign()
+                signs = signs.where(tau != 0, -signs)
+                reflectors = reflectors.clone()
+                reflectors.diagonal(dim1=-2, dim2=-1).copy_(signs)
+                return reflectors.mT if wide else reflectors
+            if n == k:
+                base = q.clone() if _has_orthonormal_columns(q) else _orthonormalized(q)
+            else:  # (completed to a square orthogonal matrix by random columns)
+                extra = randn(*(tuple(q.shape[:-2]) + (n, n - k)), dtype=q.dtype,
+                              device=q.device)
+                base = _orthonormalized(cat([q, extra], dim=-1))
+            self.base = base
+            start = given.new_zeros(given.shape)  # (-I: the Householder map's identity)
+            start.diagonal(dim1=-2, dim2=-1).fill_(-1.0)
+            return start
+
+
+def orthogonal(module: Any, name: str = "weight", orthogonal_map: str | None = None, *,
+               use_trivialization: bool = True) -> Any:
+    """Parametrizes ``module.<name>`` (a matrix or batch of them) to have orthonormal columns,
+    or rows when wide: unitary when complex.
+
+    Args:
+        module: the module holding the tensor.
+        name: the tensor's name. Default: ``'weight'``.
+        orthogonal_map: ``"matrix_exp"``, ``"cayley"`` or ``"householder"``. Default:
+            ``"matrix_exp"`` for square or complex matrices, else ``"householder"``.
+        use_trivialization: keep an orthogonal ``base`` buffer (set on assignment) that the
+            map's output multiplies. Default: True.
+
+    Returns:
+        ``module``.
+    """
+    weight = getattr(module, name, None)
+    if not isinstance(weight, Tensor):
+        raise ValueError(f"Module '{module}' has no parameter or buffer with name '{name}'")
+    if weight.ndim < 2:
+        raise ValueError("Expected a matrix or batch of matrices. "
+                         f"Got a tensor of {weight.ndim} dimensions.")
+    if orthogonal_map is None:
+        square = weight.shape[-2] == weight.shape[-1]
+        orthogonal_map = "matrix_exp" if square or weight.is_complex() else "householder"
+    if orthogonal_map not in _ORTHOGONAL_MAPS:
+        raise ValueError('orthogonal_map has to be one of "matrix_exp", "cayley", '
+                         f'"householder". Got: {orthogonal_map}')
+    parametrization = _Orthogonal(weight, orthogonal_map, use_trivialization=use_trivialization)
+    register_parametrization(module, name, parametrization, unsafe=True)
     return module
