@@ -187,7 +187,8 @@ class Sequential(Module):
     """Applies its modules in order. Built from modules or from an ``OrderedDict`` of them.
 
     Supports ``len``, iteration, integer indexing (negative too), slicing (a new
-    ``Sequential`` keeping the names), item assignment/deletion and ``append``.
+    ``Sequential`` keeping the names), item assignment/deletion, ``append``, ``insert``,
+    ``extend``, ``pop``, ``+`` (of two) and ``*`` (repeated).
     """
 
     def __init__(self, *args: Module) -> None:
@@ -234,6 +235,71 @@ class Sequential(Module):
     def append(self, module: Module) -> Sequential:
         """Adds ``module`` at the end; returns self."""
         self.add_module(str(len(self)), module)
+        return self
+
+    def insert(self, index: int, module: Module) -> Sequential:
+        """Puts ``module`` at ``index`` (negative counts from the end), the later ones one
+        place on; returns self."""
+        if not isinstance(module, Module):
+            raise AssertionError(f"module should be of type: {Module}")
+        n = len(self._modules)
+        if not -n <= index <= n:
+            raise IndexError(f"Index out of range: {index}")
+        index = index + n if index < 0 else index
+        for i in range(n, index, -1):
+            self._modules[str(i)] = self._modules[str(i - 1)]
+        self._modules[str(index)] = module
+        return self
+
+    def extend(self, sequential: Any) -> Sequential:
+        """Appends each module of ``sequential``; returns self."""
+        for layer in sequential:
+            self.append(layer)
+        return self
+
+    def pop(self, key: Any) -> Any:
+        """Removes and returns the module (or slice of them) at ``key``."""
+        value = self[key]
+        del self[key]
+        return value
+
+    def __add__(self, other: Any) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        return Sequential().extend(self).extend(other)
+
+    def __iadd__(self, other: Any) -> Sequential:
+        if not isinstance(other, Sequential):
+            raise ValueError("add operator supports only objects of Sequential class, but "
+                             f"{type(other)} is given.")
+        offset = len(self)
+        for i, module in enumerate(other):
+            self.add_module(str(i + offset), module)
+        return self
+
+    def _check_factor(self, other: Any) -> None:
+        if not isinstance(other, int):
+            raise TypeError(f"unsupported operand type(s) for *: {type(self)} and "
+                            f"{type(other)}")
+        if other <= 0:
+            raise ValueError(f"Non-positive multiplication factor {other} for {type(self)}")
+
+    def __mul__(self, other: Any) -> Sequential:
+        self._check_factor(other)
+        repeated = Sequential()
+        for _ in range(other):
+            repeated.extend(self)
+        return repeated
+
+    def __rmul__(self, other: Any) -> Sequential:
+        return self.__mul__(other)
+
+    def __imul__(self, other: Any) -> Sequential:
+        self._check_factor(other)
+        modules = list(self)
+        for _ in range(other - 1):
+            self.extend(modules)
         return self
 
     def forward(self, input: Any) -> Any:  # noqa: A002
