@@ -61,3 +61,35 @@ def test_sequential_refusals_match_torch(call):
     with pytest.raises(type(t_err.value)) as j_err:
         call(jitgrad)
     assert str(j_err.value).split("<class")[0] == str(t_err.value).split("<class")[0]
+
+
+# ------------------------------------------------------------------------- ParameterDict
+
+
+def _dict_state(d):
+    return [(k, type(v).__name__, tuple(v.shape) if hasattr(v, "shape") else v)
+            for k, v in d.items()]
+
+
+DICT_CASES = {
+    "setdefault": lambda lib, d: (d.setdefault("c", lib.ones(3)), d)[1],
+    "setdefault-present": lambda lib, d: (d.setdefault("a", lib.ones(3)), d)[1],
+    "popitem": lambda lib, d: (d.popitem(), d)[1],
+    "fromkeys": lambda lib, d: d.fromkeys(["x", "y"], lib.zeros(1)),
+    "copy": lambda lib, d: d.copy(),
+    "or": lambda lib, d: d | lib.nn.ParameterDict({"z": lib.ones(4)}),
+    "ior": lambda lib, d: d.__ior__(lib.nn.ParameterDict({"a": lib.ones(4)})),
+    "reversed": lambda lib, d: list(reversed(d)),
+}
+
+
+@pytest.mark.parametrize("op", list(DICT_CASES))
+def test_parameter_dict_dict_methods_match_torch(op):
+    results = []
+    for lib in (torch, jitgrad):
+        d = lib.nn.ParameterDict({"a": lib.ones(1), "b": lib.zeros(2)})
+        out = DICT_CASES[op](lib, d)
+        results.append((out if isinstance(out, list) else _dict_state(out), _dict_state(d)))
+    assert results[0] == results[1]
+    d = jitgrad.nn.ParameterDict({"a": jitgrad.ones(1)})
+    assert d.copy()["a"] is d["a"] and d.popitem()[0] == "a" and len(d) == 0

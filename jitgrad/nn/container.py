@@ -318,6 +318,42 @@ class ParameterDict(Module):
         for k in list(self._keys):
             del self[k]
 
+    def popitem(self) -> tuple[str, Any]:
+        """Removes and returns the last inserted ``(key, parameter)``."""
+        key = next(reversed(self._keys))
+        return key, self.pop(key)
+
+    def setdefault(self, key: str, default: Any = None) -> Any:
+        """The entry under ``key``, set to ``default`` first when absent."""
+        if key not in self:
+            self[key] = default
+        return self[key]
+
+    def copy(self) -> ParameterDict:
+        """A new ``ParameterDict`` holding the same parameters (not copies of them)."""
+        return ParameterDict(OrderedDict(self.items()))
+
+    def fromkeys(self, keys: Iterable, default: Any = None) -> ParameterDict:
+        """A new ``ParameterDict`` with each of ``keys`` set to ``default``."""
+        return ParameterDict((k, default) for k in keys)
+
+    def __or__(self, other: ParameterDict) -> ParameterDict:
+        merged = self.copy()
+        merged.update(other)
+        return merged
+
+    def __ror__(self, other: ParameterDict) -> ParameterDict:
+        merged = other.copy()
+        merged.update(self)
+        return merged
+
+    def __ior__(self, other: ParameterDict) -> ParameterDict:
+        self.update(other)
+        return self
+
+    def __reversed__(self) -> Iterator[str]:
+        return reversed(list(self._keys))
+
     def update(self, parameters: Any) -> None:
         """Adds (or replaces) entries from a mapping or an iterable of key/value pairs."""
         if not isinstance(parameters, Iterable):
