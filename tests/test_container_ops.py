@@ -1,5 +1,6 @@
 """nn.Sequential's list operations as torch's: insert, extend, pop, ``+``, ``+=``, ``*``,
-``*=``, ``2 * seq`` (names renumbered, modules shared, not copied) and their refusals."""
+``*=``, ``2 * seq`` (names renumbered, modules shared, not copied) and their refusals;
+nn.ParameterDict's dict methods (popitem, setdefault, copy, fromkeys, ``|``, ``|=``)."""
 
 import pytest
 
