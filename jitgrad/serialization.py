@@ -18,10 +18,10 @@ The format (version 1) is a ZIP archive (uncompressed) holding:
   ``values``, or ``crow``, ``col`` and ``values``), its tag carrying ``"sparse": {"layout":
   "coo" | "csr", "size", "dtype", "arrays", "coalesced"}``.
 
-``load(weights_only=True)``, the default as in torch, reads only the manifest and the ``.npy``
-entries and refuses a file holding pickled objects (``pickle.UnpicklingError``), so loading an
-untrusted file runs no code. ``load(weights_only=False)`` also unpickles those entries: only for
-files you trust.
+``load(weights_only=True)``, the default as in torch, reads the manifest and the ``.npy``
+entries, and unpickles an entry only through globals allowlisted by ``add_safe_globals`` /
+``safe_globals`` (else ``pickle.UnpicklingError``), so loading an untrusted file runs no other
+code. ``load(weights_only=False)`` unpickles those entries freely: only for files you trust.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ import math
 import os
 import pickle
 import zipfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import Any
 
 import numpy as np
@@ -186,14 +186,10 @@ class _Reader:
         if tag == "bytes":
             return bytes.fromhex(body)
         # "pickle"
-        if self.weights_only:
-            raise pickle.UnpicklingError(
-                "Weights only load failed. This file holds a pickled object (of a type other "
-                "than tensors, numbers, strings, and dicts/lists/tuples of them). Re-running "
-                "`jitgrad.load` with `weights_only=False` will likely succeed, but it can result "
-                "in arbitrary code execution. Do it only if you got the file from a trusted "
-                "source.")
-        return pickle.loads(self.zf.read(f"pickles/{int(body)}.pkl"))
+        data = self.zf.read(f"pickles/{int(body)}.pkl")
+        if self.weights_only:  # (only the globals allowlisted by add_safe_globals)
+            return _WeightsUnpickler(io.BytesIO(data)).load()
+        return pickle.loads(data)
 
     def _array(self, name: str) -> np.ndarray:
         with self.zf.open(name) as fh:
@@ -242,6 +238,119 @@ class _Reader:
         return meta_empty(shape, dt)
 
 
+# ---------------------------------------------------------------- weights_only's allowlist
+
+# (the globals a weights_only load of a pickled entry accepts without add_safe_globals)
+_DEFAULT_SAFE = {f"{obj.__module__}.{obj.__qualname__}": obj
+                 for obj in (OrderedDict, Counter, set, frozenset, bytearray, complex, slice)}
+_DEFAULT_SAFE["_codecs.encode"] = __import__("codecs").encode  # (bytes under protocol 2)
+_USER_SAFE: list = []
+
+
+def add_safe_globals(safe_globals: list) -> None:
+    """Allows ``load(weights_only=True)`` to unpickle these classes and functions (each an
+    object, or ``(object, "module.name")`` for one saved under another name).
+
+    Args:
+        safe_globals: the objects to allow, for files whose source you trust.
+    """
+    _USER_SAFE.extend(safe_globals)
+
+
+def get_safe_globals() -> list:
+    """The objects ``add_safe_globals`` allowed."""
+    return list(_USER_SAFE)
+
+
+def clear_safe_globals() -> None:
+    """Forgets every object ``add_safe_globals`` allowed."""
+    _USER_SAFE.clear()
+
+
+class safe_globals:  # noqa: N801 - torch's name
+    """A context manager allowing ``safe_globals`` (as ``add_safe_globals``) inside it only."""
+
+    def __init__(self, safe_globals: list) -> None:
+        self.safe_globals = list(safe_globals)
+
+    def __enter__(self) -> None:
+        self._before = list(_USER_SAFE)
+        _USER_SAFE.extend(self.safe_globals)
+
+    def __exit__(self, *exc: Any) -> None:
+        _USER_SAFE[:] = self._before
+
+
+def _allowed_globals() -> dict[str, Any]:
+    allowed = dict(_DEFAULT_SAFE)
+    for entry in _USER_SAFE:
+        obj, name = entry if isinstance(entry, tuple) else \
+            (entry, f"{entry.__module__}.{entry.__qualname__}")
+        allowed[name] = obj
+    return allowed
+
+
+class _WeightsUnpickler(pickle.Unpickler):
+    """An unpickler that finds only allowlisted globals (no other code can run)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        full = f"{module}.{name}"
+        allowed = _allowed_globals()
+        if full in allowed:
+            return allowed[full]
+        raise pickle.UnpicklingError(
+            "Weights only load failed. This file can still be loaded, to do so you have two "
+            "options, do those steps only if you trust the source of the checkpoint. \n\t(1) "
+            "Re-running `jitgrad.load` with `weights_only` set to `False` will likely succeed, "
+            "but it can result in arbitrary code execution. Do it only if you got the file from "
+            "a trusted source.\n\t(2) Alternatively, to load with `weights_only=True` please "
+            "check the recommended steps in the following error message.\n\tWeightsUnpickler "
+            f"error: Unsupported global: GLOBAL {full} was not an allowed global by default. "
+            f"Please use `jitgrad.serialization.add_safe_globals([{name}])` or the "
+            f"`jitgrad.serialization.safe_globals([{name}])` context manager to allowlist this "
+            "global if you trust this class/function.")
+
+
+def _pickled_globals(data: bytes) -> list[str]:
+    """The ``module.name`` of each global a pickle refers to (run nothing: opcodes only)."""
+    import pickletools
+
+    names, pushed, memo = [], [], {}
+    for op, arg, _ in pickletools.genops(data):
+        if op.name in ("GLOBAL", "INST"):
+            names.append(arg.replace(" ", "."))
+        elif op.name == "STACK_GLOBAL" and len(pushed) >= 2:
+            names.append(f"{pushed[-2]}.{pushed[-1]}")
+        elif "UNICODE" in op.name or "STRING" in op.name:
+            pushed.append(arg)
+        elif op.name == "MEMOIZE" and pushed:
+            memo[len(memo)] = pushed[-1]
+        elif op.name in ("PUT", "BINPUT", "LONG_BINPUT") and pushed:
+            memo[arg] = pushed[-1]
+        elif op.name in ("GET", "BINGET", "LONG_BINGET") and arg in memo:
+            pushed.append(memo[arg])
+    return names
+
+
+def get_unsafe_globals_in_checkpoint(f: Any) -> list[str]:
+    """The globals a file's pickled objects use that ``load(weights_only=True)`` would refuse
+    (read without unpickling anything).
+
+    Args:
+        f: a path or a binary file written by ``jitgrad.save``.
+    """
+    if isinstance(f, (str, os.PathLike)):
+        with open(f, "rb") as fh:
+            return get_unsafe_globals_in_checkpoint(fh)
+    allowed, unsafe = _allowed_globals(), []
+    with zipfile.ZipFile(f, "r") as zf:
+        for entry in sorted(n for n in zf.namelist() if n.startswith("pickles/")):
+            for name in _pickled_globals(zf.read(entry)):
+                if name not in allowed and name not in unsafe:
+                    unsafe.append(name)
+    return unsafe
+
+
 _TAGS = ("tensor", "float", "dict", "ordered_dict", "list", "tuple", "set", "size", "dtype",
          "device", "complex", "bytes", "pickle")
 
@@ -268,8 +377,9 @@ def load(f: Any, map_location: Any = None, pickle_module: Any = None, *,
     """Loads an object saved with ``jitgrad.save`` from the path or binary file ``f``.
 
     With ``weights_only=True`` (the default, as in torch 2.6+) only tensors, numbers, strings,
-    ``Size``/dtype/device objects and containers of them load: a file holding pickled objects
-    raises ``pickle.UnpicklingError`` and no code from the file runs. ``weights_only=False``
+    ``Size``/dtype/device objects and containers of them load, and pickled objects of the
+    classes allowed by ``add_safe_globals``: any other raises ``pickle.UnpicklingError`` and no
+    code from the file runs. ``weights_only=False``
     also unpickles those objects (only for trusted files). ``map_location`` may be None,
     ``"cpu"`` or ``"meta"``: meta tensors of the saved shapes and dtypes, whose values are never
     read (a checkpoint inspected, or loaded into a meta model with ``assign=True``).

@@ -179,3 +179,58 @@ def test_foreign_files_and_devices_give_clear_errors(tmp_path):
     assert jitgrad.load(path, map_location=jitgrad.device("cpu")).tolist() == [1.0, 1.0]
     with pytest.raises(RuntimeError, match="jitgrad loads tensors on the CPU"):
         jitgrad.load(path, map_location="cuda")
+
+
+def test_safe_globals_allowlist_what_weights_only_unpickles():
+    import argparse
+    import collections
+
+    obj = {"args": argparse.Namespace(lr=0.1), "extra": _Custom(3),
+           "counts": collections.Counter("aab")}
+    buf = io.BytesIO()
+    jitgrad.save(obj, buf)
+    S = jitgrad.serialization
+    buf.seek(0)
+    assert S.get_unsafe_globals_in_checkpoint(buf) == ["argparse.Namespace",
+                                                       f"{__name__}._Custom"]
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="Unsupported global: GLOBAL "
+                       "argparse.Namespace was not an allowed global by default. Please use "
+                       r"`jitgrad.serialization.add_safe_globals\(\[Namespace\]\)`"):
+        jitgrad.load(buf)
+    with S.safe_globals([argparse.Namespace, _Custom]):
+        buf.seek(0)
+        out = jitgrad.load(buf)
+        assert S.get_safe_globals() == [argparse.Namespace, _Custom]
+    assert out["args"].lr == 0.1 and out["extra"] == _Custom(3) and out["counts"]["a"] == 2
+    assert S.get_safe_globals() == []
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError):
+        jitgrad.load(buf)  # (the context's allowlist ended with it)
+    S.add_safe_globals([argparse.Namespace, (_Custom, f"{__name__}._Custom")])
+    try:
+        buf.seek(0)
+        assert jitgrad.load(buf)["extra"] == _Custom(3)
+        buf.seek(0)
+        assert S.get_unsafe_globals_in_checkpoint(buf) == []
+    finally:
+        S.clear_safe_globals()
+    assert S.get_safe_globals() == []
+
+
+def test_a_refused_global_runs_no_code(tmp_path):
+    import os
+
+    marker = tmp_path / "ran"
+
+    class Payload:
+        def __reduce__(self):
+            return os.system, (f"touch {marker}",)
+
+    path = tmp_path / "evil.pt"
+    jitgrad.save({"p": Payload()}, str(path))
+    assert jitgrad.serialization.get_unsafe_globals_in_checkpoint(str(path)) in (
+        [f"{os.name}.system"], ["posix.system"], ["os.system"])
+    with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
+        jitgrad.load(str(path))
+    assert not marker.exists()
