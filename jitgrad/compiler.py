@@ -18,12 +18,71 @@ from typing import Any
 from .jit import function as _function
 from .jit import torch_compile as _tc
 
-__all__ = ["is_compiling", "reset", "set_stance"]
+__all__ = ["allow_in_graph", "compile", "disable", "is_compiling", "is_dynamo_compiling",
+           "is_exporting", "list_backends", "reset", "set_stance"]
 
 
 def is_compiling() -> bool:
     """Whether the code runs inside a jit trace (``torch.compile``'s, ``jit``'s)."""
     return _function.compiling[0] > 0
+
+
+def is_dynamo_compiling() -> bool:
+    """``is_compiling`` (torch keeps both names)."""
+    return is_compiling()
+
+
+def is_exporting() -> bool:
+    """False: jitgrad has no ``torch.export``."""
+    return False
+
+
+def compile(*args: Any, **kwargs: Any) -> Any:  # noqa: A001 - torch's name
+    """``jitgrad.compile`` (``torch.compiler.compile`` is ``torch.compile``)."""
+    return _tc.compile(*args, **kwargs)
+
+
+def list_backends(exclude_tags: tuple[str, ...] | None = ("debug", "experimental")) -> list[str]:
+    """The ``backend=`` names ``compile`` takes, without the debugging ones (``"eager"``,
+    ``"aot_eager"``) unless ``exclude_tags`` is None or empty."""
+    debug = ("aot_eager", "eager")
+    return sorted(b for b in _tc.BACKENDS if not (exclude_tags and "debug" in exclude_tags
+                                                  and b in debug))
+
+
+def allow_in_graph(fn: Callable) -> Callable:
+    """Returns ``fn``: jit traces through every function it calls, so each is in the graph."""
+    return fn
+
+
+def disable(fn: Callable | None = None, recursive: bool = True, *,
+            reason: str | None = None) -> Callable:
+    """Keeps ``fn`` out of compilation: ``compile(fn)`` runs it eagerly, and a compiled
+    function calling it falls back to running eagerly (torch breaks the graph there; with
+    ``fullgraph=True`` both raise). As a decorator without arguments or with them.
+
+    Args:
+        fn: the function (or module) to run eagerly.
+        recursive: accepted for torch compatibility (jit traces whole calls, so what ``fn``
+            calls runs eagerly with it).
+        reason: said in the error a trace through ``fn`` raises.
+    """
+    if fn is None:
+        return functools.partial(disable, recursive=recursive, reason=reason)
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+
+    @functools.wraps(fn)
+    def run_eagerly(*args: Any, **kwargs: Any) -> Any:
+        if is_compiling():
+            from .errors import DisabledCallError
+
+            why = f" ({reason})" if reason else ""
+            raise DisabledCallError(f"{name} is marked torch.compiler.disable{why}: it runs "
+                                    "eagerly and cannot be traced")
+        return fn(*args, **kwargs)
+
+    run_eagerly._torchdynamo_disable = True
+    return run_eagerly
 
 
 def reset() -> None:

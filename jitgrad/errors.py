@@ -24,6 +24,11 @@ class JitTraceError(RuntimeError):
     """A traced function did something the tracer cannot record faithfully."""
 
 
+class DisabledCallError(JitTraceError):
+    """A trace reached a function marked ``torch.compiler.disable``: ``compile`` then runs the
+    whole function eagerly, silently (even with ``fullgraph=True``, as torch runs it)."""
+
+
 # The file name of the code the __torch_function__ protocol puts into public functions once it
 # is live (jitgrad.overrides compiles it from a string): jitgrad's own frames, not the user's.
 TRAMPOLINE_FILE = "<jitgrad.overrides trampoline>"

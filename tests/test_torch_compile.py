@@ -197,3 +197,47 @@ def test_set_stance_inside_a_compiled_region_raises():
                                              ".*inner"):
         outer(jg.zeros(2))
     np.testing.assert_allclose(inner(jg.zeros(2)).numpy(), [1, 1])  # outside: fine
+
+
+def test_compiler_disable_runs_eagerly_inside_and_outside_compiled_code():
+    calls = []
+
+    @jg.compiler.disable
+    def logged(x):
+        calls.append(type(x).__name__)  # (a Python side effect: eager, once per call)
+        return x * 2
+
+    @jg.compiler.disable(reason="prints")
+    def shifted(x):
+        return x + 1
+
+    def f(x):
+        return logged(x.sin()) + shifted(x)
+
+    x = jg.ones(3)
+    for fullgraph in (False, True):  # (torch runs a disabled callee under fullgraph too)
+        calls.clear()
+        compiled = jg.compile(f, fullgraph=fullgraph)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            outs = [compiled(x), compiled(x)]
+        assert calls == ["Tensor", "Tensor"]
+        for out in outs:
+            np.testing.assert_allclose(out.numpy(), 2 * np.sin(1.0) + 2, rtol=1e-6)
+    assert jg.compile(logged) is logged and logged.__name__ == "logged"
+    with pytest.raises(jg.errors.JitTraceError, match="shifted is marked "
+                       r"torch.compiler.disable \(prints\)"):
+        jg.jit(lambda t: shifted(t) * 3)(x)  # (jit itself has no eager fallback)
+
+
+def test_compiler_helpers():
+    assert jg.compiler.list_backends() == ["inductor"]
+    assert jg.compiler.list_backends(exclude_tags=()) == ["aot_eager", "eager", "inductor"]
+    assert not jg.compiler.is_exporting() and not jg.compiler.is_dynamo_compiling()
+
+    def f(x):
+        return x * 2
+
+    assert jg.compiler.allow_in_graph(f) is f
+    compiled = jg.compiler.compile(f)
+    assert compiled(jg.ones(2)).tolist() == [2.0, 2.0]

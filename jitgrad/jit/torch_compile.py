@@ -15,7 +15,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..errors import ConcretizationError, JitTraceError
+from ..errors import ConcretizationError, DisabledCallError, JitTraceError
 from ..nn.module import Module
 from . import jit
 
@@ -85,6 +85,8 @@ class _Compiled:
                 return self._jitted(*args, **kwargs)
             except _RunEager:
                 return self._fn(*args, **kwargs)
+            except DisabledCallError as error:  # (silently eager from now on, as torch runs it)
+                self._eager_reason = str(error)
             except (JitTraceError, ConcretizationError) as error:
                 if self._fullgraph:
                     raise
@@ -150,7 +152,7 @@ def compile(model: Callable | None = None, *, fullgraph: bool = False,  # noqa: 
     if not isinstance(backend, str) or backend not in BACKENDS:
         raise InvalidBackend(f"Invalid backend: {backend!r}; jitgrad.compile has "
                              f"{', '.join(BACKENDS)}")
-    if disable or backend == "eager":
+    if disable or backend == "eager" or getattr(model, "_torchdynamo_disable", False):
         return model
     if isinstance(model, Module):
         return OptimizedModule(model, fullgraph, backend)
