@@ -1,5 +1,7 @@
 """jitgrad.testing.assert_close / make_tensor and jitgrad.utils.checkpoint, against torch."""
 
+import contextlib
+
 import numpy as np
 import pytest
 
@@ -165,3 +167,74 @@ def test_checkpoint_sequential_matches_the_plain_model():
     got = [p.grad for p in model.parameters()] + [x.grad]
     for a, b in zip(want, got):
         np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-6, atol=1e-7)
+
+
+def _run_changing_segment(lib, kind, early_stop):
+    """A segment whose recomputation saves more or fewer tensors than its forward did."""
+    from importlib import import_module
+
+    ckpt = import_module(f"{lib.__name__}.utils.checkpoint")
+    x = lib.ones(2, requires_grad=True)
+    calls, log = [0], []
+
+    def segment(t):
+        calls[0] += 1
+        first = calls[0] == 1
+        a = t.sin()
+        log.append("sin")
+        if kind == "more":
+            b = a * 2 if first else a.cos()  # (the rerun saves one tensor more)
+        else:
+            b = a.cos() if first else a * 2  # (the rerun saves one tensor fewer)
+        log.append("second")
+        return b
+
+    with ckpt.set_checkpoint_early_stop(early_stop):
+        y = ckpt.checkpoint(segment, x, use_reentrant=False)
+    try:
+        y.sum().backward()
+    except ckpt.CheckpointError as e:
+        return "CheckpointError", str(e).split("\n\n")[0], log
+    return x.grad.tolist(), None, log
+
+
+@pytest.mark.parametrize("kind", ["more", "fewer"])
+@pytest.mark.parametrize("early_stop", [True, False])
+def test_recomputation_stops_early_or_raises_checkpoint_error_as_torch(kind, early_stop):
+    ours = _run_changing_segment(jg, kind, early_stop)
+    theirs = _run_changing_segment(torch, kind, early_stop)
+    assert ours[1:] == theirs[1:]
+    if ours[0] == "CheckpointError":
+        assert theirs[0] == "CheckpointError"
+    else:
+        np.testing.assert_allclose(ours[0], theirs[0], rtol=1e-6)
+
+
+def test_checkpoint_context_fn_and_helpers():
+    from jitgrad.utils import checkpoint as ckpt
+
+    entered = []
+
+    @contextlib.contextmanager
+    def mark(name):
+        entered.append(name)
+        yield
+
+    x = jg.ones(3, requires_grad=True)
+    y = ckpt.checkpoint(lambda t: t.exp().sin(), x, use_reentrant=False,
+                        context_fn=lambda: (mark("forward"), mark("recompute")))
+    assert entered == ["forward"]
+    y.sum().backward()
+    assert entered == ["forward", "recompute"]
+    np.testing.assert_allclose(x.grad.numpy(), np.cos(np.e) * np.e, rtol=1e-6)
+    with pytest.raises(ValueError, match=r"Passing `context_fn` or `debug` is only supported "
+                                         "when use_reentrant=False."):
+        ckpt.checkpoint(lambda t: t, x, use_reentrant=True, context_fn=lambda: None)
+    assert all(isinstance(c, contextlib.nullcontext) for c in ckpt.noop_context_fn())
+    detached = ckpt.detach_variable((x, 3))
+    assert detached[1] == 3 and detached[0].requires_grad and detached[0].grad_fn is None
+    assert detached[0] is not x
+    with pytest.raises(RuntimeError, match="Only tuple of tensors is supported. Got "
+                                           "Unsupported input type: Tensor"):
+        ckpt.detach_variable(x)
+    assert issubclass(ckpt.CheckpointError, RuntimeError)

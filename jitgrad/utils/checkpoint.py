@@ -13,7 +13,55 @@ from .._generator import _default as _default_generator
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import saved_tensors_hooks
 
-__all__ = ["checkpoint", "checkpoint_sequential"]
+__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "detach_variable",
+           "noop_context_fn", "set_checkpoint_early_stop"]
+
+
+class CheckpointError(RuntimeError):
+    """The recomputation of a non-reentrant checkpoint did not save what the forward saved."""
+
+
+_TIP = ("\n\nTip: To see a more detailed error message, either pass `debug=True` to\n"
+        "`torch.utils.checkpoint.checkpoint(...)` or wrap the code block\n"
+        "with `with torch.utils.checkpoint.set_checkpoint_debug_enabled(True):` to\n"
+        "enable checkpoint\u2011debug mode globally.\n")
+_EARLY_STOP: list = [None]  # (set_checkpoint_early_stop's override of checkpoint(early_stop=))
+
+
+@contextlib.contextmanager
+def set_checkpoint_early_stop(enable: bool):
+    """Whether checkpoints run inside the block stop their recomputation once it has saved
+    all the forward saved (overriding ``checkpoint(early_stop=...)``)."""
+    prior = _EARLY_STOP[0]
+    _EARLY_STOP[0] = enable
+    try:
+        yield
+    finally:
+        _EARLY_STOP[0] = prior
+
+
+def noop_context_fn() -> tuple[Any, Any]:
+    """The default ``context_fn``: no context around the forward or the recomputation."""
+    return contextlib.nullcontext(), contextlib.nullcontext()
+
+
+def detach_variable(inputs: tuple) -> tuple:
+    """``inputs`` with each tensor detached (keeping its ``requires_grad``)."""
+    if not isinstance(inputs, tuple):
+        raise RuntimeError("Only tuple of tensors is supported. Got Unsupported input type: "
+                           f"{type(inputs).__name__}")
+    out = []
+    for value in inputs:
+        if _is_tensor(value):
+            detached = value.detach()
+            detached.requires_grad = value.requires_grad
+            value = detached
+        out.append(value)
+    return tuple(out)
+
+
+class _EnoughRecomputed(Exception):  # noqa: N818 - internal signal
+    """The recomputation saved all the forward saved: stop it there (early stop)."""
 
 
 def _is_tensor(value: Any) -> bool:
@@ -68,11 +116,14 @@ class CheckpointFunction(autograd.Function):
 
 
 def _checkpoint_without_reentrant(function: Callable, preserve_rng_state: bool, args: tuple,
-                                  kwargs: dict, check: bool) -> Any:
+                                  kwargs: dict, check: bool, early_stop: bool,
+                                  context_fn: Callable) -> Any:
     """Saved-tensor hooks: the forward keeps only a slot number per saved value; the first
-    unpack in the backward reruns ``function`` (same inputs, same random numbers) and hands
-    out what the rerun saved, slot by slot."""
+    unpack in the backward reruns ``function`` (same inputs, same random numbers), stopping
+    once it has saved as many values as the forward (``early_stop``), and hands out what the
+    rerun saved, slot by slot."""
     rng_state = _default_generator.get_state() if preserve_rng_state else None
+    forward_context, recompute_context = context_fn()
     recomputed: list = []
     count = [0]
 
@@ -83,26 +134,37 @@ def _checkpoint_without_reentrant(function: Callable, preserve_rng_state: bool, 
     def unpack(slot: int) -> Any:
         if not recomputed:
             def keep(value: Any) -> Any:
+                if len(recomputed) == count[0]:
+                    raise CheckpointError("torch.utils.checkpoint: trying to save more tensors "
+                                          "during recomputation than during the original "
+                                          "forward pass." + _TIP)
                 recomputed.append(value)
+                if early_stop and len(recomputed) == count[0]:
+                    raise _EnoughRecomputed
                 return value
 
-            with saved_tensors_hooks(keep, lambda v: v), _rng_as(rng_state), enable_grad():
-                function(*args, **kwargs)
+            try:
+                with saved_tensors_hooks(keep, lambda v: v), _rng_as(rng_state), \
+                        enable_grad(), recompute_context:
+                    function(*args, **kwargs)
+            except _EnoughRecomputed:
+                pass
             if check and len(recomputed) != count[0]:
-                raise RuntimeError(
+                raise CheckpointError(
                     "torch.utils.checkpoint: A different number of tensors was saved during the "
                     f"original forward and recomputation.\nNumber of tensors saved during "
                     f"forward: {count[0]}\nNumber of tensors saved during recomputation: "
-                    f"{len(recomputed)}.")
+                    f"{len(recomputed)}." + _TIP)
         return recomputed[slot]
 
-    with saved_tensors_hooks(pack, unpack):
+    with saved_tensors_hooks(pack, unpack), forward_context:
         return function(*args, **kwargs)
 
 
 def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None,
-               context_fn: Callable | None = None, determinism_check: str = "default",
-               debug: bool = False, preserve_rng_state: bool = True, **kwargs: Any) -> Any:
+               context_fn: Callable = noop_context_fn, determinism_check: str = "default",
+               debug: bool = False, early_stop: bool = True, preserve_rng_state: bool = True,
+               **kwargs: Any) -> Any:
     """Runs ``function(*args, **kwargs)`` without keeping the values its backward needs, and
     recomputes them (rerunning ``function``) when the backward reaches it.
 
@@ -112,10 +174,13 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
         use_reentrant: ``False`` (recommended) recomputes through saved-tensor hooks and works
             with ``autograd.grad`` and keyword arguments; ``True`` records one
             ``CheckpointFunctionBackward`` node. Omitted, it is ``True`` with torch's warning.
-        context_fn: accepted for torch compatibility (only the default is supported).
+        context_fn: returns two context managers, the forward's and the recomputation's
+            (non-reentrant only).
         determinism_check: ``"default"`` checks that the rerun saves as many values; ``"none"``
             skips the check.
-        debug: accepted for torch compatibility.
+        debug: accepted for torch compatibility (non-reentrant only).
+        early_stop: stop the recomputation once it has saved all the forward saved
+            (non-reentrant only; ``set_checkpoint_early_stop`` overrides it).
         preserve_rng_state: the rerun draws the same random numbers (dropout) as the forward.
         **kwargs: keyword arguments of ``function`` (non-reentrant only).
 
@@ -130,8 +195,9 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             "current default behavior, you can pass use_reentrant=True. Refer to docs for more "
             "details on the differences between the two variants.", UserWarning, stacklevel=2)
         use_reentrant = True
-    if context_fn is not None:
-        raise ValueError("Passing `context_fn` is not supported by jitgrad's checkpoint.")
+    if use_reentrant and (context_fn is not noop_context_fn or debug):
+        raise ValueError("Passing `context_fn` or `debug` is only supported when "
+                         "use_reentrant=False.")
     if determinism_check not in ("default", "none"):
         raise ValueError("determinism_check should be one of ['default', 'none'], but got "
                          f"{determinism_check}")
@@ -142,8 +208,9 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             warnings.warn("None of the inputs have requires_grad=True. Gradients will be None",
                           UserWarning, stacklevel=2)
         return CheckpointFunction.apply(function, preserve_rng_state, *args)
+    stop = early_stop if _EARLY_STOP[0] is None else _EARLY_STOP[0]
     return _checkpoint_without_reentrant(function, preserve_rng_state, args, kwargs,
-                                         determinism_check == "default")
+                                         determinism_check == "default", stop, context_fn)
 
 
 def checkpoint_sequential(functions: Any, segments: int, input: Any,  # noqa: A002
