@@ -115,6 +115,14 @@ def _cholesky_solve_ref(b, factor, upper=False):
     return np.linalg.solve(a, b)
 
 
+def _geqrf_call(f, a):
+    """``Q R`` from geqrf's reflectors and ``tau`` (Q by ``householder_product``): ``a``."""
+    reflectors, tau = f(a)
+    k = min(a.shape[-2], a.shape[-1])
+    q = _lib(a).linalg.householder_product(reflectors[..., :, :k], tau)
+    return q @ reflectors.triu()[..., :k, :]
+
+
 def linalg_more_records() -> list:
     """The records (``opdb.OpInfo``); opdb's helpers are imported here, when opdb calls this."""
     from opdb import OpInfo, _arr, _many, _s
@@ -139,6 +147,9 @@ def linalg_more_records() -> list:
                      _s(_square(), _arr(2, 3), left=False, name="right"),
                      _s(_square(), _arr(2, 2, 3), left=False, adjoint=True, name="right_adj")),
                _lu_solve_ref, call=_lu_solve_call, **loose),
+        OpInfo("geqrf", "geqrf", _many(_s(_arr(4, 3), name="tall"), _s(_arr(3, 5), name="wide"),
+                                       _s(_arr(2, 3, 3), name="batch")),
+               lambda a: a, call=_geqrf_call, differentiable=False, **loose),
         OpInfo("linalg.matrix_exp", "linalg.matrix_exp",
                _many(_s(lambda rng: rng.uniform(-0.6, 0.6, (3, 3)), name="3x3"),
                      _s(lambda rng: rng.uniform(-0.6, 0.6, (2, 4, 4)), name="batch")),

@@ -381,9 +381,9 @@ def geqrf(input):  # noqa: A002
 
 
 @public("orgqr", method=True)
-def orgqr(input, tau):  # noqa: A002
-    """``torch.orgqr``: ``linalg.householder_product(input, tau)``."""
-    return householder_product(input, tau)
+def orgqr(input, input2):  # noqa: A002
+    """``torch.orgqr``: ``linalg.householder_product(input, input2)`` (``input2`` is tau)."""
+    return householder_product(input, input2)
 
 
 # ---------------------------------------------------------------- top-level legacy names
