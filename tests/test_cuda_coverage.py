@@ -71,7 +71,7 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
        if (op, dt) not in (("linalg.eigh", "complex64"), ("linalg.svd", "complex64"))},
     **{(op, dt): _LINALG for op in ("linalg.lu_factor_ex", "linalg.lu", "lu_unpack",
                                     "linalg.lu_solve", "linalg.matrix_exp", "linalg.eig",
-                                    "cholesky_solve")
+                                    "cholesky_solve", "geqrf")
        for dt in ("float32", "float64", "complex64")},
     **{(op, "complex64"): _NO_COMPLEX for op in ("sinc", "sinc_at_zero")},
     ("nextafter", "float32"): "nextafter's template fuses float64 only (as on the CPU)",
