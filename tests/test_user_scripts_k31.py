@@ -1,0 +1,170 @@
+"""More public PyTorch code (set K: the tutorial's nn.Transformer translation model and fxia22's
+PointNet), only the import changed, run on jitgrad.
+
+The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
+their globals and assert that training lowered the loss and learned (the reversed number words
+translate, the shapes classify), that the masks, the padding collate, the positional table and
+the spatial transformers' identity are as the code builds them, and, where torch is installed,
+that the deterministic parts (fixed-weight forwards, losses, gradients, Adam steps, BatchNorm
+statistics, greedy decoding) equal the same script's with ``import torch``.
+"""
+
+import math
+import os
+
+import numpy as np
+
+from test_user_scripts import _close
+from test_user_scripts_b27 import _run_torch
+from test_user_scripts_c27 import _run
+from test_user_scripts_e28 import _close_nested
+
+
+def _close_after_adam(ours: dict, theirs: dict, grads: dict, noise: float, bound: float,
+                      **tol) -> None:
+    """Parameters after Adam steps agree where the first gradient stands above ``noise``.
+
+    A gradient that is zero but for rounding (attention's key bias: softmax ignores a shift of
+    all scores) gives Adam, which divides by the gradient's own size, a step of noise's sign, so
+    there the two libraries may differ by up to ``bound`` (the steps' sizes), and no more.
+    """
+    assert ours.keys() == theirs.keys() == grads.keys()
+    checked = total = 0
+    for name in theirs:
+        a, b = np.asarray(ours[name]), np.asarray(theirs[name])
+        sure = np.abs(np.asarray(grads[name])) > noise
+        checked, total = checked + sure.sum(), total + sure.size
+        _close(a[sure], b[sure], **tol)
+        assert np.abs(a - b).max() <= bound, name
+    assert checked > 0.8 * total
+
+
+# ------------------------------------------ pytorch/tutorials translation_transformer.py
+
+
+def test_translation_transformer_learns_to_translate():
+    g = _run("translation_transformer")
+    torch = g["torch"]
+    train, val = g["train_losses"], g["val_losses"]
+    assert len(train) == len(val) == 14 and all(math.isfinite(v) for v in train + val)
+    assert train[-1] < 0.5 * train[0] and val[-1] < 0.4 * val[0], (train, val)
+    # the vocabularies: specials first, then by falling frequency; unknown words map to <unk>
+    de, en = g["vocab_transform"]["de"], g["vocab_transform"]["en"]
+    assert len(de) == len(en) == 14 and de.lookup_tokens([0, 1, 2, 3]) == g["special_symbols"]
+    assert de(["eins", "Iglu"]) == [de.stoi["eins"], 0]
+    # the collate: BOS ... EOS columns, padded with PAD_IDX to the longest, (seq, batch)
+    src, tgt = g["collate_fn"]([("eins zwei\n", "two one\n"), ("drei vier fuenf\n", "x\n")])
+    assert src.dtype == torch.int64 and tuple(src.shape) == (5, 2)
+    assert src[:, 0].tolist() == [2, de.stoi["eins"], de.stoi["zwei"], 3, 1]
+    assert tgt[:, 1].tolist() == [2, 0, 3, 1]
+    # the masks: -inf above the diagonal, a bool src mask, padding masks (batch, seq)
+    mask = g["generate_square_subsequent_mask"](3)
+    assert mask.dtype == torch.float32
+    assert mask.tolist() == [[0.0, -math.inf, -math.inf], [0.0, 0.0, -math.inf], [0.0, 0.0, 0.0]]
+    src_mask, tgt_mask, src_pad, tgt_pad = g["create_mask"](src, tgt[:-1])
+    assert src_mask.dtype == torch.bool and not src_mask.any() and tuple(src_mask.shape) == (5, 5)
+    assert tuple(tgt_mask.shape) == (3, 3) and tuple(src_pad.shape) == (2, 5)
+    assert src_pad.tolist() == [[False] * 4 + [True], [False] * 5]
+    assert tgt_pad.tolist() == [[False] * 3, [False, False, False]]
+    # the positional table is a buffer: in the state_dict, not a parameter, sin/cos interleaved
+    model = g["transformer"]
+    pe = model.positional_encoding.pos_embedding
+    assert "positional_encoding.pos_embedding" in model.state_dict()
+    assert all("pos_embedding" not in n for n, _ in model.named_parameters())
+    assert tuple(pe.shape) == (5000, 1, 32) and not pe.requires_grad
+    pos, k = np.arange(5000)[:, None], np.arange(0, 32, 2)[None]
+    angle = pos * np.exp(-k * math.log(10000) / 32)
+    _close(pe[:, 0, 0::2], np.sin(angle), rtol=1e-4, atol=1e-3)  # (float32 angles up to 5000)
+    _close(pe[:50, 0, 1::2], np.cos(angle[:50]), rtol=1e-5, atol=1e-5)
+    # the trained model reverses and maps the number words
+    words = g["translation"].split()
+    assert words[0] == "nine" and set(words) <= {"nine", "one", "seven", "three"}, words
+    pairs = g["Multi30k"](split="valid")[:24]
+    right = [g["translate"](model, s.rstrip()).split() == t.split() for s, t in pairs]
+    assert sum(right) >= 9, sum(right)
+    ys = g["greedy_decode"](model, g["text_transform"]["de"]("drei eins").view(-1, 1),
+                            torch.zeros(4, 4).type(torch.bool), 9, g["BOS_IDX"])
+    assert ys.dtype == torch.int64 and ys.shape[1] == 1 and ys[0, 0].item() == g["BOS_IDX"]
+    assert ys[-1, 0].item() == g["EOS_IDX"] and ys.shape[0] <= 9
+
+
+def test_translation_transformer_fixed_weights_match_torch():
+    g, t = _run("translation_transformer"), _run_torch("translation_transformer")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    assert ours.pop("translation") == theirs.pop("translation")
+    masks, their_masks = ours.pop("masks"), theirs.pop("masks")
+    for name, mask in their_masks.items():
+        assert str(masks[name].dtype).split(".")[-1] == str(mask.dtype).split(".")[-1], name
+        np.testing.assert_array_equal(masks[name].numpy(), mask.numpy())
+    _close(ours.pop("losses"), theirs.pop("losses"), rtol=1e-5)
+    grads = theirs.pop("grads")
+    _close_nested(ours.pop("grads"), grads, rtol=1e-4, atol=1e-7)
+    _close_after_adam(ours.pop("params"), theirs.pop("params"), grads, noise=1e-7,
+                      bound=2 * 0.01, rtol=1e-5, atol=1e-6)
+    _close_nested(ours, theirs, rtol=1e-5, atol=1e-6)  # logits, encoder memory
+
+
+# --------------------------------------------------------------- fxia22/pointnet.pytorch
+
+
+def test_pointnet_classifies_shapes():
+    g = _run("pointnet")
+    torch = g["torch"]
+    # model.py's __main__ shape checks (at half width: 512 global features, k=32)
+    assert g["shapes"] == {"stn": (4, 3, 3), "stn64d": (4, 32, 32), "global feat": (4, 512),
+                           "point feat": (4, 544, 64), "class": (4, 5), "seg": (4, 64, 3)}
+    losses = g["losses"]
+    assert len(losses) == 10 * 6 and all(math.isfinite(v) for v in losses)
+    assert np.mean(losses[-12:]) < 0.6 * np.mean(losses[:6]), (losses[:6], losses[-12:])
+    assert np.mean(g["accuracies"][-12:]) > 0.7
+    assert g["total_testset"] == 48 and g["total_correct"] / g["total_testset"] >= 0.8
+    # StepLR(step_size=4, gamma=0.5), stepped at each epoch's start
+    assert g["lrs"] == [1e-3] * 3 + [5e-4] * 4 + [2.5e-4] * 3
+    # the state_dict saved after each epoch; the last is the trained classifier's
+    outf = g["opt"].outf
+    assert sorted(os.listdir(outf)) == sorted(f"cls_model_{i}.pth" for i in range(10))
+    state = torch.load(os.path.join(outf, "cls_model_9.pth"))
+    assert list(state) == list(g["classifier"].state_dict())
+    assert all(torch.equal(v, g["classifier"].state_dict()[k]) for k, v in state.items())
+    # the dataset: (points, 3) float32 clouds, centred and scaled into the unit ball, (1,) labels
+    points, cls = g["test_dataset"][17]
+    assert points.dtype == torch.float32 and tuple(points.shape) == (64, 3)
+    assert cls.dtype == torch.int64 and cls.tolist() == [1]
+    _close(points.mean(0), np.zeros(3), atol=1e-6)
+    assert abs(points.norm(dim=1).max().item() - 1.0) < 1e-6
+    # the transforms add the identity: zero final layers give eye(3) / eye(k) for each cloud
+    for net, k in ((g["STN3d"](), 3), (g["STNkd"](k=8), 8)):
+        with torch.no_grad():
+            net.fc3.weight.zero_()
+            net.fc3.bias.zero_()
+            out = net(torch.rand(2, k, 16))
+        assert tuple(out.shape) == (2, k, k) and torch.equal(out, torch.eye(k).expand(2, k, k))
+    # the regularizer: mean Frobenius norm of A A^T - I over the batch
+    reg = g["feature_transform_regularizer"]
+    q, _ = torch.linalg.qr(torch.randn(3, 8, 8))
+    assert reg(q).item() < 1e-5
+    assert abs(reg(2 * torch.eye(8).expand(3, 8, 8)).item() - 3 * math.sqrt(8)) < 1e-5
+    r = g["fixed_results"]
+    assert tuple(r["pred"].shape) == (6, 3) and tuple(r["trans_feat"].shape) == (6, 32, 32)
+    _close(r["pred"].exp().sum(1), np.ones(6), rtol=1e-12)
+    assert tuple(r["seg_out"].shape) == (6, 64, 4) and r["pred"].dtype == torch.float64
+    assert r["lrs"] == [5e-4, 2.5e-4] and r["losses"][1] < r["losses"][0]
+    assert r["buffers"]["bn1.num_batches_tracked"].item() == 2
+
+
+def test_pointnet_fixed_weights_match_torch():
+    g, t = _run("pointnet"), _run_torch("pointnet")
+    assert g["shapes"] == t["shapes"] and g["lrs"] == t["lrs"]
+    np.testing.assert_array_equal(g["fixed_points"].numpy(), t["fixed_points"].numpy())
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    assert ours.pop("lrs") == theirs.pop("lrs")
+    assert ours.pop("eval_choice").tolist() == theirs.pop("eval_choice").tolist()
+    assert ours.pop("eval_correct") == theirs.pop("eval_correct")
+    # (float64; the biases before a BatchNorm have zero gradients whose rounding noise, scaled by
+    # Adam's eps=1e-8, moves them by ~1e-9)
+    _close_nested(ours.pop("params"), theirs.pop("params"), rtol=1e-8, atol=1e-8)
+    _close_nested(ours.pop("buffers"), theirs.pop("buffers"), rtol=1e-8, atol=1e-9)
+    _close_nested(ours.pop("grads"), theirs.pop("grads"), rtol=1e-8, atol=1e-12)
+    _close_nested(ours.pop("seg_grads"), theirs.pop("seg_grads"), rtol=1e-8, atol=1e-12)
+    _close(ours.pop("eval_pred"), theirs.pop("eval_pred"), rtol=1e-8, atol=1e-9)  # (those biases)
+    _close_nested(ours, theirs, rtol=1e-10, atol=1e-12)
