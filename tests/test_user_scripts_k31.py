@@ -1,5 +1,5 @@
-"""More public PyTorch code (set K: the tutorial's nn.Transformer translation model and fxia22's
-PointNet), only the import changed, run on jitgrad.
+"""More public PyTorch code (set K: the tutorial's nn.Transformer translation model, fxia22's
+PointNet and Yue Wang's DGCNN), only the import changed, run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss and learned (the reversed number words
@@ -168,3 +168,59 @@ def test_pointnet_fixed_weights_match_torch():
     _close_nested(ours.pop("seg_grads"), theirs.pop("seg_grads"), rtol=1e-8, atol=1e-12)
     _close(ours.pop("eval_pred"), theirs.pop("eval_pred"), rtol=1e-8, atol=1e-9)  # (those biases)
     _close_nested(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+# ------------------------------------------------------------------------- WangYueFt/dgcnn
+
+
+def test_dgcnn_learns_the_shapes_and_reloads_the_best():
+    g = _run("dgcnn")
+    torch = g["torch"]
+    h = g["history"]
+    assert len(h["train_loss"]) == 8 and all(math.isfinite(v) for v in h["train_loss"])
+    assert np.mean(h["train_loss"][-2:]) < 0.85 * h["train_loss"][0], h["train_loss"]
+    assert h["train_acc"][-1] >= 0.6 and max(h["test_acc"]) >= 0.5, h
+    # CosineAnnealingLR(T_max=8, eta_min=lr) over SGD's lr * 100, stepped before each epoch
+    lrs = [0.001 + (0.1 - 0.001) * (1 + math.cos(math.pi * e / 8)) / 2 for e in range(1, 9)]
+    _close(h["lr"], lrs, rtol=1e-12)
+    # test() reloads the best checkpoint (a DataParallel's "module." keys) and scores it again
+    assert g["reloaded_acc"] == max(h["test_acc"])
+    state = torch.load(g["args"].model_path)
+    assert all(k.startswith("module.") for k in state)
+    assert isinstance(g["trained"], torch.nn.DataParallel)
+    # knn: each point is its own nearest neighbour; the graph feature is (neighbour - x, x)
+    r = g["fixed_results"]
+    x = g["fixed_data"]
+    idx, feature = r["idx"], r["graph_feature"]
+    assert idx.dtype == torch.int64 and tuple(idx.shape) == (6, 16, 4)
+    assert torch.equal(idx[..., 0], torch.arange(16).expand(6, 16))
+    assert tuple(feature.shape) == (6, 6, 16, 4)
+    pts = x.transpose(2, 1).numpy()
+    near = np.take_along_axis(pts[:, :, None, :], idx.numpy()[..., None], axis=1)
+    dist = ((pts[:, :, None, :] - pts[:, None, :, :]) ** 2).sum(-1)
+    np.testing.assert_allclose(np.take_along_axis(dist, idx.numpy(), -1),
+                               np.sort(dist, -1)[..., :4], rtol=1e-12, atol=1e-12)
+    _close(feature[:, 3:].permute(0, 2, 3, 1), np.repeat(pts[:, :, None], 4, 2), rtol=0, atol=0)
+    gathered = pts[np.arange(6)[:, None, None], idx.numpy()]
+    _close(feature[:, :3].permute(0, 2, 3, 1), gathered - pts[:, :, None], rtol=1e-12)
+    assert near.shape == (6, 16, 4, 3)
+    # cal_loss: cross-entropy against labels smoothed to 0.8 / 0.1 (three classes)
+    logits, label = torch.randn(5, 3), torch.tensor([0, 2, 1, 1, 0])
+    smooth = torch.full((5, 3), 0.1).scatter(1, label.view(-1, 1), 0.8)
+    want = -(smooth * torch.log_softmax(logits, 1)).sum(1).mean()
+    assert abs(g["cal_loss"](logits, label).item() - want.item()) < 1e-6
+    assert abs(g["cal_loss"](logits, label, smoothing=False).item()
+               - torch.nn.functional.cross_entropy(logits, label).item()) < 1e-6
+    _close(r["lrs"], [0.0505, 0.001], rtol=1e-12)
+    assert r["losses"][1] < r["losses"][0]
+    assert tuple(r["pointnet_logits"].shape) == (6, 3) and r["logits"].dtype == torch.float64
+
+
+def test_dgcnn_fixed_weights_match_torch():
+    g, t = _run("dgcnn"), _run_torch("dgcnn")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    assert ours.pop("keys") == theirs.pop("keys")
+    assert ours.pop("lrs") == theirs.pop("lrs")
+    np.testing.assert_array_equal(ours.pop("idx").numpy(), theirs.pop("idx").numpy())
+    _close_nested(ours.pop("grads"), theirs.pop("grads"), rtol=1e-9, atol=1e-12)
+    _close_nested(ours, theirs, rtol=1e-9, atol=1e-12)  # (float64)
