@@ -39,7 +39,7 @@ def _close_after_adam(ours: dict, theirs: dict, grads: dict, noise: float, bound
     assert checked > 0.8 * total
 
 
-# ------------------------------------------ pytorch/tutorials translation_transformer.py
+# ------------------------------------------------ nn.Transformer number-word translator
 
 
 def test_translation_transformer_learns_to_translate():
@@ -49,28 +49,30 @@ def test_translation_transformer_learns_to_translate():
     assert len(train) == len(val) == 14 and all(math.isfinite(v) for v in train + val)
     assert train[-1] < 0.5 * train[0] and val[-1] < 0.4 * val[0], (train, val)
     # the vocabularies: specials first, then by falling frequency; unknown words map to <unk>
-    de, en = g["vocab_transform"]["de"], g["vocab_transform"]["en"]
-    assert len(de) == len(en) == 14 and de.lookup_tokens([0, 1, 2, 3]) == g["special_symbols"]
-    assert de(["eins", "Iglu"]) == [de.stoi["eins"], 0]
-    # the collate: BOS ... EOS columns, padded with PAD_IDX to the longest, (seq, batch)
-    src, tgt = g["collate_fn"]([("eins zwei\n", "two one\n"), ("drei vier fuenf\n", "x\n")])
+    de, en = g["src_vocab"], g["tgt_vocab"]
+    assert len(de) == len(en) == 14 and de.decode([0, 1, 2, 3]) == g["SPECIALS"]
+    assert de.encode(["eins", "Iglu"]) == [de.ids["eins"], 0]
+    # the collate: BOS ... EOS columns, padded with PAD to the longest, (seq, batch)
+    src, tgt = g["collate_pairs"]([("eins zwei", "two one"), ("drei vier fuenf", "x")])
     assert src.dtype == torch.int64 and tuple(src.shape) == (5, 2)
-    assert src[:, 0].tolist() == [2, de.stoi["eins"], de.stoi["zwei"], 3, 1]
+    assert src[:, 0].tolist() == [2, de.ids["eins"], de.ids["zwei"], 3, 1]
     assert tgt[:, 1].tolist() == [2, 0, 3, 1]
-    # the masks: -inf above the diagonal, a bool src mask, padding masks (batch, seq)
-    mask = g["generate_square_subsequent_mask"](3)
+    # the masks: -inf above the diagonal (as nn.Transformer's own), a bool src mask, padding
+    # masks (batch, seq)
+    mask = g["causal_mask"](3)
     assert mask.dtype == torch.float32
     assert mask.tolist() == [[0.0, -math.inf, -math.inf], [0.0, 0.0, -math.inf], [0.0, 0.0, 0.0]]
-    src_mask, tgt_mask, src_pad, tgt_pad = g["create_mask"](src, tgt[:-1])
+    assert torch.equal(g["causal_mask"](6), torch.nn.Transformer.generate_square_subsequent_mask(6))
+    src_mask, tgt_mask, src_pad, tgt_pad = g["make_masks"](src, tgt[:-1])
     assert src_mask.dtype == torch.bool and not src_mask.any() and tuple(src_mask.shape) == (5, 5)
     assert tuple(tgt_mask.shape) == (3, 3) and tuple(src_pad.shape) == (2, 5)
     assert src_pad.tolist() == [[False] * 4 + [True], [False] * 5]
     assert tgt_pad.tolist() == [[False] * 3, [False, False, False]]
     # the positional table is a buffer: in the state_dict, not a parameter, sin/cos interleaved
-    model = g["transformer"]
-    pe = model.positional_encoding.pos_embedding
-    assert "positional_encoding.pos_embedding" in model.state_dict()
-    assert all("pos_embedding" not in n for n, _ in model.named_parameters())
+    model = g["model"]
+    pe = model.positions.table
+    assert "positions.table" in model.state_dict()
+    assert all("table" not in n for n, _ in model.named_parameters())
     assert tuple(pe.shape) == (5000, 1, 32) and not pe.requires_grad
     pos, k = np.arange(5000)[:, None], np.arange(0, 32, 2)[None]
     angle = pos * np.exp(-k * math.log(10000) / 32)
@@ -79,13 +81,13 @@ def test_translation_transformer_learns_to_translate():
     # the trained model reverses and maps the number words
     words = g["translation"].split()
     assert words[0] == "nine" and set(words) <= {"nine", "one", "seven", "three"}, words
-    pairs = g["Multi30k"](split="valid")[:24]
-    right = [g["translate"](model, s.rstrip()).split() == t.split() for s, t in pairs]
+    right = [g["translate"](model, de_text).split() == en_text.split()
+             for de_text, en_text in g["valid_pairs"][:24]]
     assert sum(right) >= 9, sum(right)
-    ys = g["greedy_decode"](model, g["text_transform"]["de"]("drei eins").view(-1, 1),
-                            torch.zeros(4, 4).type(torch.bool), 9, g["BOS_IDX"])
-    assert ys.dtype == torch.int64 and ys.shape[1] == 1 and ys[0, 0].item() == g["BOS_IDX"]
-    assert ys[-1, 0].item() == g["EOS_IDX"] and ys.shape[0] <= 9
+    src = g["sentence_ids"]("drei eins", de).view(-1, 1)
+    ys = g["greedy_decode"](model, src, torch.zeros(4, 4).type(torch.bool), 9, g["BOS"])
+    assert ys.dtype == torch.int64 and ys.shape[1] == 1 and ys[0, 0].item() == g["BOS"]
+    assert ys[-1, 0].item() == g["EOS"] and ys.shape[0] <= 9
 
 
 def test_translation_transformer_fixed_weights_match_torch():
