@@ -106,15 +106,16 @@ def test_translation_transformer_fixed_weights_match_torch():
     _close_nested(ours, theirs, rtol=1e-5, atol=1e-6)  # logits, encoder memory
 
 
-# --------------------------------------------------------------- fxia22/pointnet.pytorch
+# ------------------------------------------------------ PointNet on synthetic shape clouds
 
 
 def test_pointnet_classifies_shapes():
     g = _run("pointnet")
     torch = g["torch"]
-    # model.py's __main__ shape checks (at half width: 512 global features, k=32)
-    assert g["shapes"] == {"stn": (4, 3, 3), "stn64d": (4, 32, 32), "global feat": (4, 512),
-                           "point feat": (4, 544, 64), "class": (4, 5), "seg": (4, 64, 3)}
+    # each part's output sizes (512 global features, a 32 x 32 feature transform)
+    assert g["shapes"] == {"input transform": (4, 3, 3), "feature transform": (4, 32, 32),
+                           "global features": (4, 512), "point features": (4, 544, 64),
+                           "class scores": (4, 5), "part scores": (4, 64, 3)}
     losses = g["losses"]
     assert len(losses) == 10 * 6 and all(math.isfinite(v) for v in losses)
     assert np.mean(losses[-12:]) < 0.6 * np.mean(losses[:6]), (losses[:6], losses[-12:])
@@ -123,26 +124,27 @@ def test_pointnet_classifies_shapes():
     # StepLR(step_size=4, gamma=0.5), stepped at each epoch's start
     assert g["lrs"] == [1e-3] * 3 + [5e-4] * 4 + [2.5e-4] * 3
     # the state_dict saved after each epoch; the last is the trained classifier's
-    outf = g["opt"].outf
-    assert sorted(os.listdir(outf)) == sorted(f"cls_model_{i}.pth" for i in range(10))
-    state = torch.load(os.path.join(outf, "cls_model_9.pth"))
-    assert list(state) == list(g["classifier"].state_dict())
-    assert all(torch.equal(v, g["classifier"].state_dict()[k]) for k, v in state.items())
+    out_dir = g["args"].out_dir
+    assert sorted(os.listdir(out_dir)) == sorted(f"cls_model_{i}.pth" for i in range(10))
+    state = torch.load(os.path.join(out_dir, "cls_model_9.pth"))
+    assert list(state) == list(g["model"].state_dict())
+    assert all(torch.equal(v, g["model"].state_dict()[k]) for k, v in state.items())
     # the dataset: (points, 3) float32 clouds, centred and scaled into the unit ball, (1,) labels
-    points, cls = g["test_dataset"][17]
+    points, cls = g["test_set"][17]
     assert points.dtype == torch.float32 and tuple(points.shape) == (64, 3)
     assert cls.dtype == torch.int64 and cls.tolist() == [1]
     _close(points.mean(0), np.zeros(3), atol=1e-6)
     assert abs(points.norm(dim=1).max().item() - 1.0) < 1e-6
     # the transforms add the identity: zero final layers give eye(3) / eye(k) for each cloud
-    for net, k in ((g["STN3d"](), 3), (g["STNkd"](k=8), 8)):
+    for k in (3, 8):
+        net = g["TransformNet"](k)
         with torch.no_grad():
-            net.fc3.weight.zero_()
-            net.fc3.bias.zero_()
+            net.to_matrix.weight.zero_()
+            net.to_matrix.bias.zero_()
             out = net(torch.rand(2, k, 16))
         assert tuple(out.shape) == (2, k, k) and torch.equal(out, torch.eye(k).expand(2, k, k))
     # the regularizer: mean Frobenius norm of A A^T - I over the batch
-    reg = g["feature_transform_regularizer"]
+    reg = g["orthogonality_penalty"]
     q, _ = torch.linalg.qr(torch.randn(3, 8, 8))
     assert reg(q).item() < 1e-5
     assert abs(reg(2 * torch.eye(8).expand(3, 8, 8)).item() - 3 * math.sqrt(8)) < 1e-5
@@ -151,7 +153,7 @@ def test_pointnet_classifies_shapes():
     _close(r["pred"].exp().sum(1), np.ones(6), rtol=1e-12)
     assert tuple(r["seg_out"].shape) == (6, 64, 4) and r["pred"].dtype == torch.float64
     assert r["lrs"] == [5e-4, 2.5e-4] and r["losses"][1] < r["losses"][0]
-    assert r["buffers"]["bn1.num_batches_tracked"].item() == 2
+    assert r["buffers"]["bn_a.num_batches_tracked"].item() == 2
 
 
 def test_pointnet_fixed_weights_match_torch():
