@@ -174,7 +174,7 @@ def test_pointnet_fixed_weights_match_torch():
     _close_nested(ours, theirs, rtol=1e-10, atol=1e-12)
 
 
-# ------------------------------------------------------------------------- WangYueFt/dgcnn
+# ------------------------------------------------- EdgeConv (DGCNN-style) on shape clouds
 
 
 def test_dgcnn_learns_the_shapes_and_reloads_the_best():
@@ -192,7 +192,7 @@ def test_dgcnn_learns_the_shapes_and_reloads_the_best():
     state = torch.load(g["args"].model_path)
     assert all(k.startswith("module.") for k in state)
     assert isinstance(g["trained"], torch.nn.DataParallel)
-    # knn: each point is its own nearest neighbour; the graph feature is (neighbour - x, x)
+    # the neighbours: each point is its own nearest; the edge feature is (neighbour - x, x)
     r = g["fixed_results"]
     x = g["fixed_data"]
     idx, feature = r["idx"], r["graph_feature"]
@@ -208,16 +208,17 @@ def test_dgcnn_learns_the_shapes_and_reloads_the_best():
     gathered = pts[np.arange(6)[:, None, None], idx.numpy()]
     _close(feature[:, :3].permute(0, 2, 3, 1), gathered - pts[:, :, None], rtol=1e-12)
     assert near.shape == (6, 16, 4, 3)
-    # cal_loss: cross-entropy against labels smoothed to 0.8 / 0.1 (three classes)
+    # the loss: cross-entropy against labels smoothed to 0.8 / 0.1 (three classes)
     logits, label = torch.randn(5, 3), torch.tensor([0, 2, 1, 1, 0])
     smooth = torch.full((5, 3), 0.1).scatter(1, label.view(-1, 1), 0.8)
     want = -(smooth * torch.log_softmax(logits, 1)).sum(1).mean()
-    assert abs(g["cal_loss"](logits, label).item() - want.item()) < 1e-6
-    assert abs(g["cal_loss"](logits, label, smoothing=False).item()
+    loss = g["smoothed_cross_entropy"]
+    assert abs(loss(logits, label).item() - want.item()) < 1e-6
+    assert abs(loss(logits, label, smoothing=False).item()
                - torch.nn.functional.cross_entropy(logits, label).item()) < 1e-6
     _close(r["lrs"], [0.0505, 0.001], rtol=1e-12)
     assert r["losses"][1] < r["losses"][0]
-    assert tuple(r["pointnet_logits"].shape) == (6, 3) and r["logits"].dtype == torch.float64
+    assert tuple(r["baseline_logits"].shape) == (6, 3) and r["logits"].dtype == torch.float64
 
 
 def test_dgcnn_fixed_weights_match_torch():
