@@ -1,12 +1,13 @@
-"""More public PyTorch code (set K: the tutorial's nn.Transformer translation model, fxia22's
-PointNet and Yue Wang's DGCNN), only the import changed, run on jitgrad.
+"""Set K of the user-style scripts, written for these tests in the way such PyTorch code is
+commonly written (not copies of public code): an nn.Transformer number-word translator, a
+PointNet classifier/segmenter and an EdgeConv (DGCNN-style) classifier, run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss and learned (the reversed number words
 translate, the shapes classify), that the masks, the padding collate, the positional table and
 the spatial transformers' identity are as the code builds them, and, where torch is installed,
-that the deterministic parts (fixed-weight forwards, losses, gradients, Adam steps, BatchNorm
-statistics, greedy decoding) equal the same script's with ``import torch``.
+that the deterministic parts (fixed-weight forwards, losses, gradients, Adam/SGD steps,
+BatchNorm statistics, greedy decoding) equal the same script's with ``import torch``.
 """
 
 import math

@@ -304,6 +304,7 @@ def test(args):
 
 trained = train(args)
 reloaded_acc = test(args)  # (recorded)
+log.file.close()
 
 
 # (added) fixed-weight models in float64 on six test clouds, compared with torch's
