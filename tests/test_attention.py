@@ -1,6 +1,7 @@
 """F.scaled_dot_product_attention, nn.MultiheadAttention and nn.TransformerEncoder(Layer)
 against torch (same weights: the state_dict copied across), gradcheck in float64, and jit."""
 
+import math
 import warnings
 
 import numpy as np
@@ -348,3 +349,124 @@ def test_encoder_inference_fast_path_values_match_torch(batch_first, norm_first,
     with jitgrad.no_grad():
         got = arr(je(jitgrad.tensor(x), src_key_padding_mask=jitgrad.tensor(pad)))
     np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-5)
+
+
+def _mask_modules(lib):
+    """An MHA, an encoder layer, an encoder and a Transformer (d_model 4, 2 heads, no
+    dropout), built under ``lib``."""
+    layer = lib.nn.TransformerEncoderLayer(4, 2, 8, 0.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (enable_nested_tensor's, tested above)
+        return {"mha": lib.nn.MultiheadAttention(4, 2), "layer": layer,
+                "encoder": lib.nn.TransformerEncoder(layer, 1),
+                "transformer": lib.nn.Transformer(4, 2, 1, 1, 8, 0.0)}
+
+
+_KPM = np.array([[False, False, True], [False, False, False]])
+_FLOAT = np.where(_KPM, -np.inf, 0.0).astype(np.float32)
+_MASK_CALLS = {  # (module, masks (each a (values, dtype name) or None), query/src shape)
+    "mha_bool_kpm_float_mask": ("mha", {"key_padding_mask": (_KPM, "bool"),
+                                        "attn_mask": (np.zeros((3, 3)), "float32")}, (3, 2, 4)),
+    "mha_float_kpm_double_mask": ("mha", {"key_padding_mask": (_FLOAT, "float32"),
+                                          "attn_mask": (np.zeros((3, 3)), "float64")}, (3, 2, 4)),
+    "mha_double_mask_sdpa": ("mha", {"attn_mask": (np.zeros((3, 3)), "float64"),
+                                     "need_weights": False}, (3, 2, 4)),
+    "mha_half_kpm_sdpa": ("mha", {"key_padding_mask": (_FLOAT, "float16"),
+                                  "need_weights": False}, (3, 2, 4)),
+    "mha_int_mask": ("mha", {"attn_mask": (np.zeros((3, 3)), "int64")}, (3, 2, 4)),
+    "mha_int_kpm": ("mha", {"key_padding_mask": (_KPM, "int32")}, (3, 2, 4)),
+    "mha_2d_mask_shape": ("mha", {"attn_mask": (np.zeros((2, 3)), "bool")}, (3, 2, 4)),
+    "mha_3d_mask_shape": ("mha", {"attn_mask": (np.zeros((2, 3, 3)), "bool")}, (3, 2, 4)),
+    "mha_4d_mask": ("mha", {"attn_mask": (np.zeros((1, 4, 3, 3)), "bool")}, (3, 2, 4)),
+    "mha_3d_kpm": ("mha", {"key_padding_mask": (np.zeros((1, 2, 3)), "bool")}, (3, 2, 4)),
+    "mha_unbatched_kpm_2d": ("mha", {"key_padding_mask": (_KPM, "bool")}, (3, 4)),
+    "mha_unbatched_3d_mask": ("mha", {"attn_mask": (np.zeros((3, 3, 3)), "bool")}, (3, 4)),
+    "mha_4d_query": ("mha", {}, (1, 3, 2, 4)),
+    "layer_bool_kpm_float_mask": ("layer", {"src_key_padding_mask": (_KPM, "bool"),
+                                            "src_mask": (np.zeros((3, 3)), "float32")},
+                                  (3, 2, 4)),
+    "layer_int_mask": ("layer", {"src_mask": (np.zeros((3, 3)), "int64")}, (3, 2, 4)),
+    "encoder_bool_kpm_float_mask": ("encoder", {"src_key_padding_mask": (_KPM, "bool"),
+                                                "mask": (np.zeros((3, 3)), "float32")},
+                                    (3, 2, 4)),
+    "encoder_float_kpm": ("encoder", {"src_key_padding_mask": (_FLOAT, "float32")}, (3, 2, 4)),
+    "encoder_int_kpm": ("encoder", {"src_key_padding_mask": (_KPM, "uint8")}, (3, 2, 4)),
+    "transformer_int_src_mask": ("transformer", {"src_mask": (np.zeros((3, 3)), "int64")},
+                                 (3, 2, 4)),
+    "transformer_float_tgt_mask_bool_kpm": ("transformer", {
+        "tgt_mask": (np.triu(np.full((3, 3), -np.inf), 1), "float32"),
+        "tgt_key_padding_mask": (_KPM, "bool"), "src_key_padding_mask": (_KPM, "bool"),
+        "memory_key_padding_mask": (_KPM, "bool")}, (3, 2, 4)),
+}
+
+
+@pytest.mark.parametrize("train", [True, False])
+@pytest.mark.parametrize("name", sorted(_MASK_CALLS))
+def test_masks_are_canonicalised_as_torch(name, train):
+    """torch's ``F._canonical_mask`` where torch calls it (MultiheadAttention, the encoder
+    layer and the encoder, F.multi_head_attention_forward): bool masks become -inf float
+    masks, other dtypes are refused with the mask's name, masks of two dtypes warn; and
+    torch's checks of the masks' and inputs' shapes, with the same texts."""
+    torch = pytest.importorskip("torch")
+    kind, masks, shape = _MASK_CALLS[name]
+    torch.manual_seed(0)
+    t_module = _mask_modules(torch)[kind]
+    j_module = _mask_modules(jitgrad)[kind]
+    _copy(t_module, j_module)
+    x = RNG.standard_normal(shape).astype(np.float32)
+    outcomes = []
+    for lib, module in ((torch, t_module), (jitgrad, j_module)):
+        module.train(train)
+        kw = {k: lib.tensor(v[0]).to(getattr(lib, v[1])) if isinstance(v, tuple) else v
+              for k, v in masks.items()}
+        src = lib.tensor(x)
+        with warnings.catch_warnings(record=True) as caught, lib.no_grad():
+            warnings.simplefilter("always")
+            try:
+                out = module(src, src, src, **kw)[0] if kind == "mha" else \
+                    module(src, src, **kw) if kind == "transformer" else module(src, **kw)
+                result = arr(out)
+            except (AssertionError, RuntimeError) as e:
+                result = (type(e).__name__, str(e).replace("torch", "jitgrad"))
+        outcomes.append((result, [str(w.message) for w in caught]))
+    (t_result, t_warned), (j_result, j_warned) = outcomes
+    assert j_warned == t_warned
+    if isinstance(t_result, tuple):
+        assert j_result == t_result
+    else:
+        np.testing.assert_allclose(j_result, t_result, rtol=1e-5, atol=1e-6)
+
+
+def test_canonical_mask_functions_match_torch():
+    torch = pytest.importorskip("torch")
+    for lib in (torch, jitgrad):
+        F_ = lib.nn.functional
+        with pytest.warns(UserWarning, match="^Support for mismatched a and b is deprecated"):
+            m = F_._canonical_mask(lib.tensor([True, False]), "a", lib.float32, "b",
+                                   lib.float64)
+        assert m.dtype == lib.float64 and m.tolist() == [-math.inf, 0.0]
+        assert F_._canonical_mask(None, "a", None, "", lib.float32) is None
+        assert F_._none_or_dtype(lib.zeros(1, dtype=lib.int8)) == lib.int8
+        with pytest.raises(RuntimeError, match="must be None or .*Tensor"):
+            F_._none_or_dtype(3)
+
+
+@pytest.mark.parametrize("dtype", ["float64", "float16", "int64", "uint8", "float32", "bool"])
+@pytest.mark.parametrize("query_dtype", ["float32", "float64"])
+def test_sdpa_mask_dtypes_as_torch(dtype, query_dtype):
+    """SDPA takes a bool mask, a float32 one, or one of the query's dtype; others are refused
+    with torch's text (its C++ type names)."""
+    torch = pytest.importorskip("torch")
+    x, m = RNG.standard_normal((2, 3, 4)), RNG.standard_normal((3, 3)) > -0.5
+    outcomes = []
+    for lib in (torch, jitgrad):
+        q = lib.tensor(x, dtype=getattr(lib, query_dtype))
+        mask = lib.tensor(m).to(getattr(lib, dtype))
+        try:
+            outcomes.append(arr(lib.nn.functional.scaled_dot_product_attention(q, q, q, mask)))
+        except RuntimeError as e:
+            outcomes.append(str(e))
+    if isinstance(outcomes[0], str):
+        assert outcomes[1] == outcomes[0]
+    else:
+        np.testing.assert_allclose(outcomes[1], outcomes[0], rtol=1e-6, atol=1e-7)

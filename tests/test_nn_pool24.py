@@ -270,3 +270,51 @@ def test_batchnorm3d_input_check_and_convtranspose3d_output_size():
     x = jitgrad.randn(1, 2, 3, 3, 3)
     assert m(x).shape == (1, 3, 7, 7, 7)
     assert m(x, output_size=(8, 7, 8)).shape == (1, 3, 8, 7, 8)
+
+
+_ADAPTIVE_EDGES = [  # (function, input shape, output_size)
+    (fn, shape, size)
+    for fn in ("adaptive_max_pool1d", "adaptive_avg_pool1d")
+    for shape, size in [((2, 3, 4), -1), ((2, 3, 4), 0), ((3, 4), 0), ((2, 3, 0), 2),
+                        ((0, 3, 4), 2), ((2, 0, 4), 2), ((3, 0), 2), ((4,), 2),
+                        ((1, 2, 3, 4), 2), ((2, 3, 4), (2, 3)), ((2, 3, 4), [3]),
+                        ((2, 3, 4), 7), ((2, 3, 4), 1)]
+] + [
+    (fn, shape, size)
+    for fn in ("adaptive_max_pool2d", "adaptive_avg_pool2d")
+    for shape, size in [((1, 2, 3, 4), (-1, 2)), ((1, 2, 3, 4), (0, 2)), ((1, 2, 0, 4), 2),
+                        ((1, 0, 3, 4), 2), ((0, 2, 3, 4), 2), ((1, 2, 0, 4), 1),
+                        ((1, 1, 2, 3, 4), 1), ((1, 2, 3, 4), (None, 2))]
+]
+
+
+@pytest.mark.parametrize("fn,shape,size", _ADAPTIVE_EDGES)
+def test_adaptive_pool_edges_match_torch(fn, shape, size):
+    """Empty outputs, empty inputs, negative sizes, wrong dims: torch's results and texts (the
+    1-d poolings are its 2-d ones on a unit height; an average to (1, 1) is a mean)."""
+    torch = pytest.importorskip("torch")
+    a = (np.arange(int(np.prod(shape))) % 5).reshape(shape)
+
+    def outcome(lib):
+        x = lib.tensor(a, dtype=lib.float32, requires_grad=True)
+        try:
+            out = getattr(lib.nn.functional, fn)(x, size)
+        except RuntimeError as e:
+            return str(e)
+        if out.numel() == 0:  # (torch's backward refuses an empty gradient: not compared)
+            return tuple(out.shape), str(out.dtype)[-7:], out.requires_grad
+        out.sum().backward()
+        return tuple(out.shape), out.detach().numpy().tolist(), x.grad.numpy().tolist()
+    ours, theirs = outcome(jitgrad), outcome(torch)
+    if isinstance(theirs, tuple) and 0 not in theirs[0] and np.isnan(theirs[1]).any():
+        np.testing.assert_array_equal(ours[1], theirs[1])  # (a mean of nothing)
+    else:
+        assert ours == theirs
+
+
+def test_adaptive_max_pool1d_empty_output_has_indices():
+    torch = pytest.importorskip("torch")
+    outs = [lib.nn.functional.adaptive_max_pool1d(lib.ones(2, 3, 4), 0, return_indices=True)
+            for lib in (torch, jitgrad)]
+    assert [tuple(o.shape) for o in outs[1]] == [tuple(o.shape) for o in outs[0]]
+    assert [str(o.dtype)[-5:] for o in outs[1]] == [str(o.dtype)[-5:] for o in outs[0]]

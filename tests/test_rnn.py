@@ -269,3 +269,42 @@ def test_dropout_with_one_layer_warns_as_torch():
             lib.nn.LSTM(4, 5, 1, dropout=0.5)
         if lib is jitgrad:  # (torch's points into its own rnn.py)
             assert w[0].filename == __file__
+
+
+_PAD_CALLS = {  # torch's kernel: the first sequence's dtype and trailing dims, each copied in
+    "int_then_float": lambda L: [L.tensor([1]), L.tensor([1.5, 2.5])],
+    "broadcast_trailing": lambda L: [L.ones(2, 3), L.full((1, 1), 2.0)],
+    "broadcast_1d_into_rows": lambda L: [L.ones(2, 3), L.arange(3.0)],
+    "bool": lambda L: [L.tensor([True]), L.tensor([True, False])],
+    "a_tensor": lambda L: L.arange(6).view(2, 3),
+    "trailing_mismatch": lambda L: [L.ones(2, 3), L.ones(1, 4)],
+    "more_dims_later": lambda L: [L.ones(2), L.ones(2, 3)],
+    "zero_dim": lambda L: [L.tensor(1.0), L.tensor(2.0)],
+    "empty": lambda L: [],
+    "not_iterable": lambda L: 3,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_PAD_CALLS))
+@pytest.mark.parametrize("side", ["right", "left", "middle"])
+def test_pad_sequence_edges_match_torch(name, side):
+    torch = pytest.importorskip("torch")
+
+    def outcome(lib):
+        try:
+            out = lib.nn.utils.rnn.pad_sequence(_PAD_CALLS[name](lib), True, 7,
+                                                padding_side=side)
+        except Exception as e:  # noqa: BLE001 - compared below
+            return type(e).__name__, str(e).replace("jitgrad", "torch")
+        return str(out.dtype).split(".")[-1], out.numpy().tolist()
+    assert outcome(jitgrad) == outcome(torch)
+
+
+def test_pad_sequence_gradient_reaches_each_sequence():
+    a = jitgrad.tensor([1.0, 2.0, 3.0], requires_grad=True)
+    b = jitgrad.tensor([4.0], requires_grad=True)
+    out = nn.utils.rnn.pad_sequence([a, b * 2], padding_side="left")
+    np.testing.assert_array_equal(out.detach().numpy(), [[1.0, 0.0], [2.0, 0.0], [3.0, 8.0]])
+    (out * jitgrad.arange(6.0).view(3, 2)).sum().backward()
+    np.testing.assert_array_equal(a.grad.numpy(), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(b.grad.numpy(), [10.0])

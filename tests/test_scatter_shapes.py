@@ -204,3 +204,31 @@ def test_zero_dim_index_ops_have_gradients(case):
     x = jitgrad.tensor(1.5, dtype=jitgrad.float64, requires_grad=True)
     s = jitgrad.tensor(0.7, dtype=jitgrad.float64, requires_grad=True)
     assert gradcheck(f, (x, s))
+
+
+_INDEX_DTYPE_OPS = {
+    "gather": lambda L, i: L.arange(9.0).view(3, 3).gather(1, i),
+    "scatter": lambda L, i: L.zeros(3, 3).scatter(1, i, 1.0),
+    "scatter_add": lambda L, i: L.zeros(3, 3).scatter_add(1, i, L.ones(1, 1)),
+    "scatter_reduce": lambda L, i: L.zeros(3, 3).scatter_reduce(1, i, L.ones(1, 1), "amax"),
+    "take_along_dim": lambda L, i: L.take_along_dim(L.arange(9.0).view(3, 3), i, 1),
+    "gather_grad": lambda L, i: (lambda x: (x.gather(1, i).sum().backward(), x.grad)[1])(
+        L.zeros(3, 3, requires_grad=True)),
+}
+
+
+@pytest.mark.parametrize("dtype", ["int8", "uint8", "int16", "int32", "int64", "bool",
+                                   "float32"])
+@pytest.mark.parametrize("op", sorted(_INDEX_DTYPE_OPS))
+def test_index_dtypes_as_torch(op, dtype):
+    """gather and the scatters take int32 indices as well as int64, as torch; other dtypes are
+    refused with torch's texts (scatter_reduce's is scatter's; take_along_dim names the dtype
+    as torch's C++ does: Int, Char, Byte...)."""
+    torch = pytest.importorskip("torch")
+
+    def outcome(lib):
+        try:
+            return _INDEX_DTYPE_OPS[op](lib, lib.tensor([[2]]).to(getattr(lib, dtype))).tolist()
+        except RuntimeError as e:
+            return str(e)
+    assert outcome(jitgrad) == outcome(torch)

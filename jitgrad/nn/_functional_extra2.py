@@ -66,14 +66,25 @@ def local_response_norm(input: Tensor, size: int, alpha: float = 1e-4,  # noqa: 
     return input / (div * alpha + k).pow(beta)
 
 
+def _check_1d(input: Tensor, output_size: Any, name: str) -> int:  # noqa: A002
+    """torch's checks of a 1-d adaptive pooling's input dims and ``output_size``."""
+    if input.ndim not in (2, 3):
+        raise RuntimeError(f"Expected 2 to 3 dimensions, but got {input.ndim}-dimensional tensor "
+                           f"for argument #1 'self' (while checking arguments for {name})")
+    if isinstance(output_size, (list, tuple)):
+        if len(output_size) != 1:
+            raise RuntimeError(f"{name}() argument 'output_size' should contain one int (got "
+                               f"{len(output_size)})")
+        return output_size[0]
+    return output_size
+
+
 def adaptive_avg_pool1d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
-    """1-d average pooling of ``(N, C, L)`` (or ``(C, L)``) input to ``output_size``."""
+    """1-d average pooling of ``(N, C, L)`` (or ``(C, L)``) input to ``output_size`` (torch's
+    2-d pooling of the input with a unit height)."""
     from .functional_conv import adaptive_avg_pool2d
 
-    size = output_size[0] if isinstance(output_size, (list, tuple)) else output_size
-    if input.ndim not in (2, 3):
-        raise RuntimeError(f"adaptive_avg_pool1d(): Expected 2D or 3D tensor, but got "
-                           f"{list(input.shape)}")
+    size = _check_1d(input, output_size, "adaptive_avg_pool1d")
     return adaptive_avg_pool2d(input.unsqueeze(-2), (1, size)).squeeze(-2)
 
 
@@ -92,6 +103,11 @@ def _adaptive_max(input: Tensor, size: tuple[int, ...], name: str) -> tuple[Tens
     if input.ndim not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
                            f"got: {list(input.shape)}")
+    for d in range(1, input.ndim):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {d} being empty")
     if not input.dtype.is_floating_point:  # (torch: 1-d is a 2-d pooling, by that name)
         from ..ops.pool import refuse_dtype
 
@@ -100,9 +116,16 @@ def _adaptive_max(input: Tensor, size: tuple[int, ...], name: str) -> tuple[Tens
     x = input if batched else input.unsqueeze(0)
     n, c, *ins = x.shape
     size = tuple(ins[i] if o is None else int(o) for i, o in enumerate(size))
-    if any(o <= 0 for o in size):
-        raise RuntimeError(f"{name}(): Expected output_size to be greater than 0, but got "
-                           f"{list(size)}")
+    if any(o < 0 for o in size):  # (torch's output: (N, C, 1, L_out) for 1-d)
+        shape = [*input.shape[:-spatial], *((1,) if spatial == 1 else ()), *size]
+        raise RuntimeError(f"Trying to create tensor with negative dimension "
+                           f"{min(size)}: {shape}")
+    if n == 0 or any(o == 0 for o in size):
+        from ..ops.creation import empty
+
+        shape = (*input.shape[:-spatial], *size)
+        return (empty(shape, dtype=input.dtype, device=input.device) + input.sum() * 0,
+                empty(shape, dtype=dtypes.int64, device=input.device))
     wins = [_windows(i, o) for i, o in zip(ins, size)]
     for d, (pos, _) in enumerate(wins):  # gather (..., out_d * k_d, ...)
         x = x.index_select(2 + 2 * d, tensor(pos.reshape(-1).astype(np.int64), device=x.device))
@@ -129,8 +152,8 @@ def adaptive_max_pool1d_with_indices(input: Tensor, output_size: Any,  # noqa: A
                                      return_indices: bool = False) -> tuple[Tensor, Tensor]:
     """1-d max pooling of ``(N, C, L)`` (or ``(C, L)``) input to ``output_size``, with the
     positions of the maxima along ``L``."""
-    size = tuple(output_size) if isinstance(output_size, (list, tuple)) else (output_size,)
-    return _adaptive_max(input, size, "adaptive_max_pool1d")
+    return _adaptive_max(input, (_check_1d(input, output_size, "adaptive_max_pool1d"),),
+                         "adaptive_max_pool1d")
 
 
 def adaptive_max_pool1d(input: Tensor, output_size: Any,  # noqa: A002

@@ -20,7 +20,8 @@ from ._functional_core import (dropout, elu, elu_, embedding, gelu, layer_norm, 
 from ._functional_loss import (binary_cross_entropy, binary_cross_entropy_with_logits,
                                cross_entropy, huber_loss, l1_loss, mse_loss, nll_loss,
                                smooth_l1_loss)
-from .functional_attention import multi_head_attention_forward, scaled_dot_product_attention
+from .functional_attention import (_canonical_mask, _mha_shape_check, _none_or_dtype,  # noqa: F401
+                                   multi_head_attention_forward, scaled_dot_product_attention)
 from .functional_conv import *  # noqa: F401, F403 - conv, pooling, batch_norm
 from .functional_conv import __all__ as _conv_all
 from .functional_spatial import group_norm, interpolate

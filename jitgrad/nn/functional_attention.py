@@ -5,10 +5,12 @@ torch's math reference writes them (matmuls, a softmax, dropout), so autograd, `
 from __future__ import annotations
 
 import math
+import warnings
 
 from .. import dtypes
 from ..ops.autocast_policy import LOWER, autocast_policy
 from ..ops.creation import ones, zeros
+from ..ops.out_dtype import _CPP
 from ..ops.movement import cat
 from ..ops.selection import where
 from ..tensor import Tensor
@@ -17,17 +19,79 @@ from .attention.bias import CausalBias, CausalVariant
 __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]
 
 
-def _additive(mask: Tensor | None, dtype: dtypes.dtype, allowed_when: bool) -> Tensor | None:
-    """A mask as an additive float mask: a bool mask is -inf where it equals ``not
-    allowed_when`` (SDPA: True means attend; MHA: True means masked)."""
+def _none_or_dtype(input: Tensor | None) -> dtypes.dtype | None:  # noqa: A002 - torch's name
+    """A mask's dtype, or None (torch's ``F._none_or_dtype``)."""
+    if input is None:
+        return None
+    if isinstance(input, Tensor):
+        return input.dtype
+    raise RuntimeError("input to _none_or_dtype() must be None or jitgrad.Tensor")
+
+
+def _canonical_mask(mask: Tensor | None, mask_name: str, other_type: dtypes.dtype | None,
+                    other_name: str, target_type: dtypes.dtype,
+                    check_other: bool = True) -> Tensor | None:
+    """torch's ``F._canonical_mask``: a bool mask as a float one (-inf where True), a float
+    mask as it is; any other dtype is refused, and a mask whose dtype is not ``other_type`` (the
+    other mask's) warns that mixing them is deprecated.
+
+    Args:
+        mask: the mask, or None. mask_name: its name in the texts.
+        other_type: the other mask's dtype (None: no other mask). other_name: its name.
+        target_type: the float mask's dtype. check_other: compare with ``other_type``.
+    """
+    if mask is None:
+        return None
+    is_float = mask.dtype.is_floating_point
+    if mask.dtype is not dtypes.bool and not is_float:
+        raise AssertionError(f"only bool and floating types of {mask_name} are supported")
+    if check_other and other_type is not None and mask.dtype is not other_type:
+        warnings.warn(f"Support for mismatched {mask_name} and {other_name} is deprecated. Use "
+                      "same type for both instead.", stacklevel=2)
+    if not is_float:
+        mask = zeros(mask.shape, dtype=target_type, device=mask.device).masked_fill_(
+            mask, float("-inf"))
+    return mask
+
+
+def _mha_shape_check(query: Tensor, key: Tensor, value: Tensor,
+                     key_padding_mask: Tensor | None, attn_mask: Tensor | None,
+                     num_heads: int) -> bool:
+    """torch's checks of the inputs' dims (``F._mha_shape_check``); whether they are batched."""
+    if query.ndim == 3:
+        batched, kind, kpm_dim = True, "batched (3-D)", 2
+    elif query.ndim == 2:
+        batched, kind, kpm_dim = False, "unbatched (2-D)", 1
+    else:
+        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
+                             f"{query.ndim}-D query tensor")
+    if key.ndim != query.ndim or value.ndim != query.ndim:
+        raise AssertionError(f"For {kind} `query`, expected `key` and `value` to be "
+                             f"{query.ndim}-D but found {key.ndim}-D and {value.ndim}-D tensors "
+                             "respectively")
+    if key_padding_mask is not None and key_padding_mask.ndim != kpm_dim:
+        raise AssertionError(f"For {kind} `query`, expected `key_padding_mask` to be `None` or "
+                             f"{kpm_dim}-D but found {key_padding_mask.ndim}-D tensor instead")
+    if attn_mask is not None:
+        if attn_mask.ndim not in (2, 3):
+            raise AssertionError(f"For {kind} `query`, expected `attn_mask` to be `None`, 2-D or "
+                                 f"3-D but found {attn_mask.ndim}-D tensor instead")
+        if not batched and attn_mask.ndim == 3:
+            expected = (num_heads, query.shape[0], key.shape[0])
+            if tuple(attn_mask.shape) != expected:
+                raise AssertionError(f"Expected `attn_mask` shape to be {expected} but got "
+                                     f"{attn_mask.shape}")
+    return batched
+
+
+def _additive(mask: Tensor | None, dtype: dtypes.dtype) -> Tensor | None:
+    """An SDPA mask (bool: True means attend; or float, already checked) as an additive float
+    mask of ``dtype``."""
     if mask is None:
         return None
     if mask.dtype is dtypes.bool:
-        blocked = mask if not allowed_when else mask.logical_not()
-        return where(blocked, float("-inf"), zeros((), dtype=dtype, device=mask.device))
-    if not mask.dtype.is_floating_point:
-        raise AssertionError(f"only bool and floating types of masks are supported, got "
-                             f"{mask.dtype}")
+        return where(mask.logical_not(), float("-inf"), zeros((), dtype=dtype,
+                                                               device=mask.device))
     return mask.to(dtype) if mask.dtype is not dtype else mask
 
 
@@ -68,10 +132,15 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if is_causal and attn_mask is not None:
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
-    bias = _additive(attn_mask, query.dtype, allowed_when=True)
+    if attn_mask is not None and attn_mask.dtype not in (dtypes.bool, dtypes.float32,
+                                                         query.dtype):
+        raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
+                           f"dtype, but got attn_mask.dtype: {_CPP[attn_mask.dtype]} and  "
+                           f"query.dtype: {_CPP[query.dtype]} instead.")
+    bias = _additive(attn_mask, query.dtype)
     if is_causal:
         causal = ones((L, S), dtype=dtypes.bool, device=query.device).tril()
-        bias = _additive(causal, query.dtype, allowed_when=True)
+        bias = _additive(causal, query.dtype)
     if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
         value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
@@ -146,22 +215,15 @@ def multi_head_attention_forward(
     if static_k is not None or static_v is not None:
         raise NotImplementedError("multi_head_attention_forward: static_k/static_v are not "
                                   "supported")
-    if query.ndim not in (2, 3):
-        raise AssertionError(f"query should be unbatched 2D or batched 3D tensor but received "
-                             f"{query.ndim}-D query tensor")
-    batched = query.ndim == 3
+    batched = _mha_shape_check(query, key, value, key_padding_mask, attn_mask, num_heads)
     if not batched:
         query, key, value = query.unsqueeze(1), key.unsqueeze(1), value.unsqueeze(1)
         if key_padding_mask is not None:
             key_padding_mask = key_padding_mask.unsqueeze(0)
     tgt_len, bsz, embed_dim = query.shape
     src_len = key.shape[0]
-    if embed_dim != embed_dim_to_check:
-        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
-                             f"got {embed_dim}")
-    head_dim = embed_dim // num_heads
-    if head_dim * num_heads != embed_dim:
-        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    key_padding_mask = _canonical_mask(key_padding_mask, "key_padding_mask",
+                                       _none_or_dtype(attn_mask), "attn_mask", query.dtype)
     if is_causal and attn_mask is None:
         raise RuntimeError("Need attn_mask if specifying the is_causal hint. You may use the "
                            "Transformer module method `generate_square_subsequent_mask` to "
@@ -169,19 +231,30 @@ def multi_head_attention_forward(
     if is_causal and key_padding_mask is None and not need_weights:
         attn_mask = None  # (the causal hint is given to SDPA instead)
     else:
+        attn_mask = _canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                    check_other=False)
         is_causal = False
+    if embed_dim != embed_dim_to_check:
+        raise AssertionError(f"was expecting embedding dimension of {embed_dim_to_check}, but "
+                             f"got {embed_dim}")
+    head_dim = embed_dim // num_heads
+    if head_dim * num_heads != embed_dim:
+        raise AssertionError(f"embed_dim {embed_dim} not divisible by num_heads {num_heads}")
+    if use_separate_proj_weight and key.shape[:2] != value.shape[:2]:
+        raise AssertionError(f"key's sequence and batch dims {key.shape[:2]} do not match "
+                             f"value's {value.shape[:2]}")
+    if not use_separate_proj_weight and key.shape != value.shape:
+        raise AssertionError(f"key shape {key.shape} does not match value shape {value.shape}")
     q, k, v = _in_projection(query, key, value, in_proj_weight, in_proj_bias, q_proj_weight,
                              k_proj_weight, v_proj_weight, use_separate_proj_weight)
-    attn_mask = _additive(attn_mask, q.dtype, allowed_when=False)
-    key_padding_mask = _additive(key_padding_mask, q.dtype, allowed_when=False)
     if attn_mask is not None:
         if attn_mask.ndim == 2:
             if tuple(attn_mask.shape) != (tgt_len, src_len):
-                raise RuntimeError(f"The shape of the 2D attn_mask is {tuple(attn_mask.shape)},"
-                                   f" but should be {(tgt_len, src_len)}.")
+                raise RuntimeError(f"The shape of the 2D attn_mask is {attn_mask.shape}, but "
+                                   f"should be {(tgt_len, src_len)}.")
             attn_mask = attn_mask.unsqueeze(0)
         elif tuple(attn_mask.shape) != (bsz * num_heads, tgt_len, src_len):
-            raise RuntimeError(f"The shape of the 3D attn_mask is {tuple(attn_mask.shape)}, but "
+            raise RuntimeError(f"The shape of the 3D attn_mask is {attn_mask.shape}, but "
                                f"should be {(bsz * num_heads, tgt_len, src_len)}.")
     if bias_k is not None and bias_v is not None:
         k = cat([k, bias_k.expand(1, bsz, embed_dim)])
@@ -208,6 +281,10 @@ def multi_head_attention_forward(
     if not training:
         dropout_p = 0.0
     if need_weights:
+        if attn_mask is not None and attn_mask.dtype is not q.dtype:  # (torch's baddbmm)
+            raise RuntimeError(f"Input dtypes must be the same, got: input "
+                               f"{_CPP[attn_mask.dtype]}, batch1: {_CPP[q.dtype]}, batch2: "
+                               f"{_CPP[k.dtype]}")
         scores = (q * math.sqrt(1.0 / float(head_dim))).matmul(k.transpose(-2, -1))
         if attn_mask is not None:
             scores = attn_mask + scores

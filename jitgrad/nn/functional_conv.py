@@ -348,14 +348,22 @@ def avg_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
 
 def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A002
     """2-d average pooling to a fixed ``output_size`` (an int or a pair; None keeps a size)."""
-    if input.ndim not in (3, 4):
-        raise RuntimeError(
-            f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
     size = (output_size, output_size) if isinstance(output_size, int) or output_size is None \
         else tuple(output_size)
     size = tuple(input.shape[-2 + i] if o is None else int(o) for i, o in enumerate(size))
+    if size[0] < 0 or size[1] < 0:
+        raise RuntimeError(f"adaptive_avg_pool2d: elements of output_size must be greater than "
+                           f"or equal to 0 but received {{{size[0]}, {size[1]}}}")
     if size == (1, 1):  # torch's shortcut: a mean (MeanBackward1)
         return input.mean((-1, -2), keepdim=True)
+    if input.ndim not in (3, 4):
+        raise RuntimeError(
+            f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
+    for d in (input.ndim - 2, input.ndim - 1):
+        if input.shape[d] == 0:
+            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for "
+                               f"non-batch dimensions, but input has sizes {list(input.shape)} "
+                               f"with dimension {d} being empty")
     return _pool.adaptive_avg_pool2d(input, size)
 
 

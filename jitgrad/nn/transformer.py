@@ -120,6 +120,11 @@ class MultiheadAttention(Module):
         Returns:
             ``(attn_output, attn_weights)``; the weights are None without ``need_weights``.
         """
+        key_padding_mask = F._canonical_mask(key_padding_mask, "key_padding_mask",
+                                             F._none_or_dtype(attn_mask), "attn_mask",
+                                             query.dtype)
+        attn_mask = F._canonical_mask(attn_mask, "attn_mask", None, "", query.dtype,
+                                      check_other=False)
         batched = query.ndim == 3
         if self.batch_first and batched:
             if key is value:
@@ -194,6 +199,11 @@ class TransformerEncoderLayer(Module):
     def forward(self, src: Tensor, src_mask: Tensor | None = None,
                 src_key_padding_mask: Tensor | None = None, is_causal: bool = False) -> Tensor:
         """One encoder layer on ``src`` (masks as in ``MultiheadAttention``)."""
+        src_key_padding_mask = F._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                                 F._none_or_dtype(src_mask), "src_mask",
+                                                 src.dtype)
+        src_mask = F._canonical_mask(src_mask, "src_mask", None, "", src.dtype,
+                                     check_other=False)
         x = src
         if self.norm_first:
             x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
@@ -268,7 +278,7 @@ class TransformerEncoder(Module):
 
         first = self.layers[0]
         if not self.use_nested_tensor or first.training or src.ndim != 3 or padding is None \
-                or mask is not None or padding.dtype is not dtypes.bool:
+                or mask is not None:
             return False
         attn = first.self_attn
         weights = (src, attn.in_proj_weight, attn.in_proj_bias, attn.out_proj.weight,
@@ -282,7 +292,7 @@ class TransformerEncoder(Module):
                 return False  # (a traced mask has no values to check)
             import numpy as np
 
-            keep = ~np.asarray(padding.numpy(), dtype=bool)
+            keep = np.asarray(padding.numpy()) == 0  # (a canonical mask: -inf where padded)
             if (np.diff(keep.astype(np.int8), axis=-1) > 0).any():
                 return False
         return True
@@ -291,14 +301,17 @@ class TransformerEncoder(Module):
                 src_key_padding_mask: Tensor | None = None,
                 is_causal: bool | None = None) -> Tensor:
         """The layers in turn, then ``norm``."""
+        src_key_padding_mask = F._canonical_mask(src_key_padding_mask, "src_key_padding_mask",
+                                                 F._none_or_dtype(mask), "mask", src.dtype)
+        mask = F._canonical_mask(mask, "mask", None, "", src.dtype, check_other=False)
         packed = self._packs_padding(src, mask, src_key_padding_mask)
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, src_key_padding_mask=src_key_padding_mask,
                         is_causal=bool(is_causal))
         if packed:
-            pad = src_key_padding_mask if self.layers[0].self_attn.batch_first else \
-                src_key_padding_mask.t()
+            pad = src_key_padding_mask != 0
+            pad = pad if self.layers[0].self_attn.batch_first else pad.t()
             out = out.masked_fill(pad.unsqueeze(-1), 0.0)
         return self.norm(out) if self.norm is not None else out
 

@@ -440,8 +440,8 @@ def _index_add_impl(x, index, src, dim):
 
 
 def _check_index(index, name):
-    if index.dtype is not dtypes.int64:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index.dtype not in (dtypes.int64, dtypes.int32):  # (torch takes both)
+        raise RuntimeError(f"{name}(): Expected dtype int32/int64 for index")
 
 
 GATHER = defop("gather", _gather_impl, kind=OPAQUE, save=(1,),

@@ -364,8 +364,8 @@ def _check_scatter_shape(input, d: int, index, src) -> None:  # noqa: A002
 
 def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
     d = wrap_dim(dim, input.ndim)
-    if not dtypes.is_integral(index.dtype) or index.dtype is dtypes.bool:
-        raise RuntimeError(f"{name}(): Expected dtype int64 for index")
+    if index.dtype not in (dtypes.int64, dtypes.int32):  # (torch's names scatter for all)
+        raise RuntimeError("scatter(): Expected dtype int32/int64 for index")
     if max(index.ndim, 1) != max(input.ndim, 1) and index.numel() > 0:
         raise RuntimeError("Index tensor must have the same number of dimensions as self tensor")
     if src is not None and src.dtype is not input.dtype:

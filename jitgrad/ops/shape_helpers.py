@@ -229,7 +229,7 @@ def take_along_dim(input, indices, dim: int | None = None):  # noqa: A002
     ``dim``); with ``dim=None``, from the flattened input."""
     if indices.dtype != dtypes.long:
         raise RuntimeError(f"torch.take_along_dim(): dtype of indices should be Long but got "
-                           f"{str(indices.dtype).split('.')[-1].capitalize()}")
+                           f"{indices.dtype._scalar_name}")
     if dim is None:
         return input.reshape(-1).gather(0, indices.reshape(-1))
     if input.ndim != indices.ndim:

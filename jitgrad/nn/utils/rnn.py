@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from collections import namedtuple
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
@@ -165,27 +165,36 @@ def pad_sequence(sequences: Tensor | Sequence[Tensor], batch_first: bool = False
     """Stacks tensors of shape ``(L_i, *)`` into ``(max L, B, *)`` (``(B, max L, *)`` with
     ``batch_first``), padding each with ``padding_value`` on ``padding_side``.
 
+    As torch's kernel: the result takes the first sequence's dtype and trailing dims, and each
+    sequence is copied into its slot (cast to that dtype, broadcast to those dims).
+
     Args:
-        sequences: the tensors (their trailing dims must agree).
+        sequences: the tensors (an iterable; a tensor gives its rows).
         batch_first: put the batch dim first. Default: False.
         padding_value: the value of the padded elements. Default: 0.
         padding_side: ``"right"`` or ``"left"``. Default: ``"right"``.
     """
-    if padding_side not in ("left", "right"):
-        raise ValueError(f"Expected padding_side to be one of left or right, but got "
-                         f"{padding_side}.")
-    if isinstance(sequences, Tensor):
-        sequences = list(sequences.unbind(0))
-    sequences = list(sequences)
+    if not isinstance(sequences, Iterable):
+        raise RuntimeError("pad_sequence: Expected iterable for input sequences, but got arg of "
+                           f"type: {type(sequences)}")
+    sequences = tuple(sequences)
     if not sequences:
         raise RuntimeError("received an empty list of sequences")
-    longest = max(s.shape[0] for s in sequences)
-    padded = []
-    for s in sequences:
-        missing = longest - s.shape[0]
-        if missing:
-            pad = full((missing, *s.shape[1:]), padding_value, dtype=s.dtype, device=s.device)
-            s = cat([s, pad] if padding_side == "right" else [pad, s])
-        padded.append(s)
-    return stack(padded, 0 if batch_first else 1)
+    if padding_side not in ("left", "right"):
+        raise RuntimeError(f"Expected padding_side to be one of left or right, but got "
+                           f"{padding_side}.")
+    first = sequences[0]
+    if first.ndim == 0:
+        raise RuntimeError("ArrayRef: invalid slice, N = 1; size = 0")
+    longest = max(s.size(0) for s in sequences)
+    batch = len(sequences)
+    dims = (batch, longest) if batch_first else (longest, batch)
+    out = full((*dims, *first.shape[1:]), padding_value, dtype=first.dtype, device=first.device)
+    for i, s in enumerate(sequences):
+        n = s.size(0)
+        start = longest - n if padding_side == "left" else 0
+        slot = out.select(0, i).narrow(0, start, n) if batch_first else \
+            out.narrow(0, start, n).select(1, i)
+        slot.copy_(s)
+    return out
 
