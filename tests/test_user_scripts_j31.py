@@ -1,0 +1,265 @@
+"""More public PyTorch code (set J: milesial's Pytorch-UNet and locuslab's TCN on the adding
+problem), only the import changed, run on jitgrad.
+
+The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
+their globals and assert that training lowered the loss, that the scripts' plumbing (data
+sets, loaders, logging, checkpoints, the weight_norm hooks) did what they rely on, and, where
+torch is installed, that the deterministic parts (fixed-weight forwards, losses, gradients,
+clipped norms, RMSprop/Adam steps, the plateau scheduler) equal the same script's with
+``import torch``. The jitgrad fixes the ports needed have their regression tests here too.
+"""
+
+import math
+import os
+import warnings
+from unittest import mock
+
+import numpy as np
+import pytest
+
+import jitgrad
+from test_user_scripts import _close
+from test_user_scripts_b27 import _run_torch
+from test_user_scripts_c27 import _run
+from test_user_scripts_e28 import _close_nested
+
+# ---------------------------------------------------------------- milesial/Pytorch-UNet
+
+
+def test_unet_trains_evaluates_logs_and_checkpoints():
+    g = _run("unet_milesial")
+    torch = g["torch"]
+    losses = g["losses"]
+    assert len(losses) == 2 * 32 // 4 and all(math.isfinite(v) for v in losses)
+    assert np.mean(losses[-4:]) < 0.3 * np.mean(losses[:4]), losses
+    model, args = g["model"], g["args"]
+    assert (args.epochs, args.batch_size, args.lr, args.val, args.classes) == (2, 4, 1e-3, 20.0, 2)
+    # CarvanaDataset found the *_mask files; its Pool scanned the masks' values
+    bars = g["tqdm"].bars
+    scan = [i for i, b in enumerate(bars) if b.total == 40][-1]
+    assert bars[scan].n == 40 and g["mask_values"] == [0, 255]
+    # an epoch bar counts 32 images; n_train // (5 * batch) = 1: a validation round each step,
+    # two batches of the 8 held out (drop_last)
+    epochs = [b for b in bars[scan:] if b.desc.startswith("Epoch")]
+    assert [(b.desc, b.n) for b in epochs] == [("Epoch 1/2", 32), ("Epoch 2/2", 32)]
+    assert epochs[-1].postfix == {"loss (batch)": losses[-1]}
+    rounds = [b for b in bars[scan:] if b.desc == "Validation round"]
+    assert len(rounds) == 16 and all(b.n == b.total == 2 for b in rounds)
+    run = g["wandb"].runs[-1]
+    assert run.config == dict(epochs=2, batch_size=4, learning_rate=1e-3, val_percent=0.2,
+                              save_checkpoint=True, img_scale=0.5, amp=False)
+    steps = [d for d in run.logged if "train loss" in d]
+    assert [d["train loss"] for d in steps] == losses and steps[-1]["step"] == 16
+    rounds = [d for d in run.logged if "validation Dice" in d]
+    assert len(rounds) == 16 and all(0 <= float(d["validation Dice"]) <= 1 for d in rounds)
+    names = [n for n, _ in model.named_parameters()]
+    assert [k for k in rounds[0] if k.startswith("Weights/")] == [f"Weights/{n}" for n in names]
+    assert rounds[0]["images"].shape == (3, 32, 32) and rounds[0]["masks"]["pred"].shape == (32, 32)
+    # ReduceLROnPlateau('max', patience=5) on the rounds' scores: lr / 10 after 6 bad rounds
+    best, bad, lr = -math.inf, 0, 1e-3
+    for d in rounds:
+        score = float(d["validation Dice"])
+        best, bad = (score, 0) if score > best * (1 + 1e-4) else (best, bad + 1)
+        if bad > 5:
+            lr, bad = lr * 0.1, 0
+        assert d["learning rate"] == pytest.approx(lr, rel=1e-12)
+    # the transposed-convolution UNet in channels_last, its checkpoints, the --load path
+    assert not model.bilinear and isinstance(model.up1.up, torch.nn.ConvTranspose2d)
+    assert model.inc.double_conv[0].weight.is_contiguous(memory_format=torch.channels_last)
+    assert sorted(os.listdir(g["dir_checkpoint"])) == ["checkpoint_epoch1.pth",
+                                                        "checkpoint_epoch2.pth"]
+    loaded = g["loaded"].state_dict()
+    assert list(loaded) == list(model.state_dict())
+    assert all(torch.equal(v, model.state_dict()[k]) for k, v in loaded.items())
+    # use_checkpointing calls the module torch.utils.checkpoint, as torch
+    assert g["use_checkpointing_error"] == "'module' object is not callable"
+    assert isinstance(model.inc, g["DoubleConv"])  # (it failed before assigning anything)
+
+
+def test_unet_fixed_parts_behave():
+    g = _run("unet_milesial")
+    r = g["fixed_results"]
+    for key in ("transposed_2", "transposed_1", "bilinear_2", "bilinear_1"):
+        v = r[key]
+        one = key.endswith("_1")
+        assert v["channels_last"] and v["scale"] == 1.0
+        assert tuple(v["logits"].shape) == (2, int(key[-1]), 36, 36)
+        assert v["losses"][1] < v["losses"][0] and v["norms"][1] < v["norms"][0]
+        # one class: BCEWithLogitsLoss of float64 logits and the float32 mask is float32, as
+        # torch's (the loss has the target's dtype); evaluate compares (B, 1, H, W) with
+        # (B, H, W), and its assert leaves the net in eval mode
+        assert v["training_after_evaluate"] == (not one)
+        assert v["dtypes"] == ["jitgrad.float32" if one else "jitgrad.float64",
+                               "jitgrad.float64"]
+        assert (v["dice"] == "AssertionError") == one
+        assert one or 0 < v["dice"] < 1
+    # a Dice score of two empty masks is 1; the plateau scheduler cut lr 10x after 6 bad rounds
+    assert r["dice_coeff"][2] == 1.0
+    assert r["plateau_lrs"] == pytest.approx([1e-3] * 7 + [1e-4] * 8 + [1e-5] * 3)
+    # checkpointing every stage recomputes the same forward and gradients
+    plain, ckpt = g["checkpointed"][False], g["checkpointed"][True]
+    _close(ckpt["out"], plain["out"], rtol=1e-12, atol=1e-12)
+    _close(ckpt["x_grad"], plain["x_grad"], rtol=1e-10, atol=1e-14)
+    _close_nested(ckpt["grads"], plain["grads"], rtol=1e-10, atol=1e-14)
+
+
+def test_unet_fixed_weights_match_torch():
+    g, t = _run("unet_milesial"), _run_torch("unet_milesial")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    for key in ("transposed_2", "transposed_1", "bilinear_2", "bilinear_1"):
+        a, b = dict(ours.pop(key)), dict(theirs.pop(key))
+        assert a.pop("dice") == pytest.approx(b.pop("dice"), rel=1e-6) if not key.endswith("1") \
+            else a.pop("dice") == b.pop("dice")
+        assert [d.split(".")[1] for d in a.pop("dtypes")] == \
+            [d.split(".")[1] for d in b.pop("dtypes")]
+        # float32: 23 convolutions and 18 batch norms deep
+        _close(a.pop("logits"), b.pop("logits"), rtol=1e-4, atol=5e-5)
+        assert a.pop("loss") == pytest.approx(b.pop("loss"), rel=1e-6)
+        # float64, with train.py's .float() of the Dice terms (float32 roundings inside)
+        _close_nested(a.pop("grads"), b.pop("grads"), rtol=1e-5, atol=1e-9)
+        _close_nested(a.pop("params"), b.pop("params"), rtol=1e-5, atol=1e-6)
+        _close_nested(a.pop("running"), b.pop("running"), rtol=1e-5, atol=1e-7)
+        _close_nested(a, b, rtol=1e-6, atol=1e-9)
+    _close(ours.pop("dice_coeff"), theirs.pop("dice_coeff"), rtol=1e-6)
+    _close(ours.pop("plateau_lrs"), theirs.pop("plateau_lrs"), rtol=0, atol=0)
+    _close_nested(ours.pop("checkpoint"), theirs.pop("checkpoint"), rtol=1e-9, atol=1e-12)
+    assert ours == theirs == {}
+    assert g["use_checkpointing_error"] == t["use_checkpointing_error"]
+
+
+# ---------------------------------------------------------------- locuslab/TCN
+
+
+def test_tcn_learns_the_adding_problem():
+    g = _run("tcn_adding")
+    torch = g["torch"]
+    losses, test_losses = g["losses"], g["test_losses"]
+    assert len(losses) == 4 * 63 and all(math.isfinite(v) for v in losses)
+    # below the 1/6 of always answering 1 (the variance of the sum of two U(0, 1))
+    assert test_losses[-1] < 0.5 * test_losses[0] and test_losses[-1] < 0.1, test_losses
+    assert [e for e, _, _ in g["logged"]] == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]
+    assert g["logged"][0][1] == 608  # batch_idx starts at 1: the 19th batch logs
+    model = g["model"]
+    assert not g["args"].cuda and next(model.parameters()).device.type == "cpu"
+    # the adding problem: two marked numbers of 20, their sum the target
+    x, y = g["X_train"], g["Y_train"]
+    assert tuple(x.shape) == (2000, 2, 20) and tuple(y.shape) == (2000, 1)
+    assert torch.equal(x[:, 1].sum(1), torch.full((2000,), 2.0))
+    _close((x[:, 0] * x[:, 1]).sum(1, keepdim=True), y, rtol=1e-6)
+    # three levels, dilations 1, 2, 4; causal: chomped back to the input's length
+    blocks = model.tcn.network
+    assert [b.conv1.dilation for b in blocks] == [(1,), (2,), (4,)]
+    assert [b.chomp1.chomp_size for b in blocks] == [2, 4, 8]
+    assert blocks[0].downsample is not None and blocks[1].downsample is None
+    out = model.tcn(x[:2])
+    assert tuple(out.shape) == (2, 16, 20)
+    later = x[:2].clone()
+    later[:, :, 10:] += 1.0  # the first 10 outputs see only the first 10 steps
+    _close(model.tcn(later)[:, :, :10], out[:, :, :10], rtol=0, atol=0)
+
+
+def test_tcn_weight_norm_hooks():
+    g = _run("tcn_adding")
+    r, fixed = g["fixed_results"], g["fixed"]
+    # init_weights's .data.normal_(0, 0.01) wrote into the hook's computed weight ...
+    assert 0.005 < r["init_weight_std"] < 0.02
+    # ... which the next forward recomputes from weight_g and weight_v
+    _close(r["weight"], r["weight_from_g_v"], rtol=1e-6, atol=1e-7)
+    assert r["weight_requires_grad"]
+    conv = fixed.tcn.network[0].conv1
+    assert tuple(conv.weight_g.shape) == (6, 1, 1) and tuple(conv.weight_v.shape) == (6, 2, 3)
+    assert r["names"][:3] == ["tcn.network.0.conv1.bias", "tcn.network.0.conv1.weight_g",
+                              "tcn.network.0.conv1.weight_v"]
+    # (weight itself is no parameter, nor a buffer; the Sequential net names conv1 again)
+    assert set(r["names"]) < set(r["state_dict"])
+    assert "tcn.network.0.net.0.weight_g" in r["state_dict"]
+    assert not any(k.endswith(("conv1.weight", "net.0.weight")) for k in r["state_dict"])
+    assert all(v.abs().sum() > 0 for v in r["grads"].values())
+    assert r["losses"][1] < r["losses"][0]
+
+
+def test_tcn_fixed_weights_match_torch():
+    g, t = _run("tcn_adding"), _run_torch("tcn_adding")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    ours.pop("init_weight_std"), theirs.pop("init_weight_std")  # (each library's normal_)
+    for key in ("names", "state_dict", "weight_requires_grad"):
+        assert ours.pop(key) == theirs.pop(key), key
+    _close_nested(ours.pop("grads"), theirs.pop("grads"), rtol=1e-5, atol=1e-7)
+    _close_nested(ours, theirs, rtol=1e-5, atol=1e-7)
+    _close(g["fixed_x"], t["fixed_x"], rtol=0, atol=0)
+
+
+# ---------------------------------------------------------------- the jitgrad fixes
+
+
+def test_out_of_memory_error_and_empty_cache_as_torch():
+    """train.py catches torch.cuda.OutOfMemoryError and calls torch.cuda.empty_cache()."""
+    torch = pytest.importorskip("torch")
+    for lib in (torch, jitgrad):
+        for name in ("OutOfMemoryError", "AcceleratorError"):
+            cls = getattr(lib, name)
+            assert cls.__mro__[1:] == (RuntimeError, Exception, BaseException, object)
+            assert cls.__module__ == lib.__name__ and cls.__name__ == name
+        assert lib.cuda.OutOfMemoryError is lib.OutOfMemoryError
+    assert jitgrad.OutOfMemoryError.__doc__ == torch.OutOfMemoryError.__doc__
+    assert jitgrad.AcceleratorError.__doc__ == torch.AcceleratorError.__doc__
+    assert jitgrad.cuda.empty_cache() is None  # (no tensor on the device: nothing to hand back)
+
+
+def test_a_cuda_allocation_out_of_memory_raises_out_of_memory_error():
+    from jitgrad import _cuda_array as ca
+
+    class DriverError(Exception):
+        def __init__(self, code):
+            super().__init__(f"[{code}] Call to cuMemAlloc results in CUDA_ERROR")
+            self.code = code
+
+    class Context:
+        def get_memory_info(self):
+            return 3 << 30, 80 << 30
+
+    class FakeCuda:
+        def __init__(self, code):
+            self.code = code
+
+        def device_array(self, n, dtype):
+            raise DriverError(self.code)
+
+        def to_device(self, host):
+            raise DriverError(self.code)
+
+        def current_context(self):
+            return Context()
+
+    with mock.patch.object(ca, "cuda", lambda: FakeCuda(2)):
+        with pytest.raises(jitgrad.cuda.OutOfMemoryError) as err:
+            ca.empty((1 << 28, 5), np.float32)
+    assert str(err.value) == ("CUDA out of memory. Tried to allocate 5.00 GiB. GPU 0 has a total "
+                              "capacity of 80.00 GiB of which 3.00 GiB is free.")
+    assert isinstance(err.value.__cause__, DriverError)
+    with mock.patch.object(ca, "cuda", lambda: FakeCuda(2)):
+        with pytest.raises(jitgrad.OutOfMemoryError, match="allocate 1.50 KiB"):
+            ca.to_device(np.zeros(384, np.float32))
+    with mock.patch.object(ca, "cuda", lambda: FakeCuda(700)):  # (other driver errors pass)
+        with pytest.raises(DriverError):
+            ca.empty((4,), np.float32)
+    sizes = [512, 1024, 1536, 1 << 20, (1 << 20) + 512, 3 << 29]
+    assert [ca.format_size(n) for n in sizes] == [
+        "512 bytes", "1024 bytes", "1.50 KiB", "1024.00 KiB", "1.00 MiB", "1.50 GiB"]
+
+
+def test_pin_memory_without_an_accelerator_warns_each_pass_as_torch():
+    torch = pytest.importorskip("torch")
+    texts = {}
+    for lib in (torch, jitgrad):
+        loader = lib.utils.data.DataLoader(list(range(4)), batch_size=2, pin_memory=True)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            assert len(list(loader)) == 2
+            assert len(list(loader)) == 2
+            list(lib.utils.data.DataLoader(list(range(4)), batch_size=2))
+            list(lib.utils.data.DataLoader(list(range(4)), pin_memory=True,
+                                           pin_memory_device="cpu"))
+        texts[lib.__name__] = [(w.category, str(w.message)) for w in caught]
+    assert len(texts["torch"]) == 4
+    assert texts["jitgrad"] == texts["torch"]
