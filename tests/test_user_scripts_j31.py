@@ -82,7 +82,7 @@ def test_unet_fixed_parts_behave():
     for key in ("transposed_2", "transposed_1", "bilinear_2", "bilinear_1"):
         v = r[key]
         one = key.endswith("_1")
-        assert v["channels_last"] and v["scale"] == 1.0
+        assert v["channels_last"] and v["scale"] == 1.0 and v["scaled_is_loss"]
         assert tuple(v["logits"].shape) == (2, int(key[-1]), 36, 36)
         assert v["losses"][1] < v["losses"][0] and v["norms"][1] < v["norms"][0]
         # one class: BCEWithLogitsLoss of float64 logits and the float32 mask is float32, as
@@ -263,3 +263,85 @@ def test_pin_memory_without_an_accelerator_warns_each_pass_as_torch():
         texts[lib.__name__] = [(w.category, str(w.message)) for w in caught]
     assert len(texts["torch"]) == 4
     assert texts["jitgrad"] == texts["torch"]
+
+
+# ---------------------------------------------------------- pytorch/examples fast_neural_style
+
+
+def test_fast_neural_style_trains_checkpoints_and_stylizes():
+    g = _run("fast_neural_style")
+    torch = g["torch"]
+    losses = g["losses"]
+    assert len(losses) == 4 * 16 // 4 and all(math.isfinite(c) and math.isfinite(s)
+                                              for c, s in losses)
+    totals = [c + s for c, s in losses]
+    assert totals[-1] < 0.85 * totals[0], totals  # (the style term, 1e10-weighted, dominates)
+    root = g["data_root"]
+    assert sorted(os.listdir(os.path.join(root, "ckpt"))) == [
+        f"ckpt_epoch_{e}_batch_id_{b}.pth" for e in range(4) for b in (2, 4)]
+    # the trained net, saved after eval().cpu(): InstanceNorm2d(affine=True) keeps no running
+    # statistics, so stylize's regex finds no running_* key to drop
+    model, path = g["trained"]["model"], g["trained"]["path"]
+    assert not model.training and model.in1.running_mean is None
+    state = torch.load(path)
+    assert list(state) == list(model.state_dict()) and not any("running" in k for k in state)
+    # stylize: the first image through the loaded net, clamped and saved as an 8-bit PNG
+    out = g["stylized"]["output"]
+    assert tuple(g["stylized"]["input"].shape) == (1, 3, 40, 40)
+    assert tuple(out.shape) == (1, 3, 40, 40)
+    with torch.no_grad():
+        _close(model(g["stylized"]["input"]), out, rtol=1e-6, atol=1e-5)
+    saved = np.asarray(g["Image"].open(os.path.join(root, "out.png")))
+    np.testing.assert_array_equal(saved, out[0].clamp(0, 255).numpy().transpose(1, 2, 0)
+                                  .astype("uint8"))
+
+
+def test_fast_neural_style_fixed_parts_behave():
+    g = _run("fast_neural_style")
+    torch = g["torch"]
+    r = g["fixed_results"]
+    assert r["feature_names"] == ["relu1_2", "relu2_2", "relu3_3", "relu4_3"]
+    assert [tuple(f.shape) for f in r["features"]] == [(2, 8, 32, 32), (2, 16, 16, 16),
+                                                       (2, 32, 8, 8), (2, 64, 4, 4)]
+    assert all(v is None for v in r["vgg_grads"])  # (Vgg16(requires_grad=False))
+    assert r["buffers"] == []
+    # a Gram matrix: features times their transpose over ch * h * w, symmetric
+    for gram, ch in zip(r["gram_style"], (8, 16, 32, 64)):
+        assert tuple(gram.shape) == (2, ch, ch)
+        _close(gram, gram.transpose(1, 2), rtol=1e-12, atol=0)
+    # normalize_batch divides its argument in place
+    batch = torch.full((1, 3, 2, 2), 255.0)
+    normalized = g["utils"].normalize_batch(batch)
+    assert batch.eq(1.0).all()
+    _close(normalized[0, :, 0, 0], (1 - np.array([0.485, 0.456, 0.406]))
+           / np.array([0.229, 0.224, 0.225]), rtol=1e-6)
+    # a conv bias before an InstanceNorm2d has no effect, so no gradient (rounding only)
+    grads = r["grads"]
+    top = max(float(v.abs().max()) for v in grads.values())
+    assert float(grads["conv2.conv2d.bias"].abs().max()) < 1e-12 * top
+    assert float(grads["deconv3.conv2d.bias"].abs().max()) > 0.1 * top
+
+
+def test_fast_neural_style_fixed_weights_match_torch():
+    g, t = _run("fast_neural_style"), _run_torch("fast_neural_style")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    for key in ("feature_names", "buffers", "vgg_grads"):
+        assert ours.pop(key) == theirs.pop(key), key
+    _close(ours.pop("output32"), theirs.pop("output32"), rtol=1e-5, atol=1e-5)  # (float32)
+    # float64 from here. The biases before an InstanceNorm have rounding for a gradient, which
+    # Adam's first step, lr * g / (|g| + eps), turns into a full step either way: they are
+    # compared as gradients (both at rounding level), not as parameters after the steps
+    grads, t_grads = ours.pop("grads"), theirs.pop("grads")
+    top = max(float(v.abs().max()) for v in t_grads.values())
+    flat = {k for k, v in t_grads.items() if float(v.abs().max()) < 1e-12 * top}
+    assert len(flat) == 20  # (conv1 to 3, deconv1 and 2, and each block's two convs and in2)
+    assert all(float(grads[k].abs().max()) < 1e-12 * top for k in flat)
+    _close_nested({k: v for k, v in grads.items() if k not in flat},
+                  {k: v for k, v in t_grads.items() if k not in flat}, rtol=1e-9, atol=1e-9)
+    params, t_params = ours.pop("params"), theirs.pop("params")
+    _close_nested({k: v for k, v in params.items() if k not in flat},
+                  {k: v for k, v in t_params.items() if k not in flat}, rtol=1e-9, atol=1e-12)
+    for key in ("features", "gram_style"):  # (lists of tensors of several shapes)
+        for a, b in zip(ours.pop(key), theirs.pop(key), strict=True):
+            _close(a, b, rtol=1e-10, atol=1e-12)
+    _close_nested(ours, theirs, rtol=1e-10, atol=1e-12)

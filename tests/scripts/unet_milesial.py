@@ -470,11 +470,13 @@ for _bilinear in (False, True):
         _r['training_after_evaluate'] = _net.training
         # float64
         _optimizer = optim.RMSprop(_net64.parameters(), lr=1e-3, weight_decay=1e-8, momentum=0.999, foreach=True)
-        _scaler = torch.cuda.amp.GradScaler(enabled=False)
+        # (train.py's spelling, and for the bilinear nets the one its FutureWarning suggests)
+        _scaler = torch.amp.GradScaler('cuda', enabled=False) if _bilinear else torch.cuda.amp.GradScaler(enabled=False)
         for _step in range(2):
             masks_pred = _net64(images.double())
             loss = _train_loss(_net64, masks_pred, fixed_masks)
             _optimizer.zero_grad(set_to_none=True)
+            _r['scaled_is_loss'] = _scaler.scale(loss) is loss
             _scaler.scale(loss).backward()
             _scaler.unscale_(_optimizer)
             _r['norms'].append(torch.nn.utils.clip_grad_norm_(_net64.parameters(), 1.0).item())
