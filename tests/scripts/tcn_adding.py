@@ -9,9 +9,9 @@ F.mse_loss, clip_grad_norm_, evaluate under torch.no_grad).
 
 Changes: the files are one script (tcn.py, model.py, utils.py, add_test.py); the command line
 is parsed from a list: --cuda (add_test.py's flag is store_false, so passing it turns CUDA
-off), a shorter problem and a smaller network (sequences of 50, not 400; kernel 4, 4 levels of
-16 channels, not 7, 8 and 30; so the receptive field, 91, still covers the sequence), gradient
-clipping at 1 (not off), 2 epochs (not 10), logging every 20 batches (not 100); 2000 training
+off), a shorter problem and a smaller network (sequences of 20, not 400; kernel 3, 3 levels of
+16 channels, not 7, 8 and 30; so the receptive field, 29, still covers the sequence), gradient
+clipping at 1 (not off), 4 epochs (not 10), logging every 20 batches (not 100); 2000 training
 and 200 test sequences (not 50000 and 1000); np.random.seed for repeatable data. Sections
 marked "(added)" are not locuslab's: they record the losses and fixed-weight results to compare
 with torch (weight_g, weight_v and their gradients).
