@@ -116,7 +116,7 @@ def test_unet_fixed_weights_match_torch():
     assert g["fallback_calls"] == t["fallback_calls"]
 
 
-# ---------------------------------------------------------------- locuslab/TCN
+# ---------------------------------------------------------------- the TCN (tcn_adding)
 
 
 def test_tcn_learns_the_adding_problem():
@@ -127,42 +127,41 @@ def test_tcn_learns_the_adding_problem():
     # below the 1/6 of always answering 1 (the variance of the sum of two U(0, 1))
     assert test_losses[-1] < 0.5 * test_losses[0] and test_losses[-1] < 0.1, test_losses
     assert [e for e, _, _ in g["logged"]] == [1, 1, 1, 2, 2, 2, 3, 3, 3, 4, 4, 4]
-    assert g["logged"][0][1] == 608  # batch_idx starts at 1: the 19th batch logs
+    assert [n for _, n, _ in g["logged"][:3]] == [640, 1280, 1920]  # (every 20 batches of 32)
     model = g["model"]
     assert not g["args"].cuda and next(model.parameters()).device.type == "cpu"
     # the adding problem: two marked numbers of 20, their sum the target
-    x, y = g["X_train"], g["Y_train"]
+    x, y = g["train_x"], g["train_y"]
     assert tuple(x.shape) == (2000, 2, 20) and tuple(y.shape) == (2000, 1)
     assert torch.equal(x[:, 1].sum(1), torch.full((2000,), 2.0))
     _close((x[:, 0] * x[:, 1]).sum(1, keepdim=True), y, rtol=1e-6)
-    # three levels, dilations 1, 2, 4; causal: chomped back to the input's length
-    blocks = model.tcn.network
-    assert [b.conv1.dilation for b in blocks] == [(1,), (2,), (4,)]
-    assert [b.chomp1.chomp_size for b in blocks] == [2, 4, 8]
-    assert blocks[0].downsample is not None and blocks[1].downsample is None
-    out = model.tcn(x[:2])
+    # three levels, dilations 1, 2, 4; causal: trimmed back to the input's length
+    levels = model.levels
+    assert [lv.first.conv.dilation for lv in levels] == [(1,), (2,), (4,)]
+    assert [lv.first.trim for lv in levels] == [2, 4, 8]
+    assert levels[0].project is not None and levels[1].project is None
+    out = model.features(x[:2])
     assert tuple(out.shape) == (2, 16, 20)
     later = x[:2].clone()
     later[:, :, 10:] += 1.0  # the first 10 outputs see only the first 10 steps
-    _close(model.tcn(later)[:, :, :10], out[:, :, :10], rtol=0, atol=0)
+    _close(model.features(later)[:, :, :10], out[:, :, :10], rtol=0, atol=0)
 
 
 def test_tcn_weight_norm_hooks():
     g = _run("tcn_adding")
     r, fixed = g["fixed_results"], g["fixed"]
-    # init_weights's .data.normal_(0, 0.01) wrote into the hook's computed weight ...
+    # .data.normal_(0, 0.01) wrote into the hook's computed weight ...
     assert 0.005 < r["init_weight_std"] < 0.02
     # ... which the next forward recomputes from weight_g and weight_v
     _close(r["weight"], r["weight_from_g_v"], rtol=1e-6, atol=1e-7)
     assert r["weight_requires_grad"]
-    conv = fixed.tcn.network[0].conv1
+    conv = fixed.levels[0].first.conv
     assert tuple(conv.weight_g.shape) == (6, 1, 1) and tuple(conv.weight_v.shape) == (6, 2, 3)
-    assert r["names"][:3] == ["tcn.network.0.conv1.bias", "tcn.network.0.conv1.weight_g",
-                              "tcn.network.0.conv1.weight_v"]
-    # (weight itself is no parameter, nor a buffer; the Sequential net names conv1 again)
-    assert set(r["names"]) < set(r["state_dict"])
-    assert "tcn.network.0.net.0.weight_g" in r["state_dict"]
-    assert not any(k.endswith(("conv1.weight", "net.0.weight")) for k in r["state_dict"])
+    assert r["names"][:3] == ["levels.0.first.conv.bias", "levels.0.first.conv.weight_g",
+                              "levels.0.first.conv.weight_v"]
+    # (weight itself is no parameter, nor a buffer)
+    assert r["names"] == r["state_dict"]
+    assert not any(k.endswith("conv.weight") for k in r["state_dict"])
     assert all(v.abs().sum() > 0 for v in r["grads"].values())
     assert r["losses"][1] < r["losses"][0]
 
