@@ -48,6 +48,7 @@ from ._runtime_switches import (compiled_with_cxx11_abi, get_num_interop_threads
                                 is_vulkan_available, set_default_tensor_type, set_flush_denormal,
                                 set_num_interop_threads)
 from ._lowrank import pca_lowrank, svd_lowrank
+from .errors import AcceleratorError, OutOfMemoryError
 from ._lobpcg import lobpcg
 from ._sym import sym_float, sym_int, sym_ite, sym_max, sym_min, sym_not, sym_sqrt, sym_sum
 

@@ -243,12 +243,45 @@ def _counted(dev, nbytes: int):
     return dev
 
 
+def format_size(nbytes: int) -> str:
+    """A byte count as torch's allocator writes it (``512 bytes``, ``2.00 KiB``, ``1.50 GiB``)."""
+    for limit, unit, scale in ((1024, None, 1), (1 << 20, "KiB", 1024), (1 << 30, "MiB", 1 << 20)):
+        if nbytes <= limit:
+            return f"{nbytes} bytes" if unit is None else f"{nbytes / scale:.2f} {unit}"
+    return f"{nbytes / (1 << 30):.2f} GiB"
+
+
+_CUDA_ERROR_OUT_OF_MEMORY = 2
+
+
+def _allocate(make, nbytes: int):
+    """``make()``, a numba-cuda allocation of ``nbytes``; the driver's out-of-memory error
+    becomes torch's ``OutOfMemoryError`` (``except torch.cuda.OutOfMemoryError`` catches it),
+    with the start of torch's text."""
+    try:
+        return make()
+    except Exception as e:
+        if getattr(e, "code", None) != _CUDA_ERROR_OUT_OF_MEMORY:
+            raise
+        from .errors import OutOfMemoryError
+
+        text = f"CUDA out of memory. Tried to allocate {format_size(-(-nbytes // 512) * 512)}."
+        try:
+            free, total = cuda().current_context().get_memory_info()
+            text += (f" GPU 0 has a total capacity of {format_size(total)} of which "
+                     f"{format_size(free)} is free.")
+        except Exception:  # noqa: BLE001 - (the sizes only add to the text)
+            pass
+        raise OutOfMemoryError(text) from e
+
+
 def empty(shape: tuple, dt) -> CudaArray:
     """An uninitialized contiguous device array."""
     shape = tuple(int(s) for s in shape)
     n = int(np.prod(shape, dtype=np.int64))
     dt = np.dtype(dt)
-    return CudaArray(_counted(cuda().device_array(max(n, 1), dtype=dt), n * dt.itemsize), shape)
+    dev = _allocate(lambda: cuda().device_array(max(n, 1), dtype=dt), n * dt.itemsize)
+    return CudaArray(_counted(dev, n * dt.itemsize), shape)
 
 
 def to_device(arr: np.ndarray) -> CudaArray:
@@ -257,7 +290,8 @@ def to_device(arr: np.ndarray) -> CudaArray:
     if not arr.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
         arr = arr.copy()
     flat = arr.reshape(-1) if arr.size else np.zeros(1, arr.dtype)
-    return CudaArray(_counted(cuda().to_device(flat), arr.nbytes), arr.shape)
+    dev = _allocate(lambda: cuda().to_device(flat), arr.nbytes)
+    return CudaArray(_counted(dev, arr.nbytes), arr.shape)
 
 
 def from_device_array(dev) -> CudaArray:

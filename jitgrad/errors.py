@@ -29,6 +29,18 @@ class DisabledCallError(JitTraceError):
     whole function eagerly, silently (even with ``fullgraph=True``, as torch runs it)."""
 
 
+class OutOfMemoryError(RuntimeError):
+    """Exception raised when device is out of memory"""  # (torch's text, as its __doc__)
+
+
+class AcceleratorError(RuntimeError):
+    """Exception raised while executing on device"""
+
+
+# (torch.OutOfMemoryError and torch.AcceleratorError name their module torch)
+OutOfMemoryError.__module__ = AcceleratorError.__module__ = "jitgrad"
+
+
 # The file name of the code the __torch_function__ protocol puts into public functions once it
 # is live (jitgrad.overrides compiles it from a string): jitgrad's own frames, not the user's.
 TRAMPOLINE_FILE = "<jitgrad.overrides trampoline>"

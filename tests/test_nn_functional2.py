@@ -129,3 +129,56 @@ def test_saved_introspection_matches_torch(name, fn, saved):
             np.testing.assert_allclose(got.detach().numpy(), want.detach().numpy())
         else:
             assert got == want, key
+
+
+# torch's kernel writes the loss into ``1 - target`` (then ``.mul_(input)``, ``.sub_(...)``,
+# ``.mul_(weight)``): the result has the target's dtype (a float64 logit with a float32 target,
+# as milesial's UNet gives BCEWithLogitsLoss, is a float32 loss), and an integer or bool
+# target, or a weight broadcasting beyond the target's shape, fails as those in-place steps do
+BCE_LOGITS_MIXES = [
+    ("float64", "float32", {}), ("float32", "float64", {}), ("float32", "float16", {}),
+    ("float16", "float32", {}), ("float32", "bfloat16", {}), ("float32", "int64", {}),
+    ("float32", "bool", {}), ("int64", "float32", {}),
+    ("float64", "float32", {"weight": ((3,), "float64")}),
+    ("float32", "float32", {"weight": ((4, 2, 3), "float32")}),
+    ("float32", "float32", {"pos_weight": ((3,), "float64")}),
+    ("float64", "float32", {"pos_weight": ((3,), "float32")}),
+    ("float32", "float32", {"pos_weight": ((4, 2, 3), "float32")}),
+    ("float32", "float64", {"pos_weight": ((3,), "int64")}),
+    ("float32", "float32", {"pos_weight": ((3,), "bool")}),
+    ("float32", "float32", {"weight": ((3,), "complex64")}),
+]
+
+
+@pytest.mark.parametrize("x_dtype,t_dtype,extra", BCE_LOGITS_MIXES)
+@pytest.mark.parametrize("reduction", ["mean", "none"])
+def test_bce_with_logits_dtype_is_the_targets_as_torch(x_dtype, t_dtype, extra, reduction):
+    torch = _torch()
+    rng = _rng()
+    x, t = rng.standard_normal((2, 3)), rng.random((2, 3))
+    extra = {k: (rng.random(shape) + 0.5, dt) for k, (shape, dt) in extra.items()}
+
+    def run(lib):
+        kw = {k: lib.tensor(v).to(getattr(lib, dt)) for k, (v, dt) in extra.items()}
+        xs = lib.tensor(x).to(getattr(lib, x_dtype))
+        if xs.dtype.is_floating_point:
+            xs.requires_grad_()
+        ts = lib.tensor(t).to(getattr(lib, t_dtype))
+        try:
+            loss = lib.nn.functional.binary_cross_entropy_with_logits(xs, ts, reduction=reduction,
+                                                                      **kw)
+        except Exception as e:  # noqa: BLE001 - compared below
+            return type(e).__name__, str(e)
+        loss.sum().backward()
+        return (str(loss.dtype).split(".")[1], tuple(loss.shape),
+                loss.detach().double().numpy(), str(xs.grad.dtype).split(".")[1],
+                xs.grad.double().numpy())
+
+    j, t_ = run(jitgrad), run(torch)
+    assert len(j) == len(t_) and j[0] == t_[0] and j[1] == t_[1]
+    if len(t_) == 2:  # (the error's class and text)
+        return
+    rtol = max({"float16": 2e-3, "bfloat16": 1e-2}.get(d, 1e-6) for d in (x_dtype, t_dtype))
+    np.testing.assert_allclose(j[2], t_[2], rtol=rtol)
+    assert j[3] == t_[3]
+    np.testing.assert_allclose(j[4], t_[4], rtol=rtol, atol=1e-7)

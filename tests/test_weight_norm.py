@@ -76,6 +76,26 @@ def test_weight_norm_warns_and_errors_as_torch():
         nn.utils.remove_weight_norm(nn.Linear(2, 2))
 
 
+def test_weight_norm_warning_names_the_librarys_line_as_torch():
+    """torch's WeightNorm.apply is @deprecated: the FutureWarning names weight_norm's call of
+    apply, one line for every caller, so the default filter shows it once a process (locuslab's
+    TCN wraps two convolutions a block, from two lines of its own)."""
+    import warnings
+
+    torch = pytest.importorskip("torch")
+    seen = {}
+    for lib in (torch, jitgrad):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            lib.nn.utils.weight_norm(lib.nn.Linear(2, 2))
+            lib.nn.utils.weight_norm(lib.nn.Conv1d(2, 2, 3))
+        assert [w.category for w in caught] == [FutureWarning] * 2
+        assert caught[0].lineno == caught[1].lineno
+        seen[lib.__name__] = caught[0].filename.replace("\\", "/").split("/")[-4:]
+    assert seen["jitgrad"] == ["jitgrad", "nn", "utils", "weight_norm.py"]
+    assert seen["torch"] == ["torch", "nn", "utils", "weight_norm.py"]
+
+
 # ---------------------------------------------------------------- spectral_norm
 
 

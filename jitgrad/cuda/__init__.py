@@ -9,6 +9,8 @@ never raises.
 
 from __future__ import annotations
 
+from ..errors import OutOfMemoryError  # noqa: F401 - torch.cuda.OutOfMemoryError is torch's
+
 
 def _numba_cuda():
     try:
@@ -130,6 +132,22 @@ def reset_peak_memory_stats(device=None) -> None:
     from .._cuda_array import MEMORY
 
     MEMORY["peak"] = MEMORY["allocated"]
+
+
+def empty_cache() -> None:
+    """Hands the device memory that freed tensors left cached back to the driver
+    (``torch.cuda.empty_cache``): numba's pending deallocations are flushed. Before jitgrad
+    put any tensor on the device nothing happens (no CUDA context is made, as torch's makes
+    none before CUDA is initialized)."""
+    from .._cuda_array import MEMORY
+
+    if MEMORY["peak"] == 0:
+        return
+    try:
+        context = _numba_cuda().current_context()
+        context.deallocations.clear()
+    except Exception:  # noqa: BLE001 - the simulator's context caches nothing
+        return
 
 
 def __getattr__(name: str):

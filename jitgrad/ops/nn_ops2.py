@@ -10,7 +10,8 @@ from __future__ import annotations
 import numpy as np
 
 from .dtype_rules import refuse_dtypes
-from .registry import ELEMENTWISE, FLOAT, OPAQUE, POINTWISE, apply, broadcast_shapes, defop
+from .registry import (ELEMENTWISE, FLOAT, OPAQUE, POINTWISE, Meta, apply, broadcast_shapes,
+                       defop)
 
 _SELF = ("input", 0)
 _NOT_FLOATING = ("complex", "integer", "bool")
@@ -205,16 +206,65 @@ def _softplus_neg(x):
 
 
 def _bce_logits_impl(x, t, w, pw, reduction):
-    sp_neg = np.log1p(np.exp(-np.abs(x))) + np.maximum(-x, 0)
+    # torch's steps, each rounded to the dtype it is written in: log_sigmoid(input) (computed
+    # in float32 at least) times the pos_weight factor in the input's dtype, then the loss in
+    # 1 - target's (the target's shape and dtype)
+    wide = np.promote_types(x.dtype, np.float32)
+    xw = x.astype(wide, copy=False)
+    log_sigmoid = -(np.log1p(np.exp(-np.abs(xw))) + np.maximum(-xw, 0))
+    log_sigmoid = log_sigmoid.astype(x.dtype, copy=False)
     if pw is not None:
-        loss = (1 - t) * x + ((pw - 1) * t + 1) * sp_neg
-    else:
-        loss = (1 - t) * x + sp_neg
+        log_weight = (pw - 1) * t + 1
+        log_sigmoid = (log_sigmoid * log_weight).astype(x.dtype, copy=False)
+    loss = ((1 - t) * x).astype(t.dtype, copy=False)
+    loss = (loss - log_sigmoid).astype(t.dtype, copy=False)
     if w is not None:
-        loss = loss * w
-    shape = broadcast_shapes(*(a.shape for a in (x, t, w, pw) if a is not None))
-    loss = np.broadcast_to(loss, shape).astype(x.dtype)
+        loss = (loss * w).astype(t.dtype, copy=False)
     return _reduce_np(loss, reduction)
+
+
+def _bce_logits_meta(x, t, w, pw, reduction):
+    return (tuple(t.shape) if reduction == "none" else ()), t.dtype
+
+
+_LOG_SIGMOID_CHECK = _refuse_non_floating("log_sigmoid_cpu")
+
+
+def _bce_logits_check(args):
+    """torch's kernel, ``log_sigmoid(input)``, then ``log_sigmoid_input.mul_((pos_weight - 1)
+    .mul(target).add_(1))``, ``(1 - target).mul_(input).sub_(log_sigmoid_input)`` and
+    ``loss.mul_(weight)``: the errors of those steps, in their order (an integer target cannot
+    hold the float loss; a weight or pos_weight that broadcasts beyond the loss's shape cannot be
+    written into it)."""
+    from .. import dtypes
+    from .elementwise import _no_bool_subtraction
+    from .inplace import _castable
+
+    x, t, w, pw = (tuple(args) + (None, None))[:4]
+    _LOG_SIGMOID_CHECK((x,))
+
+    def written(into_shape, into_dtype, other):  # into.mul_(other)'s checks
+        promoted = dtypes.result_type(Meta(into_shape, into_dtype), other)
+        if not _castable(promoted, into_dtype):
+            raise RuntimeError(f"result type {promoted._scalar_name} can't be cast to the "
+                               f"desired output type {into_dtype._scalar_name}")
+        shape = broadcast_shapes(into_shape, tuple(other.shape))
+        if shape != into_shape:
+            raise RuntimeError(f"output with shape {list(into_shape)} doesn't match the "
+                               f"broadcast shape {list(shape)}")
+
+    if pw is not None:
+        if pw.dtype is dtypes.bool:
+            _no_bool_subtraction((pw, 1))
+        log_weight = Meta(broadcast_shapes(tuple(pw.shape), tuple(t.shape)),
+                          dtypes.result_type(Meta(tuple(pw.shape), dtypes.result_type(pw, 1)), t))
+        written(tuple(x.shape), x.dtype, log_weight)
+    if t.dtype is dtypes.bool:
+        _no_bool_subtraction((t, True))
+    one_minus_t = Meta(tuple(t.shape), dtypes.result_type(t, 1))
+    written(one_minus_t.shape, one_minus_t.dtype, x)
+    if w is not None:
+        written(one_minus_t.shape, one_minus_t.dtype, w)
 
 
 def _numel(*args):
@@ -239,9 +289,9 @@ def _bce_logits_vjp_target(g, ans, x, t, w, pw, reduction):
 
 
 BINARY_CROSS_ENTROPY_WITH_LOGITS = defop(
-    "binary_cross_entropy_with_logits", _bce_logits_impl, kind=OPAQUE, meta=_loss_meta,
+    "binary_cross_entropy_with_logits", _bce_logits_impl, kind=OPAQUE, meta=_bce_logits_meta,
     save=(0, 1, 2, 3), vjp=(_bce_logits_vjp_input, _bce_logits_vjp_target, None, None),
-    check_operands=_refuse_non_floating("log_sigmoid_cpu", (0,)),
+    check_operands=_bce_logits_check,
     jvp=_loss_jvp((_bce_logits_vjp_input, _bce_logits_vjp_target)),
     saved_names={"self": _SELF, "target": ("input", 1), "weight": ("input", 2),
                  "pos_weight": ("input", 3)})

@@ -44,9 +44,11 @@ class WeightNorm:
     def apply(module: Any, name: str, dim: int | None) -> WeightNorm:
         """Replaces the parameter ``name`` by ``name_g`` and ``name_v`` and registers the
         hook."""
+        # (torch's apply is @deprecated: the warning names the line that calls apply, in
+        # weight_norm for its users, so the default filter shows it once a process)
         warnings.warn("`torch.nn.utils.weight_norm` is deprecated in favor of "
                       "`torch.nn.utils.parametrizations.weight_norm`.", FutureWarning,
-                      stacklevel=3)
+                      stacklevel=2)
         for hook in module._forward_pre_hooks.values():
             if isinstance(hook, WeightNorm) and hook.name == name:
                 raise RuntimeError(

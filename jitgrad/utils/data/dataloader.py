@@ -9,9 +9,11 @@ keeps the sampler's order), but loads them in this process, one after another; w
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
+from ... import accelerator
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -34,6 +36,14 @@ class _LoaderIter:
     """One pass over a ``DataLoader`` (``len()`` is the loader's)."""
 
     def __init__(self, loader: DataLoader) -> None:
+        # (torch's _BaseDataLoaderIter warns as each pass starts)
+        if loader.pin_memory and loader.pin_memory_device:
+            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used "
+                          f"as the device,ignore pin_memory_device='{loader.pin_memory_device}'.",
+                          stacklevel=2)
+        if loader.pin_memory and not accelerator.is_available():
+            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
+                          "device pinned memory won't be used.", stacklevel=2)
         self._loader = loader
         self._batches = loader._generate()
 
@@ -61,7 +71,8 @@ class DataLoader:
         num_workers: accepted for map-style data sets, loaded in this process (see the module
             note). Default: 0.
         collate_fn: turns a list of samples into a batch (default: ``default_collate``).
-        pin_memory: ignored on the CPU (there is no pinned memory to use).
+        pin_memory: ignored (jitgrad pins no memory); without an accelerator each pass warns,
+            as torch's.
         drop_last: drop the last incomplete batch. Default: False.
         timeout: must be non-negative (there are no workers to wait for).
         worker_init_fn: only with ``num_workers=0`` (it would never be called).
