@@ -238,3 +238,32 @@ def test_checkpoint_context_fn_and_helpers():
                                            "Unsupported input type: Tensor"):
         ckpt.detach_variable(x)
     assert issubclass(ckpt.CheckpointError, RuntimeError)
+
+
+def test_deprecated_assert_allclose_as_torch():
+    for a, b in ((jg.ones(2), [1.0, 1.0 + 5e-5]), (jg.ones(2, dtype=jg.float64), [1.0, 1.0]),
+                 (1.0, 1.0 + 1e-9)):
+        with pytest.warns(FutureWarning, match=r"`torch.testing.assert_allclose\(\)` is "
+                                               "deprecated since 1.12"):
+            jg.testing.assert_allclose(a, b)
+    for a, b, allowed in ((jg.ones(2), jg.zeros(2), "up to 1e-05 allowed"),
+                          (jg.ones(2, dtype=jg.float64), [1.0, 1.00002], "up to 1e-08 allowed")):
+        with pytest.warns(FutureWarning), pytest.raises(AssertionError, match=allowed):
+            jg.testing.assert_allclose(a, b)
+
+
+def test_increment_version_and_invert_permutation():
+    from jitgrad.autograd.graph import increment_version
+    from jitgrad.nn.utils.rnn import invert_permutation
+
+    x = jg.ones(2, requires_grad=True)
+    y = x.exp()
+    before = y._version
+    increment_version([y, y])
+    assert y._version == before + 2
+    with pytest.raises(RuntimeError, match="modified by an inplace operation"):
+        y.sum().backward()  # (exp saved y: the bump fails its version check, as torch's)
+    p = jg.tensor([2, 0, 3, 1])
+    inverse = invert_permutation(p)
+    assert inverse.tolist() == [1, 3, 0, 2] and inverse.dtype == jg.int64
+    assert p[inverse].tolist() == [0, 1, 2, 3] and invert_permutation(None) is None

@@ -9,7 +9,17 @@ from typing import Any, NamedTuple
 from .node import Node, saved_tensor_hooks_stack
 
 __all__ = ["Node", "GradientEdge", "get_gradient_edge", "saved_tensors_hooks",
-           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook"]
+           "disable_saved_tensors_hooks", "save_on_cpu", "register_multi_grad_hook",
+           "increment_version"]
+
+
+def increment_version(tensor: Any) -> None:
+    """Bumps the version counter of ``tensor`` (or of each tensor of an iterable), as an
+    in-place op does: saved copies of it then fail their version check in backward."""
+    from ..tensor import Tensor
+
+    for t in [tensor] if isinstance(tensor, Tensor) else tensor:
+        t._vc[0] += 1
 
 
 class GradientEdge(NamedTuple):

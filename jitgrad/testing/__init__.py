@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes
 
-__all__ = ["assert_close", "make_tensor"]
+__all__ = ["assert_allclose", "assert_close", "make_tensor"]
 
 # torch's default (rtol, atol) by dtype; other dtypes compare exactly
 _TOLERANCES = {"float16": (1e-3, 1e-5), "float32": (1.3e-6, 1e-5), "float64": (1e-7, 1e-7),
@@ -183,6 +183,35 @@ def assert_close(actual: Any, expected: Any, *, allow_subclasses: bool = True,
         if msg is not None:
             text = msg(text) if callable(msg) else str(msg)
         raise AssertionError(text) from None
+
+
+def assert_allclose(actual: Any, expected: Any, rtol: float | None = None,
+                    atol: float | None = None, equal_nan: bool = True, msg: str = "") -> None:
+    """(deprecated, as in torch) ``assert_close`` of ``expected`` as a tensor like ``actual``,
+    without the dtype/device checks and NaNs equal by default."""
+    import warnings
+
+    warnings.warn("`torch.testing.assert_allclose()` is deprecated since 1.12 and will be "
+                  "removed in a future release. Please use `torch.testing.assert_close()` "
+                  "instead. You can find detailed upgrade instructions in "
+                  "https://github.com/pytorch/pytorch/issues/61844.", FutureWarning,
+                  stacklevel=2)
+    tensor_class = _tensor_class()
+    if not isinstance(actual, tensor_class):
+        from ..ops.creation import tensor
+
+        actual = tensor(actual)
+    if not isinstance(expected, tensor_class):
+        from ..ops.creation import tensor
+
+        expected = tensor(expected, dtype=actual.dtype)
+    if rtol is None and atol is None:  # (the old assert_allclose's per-dtype tolerances)
+        old = {"float16": (1e-3, 1e-3), "float32": (1e-4, 1e-5), "float64": (1e-5, 1e-8)}
+        pairs = [old.get(t.dtype.name, (0.0, 0.0)) for t in (actual, expected)]
+        rtol, atol = max(p[0] for p in pairs), max(p[1] for p in pairs)
+    assert_close(actual, expected, rtol=rtol, atol=atol, equal_nan=equal_nan,
+                 check_device=True, check_dtype=False, check_stride=False,
+                 msg=msg or None)
 
 
 def _check_attributes(actual: Any, expected: Any, check_device: bool,

@@ -13,8 +13,8 @@ from ...ops.creation import full, tensor
 from ...ops.movement import cat, stack
 from ...tensor import Tensor
 
-__all__ = ["PackedSequence", "pack_padded_sequence", "pack_sequence", "pad_packed_sequence",
-           "pad_sequence", "unpack_sequence", "unpad_sequence"]
+__all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pack_sequence",
+           "pad_packed_sequence", "pad_sequence", "unpack_sequence", "unpad_sequence"]
 
 _UNSORTED = ("`lengths` array must be sorted in decreasing order when `enforce_sorted` is True. "
              "You can pass `enforce_sorted=False` to pack_padded_sequence and/or pack_sequence "
@@ -50,6 +50,17 @@ def _invert(permutation: Tensor) -> Tensor:
     inverse = np.empty_like(p)
     inverse[p] = np.arange(len(p))
     return tensor(inverse, device=permutation.device)
+
+
+def invert_permutation(permutation: Tensor | None) -> Tensor | None:
+    """The inverse of an index permutation (``None`` stays ``None``)."""
+    if permutation is None:
+        return None
+    from ...ops.creation import arange, empty_like
+
+    inverse = empty_like(permutation, memory_format=None)
+    inverse.scatter_(0, permutation, arange(0, permutation.numel(), device=permutation.device))
+    return inverse
 
 
 def _lengths_array(lengths: Any) -> np.ndarray:
