@@ -1,0 +1,226 @@
+"""More public PyTorch code (set L31: Andras7's sparse word2vec and swyoon's minimal
+Gaussian-process regression), only the import changed, run on jitgrad.
+
+The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
+their globals and assert that training lowered the loss, that words of one topic end up close
+and the GP fits its data, and, where torch is installed, that the deterministic parts (sparse
+embedding gradients, SparseAdam under CosineAnnealingLR, the log marginal likelihood, its
+gradients, the predictions, SGD and LBFGS steps) equal the same script's with ``import torch``.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+from test_user_scripts import _close
+from test_user_scripts_b27 import _run_torch
+from test_user_scripts_c27 import _run
+from test_user_scripts_e28 import _close_nested
+
+# ------------------------------------------------------------- Andras7/word2vec-pytorch
+
+_SCHEDULER_WARNING = "Detected call of `lr_scheduler.step()` before `optimizer.step()`"
+
+
+def test_word2vec_sparse_learns_the_topics():
+    g = _run("word2vec_sparse")
+    torch = g["torch"]
+    data, w2v = g["w2v"].data, g["w2v"]
+    # the vocabulary: "zebra" (5 times) is under min_count, "the" is the most frequent word
+    assert "zebra" not in data.word2id and len(data.word2id) == 19
+    assert data.sentences_count == 360 and data.token_count == 360 * 8 + 6
+    assert max(data.word_frequency, key=data.word_frequency.get) == data.word2id["the"]
+    # the negative table: about 1e4 ids drawn by frequency ** 0.5; subsampling keeps "the" least
+    counts = np.bincount(data.negatives, minlength=19)
+    freq = np.array([data.word_frequency[i] for i in range(19)], dtype=np.float64)
+    _close(counts / counts.sum(), freq**0.5 / (freq**0.5).sum(), rtol=0, atol=1e-4)
+    assert data.discards.argmin() == data.word2id["the"] and data.discards.max() > 0.6
+    assert len(w2v.dataloader) == math.ceil(360 / 32)
+    # the loss: from log(2) * 6 (v starts at zero) down by half
+    losses = g["losses"]
+    assert len(losses) == 10 * len(w2v.dataloader) and all(math.isfinite(v) for v in losses)
+    assert losses[0] == pytest.approx(6 * math.log(2), rel=1e-5)
+    assert np.mean(losses[-12:]) < 0.55 * losses[0], (losses[:3], losses[-3:])
+    # the schedule, restarted each iteration, one scheduler.step() before each optimizer.step()
+    lrs = np.array(g["lrs"]).reshape(10, -1)
+    steps = np.arange(1, lrs.shape[1] + 1)
+    expected = 0.05 * (1 + np.cos(np.pi * steps / lrs.shape[1])) / 2
+    _close(lrs, np.tile(expected, (10, 1)), rtol=1e-9, atol=1e-12)
+    # once per iteration, the scheduler's warning about the order
+    messages = [str(w.message) for w in g["train_warnings"]]
+    assert sum(m.startswith(_SCHEDULER_WARNING) for m in messages) == 10
+    # the embeddings: sparse gradients left on both tables, the trained u vectors saved
+    model = w2v.skip_gram_model
+    assert model.u_embeddings.weight.grad.is_sparse and model.v_embeddings.weight.grad.is_sparse
+    with open(w2v.output_file_name) as f:
+        lines = f.read().splitlines()
+    assert lines[0] == "19 16"
+    assert [line.split()[0] for line in lines[1:]] == [data.id2word[i] for i in range(19)]
+    for i, line in enumerate(lines[1:]):
+        saved = np.array(line.split()[1:], dtype=np.float32)
+        assert np.array_equal(saved, model.u_embeddings.weight[i].detach().numpy())
+    # similar words end up close: every topic word's nearest word shares its topic, and the
+    # mean cosine within a topic is far above the mean across topics
+    topic_of = {w: k for k, words in g["topics"].items() for w in words}
+    assert all(topic_of[w] == topic_of[n] for w, n in g["nearest"].items()), g["nearest"]
+    ids = {k: [data.word2id[w] for w in words] for k, words in g["topics"].items()}
+    cosine = g["cosine"]
+    within = np.mean([cosine[i, j] for v in ids.values() for i in v for j in v if i != j])
+    across = np.mean([cosine[i, j] for a in ids for b in ids if a != b
+                      for i in ids[a] for j in ids[b]])
+    assert within > across + 0.4, (within, across)
+    assert isinstance(model.u_embeddings.weight, torch.nn.Parameter)
+
+
+def test_word2vec_sparse_gradients_and_sparse_adam():
+    g = _run("word2vec_sparse")
+    torch = g["torch"]
+    r = g["fixed_results"]
+    u, v = r["u_embeddings.weight"], r["v_embeddings.weight"]
+    # Embedding(sparse=True)'s gradient: uncoalesced COO, one row per looked-up index; v is
+    # looked up twice (pos_v, then neg_v), its two gradients merged as torch's CPU kernel adds
+    # two COO tensors (one pass over both entry lists: pos_v's 2 meets neg_v's leading 2, and
+    # the two sum into one entry), so 5 + 25 - 1 rows
+    for grad, n in ((u, 5), (v, 5 + 25 - 1)):
+        assert grad["is_sparse"] and grad["sparse_coo"] and not grad["is_coalesced"]
+        assert grad["nnz"] == n and grad["shape"] == (7, 4) and grad["coalesced_is_coalesced"]
+    assert u["indices"].tolist() == [[0, 3, 3, 6, 1]]
+    assert v["indices"][0, :9].tolist() == [1, 2, 4, 0, 1, 5, 5, 0, 4]
+    # coalescing sums the rows of one index, sorted; to_dense equals the coalesced scatter
+    for grad in (u, v):
+        idx = grad["indices"][0].numpy()
+        assert grad["coalesced_indices"][0].tolist() == sorted(set(idx.tolist()))
+        dense = np.zeros((7, 4), dtype=np.float32)
+        np.add.at(dense, idx, grad["values"].numpy())
+        _close(grad["dense"], dense, rtol=1e-6, atol=1e-7)
+        _close(grad["coalesced_values"], dense[grad["coalesced_indices"][0].numpy()],
+               rtol=1e-6, atol=1e-7)
+    # the clamp: word 6 against negative 5 scores -25, cut to -10, so that pair sends no
+    # gradient; word 6's row gets only its positive pair's
+    assert (u["dense"][5] == 0).all() and (u["dense"][2] == 0).all()
+    # SparseAdam: only the rows a gradient touched move, and its state is dense
+    w0, w1 = r["weights_0"], r["weights_1"]
+    untouched_u = [i for i in range(7) if i not in (0, 1, 3, 6)]
+    assert untouched_u == [2, 4, 5]
+    moved = (w0["u_embeddings.weight"] != w1["u_embeddings.weight"]).any(dim=1)
+    assert not moved[untouched_u].any() and moved[[0, 1, 3, 6]].all()
+    assert r["state"][0]["step"] == 2 and tuple(r["state"][0]["exp_avg"].shape) == (7, 4)
+    assert r["lrs"] == pytest.approx([0.05 * 0.75, 0.05 * 0.25])
+    assert r["losses"][1] < r["losses"][0]
+    assert torch.is_tensor(r["scores"]) and tuple(r["scores"].shape) == (5,)
+
+
+def test_word2vec_sparse_fixed_weights_match_torch():
+    g, t = _run("word2vec_sparse"), _run_torch("word2vec_sparse")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    assert ours.pop("lrs") == theirs.pop("lrs")
+    _close(ours.pop("losses"), theirs.pop("losses"), rtol=1e-5)
+    for name in ("u_embeddings.weight", "v_embeddings.weight"):
+        a, b = dict(ours.pop(name)), dict(theirs.pop(name))
+        for key in ("is_sparse", "sparse_coo", "is_coalesced", "nnz", "shape",
+                    "coalesced_is_coalesced"):
+            assert a.pop(key) == b.pop(key), key
+        for key in ("indices", "coalesced_indices"):
+            assert a.pop(key).tolist() == b.pop(key).tolist(), key
+        _close_nested(a, b, rtol=1e-5, atol=1e-6)
+    state_ours, state_theirs = ours.pop("state"), theirs.pop("state")
+    assert state_ours.keys() == state_theirs.keys()
+    for k in state_theirs:
+        assert state_ours[k]["step"] == state_theirs[k]["step"]
+        _close(state_ours[k]["exp_avg"], state_theirs[k]["exp_avg"], rtol=1e-5, atol=1e-7)
+        _close(state_ours[k]["exp_avg_sq"], state_theirs[k]["exp_avg_sq"], rtol=1e-5,
+               atol=1e-9)
+    _close_nested(ours, theirs, rtol=1e-5, atol=1e-6)
+    # the schedule and the warnings of the trainer's loop
+    assert g["lrs"] == pytest.approx(t["lrs"], rel=1e-12)
+    ours_w = [(w.category, str(w.message)) for w in g["train_warnings"]
+              if str(w.message).startswith(_SCHEDULER_WARNING)]
+    theirs_w = [(w.category, str(w.message)) for w in t["train_warnings"]
+                if str(w.message).startswith(_SCHEDULER_WARNING)]
+    assert ours_w == theirs_w
+    # the data pipeline is NumPy's: the same negatives table and batches
+    assert np.array_equal(g["w2v"].data.negatives, t["w2v"].data.negatives)
+
+
+# ------------------------------------------------------- swyoon/pytorch-minimal-gaussian-process
+
+
+def _exact_nll_grads(r: dict, dtype) -> np.ndarray:
+    """Rasmussen & Williams (5.9) for the script's kernel (exp(-0.5 d^2 / l), its length scale
+    not squared): d(-log p)/d theta = -0.5 tr((alpha alpha^T - K^-1) dK/d theta)."""
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(40, 1)).astype(dtype)
+    y = (np.sin(x * 2 * np.pi / 4).ravel() + (rng.normal(size=40) * 0.1).astype(dtype))[:, None]
+    length, noise, amp = 2.0, 0.05, 0.5
+    d2 = (x - x.T).astype(np.float64) ** 2
+    smooth = amp * np.exp(-0.5 * d2 / length)
+    k = smooth + noise * np.eye(40)
+    inv = np.linalg.inv(k)
+    alpha = inv @ y.astype(np.float64)
+    inner = alpha @ alpha.T - inv
+    dk = {"length_scale_": smooth * 0.5 * d2 / length, "noise_scale_": noise * np.eye(40),
+          "amplitude_scale_": smooth}
+    return {n: -0.5 * np.sum(inner * m) for n, m in dk.items()}
+
+
+def test_gp_regression_fits_and_predicts():
+    g = _run("gp_regression")
+    losses = g["l_loss"]
+    assert len(losses) == 100 and all(math.isfinite(v) for v in losses)
+    assert losses[-1] < losses[0] - 100, (losses[0], losses[-1])
+    assert all(b <= a + 1e-3 for a, b in zip(losses[20:], losses[21:]))
+    # the noise scale falls towards the data's 0.1 ** 2, the amplitude rises from 0.1
+    assert float(g["l_noise"][-1]) < 0.05 and float(g["l_amp"][-1]) > 0.1
+    assert g["l_length"][0].dtype == g["torch"].float64
+    # the predictions: the mean follows sin(x * pi / 2) where the data are, the band narrows
+    grid = np.linspace(-5, 5, 200)
+    inside = np.abs(grid) < 1.5
+    assert np.abs(g["mu"][inside] - np.sin(grid[inside] * np.pi / 2)).max() < 0.15
+    assert g["std"][inside].mean() < g["std_before"][inside].mean()
+    assert g["mu"].shape == (200,) and np.isfinite(g["std"]).all()
+    # the notebook's plots: three figures' titles and the four loss panels
+    drawn = g["plt"].drawn
+    assert [d[1] for d in drawn if d[0] == "title"] == [
+        "Before hyperparameter optimization", "After hyperparameter optimization"]
+    assert [d[1] for d in drawn if d[0].endswith(".title")] == [
+        "Negative Log-Likelihood", "Length scale", "Noise scale", "Amplitude scale"]
+    panel = [d[1] for d in drawn if d[0] == "ax0.plot"][0]
+    _close(panel, losses, rtol=0, atol=0)
+    # float64 parameters with float32 data compute in float32; float64 data in float64. The
+    # gradients equal R&W's closed form (its own inverse and the script's expanded squared
+    # distances differ in the last digits: cond(K) is 400)
+    for dt, tol in (("float32", 1e-3), ("float64", 1e-7)):
+        r = g["fixed_results"][dt]
+        assert r["params_float64"] == [True] * 3 and r["ml_dtype"] and r["K_dtype"]
+        assert r["ml_shape"] == (1, 1)
+        exact = _exact_nll_grads(r, np.float32 if dt == "float32" else np.float64)
+        _close_nested(r["grads"], exact, rtol=tol, atol=tol)
+        # the Cholesky factor is lower triangular with a positive diagonal
+        L = r["L"].numpy()
+        assert np.allclose(np.triu(L, 1), 0) and (np.diag(L) > 0).all()
+        assert (r["var"].numpy() > 0).all()
+        assert r["steps"][1]["loss"] < r["steps"][0]["loss"]
+    r = g["fixed_results"]["float64"]
+    assert r["lbfgs_nll"] < r["steps"][1]["loss"] - 10
+
+
+def test_gp_regression_fixed_parts_match_torch():
+    g, t = _run("gp_regression"), _run_torch("gp_regression")
+    for dt, rtol, atol in (("float32", 1e-5, 1e-6), ("float64", 1e-12, 1e-13)):
+        ours, theirs = dict(g["fixed_results"][dt]), dict(t["fixed_results"][dt])
+        for key in ("params_float64", "ml_dtype", "K_dtype", "ml_shape"):
+            assert ours.pop(key) == theirs.pop(key), key
+        assert ours.pop("ml") == pytest.approx(theirs.pop("ml"), rel=rtol)
+        _close_nested(ours.pop("grads"), theirs.pop("grads"), rtol=rtol * 10, atol=atol)
+        for a, b in zip(ours.pop("steps"), theirs.pop("steps")):
+            _close_nested(a, b, rtol=rtol * 10, atol=atol)
+        if dt == "float64":
+            assert ours.pop("lbfgs_first") == pytest.approx(theirs.pop("lbfgs_first"), rel=1e-12)
+            assert ours.pop("lbfgs_state") == theirs.pop("lbfgs_state")
+            # LBFGS's third evaluation sits where torch's own noise gradient is 2e-7 off
+            # R&W's closed form (jitgrad's 1e-9): the iterates agree to what that allows
+            lbfgs = {k: ours.pop(k) for k in ("lbfgs_params", "lbfgs_d", "lbfgs_mu", "lbfgs_var")}
+            _close_nested(lbfgs, {k: theirs.pop(k) for k in lbfgs}, rtol=5e-6, atol=1e-8)
+            assert ours.pop("lbfgs_nll") == pytest.approx(theirs.pop("lbfgs_nll"), rel=1e-10)
+        _close_nested(ours, theirs, rtol=rtol * 10, atol=atol)
