@@ -7,6 +7,8 @@ import warnings
 from collections import namedtuple
 
 from .. import _config
+from ..errors import user_stacklevel
+from .linalg2 import LinAlgError
 from .linalg2 import cholesky as _cholesky
 from .linalg_decomp import qr as _qr
 from .linalg_more import lu_factor_ex
@@ -20,7 +22,7 @@ _warned: set = set()
 def _warn_once(name: str, text: str) -> None:
     if name not in _warned or _config.WARN_ALWAYS[0]:
         _warned.add(name)
-        warnings.warn(text, UserWarning, stacklevel=3)
+        warnings.warn(text, UserWarning, stacklevel=user_stacklevel(2))
 
 
 @public("cholesky", method=True)
@@ -32,7 +34,10 @@ def cholesky(input, upper: bool = False):  # noqa: A002
                "upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis "
                "transform will produce equivalent results for all valid (symmetric positive "
                "definite) inputs.")
-    low = _cholesky(input)
+    try:
+        low = _cholesky(input)
+    except LinAlgError as e:  # (torch's kernel names the function it serves)
+        raise LinAlgError(str(e).replace("linalg.cholesky: ", "cholesky: ", 1)) from None
     return low.mH if upper else low
 
 
