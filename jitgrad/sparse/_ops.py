@@ -344,8 +344,8 @@ def transpose(s: SparseTensor, dim0: int, dim1: int, t: bool = False) -> SparseT
     if type(s._data) is CSR:
         s = convert(s, "coo")
     if max(d0, d1) >= s._data.sparse_dim:
-        raise NotImplementedError("transpose of the dense dims of a hybrid sparse tensor is "
-                                  "not supported")
+        raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse Got "
+                           f"sparse_dim: {s._data.sparse_dim}, d0: {d0}, d1: {d1}")
     return s if d0 == d1 else run(T if t else TRANSPOSE, s, dim0=d0, dim1=d1)
 
 
