@@ -131,6 +131,15 @@ def warn_once(key: str, text: str, stacklevel: int = 3) -> None:
         warnings.warn(text, UserWarning, stacklevel=level)
 
 
+def warn_complex_to_real() -> None:
+    """torch's once-per-process UserWarning where a cast or copy drops complex values'
+    imaginary parts (NumPy's own is a ComplexWarning at every call: callers silence it)."""
+    from .errors import user_stacklevel
+
+    warn_once("complex_to_real", "Casting complex values to real discards the imaginary part",
+              stacklevel=user_stacklevel(2))
+
+
 _PROTOCOL_FILES = frozenset((
     TRAMPOLINE_FILE,
     os.path.join(os.path.dirname(os.path.abspath(__file__)), "overrides.py"),

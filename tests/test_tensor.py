@@ -438,3 +438,39 @@ def test_a_list_of_numpy_arrays_warns_as_torch():
     assert seen["jitgrad"] == seen["torch"]
     assert len(seen["torch"][0]) == 1 and seen["torch"][0][0][2] == __file__
     assert seen["torch"][2] == seen["torch"][3] == []
+
+
+def _set_slice(t, x):
+    t[:] = x
+    return t
+
+
+_COMPLEX_CASTS = {
+    "to_int": lambda L, x: x.to(L.int64), "to_bool": lambda L, x: x.to(L.bool),
+    "float": lambda L, x: x.float(), "type": lambda L, x: x.type(L.float64),
+    "half": lambda L, x: x.to(L.float16), "copy_": lambda L, x: L.zeros(2).copy_(x),
+    "copy_bool": lambda L, x: L.zeros(2, dtype=L.bool).copy_(x),
+    "copy_complex": lambda L, x: L.zeros(2, dtype=L.complex128).copy_(x),
+    "setitem_slice": lambda L, x: _set_slice(L.zeros(2), x),
+    "real": lambda L, x: x.real.clone(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COMPLEX_CASTS))
+def test_complex_to_real_casts_warn_as_torch(name):
+    """A cast or copy dropping imaginary parts gives torch's UserWarning (once per process;
+    every time under set_warn_always) at the caller's line. Before: NumPy's ComplexWarning from
+    jitgrad's own line at every cast, and nothing from copy_."""
+    seen = []
+    for lib in (jitgrad, torch):
+        lib.set_warn_always(True)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                r = _COMPLEX_CASTS[name](lib, lib.tensor([1j, 2 + 0j]))
+        finally:
+            lib.set_warn_always(False)
+        seen.append((str(r.dtype).split(".")[1], r.tolist(),
+                     [(w.category, str(w.message).split(" (Triggered")[0], w.filename)
+                      for w in caught]))
+    assert seen[0] == seen[1]

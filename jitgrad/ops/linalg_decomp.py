@@ -24,7 +24,6 @@ from typing import Any
 import numpy as np
 
 from .. import _config, dtypes
-from ..errors import user_stacklevel
 from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel
 from .autocast_policy import FP32, autocast_policy
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
@@ -151,8 +150,7 @@ def _triangle(a, upper: bool, unitriangular: bool):
 def _solve_triangular_impl(a, b, upper, unitriangular, left):
     if b.dtype != a.dtype:  # (torch copies B into a result of A's dtype)
         if b.dtype.kind == "c" and a.dtype.kind != "c":
-            _config.warn_once("complex_to_real", "Casting complex values to real discards the "
-                              "imaginary part", stacklevel=user_stacklevel(2))
+            _config.warn_complex_to_real()
             b = b.real
         b = b.astype(a.dtype)
     if not left:  # X A = B  <=>  A^T X^T = B^T
