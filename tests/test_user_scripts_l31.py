@@ -1,11 +1,13 @@
-"""More public PyTorch code (set L31: Andras7's sparse word2vec and swyoon's minimal
-Gaussian-process regression), only the import changed, run on jitgrad.
+"""More public PyTorch code (set L31: Andras7's sparse word2vec, swyoon's minimal
+Gaussian-process regression and zongyi-li's 1-D Fourier Neural Operator), only the import
+changed, run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss, that words of one topic end up close
 and the GP fits its data, and, where torch is installed, that the deterministic parts (sparse
 embedding gradients, SparseAdam under CosineAnnealingLR, the log marginal likelihood, its
-gradients, the predictions, SGD and LBFGS steps) equal the same script's with ``import torch``.
+gradients, the predictions, SGD and LBFGS steps, the FNO's FFTs, complex-weight gradients and
+Adam steps) equal the same script's with ``import torch``.
 """
 
 import math
@@ -224,3 +226,59 @@ def test_gp_regression_fixed_parts_match_torch():
             _close_nested(lbfgs, {k: theirs.pop(k) for k in lbfgs}, rtol=5e-6, atol=1e-8)
             assert ours.pop("lbfgs_nll") == pytest.approx(theirs.pop("lbfgs_nll"), rel=1e-10)
         _close_nested(ours, theirs, rtol=rtol * 10, atol=atol)
+
+
+# ------------------------------------------------------- zongyi-li/fourier_neural_operator
+
+
+def _close_complex(ours, theirs, rtol, atol):
+    """Complex (or real) results close in their real and imaginary parts."""
+    np.testing.assert_allclose(np.asarray(ours), np.asarray(theirs), rtol=rtol, atol=atol)
+
+
+def test_fno_1d_learns_the_operator():
+    g = _run("fno_1d")
+    torch = g["torch"]
+    losses, tests = g["losses"], g["test_l2s"]
+    assert len(losses) == 12 * 5 and all(math.isfinite(v) for v in losses)
+    # the relative L2 error: from about 1 (outputs near zero) to a few percent
+    assert np.mean(losses[:3]) > 0.9 and np.mean(losses[-5:]) < 0.1, (losses[:3], losses[-5:])
+    assert tests[-1] < 0.1 and len(g["sample_l2s"]) == 20
+    assert np.mean(g["sample_l2s"]) == pytest.approx(tests[-1], rel=1e-5)
+    assert g["pred"].shape == (20, 64) and torch.isfinite(g["pred"]).all()
+    # StepLR halved the rate every 4 epochs; the spectral weights are complex parameters
+    assert g["scheduler"].get_last_lr() == [0.003 * 0.5 ** 3]
+    model = g["model"]
+    complex_params = [n for n, p in model.named_parameters() if p.is_complex()]
+    assert complex_params == [f"conv{k}.weights1" for k in range(4)]
+    weights = model.conv0.weights1
+    assert weights.dtype == torch.complex64 and tuple(weights.shape) == (16, 16, 8)
+    assert g["count_params"](model) == sum(
+        p.numel() * (2 if p.is_complex() else 1) for p in model.parameters())
+    # the repository's Adam keeps complex moments: exp_avg_sq = E[g conj(g)] is real-valued
+    # (up to the rounding of (value * g) * conj(g))
+    state = g["optimizer"].state[weights]
+    sq = state["exp_avg_sq"]
+    assert sq.dtype == torch.complex64 and state["step"] == 60
+    assert sq.imag.abs().max() < 1e-6 * sq.real.abs().max() and (sq.real >= 0).all()
+    # the Fourier layer: rfft's half spectrum, the modes past 8 zeroed before irfft
+    r = g["fixed_results"]
+    x_ft = r["x_ft"]
+    assert x_ft.dtype == torch.complex64 and tuple(x_ft.shape) == (2, 4, 9)
+
+
+def test_fno_1d_fixed_weights_match_torch():
+    g, t = _run("fno_1d"), _run_torch("fno_1d")
+    ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
+    assert ours.pop("complex") == theirs.pop("complex")
+    assert ours.pop("lrs") == theirs.pop("lrs")
+    _close(ours.pop("losses"), theirs.pop("losses"), rtol=1e-5)
+    _close(ours.pop("out"), theirs.pop("out"), rtol=1e-5, atol=1e-6)
+    _close_complex(ours.pop("x_ft"), theirs.pop("x_ft"), rtol=1e-5, atol=1e-5)
+    for key in ("grads", "weights", "exp_avg_sq"):
+        a, b = ours.pop(key), theirs.pop(key)
+        assert a.keys() == b.keys()
+        for name in b:
+            tol = {"grads": (1e-4, 1e-6), "weights": (1e-5, 1e-6), "exp_avg_sq": (1e-4, 1e-10)}
+            _close_complex(a[name], b[name], *tol[key])
+    assert ours == theirs == {}
