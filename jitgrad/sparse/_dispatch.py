@@ -144,6 +144,12 @@ def _select(s: Any, dim: int, index: int) -> Any:
     return sp.select(s, dim, index)
 
 
+def _index_select(s: Any, index: Any, dim: int) -> Any:
+    if not _sparse(s) or _sparse(index):
+        return NotImplemented
+    return sp.index_select(s, dim, index)
+
+
 def _cat(*tensors: Any, dim: int) -> Any:
     if not all(_sparse(t) for t in tensors):
         return NotImplemented
@@ -156,6 +162,7 @@ HANDLERS: dict = {
     "div": _div, "neg": _neg, "to_copy": _to_copy, "clone": _clone, "sum": _sum,
     "sum_dim": _sum_dim, "t": _t, "transpose": _transpose, "permute": _permute,
     "pow_scalar": _pow, "detach": lambda s: s.detach(), "select": _select, "cat": _cat,
+    "index_select": _index_select,
 }
 HANDLERS.update({name: _unary(name) for name in ZERO_PRESERVING})
 

@@ -539,6 +539,30 @@ def select(s: SparseTensor, dim: int, index: int) -> Any:
     return from_values(v, COO(d.indices[rest][:, hit], d.values[hit], shape, True))
 
 
+def index_select(s: SparseTensor, dim: int, index: Any) -> SparseTensor:
+    """``s.index_select(dim, index)`` of a COO tensor as torch's: along a sparse dim, for each
+    position of ``index`` the entries at that index (in their stored order), renumbered; along
+    a dense dim, each value's slices. The result is not coalesced. (Differentiable for a
+    coalesced ``s``; torch has no backward at all.)"""
+    if type(s._data) is CSR:
+        s = convert(s, "coo")
+    d = s._data
+    idx = np.asarray(index._data, dtype=np.int64).reshape(-1)
+    sd = d.sparse_dim
+    v = values_of(s) if d.coalesced else _make(d.values, s.dtype)
+    if dim >= sd:  # a dense dim: each value's slices
+        shape = d.shape[:dim] + (idx.size,) + d.shape[dim + 1:]
+        v = v.index_select(dim - sd + 1, _index(idx))
+        return from_values(v, COO(d.indices, v._data, shape))
+    hits = [np.flatnonzero(d.indices[dim] == i) for i in idx]
+    take = np.concatenate(hits) if hits else np.zeros(0, np.int64)
+    new = d.indices[:, take].copy()
+    new[dim] = np.repeat(np.arange(idx.size), [h.size for h in hits])
+    v = v.index_select(0, _index(take))
+    shape = d.shape[:dim] + (idx.size,) + d.shape[dim + 1:]
+    return from_values(v, COO(new, v._data, shape))
+
+
 def cat(tensors: Any, dim: int) -> SparseTensor:
     """COO tensors concatenated along a sparse dim (their entries, indices shifted)."""
     parts = [_canonical(t) for t in tensors]
