@@ -341,3 +341,32 @@ def test_sparse_index_select_of_a_coalesced_tensor_is_differentiable():
     r = s.index_select(0, jitgrad.tensor([3, 3, 0]))
     (r.to_dense() * jitgrad.tensor([1.0, 10.0, 100.0])).sum().backward()
     assert values.grad.tolist() == [100.0, 0.0, 11.0]
+
+
+def test_sparse_coo_tensor_of_a_size_and_hybrid_mm_errors_as_torch():
+    """torch's second signature, sparse_coo_tensor(size) (a TypeError before), calls fitting
+    no signature (torch's argument-parser text, jitgrad for torch), and mm of a hybrid tensor
+    (torch's addmm error; jitgrad's own text before)."""
+    torch = pytest.importorskip("torch")
+
+    def run(lib):
+        out = []
+        for make in (lambda: lib.sparse_coo_tensor((3, 3)),
+                     lambda: lib.sparse_coo_tensor(size=(2, 2), dtype=lib.float64),
+                     lambda: lib.sparse_coo_tensor([2], requires_grad=True),
+                     lambda: lib.sparse_coo_tensor(),
+                     lambda: lib.sparse_coo_tensor(lib.tensor([[0]]), size=(2,)),
+                     lambda: lib.sparse.mm(lib.sparse_coo_tensor(
+                         lib.tensor([[0, 2]]), lib.ones(2, 3), (4, 3)), lib.ones(3, 2))):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                try:
+                    r = make()
+                except Exception as e:  # noqa: BLE001 - compared with torch's below
+                    out.append((type(e).__name__, str(e).replace("jitgrad", "torch")))
+                    continue
+            out.append((tuple(r.shape), r._nnz(), r.sparse_dim(), str(r.dtype).split(".")[1],
+                        r.requires_grad, r.is_sparse))
+        return out
+
+    assert run(jitgrad) == run(torch)

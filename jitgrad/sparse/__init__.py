@@ -85,11 +85,15 @@ def _finish(out: SparseTensor, requires_grad: bool) -> SparseTensor:
     return out
 
 
-def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any = None,
+def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Any = None, *,
+                      dtype: Any = None,
                       device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants: bool | None = None,
                       is_coalesced: bool | None = None) -> SparseTensor:
     """A sparse COO tensor with ``values`` at ``indices`` (torch.sparse_coo_tensor).
+
+    ``sparse_coo_tensor(size)`` (or ``size=``, without indices and values) is an empty
+    tensor of that size, as torch's second signature.
 
     Args:
         indices: int ``(sparse_dim, nnz)``: the coordinates of each value.
@@ -105,7 +109,32 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
         The sparse tensor (``layout=jitgrad.sparse_coo``).
     """
     warn_if_implicit(check_invariants)
+    if values is None:  # (torch's sparse_coo_tensor(size, *, dtype, device, requires_grad))
+        shape = size if indices is None else indices
+        if shape is None or indices is not None and size is not None:
+            raise _invalid_coo_call(indices, size)
+        dt = dtype or dtypes.get_default_dtype()
+        return _coo_tensor(np.zeros((len(shape), 0), np.int64), np.zeros(0, dt.np), shape, dt,
+                           device, requires_grad, None)
     return _coo_tensor(indices, values, size, dtype, device, requires_grad, is_coalesced)
+
+
+_COO_OPTS = ("*, jitgrad.dtype dtype = None, jitgrad.device device = None, bool pin_memory = "
+             "False, bool requires_grad = False, bool check_invariants = None, bool "
+             "is_coalesced = None")
+
+
+def _invalid_coo_call(indices: Any, size: Any) -> TypeError:
+    """torch's argument-parser error for a call that fits none of its three signatures."""
+    from ..ops.creation import invalid_combination
+
+    return invalid_combination(
+        "sparse_coo_tensor", () if indices is None else (indices,),
+        {} if size is None else {"size": size},
+        (f"object indices, object values, {_COO_OPTS}",
+         f"object indices, object values, tuple of ints size, {_COO_OPTS}",
+         "tuple of ints size, *, jitgrad.dtype dtype = None, jitgrad.device device = None, "
+         "bool requires_grad = False, bool check_invariants = None"))
 
 
 def _coo_tensor(indices: Any, values: Any, size: Any, dtype: Any, device: Any,

@@ -356,7 +356,7 @@ def spmm(s: Any, d: Any) -> Tensor:
     if _is_sparse(d):  # sparse @ sparse: sparse
         return _spspmm(s, d)
     if type(s._data) is COO and s._data.dense_dim:
-        raise RuntimeError("sparse.mm: hybrid sparse tensors (dense_dim > 0) are not supported")
+        raise RuntimeError(f"addmm: matrices expected, got {s._data.sparse_dim}D tensor")
     if type(s._data) is CSR and s._data.layout == "bsc":  # (torch has no CPU kernel)
         raise RuntimeError("addmm: computation on CPU is not implemented for Strided + "
                            "SparseBsc @ Strided")
