@@ -22,7 +22,12 @@ from .surface import public
 
 class LinAlgError(RuntimeError):
     """A linear-algebra function met a singular or not positive-definite matrix
-    (``torch.linalg.LinAlgError``)."""
+    (``torch.linalg.LinAlgError``, which is ``torch._C._LinAlgError``: named so here too, in
+    tracebacks, ``repr`` and pickles)."""
+
+
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
+LinAlgError.__module__ = "jitgrad._C"
 
 
 SlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
