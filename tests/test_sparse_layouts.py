@@ -338,3 +338,32 @@ def test_constructors_warn_while_invariant_checks_are_implicit(monkeypatch):
             torch.set_warn_always(False)
         if theirs[0]:  # (unset in this process: compare the texts)
             assert [[m for _, m in w] for w in theirs] == [[m for _, m in w] for w in ours]
+
+
+def test_compressed_tensors_warn_beta_once_as_torch():
+    """torch's once-per-process warning where a compressed sparse tensor is made (any layout,
+    by a constructor, a conversion or an op; every time under set_warn_always)."""
+    torch = _torch()
+
+    def run(lib):
+        lib.set_warn_always(True)
+        out = []
+        try:
+            x = lib.eye(2).to_sparse_csr()
+            for make in (lambda: lib.eye(2).to_sparse_csc(),
+                         lambda: lib.eye(2).to_sparse_bsr((1, 1)),
+                         lambda: x + x, lambda: x.t(), lambda: x.to_dense(),
+                         lambda: lib.eye(2).to_sparse(), lambda: x.to_sparse()):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    make()
+                out.append([(w.category, str(w.message).split(" (Triggered")[0], w.filename)
+                            for w in caught if "beta state" in str(w.message)])
+        finally:
+            lib.set_warn_always(False)
+        return out
+
+    ours = run(jitgrad)
+    assert ours == run(torch)
+    assert ours[0][0][1].startswith("Sparse CSC tensor support is in beta state.")
+    assert ours[0][0][2] == __file__ and ours[4:] == [[], [], []]
