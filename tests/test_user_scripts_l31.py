@@ -20,7 +20,7 @@ from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
 from test_user_scripts_e28 import _close_nested
 
-# ------------------------------------------------------------- Andras7/word2vec-pytorch
+# ------------------------------------------------------------- skip-gram word2vec, sparse
 
 _SCHEDULER_WARNING = "Detected call of `lr_scheduler.step()` before `optimizer.step()`"
 
@@ -28,62 +28,62 @@ _SCHEDULER_WARNING = "Detected call of `lr_scheduler.step()` before `optimizer.s
 def test_word2vec_sparse_learns_the_topics():
     g = _run("word2vec_sparse")
     torch = g["torch"]
-    data, w2v = g["w2v"].data, g["w2v"]
-    # the vocabulary: "zebra" (5 times) is under min_count, "the" is the most frequent word
-    assert "zebra" not in data.word2id and len(data.word2id) == 19
-    assert data.sentences_count == 360 and data.token_count == 360 * 8 + 6
-    assert max(data.word_frequency, key=data.word_frequency.get) == data.word2id["the"]
-    # the negative table: about 1e4 ids drawn by frequency ** 0.5; subsampling keeps "the" least
-    counts = np.bincount(data.negatives, minlength=19)
-    freq = np.array([data.word_frequency[i] for i in range(19)], dtype=np.float64)
-    _close(counts / counts.sum(), freq**0.5 / (freq**0.5).sum(), rtol=0, atol=1e-4)
-    assert data.discards.argmin() == data.word2id["the"] and data.discards.max() > 0.6
-    assert len(w2v.dataloader) == math.ceil(360 / 32)
-    # the loss: from log(2) * 6 (v starts at zero) down by half
+    vocab, trainer = g["trainer"].vocab, g["trainer"]
+    # the vocabulary: "quasar" (6 times) is under min_count, "the" is the most frequent word
+    assert "quasar" not in vocab.ids and len(vocab.ids) == len(vocab.words) == 19
+    assert vocab.n_lines == 360 and vocab.n_tokens == 360 * 8 + 6
+    assert vocab.words[int(vocab.counts.argmax())] == "the"
+    # the noise table: about 1e4 ids drawn by frequency ** 0.75; subsampling keeps "the" least
+    counts = np.bincount(vocab.noise, minlength=19)
+    freq = vocab.counts.astype(np.float64)
+    _close(counts / counts.sum(), freq**0.75 / (freq**0.75).sum(), rtol=0, atol=1e-4)
+    assert vocab.keep.argmin() == vocab.ids["the"] and vocab.keep.max() > 0.6
+    assert len(trainer.loader) == math.ceil(360 / 32)
+    # the loss: from log(2) * 6 (the context table starts at zero) down by half
     losses = g["losses"]
-    assert len(losses) == 10 * len(w2v.dataloader) and all(math.isfinite(v) for v in losses)
+    assert len(losses) == 10 * len(trainer.loader) and all(math.isfinite(v) for v in losses)
     assert losses[0] == pytest.approx(6 * math.log(2), rel=1e-5)
     assert np.mean(losses[-12:]) < 0.55 * losses[0], (losses[:3], losses[-3:])
-    # the schedule, restarted each iteration, one scheduler.step() before each optimizer.step()
+    # the schedule, restarted each epoch, one scheduler.step() before each optimizer.step()
     lrs = np.array(g["lrs"]).reshape(10, -1)
     steps = np.arange(1, lrs.shape[1] + 1)
     expected = 0.05 * (1 + np.cos(np.pi * steps / lrs.shape[1])) / 2
     _close(lrs, np.tile(expected, (10, 1)), rtol=1e-9, atol=1e-12)
-    # once per iteration, the scheduler's warning about the order
+    # once per epoch, the scheduler's warning about the order
     messages = [str(w.message) for w in g["train_warnings"]]
     assert sum(m.startswith(_SCHEDULER_WARNING) for m in messages) == 10
-    # the embeddings: sparse gradients left on both tables, the trained u vectors saved
-    model = w2v.skip_gram_model
-    assert model.u_embeddings.weight.grad.is_sparse and model.v_embeddings.weight.grad.is_sparse
-    with open(w2v.output_file_name) as f:
+    # the embeddings: sparse gradients left on both tables, the trained centre vectors saved
+    model = trainer.model
+    assert model.centre.weight.grad.is_sparse and model.context.weight.grad.is_sparse
+    with open(trainer.out_path) as f:
         lines = f.read().splitlines()
     assert lines[0] == "19 16"
-    assert [line.split()[0] for line in lines[1:]] == [data.id2word[i] for i in range(19)]
+    assert [line.split()[0] for line in lines[1:]] == vocab.words
     for i, line in enumerate(lines[1:]):
         saved = np.array(line.split()[1:], dtype=np.float32)
-        assert np.array_equal(saved, model.u_embeddings.weight[i].detach().numpy())
+        assert np.array_equal(saved, model.centre.weight[i].detach().numpy())
     # similar words end up close: every topic word's nearest word shares its topic, and the
     # mean cosine within a topic is far above the mean across topics
     topic_of = {w: k for k, words in g["topics"].items() for w in words}
     assert all(topic_of[w] == topic_of[n] for w, n in g["nearest"].items()), g["nearest"]
-    ids = {k: [data.word2id[w] for w in words] for k, words in g["topics"].items()}
+    ids = {k: [vocab.ids[w] for w in words] for k, words in g["topics"].items()}
     cosine = g["cosine"]
     within = np.mean([cosine[i, j] for v in ids.values() for i in v for j in v if i != j])
     across = np.mean([cosine[i, j] for a in ids for b in ids if a != b
                       for i in ids[a] for j in ids[b]])
     assert within > across + 0.4, (within, across)
-    assert isinstance(model.u_embeddings.weight, torch.nn.Parameter)
+    assert isinstance(model.centre.weight, torch.nn.Parameter)
 
 
 def test_word2vec_sparse_gradients_and_sparse_adam():
     g = _run("word2vec_sparse")
     torch = g["torch"]
     r = g["fixed_results"]
-    u, v = r["u_embeddings.weight"], r["v_embeddings.weight"]
-    # Embedding(sparse=True)'s gradient: uncoalesced COO, one row per looked-up index; v is
-    # looked up twice (pos_v, then neg_v), its two gradients merged as torch's CPU kernel adds
-    # two COO tensors (one pass over both entry lists: pos_v's 2 meets neg_v's leading 2, and
-    # the two sum into one entry), so 5 + 25 - 1 rows
+    u, v = r["centre.weight"], r["context.weight"]
+    # Embedding(sparse=True)'s gradient: uncoalesced COO, one row per looked-up index; the
+    # context table is looked up twice (contexts, then noise), its two gradients merged as
+    # torch's CPU kernel adds two COO tensors (one pass over both entry lists: the contexts'
+    # 2 meets the noise's leading 2, and the two sum into one entry), so 5 + 25 - 1 rows
     for grad, n in ((u, 5), (v, 5 + 25 - 1)):
         assert grad["is_sparse"] and grad["sparse_coo"] and not grad["is_coalesced"]
         assert grad["nnz"] == n and grad["shape"] == (7, 4) and grad["coalesced_is_coalesced"]
@@ -98,14 +98,14 @@ def test_word2vec_sparse_gradients_and_sparse_adam():
         _close(grad["dense"], dense, rtol=1e-6, atol=1e-7)
         _close(grad["coalesced_values"], dense[grad["coalesced_indices"][0].numpy()],
                rtol=1e-6, atol=1e-7)
-    # the clamp: word 6 against negative 5 scores -25, cut to -10, so that pair sends no
-    # gradient; word 6's row gets only its positive pair's
+    # the clamp: centre word 6 against negative 5 scores -25, cut to -10, so that pair sends
+    # no gradient; word 6's row gets only its positive pair's
     assert (u["dense"][5] == 0).all() and (u["dense"][2] == 0).all()
     # SparseAdam: only the rows a gradient touched move, and its state is dense
     w0, w1 = r["weights_0"], r["weights_1"]
     untouched_u = [i for i in range(7) if i not in (0, 1, 3, 6)]
     assert untouched_u == [2, 4, 5]
-    moved = (w0["u_embeddings.weight"] != w1["u_embeddings.weight"]).any(dim=1)
+    moved = (w0["centre.weight"] != w1["centre.weight"]).any(dim=1)
     assert not moved[untouched_u].any() and moved[[0, 1, 3, 6]].all()
     assert r["state"][0]["step"] == 2 and tuple(r["state"][0]["exp_avg"].shape) == (7, 4)
     assert r["lrs"] == pytest.approx([0.05 * 0.75, 0.05 * 0.25])
@@ -118,7 +118,7 @@ def test_word2vec_sparse_fixed_weights_match_torch():
     ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
     assert ours.pop("lrs") == theirs.pop("lrs")
     _close(ours.pop("losses"), theirs.pop("losses"), rtol=1e-5)
-    for name in ("u_embeddings.weight", "v_embeddings.weight"):
+    for name in ("centre.weight", "context.weight"):
         a, b = dict(ours.pop(name)), dict(theirs.pop(name))
         for key in ("is_sparse", "sparse_coo", "is_coalesced", "nnz", "shape",
                     "coalesced_is_coalesced"):
@@ -134,15 +134,15 @@ def test_word2vec_sparse_fixed_weights_match_torch():
         _close(state_ours[k]["exp_avg_sq"], state_theirs[k]["exp_avg_sq"], rtol=1e-5,
                atol=1e-9)
     _close_nested(ours, theirs, rtol=1e-5, atol=1e-6)
-    # the schedule and the warnings of the trainer's loop
+    # the schedule and the warnings of the training loop
     assert g["lrs"] == pytest.approx(t["lrs"], rel=1e-12)
     ours_w = [(w.category, str(w.message)) for w in g["train_warnings"]
               if str(w.message).startswith(_SCHEDULER_WARNING)]
     theirs_w = [(w.category, str(w.message)) for w in t["train_warnings"]
                 if str(w.message).startswith(_SCHEDULER_WARNING)]
     assert ours_w == theirs_w
-    # the data pipeline is NumPy's: the same negatives table and batches
-    assert np.array_equal(g["w2v"].data.negatives, t["w2v"].data.negatives)
+    # the data pipeline is NumPy's: the same noise table and batches
+    assert np.array_equal(g["trainer"].vocab.noise, t["trainer"].vocab.noise)
 
 
 # ------------------------------------------------------- swyoon/pytorch-minimal-gaussian-process
