@@ -145,7 +145,7 @@ def test_word2vec_sparse_fixed_weights_match_torch():
     assert np.array_equal(g["trainer"].vocab.noise, t["trainer"].vocab.noise)
 
 
-# ------------------------------------------------------- swyoon/pytorch-minimal-gaussian-process
+# ------------------------------------------------------- exact Gaussian-process regression
 
 
 def _exact_nll_grads(r: dict, dtype) -> np.ndarray:
@@ -161,33 +161,34 @@ def _exact_nll_grads(r: dict, dtype) -> np.ndarray:
     inv = np.linalg.inv(k)
     alpha = inv @ y.astype(np.float64)
     inner = alpha @ alpha.T - inv
-    dk = {"length_scale_": smooth * 0.5 * d2 / length, "noise_scale_": noise * np.eye(40),
-          "amplitude_scale_": smooth}
+    dk = {"log_length": smooth * 0.5 * d2 / length, "log_noise": noise * np.eye(40),
+          "log_amplitude": smooth}
     return {n: -0.5 * np.sum(inner * m) for n, m in dk.items()}
 
 
 def test_gp_regression_fits_and_predicts():
     g = _run("gp_regression")
-    losses = g["l_loss"]
+    history = g["history"]
+    losses = history["loss"]
     assert len(losses) == 100 and all(math.isfinite(v) for v in losses)
     assert losses[-1] < losses[0] - 100, (losses[0], losses[-1])
     assert all(b <= a + 1e-3 for a, b in zip(losses[20:], losses[21:]))
     # the noise scale falls towards the data's 0.1 ** 2, the amplitude rises from 0.1
-    assert float(g["l_noise"][-1]) < 0.05 and float(g["l_amp"][-1]) > 0.1
-    assert g["l_length"][0].dtype == g["torch"].float64
+    assert float(history["noise"][-1]) < 0.05 and float(history["amplitude"][-1]) > 0.1
+    assert history["length"][0].dtype == g["torch"].float64
     # the predictions: the mean follows sin(x * pi / 2) where the data are, the band narrows
     grid = np.linspace(-5, 5, 200)
     inside = np.abs(grid) < 1.5
     assert np.abs(g["mu"][inside] - np.sin(grid[inside] * np.pi / 2)).max() < 0.15
     assert g["std"][inside].mean() < g["std_before"][inside].mean()
     assert g["mu"].shape == (200,) and np.isfinite(g["std"]).all()
-    # the notebook's plots: three figures' titles and the four loss panels
-    drawn = g["plt"].drawn
+    # the recorded figures: the two posterior plots' titles and the four training panels
+    drawn = g["Figure"].calls
     assert [d[1] for d in drawn if d[0] == "title"] == [
-        "Before hyperparameter optimization", "After hyperparameter optimization"]
+        "GP posterior, initial hyperparameters", "GP posterior, fitted hyperparameters"]
     assert [d[1] for d in drawn if d[0].endswith(".title")] == [
-        "Negative Log-Likelihood", "Length scale", "Noise scale", "Amplitude scale"]
-    panel = [d[1] for d in drawn if d[0] == "ax0.plot"][0]
+        "negative log marginal likelihood", "length scale", "noise variance", "signal variance"]
+    panel = [d[1] for d in drawn if d[0] == "panel0.curve"][0]
     _close(panel, losses, rtol=0, atol=0)
     # float64 parameters with float32 data compute in float32; float64 data in float64. The
     # gradients equal R&W's closed form (its own inverse and the script's expanded squared

@@ -1,231 +1,180 @@
-# ruff: noqa: B007, E402, E501, E702, E703, F401, F841, N801, N802, N803, N806 (swyoon's code as is)
-"""swyoon/pytorch-minimal-gaussian-process gp.py and demo_gpr.ipynb: exact Gaussian-process
-regression in plain PyTorch, an nn.Module whose RBF kernel's length, noise and amplitude scales
-are log-parameterized nn.Parameters (float64: torch.tensor(np.log(...))) used with float32
-data; fit() takes torch.linalg.cholesky of the kernel matrix, solves with torch.linalg.solve
-against L and L.T and returns the log marginal likelihood with the log-determinant from the
-Cholesky diagonal; forward() gives the predictive mean and variance; train_step() minimizes
-the negative log marginal likelihood with an optimizer (the demo's SGD), as
-Rasmussen & Williams' Algorithm 2.1.
+"""Exact Gaussian-process regression with hyperparameters fitted by gradient descent.
 
-Changes: the module and the notebook's cells as one script; matplotlib is not installed here,
-so the notebook's plots are recorded by a small stand-in, and tqdm's progress bar by one that
-iterates; torch.manual_seed for repeatable runs; the notebook's SGD runs 100 steps (not 50)
-at lr 0.01. Sections marked "(added)" are not swyoon's: they record the losses and a
-fixed-hyperparameter GP's results to compare with torch (on NumPy data, in float32 as the demo
-and in float64: the log marginal likelihood, its gradients, the predictions, two SGD steps and
-an LBFGS fit).
+Written for these tests in the way minimal GP regression code for PyTorch is commonly written
+(modelled on the API usage of swyoon/pytorch-minimal-gaussian-process, not a copy of it). It
+exercises:
+
+- an nn.Module whose RBF kernel's length, noise and amplitude scales are log-parameterised
+  nn.Parameters made by torch.tensor(np.log(value)) (so float64), used with float32 data
+  (0-d float64 parameters do not promote the float32 kernel matrix) and with float64 data;
+- the kernel from expanded squared distances (sum of squares, mm, transpose, torch.exp,
+  torch.eye), torch.linalg.cholesky, torch.cholesky_solve for K^-1 y and
+  torch.linalg.solve_triangular for the predictive variance, torch.diagonal and torch.log for
+  the log-determinant: the log marginal likelihood of Rasmussen & Williams' Algorithm 2.1;
+- the predictive mean and variance on a grid, torch.sqrt of the variance, .numpy();
+- optim.SGD steps on the negative log marginal likelihood, torch.stack of the recorded 0-d
+  hyperparameters, and an optim.LBFGS fit with the strong-Wolfe line search.
+
+The kernel is amplitude * exp(-0.5 * d^2 / length) (the length scale not squared). A small
+recorder stands in for matplotlib. Sections marked "(recorded)" keep results for the tests;
+"(added)" marks a GP of fixed hyperparameters on NumPy data (the log marginal likelihood, its
+gradients, predictions, two SGD steps and an LBFGS fit) compared with torch.
 """
+
+import math
+
 import numpy as np
-# import matplotlib.pyplot as plt
+
 import jitgrad as torch
 import jitgrad.nn as nn
-from jitgrad.optim import SGD
-# from tqdm.auto import tqdm
+from jitgrad import optim
 
 
-class plt:  # (stand-in for matplotlib.pyplot: records what would be drawn)
-    drawn = []
+class Figure:
+    """Records what a plotting library would be asked to draw (recorded)."""
 
-    @staticmethod
-    def plot(*args):
-        plt.drawn.append(("plot",) + tuple(np.asarray(a) for a in args if not isinstance(a, str)))
+    calls = []
 
-    @staticmethod
-    def fill_between(x, y1=None, y2=None, alpha=None):
-        plt.drawn.append(("fill_between", np.asarray(x), np.asarray(y1), np.asarray(y2)))
-
-    @staticmethod
-    def title(text):
-        plt.drawn.append(("title", text))
-
-    @staticmethod
-    def subplots(ncols=1, figsize=None):
-        return None, [_Axes(k) for k in range(ncols)]
+    @classmethod
+    def draw(cls, kind, *payload):
+        cls.calls.append((kind,) + payload)
 
 
-class _Axes:  # (stand-in for a matplotlib Axes: records into plt.drawn with its index)
-    def __init__(self, k):
-        self.k = k
-
-    def plot(self, y):
-        plt.drawn.append((f"ax{self.k}.plot", np.asarray(y)))
-
-    def set_title(self, text):
-        plt.drawn.append((f"ax{self.k}.title", text))
-
-    def set_xlabel(self, text):
-        plt.drawn.append((f"ax{self.k}.xlabel", text))
+torch.manual_seed(0)
 
 
-def tqdm(iterable):  # (stand-in for tqdm.auto.tqdm)
-    return iterable
-
-
-torch.manual_seed(0)  # (added)
-
-
-# ------------------------------------------------------------------------------------- gp.py
-class GP(nn.Module):
-    def __init__(self, length_scale=1.0, noise_scale=1.0, amplitude_scale=1.0):
+class ExactGP(nn.Module):
+    def __init__(self, length=1.0, noise=1.0, amplitude=1.0):
         super().__init__()
-        self.length_scale_ = nn.Parameter(torch.tensor(np.log(length_scale)))
-        self.noise_scale_ = nn.Parameter(torch.tensor(np.log(noise_scale)))
-        self.amplitude_scale_ = nn.Parameter(torch.tensor(np.log(amplitude_scale)))
+        self.log_length = nn.Parameter(torch.tensor(np.log(length)))
+        self.log_noise = nn.Parameter(torch.tensor(np.log(noise)))
+        self.log_amplitude = nn.Parameter(torch.tensor(np.log(amplitude)))
 
-    @property
-    def length_scale(self):
-        return torch.exp(self.length_scale_)
+    def hyperparameters(self):
+        """The three scales, positive by construction."""
+        return self.log_length.exp(), self.log_noise.exp(), self.log_amplitude.exp()
 
-    @property
-    def noise_scale(self):
-        return torch.exp(self.noise_scale_)
+    def cross_kernel(self, a, b):
+        length, _, amplitude = self.hyperparameters()
+        sq_a = (a * a).sum(dim=1, keepdim=True)
+        sq_b = (b * b).sum(dim=1, keepdim=True)
+        dist2 = sq_a + sq_b.T - 2.0 * a.mm(b.T)
+        return amplitude * torch.exp(-0.5 * dist2 / length)
 
-    @property
-    def amplitude_scale(self):
-        return torch.exp(self.amplitude_scale_)
+    def log_marginal_likelihood(self, inputs, targets):
+        """Condition on (inputs, targets) and return log p(targets | inputs), shape (1, 1)."""
+        _, noise, _ = self.hyperparameters()
+        n = inputs.shape[0]
+        gram = self.cross_kernel(inputs, inputs) + noise * torch.eye(n)
+        chol = torch.linalg.cholesky(gram)
+        weights = torch.cholesky_solve(targets, chol)
+        self.train_inputs, self.gram, self.chol, self.weights = inputs, gram, chol, weights
+        log_det_half = torch.log(torch.diagonal(chol)).sum()
+        return -0.5 * targets.T.mm(weights) - log_det_half - 0.5 * n * math.log(2 * math.pi)
 
-    def forward(self, x):
-        """compute prediction. fit() must have been called.
-        x: test input data point. N x D tensor for the data dimensionality D."""
-        y = self.y
-        L = self.L
-        alpha = self.alpha
-        k = self.kernel_mat(self.X, x)
-        v = torch.linalg.solve(L, k)
-        mu = k.T.mm(alpha)
-        var = self.amplitude_scale + self.noise_scale - torch.diag(v.T.mm(v))
-        return mu, var
+    def forward(self, query):
+        """Predictive mean and variance (of a noisy observation) at query points."""
+        _, noise, amplitude = self.hyperparameters()
+        cross = self.cross_kernel(self.train_inputs, query)
+        mean = cross.T.mm(self.weights)
+        half = torch.linalg.solve_triangular(self.chol, cross, upper=False)
+        variance = amplitude + noise - (half * half).sum(dim=0)
+        return mean, variance
 
-    def fit(self, X, y):
-        """should be called before forward() call.
-        X: training input data point. N x D tensor for the data dimensionality D.
-        y: training target data point. N x 1 tensor."""
-        D = X.shape[1]
-        K = self.kernel_mat_self(X)
-        L = torch.linalg.cholesky(K)
-        alpha = torch.linalg.solve(L.T, torch.linalg.solve(L, y))
-        marginal_likelihood = (
-            -0.5 * y.T.mm(alpha) - torch.log(torch.diag(L)).sum() - D * 0.5 * np.log(2 * np.pi)
-        )
-        self.X = X
-        self.y = y
-        self.L = L
-        self.alpha = alpha
-        self.K = K
-        return marginal_likelihood
 
-    def kernel_mat_self(self, X):
-        sq = (X**2).sum(dim=1, keepdim=True)
-        sqdist = sq + sq.T - 2 * X.mm(X.T)
-        return self.amplitude_scale * torch.exp(
-            -0.5 * sqdist / self.length_scale
-        ) + self.noise_scale * torch.eye(len(X))
-
-    def kernel_mat(self, X, Z):
-        Xsq = (X**2).sum(dim=1, keepdim=True)
-        Zsq = (Z**2).sum(dim=1, keepdim=True)
-        sqdist = Xsq + Zsq.T - 2 * X.mm(Z.T)
-        return self.amplitude_scale * torch.exp(-0.5 * sqdist / self.length_scale)
-
-    def train_step(self, X, y, opt):
-        """gradient-based optimization of hyperparameters
-        opt: torch.optim.Optimizer object."""
-        opt.zero_grad()
-        nll = -self.fit(X, y).sum()
-        nll.backward()
-        opt.step()
-        return {
-            "loss": nll.item(),
-            "length": self.length_scale.detach().cpu(),
-            "noise": self.noise_scale.detach().cpu(),
-            "amplitude": self.amplitude_scale.detach().cpu(),
-        }
+def descend(model, inputs, targets, opt):
+    """One optimizer step on the negative log marginal likelihood."""
+    opt.zero_grad()
+    nll = -model.log_marginal_likelihood(inputs, targets).sum()
+    nll.backward()
+    opt.step()
+    length, noise, amplitude = (h.detach().cpu() for h in model.hyperparameters())
+    return {"loss": nll.item(), "length": length, "noise": noise, "amplitude": amplitude}
 
 
 # (added) a GP of fixed hyperparameters on NumPy data (jitgrad's random numbers are not
-# torch's): the log marginal likelihood, its gradients, the predictions on a grid, two steps of
-# the demo's SGD and an LBFGS fit, with float32 data as the demo's and with float64 data
+# torch's): the log marginal likelihood, its gradients, the predictions on a grid, two SGD
+# steps and an LBFGS fit, with float32 data and with float64 data
 def fixed_run(dtype):
     rng = np.random.default_rng(0)
-    X = torch.tensor(rng.normal(size=(40, 1)), dtype=dtype)
-    y = (torch.sin(X * 2 * np.pi / 4).flatten() + torch.tensor(rng.normal(size=40) * 0.1, dtype=dtype))[:, None]
-    grid = torch.linspace(-5, 5, 30, dtype=dtype)[:, None]
-    gp = GP(length_scale=2.0, noise_scale=0.05, amplitude_scale=0.5)
-    r = {"params_float64": [p.dtype == torch.float64 for p in gp.parameters()]}
-    ml = gp.fit(X, y)
-    r["ml_shape"], r["ml_dtype"], r["K_dtype"] = tuple(ml.shape), ml.dtype == dtype, gp.K.dtype == dtype
-    (-ml.sum()).backward()
-    r["ml"] = ml.item()
-    r["grads"] = {n: p.grad.clone() for n, p in gp.named_parameters()}
-    r["L"] = gp.L.detach().clone()
+    inputs = torch.tensor(rng.normal(size=(40, 1)), dtype=dtype)
+    noise = torch.tensor(rng.normal(size=40) * 0.1, dtype=dtype)
+    targets = (torch.sin(inputs * 2 * np.pi / 4).flatten() + noise)[:, None]
+    query = torch.linspace(-5, 5, 30, dtype=dtype)[:, None]
+    model = ExactGP(length=2.0, noise=0.05, amplitude=0.5)
+    out = {"params_float64": [p.dtype == torch.float64 for p in model.parameters()]}
+    lml = model.log_marginal_likelihood(inputs, targets)
+    out["ml_shape"], out["ml_dtype"] = tuple(lml.shape), lml.dtype == dtype
+    out["K_dtype"] = model.gram.dtype == dtype
+    (-lml.sum()).backward()
+    out["ml"] = lml.item()
+    out["grads"] = {n: p.grad.clone() for n, p in model.named_parameters()}
+    out["L"] = model.chol.detach().clone()
     with torch.no_grad():
-        mu, var = gp(grid)
-    r["mu"], r["var"] = mu, var
-    opt = SGD(gp.parameters(), lr=0.01)
-    r["steps"] = [gp.train_step(X, y, opt) for _ in range(2)]
+        out["mu"], out["var"] = model(query)
+    sgd = optim.SGD(model.parameters(), lr=0.01)
+    out["steps"] = [descend(model, inputs, targets, sgd) for _ in range(2)]
     if dtype is torch.float32:
-        return r
-    # (only float64: LBFGS's line search in float32 takes other paths on other roundings)
-    lbfgs = torch.optim.LBFGS(gp.parameters(), lr=0.5, max_iter=4, line_search_fn="strong_wolfe")
+        return out
+    # (float64 only: in float32 the line search takes other paths on other roundings)
+    lbfgs = optim.LBFGS(model.parameters(), lr=0.5, max_iter=4, line_search_fn="strong_wolfe")
 
     def closure():
         lbfgs.zero_grad()
-        nll = -gp.fit(X, y).sum()
+        nll = -model.log_marginal_likelihood(inputs, targets).sum()
         nll.backward()
         return nll
 
-    r["lbfgs_first"] = lbfgs.step(closure).item()
-    r["lbfgs_params"] = {n: p.detach().clone() for n, p in gp.named_parameters()}
-    r["lbfgs_state"] = {k: lbfgs.state[lbfgs._params[0]][k] for k in ("func_evals", "n_iter")}
-    r["lbfgs_d"] = lbfgs.state[lbfgs._params[0]]["d"].clone()
-    lbfgs.param_groups[0]["max_iter"] = 30  # (on to the optimum: its log-likelihood)
+    out["lbfgs_first"] = lbfgs.step(closure).item()
+    out["lbfgs_params"] = {n: p.detach().clone() for n, p in model.named_parameters()}
+    state = lbfgs.state[lbfgs._params[0]]
+    out["lbfgs_state"] = {k: state[k] for k in ("func_evals", "n_iter")}
+    out["lbfgs_d"] = state["d"].clone()
+    lbfgs.param_groups[0]["max_iter"] = 30  # (on to the optimum)
     lbfgs.step(closure)
-    r["lbfgs_nll"] = closure().item()
+    out["lbfgs_nll"] = closure().item()
     with torch.no_grad():
-        r["lbfgs_mu"], r["lbfgs_var"] = gp(grid)
-    return r
+        out["lbfgs_mu"], out["lbfgs_var"] = model(query)
+    return out
 
 
-fixed_results = {"float32": fixed_run(torch.float32), "float64": fixed_run(torch.float64)}  # (added)
+fixed_results = {"float32": fixed_run(torch.float32), "float64": fixed_run(torch.float64)}
 
-# ---------------------------------------------------------------------------- demo_gpr.ipynb
-X = torch.randn(100,1)
-f = torch.sin(X * 2 * np.pi /4).flatten()
-y = f + torch.randn_like(f) * 0.1
-y = y[:,None]
-grid = torch.linspace(-5, 5, 200)[:,None]
-plt.plot(X.flatten(), y.flatten(), '.')
 
-gp = GP(length_scale=4, amplitude_scale=0.1)
-gp.fit(X, y)
-mu, var = gp.forward(grid)
-mu = mu.detach().numpy().flatten()
-std = torch.sqrt(var).detach().numpy().flatten()
-plt.plot(X.flatten(), y, '.')
-plt.plot(grid.flatten(), mu)
-plt.fill_between(grid.flatten(), y1=mu+std, y2=mu-std, alpha=0.3)
-plt.title('Before hyperparameter optimization');
-mu_before, std_before = mu, std  # (added)
+# ------------------------------------------------------------- a fit on random float32 data
 
-opt = SGD(gp.parameters(), lr=0.01)
-l_loss = []; l_length = []; l_noise = []; l_amp = []
-for i in tqdm(range(100)):
-    d_train = gp.train_step(X, y, opt)
-    l_loss.append(d_train['loss'])
-    l_length.append(d_train['length'])
-    l_noise.append(d_train['noise'])
-    l_amp.append(d_train['amplitude'])
-fig, axs = plt.subplots(ncols=4, figsize=(16,4))
-axs[0].plot(l_loss); axs[0].set_title('Negative Log-Likelihood'); axs[0].set_xlabel('iteration')
-axs[1].plot(torch.stack(l_length)); axs[1].set_title('Length scale'); axs[1].set_xlabel('iteration')
-axs[2].plot(torch.stack(l_noise)); axs[2].set_title('Noise scale'); axs[2].set_xlabel('iteration')
-axs[3].plot(torch.stack(l_amp)); axs[3].set_title('Amplitude scale'); axs[3].set_xlabel('iteration');
+train_x = torch.randn(100, 1)
+clean = torch.sin(train_x * np.pi / 2).flatten()
+train_y = (clean + 0.1 * torch.randn_like(clean)).unsqueeze(1)
+grid = torch.linspace(-5, 5, 200).unsqueeze(1)
 
-mu, var = gp.forward(grid)
-mu = mu.detach().numpy().flatten()
-std = torch.sqrt(var).detach().numpy().flatten()
-plt.plot(X.flatten(), y, '.')
-plt.plot(grid.flatten(), mu)
-plt.fill_between(grid.flatten(), y1=mu+std, y2=mu-std, alpha=0.3)
-plt.title('After hyperparameter optimization');
+
+def predict_band(model, title):
+    """Predictive mean and standard deviation on the grid as NumPy, drawn as a band."""
+    mean, variance = model(grid)
+    mu = mean.detach().numpy().reshape(-1)
+    std = torch.sqrt(variance).detach().numpy().reshape(-1)
+    Figure.draw("points", train_x.numpy().ravel(), train_y.numpy().ravel())
+    Figure.draw("line", grid.numpy().ravel(), mu)
+    Figure.draw("band", grid.numpy().ravel(), mu - std, mu + std)
+    Figure.draw("title", title)
+    return mu, std
+
+
+gp = ExactGP(length=4.0, amplitude=0.1)
+gp.log_marginal_likelihood(train_x, train_y)
+mu_before, std_before = predict_band(gp, "GP posterior, initial hyperparameters")
+
+sgd = optim.SGD(gp.parameters(), lr=0.01)
+history = {"loss": [], "length": [], "noise": [], "amplitude": []}  # (recorded)
+for _ in range(100):
+    for key, value in descend(gp, train_x, train_y, sgd).items():
+        history[key].append(value)
+for k, (key, label) in enumerate((("loss", "negative log marginal likelihood"),
+                                  ("length", "length scale"), ("noise", "noise variance"),
+                                  ("amplitude", "signal variance"))):
+    series = history[key] if key == "loss" else torch.stack(history[key]).numpy()
+    Figure.draw(f"panel{k}.curve", np.asarray(series))
+    Figure.draw(f"panel{k}.title", label)
+
+mu, std = predict_band(gp, "GP posterior, fitted hyperparameters")
