@@ -1,6 +1,6 @@
-"""More public PyTorch code (set L31: Andras7's sparse word2vec, swyoon's minimal
-Gaussian-process regression and zongyi-li's 1-D Fourier Neural Operator), only the import
-changed, run on jitgrad.
+"""Scripts written for these tests in the way common PyTorch code of three kinds is written
+(set L31: skip-gram word2vec on sparse embeddings, exact Gaussian-process regression and a 1-D
+Fourier neural operator), run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss, that words of one topic end up close
@@ -229,7 +229,7 @@ def test_gp_regression_fixed_parts_match_torch():
         _close_nested(ours, theirs, rtol=rtol * 10, atol=atol)
 
 
-# ------------------------------------------------------- zongyi-li/fourier_neural_operator
+# ------------------------------------------------------- a 1-d Fourier neural operator
 
 
 def _close_complex(ours, theirs, rtol, atol):
@@ -251,12 +251,12 @@ def test_fno_1d_learns_the_operator():
     assert g["scheduler"].get_last_lr() == [0.003 * 0.5 ** 3]
     model = g["model"]
     complex_params = [n for n, p in model.named_parameters() if p.is_complex()]
-    assert complex_params == [f"conv{k}.weights1" for k in range(4)]
-    weights = model.conv0.weights1
+    assert complex_params == [f"spectral.{k}.weight" for k in range(4)]
+    weights = model.spectral[0].weight
     assert weights.dtype == torch.complex64 and tuple(weights.shape) == (16, 16, 8)
-    assert g["count_params"](model) == sum(
+    assert g["n_real_params"](model) == sum(
         p.numel() * (2 if p.is_complex() else 1) for p in model.parameters())
-    # the repository's Adam keeps complex moments: exp_avg_sq = E[g conj(g)] is real-valued
+    # the script's Adam keeps complex moments: exp_avg_sq = E[g conj(g)] is real-valued
     # (up to the rounding of (value * g) * conj(g))
     state = g["optimizer"].state[weights]
     sq = state["exp_avg_sq"]
