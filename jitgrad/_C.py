@@ -12,3 +12,13 @@ from ._torch_function import is_torch_function_mode_enabled as _is_torch_functio
 __all__ = ["DisableTorchFunction", "DisableTorchFunctionSubclass",
            "_disabled_torch_function_impl", "_is_torch_function_enabled",
            "_is_torch_function_mode_enabled"]
+
+
+def __getattr__(name: str):
+    """``_LinAlgError``: torch's class behind ``linalg.LinAlgError`` (imported on first use:
+    the linear-algebra ops load after this module)."""
+    if name == "_LinAlgError":
+        from .ops.linalg2 import LinAlgError
+
+        return LinAlgError
+    raise AttributeError(f"module 'jitgrad._C' has no attribute '{name}'")

@@ -126,6 +126,12 @@ def warn_once(key: str, text: str) -> None:
         warnings.warn(text, UserWarning, stacklevel=user_stacklevel(2))
 
 
+def warn_complex_to_real() -> None:
+    """torch's once-per-process UserWarning where a cast or copy drops complex values'
+    imaginary parts (NumPy's own is a ComplexWarning at every call: callers silence it)."""
+    warn_once("complex_to_real", "Casting complex values to real discards the imaginary part")
+
+
 def scalar_of_grad(warn: bool) -> None:
     """torch's warning (once per process) when ``float()`` or ``complex()`` converts a tensor
     requiring grad with grad mode on (``warn``); ``int``, ``bool`` and ``item`` do not warn."""

@@ -4,11 +4,14 @@ tensor, to a NumPy array and its dtype by torch's inference rules)."""
 
 from __future__ import annotations
 
+import operator
+import warnings
 from typing import Any
 
 import numpy as np
 
-from . import dtypes
+from . import _config, dtypes
+from .errors import user_stacklevel
 from ._meta import MetaArray
 from .ops import registry
 
@@ -49,10 +52,8 @@ def to_array(data: Any, dtype: dtypes.dtype | None, copy: bool = True) -> tuple:
         typed = [x for x in _flat(data) if isinstance(x, (registry.Tensor, np.ndarray,
                                                            np.generic))]
         if typed:  # elements with a dtype of their own: torch promotes over every element
-            if dtype is None:
-                dtype = _sequence_dtype(data)
-            if any(isinstance(x, registry.Tensor) for x in typed):
-                data = _nested_items(data)
+            dt = dtype or _sequence_dtype(data)
+            return _typed_sequence(data, dt, typed), dt
     dt = dtype or infer_dtype(data)
     try:
         arr = np.array(data, dtype=dt.np, copy=copy) if copy else np.asarray(data, dtype=dt.np)
@@ -150,16 +151,87 @@ def _sequence_dtype(data: Any) -> dtypes.dtype:
     return out or dtypes.get_default_dtype()
 
 
-def _nested_items(data):
-    """Tensors inside a sequence count as numbers, as in torch: one element each (of any
-    shape), read with ``item()``."""
-    if isinstance(data, (list, tuple)):
-        return [_nested_items(x) for x in data]
-    if isinstance(data, registry.Tensor):
-        if data.numel() != 1:
-            raise ValueError("only one element tensors can be converted to Python scalars")
-        return data._data.reshape(()).item()
-    return data
+_SLOW_LIST = ("Creating a tensor from a list of numpy.ndarrays is extremely slow. Please "
+              "consider converting the list to a single numpy.ndarray with numpy.array() "
+              "before converting to a tensor.")
+
+
+def _typed_sequence(data: Any, dt: dtypes.dtype, typed: list) -> np.ndarray:
+    """A nested sequence holding tensors, NumPy arrays or NumPy scalars as torch's
+    ``internal_new_from_data`` stores it: the shape from the chain of first elements (a NumPy
+    array is a sequence, a 0-d one without a length; a tensor is not), then each element
+    stored by the dtype's Python protocol (``operator.index`` for integers, with Python
+    floats truncated; ``float``, ``complex``), a sequence or tensor below the last dim
+    iterated; a NumPy array in the list gives torch's warning, once per process."""
+    if any(isinstance(x, np.ndarray) for x in typed) and (
+            "numpy_list" not in _config.WARNED or _config.WARN_ALWAYS[0]):
+        _config.WARNED.add("numpy_list")
+        warnings.warn(_SLOW_LIST, UserWarning, stacklevel=user_stacklevel(2))
+    sizes = []
+    x = data
+    while isinstance(x, (list, tuple, np.ndarray)):
+        if isinstance(x, np.ndarray) and x.ndim == 0:
+            raise TypeError("len() of unsized object")
+        sizes.append(len(x))
+        if not sizes[-1]:
+            break
+        x = x[0]
+    out = np.empty(sizes, dt.np)
+    _store(out, data, sizes, 0, (), _leaf_store(dt))
+    return out
+
+
+def _store(out: np.ndarray, obj: Any, sizes: list, dim: int, at: tuple, leaf: Any) -> None:
+    if dim == len(sizes):
+        out[at] = leaf(obj)
+        return
+    if isinstance(obj, np.ndarray) and obj.shape == tuple(sizes[dim:]) and _bulk(obj, out):
+        out[at] = obj  # (all its elements convert as one by one: at once)
+        return
+    if isinstance(obj, registry.Tensor):
+        obj = list(obj)
+    elif not isinstance(obj, (list, tuple, np.ndarray)):
+        try:
+            obj = list(obj)
+        except TypeError:
+            raise TypeError("not a sequence") from None
+    if len(obj) != sizes[dim]:
+        raise ValueError(f"expected sequence of length {sizes[dim]} at dim {dim} "
+                         f"(got {len(obj)})")
+    for i, item in enumerate(obj):
+        _store(out, item, sizes, dim + 1, at + (i,), leaf)
+
+
+def _bulk(arr: np.ndarray, out: np.ndarray) -> bool:
+    """Whether a NumPy array's elements convert to ``out``'s dtype element by element as
+    NumPy's cast converts them (integers into integers of no less range, anything real into
+    a float or complex dtype, bools into bool)."""
+    src, dst = arr.dtype, out.dtype
+    if dst.kind in "fc":
+        return src.kind in "biuf" or src.kind == "c" and dst.kind == "c"
+    if dst.kind in "iu":
+        return src.kind in "iu" and np.can_cast(src, dst)
+    return src.kind == "b"
+
+
+def _leaf_store(dt: dtypes.dtype) -> Any:
+    """How torch's ``store_scalar`` reads one element for ``dt``."""
+    if dt.is_complex:
+        return complex
+    if dt.is_floating_point:
+        return float
+    if dt is dtypes.bool:
+        return lambda x: bool(x) if isinstance(x, (float, np.bool_)) else operator.index(x) != 0
+    info = np.iinfo(dt.np)
+    low = info.min if info.min else -info.max  # (an unsigned type wraps down to -max)
+
+    def integer(x: Any) -> int:
+        value = x if isinstance(x, float) else operator.index(x)
+        if value != value or not low <= value <= info.max:
+            raise RuntimeError(f"value cannot be converted to type {dt.name} without overflow")
+        return int(value) % (info.max + 1) if value < info.min else int(value)
+
+    return integer
 
 
 def channels_last_contiguous(shape: tuple, strides: tuple, rank: int) -> bool:

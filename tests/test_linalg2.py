@@ -83,3 +83,18 @@ def test_complex_inputs_match_torch():
         for o, t in zip(ours, theirs):
             np.testing.assert_allclose(o.grad.numpy(), t.grad.numpy(), rtol=1e-8, atol=1e-10,
                                        err_msg=name)
+
+
+def test_linalg_error_is_torchs_c_class_by_name():
+    """torch.linalg.LinAlgError is torch._C._LinAlgError: its name in tracebacks, repr and
+    type(e).__name__ (jitgrad's read LinAlgError of jitgrad.ops.linalg2), and it pickles."""
+    import pickle
+
+    torch = pytest.importorskip("torch")
+    for lib in (jitgrad, torch):
+        assert lib._C._LinAlgError is lib.linalg.LinAlgError
+        with pytest.raises(lib.linalg.LinAlgError) as err:
+            lib.linalg.cholesky(-lib.eye(2))
+        assert type(err.value).__name__ == "_LinAlgError"
+        assert repr(pickle.loads(pickle.dumps(err.value))) == repr(err.value)
+    assert jitgrad.linalg.LinAlgError.__module__ == "jitgrad._C"

@@ -1,6 +1,8 @@
 """linalg.eigh/eigvalsh/qr/svd/pinv/lstsq/matrix_rank/solve_triangular: values and gradients
 against torch, and gradcheck in float64 (losses that do not depend on the vectors' signs)."""
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -247,3 +249,72 @@ def test_forward_mode_matches_torch(name):
     theirs = theirs if isinstance(theirs, tuple) else (theirs,)
     for x, y in zip(mine, theirs):
         np.testing.assert_allclose(x.numpy(), y.numpy(), rtol=1e-8, atol=1e-10)
+
+
+_DTYPES = ["float32", "float64", "complex64", "complex128", "int64", "float16"]
+
+
+@pytest.mark.parametrize("a_dtype", _DTYPES)
+@pytest.mark.parametrize("b_dtype", _DTYPES)
+def test_solve_triangular_result_has_as_dtype(a_dtype, b_dtype):
+    """torch copies B into a result of A's dtype (B of any dtype; complex into real with
+    torch's warning); only A's dtype needs a kernel. Before, jitgrad promoted the two."""
+    def run(lib):
+        a = (lib.eye(3) * 2 + lib.ones(3, 3).tril(-1)).to(getattr(lib, a_dtype))
+        b = lib.arange(6.0).reshape(3, 2).to(getattr(lib, b_dtype))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                x = lib.linalg.solve_triangular(a, b, upper=False)
+            except Exception as e:  # noqa: BLE001 - compared with torch's below
+                return type(e).__name__, str(e).replace("jitgrad", "torch")
+        return str(x.dtype).split(".")[1], np.asarray(x.numpy()).tolist()
+
+    ours, theirs = run(jg), run(torch)
+    assert ours[0] == theirs[0]
+    if isinstance(ours[1], str):
+        assert ours == theirs
+    else:
+        np.testing.assert_allclose(np.array(ours[1]), np.array(theirs[1]), rtol=1e-6)
+
+
+def test_solve_triangular_mixed_dtype_gradients_and_argument_errors():
+    """B's gradient comes back in B's dtype; a 1-D B and a missing ``upper`` are torch's
+    errors (an IndexError and Python's own text before)."""
+    rng = np.random.default_rng(0)
+    a_np = np.tril(rng.normal(size=(3, 3))) + 3 * np.eye(3)
+    b_np = rng.normal(size=(3, 2))
+    grads = []
+    for lib in (jg, torch):
+        a = lib.tensor(a_np, dtype=lib.float32, requires_grad=True)
+        b = lib.tensor(b_np, dtype=lib.float64, requires_grad=True)
+        x = lib.linalg.solve_triangular(a, b, upper=False, left=True)
+        (x ** 2).sum().backward()
+        assert x.dtype == lib.float32 and b.grad.dtype == lib.float64
+        grads.append((a.grad.numpy(), b.grad.numpy()))
+        with pytest.raises(RuntimeError, match=r"^linalg.solve_triangular: The input tensor B "
+                           r"must have at least 2 dimensions.$"):
+            lib.linalg.solve_triangular(a, b[:, 0], upper=False)
+        with pytest.raises(TypeError, match=r'missing 1 required positional arguments: '
+                           r'"upper"'):
+            lib.linalg.solve_triangular(a, b)
+    for ours, theirs in zip(*grads):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-5)
+
+
+def test_batched_cholesky_error_names_the_batch_element():
+    """torch's LinAlgError names the first failing matrix of a batch and its first leading
+    minor that is not positive-definite (jitgrad gave no batch element, and the smallest
+    order over all matrices)."""
+    spd = 2 * np.eye(3)
+    cases = [np.stack([spd, np.diag([1.0, 1.0, -1.0])]),
+             np.stack([[spd, spd], [spd, -np.eye(3)]]),
+             np.stack([np.diag([1.0, 1.0, -1.0]), -np.eye(3)]),
+             np.diag([1.0, -1.0, 1.0])]
+    for arr in cases:
+        texts = []
+        for lib in (jg, torch):
+            with pytest.raises(RuntimeError) as err:
+                lib.linalg.cholesky(lib.tensor(arr))
+            texts.append(str(err.value))
+        assert texts[0] == texts[1]

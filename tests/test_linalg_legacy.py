@@ -57,3 +57,22 @@ def test_each_warns_once_with_torchs_text(monkeypatch):
     with pytest.warns(UserWarning, match="torch.qr is deprecated in favor of torch.linalg.qr"):
         jg.qr(a)
     assert type(jg.qr(a)).__name__ == "qr"
+
+
+def test_warnings_name_the_callers_line_and_errors_torch_cholesky(monkeypatch):
+    """The deprecation warnings point at the user's line (they named jitgrad's out= wrapper),
+    and torch.cholesky's error names ``cholesky``, not ``linalg.cholesky``, as torch's."""
+    monkeypatch.setattr(_config, "WARNED", set())
+    bad = np.stack([np.eye(3), np.diag([1.0, -1.0, 1.0])])
+    for lib in (jg, torch):
+        lib.set_warn_always(True)  # (torch's warned once in this process already)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                lib.cholesky(lib.tensor(np.eye(3)))
+        finally:
+            lib.set_warn_always(False)
+        assert [w.filename for w in caught] == [__file__]
+        with pytest.raises(RuntimeError, match=r"^cholesky: \(Batch element 1\): The "
+                           r"factorization could not be completed .* order 2 is not"):
+            lib.cholesky(lib.tensor(bad))

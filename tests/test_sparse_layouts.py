@@ -281,3 +281,89 @@ def test_csr_sum_and_product_stay_csr_as_torch():
     a = jitgrad.sparse_csr_tensor(jitgrad.tensor([0, 1, 2]), jitgrad.tensor([0, 1]), v, (2, 2))
     ((a + a) * a).to_dense().sum().backward()
     assert v.grad.tolist() == [4.0, 8.0]  # d(2 v^2)/dv
+
+
+def test_constructors_warn_while_invariant_checks_are_implicit(monkeypatch):
+    """torch 2.13's once-per-process warning from sparse_coo_tensor and the compressed
+    constructors while check_sparse_tensor_invariants was never set (not from the legacy
+    constructors, to_sparse or SparseAdam's grad.new); none once it was set, whichever way."""
+    torch = pytest.importorskip("torch")
+    from jitgrad.sparse import _invariants
+
+    monkeypatch.setattr(_invariants, "_STATE", [None])
+    prior_torch = torch._C._check_sparse_tensor_invariants()
+
+    def messages(lib):
+        out = []
+        idx, val = lib.tensor([[0, 1]]), lib.ones(2)
+        makers = [lambda: lib.sparse_coo_tensor(idx, val, (3,)),
+                  lambda: lib.sparse_coo_tensor(idx, val, (3,), check_invariants=False),
+                  lambda: lib.sparse_csr_tensor(lib.tensor([0, 1, 2]), lib.tensor([0, 1]),
+                                                lib.ones(2), (2, 2)),
+                  lambda: lib.ones(3).to_sparse(),
+                  lambda: lib.sparse.check_sparse_tensor_invariants.is_enabled()]
+        for make in makers:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                make()
+            out.append([(w.filename, str(w.message).split(" (Triggered")[0].strip())
+                        for w in caught if "invariant" in str(w.message)])
+        return out
+
+    # torch's flag cannot be unset once set: its implicit state is compared only if this
+    # process has not set it (the test first asks jitgrad, then torch, for that reason)
+    jitgrad.set_warn_always(True)
+    try:
+        ours = messages(jitgrad)
+    finally:
+        jitgrad.set_warn_always(False)
+    assert ours[0] and ours[0][0][0] == __file__ and ours[2] == ours[0]
+    assert ours[1] == ours[3] == ours[4] == []
+    assert ours[0][0][1].startswith("Sparse invariant checks are implicitly disabled.")
+    with jitgrad.sparse.check_sparse_tensor_invariants(enable=False):
+        assert not jitgrad.sparse.check_sparse_tensor_invariants.is_enabled()
+    assert _invariants._STATE[0] is False  # (torch restores is_enabled(): now set)
+    jitgrad.sparse.check_sparse_tensor_invariants.enable()
+    assert jitgrad.sparse.check_sparse_tensor_invariants.is_enabled()
+    jitgrad.set_warn_always(True)
+    try:
+        assert messages(jitgrad) == [[]] * 5  # (explicitly set: no warning)
+    finally:
+        jitgrad.set_warn_always(False)
+    if not prior_torch:
+        torch.set_warn_always(True)
+        try:
+            theirs = messages(torch)
+        finally:
+            torch.set_warn_always(False)
+        if theirs[0]:  # (unset in this process: compare the texts)
+            assert [[m for _, m in w] for w in theirs] == [[m for _, m in w] for w in ours]
+
+
+def test_compressed_tensors_warn_beta_once_as_torch():
+    """torch's once-per-process warning where a compressed sparse tensor is made (any layout,
+    by a constructor, a conversion or an op; every time under set_warn_always)."""
+    torch = _torch()
+
+    def run(lib):
+        lib.set_warn_always(True)
+        out = []
+        try:
+            x = lib.eye(2).to_sparse_csr()
+            for make in (lambda: lib.eye(2).to_sparse_csc(),
+                         lambda: lib.eye(2).to_sparse_bsr((1, 1)),
+                         lambda: x + x, lambda: x.t(), lambda: x.to_dense(),
+                         lambda: lib.eye(2).to_sparse(), lambda: x.to_sparse()):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    make()
+                out.append([(w.category, str(w.message).split(" (Triggered")[0], w.filename)
+                            for w in caught if "beta state" in str(w.message)])
+        finally:
+            lib.set_warn_always(False)
+        return out
+
+    ours = run(jitgrad)
+    assert ours == run(torch)
+    assert ours[0][0][1].startswith("Sparse CSC tensor support is in beta state.")
+    assert ours[0][0][2] == __file__ and ours[4:] == [[], [], []]

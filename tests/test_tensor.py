@@ -370,3 +370,107 @@ def test_split_method_and_modules_take_torch_argument_names():
         shared = lib.nn.Sequential(layer, layer)
         assert len(list(shared.modules())) == 2
         assert len(list(shared.modules(remove_duplicate=False))) == 3
+
+
+_ARRAY_SEQUENCES = {
+    "arrays": lambda L: [np.array([0, 5]), np.array([5, 1])],
+    "array_then_tensor": lambda L: [np.array([0, 5]), L.tensor([1.5, 2])],
+    "tensor_then_array": lambda L: [L.tensor([1, 2]), np.array([0, 5])],
+    "many_element_tensors": lambda L: [L.tensor([1, 2]), L.tensor([3, 4])],
+    "zero_d_arrays": lambda L: [np.array(1), np.array(2)],
+    "zero_d_array_later": lambda L: [1, np.array(2.5)],
+    "array_as_leaf": lambda L: [1, np.array([1, 2])],
+    "ragged_arrays": lambda L: [np.array([1, 2]), np.array([1])],
+    "empty_array": lambda L: [np.zeros((0, 3))],
+    "float32_arrays": lambda L: [np.array([0, 5], dtype=np.float32), np.array([1, 2])],
+    "bool_arrays": lambda L: [np.array([True, False])],
+    "uint8_over": lambda L: [np.array([1, 2], dtype=np.uint8), np.array([300, -1])],
+    "numpy_scalars": lambda L: [np.float32(1.5), np.bool_(True), np.int16(3)],
+    "numpy_bool_then_int": lambda L: [np.bool_(True), 2],
+    "float_tensor_leaf": lambda L: [L.tensor(1.5), 2],
+    "complex_scalar": lambda L: [np.complex64(1 + 2j)],
+    "big_float": lambda L: [np.float64(1e30), 1],
+}
+
+
+@pytest.mark.parametrize("name", sorted(_ARRAY_SEQUENCES))
+@pytest.mark.parametrize("make", ["tensor", "as_tensor", "LongTensor", "BoolTensor",
+                                  "FloatTensor", "uint8"])
+def test_sequences_of_arrays_and_tensors_convert_as_torch(name, make):
+    """torch's sequence conversion: the shape from the chain of first elements (a NumPy array
+    is a sequence, a tensor is not), each element through the dtype's Python protocol. Before,
+    jitgrad handed such lists to NumPy: [array, tensor] failed, a 0-d array's len() error, an
+    integer dtype's refusal of np.float32 / np.bool_ and torch's overflow error did not come."""
+    def build(lib):
+        data = _ARRAY_SEQUENCES[name](lib)
+        if make == "uint8":
+            return lib.tensor(data, dtype=lib.uint8)
+        return getattr(lib, make)(data)
+
+    def run(lib):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            try:
+                t = build(lib)
+            except Exception as e:  # noqa: BLE001 - compared with torch's below
+                return type(e).__name__, jg_text(str(e))
+            return str(t.dtype).split(".")[1], tuple(t.shape), t.tolist()
+
+    assert run(jitgrad) == run(torch)
+
+
+def test_a_list_of_numpy_arrays_warns_as_torch():
+    """torch's TORCH_WARN_ONCE for a list holding NumPy arrays (every time under
+    set_warn_always), naming the caller's line; none for arrays of arrays or NumPy scalars."""
+    seen = {}
+    for lib in (jitgrad, torch):
+        lib.set_warn_always(True)
+        try:
+            for case in ([np.array([1, 2])], [[np.array([1.0])]], [np.int64(1)], np.ones(2)):
+                with warnings.catch_warnings(record=True) as caught:
+                    warnings.simplefilter("always")
+                    lib.LongTensor(case)
+                seen.setdefault(lib.__name__, []).append(
+                    [(w.category, re.sub(r" \(Triggered internally at .*\)$", "",
+                                         str(w.message)), w.filename) for w in caught])
+        finally:
+            lib.set_warn_always(False)
+    assert seen["jitgrad"] == seen["torch"]
+    assert len(seen["torch"][0]) == 1 and seen["torch"][0][0][2] == __file__
+    assert seen["torch"][2] == seen["torch"][3] == []
+
+
+def _set_slice(t, x):
+    t[:] = x
+    return t
+
+
+_COMPLEX_CASTS = {
+    "to_int": lambda L, x: x.to(L.int64), "to_bool": lambda L, x: x.to(L.bool),
+    "float": lambda L, x: x.float(), "type": lambda L, x: x.type(L.float64),
+    "half": lambda L, x: x.to(L.float16), "copy_": lambda L, x: L.zeros(2).copy_(x),
+    "copy_bool": lambda L, x: L.zeros(2, dtype=L.bool).copy_(x),
+    "copy_complex": lambda L, x: L.zeros(2, dtype=L.complex128).copy_(x),
+    "setitem_slice": lambda L, x: _set_slice(L.zeros(2), x),
+    "real": lambda L, x: x.real.clone(),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_COMPLEX_CASTS))
+def test_complex_to_real_casts_warn_as_torch(name):
+    """A cast or copy dropping imaginary parts gives torch's UserWarning (once per process;
+    every time under set_warn_always) at the caller's line. Before: NumPy's ComplexWarning from
+    jitgrad's own line at every cast, and nothing from copy_."""
+    seen = []
+    for lib in (jitgrad, torch):
+        lib.set_warn_always(True)
+        try:
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                r = _COMPLEX_CASTS[name](lib, lib.tensor([1j, 2 + 0j]))
+        finally:
+            lib.set_warn_always(False)
+        seen.append((str(r.dtype).split(".")[1], r.tolist(),
+                     [(w.category, str(w.message).split(" (Triggered")[0], w.filename)
+                      for w in caught]))
+    assert seen[0] == seen[1]

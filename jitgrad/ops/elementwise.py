@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import _config, dtypes
 from . import nn_kernels, registry
 from .dtype_rules import not_implemented_for, refuse_dtypes
 from .registry import (BOOL, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, SAME, Public, apply,
@@ -228,6 +228,9 @@ def _sigmoid(x: np.ndarray) -> np.ndarray:
 
 
 def _to_impl(x: np.ndarray, dtype: dtypes.dtype) -> np.ndarray:
+    if x.dtype.kind == "c" and dtype.np.kind not in "cb":  # (bool: nonzero real or imaginary)
+        _config.warn_complex_to_real()
+        x = x.real
     return x.astype(dtype.np)
 
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import _config, dtypes
 from . import registry
 from .registry import state
 from .surface import public
@@ -245,8 +245,10 @@ def _no_grad_to_self(g: Any, ans: Any, s: Any, *args: Any, **params: Any) -> Any
 
 def _copy_impl(s: np.ndarray, src: np.ndarray) -> np.ndarray:
     out = np.empty_like(s)
-    np.copyto(out, src.real if np.iscomplexobj(src) and not np.iscomplexobj(s) else src,
-              casting="unsafe")
+    if src.dtype.kind == "c" and s.dtype.kind not in "cb":
+        _config.warn_complex_to_real()
+        src = src.real
+    np.copyto(out, src, casting="unsafe")
     return out
 
 

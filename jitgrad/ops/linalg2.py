@@ -22,7 +22,12 @@ from .surface import public
 
 class LinAlgError(RuntimeError):
     """A linear-algebra function met a singular or not positive-definite matrix
-    (``torch.linalg.LinAlgError``)."""
+    (``torch.linalg.LinAlgError``, which is ``torch._C._LinAlgError``: named so here too, in
+    tracebacks, ``repr`` and pickles)."""
+
+
+LinAlgError.__name__ = LinAlgError.__qualname__ = "_LinAlgError"
+LinAlgError.__module__ = "jitgrad._C"
 
 
 SlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
@@ -251,10 +256,15 @@ def _cholesky_impl(a, upper):
     try:
         low = np.linalg.cholesky(a)
     except np.linalg.LinAlgError:
-        m = a.reshape(-1, *a.shape[-2:])
-        order = next((k for k in range(1, a.shape[-1] + 1) for mat in m
-                      if np.any(np.linalg.eigvalsh(mat[:k, :k]) <= 0)), a.shape[-1])
-        raise LinAlgError(_NOT_PD.format(order)) from None
+        # torch's error names the first failing matrix of a batch and its first leading minor
+        # that is not positive-definite
+        n = a.shape[-1]
+        i, order = next(((i, k) for i, mat in enumerate(a.reshape(-1, n, n))
+                         for k in range(1, n + 1)
+                         if np.any(np.linalg.eigvalsh(mat[:k, :k]) <= 0)), (0, n))
+        where = f"(Batch element {i}): " if a.ndim > 2 else ""
+        raise LinAlgError(_NOT_PD.replace("linalg.cholesky: ", f"linalg.cholesky: {where}")
+                          .format(order)) from None
     return np.conj(np.swapaxes(low, -1, -2)) if upper else low
 
 

@@ -19,10 +19,11 @@ signs (or phases).
 
 from __future__ import annotations
 
+from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import _config, dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel
 from .autocast_policy import FP32, autocast_policy
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
@@ -147,6 +148,11 @@ def _triangle(a, upper: bool, unitriangular: bool):
 
 
 def _solve_triangular_impl(a, b, upper, unitriangular, left):
+    if b.dtype != a.dtype:  # (torch copies B into a result of A's dtype)
+        if b.dtype.kind == "c" and a.dtype.kind != "c":
+            _config.warn_complex_to_real()
+            b = b.real
+        b = b.astype(a.dtype)
     if not left:  # X A = B  <=>  A^T X^T = B^T
         return np.swapaxes(_solve_triangular_impl(np.swapaxes(a, -1, -2), np.swapaxes(b, -1, -2),
                                                   not upper, unitriangular, True), -1, -2)
@@ -154,7 +160,7 @@ def _solve_triangular_impl(a, b, upper, unitriangular, left):
     with np.errstate(all="ignore"):  # a zero pivot gives inf/nan, as LAPACK's trtrs
         if np.any(np.diagonal(t, axis1=-2, axis2=-1) == 0):
             return _substitute(t, b, upper)
-        return np.linalg.solve(t, b).astype(np.result_type(a, b), copy=False)
+        return np.linalg.solve(t, b).astype(a.dtype, copy=False)
 
 
 def _substitute(t, b, upper):
@@ -169,21 +175,20 @@ def _substitute(t, b, upper):
 
 
 def _solve_triangular_meta(a, b, upper, unitriangular, left):
+    # (torch's result has A's dtype, B copied into it: a kernel for A's dtype is all it needs)
     _check_square("linalg.solve_triangular", a, floating=False)
+    if b.ndim < 2:
+        raise RuntimeError("linalg.solve_triangular: The input tensor B must have at least 2 "
+                           "dimensions.")
     rows = b.shape[-2] if left else b.shape[-1]
-    if b.ndim < 2 or rows != a.shape[-1]:
+    if rows != a.shape[-1]:
         equation = "AX = B" if left else "XA = B"
         raise RuntimeError("linalg.solve_triangular: Incompatible shapes of A and B for the "
                            f"equation {equation} ({a.shape[-2]}x{a.shape[-1]} and "
-                           f"{b.shape[-2] if b.ndim > 1 else b.shape[-1]}x"
-                           f"{b.shape[-1] if b.ndim > 1 else 1})")
+                           f"{b.shape[-2]}x{b.shape[-1]})")
     batch = np.broadcast_shapes(tuple(a.shape[:-2]), tuple(b.shape[:-2]))
     _refuse_kernel(a, "triangular_solve_cpu", ints=True)
-    dt = dtypes.result_type(a, b)
-    if dt in (dtypes.float16, dtypes.bfloat16) or not (dt.is_floating_point or dt.is_complex):
-        raise NotImplementedError(f'"triangular_solve_cpu" not implemented for '
-                                  f"'{dt._scalar_name}'")
-    return tuple(batch) + tuple(b.shape[-2:]), dt
+    return tuple(batch) + tuple(b.shape[-2:]), a.dtype
 
 
 def _solve_triangular_vjp(g, ans, a, b, upper, unitriangular, left):
@@ -200,6 +205,8 @@ def _solve_triangular_vjp(g, ans, a, b, upper, unitriangular, left):
                                                                   else 0)
     if not left:
         g_a, g_b = g_a.mT, g_b.mT
+    if g_b.dtype is not b.dtype:  # (B of another dtype: its gradient in B's)
+        g_b = (g_b.real if g_b.dtype.is_complex and not b.dtype.is_complex else g_b).to(b.dtype)
     return sum_to(g_a, tuple(a.shape[:-2]) + (a.shape[-1], a.shape[-2]) if not left
                   else tuple(a.shape)), sum_to(g_b, tuple(b.shape))
 
@@ -218,16 +225,22 @@ def _solve_triangular_jvp(tangents, ans, a, b, upper, unitriangular, left):
     return apply(SOLVE_TRIANGULAR, a, rhs, upper=upper, unitriangular=unitriangular, left=left)
 
 
+_REQUIRED: Any = object()
+
 SOLVE_TRIANGULAR = defop("linalg_solve_triangular", _solve_triangular_impl, kind=OPAQUE,
                          meta=_solve_triangular_meta, save=(0,), save_output=True,
                          node_name="LinalgSolveTriangularBackward0", vjp=_solve_triangular_vjp,
                          jvp=_solve_triangular_jvp)
 
 
-def solve_triangular(A, B, *, upper: bool, left: bool = True,  # noqa: N803
+def solve_triangular(A, B, *, upper: bool = _REQUIRED, left: bool = True,  # noqa: N803
                      unitriangular: bool = False):
     """The solution ``X`` of ``A X = B`` (``left=False``: ``X A = B``) for a triangular ``A``
-    (its upper or lower triangle is read; ``unitriangular``: its diagonal is taken as ones)."""
+    (its upper or lower triangle is read; ``unitriangular``: its diagonal is taken as ones).
+    The result has ``A``'s dtype, as torch's (``B`` is cast to it)."""
+    if upper is _REQUIRED:
+        raise TypeError('linalg_solve_triangular() missing 1 required positional arguments: '
+                        '"upper"')
     return apply(SOLVE_TRIANGULAR, A, B, upper=bool(upper), unitriangular=bool(unitriangular),
                  left=bool(left))
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import namedtuple
 
 from .._config import warn_once
+from .linalg2 import LinAlgError
 from .linalg2 import cholesky as _cholesky
 from .linalg_decomp import qr as _qr
 from .linalg_more import lu_factor_ex
@@ -24,7 +25,10 @@ def cholesky(input, upper: bool = False):  # noqa: A002
                "upper=True)\nshould be replaced with\nU = torch.linalg.cholesky(A).mH\nThis "
                "transform will produce equivalent results for all valid (symmetric positive "
                "definite) inputs.")
-    low = _cholesky(input)
+    try:
+        low = _cholesky(input)
+    except LinAlgError as e:  # (torch's kernel names the function it serves)
+        raise LinAlgError(str(e).replace("linalg.cholesky: ", "cholesky: ", 1)) from None
     return low.mH if upper else low
 
 

@@ -93,5 +93,6 @@ class SparseAdam(Optimizer):
 
 
 def _at(grad: Any, values: Tensor) -> Any:
-    """A sparse tensor with coalesced ``grad``'s indices and ``values``."""
-    return sparse_coo_tensor(grad._indices(), values, grad.shape)
+    """A sparse tensor with coalesced ``grad``'s indices and ``values`` (torch's ``grad.new``:
+    no warning about the invariant checks)."""
+    return sparse_coo_tensor(grad._indices(), values, grad.shape, check_invariants=False)

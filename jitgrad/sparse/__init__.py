@@ -40,6 +40,7 @@ from ._ops import sparse_sum as sum  # noqa: A004 - torch's name
 from ._compressed import (compressed_tensor, layout_key, to_sparse_bsc, to_sparse_bsr,
                           to_sparse_csc)
 from ._compressed import to_sparse as _to_sparse_any
+from ._invariants import check_sparse_tensor_invariants, warn_if_implicit
 from ._storage import COO, CSR
 from ._tensor import (SparseTensor, as_sparse, sparse_bsc, sparse_bsr, sparse_coo, sparse_csc,
                       sparse_csr, sparse_from_parts, sparse_parts)
@@ -49,7 +50,8 @@ __all__ = ["mm", "addmm", "sum", "softmax", "log_softmax", "spmm", "smm", "spars
            "sparse_compressed_tensor", "SparseTensor", "sparse_coo", "sparse_csr", "sparse_csc",
            "sparse_bsr", "sparse_bsc", "sparse_parts",
            "sparse_from_parts", "FloatTensor", "DoubleTensor", "HalfTensor", "LongTensor",
-           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor"]
+           "IntTensor", "ShortTensor", "CharTensor", "ByteTensor",
+           "check_sparse_tensor_invariants"]
 
 
 def _int_array(x: Any, what: str) -> np.ndarray:
@@ -83,11 +85,15 @@ def _finish(out: SparseTensor, requires_grad: bool) -> SparseTensor:
     return out
 
 
-def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any = None,
+def sparse_coo_tensor(indices: Any = None, values: Any = None, size: Any = None, *,
+                      dtype: Any = None,
                       device: Any = None, pin_memory: bool = False, requires_grad: bool = False,
                       check_invariants: bool | None = None,
                       is_coalesced: bool | None = None) -> SparseTensor:
     """A sparse COO tensor with ``values`` at ``indices`` (torch.sparse_coo_tensor).
+
+    ``sparse_coo_tensor(size)`` (or ``size=``, without indices and values) is an empty
+    tensor of that size, as torch's second signature.
 
     Args:
         indices: int ``(sparse_dim, nnz)``: the coordinates of each value.
@@ -102,6 +108,39 @@ def sparse_coo_tensor(indices: Any, values: Any, size: Any = None, *, dtype: Any
     Returns:
         The sparse tensor (``layout=jitgrad.sparse_coo``).
     """
+    warn_if_implicit(check_invariants)
+    if values is None:  # (torch's sparse_coo_tensor(size, *, dtype, device, requires_grad))
+        shape = size if indices is None else indices
+        if shape is None or indices is not None and size is not None:
+            raise _invalid_coo_call(indices, size)
+        dt = dtype or dtypes.get_default_dtype()
+        return _coo_tensor(np.zeros((len(shape), 0), np.int64), np.zeros(0, dt.np), shape, dt,
+                           device, requires_grad, None)
+    return _coo_tensor(indices, values, size, dtype, device, requires_grad, is_coalesced)
+
+
+_COO_OPTS = ("*, jitgrad.dtype dtype = None, jitgrad.device device = None, bool pin_memory = "
+             "False, bool requires_grad = False, bool check_invariants = None, bool "
+             "is_coalesced = None")
+
+
+def _invalid_coo_call(indices: Any, size: Any) -> TypeError:
+    """torch's argument-parser error for a call that fits none of its three signatures."""
+    from ..ops.creation import invalid_combination
+
+    return invalid_combination(
+        "sparse_coo_tensor", () if indices is None else (indices,),
+        {} if size is None else {"size": size},
+        (f"object indices, object values, {_COO_OPTS}",
+         f"object indices, object values, tuple of ints size, {_COO_OPTS}",
+         "tuple of ints size, *, jitgrad.dtype dtype = None, jitgrad.device device = None, "
+         "bool requires_grad = False, bool check_invariants = None"))
+
+
+def _coo_tensor(indices: Any, values: Any, size: Any, dtype: Any, device: Any,
+                requires_grad: bool, is_coalesced: bool | None) -> SparseTensor:
+    """``sparse_coo_tensor`` without the warning about the invariant checks (jitgrad's own
+    uses, as torch's C++ constructors, do not ask for the checks)."""
     _check_device(device)
     idx = _int_array(indices, "indices")
     if idx.ndim != 2:
@@ -140,6 +179,7 @@ def sparse_csr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: An
                       check_invariants: bool | None = None) -> SparseTensor:
     """A sparse CSR matrix (torch.sparse_csr_tensor): row ``i``'s entries are
     ``col_indices[crow_indices[i]:crow_indices[i + 1]]`` with those ``values``."""
+    warn_if_implicit(check_invariants)
     return _compressed_ctor("csr", crow_indices, col_indices, values, size, dtype, device,
                             requires_grad)
 
@@ -150,6 +190,7 @@ def sparse_csc_tensor(ccol_indices: Any, row_indices: Any, values: Any, size: An
                       check_invariants: bool | None = None) -> SparseTensor:
     """A sparse CSC matrix (torch.sparse_csc_tensor): column ``j``'s entries are
     ``row_indices[ccol_indices[j]:ccol_indices[j + 1]]`` with those ``values``."""
+    warn_if_implicit(check_invariants)
     return _compressed_ctor("csc", ccol_indices, row_indices, values, size, dtype, device,
                             requires_grad)
 
@@ -160,6 +201,7 @@ def sparse_bsr_tensor(crow_indices: Any, col_indices: Any, values: Any, size: An
                       check_invariants: bool | None = None) -> SparseTensor:
     """A block-sparse BSR matrix (torch.sparse_bsr_tensor): CSR of ``values``' ``(nnz, bh,
     bw)`` blocks, ``crow_indices`` / ``col_indices`` counting blocks."""
+    warn_if_implicit(check_invariants)
     return _compressed_ctor("bsr", crow_indices, col_indices, values, size, dtype, device,
                             requires_grad)
 
@@ -169,6 +211,7 @@ def sparse_bsc_tensor(ccol_indices: Any, row_indices: Any, values: Any, size: An
                       requires_grad: bool = False,
                       check_invariants: bool | None = None) -> SparseTensor:
     """A block-sparse BSC matrix (torch.sparse_bsc_tensor): CSC of ``(nnz, bh, bw)`` blocks."""
+    warn_if_implicit(check_invariants)
     return _compressed_ctor("bsc", ccol_indices, row_indices, values, size, dtype, device,
                             requires_grad)
 
@@ -180,6 +223,7 @@ def sparse_compressed_tensor(compressed_indices: Any, plain_indices: Any, values
                              check_invariants: bool | None = None) -> SparseTensor:
     """A compressed sparse matrix in ``layout`` (``jitgrad.sparse_csr``, ``sparse_csc``,
     ``sparse_bsr`` or ``sparse_bsc``; torch.sparse_compressed_tensor)."""
+    warn_if_implicit(check_invariants)
     key = layout_key(layout)
     if key is None:
         got = "none" if layout is None else "Sparse" if layout is sparse_coo else \
@@ -227,15 +271,15 @@ def _legacy(name: str, dt: Any) -> Any:
                 "jitgrad.sparse.SparseTensor(indices, values, shape, *, device=) is deprecated.  "
                 "Please use jitgrad.sparse_coo_tensor(indices, values, shape, dtype=, device=).",
                 UserWarning, stacklevel=2)
-            return sparse_coo_tensor(args[0], args[1], args[2] if len(args) > 2 else None,
-                                     dtype=dt, device=device)
+            return _coo_tensor(args[0], args[1], args[2] if len(args) > 2 else None, dt,
+                               device, False, None)
         sizes = tuple(args[0]) if len(args) == 1 and isinstance(args[0], (tuple, list)) \
             else args
         warnings.warn("jitgrad.sparse.SparseTensor(shape, *, device=) is deprecated.  Please use "
                       "jitgrad.sparse_coo_tensor(shape, dtype=, device=).", UserWarning,
                       stacklevel=2)
-        return sparse_coo_tensor(np.zeros((len(sizes), 0), np.int64), np.zeros(0, dt.np),
-                                 sizes, dtype=dt, device=device)
+        return _coo_tensor(np.zeros((len(sizes), 0), np.int64), np.zeros(0, dt.np), sizes, dt,
+                           device, False, None)
 
     ctor.__name__ = ctor.__qualname__ = name
     ctor.__doc__ = f"torch's legacy ``torch.sparse.{name}``: a sparse COO tensor of that dtype."

@@ -90,6 +90,10 @@ def _sum_dim(s: Any, dims: tuple, keepdim: bool, dtype: Any) -> Any:
 def _t(s: Any) -> Any:
     if type(s._data) is CSR:  # (CSR <-> CSC, BSR <-> BSC: the same indices)
         return transpose_compressed(s)
+    sd, dd = s._data.sparse_dim, s._data.dense_dim
+    if sd > 2 or dd:
+        raise RuntimeError(f"t() expects a tensor with <= 2 sparse and 0 dense dimensions, but "
+                           f"got {sd} sparse and {dd} dense dimensions")
     return s if s.ndim < 2 else sp.transpose(s, 0, 1, t=True)
 
 
@@ -101,9 +105,23 @@ def _permute(s: Any, dims: tuple) -> Any:
     dims = tuple(d % s.ndim for d in dims)
     if dims == tuple(range(s.ndim)):
         return s
+    sd = s._data.sparse_dim if type(s._data) is not CSR else 2
+    if any((d < sd) != (k < sd) for k, d in enumerate(dims)):
+        raise RuntimeError(f"permute({'sparse_coo' if type(s._data) is not CSR else 'sparse'}):"
+                           " transpositions between sparse and dense dimensions are not "
+                           "allowed.Only transpositions within sparse and dense dimensions are "
+                           "supported.")
     if s.ndim == 2:
         return sp.transpose(s, 0, 1)
-    return NotImplemented
+    if type(s._data) is CSR or dims[sd:] != tuple(range(sd, s.ndim)):
+        return NotImplemented
+    order = list(range(s.ndim))  # (sparse dims only: a transposition at a time)
+    for i in range(sd):
+        j = order.index(dims[i])
+        if j != i:
+            s = sp.transpose(s, i, j)
+            order[i], order[j] = order[j], order[i]
+    return s
 
 
 def _pow(s: Any, exponent: Any) -> Any:
@@ -126,6 +144,12 @@ def _select(s: Any, dim: int, index: int) -> Any:
     return sp.select(s, dim, index)
 
 
+def _index_select(s: Any, index: Any, dim: int) -> Any:
+    if not _sparse(s) or _sparse(index):
+        return NotImplemented
+    return sp.index_select(s, dim, index)
+
+
 def _cat(*tensors: Any, dim: int) -> Any:
     if not all(_sparse(t) for t in tensors):
         return NotImplemented
@@ -138,6 +162,7 @@ HANDLERS: dict = {
     "div": _div, "neg": _neg, "to_copy": _to_copy, "clone": _clone, "sum": _sum,
     "sum_dim": _sum_dim, "t": _t, "transpose": _transpose, "permute": _permute,
     "pow_scalar": _pow, "detach": lambda s: s.detach(), "select": _select, "cat": _cat,
+    "index_select": _index_select,
 }
 HANDLERS.update({name: _unary(name) for name in ZERO_PRESERVING})
 

@@ -344,8 +344,8 @@ def transpose(s: SparseTensor, dim0: int, dim1: int, t: bool = False) -> SparseT
     if type(s._data) is CSR:
         s = convert(s, "coo")
     if max(d0, d1) >= s._data.sparse_dim:
-        raise NotImplementedError("transpose of the dense dims of a hybrid sparse tensor is "
-                                  "not supported")
+        raise RuntimeError(f"sparse transpose: transposed dimensions must be sparse Got "
+                           f"sparse_dim: {s._data.sparse_dim}, d0: {d0}, d1: {d1}")
     return s if d0 == d1 else run(T if t else TRANSPOSE, s, dim0=d0, dim1=d1)
 
 
@@ -356,7 +356,7 @@ def spmm(s: Any, d: Any) -> Tensor:
     if _is_sparse(d):  # sparse @ sparse: sparse
         return _spspmm(s, d)
     if type(s._data) is COO and s._data.dense_dim:
-        raise RuntimeError("sparse.mm: hybrid sparse tensors (dense_dim > 0) are not supported")
+        raise RuntimeError(f"addmm: matrices expected, got {s._data.sparse_dim}D tensor")
     if type(s._data) is CSR and s._data.layout == "bsc":  # (torch has no CPU kernel)
         raise RuntimeError("addmm: computation on CPU is not implemented for Strided + "
                            "SparseBsc @ Strided")
@@ -537,6 +537,30 @@ def select(s: SparseTensor, dim: int, index: int) -> Any:
     rest = [i for i in range(sd) if i != dim]
     shape = d.shape[:dim] + d.shape[dim + 1:]
     return from_values(v, COO(d.indices[rest][:, hit], d.values[hit], shape, True))
+
+
+def index_select(s: SparseTensor, dim: int, index: Any) -> SparseTensor:
+    """``s.index_select(dim, index)`` of a COO tensor as torch's: along a sparse dim, for each
+    position of ``index`` the entries at that index (in their stored order), renumbered; along
+    a dense dim, each value's slices. The result is not coalesced. (Differentiable for a
+    coalesced ``s``; torch has no backward at all.)"""
+    if type(s._data) is CSR:
+        s = convert(s, "coo")
+    d = s._data
+    idx = np.asarray(index._data, dtype=np.int64).reshape(-1)
+    sd = d.sparse_dim
+    v = values_of(s) if d.coalesced else _make(d.values, s.dtype)
+    if dim >= sd:  # a dense dim: each value's slices
+        shape = d.shape[:dim] + (idx.size,) + d.shape[dim + 1:]
+        v = v.index_select(dim - sd + 1, _index(idx))
+        return from_values(v, COO(d.indices, v._data, shape))
+    hits = [np.flatnonzero(d.indices[dim] == i) for i in idx]
+    take = np.concatenate(hits) if hits else np.zeros(0, np.int64)
+    new = d.indices[:, take].copy()
+    new[dim] = np.repeat(np.arange(idx.size), [h.size for h in hits])
+    v = v.index_select(0, _index(take))
+    shape = d.shape[:dim] + (idx.size,) + d.shape[dim + 1:]
+    return from_values(v, COO(new, v._data, shape))
 
 
 def cat(tensors: Any, dim: int) -> SparseTensor:

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
+from .. import _config, dtypes
 from .._tensor_str import PRINT_OPTS, tensor_str
 from ..ops import registry
 from ..ops.registry import Tensor
@@ -231,8 +231,14 @@ def _rebuild(kind: str, parts: tuple, dtype_name: str, requires_grad: bool) -> S
 
 
 def make_sparse(storage: Any, dt: dtypes.dtype, grad_fn: Any = None) -> SparseTensor:
-    """A ``SparseTensor`` on ``storage`` (the ``_make`` of sparse tensors)."""
+    """A ``SparseTensor`` on ``storage`` (the ``_make`` of sparse tensors). The first
+    compressed one gives torch's once-per-process warning that the layout is in beta."""
     registry.sparse_live = True  # (the dispatcher checks arguments from now on)
+    if type(storage) is CSR and ("sparse_beta" not in _config.WARNED or _config.WARN_ALWAYS[0]):
+        _config.warn_once("sparse_beta", f"Sparse {storage.layout.upper()} tensor support is in "
+                          "beta state. If you miss a functionality in the sparse tensor support, "
+                          "please submit a feature request to "
+                          "https://github.com/pytorch/pytorch/issues.")
     t = _new_object(SparseTensor)
     t._data = storage
     t._dtype = dt
