@@ -1,4 +1,4 @@
-# ruff: noqa: N812 (the usual ``import torch.nn.functional as F``)
+# ruff: noqa: N812 (the usual F alias of nn.functional)
 """Sequence recognition with CTC on synthetic "speech", written for these tests the way small
 speech-recognition code for PyTorch is commonly written (not a copy of one script):
 

@@ -1,4 +1,4 @@
-# ruff: noqa: N812 (the usual ``import torch.nn.functional as F``)
+# ruff: noqa: N812 (the usual F alias of nn.functional)
 """A small vision transformer on sklearn's 8x8 digits, written for these tests the way ViT code
 for PyTorch is commonly written (not a copy of one script):
 
