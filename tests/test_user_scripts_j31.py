@@ -11,6 +11,7 @@ clipped norms, RMSprop/Adam steps, the plateau scheduler) equal the same script'
 ``import torch``. The jitgrad fixes these scripts needed have their regression tests here too.
 """
 
+import importlib.util
 import math
 import os
 import warnings
@@ -25,9 +26,14 @@ from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
 from test_user_scripts_e28 import _close_nested
 
+# (the U-Net and style scripts write their images as PNGs with Pillow, tensorboard's dependency)
+needs_pil = pytest.mark.skipif(importlib.util.find_spec("PIL") is None,
+                               reason="Pillow is not installed")
+
 # ---------------------------------------------------------------- the U-Net (unet_milesial)
 
 
+@needs_pil
 def test_unet_trains_evaluates_and_checkpoints():
     g = _run("unet_milesial")
     torch = g["torch"]
@@ -69,6 +75,7 @@ def test_unet_trains_evaluates_and_checkpoints():
     assert g["module_call_error"] == "'module' object is not callable"
 
 
+@needs_pil
 def test_unet_fixed_parts_behave():
     g = _run("unet_milesial")
     r = g["fixed_results"]
@@ -94,6 +101,7 @@ def test_unet_fixed_parts_behave():
     _close_nested(ckpt["grads"], plain["grads"], rtol=1e-10, atol=1e-14)
 
 
+@needs_pil
 def test_unet_fixed_weights_match_torch():
     g, t = _run("unet_milesial"), _run_torch("unet_milesial")
     ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
@@ -260,6 +268,7 @@ def test_pin_memory_without_an_accelerator_warns_each_pass_as_torch():
 # ---------------------------------------------------------- style transfer (fast_neural_style)
 
 
+@needs_pil
 def test_fast_neural_style_trains_checkpoints_and_stylizes():
     g = _run("fast_neural_style")
     torch = g["torch"]
@@ -288,6 +297,7 @@ def test_fast_neural_style_trains_checkpoints_and_stylizes():
                                   .astype("uint8"))
 
 
+@needs_pil
 def test_fast_neural_style_fixed_parts_behave():
     g = _run("fast_neural_style")
     torch = g["torch"]
@@ -315,6 +325,7 @@ def test_fast_neural_style_fixed_parts_behave():
     assert float(grads["decode.6.conv.bias"].abs().max()) > 0.1 * top
 
 
+@needs_pil
 def test_fast_neural_style_fixed_weights_match_torch():
     g, t = _run("fast_neural_style"), _run_torch("fast_neural_style")
     ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
