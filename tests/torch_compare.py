@@ -36,15 +36,22 @@ def same_error(fn):
     assert errs[1] == (errs[0][0], re.sub(r"\btorch\b", "jitgrad", errs[0][1]))
 
 
-def raises_as_torch(fn_t, fn_j):
-    """Asserts ``fn_j()`` raises the error type and text that ``fn_t()`` (torch's) raises."""
+def raises_as_torch(fn_t, fn_j, translate=None):
+    """Asserts ``fn_j()`` raises the error type and text that ``fn_t()`` (torch's) raises
+    (torch's text through ``translate`` first, when given: ``torch.Size`` -> ``jitgrad.Size``)."""
     import pytest
 
     with pytest.raises(Exception) as t_err:  # noqa: PT011
         fn_t()
     with pytest.raises(t_err.type) as j_err:
         fn_j()
-    assert str(j_err.value) == str(t_err.value)
+    expected = str(t_err.value)
+    assert str(j_err.value) == (translate(expected) if translate else expected)
+
+
+def jitgrad_sizes(text: str) -> str:
+    """torch's ``torch.Size(...)`` in an error text read as jitgrad's."""
+    return text.replace("torch.Size", "jitgrad.Size")
 
 
 _TYPE_NAME = re.compile(r"torch\.(\w+Tensor)\b")
