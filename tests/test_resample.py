@@ -92,7 +92,8 @@ def test_new_modes_gradcheck_to_second_order(kw):
 @pytest.mark.parametrize("kw", [dict(mode="bicubic"), dict(mode="bicubic", antialias=True),
                                 dict(mode="bilinear", antialias=True),
                                 dict(mode="bicubic", align_corners=True),
-                                dict(mode="lanczos", antialias=True)], ids=str)
+                                dict(mode="lanczos", antialias=True), dict(mode="bilinear"),
+                                dict(mode="bilinear", align_corners=True)], ids=str)
 @pytest.mark.parametrize("size", [(5, 6), (20, 25), (11, 7)])
 def test_uint8_resizes_equal_torchs_fixed_point_kernels(kw, size):
     x = RNG.integers(0, 256, (2, 3, 11, 13)).astype(np.uint8)

@@ -59,22 +59,23 @@ _FILTERS = {  # mode: (half-width of the filter, the filter)
 }
 
 
-def _antialias_weights(n_in: int, n_out: int, scale: float, align_corners: bool,
-                       mode: str) -> np.ndarray:
-    """The anti-aliased kernels' weights (torch's _compute_weights_aa): the filter, stretched
-    by the scale when downsampling, over the inputs within its support, normalized."""
+def _filter_weights(n_in: int, n_out: int, scale: float, align_corners: bool, mode: str,
+                    antialias: bool) -> np.ndarray:
+    """torch's separable kernels' weights (_compute_weights_aa): the mode's filter over the
+    inputs within its support, normalized; anti-aliased, the filter is stretched by the scale
+    when downsampling (and ``align_corners`` moves no centre)."""
     s = _source_scale(n_in, n_out, scale, align_corners)
     half_width, kernel = _FILTERS[mode]
-    support = half_width * (s if s >= 1.0 else 1.0)
-    inv = 1.0 / s if s >= 1.0 else 1.0
+    stretch = s if antialias and s >= 1.0 else 1.0
+    support, inv = half_width * stretch, 1.0 / stretch
+    delta = 0.5 if align_corners and not antialias else 0.0
     max_taps = int(np.ceil(support)) * 2 + 1
     weights = np.zeros((n_out, n_in))
     for i in range(n_out):
-        center = s * (i + 0.5)
-        lo = max(int(center - support + 0.5), 0)
-        taps = min(max(min(int(center + support + 0.5), n_in) - lo, 0), max_taps)
-        x = (np.arange(lo, lo + taps) - center + 0.5) * inv
-        w = kernel(x)
+        center = s * (i + 0.5 - delta)
+        lo = max(int(center - support + 0.5 + delta), 0)
+        taps = min(max(min(int(center + support + 0.5 + delta), n_in) - lo, 0), max_taps)
+        w = kernel((np.arange(lo, lo + taps) - center + 0.5 - delta) * inv)
         total = w.sum()
         weights[i, lo:lo + taps] = w / total if total != 0.0 else w
     return weights
@@ -93,18 +94,19 @@ def _int16_weights(w: np.ndarray) -> tuple[np.ndarray, int]:
 def resample(x: Tensor, out_sizes: list[int], scales: list[float], mode: str,
              align_corners: bool, antialias: bool) -> Tensor:
     """``(N, C, H, W)`` ``x`` resized to ``out_sizes``, one matrix product per changed dim
-    (the last first, as torch's separable kernels). uint8 as torch's uint8 kernels: int16
-    fixed-point weights, each pass rounded and clamped to uint8 (exact in float64)."""
+    (the last first, as torch's separable kernels). uint8 as torch's uint8 kernels (bilinear
+    too): int16 fixed-point weights, each pass rounded and clamped to uint8 (exact in
+    float64)."""
     integral = not x.dtype.is_floating_point
     y = x.to(dtypes.float64) if integral else x
     for dim in reversed(range(2, x.ndim)):
         n_in, n_out = x.shape[dim], out_sizes[dim - 2]
         if n_in == n_out and (antialias or integral):
             continue  # (the separable kernels skip a dim whose size does not change)
-        if antialias:
-            w = _antialias_weights(n_in, n_out, scales[dim - 2], align_corners, mode)
-        else:
+        if mode == "bicubic" and not antialias:
             w = _bicubic_weights(n_in, n_out, scales[dim - 2], align_corners)
+        else:  # (anti-aliased, or uint8 bilinear: torch's separable kernel for both)
+            w = _filter_weights(n_in, n_out, scales[dim - 2], align_corners, mode, antialias)
         if integral:
             w, bits = _int16_weights(w)
         weights = tensor(w.T, dtype=y.dtype, device=y.device)  # (in, out)

@@ -9,7 +9,6 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
 from ..ops.creation import tensor
 from ..tensor import Tensor
 
@@ -160,20 +159,18 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
                            f"({sizes(input.shape[2:])}){joint} output ({sizes(out_sizes)})")
     if not input.dtype.is_floating_point or antialias and input.dtype.itemsize == 2:
         _check_interpolate_dtype(input, mode, antialias)
-    if mode in ("bicubic", "lanczos") or antialias:
+    uint8_bilinear = mode == "bilinear" and input.dtype.name == "uint8"
+    if mode in ("bicubic", "lanczos") or antialias or uint8_bilinear:
         from ._functional_resample import resample
 
         return resample(input, out_sizes, scales, mode, bool(align_corners), antialias)
     if linear and out_sizes == list(input.shape[2:]):
         return input.clone()  # torch's linear kernels copy when no size changes, whatever scale
-    x = input if input.dtype.is_floating_point or not linear else input.to(dtypes.float32)
+    x = input  # (a linear mode's input is floating here: uint8 bilinear resampled above)
     # source indices in torch's arithmetic: float32 for nearest, the input's precision
     # (float32 unless float64) for the linear modes, so boundary cases round as torch's do
     acc = np.float64 if linear and input.dtype.itemsize == 8 else np.float32
-    passes = list(enumerate(zip(input.shape[2:], out_sizes, scales)))
-    if x.dtype is not input.dtype:  # (uint8: torch's separable passes, the last dim first)
-        passes.reverse()
-    for k, (n_in, n_out, scale) in passes:
+    for k, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], out_sizes, scales)):
         dim = 2 + k
         dst, scale = np.arange(n_out, dtype=acc), acc(scale)
         if not linear:
@@ -191,8 +188,4 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
         weight = tensor(frac.reshape((-1,) + (1,) * (input.ndim - dim - 1)),
                         dtype=x.dtype, device=x.device)
         x = _along(x, dim, lo) * (1 - weight) + _along(x, dim, hi) * weight
-        if x.dtype is not input.dtype:  # (uint8 bilinear: each pass rounded to uint8)
-            x = (x + 0.5).floor().clamp(0, 255)
-    if x.dtype is not input.dtype:
-        x = x.to(input.dtype)
     return x
