@@ -293,7 +293,7 @@ def split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> Any:  # noqa
 @public("unsafe_split", method=True)
 def unsafe_split(input: Any, split_size: int, dim: int = 0) -> Any:  # noqa: A002
     """``split`` (torch's version without view tracking), recorded as UnsafeSplitBackward0."""
-    from .movement import UNSAFE_SPLIT, UNSAFE_SPLIT_WITH_SIZES, split_by
+    from .splitting import UNSAFE_SPLIT, UNSAFE_SPLIT_WITH_SIZES, split_by
 
     return split_by(input, split_size, dim, UNSAFE_SPLIT, UNSAFE_SPLIT_WITH_SIZES)
 
@@ -302,7 +302,7 @@ def unsafe_split(input: Any, split_size: int, dim: int = 0) -> Any:  # noqa: A00
 def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> Any:  # noqa: A002
     """``split_with_sizes`` (torch's version without view tracking), recorded as
     UnsafeSplitWithSizesBackward0."""
-    from .movement import UNSAFE_SPLIT_WITH_SIZES, split_by
+    from .splitting import UNSAFE_SPLIT_WITH_SIZES, split_by
 
     return split_by(input, list(split_sizes), dim, UNSAFE_SPLIT_WITH_SIZES,
                     UNSAFE_SPLIT_WITH_SIZES)
@@ -312,7 +312,7 @@ def unsafe_split_with_sizes(input: Any, split_sizes: Any, dim: int = 0) -> Any: 
 def unsafe_chunk(input: Any, chunks: int, dim: int = 0) -> Any:  # noqa: A002
     """``chunk`` (torch's version without view tracking), recorded as UnsafeSplitBackward0."""
     from ._shape import wrap_dim
-    from .movement import UNSAFE_SPLIT_WITH_SIZES, chunk_sizes
+    from .splitting import UNSAFE_SPLIT_WITH_SIZES, chunk_sizes
 
     size = chunk_sizes(input, chunks, dim)
     if size is None:  # a dim of size 0: ``chunks`` empty pieces
