@@ -12,6 +12,7 @@ from .. import dtypes
 from ..ops.creation import linspace, ones, zeros, zeros_like
 from ..ops.movement import stack
 from ..tensor import Tensor
+from ._functional_resample import cubic_taps
 
 __all__ = ["affine_grid", "grid_sample"]
 
@@ -126,7 +127,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
     sampler = _Taps(input, grid, sizes)
     if mode == "bicubic":  # (padding applies to each tap's coordinates, not to the location)
         x0, y0 = coords[0].floor(), coords[1].floor()
-        wx, wy = _cubic_weights(coords[0] - x0), _cubic_weights(coords[1] - y0)
+        wx, wy = cubic_taps(coords[0] - x0), cubic_taps(coords[1] - y0)
         xs = [_padded(x0 + (i - 1), sizes[0], padding_mode, align_corners) for i in range(4)]
         ys = [_padded(y0 + (j - 1), sizes[1], padding_mode, align_corners) for j in range(4)]
         return sampler.total(((xs[i], ys[j]), wx[i] * wy[j]) for j in range(4) for i in range(4))
@@ -192,20 +193,6 @@ def _zero_grad_one(grid: Tensor) -> Tensor:
     """Ones over the grid's locations whose gradient to the grid is zero."""
     picked = grid[..., 0]
     return picked.where(zeros_like(picked, dtype=dtypes.bool), 1.0)
-
-
-def _cubic_weights(t: Tensor) -> list[Tensor]:
-    """The four cubic-convolution weights (A = -0.75) of the taps at -1, 0, 1, 2 from
-    ``floor``, for the fraction ``t``."""
-    a = -0.75
-
-    def near(x: Tensor) -> Tensor:
-        return ((a + 2) * x - (a + 3)) * x * x + 1
-
-    def far(x: Tensor) -> Tensor:
-        return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-
-    return [far(t + 1), near(t), near(1 - t), far(2 - t)]
 
 
 def _padded(coord: Tensor, n: int, padding_mode: str, align_corners: bool) -> Tensor:

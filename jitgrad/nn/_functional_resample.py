@@ -7,21 +7,37 @@ Lanczos-3). Composed of jitgrad ops, so differentiable to any order and traceabl
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from .. import dtypes
 from ..ops.creation import tensor
 from ..tensor import Tensor
 
-__all__ = ["resample"]
+__all__ = ["cubic_taps", "resample"]
+
+
+def _cubic_near(x: Any, a: float) -> Any:
+    """The cubic convolution kernel (Keys) for ``0 <= x < 1`` (arrays or tensors)."""
+    return ((a + 2) * x - (a + 3)) * x * x + 1
+
+
+def _cubic_far(x: Any, a: float) -> Any:
+    """The cubic convolution kernel for ``1 <= x < 2``."""
+    return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
+
+
+def cubic_taps(t: Any, a: float = -0.75) -> list:
+    """The weights of the four taps at -1, 0, 1, 2 from ``floor`` for the fraction ``t``
+    (arrays or tensors; A = -0.75 is torch's bicubic upsampling and grid sampling)."""
+    return [_cubic_far(t + 1, a), _cubic_near(t, a), _cubic_near(1 - t, a), _cubic_far(2 - t, a)]
 
 
 def _cubic(x: np.ndarray, a: float) -> np.ndarray:
-    """The cubic convolution kernel (Keys) at ``|x|``, 0 from 2 on."""
+    """The cubic convolution kernel at ``|x|``, 0 from 2 on."""
     x = np.abs(x)
-    near = ((a + 2) * x - (a + 3)) * x * x + 1
-    far = ((a * x - 5 * a) * x + 8 * a) * x - 4 * a
-    return np.where(x < 1, near, np.where(x < 2, far, 0.0))
+    return np.where(x < 1, _cubic_near(x, a), np.where(x < 2, _cubic_far(x, a), 0.0))
 
 
 def _source_scale(n_in: int, n_out: int, scale: float, align_corners: bool) -> float:
@@ -41,8 +57,7 @@ def _bicubic_weights(n_in: int, n_out: int, scale: float, align_corners: bool) -
     t = np.clip(src - base, 0.0, 1.0)
     weights = np.zeros((n_out, n_in))
     rows = np.arange(n_out)
-    for k, w in enumerate((_cubic(t + 1, -0.75), _cubic(t, -0.75), _cubic(1 - t, -0.75),
-                           _cubic(2 - t, -0.75))):
+    for k, w in enumerate(cubic_taps(t)):
         np.add.at(weights, (rows, np.clip(base - 1 + k, 0, n_in - 1).astype(np.int64)), w)
     return weights
 
