@@ -26,6 +26,7 @@ code. ``load(weights_only=False)`` unpickles those entries freely: only for file
 
 from __future__ import annotations
 
+import codecs
 import io
 import json
 import math
@@ -243,7 +244,7 @@ class _Reader:
 # (the globals a weights_only load of a pickled entry accepts without add_safe_globals)
 _DEFAULT_SAFE = {f"{obj.__module__}.{obj.__qualname__}": obj
                  for obj in (OrderedDict, Counter, set, frozenset, bytearray, complex, slice)}
-_DEFAULT_SAFE["_codecs.encode"] = __import__("codecs").encode  # (bytes under protocol 2)
+_DEFAULT_SAFE["_codecs.encode"] = codecs.encode  # (bytes under protocol 2)
 _USER_SAFE: list = []
 
 
@@ -293,11 +294,14 @@ def _allowed_globals() -> dict[str, Any]:
 class _WeightsUnpickler(pickle.Unpickler):
     """An unpickler that finds only allowlisted globals (no other code can run)."""
 
+    def __init__(self, file: Any) -> None:
+        super().__init__(file)
+        self.allowed = _allowed_globals()
+
     def find_class(self, module: str, name: str) -> Any:
         full = f"{module}.{name}"
-        allowed = _allowed_globals()
-        if full in allowed:
-            return allowed[full]
+        if full in self.allowed:
+            return self.allowed[full]
         raise pickle.UnpicklingError(
             "Weights only load failed. This file can still be loaded, to do so you have two "
             "options, do those steps only if you trust the source of the checkpoint. \n\t(1) "
