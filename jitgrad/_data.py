@@ -5,13 +5,11 @@ tensor, to a NumPy array and its dtype by torch's inference rules)."""
 from __future__ import annotations
 
 import operator
-import warnings
 from typing import Any
 
 import numpy as np
 
 from . import _config, dtypes
-from .errors import user_stacklevel
 from ._meta import MetaArray
 from .ops import registry
 
@@ -163,10 +161,8 @@ def _typed_sequence(data: Any, dt: dtypes.dtype, typed: list) -> np.ndarray:
     stored by the dtype's Python protocol (``operator.index`` for integers, with Python
     floats truncated; ``float``, ``complex``), a sequence or tensor below the last dim
     iterated; a NumPy array in the list gives torch's warning, once per process."""
-    if any(isinstance(x, np.ndarray) for x in typed) and (
-            "numpy_list" not in _config.WARNED or _config.WARN_ALWAYS[0]):
-        _config.WARNED.add("numpy_list")
-        warnings.warn(_SLOW_LIST, UserWarning, stacklevel=user_stacklevel(2))
+    if any(isinstance(x, np.ndarray) for x in typed):
+        _config.warn_once("numpy_list", _SLOW_LIST)
     sizes = []
     x = data
     while isinstance(x, (list, tuple, np.ndarray)):

@@ -234,7 +234,7 @@ def make_sparse(storage: Any, dt: dtypes.dtype, grad_fn: Any = None) -> SparseTe
     """A ``SparseTensor`` on ``storage`` (the ``_make`` of sparse tensors). The first
     compressed one gives torch's once-per-process warning that the layout is in beta."""
     registry.sparse_live = True  # (the dispatcher checks arguments from now on)
-    if type(storage) is CSR and ("sparse_beta" not in _config.WARNED or _config.WARN_ALWAYS[0]):
+    if type(storage) is CSR:
         _config.warn_once("sparse_beta", f"Sparse {storage.layout.upper()} tensor support is in "
                           "beta state. If you miss a functionality in the sparse tensor support, "
                           "please submit a feature request to "
