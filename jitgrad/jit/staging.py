@@ -42,7 +42,7 @@ from typing import Any
 
 from .. import _tracer, errors
 from .._tracer import Tracer
-from ..ops.inplace import _castable
+from ..ops.inplace import check_writable
 from ..ops.registry import state
 from ..tensor import Tensor
 
@@ -80,14 +80,7 @@ class Trace(_tracer.Trace):
                 "an in-place write, inside a jitgrad.cond branch or a jitgrad.while_loop "
                 "function, to a tensor from outside it is not supported; return the new value "
                 "from the function instead")
-        if not _castable(new.dtype, target.dtype):
-            raise RuntimeError(
-                f"result type {new.dtype._scalar_name} can't be cast to the desired output "
-                f"type {target.dtype._scalar_name}")
-        if tuple(new.shape) != tuple(target.shape):
-            raise RuntimeError(
-                f"output with shape {list(target.shape)} doesn't match the broadcast shape "
-                f"{list(new.shape)}")
+        check_writable(new.dtype, new.shape, target.dtype, target.shape)
         if new.dtype is not target.dtype:
             new = new.to(target.dtype)
         leaf_rg = (id(target) in self.leaf_inputs if isinstance(target, Tracer)

@@ -122,22 +122,25 @@ def _check_promoted_cast(self: Any, args: tuple) -> None:
         promoted = dtypes.result_type(self, *operands)
     except (RuntimeError, TypeError):
         return
-    if not _castable(promoted, self._dtype):
-        raise RuntimeError(f"result type {promoted._scalar_name} can't be cast to the desired "
-                           f"output type {self._dtype._scalar_name}")
+    check_writable(promoted, None, self._dtype, None)
+
+
+def check_writable(dtype: Any, shape: tuple | None, into_dtype: Any,
+                   into_shape: tuple | None) -> None:
+    """torch's errors where a result of ``dtype`` and ``shape`` cannot be written into an
+    output of ``into_dtype`` and ``into_shape`` (a shape None is not checked)."""
+    if not _castable(dtype, into_dtype):
+        raise RuntimeError(f"result type {dtype._scalar_name} can't be cast to the desired "
+                           f"output type {into_dtype._scalar_name}")
+    if shape is not None and tuple(shape) != tuple(into_shape):
+        raise RuntimeError(f"output with shape {list(into_shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
 
 
 def _write(self: Any, new: Any) -> None:
     """Checks ``new`` against ``self`` (torch's texts), copies it into ``self``'s memory and
     bumps the version counter (shared with ``self``'s base and views)."""
-    if not _castable(new.dtype, self._dtype):
-        raise RuntimeError(
-            f"result type {new.dtype._scalar_name} can't be cast to the desired output type "
-            f"{self._dtype._scalar_name}")
-    if tuple(new.shape) != tuple(self.shape):
-        raise RuntimeError(
-            f"output with shape {list(self.shape)} doesn't match the broadcast shape "
-            f"{list(new.shape)}")
+    check_writable(new.dtype, new.shape, self._dtype, self.shape)
     try:
         if type(self._data) is not np.ndarray:  # a cuda tensor: a copy kernel on the device
             self._data.copy_from(new._data)

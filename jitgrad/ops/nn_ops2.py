@@ -238,20 +238,14 @@ def _bce_logits_check(args):
     written into it)."""
     from .. import dtypes
     from .elementwise import _no_bool_subtraction
-    from .inplace import _castable
+    from .inplace import check_writable
 
     x, t, w, pw = (tuple(args) + (None, None))[:4]
     _LOG_SIGMOID_CHECK((x,))
 
     def written(into_shape, into_dtype, other):  # into.mul_(other)'s checks
-        promoted = dtypes.result_type(Meta(into_shape, into_dtype), other)
-        if not _castable(promoted, into_dtype):
-            raise RuntimeError(f"result type {promoted._scalar_name} can't be cast to the "
-                               f"desired output type {into_dtype._scalar_name}")
-        shape = broadcast_shapes(into_shape, tuple(other.shape))
-        if shape != into_shape:
-            raise RuntimeError(f"output with shape {list(into_shape)} doesn't match the "
-                               f"broadcast shape {list(shape)}")
+        check_writable(dtypes.result_type(Meta(into_shape, into_dtype), other),
+                       broadcast_shapes(into_shape, tuple(other.shape)), into_dtype, into_shape)
 
     if pw is not None:
         if pw.dtype is dtypes.bool:
