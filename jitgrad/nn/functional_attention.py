@@ -10,7 +10,7 @@ import warnings
 from .. import dtypes
 from ..ops.autocast_policy import LOWER, autocast_policy
 from ..ops.creation import ones, zeros
-from ..ops.out_dtype import _CPP
+from ..dtypes import CPP_NAMES
 from ..ops.movement import cat
 from ..ops.selection import where
 from ..tensor import Tensor
@@ -135,8 +135,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
     if attn_mask is not None and attn_mask.dtype not in (dtypes.bool, dtypes.float32,
                                                          query.dtype):
         raise RuntimeError(f"Expected attn_mask dtype to be bool or float or to match query "
-                           f"dtype, but got attn_mask.dtype: {_CPP[attn_mask.dtype]} and  "
-                           f"query.dtype: {_CPP[query.dtype]} instead.")
+                           f"dtype, but got attn_mask.dtype: "
+                           f"{CPP_NAMES[attn_mask.dtype.name]} and  query.dtype: "
+                           f"{CPP_NAMES[query.dtype.name]} instead.")
     bias = _additive(attn_mask, query.dtype)
     if is_causal:
         causal = ones((L, S), dtype=dtypes.bool, device=query.device).tril()
@@ -283,8 +284,8 @@ def multi_head_attention_forward(
     if need_weights:
         if attn_mask is not None and attn_mask.dtype is not q.dtype:  # (torch's baddbmm)
             raise RuntimeError(f"Input dtypes must be the same, got: input "
-                               f"{_CPP[attn_mask.dtype]}, batch1: {_CPP[q.dtype]}, batch2: "
-                               f"{_CPP[k.dtype]}")
+                               f"{CPP_NAMES[attn_mask.dtype.name]}, batch1: "
+                               f"{CPP_NAMES[q.dtype.name]}, batch2: {CPP_NAMES[k.dtype.name]}")
         scores = (q * math.sqrt(1.0 / float(head_dim))).matmul(k.transpose(-2, -1))
         if attn_mask is not None:
             scores = attn_mask + scores

@@ -20,11 +20,7 @@ from .. import dtypes
 from .._type_info import can_cast
 
 # the C++ names torch's TypeMeta prints for each dtype
-_CPP = {dtypes.bool: "bool", dtypes.uint8: "unsigned char", dtypes.int8: "signed char",
-        dtypes.int16: "short int", dtypes.int32: "int", dtypes.int64: "long int",
-        dtypes.float16: "c10::Half", dtypes.bfloat16: "c10::BFloat16", dtypes.float32: "float",
-        dtypes.float64: "double", dtypes.complex64: "c10::complex<float>",
-        dtypes.complex128: "c10::complex<double>"}
+_CPP = {getattr(dtypes, name): text for name, text in dtypes.CPP_NAMES.items()}  # (by dtype)
 
 # check(out dtype, result dtype, output index or None for a single result) -> the error, or None
 Check = Callable[[dtypes.dtype, dtypes.dtype, "int | None"], "Exception | None"]

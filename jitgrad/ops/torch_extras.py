@@ -289,22 +289,12 @@ LERP_TENSOR = defop(
     template="({0} + {2} * ({1} - {0}) if abs({2}) < 0.5 else {1} - ({1} - {0}) * (1 - {2}))")
 
 
-# torch's C++ type names in lerp's dtype error
-_CPP_TYPES = {"float16": "c10::Half", "bfloat16": "c10::BFloat16", "float32": "float",
-              "float64": "double", "complex64": "c10::complex<float>",
-              "complex128": "c10::complex<double>", "int8": "signed char",
-              "uint8": "unsigned char", "int16": "short int", "int32": "int", "int64": "long int",
-              "bool": "bool"}
-
-
 def _same_dtype_as(input, other, name: str) -> None:  # noqa: A002
     """torch's lerp refusal of an ``end`` (or a weight with dims) of another dtype."""
     if other.dtype is not input.dtype:
-        def cpp(dt):
-            key = str(dt).rsplit(".", 1)[-1]
-            return _CPP_TYPES.get(key, key)
-        raise RuntimeError(f"expected dtype {cpp(input.dtype)} for `{name}` but got dtype "
-                           f"{cpp(other.dtype)}")
+        cpp = dtypes.CPP_NAMES
+        raise RuntimeError(f"expected dtype {cpp[input.dtype.name]} for `{name}` but got dtype "
+                           f"{cpp[other.dtype.name]}")
 
 
 @public("lerp", method=True, inplace=True)
