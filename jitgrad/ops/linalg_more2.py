@@ -26,6 +26,7 @@ from .linalg_decomp import (SOLVE_TRIANGULAR, _check_matrix, _diag_embed, _eye_l
                             svd as _svd)
 from .linalg_more import LU_FACTOR_EX, lu_solve
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
+from .op_fields import no_derivative
 from .return_types import return_type
 from .surface import public
 
@@ -364,12 +365,8 @@ def _geqrf_impl(a):
         tau.astype(a.dtype, copy=False)
 
 
-def _geqrf_no_derivative(*args, **params):
-    raise NotImplementedError("the derivative for 'geqrf' is not implemented.")
-
-
 GEQRF = defop("geqrf", _geqrf_impl, kind=OPAQUE, meta=_geqrf_meta, n_outputs=2,
-              node_name="GeqrfBackward0", vjp=_geqrf_no_derivative, jvp=_geqrf_no_derivative)
+              node_name="GeqrfBackward0", vjp=no_derivative("geqrf"), jvp=no_derivative("geqrf"))
 
 
 @public("geqrf", method=True)

@@ -1,6 +1,7 @@
 """The values an ``OpDef``'s fields take: op kinds, dtype categories, ``SAVE_ALL``, ``Public``
-(where an op appears in the public API) and ``ReduceTemplate`` (how a compiled backend folds a
-reduction). Plain data, below the registry; ``ops.registry`` re-exports every name."""
+(where an op appears in the public API), ``no_derivative`` and ``ReduceTemplate`` (how a
+compiled backend folds a reduction). Plain data, below the registry; ``ops.registry``
+re-exports the constants."""
 
 from __future__ import annotations
 
@@ -95,3 +96,11 @@ class ReduceTemplate:
 
 def _names(x) -> tuple:
     return () if x is False else (x,) if isinstance(x, str) else tuple(x)
+
+
+def no_derivative(name: str):
+    """A ``vjp``/``jvp`` for an op torch does not differentiate: it raises torch's "the
+    derivative for '<name>' is not implemented." when a backward (or forward AD) reaches it."""
+    def rule(*args, **params):
+        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
+    return rule

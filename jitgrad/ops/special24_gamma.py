@@ -25,6 +25,7 @@ from .. import dtypes
 from ._special24_data import COEF
 from ._special24_tables import IGAM_D
 from .registry import ELEMENTWISE, POINTWISE, apply, defop
+from .op_fields import no_derivative
 from .special24 import real_op
 from .surface import _operand, public
 
@@ -294,12 +295,6 @@ def _binary(scalar):
     return impl
 
 
-def _not_implemented(name: str):
-    def vjp(g, ans, *inputs):
-        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
-    return vjp
-
-
 def _no_forward_ad(name: str):
     def jvp(tangents, ans, *inputs, **params):
         raise NotImplementedError(
@@ -334,16 +329,16 @@ def _igamma_grad(g, ans, a, x):
 from .special_fns import LGAMMA as _LGAMMA  # noqa: E402 - (after the scalar code)
 
 IGAMMA = defop("igamma", _binary(igamma_scalar), kind=POINTWISE, meta=_float_only("igamma"),
-               save=(0, 1), vjp=(_not_implemented("igamma: input"), _igamma_grad),
+               save=(0, 1), vjp=(no_derivative("igamma: input"), _igamma_grad),
                jvp=_no_forward_ad("igamma"))
 IGAMMAC = defop("igammac", _binary(igammac_scalar), kind=POINTWISE,
                 meta=_float_only("igammac"), save=(0, 1),
-                vjp=(_not_implemented("igammac: input"),
+                vjp=(no_derivative("igammac: input"),
                      lambda g, ans, a, x: -_igamma_grad(g, ans, a, x)),
                 jvp=_no_forward_ad("igammac"))
 ZETA = real_op("special_zeta", _binary(zeta_scalar), half=True, save=(0, 1),
                node_name="SpecialZetaBackward0",
-               vjp=(_not_implemented("zeta"),
+               vjp=(no_derivative("zeta"),
                     lambda g, ans, x, q: g * -x * apply(ZETA, x + 1.0, q)),
                jvp=_no_forward_ad("special_zeta"))
 

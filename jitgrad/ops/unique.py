@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import wrap_dim
 from .registry import OPAQUE, apply, defop
+from .op_fields import no_derivative
 from .selection import _data_dependent
 from .surface import public
 
@@ -56,16 +57,10 @@ def _unique_meta(x, dim, consecutive):
     return ((values.shape, inverse.shape, counts.shape), (x.dtype, dtypes.int64, dtypes.int64))
 
 
-def _no_derivative(name: str):
-    def vjp(grads, ans, x, **params):
-        raise NotImplementedError(f"the derivative for '{name}' is not implemented.")
-    return vjp
-
-
 def _unique_op(name: str, node_name: str, derivative_name: str):
-    no_derivative = _no_derivative(derivative_name)
+    rule = no_derivative(derivative_name)
     return defop(name, _unique_impl, kind=OPAQUE, meta=_unique_meta, n_outputs=3,
-                 node_name=node_name, vjp=no_derivative, jvp=no_derivative)
+                 node_name=node_name, vjp=rule, jvp=rule)
 
 
 UNIQUE = _unique_op("unique", "Unique2Backward0", "_unique2")
