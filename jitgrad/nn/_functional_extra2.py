@@ -103,11 +103,9 @@ def _adaptive_max(input: Tensor, size: tuple[int, ...], name: str) -> tuple[Tens
     if input.ndim not in (spatial + 1, spatial + 2):
         raise RuntimeError(f"{name}(): Expected {spatial + 1}D or {spatial + 2}D tensor, but "
                            f"got: {list(input.shape)}")
-    for d in range(1, input.ndim):
-        if input.shape[d] == 0:
-            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
-                               f"dimensions, but input has sizes {list(input.shape)} with "
-                               f"dimension {d} being empty")
+    from .functional_conv import check_nonempty
+
+    check_nonempty(input, range(1, input.ndim), name)
     if not input.dtype.is_floating_point:  # (torch: 1-d is a 2-d pooling, by that name)
         from ..ops.pool import refuse_dtype
 

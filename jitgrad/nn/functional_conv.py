@@ -359,12 +359,17 @@ def adaptive_avg_pool2d(input: Tensor, output_size: Any) -> Tensor:  # noqa: A00
     if input.ndim not in (3, 4):
         raise RuntimeError(
             f"adaptive_avg_pool2d(): Expected 3D or 4D tensor, but got {list(input.shape)}")
-    for d in (input.ndim - 2, input.ndim - 1):
-        if input.shape[d] == 0:
-            raise RuntimeError(f"adaptive_avg_pool2d(): Expected input to have non-zero size for "
-                               f"non-batch dimensions, but input has sizes {list(input.shape)} "
-                               f"with dimension {d} being empty")
+    check_nonempty(input, (input.ndim - 2, input.ndim - 1), "adaptive_avg_pool2d")
     return _pool.adaptive_avg_pool2d(input, size)
+
+
+def check_nonempty(input: Tensor, dims: Any, name: str) -> None:  # noqa: A002
+    """torch's refusal of an adaptive pooling whose input is empty along one of ``dims``."""
+    for d in dims:
+        if input.shape[d] == 0:
+            raise RuntimeError(f"{name}(): Expected input to have non-zero size for non-batch "
+                               f"dimensions, but input has sizes {list(input.shape)} with "
+                               f"dimension {d} being empty")
 
 
 # ---------------------------------------------------------------- batch norm
