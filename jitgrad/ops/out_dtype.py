@@ -19,8 +19,7 @@ from typing import Any
 from .. import dtypes
 from .._type_info import can_cast
 
-# the C++ names torch's TypeMeta prints for each dtype
-_CPP = {getattr(dtypes, name): text for name, text in dtypes.CPP_NAMES.items()}  # (by dtype)
+_CPP = dtypes.CPP_NAMES  # (the C++ names torch's TypeMeta prints, by dtype name)
 
 # check(out dtype, result dtype, output index or None for a single result) -> the error, or None
 Check = Callable[[dtypes.dtype, dtypes.dtype, "int | None"], "Exception | None"]
@@ -29,7 +28,8 @@ Check = Callable[[dtypes.dtype, dtypes.dtype, "int | None"], "Exception | None"]
 def _exact(o: dtypes.dtype, r: dtypes.dtype, i: int | None) -> Exception | None:
     if o is r:
         return None
-    return RuntimeError(f"Expected out tensor to have dtype {_CPP[r]}, but got {_CPP[o]} instead")
+    return RuntimeError(f"Expected out tensor to have dtype {_CPP[r.name]}, but got "
+                        f"{_CPP[o.name]} instead")
 
 
 def _same(o: dtypes.dtype, r: dtypes.dtype, i: int | None) -> Exception | None:
@@ -44,8 +44,8 @@ def _when_differs(text: str) -> Check:
     def check(o: dtypes.dtype, r: dtypes.dtype, i: int | None) -> Exception | None:
         if o is r:
             return None
-        return RuntimeError(text.format(o=o._scalar_name, r=r._scalar_name, oc=_CPP[o],
-                                        rc=_CPP[r]))
+        return RuntimeError(text.format(o=o._scalar_name, r=r._scalar_name, oc=_CPP[o.name],
+                                        rc=_CPP[r.name]))
     return check
 
 
