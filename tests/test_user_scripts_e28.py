@@ -204,7 +204,7 @@ def test_d2l_batch_norm_and_resnet_fixed_weights_match_torch():
         assert g["results"][key] == t["results"][key], key
 
 
-# ------------------------------------------------------- d2l.ai: RNN, GRU, LSTM (ch. 9-10)
+# ------------------------------ d2l-style character language models: RNN, GRU, LSTM cells
 
 
 @pytest.mark.slow
@@ -213,7 +213,7 @@ def test_d2l_rnn_gru_lstm_language_models_learn():
     indices, tokens = r["words"]
     assert len(indices) == 10 and all(len(t) == 1 for t in tokens)
     num_tokens, vocab_size, top_words, num_bigrams = r["vocab"]
-    assert vocab_size == 25 and num_tokens > 10000 and num_bigrams > 100  # 24 letters + space
+    assert vocab_size == 25 and num_tokens > 10000 and num_bigrams > 100  # 23 letters, ' ', <unk>
     assert top_words[0][1] >= top_words[1][1] >= top_words[2][1]  # sorted by frequency
     assert r["batch"] == ((256, 16), True)  # Y is X shifted by one
     assert r["one_hot"] == [[1, 0, 0, 0, 0], [0, 0, 1, 0, 0]]
