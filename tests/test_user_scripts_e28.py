@@ -154,7 +154,7 @@ def test_d2l_linear_mlp_fixed_weights_match_torch():
         assert g["results"][key] == t["results"][key], key
 
 
-# ------------------------------------- d2l.ai: builders' guide, CNNs, batch norm, ResNet (6-8)
+# ------------------ d2l-style custom modules, init, file I/O, CNNs, batch norm, small ResNet
 
 
 @pytest.mark.slow
