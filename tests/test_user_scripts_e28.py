@@ -238,7 +238,7 @@ def test_d2l_rnn_fixed_weights_match_torch():
         _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
-# --------------------------------------- d2l.ai: attention, Bahdanau, Transformer encoder (11)
+# ----------------------- d2l-style attention, GRU decoder with attention, Transformer (toy MT)
 
 
 def test_d2l_attention_bahdanau_translates_and_transformer_encoder_shapes():
