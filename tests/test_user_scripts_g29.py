@@ -1,5 +1,5 @@
-"""More public PyTorch code (set G: Karpathy's build-nanogpt and
-pytorch/examples fx/), only the import changed, run on jitgrad.
+"""User-style scripts (set G) written for these tests in the way Karpathy's build-nanogpt
+(GPT-2 pretraining) and pytorch/examples fx/ write torch code, run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss, and, where torch is installed, that
@@ -17,7 +17,7 @@ from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
 from test_user_scripts_e28 import _close_nested
 
-# ------------------------------------------------------------- karpathy/build-nanogpt
+# ----------------------------------------- a tiny GPT-2 pretraining run (build-nanogpt style)
 
 
 @pytest.mark.slow  # (torch.compile's first compilation of the model, with a cold cache)
@@ -33,7 +33,7 @@ def test_build_nanogpt_trains_evaluates_checkpoints_and_compiles():
     lrs = g["lrs"]
     assert lrs[:3] == [3e-3, 6e-3, 6e-3] and all(b < a for a, b in zip(lrs[2:], lrs[3:]))
     assert all(0 < n < 5 for n in g["norms"])
-    # HellaSwag's synthetic val set: 4 examples, each evaluated at steps 0 and 5
+    # the synthetic multiple-choice val set: 4 examples, each evaluated at steps 0 and 5
     assert [(s, n) for s, n, _ in g["hella_accs"]] == [(0, 4), (5, 4)]
     assert g["hella_accs"][-1][2] == 1.0  # the trained model prefers the corpus-like ending
     samples = g["samples"]  # generated at the last step only, 32 tokens from the 28 of the prompt
@@ -67,7 +67,7 @@ def test_build_nanogpt_fixed_parts_match_torch():
     g, t = _run("build_nanogpt"), _run_torch("build_nanogpt")
     ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
     assert ours.pop("batches") == theirs.pop("batches")  # the .npy shard loader's batches
-    assert ours.pop("hella") == theirs.pop("hella")  # render_example, get_most_likely_row
+    assert ours.pop("hella") == theirs.pop("hella")  # encode_item, best_ending
     assert ours.pop("groups") == theirs.pop("groups")
     assert ours.pop("bf16_dtype") == theirs.pop("bf16_dtype").replace("torch", "jitgrad")
     assert ours.pop("lrs") == theirs.pop("lrs")
