@@ -167,7 +167,7 @@ for lambd in (0, 3):
     ridge = RidgeByHand(200, lambd=lambd, lr=0.01)
     ridge.board.yscale = "log"
     wd_trainer.fit(ridge, wide)
-    norm = float(half_sq_norm(ridge.w).detach())
+    norm = float(half_sq_norm(ridge.w))  # (of a tensor that requires grad: torch warns)
     print(f"lambda {lambd}: half squared norm of w {norm:.5f}")
     results[f"weight_decay_scratch_{lambd}"] = (norm, final_metrics(ridge))
 
