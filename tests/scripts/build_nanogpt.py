@@ -1,5 +1,3 @@
-# ruff: noqa: N806
-# (B, T, C: the batch/time/channel sizes, named as GPT training code names them)
 """A tiny GPT-2 pretraining run, written for these tests in the way a from-scratch GPT-2
 reproduction (Karpathy's build-nanogpt train_gpt2.py) is commonly written (modelled on the API
 usage of that script, not a copy of it). It exercises:

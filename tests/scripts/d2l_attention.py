@@ -1,5 +1,3 @@
-# ruff: noqa: N802, N803, N806
-# (d2l's naming: capital X/Y/P/Q/K for sequences, outputs, encodings, queries and keys)
 """Attention and Transformers for a toy English->French translation task, written for these
 tests in the way the d2l.ai book (Dive into Deep Learning, chapters 10-11) commonly writes its
 PyTorch code (modelled on the API usage of that book, not a copy of it), on the d2l-style

@@ -1,5 +1,3 @@
-# ruff: noqa: N802, N803, N806
-# (d2l's naming: capital X/Y/K for inputs, outputs and kernels)
 """Building blocks and convolutional nets, written for these tests in the way the d2l.ai book
 (Dive into Deep Learning, chapters 6-8) commonly writes its PyTorch code (modelled on the API
 usage of that book, not a copy of it), trained with the d2l-style classes of d2l_lib.py next to

@@ -1,6 +1,6 @@
-# ruff: noqa: B006, B008, E731, N802, N803, N806
-# (d2l-style names: mutable-default hyperparameter lists, the book's capitalised X/Y argument
-# names and ``d2l.reshape = lambda ...`` aliases are what the scripts using this module expect)
+# ruff: noqa: B006
+# (list defaults for ignore= / tokens= / reserved_tokens=, as the d2l-style interface has them;
+# none of them is mutated)
 """A small "d2l" helper package for the d2l-style scripts in this folder, written for these tests
 in the way the d2l.ai book's library (d2l/torch.py) is commonly written (modelled on the API
 usage of that library, not a copy of it). The scripts import it as ``import d2l_lib as d2l``.

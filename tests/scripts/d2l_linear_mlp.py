@@ -1,5 +1,3 @@
-# ruff: noqa: N802, N803, N806
-# (d2l's naming: capital X/W/H for design matrices, weights and hidden activations)
 """Linear models, softmax classifiers, MLPs and dropout, written for these tests in the way the
 d2l.ai book (Dive into Deep Learning, chapters 3-5) commonly writes its PyTorch code (modelled
 on the API usage of that book, not a copy of it), trained with the d2l-style Module /

@@ -1,5 +1,3 @@
-# ruff: noqa: E741, N802, N803, N806
-# (d2l's naming: capital X/H/C/I/O for the step's matrices, as the book writes its cells)
 """Character-level language models, written for these tests in the way the d2l.ai book
 (Dive into Deep Learning, chapters 9-10) commonly writes its PyTorch code (modelled on the API
 usage of that book, not a copy of it), on the small d2l-style package d2l_lib.py next to this
