@@ -113,7 +113,7 @@ def test_ng_lecture_gpt_fixed_weights_match_torch():
     _close_nested(g["fixed_result"], t["fixed_result"], rtol=1e-4, atol=1e-5)
 
 
-# ------------------------------------------------- d2l.ai: linear networks and MLPs (ch. 3-5)
+# ------------------------- d2l-style linear regression, softmax, MLPs, weight decay, dropout
 
 
 @pytest.mark.slow
@@ -122,7 +122,7 @@ def test_d2l_linear_softmax_mlp_dropout_learn():
     assert r["batch_shapes"] == ((32, 2), (32, 1)) and r["num_batches"] == 32
     assert max(r["scratch_errors"]) < 0.4 and r["scratch_val_loss"] < 0.2  # 3 epochs, lr 0.03
     assert max(r["concise_errors"]) < 0.05
-    # weight decay: lambda 3 shrinks w (the book: 0.0101 -> 0.0015 and less overfitting)
+    # weight decay: lambda 3 shrinks w (to under a third of its norm) and overfits less
     (norm_0, m_0), (norm_3, m_3) = r["weight_decay_scratch_0"], r["weight_decay_scratch_3"]
     assert norm_3 < 0.3 * norm_0 and m_0["train_loss"] < m_0["val_loss"]
     assert m_3["val_loss"] < m_0["val_loss"]
@@ -136,12 +136,12 @@ def test_d2l_linear_softmax_mlp_dropout_learn():
     for key in ("softmax_scratch", "softmax_concise", "mlp_concise"):
         assert r[key]["val_acc"] > 0.75, key  # 10 digits: chance is 0.1
     for key in ("mlp_scratch", "dropout_scratch", "dropout_concise"):
-        assert r[key]["val_acc"] > 0.5, key  # (the book's sigma 0.01 starts slowly)
+        assert r[key]["val_acc"] > 0.5, key  # (an init of sigma 0.01 starts slowly)
     assert r["wrong_labels"][0] > 0 and r["wrong_labels"][1] == (1, 8, 8)
     half = r["dropout_half"]
     kept = half != 0
     assert 0 < int(kept.sum()) < 16  # (element 0 is 0 either way)
-    assert (half[kept] == 2 * _run("d2l_linear_mlp")["X"][kept]).all()  # kept ones scaled by 2
+    assert (half[kept] == 2 * _run("d2l_linear_mlp")["drop_in"][kept]).all()  # kept: x2
     assert r["dropout_ends"][1] == [[0.0] * 8] * 2
     assert r["lazy_shapes"] == [(256, 64), (256,), (256, 256), (256,), (10, 256), (10,)]
 
@@ -154,7 +154,7 @@ def test_d2l_linear_mlp_fixed_weights_match_torch():
         assert g["results"][key] == t["results"][key], key
 
 
-# ------------------------------------- d2l.ai: builders' guide, CNNs, batch norm, ResNet (6-8)
+# ------------------ d2l-style custom modules, init, file I/O, CNNs, batch norm, small ResNet
 
 
 @pytest.mark.slow
@@ -204,7 +204,7 @@ def test_d2l_batch_norm_and_resnet_fixed_weights_match_torch():
         assert g["results"][key] == t["results"][key], key
 
 
-# ------------------------------------------------------- d2l.ai: RNN, GRU, LSTM (ch. 9-10)
+# ------------------------------ d2l-style character language models: RNN, GRU, LSTM cells
 
 
 @pytest.mark.slow
@@ -213,7 +213,7 @@ def test_d2l_rnn_gru_lstm_language_models_learn():
     indices, tokens = r["words"]
     assert len(indices) == 10 and all(len(t) == 1 for t in tokens)
     num_tokens, vocab_size, top_words, num_bigrams = r["vocab"]
-    assert vocab_size == 25 and num_tokens > 10000 and num_bigrams > 100  # 24 letters + space
+    assert vocab_size == 25 and num_tokens > 10000 and num_bigrams > 100  # 23 letters, ' ', <unk>
     assert top_words[0][1] >= top_words[1][1] >= top_words[2][1]  # sorted by frequency
     assert r["batch"] == ((256, 16), True)  # Y is X shifted by one
     assert r["one_hot"] == [[1, 0, 0, 0, 0], [0, 0, 1, 0, 0]]
@@ -238,7 +238,7 @@ def test_d2l_rnn_fixed_weights_match_torch():
         _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
-# --------------------------------------- d2l.ai: attention, Bahdanau, Transformer encoder (11)
+# ----------------------- d2l-style attention, GRU decoder with attention, Transformer (toy MT)
 
 
 def test_d2l_attention_bahdanau_translates_and_transformer_encoder_shapes():

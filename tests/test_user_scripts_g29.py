@@ -1,5 +1,5 @@
-"""More public PyTorch code (set G: Karpathy's build-nanogpt and
-pytorch/examples fx/), only the import changed, run on jitgrad.
+"""User-style scripts (set G) written for these tests in the way Karpathy's build-nanogpt
+(GPT-2 pretraining) and pytorch/examples fx/ write torch code, run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss, and, where torch is installed, that
@@ -17,7 +17,7 @@ from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
 from test_user_scripts_e28 import _close_nested
 
-# ------------------------------------------------------------- karpathy/build-nanogpt
+# ----------------------------------------- a tiny GPT-2 pretraining run (build-nanogpt style)
 
 
 @pytest.mark.slow  # (torch.compile's first compilation of the model, with a cold cache)
@@ -33,7 +33,7 @@ def test_build_nanogpt_trains_evaluates_checkpoints_and_compiles():
     lrs = g["lrs"]
     assert lrs[:3] == [3e-3, 6e-3, 6e-3] and all(b < a for a, b in zip(lrs[2:], lrs[3:]))
     assert all(0 < n < 5 for n in g["norms"])
-    # HellaSwag's synthetic val set: 4 examples, each evaluated at steps 0 and 5
+    # the synthetic multiple-choice val set: 4 examples, each evaluated at steps 0 and 5
     assert [(s, n) for s, n, _ in g["hella_accs"]] == [(0, 4), (5, 4)]
     assert g["hella_accs"][-1][2] == 1.0  # the trained model prefers the corpus-like ending
     samples = g["samples"]  # generated at the last step only, 32 tokens from the 28 of the prompt
@@ -67,7 +67,7 @@ def test_build_nanogpt_fixed_parts_match_torch():
     g, t = _run("build_nanogpt"), _run_torch("build_nanogpt")
     ours, theirs = dict(g["fixed_results"]), dict(t["fixed_results"])
     assert ours.pop("batches") == theirs.pop("batches")  # the .npy shard loader's batches
-    assert ours.pop("hella") == theirs.pop("hella")  # render_example, get_most_likely_row
+    assert ours.pop("hella") == theirs.pop("hella")  # encode_item, best_ending
     assert ours.pop("groups") == theirs.pop("groups")
     assert ours.pop("bf16_dtype") == theirs.pop("bf16_dtype").replace("torch", "jitgrad")
     assert ours.pop("lrs") == theirs.pop("lrs")
@@ -91,28 +91,28 @@ def test_build_nanogpt_fixed_parts_match_torch():
     assert g["fixed_init"].keys() == t["fixed_init"].keys()
 
 
-# ------------------------------------------------------------------- pytorch/examples fx/
+# ------------------------------------- torch.fx graph surgery (pytorch/examples fx/ style)
 
 
 def test_fx_examples_edit_graphs_and_run_them():
     r = _run("fx_examples")["fx_results"]
-    code, out = r["proxy_based_graph_creation"]
+    code, out = r["graph_from_proxies"]
     assert "cat = jitgrad.cat([x, y])" in code and "neg = jitgrad.neg(tanh)" in code
     _close(out, -np.tanh([[1.0, 1.0], [1.0, 1.0], [2.0, 2.0]]), rtol=1e-6)
-    code, _ = r["wrap_output_dynamically"]  # (the script asserts the values itself)
+    code, _ = r["append_activation"]  # (the script asserts the values itself)
     assert "leaky_relu = jitgrad.nn.functional.leaky_relu(cat, 0.01, False)" in code
-    code, out = r["inline_function"]
+    code, out = r["inline_submodule"]
     assert "call_module" not in code and "relu" in code and out.tolist() == [1, 1, 1, 2, 3]
     code, out = r["invert"]
     assert "log = jitgrad.log(output)" in code
     _close(out, [1, 2, 3, 4, 5], rtol=1e-6)
-    code, outs = r["replace_op"]
+    code, outs = r["replace_add"]
     assert code.count("jitgrad.bitwise_and(x, y)") == 3 and "add" not in code
     assert [o.tolist() for o in outs] == [[1, 4, 2]] * 3  # (3 & 1, 5 & 4, 6 & 2)
-    code, out = r["subgraph_rewriter_basic_use"]
+    code, out = r["rewrite_pattern"]
     assert code.count("jitgrad.stack([w1, w2])") == 2 and "cat" not in code
     assert out.tolist() == [11.0, 11.0]  # (1 + max(stack) twice)
-    traced_code, inlined_code, dtype = r["primitive_library"]
+    traced_code, inlined_code, dtype = r["composite_ops"]
     assert "sigmoid = float_1.sigmoid()" in traced_code and "add_lowp(half, half_1)" in traced_code
     assert "add = float_1 + float_2" in inlined_code and str(dtype) == "jitgrad.float16"
 
@@ -122,12 +122,11 @@ def test_fx_examples_generate_torch_fx_code():
     assert g.keys() == t.keys()
     for name in g:
         code, their_code = g[name][0].replace("jitgrad", "torch"), t[name][0]
-        if name == "wrap_output_dynamically":  # (torch's node carries F's keyword defaults)
+        if name == "append_activation":  # (torch's node carries F's keyword defaults)
             their_code = their_code.replace("negative_slope = 0.01, inplace = False", "0.01, False")
         if name == "invert":  # (jitgrad.arctan is jitgrad.atan: one function, named atan)
             their_code = their_code.replace("arctan", "atan")
         assert code == their_code, name
-    assert g["primitive_library"][1].replace("jitgrad", "torch") == t["primitive_library"][1]
-    for name in ("proxy_based_graph_creation", "inline_function", "invert",
-                 "subgraph_rewriter_basic_use"):
+    assert g["composite_ops"][1].replace("jitgrad", "torch") == t["composite_ops"][1]
+    for name in ("graph_from_proxies", "inline_submodule", "invert", "rewrite_pattern"):
         _close(g[name][1], t[name][1], rtol=1e-6, atol=1e-6)

@@ -1,596 +1,464 @@
-# ruff: noqa: A001, B006, B007, B008, B010, B020, C408, C416, E111, E117, E401, E402, E501, E701, E711, E721, E731, E741, F401, F811, F841, I001, N801, N802, N803, N806, N807, N812, UP004, UP008, UP031, UP032, UP034
-# (d2l.ai's code as is)
-"""d2l.ai (Dive into Deep Learning, PyTorch), chapters 10-11: the machine-translation dataset
-(Vocab with <pad>/<bos>/<eos>, valid lengths), the encoder-decoder interfaces, a GRU
-Seq2SeqEncoder (init_seq2seq through nn.GRU's _flat_weights_names), Seq2Seq with the masked
-loss and Adam, BLEU, masked_softmax (X[~mask] = value), scaled dot-product and additive
-attention, the Bahdanau attention decoder trained with gradient clipping and decoding greedily
-with its attention weights, multi-head attention (transpose_qkv, repeat_interleave of the
-valid lengths), sinusoidal positional encoding, PositionWiseFFN, AddNorm, the Transformer
-encoder and decoder (cached key-values per block while predicting), trained to translate.
+"""Attention and Transformers for a toy English->French translation task, written for these
+tests in the way the d2l.ai book (Dive into Deep Learning, chapters 10-11) commonly writes its
+PyTorch code (modelled on the API usage of that book, not a copy of it), on the d2l-style
+classes of d2l_lib.py next to this file (MTFraEng, Seq2SeqEncoder, Seq2Seq, bleu). It exercises:
 
-Changes: the d2l package is not installed, so the code these sections take from it comes from
-d2l_lib.py next to this file (d2l/torch.py written out once for the d2l ports, ProgressBoard
-without matplotlib): that holds 10.5-10.7's saved classes too (MTFraEng, the encoder-decoder
-interfaces, Seq2SeqEncoder, Seq2Seq, bleu), so their sections here keep only their checks;
-heatmaps are kept as tensors; fra-eng.zip is a download, so generated pairs of the book's sentences stand in (8 epochs of a
-smaller model, lr 0.01; the Transformer: 32 hidden units, lr 0.005).
+- the translation DataModule (int64 token arrays, valid lengths, ``build`` for new pairs);
+- a masked softmax (``X[~mask] = value``, ``repeat_interleave`` of 1-D lengths), scaled
+  dot-product attention (``torch.bmm``, ``transpose(1, 2)``) and additive attention
+  (``LazyLinear(bias=False)``, broadcasting ``unsqueeze``, ``tanh``, ``squeeze``);
+- a GRU decoder with additive attention over the encoder outputs (``permute``, ``torch.cat``),
+  trained with Adam and gradient clipping, greedy decoding with its attention weights, BLEU;
+- multi-head attention (head split/merge by ``reshape``/``permute``), sinusoidal positional
+  encoding (``torch.pow``, strided slice assignment), position-wise FFN, residual + LayerNorm,
+  ``LazyBatchNorm1d``, a Transformer encoder and a decoder that caches keys/values per block
+  while decoding (causal valid lengths from ``arange(...).repeat``), trained the same way;
+- fixed-weight losses, gradients, attention weights and greedy outputs (compared with torch).
+The sentence pairs are generated (d2l_lib.MTFraEng); 8 epochs of small models.
 """
 import math
 
-import numpy as np
 import jitgrad as torch
 from jitgrad import nn
 from jitgrad.nn import functional as F
 
-# -----------------------------------------------------------------------------
-# the d2l package's code these sections use (d2l/torch.py, written out once in d2l_lib.py next
-# to this file: the user has no d2l package), imported as the book imports its package
 import d2l_lib as d2l
 
 torch.manual_seed(0)
 results = {}
+PAIRS = [("go .", "va !"), ("i lost .", "j'ai perdu ."), ("he's calm .", "il est calme ."),
+         ("i'm home .", "je suis chez moi .")]
+ENGLISH, FRENCH = [en for en, _ in PAIRS], [fr for _, fr in PAIRS]
 
-def val_metrics(model):
-    """The last points the board kept (the plot's last values)."""
-    return {k: float(v[-1].y) for k, v in model.board.data.items()}
 
-# -----------------------------------------------------------------------------
-# 10.5 Machine Translation and the Dataset (the sentence pairs are generated: fra-eng.zip is a
-# download)
-# (MTFraEng, #@save, is in d2l_lib.py with 9.2's Vocab)
-data = d2l.MTFraEng(batch_size=3)
-src, tgt, src_valid_len, label = next(iter(data.train_dataloader()))
-results['mt_batch'] = (src.dtype, tuple(src.shape), src_valid_len.dtype, tuple(label.shape))
-src, tgt, _,  _ = data.build(['hi .'], ['salut .'])
-results['built'] = (data.src_vocab.to_tokens(d2l.astype(src[0], d2l.int32)),
-                    data.tgt_vocab.to_tokens(d2l.astype(tgt[0], d2l.int32)))
+def board_last(model):
+    return {curve: float(pts[-1].y) for curve, pts in model.board.data.items()}
 
-# -----------------------------------------------------------------------------
-# 10.6 The Encoder-Decoder Architecture, 10.7 Sequence-to-Sequence Learning
-# (Encoder, Decoder, EncoderDecoder with predict_step, init_seq2seq, GRU, Seq2SeqEncoder,
-# Seq2Seq with its masked loss and bleu: all #@save, in d2l_lib.py)
 
-# -----------------------------------------------------------------------------
-# 11.3 Attention Scoring Functions
-def masked_softmax(X, valid_lens):  #@save
-    """Perform softmax operation by masking elements on the last axis."""
-    # X: 3D tensor, valid_lens: 1D or 2D tensor
-    def _sequence_mask(X, valid_len, value=0):
-        maxlen = X.size(1)
-        mask = torch.arange((maxlen), dtype=torch.float32,
-                            device=X.device)[None, :] < valid_len[:, None]
-        X[~mask] = value
-        return X
+# ----------------------------------------------------------------------------- data
+small = d2l.MTFraEng(batch_size=3)
+src, dec_in, src_len, dec_out = next(iter(small.train_dataloader()))
+results["mt_batch"] = (src.dtype, tuple(src.shape), src_len.dtype, tuple(dec_out.shape))
+new_src, new_tgt = small.build(["hi ."], ["salut ."])[:2]
+results["built"] = (small.src_vocab.to_tokens(d2l.astype(new_src[0], d2l.int32)),
+                    small.tgt_vocab.to_tokens(d2l.astype(new_tgt[0], d2l.int32)))
 
+
+# ----------------------------------------------------------------------------- scoring
+def fill_past(X, lengths, value):
+    """Rows of X (2-D) with every column at or beyond the row's length set to ``value``."""
+    cols = torch.arange(X.size(1), dtype=torch.float32, device=X.device)
+    keep = cols[None, :] < lengths[:, None]
+    X[~keep] = value
+    return X
+
+
+def masked_softmax(scores, valid_lens):
+    """Softmax over the last axis that ignores keys past each valid length (1-D: one per
+    batch row; 2-D: one per query)."""
     if valid_lens is None:
-        return nn.functional.softmax(X, dim=-1)
+        return F.softmax(scores, dim=-1)
+    shape = scores.shape
+    if valid_lens.dim() < 2:
+        lengths = torch.repeat_interleave(valid_lens, shape[1])
     else:
-        shape = X.shape
-        if valid_lens.dim() == 1:
-            valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-        else:
-            valid_lens = valid_lens.reshape(-1)
-        # On the last axis, replace masked elements with a very large negative
-        # value, whose exponentiation outputs 0
-        X = _sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
-        return nn.functional.softmax(X.reshape(shape), dim=-1)
+        lengths = valid_lens.reshape(-1)
+    flat = fill_past(scores.reshape(-1, shape[-1]), lengths, -1e6)
+    return F.softmax(flat.reshape(shape), dim=-1)
 
-results['masked_1d'] = (masked_softmax(torch.rand(2, 2, 4), torch.tensor([2, 3])) > 0).tolist()
-results['masked_2d'] = (masked_softmax(torch.rand(2, 2, 4), d2l.tensor([[1, 3], [2, 4]])) > 0).tolist()
-Q = d2l.ones((2, 3, 4))
-K = d2l.ones((2, 4, 6))
-d2l.check_shape(torch.bmm(Q, K), (2, 3, 6))
 
-class DotProductAttention(nn.Module):  #@save
-    """Scaled dot product attention."""
-    def __init__(self, dropout):
+results["masked_1d"] = (masked_softmax(torch.rand(2, 2, 4), torch.tensor([2, 3])) > 0).tolist()
+results["masked_2d"] = (masked_softmax(torch.rand(2, 2, 4),
+                                       d2l.tensor([[1, 3], [2, 4]])) > 0).tolist()
+d2l.check_shape(torch.bmm(d2l.ones((2, 3, 4)), d2l.ones((2, 4, 6))), (2, 3, 6))
+
+
+class ScaledDot(nn.Module):
+    """softmax(Q K^T / sqrt(d)) V, with dropout on the weights."""
+    def __init__(self, dropout: float):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
+        self.drop = nn.Dropout(dropout)
 
-    # Shape of queries: (batch_size, no. of queries, d)
-    # Shape of keys: (batch_size, no. of key-value pairs, d)
-    # Shape of values: (batch_size, no. of key-value pairs, value dimension)
-    # Shape of valid_lens: (batch_size,) or (batch_size, no. of queries)
-    def forward(self, queries, keys, values, valid_lens=None):
-        d = queries.shape[-1]
-        # Swap the last two dimensions of keys with keys.transpose(1, 2)
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
+    def forward(self, queries, keys, values, valid_lens=None) -> torch.Tensor:
+        scale = math.sqrt(queries.shape[-1])
+        self.attention_weights = masked_softmax(torch.bmm(queries, keys.transpose(1, 2)) / scale,
+                                                valid_lens)
+        return torch.bmm(self.drop(self.attention_weights), values)
 
-queries = d2l.normal(0, 1, (2, 1, 2))
-keys = d2l.normal(0, 1, (2, 10, 2))
-values = d2l.normal(0, 1, (2, 10, 4))
-valid_lens = d2l.tensor([2, 6])
 
-attention = DotProductAttention(dropout=0.5)
-attention.eval()
-d2l.check_shape(attention(queries, keys, values, valid_lens), (2, 1, 4))
-results['dot_weights_nonzero'] = (attention.attention_weights > 1e-9).sum(-1).reshape(-1).tolist()
+key_set = d2l.normal(0, 1, (2, 10, 2))
+vals = d2l.normal(0, 1, (2, 10, 4))
+lens = d2l.tensor([2, 6])
+dot = ScaledDot(dropout=0.5)
+dot.eval()
+d2l.check_shape(dot(d2l.normal(0, 1, (2, 1, 2)), key_set, vals, lens), (2, 1, 4))
+results["dot_weights_nonzero"] = (dot.attention_weights > 1e-9).sum(-1).reshape(-1).tolist()
 
-class AdditiveAttention(nn.Module):  #@save
-    """Additive attention."""
-    def __init__(self, num_hiddens, dropout, **kwargs):
-        super(AdditiveAttention, self).__init__(**kwargs)
-        self.W_k = nn.LazyLinear(num_hiddens, bias=False)
-        self.W_q = nn.LazyLinear(num_hiddens, bias=False)
-        self.w_v = nn.LazyLinear(1, bias=False)
-        self.dropout = nn.Dropout(dropout)
 
-    def forward(self, queries, keys, values, valid_lens):
-        queries, keys = self.W_q(queries), self.W_k(keys)
-        # After dimension expansion, shape of queries: (batch_size, no. of
-        # queries, 1, num_hiddens) and shape of keys: (batch_size, 1, no. of
-        # key-value pairs, num_hiddens). Sum them up with broadcasting
-        features = queries.unsqueeze(2) + keys.unsqueeze(1)
-        features = torch.tanh(features)
-        # There is only one output of self.w_v, so we remove the last
-        # one-dimensional entry from the shape. Shape of scores: (batch_size,
-        # no. of queries, no. of key-value pairs)
-        scores = self.w_v(features).squeeze(-1)
-        self.attention_weights = masked_softmax(scores, valid_lens)
-        # Shape of values: (batch_size, no. of key-value pairs, value
-        # dimension)
-        return torch.bmm(self.dropout(self.attention_weights), values)
+class Additive(nn.Module):
+    """w_v^T tanh(W_q q + W_k k) scores."""
+    def __init__(self, num_hiddens: int, dropout: float, **kwargs):
+        super().__init__(**kwargs)
+        self.key_proj, self.query_proj = (nn.LazyLinear(num_hiddens, bias=False)
+                                          for _ in range(2))
+        self.score = nn.LazyLinear(1, bias=False)
+        self.drop = nn.Dropout(dropout)
 
-queries = d2l.normal(0, 1, (2, 1, 20))
-attention = AdditiveAttention(num_hiddens=8, dropout=0.1)
-attention.eval()
-d2l.check_shape(attention(queries, keys, values, valid_lens), (2, 1, 4))
-d2l.masked_softmax, d2l.DotProductAttention, d2l.AdditiveAttention = (
-    masked_softmax, DotProductAttention, AdditiveAttention)
+    def forward(self, queries, keys, values, valid_lens) -> torch.Tensor:
+        # (batch, queries, 1, h) + (batch, 1, keys, h) -> (batch, queries, keys, h)
+        q, k = self.query_proj(queries), self.key_proj(keys)
+        hidden = torch.tanh(q.unsqueeze(2) + k.unsqueeze(1))
+        self.attention_weights = masked_softmax(self.score(hidden).squeeze(-1), valid_lens)
+        return torch.bmm(self.drop(self.attention_weights), values)
 
-# -----------------------------------------------------------------------------
-# 11.4 The Bahdanau Attention Mechanism
-class AttentionDecoder(d2l.Decoder):  #@save
-    """The base attention-based decoder interface."""
-    def __init__(self):
-        super().__init__()
 
+additive = Additive(num_hiddens=8, dropout=0.1)
+additive.eval()
+d2l.check_shape(additive(d2l.normal(0, 1, (2, 1, 20)), key_set, vals, lens), (2, 1, 4))
+
+
+# ----------------------------------------------------------------------------- GRU + attention
+class AttnDecoderBase(d2l.Decoder):
+    """A decoder that exposes the attention weights of its last forward."""
     @property
-    def attention_weights(self):
-        raise NotImplementedError
+    def attention_weights(self) -> list:
+        return self._weights
 
-class Seq2SeqAttentionDecoder(AttentionDecoder):
-    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
-                 dropout=0):
+
+class GRUAttnDecoder(AttnDecoderBase):
+    """Each step queries the encoder outputs with the top GRU state and feeds the context,
+    concatenated with the token embedding, to the GRU."""
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers, dropout=0):
         super().__init__()
-        self.attention = d2l.AdditiveAttention(num_hiddens, dropout)
-        self.embedding = nn.Embedding(vocab_size, embed_size)
-        self.rnn = nn.GRU(
-            embed_size + num_hiddens, num_hiddens, num_layers,
-            dropout=dropout)
-        self.dense = nn.LazyLinear(vocab_size)
+        self.attention = Additive(num_hiddens, dropout)
+        self.embed = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers, dropout=dropout)
+        self.out = nn.LazyLinear(vocab_size)
         self.apply(d2l.init_seq2seq)
 
-    def init_state(self, enc_outputs, enc_valid_lens):
-        # Shape of outputs: (num_steps, batch_size, num_hiddens).
-        # Shape of hidden_state: (num_layers, batch_size, num_hiddens)
-        outputs, hidden_state = enc_outputs
-        return (outputs.permute(1, 0, 2), hidden_state, enc_valid_lens)
+    def init_state(self, enc_outputs, src_valid_lens):
+        outs, hidden = enc_outputs  # outs: (time, batch, h)
+        return (outs.permute(1, 0, 2), hidden, src_valid_lens)
 
-    def forward(self, X, state):
-        # Shape of enc_outputs: (batch_size, num_steps, num_hiddens).
-        # Shape of hidden_state: (num_layers, batch_size, num_hiddens)
-        enc_outputs, hidden_state, enc_valid_lens = state
-        # Shape of the output X: (num_steps, batch_size, embed_size)
-        X = self.embedding(X).permute(1, 0, 2)
-        outputs, self._attention_weights = [], []
-        for x in X:
-            # Shape of query: (batch_size, 1, num_hiddens)
-            query = torch.unsqueeze(hidden_state[-1], dim=1)
-            # Shape of context: (batch_size, 1, num_hiddens)
-            context = self.attention(
-                query, enc_outputs, enc_outputs, enc_valid_lens)
-            # Concatenate on the feature dimension
-            x = torch.cat((context, torch.unsqueeze(x, dim=1)), dim=-1)
-            # Reshape x as (1, batch_size, embed_size + num_hiddens)
-            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)
-            outputs.append(out)
-            self._attention_weights.append(self.attention.attention_weights)
-        # After fully connected layer transformation, shape of outputs:
-        # (num_steps, batch_size, vocab_size)
-        outputs = self.dense(torch.cat(outputs, dim=0))
-        return outputs.permute(1, 0, 2), [enc_outputs, hidden_state,
-                                          enc_valid_lens]
+    def forward(self, tokens, state):
+        memory, hidden, memory_lens = state
+        steps, self._weights = [], []
+        for emb in self.embed(tokens).permute(1, 0, 2):  # one time step: (batch, embed)
+            context = self.attention(torch.unsqueeze(hidden[-1], dim=1), memory, memory,
+                                     memory_lens)
+            step_in = torch.cat((context, torch.unsqueeze(emb, dim=1)), dim=-1)
+            out, hidden = self.rnn(step_in.permute(1, 0, 2), hidden)
+            steps.append(out)
+            self._weights.append(self.attention.attention_weights)
+        logits = self.out(torch.cat(steps, dim=0))
+        return logits.permute(1, 0, 2), [memory, hidden, memory_lens]
 
-    @property
-    def attention_weights(self):
-        return self._attention_weights
 
-vocab_size, embed_size, num_hiddens, num_layers = 10, 8, 16, 2
-batch_size, num_steps = 4, 7
-encoder = d2l.Seq2SeqEncoder(vocab_size, embed_size, num_hiddens, num_layers)
-decoder = Seq2SeqAttentionDecoder(vocab_size, embed_size, num_hiddens,
-                                  num_layers)
-X = d2l.zeros((batch_size, num_steps), dtype=torch.long)
-state = decoder.init_state(encoder(X), None)
-output, state = decoder(X, state)
-d2l.check_shape(output, (batch_size, num_steps, vocab_size))
-d2l.check_shape(state[0], (batch_size, num_steps, num_hiddens))
-d2l.check_shape(state[1][0], (batch_size, num_hiddens))
+enc = d2l.Seq2SeqEncoder(10, 8, 16, 2)
+dec = GRUAttnDecoder(10, 8, 16, 2)
+toy = d2l.zeros((4, 7), dtype=torch.long)
+logits, toy_state = dec(toy, dec.init_state(enc(toy), None))
+d2l.check_shape(logits, (4, 7, 10))
+d2l.check_shape(toy_state[0], (4, 7, 16))
+d2l.check_shape(toy_state[1][0], (4, 16))
 
-data = d2l.MTFraEng(batch_size=128)
-embed_size, num_hiddens, num_layers, dropout = 32, 32, 2, 0.2  # (256, 256, 2, 0.2)
-encoder = d2l.Seq2SeqEncoder(
-    len(data.src_vocab), embed_size, num_hiddens, num_layers, dropout)
-decoder = Seq2SeqAttentionDecoder(
-    len(data.tgt_vocab), embed_size, num_hiddens, num_layers, dropout)
-model = d2l.Seq2Seq(encoder, decoder, tgt_pad=data.tgt_vocab['<pad>'],
-                    lr=0.01)  # (0.005 for 30 epochs of the real data)
-trainer = d2l.Trainer(max_epochs=8, gradient_clip_val=1, num_gpus=1)  # (30)
-trainer.fit(model, data)
-results['bahdanau'] = val_metrics(model)
-results['bahdanau_first_train_loss'] = float(model.board.data['train_loss'][0].y)
 
-engs = ['go .', 'i lost .', 'he\'s calm .', 'i\'m home .']
-fras = ['va !', 'j\'ai perdu .', 'il est calme .', 'je suis chez moi .']
-model.eval()  # (the book's predict_step runs in eval mode after fit)
-preds, _ = model.predict_step(
-    data.build(engs, fras), d2l.try_gpu(), data.num_steps)
-translations = []
-for en, fr, p in zip(engs, fras, preds):
-    translation = []
-    for token in data.tgt_vocab.to_tokens(p):
-        if token == '<eos>':
-            break
-        translation.append(token)
-    print(f'{en} => {translation}, bleu,'
-          f'{d2l.bleu(" ".join(translation), fr, k=2):.3f}')
-    translations.append((" ".join(translation), d2l.bleu(" ".join(translation), fr, k=2)))
-results['translations'] = translations
+def first_run_loss(model):
+    return float(model.board.data["train_loss"][0].y)
 
-_, dec_attention_weights = model.predict_step(
-    data.build([engs[-1]], [fras[-1]]), d2l.try_gpu(), data.num_steps, True)
-attention_weights = d2l.concat(
-    [step[0][0][0] for step in dec_attention_weights], 0)
-attention_weights = d2l.reshape(attention_weights, (1, 1, -1, data.num_steps))
-# Plus one to include the end-of-sequence token
-results['attention_heatmap'] = attention_weights[:, :, :, :len(engs[-1].split()) + 1].cpu()
 
-# -----------------------------------------------------------------------------
-# 11.5 Multi-Head Attention
-class MultiHeadAttention(d2l.Module):  #@save
-    """Multi-head attention."""
-    def __init__(self, num_hiddens, num_heads, dropout, bias=False, **kwargs):
+def translate(model, data):
+    """Greedy translations of PAIRS (cut at <eos>) with their BLEU-2 scores."""
+    model.eval()
+    preds, _ = model.predict_step(data.build(ENGLISH, FRENCH), d2l.try_gpu(), data.num_steps)
+    out = []
+    for en, fr, row in zip(ENGLISH, FRENCH, preds):
+        words = []
+        for token in data.tgt_vocab.to_tokens(row):
+            if token == "<eos>":
+                break
+            words.append(token)
+        text = " ".join(words)
+        score = d2l.bleu(text, fr, k=2)
+        print(f"{en!r} -> {text!r} (bleu {score:.3f})")
+        out.append((text, score))
+    return out
+
+
+def attention_steps(model, data):
+    """Decode the last pair once more, keeping each step's attention weights."""
+    return model.predict_step(data.build(ENGLISH[-1:], FRENCH[-1:]), d2l.try_gpu(),
+                              data.num_steps, True)[1]
+
+
+mt = d2l.MTFraEng(batch_size=128)
+pad = mt.tgt_vocab["<pad>"]
+bahdanau = d2l.Seq2Seq(d2l.Seq2SeqEncoder(len(mt.src_vocab), 32, 32, 2, 0.2),
+                       GRUAttnDecoder(len(mt.tgt_vocab), 32, 32, 2, 0.2), tgt_pad=pad, lr=0.01)
+d2l.Trainer(max_epochs=8, gradient_clip_val=1, num_gpus=1).fit(bahdanau, mt)
+results["bahdanau"] = board_last(bahdanau)
+results["bahdanau_first_train_loss"] = first_run_loss(bahdanau)
+results["translations"] = translate(bahdanau, mt)
+per_step = attention_steps(bahdanau, mt)
+heat = d2l.reshape(d2l.concat([w[0][0][0] for w in per_step], 0), (1, 1, -1, mt.num_steps))
+n_src = len(ENGLISH[-1].split()) + 1  # (and <eos>)
+results["attention_heatmap"] = heat[:, :, :, :n_src].cpu()
+
+
+# ----------------------------------------------------------------------------- multi-head
+class MultiHead(d2l.Module):
+    def __init__(self, num_hiddens: int, num_heads: int, dropout: float, bias=False, **kwargs):
         super().__init__()
-        self.num_heads = num_heads
-        self.attention = d2l.DotProductAttention(dropout)
-        self.W_q = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_k = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_v = nn.LazyLinear(num_hiddens, bias=bias)
-        self.W_o = nn.LazyLinear(num_hiddens, bias=bias)
+        self.heads = num_heads
+        self.attention = ScaledDot(dropout)
+        self.W_q, self.W_k, self.W_v, self.W_o = (nn.LazyLinear(num_hiddens, bias=bias)
+                                                  for _ in range(4))
 
-    def forward(self, queries, keys, values, valid_lens):
-        # Shape of queries, keys, or values:
-        # (batch_size, no. of queries or key-value pairs, num_hiddens)
-        # Shape of valid_lens: (batch_size,) or (batch_size, no. of queries)
-        # After transposing, shape of output queries, keys, or values:
-        # (batch_size * num_heads, no. of queries or key-value pairs,
-        # num_hiddens / num_heads)
-        queries = self.transpose_qkv(self.W_q(queries))
-        keys = self.transpose_qkv(self.W_k(keys))
-        values = self.transpose_qkv(self.W_v(values))
+    def split_heads(self, X):
+        """(batch, n, h) -> (batch * heads, n, h / heads)."""
+        b, n = X.shape[0], X.shape[1]
+        return X.reshape(b, n, self.heads, -1).permute(0, 2, 1, 3).reshape(b * self.heads, n, -1)
 
-        if valid_lens is not None:
-            # On axis 0, copy the first item (scalar or vector) for num_heads
-            # times, then copy the next item, and so on
-            valid_lens = torch.repeat_interleave(
-                valid_lens, repeats=self.num_heads, dim=0)
+    def merge_heads(self, X):
+        """(batch * heads, n, h / heads) -> (batch, n, h)."""
+        n, d = X.shape[1], X.shape[2]
+        return X.reshape(-1, self.heads, n, d).permute(0, 2, 1, 3).reshape(-1, n, d * self.heads)
 
-        # Shape of output: (batch_size * num_heads, no. of queries,
-        # num_hiddens / num_heads)
-        output = self.attention(queries, keys, values, valid_lens)
-        # Shape of output_concat: (batch_size, no. of queries, num_hiddens)
-        output_concat = self.transpose_output(output)
-        return self.W_o(output_concat)
+    def forward(self, queries, keys, values, valid_lens) -> torch.Tensor:
+        q, k, v = (self.split_heads(W(t)) for W, t in
+                   ((self.W_q, queries), (self.W_k, keys), (self.W_v, values)))
+        if valid_lens is not None:  # (each row's lengths once per head)
+            valid_lens = torch.repeat_interleave(valid_lens, repeats=self.heads, dim=0)
+        return self.W_o(self.merge_heads(self.attention(q, k, v, valid_lens)))
 
-@d2l.add_to_class(MultiHeadAttention)  #@save
-def transpose_qkv(self, X):
-    """Transposition for parallel computation of multiple attention heads."""
-    # Shape of input X: (batch_size, no. of queries or key-value pairs,
-    # num_hiddens). Shape of output X: (batch_size, no. of queries or
-    # key-value pairs, num_heads, num_hiddens / num_heads)
-    X = X.reshape(X.shape[0], X.shape[1], self.num_heads, -1)
-    # Shape of output X: (batch_size, num_heads, no. of queries or key-value
-    # pairs, num_hiddens / num_heads)
-    X = X.permute(0, 2, 1, 3)
-    # Shape of output: (batch_size * num_heads, no. of queries or key-value
-    # pairs, num_hiddens / num_heads)
-    return X.reshape(-1, X.shape[2], X.shape[3])
 
-@d2l.add_to_class(MultiHeadAttention)  #@save
-def transpose_output(self, X):
-    """Reverse the operation of transpose_qkv."""
-    X = X.reshape(-1, self.num_heads, X.shape[1], X.shape[2])
-    X = X.permute(0, 2, 1, 3)
-    return X.reshape(X.shape[0], X.shape[1], -1)
+heads = MultiHead(100, 5, 0.5)
+d2l.check_shape(heads(d2l.ones((2, 4, 100)), d2l.ones((2, 6, 100)), d2l.ones((2, 6, 100)),
+                      d2l.tensor([3, 2])), (2, 4, 100))
 
-num_hiddens, num_heads = 100, 5
-attention = MultiHeadAttention(num_hiddens, num_heads, 0.5)
-batch_size, num_queries, num_kvpairs = 2, 4, 6
-valid_lens = d2l.tensor([3, 2])
-X = d2l.ones((batch_size, num_queries, num_hiddens))
-Y = d2l.ones((batch_size, num_kvpairs, num_hiddens))
-d2l.check_shape(attention(X, Y, Y, valid_lens),
-                (batch_size, num_queries, num_hiddens))
-d2l.MultiHeadAttention = MultiHeadAttention
 
-# -----------------------------------------------------------------------------
-# 11.6 Self-Attention and Positional Encoding
-class PositionalEncoding(nn.Module):  #@save
-    """Positional encoding."""
-    def __init__(self, num_hiddens, dropout, max_len=1000):
+# ----------------------------------------------------------------------------- Transformer
+class SinusoidalPositions(nn.Module):
+    def __init__(self, num_hiddens: int, dropout: float, max_len: int = 1000):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
-        # Create a long enough P
-        self.P = d2l.zeros((1, max_len, num_hiddens))
-        X = d2l.arange(max_len, dtype=torch.float32).reshape(
-            -1, 1) / torch.pow(10000, torch.arange(
-            0, num_hiddens, 2, dtype=torch.float32) / num_hiddens)
-        self.P[:, :, 0::2] = torch.sin(X)
-        self.P[:, :, 1::2] = torch.cos(X)
+        self.drop = nn.Dropout(dropout)
+        pos = d2l.arange(max_len, dtype=torch.float32).reshape(-1, 1)
+        freq = torch.pow(10000, torch.arange(0, num_hiddens, 2, dtype=torch.float32) / num_hiddens)
+        self.P = d2l.zeros((1, max_len, num_hiddens))  # (a plain attribute, not a buffer)
+        self.P[:, :, 0::2] = torch.sin(pos / freq)
+        self.P[:, :, 1::2] = torch.cos(pos / freq)
 
     def forward(self, X):
-        X = X + self.P[:, :X.shape[1], :].to(X.device)
-        return self.dropout(X)
+        return self.drop(X + self.P[:, :X.shape[1], :].to(X.device))
 
-encoding_dim, num_steps = 32, 60
-pos_encoding = PositionalEncoding(encoding_dim, 0)
-X = pos_encoding(d2l.zeros((1, num_steps, encoding_dim)))
-P = pos_encoding.P[:, :X.shape[1], :]
-results['positional'] = P[0, :, 6:10].T
-d2l.PositionalEncoding = PositionalEncoding
 
-# -----------------------------------------------------------------------------
-# 11.7 The Transformer Architecture (the encoder)
-class PositionWiseFFN(nn.Module):  #@save
-    """The positionwise feed-forward network."""
-    def __init__(self, ffn_num_hiddens, ffn_num_outputs):
+positions = SinusoidalPositions(32, 0)
+positions(d2l.zeros((1, 60, 32)))
+results["positional"] = positions.P[0, :60, 6:10].T
+
+
+class FeedForward(nn.Module):
+    def __init__(self, hidden: int, outputs: int):
         super().__init__()
-        self.dense1 = nn.LazyLinear(ffn_num_hiddens)
-        self.relu = nn.ReLU()
-        self.dense2 = nn.LazyLinear(ffn_num_outputs)
+        self.net = nn.Sequential(nn.LazyLinear(hidden), nn.ReLU(), nn.LazyLinear(outputs))
 
     def forward(self, X):
-        return self.dense2(self.relu(self.dense1(X)))
+        return self.net(X)
 
-ffn = PositionWiseFFN(4, 8)
+
+ffn = FeedForward(4, 8)
 ffn.eval()
-results['ffn_rows_equal'] = bool((ffn(d2l.ones((2, 3, 4)))[0] == ffn(d2l.ones((2, 3, 4)))[0][0]).all())
-ln = nn.LayerNorm(2)
-bn = nn.LazyBatchNorm1d()
-X = d2l.tensor([[1, 2], [2, 3]], dtype=torch.float32)
-# Compute mean and variance from X in the training mode
-print('layer norm:', ln(X), '\nbatch norm:', bn(X))
-results['ln_bn'] = (ln(X).tolist(), bn(X).tolist())
+ffn_out = ffn(d2l.ones((2, 3, 4)))
+results["ffn_rows_equal"] = bool((ffn_out[0] == ffn_out[0][0]).all())
+pair = d2l.tensor([[1, 2], [2, 3]], dtype=torch.float32)
+layer_norm, batch_norm = nn.LayerNorm(2), nn.LazyBatchNorm1d()
+print("layer norm:", layer_norm(pair), "batch norm:", batch_norm(pair))
+results["ln_bn"] = (layer_norm(pair).tolist(), batch_norm(pair).tolist())
 
-class AddNorm(nn.Module):  #@save
-    """The residual connection followed by layer normalization."""
-    def __init__(self, norm_shape, dropout):
+
+class Residual(nn.Module):
+    """LayerNorm(X + dropout(Y))."""
+    def __init__(self, width: int, dropout: float):
         super().__init__()
-        self.dropout = nn.Dropout(dropout)
-        self.ln = nn.LayerNorm(norm_shape)
+        self.drop, self.norm = nn.Dropout(dropout), nn.LayerNorm(width)
 
     def forward(self, X, Y):
-        return self.ln(self.dropout(Y) + X)
+        return self.norm(X + self.drop(Y))
 
-add_norm = AddNorm(4, 0.5)
-shape = (2, 3, 4)
-d2l.check_shape(add_norm(d2l.ones(shape), d2l.ones(shape)), shape)
 
-class TransformerEncoderBlock(nn.Module):  #@save
-    """The Transformer encoder block."""
-    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout,
+d2l.check_shape(Residual(4, 0.5)(d2l.ones((2, 3, 4)), d2l.ones((2, 3, 4))), (2, 3, 4))
+
+
+class EncoderLayer(nn.Module):
+    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias=False):
+        super().__init__()
+        self.attention = MultiHead(num_hiddens, num_heads, dropout, use_bias)
+        self.res1 = Residual(num_hiddens, dropout)
+        self.ffn = FeedForward(ffn_num_hiddens, num_hiddens)
+        self.res2 = Residual(num_hiddens, dropout)
+
+    def forward(self, X, valid_lens) -> torch.Tensor:
+        H = self.res1(X, self.attention(X, X, X, valid_lens))
+        return self.res2(H, self.ffn(H))
+
+
+two_lens = d2l.tensor([3, 2])
+enc_layer = EncoderLayer(24, 48, 8, 0.5)
+enc_layer.eval()
+d2l.check_shape(enc_layer(d2l.ones((2, 100, 24)), two_lens), (2, 100, 24))
+
+
+def embed_scaled(embedding, positions, X, width):
+    """Token embeddings scaled by sqrt(width) (to the encodings' range), plus positions."""
+    return positions(embedding(X) * math.sqrt(width))
+
+
+class TfEncoder(d2l.Encoder):
+    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout,
                  use_bias=False):
         super().__init__()
-        self.attention = d2l.MultiHeadAttention(num_hiddens, num_heads,
-                                                dropout, use_bias)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
+        self.width = num_hiddens
+        self.embed = nn.Embedding(vocab_size, num_hiddens)
+        self.positions = SinusoidalPositions(num_hiddens, dropout)
+        self.layers = nn.Sequential()
+        for b in range(num_blks):
+            self.layers.add_module(f"layer{b}", EncoderLayer(num_hiddens, ffn_num_hiddens,
+                                                           num_heads, dropout, use_bias))
 
-    def forward(self, X, valid_lens):
-        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))
-        return self.addnorm2(Y, self.ffn(Y))
+    def forward(self, tokens, valid_lens) -> torch.Tensor:
+        H = embed_scaled(self.embed, self.positions, tokens, self.width)
+        self.attention_weights = []
+        for layer in self.layers:
+            H = layer(H, valid_lens)
+            self.attention_weights.append(layer.attention.attention.attention_weights)
+        return H
 
-X = d2l.ones((2, 100, 24))
-valid_lens = d2l.tensor([3, 2])
-encoder_blk = TransformerEncoderBlock(24, 48, 8, 0.5)
-encoder_blk.eval()
-d2l.check_shape(encoder_blk(X, valid_lens), X.shape)
 
-class TransformerEncoder(d2l.Encoder):  #@save
-    """The Transformer encoder."""
-    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens,
-                 num_heads, num_blks, dropout, use_bias=False):
+tf_enc = TfEncoder(200, 24, 48, 8, 2, 0.5)
+d2l.check_shape(tf_enc(d2l.ones((2, 100), dtype=torch.long), two_lens), (2, 100, 24))
+results["encoder_weights"] = [tuple(w.shape) for w in tf_enc.attention_weights]
+
+
+class DecoderLayer(nn.Module):
+    """Self-attention over the tokens so far (cached in state[2][index] while decoding step
+    by step), attention over the encoder outputs, FFN; each with a residual LayerNorm."""
+    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, index):
         super().__init__()
-        self.num_hiddens = num_hiddens
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos_encoding = d2l.PositionalEncoding(num_hiddens, dropout)
-        self.blks = nn.Sequential()
-        for i in range(num_blks):
-            self.blks.add_module("block"+str(i), TransformerEncoderBlock(
-                num_hiddens, ffn_num_hiddens, num_heads, dropout, use_bias))
+        self.index = index
+        self.self_attn = MultiHead(num_hiddens, num_heads, dropout)
+        self.res1 = Residual(num_hiddens, dropout)
+        self.cross_attn = MultiHead(num_hiddens, num_heads, dropout)
+        self.res2 = Residual(num_hiddens, dropout)
+        self.ffn = FeedForward(ffn_num_hiddens, num_hiddens)
+        self.res3 = Residual(num_hiddens, dropout)
 
-    def forward(self, X, valid_lens):
-        # Since positional encoding values are between -1 and 1, the embedding
-        # values are multiplied by the square root of the embedding dimension
-        # to rescale before they are summed up
-        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
-        self.attention_weights = [None] * len(self.blks)
-        for i, blk in enumerate(self.blks):
-            X = blk(X, valid_lens)
-            self.attention_weights[
-                i] = blk.attention.attention.attention_weights
-        return X
+    def forward(self, X, state: list):
+        memory, memory_lens, cache = state
+        seen = X if cache[self.index] is None else torch.cat((cache[self.index], X), dim=1)
+        cache[self.index] = seen
+        causal = None
+        if self.training:  # (all target positions at once: position t sees 1..t)
+            n, t = X.shape[0], X.shape[1]
+            causal = torch.arange(1, t + 1, device=X.device).repeat(n, 1)
+        H = self.res1(X, self.self_attn(X, seen, seen, causal))
+        H = self.res2(H, self.cross_attn(H, memory, memory, memory_lens))
+        return self.res3(H, self.ffn(H)), state
 
-encoder = TransformerEncoder(200, 24, 48, 8, 2, 0.5)
-d2l.check_shape(encoder(d2l.ones((2, 100), dtype=torch.long), valid_lens),
+
+ones_seq = d2l.ones((2, 100, 24))
+dec_layer = DecoderLayer(24, 48, 8, 0.5, 0)
+d2l.check_shape(dec_layer(ones_seq, [enc_layer(ones_seq, two_lens), two_lens, [None]])[0],
                 (2, 100, 24))
-results['encoder_weights'] = [tuple(w.shape) for w in encoder.attention_weights]
 
-class TransformerDecoderBlock(nn.Module):
-    # The i-th block in the Transformer decoder
-    def __init__(self, num_hiddens, ffn_num_hiddens, num_heads, dropout, i):
+
+class TfDecoder(AttnDecoderBase):
+    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads, num_blks, dropout):
         super().__init__()
-        self.i = i
-        self.attention1 = d2l.MultiHeadAttention(num_hiddens, num_heads,
-                                                 dropout)
-        self.addnorm1 = AddNorm(num_hiddens, dropout)
-        self.attention2 = d2l.MultiHeadAttention(num_hiddens, num_heads,
-                                                 dropout)
-        self.addnorm2 = AddNorm(num_hiddens, dropout)
-        self.ffn = PositionWiseFFN(ffn_num_hiddens, num_hiddens)
-        self.addnorm3 = AddNorm(num_hiddens, dropout)
+        self.width, self.depth = num_hiddens, num_blks
+        self.embed = nn.Embedding(vocab_size, num_hiddens)
+        self.positions = SinusoidalPositions(num_hiddens, dropout)
+        self.layers = nn.Sequential()
+        for b in range(num_blks):
+            self.layers.add_module(f"layer{b}", DecoderLayer(num_hiddens, ffn_num_hiddens,
+                                                             num_heads, dropout, b))
+        self.out = nn.LazyLinear(vocab_size)
 
-    def forward(self, X, state):
-        enc_outputs, enc_valid_lens = state[0], state[1]
-        # During training, all the tokens of any output sequence are processed
-        # at the same time, so state[2][self.i] is None as initialized. When
-        # decoding any output sequence token by token during prediction,
-        # state[2][self.i] contains representations of the decoded output at
-        # the i-th block up to the current time step
-        if state[2][self.i] is None:
-            key_values = X
-        else:
-            key_values = torch.cat((state[2][self.i], X), dim=1)
-        state[2][self.i] = key_values
-        if self.training:
-            batch_size, num_steps, _ = X.shape
-            # Shape of dec_valid_lens: (batch_size, num_steps), where every
-            # row is [1, 2, ..., num_steps]
-            dec_valid_lens = torch.arange(
-                1, num_steps + 1, device=X.device).repeat(batch_size, 1)
-        else:
-            dec_valid_lens = None
-        # Self-attention
-        X2 = self.attention1(X, key_values, key_values, dec_valid_lens)
-        Y = self.addnorm1(X, X2)
-        # Encoder-decoder attention. Shape of enc_outputs:
-        # (batch_size, num_steps, num_hiddens)
-        Y2 = self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens)
-        Z = self.addnorm2(Y, Y2)
-        return self.addnorm3(Z, self.ffn(Z)), state
+    def init_state(self, enc_outputs, src_valid_lens):
+        return [enc_outputs, src_valid_lens, [None for _ in range(self.depth)]]
 
-decoder_blk = TransformerDecoderBlock(24, 48, 8, 0.5, 0)
-X = d2l.ones((2, 100, 24))
-state = [encoder_blk(X, valid_lens), valid_lens, [None]]
-d2l.check_shape(decoder_blk(X, state)[0], X.shape)
+    def forward(self, tokens, state):
+        H = embed_scaled(self.embed, self.positions, tokens, self.width)
+        self_w, cross_w = [], []
+        for layer in self.layers:
+            H, state = layer(H, state)
+            self_w.append(layer.self_attn.attention.attention_weights)
+            cross_w.append(layer.cross_attn.attention.attention_weights)
+        self._weights = [self_w, cross_w]
+        return self.out(H), state
 
-class TransformerDecoder(AttentionDecoder):
-    def __init__(self, vocab_size, num_hiddens, ffn_num_hiddens, num_heads,
-                 num_blks, dropout):
-        super().__init__()
-        self.num_hiddens = num_hiddens
-        self.num_blks = num_blks
-        self.embedding = nn.Embedding(vocab_size, num_hiddens)
-        self.pos_encoding = d2l.PositionalEncoding(num_hiddens, dropout)
-        self.blks = nn.Sequential()
-        for i in range(num_blks):
-            self.blks.add_module("block"+str(i), TransformerDecoderBlock(
-                num_hiddens, ffn_num_hiddens, num_heads, dropout, i))
-        self.dense = nn.LazyLinear(vocab_size)
 
-    def init_state(self, enc_outputs, enc_valid_lens):
-        return [enc_outputs, enc_valid_lens, [None] * self.num_blks]
+mt = d2l.MTFraEng(batch_size=128)
+width, blocks, heads_n = 32, 2, 4
+transformer = d2l.Seq2Seq(TfEncoder(len(mt.src_vocab), width, 64, heads_n, blocks, 0.1),
+                          TfDecoder(len(mt.tgt_vocab), width, 64, heads_n, blocks, 0.1),
+                          tgt_pad=mt.tgt_vocab["<pad>"], lr=0.005)
+d2l.Trainer(max_epochs=8, gradient_clip_val=1, num_gpus=1).fit(transformer, mt)
+results["transformer"] = board_last(transformer)
+results["transformer_first_train_loss"] = first_run_loss(transformer)
+results["transformer_translations"] = [text for text, _ in translate(transformer, mt)]
+per_step = attention_steps(transformer, mt)
+enc_heat = d2l.reshape(d2l.concat(transformer.encoder.attention_weights, 0),
+                       (blocks, heads_n, -1, mt.num_steps))
+d2l.check_shape(enc_heat, (blocks, heads_n, mt.num_steps, mt.num_steps))
+results["dec_attention_steps"] = [[tuple(w.shape) for w in step[1]] for step in per_step[:2]]
 
-    def forward(self, X, state):
-        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))
-        self._attention_weights = [[None] * len(self.blks) for _ in range (2)]
-        for i, blk in enumerate(self.blks):
-            X, state = blk(X, state)
-            # Decoder self-attention weights
-            self._attention_weights[0][
-                i] = blk.attention1.attention.attention_weights
-            # Encoder-decoder attention weights
-            self._attention_weights[1][
-                i] = blk.attention2.attention.attention_weights
-        return self.dense(X), state
 
-    @property
-    def attention_weights(self):
-        return self._attention_weights
-
-data = d2l.MTFraEng(batch_size=128)
-num_hiddens, num_blks, dropout = 32, 2, 0.1  # (256, 2, 0.2)
-ffn_num_hiddens, num_heads = 64, 4
-encoder = TransformerEncoder(
-    len(data.src_vocab), num_hiddens, ffn_num_hiddens, num_heads,
-    num_blks, dropout)
-decoder = TransformerDecoder(
-    len(data.tgt_vocab), num_hiddens, ffn_num_hiddens, num_heads,
-    num_blks, dropout)
-model = d2l.Seq2Seq(encoder, decoder, tgt_pad=data.tgt_vocab['<pad>'],
-                    lr=0.005)  # (0.001 for 30 epochs of the real data)
-trainer = d2l.Trainer(max_epochs=8, gradient_clip_val=1, num_gpus=1)
-trainer.fit(model, data)
-results['transformer'] = val_metrics(model)
-results['transformer_first_train_loss'] = float(model.board.data['train_loss'][0].y)
-model.eval()  # (the book's predict_step runs in eval mode after fit)
-preds, _ = model.predict_step(
-    data.build(engs, fras), d2l.try_gpu(), data.num_steps)
-results['transformer_translations'] = []
-for en, fr, p in zip(engs, fras, preds):
-    translation = []
-    for token in data.tgt_vocab.to_tokens(p):
-        if token == '<eos>':
-            break
-        translation.append(token)
-    print(f'{en} => {translation}, bleu,'
-          f'{d2l.bleu(" ".join(translation), fr, k=2):.3f}')
-    results['transformer_translations'].append(" ".join(translation))
-_, dec_attention_weights = model.predict_step(
-    data.build([engs[-1]], [fras[-1]]), d2l.try_gpu(), data.num_steps, True)
-enc_attention_weights = d2l.concat(model.encoder.attention_weights, 0)
-shape = (num_blks, num_heads, -1, data.num_steps)
-enc_attention_weights = d2l.reshape(enc_attention_weights, shape)
-d2l.check_shape(enc_attention_weights,
-                (num_blks, num_heads, data.num_steps, data.num_steps))
-# (the decoder's heatmaps go through a pandas DataFrame: its weights per step are kept instead)
-results['dec_attention_steps'] = [[tuple(w.shape) for w in step[1]] for step in dec_attention_weights][:2]
-
-# -----------------------------------------------------------------------------
-# a deterministic part to compare with torch: the Bahdanau seq2seq and the Transformer
-# encoder with fixed weights (eval mode: no dropout): loss/outputs and gradients
-def fix(module):
+# ----------------------------------------------------------------------------- fixed weights
+# deterministic weights (no dropout): the GRU-attention seq2seq, a Transformer encoder and a
+# whole Transformer: losses, outputs, attention weights, gradients and greedy predictions
+def set_weights(module):
     with torch.no_grad():
-        for k, (pname, p) in enumerate(module.named_parameters()):
-            p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 3)
+        for k, (_, p) in enumerate(module.named_parameters(), start=1):
+            p.copy_(torch.cos(0.8 * k * torch.arange(p.numel(), dtype=torch.float32))
+                    .view_as(p) / 4)
+
+
+def grads(module):
+    return {n: p.grad.tolist() for n, p in module.named_parameters()}
+
 
 fixed_results = {}
-batch = next(iter(data.val_dataloader()))
-batch = [a[:6] for a in batch]
-fixed = d2l.Seq2Seq(d2l.Seq2SeqEncoder(len(data.src_vocab), 8, 8, 2),
-                    Seq2SeqAttentionDecoder(len(data.tgt_vocab), 8, 8, 2),
-                    tgt_pad=data.tgt_vocab['<pad>'], lr=0.01)
-fixed(*batch[:-1])  # (materializes the lazy layers)
-fix(fixed)
-fixed.eval()
-loss = fixed.loss(fixed(*batch[:-1]), batch[-1])
+batch = [t[:6] for t in next(iter(mt.val_dataloader()))]
+inputs, target = batch[:-1], batch[-1]
+pad = mt.tgt_vocab["<pad>"]
+
+net = d2l.Seq2Seq(d2l.Seq2SeqEncoder(len(mt.src_vocab), 8, 8, 2),
+                  GRUAttnDecoder(len(mt.tgt_vocab), 8, 8, 2), tgt_pad=pad, lr=0.01)
+net(*inputs)  # (the lazy layers take their shapes)
+set_weights(net)
+net.eval()
+loss = net.loss(net(*inputs), target)
 loss.backward()
-preds, weights = fixed.predict_step(batch, d2l.cpu(), 4, True)
-fixed_results['seq2seq'] = {"loss": loss.item(), "preds": preds.tolist(),
-                            "weights": [w[0].tolist() for w in weights],
-                            **{n: p.grad.tolist() for n, p in fixed.named_parameters()}}
-encoder = TransformerEncoder(30, 8, 16, 2, 2, 0.0)
-tokens = torch.arange(24).reshape(2, 12) % 30
-encoder(tokens, valid_lens)
-fix(encoder)
-out = encoder(tokens, valid_lens)
-(out ** 2).mean().backward()
-fixed_results['transformer_encoder'] = {
-    "out": out.tolist(), "weights": [w.tolist() for w in encoder.attention_weights],
-    **{n: p.grad.tolist() for n, p in encoder.named_parameters()}}
-fixed = d2l.Seq2Seq(TransformerEncoder(len(data.src_vocab), 8, 16, 2, 2, 0.0),
-                    TransformerDecoder(len(data.tgt_vocab), 8, 16, 2, 2, 0.0),
-                    tgt_pad=data.tgt_vocab['<pad>'], lr=0.01)
-fixed(*batch[:-1])  # (materializes the lazy layers)
-fix(fixed)
-loss = fixed.loss(fixed(*batch[:-1]), batch[-1])  # (training mode: the causal valid lengths)
+preds, weights = net.predict_step(batch, d2l.cpu(), 4, True)
+fixed_results["seq2seq"] = {"loss": loss.item(), "preds": preds.tolist(),
+                            "weights": [w[0].tolist() for w in weights], **grads(net)}
+
+tokens = torch.arange(24).reshape(2, 12) % 30  # (ids 0..23)
+small_enc = TfEncoder(30, 8, 16, 2, 2, 0.0)
+small_enc(tokens, two_lens)
+set_weights(small_enc)
+encoded = small_enc(tokens, two_lens)
+(encoded ** 2).mean().backward()
+fixed_results["transformer_encoder"] = {
+    "out": encoded.tolist(), "weights": [w.tolist() for w in small_enc.attention_weights],
+    **grads(small_enc)}
+
+net = d2l.Seq2Seq(TfEncoder(len(mt.src_vocab), 8, 16, 2, 2, 0.0),
+                  TfDecoder(len(mt.tgt_vocab), 8, 16, 2, 2, 0.0), tgt_pad=pad, lr=0.01)
+net(*inputs)
+set_weights(net)
+loss = net.loss(net(*inputs), target)  # (training mode: causal self-attention lengths)
 loss.backward()
-fixed.eval()
-preds, _ = fixed.predict_step(batch, d2l.cpu(), 4)
-fixed_results['transformer'] = {"loss": loss.item(), "preds": preds.tolist(),
-                                **{n: p.grad.tolist() for n, p in fixed.named_parameters()}}
+net.eval()
+preds, _ = net.predict_step(batch, d2l.cpu(), 4)
+fixed_results["transformer"] = {"loss": loss.item(), "preds": preds.tolist(), **grads(net)}

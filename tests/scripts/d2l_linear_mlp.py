@@ -1,388 +1,365 @@
-# ruff: noqa: A001, B006, B007, B008, B010, B020, C408, C416, E401, E402, E501, E701, E731, F401, F811, F841, I001, N801, N802, N803, N806, N812, UP004, UP008, UP031, UP032, UP034
-# (d2l.ai's code as is)
-"""d2l.ai (Dive into Deep Learning, PyTorch), chapters 3-5: synthetic regression data, linear
-regression from scratch (own SGD, `param -= lr * param.grad` under no_grad) and concise
-(LazyLinear, MSELoss), weight decay from scratch and with SGD param groups, softmax regression
-from scratch (fancy-index cross entropy) and concise, the MLP from scratch (nn.Parameter,
-torch.max ReLU) and concise, dropout from scratch and with nn.Dropout, all trained by d2l's
-Module / DataModule / Trainer classes.
+"""Linear models, softmax classifiers, MLPs and dropout, written for these tests in the way the
+d2l.ai book (Dive into Deep Learning, chapters 3-5) commonly writes its PyTorch code (modelled
+on the API usage of that book, not a copy of it), trained with the d2l-style Module /
+DataModule / Trainer of d2l_lib.py next to this file. It exercises:
 
-Changes: the d2l package is not installed, so its classes these sections use come from
-d2l_lib.py next to this file (d2l/torch.py written out once for the d2l ports, ProgressBoard
-without matplotlib); Fashion-MNIST is a download, so
-sklearn's bundled 8x8 digits stand in (d2l.FashionMNIST -> Digits, num_inputs 784 -> 64).
+- a synthetic regression DataModule (``d2l.randn``, ``matmul``, TensorDataset batches);
+- a hand-written linear regression (``d2l.normal(..., requires_grad=True)``) with a hand-written
+  SGD (``param -= lr * param.grad`` under no_grad, ``grad.zero_()``), and the same with
+  ``nn.LazyLinear`` (``weight.data.normal_``/``bias.data.fill_`` before it materialises),
+  ``nn.MSELoss`` and ``torch.optim.SGD``;
+- an L2 penalty by hand and as an SGD param-group ``weight_decay``;
+- softmax and cross-entropy by hand (``keepdims`` sums, fancy indexing ``y_hat[rows, y]``), a
+  classifier that overrides ``parameters()``, the concise ``Flatten`` + ``LazyLinear`` one;
+- MLPs with ``nn.Parameter`` and an elementwise ``torch.max`` ReLU, and with ``nn.Sequential``;
+- dropout by hand (``rand(shape) > p``, ``.float()``, ``self.training``) and ``nn.Dropout``;
+- a fixed-weight MLP's loss, accuracy, per-example losses and gradients (compared with torch).
+Images are scikit-learn's 8x8 digits (d2l.FashionMNIST in d2l_lib), so 64 inputs.
 """
-
-import numpy as np
 import jitgrad as torch
 from jitgrad import nn
-from jitgrad.nn import functional as F
 
-# -----------------------------------------------------------------------------
-# the d2l package's code these sections use (d2l/torch.py, written out once in d2l_lib.py next
-# to this file: the user has no d2l package), imported as the book imports its package
 import d2l_lib as d2l
 
 torch.manual_seed(0)
 results = {}
+DIGIT_EPOCHS = 10
 
-def val_metrics(model):
-    """The last validation points the board kept (the plot's last values)."""
-    return {k: float(v[-1].y) for k, v in model.board.data.items()}
 
-# -----------------------------------------------------------------------------
-# 3.3 Synthetic Regression Data
-class SyntheticRegressionData(d2l.DataModule):  #@save
-    """Synthetic data for linear regression."""
-    def __init__(self, w, b, noise=0.01, num_train=1000, num_val=1000,
-                 batch_size=32):
+def final_metrics(model):
+    """Last averaged value of each curve the model plotted (train_loss, val_loss, val_acc)."""
+    return {curve: float(pts[-1].y) for curve, pts in model.board.data.items()}
+
+
+# ----------------------------------------------------------------------------- regression data
+class LineData(d2l.DataModule):
+    """y = X w + b + Gaussian noise; the first ``num_train`` rows train, the rest validate."""
+    def __init__(self, w, b, noise=0.01, num_train=1000, num_val=1000, batch_size=32):
         super().__init__()
         self.save_hyperparameters()
-        n = num_train + num_val
-        self.X = d2l.randn(n, len(w))
-        noise = d2l.randn(n, 1) * noise
-        self.y = d2l.matmul(self.X, d2l.reshape(w, (-1, 1))) + b + noise
+        rows = num_train + num_val
+        self.X = d2l.randn(rows, len(w))
+        self.y = d2l.matmul(self.X, d2l.reshape(w, (-1, 1))) + b + d2l.randn(rows, 1) * noise
 
-@d2l.add_to_class(SyntheticRegressionData)  #@save
-def get_dataloader(self, train):
-    i = slice(0, self.num_train) if train else slice(self.num_train, None)
-    return self.get_tensorloader((self.X, self.y), train, i)
+    def get_dataloader(self, train: bool):
+        part = slice(None, self.num_train) if train else slice(self.num_train, None)
+        return self.get_tensorloader((self.X, self.y), train, part)
 
-d2l.SyntheticRegressionData = SyntheticRegressionData
-data = SyntheticRegressionData(w=torch.tensor([2, -3.4]), b=4.2)
-X, y = next(iter(data.train_dataloader()))
-print('X shape:', X.shape, '\ny shape:', y.shape)
-results['batch_shapes'] = (tuple(X.shape), tuple(y.shape))
-results['num_batches'] = len(data.train_dataloader())
 
-# -----------------------------------------------------------------------------
-# 3.4 Linear Regression Implementation from Scratch
-class LinearRegressionScratch(d2l.Module):  #@save
-    """The linear regression model implemented from scratch."""
-    def __init__(self, num_inputs, lr, sigma=0.01):
-        super().__init__()
-        self.save_hyperparameters()
-        self.w = d2l.normal(0, sigma, (num_inputs, 1), requires_grad=True)
-        self.b = d2l.zeros(1, requires_grad=True)
+TRUE_W, TRUE_B = d2l.tensor([1.5, -2.5]), 3.0
+line = LineData(TRUE_W, TRUE_B)
+xb, yb = next(iter(line.train_dataloader()))
+print("one batch:", tuple(xb.shape), tuple(yb.shape))
+results["batch_shapes"] = (tuple(xb.shape), tuple(yb.shape))
+results["num_batches"] = len(line.train_dataloader())
 
-@d2l.add_to_class(LinearRegressionScratch)  #@save
-def forward(self, X):
-    return d2l.matmul(X, self.w) + self.b
 
-@d2l.add_to_class(LinearRegressionScratch)  #@save
-def loss(self, y_hat, y):
-    l = (y_hat - y) ** 2 / 2
-    return d2l.reduce_mean(l)
-
-class SGD(d2l.HyperParameters):  #@save
-    """Minibatch stochastic gradient descent."""
-    def __init__(self, params, lr):
+# ----------------------------------------------------------------------------- linear, by hand
+class PlainSGD(d2l.HyperParameters):
+    """Minibatch SGD over a list of leaf tensors."""
+    def __init__(self, params: list, lr: float):
         self.save_hyperparameters()
 
     def step(self):
-        for param in self.params:
-            param -= self.lr * param.grad
+        for p in self.params:
+            p -= self.lr * p.grad
 
     def zero_grad(self):
-        for param in self.params:
-            if param.grad is not None:
-                param.grad.zero_()
+        for p in self.params:
+            if p.grad is not None:
+                p.grad.zero_()
 
-@d2l.add_to_class(LinearRegressionScratch)  #@save
-def configure_optimizers(self):
-    return SGD([self.w, self.b], self.lr)
 
-d2l.LinearRegressionScratch, d2l.SGD = LinearRegressionScratch, SGD
-model = LinearRegressionScratch(2, lr=0.03)
-data = d2l.SyntheticRegressionData(w=d2l.tensor([2, -3.4]), b=4.2)
-trainer = d2l.Trainer(max_epochs=3)
-trainer.fit(model, data)
+class HandLinear(d2l.Module):
+    def __init__(self, num_inputs: int, lr: float, sigma: float = 0.01):
+        super().__init__()
+        self.lr = lr
+        self.w = d2l.normal(0, sigma, (num_inputs, 1), requires_grad=True)
+        self.b = d2l.zeros((1,), requires_grad=True)
+
+    def forward(self, X):
+        return self.b + d2l.matmul(X, self.w)
+
+    def loss(self, pred, target):
+        return d2l.reduce_mean(0.5 * (pred - target) ** 2)
+
+    def configure_optimizers(self) -> PlainSGD:
+        return PlainSGD([self.w, self.b], self.lr)
+
+
+def fit(model, data, epochs):
+    trainer = d2l.Trainer(max_epochs=epochs)
+    trainer.fit(model, data)
+    return trainer
+
+
+hand = HandLinear(2, lr=0.03)
+fit(hand, LineData(TRUE_W, TRUE_B), 3)
 with torch.no_grad():
-    print(f'error in estimating w: {data.w - d2l.reshape(model.w, data.w.shape)}')
-    print(f'error in estimating b: {data.b - model.b}')
-    results['scratch_errors'] = ((data.w - d2l.reshape(model.w, data.w.shape)).abs().max().item(),
-                                 abs(data.b - model.b.item()))
-results['scratch_val_loss'] = val_metrics(model)['val_loss']
+    w_err = TRUE_W - d2l.reshape(hand.w, TRUE_W.shape)
+    print(f"w error {w_err}, b error {TRUE_B - hand.b}")
+    results["scratch_errors"] = (w_err.abs().max().item(), abs(TRUE_B - hand.b.item()))
+results["scratch_val_loss"] = final_metrics(hand)["val_loss"]
 
-# -----------------------------------------------------------------------------
-# 3.5 Concise Implementation of Linear Regression
-class LinearRegression(d2l.Module):  #@save
-    """The linear regression model implemented with high-level APIs."""
-    def __init__(self, lr):
+
+# ----------------------------------------------------------------------------- linear, concise
+class TorchLinear(d2l.Module):
+    def __init__(self, lr: float):
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.LazyLinear(1)
-        self.net.weight.data.normal_(0, 0.01)
-        self.net.bias.data.fill_(0)
+        self.net = nn.LazyLinear(out_features=1)
+        self.net.weight.data.normal_(0, 0.01)  # (no effect before materialising, as in torch)
+        self.net.bias.data.fill_(0.0)
 
-@d2l.add_to_class(LinearRegression)  #@save
-def forward(self, X):
-    return self.net(X)
+    def loss(self, pred, target):
+        return nn.MSELoss()(pred, target)
 
-@d2l.add_to_class(LinearRegression)  #@save
-def loss(self, y_hat, y):
-    fn = nn.MSELoss()
-    return fn(y_hat, y)
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        params = list(self.parameters())
+        return torch.optim.SGD(params, self.lr)
 
-@d2l.add_to_class(LinearRegression)  #@save
-def configure_optimizers(self):
-    return torch.optim.SGD(self.parameters(), self.lr)
 
-d2l.LinearRegression = LinearRegression
-model = LinearRegression(lr=0.03)
-data = d2l.SyntheticRegressionData(w=d2l.tensor([2, -3.4]), b=4.2)
-trainer = d2l.Trainer(max_epochs=3)
-trainer.fit(model, data)
-
-@d2l.add_to_class(LinearRegression)  #@save
+@d2l.add_to_class(TorchLinear)
 def get_w_b(self):
-    return (self.net.weight.data, self.net.bias.data)
-w, b = model.get_w_b()
-print(f'error in estimating w: {data.w - d2l.reshape(w, data.w.shape)}')
-print(f'error in estimating b: {data.b - b}')
-results['concise_errors'] = ((data.w - d2l.reshape(w, data.w.shape)).abs().max().item(),
-                             (data.b - b).abs().item())
+    return self.net.weight.data, self.net.bias.data
 
-# -----------------------------------------------------------------------------
-# 3.7 Weight Decay
-class Data(d2l.DataModule):
-    def __init__(self, num_train, num_val, num_inputs, batch_size):
-        self.save_hyperparameters()
-        n = num_train + num_val
-        self.X = d2l.randn(n, num_inputs)
-        noise = d2l.randn(n, 1) * 0.01
-        w, b = d2l.ones((num_inputs, 1)) * 0.01, 0.05
-        self.y = d2l.matmul(self.X, w) + b + noise
 
-    def get_dataloader(self, train):
-        i = slice(0, self.num_train) if train else slice(self.num_train, None)
-        return self.get_tensorloader([self.X, self.y], train, i)
+concise = TorchLinear(lr=0.03)
+fit(concise, LineData(TRUE_W, TRUE_B), 3)
+w_hat, b_hat = concise.get_w_b()
+results["concise_errors"] = ((TRUE_W - d2l.reshape(w_hat, TRUE_W.shape)).abs().max().item(),
+                             (TRUE_B - b_hat).abs().item())
 
-def l2_penalty(w):
-    return d2l.reduce_sum(w**2) / 2
 
-class WeightDecayScratch(d2l.LinearRegressionScratch):
-    def __init__(self, num_inputs, lambd, lr, sigma=0.01):
-        super().__init__(num_inputs, lr, sigma)
-        self.save_hyperparameters()
+# ----------------------------------------------------------------------------- weight decay
+class WideData(d2l.DataModule):
+    """Few samples of many features: easy to overfit. True weights 0.01, bias 0.05."""
+    def __init__(self, num_train: int, num_val: int, num_inputs: int, batch_size: int):
+        self.num_train, self.batch_size = num_train, batch_size
+        rows = num_train + num_val
+        self.X = d2l.randn(rows, num_inputs)
+        noise = 0.01 * d2l.randn(rows, 1)
+        self.y = d2l.matmul(self.X, 0.01 * d2l.ones((num_inputs, 1))) + 0.05 + noise
 
-    def loss(self, y_hat, y):
-        return (super().loss(y_hat, y) +
-                self.lambd * l2_penalty(self.w))
+    def get_dataloader(self, train: bool):
+        part = slice(None, self.num_train) if train else slice(self.num_train, None)
+        return self.get_tensorloader([self.X, self.y], train, part)
 
-data = Data(num_train=20, num_val=100, num_inputs=200, batch_size=5)
-trainer = d2l.Trainer(max_epochs=10)
 
-def train_scratch(lambd):
-    model = WeightDecayScratch(num_inputs=200, lambd=lambd, lr=0.01)
-    model.board.yscale='log'
-    trainer.fit(model, data)
-    print('L2 norm of w:', float(l2_penalty(model.w)))
-    results[f'weight_decay_scratch_{lambd}'] = (float(l2_penalty(model.w)), val_metrics(model))
+def half_sq_norm(w):
+    return d2l.reduce_sum(w * w) / 2
 
-train_scratch(0)
-train_scratch(3)
 
-class WeightDecay(d2l.LinearRegression):
-    def __init__(self, wd, lr):
+class RidgeByHand(HandLinear):
+    def __init__(self, num_inputs: int, lambd: float, lr: float):
+        super().__init__(num_inputs, lr)
+        self.lambd = lambd
+
+    def loss(self, pred, target):
+        return super().loss(pred, target) + self.lambd * half_sq_norm(self.w)
+
+
+wide = WideData(num_train=20, num_val=100, num_inputs=200, batch_size=5)
+wd_trainer = d2l.Trainer(max_epochs=10)
+for lambd in (0, 3):
+    ridge = RidgeByHand(200, lambd=lambd, lr=0.01)
+    ridge.board.yscale = "log"
+    wd_trainer.fit(ridge, wide)
+    norm = float(half_sq_norm(ridge.w))  # (of a tensor that requires grad: torch warns)
+    print(f"lambda {lambd}: half squared norm of w {norm:.5f}")
+    results[f"weight_decay_scratch_{lambd}"] = (norm, final_metrics(ridge))
+
+
+class RidgeSGD(TorchLinear):
+    def __init__(self, wd: float, lr: float):
         super().__init__(lr)
-        self.save_hyperparameters()
         self.wd = wd
 
-    def configure_optimizers(self):
-        return torch.optim.SGD([
-            {'params': self.net.weight, 'weight_decay': self.wd},
-            {'params': self.net.bias}], lr=self.lr)
+    def configure_optimizers(self) -> torch.optim.Optimizer:
+        groups = [{"params": self.net.weight, "weight_decay": self.wd}, {"params": self.net.bias}]
+        return torch.optim.SGD(groups, lr=self.lr)
 
-model = WeightDecay(wd=3, lr=0.01)
-model.board.yscale='log'
-trainer.fit(model, data)
-print('L2 norm of w:', float(l2_penalty(model.get_w_b()[0])))
-results['weight_decay_concise'] = float(l2_penalty(model.get_w_b()[0]))
 
-# -----------------------------------------------------------------------------
-# 4.4 Softmax Regression Implementation from Scratch (digits in place of Fashion-MNIST)
-X = d2l.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
-results['keepdims_sums'] = (d2l.reduce_sum(X, 0, keepdims=True).tolist(),
-                            d2l.reduce_sum(X, 1, keepdims=True).tolist())
+ridge = RidgeSGD(wd=3, lr=0.01)
+ridge.board.yscale = "log"
+wd_trainer.fit(ridge, wide)
+results["weight_decay_concise"] = float(half_sq_norm(ridge.get_w_b()[0]))
 
-def softmax(X):
-    X_exp = d2l.exp(X)
-    partition = d2l.reduce_sum(X_exp, 1, keepdims=True)
-    return X_exp / partition  # The broadcasting mechanism is applied here
+# ----------------------------------------------------------------------------- softmax by hand
+M = d2l.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 6.0]])
+results["keepdims_sums"] = (d2l.reduce_sum(M, 0, keepdims=True).tolist(),
+                            d2l.reduce_sum(M, 1, keepdims=True).tolist())
 
-X = d2l.rand((2, 5))
-X_prob = softmax(X)
-results['softmax_row_sums'] = d2l.reduce_sum(X_prob, 1).tolist()
 
-class SoftmaxRegressionScratch(d2l.Classifier):
-    def __init__(self, num_inputs, num_outputs, lr, sigma=0.01):
+def softmax(logits):
+    e = d2l.exp(logits)
+    return e / d2l.reduce_sum(e, 1, keepdims=True)  # (broadcast over each row)
+
+
+results["softmax_row_sums"] = d2l.reduce_sum(softmax(d2l.rand((2, 5))), 1).tolist()
+
+probs = d2l.tensor([[0.7, 0.1, 0.2], [0.5, 0.25, 0.25]])
+labels = d2l.tensor([1, 0])
+results["picked"] = probs[[0, 1], labels].tolist()
+
+
+def nll(p, y):
+    """Mean negative log of each row's probability for its label."""
+    rows = list(range(len(p)))
+    return -d2l.reduce_mean(d2l.log(p[rows, y]))
+
+
+results["cross_entropy"] = nll(probs, labels).item()
+
+
+class HandSoftmax(d2l.Classifier):
+    def __init__(self, num_inputs: int, num_outputs: int, lr: float, sigma: float = 0.01):
         super().__init__()
-        self.save_hyperparameters()
-        self.W = torch.normal(0, sigma, size=(num_inputs, num_outputs),
-                              requires_grad=True)
-        self.b = torch.zeros(num_outputs, requires_grad=True)
+        self.lr = lr
+        self.W = torch.normal(0, sigma, size=(num_inputs, num_outputs), requires_grad=True)
+        self.b = torch.zeros((num_outputs,), requires_grad=True)
 
-    def parameters(self):
+    def parameters(self):  # (plain tensors, not nn.Parameters: list them for the optimizer)
         return [self.W, self.b]
 
-@d2l.add_to_class(SoftmaxRegressionScratch)
-def forward(self, X):
-    X = d2l.reshape(X, (-1, self.W.shape[0]))
-    return softmax(d2l.matmul(X, self.W) + self.b)
-
-y = d2l.tensor([0, 2])
-y_hat = d2l.tensor([[0.1, 0.3, 0.6], [0.3, 0.2, 0.5]])
-results['picked'] = y_hat[[0, 1], y].tolist()
-
-def cross_entropy(y_hat, y):
-    return -d2l.reduce_mean(d2l.log(y_hat[list(range(len(y_hat))), y]))
-
-results['cross_entropy'] = cross_entropy(y_hat, y).item()
-
-@d2l.add_to_class(SoftmaxRegressionScratch)
-def loss(self, y_hat, y):
-    return cross_entropy(y_hat, y)
-
-data = d2l.FashionMNIST(batch_size=256)
-model = SoftmaxRegressionScratch(num_inputs=64, num_outputs=10, lr=0.1)
-trainer = d2l.Trainer(max_epochs=10)
-trainer.fit(model, data)
-results['softmax_scratch'] = val_metrics(model)
-
-X, y = next(iter(data.val_dataloader()))
-preds = d2l.argmax(model(X), axis=1)
-wrong = d2l.astype(preds, y.dtype) != y
-X, y, preds = X[wrong], y[wrong], preds[wrong]
-labels = [a+'\n'+b for a, b in zip(
-    data.text_labels(y), data.text_labels(preds))]
-results['wrong_labels'] = (len(labels), tuple(X.shape[1:]))
-
-# -----------------------------------------------------------------------------
-# 4.5 Concise Implementation of Softmax Regression
-class SoftmaxRegression(d2l.Classifier):  #@save
-    """The softmax regression model."""
-    def __init__(self, num_outputs, lr):
-        super().__init__()
-        self.save_hyperparameters()
-        self.net = nn.Sequential(nn.Flatten(),
-                                 nn.LazyLinear(num_outputs))
-
     def forward(self, X):
-        return self.net(X)
+        flat = d2l.reshape(X, (-1, self.W.shape[0]))
+        return softmax(d2l.matmul(flat, self.W) + self.b)
 
-data = d2l.FashionMNIST(batch_size=256)
-model = SoftmaxRegression(num_outputs=10, lr=0.1)
-trainer = d2l.Trainer(max_epochs=10)
-trainer.fit(model, data)
-results['softmax_concise'] = val_metrics(model)
+    def loss(self, probs, labels):
+        return nll(probs, labels)
 
-# -----------------------------------------------------------------------------
-# 5.2 Implementation of Multilayer Perceptrons
-class MLPScratch(d2l.Classifier):
-    def __init__(self, num_inputs, num_outputs, num_hiddens, lr, sigma=0.01):
+
+digits = d2l.FashionMNIST(batch_size=256)
+classifier = HandSoftmax(64, 10, lr=0.1)
+fit(classifier, digits, DIGIT_EPOCHS)
+results["softmax_scratch"] = final_metrics(classifier)
+
+images, truth = next(iter(digits.val_dataloader()))
+guess = d2l.argmax(classifier(images), axis=1)
+missed = d2l.astype(guess, truth.dtype) != truth
+captions = [f"true {t} / said {g}" for t, g in zip(digits.text_labels(truth[missed]),
+                                                    digits.text_labels(guess[missed]))]
+results["wrong_labels"] = (len(captions), tuple(images[missed].shape[1:]))
+
+
+class LazySoftmax(d2l.Classifier):
+    def __init__(self, num_outputs: int, lr: float):
         super().__init__()
-        self.save_hyperparameters()
-        self.W1 = nn.Parameter(torch.randn(num_inputs, num_hiddens) * sigma)
-        self.b1 = nn.Parameter(torch.zeros(num_hiddens))
-        self.W2 = nn.Parameter(torch.randn(num_hiddens, num_outputs) * sigma)
-        self.b2 = nn.Parameter(torch.zeros(num_outputs))
+        self.lr = lr
+        self.net = nn.Sequential(nn.Flatten(), nn.LazyLinear(num_outputs))
 
+
+classifier = LazySoftmax(10, lr=0.1)
+fit(classifier, digits, DIGIT_EPOCHS)
+results["softmax_concise"] = final_metrics(classifier)
+
+
+# ----------------------------------------------------------------------------- MLPs
 def relu(X):
-    a = torch.zeros_like(X)
-    return torch.max(X, a)
+    return torch.max(X, torch.zeros_like(X))
 
-@d2l.add_to_class(MLPScratch)
-def forward(self, X):
-    X = d2l.reshape(X, (-1, self.num_inputs))
-    H = relu(d2l.matmul(X, self.W1) + self.b1)
-    return d2l.matmul(H, self.W2) + self.b2
 
-model = MLPScratch(num_inputs=64, num_outputs=10, num_hiddens=256, lr=0.1)
-data = d2l.FashionMNIST(batch_size=256)
-trainer = d2l.Trainer(max_epochs=10)
-trainer.fit(model, data)
-results['mlp_scratch'] = val_metrics(model)
-
-class MLP(d2l.Classifier):
-    def __init__(self, num_outputs, num_hiddens, lr):
+class HandMLP(d2l.Classifier):
+    def __init__(self, num_inputs: int, num_outputs: int, num_hiddens: int, lr: float,
+                 sigma: float = 0.01):
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.Sequential(nn.Flatten(), nn.LazyLinear(num_hiddens),
-                                 nn.ReLU(), nn.LazyLinear(num_outputs))
-
-model = MLP(num_outputs=10, num_hiddens=256, lr=0.1)
-trainer.fit(model, data)
-results['mlp_concise'] = val_metrics(model)
-
-# -----------------------------------------------------------------------------
-# 5.6 Dropout
-def dropout_layer(X, dropout):
-    assert 0 <= dropout <= 1
-    if dropout == 1: return torch.zeros_like(X)
-    mask = (torch.rand(X.shape) > dropout).float()
-    return mask * X / (1.0 - dropout)
-
-X = torch.arange(16, dtype = torch.float32).reshape((2, 8))
-print('dropout_p = 0:', dropout_layer(X, 0))
-print('dropout_p = 0.5:', dropout_layer(X, 0.5))
-print('dropout_p = 1:', dropout_layer(X, 1))
-results['dropout_half'] = dropout_layer(X, 0.5)
-results['dropout_ends'] = (dropout_layer(X, 0).tolist(), dropout_layer(X, 1).tolist())
-
-class DropoutMLPScratch(d2l.Classifier):
-    def __init__(self, num_outputs, num_hiddens_1, num_hiddens_2,
-                 dropout_1, dropout_2, lr):
-        super().__init__()
-        self.save_hyperparameters()
-        self.lin1 = nn.LazyLinear(num_hiddens_1)
-        self.lin2 = nn.LazyLinear(num_hiddens_2)
-        self.lin3 = nn.LazyLinear(num_outputs)
-        self.relu = nn.ReLU()
+        self.W1 = nn.Parameter(sigma * torch.randn(num_inputs, num_hiddens))
+        self.b1 = nn.Parameter(torch.zeros((num_hiddens,)))
+        self.W2 = nn.Parameter(sigma * torch.randn(num_hiddens, num_outputs))
+        self.b2 = nn.Parameter(torch.zeros((num_outputs,)))
 
     def forward(self, X):
-        H1 = self.relu(self.lin1(X.reshape((X.shape[0], -1))))
-        if self.training:
-            H1 = dropout_layer(H1, self.dropout_1)
-        H2 = self.relu(self.lin2(H1))
-        if self.training:
-            H2 = dropout_layer(H2, self.dropout_2)
-        return self.lin3(H2)
+        H = relu(d2l.matmul(d2l.reshape(X, (-1, self.num_inputs)), self.W1) + self.b1)
+        return self.b2 + d2l.matmul(H, self.W2)
 
-hparams = {'num_outputs':10, 'num_hiddens_1':256, 'num_hiddens_2':256,
-           'dropout_1':0.5, 'dropout_2':0.5, 'lr':0.1}
-model = DropoutMLPScratch(**hparams)
-data = d2l.FashionMNIST(batch_size=256)
-trainer = d2l.Trainer(max_epochs=10)
-trainer.fit(model, data)
-results['dropout_scratch'] = val_metrics(model)
 
-class DropoutMLP(d2l.Classifier):
-    def __init__(self, num_outputs, num_hiddens_1, num_hiddens_2,
-                 dropout_1, dropout_2, lr):
+mlp = HandMLP(64, 10, 256, lr=0.1)
+mlp_trainer = fit(mlp, digits, DIGIT_EPOCHS)
+results["mlp_scratch"] = final_metrics(mlp)
+
+
+class SeqMLP(d2l.Classifier):
+    def __init__(self, num_outputs: int, num_hiddens: int, lr: float):
+        super().__init__()
+        self.lr = lr
+        hidden = nn.LazyLinear(num_hiddens)
+        self.net = nn.Sequential(nn.Flatten(), hidden, nn.ReLU(), nn.LazyLinear(num_outputs))
+
+
+mlp = SeqMLP(10, 256, lr=0.1)
+mlp_trainer.fit(mlp, digits)
+results["mlp_concise"] = final_metrics(mlp)
+
+
+# ----------------------------------------------------------------------------- dropout
+def drop(X, p):
+    """Inverted dropout: zero each entry with probability p, scale the rest by 1 / (1 - p)."""
+    assert 0 <= p <= 1
+    if p == 1:
+        return torch.zeros_like(X)
+    keep = (torch.rand(X.shape) > p).float()
+    return keep * X / (1.0 - p)
+
+
+drop_in = torch.arange(16, dtype=torch.float32).reshape((2, 8))
+for p in (0, 0.5, 1):
+    print(f"p={p}:", drop(drop_in, p))
+results["dropout_half"] = drop(drop_in, 0.5)
+results["dropout_ends"] = (drop(drop_in, 0).tolist(), drop(drop_in, 1).tolist())
+
+
+class HandDropoutMLP(d2l.Classifier):
+    def __init__(self, num_outputs, num_hiddens_1, num_hiddens_2, dropout_1, dropout_2, lr):
+        super().__init__()
+        self.dropout_1, self.dropout_2, self.lr = dropout_1, dropout_2, lr
+        self.hidden = nn.ModuleList([nn.LazyLinear(num_hiddens_1), nn.LazyLinear(num_hiddens_2)])
+        self.head = nn.LazyLinear(num_outputs)
+        self.act = nn.ReLU()
+
+    def forward(self, X):
+        H = X.reshape((X.shape[0], -1))
+        for layer, p in zip(self.hidden, (self.dropout_1, self.dropout_2)):
+            H = self.act(layer(H))
+            if self.training:
+                H = drop(H, p)
+        return self.head(H)
+
+
+sizes = dict(num_outputs=10, num_hiddens_1=256, num_hiddens_2=256, dropout_1=0.5,
+             dropout_2=0.5, lr=0.1)
+net = HandDropoutMLP(**sizes)
+drop_trainer = fit(net, digits, DIGIT_EPOCHS)
+results["dropout_scratch"] = final_metrics(net)
+
+
+class SeqDropoutMLP(d2l.Classifier):
+    def __init__(self, num_outputs, num_hiddens_1, num_hiddens_2, dropout_1, dropout_2, lr):
         super().__init__()
         self.save_hyperparameters()
-        self.net = nn.Sequential(
-            nn.Flatten(), nn.LazyLinear(num_hiddens_1), nn.ReLU(),
-            nn.Dropout(dropout_1), nn.LazyLinear(num_hiddens_2), nn.ReLU(),
-            nn.Dropout(dropout_2), nn.LazyLinear(num_outputs))
+        layers = [nn.Flatten()]
+        for width, p in ((num_hiddens_1, dropout_1), (num_hiddens_2, dropout_2)):
+            layers += [nn.LazyLinear(width), nn.ReLU(), nn.Dropout(p)]
+        self.net = nn.Sequential(*layers, nn.LazyLinear(num_outputs))
 
-model = DropoutMLP(**hparams)
-trainer.fit(model, data)
-results['dropout_concise'] = val_metrics(model)
-results['lazy_shapes'] = [tuple(p.shape) for p in model.parameters()]
 
-# -----------------------------------------------------------------------------
-# a deterministic part to compare with torch: the concise MLP with fixed weights, its loss,
-# accuracy and gradients on the first validation batch
-fixed = MLP(num_outputs=10, num_hiddens=16, lr=0.1)
-Xv, yv = next(iter(data.val_dataloader()))
-fixed(Xv)  # (materializes the lazy layers)
+net = SeqDropoutMLP(**sizes)
+drop_trainer.fit(net, digits)
+results["dropout_concise"] = final_metrics(net)
+results["lazy_shapes"] = [tuple(p.shape) for p in net.parameters()]
+
+# ----------------------------------------------------------------------------- fixed weights
+# a small SeqMLP with deterministic weights on one validation batch: loss, accuracy,
+# per-example losses and gradients (the tests compare them with torch's)
+probe = SeqMLP(10, 16, lr=0.1)
+xv, yv = next(iter(digits.val_dataloader()))
+probe(xv)  # (the lazy layers take their input size)
 with torch.no_grad():
-    for k, (name, p) in enumerate(fixed.named_parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 3)
-fixed_loss = fixed.loss(fixed(Xv), yv)
-fixed_loss.backward()
-fixed_result = {"loss": fixed_loss.item(), "acc": fixed.accuracy(fixed(Xv), yv).item(),
-                "per_example": fixed.loss(fixed(Xv), yv, averaged=False).tolist(),
-                **{n: p.grad.tolist() for n, p in fixed.named_parameters()}}
+    for k, (_, p) in enumerate(probe.named_parameters(), start=1):
+        p.copy_(torch.cos(0.9 * k * torch.arange(p.numel(), dtype=torch.float32)).view_as(p) / 4)
+probe_loss = probe.loss(probe(xv), yv)
+probe_loss.backward()
+fixed_result = {"loss": probe_loss.item(), "acc": probe.accuracy(probe(xv), yv).item(),
+                "per_example": probe.loss(probe(xv), yv, averaged=False).tolist(),
+                **{n: p.grad.tolist() for n, p in probe.named_parameters()}}

@@ -1,369 +1,324 @@
-# ruff: noqa: A001, B006, B007, B008, B010, B020, C408, C416, E401, E402, E501, E701, E711, E721, E731, E741, F401, F811, F841, I001, N801, N802, N803, N806, N807, N812, UP004, UP008, UP031, UP032, UP034
-# (d2l.ai's code as is)
-"""d2l.ai (Dive into Deep Learning, PyTorch), chapters 9-10: text to sequence data (Vocab,
-character tokens, the language-model minibatches), an RNN from scratch (one_hot inputs, a
-Python loop over time steps, gradient clipping in the Trainer, greedy predict) and with nn.RNN,
-GRU and LSTM from scratch and with nn.GRU / nn.LSTM.
+"""Character-level language models, written for these tests in the way the d2l.ai book
+(Dive into Deep Learning, chapters 9-10) commonly writes its PyTorch code (modelled on the API
+usage of that book, not a copy of it), on the small d2l-style package d2l_lib.py next to this
+file. It exercises:
 
-Changes: the d2l package is not installed, so its classes these sections use come from
-d2l_lib.py next to this file (d2l/torch.py written out once for the d2l ports, ProgressBoard
-without matplotlib; Vocab, check_len and check_shape live there, as chapter 11 uses them too);
-The Time Machine is a download,
-so generated sentences in its words stand in (2000 training subsequences of 16 steps, 4 epochs
-instead of 100 and 50).
+- a DataModule built up with ``@d2l.add_to_class``: a generated text, character tokens, Vocab,
+  overlapping subsequences as ``d2l.tensor`` rows, TensorDataset/DataLoader batches;
+- ``F.one_hot`` inputs, a vanilla RNN, a GRU and an LSTM cell written with ``nn.Parameter``,
+  ``matmul``, ``tanh``/``sigmoid`` and a Python loop over time steps (``check_len``,
+  ``check_shape``);
+- the same models with ``nn.RNN``, ``nn.GRU``, ``nn.LSTM`` and an ``nn.LazyLinear`` head
+  (``swapaxes`` back to batch-major);
+- training through d2l.Trainer with gradient clipping (perplexity plotted as ``exp(loss)``),
+  greedy generation from a prompt, and a fixed-weight loss/gradient check against torch.
 """
-import re
 import random
+import re
 
-import numpy as np
 import jitgrad as torch
 from jitgrad import nn
 from jitgrad.nn import functional as F
 
-# -----------------------------------------------------------------------------
-# the d2l package's code these sections use (d2l/torch.py, written out once in d2l_lib.py next
-# to this file: the user has no d2l package), imported as the book imports its package
 import d2l_lib as d2l
 
 torch.manual_seed(0)
 results = {}
-NUM_EPOCHS = 4  # (100 and 50 in the book)
+EPOCHS = 4
+HIDDEN = 32
+PROMPT = "it has"
 
-def val_metrics(model):
-    """The last points the board kept (the plot's last values)."""
-    return {k: float(v[-1].y) for k, v in model.board.data.items()}
 
-# -----------------------------------------------------------------------------
-# 9.2 Converting Raw Text into Sequence Data
-class TimeMachine(d2l.DataModule): #@save
-    """The Time Machine dataset."""
-    def _download(self):
-        # (H. G. Wells' book is a download: generated sentences in its words stand in)
-        rng = random.Random(0)
-        words = ("the time traveller for so it will be convenient to speak of him was expounding "
-                 "a recondite matter to us his grey eyes shone and twinkled").split()
-        return "\n".join(" ".join(rng.choice(words) for _ in range(rng.randint(5, 12))).capitalize() + "."
-                         for _ in range(400))
+def last_points(model):
+    """The newest averaged value of every curve on the model's board."""
+    return {name: float(points[-1].y) for name, points in model.board.data.items()}
 
-@d2l.add_to_class(TimeMachine)  #@save
-def _preprocess(self, text):
-    return re.sub('[^A-Za-z]+', ' ', text).lower()
 
-@d2l.add_to_class(TimeMachine)  #@save
-def _tokenize(self, text):
-    return list(text)
+# ----------------------------------------------------------------------------- the data
+LEXICON = ("a quiet river winds past the old mill where children fish for silver trout each "
+           "morning and the baker hums while dough rises by the lamp").split()
 
-# (Vocab, #@save, is in d2l_lib.py: 10.5's machine-translation data uses it too)
-Vocab = d2l.Vocab
 
-@d2l.add_to_class(TimeMachine)  #@save
-def build(self, raw_text, vocab=None):
-    tokens = self._tokenize(self._preprocess(raw_text))
-    if vocab is None: vocab = Vocab(tokens)
-    corpus = [vocab[token] for token in tokens]
-    return corpus, vocab
-
-# 9.3 Language Models: the dataset's minibatches of subsequences
-@d2l.add_to_class(TimeMachine)  #@save
-def __init__(self, batch_size, num_steps, num_train=10000, num_val=5000):
-    super(TimeMachine, self).__init__()
-    self.save_hyperparameters()
-    corpus, self.vocab = self.build(self._download())
-    array = d2l.tensor([corpus[i:i+num_steps+1]
-                        for i in range(len(corpus)-num_steps)])
-    self.X, self.Y = array[:,:-1], array[:,1:]
-
-@d2l.add_to_class(TimeMachine)  #@save
-def get_dataloader(self, train):
-    idx = slice(0, self.num_train) if train else slice(
-        self.num_train, self.num_train + self.num_val)
-    return self.get_tensorloader([self.X, self.Y], train, idx)
-
-d2l.TimeMachine = TimeMachine
-data = TimeMachine(batch_size=256, num_steps=16, num_train=2000, num_val=500)
-raw_text = data._download()
-text = data._preprocess(raw_text)
-tokens = data._tokenize(text)
-vocab = Vocab(tokens)
-indices = vocab[tokens[:10]]
-results['words'] = (indices, vocab.to_tokens(indices))
-corpus, vocab = data.build(raw_text)
-words = text.split()
-word_vocab = Vocab(words)
-bigram_tokens = ['--'.join(pair) for pair in zip(words[:-1], words[1:])]
-bigram_vocab = Vocab(bigram_tokens)
-results['vocab'] = (len(corpus), len(vocab), word_vocab.token_freqs[:3], len(bigram_vocab))
-X, Y = next(iter(data.train_dataloader()))
-results['batch'] = (tuple(X.shape), bool((X[:, 1:] == Y[:, :-1]).all()))
-
-# -----------------------------------------------------------------------------
-# 9.5 Recurrent Neural Network Implementation from Scratch
-class RNNScratch(d2l.Module):  #@save
-    """The RNN model implemented from scratch."""
-    def __init__(self, num_inputs, num_hiddens, sigma=0.01):
+class RiverText(d2l.DataModule):
+    """Random sentences over LEXICON, cut into (input, next-character) windows."""
+    def __init__(self, batch_size: int, num_steps: int, num_train=2000, num_val=500):
         super().__init__()
         self.save_hyperparameters()
-        self.W_xh = nn.Parameter(
-            d2l.randn(num_inputs, num_hiddens) * sigma)
-        self.W_hh = nn.Parameter(
-            d2l.randn(num_hiddens, num_hiddens) * sigma)
-        self.b_h = nn.Parameter(d2l.zeros(num_hiddens))
+        ids, self.vocab = self.build(self._download())
+        windows = [ids[start:start + num_steps + 1] for start in range(len(ids) - num_steps)]
+        rows = d2l.tensor(windows)
+        self.X, self.Y = rows[:, :-1], rows[:, 1:]
 
-@d2l.add_to_class(RNNScratch)  #@save
-def forward(self, inputs, state=None):
-    if state is None:
-        # Initial state with shape: (batch_size, num_hiddens)
-        state = d2l.zeros((inputs.shape[1], self.num_hiddens),
-                          device=inputs.device)
-    else:
-        state, = state
-    outputs = []
-    for X in inputs:  # Shape of inputs: (num_steps, batch_size, num_inputs)
-        state = d2l.tanh(d2l.matmul(X, self.W_xh) +
-                         d2l.matmul(state, self.W_hh) + self.b_h)
-        outputs.append(state)
-    return outputs, state
+    def _download(self):
+        rng = random.Random(7)
+        lines = []
+        for _ in range(420):
+            sentence = " ".join(rng.choice(LEXICON) for _ in range(rng.randint(4, 11)))
+            lines.append(sentence[0].upper() + sentence[1:] + ".")
+        return "\n".join(lines)
 
-batch_size, num_inputs, num_hiddens, num_steps = 2, 16, 32, 100
-rnn = RNNScratch(num_inputs, num_hiddens)
-X = d2l.ones((num_steps, batch_size, num_inputs))
-outputs, state = rnn(X)
 
-# (check_len and check_shape, #@save, are in d2l_lib.py: chapter 11 uses them too)
-check_len, check_shape = d2l.check_len, d2l.check_shape
+@d2l.add_to_class(RiverText)
+def _preprocess(self, text: str) -> str:
+    return re.sub(r"[^a-z]+", " ", text.lower())
 
-check_len(outputs, num_steps)
-check_shape(outputs[0], (batch_size, num_hiddens))
-check_shape(state, (batch_size, num_hiddens))
 
-class RNNLMScratch(d2l.Classifier):  #@save
-    """The RNN-based language model implemented from scratch."""
-    def __init__(self, rnn, vocab_size, lr=0.01):
+@d2l.add_to_class(RiverText)
+def _tokenize(self, text: str) -> list:
+    return [ch for ch in text]
+
+
+@d2l.add_to_class(RiverText)
+def build(self, raw_text: str, vocab=None):
+    chars = self._tokenize(self._preprocess(raw_text))
+    if vocab is None:
+        vocab = d2l.Vocab(chars)
+    return [vocab[ch] for ch in chars], vocab
+
+
+@d2l.add_to_class(RiverText)
+def get_dataloader(self, train: bool):
+    lo, hi = (0, self.num_train) if train else (self.num_train, self.num_train + self.num_val)
+    return self.get_tensorloader([self.X, self.Y], train, slice(lo, hi))
+
+
+data = RiverText(batch_size=256, num_steps=16, num_train=2000, num_val=500)
+raw = data._download()
+chars = data._tokenize(data._preprocess(raw))
+char_vocab = d2l.Vocab(chars)
+first_ids = char_vocab[chars[:10]]
+results["words"] = (first_ids, char_vocab.to_tokens(first_ids))
+corpus, _ = data.build(raw)
+word_list = data._preprocess(raw).split()
+pairs = [f"{a}--{b}" for a, b in zip(word_list, word_list[1:])]
+results["vocab"] = (len(corpus), len(data.vocab), d2l.Vocab(word_list).token_freqs[:3],
+                    len(d2l.Vocab(pairs)))
+xb, yb = next(iter(data.train_dataloader()))
+results["batch"] = (tuple(xb.shape), bool((xb[:, 1:] == yb[:, :-1]).all()))
+results["one_hot"] = F.one_hot(torch.tensor([0, 2]), 5).tolist()
+V = len(data.vocab)
+
+
+# ----------------------------------------------------------------------------- cells by hand
+def gate_params(n_in, n_hidden, sigma):
+    """(input weight, recurrent weight, bias) of one gate."""
+    return (nn.Parameter(d2l.randn(n_in, n_hidden) * sigma),
+            nn.Parameter(d2l.randn(n_hidden, n_hidden) * sigma),
+            nn.Parameter(d2l.zeros(n_hidden)))
+
+
+def affine(X, H, W_x, W_h, b):
+    return d2l.matmul(X, W_x) + d2l.matmul(H, W_h) + b
+
+
+class VanillaRNN(d2l.Module):
+    def __init__(self, num_inputs: int, num_hiddens: int, sigma: float = 0.01):
+        super().__init__()
+        self.save_hyperparameters()
+        self.W_xh, self.W_hh, self.b_h = gate_params(num_inputs, num_hiddens, sigma)
+
+    def forward(self, inputs: torch.Tensor, state=None):
+        # inputs: (time, batch, features); state: None or a 1-tuple (H,)
+        H = (d2l.zeros((inputs.shape[1], self.num_hiddens), device=inputs.device)
+             if state is None else state[0])
+        hs = []
+        for X in inputs:
+            H = d2l.tanh(affine(X, H, self.W_xh, self.W_hh, self.b_h))
+            hs.append(H)
+        return hs, H
+
+
+class GatedRNN(d2l.Module):
+    def __init__(self, num_inputs: int, num_hiddens: int, sigma: float = 0.01):
+        super().__init__()
+        self.save_hyperparameters()
+        self.W_xz, self.W_hz, self.b_z = gate_params(num_inputs, num_hiddens, sigma)
+        self.W_xr, self.W_hr, self.b_r = gate_params(num_inputs, num_hiddens, sigma)
+        self.W_xh, self.W_hh, self.b_h = gate_params(num_inputs, num_hiddens, sigma)
+
+    def forward(self, inputs: torch.Tensor, H=None):
+        if H is None:
+            H = d2l.zeros((inputs.shape[1], self.num_hiddens), device=inputs.device)
+        hs = []
+        for X in inputs:
+            update = d2l.sigmoid(affine(X, H, self.W_xz, self.W_hz, self.b_z))
+            reset = d2l.sigmoid(affine(X, H, self.W_xr, self.W_hr, self.b_r))
+            candidate = d2l.tanh(affine(X, reset * H, self.W_xh, self.W_hh, self.b_h))
+            H = update * H + (1 - update) * candidate
+            hs.append(H)
+        return hs, H
+
+
+class MemoryRNN(d2l.Module):
+    def __init__(self, num_inputs: int, num_hiddens: int, sigma: float = 0.01):
+        super().__init__()
+        self.save_hyperparameters()
+        for gate in "ifoc":
+            W_x, W_h, b = gate_params(num_inputs, num_hiddens, sigma)
+            setattr(self, f"W_x{gate}", W_x)
+            setattr(self, f"W_h{gate}", W_h)
+            setattr(self, f"b_{gate}", b)
+
+    def gate(self, name, X, H):
+        W_x, W_h, b = (getattr(self, f"{p}{name}") for p in ("W_x", "W_h", "b_"))
+        return affine(X, H, W_x, W_h, b)
+
+    def forward(self, inputs: torch.Tensor, H_C=None):
+        if H_C is None:
+            shape = (inputs.shape[1], self.num_hiddens)
+            H_C = (d2l.zeros(shape, device=inputs.device), d2l.zeros(shape, device=inputs.device))
+        H, C = H_C
+        hs = []
+        for X in inputs:
+            I = d2l.sigmoid(self.gate("i", X, H))
+            Fg = d2l.sigmoid(self.gate("f", X, H))
+            O = d2l.sigmoid(self.gate("o", X, H))
+            C = Fg * C + I * d2l.tanh(self.gate("c", X, H))
+            H = O * d2l.tanh(C)
+            hs.append(H)
+        return hs, (H, C)
+
+
+steps, batch, feats = 100, 2, 16
+hs, last = VanillaRNN(feats, HIDDEN)(d2l.ones((steps, batch, feats)))
+d2l.check_len(hs, steps)
+d2l.check_shape(hs[0], (batch, HIDDEN))
+d2l.check_shape(last, (batch, HIDDEN))
+
+
+# ----------------------------------------------------------------------------- language model
+class CharLM(d2l.Classifier):
+    """One-hot characters -> recurrent cell -> per-step logits over the vocabulary."""
+    def __init__(self, rnn: d2l.Module, vocab_size: int, lr: float = 0.01):
         super().__init__()
         self.save_hyperparameters()
         self.init_params()
 
     def init_params(self):
-        self.W_hq = nn.Parameter(
-            d2l.randn(
-                self.rnn.num_hiddens, self.vocab_size) * self.rnn.sigma)
-        self.b_q = nn.Parameter(d2l.zeros(self.vocab_size))
+        self.W_hq = nn.Parameter(d2l.randn(self.rnn.num_hiddens, self.vocab_size) * self.rnn.sigma)
+        self.b_q = nn.Parameter(d2l.zeros(self.W_hq.shape[1]))
 
-    def training_step(self, batch):
-        l = self.loss(self(*batch[:-1]), batch[-1])
-        self.plot('ppl', d2l.exp(l), train=True)
-        return l
+    def training_step(self, batch: list) -> torch.Tensor:
+        loss = self.loss(self(*batch[:-1]), batch[-1])
+        self.plot("ppl", d2l.exp(loss), train=True)
+        return loss
 
-    def validation_step(self, batch):
-        l = self.loss(self(*batch[:-1]), batch[-1])
-        self.plot('ppl', d2l.exp(l), train=False)
+    def validation_step(self, batch: list) -> None:
+        self.plot("ppl", d2l.exp(self.loss(self(*batch[:-1]), batch[-1])), train=False)
 
-results['one_hot'] = F.one_hot(torch.tensor([0, 2]), 5).tolist()
+    def one_hot(self, X):  # (batch, time) -> (time, batch, vocab)
+        return F.one_hot(X.T, num_classes=self.vocab_size).type(torch.float32)
 
-@d2l.add_to_class(RNNLMScratch)  #@save
-def one_hot(self, X):
-    # Output shape: (num_steps, batch_size, vocab_size)
-    return F.one_hot(X.T, self.vocab_size).type(torch.float32)
+    def output_layer(self, hs):
+        return d2l.stack([d2l.matmul(H, self.W_hq) + self.b_q for H in hs], 1)
 
-@d2l.add_to_class(RNNLMScratch)  #@save
-def output_layer(self, rnn_outputs):
-    outputs = [d2l.matmul(H, self.W_hq) + self.b_q for H in rnn_outputs]
-    return d2l.stack(outputs, 1)
+    def forward(self, X: torch.Tensor, state=None):
+        hs, _ = self.rnn(self.one_hot(X), state)
+        return self.output_layer(hs)
 
-@d2l.add_to_class(RNNLMScratch)  #@save
-def forward(self, X, state=None):
-    embs = self.one_hot(X)
-    rnn_outputs, _ = self.rnn(embs, state)
-    return self.output_layer(rnn_outputs)
+    def predict(self, prefix: str, num_preds: int, vocab: d2l.Vocab, device=None) -> str:
+        """Feed the prompt, then append ``num_preds`` greedy characters."""
+        ids, state = [vocab[prefix[0]]], None
+        for t in range(len(prefix) - 1 + num_preds):
+            hs, state = self.rnn(self.one_hot(d2l.tensor([[ids[-1]]], device=device)), state)
+            if t + 1 < len(prefix):
+                ids.append(vocab[prefix[t + 1]])
+            else:
+                best = d2l.argmax(self.output_layer(hs), axis=2)
+                ids.append(int(d2l.reshape(best, 1)))
+        return "".join(vocab.idx_to_token[i] for i in ids)
 
-model = RNNLMScratch(rnn, num_inputs)
-outputs = model(d2l.ones((batch_size, num_steps), dtype=d2l.int64))
-check_shape(outputs, (batch_size, num_steps, num_inputs))
 
-@d2l.add_to_class(RNNLMScratch)  #@save
-def predict(self, prefix, num_preds, vocab, device=None):
-    state, outputs = None, [vocab[prefix[0]]]
-    for i in range(len(prefix) + num_preds - 1):
-        X = d2l.tensor([[outputs[-1]]], device=device)
-        embs = self.one_hot(X)
-        rnn_outputs, state = self.rnn(embs, state)
-        if i < len(prefix) - 1:  # Warm-up period
-            outputs.append(vocab[prefix[i + 1]])
-        else:  # Predict num_preds steps
-            Y = self.output_layer(rnn_outputs)
-            outputs.append(int(d2l.reshape(d2l.argmax(Y, axis=2), 1)))
-    return ''.join([vocab.idx_to_token[i] for i in outputs])
+probe = CharLM(VanillaRNN(feats, HIDDEN), feats)
+d2l.check_shape(probe(d2l.ones((batch, steps), dtype=d2l.int64)), (batch, steps, feats))
 
-d2l.RNNLMScratch = RNNLMScratch
-rnn = RNNScratch(num_inputs=len(data.vocab), num_hiddens=32)
-model = RNNLMScratch(rnn, vocab_size=len(data.vocab), lr=1)
-trainer = d2l.Trainer(max_epochs=NUM_EPOCHS, gradient_clip_val=1, num_gpus=1)
-trainer.fit(model, data)
-results['rnn_scratch'] = (val_metrics(model), model.predict('it has', 20, data.vocab, d2l.try_gpu()))
 
-# -----------------------------------------------------------------------------
-# 9.6 Concise Implementation of Recurrent Neural Networks
-class RNN(d2l.Module):  #@save
-    """The RNN model implemented with high-level APIs."""
-    def __init__(self, num_inputs, num_hiddens):
+def fit(model, trainer=None):
+    trainer = trainer or d2l.Trainer(max_epochs=EPOCHS, gradient_clip_val=1, num_gpus=1)
+    trainer.fit(model, data)
+    return trainer
+
+
+model = CharLM(VanillaRNN(V, HIDDEN), vocab_size=V, lr=1)
+fit(model)
+results["rnn_scratch"] = (last_points(model), model.predict(PROMPT, 20, data.vocab, d2l.try_gpu()))
+
+
+# ----------------------------------------------------------------------------- nn.* versions
+class TorchRNN(d2l.Module):
+    def __init__(self, num_inputs: int, num_hiddens: int, cell=nn.RNN):
         super().__init__()
         self.save_hyperparameters()
-        self.rnn = nn.RNN(num_inputs, num_hiddens)
+        self.rnn = cell(num_inputs, num_hiddens)
 
-    def forward(self, inputs, H=None):
+    def forward(self, inputs: torch.Tensor, H=None):
         return self.rnn(inputs, H)
 
-class RNNLM(d2l.RNNLMScratch):  #@save
-    """The RNN-based language model implemented with high-level APIs."""
+
+class TorchCharLM(CharLM):
     def init_params(self):
-        self.linear = nn.LazyLinear(self.vocab_size)
+        self.linear = nn.LazyLinear(out_features=self.vocab_size)
 
-    def output_layer(self, hiddens):
-        return d2l.swapaxes(self.linear(hiddens), 0, 1)
+    def output_layer(self, hs):  # hs: (time, batch, hidden)
+        return d2l.swapaxes(self.linear(hs), 0, 1)
 
-d2l.RNN, d2l.RNNLM = RNN, RNNLM
-rnn = RNN(num_inputs=len(data.vocab), num_hiddens=32)
-model = RNNLM(rnn, vocab_size=len(data.vocab), lr=1)
-results['untrained_prediction'] = model.predict('it has', 20, data.vocab)
-trainer = d2l.Trainer(max_epochs=NUM_EPOCHS, gradient_clip_val=1, num_gpus=1)
-trainer.fit(model, data)
-results['rnn_concise'] = (val_metrics(model), model.predict('it has', 20, data.vocab, d2l.try_gpu()))
 
-# -----------------------------------------------------------------------------
-# 10.2 Gated Recurrent Units (GRU)
-class GRUScratch(d2l.Module):
-    def __init__(self, num_inputs, num_hiddens, sigma=0.01):
-        super().__init__()
-        self.save_hyperparameters()
+model = TorchCharLM(TorchRNN(V, HIDDEN), vocab_size=V, lr=1)
+results["untrained_prediction"] = model.predict(PROMPT, 20, data.vocab)
+fit(model)
+results["rnn_concise"] = (last_points(model), model.predict(PROMPT, 20, data.vocab, d2l.try_gpu()))
 
-        init_weight = lambda *shape: nn.Parameter(d2l.randn(*shape) * sigma)
-        triple = lambda: (init_weight(num_inputs, num_hiddens),
-                          init_weight(num_hiddens, num_hiddens),
-                          nn.Parameter(d2l.zeros(num_hiddens)))
+model = CharLM(GatedRNN(V, HIDDEN), vocab_size=V, lr=4)
+shared_trainer = fit(model)
+results["gru_scratch"] = last_points(model)
 
-        self.W_xz, self.W_hz, self.b_z = triple()  # Update gate
-        self.W_xr, self.W_hr, self.b_r = triple()  # Reset gate
-        self.W_xh, self.W_hh, self.b_h = triple()  # Candidate hidden state
+model = TorchCharLM(TorchRNN(V, HIDDEN, cell=nn.GRU), vocab_size=V, lr=4)
+fit(model, shared_trainer)  # (a Trainer can fit another model)
+results["gru_concise"] = (last_points(model), model.predict(PROMPT, 20, data.vocab, d2l.try_gpu()))
 
-@d2l.add_to_class(GRUScratch)
-def forward(self, inputs, H=None):
-    if H is None:
-        # Initial state with shape: (batch_size, num_hiddens)
-        H = d2l.zeros((inputs.shape[1], self.num_hiddens),
-                      device=inputs.device)
-    outputs = []
-    for X in inputs:
-        Z = d2l.sigmoid(d2l.matmul(X, self.W_xz) +
-                        d2l.matmul(H, self.W_hz) + self.b_z)
-        R = d2l.sigmoid(d2l.matmul(X, self.W_xr) +
-                        d2l.matmul(H, self.W_hr) + self.b_r)
-        H_tilde = d2l.tanh(d2l.matmul(X, self.W_xh) +
-                           d2l.matmul(R * H, self.W_hh) + self.b_h)
-        H = Z * H + (1 - Z) * H_tilde
-        outputs.append(H)
-    return outputs, H
+model = CharLM(MemoryRNN(V, HIDDEN), vocab_size=V, lr=4)
+shared_trainer = fit(model)
+results["lstm_scratch"] = last_points(model)
 
-gru = GRUScratch(num_inputs=len(data.vocab), num_hiddens=32)
-model = d2l.RNNLMScratch(gru, vocab_size=len(data.vocab), lr=4)
-trainer = d2l.Trainer(max_epochs=NUM_EPOCHS, gradient_clip_val=1, num_gpus=1)
-trainer.fit(model, data)
-results['gru_scratch'] = val_metrics(model)
 
-class GRU(d2l.RNN):
-    def __init__(self, num_inputs, num_hiddens):
-        d2l.Module.__init__(self)
-        self.save_hyperparameters()
-        self.rnn = nn.GRU(num_inputs, num_hiddens)
+class TorchLSTM(TorchRNN):
+    def __init__(self, num_inputs: int, num_hiddens: int):
+        super().__init__(num_inputs, num_hiddens, cell=nn.LSTM)
 
-gru = GRU(num_inputs=len(data.vocab), num_hiddens=32)
-model = d2l.RNNLM(gru, vocab_size=len(data.vocab), lr=4)
-trainer.fit(model, data)
-results['gru_concise'] = (val_metrics(model), model.predict('it has', 20, data.vocab, d2l.try_gpu()))
+    def forward(self, inputs: torch.Tensor, H_C=None):  # (the state is an (h, c) pair)
+        out, (H, C) = self.rnn(inputs, H_C)
+        return out, (H, C)
 
-# -----------------------------------------------------------------------------
-# 10.1 Long Short-Term Memory (LSTM)
-class LSTMScratch(d2l.Module):
-    def __init__(self, num_inputs, num_hiddens, sigma=0.01):
-        super().__init__()
-        self.save_hyperparameters()
 
-        init_weight = lambda *shape: nn.Parameter(d2l.randn(*shape) * sigma)
-        triple = lambda: (init_weight(num_inputs, num_hiddens),
-                          init_weight(num_hiddens, num_hiddens),
-                          nn.Parameter(d2l.zeros(num_hiddens)))
+model = TorchCharLM(TorchLSTM(V, HIDDEN), vocab_size=V, lr=4)
+fit(model, shared_trainer)
+results["lstm_concise"] = (last_points(model), model.predict(PROMPT, 20, data.vocab, d2l.try_gpu()))
 
-        self.W_xi, self.W_hi, self.b_i = triple()  # Input gate
-        self.W_xf, self.W_hf, self.b_f = triple()  # Forget gate
-        self.W_xo, self.W_ho, self.b_o = triple()  # Output gate
-        self.W_xc, self.W_hc, self.b_c = triple()  # Input node
-
-@d2l.add_to_class(LSTMScratch)
-def forward(self, inputs, H_C=None):
-    if H_C is None:
-        # Initial state with shape: (batch_size, num_hiddens)
-        H = d2l.zeros((inputs.shape[1], self.num_hiddens),
-                      device=inputs.device)
-        C = d2l.zeros((inputs.shape[1], self.num_hiddens),
-                      device=inputs.device)
-    else:
-        H, C = H_C
-    outputs = []
-    for X in inputs:
-        I = d2l.sigmoid(d2l.matmul(X, self.W_xi) +
-                        d2l.matmul(H, self.W_hi) + self.b_i)
-        F = d2l.sigmoid(d2l.matmul(X, self.W_xf) +
-                        d2l.matmul(H, self.W_hf) + self.b_f)
-        O = d2l.sigmoid(d2l.matmul(X, self.W_xo) +
-                        d2l.matmul(H, self.W_ho) + self.b_o)
-        C_tilde = d2l.tanh(d2l.matmul(X, self.W_xc) +
-                           d2l.matmul(H, self.W_hc) + self.b_c)
-        C = F * C + I * C_tilde
-        H = O * d2l.tanh(C)
-        outputs.append(H)
-    return outputs, (H, C)
-
-lstm = LSTMScratch(num_inputs=len(data.vocab), num_hiddens=32)
-model = d2l.RNNLMScratch(lstm, vocab_size=len(data.vocab), lr=4)
-trainer = d2l.Trainer(max_epochs=NUM_EPOCHS, gradient_clip_val=1, num_gpus=1)
-trainer.fit(model, data)
-results['lstm_scratch'] = val_metrics(model)
-
-class LSTM(d2l.RNN):
-    def __init__(self, num_inputs, num_hiddens):
-        d2l.Module.__init__(self)
-        self.save_hyperparameters()
-        self.rnn = nn.LSTM(num_inputs, num_hiddens)
-
-    def forward(self, inputs, H_C=None):
-        return self.rnn(inputs, H_C)
-
-lstm = LSTM(num_inputs=len(data.vocab), num_hiddens=32)
-model = d2l.RNNLM(lstm, vocab_size=len(data.vocab), lr=4)
-trainer.fit(model, data)
-results['lstm_concise'] = (val_metrics(model), model.predict('it has', 20, data.vocab, d2l.try_gpu()))
-
-# -----------------------------------------------------------------------------
-# a deterministic part to compare with torch: each language model with fixed weights on the
-# first validation batch: loss and gradients (with d2l's clip_gradients applied), and a
-# greedy prediction
+# ----------------------------------------------------------------------------- fixed weights
+# every model with deterministic weights on 8 validation windows: the loss, the gradients after
+# the Trainer's clipping, and a greedy continuation (compared with torch by the tests)
 fixed_results = {}
-Xv, Yv = next(iter(data.val_dataloader()))
-Xv, Yv = Xv[:8], Yv[:8]
-V = len(data.vocab)
-for name, make in [("rnn_scratch", lambda: RNNLMScratch(RNNScratch(V, 16), V)),
-                   ("rnn", lambda: RNNLM(RNN(V, 16), V)),
-                   ("gru_scratch", lambda: RNNLMScratch(GRUScratch(V, 16), V)),
-                   ("gru", lambda: RNNLM(GRU(V, 16), V)),
-                   ("lstm_scratch", lambda: RNNLMScratch(LSTMScratch(V, 16), V)),
-                   ("lstm", lambda: RNNLM(LSTM(V, 16), V))]:
-    fixed = make()
-    fixed(Xv)  # (materializes the lazy layer)
+xv, yv = next(iter(data.val_dataloader()))
+xv, yv = xv[:8], yv[:8]
+clipper = d2l.Trainer(max_epochs=0)
+builders = {
+    "rnn_scratch": lambda: CharLM(VanillaRNN(V, 16), V),
+    "rnn": lambda: TorchCharLM(TorchRNN(V, 16), V),
+    "gru_scratch": lambda: CharLM(GatedRNN(V, 16), V),
+    "gru": lambda: TorchCharLM(TorchRNN(V, 16, cell=nn.GRU), V),
+    "lstm_scratch": lambda: CharLM(MemoryRNN(V, 16), V),
+    "lstm": lambda: TorchCharLM(TorchLSTM(V, 16), V),
+}
+for name, build_model in builders.items():
+    net = build_model()
+    net(xv)  # (LazyLinear gets its shape)
     with torch.no_grad():
-        for k, (pname, p) in enumerate(fixed.named_parameters()):
-            p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 3)
-    loss = fixed.loss(fixed(Xv), Yv)
+        for k, (_, p) in enumerate(net.named_parameters(), start=1):
+            wave = torch.arange(p.numel(), dtype=torch.float32) * (0.7 * k)
+            p.copy_(torch.cos(wave).view_as(p) / 4)
+    loss = net.loss(net(xv), yv)
     loss.backward()
     with torch.no_grad():
-        d2l.Trainer.clip_gradients(None, 1.0, fixed)
-    fixed_results[name] = {"loss": loss.item(), "prediction": fixed.predict('it has', 10, data.vocab),
-                           **{n: p.grad.tolist() for n, p in fixed.named_parameters()}}
+        clipper.clip_gradients(1.0, net)
+    fixed_results[name] = {"loss": loss.item(), "prediction": net.predict(PROMPT, 10, data.vocab),
+                           **{n: p.grad.tolist() for n, p in net.named_parameters()}}
