@@ -117,7 +117,7 @@ def test_extending_torch_func_with_autograd_function():
         assert g[key] is True, key
     ggx, x = g["cube_ggx"]
     assert ggx == pytest.approx(6 * x, rel=1e-6)
-    assert g["no_rule_error"].startswith("You tried to vmap over MyCube, but it does not have "
+    assert g["no_rule_error"].startswith("You tried to vmap over Cubed, but it does not have "
                                          "vmap support.")
     assert g["vmap_ggx"].tolist() == pytest.approx((6 * g["vmap_ggx_x"]).tolist())
 
