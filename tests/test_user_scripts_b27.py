@@ -99,7 +99,7 @@ def test_func_model_ensembling_and_ntk():
     assert tuple(g["ntk_trace"].shape) == (6, 4)
     assert g["ntk_max_diff"] < 1e-5  # jacobian contraction == vmap(vjp then jvp)
     # the trace of the full kernel == the 'trace' contraction
-    _close(g["ntk_vps_trace"], g["result_from_jacobian_contraction"].sum(-1), rtol=1e-4,
+    _close(g["ntk_vps_trace"], g["diag_j"].sum(-1), rtol=1e-4,
            atol=1e-5)
 
 
