@@ -1,7 +1,9 @@
-"""More real PyTorch tutorials (set B), only the import changed, run on jitgrad.
+"""Scripts (set B) written for these tests in the way the PyTorch tutorials on torch.func,
+forward-mode AD, custom Functions, parametrizations, pruning, channels_last and autograd
+mechanics write torch code, run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
-their globals (with the helpers of tests/test_user_scripts.py) and assert that the tutorials'
+their globals (with the helpers of tests/test_user_scripts.py) and assert that the scripts'
 own checks held, that training lowered the loss, and, where torch is installed, that the
 deterministic parts equal the same script's with ``import torch``.
 """
@@ -186,7 +188,7 @@ def test_fused_conv_bn_matches_torch():
 # ------------------------------------------------------------------ nn.utils
 
 
-def test_parametrizations_tutorial():
+def test_parametrizations_script():
     g = _run("parametrizations")
     assert g["cnn_skew"] and g["spd_ok"] and g["pruning_param_ok"]
     assert g["param_names"] == ["bias", "parametrizations.weight.original"]
@@ -211,7 +213,7 @@ def test_parametrizations_match_torch():
         assert g[key] == t[key], key
 
 
-def test_pruning_tutorial():
+def test_pruning_script():
     g = _run("pruning")
     assert g["random_names"] == (["bias", "weight_orig"], ["weight_mask"])
     assert g["random_zeros"] == round(0.3 * 150) and g["bias_zeros"] == 3
