@@ -119,7 +119,7 @@ def test_pinn_burgers_residual_is_the_pde_by_finite_differences():
     pts = np.random.default_rng(1).uniform([-0.9, 0.1], [0.9, 0.9], (8, 2))
     x = torch.tensor(pts[:, :1], requires_grad=True)
     t = torch.tensor(pts[:, 1:], requires_grad=True)
-    f = g["PhysicsInformedNN"].net_f(fake, x, t).detach().numpy()
+    f = g["BurgersPINN"].net_f(fake, x, t).detach().numpy()
 
     def u(dx, dt):
         with torch.no_grad():
