@@ -118,6 +118,7 @@ vec = torch.randn(3)
 vec.requires_grad_()
 cut = (vec + 1).detach()
 detach_flags = (vec.requires_grad, cut.requires_grad, cut.grad_fn is None)
+fresh_memory = cut.data_ptr() != (vec + 1).detach().data_ptr()  # a new result each time
 
 # ---- saved tensors and the in-place check
 inp = torch.randn(3, requires_grad=True)

@@ -108,7 +108,7 @@ probe = torch.randn(4, dtype=torch.double, requires_grad=True)
 sort_gradcheck = torch.autograd.gradcheck(host_sort, (probe,))
 sort_gradgradcheck = torch.autograd.gradgradcheck(host_sort, (probe,))
 
-sorted_rows = vmap(host_sort)(row)
+sorted_rows = torch.vmap(host_sort)(row)  # (also exported at the top level)
 assert torch.allclose(sorted_rows, host_sort(sorted_rows, 1))
 vmap_sorted = torch.equal(sorted_rows, torch.sort(row, dim=1).values)
 scales = torch.randn(2, 3)

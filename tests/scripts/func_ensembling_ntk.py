@@ -16,6 +16,7 @@ import copy
 
 import jitgrad as torch
 from jitgrad import nn
+from jitgrad.nn import functional as F
 from jitgrad.func import functional_call, jacrev, jvp, stack_module_state, vjp, vmap
 from jitgrad.utils.benchmark import Timer
 
@@ -23,9 +24,20 @@ torch.manual_seed(0)
 dev = "cuda" if torch.cuda.is_available() else "cpu"
 
 
+class Member(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.inp = nn.Linear(64, 32)
+        self.mid = nn.Linear(32, 32)
+        self.out = nn.Linear(32, 10)
+
+    def forward(self, img):
+        h = F.relu(self.inp(img.flatten(1)))
+        return self.out(F.relu(self.mid(h)))
+
+
 def make_member():
-    return nn.Sequential(nn.Flatten(), nn.Linear(64, 32), nn.ReLU(), nn.Linear(32, 32),
-                         nn.ReLU(), nn.Linear(32, 10))
+    return Member()
 
 
 n_members = 10
@@ -45,7 +57,7 @@ def run_member(p, b, inp):
 
 
 print("stacked leading dims:", {k: v.size(0) for k, v in stacked_params.items()})
-vmapped_own = vmap(run_member)(stacked_params, stacked_buffers, per_member_batches)
+vmapped_own = torch.vmap(run_member)(stacked_params, stacked_buffers, per_member_batches)
 vmapped_shared = vmap(run_member, in_dims=(0, 0, None))(stacked_params, stacked_buffers,
                                                          shared_batch)
 assert torch.allclose(vmapped_own, looped_own, atol=1e-3, rtol=1e-5)
