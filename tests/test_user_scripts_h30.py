@@ -1,5 +1,6 @@
-"""More public PyTorch code (set H: caogang/wgan-gp's toy WGAN-GP and jayroxis/PINNs' Burgers
-notebooks), only the import changed, run on jitgrad.
+"""Scripts (set H) written for these tests in the way public PyTorch code writes a toy
+WGAN-GP (caogang/wgan-gp's gan_toy.py) and physics-informed networks for Burgers' equation
+(jayroxis/PINNs' notebooks), run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training did what it should, and, where torch is installed, that
@@ -25,40 +26,40 @@ def _close_list(ours, theirs, **tol):
         _close(a, b, **tol)
 
 
-# ------------------------------------------------------------------ caogang/wgan-gp
+# ------------------------------------------------------------------ WGAN-GP on toy data
 
 
 def test_wgan_gp_toy_critic_learns_a_wasserstein_estimate():
     g = _run("wgan_gp_toy")
-    plot = g["lib"].plot
-    assert plot.flushed == [19, 39, 59] and plot._iter[0] == 60
-    costs = plot._since_beginning
-    disc = [costs["tmp/8gaussians/disc cost"][i] for i in range(60)]
-    wass = [costs["tmp/8gaussians/wasserstein distance"][i] for i in range(60)]
-    gen = [costs["tmp/8gaussians/gen cost"][i] for i in range(60)]
+    scribe = g["scribe"]
+    assert scribe.flushed == [19, 39, 59] and scribe.step == 60
+    costs = scribe.history
+    disc = [costs["8gaussians/critic cost"][i] for i in range(60)]
+    wass = [costs["8gaussians/wasserstein estimate"][i] for i in range(60)]
+    gen = [costs["8gaussians/generator cost"][i] for i in range(60)]
     assert all(np.shape(v) == () for v in disc + wass + gen)  # (.data.numpy() of 0-dim costs)
-    # at the start the critic is flat (its gradient ~0, the penalty LAMBDA); it learns to tell
+    # at the start the critic is flat (gradient ~0: the cost is PENALTY_WEIGHT); it learns to tell
     # the real points from the generator's: the cost falls, the distance estimate grows
     assert disc[0] == pytest.approx(0.1, abs=0.01)
     assert np.mean(disc[-10:]) < np.mean(disc[:10]) - 0.05
     assert np.mean(wass[-10:]) > np.mean(wass[:10]) + 0.05 and np.mean(wass[-10:]) > 0
     frames = g["frames"]
-    assert len(frames) == 3 and g["frame_index"] == [3]
+    assert len(frames) == 3 and g["n_snapshots"] == 3
     assert all(m.shape == (32, 32) and s.shape == (64, 2) for m, s in frames)
     assert frames[-1][0].std() > frames[0][0].std()  # the critic's map is no longer flat
     # mone/one are 0-dim; backward(mone) through the mean gave -1/B per point
     assert g["mone"].shape == () and g["mone"].item() == -1.0
     # the critic's parameters were frozen for the generator's step and stay so
-    assert all(not p.requires_grad for p in g["netD"].parameters())
+    assert all(not p.requires_grad for p in g["critic"].parameters())
 
 
-def test_wgan_gp_toy_published_one_of_shape_1_fails_as_on_torch_2():
-    # the repository's ``one = torch.FloatTensor([1])``: backward(mone) from the 0-dim mean
-    # raises on torch 2.x (the script uses the 0-dim fix); jitgrad raises the same error
+def test_wgan_gp_toy_old_style_one_of_shape_1_fails_as_on_torch_2():
+    # the old idiom ``one = torch.FloatTensor([1])``: backward(mone) from the 0-dim mean
+    # raises on torch 2.x (the script uses 0-dim weights); jitgrad raises the same error
     g = _run("wgan_gp_toy")
-    torch, netD = g["torch"], g["Discriminator"]()  # (the script's netD is frozen at its end)
+    torch, critic = g["torch"], g["Critic"]()  # (the script's critic is frozen at its end)
     mone = torch.FloatTensor([1]) * -1
-    D_real = netD(torch.Tensor(g["_data"])).mean()  # noqa: N806
+    D_real = critic(torch.Tensor(g["last_batch"])).mean()  # noqa: N806
     with pytest.raises(RuntimeError, match=r"^Mismatch in shape: grad_output\[0\] has a shape "
                        r"of jitgrad.Size\(\[1\]\) and output\[0\] has a shape of "
                        r"jitgrad.Size\(\[\]\)\.$"):
@@ -91,7 +92,7 @@ def test_wgan_gp_toy_penalty_and_steps_match_torch():
         assert np.array_equal(ours["other_batches"][name].numpy(), batch.numpy())
 
 
-# ------------------------------------------------------------------- jayroxis/PINNs
+# ------------------------------------------------------------------- PINNs for Burgers
 
 
 def test_pinn_burgers_lbfgs_lowers_the_physics_loss():
@@ -119,7 +120,7 @@ def test_pinn_burgers_residual_is_the_pde_by_finite_differences():
     pts = np.random.default_rng(1).uniform([-0.9, 0.1], [0.9, 0.9], (8, 2))
     x = torch.tensor(pts[:, :1], requires_grad=True)
     t = torch.tensor(pts[:, 1:], requires_grad=True)
-    f = g["PhysicsInformedNN"].net_f(fake, x, t).detach().numpy()
+    f = g["BurgersPINN"].net_f(fake, x, t).detach().numpy()
 
     def u(dx, dt):
         with torch.no_grad():

@@ -1,310 +1,254 @@
-# ruff: noqa: B007, E402, F811, F841, N801, N802, N803, N806, UP008, UP039, UP031, UP032 (tutorial code as is)
-"""Snippets of "A Gentle Introduction to torch.autograd", "Autograd mechanics" and "Hooks for
-autograd saved tensors": retain_grad, tensor hooks, accumulation, grad modes, detach, and
-saved_tensors_hooks (including saving to disk with torch.save/torch.load)."""
+"""How autograd records, accumulates and frees things, written for these tests in the way the
+PyTorch autograd introduction, "autograd mechanics" notes and saved-tensor-hooks tutorial are
+commonly written (modelled on the API usage of those pages, not a copy of them):
+
+- ``backward(gradient=)``, which results require grad, freezing a network except a new head;
+- ``retain_grad``, ``register_hook`` (changing a gradient, removing the handle),
+  ``register_post_accumulate_grad_hook``, accumulation and ``grad.zero_()``;
+- ``no_grad``, ``inference_mode`` (and its error), ``set_grad_enabled`` as context and call,
+  the ``no_grad``/``enable_grad`` decorators, ``requires_grad_``, ``detach``;
+- the version-counter error after an in-place change, ``grad_fn._saved_self`` /
+  ``_saved_result`` and the error once freed;
+- ``autograd.graph.saved_tensors_hooks`` (printing, broken, counting, spilling to disk with
+  ``torch.save``/``torch.load`` above a size threshold, inside a module) and ``save_on_cpu``.
+"""
 import os
 import tempfile
 import uuid
 
 import jitgrad as torch
+from jitgrad import nn, optim
+from jitgrad.autograd.graph import save_on_cpu, saved_tensors_hooks
 
 torch.manual_seed(0)
 
-# A Gentle Introduction: differentiation in autograd
-a = torch.tensor([2., 3.], requires_grad=True)
-b = torch.tensor([6., 4.], requires_grad=True)
-Q = 3*a**3 - b**2
-external_grad = torch.tensor([1., 1.])
-Q.backward(gradient=external_grad)
-# check if collected gradients are correct
-print(9*a**2 == a.grad)
-print(-2*b == b.grad)
-gentle_ok = bool((9*a**2 == a.grad).all()) and bool((-2*b == b.grad).all())
+# ---- gradients of a vector-valued result need a vector to weigh them
+p = torch.tensor([1.0, 2.0], requires_grad=True)
+q = torch.tensor([3.0, -1.0], requires_grad=True)
+r = 2 * p**3 + 5 * q**2
+r.backward(gradient=torch.ones(2))
+gentle_ok = bool((p.grad == 6 * p**2).all()) and bool((q.grad == 10 * q).all())
+print("dp, dq:", p.grad, q.grad)
 
-# Exclusion from the DAG
-x = torch.rand(5, 5)
-y = torch.rand(5, 5)
-z = torch.rand((5, 5), requires_grad=True)
-a = x + y
-print(f"Does `a` require gradients?: {a.requires_grad}")
-b = x + z
-print(f"Does `b` require gradients?: {b.requires_grad}")
-dag_flags = (a.requires_grad, b.requires_grad)
+# ---- a result needs grad as soon as one input does
+consts = torch.rand(4, 4), torch.rand(4, 4)
+learnable = torch.rand(4, 4, requires_grad=True)
+dag_flags = ((consts[0] * consts[1]).requires_grad, (consts[0] - learnable).requires_grad)
 
-from jitgrad import nn, optim
+# fine-tuning: freeze a trained body, swap in a fresh (trainable) head
+body_and_head = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
+for prm in body_and_head.parameters():
+    prm.requires_grad = False
+body_and_head[2] = nn.Linear(16, 10)
+head_opt = optim.SGD(body_and_head.parameters(), lr=1e-2, momentum=0.9)
+body_and_head(torch.randn(3, 8)).sum().backward()
+frozen_grads = [prm.grad is None for prm in body_and_head.parameters()]
 
-model = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 4))
-# Freeze all the parameters in the network
-for param in model.parameters():
-    param.requires_grad = False
-model[2] = nn.Linear(16, 10)
-optimizer = optim.SGD(model.parameters(), lr=1e-2, momentum=0.9)
-model(torch.randn(3, 8)).sum().backward()
-frozen_grads = [p.grad is None for p in model.parameters()]  # only the new head trains
+# ---- hooks and accumulation
+leaf = torch.randn(3, requires_grad=True)
+mid = leaf * 2
+mid.retain_grad()
+(mid**2).sum().backward()
+retained = (mid.grad.tolist(), (2 * mid).tolist(), mid.retains_grad, mid.is_leaf)
 
-# retain_grad on a non-leaf
-x = torch.randn(3, requires_grad=True)
-y = x * 2
-y.retain_grad()
-z = (y ** 2).sum()
-z.backward()
-retained = (y.grad.tolist(), (2 * y).tolist(), y.retains_grad, y.is_leaf)
-
-# register_hook on tensors: inspect and modify gradients
-v = torch.tensor([0., 0., 0.], requires_grad=True)
-h = v.register_hook(lambda grad: grad * 2)  # double the gradient
-v.backward(torch.tensor([1., 2., 3.]))
-hooked_grad = v.grad.tolist()
-h.remove()  # removes the hook
-v.grad = None
-v.backward(torch.tensor([1., 2., 3.]))
-unhooked_grad = v.grad.tolist()
+scaled = torch.zeros(3, requires_grad=True)
+handle = scaled.register_hook(lambda g: 2 * g)
+upstream = torch.tensor([1.0, 2.0, 3.0])
+scaled.backward(upstream)
+hooked_grad = scaled.grad.tolist()
+handle.remove()
+scaled.grad = None
+scaled.backward(upstream)
+unhooked_grad = scaled.grad.tolist()
 
 seen = []
-x = torch.ones(2, requires_grad=True)
-y = x * 3
-y.register_hook(lambda g: seen.append(g.tolist()))
-y.sum().backward()
+src = torch.ones(2, requires_grad=True)
+inner = src * 3
+inner.register_hook(lambda g: seen.append(g.tolist()))
+inner.sum().backward()
 
-# post-accumulate-grad hooks (the optimizer-in-backward pattern)
 acc = []
 w = torch.ones(2, requires_grad=True)
-w.register_post_accumulate_grad_hook(lambda p: acc.append(p.grad.tolist()))
-(w * 5).sum().backward()
+w.register_post_accumulate_grad_hook(lambda t: acc.append(t.grad.tolist()))
+(5 * w).sum().backward()
 
-# gradients accumulate across backward calls
-x = torch.ones(3, requires_grad=True)
+summed = torch.ones(3, requires_grad=True)
 for _ in range(3):
-    (x * 2).sum().backward()
-accumulated = x.grad.tolist()
-x.grad.zero_()
-zeroed = x.grad.tolist()
+    (2 * summed).sum().backward()  # each call adds 2
+accumulated = summed.grad.tolist()
+summed.grad.zero_()
+zeroed = summed.grad.tolist()
 
-# Locally disabling gradient computation
-x = torch.ones(2, requires_grad=True)
+# ---- grad modes
+base = torch.ones(2, requires_grad=True)
 with torch.no_grad():
-    y = x * 2
-no_grad_flag = y.requires_grad
+    no_grad_flag = (base + 1).requires_grad
 
 with torch.inference_mode():
-    y = x * 2
-inference_flags = (y.requires_grad, y.is_inference())
+    frozen = base + 1
+inference_flags = (frozen.requires_grad, frozen.is_inference())
 try:
-    (y * x).sum().backward()  # an inference tensor cannot be saved for backward
+    (frozen * base).sum().backward()  # the product would save the inference tensor
     inference_error = None
-except RuntimeError as e:
-    inference_error = str(e)
+except RuntimeError as err:
+    inference_error = str(err)
 
-is_train = False
-with torch.set_grad_enabled(is_train):
-    y = x * 2
-set_grad_flag = y.requires_grad
-torch.set_grad_enabled(True)  # this can also be used as a function
-y = x * 2
-set_grad_fn_flag = y.requires_grad
+training = False
+with torch.set_grad_enabled(training):
+    set_grad_flag = (base + 1).requires_grad
+torch.set_grad_enabled(True)  # (a plain call works too)
+set_grad_fn_flag = (base + 1).requires_grad
 
 
 @torch.no_grad()
-def doubler(x):
-    return x * 2
+def halve(t):
+    return t / 2
 
 
 @torch.enable_grad()
-def tripler(x):
-    return x * 3
+def negate(t):
+    return -t
 
 
-z = doubler(x)
 with torch.no_grad():
-    t = tripler(x)
-decorator_flags = (z.requires_grad, t.requires_grad)
+    negated = negate(base)
+decorator_flags = (halve(base).requires_grad, negated.requires_grad)
 
-# requires_grad_ and detach
-a = torch.randn(3)
-a.requires_grad_()
-d = (a * 2).detach()
-detach_flags = (a.requires_grad, d.requires_grad, d.grad_fn is None)
-shared = d.data_ptr() == (a * 2).detach().data_ptr()
+vec = torch.randn(3)
+vec.requires_grad_()
+cut = (vec + 1).detach()
+detach_flags = (vec.requires_grad, cut.requires_grad, cut.grad_fn is None)
+fresh_memory = cut.data_ptr() != (vec + 1).detach().data_ptr()  # a new result each time
 
-# in-place correctness checks: version counters
-a = torch.randn(3, requires_grad=True)
-b = a.sigmoid()
-c = b * 2
-b.mul_(3)  # sigmoid saved its output, which is now modified
+# ---- saved tensors and the in-place check
+inp = torch.randn(3, requires_grad=True)
+sig = inp.sigmoid()  # sigmoid keeps its output for the backward
+doubled = sig * 2
+sig.mul_(3)
 try:
-    c.sum().backward()
-    b.sum().backward()
+    doubled.sum().backward()
+    sig.sum().backward()
     inplace_error = None
-except RuntimeError as e:
-    inplace_error = str(e).split(";")[0]
+except RuntimeError as err:
+    inplace_error = str(err).split(";")[0]
 
-# Hooks for saved tensors
-x = torch.randn(5, requires_grad=True)
-y = x.pow(2)
-print(y.grad_fn._saved_self)
-print(x.equal(y.grad_fn._saved_self))  # True
-print(x is y.grad_fn._saved_self)  # True
-saved_self = (x.equal(y.grad_fn._saved_self), x is y.grad_fn._saved_self)
-
-x = torch.randn(5, requires_grad=True)
-y = x.exp()
-print(y.equal(y.grad_fn._saved_result))  # True
-print(y is y.grad_fn._saved_result)  # False
-saved_result = (y.equal(y.grad_fn._saved_result), y is y.grad_fn._saved_result)
-
-x = torch.randn(5, requires_grad=True)
-y = x.pow(2)
-y.sum().backward()
+t = torch.randn(5, requires_grad=True)
+sq = t.pow(2)
+saved_self = (t.equal(sq.grad_fn._saved_self), t is sq.grad_fn._saved_self)
+ex = t.exp()
+saved_result = (ex.equal(ex.grad_fn._saved_result), ex is ex.grad_fn._saved_result)
+sq.sum().backward()
 try:
-    y.grad_fn._saved_self
+    sq.grad_fn._saved_self
     freed_error = None
-except RuntimeError as e:
-    freed_error = str(e).split(".")[0]
+except RuntimeError as err:
+    freed_error = str(err).split(".")[0]
 
 
-def pack_hook(x):
-    print("Packing", x)
-    return x
+def show_pack(tensor):
+    print("pack", tuple(tensor.shape))
+    return tensor
 
 
-def unpack_hook(x):
-    print("Unpacking", x)
-    return x
+def show_unpack(tensor):
+    print("unpack", tuple(tensor.shape))
+    return tensor
 
 
-a = torch.ones(5, requires_grad=True)
-b = torch.ones(5, requires_grad=True) * 2
-with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-    y = a * b
-y.sum().backward()
+u, v = torch.ones(5, requires_grad=True), 2 * torch.ones(5, requires_grad=True)
+with saved_tensors_hooks(show_pack, show_unpack):
+    prod = u * v
+prod.sum().backward()
 
-
-def pack_hook(x):
-    return None
-
-
-def unpack_hook(x):
-    return None
-
-
-a = torch.randn(5, requires_grad=True)
-b = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-    y = a * b
+with saved_tensors_hooks(lambda tensor: None, lambda packed: None):
+    prod = torch.randn(5, requires_grad=True) * torch.randn(5, requires_grad=True)
 try:
-    y.sum().backward()
+    prod.sum().backward()  # the unpack hook hands back None, not a tensor
     bad_hook_error = None
-except (RuntimeError, TypeError) as e:
-    bad_hook_error = type(e).__name__
+except (RuntimeError, TypeError) as err:
+    bad_hook_error = type(err).__name__
 
-# the hooks can count what is saved
-storage = []
-
-
-def pack(x):
-    storage.append(x)
-    return len(storage) - 1
+stash = []
 
 
-def unpack(x):
-    return storage[x]
+def stash_pack(tensor):
+    stash.append(tensor)
+    return len(stash) - 1
 
 
-x = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-    y = x.pow(2)
-print(y.grad_fn._saved_self)
-y.sum().backward()
-counted = (len(storage), torch.equal(x.grad, 2 * x))
+with saved_tensors_hooks(stash_pack, stash.__getitem__):
+    sq = t.pow(2)
+t.grad = None
+sq.sum().backward()
+counted = (len(stash), torch.equal(t.grad, 2 * t))
 
-# Example: saving on disk
-tmp_dir_obj = tempfile.TemporaryDirectory()
-tmp_dir = tmp_dir_obj.name
+# ---- spilling saved tensors to disk
+spill = tempfile.TemporaryDirectory()
 
 
-class SelfDeletingTempFile():
-    def __init__(self):
-        self.name = os.path.join(tmp_dir, str(uuid.uuid4()))
+class TempTensorFile:
+    """A file that disappears together with the last reference to it."""
+
+    def __init__(self, tensor):
+        self.path = os.path.join(spill.name, uuid.uuid4().hex)
+        torch.save(tensor, self.path)
+
+    def load(self):
+        return torch.load(self.path)
 
     def __del__(self):
-        os.remove(self.name)
+        os.remove(self.path)
 
 
-def pack_hook(tensor):
-    temp_file = SelfDeletingTempFile()
-    torch.save(tensor, temp_file.name)
-    return temp_file
+with saved_tensors_hooks(TempTensorFile, TempTensorFile.load):
+    sq = t.pow(2)
+files_while_alive = len(os.listdir(spill.name))
+t.grad = None
+sq.sum().backward()
+disk_grad_ok = torch.equal(t.grad, 2 * t)
+del sq
+files_after = len(os.listdir(spill.name))
+
+MIN_SPILL = 10  # elements; smaller tensors stay in memory
 
 
-def unpack_hook(temp_file):
-    return torch.load(temp_file.name)
+def maybe_spill(tensor):
+    return tensor if tensor.numel() < MIN_SPILL else TempTensorFile(tensor)
 
 
-x = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-    y = x.pow(2)
-files_while_alive = len(os.listdir(tmp_dir))
-print(y.grad_fn._saved_self)
-y.sum().backward()
-disk_grad_ok = torch.equal(x.grad, 2 * x)
-del y
-files_after = len(os.listdir(tmp_dir))
+def maybe_load(packed):
+    return packed if isinstance(packed, torch.Tensor) else packed.load()
 
 
-# only save on disk tensors that are big enough (the tutorial's threshold; tiny here)
-SAVE_ON_DISK_THRESHOLD = 10
+class SpillingTanhLayer(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
 
-
-def pack_hook(x):
-    if x.numel() < SAVE_ON_DISK_THRESHOLD:
-        return x
-    temp_file = SelfDeletingTempFile()
-    torch.save(x, temp_file.name)
-    return temp_file
-
-
-def unpack_hook(tensor_or_sctf):
-    if isinstance(tensor_or_sctf, torch.Tensor):
-        return tensor_or_sctf
-    return torch.load(tensor_or_sctf.name)
-
-
-class Model(nn.Module):
     def forward(self, x):
-        with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-            # ... compute output
-            output = x
-        return output
+        with saved_tensors_hooks(maybe_spill, maybe_load):
+            return self.lin(x).tanh()
 
 
-model = Model()
-net = nn.Linear(4, 4)
+layer = SpillingTanhLayer()
+batch = torch.randn(6, 4)
+layer(batch).sum().backward()
+spilled_grad = layer.lin.weight.grad.clone()
+layer.lin.weight.grad = None
+layer.lin(batch).tanh().sum().backward()
+threshold_same_grads = torch.allclose(spilled_grad, layer.lin.weight.grad)
 
+with save_on_cpu(pin_memory=False):
+    wave = (t * t.sin()).sum()
+t.grad = None
+wave.backward()
+save_on_cpu_ok = torch.allclose(t.grad, t.sin() + t * t.cos())
+spill.cleanup()
 
-def fwd(x):
-    with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-        return net(x).tanh().sum()
-
-
-inp = torch.randn(6, 4)
-fwd(inp).backward()
-hooked_weight_grad = net.weight.grad.clone()
-net.weight.grad = None
-net(inp).tanh().sum().backward()
-threshold_same_grads = torch.allclose(hooked_weight_grad, net.weight.grad)
-
-# save_on_cpu: the built-in pair of hooks
-with torch.autograd.graph.save_on_cpu(pin_memory=False):
-    y = (x * x.sin()).sum()
-x.grad = None
-y.backward()
-save_on_cpu_ok = torch.allclose(x.grad, x.sin() + x * x.cos())
-tmp_dir_obj.cleanup()
-
-# deterministic parts to compare with torch
-fx = torch.linspace(-1, 1, 5, dtype=torch.float64).requires_grad_()
-fy = fx.sin() * 2
+# fixed float64 values, recorded for the comparison with torch
+fx = torch.linspace(-1, 2, 6, dtype=torch.float64).requires_grad_()
+fy = fx.cos() * 3
 fy.retain_grad()
-fy.register_hook(lambda g: g * fx.detach())
-(fy ** 2).sum().backward()
+fy.register_hook(lambda g: g + fx.detach())
+(fy**3).sum().backward()
 fixed_results = {"x_grad": fx.grad.tolist(), "y_grad": fy.grad.tolist()}

@@ -1,113 +1,106 @@
-# ruff: noqa: B007, E402, F811, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""Tutorial "Channels Last Memory Format in PyTorch" (tiny sizes): strides of channels_last
-tensors, conversions, is_contiguous(memory_format=...), and models converted with .to()."""
+"""Channels-last memory format on a small image batch, written for these tests in the way the
+PyTorch memory-format tutorial is commonly written (modelled on the API usage of that tutorial,
+not a copy of it):
+
+- strides of NCHW tensors under ``torch.channels_last`` / ``torch.contiguous_format``,
+  via ``.to(memory_format=)``, ``.contiguous(memory_format=)``, ``torch.empty(...,
+  memory_format=)`` and an NHWC buffer permuted to NCHW;
+- ``is_contiguous(memory_format=)`` (also for the ambiguous C == 1 case);
+- pointwise ops, ``clone`` and ``nn.Conv2d`` keeping the format, a module moved with
+  ``.to(memory_format=)``, a small conv/batch-norm net trained with SGD in channels_last.
+"""
 import jitgrad as torch
+from jitgrad import nn
+from jitgrad.nn import functional as F
 
 torch.manual_seed(0)
 
-N, C, H, W = 10, 3, 32, 32
-x = torch.empty(N, C, H, W)
-print(x.stride())  # Outputs: (3072, 1024, 32, 1)
-strides = {"contiguous": x.stride()}
+CL = torch.channels_last
+batch, chans, rows, cols = 10, 3, 32, 32
+strides = {}
 
-x = x.to(memory_format=torch.channels_last)
-print(x.shape)  # Outputs: (10, 3, 32, 32) as dimensions order preserved
-print(x.stride())  # Outputs: (3072, 1, 96, 3)
-strides["to_channels_last"] = x.stride()
-shape_kept = tuple(x.shape)
+img = torch.empty(batch, chans, rows, cols)
+strides["contiguous"] = img.stride()
 
-x = x.to(memory_format=torch.contiguous_format)
-print(x.stride())  # Outputs: (3072, 1024, 32, 1)
-strides["back"] = x.stride()
+img_cl = img.to(memory_format=CL)
+strides["to_channels_last"] = img_cl.stride()
+shape_kept = tuple(img_cl.shape)  # the logical NCHW order does not change
+strides["back"] = img_cl.to(memory_format=torch.contiguous_format).stride()
 
-x = x.contiguous(memory_format=torch.channels_last)
-print(x.stride())  # Outputs: (3072, 1, 96, 3)
-strides["contiguous_cl"] = x.stride()
+img_cl = img.contiguous(memory_format=CL)
+strides["contiguous_cl"] = img_cl.stride()
+is_cl = (img_cl.is_contiguous(memory_format=CL), img_cl.is_contiguous())
+print("NHWC strides:", img_cl.stride(), "flags:", is_cl)
 
-print(x.is_contiguous(memory_format=torch.channels_last))  # Outputs: True
-is_cl = (x.is_contiguous(memory_format=torch.channels_last), x.is_contiguous())
+# one channel: both layouts describe the same memory, so both report contiguous
+mono = torch.empty(4, 1, 4, 4)
+special = (mono.is_contiguous(memory_format=CL),
+           mono.is_contiguous(memory_format=torch.contiguous_format))
 
-special_x = torch.empty(4, 1, 4, 4)
-print(special_x.is_contiguous(memory_format=torch.channels_last))  # Outputs: True
-print(special_x.is_contiguous(memory_format=torch.contiguous_format))  # Outputs: True
-special = (special_x.is_contiguous(memory_format=torch.channels_last),
-           special_x.is_contiguous(memory_format=torch.contiguous_format))
+strides["empty_cl"] = torch.empty(batch, chans, rows, cols, memory_format=CL).stride()
 
-x = torch.empty(N, C, H, W, memory_format=torch.channels_last)
-print(x.stride())  # Outputs: (3072, 1, 96, 3)
-strides["empty_cl"] = x.stride()
+# data that arrives as NHWC (say from an image decoder) viewed as NCHW
+nhwc = torch.empty(batch, rows, cols, chans)
+as_nchw = nhwc.permute(0, 3, 1, 2)
+strides["permuted"] = as_nchw.stride()
+permuted_is_cl = as_nchw.is_contiguous(memory_format=CL)
 
-# the permute way: NHWC data seen as NCHW
-x = torch.empty(N, H, W, C)
-x = x.permute(0, 3, 1, 2)
-print(x.stride())  # Outputs: (3072, 1, 96, 3)
-strides["permuted"] = x.stride()
-permuted_is_cl = x.is_contiguous(memory_format=torch.channels_last)
+pics = torch.randn(batch, chans, rows, cols).contiguous(memory_format=CL)
+pointwise_keeps = (pics * 2 + 1).relu().is_contiguous(memory_format=CL)
+clone_keeps = pics.clone().is_contiguous(memory_format=CL)
+values_same = torch.equal(pics.contiguous(), pics)
 
-# pointwise operators keep the memory format
-x = torch.randn(N, C, H, W).contiguous(memory_format=torch.channels_last)
-y = (x * 2 + 1).relu()
-pointwise_keeps = y.is_contiguous(memory_format=torch.channels_last)
-clone_keeps = x.clone().is_contiguous(memory_format=torch.channels_last)
-values_same = torch.equal(x.contiguous(), x)
-
-# Conv keeps the format
-input = torch.randint(1, 10, (2, 8, 4, 4), dtype=torch.float32, requires_grad=True)
-model = torch.nn.Conv2d(8, 4, 3)
-ref = model(input)
-input_leaf = input
-
-input = input.contiguous(memory_format=torch.channels_last)
-model = model.to(memory_format=torch.channels_last)
-out = model(input)
-print(out.is_contiguous(memory_format=torch.channels_last))  # Ouputs: True
-conv_keeps = out.is_contiguous(memory_format=torch.channels_last)
-weight_cl = model.weight.is_contiguous(memory_format=torch.channels_last)
-conv_same_values = torch.allclose(out, ref, atol=1e-5)
-out.sum().backward()
-input_grad_shape = tuple(input_leaf.grad.shape)
+# a convolution fed channels_last input answers in channels_last, with the same numbers
+feat = torch.randint(1, 10, (2, 8, 4, 4), dtype=torch.float32, requires_grad=True)
+conv = nn.Conv2d(8, 4, 3)
+expected = conv(feat)
+conv = conv.to(memory_format=CL)
+answer = conv(feat.contiguous(memory_format=CL))
+conv_keeps = answer.is_contiguous(memory_format=CL)
+weight_cl = conv.weight.is_contiguous(memory_format=CL)
+conv_same_values = torch.allclose(answer, expected, atol=1e-5)
+answer.sum().backward()
+input_grad_shape = tuple(feat.grad.shape)
 
 
-# Converting existing models
-class Net(torch.nn.Module):
-    def __init__(self):
+class TinyClassifier(nn.Module):
+    def __init__(self, classes=5):
         super().__init__()
-        self.conv1 = torch.nn.Conv2d(3, 8, 3, padding=1)
-        self.bn = torch.nn.BatchNorm2d(8)
-        self.conv2 = torch.nn.Conv2d(8, 4, 3)
-        self.fc = torch.nn.Linear(4 * 6 * 6, 5)
+        self.stem = nn.Conv2d(3, 8, 3, padding=1)
+        self.norm = nn.BatchNorm2d(8)
+        self.reduce = nn.Conv2d(8, 4, 3)
+        self.head = nn.Linear(4 * 6 * 6, classes)
 
-    def forward(self, x):
-        x = torch.relu(self.bn(self.conv1(x)))
-        x = torch.max_pool2d(self.conv2(x), 1)
-        return self.fc(x.flatten(1))
+    def forward(self, images):
+        h = torch.relu(self.norm(self.stem(images)))
+        h = torch.max_pool2d(self.reduce(h), 1)
+        return self.head(h.flatten(1))
 
 
-model = Net()
-data = torch.randn(8, 3, 8, 8)
-target = torch.randint(0, 5, (8,))
-model = model.to(memory_format=torch.channels_last)  # Replace with your model
-input = data.to(memory_format=torch.channels_last)  # Replace with your input
-output = model(input)
-model_weights_cl = all(p.is_contiguous(memory_format=torch.channels_last)
-                       for p in model.parameters() if p.dim() == 4)
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+net = TinyClassifier().to(memory_format=CL)
+images = torch.randn(8, 3, 8, 8).to(memory_format=CL)
+labels = torch.randint(0, 5, (8,))
+net(images)
+model_weights_cl = all(p.is_contiguous(memory_format=CL)
+                       for p in net.parameters() if p.dim() == 4)
+sgd = torch.optim.SGD(net.parameters(), lr=0.1)
 cl_losses = []
-for step in range(15):
-    optimizer.zero_grad()
-    loss = torch.nn.functional.cross_entropy(model(input), target)
-    loss.backward()
-    optimizer.step()
-    cl_losses.append(loss.item())
-grads_cl = model.conv1.weight.grad.shape == model.conv1.weight.shape
+for _ in range(15):
+    sgd.zero_grad()
+    step_loss = F.cross_entropy(net(images), labels)
+    step_loss.backward()
+    sgd.step()
+    cl_losses.append(step_loss.item())
+grads_cl = net.stem.weight.grad.shape == net.stem.weight.shape
+print(f"loss {cl_losses[0]:.3f} -> {cl_losses[-1]:.3f}")
 
-# deterministic parts to compare with torch
-fixed_x = torch.sin(torch.arange(2 * 3 * 5 * 5, dtype=torch.float32)).view(2, 3, 5, 5)
-fixed_conv = torch.nn.Conv2d(3, 2, 3)
+# a fixed-weight convolution, recorded for the comparison with torch
+probe = torch.sin(torch.arange(150, dtype=torch.float32)).view(2, 3, 5, 5)
+kernel = nn.Conv2d(3, 2, 3)
 with torch.no_grad():
-    fixed_conv.weight.copy_(torch.cos(torch.arange(54, dtype=torch.float32)).view(2, 3, 3, 3))
-    fixed_conv.bias.fill_(0.1)
-fixed_conv = fixed_conv.to(memory_format=torch.channels_last)
-fixed_out = fixed_conv(fixed_x.contiguous(memory_format=torch.channels_last))
-fixed_results = {"out": fixed_out.tolist(), "out_stride": fixed_out.stride(),
-                 "weight_stride": fixed_conv.weight.stride()}
+    kernel.weight.copy_(torch.cos(torch.arange(54, dtype=torch.float32)).view(2, 3, 3, 3))
+    kernel.bias.fill_(0.1)
+kernel = kernel.to(memory_format=CL)
+probe_out = kernel(probe.contiguous(memory_format=CL))
+fixed_results = {"out": probe_out.tolist(), "out_stride": probe_out.stride(),
+                 "weight_stride": kernel.weight.stride()}

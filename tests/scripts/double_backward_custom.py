@@ -1,182 +1,152 @@
-# ruff: noqa: B007, E402, F811, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""Tutorial "Double Backward with Custom Functions": Square, Exp, Sinh (intermediate results
-as outputs), the SinhBad counter-example, and Cube with a custom CubeBackward Function."""
+"""Second (and third) derivatives through custom ``autograd.Function``s, written for these
+tests in the way the PyTorch "double backward with custom functions" tutorial is commonly
+written (modelled on the API usage of that tutorial, not a copy of it):
+
+- a backward made of differentiable ops (square, exp saving its output), checked with
+  ``autograd.gradcheck`` / ``autograd.gradgradcheck`` in float64;
+- intermediates returned as extra outputs so the second backward can reach them (sinh), and
+  the wrong way (intermediates stashed on ``ctx``) caught by gradgradcheck;
+- a backward that is itself a custom Function (cube), differentiated three times with
+  ``autograd.grad(create_graph=True)``, and the ``grad_fn.name()`` of each result.
+"""
 import jitgrad as torch
+from jitgrad.autograd import Function, grad, gradcheck, gradgradcheck
 
 torch.manual_seed(0)
 
 
-class Square(torch.autograd.Function):
+def both_checks(fn, inp):
+    return [gradcheck(fn, inp), gradgradcheck(fn, inp)]
+
+
+class ExpSavingOutput(Function):
     @staticmethod
-    def forward(ctx, x):
-        # Because we are saving one of the inputs use `save_for_backward`
-        # Save non-tensors and non-inputs/non-outputs directly on ctx
-        ctx.save_for_backward(x)
-        return x**2
-
-    @staticmethod
-    def backward(ctx, grad_out):
-        # A function support double backward automatically if autograd
-        # is able to record the computations performed in backward
-        x, = ctx.saved_tensors
-        return grad_out * 2 * x
-
-
-# Use double precision because finite differencing method magnifies errors
-x = torch.rand(3, 3, requires_grad=True, dtype=torch.double)
-square_checks = [torch.autograd.gradcheck(Square.apply, x)]
-# Use gradcheck to verify second-order derivatives
-square_checks.append(torch.autograd.gradgradcheck(Square.apply, x))
-
-x = torch.tensor(1., requires_grad=True).clone()
-out = Square.apply(x)
-grad_x, = torch.autograd.grad(out, x, create_graph=True)
-square_grad_fn = grad_x.grad_fn.name()
-grad_grad_x, = torch.autograd.grad(grad_x, x)
-square_second = grad_grad_x.item()  # d^2 x^2 / dx^2 = 2
-
-
-class Exp(torch.autograd.Function):
-    # Simple case where everything goes well
-    @staticmethod
-    def forward(ctx, x):
-        # This time we save the output
-        result = torch.exp(x)
-        # Note that we should use `save_for_backward` here when
-        # the tensor saved is an ouptut (or an input).
-        ctx.save_for_backward(result)
-        return result
+    def forward(ctx, t):
+        e = t.exp()
+        ctx.save_for_backward(e)  # an output, so it goes through save_for_backward too
+        return e
 
     @staticmethod
-    def backward(ctx, grad_out):
-        result, = ctx.saved_tensors
-        return result * grad_out
+    def backward(ctx, upstream):
+        (e,) = ctx.saved_tensors
+        return upstream * e
 
 
-x = torch.tensor(1., requires_grad=True, dtype=torch.double).clone()
-# Validate our gradients using gradcheck
-exp_checks = [torch.autograd.gradcheck(Exp.apply, x), torch.autograd.gradgradcheck(Exp.apply, x)]
-
-
-class Sinh(torch.autograd.Function):
+class Sq(Function):
     @staticmethod
-    def forward(ctx, x):
-        expx = torch.exp(x)
-        expnegx = torch.exp(-x)
-        ctx.save_for_backward(expx, expnegx)
-        # In order to be able to save the intermediate results, a trick is to
-        # include them as our outputs, so that the backward graph is constructed
-        return (expx - expnegx) / 2, expx, expnegx
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t**2
 
     @staticmethod
-    def backward(ctx, grad_out, _grad_out_exp, _grad_out_negexp):
-        expx, expnegx = ctx.saved_tensors
-        grad_input = grad_out * (expx + expnegx) / 2
-        # We cannot skip accumulating these even though we won't use the outputs
-        # directly. They will be used later in the second backward.
-        grad_input += _grad_out_exp * expx
-        grad_input -= _grad_out_negexp * expnegx
-        return grad_input
+    def backward(ctx, upstream):
+        (t,) = ctx.saved_tensors
+        # plain tensor ops: autograd records them when create_graph=True
+        return upstream * 2 * t
 
 
-def sinh(x):
-    # Create a wrapper that only returns the first output
-    return Sinh.apply(x)[0]
+# float64 throughout: finite differences in float32 are too coarse for the checks
+exp_checks = both_checks(ExpSavingOutput.apply,
+                         torch.tensor(1.0, dtype=torch.double, requires_grad=True).clone())
+square_checks = both_checks(Sq.apply, torch.rand(3, 3, dtype=torch.double, requires_grad=True))
+
+scalar = torch.tensor(1.0, requires_grad=True).clone()
+(d1,) = grad(Sq.apply(scalar), scalar, create_graph=True)
+square_grad_fn = d1.grad_fn.name()
+square_second = grad(d1, scalar)[0].item()
 
 
-x = torch.rand(3, 3, requires_grad=True, dtype=torch.double)
-sinh_checks = [torch.autograd.gradcheck(sinh, x), torch.autograd.gradgradcheck(sinh, x)]
-out = sinh(x)
-grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
-grad_grad_x, = torch.autograd.grad(grad_x.sum(), x)
-sinh_second_ok = torch.allclose(grad_grad_x, torch.sinh(x.detach()))
-
-
-class SinhBad(torch.autograd.Function):
-    # This is an example of what NOT to do!
-    @staticmethod
-    def forward(ctx, x):
-        expx = torch.exp(x)
-        expnegx = torch.exp(-x)
-        ctx.expx = expx
-        ctx.expnegx = expnegx
-        return (expx - expnegx) / 2
+class SinhWithAux(Function):
+    """sinh that also hands back e^t and e^-t, so that they are part of the graph."""
 
     @staticmethod
-    def backward(ctx, grad_out):
-        expx = ctx.expx
-        expnegx = ctx.expnegx
-        grad_input = grad_out * (expx + expnegx) / 2
-        return grad_input
+    def forward(ctx, t):
+        pos, neg = t.exp(), (-t).exp()
+        ctx.save_for_backward(pos, neg)
+        return (pos - neg) / 2, pos, neg
+
+    @staticmethod
+    def backward(ctx, g_main, g_pos, g_neg):
+        pos, neg = ctx.saved_tensors
+        # the aux outputs' grads are zero on a first backward but not on a second one
+        return g_main * (pos + neg) / 2 + g_pos * pos - g_neg * neg
 
 
-x = torch.rand(3, 3, requires_grad=True, dtype=torch.double)
-out = SinhBad.apply(x)
-grad_x, = torch.autograd.grad(out.sum(), x, create_graph=True)
-# the saved intermediates are not tracked: the gradient is no function of x for autograd
-sinh_bad_connected = grad_x.requires_grad
+def my_sinh(t):
+    return SinhWithAux.apply(t)[0]
+
+
+pts = torch.rand(3, 3, dtype=torch.double, requires_grad=True)
+sinh_checks = both_checks(my_sinh, pts)
+(first,) = grad(my_sinh(pts).sum(), pts, create_graph=True)
+(second,) = grad(first.sum(), pts)
+sinh_second_ok = torch.allclose(second, pts.detach().sinh())
+
+
+class SinhLeaky(Function):
+    """Keeps its intermediates as ctx attributes: the first derivative is right, but it is
+    cut off from the input, so a second derivative cannot be taken."""
+
+    @staticmethod
+    def forward(ctx, t):
+        ctx.pos, ctx.neg = t.exp(), (-t).exp()
+        return (ctx.pos - ctx.neg) / 2
+
+    @staticmethod
+    def backward(ctx, upstream):
+        return upstream * (ctx.pos + ctx.neg) / 2
+
+
+pts = torch.rand(3, 3, dtype=torch.double, requires_grad=True)
+(leaky_grad,) = grad(SinhLeaky.apply(pts).sum(), pts, create_graph=True)
+sinh_bad_connected = leaky_grad.requires_grad
 try:
-    torch.autograd.gradgradcheck(SinhBad.apply, x, raise_exception=True)
+    gradgradcheck(SinhLeaky.apply, pts, raise_exception=True)
     sinh_bad_gradgradcheck = "passed"
-except RuntimeError as e:
-    sinh_bad_gradgradcheck = type(e).__name__
+except RuntimeError as err:
+    sinh_bad_gradgradcheck = type(err).__name__
 
 
-def cube_forward(x):
-    return x**3
-
-
-def cube_backward(grad_out, x):
-    return grad_out * 3 * x**2
-
-
-def cube_backward_backward(grad_out, sav_grad_out, x):
-    return grad_out * sav_grad_out * 6 * x
-
-
-def cube_backward_backward_grad_out(grad_out, x):
-    return grad_out * 3 * x**2
-
-
-class Cube(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, x):
-        ctx.save_for_backward(x)
-        return cube_forward(x)
+class CubeBackward(Function):
+    """d(t^3) = 3 t^2 * upstream, with its own hand-written backward."""
 
     @staticmethod
-    def backward(ctx, grad_out):
-        x, = ctx.saved_tensors
-        return CubeBackward.apply(grad_out, x)
-
-
-class CubeBackward(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, grad_out, x):
-        ctx.save_for_backward(x, grad_out)
-        return cube_backward(grad_out, x)
+    def forward(ctx, upstream, t):
+        ctx.save_for_backward(upstream, t)
+        return 3 * t**2 * upstream
 
     @staticmethod
-    def backward(ctx, grad_out):
-        x, sav_grad_out = ctx.saved_tensors
-        dx = cube_backward_backward(grad_out, sav_grad_out, x)
-        dgrad_out = cube_backward_backward_grad_out(grad_out, x)
-        return dgrad_out, dx
+    def backward(ctx, g):
+        upstream, t = ctx.saved_tensors
+        wrt_upstream = 3 * t**2 * g
+        wrt_t = 6 * t * upstream * g
+        return wrt_upstream, wrt_t
 
 
-x = torch.tensor(2., requires_grad=True, dtype=torch.double)
+class Cube(Function):
+    @staticmethod
+    def forward(ctx, t):
+        ctx.save_for_backward(t)
+        return t**3
 
-cube_checks = [torch.autograd.gradcheck(Cube.apply, x), torch.autograd.gradgradcheck(Cube.apply, x)]
-out = Cube.apply(x)
-grad_x, = torch.autograd.grad(out, x, create_graph=True)
-grad_grad_x, = torch.autograd.grad(grad_x, x, create_graph=True)
-grad_grad_grad_x, = torch.autograd.grad(grad_grad_x, x)
-cube_derivatives = [grad_x.item(), grad_grad_x.item(), grad_grad_grad_x.item()]  # 12, 12, 6
-cube_grad_fns = [grad_x.grad_fn.name(), grad_grad_x.grad_fn.name()]
+    @staticmethod
+    def backward(ctx, upstream):
+        (t,) = ctx.saved_tensors
+        return CubeBackward.apply(upstream, t)
 
-# deterministic parts to compare with torch
-fixed_x = torch.linspace(-1, 1, 7, dtype=torch.double).requires_grad_()
-fixed_out = sinh(fixed_x) * Square.apply(fixed_x) + Exp.apply(fixed_x) * Cube.apply(fixed_x)
-g1, = torch.autograd.grad(fixed_out.sum(), fixed_x, create_graph=True)
-g2, = torch.autograd.grad((g1 * fixed_x).sum(), fixed_x)
-fixed_results = {"out": fixed_out.tolist(), "g1": g1.tolist(), "g2": g2.tolist()}
+
+two = torch.tensor(2.0, dtype=torch.double, requires_grad=True)
+cube_checks = both_checks(Cube.apply, two)
+derivs = [Cube.apply(two)]
+for keep in (True, True, False):
+    derivs.append(grad(derivs[-1], two, create_graph=keep)[0])
+cube_derivatives = [d.item() for d in derivs[1:]]  # 3 t^2, 6 t, 6 at t = 2
+cube_grad_fns = [d.grad_fn.name() for d in derivs[1:3]]
+print(cube_derivatives, cube_grad_fns)
+
+# a mix of all of them on a fixed grid, recorded for the comparison with torch
+grid = torch.linspace(-1, 1, 7, dtype=torch.double).requires_grad_()
+mixed = my_sinh(grid) * Sq.apply(grid) + ExpSavingOutput.apply(grid) * Cube.apply(grid)
+(gm1,) = grad(mixed.sum(), grid, create_graph=True)
+(gm2,) = grad((gm1 * grid).sum(), grid)
+fixed_results = {"out": mixed.tolist(), "g1": gm1.tolist(), "g2": gm2.tolist()}

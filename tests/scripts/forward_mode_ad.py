@@ -1,202 +1,128 @@
-# ruff: noqa: B007, E402, F811, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""Tutorial "Forward-mode Automatic Differentiation (Beta)": dual tensors, modules, custom
-Functions with a ``jvp`` staticmethod, and the functional ``torch.func.jvp``."""
+"""Forward-mode AD (Jacobian-vector products without a backward pass), written for these tests
+in the way the PyTorch forward-mode AD tutorial is commonly written (modelled on the API usage
+of that tutorial, not a copy of it):
+
+- ``autograd.forward_ad``: ``dual_level``, ``make_dual`` (tangent kept as is, or copied when
+  its layout differs), ``unpack_dual`` and its ``primal``/``tangent`` fields, plain tensors as
+  zero-tangent inputs, tangents dropped when the level exits;
+- dual parameters swapped into an ``nn.Linear`` with delattr/setattr, and passed through
+  ``func.functional_call``;
+- a custom ``autograd.Function`` with a ``jvp`` staticmethod, checked by ``gradcheck(...,
+  check_forward_ad=True, check_backward_ad=False, ...)``;
+- ``func.jvp`` over several primals, a ``functools.partial``, and a dict of module params;
+- forward-over-reverse (a Hessian-vector product of dual tensors through ``autograd.grad``).
+"""
+import functools
+
 import jitgrad as torch
 import jitgrad.autograd.forward_ad as fwAD
+import jitgrad.func as ft
+from jitgrad import nn
+from jitgrad.func import functional_call
 
 torch.manual_seed(0)
 
-primal = torch.randn(10, 10)
-tangent = torch.randn(10, 10)
+
+def energy(a, b):
+    return a**2 + b**2
 
 
-def fn(x, y):
-    return x ** 2 + y ** 2
-
-
-# All forward AD computation must be performed in the context of
-# a ``dual_level`` context. All dual tensors created in such a context
-# will have their tangents destroyed upon exit. This is to ensure that
-# if the output or intermediate results of this computation are reused
-# in a future forward AD computation, their tangents (which are associated
-# with this computation) won't be confused with tangents from the later
-# computation.
+point, direction = torch.randn(10, 10), torch.randn(10, 10)
 with fwAD.dual_level():
-    # To create a dual tensor we associate a tensor, which we call the
-    # primal with another tensor of the same size, which we call the tangent.
-    # If the layout of the tangent is different from that of the primal,
-    # The values of the tangent are copied into a new tensor with the same
-    # metadata as the primal. Otherwise, the tangent itself is used as-is.
-    #
-    # It is also important to note that the dual tensor created by
-    # ``make_dual`` is a view of the primal.
-    dual_input = fwAD.make_dual(primal, tangent)
-    assert fwAD.unpack_dual(dual_input).tangent is tangent
+    dual_point = fwAD.make_dual(point, direction)
+    # same layout: the dual's tangent is the very tensor passed in
+    assert fwAD.unpack_dual(dual_point).tangent is direction
+    # a transposed tangent has other strides, so make_dual copies it
+    assert fwAD.unpack_dual(fwAD.make_dual(point, direction.T)).tangent is not direction
+    other = torch.randn(10, 10)  # no tangent: treated as a zero one
+    result = energy(dual_point, other)
+    directional = fwAD.unpack_dual(result).tangent
+# outside the level the result is an ordinary tensor again
+assert fwAD.unpack_dual(result).tangent is None
+basic_jvp_ok = torch.allclose(directional, 2 * point * direction)
+unpacked_fields = fwAD.unpack_dual(result)._fields
 
-    # To demonstrate the case where the copy of the tangent happens,
-    # we pass in a tangent with a layout different from that of the primal
-    dual_input_alt = fwAD.make_dual(primal, tangent.T)
-    assert fwAD.unpack_dual(dual_input_alt).tangent is not tangent
-
-    # Tensors that do not have an associated tangent are automatically
-    # considered to have a zero-filled tangent of the same shape.
-    plain_tensor = torch.randn(10, 10)
-    dual_output = fn(dual_input, plain_tensor)
-
-    # Unpacking the dual returns a ``namedtuple`` with ``primal`` and ``tangent``
-    # as attributes
-    jvp = fwAD.unpack_dual(dual_output).tangent
-
-assert fwAD.unpack_dual(dual_output).tangent is None
-basic_jvp_ok = torch.allclose(jvp, 2 * primal * tangent)
-unpacked_fields = fwAD.unpack_dual(dual_output)._fields
-
-# Usage with Modules
-import jitgrad.nn as nn
-
-model = nn.Linear(5, 5)
-input = torch.randn(16, 5)
-
-params = {name: p for name, p in model.named_parameters()}
-tangents = {name: torch.rand_like(p) for name, p in params.items()}
-
+# ---- a module's forward derivative with respect to its parameters
+layer = nn.Linear(5, 5)
+feats = torch.randn(16, 5)
+weights = dict(layer.named_parameters())
+pushes = {k: torch.rand_like(v) for k, v in weights.items()}
 with fwAD.dual_level():
-    for name, p in params.items():
-        delattr(model, name)
-        setattr(model, name, fwAD.make_dual(p, tangents[name]))
+    for k, v in weights.items():
+        delattr(layer, k)
+        setattr(layer, k, fwAD.make_dual(v, pushes[k]))
+    module_jvp = fwAD.unpack_dual(layer(feats)).tangent
+module_jvp_expected = feats @ pushes["weight"].T + pushes["bias"]
 
-    out = model(input)
-    jvp = fwAD.unpack_dual(out).tangent
-
-module_jvp = jvp
-module_jvp_expected = input @ tangents["weight"].T + tangents["bias"]
-
-# Using the functional Module API (beta)
-from jitgrad.func import functional_call
-
-# We need a fresh module because the functional call requires the
-# the model to have parameters registered.
-model = nn.Linear(5, 5)
-
-dual_params = {}
+# the same thing without mutating a module: functional_call on a fresh Linear
+fresh = nn.Linear(5, 5)
 with fwAD.dual_level():
-    for name, p in params.items():
-        # Using the same ``tangents`` from the above section
-        dual_params[name] = fwAD.make_dual(p, tangents[name])
-    out = functional_call(model, dual_params, input)
-    jvp2 = fwAD.unpack_dual(out).tangent
+    duals = {k: fwAD.make_dual(v, pushes[k]) for k, v in weights.items()}
+    jvp2 = fwAD.unpack_dual(functional_call(fresh, duals, feats)).tangent
+assert torch.allclose(module_jvp, jvp2)
 
-# Check our results
-assert torch.allclose(jvp, jvp2)
 
-# Custom autograd Function
-class Fn(torch.autograd.Function):
-    @staticmethod
-    def forward(ctx, foo):
-        result = torch.exp(foo)
-        # Tensors stored in ``ctx`` can be used in the subsequent forward grad
-        # computation.
-        ctx.result = result
-        return result
+class ExpFwd(torch.autograd.Function):
+    """exp with only a forward-mode rule."""
 
     @staticmethod
-    def jvp(ctx, gI):
-        gO = gI * ctx.result
-        # If the tensor stored in ``ctx`` will not also be used in the backward pass,
-        # one can manually free it using ``del``
-        del ctx.result
-        return gO
+    def forward(ctx, z):
+        ctx.value = z.exp()
+        return ctx.value
+
+    @staticmethod
+    def jvp(ctx, dz):
+        out = ctx.value * dz
+        del ctx.value  # not needed by a backward, so let it go
+        return out
 
 
-fn = Fn.apply
-
-primal = torch.randn(10, 10, dtype=torch.double, requires_grad=True)
-tangent = torch.randn(10, 10)
-
+z0 = torch.randn(10, 10, dtype=torch.double, requires_grad=True)
+dz = torch.randn(10, 10)
 with fwAD.dual_level():
-    dual_input = fwAD.make_dual(primal, tangent)
-    dual_output = fn(dual_input)
-    jvp = fwAD.unpack_dual(dual_output).tangent
-
-custom_jvp_ok = torch.allclose(jvp, tangent * primal.exp())
-
-# It is important to use ``autograd.gradcheck`` to verify that your
-# custom autograd Function computes the gradients correctly. By default,
-# ``gradcheck`` only checks the backward-mode (reverse-mode) AD gradients. Specify
-# ``check_forward_ad=True`` to also check forward grads. If you did not
-# implement the backward formula for your function, you can also tell ``gradcheck``
-# to skip the tests that require backward-mode AD by specifying
-# ``check_backward_ad=False``, ``check_undefined_grad=False``, and
-# ``check_batched_grad=False``.
-custom_gradcheck = torch.autograd.gradcheck(Fn.apply, (primal,), check_forward_ad=True,
-                                            check_backward_ad=False, check_undefined_grad=False,
+    pushed = fwAD.unpack_dual(ExpFwd.apply(fwAD.make_dual(z0, dz))).tangent
+custom_jvp_ok = torch.allclose(pushed, dz * z0.exp())
+custom_gradcheck = torch.autograd.gradcheck(ExpFwd.apply, (z0,), check_forward_ad=True,
+                                            check_backward_ad=False,
+                                            check_undefined_grad=False,
                                             check_batched_grad=False)
 
-# Functional API (beta)
-import jitgrad.func as ft
+# ---- the functional API
+a, da, b, db = (torch.randn(10, 10) for _ in range(4))
+_, tan = ft.jvp(energy, (a, b), (da, db))
+functional_jvp_ok = torch.allclose(tan, 2 * a * da + 2 * b * db)
 
-primal0 = torch.randn(10, 10)
-tangent0 = torch.randn(10, 10)
-primal1 = torch.randn(10, 10)
-tangent1 = torch.randn(10, 10)
+# only the first input gets a tangent: bind the second with partial
+anchor = torch.randn(10, 10)
+_, tan = ft.jvp(functools.partial(energy, b=anchor), (a,), (da,))
+partial_jvp_ok = torch.allclose(tan, 2 * a * da)
 
-
-def fn(x, y):
-    return x ** 2 + y ** 2
-
-
-# Here is a basic example to compute the JVP of the above function.
-# The ``jvp(func, primals, tangents)`` returns ``func(*primals)`` as well as the
-# computed Jacobian-vector product (JVP). Each primal must be associated with a tangent of the
-# same shape.
-primal_out, tangent_out = ft.jvp(fn, (primal0, primal1), (tangent0, tangent1))
-functional_jvp_ok = torch.allclose(tangent_out, 2 * primal0 * tangent0 + 2 * primal1 * tangent1)
-
-# ``functorch.jvp`` requires every primal to be associated with a tangent.
-# If we only want to associate certain inputs to `fn` with tangents,
-# then we'll need to create a new function that captures inputs without tangents:
-primal = torch.randn(10, 10)
-tangent = torch.randn(10, 10)
-y = torch.randn(10, 10)
-
-import functools
-
-new_fn = functools.partial(fn, y=y)
-primal_out, tangent_out = ft.jvp(new_fn, (primal,), (tangent,))
-partial_jvp_ok = torch.allclose(tangent_out, 2 * primal * tangent)
-
-# Using the functional API with Modules
-model = nn.Linear(5, 5)
-input = torch.randn(16, 5)
-tangents = {name: torch.rand_like(p) for name, p in model.named_parameters()}
-params = {name: p.detach() for name, p in model.named_parameters()}
-
-
-def func_params_only(params):
-    return functional_call(model, params, input)
-
-
-model_output, jvp_out = ft.jvp(func_params_only, (params,), (tangents,))
-module_functional_ok = torch.allclose(jvp_out, input @ tangents["weight"].T + tangents["bias"],
+head = nn.Linear(5, 5)
+batch = torch.randn(16, 5)
+detached = {k: v.detach() for k, v in head.named_parameters()}
+nudges = {k: torch.rand_like(v) for k, v in detached.items()}
+_, tan = ft.jvp(lambda p: functional_call(head, p, batch), (detached,), (nudges,))
+module_functional_ok = torch.allclose(tan, batch @ nudges["weight"].T + nudges["bias"],
                                       atol=1e-6)
 
-# forward-over-reverse: the Hessian-vector product with dual tensors and autograd.grad
-x = torch.randn(6, dtype=torch.double, requires_grad=True)
-v = torch.randn(6, dtype=torch.double)
+# ---- forward-over-reverse: H v of sum(cos) is -cos(x) * v
+xs = torch.randn(6, dtype=torch.double, requires_grad=True)
+vs = torch.randn(6, dtype=torch.double)
 with fwAD.dual_level():
-    dual_x = fwAD.make_dual(x, v)
-    (g,) = torch.autograd.grad(dual_x.sin().sum(), dual_x, create_graph=True)
-    hvp = fwAD.unpack_dual(g).tangent
-fwd_over_rev_ok = torch.allclose(hvp, -x.detach().sin() * v)
+    xd = fwAD.make_dual(xs, vs)
+    (gr,) = torch.autograd.grad(xd.cos().sum(), xd, create_graph=True)
+    hv = fwAD.unpack_dual(gr).tangent
+fwd_over_rev_ok = torch.allclose(hv, -xs.detach().cos() * vs)
 
-# deterministic parts to compare with torch
-fixed_w = torch.sin(torch.arange(20, dtype=torch.float64)).view(4, 5)
-fixed_x = torch.cos(torch.arange(5, dtype=torch.float64))
-fixed_t = torch.linspace(-1, 1, 5, dtype=torch.float64)
+# fixed inputs, recorded for the comparison with torch
+mat = torch.cos(torch.arange(18, dtype=torch.float64)).view(3, 6) / 2
+vec = torch.sin(torch.arange(6, dtype=torch.float64) + 1)
+dvec = torch.linspace(1, -0.5, 6, dtype=torch.float64)
 with fwAD.dual_level():
-    d = fwAD.make_dual(fixed_x, fixed_t)
-    y = torch.tanh(fixed_w @ d).log_softmax(0) * d.sum()
-    fixed_primal, fixed_tangent = fwAD.unpack_dual(y)
-fixed_results = {"primal": fixed_primal.tolist(), "tangent": fixed_tangent.tolist(),
-                 "func_jvp": ft.jvp(lambda x: (fixed_w @ x).softmax(0), (fixed_x,),
-                                    (fixed_t,))[1].tolist()}
+    dv = fwAD.make_dual(vec, dvec)
+    res = torch.sigmoid(mat @ dv).log_softmax(0) * (dv**2).sum()
+    fp, ftan = fwAD.unpack_dual(res)
+fixed_results = {"primal": fp.tolist(), "tangent": ftan.tolist(),
+                 "func_jvp": ft.jvp(lambda v: torch.tanh(mat @ v).softmax(0), (vec,),
+                                    (dvec,))[1].tolist()}
+print(fixed_results["func_jvp"])

@@ -1,305 +1,219 @@
-# ruff: noqa: B007, E402, F811, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""Tutorial "Parametrizations": Symmetric, Skew, CayleyMap, MatrixExponential, right_inverse,
-parametrize.cached(), remove_parametrizations, and a multi-tensor right_inverse (original0/1)."""
+"""Constrained weights with ``nn.utils.parametrize``, written for these tests in the way the
+PyTorch parametrizations tutorial is commonly written (modelled on the API usage of that
+tutorial, not a copy of it):
+
+- symmetric, skew-symmetric, Cayley-map and matrix-exponential parametrizations registered
+  (and chained) on ``nn.Linear`` / ``nn.Conv2d``; the ``parametrizations`` container, its
+  ``original``, ``named_parameters`` and the module repr;
+- ``parametrize.cached()`` against recomputation on every access;
+- ``right_inverse`` (weights assigned through the constraint; a mask buffer drawn with
+  ``torch.bernoulli``; a right_inverse returning two tensors -> original0/original1, with
+  ``linalg.svd`` and ``linalg.matrix_rank``), ``nn.init.orthogonal_``;
+- ``remove_parametrizations`` (with and without ``leave_parametrized``), ``is_parametrized``,
+  and Adam fitting a rotation through skew -> matrix_exp.
+"""
 import jitgrad as torch
-import jitgrad.nn as nn
-import jitgrad.nn.utils.parametrize as parametrize
+from jitgrad import nn
+from jitgrad.nn.utils import parametrize
 
 torch.manual_seed(0)
+reg = parametrize.register_parametrization
 
 
-def symmetric(X):
-    return X.triu() + X.triu(1).transpose(-1, -2)
+class Sym(nn.Module):
+    def forward(self, m):
+        return m.triu() + m.triu(1).transpose(-1, -2)
 
 
-X = torch.rand(3, 3)
-A = symmetric(X)
-assert torch.allclose(A, A.T)  # A is symmetric
-print(A)                       # Quick visual check
+class SkewPart(nn.Module):
+    def forward(self, m):
+        upper = m.triu(1)
+        return upper - upper.transpose(-1, -2)
 
 
-class LinearSymmetric(nn.Module):
-    def __init__(self, n_features):
+class Skew(SkewPart):
+    def right_inverse(self, s):
+        return s.triu(1)  # the entries forward reads
+
+
+class Cayley(nn.Module):
+    """Skew-symmetric -> orthogonal: (I - S)^-1 (I + S)."""
+
+    def __init__(self, n):
         super().__init__()
-        self.weight = nn.Parameter(torch.rand(n_features, n_features))
+        self.register_buffer("eye", torch.eye(n))
 
-    def forward(self, x):
-        A = symmetric(self.weight)
-        return x @ A
-
-
-layer = LinearSymmetric(3)
-out = layer(torch.rand(8, 3))
+    def forward(self, s):
+        return torch.linalg.solve(self.eye - s, self.eye + s)
 
 
-class Symmetric(nn.Module):
-    def forward(self, X):
-        return X.triu() + X.triu(1).transpose(-1, -2)
+class InvertibleCayley(Cayley):
+    def right_inverse(self, q):
+        return torch.linalg.solve(q + self.eye, self.eye - q)
 
 
-layer = nn.Linear(3, 3)
-parametrize.register_parametrization(layer, "weight", Symmetric())
-
-A = layer.weight
-assert torch.allclose(A, A.T)  # A is symmetric
-print(A)                       # Quick visual check
+class Expm(nn.Module):
+    def forward(self, m):
+        return torch.matrix_exp(m)
 
 
-class Skew(nn.Module):
-    def forward(self, X):
-        A = X.triu(1)
-        return A - A.transpose(-1, -2)
+def orthogonality(q):
+    return torch.dist(q.T @ q, torch.eye(q.shape[0])).item()
 
 
-cnn = nn.Conv2d(in_channels=5, out_channels=8, kernel_size=3)
-parametrize.register_parametrization(cnn, "weight", Skew())
-# Print a few kernels
-print(cnn.weight[0, 1])
-print(cnn.weight[2, 2])
-cnn_skew = torch.allclose(cnn.weight, -cnn.weight.transpose(-1, -2))
+# a symmetric linear map
+lin = nn.Linear(3, 3)
+print("plain:", lin)
+reg(lin, "weight", Sym())
+parametrized_repr = repr(lin)
+print("constrained:", parametrized_repr)
+print(lin.parametrizations, lin.parametrizations.weight[0], sep="\n")
+assert torch.allclose(lin.weight, lin.weight.T)
+param_names = list(dict(lin.named_parameters()))
+dist_to_original = torch.dist(lin.weight, Sym()(lin.parametrizations.weight.original)).item()
 
-layer = nn.Linear(3, 3)
-print(f"Unparametrized:\n{layer}")
-parametrize.register_parametrization(layer, "weight", Symmetric())
-print(f"\nParametrized:\n{layer}")
-parametrized_repr = repr(layer)
+conv = nn.Conv2d(in_channels=5, out_channels=8, kernel_size=3)
+reg(conv, "weight", SkewPart())  # acts on the trailing 3x3 of every kernel
+print(conv.weight[1, 0])
+cnn_skew = torch.allclose(conv.weight, -conv.weight.transpose(-1, -2))
 
-print(layer.parametrizations)
-print(layer.parametrizations.weight)
-print(layer.parametrizations.weight[0])
-print(dict(layer.named_parameters()))
-param_names = list(dict(layer.named_parameters()).keys())
-print(layer.parametrizations.weight.original)
+# orthogonal weights, two ways
+rot = nn.Linear(3, 3)
+reg(rot, "weight", SkewPart())
+reg(rot, "weight", Cayley(3))
+cayley_orthogonality = orthogonality(rot.weight)
+rot2 = nn.Linear(3, 3)
+reg(rot2, "weight", SkewPart())
+reg(rot2, "weight", Expm())
+exp_orthogonality = orthogonality(rot2.weight)
 
-symmetric = Symmetric()
-weight_orig = layer.parametrizations.weight.original
-print(torch.dist(layer.weight, symmetric(weight_orig)))
-dist_to_original = torch.dist(layer.weight, symmetric(weight_orig)).item()
+# symmetric positive definite: exp of a symmetric matrix
+spd = nn.Linear(3, 3)
+reg(spd, "weight", Sym())
+reg(spd, "weight", Expm())
+eigs = torch.linalg.eigvalsh(spd.weight)
+spd_ok = bool((eigs > 0.0).all()) and torch.dist(spd.weight, spd.weight.T).item() < 1e-5
+
+# how often a parametrization runs, with and without the cache
+calls = {"n": 0}
 
 
-class NoisyParametrization(nn.Module):
-    def forward(self, X):
-        print("Computing the Parametrization")
-        global n_computations
-        n_computations += 1
-        return X
+class Counting(nn.Module):
+    def forward(self, m):
+        calls["n"] += 1
+        return m
 
 
-n_computations = 0
-layer = nn.Linear(4, 4)
-parametrize.register_parametrization(layer, "weight", NoisyParametrization())
-print("Here, layer.weight is recomputed every time we call it")
-foo = layer.weight + layer.weight.T
-bar = layer.weight.sum()
-uncached_computations = n_computations
+counted = nn.Linear(4, 4)
+reg(counted, "weight", Counting())  # (registration evaluates it once)
+_ = counted.weight.T @ counted.weight
+_ = counted.weight.mean()
+uncached_computations = calls["n"]
 with parametrize.cached():
-    print("Here, it is computed just the first time layer.weight is called")
-    foo = layer.weight + layer.weight.T
-    bar = layer.weight.sum()
-cached_computations = n_computations - uncached_computations
+    _ = counted.weight.T @ counted.weight
+    _ = counted.weight.mean()
+cached_computations = calls["n"] - uncached_computations
+
+# assigning through right_inverse
+skew_layer = nn.Linear(3, 3)
+reg(skew_layer, "weight", Skew())
+m = torch.rand(3, 3)
+wanted = m - m.T
+skew_layer.weight = wanted
+skew_assign_dist = torch.dist(skew_layer.weight, wanted).item()
+
+orth_layer = nn.Linear(3, 3)
+reg(orth_layer, "weight", Skew())
+reg(orth_layer, "weight", InvertibleCayley(3))
+q = nn.init.orthogonal_(torch.empty(3, 3))
+if q.det() < 0.0:
+    q[:, 0].neg_()  # the Cayley map only reaches rotations
+orth_layer.weight = q
+cayley_assign_dist = torch.dist(orth_layer.weight, q).item()
 
 
-class CayleyMap(nn.Module):
-    def __init__(self, n):
+class RandomMask(nn.Module):
+    def __init__(self, like, keep=0.8):
         super().__init__()
-        self.register_buffer("Id", torch.eye(n))
+        self.mask = torch.bernoulli(torch.full_like(like, keep))
 
-    def forward(self, X):
-        # (I + X)(I - X)^{-1}
-        return torch.linalg.solve(self.Id - X, self.Id + X)
+    def forward(self, w):
+        return w * self.mask
 
-
-layer = nn.Linear(3, 3)
-parametrize.register_parametrization(layer, "weight", Skew())
-parametrize.register_parametrization(layer, "weight", CayleyMap(3))
-X = layer.weight
-print(torch.dist(X.T @ X, torch.eye(3)))  # X is orthogonal
-cayley_orthogonality = torch.dist(X.T @ X, torch.eye(3)).item()
+    def right_inverse(self, w):
+        return w
 
 
-class MatrixExponential(nn.Module):
-    def forward(self, X):
-        return torch.matrix_exp(X)
+sparse = nn.Linear(3, 4)
+init = torch.rand_like(sparse.weight)
+reg(sparse, "weight", RandomMask(sparse.weight))
+sparse.weight = init
+pruning_param_ok = torch.equal(sparse.weight, init * sparse.parametrizations.weight[0].mask)
+
+# taking the constraint away again
+kept = nn.Linear(3, 3)
+reg(kept, "weight", SkewPart())
+before = kept.weight.detach().clone()
+parametrize.remove_parametrizations(kept, "weight")
+removed_kept_values = torch.equal(kept.weight, before)
+removed_is_parameter = isinstance(kept.weight, nn.Parameter)
+removed_repr = repr(kept)
+
+dropped = nn.Linear(3, 3)
+reg(dropped, "weight", SkewPart())
+raw = dropped.parametrizations.weight.original.detach().clone()
+parametrize.remove_parametrizations(dropped, "weight", leave_parametrized=False)
+unparametrized_is_original = torch.equal(dropped.weight, raw)
 
 
-layer_orthogonal = nn.Linear(3, 3)
-parametrize.register_parametrization(layer_orthogonal, "weight", Skew())
-parametrize.register_parametrization(layer_orthogonal, "weight", MatrixExponential())
-X = layer_orthogonal.weight
-print(torch.dist(X.T @ X, torch.eye(3)))         # X is orthogonal
-exp_orthogonality = torch.dist(X.T @ X, torch.eye(3)).item()
+class OuterProduct(nn.Module):
+    def forward(self, u, v):
+        return u.unsqueeze(-1) @ v.unsqueeze(-2)
 
-layer_spd = nn.Linear(3, 3)
-parametrize.register_parametrization(layer_spd, "weight", Symmetric())
-parametrize.register_parametrization(layer_spd, "weight", MatrixExponential())
-X = layer_spd.weight
-print(torch.dist(X, X.T))                        # X is symmetric
-print((torch.linalg.eigvalsh(X) > 0.).all())  # X is positive definite
-spd_ok = bool((torch.linalg.eigvalsh(X) > 0.).all()) and torch.dist(X, X.T).item() < 1e-5
+    def right_inverse(self, w):
+        # the best rank-one approximation, split evenly between the two factors
+        u, s, vh = torch.linalg.svd(w, full_matrices=False)
+        root = s[0].sqrt().unsqueeze(-1)
+        return u[..., :, 0] * root, vh[..., 0, :] * root
 
 
-class Skew(nn.Module):
-    def forward(self, X):
-        A = X.triu(1)
-        return A - A.transpose(-1, -2)
+low_rank = nn.Linear(4, 4)
+reg(low_rank, "weight", OuterProduct())
+rank_one = torch.linalg.matrix_rank(low_rank.weight).item()
+rank_one_names = sorted(name for name, _ in low_rank.named_parameters())
+is_parametrized = (parametrize.is_parametrized(low_rank),
+                   parametrize.is_parametrized(low_rank, "bias"))
 
-    def right_inverse(self, A):
-        # We assume that A is skew-symmetric
-        # We take the upper-triangular elements, as these are those used in the forward
-        return A.triu(1)
-
-
-layer = nn.Linear(3, 3)
-parametrize.register_parametrization(layer, "weight", Skew())
-X = torch.rand(3, 3)
-X = X - X.T                             # X is now skew-symmetric
-layer.weight = X                        # Initialize layer.weight to be X
-print(torch.dist(layer.weight, X))      # layer.weight == X
-skew_assign_dist = torch.dist(layer.weight, X).item()
-
-
-class CayleyMap(nn.Module):
-    def __init__(self, n):
-        super().__init__()
-        self.register_buffer("Id", torch.eye(n))
-
-    def forward(self, X):
-        # Assume X skew-symmetric
-        # (I + X)(I - X)^{-1}
-        return torch.linalg.solve(self.Id - X, self.Id + X)
-
-    def right_inverse(self, A):
-        # Assume A orthogonal
-        # See https://en.wikipedia.org/wiki/Cayley_transform#Matrix_map
-        # (A - I)(A + I)^{-1}
-        return torch.linalg.solve(A + self.Id, self.Id - A)
-
-
-layer_orthogonal = nn.Linear(3, 3)
-parametrize.register_parametrization(layer_orthogonal, "weight", Skew())
-parametrize.register_parametrization(layer_orthogonal, "weight", CayleyMap(3))
-# Sample an orthogonal matrix with positive determinant
-X = torch.empty(3, 3)
-nn.init.orthogonal_(X)
-if X.det() < 0.:
-    X[0].neg_()
-layer_orthogonal.weight = X
-print(torch.dist(layer_orthogonal.weight, X))  # layer_orthogonal.weight == X
-cayley_assign_dist = torch.dist(layer_orthogonal.weight, X).item()
-
-layer = nn.Linear(4, 4)
-print(layer.weight)
-parametrize.register_parametrization(layer, "weight", Skew())
-print(layer.weight)
-
-
-class PruningParametrization(nn.Module):
-    def __init__(self, X, p_drop=0.2):
-        super().__init__()
-        # sample zeros with probability p_drop
-        mask = torch.full_like(X, 1.0 - p_drop)
-        self.mask = torch.bernoulli(mask)
-
-    def forward(self, X):
-        return X * self.mask
-
-    def right_inverse(self, A):
-        return A
-
-
-layer = nn.Linear(3, 4)
-X = torch.rand_like(layer.weight)
-print(f"Initialization matrix:\n{X}")
-parametrize.register_parametrization(layer, "weight", PruningParametrization(layer.weight))
-layer.weight = X
-print(f"\nInitialized weight:\n{layer.weight}")
-pruning_param_ok = torch.equal(layer.weight, X * layer.parametrizations.weight[0].mask)
-
-layer = nn.Linear(3, 3)
-print("Before:")
-print(layer)
-print(layer.weight)
-parametrize.register_parametrization(layer, "weight", Skew())
-print("\nParametrized:")
-print(layer)
-print(layer.weight)
-skew_weight = layer.weight.detach().clone()
-parametrize.remove_parametrizations(layer, "weight")
-print("\nAfter. Weight has skew-symmetric values but it is unconstrained:")
-print(layer)
-print(layer.weight)
-removed_kept_values = torch.equal(layer.weight, skew_weight)
-removed_is_parameter = isinstance(layer.weight, nn.Parameter)
-removed_repr = repr(layer)
-
-layer = nn.Linear(3, 3)
-print("Before:")
-print(layer)
-print(layer.weight)
-parametrize.register_parametrization(layer, "weight", Skew())
-print("\nParametrized:")
-print(layer)
-print(layer.weight)
-original = layer.parametrizations.weight.original.detach().clone()
-parametrize.remove_parametrizations(layer, "weight", leave_parametrized=False)
-print("\nWhen leave_parametrized=False, the layer.weight is unparametrized:")
-print(layer)
-print(layer.weight)
-unparametrized_is_original = torch.equal(layer.weight, original)
-
-
-# a right_inverse returning several tensors: original0, original1 (torch's RankOne example)
-class RankOne(nn.Module):
-    def forward(self, x, y):
-        # Form a rank 1 matrix multiplying two vectors
-        return x.unsqueeze(-1) @ y.unsqueeze(-2)
-
-    def right_inverse(self, Z):
-        # Project Z onto the rank 1 matrices
-        U, S, Vh = torch.linalg.svd(Z, full_matrices=False)
-        s0_sqrt = S[0].sqrt().unsqueeze(-1)
-        return U[..., :, 0] * s0_sqrt, Vh[..., 0, :] * s0_sqrt
-
-
-linear_rank_one = nn.Linear(4, 4)
-parametrize.register_parametrization(linear_rank_one, "weight", RankOne())
-print(torch.linalg.matrix_rank(linear_rank_one.weight).item())
-rank_one = torch.linalg.matrix_rank(linear_rank_one.weight).item()
-rank_one_names = sorted(n for n, _ in linear_rank_one.named_parameters())
-is_parametrized = (parametrize.is_parametrized(linear_rank_one),
-                   parametrize.is_parametrized(linear_rank_one, "bias"))
-
-# training through a parametrization: an orthogonal layer fits a rotation
+# learn a rotation while staying orthogonal
 torch.manual_seed(0)
-target = torch.linalg.qr(torch.randn(3, 3))[0]
-if target.det() < 0:
-    target[0].neg_()
-layer = nn.Linear(3, 3, bias=False)
-parametrize.register_parametrization(layer, "weight", Skew())
-parametrize.register_parametrization(layer, "weight", MatrixExponential())
-opt = torch.optim.Adam(layer.parameters(), lr=0.05)
-xs = torch.randn(64, 3)
+truth = torch.linalg.qr(torch.randn(3, 3))[0]
+if truth.det() < 0:
+    truth[:, 0].neg_()
+learner = nn.Linear(3, 3, bias=False)
+reg(learner, "weight", SkewPart())
+reg(learner, "weight", Expm())
+adam = torch.optim.Adam(learner.parameters(), lr=0.05)
+pts = torch.randn(64, 3)
 fit_losses = []
-for step in range(150):
-    loss = ((layer(xs) - xs @ target.T) ** 2).mean()
-    opt.zero_grad()
-    loss.backward()
-    opt.step()
-    fit_losses.append(loss.item())
-W = layer.weight.detach()
-fit_orthogonality = torch.dist(W.T @ W, torch.eye(3)).item()
+for _ in range(150):
+    err = (learner(pts) - pts @ truth.T).pow(2).mean()
+    adam.zero_grad()
+    err.backward()
+    adam.step()
+    fit_losses.append(err.item())
+fit_orthogonality = orthogonality(learner.weight.detach())
+print(f"fit {fit_losses[0]:.4f} -> {fit_losses[-1]:.6f}")
 
-# deterministic parts to compare with torch
-fixed = nn.Linear(3, 3).double()
+# fixed float64 weights, recorded for the comparison with torch
+probe = nn.Linear(3, 3).double()
 with torch.no_grad():
-    fixed.weight.copy_(torch.sin(torch.arange(9, dtype=torch.double)).view(3, 3) * 0.5)
-    fixed.bias.zero_()
-parametrize.register_parametrization(fixed, "weight", Skew())
-parametrize.register_parametrization(fixed, "weight", CayleyMap(3).double())
-fixed_x = torch.linspace(-1, 1, 6, dtype=torch.double).view(2, 3)
-fixed_out = fixed(fixed_x)
-fixed_out.pow(2).sum().backward()
-fixed_results = {"weight": fixed.weight.tolist(), "out": fixed_out.tolist(),
-                 "grad": fixed.parametrizations.weight.original.grad.tolist(),
-                 "state_keys": sorted(fixed.state_dict().keys())}
-fixed_results_keys = fixed_results.pop("state_keys")
+    probe.weight.copy_(0.4 * torch.cos(torch.arange(9, dtype=torch.double) + 1).view(3, 3))
+    probe.bias.fill_(0.1)
+reg(probe, "weight", Skew())
+reg(probe, "weight", InvertibleCayley(3).double())
+probe_in = torch.linspace(1, -1, 6, dtype=torch.double).view(2, 3)
+probe_out = probe(probe_in)
+(probe_out**3).sum().backward()
+fixed_results = {"weight": probe.weight.tolist(), "out": probe_out.tolist(),
+                 "grad": probe.parametrizations.weight.original.grad.tolist()}
+fixed_results_keys = sorted(probe.state_dict().keys())

@@ -1,278 +1,179 @@
-# ruff: noqa: E402, E501, UP039, N801, N802, N803, N806, N816, UP008, UP031 (notebook code as is)
-"""jayroxis/PINNs, "Burgers Equation/Burgers Inference (PyTorch).ipynb": a PyTorch port of
-Raissi, Perdikaris & Karniadakis' physics-informed network for Burgers' equation
-u_t + u u_x - (0.01 / pi) u_xx = 0, its residual's u_t, u_x and u_xx through
-``torch.autograd.grad(create_graph=True)``, trained full-batch by ``torch.optim.LBFGS`` with a
-closure and ``line_search_fn="strong_wolfe"``.
+"""A physics-informed network for the viscous Burgers equation u_t + u u_x = nu u_xx on
+[-1, 1] x [0, 1), written for these tests in the way the PyTorch ports of Raissi et al.'s
+PINNs (e.g. jayroxis/PINNs' Burgers notebooks) are commonly written (modelled on the API usage
+of that code, not a copy of it):
 
-Changes from the notebook: the import; ``data/burgers_shock.mat`` (Raissi's reference solution)
-is recomputed here, on a coarser grid, by the same Cole-Hopf formula with Gauss-Hermite
-quadrature (it matches the .mat to 4e-11); pyDOE's ``lhs`` is a few lines of numpy (the same
-Latin hypercube design); the network, the point counts and LBFGS's ``max_iter``/``max_eval`` are
-shrunk; after the model is built its weights are set from numpy (Xavier normal, as Raissi's
-TensorFlow code initializes), so that torch's run, whose generator gives other numbers for one
-seed, starts where jitgrad's does; the plots are dropped; what the tests check is recorded
-(marked).
+- an MLP built as ``nn.Sequential(OrderedDict(...))`` of Linear/Tanh layers;
+- inputs from numpy as ``torch.tensor(..., requires_grad=True).float().to(device)``;
+- the PDE residual from u_t, u_x, u_xx by ``autograd.grad(grad_outputs=ones_like,
+  retain_graph=True, create_graph=True)``;
+- full-batch ``optim.LBFGS(max_iter=, max_eval=, history_size=, tolerance_grad=,
+  tolerance_change=, line_search_fn="strong_wolfe")`` stepping a closure, its per-parameter
+  state (``func_evals``, ``n_iter``);
+- prediction on the whole grid, the relative L2 error, ``scipy.interpolate.griddata``.
+
+The reference solution comes from the Cole-Hopf formula (Gauss-Hermite quadrature) on a coarse
+grid; the collocation points are a small Latin hypercube drawn with numpy; the network weights
+are set from numpy (Xavier normal) so that jitgrad and torch start from the same point.
 """
-import jitgrad as torch
+import time
 from collections import OrderedDict
 
 import numpy as np
 from scipy.interpolate import griddata
-import time
+
+import jitgrad as torch
+from jitgrad import nn
 
 np.random.seed(1234)
 torch.manual_seed(1234)
+device = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+
+nu = 0.01 / np.pi
+N_BOUNDARY, N_COLLOCATION = 60, 400
+WIDTHS = [2, 16, 16, 16, 1]
+MAX_ITER = 150
 
 
-def lhs(n, samples):
-    """pyDOE's ``lhs(n, samples)`` (no criterion): one random point in each of ``samples``
-    equal strata per dimension, the strata shuffled independently per dimension."""
-    cut = np.linspace(0, 1, samples + 1)
-    u = np.random.rand(samples, n)
-    a, b = cut[:samples], cut[1:samples + 1]
-    rdpoints = u * (b - a)[:, None] + a[:, None]
-    H = np.zeros_like(rdpoints)
-    for j in range(n):
-        H[:, j] = rdpoints[np.random.permutation(samples), j]
-    return H
+def latin_hypercube(dims, n):
+    """n points in [0, 1]^dims, one in each of n equal slices along every axis."""
+    lo = np.arange(n) / n
+    pts = lo[:, None] + np.random.rand(n, dims) / n
+    for d in range(dims):
+        pts[:, d] = pts[np.random.permutation(n), d]
+    return pts
 
 
-def burgers_shock(nu, x, t, n_quad=200):
-    """Burgers' solution for u(x, 0) = -sin(pi x), u(+-1, t) = 0 by the Cole-Hopf transform,
-    u = -int sin(pi (x - eta)) f(x - eta) exp(-eta^2 / 4 nu t) / int f(x - eta) exp(...),
-    f(y) = exp(-cos(pi y) / (2 pi nu)), eta = sqrt(4 nu t) z by Gauss-Hermite in z (as
-    Raissi's burgers_shock.mat was computed)."""
-    z, w = np.polynomial.hermite.hermgauss(n_quad)
-    usol = np.zeros((len(x), len(t)))
-    usol[:, 0] = -np.sin(np.pi * x)
-    for j, tj in enumerate(t[1:], 1):
-        y = x[:, None] - np.sqrt(4 * nu * tj) * z[None, :]
-        logf = -np.cos(np.pi * y) / (2 * np.pi * nu)
-        f = np.exp(logf - logf.max(axis=1, keepdims=True))
-        usol[:, j] = -(w * np.sin(np.pi * y) * f).sum(1) / (w * f).sum(1)
-    return usol
+def cole_hopf_solution(visc, xs, ts, nodes=200):
+    """Burgers with u(x, 0) = -sin(pi x) and u(+-1, t) = 0, via the heat equation: u is a
+    ratio of two Gaussian averages over a shift s = sqrt(4 visc t) z (Gauss-Hermite in z)."""
+    z, wq = np.polynomial.hermite.hermgauss(nodes)
+    out = np.empty((len(xs), len(ts)))
+    for k, tk in enumerate(ts):
+        if tk == 0:
+            out[:, k] = -np.sin(np.pi * xs)
+            continue
+        y = xs[:, None] - np.sqrt(4 * visc * tk) * z
+        phase = -np.cos(np.pi * y) / (2 * np.pi * visc)
+        dens = wq * np.exp(phase - phase.max(axis=1, keepdims=True))  # (scaled for overflow)
+        out[:, k] = -(dens * np.sin(np.pi * y)).sum(1) / dens.sum(1)
+    return out
 
 
-# CUDA support
-if torch.cuda.is_available():
-    device = torch.device('cuda')
-else:
-    device = torch.device('cpu')
+def column(arr, j):
+    return torch.tensor(arr[:, j:j + 1], requires_grad=True).float().to(device)
 
 
-# the deep neural network
-class DNN(torch.nn.Module):
-    def __init__(self, layers):
-        super(DNN, self).__init__()
+class TanhMLP(nn.Module):
+    def __init__(self, widths):
+        super().__init__()
+        stack = []
+        for i, (a, b) in enumerate(zip(widths[:-1], widths[1:])):
+            stack.append((f"layer_{i}", nn.Linear(a, b)))
+            if i < len(widths) - 2:
+                stack.append((f"activation_{i}", nn.Tanh()))
+        self.layers = nn.Sequential(OrderedDict(stack))
 
-        # parameters
-        self.depth = len(layers) - 1
-
-        # set up layer order dict
-        self.activation = torch.nn.Tanh
-
-        layer_list = list()
-        for i in range(self.depth - 1):
-            layer_list.append(
-                ('layer_%d' % i, torch.nn.Linear(layers[i], layers[i+1]))
-            )
-            layer_list.append(('activation_%d' % i, self.activation()))
-
-        layer_list.append(
-            ('layer_%d' % (self.depth - 1), torch.nn.Linear(layers[-2], layers[-1]))
-        )
-        layerDict = OrderedDict(layer_list)
-
-        # deploy layers
-        self.layers = torch.nn.Sequential(layerDict)
-
-    def forward(self, x):
-        out = self.layers(x)
-        return out
+    def forward(self, xt):
+        return self.layers(xt)
 
 
-# the physics-guided neural network
-class PhysicsInformedNN():
-    def __init__(self, X_u, u, X_f, layers, lb, ub, nu):
+def d(out, wrt):
+    return torch.autograd.grad(out, wrt, grad_outputs=torch.ones_like(out),
+                               retain_graph=True, create_graph=True)[0]
 
-        # boundary conditions
-        self.lb = torch.tensor(lb).float().to(device)
-        self.ub = torch.tensor(ub).float().to(device)
 
-        # data
-        self.x_u = torch.tensor(X_u[:, 0:1], requires_grad=True).float().to(device)
-        self.t_u = torch.tensor(X_u[:, 1:2], requires_grad=True).float().to(device)
-        self.x_f = torch.tensor(X_f[:, 0:1], requires_grad=True).float().to(device)
-        self.t_f = torch.tensor(X_f[:, 1:2], requires_grad=True).float().to(device)
-        self.u = torch.tensor(u).float().to(device)
-
-        self.layers = layers
-        self.nu = nu
-
-        # deep neural networks
-        self.dnn = DNN(layers).to(device)
-
-        # optimizers: using the same settings
+class BurgersPINN:
+    def __init__(self, xt_data, u_data, xt_colloc, widths, visc):
+        self.x_u, self.t_u = column(xt_data, 0), column(xt_data, 1)
+        self.x_f, self.t_f = column(xt_colloc, 0), column(xt_colloc, 1)
+        self.u = torch.tensor(u_data).float().to(device)
+        self.nu = visc
+        self.dnn = TanhMLP(widths).to(device)
         self.optimizer = torch.optim.LBFGS(
-            self.dnn.parameters(),
-            lr=1.0,
-            max_iter=MAX_ITER,
-            max_eval=MAX_ITER,
-            history_size=50,
-            tolerance_grad=1e-5,
-            tolerance_change=1.0 * np.finfo(float).eps,
-            line_search_fn="strong_wolfe"       # can be "strong_wolfe"
-        )
-
-        self.iter = 0
+            self.dnn.parameters(), lr=1.0, max_iter=MAX_ITER, max_eval=MAX_ITER,
+            history_size=50, tolerance_grad=1e-5, tolerance_change=np.finfo(float).eps,
+            line_search_fn="strong_wolfe")
+        self.calls = 0
 
     def net_u(self, x, t):
-        u = self.dnn(torch.cat([x, t], dim=1))
-        return u
+        return self.dnn(torch.cat([x, t], dim=1))
 
     def net_f(self, x, t):
-        """ The pytorch autograd version of calculating residual """
         u = self.net_u(x, t)
+        u_x = d(u, x)
+        return d(u, t) + u * u_x - self.nu * d(u_x, x)
 
-        u_t = torch.autograd.grad(
-            u, t,
-            grad_outputs=torch.ones_like(u),
-            retain_graph=True,
-            create_graph=True
-        )[0]
-        u_x = torch.autograd.grad(
-            u, x,
-            grad_outputs=torch.ones_like(u),
-            retain_graph=True,
-            create_graph=True
-        )[0]
-        u_xx = torch.autograd.grad(
-            u_x, x,
-            grad_outputs=torch.ones_like(u_x),
-            retain_graph=True,
-            create_graph=True
-        )[0]
-
-        f = u_t + u * u_x - self.nu * u_xx
-        return f
-
-    def loss_func(self):
+    def closure(self):
         self.optimizer.zero_grad()
+        misfit = ((self.net_u(self.x_u, self.t_u) - self.u) ** 2).mean()
+        physics = (self.net_f(self.x_f, self.t_f) ** 2).mean()
+        total = misfit + physics
+        total.backward()
+        self.calls += 1
+        closure_losses.append((total.item(), misfit.item(), physics.item()))
+        if self.calls % 50 == 0:
+            print(f"eval {self.calls}: loss {total.item():.4e} "
+                  f"(data {misfit.item():.3e}, pde {physics.item():.3e})")
+        return total
 
-        u_pred = self.net_u(self.x_u, self.t_u)
-        f_pred = self.net_f(self.x_f, self.t_f)
-        loss_u = torch.mean((self.u - u_pred) ** 2)
-        loss_f = torch.mean(f_pred ** 2)
-
-        loss = loss_u + loss_f
-
-        loss.backward()
-        self.iter += 1
-        closure_losses.append((loss.item(), loss_u.item(), loss_f.item()))  # (recorded)
-        if self.iter % 100 == 0:
-            print(
-                'Iter %d, Loss: %.5e, Loss_u: %.5e, Loss_f: %.5e' % (self.iter, loss.item(), loss_u.item(), loss_f.item())
-            )
-        return loss
-
-    def train(self):
+    def fit(self):
         self.dnn.train()
+        self.optimizer.step(self.closure)
 
-        # Backward and optimize
-        self.optimizer.step(self.loss_func)
-
-
-    def predict(self, X):
-        x = torch.tensor(X[:, 0:1], requires_grad=True).float().to(device)
-        t = torch.tensor(X[:, 1:2], requires_grad=True).float().to(device)
-
+    def predict(self, xt):
         self.dnn.eval()
-        u = self.net_u(x, t)
-        f = self.net_f(x, t)
-        u = u.detach().cpu().numpy()
-        f = f.detach().cpu().numpy()
-        return u, f
+        x, t = column(xt, 0), column(xt, 1)
+        u, f = self.net_u(x, t), self.net_f(x, t)
+        return u.detach().cpu().numpy(), f.detach().cpu().numpy()
 
 
-nu = 0.01/np.pi
-noise = 0.0
+# reference solution on a 65 x 34 grid
+x = np.linspace(-1, 1, 65)[:, None]
+t = np.linspace(0, 0.99, 34)[:, None]
+Exact = cole_hopf_solution(nu, x[:, 0], t[:, 0]).T  # rows: time
+X, T = np.meshgrid(x, t)
+grid_pts = np.column_stack([X.ravel(), T.ravel()])
+u_true = Exact.reshape(-1, 1)
+lower, upper = grid_pts.min(0), grid_pts.max(0)
 
-N_u = 60
-N_f = 400
-layers = [2, 16, 16, 16, 1]
-MAX_ITER = 150
+# data on the initial line and the two walls; collocation points inside (and on them)
+edges = [(X[0], T[0], Exact[0]), (X[:, 0], T[:, 0], Exact[:, 0]),
+         (X[:, -1], T[:, -1], Exact[:, -1])]
+edge_pts = np.vstack([np.column_stack([a, b]) for a, b, _ in edges])
+edge_u = np.concatenate([c for _, _, c in edges])[:, None]
+colloc = np.vstack([lower + (upper - lower) * latin_hypercube(2, N_COLLOCATION), edge_pts])
+pick = np.random.choice(len(edge_pts), N_BOUNDARY, replace=False)
 closure_losses = []
+model = BurgersPINN(edge_pts[pick], edge_u[pick], colloc, WIDTHS, nu)
 
-# (burgers_shock.mat: t 100 steps in [0, 0.99], x 256 points in [-1, 1]; coarser here)
-data = {'t': np.linspace(0, 0.99, 34)[:, None], 'x': np.linspace(-1, 1, 65)[:, None]}
-data['usol'] = burgers_shock(nu, data['x'].flatten(), data['t'].flatten())
-
-t = data['t'].flatten()[:,None]
-x = data['x'].flatten()[:,None]
-Exact = np.real(data['usol']).T
-
-X, T = np.meshgrid(x,t)
-
-X_star = np.hstack((X.flatten()[:,None], T.flatten()[:,None]))
-u_star = Exact.flatten()[:,None]
-
-# Doman bounds
-lb = X_star.min(0)
-ub = X_star.max(0)
-
-xx1 = np.hstack((X[0:1,:].T, T[0:1,:].T))
-uu1 = Exact[0:1,:].T
-xx2 = np.hstack((X[:,0:1], T[:,0:1]))
-uu2 = Exact[:,0:1]
-xx3 = np.hstack((X[:,-1:], T[:,-1:]))
-uu3 = Exact[:,-1:]
-
-X_u_train = np.vstack([xx1, xx2, xx3])
-X_f_train = lb + (ub-lb)*lhs(2, N_f)
-X_f_train = np.vstack((X_f_train, X_u_train))
-u_train = np.vstack([uu1, uu2, uu3])
-
-idx = np.random.choice(X_u_train.shape[0], N_u, replace=False)
-X_u_train = X_u_train[idx, :]
-u_train = u_train[idx,:]
-
-model = PhysicsInformedNN(X_u_train, u_train, X_f_train, layers, lb, ub, nu)
-
-# ----------------------------------------------------------------- (recorded for the test)
-# the same initial weights on torch and jitgrad (their generators differ for one seed): Xavier
-# normal as Raissi's TensorFlow code initializes, biases zero, from numpy
-_rng = np.random.default_rng(0)
+# Xavier-normal weights and zero biases from numpy (the same start on torch and jitgrad)
+init_rng = np.random.default_rng(0)
 with torch.no_grad():
-    for name, p in model.dnn.named_parameters():
-        if name.endswith('weight'):
-            std = np.sqrt(2.0 / (p.shape[0] + p.shape[1]))
-            p.copy_(torch.tensor(_rng.normal(0.0, std, tuple(p.shape)), dtype=torch.float32))
+    for name, prm in model.dnn.named_parameters():
+        if name.endswith("bias"):
+            prm.zero_()
         else:
-            p.zero_()
-# before training: the residual f = u_t + u u_x - nu u_xx at a few points, and the gradient of
-# the loss (second derivatives of the network, differentiated once more) for every parameter
-fixed_results = {}
-_, fixed_results['f_init'] = model.predict(X_star[::37])
-model.loss_func()
-fixed_results['loss_init'] = closure_losses.pop()
-fixed_results['grads_init'] = {k: p.grad.clone() for k, p in model.dnn.named_parameters()}
-model.iter = 0
-# ------------------------------------------------------------------------------------------
+            sd = np.sqrt(2.0 / sum(prm.shape))
+            prm.copy_(torch.tensor(init_rng.normal(0.0, sd, tuple(prm.shape)),
+                                   dtype=torch.float32))
 
-start_time = time.time()
-model.train()
-elapsed = time.time() - start_time
+# before training: the residual at some grid points, and the loss with its gradients
+fixed_results = {"f_init": model.predict(grid_pts[::37])[1]}
+model.closure()
+fixed_results["loss_init"] = closure_losses.pop()
+fixed_results["grads_init"] = {n: p.grad.clone() for n, p in model.dnn.named_parameters()}
+model.calls = 0
 
-u_pred, f_pred = model.predict(X_star)
+tic = time.time()
+model.fit()
+print(f"LBFGS: {time.time() - tic:.1f} s, {len(closure_losses)} evaluations")
+u_pred, f_pred = model.predict(grid_pts)
+error_u = np.linalg.norm(u_true - u_pred) / np.linalg.norm(u_true)
+print(f"relative L2 error of u: {error_u:.3e}")
+U_pred = griddata(grid_pts, u_pred.ravel(), (X, T), method="cubic")
+abs_error = np.abs(Exact - U_pred)
 
-error_u = np.linalg.norm(u_star-u_pred,2)/np.linalg.norm(u_star,2)
-print('Error u: %e' % (error_u))
-
-U_pred = griddata(X_star, u_pred.flatten(), (X, T), method='cubic')
-Error = np.abs(Exact - U_pred)
-
-# (recorded for the test)
 optimizer_state = model.optimizer.state[model.optimizer._params[0]]
-fixed_results['closure_losses'] = closure_losses
-fixed_results['lbfgs_counts'] = (optimizer_state['func_evals'], optimizer_state['n_iter'])
+fixed_results["closure_losses"] = closure_losses
+fixed_results["lbfgs_counts"] = (optimizer_state["func_evals"], optimizer_state["n_iter"])

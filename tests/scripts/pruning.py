@@ -1,237 +1,149 @@
-# ruff: noqa: B007, E402, F811, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""Tutorial "Pruning": random_unstructured, l1_unstructured, ln_structured, the pruning
-container, prune.remove, iterative and global pruning, and a custom BasePruningMethod."""
+"""Pruning a small convolutional classifier with ``nn.utils.prune``, written for these tests in
+the way the PyTorch pruning tutorial is commonly written (modelled on the API usage of that
+tutorial, not a copy of it):
+
+- ``random_unstructured``, ``l1_unstructured`` (a fraction and an absolute count),
+  ``ln_structured`` over output channels, the ``*_orig`` parameters, ``*_mask`` buffers and
+  forward pre-hooks they leave, the PruningContainer's history, ``state_dict`` keys;
+- ``prune.remove`` making a pruning permanent, per-layer pruning over ``named_modules``,
+  ``global_unstructured`` with ``prune.L1Unstructured``, sparsity that survives SGD training
+  (the masked entries get zero gradients);
+- a custom ``prune.BasePruningMethod`` (``PRUNING_TYPE``, ``compute_mask``, ``apply``) and
+  ``prune.is_pruned``.
+"""
 import jitgrad as torch
-import jitgrad.nn.functional as F
-import jitgrad.nn.utils.prune as prune
 from jitgrad import nn
+from jitgrad.nn import functional as F
+from jitgrad.nn.utils import prune
 
 torch.manual_seed(0)
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-class LeNet(nn.Module):
+class SmallConvNet(nn.Module):
+    """16x16 grey images -> 10 classes."""
+
     def __init__(self):
-        super(LeNet, self).__init__()
-        # 1 input image channel, 6 output channels, 5x5 square conv kernel
-        self.conv1 = nn.Conv2d(1, 6, 5)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)  # 5x5 image dimension
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 6, 5)   # 150 weights, 6 output channels
+        self.conv2 = nn.Conv2d(6, 10, 3)
+        self.fc1 = nn.Linear(10 * 2 * 2, 30)
+        self.fc2 = nn.Linear(30, 10)
 
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = x.view(-1, int(x.nelement() / x.shape[0]))
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        x = self.fc3(x)
-        return x
+    def forward(self, img):
+        h = F.max_pool2d(F.relu(self.conv1(img)), (2, 2))
+        h = F.max_pool2d(F.relu(self.conv2(h)), 2)
+        h = h.view(-1, int(h.nelement() / h.shape[0]))
+        return self.fc2(F.relu(self.fc1(h)))
 
 
-model = LeNet().to(device=device)
+def names(mod):
+    return [n for n, _ in mod.named_parameters()], [n for n, _ in mod.named_buffers()]
 
-module = model.conv1
-print(list(module.named_parameters()))
-print(list(module.named_buffers()))
 
-prune.random_unstructured(module, name="weight", amount=0.3)
-print(list(module.named_parameters()))
-print(list(module.named_buffers()))
-print(module.weight)
-print(module._forward_pre_hooks)
-random_names = ([n for n, _ in module.named_parameters()], [n for n, _ in module.named_buffers()])
-random_zeros = int((module.weight == 0).sum())
+def zeros(t):
+    return int((t == 0).sum())
 
-prune.l1_unstructured(module, name="bias", amount=3)
-print(list(module.named_parameters()))
-print(list(module.named_buffers()))
-print(module.bias)
-print(module._forward_pre_hooks)
-bias_zeros = int((module.bias == 0).sum())
-bias_kept_largest = bool(module.bias.abs().min() == 0) and \
-    module.bias_orig.abs()[module.bias_mask == 0].max() <= \
-    module.bias_orig.abs()[module.bias_mask == 1].min()
 
-prune.ln_structured(module, name="weight", amount=0.5, n=2, dim=0)
+net = SmallConvNet().to(device=device)
+first = net.conv1
+print(names(first))
 
-# As we can verify, this will zero out all the connections corresponding to
-# 50% (3 out of 6) of the channels, while preserving the action of the
-# previous mask.
-print(module.weight)
-zero_channels = int((module.weight.flatten(1).abs().sum(1) == 0).sum())
+prune.random_unstructured(first, name="weight", amount=0.3)
+random_names = names(first)
+random_zeros = zeros(first.weight)
+print(random_names, first._forward_pre_hooks)
 
-for hook in module._forward_pre_hooks.values():
-    if hook._tensor_name == "weight":  # select out the correct hook
-        break
+prune.l1_unstructured(first, name="bias", amount=3)  # an int: that many entries
+bias_zeros = zeros(first.bias)
+small = first.bias_orig.abs()[first.bias_mask == 0]
+large = first.bias_orig.abs()[first.bias_mask == 1]
+bias_kept_largest = bool(first.bias.abs().min() == 0) and small.max() <= large.min()
 
-print(list(hook))  # pruning history in the container
-history = [type(h).__name__ for h in hook]
+# drop half the output channels by L2 norm, on top of the random mask
+prune.ln_structured(first, name="weight", amount=0.5, n=2, dim=0)
+zero_channels = int((first.weight.flatten(1).abs().sum(1) == 0).sum())
+container = next(h for h in first._forward_pre_hooks.values() if h._tensor_name == "weight")
+history = [type(step).__name__ for step in container]
+state_keys = list(net.state_dict().keys())
+print(history, state_keys)
 
-print(model.state_dict().keys())
-state_keys = list(model.state_dict().keys())
+snapshot = first.weight.detach().clone()
+prune.remove(first, "weight")  # bake the mask into a plain parameter
+removed_names = names(first)
+removed_same = torch.equal(first.weight, snapshot)
 
-print(list(module.named_parameters()))
-print(list(module.named_buffers()))
-print(module.weight)
-pruned_weight = module.weight.detach().clone()
-prune.remove(module, 'weight')
-print(list(module.named_parameters()))
-print(list(module.named_buffers()))
-removed_names = ([n for n, _ in module.named_parameters()], [n for n, _ in module.named_buffers()])
-removed_same = torch.equal(module.weight, pruned_weight)
+# per layer type: 20 % of every conv, 40 % of every linear layer
+layered = SmallConvNet()
+for _, sub in layered.named_modules():
+    if isinstance(sub, nn.Conv2d):
+        prune.l1_unstructured(sub, name="weight", amount=0.2)
+    elif isinstance(sub, nn.Linear):
+        prune.l1_unstructured(sub, name="weight", amount=0.4)
+mask_names = list(dict(layered.named_buffers()))
+fc1_sparsity = zeros(layered.fc1.weight) / layered.fc1.weight.nelement()
 
-new_model = LeNet()
-for name, module in new_model.named_modules():
-    # prune 20% of connections in all 2D-conv layers
-    if isinstance(module, torch.nn.Conv2d):
-        prune.l1_unstructured(module, name='weight', amount=0.2)
-    # prune 40% of connections in all linear layers
-    elif isinstance(module, torch.nn.Linear):
-        prune.l1_unstructured(module, name='weight', amount=0.4)
+# one threshold for the whole network
+pooled = SmallConvNet()
+targets = [(layer, "weight") for layer in (pooled.conv1, pooled.conv2, pooled.fc1, pooled.fc2)]
+prune.global_unstructured(targets, pruning_method=prune.L1Unstructured, amount=0.2)
+for layer, _ in targets:
+    w = layer.weight
+    print(f"{type(layer).__name__}: {100.0 * float(torch.sum(w == 0)) / w.nelement():.1f} %")
 
-print(dict(new_model.named_buffers()).keys())  # to verify that all masks exist
-mask_names = list(dict(new_model.named_buffers()).keys())
-fc1_sparsity = float((new_model.fc1.weight == 0).sum()) / new_model.fc1.weight.nelement()
 
-model = LeNet()
+def overall_sparsity():
+    return (sum(zeros(layer.weight) for layer, _ in targets)
+            / sum(layer.weight.nelement() for layer, _ in targets))
 
-parameters_to_prune = (
-    (model.conv1, 'weight'),
-    (model.conv2, 'weight'),
-    (model.fc1, 'weight'),
-    (model.fc2, 'weight'),
-    (model.fc3, 'weight'),
-)
 
-prune.global_unstructured(
-    parameters_to_prune,
-    pruning_method=prune.L1Unstructured,
-    amount=0.2,
-)
+global_sparsity = overall_sparsity()
+kept_min = min(float(m.weight_orig.abs()[m.weight_mask == 1].min()) for m, _ in targets)
+pruned_max = max(float(m.weight_orig.abs()[m.weight_mask == 0].max()) for m, _ in targets)
+print(f"global sparsity {100 * global_sparsity:.2f} %")
 
-print(
-    "Sparsity in conv1.weight: {:.2f}%".format(
-        100. * float(torch.sum(model.conv1.weight == 0))
-        / float(model.conv1.weight.nelement())
-    )
-)
-print(
-    "Sparsity in conv2.weight: {:.2f}%".format(
-        100. * float(torch.sum(model.conv2.weight == 0))
-        / float(model.conv2.weight.nelement())
-    )
-)
-print(
-    "Sparsity in fc1.weight: {:.2f}%".format(
-        100. * float(torch.sum(model.fc1.weight == 0))
-        / float(model.fc1.weight.nelement())
-    )
-)
-print(
-    "Sparsity in fc2.weight: {:.2f}%".format(
-        100. * float(torch.sum(model.fc2.weight == 0))
-        / float(model.fc2.weight.nelement())
-    )
-)
-print(
-    "Sparsity in fc3.weight: {:.2f}%".format(
-        100. * float(torch.sum(model.fc3.weight == 0))
-        / float(model.fc3.weight.nelement())
-    )
-)
-global_sparsity = (
-    float(
-        torch.sum(model.conv1.weight == 0)
-        + torch.sum(model.conv2.weight == 0)
-        + torch.sum(model.fc1.weight == 0)
-        + torch.sum(model.fc2.weight == 0)
-        + torch.sum(model.fc3.weight == 0)
-    )
-    / float(
-        model.conv1.weight.nelement()
-        + model.conv2.weight.nelement()
-        + model.fc1.weight.nelement()
-        + model.fc2.weight.nelement()
-        + model.fc3.weight.nelement()
-    )
-)
-print("Global sparsity: {:.2f}%".format(100. * global_sparsity))
-# global pruning removes the globally smallest 20%: every kept weight is at least as large
-kept_min = min(float(m.weight_orig.abs()[m.weight_mask == 1].min())
-               for m, _ in parameters_to_prune)
-pruned_max = max(float(m.weight_orig.abs()[m.weight_mask == 0].max())
-                 for m, _ in parameters_to_prune)
-
-# pruned weights stay zero through training: the forward pre-hook applies the mask
-opt = torch.optim.SGD(model.parameters(), lr=0.05)
-images, labels = torch.randn(4, 1, 32, 32), torch.randint(0, 10, (4,))
+# the masks are reapplied by the pre-hooks on every forward, so training keeps them
+sgd = torch.optim.SGD(pooled.parameters(), lr=0.05)
+imgs, classes = torch.randn(4, 1, 16, 16), torch.randint(0, 10, (4,))
 train_losses = []
-for step in range(5):
-    loss = F.cross_entropy(model(images), labels)
-    opt.zero_grad()
+for _ in range(5):
+    loss = F.cross_entropy(pooled(imgs), classes)
+    sgd.zero_grad()
     loss.backward()
-    opt.step()
+    sgd.step()
     train_losses.append(loss.item())
-still_sparse = float(torch.sum(model.fc1.weight == 0)) / model.fc1.weight.nelement()
-masked_grad_zero = bool((model.fc1.weight_orig.grad[model.fc1.weight_mask == 0] == 0).all())
+still_sparse = overall_sparsity()
+masked_grad_zero = bool((pooled.fc1.weight_orig.grad[pooled.fc1.weight_mask == 0] == 0).all())
 
 
-class FooBarPruningMethod(prune.BasePruningMethod):
-    """Prune every other entry in a tensor
-    """
-    PRUNING_TYPE = 'unstructured'
+class EveryOther(prune.BasePruningMethod):
+    """Masks entries 0, 2, 4, ... of the flattened tensor."""
+
+    PRUNING_TYPE = "unstructured"
 
     def compute_mask(self, t, default_mask):
-        mask = default_mask.clone()
-        mask.view(-1)[::2] = 0
-        return mask
+        out = default_mask.clone()
+        out.view(-1)[::2] = 0
+        return out
 
 
-def foobar_unstructured(module, name):
-    """Prunes tensor corresponding to parameter called `name` in `module`
-    by removing every other entry in the tensors.
-    Modifies module in place (and also return the modified module)
-    by:
-    1) adding a named buffer called `name+'_mask'` corresponding to the
-    binary mask applied to the parameter `name` by the pruning method.
-    The parameter `name` is replaced by its pruned version, while the
-    original (unpruned) parameter is stored in a new parameter named
-    `name+'_orig'`.
-
-    Args:
-        module (nn.Module): module containing the tensor to prune
-        name (string): parameter name within `module` on which pruning
-                will act.
-
-    Returns:
-        module (nn.Module): modified (i.e. pruned) version of the input
-            module
-
-    Examples:
-        >>> m = nn.Linear(3, 4)
-        >>> foobar_unstructured(m, name='bias')
-    """
-    FooBarPruningMethod.apply(module, name)
+def every_other(module, name):
+    EveryOther.apply(module, name)
     return module
 
 
-model = LeNet()
-foobar_unstructured(model.fc3, name='bias')
+custom = every_other(SmallConvNet().fc2, name="bias")
+foobar_mask = custom.bias_mask.tolist()
+foobar_is_pruned = prune.is_pruned(custom)
 
-print(model.fc3.bias_mask)
-foobar_mask = model.fc3.bias_mask.tolist()
-foobar_is_pruned = prune.is_pruned(model.fc3)
-
-# deterministic parts to compare with torch: masks of the deterministic methods on fixed weights
-fixed = nn.Linear(6, 4)
+# the deterministic methods on fixed weights, recorded for the comparison with torch
+probe = nn.Linear(6, 4)
 with torch.no_grad():
-    fixed.weight.copy_(torch.sin(torch.arange(24, dtype=torch.float32) * 1.3).view(4, 6))
-    fixed.bias.copy_(torch.cos(torch.arange(4, dtype=torch.float32)))
-prune.l1_unstructured(fixed, "weight", amount=0.25)
-prune.ln_structured(fixed, "weight", amount=1, n=1, dim=1)
-prune.l1_unstructured(fixed, "bias", amount=0.5)
-fixed_out = fixed(torch.linspace(-1, 1, 12).view(2, 6))
-fixed_results = {"weight_mask": fixed.weight_mask.tolist(), "bias_mask": fixed.bias_mask.tolist(),
-                 "out": fixed_out.tolist()}
+    probe.weight.copy_(torch.cos(torch.arange(24, dtype=torch.float32) * 0.9).view(4, 6))
+    probe.bias.copy_(torch.sin(torch.arange(4, dtype=torch.float32) + 1))
+prune.l1_unstructured(probe, "weight", amount=0.25)
+prune.ln_structured(probe, "weight", amount=1, n=1, dim=1)
+prune.l1_unstructured(probe, "bias", amount=0.5)
+probe_out = probe(torch.linspace(1, -1, 12).view(2, 6))
+fixed_results = {"weight_mask": probe.weight_mask.tolist(), "bias_mask": probe.bias_mask.tolist(),
+                 "out": probe_out.tolist()}

@@ -1,390 +1,250 @@
-# ruff: noqa: B007, E401, E402, E501, E711, F401, F841, N801, N802, N806, N816, SIM115, UP008, UP032 (repository code as is)
-"""caogang/wgan-gp ``gan_toy.py``: WGAN-GP (Gulrajani et al., "Improved Training of Wasserstein
-GANs") on the 8 gaussians / 25 gaussians / swiss roll toy sets: ReLU MLP generator and critic,
-``calc_gradient_penalty`` with ``autograd.grad(..., create_graph=True, retain_graph=True,
-only_inputs=True)``, ``backward(mone)``, Adam with betas (0.5, 0.9); old-style code
-(``autograd.Variable(..., volatile=True)``, ``.data``, ``torch.FloatTensor``, ``torch.Tensor``).
+"""A Wasserstein GAN with gradient penalty (Gulrajani et al.) on 2-d toy data, written for these
+tests in the way old-style PyTorch WGAN-GP toy scripts (e.g. caogang/wgan-gp's gan_toy.py) are
+commonly written (modelled on the API usage of that code, not a copy of it):
 
-Changes from the repository's file: the import; Python 3 (``print(...)``, ``range``,
-``next(data)``, ``//``); ``use_cuda = False``; ``one``/``mone`` are 0-dim, the fix users of
-torch >= 0.4 made (``torch.FloatTensor([1])`` has shape [1] and ``D_real.backward(mone)`` then
-raises "Mismatch in shape" on torch 2.x, as on jitgrad); tflib.plot (Python 2, matplotlib) is
-a few lines that keep its records; ``generate_image`` keeps the critic map and the samples
-instead of drawing them; ``sklearn.datasets.make_swiss_roll`` is its numpy formula; DIM,
-BATCH_SIZE, ITERS and the 25 gaussians' set are shrunk. What the tests check is recorded at the
-end (marked).
+- ReLU MLP generator and critic (``nn.ReLU(True)``), ``Module.apply`` with a class-name based
+  init through ``.data.normal_`` / ``.data.fill_``, Adam with betas (0.5, 0.9);
+- pre-0.4 idioms: ``autograd.Variable(..., volatile=True)``, ``Variable(x,
+  requires_grad=True)``, ``torch.Tensor(ndarray)``, ``.data``, ``.cpu().data.numpy()`` of 0-dim
+  costs, ``use_cuda`` branches;
+- the penalty: ``torch.rand(B, 1).expand(size())`` interpolation and ``autograd.grad(outputs=,
+  inputs=, grad_outputs=torch.ones(size()), create_graph=True, retain_graph=True,
+  only_inputs=True)``, ``norm(2, dim=1)``, then its double backward;
+- ``backward(one)`` / ``backward(mone)`` with 0-dim weights, freezing the critic
+  (``requires_grad = False``) for the generator's step;
+- 8-gaussians, 25-gaussians and swiss-roll samplers (numpy + ``random``), a small logger that
+  keeps the series it would plot, and critic maps / samples kept instead of drawn.
 """
-import os, sys
-
-sys.path.append(os.getcwd())
-
+import collections
 import random
 
 import numpy as np
 
-import collections
-
 import jitgrad as torch
-import jitgrad.autograd as autograd
-import jitgrad.nn as nn
-import jitgrad.nn.functional as F
-import jitgrad.optim as optim
+from jitgrad import autograd, nn, optim
 
 torch.manual_seed(1)
 random.seed(1)
 np.random.seed(1)
 
-
-class lib:  # (tflib.plot without matplotlib and pickle: it keeps what it would plot)
-    class plot:
-        _since_beginning = collections.defaultdict(lambda: {})
-        _since_last_flush = collections.defaultdict(lambda: {})
-        _iter = [0]
-        flushed = []
-
-        @staticmethod
-        def tick():
-            lib.plot._iter[0] += 1
-
-        @staticmethod
-        def plot(name, value):
-            lib.plot._since_last_flush[name][lib.plot._iter[0]] = value
-
-        @staticmethod
-        def flush():
-            prints = []
-            for name, vals in lib.plot._since_last_flush.items():
-                prints.append("{}\t{}".format(name, np.mean(list(vals.values()))))
-                lib.plot._since_beginning[name].update(vals)
-            print("iter {}\t{}".format(lib.plot._iter[0], "\t".join(prints)))
-            lib.plot.flushed.append(lib.plot._iter[0])
-            lib.plot._since_last_flush.clear()
-
-
-def make_swiss_roll(n_samples=100, noise=0.0):
-    """sklearn.datasets.make_swiss_roll's formula (on numpy's global generator)."""
-    t = 1.5 * np.pi * (1 + 2 * np.random.rand(n_samples))
-    y = 21 * np.random.rand(n_samples)
-    x = t * np.cos(t)
-    z = t * np.sin(t)
-    X = np.vstack((x, y, z)).T + noise * np.random.randn(n_samples, 3)
-    return X, np.squeeze(t)
-
-
-MODE = 'wgan-gp'  # wgan or wgan-gp
-DATASET = '8gaussians'  # 8gaussians, 25gaussians, swissroll
-DIM = 64  # Model dimensionality
-FIXED_GENERATOR = False  # whether to hold the generator fixed at real data plus
-# Gaussian noise, as in the plots in the paper
-LAMBDA = .1  # Smaller lambda seems to help for toy tasks specifically
-CRITIC_ITERS = 5  # How many critic iterations per generator iteration
-BATCH_SIZE = 64  # Batch size
-ITERS = 60  # how many generator iterations to train for
+DATASET = "8gaussians"
+WIDTH = 64
+PENALTY_WEIGHT = 0.1  # small works better on toy data
+CRITIC_STEPS = 5
+BATCH = 64
+GEN_STEPS = 60
+FIXED_GENERATOR = False  # True: the "generator" is the data plus its noise
 use_cuda = False
 
-# ==================Definition Start======================
+
+class Scribe:
+    """Collects scalar series per name, printing their means every flush."""
+
+    def __init__(self):
+        self.step = 0
+        self.history = collections.defaultdict(dict)
+        self.pending = collections.defaultdict(dict)
+        self.flushed = []
+
+    def log(self, name, value):
+        self.pending[name][self.step] = value
+
+    def flush(self):
+        parts = []
+        for name, series in self.pending.items():
+            parts.append(f"{name} {np.mean(list(series.values())):.4f}")
+            self.history[name].update(series)
+        self.pending.clear()
+        self.flushed.append(self.step)
+        print(f"step {self.step}: " + ", ".join(parts))
+
+    def tick(self):
+        self.step += 1
+
+
+# ---- toy data, each an endless stream of float32 batches
+def eight_gaussians():
+    angles = np.arange(8) * np.pi / 4
+    centres = [(2 * np.cos(a), 2 * np.sin(a)) for a in angles]
+    while True:
+        picked = np.array([random.choice(centres) for _ in range(BATCH)])
+        pts = picked + 0.02 * np.random.randn(BATCH, 2)
+        yield (pts / 1.414).astype("float32")
+
+
+def twenty_five_gaussians():
+    grid = np.array([(2 * i, 2 * j) for i in range(-2, 3) for j in range(-2, 3)], dtype=float)
+    cloud = np.tile(grid, (40, 1)) + 0.05 * np.random.randn(1000, 2)
+    np.random.shuffle(cloud)
+    cloud = (cloud / 2.828).astype("float32")
+    while True:
+        for start in range(0, len(cloud) - BATCH + 1, BATCH):
+            yield cloud[start:start + BATCH]
+
+
+def swiss_roll():
+    while True:
+        turn = 1.5 * np.pi * (1 + 2 * np.random.rand(BATCH))
+        pts = np.stack([turn * np.cos(turn), turn * np.sin(turn)], 1)
+        pts += 0.25 * np.random.randn(BATCH, 2)
+        yield (pts / 7.5).astype("float32")
+
+
+SAMPLERS = {"8gaussians": eight_gaussians, "25gaussians": twenty_five_gaussians,
+            "swissroll": swiss_roll}
+
+
+def relu_mlp(n_in, n_out):
+    return nn.Sequential(nn.Linear(n_in, WIDTH), nn.ReLU(True), nn.Linear(WIDTH, WIDTH),
+                         nn.ReLU(True), nn.Linear(WIDTH, WIDTH), nn.ReLU(True),
+                         nn.Linear(WIDTH, n_out))
+
 
 class Generator(nn.Module):
-
     def __init__(self):
-        super(Generator, self).__init__()
+        super().__init__()
+        self.net = relu_mlp(2, 2)
 
-        main = nn.Sequential(
-            nn.Linear(2, DIM),
-            nn.ReLU(True),
-            nn.Linear(DIM, DIM),
-            nn.ReLU(True),
-            nn.Linear(DIM, DIM),
-            nn.ReLU(True),
-            nn.Linear(DIM, 2),
-        )
-        self.main = main
-
-    def forward(self, noise, real_data):
-        if FIXED_GENERATOR:
-            return noise + real_data
-        else:
-            output = self.main(noise)
-            return output
+    def forward(self, z, real):
+        return z + real if FIXED_GENERATOR else self.net(z)
 
 
-class Discriminator(nn.Module):
-
+class Critic(nn.Module):
     def __init__(self):
-        super(Discriminator, self).__init__()
+        super().__init__()
+        self.net = relu_mlp(2, 1)
 
-        main = nn.Sequential(
-            nn.Linear(2, DIM),
-            nn.ReLU(True),
-            nn.Linear(DIM, DIM),
-            nn.ReLU(True),
-            nn.Linear(DIM, DIM),
-            nn.ReLU(True),
-            nn.Linear(DIM, 1),
-        )
-        self.main = main
-
-    def forward(self, inputs):
-        output = self.main(inputs)
-        return output.view(-1)
+    def forward(self, pts):
+        return self.net(pts).view(-1)
 
 
-# custom weights initialization called on netG and netD
-def weights_init(m):
-    classname = m.__class__.__name__
-    if classname.find('Linear') != -1:
-        m.weight.data.normal_(0.0, 0.02)
-        m.bias.data.fill_(0)
-    elif classname.find('BatchNorm') != -1:
-        m.weight.data.normal_(1.0, 0.02)
-        m.bias.data.fill_(0)
+def small_normal_init(module):
+    kind = type(module).__name__
+    if "Linear" in kind:
+        module.weight.data.normal_(0.0, 0.02)
+        module.bias.data.fill_(0)
+    elif "BatchNorm" in kind:
+        module.weight.data.normal_(1.0, 0.02)
+        module.bias.data.fill_(0)
 
-frame_index = [0]
-frames = []  # (what the plot drew)
-def generate_image(true_dist):
-    """
-    Generates and saves a plot of the true distribution, the generator, and the
-    critic.
-    """
-    N_POINTS = 32
-    RANGE = 3
 
-    points = np.zeros((N_POINTS, N_POINTS, 2), dtype='float32')
-    points[:, :, 0] = np.linspace(-RANGE, RANGE, N_POINTS)[:, None]
-    points[:, :, 1] = np.linspace(-RANGE, RANGE, N_POINTS)[None, :]
-    points = points.reshape((-1, 2))
-
-    points_v = autograd.Variable(torch.Tensor(points), volatile=True)
+def gradient_penalty(net, real, fake):
+    mix = torch.rand(BATCH, 1).expand(real.size())
     if use_cuda:
-        points_v = points_v.cuda()
-    disc_map = netD(points_v).cpu().data.numpy()
-
-    noise = torch.randn(BATCH_SIZE, 2)
-    if use_cuda:
-        noise = noise.cuda()
-    noisev = autograd.Variable(noise, volatile=True)
-    true_dist_v = autograd.Variable(torch.Tensor(true_dist).cuda() if use_cuda else torch.Tensor(true_dist))
-    samples = netG(noisev, true_dist_v).cpu().data.numpy()
-
-    frames.append((disc_map.reshape((N_POINTS, N_POINTS)).transpose(), samples))
-
-    frame_index[0] += 1
+        mix = mix.cuda()
+    between = autograd.Variable(mix * real + (1 - mix) * fake, requires_grad=True)
+    scores = net(between)
+    ones = torch.ones(scores.size())
+    slopes = autograd.grad(outputs=scores, inputs=between,
+                           grad_outputs=ones.cuda() if use_cuda else ones,
+                           create_graph=True, retain_graph=True, only_inputs=True)[0]
+    return PENALTY_WEIGHT * ((slopes.norm(2, dim=1) - 1) ** 2).mean()
 
 
-# Dataset iterator
-def inf_train_gen():
-    if DATASET == '25gaussians':
-
-        dataset = []
-        for i in range(1000 // 25):
-            for x in range(-2, 3):
-                for y in range(-2, 3):
-                    point = np.random.randn(2) * 0.05
-                    point[0] += 2 * x
-                    point[1] += 2 * y
-                    dataset.append(point)
-        dataset = np.array(dataset, dtype='float32')
-        np.random.shuffle(dataset)
-        dataset /= 2.828  # stdev
-        while True:
-            for i in range(len(dataset) // BATCH_SIZE):
-                yield dataset[i * BATCH_SIZE:(i + 1) * BATCH_SIZE]
-
-    elif DATASET == 'swissroll':
-
-        while True:
-            data = make_swiss_roll(
-                n_samples=BATCH_SIZE,
-                noise=0.25
-            )[0]
-            data = data.astype('float32')[:, [0, 2]]
-            data /= 7.5  # stdev plus a little
-            yield data
-
-    elif DATASET == '8gaussians':
-
-        scale = 2.
-        centers = [
-            (1, 0),
-            (-1, 0),
-            (0, 1),
-            (0, -1),
-            (1. / np.sqrt(2), 1. / np.sqrt(2)),
-            (1. / np.sqrt(2), -1. / np.sqrt(2)),
-            (-1. / np.sqrt(2), 1. / np.sqrt(2)),
-            (-1. / np.sqrt(2), -1. / np.sqrt(2))
-        ]
-        centers = [(scale * x, scale * y) for x, y in centers]
-        while True:
-            dataset = []
-            for i in range(BATCH_SIZE):
-                point = np.random.randn(2) * .02
-                center = random.choice(centers)
-                point[0] += center[0]
-                point[1] += center[1]
-                dataset.append(point)
-            dataset = np.array(dataset, dtype='float32')
-            dataset /= 1.414  # stdev
-            yield dataset
+frames = []  # (critic map on a 32 x 32 grid, generator samples) per snapshot
+n_snapshots = 0
 
 
-def calc_gradient_penalty(netD, real_data, fake_data):
-    alpha = torch.rand(BATCH_SIZE, 1)
-    alpha = alpha.expand(real_data.size())
-    alpha = alpha.cuda() if use_cuda else alpha
+def snapshot(real_batch, size=32, extent=3.0):
+    global n_snapshots
+    axis = np.linspace(-extent, extent, size, dtype="float32")
+    xy = np.stack(np.meshgrid(axis, axis, indexing="ij"), -1).reshape(-1, 2)
+    grid_v = autograd.Variable(torch.Tensor(xy), volatile=True)
+    heat = critic(grid_v).cpu().data.numpy().reshape(size, size).T
+    z = autograd.Variable(torch.randn(BATCH, 2), volatile=True)
+    real_v = autograd.Variable(torch.Tensor(real_batch))
+    frames.append((heat, gen(z, real_v).cpu().data.numpy()))
+    n_snapshots += 1
 
-    interpolates = alpha * real_data + ((1 - alpha) * fake_data)
 
-    if use_cuda:
-        interpolates = interpolates.cuda()
-    interpolates = autograd.Variable(interpolates, requires_grad=True)
-
-    disc_interpolates = netD(interpolates)
-
-    gradients = autograd.grad(outputs=disc_interpolates, inputs=interpolates,
-                              grad_outputs=torch.ones(disc_interpolates.size()).cuda() if use_cuda else torch.ones(
-                                  disc_interpolates.size()),
-                              create_graph=True, retain_graph=True, only_inputs=True)[0]
-
-    gradient_penalty = ((gradients.norm(2, dim=1) - 1) ** 2).mean() * LAMBDA
-    return gradient_penalty
-
-# ==================Definition End======================
-
-netG = Generator()
-netD = Discriminator()
-netD.apply(weights_init)
-netG.apply(weights_init)
-print(netG)
-print(netD)
-
+gen, critic = Generator(), Critic()
+gen.apply(small_normal_init)
+critic.apply(small_normal_init)
+print(gen, critic, sep="\n")
 if use_cuda:
-    netD = netD.cuda()
-    netG = netG.cuda()
+    gen, critic = gen.cuda(), critic.cuda()
+opt_c = optim.Adam(critic.parameters(), lr=1e-4, betas=(0.5, 0.9))
+opt_g = optim.Adam(gen.parameters(), lr=1e-4, betas=(0.5, 0.9))
 
-optimizerD = optim.Adam(netD.parameters(), lr=1e-4, betas=(0.5, 0.9))
-optimizerG = optim.Adam(netG.parameters(), lr=1e-4, betas=(0.5, 0.9))
+one = torch.tensor(1, dtype=torch.float)  # 0-dim, like the means they weigh
+mone = -1 * one
+stream = SAMPLERS[DATASET]()
+scribe = Scribe()
+series = f"{DATASET}/"
 
-one = torch.tensor(1, dtype=torch.float)
-mone = one * -1
-if use_cuda:
-    one = one.cuda()
-    mone = mone.cuda()
-
-data = inf_train_gen()
-
-for iteration in range(ITERS):
-    ############################
-    # (1) Update D network
-    ###########################
-    for p in netD.parameters():  # reset requires_grad
-        p.requires_grad = True  # they are set to False below in netG update
-
-    for iter_d in range(CRITIC_ITERS):
-        _data = next(data)
-        real_data = torch.Tensor(_data)
-        if use_cuda:
-            real_data = real_data.cuda()
-        real_data_v = autograd.Variable(real_data)
-
-        netD.zero_grad()
-
-        # train with real
-        D_real = netD(real_data_v)
-        D_real = D_real.mean()
-        D_real.backward(mone)
-
-        # train with fake
-        noise = torch.randn(BATCH_SIZE, 2)
-        if use_cuda:
-            noise = noise.cuda()
-        noisev = autograd.Variable(noise, volatile=True)  # totally freeze netG
-        fake = autograd.Variable(netG(noisev, real_data_v).data)
-        inputv = fake
-        D_fake = netD(inputv)
-        D_fake = D_fake.mean()
-        D_fake.backward(one)
-
-        # train with gradient penalty
-        gradient_penalty = calc_gradient_penalty(netD, real_data_v.data, fake.data)
-        gradient_penalty.backward()
-
-        D_cost = D_fake - D_real + gradient_penalty
-        Wasserstein_D = D_real - D_fake
-        optimizerD.step()
+for it in range(GEN_STEPS):
+    for prm in critic.parameters():
+        prm.requires_grad = True
+    for _ in range(CRITIC_STEPS):
+        last_batch = next(stream)
+        real_v = autograd.Variable(torch.Tensor(last_batch))
+        critic.zero_grad()
+        score_real = critic(real_v).mean()
+        score_real.backward(mone)  # ascend on real points
+        z = autograd.Variable(torch.randn(BATCH, 2), volatile=True)
+        fake_v = autograd.Variable(gen(z, real_v).data)  # no graph back into the generator
+        score_fake = critic(fake_v).mean()
+        score_fake.backward(one)
+        gp = gradient_penalty(critic, real_v.data, fake_v.data)
+        gp.backward()
+        critic_cost = score_fake - score_real + gp
+        w_estimate = score_real - score_fake
+        opt_c.step()
 
     if not FIXED_GENERATOR:
-        ############################
-        # (2) Update G network
-        ###########################
-        for p in netD.parameters():
-            p.requires_grad = False  # to avoid computation
-        netG.zero_grad()
+        for prm in critic.parameters():
+            prm.requires_grad = False
+        gen.zero_grad()
+        real_v = autograd.Variable(torch.Tensor(next(stream)))
+        judged = critic(gen(autograd.Variable(torch.randn(BATCH, 2)), real_v)).mean()
+        judged.backward(mone)
+        gen_cost = -judged
+        opt_g.step()
 
-        _data = next(data)
-        real_data = torch.Tensor(_data)
-        if use_cuda:
-            real_data = real_data.cuda()
-        real_data_v = autograd.Variable(real_data)
-
-        noise = torch.randn(BATCH_SIZE, 2)
-        if use_cuda:
-            noise = noise.cuda()
-        noisev = autograd.Variable(noise)
-        fake = netG(noisev, real_data_v)
-        G = netD(fake)
-        G = G.mean()
-        G.backward(mone)
-        G_cost = -G
-        optimizerG.step()
-
-    # Write logs and save samples
-    lib.plot.plot('tmp/' + DATASET + '/' + 'disc cost', D_cost.cpu().data.numpy())
-    lib.plot.plot('tmp/' + DATASET + '/' + 'wasserstein distance', Wasserstein_D.cpu().data.numpy())
+    scribe.log(series + "critic cost", critic_cost.cpu().data.numpy())
+    scribe.log(series + "wasserstein estimate", w_estimate.cpu().data.numpy())
     if not FIXED_GENERATOR:
-        lib.plot.plot('tmp/' + DATASET + '/' + 'gen cost', G_cost.cpu().data.numpy())
-    if iteration % 20 == 19:
-        lib.plot.flush()
-        generate_image(_data)
-    lib.plot.tick()
+        scribe.log(series + "generator cost", gen_cost.cpu().data.numpy())
+    if it % 20 == 19:
+        scribe.flush()
+        snapshot(last_batch)
+    scribe.tick()
 
-# ----------------------------------------------------------------- (recorded for the tests)
-# the same numbers on torch and jitgrad (their generators differ for one seed): a critic and a
-# generator with weights from numpy, one critic step and one generator step on numpy's data. The
-# penalty is taken at the real points (fake_data=real_data: torch.rand's alpha then only rounds)
-_rng = np.random.default_rng(0)
-fixedD, fixedG = Discriminator(), Generator()
+# ---- fixed numbers for the comparison with torch: weights and data from numpy, one critic
+# step and one generator step; the penalty is taken at the real points (fake = real), where
+# the random mix cancels up to rounding
+rng = np.random.default_rng(0)
+ref_critic, ref_gen = Critic(), Generator()
 with torch.no_grad():
-    for p in list(fixedD.parameters()) + list(fixedG.parameters()):
-        p.copy_(torch.tensor(_rng.normal(0.0, 0.3, tuple(p.shape)), dtype=torch.float32))
-fixed_optD = optim.Adam(fixedD.parameters(), lr=1e-4, betas=(0.5, 0.9))
-fixed_real = autograd.Variable(torch.Tensor(_rng.normal(0.0, 1.0, (BATCH_SIZE, 2)).astype('float32')))
-fixed_noise = autograd.Variable(torch.Tensor(_rng.normal(0.0, 1.0, (BATCH_SIZE, 2)).astype('float32')))
-fixed_results = {}
-fixedD.zero_grad()
-D_real = fixedD(fixed_real).mean()
-D_real.backward(mone)
-fixed_results['D_real_grads'] = [p.grad.clone() for p in fixedD.parameters()]
-fake = autograd.Variable(fixedG(fixed_noise, fixed_real).data)
-D_fake = fixedD(fake).mean()
-D_fake.backward(one)
-gradient_penalty = calc_gradient_penalty(fixedD, fixed_real.data, fixed_real.data)
-fixed_results['penalty'] = gradient_penalty.item()
-gradient_penalty.backward()
-fixed_results['D_grads'] = [p.grad.clone() for p in fixedD.parameters()]
-fixed_results['D_cost'] = (D_fake - D_real + gradient_penalty).item()
-fixed_optD.step()
-fixed_results['D_stepped'] = [p.detach().clone() for p in fixedD.parameters()]
-for p in fixedD.parameters():
-    p.requires_grad = False
-fixedG.zero_grad()
-G = fixedD(fixedG(fixed_noise, fixed_real)).mean()
-G.backward(mone)
-fixed_results['G_grads'] = [p.grad.clone() for p in fixedG.parameters()]
-fixed_results['D_grads_after_G'] = [p.grad for p in fixedD.parameters()]  # (left as they were)
-# the two other toy sets' first batches (through torch.Tensor, as the loop takes them)
-other_batches = {}
-for DATASET in ('25gaussians', 'swissroll'):
-    other_batches[DATASET] = torch.Tensor(next(inf_train_gen()))
-DATASET = '8gaussians'
-fixed_results['other_batches'] = other_batches
+    for prm in [*ref_critic.parameters(), *ref_gen.parameters()]:
+        prm.copy_(torch.tensor(rng.normal(0.0, 0.3, tuple(prm.shape)), dtype=torch.float32))
+ref_opt = optim.Adam(ref_critic.parameters(), lr=1e-4, betas=(0.5, 0.9))
+ref_real = autograd.Variable(torch.Tensor(rng.normal(size=(BATCH, 2)).astype("float32")))
+ref_z = autograd.Variable(torch.Tensor(rng.normal(size=(BATCH, 2)).astype("float32")))
+
+
+def grads_of(module):
+    return [prm.grad.clone() for prm in module.parameters()]
+
+
+ref_critic.zero_grad()
+r_score = ref_critic(ref_real).mean()
+r_score.backward(mone)
+fixed_results = {"D_real_grads": grads_of(ref_critic)}
+f_score = ref_critic(autograd.Variable(ref_gen(ref_z, ref_real).data)).mean()
+f_score.backward(one)
+ref_gp = gradient_penalty(ref_critic, ref_real.data, ref_real.data)
+ref_gp.backward()
+fixed_results.update(penalty=ref_gp.item(), D_grads=grads_of(ref_critic),
+                     D_cost=(f_score - r_score + ref_gp).item())
+ref_opt.step()
+fixed_results["D_stepped"] = [prm.detach().clone() for prm in ref_critic.parameters()]
+for prm in ref_critic.parameters():
+    prm.requires_grad = False
+ref_gen.zero_grad()
+ref_critic(ref_gen(ref_z, ref_real)).mean().backward(mone)
+fixed_results["G_grads"] = grads_of(ref_gen)
+fixed_results["D_grads_after_G"] = [prm.grad for prm in ref_critic.parameters()]  # untouched
+# the first batch of the other two toy sets, as the training loop would wrap it
+fixed_results["other_batches"] = {name: torch.Tensor(next(SAMPLERS[name]()))
+                                  for name in ("25gaussians", "swissroll")}
