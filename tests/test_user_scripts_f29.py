@@ -167,7 +167,7 @@ def test_yunjey_recurrent_nets_and_language_model_learn():
         _falls(r[key]["losses"], 0.7)
         assert r[key]["accuracy"] > 40, key
     lm = r["lm"]
-    assert lm["ids_shape"][0] == 20 and lm["vocab_size"] == 17  # (14 words, "<eos>", articles)
+    assert lm["ids_shape"][0] == 20 and lm["vocab_size"] == 16  # (15 words and "<eos>")
     _falls(lm["losses"], 0.4)
     words = lm["sampled"]
     assert len(words) == 40 and words.count("<eos>") >= 4  # it learned where sentences end
@@ -176,7 +176,7 @@ def test_yunjey_recurrent_nets_and_language_model_learn():
 def test_yunjey_recurrent_fixed_weights_match_torch():
     g, t = _run("yunjey_recurrent"), _run_torch("yunjey_recurrent")
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-6)
-    assert g["results"]["lm"]["vocab_size"] == t["results"]["lm"]["vocab_size"] == 17
+    assert g["results"]["lm"]["vocab_size"] == t["results"]["lm"]["vocab_size"] == 16
 
 
 def test_yunjey_gan_and_vae_train_and_save_images():
