@@ -78,7 +78,7 @@ def rope_tables(head_dim, n_pos, base=10000.0):
     return torch.cos(angles), torch.sin(angles)
 
 
-def rotate_pairs(x, cos, sin):
+def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
     """Rotates each (even, odd) pair of the last axis of x (b, t, h, d) by the angle tables."""
     even, odd = x.float().reshape(x.shape[:-1] + (-1, 2)).unbind(-1)
     shape = [1] * even.ndim
@@ -88,7 +88,7 @@ def rotate_pairs(x, cos, sin):
     return rotated.flatten(3).type_as(x)
 
 
-def expand_kv(x, times):
+def expand_kv(x: torch.Tensor, times: int) -> torch.Tensor:
     """(b, t, kv_heads, d) -> (b, t, kv_heads * times, d), each head repeated in place."""
     if times == 1:
         return x
@@ -169,6 +169,8 @@ class Block(nn.Module):
 
 
 class TinyLlama(nn.Module):
+    last_loss: torch.Tensor | None
+
     def __init__(self, cfg: LlamaConfig):
         super().__init__()
         self.cfg = cfg
