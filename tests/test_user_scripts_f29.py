@@ -1,5 +1,6 @@
-"""More public PyTorch training code (set F: Karpathy's llama2.c and llm.c, yunjey's
-pytorch-tutorial, harvardnlp's Annotated Transformer), only the import changed, run on jitgrad.
+"""User-style training scripts (set F), written for these tests in the way Karpathy's llama2.c
+and llm.c, yunjey's pytorch-tutorial and harvardnlp's Annotated Transformer write torch code,
+run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss (or reached an accuracy), and, where
@@ -17,7 +18,7 @@ from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
 from test_user_scripts_e28 import _close_nested
 
-# ------------------------------------------------------------------ karpathy/llama2.c
+# ------------------------------------------- a tiny Llama: training, C exports, resume
 
 
 def test_llama2c_trains_exports_resumes_and_generates():
@@ -59,7 +60,7 @@ def test_llama2c_fixed_weights_match_torch():
     _close(err, terr, rtol=1e-4, atol=1e-7)
 
 
-# -------------------------------------------------------------------- karpathy/llm.c
+# ---------------------------------------------- a GPT-2 trainer that writes C files
 
 
 def test_llmc_train_gpt2_overfits_a_batch_and_writes_the_c_files():
@@ -113,7 +114,7 @@ def test_llmc_train_gpt2_fixed_weights_match_torch():
         _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
-# ------------------------------------------------------------- yunjey/pytorch-tutorial
+# ------------------------------------------ basics, CNNs, RNNs and generative models
 
 
 def _falls(losses, factor, head=3):
@@ -124,7 +125,7 @@ def _falls(losses, factor, head=3):
 
 def test_yunjey_basics_autograd_pipeline_regressions_and_checkpoints():
     r = _run("yunjey_basics")["results"]
-    assert r["autograd1"] == [2.0, 1.0, 1.0]
+    assert r["autograd1"] == [-1.0, 3.0, 1.0]
     assert r["autograd2_grads_ok"] and r["autograd2_losses"][1] < r["autograd2_losses"][0]
     assert r["numpy"] == ("jitgrad.int64", "int64", True)  # from_numpy / numpy share memory
     assert r["pipeline_item"] == ((3, 8, 8), 0)
@@ -135,7 +136,7 @@ def test_yunjey_basics_autograd_pipeline_regressions_and_checkpoints():
     assert r["logreg"]["accuracy"] > 75 and r["logreg"]["correct_type"] == "Tensor"
     _falls(r["ffn"]["losses"], 0.8)
     assert r["ffn"]["accuracy"] > 75
-    assert r["finetune"] == ((64, 100), True, ["fc2.weight", "fc2.bias"])
+    assert r["finetune"] == ((64, 100), True, ["head.weight", "head.bias"])
     assert r["reloaded_equal"]
 
 
@@ -167,7 +168,7 @@ def test_yunjey_recurrent_nets_and_language_model_learn():
         _falls(r[key]["losses"], 0.7)
         assert r[key]["accuracy"] > 40, key
     lm = r["lm"]
-    assert lm["ids_shape"][0] == 20 and lm["vocab_size"] == 17  # (14 words, "<eos>", articles)
+    assert lm["ids_shape"][0] == 20 and lm["vocab_size"] == 16  # (15 words and "<eos>")
     _falls(lm["losses"], 0.4)
     words = lm["sampled"]
     assert len(words) == 40 and words.count("<eos>") >= 4  # it learned where sentences end
@@ -176,7 +177,7 @@ def test_yunjey_recurrent_nets_and_language_model_learn():
 def test_yunjey_recurrent_fixed_weights_match_torch():
     g, t = _run("yunjey_recurrent"), _run_torch("yunjey_recurrent")
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-6)
-    assert g["results"]["lm"]["vocab_size"] == t["results"]["lm"]["vocab_size"] == 17
+    assert g["results"]["lm"]["vocab_size"] == t["results"]["lm"]["vocab_size"] == 16
 
 
 def test_yunjey_gan_and_vae_train_and_save_images():
@@ -199,7 +200,7 @@ def test_yunjey_gan_and_vae_fixed_weights_match_torch():
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-5)
 
 
-# ------------------------------------------------------- harvardnlp/annotated-transformer
+# ------------------------------------------ an encoder-decoder Transformer from parts
 
 
 def test_annotated_transformer_parts_and_the_copy_task():
@@ -209,14 +210,15 @@ def test_annotated_transformer_parts_and_the_copy_task():
         assert tuple(ys.shape) == (1, 10) and ys[0, 0].item() == 0
     rates = g["schedule_rates"]
     assert tuple(rates.shape) == (3, 500)
-    assert rates[0, 0].item() == pytest.approx(g["rate"](0, 512, 1, 4000), rel=1e-6)  # (float32)
-    assert g["rate"](0, 512, 1, 4000) == 512 ** -0.5 * 4000 ** -1.5
+    noam_rate = g["noam_rate"]
+    assert rates[0, 0].item() == pytest.approx(noam_rate(0, 512, 1, 4000), rel=1e-6)  # (float32)
+    assert noam_rate(0, 512, 1, 4000) == 512 ** -0.5 * 4000 ** -1.5
     assert rates[1, 499].item() < rates[0, 499].item() < rates[2, 499].item()  # warmup, size
     dist = g["smoothing_true_dist"].tolist()
     assert dist[2] == [0.0] * 5  # the padding target's row
     assert [row[0] for row in dist] == [0.0] * 5  # the padding column
     assert dist[0][2] == pytest.approx(0.6) and dist[0][1] == pytest.approx(0.4 / 3)
-    mask = [d["Subsequent Mask"].item() for d in g["mask_data"]]
+    mask = [d["allowed"].item() for d in g["mask_data"]]
     assert mask == [x >= y for y in range(20) for x in range(20)]
     assert len(g["positional_data"]) == 4
     train, evals = g["train_losses"], g["eval_losses"]
@@ -236,13 +238,13 @@ def test_annotated_transformer_fixed_weights_match_torch():
     params, their_params = ours.pop("params"), theirs.pop("params")
     assert params.keys() == their_params.keys()
     for name in params:
-        if not name.endswith("linears.1.bias"):
+        if not name.endswith("projections.1.bias"):
             _close(params[name], their_params[name], rtol=1e-4, atol=1e-4)
     for key in ("decoded", "state", "lr"):
         assert ours.pop(key) == theirs.pop(key), key
     (dist, loss), (their_dist, their_loss) = ours.pop("smoothing"), theirs.pop("smoothing")
     _close(dist, their_dist)
-    # (the notebook's prediction has a 0 probability: log(0) = -inf, and KLDivLoss gives nan
+    # (the script's predictions have 0 probabilities: log(0) = -inf, and KLDivLoss gives nan
     # in both, as in the current torch)
     assert math.isnan(loss) and math.isnan(their_loss)
     np.testing.assert_allclose(ours.pop("penalization"), theirs.pop("penalization"))

@@ -1,14 +1,20 @@
-# ruff: noqa: E501, N802
-"""The torchvision the yunjey/pytorch-tutorial ports use, written out once (the user has no
-torchvision here): MNIST and CIFAR-10 are downloads, so scikit-learn's bundled 8 x 8 digits
-stand in (uint8 images as PIL would give them; CIFAR-10's are the digits in three tinted
-channels), with the transforms and ``save_image`` the tutorials use. A port calls
-``standin(n_train, n_test)`` for its sizes.
+# ruff: noqa: N802
+# (N802: ToTensor() and the other transform factories keep torchvision's CamelCase names)
+"""A small stand-in for the parts of torchvision that the yunjey_* scripts use, written for
+these tests in the way torchvision's datasets and transforms are commonly used (modelled on the
+API usage of torchvision, not a copy of it). There is no network here, so scikit-learn's bundled
+8 x 8 digits play both MNIST (grey, H x W uint8) and CIFAR-10 (H x W x 3 uint8, the digit in
+three tinted channels). ``standin(n_train, n_test)`` gives a namespace with:
 
-It imports jitgrad under the torch name like every script here; the tests' torch run applies the
-same text swap to this file (test_user_scripts_b27.LIBRARIES).
+- ``datasets.MNIST`` / ``datasets.CIFAR10`` (``root, train, transform, download``): the first
+  ``n_train`` digits, or the ``n_test`` after them;
+- ``transforms``: ToTensor, Compose, Normalize, Pad, RandomHorizontalFlip, RandomCrop (the
+  random ones draw from Python's ``random``);
+- ``utils.save_image``: a batch written as a PNG grid.
+
+It imports jitgrad under the torch name like every script here; the tests' torch run applies
+the same text swap to this file (test_user_scripts_b27.LIBRARIES).
 """
-import jitgrad as torch
 import random
 import types
 
@@ -16,91 +22,145 @@ import numpy as np
 from PIL import Image
 from sklearn.datasets import load_digits
 
-_DIGITS = load_digits()
-_IMAGES = np.clip(_DIGITS.images * 16, 0, 255).astype(np.uint8)  # (1797, 8, 8)
+import jitgrad as torch
+
+_bunch = load_digits()
+_PIXELS = np.clip(_bunch.images * 16, 0, 255).astype(np.uint8)  # 0..16 scaled to a byte
+_LABELS = _bunch.target
+_TINT = np.array([1.0, 0.7, 0.4])
 
 
-class _Digits(torch.utils.data.Dataset):
-    def __init__(self, n_train, n_test, root, train=True, transform=None, download=False,
-                 color=False):
-        part = slice(0, n_train) if train else slice(n_train, n_train + n_test)
-        self.data, self.targets = _IMAGES[part], _DIGITS.target[part].tolist()
-        if color:  # (H, W, 3) as CIFAR-10's
-            self.data = (self.data[..., None] * np.array([1.0, 0.7, 0.4])).astype(np.uint8)
+class DigitImages(torch.utils.data.Dataset):
+    """Digits ``first .. first + count``; ``colour`` gives them three channels (last axis)."""
+
+    def __init__(self, first, count, transform=None, colour=False):
+        pixels = _PIXELS[first:first + count]
+        if colour:
+            pixels = (pixels[..., None] * _TINT).astype(np.uint8)
+        self.data, self.targets = pixels, _LABELS[first:first + count].tolist()
         self.transform = transform
 
     def __len__(self):
         return len(self.targets)
 
-    def __getitem__(self, index):
-        image = self.data[index]
-        return (self.transform(image) if self.transform else image), self.targets[index]
+    def __getitem__(self, i):
+        img = self.data[i]
+        if self.transform is not None:
+            img = self.transform(img)
+        return img, self.targets[i]
 
 
-def _ToTensor():
-    def to_tensor(image):  # HxW or HxWxC uint8 -> CxHxW float in [0, 1]
-        image = image[:, :, None] if image.ndim == 2 else image
-        return torch.from_numpy(np.ascontiguousarray(image.transpose(2, 0, 1))).float().div(255)
-    return to_tensor
+# --- transforms -------------------------------------------------------------------------------
+class _ToTensor:
+    def __call__(self, img):  # uint8 (H, W) or (H, W, C) -> float (C, H, W) in [0, 1]
+        if img.ndim == 2:
+            img = img[:, :, None]
+        chw = np.ascontiguousarray(np.moveaxis(img, -1, 0))
+        return torch.from_numpy(chw).float().div(255)
 
 
 class _Compose:
-    def __init__(self, transforms):
-        self.transforms = transforms
+    def __init__(self, steps):
+        self.steps = list(steps)
 
-    def __call__(self, x):
-        for t in self.transforms:
-            x = t(x)
-        return x
-
-
-def _Normalize(mean, std):
-    mean, std = torch.tensor(mean).view(-1, 1, 1), torch.tensor(std).view(-1, 1, 1)
-    return lambda t: (t - mean) / std
+    def __call__(self, img):
+        for step in self.steps:
+            img = step(img)
+        return img
 
 
-def _Pad(padding):
-    return lambda image: np.pad(image, [(padding, padding), (padding, padding)] + [(0, 0)] * (image.ndim - 2))
+class _Normalize:
+    def __init__(self, mean, std):
+        self.mean = torch.tensor(mean).view(-1, 1, 1)
+        self.std = torch.tensor(std).view(-1, 1, 1)
+
+    def __call__(self, t):
+        return (t - self.mean) / self.std
 
 
-def _RandomHorizontalFlip(p=0.5):
-    return lambda image: image[:, ::-1] if random.random() < p else image
+class _Pad:
+    def __init__(self, width):
+        self.width = width
+
+    def __call__(self, img):
+        edge = [(self.width, self.width)] * 2 + [(0, 0)] * (img.ndim - 2)
+        return np.pad(img, edge)
 
 
-def _RandomCrop(size):
-    def crop(image):
-        i, j = random.randint(0, image.shape[0] - size), random.randint(0, image.shape[1] - size)
-        return image[i:i + size, j:j + size]
-    return crop
+class _RandomHorizontalFlip:
+    def __init__(self, p=0.5):
+        self.p = p
+
+    def __call__(self, img):
+        return img[:, ::-1] if random.random() < self.p else img
 
 
-def _save_image(tensor, fp, nrow=8, padding=2):
-    """torchvision.utils.save_image: the images of a batch in a grid, as a PNG."""
-    tensor = tensor.detach().cpu()
-    n, c, h, w = tensor.shape
-    ncol = min(nrow, n)
-    rows = (n + ncol - 1) // ncol
-    grid = np.zeros((c, rows * (h + padding) + padding, ncol * (w + padding) + padding), np.float32)
+class _RandomCrop:
+    def __init__(self, size):
+        self.size = size
+
+    def __call__(self, img):
+        top = random.randint(0, img.shape[0] - self.size)
+        left = random.randint(0, img.shape[1] - self.size)
+        return img[top:top + self.size, left:left + self.size]
+
+
+def ToTensor():
+    return _ToTensor()
+
+
+def Compose(steps):
+    return _Compose(steps)
+
+
+def Normalize(mean, std):
+    return _Normalize(mean, std)
+
+
+def Pad(padding):
+    return _Pad(padding)
+
+
+def RandomHorizontalFlip(p=0.5):
+    return _RandomHorizontalFlip(p)
+
+
+def RandomCrop(size):
+    return _RandomCrop(size)
+
+
+# --- save_image ---------------------------------------------------------------------------------
+def save_image(batch, fp, nrow=8, padding=2):
+    """Tiles an (N, C, H, W) batch in [0, 1] into rows of ``nrow`` with ``padding`` pixels of
+    black between them, and writes it as an 8-bit PNG."""
+    arr = batch.detach().cpu().numpy()
+    n, c, h, w = arr.shape
+    per_row = min(nrow, n)
+    n_rows = -(-n // per_row)
+    cell_h, cell_w = h + padding, w + padding
+    canvas = np.zeros((c, n_rows * cell_h + padding, per_row * cell_w + padding), np.float32)
     for k in range(n):
-        r, q = divmod(k, ncol)
-        grid[:, padding + r * (h + padding):padding + r * (h + padding) + h,
-             padding + q * (w + padding):padding + q * (w + padding) + w] = tensor[k].numpy()
-    grid = (grid * 255 + 0.5).clip(0, 255).astype(np.uint8)
-    Image.fromarray(grid[0] if c == 1 else grid.transpose(1, 2, 0)).save(fp)
+        top = padding + (k // per_row) * cell_h
+        left = padding + (k % per_row) * cell_w
+        canvas[:, top:top + h, left:left + w] = arr[k]
+    canvas = np.clip(canvas * 255 + 0.5, 0, 255).astype(np.uint8)
+    Image.fromarray(canvas[0] if c == 1 else np.moveaxis(canvas, 0, -1)).save(fp)
 
 
+# --- the namespace a script uses as ``torchvision`` -----------------------------------------
 def standin(n_train, n_test):
-    """A ``torchvision`` with MNIST and CIFAR-10 over the first ``n_train`` digits (train) and
-    the ``n_test`` after them (test)."""
-    def mnist(*args, **kwargs):
-        return _Digits(n_train, n_test, *args, **kwargs)
+    def split(train):
+        return (0, n_train) if train else (n_train, n_test)
 
-    def cifar10(*args, **kwargs):
-        return _Digits(n_train, n_test, *args, color=True, **kwargs)
+    def MNIST(root=None, train=True, transform=None, download=False):
+        return DigitImages(*split(train), transform=transform)
 
-    return types.SimpleNamespace(
-        datasets=types.SimpleNamespace(MNIST=mnist, CIFAR10=cifar10),
-        transforms=types.SimpleNamespace(
-            ToTensor=_ToTensor, Compose=_Compose, Normalize=_Normalize, Pad=_Pad,
-            RandomHorizontalFlip=_RandomHorizontalFlip, RandomCrop=_RandomCrop),
-        utils=types.SimpleNamespace(save_image=_save_image))
+    def CIFAR10(root=None, train=True, transform=None, download=False):
+        return DigitImages(*split(train), transform=transform, colour=True)
+
+    transforms = types.SimpleNamespace(ToTensor=ToTensor, Compose=Compose, Normalize=Normalize,
+                                       Pad=Pad, RandomHorizontalFlip=RandomHorizontalFlip,
+                                       RandomCrop=RandomCrop)
+    return types.SimpleNamespace(datasets=types.SimpleNamespace(MNIST=MNIST, CIFAR10=CIFAR10),
+                                 transforms=transforms,
+                                 utils=types.SimpleNamespace(save_image=save_image))

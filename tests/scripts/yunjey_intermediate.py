@@ -1,328 +1,188 @@
-# ruff: noqa: B007, C408, E201, E202, E203, E211, E231, E261, E262, E265, E266, E302, E303, E305, E402, E501, E701, E702, E703, E711, E712, E713, E731, E741, F401, F811, F841, N801, N802, N803, N806, N812, N817, S102, SIM115, UP004, UP008, UP015, UP031, UP032
-# (the tutorials' code as is)
-"""yunjey/pytorch-tutorial, tutorials/02-intermediate: convolutional_neural_network (two
-conv-BatchNorm-ReLU-MaxPool layers, eval mode for the test) and deep_residual_network (the
-CIFAR-10 ResNet of the paper's section 4.2: residual blocks with a downsampling shortcut,
-ReLU(inplace=True), `out += residual`, Pad / RandomHorizontalFlip / RandomCrop augmentation, a
-learning rate lowered through param_groups).
+"""Two image classifiers on the digits, written for these tests in the way yunjey's
+pytorch-tutorial (02-intermediate) is commonly written (modelled on the API usage of that
+tutorial, not a copy of it):
 
-Changes: the two main.py files are one script, one section each; MNIST and CIFAR-10 are
-downloads, so scikit-learn's 8 x 8 digits stand in (the torchvision stand-ins are in
-vision_standin.py), and the sizes follow: the CNN's fc takes 2*2*32, the ResNet's pooling
-is AvgPool2d(2) after 2 x 2 maps, with one block a stage and Pad(1) / RandomCrop(8); fewer
-epochs and a larger learning rate; checkpoints go to a temporary directory; each section records
-its losses and accuracy.
+- a small CNN: ``nn.Sequential`` stages of Conv2d(kernel_size=5, padding=2) + BatchNorm2d +
+  ReLU + MaxPool2d, Adam, ``model.eval()`` for testing;
+- a tiny residual net on the three-channel digits: bias-free 3x3 convolutions, a 1-conv
+  downsampling shortcut, ``ReLU(inplace=True)``, ``out += shortcut``, AvgPool2d, a
+  Pad / RandomHorizontalFlip / RandomCrop / ToTensor pipeline and a step-wise learning rate
+  written into ``optimizer.param_groups``;
+- a float64 check for the torch comparison: both nets with deterministic weights, their loss
+  and gradients on a fixed batch.
 """
 import os
+import random
 import tempfile
+
+from vision_standin import standin
 
 import jitgrad as torch
 import jitgrad.nn as nn
 
-N_TRAIN, N_TEST = 600, 300
-# -----------------------------------------------------------------------------
-# (added) torchvision stand-ins (scikit-learn's digits for MNIST and CIFAR-10: see the module)
-import random
-
-import numpy as np
-from vision_standin import standin
-
-torchvision = standin(N_TRAIN, N_TEST)
-transforms = torchvision.transforms
-save_image = torchvision.utils.save_image
-
-WORK = tempfile.mkdtemp(prefix="yunjey_intermediate_")
-results = {}
 torch.manual_seed(0)
 random.seed(0)
-
-# =============================================================================
-# 02-intermediate/convolutional_neural_network/main.py
-
-# Device configuration
-device = torch.device('cuda:0' if torch.cuda.is_available() else 'cpu')
-
-# Hyper parameters
-num_epochs = 2
-num_classes = 10
-batch_size = 100
-learning_rate = 0.01
-
-# MNIST dataset
-train_dataset = torchvision.datasets.MNIST(root='../../data/',
-                                           train=True,
-                                           transform=transforms.ToTensor(),
-                                           download=True)
-
-test_dataset = torchvision.datasets.MNIST(root='../../data/',
-                                          train=False,
-                                          transform=transforms.ToTensor())
-
-# Data loader
-train_loader = torch.utils.data.DataLoader(dataset=train_dataset,
-                                           batch_size=batch_size,
-                                           shuffle=True)
-
-test_loader = torch.utils.data.DataLoader(dataset=test_dataset,
-                                          batch_size=batch_size,
-                                          shuffle=False)
-
-# Convolutional neural network (two convolutional layers)
-class ConvNet(nn.Module):
-    def __init__(self, num_classes=10):
-        super(ConvNet, self).__init__()
-        self.layer1 = nn.Sequential(
-            nn.Conv2d(1, 16, kernel_size=5, stride=1, padding=2),
-            nn.BatchNorm2d(16),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2))
-        self.layer2 = nn.Sequential(
-            nn.Conv2d(16, 32, kernel_size=5, stride=1, padding=2),
-            nn.BatchNorm2d(32),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2))
-        self.fc = nn.Linear(2*2*32, num_classes)
-
-    def forward(self, x):
-        out = self.layer1(x)
-        out = self.layer2(out)
-        out = out.reshape(out.size(0), -1)
-        out = self.fc(out)
-        return out
-
-model = ConvNet(num_classes).to(device)
-
-# Loss and optimizer
-criterion = nn.CrossEntropyLoss()
-optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-
-# Train the model
-total_step = len(train_loader)
-losses = []
-for epoch in range(num_epochs):
-    for i, (images, labels) in enumerate(train_loader):
-        images = images.to(device)
-        labels = labels.to(device)
-
-        # Forward pass
-        outputs = model(images)
-        loss = criterion(outputs, labels)
-
-        # Backward and optimize
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-
-        if (i+1) % 100 == 0:
-            print ('Epoch [{}/{}], Step [{}/{}], Loss: {:.4f}'
-                   .format(epoch+1, num_epochs, i+1, total_step, loss.item()))
-
-# Test the model
-model.eval()  # eval mode (batchnorm uses moving mean/variance instead of mini-batch mean/variance)
-with torch.no_grad():
-    correct = 0
-    total = 0
-    for images, labels in test_loader:
-        images = images.to(device)
-        labels = labels.to(device)
-        outputs = model(images)
-        _, predicted = torch.max(outputs.data, 1)
-        total += labels.size(0)
-        correct += (predicted == labels).sum().item()
-
-    print('Test Accuracy of the model on the 10000 test images: {} %'.format(100 * correct / total))
-results["cnn"] = {"losses": losses, "accuracy": 100 * correct / total,
-                  "running_var": model.layer1[1].running_var.tolist()}
-
-# Save the model checkpoint
-torch.save(model.state_dict(), os.path.join(WORK, 'model.ckpt'))
+vision = standin(600, 300)
+T = vision.transforms
+out_dir = tempfile.mkdtemp(prefix="intermediate_")
+device = torch.device("cuda:0" if torch.cuda.is_available() else "cpu")
+results = {}
 
 
-# =============================================================================
-# 02-intermediate/deep_residual_network/main.py
-
-# Device configuration
-device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
-
-# Hyper-parameters
-num_epochs = 4
-batch_size = 100
-learning_rate = 0.01
-
-# Image preprocessing modules
-transform = transforms.Compose([
-    transforms.Pad(1),
-    transforms.RandomHorizontalFlip(),
-    transforms.RandomCrop(8),
-    transforms.ToTensor()])
-
-# CIFAR-10 dataset
-train_dataset = torchvision.datasets.CIFAR10(root='../../data/',
-                                             train=True,
-                                             transform=transform,
-                                             download=True)
-
-test_dataset = torchvision.datasets.CIFAR10(root='../../data/',
-                                            train=False,
-                                            transform=transforms.ToTensor())
-
-# Data loader
-train_loader = torch.utils.data.DataLoader(dataset=train_dataset,
-                                           batch_size=batch_size,
-                                           shuffle=True)
-
-test_loader = torch.utils.data.DataLoader(dataset=test_dataset,
-                                          batch_size=batch_size,
-                                          shuffle=False)
-
-# 3x3 convolution
-def conv3x3(in_channels, out_channels, stride=1):
-    return nn.Conv2d(in_channels, out_channels, kernel_size=3,
-                     stride=stride, padding=1, bias=False)
-
-# Residual block
-class ResidualBlock(nn.Module):
-    def __init__(self, in_channels, out_channels, stride=1, downsample=None):
-        super(ResidualBlock, self).__init__()
-        self.conv1 = conv3x3(in_channels, out_channels, stride)
-        self.bn1 = nn.BatchNorm2d(out_channels)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = conv3x3(out_channels, out_channels)
-        self.bn2 = nn.BatchNorm2d(out_channels)
-        self.downsample = downsample
-
-    def forward(self, x):
-        residual = x
-        out = self.conv1(x)
-        out = self.bn1(out)
-        out = self.relu(out)
-        out = self.conv2(out)
-        out = self.bn2(out)
-        if self.downsample:
-            residual = self.downsample(x)
-        out += residual
-        out = self.relu(out)
-        return out
-
-# ResNet
-class ResNet(nn.Module):
-    def __init__(self, block, layers, num_classes=10):
-        super(ResNet, self).__init__()
-        self.in_channels = 16
-        self.conv = conv3x3(3, 16)
-        self.bn = nn.BatchNorm2d(16)
-        self.relu = nn.ReLU(inplace=True)
-        self.layer1 = self.make_layer(block, 16, layers[0])
-        self.layer2 = self.make_layer(block, 32, layers[1], 2)
-        self.layer3 = self.make_layer(block, 64, layers[2], 2)
-        self.avg_pool = nn.AvgPool2d(2)
-        self.fc = nn.Linear(64, num_classes)
-
-    def make_layer(self, block, out_channels, blocks, stride=1):
-        downsample = None
-        if (stride != 1) or (self.in_channels != out_channels):
-            downsample = nn.Sequential(
-                conv3x3(self.in_channels, out_channels, stride=stride),
-                nn.BatchNorm2d(out_channels))
-        layers = []
-        layers.append(block(self.in_channels, out_channels, stride, downsample))
-        self.in_channels = out_channels
-        for i in range(1, blocks):
-            layers.append(block(out_channels, out_channels))
-        return nn.Sequential(*layers)
-
-    def forward(self, x):
-        out = self.conv(x)
-        out = self.bn(out)
-        out = self.relu(out)
-        out = self.layer1(out)
-        out = self.layer2(out)
-        out = self.layer3(out)
-        out = self.avg_pool(out)
-        out = out.view(out.size(0), -1)
-        out = self.fc(out)
-        return out
-
-model = ResNet(ResidualBlock, [1, 1, 1]).to(device)
+def make_loader(dataset, shuffle):
+    return torch.utils.data.DataLoader(dataset=dataset, batch_size=100, shuffle=shuffle)
 
 
-# Loss and optimizer
-criterion = nn.CrossEntropyLoss()
-optimizer = torch.optim.Adam(model.parameters(), lr=learning_rate)
-
-# For updating learning rate
-def update_lr(optimizer, lr):
-    for param_group in optimizer.param_groups:
-        param_group['lr'] = lr
-
-# Train the model
-total_step = len(train_loader)
-curr_lr = learning_rate
-losses, lrs = [], []
-for epoch in range(num_epochs):
-    for i, (images, labels) in enumerate(train_loader):
-        images = images.to(device)
-        labels = labels.to(device)
-
-        # Forward pass
-        outputs = model(images)
-        loss = criterion(outputs, labels)
-
-        # Backward and optimize
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-
-        if (i+1) % 100 == 0:
-            print ("Epoch [{}/{}], Step [{}/{}] Loss: {:.4f}"
-                   .format(epoch+1, num_epochs, i+1, total_step, loss.item()))
-
-    # Decay learning rate
-    if (epoch+1) % 2 == 0:
-        curr_lr /= 3
-        update_lr(optimizer, curr_lr)
-    lrs.append(optimizer.param_groups[0]['lr'])
-
-# Test the model
-model.eval()
-with torch.no_grad():
-    correct = 0
-    total = 0
-    for images, labels in test_loader:
-        images = images.to(device)
-        labels = labels.to(device)
-        outputs = model(images)
-        _, predicted = torch.max(outputs.data, 1)
-        total += labels.size(0)
-        correct += (predicted == labels).sum().item()
-
-    print('Accuracy of the model on the test images: {} %'.format(100 * correct / total))
-results["resnet"] = {"losses": losses, "accuracy": 100 * correct / total, "lrs": lrs}
-
-# Save the model checkpoint
-torch.save(model.state_dict(), os.path.join(WORK, 'resnet.ckpt'))
+def train_epochs(net, optimizer, loader, epochs, after_epoch=None):
+    loss_fn = nn.CrossEntropyLoss()
+    history = []
+    for epoch in range(epochs):
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            loss = loss_fn(net(x), y)
+            optimizer.zero_grad()
+            loss.backward()
+            optimizer.step()
+            history.append(loss.item())
+        print(f"epoch {epoch + 1}: last loss {history[-1]:.4f}")
+        if after_epoch is not None:
+            after_epoch(epoch)
+    return history
 
 
-# =============================================================================
-# (added) a deterministic part to compare with torch: the models above with fixed weights, their
-# loss and gradients on the first test images, in float64 (batch norm over a few values
-# amplifies float32 rounding)
-def fixed_run(model, inputs, labels, criterion):
-    model.double()
+def accuracy(net, loader):
+    net.eval()  # batch norm switches to its running statistics
+    right = total = 0
     with torch.no_grad():
-        for k, p in enumerate(model.parameters()):
-            p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float64) * (k + 1)).view_as(p) / 3)
-    model.train()
-    model.zero_grad()
-    loss = criterion(model(inputs.double() if inputs.is_floating_point() else inputs), labels)
+        for x, y in loader:
+            x, y = x.to(device), y.to(device)
+            _, best = torch.max(net(x).data, 1)
+            total += y.size(0)
+            right += (best == y).sum().item()
+    return 100 * right / total
+
+
+# --- a two-stage CNN on the grey digits ------------------------------------------------------
+def conv_stage(c_in, c_out):
+    return nn.Sequential(
+        nn.Conv2d(c_in, c_out, kernel_size=5, stride=1, padding=2),
+        nn.BatchNorm2d(c_out),
+        nn.ReLU(),
+        nn.MaxPool2d(kernel_size=2, stride=2),
+    )
+
+
+class DigitCNN(nn.Module):
+    def __init__(self, n_classes=10):
+        super().__init__()
+        self.features = nn.Sequential(conv_stage(1, 12), conv_stage(12, 24))
+        self.classifier = nn.Linear(24 * 2 * 2, n_classes)
+
+    def forward(self, x):
+        h = self.features(x)
+        return self.classifier(h.reshape(h.size(0), -1))
+
+
+grey_train = vision.datasets.MNIST(root="data", train=True, transform=T.ToTensor(),
+                                   download=True)
+grey_test = vision.datasets.MNIST(root="data", train=False, transform=T.ToTensor())
+cnn = DigitCNN().to(device)
+cnn_losses = train_epochs(cnn, torch.optim.Adam(cnn.parameters(), lr=0.01),
+                          make_loader(grey_train, True), 2)
+cnn_acc = accuracy(cnn, make_loader(grey_test, False))
+print(f"cnn accuracy {cnn_acc:.1f}%")
+first_bn = cnn.features[0][1]
+results["cnn"] = {"losses": cnn_losses, "accuracy": cnn_acc,
+                  "running_var": first_bn.running_var.tolist()}
+torch.save(cnn.state_dict(), os.path.join(out_dir, "cnn.pt"))
+
+
+# --- a small residual net on the coloured digits -------------------------------------------------
+def conv3(c_in, c_out, stride=1):
+    return nn.Conv2d(c_in, c_out, kernel_size=3, stride=stride, padding=1, bias=False)
+
+
+class Residual(nn.Module):
+    def __init__(self, c_in, c_out, stride=1, shortcut=None):
+        super().__init__()
+        self.conv_a, self.norm_a = conv3(c_in, c_out, stride), nn.BatchNorm2d(c_out)
+        self.conv_b, self.norm_b = conv3(c_out, c_out), nn.BatchNorm2d(c_out)
+        self.act = nn.ReLU(inplace=True)
+        self.shortcut = shortcut
+
+    def forward(self, x):
+        skip = self.shortcut(x) if self.shortcut else x
+        out = self.act(self.norm_a(self.conv_a(x)))
+        out = self.norm_b(self.conv_b(out))
+        out += skip
+        return self.act(out)
+
+
+class TinyResNet(nn.Module):
+    def __init__(self, widths=(8, 16, 32), n_classes=10):
+        super().__init__()
+        self.stem = nn.Sequential(conv3(3, widths[0]), nn.BatchNorm2d(widths[0]),
+                                  nn.ReLU(inplace=True))
+        stages, c = [], widths[0]
+        for k, width in enumerate(widths):
+            stride = 1 if k == 0 else 2
+            shortcut = None
+            if stride != 1 or c != width:
+                shortcut = nn.Sequential(conv3(c, width, stride=stride), nn.BatchNorm2d(width))
+            stages.append(Residual(c, width, stride, shortcut))
+            c = width
+        self.stages = nn.Sequential(*stages)
+        self.pool = nn.AvgPool2d(2)
+        self.head = nn.Linear(c, n_classes)
+
+    def forward(self, x):
+        h = self.pool(self.stages(self.stem(x)))
+        return self.head(h.view(h.size(0), -1))
+
+
+augment = T.Compose([T.Pad(1), T.RandomHorizontalFlip(), T.RandomCrop(8), T.ToTensor()])
+colour_train = vision.datasets.CIFAR10(root="data", train=True, transform=augment,
+                                       download=True)
+colour_test = vision.datasets.CIFAR10(root="data", train=False, transform=T.ToTensor())
+resnet = TinyResNet().to(device)
+adam = torch.optim.Adam(resnet.parameters(), lr=0.01)
+lr_now, lr_log = 0.01, []
+
+
+def decay_every_two(epoch):
+    global lr_now
+    if epoch % 2 == 1:
+        lr_now /= 3
+        for group in adam.param_groups:
+            group["lr"] = lr_now
+    lr_log.append(adam.param_groups[0]["lr"])
+
+
+res_losses = train_epochs(resnet, adam, make_loader(colour_train, True), 4, decay_every_two)
+res_acc = accuracy(resnet, make_loader(colour_test, False))
+print(f"resnet accuracy {res_acc:.1f}%")
+results["resnet"] = {"losses": res_losses, "accuracy": res_acc, "lrs": lr_log}
+torch.save(resnet.state_dict(), os.path.join(out_dir, "resnet.pt"))
+
+
+# --- deterministic float64 forward/backward for the comparison with torch ---------------------
+def gradients_with_set_weights(net, x, y):
+    net.double()
+    with torch.no_grad():
+        for k, p in enumerate(net.parameters()):
+            wave = torch.sin(torch.arange(p.numel(), dtype=torch.float64) * (0.7 + k))
+            p.copy_(wave.view_as(p) / 4)
+    net.train()
+    net.zero_grad()
+    loss = nn.CrossEntropyLoss()(net(x.double() if x.is_floating_point() else x), y)
     loss.backward()
-    return {"loss": loss.item(), **{n: p.grad.tolist() for n, p in model.named_parameters()}}
+    grads = {name: p.grad.tolist() for name, p in net.named_parameters()}
+    return {"loss": loss.item(), **grads}
 
 
-fixed_images = torch.stack([test_dataset[i][0] for i in range(20)])
-fixed_labels = torch.tensor([test_dataset[i][1] for i in range(20)])
-fixed_results = {}
-fixed_results["cnn"] = fixed_run(ConvNet(num_classes), fixed_images[:, :1], fixed_labels, nn.CrossEntropyLoss())
-fixed_results["resnet"] = fixed_run(ResNet(ResidualBlock, [1, 1, 1]), fixed_images, fixed_labels, nn.CrossEntropyLoss())
+probe_x = torch.stack([colour_test[i][0] for i in range(16)])
+probe_y = torch.tensor([colour_test[i][1] for i in range(16)])
+fixed_results = {
+    "cnn": gradients_with_set_weights(DigitCNN(), probe_x[:, 2:], probe_y),
+    "resnet": gradients_with_set_weights(TinyResNet(), probe_x, probe_y),
+}
