@@ -87,7 +87,7 @@ def test_nanogpt_fixed_weights_and_steps_match_torch():
         _close_nested(ours, theirs, rtol=1e-4, atol=1e-5)
 
 
-# ---------------------------------------------- karpathy/ng-video-lecture ("Let's build GPT")
+# ------------------------------ character bigram model and a small character GPT (lecture style)
 
 
 def test_ng_lecture_bigram_reaches_the_bigram_loss():
@@ -105,7 +105,7 @@ def test_ng_lecture_gpt_learns():
     assert [h[0] for h in history] == [0, 20, 40, 59]
     assert history[-1][2] < 0.5 * history[0][2]
     assert len(g["sample"]) == 101 and set(g["sample"]) <= set(g["chars"])
-    assert g["model"].training  # (estimate_loss's model.train() after its model.eval())
+    assert g["model"].training  # (mean_losses calls net.train() after its net.eval())
 
 
 def test_ng_lecture_gpt_fixed_weights_match_torch():
