@@ -31,7 +31,7 @@ def _close_nested(ours, theirs, **tol) -> None:
         _close(ours, theirs, **tol)
 
 
-# ------------------------------------------------------------------ karpathy/makemore
+# ------------------------------------------- six character-level name models (makemore style)
 
 
 def test_makemore_models_learn_names():
