@@ -53,7 +53,7 @@ def test_makemore_fixed_weights_match_torch():
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-4, atol=1e-5)
 
 
-# ------------------------------------------------------------------- karpathy/nanoGPT
+# ----------------------- a character GPT trained, checkpointed and sampled (nanoGPT style)
 
 
 def test_nanogpt_trains_checkpoints_and_samples():
@@ -68,7 +68,7 @@ def test_nanogpt_trains_checkpoints_and_samples():
     assert checkpoint["iter_num"] == 30 and checkpoint["model_args"]["n_embd"] == 32
     assert len(checkpoint["optimizer"]["param_groups"]) == 2
     assert [pg["weight_decay"] for pg in checkpoint["optimizer"]["param_groups"]] == [0.1, 0.0]
-    assert g["model"].transformer.wte.weight is g["model"].lm_head.weight  # tied after loading
+    assert g["model"].core.tok.weight is g["model"].head.weight  # tied after loading
     assert len(g["samples"]) == 3
     for text in g["samples"]:
         assert len(text) == 41 and set(text) <= set(g["stoi"])
