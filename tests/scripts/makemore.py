@@ -1,24 +1,32 @@
-# ruff: noqa: B007, B023, C408, C416, E402, E501, E731, F401, F841, N801, N802, N803, N806, UP004, UP006, UP008, UP015, UP031, UP032, UP035
-# (Karpathy's code as is)
-"""karpathy/makemore makemore.py: character-level language models of names (Bigram, MLP,
-RNN and GRU cells, causal bag of words, a GPT-2 Transformer) trained with AdamW from an
-InfiniteDataLoader over RandomSampler(replacement=True, num_samples=1e10), evaluated under
-inference_mode, saved and resumed with --sample-only, sampled with top-k.
+"""Character-level name generators of six kinds, written for these tests in the way Karpathy's
+makemore (makemore.py) is commonly written (modelled on the API usage of makemore, not a copy
+of it):
 
-Changes: names.txt is a download, so a list of made-up names stands in; the __main__ section
-is a function run once per model type with its own argument list (tiny sizes, a few dozen
-steps, evaluation every 20 steps instead of 500, num_workers 0); the TensorBoard
-SummaryWriter lines are dropped.
+- a ``Dataset`` of words as (x, y) long tensors with -1 targets after the end token, split with
+  ``torch.randperm``; an endless loader from ``RandomSampler(replacement=True,
+  num_samples=int(1e10))`` and ``DataLoader(sampler=..., pin_memory=True)``;
+- models: a logits table (``nn.Parameter`` indexed by the tokens), an MLP over shifted contexts
+  (``torch.roll``, index assignment, ``nn.Sequential``/``nn.Tanh``), RNN and GRU cells written
+  out (``torch.cat``, ``F.tanh``, ``F.sigmoid``, a learned start state ``expand``-ed,
+  ``torch.stack``), a causal bag of words (``masked_fill`` of ``torch.zeros``, softmax) and a
+  GPT-2 style Transformer (a tanh GELU with ``torch.pow``, ``split``/``view``/``transpose``
+  attention with a ``register_buffer`` tril mask, ``nn.ModuleDict``/``nn.ModuleList``);
+  ``F.cross_entropy(..., ignore_index=-1)``;
+- argparse options, ``torch.manual_seed``/``torch.cuda.manual_seed_all``, ``AdamW`` with betas
+  and eps, ``zero_grad(set_to_none=True)``, an ``@torch.inference_mode()`` evaluation,
+  ``torch.save``/``torch.load`` of the best state dict and a sample-only resume;
+- ``@torch.no_grad()`` generation with temperature, top-k masking (``torch.topk``, boolean index
+  assignment of ``-inf``), ``torch.multinomial`` or greedy ``topk(k=1)``;
+- a fixed-weight section per model whose loss, logits, gradients and greedy continuations are
+  compared with torch's.
 """
-import os
-import sys
-import time
-import math
 import argparse
+import math
+import os
 import random
 import tempfile
+import time
 from dataclasses import dataclass
-from typing import List
 
 import jitgrad as torch
 import jitgrad.nn as nn
@@ -26,743 +34,457 @@ from jitgrad.nn import functional as F
 from jitgrad.utils.data import Dataset
 from jitgrad.utils.data.dataloader import DataLoader
 
-# -----------------------------------------------------------------------------
 
 @dataclass
-class ModelConfig:
-    block_size: int = None # length of the input sequences of integers
-    vocab_size: int = None # the input integers are in range [0 .. vocab_size -1]
-    # parameters below control the sizes of each model slightly differently
+class Settings:
+    block_size: int = None  # tokens seen at once: the start token plus the longest word
+    vocab_size: int = None  # characters plus the start/stop token 0
     n_layer: int = 4
     n_embd: int = 64
     n_embd2: int = 64
     n_head: int = 4
 
-# -----------------------------------------------------------------------------
-# Transformer Language Model (*exactly* as used in GPT-2)
 
-class NewGELU(nn.Module):
-    """
-    Implementation of the GELU activation function currently in Google BERT repo (identical to OpenAI GPT).
-    Reference: Gaussian Error Linear Units (GELU) paper: https://arxiv.org/abs/1606.08415
-    """
-    def forward(self, x):
-        return 0.5 * x * (1.0 + torch.tanh(math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))))
+def lm_loss(logits, targets):
+    if targets is None:
+        return None
+    return F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
 
-class CausalSelfAttention(nn.Module):
-    """
-    A vanilla multi-head masked self-attention layer with a projection at the end.
-    It is possible to use torch.nn.MultiheadAttention here but I am including an
-    explicit implementation here to show that there is nothing too scary here.
-    """
 
-    def __init__(self, config):
-        super().__init__()
-        assert config.n_embd % config.n_head == 0
-        # key, query, value projections for all heads, but in a batch
-        self.c_attn = nn.Linear(config.n_embd, 3 * config.n_embd)
-        # output projection
-        self.c_proj = nn.Linear(config.n_embd, config.n_embd)
-        # causal mask to ensure that attention is only applied to the left in the input sequence
-        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
-                                     .view(1, 1, config.block_size, config.block_size))
-        self.n_head = config.n_head
-        self.n_embd = config.n_embd
+# ---- the Transformer ----------------------------------------------------------------------
+
+class Gelu(nn.Module):
+    """The tanh approximation of GELU used by GPT-2."""
 
     def forward(self, x):
-        B, T, C = x.size() # batch size, sequence length, embedding dimensionality (n_embd)
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * torch.pow(x, 3.0))
+        return 0.5 * x * (1.0 + torch.tanh(inner))
 
-        # calculate query, key, values for all heads in batch and move head forward to be the batch dim
-        q, k ,v  = self.c_attn(x).split(self.n_embd, dim=2)
-        k = k.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) # (B, nh, T, hs)
-        q = q.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) # (B, nh, T, hs)
-        v = v.view(B, T, self.n_head, C // self.n_head).transpose(1, 2) # (B, nh, T, hs)
 
-        # causal self-attention; Self-attend: (B, nh, T, hs) x (B, nh, hs, T) -> (B, nh, T, T)
-        att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(k.size(-1)))
-        att = att.masked_fill(self.bias[:,:,:T,:T] == 0, float('-inf'))
-        att = F.softmax(att, dim=-1)
-        y = att @ v # (B, nh, T, T) x (B, nh, T, hs) -> (B, nh, T, hs)
-        y = y.transpose(1, 2).contiguous().view(B, T, C) # re-assemble all head outputs side by side
-
-        # output projection
-        y = self.c_proj(y)
-        return y
-
-class Block(nn.Module):
-    """ an unassuming Transformer block """
-
-    def __init__(self, config):
+class MaskedSelfAttention(nn.Module):
+    def __init__(self, cfg):
         super().__init__()
-        self.ln_1 = nn.LayerNorm(config.n_embd)
-        self.attn = CausalSelfAttention(config)
-        self.ln_2 = nn.LayerNorm(config.n_embd)
-        self.mlp = nn.ModuleDict(dict(
-            c_fc    = nn.Linear(config.n_embd, 4 * config.n_embd),
-            c_proj  = nn.Linear(4 * config.n_embd, config.n_embd),
-            act     = NewGELU(),
-        ))
-        m = self.mlp
-        self.mlpf = lambda x: m.c_proj(m.act(m.c_fc(x))) # MLP forward
+        assert cfg.n_embd % cfg.n_head == 0
+        self.heads, self.width = cfg.n_head, cfg.n_embd
+        self.qkv = nn.Linear(cfg.n_embd, 3 * cfg.n_embd)
+        self.proj = nn.Linear(cfg.n_embd, cfg.n_embd)
+        n = cfg.block_size
+        self.register_buffer("mask", torch.tril(torch.ones(n, n)).view(1, 1, n, n))
+
+    def _by_head(self, t):
+        b, n, c = t.size()
+        return t.view(b, n, self.heads, c // self.heads).transpose(1, 2)
 
     def forward(self, x):
-        x = x + self.attn(self.ln_1(x))
-        x = x + self.mlpf(self.ln_2(x))
-        return x
+        b, n, c = x.size()
+        q, k, v = (self._by_head(t) for t in self.qkv(x).split(self.width, dim=2))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(k.size(-1))
+        scores = scores.masked_fill(self.mask[:, :, :n, :n] == 0, float("-inf"))
+        mixed = F.softmax(scores, dim=-1) @ v
+        return self.proj(mixed.transpose(1, 2).contiguous().view(b, n, c))
 
-class Transformer(nn.Module):
-    """ Transformer Language Model, exactly as seen in GPT-2 """
 
-    def __init__(self, config):
+class DecoderBlock(nn.Module):
+    def __init__(self, cfg):
         super().__init__()
-        self.block_size = config.block_size
+        self.norm1 = nn.LayerNorm(cfg.n_embd)
+        self.attn = MaskedSelfAttention(cfg)
+        self.norm2 = nn.LayerNorm(cfg.n_embd)
+        self.ff = nn.ModuleDict({"up": nn.Linear(cfg.n_embd, 4 * cfg.n_embd),
+                                 "act": Gelu(),
+                                 "down": nn.Linear(4 * cfg.n_embd, cfg.n_embd)})
 
-        self.transformer = nn.ModuleDict(dict(
-            wte = nn.Embedding(config.vocab_size, config.n_embd),
-            wpe = nn.Embedding(config.block_size, config.n_embd),
-            h = nn.ModuleList([Block(config) for _ in range(config.n_layer)]),
-            ln_f = nn.LayerNorm(config.n_embd),
-        ))
-        self.lm_head = nn.Linear(config.n_embd, config.vocab_size, bias=False)
+    def forward(self, x):
+        x = x + self.attn(self.norm1(x))
+        h = self.norm2(x)
+        return x + self.ff.down(self.ff.act(self.ff.up(h)))
 
-        # report number of parameters (note we don't count the decoder parameters in lm_head)
-        n_params = sum(p.numel() for p in self.transformer.parameters())
-        print("number of parameters: %.2fM" % (n_params/1e6,))
+
+class GPTNames(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.block_size = cfg.block_size
+        self.body = nn.ModuleDict({
+            "tok": nn.Embedding(cfg.vocab_size, cfg.n_embd),
+            "pos": nn.Embedding(cfg.block_size, cfg.n_embd),
+            "layers": nn.ModuleList(DecoderBlock(cfg) for _ in range(cfg.n_layer)),
+            "norm": nn.LayerNorm(cfg.n_embd),
+        })
+        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size, bias=False)
+        print(f"transformer body: {sum(p.numel() for p in self.body.parameters())} parameters")
 
     def get_block_size(self):
         return self.block_size
 
     def forward(self, idx, targets=None):
-        device = idx.device
         b, t = idx.size()
-        assert t <= self.block_size, f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
-        pos = torch.arange(0, t, dtype=torch.long, device=device).unsqueeze(0) # shape (1, t)
+        assert t <= self.block_size, f"sequence of {t} is longer than the block ({self.block_size})"
+        where = torch.arange(0, t, dtype=torch.long, device=idx.device).unsqueeze(0)
+        x = self.body["tok"](idx) + self.body["pos"](where)
+        for layer in self.body["layers"]:
+            x = layer(x)
+        logits = self.head(self.body["norm"](x))
+        return logits, lm_loss(logits, targets)
 
-        # forward the GPT model itself
-        tok_emb = self.transformer.wte(idx) # token embeddings of shape (b, t, n_embd)
-        pos_emb = self.transformer.wpe(pos) # position embeddings of shape (1, t, n_embd)
-        x = tok_emb + pos_emb
-        for block in self.transformer.h:
-            x = block(x)
-        x = self.transformer.ln_f(x)
-        logits = self.lm_head(x)
 
-        # if we are given some desired targets also calculate the loss
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+# ---- causal bag of words ------------------------------------------------------------------
 
-        return logits, loss
+class PrefixMean(nn.Module):
+    """Each position gets the average of the vectors up to and including it."""
 
-# -----------------------------------------------------------------------------
-# Bag of Words (BoW) language model
-
-class CausalBoW(nn.Module):
-    """
-    Causal bag of words. Averages the preceding elements and looks suspiciously like
-    a CausalAttention module you'd find in a transformer, for no apparent reason at all ;)
-    """
-    def __init__(self, config):
+    def __init__(self, cfg):
         super().__init__()
-
-        # used to mask out vectors and preserve autoregressive property
-        self.block_size = config.block_size
-        self.register_buffer("bias", torch.tril(torch.ones(config.block_size, config.block_size))
-                            .view(1, config.block_size, config.block_size))
+        n = cfg.block_size
+        self.register_buffer("mask", torch.tril(torch.ones(n, n)).view(1, n, n))
 
     def forward(self, x):
-        B, T, C = x.size() # batch size, sequence length, n_embd
+        b, t, c = x.size()
+        weights = torch.zeros((b, t, t), device=x.device)
+        weights = weights.masked_fill(self.mask[:, :t, :t] == 0, float("-inf"))
+        return F.softmax(weights, dim=-1) @ x
 
-        # do the weighted average of all preceeding token features
-        att = torch.zeros((B, T, T), device=x.device)
-        att = att.masked_fill(self.bias[:,:T,:T] == 0, float('-inf'))
-        att = F.softmax(att, dim=-1)
-        y = att @ x # (B, T, T) x (B, T, C) -> (B, T, C)
 
-        return y
-
-class BoWBlock(nn.Module):
-    """ collects BoW features and adds an MLP """
-
-    def __init__(self, config):
+class BagOfWords(nn.Module):
+    def __init__(self, cfg):
         super().__init__()
-
-        # Causal BoW module
-        self.cbow = CausalBoW(config)
-        # MLP assembler
-        self.mlp = nn.ModuleDict(dict(
-            c_fc    = nn.Linear(config.n_embd, config.n_embd2),
-            c_proj  = nn.Linear(config.n_embd2, config.n_embd),
-        ))
-        m = self.mlp
-        self.mlpf = lambda x: m.c_proj(F.tanh(m.c_fc(x))) # MLP forward
-
-    def forward(self, x):
-        x = x + self.cbow(x)
-        x = x + self.mlpf(x)
-        return x
-
-class BoW(nn.Module):
-    """
-    takes the previous block_size tokens, encodes them with a lookup table,
-    also encodes their positions with lookup table, then averages all of those
-    embeddings up and uses that to predict the next token.
-    """
-
-    def __init__(self, config):
-        super().__init__()
-        self.block_size = config.block_size
-        self.vocab_size = config.vocab_size
-        # token embedding
-        self.wte = nn.Embedding(config.vocab_size, config.n_embd)
-        # position embedding
-        self.wpe = nn.Embedding(config.block_size, config.n_embd)
-        # context block
-        self.context_block = BoWBlock(config)
-        # language model head decoder layer
-        self.lm_head = nn.Linear(config.n_embd, self.vocab_size)
+        self.block_size = cfg.block_size
+        self.tok = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.pos = nn.Embedding(cfg.block_size, cfg.n_embd)
+        self.mean = PrefixMean(cfg)
+        self.ff = nn.ModuleDict({"a": nn.Linear(cfg.n_embd, cfg.n_embd2),
+                                 "b": nn.Linear(cfg.n_embd2, cfg.n_embd)})
+        self.head = nn.Linear(cfg.n_embd, cfg.vocab_size)
 
     def get_block_size(self):
         return self.block_size
 
     def forward(self, idx, targets=None):
-
-        device = idx.device
         b, t = idx.size()
-        assert t <= self.block_size, f"Cannot forward sequence of length {t}, block size is only {self.block_size}"
-        pos = torch.arange(0, t, dtype=torch.long, device=device).unsqueeze(0) # shape (1, t)
+        assert t <= self.block_size
+        x = self.tok(idx) + self.pos(torch.arange(0, t, dtype=torch.long, device=idx.device)
+                                     .unsqueeze(0))
+        x = x + self.mean(x)
+        x = x + self.ff["b"](F.tanh(self.ff["a"](x)))
+        logits = self.head(x)
+        return logits, lm_loss(logits, targets)
 
-        # forward the token and position embedding layers
-        tok_emb = self.wte(idx) # token embeddings of shape (b, t, n_embd)
-        pos_emb = self.wpe(pos) # position embeddings of shape (1, t, n_embd)
-        # add and run through the decoder MLP
-        x = tok_emb + pos_emb
-        # run the bag of words context module
-        x = self.context_block(x)
-        # decode to next token probability
-        logits = self.lm_head(x)
 
-        # if we are given some desired targets also calculate the loss
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+# ---- recurrent models ---------------------------------------------------------------------
 
-        return logits, loss
-
-# -----------------------------------------------------------------------------
-"""
-Recurrent Neural Net language model: either a vanilla RNN recurrence or a GRU.
-Did not implement an LSTM because its API is a bit more annoying as it has
-both a hidden state and a cell state, but it's very similar to GRU and in
-practice works just as well.
-"""
-
-class RNNCell(nn.Module):
-    """
-    the job of a 'Cell' is to:
-    take input at current time step x_{t} and the hidden state at the
-    previous time step h_{t-1} and return the resulting hidden state
-    h_{t} at the current timestep
-    """
-    def __init__(self, config):
+class VanillaCell(nn.Module):
+    def __init__(self, cfg):
         super().__init__()
-        self.xh_to_h = nn.Linear(config.n_embd + config.n_embd2, config.n_embd2)
+        self.step = nn.Linear(cfg.n_embd + cfg.n_embd2, cfg.n_embd2)
 
-    def forward(self, xt, hprev):
-        xh = torch.cat([xt, hprev], dim=1)
-        ht = F.tanh(self.xh_to_h(xh))
-        return ht
+    def forward(self, x, h):
+        return F.tanh(self.step(torch.cat([x, h], dim=1)))
 
-class GRUCell(nn.Module):
-    """
-    same job as RNN cell, but a bit more complicated recurrence formula
-    that makes the GRU more expressive and easier to optimize.
-    """
-    def __init__(self, config):
+
+class GatedCell(nn.Module):
+    """A GRU step: reset gate r, update gate z, candidate c."""
+
+    def __init__(self, cfg):
         super().__init__()
-        # input, forget, output, gate
-        self.xh_to_z = nn.Linear(config.n_embd + config.n_embd2, config.n_embd2)
-        self.xh_to_r = nn.Linear(config.n_embd + config.n_embd2, config.n_embd2)
-        self.xh_to_hbar = nn.Linear(config.n_embd + config.n_embd2, config.n_embd2)
+        both = cfg.n_embd + cfg.n_embd2
+        self.reset_gate = nn.Linear(both, cfg.n_embd2)
+        self.update_gate = nn.Linear(both, cfg.n_embd2)
+        self.candidate = nn.Linear(both, cfg.n_embd2)
 
-    def forward(self, xt, hprev):
-        # first use the reset gate to wipe some channels of the hidden state to zero
-        xh = torch.cat([xt, hprev], dim=1)
-        r = F.sigmoid(self.xh_to_r(xh))
-        hprev_reset = r * hprev
-        # calculate the candidate new hidden state hbar
-        xhr = torch.cat([xt, hprev_reset], dim=1)
-        hbar = F.tanh(self.xh_to_hbar(xhr))
-        # calculate the switch gate that determines if each channel should be updated at all
-        z = F.sigmoid(self.xh_to_z(xh))
-        # blend the previous hidden state and the new candidate hidden state
-        ht = (1 - z) * hprev + z * hbar
-        return ht
+    def forward(self, x, h):
+        xh = torch.cat([x, h], dim=1)
+        r = F.sigmoid(self.reset_gate(xh))
+        c = F.tanh(self.candidate(torch.cat([x, r * h], dim=1)))
+        z = F.sigmoid(self.update_gate(xh))
+        return (1 - z) * h + z * c
 
-class RNN(nn.Module):
 
-    def __init__(self, config, cell_type):
+class Recurrent(nn.Module):
+    def __init__(self, cfg, cell):
         super().__init__()
-        self.block_size = config.block_size
-        self.vocab_size = config.vocab_size
-        self.start = nn.Parameter(torch.zeros(1, config.n_embd2)) # the starting hidden state
-        self.wte = nn.Embedding(config.vocab_size, config.n_embd) # token embeddings table
-        if cell_type == 'rnn':
-            self.cell = RNNCell(config)
-        elif cell_type == 'gru':
-            self.cell = GRUCell(config)
-        self.lm_head = nn.Linear(config.n_embd2, self.vocab_size)
+        self.block_size = cfg.block_size
+        self.h0 = nn.Parameter(torch.zeros(1, cfg.n_embd2))
+        self.tok = nn.Embedding(cfg.vocab_size, cfg.n_embd)
+        self.cell = {"rnn": VanillaCell, "gru": GatedCell}[cell](cfg)
+        self.head = nn.Linear(cfg.n_embd2, cfg.vocab_size)
 
     def get_block_size(self):
         return self.block_size
 
     def forward(self, idx, targets=None):
-        device = idx.device
         b, t = idx.size()
-
-        # embed all the integers up front and all at once for efficiency
-        emb = self.wte(idx) # (b, t, n_embd)
-
-        # sequentially iterate over the inputs and update the RNN state each tick
-        hprev = self.start.expand((b, -1)) # expand out the batch dimension
-        hiddens = []
+        x = self.tok(idx)
+        h = self.h0.expand((b, -1))
+        states = []
         for i in range(t):
-            xt = emb[:, i, :] # (b, n_embd)
-            ht = self.cell(xt, hprev) # (b, n_embd2)
-            hprev = ht
-            hiddens.append(ht)
+            h = self.cell(x[:, i, :], h)
+            states.append(h)
+        logits = self.head(torch.stack(states, 1))
+        return logits, lm_loss(logits, targets)
 
-        # decode the outputs
-        hidden = torch.stack(hiddens, 1) # (b, t, n_embd2)
-        logits = self.lm_head(hidden)
 
-        # if we are given some desired targets also calculate the loss
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+# ---- MLP over a window and the bigram table -----------------------------------------------
 
-        return logits, loss
+class WindowMLP(nn.Module):
+    """Concatenates the embeddings of the block_size previous tokens (a blank token, index
+    vocab_size, stands before the start) and reads the next token off an MLP."""
 
-# -----------------------------------------------------------------------------
-# MLP language model
-
-class MLP(nn.Module):
-    """
-    takes the previous block_size tokens, encodes them with a lookup table,
-    concatenates the vectors and predicts the next token with an MLP.
-
-    Reference:
-    Bengio et al. 2003 https://www.jmlr.org/papers/volume3/bengio03a/bengio03a.pdf
-    """
-
-    def __init__(self, config):
+    def __init__(self, cfg):
         super().__init__()
-        self.block_size = config.block_size
-        self.vocab_size = config.vocab_size
-        self.wte = nn.Embedding(config.vocab_size + 1, config.n_embd) # token embeddings table
-        # +1 in the line above for a special <BLANK> token that gets inserted if encoding a token
-        # before the beginning of the input sequence
-        self.mlp = nn.Sequential(
-            nn.Linear(self.block_size * config.n_embd, config.n_embd2),
-            nn.Tanh(),
-            nn.Linear(config.n_embd2, self.vocab_size)
-        )
+        self.block_size, self.blank = cfg.block_size, cfg.vocab_size
+        self.tok = nn.Embedding(cfg.vocab_size + 1, cfg.n_embd)
+        self.net = nn.Sequential(nn.Linear(cfg.block_size * cfg.n_embd, cfg.n_embd2), nn.Tanh(),
+                                 nn.Linear(cfg.n_embd2, cfg.vocab_size))
 
     def get_block_size(self):
         return self.block_size
 
     def forward(self, idx, targets=None):
-
-        # gather the word embeddings of the previous 3 words
-        embs = []
-        for k in range(self.block_size):
-            tok_emb = self.wte(idx) # token embeddings of shape (b, t, n_embd)
+        pieces = []
+        for _ in range(self.block_size):
+            pieces.append(self.tok(idx))
             idx = torch.roll(idx, 1, 1)
-            idx[:, 0] = self.vocab_size # special <BLANK> token
-            embs.append(tok_emb)
+            idx[:, 0] = self.blank
+        logits = self.net(torch.cat(pieces, -1))
+        return logits, lm_loss(logits, targets)
 
-        # concat all of the embeddings together and pass through an MLP
-        x = torch.cat(embs, -1) # (b, t, n_embd * block_size)
-        logits = self.mlp(x)
 
-        # if we are given some desired targets also calculate the loss
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
-
-        return logits, loss
-
-# -----------------------------------------------------------------------------
-# Bigram language model
-
-class Bigram(nn.Module):
-    """
-    Bigram Language Model 'neural net', simply a lookup table of logits for the
-    next character given a previous character.
-    """
-
-    def __init__(self, config):
+class PairTable(nn.Module):
+    def __init__(self, cfg):
         super().__init__()
-        n = config.vocab_size
-        self.logits = nn.Parameter(torch.zeros((n, n)))
+        self.table = nn.Parameter(torch.zeros((cfg.vocab_size, cfg.vocab_size)))
 
     def get_block_size(self):
-        return 1 # this model only needs one previous character to predict the next
+        return 1
 
     def forward(self, idx, targets=None):
+        logits = self.table[idx]
+        return logits, lm_loss(logits, targets)
 
-         # 'forward pass', lol
-        logits = self.logits[idx]
 
-        # if we are given some desired targets also calculate the loss
-        loss = None
-        if targets is not None:
-            loss = F.cross_entropy(logits.view(-1, logits.size(-1)), targets.view(-1), ignore_index=-1)
+MODELS = {
+    "transformer": GPTNames,
+    "bigram": PairTable,
+    "mlp": WindowMLP,
+    "rnn": lambda cfg: Recurrent(cfg, "rnn"),
+    "gru": lambda cfg: Recurrent(cfg, "gru"),
+    "bow": BagOfWords,
+}
 
-        return logits, loss
 
-# -----------------------------------------------------------------------------
-# helper functions for evaluating and sampling from the model
+# ---- data ---------------------------------------------------------------------------------
 
-@torch.no_grad()
-def generate(model, idx, max_new_tokens, temperature=1.0, do_sample=False, top_k=None):
-    """
-    Take a conditioning sequence of indices idx (LongTensor of shape (b,t)) and complete
-    the sequence max_new_tokens times, feeding the predictions back into the model each time.
-    Most likely you'll want to make sure to be in model.eval() mode of operation for this.
-    """
-    block_size = model.get_block_size()
-    for _ in range(max_new_tokens):
-        # if the sequence context is growing too long we must crop it at block_size
-        idx_cond = idx if idx.size(1) <= block_size else idx[:, -block_size:]
-        # forward the model to get the logits for the index in the sequence
-        logits, _ = model(idx_cond)
-        # pluck the logits at the final step and scale by desired temperature
-        logits = logits[:, -1, :] / temperature
-        # optionally crop the logits to only the top k options
-        if top_k is not None:
-            v, _ = torch.topk(logits, top_k)
-            logits[logits < v[:, [-1]]] = -float('Inf')
-        # apply softmax to convert logits to (normalized) probabilities
-        probs = F.softmax(logits, dim=-1)
-        # either sample from the distribution or take the most likely element
-        if do_sample:
-            idx_next = torch.multinomial(probs, num_samples=1)
-        else:
-            _, idx_next = torch.topk(probs, k=1, dim=-1)
-        # append sampled index to the running sequence and continue
-        idx = torch.cat((idx, idx_next), dim=1)
-
-    return idx
-
-def print_samples(num=10):
-    """ samples from the model and pretty prints the decoded samples """
-    X_init = torch.zeros(num, 1, dtype=torch.long).to(args.device)
-    top_k = args.top_k if args.top_k != -1 else None
-    steps = train_dataset.get_output_length() - 1 # -1 because we already start with <START> token (index 0)
-    X_samp = generate(model, X_init, steps, top_k=top_k, do_sample=True).to('cpu')
-    train_samples, test_samples, new_samples = [], [], []
-    for i in range(X_samp.size(0)):
-        # get the i'th row of sampled integers, as python list
-        row = X_samp[i, 1:].tolist() # note: we need to crop out the first <START> token
-        # token 0 is the <STOP> token, so we crop the output sequence at that point
-        crop_index = row.index(0) if 0 in row else len(row)
-        row = row[:crop_index]
-        word_samp = train_dataset.decode(row)
-        # separately track samples that we have and have not seen before
-        if train_dataset.contains(word_samp):
-            train_samples.append(word_samp)
-        elif test_dataset.contains(word_samp):
-            test_samples.append(word_samp)
-        else:
-            new_samples.append(word_samp)
-    print('-'*80)
-    for lst, desc in [(train_samples, 'in train'), (test_samples, 'in test'), (new_samples, 'new')]:
-        print(f"{len(lst)} samples that are {desc}:")
-        for word in lst:
-            print(word)
-    print('-'*80)
-
-@torch.inference_mode()
-def evaluate(model, dataset, batch_size=50, max_batches=None):
-    model.eval()
-    loader = DataLoader(dataset, shuffle=True, batch_size=batch_size, num_workers=0)
-    losses = []
-    for i, batch in enumerate(loader):
-        batch = [t.to(args.device) for t in batch]
-        X, Y = batch
-        logits, loss = model(X, Y)
-        losses.append(loss.item())
-        if max_batches is not None and i >= max_batches:
-            break
-    mean_loss = torch.tensor(losses).mean().item()
-    model.train() # reset model back to training mode
-    return mean_loss
-
-# -----------------------------------------------------------------------------
-# helper functions for creating the training and test Datasets that emit words
-
-class CharDataset(Dataset):
-
-    def __init__(self, words, chars, max_word_length):
-        self.words = words
-        self.chars = chars
-        self.max_word_length = max_word_length
-        self.stoi = {ch:i+1 for i,ch in enumerate(chars)}
-        self.itos = {i:s for s,i in self.stoi.items()} # inverse mapping
+class NameSet(Dataset):
+    def __init__(self, words, alphabet, longest):
+        self.words, self.alphabet, self.longest = words, alphabet, longest
+        self.to_id = {ch: i + 1 for i, ch in enumerate(alphabet)}
+        self.to_ch = {i: ch for ch, i in self.to_id.items()}
 
     def __len__(self):
         return len(self.words)
 
-    def contains(self, word):
-        return word in self.words
-
     def get_vocab_size(self):
-        return len(self.chars) + 1 # all the possible characters and special 0 token
+        return len(self.alphabet) + 1
 
     def get_output_length(self):
-        return self.max_word_length + 1 # <START> token followed by words
+        return self.longest + 1
 
-    def encode(self, word):
-        ix = torch.tensor([self.stoi[w] for w in word], dtype=torch.long)
-        return ix
+    def decode(self, ids):
+        return "".join(self.to_ch[i] for i in ids)
 
-    def decode(self, ix):
-        word = ''.join(self.itos[i] for i in ix)
-        return word
-
-    def __getitem__(self, idx):
-        word = self.words[idx]
-        ix = self.encode(word)
-        x = torch.zeros(self.max_word_length + 1, dtype=torch.long)
-        y = torch.zeros(self.max_word_length + 1, dtype=torch.long)
-        x[1:1+len(ix)] = ix
-        y[:len(ix)] = ix
-        y[len(ix)+1:] = -1 # index -1 will mask the loss at the inactive locations
+    def __getitem__(self, i):
+        ids = torch.tensor([self.to_id[ch] for ch in self.words[i]], dtype=torch.long)
+        n = len(ids)
+        x = torch.zeros(self.longest + 1, dtype=torch.long)
+        y = torch.zeros(self.longest + 1, dtype=torch.long)
+        x[1:n + 1] = ids
+        y[:n] = ids
+        y[n + 1:] = -1  # nothing to predict after the stop token
         return x, y
 
-def create_datasets(input_file):
 
-    # preprocessing of the input text file
-    with open(input_file, 'r') as f:
-        data = f.read()
-    words = data.splitlines()
-    words = [w.strip() for w in words] # get rid of any leading or trailing white space
-    words = [w for w in words if w] # get rid of any empty strings
-    chars = sorted(list(set(''.join(words)))) # all the possible characters
-    max_word_length = max(len(w) for w in words)
-    print(f"number of examples in the dataset: {len(words)}")
-    print(f"max word length: {max_word_length}")
-    print(f"number of unique characters in the vocabulary: {len(chars)}")
-    print("vocabulary:")
-    print(''.join(chars))
+def load_splits(path):
+    with open(path) as fh:
+        words = [line.strip() for line in fh if line.strip()]
+    alphabet = sorted(set("".join(words)))
+    longest = max(map(len, words))
+    n_test = min(1000, len(words) // 10)
+    order = torch.randperm(len(words)).tolist()
+    train_words = [words[i] for i in order[n_test:]]
+    test_words = [words[i] for i in order[:n_test]]
+    print(f"{len(words)} words, alphabet {''.join(alphabet)!r}, longest {longest}")
+    return NameSet(train_words, alphabet, longest), NameSet(test_words, alphabet, longest)
 
-    # partition the input data into a training and the test set
-    test_set_size = min(1000, int(len(words) * 0.1)) # 10% of the training set, or up to 1000 examples
-    rp = torch.randperm(len(words)).tolist()
-    train_words = [words[i] for i in rp[:-test_set_size]]
-    test_words = [words[i] for i in rp[-test_set_size:]]
-    print(f"split up the dataset into {len(train_words)} training examples and {len(test_words)} test examples")
 
-    # wrap in dataset objects
-    train_dataset = CharDataset(train_words, chars, max_word_length)
-    test_dataset = CharDataset(test_words, chars, max_word_length)
-
-    return train_dataset, test_dataset
-
-class InfiniteDataLoader:
-    """
-    this is really hacky and I'm not proud of it, but there doesn't seem to be
-    a better way in PyTorch to just create an infinite dataloader?
-    """
-
-    def __init__(self, dataset, **kwargs):
-        train_sampler = torch.utils.data.RandomSampler(dataset, replacement=True, num_samples=int(1e10))
-        self.train_loader = DataLoader(dataset, sampler=train_sampler, **kwargs)
-        self.data_iter = iter(self.train_loader)
-
-    def next(self):
-        try:
-            batch = next(self.data_iter)
-        except StopIteration: # this will technically only happen after 1e10 samples... (i.e. basically never)
-            self.data_iter = iter(self.train_loader)
-            batch = next(self.data_iter)
-        return batch
-
-# -----------------------------------------------------------------------------
-# the script's __main__ section, as a function run once per model type (the original reads
-# sys.argv; here each run gets its own argument list)
-def main(argv):
-    global args, model, train_dataset, test_dataset
-
-    # parse command line args
-    parser = argparse.ArgumentParser(description="Make More")
-    # system/input/output
-    parser.add_argument('--input-file', '-i', type=str, default='names.txt', help="input file with things one per line")
-    parser.add_argument('--work-dir', '-o', type=str, default='out', help="output working directory")
-    parser.add_argument('--resume', action='store_true', help="when this flag is used, we will resume optimization from existing model in the workdir")
-    parser.add_argument('--sample-only', action='store_true', help="just sample from the model and quit, don't train")
-    parser.add_argument('--num-workers', '-n', type=int, default=4, help="number of data workers for both train/test")
-    parser.add_argument('--max-steps', type=int, default=-1, help="max number of optimization steps to run for, or -1 for infinite.")
-    parser.add_argument('--device', type=str, default='cpu', help="device to use for compute, examples: cpu|cuda|cuda:2|mps")
-    parser.add_argument('--seed', type=int, default=3407, help="seed")
-    # sampling
-    parser.add_argument('--top-k', type=int, default=-1, help="top-k for sampling, -1 means no top-k")
-    # model
-    parser.add_argument('--type', type=str, default='transformer', help="model class type to use, bigram|mlp|rnn|gru|bow|transformer")
-    parser.add_argument('--n-layer', type=int, default=4, help="number of layers")
-    parser.add_argument('--n-head', type=int, default=4, help="number of heads (in a transformer)")
-    parser.add_argument('--n-embd', type=int, default=64, help="number of feature channels in the model")
-    parser.add_argument('--n-embd2', type=int, default=64, help="number of feature channels elsewhere in the model")
-    # optimization
-    parser.add_argument('--batch-size', '-b', type=int, default=32, help="batch size during optimization")
-    parser.add_argument('--learning-rate', '-l', type=float, default=5e-4, help="learning rate")
-    parser.add_argument('--weight-decay', '-w', type=float, default=0.01, help="weight decay")
-    args = parser.parse_args(argv)
-    print(vars(args))
-
-    # system inits
-    torch.manual_seed(args.seed)
-    torch.cuda.manual_seed_all(args.seed)
-    os.makedirs(args.work_dir, exist_ok=True)
-    # (the SummaryWriter lines are left out: TensorBoard logging is not part of this port)
-
-    # init datasets
-    train_dataset, test_dataset = create_datasets(args.input_file)
-    vocab_size = train_dataset.get_vocab_size()
-    block_size = train_dataset.get_output_length()
-    print(f"dataset determined that: {vocab_size=}, {block_size=}")
-
-    # init model
-    config = ModelConfig(vocab_size=vocab_size, block_size=block_size,
-                       n_layer=args.n_layer, n_head=args.n_head,
-                       n_embd=args.n_embd, n_embd2=args.n_embd2)
-    if args.type == 'transformer':
-        model = Transformer(config)
-    elif args.type == 'bigram':
-        model = Bigram(config)
-    elif args.type == 'mlp':
-        model = MLP(config)
-    elif args.type == 'rnn':
-        model = RNN(config, cell_type='rnn')
-    elif args.type == 'gru':
-        model = RNN(config, cell_type='gru')
-    elif args.type == 'bow':
-        model = BoW(config)
-    else:
-        raise ValueError(f'model type {args.type} is not recognized')
-    model.to(args.device)
-    print(f"model #params: {sum(p.numel() for p in model.parameters())}")
-    if args.resume or args.sample_only: # note: if we sample-only then we also assume we are resuming
-        print("resuming from existing model in the workdir")
-        model.load_state_dict(torch.load(os.path.join(args.work_dir, 'model.pt')))
-    if args.sample_only:
-        print_samples(num=50)
-        return {"samples_only": True}
-
-    # init optimizer
-    optimizer = torch.optim.AdamW(model.parameters(), lr=args.learning_rate, weight_decay=args.weight_decay, betas=(0.9, 0.99), eps=1e-8)
-
-    # init dataloader
-    batch_loader = InfiniteDataLoader(train_dataset, batch_size=args.batch_size, pin_memory=True, num_workers=args.num_workers)
-
-    # training loop
-    best_loss = None
-    step = 0
-    record = {"losses": [], "evals": []}
+def endless_batches(dataset, batch_size, workers):
+    sampler = torch.utils.data.RandomSampler(dataset, replacement=True, num_samples=int(1e10))
+    loader = DataLoader(dataset, sampler=sampler, batch_size=batch_size, pin_memory=True,
+                        num_workers=workers)
     while True:
+        yield from loader
 
-        t0 = time.time()
 
-        # get the next batch, ship to device, and unpack it to input and target
-        batch = batch_loader.next()
-        batch = [t.to(args.device) for t in batch]
-        X, Y = batch
+# ---- sampling and evaluation --------------------------------------------------------------
 
-        # feed into the model
-        logits, loss = model(X, Y)
+@torch.no_grad()
+def generate(model, idx, n_new, temperature=1.0, do_sample=False, top_k=None):
+    window = model.get_block_size()
+    for _ in range(n_new):
+        context = idx if idx.size(1) <= window else idx[:, -window:]
+        logits, _ = model(context)
+        logits = logits[:, -1, :] / temperature
+        if top_k is not None:
+            kth, _ = torch.topk(logits, top_k)
+            logits[logits < kth[:, [-1]]] = -float("inf")
+        probs = F.softmax(logits, dim=-1)
+        if do_sample:
+            nxt = torch.multinomial(probs, num_samples=1)
+        else:
+            _, nxt = torch.topk(probs, k=1, dim=-1)
+        idx = torch.cat((idx, nxt), dim=1)
+    return idx
 
-        # calculate the gradient, update the weights
+
+def show_samples(model, train_set, test_set, opts, count=10):
+    start = torch.zeros(count, 1, dtype=torch.long).to(opts.device)
+    top_k = None if opts.top_k == -1 else opts.top_k
+    rows = generate(model, start, train_set.get_output_length() - 1, top_k=top_k,
+                    do_sample=True).to("cpu")
+    for r in range(rows.size(0)):
+        ids = rows[r, 1:].tolist()
+        word = train_set.decode(ids[:ids.index(0)] if 0 in ids else ids)
+        seen = "train" if word in train_set.words else "test" if word in test_set.words else "new"
+        print(f"  {word:<14} ({seen})")
+
+
+@torch.inference_mode()
+def mean_loss(model, dataset, device, batch_size=50, max_batches=None):
+    model.eval()
+    values = []
+    for i, (x, y) in enumerate(DataLoader(dataset, shuffle=True, batch_size=batch_size,
+                                          num_workers=0)):
+        values.append(model(x.to(device), y.to(device))[1].item())
+        if max_batches is not None and i >= max_batches:
+            break
+    model.train()
+    return torch.tensor(values).mean().item()
+
+
+# ---- one run from a command line ----------------------------------------------------------
+
+def options(argv):
+    p = argparse.ArgumentParser(description="name generator")
+    p.add_argument("--input-file", "-i", default="names.txt")
+    p.add_argument("--work-dir", "-o", default="out")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--sample-only", action="store_true")
+    p.add_argument("--num-workers", "-n", type=int, default=4)
+    p.add_argument("--max-steps", type=int, default=-1)
+    p.add_argument("--device", default="cpu")
+    p.add_argument("--seed", type=int, default=1234)
+    p.add_argument("--top-k", type=int, default=-1)
+    p.add_argument("--type", default="transformer", choices=sorted(MODELS))
+    p.add_argument("--n-layer", type=int, default=4)
+    p.add_argument("--n-head", type=int, default=4)
+    p.add_argument("--n-embd", type=int, default=64)
+    p.add_argument("--n-embd2", type=int, default=64)
+    p.add_argument("--batch-size", "-b", type=int, default=32)
+    p.add_argument("--learning-rate", "-l", type=float, default=5e-4)
+    p.add_argument("--weight-decay", "-w", type=float, default=0.01)
+    return p.parse_args(argv)
+
+
+def run(argv, eval_every=20, sample_every=40):
+    """Returns (model, train set, record); the record is {"samples_only": True} with
+    --sample-only."""
+    opts = options(argv)
+    torch.manual_seed(opts.seed)
+    torch.cuda.manual_seed_all(opts.seed)
+    os.makedirs(opts.work_dir, exist_ok=True)
+    checkpoint = os.path.join(opts.work_dir, "model.pt")
+
+    train_set, test_set = load_splits(opts.input_file)
+    cfg = Settings(vocab_size=train_set.get_vocab_size(),
+                   block_size=train_set.get_output_length(), n_layer=opts.n_layer,
+                   n_head=opts.n_head, n_embd=opts.n_embd, n_embd2=opts.n_embd2)
+    model = MODELS[opts.type](cfg)
+    model.to(opts.device)
+    print(f"{opts.type}: {sum(p.numel() for p in model.parameters())} parameters")
+    if opts.resume or opts.sample_only:
+        model.load_state_dict(torch.load(checkpoint))
+    if opts.sample_only:
+        show_samples(model, train_set, test_set, opts, count=20)
+        return model, train_set, {"samples_only": True}
+
+    opt = torch.optim.AdamW(model.parameters(), lr=opts.learning_rate,
+                            weight_decay=opts.weight_decay, betas=(0.9, 0.99), eps=1e-8)
+    batches = endless_batches(train_set, opts.batch_size, opts.num_workers)
+    record = {"losses": [], "evals": [], "best_loss": None}
+    for step in range(opts.max_steps if opts.max_steps >= 0 else 10**12):
+        tic = time.time()
+        x, y = (t.to(opts.device) for t in next(batches))
+        _, loss = model(x, y)
         model.zero_grad(set_to_none=True)
         loss.backward()
-        optimizer.step()
-
-        # wait for all CUDA work on the GPU to finish then calculate iteration time taken
-        if args.device.startswith('cuda'):
+        opt.step()
+        if opts.device.startswith("cuda"):
             torch.cuda.synchronize()
-        t1 = time.time()
         record["losses"].append(loss.item())
-
-        # logging
         if step % 10 == 0:
-            print(f"step {step} | loss {loss.item():.4f} | step time {(t1-t0)*1000:.2f}ms")
-
-        # evaluate the model (every EVAL_EVERY steps instead of 500)
-        if step > 0 and step % EVAL_EVERY == 0:
-            train_loss = evaluate(model, train_dataset, batch_size=100, max_batches=10)
-            test_loss  = evaluate(model, test_dataset,  batch_size=100, max_batches=10)
-            record["evals"].append((step, train_loss, test_loss))
-            print(f"step {step} train loss: {train_loss} test loss: {test_loss}")
-            # save the model to disk if it has improved
-            if best_loss is None or test_loss < best_loss:
-                out_path = os.path.join(args.work_dir, "model.pt")
-                print(f"test loss {test_loss} is the best so far, saving model to {out_path}")
-                torch.save(model.state_dict(), out_path)
-                best_loss = test_loss
-
-        # sample from the model (every SAMPLE_EVERY steps instead of 200)
-        if step > 0 and step % SAMPLE_EVERY == 0:
-            print_samples(num=10)
-
-        step += 1
-        # termination conditions
-        if args.max_steps >= 0 and step >= args.max_steps:
-            break
-    record["best_loss"] = best_loss
-    return record
+            print(f"{opts.type} step {step}: loss {loss.item():.4f} ({time.time() - tic:.3f}s)")
+        if step and step % eval_every == 0:
+            scores = [mean_loss(model, d, opts.device, batch_size=100, max_batches=10)
+                      for d in (train_set, test_set)]
+            record["evals"].append((step, *scores))
+            if record["best_loss"] is None or scores[1] < record["best_loss"]:
+                record["best_loss"] = scores[1]
+                torch.save(model.state_dict(), checkpoint)
+        if step and step % sample_every == 0:
+            show_samples(model, train_set, test_set, opts)
+    return model, train_set, record
 
 
-# -----------------------------------------------------------------------------
-# names.txt (32k baby names) is a download: a list of made-up names from syllables stands in
-EVAL_EVERY, SAMPLE_EVERY = 20, 40
-rng = random.Random(0)
-syllables = ["an", "na", "el", "la", "mi", "ra", "jo", "ly", "ka", "ri", "se", "th", "o", "e", "ia"]
-names = sorted({"".join(rng.choice(syllables) for _ in range(rng.randint(1, 3))) for _ in range(600)})
-work = tempfile.mkdtemp()
-input_file = os.path.join(work, "names.txt")
-with open(input_file, "w") as f:
-    f.write("\n".join(names) + "\n")
+# names.txt stands in for a real list of names: made-up names glued from syllables
+pieces = ["ka", "to", "ri", "mel", "sa", "vo", "un", "de", "li", "ar", "ny", "be", "i", "a", "os"]
+pick = random.Random(11)
+made_up = sorted({"".join(pick.choice(pieces) for _ in range(pick.randint(1, 3)))
+                  for _ in range(600)})
+root = tempfile.mkdtemp()
+names_path = os.path.join(root, "names.txt")
+with open(names_path, "w") as fh:
+    fh.write("\n".join(made_up) + "\n")
 
+small = ["--n-layer", "2", "--n-embd", "16", "--n-embd2", "16"]
 results = {}
-steps = {"bigram": 60, "mlp": 60, "rnn": 40, "gru": 40, "bow": 40, "transformer": 40}
-for kind, max_steps in steps.items():
-    results[kind] = main(["-i", input_file, "-o", os.path.join(work, kind), "--type", kind,
-                          "--num-workers", "0", "--max-steps", str(max_steps), "--n-layer", "2",
-                          "--n-embd", "16", "--n-embd2", "16", "--top-k", "5",
-                          "--learning-rate", "1e-2" if kind == "bigram" else "5e-3"])
+for kind, n_steps in [("bigram", 60), ("mlp", 60), ("rnn", 40), ("gru", 40), ("bow", 40),
+                      ("transformer", 40)]:
+    lr = "1e-2" if kind == "bigram" else "5e-3"
+    _, _, results[kind] = run(["-i", names_path, "-o", os.path.join(root, kind), "--type", kind,
+                               "--num-workers", "0", "--max-steps", str(n_steps),
+                               "--top-k", "5", "--learning-rate", lr, *small])
 
-# --sample-only resumes the transformer from its saved model.pt
-sample_only = main(["-i", input_file, "-o", os.path.join(work, "transformer"), "--type", "transformer",
-                    "--sample-only", "--n-layer", "2", "--n-embd", "16", "--n-embd2", "16"])
-resumed_state = {k: v.clone() for k, v in model.state_dict().items()}
-sampled = generate(model, torch.zeros(4, 1, dtype=torch.long), train_dataset.get_output_length() - 1,
-                   top_k=3, do_sample=True)
+# sample-only: the transformer comes back from its best checkpoint
+model, train_dataset, sample_only = run(["-i", names_path, "-o", os.path.join(root, "transformer"),
+                                         "--type", "transformer", "--sample-only", *small])
+reloaded = {name: t.clone() for name, t in model.state_dict().items()}
+sampled = generate(model, torch.zeros(4, 1, dtype=torch.long),
+                   train_dataset.get_output_length() - 1, top_k=3, do_sample=True)
 
-# a deterministic part to compare with torch: each model with fixed weights on a fixed batch,
-# its loss and gradients
+# Deterministic check against torch: every model with weights set to a cosine pattern on one
+# fixed batch (loss, logits, gradients), then a greedy continuation in eval mode.
+tiny = Settings(vocab_size=7, block_size=5, n_layer=1, n_head=2, n_embd=8, n_embd2=8)
+probe_x = torch.tensor([[0, 2, 5, 1, 3], [0, 6, 6, 4, 0]])
+probe_y = torch.tensor([[2, 5, 1, 3, 0], [6, 6, 4, 0, -1]])
 fixed_results = {}
-fixed_config = ModelConfig(vocab_size=7, block_size=5, n_layer=1, n_head=2, n_embd=8, n_embd2=8)
-fixed_x = torch.tensor([[0, 3, 1, 4, 1], [0, 5, 2, 6, 0]])
-fixed_y = torch.tensor([[3, 1, 4, 1, 5], [5, 2, 6, 0, -1]])
-for kind, cls in [("transformer", Transformer), ("bigram", Bigram), ("mlp", MLP),
-                  ("rnn", lambda c: RNN(c, "rnn")), ("gru", lambda c: RNN(c, "gru")), ("bow", BoW)]:
-    fixed = cls(fixed_config)
+for kind, build in MODELS.items():
+    probe = build(tiny)
     with torch.no_grad():
-        for k, (name, p) in enumerate(fixed.named_parameters()):
-            p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 3)
-    logits, loss = fixed(fixed_x.clone(), fixed_y)
+        for j, (_, w) in enumerate(probe.named_parameters()):
+            w.copy_(torch.cos(torch.arange(w.numel(), dtype=torch.float32) * (0.4 * j + 0.9))
+                    .view_as(w) / 3)
+    logits, loss = probe(probe_x.clone(), probe_y)
     loss.backward()
-    fixed_results[kind] = {"loss": loss.item(), "logits": logits.tolist(),
-                           **{n: p.grad.tolist() for n, p in fixed.named_parameters()}}
-    fixed.eval()
-    fixed_results[kind]["greedy"] = generate(fixed, fixed_x[:, :2], 3).tolist()
+    entry = {"loss": loss.item(), "logits": logits.tolist()}
+    entry.update({name: w.grad.tolist() for name, w in probe.named_parameters()})
+    probe.eval()
+    entry["greedy"] = generate(probe, probe_x[:, :2], 3).tolist()
+    fixed_results[kind] = entry

@@ -1,143 +1,132 @@
-# ruff: noqa: A001, B007, C408, C416, E401, E402, E501, E731, F841, N801, N802, N803, N806, UP008, UP015, UP031, UP032
-# (Karpathy's code as is)
-"""karpathy/ng-video-lecture bigram.py ("Let's build GPT: from scratch, in code, spelled
-out"): the bigram language model on characters, AdamW, estimate_loss under no_grad, sampling
-with multinomial.
+"""A character-level bigram language model, written for these tests in the way Karpathy's
+"Let's build GPT" lecture code (ng-video-lecture bigram.py) is commonly written (modelled on the
+API usage of that lecture, not a copy of it):
 
-Changes: input.txt is generated verse; the sizes are smaller (each changed line says what it was);
-the evaluations and a shorter sample are recorded for the test.
+- a corpus encoded to a long tensor, split 90/10, random (x, y) windows from ``torch.randint`` and
+  ``torch.stack``, moved with ``.to(device)``;
+- an ``nn.Embedding(vocab, vocab)`` lookup table as the whole model, ``view`` + ``F.cross_entropy``;
+- ``torch.optim.AdamW``, ``zero_grad(set_to_none=True)``;
+- a ``@torch.no_grad()`` evaluation that switches ``eval()``/``train()`` and averages into
+  ``torch.zeros``;
+- sampling with ``F.softmax``, ``torch.multinomial`` and ``torch.cat``.
 """
+import os
+import random
+import tempfile
+
 import jitgrad as torch
 import jitgrad.nn as nn
 from jitgrad.nn import functional as F
 
-# hyperparameters
-batch_size = 32 # how many independent sequences will we process in parallel?
-block_size = 8 # what is the maximum context length for predictions?
-max_iters = 300  # (was 3000)
-eval_interval = 100  # (was 300)
-learning_rate = 1e-1  # (was 1e-2)
-device = 'cuda' if torch.cuda.is_available() else 'cpu'
-eval_iters = 20  # (was 200)
-# ------------
+torch.manual_seed(2024)
+device = "cuda" if torch.cuda.is_available() else "cpu"
 
-torch.manual_seed(1337)
+BATCH = 32
+CONTEXT = 8
+STEPS = 300
+EVAL_EVERY = 100
+EVAL_BATCHES = 20
+LR = 0.1
 
-# wget https://raw.githubusercontent.com/karpathy/char-rnn/master/data/tinyshakespeare/input.txt
-# (input.txt, tiny Shakespeare, is a download: generated verse written to a temporary file stands in)
-import os, random, tempfile
-_rng = random.Random(1337)
-_words = "thou art the sun and i am moon my lord good night sweet prince what light through yonder".split()
-_path = os.path.join(tempfile.mkdtemp(), 'input.txt')
-with open(_path, 'w', encoding='utf-8') as f:
-    f.write("".join(f"{_rng.choice(['ROMEO', 'JULIET', 'HAMLET'])}:\n" + " ".join(_rng.choice(_words) for _ in range(_rng.randint(4, 9))).capitalize() + ".\n\n"
-                    for _ in range(300)))
 
-with open(_path, 'r', encoding='utf-8') as f:
-    text = f.read()
+def write_corpus(path, n_entries=300, seed=7):
+    """A small ship's log: a speaker line, then a sentence made of a few dozen words."""
+    pick = random.Random(seed)
+    crew = ["CAPTAIN", "BOSUN", "COOK"]
+    words = ("wind from the west rain on deck all hands haul the sail "
+             "we sight land at dawn calm sea low tide").split()
+    entries = []
+    for _ in range(n_entries):
+        sentence = " ".join(pick.choice(words) for _ in range(pick.randint(4, 9)))
+        entries.append(pick.choice(crew) + ":\n" + sentence.capitalize() + ".\n\n")
+    with open(path, "w", encoding="utf-8") as out:
+        out.write("".join(entries))
 
-# here are all the unique characters that occur in this text
-chars = sorted(list(set(text)))
+
+corpus_path = os.path.join(tempfile.mkdtemp(), "log.txt")
+write_corpus(corpus_path)
+with open(corpus_path, encoding="utf-8") as fh:
+    text = fh.read()
+
+chars = sorted(set(text))
 vocab_size = len(chars)
-# create a mapping from characters to integers
-stoi = { ch:i for i,ch in enumerate(chars) }
-itos = { i:ch for i,ch in enumerate(chars) }
-encode = lambda s: [stoi[c] for c in s] # encoder: take a string, output a list of integers
-decode = lambda l: ''.join([itos[i] for i in l]) # decoder: take a list of integers, output a string
+char_to_id = {c: i for i, c in enumerate(chars)}
 
-# Train and test splits
-data = torch.tensor(encode(text), dtype=torch.long)
-n = int(0.9*len(data)) # first 90% will be train, rest val
-train_data = data[:n]
-val_data = data[n:]
 
-# data loading
-def get_batch(split):
-    # generate a small batch of data of inputs x and targets y
-    data = train_data if split == 'train' else val_data
-    ix = torch.randint(len(data) - block_size, (batch_size,))
-    x = torch.stack([data[i:i+block_size] for i in ix])
-    y = torch.stack([data[i+1:i+block_size+1] for i in ix])
-    x, y = x.to(device), y.to(device)
-    return x, y
+def encode(s):
+    return [char_to_id[c] for c in s]
 
-@torch.no_grad()
-def estimate_loss():
-    out = {}
-    model.eval()
-    for split in ['train', 'val']:
-        losses = torch.zeros(eval_iters)
-        for k in range(eval_iters):
-            X, Y = get_batch(split)
-            logits, loss = model(X, Y)
-            losses[k] = loss.item()
-        out[split] = losses.mean()
-    model.train()
-    return out
 
-# super simple bigram model
-class BigramLanguageModel(nn.Module):
+def decode(ids):
+    return "".join(chars[i] for i in ids)
 
-    def __init__(self, vocab_size):
+
+tokens = torch.tensor(encode(text), dtype=torch.long)
+cut = int(len(tokens) * 0.9)
+splits = {"train": tokens[:cut], "val": tokens[cut:]}
+
+
+def batch(split):
+    source = splits[split]
+    starts = torch.randint(len(source) - CONTEXT, (BATCH,))
+    xs = torch.stack([source[s:s + CONTEXT] for s in starts])
+    ys = torch.stack([source[s + 1:s + CONTEXT + 1] for s in starts])
+    return xs.to(device), ys.to(device)
+
+
+class Bigram(nn.Module):
+    """Row i of the table holds the next-character logits after character i."""
+
+    def __init__(self, n_chars):
         super().__init__()
-        # each token directly reads off the logits for the next token from a lookup table
-        self.token_embedding_table = nn.Embedding(vocab_size, vocab_size)
+        self.table = nn.Embedding(n_chars, n_chars)
 
-    def forward(self, idx, targets=None):
-
-        # idx and targets are both (B,T) tensor of integers
-        logits = self.token_embedding_table(idx) # (B,T,C)
-
+    def forward(self, ids, targets=None):
+        logits = self.table(ids)  # (batch, time, vocab)
         if targets is None:
-            loss = None
-        else:
-            B, T, C = logits.shape
-            logits = logits.view(B*T, C)
-            targets = targets.view(B*T)
-            loss = F.cross_entropy(logits, targets)
-
+            return logits, None
+        b, t, v = logits.shape
+        loss = F.cross_entropy(logits.view(b * t, v), targets.view(b * t))
         return logits, loss
 
-    def generate(self, idx, max_new_tokens):
-        # idx is (B, T) array of indices in the current context
-        for _ in range(max_new_tokens):
-            # get the predictions
-            logits, loss = self(idx)
-            # focus only on the last time step
-            logits = logits[:, -1, :] # becomes (B, C)
-            # apply softmax to get probabilities
-            probs = F.softmax(logits, dim=-1) # (B, C)
-            # sample from the distribution
-            idx_next = torch.multinomial(probs, num_samples=1) # (B, 1)
-            # append sampled index to the running sequence
-            idx = torch.cat((idx, idx_next), dim=1) # (B, T+1)
-        return idx
+    def generate(self, ids, n_new):
+        for _ in range(n_new):
+            logits, _ = self(ids)
+            probs = F.softmax(logits[:, -1, :], dim=-1)
+            nxt = torch.multinomial(probs, num_samples=1)
+            ids = torch.cat((ids, nxt), dim=1)
+        return ids
 
-model = BigramLanguageModel(vocab_size)
-m = model.to(device)
 
-# create a PyTorch optimizer
-optimizer = torch.optim.AdamW(model.parameters(), lr=learning_rate)
+@torch.no_grad()
+def evaluate(net):
+    net.eval()
+    means = {}
+    for split in ("train", "val"):
+        values = torch.zeros(EVAL_BATCHES)
+        for i in range(EVAL_BATCHES):
+            _, loss = net(*batch(split))
+            values[i] = loss.item()
+        means[split] = values.mean()
+    net.train()
+    return means
 
-history = []  # (recorded for the test)
-for iter in range(max_iters):
 
-    # every once in a while evaluate the loss on train and val sets
-    if iter % eval_interval == 0:
-        losses = estimate_loss()
-        print(f"step {iter}: train loss {losses['train']:.4f}, val loss {losses['val']:.4f}")
-        history.append((iter, losses['train'].item(), losses['val'].item()))  # (recorded for the test)
+model = Bigram(vocab_size).to(device)
+opt = torch.optim.AdamW(model.parameters(), lr=LR)
 
-    # sample a batch of data
-    xb, yb = get_batch('train')
-
-    # evaluate the loss
-    logits, loss = model(xb, yb)
-    optimizer.zero_grad(set_to_none=True)
+history = []  # (step, train loss, val loss)
+for step in range(STEPS):
+    if step % EVAL_EVERY == 0:
+        est = evaluate(model)
+        history.append((step, est["train"].item(), est["val"].item()))
+        print(f"{step:4d}  train {est['train']:.3f}  val {est['val']:.3f}")
+    xb, yb = batch("train")
+    _, loss = model(xb, yb)
+    opt.zero_grad(set_to_none=True)
     loss.backward()
-    optimizer.step()
+    opt.step()
 
-# generate from the model
-context = torch.zeros((1, 1), dtype=torch.long, device=device)
-sample = decode(m.generate(context, max_new_tokens=100)[0].tolist())  # (500 tokens, kept for the test)
+start = torch.zeros((1, 1), dtype=torch.long, device=device)
+sample = decode(model.generate(start, 100)[0].tolist())
 print(sample)
