@@ -1,5 +1,5 @@
-"""More public PyTorch training code (set E: Karpathy's makemore, nanoGPT and the "Let's build
-GPT" lecture, d2l.ai chapters, pytorch/tutorials), only the import changed, run on jitgrad.
+"""Training code (set E) written for these tests in the way makemore, nanoGPT, the "Let's build
+GPT" lecture, d2l.ai and the PyTorch tutorials write torch code, run on jitgrad.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss (or reached an accuracy), and, where
