@@ -103,7 +103,7 @@ def test_learning_pytorch_with_examples():
         losses = g[key]
         assert losses[-1] < losses[0] / 2, key
     assert g["legendre_losses"][-1] < 100  # sin(x) fit by a scaled P3 (from 460)
-    assert g["P3"] == g["LegendrePolynomial3"].apply
+    assert g["P3"] == g["CubicLegendre"].apply
 
 
 def test_learning_pytorch_with_examples_fixed_start_matches_torch():
