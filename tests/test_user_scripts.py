@@ -252,7 +252,7 @@ def test_quickstart():
     (loss0, acc0), (loss1, acc1) = g["history"][0], g["history"][-1]
     assert loss1 < loss0 / 2 and acc1 > acc0 and acc1 >= 0.9
     assert g["reloaded"] == g["history"][-1]  # the saved and reloaded model tests the same
-    assert g["param_summary"][0] == ("linear_relu_stack.0.weight", (64, 784))
+    assert g["param_summary"][0] == ("layers.0.weight", (64, 784))
     assert g["hook_grad_consistent"]
 
 
