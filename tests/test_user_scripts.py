@@ -1,4 +1,5 @@
-"""Real PyTorch tutorial code, only the import changed, runs on jitgrad (tests/scripts/*.py).
+"""User-style scripts (tests/scripts/*.py), written for these tests in the way the PyTorch
+tutorials and examples write torch code, run on jitgrad.
 
 Each script runs as ``__main__`` (``runpy``); the tests read what it computed from its globals
 and assert that it trained (losses fall), that round trips are exact, and, where torch is
