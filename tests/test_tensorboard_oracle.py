@@ -1,8 +1,9 @@
 """Oracles for ``jitgrad.utils.tensorboard``: torch's summary builders' protos equal ours
 field by field, TensorBoard's ``EventAccumulator`` reads our files as it reads the files torch's
 ``SummaryWriter`` writes for the same calls, the embedding projector's files are torch's, and
-the TensorBoard recipe (tests/scripts/tensorboard_recipe.py) runs. The comparisons skip without
-torch or tensorboard installed.
+a loss-logging script (tests/scripts/tensorboard_recipe.py, written for these tests in the way
+the TensorBoard recipe writes torch code) runs. The comparisons skip without torch or
+tensorboard installed.
 """
 
 import glob
@@ -22,7 +23,7 @@ from jitgrad.utils.tensorboard import SummaryWriter
 ROOT = Path(__file__).resolve().parents[1]
 
 
-# --- the recipe -----------------------------------------------------------------------------
+# --- a script that logs its training loss --------------------------------------------------
 
 def _run_recipe(cwd: Path, src: str) -> None:
     path = cwd / "recipe.py"

@@ -1,7 +1,7 @@
-"""The "Python Custom Operators" tutorial (tests/scripts/custom_ops_tutorial.py, only the import
-changed) runs on jitgrad: custom ops eagerly, under ``compile(fullgraph=True)``, with
-gradients, ``opcheck`` and a mutating op; where torch is installed, its numbers equal the same
-script's with ``import torch``."""
+"""A custom-operator script (tests/scripts/custom_ops_tutorial.py, written for these tests in
+the way the "Python Custom Operators" tutorial writes torch code) runs on jitgrad: custom ops
+eagerly, under ``compile(fullgraph=True)``, with gradients, ``opcheck`` and a mutating op; where
+torch is installed, its numbers equal the same script's with ``import torch``."""
 
 from __future__ import annotations
 
@@ -56,35 +56,36 @@ def test_the_script_imports_jitgrad_under_the_torch_name():
 def test_custom_ops_work_eagerly_compiled_and_under_autograd():
     g = _run()
     torch = g["torch"]
-    img = g["img"].detach()
-    assert g["cropped_img"].shape == (3, 40, 40)
-    assert torch.equal(g["cropped_img"], img[:, 10:50, 10:50])
-    assert torch.equal(g["compiled_crop"], g["cropped_img"])
+    photo = g["photo"].detach()
+    assert g["eager_cut"].shape == (3, 40, 40)
+    assert torch.equal(g["eager_cut"], photo[:, 10:50, 10:50])
+    assert torch.equal(g["compiled_cut"], g["eager_cut"])
     expected = torch.zeros(3, 64, 64)
-    expected[:, 10:50, 10:50] = g["weights"]
-    assert torch.equal(g["weighted_grad"], expected)  # (the backward's paste custom op)
-    assert g["crop_gradcheck"] is True
-    assert torch.allclose(g["y"], g["x"].sin())
+    expected[:, 10:50, 10:50] = g["mask_weights"]
+    assert torch.equal(g["weighted_grad"], expected)  # (the backward's place custom op)
+    assert g["cut_gradcheck"] is True
+    assert torch.allclose(g["sin_result"], g["angles"].sin())
     assert g["mutated_version_bumped"]
-    assert torch.allclose(g["out"], g["x"].sin())
-    assert torch.allclose(g["grad_x"], torch.full((3,), 3.14))
-    assert torch.ops.mylib.crop.default is g["crop"]._opoverload
+    assert torch.allclose(g["target_buf"], g["angles"].sin())
+    assert torch.allclose(g["grad_leaf"], torch.full((3,), 2.5))
+    assert torch.ops.imgdemo.cut.default is g["cut"]._opoverload
 
 
 def test_opcheck_passes_on_every_example():
     g = _run()
     every = {"test_schema", "test_autograd_registration", "test_faketensor",
              "test_aot_dispatch_dynamic"}
-    for result in g["opcheck_results"] + [g["numpy_sin_opcheck"]]:
+    for result in g["opcheck_results"] + [g["sin_into_opcheck"]]:
         assert set(result) == every and set(result.values()) == {"SUCCESS"}
 
 
 def test_numbers_equal_torch_running_the_same_script():
     ours, theirs = _run(), _run_torch()
-    for name in ["cropped_img", "compiled_crop", "weighted_grad", "y", "out", "grad_x"]:
+    for name in ["eager_cut", "compiled_cut", "weighted_grad", "sin_result", "target_buf",
+                 "grad_leaf"]:
         np.testing.assert_allclose(ours[name].detach().numpy(), theirs[name].detach().numpy(),
                                    rtol=1e-6, atol=1e-7, err_msg=name)
-    assert ours["crop_gradcheck"] == theirs["crop_gradcheck"]
+    assert ours["cut_gradcheck"] == theirs["cut_gradcheck"]
     assert ours["opcheck_results"] == theirs["opcheck_results"]
-    assert ours["numpy_sin_opcheck"] == theirs["numpy_sin_opcheck"]
+    assert ours["sin_into_opcheck"] == theirs["sin_into_opcheck"]
     assert ours["mutated_version_bumped"] == theirs["mutated_version_bumped"]

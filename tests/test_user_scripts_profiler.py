@@ -1,6 +1,7 @@
-"""The "PyTorch Profiler" recipe (tests/scripts/profiler_recipe.py), only the import changed,
-runs on jitgrad: its tables print, its traces are written, its schedule fires where torch's
-does, and the ops it records are the ones torch records for the same model."""
+"""A profiling script (tests/scripts/profiler_recipe.py, written for these tests in the way the
+"PyTorch Profiler" recipe writes torch code) runs on jitgrad: its tables print, its traces are
+written, its schedule fires where torch's does, and the ops it records are the ones torch
+records for the same model."""
 
 import contextlib
 import io

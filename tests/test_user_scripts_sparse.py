@@ -1,6 +1,7 @@
-"""A graph network script written for torch's sparse tensors (tests/scripts/gcn_sparse.py), only
-the import changed, runs on jitgrad: it trains (the loss falls), classifies the held-out nodes,
-and its sparse products equal the dense ones (and torch's, where torch is installed)."""
+"""A graph network script (tests/scripts/gcn_sparse.py, written for these tests in the way
+GCN code for torch's sparse tensors is written) runs on jitgrad: it trains (the loss falls),
+classifies the held-out nodes, and its sparse products equal the dense ones (and torch's, where
+torch is installed)."""
 
 import contextlib
 import io

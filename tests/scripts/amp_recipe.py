@@ -1,63 +1,69 @@
-# The "Automatic Mixed Precision" recipe (pytorch.org/tutorials/recipes/recipes/amp_recipe),
-# on the CPU (device="cpu", float16), with random data; only the import line changed.
+"""Mixed-precision training on the CPU, written for these tests in the way the PyTorch AMP
+recipe is commonly written (modelled on the API usage of that recipe, not a copy of it):
+
+- ``torch.autocast(device_type="cpu", dtype=torch.float16)`` around the forward (float16
+  activations, a float32 MSE loss), also with ``enabled=``
+- ``torch.amp.GradScaler("cpu", enabled=...)``: scale, unscale_, clip_grad_norm_, step, update
+- a checkpoint of model, optimizer and scaler state restored into fresh objects
+"""
 import jitgrad as torch
 
 torch.manual_seed(0)
 device = "cpu"
-batch_size, in_size, out_size, num_layers, num_batches, epochs = 64, 128, 32, 3, 6, 3
+width, n_out, depth = 128, 32, 3
+rows, steps_per_epoch, n_epochs = 64, 6, 3
 
 
-def make_model(in_size, out_size, num_layers):
-    layers = []
-    for _ in range(num_layers - 1):
-        layers.append(torch.nn.Linear(in_size, in_size))
-        layers.append(torch.nn.ReLU())
-    layers.append(torch.nn.Linear(in_size, out_size))
-    return torch.nn.Sequential(*tuple(layers)).to(device=device)
+def mlp(width, n_out, depth):
+    """``depth`` Linear layers, ReLU between them."""
+    blocks = []
+    for _ in range(depth - 1):
+        blocks += [torch.nn.Linear(width, width), torch.nn.ReLU()]
+    blocks.append(torch.nn.Linear(width, n_out))
+    return torch.nn.Sequential(*tuple(blocks)).to(device=device)
 
 
-data = [torch.randn(batch_size, in_size, device=device) for _ in range(num_batches)]
-targets = [torch.randn(batch_size, out_size, device=device) for _ in range(num_batches)]
-loss_fn = torch.nn.MSELoss().to(device)
+batches = [(torch.randn(rows, width, device=device), torch.randn(rows, n_out, device=device))
+           for _ in range(steps_per_epoch)]
+criterion = torch.nn.MSELoss().to(device)
 
-# fixed weights, for the comparison with torch
-fixed = make_model(in_size, out_size, num_layers)
+# A forward with weights set by formula, so torch and jitgrad can be compared.
+probe = mlp(width, n_out, depth)
 with torch.no_grad():
-    for i, p in enumerate(fixed.parameters()):
-        p.copy_(torch.linspace(-0.05, 0.05, p.numel()).reshape(p.shape) * (i + 1))
-fixed_input = torch.linspace(-1, 1, 4 * in_size).reshape(4, in_size)
+    for k, param in enumerate(probe.parameters(), start=1):
+        ramp = torch.linspace(-0.05, 0.05, param.numel())
+        param.copy_(k * ramp.reshape(param.shape))
+probe_x = torch.linspace(-1, 1, 4 * width).reshape(4, width)
 with torch.autocast(device_type=device, dtype=torch.float16):
-    fixed_out = fixed(fixed_input)
-fixed_dtype = fixed_out.dtype
-fixed_out = fixed_out.float().detach().numpy()
+    half = probe(probe_x)
+fixed_dtype = half.dtype
+fixed_out = half.float().detach().numpy()
 
-net = make_model(in_size, out_size, num_layers)
-opt = torch.optim.SGD(net.parameters(), lr=0.01)
-use_amp = True
-scaler = torch.amp.GradScaler("cpu", enabled=use_amp)
+amp_on = True
+model = mlp(width, n_out, depth)
+sgd = torch.optim.SGD(model.parameters(), lr=0.01)
+scaler = torch.amp.GradScaler("cpu", enabled=amp_on)
 losses = []
-for _epoch in range(epochs):
-    for input, target in zip(data, targets):
-        with torch.autocast(device_type=device, dtype=torch.float16, enabled=use_amp):
-            output = net(input)
-            assert output.dtype is torch.float16
-            loss = loss_fn(output, target)
-            assert loss.dtype is torch.float32
+for _ in range(n_epochs):
+    for xb, yb in batches:
+        with torch.autocast(device_type=device, dtype=torch.float16, enabled=amp_on):
+            pred = model(xb)
+            loss = criterion(pred, yb)
+        assert pred.dtype is torch.float16 and loss.dtype is torch.float32
         scaler.scale(loss).backward()
-        scaler.unscale_(opt)
-        torch.nn.utils.clip_grad_norm_(net.parameters(), max_norm=0.1)
-        scaler.step(opt)
+        scaler.unscale_(sgd)  # the gradients are true-sized again: clip them
+        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=0.1)
+        scaler.step(sgd)
         scaler.update()
-        opt.zero_grad(set_to_none=True)
+        sgd.zero_grad(set_to_none=True)
         losses.append(loss.item())
 
-checkpoint = {"model": net.state_dict(), "optimizer": opt.state_dict(),
-              "scaler": scaler.state_dict()}
-net2 = make_model(in_size, out_size, num_layers)
-opt2 = torch.optim.SGD(net2.parameters(), lr=0.01)
-scaler2 = torch.amp.GradScaler("cpu")
-net2.load_state_dict(checkpoint["model"])
-opt2.load_state_dict(checkpoint["optimizer"])
-scaler2.load_state_dict(checkpoint["scaler"])
-restored_scale = scaler2.get_scale()
-print(losses[0], losses[-1], restored_scale)
+saved = {"net": model.state_dict(), "sgd": sgd.state_dict(), "amp": scaler.state_dict()}
+restored_model = mlp(width, n_out, depth)
+restored_model.load_state_dict(saved["net"])
+restored_sgd = torch.optim.SGD(restored_model.parameters(), lr=0.01)
+restored_sgd.load_state_dict(saved["sgd"])
+restored_scaler = torch.amp.GradScaler("cpu")
+restored_scaler.load_state_dict(saved["amp"])
+restored_scale = restored_scaler.get_scale()
+print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}, scale {restored_scale}")

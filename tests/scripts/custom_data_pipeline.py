@@ -1,6 +1,16 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""Datasets & DataLoaders: a custom Dataset, collate_fn with padding, a bucketing Sampler,
-BatchSampler, IterableDataset, default_collate of dicts, and a packed LSTM over the batches."""
+"""A variable-length sequence pipeline, written for these tests in the way PyTorch's "Datasets
+& DataLoaders" material and torch.utils.data user code are commonly written (modelled on the
+API usage of that material, not a copy of it):
+
+- a map-style ``Dataset`` returning dicts (with ``transform``/``target_transform``),
+  ``random_split`` by fractions, a ``collate_fn`` using ``pad_sequence``
+- a length-bucketing ``Sampler`` passed as ``batch_sampler``, a bidirectional ``nn.LSTM`` over
+  ``pack_padded_sequence(enforce_sorted=False)``/``pad_packed_sequence``, AdamW,
+  ``BCEWithLogitsLoss``
+- ``default_collate`` (dicts, tuples, NumPy arrays), an ``IterableDataset`` with
+  ``get_worker_info``, ``drop_last``, ``WeightedRandomSampler``, ``SubsetRandomSampler``,
+  ``BatchSampler(SequentialSampler)``, ``ConcatDataset`` of ``Subset``s, seeded shuffling
+"""
 import math
 
 import numpy as np
@@ -16,140 +26,142 @@ from jitgrad.utils.data import (BatchSampler, ConcatDataset, DataLoader, Dataset
 torch.manual_seed(0)
 
 
-class SequenceDataset(Dataset):
-    """Variable-length sequences; the label: is the sum of the sequence positive?"""
+class RandomWalks(Dataset):
+    """Sequences of 2 to 8 steps of 3 features; the target says whether feature 0 sums > 0."""
 
-    def __init__(self, n, transform=None, target_transform=None):
-        g = torch.Generator().manual_seed(7)
-        self.lengths = torch.randint(2, 9, (n,), generator=g).tolist()
-        self.seqs = [torch.randn(length, 3, generator=g) for length in self.lengths]
-        self.transform = transform
-        self.target_transform = target_transform
+    def __init__(self, count, transform=None, target_transform=None):
+        gen = torch.Generator().manual_seed(7)
+        self.lengths = torch.randint(2, 9, (count,), generator=gen).tolist()
+        self.walks = [torch.randn(n, 3, generator=gen) for n in self.lengths]
+        self.transform, self.target_transform = transform, target_transform
 
     def __len__(self):
-        return len(self.seqs)
+        return len(self.walks)
 
-    def __getitem__(self, idx):
-        seq = self.seqs[idx]
-        label = int(seq[:, 0].sum() > 0)
-        if self.transform:
-            seq = self.transform(seq)
-        if self.target_transform:
-            label = self.target_transform(label)
-        return {"seq": seq, "label": label, "length": len(seq)}
-
-
-def collate_fn(batch):
-    seqs = [item["seq"] for item in batch]
-    lengths = torch.tensor([item["length"] for item in batch])
-    labels = torch.tensor([item["label"] for item in batch], dtype=torch.float32)
-    padded = pad_sequence(seqs, batch_first=True, padding_value=0.0)
-    return padded, lengths, labels
+    def __getitem__(self, i):
+        walk = self.walks[i]
+        target = int(walk[:, 0].sum() > 0)
+        if self.transform is not None:
+            walk = self.transform(walk)
+        if self.target_transform is not None:
+            target = self.target_transform(target)
+        return {"seq": walk, "label": target, "length": walk.shape[0]}
 
 
-class BucketSampler(Sampler):
-    """Yields indices so that each batch holds sequences of similar length."""
+def pad_batch(items):
+    """dicts -> (padded (B, T, 3), lengths (B,), float targets (B,))."""
+    padded = pad_sequence([it["seq"] for it in items], batch_first=True, padding_value=0.0)
+    lengths = torch.tensor([it["length"] for it in items])
+    targets = torch.tensor([it["label"] for it in items], dtype=torch.float32)
+    return padded, lengths, targets
+
+
+class SimilarLengths(Sampler):
+    """Batches of indices whose sequences have about the same length, in random batch order."""
 
     def __init__(self, lengths, batch_size, generator=None):
-        self.lengths = lengths
-        self.batch_size = batch_size
-        self.generator = generator
-
-    def __iter__(self):
-        order = torch.randperm(len(self.lengths), generator=self.generator).tolist()
-        order.sort(key=lambda i: self.lengths[i])
-        batches = [order[i:i + self.batch_size] for i in range(0, len(order), self.batch_size)]
-        for j in torch.randperm(len(batches), generator=self.generator).tolist():
-            yield batches[j]
+        self.lengths, self.batch_size, self.generator = lengths, batch_size, generator
 
     def __len__(self):
         return math.ceil(len(self.lengths) / self.batch_size)
 
-
-dataset = SequenceDataset(120, transform=lambda s: s * 1.0)
-train_set, val_set = random_split(dataset, [0.75, 0.25], generator=torch.Generator().manual_seed(1))
-print(len(train_set), len(val_set))
-train_lengths = [dataset.lengths[i] for i in train_set.indices]
-train_loader = DataLoader(train_set, batch_sampler=BucketSampler(train_lengths, 8,
-                                                                 torch.Generator().manual_seed(2)),
-                          collate_fn=collate_fn)
-val_loader = DataLoader(val_set, batch_size=10, shuffle=False, collate_fn=collate_fn)
-bucket_spreads = [int(lengths.max() - lengths.min()) for _, lengths, _ in train_loader]
+    def __iter__(self):
+        shuffled = torch.randperm(len(self.lengths), generator=self.generator).tolist()
+        by_length = sorted(shuffled, key=self.lengths.__getitem__)
+        chunks = [by_length[k:k + self.batch_size]
+                  for k in range(0, len(by_length), self.batch_size)]
+        yield from (chunks[k] for k in torch.randperm(len(chunks), generator=self.generator))
 
 
-class LSTMClassifier(nn.Module):
-    def __init__(self):
+walks = RandomWalks(120, transform=lambda seq: seq * 1.0)
+train_set, val_set = random_split(walks, [0.75, 0.25], generator=torch.Generator().manual_seed(1))
+print("split:", len(train_set), len(val_set))
+sampler = SimilarLengths([walks.lengths[i] for i in train_set.indices], 8,
+                         generator=torch.Generator().manual_seed(2))
+train_loader = DataLoader(train_set, batch_sampler=sampler, collate_fn=pad_batch)
+val_loader = DataLoader(val_set, batch_size=10, shuffle=False, collate_fn=pad_batch)
+bucket_spreads = []
+for _, lengths, _ in train_loader:
+    bucket_spreads.append(int(lengths.max() - lengths.min()))
+
+
+class BiLSTMScorer(nn.Module):
+    def __init__(self, n_in=3, hidden=16):
         super().__init__()
-        self.lstm = nn.LSTM(3, 16, batch_first=True, bidirectional=True)
-        self.head = nn.Linear(32, 1)
+        self.rnn = nn.LSTM(n_in, hidden, batch_first=True, bidirectional=True)
+        self.out = nn.Linear(2 * hidden, 1)
 
     def forward(self, padded, lengths):
         packed = pack_padded_sequence(padded, lengths, batch_first=True, enforce_sorted=False)
-        packed_out, (h, c) = self.lstm(packed)
-        out, out_lengths = pad_packed_sequence(packed_out, batch_first=True)
-        assert torch.equal(out_lengths, lengths)
-        return self.head(torch.cat([h[0], h[1]], dim=1)).squeeze(1)
+        seq_out, (h_n, _) = self.rnn(packed)
+        _, unpacked_lengths = pad_packed_sequence(seq_out, batch_first=True)
+        assert torch.equal(unpacked_lengths, lengths)
+        both_directions = torch.cat([h_n[0], h_n[1]], dim=1)  # forward and backward final states
+        return self.out(both_directions).squeeze(1)
 
 
-model = LSTMClassifier()
-optimizer = torch.optim.AdamW(model.parameters(), lr=0.02, weight_decay=0.01)
-loss_fn = nn.BCEWithLogitsLoss()
+net = BiLSTMScorer()
+adamw = torch.optim.AdamW(net.parameters(), lr=0.02, weight_decay=0.01)
+bce = nn.BCEWithLogitsLoss()
 
 
-def val_loss():
-    model.eval()
+def validation_loss():
+    net.eval()
+    summed, count = 0.0, 0
     with torch.no_grad():
-        total, n = 0.0, 0
-        for padded, lengths, labels in val_loader:
-            total += loss_fn(model(padded, lengths), labels).item() * len(labels)
-            n += len(labels)
-    return total / n
+        for padded, lengths, targets in val_loader:
+            summed += bce(net(padded, lengths), targets).item() * len(targets)
+            count += len(targets)
+    return summed / count
 
 
-val_losses = [val_loss()]
-for epoch in range(6):
-    model.train()
-    for padded, lengths, labels in train_loader:
-        optimizer.zero_grad()
-        loss = loss_fn(model(padded, lengths), labels)
-        loss.backward()
-        optimizer.step()
-    val_losses.append(val_loss())
-print("val losses", [round(v, 4) for v in val_losses])
+val_losses = [validation_loss()]
+for _ in range(6):
+    net.train()
+    for padded, lengths, targets in train_loader:
+        adamw.zero_grad()
+        bce(net(padded, lengths), targets).backward()
+        adamw.step()
+    val_losses.append(validation_loss())
+print("validation:", " ".join(f"{v:.4f}" for v in val_losses))
 
-# default_collate of dicts of tensors and numbers
-item_batch = default_collate([{"a": torch.ones(2), "b": 1, "c": (1.5, "x")},
-                              {"a": torch.zeros(2), "b": 2, "c": (2.5, "y")}])
-collated = (item_batch["a"].tolist(), item_batch["b"].tolist(), item_batch["c"][0].tolist(),
-            item_batch["c"][1])
-np_batch = default_collate([np.arange(3), np.arange(3) * 2])
+# default_collate on its own: dict fields batched, tuples zipped, NumPy arrays stacked
+merged = default_collate([{"v": torch.full((2,), 3.0), "n": 4, "pair": (0.5, "left")},
+                          {"v": torch.arange(2.0), "n": 7, "pair": (1.5, "right")}])
+collated = (merged["v"].tolist(), merged["n"].tolist(), merged["pair"][0].tolist(),
+            merged["pair"][1])
+np_batch = default_collate([np.arange(4), np.arange(4) ** 2])
 print(collated, type(np_batch).__name__, np_batch.dtype)
 
 
-# an IterableDataset; get_worker_info() is None in the main process
-class Countdown(IterableDataset):
-    def __init__(self, start, end):
+class Span(IterableDataset):
+    """The integers lo..hi-1, streamed (single process: no worker info)."""
+
+    def __init__(self, lo, hi):
         super().__init__()
-        self.start, self.end = start, end
+        self.lo, self.hi = lo, hi
 
     def __iter__(self):
-        worker_info = get_worker_info()
-        assert worker_info is None
-        return iter(range(self.start, self.end))
+        assert get_worker_info() is None
+        yield from range(self.lo, self.hi)
 
 
-iterable_batches = [b.tolist() for b in DataLoader(Countdown(3, 10), batch_size=3)]
-iterable_drop_last = [b.tolist() for b in DataLoader(Countdown(3, 10), batch_size=3,
-                                                     drop_last=True)]
+iterable_batches = [b.tolist() for b in DataLoader(Span(5, 16), batch_size=4)]
+iterable_drop_last = [b.tolist() for b in DataLoader(Span(5, 16), batch_size=4, drop_last=True)]
 
-# samplers
-weighted = list(WeightedRandomSampler([0.0, 0.0, 1.0, 0.0], num_samples=5, replacement=True))
-subset_random = sorted(SubsetRandomSampler([1, 4, 6]))
-batch_sampler = list(BatchSampler(SequentialSampler(range(10)), batch_size=4, drop_last=False))
-concat = ConcatDataset([Subset(dataset, [0, 1]), Subset(dataset, [5])])
-concat_labels = [concat[i]["label"] for i in range(len(concat))]
-shuffled_a = [b.tolist() for b in DataLoader(range(8), batch_size=4, shuffle=True,
-                                             generator=torch.Generator().manual_seed(5))]
-shuffled_b = [b.tolist() for b in DataLoader(range(8), batch_size=4, shuffle=True,
-                                             generator=torch.Generator().manual_seed(5))]
-print(weighted, subset_random, batch_sampler, shuffled_a)
+# samplers on their own
+weighted = list(WeightedRandomSampler([0.0, 1.0, 0.0], num_samples=4, replacement=True))
+subset_random = sorted(SubsetRandomSampler([2, 3, 9, 11]))
+batch_sampler = list(BatchSampler(SequentialSampler(range(7)), batch_size=3, drop_last=False))
+joined = ConcatDataset([Subset(walks, [3]), Subset(walks, [8, 9])])
+joined_targets = [joined[k]["label"] for k in range(len(joined))]
+
+
+def seeded_order(seed):
+    loader = DataLoader(range(8), batch_size=4, shuffle=True,
+                        generator=torch.Generator().manual_seed(seed))
+    return [b.tolist() for b in loader]
+
+
+shuffled_a, shuffled_b = seeded_order(5), seeded_order(5)
+print(weighted, subset_random, batch_sampler, joined_targets, shuffled_a)

@@ -1,11 +1,16 @@
-# ruff: noqa: E402, F811, N806 (tutorial code as is)
-"""The "Python Custom Operators" tutorial (pytorch.org/tutorials/advanced/python_custom_ops),
-with NumPy in place of PIL/torchvision for the image ops: wrap a function as a custom op
-(``crop``), give it a FakeTensor kernel, use it under torch.compile(fullgraph=True), add
-training support (``register_autograd``, whose backward calls a second custom op, ``paste``),
-test it with ``opcheck``, and write a mutable custom op (``numpy_sin`` writing into
-``output``) used under torch.compile; plus the keyword-only ``numpy_mul`` example of
-``register_autograd``'s documentation."""
+"""Python custom operators around NumPy code, written for these tests in the way PyTorch's
+"Python Custom Operators" tutorial and the ``torch.library`` docs commonly write them (modelled
+on the API usage of those, not a copy of them):
+
+- ``torch.library.custom_op`` wrapping a NumPy window cut of a CHW image (``numpy(force=True)``,
+  ``from_numpy(...).to(device, dtype)``), a ``register_fake`` kernel (``new_empty``), the op
+  under ``torch.compile(fullgraph=True)``
+- ``register_autograd`` whose backward calls a second custom op (a NumPy "place into"),
+  ``gradcheck`` in float64, ``torch.library.opcheck`` on several inputs
+- a mutating op (``mutates_args={"out"}``, ``device_types="cpu"``) under ``torch.compile`` and
+  eagerly (``_version`` bump), and a keyword-only argument reaching ``setup_context`` through
+  ``keyword_only_inputs``, called also as ``torch.ops.<ns>.<name>.default``
+"""
 from collections.abc import Sequence
 
 import numpy as np
@@ -14,156 +19,131 @@ import jitgrad as torch
 
 torch.manual_seed(0)
 rng = np.random.default_rng(0)
-img = torch.from_numpy(rng.random((3, 64, 64), dtype=np.float32))  # a CHW "image" in [0, 1)
+photo = torch.from_numpy(rng.random((3, 64, 64), dtype=np.float32))  # channels, rows, cols
+BOX = (10, 10, 50, 50)  # left, top, right, bottom
 
 
-# ---- Wrapping a (NumPy) image function as a custom op --------------------------------------
-@torch.library.custom_op("mylib::crop", mutates_args=())
-def crop(pic: torch.Tensor, box: Sequence[int]) -> torch.Tensor:
-    x0, y0, x1, y1 = box
-    arr = pic.numpy(force=True)
-    cropped = np.ascontiguousarray(arr[:, y0:y1, x0:x1])
-    return torch.from_numpy(cropped).to(pic.device, pic.dtype)
+@torch.library.custom_op("imgdemo::cut", mutates_args=())
+def cut(image: torch.Tensor, box: Sequence[int]) -> torch.Tensor:
+    """The pixels inside ``box``, copied out with NumPy."""
+    left, top, right, bottom = box
+    window = image.numpy(force=True)[:, top:bottom, left:right].copy()
+    return torch.from_numpy(window).to(image.device, image.dtype)
 
 
-cropped_img = crop(img, (10, 10, 50, 50))
-print("cropped:", tuple(cropped_img.shape))
+@cut.register_fake
+def _cut_meta(image, box):
+    left, top, right, bottom = box
+    return image.new_empty(image.shape[0], bottom - top, right - left)
 
 
-# ---- Adding torch.compile support: a fake kernel --------------------------------------------
-@crop.register_fake
-def _(pic, box):
-    channels = pic.shape[0]
-    x0, y0, x1, y1 = box
-    # (the tutorial's PIL kernel returns a permuted HWC buffer; the NumPy one a contiguous one)
-    result = pic.new_empty(channels, y1 - y0, x1 - x0)
-    return result
+eager_cut = cut(photo, BOX)
 
 
 @torch.compile(fullgraph=True)
-def f(img):
-    return crop(img, (10, 10, 50, 50))
+def cut_compiled(image):
+    return cut(image, BOX)
 
 
-compiled_crop = f(img)
-print("compiled crop equals eager:", torch.equal(compiled_crop, cropped_img))
+compiled_cut = cut_compiled(photo)
+print(tuple(eager_cut.shape), "compiled == eager:", torch.equal(compiled_cut, eager_cut))
 
 
-# ---- Adding training support: register_autograd ---------------------------------------------
-@torch.library.custom_op("mylib::paste", mutates_args=())
-def paste(im1: torch.Tensor, im2: torch.Tensor, coord: Sequence[int]) -> torch.Tensor:
-    assert im1.device == im2.device
-    assert im1.dtype == im2.dtype
-    out = im1.numpy(force=True).copy()
-    x0, y0 = coord
-    _, h, w = im2.shape
-    out[:, y0:y0 + h, x0:x0 + w] = im2.numpy(force=True)
-    return torch.from_numpy(out).to(im1.device, im1.dtype)
+@torch.library.custom_op("imgdemo::place", mutates_args=())
+def place(canvas: torch.Tensor, patch: torch.Tensor, corner: Sequence[int]) -> torch.Tensor:
+    """A copy of ``canvas`` with ``patch`` written at (left, top) = ``corner``."""
+    assert canvas.device == patch.device and canvas.dtype == patch.dtype
+    left, top = corner
+    rows, cols = patch.shape[1:]
+    result = canvas.numpy(force=True).copy()
+    result[:, top:top + rows, left:left + cols] = patch.numpy(force=True)
+    return torch.from_numpy(result).to(canvas.device, canvas.dtype)
 
 
-@paste.register_fake
-def _(im1, im2, coord):
-    assert im1.device == im2.device
-    assert im1.dtype == im2.dtype
-    return torch.empty_like(im1)
+@place.register_fake
+def _place_meta(canvas, patch, corner):
+    assert canvas.device == patch.device and canvas.dtype == patch.dtype
+    return torch.empty_like(canvas)
 
 
-def backward(ctx, grad_output):
-    grad_input = grad_output.new_zeros(ctx.pic_shape)
-    grad_input = paste(grad_input, grad_output, ctx.coords)
-    return grad_input, None
+def _cut_setup(ctx, inputs, output):
+    image, box = inputs
+    ctx.image_shape, ctx.corner = image.shape, box[:2]
 
 
-def setup_context(ctx, inputs, output):
-    img, box = inputs
-    ctx.coords = box[:2]
-    ctx.pic_shape = img.shape
+def _cut_backward(ctx, grad_window):
+    # the window's gradient goes back where the window came from; zero elsewhere
+    blank = grad_window.new_zeros(ctx.image_shape)
+    return place(blank, grad_window, ctx.corner), None
 
 
-crop.register_autograd(backward, setup_context=setup_context)
+cut.register_autograd(_cut_backward, setup_context=_cut_setup)
 
-img = img.requires_grad_()
-result = crop(img, (10, 10, 50, 50))
-result.sum().backward()
-print("img.grad sum:", img.grad.sum().item())  # 3 x 40 x 40 ones
+photo = photo.requires_grad_()
+cut(photo, BOX).sum().backward()
+print("gradient total (3 * 40 * 40):", photo.grad.sum().item())
+mask_weights = torch.from_numpy(rng.random((3, 40, 40), dtype=np.float32))
+photo.grad = None
+(mask_weights * cut(photo, BOX)).sum().backward()
+weighted_grad = photo.grad.clone()
+small = torch.from_numpy(rng.random((2, 9, 9))).requires_grad_()  # float64 for gradcheck
+cut_gradcheck = torch.autograd.gradcheck(lambda t: cut(t, [1, 2, 6, 8]), (small,))
 
-weights = torch.from_numpy(rng.random((3, 40, 40), dtype=np.float32))
-img.grad = None
-(crop(img, (10, 10, 50, 50)) * weights).sum().backward()
-weighted_grad = img.grad.clone()
-
-x64 = torch.from_numpy(rng.random((2, 9, 9))).requires_grad_()
-crop_gradcheck = torch.autograd.gradcheck(lambda t: crop(t, [1, 2, 6, 8]), (x64,))
-print("gradcheck:", crop_gradcheck)
-
-
-# ---- Testing Python custom operators: opcheck -----------------------------------------------
-examples = [
-    [torch.randn(3, 64, 64), [0, 0, 10, 10]],
-    [torch.randn(3, 91, 91, requires_grad=True), [10, 0, 20, 10]],
-    [torch.randn(3, 60, 60, dtype=torch.double), [3, 4, 32, 20]],
-    [torch.randn(3, 512, 512, requires_grad=True, dtype=torch.double), [3, 4, 32, 45]],
-]
-
-opcheck_results = []
-for example in examples:
-    opcheck_results.append(torch.library.opcheck(crop, example))
-print("opcheck:", opcheck_results[-1])
+cases = [(torch.randn(3, 64, 64), [0, 0, 10, 10]),
+         (torch.randn(3, 91, 91, requires_grad=True), [10, 0, 20, 10]),
+         (torch.randn(3, 60, 60, dtype=torch.double), [3, 4, 32, 20]),
+         (torch.randn(3, 512, 512, requires_grad=True, dtype=torch.double), [3, 4, 32, 45])]
+opcheck_results = [torch.library.opcheck(cut, list(case)) for case in cases]
+print("opcheck:", opcheck_results[0])
 
 
-# ---- Mutable Python custom operators --------------------------------------------------------
-@torch.library.custom_op("mylib::numpy_sin", mutates_args={"output"}, device_types="cpu")
-def numpy_sin(input: torch.Tensor, output: torch.Tensor) -> None:
-    assert input.device == output.device
-    assert input.device.type == "cpu"
-    input_np = input.numpy()
-    output_np = output.numpy()
-    np.sin(input_np, out=output_np)
+@torch.library.custom_op("imgdemo::sin_into", mutates_args={"out"}, device_types="cpu")
+def sin_into(src: torch.Tensor, out: torch.Tensor) -> None:
+    """out[:] = sin(src), computed by NumPy straight into out's memory."""
+    assert src.device == out.device and src.device.type == "cpu"
+    np.sin(src.numpy(), out=out.numpy())
 
 
 @torch.compile(fullgraph=True)
-def f(x):
-    out = torch.empty(3)
-    numpy_sin(x, out)
-    return out
+def sin_compiled(src):
+    buf = torch.empty(3)
+    sin_into(src, buf)
+    return buf
 
 
-x = torch.from_numpy(rng.standard_normal(3).astype(np.float32))
-y = f(x)
-assert torch.allclose(y, x.sin())
-
-out = torch.zeros(3)
-version_before = out._version
-numpy_sin(x, out)
-mutated_version_bumped = out._version > version_before
-numpy_sin_opcheck = torch.library.opcheck(numpy_sin, (x, torch.zeros(3)))
-
-
-# ---- Keyword-only arguments in the autograd formula ----------------------------------------
-@torch.library.custom_op("mylib::numpy_mul", mutates_args=())
-def numpy_mul(x: torch.Tensor, *, val: float) -> torch.Tensor:
-    x_np = x.numpy(force=True)
-    return torch.from_numpy(x_np * val).to(x.device)
+angles = torch.from_numpy(rng.standard_normal(3).astype(np.float32))
+sin_result = sin_compiled(angles)
+assert torch.allclose(sin_result, angles.sin())
+target_buf = torch.zeros(3)
+version = target_buf._version
+sin_into(angles, target_buf)
+mutated_version_bumped = target_buf._version > version
+sin_into_opcheck = torch.library.opcheck(sin_into, (angles, torch.zeros(3)))
 
 
-@numpy_mul.register_fake
-def _(x, *, val):
-    return torch.empty_like(x)
+@torch.library.custom_op("imgdemo::scale", mutates_args=())
+def scale(t: torch.Tensor, *, factor: float) -> torch.Tensor:
+    return torch.from_numpy(t.numpy(force=True) * factor).to(t.device)
 
 
-def setup_context(ctx, inputs, keyword_only_inputs, output) -> None:
-    ctx.val = keyword_only_inputs["val"]
+@scale.register_fake
+def _scale_meta(t, *, factor):
+    return torch.empty_like(t)
 
 
-def backward(ctx, grad):
-    return grad * ctx.val
+def _scale_setup(ctx, inputs, keyword_only_inputs, output) -> None:
+    ctx.factor = keyword_only_inputs["factor"]
 
 
-numpy_mul.register_autograd(backward, setup_context=setup_context)
+def _scale_backward(ctx, grad):
+    return grad * ctx.factor
 
-xm = torch.randn(3, requires_grad=True)
-ym = numpy_mul(xm, val=3.14)
-(grad_x,) = torch.autograd.grad(ym, xm, torch.ones_like(ym))
-assert torch.allclose(grad_x, torch.full_like(xm, 3.14))
-via_namespace = torch.ops.mylib.numpy_mul.default(xm.detach(), val=2.0)
-print("numpy_mul ok:", torch.allclose(via_namespace, xm.detach() * 2))
+
+scale.register_autograd(_scale_backward, setup_context=_scale_setup)
+
+leaf = torch.randn(3, requires_grad=True)
+scaled = scale(leaf, factor=2.5)
+(grad_leaf,) = torch.autograd.grad(scaled, leaf, torch.ones_like(scaled))
+assert torch.allclose(grad_leaf, torch.full_like(leaf, 2.5))
+by_name = torch.ops.imgdemo.scale.default(leaf.detach(), factor=-1.5)
+print("scale via torch.ops:", torch.allclose(by_name, -1.5 * leaf.detach()))

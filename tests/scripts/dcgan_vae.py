@@ -1,6 +1,17 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, N816, UP008, UP031, UP032 (tutorial code as is)
-"""DCGAN (ConvTranspose2d, BatchNorm2d, weights_init via apply, BCELoss, Adam betas) and a VAE
-(reparameterization trick, binary_cross_entropy with reduction='sum') on tiny random images."""
+"""A small DCGAN and a fully connected VAE on 16x16 spot images, written for these tests in the
+way the PyTorch DCGAN tutorial and the PyTorch examples' VAE are commonly written (modelled on
+the API usage of those, not a copy of them):
+
+- ``torch.use_deterministic_algorithms(True)``, a device picked with ``torch.cuda.is_available``,
+  a ``DataLoader`` with ``num_workers=2``
+- generator/discriminator ``nn.Sequential``s of ``ConvTranspose2d``/``Conv2d`` (``bias=False``),
+  ``BatchNorm2d``, ``ReLU(True)``, ``LeakyReLU(0.2, inplace=True)``, ``Tanh``, ``Sigmoid``,
+  initialised with ``module.apply`` and ``nn.init.normal_``/``constant_``
+- ``nn.BCELoss`` with ``torch.full`` labels and ``fill_``, Adam with ``betas``
+- a VAE: reparameterisation with ``randn_like``, ``F.binary_cross_entropy(reduction='sum')``
+  plus the KL term; decoding random codes
+- a generator with weights and BatchNorm buffers set by formula, in eval mode (vs torch)
+"""
 import jitgrad as torch
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F
@@ -9,220 +20,167 @@ import jitgrad.utils.data
 from jitgrad.utils.data import TensorDataset
 
 torch.manual_seed(999)
-torch.use_deterministic_algorithms(True)  # Needed for reproducible results
-workers = 2
-batch_size = 16
-image_size = 16
-nc = 1
-nz = 8
-ngf = 8
-ndf = 8
-num_epochs = 2
-lr = 0.0002
-beta1 = 0.5
-ngpu = 1
-device = torch.device("cuda:0" if (torch.cuda.is_available() and ngpu > 0) else "cpu")
-
-# blurry blobs in [-1, 1], like normalized images
-centers = torch.rand(64, 2) * 8 + 4
-yy, xx = torch.meshgrid(torch.arange(16.0), torch.arange(16.0), indexing="ij")
-images = torch.exp(-((yy - centers[:, 0, None, None]) ** 2 + (xx - centers[:, 1, None, None]) ** 2)
-                   / 8.0)
-images = (images * 2 - 1).unsqueeze(1)
-dataset = TensorDataset(images, torch.zeros(64))
-dataloader = torch.utils.data.DataLoader(dataset, batch_size=batch_size, shuffle=True,
-                                         num_workers=workers)
+torch.use_deterministic_algorithms(True)  # reproducible runs
+Z, G_WIDTH, D_WIDTH, CHANNELS, SIDE = 8, 8, 8, 1, 16
+use_gpu = torch.cuda.is_available()
+device = torch.device("cuda:0" if use_gpu else "cpu")
 
 
-# custom weights initialization called on ``netG`` and ``netD``
-def weights_init(m):
-    classname = m.__class__.__name__
-    if classname.find('Conv') != -1:
-        nn.init.normal_(m.weight.data, 0.0, 0.02)
-    elif classname.find('BatchNorm') != -1:
-        nn.init.normal_(m.weight.data, 1.0, 0.02)
-        nn.init.constant_(m.bias.data, 0)
+def spots(count):
+    """A Gaussian spot at a random place of each 16x16 image, scaled to [-1, 1]."""
+    where = 4 + 8 * torch.rand(count, 2)
+    rows, cols = torch.meshgrid(torch.arange(16.0), torch.arange(16.0), indexing="ij")
+    dist2 = (rows - where[:, 0, None, None]) ** 2 + (cols - where[:, 1, None, None]) ** 2
+    return (2 * torch.exp(-dist2 / 8.0) - 1).unsqueeze(1)
 
 
-class Generator(nn.Module):
-    def __init__(self, ngpu):
-        super(Generator, self).__init__()
-        self.ngpu = ngpu
-        self.main = nn.Sequential(
-            # input is Z, going into a convolution
-            nn.ConvTranspose2d(nz, ngf * 4, 4, 1, 0, bias=False),
-            nn.BatchNorm2d(ngf * 4),
-            nn.ReLU(True),
-            # state size. ``(ngf*4) x 4 x 4``
-            nn.ConvTranspose2d(ngf * 4, ngf * 2, 4, 2, 1, bias=False),
-            nn.BatchNorm2d(ngf * 2),
-            nn.ReLU(True),
-            # state size. ``(ngf*2) x 8 x 8``
-            nn.ConvTranspose2d(ngf * 2, nc, 4, 2, 1, bias=False),
-            nn.Tanh()
-            # state size. ``(nc) x 16 x 16``
-        )
-
-    def forward(self, input):
-        return self.main(input)
+pictures = spots(64)
+gan_loader = torch.utils.data.DataLoader(TensorDataset(pictures, torch.zeros(64)), batch_size=16,
+                                         shuffle=True, num_workers=2)
 
 
-netG = Generator(ngpu).to(device)
-if (device.type == 'cuda') and (ngpu > 1):
-    netG = nn.DataParallel(netG, list(range(ngpu)))
-netG.apply(weights_init)
-print(netG)
+def dcgan_init(module):
+    """N(0, 0.02) conv weights; BatchNorm scales N(1, 0.02), shifts 0."""
+    kind = type(module).__name__
+    if "Conv" in kind:
+        nn.init.normal_(module.weight.data, 0.0, 0.02)
+    elif "BatchNorm" in kind:
+        nn.init.normal_(module.weight.data, 1.0, 0.02)
+        nn.init.constant_(module.bias.data, 0)
 
 
-class Discriminator(nn.Module):
-    def __init__(self, ngpu):
-        super(Discriminator, self).__init__()
-        self.ngpu = ngpu
-        self.main = nn.Sequential(
-            # input is ``(nc) x 16 x 16``
-            nn.Conv2d(nc, ndf, 4, 2, 1, bias=False),
-            nn.LeakyReLU(0.2, inplace=True),
-            # state size. ``(ndf) x 8 x 8``
-            nn.Conv2d(ndf, ndf * 2, 4, 2, 1, bias=False),
-            nn.BatchNorm2d(ndf * 2),
-            nn.LeakyReLU(0.2, inplace=True),
-            # state size. ``(ndf*2) x 4 x 4``
-            nn.Conv2d(ndf * 2, 1, 4, 1, 0, bias=False),
-            nn.Sigmoid()
-        )
-
-    def forward(self, input):
-        return self.main(input)
+def up(cin, cout, kernel, stride, pad):
+    return nn.ConvTranspose2d(cin, cout, kernel, stride, pad, bias=False)
 
 
-netD = Discriminator(ngpu).to(device)
-netD.apply(weights_init)
-criterion = nn.BCELoss()
-fixed_noise = torch.randn(16, nz, 1, 1, device=device)
-real_label = 1.
-fake_label = 0.
-optimizerD = optim.Adam(netD.parameters(), lr=lr, betas=(beta1, 0.999))
-optimizerG = optim.Adam(netG.parameters(), lr=lr, betas=(beta1, 0.999))
-
-img_list = []
-G_losses = []
-D_losses = []
-iters = 0
-for epoch in range(num_epochs):
-    for i, data in enumerate(dataloader, 0):
-        ############################
-        # (1) Update D network: maximize log(D(x)) + log(1 - D(G(z)))
-        ###########################
-        netD.zero_grad()
-        real_cpu = data[0].to(device)
-        b_size = real_cpu.size(0)
-        label = torch.full((b_size,), real_label, dtype=torch.float, device=device)
-        output = netD(real_cpu).view(-1)
-        errD_real = criterion(output, label)
-        errD_real.backward()
-        D_x = output.mean().item()
-        noise = torch.randn(b_size, nz, 1, 1, device=device)
-        fake = netG(noise)
-        label.fill_(fake_label)
-        output = netD(fake.detach()).view(-1)
-        errD_fake = criterion(output, label)
-        errD_fake.backward()
-        D_G_z1 = output.mean().item()
-        errD = errD_real + errD_fake
-        optimizerD.step()
-        ############################
-        # (2) Update G network: maximize log(D(G(z)))
-        ###########################
-        netG.zero_grad()
-        label.fill_(real_label)  # fake labels are real for generator cost
-        output = netD(fake).view(-1)
-        errG = criterion(output, label)
-        errG.backward()
-        D_G_z2 = output.mean().item()
-        optimizerG.step()
-        print('[%d/%d][%d/%d]\tLoss_D: %.4f\tLoss_G: %.4f\tD(x): %.4f\tD(G(z)): %.4f / %.4f'
-              % (epoch, num_epochs, i, len(dataloader),
-                 errD.item(), errG.item(), D_x, D_G_z1, D_G_z2))
-        G_losses.append(errG.item())
-        D_losses.append(errD.item())
-        iters += 1
-    with torch.no_grad():
-        fake = netG(fixed_noise).detach().cpu()
-    img_list.append(fake)
-fake_shape = tuple(img_list[-1].shape)
-fake_range = (img_list[-1].min().item(), img_list[-1].max().item())
-
-
-# --- VAE (the pytorch/examples one, shrunk) ---
-class VAE(nn.Module):
+class SpotGenerator(nn.Module):
     def __init__(self):
-        super(VAE, self).__init__()
-        self.fc1 = nn.Linear(256, 64)
-        self.fc21 = nn.Linear(64, 4)
-        self.fc22 = nn.Linear(64, 4)
-        self.fc3 = nn.Linear(4, 64)
-        self.fc4 = nn.Linear(64, 256)
+        super().__init__()
+        self.net = nn.Sequential(  # Z x 1 x 1 -> 32 x 4 x 4 -> 16 x 8 x 8 -> 1 x 16 x 16
+            up(Z, 4 * G_WIDTH, 4, 1, 0), nn.BatchNorm2d(4 * G_WIDTH), nn.ReLU(True),
+            up(4 * G_WIDTH, 2 * G_WIDTH, 4, 2, 1), nn.BatchNorm2d(2 * G_WIDTH), nn.ReLU(True),
+            up(2 * G_WIDTH, CHANNELS, 4, 2, 1), nn.Tanh())
 
-    def encode(self, x):
-        h1 = F.relu(self.fc1(x))
-        return self.fc21(h1), self.fc22(h1)
-
-    def reparameterize(self, mu, logvar):
-        std = torch.exp(0.5 * logvar)
-        eps = torch.randn_like(std)
-        return mu + eps * std
-
-    def decode(self, z):
-        h3 = F.relu(self.fc3(z))
-        return torch.sigmoid(self.fc4(h3))
-
-    def forward(self, x):
-        mu, logvar = self.encode(x.view(-1, 256))
-        z = self.reparameterize(mu, logvar)
-        return self.decode(z), mu, logvar
+    def forward(self, z):
+        return self.net(z)
 
 
-model = VAE().to(device)
-optimizer = optim.Adam(model.parameters(), lr=1e-2)
+class SpotCritic(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.net = nn.Sequential(  # 1 x 16 x 16 -> 8 x 8 x 8 -> 16 x 4 x 4 -> 1 x 1 x 1
+            nn.Conv2d(CHANNELS, D_WIDTH, 4, 2, 1, bias=False), nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(D_WIDTH, 2 * D_WIDTH, 4, 2, 1, bias=False), nn.BatchNorm2d(2 * D_WIDTH),
+            nn.LeakyReLU(0.2, inplace=True),
+            nn.Conv2d(2 * D_WIDTH, 1, 4, 1, 0, bias=False), nn.Sigmoid())
+
+    def forward(self, img):
+        return self.net(img).view(-1)  # one probability per image
 
 
-# Reconstruction + KL divergence losses summed over all elements and batch
-def loss_function(recon_x, x, mu, logvar):
-    BCE = F.binary_cross_entropy(recon_x, x.view(-1, 256), reduction='sum')
-    KLD = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
-    return BCE + KLD
+gen = SpotGenerator().to(device)
+gen.apply(dcgan_init)
+critic = SpotCritic().to(device)
+critic.apply(dcgan_init)
+print(device.type, gen, critic)
+bce = nn.BCELoss()
+adam_betas = (0.5, 0.999)
+opt_critic = optim.Adam(critic.parameters(), lr=0.0002, betas=adam_betas)
+opt_gen = optim.Adam(gen.parameters(), lr=0.0002, betas=adam_betas)
+watch_noise = torch.randn(16, Z, 1, 1, device=device)
+
+snapshots, G_losses, D_losses = [], [], []
+for epoch in range(2):
+    for step, (real, _) in enumerate(gan_loader):
+        real = real.to(device)
+        n = real.size(0)
+        # critic: real images towards 1, generated ones towards 0
+        critic.zero_grad()
+        target = torch.full((n,), 1.0, dtype=torch.float, device=device)
+        p_real = critic(real)
+        loss_real = bce(p_real, target)
+        loss_real.backward()
+        fake = gen(torch.randn(n, Z, 1, 1, device=device))
+        target.fill_(0.0)
+        loss_fake = bce(critic(fake.detach()), target)  # (no gradient into the generator)
+        loss_fake.backward()
+        loss_d = loss_real + loss_fake
+        opt_critic.step()
+        # generator: make the critic say 1 on the fakes
+        gen.zero_grad()
+        target.fill_(1.0)
+        p_fooled = critic(fake)
+        loss_g = bce(p_fooled, target)
+        loss_g.backward()
+        opt_gen.step()
+        G_losses.append(loss_g.item())
+        D_losses.append(loss_d.item())
+        print(f"{epoch}/{step} D {loss_d.item():.4f} G {loss_g.item():.4f} "
+              f"D(x) {p_real.mean().item():.3f} D(G(z)) {p_fooled.mean().item():.3f}")
+    with torch.no_grad():
+        snapshots.append(gen(watch_noise).detach().cpu())
+fake_shape = tuple(snapshots[-1].shape)
+fake_range = (snapshots[-1].min().item(), snapshots[-1].max().item())
 
 
-vae_loader = torch.utils.data.DataLoader(TensorDataset((images + 1) / 2), batch_size=16,
+class TinyVAE(nn.Module):
+    def __init__(self, n_pixels=256, hidden=64, latent=4):
+        super().__init__()
+        self.n_pixels = n_pixels
+        self.enc = nn.Linear(n_pixels, hidden)
+        self.mu_head = nn.Linear(hidden, latent)
+        self.logvar_head = nn.Linear(hidden, latent)
+        self.dec_hidden = nn.Linear(latent, hidden)
+        self.dec_out = nn.Linear(hidden, n_pixels)
+
+    def decode(self, code):
+        return torch.sigmoid(self.dec_out(F.relu(self.dec_hidden(code))))
+
+    def forward(self, img):
+        h = F.relu(self.enc(img.view(-1, self.n_pixels)))
+        mu, logvar = self.mu_head(h), self.logvar_head(h)
+        code = mu + torch.randn_like(mu) * torch.exp(0.5 * logvar)
+        return self.decode(code), mu, logvar
+
+
+def elbo_loss(recon, img, mu, logvar):
+    """Summed binary cross-entropy plus KL(q(z|x) || N(0, 1))."""
+    rec = F.binary_cross_entropy(recon, img.view(-1, 256), reduction='sum')
+    kl = -0.5 * torch.sum(1 + logvar - mu.pow(2) - logvar.exp())
+    return rec + kl
+
+
+vae = TinyVAE().to(device)
+adam = optim.Adam(vae.parameters(), lr=1e-2)
+vae_loader = torch.utils.data.DataLoader(TensorDataset((pictures + 1) / 2), batch_size=16,
                                          shuffle=True)
 vae_losses = []
-for epoch in range(1, 6):
-    model.train()
-    train_loss = 0
-    for batch_idx, (data,) in enumerate(vae_loader):
-        data = data.to(device)
-        optimizer.zero_grad()
-        recon_batch, mu, logvar = model(data)
-        loss = loss_function(recon_batch, data, mu, logvar)
+for epoch in range(5):
+    vae.train()
+    epoch_total = 0.0
+    for (img,) in vae_loader:
+        img = img.to(device)
+        adam.zero_grad()
+        recon, mu, logvar = vae(img)
+        loss = elbo_loss(recon, img, mu, logvar)
         loss.backward()
-        train_loss += loss.item()
-        optimizer.step()
-    vae_losses.append(train_loss / len(vae_loader.dataset))
-    print('====> Epoch: {} Average loss: {:.4f}'.format(epoch, vae_losses[-1]))
+        adam.step()
+        epoch_total += loss.item()
+    vae_losses.append(epoch_total / len(vae_loader.dataset))
+    print(f"VAE epoch {epoch}: {vae_losses[-1]:.3f} per image")
 with torch.no_grad():
-    sample = torch.randn(8, 4).to(device)
-    sample = model.decode(sample).cpu()
-sample_view = tuple(sample.view(8, 1, 16, 16).shape)
+    decoded = vae.decode(torch.randn(8, 4).to(device)).cpu()
+sample_view = tuple(decoded.view(8, 1, 16, 16).shape)
 
-# deterministic: a fixed-weight generator (ConvTranspose2d + BatchNorm2d in eval mode)
-fixedG = Generator(ngpu)
+# A generator with formula weights and running statistics, in eval mode (vs torch)
+frozen = SpotGenerator()
 with torch.no_grad():
-    for k, p in enumerate(fixedG.parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * 0.3 + k).view_as(p) * 0.2)
-    for k, b in enumerate(fixedG.buffers()):
-        if b.dtype == torch.float32:
-            b.copy_(torch.cos(torch.arange(b.numel(), dtype=torch.float32) + k).view_as(b).abs()
-                    + 0.5)
-fixedG.eval()
-fixed_fake = fixedG(torch.linspace(-1, 1, 2 * nz).view(2, nz, 1, 1)).tolist()
+    for k, p in enumerate(frozen.parameters()):
+        p.copy_(0.2 * torch.sin(0.3 * torch.arange(p.numel(), dtype=torch.float32) + k).view_as(p))
+    for k, buf in enumerate(frozen.buffers()):
+        if buf.dtype == torch.float32:  # (not the int64 batch counters)
+            wave = torch.cos(torch.arange(buf.numel(), dtype=torch.float32) + k)
+            buf.copy_(wave.view_as(buf).abs() + 0.5)
+frozen.eval()
+fixed_fake = frozen(torch.linspace(-1, 1, 2 * Z).view(2, Z, 1, 1)).tolist()
 deterministic = torch.are_deterministic_algorithms_enabled()

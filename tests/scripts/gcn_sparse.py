@@ -1,7 +1,14 @@
-"""A 2-layer graph convolutional network (Kipf & Welling) on a random graph, in the style of
-pygcn: the normalized adjacency is a sparse COO tensor and each layer is ``spmm(adj, X @ W)``.
-Only the import differs from the torch version."""
+"""Node classification with a two-layer graph convolutional network (Kipf & Welling) over a
+sparse adjacency, written for these tests in the way GCN code for PyTorch (pygcn-style) is
+commonly written (modelled on the API usage of such code, not a copy of it):
 
+- a symmetric-normalised ``D^-1/2 (A + I) D^-1/2`` built with ``index_add`` and ``pow(-0.5)``,
+  stored as ``torch.sparse_coo_tensor(...).coalesce()``
+- graph-convolution layers with ``nn.Parameter``s set by ``uniform_``, ``torch.mm`` and
+  ``torch.spmm``; ``F.dropout(training=...)``, ``F.log_softmax``/``F.nll_loss`` on a node mask,
+  Adam with ``weight_decay``; ``max(1)[1].type_as``, ``eq``, ``double``
+- ``torch.sparse.mm`` against ``to_dense() @``; ``_nnz()`` and ``layout``
+"""
 import math
 
 import numpy as np
@@ -13,83 +20,74 @@ import jitgrad.nn.functional as F
 torch.manual_seed(0)
 rng = np.random.default_rng(0)
 
-# a random graph of two communities: dense inside, sparse between
-n_nodes, n_feat, n_hidden, n_class = 60, 16, 16, 2
-labels_np = (np.arange(n_nodes) >= n_nodes // 2).astype(np.int64)
-same = labels_np[:, None] == labels_np[None, :]
-prob = np.where(same, 0.2, 0.01)
-upper = np.triu(rng.random((n_nodes, n_nodes)) < prob, k=1)
-edges = np.array(np.nonzero(upper | upper.T))
+N, FEATURES, HIDDEN, CLASSES = 60, 16, 16, 2
+group = np.repeat([0, 1], N // 2)  # two communities of 30 nodes
 
-# A + I, symmetric normalization D^-1/2 (A + I) D^-1/2, kept sparse
-rows = np.concatenate([edges[0], np.arange(n_nodes)])
-cols = np.concatenate([edges[1], np.arange(n_nodes)])
-indices = torch.tensor(np.stack([rows, cols]))
-ones = torch.ones(rows.shape[0])
-deg = torch.zeros(n_nodes).index_add(0, indices[0], ones)
-d_inv_sqrt = deg.pow(-0.5)
-values = d_inv_sqrt[indices[0]] * d_inv_sqrt[indices[1]]
-adj = torch.sparse_coo_tensor(indices, values, (n_nodes, n_nodes)).coalesce()
+# a stochastic block model: an edge with probability 0.2 inside a community, 0.01 across
+p_edge = np.where(group[:, None] == group[None, :], 0.2, 0.01)
+half = np.triu(rng.random((N, N)) < p_edge, k=1)
+src, dst = np.nonzero(half | half.T)
 
-features = torch.randn(n_nodes, n_feat) + torch.tensor(labels_np, dtype=torch.float32)[:, None]
-labels = torch.tensor(labels_np)
-idx_train = torch.tensor(np.r_[0:10, 30:40])
-idx_test = torch.tensor(np.r_[10:30, 40:60])
+# the edges plus a self loop at every node
+rows = np.concatenate([src, np.arange(N)])
+cols = np.concatenate([dst, np.arange(N)])
+index = torch.tensor(np.stack([rows, cols]))
+degree = torch.zeros(N).index_add(0, index[0], torch.ones(len(rows)))
+scale = degree.pow(-0.5)
+adj = torch.sparse_coo_tensor(index, scale[index[0]] * scale[index[1]], (N, N)).coalesce()
+
+labels = torch.tensor(group)
+features = torch.randn(N, FEATURES) + labels.to(torch.float32).unsqueeze(1)  # a weak hint
+train_nodes = torch.tensor(np.r_[0:10, 30:40])
+test_nodes = torch.tensor(np.r_[10:30, 40:60])
 
 
-class GraphConvolution(nn.Module):
-    """Simple GCN layer: adj @ (input @ weight) + bias."""
+class GraphConv(nn.Module):
+    """H' = A_hat (H W) + b."""
 
-    def __init__(self, in_features, out_features):
+    def __init__(self, n_in, n_out):
         super().__init__()
-        self.weight = nn.Parameter(torch.empty(in_features, out_features))
-        self.bias = nn.Parameter(torch.empty(out_features))
-        stdv = 1.0 / math.sqrt(out_features)
-        self.weight.data.uniform_(-stdv, stdv)
-        self.bias.data.uniform_(-stdv, stdv)
+        bound = 1.0 / math.sqrt(n_out)
+        self.W = nn.Parameter(torch.empty(n_in, n_out))
+        self.b = nn.Parameter(torch.empty(n_out))
+        for p in (self.W, self.b):
+            p.data.uniform_(-bound, bound)
 
-    def forward(self, input, adj):
-        support = torch.mm(input, self.weight)
-        output = torch.spmm(adj, support)
-        return output + self.bias
+    def forward(self, h, a_hat):
+        return torch.spmm(a_hat, torch.mm(h, self.W)) + self.b
 
 
-class GCN(nn.Module):
-    def __init__(self, nfeat, nhid, nclass, dropout):
+class TwoLayerGCN(nn.Module):
+    def __init__(self, p_drop=0.5):
         super().__init__()
-        self.gc1 = GraphConvolution(nfeat, nhid)
-        self.gc2 = GraphConvolution(nhid, nclass)
-        self.dropout = dropout
+        self.first = GraphConv(FEATURES, HIDDEN)
+        self.second = GraphConv(HIDDEN, CLASSES)
+        self.p_drop = p_drop
 
-    def forward(self, x, adj):
-        x = F.relu(self.gc1(x, adj))
-        x = F.dropout(x, self.dropout, training=self.training)
-        x = self.gc2(x, adj)
-        return F.log_softmax(x, dim=1)
+    def forward(self, h, a_hat):
+        h = F.dropout(F.relu(self.first(h, a_hat)), self.p_drop, training=self.training)
+        return F.log_softmax(self.second(h, a_hat), dim=1)
 
 
-def accuracy(output, labels):
-    preds = output.max(1)[1].type_as(labels)
-    return preds.eq(labels).double().sum().item() / len(labels)
+def hit_rate(logp, truth):
+    guess = logp.max(1)[1].type_as(truth)
+    return guess.eq(truth).double().sum().item() / len(truth)
 
 
-model = GCN(n_feat, n_hidden, n_class, dropout=0.5)
-optimizer = torch.optim.Adam(model.parameters(), lr=0.01, weight_decay=5e-4)
-
+gcn = TwoLayerGCN()
+adam = torch.optim.Adam(gcn.parameters(), lr=0.01, weight_decay=5e-4)
 losses = []
-for _epoch in range(100):
-    model.train()
-    optimizer.zero_grad()
-    output = model(features, adj)
-    loss_train = F.nll_loss(output[idx_train], labels[idx_train])
-    loss_train.backward()
-    optimizer.step()
-    losses.append(loss_train.item())
+for _ in range(100):
+    gcn.train()
+    adam.zero_grad()
+    loss = F.nll_loss(gcn(features, adj)[train_nodes], labels[train_nodes])
+    loss.backward()
+    adam.step()
+    losses.append(loss.item())
 
-model.eval()
-output = model(features, adj)
-test_acc = accuracy(output[idx_test], labels[idx_test])
-sparse_layer = torch.sparse.mm(adj, features)  # the same product through torch.sparse.mm
+gcn.eval()
+test_acc = hit_rate(gcn(features, adj)[test_nodes], labels[test_nodes])
+sparse_layer = torch.sparse.mm(adj, features)
 dense_layer = adj.to_dense() @ features
-print(f"loss {losses[0]:.4f} -> {losses[-1]:.4f}, test accuracy {test_acc:.3f}, "
-      f"nnz {adj._nnz()}, layout {adj.layout}")
+print(f"train loss {losses[0]:.3f} -> {losses[-1]:.3f}; test accuracy {test_acc:.2f}; "
+      f"{adj._nnz()} stored entries, {adj.layout}")

@@ -1,6 +1,11 @@
-# The Hogwild example (github.com/pytorch/examples/tree/main/mnist_hogwild), with random
-# 28x28 data and a smaller network: workers forked by torch.multiprocessing train one model
-# whose parameters live in shared memory. Only the import lines changed.
+"""Hogwild-style training, written for these tests in the way the PyTorch examples' Hogwild
+MNIST trainer is commonly written (modelled on the API usage of that example, not a copy of it):
+
+- a small conv net whose parameters go to shared memory with ``model.share_memory()``
+- ``torch.multiprocessing.get_context("fork").Process`` workers that each train it with their
+  own ``DataLoader(shuffle=True)`` and SGD with momentum, ``start``/``join``/``exitcode``
+- ``F.nll_loss`` over ``F.log_softmax``, evaluated before and after in ``torch.no_grad()``
+"""
 import jitgrad as torch
 import jitgrad.multiprocessing as mp
 import jitgrad.nn as nn
@@ -8,55 +13,56 @@ import jitgrad.nn.functional as F
 import jitgrad.optim as optim
 from jitgrad.utils.data import DataLoader, TensorDataset
 
+FEATURES = 4 * 12 * 12  # 4 maps of 28 -> 24 (conv 5) -> 12 (pool 2)
 
-class Net(nn.Module):
+
+class QuadrantNet(nn.Module):
     def __init__(self):
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, kernel_size=5)
-        self.fc1 = nn.Linear(4 * 12 * 12, 10)
+        self.features = nn.Conv2d(1, 4, kernel_size=5)
+        self.head = nn.Linear(FEATURES, 10)
 
-    def forward(self, x):
-        x = F.relu(F.max_pool2d(self.conv1(x), 2))
-        x = x.view(-1, 4 * 12 * 12)
-        return F.log_softmax(self.fc1(x), dim=1)
-
-
-def train(rank, model, dataset, seed):
-    torch.manual_seed(seed + rank)
-    loader = DataLoader(dataset, batch_size=16, shuffle=True)
-    optimizer = optim.SGD(model.parameters(), lr=0.05, momentum=0.5)
-    model.train()
-    for data, target in loader:
-        optimizer.zero_grad()
-        loss = F.nll_loss(model(data), target)
-        loss.backward()
-        optimizer.step()
+    def forward(self, img):
+        h = F.max_pool2d(self.features(img), 2)
+        h = F.relu(h).view(-1, FEATURES)
+        return F.log_softmax(self.head(h), dim=1)
 
 
-def test(model, dataset):
+def worker(rank, shared_model, data, base_seed):
+    """One Hogwild worker: plain SGD steps straight on the shared parameters."""
+    torch.manual_seed(base_seed + rank)
+    sgd = optim.SGD(shared_model.parameters(), lr=0.05, momentum=0.5)
+    shared_model.train()
+    for img, label in DataLoader(data, batch_size=16, shuffle=True):
+        sgd.zero_grad()
+        F.nll_loss(shared_model(img), label).backward()
+        sgd.step()
+
+
+def evaluate(model, data):
     model.eval()
+    img, label = data.tensors
     with torch.no_grad():
-        data, target = dataset.tensors
-        return F.nll_loss(model(data), target, reduction="mean").item()
+        return F.nll_loss(model(img), label, reduction="mean").item()
 
 
 if __name__ == "__main__":
     torch.manual_seed(1)
-    images = torch.randn(128, 1, 28, 28)
-    labels = (images[:, 0, :14].mean((1, 2)) > 0).long() + 2 * (images[:, 0, 14:].mean((1, 2))
-                                                                  > 0).long()
-    dataset = TensorDataset(images, labels)
-    model = Net()
-    model.share_memory()  # gradients are allocated lazily, so they are not shared
-    loss_before = test(model, dataset)
-    context = mp.get_context("fork")  # (workers share the model's memory only when forked)
-    processes = []
-    for rank in range(2):
-        p = context.Process(target=train, args=(rank, model, dataset, 1))
-        p.start()
-        processes.append(p)
-    for p in processes:
-        p.join()
-    exit_codes = [p.exitcode for p in processes]
-    loss_after = test(model, dataset)
-    print(loss_before, loss_after, exit_codes)
+    pictures = torch.randn(128, 1, 28, 28)
+    # label: which of the top and bottom halves are brighter than average (4 classes)
+    top = pictures[:, 0, :14].mean((1, 2)) > 0
+    bottom = pictures[:, 0, 14:].mean((1, 2)) > 0
+    data = TensorDataset(pictures, top.long() + 2 * bottom.long())
+
+    model = QuadrantNet()
+    model.share_memory()  # (only the parameters: gradients are created later, per process)
+    loss_before = evaluate(model, data)
+    ctx = mp.get_context("fork")  # forked children see the same shared storage
+    workers = [ctx.Process(target=worker, args=(rank, model, data, 1)) for rank in range(2)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join()
+    exit_codes = [w.exitcode for w in workers]
+    loss_after = evaluate(model, data)
+    print(f"nll {loss_before:.3f} -> {loss_after:.3f}; exit codes {exit_codes}")

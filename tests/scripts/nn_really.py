@@ -1,6 +1,18 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""'What is torch.nn really?': logistic regression from scratch, refactored step by step."""
+"""A softmax classifier taken from bare tensors to nn.Module, DataLoader and a small CNN,
+written for these tests in the way PyTorch's "What is torch.nn really?" is commonly written
+(modelled on the API usage of that tutorial, not a copy of it):
+
+- bare tensors: ``requires_grad_()``, a hand-written log-softmax and NLL (indexing with
+  ``range`` and a target tensor), in-place updates under ``no_grad`` and ``grad.zero_()``
+- ``F.cross_entropy`` checked against the hand-written loss
+- an ``nn.Module`` with ``nn.Linear``, ``optim.SGD``, ``TensorDataset``, ``DataLoader``
+  (shuffled training, larger validation batches), ``train()``/``eval()``
+- ``nn.Sequential`` of strided ``Conv2d``, ``AdaptiveAvgPool2d`` and a user ``Lambda`` module,
+  fed by a loader wrapper that reshapes each batch
+"""
 import math
+
+import numpy as np
 
 import jitgrad as torch
 import jitgrad.nn.functional as F
@@ -8,186 +20,159 @@ from jitgrad import nn, optim
 from jitgrad.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
-n_train, n_valid = 256, 64
-x_train = torch.rand(n_train, 784) * (torch.rand(n_train, 784) > 0.8)  # sparse, like MNIST
-x_valid = torch.rand(n_valid, 784) * (torch.rand(n_valid, 784) > 0.8)
-w_true = torch.randn(784, 10)  # labels a linear model can learn
-y_train = torch.argmax(x_train @ w_true, dim=1)
-y_valid = torch.argmax(x_valid @ w_true, dim=1)
-x_train, y_train, x_valid, y_valid = map(torch.tensor, (x_train, y_train, x_valid, y_valid))
-n, c = x_train.shape
-print(x_train, y_train)
-print(x_train.shape)
-print(y_train.min(), y_train.max())
-
-# --- from scratch ---
-weights = torch.randn(784, 10) / math.sqrt(784)
-weights.requires_grad_()
-bias = torch.zeros(10, requires_grad=True)
+PIXELS, CLASSES, BATCH, LR, EPOCHS = 784, 10, 64, 0.5, 2
 
 
-def log_softmax(x):
-    return x - x.exp().sum(-1).log().unsqueeze(-1)
+def fake_digits(count, teacher):
+    """Mostly-zero 'images' labelled by a random linear teacher, so a linear model can learn."""
+    keep = torch.rand(count, PIXELS) > 0.8
+    images = torch.rand(count, PIXELS) * keep
+    return images, torch.argmax(images @ teacher, dim=1)
 
 
-def model(xb):
-    return log_softmax(xb @ weights + bias)
+teacher = torch.randn(PIXELS, CLASSES)
+train_x, train_y = fake_digits(256, teacher)
+valid_x, valid_y = fake_digits(64, teacher)
+train_x, train_y, valid_x, valid_y = map(torch.tensor, (train_x, train_y, valid_x, valid_y))
+n_rows, _ = train_x.shape
+print(train_x.shape, train_y.min(), train_y.max())
+
+# ---- step 1: nothing but tensors ----
+W = torch.randn(PIXELS, CLASSES) / math.sqrt(PIXELS)  # Xavier-like start
+W.requires_grad_()
+b = torch.zeros(CLASSES, requires_grad=True)
 
 
-bs = 64
-xb = x_train[0:bs]
-preds = model(xb)
-print(preds[0], preds.shape)
+def my_log_softmax(z):
+    return z - z.exp().sum(-1).log().unsqueeze(-1)
 
 
-def nll(input, target):
-    return -input[range(target.shape[0]), target].mean()
+def my_nll(logp, labels):
+    picked = logp[range(labels.shape[0]), labels]
+    return -picked.mean()
 
 
-loss_func = nll
-yb = y_train[0:bs]
-print(loss_func(preds, yb))
+def bare_forward(x):
+    return my_log_softmax(x @ W + b)
 
 
-def accuracy(out, yb):
-    preds = torch.argmax(out, dim=1)
-    return (preds == yb).float().mean()
+def hit_rate(scores, labels):
+    return (torch.argmax(scores, dim=1) == labels).float().mean()
 
 
-print(accuracy(preds, yb))
-lr = 0.5
-epochs = 2
-scratch_start = loss_func(model(x_train), y_train).item()
-for epoch in range(epochs):
-    for i in range((n - 1) // bs + 1):
-        start_i = i * bs
-        end_i = start_i + bs
-        xb = x_train[start_i:end_i]
-        yb = y_train[start_i:end_i]
-        pred = model(xb)
-        loss = loss_func(pred, yb)
-        loss.backward()
+first = bare_forward(train_x[:BATCH])
+print(first[0], first.shape, hit_rate(first, train_y[:BATCH]))
+scratch_start = my_nll(bare_forward(train_x), train_y).item()
+for _ in range(EPOCHS):
+    for lo in range(0, n_rows, BATCH):
+        xb, yb = train_x[lo:lo + BATCH], train_y[lo:lo + BATCH]
+        my_nll(bare_forward(xb), yb).backward()
         with torch.no_grad():
-            weights -= weights.grad * lr
-            bias -= bias.grad * lr
-            weights.grad.zero_()
-            bias.grad.zero_()
-scratch_end = loss_func(model(x_train), y_train).item()
-print(scratch_start, scratch_end, accuracy(model(xb), yb))
+            W -= LR * W.grad
+            b -= LR * b.grad
+            W.grad.zero_()
+            b.grad.zero_()
+scratch_end = my_nll(bare_forward(train_x), train_y).item()
+print(f"from scratch: {scratch_start:.3f} -> {scratch_end:.3f}")
 
-# the hand-written log_softmax + nll equals F.cross_entropy
-loss_func = F.cross_entropy
-xb, yb = x_train[:bs], y_train[:bs]
-scratch_vs_ce = (nll(log_softmax(xb @ weights + bias), yb).item(),
-                 loss_func(xb @ weights + bias, yb).item())
+# F.cross_entropy on raw scores is log-softmax followed by NLL
+head_x, head_y = train_x[:BATCH], train_y[:BATCH]
+scratch_vs_ce = (my_nll(my_log_softmax(head_x @ W + b), head_y).item(),
+                 F.cross_entropy(head_x @ W + b, head_y).item())
+
+# ---- step 2: nn.Module, optim and DataLoader ----
+criterion = F.cross_entropy
 
 
-# --- nn.Module ---
-class Mnist_Logistic(nn.Module):
+class SoftmaxRegression(nn.Module):
     def __init__(self):
         super().__init__()
-        self.lin = nn.Linear(784, 10)
+        self.linear = nn.Linear(PIXELS, CLASSES)
 
-    def forward(self, xb):
-        return self.lin(xb)
-
-
-def get_model():
-    model = Mnist_Logistic()
-    return model, optim.SGD(model.parameters(), lr=lr)
+    def forward(self, x):
+        return self.linear(x)
 
 
-model, opt = get_model()
-train_ds = TensorDataset(x_train, y_train)
-valid_ds = TensorDataset(x_valid, y_valid)
+def loaders(batch):
+    train_set = TensorDataset(train_x, train_y)
+    valid_set = TensorDataset(valid_x, valid_y)
+    return (DataLoader(train_set, batch_size=batch, shuffle=True),
+            DataLoader(valid_set, batch_size=2 * batch))
 
 
-def get_data(train_ds, valid_ds, bs):
-    return (
-        DataLoader(train_ds, batch_size=bs, shuffle=True),
-        DataLoader(valid_ds, batch_size=bs * 2),
-    )
-
-
-def loss_batch(model, loss_func, xb, yb, opt=None):
-    loss = loss_func(model(xb), yb)
-    if opt is not None:
+def batch_loss(net, xb, yb, optimizer=None):
+    """The batch's loss and size; one optimizer step too when an optimizer is given."""
+    loss = criterion(net(xb), yb)
+    if optimizer is not None:
         loss.backward()
-        opt.step()
-        opt.zero_grad()
+        optimizer.step()
+        optimizer.zero_grad()
     return loss.item(), len(xb)
 
 
-train_history = []
+def total_train_loss(net, train_dl):
+    return sum(criterion(net(xb), yb).item() for xb, yb in train_dl)
 
 
-def fit(epochs, model, loss_func, opt, train_dl, valid_dl):
+def train(net, optimizer, train_dl, valid_dl, epochs=EPOCHS):
+    """Returns the summed training loss after each epoch."""
+    history = []
     for epoch in range(epochs):
-        model.train()
+        net.train()
         for xb, yb in train_dl:
-            loss_batch(model, loss_func, xb, yb, opt)
-        model.eval()
+            batch_loss(net, xb, yb, optimizer)
+        net.eval()
         with torch.no_grad():
-            losses, nums = zip(
-                *[loss_batch(model, loss_func, xb, yb) for xb, yb in valid_dl]
-            )
-            train_loss = sum(loss_batch(model, loss_func, xb, yb)[0] for xb, yb in train_dl)
-        val_loss = np.sum(np.multiply(losses, nums)) / np.sum(nums)
-        train_history.append(train_loss)
-        print(epoch, val_loss)
+            vals, sizes = zip(*(batch_loss(net, xb, yb) for xb, yb in valid_dl))
+            history.append(total_train_loss(net, train_dl))
+        print(epoch, "valid", np.dot(vals, sizes) / np.sum(sizes))
+    return history
 
 
-import numpy as np  # noqa: E402
+net = SoftmaxRegression()
+sgd = optim.SGD(net.parameters(), lr=LR)
+train_dl, valid_dl = loaders(BATCH)
+module_start = total_train_loss(net, train_dl)
+module_history = train(net, sgd, train_dl, valid_dl)
 
-train_dl, valid_dl = get_data(train_ds, valid_ds, bs)
-module_start = sum(loss_func(model(xb), yb).item() for xb, yb in train_dl)
-fit(epochs, model, loss_func, opt, train_dl, valid_dl)
 
-
-# --- CNN + nn.Sequential + Lambda + WrappedDataLoader ---
+# ---- step 3: a CNN over 28x28 views of the same rows ----
 class Lambda(nn.Module):
-    def __init__(self, func):
+    """Wraps a plain function as a layer."""
+
+    def __init__(self, fn):
         super().__init__()
-        self.func = func
+        self.fn = fn
 
     def forward(self, x):
-        return self.func(x)
+        return self.fn(x)
 
 
-def preprocess(x, y):
+class ReshapingLoader:
+    """Iterates a DataLoader, passing every batch through ``fn``."""
+
+    def __init__(self, loader, fn):
+        self.loader, self.fn = loader, fn
+
+    def __len__(self):
+        return len(self.loader)
+
+    def __iter__(self):
+        for batch in self.loader:
+            yield self.fn(*batch)
+
+
+def as_images(x, y):
     return x.view(-1, 1, 28, 28), y
 
 
-class WrappedDataLoader:
-    def __init__(self, dl, func):
-        self.dl = dl
-        self.func = func
-
-    def __len__(self):
-        return len(self.dl)
-
-    def __iter__(self):
-        for b in self.dl:
-            yield (self.func(*b))
+def conv(cin, cout):
+    return nn.Conv2d(cin, cout, kernel_size=3, stride=2, padding=1)  # halves H and W
 
 
-train_dl, valid_dl = get_data(train_ds, valid_ds, bs)
-train_dl = WrappedDataLoader(train_dl, preprocess)
-valid_dl = WrappedDataLoader(valid_dl, preprocess)
-model = nn.Sequential(
-    nn.Conv2d(1, 16, kernel_size=3, stride=2, padding=1),
-    nn.ReLU(),
-    nn.Conv2d(16, 16, kernel_size=3, stride=2, padding=1),
-    nn.ReLU(),
-    nn.Conv2d(16, 10, kernel_size=3, stride=2, padding=1),
-    nn.ReLU(),
-    nn.AdaptiveAvgPool2d(1),
-    Lambda(lambda x: x.view(x.size(0), -1)),
-)
-opt = optim.SGD(model.parameters(), lr=lr, momentum=0.9)
-module_history = list(train_history)
-train_history.clear()
-cnn_start = sum(loss_func(model(xb), yb).item() for xb, yb in train_dl)
-fit(epochs, model, loss_func, opt, train_dl, valid_dl)
-cnn_history = list(train_history)
-print(len(train_dl), len(valid_dl))
+train_dl, valid_dl = (ReshapingLoader(dl, as_images) for dl in loaders(BATCH))
+cnn = nn.Sequential(conv(1, 16), nn.ReLU(), conv(16, 16), nn.ReLU(), conv(16, 10), nn.ReLU(),
+                    nn.AdaptiveAvgPool2d(1), Lambda(lambda t: t.view(t.size(0), -1)))
+cnn_start = total_train_loss(cnn, train_dl)
+cnn_history = train(cnn, optim.SGD(cnn.parameters(), lr=LR, momentum=0.9), train_dl, valid_dl)
+print("batches per epoch:", len(train_dl), len(valid_dl))

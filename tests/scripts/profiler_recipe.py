@@ -1,72 +1,83 @@
-# The "PyTorch Profiler" recipe (pytorch.org/tutorials/recipes/recipes/profiler_recipe), on the
-# CPU, with a small convolutional network in place of torchvision's resnet18 (and smaller
-# inputs); only the import lines changed. Files are written to the working directory.
+"""Profiling a small CNN on the CPU, written for these tests in the way the PyTorch Profiler
+recipe is commonly written (modelled on the API usage of that recipe, not a copy of it):
+
+- ``profile(activities=[ProfilerActivity.CPU], record_shapes=True)`` around a
+  ``record_function`` block; ``key_averages()`` tables sorted by time, also grouped by input
+  shape
+- ``profile_memory=True`` tables sorted by (self) CPU memory; ``export_chrome_trace``
+- ``with_stack=True`` and ``key_averages(group_by_stack_n=5)``
+- a ``torch.profiler.schedule(wait, warmup, active)`` with an ``on_trace_ready`` handler and
+  ``step()`` once per iteration
+Trace files are written to the working directory.
+"""
 import jitgrad as torch
 import jitgrad.nn as nn
-from jitgrad.profiler import profile, record_function, ProfilerActivity
+from jitgrad.profiler import ProfilerActivity, profile, record_function
 
 torch.manual_seed(0)
-model = nn.Sequential(
-    nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(), nn.MaxPool2d(2),
-    nn.Conv2d(8, 16, 3, padding=1), nn.ReLU(), nn.AdaptiveAvgPool2d((1, 1)), nn.Flatten(),
-    nn.Linear(16, 10))
-inputs = torch.randn(5, 3, 32, 32)
+CPU_ONLY = [ProfilerActivity.CPU]
 
-# Using profiler to analyze execution time
-with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as prof:
+
+class TinyConvNet(nn.Module):
+    """3x32x32 -> 8x32x32 -> pooled 8x16x16 -> 16x16x16 -> global average -> 10 scores."""
+
+    def __init__(self):
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU(),
+                                  nn.MaxPool2d(2))
+        self.mix = nn.Sequential(nn.Conv2d(8, 16, 3, padding=1), nn.ReLU())
+        self.pool = nn.AdaptiveAvgPool2d((1, 1))
+        self.flatten = nn.Flatten()
+        self.fc = nn.Linear(16, 10)
+
+    def forward(self, x):
+        return self.fc(self.flatten(self.pool(self.mix(self.stem(x)))))
+
+
+net = TinyConvNet()
+batch = torch.randn(5, 3, 32, 32)
+
+
+def show(prof, sort_by, rows=10, **grouping):
+    print(prof.key_averages(**grouping).table(sort_by=sort_by, row_limit=rows))
+
+
+# where the time goes (with each op's input shapes recorded)
+with profile(activities=CPU_ONLY, record_shapes=True) as time_prof:
     with record_function("model_inference"):
-        model(inputs)
+        net(batch)
+show(time_prof, "cpu_time_total")
+show(time_prof, "cpu_time_total", group_by_input_shape=True)
 
-print(prof.key_averages().table(sort_by="cpu_time_total", row_limit=10))
-print(prof.key_averages(group_by_input_shape=True).table(sort_by="cpu_time_total", row_limit=10))
-time_prof = prof
+# where the memory goes
+with profile(activities=CPU_ONLY, profile_memory=True, record_shapes=True) as memory_prof:
+    net(batch)
+for key in ("self_cpu_memory_usage", "cpu_memory_usage"):
+    show(memory_prof, key)
 
-# Using profiler to analyze memory consumption
-with profile(activities=[ProfilerActivity.CPU],
-             profile_memory=True, record_shapes=True) as prof:
-    model(inputs)
+# a trace for chrome://tracing or Perfetto
+with profile(activities=CPU_ONLY) as trace_prof:
+    net(batch)
+trace_prof.export_chrome_trace("trace.json")
 
-print(prof.key_averages().table(sort_by="self_cpu_memory_usage", row_limit=10))
-print(prof.key_averages().table(sort_by="cpu_memory_usage", row_limit=10))
-memory_prof = prof
+# which lines of Python called the ops
+with profile(activities=CPU_ONLY, with_stack=True) as stack_prof:
+    net(batch)
+show(stack_prof, "self_cpu_time_total", rows=2, group_by_stack_n=5)
 
-# Using tracing functionality
-activities = [ProfilerActivity.CPU]
-with profile(activities=activities) as prof:
-    model(inputs)
-
-prof.export_chrome_trace("trace.json")
-
-# Examining stack traces
-with profile(
-    activities=[ProfilerActivity.CPU],
-    with_stack=True,
-) as prof:
-    model(inputs)
-
-# Print aggregated stats
-print(prof.key_averages(group_by_stack_n=5).table(sort_by="self_cpu_time_total", row_limit=2))
-stack_prof = prof
-
-# Using profiler to analyze long-running jobs
+# a long loop profiled in windows: skip 1 step, warm up 1, record 2, then hand the result over
 ready_steps = []
 
 
-def trace_handler(p):
-    output = p.key_averages().table(sort_by="self_cpu_time_total", row_limit=10)
-    print(output)
-    p.export_chrome_trace("test_trace_" + str(p.step_num) + ".json")
-    ready_steps.append(p.step_num)
+def on_ready(window_prof):
+    show(window_prof, "self_cpu_time_total")
+    window_prof.export_chrome_trace(f"test_trace_{window_prof.step_num}.json")
+    ready_steps.append(window_prof.step_num)
 
 
-with profile(
-    activities=[ProfilerActivity.CPU],
-    schedule=torch.profiler.schedule(
-        wait=1,
-        warmup=1,
-        active=2),
-    on_trace_ready=trace_handler
-) as p:
-    for idx in range(8):  # noqa: B007 - (the recipe's loop)
-        model(inputs)
-        p.step()
+windows = torch.profiler.schedule(wait=1, warmup=1, active=2)
+with profile(activities=CPU_ONLY, schedule=windows, on_trace_ready=on_ready) as loop_prof:
+    for _ in range(8):
+        net(batch)
+        loop_prof.step()
+print("traces ready after steps", ready_steps)

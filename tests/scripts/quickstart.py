@@ -1,7 +1,13 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP031, UP032 (tutorial code as is)
-"""The PyTorch Quickstart (FashionMNIST-shaped random data): torch.accelerator device pick,
-nn.Flatten + linear_relu_stack, train/test loops, save/load state_dict, predict; plus the
-"Build the model" page's inspection and a module forward hook / full backward hook."""
+"""A first image classifier end to end, written for these tests in the way the PyTorch
+Quickstart and its "Build the model" page are commonly written (modelled on the API usage of
+those pages, not a copy of them):
+
+- a map-style ``Dataset`` of 1x28x28 images (generated with seeded ``torch.Generator``s),
+  ``DataLoader`` batches, a device chosen with ``torch.accelerator``
+- ``nn.Flatten`` + an ``nn.Sequential`` of Linear/ReLU, ``CrossEntropyLoss``, SGD,
+  ``train()``/``eval()`` loops, ``torch.save``/``torch.load(weights_only=True)`` of a state_dict
+- inspection: ``nn.Softmax``, ``named_parameters``, a forward hook and a full backward hook
+"""
 import os
 import tempfile
 
@@ -10,145 +16,129 @@ from jitgrad import nn
 from jitgrad.utils.data import DataLoader, Dataset
 
 torch.manual_seed(0)
+LABELS = ["circle", "square", "cross", "ring", "bar", "dot", "wave", "grid", "star", "blank"]
 
 
-class FakeFashionMNIST(Dataset):
-    def __init__(self, n, train=True):
-        g = torch.Generator().manual_seed(1 if train else 2)
-        self.targets = torch.randint(0, 10, (n,), generator=g)
-        protos = torch.rand(10, 1, 28, 28, generator=torch.Generator().manual_seed(0))
-        self.data = (protos[self.targets] + 0.3 * torch.rand(n, 1, 28, 28, generator=g)).clamp(0, 1)
+class NoisyTemplates(Dataset):
+    """Each class is a fixed random 28x28 template; a sample is its template plus noise."""
+
+    def __init__(self, size, seed):
+        gen = torch.Generator().manual_seed(seed)
+        templates = torch.rand(10, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+        self.labels = torch.randint(0, 10, (size,), generator=gen)
+        noise = torch.rand(size, 1, 28, 28, generator=gen)
+        self.images = (templates[self.labels] + 0.3 * noise).clamp(0, 1)
 
     def __len__(self):
-        return len(self.targets)
+        return len(self.labels)
 
-    def __getitem__(self, idx):
-        return self.data[idx], int(self.targets[idx])
-
-
-training_data = FakeFashionMNIST(256, train=True)
-test_data = FakeFashionMNIST(64, train=False)
-batch_size = 64
-train_dataloader = DataLoader(training_data, batch_size=batch_size)
-test_dataloader = DataLoader(test_data, batch_size=batch_size)
-for X, y in test_dataloader:
-    print(f"Shape of X [N, C, H, W]: {X.shape}")
-    print(f"Shape of y: {y.shape} {y.dtype}")
-    break
-first_batch_shapes = (tuple(X.shape), tuple(y.shape), str(y.dtype))
-
-device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu"
-device = "cpu"
-print(f"Using {device} device")
+    def __getitem__(self, i):
+        return self.images[i], int(self.labels[i])
 
 
-# Define model
-class NeuralNetwork(nn.Module):
+train_set, test_set = NoisyTemplates(256, seed=1), NoisyTemplates(64, seed=2)
+train_loader = DataLoader(train_set, batch_size=64)
+test_loader = DataLoader(test_set, batch_size=64)
+images, labels = next(iter(test_loader))
+print("batch:", images.shape, labels.shape, labels.dtype)
+first_batch_shapes = (tuple(images.shape), tuple(labels.shape), str(labels.dtype))
+
+if torch.accelerator.is_available():
+    print("an accelerator is present:", torch.accelerator.current_accelerator().type)
+device = "cpu"  # (kept on the CPU so the run is the same everywhere)
+
+
+class MLP(nn.Module):
     def __init__(self):
         super().__init__()
         self.flatten = nn.Flatten()
-        self.linear_relu_stack = nn.Sequential(
-            nn.Linear(28 * 28, 64),
-            nn.ReLU(),
-            nn.Linear(64, 64),
-            nn.ReLU(),
-            nn.Linear(64, 10)
-        )
+        self.layers = nn.Sequential(nn.Linear(28 * 28, 64), nn.ReLU(),
+                                    nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 10))
 
-    def forward(self, x):
-        x = self.flatten(x)
-        logits = self.linear_relu_stack(x)
-        return logits
+    def forward(self, img):
+        return self.layers(self.flatten(img))
 
 
-model = NeuralNetwork().to(device)
+model = MLP().to(device)
 print(model)
-loss_fn = nn.CrossEntropyLoss()
-optimizer = torch.optim.SGD(model.parameters(), lr=1e-1)
+criterion = nn.CrossEntropyLoss()
+sgd = torch.optim.SGD(model.parameters(), lr=0.1)
 
 
-def train(dataloader, model, loss_fn, optimizer):
-    size = len(dataloader.dataset)
-    model.train()
-    for batch, (X, y) in enumerate(dataloader):
-        X, y = X.to(device), y.to(device)
-        # Compute prediction error
-        pred = model(X)
-        loss = loss_fn(pred, y)
-        # Backpropagation
+def train_epoch(loader, net):
+    net.train()
+    seen = 0
+    for step, (xb, yb) in enumerate(loader):
+        xb, yb = xb.to(device), yb.to(device)
+        loss = criterion(net(xb), yb)
         loss.backward()
-        optimizer.step()
-        optimizer.zero_grad()
-        if batch % 100 == 0:
-            loss, current = loss.item(), (batch + 1) * len(X)
-            print(f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]")
+        sgd.step()
+        sgd.zero_grad()
+        seen += len(xb)
+        if step % 2 == 0:
+            print(f"  step {step}: loss {loss.item():.4f} ({seen}/{len(loader.dataset)})")
 
 
-def test(dataloader, model, loss_fn):
-    size = len(dataloader.dataset)
-    num_batches = len(dataloader)
-    model.eval()
-    test_loss, correct = 0, 0
+def evaluate(loader, net):
+    """(mean batch loss, accuracy) over the loader."""
+    net.eval()
+    total_loss, right = 0.0, 0.0
     with torch.no_grad():
-        for X, y in dataloader:
-            X, y = X.to(device), y.to(device)
-            pred = model(X)
-            test_loss += loss_fn(pred, y).item()
-            correct += (pred.argmax(1) == y).type(torch.float).sum().item()
-    test_loss /= num_batches
-    correct /= size
-    print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")
-    return test_loss, correct
+        for xb, yb in loader:
+            xb, yb = xb.to(device), yb.to(device)
+            scores = net(xb)
+            total_loss += criterion(scores, yb).item()
+            right += (scores.argmax(1) == yb).type(torch.float).sum().item()
+    return total_loss / len(loader), right / len(loader.dataset)
 
 
-history = [test(test_dataloader, model, loss_fn)]
-epochs = 5
-for t in range(epochs):
-    print(f"Epoch {t+1}\n-------------------------------")
-    train(train_dataloader, model, loss_fn, optimizer)
-    history.append(test(test_dataloader, model, loss_fn))
-print("Done!")
+history = [evaluate(test_loader, model)]
+for epoch in range(5):
+    train_epoch(train_loader, model)
+    history.append(evaluate(test_loader, model))
+    print(f"epoch {epoch}: loss {history[-1][0]:.4f}, accuracy {history[-1][1]:.1%}")
 
-path = os.path.join(tempfile.mkdtemp(), "model.pth")
-torch.save(model.state_dict(), path)
-print("Saved PyTorch Model State to model.pth")
-model = NeuralNetwork().to(device)
-model.load_state_dict(torch.load(path, weights_only=True))
-reloaded = test(test_dataloader, model, loss_fn)
+weights_file = os.path.join(tempfile.mkdtemp(), "mlp_weights.pth")
+torch.save(model.state_dict(), weights_file)
+model = MLP().to(device)
+model.load_state_dict(torch.load(weights_file, weights_only=True))
+reloaded = evaluate(test_loader, model)
 
-classes = ["T-shirt/top", "Trouser", "Pullover", "Dress", "Coat", "Sandal", "Shirt", "Sneaker",
-           "Bag", "Ankle boot"]
 model.eval()
-x, y = test_data[0][0], test_data[0][1]
+sample, truth = test_set[0]
 with torch.no_grad():
-    x = x.to(device)
-    pred = model(x)
-    predicted, actual = classes[pred[0].argmax(0)], classes[y]
-    print(f'Predicted: "{predicted}", Actual: "{actual}"')
+    guess = model(sample.to(device))[0].argmax(0)
+print(f"guessed {LABELS[guess]}, was {LABELS[truth]}")
 
-# "Build the model": inspect logits, softmax, layers, parameters
-X = torch.rand(1, 28, 28, device=device)
-logits = model(X)
-pred_probab = nn.Softmax(dim=1)(logits)
-y_pred = pred_probab.argmax(1)
-print(f"Predicted class: {y_pred}")
-param_summary = [(name, tuple(param.size())) for name, param in model.named_parameters()]
-for name, param in model.named_parameters():
-    print(f"Layer: {name} | Size: {param.size()} | Values : {param[:2]} \n")
+# a look inside: probabilities of a random input, and every parameter's name and size
+probs = nn.Softmax(dim=1)(model(torch.rand(1, 28, 28, device=device)))
+print("most likely class:", probs.argmax(1))
+param_summary = []
+for name, p in model.named_parameters():
+    param_summary.append((name, tuple(p.size())))
+    print(name, p.size(), p[:2])
 
-# hooks: a forward hook records activations, a full backward hook the gradients
-activations, grads = {}, {}
-layer = model.linear_relu_stack[2]
-h1 = layer.register_forward_hook(lambda m, inp, out: activations.update(fc2=out.detach()))
-h2 = layer.register_full_backward_hook(
-    lambda m, grad_input, grad_output: grads.update(fc2_in=grad_input[0], fc2_out=grad_output[0]))
+# hooks on the middle Linear: what it outputs and the gradients around it
+seen_out, seen_grads = {}, {}
+middle = model.layers[2]
+
+
+def keep_output(module, inputs, output):
+    seen_out["y"] = output.detach()
+
+
+def keep_grads(module, grad_input, grad_output):
+    seen_grads["x"], seen_grads["y"] = grad_input[0], grad_output[0]
+
+
+handles = [middle.register_forward_hook(keep_output),
+           middle.register_full_backward_hook(keep_grads)]
 model.train()
-xb, yb = next(iter(train_dataloader))
-loss_fn(model(xb), yb).backward()
-h1.remove()
-h2.remove()
-hook_shapes = (tuple(activations["fc2"].shape), tuple(grads["fc2_in"].shape),
-               tuple(grads["fc2_out"].shape))
-# the gradient w.r.t. fc2's input is grad_output @ W
-hook_grad_consistent = torch.allclose(grads["fc2_in"], grads["fc2_out"] @ layer.weight,
-                                      atol=1e-6)
+xb, yb = next(iter(train_loader))
+criterion(model(xb), yb).backward()
+for handle in handles:
+    handle.remove()
+hook_shapes = (tuple(seen_out["y"].shape), tuple(seen_grads["x"].shape),
+               tuple(seen_grads["y"].shape))
+# a Linear's input gradient is its output gradient times the weight
+hook_grad_consistent = torch.allclose(seen_grads["x"], seen_grads["y"] @ middle.weight, atol=1e-6)

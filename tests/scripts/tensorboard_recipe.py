@@ -1,30 +1,30 @@
-# The "How to use TensorBoard with PyTorch" recipe
-# (pytorch.org/tutorials/recipes/recipes/tensorboard_with_pytorch): a linear regression whose
-# training loss is logged with SummaryWriter to runs/<date>_<host>; only the imports changed.
+"""Logging a training loss for TensorBoard, written for these tests in the way the "How to use
+TensorBoard with PyTorch" recipe is commonly written (modelled on the API usage of that recipe,
+not a copy of it):
+
+- ``SummaryWriter()`` with its default ``runs/<date>_<host>`` directory
+- ``add_scalar("Loss/train", <0-d tensor>, step)`` once per step of a 1-d linear fit
+  (``torch.arange(..., 0.1).view(-1, 1)``, ``nn.Linear``, ``MSELoss``, SGD)
+- ``flush()`` and ``close()``
+"""
 import jitgrad as torch
 from jitgrad.utils.tensorboard import SummaryWriter
 
-writer = SummaryWriter()
+inputs = torch.arange(-5, 5, 0.1).view(-1, 1)
+targets = 2.0 - 5 * inputs + 0.1 * torch.randn(inputs.size())  # a noisy line to recover
 
-x = torch.arange(-5, 5, 0.1).view(-1, 1)
-y = -5 * x + 0.1 * torch.randn(x.size())
+line = torch.nn.Linear(1, 1)
+mse = torch.nn.MSELoss()
+sgd = torch.optim.SGD(line.parameters(), lr=0.1)
+log = SummaryWriter()
 
-model = torch.nn.Linear(1, 1)
-criterion = torch.nn.MSELoss()
-optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(10):
+    loss = mse(line(inputs), targets)
+    log.add_scalar("Loss/train", loss, step)  # a tensor is fine: the writer takes its value
+    sgd.zero_grad()
+    loss.backward()
+    sgd.step()
 
-
-def train_model(iter):
-    for epoch in range(iter):
-        y1 = model(x)
-        loss = criterion(y1, y)
-        writer.add_scalar("Loss/train", loss, epoch)
-        optimizer.zero_grad()
-        loss.backward()
-        optimizer.step()
-
-
-train_model(10)
-writer.flush()
-
-writer.close()
+log.flush()
+log.close()
+print("weight", line.weight.item(), "bias", line.bias.item())
