@@ -37,7 +37,7 @@ def _falls(losses, factor):
 def test_lstm_pos_tagger_learns_the_tags():
     g = _run("lstm_pos_tagger")
     assert g["last_slice_is_hidden"]
-    assert g["predicted_tags"] == [0, 1, 2, 0, 1]  # DET NN V DET NN, as the tutorial says
+    assert g["predicted_tags"] == [0, 1, 2, 0, 1]  # DET NN V DET NN, the gold tags
     _falls(g["losses"], 0.1)
     _falls(g["char_losses"], 0.5)
     assert g["char_predicted"] == [[0, 1, 2, 0, 1], [1, 2, 0, 1]]
