@@ -227,12 +227,12 @@ def test_autograd_fundamentals_matches_torch():
         _same_text(g["det"][key], value, rtol=2e-6)
 
 
-def test_building_models_layers_behave_as_the_tutorial_says():
+def test_building_models_layers_behave_as_documented():
     g = _run("building_models")
     assert g["linear_ok"] and g["maxpool_ok"] and g["dropout_ok"]
     assert 10 < g["input_mean"] < 20 and abs(g["normed_mean"]) < 1e-6
-    assert g["det"]["lenet_params"] == 6 * 25 + 6 + 16 * 6 * 9 + 16 + 576 * 120 + 120 \
-        + 120 * 84 + 84 + 850
+    assert g["det"]["lenet_params"] == 8 * 25 + 8 + 16 * 8 * 9 + 16 + 576 * 100 + 100 \
+        + 100 * 50 + 50 + 510
     assert "has no attribute 'max_pool2d'" in g["det"]["lenet_error"]
 
 
