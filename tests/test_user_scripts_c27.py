@@ -157,10 +157,10 @@ def test_sdpa_tutorial_backends_causal_attention_compile_and_biases():
     assert torch.allclose(g["example"], g["example_by_hand"], atol=1e-6)
     # as torch's CPU build: math and flash run, memory-efficient attention does not
     assert g["supported"] == {"math": True, "flash": True, "efficient": False}
-    assert "(c_attn): Linear(in_features=64, out_features=192, bias=False)" in g["model_repr"]
+    assert "(qkv): Linear(in_features=64, out_features=192, bias=False)" in g["model_repr"]
     assert g["compiled_same"] and g["compiled_bias_same"]
-    assert " Non-Compilied Causal Attention" in g["profiled_names"]
-    assert "Compiled Causal Attention" in g["compiled_profiled_names"]
+    assert "eager attention block" in g["profiled_names"]
+    assert "compiled attention block" in g["compiled_profiled_names"]
     assert "True, False" in g["bias_reprs"][0] and g["bias_reprs"][0] != g["bias_reprs"][1]
 
 
