@@ -210,10 +210,10 @@ def test_autograd_fundamentals_runs_and_its_claims_hold():
     g = _run("autograd_fundamentals")
     torch = g["torch"]
     a = torch.linspace(0., 2. * 3.141592653589793, steps=25)
-    _close(g["det"]["a_grad"], (2 * a.cos()).tolist(), atol=1e-6)  # d(2 sin a + 1)/da
+    _close(g["det"]["a_grad"], (-3 * a.sin()).tolist(), atol=1e-6)  # d(3 cos a - 1)/da
     assert g["det"]["c_grad"] is None and g["grad_before"] is None
     assert g["step_ok"] and g["grad_after_zero"] is None  # zero_grad sets None, as torch
-    # 1 + 5 backwards without zero_grad: "the magnitudes ... will be much larger"
+    # 1 + 5 backwards without zero_grad: the accumulated gradient is much larger
     assert g["accumulated"].abs().sum() > 3 * g["one_grad"].abs().sum()
     assert g["profiled"] == {"aten::div": 1000, "aten::mul": 1000}
     assert g["vector_backward_ok"] and g["jac1_ok"] and g["jac3_ok"] and g["vjp_ok"]
