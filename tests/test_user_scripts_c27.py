@@ -1,7 +1,8 @@
-"""More real PyTorch tutorials (set C: NLP, introyt, recipes, examples), only the import changed.
+"""User scripts, set C (NLP, introductory, recipes, examples), written for these tests in the way
+the PyTorch tutorials, recipes and pytorch/examples write torch code (``import jitgrad as torch``).
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
-their globals (with the helpers of tests/test_user_scripts.py) and assert that the tutorials'
+their globals (with the helpers of tests/test_user_scripts.py) and assert that the scripts'
 own checks held, that training lowered the loss, and, where torch is installed, that the
 deterministic parts equal the same script's with ``import torch``.
 """
@@ -31,7 +32,7 @@ def _falls(losses, factor):
     assert losses[-1] < factor * losses[0], (losses[0], losses[-1])
 
 
-# ------------------------------------------------------- beginner_source/nlp
+# ------------------------------------------------------- NLP: taggers, embeddings, classifiers
 
 
 def test_lstm_pos_tagger_learns_the_tags():
@@ -96,7 +97,7 @@ def test_bow_classifier_training_matches_torch():
     _close(g["fixed_weights"][1], t["fixed_weights"][1], rtol=1e-5, atol=1e-6)
 
 
-# ------------------------------------------------------- intermediate_source
+# ------------------------------------------------------- character-level generation
 
 
 def test_char_rnn_generation_learns_and_samples_names():
@@ -117,7 +118,7 @@ def test_char_rnn_generation_hand_written_sgd_matches_torch():
         _close(g["fixed_weights"][name], w, rtol=1e-5, atol=1e-6)
 
 
-# ------------------------------------------------------- beginner_source (more)
+# ------------------------------------------------------- distillation, fused optimizer steps, attention
 
 
 def test_knowledge_distillation_trains_teacher_and_students():
@@ -171,7 +172,7 @@ def test_sdpa_tutorial_fixed_parts_match_torch():
     assert g["bias_reprs"] == tuple(r.replace("torch", "jitgrad") for r in t["bias_reprs"])
 
 
-# ------------------------------------------------------- beginner_source/introyt
+# ------------------------------------------------------- tensors, autograd, modules, training loops
 
 
 def _same_text(ours, theirs, rtol=0.0):
@@ -256,7 +257,7 @@ def test_training_loop_fixed_steps_match_torch():
     _close(g["fixed_losses"], t["fixed_losses"], rtol=1e-4, atol=1e-5)
 
 
-# ------------------------------------------------------- recipes_source/recipes
+# ------------------------------------------------------- state_dicts, saving and loading
 
 
 def test_state_dict_recipes():
@@ -285,7 +286,7 @@ def test_state_dict_recipes_match_torch():
         _close(g["fixed_momentum"][k], v, rtol=1e-3, atol=1e-5)
 
 
-# ------------------------------------------------------- pytorch/examples
+# ------------------------------------------------------- example programs: RNN, GAT, VAE, tuning, LM
 
 
 def test_mnist_rnn_learns_digits():

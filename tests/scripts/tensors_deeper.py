@@ -1,16 +1,19 @@
 """A tour of tensor creation, arithmetic, broadcasting, maths, in-place work, copies, devices,
 reshaping and the NumPy bridge, written for these tests in the way the PyTorch introductory
 ("introyt") tutorials commonly write torch code (modelled on the API usage of the tutorial
-"Introduction to PyTorch Tensors", not a copy of it).
+"Introduction to PyTorch Tensors", not a copy of it):
 
-It exercises: torch.empty / zeros / ones / rand under manual_seed, the ``*_like`` factories,
-torch.tensor from nested lists and tuples, dtype= and ``.to(dtype)``, scalar and tensor
-powers, a shape-mismatch error, broadcasting (and three shapes that do not broadcast), abs /
-ceil / floor / clamp, sin / asin, bitwise_xor, eq, max / mean / std / prod / unique, cross,
-matmul, svd, sin_ / add_ / mul_, ``out=`` (also for rand), aliasing against clone, clone and
-detach under autograd, devices, unsqueeze / squeeze / unsqueeze_, reshape (a view), from_numpy
-and ``.numpy()`` sharing memory. ``det`` keeps the results that do not depend on random
-numbers, to compare with torch.
+- torch.empty / zeros / ones / rand under manual_seed, the ``*_like`` factories, torch.tensor
+  from nested lists and tuples, dtype= and ``.to(dtype)``;
+- scalar and tensor powers, a shape-mismatch error, broadcasting (and three shapes that do not
+  broadcast);
+- abs / ceil / floor / clamp, sin / asin, bitwise_xor, eq, max / mean / std / prod / unique,
+  cross, matmul, svd;
+- sin_ / add_ / mul_, ``out=`` (also for rand), aliasing against clone, clone and detach under
+  autograd, devices;
+- unsqueeze / squeeze / unsqueeze_, reshape (a view), from_numpy and ``.numpy()`` sharing memory.
+
+``det`` keeps the results that do not depend on random numbers, to compare with torch.
 """
 import math
 
