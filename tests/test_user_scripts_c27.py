@@ -118,7 +118,7 @@ def test_char_rnn_generation_hand_written_sgd_matches_torch():
         _close(g["fixed_weights"][name], w, rtol=1e-5, atol=1e-6)
 
 
-# ------------------------------------------------------- distillation, fused optimizer steps, attention
+# -------------------------------------------- distillation, fused optimizer steps, attention
 
 
 def test_knowledge_distillation_trains_teacher_and_students():
@@ -286,7 +286,7 @@ def test_state_dict_recipes_match_torch():
         _close(g["fixed_momentum"][k], v, rtol=1e-3, atol=1e-5)
 
 
-# ------------------------------------------------------- example programs: RNN, GAT, VAE, tuning, LM
+# -------------------------------------------- example programs: RNN, GAT, VAE, tuning, LM
 
 
 def test_mnist_rnn_learns_digits():
