@@ -1,173 +1,123 @@
-# ruff: noqa: B007, E402, E501, E731, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032
-# (tutorial code as is)
-"""pytorch/tutorials beginner_source/introyt/modelsyt_tutorial.py: nn.Module and nn.Parameter
-(printing a model, its parameters), Linear, a LeNet with torch.functional imported as F
-(defined, never run, as in the tutorial: torch.functional has no max_pool2d), an LSTM tagger,
-MaxPool2d, BatchNorm1d, Dropout, and Softmax without dim."""
+"""Building blocks of torch.nn, tried one by one, written for these tests in the way the PyTorch
+introductory ("introyt") tutorials commonly write torch code (modelled on the API usage of the
+tutorial "Building Models with PyTorch", not a copy of it):
+
+- a subclassed torch.nn.Module (Linear, ReLU, Softmax without ``dim``) printed whole, by layer
+  and by parameters (their type and requires_grad);
+- torch.nn.Linear against ``x @ W.T + b``, the repr of a Parameter;
+- a LeNet-style CNN that calls max_pool2d through ``import jitgrad.functional as F``, which has
+  none (the AttributeError is recorded), and its parameter count; an LSTM tagger likewise;
+- torch.nn.MaxPool2d, BatchNorm1d (mean near 0 after), Dropout(p=...) scaling the survivors;
+- sin-valued weights and fixed inputs for the comparison with torch.
+"""
 import jitgrad as torch
 
 det = {}
 
 
-class TinyModel(torch.nn.Module):
-
-    def __init__(self):
-        super(TinyModel, self).__init__()
-
-        self.linear1 = torch.nn.Linear(100, 200)
-        self.activation = torch.nn.ReLU()
-        self.linear2 = torch.nn.Linear(200, 10)
-        self.softmax = torch.nn.Softmax()
+class ScoreNet(torch.nn.Module):
+    def __init__(self, n_in=64, n_hidden=128, n_out=5):
+        super().__init__()
+        self.inp = torch.nn.Linear(n_in, n_hidden)
+        self.act = torch.nn.ReLU()
+        self.out = torch.nn.Linear(n_hidden, n_out)
+        self.norm = torch.nn.Softmax()  # no dim: the deprecated implicit choice
 
     def forward(self, x):
-        x = self.linear1(x)
-        x = self.activation(x)
-        x = self.linear2(x)
-        x = self.softmax(x)
-        return x
+        return self.norm(self.out(self.act(self.inp(x))))
 
 
-tinymodel = TinyModel()
+net = ScoreNet()
+print(net)
+print(net.out)
+for p in net.parameters():
+    print(p.shape)
+for p in net.out.parameters():
+    print(p)
+det["model"] = (repr(net), repr(net.out))
+det["params"] = [(tuple(p.shape), type(p).__name__, p.requires_grad) for p in net.parameters()]
+det["softmax_rows"] = net(torch.rand(4, 64)).sum(1).tolist()
 
-print('The model:')
-print(tinymodel)
+layer = torch.nn.Linear(4, 3)
+v = torch.rand(2, 4)
+w = layer(v)
+print(v, list(layer.parameters()), w)
+linear_ok = torch.allclose(w, v @ layer.weight.T + layer.bias)
+det["param_repr_head"] = repr(layer.weight).split("\n")[0].split("[")[0]
 
-print('\n\nJust one layer:')
-print(tinymodel.linear2)
-
-print('\n\nModel params:')
-for param in tinymodel.parameters():
-    print(param)
-
-print('\n\nLayer params:')
-for param in tinymodel.linear2.parameters():
-    print(param)
-det["model"] = (repr(tinymodel), repr(tinymodel.linear2))
-det["params"] = [(tuple(p.shape), type(p).__name__, p.requires_grad) for p in tinymodel.parameters()]
-probs = tinymodel(torch.rand(3, 100))
-det["softmax_rows"] = probs.sum(1).tolist()
-
-lin = torch.nn.Linear(3, 2)
-x = torch.rand(1, 3)
-print('Input:')
-print(x)
-
-print('\n\nWeight and Bias parameters:')
-for param in lin.parameters():
-    print(param)
-
-y = lin(x)
-print('\n\nOutput:')
-print(y)
-linear_ok = torch.allclose(y, x @ lin.weight.T + lin.bias)
-det["param_repr_head"] = repr(lin.weight).split("\n")[0].split("[")[0]
-
-import jitgrad.functional as F
+import jitgrad.functional as F  # noqa: E402  (torch.functional, not torch.nn.functional)
 
 
-class LeNet(torch.nn.Module):
-
+class SmallLeNet(torch.nn.Module):
     def __init__(self):
-        super(LeNet, self).__init__()
-        # 1 input image channel (black & white), 6 output channels, 3x3 square convolution
-        # kernel
-        self.conv1 = torch.nn.Conv2d(1, 6, 5)
-        self.conv2 = torch.nn.Conv2d(6, 16, 3)
-        # an affine operation: y = Wx + b
-        self.fc1 = torch.nn.Linear(16 * 6 * 6, 120)  # 6*6 from image dimension
-        self.fc2 = torch.nn.Linear(120, 84)
-        self.fc3 = torch.nn.Linear(84, 10)
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(1, 8, 5)     # 32 -> 28, pooled to 14
+        self.c2 = torch.nn.Conv2d(8, 16, 3)    # 14 -> 12, pooled to 6
+        self.f1 = torch.nn.Linear(16 * 6 * 6, 100)
+        self.f2 = torch.nn.Linear(100, 50)
+        self.f3 = torch.nn.Linear(50, 10)
 
     def forward(self, x):
-        # Max pooling over a (2, 2) window
-        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
-        # If the size is a square you can only specify a single number
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = x.view(-1, self.num_flat_features(x))
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        x = self.fc3(x)
-        return x
+        x = F.max_pool2d(F.relu(self.c1(x)), (2, 2))
+        x = F.max_pool2d(F.relu(self.c2(x)), 2)
+        x = x.view(-1, self.flat_size(x))
+        return self.f3(F.relu(self.f2(F.relu(self.f1(x)))))
 
-    def num_flat_features(self, x):
-        size = x.size()[1:]  # all dimensions except the batch dimension
-        num_features = 1
-        for s in size:
-            num_features *= s
-        return num_features
+    @staticmethod
+    def flat_size(x):
+        n = 1
+        for d in x.size()[1:]:
+            n *= d
+        return n
 
 
-try:  # (as in torch: torch.functional has no max_pool2d; the tutorial never runs LeNet)
-    LeNet()(torch.rand(1, 1, 32, 32))
-except AttributeError as e:
-    det["lenet_error"] = str(e)
-det["lenet_params"] = sum(p.numel() for p in LeNet().parameters())
+try:
+    SmallLeNet()(torch.rand(1, 1, 32, 32))
+except AttributeError as err:
+    det["lenet_error"] = str(err)
+det["lenet_params"] = sum(p.numel() for p in SmallLeNet().parameters())
 
 
-class LSTMTagger(torch.nn.Module):
+class WordTagger(torch.nn.Module):
+    def __init__(self, vocab, emb, hid, tags):
+        super().__init__()
+        self.emb = torch.nn.Embedding(vocab, emb)
+        self.rnn = torch.nn.LSTM(emb, hid)
+        self.head = torch.nn.Linear(hid, tags)
 
-    def __init__(self, embedding_dim, hidden_dim, vocab_size, tagset_size):
-        super(LSTMTagger, self).__init__()
-        self.hidden_dim = hidden_dim
-
-        self.word_embeddings = torch.nn.Embedding(vocab_size, embedding_dim)
-
-        # The LSTM takes word embeddings as inputs, and outputs hidden states
-        # with dimensionality hidden_dim.
-        self.lstm = torch.nn.LSTM(embedding_dim, hidden_dim)
-
-        # The linear layer that maps from hidden state space to tag space
-        self.hidden2tag = torch.nn.Linear(hidden_dim, tagset_size)
-
-    def forward(self, sentence):
-        embeds = self.word_embeddings(sentence)
-        lstm_out, _ = self.lstm(embeds.view(len(sentence), 1, -1))
-        tag_space = self.hidden2tag(lstm_out.view(len(sentence), -1))
-        tag_scores = F.log_softmax(tag_space, dim=1)
-        return tag_scores
+    def forward(self, ids):
+        out, _ = self.rnn(self.emb(ids).view(len(ids), 1, -1))
+        return F.log_softmax(self.head(out.view(len(ids), -1)), dim=1)
 
 
-try:  # (F is torch.functional here too: it has no log_softmax either)
-    LSTMTagger(6, 6, 9, 3)(torch.tensor([0, 4, 2]))
-except AttributeError as e:
-    det["tagger_error"] = str(e)
-det["tagger"] = repr(LSTMTagger(6, 6, 9, 3))
+try:
+    WordTagger(12, 4, 5, 3)(torch.tensor([1, 7, 3, 0]))
+except AttributeError as err:
+    det["tagger_error"] = str(err)
+det["tagger"] = repr(WordTagger(12, 4, 5, 3))
 
-my_tensor = torch.rand(1, 6, 6)
-print(my_tensor)
+grid = torch.rand(1, 6, 6)
+pool = torch.nn.MaxPool2d(3)
+pooled = pool(grid)
+print(pooled)
+maxpool_ok = torch.equal(pooled[0, 0, 1], grid[0, :3, 3:].max())
 
-maxpool_layer = torch.nn.MaxPool2d(3)
-print(maxpool_layer(my_tensor))
-pooled = maxpool_layer(my_tensor)
-maxpool_ok = torch.equal(pooled[0, 1, 0], my_tensor[0, 3:, :3].max())
+shifted = torch.rand(1, 4, 4) * 20 + 5  # far from zero mean
+input_mean = shifted.mean().item()
+bn = torch.nn.BatchNorm1d(4)
+normed_mean = bn(shifted).mean().item()
+print(input_mean, "->", normed_mean)
+det["norm_layer"] = repr(bn)
 
-my_tensor = torch.rand(1, 4, 4) * 20 + 5
-print(my_tensor)
+ones_ish = torch.rand(1, 4, 4)
+drop = torch.nn.Dropout(p=0.4)
+kept = drop(ones_ish)
+dropout_ok = bool(((kept == 0) | torch.isclose(kept, ones_ish / 0.6)).all())
 
-print(my_tensor.mean())
-input_mean = my_tensor.mean().item()
-
-norm_layer = torch.nn.BatchNorm1d(4)
-normed_tensor = norm_layer(my_tensor)
-print(normed_tensor)
-
-print(normed_tensor.mean())
-normed_mean = normed_tensor.mean().item()
-det["norm_layer"] = repr(norm_layer)
-
-my_tensor = torch.rand(1, 4, 4)
-
-dropout = torch.nn.Dropout(p=0.4)
-print(dropout(my_tensor))
-print(dropout(my_tensor))
-dropped = dropout(my_tensor)
-dropout_ok = bool(((dropped == 0) | torch.isclose(dropped, my_tensor / 0.6)).all())
-
-# a deterministic part to compare with torch: TinyModel and BatchNorm1d with fixed weights
+# fixed weights and inputs for the torch comparison
 with torch.no_grad():
-    for k, p in enumerate(tinymodel.parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 10)
-fixed_x = torch.cos(torch.arange(2 * 100, dtype=torch.float32)).view(2, 100)
-det["tiny_out"] = tinymodel(fixed_x).tolist()
-bn_in = torch.arange(32, dtype=torch.float32).view(2, 4, 4) ** 1.5
-det["bn_out"] = torch.nn.BatchNorm1d(4)(bn_in).tolist()
+    for k, p in enumerate(net.parameters(), start=1):
+        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * k).view_as(p) / 10)
+det["tiny_out"] = net(torch.cos(torch.arange(3 * 64, dtype=torch.float32)).view(3, 64)).tolist()
+det["bn_out"] = torch.nn.BatchNorm1d(4)(torch.arange(24, dtype=torch.float32).view(2, 4, 3)
+                                        ** 1.5).tolist()

@@ -1,516 +1,237 @@
-# ruff: noqa: B007, E402, E501, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032
-# (tutorial code as is)
-"""pytorch/tutorials beginner_source/knowledge_distillation_tutorial.py: a teacher CNN and a
-student CNN trained with cross-entropy, then students trained with soft targets (temperature
-T), with a CosineEmbeddingLoss on hidden representations (avg_pool1d on the teacher's), and with
-a regressor and an MSE on feature maps (load_state_dict into the modified teachers).
+"""Distilling a teacher CNN into a smaller student, written for these tests in the way the PyTorch
+beginner tutorials commonly write torch code (modelled on the API usage of the tutorial
+"Knowledge Distillation Tutorial", not a copy of it):
 
-CIFAR-10 is a download: 10 classes of noisy 3x32x32 prototype images stand in for it (with the
-tutorial's Normalize applied by hand, as torchvision is not there), and the teacher's conv
-layers are narrower (its last has the 32 channels the hint losses need) so the script runs in
-seconds on a CPU."""
+- teacher and student built from nn.Sequential conv stacks (Conv2d(kernel_size=3, padding=1),
+  ReLU, MaxPool2d(kernel_size=2, stride=2)) and Linear/Dropout heads, torch.flatten;
+- plain cross-entropy training with optim.Adam, accuracy via torch.max(outputs.data, 1), equal
+  initialisations under torch.manual_seed checked with torch.norm, parameter counts;
+- a student trained on temperature-softened teacher outputs (softmax / log_softmax, T**2);
+- the teacher's weights loaded (load_state_dict) into variants that also return hidden features:
+  avg_pool1d'd flattened features for nn.CosineEmbeddingLoss(target=ones), and a feature map
+  matched by the student's extra Conv2d regressor with nn.MSELoss;
+- the three distillation losses and the student's gradients from cos-valued weights, for the
+  torch comparison.
+
+Images made of low-resolution class patterns plus noise (drawn from torch.Generator's) stand
+in for CIFAR-10.
+"""
+import warnings
+
 import jitgrad as torch
 import jitgrad.nn as nn
 import jitgrad.optim as optim
 from jitgrad.utils.data import TensorDataset
 
-# Ignore warnings
-import warnings
 warnings.filterwarnings("ignore")
-
-# Check if GPU is available, and if not, use the CPU
 device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
 
 
-def fake_cifar10(n, seed):
-    g = torch.Generator().manual_seed(seed)
-    protos = torch.rand(10, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    labels = torch.randint(0, 10, (n,), generator=g)
-    images = (0.7 * protos[labels] + 0.3 * torch.rand(n, 3, 32, 32, generator=g)).clamp(0, 1)
-    # transforms.Normalize(mean=[0.485, 0.456, 0.406], std=[0.229, 0.224, 0.225])
-    mean = torch.tensor([0.485, 0.456, 0.406]).view(3, 1, 1)
-    std = torch.tensor([0.229, 0.224, 0.225]).view(3, 1, 1)
-    return TensorDataset((images - mean) / std, labels)
+def pattern_images(n, seed):
+    """Each class: a fixed 3x4x4 colour pattern blown up to 32x32, plus per-image noise."""
+    gen = torch.Generator().manual_seed(seed)
+    coarse = torch.rand(10, 3, 4, 4, generator=torch.Generator().manual_seed(99))
+    patterns = coarse.repeat_interleave(8, dim=2).repeat_interleave(8, dim=3)
+    y = torch.randint(0, 10, (n,), generator=gen)
+    x = 0.6 * patterns[y] + 0.4 * torch.rand(n, 3, 32, 32, generator=gen)
+    mean = torch.tensor([0.5, 0.5, 0.5]).view(3, 1, 1)
+    return TensorDataset((x - mean) / 0.25, y)
 
 
-train_dataset = fake_cifar10(128, 1)
-test_dataset = fake_cifar10(64, 2)
-
-# Dataloaders
-train_loader = torch.utils.data.DataLoader(train_dataset, batch_size=32, shuffle=True, num_workers=2)
-test_loader = torch.utils.data.DataLoader(test_dataset, batch_size=128, shuffle=False, num_workers=2)
-
-T_CH = 16  # (128, 64, 64, 32 channels in the tutorial's teacher)
+train_loader = torch.utils.data.DataLoader(pattern_images(128, 5), batch_size=32, shuffle=True,
+                                           num_workers=2)
+test_loader = torch.utils.data.DataLoader(pattern_images(64, 6), batch_size=128, shuffle=False,
+                                          num_workers=2)
 
 
-# Deeper neural network class to be used as teacher
-class DeepNN(nn.Module):
-    def __init__(self, num_classes=10):
-        super(DeepNN, self).__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(T_CH, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(T_CH, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(T_CH, 32, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-        )
-        self.classifier = nn.Sequential(
-            nn.Linear(2048, 512),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(512, num_classes)
-        )
+def conv(c_in, c_out):
+    return [nn.Conv2d(c_in, c_out, kernel_size=3, padding=1), nn.ReLU()]
+
+
+def pool():
+    return nn.MaxPool2d(kernel_size=2, stride=2)
+
+
+class Teacher(nn.Module):
+    """4 convs to a 32x8x8 map. ``hint`` picks what comes back next to the logits."""
+
+    def __init__(self, hint=None, classes=10):
+        super().__init__()
+        self.hint = hint
+        self.features = nn.Sequential(*conv(3, 12), *conv(12, 12), pool(),
+                                      *conv(12, 12), *conv(12, 32), pool())
+        self.head = nn.Sequential(nn.Linear(2048, 256), nn.ReLU(), nn.Dropout(0.1),
+                                  nn.Linear(256, classes))
 
     def forward(self, x):
-        x = self.features(x)
-        x = torch.flatten(x, 1)
-        x = self.classifier(x)
-        return x
+        fmap = self.features(x)
+        flat = torch.flatten(fmap, 1)
+        logits = self.head(flat)
+        if self.hint == "pooled":
+            return logits, nn.functional.avg_pool1d(flat, 2)  # 2048 -> 1024, the student's size
+        if self.hint == "map":
+            return logits, fmap
+        return logits
 
 
-# Lightweight neural network class to be used as student
-class LightNN(nn.Module):
-    def __init__(self, num_classes=10):
-        super(LightNN, self).__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 16, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(16, 16, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-        )
-        self.classifier = nn.Sequential(
-            nn.Linear(1024, 256),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(256, num_classes)
-        )
+class Student(nn.Module):
+    """2 convs to a 16x8x8 map; optionally a Conv2d regressor up to the teacher's 32 channels."""
+
+    def __init__(self, hint=None, classes=10):
+        super().__init__()
+        self.hint = hint
+        self.features = nn.Sequential(*conv(3, 12), pool(), *conv(12, 16), pool())
+        if hint == "map":
+            self.regressor = nn.Sequential(nn.Conv2d(16, 32, kernel_size=3, padding=1))
+        self.head = nn.Sequential(nn.Linear(1024, 128), nn.ReLU(), nn.Dropout(0.1),
+                                  nn.Linear(128, classes))
 
     def forward(self, x):
-        x = self.features(x)
-        x = torch.flatten(x, 1)
-        x = self.classifier(x)
-        return x
+        fmap = self.features(x)
+        flat = torch.flatten(fmap, 1)
+        logits = self.head(flat)
+        if self.hint == "flat":
+            return logits, flat
+        if self.hint == "map":
+            return logits, self.regressor(fmap)
+        return logits
 
 
 epoch_losses = {}
 
 
-def train(model, train_loader, epochs, learning_rate, device):
-    criterion = nn.CrossEntropyLoss()
-    optimizer = optim.Adam(model.parameters(), lr=learning_rate)
-
-    model.to(device)
-    model.train()
-
+def fit(student, phase, batch_loss, epochs=3, lr=0.001):
+    """Adam on ``batch_loss(student, x, y)``, recording the mean loss of each epoch."""
+    opt = optim.Adam(student.parameters(), lr=lr)
+    student.to(device)
+    student.train()
     for epoch in range(epochs):
-        running_loss = 0.0
-        for inputs, labels in train_loader:
-            inputs, labels = inputs.to(device), labels.to(device)
-
-            optimizer.zero_grad()
-            outputs = model(inputs)
-            loss = criterion(outputs, labels)
+        total = 0.0
+        for x, y in train_loader:
+            x, y = x.to(device), y.to(device)
+            opt.zero_grad()
+            loss = batch_loss(student, x, y)
             loss.backward()
-            optimizer.step()
-
-            running_loss += loss.item()
-
-        print(f"Epoch {epoch+1}/{epochs}, Loss: {running_loss / len(train_loader)}")
-        epoch_losses.setdefault(type(model).__name__ + " CE", []).append(running_loss / len(train_loader))
+            opt.step()
+            total += loss.item()
+        epoch_losses.setdefault(phase, []).append(total / len(train_loader))
+        print(f"{phase} epoch {epoch + 1}: {epoch_losses[phase][-1]:.4f}")
 
 
-def test(model, test_loader, device):
+def accuracy(model):
     model.to(device)
     model.eval()
-
-    correct = 0
-    total = 0
-
+    right = seen = 0
     with torch.no_grad():
-        for inputs, labels in test_loader:
-            inputs, labels = inputs.to(device), labels.to(device)
+        for x, y in test_loader:
+            out = model(x.to(device))
+            logits = out[0] if isinstance(out, tuple) else out
+            _, guess = torch.max(logits.data, 1)
+            right += (guess == y.to(device)).sum().item()
+            seen += y.size(0)
+    return 100 * right / seen
 
-            outputs = model(inputs)
-            _, predicted = torch.max(outputs.data, 1)
 
-            total += labels.size(0)
-            correct += (predicted == labels).sum().item()
+ce = nn.CrossEntropyLoss()
 
-    accuracy = 100 * correct / total
-    print(f"Test Accuracy: {accuracy:.2f}%")
-    return accuracy
+
+def plain_ce(model, x, y):
+    return ce(model(x), y)
 
 
 torch.manual_seed(42)
-nn_deep = DeepNN(num_classes=10)
-train(nn_deep, train_loader, epochs=3, learning_rate=0.001, device=device)
-test_accuracy_deep = test(nn_deep, test_loader, device)
-
-# Instantiate the lightweight network
-torch.manual_seed(42)
-nn_light = LightNN(num_classes=10)
+teacher = Teacher()
+fit(teacher, "teacher CE", plain_ce)
+teacher.eval()
 
 torch.manual_seed(42)
-new_nn_light = LightNN(num_classes=10)
-
-# Print the norm of the first layer of the initial lightweight model
-print("Norm of 1st layer of nn_light:", torch.norm(nn_light.features[0].weight).item())
-# Print the norm of the first layer of the new lightweight model
-print("Norm of 1st layer of new_nn_light:", torch.norm(new_nn_light.features[0].weight).item())
-same_init = torch.norm(nn_light.features[0].weight).item() == torch.norm(new_nn_light.features[0].weight).item()
-
-total_params_deep = "{:,}".format(sum(p.numel() for p in nn_deep.parameters()))
-print(f"DeepNN parameters: {total_params_deep}")
-total_params_light = "{:,}".format(sum(p.numel() for p in nn_light.parameters()))
-print(f"LightNN parameters: {total_params_light}")
-
-# Train and test the lightweight network with cross entropy loss
-train(nn_light, train_loader, epochs=3, learning_rate=0.001, device=device)
-test_accuracy_light_ce = test(nn_light, test_loader, device)
-
-print(f"Teacher accuracy: {test_accuracy_deep:.2f}%")
-print(f"Student accuracy: {test_accuracy_light_ce:.2f}%")
-
-
-def train_knowledge_distillation(teacher, student, train_loader, epochs, learning_rate, T, soft_target_loss_weight, ce_loss_weight, device):
-    ce_loss = nn.CrossEntropyLoss()
-    optimizer = optim.Adam(student.parameters(), lr=learning_rate)
-
-    teacher.to(device)
-    student.to(device)
-    teacher.eval()  # Teacher set to evaluation mode
-    student.train()  # Student to train mode
-
-    for epoch in range(epochs):
-        running_loss = 0.0
-        for inputs, labels in train_loader:
-            inputs, labels = inputs.to(device), labels.to(device)
-
-            optimizer.zero_grad()
-
-            # Forward pass with the teacher model - do not save gradients here as we do not change the teacher's weights
-            with torch.no_grad():
-                teacher_logits = teacher(inputs)
-
-            # Forward pass with the student model
-            student_logits = student(inputs)
-
-            # Soften the student logits by applying softmax first and log() second
-            soft_targets = nn.functional.softmax(teacher_logits / T, dim=-1)
-            soft_prob = nn.functional.log_softmax(student_logits / T, dim=-1)
-
-            # Calculate the soft targets loss. Scaled by T**2 as suggested by the authors of the paper "Distilling the knowledge in a neural network"
-            soft_targets_loss = -torch.sum(soft_targets * soft_prob) / soft_prob.size()[0] * (T**2)
-
-            # Calculate the true label loss
-            label_loss = ce_loss(student_logits, labels)
-
-            # Weighted sum of the two losses
-            loss = soft_target_loss_weight * soft_targets_loss + ce_loss_weight * label_loss
-
-            loss.backward()
-            optimizer.step()
-
-            running_loss += loss.item()
-
-        print(f"Epoch {epoch+1}/{epochs}, Loss: {running_loss / len(train_loader)}")
-        epoch_losses.setdefault("KD", []).append(running_loss / len(train_loader))
-
-
-# Apply train_knowledge_distillation with a temperature of 2. Arbitrarily set the weights to 0.75 for CE and 0.25 for distillation loss.
-train_knowledge_distillation(teacher=nn_deep, student=new_nn_light, train_loader=train_loader, epochs=3, learning_rate=0.001, T=2, soft_target_loss_weight=0.25, ce_loss_weight=0.75, device=device)
-test_accuracy_light_ce_and_kd = test(new_nn_light, test_loader, device)
-
-# Compare the student test accuracy with and without the teacher, after distillation
-print(f"Teacher accuracy: {test_accuracy_deep:.2f}%")
-print(f"Student accuracy without teacher: {test_accuracy_light_ce:.2f}%")
-print(f"Student accuracy with CE + KD: {test_accuracy_light_ce_and_kd:.2f}%")
-
-
-class ModifiedDeepNNCosine(nn.Module):
-    def __init__(self, num_classes=10):
-        super(ModifiedDeepNNCosine, self).__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(T_CH, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(T_CH, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(T_CH, 32, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-        )
-        self.classifier = nn.Sequential(
-            nn.Linear(2048, 512),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(512, num_classes)
-        )
-
-    def forward(self, x):
-        x = self.features(x)
-        flattened_conv_output = torch.flatten(x, 1)
-        x = self.classifier(flattened_conv_output)
-        flattened_conv_output_after_pooling = torch.nn.functional.avg_pool1d(flattened_conv_output, 2)
-        return x, flattened_conv_output_after_pooling
-
-
-# Create a similar student class where we return a tuple. We do not apply pooling after flattening.
-class ModifiedLightNNCosine(nn.Module):
-    def __init__(self, num_classes=10):
-        super(ModifiedLightNNCosine, self).__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 16, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(16, 16, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-        )
-        self.classifier = nn.Sequential(
-            nn.Linear(1024, 256),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(256, num_classes)
-        )
-
-    def forward(self, x):
-        x = self.features(x)
-        flattened_conv_output = torch.flatten(x, 1)
-        x = self.classifier(flattened_conv_output)
-        return x, flattened_conv_output
-
-
-# We do not have to train the modified deep network from scratch of course, we just load its weights from the trained instance
-modified_nn_deep = ModifiedDeepNNCosine(num_classes=10)
-modified_nn_deep.load_state_dict(nn_deep.state_dict())
-
-# Once again ensure the norm of the first layer is the same for both networks
-print("Norm of 1st layer for deep_nn:", torch.norm(nn_deep.features[0].weight).item())
-print("Norm of 1st layer for modified_deep_nn:", torch.norm(modified_nn_deep.features[0].weight).item())
-loaded_teacher_same = torch.equal(nn_deep.features[0].weight, modified_nn_deep.features[0].weight)
-
+student = Student()
 torch.manual_seed(42)
-modified_light_nn = ModifiedLightNNCosine(num_classes=10)
-print("Norm of 1st layer:", torch.norm(modified_light_nn.features[0].weight).item())
+kd_student = Student()
+same_init = torch.norm(student.features[0].weight).item() == \
+    torch.norm(kd_student.features[0].weight).item()
+total_params_deep = f"{sum(p.numel() for p in teacher.parameters()):,}"
+total_params_light = f"{sum(p.numel() for p in student.parameters()):,}"
+print("parameters: teacher", total_params_deep, "student", total_params_light)
+fit(student, "student CE", plain_ce)
 
-
-def train_cosine_loss(teacher, student, train_loader, epochs, learning_rate, hidden_rep_loss_weight, ce_loss_weight, device):
-    ce_loss = nn.CrossEntropyLoss()
-    cosine_loss = nn.CosineEmbeddingLoss()
-    optimizer = optim.Adam(student.parameters(), lr=learning_rate)
-
-    teacher.to(device)
-    student.to(device)
-    teacher.eval()  # Teacher set to evaluation mode
-    student.train()  # Student to train mode
-
-    for epoch in range(epochs):
-        running_loss = 0.0
-        for inputs, labels in train_loader:
-            inputs, labels = inputs.to(device), labels.to(device)
-
-            optimizer.zero_grad()
-
-            # Forward pass with the teacher model and keep only the hidden representation
-            with torch.no_grad():
-                _, teacher_hidden_representation = teacher(inputs)
-
-            # Forward pass with the student model
-            student_logits, student_hidden_representation = student(inputs)
-
-            # Calculate the cosine loss. Target is a vector of ones. From the loss formula above we can see that is the case where loss minimization leads to cosine similarity increase.
-            hidden_rep_loss = cosine_loss(student_hidden_representation, teacher_hidden_representation, target=torch.ones(inputs.size(0)).to(device))
-
-            # Calculate the true label loss
-            label_loss = ce_loss(student_logits, labels)
-
-            # Weighted sum of the two losses
-            loss = hidden_rep_loss_weight * hidden_rep_loss + ce_loss_weight * label_loss
-
-            loss.backward()
-            optimizer.step()
-
-            running_loss += loss.item()
-
-        print(f"Epoch {epoch+1}/{epochs}, Loss: {running_loss / len(train_loader)}")
-        epoch_losses.setdefault("cosine", []).append(running_loss / len(train_loader))
-
-
-def test_multiple_outputs(model, test_loader, device):
-    model.to(device)
-    model.eval()
-
-    correct = 0
-    total = 0
-
-    with torch.no_grad():
-        for inputs, labels in test_loader:
-            inputs, labels = inputs.to(device), labels.to(device)
-
-            outputs, _ = model(inputs)  # In this line we disregard the second tensor of the tuple
-            _, predicted = torch.max(outputs.data, 1)
-
-            total += labels.size(0)
-            correct += (predicted == labels).sum().item()
-
-    accuracy = 100 * correct / total
-    print(f"Test Accuracy: {accuracy:.2f}%")
-    return accuracy
-
-
-train_cosine_loss(teacher=modified_nn_deep, student=modified_light_nn, train_loader=train_loader, epochs=3, learning_rate=0.001, hidden_rep_loss_weight=0.25, ce_loss_weight=0.75, device=device)
-test_accuracy_light_ce_and_cosine_loss = test_multiple_outputs(modified_light_nn, test_loader, device)
-
-
-class ModifiedDeepNNRegressor(nn.Module):
-    def __init__(self, num_classes=10):
-        super(ModifiedDeepNNRegressor, self).__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(T_CH, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(T_CH, T_CH, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.Conv2d(T_CH, 32, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-        )
-        self.classifier = nn.Sequential(
-            nn.Linear(2048, 512),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(512, num_classes)
-        )
-
-    def forward(self, x):
-        x = self.features(x)
-        conv_feature_map = x
-        x = torch.flatten(x, 1)
-        x = self.classifier(x)
-        return x, conv_feature_map
-
-
-class ModifiedLightNNRegressor(nn.Module):
-    def __init__(self, num_classes=10):
-        super(ModifiedLightNNRegressor, self).__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 16, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(16, 16, kernel_size=3, padding=1),
-            nn.ReLU(),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-        )
-        # Include an extra regressor (in our case linear)
-        self.regressor = nn.Sequential(
-            nn.Conv2d(16, 32, kernel_size=3, padding=1)
-        )
-        self.classifier = nn.Sequential(
-            nn.Linear(1024, 256),
-            nn.ReLU(),
-            nn.Dropout(0.1),
-            nn.Linear(256, num_classes)
-        )
-
-    def forward(self, x):
-        x = self.features(x)
-        regressor_output = self.regressor(x)
-        x = torch.flatten(x, 1)
-        x = self.classifier(x)
-        return x, regressor_output
-
-
-def train_mse_loss(teacher, student, train_loader, epochs, learning_rate, feature_map_weight, ce_loss_weight, device):
-    ce_loss = nn.CrossEntropyLoss()
-    mse_loss = nn.MSELoss()
-    optimizer = optim.Adam(student.parameters(), lr=learning_rate)
-
-    teacher.to(device)
-    student.to(device)
-    teacher.eval()  # Teacher set to evaluation mode
-    student.train()  # Student to train mode
-
-    for epoch in range(epochs):
-        running_loss = 0.0
-        for inputs, labels in train_loader:
-            inputs, labels = inputs.to(device), labels.to(device)
-
-            optimizer.zero_grad()
-
-            # Again ignore teacher logits
-            with torch.no_grad():
-                _, teacher_feature_map = teacher(inputs)
-
-            # Forward pass with the student model
-            student_logits, regressor_feature_map = student(inputs)
-
-            # Calculate the loss
-            hidden_rep_loss = mse_loss(regressor_feature_map, teacher_feature_map)
-
-            # Calculate the true label loss
-            label_loss = ce_loss(student_logits, labels)
-
-            # Weighted sum of the two losses
-            loss = feature_map_weight * hidden_rep_loss + ce_loss_weight * label_loss
-
-            loss.backward()
-            optimizer.step()
-
-            running_loss += loss.item()
-
-        print(f"Epoch {epoch+1}/{epochs}, Loss: {running_loss / len(train_loader)}")
-        epoch_losses.setdefault("MSE", []).append(running_loss / len(train_loader))
-
-
-# Initialize a ModifiedLightNNRegressor
-torch.manual_seed(42)
-modified_light_nn_mse = ModifiedLightNNRegressor(num_classes=10)
-
-# We do not have to train the modified deep network from scratch of course, we just load its weights from the trained instance
-modified_nn_deep_reg = ModifiedDeepNNRegressor(num_classes=10)
-modified_nn_deep_reg.load_state_dict(nn_deep.state_dict())
-
-# Train and test once again
-train_mse_loss(teacher=modified_nn_deep_reg, student=modified_light_nn_mse, train_loader=train_loader, epochs=3, learning_rate=0.001, feature_map_weight=0.25, ce_loss_weight=0.75, device=device)
-test_accuracy_light_ce_and_mse_loss = test_multiple_outputs(modified_light_nn_mse, test_loader, device)
-
-print(f"Teacher accuracy: {test_accuracy_deep:.2f}%")
-print(f"Student accuracy without teacher: {test_accuracy_light_ce:.2f}%")
-print(f"Student accuracy with CE + KD: {test_accuracy_light_ce_and_kd:.2f}%")
-print(f"Student accuracy with CE + CosineLoss: {test_accuracy_light_ce_and_cosine_loss:.2f}%")
-print(f"Student accuracy with CE + RegressorMSE: {test_accuracy_light_ce_and_mse_loss:.2f}%")
-accuracies = {"teacher": test_accuracy_deep, "student": test_accuracy_light_ce,
-              "kd": test_accuracy_light_ce_and_kd, "cosine": test_accuracy_light_ce_and_cosine_loss,
-              "mse": test_accuracy_light_ce_and_mse_loss}
-
-# a deterministic part to compare with torch: the three distillation losses and their student
-# gradients under fixed weights
-warnings.resetwarnings()
-fixed_x = torch.sin(torch.arange(4 * 3 * 32 * 32, dtype=torch.float32)).view(4, 3, 32, 32)
-fixed_y = torch.tensor([0, 3, 7, 9])
-fixed_teacher, fixed_student = ModifiedDeepNNCosine().eval(), ModifiedLightNNRegressor().eval()
-with torch.no_grad():
-    for m in (fixed_teacher, fixed_student):
-        for k, (name, p) in enumerate(m.named_parameters()):
-            p.copy_(torch.cos(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / p[0].numel() ** 0.5)
-t_logits, t_hidden = fixed_teacher(fixed_x)
-s_logits, s_map = fixed_student(fixed_x)
 T = 2
-kd = -torch.sum(nn.functional.softmax(t_logits / T, dim=-1) * nn.functional.log_softmax(s_logits / T, dim=-1)) / 4 * T ** 2
-cos = nn.CosineEmbeddingLoss()(torch.flatten(s_map, 1)[:, ::2], t_hidden, torch.ones(4))
-mse = nn.MSELoss()(s_map, torch.flatten(t_hidden, 1).view(4, 32, 4, 8).repeat(1, 1, 2, 1))
-(kd + cos + mse + nn.CrossEntropyLoss()(s_logits, fixed_y)).backward()
-fixed_result = {"kd": kd.item(), "cos": cos.item(), "mse": mse.item(),
-                **{name: p.grad.tolist() for name, p in fixed_student.named_parameters()}}
+
+
+def soft_target_loss(teacher_logits, student_logits):
+    """Cross-entropy between the softened distributions, scaled by T**2."""
+    p_teacher = nn.functional.softmax(teacher_logits / T, dim=-1)
+    log_p_student = nn.functional.log_softmax(student_logits / T, dim=-1)
+    return -torch.sum(p_teacher * log_p_student) / log_p_student.size()[0] * T ** 2
+
+
+def kd_loss(model, x, y):
+    with torch.no_grad():
+        t_logits = teacher(x)
+    s_logits = model(x)
+    return 0.25 * soft_target_loss(t_logits, s_logits) + 0.75 * ce(s_logits, y)
+
+
+fit(kd_student, "KD", kd_loss)
+
+# the trained teacher's weights in the variants that expose hidden features
+pooled_teacher = Teacher(hint="pooled")
+pooled_teacher.load_state_dict(teacher.state_dict())
+pooled_teacher.eval()
+loaded_teacher_same = torch.equal(pooled_teacher.features[0].weight, teacher.features[0].weight)
+map_teacher = Teacher(hint="map")
+map_teacher.load_state_dict(teacher.state_dict())
+map_teacher.eval()
+
+cosine = nn.CosineEmbeddingLoss()
+mse = nn.MSELoss()
+
+
+def cosine_loss(model, x, y):
+    with torch.no_grad():
+        _, t_hidden = pooled_teacher(x)
+    s_logits, s_hidden = model(x)
+    agree = cosine(s_hidden, t_hidden, target=torch.ones(x.size(0)).to(device))
+    return 0.25 * agree + 0.75 * ce(s_logits, y)
+
+
+def regressor_loss(model, x, y):
+    with torch.no_grad():
+        _, t_map = map_teacher(x)
+    s_logits, s_map = model(x)
+    return 0.25 * mse(s_map, t_map) + 0.75 * ce(s_logits, y)
+
+
+torch.manual_seed(42)
+cos_student = Student(hint="flat")
+fit(cos_student, "cosine", cosine_loss)
+torch.manual_seed(42)
+mse_student = Student(hint="map")
+fit(mse_student, "MSE", regressor_loss)
+
+accuracies = {"teacher": accuracy(teacher), "student": accuracy(student),
+              "kd": accuracy(kd_student), "cosine": accuracy(cos_student),
+              "mse": accuracy(mse_student)}
+print(accuracies)
+
+# fixed weights, eval mode: the three hint losses and the student's gradients
+warnings.resetwarnings()
+ref_teacher, ref_student = Teacher().eval(), Student(hint="map").eval()
+with torch.no_grad():
+    for model in (ref_teacher, ref_student):
+        for k, p in enumerate(model.parameters(), start=1):
+            scale = p[0].numel() ** 0.5
+            p.copy_(torch.cos(torch.arange(p.numel(), dtype=torch.float32) * k).view_as(p) / scale)
+ref_x = torch.sin(torch.arange(4 * 3 * 32 * 32, dtype=torch.float32)).view(4, 3, 32, 32)
+ref_y = torch.tensor([2, 5, 8, 1])
+t_map = ref_teacher.features(ref_x)
+t_logits = ref_teacher.head(torch.flatten(t_map, 1))
+t_pooled = nn.functional.avg_pool1d(torch.flatten(t_map, 1), 2)
+s_logits, s_map = ref_student(ref_x)
+s_flat = torch.flatten(ref_student.features(ref_x), 1)
+kd = soft_target_loss(t_logits, s_logits)
+cos = nn.CosineEmbeddingLoss()(s_flat, t_pooled, torch.ones(4))
+reg = nn.MSELoss()(s_map, t_map)
+(kd + cos + reg + ce(s_logits, ref_y)).backward()
+fixed_result = {"kd": kd.item(), "cos": cos.item(), "mse": reg.item(),
+                **{name: p.grad.tolist() for name, p in ref_student.named_parameters()}}

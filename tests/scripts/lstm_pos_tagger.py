@@ -1,189 +1,141 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032 (tutorial code as is)
-"""pytorch/tutorials beginner_source/nlp/sequence_models_tutorial.py: nn.LSTM stepped one element
-at a time and over a whole sequence, then an LSTM part-of-speech tagger (autograd.Variable,
-LongTensor, log_softmax without dim), plus the tutorial's exercise: character-level LSTM
-features concatenated to the word embeddings."""
+"""An LSTM part-of-speech tagger, with and without character features, written for these tests in
+the way the PyTorch NLP tutorials commonly write torch code (modelled on the API usage of the
+tutorial "Sequence Models and Long Short-Term Memory Networks", not a copy of it):
+
+- nn.LSTM fed one step at a time with an explicit (h, c) state, then the whole sequence at once
+  (torch.cat + view), the last output equal to h_n;
+- a tagger (Embedding -> LSTM -> Linear -> F.log_softmax without ``dim``) that keeps its hidden
+  state on the module, inputs as autograd.Variable(torch.LongTensor(...)), nn.NLLLoss, optim.SGD;
+- a second tagger that concatenates each word's character-LSTM h_n (torch.stack, torch.cat);
+- a run from sin-valued weights written with copy_/view_as, for the torch comparison (losses
+  and the last gradients).
+"""
 import jitgrad as torch
 import jitgrad.autograd as autograd
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 import jitgrad.optim as optim
 
-torch.manual_seed(1)
+torch.manual_seed(2)
 
-lstm = nn.LSTM(3, 3)  # Input dim is 3, output dim is 3
-inputs = [autograd.Variable(torch.randn((1, 3)))
-          for _ in range(5)]  # make a sequence of length 5
+# --- the LSTM on its own: 4 steps of 2 features into a 4-unit state
+cell = nn.LSTM(2, 4)
+steps = [autograd.Variable(torch.randn((1, 2))) for _ in range(4)]
+state = (autograd.Variable(torch.randn(1, 1, 4)), autograd.Variable(torch.randn((1, 1, 4))))
+for x in steps:
+    y, state = cell(x.view(1, 1, -1), state)
+stepped = (y, state)
 
-# initialize the hidden state.
-hidden = (autograd.Variable(torch.randn(1, 1, 3)),
-          autograd.Variable(torch.randn((1, 1, 3))))
-for i in inputs:
-    # Step through the sequence one element at a time.
-    # after each step, hidden contains the hidden state.
-    out, hidden = lstm(i.view(1, 1, -1), hidden)
-stepped = (out, hidden)
+seq = torch.cat(steps).view(len(steps), 1, -1)
+y, (h_n, c_n) = cell(seq, (autograd.Variable(torch.zeros(1, 1, 4)),
+                           autograd.Variable(torch.zeros((1, 1, 4)))))
+whole_sequence = (y.tolist(), h_n.tolist(), c_n.tolist())
+last_slice_is_hidden = torch.equal(y[-1], h_n[0])
 
-inputs = torch.cat(inputs).view(len(inputs), 1, -1)
-hidden = (autograd.Variable(torch.randn(1, 1, 3)), autograd.Variable(
-    torch.randn((1, 1, 3))))  # clean out hidden state
-out, hidden = lstm(inputs, hidden)
-print(out)
-print(hidden)
-whole_sequence = (out.tolist(), hidden[0].tolist(), hidden[1].tolist())
-last_slice_is_hidden = torch.equal(out[-1], hidden[0][0])
-
-
-def prepare_sequence(seq, to_ix):
-    idxs = [to_ix[w] for w in seq]
-    tensor = torch.LongTensor(idxs)
-    return autograd.Variable(tensor)
-
-
-training_data = [
-    ("The dog ate the apple".split(), ["DET", "NN", "V", "DET", "NN"]),
-    ("Everybody read that book".split(), ["NN", "V", "DET", "NN"])
+# --- tagging: 0 determiner, 1 noun, 2 verb
+TAGS = {"DET": 0, "NN": 1, "V": 2}
+corpus = [
+    ("A cat chased the mouse".split(), ["DET", "NN", "V", "DET", "NN"]),
+    ("Children like the park".split(), ["NN", "V", "DET", "NN"]),
 ]
-word_to_ix = {}
-for sent, tags in training_data:
-    for word in sent:
-        if word not in word_to_ix:
-            word_to_ix[word] = len(word_to_ix)
-print(word_to_ix)
-tag_to_ix = {"DET": 0, "NN": 1, "V": 2}
-
-EMBEDDING_DIM = 6
-HIDDEN_DIM = 6
+vocab = {}
+letters = {}
+for words, _ in corpus:
+    for w in words:
+        vocab.setdefault(w, len(vocab))
+        for ch in w:
+            letters.setdefault(ch, len(letters))
 
 
-class LSTMTagger(nn.Module):
-
-    def __init__(self, embedding_dim, hidden_dim, vocab_size, tagset_size):
-        super(LSTMTagger, self).__init__()
-        self.hidden_dim = hidden_dim
-
-        self.word_embeddings = nn.Embedding(vocab_size, embedding_dim)
-
-        # The LSTM takes word embeddings as inputs, and outputs hidden states
-        # with dimensionality hidden_dim.
-        self.lstm = nn.LSTM(embedding_dim, hidden_dim)
-
-        # The linear layer that maps from hidden state space to tag space
-        self.hidden2tag = nn.Linear(hidden_dim, tagset_size)
-        self.hidden = self.init_hidden()
-
-    def init_hidden(self):
-        # The axes semantics are (num_layers, minibatch_size, hidden_dim)
-        return (autograd.Variable(torch.zeros(1, 1, self.hidden_dim)),
-                autograd.Variable(torch.zeros(1, 1, self.hidden_dim)))
-
-    def forward(self, sentence):
-        embeds = self.word_embeddings(sentence)
-        lstm_out, self.hidden = self.lstm(
-            embeds.view(len(sentence), 1, -1), self.hidden)
-        tag_space = self.hidden2tag(lstm_out.view(len(sentence), -1))
-        tag_scores = F.log_softmax(tag_space)
-        return tag_scores
+def to_ids(items, table):
+    return autograd.Variable(torch.LongTensor([table[t] for t in items]))
 
 
-model = LSTMTagger(EMBEDDING_DIM, HIDDEN_DIM, len(word_to_ix), len(tag_to_ix))
-loss_function = nn.NLLLoss()
-optimizer = optim.SGD(model.parameters(), lr=0.1)
+class Tagger(nn.Module):
+    def __init__(self, n_words, n_tags, emb=6, hid=6):
+        super().__init__()
+        self.hid = hid
+        self.emb = nn.Embedding(n_words, emb)
+        self.rnn = nn.LSTM(emb, hid)
+        self.head = nn.Linear(hid, n_tags)
+        self.state = self.fresh_state()
 
-# See what the scores are before training
-inputs = prepare_sequence(training_data[0][0], word_to_ix)
-tag_scores = model(inputs)
-print(tag_scores)
-scores_before = tag_scores.tolist()
+    def fresh_state(self):
+        # (num_layers, batch, hidden)
+        return (autograd.Variable(torch.zeros(1, 1, self.hid)),
+                autograd.Variable(torch.zeros(1, 1, self.hid)))
 
+    def forward(self, ids):
+        n = len(ids)
+        out, self.state = self.rnn(self.emb(ids).view(n, 1, -1), self.state)
+        return F.log_softmax(self.head(out.view(n, -1)))
+
+
+def fit(net, epochs, opt, record):
+    nll = nn.NLLLoss()
+    for _ in range(epochs):
+        for words, tags in corpus:
+            net.zero_grad()
+            net.state = net.fresh_state()
+            loss = nll(net(to_ids(words, vocab)), to_ids(tags, TAGS))
+            loss.backward()
+            opt.step()
+            record.append(loss.item())
+
+
+tagger = Tagger(len(vocab), len(TAGS))
+scores_before = tagger(to_ids(corpus[0][0], vocab)).tolist()
 losses = []
-for epoch in range(300):  # again, normally you would NOT do 300 epochs, it is toy data
-    for sentence, tags in training_data:
-        model.zero_grad()
-        model.hidden = model.init_hidden()
-        sentence_in = prepare_sequence(sentence, word_to_ix)
-        targets = prepare_sequence(tags, tag_to_ix)
-        tag_scores = model(sentence_in)
-        loss = loss_function(tag_scores, targets)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-
-# See what the scores are after training
-inputs = prepare_sequence(training_data[0][0], word_to_ix)
-tag_scores = model(inputs)
-print(tag_scores)
-predicted_tags = tag_scores.argmax(1).tolist()  # DET NN V DET NN: [0, 1, 2, 0, 1]
-scores_after = tag_scores.tolist()
+fit(tagger, 300, optim.SGD(tagger.parameters(), lr=0.1), losses)
+scores = tagger(to_ids(corpus[0][0], vocab))
+scores_after = scores.tolist()
+predicted_tags = scores.argmax(1).tolist()
+print("tags of the first sentence:", predicted_tags)
 
 
-# ---- the exercise: augmenting the tagger with character-level features ----
-char_to_ix = {}
-for sent, _ in training_data:
-    for word in sent:
-        for c in word:
-            char_to_ix.setdefault(c, len(char_to_ix))
-CHAR_EMBEDDING_DIM = 3
-CHAR_HIDDEN_DIM = 3
+# --- words plus their spelling
+class SpellingTagger(nn.Module):
+    def __init__(self, n_words, n_letters, n_tags, emb=6, letter_emb=3, letter_hid=3, hid=6):
+        super().__init__()
+        self.emb = nn.Embedding(n_words, emb)
+        self.letter_emb = nn.Embedding(n_letters, letter_emb)
+        self.speller = nn.LSTM(letter_emb, letter_hid)
+        self.rnn = nn.LSTM(emb + letter_hid, hid)
+        self.head = nn.Linear(hid, n_tags)
+
+    def spell(self, word):
+        chars = self.letter_emb(to_ids(word, letters)).view(len(word), 1, -1)
+        _, (h_last, _) = self.speller(chars)
+        return h_last.view(-1)
+
+    def forward(self, ids, words):
+        feats = torch.cat([self.emb(ids), torch.stack([self.spell(w) for w in words])], dim=1)
+        out, _ = self.rnn(feats.view(len(words), 1, -1))
+        return F.log_softmax(self.head(out.view(len(words), -1)), dim=1)
 
 
-class CharLSTMTagger(nn.Module):
-
-    def __init__(self, embedding_dim, char_dim, char_hidden, hidden_dim, vocab_size, n_chars,
-                 tagset_size):
-        super(CharLSTMTagger, self).__init__()
-        self.word_embeddings = nn.Embedding(vocab_size, embedding_dim)
-        self.char_embeddings = nn.Embedding(n_chars, char_dim)
-        self.char_lstm = nn.LSTM(char_dim, char_hidden)
-        self.lstm = nn.LSTM(embedding_dim + char_hidden, hidden_dim)
-        self.hidden2tag = nn.Linear(hidden_dim, tagset_size)
-
-    def forward(self, sentence, words):
-        embeds = self.word_embeddings(sentence)
-        char_reps = []
-        for word in words:
-            chars = prepare_sequence(word, char_to_ix)
-            _, (h_n, _) = self.char_lstm(self.char_embeddings(chars).view(len(word), 1, -1))
-            char_reps.append(h_n.view(-1))
-        combined = torch.cat([embeds, torch.stack(char_reps)], dim=1)
-        lstm_out, _ = self.lstm(combined.view(len(sentence), 1, -1))
-        tag_space = self.hidden2tag(lstm_out.view(len(sentence), -1))
-        return F.log_softmax(tag_space, dim=1)
-
-
-char_model = CharLSTMTagger(EMBEDDING_DIM, CHAR_EMBEDDING_DIM, CHAR_HIDDEN_DIM, HIDDEN_DIM,
-                            len(word_to_ix), len(char_to_ix), len(tag_to_ix))
-optimizer = optim.SGD(char_model.parameters(), lr=0.1)
+speller = SpellingTagger(len(vocab), len(letters), len(TAGS))
+sgd = optim.SGD(speller.parameters(), lr=0.1)
+nll = nn.NLLLoss()
 char_losses = []
-for epoch in range(100):
-    total = 0.0
-    for sentence, tags in training_data:
-        char_model.zero_grad()
-        tag_scores = char_model(prepare_sequence(sentence, word_to_ix), sentence)
-        loss = loss_function(tag_scores, prepare_sequence(tags, tag_to_ix))
+for _ in range(100):
+    epoch = []
+    for words, tags in corpus:
+        speller.zero_grad()
+        loss = nll(speller(to_ids(words, vocab), words), to_ids(tags, TAGS))
         loss.backward()
-        optimizer.step()
-        total += loss.item()
-    char_losses.append(total / len(training_data))
+        sgd.step()
+        epoch.append(loss.item())
+    char_losses.append(sum(epoch) / len(epoch))
 with torch.no_grad():
-    char_predicted = [char_model(prepare_sequence(s, word_to_ix), s).argmax(1).tolist()
-                      for s, _ in training_data]
-print('char-level tagger loss', char_losses[0], '->', char_losses[-1], char_predicted)
+    char_predicted = [speller(to_ids(w, vocab), w).argmax(1).tolist() for w, _ in corpus]
+print("spelling tagger:", char_losses[0], "->", char_losses[-1], char_predicted)
 
-# a deterministic part to compare with torch: the tagger with fixed weights, trained 20 epochs
-fixed = LSTMTagger(EMBEDDING_DIM, HIDDEN_DIM, len(word_to_ix), len(tag_to_ix))
+# --- deterministic weights for the torch comparison
+ref = Tagger(len(vocab), len(TAGS))
 with torch.no_grad():
-    for k, (name, p) in enumerate(fixed.named_parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 2)
-optimizer = optim.SGD(fixed.parameters(), lr=0.1)
+    for k, p in enumerate(ref.parameters(), start=1):
+        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * k).view_as(p) / 2)
 fixed_losses = []
-for epoch in range(20):
-    for sentence, tags in training_data:
-        fixed.zero_grad()
-        fixed.hidden = fixed.init_hidden()
-        loss = loss_function(fixed(prepare_sequence(sentence, word_to_ix)),
-                             prepare_sequence(tags, tag_to_ix))
-        loss.backward()
-        optimizer.step()
-        fixed_losses.append(loss.item())
-fixed_grads = {name: p.grad.tolist() for name, p in fixed.named_parameters()}
+fit(ref, 20, optim.SGD(ref.parameters(), lr=0.1), fixed_losses)
+fixed_grads = {name: p.grad.tolist() for name, p in ref.named_parameters()}

@@ -1,363 +1,189 @@
-# ruff: noqa: B007, E222, E402, E501, E731, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032
-# (tutorial code as is)
-"""pytorch/tutorials beginner_source/introyt/tensors_deeper_tutorial.py: creating tensors,
-seeding, ``*_like``, dtypes, arithmetic and broadcasting, a sample of math ops (svd, cross,
-unique, bitwise_xor), in-place ops and ``out=``, copying, devices, reshaping, the NumPy
-bridge. The tutorial's own asserts run as they are; ``det`` collects the results that do not
-depend on random numbers, to compare with torch."""
-import jitgrad as torch
+"""A tour of tensor creation, arithmetic, broadcasting, maths, in-place work, copies, devices,
+reshaping and the NumPy bridge, written for these tests in the way the PyTorch introductory
+("introyt") tutorials commonly write torch code (modelled on the API usage of the tutorial
+"Introduction to PyTorch Tensors", not a copy of it):
+
+- torch.empty / zeros / ones / rand under manual_seed, the ``*_like`` factories, torch.tensor
+  from nested lists and tuples, dtype= and ``.to(dtype)``;
+- scalar and tensor powers, a shape-mismatch error, broadcasting (and three shapes that do not
+  broadcast);
+- abs / ceil / floor / clamp, sin / asin, bitwise_xor, eq, max / mean / std / prod / unique,
+  cross, matmul, svd;
+- sin_ / add_ / mul_, ``out=`` (also for rand), aliasing against clone, clone and detach under
+  autograd, devices;
+- unsqueeze / squeeze / unsqueeze_, reshape (a view), from_numpy and ``.numpy()`` sharing memory.
+
+``det`` keeps the results that do not depend on random numbers, to compare with torch.
+"""
 import math
-
-det = {}
-
-x = torch.empty(3, 4)
-print(type(x))
-print(x)
-det["empty_type"] = type(x).__name__
-
-zeros = torch.zeros(2, 3)
-print(zeros)
-
-ones = torch.ones(2, 3)
-print(ones)
-
-torch.manual_seed(1729)
-random = torch.rand(2, 3)
-print(random)
-
-torch.manual_seed(1729)
-random1 = torch.rand(2, 3)
-print(random1)
-
-random2 = torch.rand(2, 3)
-print(random2)
-
-torch.manual_seed(1729)
-random3 = torch.rand(2, 3)
-print(random3)
-
-random4 = torch.rand(2, 3)
-print(random4)
-det["seeding_repeats"] = (torch.equal(random1, random3), torch.equal(random2, random4),
-                          torch.equal(random1, random2))
-
-x = torch.empty(2, 2, 3)
-print(x.shape)
-print(x)
-
-empty_like_x = torch.empty_like(x)
-print(empty_like_x.shape)
-print(empty_like_x)
-
-zeros_like_x = torch.zeros_like(x)
-print(zeros_like_x.shape)
-print(zeros_like_x)
-
-ones_like_x = torch.ones_like(x)
-print(ones_like_x.shape)
-print(ones_like_x)
-
-rand_like_x = torch.rand_like(x)
-print(rand_like_x.shape)
-print(rand_like_x)
-det["like_shapes"] = [list(t.shape) for t in (empty_like_x, zeros_like_x, ones_like_x, rand_like_x)]
-
-some_constants = torch.tensor([[3.1415926, 2.71828], [1.61803, 0.0072897]])
-print(some_constants)
-
-some_integers = torch.tensor((2, 3, 5, 7, 11, 13, 17, 19))
-print(some_integers)
-
-more_integers = torch.tensor(((2, 4, 6), [3, 6, 9]))
-print(more_integers)
-det["constructed"] = [repr(t) for t in (some_constants, some_integers, more_integers)]
-
-a = torch.ones((2, 3), dtype=torch.int16)
-print(a)
-
-b = torch.rand((2, 3), dtype=torch.float64) * 20.
-print(b)
-
-c = b.to(torch.int32)
-print(c)
-det["dtypes"] = (repr(a), str(b.dtype), str(c.dtype), torch.equal(c, b.trunc().to(torch.int32)))
-
-ones = torch.zeros(2, 2) + 1
-twos = torch.ones(2, 2) * 2
-threes = (torch.ones(2, 2) * 7 - 1) / 2
-fours = twos ** 2
-sqrt2s = twos ** 0.5
-
-print(ones)
-print(twos)
-print(threes)
-print(fours)
-print(sqrt2s)
-
-powers2 = twos ** torch.tensor([[1, 2], [3, 4]])
-print(powers2)
-
-fives = ones + fours
-print(fives)
-
-dozens = threes * fours
-print(dozens)
-det["arithmetic"] = [repr(t) for t in (ones, twos, threes, fours, sqrt2s, powers2, fives, dozens)]
-
-try:
-    a = torch.rand(2, 3)
-    b = torch.rand(3, 2)
-    print(a * b)
-except RuntimeError as e:
-    det["mismatch_error"] = str(e)
-
-rand = torch.rand(2, 4)
-doubled = rand * (torch.ones(1, 4) * 2)
-
-print(rand)
-print(doubled)
-det["doubled"] = torch.equal(doubled, rand * 2)
-
-a =     torch.ones(4, 3, 2)
-
-b = a * torch.rand(   3, 2)  # 3rd & 2nd dims identical to a, dim 1 absent
-print(b)
-
-c = a * torch.rand(   3, 1)  # 3rd dim = 1, 2nd dim identical to a
-print(c)
-
-d = a * torch.rand(   1, 2)  # 3rd dim identical to a, 2nd dim = 1
-print(d)
-det["broadcast"] = (torch.equal(b[0], b[3]), torch.equal(c[..., 0], c[..., 1]),
-                    torch.equal(d[:, 0], d[:, 2]))
-
-broadcast_errors = []
-for shape in ((4, 3), (2, 3), (0,)):
-    try:
-        a * torch.rand(shape)
-    except RuntimeError as e:
-        broadcast_errors.append(str(e))
-det["broadcast_errors"] = broadcast_errors
-
-# common functions
-a = torch.rand(2, 4) * 2 - 1
-print('Common functions:')
-print(torch.abs(a))
-print(torch.ceil(a))
-print(torch.floor(a))
-print(torch.clamp(a, -0.5, 0.5))
-
-# trigonometric functions and their inverses
-angles = torch.tensor([0, math.pi / 4, math.pi / 2, 3 * math.pi / 4])
-sines = torch.sin(angles)
-inverses = torch.asin(sines)
-print('\nSine and arcsine:')
-print(angles)
-print(sines)
-print(inverses)
-det["trig"] = [repr(t) for t in (angles, sines, inverses)]
-
-# bitwise operations
-print('\nBitwise XOR:')
-b = torch.tensor([1, 5, 11])
-c = torch.tensor([2, 7, 10])
-print(torch.bitwise_xor(b, c))
-det["xor"] = repr(torch.bitwise_xor(b, c))
-
-# comparisons:
-print('\nBroadcasted, element-wise equality comparison:')
-d = torch.tensor([[1., 2.], [3., 4.]])
-e = torch.ones(1, 2)  # many comparison ops support broadcasting!
-print(torch.eq(d, e))  # returns a tensor of type bool
-
-# reductions:
-print('\nReduction ops:')
-print(torch.max(d))        # returns a single-element tensor
-print(torch.max(d).item())  # extracts the value from the returned tensor
-print(torch.mean(d))       # average
-print(torch.std(d))        # standard deviation
-print(torch.prod(d))       # product of all numbers
-print(torch.unique(torch.tensor([1, 2, 1, 2, 1, 2])))  # filter unique elements
-det["reductions"] = [repr(t) for t in (torch.eq(d, e), torch.max(d), torch.mean(d), torch.std(d),
-                                       torch.prod(d), torch.unique(torch.tensor([1, 2, 1, 2, 1, 2])))]
-
-# vector and linear algebra operations
-v1 = torch.tensor([1., 0., 0.])         # x unit vector
-v2 = torch.tensor([0., 1., 0.])         # y unit vector
-m1 = torch.rand(2, 2)                   # random matrix
-m2 = torch.tensor([[3., 0.], [0., 3.]])  # three times identity matrix
-
-print('\nVectors & Matrices:')
-print(torch.cross(v2, v1))  # negative of z unit vector (v1 x v2 == -v2 x v1)
-print(m1)
-m3 = torch.matmul(m1, m2)
-print(m3)                  # 3 times m1
-print(torch.svd(m3))       # singular value decomposition
-det["cross"] = repr(torch.cross(v2, v1))
-U, S, V = torch.svd(m3)
-svd_ok = torch.allclose(U @ torch.diag(S) @ V.t(), m3, atol=1e-5) and torch.allclose(m3, 3 * m1)
-det["svd_repr_head"] = repr(torch.svd(m2)).split("(")[0]
-
-a = torch.tensor([0, math.pi / 4, math.pi / 2, 3 * math.pi / 4])
-print('a:')
-print(a)
-print(torch.sin(a))   # this operation creates a new tensor in memory
-print(a)              # a has not changed
-
-b = torch.tensor([0, math.pi / 4, math.pi / 2, 3 * math.pi / 4])
-print('\nb:')
-print(b)
-print(torch.sin_(b))  # note the underscore
-print(b)              # b has changed
-det["sin_"] = (repr(a), repr(b))
-
-a = torch.ones(2, 2)
-b = torch.rand(2, 2)
-
-print('Before:')
-print(a)
-print(b)
-print('\nAfter adding:')
-print(a.add_(b))
-print(a)
-print(b)
-print('\nAfter multiplying')
-print(b.mul_(b))
-print(b)
-
-a = torch.rand(2, 2)
-b = torch.rand(2, 2)
-c = torch.zeros(2, 2)
-old_id = id(c)
-
-print(c)
-d = torch.matmul(a, b, out=c)
-print(c)                # contents of c have changed
-
-assert c is d           # test c & d are same object, not just containing equal values
-assert id(c) == old_id  # make sure that our new c is the same object as the old one
-
-torch.rand(2, 2, out=c)  # works for creation too!
-print(c)                # c has changed again
-assert id(c) == old_id  # still the same object!
-
-a = torch.ones(2, 2)
-b = a
-
-a[0][1] = 561  # we change a...
-print(b)       # ...and b is also altered
-det["alias"] = repr(b)
-
-a = torch.ones(2, 2)
-b = a.clone()
-
-assert b is not a      # different objects in memory...
-print(torch.eq(a, b))  # ...but still with the same contents!
-
-a[0][1] = 561          # a changes...
-print(b)               # ...but b is still all ones
-det["clone"] = repr(b)
-
-a = torch.rand(2, 2, requires_grad=True)  # turn on autograd
-print(a)
-
-b = a.clone()
-print(b)
-
-c = a.detach().clone()
-print(c)
-
-print(a)
-det["clone_grad"] = (a.requires_grad, b.grad_fn.name(), c.requires_grad, c.grad_fn)
-
-if torch.cuda.is_available():
-    print('We have a GPU!')
-else:
-    print('Sorry, CPU only.')
-
-if torch.cuda.is_available():
-    gpu_rand = torch.rand(2, 2, device='cuda')
-    print(gpu_rand)
-else:
-    print('Sorry, CPU only.')
-
-if torch.cuda.is_available():
-    my_device = torch.device('cuda')
-else:
-    my_device = torch.device('cpu')
-print('Device: {}'.format(my_device))
-det["device"] = 'Device: {}'.format(my_device)
-
-x = torch.rand(2, 2, device=my_device)
-print(x)
-
-y = torch.rand(2, 2)
-y = y.to(my_device)
-
-a = torch.rand(3, 226, 226)
-b = a.unsqueeze(0)
-
-print(a.shape)
-print(b.shape)
-
-c = torch.rand(1, 1, 1, 1, 1)
-print(c)
-
-a = torch.rand(1, 20)
-print(a.shape)
-print(a)
-
-b = a.squeeze(0)
-print(b.shape)
-print(b)
-
-c = torch.rand(2, 2)
-print(c.shape)
-
-d = c.squeeze(0)
-print(d.shape)
-det["squeeze"] = (str(b.shape), str(d.shape))
-
-a = torch.ones(4, 3, 2)
-b = torch.rand(   3)     # trying to multiply a * b will give a runtime error
-c = b.unsqueeze(1)       # change to a 2-dimensional tensor, adding new dim at the end
-print(c.shape)
-print(a * c)             # broadcasting works again!
-
-batch_me = torch.rand(3, 226, 226)
-print(batch_me.shape)
-batch_me.unsqueeze_(0)
-print(batch_me.shape)
-det["unsqueeze_"] = str(batch_me.shape)
-
-output3d = torch.rand(6, 20, 20)
-print(output3d.shape)
-
-input1d = output3d.reshape(6 * 20 * 20)
-print(input1d.shape)
-
-# can also call it as a method on the torch module:
-print(torch.reshape(output3d, (6 * 20 * 20,)).shape)
-output3d[0, 0, 0] = 7.0
-det["reshape_is_view"] = input1d[0].item() == 7.0
 
 import numpy as np
 
-numpy_array = np.ones((2, 3))
-print(numpy_array)
+import jitgrad as torch
 
-pytorch_tensor = torch.from_numpy(numpy_array)
-print(pytorch_tensor)
+det = {}
 
-pytorch_rand = torch.rand(2, 3)
-print(pytorch_rand)
+blank = torch.empty(2, 5)
+det["empty_type"] = type(blank).__name__
+print(type(blank), torch.zeros(3, 1), torch.ones(1, 3))
 
-numpy_rand = pytorch_rand.numpy()
-print(numpy_rand)
+# --- seeding: the same seed replays the same numbers
+torch.manual_seed(2024)
+first_a, first_b = torch.rand(3, 2), torch.rand(3, 2)
+torch.manual_seed(2024)
+again_a, again_b = torch.rand(3, 2), torch.rand(3, 2)
+det["seeding_repeats"] = (torch.equal(first_a, again_a), torch.equal(first_b, again_b),
+                          torch.equal(first_a, first_b))
 
-numpy_array[1, 1] = 23
-print(pytorch_tensor)
+template = torch.empty(3, 1, 2)
+likes = (torch.empty_like(template), torch.zeros_like(template), torch.ones_like(template),
+         torch.rand_like(template))
+det["like_shapes"] = [list(t.shape) for t in likes]
 
-pytorch_rand[1, 1] = 17
-print(numpy_rand)
-det["numpy_bridge"] = (repr(pytorch_tensor), float(numpy_rand[1, 1]))
+pi_e = torch.tensor([[3.14159, 2.71828], [0.57721, 1.41421]])
+primes = torch.tensor((23, 29, 31, 37))
+table = torch.tensor(([1, 2, 3], (4, 5, 6)))
+det["constructed"] = [repr(t) for t in (pi_e, primes, table)]
+
+small_ints = torch.ones((3, 2), dtype=torch.int16)
+wide = torch.rand((3, 2), dtype=torch.float64) * 50.
+as_int = wide.to(torch.int32)
+det["dtypes"] = (repr(small_ints), str(wide.dtype), str(as_int.dtype),
+                 torch.equal(as_int, wide.trunc().to(torch.int32)))
+
+# --- arithmetic with scalars and tensors
+halves = torch.ones(2, 3) / 2
+tens = torch.zeros(2, 3) + 10
+sevens = (tens * 3 - 9) / 3
+cubes = (halves * 4) ** 3
+roots = tens ** 0.5
+steps = (halves * 4) ** torch.tensor([[0, 1, 2], [3, 4, 5]])
+sums = halves + sevens
+products = sevens * cubes
+det["arithmetic"] = [repr(t) for t in (halves, tens, sevens, cubes, roots, steps, sums, products)]
+print(*det["arithmetic"], sep="\n")
+
+try:
+    torch.rand(3, 2) + torch.rand(2, 3)
+except RuntimeError as err:
+    det["mismatch_error"] = str(err)
+
+row = torch.rand(3, 5)
+det["doubled"] = torch.equal(row * (torch.ones(1, 5) * 2), row * 2)
+
+# --- broadcasting against a (5, 2, 4) block
+block = torch.ones(5, 2, 4)
+full_tail = block * torch.rand(2, 4)     # no leading dim: repeated over the 5
+col = block * torch.rand(2, 1)           # last dim 1: repeated along it
+row_bc = block * torch.rand(1, 4)        # middle dim 1: repeated along it
+det["broadcast"] = (torch.equal(full_tail[1], full_tail[4]),
+                    torch.equal(col[..., 0], col[..., 3]),
+                    torch.equal(row_bc[:, 0], row_bc[:, 1]))
+failures = []
+for bad in ((5, 4), (3, 4), (0,)):
+    try:
+        block * torch.rand(bad)
+    except RuntimeError as err:
+        failures.append(str(err))
+det["broadcast_errors"] = failures
+
+# --- a sample of maths
+centred = torch.rand(3, 3) * 4 - 2
+print(torch.abs(centred), torch.ceil(centred), torch.floor(centred), torch.clamp(centred, -1, 1))
+quarter_turns = torch.tensor([math.pi / 6, math.pi / 3, math.pi / 2, 0])
+heights = torch.sin(quarter_turns)
+back = torch.asin(heights)
+det["trig"] = [repr(t) for t in (quarter_turns, heights, back)]
+det["xor"] = repr(torch.bitwise_xor(torch.tensor([3, 8, 12]), torch.tensor([5, 8, 6])))
+
+grid = torch.tensor([[2., 4.], [6., 8.]])
+twos = torch.full((1, 2), 2.)
+dupes = torch.tensor([4, 4, 9, 1, 9, 4])
+det["reductions"] = [repr(t) for t in (torch.eq(grid, twos), torch.max(grid), torch.mean(grid),
+                                       torch.std(grid), torch.prod(grid), torch.unique(dupes))]
+print(torch.max(grid).item())
+
+x_axis = torch.tensor([1., 0., 0.])
+z_axis = torch.tensor([0., 0., 1.])
+det["cross"] = repr(torch.cross(z_axis, x_axis))   # z x x = y
+rnd = torch.rand(2, 2)
+twice = torch.tensor([[2., 0.], [0., 2.]])
+prod = torch.matmul(rnd, twice)
+U, S, V = torch.svd(prod)
+svd_ok = torch.allclose(U @ torch.diag(S) @ V.t(), prod, atol=1e-5) and \
+    torch.allclose(prod, 2 * rnd)
+det["svd_repr_head"] = repr(torch.svd(twice)).split("(")[0]
+
+# --- in place
+kept = torch.tensor([0, math.pi / 6, math.pi / 2])
+changed = torch.tensor([0, math.pi / 6, math.pi / 2])
+torch.sin(kept)      # a new tensor; ``kept`` stays
+torch.sin_(changed)  # trailing underscore: ``changed`` is overwritten
+det["sin_"] = (repr(kept), repr(changed))
+
+acc = torch.zeros(2, 2)
+inc = torch.rand(2, 2)
+print(acc.add_(inc), inc.mul_(inc))
+
+left, right = torch.rand(3, 3), torch.rand(3, 3)
+dest = torch.empty(3, 3)
+dest_id = id(dest)
+result = torch.matmul(left, right, out=dest)
+assert result is dest and id(dest) == dest_id
+torch.rand(3, 3, out=dest)
+assert id(dest) == dest_id
+
+# --- names, copies and autograd
+orig = torch.zeros(2, 2)
+alias = orig
+orig[1][0] = 42
+det["alias"] = repr(alias)
+orig = torch.zeros(2, 2)
+dup = orig.clone()
+assert dup is not orig
+orig[1][0] = 42
+det["clone"] = repr(dup)
+
+tracked = torch.rand(2, 3, requires_grad=True)
+tracked_copy = tracked.clone()
+plain_copy = tracked.detach().clone()
+det["clone_grad"] = (tracked.requires_grad, tracked_copy.grad_fn.name(),
+                     plain_copy.requires_grad, plain_copy.grad_fn)
+
+# --- devices
+print("GPU" if torch.cuda.is_available() else "CPU only")
+if torch.cuda.is_available():
+    on_gpu = torch.rand(2, 2, device="cuda")
+where = torch.device("cuda") if torch.cuda.is_available() else torch.device("cpu")
+det["device"] = f"Device: {where}"
+made_there = torch.rand(3, device=where)
+moved = torch.rand(3).to(where)
+
+# --- shapes
+image = torch.rand(3, 64, 64)
+print(image.unsqueeze(0).shape, torch.rand(1, 1, 1).shape)
+flat_row = torch.rand(1, 12)
+squeezed = flat_row.squeeze(0)
+square = torch.rand(3, 3)
+not_squeezed = square.squeeze(0)  # dim 0 is not 1: unchanged
+det["squeeze"] = (str(squeezed.shape), str(not_squeezed.shape))
+per_channel = torch.rand(2).unsqueeze(1)   # (2, 1) broadcasts against (5, 2, 4)
+print((block * per_channel).shape)
+batch = torch.rand(3, 64, 64)
+batch.unsqueeze_(0)
+det["unsqueeze_"] = str(batch.shape)
+
+maps = torch.rand(4, 10, 10)
+flat = maps.reshape(4 * 10 * 10)
+print(flat.shape, torch.reshape(maps, (400,)).shape)
+maps[0, 0, 0] = 9.0
+det["reshape_is_view"] = flat[0].item() == 9.0
+
+# --- NumPy shares memory both ways
+arr = np.zeros((3, 2))
+from_arr = torch.from_numpy(arr)
+rand_t = torch.rand(3, 2)
+as_arr = rand_t.numpy()
+arr[2, 0] = 23
+rand_t[2, 0] = 17
+det["numpy_bridge"] = (repr(from_arr), float(as_arr[2, 0]))

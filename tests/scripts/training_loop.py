@@ -1,244 +1,163 @@
-# ruff: noqa: B007, E402, E501, E731, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032
-# (tutorial code as is)
-"""pytorch/tutorials beginner_source/introyt/trainingyt.py: Dataset and DataLoader, a LeNet-like
-GarmentClassifier, CrossEntropyLoss on dummy outputs, SGD with momentum, the per-epoch train
-and validation loops, and saving the best model's state_dict (then loading it back).
+"""A complete train/validate/checkpoint loop on small digit images, written for these tests in the
+way the PyTorch introductory ("introyt") tutorials commonly write torch code (modelled on the API
+usage of the tutorial "Training with PyTorch", not a copy of it):
 
-Fashion-MNIST is a download: scikit-learn's bundled 8x8 digits, scaled 3x and padded to 28x28,
-stand in for it (with the tutorial's Normalize((0.5,), (0.5,))). tensorboard and torchvision
-are not installed: a small SummaryWriter stand-in records the scalars, and the image grid is
-made by hand."""
+- a map-style torch.utils.data.Dataset, DataLoader's with workers, iter/next on a loader, a
+  hand-made image strip (torch.cat along the width) turned into NumPy;
+- a small CNN (Conv2d, MaxPool2d(2, 2), view, Linear), torch.nn.CrossEntropyLoss on made-up
+  scores checked against log_softmax, SGD with momentum;
+- epochs that log running losses to a SummaryWriter-like recorder, model.train(True/False),
+  a validation loss summed as a tensor, torch.save of the best state_dict under a timestamped
+  name, torch.load + load_state_dict of the last one saved, eval accuracy;
+- five momentum steps from sin-valued weights on a Subset, for the torch comparison.
+
+scikit-learn's 8x8 digits, blown up and padded to 28x28 and scaled to [-1, 1], stand in for the
+image data set; tensorboard is replaced by a small recorder.
+"""
 import os
 import tempfile
-
-import jitgrad as torch
-from jitgrad.utils.data import Dataset
-
 from datetime import datetime
 
 import numpy as np
 from sklearn.datasets import load_digits
 
-torch.manual_seed(0)
-
-
-class SummaryWriter:  # (stand-in for torch.utils.tensorboard.SummaryWriter)
-    def __init__(self, log_dir):
-        self.log_dir, self.scalars = log_dir, []
-
-    def add_scalar(self, tag, value, step):
-        self.scalars.append((tag, float(value), step))
-
-    def add_scalars(self, tag, values, step):
-        for k, v in values.items():
-            self.add_scalar(f"{tag}/{k}", v, step)
-
-    def flush(self):
-        pass
-
-
-class Digits28(Dataset):
-    """sklearn's digits as 1x28x28 images in [-1, 1] (ToTensor, then Normalize((0.5,), (0.5,)))."""
-
-    def __init__(self, train):
-        digits = load_digits()
-        split = slice(0, 1200) if train else slice(1200, 1600)
-        images = np.kron(digits.images[split] / 16.0, np.ones((3, 3)))  # 24x24
-        images = np.pad(images, ((0, 0), (2, 2), (2, 2)))[:, None].astype(np.float32)
-        self.images = (torch.from_numpy(images) - 0.5) / 0.5
-        self.targets = torch.from_numpy(digits.target[split]).long()
-
-    def __len__(self):
-        return len(self.targets)
-
-    def __getitem__(self, i):
-        return self.images[i], self.targets[i]
-
-
-# Create datasets for training & validation
-training_set = Digits28(train=True)
-validation_set = Digits28(train=False)
-
-# Create data loaders for our datasets; shuffle for training, not for validation
-training_loader = torch.utils.data.DataLoader(training_set, batch_size=4, shuffle=True, num_workers=2)
-validation_loader = torch.utils.data.DataLoader(validation_set, batch_size=4, shuffle=False, num_workers=2)
-
-# Class labels
-classes = tuple(str(d) for d in range(10))
-
-# Report split sizes
-print('Training set has {} instances'.format(len(training_set)))
-print('Validation set has {} instances'.format(len(validation_set)))
-
-
-# Helper function for inline image display
-def matplotlib_imshow(img, one_channel=False):
-    if one_channel:
-        img = img.mean(dim=0)
-    img = img / 2 + 0.5     # unnormalize
-    npimg = img.numpy()
-    return npimg  # (plt.imshow(npimg, cmap="Greys") with matplotlib)
-
-
-dataiter = iter(training_loader)
-images, labels = next(dataiter)
-
-# Create a grid from the images and show them (torchvision.utils.make_grid, by hand)
-img_grid = torch.cat(list(images), dim=2)
-shown = matplotlib_imshow(img_grid, one_channel=True)
-print('  '.join(classes[labels[j]] for j in range(4)))
-first_batch = (tuple(images.shape), tuple(labels.shape), shown.shape)
-
+import jitgrad as torch
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F
+from jitgrad.utils.data import Dataset
+
+torch.manual_seed(8)
 
 
-# PyTorch models inherit from ``torch.nn.Module``
-class GarmentClassifier(nn.Module):
+class ScalarLog:
+    """Keeps what a tensorboard SummaryWriter would be sent."""
+
+    def __init__(self, where):
+        self.where = where
+        self.rows = []
+
+    def add_scalar(self, tag, value, step):
+        self.rows.append((tag, float(value), step))
+
+    def add_scalars(self, group, values, step):
+        for name, value in values.items():
+            self.add_scalar(group + "/" + name, value, step)
+
+    def flush(self):
+        return None
+
+
+class Digits(Dataset):
+    def __init__(self, first, last):
+        bunch = load_digits()
+        pics = bunch.images[first:last].repeat(3, axis=1).repeat(3, axis=2) / 16.0
+        pics = np.pad(pics, ((0, 0), (2, 2), (2, 2))).astype(np.float32)[:, None]
+        self.x = torch.from_numpy(pics) * 2 - 1
+        self.y = torch.from_numpy(bunch.target[first:last]).long()
+
+    def __len__(self):
+        return self.y.shape[0]
+
+    def __getitem__(self, k):
+        return self.x[k], self.y[k]
+
+
+train_set, val_set = Digits(0, 1200), Digits(1200, 1600)
+train_loader = torch.utils.data.DataLoader(train_set, batch_size=4, shuffle=True, num_workers=2)
+val_loader = torch.utils.data.DataLoader(val_set, batch_size=4, shuffle=False, num_workers=2)
+print(f"{len(train_set)} training and {len(val_set)} validation images")
+
+xb, yb = next(iter(train_loader))
+strip = torch.cat(list(xb), dim=2).mean(dim=0) / 2 + 0.5  # four images side by side, in [0, 1]
+strip_np = strip.numpy()
+print("labels:", " ".join(str(int(t)) for t in yb))
+first_batch = (tuple(xb.shape), tuple(yb.shape), strip_np.shape)
+
+
+class DigitCNN(nn.Module):
     def __init__(self):
-        super(GarmentClassifier, self).__init__()
-        self.conv1 = nn.Conv2d(1, 6, 5)
+        super().__init__()
+        self.conv_a = nn.Conv2d(1, 8, 5)    # 28 -> 24, pooled to 12
+        self.conv_b = nn.Conv2d(8, 16, 5)   # 12 -> 8, pooled to 4
         self.pool = nn.MaxPool2d(2, 2)
-        self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 4 * 4, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
+        self.fc_a = nn.Linear(16 * 4 * 4, 64)
+        self.fc_b = nn.Linear(64, 10)
 
     def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
-        x = x.view(-1, 16 * 4 * 4)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        x = self.fc3(x)
-        return x
+        x = self.pool(F.relu(self.conv_a(x)))
+        x = self.pool(F.relu(self.conv_b(x)))
+        return self.fc_b(F.relu(self.fc_a(x.view(-1, 16 * 4 * 4))))
 
 
-model = GarmentClassifier()
+criterion = torch.nn.CrossEntropyLoss()
 
-loss_fn = torch.nn.CrossEntropyLoss()
+made_up = torch.rand(4, 10)
+truth = torch.tensor([9, 0, 2, 6])
+ce = criterion(made_up, truth).item()
+by_hand = -torch.log_softmax(made_up, 1)[range(4), truth].mean().item()
+dummy_loss_ok = abs(ce - by_hand) < 1e-6
 
-# NB: Loss functions expect data in batches, so we're creating batches of 4
-# Represents the model's confidence in each of the 10 classes for a given input
-dummy_outputs = torch.rand(4, 10)
-# Represents the correct class among the 10 being tested
-dummy_labels = torch.tensor([1, 5, 3, 7])
-
-print(dummy_outputs)
-print(dummy_labels)
-
-loss = loss_fn(dummy_outputs, dummy_labels)
-print('Total loss for this batch: {}'.format(loss.item()))
-dummy_loss_ok = abs(loss.item() - (-torch.log_softmax(dummy_outputs, 1)[range(4), dummy_labels]).mean().item()) < 1e-6
-
-# Optimizers specified in the torch.optim package
-optimizer = torch.optim.SGD(model.parameters(), lr=0.005, momentum=0.9)  # (lr=0.001 in the tutorial)
+cnn = DigitCNN()
+sgd = torch.optim.SGD(cnn.parameters(), lr=0.005, momentum=0.9)
+stamp = datetime.now().strftime("%Y%m%d_%H%M%S")
+log = ScalarLog(f"runs/digits_{stamp}")
+ckpt_dir = tempfile.mkdtemp()
 
 
-def train_one_epoch(epoch_index, tb_writer):
-    running_loss = 0.
-    last_loss = 0.
-
-    # Here, we use enumerate(training_loader) instead of
-    # iter(training_loader) so that we can track the batch
-    # index and do some intra-epoch reporting
-    for i, data in enumerate(training_loader):
-        # Every data instance is an input + label pair
-        inputs, labels = data
-
-        # Zero your gradients for every batch!
-        optimizer.zero_grad()
-
-        # Make predictions for this batch
-        outputs = model(inputs)
-
-        # Compute the loss and its gradients
-        loss = loss_fn(outputs, labels)
+def one_epoch(epoch):
+    window, last = 0.0, 0.0
+    for step, (x, y) in enumerate(train_loader):
+        sgd.zero_grad()
+        loss = criterion(cnn(x), y)
         loss.backward()
-
-        # Adjust learning weights
-        optimizer.step()
-
-        # Gather data and report
-        running_loss += loss.item()
-        if i % 100 == 99:  # (every 1000 batches in the tutorial)
-            last_loss = running_loss / 100  # loss per batch
-            print('  batch {} loss: {}'.format(i + 1, last_loss))
-            tb_x = epoch_index * len(training_loader) + i + 1
-            tb_writer.add_scalar('Loss/train', last_loss, tb_x)
-            running_loss = 0.
-
-    return last_loss
+        sgd.step()
+        window += loss.item()
+        if (step + 1) % 100 == 0:
+            last = window / 100
+            log.add_scalar("Loss/train", last, epoch * len(train_loader) + step + 1)
+            window = 0.0
+    return last
 
 
-# Initializing in a separate cell so we can easily add more epochs to the same run
-timestamp = datetime.now().strftime('%Y%m%d_%H%M%S')
-writer = SummaryWriter('runs/fashion_trainer_{}'.format(timestamp))
-epoch_number = 0
-save_dir = tempfile.mkdtemp()
+best, saved = float("inf"), []
+for epoch in range(2):
+    cnn.train(True)
+    train_avg = one_epoch(epoch)
+    cnn.train(False)
+    val_total, n_val = 0.0, 0
+    for x, y in val_loader:
+        val_total += criterion(cnn(x), y)  # stays a tensor
+        n_val += 1
+    val_avg = val_total / n_val
+    print(f"epoch {epoch + 1}: train {train_avg:.3f} validation {val_avg.item():.3f}")
+    log.add_scalars("train_vs_val", {"train": train_avg, "val": val_avg}, epoch + 1)
+    log.flush()
+    if val_avg < best:
+        best = val_avg
+        path = os.path.join(ckpt_dir, f"digits_{stamp}_{epoch}")
+        torch.save(cnn.state_dict(), path)
+        saved.append(path)
 
-EPOCHS = 2
-
-best_vloss = 1_000_000.
-vlosses, saved = [], []
-
-for epoch in range(EPOCHS):
-    print('EPOCH {}:'.format(epoch_number + 1))
-
-    # Make sure gradient tracking is on, and do a pass over the data
-    model.train(True)
-    avg_loss = train_one_epoch(epoch_number, writer)
-
-    # We don't need gradients on to do reporting
-    model.train(False)
-
-    running_vloss = 0.0
-    for i, vdata in enumerate(validation_loader):
-        vinputs, vlabels = vdata
-        voutputs = model(vinputs)
-        vloss = loss_fn(voutputs, vlabels)
-        running_vloss += vloss
-
-    avg_vloss = running_vloss / (i + 1)
-    print('LOSS train {} valid {}'.format(avg_loss, avg_vloss))
-    vlosses.append(avg_vloss.item())
-
-    # Log the running loss averaged per batch
-    # for both training and validation
-    writer.add_scalars('Training vs. Validation Loss',
-                       {'Training': avg_loss, 'Validation': avg_vloss},
-                       epoch_number + 1)
-    writer.flush()
-
-    # Track best performance, and save the model's state
-    if avg_vloss < best_vloss:
-        best_vloss = avg_vloss
-        model_path = os.path.join(save_dir, 'model_{}_{}'.format(timestamp, epoch_number))
-        torch.save(model.state_dict(), model_path)
-        saved.append(model_path)
-
-    epoch_number += 1
-
-saved_model = GarmentClassifier()
-saved_model.load_state_dict(torch.load(saved[-1]))
-saved_model.eval()
+restored = DigitCNN()
+restored.load_state_dict(torch.load(saved[-1]))
+restored.eval()
 with torch.no_grad():
-    correct = sum((saved_model(x).argmax(1) == y).sum().item() for x, y in validation_loader)
-validation_accuracy = correct / len(validation_set)
-print('validation accuracy of the saved model', validation_accuracy)
-train_losses = [v for tag, v, _ in writer.scalars if tag == 'Loss/train']
+    hits = sum((restored(x).argmax(1) == y).sum().item() for x, y in val_loader)
+validation_accuracy = hits / len(val_set)
+train_losses = [value for tag, value, _ in log.rows if tag == "Loss/train"]
+print("accuracy of the restored model:", validation_accuracy)
 
-# a deterministic part to compare with torch: 5 SGD-with-momentum steps from fixed weights on
-# the first 20 training images, in order
-fixed = GarmentClassifier()
+# five momentum steps from fixed weights on the first 20 images, in order
+ref = DigitCNN()
 with torch.no_grad():
-    for k, p in enumerate(fixed.parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 5)
-optimizer = torch.optim.SGD(fixed.parameters(), lr=0.005, momentum=0.9)
+    for k, p in enumerate(ref.parameters(), start=1):
+        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * k).view_as(p) / 5)
+ref_opt = torch.optim.SGD(ref.parameters(), lr=0.005, momentum=0.9)
+first20 = torch.utils.data.Subset(train_set, range(20))
 fixed_losses = []
-for inputs, labels in torch.utils.data.DataLoader(torch.utils.data.Subset(training_set, range(20)), batch_size=4):
-    optimizer.zero_grad()
-    loss = loss_fn(fixed(inputs), labels)
+for x, y in torch.utils.data.DataLoader(first20, batch_size=4):
+    ref_opt.zero_grad()
+    loss = criterion(ref(x), y)
     loss.backward()
-    optimizer.step()
+    ref_opt.step()
     fixed_losses.append(loss.item())

@@ -1,266 +1,177 @@
-# ruff: noqa: B007, E402, E501, E731, F841, N801, N802, N803, N806, UP004, UP006, UP008, UP031, UP032, UP035
-# (tutorial code as is)
-"""pytorch/tutorials beginner_source/transformer_tutorial.py: language modeling with
-nn.TransformerEncoder (sequence-first, sinusoidal PositionalEncoding as a buffer), batchify and
-get_batch over bptt chunks, SGD at lr 5.0 with clip_grad_norm_ and StepLR(step_size=1.0),
-the best model's state_dict saved to a TemporaryDirectory and loaded back.
+"""A small Transformer language model over a toy corpus, written for these tests in the way the
+PyTorch beginner tutorials commonly write torch code (modelled on the API usage of the tutorial
+"Language Modeling with nn.Transformer and torchtext", not a copy of it):
 
-WikiText-2 and torchtext are downloads: a tiny corpus of generated sentences, torchtext's
-basic_english tokenizer (written out) and a vocabulary built the same way stand in for them;
-the model is smaller (emsize 32)."""
+- a sequence-first nn.TransformerEncoder of nn.TransformerEncoderLayer(d_model, nhead, d_hid,
+  dropout), an nn.Embedding scaled by sqrt(d_model), sinusoidal positions kept with
+  register_buffer, weights initialised through ``.data.uniform_`` / ``.data.zero_``;
+- a tokenizer and vocabulary written here (in place of torchtext's), tokens flattened with
+  torch.cat, batches laid out column-wise (view/t/contiguous) and cut into bptt windows;
+- SGD at lr 5.0 with clip_grad_norm_ and lr_scheduler.StepLR(optimizer, 1.0, gamma=0.95),
+  CrossEntropyLoss, the best epoch's state_dict saved under a TemporaryDirectory and reloaded;
+- the loss and gradients from sin-valued weights, for the torch comparison.
+"""
 import math
 import os
 import random
 import re
+import time
 from tempfile import TemporaryDirectory
-from typing import Tuple
 
 import jitgrad as torch
-from jitgrad import nn, Tensor
+from jitgrad import Tensor, nn
 from jitgrad.nn import TransformerEncoder, TransformerEncoderLayer
 from jitgrad.utils.data import dataset
 
-torch.manual_seed(0)
-random.seed(0)
+torch.manual_seed(1)
+
+NAMES = ["anna", "boris", "chen", "dara", "emil"]
+PLACES = ["market", "library", "harbour", "station", "museum"]
+DAYS = ["monday", "tuesday", "friday", "saturday", "sunday"]
 
 
-class TransformerModel(nn.Module):
+def diary(n, seed):
+    pick = random.Random(seed).choice
+    return [f"{pick(NAMES)} went to the {pick(PLACES)} on {pick(DAYS)}." for _ in range(n)]
 
-    def __init__(self, ntoken: int, d_model: int, nhead: int, d_hid: int,
-                 nlayers: int, dropout: float = 0.5):
+
+def tokenize(line):
+    return re.sub(r"([.,!?])", r" \1 ", line.lower()).split()
+
+
+class Vocabulary:
+    def __init__(self, texts, specials=("<unk>",)):
+        self.itos = list(specials) + sorted({tok for t in texts for tok in tokenize(t)})
+        self.stoi = {tok: i for i, tok in enumerate(self.itos)}
+
+    def __len__(self):
+        return len(self.itos)
+
+    def encode(self, line):
+        return [self.stoi.get(tok, 0) for tok in tokenize(line)]
+
+
+train_text, val_text, test_text = diary(1600, 11), diary(160, 12), diary(160, 13)
+vocab = Vocabulary(train_text)
+ntokens = len(vocab)
+
+
+def to_ids(texts: dataset.IterableDataset) -> Tensor:
+    pieces = [torch.tensor(vocab.encode(t), dtype=torch.long) for t in texts]
+    return torch.cat([p for p in pieces if p.numel() > 0])
+
+
+device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def columns(ids: Tensor, n_cols: int) -> Tensor:
+    """(len,) -> (len // n_cols, n_cols): each column a contiguous stretch of the text."""
+    rows = ids.size(0) // n_cols
+    return ids[:rows * n_cols].view(n_cols, rows).t().contiguous().to(device)
+
+
+BPTT = 30
+train_ids = columns(to_ids(train_text), 16)
+val_ids = columns(to_ids(val_text), 8)
+test_ids = columns(to_ids(test_text), 8)
+
+
+def window(src: Tensor, start: int) -> tuple[Tensor, Tensor]:
+    n = min(BPTT, len(src) - 1 - start)
+    return src[start:start + n], src[start + 1:start + 1 + n].reshape(-1)
+
+
+class SinePositions(nn.Module):
+    def __init__(self, width, p_drop=0.1, longest=1000):
         super().__init__()
-        self.model_type = 'Transformer'
-        self.pos_encoder = PositionalEncoding(d_model, dropout)
-        encoder_layers = TransformerEncoderLayer(d_model, nhead, d_hid, dropout)
-        self.transformer_encoder = TransformerEncoder(encoder_layers, nlayers)
-        self.embedding = nn.Embedding(ntoken, d_model)
-        self.d_model = d_model
-        self.linear = nn.Linear(d_model, ntoken)
-
-        self.init_weights()
-
-    def init_weights(self) -> None:
-        initrange = 0.1
-        self.embedding.weight.data.uniform_(-initrange, initrange)
-        self.linear.bias.data.zero_()
-        self.linear.weight.data.uniform_(-initrange, initrange)
-
-    def forward(self, src: Tensor, src_mask: Tensor = None) -> Tensor:
-        src = self.embedding(src) * math.sqrt(self.d_model)
-        src = self.pos_encoder(src)
-        output = self.transformer_encoder(src, src_mask)
-        output = self.linear(output)
-        return output
-
-
-class PositionalEncoding(nn.Module):
-
-    def __init__(self, d_model: int, dropout: float = 0.1, max_len: int = 5000):
-        super().__init__()
-        self.dropout = nn.Dropout(p=dropout)
-
-        position = torch.arange(max_len).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
-        pe = torch.zeros(max_len, 1, d_model)
-        pe[:, 0, 0::2] = torch.sin(position * div_term)
-        pe[:, 0, 1::2] = torch.cos(position * div_term)
-        self.register_buffer('pe', pe)
+        self.drop = nn.Dropout(p=p_drop)
+        pos = torch.arange(longest).unsqueeze(1)
+        rate = torch.exp(torch.arange(0, width, 2) * (-math.log(10000.0) / width))
+        table = torch.zeros(longest, 1, width)
+        table[:, 0, 0::2] = torch.sin(pos * rate)
+        table[:, 0, 1::2] = torch.cos(pos * rate)
+        self.register_buffer("table", table)
 
     def forward(self, x: Tensor) -> Tensor:
-        x = x + self.pe[:x.size(0)]
-        return self.dropout(x)
+        return self.drop(x + self.table[:x.size(0)])
 
 
-# ---- torchtext's WikiText2, basic_english tokenizer and vocab, stood in for ----
-SUBJECTS = ["the cat", "a dog", "the model", "my friend", "the teacher"]
-VERBS = ["sees", "likes", "trains", "reads", "finds"]
-OBJECTS = ["the ball", "a book", "the data", "an apple", "the garden"]
+class WordPredictor(nn.Module):
+    def __init__(self, n_tok, width, heads, ff, depth, p_drop=0.5):
+        super().__init__()
+        self.width = width
+        self.tok = nn.Embedding(n_tok, width)
+        self.pos = SinePositions(width, p_drop)
+        self.body = TransformerEncoder(TransformerEncoderLayer(width, heads, ff, p_drop), depth)
+        self.readout = nn.Linear(width, n_tok)
+        self.tok.weight.data.uniform_(-0.1, 0.1)
+        self.readout.weight.data.uniform_(-0.1, 0.1)
+        self.readout.bias.data.zero_()
+
+    def forward(self, src: Tensor, mask: Tensor = None) -> Tensor:
+        h = self.pos(self.tok(src) * math.sqrt(self.width))
+        return self.readout(self.body(h, mask))
 
 
-def WikiText2(split=None):
-    def lines(n, seed):
-        rng = random.Random(seed)
-        return [f"{rng.choice(SUBJECTS)} {rng.choice(VERBS)} {rng.choice(OBJECTS)} ." for _ in range(n)]
-    splits = {'train': lines(2000, 1), 'valid': lines(200, 2), 'test': lines(200, 3)}
-    return splits[split] if split else (splits['train'], splits['valid'], splits['test'])
+lm = WordPredictor(ntokens, 32, 2, 32, 2, 0.2).to(device)
+ce = nn.CrossEntropyLoss()
+sgd = torch.optim.SGD(lm.parameters(), lr=5.0)
+decay = torch.optim.lr_scheduler.StepLR(sgd, 1.0, gamma=0.95)
 
 
-def get_tokenizer(name):
-    assert name == 'basic_english'
-    return lambda line: re.sub(r"([.,!?'])", r" \1 ", line.lower()).split()
-
-
-def build_vocab_from_iterator(iterator, specials):
-    itos = list(specials) + sorted({tok for tokens in iterator for tok in tokens})
-    stoi = {t: i for i, t in enumerate(itos)}
-
-    class Vocab:
-        default = None
-
-        def __len__(self):
-            return len(itos)
-
-        def __getitem__(self, token):
-            return stoi.get(token, self.default)
-
-        def __call__(self, tokens):
-            return [stoi.get(t, self.default) for t in tokens]
-
-        def set_default_index(self, index):
-            self.default = index
-    return Vocab()
-
-
-train_iter = WikiText2(split='train')
-tokenizer = get_tokenizer('basic_english')
-vocab = build_vocab_from_iterator(map(tokenizer, train_iter), specials=['<unk>'])
-vocab.set_default_index(vocab['<unk>'])
-
-
-def data_process(raw_text_iter: dataset.IterableDataset) -> Tensor:
-    """Converts raw text into a flat Tensor."""
-    data = [torch.tensor(vocab(tokenizer(item)), dtype=torch.long) for item in raw_text_iter]
-    return torch.cat(tuple(filter(lambda t: t.numel() > 0, data)))
-
-
-# ``train_iter`` was "consumed" by the process of building the vocab,
-# so we have to create it again
-train_iter, val_iter, test_iter = WikiText2()
-train_data = data_process(train_iter)
-val_data = data_process(val_iter)
-test_data = data_process(test_iter)
-
-device = torch.device('cuda' if torch.cuda.is_available() else 'cpu')
-
-
-def batchify(data: Tensor, bsz: int) -> Tensor:
-    seq_len = data.size(0) // bsz
-    data = data[:seq_len * bsz]
-    data = data.view(bsz, seq_len).t().contiguous()
-    return data.to(device)
-
-
-batch_size = 20
-eval_batch_size = 10
-train_data = batchify(train_data, batch_size)  # shape ``[seq_len, batch_size]``
-val_data = batchify(val_data, eval_batch_size)
-test_data = batchify(test_data, eval_batch_size)
-
-bptt = 35
-
-
-def get_batch(source: Tensor, i: int) -> Tuple[Tensor, Tensor]:
-    seq_len = min(bptt, len(source) - 1 - i)
-    data = source[i:i+seq_len]
-    target = source[i+1:i+1+seq_len].reshape(-1)
-    return data, target
-
-
-ntokens = len(vocab)  # size of vocabulary
-emsize = 32  # embedding dimension (200 in the tutorial)
-d_hid = 32  # dimension of the feedforward network model in ``nn.TransformerEncoder``
-nlayers = 2  # number of ``nn.TransformerEncoderLayer`` in ``nn.TransformerEncoder``
-nhead = 2  # number of heads in ``nn.MultiheadAttention``
-dropout = 0.2  # dropout probability
-model = TransformerModel(ntokens, emsize, nhead, d_hid, nlayers, dropout).to(device)
-
-import time
-
-criterion = nn.CrossEntropyLoss()
-lr = 5.0  # learning rate
-optimizer = torch.optim.SGD(model.parameters(), lr=lr)
-scheduler = torch.optim.lr_scheduler.StepLR(optimizer, 1.0, gamma=0.95)
-train_losses = []
-
-
-def train(model: nn.Module) -> None:
-    model.train()  # turn on train mode
-    total_loss = 0.
-    log_interval = 10  # (200 in the tutorial)
-    start_time = time.time()
-
-    num_batches = len(train_data) // bptt
-    for batch, i in enumerate(range(0, train_data.size(0) - 1, bptt)):
-        data, targets = get_batch(train_data, i)
-        output = model(data)
-        output_flat = output.view(-1, ntokens)
-        loss = criterion(output_flat, targets)
-
-        optimizer.zero_grad()
+def train_epoch(epoch):
+    lm.train()
+    t0, running = time.time(), 0.0
+    for b, start in enumerate(range(0, train_ids.size(0) - 1, BPTT)):
+        x, y = window(train_ids, start)
+        loss = ce(lm(x).view(-1, ntokens), y)
+        sgd.zero_grad()
         loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 0.5)
-        optimizer.step()
-
-        total_loss += loss.item()
-        train_losses.append(loss.item())
-        if batch % log_interval == 0 and batch > 0:
-            lr = scheduler.get_last_lr()[0]
-            ms_per_batch = (time.time() - start_time) * 1000 / log_interval
-            cur_loss = total_loss / log_interval
-            ppl = math.exp(cur_loss)
-            print(f'| epoch {epoch:3d} | {batch:5d}/{num_batches:5d} batches | '
-                  f'lr {lr:02.2f} | ms/batch {ms_per_batch:5.2f} | '
-                  f'loss {cur_loss:5.2f} | ppl {ppl:8.2f}')
-            total_loss = 0
-            start_time = time.time()
+        torch.nn.utils.clip_grad_norm_(lm.parameters(), 0.5)
+        sgd.step()
+        running += loss.item()
+        if b and b % 10 == 0:
+            print(f"epoch {epoch} batch {b} lr {decay.get_last_lr()[0]:.2f} "
+                  f"loss {running / 10:.3f} ({time.time() - t0:.2f}s)")
+            running, t0 = 0.0, time.time()
 
 
-def evaluate(model: nn.Module, eval_data: Tensor) -> float:
-    model.eval()  # turn on evaluation mode
-    total_loss = 0.
+def mean_loss(src: Tensor) -> float:
+    lm.eval()
+    total = 0.0
     with torch.no_grad():
-        for i in range(0, eval_data.size(0) - 1, bptt):
-            data, targets = get_batch(eval_data, i)
-            seq_len = data.size(0)
-            output = model(data)
-            output_flat = output.view(-1, ntokens)
-            total_loss += seq_len * criterion(output_flat, targets).item()
-    return total_loss / (len(eval_data) - 1)
+        for start in range(0, src.size(0) - 1, BPTT):
+            x, y = window(src, start)
+            total += x.size(0) * ce(lm(x).view(-1, ntokens), y).item()
+    return total / (len(src) - 1)
 
 
-best_val_loss = float('inf')
-epochs = 3
 val_losses, lrs = [], []
+best = float("inf")
+with TemporaryDirectory() as scratch:
+    best_path = os.path.join(scratch, "best_lm.pt")
+    for epoch in range(1, 4):
+        train_epoch(epoch)
+        val_losses.append(mean_loss(val_ids))
+        print(f"epoch {epoch}: validation loss {val_losses[-1]:.3f}, "
+              f"perplexity {math.exp(val_losses[-1]):.2f}")
+        if val_losses[-1] < best:
+            best = val_losses[-1]
+            torch.save(lm.state_dict(), best_path)
+        decay.step()
+        lrs.append(decay.get_last_lr()[0])
+    lm.load_state_dict(torch.load(best_path))
+test_loss = mean_loss(test_ids)
+print(f"test loss {test_loss:.3f}, perplexity {math.exp(test_loss):.2f}")
 
-with TemporaryDirectory() as tempdir:
-    best_model_params_path = os.path.join(tempdir, "best_model_params.pt")
-
-    for epoch in range(1, epochs + 1):
-        epoch_start_time = time.time()
-        train(model)
-        val_loss = evaluate(model, val_data)
-        val_ppl = math.exp(val_loss)
-        elapsed = time.time() - epoch_start_time
-        print('-' * 89)
-        print(f'| end of epoch {epoch:3d} | time: {elapsed:5.2f}s | '
-              f'valid loss {val_loss:5.2f} | valid ppl {val_ppl:8.2f}')
-        print('-' * 89)
-        val_losses.append(val_loss)
-
-        if val_loss < best_val_loss:
-            best_val_loss = val_loss
-            torch.save(model.state_dict(), best_model_params_path)
-
-        scheduler.step()
-        lrs.append(scheduler.get_last_lr()[0])
-    model.load_state_dict(torch.load(best_model_params_path))  # load best model states
-
-test_loss = evaluate(model, test_data)
-test_ppl = math.exp(test_loss)
-print('=' * 89)
-print(f'| End of training | test loss {test_loss:5.2f} | '
-      f'test ppl {test_ppl:8.2f}')
-print('=' * 89)
-
-# a deterministic part to compare with torch: the model in eval mode with fixed weights, on the
-# first test batch, and the gradients of its loss
-fixed = TransformerModel(ntokens, 16, 2, 24, 2, 0.0)
+# fixed weights, eval mode, the first test window: loss and gradients
+ref = WordPredictor(ntokens, 16, 2, 24, 2, 0.0)
 with torch.no_grad():
-    for k, (name, p) in enumerate(fixed.named_parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * (k + 1)).view_as(p) / 3)
-fixed.eval()
-data, targets = get_batch(test_data, 0)
-fixed_loss = criterion(fixed(data[:12]).view(-1, ntokens), get_batch(test_data, 0)[0][1:13].reshape(-1))
-fixed_loss.backward()
-fixed_result = {"loss": fixed_loss.item(), "data": data.tolist(),
-                **{n: p.grad.tolist() for n, p in fixed.named_parameters()}}
+    for k, p in enumerate(ref.parameters(), start=1):
+        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * k).view_as(p) / 3)
+ref.eval()
+first, _ = window(test_ids, 0)
+ref_loss = ce(ref(first[:12]).view(-1, ntokens), first[1:13].reshape(-1))
+ref_loss.backward()
+fixed_result = {"loss": ref_loss.item(), "data": first.tolist(),
+                **{n: p.grad.tolist() for n, p in ref.named_parameters()}}

@@ -1,168 +1,129 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032 (tutorial code as is)
-"""pytorch/tutorials beginner_source/nlp/word_embeddings_tutorial.py: an nn.Embedding lookup, the
-N-gram language model on Shakespeare's Sonnet 2 (torch.Tensor([0]) accumulating loss.data),
-and the tutorial's exercise, a continuous bag-of-words (CBOW) model, filled in."""
+"""Word embeddings learnt by a trigram language model and by a CBOW model, written for these tests
+in the way the PyTorch NLP tutorials commonly write torch code (modelled on the API usage of the
+tutorial "Word Embeddings: Encoding Lexical Semantics", not a copy of it):
+
+- an nn.Embedding lookup of a torch.LongTensor wrapped in autograd.Variable;
+- a trigram model (Embedding -> view((1, -1)) -> Linear -> relu -> Linear -> log_softmax) trained
+  with nn.NLLLoss and optim.SGD, the epoch loss summed into torch.Tensor([0]) with ``+= loss.data``;
+- a continuous bag-of-words model (embeddings summed with sum(dim=0, keepdim=True));
+- a CBOW run from sin/cos weights written with copy_, SGD with momentum, for the torch comparison.
+"""
 import jitgrad as torch
 import jitgrad.autograd as autograd
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 import jitgrad.optim as optim
 
-torch.manual_seed(1)
+torch.manual_seed(3)
 
-word_to_ix = {"hello": 0, "world": 1}
-embeds = nn.Embedding(2, 5)  # 2 words in vocab, 5 dimensional embeddings
-lookup_tensor = torch.LongTensor([word_to_ix["hello"]])
-hello_embed = embeds(autograd.Variable(lookup_tensor))
-print(hello_embed)
-hello_is_row_0 = torch.equal(hello_embed[0], embeds.weight[0])
+# --- a two-word lookup table
+greeting = {"hello": 0, "world": 1}
+table = nn.Embedding(2, 5)
+row = table(autograd.Variable(torch.LongTensor([greeting["hello"]])))
+hello_is_row_0 = torch.equal(row[0], table.weight[0])
 
-CONTEXT_SIZE = 2
-EMBEDDING_DIM = 10
-# We will use Shakespeare Sonnet 2
-test_sentence = """When forty winters shall besiege thy brow,
-And dig deep trenches in thy beauty's field,
-Thy youth's proud livery so gazed on now,
-Will be a totter'd weed of small worth held:
-Then being asked, where all thy beauty lies,
-Where all the treasure of thy lusty days;
-To say, within thine own deep sunken eyes,
-Were an all-eating shame, and thriftless praise.
-How much more praise deserv'd thy beauty's use,
-If thou couldst answer 'This fair child of mine
-Shall sum my count, and make my old excuse,'
-Proving his beauty by succession thine!
-This were to be new made when thou art old,
-And see thy blood warm when thou feel'st it cold.""".split()
-# build a list of tuples.  Each tuple is ([ word_i-2, word_i-1 ], target word)
-trigrams = [([test_sentence[i], test_sentence[i + 1]], test_sentence[i + 2])
-            for i in range(len(test_sentence) - 2)]
-# print the first 3, just so you can see what they look like
-print(trigrams[:3])
+DIM = 10
 
-vocab = set(test_sentence)
-word_to_ix = {word: i for i, word in enumerate(vocab)}
+# --- trigram language model on a short text of our own
+story = """the old lighthouse keeper climbed the winding stairs every night and lit the lamp
+so that the fishing boats could find their way home through the fog. in the morning he wrote
+the weather in his book and fed the gulls that waited on the rail. one winter the storm broke
+the glass of the lamp and the keeper carried a lantern up the stairs instead. the boats saw the
+small light and came home safe, and the village brought him bread and a new glass in the spring.
+he kept the old glass on his table to remember the beauty of that night.""".split()
+
+vocab = sorted(set(story))
+index = {w: i for i, w in enumerate(vocab)}
+examples = [((story[k - 2], story[k - 1]), story[k]) for k in range(2, len(story))]
 
 
-class NGramLanguageModeler(nn.Module):
+class TrigramLM(nn.Module):
+    def __init__(self, n_words, dim, context=2, hidden=128):
+        super().__init__()
+        self.embed = nn.Embedding(n_words, dim)
+        self.hidden = nn.Linear(context * dim, hidden)
+        self.out = nn.Linear(hidden, n_words)
 
-    def __init__(self, vocab_size, embedding_dim, context_size):
-        super(NGramLanguageModeler, self).__init__()
-        self.embeddings = nn.Embedding(vocab_size, embedding_dim)
-        self.linear1 = nn.Linear(context_size * embedding_dim, 128)
-        self.linear2 = nn.Linear(128, vocab_size)
-
-    def forward(self, inputs):
-        embeds = self.embeddings(inputs).view((1, -1))
-        out = F.relu(self.linear1(embeds))
-        out = self.linear2(out)
-        log_probs = F.log_softmax(out, dim=1)
-        return log_probs
+    def forward(self, ids):
+        h = F.relu(self.hidden(self.embed(ids).view((1, -1))))
+        return F.log_softmax(self.out(h), dim=1)
 
 
-losses = []
-loss_function = nn.NLLLoss()
-model = NGramLanguageModeler(len(vocab), EMBEDDING_DIM, CONTEXT_SIZE)
-optimizer = optim.SGD(model.parameters(), lr=0.001)
+def as_ids(words):
+    return autograd.Variable(torch.LongTensor([index[w] for w in words]))
 
-for epoch in range(10):
-    total_loss = torch.Tensor([0])
-    for context, target in trigrams:
-        context_idxs = [word_to_ix[w] for w in context]
-        context_var = autograd.Variable(torch.LongTensor(context_idxs))
-        model.zero_grad()
-        log_probs = model(context_var)
-        loss = loss_function(log_probs, autograd.Variable(
-            torch.LongTensor([word_to_ix[target]])))
+
+nll = nn.NLLLoss()
+lm = TrigramLM(len(vocab), DIM)
+sgd = optim.SGD(lm.parameters(), lr=0.001)
+epoch_totals = []
+for _ in range(10):
+    running = torch.Tensor([0])
+    for (w1, w2), nxt in examples:
+        lm.zero_grad()
+        loss = nll(lm(as_ids([w1, w2])), autograd.Variable(torch.LongTensor([index[nxt]])))
         loss.backward()
-        optimizer.step()
+        sgd.step()
+        running += loss.data
+    epoch_totals.append(running)
+ngram_losses = [t.item() for t in epoch_totals]
+print("trigram epoch losses:", ngram_losses)
+beauty_embedding_shape = tuple(lm.embed.weight[index["beauty"]].shape)
 
-        total_loss += loss.data
-    losses.append(total_loss)
-print(losses)  # The loss decreased every iteration over the training data!
-ngram_losses = [x.item() for x in losses]
-# To get the embedding of a particular word, e.g. "beauty"
-beauty_embedding_shape = tuple(model.embeddings.weight[word_to_ix["beauty"]].shape)
-
-
-# ---- the exercise: Continuous Bag-of-Words ----
-CONTEXT_SIZE = 2  # 2 words to the left, 2 to the right
-raw_text = """We are about to study the idea of a computational process.
-Computational processes are abstract beings that inhabit computers.
-As they evolve, processes manipulate other abstract things called data.
-The evolution of a process is directed by a pattern of rules
-called a program. People create programs to direct processes. In effect,
-we conjure the spirits of the computer with our spells.""".split()
-
-# By deriving a set from `raw_text`, we deduplicate the array
-vocab = set(raw_text)
-vocab_size = len(vocab)
-
-word_to_ix = {word: i for i, word in enumerate(vocab)}
-ix_to_word = {i: word for word, i in word_to_ix.items()}
-data = []
-for i in range(2, len(raw_text) - 2):
-    context = [raw_text[i - 2], raw_text[i - 1],
-               raw_text[i + 1], raw_text[i + 2]]
-    target = raw_text[i]
-    data.append((context, target))
-print(data[:5])
+# --- CBOW: predict a word from the two words on each side
+text = """a recipe is a list of steps that turns simple things into a meal.
+the cook reads each step and changes the food a little at a time.
+good cooks repeat the steps they trust and change the steps that fail.
+in the end a recipe is a small program that people run with their hands.""".split()
+words = sorted(set(text))
+word_id = {w: i for i, w in enumerate(words)}
+id_word = dict(enumerate(words))
+windows = [([text[k - 2], text[k - 1], text[k + 1], text[k + 2]], text[k])
+           for k in range(2, len(text) - 2)]
 
 
 class CBOW(nn.Module):
+    def __init__(self, n_words, dim):
+        super().__init__()
+        self.embed = nn.Embedding(n_words, dim)
+        self.proj = nn.Linear(dim, n_words)
 
-    def __init__(self, vocab_size, embedding_dim):
-        super(CBOW, self).__init__()
-        self.embeddings = nn.Embedding(vocab_size, embedding_dim)
-        self.linear = nn.Linear(embedding_dim, vocab_size)
-
-    def forward(self, inputs):
-        embeds = self.embeddings(inputs).sum(dim=0, keepdim=True)
-        return F.log_softmax(self.linear(embeds), dim=1)
-
-
-def make_context_vector(context, word_to_ix):
-    idxs = [word_to_ix[w] for w in context]
-    tensor = torch.LongTensor(idxs)
-    return autograd.Variable(tensor)
+    def forward(self, ids):
+        bag = self.embed(ids).sum(dim=0, keepdim=True)
+        return F.log_softmax(self.proj(bag), dim=1)
 
 
-make_context_vector(data[0][0], word_to_ix)  # example
+def context_ids(ctx):
+    return autograd.Variable(torch.LongTensor([word_id[w] for w in ctx]))
 
-cbow = CBOW(vocab_size, EMBEDDING_DIM)
-optimizer = optim.SGD(cbow.parameters(), lr=0.05)
-cbow_losses = []
-for epoch in range(30):
-    total_loss = 0.0
-    for context, target in data:
-        cbow.zero_grad()
-        loss = loss_function(cbow(make_context_vector(context, word_to_ix)),
-                             torch.LongTensor([word_to_ix[target]]))
+
+def cbow_epoch(net, opt):
+    seen = []
+    for ctx, centre in windows:
+        net.zero_grad()
+        loss = nll(net(context_ids(ctx)), torch.LongTensor([word_id[centre]]))
         loss.backward()
-        optimizer.step()
-        total_loss += loss.item()
-    cbow_losses.append(total_loss / len(data))
-with torch.no_grad():
-    cbow_accuracy = sum(
-        ix_to_word[cbow(make_context_vector(c, word_to_ix)).argmax(1).item()] == t
-        for c, t in data) / len(data)
-print('CBOW loss', cbow_losses[0], '->', cbow_losses[-1], 'train accuracy', cbow_accuracy)
+        opt.step()
+        seen.append(loss.item())
+    return seen
 
-# a deterministic part to compare with torch: CBOW with fixed weights, 3 epochs
-fixed = CBOW(vocab_size, EMBEDDING_DIM)
+
+cbow = CBOW(len(words), DIM)
+opt = optim.SGD(cbow.parameters(), lr=0.05)
+cbow_losses = [sum(cbow_epoch(cbow, opt)) / len(windows) for _ in range(30)]
 with torch.no_grad():
-    fixed.embeddings.weight.copy_(torch.sin(torch.arange(vocab_size * EMBEDDING_DIM,
-                                                         dtype=torch.float32)).view(vocab_size, -1))
-    fixed.linear.weight.copy_(torch.cos(torch.arange(vocab_size * EMBEDDING_DIM,
-                                                     dtype=torch.float32)).view(vocab_size, -1) / 3)
-    fixed.linear.bias.zero_()
-optimizer = optim.SGD(fixed.parameters(), lr=0.05, momentum=0.9)
+    hits = [id_word[cbow(context_ids(ctx)).argmax(1).item()] == centre for ctx, centre in windows]
+cbow_accuracy = sum(hits) / len(hits)
+print("CBOW:", cbow_losses[0], "->", cbow_losses[-1], "accuracy", cbow_accuracy)
+
+# --- deterministic CBOW for the comparison with torch
+det = CBOW(len(words), DIM)
+n = len(words) * DIM
+with torch.no_grad():
+    det.embed.weight.copy_(torch.sin(torch.arange(n, dtype=torch.float32)).view(len(words), -1))
+    det.proj.weight.copy_(torch.cos(torch.arange(n, dtype=torch.float32)).view(len(words), -1) / 3)
+    det.proj.bias.zero_()
+det_opt = optim.SGD(det.parameters(), lr=0.05, momentum=0.9)
 fixed_losses = []
-for epoch in range(3):
-    for context, target in data:  # (word_to_ix's order is the same for torch in one process)
-        fixed.zero_grad()
-        loss = loss_function(fixed(make_context_vector(context, word_to_ix)),
-                             torch.LongTensor([word_to_ix[target]]))
-        loss.backward()
-        optimizer.step()
-        fixed_losses.append(loss.item())
+for _ in range(3):
+    fixed_losses += cbow_epoch(det, det_opt)
