@@ -1,6 +1,6 @@
-"""Per-sample gradients (torch.func's tutorial): vmap(grad(loss)) against the loop over the
-samples, in jitgrad (eager vmap, jit of vmap, the loop) and torch (torch.func, the loop), in
-one run.
+"""Per-sample gradients (our own benchmark of the technique torch.func's tutorial describes):
+vmap(grad(loss)) against the loop over the samples, in jitgrad (eager vmap, jit of vmap, the
+loop) and torch (torch.func, the loop), in one run.
 
 The workload: a 16-32-32-10 ReLU MLP, cross-entropy, a batch of 64 float32 examples; one call
 computes every example's gradient of every parameter. Before timing, every peer's gradients

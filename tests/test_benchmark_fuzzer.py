@@ -10,17 +10,20 @@ from jitgrad.utils.benchmark import FuzzedParameter, FuzzedTensor, Fuzzer, Param
 from jitgrad.utils.benchmark.op_fuzzers import binary, unary
 
 
-def _example(lib, seed=0):
-    b = lib.utils.benchmark
-    return b.Fuzzer(
-        parameters=[b.FuzzedParameter("k0", minval=1, maxval=10000, distribution="loguniform"),
-                    b.FuzzedParameter("k1", minval=1, maxval=10000, distribution="loguniform"),
-                    b.FuzzedParameter("n", minval=2, maxval=5, distribution="uniform"),
-                    b.FuzzedParameter("u", minval=0.0, maxval=1.0, distribution="uniform")],
-        tensors=[b.FuzzedTensor("x", size=("k0", "k1"), steps=(1, 2), min_elements=128,
-                                max_elements=100000, probability_contiguous=0.6),
-                 b.FuzzedTensor("i", size=("n",), dtype=lib.int32)],
-        constraints=[lambda params: params["k0"] != 7], seed=seed)
+def _grid_fuzzer(lib, seed=0):
+    """Our own fuzzer: two log-uniform extents (rows must not be a multiple of 5), a small
+    uniform int and float, a strided float grid and an int32 index vector."""
+    bm = lib.utils.benchmark
+    extents = [bm.FuzzedParameter(name, minval=1, maxval=4096, distribution="loguniform")
+               for name in ("rows", "cols")]
+    return bm.Fuzzer(
+        parameters=extents + [
+            bm.FuzzedParameter("n", minval=1, maxval=6, distribution="uniform"),
+            bm.FuzzedParameter("frac", minval=0.25, maxval=0.75, distribution="uniform")],
+        tensors=[bm.FuzzedTensor("grid", size=("rows", "cols"), steps=(1, 2), min_elements=64,
+                                 max_elements=50000, probability_contiguous=0.5),
+                 bm.FuzzedTensor("idx", size=("n",), dtype=lib.int32)],
+        constraints=[lambda params: params["rows"] % 5 != 0], seed=seed)
 
 
 def _cases(fuzzer, n):
@@ -34,37 +37,48 @@ def _cases(fuzzer, n):
 def test_fuzzer_draws_torchs_parameters_and_layouts():
     torch = pytest.importorskip("torch")
     pytest.importorskip("torch.utils.benchmark")
-    ours, theirs = _cases(_example(jitgrad), 12), _cases(_example(torch), 12)
+    ours, theirs = [], []
+    for seed in (0, 5):
+        ours += _cases(_grid_fuzzer(jitgrad, seed), 12)
+        theirs += _cases(_grid_fuzzer(torch, seed), 12)
     for (p1, t1, q1), (p2, t2, q2) in zip(ours, theirs, strict=True):
         assert p1 == p2
         assert {k: v[:3] for k, v in t1.items()} == {k: v[:3] for k, v in t2.items()}
         assert q1 == q2
-    assert any(not c[2]["x"][3] for c in ours)  # some discontiguous cases among them
+    # both layouts among them (a stepped extent of 1 leaves the grid contiguous)
+    assert {c[2]["grid"][3] for c in ours} == {True, False}
 
 
 def test_fuzzed_tensor_values_and_bounds():
-    f = _example(jitgrad, seed=3)
+    f = _grid_fuzzer(jitgrad, seed=3)
     for tensors, _, params in f.take(6):
-        x, i = tensors["x"], tensors["i"]
-        assert 128 <= x.numel() <= 100000 and params["k0"] != 7
-        assert x.dtype is jitgrad.float32 and bool((x >= 0).all()) and bool((x < 1).all())
-        assert i.dtype is jitgrad.int32 and bool((i >= 1).all()) and bool((i < 127).all())
-        assert 2 <= params["n"] <= 5 and isinstance(params["n"], int)
+        grid, idx = tensors["grid"], tensors["idx"]
+        assert 64 <= grid.numel() <= 50000 and params["rows"] % 5 != 0
+        assert grid.dtype is jitgrad.float32
+        assert bool((grid >= 0).all()) and bool((grid < 1).all())
+        assert idx.dtype is jitgrad.int32 and bool((idx >= 1).all()) and bool((idx < 127).all())
+        assert 1 <= params["n"] <= 6 and isinstance(params["n"], int)
     assert 0.0 <= f.rejection_rate < 1.0
     # the same seed gives the same tensors
-    a = next(iter(_example(jitgrad, 5).take(1)))[0]["x"]
-    b = next(iter(_example(jitgrad, 5).take(1)))[0]["x"]
+    a = next(iter(_grid_fuzzer(jitgrad, 5).take(1)))[0]["grid"]
+    b = next(iter(_grid_fuzzer(jitgrad, 5).take(1)))[0]["grid"]
     assert jitgrad.equal(a, b)
 
 
+def _case_label(k0, k1, contiguous):
+    """Our formatting of a case as the benchmark recipe prints it: both extents left-aligned in
+    fields of 6 and 4 characters, then a marker for discontiguous inputs."""
+    marker = "" if contiguous else "(discontiguous)"
+    return " x ".join([str(k0).ljust(6), str(k1).ljust(4)]) + " " + marker
+
+
 def test_binary_op_fuzzer_gives_the_recipes_cases():
-    # (pytorch/tutorials recipes/benchmark.py prints these for BinaryOpFuzzer(seed=0); torch
-    # 2.13 itself cannot build the fuzzer: see the next test)
+    # (the pytorch/tutorials benchmark recipe prints these three cases for
+    # BinaryOpFuzzer(seed=0); torch 2.13 itself cannot build the fuzzer: see the next test)
     labels = []
     for tensors, tensor_params, params in binary.BinaryOpFuzzer(seed=0).take(3):
         contiguous = tensor_params["x"]["is_contiguous"]
-        labels.append(f"{params['k0']:<6} x {params['k1']:<4} "
-                      f"{'' if contiguous else '(discontiguous)'}")
+        labels.append(_case_label(params["k0"], params["k1"], contiguous))
         assert tensors["x"].is_contiguous() == contiguous
         x, y = tensors["x"], tensors["y"]
         assert all(b in (1, a) for a, b in zip(x.shape, y.shape))  # y broadcasts to x

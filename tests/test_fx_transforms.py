@@ -1,5 +1,5 @@
 """jitgrad.fx beyond tracing: GraphModule copies and to_folder, Interpreter/Transformer,
-ShapeProp, the fx tutorial's conv-bn fusion, replace_pattern (against torch.fx)."""
+ShapeProp, our own conv-bn folding pass, replace_pattern (against torch.fx)."""
 
 from __future__ import annotations
 
@@ -190,80 +190,87 @@ def test_shape_prop_records_tensor_meta():
     assert 'head: "f32[3, 2]" = self.head(' in gm.print_readable(print_output=False)
 
 
-# ---------------------------------------------------------------- the conv-bn fusion recipe
+# ---------------------------------------------------------------- folding batch norms into convs
+# (our own pass, written in the way the fx conv-bn fusion tutorial uses the API, not a copy of it)
 
 
-def _fuse_conv_bn_eval(conv, bn):
-    """A conv whose output equals ``bn(conv(x))`` in eval mode (the fx tutorial's recipe)."""
-    fused = copy.deepcopy(conv)
-    w, b = fused.weight, fused.bias
-    if b is None:
-        b = jitgrad.zeros_like(bn.running_mean)
-    scale = bn.weight * jitgrad.rsqrt(bn.running_var + bn.eps)
-    fused.weight = nn.Parameter((w * scale.reshape([-1] + [1] * (w.dim() - 1))).detach())
-    fused.bias = nn.Parameter(((b - bn.running_mean) * scale + bn.bias).detach())
-    return fused
+def _folded_conv(conv, bn):
+    """A copy of ``conv`` that computes ``bn(conv(x))`` of an eval-mode ``bn`` on its own."""
+    out = copy.deepcopy(conv)
+    gain = bn.weight * jitgrad.rsqrt(bn.running_var + bn.eps)  # per output channel
+    shift = out.bias if out.bias is not None else jitgrad.zeros_like(bn.running_mean)
+    per_channel = [out.weight.shape[0]] + [1] * (out.weight.dim() - 1)
+    out.weight = nn.Parameter((out.weight * gain.reshape(per_channel)).detach())
+    out.bias = nn.Parameter((bn.bias + gain * (shift - bn.running_mean)).detach())
+    return out
 
 
-def _fuse(model):
-    model = copy.deepcopy(model).eval()
-    gm = fx.symbolic_trace(model)
-    modules = dict(gm.named_modules())
-    for node in list(gm.graph.nodes):
-        if node.op != "call_module" or not isinstance(node.args[0], fx.Node) \
-                or node.args[0].op != "call_module":
+def _conv_feeding(node, mods):
+    """The conv node whose output only ``node`` (a BatchNorm2d call) reads, else None."""
+    if node.op != "call_module" or type(mods[node.target]) is not nn.BatchNorm2d:
+        return None
+    src = node.args[0]
+    if not isinstance(src, fx.Node) or src.op != "call_module":
+        return None
+    if type(mods[src.target]) is not nn.Conv2d or len(src.users) > 1:
+        return None  # (another reader still needs the un-normalised conv output)
+    return src
+
+
+def _fold_batch_norms(model):
+    gm = fx.symbolic_trace(copy.deepcopy(model).eval())
+    mods = dict(gm.named_modules())
+    for bn_node in list(gm.graph.nodes):
+        conv_node = _conv_feeding(bn_node, mods)
+        if conv_node is None:
             continue
-        if type(modules[node.target]) is nn.BatchNorm2d \
-                and type(modules[node.args[0].target]) is nn.Conv2d:
-            if len(node.args[0].users) > 1:
-                continue
-            conv_node = node.args[0]
-            fused = _fuse_conv_bn_eval(modules[conv_node.target], modules[node.target])
-            *parent, name = conv_node.target.rsplit(".", 1)
-            setattr(modules[parent[0] if parent else ""], name, fused)
-            node.replace_all_uses_with(conv_node)
-            gm.graph.erase_node(node)
+        owner, _, attr = conv_node.target.rpartition(".")
+        setattr(mods[owner], attr, _folded_conv(mods[conv_node.target], mods[bn_node.target]))
+        bn_node.replace_all_uses_with(conv_node)
+        gm.graph.erase_node(bn_node)
     gm.graph.lint()
     gm.recompile()
     return gm
 
 
-def test_conv_bn_fusion_recipe():
-    class WrappedBatchNorm(nn.Module):
+def test_batch_norm_folding_pass():
+    class Tail(nn.Module):  # the norm sits one module down: its target is "tail.norm"
         def __init__(self):
             super().__init__()
-            self.mod = nn.BatchNorm2d(2)
+            self.norm = nn.BatchNorm2d(3)
 
-        def forward(self, x):
-            return self.mod(x)
+        def forward(self, h):
+            return self.norm(h)
 
-    class M(nn.Module):
+    class Stack(nn.Module):
         def __init__(self):
             super().__init__()
-            self.conv1 = nn.Conv2d(1, 2, 3)
-            self.bn1 = nn.BatchNorm2d(2)
-            self.conv2 = nn.Conv2d(2, 2, 1)
-            self.nested = nn.Sequential(nn.BatchNorm2d(2), nn.Conv2d(2, 2, 1))
-            self.wrapped = WrappedBatchNorm()
+            self.entry = nn.Conv2d(2, 3, 3, bias=False)  # folding must create the bias
+            self.entry_bn = nn.BatchNorm2d(3)
+            self.mix = nn.Conv2d(3, 3, 1)
+            self.block = nn.Sequential(nn.BatchNorm2d(3), nn.Conv2d(3, 3, 1))
+            self.tail = Tail()  # folds into block.1, a conv inside a Sequential
+            self.probe = nn.Conv2d(3, 3, 1)
+            self.probe_bn = nn.BatchNorm2d(3)
 
-        def forward(self, x):
-            return self.wrapped(self.nested(self.conv2(self.bn1(self.conv1(x)))))
+        def forward(self, img):
+            h = self.tail(self.block(self.mix(self.entry_bn(self.entry(img)))))
+            side = self.probe(h)
+            return self.probe_bn(side) + side  # probe has two readers: probe_bn stays
 
-    jitgrad.manual_seed(0)
-    model = M()
-    model.train()
-    for _ in range(3):  # (non-trivial running statistics)
-        model(jitgrad.randn(4, 1, 6, 6) * 3 + 1)
+    jitgrad.manual_seed(3)
+    model = Stack().train()
+    for _ in range(4):  # running statistics away from (0, 1)
+        model(jitgrad.randn(5, 2, 7, 7) * 2 - 0.5)
     model.eval()
-    fused = _fuse(model)
-    bns = [n for n in fused.graph.nodes if n.op == "call_module"
-           and isinstance(fused.get_submodule(n.target), nn.BatchNorm2d)]
-    # conv1+bn1 and nested.1 (no bn after) ... bn1 is folded; nested.0 follows conv2: folded;
-    # the wrapped bn follows nested.1: folded
-    assert bns == []
-    assert "bn1" not in fused.code and "self.conv1(x)" in fused.code
-    inp = jitgrad.randn(5, 1, 6, 6)
-    np.testing.assert_allclose(_np(fused(inp)), _np(model(inp)), rtol=1e-4, atol=1e-5)
+    folded = _fold_batch_norms(model)
+    left = [n.target for n in folded.graph.nodes if n.op == "call_module"
+            and isinstance(folded.get_submodule(n.target), nn.BatchNorm2d)]
+    assert left == ["probe_bn"]
+    assert "entry_bn" not in folded.code and "self.entry(img)" in folded.code
+    assert folded.entry.bias is not None and model.entry.bias is None
+    probe = jitgrad.randn(3, 2, 7, 7)
+    np.testing.assert_allclose(_np(folded(probe)), _np(model(probe)), rtol=1e-4, atol=1e-5)
 
 
 # ---------------------------------------------------------------- replace_pattern

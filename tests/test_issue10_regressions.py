@@ -6,21 +6,19 @@ The randomized versions of items 1, 2 and 6 are in tests/test_random_programs.py
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 import pytest
+from torch_compare import arr, same_error
 
 import jitgrad
-from torch_compare import arr, same_error
 
 torch = pytest.importorskip("torch")
 
 
 # ---------------------------------------------------------------- 1. saved outputs' output_nr
 def _sinh_cosh(lib, n_out: int):
-    """The custom_function_double_backward tutorial's shape: outputs (sinh, cosh[, exp(-x)]),
-    saving output 1 (and the input)."""
+    """Our own multi-output Function: outputs (sinh, cosh[, exp(-x)]), saving output 1 (and
+    the input), so double backward must unpack a saved output other than output 0."""
 
     class SinhCosh(lib.autograd.Function):
         @staticmethod
@@ -65,72 +63,80 @@ def test_saved_output_unpacks_as_its_own_output():
 
 
 # ---------------------------------------------------------------- 2. custom Function in jit
-class LegendrePolynomial3(jitgrad.autograd.Function):
-    @staticmethod
-    def forward(ctx, input):  # noqa: A002
-        ctx.save_for_backward(input)
-        return 0.5 * (5 * input ** 3 - 3 * input)
+class ChebyshevT3(jitgrad.autograd.Function):
+    """T3(u) = 4u^3 - 3u with a hand-written derivative 12u^2 - 3, saving its input."""
 
     @staticmethod
-    def backward(ctx, grad_output):
-        (input,) = ctx.saved_tensors  # noqa: A001
-        return grad_output * 1.5 * (5 * input ** 2 - 1)
+    def forward(ctx, u):
+        ctx.save_for_backward(u)
+        return 4 * u ** 3 - 3 * u
+
+    @staticmethod
+    def backward(ctx, upstream):
+        (u,) = ctx.saved_tensors
+        return upstream * (12 * u ** 2 - 3)
 
 
 @pytest.mark.parametrize("backend", ["auto", "interpreter"])
-def test_legendre_tutorial_under_jit_uses_the_functions_backward(backend):
-    x = jitgrad.linspace(-math.pi, math.pi, 50, dtype=jitgrad.float64)
-    y = jitgrad.sin(x)
-    params = [jitgrad.full((), v, dtype=jitgrad.float64, requires_grad=True)
-              for v in (0.0, -1.0, 0.0, 0.3)]
+def test_custom_polynomial_function_under_jit_uses_the_functions_backward(backend):
+    # a cubic-feature regression with a custom Function inside, written in the way the
+    # polynomial custom-Function tutorial uses the API, not a copy of it
+    grid = jitgrad.linspace(-2.0, 2.0, 37, dtype=jitgrad.float64)
+    target = jitgrad.sin(grid)
+    coeffs = [jitgrad.full((), v, dtype=jitgrad.float64, requires_grad=True)
+              for v in (0.2, 0.7, -0.1, 0.45)]
 
-    def loss(x, y):
-        a, b, c, d = params
-        return (a + b * LegendrePolynomial3.apply(c + d * x) - y).pow(2).sum()
+    def residual(grid, target):
+        shift, scale, offset, stretch = coeffs
+        fit = shift + scale * ChebyshevT3.apply(offset + stretch * grid)
+        return (fit - target).pow(2).sum()
 
     grads = []
-    for f in (loss, jitgrad.jit(loss, backend=backend)):
-        for p in params:
-            p.grad = None
-        f(x, y).backward()
-        grads.append([p.grad.item() for p in params])  # (None before the fix: AttributeError)
-    # (two of the four gradients are rounding noise around 0 next to ~190: compared absolutely
-    # at that scale, since a fused kernel sums in another order than eager mode)
+    for f in (residual, jitgrad.jit(residual, backend=backend)):
+        for c in coeffs:
+            c.grad = None
+        f(grid, target).backward()
+        grads.append([c.grad.item() for c in coeffs])  # (None before the fix: AttributeError)
+    # (compared absolutely at the scale of the largest gradient, since a fused kernel sums in
+    # another order than eager mode and a gradient may sit near 0 next to large ones)
     np.testing.assert_allclose(grads[1], grads[0], rtol=1e-12,
                                atol=1e-12 * max(abs(g) for g in grads[0]))
-    ir = jitgrad.jit(loss, backend=backend).lower(x, y).backward_ir
-    assert "custom_function_backward" in ir and "LegendrePolynomial3" in ir
+    ir = jitgrad.jit(residual, backend=backend).lower(grid, target).backward_ir
+    assert "custom_function_backward" in ir and "ChebyshevT3" in ir
 
 
-class MyReLU(jitgrad.autograd.Function):
-    @staticmethod
-    def forward(ctx, input):  # noqa: A002
-        ctx.save_for_backward(input)
-        return input.clamp(min=0)
+class ClippedBelow(jitgrad.autograd.Function):
+    """max(z, 0); the backward zeroes the incoming gradient where z was negative, on a copy."""
 
     @staticmethod
-    def backward(ctx, grad_output):
-        (input,) = ctx.saved_tensors  # noqa: A001
-        grad_input = grad_output.clone()
-        grad_input[input < 0] = 0
-        return grad_input
+    def forward(ctx, z):
+        ctx.save_for_backward(z)
+        return z.clamp(min=0)
+
+    @staticmethod
+    def backward(ctx, upstream):
+        (z,) = ctx.saved_tensors
+        passed = upstream.clone()
+        passed[z < 0] = 0
+        return passed
 
 
-def test_two_layer_custom_relu_tutorial_under_jit():
-    gen = np.random.default_rng(0)
-    x = jitgrad.tensor(gen.standard_normal((8, 5)))
-    y = jitgrad.tensor(gen.standard_normal((8, 2)))
-    w1 = jitgrad.tensor(gen.standard_normal((5, 4)), requires_grad=True)
-    w2 = jitgrad.tensor(gen.standard_normal((4, 2)), requires_grad=True)
+def test_two_matmul_net_with_a_custom_rectifier_under_jit():
+    gen = np.random.default_rng(7)
+    feats = jitgrad.tensor(gen.standard_normal((6, 3)))
+    labels = jitgrad.tensor(gen.standard_normal((6, 2)))
+    w_in = jitgrad.tensor(gen.standard_normal((3, 7)), requires_grad=True)
+    w_out = jitgrad.tensor(gen.standard_normal((7, 2)), requires_grad=True)
 
-    def step(x, y):
-        return (MyReLU.apply(x.mm(w1)).mm(w2) - y).pow(2).sum()
+    def sq_error(feats, labels):
+        hidden = ClippedBelow.apply(feats.mm(w_in))
+        return (hidden.mm(w_out) - labels).pow(2).sum()
 
     grads = []
-    for f in (step, jitgrad.jit(step)):
-        w1.grad = w2.grad = None
-        f(x, y).backward()
-        grads.append((arr(w1.grad), arr(w2.grad)))
+    for f in (sq_error, jitgrad.jit(sq_error)):
+        w_in.grad = w_out.grad = None
+        f(feats, labels).backward()
+        grads.append((arr(w_in.grad), arr(w_out.grad)))
     for a, b in zip(*grads):
         np.testing.assert_allclose(b, a, rtol=1e-12)
 

@@ -1,4 +1,8 @@
-"""nn.utils.prune against torch: the pruning tutorial's steps (only the import changed)."""
+"""nn.utils.prune against torch: our own walk through the pruning API (unstructured, stacked
+structured, removal, per-layer and global pruning, gradients through the mask, a custom method),
+written in the way the pruning tutorial uses the API, not a copy of it."""
+
+import importlib
 
 import numpy as np
 import pytest
@@ -6,98 +10,96 @@ import pytest
 import jitgrad
 import jitgrad.nn.utils.prune as prune
 
-TUTORIAL = """
-import jitgrad as torch
-from jitgrad import nn
-import jitgrad.nn.utils.prune as prune
-import jitgrad.nn.functional as F
-class LeNet(nn.Module):
-    def __init__(self):
-        super(LeNet, self).__init__()
-        self.conv1 = nn.Conv2d(1, 6, 3)
-        self.conv2 = nn.Conv2d(6, 16, 3)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
-    def forward(self, x):
-        x = F.max_pool2d(F.relu(self.conv1(x)), (2, 2))
-        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
-        x = x.view(-1, int(x.nelement() / x.shape[0]))
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        x = self.fc3(x)
-        return x
-model = LeNet()
-with torch.no_grad():
-    for k, p in enumerate(model.parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * 1.3 + k).view_as(p))
-module = model.conv1
-res = []
-res.append([n for n, _ in module.named_parameters()])
-prune.random_unstructured(module, name="weight", amount=0.3)
-res.append([n for n, _ in module.named_parameters()])
-res.append([n for n, _ in module.named_buffers()])
-res.append(int((module.weight_mask == 0).sum()))
-res.append(len(module._forward_pre_hooks))
-prune.l1_unstructured(module, name="bias", amount=3)
-res.append(module.bias.tolist())
-prune.ln_structured(module, name="weight", amount=0.5, n=2, dim=0)
-for hook in module._forward_pre_hooks.values():
-    if hook._tensor_name == "weight":
-        break
-res.append(type(hook).__name__)
-res.append(list(hook) and [type(h).__name__ for h in hook])
-res.append(int((module.weight.sum(dim=(1, 2, 3)) == 0).sum()))
-prune.remove(module, 'weight')
-res.append([n for n, _ in module.named_parameters()])
-new_model = LeNet()
-with torch.no_grad():
-    for k, p in enumerate(new_model.parameters()):
-        p.copy_(torch.cos(torch.arange(p.numel(), dtype=torch.float32) * 0.7 + k).view_as(p))
-for name, module in new_model.named_modules():
-    if isinstance(module, torch.nn.Conv2d):
-        prune.l1_unstructured(module, name='weight', amount=0.2)
-    elif isinstance(module, torch.nn.Linear):
-        prune.l1_unstructured(module, name='weight', amount=0.4)
-res.append(sorted(dict(new_model.named_buffers()).keys()))
-model = LeNet()
-with torch.no_grad():
-    for k, p in enumerate(model.parameters()):
-        p.copy_(torch.sin(torch.arange(p.numel(), dtype=torch.float32) * 0.9 + k).view_as(p))
-parameters_to_prune = ((model.conv1, 'weight'), (model.conv2, 'weight'), (model.fc1, 'weight'),
-                       (model.fc2, 'weight'), (model.fc3, 'weight'))
-prune.global_unstructured(parameters_to_prune, pruning_method=prune.L1Unstructured, amount=0.2)
-for m, n in parameters_to_prune:
-    res.append(float(torch.sum(getattr(m, n) == 0)))
-res.append(prune.is_pruned(model))
-x = torch.cos(torch.arange(2 * 28 * 28, dtype=torch.float32)).view(2, 1, 28, 28) * 0.1
-res.append(model(x).tolist())
-out = model(x).sum()
-out.backward()
-res.append(model.fc3.weight_orig.grad.abs().sum().item())
-res.append(float((model.fc3.weight_orig.grad[model.fc3.weight_mask == 0] != 0).sum()))
-class FooBarPruningMethod(prune.BasePruningMethod):
-    PRUNING_TYPE = 'unstructured'
-    def compute_mask(self, t, default_mask):
-        mask = default_mask.clone()
-        mask.view(-1)[::2] = 0
-        return mask
-def foobar_unstructured(module, name):
-    FooBarPruningMethod.apply(module, name)
-    return module
-model = LeNet()
-foobar_unstructured(model.fc3, name='bias')
-res.append(model.fc3.bias_mask.tolist())
-"""
+
+def _prune_walk(lib):
+    """Run the same pruning steps with ``lib`` (jitgrad or torch); returns the observations."""
+    nn, F = lib.nn, lib.nn.functional
+    pr = importlib.import_module(lib.__name__ + ".nn.utils.prune")
+
+    class Pyramid(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.stem = nn.Conv2d(2, 4, 3)       # 12x12 -> 10x10, pooled to 5x5
+            self.mix = nn.Conv2d(4, 8, 2)        # 5x5 -> 4x4, pooled to 2x2
+            self.proj = nn.Linear(8 * 2 * 2, 24)
+            self.hidden = nn.Linear(24, 12)
+            self.head = nn.Linear(12, 5)
+
+        def forward(self, img):
+            h = F.max_pool2d(F.relu(self.stem(img)), (2, 2))
+            h = F.max_pool2d(F.relu(self.mix(h)), 2)
+            h = h.view(-1, int(h.nelement() / h.shape[0]))
+            return self.head(F.relu(self.hidden(F.relu(self.proj(h)))))
+
+    def build(freq, shift):
+        net = Pyramid()
+        with lib.no_grad():  # distinct, tie-free magnitudes so L1 choices agree across libraries
+            for j, w in enumerate(net.parameters()):
+                ramp = lib.arange(w.numel(), dtype=lib.float32) * freq + shift * j
+                w.copy_((lib.cos(ramp) * 0.3).view_as(w))
+        return net
+
+    seen = []
+    net = build(0.61, 0.4)
+    stem = net.stem
+    seen.append([n for n, _ in stem.named_parameters()])
+    pr.random_unstructured(stem, name="weight", amount=0.25)
+    seen.append([n for n, _ in stem.named_parameters()])        # weight_orig replaces weight
+    seen.append([n for n, _ in stem.named_buffers()])           # plus the weight_mask buffer
+    seen.append(int((stem.weight_mask == 0).sum()))
+    seen.append(len(stem._forward_pre_hooks))
+    pr.l1_unstructured(stem, name="bias", amount=2)             # an int amount: two entries
+    seen.append(stem.bias.tolist())
+    pr.ln_structured(stem, name="weight", amount=0.5, n=2, dim=0)  # stacks on the random mask
+    weight_hook = [h for h in stem._forward_pre_hooks.values() if h._tensor_name == "weight"][0]
+    seen.append(type(weight_hook).__name__)
+    seen.append([type(part).__name__ for part in weight_hook])
+    seen.append(int((stem.weight.sum(dim=(1, 2, 3)) == 0).sum()))  # whole output channels gone
+    pr.remove(stem, "weight")
+    seen.append([n for n, _ in stem.named_parameters()])
+
+    net = build(1.17, -0.3)
+    for _, layer in net.named_modules():  # a different share per layer kind
+        if isinstance(layer, lib.nn.Conv2d):
+            pr.l1_unstructured(layer, name="weight", amount=0.3)
+        elif isinstance(layer, lib.nn.Linear):
+            pr.l1_unstructured(layer, name="weight", amount=0.55)
+    seen.append(sorted(dict(net.named_buffers()).keys()))
+
+    net = build(0.83, 0.9)
+    layers = (net.stem, net.mix, net.proj, net.hidden, net.head)
+    targets = tuple((layer, "weight") for layer in layers)
+    pr.global_unstructured(targets, pruning_method=pr.L1Unstructured, amount=0.35)
+    for layer, pname in targets:  # one threshold over all five: uneven shares per layer
+        seen.append(float(lib.sum(getattr(layer, pname) == 0)))
+    seen.append(pr.is_pruned(net))
+    img = lib.sin(lib.arange(3 * 2 * 12 * 12, dtype=lib.float32) * 0.29).view(3, 2, 12, 12) * 0.1
+    seen.append(net(img).tolist())
+    net(img).sum().backward()
+    seen.append(net.head.weight_orig.grad.abs().sum().item())
+    seen.append(float((net.head.weight_orig.grad[net.head.weight_mask == 0] != 0).sum()))
+
+    class EveryThirdFromOne(pr.BasePruningMethod):
+        """Zeroes flat positions 1, 4, 7, ... on top of whatever is already pruned."""
+        PRUNING_TYPE = "unstructured"
+
+        def compute_mask(self, t, default_mask):
+            keep = default_mask.clone()
+            keep.view(-1)[1::3] = 0
+            return keep
+
+    net = build(0.5, 0.1)
+    EveryThirdFromOne.apply(net.hidden, name="bias")
+    seen.append(net.hidden.bias_mask.tolist())
+    return seen
 
 
-def test_pruning_tutorial_matches_torch():
-    pytest.importorskip("torch")
-    ours, theirs = {}, {}
-    exec(TUTORIAL, ours)  # noqa: S102
-    exec(TUTORIAL.replace("jitgrad", "torch"), theirs)  # noqa: S102
-    assert len(ours["res"]) == len(theirs["res"]) == 21
-    for i, (a, b) in enumerate(zip(ours["res"], theirs["res"])):
+def test_pruning_walk_matches_torch():
+    torch = pytest.importorskip("torch")
+    pytest.importorskip("torch.nn.utils.prune")
+    ours, theirs = _prune_walk(jitgrad), _prune_walk(torch)
+    assert len(ours) == len(theirs) == 21
+    for i, (a, b) in enumerate(zip(ours, theirs)):
         if isinstance(a, (str, bool)) or (isinstance(a, list) and a and isinstance(a[0], str)):
             assert a == b, i
         else:
