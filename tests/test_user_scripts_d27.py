@@ -259,7 +259,7 @@ def test_reasoning_about_shapes_on_meta():
     assert g["large"][1] == (1024, 5, 65535, 65535)
     assert g["large_time"] < 1.0  # nothing allocated
     assert len(g["hook_lines"]) == 8 and g["net_out"][1] == "meta"
-    assert g["hook_lines"][-1].startswith("Shape of output to Net(")
+    assert g["hook_lines"][-1].startswith("Shape of output to TinyConvNet(")
     assert g["hook_lines"][-1].endswith("is jitgrad.Size([1024, 10]).")
 
 
