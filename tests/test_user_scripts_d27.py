@@ -409,7 +409,7 @@ def test_compiler_set_stance_recipe():
     assert out["baz"] == ("AssertionError", "Attempt to trace forbidden callable <function "
                                             "set_stance")
     assert out["outer"] == ("AssertionError", "Attempt to trace forbidden callable <function "
-                                              "inner")
+                                              "helper")
     assert out["fail_on_recompile"] == (
         "RuntimeError", "Detected recompile when torch.compile stance is 'fail_on_recompile'.")
     assert out["huge"] == [[1.0] * 3, [1.0] * 3, [-1.0] * 4, [1.0] * 3]
