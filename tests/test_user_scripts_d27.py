@@ -153,8 +153,7 @@ def test_basics_build_optimize_save():
     assert g["layer_sizes"] == [(3, 28, 28), (3, 784), (3, 20)]
     assert g["relu_nonnegative"]
     _close(g["prob_sums"], [1.0] * 3)
-    assert [p[0] for p in g["previews"]][:2] == ["linear_relu_stack.0.weight",
-                                                 "linear_relu_stack.0.bias"]
+    assert [p[0] for p in g["previews"]][:2] == ["stack.0.weight", "stack.0.bias"]
     losses, history = g["train_losses"], g["history"]
     assert len(losses) == 3 * 8 and losses[-1] < 0.9 * losses[0]
     assert history[-1][0] < history[0][0] and history[-1][1] > 0.8
