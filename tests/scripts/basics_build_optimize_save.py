@@ -1,16 +1,19 @@
-# ruff: noqa: E225, E231, E501, F841, N801, UP004, UP008, UP032 (tutorial code as is)
-"""pytorch/tutorials beginner_source/basics/{buildmodel_tutorial,optimization_tutorial,
-saveloadrun_tutorial}.py (Learn the Basics: Build Model, Optimization, Save & Load): the
-FashionMNIST network taken apart layer by layer (Flatten, Linear, ReLU, Sequential, Softmax,
-named_parameters previews), the train/test loops with SGD and CrossEntropyLoss, then state_dict
-and whole-model save/load.
+"""Build a classifier, train it, save and reload it, written for these tests in the way
+PyTorch's "Learn the Basics" model / optimization / save-load pages are commonly written
+(modelled on the API usage of those pages, not a copy of them):
 
-Changes: FashionMNIST is replaced by random class prototypes plus noise (28x28, 10 classes,
-512 training and 128 test images); 3 epochs at lr 0.05 instead of 10 at 1e-3 (the tutorial
-trains on 60000 images); torchvision's vgg16 (pretrained weights are a download) by a small
-VGG-style network defined here; the files go to a temporary directory; the whole-model load
-passes ``weights_only=False``, as the current tutorial does (the default refuses a pickled
-module, which is recorded); ONNX export is left out (torch.onnx needs the onnx package)."""
+- a ``nn.Module`` with ``nn.Flatten`` and an ``nn.Sequential`` of ``nn.Linear`` / ``nn.ReLU``,
+  ``.to(device)``, ``nn.Softmax(dim=1)`` and ``argmax(1)`` on one random image;
+- the layers one at a time (``Linear(in_features=, out_features=)``, ``ReLU``, a
+  ``Sequential`` of them), ``named_parameters`` previews with ``param[:2]``;
+- train/test loops over ``DataLoader(TensorDataset)`` of synthetic 28x28 images (class
+  templates plus noise from ``torch.Generator``): ``nn.CrossEntropyLoss``, ``optim.SGD``,
+  ``train()`` / ``eval()``, ``no_grad``, ``.type(torch.float)``;
+- a small VGG-like conv net (``Conv2d(padding=1)``, ``ReLU(inplace=True)``, ``MaxPool2d``,
+  ``AdaptiveAvgPool2d``, ``Dropout``): ``torch.save`` / ``torch.load(weights_only=True)`` of
+  its state_dict, and of the whole module (refused by default, loaded with
+  ``weights_only=False``).
+"""
 import os
 import tempfile
 
@@ -19,220 +22,140 @@ from jitgrad import nn
 from jitgrad.utils.data import DataLoader, TensorDataset
 
 torch.manual_seed(0)
+device = "cuda" if torch.cuda.is_available() else "cpu"
+print(f"device: {device}")
+PIXELS = 28 * 28
 
-device = 'cuda' if torch.cuda.is_available() else 'cpu'
-print('Using {} device'.format(device))
 
-class NeuralNetwork(nn.Module):
-    def __init__(self):
-        super(NeuralNetwork, self).__init__()
+class MLP(nn.Module):
+    def __init__(self, final_relu=False):
+        super().__init__()
         self.flatten = nn.Flatten()
-        self.linear_relu_stack = nn.Sequential(
-            nn.Linear(28*28, 512),
-            nn.ReLU(),
-            nn.Linear(512, 512),
-            nn.ReLU(),
-            nn.Linear(512, 10),
-            nn.ReLU()
-        )
+        layers = [nn.Linear(PIXELS, 512), nn.ReLU(), nn.Linear(512, 512), nn.ReLU(),
+                  nn.Linear(512, 10)]
+        if final_relu:
+            layers.append(nn.ReLU())
+        self.stack = nn.Sequential(*layers)
 
     def forward(self, x):
-        x = self.flatten(x)
-        logits = self.linear_relu_stack(x)
-        return logits
+        return self.stack(self.flatten(x))
 
-model = NeuralNetwork().to(device)
-print(model)
-model_repr = repr(model)
 
-X = torch.rand(1, 28, 28, device=device)
-logits = model(X)
-pred_probab = nn.Softmax(dim=1)(logits)
-y_pred = pred_probab.argmax(1)
-print(f"Predicted class: {y_pred}")
-predicted_class_text = f"{y_pred}"[:len("tensor([")]
+net = MLP(final_relu=True).to(device)
+model_repr = repr(net)
+print(model_repr)
+probs = nn.Softmax(dim=1)(net(torch.rand(1, 28, 28, device=device)))
+winner = probs.argmax(1)
+predicted_class_text = f"{winner}"[:len("tensor([")]
+print("predicted:", winner)
 
-input_image = torch.rand(3,28,28)
-print(input_image.size())
-
-flatten = nn.Flatten()
-flat_image = flatten(input_image)
-print(flat_image.size())
-
-layer1 = nn.Linear(in_features=28*28, out_features=20)
-hidden1 = layer1(flat_image)
-print(hidden1.size())
-layer_sizes = [tuple(t.size()) for t in (input_image, flat_image, hidden1)]
-
-print(f"Before ReLU: {hidden1}\n\n")
-hidden1 = nn.ReLU()(hidden1)
-print(f"After ReLU: {hidden1}")
-relu_nonnegative = bool((hidden1 >= 0).all())
-
-seq_modules = nn.Sequential(
-    flatten,
-    layer1,
-    nn.ReLU(),
-    nn.Linear(20, 10)
-)
-input_image = torch.rand(3,28,28)
-logits = seq_modules(input_image)
-
-softmax = nn.Softmax(dim=1)
-pred_probab = softmax(logits)
-prob_sums = pred_probab.sum(1).tolist()
-
-print("Model structure: ", model, "\n\n")
+# ---- the pieces, one at a time
+three = torch.rand(3, 28, 28)
+flat = nn.Flatten()(three)
+to_hidden = nn.Linear(in_features=PIXELS, out_features=20)
+hid = to_hidden(flat)
+layer_sizes = [tuple(t.size()) for t in (three, flat, hid)]
+hid = nn.ReLU()(hid)
+relu_nonnegative = bool((hid >= 0).all())
+pipeline = nn.Sequential(nn.Flatten(), to_hidden, nn.ReLU(), nn.Linear(20, 10))
+prob_sums = nn.Softmax(dim=1)(pipeline(torch.rand(3, 28, 28))).sum(1).tolist()
 
 previews = []
-for name, param in model.named_parameters():
-    print(f"Layer: {name} | Size: {param.size()} | Values : {param[:2]} \n")
-    previews.append((name, f"{param.size()}", tuple(param[:2].shape)))
+for name, param in net.named_parameters():
+    head = param[:2]
+    print(f"{name}: {param.size()} first rows {head}")
+    previews.append((name, f"{param.size()}", tuple(head.shape)))
 
-# ------------------------------------------------------------ optimization_tutorial
-def fake_fashion_mnist(n, seed):
-    g = torch.Generator().manual_seed(seed)
-    targets = torch.randint(0, 10, (n,), generator=g)
-    protos = torch.rand(10, 1, 28, 28, generator=torch.Generator().manual_seed(0))
-    images = (protos[targets] + 0.5 * torch.rand(n, 1, 28, 28, generator=g)).clamp(0, 1)
-    return TensorDataset(images, targets)
 
-training_data = fake_fashion_mnist(512, 1)
-test_data = fake_fashion_mnist(128, 2)
+# ---- training on synthetic images
+def template_dataset(count, seed, noise=0.5):
+    templates = torch.rand(10, 1, 28, 28, generator=torch.Generator().manual_seed(0))
+    gen = torch.Generator().manual_seed(seed)
+    labels = torch.randint(0, 10, (count,), generator=gen)
+    jitter = noise * torch.rand(count, 1, 28, 28, generator=gen)
+    return TensorDataset((templates[labels] + jitter).clamp(0, 1), labels)
 
-train_dataloader = DataLoader(training_data, batch_size=64)
-test_dataloader = DataLoader(test_data, batch_size=64)
 
-class NeuralNetwork(nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.flatten = nn.Flatten()
-        self.linear_relu_stack = nn.Sequential(
-            nn.Linear(28*28, 512),
-            nn.ReLU(),
-            nn.Linear(512, 512),
-            nn.ReLU(),
-            nn.Linear(512, 10),
-        )
-
-    def forward(self, x):
-        x = self.flatten(x)
-        logits = self.linear_relu_stack(x)
-        return logits
-
-model = NeuralNetwork()
-
-learning_rate = 5e-2
-batch_size = 64
-epochs = 3
-
-loss_fn = nn.CrossEntropyLoss()
-
-optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
-
+BATCH, EPOCHS, LR = 64, 3, 0.05
+train_dl = DataLoader(template_dataset(512, 1), batch_size=BATCH)
+test_dl = DataLoader(template_dataset(128, 2), batch_size=BATCH)
+clf = MLP()
+criterion = nn.CrossEntropyLoss()
+sgd = torch.optim.SGD(clf.parameters(), lr=LR)
 train_losses = []
 
-def train_loop(dataloader, model, loss_fn, optimizer):
-    size = len(dataloader.dataset)
-    # Set the model to training mode - important for batch normalization and dropout layers
-    # Unnecessary in this situation but added for best practices
-    model.train()
-    for batch, (X, y) in enumerate(dataloader):
-        # Compute prediction and loss
-        pred = model(X)
-        loss = loss_fn(pred, y)
 
-        # Backpropagation
-        optimizer.zero_grad()
+def fit_epoch():
+    clf.train()
+    for i, (xb, yb) in enumerate(train_dl):
+        loss = criterion(clf(xb), yb)
+        sgd.zero_grad()
         loss.backward()
-        optimizer.step()
+        sgd.step()
         train_losses.append(loss.item())
-
-        if batch % 100 == 0:
-            loss, current = loss.item(), batch * batch_size + len(X)
-            print(f"loss: {loss:>7f}  [{current:>5d}/{size:>5d}]")
+        if i % 4 == 0:
+            print(f"  batch {i}: loss {loss.item():.4f}")
 
 
-def test_loop(dataloader, model, loss_fn):
-    # Set the model to evaluation mode - important for batch normalization and dropout layers
-    # Unnecessary in this situation but added for best practices
-    model.eval()
-    size = len(dataloader.dataset)
-    num_batches = len(dataloader)
-    test_loss, correct = 0, 0
-
-    # Evaluating the model with torch.no_grad() ensures that no gradients are computed during test mode
-    # also serves to reduce unnecessary gradient computations and memory usage for tensors with requires_grad=True
+def score():
+    clf.eval()
+    loss_sum, right = 0.0, 0.0
     with torch.no_grad():
-        for X, y in dataloader:
-            pred = model(X)
-            test_loss += loss_fn(pred, y).item()
-            correct += (pred.argmax(1) == y).type(torch.float).sum().item()
-
-    test_loss /= num_batches
-    correct /= size
-    print(f"Test Error: \n Accuracy: {(100*correct):>0.1f}%, Avg loss: {test_loss:>8f} \n")
-    return test_loss, correct
+        for xb, yb in test_dl:
+            out = clf(xb)
+            loss_sum += criterion(out, yb).item()
+            right += (out.argmax(1) == yb).type(torch.float).sum().item()
+    return loss_sum / len(test_dl), right / len(test_dl.dataset)
 
 
-loss_fn = nn.CrossEntropyLoss()
-optimizer = torch.optim.SGD(model.parameters(), lr=learning_rate)
+history = [score()]
+for epoch in range(EPOCHS):
+    fit_epoch()
+    history.append(score())
+    print(f"epoch {epoch + 1}: test loss {history[-1][0]:.4f}, accuracy {history[-1][1]:.2%}")
 
-history = [test_loop(test_dataloader, model, loss_fn)]
-for t in range(epochs):
-    print(f"Epoch {t+1}\n-------------------------------")
-    train_loop(train_dataloader, model, loss_fn, optimizer)
-    history.append(test_loop(test_dataloader, model, loss_fn))
-print("Done!")
 
-# ------------------------------------------------------------ saveloadrun_tutorial
-class SmallVGG(nn.Module):  # (stands in for torchvision.models.vgg16)
-    def __init__(self, num_classes=10):
+# ---- saving and loading
+class SmallVGG(nn.Module):
+    def __init__(self, classes=10):
         super().__init__()
-        self.features = nn.Sequential(
-            nn.Conv2d(3, 8, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-            nn.Conv2d(8, 8, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-            nn.Conv2d(8, 16, kernel_size=3, padding=1), nn.ReLU(inplace=True),
-            nn.MaxPool2d(kernel_size=2, stride=2),
-        )
+
+        def conv(cin, cout):
+            return [nn.Conv2d(cin, cout, kernel_size=3, padding=1), nn.ReLU(inplace=True)]
+
+        self.features = nn.Sequential(*conv(3, 8), *conv(8, 8),
+                                      nn.MaxPool2d(kernel_size=2, stride=2),
+                                      *conv(8, 16), nn.MaxPool2d(kernel_size=2, stride=2))
         self.avgpool = nn.AdaptiveAvgPool2d((7, 7))
-        self.classifier = nn.Sequential(
-            nn.Linear(16 * 7 * 7, 64), nn.ReLU(True), nn.Dropout(p=0.5),
-            nn.Linear(64, num_classes),
-        )
+        self.classifier = nn.Sequential(nn.Linear(16 * 49, 64), nn.ReLU(True),
+                                        nn.Dropout(p=0.5), nn.Linear(64, classes))
 
     def forward(self, x):
-        x = self.features(x)
-        x = self.avgpool(x)
-        x = torch.flatten(x, 1)
-        return self.classifier(x)
+        return self.classifier(torch.flatten(self.avgpool(self.features(x)), 1))
 
-class models:  # (the torchvision.models names the tutorial calls)
-    @staticmethod
-    def vgg16(weights=None):
-        return SmallVGG()
 
-tmp = tempfile.mkdtemp()
+folder = tempfile.mkdtemp()
+weights_file = os.path.join(folder, "vgg_weights.pth")
+module_file = os.path.join(folder, "vgg_module.pth")
 
-model = models.vgg16(weights='IMAGENET1K_V1')
-torch.save(model.state_dict(), os.path.join(tmp, 'model_weights.pth'))
+vgg = SmallVGG()
+torch.save(vgg.state_dict(), weights_file)
+picture = torch.rand((1, 3, 56, 56))
+vgg.eval()
+reference = vgg(picture)
 
-input_image = torch.rand((1,3,56,56))
-model.eval()
-expected = model(input_image)
+restored = SmallVGG()
+restored.load_state_dict(torch.load(weights_file, weights_only=True))
+restored.eval()
+state_dict_roundtrip = torch.equal(restored(picture), reference)
 
-model = models.vgg16() # we do not specify ``weights``, i.e. create untrained model
-model.load_state_dict(torch.load(os.path.join(tmp, 'model_weights.pth'), weights_only=True))
-model.eval()
-state_dict_roundtrip = torch.equal(model(input_image), expected)
-
-torch.save(model, os.path.join(tmp, 'model.pth'))
-
+torch.save(restored, module_file)
+default_load_error = None
 try:
-    torch.load(os.path.join(tmp, 'model.pth'))
-except Exception as e:
-    default_load_error = type(e).__name__
-
-model = torch.load(os.path.join(tmp, 'model.pth'), weights_only=False)
-whole_model_roundtrip = (type(model).__name__, model.training, torch.equal(model(input_image), expected))
+    torch.load(module_file)  # weights_only=True by default: a pickled module is refused
+except Exception as err:
+    default_load_error = type(err).__name__
+whole = torch.load(module_file, weights_only=False)
+whole_model_roundtrip = (type(whole).__name__, whole.training,
+                         torch.equal(whole(picture), reference))
+print(state_dict_roundtrip, default_load_error, whole_model_roundtrip)

@@ -1,155 +1,114 @@
-# ruff: noqa: E231, E501, F841 (tutorial code as is)
-"""pytorch/tutorials beginner_source/basics/{tensorqs_tutorial,autogradqs_tutorial}.py (Learn
-the Basics: Tensors, Autograd): tensors from data / NumPy / another tensor (``*_like`` with a
-dtype override), a shape tuple, attributes, the cuda check through ``torch.device('cuda').index``,
-indexing with ``...`` and a column assignment, cat, the three spellings of matmul and mul (also
-with ``out=``), item, add_, the NumPy bridge; then the one-layer network with
-binary_cross_entropy_with_logits, no_grad / detach, and the Jacobian product of ``(inp+1)
-.pow(2).t()`` accumulated over calls with retain_graph.
+"""Tensor basics and autograd basics, written for these tests in the way PyTorch's "Learn
+the Basics" tensor and autograd pages are commonly written (modelled on the API usage of those
+pages, not a copy of them):
 
-Added for the test: the results are recorded; ``w`` and ``b`` are also set to fixed values
-so that torch's run of the script computes the same loss and gradients."""
-import jitgrad as torch
+- tensors from a nested list, from NumPy (``from_numpy``), ``ones_like`` and
+  ``rand_like(..., dtype=torch.float)``; ``rand`` / ``ones`` / ``zeros`` from a shape tuple;
+- ``.shape`` / ``.dtype`` / ``.device``, the cuda check via ``torch.device('cuda').index``;
+- indexing (``[0]``, ``[:, 0]``, ``[..., -1]``) and a column assignment, ``torch.cat``;
+- ``@`` / ``.matmul`` / ``torch.matmul(out=)`` and ``*`` / ``.mul`` / ``torch.mul(out=)``,
+  ``.T``, ``sum().item()``, ``add_``, and the NumPy bridge both ways (shared memory);
+- a logistic layer with ``binary_cross_entropy_with_logits``: ``grad_fn``, ``backward``,
+  a second backward's error, ``no_grad``, ``detach``;
+- a vector-Jacobian product through ``(a + 1).pow(2).t()`` with ``retain_graph=True``,
+  accumulating over calls until ``grad.zero_()``.
+"""
 import numpy as np
+
+import jitgrad as torch
 
 torch.manual_seed(0)
 
-data = [[1, 2],[3, 4]]
-x_data = torch.tensor(data)
+# ---- making tensors
+nested = [[5, 6], [7, 8]]
+from_list = torch.tensor(nested)
+from_np = torch.from_numpy(np.array(nested))
+same_kind = torch.ones_like(from_list)  # keeps int64
+random_float = torch.rand_like(from_list, dtype=torch.float)  # dtype overridden
+like_dtypes = tuple(t.dtype for t in (from_list, from_np, same_kind, random_float))
 
-np_array = np.array(data)
-x_np = torch.from_numpy(np_array)
+dims = (2, 3)
+made = {"rand": torch.rand(dims), "ones": torch.ones(dims), "zeros": torch.zeros(dims)}
+for kind, value in made.items():
+    print(kind, value, sep="\n")
+ones_text = f"{made['ones']}"
 
-x_ones = torch.ones_like(x_data) # retains the properties of x_data
-print(f"Ones Tensor: \n {x_ones} \n")
+grid = torch.rand(3, 4)
+attributes = (f"{grid.shape}", f"{grid.dtype}", f"{grid.device}")
+print("shape / dtype / device:", *attributes)
+if torch.cuda.is_available() & (torch.device("cuda").index is not None):
+    grid = grid.to("cuda")
 
-x_rand = torch.rand_like(x_data, dtype=torch.float) # overrides the datatype of x_data
-print(f"Random Tensor: \n {x_rand} \n")
-like_dtypes = (x_data.dtype, x_np.dtype, x_ones.dtype, x_rand.dtype)
+# ---- indexing and joining
+board = torch.ones(4, 4)
+print(board[0], board[:, 0], board[..., -1])
+board[:, 1] = 0  # clear the second column
+assigned = board.tolist()
+cat_shape = tuple(torch.cat([board] * 3, dim=1).shape)
 
-shape = (2,3,)
-rand_tensor = torch.rand(shape)
-ones_tensor = torch.ones(shape)
-zeros_tensor = torch.zeros(shape)
+# ---- arithmetic: three spellings each
+prod_out = torch.rand_like(board)
+torch.matmul(board, board.T, out=prod_out)
+matmuls_equal = torch.equal(board @ board.T, board.matmul(board.T)) and torch.equal(
+    board @ board.T, prod_out)
+elem_out = torch.rand_like(board)
+torch.mul(board, board, out=elem_out)
+muls_equal = torch.equal(board * board, board.mul(board)) and torch.equal(board * board,
+                                                                            elem_out)
+agg_item = board.sum().item()  # a Python float
+board.add_(5)
+added = board.tolist()
 
-print(f"Random Tensor: \n {rand_tensor} \n")
-print(f"Ones Tensor: \n {ones_tensor} \n")
-print(f"Zeros Tensor: \n {zeros_tensor}")
-ones_text = f"{ones_tensor}"
+# ---- NumPy bridge: the memory is shared both ways
+vec = torch.ones(5)
+arr = vec.numpy()
+vec.add_(1)
+bridge_to_numpy = arr.tolist()
+arr2 = np.ones(5)
+vec2 = torch.from_numpy(arr2)
+np.add(arr2, 1, out=arr2)
+bridge_from_numpy = f"t: {vec2}"
+print(bridge_to_numpy, bridge_from_numpy)
 
-tensor = torch.rand(3,4)
-
-print(f"Shape of tensor: {tensor.shape}")
-print(f"Datatype of tensor: {tensor.dtype}")
-print(f"Device tensor is stored on: {tensor.device}")
-attributes = (f"{tensor.shape}", f"{tensor.dtype}", f"{tensor.device}")
-
-# We move our tensor to the GPU if available, and if the cuda version is supported
-if torch.cuda.is_available() & (torch.device('cuda').index is not None):
-    tensor = tensor.to('cuda')
-
-tensor = torch.ones(4, 4)
-print('First row: ', tensor[0])
-print('First column: ', tensor[:, 0])
-print('Last column:', tensor[..., -1])
-tensor[:,1] = 0
-print(tensor)
-assigned = tensor.tolist()
-
-t1 = torch.cat([tensor, tensor, tensor], dim=1)
-print(t1)
-cat_shape = tuple(t1.shape)
-
-# This computes the matrix multiplication between two tensors. y1, y2, y3 will have the same value
-y1 = tensor @ tensor.T
-y2 = tensor.matmul(tensor.T)
-
-y3 = torch.rand_like(tensor)
-torch.matmul(tensor, tensor.T, out=y3)
-matmuls_equal = torch.equal(y1, y2) and torch.equal(y1, y3)
-
-# This computes the element-wise product. z1, z2, z3 will have the same value
-z1 = tensor * tensor
-z2 = tensor.mul(tensor)
-
-z3 = torch.rand_like(tensor)
-torch.mul(tensor, tensor, out=z3)
-muls_equal = torch.equal(z1, z2) and torch.equal(z1, z3)
-
-agg = tensor.sum()
-agg_item = agg.item()
-print(agg_item, type(agg_item))
-
-print(tensor, "\n")
-tensor.add_(5)
-print(tensor)
-added = tensor.tolist()
-
-t = torch.ones(5)
-print(f"t: {t}")
-n = t.numpy()
-print(f"n: {n}")
-
-t.add_(1)
-print(f"t: {t}")
-print(f"n: {n}")
-bridge_to_numpy = n.tolist()
-
-n = np.ones(5)
-t = torch.from_numpy(n)
-
-np.add(n, 1, out=n)
-print(f"t: {t}")
-print(f"n: {n}")
-bridge_from_numpy = f"t: {t}"
-
-# ------------------------------------------------------------ autogradqs_tutorial
-x = torch.ones(5)  # input tensor
-y = torch.zeros(3)  # expected output
-w = torch.randn(5, 3, requires_grad=True)
-b = torch.randn(3, requires_grad=True)
-with torch.no_grad():  # (fixed values, for the comparison with torch)
-    w.copy_(torch.linspace(-1, 1, 15).view(5, 3))
-    b.copy_(torch.tensor([0.5, -0.25, 0.125]))
-z = torch.matmul(x, w) + b
-loss = torch.nn.functional.binary_cross_entropy_with_logits(z, y)
-
-print(f"Gradient function for z = {z.grad_fn}")
-print(f"Gradient function for loss = {loss.grad_fn}")
-grad_fn_names = (z.grad_fn.name(), loss.grad_fn.name())
-
-loss.backward()
-print(w.grad)
-print(b.grad)
-bce_result = {"loss": loss.item(), "w": w.grad.tolist(), "b": b.grad.tolist()}
-try:
-    loss.backward()
-except RuntimeError as e:  # "We can only perform gradient calculations using backward once"
-    second_backward_error = str(e)
-
-z = torch.matmul(x, w)+b
-print(z.requires_grad)
-tracked = z.requires_grad
-
+# ---- autograd on a one-layer logistic model (fixed weights, for the torch comparison)
+features = torch.ones(5)
+labels = torch.zeros(3)
+weight = torch.randn(5, 3, requires_grad=True)
+bias = torch.randn(3, requires_grad=True)
 with torch.no_grad():
-    z = torch.matmul(x, w)+b
-print(z.requires_grad)
-untracked = z.requires_grad
+    weight.copy_(torch.linspace(-1, 1, 15).view(5, 3))
+    bias.copy_(torch.tensor([0.5, -0.25, 0.125]))
 
-z = torch.matmul(x, w)+b
-z_det = z.detach()
-print(z_det.requires_grad)
-detached = z_det.requires_grad
 
-inp = torch.eye(4, 5, requires_grad=True)
-out = (inp+1).pow(2).t()
-out.backward(torch.ones_like(out), retain_graph=True)
-print(f"First call\n{inp.grad}")
-first_call = inp.grad.clone()
-out.backward(torch.ones_like(out), retain_graph=True)
-print(f"\nSecond call\n{inp.grad}")
-second_call = inp.grad.clone()
-inp.grad.zero_()
-out.backward(torch.ones_like(out), retain_graph=True)
-print(f"\nCall after zeroing gradients\n{inp.grad}")
-after_zeroing = inp.grad.clone()
+def logits():
+    return torch.matmul(features, weight) + bias
+
+
+scores = logits()
+bce = torch.nn.functional.binary_cross_entropy_with_logits(scores, labels)
+grad_fn_names = (scores.grad_fn.name(), bce.grad_fn.name())
+bce.backward()
+bce_result = {"loss": bce.item(), "w": weight.grad.tolist(), "b": bias.grad.tolist()}
+second_backward_error = None
+try:
+    bce.backward()  # the graph's buffers were freed by the first backward
+except RuntimeError as err:
+    second_backward_error = str(err)
+
+tracked = logits().requires_grad
+with torch.no_grad():
+    untracked = logits().requires_grad
+detached = logits().detach().requires_grad
+
+# ---- vector-Jacobian products accumulate in .grad
+src = torch.eye(4, 5, requires_grad=True)
+res = (src + 1).pow(2).t()
+seed = torch.ones_like(res)
+res.backward(seed, retain_graph=True)
+first_call = src.grad.clone()
+res.backward(seed, retain_graph=True)
+second_call = src.grad.clone()  # twice the first
+src.grad.zero_()
+res.backward(seed, retain_graph=True)
+after_zeroing = src.grad.clone()
+print(first_call, second_call, after_zeroing, sep="\n")

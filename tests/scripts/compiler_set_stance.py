@@ -1,165 +1,127 @@
-# ruff: noqa: B023 (tutorial code as is)
-"""pytorch/tutorials recipes_source/torch_compiler_set_stance_tutorial.py:
-``torch.compiler.set_stance`` as a decorator, a context manager and a raw function
-(``force_eager``, ``default``), the error for changing the stance inside a compiled region,
-``fail_on_recompile`` and ``eager_on_recompile``, comparing eager and compiled runs of one
-model, and an eager run that crashes before a long compile would.
+"""Switching torch.compile's stance, written for these tests in the way the PyTorch
+set_stance recipe is commonly written (modelled on the API usage of that recipe, not a copy
+of it):
 
-Changes: CUDA events -> time.perf_counter; the printed values are recorded too."""
+- ``torch.compiler.is_compiling`` telling compiled from eager runs;
+- ``torch.compiler.set_stance(EAGER)`` as a decorator, a context manager and a plain
+  call, then ``"default"``; the error of changing the stance inside a compiled function (and
+  of calling a function decorated with it);
+- ``"fail_on_recompile"`` and ``"eager_on_recompile"`` on a new input shape;
+- an eager check run of a compiled function before the compiled runs, and an eager run that
+  reveals a bad call (``torch.sin(x, x)``) without waiting for a compile.
+"""
 import time
 
 import jitgrad as torch
 
 torch.manual_seed(0)
+EAGER, DEFAULT = "force_eager", "default"
 out = {}
+zeros3 = torch.zeros(3)
+
+
+def mode_sign(x):
+    # +1 under the compiler, -1 when run eagerly
+    return x + 1 if torch.compiler.is_compiling() else x - 1
+
+
+sign = torch.compile(mode_sign)
+out["compiled"] = sign(zeros3).tolist()
+
+
+@torch.compiler.set_stance(EAGER)
+def sign_eagerly(x):
+    return sign(x)
+
+
+out["decorator"] = sign_eagerly(zeros3).tolist()
+with torch.compiler.set_stance(EAGER):
+    out["context"] = sign(zeros3).tolist()
+torch.compiler.set_stance(EAGER)
+out["raw"] = sign(zeros3).tolist()
+torch.compiler.set_stance(DEFAULT)
+out["default_again"] = sign(zeros3).tolist()
+print(out)
+
+
+def first_words(err, cut):
+    return type(err).__name__, str(err).split(cut)[0]
 
 
 @torch.compile
-def foo(x):
-    if torch.compiler.is_compiling():
-        # torch.compile is active
-        return x + 1
-    else:
-        # torch.compile is not active
-        return x - 1
-
-
-inp = torch.zeros(3)
-
-print(foo(inp))  # compiled, prints 1
-out["compiled"] = foo(inp).tolist()
-
-
-@torch.compiler.set_stance("force_eager")
-def bar(x):
-    # force disable the compiler
-    return foo(x)
-
-
-print(bar(inp))  # not compiled, prints -1
-out["decorator"] = bar(inp).tolist()
-
-with torch.compiler.set_stance("force_eager"):
-    print(foo(inp))  # not compiled, prints -1
-    out["context"] = foo(inp).tolist()
-
-torch.compiler.set_stance("force_eager")
-print(foo(inp))  # not compiled, prints -1
-out["raw"] = foo(inp).tolist()
-torch.compiler.set_stance("default")
-
-print(foo(inp))  # compiled, prints 1
-out["default_again"] = foo(inp).tolist()
-
-
-@torch.compile
-def baz(x):
-    # error!
-    with torch.compiler.set_stance("force_eager"):
-        return x + 1
+def switches_inside(x):
+    with torch.compiler.set_stance(EAGER):  # not allowed while compiling
+        return x * 2
 
 
 try:
-    baz(inp)
-except Exception as e:
-    print(e)
-    out["baz"] = (type(e).__name__, str(e).split(" at 0x")[0])
+    switches_inside(zeros3)
+except Exception as err:
+    out["baz"] = first_words(err, " at 0x")
 
 
-@torch.compiler.set_stance("force_eager")
-def inner(x):
-    return x + 1
+@torch.compiler.set_stance(EAGER)
+def helper(x):
+    return x * 2
 
 
 @torch.compile
-def outer(x):
-    # error!
-    return inner(x)
+def calls_helper(x):
+    return helper(x)
 
 
 try:
-    outer(inp)
-except Exception as e:
-    print(e)
-    out["outer"] = (type(e).__name__, str(e).split(" at 0x")[0])
+    calls_helper(zeros3)
+except Exception as err:
+    out["outer"] = first_words(err, " at 0x")
 
 
 @torch.compile
-def my_big_model(x):
+def activation(x):
     return torch.relu(x)
 
 
-# first compilation
-my_big_model(torch.randn(3))
-
-with torch.compiler.set_stance("fail_on_recompile"):
-    my_big_model(torch.randn(3))  # no recompilation - OK
+activation(torch.randn(3))  # compiles for length 3
+strict = torch.compiler.set_stance("fail_on_recompile")
+with strict:
+    activation(torch.randn(3))  # cached: fine
     try:
-        my_big_model(torch.randn(4))  # recompilation - error
-    except Exception as e:
-        print(e)
-        out["fail_on_recompile"] = (type(e).__name__, str(e).split(" filename")[0])
+        activation(torch.randn(4))  # a new shape would recompile
+    except Exception as err:
+        out["fail_on_recompile"] = first_words(err, " filename")
+
+sign2 = torch.compile(mode_sign)
+out["huge"] = [sign2(torch.zeros(3)).tolist()]
+lenient = torch.compiler.set_stance("eager_on_recompile")
+with lenient:
+    out["huge"] += [sign2(torch.zeros(n)).tolist() for n in (3, 4, 3)]
 
 
 @torch.compile
-def my_huge_model(x):
-    if torch.compiler.is_compiling():
-        return x + 1
-    else:
-        return x - 1
+def cubed(a, b):
+    return a @ b @ b @ b
 
 
-# first compilation
-print(my_huge_model(torch.zeros(3)))  # 1
-out["huge"] = [my_huge_model(torch.zeros(3)).tolist()]
-
-with torch.compiler.set_stance("eager_on_recompile"):
-    print(my_huge_model(torch.zeros(3)))  # 1
-    print(my_huge_model(torch.zeros(4)))  # -1
-    print(my_huge_model(torch.zeros(3)))  # 1
-    out["huge"] += [my_huge_model(torch.zeros(3)).tolist(), my_huge_model(torch.zeros(4)).tolist(),
-                    my_huge_model(torch.zeros(3)).tolist()]
-
-
-def timed(fn):  # (the recipe times with CUDA events)
-    start = time.perf_counter()
-    result = fn()
-    return result, time.perf_counter() - start
+pair = (torch.randn(5, 5), torch.randn(5, 5))
+with torch.compiler.set_stance(EAGER):
+    t0 = time.perf_counter()
+    eager_result = cubed(*pair)
+    print(f"eager run {time.perf_counter() - t0:.4f} s")
+for _ in range(3):  # warm up the compiled version
+    cubed(*pair)
+out["gigantic_same"] = torch.allclose(eager_result, cubed(*pair), rtol=1e-4)
 
 
 @torch.compile
-def my_gigantic_model(x, y):
-    x = x @ y
-    x = x @ y
-    x = x @ y
-    return x
-
-
-inps = torch.randn(5, 5), torch.randn(5, 5)
-
-with torch.compiler.set_stance("force_eager"):
-    print("eager:", timed(lambda: my_gigantic_model(*inps))[1])
-    eager_result = my_gigantic_model(*inps)
-
-# warmups
-for _ in range(3):
-    my_gigantic_model(*inps)
-
-print("compiled:", timed(lambda: my_gigantic_model(*inps))[1])
-out["gigantic_same"] = torch.allclose(eager_result, my_gigantic_model(*inps), rtol=1e-4)
-
-
-@torch.compile
-def my_humongous_model(x):
-    return torch.sin(x, x)
+def broken(x):
+    return torch.sin(x, x)  # wrong call: sin takes one tensor
 
 
 try:
-    with torch.compiler.set_stance("force_eager"):
-        print(my_humongous_model(torch.randn(3)))
-    # this call to the compiled model won't run
-    print(my_humongous_model(torch.randn(3)))
-except Exception as e:
-    print(e)
-    out["humongous"] = type(e).__name__
-out["stance_after"] = torch.compiler.is_compiling()
+    with torch.compiler.set_stance(EAGER):
+        broken(torch.randn(3))  # fails fast, eagerly
+    broken(torch.randn(3))  # never reached
+except Exception as err:
+    out["humongous"] = type(err).__name__
+out["stance_after"] = torch.compiler.is_compiling()  # outside any compiled code
+print(out)

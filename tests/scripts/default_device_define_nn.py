@@ -1,134 +1,86 @@
-# ruff: noqa: E111, E211, E402, E501, UP008 (tutorial code as is)
-"""pytorch/tutorials recipes_source/recipes/{changing_default_device,
-defining_a_neural_network}.py: the device-agnostic ``if USE_CUDA`` pattern, the ``with
-torch.device(...)`` context manager and ``torch.set_default_device``; then the MNIST Net of the
-"Defining a Neural Network" recipe (its Dropout2d layers also see the flattened 2-D input)
-run on one random image.
+"""Choosing the default device and defining a network, written for these tests in the way
+the PyTorch "changing default device" and "defining a neural network" recipes are commonly
+written (modelled on the API usage of those recipes, not a copy of them):
 
-Changes: the device recipe's ``'cuda'`` is ``'meta'`` here (no GPU on a test machine: the
-factories and the module land on the device all the same), and the default device is put back
-to the CPU at the end; results are recorded."""
+- a device-agnostic ``USE_CUDA`` switch (``mod.cuda()``, ``device=`` on a factory);
+- ``with torch.device('meta')`` and ``torch.set_default_device`` / ``get_default_device``
+  (``'meta'`` stands in for a GPU here; the default goes back to the CPU with ``None``);
+- a digits classifier with ``nn.Conv2d(in, out, k, stride)``, two ``nn.Dropout2d`` (the
+  second sees a 2-D hidden layer and warns), ``F.relu``, ``F.max_pool2d``,
+  ``flatten(start_dim=1)`` and ``F.log_softmax``, run on one random image; ``eval()``.
+"""
 import warnings
 
 import jitgrad as torch
-
-torch.manual_seed(0)
-USE_CUDA = False
-
-mod = torch.nn.Linear(20, 30)
-if USE_CUDA:
-    mod.cuda()
-
-device = 'cpu'
-if USE_CUDA:
-    device = 'cuda'
-inp = torch.randn(128, 20, device=device)
-print(mod(inp).device)
-devices = [mod(inp).device.type]
-
-with torch.device('meta'):
-    mod = torch.nn.Linear(20, 30)
-    print(mod.weight.device)
-    print(mod(torch.randn(128, 20)).device)
-    devices += [mod.weight.device.type, mod(torch.randn(128, 20)).device.type]
-devices.append(torch.randn(2).device.type)  # (back to the CPU after the block)
-
-torch.set_default_device('meta')
-
-mod = torch.nn.Linear(20, 30)
-print(mod.weight.device)
-print(mod(torch.randn(128, 20)).device)
-devices += [mod.weight.device.type, mod(torch.randn(128, 20)).device.type,
-            str(torch.get_default_device())]
-torch.set_default_device(None)
-devices.append(str(torch.get_default_device()))
-
-# ------------------------------------------------------------ defining_a_neural_network
 import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 
+torch.manual_seed(0)
+USE_CUDA = False  # flip on a machine with a GPU
 
-class Net(nn.Module):
+
+def where(module, x):
+    return module(x).device.type
+
+
+proj = nn.Linear(20, 30)
+if USE_CUDA:
+    proj.cuda()
+target = "cuda" if USE_CUDA else "cpu"
+batch = torch.randn(128, 20, device=target)
+devices = [where(proj, batch)]
+
+with torch.device("meta"):
+    proj = nn.Linear(20, 30)
+    devices.append(proj.weight.device.type)
+    devices.append(where(proj, torch.randn(128, 20)))
+devices.append(torch.randn(2).device.type)  # outside the block: the CPU again
+
+torch.set_default_device("meta")
+proj = nn.Linear(20, 30)
+default_now = str(torch.get_default_device())
+devices += [proj.weight.device.type, where(proj, torch.randn(128, 20)), default_now]
+torch.set_default_device(None)  # None: back to the CPU
+devices.append(f"{torch.get_default_device()}")
+print(devices)
+
+
+class DigitNet(nn.Module):
+    """Two 3x3 convolutions, a 2x2 max-pool, and a two-layer head over 10 classes."""
+
     def __init__(self):
-      super(Net, self).__init__()
+        super().__init__()
+        self.conv_in = nn.Conv2d(1, 32, 3, 1)
+        self.conv_mid = nn.Conv2d(32, 64, 3, 1)
+        self.drop_maps = nn.Dropout2d(0.25)  # zeroes whole feature maps
+        self.drop_hidden = nn.Dropout2d(0.5)
+        self.hidden = nn.Linear(64 * 12 * 12, 128)
+        self.out = nn.Linear(128, 10)
 
-      # First 2D convolutional layer, taking in 1 input channel (image),
-      # outputting 32 convolutional features, with a square kernel size of 3
-      self.conv1 = nn.Conv2d(1, 32, 3, 1)
-      # Second 2D convolutional layer, taking in the 32 input layers,
-      # outputting 64 convolutional features, with a square kernel size of 3
-      self.conv2 = nn.Conv2d(32, 64, 3, 1)
-
-      # Designed to ensure that adjacent pixels are either all 0s or all active
-      # with an input probability
-      self.dropout1 = nn.Dropout2d(0.25)
-      self.dropout2 = nn.Dropout2d(0.5)
-
-      # First fully connected layer
-      self.fc1 = nn.Linear(9216, 128)
-      # Second fully connected layer that outputs our 10 labels
-      self.fc2 = nn.Linear(128, 10)
-
-my_nn = Net()
-print(my_nn)
-first_repr = repr(my_nn)
+    def forward(self, img):
+        feats = F.relu(self.conv_mid(F.relu(self.conv_in(img))))
+        feats = self.drop_maps(F.max_pool2d(feats, 2))
+        hidden = F.relu(self.hidden(feats.flatten(start_dim=1)))
+        logits = self.out(self.drop_hidden(hidden))  # a (1, 128) input to Dropout2d
+        return F.log_softmax(logits, dim=1)
 
 
-class Net(nn.Module):
-    def __init__(self):
-      super(Net, self).__init__()
-      self.conv1 = nn.Conv2d(1, 32, 3, 1)
-      self.conv2 = nn.Conv2d(32, 64, 3, 1)
-      self.dropout1 = nn.Dropout2d(0.25)
-      self.dropout2 = nn.Dropout2d(0.5)
-      self.fc1 = nn.Linear(9216, 128)
-      self.fc2 = nn.Linear(128, 10)
+net = DigitNet()
+first_repr = repr(net)
+print(first_repr)
 
-    # x represents our data
-    def forward(self, x):
-      # Pass data through conv1
-      x = self.conv1(x)
-      # Use the rectified-linear activation function over x
-      x = F.relu(x)
+image = torch.rand((1, 1, 28, 28))
+with warnings.catch_warnings(record=True, action="always") as seen:
+    log_probs = net(image)
+dropout_warnings = sorted({str(w.message) for w in seen})
+result_info = (tuple(log_probs.shape), log_probs.grad_fn.name(),
+               float(log_probs.exp().sum()))
+print(log_probs, result_info)
 
-      x = self.conv2(x)
-      x = F.relu(x)
+# what the second Dropout2d does to a 2-D input: one sample of 128 channels, all or nothing
+with warnings.catch_warnings(action="ignore"):
+    dropped = nn.Dropout2d(0.5)(torch.ones(1, 128))
+dropped_values = sorted(set(dropped.view(-1).tolist()))
 
-      # Run max pooling over x
-      x = F.max_pool2d(x, 2)
-      # Pass data through dropout1
-      x = self.dropout1(x)
-      # Flatten x with start_dim=1
-      x = x.flatten(start_dim=1)
-      # Pass data through fc1
-      x = self.fc1(x)
-      x = F.relu(x)
-      x = self.dropout2(x)
-      x = self.fc2(x)
-
-      # Apply softmax to x
-      output = F.log_softmax(x, dim=1)
-      return output
-
-
-# Equates to one random 28x28 image
-random_data = torch.rand((1, 1, 28, 28))
-
-my_nn = Net()
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    result = my_nn(random_data)
-print (result)
-dropout_warnings = sorted({str(w.message) for w in caught})
-result_info = (tuple(result.shape), result.grad_fn.name(), float(result.exp().sum()))
-
-# (the two Dropout2d layers on what each sees: 4-D, then the 2-D (1, 128) hidden layer,
-# which torch treats as one sample of 128 channels without a batch dimension)
-drop = nn.Dropout2d(0.5)
-hidden = torch.ones(1, 128)
-with warnings.catch_warnings():
-    warnings.simplefilter("ignore")
-    dropped = drop(hidden)
-dropped_values = sorted(set(dropped.flatten().tolist()))
-my_nn.eval()
-eval_same = torch.equal(my_nn(random_data), my_nn(random_data))
+net.eval()  # dropout off: two calls agree
+eval_same = torch.equal(net(image), net(image))

@@ -1,101 +1,80 @@
-# ruff: noqa: E501 (tutorial code as is)
-"""pytorch/tutorials beginner_source/understanding_leaf_vs_nonleaf_tutorial.py: is_leaf,
-requires_grad, the grads a backward fills (leaves only, None plus a warning for a non-leaf),
-retain_grad / retains_grad on intermediate tensors, and the errors the tutorial quotes."""
+"""Leaf and non-leaf tensors in autograd, written for these tests in the way the PyTorch
+leaf-vs-non-leaf tutorial is commonly written (modelled on the API usage of that tutorial,
+not a copy of it):
+
+- ``is_leaf`` / ``requires_grad`` of inputs, weights and computed tensors;
+- ``backward`` filling ``.grad`` on leaves only (None, with a warning, on a non-leaf);
+- the error of a backward through nothing that requires grad;
+- ``retain_grad`` / ``retains_grad`` on intermediates, a no-op on a leaf and an error on a
+  tensor without requires_grad; ``requires_grad_`` on a leaf and a non-leaf.
+"""
 import warnings
 
 import jitgrad as torch
 import jitgrad.nn.functional as F
 
-# tensor setup
-x = torch.ones(1, 3)                      # input with shape: (1, 3)
-W = torch.ones(3, 2, requires_grad=True)  # weights with shape: (3, 2)
-b = torch.ones(1, 2, requires_grad=True)  # bias with shape: (1, 2)
-y = torch.ones(1, 2)                      # output with shape: (1, 2)
+# a one-sample affine layer with a ReLU, all ones so the gradients are easy to check by hand
+inp = torch.ones(1, 3)
+weight = torch.ones(3, 2, requires_grad=True)
+bias = torch.ones(1, 2, requires_grad=True)
+target = torch.ones(1, 2)
 
-# forward pass
-z = (x @ W) + b                           # pre-activation with shape: (1, 2)
-y_pred = F.relu(z)                        # activation with shape: (1, 2)
-loss = F.mse_loss(y_pred, y)              # scalar loss
 
-# prints True because new tensors are leafs by convention
-print(f"{x.is_leaf=}")
+def forward():
+    pre = inp @ weight + bias
+    act = F.relu(pre)
+    return pre, act, F.mse_loss(act, target)
 
-# prints False because tensor is the result of an operation with at
-# least one input having requires_grad=True
-print(f"{z.is_leaf=}")
-leaf_flags = [t.is_leaf for t in (x, W, b, y, z, y_pred, loss)]
 
-print(f"{x.requires_grad=}") # prints False because requires_grad=False by default
-print(f"{W.requires_grad=}") # prints True because we set requires_grad=True in constructor
-print(f"{z.requires_grad=}") # prints True because tensor is a non-leaf node
-requires_flags = [t.requires_grad for t in (x, W, z)]
+pre, act, loss = forward()
+tensors = (inp, weight, bias, target, pre, act, loss)
+leaf_flags = [t.is_leaf for t in tensors]
+requires_flags = [t.requires_grad for t in (inp, weight, pre)]
+print("leaf:", leaf_flags, "requires_grad:", requires_flags)
 
-# "try not setting requires_grad, re-run the forward pass, and then run backpropagation"
-try:
-    F.mse_loss(F.relu(x @ W.detach() + b.detach()), y).backward()
-except RuntimeError as e:
-    no_grad_error = str(e)
-print(no_grad_error)
+no_grad_error = None
+try:  # the same graph built from detached parameters has nothing to differentiate
+    frozen = F.relu(inp @ weight.detach() + bias.detach())
+    F.mse_loss(frozen, target).backward()
+except RuntimeError as err:
+    no_grad_error = str(err)
 
 loss.backward()
-
-print(f"{W.grad=}")
-print(f"{b.grad=}")
-first_grads = (W.grad.clone(), b.grad.clone())
-
-# prints all None because requires_grad=False
-print(f"{x.grad=}")
-print(f"{y.grad=}")
-leaf_grads_none = (x.grad is None, y.grad is None)
-
-with warnings.catch_warnings(record=True) as caught:
+first_grads = (weight.grad.clone(), bias.grad.clone())
+leaf_grads_none = (inp.grad is None, target.grad is None)
+with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
-    print(f"{z.grad=}")
-    nonleaf_grad_none = z.grad is None
-nonleaf_warnings = [str(w.message) for w in caught]
+    print(f"pre.grad = {pre.grad}")  # reading it once for the print ...
+    nonleaf_grad_none = pre.grad is None  # ... and once for the check: two warnings
+nonleaf_warnings = [str(w.message) for w in seen]
 
-# we have to re-run the forward pass
-z = (x @ W) + b
-y_pred = F.relu(z)
-loss = F.mse_loss(y_pred, y)
-
-# tell PyTorch to store the gradients after backward()
-z.retain_grad()
-y_pred.retain_grad()
-loss.retain_grad()
-
-# have to zero out gradients otherwise they would accumulate
-W.grad = None
-b.grad = None
-
-# backpropagation
+# again, this time keeping the intermediate gradients
+pre, act, loss = forward()
+for t in (pre, act, loss):
+    t.retain_grad()
+weight.grad = bias.grad = None  # otherwise the new gradients would add up
 loss.backward()
+second_grads = {"W": weight.grad, "b": bias.grad, "z": pre.grad, "y_pred": act.grad,
+                "loss": loss.grad}
+for name, grad in second_grads.items():
+    print(name, grad)
+retains = [t.retains_grad for t in (inp, weight, bias, pre, act, loss)]
 
-# print gradients for all tensors that have requires_grad=True
-print(f"{W.grad=}")
-print(f"{b.grad=}")
-print(f"{z.grad=}")
-print(f"{y_pred.grad=}")
-print(f"{loss.grad=}")
-second_grads = {"W": W.grad, "b": b.grad, "z": z.grad, "y_pred": y_pred.grad, "loss": loss.grad}
-retains = [t.retains_grad for t in (x, W, b, z, y_pred, loss)]
-
-# retain_grad() on a leaf is a no-op; on a tensor without requires_grad it is an error
-W.retain_grad()
-leaf_retains_after = W.retains_grad
+weight.retain_grad()  # a leaf keeps its grad anyway
+leaf_retains_after = weight.retains_grad
+retain_error = None
 try:
-    x.retain_grad()
-except RuntimeError as e:
-    retain_error = str(e)
-print(retain_error)
+    inp.retain_grad()
+except RuntimeError as err:
+    retain_error = str(err)
 
-# the summary table's requires_grad_() column
-x.requires_grad_()
-x_requires_after = (x.requires_grad, x.is_leaf)
-x.requires_grad_(False)
+inp.requires_grad_()
+x_requires_after = (inp.requires_grad, inp.is_leaf)
+inp.requires_grad_(False)
+nonleaf_requires_error = None
 try:
-    z.requires_grad_(False)
-except RuntimeError as e:
-    nonleaf_requires_error = str(e)
-z.requires_grad_()
+    pre.requires_grad_(False)
+except RuntimeError as err:
+    nonleaf_requires_error = str(err)
+pre.requires_grad_()
+print(no_grad_error, retain_error, nonleaf_requires_error, sep="\n")

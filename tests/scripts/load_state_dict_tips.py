@@ -1,11 +1,14 @@
-# ruff: noqa: E111 (tutorial code as is)
-"""pytorch/tutorials recipes_source/recipes/module_load_state_dict_tips.py: ``torch.load(...,
-mmap=True)``, building a module under ``with torch.device('meta')``, and
-``load_state_dict(..., assign=True)`` that swaps the checkpoint's tensors in.
+"""Loading a checkpoint into a module without wasted copies, written for these tests in the
+way the PyTorch load_state_dict tips recipe is commonly written (modelled on the API usage of
+that recipe, not a copy of it):
 
-Changes: the checkpoint goes to a temporary directory; the results are recorded (devices,
-whether the meta module's parameters hold the checkpoint's values, the in-place copy into
-meta tensors being a no-op, and a forward of the loaded modules)."""
+- ``torch.save`` of a state_dict and ``torch.load(path)`` / ``torch.load(path, mmap=True)``;
+- building a module under ``with torch.device('meta')`` (an explicit ``device='cpu'`` inside
+  still wins);
+- ``load_state_dict(sd)`` into meta parameters (a no-op, with warnings) versus
+  ``load_state_dict(sd, assign=True)`` that takes the checkpoint's tensors as Parameters;
+- calling a module whose ``forward`` hands the input to an ``nn.ModuleList``.
+"""
 import os
 import tempfile
 import warnings
@@ -14,60 +17,63 @@ import jitgrad as torch
 from jitgrad import nn
 
 torch.manual_seed(0)
-checkpoint = os.path.join(tempfile.mkdtemp(), 'checkpoint.pth')
+ckpt_path = os.path.join(tempfile.mkdtemp(), "stack.pt")
 
-class SomeModule(torch.nn.Module):
-    def __init__(self):
+
+class ScalarStack(nn.Module):
+    """Ten independent 1 -> 1 linear maps."""
+
+    def __init__(self, depth=10):
         super().__init__()
-        self.linears = nn.ModuleList([nn.Linear(1, 1) for i in range(10)])
+        self.linears = nn.ModuleList(nn.Linear(1, 1) for _ in range(depth))
 
     def forward(self, x):
-        return self.linears(x)
+        return self.linears(x)  # a ModuleList is not callable: this raises
 
 
-m = SomeModule()
-torch.save(m.state_dict(), checkpoint)
-state_dict = torch.load(checkpoint, mmap=True)
-with torch.device('meta'):
-  meta_m = SomeModule()
-meta_devices = {p.device.type for p in meta_m.parameters()}
-meta_m.load_state_dict(state_dict, assign=True)
-assigned = {"devices": {p.device.type for p in meta_m.parameters()},
-            "same_values": all(torch.equal(a, b) for a, b in
-                               zip(meta_m.parameters(), m.parameters())),
-            "is_parameter": all(isinstance(p, nn.Parameter) for p in meta_m.parameters()),
-            "requires_grad": all(p.requires_grad for p in meta_m.parameters())}
+def device_types(module):
+    return {p.device.type for p in module.parameters()}
 
-state_dict = torch.load(checkpoint)
-m = SomeModule()
-m.load_state_dict(state_dict)
 
-state_dict = torch.load(checkpoint)
+source = ScalarStack()
+torch.save(source.state_dict(), ckpt_path)
 
-state_dict = torch.load(checkpoint, mmap=True)
-mmap_values = {k: v.tolist() for k, v in state_dict.items()}
+# 1) meta skeleton + assign=True: parameters become the (mmapped) checkpoint tensors
+with torch.device("meta"):
+    skeleton = ScalarStack()
+meta_devices = device_types(skeleton)
+skeleton.load_state_dict(torch.load(ckpt_path, mmap=True), assign=True)
+params = list(skeleton.parameters())
+assigned = {
+    "devices": device_types(skeleton),
+    "same_values": all(torch.equal(p, q) for p, q in zip(params, source.parameters())),
+    "is_parameter": all(isinstance(p, nn.Parameter) for p in params),
+    "requires_grad": all(p.requires_grad for p in params),
+}
 
-m = SomeModule()
+# 2) the ordinary route: a real module, loaded by copy
+plain = ScalarStack()
+plain.load_state_dict(torch.load(ckpt_path))
 
-with torch.device('meta'):
-  meta_m = SomeModule()
-  explicit_cpu = torch.ones(2, device='cpu').device.type
-meta_sizes = [tuple(p.size()) for p in meta_m.parameters()][:2]
+sd = torch.load(ckpt_path, mmap=True)
+with torch.device("meta"):
+    skeleton = ScalarStack()
+    explicit_cpu = torch.ones(2, device="cpu").device.type
+meta_sizes = [tuple(p.size()) for p in skeleton.parameters()][:2]
 
-m.load_state_dict(state_dict)
-
-# (without assign=True the copy into meta tensors is a no-op: they stay on meta)
-with warnings.catch_warnings(record=True) as caught:
+# 3) copying into meta tensors does nothing (one warning per parameter)
+with warnings.catch_warnings(record=True) as seen:
     warnings.simplefilter("always")
-    meta_m.load_state_dict(state_dict)
-no_op_warnings = [str(w.message) for w in caught]
-still_meta = {p.device.type for p in meta_m.parameters()}
-meta_m.load_state_dict(state_dict, assign=True)
+    skeleton.load_state_dict(sd)
+no_op_warnings = [str(w.message) for w in seen]
+still_meta = device_types(skeleton)
+skeleton.load_state_dict(sd, assign=True)
 
-x = torch.ones(3, 1)
-outputs = [lin(x).flatten().tolist() for lin in meta_m.linears]
-same_as_m = all(torch.equal(a(x), b(x)) for a, b in zip(meta_m.linears, m.linears))
+ones = torch.ones(3, 1)
+same_as_m = all(torch.equal(a(ones), b(ones)) for a, b in zip(skeleton.linears, plain.linears))
+forward_error = None
 try:
-    meta_m(x)  # the recipe's forward calls a ModuleList
-except Exception as e:
-    forward_error = (type(e).__name__, str(e))
+    skeleton(ones)
+except NotImplementedError as err:
+    forward_error = (type(err).__name__, str(err))
+print(meta_devices, assigned, explicit_cpu, meta_sizes, still_meta, forward_error)

