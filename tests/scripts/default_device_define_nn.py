@@ -78,7 +78,8 @@ result_info = (tuple(log_probs.shape), log_probs.grad_fn.name(),
 print(log_probs, result_info)
 
 # what the second Dropout2d does to a 2-D input: one sample of 128 channels, all or nothing
-with warnings.catch_warnings(action="ignore"):
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
     dropped = nn.Dropout2d(0.5)(torch.ones(1, 128))
 dropped_values = sorted(set(dropped.view(-1).tolist()))
 

@@ -133,7 +133,8 @@ class TwoLayer(torch.nn.Module):
 
 
 def with_module(model, xs, ys, steps):
-    with warnings.catch_warnings(action="ignore"):  # size_average again
+    with warnings.catch_warnings():  # size_average again
+        warnings.simplefilter("ignore")
         criterion = torch.nn.MSELoss(size_average=False)
     opt = torch.optim.SGD(model.parameters(), lr=1e-4)
     return fit(model, xs, ys, steps, criterion, opt, call=model.forward)

@@ -150,7 +150,8 @@ traced = (same(flip_if_negative, traced_flip, (pos, y_in)),
           same(flip_if_negative, traced_flip, (-pos, y_in)))
 torch._dynamo.reset()
 compiled_flip = torch.compile(flip_if_negative)
-with warnings.catch_warnings(action="ignore"):
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
     compiled = (same(flip_if_negative, compiled_flip, (pos, y_in)),
                 same(flip_if_negative, compiled_flip, (-pos, y_in)))
 print("trace:", traced, "compile:", compiled)
@@ -184,7 +185,8 @@ try:
 except Exception as err:
     traceback.print_exc()
     script_f3_error = type(err).__name__
-with warnings.catch_warnings(action="ignore"):
+with warnings.catch_warnings():
+    warnings.simplefilter("ignore")
     compiled_f3 = same(cosine_transform, torch.compile(cosine_transform), (second,))
 
 
