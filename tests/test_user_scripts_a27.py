@@ -103,7 +103,7 @@ def test_word_language_model_deterministic_parts_match_torch():
             _close(params[name], t_params[name], rtol=1e-4, atol=1e-5)
 
 
-# ---- time_sequence_prediction (pytorch/examples) ----
+# ---- time_sequence_prediction: stacked LSTM cells forecasting sine waves with L-BFGS ----
 
 def test_time_sequence_prediction_lbfgs_learns_sine_waves():
     g = _run("time_sequence_prediction")
