@@ -175,7 +175,7 @@ def test_fgsm_attack_matches_torch():
     _close(g["fixed_adv_logits"], t["fixed_adv_logits"], rtol=1e-4, atol=1e-5)
 
 
-# ---- super_resolution (pytorch/examples) ----
+# ---- super_resolution: a sub-pixel convolution net upscaling synthetic images ----
 
 def test_super_resolution_psnr_rises():
     g = _run("super_resolution")
@@ -183,7 +183,7 @@ def test_super_resolution_psnr_rises():
     assert g["psnrs"][-1] > g["psnrs"][0] + 6  # dB, from the orthogonally initialised net
     assert g["super_resolved_shape"] == (16, 16) and g["out_img_y"].dtype == np.uint8
     assert len(g["training_data_loader"]) == 3 and len(g["testing_data_loader"]) == 2
-    assert type(g["model"]).__name__ == "Net"  # the whole model came back from torch.load
+    assert type(g["model"]).__name__ == "SubPixelNet"  # the whole model came back from torch.load
 
 
 def test_super_resolution_deterministic_parts_match_torch():
