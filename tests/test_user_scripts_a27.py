@@ -150,7 +150,7 @@ def test_reinforcement_learning_deterministic_parts_match_torch():
         _close(ours, theirs, rtol=1e-4, atol=1e-6)
 
 
-# ---- FGSM adversarial example tutorial ----
+# ---- fgsm_adversarial: fast-gradient-sign attacks on a small conv classifier ----
 
 def test_fgsm_accuracy_falls_with_epsilon():
     g = _run("fgsm_adversarial")
