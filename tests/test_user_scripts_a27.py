@@ -221,7 +221,7 @@ def test_siamese_network_deterministic_parts_match_torch():
     _close(g["fixed_lrs"], t["fixed_lrs"], rtol=1e-12, atol=0)
 
 
-# ---- mnist_forward_forward (pytorch/examples) ----
+# ---- mnist_forward_forward: layer-local Forward-Forward training on synthetic glyphs ----
 
 def test_forward_forward_layers_learn_without_backprop_between_them():
     g = _run("mnist_forward_forward")
