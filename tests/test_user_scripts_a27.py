@@ -126,7 +126,7 @@ def test_time_sequence_prediction_lbfgs_step_matches_torch():
     _close(g["fixed_after"], t["fixed_after"], rtol=1e-7, atol=1e-9)
 
 
-# ---- reinforcement_learning (pytorch/examples) ----
+# ---- reinforcement_learning: REINFORCE and actor-critic on a simulated cart-pole ----
 
 def test_reinforce_and_actor_critic_learn_cartpole():
     g = _run("reinforcement_learning")
