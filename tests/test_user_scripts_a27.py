@@ -194,7 +194,7 @@ def test_super_resolution_deterministic_parts_match_torch():
     assert g["shuffled"] == t["shuffled"] and g["unshuffled"] == t["unshuffled"]
 
 
-# ---- siamese_network (pytorch/examples) ----
+# ---- siamese_network: a same-or-different pair classifier on a shared residual backbone ----
 
 def test_siamese_network_learns_same_or_different():
     g = _run("siamese_network")
