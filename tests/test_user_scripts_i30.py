@@ -75,7 +75,7 @@ def test_real_nvp_fixed_weights_match_torch():
     _close(g["fixed_x"], t["fixed_x"], rtol=0, atol=0)  # (the same sklearn moons)
 
 
-# ---------------------------------------------------------------- tanelp/tiny-diffusion
+# ------------------------------------------------------ a tiny DDPM on 2-D points
 
 
 def test_tiny_ddpm_trains_samples_and_saves():
