@@ -1,4 +1,5 @@
-"""More real PyTorch scripts (pytorch/examples, pytorch.org tutorials), only the import changed.
+"""More user-style PyTorch scripts, written for these tests in the way pytorch/examples and the
+pytorch.org tutorials write torch code.
 
 The scripts live in tests/scripts/ next to those of tests/test_user_scripts.py and run the same
 way: as ``__main__`` on jitgrad, and, where torch is installed, once more with ``import torch``
