@@ -1,4 +1,5 @@
-"""More real PyTorch scripts (pytorch/examples, pytorch.org tutorials), only the import changed.
+"""More user-style PyTorch scripts, written for these tests in the way pytorch/examples and the
+pytorch.org tutorials write torch code.
 
 The scripts live in tests/scripts/ next to those of tests/test_user_scripts.py and run the same
 way: as ``__main__`` on jitgrad, and, where torch is installed, once more with ``import torch``
@@ -63,7 +64,7 @@ def _run_torch(name: str) -> dict:
     return _TORCH_CACHE[name]
 
 
-# ---- word_language_model (pytorch/examples) ----
+# ---- word_language_model: tied LSTM, GRU, RNNs and a causal Transformer on a toy corpus ----
 
 def test_word_language_model_trains_lstm_gru_and_transformer():
     g = _run("word_language_model")
@@ -103,7 +104,7 @@ def test_word_language_model_deterministic_parts_match_torch():
             _close(params[name], t_params[name], rtol=1e-4, atol=1e-5)
 
 
-# ---- time_sequence_prediction (pytorch/examples) ----
+# ---- time_sequence_prediction: stacked LSTM cells forecasting sine waves with L-BFGS ----
 
 def test_time_sequence_prediction_lbfgs_learns_sine_waves():
     g = _run("time_sequence_prediction")
@@ -126,7 +127,7 @@ def test_time_sequence_prediction_lbfgs_step_matches_torch():
     _close(g["fixed_after"], t["fixed_after"], rtol=1e-7, atol=1e-9)
 
 
-# ---- reinforcement_learning (pytorch/examples) ----
+# ---- reinforcement_learning: REINFORCE and actor-critic on a simulated cart-pole ----
 
 def test_reinforce_and_actor_critic_learn_cartpole():
     g = _run("reinforcement_learning")
@@ -150,7 +151,7 @@ def test_reinforcement_learning_deterministic_parts_match_torch():
         _close(ours, theirs, rtol=1e-4, atol=1e-6)
 
 
-# ---- FGSM adversarial example tutorial ----
+# ---- fgsm_adversarial: fast-gradient-sign attacks on a small conv classifier ----
 
 def test_fgsm_accuracy_falls_with_epsilon():
     g = _run("fgsm_adversarial")
@@ -175,7 +176,7 @@ def test_fgsm_attack_matches_torch():
     _close(g["fixed_adv_logits"], t["fixed_adv_logits"], rtol=1e-4, atol=1e-5)
 
 
-# ---- super_resolution (pytorch/examples) ----
+# ---- super_resolution: a sub-pixel convolution net upscaling synthetic images ----
 
 def test_super_resolution_psnr_rises():
     g = _run("super_resolution")
@@ -183,7 +184,7 @@ def test_super_resolution_psnr_rises():
     assert g["psnrs"][-1] > g["psnrs"][0] + 6  # dB, from the orthogonally initialised net
     assert g["super_resolved_shape"] == (16, 16) and g["out_img_y"].dtype == np.uint8
     assert len(g["training_data_loader"]) == 3 and len(g["testing_data_loader"]) == 2
-    assert type(g["model"]).__name__ == "Net"  # the whole model came back from torch.load
+    assert type(g["model"]).__name__ == "SubPixelNet"  # the whole model came back from torch.load
 
 
 def test_super_resolution_deterministic_parts_match_torch():
@@ -194,7 +195,7 @@ def test_super_resolution_deterministic_parts_match_torch():
     assert g["shuffled"] == t["shuffled"] and g["unshuffled"] == t["unshuffled"]
 
 
-# ---- siamese_network (pytorch/examples) ----
+# ---- siamese_network: a same-or-different pair classifier on a shared residual backbone ----
 
 def test_siamese_network_learns_same_or_different():
     g = _run("siamese_network")
@@ -221,7 +222,7 @@ def test_siamese_network_deterministic_parts_match_torch():
     _close(g["fixed_lrs"], t["fixed_lrs"], rtol=1e-12, atol=0)
 
 
-# ---- mnist_forward_forward (pytorch/examples) ----
+# ---- mnist_forward_forward: layer-local Forward-Forward training on synthetic glyphs ----
 
 def test_forward_forward_layers_learn_without_backprop_between_them():
     g = _run("mnist_forward_forward")
@@ -244,7 +245,7 @@ def test_forward_forward_deterministic_parts_match_torch():
         _close(ours, theirs, rtol=1e-5, atol=1e-6)
 
 
-# ---- regression (pytorch/examples) ----
+# ---- regression: a quartic fitted by one Linear with a hand-written SGD step ----
 
 def test_polynomial_regression_converges():
     g = _run("regression")

@@ -1,5 +1,5 @@
-"""More public PyTorch code (set I: a RealNVP normalizing flow and tanelp's tiny-diffusion
-DDPM), only the import changed, run on jitgrad.
+"""Set I: a RealNVP normalizing flow and a tiny DDPM, scripts written for these tests in the way
+public PyTorch code of that kind (real-nvp-pytorch, tanelp's tiny-diffusion) writes torch code.
 
 The scripts in tests/scripts/ run as ``__main__``; these tests read what they computed from
 their globals and assert that training lowered the loss, that the flow inverts and the sampler
@@ -19,7 +19,7 @@ from test_user_scripts_b27 import _run_torch
 from test_user_scripts_c27 import _run
 from test_user_scripts_e28 import _close_nested
 
-# ------------------------------------------------------- senya-ashukha/real-nvp-pytorch
+# ------------------------------------------------ a RealNVP flow on the two moons
 
 
 def test_real_nvp_learns_the_moons_and_inverts():
@@ -75,7 +75,7 @@ def test_real_nvp_fixed_weights_match_torch():
     _close(g["fixed_x"], t["fixed_x"], rtol=0, atol=0)  # (the same sklearn moons)
 
 
-# ---------------------------------------------------------------- tanelp/tiny-diffusion
+# ------------------------------------------------------ a tiny DDPM on 2-D points
 
 
 def test_tiny_ddpm_trains_samples_and_saves():

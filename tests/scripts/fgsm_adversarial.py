@@ -1,12 +1,16 @@
-# ruff: noqa: B006, B007, E402, E501, F841, N801, N802, N803, N806, UP008, UP031, UP032
-# (tutorial code as is)
-"""Adversarial Example Generation (FGSM) tutorial: the gradient of the loss with respect to the
-input image, ``data_grad.sign()``, clamping, and accuracy against epsilon.
+"""Fast-gradient-sign attacks on a small conv classifier, written for these tests in the way the
+PyTorch FGSM adversarial-example tutorial is commonly written (modelled on the API usage of that
+tutorial, not a copy of it):
 
-The tutorial loads a LeNet trained on MNIST ("data/lenet_mnist_model.pth"); here the same Net
-(pytorch/examples mnist) is first trained for a moment on random 12x12 "digits" (a fixed
-pattern per class plus noise) and saved, and the few lines of torchvision it uses
-(ToTensor/Normalize, a dataset) are written out.
+- a quick "pretraining" of the classifier on synthetic 12x12 uint8 glyphs (Adadelta, StepLR,
+  ``F.nll_loss`` on ``log_softmax``, ``Dropout``, ``max_pool2d``, ``flatten``), saved as a
+  state dict and loaded back with ``map_location=`` and ``weights_only=True``;
+- hand-written ToTensor/Normalize/Compose transforms (``as_tensor(dtype=, device=)``), a
+  ``Dataset`` and ``DataLoader(batch_size=1, shuffle=True)``;
+- ``torch.accelerator`` for the device, ``eval``, setting ``requires_grad = True`` on an input,
+  ``model.zero_grad``, the input's ``grad.data``, ``sign``, ``torch.clamp``, undoing the
+  normalisation, ``max(1, keepdim=True)``;
+- a fixed-weight attack whose loss, input gradient and adversarial logits torch must match.
 """
 import os
 import tempfile
@@ -18,267 +22,162 @@ import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 import jitgrad.optim as optim
 
-
-# ---- the few lines torchvision would provide ----
-class transforms:
-    class Normalize(nn.Module):
-        def __init__(self, mean, std):
-            super().__init__()
-            self.mean, self.std = mean, std
-
-        def forward(self, tensor):
-            mean = torch.as_tensor(self.mean, dtype=tensor.dtype, device=tensor.device)
-            std = torch.as_tensor(self.std, dtype=tensor.dtype, device=tensor.device)
-            return (tensor - mean.view(-1, 1, 1)) / std.view(-1, 1, 1)
-
-    class ToTensor:
-        def __call__(self, pic):
-            return torch.from_numpy(np.asarray(pic, dtype=np.float32)[None] / 255.0)
-
-    class Compose:
-        def __init__(self, transforms):
-            self.transforms = transforms
-
-        def __call__(self, x):
-            for t in self.transforms:
-                x = t(x)
-            return x
+MEAN, STD = (0.1307,), (0.3081,)
+SIDE = 12
 
 
-class FakeDigits(torch.utils.data.Dataset):
-    """uint8 12x12 images: a fixed random pattern per class, shifted noise on top."""
+class Normalize(nn.Module):
+    def __init__(self, mean, std):
+        super().__init__()
+        self.mean = mean
+        self.std = std
 
-    rng = np.random.default_rng(0)
-    patterns = rng.integers(0, 256, size=(10, 12, 12))
+    def forward(self, img):
+        m = torch.as_tensor(self.mean, dtype=img.dtype, device=img.device).view(-1, 1, 1)
+        s = torch.as_tensor(self.std, dtype=img.dtype, device=img.device).view(-1, 1, 1)
+        return (img - m) / s
 
-    def __init__(self, n, seed, transform=None):
-        rng = np.random.default_rng(seed)
-        self.targets = rng.integers(0, 10, size=n)
-        noise = rng.normal(0, 40, size=(n, 12, 12))
-        self.data = np.clip(self.patterns[self.targets] + noise, 0, 255).astype(np.uint8)
+
+class ToTensor:
+    def __call__(self, pixels):
+        scaled = np.asarray(pixels, dtype=np.float32) / 255.0
+        return torch.from_numpy(scaled[None])
+
+
+class Compose:
+    def __init__(self, steps):
+        self.steps = steps
+
+    def __call__(self, item):
+        for step in self.steps:
+            item = step(item)
+        return item
+
+
+# one random template per class; samples are the template plus Gaussian noise
+TEMPLATES = np.random.default_rng(0).integers(0, 256, size=(10, SIDE, SIDE))
+
+
+class Glyphs(torch.utils.data.Dataset):
+    def __init__(self, size, seed, transform=None):
+        gen = np.random.default_rng(seed)
+        self.labels = gen.integers(0, 10, size=size)
+        jitter = gen.normal(0, 40, size=(size, SIDE, SIDE))
+        self.images = np.clip(TEMPLATES[self.labels] + jitter, 0, 255).astype(np.uint8)
         self.transform = transform
 
     def __len__(self):
-        return len(self.targets)
+        return self.labels.shape[0]
 
-    def __getitem__(self, i):
-        img = self.data[i]
-        if self.transform is not None:
-            img = self.transform(img)
-        return img, int(self.targets[i])
+    def __getitem__(self, idx):
+        pic = self.images[idx]
+        return (self.transform(pic) if self.transform else pic), int(self.labels[idx])
 
 
-# ---- the tutorial ----
-epsilons = [0, .05, .1, .15, .2, .25, .3]
-tmpdir = tempfile.mkdtemp()
-pretrained_model = os.path.join(tmpdir, "lenet_mnist_model.pth")
-use_cuda = True
-# Set random seed for reproducibility
-torch.manual_seed(42)
-
-
-# LeNet Model definition
-class Net(nn.Module):
+class SmallConvNet(nn.Module):
     def __init__(self):
-        super(Net, self).__init__()
-        self.conv1 = nn.Conv2d(1, 32, 3, 1)
-        self.conv2 = nn.Conv2d(32, 64, 3, 1)
-        self.dropout1 = nn.Dropout(0.25)
-        self.dropout2 = nn.Dropout(0.5)
-        self.fc1 = nn.Linear(1024, 128)
-        self.fc2 = nn.Linear(128, 10)
+        super().__init__()
+        self.c1 = nn.Conv2d(1, 32, 3, 1)
+        self.c2 = nn.Conv2d(32, 64, 3, 1)
+        self.drop_conv = nn.Dropout(0.25)
+        self.hidden = nn.Linear(64 * 4 * 4, 128)
+        self.drop_fc = nn.Dropout(0.5)
+        self.out = nn.Linear(128, 10)
 
     def forward(self, x):
-        x = self.conv1(x)
-        x = F.relu(x)
-        x = self.conv2(x)
-        x = F.relu(x)
-        x = F.max_pool2d(x, 2)
-        x = self.dropout1(x)
-        x = torch.flatten(x, 1)
-        x = self.fc1(x)
-        x = F.relu(x)
-        x = self.dropout2(x)
-        x = self.fc2(x)
-        output = F.log_softmax(x, dim=1)
-        return output
+        x = F.max_pool2d(F.relu(self.c2(F.relu(self.c1(x)))), 2)
+        x = torch.flatten(self.drop_conv(x), 1)
+        x = self.drop_fc(F.relu(self.hidden(x)))
+        return F.log_softmax(self.out(x), dim=1)
 
 
-# (pytorch/examples mnist main.py's train loop makes the "pretrained" model)
-transform = transforms.Compose([
-    transforms.ToTensor(),
-    transforms.Normalize((0.1307,), (0.3081,)),
-])
-train_loader = torch.utils.data.DataLoader(FakeDigits(256, seed=1, transform=transform),
-                                           batch_size=32, shuffle=True)
-pre = Net()
-optimizer = optim.Adadelta(pre.parameters(), lr=1.0)
-scheduler = optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.7)
+def fgsm(clean, eps, grad):
+    """One signed-gradient step of size eps, kept inside the valid pixel range."""
+    return torch.clamp(clean + eps * grad.sign(), 0, 1)
+
+
+def unnormalize(batch, mean=MEAN, std=STD):
+    m = torch.tensor(list(mean)).to(device).view(1, -1, 1, 1)
+    s = torch.tensor(list(std)).to(device).view(1, -1, 1, 1)
+    return batch * s + m
+
+
+torch.manual_seed(42)
+prep = Compose([ToTensor(), Normalize(MEAN, STD)])
+ckpt = os.path.join(tempfile.mkdtemp(), "small_convnet.pth")
+
+# ---- stand-in for the pretrained weights: three short epochs ----
+teacher = SmallConvNet()
+opt = optim.Adadelta(teacher.parameters(), lr=1.0)
+decay = optim.lr_scheduler.StepLR(opt, step_size=1, gamma=0.7)
 train_losses = []
-for epoch in range(1, 4):
-    pre.train()
-    for batch_idx, (data, target) in enumerate(train_loader):
-        optimizer.zero_grad()
-        output = pre(data)
-        loss = F.nll_loss(output, target)
-        loss.backward()
-        optimizer.step()
-        train_losses.append(loss.item())
-    scheduler.step()
-torch.save(pre.state_dict(), pretrained_model)
+fit_loader = torch.utils.data.DataLoader(Glyphs(256, seed=1, transform=prep), batch_size=32,
+                                         shuffle=True)
+for _ in range(3):
+    teacher.train()
+    for xb, yb in fit_loader:
+        opt.zero_grad()
+        batch_loss = F.nll_loss(teacher(xb), yb)
+        batch_loss.backward()
+        opt.step()
+        train_losses.append(batch_loss.item())
+    decay.step()
+torch.save(teacher.state_dict(), ckpt)
 
-# MNIST Test dataset and dataloader declaration
-test_loader = torch.utils.data.DataLoader(
-    FakeDigits(30, seed=2, transform=transforms.Compose([
-        transforms.ToTensor(),
-        transforms.Normalize((0.1307,), (0.3081,)),
-    ])),
-    batch_size=1, shuffle=True)
-
-# We want to be able to train our model on an `accelerator <https://pytorch.org/docs/stable/torch.html#accelerators>`__
-# such as CUDA, MPS, MTIA, or XPU. If the current accelerator is available, we will use it. Otherwise, we use the CPU.
-device = torch.accelerator.current_accelerator().type if torch.accelerator.is_available() \
-    else "cpu"
-print(f"Using {device} device")
-
-# Initialize the network
-model = Net().to(device)
-
-# Load the pretrained model
-model.load_state_dict(torch.load(pretrained_model, map_location=device, weights_only=True))
-
-# Set the model in evaluation mode. In this case this is for the Dropout layers
+device = (torch.accelerator.current_accelerator().type if torch.accelerator.is_available()
+          else "cpu")
+model = SmallConvNet().to(device)
+model.load_state_dict(torch.load(ckpt, map_location=device, weights_only=True))
 model.eval()
-
-
-# FGSM attack code
-def fgsm_attack(image, epsilon, data_grad):
-    # Collect the element-wise sign of the data gradient
-    sign_data_grad = data_grad.sign()
-    # Create the perturbed image by adjusting each pixel of the input image
-    perturbed_image = image + epsilon * sign_data_grad
-    # Adding clipping to maintain [0,1] range
-    perturbed_image = torch.clamp(perturbed_image, 0, 1)
-    # Return the perturbed image
-    return perturbed_image
-
-
-# restores the tensors to their original scale
-def denorm(batch, mean=[0.1307], std=[0.3081]):
-    """
-    Convert a batch of tensors to their original scale.
-
-    Args:
-        batch (torch.Tensor): Batch of normalized tensors.
-        mean (torch.Tensor or list): Mean used for normalization.
-        std (torch.Tensor or list): Standard deviation used for normalization.
-
-    Returns:
-        torch.Tensor: batch of tensors without normalization applied to them.
-    """
-    if isinstance(mean, list):
-        mean = torch.tensor(mean).to(device)
-    if isinstance(std, list):
-        std = torch.tensor(std).to(device)
-
-    return batch * std.view(1, -1, 1, 1) + mean.view(1, -1, 1, 1)
-
-
-def test(model, device, test_loader, epsilon):
-
-    # Accuracy counter
-    correct = 0
-    adv_examples = []
-
-    # Loop over all examples in test set
-    for data, target in test_loader:
-
-        # Send the data and label to the device
-        data, target = data.to(device), target.to(device)
-
-        # Set requires_grad attribute of tensor. Important for Attack
-        data.requires_grad = True
-
-        # Forward pass the data through the model
-        output = model(data)
-        init_pred = output.max(1, keepdim=True)[1]  # get the index of the max log-probability
-
-        # If the initial prediction is wrong, don't bother attacking, just move on
-        if init_pred.item() != target.item():
-            continue
-
-        # Calculate the loss
-        loss = F.nll_loss(output, target)
-
-        # Zero all existing gradients
-        model.zero_grad()
-
-        # Calculate gradients of model in backward pass
-        loss.backward()
-
-        # Collect ``datagrad``
-        data_grad = data.grad.data
-
-        # Restore the data to its original scale
-        data_denorm = denorm(data)
-
-        # Call FGSM Attack
-        perturbed_data = fgsm_attack(data_denorm, epsilon, data_grad)
-
-        # Reapply normalization
-        perturbed_data_normalized = transforms.Normalize((0.1307,), (0.3081,))(perturbed_data)
-
-        # Re-classify the perturbed image
-        output = model(perturbed_data_normalized)
-
-        # Check for success
-        final_pred = output.max(1, keepdim=True)[1]  # get the index of the max log-probability
-        if final_pred.item() == target.item():
-            correct += 1
-            # Special case for saving 0 epsilon examples
-            if epsilon == 0 and len(adv_examples) < 5:
-                adv_ex = perturbed_data.squeeze().detach().cpu().numpy()
-                adv_examples.append((init_pred.item(), final_pred.item(), adv_ex))
-        else:
-            # Save some adv examples for visualization later
-            if len(adv_examples) < 5:
-                adv_ex = perturbed_data.squeeze().detach().cpu().numpy()
-                adv_examples.append((init_pred.item(), final_pred.item(), adv_ex))
-
-    # Calculate final accuracy for this epsilon
-    final_acc = correct / float(len(test_loader))
-    print(f"Epsilon: {epsilon}\tTest Accuracy = {correct} / {len(test_loader)} = {final_acc}")
-
-    # Return the accuracy and an adversarial example
-    return final_acc, adv_examples
-
-
-accuracies = []
-examples = []
-
-# Run test for each epsilon
-for eps in epsilons:
-    acc, ex = test(model, device, test_loader, eps)
-    accuracies.append(acc)
-    examples.append(ex)
-
-# (the plots of accuracies and examples are left out)
 loaded_same = all(torch.equal(a, b) for a, b in zip(model.state_dict().values(),
-                                                   pre.state_dict().values()))
+                                                   teacher.state_dict().values()))
 
-# a deterministic part to compare with torch: one attack on fixed weights
-fixed = Net()
+attack_loader = torch.utils.data.DataLoader(Glyphs(30, seed=2, transform=prep), batch_size=1,
+                                            shuffle=True)
+
+
+def attack_all(eps, keep=5):
+    hits, kept = 0, []
+    for img, label in attack_loader:
+        img, label = img.to(device), label.to(device)
+        img.requires_grad = True
+        scores = model(img)
+        before = scores.max(1, keepdim=True)[1]
+        if before.item() != label.item():
+            continue  # already misclassified: nothing to attack
+        model.zero_grad()
+        F.nll_loss(scores, label).backward()
+        adv = fgsm(unnormalize(img), eps, img.grad.data)
+        after = model(Normalize(MEAN, STD)(adv)).max(1, keepdim=True)[1]
+        fooled = after.item() != label.item()
+        hits += not fooled
+        if len(kept) < keep and (fooled or eps == 0):
+            kept.append((before.item(), after.item(), adv.squeeze().detach().cpu().numpy()))
+    return hits / float(len(attack_loader)), kept
+
+
+epsilons = [0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3]
+accuracies, examples = [], []
+for eps in epsilons:
+    acc, kept = attack_all(eps)
+    accuracies.append(acc)
+    examples.append(kept)
+    print(f"eps={eps:<5} accuracy {acc:.3f}")
+
+# ---- the same attack on fixed weights, for torch to match ----
+fixed = SmallConvNet()
 with torch.no_grad():
-    for k, p in enumerate(fixed.parameters()):
-        p.copy_(torch.cos(torch.arange(p.numel(), dtype=torch.float32) * 0.61 + k).view_as(p)
-                * 0.1)
+    for j, w in enumerate(fixed.parameters()):
+        wave = torch.cos(torch.arange(w.numel(), dtype=torch.float32) * 0.61 + j)
+        w.copy_(wave.view_as(w) * 0.1)
 fixed.eval()
-image = torch.from_numpy(FakeDigits.patterns[3:4, None].astype(np.float32) / 255.0)
-normalize = transforms.Normalize((0.1307,), (0.3081,))
-x = normalize(image).clone().requires_grad_(True)
-fixed_loss = F.nll_loss(fixed(x), torch.tensor([3]))
-fixed_loss.backward()
-fixed_grad = x.grad.tolist()
-fixed_perturbed = fgsm_attack(denorm(x.detach()), 0.1, x.grad.data)
-fixed_adv_logits = fixed(normalize(fixed_perturbed)).tolist()
-fixed_loss = fixed_loss.item()
+norm = Normalize(MEAN, STD)
+glyph = torch.from_numpy(TEMPLATES[3:4, None].astype(np.float32) / 255.0)
+x = norm(glyph).clone().requires_grad_(True)
+target_class = torch.tensor([3])
+fixed_nll = F.nll_loss(fixed(x), target_class)
+fixed_nll.backward()
+fixed_grad = x.grad.tolist()  # d loss / d (normalised) input
+fixed_perturbed = fgsm(unnormalize(x.detach()), 0.1, x.grad.data)
+fixed_adv_logits = fixed(norm(fixed_perturbed)).tolist()
+fixed_loss = fixed_nll.item()

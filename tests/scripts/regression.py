@@ -1,9 +1,14 @@
-# ruff: noqa: B007, E402, F841, N801, N802, N803, N806, UP008, UP010, UP031, UP032
-# (tutorial code as is)
-"""pytorch/examples regression: fit a degree-4 polynomial with one nn.Linear on polynomial
-features and smooth_l1_loss, updating ``param.data`` by hand; poly_desc formats tensors."""
-from __future__ import print_function
+"""Recovering a quartic from noise-free samples with a single linear layer, written for these
+tests in the way the pytorch/examples regression script is commonly written (modelled on the API
+usage of pytorch/examples' regression, not a copy of it):
 
+- random "true" coefficients from ``torch.randn`` and a power-feature matrix built with
+  ``unsqueeze``/``torch.cat``/``**``, targets through ``mm`` plus a ``.item()`` offset;
+- an open-ended ``itertools.count`` loop: ``Module.zero_grad``, ``F.smooth_l1_loss``,
+  ``backward`` and a hand-written SGD step on ``param.data.add_``;
+- formatting tensor elements with ``str.format`` specs (``{:+.2f}``, ``{:>8.2e}``, ``{!r}``);
+- a fixed-weight step (``no_grad``, ``copy_``, ``fill_``, ``linspace``) to compare with torch.
+"""
 from itertools import count
 
 import jitgrad as torch
@@ -11,87 +16,64 @@ import jitgrad.nn.functional as F
 
 torch.manual_seed(0)
 
-POLY_DEGREE = 4
-W_target = torch.randn(POLY_DEGREE, 1) * 5
+DEGREE = 4
+W_target = torch.randn(DEGREE, 1) * 5  # one coefficient per power x^1..x^4
 b_target = torch.randn(1) * 5
 
 
-def make_features(x):
-    """Builds features i.e. a matrix with columns [x, x^2, x^3, x^4]."""
-    x = x.unsqueeze(1)
-    return torch.cat([x ** i for i in range(1, POLY_DEGREE+1)], 1)
+def powers(t):
+    """Column k of the result holds t ** (k + 1)."""
+    col = t.unsqueeze(1)
+    return torch.cat([col ** k for k in range(1, DEGREE + 1)], 1)
 
 
-def f(x):
-    """Approximated function."""
-    return x.mm(W_target) + b_target.item()
+def describe(coeffs, offset):
+    terms = [f"{c:+.2f} x^{k}" for k, c in enumerate(coeffs, start=1)]
+    return "y = " + " ".join(terms) + f" {offset[0]:+.2f}"
 
 
-def poly_desc(W, b):
-    """Creates a string description of a polynomial."""
-    result = 'y = '
-    for i, w in enumerate(W):
-        result += '{:+.2f} x^{} '.format(w, i + 1)
-    result += '{:+.2f}'.format(b[0])
-    return result
+def sample(n=32):
+    feats = powers(torch.randn(n))
+    return feats, feats.mm(W_target) + b_target.item()
 
 
-def get_batch(batch_size=32):
-    """Builds a batch i.e. (x, f(x)) pair."""
-    random = torch.randn(batch_size)
-    x = make_features(random)
-    y = f(x)
-    return x, y
-
-
-# Define model
 fc = torch.nn.Linear(W_target.size(0), 1)
 losses = []
-
+lr = 0.1
 for batch_idx in count(1):
-    # Get data
-    batch_x, batch_y = get_batch()
-
-    # Reset gradients
+    xb, yb = sample()
     fc.zero_grad()
-
-    # Forward pass
-    output = F.smooth_l1_loss(fc(batch_x), batch_y)
-    loss = output.item()
-    losses.append(loss)
-
-    # Backward pass
-    output.backward()
-
-    # Apply gradients
-    for param in fc.parameters():
-        param.data.add_(-0.1 * param.grad)
-
-    # Stop criterion
-    if loss < 1e-3:
+    objective = F.smooth_l1_loss(fc(xb), yb)
+    current = objective.item()
+    losses.append(current)
+    objective.backward()
+    for p in fc.parameters():
+        p.data.add_(-lr * p.grad)
+    if current < 1e-3:
         break
+    if batch_idx % 500 == 0:
+        print(f"batch {batch_idx}: {current:.4f}")
 
-print('Loss: {:.6f} after {} batches'.format(loss, batch_idx))
-print('==> Learned function:\t' + poly_desc(fc.weight.view(-1), fc.bias))
-print('==> Actual function:\t' + poly_desc(W_target.view(-1), b_target))
+learned = describe(fc.weight.view(-1), fc.bias)
+actual = describe(W_target.view(-1), b_target)
+print(f"stopped at batch {batch_idx} with loss {current:.6f}")
+print("learned:", learned)
+print("target: ", actual)
 
-learned = poly_desc(fc.weight.view(-1), fc.bias)
-actual = poly_desc(W_target.view(-1), b_target)
+# ---- pieces that must agree with torch exactly ----
+fixed_features = powers(torch.tensor([-1.5, 0.5, 2.0])).tolist()
+fixed_desc = describe(torch.tensor([1.234, -0.005, 10.0, -3.456]), torch.tensor([0.0]))
+a, b, c, d, e = (torch.tensor(v) for v in (2.5, -1234.5, 7, 3, 1.5))
+fixed_formats = [f"{a:.3f}|{b:>8.2e}|{c}|{d:5}|{e!r:.6}"]
 
-# deterministic parts to compare with torch: the features, the description, one update
-fixed_features = make_features(torch.tensor([-1.5, 0.5, 2.0])).tolist()
-fixed_desc = poly_desc(torch.tensor([1.234, -0.005, 10.0, -3.456]), torch.tensor([0.0]))
-fixed_formats = ['{:.3f}|{:>8.2e}|{}|{:5}|{!r:.6}'.format(torch.tensor(2.5), torch.tensor(-1234.5),
-                                                          torch.tensor(7), torch.tensor(3),
-                                                          torch.tensor(1.5))]
-fixed_fc = torch.nn.Linear(4, 1)
+probe = torch.nn.Linear(4, 1)
 with torch.no_grad():
-    fixed_fc.weight.copy_(torch.tensor([[0.5, -0.25, 0.125, 0.0]]))
-    fixed_fc.bias.fill_(1.0)
-x = make_features(torch.linspace(-2, 2, 8))
-y = x.mm(torch.tensor([[1.0], [2.0], [-1.0], [0.5]])) + 3.0
-out = F.smooth_l1_loss(fixed_fc(x), y)
-out.backward()
-for param in fixed_fc.parameters():
-    param.data.add_(-0.1 * param.grad)
-fixed_step = (out.item(), fixed_fc.weight.tolist(), fixed_fc.bias.tolist())
+    probe.weight.copy_(torch.tensor([[0.5, -0.25, 0.125, 0.0]]))
+    probe.bias.fill_(1.0)
+grid = powers(torch.linspace(-2, 2, 8))
+truth = grid.mm(torch.tensor([[1.0], [2.0], [-1.0], [0.5]])) + 3.0
+probe_loss = F.smooth_l1_loss(probe(grid), truth)
+probe_loss.backward()
+for p in probe.parameters():
+    p.data.add_(-lr * p.grad)
+fixed_step = (probe_loss.item(), probe.weight.tolist(), probe.bias.tolist())

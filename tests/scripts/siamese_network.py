@@ -1,445 +1,242 @@
-# ruff: noqa: B007, E402, F401, F841, N801, N802, N803, N806, UP008, UP010, UP031, UP032, UP034
-# (tutorial code as is)
-"""pytorch/examples siamese_network: a shared ResNet backbone on two images, the two feature
-vectors concatenated, a sigmoid and BCELoss; Adadelta with StepLR.
+"""A siamese "same digit or not?" classifier on a shared residual backbone, written for these
+tests in the way pytorch/examples' siamese_network is commonly written (modelled on the API usage
+of pytorch/examples' siamese_network, not a copy of it):
 
-torchvision is not used: the few lines it would provide are written out here, a narrow
-torchvision-style ResNet (BasicBlock, one block per stage) for ``resnet18`` and a small MNIST
-stand-in (uint8 ``data`` and int64 ``targets`` of 16x16 "digits": a pattern per class + noise).
+- a narrow torchvision-style ResNet-18 written out (BasicBlock with ``out += identity``,
+  ``ReLU(inplace=True)``, ``BatchNorm2d``, 1x1 downsample ``Sequential``, ``kaiming_normal_``
+  with ``mode="fan_out"``, ``constant_``), its stem swapped for a 1-channel ``Conv2d`` and its
+  head cut off via ``nn.Sequential(*list(children())[:-1])``;
+- a pair ``Dataset`` over a synthetic MNIST-like set (uint8 ``data``, int64 ``targets``) drawing
+  with Python's ``random`` and grouping with ``np.array(tensor, dtype=None, copy=None)``;
+- ``Module.apply`` with ``xavier_uniform_`` and ``bias.data.fill_``, ``nn.Sigmoid`` +
+  ``nn.BCELoss``, ``torch.where(cond, 1, 0)``, Adadelta with ``StepLR.get_last_lr``,
+  ``torch.accelerator``, a state dict saved to and loaded from ``io.BytesIO``;
+- a fixed-weight train-mode forward/backward (batch-norm statistics included) for torch.
 """
-from __future__ import print_function
-
+import io
 import random
 
 import numpy as np
 
 import jitgrad as torch
 import jitgrad.nn as nn
-import jitgrad.nn.functional as F
 import jitgrad.optim as optim
 from jitgrad.optim.lr_scheduler import StepLR
-from jitgrad.utils.data import Dataset
+from jitgrad.utils.data import DataLoader, Dataset
 
 
-# ---- the few lines torchvision would provide ----
-class BasicBlock(nn.Module):
+def conv3x3(cin, cout, stride=1):
+    return nn.Conv2d(cin, cout, kernel_size=3, stride=stride, padding=1, bias=False)
+
+
+class Residual(nn.Module):
     expansion = 1
 
-    def __init__(self, inplanes, planes, stride=1, downsample=None):
+    def __init__(self, cin, cout, stride=1, shortcut=None):
         super().__init__()
-        self.conv1 = nn.Conv2d(inplanes, planes, kernel_size=3, stride=stride, padding=1,
-                               bias=False)
-        self.bn1 = nn.BatchNorm2d(planes)
-        self.relu = nn.ReLU(inplace=True)
-        self.conv2 = nn.Conv2d(planes, planes, kernel_size=3, stride=1, padding=1, bias=False)
-        self.bn2 = nn.BatchNorm2d(planes)
-        self.downsample = downsample
-        self.stride = stride
+        self.conv_a, self.norm_a = conv3x3(cin, cout, stride), nn.BatchNorm2d(cout)
+        self.conv_b, self.norm_b = conv3x3(cout, cout), nn.BatchNorm2d(cout)
+        self.act = nn.ReLU(inplace=True)
+        self.shortcut = shortcut
 
     def forward(self, x):
-        identity = x
-        out = self.conv1(x)
-        out = self.bn1(out)
-        out = self.relu(out)
-        out = self.conv2(out)
-        out = self.bn2(out)
-        if self.downsample is not None:
-            identity = self.downsample(x)
-        out += identity
-        out = self.relu(out)
-        return out
+        skip = x if self.shortcut is None else self.shortcut(x)
+        y = self.act(self.norm_a(self.conv_a(x)))
+        y = self.norm_b(self.conv_b(y))
+        y += skip
+        return self.act(y)
 
 
-class ResNet(nn.Module):
-    def __init__(self, block, layers, widths=(64, 128, 256, 512), num_classes=1000):
+class TinyResNet(nn.Module):
+    """Stem, four one-block stages, global pooling and a linear classifier."""
+
+    def __init__(self, widths=(8, 16, 32, 32), n_out=1000):
         super().__init__()
-        self.inplanes = widths[0]
-        self.conv1 = nn.Conv2d(3, self.inplanes, kernel_size=7, stride=2, padding=3, bias=False)
-        self.bn1 = nn.BatchNorm2d(self.inplanes)
+        self.conv1 = nn.Conv2d(3, widths[0], kernel_size=7, stride=2, padding=3, bias=False)
+        self.bn1 = nn.BatchNorm2d(widths[0])
         self.relu = nn.ReLU(inplace=True)
         self.maxpool = nn.MaxPool2d(kernel_size=3, stride=2, padding=1)
-        self.layer1 = self._make_layer(block, widths[0], layers[0])
-        self.layer2 = self._make_layer(block, widths[1], layers[1], stride=2)
-        self.layer3 = self._make_layer(block, widths[2], layers[2], stride=2)
-        self.layer4 = self._make_layer(block, widths[3], layers[3], stride=2)
+        cin = widths[0]
+        for k, w in enumerate(widths, start=1):
+            stride = 1 if k == 1 else 2
+            shortcut = None
+            if stride != 1 or cin != w:
+                shortcut = nn.Sequential(nn.Conv2d(cin, w, kernel_size=1, stride=stride,
+                                                   bias=False), nn.BatchNorm2d(w))
+            setattr(self, f"layer{k}", nn.Sequential(Residual(cin, w, stride, shortcut)))
+            cin = w
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
-        self.fc = nn.Linear(widths[3] * block.expansion, num_classes)
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-                nn.init.constant_(m.weight, 1)
-                nn.init.constant_(m.bias, 0)
-
-    def _make_layer(self, block, planes, blocks, stride=1):
-        downsample = None
-        if stride != 1 or self.inplanes != planes * block.expansion:
-            downsample = nn.Sequential(
-                nn.Conv2d(self.inplanes, planes * block.expansion, kernel_size=1, stride=stride,
-                          bias=False),
-                nn.BatchNorm2d(planes * block.expansion),
-            )
-        layers = [block(self.inplanes, planes, stride, downsample)]
-        self.inplanes = planes * block.expansion
-        for _ in range(1, blocks):
-            layers.append(block(self.inplanes, planes))
-        return nn.Sequential(*layers)
+        self.fc = nn.Linear(cin * Residual.expansion, n_out)
+        for mod in self.modules():
+            if isinstance(mod, nn.Conv2d):
+                nn.init.kaiming_normal_(mod.weight, mode="fan_out", nonlinearity="relu")
+            elif isinstance(mod, nn.BatchNorm2d):
+                nn.init.constant_(mod.weight, 1)
+                nn.init.constant_(mod.bias, 0)
 
     def forward(self, x):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
-        x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
-        x = self.avgpool(x)
-        x = torch.flatten(x, 1)
-        return self.fc(x)
+        for k in range(1, 5):
+            x = getattr(self, f"layer{k}")(x)
+        return self.fc(torch.flatten(self.avgpool(x), 1))
 
 
-class torchvision:
-    class models:
-        @staticmethod
-        def resnet18(weights=None):
-            # (a narrow resnet18, one block per stage, so that the example runs in a second)
-            return ResNet(BasicBlock, [1, 1, 1, 1], widths=(8, 16, 32, 32))
+class SyntheticDigits:
+    """16x16 uint8 images: one fixed pattern per class plus noise; classes cycle 0..9."""
+
+    PATTERNS = np.random.default_rng(0).integers(0, 256, size=(10, 16, 16))
+
+    def __init__(self, train=True):
+        gen = np.random.default_rng(0 if train else 1)
+        size = 256 if train else 64
+        labels = np.arange(size) % 10
+        noisy = self.PATTERNS[labels] + gen.normal(0, 25, size=(size, 16, 16))
+        self.data = torch.from_numpy(np.clip(noisy, 0, 255).astype(np.uint8))
+        self.targets = torch.from_numpy(labels.astype(np.int64))
 
 
-class FakeMNIST:
-    rng = np.random.default_rng(0)
-    patterns = rng.integers(0, 256, size=(10, 16, 16))
+class PairSet(Dataset):
+    """Even index: two different images of one class (label 1); odd: two classes (label 0)."""
 
-    def __init__(self, root, train=True, download=False):
-        rng = np.random.default_rng(0 if train else 1)
-        n = 256 if train else 64
-        targets = np.arange(n) % 10
-        noise = rng.normal(0, 25, size=(n, 16, 16))
-        self.data = torch.from_numpy(
-            np.clip(self.patterns[targets] + noise, 0, 255).astype(np.uint8))
-        self.targets = torch.from_numpy(targets.astype(np.int64))
-
-
-class datasets:
-    MNIST = FakeMNIST
-
-
-# ---- main.py ----
-class SiameseNetwork(nn.Module):
-    """
-        Siamese network for image similarity estimation.
-        The network is composed of two identical networks, one for each input.
-        The output of each network is concatenated and passed to a linear layer.
-        The output of the linear layer passed through a sigmoid function.
-        `"FaceNet" <https://arxiv.org/pdf/1503.03832.pdf>`_ is a variant of the Siamese network.
-        This implementation varies from FaceNet as we use the `ResNet-18` model from
-        `"Deep Residual Learning for Image Recognition" <https://arxiv.org/pdf/1512.03385.pdf>`_
-        as our feature extractor.
-        In addition, we aren't using `TripletLoss` as the MNIST dataset is simple, so `BCELoss`
-        can do the trick.
-    """
-    def __init__(self):
-        super(SiameseNetwork, self).__init__()
-        # get resnet model
-        self.resnet = torchvision.models.resnet18(weights=None)
-
-        # over-write the first conv layer to be able to read MNIST images
-        # as resnet18 reads (3,x,x) where 3 is RGB channels
-        # whereas MNIST has (1,x,x) where 1 is a gray-scale channel
-        self.resnet.conv1 = nn.Conv2d(1, self.resnet.conv1.out_channels, kernel_size=(7, 7),
-                                      stride=(2, 2), padding=(3, 3), bias=False)
-        self.fc_in_features = self.resnet.fc.in_features
-
-        # remove the last layer of resnet18 (linear layer which is before avgpool layer)
-        self.resnet = torch.nn.Sequential(*(list(self.resnet.children())[:-1]))
-
-        # add linear layers to compare between the features of the two images
-        self.fc = nn.Sequential(
-            nn.Linear(self.fc_in_features * 2, 256),
-            nn.ReLU(inplace=True),
-            nn.Linear(256, 1),
-        )
-
-        self.sigmoid = nn.Sigmoid()
-
-        # initialize the weights
-        self.resnet.apply(self.init_weights)
-        self.fc.apply(self.init_weights)
-
-    def init_weights(self, m):
-        if isinstance(m, nn.Linear):
-            torch.nn.init.xavier_uniform_(m.weight)
-            m.bias.data.fill_(0.01)
-
-    def forward_once(self, x):
-        output = self.resnet(x)
-        output = output.view(output.size()[0], -1)
-        return output
-
-    def forward(self, input1, input2):
-        # get two images' features
-        output1 = self.forward_once(input1)
-        output2 = self.forward_once(input2)
-
-        # concatenate both images' features
-        output = torch.cat((output1, output2), 1)
-
-        # pass the concatenation to the linear layers
-        output = self.fc(output)
-
-        # pass the out of the linear layers to sigmoid layer
-        output = self.sigmoid(output)
-
-        return output
-
-
-class APP_MATCHER(Dataset):
-    def __init__(self, root, train, download=False):
-        super(APP_MATCHER, self).__init__()
-
-        # get MNIST dataset
-        self.dataset = datasets.MNIST(root, train=train, download=download)
-
-        # as `self.dataset.data`'s shape is (Nx28x28), where N is the number of
-        # examples in MNIST dataset, a single example has the dimensions of
-        # (28x28) for (WxH), where W and H are the width and the height of the image.
-        # However, every example should have (CxWxH) dimensions where C is the number
-        # of channels to be passed to the network. As MNIST contains gray-scale images,
-        # we add an additional dimension to corresponds to the number of channels.
-        self.data = self.dataset.data.unsqueeze(1).clone()
-
-        self.group_examples()
-
-    def group_examples(self):
-        """
-            To ease the accessibility of data based on the class, we will use `group_examples`
-            to group examples based on class.
-
-            Every key in `grouped_examples` corresponds to a class in MNIST dataset. For every
-            key in `grouped_examples`, every value will conform to all of the indices for the
-            MNIST dataset examples that correspond to that key.
-        """
-
-        # get the targets from MNIST dataset
-        np_arr = np.array(self.dataset.targets.clone(), dtype=None, copy=None)
-
-        # group examples based on class
-        self.grouped_examples = {}
-        for i in range(0, 10):
-            self.grouped_examples[i] = np.where((np_arr == i))[0]
+    def __init__(self, train):
+        super().__init__()
+        base = SyntheticDigits(train)
+        self.data = base.data.unsqueeze(1).clone()
+        labels = np.array(base.targets.clone(), dtype=None, copy=None)
+        self.grouped_examples = {c: np.where(labels == c)[0] for c in range(10)}
 
     def __len__(self):
-        return self.data.shape[0]
+        return len(self.data)
+
+    def _image(self, cls, avoid=None):
+        members = self.grouped_examples[cls]
+        pos = random.randint(0, len(members) - 1)
+        while pos == avoid:
+            pos = random.randint(0, len(members) - 1)
+        return pos, self.data[members[pos]].clone().float()
 
     def __getitem__(self, index):
-        """
-            For every example, we will select two images. There are two cases,
-            positive and negative examples. For positive examples, we will have two
-            images from the same class. For negative examples, we will have two images
-            from different classes.
-
-            Given an index, if the index is even, we will pick the second image from the same
-            class, but it won't be the same image we chose for the first class. This is used to
-            ensure the positive example isn't trivial as the network would easily distinguish the
-            similarity between same images. However, if the network were given two different
-            images from the same class, the network will need to learn the similarity between
-            two different images representing the same class. If the index is odd, we will pick
-            the second image from a different class than the first image.
-        """
-
-        # pick some random class for the first image
-        selected_class = random.randint(0, 9)
-
-        # pick a random index for the first image in the grouped indices based of the label
-        # of the class
-        random_index_1 = random.randint(0, self.grouped_examples[selected_class].shape[0] - 1)
-
-        # pick the index to get the first image
-        index_1 = self.grouped_examples[selected_class][random_index_1]
-
-        # get the first image
-        image_1 = self.data[index_1].clone().float()
-
-        # same class
+        first = random.randint(0, 9)
+        pos, img_a = self._image(first)
         if index % 2 == 0:
-            # pick a random index for the second image
-            random_index_2 = random.randint(0, self.grouped_examples[selected_class].shape[0] - 1)
-
-            # ensure that the index of the second image isn't the same as the first image
-            while random_index_2 == random_index_1:
-                random_index_2 = random.randint(
-                    0, self.grouped_examples[selected_class].shape[0] - 1)
-
-            # pick the index to get the second image
-            index_2 = self.grouped_examples[selected_class][random_index_2]
-
-            # get the second image
-            image_2 = self.data[index_2].clone().float()
-
-            # set the label for this example to be positive (1)
-            target = torch.tensor(1, dtype=torch.float)
-
-        # different class
-        else:
-            # pick a random class
-            other_selected_class = random.randint(0, 9)
-
-            # ensure that the class of the second image isn't the same as the first image
-            while other_selected_class == selected_class:
-                other_selected_class = random.randint(0, 9)
-
-            # pick a random index for the second image in the grouped indices based of the label
-            # of the class
-            random_index_2 = random.randint(
-                0, self.grouped_examples[other_selected_class].shape[0] - 1)
-
-            # pick the index to get the second image
-            index_2 = self.grouped_examples[other_selected_class][random_index_2]
-
-            # get the second image
-            image_2 = self.data[index_2].clone().float()
-
-            # set the label for this example to be negative (0)
-            target = torch.tensor(0, dtype=torch.float)
-
-        return image_1, image_2, target
+            _, img_b = self._image(first, avoid=pos)
+            return img_a, img_b, torch.tensor(1, dtype=torch.float)
+        second = first
+        while second == first:
+            second = random.randint(0, 9)
+        _, img_b = self._image(second)
+        return img_a, img_b, torch.tensor(0, dtype=torch.float)
 
 
-def train(args, model, device, train_loader, optimizer, epoch):
-    model.train()
+class Siamese(nn.Module):
+    def __init__(self):
+        super().__init__()
+        trunk = TinyResNet()
+        trunk.conv1 = nn.Conv2d(1, trunk.conv1.out_channels, kernel_size=(7, 7), stride=(2, 2),
+                                padding=(3, 3), bias=False)
+        self.fc_in_features = trunk.fc.in_features
+        self.resnet = nn.Sequential(*list(trunk.children())[:-1])  # everything but the head
+        self.fc = nn.Sequential(nn.Linear(2 * self.fc_in_features, 256), nn.ReLU(inplace=True),
+                                nn.Linear(256, 1))
+        self.sigmoid = nn.Sigmoid()
+        self.resnet.apply(self._init)
+        self.fc.apply(self._init)
 
-    # we aren't using `TripletLoss` as the MNIST dataset is simple, so `BCELoss` can do the trick.
-    criterion = nn.BCELoss()
+    @staticmethod
+    def _init(mod):
+        if isinstance(mod, nn.Linear):
+            nn.init.xavier_uniform_(mod.weight)
+            mod.bias.data.fill_(0.01)
 
-    for batch_idx, (images_1, images_2, targets) in enumerate(train_loader):
-        images_1, images_2, targets = images_1.to(device), images_2.to(device), targets.to(device)
-        optimizer.zero_grad()
-        outputs = model(images_1, images_2).squeeze()
-        loss = criterion(outputs, targets)
+    def embed(self, img):
+        feats = self.resnet(img)
+        return feats.view(feats.size()[0], -1)
+
+    def forward(self, left, right):
+        both = torch.cat((self.embed(left), self.embed(right)), 1)
+        return self.sigmoid(self.fc(both))
+
+
+def run_epoch(net, loader, opt):
+    net.train()
+    bce = nn.BCELoss()
+    for step, (a, b, same) in enumerate(loader):
+        a, b, same = a.to(device), b.to(device), same.to(device)
+        opt.zero_grad()
+        loss = bce(net(a, b).squeeze(), same)
         loss.backward()
-        optimizer.step()
+        opt.step()
         train_losses.append(loss.item())
-        if batch_idx % args.log_interval == 0:
-            print('Train Epoch: {} [{}/{} ({:.0f}%)]\tLoss: {:.6f}'.format(
-                epoch, batch_idx * len(images_1), len(train_loader.dataset),
-                100. * batch_idx / len(train_loader), loss.item()))
-            if args.dry_run:
-                break
+        if step % 4 == 0:
+            print(f"  batch {step}: bce {loss.item():.4f}")
 
 
-def test(model, device, test_loader):
-    model.eval()
-    test_loss = 0
-    correct = 0
-
-    # we aren't using `TripletLoss` as the MNIST dataset is simple, so `BCELoss` can do the trick.
-    criterion = nn.BCELoss()
-
+def evaluate(net, loader):
+    net.eval()
+    bce = nn.BCELoss()
+    total, right = 0.0, 0
     with torch.no_grad():
-        for (images_1, images_2, targets) in test_loader:
-            images_1, images_2, targets = images_1.to(device), images_2.to(device), \
-                targets.to(device)
-            outputs = model(images_1, images_2).squeeze()
-            test_loss += criterion(outputs, targets).sum().item()  # sum up batch loss
-            pred = torch.where(outputs > 0.5, 1, 0)  # get the index of the max log-probability
-            correct += pred.eq(targets.view_as(pred)).sum().item()
-
-    test_loss /= len(test_loader.dataset)
-
-    # for the 1st epoch, the average loss is 0.0001 and the accuracy 97-98%
-    # using default settings. After completing the 10th epoch, the average
-    # loss is 0.0000 and the accuracy 99.5-100% using default settings.
-    print('\nTest set: Average loss: {:.4f}, Accuracy: {}/{} ({:.0f}%)\n'.format(
-        test_loss, correct, len(test_loader.dataset),
-        100. * correct / len(test_loader.dataset)))
-    test_results.append((test_loss, correct / len(test_loader.dataset)))
+        for a, b, same in loader:
+            a, b, same = a.to(device), b.to(device), same.to(device)
+            p = net(a, b).squeeze()
+            total += bce(p, same).sum().item()
+            guess = torch.where(p > 0.5, 1, 0)
+            right += guess.eq(same.view_as(guess)).sum().item()
+    n = len(loader.dataset)
+    test_results.append((total / n, right / n))
+    print(f"test: loss {total / n:.4f}, accuracy {right}/{n}")
 
 
-class Args:
-    batch_size = 32
-    test_batch_size = 64
-    epochs = 5
-    lr = 1.0
-    gamma = 0.7
-    no_accel = False
-    dry_run = False
-    seed = 1
-    log_interval = 10
-    save_model = True
+accel = torch.accelerator.is_available()
+torch.manual_seed(1)
+random.seed(1)
+device = torch.accelerator.current_accelerator() if accel else torch.device("cpu")
+extra = {"num_workers": 1, "pin_memory": True, "shuffle": True} if accel else {}
+train_set, test_dataset = PairSet(train=True), PairSet(train=False)
+train_loader = DataLoader(train_set, batch_size=32, **extra)
+test_loader = DataLoader(test_dataset, batch_size=64, **extra)
 
+model = Siamese().to(device)
+optimizer = optim.Adadelta(model.parameters(), lr=1.0)
+scheduler = StepLR(optimizer, step_size=1, gamma=0.7)
+train_losses, test_results = [], []
+lrs = []  # the rate each epoch ran with
+for epoch in range(5):
+    print(f"epoch {epoch + 1}")
+    run_epoch(model, train_loader, optimizer)
+    evaluate(model, test_loader)
+    lrs.append(scheduler.get_last_lr()[0])
+    scheduler.step()
 
-def main():
-    # Training settings
-    args = Args()
+blob = io.BytesIO()
+torch.save(model.state_dict(), blob)
+blob.seek(0)
+reloaded = Siamese()
+reloaded.load_state_dict(torch.load(blob))
+reloaded.eval()
+img_a, img_b, label = test_dataset[0]
+with torch.no_grad():
+    one_pair = (img_a.unsqueeze(0), img_b.unsqueeze(0))
+    reloaded_same = torch.equal(reloaded(*one_pair), model(*one_pair))
+item_shapes = (tuple(img_a.shape), img_a.dtype, tuple(label.shape), label.dtype)
+group_sizes = [len(idx) for idx in test_dataset.grouped_examples.values()]
+backbone_children = [m.__class__.__name__ for m in model.resnet.children()]
 
-    use_accel = not args.no_accel and torch.accelerator.is_available()
-
-    torch.manual_seed(args.seed)
-    random.seed(args.seed)
-
-    if use_accel:
-        device = torch.accelerator.current_accelerator()
-    else:
-        device = torch.device("cpu")
-
-    train_kwargs = {'batch_size': args.batch_size}
-    test_kwargs = {'batch_size': args.test_batch_size}
-    if use_accel:
-        accel_kwargs = {'num_workers': 1,
-                        'pin_memory': True,
-                        'shuffle': True}
-        train_kwargs.update(accel_kwargs)
-        test_kwargs.update(accel_kwargs)
-
-    train_dataset = APP_MATCHER('../data', train=True, download=True)
-    test_dataset = APP_MATCHER('../data', train=False)
-    train_loader = torch.utils.data.DataLoader(train_dataset, **train_kwargs)
-    test_loader = torch.utils.data.DataLoader(test_dataset, **test_kwargs)
-
-    model = SiameseNetwork().to(device)
-    optimizer = optim.Adadelta(model.parameters(), lr=args.lr)
-
-    scheduler = StepLR(optimizer, step_size=1, gamma=args.gamma)
-    for epoch in range(1, args.epochs + 1):
-        train(args, model, device, train_loader, optimizer, epoch)
-        test(model, device, test_loader)
-        lrs.append(scheduler.get_last_lr()[0])
-        scheduler.step()
-
-    if args.save_model:
-        torch.save(model.state_dict(), buffer)
-    return model, test_dataset
-
-
-if __name__ == '__main__':
-    import io
-    buffer = io.BytesIO()
-    train_losses, test_results, lrs = [], [], []
-    model, test_dataset = main()
-
-    # checks on what main() made
-    buffer.seek(0)
-    reloaded = SiameseNetwork()
-    reloaded.load_state_dict(torch.load(buffer))
-    reloaded.eval()
-    image_1, image_2, target = test_dataset[0]
-    with torch.no_grad():
-        pair = (image_1.unsqueeze(0), image_2.unsqueeze(0))
-        reloaded_same = torch.equal(reloaded(*pair), model(*pair))
-    item_shapes = (tuple(image_1.shape), image_1.dtype, tuple(target.shape), target.dtype)
-    group_sizes = [len(v) for v in test_dataset.grouped_examples.values()]
-    backbone_children = [type(m).__name__ for m in model.resnet.children()]
-
-    # a deterministic part to compare with torch: a fixed-weight forward (train mode, so the
-    # batch norms use and update batch statistics) and the BCE loss
-    fixed = SiameseNetwork()
-    with torch.no_grad():
-        for k, p in enumerate(fixed.parameters()):
-            p.copy_(torch.cos(torch.arange(p.numel(), dtype=torch.float32) * 0.77 + k)
-                    .view_as(p) * 0.2)
-    x1 = torch.sin(torch.arange(4 * 16 * 16, dtype=torch.float32)).view(4, 1, 16, 16)
-    x2 = torch.cos(torch.arange(4 * 16 * 16, dtype=torch.float32) * 0.3).view(4, 1, 16, 16)
-    fixed_out = fixed(x1, x2).squeeze()
-    fixed_loss = nn.BCELoss()(fixed_out, torch.tensor([1., 0., 1., 0.]))
-    fixed_loss.backward()
-    fixed_out = fixed_out.tolist()
-    fixed_loss = fixed_loss.item()
-    fixed_fc_grad = fixed.fc[0].weight.grad.tolist()
-    fixed_running_mean = fixed.resnet[1].running_mean.tolist()
-    fixed_num_batches = fixed.resnet[1].num_batches_tracked.item()
-    fixed_lrs = lrs
+# ---- fixed weights, train mode (batch norms use and update batch statistics) ----
+fixed = Siamese()
+with torch.no_grad():
+    for j, w in enumerate(fixed.parameters()):
+        ramp = torch.arange(w.numel(), dtype=torch.float32) * 0.77 + j
+        w.copy_(torch.cos(ramp).view_as(w) * 0.2)
+grid = torch.arange(1024, dtype=torch.float32)
+left, right = torch.sin(grid).view(4, 1, 16, 16), torch.cos(grid * 0.3).view(4, 1, 16, 16)
+scores = fixed(left, right).squeeze()
+bce_fixed = nn.BCELoss()(scores, torch.tensor([1.0, 0.0, 1.0, 0.0]))
+bce_fixed.backward()
+fixed_out = scores.tolist()
+fixed_loss = bce_fixed.item()
+fixed_fc_grad = fixed.fc[0].weight.grad.tolist()
+stem_norm = fixed.resnet[1]
+fixed_running_mean = stem_norm.running_mean.tolist()
+fixed_num_batches = stem_norm.num_batches_tracked.item()
+fixed_lrs = lrs

@@ -1,13 +1,24 @@
-# ruff: noqa: B007, E402, E501, F841, N801, N802, N803, N806, UP004, UP008, UP031, UP032
-# (tutorial code as is)
-"""pytorch/examples word_language_model: RNNModel (LSTM/GRU, tied weights) and TransformerModel.
+"""Word-level language models (tied-weight LSTM, GRU, plain RNNs and a causal Transformer
+encoder) on a toy corpus, written for these tests in the way pytorch/examples'
+word_language_model is commonly written (modelled on the API usage of pytorch/examples'
+word_language_model, not a copy of it):
 
-data.py's Corpus reads wikitext-2 from disk; here a tiny corpus of repeating sentences is
-tokenized by the same Dictionary/Corpus code.
+- a vocabulary/corpus builder producing ``torch.tensor(ids).type(torch.int64)`` pieces joined by
+  ``torch.cat``; batching with ``narrow``/``view``/``t``/``contiguous``; bptt slices;
+- ``nn.Embedding``, ``getattr(nn, "LSTM"/"GRU")`` and ``nn.RNN(nonlinearity=...)`` with
+  inter-layer dropout, ``new_zeros`` hidden states, weight tying (``decoder.weight =
+  encoder.weight``) and its ValueError, ``nn.init.uniform_``/``zeros_``, ``flatten_parameters``;
+- a model subclassing ``nn.Transformer`` that uses only its ``encoder`` with a
+  ``log(tril(ones))`` mask, a sinusoidal encoding kept by ``register_buffer``;
+- a hand-written SGD step ``p.data.add_(p.grad, alpha=-lr)`` after
+  ``nn.utils.clip_grad_norm_``, ``nn.NLLLoss`` on ``log_softmax``, lr annealing;
+- whole models saved with ``torch.save(model, f)`` into open files and reloaded
+  (``weights_only=False``, ``map_location``), then sampled word by word with
+  ``torch.multinomial`` (``fill_`` for the RNN, ``torch.cat`` growth for the Transformer);
+- fixed-weight forwards and one clipped training step per model kind, to compare with torch.
 """
 import math
 import os
-import time
 import tempfile
 
 import jitgrad as torch
@@ -15,506 +26,300 @@ import jitgrad.nn as nn
 import jitgrad.nn.functional as F
 
 
-# ---- data.py ----
-class Dictionary(object):
+class Vocab:
     def __init__(self):
         self.word2idx = {}
         self.idx2word = []
 
-    def add_word(self, word):
+    def index(self, word):
         if word not in self.word2idx:
+            self.word2idx[word] = len(self.idx2word)
             self.idx2word.append(word)
-            self.word2idx[word] = len(self.idx2word) - 1
         return self.word2idx[word]
 
     def __len__(self):
-        return len(self.idx2word)
+        return len(self.word2idx)
 
 
-class Corpus(object):
-    def __init__(self, texts):
-        self.dictionary = Dictionary()
-        self.train = self.tokenize(texts['train'])
-        self.valid = self.tokenize(texts['valid'])
-        self.test = self.tokenize(texts['test'])
+class Corpus:
+    def __init__(self, train, valid, test):
+        self.dictionary = Vocab()
+        self.train, self.valid, self.test = (self._encode(part) for part in (train, valid, test))
 
-    def tokenize(self, lines):
-        """Tokenizes a text file."""
-        # Add words to the dictionary
+    def _encode(self, lines):
+        pieces = []
         for line in lines:
-            words = line.split() + ['<eos>']
-            for word in words:
-                self.dictionary.add_word(word)
-
-        # Tokenize file content
-        idss = []
-        for line in lines:
-            words = line.split() + ['<eos>']
-            ids = []
-            for word in words:
-                ids.append(self.dictionary.word2idx[word])
-            idss.append(torch.tensor(ids).type(torch.int64))
-        ids = torch.cat(idss)
-        return ids
+            ids = [self.dictionary.index(w) for w in line.split() + ["<eos>"]]
+            pieces.append(torch.tensor(ids).type(torch.int64))
+        return torch.cat(pieces)
 
 
-# ---- model.py ----
-class RNNModel(nn.Module):
-    """Container module with an encoder, a recurrent module, and a decoder."""
+RECURRENT = {"LSTM": None, "GRU": None, "RNN_TANH": "tanh", "RNN_RELU": "relu"}
 
-    def __init__(self, rnn_type, ntoken, ninp, nhid, nlayers, dropout=0.5, tie_weights=False):
-        super(RNNModel, self).__init__()
-        self.ntoken = ntoken
+
+class RecurrentLM(nn.Module):
+    def __init__(self, cell, vocab, emb, hid, layers, dropout=0.5, tie_weights=False):
+        super().__init__()
+        if cell not in RECURRENT:
+            raise ValueError(f"unknown recurrent cell {cell!r}")
+        self.cell, self.vocab, self.hid, self.layers = cell, vocab, hid, layers
         self.drop = nn.Dropout(dropout)
-        self.encoder = nn.Embedding(ntoken, ninp)
-        if rnn_type in ['LSTM', 'GRU']:
-            self.rnn = getattr(nn, rnn_type)(ninp, nhid, nlayers, dropout=dropout)
+        self.encoder = nn.Embedding(vocab, emb)
+        if RECURRENT[cell] is None:
+            self.rnn = getattr(nn, cell)(emb, hid, layers, dropout=dropout)
         else:
-            try:
-                nonlinearity = {'RNN_TANH': 'tanh', 'RNN_RELU': 'relu'}[rnn_type]
-            except KeyError as e:
-                raise ValueError("""An invalid option for `--model` was supplied,
-                                 options are ['LSTM', 'GRU', 'RNN_TANH' or 'RNN_RELU']""") from e
-            self.rnn = nn.RNN(ninp, nhid, nlayers, nonlinearity=nonlinearity, dropout=dropout)
-        self.decoder = nn.Linear(nhid, ntoken)
-
-        # Optionally tie weights as in:
-        # "Using the Output Embedding to Improve Language Models" (Press & Wolf 2016)
+            self.rnn = nn.RNN(emb, hid, layers, nonlinearity=RECURRENT[cell], dropout=dropout)
+        self.decoder = nn.Linear(hid, vocab)
         if tie_weights:
-            if nhid != ninp:
-                raise ValueError('When using the tied flag, nhid must be equal to emsize')
-            self.decoder.weight = self.encoder.weight
-
-        self.init_weights()
-
-        self.rnn_type = rnn_type
-        self.nhid = nhid
-        self.nlayers = nlayers
-
-    def init_weights(self):
-        initrange = 0.1
-        nn.init.uniform_(self.encoder.weight, -initrange, initrange)
+            if hid != emb:
+                raise ValueError("When using the tied flag, nhid must be equal to emsize")
+            self.decoder.weight = self.encoder.weight  # one Parameter, two uses
+        nn.init.uniform_(self.encoder.weight, -0.1, 0.1)
         nn.init.zeros_(self.decoder.bias)
-        nn.init.uniform_(self.decoder.weight, -initrange, initrange)
+        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
 
-    def forward(self, input, hidden):
-        emb = self.drop(self.encoder(input))
-        output, hidden = self.rnn(emb, hidden)
-        output = self.drop(output)
-        decoded = self.decoder(output)
-        decoded = decoded.view(-1, self.ntoken)
-        return F.log_softmax(decoded, dim=1), hidden
+    def forward(self, tokens, state):
+        seq, state = self.rnn(self.drop(self.encoder(tokens)), state)
+        logits = self.decoder(self.drop(seq)).view(-1, self.vocab)
+        return F.log_softmax(logits, dim=1), state
 
-    def init_hidden(self, bsz):
-        weight = next(self.parameters())
-        if self.rnn_type == 'LSTM':
-            return (weight.new_zeros(self.nlayers, bsz, self.nhid),
-                    weight.new_zeros(self.nlayers, bsz, self.nhid))
-        else:
-            return weight.new_zeros(self.nlayers, bsz, self.nhid)
+    def init_hidden(self, batch):
+        ref = next(self.parameters())
+        zeros = [ref.new_zeros(self.layers, batch, self.hid) for _ in range(2)]
+        return tuple(zeros) if self.cell == "LSTM" else zeros[0]
 
 
-# Temporarily leave PositionalEncoding module here. Will be moved somewhere else.
-class PositionalEncoding(nn.Module):
-    r"""Inject some information about the relative or absolute position of the tokens in the sequence.
-        The positional encodings have the same dimension as the embeddings, so that the two can be
-        summed. Here, we use sine and cosine functions of different frequencies.
-    .. math:
-        \text{PosEncoder}(pos, 2i) = sin(pos/10000^(2i/d_model))
-        \text{PosEncoder}(pos, 2i+1) = cos(pos/10000^(2i/d_model))
-        \text{where pos is the word position and i is the embed idx)
-    Args:
-        d_model: the embed dim (required).
-        dropout: the dropout value (default=0.1).
-        max_len: the max. length of the incoming sequence (default=5000).
-    Examples:
-        >>> pos_encoder = PositionalEncoding(d_model)
-    """
+def sinusoid_table(length, width):
+    pos = torch.arange(0, length, dtype=torch.float).unsqueeze(1)
+    freq = torch.exp(torch.arange(0, width, 2).float() * (-math.log(10000.0) / width))
+    table = torch.zeros(length, width)
+    table[:, 0::2] = torch.sin(pos * freq)
+    table[:, 1::2] = torch.cos(pos * freq)
+    return table.unsqueeze(0).transpose(0, 1)  # (length, 1, width)
 
-    def __init__(self, d_model, dropout=0.1, max_len=5000):
-        super(PositionalEncoding, self).__init__()
+
+class AddPositions(nn.Module):
+    def __init__(self, width, dropout=0.1, max_len=5000):
+        super().__init__()
         self.dropout = nn.Dropout(p=dropout)
-
-        pe = torch.zeros(max_len, d_model)
-        position = torch.arange(0, max_len, dtype=torch.float).unsqueeze(1)
-        div_term = torch.exp(torch.arange(0, d_model, 2).float() * (-math.log(10000.0) / d_model))
-        pe[:, 0::2] = torch.sin(position * div_term)
-        pe[:, 1::2] = torch.cos(position * div_term)
-        pe = pe.unsqueeze(0).transpose(0, 1)
-        self.register_buffer('pe', pe)
+        self.register_buffer("pe", sinusoid_table(max_len, width))
 
     def forward(self, x):
-        r"""Inputs of forward function
-        Args:
-            x: the sequence fed to the positional encoder model (required).
-        Shape:
-            x: [sequence length, batch size, embed dim]
-            output: [sequence length, batch size, embed dim]
-        Examples:
-            >>> output = pos_encoder(x)
-        """
-
-        x = x + self.pe[:x.size(0), :]
-        return self.dropout(x)
+        return self.dropout(x + self.pe[:x.size(0), :])
 
 
-class TransformerModel(nn.Transformer):
-    """Container module with an encoder, a recurrent or transformer module, and a decoder."""
+def causal_mask(n):
+    """0 on and below the diagonal, -inf above: log of a lower-triangular matrix of ones."""
+    return torch.log(torch.tril(torch.ones(n, n)))
 
-    def __init__(self, ntoken, ninp, nhead, nhid, nlayers, dropout=0.5):
-        super(TransformerModel, self).__init__(d_model=ninp, nhead=nhead, dim_feedforward=nhid,
-                                               num_encoder_layers=nlayers)
-        self.model_type = 'Transformer'
+
+class CausalTransformerLM(nn.Transformer):
+    def __init__(self, vocab, emb, heads, ff, layers, dropout=0.5):
+        super().__init__(d_model=emb, nhead=heads, dim_feedforward=ff, num_encoder_layers=layers)
+        self.model_type = "Transformer"
+        self.width = emb
         self.src_mask = None
-        self.pos_encoder = PositionalEncoding(ninp, dropout)
-
-        self.input_emb = nn.Embedding(ntoken, ninp)
-        self.ninp = ninp
-        self.decoder = nn.Linear(ninp, ntoken)
-
-        self.init_weights()
-
-    def _generate_square_subsequent_mask(self, sz):
-        return torch.log(torch.tril(torch.ones(sz, sz)))
-
-    def init_weights(self):
-        initrange = 0.1
-        nn.init.uniform_(self.input_emb.weight, -initrange, initrange)
+        self.pos_encoder = AddPositions(emb, dropout)
+        self.input_emb = nn.Embedding(vocab, emb)
+        self.decoder = nn.Linear(emb, vocab)
+        nn.init.uniform_(self.input_emb.weight, -0.1, 0.1)
         nn.init.zeros_(self.decoder.bias)
-        nn.init.uniform_(self.decoder.weight, -initrange, initrange)
+        nn.init.uniform_(self.decoder.weight, -0.1, 0.1)
 
-    def forward(self, src, has_mask=True):
-        if has_mask:
-            device = src.device
-            if self.src_mask is None or self.src_mask.size(0) != len(src):
-                mask = self._generate_square_subsequent_mask(len(src)).to(device)
-                self.src_mask = mask
-        else:
+    def forward(self, tokens, has_mask=True):
+        if not has_mask:
             self.src_mask = None
-
-        src = self.input_emb(src) * math.sqrt(self.ninp)
-        src = self.pos_encoder(src)
-        output = self.encoder(src, mask=self.src_mask)
-        output = self.decoder(output)
-        return F.log_softmax(output, dim=-1)
+        elif self.src_mask is None or self.src_mask.size(0) != len(tokens):
+            self.src_mask = causal_mask(len(tokens)).to(tokens.device)
+        h = self.pos_encoder(self.input_emb(tokens) * math.sqrt(self.width))
+        return F.log_softmax(self.decoder(self.encoder(h, mask=self.src_mask)), dim=-1)
 
 
-# ---- main.py ----
-class Args:
-    emsize = 16
-    nhid = 16
-    nlayers = 2
-    lr = 20
-    clip = 0.25
-    epochs = 8
-    batch_size = 4
-    bptt = 6
-    dropout = 0.2
-    tied = True
-    seed = 1111
-    log_interval = 200
-    nhead = 2
-    dry_run = False
+def batchify(ids, columns):
+    usable = ids.size(0) // columns * columns
+    return ids.narrow(0, 0, usable).view(columns, -1).t().contiguous().to(device)
 
 
-args = Args()
-torch.manual_seed(args.seed)
-device = torch.device("cpu")
-
-sentences = ['the cat sat on the mat', 'a dog ran in the park', 'the bird sang a song',
-             'my cat likes the warm mat']
-corpus = Corpus({'train': sentences * 6, 'valid': sentences * 2, 'test': sentences[::-1] * 2})
+def detach_state(state):
+    if isinstance(state, torch.Tensor):
+        return state.detach()
+    return tuple(detach_state(s) for s in state)
 
 
-# Starting from sequential data, batchify arranges the dataset into columns.
-# For instance, with the alphabet as the sequence and batch size 4, we'd get
-# ┌ a g m s ┐
-# │ b h n t │
-# │ c i o u │
-# │ d j p v │
-# │ e k q w │
-# └ f l r x ┘.
-# These columns are treated as independent by the model, which means that the
-# dependence of e. g. 'g' on 'f' can not be learned, but allows more efficient
-# batch processing.
-
-def batchify(data, bsz):
-    # Work out how cleanly we can divide the dataset into bsz parts.
-    nbatch = data.size(0) // bsz
-    # Trim off any extra elements that wouldn't cleanly fit (remainders).
-    data = data.narrow(0, 0, nbatch * bsz)
-    # Evenly divide the data across the bsz batches.
-    data = data.view(bsz, -1).t().contiguous()
-    return data.to(device)
+def window(source, start, bptt=6):
+    n = min(bptt, len(source) - 1 - start)
+    return source[start:start + n], source[start + 1:start + 1 + n].view(-1)
 
 
-eval_batch_size = 2
-train_data = batchify(corpus.train, args.batch_size)
-val_data = batchify(corpus.valid, eval_batch_size)
-test_data = batchify(corpus.test, eval_batch_size)
-ntokens = len(corpus.dictionary)
+def run_model(net, tokens, state):
+    if state is None:  # the Transformer carries no state between windows
+        return net(tokens).view(-1, ntokens), None
+    out, state = net(tokens, state)
+    return out, detach_state(state)
 
 
-def repackage_hidden(h):
-    """Wraps hidden states in new Tensors, to detach them from their history."""
-
-    if isinstance(h, torch.Tensor):
-        return h.detach()
-    else:
-        return tuple(repackage_hidden(v) for v in h)
-
-
-# get_batch subdivides the source data into chunks of length args.bptt.
-# If source is equal to the example output of the batchify function, with
-# a bptt-limit of 2, we'd get the following two Variables for i = 0:
-# ┌ a g m s ┐ ┌ b h n t ┐
-# └ b h n t ┘ └ c i o u ┘
-# Note that despite the name of the function, the subdivison of data is not
-# done along the batch dimension (i.e. dimension 1), since that was handled
-# by the batchify function. The chunks are along dimension 0, corresponding
-# to the seq_len dimension in the LSTM.
-
-def get_batch(source, i):
-    seq_len = min(args.bptt, len(source) - 1 - i)
-    data = source[i:i + seq_len]
-    target = source[i + 1:i + 1 + seq_len].view(-1)
-    return data, target
-
-
-def evaluate(data_source):
-    # Turn on evaluation mode which disables dropout.
-    model.eval()
-    total_loss = 0.
-    ntokens = len(corpus.dictionary)
-    if args.model != 'Transformer':
-        hidden = model.init_hidden(eval_batch_size)
+def evaluate(net, source):
+    net.eval()
+    state = None if isinstance(net, CausalTransformerLM) else net.init_hidden(EVAL_BATCH)
+    total = 0.0
     with torch.no_grad():
-        for i in range(0, data_source.size(0) - 1, args.bptt):
-            data, targets = get_batch(data_source, i)
-            if args.model == 'Transformer':
-                output = model(data)
-                output = output.view(-1, ntokens)
-            else:
-                output, hidden = model(data, hidden)
-                hidden = repackage_hidden(hidden)
-            total_loss += len(data) * criterion(output, targets).item()
-    return total_loss / (len(data_source) - 1)
+        for start in range(0, source.size(0) - 1, BPTT):
+            x, y = window(source, start)
+            out, state = run_model(net, x, state)
+            total += len(x) * nll(out, y).item()
+    return total / (len(source) - 1)
 
 
-def train():
-    # Turn on training mode which enables dropout.
-    model.train()
-    total_loss = 0.
-    start_time = time.time()
-    ntokens = len(corpus.dictionary)
-    if args.model != 'Transformer':
-        hidden = model.init_hidden(args.batch_size)
-    epoch_loss, nbatches = 0., 0
-    for batch, i in enumerate(range(0, train_data.size(0) - 1, args.bptt)):
-        data, targets = get_batch(train_data, i)
-        # Starting each batch, we detach the hidden state from how it was previously produced.
-        # If we didn't, the model would try backpropagating all the way to start of the dataset.
-        model.zero_grad()
-        if args.model == 'Transformer':
-            output = model(data)
-            output = output.view(-1, ntokens)
-        else:
-            hidden = repackage_hidden(hidden)
-            output, hidden = model(data, hidden)
-        loss = criterion(output, targets)
+def train_epoch(net, lr):
+    net.train()
+    state = None if isinstance(net, CausalTransformerLM) else net.init_hidden(BATCH)
+    losses = []
+    for start in range(0, train_data.size(0) - 1, BPTT):
+        x, y = window(train_data, start)
+        net.zero_grad()
+        out, state = run_model(net, x, state)
+        loss = nll(out, y)
         loss.backward()
-
-        # `clip_grad_norm` helps prevent the exploding gradient problem in RNNs / LSTMs.
-        torch.nn.utils.clip_grad_norm_(model.parameters(), args.clip)
-        for p in model.parameters():
+        torch.nn.utils.clip_grad_norm_(net.parameters(), CLIP)
+        for p in net.parameters():
             p.data.add_(p.grad, alpha=-lr)
+        losses.append(loss.item())
+    return sum(losses) / len(losses)
 
-        total_loss += loss.item()
-        epoch_loss += loss.item()
-        nbatches += 1
 
-        if batch % args.log_interval == 0 and batch > 0:
-            cur_loss = total_loss / args.log_interval
-            elapsed = time.time() - start_time
-            print('| epoch {:3d} | {:5d}/{:5d} batches | lr {:02.2f} | ms/batch {:5.2f} | '
-                  'loss {:5.2f} | ppl {:8.2f}'.format(
-                      epoch, batch, len(train_data) // args.bptt, lr,
-                      elapsed * 1000 / args.log_interval, cur_loss, math.exp(cur_loss)))
-            total_loss = 0
-            start_time = time.time()
-        if args.dry_run:
-            break
-    return epoch_loss / nbatches
+torch.manual_seed(1111)
+device = torch.device("cpu")
+EMB = HID = 16
+LAYERS, HEADS, DROPOUT, CLIP, BPTT, BATCH, EVAL_BATCH, EPOCHS = 2, 2, 0.2, 0.25, 6, 4, 2, 8
 
+lines = ["the cat sat on the mat", "a dog ran in the park", "the bird sang a song",
+         "my cat likes the warm mat"]
+corpus = Corpus(train=lines * 6, valid=lines * 2, test=lines[::-1] * 2)
+ntokens = len(corpus.dictionary)
+train_data = batchify(corpus.train, BATCH)
+val_data = batchify(corpus.valid, EVAL_BATCH)
+test_data = batchify(corpus.test, EVAL_BATCH)
+nll = nn.NLLLoss()
+workdir = tempfile.mkdtemp()
 
 results = {}
-checkpoint_dir = tempfile.mkdtemp()
-for model_name, lr0, tied in (('LSTM', 5, True), ('GRU', 5, False), ('Transformer', 1.0, False)):
-    args.model, args.lr, args.tied = model_name, lr0, tied
-    torch.manual_seed(args.seed)
-    if args.model == 'Transformer':
-        model = TransformerModel(ntokens, args.emsize, args.nhead, args.nhid, args.nlayers,
-                                 args.dropout).to(device)
+for kind, lr, tie in (("LSTM", 5, True), ("GRU", 5, False), ("Transformer", 1.0, False)):
+    torch.manual_seed(1111)
+    if kind == "Transformer":
+        net = CausalTransformerLM(ntokens, EMB, HEADS, HID, LAYERS, DROPOUT).to(device)
     else:
-        model = RNNModel(args.model, ntokens, args.emsize, args.nhid, args.nlayers, args.dropout,
-                         args.tied).to(device)
-    criterion = nn.NLLLoss()
+        net = RecurrentLM(kind, ntokens, EMB, HID, LAYERS, DROPOUT, tie).to(device)
+    path = os.path.join(workdir, f"{kind}.pt")
+    record = {"first_val": evaluate(net, val_data), "train_losses": [], "val_losses": []}
+    best = None
+    for epoch in range(1, EPOCHS + 1):
+        record["train_losses"].append(train_epoch(net, lr))
+        v = evaluate(net, val_data)
+        record["val_losses"].append(v)
+        print(f"{kind} epoch {epoch}: valid loss {v:.3f}, ppl {math.exp(v):.2f}")
+        if best is None or v < best:
+            best = v
+            with open(path, "wb") as fh:
+                torch.save(net, fh)
+        else:
+            lr /= 4.0  # no progress: anneal
+    with open(path, "rb") as fh:
+        net = torch.load(fh, weights_only=False)
+    if kind != "Transformer":
+        net.rnn.flatten_parameters()
+    test_loss = evaluate(net, test_data)
+    record.update(best_val_loss=best, test_loss=test_loss, test_ppl=math.exp(test_loss), lr=lr)
+    results[kind] = record
 
-    # Loop over epochs.
-    lr = args.lr
-    best_val_loss = None
-    train_losses, val_losses = [], []
-    first_val = evaluate(val_data)
-    if True:  # (main.py's --save path: one checkpoint per model, for generate.py below)
-        save = os.path.join(checkpoint_dir, model_name + '.pt')
-        for epoch in range(1, args.epochs + 1):
-            epoch_start_time = time.time()
-            train_losses.append(train())
-            val_loss = evaluate(val_data)
-            val_losses.append(val_loss)
-            print('-' * 89)
-            print('| end of epoch {:3d} | time: {:5.2f}s | valid loss {:5.2f} | '
-                  'valid ppl {:8.2f}'.format(epoch, (time.time() - epoch_start_time),
-                                             val_loss, math.exp(val_loss)))
-            print('-' * 89)
-            # Save the model if the validation loss is the best we've seen so far.
-            if not best_val_loss or val_loss < best_val_loss:
-                with open(save, 'wb') as f:
-                    torch.save(model, f)
-                best_val_loss = val_loss
-            else:
-                # Anneal the learning rate if no improvement has been seen in the validation set.
-                lr /= 4.0
-
-        # Load the best saved model.
-        with open(save, 'rb') as f:
-            model = torch.load(f, weights_only=False)
-            # after load the rnn params are not a continuous chunk of memory
-            # this makes them a continuous chunk, and will speed up forward pass
-            # Currently, only rnn model supports flatten_parameters function.
-            if args.model in ['RNN_TANH', 'RNN_RELU', 'LSTM', 'GRU']:
-                model.rnn.flatten_parameters()
-
-    # Run on test data.
-    test_loss = evaluate(test_data)
-    print('=' * 89)
-    print('| End of training | test loss {:5.2f} | test ppl {:8.2f}'.format(
-        test_loss, math.exp(test_loss)))
-    print('=' * 89)
-    results[model_name] = dict(first_val=first_val, train_losses=train_losses,
-                               val_losses=val_losses, best_val_loss=best_val_loss,
-                               test_loss=test_loss, test_ppl=math.exp(test_loss), lr=lr)
-
-lstm_tied = RNNModel('LSTM', ntokens, 16, 16, 2, tie_weights=True)
-tied_same_object = lstm_tied.decoder.weight is lstm_tied.encoder.weight
-tied_param_count = len(list(lstm_tied.parameters()))
+tied_lm = RecurrentLM("LSTM", ntokens, 16, 16, 2, tie_weights=True)
+tied_same_object = tied_lm.decoder.weight is tied_lm.encoder.weight
+tied_param_count = sum(1 for _ in tied_lm.parameters())
 try:
-    RNNModel('LSTM', ntokens, 16, 8, 2, tie_weights=True)
-except ValueError as e:
-    tie_error = str(e)
-
-# ---- generate.py ----
-class GenerateArgs:
-    words = 30
-    seed = 1111
-    temperature = 1.0
-    log_interval = 10
+    RecurrentLM("LSTM", ntokens, 16, 8, 2, tie_weights=True)
+except ValueError as err:
+    tie_error = str(err)
 
 
-def generate(checkpoint, outf_path):
-    args = GenerateArgs()
-    args.checkpoint, args.outf = checkpoint, outf_path
-    # Set the random seed manually for reproducibility.
-    torch.manual_seed(args.seed)
-    if args.temperature < 1e-3:
-        raise ValueError("--temperature has to be greater or equal 1e-3.")
-
-    with open(args.checkpoint, 'rb') as f:
-        model = torch.load(f, map_location=device, weights_only=False)
-    model.eval()
-
-    ntokens = len(corpus.dictionary)
-
-    is_transformer_model = hasattr(model, 'model_type') and model.model_type == 'Transformer'
-    if not is_transformer_model:
-        hidden = model.init_hidden(1)
-    input = torch.randint(ntokens, (1, 1), dtype=torch.long).to(device)
-
-    with open(args.outf, 'w') as outf:
-        with torch.no_grad():  # no tracking history
-            for i in range(args.words):
-                if is_transformer_model:
-                    output = model(input, False)
-                    word_weights = output[-1].squeeze().div(args.temperature).exp().cpu()
-                    word_idx = torch.multinomial(word_weights, 1)[0]
-                    word_tensor = torch.Tensor([[word_idx]]).long().to(device)
-                    input = torch.cat([input, word_tensor], 0)
-                else:
-                    output, hidden = model(input, hidden)
-                    word_weights = output.squeeze().div(args.temperature).exp().cpu()
-                    word_idx = torch.multinomial(word_weights, 1)[0]
-                    input.fill_(word_idx)
-
-                word = corpus.dictionary.idx2word[word_idx]
-
-                outf.write(word + ('\n' if i % 20 == 19 else ' '))
-
-                if i % args.log_interval == 0:
-                    print('| Generated {}/{} words'.format(i, args.words))
-    return model, input
+def sample_words(ckpt, n_words=30, temperature=1.0):
+    """Reload a saved whole model and let it write n_words words, 20 to a line."""
+    torch.manual_seed(1111)
+    with open(ckpt, "rb") as fh:
+        net = torch.load(fh, map_location=device, weights_only=False)
+    net.eval()
+    causal = getattr(net, "model_type", None) == "Transformer"
+    state = None if causal else net.init_hidden(1)
+    tokens = torch.randint(ntokens, (1, 1), dtype=torch.long).to(device)
+    words = []
+    with torch.no_grad():
+        for _ in range(n_words):
+            if causal:
+                scores = net(tokens, False)[-1].squeeze()
+            else:
+                scores, state = net(tokens, state)
+                scores = scores.squeeze()
+            weights = scores.div(temperature).exp().cpu()
+            pick = torch.multinomial(weights, 1)[0]
+            if causal:
+                tokens = torch.cat([tokens, torch.Tensor([[pick]]).long().to(device)], 0)
+            else:
+                tokens.fill_(pick)
+            words.append(corpus.dictionary.idx2word[pick])
+    text = " ".join(words[:20]) + "\n" + " ".join(words[20:]) + " "
+    return net, tokens, text
 
 
 generated = {}
-for model_name in ('LSTM', 'Transformer'):
-    outf_path = os.path.join(checkpoint_dir, model_name + '.txt')
-    loaded, last_input = generate(os.path.join(checkpoint_dir, model_name + '.pt'), outf_path)
-    with open(outf_path) as f:
-        generated[model_name] = f.read()
-    print(generated[model_name])
-lstm_loaded = loaded_lstm = generate(os.path.join(checkpoint_dir, 'LSTM.pt'), os.devnull)[0]
-loaded_tied_shared = loaded_lstm.decoder.weight is loaded_lstm.encoder.weight
-transformer_input_shape = tuple(last_input.shape)
+for kind in ("LSTM", "Transformer"):
+    txt_path = os.path.join(workdir, f"{kind}.txt")
+    _, last_tokens, text = sample_words(os.path.join(workdir, f"{kind}.pt"))
+    with open(txt_path, "w") as fh:
+        fh.write(text)
+    with open(txt_path) as fh:
+        generated[kind] = fh.read()
+    print(generated[kind])
+transformer_input_shape = tuple(last_tokens.shape)
+reloaded_lstm = sample_words(os.path.join(workdir, "LSTM.pt"))[0]
+loaded_tied_shared = reloaded_lstm.decoder.weight is reloaded_lstm.encoder.weight
 
-# deterministic parts to compare with torch: fixed-weight forwards of both models
+# ---- fixed weights: a forward per model kind and one clipped SGD step ----
 fixed_results, fixed_steps = {}, {}
-for kind in ('LSTM', 'GRU', 'RNN_TANH', 'RNN_RELU', 'Transformer'):
-    if kind == 'Transformer':
-        fixed = TransformerModel(7, 8, 2, 12, 1, dropout=0.0)
+toks = torch.tensor([[1, 2], [3, 4], [5, 6], [0, 1]])
+nexts = torch.tensor([2, 3, 4, 5, 6, 0, 1, 2])
+for kind in ("LSTM", "GRU", "RNN_TANH", "RNN_RELU", "Transformer"):
+    if kind == "Transformer":
+        lm = CausalTransformerLM(7, 8, 2, 12, 1, dropout=0.0)
     else:
-        fixed = RNNModel(kind, 7, 8, 8, 2, dropout=0.0, tie_weights=True)
+        lm = RecurrentLM(kind, 7, 8, 8, 2, dropout=0.0, tie_weights=True)
     with torch.no_grad():
-        for k, (name, p) in enumerate(fixed.named_parameters()):
-            p.copy_(torch.cos(torch.arange(p.numel(), dtype=torch.float32) * 0.37 + k)
-                    .view_as(p) * 0.4)
-    fixed.eval()
-    tokens = torch.tensor([[1, 2], [3, 4], [5, 6], [0, 1]])
-    if kind == 'Transformer':
-        fixed_results[kind] = fixed(tokens).tolist()
+        for j, (_, w) in enumerate(lm.named_parameters()):
+            w.copy_(torch.cos(torch.arange(w.numel(), dtype=torch.float32) * 0.37 + j)
+                    .view_as(w) * 0.4)
+    lm.eval()
+    if kind == "Transformer":
+        fixed_results[kind] = lm(toks).tolist()
     else:
-        out, hidden = fixed(tokens, fixed.init_hidden(2))
-        hidden = repackage_hidden(hidden)
-        fixed_results[kind] = (out.tolist(), [h.tolist() for h in hidden]
-                               if isinstance(hidden, tuple) else hidden.tolist())
-    # one training step (main.py's train()) from the fixed weights, dropout 0 in train mode:
-    # the tied weight's gradient sums the encoder's and the decoder's, then gets clipped
-    fixed.train()
-    for m in fixed.modules():  # (nn.Transformer's layers keep their default dropout of 0.1)
+        out, hid = lm(toks, lm.init_hidden(2))
+        hid = detach_state(hid)
+        hid = [h.tolist() for h in hid] if isinstance(hid, tuple) else hid.tolist()
+        fixed_results[kind] = (out.tolist(), hid)
+    # train mode with every dropout off (nn.Transformer's own layers default to 0.1); the
+    # tied weight's gradient adds the embedding's and the output layer's parts
+    lm.train()
+    for m in lm.modules():
         if isinstance(m, nn.Dropout):
             m.p = 0.0
         elif isinstance(m, nn.MultiheadAttention):
             m.dropout = 0.0
-    fixed.zero_grad()
-    targets = torch.tensor([2, 3, 4, 5, 6, 0, 1, 2])
-    if kind == 'Transformer':
-        loss = nn.NLLLoss()(fixed(tokens).view(-1, 7), targets)
+    lm.zero_grad()
+    if kind == "Transformer":
+        step_loss = nn.NLLLoss()(lm(toks).view(-1, 7), nexts)
     else:
-        out, hidden = fixed(tokens, fixed.init_hidden(2))
-        loss = nn.NLLLoss()(out, targets)
-    loss.backward()
-    total_norm = torch.nn.utils.clip_grad_norm_(fixed.parameters(), 0.05)
-    for p in fixed.parameters():
-        p.data.add_(p.grad, alpha=-20)
-    fixed_steps[kind] = (loss.item(), total_norm.item(),
-                         {name: p.tolist() for name, p in fixed.named_parameters()})
-fixed_mask = TransformerModel(7, 8, 2, 12, 1)._generate_square_subsequent_mask(4).tolist()
+        step_loss = nn.NLLLoss()(lm(toks, lm.init_hidden(2))[0], nexts)
+    step_loss.backward()
+    norm = torch.nn.utils.clip_grad_norm_(lm.parameters(), 0.05)
+    for w in lm.parameters():
+        w.data.add_(w.grad, alpha=-20)
+    fixed_steps[kind] = (step_loss.item(), norm.item(),
+                         {n: w.tolist() for n, w in lm.named_parameters()})
+fixed_mask = causal_mask(4).tolist()
 batchified = batchify(torch.arange(26), 4).tolist()
