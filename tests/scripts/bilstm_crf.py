@@ -2,7 +2,7 @@
 tutorials commonly write torch code (modelled on the API usage of the tutorial "Advanced: Making
 Dynamic Decisions and the Bi-LSTM CRF", not a copy of it):
 
-- emissions from nn.Embedding + a bidirectional nn.LSTM (random (h0, c0) from torch.randn) +
+- emissions from nn.Embedding + a bidirectional nn.LSTM (random (h0, c0) by torch.randn) +
   nn.Linear; an nn.Parameter transition matrix whose rows/columns are set through ``.data``;
 - the CRF partition function by the forward algorithm, tag by tag, with a hand-written
   log-sum-exp (torch.max(v, 1), view/expand, torch.log(torch.sum(torch.exp(...)))),

@@ -13,7 +13,7 @@ beginner tutorials commonly write torch code (modelled on the API usage of the t
 - the three distillation losses and the student's gradients from cos-valued weights, for the
   torch comparison.
 
-Images made of low-resolution class patterns plus noise (drawn from torch.Generator's) stand
+Images made of low-resolution class patterns plus noise (drawn with torch.Generator's) stand
 in for CIFAR-10.
 """
 import warnings
