@@ -193,3 +193,32 @@ def test_saved_tensors_spilled_to_disk(tmp_path):
     ev.grad_fn._raw_saved_result.register_hooks(Spill, restore)
     ev.sum().backward()
     np.testing.assert_allclose(v.grad.numpy(), np.exp(v.detach().numpy()), rtol=1e-6)
+
+
+def test_unpacked_value_keeps_its_place_in_the_graph_like_torch():
+    torch = _torch()
+    results = []
+    for lib in (jitgrad, torch):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        y = x.pow(3)
+        y.grad_fn._raw_saved_self.register_hooks(lambda t: t.detach().numpy().copy(),
+                                                 lambda a, lib=lib: lib.tensor(a))
+        shown = repr(y.grad_fn._saved_self)
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x)  # through the unpacked x, to the leaf
+        results.append((shown.replace("torch.", "jitgrad."), h.detach().numpy().tolist()))
+    assert results[0] == results[1]
+
+
+def test_double_backward_through_saved_tensors_hooks_matches_torch():
+    torch = _torch()
+    out = []
+    for lib in (jitgrad, torch):
+        x = lib.tensor([0.5, -1.0, 2.0], requires_grad=True)
+        with lib.autograd.graph.saved_tensors_hooks(lambda t: t.detach().numpy().copy(),
+                                                    lambda a, lib=lib: lib.tensor(a)):
+            y = x.pow(3) * x
+        (g,) = lib.autograd.grad(y.sum(), x, create_graph=True)
+        (h,) = lib.autograd.grad(g.sum(), x)
+        out.append(h.detach().numpy().tolist())
+    assert out[0] == out[1]
