@@ -4,6 +4,9 @@
 other value: none, as ATen's ``apply_loss_reduction``), integer sampling modes, and the extra
 outputs of the ``native_*`` functions.
 
+An omitted ``reduction`` is 0 (none): the schemas say ``at::Reduction::Mean``, but torch's
+Python binding reads that default as 0, so ``torch.kl_div(x, t)`` is elementwise there.
+
 Each is a thin entry point over ``nn.functional`` or the existing ops: no math of its own
 beyond the statistics the ``native_*`` functions return. ``jitgrad.__getattr__`` serves these
 names, importing ``jitgrad.nn`` on the first call.
@@ -38,7 +41,7 @@ def _reduction(reduction: int, fn: str, position: int) -> str:
 
 
 def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None,  # noqa: A002
-                                     pos_weight: Any = None, reduction: int = 1) -> Any:
+                                     pos_weight: Any = None, reduction: int = 0) -> Any:
     """``torch.binary_cross_entropy_with_logits``: ``F.binary_cross_entropy_with_logits``
     with an int ``reduction``."""
     mode = _reduction(reduction, "binary_cross_entropy_with_logits", 5)
@@ -46,7 +49,7 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
                                                   pos_weight=pos_weight)
 
 
-def kl_div(input: Any, target: Any, reduction: int = 1, *,  # noqa: A002
+def kl_div(input: Any, target: Any, reduction: int = 0, *,  # noqa: A002
            log_target: bool = False) -> Any:
     """``torch.kl_div``: the pointwise KL divergence of ``F.kl_div`` reduced by an int
     ``reduction`` (1 is the mean over all elements, without ``F``'s batchmean warning)."""
@@ -64,28 +67,28 @@ def poisson_nll_loss(input: Any, target: Any, log_input: bool, full: bool,  # no
 
 def triplet_margin_loss(anchor: Any, positive: Any, negative: Any, margin: float = 1.0,
                         p: float = 2.0, eps: float = 1e-06, swap: bool = False,
-                        reduction: int = 1) -> Any:
+                        reduction: int = 0) -> Any:
     """``torch.triplet_margin_loss`` (``F.triplet_margin_loss``, int ``reduction``)."""
     return _fn().triplet_margin_loss(anchor, positive, negative, margin, p, eps, swap,
                                      reduction=_reduction(reduction, "triplet_margin_loss", 8))
 
 
 def cosine_embedding_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
-                          reduction: int = 1) -> Any:
+                          reduction: int = 0) -> Any:
     """``torch.cosine_embedding_loss`` (``F.cosine_embedding_loss``, int ``reduction``)."""
     return _fn().cosine_embedding_loss(input1, input2, target, margin,
                                        reduction=_reduction(reduction, "cosine_embedding_loss", 5))
 
 
 def hinge_embedding_loss(input: Any, target: Any, margin: float = 1.0,  # noqa: A002
-                         reduction: int = 1) -> Any:
+                         reduction: int = 0) -> Any:
     """``torch.hinge_embedding_loss`` (``F.hinge_embedding_loss``, int ``reduction``)."""
     mode = _reduction(reduction, "hinge_embedding_loss", 4)
     return _fn().hinge_embedding_loss(input, target, margin, reduction=mode)
 
 
 def margin_ranking_loss(input1: Any, input2: Any, target: Any, margin: float = 0.0,
-                        reduction: int = 1) -> Any:
+                        reduction: int = 0) -> Any:
     """``torch.margin_ranking_loss`` (``F.margin_ranking_loss``, int ``reduction``)."""
     return _fn().margin_ranking_loss(input1, input2, target, margin,
                                      reduction=_reduction(reduction, "margin_ranking_loss", 5))
@@ -98,7 +101,7 @@ def conv_tbc(input: Any, weight: Any, bias: Any, pad: int = 0) -> Any:  # noqa: 
 
 
 def ctc_loss(log_probs: Any, targets: Any, input_lengths: Any, target_lengths: Any,
-             blank: int = 0, reduction: int = 1, zero_infinity: bool = False) -> Any:
+             blank: int = 0, reduction: int = 0, zero_infinity: bool = False) -> Any:
     """``torch.ctc_loss`` (``F.ctc_loss``, int ``reduction``; lengths as tensors or lists)."""
     return _fn().ctc_loss(log_probs, targets, input_lengths, target_lengths, blank,
                           _reduction(reduction, "ctc_loss", 6), zero_infinity)

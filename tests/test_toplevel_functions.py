@@ -72,6 +72,31 @@ def test_losses_with_int_reductions_match_torch(name, reduction):
     _check_grads(lambda m, x, t: fn(m, x, t, reduction), X, T)
 
 
+DEFAULT_REDUCTION = {
+    "bce_logits": lambda m, x, t: m.binary_cross_entropy_with_logits(x, t),
+    "kl_div": lambda m, x, t: m.kl_div(x, t),
+    "hinge": lambda m, x, t: m.hinge_embedding_loss(x, (t > 0.5).to(x.dtype) * 2 - 1),
+    "margin_ranking": lambda m, x, t: m.margin_ranking_loss(x[:, 0], t[:, 0], m.tensor(
+        [1.0, -1.0, 1.0], dtype=x.dtype)),
+    "triplet": lambda m, x, t: m.triplet_margin_loss(x, t, x * 2),
+    "cosine": lambda m, x, t: m.cosine_embedding_loss(x, t, m.tensor([1.0, -1.0, 1.0],
+                                                                       dtype=x.dtype)),
+    "ctc": lambda m, x, t: m.ctc_loss(x.reshape(4, 3, 1).expand(4, 3, 3).log_softmax(2),
+                                      m.tensor([[1, 2], [2, 2], [1, 1]]), [4, 4, 3], [2, 2, 1]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(DEFAULT_REDUCTION))
+def test_omitted_reduction_is_none_as_torchs_binding_reads_it(name):
+    """The ATen schemas say Mean, but torch's Python binding reads an omitted int reduction as
+    0: the result is elementwise, not a mean."""
+    fn = DEFAULT_REDUCTION[name]
+    (jo, _), (to, _) = _grads(fn, X, T)
+    assert to.ndim > 0  # (torch: unreduced)
+    _close(jo, to)
+    _check_grads(fn, X, T)
+
+
 @pytest.mark.parametrize("name", ["bce_logits", "kl_div", "poisson", "cosine"])
 def test_losses_gradcheck(name):
     t = _j(T)
