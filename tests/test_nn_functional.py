@@ -244,6 +244,8 @@ def test_cross_entropy_class_indices_match_torch(shape, opts):
     target = jitgrad.randint(0, 5, tshape)
     if "ignore_index" in opts and len(shape) > 1:
         target[0] = opts["ignore_index"]  # at least one ignored entry
+    elif "ignore_index" in opts and int(target) == opts["ignore_index"]:
+        target = (target + 1) % 5  # (the one target not ignored: all ignored is tested below)
     w = jitgrad.rand(5, dtype=jitgrad.float64) + 0.5
     kw = _kw(opts, w)
     tkw = _kw(opts, tt(w))
@@ -254,6 +256,21 @@ def test_cross_entropy_class_indices_match_torch(shape, opts):
         expected = "AddBackward0" if "label_smoothing" in opts else "NllLossBackward0"
         assert y.grad_fn.name() == expected
     fd_check(lambda a: F.cross_entropy(a, target, **kw), [x], rtol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(5,), (3, 5), (2, 5, 2)], ids=["C", "NC", "NCd"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cross_entropy_with_every_target_ignored_has_torchs_zero_gradient(shape, weighted):
+    # the mean is 0 / 0 (nan, as torch's); the gradient of an ignored entry is 0, also when
+    # ignore_index is a class number (it was 0 * (1 / 0): nan)
+    x = f64(*shape)
+    target = jitgrad.full(shape[:1] + shape[2:] if len(shape) > 1 else (), 1)
+    kw = {"ignore_index": 1}
+    w = jitgrad.rand(5, dtype=jitgrad.float64) + 0.5
+    y = compare(lambda a: F.cross_entropy(a, target, weight=w if weighted else None, **kw),
+                lambda a: TF.cross_entropy(a, tt(target), weight=tt(w) if weighted else None,
+                                           **kw), [x], name=len(shape) <= 2)
+    assert np.isnan(arr(y)) and (arr(x.grad) == 0).all()
 
 
 @pytest.mark.parametrize("shape", [(4, 3), (3,), (2, 3, 2)], ids=["NC", "C", "NCd"])

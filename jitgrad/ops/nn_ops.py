@@ -228,8 +228,10 @@ def _nll_vjp(g, ans, logp, target, weight, reduction, ignore_index):
         scale = scale / w.sum()
     gs = (g if batched or reduction != "none" else g.unsqueeze(0)) * scale
     # the one-hot rows as a comparison with the class numbers: pointwise, so under jit it is
-    # one fused kernel with what reads it (no zeros + scatter_add); an ignored row hits nothing
-    hit = tg.unsqueeze(1) == arange(logp.shape[-1], device=g.device)
+    # one fused kernel with what reads it (no zeros + scatter_add). An ignored row hits nothing,
+    # also when ignore_index is a class number: its gradient is 0, not 0 / 0 when every target
+    # is ignored (torch's)
+    hit = (tg.unsqueeze(1) == arange(logp.shape[-1], device=g.device)) & valid.unsqueeze(1)
     out = where(hit, gs.unsqueeze(1), 0.0)
     return (out if batched else out[0]), None, None
 
