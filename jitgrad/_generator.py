@@ -16,6 +16,7 @@ import numpy as np
 
 from . import dtypes
 from .device import check_device
+from ._torch_stream import Stream
 from .tensor import _new
 
 
@@ -28,12 +29,13 @@ class Generator:
     """A seeded random number generator (torch.Generator), passed as ``generator=`` to rand,
     randn, randint, randperm, normal and the in-place samplers.
 
-    A CPU generator wraps a NumPy ``Generator`` (PCG64); the same seed gives the same numbers
-    in eager mode and under ``jitgrad.jit``, but not the same numbers as torch. A cuda
-    generator (``Generator(device="cuda")``) owns a set of numba-cuda xoroshiro128+ generators
-    on the device (``backends/cuda_random``), made from its seed at its first draw: it draws
-    for cuda tensors only, and its stream differs from a CPU generator's of the same seed (as
-    torch's does).
+    A CPU generator is torch's: the Mersenne Twister (mt19937) seeded as torch seeds it, and
+    the samplers turn its draws into numbers as torch's CPU kernels do (``_torch_stream``), so
+    ``manual_seed(s)`` then the same calls gives torch's numbers, in eager mode and under
+    ``jitgrad.jit`` alike. A cuda generator (``Generator(device="cuda")``) owns a set of
+    numba-cuda xoroshiro128+ generators on the device (``backends/cuda_random``), made from its
+    seed at its first draw: it draws for cuda tensors only, and its stream differs from a CPU
+    generator's of the same seed (as torch's does).
 
     Args:
         device: ``"cpu"`` (the default) or ``"cuda"`` / ``"cuda:0"``.
@@ -54,7 +56,9 @@ class Generator:
         if not -0x8000_0000_0000_0000 <= seed <= _SEED_MASK:
             raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is out of range")
         self._seed = seed & _SEED_MASK
-        self._rng = np.random.default_rng(self._seed)
+        self._stream = Stream(self._seed)
+        # NumPy's samplers on the same bits, for ``binomial`` (whose algorithm is not torch's)
+        self._rng = self._stream.numpy
         self._states = None
         return self
 
@@ -69,13 +73,17 @@ class Generator:
 
     def get_state(self):
         """The generator's state as a uint8 tensor on the CPU (for ``set_state``): a CPU
-        generator's NumPy state, or a cuda generator's seed and device generators' states."""
+        generator's mt19937 state and cached normal, or a cuda generator's seed and device
+        generators' states."""
         if self._device.type == "cuda":
             raw = _cuda_state_io()["get"](self)
         else:
             import json
 
-            raw = json.dumps(self._rng.bit_generator.state).encode()
+            state = self._stream.get_state()
+            mt = state["mt19937"]
+            mt = dict(mt, state=dict(mt["state"], key=mt["state"]["key"].tolist()))
+            raw = json.dumps(dict(state, mt19937=mt, seed=self._seed)).encode()
         return _new(np.frombuffer(raw, dtype=np.uint8).copy(), dtypes.uint8)
 
     def set_state(self, new_state: Any) -> Generator:
@@ -89,33 +97,29 @@ class Generator:
             return self
         import json
 
-        self._rng.bit_generator.state = json.loads(raw.decode())
+        try:
+            state = json.loads(raw.decode())
+            mt = state["mt19937"]
+            mt["state"]["key"] = np.asarray(mt["state"]["key"], np.uint32)
+            self._stream.set_state(state)
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            raise RuntimeError("Expected either a THGeneratorState of size 5048 or a "
+                               "CPUGeneratorImplState of size 5056 but found the input RNG "
+                               f"state size to be {len(raw)}") from None
+        self._seed = state.get("seed", self._seed)
         return self
 
-    # NumPy's sampling methods, which jitgrad's CPU samplers call on a generator
-    def _host(self) -> np.random.Generator:
+    def _host(self) -> Stream:
+        """The CPU stream torch's samplers draw from (a cuda generator has none)."""
         if self._device.type != "cpu":
             raise RuntimeError(f"Expected a 'cpu' device type for generator but found "
                                f"'{self._device.type}'")
+        return self._stream
+
+    def _numpy(self) -> np.random.Generator:
+        """NumPy's samplers on this generator's bits (``binomial``)."""
+        self._host()
         return self._rng
-
-    def random(self, size: Any = None) -> np.ndarray:
-        return self._host().random(size)
-
-    def standard_normal(self, size: Any = None) -> np.ndarray:
-        return self._host().standard_normal(size)
-
-    def normal(self, loc: Any = 0.0, scale: Any = 1.0, size: Any = None) -> np.ndarray:
-        return self._host().normal(loc, scale, size)
-
-    def uniform(self, low: Any = 0.0, high: Any = 1.0, size: Any = None) -> np.ndarray:
-        return self._host().uniform(low, high, size)
-
-    def integers(self, low: Any, high: Any = None, size: Any = None, **kwargs: Any) -> np.ndarray:
-        return self._host().integers(low, high, size=size, **kwargs)
-
-    def permutation(self, n: int) -> np.ndarray:
-        return self._host().permutation(n)
 
     def __repr__(self) -> str:
         return f"<jitgrad._C.Generator object at {hex(id(self))}>"

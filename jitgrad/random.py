@@ -299,16 +299,19 @@ def normal(mean: Any, std: Any = 1.0, size: Any = None, *, generator: Any = None
 @public("randperm")
 def randperm(n: int, *, generator: Any = None, dtype: Any = None, layout: Any = None,
              device: Any = None, requires_grad: bool = False, pin_memory: bool = False):
-    """A random permutation of ``0 .. n-1`` (the order of ``n`` uniform draws, so it is the
-    same draw in eager mode and under ``jit``)."""
+    """A random permutation of ``0 .. n-1``: torch's Fisher-Yates on the CPU (the same draw in
+    eager mode and under ``jit``); on a cuda device, the order of ``n`` uniform draws."""
     check_layout("randperm", layout)
-    from .ops.sorting import argsort
-
     if n < 0:
         raise RuntimeError(f"Trying to create tensor with negative dimension {n}: [{n}]")
-    perm = argsort(rand(n, dtype=dtypes.float64, generator=generator, device=device))
     dt = dtype or dtypes.int64
-    return perm if dt is dtypes.int64 else perm.to(dt)
+    dev = check_device(device)
+    if dev is not None and dev.type == "cuda":
+        from .ops.sorting import argsort
+
+        perm = argsort(rand(n, dtype=dtypes.float64, generator=generator, device=dev))
+        return perm if dt is dtypes.int64 else perm.to(dt)
+    return sample("permutation", (n,), dt, generator, requires_grad, dev)
 
 
 def _random_bounds(t: Any, from_: int, to: int | None) -> tuple[int, int]:
@@ -320,7 +323,7 @@ def _random_bounds(t: Any, from_: int, to: int | None) -> tuple[int, int]:
             return 0, 2
         if d.is_floating_point:
             return 0, 2 ** {"float16": 11, "float32": 24, "float64": 53}[d.name] + 1
-        return 0, int(np.iinfo(d.np).max)
+        return 0, int(np.iinfo(d.np).max) + 1
     if from_ >= to:
         raise RuntimeError(f"random_ expects 'from' to be less than 'to', but got from={from_} "
                            f">= to={to}")
@@ -346,10 +349,9 @@ def _eager(t: Any) -> bool:
 def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # noqa: A002
                 generator: Any = None) -> Any:
     """``num_samples`` category indices per row of ``input`` (1-D or 2-D non-negative weights,
-    not necessarily normalized), drawn with or without ``replacement``. With replacement: the
-    inverse of each row's cumulative distribution at uniform draws; without: the
-    ``num_samples`` largest ``log(u) / w`` keys (Efraimidis-Spirakis), which is sampling
-    proportional to the weights without replacement. The stream differs from torch's."""
+    not necessarily normalized), drawn with or without ``replacement``, as torch draws them:
+    with replacement, the inverse of each row's cumulative distribution at uniform draws;
+    without (or for one sample), the ``num_samples`` largest ``w / q`` for exponential ``q``."""
     if input.ndim not in (1, 2):
         raise RuntimeError("prob_dist must be 1 or 2 dim")
     if not input.dtype.is_floating_point:
@@ -361,26 +363,34 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # n
     if not replacement and num_samples > n:
         raise RuntimeError("cannot sample n_sample > prob_dist.size(-1) samples without "
                            "replacement")
-    w = input.detach().to(dtypes.float64)
+    w = input.detach()
     if _eager(w):
         if bool((~w.isfinite() | (w < 0)).any()):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
         if bool((w.sum(-1) <= 0).any()):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")
+    if not replacement or num_samples == 1:
+        # torch's: the largest w / q for q ~ Exp(1) (the exponential race, which samples in
+        # proportion to the weights without replacement)
+        if input.is_cuda:  # (drawn on the device, from its uniforms)
+            q = -(-rand(tuple(w.shape), dtype=w.dtype, generator=generator,
+                        device=input.device)).log1p()
+        else:
+            q = sample("exponential", tuple(w.shape), w.dtype, generator, device=input.device)
+        q = w / q
+        if num_samples == 1:
+            return q.argmax(-1, keepdim=True)
+        return q.topk(num_samples, dim=-1).indices
+    # torch's: per row, the normalized cumulative weights (in the weights' precision, at least
+    # float32) searched with one float64 uniform per sample
     rows = w if w.ndim == 2 else w.unsqueeze(0)
-    u = rand(rows.shape[0], num_samples if replacement else n, dtype=dtypes.float64,
-             generator=generator, device=input.device)
-    if replacement:
-        cdf = rows.cumsum(-1)
-        cdf = cdf / cdf[:, -1:]
-        idx = (u.unsqueeze(-1) >= cdf.unsqueeze(1)).sum(-1).clamp_max(n - 1)
-    else:
-        from .ops.selection import where
-
-        # log(1 - u) is finite (u < 1); a zero weight's key is -inf: drawn once the rest are
-        positive = rows > 0
-        keys = where(positive, (-u).log1p() / where(positive, rows, 1.0), float("-inf"))
-        idx = keys.topk(num_samples, dim=-1).indices
+    if rows.dtype.itemsize < 4:
+        rows = rows.to(dtypes.float32)
+    u = rand(rows.shape[0], num_samples, dtype=dtypes.float64, generator=generator,
+             device=input.device)
+    cdf = rows.cumsum(-1)
+    cdf = cdf / cdf[:, -1:]
+    idx = (cdf[:, :-1].unsqueeze(1) < u.unsqueeze(-1)).sum(-1)
     return idx if input.ndim == 2 else idx.squeeze(0)
 
 
@@ -402,7 +412,7 @@ def bernoulli(input: Any, p: Any = None, *, generator: Any = None) -> Any:  # no
                                   f"'{input.dtype._scalar_name}'")
     probs = input.detach() if p is None else p
     _check_probabilities(probs)
-    u = rand(*input.shape, dtype=input.dtype, generator=generator, device=input.device)
+    u = _bernoulli_uniforms(tuple(input.shape), probs, generator, input.device)
     return (u < probs).to(input.dtype)
 
 
@@ -410,5 +420,12 @@ def bernoulli(input: Any, p: Any = None, *, generator: Any = None) -> Any:  # no
 def bernoulli_(self: Any, p: Any = 0.5, *, generator: Any = None) -> Any:
     """Fills ``self`` in place with 0 or 1, 1 with probability ``p`` (a number or a tensor)."""
     _check_probabilities(p)
-    u = rand(*self.shape, dtype=dtypes.float64, generator=generator, device=self.device)
-    return self.copy_(u < p)
+    return self.copy_(_bernoulli_uniforms(tuple(self.shape), p, generator, self.device) < p)
+
+
+def _bernoulli_uniforms(shape: tuple, p: Any, generator: Any, device: Any) -> Any:
+    """torch's uniforms for Bernoulli draws: float64 ones, or float32 ones for a float32 (or
+    smaller) tensor of probabilities."""
+    narrow = isinstance(p, Tensor) and p.dtype is not dtypes.float64
+    return rand(*shape, dtype=dtypes.float32 if narrow else dtypes.float64, generator=generator,
+                device=device)

@@ -48,7 +48,7 @@ LAYERS = [
                "jitgrad.autograd.anomaly", "jitgrad.autograd.graph",
                "jitgrad.autograd.rule_programs", "jitgrad.autograd._decorator",
                "jitgrad._runtime_flags"]),
-    ("ops", ["jitgrad.ops", "jitgrad.random", "jitgrad._generator"]),
+    ("ops", ["jitgrad.ops", "jitgrad.random", "jitgrad._generator", "jitgrad._torch_stream"]),
     # (autograd.function: custom Functions, built on the graph, with forward-mode AD rules)
     ("api", ["jitgrad.autograd", "jitgrad.nn", "jitgrad.optim",
              "jitgrad.linalg", "jitgrad.serialization", "jitgrad.cuda", "jitgrad.utils",

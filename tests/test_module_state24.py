@@ -103,7 +103,9 @@ def test_compile_in_place_and_jit_script_trace_keep_keys():
     want = model(x)
     keys = list(model.state_dict())
     assert model.compile() is None
-    np.testing.assert_allclose(model(x).detach().numpy(), want.detach().numpy(), rtol=1e-6)
+    # (the compiled float32 sums run in another order: an absolute bound for outputs near 0)
+    np.testing.assert_allclose(model(x).detach().numpy(), want.detach().numpy(), rtol=1e-6,
+                               atol=1e-6)
     assert list(model.state_dict()) == keys
     model(x).sum().backward()
     assert model[0].weight.grad is not None

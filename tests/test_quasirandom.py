@@ -139,12 +139,25 @@ def test_scrambled_points_keep_the_net_property(seed):
 
 def test_scrambled_estimates_an_integral_better_than_chance():
     """The mean of f(x) = prod(12 ** 0.5 * (x - 1/2)) + 1 over [0, 1]^4 is 1: randomized QMC
-    is unbiased over seeds and far more accurate than the Monte Carlo error ~ 1/sqrt(n)."""
+    is far more accurate than the Monte Carlo error 1/sqrt(n) for a typical scramble (the
+    median over seeds; one scramble in ten, seed 7 here, lands at 0.6 / sqrt(n), for torch's
+    scrambles too, which these are: see test_scrambled_draws_are_torchs)."""
     errs = []
-    for seed in range(8):
+    for seed in range(10):
         x = SobolEngine(4, scramble=True, seed=seed).draw(1024, dtype=jitgrad.float64).numpy()
         errs.append(np.prod(12 ** 0.5 * (x - 0.5), axis=1).mean() + 1 - 1)
-    assert np.sqrt(np.mean(np.square(errs))) < 0.2 / np.sqrt(1024)
+    assert np.median(np.abs(errs)) < 0.05 / np.sqrt(1024)
+    assert np.max(np.abs(errs)) < 1 / np.sqrt(1024)
     unscrambled = SobolEngine(4).draw(1024, dtype=jitgrad.float64).numpy()
     assert (unscrambled[0] == 0).all()  # (the scrambled first point is the shift, not zero)
     assert not (SobolEngine(4, scramble=True, seed=0).draw(1).numpy() == 0).all()
+
+
+@pytest.mark.parametrize("seed", [0, 7, 123])
+def test_scrambled_draws_are_torchs(seed):
+    torch = pytest.importorskip("torch")
+    ours = SobolEngine(5, scramble=True, seed=seed)
+    theirs = torch.quasirandom.SobolEngine(5, scramble=True, seed=seed)
+    np.testing.assert_array_equal(ours.draw(100, dtype=jitgrad.float64).numpy(),
+                                  theirs.draw(100, dtype=torch.float64).numpy())
+    np.testing.assert_array_equal(ours.draw(7).numpy(), theirs.draw(7).numpy())

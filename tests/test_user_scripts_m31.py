@@ -106,12 +106,12 @@ def test_ctc_tones_trains_decodes_and_averages():
     g = _run("ctc_tones")
     torch = g["torch"]
     losses, per_epoch = g["losses"], len(g["train_loader"])
-    assert len(losses) == 6 * per_epoch and np.isfinite(losses).all()
+    assert len(losses) == g["epochs"] * per_epoch and np.isfinite(losses).all()
     assert np.mean(losses[-per_epoch:]) < 0.2 * np.mean(losses[:per_epoch])
     assert g["error_rates"][-1] < min(0.5, g["error_rates"][0])
     assert g["swa_error_rate"] < 0.6
     swa = g["swa_model"]
-    assert swa.n_averaged.item() == 2  # epochs 4 and 5
+    assert swa.n_averaged.item() == g["epochs"] - g["swa_start"] == 2  # the last two epochs
     # update_bn reset and recomputed the averaged model's BatchNorm statistics
     bn = swa.module.conv[1]
     assert bn.num_batches_tracked.item() == per_epoch and bn.momentum == 0.1  # (restored)

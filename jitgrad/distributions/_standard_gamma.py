@@ -113,7 +113,7 @@ class _StandardGamma(Function):
     @staticmethod
     def forward(ctx: Any, alpha: Any) -> Any:
         a = alpha.detach().numpy().astype(np.float64)
-        draws = jitgrad.default_generator._host().standard_gamma(a)
+        draws = _draw_gammas(a, single=alpha.dtype.itemsize <= 4)
         tiny = jitgrad.finfo(alpha.dtype).tiny
         x = jitgrad.tensor(np.maximum(draws, tiny), dtype=alpha.dtype)
         ctx.save_for_backward(alpha, x)
@@ -124,6 +124,44 @@ class _StandardGamma(Function):
         alpha, x = ctx.saved_tensors
         dx = standard_gamma_grad(alpha.detach().numpy(), x.detach().numpy())
         return grad_output * jitgrad.tensor(dx, dtype=alpha.dtype)
+
+
+def _draw_gammas(alpha: np.ndarray, single: bool) -> np.ndarray:
+    """Gamma(alpha, 1) draws from the default generator, torch's (``_torch_stream``)."""
+    stream = jitgrad.default_generator._host()
+    return stream.standard_gamma(alpha, single).reshape(alpha.shape)
+
+
+class _DirichletSample(Function):
+    """Draws Dirichlet(alpha) samples as torch does (float64 gammas, normalized in float64);
+    the backward is the gammas' implicit gradient through the normalization."""
+
+    @staticmethod
+    def forward(ctx: Any, alpha: Any) -> Any:
+        a = alpha.detach().numpy().astype(np.float64)
+        gammas = np.maximum(_draw_gammas(a, single=False), np.finfo(np.float64).tiny)
+        total = gammas.sum(-1, keepdims=True)
+        dt = alpha.dtype.np
+        top = np.nextafter(dt.type(1), dt.type(0))  # (torch keeps samples below 1)
+        value = np.clip((gammas / total).astype(dt), np.finfo(dt).tiny, top)
+        ctx.gammas, ctx.total = gammas, total
+        ctx.save_for_backward(alpha)
+        return jitgrad.tensor(value, dtype=alpha.dtype)
+
+    @staticmethod
+    def backward(ctx: Any, grad_output: Any) -> Any:
+        (alpha,) = ctx.saved_tensors
+        gammas, total = ctx.gammas, ctx.total
+        dgamma = standard_gamma_grad(alpha.detach().numpy().astype(np.float64), gammas)
+        g = grad_output.detach().numpy().astype(np.float64)
+        value = gammas / total
+        grad = dgamma * (g - (g * value).sum(-1, keepdims=True)) / total
+        return jitgrad.tensor(grad, dtype=alpha.dtype)
+
+
+def _sample_dirichlet(alpha: Any) -> Any:
+    """Samples ``Dirichlet(alpha)`` along the last dim, differentiable in ``alpha``."""
+    return _DirichletSample.apply(alpha)
 
 
 def _standard_gamma(alpha: Any) -> Any:

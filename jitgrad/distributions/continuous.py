@@ -12,13 +12,16 @@ import jitgrad
 from jitgrad.distributions import constraints
 from jitgrad.distributions.distribution import _EMPTY, Distribution
 from jitgrad.distributions.utils import _finfo, _standard_normal, broadcast_all, euler_constant
+from jitgrad.ops.rng import sample
 
 __all__ = ["Cauchy", "Exponential", "Gumbel", "Laplace", "LogNormal", "Normal", "Uniform"]
 
 
 def _uniform(shape: Any, like: Any, low: float = 0.0, high: float = 1.0) -> Any:
-    """Uniform draws in ``[low, high)`` of ``shape`` with ``like``'s dtype."""
-    u = jitgrad.rand(*tuple(shape), dtype=like.dtype)
+    """Uniform draws in ``[low, high)`` of ``shape`` with ``like``'s dtype (``uniform_``'s)."""
+    if like.device.type == "cpu" and (low, high) != (0.0, 1.0):
+        return sample("uniform", tuple(shape), like.dtype, low=float(low), high=float(high))
+    u = jitgrad.rand(*tuple(shape), dtype=like.dtype, device=like.device)
     if low == 0.0 and high == 1.0:
         return u
     return u * (high - low) + low
@@ -228,6 +231,8 @@ class Exponential(Distribution):
 
     def rsample(self, sample_shape: Any = _EMPTY) -> Any:
         shape = self._extended_shape(sample_shape)
+        if self.rate.device.type == "cpu":  # (torch's exponential_ draws)
+            return sample("exponential", tuple(shape), self.rate.dtype) / self.rate
         # 1 - u lies in (0, 1], so the standard exponential draw is finite.
         e = -jitgrad.log1p(-_uniform(shape, self.rate))
         return e / self.rate
@@ -416,6 +421,8 @@ class Cauchy(_LocScale):
 
     def rsample(self, sample_shape: Any = _EMPTY) -> Any:
         shape = self._extended_shape(sample_shape)
+        if self.loc.device.type == "cpu":  # (torch's cauchy_ draws)
+            return self.loc + sample("cauchy", tuple(shape), self.loc.dtype) * self.scale
         u = _uniform(shape, self.loc)
         return self.loc + self.scale * jitgrad.tan(math.pi * (u - 0.5))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import jitgrad
 from jitgrad.distributions import constraints
-from jitgrad.distributions._standard_gamma import _standard_gamma
+from jitgrad.distributions._standard_gamma import _sample_dirichlet
 from jitgrad.distributions.exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
@@ -42,10 +42,10 @@ class Dirichlet(ExponentialFamily):
     def rsample(self, sample_shape: Any = ()) -> Any:
         shape = self._extended_shape(sample_shape)
         concentration = self.concentration.expand(shape)
-        # normalized independent gammas; the gradient flows through each gamma's implicit
-        # reparameterization gradient (torch differentiates the same map in closed form)
-        gammas = _standard_gamma(concentration)
-        return gammas / gammas.sum(-1, True)
+        # normalized independent gammas (torch's draws); the gradient flows through each
+        # gamma's implicit reparameterization gradient (torch differentiates the same map in
+        # closed form)
+        return _sample_dirichlet(concentration)
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

@@ -442,7 +442,10 @@ class Poisson(Distribution):
 
     def sample(self, sample_shape: Any = _EMPTY) -> Any:
         shape = self._extended_shape(sample_shape)
-        with jitgrad.no_grad():
+        if self.rate._trace is None and self.rate.device.type == "cpu":
+            with jitgrad.no_grad():  # (torch's sampler and draws)
+                return jitgrad.poisson(self.rate.expand(shape))
+        with jitgrad.no_grad():  # (traced: the inverse CDF at uniform draws)
             rate = self.rate.expand(shape).to(jitgrad.float64)
             top = float(rate.max()) if rate.numel() else 0.0
             terms = int(top + 12 * math.sqrt(top) + 20)

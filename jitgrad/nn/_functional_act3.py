@@ -9,7 +9,10 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
+from .._generator import default_generator
 from ..ops.creation import tensor
+from ..ops.registry import state
 from ..ops.dtype_rules import refuse_dtypes
 from ..ops.selection import where
 from ..random import rand
@@ -52,14 +55,31 @@ def _rrelu(input: Tensor, lower: float, upper: float, training: bool,  # noqa: A
     if not training:
         return leaky_relu(input, (lower + upper) / 2, inplace=inplace)
     _RRELU_CHECK((input,))
-    noise = rand(input.shape, dtype=input.dtype, device=input.device, generator=generator) \
-        * (upper - lower) + lower
-    noise = where(input.detach() > 0, 1.0, noise)
+    if input.device.type == "cpu" and input._trace is None and not state.traces:
+        noise = _torch_slopes(input, lower, upper, generator)
+    else:  # (traced or on a device: a slope drawn for every element)
+        noise = rand(input.shape, dtype=input.dtype, device=input.device,
+                     generator=generator) * (upper - lower) + lower
+        noise = where(input.detach() > 0, 1.0, noise)
     if inplace:
         from ..ops.inplace import inplace as _inplace
 
         return _inplace(input, lambda s: s * noise)
     return input * noise
+
+
+def _torch_slopes(input: Tensor, lower: float, upper: float, generator: Any) -> Tensor:  # noqa: A002
+    """torch's CPU slopes: 1 for a positive element, else one float64 uniform draw on
+    ``[lower, upper)`` (the bounds in the computation's precision: float32 but for float64),
+    in order. (bfloat16: torch multiplies by the float32 slope, jitgrad by the rounded one.)"""
+    values = np.asarray(input.detach()._data)
+    acc = np.float64 if input.dtype is dtypes.float64 else np.float32
+    lo, hi = float(acc(lower)), float(acc(upper))
+    stream = (generator or default_generator())._host()
+    slopes = np.ones(values.shape, dtype=acc)
+    drawn = ~(values > 0)
+    slopes[drawn] = stream.unit_double(int(drawn.sum())) * (hi - lo) + lo
+    return tensor(slopes, dtype=input.dtype)
 
 
 def rrelu_(input: Tensor, lower: float = 1.0 / 8, upper: float = 1.0 / 3,  # noqa: A002

@@ -189,9 +189,14 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
             "Exponential distribution is a continuous probability distribution. dtype must be a "
             f"floating point but you specified {logits.dtype._scalar_name}")
 
-    u = rand(tuple(logits.shape), dtype=dtypes.float64, device=logits.device)
-    exp = -(1.0 - u).log()  # Exponential(1), never log(0)
-    gumbels = -(exp.log()).to(logits.dtype)
+    if logits.is_cuda:
+        u = rand(tuple(logits.shape), dtype=dtypes.float64, device=logits.device)
+        exp = (-(1.0 - u).log()).to(logits.dtype)  # Exponential(1), never log(0)
+    else:  # (torch's: exponential_ draws in the logits' dtype)
+        from ..ops.rng import sample
+
+        exp = sample("exponential", tuple(logits.shape), logits.dtype, device=logits.device)
+    gumbels = -exp.log()
     y_soft = ((logits + gumbels) / tau).softmax(dim)
     if not hard:
         return y_soft

@@ -6,7 +6,6 @@ import math
 import warnings
 from typing import Any
 
-from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import from_numpy
 from ..tensor import Tensor
@@ -131,31 +130,57 @@ def kaiming_normal_(tensor: Tensor, a: float = 0, mode: str = "fan_in",
 
 def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.0,
                   b: float = 2.0, generator: Any = None) -> Tensor:
-    """Fills ``tensor`` with N(mean, std^2) samples truncated to ``[a, b]`` (redrawn until
-    inside; torch inverts the CDF, so the stream differs, the distribution is the same)."""
-    import numpy as np
+    """Fills ``tensor`` with N(mean, std^2) samples truncated to ``[a, b]``, as torch draws
+    them: normals redrawn where outside the bounds when they hold more than 0.3 of the mass,
+    else uniforms on ``[a, b]`` accepted with the normal density's ratio to its peak."""
+    from ..ops.creation import empty_like, tensor as as_tensor
+    from ..ops.selection import where
 
-    from ..random import randn
+    if tensor.is_meta:
+        return tensor
+
+    def norm_cdf(x: float) -> float:
+        return (1.0 + math.erf(x / math.sqrt(2.0))) / 2.0
 
     if mean < a - 2 * std or mean > b + 2 * std:
         warnings.warn("mean is more than 2 std from [a, b] in nn.init.trunc_normal_. The "
                       "distribution of values may be incorrect.", stacklevel=2)
-    n = tensor.numel()
-    values = np.empty(0, dtype=np.float64)
-    while values.size < n:
-        draw = mean + std * randn(max(2 * (n - values.size), 16), dtype=dtypes.float64,
-                                  generator=generator).numpy()
-        values = np.concatenate([values, draw[(draw >= a) & (draw <= b)]])
     with no_grad():
-        return tensor.copy_(from_numpy(values[:n].reshape(tuple(tensor.shape))))
+        if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
+            lo = as_tensor(a, dtype=tensor.dtype).item()  # (the bounds in the tensor's dtype)
+            hi = as_tensor(b, dtype=tensor.dtype).item()
+            result = tensor.normal_(mean, std, generator=generator)
+            while True:
+                outside = (result < lo) | (result > hi)
+                if not outside.any():
+                    break
+                redraw = empty_like(result).normal_(mean, std, generator=generator)
+                result = where(outside, redraw, result)
+            return tensor if result is tensor else tensor.copy_(result)
+        mode = max(a, min(mean, b))
+        log_peak = -0.5 * ((mode - mean) / std) ** 2
+
+        def log_ratio(x: Tensor) -> Tensor:
+            return ((x - mean) / std) ** 2 * -0.5 - log_peak
+
+        tensor.uniform_(a, b, generator=generator)
+        pending = empty_like(tensor).uniform_(generator=generator).log_() > log_ratio(tensor)
+        result = tensor
+        while pending.any():
+            candidates = empty_like(tensor).uniform_(a, b, generator=generator)
+            result = where(pending, candidates, result)
+            accept = empty_like(tensor).uniform_(generator=generator).log_()
+            pending = where(pending, accept > log_ratio(candidates), pending)
+        return tensor if result is tensor else tensor.copy_(result)
 
 
 def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Tensor:
     """Fills ``tensor`` (viewed as ``(size(0), -1)``) with a (semi-)orthogonal matrix: the Q of
-    a Gaussian matrix's QR, signs fixed by R's diagonal, times ``gain``."""
+    a Gaussian matrix's QR (drawn as torch draws it), signs fixed by R's diagonal, times
+    ``gain``."""
     import numpy as np
 
-    from ..random import randn
+    from ..ops.creation import empty
 
     if tensor.ndim < 2:
         raise ValueError("Only tensors with 2 or more dimensions are supported")
@@ -163,7 +188,8 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
-    flat = randn(rows, cols, dtype=dtypes.float64, generator=generator).numpy()
+    flat = empty((rows, cols), dtype=tensor.dtype).normal_(0, 1, generator=generator)
+    flat = flat.numpy().astype(np.float64)
     if rows < cols:
         flat = flat.T
     q, r = np.linalg.qr(flat)

@@ -9,6 +9,7 @@ remember the view ops that made them: ``Tensor._view_chain``).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -311,28 +312,47 @@ def _basic_key(key: Any) -> bool:
 
 @public(method="uniform_")
 def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
-    from .._generator import default_generator
-
     if self.is_cuda:  # drawn on the device (another stream than the CPU's)
         return _draw_on_device(self, "uniform", generator, a, b - a)
     if self.is_meta:  # no values to draw
         return self
-    gen = generator or default_generator()
-    sample = gen.uniform(a, b, size=self._data.shape)
-    return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))
+    if not self._dtype.is_floating_point and not self._dtype.is_complex:
+        raise NotImplementedError(
+            f"\"check_uniform_bounds\" not implemented for '{self._dtype._scalar_name}'")
+    if a > b:
+        raise RuntimeError(f"uniform_ expects to return a [from, to) range, but found "
+                           f"from={a:g} > to={b:g}")
+    return _fill_from_stream(self, generator, lambda s, n, dt: s.uniform(n, dt, a, b))
 
 
 @public(method="normal_")
 def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None):
-    from .._generator import default_generator
-
     if self.is_cuda:
         return _draw_on_device(self, "normal", generator, mean, std)
     if self.is_meta:
         return self
-    gen = generator or default_generator()
-    sample = gen.normal(mean, std, size=self._data.shape)
-    return self.copy_(registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype))
+    contiguous = self.is_contiguous()
+    if self._dtype.is_complex:  # (torch: the real view, with std / sqrt(2))
+        std = std / math.sqrt(2.0)
+    return _fill_from_stream(self, generator,
+                             lambda s, n, dt: s.normal(n, dt, mean, std, contiguous))
+
+
+def _fill_from_stream(self, generator: Any, draw: Any):
+    """Fills ``self`` with ``draw(stream, count, dtype)`` from the CPU generator, in torch's
+    order (memory order; a complex tensor as its real view)."""
+    from .._generator import default_generator
+    from .._torch_stream import in_memory_order
+
+    stream = (generator or default_generator())._host()
+    data = self._data
+    if self._dtype.is_complex:
+        part = self._dtype.to_real()
+        flat = draw(stream, 2 * data.size, part).astype(part.np).view(self._dtype.np)
+    else:
+        flat = draw(stream, data.size, self._dtype)
+    values = in_memory_order(np.asarray(flat, self._dtype.np), data.shape, data.strides)
+    return self.copy_(registry.Tensor(values, dtype=self._dtype))
 
 
 def _draw_on_device(self, kind: str, generator: Any, shift: float, scale: float):

@@ -1,5 +1,6 @@
-"""Loop kernels of the convolution, pooling, batch-norm and nll ops, of erf/erfc and of
-kthvalue's tie choice, compiled with Numba on first use.
+"""Loop kernels of the convolution, pooling, batch-norm and nll ops, of erf/erfc, of
+kthvalue's tie choice, compiled with Numba on first use (``rng_kernels`` holds the random
+samplers' loops, compiled the same way).
 
 NumPy runs these ops as several passes over strided views (im2col of an ``as_strided`` window
 view, one strided add per kernel position for col2im, a pass per kernel position for max
@@ -15,6 +16,7 @@ keep their NumPy code for every other dtype.
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -37,24 +39,34 @@ _FASTMATH = {"batch_norm": {"reassoc", "contract"}, "batch_norm_backward": {"rea
 
 def kernel(name: str):
     """The compiled kernel ``name`` of this module (compiled, or loaded from cache, once)."""
-    fn = _COMPILED.get(name)
+    return compiled(globals(), name, _COMPILED, _FASTMATH.get(name, False))
+
+
+def compiled(namespace: dict, name: str, cache: dict, fastmath: Any = False,
+             helpers: tuple = ()):
+    """The function ``namespace[name]`` compiled by Numba (or loaded from its cache) at its
+    first call, kept in ``cache``; the ``helpers`` it calls (names in ``namespace``) are
+    compiled first, inlined."""
+    fn = cache.get(name)
     if fn is None:
         import numba
 
-        options = {"nogil": True, "error_model": "numpy",
-                   "fastmath": _FASTMATH.get(name, False)}
+        options = {"nogil": True, "error_model": "numpy", "fastmath": fastmath}
+        for helper in helpers:
+            if not isinstance(namespace[helper], numba.core.dispatcher.Dispatcher):
+                namespace[helper] = numba.njit(inline="always", **options)(namespace[helper])
         try:
-            dispatcher = numba.njit(cache=True, **options)(globals()[name])
+            dispatcher = numba.njit(cache=True, **options)(namespace[name])
         except RuntimeError:  # no writable cache location: compile in every process instead
-            dispatcher = numba.njit(**options)(globals()[name])
+            dispatcher = numba.njit(**options)(namespace[name])
 
         def fn(*args):
             # the first call loads the cached machine code without Numba's context refresh
             # (``_numba_load``), then the dispatcher stands in for this function
             load_overload(dispatcher, args)
-            _COMPILED[name] = dispatcher
+            cache[name] = dispatcher
             return dispatcher(*args)
-        _COMPILED[name] = fn
+        cache[name] = fn
     return fn
 
 
@@ -378,3 +390,4 @@ def quick_select_rows(rows, ks, tied, out):
             if j >= k:
                 hi = j - 1
         out[r] = idx[k]
+

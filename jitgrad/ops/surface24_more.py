@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -101,11 +102,19 @@ def nonzero_static(input: Any, *, size: int, fill_value: int = -1) -> Any:  # no
 
 # ---------------------------------------------------------------- in-place samplers
 def _draw(self: Any, generator: Any, draw: Any) -> Any:
+    """Fills ``self`` with ``draw(stream, count)`` (float64 values of torch's sampler), in
+    torch's order; a cuda tensor's values are drawn on the host."""
     from .._generator import default_generator
+    from .._torch_stream import in_memory_order
 
-    gen = (generator or default_generator())._host()  # (a cuda tensor: drawn on the host)
-    sample = np.asarray(draw(gen, tuple(self.shape)))
-    values = registry.Tensor(sample.astype(self._dtype.np), dtype=self._dtype)
+    stream = (generator or default_generator())._host()
+    if self.is_cuda:
+        shape, strides = tuple(self.shape), None
+    else:
+        shape, strides = self._data.shape, self._data.strides
+    flat = np.asarray(draw(stream, math.prod(shape)))
+    values = flat.reshape(shape) if strides is None else in_memory_order(flat, shape, strides)
+    values = registry.Tensor(values.astype(self._dtype.np), dtype=self._dtype)
     return self.copy_(values.to(self.device) if self.is_cuda else values)
 
 
@@ -138,14 +147,14 @@ def exponential_(self: Any, lambd: float = 1.0, *, generator: Any = None) -> Any
     _float_only(self, "exponential_")
     if not lambd > 0:
         raise RuntimeError(f"exponential_ expects lambda > 0.0, but found lambda={_num(lambd)}")
-    return _draw(self, generator, lambda g, shape: g.exponential(1.0 / lambd, shape))
+    return _draw(self, generator, lambda g, n: g.exponential(n, float(lambd)))
 
 
 def geometric_(self: Any, p: float, *, generator: Any = None) -> Any:
     """Fills ``self`` with the number of Bernoulli(``p``) trials to the first success."""
     if not 0 < p < 1:
         raise RuntimeError(f"geometric_ expects p to be in (0, 1), but got p={_num(p)}")
-    return _draw(self, generator, lambda g, shape: g.geometric(p, shape))
+    return _draw(self, generator, lambda g, n: g.geometric(n, float(p)))
 
 
 def cauchy_(self: Any, median: float = 0.0, sigma: float = 1.0, *,
@@ -154,8 +163,7 @@ def cauchy_(self: Any, median: float = 0.0, sigma: float = 1.0, *,
     _float_only(self, "cauchy_")
     if not sigma > 0:
         raise RuntimeError(f"cauchy_ expects sigma > 0.0, but found sigma={_num(sigma)}")
-    return _draw(self, generator,
-                 lambda g, shape: median + sigma * g.standard_cauchy(shape))
+    return _draw(self, generator, lambda g, n: g.cauchy(n, float(median), float(sigma)))
 
 
 def log_normal_(self: Any, mean: float = 1.0, std: float = 2.0, *,
@@ -164,7 +172,7 @@ def log_normal_(self: Any, mean: float = 1.0, std: float = 2.0, *,
     _float_only(self, "log_normal_")
     if not std > 0:
         raise RuntimeError(f"log_normal_ expects std > 0.0, but found std={_num(std)}")
-    return _draw(self, generator, lambda g, shape: g.lognormal(mean, std, shape))
+    return _draw(self, generator, lambda g, n: g.log_normal(n, float(mean), float(std)))
 
 
 @public("poisson")
@@ -176,8 +184,9 @@ def poisson(input: Any, generator: Any = None) -> Any:  # noqa: A002
     rates = input.detach().numpy()
     if (rates < 0).any():
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
-    gen = (generator or default_generator())._host()
-    return _new(gen.poisson(rates).astype(input.dtype.np), input.dtype)
+    stream = (generator or default_generator())._host()  # (torch's sampler and draws)
+    draws = stream.poisson(rates.astype(np.float64)).reshape(rates.shape)
+    return _new(draws.astype(input.dtype.np), input.dtype)
 
 
 @public("binomial")
@@ -191,7 +200,7 @@ def binomial(count: Any, prob: Any, generator: Any = None) -> Any:
         raise ValueError(f"binomial only supports floating-point dtypes for "
                          f"{'count' if bad is count else 'prob'}, got: "
                          f"{bad.dtype._scalar_name}")
-    gen = (generator or default_generator())._host()
+    gen = (generator or default_generator())._numpy()
     n = count.detach().numpy().astype(np.int64)
     p = np.clip(prob.detach().numpy(), 0.0, 1.0)
     return _new(gen.binomial(n, p).astype(count.dtype.np), count.dtype)

@@ -165,19 +165,19 @@ def evaluate(model, loader):
 
 
 features = Features()
-train_loader = DataLoader(Words(128, seed=1), batch_size=16, shuffle=True, collate_fn=collate)
+train_loader = DataLoader(Words(128, seed=1), batch_size=8, shuffle=True, collate_fn=collate)
 test_loader = DataLoader(Words(48, seed=2), batch_size=24, collate_fn=collate)
 model = Recognizer()
 ctc = nn.CTCLoss(blank=0, zero_infinity=True)
 optimizer = torch.optim.Adam(model.parameters(), lr=1e-2)
 warmup = torch.optim.lr_scheduler.LinearLR(optimizer, start_factor=0.1, total_iters=12)
-decay = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.98)
+decay = torch.optim.lr_scheduler.ExponentialLR(optimizer, gamma=0.995)
 scheduler = torch.optim.lr_scheduler.SequentialLR(optimizer, [warmup, decay], milestones=[12])
 aug_rng = np.random.default_rng(3)
 losses, lrs, error_rates = [], [], []
 swa_model = AveragedModel(model)
 swa_scheduler = SWALR(optimizer, swa_lr=2e-3, anneal_epochs=2)
-epochs, swa_start = 6, 4
+epochs, swa_start = 9, 7
 for epoch in range(epochs):
     model.train()
     for waves, wave_lengths, targets, target_lengths in train_loader:

@@ -87,6 +87,7 @@ tagger = Tagger(len(vocab), len(TAGS))
 scores_before = tagger(to_ids(corpus[0][0], vocab)).tolist()
 losses = []
 fit(tagger, 300, optim.SGD(tagger.parameters(), lr=0.1), losses)
+tagger.state = tagger.fresh_state()  # (a sentence starts from a zero state, as in training)
 scores = tagger(to_ids(corpus[0][0], vocab))
 scores_after = scores.tolist()
 predicted_tags = scores.argmax(1).tolist()
@@ -118,7 +119,7 @@ speller = SpellingTagger(len(vocab), len(letters), len(TAGS))
 sgd = optim.SGD(speller.parameters(), lr=0.1)
 nll = nn.NLLLoss()
 char_losses = []
-for _ in range(100):
+for _ in range(300):
     epoch = []
     for words, tags in corpus:
         speller.zero_grad()

@@ -93,7 +93,7 @@ def evaluate(loader, net):
 
 
 history = [evaluate(test_loader, model)]
-for epoch in range(5):
+for epoch in range(10):
     train_epoch(train_loader, model)
     history.append(evaluate(test_loader, model))
     print(f"epoch {epoch}: loss {history[-1][0]:.4f}, accuracy {history[-1][1]:.1%}")

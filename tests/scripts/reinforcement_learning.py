@@ -67,7 +67,7 @@ class Args:
     gamma = 0.99
     seed = 543
     log_interval = 5
-    max_episodes = 35
+    max_episodes = 50
 
 
 args = Args()
@@ -172,7 +172,7 @@ class ActorCritic(nn.Module):
 
 env = fresh_env()
 model = ActorCritic()
-optimizer = optim.Adam(model.parameters(), lr=0.03)
+optimizer = optim.Adam(model.parameters(), lr=0.003)
 
 
 def ac_act(obs):

@@ -13,7 +13,8 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ... import accelerator
+from ... import accelerator, dtypes
+from ...ops.creation import empty
 from ._collate import default_collate, default_convert
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
@@ -46,6 +47,10 @@ class _LoaderIter:
                           "device pinned memory won't be used.", stacklevel=2)
         self._loader = loader
         self._batches = loader._generate()
+        # torch's iterator draws its workers' base seed here, from the loader's generator
+        # (the default one when it has none), so the draws after it are torch's too
+        self._base_seed = int(empty((), dtype=dtypes.int64).random_(
+            generator=loader.generator).item())
 
     def __iter__(self) -> _LoaderIter:
         return self

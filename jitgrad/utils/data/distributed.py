@@ -6,8 +6,7 @@ import math
 from collections.abc import Iterator
 from typing import Any
 
-import numpy as np
-
+from ...random import Generator, randperm
 from .sampler import Sampler
 
 __all__ = ["DistributedSampler"]
@@ -19,8 +18,8 @@ class DistributedSampler(Sampler):
     Every rank sees ``num_samples`` indices; together the ranks cover the data set, padding it by
     repeating indices from the start so it divides evenly (or dropping the tail with
     ``drop_last``). With ``shuffle`` all ranks permute with the same seed, ``seed + epoch``:
-    call ``set_epoch(epoch)`` at the start of each epoch for a new order. The permutation
-    comes from NumPy's generator, so it differs from torch's ``randperm`` for the same seed.
+    call ``set_epoch(epoch)`` at the start of each epoch for a new order (torch's
+    ``randperm`` of a generator seeded with ``seed + epoch``, so torch's order).
 
     Args:
         dataset: anything with ``len()``.
@@ -62,8 +61,8 @@ class DistributedSampler(Sampler):
     def __iter__(self) -> Iterator[int]:
         n = len(self.dataset)
         if self.shuffle:
-            rng = np.random.default_rng(self.seed + self.epoch)
-            indices = rng.permutation(n).tolist()
+            generator = Generator().manual_seed(self.seed + self.epoch)
+            indices = randperm(n, generator=generator).tolist()
         else:
             indices = list(range(n))
         if not self.drop_last:

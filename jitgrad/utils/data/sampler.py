@@ -7,6 +7,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
+from ... import dtypes
+
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
@@ -42,20 +44,20 @@ class SequentialSampler(Sampler):
 def _fresh_generator(generator: Any) -> Any:
     """``generator``, or a new one seeded from jitgrad's default generator (so
     ``jitgrad.manual_seed`` makes the order reproducible, as ``torch.manual_seed`` does)."""
-    from ...random import Generator, default_generator
+    from ...ops.creation import empty
+    from ...random import Generator
 
     if generator is not None:
         return generator
-    seed = int(default_generator().integers(0, 2 ** 63))
+    seed = int(empty((), dtype=dtypes.int64).random_().item())
     return Generator().manual_seed(seed)
 
 
 class RandomSampler(Sampler):
     """Random indices: a fresh permutation per epoch, or draws with ``replacement``.
 
-    The permutations come from ``jitgrad.randperm`` with ``generator`` (so they are
-    reproducible with a seeded ``jitgrad.Generator``, but differ from torch's for the same
-    seed).
+    The permutations come from ``jitgrad.randperm`` with ``generator`` (or a generator
+    seeded from the default one), so they are torch's for the same seed.
 
     Args:
         data_source: the data set (only its ``len`` is used).
