@@ -57,8 +57,7 @@ class Generator:
             raise RuntimeError(f"Overflow when unpacking long long: seed {seed} is out of range")
         self._seed = seed & _SEED_MASK
         self._stream = Stream(self._seed)
-        # NumPy's samplers on the same bits, for ``binomial`` (whose algorithm is not torch's)
-        self._rng = self._stream.numpy
+        self._rng = self._stream.numpy  # (the stream's identity, as the cuda draws read it)
         self._states = None
         return self
 
@@ -115,11 +114,6 @@ class Generator:
             raise RuntimeError(f"Expected a 'cpu' device type for generator but found "
                                f"'{self._device.type}'")
         return self._stream
-
-    def _numpy(self) -> np.random.Generator:
-        """NumPy's samplers on this generator's bits (``binomial``)."""
-        self._host()
-        return self._rng
 
     def __repr__(self) -> str:
         return f"<jitgrad._C.Generator object at {hex(id(self))}>"

@@ -175,24 +175,30 @@ class Stream:
         parameters are float32 ones), in order: float64 results."""
         state = np.array([self.next_normal is not None, self.next_normal or 0.0, single],
                          np.float64)
-        out = self._rejection("standard_gamma", alpha, state)
+        out = self._rejection("standard_gamma", np.reshape(alpha, (-1, 1)), state)
         self.next_normal = float(state[1]) if state[0] else None
         return out
 
     def poisson(self, rates: np.ndarray) -> np.ndarray:
         """torch's ``sample_poisson`` for each of ``rates`` (float64), in order."""
-        return self._rejection("poisson", rates, np.zeros(3))
+        return self._rejection("poisson", np.reshape(rates, (-1, 1)), np.zeros(3))
+
+    def binomial(self, count: np.ndarray, prob: np.ndarray, single: bool) -> np.ndarray:
+        """torch's ``sample_binomial`` for each (count, prob) (float64 values; ``single``:
+        float32 ones), in order."""
+        params = np.stack([np.ravel(count), np.ravel(prob)], axis=1)
+        return self._rejection("binomial", params, np.array([0.0, 0.0, single]))
 
     def _rejection(self, name: str, params: np.ndarray, state: np.ndarray) -> np.ndarray:
-        """Runs the rejection-sampling kernel ``name`` over ``params`` on this stream's
+        """Runs the rejection-sampling kernel ``name`` over the rows of ``params`` on this stream's
         draws: a rejection loop draws an unknown number, so the kernel gets a budget of raw
         draws and says how many it used (or that it ran out: then it runs again, on more)."""
         from .ops.rng_kernels import kernel
 
-        params = np.ascontiguousarray(params, np.float64).reshape(-1)
-        out = np.empty(params.size, np.float64)
+        params = np.ascontiguousarray(params, np.float64)  # (one row per element)
+        out = np.empty(params.shape[0], np.float64)
         saved, first = self.bits.state, state.copy()
-        budget = 12 * params.size + 64
+        budget = 12 * params.shape[0] + 64
         while True:
             used = kernel(name)(params, self.random(budget), out, state)
             self.bits.state = saved

@@ -94,6 +94,13 @@ EXACT = {
     "bernoulli_with_p": lambda L: L.bernoulli(L.zeros(30), 0.4),
     "geometric": lambda L: L.empty(30).geometric_(0.3),
     "poisson": lambda L: L.poisson(L.tensor([0.0, 0.5, 3.0, 9.9, 10.0, 25.0, 300.0, 1e5] * 4)),
+    "binomial": lambda L: L.binomial(L.tensor([0.0, 5.0, 20.0, 100.0, 1e3, 7.0, 300.0, 1e5] * 3),
+                                     L.tensor([0.3, 0.5, 0.6, 0.02, 0.7, 0.99, 0.45, 0.5] * 3)),
+    "binomial_float64": lambda L: L.binomial(
+        L.tensor([15.0, 40.0, 9.0], dtype=L.float64).expand(4, 3),
+        L.tensor([0.7, 0.25, 0.5], dtype=L.float64).expand(4, 3)),
+    "binomial_distribution": lambda L: L.distributions.Binomial(
+        L.tensor([10.0, 50.0]), L.tensor([0.3, 0.8])).sample((5,)),
     "poisson_distribution": lambda L: L.distributions.Poisson(L.tensor([0.3, 4.0, 40.0])).sample(
         (5,)),
     "multinomial_one": lambda L: L.multinomial(L.rand(4, 6), 1),

@@ -521,7 +521,11 @@ class Binomial(_ProbsOrLogits):
 
     def sample(self, sample_shape: Any = _EMPTY) -> Any:
         shape = self._extended_shape(sample_shape)
-        with jitgrad.no_grad():
+        if self.probs._trace is None and self.probs.device.type == "cpu":
+            with jitgrad.no_grad():  # (torch's sampler and draws)
+                return jitgrad.binomial(self.total_count.expand(shape).to(self.probs.dtype),
+                                        self.probs.expand(shape))
+        with jitgrad.no_grad():  # (traced: Bernoulli trials)
             n = self.total_count.expand(shape)
             top = int(float(n.max())) if n.numel() else 0
             probs = self.probs.expand(shape).unsqueeze(-1).expand(tuple(shape) + (top,))

@@ -36,7 +36,7 @@ def fisher_yates_swaps(perm, offsets):
 # floats is exact there, so the sum is rounded once before the float32 rounding).
 
 _F32 = np.float32
-_HELPERS = ("_fma32", "_log32", "_sincos32")
+_HELPERS = ("_fma32", "_log32", "_sincos32", "_stirling_tail", "_rounded")
 _LOG_POLY = (_F32(7.0376836292e-2), _F32(-1.1514610310e-1), _F32(1.1676998740e-1),
              _F32(-1.2420140846e-1), _F32(1.4249322787e-1), _F32(-1.6668057665e-1),
              _F32(2.0000714765e-1), _F32(-2.4999993993e-1), _F32(3.3333331174e-1))
@@ -111,10 +111,10 @@ def box_muller16_float64(data):
 # arithmetic, except that for float32 parameters the steps on alpha itself (1 / alpha,
 # alpha + 1, alpha - 1/3) are float32 ones; its uniforms are float64 ones and its normals the
 # Box-Muller pairs of torch's one-at-a-time sampler (the second one kept for the next draw).
-# The draws come from ``raw``, torch's 32-bit ``random()`` values in order; ``state`` holds
-# (whether a normal is kept, that normal, whether the parameters are float32) and is updated;
-# the kernel returns how many draws it used, or -1 when they ran out (the caller then gives
-# it more).
+# Each row of the first argument holds one element's parameters. The draws come from
+# ``raw``, torch's 32-bit ``random()`` values in order; ``state`` holds (whether a normal is
+# kept, that normal, whether the parameters are float32) and is updated; the kernel returns
+# how many draws it used, or -1 when they ran out (the caller then gives it more).
 
 _THIRD32 = np.float64(np.float32(1.0) / np.float32(3.0))
 _SQUEEZE = np.float64(np.float32(0.0331))
@@ -125,8 +125,8 @@ def standard_gamma(alpha, raw, out, state):
     has_normal = state[0] != 0.0
     normal = state[1]
     single = state[2] != 0.0
-    for i in range(alpha.size):
-        a = alpha[i]
+    for i in range(alpha.shape[0]):
+        a = alpha[i, 0]
         scale = 1.0
         if a < 1.0:
             if a == 0.0:
@@ -187,8 +187,8 @@ def standard_gamma(alpha, raw, out, state):
 
 def poisson(rates, raw, out, state):
     pos = 0
-    for i in range(rates.size):
-        lam = rates[i]
+    for i in range(rates.shape[0]):
+        lam = rates[i, 0]
         if lam >= 10.0:
             slam = math.sqrt(lam)
             loglam = math.log(lam)
@@ -228,4 +228,92 @@ def poisson(rates, raw, out, state):
                 else:
                     break
             out[i] = count
+    return pos
+
+
+# ---------------------------------------------------------------- torch's binomial sampler
+# Inversion by geometric jumps for a mean below 10, else Hormann's BTRS (with torch's log in
+# the acceptance test), on the smaller of p and 1 - p; ``single``: float32 count and prob,
+# whose own products torch computes in float32. Rows of ``params``: (count, prob).
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983,
+                  0.02079067210376509, 0.0166446911898211, 0.0138761288230707,
+                  0.0118967099458917, 0.0104112652619720, 0.00925546218271273,
+                  0.00833056343336287)
+
+
+def _stirling_tail(k):
+    if k <= 9:
+        return _STIRLING_TAIL[int(k)]
+    kp1sq = (k + 1) * (k + 1)
+    return (1.0 / 12 - (1.0 / 360 - 1.0 / 1260 / kp1sq) / kp1sq) / (k + 1)
+
+
+def _rounded(x, single):
+    return np.float64(np.float32(x)) if single else x
+
+
+def binomial(params, raw, out, state):
+    pos = 0
+    single = state[2] != 0.0
+    for i in range(params.shape[0]):
+        count, prob = params[i, 0], params[i, 1]
+        if count <= 0.0 or prob <= 0.0:
+            out[i] = 0.0
+            continue
+        if prob >= 1.0:
+            out[i] = count
+            continue
+        if prob != prob:
+            out[i] = np.nan
+            continue
+        flip = prob > 0.5
+        p = _rounded(1.0 - prob, single) if flip else prob
+        if _rounded(count * p, single) >= 10.0:
+            stddev = math.sqrt(_rounded(_rounded(count * p, single) * _rounded(1 - p, single),
+                                        single))
+            stddev = _rounded(stddev, single)
+            b = 1.15 + 2.53 * stddev
+            a = -0.0873 + 0.0248 * b + 0.01 * p
+            c = _rounded(count * p, single) + 0.5
+            v_r = 0.92 - 4.2 / b
+            r = _rounded(p / _rounded(1 - p, single), single)
+            alpha = (2.83 + 5.1 / b) * stddev
+            m = math.floor(_rounded((count + 1) * p, single))
+            while True:
+                if pos + 4 > raw.size:
+                    return -1
+                u = (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53 - 0.5
+                v = (raw[pos + 2] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 3] * 2.0 ** -53
+                pos += 4
+                us = 0.5 - abs(u)
+                k = _rounded(math.floor((2 * a / us + b) * u + c), single)
+                if k < 0 or k > count:
+                    continue
+                if us >= 0.07 and v <= v_r:
+                    break
+                v = math.log(v * alpha / (a / (us * us) + b))
+                bound = ((m + 0.5) * math.log((m + 1) / (r * (count - m + 1)))
+                         + _rounded(count + 1, single)
+                         * math.log((count - m + 1) / _rounded(count - k + 1, single))
+                         + (k + 0.5) * math.log(r * _rounded(count - k + 1, single)
+                                                / _rounded(k + 1, single))
+                         + _stirling_tail(m) + _stirling_tail(count - m)
+                         - _stirling_tail(k) - _stirling_tail(_rounded(count - k, single)))
+                if v <= bound:
+                    break
+        else:
+            logprob = _rounded(math.log1p(-p), single)
+            geom_sum = 0.0
+            k = 0.0
+            while True:
+                if pos + 2 > raw.size:
+                    return -1
+                u = (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53
+                pos += 2
+                geom_sum += math.ceil(math.log(u) / logprob)
+                if geom_sum > count:
+                    break
+                k += 1.0
+        out[i] = _rounded(count - k, single) if flip else k
     return pos

@@ -200,10 +200,11 @@ def binomial(count: Any, prob: Any, generator: Any = None) -> Any:
         raise ValueError(f"binomial only supports floating-point dtypes for "
                          f"{'count' if bad is count else 'prob'}, got: "
                          f"{bad.dtype._scalar_name}")
-    gen = (generator or default_generator())._numpy()
-    n = count.detach().numpy().astype(np.int64)
-    p = np.clip(prob.detach().numpy(), 0.0, 1.0)
-    return _new(gen.binomial(n, p).astype(count.dtype.np), count.dtype)
+    stream = (generator or default_generator())._host()  # (torch's sampler and draws)
+    n, p = np.broadcast_arrays(count.detach().numpy(), prob.detach().numpy())
+    single = count.dtype.itemsize <= 4
+    draws = stream.binomial(n.astype(np.float64), p.astype(np.float64), single)
+    return _new(draws.reshape(n.shape).astype(count.dtype.np), count.dtype)
 
 
 METHODS = {"resize_": resize_, "resize_as_": resize_as_, "exponential_": exponential_,
