@@ -36,7 +36,7 @@ def fisher_yates_swaps(perm, offsets):
 # floats is exact there, so the sum is rounded once before the float32 rounding).
 
 _F32 = np.float32
-_HELPERS = ("_fma32", "_log32", "_sincos32", "_stirling_tail", "_rounded")
+_HELPERS = ("_fma32", "_log32", "_sincos32", "_unit", "_stirling_tail", "_rounded")
 _LOG_POLY = (_F32(7.0376836292e-2), _F32(-1.1514610310e-1), _F32(1.1676998740e-1),
              _F32(-1.2420140846e-1), _F32(1.4249322787e-1), _F32(-1.6668057665e-1),
              _F32(2.0000714765e-1), _F32(-2.4999993993e-1), _F32(3.3333331174e-1))
@@ -116,6 +116,11 @@ def box_muller16_float64(data):
 # kept, that normal, whether the parameters are float32) and is updated; the kernel returns
 # how many draws it used, or -1 when they ran out (the caller then gives it more).
 
+def _unit(raw, pos):
+    # torch's float64 uniform from random64() = (raw[pos] << 32 | raw[pos + 1]): its low 53 bits
+    return (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53
+
+
 _THIRD32 = np.float64(np.float32(1.0) / np.float32(3.0))
 _SQUEEZE = np.float64(np.float32(0.0331))
 
@@ -134,7 +139,7 @@ def standard_gamma(alpha, raw, out, state):
                 continue
             if pos + 2 > raw.size:
                 return -1
-            u = (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53
+            u = _unit(raw, pos)
             pos += 2
             if single:
                 power = np.float64(np.float32(1.0) / np.float32(a))
@@ -153,8 +158,8 @@ def standard_gamma(alpha, raw, out, state):
                 else:
                     if pos + 4 > raw.size:
                         return -1
-                    u1 = (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53
-                    u2 = (raw[pos + 2] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 3] * 2.0 ** -53
+                    u1 = _unit(raw, pos)
+                    u2 = _unit(raw, pos + 2)
                     pos += 4
                     radius = math.sqrt(-2.0 * math.log1p(-u2))
                     theta = 2.0 * math.pi * u1
@@ -167,7 +172,7 @@ def standard_gamma(alpha, raw, out, state):
             v = y * y * y
             if pos + 2 > raw.size:
                 return -1
-            u = 1.0 - ((raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53)
+            u = 1.0 - _unit(raw, pos)
             pos += 2
             xx = x * x
             if u < 1.0 - _SQUEEZE * xx * xx:
@@ -199,8 +204,8 @@ def poisson(rates, raw, out, state):
             while True:
                 if pos + 4 > raw.size:
                     return -1
-                u = (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53 - 0.5
-                v = (raw[pos + 2] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 3] * 2.0 ** -53
+                u = _unit(raw, pos) - 0.5
+                v = _unit(raw, pos + 2)
                 pos += 4
                 us = 0.5 - abs(u)
                 k = math.floor((2 * a / us + b) * u + lam + 0.43)
@@ -221,7 +226,7 @@ def poisson(rates, raw, out, state):
             while True:
                 if pos + 2 > raw.size:
                     return -1
-                prod *= (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53
+                prod *= _unit(raw, pos)
                 pos += 2
                 if prod > enlam:
                     count += 1
@@ -283,8 +288,8 @@ def binomial(params, raw, out, state):
             while True:
                 if pos + 4 > raw.size:
                     return -1
-                u = (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53 - 0.5
-                v = (raw[pos + 2] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 3] * 2.0 ** -53
+                u = _unit(raw, pos) - 0.5
+                v = _unit(raw, pos + 2)
                 pos += 4
                 us = 0.5 - abs(u)
                 k = _rounded(math.floor((2 * a / us + b) * u + c), single)
@@ -309,7 +314,7 @@ def binomial(params, raw, out, state):
             while True:
                 if pos + 2 > raw.size:
                     return -1
-                u = (raw[pos] & 0x1FFFFF) * 2.0 ** -21 + raw[pos + 1] * 2.0 ** -53
+                u = _unit(raw, pos)
                 pos += 2
                 geom_sum += math.ceil(math.log(u) / logprob)
                 if geom_sum > count:
