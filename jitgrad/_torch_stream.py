@@ -21,14 +21,17 @@ What torch does, and so what this module does, per sampler:
 - integers in ``[low, high)``: ``random() % (high - low) + low``, ``random64()`` for ranges of
   2**32 or more in int64, float64, float32 and bfloat16;
 - permutations: Fisher-Yates, swapping ``i`` with ``i + random() % (n - i)``;
-- Bernoulli and the other scalar samplers: one float64 uniform per element (``p`` given as a
-  float32 tensor: one float32 uniform).
+- exponential, geometric, Cauchy: one float64 uniform per element; log-normal: the normal
+  sampler's one-at-a-time draws; gamma, Poisson and binomial: torch's rejection loops
+  (``ops/rng_kernels``).
 
+Bernoulli draws and ``multinomial`` are built on these uniforms in ``random.py`` (one float64
+uniform per element, or a float32 one for float32 probabilities; torch's Intel-only MKL path
+for ``bernoulli_(p)`` with a number ``p`` is not followed, its AMD and non-MKL path is).
 Where torch's build fuses a multiply and an add (``u * (to - from) + from``, ``x * std +
-mean``), so does this module. Strided tensors are filled in memory order, as torch's iterators
-visit them. torch's Intel-only
-MKL path for ``bernoulli_(p)`` with a number ``p`` is not followed (its AMD and non-MKL path
-is). Everything here is NumPy on ``numpy.random.MT19937``, which is the same generator.
+mean``), so does this module. Strided tensors are filled in memory order, as torch's
+iterators visit them (``in_memory_order``). Everything here is NumPy on
+``numpy.random.MT19937``, which is the same generator.
 """
 
 from __future__ import annotations
@@ -154,10 +157,6 @@ class Stream:
             _swap_forward(perm, offsets)
         return perm
 
-    def bernoulli(self, n: int, p: Any, p_is_float32: bool = False) -> np.ndarray:
-        u = self.unit_float(n) if p_is_float32 else self.unit_double(n)
-        return u < p
-
     def exponential(self, n: int, lambd: float) -> np.ndarray:
         return -1.0 / lambd * np.log(1.0 - self.unit_double(n))
 
@@ -209,18 +208,6 @@ class Stream:
         self.random(used)  # (the draws used, and no more)
         return out
 
-    def multinomial(self, probs: np.ndarray, num_samples: int) -> np.ndarray:
-        """torch's with-replacement sampler: per row, a normalized cumulative sum in the
-        probabilities' precision, searched with one float64 uniform per sample."""
-        acc = np.float32 if probs.dtype.itemsize < 4 else probs.dtype
-        rows = probs.astype(acc).reshape(-1, probs.shape[-1])
-        out = np.empty((rows.shape[0], num_samples), np.int64)
-        for i, row in enumerate(rows):
-            cum = np.cumsum(row, dtype=acc)
-            cum = cum / cum[-1]
-            cum[-1] = 1
-            out[i] = np.searchsorted(cum.astype(np.float64), self.unit_double(num_samples))
-        return out
 
 
 def in_memory_order(flat: np.ndarray, shape: tuple, strides: tuple) -> np.ndarray:

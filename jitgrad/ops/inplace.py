@@ -340,19 +340,26 @@ def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None)
 
 def _fill_from_stream(self, generator: Any, draw: Any):
     """Fills ``self`` with ``draw(stream, count, dtype)`` from the CPU generator, in torch's
-    order (memory order; a complex tensor as its real view)."""
+    order (memory order; a complex tensor as its real view; a cuda tensor's values are drawn
+    on the host)."""
     from .._generator import default_generator
     from .._torch_stream import in_memory_order
 
     stream = (generator or default_generator())._host()
-    data = self._data
+    shape = tuple(self.shape)
+    count = math.prod(shape)
     if self._dtype.is_complex:
         part = self._dtype.to_real()
-        flat = draw(stream, 2 * data.size, part).astype(part.np).view(self._dtype.np)
+        flat = draw(stream, 2 * count, part).astype(part.np).view(self._dtype.np)
     else:
-        flat = draw(stream, data.size, self._dtype)
-    values = in_memory_order(np.asarray(flat, self._dtype.np), data.shape, data.strides)
-    return self.copy_(registry.Tensor(values, dtype=self._dtype))
+        flat = draw(stream, count, self._dtype)
+    flat = np.asarray(flat, self._dtype.np)
+    if self.is_cuda:
+        values = registry.Tensor(flat.reshape(shape), dtype=self._dtype).to(self.device)
+    else:
+        values = registry.Tensor(in_memory_order(flat, shape, self._data.strides),
+                                 dtype=self._dtype)
+    return self.copy_(values)
 
 
 def _draw_on_device(self, kind: str, generator: Any, shift: float, scale: float):

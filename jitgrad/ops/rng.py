@@ -34,9 +34,8 @@ def _rng_impl(*, kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = 
         flat = stream.exponential(n, 1.0) if kind == "exponential" else stream.cauchy(n, 0., 1.)
         return flat.astype(dtype.np).reshape(shape)
     part = dtype.to_real() if dtype.is_complex else dtype  # (torch: the real view's draws)
-    if kind == "uniform":  # (on [low, high) when given as floats)
-        bounds = (low, high) if isinstance(low, float) else (0.0, 1.0)
-        flat = stream.uniform(n * (2 if dtype.is_complex else 1), part, *bounds)
+    if kind == "uniform":  # (on [low, high): [0, 1) by default)
+        flat = stream.uniform(n * (2 if dtype.is_complex else 1), part, float(low), float(high))
     else:
         std = math.sqrt(0.5) if dtype.is_complex else 1.0
         flat = stream.normal(n * (2 if dtype.is_complex else 1), part, 0.0, std)
@@ -51,7 +50,7 @@ RNG = defop("rng", _rng_impl, kind=OPAQUE, differentiable=False, nondeterministi
 
 def sample(kind: str, shape: tuple, dtype: dtypes.dtype, generator: Any = None,
            requires_grad: bool = False, device: Any = None, **params: Any) -> Any:
-    """A draw of ``kind`` ("uniform", on float ``low``/``high`` when given, "normal",
+    """A draw of ``kind`` ("uniform" on ``[low, high)``, by default ``[0, 1)``, "normal",
     "exponential", "cauchy", "integers" with ``low``/``high``, or "permutation" of
     ``shape[0]`` elements): eager
     numbers, or an ``rng`` equation inside ``jit``; on a cuda ``device``, drawn there

@@ -4,12 +4,10 @@
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import numpy as np
 
-from . import registry
 from .extras import contiguous_format
 from .surface import public
 from .surface24 import fn
@@ -103,19 +101,10 @@ def nonzero_static(input: Any, *, size: int, fill_value: int = -1) -> Any:  # no
 # ---------------------------------------------------------------- in-place samplers
 def _draw(self: Any, generator: Any, draw: Any) -> Any:
     """Fills ``self`` with ``draw(stream, count)`` (float64 values of torch's sampler), in
-    torch's order; a cuda tensor's values are drawn on the host."""
-    from .._generator import default_generator
-    from .._torch_stream import in_memory_order
+    torch's order."""
+    from .inplace import _fill_from_stream
 
-    stream = (generator or default_generator())._host()
-    if self.is_cuda:
-        shape, strides = tuple(self.shape), None
-    else:
-        shape, strides = self._data.shape, self._data.strides
-    flat = np.asarray(draw(stream, math.prod(shape)))
-    values = flat.reshape(shape) if strides is None else in_memory_order(flat, shape, strides)
-    values = registry.Tensor(values.astype(self._dtype.np), dtype=self._dtype)
-    return self.copy_(values.to(self.device) if self.is_cuda else values)
+    return _fill_from_stream(self, generator, lambda stream, n, dt: draw(stream, n))
 
 
 def _num(v: Any) -> str:
