@@ -102,9 +102,8 @@ class Generator:
             mt["state"]["key"] = np.asarray(mt["state"]["key"], np.uint32)
             self._stream.set_state(state)
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            raise RuntimeError("Expected either a THGeneratorState of size 5048 or a "
-                               "CPUGeneratorImplState of size 5056 but found the input RNG "
-                               f"state size to be {len(raw)}") from None
+            raise RuntimeError("Expected a CPUGeneratorImplState of size 5056 but found the "
+                               f"input RNG state size to be {len(raw)}") from None
         self._seed = state.get("seed", self._seed)
         return self
 

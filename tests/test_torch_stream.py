@@ -6,6 +6,7 @@ and then checks that both generators are at the same place (one more ``rand`` ag
 sampler that draws a different number of values fails even when its values agree.
 """
 
+import importlib.util
 import math
 
 import numpy as np
@@ -316,8 +317,12 @@ def test_seeds_use_their_low_32_bits_as_torch_does():
 
 def test_a_state_of_another_kind_is_refused():
     g = jitgrad.Generator()
-    with pytest.raises(RuntimeError, match="RNG state size"):
+    with pytest.raises(RuntimeError, match="RNG state size to be 16$"):
         g.set_state(jitgrad.zeros(16, dtype=jitgrad.uint8))
+    if importlib.util.find_spec("torch") is not None:
+        from torch_compare import same_error
+
+        same_error(lambda L: L.Generator().set_state(L.zeros(16, dtype=L.uint8)))
 
 
 def test_normal_values_are_standard_normal():
