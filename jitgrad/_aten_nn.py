@@ -17,6 +17,8 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from .ops.dtype_rules import broadcast_shapes as _broadcast_shapes
+
 __all__ = ["binary_cross_entropy_with_logits", "kl_div", "poisson_nll_loss",
            "triplet_margin_loss", "cosine_embedding_loss", "hinge_embedding_loss",
            "margin_ranking_loss", "ctc_loss", "conv_tbc", "embedding_renorm_", "grid_sampler",
@@ -45,8 +47,14 @@ def binary_cross_entropy_with_logits(input: Any, target: Any, weight: Any = None
     """``torch.binary_cross_entropy_with_logits``: ``F.binary_cross_entropy_with_logits``
     with an int ``reduction``."""
     mode = _reduction(reduction, "binary_cross_entropy_with_logits", 5)
-    return _fn().binary_cross_entropy_with_logits(input, target, weight, reduction=mode,
-                                                  pos_weight=pos_weight)
+    # ATen broadcasts the input to the target's shape (F refuses any mismatch), and computes
+    # into a target-shaped buffer: a target that would itself need broadcasting is refused
+    shape = _broadcast_shapes(tuple(target.shape), tuple(input.shape))
+    if shape != tuple(target.shape):
+        raise RuntimeError(f"output with shape {list(target.shape)} doesn't match the broadcast "
+                           f"shape {list(shape)}")
+    return _fn().binary_cross_entropy_with_logits(input.expand(shape), target, weight,
+                                                  reduction=mode, pos_weight=pos_weight)
 
 
 def kl_div(input: Any, target: Any, reduction: int = 0, *,  # noqa: A002

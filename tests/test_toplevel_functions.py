@@ -115,6 +115,31 @@ def test_loss_reduction_must_be_an_int_and_kl_div_log_target_is_keyword_only():
             m.kl_div(_j(X) if m is jg else X, _j(T) if m is jg else T, 1, True)
 
 
+def test_bce_with_logits_broadcasts_the_input_to_the_target_as_aten():
+    """``torch.binary_cross_entropy_with_logits`` broadcasts the input (F's refuses any
+    mismatch); a target that would itself need broadcasting is refused with ATen's text. The
+    gradient is the broadcast's (torch's backward refuses every broadcast case)."""
+    x = torch.randn(3, 1, dtype=torch.float64)
+    for target_shape in [(3, 4), (2, 3, 4)]:
+        t = torch.rand(*target_shape, dtype=torch.float64)
+        for r in (0, 1, 2):
+            _close(jg.binary_cross_entropy_with_logits(_j(x), _j(t), None, None, r),
+                   torch.binary_cross_entropy_with_logits(x, t, None, None, r))
+        xj = _j(x, True)
+        jg.binary_cross_entropy_with_logits(xj, _j(t), None, None, 2).backward()
+        expected = (torch.sigmoid(x) - t).reshape(-1, 3, 4).sum(dim=(0, 2)).reshape(3, 1)
+        _close(xj.grad, expected, 1e-12)
+        assert gradcheck(lambda a, t=_j(t): jg.binary_cross_entropy_with_logits(a, t, None, None,
+                                                                                 1), (_j(x, True),))
+    for xs, ts in [((3, 4), (4,)), ((3, 4), (3, 1)), ((3, 4), (5,))]:
+        x, t = torch.randn(*xs), torch.rand(*ts)
+        with pytest.raises(RuntimeError) as te:
+            torch.binary_cross_entropy_with_logits(x, t)
+        with pytest.raises(RuntimeError) as je:
+            jg.binary_cross_entropy_with_logits(_j(x), _j(t))
+        assert str(je.value) == str(te.value)
+
+
 def test_native_dropout_probability_error_matches_torch():
     for p in (1.5, -0.1):
         with pytest.raises(RuntimeError) as te:
