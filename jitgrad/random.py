@@ -142,6 +142,9 @@ def rand_like(input: Any, *, generator: Any = None, dtype: Any = None,  # noqa: 
     """Uniform samples on [0, 1) with ``input``'s shape (and dtype and device, unless
     given)."""
     check_layout("rand_like", layout)
+    laid = _laid_out_like(input, dtype, device, memory_format)
+    if laid is not None and laid.dtype.is_floating_point:
+        return laid.uniform_(generator=generator).requires_grad_(requires_grad)
     out = rand(tuple(input.shape), dtype=dtype or input.dtype,
                device=input.device if device is None else device,
                requires_grad=requires_grad, generator=generator)
@@ -155,6 +158,9 @@ def randn_like(input: Any, *, generator: Any = None, dtype: Any = None,  # noqa:
     """Standard normal samples with ``input``'s shape (and dtype and device, unless
     given)."""
     check_layout("randn_like", layout)
+    laid = _laid_out_like(input, dtype, device, memory_format)
+    if laid is not None and laid.dtype.is_floating_point:
+        return laid.normal_(generator=generator).requires_grad_(requires_grad)
     out = randn(tuple(input.shape), dtype=dtype or input.dtype,
                 device=input.device if device is None else device,
                 requires_grad=requires_grad, generator=generator)
@@ -170,10 +176,27 @@ def randint_like(input: Any, low: int = 0, high: Any = None, *, dtype: Any = Non
     check_layout("randint_like", layout)
     if high is None:
         low, high = 0, low
+    laid = _laid_out_like(input, dtype, device, memory_format)
+    if laid is not None and int(low) < int(high):
+        return laid.random_(int(low), int(high), generator=generator) \
+            .requires_grad_(requires_grad)
     out = randint(int(low), int(high), tuple(input.shape), dtype=dtype or input.dtype,
                   device=input.device if device is None else device,
                   requires_grad=requires_grad, generator=generator)
     return like_memory_format(out, input, memory_format, "randint_like")
+
+
+def _laid_out_like(input: Any, dtype: Any, device: Any, memory_format: Any) -> Any:  # noqa: A002
+    """torch's ``empty_like(input, ...)`` when it is laid out other than row-major on the CPU
+    (a transposed or channels-last ``input``): ``*_like`` samplers fill it in place, drawing in
+    its memory order as torch's do; ``None`` otherwise (the row-major draw is the same)."""
+    from .ops.creation import empty_like
+
+    if not _eager(input) or input.is_cuda or (device is not None and str(device) != "cpu"):
+        return None
+    laid = empty_like(input, dtype=dtype, memory_format=memory_format)
+    data = laid._data
+    return laid if isinstance(data, np.ndarray) and not data.flags.c_contiguous else None
 
 
 @public("seed")
@@ -335,7 +358,29 @@ def random_(self: Any, from_: int = 0, to: int | None = None, *, generator: Any 
     """Fills ``self`` in place with integers drawn uniformly from ``[from, to)`` (``random_(to)``
     is ``[0, to)``; with no bounds, every integer the dtype represents exactly)."""
     lo, hi = _random_bounds(self, from_, to)
+    data = self._data if _eager(self) and not self.is_cuda else None
+    if isinstance(data, np.ndarray) and not data.flags.c_contiguous \
+            and not self.dtype.is_complex:
+        from .ops.inplace import _fill_from_stream  # (drawn in memory order, as torch's)
+
+        return _fill_from_stream(self, generator, lambda s, n, dt: s.integers(n, dt, lo, hi))
     return self.copy_(randint(lo, hi, tuple(self.shape), dtype=self.dtype, generator=generator))
+
+
+def uniforms_like(input: Any, dtype: dtypes.dtype = dtypes.float64) -> Any:  # noqa: A002
+    """Uniforms of ``input``'s shape drawn as torch fills a mask ``empty_like(input)``: in the
+    memory order of that layout (``laid_out_like``: a transposed CPU input's), row-major
+    otherwise (and under ``jit``, where the draw is staged)."""
+    data = input._data if _eager(input) and not input.is_cuda else None
+    if isinstance(data, np.ndarray) and not data.flags.c_contiguous:
+        from ._torch_stream import in_memory_order
+        from .ops.creation import laid_out_like
+
+        layout = laid_out_like(np.empty(data.shape, np.int8), data)
+        if not layout.flags.c_contiguous:
+            flat = rand(data.size, dtype=dtype).numpy()
+            return Tensor(in_memory_order(flat, data.shape, layout.strides))
+    return rand(tuple(input.shape), dtype=dtype, device=input.device)
 
 
 def _eager(t: Any) -> bool:

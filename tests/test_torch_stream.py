@@ -117,7 +117,27 @@ EXACT = {
     "rrelu_float64": lambda L: L.nn.RReLU(0.1, 0.3)(L.randn(60, dtype=L.float64)),
     "fractional_max_pool": lambda L: L.nn.FractionalMaxPool2d(2, output_ratio=0.5)(
         L.randn(2, 3, 10, 10)),
+    # a mask or a *_like sample of a transposed (or channels-last) input is drawn in memory
+    # order: torch fills ``empty_like(input)``, which keeps the input's strides
+    "dropout_transposed": lambda L: L.nn.functional.dropout(_transposed(L), 0.4),
+    "dropout_permuted_slice": lambda L: L.nn.functional.dropout(
+        _transposed(L).permute(2, 0, 1)[:, ::2], 0.4),
+    "alpha_dropout_transposed": lambda L: L.nn.functional.alpha_dropout(_transposed(L), 0.3,
+                                                                        True),
+    "dropout_channels_last": lambda L: L.nn.Dropout(0.5)(
+        L.ones(2, 3, 4, 5).to(memory_format=L.channels_last)),
+    "rand_like_transposed": lambda L: L.rand_like(_transposed(L)),
+    "randn_like_transposed": lambda L: L.randn_like(_transposed(L)),
+    "randint_like_transposed": lambda L: L.randint_like(_transposed(L), 3, 50),
+    "rand_like_channels_last": lambda L: L.rand_like(
+        L.ones(2, 3, 4, 5).to(memory_format=L.channels_last)),
+    "random_transposed": lambda L: L.empty(6, 5, dtype=L.int64).t().random_(100),
 }
+
+
+def _transposed(lib):
+    """A dense, non-contiguous (2, 4, 3) input."""
+    return lib.arange(1.0, 25.0).reshape(2, 3, 4).transpose(1, 2)
 
 WITHIN_2_ULP = {
 
@@ -139,6 +159,20 @@ def test_seeded_draws_are_torchs(case, seed):
 @pytest.mark.parametrize("case", sorted(WITHIN_2_ULP))
 def test_seeded_float64_draws_are_torchs_to_the_platforms_last_bit(case, seed):
     _check(WITHIN_2_ULP[case], seed, ulp=2)
+
+
+def test_like_functions_keep_the_strides_torch_gives():
+    torch = _torch()
+    inputs = [lambda L: _transposed(L), lambda L: _transposed(L).transpose(0, 1)[:, ::2],
+              lambda L: L.ones(2, 3, 4, 5).to(memory_format=L.channels_last),
+              lambda L: L.ones(3, 1).expand(3, 4), lambda L: L.ones(4, 5).flip(0),
+              lambda L: L.ones(2, 3, 4).permute(2, 0, 1)[::2]]
+    for make in inputs:
+        for name in ("empty_like", "zeros_like", "rand_like", "randn_like"):
+            ours = getattr(jitgrad, name)(make(jitgrad), dtype=jitgrad.float64).stride()
+            assert ours == getattr(torch, name)(make(torch), dtype=torch.float64).stride(), name
+        ours = jitgrad.empty_like(make(jitgrad), memory_format=jitgrad.contiguous_format)
+        assert ours.is_contiguous()
 
 
 def test_seeded_gumbel_softmax_is_torchs():

@@ -171,12 +171,12 @@ def dropout(input: Tensor, p: float = 0.5, training: bool = True,  # noqa: A002
         return input
     if p != 1:
         check_dropout_dtype(input)
-    from ..random import rand
+    from ..random import uniforms_like
 
     if p == 1:
         noise = zeros((), dtype=input.dtype, device=input.device)
     else:  # drawn with jitgrad.rand, so that inside jit the mask is a fresh draw per call
-        keep = rand(tuple(input.shape), dtype=dtypes.float64, device=input.device) < 1.0 - p
+        keep = uniforms_like(input) < 1.0 - p
         noise = keep.to(input.dtype) / (1.0 - p)
     return input.mul_(noise) if inplace else input * noise
 

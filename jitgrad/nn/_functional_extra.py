@@ -208,9 +208,11 @@ def _check_p(p: float) -> None:
 def _keep_mask(input: Tensor, p: float, feature: bool) -> Tensor:  # noqa: A002
     """A float mask of ``input``'s dtype, 1 with probability ``1 - p``; one draw per
     ``(N, C)`` channel when ``feature``."""
-    from ..random import rand
+    from ..random import rand, uniforms_like
 
-    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2) if feature else tuple(input.shape)
+    if not feature:
+        return (uniforms_like(input) < 1.0 - p).to(input.dtype)
+    shape = tuple(input.shape[:2]) + (1,) * (input.ndim - 2)
     return (rand(shape, dtype=dtypes.float64, device=input.device) < 1.0 - p).to(input.dtype)
 
 

@@ -28,6 +28,7 @@ def _float_meta(x, **params):
 def _softmax_impl(x, dim):
     if x.size == 0:  # (nothing to normalise; np.max has no identity)
         return x.copy()
+    x = np.asarray(x, order="C")  # (torch's output is row-major whatever the input's layout)
     m = np.max(x, axis=dim, keepdims=True)
     e = np.exp(x - m)
     return e / np.sum(e, axis=dim, keepdims=True)
@@ -36,6 +37,7 @@ def _softmax_impl(x, dim):
 def _log_softmax_impl(x, dim):
     if x.size == 0:
         return x.copy()
+    x = np.asarray(x, order="C")
     m = np.max(x, axis=dim, keepdims=True)
     s = x - m
     return s - np.log(np.sum(np.exp(s), axis=dim, keepdims=True))

@@ -17,6 +17,7 @@ from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the 
 from . import registry
 from .memory_formats import channels_last, channels_last_3d, contiguous_format, preserve_format
 from .memory_formats import memory_format as _MemoryFormat
+from .memory_formats import preserved_order
 from .surface import public
 
 
@@ -267,6 +268,11 @@ def like_memory_format(out: Any, input: Any, memory_format: Any,  # noqa: A002
     ``preserve_format`` (the default) keeps a channels-last ``input``'s order, else the
     format asked for."""
     fmt = preserve_format if memory_format is None else memory_format
+    if fmt is preserve_format and input._trace is None and out._trace is None \
+            and not input.is_meta and not out.is_meta and not out.is_cuda \
+            and isinstance(out._data, np.ndarray) and isinstance(input._data, np.ndarray):
+        out._data = laid_out_like(out._data, input._data)
+        return out
     if fmt is preserve_format:
         fmt = contiguous_format
         for candidate in (channels_last, channels_last_3d):
@@ -283,13 +289,45 @@ def like_memory_format(out: Any, input: Any, memory_format: Any,  # noqa: A002
     return out
 
 
+def laid_out_like(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``x`` (of ``like``'s shape) laid out as torch's ``empty_like(like)``: ``like``'s strides
+    when its elements fill their memory once each (a transposed or channels-last tensor), else
+    dense strides in ``like``'s order of dims (``preserved_order``)."""
+    if min(like.strides, default=0) < 0 or like.strides == x.strides and x.flags.c_contiguous:
+        return x  # (jitgrad's negative strides are torch's copies: flip, ``[::-1]``)
+    if dense_in_some_order(like):
+        out = np.lib.stride_tricks.as_strided(
+            np.empty(x.size, x.dtype), x.shape,
+            tuple(s // like.itemsize * x.itemsize for s in like.strides))
+        out[...] = x
+        return out
+    outer = preserved_order(like.shape, like.strides)[::-1]
+    if outer == sorted(outer):
+        return x
+    return np.ascontiguousarray(x.transpose(outer)).transpose(np.argsort(outer))
+
+
+def dense_in_some_order(x: np.ndarray) -> bool:
+    """Whether the array's elements fill a block of memory once each (torch's
+    ``is_non_overlapping_and_dense``)."""
+    span = x.itemsize
+    for size, stride in sorted(zip(x.shape, x.strides), key=lambda d: abs(d[1])):
+        if size > 1 and abs(stride) != span:
+            return False
+        span *= size
+    return True
+
+
 def channels_last_array(x: np.ndarray) -> np.ndarray:
     """A copy of ``x`` (N, C, *spatial) laid out channels-last in memory, seen as (N, C, ...)
     (the strides of torch's ``channels_last`` / ``channels_last_3d``); a plain copy of an array
     with no spatial dims (the public functions refuse those ranks with torch's errors)."""
     if x.ndim < 3:
         return np.array(x, copy=True)
-    return np.moveaxis(np.ascontiguousarray(np.moveaxis(x, 1, -1)), -1, 1)
+    moved = np.moveaxis(x, 1, -1)
+    out = np.empty(moved.shape, x.dtype)  # (not ascontiguousarray: a copy, with fresh strides
+    out[...] = moved  # for C = 1 too, torch's (N, 1, H, W) channels-last strides)
+    return np.moveaxis(out, -1, 1)
 
 
 def check_format_rank(ndim: int, fmt: Any) -> None:
