@@ -15,6 +15,7 @@ _CATEGORY = {"b": 0, "u": 1, "i": 1, "f": 2, "c": 3}
 
 
 def _check_dtype(fn: str, value: Any, arg: str = "type") -> dtypes.dtype:
+    value = dtypes.as_dtype_arg(value)
     if not isinstance(value, dtypes.dtype):
         raise TypeError(f"{fn}(): argument '{arg}' (position 1) must be torch.dtype, not "
                         f"{type(value).__name__}")

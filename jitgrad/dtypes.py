@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import builtins
+import functools
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 
@@ -267,3 +270,50 @@ def short_name(dt: dtype) -> str:
 def type_str(shape: tuple, dt: dtype) -> str:
     """``f32[128,784]``: the printed type of a value."""
     return f"{short_name(dt)}[{','.join(str(_builtin_int(s)) for s in shape)}]"
+
+
+# torch's argument parser reads the Python number types as dtypes: ``dtype=float`` is float64
+PYTHON_TYPES = {_pybool: bool, _pyint: int64, _pyfloat: float64, _pycomplex: complex128}
+
+
+def as_dtype_arg(d: Any) -> Any:
+    """``d`` with a Python number type (``float``, ``int``, ``bool``, ``complex``) read as torch
+    reads it; anything else unchanged."""
+    return PYTHON_TYPES.get(d, d) if d.__class__ is type else d
+
+
+# The code objects of these wrappers: a function they wrap is still called "by the user" when
+# its caller is one of them (``errors.called_by_user``)
+WRAPPER_CODES: set = set()
+
+
+def takes_python_types(fn: Callable) -> Callable:
+    """``fn`` (which has a ``dtype`` parameter) also taking ``dtype=float`` and the other Python
+    number types, as torch's functions do; ``fn`` itself when it has no ``dtype`` parameter."""
+    code = getattr(fn, "__code__", None)
+    if code is None:
+        return fn
+    if hasattr(fn, "__wrapped__"):  # (a decorator's wrapper: the signature it declares)
+        import inspect
+
+        params = list(inspect.signature(fn).parameters.values())
+        names = [p.name for p in params]
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY,
+                                                          p.POSITIONAL_OR_KEYWORD)]
+    else:
+        names = code.co_varnames[:code.co_argcount + code.co_kwonlyargcount]
+        positional = names[:code.co_argcount]
+    if "dtype" not in names:
+        return fn
+    position = positional.index("dtype") if "dtype" in positional else None
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        d = kwargs.get("dtype")
+        if d is not None and d.__class__ is type:
+            kwargs["dtype"] = PYTHON_TYPES.get(d, d)
+        elif position is not None and len(args) > position and args[position].__class__ is type:
+            args = args[:position] + (as_dtype_arg(args[position]),) + args[position + 1:]
+        return fn(*args, **kwargs)
+    WRAPPER_CODES.add(call.__code__)
+    return call

@@ -50,6 +50,18 @@ def _ours(filename: str) -> bool:
     return filename == TRAMPOLINE_FILE or os.path.abspath(filename).startswith(_PKG_DIR + os.sep)
 
 
+def called_by_user(depth: int = 2) -> bool:
+    """Whether the function ``depth - 1`` frames below the caller of this one was called from
+    outside jitgrad (past jitgrad's argument wrappers, ``dtypes.WRAPPER_CODES``), not by
+    jitgrad's own code."""
+    from .dtypes import WRAPPER_CODES
+
+    f = sys._getframe(depth)
+    while f is not None and (f.f_code in WRAPPER_CODES or f.f_code.co_filename == TRAMPOLINE_FILE):
+        f = f.f_back
+    return f is not None and not _ours(f.f_code.co_filename)
+
+
 def user_frame(depth: int = 2):
     """The first stack frame outside the jitgrad package (the user's code), or None."""
     f = sys._getframe(depth)

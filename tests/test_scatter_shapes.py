@@ -232,3 +232,23 @@ def test_index_dtypes_as_torch(op, dtype):
         except RuntimeError as e:
             return str(e)
     assert outcome(jitgrad) == outcome(torch)
+
+
+def test_scatter_reduce_argument_with_a_tensor_src_warns_once_as_torch():
+    import warnings
+
+    from jitgrad.ops import selection
+
+    selection._WARNED_REDUCE.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        index, src = jitgrad.tensor([0, 0]), jitgrad.tensor([1.0, 2.0])
+        jitgrad.zeros(3).scatter(0, index, 2.0, reduce="add")  # (a number: no warning)
+        out = jitgrad.zeros(3).scatter_(0, index, src, reduce="add")
+        jitgrad.zeros(3).scatter(0, index, src, reduce="multiply")
+    assert out.tolist() == [3.0, 0.0, 0.0]
+    assert [str(w.message) for w in caught] == [
+        "The reduce argument of torch.scatter with Tensor src is deprecated and will be removed "
+        "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
+        "options."]
+    assert caught[0].filename == __file__

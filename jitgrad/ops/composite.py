@@ -70,11 +70,12 @@ LOG_SOFTMAX = defop(
 def _logsumexp_impl(x, dims, keepdim):
     if x.dtype.kind in "biu":  # (NumPy's exp of int8 is float16, x - max wraps in uint8)
         x = x.astype(np.float64)
-    if x.size == 0:
-        return np.log(np.sum(np.exp(x), axis=dims, keepdims=keepdim))
-    m = np.max(x, axis=dims, keepdims=True)
-    m = np.where(np.isfinite(m), m, 0)
-    out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
+    with np.errstate(divide="ignore"):  # (log(0) is -inf, as torch's, without a warning)
+        if x.size == 0:
+            return np.log(np.sum(np.exp(x), axis=dims, keepdims=keepdim))
+        m = np.max(x, axis=dims, keepdims=True)
+        m = np.where(np.isfinite(m), m, 0)
+        out = np.log(np.sum(np.exp(x - m), axis=dims, keepdims=True)) + m
     return out if keepdim else np.squeeze(out, axis=dims)
 
 

@@ -13,6 +13,7 @@ from .. import dtypes
 from .._data import to_array as _to_array
 from ..device import check_device
 from .. import _meta
+from ..errors import called_by_user, user_stacklevel
 from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the ops load)
 from . import registry
 from .memory_formats import channels_last, channels_last_3d, contiguous_format, preserve_format
@@ -44,10 +45,23 @@ def tensor(data: Any, dtype: dtypes.dtype | None = None, device: Any = None,
            requires_grad: bool = False, pin_memory: bool = False):
     """Constructs a tensor by copying ``data`` (a number, nested sequence or array)."""
     dev = check_device(device)
-    if isinstance(data, registry.Tensor) and data.is_cuda:
-        data = data.cpu()
+    if isinstance(data, registry.Tensor):
+        if called_by_user():
+            warn_copy_construct("torch.tensor")
+        if data.is_cuda:
+            data = data.cpu()
     arr, dt = _to_array(data, dtype)
     return _tensor._new(arr, dt, requires_grad, dev)
+
+
+def warn_copy_construct(fname: str) -> None:
+    """torch's advice when ``tensor(t)`` or ``x.new_tensor(t)`` copies a tensor ``t``."""
+    import warnings
+
+    warnings.warn("To copy construct from a tensor, it is recommended to use "
+                  "sourceTensor.detach().clone() or sourceTensor.detach().clone()"
+                  f".requires_grad_(True), rather than {fname}(sourceTensor).", UserWarning,
+                  stacklevel=user_stacklevel(3))
 
 
 @public("as_tensor")
@@ -85,7 +99,7 @@ def asarray(obj: Any, *, dtype: dtypes.dtype | None = None, device: Any = None,
                     warnings.warn("torch.asarray: unspecified requires_grad now defaults to "
                                   "obj.requires_grad instead of False. Pass requires_grad=False "
                                   "explicitly to get the old behavior and silence this warning.",
-                                  UserWarning, stacklevel=2)
+                                  UserWarning, stacklevel=user_stacklevel())
                 return obj
             if bool(requires_grad) != obj.requires_grad:
                 if not obj.is_leaf:
@@ -360,12 +374,9 @@ def _factory(fill, fname: str):
     return make
 
 
-zeros = _factory(np.zeros, "zeros")
-public("zeros")(zeros)
-ones = _factory(np.ones, "ones")
-public("ones")(ones)
-empty = _factory(np.empty, "empty")
-public("empty")(empty)
+zeros = public("zeros")(_factory(np.zeros, "zeros"))
+ones = public("ones")(_factory(np.ones, "ones"))
+empty = public("empty")(_factory(np.empty, "empty"))
 
 
 @public("full")
@@ -396,11 +407,9 @@ def _like(fn, fname: str):
     return make
 
 
-zeros_like, ones_like = _like(zeros, "zeros_like"), _like(ones, "ones_like")
-empty_like = _like(empty, "empty_like")
-public("empty_like")(empty_like)
-public("ones_like")(ones_like)
-public("zeros_like")(zeros_like)
+empty_like = public("empty_like")(_like(empty, "empty_like"))
+ones_like = public("ones_like")(_like(ones, "ones_like"))
+zeros_like = public("zeros_like")(_like(zeros, "zeros_like"))
 
 
 @public("full_like")

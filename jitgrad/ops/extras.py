@@ -77,7 +77,11 @@ def _new_full(self, size, fill_value, *, dtype=None, device=None, requires_grad=
 
 @public(method="new_tensor")
 def _new_tensor(self, data, *, dtype=None, device=None, requires_grad=False):
-    from .creation import tensor
+    from ..errors import called_by_user
+    from .creation import tensor, warn_copy_construct
+
+    if isinstance(data, registry.Tensor) and called_by_user():
+        warn_copy_construct("tensor.new_tensor")
 
     return tensor(data, dtype=dtype or self.dtype, requires_grad=requires_grad,
                   device=self.device if device is None else device)

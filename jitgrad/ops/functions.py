@@ -200,12 +200,12 @@ def _to(self, *args: Any, **kwargs: Any):
     from ..device import check_device, device
     from .registry import Tensor
 
-    dtype = kwargs.get("dtype")
+    dtype = dtypes.as_dtype_arg(kwargs.get("dtype"))
     dev = kwargs.get("device")
     copy = kwargs.get("copy", False)
     for a in args:
-        if isinstance(a, dtypes.dtype):
-            dtype = a
+        if isinstance(a, dtypes.dtype) or a in dtypes.PYTHON_TYPES:
+            dtype = dtypes.as_dtype_arg(a)
         elif isinstance(a, Tensor):  # to(other): its dtype and device
             dtype, dev = a.dtype, a.device
         elif isinstance(a, (str, device)):

@@ -19,6 +19,7 @@ from .. import _torch_function as _tf
 from . import registry
 from .inplace import _write
 from .out_dtype import BEFORE_CALL, DTYPE_FROM_OUT, check_out_dtypes
+from ..dtypes import takes_python_types
 from .surface import generated_op, op_function
 from .surface24 import NO_OUT as _NO_OUT24
 
@@ -121,6 +122,7 @@ def _resize(out: Any, result: Any) -> None:
 def with_out(fname: str, fn: Callable) -> Callable:
     """``fn`` with torch's keyword-only ``out=`` argument (see the module docstring)."""
     takes_dtype = "dtype" in inspect.signature(fn).parameters
+    fn = takes_python_types(fn)
     factory = fname in FACTORIES
     dtype_from_out = takes_dtype and fname in DTYPE_FROM_OUT
 

@@ -380,6 +380,23 @@ def _check_scatter(name, input, dim, index, src=None) -> int:  # noqa: A002
     return d
 
 
+_WARNED_REDUCE = []
+
+
+def _warn_reduce_with_tensor_src() -> None:
+    """torch's deprecation of ``scatter(..., src_tensor, reduce=...)``, once per process."""
+    if not _WARNED_REDUCE:
+        import warnings
+
+        from ..errors import user_stacklevel
+
+        _WARNED_REDUCE.append(True)
+        warnings.warn("The reduce argument of torch.scatter with Tensor src is deprecated and "
+                      "will be removed in a future PyTorch release. Use torch.scatter_reduce "
+                      "instead for more reduction options.", UserWarning,
+                      stacklevel=user_stacklevel(3))
+
+
 @public("scatter", method=True, inplace=True)
 def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # noqa: A002
     """Writes ``src`` (a tensor, or a number: ``value``) into a copy of ``input`` at ``index``
@@ -390,6 +407,8 @@ def scatter(input, dim: int, index, src=None, *, value=None, reduce=None):  # no
     if reduce is not None:
         if reduce not in ("add", "multiply"):
             raise RuntimeError("reduce argument must be either add or multiply.")
+        if src is not None:
+            _warn_reduce_with_tensor_src()
         if reduce == "multiply":
             d = _check_scatter("scatter", input, dim, index, src)
             if src is None:

@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from ..dtypes import takes_python_types
 from .registry import LANES, OPS, OpDef, Public, apply
 
 # plain functions declared with @public, in declaration order
@@ -37,6 +38,7 @@ def public(names: Any = (), *, method: Any = (), inplace: Any = (),
         first = (names,) if isinstance(names, str) else names
         if first and "<locals>" in getattr(fn, "__qualname__", ""):  # (a factory's closure:
             fn.__name__ = fn.__qualname__ = first[0]  # Python's TypeErrors name the function)
+        fn = takes_python_types(fn)  # (``dtype=float``, where fn has a dtype)
         _FUNCTIONS.append((fn, Public(names, method, inplace, functional)))
         return fn
     return register

@@ -10,6 +10,7 @@ import warnings
 from typing import Any
 
 from .. import dtypes
+from ..errors import user_stacklevel
 from . import registry
 from .surface import public
 from .surface24 import fn
@@ -76,7 +77,7 @@ def range(start: Any = 0, end: Any = None, step: Any = 1, *, dtype: Any = None, 
     warnings.warn("jitgrad.range is deprecated and will be removed in a future release because "
                   "its behavior is inconsistent with Python's range builtin. Instead, use "
                   "jitgrad.arange, which produces values in [start, end).", UserWarning,
-                  stacklevel=2)
+                  stacklevel=user_stacklevel())
     if end is None:
         start, end = 0, start
     if step == 0:
