@@ -143,3 +143,12 @@ def test_cat_refuses_what_torch_refuses():
         jitgrad.cat([jitgrad.tensor(1.0), jitgrad.ones(2)])
     # (1-D empty tensors are skipped by torch's legacy rule, whatever the dim)
     assert tuple(jitgrad.cat([jitgrad.zeros(0), jitgrad.zeros(0)], 1).shape) == (0,)
+
+
+def test_tensor_flip_takes_dims_as_a_keyword_as_torch():
+    x = jitgrad.arange(6.0).view(2, 3)
+    assert x.flip(dims=(1,)).tolist() == [[2.0, 1.0, 0.0], [5.0, 4.0, 3.0]]
+    assert x.flip(dims=[0, 1]).tolist() == x.flip(0, 1).tolist() == [[5.0, 4.0, 3.0],
+                                                                     [2.0, 1.0, 0.0]]
+    with pytest.raises(TypeError, match="unexpected keyword argument 'foo'"):
+        x.flip(foo=1)

@@ -57,8 +57,13 @@ def flip(input, dims):  # noqa: A002
 
 
 @public(method="flip")
-def _flip_method(self, *dims):
-    """``Tensor.flip(*dims)``: dims as separate ints or one sequence."""
+def _flip_method(self, *dims, **kwargs):
+    """``Tensor.flip(*dims)``: dims as separate ints, one sequence or ``dims=``."""
+    if kwargs:
+        if dims or set(kwargs) != {"dims"}:
+            raise TypeError(f"flip() got an unexpected keyword argument "
+                            f"'{next(k for k in kwargs if k != 'dims' or dims)}'")
+        dims = (kwargs["dims"],)
     if len(dims) == 1 and isinstance(dims[0], (tuple, list)):
         dims = tuple(dims[0])
     return flip(self, dims)
