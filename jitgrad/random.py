@@ -142,7 +142,7 @@ def rand_like(input: Any, *, generator: Any = None, dtype: Any = None,  # noqa: 
     """Uniform samples on [0, 1) with ``input``'s shape (and dtype and device, unless
     given)."""
     check_layout("rand_like", layout)
-    laid = _laid_out_like(input, dtype, device, memory_format)
+    laid = _strided_empty_like(input, dtype, device, memory_format)
     if laid is not None and laid.dtype.is_floating_point:
         return laid.uniform_(generator=generator).requires_grad_(requires_grad)
     out = rand(tuple(input.shape), dtype=dtype or input.dtype,
@@ -158,7 +158,7 @@ def randn_like(input: Any, *, generator: Any = None, dtype: Any = None,  # noqa:
     """Standard normal samples with ``input``'s shape (and dtype and device, unless
     given)."""
     check_layout("randn_like", layout)
-    laid = _laid_out_like(input, dtype, device, memory_format)
+    laid = _strided_empty_like(input, dtype, device, memory_format)
     if laid is not None and laid.dtype.is_floating_point:
         return laid.normal_(generator=generator).requires_grad_(requires_grad)
     out = randn(tuple(input.shape), dtype=dtype or input.dtype,
@@ -176,7 +176,7 @@ def randint_like(input: Any, low: int = 0, high: Any = None, *, dtype: Any = Non
     check_layout("randint_like", layout)
     if high is None:
         low, high = 0, low
-    laid = _laid_out_like(input, dtype, device, memory_format)
+    laid = _strided_empty_like(input, dtype, device, memory_format)
     if laid is not None and int(low) < int(high):
         return laid.random_(int(low), int(high), generator=generator) \
             .requires_grad_(requires_grad)
@@ -186,7 +186,7 @@ def randint_like(input: Any, low: int = 0, high: Any = None, *, dtype: Any = Non
     return like_memory_format(out, input, memory_format, "randint_like")
 
 
-def _laid_out_like(input: Any, dtype: Any, device: Any, memory_format: Any) -> Any:  # noqa: A002
+def _strided_empty_like(input: Any, dtype: Any, device: Any, memory_format: Any) -> Any:  # noqa: A002
     """torch's ``empty_like(input, ...)`` when it is laid out other than row-major on the CPU
     (a transposed or channels-last ``input``): ``*_like`` samplers fill it in place, drawing in
     its memory order as torch's do; ``None`` otherwise (the row-major draw is the same)."""
@@ -374,7 +374,7 @@ def uniforms_like(input: Any, dtype: dtypes.dtype = dtypes.float64) -> Any:  # n
     data = input._data if _eager(input) and not input.is_cuda else None
     if isinstance(data, np.ndarray) and not data.flags.c_contiguous:
         from ._torch_stream import in_memory_order
-        from .ops.creation import laid_out_like
+        from .ops.memory_formats import laid_out_like
 
         layout = laid_out_like(np.empty(data.shape, np.int8), data)
         if not layout.flags.c_contiguous:

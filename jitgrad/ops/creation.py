@@ -18,7 +18,7 @@ from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the 
 from . import registry
 from .memory_formats import channels_last, channels_last_3d, contiguous_format, preserve_format
 from .memory_formats import memory_format as _MemoryFormat
-from .memory_formats import preserved_order
+from .memory_formats import laid_out_like
 from .surface import public
 
 
@@ -301,35 +301,6 @@ def like_memory_format(out: Any, input: Any, memory_format: Any,  # noqa: A002
     check_format_rank(out.ndim, fmt)
     out._data = channels_last_array(out._data)
     return out
-
-
-def laid_out_like(x: np.ndarray, like: np.ndarray) -> np.ndarray:
-    """``x`` (of ``like``'s shape) laid out as torch's ``empty_like(like)``: ``like``'s strides
-    when its elements fill their memory once each (a transposed or channels-last tensor), else
-    dense strides in ``like``'s order of dims (``preserved_order``)."""
-    if min(like.strides, default=0) < 0 or like.strides == x.strides and x.flags.c_contiguous:
-        return x  # (jitgrad's negative strides are torch's copies: flip, ``[::-1]``)
-    if dense_in_some_order(like):
-        out = np.lib.stride_tricks.as_strided(
-            np.empty(x.size, x.dtype), x.shape,
-            tuple(s // like.itemsize * x.itemsize for s in like.strides))
-        out[...] = x
-        return out
-    outer = preserved_order(like.shape, like.strides)[::-1]
-    if outer == sorted(outer):
-        return x
-    return np.ascontiguousarray(x.transpose(outer)).transpose(np.argsort(outer))
-
-
-def dense_in_some_order(x: np.ndarray) -> bool:
-    """Whether the array's elements fill a block of memory once each (torch's
-    ``is_non_overlapping_and_dense``)."""
-    span = x.itemsize
-    for size, stride in sorted(zip(x.shape, x.strides), key=lambda d: abs(d[1])):
-        if size > 1 and abs(stride) != span:
-            return False
-        span *= size
-    return True
 
 
 def channels_last_array(x: np.ndarray) -> np.ndarray:

@@ -1,6 +1,9 @@
-"""torch's memory-format objects (a leaf module: the factories and ``clone`` both use them)."""
+"""torch's memory-format objects and the layout of a fresh tensor like another (a leaf module:
+the factories, the samplers and ``clone`` use them)."""
 
 from __future__ import annotations
+
+import numpy as np
 
 
 class memory_format:  # noqa: N801 - named like torch.memory_format
@@ -47,3 +50,32 @@ def preserved_order(shape: tuple, strides: tuple) -> list[int]:
             elif order < 0:
                 break
     return perm
+
+
+def laid_out_like(x: np.ndarray, like: np.ndarray) -> np.ndarray:
+    """``x`` (of ``like``'s shape) laid out as torch's ``empty_like(like)``: ``like``'s strides
+    when its elements fill their memory once each (a transposed or channels-last tensor), else
+    dense strides in ``like``'s order of dims (``preserved_order``)."""
+    if min(like.strides, default=0) < 0 or like.strides == x.strides and x.flags.c_contiguous:
+        return x  # (jitgrad's negative strides are torch's copies: flip, ``[::-1]``)
+    if dense_in_some_order(like):
+        out = np.lib.stride_tricks.as_strided(
+            np.empty(x.size, x.dtype), x.shape,
+            tuple(s // like.itemsize * x.itemsize for s in like.strides))
+        out[...] = x
+        return out
+    outer = preserved_order(like.shape, like.strides)[::-1]
+    if outer == sorted(outer):
+        return x
+    return np.ascontiguousarray(x.transpose(outer)).transpose(np.argsort(outer))
+
+
+def dense_in_some_order(x: np.ndarray) -> bool:
+    """Whether the array's elements fill a block of memory once each (torch's
+    ``is_non_overlapping_and_dense``)."""
+    span = x.itemsize
+    for size, stride in sorted(zip(x.shape, x.strides), key=lambda d: abs(d[1])):
+        if size > 1 and abs(stride) != span:
+            return False
+        span *= size
+    return True
