@@ -22,6 +22,7 @@ CASES = [
     ("i j , j k -> i k", A, B), ("ij,jk->ik->", A, B), ("ij,jk->ik", A),
     ("...ij,...jk->...ik", RNG.standard_normal((5, 2, 3)), RNG.standard_normal((1, 3, 4))),
     ("i...->...", C), ("iii->i", CUBE), ("ij.,jk", A, B), ("ij,jk->ik", A, SQUARE @ B[:, :3]),
+    ("ij,jk->ik", A[:, :1], B[:1]), ("ij,jk->ik", A[:, :1], B), ("bij,bjk->bik", C[:1], C[:, 0]),
 ]
 
 
@@ -52,3 +53,46 @@ def test_sublist_form():
     x = jitgrad.tensor(A, requires_grad=True)
     y = jitgrad.tensor(B, requires_grad=True)
     assert gradcheck(lambda p, q: jitgrad.einsum(p, [0, 1], q, [1, 2], [2]), (x, y))
+
+
+DTYPE_CASES = [  # (equation, shapes, dtypes): torch contracts with bmm and multiplies otherwise
+    ("ij,jk->ik", [(3, 4), (4, 5)], ["float32", "bfloat16"]),
+    ("i,j->ij", [(3,), (5,)], ["float32", "float64"]),
+    ("i,i->i", [(3,), (3,)], ["float32", "float64"]),
+    ("i,i->", [(3,), (3,)], ["float32", "float64"]),
+    ("ij,jk->ik", [(3, 1), (1, 5)], ["float32", "float64"]),
+    ("i,ij,j->", [(3,), (3, 4), (4,)], ["float32", "float32", "float32"]),
+    ("ij,jk->ik", [(3, 4), (4, 5)], ["float64", "float32"]),
+    ("ij,jk->ik", [(3, 4), (4, 5)], ["float64", "float64"]),
+    ("ij->j", [(3, 4)], ["float32"]),
+    ("ii->", [(3, 3)], ["float32"]),
+    ("bij,bjk->bik", [(2, 3, 4), (2, 4, 5)], ["float32", "bfloat16"]),
+]
+
+
+def _dtype_outcome(lib, equation, shapes, dtypes, autocast):
+    ops = [lib.ones(s, dtype=getattr(lib, d)) for s, d in zip(shapes, dtypes)]
+    try:
+        if autocast:
+            with lib.autocast("cpu", dtype=lib.bfloat16):
+                out = lib.einsum(equation, *ops)
+        else:
+            out = lib.einsum(equation, *ops)
+    except RuntimeError as e:
+        return f"RuntimeError: {e}"
+    return str(out.dtype).split(".")[-1], tuple(out.shape)
+
+
+@pytest.mark.parametrize("autocast", [False, True], ids=["plain", "autocast"])
+@pytest.mark.parametrize("i", range(len(DTYPE_CASES)), ids=[c[0] for c in DTYPE_CASES])
+def test_mixed_dtypes_and_autocast_match_torch(i, autocast):
+    torch = pytest.importorskip("torch")
+    case = DTYPE_CASES[i]
+    assert _dtype_outcome(jitgrad, *case, autocast) == _dtype_outcome(torch, *case, autocast)
+
+
+def test_unit_contraction_gradients():
+    a = jitgrad.tensor(RNG.standard_normal((3, 1)), requires_grad=True)
+    b = jitgrad.tensor(RNG.standard_normal((4, 5)), requires_grad=True)
+    assert gradcheck(lambda p, q: jitgrad.einsum("ij,jk->ik", p, q), (a, b))
+    assert gradcheck(lambda p, q: jitgrad.einsum("ij,jk->ik", p, q[:1]), (a, b))

@@ -137,13 +137,31 @@ def _sum_labels(x, ls: list[str], drop: set):
     return x.sum(dim=tuple(dims)), [c for c in ls if c not in drop]
 
 
+def _aligned(x, ls: list[str], order: list[str]):
+    """``x`` permuted to ``order``, with size-1 dims for the labels it lacks."""
+    x = x.permute(*[ls.index(c) for c in order if c in ls]) if ls else x
+    own = iter(x.shape)
+    shape = [next(own) if c in ls else 1 for c in order]
+    return x.reshape(shape) if x.ndim != len(shape) else x
+
+
 def _arrange(x, ls: list[str], order: list[str], sizes: dict):
     """``x`` permuted to ``order`` (labels it lacks become size-1 dims) and expanded."""
-    x = x.permute(*[ls.index(c) for c in order if c in ls]) if ls else x
-    shape = [sizes[c] if c in ls else 1 for c in order]
-    x = x.reshape(shape) if x.ndim != len(shape) else x
-    return x.expand(tuple(sizes[c] for c in order)) if tuple(x.shape) != tuple(
-        sizes[c] for c in order) else x
+    x = _aligned(x, ls, order)
+    full = tuple(sizes[c] for c in order)
+    return x.expand(full) if tuple(x.shape) != full else x
+
+
+def _drop_unit_contractions(a, la, b, lb, contracted: list[str]):
+    """As torch: a contracted label of size 1 in one operand is squeezed there and summed in
+    the other, so only labels of size > 1 in both operands are contracted by ``bmm``."""
+    for c in contracted:
+        na, nb = a.shape[la.index(c)], b.shape[lb.index(c)]
+        if na == 1 or nb == 1:
+            a = a.squeeze(la.index(c)) if na == 1 else a.sum(dim=la.index(c))
+            b = b.squeeze(lb.index(c)) if nb == 1 else b.sum(dim=lb.index(c))
+            la, lb = [d for d in la if d != c], [d for d in lb if d != c]
+    return a, la, b, lb
 
 
 def _prod(ns) -> int:
@@ -155,9 +173,14 @@ def _prod(ns) -> int:
 
 def _contract(a, la, b, lb, keep: set, sizes: dict):
     batch = [c for c in la if c in lb and c in keep]
+    a, la, b, lb = _drop_unit_contractions(a, la, b, lb,
+                                           [c for c in la if c in lb and c not in keep])
     contracted = [c for c in la if c in lb and c not in keep]
     a_only = [c for c in la if c not in lb]
     b_only = [c for c in lb if c not in la]
+    if not contracted:  # (torch multiplies: dtypes promote and autocast leaves it alone)
+        order = batch + a_only + b_only
+        return _aligned(a, la, order) * _aligned(b, lb, order), order
     a3 = _arrange(a, la, batch + a_only + contracted, sizes)
     b3 = _arrange(b, lb, batch + contracted + b_only, sizes)
     nb = _prod(sizes[c] for c in batch)
@@ -180,11 +203,6 @@ def einsum(equation: str, *operands):
     if not operands:
         raise RuntimeError("einsum(): must provide at least one operand")
     labels, out = _parse(equation, operands)
-    dt = operands[0].dtype
-    for op in operands[1:]:
-        if op.dtype is not dt:
-            raise RuntimeError(f"expected scalar type {dt._scalar_name} but found "
-                               f"{op.dtype._scalar_name}")
     sizes: dict[str, int] = {}
     for k, (op, ls) in enumerate(zip(operands, labels)):
         own: dict[str, int] = {}
