@@ -5,15 +5,42 @@ does."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from .ops import registry
 
-_NOGRAD_VIEW_HINT = (
-    "Given that this use case is ambiguous and error-prone, it is forbidden. You can clarify "
-    "your code by moving both the view and the inplace either both inside the no_grad block (if "
-    "you don't want the inplace to be tracked) or both outside (if you want the inplace to be "
-    "tracked).")
+# How a view was made, when torch forbids changing it in place (``Tensor._view_creation``;
+# None: it may be; a view of such a view inherits its kind, as torch's CreationMeta)
+NO_GRAD_VIEW, INFERENCE_VIEW, MULTI_OUTPUT_VIEW = "no_grad", "inference", "multi_output"
+_AMBIGUOUS = ("Given that this use case is ambiguous and error-prone, it is forbidden. You can "
+              "clarify your code by moving both the view and the inplace either both inside the "
+              "{} block (if you don't want the inplace to be tracked) or both outside (if you "
+              "want the inplace to be tracked).")
+_HINTS = {
+    NO_GRAD_VIEW: _AMBIGUOUS.format("no_grad"),
+    INFERENCE_VIEW: _AMBIGUOUS.format("inference_mode"),
+    MULTI_OUTPUT_VIEW: "This view is the output of a function that returns multiple views. Such "
+                       "functions do not allow the output views to be modified inplace. You "
+                       "should replace the inplace operation by an out-of-place one.",
+}
+
+
+def view_rebase_error(t: Any, direct: bool) -> RuntimeError:
+    """torch's error for an in-place change of (``direct``) or under (its base or another view
+    of it) a view that may not be rebased; it names the view's node as torch does."""
+    how = "is being" if direct else "its base or another view of its base has been"
+    fn = t._grad_fn
+    if fn is not None:
+        name = type(fn if fn._named else fn._named_as_torch()).__name__
+        msg = f"Output {t._output_nr} of {re.sub(r'Backward[0-9]*$', '', name)} is a view and " \
+              f"{how} modified inplace."
+    elif t._view_creation == INFERENCE_VIEW:
+        msg = f"A view was created in inference mode and {how} modified inplace in normal mode."
+    else:
+        msg = f"A view was created in no_grad mode and {how} modified inplace with grad mode " \
+              "enabled."
+    return RuntimeError(f"{msg} {_HINTS[t._view_creation]}")
 
 
 def replay_view(t: Any, chain: tuple) -> Any:
@@ -32,11 +59,9 @@ def _refresh_view(t: Any) -> None:
     if not (base._requires_grad or base._grad_fn is not None):
         t._view_version = t._vc[0]
         return
-    if t._view_nograd:
+    if t._view_creation is not None:
         if registry.state.grad_enabled:
-            raise RuntimeError(
-                "A view was created in no_grad mode and its base or another view of its base has "
-                "been modified inplace with grad mode enabled. " + _NOGRAD_VIEW_HINT)
+            raise view_rebase_error(t, direct=False)
         return
     t._view_version = t._vc[0]
     prev = registry.state.grad_enabled

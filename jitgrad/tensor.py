@@ -78,7 +78,7 @@ class Tensor:
     _fw_grads = None
     _view_chain = ()  # a view: the view ops that make it from its base (see _refresh_view)
     _view_version = 0  # a view: the version at which its grad_fn was made
-    _view_nograd = False  # a view made in no_grad mode (torch forbids rebasing those)
+    _view_creation = None  # how a view that may not be changed in place was made (_views)
     # as torch's: NumPy's operators defer to the Tensor's, so ``np.float64(0.5) * t`` is a
     # tensor on the autograd graph (not an ndarray made through __array__)
     __array_priority__ = 1000
@@ -186,10 +186,17 @@ class Tensor:
     # ------------------------------------------------------------------ autograd state
     @property
     def requires_grad(self) -> bool:
-        if self._base is not None and self._vc[0] != self._view_version \
-                and not self._view_nograd:
-            _refresh_view(self)
-        return self._requires_grad or self._grad_fn is not None
+        base = self._base
+        if base is None:
+            return self._requires_grad or self._grad_fn is not None
+        creation = self._view_creation
+        if creation is None:
+            if self._vc[0] != self._view_version:
+                _refresh_view(self)
+            return self._requires_grad or self._grad_fn is not None
+        # (a view made under no_grad requires grad when its base does, as torch's)
+        return self._requires_grad or self._grad_fn is not None or (
+            creation != "multi_output" and base.requires_grad)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from .. import _config, dtypes
+from .._views import view_rebase_error
 from . import registry
 from .registry import state
 from .surface import public
@@ -30,15 +31,19 @@ def _check(self: Any, args: tuple) -> bool:
             "https://github.com/pytorch/rfcs/pull/17 for more details.")
     if not state.grad_enabled:
         return False
+    if not (self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)):
+        return False
+    base = self._base
+    if base is not None and self._view_creation is not None:
+        raise view_rebase_error(self, direct=True)
     if self._grad_fn is None and self._requires_grad:
         raise RuntimeError(
             "a leaf Variable that requires grad is being used in an in-place operation.")
-    base = self._base
     if base is not None and base._grad_fn is None and base._requires_grad:
         raise RuntimeError(
             "a view of a leaf Variable that requires grad is being used in an in-place "
             "operation.")
-    return self.requires_grad or any(isinstance(a, Tensor) and a.requires_grad for a in args)
+    return True
 
 
 def _castable(src: dtypes.dtype, dst: dtypes.dtype) -> bool:
@@ -168,11 +173,6 @@ def _inplace_view(self: Any, compute: Callable, args: tuple) -> Any:
     """An in-place op on a view while autograd records: torch's CopySlices rebase."""
     from .._views import _refresh_view
 
-    from .._views import _NOGRAD_VIEW_HINT
-
-    if self._view_nograd:
-        raise RuntimeError("A view was created in no_grad mode and is being modified inplace with "
-                           "grad mode enabled. " + _NOGRAD_VIEW_HINT)
     base = self._base
     self.requires_grad  # noqa: B018 - remakes a stale view grad_fn first
     snap = _snapshot(self)

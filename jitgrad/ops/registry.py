@@ -124,6 +124,7 @@ class OpDef:
         self.decompose = decompose
         self.differentiable = differentiable and vjp is not None
         self.view = view  # outputs alias the first input (numpy views): they share its version
+        # counter ("multi_output": torch's multi-output views, never changed in place)
         # the output is the first input broadcast to a shape (expand): inside a fused kernel it
         # is no copy, just the input read with the broadcast dims' index held at 0
         self.broadcast = broadcast
@@ -544,7 +545,10 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
             o._vc = base._vc
             o._view_version = base._vc[0]
             if not state.grad_enabled:
-                o._view_nograd = True
+                o._view_creation = "inference" if state.inference else "no_grad"
+            else:  # (_views' kinds: split's pieces, or those of the view it was made from)
+                o._view_creation = "multi_output" if op.view == "multi_output" else \
+                    base._view_creation
             if base._is_inference:
                 o._is_inference = True
 

@@ -29,11 +29,13 @@ def _split_vjp(grads, ans, x, sizes, dim):
     return (cat(list(grads), dim),)
 
 
-SPLIT = defop("split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0, view=True,
-              vjp=_split_vjp, jvp=LINEAR)
+# (torch's multi-output views: a piece may not be changed in place while autograd records)
+SPLIT = defop("split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0,
+              view="multi_output", vjp=_split_vjp, jvp=LINEAR)
 SPLIT_WITH_SIZES = defop("split_with_sizes", _split_impl, kind=MOVEMENT, meta=_split_meta,
-                         n_outputs=0, view=True, vjp=_split_vjp, jvp=LINEAR)
-# torch's unsafe_split/unsafe_chunk (its RNN cells' gates): the same pieces, their own nodes
+                         n_outputs=0, view="multi_output", vjp=_split_vjp, jvp=LINEAR)
+# torch's unsafe_split/unsafe_chunk (its RNN cells' gates): the same pieces, their own nodes,
+# and pieces that may be changed in place
 UNSAFE_SPLIT = defop("unsafe_split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0,
                      view=True, vjp=_split_vjp, jvp=LINEAR)
 UNSAFE_SPLIT_WITH_SIZES = defop("unsafe_split_with_sizes", _split_impl, kind=MOVEMENT,

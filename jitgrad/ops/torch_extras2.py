@@ -36,7 +36,7 @@ def _unbind_meta(x, dim):
 UNBIND = defop(
     "unbind", lambda x, dim: tuple(x[(slice(None),) * dim + (i, Ellipsis)]
                                    for i in range(x.shape[dim])),
-    kind=MOVEMENT, meta=_unbind_meta, n_outputs=0, view=True, jvp=LINEAR,
+    kind=MOVEMENT, meta=_unbind_meta, n_outputs=0, view="multi_output", jvp=LINEAR,
     vjp=lambda grads, ans, x, dim: (stack(list(grads), dim),),
     saved_names={"dim": ("param", "dim")})
 
