@@ -312,3 +312,32 @@ def test_the_amp_recipe_trains_as_torch():
     np.testing.assert_allclose(ours[0], theirs[0], rtol=5e-3, atol=5e-3)
     assert ours[1] == theirs[1]
     np.testing.assert_allclose(ours[2], theirs[2], rtol=1e-2, atol=1e-2)
+
+
+def test_cuda_amp_custom_fwd_and_custom_bwd_are_deprecated_aliases():
+    """``torch.cuda.amp.custom_fwd``/``custom_bwd`` (mamba_ssm 1.x imports them): the device
+    type "cuda" forms of ``amp.custom_fwd``/``custom_bwd``, with torch's FutureWarning."""
+    with pytest.warns(FutureWarning, match=r"`torch.cuda.amp.custom_fwd\(args...\)` is "
+                      r"deprecated. Please use `torch.amp.custom_fwd\(args..., "
+                      r"device_type='cuda'\)` instead."):
+        fwd = jg.cuda.amp.custom_fwd(cast_inputs=jg.float32)
+    with pytest.warns(FutureWarning, match=r"`torch.cuda.amp.custom_bwd\(args...\)` is "
+                      r"deprecated"):
+        class Double(jg.autograd.Function):
+            @staticmethod
+            @fwd
+            def forward(ctx, x):
+                return x * 2
+
+            @staticmethod
+            @jg.cuda.amp.custom_bwd
+            def backward(ctx, g):
+                return g * 2
+
+    x = jg.ones(3, dtype=jg.float64, requires_grad=True)
+    y = Double.apply(x)
+    y.sum().backward()
+    assert y.dtype is jg.float64 and x.grad.tolist() == [2.0, 2.0, 2.0]
+    assert jg.cuda.amp.amp_definitely_not_available() is not jg.cuda.is_available()
+    assert sorted(jg.cuda.amp.__all__) == ["GradScaler", "amp_definitely_not_available",
+                                           "autocast", "custom_bwd", "custom_fwd"]

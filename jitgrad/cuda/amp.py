@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 
 from .. import dtypes
 from ..amp import autocast_mode
 from ..amp import grad_scaler as _grad_scaler
+
+
+__all__ = ["GradScaler", "amp_definitely_not_available", "autocast", "custom_bwd", "custom_fwd"]
 
 
 class autocast(autocast_mode.autocast):  # noqa: N801 - torch's name
@@ -32,3 +36,27 @@ class GradScaler(_grad_scaler.GradScaler):
         super().__init__("cuda", init_scale=init_scale, growth_factor=growth_factor,
                          backoff_factor=backoff_factor, growth_interval=growth_interval,
                          enabled=enabled)
+
+
+def custom_fwd(fwd: Callable | None = None, *,
+               cast_inputs: dtypes.dtype | None = None) -> Callable:
+    """``jitgrad.amp.custom_fwd(..., device_type="cuda")``, with torch's deprecation warning."""
+    warnings.warn("`torch.cuda.amp.custom_fwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_fwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return autocast_mode.custom_fwd(fwd, device_type="cuda", cast_inputs=cast_inputs)
+
+
+def custom_bwd(bwd: Callable) -> Callable:
+    """``jitgrad.amp.custom_bwd(..., device_type="cuda")``, with torch's deprecation warning."""
+    warnings.warn("`torch.cuda.amp.custom_bwd(args...)` is deprecated. Please use "
+                  "`torch.amp.custom_bwd(args..., device_type='cuda')` instead.", FutureWarning,
+                  stacklevel=2)
+    return autocast_mode.custom_bwd(bwd, device_type="cuda")
+
+
+def amp_definitely_not_available() -> bool:
+    """Whether CUDA autocast can certainly not run here (no usable CUDA device)."""
+    from . import is_available
+
+    return not is_available()
