@@ -257,12 +257,23 @@ _OPTS = ("*, {gen}Tensor out = None, jitgrad.dtype dtype = None, jitgrad.layout 
 
 
 def invalid_combination(fname: str, args: tuple, kwargs: dict, signatures: tuple) -> TypeError:
-    """torch's argument-parser error: what was passed, and every overload of ``fname``."""
-    got = [type(a).__name__ for a in args] + [f"{k}={type(v).__name__}" for k, v in
-                                              kwargs.items()]
+    """torch's argument-parser error: what was passed (its keywords last to first, as torch
+    lists them), and every overload of ``fname``."""
+    keywords = [f"{k}={_type_name(v)}" for k, v in reversed(kwargs.items())]
+    got = ", ".join([_type_name(a) for a in args] + keywords)
+    if keywords and not args:  # (torch's text: "got (other=Tensor, )")
+        got += ", "
     lines = "".join(f" * ({sig})\n" for sig in signatures)
     return TypeError(f"{fname}() received an invalid combination of arguments - got "
-                     f"({', '.join(got)}), but expected one of:\n{lines}")
+                     f"({got}), but expected one of:\n{lines}")
+
+
+def _type_name(value: Any) -> str:
+    kind = type(value)
+    if kind.__module__.startswith("jitgrad") and kind.__name__ in (
+            "dtype", "device", "layout", "memory_format", "Generator"):
+        return f"jitgrad.{kind.__name__}"
+    return kind.__name__
 
 
 def check_layout(fname: str, layout: Any) -> None:

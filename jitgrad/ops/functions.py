@@ -193,25 +193,70 @@ def is_tensor(obj: Any) -> bool:
     return isinstance(obj, Tensor)
 
 
+_TO_SIGNATURES = (
+    "jitgrad.device device = None, jitgrad.dtype dtype = None, bool non_blocking = False, "
+    "bool copy = False, *, jitgrad.memory_format memory_format = None",
+    "jitgrad.dtype dtype, bool non_blocking = False, bool copy = False, *, "
+    "jitgrad.memory_format memory_format = None",
+    "Tensor tensor, bool non_blocking = False, bool copy = False, *, "
+    "jitgrad.memory_format memory_format = None")
+_TO_FLAGS = ("non_blocking", "copy")
+
+
+def _to_arguments(args: tuple, kwargs: dict) -> dict | None:
+    """torch's three ``to`` overloads: ``(device, dtype, non_blocking, copy)``, ``(dtype,
+    non_blocking, copy)``, ``(tensor, non_blocking, copy)``, each with ``memory_format=``; the
+    arguments by name, None when no overload takes them."""
+    from ..device import device
+    from .registry import Tensor
+
+    first = args[0] if args else None
+    if isinstance(first, Tensor) or "tensor" in kwargs:
+        names = ("tensor",) + _TO_FLAGS
+    elif isinstance(first, dtypes.dtype) or first in dtypes.PYTHON_TYPES:
+        names = ("dtype",) + _TO_FLAGS
+    else:
+        names = ("device", "dtype") + _TO_FLAGS
+    if len(args) > len(names):
+        return None
+    bound = dict(zip(names, args))
+    for k, v in kwargs.items():
+        if k in bound or (k not in names and k != "memory_format"):
+            return None
+        bound[k] = v
+    dev, dt = bound.get("device"), bound.get("dtype")
+    if dev is not None and not isinstance(dev, (str, int, device)) or isinstance(dev, bool):
+        return None
+    if dt is not None and not isinstance(dt, dtypes.dtype) and dt not in dtypes.PYTHON_TYPES:
+        return None
+    if "tensor" in bound and not isinstance(bound["tensor"], Tensor):
+        return None
+    fmt = bound.get("memory_format")
+    if fmt is not None and type(fmt) is not type(extras.contiguous_format):
+        return None
+    for k in _TO_FLAGS:  # (this module's ``any`` is torch.any)
+        if not isinstance(bound.get(k, False), bool):
+            return None
+    return bound
+
+
 @public(method="to")
 def _to(self, *args: Any, **kwargs: Any):
     """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``, with
-    ``memory_format=``; self if unchanged."""
-    from ..device import check_device, device
-    from .registry import Tensor
+    ``non_blocking``, ``copy`` and ``memory_format=``; self if unchanged."""
+    from ..device import check_device
+    from .creation import invalid_combination
 
-    dtype = dtypes.as_dtype_arg(kwargs.get("dtype"))
-    dev = kwargs.get("device")
-    copy = kwargs.get("copy", False)
-    for a in args:
-        if isinstance(a, dtypes.dtype) or a in dtypes.PYTHON_TYPES:
-            dtype = dtypes.as_dtype_arg(a)
-        elif isinstance(a, Tensor):  # to(other): its dtype and device
-            dtype, dev = a.dtype, a.device
-        elif isinstance(a, (str, device)):
-            dev = a
+    bound = _to_arguments(args, kwargs)
+    if bound is None:
+        raise invalid_combination("to", args, kwargs, _TO_SIGNATURES)
+    if "tensor" in bound:  # to(other): its dtype and device
+        dtype, dev = bound["tensor"].dtype, bound["tensor"].device
+    else:
+        dtype, dev = dtypes.as_dtype_arg(bound.get("dtype")), bound.get("device")
+    copy = bound.get("copy", False)
     target = check_device(dev) if dev is not None else None
-    fmt = kwargs.get("memory_format")
+    fmt = bound.get("memory_format")
     out = self
     if target is not None and target != self.device:
         out = apply(ew.TO_DEVICE, self, device=str(target), source=str(self.device))
