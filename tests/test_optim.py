@@ -288,5 +288,4 @@ def test_repr_matches_torch_for_shared_keys():
     tp = torch.nn.Parameter(torch.ones(1))
     assert text == repr(torch.optim.SGD([tp], lr=0.5, momentum=0.9))  # (foreach, fused too)
     assert repr(optim.SGD([p], foreach=False)) == repr(torch.optim.SGD([tp], foreach=False))
-    with pytest.raises(NotImplementedError, match="fused=True"):
-        optim.SGD([p], fused=True)
+    assert repr(optim.SGD([p], fused=True)) == repr(torch.optim.SGD([tp], fused=True))

@@ -151,9 +151,37 @@ def test_unsupported_flags_raise():
     p = [nn.Parameter(jitgrad.ones(1))]
     with pytest.raises(NotImplementedError, match="differentiable"):
         optim.AdamW(p, differentiable=True)
-    with pytest.raises(NotImplementedError, match="fused"):
-        optim.Adagrad(p, fused=True)
     optim.RMSprop(p, foreach=True)  # accepted: same math
+
+
+FUSED = [("Adam", {"amsgrad": True, "weight_decay": 0.1}), ("AdamW", {"weight_decay": 0.1}),
+         ("SGD", {"momentum": 0.9, "nesterov": True, "weight_decay": 0.01}),
+         ("Adagrad", {"lr_decay": 0.01, "weight_decay": 0.1})]
+
+
+@pytest.mark.parametrize("name,kw", FUSED, ids=[f[0] for f in FUSED])
+def test_fused_runs_the_update_and_refuses_torchs_combinations(name, kw):
+    """``fused=True`` runs the same update as torch's fused kernels, to float32 rounding (the
+    other optimizer tests' tolerance; torch's fused and non-fused updates differ by one ulp in
+    a few elements themselves)."""
+    torch = pytest.importorskip("torch")
+    results = []
+    for lib in (jitgrad, torch):
+        lib.manual_seed(0)
+        q = lib.nn.Parameter(lib.randn(1000))
+        opt = getattr(lib.optim, name)([q], lr=0.01, fused=True, **kw)
+        g = lib.Generator().manual_seed(1)
+        for _ in range(20):
+            q.grad = lib.randn(1000, generator=g)
+            opt.step()
+        results.append(q.detach().numpy().copy())
+        assert opt.param_groups[0]["fused"] is True
+        for flags, text in (
+                ({"foreach": True}, "`fused` and `foreach` cannot be `True` together."),
+                ({"differentiable": True}, "`fused` does not support `differentiable`")):
+            with pytest.raises(RuntimeError, match=text):
+                getattr(lib.optim, name)([q], lr=0.01, fused=True, **flags)
+    np.testing.assert_allclose(results[0], results[1], **TOL[jitgrad.float32])
 
 
 # ---------------------------------------------------------------- lr_scheduler

@@ -35,7 +35,7 @@ class Adagrad(Optimizer):
         foreach: accepted; jitgrad has one implementation.
         maximize: maximize the objective. Default: False.
         differentiable: not supported (must be False).
-        fused: not supported (must be None or False).
+        fused: accepted; runs the same update (see ``_flags``).
     """
 
     _sparse_grads = True
@@ -55,7 +55,7 @@ class Adagrad(Optimizer):
                 f"Invalid initial_accumulator_value value: {initial_accumulator_value}")
         if not 0.0 <= eps:
             raise ValueError(f"Invalid epsilon value: {eps}")
-        check_flags("Adagrad", differentiable=differentiable, fused=fused)
+        check_flags("Adagrad", differentiable=differentiable, fused=fused, foreach=foreach)
         defaults = {"lr": lr, "lr_decay": lr_decay, "eps": eps, "weight_decay": weight_decay,
                     "initial_accumulator_value": initial_accumulator_value,
                     "foreach": foreach, "maximize": maximize,

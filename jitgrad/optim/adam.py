@@ -62,7 +62,8 @@ class Adam(Optimizer):
         foreach: ``False`` runs the update op by op per parameter; the default (or ``True``)
             runs the same arithmetic on all parameters through NumPy in-place kernels, with the
             same result bit for bit (torch's CPU default is its loop: the results are the same).
-        capturable, differentiable, fused: not supported (must be False/None).
+        capturable, differentiable: not supported (must be False).
+        fused: accepted; runs the same update (see ``_flags``).
         decoupled_weight_decay: AdamW-style decay. Default: False.
     """
 
@@ -85,7 +86,7 @@ class Adam(Optimizer):
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
         if not (isinstance(betas[0], float) and isinstance(betas[1], float)):
             raise ValueError("betas must be either both floats or both Tensors")
-        check_flags(type(self).__name__, capturable, differentiable, fused)
+        check_flags(type(self).__name__, capturable, differentiable, fused, foreach)
         defaults = {"lr": lr, "betas": tuple(betas), "eps": eps, "weight_decay": weight_decay,
                     "amsgrad": amsgrad, "maximize": maximize, "foreach": foreach,
                     "capturable": capturable, "differentiable": differentiable, "fused": fused,

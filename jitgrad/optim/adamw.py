@@ -26,7 +26,7 @@ class AdamW(Adam):
             the same arithmetic through NumPy in-place kernels (see ``Adam``).
         capturable: not supported (must be False).
         differentiable: not supported (must be False).
-        fused: not supported (must be None or False).
+        fused: accepted; runs the same update (see ``_flags``).
     """
 
     def __init__(self, params: Iterable[Any], lr: float = 1e-3,

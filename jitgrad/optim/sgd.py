@@ -32,7 +32,8 @@ class SGD(Optimizer):
         foreach: ``False`` runs the update op by op per parameter; the default (or ``True``)
             runs the same arithmetic on all parameters through NumPy in-place kernels, with the
             same result bit for bit (torch's CPU default is its loop: the results are the same).
-        differentiable, fused: not supported (must be False/None).
+        differentiable: not supported (must be False).
+        fused: accepted; runs the same update (see ``_flags``).
     """
 
     _sparse_grads = True
@@ -47,7 +48,7 @@ class SGD(Optimizer):
             raise ValueError(f"Invalid momentum value: {momentum}")
         if weight_decay < 0.0:
             raise ValueError(f"Invalid weight_decay value: {weight_decay}")
-        check_flags(type(self).__name__, False, differentiable, fused)
+        check_flags(type(self).__name__, False, differentiable, fused, foreach)
         defaults = {"lr": lr, "momentum": momentum, "dampening": dampening,
                     "weight_decay": weight_decay, "nesterov": nesterov, "maximize": maximize,
                     "foreach": foreach, "differentiable": differentiable, "fused": fused}
