@@ -130,7 +130,14 @@ def _addmm_jvp(tangents, ans, bias, a, b):
     return out
 
 
-ADDMM = defop("addmm", lambda bias, a, b: bias + _matmul(a, b), kind=OPAQUE,
+def _addmm(bias: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    if a.dtype == np.float16:  # (torch adds the bias in float too, and rounds once)
+        return (bias.astype(np.float32) + np.matmul(a.astype(np.float32),
+                                                    b.astype(np.float32))).astype(np.float16)
+    return bias + _matmul(a, b)
+
+
+ADDMM = defop("addmm", _addmm, kind=OPAQUE,
               meta=_addmm_meta, save=(1, 2), autocast=AUTOCAST_LOWER,
               check_operands=refuse_dtypes(bool="addmm_impl_cpu_"),
               vjp=(lambda g, ans, bias, a, b: g, lambda g, ans, bias, a, b: g.mm(_mH(b)),

@@ -380,6 +380,16 @@ def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803 - t
     return out if increasing else out.flip(1)
 
 
+def summed_in_float32(compute, input, a, b):  # noqa: A002
+    """``compute(input, a, b)``; for half or bfloat16 operands of one dtype, computed in float32
+    and rounded once, as torch sums a low-precision product and its scaled input."""
+    low = {input.dtype, a.dtype, b.dtype}
+    if len(low) == 1 and low <= {dtypes.float16, dtypes.bfloat16}:
+        f32 = dtypes.float32
+        return compute(input.to(f32), a.to(f32), b.to(f32)).to(input.dtype)
+    return compute(input, a, b)
+
+
 @public("baddbmm", method=True, inplace=True)
 @autocast_policy(LOWER)
 def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
@@ -394,6 +404,10 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
         raise RuntimeError("batch1 must be a 3D tensor")
     if batch2.ndim != 3:
         raise RuntimeError("batch2 must be a 3D tensor")
+    return summed_in_float32(lambda i, a, b: _baddbmm(i, a, b, beta, alpha), input, batch1, batch2)
+
+
+def _baddbmm(input, batch1, batch2, beta, alpha):  # noqa: A002
     prod = batch1.bmm(batch2)
     if alpha != 1:
         prod = prod * alpha

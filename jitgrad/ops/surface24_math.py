@@ -20,6 +20,7 @@ from . import registry
 from .registry import apply
 from .return_types import return_type
 from .surface import public
+from .shape_helpers import summed_in_float32
 from .surface24 import fn
 
 
@@ -41,13 +42,8 @@ def _addmm_method(input: Any, mat1: Any, mat2: Any, *, beta: Any = 1, alpha: Any
     torch's ``beta`` and ``alpha``)."""
     if beta == 1 and alpha == 1:
         return apply(registry.OPS["addmm"], input, mat1, mat2)
-    low = {input.dtype, mat1.dtype, mat2.dtype}
-    if len(low) == 1 and low <= {dtypes.float16, dtypes.bfloat16}:
-        # torch sums a half/bfloat16 product and its scaled input in float32, rounding once
-        f32 = dtypes.float32
-        return _scaled_sum(input.to(f32), fn("mm")(mat1.to(f32), mat2.to(f32)), beta,
-                           alpha).to(input.dtype)
-    return _scaled_sum(input, fn("mm")(mat1, mat2), beta, alpha)
+    return summed_in_float32(lambda i, a, b: _scaled_sum(i, fn("mm")(a, b), beta, alpha), input,
+                             mat1, mat2)
 
 
 @public("addmv", method=True, inplace=True)
@@ -56,7 +52,8 @@ def addmv(input: Any, mat: Any, vec: Any, *, beta: Any = 1, alpha: Any = 1) -> A
     if mat.ndim != 2 or vec.ndim != 1:
         raise RuntimeError(f"vector + matrix @ vector expected, got {input.ndim}, {mat.ndim}, "
                            f"{vec.ndim}")
-    return _scaled_sum(input, fn("mv")(mat, vec), beta, alpha)
+    return summed_in_float32(lambda i, a, v: _scaled_sum(i, fn("mv")(a, v), beta, alpha), input,
+                             mat, vec)
 
 
 @public("addr", method=True, inplace=True)
@@ -66,6 +63,8 @@ def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> 
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
                            if vec1.ndim != 1 else
                            f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    if alpha != 1:  # (torch's kernel: beta * input + alpha * vec1 * vec2, each op rounded)
+        return _scaled_sum(input, fn("outer")(vec1 * alpha, vec2), beta, 1)
     return _scaled_sum(input, fn("outer")(vec1, vec2), beta, alpha)
 
 
@@ -75,6 +74,12 @@ def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 
     if batch1.ndim != 3 or batch2.ndim != 3:
         raise RuntimeError("batch1 must be a 3D tensor" if batch1.ndim != 3 else
                            "batch2 must be a 3D tensor")
+    if batch1.dtype in (dtypes.float16, dtypes.bfloat16) and batch1.shape[0] > 0:
+        # torch adds one batch at a time (an addmm each, rounded once): so many roundings
+        out = _addmm_method(input, batch1[0], batch2[0], beta=beta, alpha=alpha)
+        for i in range(1, batch1.shape[0]):
+            out = _addmm_method(out, batch1[i], batch2[i], alpha=alpha)
+        return out
     products = fn("bmm")(batch1, batch2)
     return _scaled_sum(input, products.sum(0, dtype=products.dtype), beta, alpha)
 
