@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 
 from ..ops.creation import tensor
+from ..ops.memory_formats import channels_last, channels_last_3d
 from ..tensor import Tensor
 
 __all__ = ["group_norm", "interpolate"]
@@ -37,6 +38,9 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
         out = out * weight.reshape(per_channel)
     if bias is not None:
         out = out + bias.reshape(per_channel)
+    fmt = {4: channels_last, 5: channels_last_3d}.get(input.ndim)
+    if fmt is not None and not input.is_contiguous() and input.is_contiguous(memory_format=fmt):
+        return out.contiguous(memory_format=fmt)  # (torch's kernel keeps that layout)
     return out
 
 

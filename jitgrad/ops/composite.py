@@ -16,6 +16,7 @@ from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
 from .registry import OPAQUE, OPS, apply, defop
 from .surface import public
+from .memory_formats import row_major
 
 
 def _float_meta(x, **params):
@@ -67,6 +68,7 @@ LOG_SOFTMAX = defop(
     saved_names={"dim": ("param", "dim"), "result": ("output", 0)})
 
 
+@row_major
 def _logsumexp_impl(x, dims, keepdim):
     if x.dtype.kind in "biu":  # (NumPy's exp of int8 is float16, x - max wraps in uint8)
         x = x.astype(np.float64)
@@ -141,6 +143,7 @@ def _var_jvp(tangents, ans, x, dims, correction, keepdim):
     return s * (2 / (_count(x, dims) - correction))
 
 
+@row_major
 def _np_var(x, dims, correction, keepdim):
     """``np.var``; where no degree of freedom is left, the same values (a sum of squares over
     ``max(N - correction, 0)``) without NumPy's RuntimeWarnings: the public functions warn

@@ -160,14 +160,14 @@ def clamp(input, min=None, max=None):  # noqa: F811
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
     if input.is_meta:  # (no values: the shape and dtype from ops)
         return (input == 0).sum(dim=dim, keepdim=keepdim) == 0
-    return tensor(np.all(input._data, axis=dim, keepdims=keepdim))
+    return tensor(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim), order="C"))
 
 
 @public("any", method=True)
 def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
     if input.is_meta:
         return (input != 0).sum(dim=dim, keepdim=keepdim) > 0
-    return tensor(np.any(input._data, axis=dim, keepdims=keepdim))
+    return tensor(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim), order="C"))
 
 
 @public("allclose", method=True)

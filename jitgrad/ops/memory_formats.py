@@ -1,7 +1,10 @@
-"""torch's memory-format objects and the layout of a fresh tensor like another (a leaf module:
-the factories, the samplers and ``clone`` use them)."""
+"""torch's memory-format objects, the layout of a fresh tensor like another, and the row-major
+results of the ops torch gives fresh contiguous outputs (a leaf module: the factories, the
+samplers, ``clone`` and those ops use them)."""
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 import numpy as np
 
@@ -79,3 +82,36 @@ def dense_in_some_order(x: np.ndarray) -> bool:
             return False
         span *= size
     return True
+
+
+def row_major(impl: Callable) -> Callable:
+    """An op's ``impl`` whose array results are row-major, as torch allocates the outputs of
+    reductions, scans, ``layer_norm``, ``masked_fill``, ``tril``, ``repeat``: of a
+    transposed or channels-last input too, so that a ``view`` of them works as in torch."""
+    def run(*args, **kwargs):
+        out = impl(*args, **kwargs)
+        if type(out) is tuple:
+            return tuple(_c_order(o) for o in out)
+        return _c_order(out)
+
+    run.__name__ = getattr(impl, "__name__", "impl")
+    return run
+
+
+def _c_order(a):
+    if type(a) is np.ndarray and not a.flags.c_contiguous:
+        return np.asarray(a, order="C")
+    return a
+
+
+def suggested_layout(impl: Callable) -> Callable:
+    """An op's ``impl`` whose result follows torch's ``suggest_memory_format`` of its input
+    (``roll``): channels-last for a channels-last input, else row-major."""
+    def run(x, *args, **kwargs):
+        out = _c_order(impl(x, *args, **kwargs))
+        if type(x) is np.ndarray and x.ndim in (4, 5) and out.shape == x.shape \
+                and not x.flags.c_contiguous and np.moveaxis(x, 1, -1).flags.c_contiguous:
+            return np.moveaxis(np.ascontiguousarray(np.moveaxis(out, 1, -1)), -1, 1)
+        return out
+
+    return run

@@ -15,6 +15,7 @@ from . import nn_kernels
 from .dtype_rules import refuse_dtypes
 from .elementwise import where
 from .registry import AUTOCAST_FP32, ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
+from .memory_formats import row_major
 
 _SQRT_2_OVER_PI = math.sqrt(2 / math.pi)
 _INV_SQRT_2 = 1 / math.sqrt(2)
@@ -174,7 +175,7 @@ def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
     return out
 
 
-LAYER_NORM = defop("native_layer_norm", _layer_norm_impl, kind=OPAQUE, save=(0, 1),
+LAYER_NORM = defop("native_layer_norm", row_major(_layer_norm_impl), kind=OPAQUE, save=(0, 1),
                    meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose,
                    check_operands=refuse_dtypes(
                        (0,), **dict.fromkeys(_NOT_FLOATING, "LayerNormKernelImpl")),

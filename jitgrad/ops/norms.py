@@ -19,6 +19,7 @@ from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
 from .registry import OPAQUE, apply, defop
 from .surface import public
+from .memory_formats import row_major
 
 INF = math.inf
 
@@ -27,6 +28,7 @@ def _compute_dtype(x_dtype: dtypes.dtype, dtype: dtypes.dtype | None) -> dtypes.
     return dtype if dtype is not None else x_dtype
 
 
+@row_major
 def _vector_norm_impl(x, ord, dims, keepdim, dtype=None):  # noqa: A002
     work = _compute_dtype(dtypes.from_numpy_dtype(x.dtype), dtype)
     a = np.abs(x.astype(work.np, copy=False))

@@ -19,6 +19,7 @@ from .autocast_policy import FP32, autocast_policy
 from .dtype_rules import refuse_dtypes
 from .registry import LINEAR, OPS, REDUCE, ReduceTemplate, apply, defop
 from .surface import public
+from .memory_formats import row_major
 
 SUM_T = ReduceTemplate("0", "{acc} + {0}", additive=True)
 MEAN_T = ReduceTemplate("0", "{acc} + {0}", "{acc} / {n}", additive=True)
@@ -132,7 +133,7 @@ def _reduction(name, impl, vjp, node_name, template, dtype_rule=_same_dtype, **f
         raise RuntimeError(f"{public}(): Expected reduction dim to be specified for "
                            "input.numel() == 0. Specify the reduction dim with the 'dim' "
                            "argument.")
-    op = defop(name, impl, kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
+    op = defop(name, row_major(impl), kind=REDUCE, meta=meta, vjp=(vjp,), node_name=node_name,
                template=template, **fields)
     return op
 
@@ -241,23 +242,27 @@ def _no_complex(name: str, bool_too: bool = False):
     return refuse_dtypes(**kinds)
 
 
-MAX_DIM = defop("max_dim", _arg_reduce(np.argmax), kind=REDUCE, meta=_dim_meta, n_outputs=2,
+MAX_DIM = defop("max_dim", row_major(_arg_reduce(np.argmax)), kind=REDUCE, meta=_dim_meta,
+                n_outputs=2,
                 vjp=_select_vjp("argmax"), node_name="MaxBackward0", save=(0,), jvp=_select_jvp,
                 check_operands=_no_complex("max"),
                 saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
                              "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
                              saved_indices=("argmax", ("dim", "keepdim")))
-MIN_DIM = defop("min_dim", _arg_reduce(np.argmin), kind=REDUCE, meta=_dim_meta, n_outputs=2,
+MIN_DIM = defop("min_dim", row_major(_arg_reduce(np.argmin)), kind=REDUCE, meta=_dim_meta,
+                n_outputs=2,
                 vjp=_select_vjp("argmin"), node_name="MinBackward0", save=(0,), jvp=_select_jvp,
                 check_operands=_no_complex("min"),
                 saved_names={"dim": ("param", "dim"), "keepdim": ("param", "keepdim"),
                              "indices": ("output", 1), "self_sym_sizes": ("sizes", 0)},
                              saved_indices=("argmin", ("dim", "keepdim")))
-ARGMAX = defop("argmax", lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim, keepdim)[1],
+ARGMAX = defop("argmax", row_major(lambda x, dim, keepdim: _arg_reduce(np.argmax)(x, dim,
+                                                                                  keepdim)[1]),
                kind=REDUCE, check_operands=_no_complex("argmax", True),
                meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))
-ARGMIN = defop("argmin", lambda x, dim, keepdim: _arg_reduce(np.argmin)(x, dim, keepdim)[1],
+ARGMIN = defop("argmin", row_major(lambda x, dim, keepdim: _arg_reduce(np.argmin)(x, dim,
+                                                                                  keepdim)[1]),
                kind=REDUCE, check_operands=_no_complex("argmin", True),
                meta=lambda x, dim, keepdim: (
                    reduced_shape(tuple(x.shape), (dim,), keepdim), dtypes.int64))

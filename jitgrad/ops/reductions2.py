@@ -17,6 +17,7 @@ from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .selection import where
 from .surface import public
+from .memory_formats import row_major
 
 
 def _named(name: str, fields=("values", "indices")):
@@ -118,9 +119,11 @@ def _cum_jvp(tangents, ans, x, dim):
     return (t if t is None or x.ndim == 0 else t.gather(dim, ans[1])), None
 
 
-CUMMAX = defop("cummax", lambda x, dim: _cum_extreme(x, dim, True), kind=OPAQUE, n_outputs=2,
+CUMMAX = defop("cummax", row_major(lambda x, dim: _cum_extreme(x, dim, True)), kind=OPAQUE,
+               n_outputs=2,
                meta=_cum_meta, save=(0,), save_output=True, vjp=_cum_vjp, jvp=_cum_jvp)
-CUMMIN = defop("cummin", lambda x, dim: _cum_extreme(x, dim, False), kind=OPAQUE, n_outputs=2,
+CUMMIN = defop("cummin", row_major(lambda x, dim: _cum_extreme(x, dim, False)), kind=OPAQUE,
+               n_outputs=2,
                meta=_cum_meta, save=(0,), save_output=True, vjp=_cum_vjp, jvp=_cum_jvp)
 
 
@@ -182,7 +185,8 @@ def _logcumsumexp_jvp(tangents, ans, x, dim):
     return (t * x.exp()).cumsum(dim) * (-ans).exp()
 
 
-LOGCUMSUMEXP = defop("logcumsumexp", _logcumsumexp_impl, kind=OPAQUE, meta=_logcumsumexp_meta,
+LOGCUMSUMEXP = defop("logcumsumexp", row_major(_logcumsumexp_impl), kind=OPAQUE,
+                     meta=_logcumsumexp_meta,
                      save=(0,), save_output=True, vjp=(_logcumsumexp_vjp,),
                      jvp=_logcumsumexp_jvp)
 
@@ -194,6 +198,7 @@ def logcumsumexp(input, dim: int):  # noqa: A002
 
 
 # ---------------------------------------------------------------- aminmax
+@row_major
 def _aminmax_impl(x, dim, keepdim):
     if dim is None:
         lo, hi = np.min(x), np.max(x)
@@ -286,6 +291,7 @@ def _kth_along(a: np.ndarray, k: np.ndarray | int, quick_select: bool = False):
     return values, idx.astype(np.int64)
 
 
+@row_major
 def _median_dim_impl(x, dim, keepdim, ignore_nan):
     a = _moved(x, dim)
     n = a.shape[-1]
@@ -370,6 +376,7 @@ def nanmedian(input, dim=None, keepdim: bool = False):  # noqa: A002
                    keepdim)
 
 
+@row_major
 def _kthvalue_impl(x, k, dim, keepdim):
     v, i = _kth_along(_moved(x, dim), k - 1, quick_select=True)
     return _back(v, dim, x.ndim, keepdim), _back(i, dim, x.ndim, keepdim)
@@ -393,6 +400,7 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
     return KthvalueResult(*apply(KTHVALUE, input, k=int(k), dim=d, keepdim=bool(keepdim)))
 
 
+@row_major
 def _mode_impl(x, dim, keepdim):
     a = _moved(x, dim)
     rows = a.reshape(-1, a.shape[-1])

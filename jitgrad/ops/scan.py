@@ -17,6 +17,7 @@ from .. import dtypes
 from ._shape import axis_alias, wrap_dim
 from .registry import LINEAR, OPAQUE, apply, defop
 from .surface import public
+from .memory_formats import row_major
 
 
 def _scan_dtype(d: dtypes.dtype, dtype: dtypes.dtype | None) -> dtypes.dtype:
@@ -131,9 +132,11 @@ def _cumprod_jvp(tangents, ans, x, dim, dtype=None):
     return where(before, head, cumprod(x_out, dim) * t_zero)
 
 
-CUMSUM = defop("cumsum", _scan_impl(np.cumsum), kind=OPAQUE, meta=_scan_meta,
+CUMSUM = defop("cumsum", row_major(_scan_impl(np.cumsum)), kind=OPAQUE,
+               meta=_scan_meta,
                vjp=(_cumsum_vjp,), jvp=LINEAR, saved_names={"dim": ("param", "dim")})
-CUMPROD = defop("cumprod", _scan_impl(np.cumprod), kind=OPAQUE, meta=_scan_meta, save=(0,),
+CUMPROD = defop("cumprod", row_major(_scan_impl(np.cumprod)), kind=OPAQUE, meta=_scan_meta,
+                save=(0,),
                 save_output=True, vjp=(_cumprod_vjp,), jvp=_cumprod_jvp,
                 saved_names={"dim": ("param", "dim"), "self": ("input", 0),
                              "result": ("output", 0)})

@@ -16,6 +16,7 @@ from . import registry
 from .indexing import scatter_operands
 from .registry import LINEAR, OPAQUE, apply, broadcast_shapes, defop
 from .surface import public
+from .memory_formats import row_major
 
 
 def _is_traced(*ts) -> bool:
@@ -50,13 +51,15 @@ def _masked_fill_meta(x, mask, value):
 
 
 MASKED_FILL = defop(
-    "masked_fill", lambda x, mask, value: _masked_fill_impl(x, mask, value), kind=OPAQUE,
+    "masked_fill", row_major(lambda x, mask, value: _masked_fill_impl(x, mask, value)),
+    kind=OPAQUE,
     meta=_masked_fill_meta, save=(1,),
     vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None),
     jvp=lambda ts, ans, x, mask, value: ts[0].expand(tuple(ans.shape)).masked_fill(mask, 0)
     if ts[0] is not None else None, saved_names={"mask": ("input", 1)})
 MASKED_FILL_TENSOR = defop(
-    "masked_fill_tensor", _masked_fill_impl, kind=OPAQUE, node_name="MaskedFillBackward1",
+    "masked_fill_tensor", row_major(_masked_fill_impl), kind=OPAQUE,
+    node_name="MaskedFillBackward1",
     meta=lambda x, mask, value: _masked_fill_meta(x, mask, None), save=(1,),
     vjp=(lambda g, ans, x, mask, value: g.masked_fill(mask, 0), None,
          lambda g, ans, x, mask, value: g.masked_fill(mask.logical_not(), 0).sum()),
@@ -232,10 +235,10 @@ def _tri_meta(name):
     return meta
 
 
-TRIL = defop("tril", lambda x, diagonal: np.tril(x, diagonal), kind=OPAQUE,
+TRIL = defop("tril", row_major(lambda x, diagonal: np.tril(x, diagonal)), kind=OPAQUE,
              meta=_tri_meta("tril"), vjp=(lambda g, ans, x, diagonal: tril(g, diagonal),),
              jvp=LINEAR, saved_names={"diagonal": ("param", "diagonal")})
-TRIU = defop("triu", lambda x, diagonal: np.triu(x, diagonal), kind=OPAQUE,
+TRIU = defop("triu", row_major(lambda x, diagonal: np.triu(x, diagonal)), kind=OPAQUE,
              meta=_tri_meta("triu"), vjp=(lambda g, ans, x, diagonal: triu(g, diagonal),),
              jvp=LINEAR, saved_names={"diagonal": ("param", "diagonal")})
 

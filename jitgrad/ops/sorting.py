@@ -16,6 +16,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import axis_alias, wrap_dim
 from .dtype_rules import refuse_dtypes
+from .memory_formats import laid_out_like
 from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .surface import public
@@ -46,8 +47,8 @@ def _take(x, idx, dim):
 
 
 def _sort_impl(x, dim, descending):
-    idx = _argsort_impl(x, dim, descending)
-    return _take(x, idx, dim), idx
+    idx = _argsort_impl(x, dim, descending)  # (both laid out as torch's: like the input)
+    return laid_out_like(_take(x, idx, dim), x), laid_out_like(idx, x)
 
 
 def _argtopk_impl(x, k, dim, largest):

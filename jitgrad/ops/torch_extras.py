@@ -22,6 +22,7 @@ from .registry import (BILINEAR, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, 
                        broadcast_shapes, defop)
 from .selection import where
 from .surface import public
+from .memory_formats import row_major, suggested_layout
 
 
 def _same_meta(x, **params):
@@ -30,7 +31,7 @@ def _same_meta(x, **params):
 
 # ---------------------------------------------------------------- rearranging
 FLIP = defop(
-    "flip", lambda x, dims: np.flip(x, dims).copy(), kind=OPAQUE, meta=_same_meta,
+    "flip", lambda x, dims: np.flip(x, dims).copy(order="K"), kind=OPAQUE, meta=_same_meta,
     vjp=(lambda g, ans, x, dims: apply(FLIP, g, dims=dims),), jvp=LINEAR,
     decompose=lambda x, dims: _flip_pieces(x, dims))
 
@@ -86,7 +87,8 @@ def flipud(input):  # noqa: A002
 
 
 ROLL = defop(
-    "roll", lambda x, shifts, dims: np.roll(x, shifts, dims), kind=OPAQUE, meta=_same_meta,
+    "roll", suggested_layout(lambda x, shifts, dims: np.roll(x, shifts, dims)), kind=OPAQUE,
+    meta=_same_meta,
     vjp=(lambda g, ans, x, shifts, dims: apply(
         ROLL, g, shifts=tuple(-s for s in shifts), dims=dims),),
     jvp=LINEAR, decompose=lambda x, shifts, dims: roll_pieces(x, shifts, dims))
@@ -122,7 +124,7 @@ def _repeat_vjp(g, ans, x, sizes):
 
 
 REPEAT = defop(
-    "repeat", _repeat_impl, kind=OPAQUE,
+    "repeat", row_major(_repeat_impl), kind=OPAQUE,
     meta=lambda x, sizes: (tuple(r * n for r, n in zip(
         sizes, (1,) * (len(sizes) - len(x.shape)) + tuple(x.shape))), x.dtype),
     vjp=(_repeat_vjp,), jvp=LINEAR, decompose=lambda x, sizes: tile_pieces(x, sizes))

@@ -20,6 +20,7 @@ from .reduce import _mean_dtype, expand_reduced
 from .registry import AUTOCAST_FP32, LINEAR, MOVEMENT, OPAQUE, apply, defop
 from .selection import where
 from .surface import public
+from .memory_formats import row_major
 
 _strided = np.lib.stride_tricks.as_strided
 
@@ -241,11 +242,13 @@ def _moments_jvp(root):
     return jvp
 
 
-VAR_MEAN = defop("var_mean", _moments_impl(False), kind=OPAQUE, meta=_moments_meta("var_mean"),
-                 n_outputs=2, save=(0,), vjp=_var_mean_vjp, saved_names=_MOMENTS_SAVED,
+VAR_MEAN = defop("var_mean", row_major(_moments_impl(False)), kind=OPAQUE,
+                 meta=_moments_meta("var_mean"), n_outputs=2, save=(0,), vjp=_var_mean_vjp,
+                 saved_names=_MOMENTS_SAVED,
                  decompose=_moments_decompose(False), jvp=_moments_jvp(False))
-STD_MEAN = defop("std_mean", _moments_impl(True), kind=OPAQUE, meta=_moments_meta("std_mean"),
-                 n_outputs=2, save=(0,), save_output=True, vjp=_std_mean_vjp,
+STD_MEAN = defop("std_mean", row_major(_moments_impl(True)), kind=OPAQUE,
+                 meta=_moments_meta("std_mean"), n_outputs=2, save=(0,), save_output=True,
+                 vjp=_std_mean_vjp,
                  saved_names=_MOMENTS_SAVED, decompose=_moments_decompose(True),
                  jvp=_moments_jvp(True))
 

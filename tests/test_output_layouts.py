@@ -1,0 +1,59 @@
+"""Output layouts against torch for transposed and channels-last inputs: reductions, scans,
+``layer_norm``, ``masked_fill``, ``tril`` and ``repeat`` give row-major results (so a
+``view`` of them works as in torch), while ``flip``, ``sort`` and channels-last ``group_norm``
+keep the input's layout, and ``roll`` keeps channels-last only. Strides of size-1 dims are not
+compared (they never matter)."""
+
+import numpy as np
+import pytest
+
+import jitgrad
+
+torch = pytest.importorskip("torch")
+
+CALLS = {
+    "sum": lambda L, x: x.sum(1), "sum_keepdim": lambda L, x: x.sum(1, keepdim=True),
+    "mean": lambda L, x: x.mean(0), "amax": lambda L, x: x.amax(2), "var": lambda L, x: x.var(1),
+    "std": lambda L, x: x.std(0), "max_dim": lambda L, x: x.max(1).values,
+    "argmax": lambda L, x: x.argmax(1), "norm": lambda L, x: x.norm(dim=1),
+    "logsumexp": lambda L, x: x.logsumexp(1), "prod": lambda L, x: x.prod(1),
+    "any": lambda L, x: (x > 0).any(1), "median": lambda L, x: x.median(1).values,
+    "var_mean": lambda L, x: L.var_mean(x, 1)[0], "aminmax": lambda L, x: L.aminmax(x, dim=1)[0],
+    "cumsum": lambda L, x: x.cumsum(0), "cumprod": lambda L, x: x.cumprod(1),
+    "cummax": lambda L, x: x.cummax(1).values, "logcumsumexp": lambda L, x: x.logcumsumexp(0),
+    "layer_norm": lambda L, x: L.nn.functional.layer_norm(x, (x.shape[-1],)),
+    "masked_fill": lambda L, x: x.masked_fill(x > 0, 0.0), "tril": lambda L, x: x.tril(),
+    "triu": lambda L, x: x.triu(), "roll": lambda L, x: x.roll(1, 0),
+    "repeat": lambda L, x: x.repeat(*[1] * x.ndim), "flip": lambda L, x: x.flip(0),
+    "sort": lambda L, x: x.sort(1).values, "sort_indices": lambda L, x: x.sort(1).indices,
+    "relu": lambda L, x: x.relu(), "softmax": lambda L, x: x.softmax(0),
+}
+INPUTS = {
+    "transposed": lambda L: L.tensor(np.arange(60.0).reshape(3, 4, 5) % 7 - 3).transpose(0, 2),
+    "channels_last": lambda L: L.tensor(np.arange(120.0).reshape(2, 3, 4, 5) % 7 - 3)
+    .contiguous(memory_format=L.channels_last),
+}
+
+
+def _layout(lib, call, make):
+    out = call(lib, make(lib))
+    return tuple(out.shape), tuple(s for s, n in zip(out.stride(), out.shape) if n != 1)
+
+
+@pytest.mark.parametrize("layout", list(INPUTS))
+@pytest.mark.parametrize("name", list(CALLS))
+def test_strides_match_torch(name, layout):
+    ours = _layout(jitgrad, CALLS[name], INPUTS[layout])
+    assert ours == _layout(torch, CALLS[name], INPUTS[layout])
+
+
+def test_group_norm_keeps_channels_last_and_view_works_after_reductions():
+    x = jitgrad.randn(2, 4, 3, 3).contiguous(memory_format=jitgrad.channels_last)
+    out = jitgrad.nn.functional.group_norm(x, 2)
+    assert out.is_contiguous(memory_format=jitgrad.channels_last) and not out.is_contiguous()
+    ref = jitgrad.nn.functional.group_norm(x.contiguous(), 2)
+    np.testing.assert_allclose(out.detach().numpy(), ref.detach().numpy(), rtol=1e-6)
+    t = jitgrad.randn(3, 4, 5).transpose(0, 2)
+    for y in (t.sum(1), t.masked_fill(t > 0, 0.0), t.cumsum(0), t.tril(),
+              jitgrad.nn.functional.layer_norm(t, (3,))):
+        assert y.view(-1).shape == (y.numel(),)  # (torch's outputs are row-major: this works)
