@@ -23,6 +23,7 @@ from .tensor import _new
 # ---------------------------------------------------------------- generators (torch.Generator)
 
 _SEED_MASK = 0xFFFF_FFFF_FFFF_FFFF
+DEFAULT_SEED = 67280421310721  # a new Generator's seed (torch's c10::default_rng_seed_val)
 
 
 class Generator:
@@ -37,6 +38,9 @@ class Generator:
     seed at its first draw: it draws for cuda tensors only, and its stream differs from a CPU
     generator's of the same seed (as torch's does).
 
+    A new generator starts from torch's default seed, 67280421310721, so its numbers are the
+    same in every run (as torch's; the global generator is seeded at random).
+
     Args:
         device: ``"cpu"`` (the default) or ``"cuda"`` / ``"cuda:0"``.
     """
@@ -44,7 +48,7 @@ class Generator:
     def __init__(self, device: Any = "cpu") -> None:
         self._device = check_device(device)
         self._states = None  # a cuda generator's device states (made at its first draw)
-        self.seed()
+        self.manual_seed(DEFAULT_SEED)
 
     @property
     def device(self) -> Any:
@@ -119,6 +123,7 @@ class Generator:
 
 
 _default = Generator()
+_default.seed()  # (the global generator starts from a random seed, as torch's)
 _generator = _default  # what ``default_generator()`` returns (reseeded in place)
 
 

@@ -369,3 +369,27 @@ def test_check_forward_ad_complex_and_fwd_over_rev():
     assert gradcheck(lambda a: (a * a.conj()).real, (z,), check_forward_ad=True, fast_mode=True)
     x, y = _randn(3, 4), _randn(4)
     assert gradgradcheck(lambda a, b: (a * b).tanh(), (x, y), check_fwd_over_rev=True)
+
+
+@pytest.mark.parametrize("complex_input", [False, True], ids=["real", "complex"])
+def test_fast_mode_projects_on_torchs_vectors(complex_input):
+    """Fast mode's random vectors are torch's (float32 draws of a fresh default-seeded
+    Generator, in the tensor's real dtype, of unit norm): a hook inside the checked function
+    sees the same output vector in both libraries."""
+    torch = pytest.importorskip("torch")
+    seen = {}
+    for lib in (jitgrad, torch):
+        got = seen[lib.__name__] = []
+
+        def f(z, lib=lib, got=got):
+            out = (z * z).abs() if complex_input else z.sin() * 2
+            out.register_hook(lambda g: got.append(g.detach().clone().numpy()))
+            return out
+
+        dtype = lib.complex128 if complex_input else lib.float64
+        z = lib.tensor([0.1 + 0.2j, 0.3j, -0.5] if complex_input else [0.1, 0.2, 0.3],
+                       dtype=dtype, requires_grad=True)
+        assert lib.autograd.gradcheck(f, (z,), fast_mode=True, check_undefined_grad=False)
+        assert lib.rand(1).numel() == 1  # (the user's generator is not the one drawn from)
+    assert len(seen["jitgrad"]) == len(seen["torch"]) > 0
+    np.testing.assert_array_equal(seen["jitgrad"][0], seen["torch"][0])

@@ -349,6 +349,19 @@ def test_seeds_use_their_low_32_bits_as_torch_does():
     assert b.initial_seed() == 7 + (5 << 32)
 
 
+def test_a_new_generator_starts_from_torchs_default_seed():
+    # torch.Generator() is seeded with 67280421310721 (its numbers are the same in every run);
+    # the global generator starts from a random seed
+    g = jitgrad.Generator()
+    assert g.initial_seed() == 67280421310721
+    first = jitgrad.rand(4, generator=g).numpy()
+    np.testing.assert_array_equal(first, jitgrad.rand(4, generator=jitgrad.Generator()).numpy())
+    if importlib.util.find_spec("torch") is not None:
+        torch = importlib.import_module("torch")
+        np.testing.assert_array_equal(first, torch.rand(4, generator=torch.Generator()).numpy())
+        assert jitgrad.Generator("cpu").initial_seed() == torch.Generator("cpu").initial_seed()
+
+
 def test_a_state_of_another_kind_is_refused():
     g = jitgrad.Generator()
     with pytest.raises(RuntimeError, match="RNG state size to be 16$"):

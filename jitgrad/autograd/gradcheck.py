@@ -20,6 +20,7 @@ from ._gradcheck_jacobian import (GradcheckError, _allclose, _analytical_jacobia
                                   _forward_jacobian, _grad, _is_float_or_complex, _is_tensor,
                                   _notallclose_msg, _numerical_jacobian, _numerical_jvps,
                                   _to_tensor)
+from .._generator import Generator as _Generator
 
 __all__ = ["GradcheckError", "gradcheck", "gradgradcheck"]
 
@@ -46,7 +47,6 @@ If the test
 - manually invokes gradcheck/gradgradcheck, then call gradcheck/gradgradcheck
   with `fast_mode=False` as a keyword argument.""".strip()
 
-_VEC_SEED = 67280421310721  # fast mode's projection vectors never touch the user's RNG
 
 
 # ---------------------------------------------------------------- slow and fast checks
@@ -81,10 +81,15 @@ def _slow_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad
     return True
 
 
-def _random_vec(rng: np.random.Generator, x, real: bool) -> np.ndarray:
-    dt = x.dtype.to_real() if real else x.dtype
-    vec = rng.random(x.numel()).astype(dt.np)
-    return vec / np.linalg.norm(vec)
+def _random_vec(gen, x, real: bool) -> np.ndarray:
+    """torch's projection vector: uniform float32 draws of ``gen`` in ``x``'s (real) dtype, of
+    unit norm."""
+    from .. import random
+    from .grad_mode import no_grad
+
+    with no_grad():
+        vec = random.rand(x.numel(), generator=gen).to(x.dtype.to_real() if real else x.dtype)
+        return (vec / vec.norm()).numpy()
 
 
 def _slow_mode_error(func, inputs, func_out, outputs, i, j, rtol, atol, eps,
@@ -112,7 +117,7 @@ def _slow_mode_error(func, inputs, func_out, outputs, i, j, rtol, atol, eps,
 
 def _fast_gradcheck(func, func_out, inputs, outputs, eps, rtol, atol, check_grad_dtypes,
                     nondet_tol, *, use_forward_ad=False, complex_indices=None, test_imag=False):
-    rng = np.random.default_rng(_VEC_SEED)
+    rng = _Generator()  # (a fresh one, as torch's: the user's random state is left alone)
     diff = [x for x in inputs if _is_tensor(x) and x.requires_grad]
     all_u = [(_random_vec(rng, x, True), _random_vec(rng, x, True)) if x.dtype.is_complex
              else _random_vec(rng, x, True) for x in diff]
@@ -233,7 +238,7 @@ def _test_undefined_forward_mode(func, inputs: tuple) -> bool:
     from ..ops.creation import zeros_like
 
     fw = _forward_ad()
-    rng = np.random.default_rng(_VEC_SEED)
+    rng = _Generator()
     diff_idx = [i for i, x in enumerate(inputs) if _is_tensor(x) and x.requires_grad]
     with fw.dual_level():
         duals = list(inputs)
