@@ -34,7 +34,7 @@ LAYERS = [
               "jitgrad._deterministic", "jitgrad._sym", "jitgrad._logging",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
-              "jitgrad.ops.op_fields", "jitgrad.ops.autocast_cast",
+              "jitgrad.ops.op_fields", "jitgrad.ops.opdef", "jitgrad.ops.autocast_cast",
               "jitgrad.ops.dtype_rules"]),
     ("registry", ["jitgrad.ops.registry", "jitgrad.ops.vjp_apply", "jitgrad.ops.op_observers",
                   "jitgrad._torch_function"]),  # (the __torch_function__ protocol's core)
