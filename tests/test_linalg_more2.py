@@ -227,6 +227,23 @@ def test_triangular_solve(upper, transpose, unitriangular):
     assert outs[1].shape == (2, 3, 3)
 
 
+def test_triangular_solve_refuses_mixed_dtypes_and_warns_once():
+    from jitgrad.ops import linalg_more2
+
+    with pytest.raises(RuntimeError, match=r"^Expected b and A to have the same dtype, but found b "
+                       r"of type Double and A of type ComplexDouble instead\.$"):
+        jg.triangular_solve(jg.ones(2, 1, dtype=jg.float64), jg.eye(2, dtype=jg.complex128))
+    linalg_more2._WARNED_TRIANGULAR_SOLVE.clear()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        jg.triangular_solve(jg.ones(2, 1), jg.eye(2))
+        jg.triangular_solve(jg.ones(2, 1), jg.eye(2))
+    assert len(caught) == 1 and caught[0].filename == __file__
+    assert str(caught[0].message).startswith(
+        "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will "
+        "be removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its")
+
+
 def test_chain_matmul():
     ms = [rng.standard_normal(s) for s in ((2, 3), (3, 4), (4, 2))]
     with warnings.catch_warnings():

@@ -18,6 +18,7 @@ import numpy as np
 
 from .autocast_policy import FP32, LOWER, autocast_policy
 from .. import dtypes
+from ..errors import user_stacklevel
 from .linalg2 import (
     _NOT_PD, LINALG_CHOLESKY, LINALG_INV, LINALG_SOLVE, LinAlgError, _check_square, _mh,
     _refuse_kernel)
@@ -501,18 +502,31 @@ def triangular_solve(input, A, upper: bool = True, transpose: bool = False,  # n
                      unitriangular: bool = False):
     """(legacy) ``(solution, cloned_coefficient)``: ``X`` with ``op(A) X = input`` for the
     triangle of ``A`` (``op``: the transpose with ``transpose``), and a copy of ``A``."""
-    warnings.warn("torch.triangular_solve is deprecated in favor of "
-                  "torch.linalg.solve_triangular", UserWarning, stacklevel=2)
     if input.ndim < 2 or A.ndim < 2:
         raise RuntimeError("torch.triangular_solve: Expected b to have at least 2 dimensions, "
                            f"but it has {input.ndim} dimensions instead" if input.ndim < 2 else
                            "torch.triangular_solve: Expected A to have at least 2 dimensions, "
                            f"but it has {A.ndim} dimensions instead")
+    if input.dtype is not A.dtype:
+        raise RuntimeError(f"Expected b and A to have the same dtype, but found b of type "
+                           f"{input.dtype._scalar_name} and A of type {A.dtype._scalar_name} "
+                           "instead.")
+    if not _WARNED_TRIANGULAR_SOLVE:  # (torch warns once a process)
+        _WARNED_TRIANGULAR_SOLVE.append(True)
+        warnings.warn(
+            "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand "
+            "will be removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its "
+            "arguments reversed and does not return a copy of one of the inputs.\nX = "
+            "torch.triangular_solve(B, A).solution\nshould be replaced with\nX = "
+            "torch.linalg.solve_triangular(A, B).", UserWarning, stacklevel=user_stacklevel())
     coefficient = A.mT if transpose else A
     solution = apply(SOLVE_TRIANGULAR, coefficient, input, upper=bool(upper) != bool(transpose),
                      unitriangular=bool(unitriangular), left=True)
     batch = tuple(solution.shape[:-2])
     return TriangularSolveResult(solution, A.expand(batch + tuple(A.shape[-2:])).clone())
+
+
+_WARNED_TRIANGULAR_SOLVE: list = []
 
 
 @public("chain_matmul")
