@@ -94,6 +94,10 @@ def __getattr__(name: str):
         from .amp import GradScaler
 
         return GradScaler
+    if name == "get_device_module":
+        from .accelerator import get_device_module
+
+        return get_device_module
     if name == "compile":  # torch.compile's entry point, on jit (imported on first use)
         from .jit.torch_compile import compile
 

@@ -62,3 +62,29 @@ def synchronize(device: Any = None, /) -> None:
     """Waits for the accelerator's queued work (nothing to wait for without one)."""
     if cuda.is_available():
         cuda.synchronize()
+
+
+def get_device_module(device: Any = None) -> Any:
+    """The module of a device type (``jitgrad.cpu``, ``jitgrad.cuda``): ``device``'s, or the
+    current accelerator's when None (``jitgrad.cpu`` without one), as ``torch.get_device_module``.
+
+    Args:
+        device: a ``jitgrad.device``, a device string, or None.
+    """
+    import importlib
+
+    if isinstance(device, _device):
+        kind = device.type
+    elif isinstance(device, str):
+        kind = _device(device).type
+    elif device is None:
+        found = current_accelerator()
+        kind = "cpu" if found is None else found.type
+    else:
+        raise RuntimeError(
+            f"Invalid value of device '{device}', expect torch.device, str, or None")
+    try:
+        return importlib.import_module(f"jitgrad.{kind}")
+    except ModuleNotFoundError:
+        raise RuntimeError(f"Device '{kind}' does not have a corresponding module registered as "
+                           f"'torch.{kind}'.") from None

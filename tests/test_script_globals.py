@@ -40,6 +40,23 @@ def test_accelerator_agrees_with_cuda():
     acc.synchronize()
 
 
+def test_get_device_module_matches_torch():
+    torch = pytest.importorskip("torch")
+    assert jitgrad.get_device_module() is (jitgrad.cuda if jitgrad.cuda.is_available()
+                                           else jitgrad.cpu)
+    for arg in ("cpu", "cpu:0", "cuda"):
+        for lib in (jitgrad, torch):
+            assert lib.get_device_module(arg).__name__ == f"{lib.__name__}.{arg.split(':')[0]}"
+    assert jitgrad.get_device_module(jitgrad.device("cpu")) is jitgrad.cpu
+    for arg in (3, "meta"):
+        texts = []
+        for lib in (jitgrad, torch):
+            with pytest.raises(RuntimeError) as info:
+                lib.get_device_module(arg)
+            texts.append(str(info.value))
+        assert texts[0] == texts[1]
+
+
 def test_float32_matmul_precision_matches_torch():
     torch = pytest.importorskip("torch")
     try:
