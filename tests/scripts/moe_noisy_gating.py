@@ -7,7 +7,7 @@ way the widely copied Shazeer noisy-gating code and expert-choice routing write 
   ``torch.where``, the cv^2 loss with ``var()``) and its SparseDispatcher (``torch.nonzero
   (gates).sort(0)``, ``split(1, dim=1)``, ``torch.split`` by part sizes, ``index_add``);
   expert-choice routing (``torch.topk`` over ``scores.t()``, three-operand ``einsum``);
-- a training-mode call (noise from torch's random numbers, gradients of the output and the
+- a training-mode call (noise drawn by torch's generator, gradients of the output and the
   balance loss) and an eval-mode call under ``torch.no_grad()`` compared with the dense mixture,
   expert counts by ``torch.histc``.
 """
