@@ -1,8 +1,9 @@
 """Output layouts against torch for transposed and channels-last inputs: reductions, scans,
-``layer_norm``, ``masked_fill``, ``tril`` and ``repeat`` give row-major results (so a
-``view`` of them works as in torch), while ``flip``, ``sort`` and channels-last ``group_norm``
-keep the input's layout, and ``roll`` keeps channels-last only. Strides of size-1 dims are not
-compared (they never matter)."""
+``layer_norm``, ``masked_fill``, ``masked_scatter``, ``tril`` and ``repeat`` give row-major
+results, and so do ``cat``/``stack`` but of channels-last inputs (so a ``view`` of them works
+as in torch), while ``flip``, ``sort`` and channels-last ``group_norm`` keep the input's
+layout, and ``roll`` keeps channels-last only. Strides of size-1 dims are not compared (they
+never matter)."""
 
 import numpy as np
 import pytest
@@ -27,6 +28,9 @@ CALLS = {
     "repeat": lambda L, x: x.repeat(*[1] * x.ndim), "flip": lambda L, x: x.flip(0),
     "sort": lambda L, x: x.sort(1).values, "sort_indices": lambda L, x: x.sort(1).indices,
     "relu": lambda L, x: x.relu(), "softmax": lambda L, x: x.softmax(0),
+    "cat": lambda L, x: L.cat([x, x], 0), "cat_dim1": lambda L, x: L.cat([x, x], 1),
+    "stack": lambda L, x: L.stack([x, x]), "masked_scatter": lambda L, x: x.masked_scatter(
+        x > 0, L.zeros(x.shape, dtype=x.dtype)),
 }
 INPUTS = {
     "transposed": lambda L: L.tensor(np.arange(60.0).reshape(3, 4, 5) % 7 - 3).transpose(0, 2),

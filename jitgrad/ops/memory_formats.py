@@ -115,3 +115,14 @@ def suggested_layout(impl: Callable) -> Callable:
         return out
 
     return run
+
+
+def concatenated_layout(out: np.ndarray, xs: tuple) -> np.ndarray:
+    """``cat``/``stack``'s result laid out as torch's: as NumPy leaves it when every input is
+    channels-last (torch keeps that format), else row-major."""
+    if type(out) is not np.ndarray or out.flags.c_contiguous:
+        return out
+    if xs and all(x.ndim in (4, 5) and not x.flags.c_contiguous
+                  and np.moveaxis(x, 1, -1).flags.c_contiguous for x in xs):
+        return out
+    return np.asarray(out, order="C")

@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import normalize_dims, numel, wrap_dim
 from . import registry
+from .memory_formats import concatenated_layout
 from .registry import LINEAR, MOVEMENT, apply, defop
 from .surface import public
 from .view_dtype import view_dtype
@@ -271,7 +272,9 @@ def _raise_cat_mismatch(shapes: list, ref: tuple | None, dim: int) -> None:
 def _cat_impl(*xs, dim):
     dt = np.result_type(*xs)
     kept = [x.astype(dt, copy=False) for x in xs if x.shape != _EMPTY_1D]
-    return np.concatenate(kept, axis=dim) if kept else np.zeros(_EMPTY_1D, dt)
+    if not kept:
+        return np.zeros(_EMPTY_1D, dt)
+    return concatenated_layout(np.concatenate(kept, axis=dim), kept)
 
 
 def _cat_vjp(g, ans, *xs, dim):
@@ -302,8 +305,8 @@ def _stack_meta(*xs, dim):
     return tuple(shape), dtypes.result_type(*xs)
 
 
-STACK = defop("stack", lambda *xs, dim: np.stack(
-    [x.astype(np.result_type(*xs), copy=False) for x in xs], axis=dim), kind=MOVEMENT,
+STACK = defop("stack", lambda *xs, dim: concatenated_layout(np.stack(
+    [x.astype(np.result_type(*xs), copy=False) for x in xs], axis=dim), xs), kind=MOVEMENT,
     meta=_stack_meta, vjp=lambda g, ans, *xs, dim: [g.select(dim, i) for i in range(len(xs))],
     jvp=LINEAR)
 

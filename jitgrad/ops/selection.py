@@ -148,7 +148,8 @@ MASKED_SELECT = defop(
     jvp=lambda ts, ans, x, mask: apply(MASKED_SELECT, ts[0], mask),
     saved_names={"mask": ("input", 1), "self_sym_sizes": ("sizes", 0)})
 MASKED_SCATTER = defop(
-    "masked_scatter", _masked_scatter_impl, kind=OPAQUE, meta=_masked_scatter_meta, save=(1,),
+    "masked_scatter", row_major(_masked_scatter_impl), kind=OPAQUE, meta=_masked_scatter_meta,
+    save=(1,),
     vjp=(lambda g, ans, x, mask, source: g.masked_fill(mask, 0), None,
          _masked_scatter_source_grad),
     jvp=lambda ts, ans, x, mask, source: _masked_scatter_jvp(ts, ans, mask, source),
