@@ -9,6 +9,8 @@ import numpy as np
 
 from .. import _torch_function as _tf
 from .. import dtypes
+from ..device import check_device
+from ..device import device as _device
 from . import elementwise as ew
 from . import extras, registry
 from .creation import host_device, tensor
@@ -207,9 +209,7 @@ def _to_arguments(args: tuple, kwargs: dict) -> dict | None:
     """torch's three ``to`` overloads: ``(device, dtype, non_blocking, copy)``, ``(dtype,
     non_blocking, copy)``, ``(tensor, non_blocking, copy)``, each with ``memory_format=``; the
     arguments by name, None when no overload takes them."""
-    from ..device import device
-    from .registry import Tensor
-
+    Tensor = registry.Tensor
     first = args[0] if args else None
     if isinstance(first, Tensor) or "tensor" in kwargs:
         names = ("tensor",) + _TO_FLAGS
@@ -225,7 +225,7 @@ def _to_arguments(args: tuple, kwargs: dict) -> dict | None:
             return None
         bound[k] = v
     dev, dt = bound.get("device"), bound.get("dtype")
-    if dev is not None and not isinstance(dev, (str, int, device)) or isinstance(dev, bool):
+    if dev is not None and not isinstance(dev, (str, int, _device)) or isinstance(dev, bool):
         return None
     if dt is not None and not isinstance(dt, dtypes.dtype) and dt not in dtypes.PYTHON_TYPES:
         return None
@@ -244,11 +244,13 @@ def _to_arguments(args: tuple, kwargs: dict) -> dict | None:
 def _to(self, *args: Any, **kwargs: Any):
     """``to(dtype)``, ``to(device)``, ``to(device, dtype)``, ``to(other)``, with
     ``non_blocking``, ``copy`` and ``memory_format=``; self if unchanged."""
-    from ..device import check_device
-    from .creation import invalid_combination
-
+    if not kwargs and len(args) == 1 and type(args[0]) is dtypes.dtype:  # (the common call)
+        dtype = args[0]
+        return self if dtype is self._dtype else apply(ew.TO_COPY, self, dtype=dtype)
     bound = _to_arguments(args, kwargs)
     if bound is None:
+        from .creation import invalid_combination
+
         raise invalid_combination("to", args, kwargs, _TO_SIGNATURES)
     if "tensor" in bound:  # to(other): its dtype and device
         dtype, dev = bound["tensor"].dtype, bound["tensor"].device
