@@ -178,10 +178,11 @@ def griffinlim(specgram, window, n_fft, hop_length, power, n_iter, momentum, len
     shape = specgram.size()
     specgram = specgram.reshape([-1] + list(shape[-2:]))
     specgram = specgram.pow(1 / power)
+    complex_dtype = torch.complex128 if specgram.dtype == torch.float64 else torch.complex64
     if rand_init:
-        angles = torch.rand(specgram.size(), dtype=torch.complex64)
+        angles = torch.rand(specgram.size(), dtype=complex_dtype)
     else:
-        angles = torch.full(specgram.size(), 1, dtype=torch.complex64)
+        angles = torch.full(specgram.size(), 1, dtype=complex_dtype)
     tprev = torch.tensor(0.0, dtype=specgram.dtype)
     convergence = []
     for _ in range(n_iter):
@@ -204,8 +205,10 @@ def griffinlim(specgram, window, n_fft, hop_length, power, n_iter, momentum, len
 
 def griffinlim_polar(magnitude, window, n_fft, hop_length, n_iter, momentum, length):
     """The librosa-style loop: phases as real angles, complex spectra built by torch.polar."""
-    phase = 2 * math.pi * torch.rand(magnitude.shape)
+    phase = 2 * math.pi * torch.rand(magnitude.shape, dtype=magnitude.dtype)
     previous = torch.zeros_like(magnitude, dtype=torch.complex64)
+    if magnitude.dtype == torch.float64:
+        previous = previous.to(torch.complex128)
     for _ in range(n_iter):
         inverse = torch.istft(torch.polar(magnitude, phase), n_fft, hop_length, window=window,
                               length=length)
@@ -253,10 +256,10 @@ class KeywordCNN(nn.Module):
     def __init__(self, n_classes=len(LABELS), channels=8):
         super().__init__()
         self.features = nn.Sequential(
-            nn.Conv2d(1, channels, 3, padding=1), nn.BatchNorm2d(channels), nn.ReLU(),
-            nn.MaxPool2d(2),
-            nn.Conv2d(channels, 2 * channels, 3, padding=1), nn.BatchNorm2d(2 * channels),
-            nn.ReLU(), nn.AdaptiveAvgPool2d((4, 1)))
+            nn.Conv2d(1, channels, 3, padding=1, bias=False), nn.BatchNorm2d(channels),
+            nn.ReLU(), nn.MaxPool2d(2),
+            nn.Conv2d(channels, 2 * channels, 3, padding=1, bias=False),
+            nn.BatchNorm2d(2 * channels), nn.ReLU(), nn.AdaptiveAvgPool2d((4, 1)))
         self.fc = nn.Linear(2 * channels * 4, n_classes)
 
     def forward(self, x):
@@ -266,9 +269,9 @@ class KeywordCNN(nn.Module):
 class MFCCConv1d(nn.Module):
     def __init__(self, n_input=N_MFCC, n_classes=len(LABELS), n_channel=16):
         super().__init__()
-        self.conv1 = nn.Conv1d(n_input, n_channel, kernel_size=3, padding=1)
+        self.conv1 = nn.Conv1d(n_input, n_channel, kernel_size=3, padding=1, bias=False)
         self.bn1 = nn.BatchNorm1d(n_channel)
-        self.conv2 = nn.Conv1d(n_channel, n_channel, kernel_size=3, padding=1)
+        self.conv2 = nn.Conv1d(n_channel, n_channel, kernel_size=3, padding=1, bias=False)
         self.bn2 = nn.BatchNorm1d(n_channel)
         self.fc1 = nn.Linear(n_channel, n_classes)
 
@@ -341,8 +344,16 @@ gl_final_convergence = spectral_convergence(gl_wave, gl_spec.sqrt())
 gl_polar_convergence = spectral_convergence(gl_polar, gl_spec.sqrt())
 fixed_results["griffinlim_convergence"] = gl_convergence
 fixed_results["griffinlim_no_momentum"] = gl_no_momentum
-fixed_results["griffinlim_wave"] = gl_wave
-fixed_results["griffinlim_polar_wave"] = gl_polar
+# (in float32 the 24 momentum iterations amplify rounding a thousandfold: the waveforms are
+# compared with torch's in float64, from a chirp computed in float64)
+window64 = torch.hann_window(N_FFT, dtype=torch.float64)
+t64 = torch.arange(2048, dtype=torch.float64) / SAMPLE_RATE
+chirp64 = torch.sin(2 * math.pi * (300.0 * t64 + 4000.0 * t64.pow(2)))
+gl_spec64 = spectrogram(chirp64, hop_length=64, window=window64)
+fixed_results["griffinlim_wave64"] = griffinlim(gl_spec64, window64, N_FFT, 64, 2.0, 24, 0.99,
+                                                2048)[0]
+fixed_results["griffinlim_polar_wave64"] = griffinlim_polar(
+    gl_spec64.sqrt(), window64, N_FFT, 64, n_iter=24, momentum=0.99, length=2048)
 
 # resampling a 200 Hz tone 8 kHz -> 4 kHz -> 8 kHz by linear interpolation
 tone = torch.sin(2 * math.pi * 200.0 * torch.arange(800) / SAMPLE_RATE).unsqueeze(0)
@@ -400,11 +411,11 @@ targets = torch.arange(4)
 logits = model(specs)
 fixed_loss = criterion(logits, targets)
 fixed_loss.backward()
-fixed_results["logits"] = logits
+fixed_results["logits"] = logits.detach()
 fixed_results["loss"] = fixed_loss.item()
 fixed_results["grad_conv1"] = model.features[0].weight.grad
 fixed_results["grad_fc"] = model.fc.weight.grad
-fixed_results["bn_running_mean"] = model.features[1].running_mean
+fixed_results["bn_running_mean"] = model.features[1].running_mean.clone()
 model.zero_grad()
 
 # ------------------------------------------------------------------------------ training
@@ -432,7 +443,7 @@ for epoch in range(epochs):
     model.train()
     mfcc_model.train()
     for data, lengths, target in train_loader:
-        batch_shapes.append(tuple(data.shape))
+        batch_shapes.append((tuple(data.shape), lengths.max().item()))
         with torch.no_grad():
             log_mel = normalize(transform.log_mel(data)).unsqueeze(1)
             log_mel = mask_along_axis_iid(log_mel, mask_param=6, mask_value=0.0, axis=2)
