@@ -391,6 +391,9 @@ class Tensor:
             raise TypeError(_meta.TO_NUMPY)
         if self._dtype is _BFLOAT16:
             raise TypeError("Got unsupported ScalarType BFloat16")
+        if registry.state.grad_enabled and self.requires_grad:  # (torch's __array__ is numpy())
+            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
+                               "tensor.detach().numpy() instead.")
         if dtype is None:
             return self._data
         return self._data.astype(dtype, copy=bool(copy))

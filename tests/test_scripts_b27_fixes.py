@@ -89,6 +89,17 @@ def test_numpy_of_a_tensor_that_requires_grad_is_allowed_under_no_grad():
         assert x.numpy().tolist() == [1.0, 1.0]
 
 
+def test_numpy_asarray_of_a_tensor_that_requires_grad_is_refused_as_torch():
+    y = jitgrad.ones(2, requires_grad=True) * 2
+    for call in (np.asarray, np.array, lambda t: np.asarray(t, dtype=np.float64), np.exp):
+        with pytest.raises(RuntimeError, match="Can't call numpy\\(\\) on Tensor that requires "
+                           "grad. Use tensor.detach\\(\\).numpy\\(\\) instead."):
+            call(y)
+    assert np.asarray(y.detach()).tolist() == [2.0, 2.0]
+    with jitgrad.no_grad():
+        assert np.asarray(y).tolist() == [2.0, 2.0]
+
+
 class _StraightThroughRound(jitgrad.autograd.Function):
     """round() forward, a custom (identity times a weight) backward: autodiff of the forward
     would give zeros, so the tests see which rule ran."""
