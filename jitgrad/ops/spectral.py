@@ -177,6 +177,12 @@ def stft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
 
     if center:
         input = _pad_signal(input, n_fft // 2, pad_mode)  # noqa: A001
+    if window is None:  # (torch warns first, before its checks)
+        _config.warn_once("stft-window", "A window was not provided. A rectangular window will "
+                          "be applied,which is known to cause spectral leakage. Other windows "
+                          "such as torch.hann_window or torch.hamming_window are recommended to "
+                          "reduce spectral leakage.To suppress this warning and use a rectangular "
+                          "window, explicitly set `window=torch.ones(n_fft, device=<device>)`.")
     complex_input = input.dtype.is_complex or (window is not None and window.dtype.is_complex)
     if return_complex is None and not complex_input:
         raise RuntimeError("stft requires the return_complex parameter be given for real "
@@ -206,12 +212,6 @@ def stft(input: Any, n_fft: int, hop_length: int | None = None,  # noqa: A002
     if not x.dtype.is_floating_point and not x.dtype.is_complex:
         x = x.to(dtypes.get_default_dtype())
     frames = unfold(x, 1, n_fft, hop)  # (batch, frames, n_fft)
-    if window is None:
-        _config.warn_once("stft-window", "A window was not provided. A rectangular window will "
-                          "be applied,which is known to cause spectral leakage. Other windows "
-                          "such as torch.hann_window or torch.hamming_window are recommended to "
-                          "reduce spectral leakage.To suppress this warning and use a rectangular "
-                          "window, explicitly set `window=torch.ones(n_fft, device=<device>)`.")
     if window is not None or win < n_fft:  # (no window: ones over win_length, centred)
         frames = frames * _centred_window(window, win, n_fft, frames)
     one = onesided if onesided is not None else not complex_input
