@@ -1,7 +1,7 @@
 """linalg's inv_ex/solve_ex/cholesky_ex, vecdot, cond, vander, tensorinv, tensorsolve,
 householder_product, diagonal, matmul; the top-level svd, pinverse, cholesky_solve,
-cholesky_inverse, triangular_solve, chain_matmul, trapezoid/trapz, cumulative_trapezoid and
-gradient: values and gradients against torch, gradcheck in float64, torch's error texts."""
+cholesky_inverse, triangular_solve, ormqr, chain_matmul, trapezoid/trapz, cumulative_trapezoid
+and gradient: values and gradients against torch, gradcheck in float64, torch's error texts."""
 
 import math
 import warnings
@@ -242,6 +242,48 @@ def test_triangular_solve_refuses_mixed_dtypes_and_warns_once():
     assert str(caught[0].message).startswith(
         "torch.triangular_solve is deprecated in favor of torch.linalg.solve_triangularand will "
         "be removed in a future PyTorch release.\ntorch.linalg.solve_triangular has its")
+
+
+@pytest.mark.parametrize("left", [True, False])
+@pytest.mark.parametrize("transpose", [False, True])
+@pytest.mark.parametrize("shape", [(4, 3), (4, 5), (2, 4, 3)])
+def test_ormqr_values_and_gradients_match_torch(left, transpose, shape):
+    h, tau = (x.numpy() for x in torch.geqrf(torch.tensor(rng.standard_normal(shape))))
+    mn = shape[-2]
+    c = rng.standard_normal(shape[:-2] + ((mn, 2) if left else (3, mn)))
+    _same(lambda a, t, o: jg.ormqr(a, t, o, left, transpose),
+          lambda a, t, o: torch.ormqr(a, t, o, left, transpose), h, tau, c)
+
+
+def test_ormqr_complex_and_method():
+    a = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    h, tau = (x.numpy() for x in torch.geqrf(torch.tensor(a)))
+    c = rng.standard_normal((3, 2)) + 1j * rng.standard_normal((3, 2))
+    ours = jg.tensor(h).ormqr(jg.tensor(tau), jg.tensor(c), transpose=True)
+    np.testing.assert_allclose(ours.numpy(), torch.ormqr(torch.tensor(h), torch.tensor(tau),
+                                                         torch.tensor(c), transpose=True).numpy(),
+                               rtol=1e-10, atol=1e-12)
+
+
+@pytest.mark.parametrize("shapes,kw", [
+    (((4,), (3,), (4, 2)), {}), (((4, 3), (3,), (4,)), {}), (((4, 3), (3,), (2, 4)), {}),
+    (((4, 3), (5,), (4, 2)), {}), (((4, 3), (2,), (4, 2)), {}),
+    (((2, 4, 3), (3, 3), (2, 4, 2)), {}), (((2, 4, 3), (2, 3), (3, 4, 2)), {}),
+    (((2, 4, 3), (2, 3), (4, 2)), {}),
+    (((1, 4, 3), (3,), (1, 4, 2)), {}), (((2, 3), (3,), (5, 2)), {"left": False}),
+    (((4, 3), (3,), (2, 3)), {"left": False})])
+def test_ormqr_errors_match_torch(shapes, kw):
+    texts = []
+    for lib in (jg, torch):
+        args = [lib.ones(s, dtype=lib.float64) for s in shapes]
+        with pytest.raises(RuntimeError) as info:
+            lib.ormqr(*args, **kw)
+        texts.append(str(info.value))
+    assert texts[0] == texts[1]
+    for lib in (jg, torch):
+        with pytest.raises(RuntimeError, match="Expected input and tau to have the same dtype"):
+            lib.ormqr(lib.ones(4, 3, dtype=lib.float64), lib.ones(3), lib.ones(4, 2,
+                                                                               dtype=lib.float64))
 
 
 def test_chain_matmul():

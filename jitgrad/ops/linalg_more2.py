@@ -384,6 +384,61 @@ def orgqr(input, input2):  # noqa: A002
     return householder_product(input, input2)
 
 
+def _check_ormqr(input, tau, other, left: bool) -> None:  # noqa: A002
+    where = -2 if left else -1
+    if input.ndim < 2:
+        raise RuntimeError("torch.ormqr: input must have at least 2 dimensions.")
+    if other.ndim < 2:
+        raise RuntimeError("torch.ormqr: other must have at least 2 dimensions.")
+    if input.ndim - tau.ndim != 1:
+        raise RuntimeError("torch.ormqr: Expected tau to have one dimension less than input, but "
+                           f"got tau.ndim equal to {tau.ndim} and input.ndim is equal to "
+                           f"{input.ndim}")
+    if other.ndim != input.ndim:
+        raise RuntimeError("torch.ormqr: Expected other to have the same number of dimensions as "
+                           f"input, but got other.ndim equal to {other.ndim} and input.ndim is "
+                           f"equal to {input.ndim}")
+    batch = list(input.shape[:-2])
+    for name, got in (("tau", list(tau.shape[:-1])), ("other", list(other.shape[:-2]))):
+        if got != batch:
+            raise RuntimeError(f"torch.ormqr: Expected batch dimensions of {name} to be equal to "
+                               f"input.shape[:-2], but got {got}")
+    if other.shape[where] != input.shape[-2]:
+        raise RuntimeError(f"torch.ormqr: other.shape[{where}] must be equal to "
+                           "input.shape[-2]")
+    if tau.shape[-1] != min(other.shape[where], input.shape[-1]):
+        raise RuntimeError(f"torch.ormqr: tau.shape[-1] must be equal to "
+                           f"min(other.shape[{where}], input.shape[-1])")
+    for name, t in (("tau", tau), ("other", other)):
+        if t.dtype is not input.dtype:
+            raise RuntimeError(f"torch.ormqr: Expected input and {name} to have the same dtype, "
+                               f"but input has dtype{input.dtype._scalar_name} and {name} has "
+                               f"dtype {t.dtype._scalar_name}")
+    if not (input.dtype.is_floating_point or input.dtype.is_complex) or input.dtype.itemsize < 4:
+        raise NotImplementedError(f'"ormqr_cpu" not implemented for '
+                                  f"'{input.dtype._scalar_name}'")
+
+
+@public("ormqr", method=True)
+def ormqr(input, input2, input3, left: bool = True, transpose: bool = False):  # noqa: A002
+    """``op(Q) @ other`` (``left``) or ``other @ op(Q)``, ``Q`` the product of the Householder
+    reflectors ``(input, tau)`` of ``geqrf`` and ``op`` its conjugate transpose with
+    ``transpose`` (LAPACK's ormqr): the reflectors applied one by one, so it is
+    differentiable in all three arguments."""
+    from .selection import tril
+
+    tau, c = input2, input3
+    _check_ormqr(input, tau, c, left)
+    k = tau.shape[-1]
+    v = tril(input[..., :, :k], -1) + _eye_like(input.shape[-2], input)[:, :k]
+    scales = tau.conj() if transpose else tau
+    order = range(k) if left == bool(transpose) else range(k - 1, -1, -1)
+    for i in order:  # H_i = I - tau_i v_i v_i^H
+        vi, ti = v[..., :, i:i + 1], scales[..., i:i + 1].unsqueeze(-1)
+        c = c - vi @ (ti * (_mh(vi) @ c)) if left else c - ((c @ vi) * ti) @ _mh(vi)
+    return c
+
+
 # ---------------------------------------------------------------- top-level legacy names
 
 
