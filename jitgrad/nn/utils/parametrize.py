@@ -147,6 +147,22 @@ def type_before_parametrizations(module: Module) -> type:
     return type(module).__bases__[0] if is_parametrized(module) else type(module)
 
 
+def _refuse_pickling(self: Module) -> None:
+    raise RuntimeError(
+        "Serialization of parametrized modules is only supported through state_dict(). See:\n"
+        "https://pytorch.org/tutorials/beginner/saving_loading_models.html"
+        "#saving-loading-a-general-checkpoint-for-inference-and-or-resuming-training")
+
+
+def _deepcopy_module(self: Module, memo: dict) -> Module:
+    import copy
+
+    replica = self.__new__(type(self))
+    memo[id(self)] = replica
+    replica.__dict__ = copy.deepcopy(self.__dict__, memo)
+    return replica
+
+
 def register_parametrization(module: Module, tensor_name: str, parametrization: Module, *,
                              unsafe: bool = False) -> Module:
     """Makes ``module.<tensor_name>`` the output of ``parametrization`` applied to the
@@ -180,7 +196,10 @@ def register_parametrization(module: Module, tensor_name: str, parametrization: 
     delattr(module, tensor_name)
     if not is_parametrized(module):
         cls = module.__class__
-        module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), {})
+        fields = {"__getstate__": _refuse_pickling}
+        if not hasattr(cls, "__deepcopy__"):  # (deepcopy would call __getstate__ otherwise)
+            fields["__deepcopy__"] = _deepcopy_module
+        module.__class__ = type(f"Parametrized{cls.__name__}", (cls,), fields)
         module.parametrizations = ModuleDict()
 
     def get_parametrized(self: Module) -> Tensor:
