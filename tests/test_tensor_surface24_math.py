@@ -159,6 +159,23 @@ def test_as_strided_and_as_strided_scatter():
     assert gradcheck(lambda t: jitgrad.as_strided(t, (3, 2), (1, 2)), (x,))
 
 
+def test_as_strided_of_a_detached_view_reads_its_parents_storage():
+    """``.detach()`` / ``.data`` of a view keep the parent's storage and offset (torchdiffeq's
+    adjoint calls ``torch.as_strided(t.detach(), (), ())`` on an element of its time grid)."""
+    for make in (lambda lib: lib.arange(6.0)[1:5].detach(), lambda lib: lib.arange(6.0)[1:5].data,
+                 lambda lib: lib.arange(12.0).reshape(3, 4).t().detach()):
+        _run(lambda lib, _, make=make: make(lib).as_strided((2,), (2,), 1), _data(1), grad=False)
+        _run(lambda lib, _, make=make: make(lib).as_strided((2,), (1,)), _data(1), grad=False)
+        _run(lambda lib, _, make=make: lib.as_strided(make(lib), (), ()), _data(1), grad=False)
+    # a gradient reaches the detached view's own elements only
+    _run(lambda lib, _: lib.arange(6.0, dtype=lib.float64)[1:5].detach().requires_grad_()
+         .as_strided((3,), (2,), 0), _data(1), grad=False)
+    for lib in (jitgrad, pytest.importorskip("torch")):
+        w = lib.arange(6.0, dtype=lib.float64)[1:5].detach().requires_grad_()
+        w.as_strided((3,), (2,), 0).sum().backward()
+        assert w.grad.tolist() == [0.0, 1.0, 0.0, 1.0]
+
+
 @pytest.mark.parametrize("r,rep", [(2, False), (2, True), (3, False), (1, False), (0, False),
                                    (4, False)])
 def test_combinations(r, rep):

@@ -373,29 +373,52 @@ def diagonal_scatter(input: Any, src: Any, offset: int = 0, dim1: int = 0,  # no
     return _scatter_into(moved, src, key).movedim((-2, -1), (d1, d2))
 
 
-def _strided_index(input: Any, size: Any, stride: Any, storage_offset: Any) -> tuple:
-    """The storage ``as_strided`` reads (the base's elements) and the flat indices into it."""
-    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
-    if len(size) != len(stride):
-        raise RuntimeError("mismatch in length of strides and shape")
-    base = input if input._base is None else input._base
-    if not base.is_contiguous():
-        base = base.contiguous()
-    offset = input.storage_offset() if storage_offset is None else int(storage_offset)
+def _positions(size: tuple, stride: tuple, offset: int) -> np.ndarray:
     idx = np.full(size, offset, dtype=np.int64)
     for d, (n, s) in enumerate(zip(size, stride)):
         shape = [1] * len(size)
         shape[d] = n
         idx = idx + (np.arange(n, dtype=np.int64) * s).reshape(shape)
+    return idx
+
+
+def _storage(input: Any) -> Any:  # noqa: A002
+    """``input``'s storage as a flat tensor: its base's elements (made contiguous); for a tensor
+    whose memory lies inside a larger array with no base of its own (``.detach()`` or ``.data``
+    of a view), that array's, with ``input``'s own elements (and gradient) in their places."""
+    from .creation import tensor
+    from .storage import root_array
+
+    if input._base is not None:
+        base = input._base
+        return (base if base.is_contiguous() else base.contiguous()).reshape(-1)
+    data = input._data
+    if type(data) is np.ndarray:
+        root = root_array(data)
+        if root is not data and root.dtype == data.dtype and root.flags.c_contiguous:
+            own = _positions(tuple(input.shape), tuple(input.stride()), input.storage_offset())
+            flat = tensor(root.reshape(-1), dtype=input.dtype)
+            return flat.index_put((tensor(own.reshape(-1)),), input.reshape(-1))
+    return (input if input.is_contiguous() else input.contiguous()).reshape(-1)
+
+
+def _strided_index(input: Any, size: Any, stride: Any, storage_offset: Any) -> tuple:
+    """The storage ``as_strided`` reads (``_storage``) and the flat indices into it."""
+    size, stride = tuple(int(s) for s in size), tuple(int(s) for s in stride)
+    if len(size) != len(stride):
+        raise RuntimeError("mismatch in length of strides and shape")
+    storage = _storage(input)
+    offset = input.storage_offset() if storage_offset is None else int(storage_offset)
+    idx = _positions(size, stride, offset)
     need = 1 + offset + sum((n - 1) * s for n, s in zip(size, stride)) if all(size) else 0
-    if need > base.numel():
+    if need > storage.numel():
         raise RuntimeError(f"setStorage: sizes {list(size)}, strides {list(stride)}, storage "
                            f"offset {offset}, and itemsize {input.dtype.itemsize} requiring a "
                            f"storage size of {need * input.dtype.itemsize} are out of bounds for "
-                           f"storage of size {base.numel() * input.dtype.itemsize}")
+                           f"storage of size {storage.numel() * input.dtype.itemsize}")
     from .creation import tensor
 
-    return base.reshape(-1), tensor(idx, device=input.device)
+    return storage, tensor(idx, device=input.device)
 
 
 @public("as_strided", method=True)
