@@ -192,3 +192,13 @@ def test_allowed_cases_and_requires_grad(lib):
     w.mul_(2)
     w.sum().backward()
     assert z.grad.sum().item() == pytest.approx(48.0)
+
+
+def test_is_view_matches_torch():
+    results = []
+    for lib in (jitgrad, torch):
+        x = lib.randn(3, 4)
+        results.append([x[1:]._is_view(), x._is_view(), x.t()._is_view(),
+                        x.detach()._is_view(), x.split(2)[0]._is_view(), (x + 1)._is_view(),
+                        x.view(12)._is_view(), x[1:].detach()._is_view()])
+    assert results[0] == results[1]

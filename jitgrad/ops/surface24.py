@@ -415,6 +415,7 @@ _METHODS = {
     "is_signed": is_signed, "is_nonzero": is_nonzero, "is_conj": is_conj, "is_neg": is_neg,
     "is_inference": is_inference, "resolve_conj": resolve_conj, "resolve_neg": resolve_neg,
     "detach_": detach_, "ndimension": ndimension, "new": new,
+    "_is_view": lambda self: self._base is not None,
     "new_empty_strided": new_empty_strided,
     "byte": lambda self, memory_format=None: self.to(dtypes.uint8),
     "char": lambda self, memory_format=None: self.to(dtypes.int8),
