@@ -311,23 +311,18 @@ def test_chain_dataset():
     assert list(Stream(2) + Stream(3)) == [0, 1, 0, 1, 2]
 
 
-def test_num_workers_loads_in_process_with_the_same_batches():
+def test_worker_processes_give_the_same_batches():
+    # (worker_init_fn, get_worker_info and IterableDataset with workers:
+    # tests/test_dataloader_workers.py)
     ds = _tensor_ds(jitgrad)
     serial = list(data.DataLoader(ds, batch_size=3))
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         workers = list(data.DataLoader(ds, batch_size=3, num_workers=2, prefetch_factor=2,
-                                       persistent_workers=True))
+                                       persistent_workers=True, timeout=60))
+    assert len(serial) == len(workers)
     for a, b in zip(serial, workers):
         assert all(np.array_equal(x.numpy(), y.numpy()) for x, y in zip(a, b))
-
-    class Stream(data.IterableDataset):
-        def __iter__(self):
-            return iter(range(3))
-    with pytest.raises(NotImplementedError, match="IterableDataset"):
-        data.DataLoader(Stream(), num_workers=2)
-    with pytest.raises(NotImplementedError, match="worker_init_fn"):
-        data.DataLoader(ds, num_workers=2, worker_init_fn=lambda i: None)
 
 
 def test_custom_collate_fn_and_sampler_classes():

@@ -1,30 +1,44 @@
 """``DataLoader``: batches of a data set, in the order of a sampler (torch.utils.data's).
 
-jitgrad loads in the calling process. ``num_workers > 0`` is accepted for map-style data
-sets and gives the same batches in the same order as torch's worker processes would (torch
-keeps the sampler's order), but loads them in this process, one after another; with an
-``IterableDataset`` (where torch's workers would each replay the stream) or a
-``worker_init_fn`` it raises ``NotImplementedError`` rather than give different data.
+With ``num_workers=0`` each batch is loaded in the calling process when it is asked for. With
+``num_workers > 0``, as torch's, each pass (``iter(loader)``) starts worker processes
+(``multiprocessing_context``, by default the platform's start method: ``fork`` on Linux) and
+the iterator (``_loader_iter``) hands them work over one index queue each: a batch of the
+batch sampler's indices (map-style data), or "the next batch" (an ``IterableDataset``, which
+each worker iterates over itself: a copy of the stream per worker, unless the data set shards
+itself with ``get_worker_info()``). A worker (``_worker``) fetches and collates the batch and
+sends it back pickled over the shared result queue (a batch that does not pickle comes back as
+that error); up to ``prefetch_factor`` batches per worker are outstanding. The batches come in
+the sampler's order (``in_order=True``) or as they arrive.
+
+Seeds are torch's: the iterator draws a base seed from ``generator`` (or the default generator)
+when it is created, with or without workers; worker ``i`` seeds jitgrad's default generator
+and Python's ``random`` with ``base_seed + i`` and NumPy's from the two, then calls
+``worker_init_fn(i)``. An exception in a worker is raised again in the main process (the same
+class, its message naming the worker and holding the original traceback). The workers exit at
+the end of each pass and when the iterator is collected, or, with ``persistent_workers``,
+serve every pass until the loader is collected (at the latest, at exit). A worker that dies is
+noticed within 5 s (or ``timeout``) and raises ``RuntimeError``.
 """
 
 from __future__ import annotations
 
+import multiprocessing
+import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ... import accelerator, dtypes
-from ...ops.creation import empty
 from ._collate import default_collate, default_convert
+from ._loader_iter import _BaseIter, _MultiProcessIter, _SingleProcessIter
+from ._worker import get_worker_info
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info"]
 
-
-def get_worker_info() -> None:
-    """None: jitgrad loads data in the calling process (torch returns None there too)."""
-    return None
+_FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
+           "persistent_workers")
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -33,33 +47,10 @@ class _InfiniteConstantSampler(Sampler):
             yield None
 
 
-class _LoaderIter:
-    """One pass over a ``DataLoader`` (``len()`` is the loader's)."""
-
-    def __init__(self, loader: DataLoader) -> None:
-        # (torch's _BaseDataLoaderIter warns as each pass starts)
-        if loader.pin_memory and loader.pin_memory_device:
-            warnings.warn("pin_memory_device is deprecated, the current accelerator will be used "
-                          f"as the device,ignore pin_memory_device='{loader.pin_memory_device}'.",
-                          stacklevel=2)
-        if loader.pin_memory and not accelerator.is_available():
-            warnings.warn("'pin_memory' argument is set as true but no accelerator is found, then "
-                          "device pinned memory won't be used.", stacklevel=2)
-        self._loader = loader
-        self._batches = loader._generate()
-        # torch's iterator draws its workers' base seed here, from the loader's generator
-        # (the default one when it has none), so the draws after it are torch's too
-        self._base_seed = int(empty((), dtype=dtypes.int64).random_(
-            generator=loader.generator).item())
-
-    def __iter__(self) -> _LoaderIter:
-        return self
-
-    def __next__(self) -> Any:
-        return next(self._batches)
-
-    def __len__(self) -> int:
-        return len(self._loader)
+def _cpu_count() -> int | None:
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0))
+    return os.cpu_count()
 
 
 class DataLoader:
@@ -73,20 +64,34 @@ class DataLoader:
         sampler: the order of the indices (excludes ``shuffle``).
         batch_sampler: yields lists of indices (excludes ``batch_size``, ``shuffle``,
             ``sampler`` and ``drop_last``).
-        num_workers: accepted for map-style data sets, loaded in this process (see the module
-            note). Default: 0.
-        collate_fn: turns a list of samples into a batch (default: ``default_collate``).
+        num_workers: how many worker processes load batches; 0 loads in the calling process.
+            Default: 0.
+        collate_fn: turns a list of samples into a batch (default: ``default_collate``); with
+            workers it runs in the workers.
         pin_memory: ignored (jitgrad pins no memory); without an accelerator each pass warns,
             as torch's.
         drop_last: drop the last incomplete batch. Default: False.
-        timeout: must be non-negative (there are no workers to wait for).
-        worker_init_fn: only with ``num_workers=0`` (it would never be called).
-        multiprocessing_context: accepted and unused.
-        generator: the ``jitgrad.Generator`` the ``RandomSampler`` draws from.
-        prefetch_factor: only with ``num_workers > 0``, as torch.
-        persistent_workers: only with ``num_workers > 0``, as torch.
+        timeout: with workers, the seconds to wait for a batch before raising
+            ``RuntimeError``; 0 waits for ever. Must be 0 without workers. Default: 0.
+        worker_init_fn: called as ``worker_init_fn(worker_id)`` in each worker after it is
+            seeded and before it loads.
+        multiprocessing_context: the start method (``"fork"``, ``"spawn"``, ``"forkserver"``)
+            or a ``multiprocessing`` context the workers start from; only with workers.
+        generator: the ``jitgrad.Generator`` the ``RandomSampler`` and the workers' base seed
+            are drawn from (default: the default generator).
+        prefetch_factor: batches asked for in advance per worker; only with
+            ``num_workers > 0``, where it defaults to 2.
+        persistent_workers: keep the workers (and their state) from one pass to the next;
+            only with ``num_workers > 0``. Default: False.
         pin_memory_device: accepted and unused.
-        in_order: accepted (batches always come in order).
+        in_order: yield batches in the sampler's order; ``False`` yields them as the workers
+            finish them. Default: True.
+
+    Example::
+
+        >>> loader = DataLoader(dataset, batch_size=32, shuffle=True, num_workers=2)
+        >>> for x, y in loader:
+        ...     ...
     """
 
     def __init__(self, dataset: Any, batch_size: int | None = 1, shuffle: bool | None = None,
@@ -107,17 +112,12 @@ class DataLoader:
             raise ValueError("prefetch_factor option could only be specified in "
                              "multiprocessing.let num_workers > 0 to enable multiprocessing, "
                              "otherwise set prefetch_factor to None.")
+        if num_workers > 0 and prefetch_factor is None:
+            prefetch_factor = 2
+        elif prefetch_factor is not None and prefetch_factor < 0:
+            raise ValueError("prefetch_factor option should be non-negative")
         if persistent_workers and num_workers == 0:
             raise ValueError("persistent_workers option needs num_workers > 0")
-        if num_workers > 0 and isinstance(dataset, IterableDataset):
-            raise NotImplementedError(
-                "jitgrad's DataLoader loads in the calling process: num_workers > 0 with an "
-                "IterableDataset (each torch worker replays the stream) is not supported; use "
-                "num_workers=0")
-        if num_workers > 0 and worker_init_fn is not None:
-            raise NotImplementedError(
-                "jitgrad's DataLoader loads in the calling process and has no workers to run "
-                "worker_init_fn in; use num_workers=0")
         self.dataset = dataset
         self.num_workers = num_workers
         self.prefetch_factor = prefetch_factor
@@ -126,7 +126,6 @@ class DataLoader:
         self.timeout = timeout
         self.worker_init_fn = worker_init_fn
         self.multiprocessing_context = multiprocessing_context
-        self.persistent_workers = persistent_workers
         self.in_order = in_order
         self._is_iterable = isinstance(dataset, IterableDataset)
         if self._is_iterable:
@@ -169,6 +168,44 @@ class DataLoader:
         if collate_fn is None:
             collate_fn = default_collate if batch_sampler is not None else default_convert
         self.collate_fn = collate_fn
+        self.persistent_workers = persistent_workers
+        self._IterableDataset_len_called: int | None = None  # (len() warns past it)
+        self._iterator: _BaseIter | None = None  # (the persistent workers' iterator)
+        self._initialized = True
+        self.check_worker_number_rationality()
+
+    _initialized = False
+
+    def __setattr__(self, attr: str, val: Any) -> None:
+        if self._initialized and attr in _FROZEN:
+            raise ValueError(f"{attr} attribute should not be set after "
+                             f"{self.__class__.__name__} is initialized")
+        super().__setattr__(attr, val)
+
+    @property
+    def multiprocessing_context(self) -> Any:
+        """The ``multiprocessing`` context the workers start from (None: the default)."""
+        return self._multiprocessing_context
+
+    @multiprocessing_context.setter
+    def multiprocessing_context(self, context: Any) -> None:
+        if context is not None:
+            if self.num_workers == 0:
+                raise ValueError("multiprocessing_context can only be used with multi-process "
+                                 "loading (num_workers > 0), but got "
+                                 f"num_workers={self.num_workers}")
+            if isinstance(context, str):
+                methods = multiprocessing.get_all_start_methods()
+                if context not in methods:
+                    raise ValueError("multiprocessing_context option should specify a valid "
+                                     f"start method in {methods!r}, but got "
+                                     f"multiprocessing_context={context!r}")
+                context = multiprocessing.get_context(context)
+            if not isinstance(context, multiprocessing.context.BaseContext):
+                raise TypeError("multiprocessing_context option should be a valid context "
+                                "object or a string specifying the start method, but got "
+                                f"multiprocessing_context={context}")
+        self._multiprocessing_context = context
 
     @property
     def _auto_collation(self) -> bool:
@@ -178,38 +215,45 @@ class DataLoader:
     def _index_sampler(self) -> Any:
         return self.batch_sampler if self._auto_collation else self.sampler
 
-    def __iter__(self) -> _LoaderIter:
-        return _LoaderIter(self)
+    def _get_iterator(self) -> _BaseIter:
+        if self.num_workers == 0:
+            return _SingleProcessIter(self)
+        self.check_worker_number_rationality()
+        return _MultiProcessIter(self)
 
-    def _fetch(self, index: Any) -> Any:
-        if not self._auto_collation:
-            return self.collate_fn(self.dataset[index])
-        getitems = getattr(self.dataset, "__getitems__", None)
-        data = getitems(index) if callable(getitems) else [self.dataset[i] for i in index]
-        return self.collate_fn(data)
+    def __iter__(self) -> _BaseIter:
+        # (persistent workers serve every pass: one iterator, reset for each)
+        if self.persistent_workers and self.num_workers > 0:
+            if self._iterator is None:
+                self._iterator = self._get_iterator()
+            else:
+                self._iterator._reset(self)
+            return self._iterator
+        return self._get_iterator()
 
-    def _generate(self) -> Iterator[Any]:
-        if not self._is_iterable:
-            for index in self._index_sampler:
-                yield self._fetch(index)
+    def check_worker_number_rationality(self) -> None:
+        """Warns when ``num_workers`` exceeds the CPUs this process may run on (as torch)."""
+        if not self.num_workers:
             return
-        stream = iter(self.dataset)
-        if not self._auto_collation:
-            for sample in stream:
-                yield self.collate_fn(sample)
+        suggested = _cpu_count()
+        if suggested is not None and self.num_workers <= suggested:
             return
-        batch: list = []
-        for sample in stream:
-            batch.append(sample)
-            if len(batch) == self.batch_size:
-                yield self.collate_fn(batch)
-                batch = []
-        if batch and not self.drop_last:
-            yield self.collate_fn(batch)
+        if suggested is None:
+            hint = ("DataLoader is not able to compute a suggested max number of worker in "
+                    "current system.")
+        else:
+            cpuset = "" if hasattr(os, "sched_getaffinity") else \
+                " (`cpuset` is not taken into account)"
+            hint = (f"Our suggested max number of worker in current system is {suggested}"
+                    f"{cpuset}, which is smaller than what this DataLoader is going to create.")
+        warnings.warn(f"This DataLoader will create {self.num_workers} worker processes in "
+                      f"total. {hint} Please be aware that excessive worker creation might get "
+                      "DataLoader running slow or even freeze, lower the worker number to avoid "
+                      "potential slowness/freeze if necessary.", stacklevel=2)
 
     def __len__(self) -> int:
         if self._is_iterable:
-            length = len(self.dataset)
+            length = self._IterableDataset_len_called = len(self.dataset)
             if self.batch_size is not None:
                 if self.drop_last:
                     return length // self.batch_size
