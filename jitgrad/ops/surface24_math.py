@@ -392,7 +392,7 @@ def _storage(input: Any) -> Any:  # noqa: A002
     if input._base is not None:
         base = input._base
         return (base if base.is_contiguous() else base.contiguous()).reshape(-1)
-    data = input._data
+    data = input._data if input._trace is None else None  # (a tracer: no memory of its own)
     if type(data) is np.ndarray:
         root = root_array(data)
         if root is not data and root.dtype == data.dtype and root.flags.c_contiguous:
