@@ -422,3 +422,23 @@ def test_embedding_with_padding_idx_and_a_batched_table_loops():
     want = jitgrad.stack([grad(f)(w[b]) for b in range(B)])
     np.testing.assert_allclose(grads.numpy(), want.numpy(), rtol=1e-12)
     assert (grads[:, 0] == 0).all()  # the padding row gets no gradient
+
+
+def test_debug_unwrap_matches_torch_func():
+    """``func.debug_unwrap``: the batch a vmapped tensor stands for (every level, or only the
+    innermost with ``recurse=False``); other tensors pass unchanged."""
+    torch = pytest.importorskip("torch")
+    shapes = {}
+    for lib in (jitgrad, torch):
+        seen = shapes[lib.__name__] = []
+
+        def f(x, lib=lib, seen=seen):
+            whole = lib.func.debug_unwrap(x)
+            seen.append((tuple(whole.shape), tuple(lib.func.debug_unwrap(x, recurse=False).shape),
+                         whole.sum().item()))
+            return x * 2
+
+        lib.func.vmap(lib.func.vmap(f))(lib.arange(24.0).reshape(3, 2, 4))
+        plain = lib.ones(2)
+        assert lib.func.debug_unwrap(plain) is plain
+    assert shapes["jitgrad"] == shapes["torch"] == [((3, 2, 4), (2, 4), 276.0)]

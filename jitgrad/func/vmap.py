@@ -514,3 +514,18 @@ def vjp_batched(vjp: Callable, func: Callable, primals: tuple, has_aux: bool) ->
     if not any(v.requires_grad for v in out_values):  # (the level below detached its outputs)
         aux = pytree.tree_map(lambda a: a.detach() if isinstance(a, Tensor) else a, aux)
     return out, vjp_fn, aux
+
+
+def debug_unwrap(tensor: Any, *, recurse: bool = True) -> Any:
+    """The tensor a ``vmap``-ed tensor stands for, its batch dim first (torch.func's, for
+    debugging: its result must not be used inside the transformed function).
+
+    Args:
+        tensor: a tensor inside ``vmap`` (others are returned as they are).
+        recurse: unwrap every level of nested ``vmap``, not only the innermost.
+    """
+    while isinstance(tensor, Batched):
+        tensor = tensor._value
+        if not recurse:
+            break
+    return tensor
