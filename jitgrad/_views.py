@@ -9,10 +9,9 @@ import re
 from typing import Any
 
 from .ops import registry
+from .ops.op_fields import INFERENCE_VIEW, MULTI_OUTPUT_VIEW, NO_GRAD_VIEW
 
-# How a view was made, when torch forbids changing it in place (``Tensor._view_creation``;
-# None: it may be; a view of such a view inherits its kind, as torch's CreationMeta)
-NO_GRAD_VIEW, INFERENCE_VIEW, MULTI_OUTPUT_VIEW = "no_grad", "inference", "multi_output"
+# torch's advice after a refused in-place change of a view, by how the view was made
 _AMBIGUOUS = ("Given that this use case is ambiguous and error-prone, it is forbidden. You can "
               "clarify your code by moving both the view and the inplace either both inside the "
               "{} block (if you don't want the inplace to be tracked) or both outside (if you "

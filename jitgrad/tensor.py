@@ -196,7 +196,7 @@ class Tensor:
             return self._requires_grad or self._grad_fn is not None
         # (a view made under no_grad requires grad when its base does, as torch's)
         return self._requires_grad or self._grad_fn is not None or (
-            creation != "multi_output" and base.requires_grad)
+            creation != registry.MULTI_OUTPUT_VIEW and base.requires_grad)
 
     @requires_grad.setter
     def requires_grad(self, value: bool) -> None:
@@ -383,20 +383,8 @@ class Tensor:
         return self._data
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
-        if registry.state.traces:
-            registry.state.traces[-1].read_value(self)
-        if type(self._data) is _CudaArray:
-            raise TypeError(_TO_NUMPY)
-        if type(self._data) is _MetaArray:
-            raise TypeError(_meta.TO_NUMPY)
-        if self._dtype is _BFLOAT16:
-            raise TypeError("Got unsupported ScalarType BFloat16")
-        if registry.state.grad_enabled and self.requires_grad:  # (torch's __array__ is numpy())
-            raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use "
-                               "tensor.detach().numpy() instead.")
-        if dtype is None:
-            return self._data
-        return self._data.astype(dtype, copy=bool(copy))
+        data = self.numpy()  # (torch's __array__ is numpy(): its checks and errors)
+        return data if dtype is None else data.astype(dtype, copy=bool(copy))
 
     def item(self) -> Any:
         if registry.state.traces:

@@ -109,8 +109,7 @@ def suggested_layout(impl: Callable) -> Callable:
     (``roll``): channels-last for a channels-last input, else row-major."""
     def run(x, *args, **kwargs):
         out = _c_order(impl(x, *args, **kwargs))
-        if type(x) is np.ndarray and x.ndim in (4, 5) and out.shape == x.shape \
-                and not x.flags.c_contiguous and np.moveaxis(x, 1, -1).flags.c_contiguous:
+        if out.shape == x.shape and _channels_last(x):
             return np.moveaxis(np.ascontiguousarray(np.moveaxis(out, 1, -1)), -1, 1)
         return out
 
@@ -122,7 +121,12 @@ def concatenated_layout(out: np.ndarray, xs: tuple) -> np.ndarray:
     channels-last (torch keeps that format), else row-major."""
     if type(out) is not np.ndarray or out.flags.c_contiguous:
         return out
-    if xs and all(x.ndim in (4, 5) and not x.flags.c_contiguous
-                  and np.moveaxis(x, 1, -1).flags.c_contiguous for x in xs):
+    if xs and all(_channels_last(x) for x in xs):
         return out
     return np.asarray(out, order="C")
+
+
+def _channels_last(x) -> bool:
+    """Whether ``x`` is a 4-d or 5-d array laid out channels-last (and not also row-major)."""
+    return type(x) is np.ndarray and x.ndim in (4, 5) and not x.flags.c_contiguous \
+        and np.moveaxis(x, 1, -1).flags.c_contiguous

@@ -13,6 +13,13 @@ FLOAT = "float"  # promoted dtype, integers and bool become the default float (e
 BOOL = "bool"  # computed in the promoted dtype, returns bool (eq, lt, ...)
 
 
+# How a view was made when torch forbids changing it in place (``Tensor._view_creation``; None:
+# it may be). ``OpDef.view`` is True or MULTI_OUTPUT_VIEW (split/unbind: torch's multi-output
+# views); a view made under no_grad or inference_mode is NO_GRAD_VIEW or INFERENCE_VIEW, and a
+# view of such a view inherits its kind (torch's CreationMeta).
+NO_GRAD_VIEW, INFERENCE_VIEW, MULTI_OUTPUT_VIEW = "no_grad", "inference", "multi_output"
+
+
 # ``OpDef.autocast``: how autocast casts an op's floating inputs (``ops.autocast_policy``)
 AUTOCAST_LOWER = "lower"  # to the autocast's lower-precision dtype (mm, conv, ...)
 AUTOCAST_FP32 = "fp32"  # to float32 (losses, reductions that lose precision, ...)

@@ -93,7 +93,7 @@ class OpDef:
         self.decompose = decompose
         self.differentiable = differentiable and vjp is not None
         self.view = view  # outputs alias the first input (numpy views): they share its version
-        # counter ("multi_output": torch's multi-output views, never changed in place)
+        # counter (MULTI_OUTPUT_VIEW: torch's multi-output views, never changed in place)
         # the output is the first input broadcast to a shape (expand): inside a fused kernel it
         # is no copy, just the input read with the broadcast dims' index held at 0
         self.broadcast = broadcast

@@ -29,8 +29,8 @@ from .autocast_cast import autocast_arguments
 from .dtype_rules import (  # noqa: F401 - (re-exported: the ops ask the registry for these)
     broadcast_shapes, category_dtype, check_limited_uint, compute_dtype)
 from .op_fields import (  # noqa: F401 - (re-exported: the ops import every field value from here)
-    AUTOCAST_FP32, AUTOCAST_LOWER, BOOL, FLOAT, MOVEMENT, OPAQUE, POINTWISE, REDUCE, SAME,
-    SAVE_ALL, Public, ReduceTemplate)
+    AUTOCAST_FP32, AUTOCAST_LOWER, BOOL, FLOAT, INFERENCE_VIEW, MOVEMENT, MULTI_OUTPUT_VIEW,
+    NO_GRAD_VIEW, OPAQUE, POINTWISE, REDUCE, SAME, SAVE_ALL, Public, ReduceTemplate)
 from .opdef import Meta, OpDef  # noqa: F401 - (re-exported: what an op is, defined there)
 
 # torch's ops give inf and nan silently; NumPy's warn ("divide by zero encountered in log").
@@ -405,9 +405,9 @@ def _mark_views(op: OpDef, args: tuple, params: dict, outputs: tuple) -> None:
             o._vc = base._vc
             o._view_version = base._vc[0]
             if not state.grad_enabled:
-                o._view_creation = "inference" if state.inference else "no_grad"
+                o._view_creation = INFERENCE_VIEW if state.inference else NO_GRAD_VIEW
             else:  # (_views' kinds: split's pieces, or those of the view it was made from)
-                o._view_creation = "multi_output" if op.view == "multi_output" else \
+                o._view_creation = MULTI_OUTPUT_VIEW if op.view == MULTI_OUTPUT_VIEW else \
                     base._view_creation
             if base._is_inference:
                 o._is_inference = True

@@ -10,7 +10,7 @@ import numpy as np
 
 from ._shape import wrap_dim
 from .movement import cat
-from .registry import LINEAR, MOVEMENT, apply, defop
+from .registry import LINEAR, MOVEMENT, MULTI_OUTPUT_VIEW, apply, defop
 from .surface import public
 
 
@@ -31,9 +31,9 @@ def _split_vjp(grads, ans, x, sizes, dim):
 
 # (torch's multi-output views: a piece may not be changed in place while autograd records)
 SPLIT = defop("split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0,
-              view="multi_output", vjp=_split_vjp, jvp=LINEAR)
+              view=MULTI_OUTPUT_VIEW, vjp=_split_vjp, jvp=LINEAR)
 SPLIT_WITH_SIZES = defop("split_with_sizes", _split_impl, kind=MOVEMENT, meta=_split_meta,
-                         n_outputs=0, view="multi_output", vjp=_split_vjp, jvp=LINEAR)
+                         n_outputs=0, view=MULTI_OUTPUT_VIEW, vjp=_split_vjp, jvp=LINEAR)
 # torch's unsafe_split/unsafe_chunk (its RNN cells' gates): the same pieces, their own nodes,
 # and pieces that may be changed in place
 UNSAFE_SPLIT = defop("unsafe_split", _split_impl, kind=MOVEMENT, meta=_split_meta, n_outputs=0,

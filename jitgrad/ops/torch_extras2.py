@@ -17,7 +17,8 @@ from .composite import (_correction, _np_var, _std_vjp, _var_decompose, _var_jvp
 from .indexing import INDEX_PUT, _normalize_key
 from .movement import stack
 from .reduce import _mean_dtype, expand_reduced
-from .registry import AUTOCAST_FP32, LINEAR, MOVEMENT, OPAQUE, apply, defop
+from .registry import (AUTOCAST_FP32, LINEAR, MOVEMENT, MULTI_OUTPUT_VIEW, OPAQUE, apply,
+                       defop)
 from .selection import where
 from .surface import public
 from .memory_formats import row_major
@@ -37,7 +38,7 @@ def _unbind_meta(x, dim):
 UNBIND = defop(
     "unbind", lambda x, dim: tuple(x[(slice(None),) * dim + (i, Ellipsis)]
                                    for i in range(x.shape[dim])),
-    kind=MOVEMENT, meta=_unbind_meta, n_outputs=0, view="multi_output", jvp=LINEAR,
+    kind=MOVEMENT, meta=_unbind_meta, n_outputs=0, view=MULTI_OUTPUT_VIEW, jvp=LINEAR,
     vjp=lambda grads, ans, x, dim: (stack(list(grads), dim),),
     saved_names={"dim": ("param", "dim")})
 
