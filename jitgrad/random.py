@@ -14,7 +14,8 @@ import numpy as np
 
 from . import dtypes
 from .device import check_device
-from .ops.creation import _OPTS, _shape, check_layout, invalid_combination, like_memory_format
+from .ops.arg_errors import invalid_combination
+from .ops.creation import _OPTS, _shape, check_layout, like_memory_format
 from ._generator import Generator, _default
 from ._generator import default_generator as default_generator  # (re-exported)
 from .ops.rng import sample

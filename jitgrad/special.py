@@ -16,7 +16,7 @@ from typing import Any
 from . import dtypes as _dtypes
 from . import ops as _ops
 from ._type_info import can_cast
-from .ops.creation import invalid_combination
+from .ops.arg_errors import invalid_combination
 from .ops.out_arg import write_out
 from .ops.out_dtype import check_out_dtypes
 from .ops.dtype_rules import refuse_dtypes

@@ -16,6 +16,7 @@ from .. import _meta
 from ..errors import called_by_user, user_stacklevel
 from .. import tensor as _tensor  # (a module: tensor.py is mid-import when the ops load)
 from . import registry
+from .arg_errors import invalid_combination
 from .memory_formats import channels_last, channels_last_3d, contiguous_format, preserve_format
 from .memory_formats import memory_format as _MemoryFormat
 from .memory_formats import laid_out_like
@@ -254,26 +255,6 @@ def _size_arg(fname: str, size: tuple, size_kw: Any) -> tuple:
 
 _OPTS = ("*, {gen}Tensor out = None, jitgrad.dtype dtype = None, jitgrad.layout layout = None, "
          "jitgrad.device device = None, bool pin_memory = False, bool requires_grad = False")
-
-
-def invalid_combination(fname: str, args: tuple, kwargs: dict, signatures: tuple) -> TypeError:
-    """torch's argument-parser error: what was passed (its keywords last to first, as torch
-    lists them), and every overload of ``fname``."""
-    keywords = [f"{k}={_type_name(v)}" for k, v in reversed(kwargs.items())]
-    got = ", ".join([_type_name(a) for a in args] + keywords)
-    if keywords and not args:  # (torch's text: "got (other=Tensor, )")
-        got += ", "
-    lines = "".join(f" * ({sig})\n" for sig in signatures)
-    return TypeError(f"{fname}() received an invalid combination of arguments - got "
-                     f"({got}), but expected one of:\n{lines}")
-
-
-def _type_name(value: Any) -> str:
-    kind = type(value)
-    if kind.__module__.startswith("jitgrad") and kind.__name__ in (
-            "dtype", "device", "layout", "memory_format", "Generator"):
-        return f"jitgrad.{kind.__name__}"
-    return kind.__name__
 
 
 def check_layout(fname: str, layout: Any) -> None:

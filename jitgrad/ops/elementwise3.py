@@ -15,7 +15,7 @@ from .. import dtypes
 from . import registry
 from .dtype_rules import not_implemented_for as _not_for
 from .dtype_rules import refuse_dtypes
-from .creation import invalid_combination
+from .arg_errors import invalid_combination
 from .elementwise import _BINARY, _abs_inplace, _pw, where
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
 from .surface import public

@@ -13,6 +13,7 @@ from ..device import check_device
 from ..device import device as _device
 from . import elementwise as ew
 from . import extras, registry
+from .arg_errors import invalid_combination
 from .creation import host_device, tensor
 from .dtype_rules import refuse_bool_bounds
 from .elementwise import where
@@ -249,8 +250,6 @@ def _to(self, *args: Any, **kwargs: Any):
         return self if dtype is self._dtype else apply(ew.TO_COPY, self, dtype=dtype)
     bound = _to_arguments(args, kwargs)
     if bound is None:
-        from .creation import invalid_combination
-
         raise invalid_combination("to", args, kwargs, _TO_SIGNATURES)
     if "tensor" in bound:  # to(other): its dtype and device
         dtype, dev = bound["tensor"].dtype, bound["tensor"].device

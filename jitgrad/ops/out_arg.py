@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import _torch_function as _tf
 from . import registry
+from .arg_errors import invalid_combination
 from .inplace import _write
 from .out_dtype import BEFORE_CALL, DTYPE_FROM_OUT, check_out_dtypes
 from ..dtypes import takes_python_types
@@ -66,8 +67,6 @@ def _check_out_overload(fname: str, args: tuple, kwargs: dict, out: Any) -> None
         return
     if signatures is None:
         raise TypeError(f'{fname}() missing 1 required positional arguments: "{needed}"')
-    from .creation import invalid_combination
-
     raise invalid_combination(fname, args, {**kwargs, "out": out}, signatures)
 
 

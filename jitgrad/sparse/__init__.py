@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..ops.arg_errors import invalid_combination
 from ..ops.surface24 import fn as _fn
 from ..ops.registry import Tensor
 from . import _dispatch
@@ -126,8 +127,6 @@ _COO_OPTS = ("*, jitgrad.dtype dtype = None, jitgrad.device device = None, bool 
 
 def _invalid_coo_call(indices: Any, size: Any) -> TypeError:
     """torch's argument-parser error for a call that fits none of its three signatures."""
-    from ..ops.creation import invalid_combination
-
     return invalid_combination(
         "sparse_coo_tensor", () if indices is None else (indices,),
         {} if size is None else {"size": size},
