@@ -107,4 +107,17 @@ def __getattr__(name: str):
         aliases = importlib.import_module(f"{__name__}.{module}")
         if name in aliases.__all__:
             return getattr(aliases, name)
+    if name in _QUANTIZED_NAMES:
+        raise AttributeError(
+            f"module 'jitgrad' has no attribute {name!r}: jitgrad has no quantized tensors "
+            "(torch 2.13 deprecates them and torch.ao.quantization); for quantization-aware "
+            "training use jitgrad.fake_quantize_per_tensor_affine / "
+            "fake_quantize_per_channel_affine")
     raise AttributeError(f"module 'jitgrad' has no attribute {name!r}")
+
+
+_QUANTIZED_NAMES = frozenset({
+    "ao", "quantization", "quantize_per_tensor", "quantize_per_channel",
+    "quantize_per_tensor_dynamic", "dequantize", "qint8", "quint8", "qint32", "quint4x2",
+    "quint2x4", "qscheme", "per_tensor_affine", "per_channel_affine", "per_tensor_symmetric",
+    "per_channel_symmetric", "per_channel_affine_float_qparams", "int_repr"})

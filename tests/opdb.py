@@ -563,6 +563,7 @@ from opdb_reductions2 import reductions2_records, reductions3_records  # noqa: E
 from opdb_fft import fft_records  # noqa: E402 - (it uses the helpers above)
 from opdb_linalg_more import linalg_more_records  # noqa: E402 - (it uses the helpers above)
 from opdb_special24 import special24_records  # noqa: E402 - (it uses the helpers above)
+from opdb_quantize import quantize_records  # noqa: E402 - (it uses the helpers above)
 
 
 OP_DB: list[OpInfo] = (_unary_records() + _binary_records() + _reduce_records() +
@@ -573,5 +574,5 @@ OP_DB: list[OpInfo] = (_unary_records() + _binary_records() + _reduce_records() 
                        linalg2_records() + elementwise2_records() + linalg_decomp_records() +
                        special_records() + elementwise3_records() + reductions2_records() +
                        reductions3_records() + fft_records() +
-                       linalg_more_records() + special24_records())
+                       linalg_more_records() + special24_records() + quantize_records())
 BY_NAME: dict[str, OpInfo] = {r.name: r for r in OP_DB}
