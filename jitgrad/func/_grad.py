@@ -13,6 +13,7 @@ As in ``torch.func``, the transforms enable grad inside ``f`` even under ``no_gr
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -90,10 +91,18 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     from ..ops.creation import zeros_like
 
     nested = keep_graph[0] or any(p.requires_grad for p in primals)
-    inner = [p if p.requires_grad else p.detach().requires_grad_(True) for p in primals]
-    with enable_grad():
-        out, aux = _split_aux(func(*inner), has_aux)
-    outs = _flat_outputs(out)
+    inner = [p if p.requires_grad else _fresh_copy(p) for p in primals]
+    own = {id(p) for p in inner}
+    _ACTIVE.append(own)
+    try:
+        with enable_grad():
+            out, aux = _split_aux(func(*inner), has_aux)
+        outs = _flat_outputs(out)
+        # a tensor func closes over (a module's parameter, an enclosing transform's primal)
+        # keeps its graph through the gradient, as torch.func's levels keep it
+        nested = nested or _reaches_outer(outs, own)
+    finally:
+        _ACTIVE.pop()
 
     def vjp_fn(cotangents: Any) -> tuple:
         cts = _cotangents_like(cotangents, out)
@@ -116,6 +125,52 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
         out = _detach_tree(out)
         aux = _detach_tree(aux)
     return (out, vjp_fn) if not has_aux else (out, vjp_fn, aux)
+
+
+# The primals' fresh copies that eager transforms differentiate (a finished inner transform's
+# copies are its own business), and the copies of the transforms running now, innermost last.
+_FRESH: weakref.WeakValueDictionary = weakref.WeakValueDictionary()  # id -> copy
+_ACTIVE: list = []
+
+
+def _fresh_copy(p: Tensor) -> Tensor:
+    copy = p.detach().requires_grad_(True)
+    _FRESH[id(copy)] = copy
+    return copy
+
+
+def _outer(t: Tensor, own: set) -> bool:
+    """Whether leaf ``t`` is differentiated outside this transform: not one of its own
+    primals, and either the user's or an enclosing transform's primal."""
+    if id(t) in own:
+        return False
+    return _FRESH.get(id(t)) is not t or any(id(t) in level for level in _ACTIVE)
+
+
+def _reaches_outer(outs: list, own: set) -> bool:
+    """Whether the outputs' graph reaches a tensor requiring grad that ``func`` closed over."""
+    from ..autograd.node import AccumulateGrad
+
+    stack = []
+    for o in outs:
+        if o.requires_grad:
+            if o.grad_fn is None:
+                if _outer(o, own):
+                    return True
+            else:
+                stack.append(o.grad_fn)
+    seen = set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        if isinstance(node, AccumulateGrad):
+            if _outer(node.variable, own):
+                return True
+            continue
+        stack.extend(edge[0] for edge in node._next if edge is not None)
+    return False
 
 
 def _cotangents_like(cotangents: Any, out: Any) -> list:
