@@ -17,7 +17,7 @@ import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ..autograd.grad_mode import enable_grad
+from ..autograd.grad_mode import enable_grad, is_grad_enabled
 from ..ops.registry import state
 from ..tensor import Tensor
 from ._pytree import tree_flatten, tree_unflatten
@@ -90,7 +90,9 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
     from ..autograd import grad as autograd_grad
     from ..ops.creation import zeros_like
 
-    nested = keep_graph[0] or any(p.requires_grad for p in primals)
+    # (under no_grad around the transform, torch records nothing at the outer level)
+    outer_records = is_grad_enabled()
+    nested = keep_graph[0] or outer_records and any(p.requires_grad for p in primals)
     inner = [p if p.requires_grad else _fresh_copy(p) for p in primals]
     own = {id(p) for p in inner}
     _ACTIVE.append(own)
@@ -100,7 +102,7 @@ def _vjp_eager(func: Callable, primals: Sequence, has_aux: bool) -> tuple:
         outs = _flat_outputs(out)
         # a tensor func closes over (a module's parameter, an enclosing transform's primal)
         # keeps its graph through the gradient, as torch.func's levels keep it
-        nested = nested or _reaches_outer(outs, own)
+        nested = nested or outer_records and _reaches_outer(outs, own)
     finally:
         _ACTIVE.pop()
 

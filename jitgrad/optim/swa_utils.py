@@ -183,12 +183,27 @@ class SWALR(LRScheduler):
         if anneal_strategy not in ("cos", "linear"):
             raise ValueError("anneal_strategy must be one of 'cos' or 'linear', instead got "
                              f"{anneal_strategy}")
-        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else \
-            self._linear_anneal
+        self._set_anneal_func(anneal_strategy)
         if not isinstance(anneal_epochs, int) or anneal_epochs < 0:
             raise ValueError(f"anneal_epochs must be equal or greater than 0, got {anneal_epochs}")
         self.anneal_epochs = anneal_epochs
         super().__init__(optimizer, last_epoch)
+
+    def _set_anneal_func(self, anneal_strategy: str) -> None:
+        self._anneal_strategy = anneal_strategy
+        self.anneal_func = self._cosine_anneal if anneal_strategy == "cos" else \
+            self._linear_anneal
+
+    def state_dict(self) -> dict[str, Any]:
+        """The scheduler's state, without the optimizer and the annealing function (its
+        strategy's name is kept), so that a ``weights_only`` load reads it."""
+        return {key: value for key, value in self.__dict__.items()
+                if key not in ("optimizer", "anneal_func")}
+
+    def load_state_dict(self, state_dict: dict[str, Any]) -> None:
+        """Restores the state ``state_dict()`` saved, and the annealing function."""
+        self.__dict__.update(state_dict)
+        self._set_anneal_func(self._anneal_strategy)
 
     @staticmethod
     def _linear_anneal(t: float) -> float:

@@ -54,3 +54,8 @@ gx.sum().backward()
 show(gx.requires_grad, lin.weight.grad)
 out, fn = torch.func.vjp(lambda v: W @ v, torch.tensor([1.0, 2.0]))
 show(out.requires_grad, fn(torch.ones(2))[0].requires_grad)
+# under no_grad around a transform nothing is recorded at the outer level (inside, grad is on)
+with torch.no_grad():
+    show(grad(f)(x).requires_grad, torch.func.hessian(f)(x).requires_grad)
+    show(grad(lambda v: v.sin().sum())(x.clone().requires_grad_()).requires_grad)
+    show(grad(lambda a: grad(lambda b: a * b ** 2)(torch.tensor(3.0)))(torch.tensor(2.0)))
