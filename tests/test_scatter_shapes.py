@@ -252,3 +252,36 @@ def test_scatter_reduce_argument_with_a_tensor_src_warns_once_as_torch():
         "in a future PyTorch release. Use torch.scatter_reduce instead for more reduction "
         "options."]
     assert caught[0].filename == __file__
+
+
+@pytest.mark.parametrize("alias,name", [("max", "amax"), ("min", "amin")])
+def test_scatter_reduce_takes_max_and_min_as_torch_does(alias, name):
+    """torch 2.13 accepts the undocumented "max"/"min" and reduces as amax/amin."""
+    base = jitgrad.tensor([10.0, -1, 2, 3, 0], requires_grad=True)
+    index = jitgrad.tensor([0, 0, 2, 2, 2])
+    src = jitgrad.tensor([1.0, 2, 3, 4, 5], requires_grad=True)
+    for include_self in (True, False):
+        ours = base.scatter_reduce(0, index, src, alias, include_self=include_self)
+        same = base.scatter_reduce(0, index, src, name, include_self=include_self)
+        assert jitgrad.equal(ours, same)
+        g_ours = jitgrad.autograd.grad(ours.sum(), (base, src))
+        g_same = jitgrad.autograd.grad(same.sum(), (base, src))
+        assert all(jitgrad.equal(a, b) for a, b in zip(g_ours, g_same))
+    expected = [10.0, -1, 5, 3, 0] if alias == "max" else [1.0, -1, 2, 3, 0]
+    assert base.detach().clone().scatter_reduce_(0, index, src.detach(), alias).tolist() \
+        == expected
+    with pytest.raises(RuntimeError, match="must be either sum, prod, mean, amax or amin, got "
+                                           "maximum"):
+        base.scatter_reduce(0, index, src, "maximum")
+
+
+@pytest.mark.parametrize("dtype", ["float32", "bool", "uint8", "int16", "int32", "int64"])
+def test_index_select_takes_int32_and_int64_indices_only(dtype):
+    x = jitgrad.eye(3)
+    index = jitgrad.tensor([1]).to(getattr(jitgrad, dtype))
+    if dtype in ("int32", "int64"):
+        assert x.index_select(0, index).tolist() == [[0.0, 1.0, 0.0]]
+    else:  # torch's RuntimeError (an IndexError only for an index that is no vector)
+        with pytest.raises(RuntimeError, match=r"index_select\(\): Expected dtype int32 or "
+                                               "int64 for index"):
+            x.index_select(0, index)

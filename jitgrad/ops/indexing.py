@@ -500,8 +500,8 @@ def index_select(input, dim: int, index):  # noqa: A002
     """Selects entries ``index`` (1-D int64) along ``dim``."""
     if index.ndim > 1:
         raise IndexError("index_select(): Index is supposed to be a vector")
-    if not dtypes.is_integral(index.dtype):
-        raise IndexError("index_select(): Expected dtype int32 or int64 for index")
+    if index.dtype not in (dtypes.int64, dtypes.int32):
+        raise RuntimeError("index_select(): Expected dtype int32 or int64 for index")
     d = wrap_dim(dim, input.ndim)
     if input.ndim == 0 and index.numel() != 1:
         raise RuntimeError(f"index_select(): Index to scalar can have only 1 value, got "

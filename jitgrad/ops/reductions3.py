@@ -20,6 +20,8 @@ from .selection import _gather_to, _is_traced, where
 from .surface import public
 
 _REDUCES = ("sum", "prod", "mean", "amax", "amin")
+# torch 2.13 also takes "max" and "min" (undocumented), reducing as amax and amin
+_ALIASES = {"max": "amax", "min": "amin"}
 
 
 # ---------------------------------------------------------------- scatter_reduce
@@ -141,7 +143,8 @@ def scatter_reduce(input, dim: int, index, src, reduce: str, *,  # noqa: A002
     the written positions start from the reduction's identity instead of ``input``."""
     from .selection import _check_scatter
 
-    if reduce not in _REDUCES:  # (torch 2.13 lets "max"/"min" through unchecked; refused here)
+    reduce = _ALIASES.get(reduce, reduce)
+    if reduce not in _REDUCES:
         raise RuntimeError(f"reduce argument must be either sum, prod, mean, amax or amin, got "
                            f"{reduce}")
     d = _check_scatter("scatter_reduce", input, dim, index, src)
