@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from .. import _config, dtypes
-from . import nn_kernels, registry
+from . import fused_arith, nn_kernels, registry
 from .dtype_rules import not_implemented_for, refuse_dtypes
 from .registry import (BOOL, ELEMENTWISE, FLOAT, LINEAR, OPAQUE, POINTWISE, SAME, Public, apply,
                        defop)
@@ -317,6 +317,9 @@ def _alpha_combined(sign: int):
         half = getattr(a, "dtype", None) == np.float16 or getattr(b, "dtype", None) == np.float16
         if half:
             a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+        dt = np.result_type(a, b)
+        if not half and dt in fused_arith.FUSED and not isinstance(alpha, complex):
+            return fused_arith.fma(sign * alpha, b, a, dt)  # (torch's kernel: one fma)
         out = a + b * alpha if sign > 0 else a - b * alpha
         return out.astype(np.float16) if half else out
     return impl

@@ -15,6 +15,7 @@ from .. import dtypes
 from ..errors import user_stacklevel
 from ._shape import wrap_dim
 from .arranging import _cross, _diagonal_of, roll_pieces, tile_pieces
+from . import fused_arith
 from .creation import eye
 from .dtype_rules import refuse_dtypes
 from .overloads import scalar_first
@@ -216,7 +217,14 @@ def cross(input, other, dim: int | None = None):  # noqa: A002
 def _addcmul_impl(a, b, c, value):
     if a.dtype.kind in "iu" and not isinstance(value, complex):
         value = int(value)  # torch casts ``value`` to the integer dtype (0.5 -> 0)
+    dt = np.result_type(a, b, c)
+    if dt in fused_arith.FUSED and not isinstance(value, complex):
+        return fused_arith.fma(dt.type(value) * b, c, a, dt)  # (torch's kernel: one fma)
     return a + value * b * c
+
+
+def _addcdiv_impl(a, b, c, value):
+    return a + value * b / c  # (torch's order: the product, then the quotient)
 
 
 def _addcmul_template(p, work):
@@ -241,11 +249,11 @@ def addcmul(input, tensor1, tensor2, *deprecated, value=1):  # noqa: A002
                                                  tensor1, (tensor2, *deprecated))
     return apply(ADDCMUL, input, tensor1, tensor2, value=value)
 ADDCDIV = defop(
-    "addcdiv", lambda a, b, c, value: a + value * (b / c), kind=POINTWISE, save=(1, 2),
+    "addcdiv", _addcdiv_impl, kind=POINTWISE, save=(1, 2),
     promote=FLOAT,
     vjp=(lambda g, ans, a, b, c, value: g, lambda g, ans, a, b, c, value: g * value / c,
          lambda g, ans, a, b, c, value: -g * value * b / (c * c)),
-    jvp=ELEMENTWISE, template="{0} + {p[value]} * ({1} / {2})")
+    jvp=ELEMENTWISE, template="{0} + {p[value]} * {1} / {2}")
 
 
 @public("addcdiv", method=True, inplace=True)
@@ -269,7 +277,15 @@ def addcdiv(input, tensor1, tensor2, *deprecated, value=1):  # noqa: A002
 
 
 def _lerp(a, b, w):
-    return np.where(np.abs(w) < 0.5, a + w * (b - a), b - (b - a) * (1 - w))
+    return fused_arith.lerp(a, b, w, np.result_type(a, b))
+
+
+def _lerp_scalar_impl(a, b, weight):
+    if a.shape == b.shape and a.dtype == b.dtype:  # (one pass of a Numba kernel where it can)
+        out = np.array(a, order="C")
+        fused_arith.lerp_(out, b, weight)
+        return out
+    return _lerp(a, b, weight)
 
 
 def _lerp_scalar_template(p, work):
@@ -283,7 +299,7 @@ def _lerp_scalar_template(p, work):
 
 
 LERP_SCALAR = defop(
-    "lerp_scalar", lambda a, b, weight: _lerp(a, b, weight), kind=POINTWISE,
+    "lerp_scalar", _lerp_scalar_impl, kind=POINTWISE,
     vjp=(lambda g, ans, a, b, weight: g * (1 - weight), lambda g, ans, a, b, weight: g * weight),
     jvp=ELEMENTWISE, node_name="LerpBackward0", template=_lerp_scalar_template,
     check_operands=refuse_dtypes(bool="lerp_kernel_scalar", integer="lerp_kernel_scalar"))

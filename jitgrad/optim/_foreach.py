@@ -24,7 +24,7 @@ import numpy as np
 
 from .. import dtypes
 from ..nn.parameter import Parameter
-from ..ops import registry
+from ..ops import fused_arith, registry
 from ..tensor import Tensor
 
 __all__ = ["adam_", "available", "plain", "real_number", "sgd_"]
@@ -60,14 +60,8 @@ def _bump(*tensors: Tensor) -> None:
 
 
 def _lerp_(a: np.ndarray, b: np.ndarray, weight: float) -> None:
-    # the lerp_scalar op: a + w * (b - a) for |w| < 0.5, else b - (b - a) * (1 - w)
-    diff = np.subtract(b, a, out=np.empty_like(a))
-    if abs(weight) < 0.5:
-        diff *= weight
-        a += diff
-    else:
-        diff *= 1 - weight
-        np.subtract(b, diff, out=a)
+    # the lerp_scalar op (fused as torch's)
+    fused_arith.lerp_(a, b, weight)
 
 
 def _decayed_grad(p: np.ndarray, grad: np.ndarray, maximize: bool,
@@ -76,9 +70,10 @@ def _decayed_grad(p: np.ndarray, grad: np.ndarray, maximize: bool,
     when either applies, else ``grad`` itself (read only)."""
     if maximize:
         grad = np.negative(grad, out=np.empty_like(p))
-    if weight_decay != 0:
-        scaled = np.multiply(p, weight_decay, out=np.empty_like(p))
-        grad = np.add(grad, scaled, out=scaled)
+    if weight_decay != 0:  # grad.add(p, alpha=weight_decay): one fma
+        out = np.empty_like(p)
+        fused_arith.fma_(out, weight_decay, p, grad)
+        grad = out
     return grad
 
 
@@ -99,10 +94,9 @@ def adam_(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
     _lerp_(exp_avg._data, grad, 1 - beta1)
     sq = exp_avg_sq._data
     sq *= beta2
-    # addcmul: sq + value * grad * grad
+    # addcmul: fma(value * grad, grad, sq)
     scaled = np.multiply(grad, 1 - beta2, out=np.empty_like(sq))
-    scaled *= grad
-    sq += scaled
+    sq[...] = fused_arith.fma(scaled, grad, sq, sq.dtype)
     _bump(exp_avg, exp_avg_sq, exp_avg_sq)
     step = float(step_t._data)
     step_size = lr / (1 - beta1 ** step)
@@ -115,8 +109,9 @@ def adam_(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
     denom = np.sqrt(sq, out=np.empty_like(sq))
     denom /= bias_correction2_sqrt
     denom += eps
-    np.divide(exp_avg._data, denom, out=denom)  # addcdiv: p + value * (exp_avg / denom)
-    denom *= -step_size
+    # addcdiv: p + (value * exp_avg) / denom
+    scaled = np.multiply(exp_avg._data, -step_size, out=np.empty_like(denom))
+    np.divide(scaled, denom, out=denom)
     param += denom
     _bump(p)
 
@@ -134,17 +129,15 @@ def sgd_(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         else:
             data = buf._data
             data *= momentum
-            # add's alpha: buf + grad * alpha
-            scaled = np.multiply(grad, 1 - dampening, out=np.empty_like(data))
-            data += scaled
+            fused_arith.fma_(data, 1 - dampening, grad, data)  # buf.add_(grad, alpha=...)
             _bump(buf, buf)
-        if group["nesterov"]:
-            scaled = np.multiply(buf._data, momentum, out=np.empty_like(param))
-            grad = np.add(grad, scaled, out=scaled)
+        if group["nesterov"]:  # grad.add(buf, alpha=momentum)
+            out = np.empty_like(param)
+            fused_arith.fma_(out, momentum, buf._data, grad)
+            grad = out
         else:
             grad = buf._data
-    step = np.multiply(grad, -lr, out=np.empty_like(param))  # p.add_(grad, alpha=-lr)
-    param += step
+    fused_arith.fma_(param, -lr, grad, param)  # p.add_(grad, alpha=-lr)
     _bump(p)
 
 
