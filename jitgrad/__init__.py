@@ -107,6 +107,11 @@ def __getattr__(name: str):
         aliases = importlib.import_module(f"{__name__}.{module}")
         if name in aliases.__all__:
             return getattr(aliases, name)
+    if name.startswith("_foreach_"):  # torch._foreach_add_, ... (multi-tensor ops)
+        from ._foreach_ops import FUNCTIONS
+
+        if name in FUNCTIONS:
+            return FUNCTIONS[name]
     if name in _QUANTIZED_NAMES:
         raise AttributeError(
             f"module 'jitgrad' has no attribute {name!r}: jitgrad has no quantized tensors "
