@@ -173,17 +173,17 @@ def test_chunk_size_gives_the_same_result():
 
 
 def test_fallback_warns_once_and_is_right():
-    batching._warned.discard("linalg_svdvals")
+    batching._warned.discard("cummax")
     x = jitgrad.randn(4, 3, 2, dtype=F64)
     with warnings.catch_warnings(record=True) as ws:
         warnings.simplefilter("always")
-        out = vmap(jitgrad.linalg.svdvals)(x)
-        vmap(jitgrad.linalg.svdvals)(x)
+        out = vmap(lambda t: jitgrad.cummax(t, 0).values)(x)
+        vmap(lambda t: jitgrad.cummax(t, 0).values)(x)
     msgs = [str(w.message) for w in ws if "performance drop" in str(w.message)]
     assert msgs == ["There is a performance drop because we have not yet implemented the "
-                    "batching rule for linalg_svdvals. Please file us an issue on GitHub so "
+                    "batching rule for cummax. Please file us an issue on GitHub so "
                     "that we can prioritize its implementation."]
-    np.testing.assert_allclose(out.numpy(), np.linalg.svd(x.numpy(), compute_uv=False))
+    np.testing.assert_allclose(out.numpy(), np.maximum.accumulate(x.numpy(), axis=1))
 
 
 def test_randomness_modes():
@@ -442,3 +442,72 @@ def test_debug_unwrap_matches_torch_func():
         plain = lib.ones(2)
         assert lib.func.debug_unwrap(plain) is plain
     assert shapes["jitgrad"] == shapes["torch"] == [((3, 2, 4), (2, 4), 276.0)]
+
+
+def _spd(a):
+    return a @ a.mT + jitgrad.eye(3, dtype=a.dtype)
+
+
+LINALG_SINGLES = {
+    "inv": jitgrad.linalg.inv, "inverse": jitgrad.inverse,
+    "cholesky": lambda a: jitgrad.linalg.cholesky(_spd(a)), "pinv": jitgrad.linalg.pinv,
+    "det": jitgrad.linalg.det, "slogdet": lambda a: jitgrad.linalg.slogdet(a)[1],
+    "eigh": lambda a: jitgrad.linalg.eigh(_spd(a))[0], "svdvals": jitgrad.linalg.svdvals,
+    "qr": lambda a: jitgrad.linalg.qr(a)[1].abs(), "matrix_exp": jitgrad.linalg.matrix_exp,
+    "lu_factor": lambda a: jitgrad.linalg.lu_factor(a)[0],
+    "eigvals": lambda a: jitgrad.linalg.eigvals(a).abs(),
+    "svd": lambda a: jitgrad.linalg.svd(a)[1], "logdet": lambda a: jitgrad.logdet(_spd(a)),
+}
+LINALG_PAIRS = {
+    "solve_vector": lambda a, v: jitgrad.linalg.solve(a, v[..., 0]),
+    "solve": jitgrad.linalg.solve,
+    "solve_right": lambda a, m: jitgrad.linalg.solve(a, m.mT, left=False),
+    "solve_triangular": lambda a, m: jitgrad.linalg.solve_triangular(a.triu(), m, upper=True),
+    "cholesky_solve": lambda a, m: jitgrad.cholesky_solve(m, jitgrad.linalg.cholesky(_spd(a))),
+    "lu_solve": lambda a, m: jitgrad.linalg.lu_solve(*jitgrad.linalg.lu_factor(a), m),
+    "lstsq": lambda a, m: jitgrad.linalg.lstsq(a, m).solution,
+}
+
+
+def _matrices():
+    jitgrad.manual_seed(0)
+    a = jitgrad.randn(5, 3, 3, dtype=jitgrad.float64) + 3 * jitgrad.eye(3, dtype=jitgrad.float64)
+    return a, jitgrad.randn(5, 3, 2, dtype=jitgrad.float64)
+
+
+@pytest.mark.parametrize("name", sorted(LINALG_SINGLES))
+def test_vmap_of_linalg_batches_without_a_loop(name):
+    """torch.linalg's ops take the batch dim as one more leading dim: no loop, no
+    performance warning (an error here), the per-sample results."""
+    f = LINALG_SINGLES[name]
+    a, _ = _matrices()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = jitgrad.func.vmap(f)(a)
+    np.testing.assert_allclose(out.numpy(), jitgrad.stack([f(m) for m in a]).numpy(),
+                               atol=1e-10)
+
+
+@pytest.mark.parametrize("in_dims", [(0, 0), (0, None), (None, 0)])
+@pytest.mark.parametrize("name", sorted(LINALG_PAIRS))
+def test_vmap_of_linalg_solvers_over_either_operand(name, in_dims):
+    f = LINALG_PAIRS[name]
+    a, rhs = _matrices()
+    args = [a if in_dims[0] == 0 else a[0], rhs if in_dims[1] == 0 else rhs[0]]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        out = jitgrad.func.vmap(f, in_dims=in_dims)(*args)
+    expected = jitgrad.stack([f(args[0][i] if in_dims[0] == 0 else args[0],
+                                args[1][i] if in_dims[1] == 0 else args[1]) for i in range(5)])
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), atol=1e-10)
+
+
+def test_vmap_of_a_solve_whose_samples_are_batches_loops_correctly():
+    a = jitgrad.randn(5, 2, 3, 3, dtype=jitgrad.float64) + 3 * jitgrad.eye(3,
+                                                                        dtype=jitgrad.float64)
+    v = jitgrad.randn(5, 3, dtype=jitgrad.float64)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # (the loop's performance warning)
+        out = jitgrad.func.vmap(jitgrad.linalg.solve)(a, v)
+    expected = jitgrad.stack([jitgrad.linalg.solve(a[i], v[i]) for i in range(5)])
+    np.testing.assert_allclose(out.numpy(), expected.numpy(), atol=1e-10)

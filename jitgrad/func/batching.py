@@ -169,6 +169,18 @@ def last_dims_rule(op: registry.OpDef, values: list, flags: list, params: dict,
     return apply(op, *values, **params)
 
 
+def matrix_rule(op: registry.OpDef, values: list, flags: list, params: dict,
+                size: int) -> Any:
+    """torch.linalg's ops on the last two dims, broadcasting the dims in front: the batch dim
+    is one more of those once every operand has it (a single matrix, vector or pivots per
+    sample; samples that are batches themselves loop)."""
+    tensors = [(v, f) for v, f in zip(values, flags) if isinstance(v, Tensor)]
+    if len(tensors) > 1 and any(logical_ndim(v, f) > 2 for v, f in tensors):
+        return NotImplemented
+    return apply(op, *(lift(v, f, size) if isinstance(v, Tensor) else v
+                       for v, f in zip(values, flags)), **params)
+
+
 def _reshape_rule(op, values, flags, params, size):
     if any(flags[1:]):
         return NotImplemented
@@ -405,6 +417,11 @@ _RULES: dict[str, Callable] = {
     "scatter_add": dim_rule, "scatter_value": dim_rule, "index_add": first_dim_rule,
     "index_select": first_dim_rule, "linalg_vector_norm": _vector_norm_rule,
     "tril": last_dims_rule, "triu": last_dims_rule,
+    **{name: matrix_rule for name in (
+        "linalg_inv", "linalg_cholesky", "linalg_det", "linalg_slogdet", "linalg_eig",
+        "linalg_eigh", "linalg_qr", "linalg_svd", "linalg_svdvals", "linalg_pinv",
+        "linalg_matrix_exp", "linalg_lu_factor_ex", "linalg_solve", "linalg_solve_triangular",
+        "cholesky_solve", "linalg_lu_solve", "geqrf", "linalg_ldl_factor_ex")},
 }
 
 

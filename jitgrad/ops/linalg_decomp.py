@@ -582,18 +582,23 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
     eps = float(np.finfo(np.dtype(A.dtype.to_real().np)).eps)
     r = eps * max(A.shape[-2:]) if rcond is None else float(rcond)
     solution = pinv(A, rtol=r) @ b
-    a = A.detach().cpu().numpy()
-    s = np.linalg.svd(a, compute_uv=False)
-    rank = (s > r * s.max(axis=-1, initial=0.0)[..., None]).sum(axis=-1)
     real = A.dtype.to_real()
     empty = _new(np.empty((0,), real.np), real)
     m, n = A.shape[-2], A.shape[-1]
+    if min(m, n):  # (tensor ops: under vmap and jit the values are not known)
+        from .norms import svdvals
+
+        s = svdvals(A.detach())
+        rank = (s > r * s.amax(-1, keepdim=True)).sum(-1)
+    else:
+        s = _new(np.zeros(tuple(A.shape[:-2]) + (0,), real.np), real)
+        rank = _new(np.zeros(tuple(A.shape[:-2]), np.int64), dtypes.int64)
     residuals = empty
-    if m > n and driver != "gelsy" and bool(np.all(rank == n)):
+    # (the residuals' presence depends on the ranks: data-dependent under a trace)
+    if m > n and driver != "gelsy" and bool((rank == n).all()):
         diff = A @ solution - b
         residuals = (diff.abs() ** 2).sum(-2).detach() if diff.dtype.is_complex \
             else (diff * diff).sum(-2).detach()
-    rank_t = _new(np.asarray(rank, np.int64), dtypes.int64) if driver != "gels" \
-        else _new(np.empty((0,), np.int64), dtypes.int64)
-    values = _new(np.asarray(s, real.np), real) if driver in ("gelsd", "gelss") else empty
+    rank_t = rank if driver != "gels" else _new(np.empty((0,), np.int64), dtypes.int64)
+    values = s if driver in ("gelsd", "gelss") else empty
     return LstsqResult(solution.squeeze(-1) if vector else solution, residuals, rank_t, values)
