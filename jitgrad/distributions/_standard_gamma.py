@@ -134,7 +134,8 @@ def _draw_gammas(alpha: np.ndarray, single: bool) -> np.ndarray:
 
 class _DirichletSample(Function):
     """Draws Dirichlet(alpha) samples as torch does (float64 gammas, normalized in float64);
-    the backward is the gammas' implicit gradient through the normalization."""
+    the backward is torch's: each coordinate's marginal Beta CDF held fixed
+    (``_dirichlet_grad``)."""
 
     @staticmethod
     def forward(ctx: Any, alpha: Any) -> Any:
@@ -144,18 +145,20 @@ class _DirichletSample(Function):
         dt = alpha.dtype.np
         top = np.nextafter(dt.type(1), dt.type(0))  # (torch keeps samples below 1)
         value = np.clip((gammas / total).astype(dt), np.finfo(dt).tiny, top)
-        ctx.gammas, ctx.total = gammas, total
-        ctx.save_for_backward(alpha)
-        return jitgrad.tensor(value, dtype=alpha.dtype)
+        x = jitgrad.tensor(value, dtype=alpha.dtype)
+        ctx.save_for_backward(alpha, x)
+        return x
 
     @staticmethod
     def backward(ctx: Any, grad_output: Any) -> Any:
-        (alpha,) = ctx.saved_tensors
-        gammas, total = ctx.gammas, ctx.total
-        dgamma = standard_gamma_grad(alpha.detach().numpy().astype(np.float64), gammas)
+        from ._dirichlet_grad import dirichlet_grad
+
+        alpha, x = ctx.saved_tensors
+        a = alpha.detach().numpy().astype(np.float64)
+        value = x.detach().numpy().astype(np.float64)
+        dx = dirichlet_grad(value, a, np.broadcast_to(a.sum(-1, keepdims=True), a.shape))
         g = grad_output.detach().numpy().astype(np.float64)
-        value = gammas / total
-        grad = dgamma * (g - (g * value).sum(-1, keepdims=True)) / total
+        grad = dx * (g - (g * value).sum(-1, keepdims=True))
         return jitgrad.tensor(grad, dtype=alpha.dtype)
 
 

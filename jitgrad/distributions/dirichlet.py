@@ -42,9 +42,8 @@ class Dirichlet(ExponentialFamily):
     def rsample(self, sample_shape: Any = ()) -> Any:
         shape = self._extended_shape(sample_shape)
         concentration = self.concentration.expand(shape)
-        # normalized independent gammas (torch's draws); the gradient flows through each
-        # gamma's implicit reparameterization gradient (torch differentiates the same map in
-        # closed form)
+        # normalized independent gammas (torch's draws); the gradient holds each coordinate's
+        # marginal Beta CDF fixed, torch's (distributions/_dirichlet_grad.py)
         return _sample_dirichlet(concentration)
 
     def log_prob(self, value: Any) -> Any:
