@@ -30,16 +30,21 @@ def view_rebase_error(t: Any, direct: bool) -> RuntimeError:
     of it) a view that may not be rebased; it names the view's node as torch does."""
     how = "is being" if direct else "its base or another view of its base has been"
     fn = t._grad_fn
+    creation = t._view_creation
     if fn is not None:
         name = type(fn if fn._named else fn._named_as_torch()).__name__
-        msg = f"Output {t._output_nr} of {re.sub(r'Backward[0-9]*$', '', name)} is a view and " \
-              f"{how} modified inplace."
-    elif t._view_creation == INFERENCE_VIEW:
-        msg = f"A view was created in inference mode and {how} modified inplace in normal mode."
+        output = f"Output {t._output_nr} of {re.sub(r'Backward[0-9]*$', '', name)}"
+        if creation == MULTI_OUTPUT_VIEW:
+            return RuntimeError(f"{output} is a view and {how} modified inplace. "
+                                f"{_HINTS[creation]}")
+        made = f"{output} is a view of a view which was created in"  # (an op on such a view)
     else:
-        msg = f"A view was created in no_grad mode and {how} modified inplace with grad mode " \
-              "enabled."
-    return RuntimeError(f"{msg} {_HINTS[t._view_creation]}")
+        made = "A view was created in"
+    if creation == INFERENCE_VIEW:
+        msg = f"{made} inference mode and {how} modified inplace in normal mode."
+    else:
+        msg = f"{made} no_grad mode and {how} modified inplace with grad mode enabled."
+    return RuntimeError(f"{msg} {_HINTS[creation]}")
 
 
 def replay_view(t: Any, chain: tuple) -> Any:

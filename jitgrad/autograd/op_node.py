@@ -300,7 +300,7 @@ class UniformNode(OpNode):
             eb = edge_of(b)
             if ea is None:
                 if eb is None:  # no input needs a gradient: nothing to record
-                    return None
+                    return _record_creation_view(op, (a, b), result)
                 mask = 2
             else:
                 mask = 1 if eb is None else 3
@@ -308,7 +308,7 @@ class UniformNode(OpNode):
         else:
             ea = edge_of(a)
             if ea is None:
-                return None
+                return _record_creation_view(op, (a,), result)
             mask = 1
             edges = [ea]
         plan = SAVE_PLANS[op].get(mask)
@@ -479,6 +479,16 @@ def _record_general(op: registry.OpDef, a: Any, b: Any, result: Any) -> OpNode |
     args = (a,) if b is None else (a, b)
     for t in args:
         if t._requires_grad or t._grad_fn is not None:
+            return OpNode.record(op, args, _NO_PARAMS, (result,))
+    return _record_creation_view(op, args, result)
+
+
+def _record_creation_view(op: registry.OpDef, args: tuple, result: Any) -> OpNode | None:
+    """A node leading nowhere for an op on a view made under no_grad (or inference mode) of
+    a base that requires grad: the view requires grad and has no edge, so the result
+    requires grad, as torch's (its backward reaches nothing)."""
+    for t in args:
+        if t._base is not None and t._view_creation is not None and t.requires_grad:
             return OpNode.record(op, args, _NO_PARAMS, (result,))
     return None
 

@@ -312,7 +312,10 @@ def _finish(op: OpDef, args: tuple, params: dict, result: Any, outputs: tuple):
                 o._is_inference = True
     elif st.grad_enabled and op.differentiable:
         for a in args:
-            if isinstance(a, Tensor) and (a._requires_grad or a._grad_fn is not None):
+            if isinstance(a, Tensor) and (a._requires_grad or a._grad_fn is not None or (
+                    a._base is not None and a._view_creation is not None and a.requires_grad)):
+                # (a view made under no_grad of a base that requires grad has no edge: its
+                # node leads nowhere, as torch's)
                 OpNode.record(op, args, params, outputs)
                 break
     return result
