@@ -83,6 +83,11 @@ NOT_ON_CUDA: dict[tuple[str, str], str] = {
     ("linalg.ldl_factor_ex", "complex64"): _SPECIAL24,
     ("linalg.ldl_solve", "complex64"): _SPECIAL24,
     ("logaddexp", "complex64"): "complex logaddexp (torch's formula) runs on the CPU only",
+    **{(op, dt): "no cuda kernel: fake quantization runs on the CPU only"
+       for op in ("fake_quantize_per_tensor_affine",
+                  "fake_quantize_per_tensor_affine(tensor qparams)",
+                  "fake_quantize_per_channel_affine")
+       for dt in ("float32", "float64")},
     ("kthvalue", "int64"): ("the index among tied values: the CPU names the one torch's CPU "
                             "quickselect picks, the device the first in stable order"),
 }

@@ -98,8 +98,9 @@ def test_wgan_gp_toy_penalty_and_steps_match_torch():
 def test_pinn_burgers_lbfgs_lowers_the_physics_loss():
     g = _run("pinn_burgers")
     losses = g["closure_losses"]
-    assert len(losses) == g["MAX_ITER"] == 150  # max_eval stopped LBFGS
-    assert g["optimizer_state"]["func_evals"] == 150
+    # max_eval (150) stopped LBFGS; its last strong-Wolfe line search may run past it by fewer
+    # than max_ls (25) evaluations, as torch's (how far depends on the trajectory's last bits)
+    assert g["MAX_ITER"] == 150 <= len(losses) == g["optimizer_state"]["func_evals"] < 175
     assert losses[-1][0] < 0.2 * losses[0][0]
     assert all(abs(total - (lu + lf)) < 1e-6 for total, lu, lf in losses)
     assert min(loss for loss, _, _ in losses) == losses[-1][0]  # (strong Wolfe: no rise kept)
@@ -145,14 +146,17 @@ def test_pinn_burgers_matches_torch():
     # (a line search's far trial points, loss ~6, magnify the parting)
     _close(ours["closure_losses"][:8], theirs["closure_losses"][:8], rtol=1e-5, atol=0)
     _close(ours["closure_losses"][:20], theirs["closure_losses"][:20], rtol=1e-3, atol=0)
-    assert ours["lbfgs_counts"][0] == theirs["lbfgs_counts"][0] == 150
+    assert 150 <= ours["lbfgs_counts"][0] < 175 and 150 <= theirs["lbfgs_counts"][0] < 175
 
 
 def test_pinn_burgers_identification_learns_the_coefficients():
     g = _run("pinn_burgers_identification")
     clean, noisy = g["fixed_results"]["clean_losses"], g["fixed_results"]["noisy_losses"]
-    assert [k for k, *_ in clean] == ["lbfgs"] * 200  # model.train(0): no Adam step
-    assert [k for k, *_ in noisy] == ["adam"] * 20 + ["lbfgs"] * 200
+    # model.train(0): no Adam step; max_eval 200 stops LBFGS, its last line search may pass it
+    lbfgs = len(clean)
+    assert 200 <= lbfgs < 225 and [k for k, *_ in clean] == ["lbfgs"] * lbfgs
+    lbfgs = len(noisy) - 20
+    assert 200 <= lbfgs < 225 and [k for k, *_ in noisy] == ["adam"] * 20 + ["lbfgs"] * lbfgs
     assert all(b < a for (_, a, *_), (_, b, *_) in zip(noisy[:20], noisy[1:20]))
     for losses in (clean, noisy):
         assert losses[-1][1] < 0.05 * losses[0][1]

@@ -50,7 +50,7 @@ COMPLEX_TEMPLATES = frozenset({
     *(f"{name}({{0}})" for name in COMPLEX_NAMES), "1.0 / sqrt({0})", "({0} ** {1})",
     "({0} ** {p[exponent]})", "({p[base]} ** {0})", "({0} * {0})", "({0} * {0} * {0})",
     "{0} / (1.0 + exp(-{0}))", "{0} != {0}", "{0} * 0.017453292519943295",
-    "{0} * 57.29577951308232", "{0} + {p[value]} * {1} * {2}", "{0} + {p[value]} * ({1} / {2})",
+    "{0} * 57.29577951308232", "{0} + {p[value]} * {1} * {2}", "{0} + {p[value]} * {1} / {2}",
     "({0} + {2} * ({1} - {0}) if abs({2}) < 0.5 else {1} - ({1} - {0}) * (1 - {2}))"})
 # Templates whose complex form differs (the backward rules conjugate on complex values, as the
 # CPU's impls do): the complex equation renders the second text.
