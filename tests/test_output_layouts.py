@@ -61,3 +61,51 @@ def test_group_norm_keeps_channels_last_and_view_works_after_reductions():
     for y in (t.sum(1), t.masked_fill(t > 0, 0.0), t.cumsum(0), t.tril(),
               jitgrad.nn.functional.layer_norm(t, (3,))):
         assert y.view(-1).shape == (y.numel(),)  # (torch's outputs are row-major: this works)
+
+
+# channels-last through a CNN's other layers, as torch's suggest_memory_format: pooling, batch
+# norm, padding, resizing, transposed convolution, their gradients, and a leaf's .grad
+CNN_CALLS = {
+    "batch_norm": lambda L, x: L.nn.functional.batch_norm(x, None, None, training=True),
+    "batch_norm_eval": lambda L, x: L.nn.functional.batch_norm(
+        x, L.zeros(x.shape[1], dtype=x.dtype), L.ones(x.shape[1], dtype=x.dtype)),
+    "max_pool": lambda L, x: L.nn.functional.max_pool2d(x, 2),
+    "max_pool_indices": lambda L, x: L.nn.functional.max_pool2d(x, 2, return_indices=True)[1],
+    "adaptive_avg": lambda L, x: L.nn.functional.adaptive_avg_pool2d(x, 3),
+    "adaptive_max": lambda L, x: L.nn.functional.adaptive_max_pool2d(x, 3),
+    "pad": lambda L, x: L.nn.functional.pad(x, (1, 1, 2, 0)),
+    "pad_reflect": lambda L, x: L.nn.functional.pad(x, (1, 1, 1, 1), mode="reflect"),
+    "pad_replicate": lambda L, x: L.nn.functional.pad(x, (1, 2, 1, 1), mode="replicate"),
+    "nearest": lambda L, x: L.nn.functional.interpolate(x, scale_factor=2),
+    "bilinear": lambda L, x: L.nn.functional.interpolate(x, size=(5, 7), mode="bilinear"),
+    "area": lambda L, x: L.nn.functional.interpolate(x, size=3, mode="area"),
+    "conv_transpose": lambda L, x: L.nn.functional.conv_transpose2d(
+        x, L.ones(x.shape[1], 2, 2, 2, dtype=x.dtype), stride=2),
+    "max_pool_grad": lambda L, x: _leaf_grad(L, x, lambda t: L.nn.functional.max_pool2d(t, 2)),
+    "avg_pool_grad": lambda L, x: _leaf_grad(L, x, lambda t: L.nn.functional.avg_pool2d(t, 2)),
+    "leaf_grad": lambda L, x: _leaf_grad(L, x, lambda t: t * 2),
+}
+
+
+def _leaf_grad(lib, x, f):
+    leaf = x.clone().requires_grad_()
+    f(leaf).pow(2).sum().backward()
+    return leaf.grad
+
+
+@pytest.mark.parametrize("name", list(CNN_CALLS))
+def test_channels_last_propagates_as_torch(name):
+    ours = _layout(jitgrad, CNN_CALLS[name], INPUTS["channels_last"])
+    assert ours == _layout(torch, CNN_CALLS[name], INPUTS["channels_last"])
+    x = INPUTS["channels_last"](jitgrad)
+    out = CNN_CALLS[name](jitgrad, x)
+    assert out.is_contiguous(memory_format=jitgrad.channels_last) and not out.is_contiguous()
+    expected = CNN_CALLS[name](jitgrad, x.contiguous())  # (the values do not change)
+    np.testing.assert_array_equal(out.detach().numpy(), expected.detach().numpy())
+
+
+def test_a_transposed_leaf_gets_a_transposed_grad():
+    for lib in (jitgrad, torch):
+        w = lib.randn(3, 4).t().requires_grad_()
+        (w * 2).sum().backward()
+        assert w.grad.stride() == w.stride() == (1, 4)

@@ -15,6 +15,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..ops.memory_formats import dense_in_some_order, laid_out_like
 from .. import tensor as _tensor
 from .._hooks import RemovableHandle as RemovableHandle  # (re-exported: hooks' handle)
 from .._tracer import Tracer
@@ -428,7 +429,7 @@ class AccumulateGrad(Node):
         if registry.state.grad_enabled:  # create_graph: the new .grad keeps its graph
             var._grad = g if var._grad is None else var._grad + g
         elif var._grad is None:
-            var._grad = _fresh(g)
+            var._grad = _fresh(g, var)
         elif var._grad.requires_grad:
             var._grad = (var._grad + g).detach()
         elif var._grad._dtype is dtypes.bfloat16:  # (the sum rounded, as every bfloat16 result)
@@ -458,7 +459,7 @@ class AccumulateGrad(Node):
             var._grad = g if old is None else wrap(g + old if type(old._data) is not _ndarray
                                                    and type(g._data) is _ndarray else old + g)
         elif old is None:
-            var._grad = wrap(_fresh(g))
+            var._grad = wrap(_fresh(g, var))
         elif old.requires_grad:
             var._grad = wrap((old + g).detach())
         elif type(old._data) is not _ndarray and type(g._data) is _ndarray:  # sparse + dense
@@ -482,15 +483,28 @@ class AccumulateGrad(Node):
                                              and type(grad._data) is not _ndarray):
             return self.apply([as_tensor(g)])  # (a sparse gradient: apply sums it as torch)
         if grad is None:  # gradients may alias each other or user tensors: copy once
-            var._grad = _make(g.copy(), _BY_NUMPY[g.dtype])
+            var._grad = _make(_copy_laid_out(g, var), _BY_NUMPY[g.dtype])
         else:
             grad._data += g
         return ()
 
 
-def _fresh(g: Any) -> Any:
+def _fresh(g: Any, var: Any) -> Any:
     # Gradients flowing through the graph may alias each other or user tensors: copy once.
-    return _make(g._data.copy(), g._dtype)
+    data = g._data
+    return _make(_copy_laid_out(data, var) if type(data) is np.ndarray else data.copy(),
+                 g._dtype)
+
+
+def _copy_laid_out(data: np.ndarray, var: Any) -> np.ndarray:
+    """A copy of a leaf's first gradient, laid out as the leaf when its elements fill their
+    memory in another order (channels-last, transposed): torch's gradient layout contract."""
+    like = var._data
+    if type(like) is np.ndarray and like.ndim > 1 and not like.flags.c_contiguous \
+            and like.shape == data.shape and min(like.strides) >= 0 \
+            and dense_in_some_order(like):
+        return laid_out_like(data, like)
+    return data.copy()
 
 
 class _AnomalyState:

@@ -17,6 +17,7 @@ from ..ops.autocast_policy import LOWER, autocast_policy
 from .. import dtypes
 from ..ops import composite
 from ..ops.creation import zeros
+from ..ops.dtype_rules import check_norm_parameters
 from ..ops.linalg import addmm, matmul
 from ..ops.nn_ops import GELU, LAYER_NORM, SILU
 from ..ops.nn_ops2 import (CONSTANT_PAD_ND, ELU, ELU_RESULT, EMBEDDING, GATHER_PADS,
@@ -139,6 +140,7 @@ def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = Non
     """Normalizes over the trailing ``normalized_shape`` dims (``NativeLayerNormBackward0``)."""
     if isinstance(normalized_shape, int):
         normalized_shape = (normalized_shape,)
+    check_norm_parameters(input, weight, bias)
     return apply(LAYER_NORM, input, weight, bias, normalized_shape=tuple(normalized_shape),
                  eps=float(eps))
 

@@ -11,6 +11,7 @@ import numpy as np
 from .. import dtypes
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import tensor
+from ..ops.memory_formats import follow_channels_last
 from ..tensor import Tensor
 
 __all__ = ["instance_norm", "local_response_norm", "adaptive_avg_pool1d", "adaptive_max_pool1d",
@@ -167,7 +168,8 @@ def adaptive_max_pool2d_with_indices(input: Tensor, output_size: Any,  # noqa: A
     the flat ``h * W + w`` positions of the maxima."""
     size = tuple(output_size) if isinstance(output_size, (list, tuple)) else \
         (output_size, output_size)
-    return _adaptive_max(input, size, "adaptive_max_pool2d")
+    values, indices = _adaptive_max(input, size, "adaptive_max_pool2d")
+    return follow_channels_last(values, input), follow_channels_last(indices, input)
 
 
 def adaptive_max_pool2d(input: Tensor, output_size: Any,  # noqa: A002

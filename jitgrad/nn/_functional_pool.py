@@ -17,6 +17,7 @@ import numpy as np
 
 from ..ops import pool as _pool
 from ..ops.creation import tensor, zeros
+from ..ops.memory_formats import follow_channels_last
 from ..tensor import Tensor
 from . import functional_conv as _fc
 from ._functional_core import relu
@@ -112,7 +113,9 @@ def max_pool3d_with_indices(input: Tensor, kernel_size: Any, stride: Any = None,
                                            d[1:], bool(ceil_mode))
     taps = _taps(depth, k[0], s[0], p[0], d[0], out[0])[0]
     values, indices = _depth_max(v2, i2, taps, tuple(x.shape))
-    return (values, indices) if batched else (values.squeeze(0), indices.squeeze(0))
+    if batched:
+        return follow_channels_last(values, input), follow_channels_last(indices, input)
+    return values.squeeze(0), indices.squeeze(0)
 
 
 def max_pool3d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002

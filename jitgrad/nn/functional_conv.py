@@ -17,6 +17,7 @@ from ..ops import batch_norm as _bn
 from ..ops import conv as _conv_ops
 from ..ops import pool as _pool
 from ..ops import registry as _registry
+from ..ops.dtype_rules import check_norm_parameters
 from ..ops.extras import channels_last as _cl2
 from ..ops.extras import channels_last_3d as _cl3
 from ..ops.autocast_policy import LOWER, autocast_policy
@@ -414,6 +415,7 @@ def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
             raise RuntimeError(f"{name} should contain {input.shape[1]} elements not {t.numel()}")
     if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
         _pool.refuse_dtype(input, "batch_norm")
+    check_norm_parameters(input, weight, bias, running_mean, running_var)
     # in training the op reads no running statistic (they are updated in place just below)
     out, mean, var = _bn.native_batch_norm(input, weight, bias,
                                            None if training else running_mean,

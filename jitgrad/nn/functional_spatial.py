@@ -10,7 +10,8 @@ from typing import Any
 import numpy as np
 
 from ..ops.creation import tensor
-from ..ops.memory_formats import channels_last, channels_last_3d
+from ..ops.dtype_rules import check_norm_parameters
+from ..ops.memory_formats import channels_last, channels_last_3d, follow_channels_last
 from ..tensor import Tensor
 
 __all__ = ["group_norm", "interpolate"]
@@ -28,6 +29,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
     if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
         raise NotImplementedError('"GroupNormKernelImpl" not implemented for '
                                   f"'{input.dtype._scalar_name}'")
+    check_norm_parameters(input, weight, bias)
     n, c = input.shape[:2]
     groups = input.reshape(n, num_groups, -1)
     mean = groups.mean(-1, keepdim=True)
@@ -38,6 +40,7 @@ def group_norm(input: Tensor, num_groups: int, weight: Tensor | None = None,  # 
         out = out * weight.reshape(per_channel)
     if bias is not None:
         out = out + bias.reshape(per_channel)
+    out = out.to(input.dtype)  # (float32 parameters of a 16-bit input: the input's dtype)
     fmt = {4: channels_last, 5: channels_last_3d}.get(input.ndim)
     if fmt is not None and not input.is_contiguous() and input.is_contiguous(memory_format=fmt):
         return out.contiguous(memory_format=fmt)  # (torch's kernel keeps that layout)
@@ -120,7 +123,16 @@ def interpolate(input: Tensor, size: Any = None, scale_factor: Any = None,  # no
     sampling: ``nearest``, ``nearest-exact``, ``linear`` (3-D), ``bilinear`` (4-D),
     ``bicubic`` (4-D), ``trilinear`` (5-D), with ``align_corners`` for the interpolating modes;
     ``area`` (the adaptive average pool); ``antialias`` for bilinear and bicubic (4-D), which
-    ``lanczos`` (4-D, Lanczos-3) requires."""
+    ``lanczos`` (4-D, Lanczos-3) requires. A channels-last input gives a channels-last
+    result, as torch's."""
+    out = _interpolate(input, size, scale_factor, mode, align_corners, recompute_scale_factor,
+                       antialias)
+    return follow_channels_last(out, input)
+
+
+def _interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str,  # noqa: A002
+                 align_corners: bool | None, recompute_scale_factor: bool | None,
+                 antialias: bool) -> Tensor:
     if mode not in _MODES:
         raise NotImplementedError(
             f"Input Error: Only 3D, 4D and 5D input Tensors supported (got {input.ndim}D) for "

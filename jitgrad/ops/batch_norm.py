@@ -15,6 +15,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import nn_kernels
+from .dtype_rules import check_norm_parameters
+from .memory_formats import keeps_channels_last
 from .registry import OPAQUE, apply, defop
 
 
@@ -230,6 +232,7 @@ def _numel(shape) -> int:
 
 def native_batch_norm(x, weight, bias, running_mean, running_var, training: bool, eps: float):
     """``(out, mean, var)`` of batch normalisation over all dims but dim 1."""
+    check_norm_parameters(x, weight, bias, running_mean, running_var)
     return apply(NATIVE_BATCH_NORM, x, weight, bias, running_mean, running_var,
                  training=bool(training), eps=float(eps))
 
@@ -259,7 +262,8 @@ def _bn_jvp(tangents, ans, x, weight, bias, running_mean, running_var, training,
 
 
 # the batch statistics are for the running averages (updated without grad): not differentiable
-NATIVE_BATCH_NORM = defop("native_batch_norm", _bn_impl, kind=OPAQUE, meta=_bn_meta,
+NATIVE_BATCH_NORM = defop("native_batch_norm", keeps_channels_last(_bn_impl), kind=OPAQUE,
+                          meta=_bn_meta,
                           n_outputs=3, save=(0, 1, 3, 4), vjp=_bn_vjp, jvp=_bn_jvp,
                           node_name="NativeBatchNormBackward0", non_differentiable=(3, 4),
                           outputs_requiring_grad=lambda args, params: (True, False, False))

@@ -27,6 +27,7 @@ import numpy as np
 
 from ..dtypes import CPP_NAMES
 from . import nn_kernels
+from .memory_formats import keeps_channels_last
 from .registry import AUTOCAST_LOWER, BILINEAR, OPAQUE, apply, defop
 
 
@@ -307,7 +308,8 @@ CONVOLUTION = defop(
          lambda g, ans, x, w, b, **p: g.sum((0,) + tuple(range(2, g.ndim)))))
 # the transposed convolution with a bias, Bx(x, w) + b: d/dx = conv(h, w), d/dw = Bw(h, x)
 CONV_TRANSPOSE = defop(
-    "conv_transpose", _transpose_impl, kind=OPAQUE, meta=_transpose_meta, save=(0, 1),
+    "conv_transpose", keeps_channels_last(_transpose_impl), kind=OPAQUE, meta=_transpose_meta,
+    save=(0, 1),
     node_name="ConvolutionBackward0", autocast=AUTOCAST_LOWER,
     jvp=lambda ts, ans, x, w, b, input_size, **p: _transpose_jvp(ts, x, w, input_size, **p),
     vjp=(lambda h, ans, x, w, b, input_size, **p: convolution(h, w, None, **p),

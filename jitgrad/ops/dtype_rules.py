@@ -182,3 +182,17 @@ def refuse_bool_bounds(kernel: str, input: Any, *bounds: Any) -> None:  # noqa: 
     clamped by Python bools; ``clamp(0, 1)`` promotes to int64 and computes)."""
     if input.dtype is dtypes.bool and all(b is None or isinstance(b, bool) for b in bounds):
         raise NotImplementedError(f"\"{kernel}_scalar_cpu\" not implemented for 'Bool'")
+
+
+def check_norm_parameters(input: Any, *parameters: Any) -> None:  # noqa: A002
+    """torch's CPU rule for the parameters of batch, layer and group norm (weight, bias,
+    running stats): of the input's dtype, or float32 for a float16/bfloat16 input (the mixed
+    kernels); anything else is refused, never promoted."""
+    first = next((p for p in parameters if p is not None), None)
+    if first is None or first.dtype is input.dtype or input.is_cuda:
+        return
+    for p in parameters:
+        if p is not None and p.dtype is not dtypes.float32:
+            raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
+    if input.dtype not in (dtypes.bfloat16, dtypes.float16):
+        raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")

@@ -116,6 +116,44 @@ def suggested_layout(impl: Callable) -> Callable:
     return run
 
 
+def keeps_channels_last(impl: Callable) -> Callable:
+    """An op's ``impl`` whose results of the input's rank are channels-last when its input is
+    (torch's ``suggest_memory_format`` for pooling, batch norm, padding, resizing and
+    transposed convolution), whatever their spatial sizes."""
+    def run(x, *args, **kwargs):
+        out = impl(x, *args, **kwargs)
+        if not _channels_last(x):
+            return out
+        if type(out) is tuple:
+            return tuple(_to_channels_last(o, x.ndim) for o in out)
+        return _to_channels_last(out, x.ndim)
+
+    run.__name__ = getattr(impl, "__name__", "impl")
+    return run
+
+
+def _to_channels_last(a, ndim: int):
+    if type(a) is not np.ndarray or a.ndim != ndim or _channels_last(a) or a.shape[1] == 1:
+        return a
+    moved = np.moveaxis(a, 1, -1)
+    out = np.empty(moved.shape, a.dtype)
+    out[...] = moved
+    return np.moveaxis(out, -1, 1)
+
+
+def follow_channels_last(out, input):
+    """``out`` (a tensor just made from ``input`` by several ops) re-laid channels-last in
+    memory when ``input`` is, as torch's single kernel would have allocated it (its values
+    unchanged; eager CPU tensors only)."""
+    if out._trace is not None or input._trace is not None or out._base is not None:
+        return out  # (a tracer has no memory; a view's layout is its base's)
+    data = out._data
+    if type(data) is np.ndarray and type(input._data) is np.ndarray \
+            and _channels_last(input._data):
+        out._data = _to_channels_last(data, input._data.ndim)
+    return out
+
+
 def concatenated_layout(out: np.ndarray, xs: tuple) -> np.ndarray:
     """``cat``/``stack``'s result laid out as torch's: as NumPy leaves it when every input is
     channels-last (torch keeps that format), else row-major."""

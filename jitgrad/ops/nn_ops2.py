@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .dtype_rules import refuse_dtypes
+from .memory_formats import keeps_channels_last
 from .registry import (ELEMENTWISE, FLOAT, OPAQUE, POINTWISE, Meta, apply, broadcast_shapes,
                        defop)
 
@@ -450,7 +451,7 @@ def _constant_pad_vjp(g, ans, x, pad, value):
 
 
 CONSTANT_PAD_ND = defop(
-    "constant_pad_nd", _constant_pad_impl, kind=OPAQUE,
+    "constant_pad_nd", keeps_channels_last(_constant_pad_impl), kind=OPAQUE,
     meta=lambda x, pad, value: (_pad_shape(tuple(x.shape), pad), x.dtype),
     vjp=(_constant_pad_vjp,),
     # forward mode: the tangent padded with zeros (the pad value is a constant)
@@ -517,7 +518,8 @@ GATHER_PADS = {}
 for _mode, _torch_name in (("reflect", "Reflection"), ("replicate", "Replication")):
     for _dims in (1, 2, 3):
         GATHER_PADS[_mode, _dims] = defop(
-            f"{_torch_name.lower()}_pad{_dims}d", _gather_pad_impl(_mode), kind=OPAQUE,
+            f"{_torch_name.lower()}_pad{_dims}d", keeps_channels_last(_gather_pad_impl(_mode)),
+            kind=OPAQUE,
             node_name=f"{_torch_name}Pad{_dims}DBackward0", meta=_gather_pad_meta, save=(0,),
             check_operands=refuse_dtypes(bool=f"{_torch_name.lower()}_pad{_dims}d"),
             vjp=(_gather_pad_vjp(_mode),),

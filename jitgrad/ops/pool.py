@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import nn_kernels
+from .memory_formats import keeps_channels_last
 from .registry import LINEAR, OPAQUE, apply, defop
 
 
@@ -129,12 +130,14 @@ def _int64():
 
 # the scatter of max pooling's VJP; its own VJP is the gather at the same indices
 MAX_POOL2D_BACKWARD = defop(
-    "max_pool2d_with_indices_backward", _max_pool_backward_impl, kind=OPAQUE, save=(1,),
+    "max_pool2d_with_indices_backward", keeps_channels_last(_max_pool_backward_impl),
+    kind=OPAQUE, save=(1,),
     meta=lambda g, indices, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
     node_name="MaxPool2DWithIndicesBackwardBackward0", jvp=LINEAR,
     vjp=(lambda h, ans, g, indices, input_size: _gather_at(h, indices, tuple(g.shape)), None))
 # (the VJP reads only the indices: the values may be modified in place, ReLU(inplace=True))
-MAX_POOL2D = defop("max_pool2d_with_indices", _max_pool_impl, kind=OPAQUE, meta=_max_pool_meta,
+MAX_POOL2D = defop("max_pool2d_with_indices", keeps_channels_last(_max_pool_impl), kind=OPAQUE,
+                   meta=_max_pool_meta,
                    n_outputs=2, save_output=(1,), vjp=_max_pool_vjp,
                    node_name="MaxPool2DWithIndicesBackward0",
                    jvp=lambda ts, ans, x, **p: (
@@ -220,7 +223,7 @@ AVG_POOL2D = defop(
     vjp=(lambda g, ans, x, **p: apply(AVG_POOL2D_BACKWARD, g, input_size=tuple(x.shape[-2:]),
                                       **p),))
 AVG_POOL2D_BACKWARD = defop(
-    "avg_pool2d_backward", _avg_pool_backward_impl, kind=OPAQUE,
+    "avg_pool2d_backward", keeps_channels_last(_avg_pool_backward_impl), kind=OPAQUE,
     meta=lambda g, input_size, **p: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
     node_name="AvgPool2DBackwardBackward0", jvp=LINEAR,
     vjp=(lambda h, ans, g, input_size, **p: apply(AVG_POOL2D, h, **p),))
@@ -259,13 +262,13 @@ def _adaptive_backward_impl(g, input_size):
 
 
 ADAPTIVE_AVG_POOL2D = defop(
-    "adaptive_avg_pool2d", _adaptive_impl, kind=OPAQUE,
+    "adaptive_avg_pool2d", keeps_channels_last(_adaptive_impl), kind=OPAQUE,
     meta=lambda x, output_size: (tuple(x.shape[:-2]) + tuple(output_size), x.dtype),
     node_name="AdaptiveAvgPool2DBackward0", jvp=LINEAR,
     vjp=(lambda g, ans, x, output_size: apply(ADAPTIVE_AVG_POOL2D_BACKWARD, g,
                                               input_size=tuple(x.shape[-2:])),))
 ADAPTIVE_AVG_POOL2D_BACKWARD = defop(
-    "adaptive_avg_pool2d_backward", _adaptive_backward_impl, kind=OPAQUE,
+    "adaptive_avg_pool2d_backward", keeps_channels_last(_adaptive_backward_impl), kind=OPAQUE,
     meta=lambda g, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
     node_name="AdaptiveAvgPool2DBackwardBackward0", jvp=LINEAR,
     vjp=(lambda h, ans, g, input_size: apply(ADAPTIVE_AVG_POOL2D, h,
