@@ -15,6 +15,7 @@ import numpy as np
 from . import dtypes
 from .device import check_device
 from .ops.arg_errors import invalid_combination
+from .ops.random_nodes import BERNOULLI_NODE, BERNOULLI_P_NODE, record_draws
 from .ops.creation import _OPTS, _shape, check_layout, like_memory_format
 from ._generator import Generator, _default
 from ._generator import default_generator as default_generator  # (re-exported)
@@ -451,15 +452,16 @@ def _check_probabilities(p: Any) -> None:
 
 @public("bernoulli", method=True)
 def bernoulli(input: Any, p: Any = None, *, generator: Any = None) -> Any:  # noqa: A002
-    """0 or 1 in ``input``'s dtype, 1 with probability ``input`` (or the number ``p``). The
-    result does not require grad (torch records a node whose gradient is zero)."""
+    """0 or 1 in ``input``'s dtype, 1 with probability ``input`` (or the number ``p``). Its
+    node (when ``input`` requires grad) gives a zero gradient, as torch's (none with ``p``)."""
     if not input.dtype.is_floating_point:
         raise NotImplementedError(f"\"bernoulli_tensor_cpu_p_\" not implemented for "
                                   f"'{input.dtype._scalar_name}'")
     probs = input.detach() if p is None else p
     _check_probabilities(probs)
     u = _bernoulli_uniforms(tuple(input.shape), probs, generator, input.device)
-    return (u < probs).to(input.dtype)
+    node = BERNOULLI_NODE if p is None else BERNOULLI_P_NODE
+    return record_draws(node, (input,), (u < probs).to(input.dtype))
 
 
 @public(method="bernoulli_")

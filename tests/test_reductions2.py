@@ -5,6 +5,8 @@ in-place variants and torch's errors."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -309,3 +311,35 @@ def test_cumsum_cumprod_accumulate_as_torch_cpu(name):
         mine = jitgrad.tensor(x32).cumsum(0, dtype=getattr(jitgrad, dt))
         theirs = torch.tensor(x32).cumsum(0, dtype=getattr(torch, dt))
         np.testing.assert_array_equal(mine.double().numpy(), theirs.double().numpy())
+
+
+@pytest.mark.parametrize("interpolation", ["linear", "midpoint", "lower", "higher", "nearest"])
+def test_quantile_bit_for_bit_with_torch_and_infinities(interpolation):
+    """Linear and midpoint interpolate with lerp, as torch's (its rounding; inf - inf NaN)."""
+    torch = pytest.importorskip("torch")
+    x = np.random.default_rng(0).standard_normal((200, 57)).astype(np.float32)
+    q = [0.1, 0.33, 0.5, 0.77, 0.9]
+    ours = jitgrad.quantile(jitgrad.tensor(x), jitgrad.tensor(q), dim=1,
+                            interpolation=interpolation)
+    theirs = torch.quantile(torch.tensor(x), torch.tensor(q), dim=1, interpolation=interpolation)
+    np.testing.assert_array_equal(ours.numpy(), theirs.numpy())
+    inf = float("inf")
+    for lib in (jitgrad, torch):
+        assert str(lib.quantile(lib.tensor([-inf, 1.0, inf]), lib.tensor([0.25, 0.75]),
+                                interpolation="linear").tolist()) == "[-inf, nan]"
+        assert np.isnan(lib.quantile(lib.tensor([1.0, inf]), 0.5).item())
+
+
+def test_quantile_errors_as_torch():
+    cases = [(lambda L: L.quantile(L.ones(3), 0.5, interpolation="cubic"),
+              "quantile() interpolation must be one of linear, lower, higher, midpoint or "
+              "nearest, but got cubic"),
+             (lambda L: L.quantile(L.ones(3), -0.1),
+              "quantile() q must be in the range [0, 1] but got -0.1"),
+             (lambda L: L.nanquantile(L.ones(2 ** 24 + 1), 0.5),
+              "nanquantile() input tensor is too large")]
+    for call, text in cases:
+        with pytest.raises(RuntimeError, match=re.escape(text)):
+            call(jitgrad)
+    # (the limit is on the reduced dim)
+    assert jitgrad.quantile(jitgrad.ones(2 ** 24 + 1, 2), 0.5, dim=1).shape == (2 ** 24 + 1,)

@@ -45,6 +45,9 @@ NO_RECORD = {
     "fake_quantize_per_tensor_affine_tensor_qparams_mask": "as "
         "fake_quantize_per_tensor_affine_mask",
     "fake_quantize_per_channel_affine_mask": "as fake_quantize_per_tensor_affine_mask",
+    **{name: "the node torch records on random draws (no NumPy reference): "
+             "tests/test_random_nodes.py"
+       for name in ("poisson_draws", "bernoulli_draws", "binomial_draws", "bernoulli_p_draws")},
     "to_device": "a copy between the CPU and a cuda device (opdb runs on the CPU): "
                  "tests/test_cuda.py, on numba's CUDA simulator",
 }

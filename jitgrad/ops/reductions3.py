@@ -290,16 +290,16 @@ def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # 
         raise RuntimeError(f"{name}() input tensor must be either float or double dtype")
     if interpolation not in _INTERPOLATIONS:
         raise RuntimeError(f"{name}() interpolation must be one of linear, lower, higher, "
-                           f"midpoint or nearest. Got {interpolation}")
+                           f"midpoint or nearest, but got {interpolation}")
     scalar_q = not isinstance(q, registry.Tensor)
     if scalar_q:
+        if not 0 <= float(q) <= 1:
+            raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {float(q)}")
         q = tensor(float(q), dtype=input.dtype, device=input.device)
     elif q.dtype != input.dtype:
         raise RuntimeError(f"{name}() q tensor must be same dtype as the input tensor")
     if q.ndim > 1:
         raise RuntimeError(f"{name}() q must be a scalar or 1D tensor")
-    if scalar_q and not 0 <= float(q.item()) <= 1:
-        raise RuntimeError(f"{name}() q must be in the range [0, 1] but got {float(q.item())}")
     if not scalar_q and q._trace is None:  # (a traced q's values are not known)
         qv = q.detach().numpy().reshape(-1)
         if ((qv < 0) | (qv > 1)).any():
@@ -318,6 +318,8 @@ def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # 
                 out_shape[d] = 1
             else:
                 del out_shape[d]
+    if x.shape[-1] > 2 ** 24:  # (torch computes the ranks in float32)
+        raise RuntimeError(f"{name}() input tensor is too large")
     srt = x.sort(-1).values  # NaN last
     n = srt.shape[-1]
     nan = srt.isnan()
@@ -344,7 +346,7 @@ def _quantile(name: str, input, q, dim, keepdim, interpolation, ignore_nan):  # 
     else:
         v_above = big.gather(-1, above)
         w = (ranks - below.to(input.dtype)) if interpolation == "linear" else 0.5
-        out = v_below + (v_above - v_below) * w
+        out = v_below.lerp(v_above, w)  # (torch's: its rounding, and inf - inf gives NaN)
     out = out.squeeze(-1)  # (Q, ...rest)
     out = out.reshape([out.shape[0]] + out_shape)
     return out.squeeze(0) if scalar_q or q.ndim == 0 else out

@@ -9,6 +9,7 @@ from typing import Any
 import numpy as np
 
 from .extras import contiguous_format
+from .random_nodes import BINOMIAL_NODE, POISSON_NODE, record_draws
 from .surface import public
 from .surface24 import fn
 
@@ -166,7 +167,7 @@ def log_normal_(self: Any, mean: float = 1.0, std: float = 2.0, *,
 
 @public("poisson")
 def poisson(input: Any, generator: Any = None) -> Any:  # noqa: A002
-    """Poisson draws with the rates ``input`` (same dtype; no gradient)."""
+    """Poisson draws with the rates ``input`` (same dtype; a zero gradient, as torch's)."""
     from .._generator import default_generator
     from ..tensor import _new
 
@@ -175,12 +176,13 @@ def poisson(input: Any, generator: Any = None) -> Any:  # noqa: A002
         raise RuntimeError("invalid Poisson rate, expected rate to be non-negative")
     stream = (generator or default_generator())._host()  # (torch's sampler and draws)
     draws = stream.poisson(rates.astype(np.float64)).reshape(rates.shape)
-    return _new(draws.astype(input.dtype.np), input.dtype)
+    return record_draws(POISSON_NODE, (input,), _new(draws.astype(input.dtype.np), input.dtype))
 
 
 @public("binomial")
 def binomial(count: Any, prob: Any, generator: Any = None) -> Any:
-    """Binomial(``count``, ``prob``) draws elementwise (``count``'s dtype; no gradient)."""
+    """Binomial(``count``, ``prob``) draws elementwise (``count``'s dtype; torch's node
+    without a derivative when a parameter requires grad)."""
     from .._generator import default_generator
     from ..tensor import _new
 
@@ -193,7 +195,8 @@ def binomial(count: Any, prob: Any, generator: Any = None) -> Any:
     n, p = np.broadcast_arrays(count.detach().numpy(), prob.detach().numpy())
     single = count.dtype.itemsize <= 4
     draws = stream.binomial(n.astype(np.float64), p.astype(np.float64), single)
-    return _new(draws.reshape(n.shape).astype(count.dtype.np), count.dtype)
+    draws = _new(draws.reshape(n.shape).astype(count.dtype.np), count.dtype)
+    return record_draws(BINOMIAL_NODE, (count, prob), draws)
 
 
 METHODS = {"resize_": resize_, "resize_as_": resize_as_, "exponential_": exponential_,
