@@ -14,6 +14,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
+from .memory_formats import column_major
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
 from .vjp_apply import sum_to
 from .return_types import return_type
@@ -101,7 +102,7 @@ def _zero_pivot(a) -> int:
 
 
 LINALG_INV = defop(
-    "linalg_inv", _inv_impl, kind=OPAQUE, meta=_inv_meta, save_output=True,
+    "linalg_inv", column_major(_inv_impl), kind=OPAQUE, meta=_inv_meta, save_output=True,
     autocast=AUTOCAST_FP32,
     node_name="LinalgInvExBackward0",
     vjp=(lambda g, ans, a: -(_mh(ans) @ g @ _mh(ans)),),
@@ -231,7 +232,8 @@ def _solve_jvp(tangents, ans, a, b, vector):
 
 
 LINALG_SOLVE = defop(
-    "linalg_solve", _solve_impl, kind=OPAQUE, meta=_solve_meta, save=(0,), save_output=True,
+    "linalg_solve", column_major(_solve_impl), kind=OPAQUE, meta=_solve_meta, save=(0,),
+    save_output=True,
     autocast=AUTOCAST_FP32,
     node_name="LinalgSolveExBackward0", vjp=(_solve_vjp_a, _solve_vjp_b), jvp=_solve_jvp)
 
@@ -294,7 +296,8 @@ def _cholesky_jvp(tangents, ans, a, upper):
 
 
 LINALG_CHOLESKY = defop(
-    "linalg_cholesky", _cholesky_impl, kind=OPAQUE, meta=_cholesky_meta, save_output=True,
+    "linalg_cholesky", column_major(_cholesky_impl), kind=OPAQUE, meta=_cholesky_meta,
+    save_output=True,
     autocast=AUTOCAST_FP32,
     node_name="LinalgCholeskyExBackward0", vjp=(_cholesky_vjp,), jvp=_cholesky_jvp)
 

@@ -26,6 +26,7 @@ import numpy as np
 from .. import _config, dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel
 from .autocast_policy import FP32, autocast_policy
+from .memory_formats import column_major, to_column_major
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
 from .return_types import return_type
 
@@ -112,7 +113,8 @@ def _eigh_jvp(tangents, ans, a, uplo):
     return d_values, vectors @ (p * inv_e)
 
 
-LINALG_EIGH = defop("linalg_eigh", _eigh_impl, kind=OPAQUE, meta=_eigh_meta, n_outputs=2,
+LINALG_EIGH = defop("linalg_eigh", column_major(_eigh_impl, (1,)), kind=OPAQUE, meta=_eigh_meta,
+                    n_outputs=2,
                     autocast=AUTOCAST_FP32,
                     save_output=True, node_name="LinalgEighBackward0", vjp=_eigh_vjp,
                     jvp=_eigh_jvp)
@@ -227,7 +229,8 @@ def _solve_triangular_jvp(tangents, ans, a, b, upper, unitriangular, left):
 
 _REQUIRED: Any = object()
 
-SOLVE_TRIANGULAR = defop("linalg_solve_triangular", _solve_triangular_impl, kind=OPAQUE,
+SOLVE_TRIANGULAR = defop("linalg_solve_triangular", column_major(_solve_triangular_impl),
+                         kind=OPAQUE,
                          meta=_solve_triangular_meta, save=(0,), save_output=True,
                          node_name="LinalgSolveTriangularBackward0", vjp=_solve_triangular_vjp,
                          jvp=_solve_triangular_jvp)
@@ -355,7 +358,8 @@ def _qr_jvp(tangents, ans, a, mode):
     return d_q, cat([d_u, d_v], -1)
 
 
-LINALG_QR = defop("linalg_qr", _qr_impl, kind=OPAQUE, meta=_qr_meta, n_outputs=2, save=(0,),
+LINALG_QR = defop("linalg_qr", column_major(_qr_impl, (0, 1)), kind=OPAQUE, meta=_qr_meta,
+                  n_outputs=2, save=(0,),
                   autocast=AUTOCAST_FP32,
                   save_output=True, node_name="LinalgQrBackward0", vjp=_qr_vjp, jvp=_qr_jvp)
 
@@ -457,7 +461,8 @@ def _svd_jvp(tangents, ans, a, full_matrices):
     return d_u, d_s, _mh(d_v)
 
 
-LINALG_SVD = defop("linalg_svd", _svd_impl, kind=OPAQUE, meta=_svd_meta, n_outputs=3, save=(0,),
+LINALG_SVD = defop("linalg_svd", column_major(_svd_impl, (0, 2)), kind=OPAQUE, meta=_svd_meta,
+                   n_outputs=3, save=(0,),
                    autocast=AUTOCAST_FP32,
                    save_output=True, node_name="LinalgSvdBackward0", vjp=_svd_vjp, jvp=_svd_jvp)
 
@@ -581,7 +586,7 @@ def lstsq(A, B, rcond=None, *, driver=None):  # noqa: N803
         raise RuntimeError("torch.linalg.lstsq: input.size(-2) should match other.size(-2)")
     eps = float(np.finfo(np.dtype(A.dtype.to_real().np)).eps)
     r = eps * max(A.shape[-2:]) if rcond is None else float(rcond)
-    solution = pinv(A, rtol=r) @ b
+    solution = to_column_major(pinv(A, rtol=r) @ b)  # (LAPACK's layout, as torch's)
     real = A.dtype.to_real()
     empty = _new(np.empty((0,), real.np), real)
     m, n = A.shape[-2], A.shape[-1]

@@ -23,6 +23,7 @@ import numpy as np
 
 from .. import dtypes
 from .out_arg import with_out
+from .memory_formats import column_major
 from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 
@@ -172,7 +173,8 @@ def _no_derivative(name: str):
     return vjp
 
 
-LDL_FACTOR_EX = defop("linalg_ldl_factor_ex", _factor_impl, kind=OPAQUE, meta=_factor_meta,
+LDL_FACTOR_EX = defop("linalg_ldl_factor_ex", column_major(_factor_impl), kind=OPAQUE,
+                      meta=_factor_meta,
                       n_outputs=3, node_name="NotImplemented",
                       vjp=_no_derivative("linalg_ldl_factor_ex"),
                       jvp=_no_derivative("linalg_ldl_factor_ex"),
@@ -268,7 +270,7 @@ def _solve_meta(ld, piv, b, *, hermitian):
     return batch + tuple(b.shape[-2:]), b.dtype
 
 
-LDL_SOLVE = defop("linalg_ldl_solve", _solve_impl, kind=OPAQUE, meta=_solve_meta,
+LDL_SOLVE = defop("linalg_ldl_solve", column_major(_solve_impl), kind=OPAQUE, meta=_solve_meta,
                   node_name="NotImplemented",
                   vjp=_no_derivative("linalg_ldl_solve"), jvp=_no_derivative("linalg_ldl_solve"))
 

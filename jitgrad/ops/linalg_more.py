@@ -20,6 +20,7 @@ import numpy as np
 from .. import dtypes
 from .linalg2 import LinAlgError, _check_square, _mh, _refuse_kernel
 from .linalg_decomp import SOLVE_TRIANGULAR, _solve_triangular_impl
+from .memory_formats import column_major
 from .registry import OPAQUE, apply, defop
 from .vjp_apply import sum_to
 from .return_types import return_type
@@ -227,7 +228,8 @@ def _lu_factor_jvp(tangents, ans, a, pivot):
 
 
 LU_FACTOR_EX = defop(
-    "linalg_lu_factor_ex", lambda a, pivot: _lu_np(a), kind=OPAQUE, meta=_lu_factor_meta,
+    "linalg_lu_factor_ex", column_major(lambda a, pivot: _lu_np(a)), kind=OPAQUE,
+    meta=_lu_factor_meta,
     n_outputs=3, save_output=True, node_name="LinalgLuFactorExBackward0", vjp=_lu_factor_vjp,
     jvp=_lu_factor_jvp, outputs_requiring_grad=lambda args, params: (True, False, False))
 
@@ -436,7 +438,7 @@ def _lu_solve_jvp(tangents, ans, lu, piv, b, left, adjoint):
 
 
 LU_SOLVE = defop(
-    "linalg_lu_solve", _lu_solve_impl, kind=OPAQUE, meta=_lu_solve_meta, save=(0, 1),
+    "linalg_lu_solve", column_major(_lu_solve_impl), kind=OPAQUE, meta=_lu_solve_meta, save=(0, 1),
     save_output=True, node_name="LinalgLuSolveBackward0",
     vjp=(_lu_solve_vjp_lu, None, _lu_solve_vjp_b), jvp=_lu_solve_jvp)
 

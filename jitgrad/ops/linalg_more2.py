@@ -26,6 +26,7 @@ from .linalg2 import solve as _solve
 from .linalg_decomp import (SOLVE_TRIANGULAR, _check_matrix, _diag_embed, _eye_like,
                             svd as _svd)
 from .linalg_more import LU_FACTOR_EX, lu_solve
+from .memory_formats import column_major, to_column_major
 from .registry import AUTOCAST_FP32, OPAQUE, apply, defop
 from .op_fields import no_derivative
 from .return_types import return_type
@@ -106,8 +107,8 @@ def _eig_jvp(tangents, ans, a):
     return d_values, dv
 
 
-LINALG_EIG = defop("linalg_eig", _eig_impl, kind=OPAQUE, meta=_eig_meta, n_outputs=2,
-                   autocast=AUTOCAST_FP32,
+LINALG_EIG = defop("linalg_eig", column_major(_eig_impl, (1,)), kind=OPAQUE, meta=_eig_meta,
+                   n_outputs=2, autocast=AUTOCAST_FP32,
                    save=(0,), save_output=True, node_name="LinalgEigBackward0", vjp=_eig_vjp,
                    jvp=_eig_jvp)
 
@@ -345,7 +346,7 @@ def householder_product(A, tau):  # noqa: N803
     for i in range(k):
         vi = v[..., :, i:i + 1]
         q = q - (q @ vi) @ (tau[..., i:i + 1].unsqueeze(-1) * _mh(vi))
-    return q[..., :, :n]
+    return to_column_major(q)[..., :, :n]  # (LAPACK's layout, as torch's)
 
 
 GeqrfResult = return_type("geqrf", ["a", "tau"])
@@ -366,7 +367,7 @@ def _geqrf_impl(a):
         tau.astype(a.dtype, copy=False)
 
 
-GEQRF = defop("geqrf", _geqrf_impl, kind=OPAQUE, meta=_geqrf_meta, n_outputs=2,
+GEQRF = defop("geqrf", column_major(_geqrf_impl), kind=OPAQUE, meta=_geqrf_meta, n_outputs=2,
               node_name="GeqrfBackward0", vjp=no_derivative("geqrf"), jvp=no_derivative("geqrf"))
 
 
@@ -436,7 +437,7 @@ def ormqr(input, input2, input3, left: bool = True, transpose: bool = False):  #
     for i in order:  # H_i = I - tau_i v_i v_i^H
         vi, ti = v[..., :, i:i + 1], scales[..., i:i + 1].unsqueeze(-1)
         c = c - vi @ (ti * (_mh(vi) @ c)) if left else c - ((c @ vi) * ti) @ _mh(vi)
-    return c
+    return to_column_major(c) if k else c.clone()
 
 
 # ---------------------------------------------------------------- top-level legacy names
@@ -528,7 +529,7 @@ def _cholesky_solve_jvp(tangents, ans, b, factor, upper):
     return apply(CHOLESKY_SOLVE, rhs, factor, upper=upper)
 
 
-CHOLESKY_SOLVE = defop("cholesky_solve", _cholesky_solve_impl, kind=OPAQUE,
+CHOLESKY_SOLVE = defop("cholesky_solve", column_major(_cholesky_solve_impl), kind=OPAQUE,
                        autocast=AUTOCAST_FP32,
                        meta=_cholesky_solve_meta, save=(1,), save_output=True,
                        node_name="CholeskySolveBackward0",

@@ -154,6 +154,35 @@ def follow_channels_last(out, input):
     return out
 
 
+def column_major(impl: Callable, outputs: tuple = (0,)) -> Callable:
+    """An op's ``impl`` whose ``outputs`` (of two or more dims) are column-major in their last
+    two dims, as LAPACK writes torch's results (``qr``, ``inv``, ``solve``, ``cholesky``, the
+    eigen- and singular vectors, ``lu_factor``'s LU): strides ``(..., 1, rows)``, which
+    ``stride()``, ``is_contiguous()``, ``view`` and the ``*_like`` random fills see."""
+    def run(*args, **kwargs):
+        out = impl(*args, **kwargs)
+        if type(out) is tuple:
+            return tuple(_fortran(o) if i in outputs else o for i, o in enumerate(out))
+        return _fortran(out)
+
+    run.__name__ = getattr(impl, "__name__", "impl")
+    return run
+
+
+def to_column_major(t):
+    """``t`` (a tensor just made by several ops) re-laid column-major in its last two dims, as
+    LAPACK writes torch's results; its values unchanged (eager CPU tensors, not views)."""
+    if t._trace is None and t._base is None and type(t._data) is np.ndarray:
+        t._data = _fortran(t._data)
+    return t
+
+
+def _fortran(a):
+    if type(a) is not np.ndarray or a.ndim < 2 or a.shape[-1] <= 1 or a.shape[-2] <= 1:
+        return a
+    return np.swapaxes(np.ascontiguousarray(np.swapaxes(a, -1, -2)), -1, -2)
+
+
 def concatenated_layout(out: np.ndarray, xs: tuple) -> np.ndarray:
     """``cat``/``stack``'s result laid out as torch's: as NumPy leaves it when every input is
     channels-last (torch keeps that format), else row-major."""
