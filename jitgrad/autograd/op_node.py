@@ -16,7 +16,7 @@ from types import FunctionType as _FunctionType
 from typing import Any
 
 from ..ops import registry
-from ..ops.vjp_apply import run_vjp
+from ..ops.vjp_apply import SIXTEEN_BIT, run_vjp
 from . import rule_programs
 from .rule_programs import PROGRAMS
 from .node import (
@@ -397,7 +397,7 @@ class UniformNode(OpNode):
 
     def apply_arrays(self, grad_outputs: list, release: bool) -> tuple:
         g = grad_outputs[0]
-        if g is not None:
+        if g is not None and not (self.op.opmath_backward and self._key[1] in SIXTEEN_BIT):
             program = PROGRAMS[self.op].get(self._key)
             if type(program) is not _FunctionType:  # not built (yet), or not traceable
                 program = rule_programs.lookup(self, self._key)

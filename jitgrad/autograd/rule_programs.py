@@ -25,7 +25,7 @@ import numpy as np
 from .._pycode import compile_function
 from .._tracer import Trace, active, graph_of
 from ..ops import registry
-from ..ops.vjp_apply import run_vjp
+from ..ops.vjp_apply import SIXTEEN_BIT, run_vjp
 from .node import SavedTensor
 
 MAX_PROGRAMS_PER_OP = 256  # a shape-varying workload must not grow the caches without bound
@@ -144,6 +144,8 @@ def general_key(node: Any, g: Any) -> tuple | None:
     meta = node._out_meta
     if type(meta) is not registry.Meta or type(g) is not np.ndarray or g.shape != meta.shape \
             or g.dtype != meta.dtype.np:  # (a sparse gradient, or one of another type)
+        return None
+    if node.op.opmath_backward and meta.dtype in SIXTEEN_BIT:  # (run_vjp rounds once)
         return None
     described = []
     mask = 0

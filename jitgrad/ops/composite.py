@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
+from .dtype_rules import half_in_float32
 from .registry import OPAQUE, OPS, apply, defop
 from .surface import public
 from .memory_formats import row_major
@@ -55,14 +56,15 @@ def _log_softmax_decompose(x, dim):
 
 
 SOFTMAX = defop(
-    "softmax", _softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
-    decompose=_softmax_decompose,
+    "softmax", half_in_float32(_softmax_impl), kind=OPAQUE, meta=_float_meta, save_output=True,
+    decompose=_softmax_decompose, opmath_backward=True,
     vjp=(lambda g, ans, x, dim: ans * (g - (g * ans).sum(dim, keepdim=True)),),
     jvp=lambda ts, ans, x, dim: ans * (ts[0] - (ts[0] * ans).sum(dim, keepdim=True)),
     saved_names={"dim": ("param", "dim"), "result": ("output", 0)})
 LOG_SOFTMAX = defop(
-    "log_softmax", _log_softmax_impl, kind=OPAQUE, meta=_float_meta, save_output=True,
-    decompose=_log_softmax_decompose,
+    "log_softmax", half_in_float32(_log_softmax_impl), kind=OPAQUE, meta=_float_meta,
+    save_output=True,
+    decompose=_log_softmax_decompose, opmath_backward=True,
     vjp=(lambda g, ans, x, dim: g - ans.exp() * g.sum(dim, keepdim=True),),
     jvp=lambda ts, ans, x, dim: ts[0] - (ts[0] * ans.exp()).sum(dim, keepdim=True),
     saved_names={"dim": ("param", "dim"), "result": ("output", 0)})

@@ -196,3 +196,23 @@ def check_norm_parameters(input: Any, *parameters: Any) -> None:  # noqa: A002
             raise RuntimeError("mixed dtype (CPU): expect parameter to have scalar type of Float")
     if input.dtype not in (dtypes.bfloat16, dtypes.float16):
         raise RuntimeError("mixed dtype (CPU): all inputs must share same datatype.")
+
+
+def half_in_float32(impl: Any) -> Any:
+    """An op's ``impl`` computing float16 input in float32 and rounding the result once, as
+    torch's single-kernel ops do (float32 op math); NumPy would round after every step."""
+    import numpy as np
+
+    def run(*args: Any, **kwargs: Any) -> Any:
+        if not any(getattr(a, "dtype", None) == np.float16 for a in args):
+            return impl(*args, **kwargs)
+        widened = [a.astype(np.float32) if getattr(a, "dtype", None) == np.float16 else a
+                   for a in args]
+        out = impl(*widened, **kwargs)
+        if type(out) is tuple:
+            return tuple(o.astype(np.float16) if getattr(o, "dtype", None) == np.float32
+                         else o for o in out)
+        return out.astype(np.float16)
+
+    run.__name__ = getattr(impl, "__name__", "impl")
+    return run

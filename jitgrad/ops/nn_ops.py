@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import dtypes
 from . import nn_kernels
-from .dtype_rules import refuse_dtypes
+from .dtype_rules import half_in_float32, refuse_dtypes
 from .elementwise import where
 from .registry import AUTOCAST_FP32, ELEMENTWISE, OPAQUE, POINTWISE, Public, apply, defop
 from .memory_formats import row_major
@@ -44,7 +44,9 @@ def _gelu_vjp(g, ans, x, approximate):
 
 
 _NOT_FLOATING = ("complex", "integer", "bool")
-GELU = defop("gelu", _gelu_impl, kind=POINTWISE, save=(0,), decompose=_gelu_decompose,
+GELU = defop("gelu", half_in_float32(_gelu_impl), kind=POINTWISE, save=(0,),
+             decompose=_gelu_decompose,
+             opmath_backward=True,
              check_operands=refuse_dtypes(**dict.fromkeys(_NOT_FLOATING, "GeluKernelImpl")),
              meta=lambda x, approximate: (tuple(x.shape), x.dtype), vjp=(_gelu_vjp,),
              template="gelu_{p[approximate]}({0})", jvp=ELEMENTWISE,
@@ -62,7 +64,8 @@ def _silu_vjp(g, ans, x):
     return g * s * (1 + x * (1 - s))
 
 
-SILU = defop("silu", _silu_impl, kind=POINTWISE, save=(0,), vjp=(_silu_vjp,),
+SILU = defop("silu", half_in_float32(_silu_impl), kind=POINTWISE, save=(0,), vjp=(_silu_vjp,),
+             opmath_backward=True,
              check_operands=refuse_dtypes(integer="silu_cpu", bool="silu_cpu"),
              decompose=lambda x: x * x.sigmoid(), meta=lambda x: (tuple(x.shape), x.dtype),
              template="{0} / (1.0 + exp(-{0}))", jvp=ELEMENTWISE)
@@ -87,8 +90,8 @@ def _softplus_vjp(g, ans, x, beta, threshold):
 
 
 SOFTPLUS = defop(
-    "softplus", _softplus_impl, kind=POINTWISE, meta=_softplus_meta, save=(0,),
-    vjp=(_softplus_vjp,), jvp=ELEMENTWISE,
+    "softplus", half_in_float32(_softplus_impl), kind=POINTWISE, meta=_softplus_meta, save=(0,),
+    vjp=(_softplus_vjp,), jvp=ELEMENTWISE, opmath_backward=True,
     saved_names={"self": ("input", 0), "beta": ("param", "beta"),
                  "threshold": ("param", "threshold")},
     template="({0} if {0} * {p[beta]} > {p[threshold]} else "
@@ -175,7 +178,9 @@ def _layer_norm_jvp(tangents, ans, x, weight, bias, normalized_shape, eps):
     return out
 
 
-LAYER_NORM = defop("native_layer_norm", row_major(_layer_norm_impl), kind=OPAQUE, save=(0, 1),
+LAYER_NORM = defop("native_layer_norm", row_major(half_in_float32(_layer_norm_impl)), kind=OPAQUE,
+                   save=(0, 1),
+                   opmath_backward=True,
                    meta=_layer_norm_meta, vjp=_layer_norm_vjp, decompose=_layer_norm_decompose,
                    check_operands=refuse_dtypes(
                        (0,), **dict.fromkeys(_NOT_FLOATING, "LayerNormKernelImpl")),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .dtype_rules import refuse_dtypes
+from .dtype_rules import half_in_float32, refuse_dtypes
 from .memory_formats import keeps_channels_last
 from .registry import (ELEMENTWISE, FLOAT, OPAQUE, POINTWISE, Meta, apply, broadcast_shapes,
                        defop)
@@ -105,7 +105,9 @@ def _elu_vjp(g, ans, x, alpha, scale, input_scale):
     return where(x > 0, g * scale, g * neg)
 
 
-ELU = defop("elu", _elu_impl, kind=POINTWISE, promote=FLOAT, save=(0,), vjp=(_elu_vjp,),
+ELU = defop("elu", half_in_float32(_elu_impl), kind=POINTWISE, promote=FLOAT, save=(0,),
+            vjp=(_elu_vjp,),
+           opmath_backward=True,
             jvp=ELEMENTWISE, check_operands=_ELU_CHECK,
             template="{0} * {p[scale]} if {0} > 0 else "
                      "{p[scale]} * {p[alpha]} * expm1({0} * {p[input_scale]})",

@@ -50,6 +50,9 @@ class OpDef:
       refuses to the general path, which calls it.
     * ``public``: a ``Public`` (or a name: the ``jitgrad`` function and Tensor method): where
       the op is exposed; the public surface (``jitgrad.ops.surface``) is generated from these.
+    * ``opmath_backward``: torch's backward is one kernel computing in float32 (gelu, silu,
+      softmax, layer norm, ...): for float16/bfloat16 values the VJP rule runs in float32 and
+      each gradient is rounded once, not after every op of the rule.
     * ``non_differentiable``: floating inputs that torch's derivative formulas leave out
       (nll_loss's class weights, batch norm's running stats): its node lists no edge for them
       in ``next_functions`` (as none for an input whose tuple VJP entry is None, nor for
@@ -62,7 +65,8 @@ class OpDef:
                  "passthrough", "involution", "nondeterministic", "graph_impl", "public",
                  "outputs_requiring_grad", "contiguous_fallback", "saved_names",
                  "saved_indices", "index_map", "batch", "program", "autocast",
-                 "check_operands", "node_class", "uniform_node_class", "non_differentiable")
+                 "check_operands", "node_class", "uniform_node_class", "non_differentiable",
+                 "opmath_backward")
 
     def __init__(self, name, impl, *, node_name=None, kind=OPAQUE, meta=None, vjp=None, jvp=None,
                  save=(), save_output=False, template=None, promote=SAME, n_outputs=1,
@@ -72,13 +76,14 @@ class OpDef:
                  public=None, outputs_requiring_grad=None,
                  contiguous_fallback=None, saved_names=None, saved_indices=None,
                  index_map=False, batch=None, program=None, autocast=None,
-                 check_operands=None, non_differentiable=()):
+                 check_operands=None, non_differentiable=(), opmath_backward=False):
         self.name = name
         self.node_name = node_name or _default_node_name(name)
         # the classes of its autograd nodes, named node_name as torch's (made by
         # ``autograd.op_node`` on the op's first record)
         self.node_class = self.uniform_node_class = None
         self.non_differentiable = tuple(non_differentiable)
+        self.opmath_backward = opmath_backward
         self.kind = kind
         self.impl = impl
         self.meta = meta

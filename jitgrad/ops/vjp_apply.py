@@ -20,6 +20,9 @@ def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
     function (or None) per input, so unneeded gradients are never computed. The result is
     summed to each input's shape and cast to its dtype here, in one place for both engines.
     """
+    fit_to = inputs  # (each gradient is cast to its input's dtype: rounded once)
+    if op.opmath_backward and _sixteen_bit(grads):
+        grads, ans, inputs = _in_float32(grads), _in_float32(ans), _in_float32(inputs)
     g = grads[0] if op.n_outputs == 1 else tuple(grads)
     rule = op.vjp
     if type(rule) is tuple:
@@ -29,14 +32,33 @@ def run_vjp(op: OpDef, grads: tuple, ans: Any, inputs: tuple, params: dict,
             if r is not None and needs[i]:
                 gi = r(g, ans, *inputs, **params) if params else r(g, ans, *inputs)
                 if gi is not None:
-                    out[i] = _fitted(gi, inputs[i])
+                    out[i] = _fitted(gi, fit_to[i])
             i += 1
         return out
     out = list(rule(g, ans, *inputs, **params))
     for i, gi in enumerate(out):
         if gi is not None:
-            out[i] = _fitted(gi, inputs[i]) if needs[i] else None
+            out[i] = _fitted(gi, fit_to[i]) if needs[i] else None
     return out
+
+
+SIXTEEN_BIT = (dtypes.float16, dtypes.bfloat16)
+
+
+def _sixteen_bit(grads: tuple) -> bool:
+    return any(isinstance(g, registry.Tensor) and g.dtype in SIXTEEN_BIT for g in grads)
+
+
+def _in_float32(values: Any) -> Any:
+    """16-bit tensors (and Metas) of ``values`` as float32 (the rule's op math); ``_fitted``
+    rounds each gradient back to its input's dtype once."""
+    if isinstance(values, (tuple, list)):
+        return tuple(_in_float32(v) for v in values)
+    if isinstance(values, registry.Tensor):
+        return values.float() if values.dtype in SIXTEEN_BIT else values
+    if type(values) is Meta and values.dtype in SIXTEEN_BIT:
+        return Meta(values.shape, dtypes.float32)
+    return values
 
 
 def _fitted(g: Any, x: Any) -> Any:
