@@ -85,3 +85,16 @@ def test_pack_sequence_round_trips_and_torchs_errors():
                                          "total_length=2 and max sequence length being 4"):
         jrnn.pad_packed_sequence(jrnn.pack_padded_sequence(x, [4, 2, 1]), total_length=2)
     assert jitgrad.nn.utils.rnn.PackedSequence is jrnn.PackedSequence
+
+
+@pytest.mark.parametrize("method,dtype", [("double", "float64"), ("float", "float32"),
+                                          ("half", "float16"), ("long", "int64"),
+                                          ("int", "int32"), ("short", "int16"),
+                                          ("char", "int8"), ("byte", "uint8")])
+def test_packed_sequence_casts_its_data_as_torch(method, dtype):
+    packed = jitgrad.nn.utils.rnn.pack_padded_sequence(
+        jitgrad.randn(2, 3, 1), [3, 1], batch_first=True, enforce_sorted=False)
+    cast = getattr(packed, method)()
+    assert type(cast) is type(packed) and cast.data.dtype == getattr(jitgrad, dtype)
+    assert cast.batch_sizes.dtype == jitgrad.int64 and cast.sorted_indices.dtype == jitgrad.int64
+    assert packed.cpu() is packed and not packed.is_pinned()

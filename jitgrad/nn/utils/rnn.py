@@ -44,6 +44,36 @@ class PackedSequence(namedtuple("PackedSequence_", ["data", "batch_sizes", "sort
     def is_cuda(self) -> bool:
         return self.data.is_cuda
 
+    def is_pinned(self) -> bool:
+        """Whether ``data`` is in pinned memory (False: jitgrad's CPU memory is not pinned)."""
+        return self.data.is_pinned()
+
+    def cuda(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """``data`` on the GPU (``Tensor.cuda``'s arguments)."""
+        data = self.data.cuda(*args, **kwargs)
+        return self.to(data.device)
+
+    def cpu(self, *args: Any, **kwargs: Any) -> PackedSequence:
+        """``data`` on the CPU."""
+        return self.to("cpu")
+
+
+def _cast(name: str, dtype_name: str):
+    def cast(self: PackedSequence) -> PackedSequence:
+        from ... import dtypes
+
+        return self.to(dtype=getattr(dtypes, dtype_name))
+
+    cast.__name__ = name
+    cast.__doc__ = f"``data`` cast to {dtype_name} (the indices stay int64)."
+    return cast
+
+
+for _name, _dtype in (("double", "float64"), ("float", "float32"), ("half", "float16"),
+                      ("long", "int64"), ("int", "int32"), ("short", "int16"),
+                      ("char", "int8"), ("byte", "uint8")):
+    setattr(PackedSequence, _name, _cast(_name, _dtype))
+
 
 def _invert(permutation: Tensor) -> Tensor:
     p = permutation.numpy()
