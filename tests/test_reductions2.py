@@ -343,3 +343,10 @@ def test_quantile_errors_as_torch():
             call(jitgrad)
     # (the limit is on the reduced dim)
     assert jitgrad.quantile(jitgrad.ones(2 ** 24 + 1, 2), 0.5, dim=1).shape == (2 ** 24 + 1,)
+
+
+def test_logsumexp_without_dim_says_what_torch_says():
+    for call in (lambda: jitgrad.logsumexp(jitgrad.ones(2)), lambda: jitgrad.ones(2).logsumexp()):
+        with pytest.raises(TypeError, match=re.escape(
+                'logsumexp() missing 1 required positional arguments: "dim"')):
+            call()

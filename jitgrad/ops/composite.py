@@ -224,9 +224,14 @@ def log_softmax(input, dim: int, dtype=None):  # noqa: A002
     return apply(LOG_SOFTMAX, x, dim=dim)
 
 
+_NO_DIM = object()
+
+
 @public("logsumexp", method=True)
-def logsumexp(input, dim, keepdim: bool = False):  # noqa: A002
+def logsumexp(input, dim=_NO_DIM, keepdim: bool = False):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably."""
+    if dim is _NO_DIM:  # (torch's argument parser's text)
+        raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
     return apply(LOGSUMEXP, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim)
 
 
