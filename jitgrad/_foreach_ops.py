@@ -122,9 +122,7 @@ def _foreach_powsum(self: Sequence[Tensor], exponent: Any = 2, dtype: Any = None
 
 def _foreach_pow(self: Any, exponent: Any) -> tuple:
     if not isinstance(self, (list, tuple)):  # pow(scalar, tensors)
-        from . import pow as pow_
-
-        return tuple(pow_(self, t) for t in _check_list(exponent))
+        return tuple(self ** t for t in _check_list(exponent))
     return _binary("pow", False)(self, exponent)
 
 

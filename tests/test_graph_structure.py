@@ -41,8 +41,6 @@ KNOWN = {
                          "records AddBackward0 with a None edge for eps (no scalar-add op)",
     "rms_norm": "mean + eps: torch adds a Scalar (AddBackward1, one edge); jitgrad records "
                 "AddBackward0 with a None edge",
-    "linalg.matrix_power": "batched n=-2: torch's matmul reshapes the expanded operands with "
-                           "ReshapeAliasBackward0 where jitgrad's records ViewBackward0",
     "fft.fft": "the record reads .real/.imag of the complex result: torch records each as "
                "SelectBackward0 over ViewAsRealBackward0, jitgrad as one RealBackward0/"
                "ImagBackward0 node",

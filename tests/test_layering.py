@@ -35,7 +35,8 @@ LAYERS = [
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields", "jitgrad.ops.opdef", "jitgrad.ops.autocast_cast",
-              "jitgrad.ops.dtype_rules"]),
+              "jitgrad.ops.dtype_rules",
+              "jitgrad.ops.memory_formats"]),  # (NumPy layouts; the engine lays .grad out)
     ("registry", ["jitgrad.ops.registry", "jitgrad.ops.vjp_apply", "jitgrad.ops.op_observers",
                   "jitgrad._torch_function"]),  # (the __torch_function__ protocol's core)
     ("tensor", ["jitgrad.tensor", "jitgrad._views", "jitgrad._data", "jitgrad._tensor_str",
@@ -59,7 +60,8 @@ LAYERS = [
              "jitgrad._aten_nn", "jitgrad._aten_rnn",  # (torch.kl_div, lstm ...: the same)
              "jitgrad._lowrank", "jitgrad._lobpcg", "jitgrad._lobpcg_backward",
              "jitgrad.sparse", "jitgrad.types", "jitgrad.storage", "jitgrad.futures",
-             "jitgrad.hub", "jitgrad.overrides", "jitgrad._C"]),
+             "jitgrad.hub", "jitgrad.overrides", "jitgrad._C",
+             "jitgrad._foreach_ops"]),  # (torch._foreach_*: ops over lists, with linalg's norm)
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep", "jitgrad.jit.control_flow"]),
     ("backends", ["jitgrad.backends"]),

@@ -118,9 +118,10 @@ def _allocate_and_advise(n, advise):
 @pytest.mark.skipif(not sys.platform.startswith("linux") or not _thp_available(),
                     reason="Linux with transparent huge pages")
 def test_hugepage_advice_marks_a_numba_allocated_output():
-    # 36 MiB: above glibc's largest mmap threshold, so each array is a fresh mapping (not
-    # heap memory that an earlier advice may have marked)
-    n = 9 << 20
+    # 80 MiB: above the mmap threshold (64 MiB once jitgrad tuned malloc), so each array is a
+    # fresh mapping: at the heap's top, an unadvised array could extend (and take the flags
+    # of) an advised area before it
+    n = 20 << 20
     a, r = _allocate_and_advise(n, True)
     assert r == 0 and a.sum() == n
     start, _ = kernel_lib.hugepage_range(a.ctypes.data, a.nbytes)
