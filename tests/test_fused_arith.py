@@ -35,6 +35,9 @@ def test_fma_is_rounded_once(dtype):
                              for x, y, z in zip(a, b, c)])
     np.testing.assert_array_equal(ours, expected)
     assert not np.array_equal(ours, (a * b + c).astype(dtype))  # the unfused form differs
+    # strided operands take the NumPy form (contiguous ones a Numba pass): the same values
+    strided = fused_arith.fma(*(np.repeat(v, 2)[::2] for v in (a, b, c)), np.dtype(dtype))
+    np.testing.assert_array_equal(strided, expected)
     # the in-place Numba pass (contracted to the CPU's fma) agrees with the NumPy form
     out = c.copy()
     fused_arith.fma_(out, float(a[7]), b, out)

@@ -59,11 +59,6 @@ def _bump(*tensors: Tensor) -> None:
         t._vc[0] += 1
 
 
-def _lerp_(a: np.ndarray, b: np.ndarray, weight: float) -> None:
-    # the lerp_scalar op (fused as torch's)
-    fused_arith.lerp_(a, b, weight)
-
-
 def _decayed_grad(p: np.ndarray, grad: np.ndarray, maximize: bool,
                   weight_decay: float) -> np.ndarray:
     """``-grad`` if maximizing, plus ``p * weight_decay`` (add's alpha) if decaying: a new array
@@ -91,12 +86,12 @@ def adam_(p: Tensor, state: dict[str, Any], group: dict[str, Any]) -> None:
         _bump(p)
     grad = _decayed_grad(param, p.grad._data, group["maximize"],
                          0 if decoupled else weight_decay)
-    _lerp_(exp_avg._data, grad, 1 - beta1)
+    fused_arith.lerp_(exp_avg._data, grad, 1 - beta1)  # (the lerp_scalar op, fused)
     sq = exp_avg_sq._data
     sq *= beta2
     # addcmul: fma(value * grad, grad, sq)
     scaled = np.multiply(grad, 1 - beta2, out=np.empty_like(sq))
-    sq[...] = fused_arith.fma(scaled, grad, sq, sq.dtype)
+    fused_arith.fma_(sq, scaled, grad, sq)
     _bump(exp_avg, exp_avg_sq, exp_avg_sq)
     step = float(step_t._data)
     step_size = lr / (1 - beta1 ** step)
