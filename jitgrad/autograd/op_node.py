@@ -300,6 +300,8 @@ class UniformNode(OpNode):
             eb = edge_of(b)
             if ea is None:
                 if eb is None:  # no input needs a gradient: nothing to record
+                    if a._base is None and b._base is None:  # (no view: the common case)
+                        return None
                     return _record_creation_view(op, (a, b), result)
                 mask = 2
             else:
@@ -308,7 +310,7 @@ class UniformNode(OpNode):
         else:
             ea = edge_of(a)
             if ea is None:
-                return _record_creation_view(op, (a,), result)
+                return None if a._base is None else _record_creation_view(op, (a,), result)
             mask = 1
             edges = [ea]
         plan = SAVE_PLANS[op].get(mask)
