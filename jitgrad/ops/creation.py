@@ -19,7 +19,7 @@ from . import registry
 from .arg_errors import invalid_combination
 from .memory_formats import channels_last, channels_last_3d, contiguous_format, preserve_format
 from .memory_formats import memory_format as _MemoryFormat
-from .memory_formats import laid_out_like
+from .memory_formats import channels_last_array, laid_out_like
 from .surface import public
 
 
@@ -293,18 +293,6 @@ def like_memory_format(out: Any, input: Any, memory_format: Any,  # noqa: A002
     check_format_rank(out.ndim, fmt)
     out._data = channels_last_array(out._data)
     return out
-
-
-def channels_last_array(x: np.ndarray) -> np.ndarray:
-    """A copy of ``x`` (N, C, *spatial) laid out channels-last in memory, seen as (N, C, ...)
-    (the strides of torch's ``channels_last`` / ``channels_last_3d``); a plain copy of an array
-    with no spatial dims (the public functions refuse those ranks with torch's errors)."""
-    if x.ndim < 3:
-        return np.array(x, copy=True)
-    moved = np.moveaxis(x, 1, -1)
-    out = np.empty(moved.shape, x.dtype)  # (not ascontiguousarray: a copy, with fresh strides
-    out[...] = moved  # for C = 1 too, torch's (N, 1, H, W) channels-last strides)
-    return np.moveaxis(out, -1, 1)
 
 
 def check_format_rank(ndim: int, fmt: Any) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import registry
-from .creation import channels_last_array, check_format_rank
+from .creation import check_format_rank
+from .memory_formats import channels_last_array
 from .surface import public
 
 

@@ -135,9 +135,18 @@ def keeps_channels_last(impl: Callable) -> Callable:
 def _to_channels_last(a, ndim: int):
     if type(a) is not np.ndarray or a.ndim != ndim or _channels_last(a) or a.shape[1] == 1:
         return a
-    moved = np.moveaxis(a, 1, -1)
-    out = np.empty(moved.shape, a.dtype)
-    out[...] = moved
+    return channels_last_array(a)
+
+
+def channels_last_array(x: np.ndarray) -> np.ndarray:
+    """A copy of ``x`` (N, C, *spatial) laid out channels-last in memory, seen as (N, C, ...)
+    (the strides of torch's ``channels_last`` / ``channels_last_3d``); a plain copy of an array
+    with no spatial dims (the public functions refuse those ranks with torch's errors)."""
+    if x.ndim < 3:
+        return np.array(x, copy=True)
+    moved = np.moveaxis(x, 1, -1)
+    out = np.empty(moved.shape, x.dtype)  # (not ascontiguousarray: a copy, with fresh strides
+    out[...] = moved  # for C = 1 too, torch's (N, 1, H, W) channels-last strides)
     return np.moveaxis(out, -1, 1)
 
 
