@@ -1,8 +1,9 @@
 """``jitgrad.linalg``: torch.linalg's norms (``vector_norm``, ``matrix_norm``, ``norm``) and
 square-matrix functions (``inv``, ``det``, ``slogdet``, ``solve``, ``cholesky``,
-``matrix_power``, ``multi_dot``; ``ops/linalg2.py``), decompositions and least squares
-(``eigh``, ``eigvalsh``, ``qr``, ``svd``, ``pinv``, ``lstsq``, ``matrix_rank``,
-``solve_triangular``; ``ops/linalg_decomp.py``), the LU family and ``matrix_exp``
+``matrix_power``, ``multi_dot``; ``ops/linalg2.py``), decompositions (``eigh``,
+``eigvalsh``, ``qr``, ``svd``, ``solve_triangular``; ``ops/linalg_decomp.py``), the
+pseudo-inverse and least squares (``pinv``, ``matrix_rank``, ``lstsq``;
+``ops/linalg_pinv.py``), the LU family and ``matrix_exp``
 (``ops/linalg_more.py``), ``eig``/``eigvals``, the ``*_ex`` variants and ``vecdot``, ``cond``,
 ``vander``, ``tensorinv``, ``tensorsolve``, ``householder_product`` (``ops/linalg_more2.py``).
 
@@ -14,7 +15,8 @@ in torch; the spectral (``ord=2``, ``-2``) and nuclear (``'nuc'``) norms reduce 
 
 from __future__ import annotations
 
-from .ops import linalg2, linalg_decomp, linalg_more, linalg_more2, norms, torch_extras
+from .ops import (linalg2, linalg_decomp, linalg_more, linalg_more2, linalg_pinv, norms,
+                  torch_extras)
 from .ops.linalg import matmul as _matmul
 from .ops.torch_extras2 import diagonal as _diagonal
 from .ops.linalg2 import LinAlgError
@@ -39,10 +41,10 @@ eigh = with_out("linalg_eigh", linalg_decomp.eigh)
 eigvalsh = with_out("linalg_eigvalsh", linalg_decomp.eigvalsh)
 qr = with_out("linalg_qr", linalg_decomp.qr)
 svd = with_out("linalg_svd", linalg_decomp.svd)
-pinv = with_out("linalg_pinv", linalg_decomp.pinv)
-matrix_rank = with_out("linalg_matrix_rank", linalg_decomp.matrix_rank)
+pinv = with_out("linalg_pinv", linalg_pinv.pinv)
+matrix_rank = with_out("linalg_matrix_rank", linalg_pinv.matrix_rank)
 solve_triangular = with_out("linalg_solve_triangular", linalg_decomp.solve_triangular)
-lstsq = linalg_decomp.lstsq
+lstsq = linalg_pinv.lstsq
 lu_factor = with_out("linalg_lu_factor", linalg_more.lu_factor)
 lu_factor_ex = with_out("linalg_lu_factor_ex", linalg_more.lu_factor_ex)
 lu = with_out("linalg_lu", linalg_more.lu)

@@ -463,7 +463,7 @@ def svd(input, some: bool = True, compute_uv: bool = True):  # noqa: A002
 @public("pinverse", method=True)
 def pinverse(input, rcond: float = 1e-15):  # noqa: A002
     """The pseudo-inverse, singular values up to ``rcond`` times the largest dropped."""
-    from .linalg_decomp import pinv
+    from .linalg_pinv import pinv
 
     return pinv(input, rtol=rcond)
 
