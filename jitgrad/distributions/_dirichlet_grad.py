@@ -20,15 +20,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ._standard_gamma import _digamma_np
+
 _TINY = 1e-300
 _EPS = 1e-15
 _MAX_ITERATIONS = 2000
-
-
-def _digamma(a: np.ndarray) -> np.ndarray:
-    import jitgrad
-
-    return jitgrad.digamma(jitgrad.tensor(a, dtype=jitgrad.float64)).numpy()
 
 
 def _guard(v: np.ndarray) -> np.ndarray:
@@ -85,7 +81,7 @@ def _grad_below(x: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     """``-dI/da / f / (1 - x)`` at ``x`` below ``(a+1)/(a+b+2)``."""
     h, h_a = _continued_fraction(x, a, b, 1.0, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_front = np.log(x) - 1.0 / a - _digamma(a) + _digamma(a + b)
+        log_front = np.log(x) - 1.0 / a - _digamma_np(a) + _digamma_np(a + b)
         return -x / a * (log_front * h + h_a)
 
 
@@ -95,7 +91,7 @@ def _grad_above(y: np.ndarray, a: np.ndarray, b: np.ndarray) -> np.ndarray:
     ``b' = a``."""
     h, h_b = _continued_fraction(y, b, a, 0.0, 1.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        log_front = np.log1p(-y) - _digamma(a) + _digamma(a + b)
+        log_front = np.log1p(-y) - _digamma_np(a) + _digamma_np(a + b)
         return (1.0 - y) / b * (log_front * h + h_b)
 
 
