@@ -20,11 +20,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._standard_gamma import _digamma_np
-
 _TINY = 1e-300
 _EPS = 1e-15
 _MAX_ITERATIONS = 2000
+
+
+def _digamma_np(a: np.ndarray) -> np.ndarray:
+    import jitgrad
+
+    return jitgrad.digamma(jitgrad.tensor(a, dtype=jitgrad.float64)).numpy()
 
 
 def _guard(v: np.ndarray) -> np.ndarray:

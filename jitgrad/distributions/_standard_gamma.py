@@ -30,11 +30,9 @@ import numpy as np
 import jitgrad
 from jitgrad.autograd import Function
 
+from ._dirichlet_grad import _digamma_np, dirichlet_grad
+
 _LAGUERRE = np.polynomial.laguerre.laggauss(64)
-
-
-def _digamma_np(a: np.ndarray) -> np.ndarray:
-    return jitgrad.digamma(jitgrad.tensor(a, dtype=jitgrad.float64)).numpy()
 
 
 def _series_grad(alpha: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -151,8 +149,6 @@ class _DirichletSample(Function):
 
     @staticmethod
     def backward(ctx: Any, grad_output: Any) -> Any:
-        from ._dirichlet_grad import dirichlet_grad
-
         alpha, x = ctx.saved_tensors
         a = alpha.detach().numpy().astype(np.float64)
         value = x.detach().numpy().astype(np.float64)
