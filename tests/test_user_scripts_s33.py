@@ -110,17 +110,8 @@ def test_box_detector_fixed_weights_match_torch():
     for key in ("nms", "nms_matrix", "batched_nms", "batched_nms_vanilla", "matches",
                 "matches_strict", "labels_unique", "labels_counts", "empty_nms"):
         assert ours.pop(key).tolist() == theirs.pop(key).tolist(), key
-    # tied IoUs: torch leaves the order of tied top-k entries unspecified (its CPU kernel's
-    # partial sort picks other anchors of the same IoU than jitgrad's first-in-order choice),
-    # so compare which gt each matched anchor went to, and at what IoU, as multisets
-    mine, other = ours.pop("topk_matches"), theirs.pop("topk_matches")
-    iou = g["anchor_iou"].numpy()
-
-    def pairs(matches):
-        idx = np.flatnonzero(matches.numpy() >= 0)
-        return sorted((int(matches[i]), round(float(iou[int(matches[i]), i]), 6)) for i in idx)
-
-    assert pairs(mine) == pairs(other)
+    # tied IoUs: torch's CPU topk picks among tied anchors by its partial sort; so does jitgrad
+    assert ours.pop("topk_matches").tolist() == theirs.pop("topk_matches").tolist()
     mine, other = ours.pop("grads"), theirs.pop("grads")
     for name in other:
         # BatchNorm's batch statistics sum over the batch: absolute tolerance on the scale

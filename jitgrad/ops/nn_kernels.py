@@ -43,10 +43,11 @@ def kernel(name: str):
 
 
 def compiled(namespace: dict, name: str, cache: dict, fastmath: Any = False,
-             helpers: tuple = ()):
+             helpers: tuple = (), inline: str = "always"):
     """The function ``namespace[name]`` compiled by Numba (or loaded from its cache) at its
     first call, kept in ``cache``; the ``helpers`` it calls (names in ``namespace``) are
-    compiled first, inlined."""
+    compiled first, inlined by Numba unless ``inline="never"`` (many helpers calling each other
+    compile 5x faster as calls)."""
     fn = cache.get(name)
     if fn is None:
         import numba
@@ -54,7 +55,7 @@ def compiled(namespace: dict, name: str, cache: dict, fastmath: Any = False,
         options = {"nogil": True, "error_model": "numpy", "fastmath": fastmath}
         for helper in helpers:
             if not isinstance(namespace[helper], numba.core.dispatcher.Dispatcher):
-                namespace[helper] = numba.njit(inline="always", **options)(namespace[helper])
+                namespace[helper] = numba.njit(inline=inline, **options)(namespace[helper])
         try:
             dispatcher = numba.njit(cache=True, **options)(namespace[name])
         except RuntimeError:  # no writable cache location: compile in every process instead

@@ -17,6 +17,7 @@ from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .selection import where
 from .surface import public
+from .stl_order import torch_mode
 from .memory_formats import row_major
 
 
@@ -403,14 +404,7 @@ def kthvalue(input, k: int, dim: int = -1, keepdim: bool = False):  # noqa: A002
 @row_major
 def _mode_impl(x, dim, keepdim):
     a = _moved(x, dim)
-    rows = a.reshape(-1, a.shape[-1])
-    vals = np.empty(rows.shape[0], a.dtype)
-    idx = np.empty(rows.shape[0], np.int64)
-    for r, row in enumerate(rows):
-        uniq, counts = np.unique(row, return_counts=True)
-        v = uniq[np.argmax(counts)]  # the smallest of the most frequent values
-        vals[r] = v
-        idx[r] = np.flatnonzero(row == v)[-1] if v == v else np.flatnonzero(row != row)[-1]
+    vals, idx = torch_mode(a.reshape(-1, a.shape[-1]))
     shape = a.shape[:-1]
     return (_back(vals.reshape(shape), dim, x.ndim, keepdim),
             _back(idx.reshape(shape), dim, x.ndim, keepdim))
@@ -423,8 +417,8 @@ MODE = defop("mode", _mode_impl, kind=OPAQUE, n_outputs=2, meta=_pair_meta, save
 
 @public("mode", method=True)
 def mode(input, dim: int = -1, keepdim: bool = False):  # noqa: A002
-    """The most frequent value along ``dim`` (the smallest among equally frequent ones) and the
-    last index where it occurs."""
+    """The most frequent value along ``dim`` (the smallest among equally frequent ones; each
+    NaN counts once) and an index where it occurs: torch's, which its unstable sort chooses."""
     d = wrap_dim(dim, input.ndim)
     _check_dim_size(input, d, "mode")
     return ModeResult(*apply(MODE, input, dim=d, keepdim=bool(keepdim)))

@@ -4,8 +4,8 @@
 cotangent back to the positions the indices name, recomputed from the saved input by the
 non-differentiable ``argsort``/``argtopk`` ops exactly as the forward computed them. Sorts are
 stable; NaN sorts as the largest value, as in torch. Among tied values ``topk`` returns the
-first ones (in order); torch leaves that choice unspecified, so with ties the indices (and where
-the gradient goes) may differ from torch's, while the values are the same.
+indices torch's CPU kernel does (libstdc++'s unstable selection, in ``topk_select``), and so does
+an unsorted result: the gradient goes where torch's goes.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .memory_formats import laid_out_like
 from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .surface import public
+from .stl_order import torch_topk_indices
 
 
 def _named_pair(name: str):
@@ -51,14 +52,26 @@ def _sort_impl(x, dim, descending):
     return laid_out_like(_take(x, idx, dim), x), laid_out_like(idx, x)
 
 
-def _argtopk_impl(x, k, dim, largest):
-    if x.ndim and 0 < k <= x.shape[dim] // 8 and x.shape[dim] >= 256 \
-            and x.dtype.kind in "iuf" and not (x.dtype.kind == "f" and np.isnan(x).any()):
-        return _argtopk_few(x, k, dim, largest)
-    idx = _argsort_impl(x, dim, largest)
+def _argtopk_impl(x, k, dim, largest, sorted=True):  # noqa: A002
     if x.ndim == 0:
-        return idx
-    return np.take(idx, np.arange(k), axis=dim)
+        return np.zeros((), dtype=np.int64)
+    n = x.shape[dim]
+    head = _stable_head(x, min(k + 1, n), dim, largest)
+    if k == 0 or x.size == 0:
+        return np.take(head, np.arange(k), axis=dim)
+    rows = np.moveaxis(x, dim, -1)
+    batch = rows.shape[:-1]
+    first = np.moveaxis(head, dim, -1).reshape(-1, head.shape[dim])
+    idx = torch_topk_indices(rows.reshape(-1, n), first, k, largest, sorted)
+    return np.moveaxis(idx.reshape(batch + (k,)), -1, dim)
+
+
+def _stable_head(x, m, dim, largest):
+    """The first ``m`` indices of the stable sort along ``dim`` (descending for ``largest``)."""
+    if 0 < m <= x.shape[dim] // 8 and x.shape[dim] >= 256 \
+            and x.dtype.kind in "iuf" and not (x.dtype.kind == "f" and np.isnan(x).any()):
+        return _argtopk_few(x, m, dim, largest)
+    return np.take(_argsort_impl(x, dim, largest), np.arange(m), axis=dim)
 
 
 def _argtopk_few(x, k, dim, largest):
@@ -77,8 +90,8 @@ def _argtopk_few(x, k, dim, largest):
     return np.take_along_axis(cand, first, axis=dim).astype(np.int64)
 
 
-def _topk_impl(x, k, dim, largest):
-    idx = _argtopk_impl(x, k, dim, largest)
+def _topk_impl(x, k, dim, largest, sorted=True):  # noqa: A002
+    idx = _argtopk_impl(x, k, dim, largest, sorted)
     return _take(x, idx, dim), idx
 
 
@@ -100,7 +113,7 @@ def _topk_shape(x, k, dim) -> tuple:
     return tuple(shape)
 
 
-def _topk_meta(x, k, dim, largest):
+def _topk_meta(x, k, dim, largest, sorted=True):  # noqa: A002
     _check_sortable(x)
     shape = _topk_shape(x, k, dim)
     return (shape, shape), (x.dtype, dtypes.int64)
@@ -120,8 +133,8 @@ def _sort_vjp(grads, ans, x, dim, descending):
     return (_scatter_back(grads[0], x, dim, idx),)
 
 
-def _topk_vjp(grads, ans, x, k, dim, largest):
-    idx = apply(ARGTOPK, x, k=k, dim=dim, largest=largest)
+def _topk_vjp(grads, ans, x, k, dim, largest, sorted=True):  # noqa: A002
+    idx = apply(ARGTOPK, x, k=k, dim=dim, largest=largest, sorted=sorted)
     return (_scatter_back(grads[0], x, dim, idx),)
 
 
@@ -137,7 +150,7 @@ def _argsort_meta(x, dim, descending):
 
 ARGSORT = defop("argsort", _argsort_impl, kind=OPAQUE, meta=_argsort_meta)
 ARGTOPK = defop("argtopk", _argtopk_impl, kind=OPAQUE,
-                meta=lambda x, k, dim, largest: (_topk_shape(x, k, dim), dtypes.int64))
+                meta=lambda x, k, dim, largest, sorted=True: (_topk_shape(x, k, dim), dtypes.int64))
 SORT = defop("sort", _sort_impl, kind=OPAQUE, meta=_sort_meta, n_outputs=2, save=(0,),
              vjp=_sort_vjp, jvp=_gather_jvp,
              saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
@@ -150,7 +163,7 @@ TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save
                  bool=(RuntimeError, "topk does not support bool dtypes on CPU")),
              saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
                           "self_sym_sizes": ("sizes", 0)},
-                          saved_indices=("argtopk", ("k", "dim", "largest")))
+                          saved_indices=("argtopk", ("k", "dim", "largest", "sorted")))
 
 
 @public("sort", method=True)
@@ -184,5 +197,6 @@ def topk(input, k: int, dim: int = -1, largest: bool = True, sorted: bool = True
     n = input.shape[d] if input.ndim else 1
     if not 0 <= k <= n:
         raise RuntimeError("selected index k out of range")
-    values, indices = apply(TOPK, input, k=int(k), dim=d, largest=bool(largest))
+    values, indices = apply(TOPK, input, k=int(k), dim=d, largest=bool(largest),
+                            sorted=bool(sorted))
     return TopkResult(values, indices)
