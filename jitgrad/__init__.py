@@ -107,6 +107,10 @@ def __getattr__(name: str):
         aliases = importlib.import_module(f"{__name__}.{module}")
         if name in aliases.__all__:
             return getattr(aliases, name)
+    if name in ("_standard_gamma", "_sample_dirichlet", "_standard_gamma_grad", "_dirichlet_grad"):
+        from .distributions import _standard_gamma
+
+        return getattr(_standard_gamma, name)
     if name.startswith("_foreach_"):  # torch._foreach_add_, ... (multi-tensor ops)
         from ._foreach_ops import FUNCTIONS
 

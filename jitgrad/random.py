@@ -442,9 +442,11 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # n
 
 
 def _check_probabilities(p: Any) -> None:
-    bad = not 0 <= p <= 1 if not isinstance(p, Tensor) else \
-        _eager(p) and bool(((p < 0) | (p > 1)).any())
-    if bad:
+    if not isinstance(p, Tensor):
+        if not 0 <= p <= 1:
+            raise RuntimeError(f"bernoulli_ expects p to be in [0, 1], but got p={p:g}")
+        return
+    if _eager(p) and bool(((p < 0) | (p > 1)).any()):
         raise RuntimeError("Expected p_in >= 0 && p_in <= 1 to be true, but got false.  (Could "
                            "this error message be improved?  If so, please report an "
                            "enhancement request to PyTorch.)")

@@ -225,7 +225,11 @@ def test_kl_gradient_and_registry():
     kl.sum().backward()
     np.testing.assert_allclose(m.grad.numpy(), LOC, rtol=1e-12)  # d/dm (m^2 / 2)
     with pytest.raises(NotImplementedError, match="No KL\\(p \\|\\| q\\) is implemented for p "
-                                                  "type Normal and q type Poisson"):
+                                                  "type Laplace and q type Poisson"):
+        D.kl_divergence(D.Laplace(m, jg.tensor(SCALE)), D.Poisson(jg.tensor(SCALE)))
+    # (Normal and Poisson are exponential families: torch's Bregman rule refuses the pair)
+    with pytest.raises(NotImplementedError, match="between different exponential families "
+                                                  "cannot {29}be computed"):
         D.kl_divergence(D.Normal(m, jg.tensor(SCALE)), D.Poisson(jg.tensor(SCALE)))
 
     class Wide(D.Normal):

@@ -108,7 +108,7 @@ def test_layer_norm_matches_torch_and_fd(affine):
                 lambda *a: TF.layer_norm(a[0], (3, 4), *a[1:]),
                 [x, w, b] if affine else [x], rtol=1e-10, atol=1e-12)
     assert y.grad_fn.name() == "NativeLayerNormBackward0"
-    fd_check(lambda *a: F.layer_norm(a[0], 4, *a[1:], eps=1e-3),
+    fd_check(lambda *a: F.layer_norm(a[0], (4,), *a[1:], eps=1e-3),
              [f64(2, 4), f64(4), f64(4)] if affine else [f64(2, 4)], rtol=1e-5)
 
 

@@ -1,17 +1,15 @@
 """Probability distributions with ``torch.distributions``' API, composed from jitgrad ops.
 
 ``log_prob``, ``entropy`` and ``rsample`` are differentiable; sampling draws from jitgrad's
-default generator, so ``jitgrad.manual_seed`` makes it reproducible (the streams differ from
-torch's).
+default generator, whose streams are torch's: after the same ``manual_seed``, samples are
+torch's.
 """
 
 from jitgrad.distributions import constraints
 from jitgrad.distributions.continuous import (
     Cauchy,
     Exponential,
-    Gumbel,
     Laplace,
-    LogNormal,
     Normal,
     Uniform,
 )
@@ -27,6 +25,8 @@ from jitgrad.distributions.distribution import Distribution
 from jitgrad.distributions.independent import Independent
 from jitgrad.distributions.multivariate_normal import MultivariateNormal
 from jitgrad.distributions.kl import kl_divergence, register_kl
+from jitgrad.distributions.gumbel import Gumbel
+from jitgrad.distributions.log_normal import LogNormal
 from jitgrad.distributions.beta import Beta
 from jitgrad.distributions.chi2 import Chi2
 from jitgrad.distributions.constraint_registry import biject_to, transform_to

@@ -109,60 +109,103 @@ class _StandardGamma(Function):
     """Draws ``Gamma(alpha, 1)`` samples; the backward is the implicit gradient."""
 
     @staticmethod
-    def forward(ctx: Any, alpha: Any) -> Any:
-        a = alpha.detach().numpy().astype(np.float64)
-        draws = _draw_gammas(a, single=alpha.dtype.itemsize <= 4)
-        tiny = jitgrad.finfo(alpha.dtype).tiny
-        x = jitgrad.tensor(np.maximum(draws, tiny), dtype=alpha.dtype)
+    def forward(ctx: Any, alpha: Any, generator: Any = None) -> Any:
+        x = _gamma_draws(alpha, generator)
         ctx.save_for_backward(alpha, x)
         return x
 
     @staticmethod
     def backward(ctx: Any, grad_output: Any) -> Any:
         alpha, x = ctx.saved_tensors
-        dx = standard_gamma_grad(alpha.detach().numpy(), x.detach().numpy())
-        return grad_output * jitgrad.tensor(dx, dtype=alpha.dtype)
+        return grad_output * _standard_gamma_grad(alpha, x), None
 
 
-def _draw_gammas(alpha: np.ndarray, single: bool) -> np.ndarray:
-    """Gamma(alpha, 1) draws from the default generator, torch's (``_torch_stream``)."""
-    stream = jitgrad.default_generator._host()
-    return stream.standard_gamma(alpha, single).reshape(alpha.shape)
+# (torch's node for ``_standard_gamma`` is its own op's, not a Python Function's)
+_StandardGamma._backward_cls.__name__ = "StandardGammaBackward0"
+_StandardGamma._backward_cls.__qualname__ = "StandardGammaBackward0"
 
 
-class _DirichletSample(Function):
-    """Draws Dirichlet(alpha) samples as torch does (float64 gammas, normalized in float64);
-    the backward is torch's: each coordinate's marginal Beta CDF held fixed
+def _host_stream(generator: Any) -> Any:
+    """The generator's (default: jitgrad's) host stream, torch's draws."""
+    return (generator if generator is not None else jitgrad.default_generator)._host()
+
+
+def _gamma_draws(alpha: Any, generator: Any) -> Any:
+    a = alpha.detach().numpy().astype(np.float64)
+    draws = _host_stream(generator).standard_gamma(a, alpha.dtype.itemsize <= 4)
+    tiny = jitgrad.finfo(alpha.dtype).tiny
+    return jitgrad.tensor(np.maximum(draws.reshape(a.shape), tiny), dtype=alpha.dtype)
+
+
+def _dirichlet_draws(alpha: Any, generator: Any) -> Any:
+    """Dirichlet(alpha) samples as torch draws them: float64 gammas, normalized in float64,
+    kept in ``[tiny, 1)``."""
+    a = alpha.detach().numpy().astype(np.float64)
+    gammas = _host_stream(generator).standard_gamma(a, False).reshape(a.shape)
+    gammas = np.maximum(gammas, np.finfo(np.float64).tiny)
+    dt = alpha.dtype.np
+    top = np.nextafter(dt.type(1), dt.type(0))
+    value = (gammas / gammas.sum(-1, keepdims=True)).astype(dt)
+    return jitgrad.tensor(np.clip(value, np.finfo(dt).tiny, top), dtype=alpha.dtype)
+
+
+class _Dirichlet(Function):
+    """``Dirichlet.rsample``'s Function (torch's ``_Dirichlet``, so its node is
+    ``_DirichletBackward``): the backward holds each coordinate's marginal Beta CDF fixed
     (``_dirichlet_grad``)."""
 
     @staticmethod
     def forward(ctx: Any, alpha: Any) -> Any:
-        a = alpha.detach().numpy().astype(np.float64)
-        gammas = np.maximum(_draw_gammas(a, single=False), np.finfo(np.float64).tiny)
-        total = gammas.sum(-1, keepdims=True)
-        dt = alpha.dtype.np
-        top = np.nextafter(dt.type(1), dt.type(0))  # (torch keeps samples below 1)
-        value = np.clip((gammas / total).astype(dt), np.finfo(dt).tiny, top)
-        x = jitgrad.tensor(value, dtype=alpha.dtype)
+        x = _dirichlet_draws(alpha, None)
         ctx.save_for_backward(alpha, x)
         return x
 
     @staticmethod
     def backward(ctx: Any, grad_output: Any) -> Any:
         alpha, x = ctx.saved_tensors
-        a = alpha.detach().numpy().astype(np.float64)
-        value = x.detach().numpy().astype(np.float64)
-        dx = dirichlet_grad(value, a, np.broadcast_to(a.sum(-1, keepdims=True), a.shape))
-        g = grad_output.detach().numpy().astype(np.float64)
-        grad = dx * (g - (g * value).sum(-1, keepdims=True))
-        return jitgrad.tensor(grad, dtype=alpha.dtype)
+        total = alpha.sum(-1, True).expand_as(alpha)
+        dx = _dirichlet_grad(x, alpha, total)
+        return dx * (grad_output - (x * grad_output).sum(-1, True))
 
 
-def _sample_dirichlet(alpha: Any) -> Any:
-    """Samples ``Dirichlet(alpha)`` along the last dim, differentiable in ``alpha``."""
-    return _DirichletSample.apply(alpha)
+def _check_floating(input: Any, kernel: str) -> None:  # noqa: A002
+    if not input.dtype.is_floating_point:
+        raise NotImplementedError(f"\"{kernel}\" not implemented for "
+                                  f"'{input.dtype._scalar_name}'")
 
 
-def _standard_gamma(alpha: Any) -> Any:
-    """Samples ``Gamma(alpha, 1)`` elementwise, differentiable in ``alpha`` (as torch's)."""
-    return _StandardGamma.apply(alpha)
+def _standard_gamma(input: Any, generator: Any = None) -> Any:  # noqa: A002
+    """``torch._standard_gamma``: ``Gamma(input, 1)`` draws elementwise, differentiable in
+    ``input`` through the implicit gradient (``StandardGammaBackward0``)."""
+    _check_floating(input, "gamma_cpu")
+    return _StandardGamma.apply(input, generator)
+
+
+def _sample_dirichlet(input: Any, generator: Any = None) -> Any:  # noqa: A002
+    """``torch._sample_dirichlet``: ``Dirichlet(input)`` draws along the last dim. As torch's,
+    not differentiable (its node's backward raises); ``Dirichlet.rsample`` is."""
+    from jitgrad.ops.random_nodes import SAMPLE_DIRICHLET_NODE, record_draws
+
+    _check_floating(input, "dirichlet")
+    with jitgrad.no_grad():
+        draws = _dirichlet_draws(input, generator)
+    return record_draws(SAMPLE_DIRICHLET_NODE, (input,), draws)
+
+
+def _standard_gamma_grad(input: Any, output: Any) -> Any:  # noqa: A002
+    """``torch._standard_gamma_grad``: ``d output / d input`` of ``Gamma(input, 1)`` draws
+    ``output`` (the implicit reparameterization gradient), not differentiable."""
+    dx = standard_gamma_grad(input.detach().numpy(), output.detach().numpy())
+    return jitgrad.tensor(np.asarray(dx), dtype=input.dtype)
+
+
+def _dirichlet_grad(x: Any, alpha: Any, total: Any) -> Any:
+    """``torch._dirichlet_grad``: ``dx/dalpha`` of ``Beta(alpha, total - alpha)`` draws ``x``
+    (in float64, returned in ``x``'s dtype), not differentiable."""
+    dx = dirichlet_grad(x.detach().numpy(), alpha.detach().numpy(), total.detach().numpy())
+    return jitgrad.tensor(np.asarray(dx), dtype=x.dtype)
+
+
+def _dirichlet_rsample(alpha: Any) -> Any:
+    """``Dirichlet(alpha)`` draws along the last dim, differentiable in ``alpha``."""
+    return _Dirichlet.apply(alpha)

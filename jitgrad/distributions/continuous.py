@@ -1,6 +1,6 @@
-"""Univariate continuous distributions: Normal, Uniform, Exponential, Laplace, LogNormal,
-Gumbel and Cauchy, composed from jitgrad ops so gradients flow through ``log_prob`` and
-``rsample``."""
+"""Univariate continuous distributions: Normal, Uniform, Exponential, Laplace and Cauchy
+(LogNormal and Gumbel, transformed distributions as in torch, have their own modules), composed
+from jitgrad ops so gradients flow through ``log_prob`` and ``rsample``."""
 
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ from typing import Any
 import jitgrad
 from jitgrad.distributions import constraints
 from jitgrad.distributions.distribution import _EMPTY, Distribution
-from jitgrad.distributions.utils import _finfo, _standard_normal, broadcast_all, euler_constant
+from jitgrad.distributions.exp_family import ExponentialFamily
+from jitgrad.distributions.utils import _finfo, _standard_normal, broadcast_all
 from jitgrad.ops.rng import sample
 
-__all__ = ["Cauchy", "Exponential", "Gumbel", "Laplace", "LogNormal", "Normal", "Uniform"]
+__all__ = ["Cauchy", "Exponential", "Laplace", "Normal", "Uniform"]
 
 
 def _uniform(shape: Any, like: Any, low: float = 0.0, high: float = 1.0) -> Any:
@@ -56,7 +57,7 @@ class _LocScale(Distribution):
         return new
 
 
-class Normal(_LocScale):
+class Normal(_LocScale, ExponentialFamily):
     """Normal (Gaussian) distribution with mean ``loc`` and standard deviation ``scale``.
 
     Args:
@@ -106,6 +107,13 @@ class Normal(_LocScale):
 
     def entropy(self) -> Any:
         return 0.5 + 0.5 * math.log(2 * math.pi) + jitgrad.log(self.scale)
+
+    @property
+    def _natural_params(self) -> tuple[Any, ...]:
+        return (self.loc / self.scale.pow(2), -0.5 * self.scale.pow(2).reciprocal())
+
+    def _log_normalizer(self, x: Any, y: Any) -> Any:
+        return -0.25 * x.pow(2) / y + 0.5 * jitgrad.log(-math.pi / y)
 
 
 class Uniform(Distribution):
@@ -187,7 +195,7 @@ class Uniform(Distribution):
         return jitgrad.log(self.high - self.low)
 
 
-class Exponential(Distribution):
+class Exponential(ExponentialFamily):
     """Exponential distribution with rate ``rate`` (mean ``1 / rate``).
 
     Args:
@@ -253,6 +261,13 @@ class Exponential(Distribution):
     def entropy(self) -> Any:
         return 1.0 - jitgrad.log(self.rate)
 
+    @property
+    def _natural_params(self) -> tuple[Any, ...]:
+        return (-self.rate,)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return -jitgrad.log(-x)
+
 
 class Laplace(_LocScale):
     """Laplace distribution with location ``loc`` and scale ``scale``.
@@ -303,99 +318,6 @@ class Laplace(_LocScale):
 
     def entropy(self) -> Any:
         return 1 + jitgrad.log(2 * self.scale)
-
-
-class LogNormal(_LocScale):
-    """Distribution of ``exp(X)`` for ``X ~ Normal(loc, scale)``.
-
-    Args:
-        loc: Mean of the log of the distribution.
-        scale: Standard deviation of the log (positive).
-        validate_args: Whether to validate parameters and values.
-    """
-
-    support = constraints.positive
-
-    @property
-    def base_dist(self) -> Normal:
-        """The underlying ``Normal(loc, scale)``."""
-        return Normal(self.loc, self.scale, validate_args=False)
-
-    @property
-    def mean(self) -> Any:
-        return (self.loc + self.scale.pow(2) / 2).exp()
-
-    @property
-    def mode(self) -> Any:
-        return (self.loc - self.scale.square()).exp()
-
-    @property
-    def variance(self) -> Any:
-        scale_sq = self.scale.pow(2)
-        return scale_sq.expm1() * (2 * self.loc + scale_sq).exp()
-
-    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
-        return self.base_dist.rsample(sample_shape).exp()
-
-    def log_prob(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        log_value = value.log()
-        return self.base_dist.log_prob(log_value) - log_value
-
-    def cdf(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        return self.base_dist.cdf(value.log())
-
-    def entropy(self) -> Any:
-        return self.base_dist.entropy() + self.loc
-
-
-class Gumbel(_LocScale):
-    """Gumbel (type-I extreme value) distribution.
-
-    Args:
-        loc: Location.
-        scale: Scale (positive).
-        validate_args: Whether to validate parameters and values.
-    """
-
-    @property
-    def mean(self) -> Any:
-        return self.loc + self.scale * euler_constant
-
-    @property
-    def mode(self) -> Any:
-        return self.loc
-
-    @property
-    def stddev(self) -> Any:
-        return (math.pi / math.sqrt(6)) * self.scale
-
-    @property
-    def variance(self) -> Any:
-        return self.stddev.pow(2)
-
-    def rsample(self, sample_shape: Any = _EMPTY) -> Any:
-        shape = self._extended_shape(sample_shape)
-        tiny, eps = _finfo(self.loc)
-        u = _uniform(shape, self.loc).clamp(min=tiny, max=1 - eps)
-        return self.loc - self.scale * jitgrad.log(-jitgrad.log(u))
-
-    def log_prob(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        z = (value - self.loc) / self.scale
-        return -(self.scale.log() + z + jitgrad.exp(-z))
-
-    def cdf(self, value: Any) -> Any:
-        if self._validate_args:
-            self._validate_sample(value)
-        return jitgrad.exp(-jitgrad.exp(-(value - self.loc) / self.scale))
-
-    def entropy(self) -> Any:
-        return self.scale.log() + (1 + euler_constant)
 
 
 class Cauchy(_LocScale):

@@ -6,7 +6,7 @@ from typing import Any
 
 import jitgrad
 from jitgrad.distributions import constraints
-from jitgrad.distributions._standard_gamma import _sample_dirichlet
+from jitgrad.distributions._standard_gamma import _dirichlet_rsample
 from jitgrad.distributions.exp_family import ExponentialFamily
 
 __all__ = ["Dirichlet"]
@@ -44,7 +44,7 @@ class Dirichlet(ExponentialFamily):
         concentration = self.concentration.expand(shape)
         # normalized independent gammas (torch's draws); the gradient holds each coordinate's
         # marginal Beta CDF fixed, torch's (distributions/_dirichlet_grad.py)
-        return _sample_dirichlet(concentration)
+        return _dirichlet_rsample(concentration)
 
     def log_prob(self, value: Any) -> Any:
         if self._validate_args:

@@ -12,6 +12,7 @@ import jitgrad.nn.functional as F
 from jitgrad.distributions import constraints
 from jitgrad.ops import lgamma, xlogy
 from jitgrad.distributions.distribution import _EMPTY, Distribution
+from jitgrad.distributions.exp_family import ExponentialFamily
 from jitgrad.distributions.utils import (
     _finfo,
     broadcast_all,
@@ -74,7 +75,7 @@ class _ProbsOrLogits(Distribution):
         return self._param.size()
 
 
-class Bernoulli(_ProbsOrLogits):
+class Bernoulli(_ProbsOrLogits, ExponentialFamily):
     """Bernoulli distribution over ``{0, 1}``, parameterized by ``probs`` or ``logits``.
 
     Args:
@@ -126,6 +127,13 @@ class Bernoulli(_ProbsOrLogits):
 
     def entropy(self) -> Any:
         return _bce_logits(self.logits, self.probs)
+
+    @property
+    def _natural_params(self) -> tuple[Any, ...]:
+        return (jitgrad.logit(self.probs),)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return jitgrad.log1p(jitgrad.exp(x))
 
     def enumerate_support(self, expand: bool = True) -> Any:
         values = jitgrad.arange(2, dtype=self._param.dtype)
@@ -401,7 +409,7 @@ class OneHotCategorical(Distribution):
         return values
 
 
-class Poisson(Distribution):
+class Poisson(ExponentialFamily):
     """Poisson distribution with rate ``rate``.
 
     Samples come from the inverse CDF over a fixed number of terms, a composition of jitgrad
@@ -462,6 +470,13 @@ class Poisson(Distribution):
         rate, value = broadcast_all(self.rate, value)
         value = value.to(rate.dtype)
         return xlogy(value, rate) - rate - lgamma(value + 1)
+
+    @property
+    def _natural_params(self) -> tuple[Any, ...]:
+        return (jitgrad.log(self.rate),)
+
+    def _log_normalizer(self, x: Any) -> Any:
+        return jitgrad.exp(x)
 
 
 class Binomial(_ProbsOrLogits):

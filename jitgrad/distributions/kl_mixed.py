@@ -12,7 +12,6 @@ import jitgrad
 from jitgrad.distributions.beta import Beta
 from jitgrad.distributions.continuous import (
     Exponential,
-    Gumbel,
     Laplace,
     Normal,
     Uniform,
@@ -20,6 +19,7 @@ from jitgrad.distributions.continuous import (
 from jitgrad.distributions.continuous_bernoulli import ContinuousBernoulli
 from jitgrad.distributions.discrete import Bernoulli, Binomial, Poisson
 from jitgrad.distributions.gamma import Gamma
+from jitgrad.distributions.gumbel import Gumbel
 from jitgrad.distributions.kl import register_kl
 from jitgrad.distributions.lowrank_multivariate_normal import (
     LowRankMultivariateNormal,

@@ -8,14 +8,10 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
+from ..ops.surface24_info import _assert
+
 # (globals dict, name) of every ``wrap``ped function
 _wrapped_fns_to_patch: dict[tuple[int, str], dict] = {}
-
-
-def _assert(condition: Any, message: str) -> None:
-    """``torch._assert``: raises ``AssertionError(message)`` unless ``condition``."""
-    if not condition:
-        raise AssertionError(message)
 
 
 def _assert_is_none(value: Any, msg: str) -> None:

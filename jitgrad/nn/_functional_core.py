@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..ops._shape import int_tuple_arg
 from ..ops.autocast_policy import LOWER, autocast_policy
 from .. import dtypes
 from ..ops import composite
@@ -138,10 +139,9 @@ def linear(input: Tensor, weight: Tensor, bias: Tensor | None = None) -> Tensor:
 def layer_norm(input: Tensor, normalized_shape: Any, weight: Tensor | None = None,  # noqa: A002
                bias: Tensor | None = None, eps: float = 1e-5) -> Tensor:
     """Normalizes over the trailing ``normalized_shape`` dims (``NativeLayerNormBackward0``)."""
-    if isinstance(normalized_shape, int):
-        normalized_shape = (normalized_shape,)
+    normalized_shape = int_tuple_arg("layer_norm", "normalized_shape", 2, normalized_shape)
     check_norm_parameters(input, weight, bias)
-    return apply(LAYER_NORM, input, weight, bias, normalized_shape=tuple(normalized_shape),
+    return apply(LAYER_NORM, input, weight, bias, normalized_shape=normalized_shape,
                  eps=float(eps))
 
 

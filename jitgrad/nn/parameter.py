@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..ops.memory_formats import preserve_format
 from ..tensor import Tensor
 from .._torch_function import _disabled_torch_function_impl
 
@@ -56,9 +57,8 @@ class Parameter(Tensor):
     def __deepcopy__(self, memo: dict) -> Parameter:
         if id(self) in memo:
             return memo[id(self)]
-        new = Parameter(Tensor(self._data.copy(), dtype=self._dtype), self._requires_grad)
-        if self._grad is not None:
-            new._grad = self._grad.__deepcopy__(memo)
+        # (as torch's: a fresh leaf of the data's copy, without ``.grad`` or other attributes)
+        new = type(self)(self.data.clone(memory_format=preserve_format), self._requires_grad)
         memo[id(self)] = new
         return new
 

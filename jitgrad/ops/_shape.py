@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 
 def wrap_dim(dim: int, ndim: int) -> int:
     n = max(ndim, 1)
@@ -54,3 +56,21 @@ def axis_alias(fn):
             kwargs["dim"] = kwargs.pop("axis")
         return fn(*args, **kwargs)
     return wrapper
+
+
+def int_tuple_arg(fname: str, arg: str, position: int, value: Any) -> tuple:
+    """``value`` as a tuple of ints, or the TypeError torch's argument parser gives
+    ``fname`` for an ``int[]`` argument that is not a list or tuple of ints (a plain int too)."""
+    where = f"{fname}(): argument '{arg}' (position {position}) must be tuple of ints"
+    if not isinstance(value, (list, tuple)):
+        raise TypeError(f"{where}, not {type(value).__name__}")
+    out = []
+    for i, item in enumerate(value):
+        if isinstance(item, bool) or not isinstance(item, int) and not hasattr(item, "__index__"):
+            kind = type(item).__name__
+            if i == 0:
+                raise TypeError(f"{where}, but found element of type {kind} at pos 0")
+            raise TypeError(f"{fname}(): argument '{arg}' failed to unpack the object at pos "
+                            f"{i + 1} with error \"type must be tuple of ints,but got {kind}\"")
+        out.append(int(item.__index__()))
+    return tuple(out)

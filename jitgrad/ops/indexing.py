@@ -92,6 +92,8 @@ def _as_index(k, meta_count: int | None = None):
         t = k
     else:
         t = make_tensor(k)
+        if t.numel() == 0:  # (an empty list indexes nothing: torch makes it a long tensor)
+            t = t.to(dtypes.int64)
     if t.dtype is dtypes.bool or t.dtype is dtypes.uint8:
         if t._trace is not None:
             from ..errors import data_dependent_shape_error

@@ -2,10 +2,11 @@
 
 torch's ``poisson(rates)`` and ``bernoulli(p)`` results have a node (``PoissonBackward0``,
 ``BernoulliBackward0``) whose gradient is zero: a loss through them backpropagates (zeros)
-instead of failing for want of a graph. ``binomial`` and ``bernoulli(x, p_number)`` record
-torch's ``NotImplemented`` node, whose backward raises ``derivative for aten::<op> is not
-implemented``. ``record_draws`` puts such a node between the parameters and the draws (the
-draws pass through unchanged; nothing is recorded when no parameter requires grad).
+instead of failing for want of a graph. ``binomial``, ``bernoulli(x, p_number)`` and
+``_sample_dirichlet`` record torch's ``NotImplemented`` node, whose backward raises
+``derivative for aten::<op> is not implemented``. ``record_draws`` puts such a node between
+the parameters and the draws (the draws pass through unchanged; nothing is recorded when no
+parameter requires grad).
 """
 
 from __future__ import annotations
@@ -57,6 +58,7 @@ POISSON_NODE = _zero_node("poisson_draws", "PoissonBackward0")
 BERNOULLI_NODE = _zero_node("bernoulli_draws", "BernoulliBackward0")
 BINOMIAL_NODE = _unimplemented_node("binomial_draws", "binomial", 2)
 BERNOULLI_P_NODE = _unimplemented_node("bernoulli_p_draws", "bernoulli", 1)
+SAMPLE_DIRICHLET_NODE = _unimplemented_node("sample_dirichlet_draws", "_sample_dirichlet", 1)
 
 
 def record_draws(node: Any, parameters: tuple, draws: Any) -> Any:

@@ -142,6 +142,14 @@ def typename(obj: Any) -> str:
     return name if module in ("builtins", "") else f"{module}.{name}"
 
 
+@public("_assert")
+def _assert(condition: Any, message: str) -> None:
+    """``torch._assert``: raises ``AssertionError(message)`` unless ``condition`` (an assert
+    that ``jitgrad.fx`` records as a call instead of evaluating)."""
+    if not condition:
+        raise AssertionError(message)
+
+
 def is_distributed(input: Any) -> bool:  # noqa: A002
     """False: a tensor lives in one process."""
     return False

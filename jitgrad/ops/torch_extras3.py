@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from .. import dtypes
-from ._shape import wrap_dim
+from ._shape import int_tuple_arg, wrap_dim
 from .dtype_rules import refuse_bool_bounds, refuse_dtypes
 from .elementwise import _bshape, _clamp_dtype, _clamp_impl
 from .norms import _vector_norm_impl, _vector_norm_jvp, _vector_norm_meta, _vector_norm_vjp
@@ -129,8 +129,7 @@ def rms_norm(input, normalized_shape: Any, weight=None, eps: float | None = None
     to the dtype's machine epsilon."""
     import numpy as np
 
-    shape = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(
-        normalized_shape)
+    shape = int_tuple_arg("rms_norm", "normalized_shape", 2, normalized_shape)
     n = len(shape)
     if tuple(input.shape[input.ndim - n:]) != shape or input.ndim < n:
         raise RuntimeError(f"Given normalized_shape={list(shape)}, expected input with shape "
