@@ -206,3 +206,114 @@ def _channels_last(x) -> bool:
     """Whether ``x`` is a 4-d or 5-d array laid out channels-last (and not also row-major)."""
     return type(x) is np.ndarray and x.ndim in (4, 5) and not x.flags.c_contiguous \
         and np.moveaxis(x, 1, -1).flags.c_contiguous
+
+
+def _broadcast_strides(a: np.ndarray, shape: tuple) -> list[int] | None:
+    """``a``'s strides in elements over the broadcast ``shape`` (0 where it is broadcast), or
+    None for a negative stride (jitgrad's flipped copies: left to NumPy)."""
+    lead = len(shape) - a.ndim
+    out = [0] * lead
+    for size, stride, full in zip(a.shape, a.strides, shape[lead:]):
+        if stride < 0:
+            return None
+        out.append(0 if size == 1 and full != 1 else stride // a.itemsize)
+    return out
+
+
+def _dense_strides(shape: tuple, outer_to_inner: list[int]) -> list[int]:
+    strides = [0] * len(shape)
+    step = 1
+    for d in reversed(outer_to_inner):
+        strides[d] = step
+        step *= shape[d]
+    return strides
+
+
+def _contiguous_ignoring_ones(shape: tuple, strides: list[int]) -> bool:
+    step = 1
+    for size, stride in zip(reversed(shape), reversed(strides)):
+        if size != 1:
+            if stride != step:
+                return False
+            step *= size
+    return True
+
+
+def _pointwise_order(shape: tuple, operands: list) -> list[int] | None:
+    """Torch's TensorIterator order of the dims of an elementwise result (outermost first), or
+    None for row-major: same-shape operands all row-major, all channels-last, or all dense with
+    one set of strides keep that layout; otherwise an insertion sort where, for each pair of
+    dims, the first operand whose strides tell them apart decides (broadcast dims tell
+    nothing; equal strides put the smaller size inside)."""
+    same = [s for a, s in operands if a.shape == shape]
+    if len(same) == len(operands):
+        if all(_contiguous_ignoring_ones(shape, s) for s in same):
+            return None
+        if len(shape) == 4 and all(_contiguous_ignoring_ones(
+                (shape[0], shape[2], shape[3], shape[1]), [s[0], s[2], s[3], s[1]])
+                for s in same):
+            return [0, 2, 3, 1]
+        first = same[0]
+        if all(s == first for s in same) and all(dense_in_some_order(a) for a, _ in operands):
+            return preserved_order(shape, first)[::-1]
+
+    def comes_after(d0: int, d1: int) -> int:
+        for _, strides in operands:
+            s0, s1 = strides[d0], strides[d1]
+            if s0 == 0 or s1 == 0:
+                continue
+            if s0 != s1:
+                return 1 if s0 > s1 else -1
+            if shape[d0] > shape[d1]:
+                return 1
+        return 0
+
+    perm = list(range(len(shape) - 1, -1, -1))  # innermost first
+    for i in range(1, len(shape)):
+        dim1 = i
+        for dim0 in range(i - 1, -1, -1):
+            order = comes_after(perm[dim0], perm[dim1])
+            if order > 0:
+                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
+                dim1 = dim0
+            elif order < 0:
+                break
+    outer = perm[::-1]
+    return None if outer == sorted(outer) else outer
+
+
+def pointwise_layout(out: np.ndarray, arrays: tuple) -> np.ndarray:
+    """``out``, an elementwise result of ``arrays`` (NumPy's: where operands disagree about the
+    order of dims, row-major order wins), laid out as torch allocates it (the first operand
+    that orders two dims decides: ``channels_last + contiguous`` is channels-last)."""
+    shape = out.shape
+    operands = []
+    for a in arrays:
+        if type(a) is np.ndarray and a.ndim:
+            strides = _broadcast_strides(a, shape)
+            if strides is None:
+                return out
+            operands.append((a, strides))
+    if not operands:
+        return out
+    outer = _pointwise_order(shape, operands)
+    if outer is None:
+        return out if out.flags.c_contiguous else np.ascontiguousarray(out)
+    want = _dense_strides(shape, outer)
+    if all(size == 1 or stride // out.itemsize == w
+           for size, stride, w in zip(shape, out.strides, want)):
+        return out
+    return np.ascontiguousarray(out.transpose(outer)).transpose(np.argsort(outer))
+
+
+def mixed_layouts(arrays: tuple) -> bool:
+    """Whether NumPy's layout of an elementwise result of ``arrays`` may differ from torch's:
+    two or more arrays of rank 2 or more, one of them not row-major."""
+    n = 0
+    mixed = False
+    for a in arrays:
+        if type(a) is np.ndarray and a.ndim > 1:
+            n += 1
+            if not a.flags.c_contiguous:
+                mixed = True
+    return mixed and n > 1

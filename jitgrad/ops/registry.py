@@ -26,6 +26,7 @@ import numpy as np
 from .. import dtypes
 from .._cuda_array import CudaArray as _CudaArray
 from .autocast_cast import autocast_arguments
+from .memory_formats import mixed_layouts, pointwise_layout
 from .dtype_rules import (  # noqa: F401 - (re-exported: the ops ask the registry for these)
     broadcast_shapes, category_dtype, check_limited_uint, compute_dtype)
 from .op_fields import (  # noqa: F401 - (re-exported: the ops import every field value from here)
@@ -209,6 +210,8 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
                 except ValueError:  # torch's text for a broadcasting mismatch
                     broadcast_shapes(x.shape, y.shape)
                     raise
+                if not x.flags.c_contiguous and y.ndim > 1:  # (a row-major x orders the
+                    out = pointwise_layout(out, (x, y))  # dims as NumPy does; else torch's)
                 hot = True
         if not hot:
             if fallback is not None:
@@ -356,6 +359,8 @@ def _compute(op: OpDef, args: tuple, params: dict) -> tuple:
         if len(arrays) > 1:  # torch's text for a broadcasting mismatch
             broadcast_shapes(*(x.shape for x in arrays if hasattr(x, "shape")))
         raise
+    if len(arrays) > 1 and type(out) is _ndarray and mixed_layouts(arrays):
+        out = pointwise_layout(out, arrays)  # (torch's layout where the operands' disagree)
     return out, out_dtype
 
 
