@@ -109,3 +109,23 @@ def test_a_transposed_leaf_gets_a_transposed_grad():
         w = lib.randn(3, 4).t().requires_grad_()
         (w * 2).sum().backward()
         assert w.grad.stride() == w.stride() == (1, 4)
+
+
+@pytest.mark.parametrize("kw", [dict(mode="bicubic"), dict(mode="bicubic", antialias=True),
+                                dict(mode="bilinear", antialias=True)],
+                         ids=["bicubic", "bicubic-aa", "bilinear-aa"])
+def test_separable_interpolate_gives_a_fresh_tensor_in_the_inputs_format(kw):
+    F = jitgrad.nn.functional
+    x = jitgrad.randn(2, 3, 8, 8, requires_grad=True)
+    y = F.interpolate(x, size=(5, 6), **kw)
+    assert y.stride() == (90, 30, 6, 1) and y._base is None  # (row-major, not a movedim view)
+    assert y.view(2, -1).shape == (2, 90)
+    cl = F.interpolate(x.detach().to(memory_format=jitgrad.channels_last), size=(16, 16), **kw)
+    assert cl.stride() == (768, 1, 48, 3)
+    np.testing.assert_allclose(cl.numpy(), F.interpolate(x.detach(), size=(16, 16), **kw).numpy(),
+                               rtol=1e-6, atol=1e-6)
+    same = F.interpolate(x.detach(), size=(8, 8), **kw)  # (no size changes: still a new tensor)
+    assert same is not x and same.data_ptr() != x.data_ptr()
+    np.testing.assert_array_equal(same.numpy(), x.detach().numpy())
+    y.sum().backward()
+    assert x.grad.shape == x.shape

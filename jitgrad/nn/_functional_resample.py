@@ -128,4 +128,8 @@ def resample(x: Tensor, out_sizes: list[int], scales: list[float], mode: str,
         y = (y.movedim(dim, -1) @ weights).movedim(-1, dim)
         if integral:
             y = ((y + (1 << (bits - 1))) / (1 << bits)).floor().clamp(0, 255)
+    if y._base is not None:  # (the last pass's movedim: a fresh row-major result, as torch's)
+        y = y.contiguous()
+    elif y is x:  # (no size changed: still a new tensor, as torch's)
+        y = x.clone()
     return y.to(x.dtype) if integral else y
