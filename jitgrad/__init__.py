@@ -82,7 +82,7 @@ def __getattr__(name: str):
                 "special", "distributions", "fft", "accelerator", "amp", "cpu",
                 "multiprocessing", "profiler", "signal", "library", "functional", "quasirandom",
                 "fx", "futures", "types", "storage", "hub", "_logging", "_dynamo", "compiler",
-                "_C", "version"):
+                "_C", "version", "return_types"):
         return importlib.import_module(f"{__name__}.{name}")
     if name in ("uint16", "uint32", "uint64"):  # (limited dtypes: see dtypes.__getattr__)
         return getattr(dtypes, name)
@@ -94,6 +94,10 @@ def __getattr__(name: str):
         from .amp import GradScaler
 
         return GradScaler
+    if name == "to_dlpack":  # torch.to_dlpack is torch.utils.dlpack.to_dlpack
+        from .utils.dlpack import to_dlpack
+
+        return to_dlpack
     if name == "get_device_module":
         from .accelerator import get_device_module
 
@@ -108,9 +112,7 @@ def __getattr__(name: str):
         if name in aliases.__all__:
             return getattr(aliases, name)
     if name in ("_standard_gamma", "_sample_dirichlet", "_standard_gamma_grad", "_dirichlet_grad"):
-        from .distributions import _standard_gamma
-
-        return getattr(_standard_gamma, name)
+        return getattr(importlib.import_module(f"{__name__}.distributions._standard_gamma"), name)
     if name.startswith("_foreach_"):  # torch._foreach_add_, ... (multi-tensor ops)
         from ._foreach_ops import FUNCTIONS
 

@@ -9,6 +9,7 @@ deleter (or the capsule is dropped unconsumed).
 from __future__ import annotations
 
 import ctypes
+import enum
 from typing import Any
 
 import numpy as np
@@ -17,6 +18,26 @@ from . import dtypes
 from ._cuda_array import CudaArray
 
 CPU, CUDA = 1, 2  # DLPack device types (kDLCPU, kDLCUDA)
+
+
+class DLDeviceType(enum.IntEnum):
+    """The DLPack device types (``__dlpack_device__()[0]``)."""
+
+    kDLCPU = 1  # noqa: N815
+    kDLCUDA = 2  # noqa: N815
+    kDLCUDAHost = 3  # noqa: N815
+    kDLOpenCL = 4  # noqa: N815
+    kDLVulkan = 7  # noqa: N815
+    kDLMetal = 8  # noqa: N815
+    kDLVPI = 9  # noqa: N815
+    kDLROCM = 10  # noqa: N815
+    kDLROCMHost = 11  # noqa: N815
+    kDLExtDev = 12  # noqa: N815
+    kDLCUDAManaged = 13  # noqa: N815
+    kDLOneAPI = 14  # noqa: N815
+    kDLWebGPU = 15  # noqa: N815
+    kDLHexagon = 16  # noqa: N815
+    kDLMAIA = 17  # noqa: N815
 
 
 class _Device(ctypes.Structure):
@@ -100,6 +121,54 @@ def capsule_device(cap: object) -> tuple[int, int]:
                            "constructed a tensor from it once.")
     managed = ctypes.cast(_pointer(id(cap), b"dltensor"), ctypes.POINTER(_Managed)).contents
     return managed.dl_tensor.device.device_type, managed.dl_tensor.device.device_id
+
+
+def _device_name(kind: int) -> str:
+    try:
+        return DLDeviceType(kind).name
+    except ValueError:
+        return f"DLPack device type {kind}"
+
+
+class _Capsule:
+    """A legacy (host) DLPack capsule seen as a DLPack object, for NumPy to consume."""
+
+    def __init__(self, capsule: Any) -> None:
+        self.capsule = capsule
+
+    def __dlpack__(self, **kwargs: Any) -> Any:
+        return self.capsule
+
+    def __dlpack_device__(self) -> tuple:
+        return (DLDeviceType.kDLCPU, 0)
+
+
+class _Writeable:
+    """The memory of a read-only array, offered writeable (and keeping the array alive)."""
+
+    def __init__(self, arr: np.ndarray) -> None:
+        face = dict(arr.__array_interface__)
+        face["data"] = (face["data"][0], False)
+        self.__array_interface__ = face
+        self.keep = arr
+
+
+def _writeable(arr: np.ndarray) -> np.ndarray:
+    """NumPy marks what a legacy capsule gives read-only; a tensor from one is writeable in
+    torch: the same memory as a writeable array."""
+    return arr if arr.flags.writeable else np.asarray(_Writeable(arr))
+
+
+def host_capsule_array(cap: object) -> np.ndarray:
+    """The memory of a host ``"dltensor"`` capsule (``to_dlpack``'s, any producer's) as a
+    writeable array, consuming the capsule; a device capsule raises."""
+    kind, _ = capsule_device(cap)
+    if kind != DLDeviceType.kDLCPU:
+        raise RuntimeError(
+            f"from_dlpack: jitgrad reads host ({DLDeviceType.kDLCPU.name}) DLPack capsules "
+            f"only, this one is on {_device_name(kind)}: pass the tensor or array itself "
+            "(its __dlpack__), not a capsule")
+    return _writeable(np.from_dlpack(_Capsule(cap)))
 
 
 # ---------------------------------------------------------------- Tensor's protocols

@@ -61,7 +61,8 @@ LAYERS = [
              "jitgrad._lowrank", "jitgrad._lobpcg", "jitgrad._lobpcg_backward",
              "jitgrad.sparse", "jitgrad.types", "jitgrad.storage", "jitgrad.futures",
              "jitgrad.hub", "jitgrad.overrides", "jitgrad._C",
-             "jitgrad._foreach_ops"]),  # (torch._foreach_*: ops over lists, with linalg's norm)
+             "jitgrad._foreach_ops",  # (torch._foreach_*: ops over lists, with linalg's norm)
+             "jitgrad.return_types"]),
     ("jit_ir", ["jitgrad.jit.passes", "jitgrad.jit.staging", "jitgrad.jit.custom_function",
                 "jitgrad.jit.sweep", "jitgrad.jit.control_flow"]),
     ("backends", ["jitgrad.backends"]),

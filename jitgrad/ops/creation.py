@@ -165,7 +165,8 @@ def frombuffer(buffer: Any, *, dtype: Any, count: int = -1, offset: int = 0,
 
 @public("from_dlpack")
 def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None):
-    """A tensor sharing memory with ``ext_tensor`` (zero-copy), as ``torch.from_dlpack``.
+    """A tensor sharing memory with ``ext_tensor`` (zero-copy), as ``torch.from_dlpack``: an
+    object with ``__dlpack__`` or a host DLPack capsule (``to_dlpack``'s).
 
     Host arrays come in through NumPy's DLPack (NumPy arrays, torch CPU tensors, JAX CPU
     arrays, ...). Device arrays (CuPy, torch cuda tensors, numba-cuda device arrays) come in
@@ -183,6 +184,11 @@ def from_dlpack(ext_tensor: Any, *, device: Any = None, copy: bool | None = None
 def _from_dlpack(ext_tensor: Any):
     if isinstance(ext_tensor, registry.Tensor):
         return ext_tensor
+    if type(ext_tensor).__name__ == "PyCapsule":  # (``to_dlpack``'s: host memory only)
+        from .._dlpack import host_capsule_array
+
+        arr = host_capsule_array(ext_tensor)
+        return _tensor._new(arr, dtypes.from_numpy_dtype(arr.dtype))
     kind = None
     if hasattr(ext_tensor, "__dlpack_device__"):
         kind = int(ext_tensor.__dlpack_device__()[0])

@@ -12,6 +12,10 @@ from collections import namedtuple
 from typing import Any
 
 
+# name -> the class made for it first (``jitgrad.return_types.<name>``)
+REGISTERED: dict[str, type] = {}
+
+
 def _repr(self: Any) -> str:
     fields = ",\n".join(f"{name}={value!r}" for name, value in zip(self._fields, self))
     return f"jitgrad.return_types.{type(self).__name__}(\n{fields})"
@@ -27,4 +31,4 @@ def return_type(name: str, fields: list[str] | tuple[str, ...]) -> type:
     cls = namedtuple(name, list(fields))
     cls.__module__ = "jitgrad.return_types"
     cls.__repr__ = _repr
-    return cls
+    return REGISTERED.setdefault(name, cls)

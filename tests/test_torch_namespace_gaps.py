@@ -1,0 +1,58 @@
+"""Names of torch's top-level namespace that old or typed scripts use: the functions removed in
+torch 1.9 (``solve``, ``eig``, ``lstsq``, ``symeig``, ``matrix_rank``) raise torch's text naming
+the ``linalg`` replacement; ``jitgrad.return_types`` holds the named-tuple classes (isinstance,
+pickling); ``jitgrad.to_dlpack`` / ``from_dlpack`` exchange host capsules."""
+
+import pickle
+
+import numpy as np
+import pytest
+
+import jitgrad
+
+REMOVED = {"solve": "`torch.solve` is deprecated in favor of `torch.linalg.solve`",
+           "eig": "L_complex = torch.linalg.eigvals(A)",
+           "lstsq": "X = torch.linalg.lstsq(A, B).solution",
+           "symeig": "L = torch.linalg.eigvalsh(A, UPLO='U' if upper else 'L')",
+           "matrix_rank": "Please use the `torch.linalg.matrix_rank` function instead."}
+
+
+@pytest.mark.parametrize("name", list(REMOVED))
+def test_functions_removed_in_torch_1_9_name_their_replacement(name):
+    a = jitgrad.eye(3)
+    with pytest.raises(RuntimeError, match="^This function was deprecated since version 1.9 "
+                                           "and is now removed.") as info:
+        getattr(jitgrad, name)(a, a)
+    assert REMOVED[name] in str(info.value)
+    if name != "matrix_rank":  # (torch's Tensor has the others as methods)
+        with pytest.raises(RuntimeError, match="is now removed"):
+            getattr(a, name)()
+
+
+def test_the_linalg_functions_are_unaffected():
+    a = jitgrad.tensor([[2.0, 0.0], [0.0, 4.0]])
+    assert jitgrad.linalg.solve(a, jitgrad.ones(2)).tolist() == [0.5, 0.25]
+    assert jitgrad.linalg.matrix_rank(a).item() == 2
+
+
+def test_return_types_are_the_classes_ops_return():
+    result = jitgrad.topk(jitgrad.tensor([1.0, 3.0, 2.0]), 2)
+    assert isinstance(result, jitgrad.return_types.topk)
+    assert type(jitgrad.max(jitgrad.ones(2, 2), 0)) is jitgrad.return_types.max
+    assert "svd" in dir(jitgrad.return_types) and "linalg_slogdet" in dir(jitgrad.return_types)
+    back = pickle.loads(pickle.dumps(result))
+    assert type(back) is jitgrad.return_types.topk and back.indices.tolist() == [1, 2]
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        jitgrad.return_types.nope
+
+
+def test_to_dlpack_capsules_come_back_sharing_memory():
+    x = jitgrad.arange(4.0)
+    y = jitgrad.from_dlpack(jitgrad.to_dlpack(x))
+    y[0] = 7.0
+    assert x.tolist() == [7.0, 1.0, 2.0, 3.0]
+    capsule = jitgrad.to_dlpack(x)
+    jitgrad.utils.dlpack.from_dlpack(capsule)
+    with pytest.raises(RuntimeError, match="consumed only once"):
+        jitgrad.from_dlpack(capsule)
+    np.testing.assert_array_equal(jitgrad.from_dlpack(np.arange(3)).numpy(), np.arange(3))
