@@ -470,3 +470,40 @@ def test_sdpa_mask_dtypes_as_torch(dtype, query_dtype):
         assert outcomes[1] == outcomes[0]
     else:
         np.testing.assert_allclose(outcomes[1], outcomes[0], rtol=1e-6, atol=1e-7)
+
+
+@pytest.mark.parametrize("dtype", ["bfloat16", "float16"])
+def test_sdpa_of_16_bit_inputs_computes_in_float32_and_rounds_once(dtype):
+    rng = np.random.default_rng(1)
+    arrays = [rng.standard_normal((4, 9, 8)).astype(np.float32) for _ in range(3)]
+    mask = jitgrad.tensor(rng.random((9, 9)) > 0.3)
+    low = [jitgrad.tensor(a).to(getattr(jitgrad, dtype)).requires_grad_() for a in arrays]
+    out = F.scaled_dot_product_attention(*low, attn_mask=mask)
+    assert out.dtype is getattr(jitgrad, dtype) and out.grad_fn.name() == "ToCopyBackward0"
+    wide = [t.detach().float().requires_grad_() for t in low]
+    ref = F.scaled_dot_product_attention(*wide, attn_mask=mask)
+    np.testing.assert_array_equal(out.float().detach().numpy(),
+                                  ref.to(out.dtype).float().detach().numpy())
+    grad = jitgrad.tensor(rng.standard_normal(out.shape).astype(np.float32))
+    out.backward(grad.to(out.dtype))
+    ref.backward(grad.to(out.dtype).float())
+    for a, b in zip(low, wide):  # (float32 gradients, each rounded once)
+        np.testing.assert_array_equal(a.grad.float().numpy(), b.grad.to(a.dtype).float().numpy())
+
+
+def test_sdpa_of_bfloat16_on_torchs_math_path_matches_torch():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(2)
+    arrays = [rng.standard_normal((4, 33, 16)).astype(np.float32) for _ in range(3)]
+    ours = [jitgrad.tensor(a).to(jitgrad.bfloat16).requires_grad_() for a in arrays]
+    theirs = [torch.tensor(a).to(torch.bfloat16).requires_grad_() for a in arrays]
+    out = F.scaled_dot_product_attention(*ours)  # (3-D inputs: torch's math path)
+    ref = torch.nn.functional.scaled_dot_product_attention(*theirs)
+    np.testing.assert_array_equal(out.float().detach().numpy(), ref.float().detach().numpy())
+    grad = rng.standard_normal(ref.shape).astype(np.float32)
+    out.backward(jitgrad.tensor(grad).to(jitgrad.bfloat16))
+    ref.backward(torch.tensor(grad).to(torch.bfloat16))
+    for a, b in zip(ours, theirs):  # (float32 exp and sums may round a value across a
+        mine, other = a.grad.float().numpy(), b.grad.float().numpy()  # bfloat16 boundary)
+        assert np.mean(mine == other) > 0.99
+        np.testing.assert_allclose(mine, other, rtol=2.0 ** -7, atol=0)  # (one ulp)

@@ -100,7 +100,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                                  attn_mask: Tensor | None = None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,
                                  enable_gqa: bool = False) -> Tensor:
-    """``softmax(query @ key.mT * scale + mask) @ value`` (torch's math reference).
+    """``softmax(query @ key.mT * scale + mask) @ value`` (torch's math reference; float16 and
+    bfloat16 inputs are computed in float32 and the result rounded once, as torch's).
 
     Args:
         query: (..., L, E). key: (..., S, E). value: (..., S, Ev).
@@ -138,6 +139,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                            f"dtype, but got attn_mask.dtype: "
                            f"{CPP_NAMES[attn_mask.dtype.name]} and  query.dtype: "
                            f"{CPP_NAMES[query.dtype.name]} instead.")
+    origin = query.dtype
+    if origin in (dtypes.float16, dtypes.bfloat16):  # (torch's math path: in float32, for
+        query, key, value = (t.to(dtypes.float32) for t in (query, key, value))  # accuracy)
     bias = _additive(attn_mask, query.dtype)
     if is_causal:
         causal = ones((L, S), dtype=dtypes.bool, device=query.device).tril()
@@ -154,7 +158,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         weights = where(empty, 0.0, softmax(where(empty, 0.0, scores), dim=-1))
     if dropout_p > 0.0:
         weights = dropout(weights, dropout_p, training=True)
-    return _in_query_layout(weights.matmul(value), query, key, value, dropout_p)
+    out = weights.matmul(value)
+    return _in_query_layout(out if out.dtype is origin else out.to(origin), query, key, value,
+                            dropout_p)
 
 
 def _in_query_layout(out: Tensor, query: Tensor, key: Tensor, value: Tensor,
