@@ -86,6 +86,11 @@ _MISSING = object()
 
 
 def _is_int(v: Any) -> bool:
+    """An int argument of torch's parser: a Python or NumPy int, or a one-element integer
+    tensor (``randint(0, lengths.max(), ...)``)."""
+    if isinstance(v, Tensor):
+        return not v.dtype.is_floating_point and not v.dtype.is_complex and \
+            v.dtype is not dtypes.bool and v.numel() == 1
     return isinstance(v, (int, np.integer)) and not isinstance(v, bool)
 
 
@@ -121,11 +126,13 @@ def randint(*args: Any, low: Any = _MISSING, high: Any = _MISSING, size: Any = _
         ok = _is_size(value) if name == "size" else _is_int(value)
         if not ok:
             what = "tuple of ints" if name == "size" else "int"
-            if name in given or pos > len(args):
+            if name in given or pos > len(args) or isinstance(value, Tensor) or \
+                    isinstance(value, (list, tuple)) and any(isinstance(v, Tensor) for v in value):
                 raise invalid_combination("randint", args, given, _RANDINT_SIGS)
             raise TypeError(f"randint(): argument '{name}' (position {pos}) must be {what}, "
                             f"not {type(value).__name__}")
-    lo, hi, shape = int(bound.get("low", 0)), int(bound["high"]), _shape((bound["size"],))
+    lo, hi = int(bound.get("low", 0)), int(bound["high"])
+    shape = _shape((tuple(int(n) for n in bound["size"]),))
     dev = check_device(device)
     if lo >= hi:
         raise RuntimeError(

@@ -50,6 +50,8 @@ NO_RECORD = {
        for name in ("poisson_draws", "bernoulli_draws", "binomial_draws", "bernoulli_p_draws")},
     "sample_dirichlet_draws": "the node torch records on _sample_dirichlet's draws: "
                               "tests/test_script_findings_35.py",
+    "ctc_loss_backward_result": "the node without a derivative over ctc_loss's gradient "
+                                "(create_graph): tests/test_script_findings_35.py",
     "to_device": "a copy between the CPU and a cuda device (opdb runs on the CPU): "
                  "tests/test_cuda.py, on numba's CUDA simulator",
 }

@@ -212,3 +212,33 @@ def test_against_torch():
     np.testing.assert_allclose(ours.numpy(), theirs.numpy(), rtol=1e-6)
     with pytest.raises(TypeError, match="must be tuple of ints, not int"):
         torch.nn.functional.layer_norm(torch.randn(2, 3), 3)
+
+
+def test_ctc_loss_second_derivative_raises_instead_of_missing_a_term():
+    x = jitgrad.randn(6, 2, 4, dtype=jitgrad.float64, requires_grad=True)
+    targets = jitgrad.tensor([[1, 2], [3, 3]])
+    loss = F.ctc_loss(x.log_softmax(2), targets, (6, 5), (2, 2))
+    (g,) = jitgrad.autograd.grad(loss, x, create_graph=True)
+    assert g.requires_grad
+    with pytest.raises(RuntimeError, match="derivative for aten::_ctc_loss_backward is not "
+                                           "implemented"):
+        jitgrad.autograd.grad(g.pow(2).sum(), x)
+    lp = x.detach().log_softmax(2).requires_grad_()
+    (g,) = jitgrad.autograd.grad(F.ctc_loss(lp, targets, (6, 5), (2, 2)), lp, create_graph=True)
+    assert g.grad_fn.name() == "NotImplemented"
+    (plain,) = jitgrad.autograd.grad(F.ctc_loss(lp, targets, (6, 5), (2, 2)), lp)
+    assert not plain.requires_grad
+    np.testing.assert_array_equal(plain.numpy(), g.detach().numpy())
+
+
+def test_randint_takes_one_element_integer_tensors_as_ints():
+    jitgrad.manual_seed(0)
+    drawn = jitgrad.randint(0, jitgrad.tensor(7), (5,))
+    jitgrad.manual_seed(0)
+    assert drawn.tolist() == jitgrad.randint(0, 7, (5,)).tolist()
+    assert jitgrad.randint(jitgrad.tensor([0]), 7, (3,)).shape == (3,)
+    assert jitgrad.randint(5, (jitgrad.tensor(2), 3)).shape == (2, 3)
+    for bad in [(0, jitgrad.tensor(7.0), (3,)), (0, jitgrad.tensor([7, 8]), (3,)),
+                (0, 5, jitgrad.tensor([2, 3]))]:
+        with pytest.raises(TypeError, match="received an invalid combination of arguments"):
+            jitgrad.randint(*bad)

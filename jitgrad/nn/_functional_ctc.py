@@ -20,7 +20,9 @@ from collections.abc import Sequence
 import numpy as np
 
 from ..ops.autocast_policy import FP32, autocast_policy
-from ..autograd.function import Function, once_differentiable
+from ..autograd.function import Function
+from ..autograd.grad_mode import no_grad
+from ..ops.random_nodes import record_draws, unimplemented_node
 from ..ops.creation import tensor
 from ..ops.selection import where
 from ..tensor import Tensor
@@ -174,18 +176,21 @@ class _CtcLoss(Function):
         return tensor(nll, dtype=log_probs.dtype, device=log_probs.device)
 
     @staticmethod
-    @once_differentiable
     def backward(ctx, grad: Tensor) -> tuple:  # noqa: ANN001
         log_probs, targets, il, tl = ctx.saved_tensors
-        lp = _np(log_probs)
-        il_a, tl_a = _np(il).astype(np.int64), _np(tl).astype(np.int64)
-        ext = _prepare(lp, _np(targets), il_a, tl_a, ctx.blank)
-        g = _ctc_grad(lp, ext, il_a, tl_a, ctx.blank, ctx.zero_infinity)
-        go = _np(grad).reshape(1, -1, 1)
-        out = tensor(g * go, dtype=log_probs.dtype, device=log_probs.device)
-        return out, None, None, None, None, None
+        with no_grad():
+            lp = _np(log_probs)
+            il_a, tl_a = _np(il).astype(np.int64), _np(tl).astype(np.int64)
+            ext = _prepare(lp, _np(targets), il_a, tl_a, ctx.blank)
+            g = _ctc_grad(lp, ext, il_a, tl_a, ctx.blank, ctx.zero_infinity)
+            go = _np(grad).reshape(1, -1, 1)
+            out = tensor(g * go, dtype=log_probs.dtype, device=log_probs.device)
+        # (with create_graph, the gradient depends on log_probs and the incoming gradient
+        # through torch's _ctc_loss_backward, which has no derivative: its node, as torch's)
+        return record_draws(_CTC_BACKWARD, (grad, log_probs), out), None, None, None, None, None
 
 
+_CTC_BACKWARD = unimplemented_node("ctc_loss_backward_result", "_ctc_loss_backward", 2)
 _CtcLoss._backward_cls.__name__ = "CtcLossBackward0"
 _CtcLoss._backward_cls.__qualname__ = "CtcLossBackward0"
 

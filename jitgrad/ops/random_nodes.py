@@ -48,7 +48,9 @@ def _zero_node(name: str, node_name: str) -> Any:
                  vjp=(_zero_vjp, None), jvp=_zero_jvp)
 
 
-def _unimplemented_node(name: str, aten: str, n_parameters: int) -> Any:
+def unimplemented_node(name: str, aten: str, n_parameters: int) -> Any:
+    """An op recording torch's ``NotImplemented`` node over ``n_parameters`` parents: its
+    backward raises ``derivative for aten::<aten> is not implemented``."""
     rule = _not_implemented(aten)
     return defop(name, _pass_draws, kind=OPAQUE, meta=_draws_meta, node_name="NotImplemented",
                  vjp=(rule,) * n_parameters + (None,), jvp=rule)
@@ -56,9 +58,9 @@ def _unimplemented_node(name: str, aten: str, n_parameters: int) -> Any:
 
 POISSON_NODE = _zero_node("poisson_draws", "PoissonBackward0")
 BERNOULLI_NODE = _zero_node("bernoulli_draws", "BernoulliBackward0")
-BINOMIAL_NODE = _unimplemented_node("binomial_draws", "binomial", 2)
-BERNOULLI_P_NODE = _unimplemented_node("bernoulli_p_draws", "bernoulli", 1)
-SAMPLE_DIRICHLET_NODE = _unimplemented_node("sample_dirichlet_draws", "_sample_dirichlet", 1)
+BINOMIAL_NODE = unimplemented_node("binomial_draws", "binomial", 2)
+BERNOULLI_P_NODE = unimplemented_node("bernoulli_p_draws", "bernoulli", 1)
+SAMPLE_DIRICHLET_NODE = unimplemented_node("sample_dirichlet_draws", "_sample_dirichlet", 1)
 
 
 def record_draws(node: Any, parameters: tuple, draws: Any) -> Any:
