@@ -242,3 +242,19 @@ def test_randint_takes_one_element_integer_tensors_as_ints():
                 (0, 5, jitgrad.tensor([2, 3]))]:
         with pytest.raises(TypeError, match="received an invalid combination of arguments"):
             jitgrad.randint(*bad)
+
+
+def test_multivariate_normal_reads_only_the_lower_triangle_of_scale_tril():
+    low = jitgrad.tensor([[2.0, 0.0], [1.0, 3.0]], dtype=jitgrad.float64, requires_grad=True)
+    value = jitgrad.ones(2, dtype=jitgrad.float64)
+    log_prob = D.MultivariateNormal(jitgrad.zeros(2, dtype=jitgrad.float64),
+                                    scale_tril=low).log_prob(value)
+    (grad,) = jitgrad.autograd.grad(log_prob, low)
+    assert grad[0, 1].item() == 0.0  # (a step keeps the factor lower triangular)
+    # -log N(1; 0, L L^T): x = L^-1 1 = (0.5, 1/6), so 0.5|x|^2 + log 6 + log(2 pi)
+    expected = -(0.5 * (0.25 + 1 / 36) + math.log(6.0) + math.log(2 * math.pi))
+    assert log_prob.item() == pytest.approx(expected, rel=1e-12)
+    upper = jitgrad.tensor([[2.0, 5.0], [1.0, 3.0]], dtype=jitgrad.float64)
+    loose = D.MultivariateNormal(jitgrad.zeros(2, dtype=jitgrad.float64), scale_tril=upper,
+                                 validate_args=False)
+    assert loose.log_prob(value).item() == pytest.approx(expected, rel=1e-12)

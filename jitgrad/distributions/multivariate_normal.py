@@ -36,10 +36,13 @@ def _batch_mv(bmat: Any, bvec: Any) -> Any:
 
 
 def _tril_solve(tril: Any, rhs: Any) -> Any:
-    """Solves ``tril @ X = rhs`` (``rhs`` a batch of matrices) with broadcast batches."""
+    """Solves ``tril @ X = rhs`` (``rhs`` a batch of matrices) with broadcast batches, reading
+    only the lower triangle (torch's ``solve_triangular``: its gradient stays lower
+    triangular)."""
     batch = _broadcast_shapes(tril.shape[:-2], rhs.shape[:-2])
-    return jitgrad.linalg.solve(tril.expand(tuple(batch) + tuple(tril.shape[-2:])),
-                                rhs.expand(tuple(batch) + tuple(rhs.shape[-2:])))
+    return jitgrad.linalg.solve_triangular(tril.expand(tuple(batch) + tuple(tril.shape[-2:])),
+                                           rhs.expand(tuple(batch) + tuple(rhs.shape[-2:])),
+                                           upper=False)
 
 
 def _batch_mahalanobis(bL: Any, bx: Any) -> Any:  # noqa: N803 (torch's names)

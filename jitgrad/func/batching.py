@@ -181,6 +181,44 @@ def matrix_rule(op: registry.OpDef, values: list, flags: list, params: dict,
                        for v, f in zip(values, flags)), **params)
 
 
+def broadcast_matrices_rule(op: registry.OpDef, values: list, flags: list, params: dict,
+                            size: int) -> Any:
+    """Ops on the last two dims of every tensor operand that broadcast the dims in front
+    (``solve_triangular``, ``cholesky_solve``): each batched operand gets ones after its batch
+    dim up to the largest rank, so the batch dim is one more broadcast dim."""
+    n = _tensor_ndims(values, flags)
+    return apply(op, *(align(v, f, n, size) if isinstance(v, Tensor) else v
+                       for v, f in zip(values, flags)), **params)
+
+
+def _diagonal_rule(op, values, flags, params, size):
+    return apply(op, values[0], **dict(params, dim1=params["dim1"] + 1,
+                                       dim2=params["dim2"] + 1))
+
+
+def _diag_embed_rule(op, values, flags, params, size):
+    """diag_embed / diagonal_backward, whose param is the result's shape."""
+    return apply(op, values[0], **dict(params, shape=(size,) + tuple(params["shape"]),
+                                       dim1=params["dim1"] + 1, dim2=params["dim2"] + 1))
+
+
+def _searchsorted_rule(op, values, flags, params, size):
+    """Each sample's values searched in its boundaries: 1-D boundaries of a batch become one
+    row per sample, spread over the sample's leading dims."""
+    seq, vals = values
+    scalar = flags[1] and vals.ndim == 1 or not flags[1] and vals.ndim == 0
+    vals = lift(vals, flags[1], size)
+    if scalar:  # (a 0-d sample: one value)
+        vals = vals.unsqueeze(-1)
+    if flags[0] and seq.ndim == 2 or not flags[0] and seq.ndim > 1:
+        seq = lift(seq, flags[0], size)
+        lead = tuple(vals.shape[1:-1])
+        seq = seq.reshape((size,) + (1,) * (len(lead) - seq.ndim + 2) + tuple(seq.shape[1:])) \
+            .expand((size,) + lead + (seq.shape[-1],))
+    out = apply(op, seq, vals, **params)
+    return out.squeeze(-1) if scalar else out
+
+
 def _reshape_rule(op, values, flags, params, size):
     if any(flags[1:]):
         return NotImplemented
@@ -417,11 +455,15 @@ _RULES: dict[str, Callable] = {
     "scatter_add": dim_rule, "scatter_value": dim_rule, "index_add": first_dim_rule,
     "index_select": first_dim_rule, "linalg_vector_norm": _vector_norm_rule,
     "tril": last_dims_rule, "triu": last_dims_rule,
+    "linalg_solve_triangular": broadcast_matrices_rule, "cholesky_solve": broadcast_matrices_rule,
+    "diagonal": _diagonal_rule, "diagonal_copy": _diagonal_rule,
+    "diagonal_backward": _diag_embed_rule, "diag_embed": _diag_embed_rule,
+    "searchsorted": _searchsorted_rule,
     **{name: matrix_rule for name in (
         "linalg_inv", "linalg_cholesky", "linalg_det", "linalg_slogdet", "linalg_eig",
         "linalg_eigh", "linalg_qr", "linalg_svd", "linalg_svdvals", "linalg_pinv",
-        "linalg_matrix_exp", "linalg_lu_factor_ex", "linalg_solve", "linalg_solve_triangular",
-        "cholesky_solve", "linalg_lu_solve", "geqrf", "linalg_ldl_factor_ex")},
+        "linalg_matrix_exp", "linalg_lu_factor_ex", "linalg_solve", "linalg_lu_solve", "geqrf",
+        "linalg_ldl_factor_ex")},
 }
 
 
