@@ -1,6 +1,7 @@
-"""vmap batching rules (no per-sample loop, no performance warning) for the triangular and
-Cholesky solves with batched matrices per sample, ``diagonal``/``diag_embed`` (and the
-diagonal's backward), and ``searchsorted``; each checked against a loop over the samples."""
+"""vmap batching rules (no per-sample loop, no performance warning) for ``linalg.solve``
+(vectors or matrices), the triangular and Cholesky solves, with batches of matrices per sample,
+``diagonal``/``diag_embed`` (and the diagonal's backward), and ``searchsorted``; each checked
+against a loop over the samples."""
 
 import warnings
 
@@ -47,6 +48,20 @@ CASES = {
                        lambda: (_t(4, 5, 3, 2), _lower(4, 5, 3, 3))),
     "cholesky_solve, shared factor": (jitgrad.cholesky_solve, (0, None),
                                       lambda: (_t(4, 5, 3, 2), _lower(5, 3, 3))),
+    "solve, vector": (jitgrad.linalg.solve, (0, 0), lambda: (_lower(4, 3, 3), _t(4, 3))),
+    "solve, matrix": (jitgrad.linalg.solve, (0, 0), lambda: (_lower(4, 3, 3), _t(4, 3, 2))),
+    "solve, vector over batches": (jitgrad.linalg.solve, (0, 0),
+                                   lambda: (_lower(4, 5, 3, 3), _t(4, 3))),
+    "solve, vectors of batches": (jitgrad.linalg.solve, (0, 0),
+                                  lambda: (_lower(4, 5, 3, 3), _t(4, 5, 3))),
+    "solve, shared matrices": (jitgrad.linalg.solve, (None, 0),
+                               lambda: (_lower(5, 3, 3), _t(4, 3))),
+    "solve, shared vectors": (jitgrad.linalg.solve, (0, None),
+                              lambda: (_lower(4, 5, 3, 3), _t(5, 3))),
+    "solve, shared square matrix": (jitgrad.linalg.solve, (0, None),
+                                    lambda: (_lower(4, 3, 3), _t(3, 3))),
+    "solve, right": (lambda a, b: jitgrad.linalg.solve(a, b, left=False), (0, 0),
+                     lambda: (_lower(4, 5, 3, 3), _t(4, 5, 2, 3))),
     "diagonal": (jitgrad.diagonal, (0,), lambda: (_t(4, 3, 5, 5),)),
     "diagonal, dims": (lambda x: jitgrad.diagonal(x, 1, 0, 2), (0,), lambda: (_t(4, 3, 5, 5),)),
     "diagonal, negative dims": (lambda x: jitgrad.diagonal(x, -1, -1, -2), (0,),

@@ -181,14 +181,28 @@ def matrix_rule(op: registry.OpDef, values: list, flags: list, params: dict,
                        for v, f in zip(values, flags)), **params)
 
 
+def _broadcast_cores(op: registry.OpDef, values: list, flags: list, params: dict, size: int,
+                     cores: tuple) -> Any:
+    """Ops on the last ``cores[i]`` dims of each tensor operand that broadcast the dims in
+    front: each batched operand gets ones after its batch dim up to the most front dims, so
+    the batch dim is one more broadcast dim."""
+    front = max(logical_ndim(v, f) - c for v, f, c in zip(values, flags, cores)
+                if isinstance(v, Tensor))
+    return apply(op, *(align(v, f, front + c, size) if isinstance(v, Tensor) else v
+                       for v, f, c in zip(values, flags, cores)), **params)
+
+
 def broadcast_matrices_rule(op: registry.OpDef, values: list, flags: list, params: dict,
                             size: int) -> Any:
-    """Ops on the last two dims of every tensor operand that broadcast the dims in front
-    (``solve_triangular``, ``cholesky_solve``): each batched operand gets ones after its batch
-    dim up to the largest rank, so the batch dim is one more broadcast dim."""
-    n = _tensor_ndims(values, flags)
-    return apply(op, *(align(v, f, n, size) if isinstance(v, Tensor) else v
-                       for v, f in zip(values, flags)), **params)
+    """Ops on matrices (the last two dims) that broadcast the dims in front
+    (``solve_triangular``, ``cholesky_solve``)."""
+    return _broadcast_cores(op, values, flags, params, size, (2, 2))
+
+
+def _solve_rule(op, values, flags, params, size):
+    """``linalg.solve``: a matrix and a matrix, or a vector, per sample (the op's ``vector``,
+    decided on the samples' shapes)."""
+    return _broadcast_cores(op, values, flags, params, size, (2, 1 if params["vector"] else 2))
 
 
 def _diagonal_rule(op, values, flags, params, size):
@@ -456,13 +470,14 @@ _RULES: dict[str, Callable] = {
     "index_select": first_dim_rule, "linalg_vector_norm": _vector_norm_rule,
     "tril": last_dims_rule, "triu": last_dims_rule,
     "linalg_solve_triangular": broadcast_matrices_rule, "cholesky_solve": broadcast_matrices_rule,
+    "linalg_solve": _solve_rule,
     "diagonal": _diagonal_rule, "diagonal_copy": _diagonal_rule,
     "diagonal_backward": _diag_embed_rule, "diag_embed": _diag_embed_rule,
     "searchsorted": _searchsorted_rule,
     **{name: matrix_rule for name in (
         "linalg_inv", "linalg_cholesky", "linalg_det", "linalg_slogdet", "linalg_eig",
         "linalg_eigh", "linalg_qr", "linalg_svd", "linalg_svdvals", "linalg_pinv",
-        "linalg_matrix_exp", "linalg_lu_factor_ex", "linalg_solve", "linalg_lu_solve", "geqrf",
+        "linalg_matrix_exp", "linalg_lu_factor_ex", "linalg_lu_solve", "geqrf",
         "linalg_ldl_factor_ex")},
 }
 
