@@ -56,3 +56,26 @@ def test_to_dlpack_capsules_come_back_sharing_memory():
     with pytest.raises(RuntimeError, match="consumed only once"):
         jitgrad.from_dlpack(capsule)
     np.testing.assert_array_equal(jitgrad.from_dlpack(np.arange(3)).numpy(), np.arange(3))
+
+
+def test_matrix_transposes_of_other_ranks_raise_torchs_texts():
+    vector = jitgrad.ones(3)
+    for name in ("mT", "mH"):
+        with pytest.raises(RuntimeError, match=f"^tensor.{name} is only supported on matrices "
+                                               "or batches of matrices. Got 1-D tensor.$"):
+            getattr(vector, name)
+    with pytest.raises(RuntimeError, match=r"\(2-D tensors\). Got 1-D tensor.$"):
+        vector.H
+    with pytest.raises(RuntimeError, match="Got 3-D tensor. For batches of matrices, consider "
+                                           "using tensor.mH$"):
+        jitgrad.ones(2, 2, 2).H
+    assert jitgrad.ones(2, 3).H.shape == (3, 2) and jitgrad.tensor(2.0).H.shape == ()
+    assert jitgrad.ones(4, 2, 3).mT.shape == (4, 3, 2)
+
+
+def test_slogdet_results_are_named_as_torchs():
+    eye = jitgrad.eye(2)
+    assert type(jitgrad.slogdet(eye)) is jitgrad.return_types.slogdet
+    assert type(eye.slogdet()) is jitgrad.return_types.slogdet
+    assert type(jitgrad.linalg.slogdet(eye)) is jitgrad.return_types.linalg_slogdet
+    assert jitgrad.slogdet(eye * 2).logabsdet.item() == pytest.approx(2 * np.log(2.0))

@@ -298,15 +298,30 @@ def _pair(op):
     return lambda input, other: apply(op, _operand(input), _operand(other))
 
 
+def _matrices(t, name: str):
+    if t.ndim < 2:
+        raise RuntimeError(f"tensor.{name} is only supported on matrices or batches of "
+                           f"matrices. Got {t.ndim}-D tensor.")
+    return t
+
+
+def _adjoint(t):
+    if t.ndim not in (0, 2):  # (torch's H: a 0-d tensor is its own adjoint)
+        extra = " For batches of matrices, consider using tensor.mH" if t.ndim > 2 else ""
+        raise RuntimeError(f"tensor.H is only supported on matrices (2-D tensors). Got "
+                           f"{t.ndim}-D tensor.{extra}")
+    return t.t().conj()
+
+
 def install_operators(Tensor: type) -> None:  # noqa: N803
     """The Python operators, properties and small conveniences of Tensor (what is not a
     declared function or method: see ``surface``)."""
     Tensor.real = property(real)
     Tensor.imag = property(imag)
     Tensor.T = property(_reversed_dims)
-    Tensor.mT = property(lambda self: self.transpose(-2, -1))
-    Tensor.H = property(lambda self: self.t().conj())
-    Tensor.mH = property(lambda self: self.transpose(-2, -1).conj())
+    Tensor.mT = property(lambda self: _matrices(self, "mT").transpose(-2, -1))
+    Tensor.H = property(_adjoint)
+    Tensor.mH = property(lambda self: _matrices(self, "mH").transpose(-2, -1).conj())
     Tensor.contiguous = _contiguous
     Tensor.view_as = lambda self, other: self.view(tuple(other.shape))
     Tensor.reshape_as = lambda self, other: self.reshape(tuple(other.shape))

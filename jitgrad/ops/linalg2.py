@@ -32,6 +32,7 @@ LinAlgError.__module__ = "jitgrad._C"
 
 
 SlogdetResult = return_type("linalg_slogdet", ["sign", "logabsdet"])
+TorchSlogdetResult = return_type("slogdet", ["sign", "logabsdet"])  # (torch.slogdet's own)
 
 
 def _check_square(name: str, *mats, floating: bool = True) -> None:
@@ -166,11 +167,16 @@ def det(input):  # noqa: A002
     return apply(LINALG_DET, input)
 
 
-@public("slogdet", method=True)
 def slogdet(input):  # noqa: A002
     """``(sign, log|det|)`` of (a batch of) square matrices; only ``logabsdet`` has a
     gradient."""
     return SlogdetResult(*apply(LINALG_SLOGDET, input))
+
+
+@public("slogdet", method=True)
+def torch_slogdet(input):  # noqa: A002
+    """``linalg.slogdet``, as ``torch.slogdet`` returns it (``return_types.slogdet``)."""
+    return TorchSlogdetResult(*apply(LINALG_SLOGDET, input))
 
 
 @public("logdet", method=True)
