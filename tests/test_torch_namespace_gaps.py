@@ -79,3 +79,20 @@ def test_slogdet_results_are_named_as_torchs():
     assert type(eye.slogdet()) is jitgrad.return_types.slogdet
     assert type(jitgrad.linalg.slogdet(eye)) is jitgrad.return_types.linalg_slogdet
     assert jitgrad.slogdet(eye * 2).logabsdet.item() == pytest.approx(2 * np.log(2.0))
+
+
+def test_searchsorted_warns_once_per_kind_of_non_contiguous_tensor():
+    from jitgrad import _config
+
+    boundaries = jitgrad.sort(jitgrad.randn(6, 4), 0).values.t()
+    values = jitgrad.randn(7, 4).t()
+    _config.WARNED.difference_update({"searchsorted input value", "searchsorted boundary"})
+    with pytest.warns(UserWarning) as record:
+        jitgrad.searchsorted(boundaries, values)
+        jitgrad.searchsorted(boundaries, values)
+    texts = [str(w.message) for w in record]
+    assert len(texts) == 2 and "input value tensor is non-contiguous" in texts[0]
+    assert "boundary tensor is non-contiguous" in texts[1]
+    assert texts[0].endswith("This message will only appear once per program.")
+    expected = jitgrad.searchsorted(boundaries.contiguous(), values.contiguous())
+    assert jitgrad.searchsorted(boundaries, values).tolist() == expected.tolist()

@@ -11,6 +11,7 @@ import numpy as np
 
 from .dtype_rules import refuse_dtypes
 from .. import dtypes
+from .._config import warn_once
 from . import registry
 from ._shape import wrap_dim
 from .registry import OPAQUE, apply, defop
@@ -470,8 +471,17 @@ def searchsorted(sorted_sequence, input, *, out_int32: bool = False,  # noqa: A0
         sorted_sequence = sorted_sequence.gather(-1, sorter)
     if not isinstance(input, registry.Tensor):
         input = tensor(input, dtype=sorted_sequence.dtype)  # noqa: A001
+    for kind, t in (("input value", input), ("boundary", sorted_sequence)):
+        if t._trace is None and not t.is_contiguous():  # (torch's TORCH_WARN_ONCE, each kind)
+            warn_once(f"searchsorted {kind}", _NON_CONTIGUOUS.format(kind))
     return apply(SEARCHSORTED, sorted_sequence.detach(), input.detach(), right=bool(right),
                  out_int32=bool(out_int32))
+
+
+_NON_CONTIGUOUS = ("torch.searchsorted(): {0} tensor is non-contiguous, this will lower the "
+                   "performance due to extra data copy when converting non-contiguous tensor to "
+                   "contiguous, please use contiguous {0} tensor if possible. This message will "
+                   "only appear once per program.")
 
 
 @public("bucketize")
