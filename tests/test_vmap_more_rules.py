@@ -104,3 +104,50 @@ def test_per_sample_gradients_through_the_new_rules():
     np.testing.assert_allclose(ga.numpy(), jitgrad.stack(rows).numpy(), rtol=1e-12)
     assert (np.triu(ga.numpy(), 1) == 0).all()  # (the solve reads the lower triangle only)
     np.testing.assert_allclose(gd.numpy(), 2 * a.mT.numpy(), rtol=1e-12)  # (d tr(m m) = 2 m^T)
+
+
+def test_control_flow_on_a_primal_that_vmap_does_not_batch():
+    # grad inside vmap lifts an unbatched primal to the batch; torch keeps it unbatched, so
+    # bool() and item() of what is made from it alone work, per sample the same
+    p, y = jitgrad.ones(3, dtype=jitgrad.float64), _t(4, 3)
+
+    def branchy(p, y):
+        if bool((p > 0).all()):
+            return (p * y).sum() * p.sum().item()
+        return 2 * (p * y).sum()
+
+    np.testing.assert_allclose(vmap(grad(branchy), in_dims=(None, 0))(p, y).numpy(),
+                               3 * y.numpy(), rtol=1e-12)
+
+    def on_batched(p, y):
+        return (p * y).sum() if bool((y > 0).all()) else p.sum()
+
+    with pytest.raises(RuntimeError, match="data-dependent control flow"):
+        vmap(grad(on_batched), in_dims=(None, 0))(p, y)
+    with pytest.raises(RuntimeError, match="calling .item"):
+        vmap(lambda v: v.sum().item())(y)
+
+
+def test_is_all_true_reduces_over_every_sample():
+    y = _t(4, 3)
+    assert vmap(lambda v: jitgrad._is_all_true(v > -100))(y).tolist() == [True] * 4
+    assert not bool(jitgrad._is_all_true(jitgrad.tensor([True, False])))
+    assert bool(jitgrad._is_any_true(jitgrad.tensor([[True, False]])))
+    flags = vmap(vmap(lambda v: jitgrad._is_all_true(v > 0)))(_t(4, 3, 2))
+    assert flags.shape == (4, 3) and not flags.any()  # (one value: all of everything)
+    with pytest.raises(RuntimeError, match="kBool"):
+        jitgrad._is_all_true(jitgrad.tensor([1, 2]))
+
+
+def test_a_validated_distribution_inside_vmap_of_grad():
+    scale = jitgrad.tensor([[2.0, 0.0], [1.0, 3.0]], dtype=jitgrad.float64)
+    xs = _t(4, 2)
+    dist = jitgrad.distributions
+
+    def log_prob(scale_tril, x):
+        return dist.MultivariateNormal(jitgrad.zeros(2, dtype=jitgrad.float64),
+                                       scale_tril=scale_tril).log_prob(x)
+
+    per_sample = vmap(grad(log_prob), in_dims=(None, 0))(scale, xs)
+    rows = [grad(log_prob)(scale, xs[i]) for i in range(4)]
+    np.testing.assert_allclose(per_sample.numpy(), jitgrad.stack(rows).numpy(), rtol=1e-12)

@@ -43,9 +43,12 @@ class Batched(Tracer):
 
     ``_value`` is the batch (a tensor of the level below: eager, a jit tracer or another
     level's ``Batched``) with the batch dim first; ``_trace`` is its ``BatchTrace``.
+    ``_uniform``: every sample is the same by construction (an unbatched primal that a
+    transform inside ``vmap`` lifted to the batch, and what deterministic ops make of such
+    values alone): torch keeps those unbatched, so ``bool()`` and ``item()`` of them work.
     """
 
-    __slots__ = ("_value",)
+    __slots__ = ("_value", "_uniform")
 
     @property
     def device(self):
@@ -62,7 +65,14 @@ class Batched(Tracer):
     def _data(self):
         raise RuntimeError(_DATA_ERROR)
 
+    def _sample(self) -> Tensor:
+        """The one sample of a uniform value (one level down)."""
+        with below(self._trace.index):
+            return self._value[0]
+
     def item(self):
+        if self._uniform:
+            return self._sample().item()
         raise RuntimeError(_ITEM_ERROR)
 
     def tolist(self):
@@ -75,15 +85,23 @@ class Batched(Tracer):
         raise RuntimeError(_DATA_ERROR)
 
     def __bool__(self) -> bool:
+        if self._uniform:
+            return bool(self._sample())
         raise RuntimeError(_CONTROL_FLOW_ERROR)
 
     def __float__(self) -> float:
+        if self._uniform:
+            return float(self._sample())
         raise RuntimeError(_ITEM_ERROR)
 
     def __int__(self) -> int:
+        if self._uniform:
+            return int(self._sample())
         raise RuntimeError(_ITEM_ERROR)
 
     def __index__(self) -> int:
+        if self._uniform:
+            return self._sample().__index__()
         raise RuntimeError(_ITEM_ERROR)
 
     def __complex__(self) -> complex:
@@ -105,10 +123,12 @@ class Batched(Tracer):
         raise RuntimeError("vmap: deepcopy of a Tensor inside vmap is not supported")
 
 
-def wrap(trace: BatchTrace, value: Any) -> Batched:
-    """A ``Batched`` of ``trace``'s level for ``value`` (batch dim first)."""
+def wrap(trace: BatchTrace, value: Any, uniform: bool = False) -> Batched:
+    """A ``Batched`` of ``trace``'s level for ``value`` (batch dim first; ``uniform``: every
+    sample the same)."""
     t = Batched.__new__(Batched)
     t._value = value
+    t._uniform = uniform
     t._var = None
     t._shape = tuple(value.shape[1:])
     t._dtype = value.dtype
@@ -175,9 +195,10 @@ class BatchTrace:
         values = [a._value if f else a for a, f in zip(args, flags)]
         with below(self.index):
             out = run_rule(self, op, values, flags, params)
+        uniform = not op.nondeterministic and all(a._uniform for a, f in zip(args, flags) if f)
         if isinstance(out, (tuple, list)):
-            return tuple(wrap(self, o) for o in out)
-        return wrap(self, out)
+            return tuple(wrap(self, o, uniform) for o in out)
+        return wrap(self, out, uniform)
 
     def random(self, kind: str, shape: tuple, dtype: Any, generator: Any = None,
                **params: Any) -> Any:
@@ -220,6 +241,8 @@ class BatchTrace:
         with below(self.index):
             value = self.lift(new) if type(new) is Batched and new._trace is self else new
             target._value.copy_(value)
+        if type(new) is Batched and new._trace is self and not new._uniform:
+            target._uniform = False
         return target
 
     def read_value(self, t: Tensor) -> None:
@@ -458,13 +481,16 @@ def vjp_batched(vjp: Callable, func: Callable, primals: tuple, has_aux: bool) ->
     level = state.traces[-1]
     with below(level.index):
         values = [level.lift(p) for p in primals]
+    # (a lifted primal is the same in every sample: torch keeps it unbatched, so control flow
+    # on it works)
+    uniform = [not (type(p) is Batched and p._trace is level) or p._uniform for p in primals]
     aux_box: list = []
     spec_box: list = []
 
     def lowered(*vs: Tensor) -> Any:
         state.traces.append(level)
         try:
-            res = func(*[wrap(level, v) for v in vs])
+            res = func(*[wrap(level, v, u) for v, u in zip(vs, uniform)])
             if has_aux:
                 if not (isinstance(res, tuple) and len(res) == 2):
                     raise RuntimeError("vjp(f, ...): output of function f should be a tuple: "

@@ -159,16 +159,46 @@ def clamp(input, min=None, max=None):  # noqa: F811
 
 
 
+def _batched(t) -> bool:
+    """Whether ``t`` is a vmap value (its samples are reduced by ops, one level down)."""
+    return getattr(t._trace, "batching", False)
+
+
+def _whole_batch(t):
+    """A vmap value's whole batch (every level's), where a reduction over all samples is
+    asked for; else ``t``."""
+    while _batched(t):
+        t = t._value  # (ops on it run below every vmap level it is not batched at)
+    return t
+
+
+@public("_is_all_true")
+def _is_all_true(input):  # noqa: A002
+    """Whether every element of a bool tensor is True (a 0-d bool tensor). Under ``vmap``,
+    over every sample too (torch's batching rule: distribution checks call it)."""
+    if input.dtype is not dtypes.bool:
+        raise RuntimeError("self.scalar_type() == at::kBool INTERNAL ASSERT FAILED")
+    return all(_whole_batch(input))
+
+
+@public("_is_any_true")
+def _is_any_true(input):  # noqa: A002
+    """Whether an element of a bool tensor is True (over every sample under ``vmap``)."""
+    if input.dtype is not dtypes.bool:
+        raise RuntimeError("self.scalar_type() == at::kBool INTERNAL ASSERT FAILED")
+    return any(_whole_batch(input))
+
+
 @public("all", method=True)
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
-    if input.is_meta:  # (no values: the shape and dtype from ops)
+    if input.is_meta or _batched(input):  # (no values here: the shape and dtype from ops)
         return (input == 0).sum(dim=dim, keepdim=keepdim) == 0
     return tensor(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim), order="C"))
 
 
 @public("any", method=True)
 def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
-    if input.is_meta:
+    if input.is_meta or _batched(input):
         return (input != 0).sum(dim=dim, keepdim=keepdim) > 0
     return tensor(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim), order="C"))
 

@@ -33,7 +33,7 @@ import math
 import jitgrad as torch
 import jitgrad.nn.functional as F
 from jitgrad import nn, optim
-from jitgrad.distributions import Distribution, MultivariateNormal
+from jitgrad.distributions import MultivariateNormal
 from jitgrad.func import functional_call, grad, vmap
 
 torch.set_default_dtype(torch.float64)
@@ -335,12 +335,8 @@ def sequence_loss(params, y_seq):
 
 
 y_short = y_obs[:4, :10]
-# jitgrad-diff: under vmap(grad), bool() of the scale_tril validation (an unbatched tensor)
-# raises "Cannot access data pointer"; torch validates it. Remove the two validate-args calls.
-Distribution.set_default_validate_args(False)
 per_sequence_grads = vmap(grad(sequence_loss), in_dims=(None, 0))(params, y_short)
 per_sequence_log_lik = vmap(lambda ys: -sequence_loss(params, ys))(y_short)
-Distribution.set_default_validate_args(True)
 fixed_results["per_sequence_grads"] = per_sequence_grads
 fixed_results["per_sequence_log_lik"] = per_sequence_log_lik
 log_lik_short = model(y_short)[0]
