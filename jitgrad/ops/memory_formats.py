@@ -42,8 +42,14 @@ def preserved_order(shape: tuple, strides: tuple) -> list[int]:
             return 1 if s0 > s1 else -1
         return 1 if shape[d0] > shape[d1] else 0
 
-    perm = list(range(len(shape) - 1, -1, -1))
-    for i in range(1, len(shape)):
+    return _insertion_order(len(shape), comes_after)
+
+
+def _insertion_order(ndim: int, comes_after: Callable) -> list[int]:
+    """torch's ``reorder_dimensions``: the dims innermost first, by an insertion sort from
+    row-major order whose comparison may be undecided (0: try the next dim further out)."""
+    perm = list(range(ndim - 1, -1, -1))
+    for i in range(1, ndim):
         dim1 = i
         for dim0 in range(i - 1, -1, -1):
             order = comes_after(perm[dim0], perm[dim1])
@@ -268,17 +274,7 @@ def _pointwise_order(shape: tuple, operands: list) -> list[int] | None:
                 return 1
         return 0
 
-    perm = list(range(len(shape) - 1, -1, -1))  # innermost first
-    for i in range(1, len(shape)):
-        dim1 = i
-        for dim0 in range(i - 1, -1, -1):
-            order = comes_after(perm[dim0], perm[dim1])
-            if order > 0:
-                perm[dim0], perm[dim1] = perm[dim1], perm[dim0]
-                dim1 = dim0
-            elif order < 0:
-                break
-    outer = perm[::-1]
+    outer = _insertion_order(len(shape), comes_after)[::-1]
     return None if outer == sorted(outer) else outer
 
 
