@@ -10,6 +10,8 @@ generator, reseeded in place.
 
 from __future__ import annotations
 
+import struct
+
 from typing import Any
 
 import numpy as np
@@ -17,7 +19,7 @@ import numpy as np
 from . import dtypes
 from .device import check_device
 from ._torch_stream import Stream
-from .tensor import _new
+from .tensor import Tensor, _new
 
 
 # ---------------------------------------------------------------- generators (torch.Generator)
@@ -81,35 +83,27 @@ class Generator:
         if self._device.type == "cuda":
             raw = _cuda_state_io()["get"](self)
         else:
-            import json
-
-            state = self._stream.get_state()
-            mt = state["mt19937"]
-            mt = dict(mt, state=dict(mt["state"], key=mt["state"]["key"].tolist()))
-            raw = json.dumps(dict(state, mt19937=mt, seed=self._seed)).encode()
+            raw = _cpu_state_bytes(self._stream, self._seed)
         return _new(np.frombuffer(raw, dtype=np.uint8).copy(), dtypes.uint8)
 
     def set_state(self, new_state: Any) -> Generator:
-        """Restores a state returned by ``get_state`` (of a generator of the same device)."""
-        if getattr(new_state, "dtype", None) is not dtypes.uint8:
-            raise TypeError("expected a torch.ByteTensor, but got "
-                            f"{type(new_state).__name__}")
+        """Restores a state returned by ``get_state`` (of a generator of the same device; a
+        CPU state is torch's 5056-byte ``CPUGeneratorImplState``, so torch's states load)."""
+        if not isinstance(new_state, Tensor):
+            raise TypeError(f"expected a torch.ByteTensor, but got {type(new_state).__name__}")
+        if new_state.dtype is not dtypes.uint8:
+            raise TypeError("RNG state must be a torch.ByteTensor")
         raw = new_state.cpu()._data.tobytes() if new_state.is_cuda else new_state._data.tobytes()
         if self._device.type == "cuda":
             _cuda_state_io()["set"](self, raw)
             return self
-        import json
-
-        try:
-            state = json.loads(raw.decode())
-            mt = state["mt19937"]
-            mt["state"]["key"] = np.asarray(mt["state"]["key"], np.uint32)
-            self._stream.set_state(state)
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            raise RuntimeError("Expected a CPUGeneratorImplState of size 5056 but found the "
-                               f"input RNG state size to be {len(raw)}") from None
-        self._seed = state.get("seed", self._seed)
+        self._seed = _set_cpu_state(self._stream, raw, self._seed)
         return self
+
+    def clone_state(self) -> Generator:
+        """A new generator of the same device in this one's state."""
+        other = Generator(self._device)
+        return other.set_state(self.get_state())
 
     def _host(self) -> Stream:
         """The CPU stream torch's samplers draw from (a cuda generator has none)."""
@@ -120,6 +114,45 @@ class Generator:
 
     def __repr__(self) -> str:
         return f"<jitgrad._C.Generator object at {hex(id(self))}>"
+
+
+# torch's CPUGeneratorImplState: the legacy POD (the initial seed, mt19937's ``left``,
+# ``seeded`` and ``next``, its 624 words as uint64, the unused normal_x, the cached double
+# normal (normal_y), normal_rho and its valid flag; 5048 bytes with padding), then the cached
+# float normal and its flag
+_LEGACY = struct.Struct("<QiiQ624QdddI4x")
+_STATE = struct.Struct(f"<{_LEGACY.size}sf?3x")
+_MT_N = 624
+
+
+def _cpu_state_bytes(stream: Stream, seed: int) -> bytes:
+    mt = stream.bits.state["state"]
+    key, pos = mt["key"], int(mt["pos"])
+    if pos >= _MT_N:  # (the next draw twists the block: torch's left is 1, its next 0 when
+        fresh = np.random.MT19937()  # nothing was drawn since seeding, else 624)
+        fresh._legacy_seeding(seed & 0xFFFF_FFFF)
+        left, nxt = 1, 0 if np.array_equal(fresh.state["state"]["key"], key) else _MT_N
+    else:
+        left, nxt = _MT_N + 1 - pos, pos
+    cached = stream.next_normal
+    legacy = _LEGACY.pack(seed, left, 1, nxt, *key.tolist(), 0.0,
+                          0.0 if cached is None else cached, 0.0, cached is not None)
+    return _STATE.pack(legacy, 0.0, False)
+
+
+def _set_cpu_state(stream: Stream, raw: bytes, seed: int) -> int:
+    """Loads torch's state bytes into ``stream``; the seed."""
+    if len(raw) != _STATE.size:
+        raise RuntimeError(f"Expected a CPUGeneratorImplState of size {_STATE.size} but found "
+                           f"the input RNG state size to be {len(raw)}")
+    fields = _LEGACY.unpack(raw[:_LEGACY.size])
+    seed, left, nxt = fields[0], fields[1], fields[3]
+    key = np.asarray(fields[4:4 + _MT_N], dtype=np.uint64).astype(np.uint32)
+    normal_y, valid = fields[4 + _MT_N + 1], fields[4 + _MT_N + 3]
+    pos = _MT_N if left <= 1 else nxt
+    stream.bits.state = {"bit_generator": "MT19937", "state": {"key": key, "pos": pos}}
+    stream.next_normal = float(normal_y) if valid else None
+    return seed
 
 
 _default = Generator()

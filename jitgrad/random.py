@@ -419,7 +419,14 @@ def multinomial(input: Any, num_samples: int, replacement: bool = False, *,  # n
                            "replacement")
     w = input.detach()
     if _eager(w):
-        if bool((~w.isfinite() | (w < 0)).any()):
+        if replacement and num_samples > 1:  # (torch's check, element by element, in order)
+            bad = (~(w >= 0) | w.isinf()).reshape(-1).numpy()
+            if bad.any():
+                first = float(w.reshape(-1)[int(bad.argmax())])
+                raise RuntimeError("invalid multinomial distribution (encountering probability "
+                                   + ("entry < 0)" if not first >= 0 else
+                                      "entry = infinity or NaN)"))
+        elif bool((~w.isfinite() | (w < 0)).any()):
             raise RuntimeError("probability tensor contains either `inf`, `nan` or element < 0")
         if bool((w.sum(-1) <= 0).any()):
             raise RuntimeError("invalid multinomial distribution (sum of probabilities <= 0)")

@@ -1,6 +1,6 @@
 """``jitgrad.utils.data``: data sets, samplers and ``DataLoader`` (torch.utils.data's names)."""
 
-from ._collate import default_collate, default_convert
+from ._utils.collate import default_collate, default_convert
 from .dataloader import DataLoader, get_worker_info
 from .dataset import (ChainDataset, ConcatDataset, Dataset, IterableDataset, StackDataset,
                       Subset, TensorDataset, random_split)

@@ -29,7 +29,7 @@ import warnings
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from ._collate import default_collate, default_convert
+from ._utils.collate import default_collate, default_convert
 from ._loader_iter import _BaseIter, _MultiProcessIter, _SingleProcessIter
 from ._worker import get_worker_info
 from .dataset import IterableDataset

@@ -8,31 +8,34 @@ import math
 import warnings
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import accumulate
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ...tensor import Tensor
+
+_T_co = TypeVar("_T_co", covariant=True)
 
 __all__ = ["Dataset", "IterableDataset", "TensorDataset", "Subset", "ConcatDataset",
            "ChainDataset", "StackDataset", "random_split"]
 
 
-class Dataset:
-    """A map-style data set: subclasses define ``__getitem__`` (and usually ``__len__``).
+class Dataset(Generic[_T_co]):
+    """A map-style data set: subclasses define ``__getitem__`` (and usually ``__len__``);
+    ``Dataset[T]`` in annotations, as torch's.
 
     ``a + b`` concatenates two data sets (``ConcatDataset``).
     """
 
-    def __getitem__(self, index: Any) -> Any:
+    def __getitem__(self, index: Any) -> _T_co:
         raise NotImplementedError("Subclasses of Dataset should implement __getitem__.")
 
     def __add__(self, other: Dataset) -> ConcatDataset:
         return ConcatDataset([self, other])
 
 
-class IterableDataset(Dataset):
+class IterableDataset(Dataset[_T_co], Iterable[_T_co]):
     """A stream of samples: subclasses define ``__iter__``. ``a + b`` chains two streams."""
 
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[_T_co]:
         raise NotImplementedError("Subclasses of IterableDataset should implement __iter__.")
 
     def __add__(self, other: Any) -> ChainDataset:  # type: ignore[override]

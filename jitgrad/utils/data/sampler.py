@@ -5,26 +5,22 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ... import dtypes
+
+_T_co = TypeVar("_T_co", covariant=True)
 
 __all__ = ["Sampler", "SequentialSampler", "RandomSampler", "SubsetRandomSampler",
            "WeightedRandomSampler", "BatchSampler"]
 
 
-class Sampler:
-    """Base class: an iterable of indices (or of lists of indices, for batch samplers)."""
+class Sampler(Generic[_T_co]):
+    """Base class: an iterable of indices (or of lists of indices, for batch samplers);
+    ``Sampler[int]`` in annotations, as torch's. It takes no arguments (torch 2.2 removed the
+    unused ``data_source``)."""
 
-    def __init__(self, data_source: Any = None) -> None:
-        if data_source is not None:
-            import warnings
-
-            warnings.warn("`data_source` argument is not used and will be removed in 2.2.0."
-                          "You may still have custom implementation that utilizes it.",
-                          stacklevel=2)
-
-    def __iter__(self) -> Iterator[Any]:
+    def __iter__(self) -> Iterator[_T_co]:
         raise NotImplementedError
 
 
