@@ -258,3 +258,36 @@ def test_multivariate_normal_reads_only_the_lower_triangle_of_scale_tril():
     loose = D.MultivariateNormal(jitgrad.zeros(2, dtype=jitgrad.float64), scale_tril=upper,
                                  validate_args=False)
     assert loose.log_prob(value).item() == pytest.approx(expected, rel=1e-12)
+
+
+@pytest.mark.parametrize("decay", [1.5, -0.1])
+def test_ema_functions_refuse_a_decay_outside_0_1(decay):
+    from jitgrad.optim import swa_utils
+
+    for make in (swa_utils.get_ema_multi_avg_fn, swa_utils.get_ema_avg_fn):
+        with pytest.raises(ValueError, match=f"Invalid decay value {decay} provided. Please "
+                                             r"provide a value in \[0,1\] range."):
+            make(decay)
+
+
+def test_spectral_norm_records_its_version_and_loads_old_checkpoints():
+    nn = jitgrad.nn
+    jitgrad.manual_seed(0)
+    lin = nn.utils.spectral_norm(nn.Linear(3, 2))
+    assert lin.state_dict()._metadata[""] == {"version": 1,
+                                              "spectral_norm": {"weight.version": 1}}
+    lin(jitgrad.ones(1, 3))
+    lin.eval()
+    # a checkpoint from before weight_v was kept: the weight itself, no metadata
+    old = {"weight_orig": lin.weight_orig.detach(), "bias": lin.bias.detach(),
+           "weight": lin.weight.detach(), "weight_u": lin.weight_u}
+    fresh = nn.utils.spectral_norm(nn.Linear(3, 2)).eval()
+    assert not fresh.load_state_dict(old).missing_keys
+    x = jitgrad.randn(4, 3)
+    np.testing.assert_allclose(fresh(x).detach().numpy(), lin(x).detach().numpy(), atol=1e-6)
+    partial = {k: v for k, v in lin.state_dict().items() if k != "weight_v"}
+    with pytest.raises(RuntimeError, match='Missing key\\(s\\) in state_dict: "weight", '
+                                           '"weight_v"'):
+        nn.utils.spectral_norm(nn.Linear(3, 2)).load_state_dict(partial)
+    today = dict(lin.state_dict())  # (today's entries without the metadata load as they are)
+    assert not nn.utils.spectral_norm(nn.Linear(3, 2)).load_state_dict(today).missing_keys

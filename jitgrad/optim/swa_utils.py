@@ -22,8 +22,16 @@ __all__ = ["AveragedModel", "SWALR", "update_bn", "get_ema_multi_avg_fn",
            "get_swa_multi_avg_fn", "get_ema_avg_fn", "get_swa_avg_fn"]
 
 
+def _check_decay(decay: float) -> None:
+    if decay < 0.0 or decay > 1.0:
+        raise ValueError(f"Invalid decay value {decay} provided. Please provide a value in [0,1] "
+                         "range.")
+
+
 def get_ema_multi_avg_fn(decay: float = 0.999) -> Callable:
     """``ema <- lerp(ema, current, 1 - decay)`` over lists of tensors, in place."""
+    _check_decay(decay)
+
     @no_grad()
     def ema_update(ema_param_list: list, current_param_list: list, _: Any) -> None:
         for p_ema, p_model in zip(ema_param_list, current_param_list):
@@ -50,6 +58,8 @@ def get_swa_multi_avg_fn() -> Callable:
 
 def get_ema_avg_fn(decay: float = 0.999) -> Callable:
     """``decay * ema + (1 - decay) * current`` (one tensor)."""
+    _check_decay(decay)
+
     @no_grad()
     def ema_update(ema_param: Tensor, current_param: Tensor, num_averaged: Any) -> Tensor:
         return decay * ema_param + (1 - decay) * current_param

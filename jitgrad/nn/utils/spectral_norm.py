@@ -67,6 +67,15 @@ class SpectralNorm:
         setattr(module, self.name,
                 self.compute_weight(module, do_power_iteration=module.training))
 
+    def _solve_v_and_rescale(self, weight_mat: Tensor, u: Tensor, target_sigma: Any) -> Tensor:
+        """A ``v`` with ``u = normalize(W v)`` and ``u . W v = sigma`` (through the
+        pseudo-inverse of ``W^T W``), for checkpoints saved before ``v`` was kept."""
+        from ...linalg import multi_dot
+
+        v = multi_dot([weight_mat.t().mm(weight_mat).pinverse(), weight_mat.t(),
+                       u.unsqueeze(1)]).squeeze(1)
+        return v.mul_(target_sigma / u.dot(weight_mat.mv(v)))
+
     @staticmethod
     def apply(module: Any, name: str, n_power_iterations: int, dim: int,
               eps: float) -> SpectralNorm:
@@ -90,7 +99,54 @@ class SpectralNorm:
         module.register_buffer(fn.name + "_u", u)
         module.register_buffer(fn.name + "_v", v)
         module.register_forward_pre_hook(fn)
+        module.register_state_dict_post_hook(SpectralNormStateDictHook(fn))
+        module.register_load_state_dict_pre_hook(SpectralNormLoadStateDictPreHook(fn))
         return fn
+
+
+class SpectralNormStateDictHook:
+    """Records ``spectral_norm: {"<name>.version": 1}`` in the module's state-dict metadata."""
+
+    def __init__(self, fn: SpectralNorm) -> None:
+        self.fn = fn
+
+    def __call__(self, module: Any, state_dict: Any, prefix: str, local_metadata: dict) -> None:
+        entries = local_metadata.setdefault("spectral_norm", {})
+        key = self.fn.name + ".version"
+        if key in entries:
+            raise RuntimeError(f"Unexpected key in metadata['spectral_norm']: {key}")
+        entries[key] = self.fn._version
+
+
+class SpectralNormLoadStateDictPreHook:
+    """Loads a checkpoint saved before version 1 (``<name>``, ``<name>_orig`` and ``<name>_u``,
+    no ``<name>_v``): ``v`` is solved for from ``u`` and ``sigma = mean(orig / weight)``."""
+
+    def __init__(self, fn: SpectralNorm) -> None:
+        self.fn = fn
+
+    def __call__(self, module: Any, state_dict: Any, prefix: str, local_metadata: dict,
+                 strict: bool, missing_keys: list, unexpected_keys: list,
+                 error_msgs: list) -> None:
+        fn = self.fn
+        version = local_metadata.get("spectral_norm", {}).get(fn.name + ".version")
+        if version is not None and version >= 1:
+            return
+        key = prefix + fn.name
+        if version is None and key not in state_dict and \
+                all(key + s in state_dict for s in ("_orig", "_u", "_v")):
+            return  # (today's entries without the metadata: as they are)
+        missing = [key + s for s in ("_orig", "", "_u") if key + s not in state_dict]
+        if missing:
+            if strict:
+                missing_keys.extend(missing)
+            return
+        with no_grad():
+            weight_orig = state_dict[key + "_orig"]
+            sigma = (weight_orig / state_dict.pop(key)).mean()
+            weight_mat = fn.reshape_weight_to_matrix(weight_orig)
+            state_dict[key + "_v"] = fn._solve_v_and_rescale(weight_mat, state_dict[key + "_u"],
+                                                              sigma)
 
 
 def spectral_norm(module: Any, name: str = "weight", n_power_iterations: int = 1,
