@@ -7,10 +7,12 @@ The format (version 1) is a ZIP archive (uncompressed) holding:
   tagged by its one key: ``{"tensor": k}`` (entry ``tensors/k.npy``, with ``"requires_grad"``
   and ``"parameter"`` flags beside it), ``{"float": "inf" | "-inf" | "nan"}``,
   ``{"dict": [[key, value], ...]}`` (keys of any supported type, order kept),
-  ``{"ordered_dict": [[key, value], ...]}``, ``{"list": [...]}``, ``{"tuple": [...]}``,
+  ``{"ordered_dict": [[key, value], ...]}`` (with ``"attributes"``, a dict, beside it when the
+  dict has some: a ``state_dict``'s ``_metadata``), ``{"list": [...]}``, ``{"tuple": [...]}``,
   ``{"size": [...]}``, ``{"dtype": "float32"}``, ``{"device": "cpu"}``, ``{"complex": [re,
   im]}``, ``{"bytes": "<hex>"}``, ``{"set": [...]}``, or ``{"pickle": k}`` (entry
-  ``pickles/k.pkl``, written only for objects of other types).
+  ``pickles/k.pkl``, written only for objects of other types: NumPy scalars too, as torch
+  pickles them, so a ``weights_only`` load refuses them as torch's does).
 * ``tensors/<k>.npy``: each tensor's data in NumPy's ``.npy`` format (read without pickle:
   ``np.load(..., allow_pickle=False)``). A tensor that appears several times is stored once
   and loads as one tensor; views are saved as their own data (sharing with a base is not kept).
@@ -61,14 +63,17 @@ class _Writer:
             return obj
         if isinstance(obj, int):
             return int(obj)
-        if isinstance(obj, float):
+        if isinstance(obj, float) and not isinstance(obj, np.floating):
             return obj if math.isfinite(obj) else {"float": repr(obj)}
         if isinstance(obj, Tensor):
             return self._tensor(obj)
         if isinstance(obj, Size):
             return {"size": [int(n) for n in obj]}
         if isinstance(obj, OrderedDict):
-            return {"ordered_dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+            out = {"ordered_dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
+            if getattr(obj, "__dict__", None):  # (a state_dict's _metadata: the module versions)
+                out["attributes"] = self.encode(dict(obj.__dict__))
+            return out
         if type(obj) is dict:
             return {"dict": [[self.encode(k), self.encode(v)] for k, v in obj.items()]}
         if type(obj) is list:
@@ -85,8 +90,6 @@ class _Writer:
             return {"complex": [self.encode(obj.real), self.encode(obj.imag)]}
         if isinstance(obj, bytes):
             return {"bytes": obj.hex()}
-        if isinstance(obj, (np.integer, np.floating, np.bool_)):
-            return self.encode(obj.item())
         k = self.n_pickles
         self.n_pickles += 1
         self.zf.writestr(f"pickles/{k}.pkl", pickle.dumps(obj, protocol=self.protocol))
@@ -166,7 +169,12 @@ class _Reader:
             return float(body)
         if tag in ("dict", "ordered_dict"):
             items = [(self.decode(k), self.decode(x)) for k, x in body]
-            return OrderedDict(items) if tag == "ordered_dict" else dict(items)
+            if tag == "dict":
+                return dict(items)
+            out = OrderedDict(items)
+            for name, value in self.decode(v.get("attributes", {"dict": []})).items():
+                setattr(out, name, value)
+            return out
         if tag == "list":
             return [self.decode(x) for x in body]
         if tag == "tuple":
@@ -305,14 +313,18 @@ class _WeightsUnpickler(pickle.Unpickler):
         raise pickle.UnpicklingError(
             "Weights only load failed. This file can still be loaded, to do so you have two "
             "options, do those steps only if you trust the source of the checkpoint. \n\t(1) "
-            "Re-running `jitgrad.load` with `weights_only` set to `False` will likely succeed, "
-            "but it can result in arbitrary code execution. Do it only if you got the file from "
-            "a trusted source.\n\t(2) Alternatively, to load with `weights_only=True` please "
-            "check the recommended steps in the following error message.\n\tWeightsUnpickler "
-            f"error: Unsupported global: GLOBAL {full} was not an allowed global by default. "
-            f"Please use `jitgrad.serialization.add_safe_globals([{name}])` or the "
-            f"`jitgrad.serialization.safe_globals([{name}])` context manager to allowlist this "
-            "global if you trust this class/function.")
+            "`jitgrad.load` defaults to `weights_only=True`, as `torch.load` does since "
+            "PyTorch 2.6. Re-running `jitgrad.load` with `weights_only` set to `False` will "
+            "likely succeed, but it can result in arbitrary code execution. Do it only if you "
+            "got the file from a trusted source.\n\t(2) Alternatively, to load with "
+            "`weights_only=True` please check the recommended steps in the following error "
+            "message.\n\tWeightsUnpickler error: Unsupported global: GLOBAL "
+            f"{full} was not an allowed global by default. Please use "
+            f"`jitgrad.serialization.add_safe_globals([{full}])` or the "
+            f"`jitgrad.serialization.safe_globals([{full}])` context manager to allowlist "
+            "this global if you trust this class/function.\n\nCheck the documentation of "
+            "jitgrad.load (docs/serialization.md) to learn more about types accepted by default "
+            "with weights_only.")
 
 
 def _pickled_globals(data: bytes) -> list[str]:

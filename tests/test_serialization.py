@@ -198,7 +198,7 @@ def test_safe_globals_allowlist_what_weights_only_unpickles():
     buf.seek(0)
     with pytest.raises(pickle.UnpicklingError, match="Unsupported global: GLOBAL "
                        "argparse.Namespace was not an allowed global by default. Please use "
-                       r"`jitgrad.serialization.add_safe_globals\(\[Namespace\]\)`"):
+                       r"`jitgrad.serialization.add_safe_globals\(\[argparse.Namespace\]\)`"):
         jitgrad.load(buf)
     with S.safe_globals([argparse.Namespace, _Custom]):
         buf.seek(0)
@@ -236,3 +236,24 @@ def test_a_refused_global_runs_no_code(tmp_path):
     with pytest.raises(pickle.UnpicklingError, match="Unsupported global"):
         jitgrad.load(str(path))
     assert not marker.exists()
+
+
+def test_a_state_dict_keeps_its_metadata_and_numpy_scalars_stay_numpy():
+    import numpy as np
+
+    model = jitgrad.nn.Sequential(jitgrad.nn.Linear(2, 2), jitgrad.nn.BatchNorm1d(2))
+    buf = io.BytesIO()
+    jitgrad.save(model.state_dict(), buf)
+    buf.seek(0)
+    loaded = jitgrad.load(buf)
+    assert loaded._metadata == model.state_dict()._metadata  # (the modules' versions)
+    assert loaded._metadata["1"]["version"] == 2
+    buf = io.BytesIO()
+    jitgrad.save({"best": np.float64(1.5), "step": np.int64(3), "plain": 2.5}, buf)
+    buf.seek(0)
+    with pytest.raises(pickle.UnpicklingError, match="numpy"):  # (pickled, as torch's)
+        jitgrad.load(buf)
+    buf.seek(0)
+    values = jitgrad.load(buf, weights_only=False)
+    assert type(values["best"]) is np.float64 and type(values["step"]) is np.int64
+    assert type(values["plain"]) is float
