@@ -291,3 +291,39 @@ def test_spectral_norm_records_its_version_and_loads_old_checkpoints():
         nn.utils.spectral_norm(nn.Linear(3, 2)).load_state_dict(partial)
     today = dict(lin.state_dict())  # (today's entries without the metadata load as they are)
     assert not nn.utils.spectral_norm(nn.Linear(3, 2)).load_state_dict(today).missing_keys
+
+
+def test_compiled_functions_return_dataclasses_and_ordered_dict_subclasses():
+    import collections
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Output:  # (as HF's ModelOutput: a dataclass of optional tensors)
+        logits: object = None
+        loss: object = None
+
+    class Named(collections.OrderedDict):
+        pass
+
+    lin = jitgrad.nn.Linear(3, 2)
+    as_dataclass = jitgrad.compile(lambda x: Output(logits=lin(x)))
+    as_mapping = jitgrad.compile(lambda x: Named(a=lin(x), b=x * 2))
+    for _ in range(2):  # (traced, then the cached call path)
+        x = jitgrad.randn(4, 3)
+        out = as_dataclass(x)
+        assert type(out) is Output and out.loss is None
+        np.testing.assert_allclose(out.logits.detach().numpy(), lin(x).detach().numpy(),
+                                   rtol=1e-6)
+        mapped = as_mapping(x)
+        assert type(mapped) is Named and list(mapped) == ["a", "b"]
+    out.logits.sum().backward()
+    assert lin.weight.grad.shape == (2, 3)
+
+
+def test_bfloat16_cube_and_inverse_square_round_the_square_first():
+    x = jitgrad.tensor([0.361328125, -2.328125]).bfloat16()
+    assert (x ** 3).float().tolist() == [0.04736328125, -12.5625]  # (not 0.0471, -12.625)
+    square = (x.float() * x.float()).bfloat16().float()
+    np.testing.assert_array_equal(jitgrad.pow(x, -2).float().numpy(),
+                                  (1 / square).bfloat16().float().numpy())
+    assert (x ** 3).grad_fn is None and (x.float() ** 3).dtype is jitgrad.float32

@@ -10,10 +10,12 @@ a global ``scale = 2.0`` retraces instead of giving a stale result.
 
 from __future__ import annotations
 
+import dataclasses
+
 import operator
 import sys
 import types
-from collections import namedtuple
+from collections import OrderedDict, namedtuple
 from collections.abc import Callable
 from typing import Any
 
@@ -77,6 +79,9 @@ def flatten(tree: Any) -> tuple[list, Any]:
     # keep tensors alive until the garbage collector runs
 
 
+_PLAIN_INITS = (dict.__init__, OrderedDict.__init__)
+
+
 def _flatten(x: Any, leaves: list) -> Any:
     if isinstance(x, Tensor):
         leaves.append(x)
@@ -87,6 +92,12 @@ def _flatten(x: Any, leaves: list) -> Any:
         return ("dict", tuple((k, _flatten(v, leaves)) for k, v in x.items()))
     if hasattr(x, "_fields") and isinstance(x, tuple):  # named tuples
         return ("namedtuple", type(x), tuple(_flatten(y, leaves) for y in x))
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # (HF's ModelOutput too)
+        names = tuple(f.name for f in dataclasses.fields(x) if f.init)
+        return ("dataclass", type(x), names,
+                tuple(_flatten(getattr(x, n), leaves) for n in names))
+    if isinstance(x, dict) and type(x).__init__ in _PLAIN_INITS:  # (an OrderedDict subclass)
+        return ("mapping", type(x), tuple(x), tuple(_flatten(v, leaves) for v in x.values()))
     return ("static", x)
 
 
@@ -107,6 +118,10 @@ def _unflatten(s: Any, it: Any) -> Any:
         return [_unflatten(y, it) for y in s[1]]
     if kind == "dict":
         return {k: _unflatten(v, it) for k, v in s[1]}
+    if kind == "dataclass":
+        return s[1](**{n: _unflatten(y, it) for n, y in zip(s[2], s[3])})
+    if kind == "mapping":
+        return s[1]([(k, _unflatten(y, it)) for k, y in zip(s[2], s[3])])
     return s[1](*(_unflatten(y, it) for y in s[2]))
 
 
@@ -132,6 +147,12 @@ def packer(spec: Any, n: int) -> Callable[[list], Any]:
         if kind == "dict":
             return "{" + ", ".join(f"{constant(k)}: {expression(v)}" for k, v in s[1]) + "}"
         items = [expression(y) for y in s[-1]]
+        if kind == "dataclass":
+            return f"{constant(s[1])}(" + ", ".join(
+                f"{n}={e}" for n, e in zip(s[2], items)) + ")"
+        if kind == "mapping":
+            return f"{constant(s[1])}([" + ", ".join(
+                f"({constant(k)}, {e})" for k, e in zip(s[2], items)) + "])"
         if kind == "tuple":
             return "(" + ", ".join(items) + ("," if len(items) == 1 else "") + ")"
         if kind == "list":

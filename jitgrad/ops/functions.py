@@ -126,7 +126,15 @@ def pow(input, exponent):  # noqa: A001,A002
         return _rpow(exponent, input)
     if isinstance(exponent, Tensor):
         return apply(ew.POW, input, exponent)
-    return apply(ew.POW_SCALAR, input, exponent=exponent)
+    out = apply(ew.POW_SCALAR, input, exponent=exponent)
+    if input.dtype is dtypes.bfloat16 and exponent in (3, -2) and \
+            type(exponent) is not bool and type(out._data) is np.ndarray and out._trace is None:
+        # torch's bfloat16 kernel forms x * x in bfloat16 first (two roundings), then x * x * x
+        # or 1 / (x * x): the same node, torch's values
+        x = input._data
+        square = dtypes.round_to_bfloat16(x * x)
+        out._data = dtypes.round_to_bfloat16(square * x if exponent == 3 else 1 / square)
+    return out
 
 
 @public("maximum", method=True)
