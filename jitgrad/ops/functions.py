@@ -180,21 +180,23 @@ def _whole_batch(t):
     return t
 
 
+def _bool_only(t):
+    if t.dtype is not dtypes.bool:
+        raise RuntimeError("self.scalar_type() == at::kBool INTERNAL ASSERT FAILED")
+    return t
+
+
 @public("_is_all_true")
 def _is_all_true(input):  # noqa: A002
     """Whether every element of a bool tensor is True (a 0-d bool tensor). Under ``vmap``,
     over every sample too (torch's batching rule: distribution checks call it)."""
-    if input.dtype is not dtypes.bool:
-        raise RuntimeError("self.scalar_type() == at::kBool INTERNAL ASSERT FAILED")
-    return all(_whole_batch(input))
+    return all(_whole_batch(_bool_only(input)))
 
 
 @public("_is_any_true")
 def _is_any_true(input):  # noqa: A002
     """Whether an element of a bool tensor is True (over every sample under ``vmap``)."""
-    if input.dtype is not dtypes.bool:
-        raise RuntimeError("self.scalar_type() == at::kBool INTERNAL ASSERT FAILED")
-    return any(_whole_batch(input))
+    return any(_whole_batch(_bool_only(input)))
 
 
 @public("all", method=True)

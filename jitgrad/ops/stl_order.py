@@ -198,6 +198,13 @@ def _std_sort(vals, idx, first, last, order, stack):
         _insertion_sort(vals, idx, first, last, order)
 
 
+def _load_row(rows, r, vals, idx):
+    """Row ``r`` of ``rows`` as (value, index) pairs in the scratch arrays."""
+    for c in range(rows.shape[1]):
+        vals[c] = rows[r, c]
+        idx[c] = c
+
+
 def topk_rows(rows, k, order, sort_head, out):
     """For each row ``rows[r]``: torch's ``k`` indices into ``out[r]``."""
     n = rows.shape[1]
@@ -205,9 +212,7 @@ def topk_rows(rows, k, order, sort_head, out):
     idx = np.empty(n, np.int64)
     stack = np.empty((2 * _log2(max(n, 2)) + 2, 3), np.int64)
     for r in range(rows.shape[0]):
-        for c in range(n):
-            vals[c] = rows[r, c]
-            idx[c] = c
+        _load_row(rows, r, vals, idx)
         if k * 64 <= n:
             _heap_select(vals, idx, 0, k, n, order)
             _sort_heap(vals, idx, 0, k, order)
@@ -227,9 +232,7 @@ def mode_rows(rows, values, indices):
     idx = np.empty(n, np.int64)
     stack = np.empty((2 * _log2(max(n, 2)) + 2, 3), np.int64)
     for r in range(rows.shape[0]):
-        for c in range(n):
-            vals[c] = rows[r, c]
-            idx[c] = c
+        _load_row(rows, r, vals, idx)
         _std_sort(vals, idx, 0, n, _LESS, stack)
         longest = 0
         run = 0
@@ -241,7 +244,7 @@ def mode_rows(rows, values, indices):
                 run = 0
 
 
-_HELPERS = ("_before", "_swap", "_log2", "_median_to_first", "_partition_at_pivot",
+_HELPERS = ("_load_row", "_before", "_swap", "_log2", "_median_to_first", "_partition_at_pivot",
             "_linear_insert", "_insertion_sort", "_sift", "_pop_to", "_heap_select",
             "_sort_heap", "_nth_element", "_std_sort")
 
