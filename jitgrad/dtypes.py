@@ -229,6 +229,13 @@ def result_type(*args) -> dtype:
     numbers; a lower-priority group only raises the result when it is of a higher category
     (bool < integer < floating < complex).
     """
+    first = getattr(args[0], "_dtype", None) if args else None
+    if type(first) is dtype:  # (tensors of one dtype: that dtype)
+        for a in args:
+            if getattr(a, "_dtype", None) is not first:
+                break
+        else:
+            return first
     dim = zero = wrapped = None
     for a in args:
         d = getattr(a, "dtype", None)

@@ -132,6 +132,11 @@ def from_numpy(ndarray: np.ndarray):
     """A tensor sharing memory with ``ndarray`` (zero-copy)."""
     if not isinstance(ndarray, np.ndarray):
         raise TypeError(f"expected np.ndarray (got {type(ndarray).__name__})")
+    if any(s < 0 for s in ndarray.strides):
+        raise ValueError(
+            "At least one stride in the given numpy array is negative, and tensors with negative "
+            "strides are not currently supported. (You can probably work around this by making "
+            "a copy of your array  with array.copy().) ")
     return _tensor._new(ndarray, dtypes.from_numpy_dtype(ndarray.dtype))
 
 
@@ -426,17 +431,22 @@ def fitted_scalar(value: Any, dt: dtypes.dtype) -> Any:
             value, (int, float, np.integer, np.floating)):
         return value
     if dt.is_floating_point:
-        bad = math.isfinite(value) and abs(value) > float(np.finfo(np.float32).max)
+        bad = math.isfinite(value) and abs(value) > _FLOAT32_MAX
+        low = 0.0
     else:
-        info = np.iinfo(dt.np)
-        wraps = info.min == 0 and isinstance(value, (int, np.integer))  # (floats do not)
-        low = -info.max if wraps else info.min
-        bad = not math.isfinite(value) or not low <= value <= info.max
+        low, high = _INT_LIMITS[dt.name]
+        wraps = low == 0 and isinstance(value, (int, np.integer))  # (floats do not)
+        bad = not math.isfinite(value) or not (-high if wraps else low) <= value <= high
     if bad:
         raise RuntimeError(f"value cannot be converted to type {name} without overflow")
-    if not dt.is_floating_point and value < 0 and np.iinfo(dt.np).min == 0:
-        return int(value) % (int(np.iinfo(dt.np).max) + 1)
+    if not dt.is_floating_point and value < 0 and low == 0:
+        return int(value) % (high + 1)
     return value
+
+
+_FLOAT32_MAX = float(np.finfo(np.float32).max)
+_INT_LIMITS = {name: (int(np.iinfo(name).min), int(np.iinfo(name).max))
+               for name in ("int8", "int16", "int32", "int64", "uint8")}
 
 
 def _arange_length(start: Any, end: Any, step: Any) -> int:

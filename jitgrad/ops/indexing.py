@@ -231,6 +231,11 @@ def getitem(x, key):
     that leaves ``x`` as it is returns an alias (AliasBackward0); a lone slice is recorded."""
     if key is Ellipsis or (type(key) is tuple and len(key) == 1 and key[0] is Ellipsis):
         return apply(ALIAS, x)  # x[...] is an alias (torch's AliasBackward0)
+    if type(key) is int and x.ndim:  # (the common x[i], without the general key's walk)
+        size = x.shape[0]
+        if not -size <= key < size:
+            raise _out_of_bounds(key, 0, size)
+        return select(x, 0, key)
     if type(key) is slice:
         _check_step(key.step)
         if x.ndim == 0:

@@ -18,6 +18,7 @@ import numpy as np
 from .. import _config, dtypes
 from .._views import view_rebase_error
 from . import registry
+from .creation import fitted_scalar
 from .registry import state
 from .surface import public
 
@@ -304,6 +305,44 @@ def _copy_from(s: Any, src: Any, non_blocking: bool = False) -> Any:
     return registry.apply(COPY, s, src)
 
 
+_FAST_VALUES = (int, float)
+# dtypes whose NumPy arrays hold their values as torch does (bfloat16 lives in float32 memory,
+# float16's overflow is torch's error)
+_FAST_DTYPES = frozenset({dtypes.bool, dtypes.uint8, dtypes.int8, dtypes.int16, dtypes.int32,
+                          dtypes.int64, dtypes.float32, dtypes.float64})
+
+
+def _write_number_in_place(self: Any, key: Any, value: Any) -> bool:
+    """``self[key] = number`` written straight into memory, for a CPU tensor outside autograd
+    (no grad, trace, forward AD or inference tensor) and a key of in-range ints and slices
+    with positive steps (a dataset's ``y[:n] = -1``); False for every other case, which takes
+    the general path (its checks and its errors)."""
+    if self._requires_grad or self._grad_fn is not None or self._trace is not None or \
+            state.traces or self._is_inference or registry.fw_hook is not None or \
+            self._dtype not in _FAST_DTYPES or (self._base is not None and self.requires_grad):
+        return False
+    data = self._data
+    if type(data) is not np.ndarray or not data.flags.writeable:
+        return False
+    parts = key if type(key) is tuple else (key,)
+    if len(parts) > data.ndim:
+        return False
+    for dim, k in enumerate(parts):
+        kind = type(k)
+        if kind is int:
+            if not -data.shape[dim] <= k < data.shape[dim]:
+                return False
+        elif kind is not slice or not all(
+                v is None or type(v) is int for v in (k.start, k.stop, k.step)) or (
+                k.step is not None and k.step <= 0):
+            return False
+    if type(value) is int and not -9223372036854775808 <= value <= 9223372036854775807:
+        return False  # (the general path's overflow error)
+    data[key] = fitted_scalar(value, self._dtype)
+    self._vc[0] += 1
+    return True
+
+
 def _basic_key(key: Any) -> bool:
     parts = key if isinstance(key, tuple) else (key,)
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) and not isinstance(k, bool)
@@ -376,6 +415,8 @@ def install_special(Tensor: type) -> None:  # noqa: N803
     def setitem(self, key, value):
         from .indexing import index_put_value
 
+        if type(value) in _FAST_VALUES and _write_number_in_place(self, key, value):
+            return
         if self._grad_fn is None and self._requires_grad and state.grad_enabled \
                 and _basic_key(key) and self._trace is None:
             # torch writes through a view of the leaf (x[0] is a view; x[tensor] is not)

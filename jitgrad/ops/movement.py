@@ -12,7 +12,7 @@ import builtins
 import numpy as np
 
 from .. import dtypes
-from ._shape import normalize_dims, numel, wrap_dim
+from ._shape import by_keyword, normalize_dims, numel, wrap_dim
 from . import registry
 from .memory_formats import concatenated_layout
 from .registry import LINEAR, MOVEMENT, apply, defop
@@ -242,9 +242,8 @@ def _cat_meta(*xs, dim):
         _raise_cat_mismatch(shapes, ref, dim)
     if ref is None:
         return _EMPTY_1D, dtypes.result_type(*xs)
-    if not builtins.all(
-            len(s) == len(ref) and s[:dim] == ref[:dim] and s[dim + 1:] == ref[dim + 1:]
-            for s in kept):
+    n, head, tail = len(ref), ref[:dim], ref[dim + 1:]
+    if not builtins.all(len(s) == n and s[:dim] == head and s[dim + 1:] == tail for s in kept):
         _raise_cat_mismatch(shapes, ref, dim)
     shape = list(ref)
     shape[dim] = builtins.sum(s[dim] for s in kept)
@@ -295,8 +294,9 @@ CAT = defop("cat", _cat_impl, kind=MOVEMENT, meta=_cat_meta, vjp=_cat_vjp, jvp=L
 def _stack_meta(*xs, dim):
     if not xs:
         raise RuntimeError("stack expects a non-empty TensorList")
+    ref = tuple(xs[0].shape)
     for i, x in enumerate(xs):
-        if tuple(x.shape) != tuple(xs[0].shape):
+        if tuple(x.shape) != ref:
             raise RuntimeError(
                 f"stack expects each tensor to be equal size, but got {list(xs[0].shape)} at "
                 f"entry 0 and {list(x.shape)} at entry {i}")
@@ -305,8 +305,12 @@ def _stack_meta(*xs, dim):
     return tuple(shape), dtypes.result_type(*xs)
 
 
-STACK = defop("stack", lambda *xs, dim: concatenated_layout(np.stack(
-    [x.astype(np.result_type(*xs), copy=False) for x in xs], axis=dim), xs), kind=MOVEMENT,
+def _stack_impl(*xs, dim):
+    dt = np.result_type(*xs)
+    return concatenated_layout(np.stack([x.astype(dt, copy=False) for x in xs], axis=dim), xs)
+
+
+STACK = defop("stack", _stack_impl, kind=MOVEMENT,
     meta=_stack_meta, vjp=lambda g, ans, *xs, dim: [g.select(dim, i) for i in range(len(xs))],
     jvp=LINEAR)
 
@@ -321,9 +325,9 @@ def _sizes(shape) -> tuple:
 
 
 @public("reshape", method=True)
-def reshape(input, *shape):  # noqa: A002
+def reshape(input, *sizes, shape=None):  # noqa: A002
     """Returns a tensor with ``shape`` and the same data: a view when possible, else a copy."""
-    shape = infer_size(_sizes(shape), input.numel())
+    shape = infer_size(_sizes(by_keyword("reshape", sizes, shape)), input.numel())
     if input._trace is not None or input.is_contiguous():
         return apply(VIEW, input, shape=shape)
     if _viewable(input, shape):
@@ -351,8 +355,9 @@ def _clone_op():
 
 
 @public("view", method=True)
-def view(input, *shape):  # noqa: A002
+def view(input, *shape, size=None, dtype=None):  # noqa: A002
     """A view with a new shape; raises if the data cannot be viewed that way (see reshape)."""
+    shape = by_keyword("view", by_keyword("view", shape, size), dtype)
     if len(shape) == 1 and isinstance(shape[0], dtypes.dtype):
         return view_dtype(input, shape[0])
     return apply(VIEW, input, shape=infer_size(_sizes(shape), input.numel()))
@@ -373,8 +378,8 @@ def flatten(input, start_dim: int = 0, end_dim: int = -1):  # noqa: A002
 
 
 @public("permute", method=True)
-def permute(input, *dims):  # noqa: A002
-    dims = _sizes(dims)
+def permute(input, *order, dims=None):  # noqa: A002
+    dims = _sizes(by_keyword("permute", order, dims))
     if len(dims) != input.ndim:
         raise RuntimeError(
             "permute(sparse_coo): number of dimensions in the tensor input does not match the "
@@ -404,8 +409,8 @@ def t(input):  # noqa: A002
 
 
 @public("expand", method=True)
-def expand(input, *sizes):  # noqa: A002
-    sizes = _sizes(sizes)
+def expand(input, *sizes, size=None):  # noqa: A002
+    sizes = _sizes(by_keyword("expand", sizes, size))
     if len(sizes) < input.ndim:
         raise RuntimeError(
             f"expand(jitgrad.{input.dtype._legacy}{{{list(input.shape)}}}, size={list(sizes)}): "
@@ -496,6 +501,14 @@ def cat(tensors, dim: int = 0):
         raise TypeError("cat(): argument 'tensors' (position 1) must be tuple of Tensors, not "
                         "Tensor")
     tensors = list(tensors)
+    arrays = _plain_arrays(tensors)
+    if arrays is not None:  # (a shape mismatch: the general path's error)
+        try:
+            out = np.concatenate(arrays, axis=wrap_dim(dim, arrays[0].ndim))
+        except ValueError:
+            pass
+        else:
+            return registry.make(concatenated_layout(out, arrays), tensors[0]._dtype)
     for i, x in enumerate(tensors):  # (torch's checks, in its order)
         if not isinstance(x, registry.Tensor):
             raise TypeError(f"expected Tensor as element {i} in argument 0, but got "
@@ -510,6 +523,30 @@ def cat(tensors, dim: int = 0):
     return apply(CAT, *tensors, dim=d)
 
 
+def _plain_arrays(tensors: list, stacked: bool = False) -> list | None:
+    """The NumPy arrays of ``tensors`` when ``cat``/``stack`` of them is plain NumPy: eager CPU
+    tensors of one dtype that no autograd, trace, mode or forward AD takes part in (a batch of
+    data, collated); None otherwise (the general path: its checks, records and errors)."""
+    st = registry.state
+    if not tensors or st.traces or st.inference or st.autocast or registry.fw_hook is not None \
+            or registry.torch_function_live or dtypes.limited_live:
+        return None
+    Tensor = registry.Tensor  # noqa: N806
+    dt = tensors[0]._dtype if type(tensors[0]) is Tensor else None
+    arrays = []
+    for x in tensors:
+        if type(x) is not Tensor or x._dtype is not dt or x._requires_grad or \
+                x._grad_fn is not None or x._trace is not None or (
+                    x._base is not None and x.requires_grad):
+            return None
+        data = x._data
+        if type(data) is not np.ndarray or not stacked and (
+                not data.ndim or data.shape == _EMPTY_1D):  # (cat's legacy rules)
+            return None
+        arrays.append(data)
+    return arrays
+
+
 concat = concatenate = cat
 public(("cat", "concat", "concatenate"))(concatenate)
 
@@ -520,4 +557,13 @@ def stack(tensors, dim: int = 0):
     tensors = list(tensors)
     if not tensors:
         raise RuntimeError("stack expects a non-empty TensorList")
-    return apply(STACK, *tensors, dim=wrap_dim(dim, tensors[0].ndim + 1))
+    d = wrap_dim(dim, tensors[0].ndim + 1)
+    arrays = _plain_arrays(tensors, stacked=True)
+    if arrays is not None:  # (a shape mismatch: the general path's error)
+        try:
+            out = np.stack(arrays, axis=d)
+        except ValueError:
+            pass
+        else:
+            return registry.make(concatenated_layout(out, arrays), tensors[0]._dtype)
+    return apply(STACK, *tensors, dim=d)
