@@ -386,6 +386,14 @@ class Tensor:
         data = self.numpy()  # (torch's __array__ is numpy(): its checks and errors)
         return data if dtype is None else data.astype(dtype, copy=bool(copy))
 
+    def __array_wrap__(self, array: np.ndarray, context: Any = None,
+                       return_scalar: bool = False) -> Tensor:
+        # a NumPy ufunc's result on a tensor is a tensor, as torch's (``np.exp(t)``,
+        # ``np.clip(t, 0, 1)``); bool results become uint8, as torch's
+        if array.dtype == np.bool_:
+            array = array.astype(np.uint8)
+        return _new(np.asarray(array), dtypes.from_numpy_dtype(array.dtype))
+
     def item(self) -> Any:
         if registry.state.traces:
             registry.state.traces[-1].read_value(self)

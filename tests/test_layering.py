@@ -31,7 +31,7 @@ LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
               "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad.version",
               "jitgrad._numba_load", "jitgrad._threads", "jitgrad._malloc", "jitgrad._blas_threads",
-              "jitgrad._deterministic", "jitgrad._sym", "jitgrad._logging",
+              "jitgrad._deterministic", "jitgrad._sym", "jitgrad._logging", "jitgrad._np_errors",
               "jitgrad.errors",
               "jitgrad.ops._shape", "jitgrad.ops._special", "jitgrad.ops.saved_names",
               "jitgrad.ops.op_fields", "jitgrad.ops.opdef", "jitgrad.ops.autocast_cast",

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from .. import _torch_function, dtypes
+from .._np_errors import quiet, restore
 from ..ops import registry
 from ..ops.op_observers import ACTIVE as OBSERVERS
 from ..ops.registry import state
@@ -231,7 +232,11 @@ def _add_arrays(a: Any, b: Any) -> Any:
     """Two gradient arrays flowing into the same input, summed as the ``add`` op would (two
     arrays of one dtype and shape are added directly, others through the op)."""
     if a.dtype is b.dtype and a.shape == b.shape:
-        c = a + b  # (a NumPy scalar for 0-d arrays; two sparse storages: their entries)
+        token = quiet()  # (inf + -inf is nan silently, as torch's)
+        try:
+            c = a + b  # (a NumPy scalar for 0-d arrays; two sparse storages: their entries)
+        finally:
+            restore(token)
         if type(c) is _ndarray:
             return c
         return np.asarray(c) if isinstance(c, np.generic) else c

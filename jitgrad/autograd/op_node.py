@@ -15,6 +15,7 @@ from collections import defaultdict
 from types import FunctionType as _FunctionType
 from typing import Any
 
+from .._np_errors import quiet, restore
 from ..ops import registry
 from ..ops.vjp_apply import SIXTEEN_BIT, run_vjp
 from . import rule_programs
@@ -210,7 +211,11 @@ class OpNode(Node):
                 if key is not None:
                     program = rule_programs.general_lookup(self, key)
                     if program is not None:
-                        return program(self, g, release)
+                        token = quiet()
+                        try:
+                            return program(self, g, release)
+                        finally:
+                            restore(token)
         return Node.apply_arrays(self, grad_outputs, release)
 
     def _rebind_result(self, vc: list, target: Any) -> None:
@@ -404,7 +409,11 @@ class UniformNode(OpNode):
             if type(program) is not _FunctionType:  # not built (yet), or not traceable
                 program = rule_programs.lookup(self, self._key)
             if program is not None:  # its rule program does it all
-                return program(self, g, release)
+                token = quiet()
+                try:
+                    return program(self, g, release)
+                finally:
+                    restore(token)
         return Node.apply_arrays(self, grad_outputs, release)
 
     def _release(self) -> None:

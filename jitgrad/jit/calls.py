@@ -11,6 +11,7 @@ from typing import Any
 
 import numpy as np
 
+from .._np_errors import quiet, restore
 from ..autograd.node import FREED, Node, _edge, check_version
 from ..ops import registry
 from ..ops.registry import state
@@ -74,7 +75,7 @@ class CompiledFunctionBackward(Node):
             residuals = run_eager(e.fwd, self._inputs, known)[e.n_slots:]
             grads = run_eager(e.bwd, residuals + tangents)
         else:
-            arrays = e.bwd_run(list(self._residuals) + [g._data for g in tangents])
+            arrays = quietly(e.bwd_run, list(self._residuals) + [g._data for g in tangents])
             grads = [None if a is None else _make(a, v.dtype)
                      for a, v in zip(arrays, e.bwd.outvars)]
         edges = getattr(self, "_next", None) or self.next_functions
@@ -96,7 +97,7 @@ class CompiledFunctionBackward(Node):
             elif g.dtype is not dt and g.dtype != dt:
                 g = g.astype(dt)
             arguments.append(g)
-        arrays = self._entry.bwd_run(arguments)
+        arrays = quietly(self._entry.bwd_run, arguments)
         if release:
             self._release()
         if self._all_edges:
@@ -107,6 +108,15 @@ class CompiledFunctionBackward(Node):
         self._freed = True
         self._residuals = None
         self._inputs = None
+
+
+def quietly(program: Any, arrays: list) -> Any:
+    """``program(arrays)`` with NumPy's floating-point warnings off (as eager ops run)."""
+    token = quiet()
+    try:
+        return program(arrays)
+    finally:
+        restore(token)
 
 
 def lean_runner(e: Any) -> Any:
@@ -175,7 +185,7 @@ def run(e: Any, tensors: list, captured: list | None = None) -> Any:
         inputs = tensors
     arrays = [t._data for t in inputs]
     written = writable_in_place(e.donated, e.const_roots, arrays) if e.donated else ()
-    outs = e.fwd_run(arrays)
+    outs = quietly(e.fwd_run, arrays)
     vals, res = outs[:e.n_slots], outs[e.n_slots:]
     # Outputs never alias inputs, constants, residuals or each other. Arrays whose memory
     # owners differ cannot overlap; only an output sharing an owner is compared closely.

@@ -25,6 +25,7 @@ import numpy as np
 
 from .. import dtypes
 from .._cuda_array import CudaArray as _CudaArray
+from .._np_errors import quiet, restore
 from .autocast_cast import autocast_arguments
 from .memory_formats import mixed_layouts, pointwise_layout
 from .dtype_rules import (  # noqa: F401 - (re-exported: the ops ask the registry for these)
@@ -35,8 +36,9 @@ from .op_fields import (  # noqa: F401 - (re-exported: the ops import every fiel
 from .opdef import Meta, OpDef  # noqa: F401 - (re-exported: what an op is, defined there)
 
 # torch's ops give inf and nan silently; NumPy's warn ("divide by zero encountered in log").
-# Quiet those floating-point warnings where jitgrad's own code calls NumPy (an errstate around
-# every op would cost ~0.8 us a call); NumPy called from the user's modules still warns.
+# Each op's computation runs in NumPy's "ignore" error state (``_np_errors``); this filter
+# quiets the rest of jitgrad's own NumPy calls (NumPy called from the user's modules still
+# warns), and all of them under NumPy 1.x.
 warnings.filterwarnings(
     "ignore", r"(divide by zero|invalid value|overflow|underflow) encountered in",
     RuntimeWarning, r"jitgrad\.")
@@ -198,18 +200,25 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
                     or meta_live and type(x) is meta_array:
                 pass  # computed in another dtype, or a cuda or meta tensor: the general path
             elif b is _UNARY:
-                out = op.impl(x)
+                token = quiet()
+                try:
+                    out = op.impl(x)
+                finally:
+                    restore(token)
                 hot = True
                 b = None  # (one operand: the record's second operand is None)
             elif type(b) is Tensor and b._dtype is dt and (
                     not cuda_live or type(b._data) is not _CudaArray) and (
                     not meta_live or type(b._data) is not meta_array):
                 y = b._data
+                token = quiet()
                 try:
                     out = op.impl(x, y)
                 except ValueError:  # torch's text for a broadcasting mismatch
                     broadcast_shapes(x.shape, y.shape)
                     raise
+                finally:
+                    restore(token)
                 if not x.flags.c_contiguous and y.ndim > 1:  # (a row-major x orders the
                     out = pointwise_layout(out, (x, y))  # dims as NumPy does; else torch's)
                 hot = True
@@ -290,7 +299,11 @@ def _apply(op: OpDef, args: tuple, params: dict):
         if op.nondeterministic or any(isinstance(a, Tensor) for a in args):
             # captured tensors are recorded, not frozen; a random draw is drawn on each call
             return state.traces[-1].bind(op, args, params)
-    out, out_dtype = _compute(op, args, params)
+    token = quiet()
+    try:
+        out, out_dtype = _compute(op, args, params)
+    finally:
+        restore(token)
     if op.n_outputs == 1:
         result = _wrap(out, out_dtype)
         return _finish(op, args, params, result, (result,))
