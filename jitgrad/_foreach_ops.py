@@ -20,6 +20,7 @@ UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "e
          "round", "rsqrt", "sigmoid", "sign", "sin", "sinh", "sqrt", "tan", "tanh", "trunc")
 BINARY = ("add", "sub", "mul", "div", "clamp_min", "clamp_max", "maximum", "minimum", "pow")
 _ONE_TENSOR = ("add", "sub", "mul", "div")  # (a single tensor as the second operand)
+_NO_INPLACE_METHOD = ("maximum", "minimum")
 
 
 def _check_list(tensors: Any) -> list:
@@ -69,7 +70,10 @@ def _binary(op: str, inplace: bool) -> Callable:
         extra = {} if alpha is None else {"alpha": alpha}
         if inplace:
             for t, o in zip(tensors, seconds):
-                getattr(t, op + "_")(o, **extra)
+                if op in _NO_INPLACE_METHOD:  # (no Tensor.maximum_: the result written back)
+                    t.copy_(getattr(t, op)(o))
+                else:
+                    getattr(t, op + "_")(o, **extra)
             return self
         return tuple(getattr(t, op)(o, **extra) for t, o in zip(tensors, seconds))
 

@@ -150,3 +150,139 @@ def test_ops_give_inf_and_nan_silently_under_an_error_filter():
     np.testing.assert_equal(np.array(ours[0]), np.array(theirs[0]))
     for a, b in zip(ours[1:], theirs[1:]):
         np.testing.assert_equal(np.array(a), np.array(b))
+
+
+def _ufuncs(lib):
+    t = lib.tensor([0.5, 2.0])
+    out = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)  # (torch's __array_wrap__ signature)
+        for r in (np.exp(t), np.clip(t, 0, 1), np.isnan(t), np.add(t, 1), np.maximum(t, 1.0),
+                  np.exp(lib.tensor(1.0)), np.sqrt(t.double())):
+            out.append((type(r).__name__, str(r.dtype).split(".")[1], r.tolist()))
+    return out
+
+
+def test_numpy_ufuncs_on_a_tensor_give_a_tensor():
+    ours = _ufuncs(jitgrad)
+    assert ours[0][0] == "Tensor" and ours[2][1] == "uint8"  # (bool results as uint8)
+    theirs = _ufuncs(_torch())
+    assert [o[:2] for o in ours] == [t[:2] for t in theirs]
+    for o, t in zip(ours, theirs):
+        np.testing.assert_allclose(o[2], t[2], rtol=1e-6)
+
+
+def _optimizer_helpers(lib):
+    from importlib import import_module
+
+    o = import_module(f"{lib.__name__}.optim.optimizer")
+    p = lib.nn.Parameter(lib.ones(2))
+    opt = lib.optim.SGD([p], lr=0.1)
+    opt.defaults["differentiable"] = True
+    seen = []
+
+    @o._use_grad_for_differentiable
+    def step(self):
+        seen.append(lib.is_grad_enabled())
+
+    with lib.no_grad():
+        step(opt)
+    opt.defaults["differentiable"] = False
+    step(opt)
+    return (o._get_value(lib.tensor(3.0)), o._get_value(2), str(o._get_scalar_dtype()),
+            str(o._get_scalar_dtype(True)), o._default_to_fused_or_foreach([p], False),
+            o._default_to_fused_or_foreach([p], False, True),
+            o._default_to_fused_or_foreach([p], True, True), seen, lib.is_grad_enabled(),
+            isinstance(o._foreach_doc, str) and "foreach" in o._foreach_doc,
+            step.__name__)
+
+
+def test_optimizer_module_helpers():
+    from jitgrad.optim.optimizer import ParamsT
+
+    assert "Iterable" in str(ParamsT)
+    ours = _optimizer_helpers(jitgrad)
+    assert ours[0] == 3.0 and ours[4] == (False, False) and ours[5] == (True, False)
+    assert ours[7] == [True, False] and ours[8] is True  # (grad mode restored)
+    theirs = _optimizer_helpers(_torch())
+    assert [str(o).replace("jitgrad", "torch") for o in ours] == [str(t) for t in theirs]
+
+
+def test_foreach_maximum_and_minimum_in_place():
+    def run(lib):
+        a = [lib.zeros(2), lib.full((3,), 2.0)]
+        r = lib._foreach_maximum_(a, [lib.ones(2), lib.ones(3)])
+        lib._foreach_minimum_(a, 0.5)
+        lib._foreach_maximum_(a, [0.7, 0.1])
+        return r is a, [t.tolist() for t in a]
+
+    ours = run(jitgrad)
+    assert ours[0] and np.allclose(ours[1][0], 0.7) and ours[1][1] == [0.5] * 3
+    assert ours == run(_torch())
+
+
+def _conv_forward(lib):
+    lib.manual_seed(0)
+    out = []
+    for conv, shape in ((lib.nn.Conv1d(2, 3, 3, padding=1), (1, 2, 5)),
+                        (lib.nn.Conv2d(2, 3, 3, padding=1, padding_mode="reflect"), (1, 2, 4, 4)),
+                        (lib.nn.Conv3d(2, 3, 1), (1, 2, 2, 2, 2))):
+        x = lib.randn(*shape)
+        direct = conv._conv_forward(x, conv.weight * 0.5, conv.bias)
+        out.append(direct.detach().numpy())
+
+    class Masked(lib.nn.Conv2d):  # PixelCNN's pattern: forward goes through _conv_forward
+        def _conv_forward(self, input, weight, bias):  # noqa: A002
+            return super()._conv_forward(input, weight * self.mask, bias)
+
+    m = Masked(1, 1, 3, padding=1)
+    m.mask = lib.zeros(1, 1, 3, 3)
+    out.append(m(lib.randn(1, 1, 3, 3)).detach().numpy())
+    return out
+
+
+def test_conv_forward_is_the_layers_computation():
+    ours = _conv_forward(jitgrad)
+    np.testing.assert_array_equal(ours[-1], np.broadcast_to(ours[-1][0, 0, 0, 0], (1, 1, 3, 3)))
+    for a, b in zip(ours, _conv_forward(_torch())):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6)
+
+
+def _module_private_api(lib):
+    lib.manual_seed(0)
+    model = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.BatchNorm1d(2))
+    model(lib.randn(3, 2)).sum().backward()
+    model._apply(lambda t: t.double())
+    kinds = [str(t.dtype) for t in list(model.parameters()) + list(model.buffers())]
+    grads = [str(p.grad.dtype) for p in model.parameters()]
+    log = []
+    model[0]._register_state_dict_hook(lambda m, sd, prefix, meta: log.append(prefix))
+    model._register_state_dict_hook(lambda m, sd, prefix, meta: {"replaced": 1})
+    replaced = model.state_dict()
+    model[1]._register_load_state_dict_pre_hook(
+        lambda sd, prefix, *rest: log.append(("pre", prefix, len(rest))))
+    model[1]._register_load_state_dict_pre_hook(
+        lambda m, sd, prefix, *rest: log.append(("with module", type(m).__name__)),
+        with_module=True)
+    state = lib.nn.Sequential(lib.nn.Linear(2, 2), lib.nn.BatchNorm1d(2)).double().state_dict()
+    model.load_state_dict(state)
+
+    def public(m, sd, prefix, meta):
+        return None
+
+    model.register_state_dict_post_hook(public)
+    try:
+        model._register_state_dict_hook(public)
+    except RuntimeError as e:
+        log.append(str(e))
+    tables = [type(getattr(lib.nn.Linear(1, 1), name)).__name__ for name in (
+        "_state_dict_hooks", "_state_dict_pre_hooks", "_load_state_dict_pre_hooks",
+        "_load_state_dict_post_hooks")]
+    return kinds, grads, replaced, log, tables
+
+
+def test_module_apply_and_private_state_dict_hooks():
+    ours = _module_private_api(jitgrad)
+    assert set(ours[0]) == {"jitgrad.float64"} and ours[2] == {"replaced": 1}
+    theirs = _module_private_api(_torch())
+    assert repr(ours).replace("jitgrad", "torch") == repr(theirs)

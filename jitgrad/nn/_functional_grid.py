@@ -9,6 +9,7 @@ from typing import Any
 
 from ..ops.autocast_policy import FP32, autocast_policy
 from .. import dtypes
+from ..errors import user_stacklevel
 from ..ops.creation import linspace, ones, zeros, zeros_like
 from ..ops.movement import stack
 from ..tensor import Tensor
@@ -36,7 +37,7 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
     2)`` (x, y) for ``(N, 2, 3)`` maps and a 4-d size ``(N, C, H, W)``, ``(N, D, H, W, 3)``
     (x, y, z) for ``(N, 3, 4)`` maps and a 5-d size, in [-1, 1] coordinates."""
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=user_stacklevel())
         align_corners = False
     if not (theta.is_floating_point() or theta.is_complex()):
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
@@ -57,7 +58,7 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
         warnings.warn("Since version 1.3.0, affine_grid behavior has changed for unit-size "
                       "grids when align_corners=True. This is not an intended use case of "
                       "affine_grid. See the documentation of affine_grid for details.",
-                      UserWarning, stacklevel=2)
+                      UserWarning, stacklevel=user_stacklevel())
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
     k = len(spatial)
@@ -108,7 +109,7 @@ def grid_sample(input: Tensor, grid: Tensor, mode: str = "bilinear",  # noqa: A0
     if mode == "bicubic" and input.dim() == 5:
         raise RuntimeError("grid_sampler(): bicubic interpolation only supports 4D input")
     if align_corners is None:
-        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=2)
+        warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=user_stacklevel())
         align_corners = False
     k = input.dim() - 2
     if input.dim() not in (4, 5) or grid.dim() != input.dim():

@@ -12,6 +12,7 @@ import warnings
 
 from ..ops.autocast_policy import FP32, autocast_policy
 from .. import dtypes
+from ..errors import user_stacklevel
 from ..ops.nn_ops import MSE_LOSS, NLL_LOSS
 from ..ops.nn_ops2 import (BINARY_CROSS_ENTROPY, BINARY_CROSS_ENTROPY_WITH_LOGITS, HUBER_LOSS,
                            SMOOTH_L1_LOSS)
@@ -32,7 +33,7 @@ def _legacy_reduction(size_average: bool | None, reduce: bool | None) -> str:
     ret = "mean" if size_average and reduce else "sum" if reduce else "none"
     warnings.warn(
         f"size_average and reduce args will be deprecated, please use reduction='{ret}' instead.",
-        stacklevel=3)
+        stacklevel=user_stacklevel())
     return ret
 
 
@@ -57,7 +58,7 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  #
         warnings.warn(
             f"Using a target size ({target.size()}) that is different to the input size "
             f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.", stacklevel=2)
+            "Please ensure they have the same size.", stacklevel=user_stacklevel())
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
     from ..ops.registry import broadcast_shapes
@@ -221,7 +222,7 @@ def _warn_size(input: Tensor, target: Tensor) -> None:  # noqa: A002
         warnings.warn(
             f"Using a target size ({target.size()}) that is different to the input size "
             f"({input.size()}). This will likely lead to incorrect results due to broadcasting. "
-            "Please ensure they have the same size.", stacklevel=3)
+            "Please ensure they have the same size.", stacklevel=user_stacklevel())
 
 
 def _broadcast(a: Tensor, b: Tensor) -> tuple[Tensor, Tensor]:

@@ -8,6 +8,7 @@ import math
 import warnings
 
 from ..autograd.grad_mode import no_grad
+from ..errors import user_stacklevel
 from ..ops.autocast_policy import FP32, autocast_policy
 from ..ops.creation import full_like
 from ..ops.nn_ops import SOFTPLUS
@@ -47,7 +48,7 @@ def kl_div(input: Tensor, target: Tensor, size_average: bool | None = None,  # n
             _reduction("mean", size_average, reduce)
     else:
         if reduction == "mean" and size_average is None and reduce is None:
-            warnings.warn(_BATCHMEAN_WARNING, stacklevel=2)
+            warnings.warn(_BATCHMEAN_WARNING, stacklevel=user_stacklevel())
         mode = _reduction(reduction, size_average, reduce)
     if input.dtype.is_complex or target.dtype.is_complex:
         raise RuntimeError("kl_div: Complex inputs not supported.")

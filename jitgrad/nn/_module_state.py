@@ -32,6 +32,21 @@ def _hooks(module: Any, name: str) -> dict:
     return module.__dict__.setdefault(name, OrderedDict())
 
 
+STATE_DICT_HOOK_TABLES = ("_state_dict_hooks", "_state_dict_pre_hooks",
+                          "_load_state_dict_pre_hooks", "_load_state_dict_post_hooks")
+
+
+class _WithoutModule:
+    """A load pre-hook registered by ``_register_load_state_dict_pre_hook(hook,
+    with_module=False)``: called without the module, as torch's ``_WrappedHook``."""
+
+    def __init__(self, hook: Callable) -> None:
+        self.hook = hook
+
+    def __call__(self, module: Any, *args: Any) -> Any:
+        return self.hook(*args)
+
+
 class StateDictMixin:
     """The state-dict half of ``Module`` (see the module docstring)."""
 
@@ -65,7 +80,24 @@ class StateDictMixin:
     def register_state_dict_post_hook(self, hook: Callable) -> RemovableHandle:
         """Registers ``hook(module, state_dict, prefix, local_metadata) -> None``, run after
         ``state_dict`` saved this module and its children (change ``state_dict`` in place)."""
+        hook._from_public_api = True  # (as torch marks it: it must return None)
         return add_hook(_hooks(self, "_state_dict_hooks"), hook)
+
+    def _register_state_dict_hook(self, hook: Callable) -> RemovableHandle:
+        """torch's older post-hook: ``hook(module, state_dict, prefix, local_metadata)`` may
+        return a new state dict, taken where it is the root module's."""
+        if getattr(hook, "_from_public_api", False):
+            raise RuntimeError(
+                "Cannot register the same function as the state dict post hook that was "
+                "previously registered via register_state_dict_post_hook")
+        return add_hook(_hooks(self, "_state_dict_hooks"), hook)
+
+    def _register_load_state_dict_pre_hook(self, hook: Callable,
+                                           with_module: bool = False) -> RemovableHandle:
+        """``register_load_state_dict_pre_hook``; without ``with_module`` the hook is called
+        without the module (``hook(state_dict, prefix, ...)``)."""
+        return add_hook(_hooks(self, "_load_state_dict_pre_hooks"),
+                        hook if with_module else _WithoutModule(hook))
 
     def register_load_state_dict_pre_hook(self, hook: Callable) -> RemovableHandle:
         """Registers ``hook(module, state_dict, prefix, local_metadata, strict, missing_keys,
@@ -107,7 +139,11 @@ class StateDictMixin:
                 m.state_dict(destination=destination, prefix=prefix + name + ".",
                              keep_vars=keep_vars)
         for hook in self.__dict__.get("_state_dict_hooks", {}).values():
-            if hook(self, destination, prefix, local_metadata) is not None:
+            result = hook(self, destination, prefix, local_metadata)
+            if not getattr(hook, "_from_public_api", False):
+                if result is not None:  # (_register_state_dict_hook's may replace it)
+                    destination = result
+            elif result is not None:
                 raise RuntimeError("state_dict post-hook must return None")
         return destination
 

@@ -136,9 +136,12 @@ class Conv1d(_ConvNd):
     _dims = 1
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input: Tensor, weight: Tensor,  # noqa: A002
+                      bias: Tensor | None) -> Tensor:
         input, padding = self._mode_padded(input)
-        return F.conv1d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
+        return F.conv1d(input, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
 class Conv2d(_ConvNd):
@@ -161,9 +164,12 @@ class Conv2d(_ConvNd):
     _dims = 2
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input: Tensor, weight: Tensor,  # noqa: A002
+                      bias: Tensor | None) -> Tensor:
         input, padding = self._mode_padded(input)
-        return F.conv2d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                        self.groups)
+        return F.conv2d(input, weight, bias, self.stride, padding, self.dilation, self.groups)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -270,8 +276,11 @@ class Conv3d(_ConvNd):
     _dims = 3
 
     def forward(self, input: Tensor) -> Tensor:  # noqa: A002
+        return self._conv_forward(input, self.weight, self.bias)
+
+    def _conv_forward(self, input: Tensor, weight: Tensor,  # noqa: A002
+                      bias: Tensor | None) -> Tensor:
         from .functional_conv3d import conv3d
 
         input, padding = self._mode_padded(input)
-        return conv3d(input, self.weight, self.bias, self.stride, padding, self.dilation,
-                      self.groups)
+        return conv3d(input, weight, bias, self.stride, padding, self.dilation, self.groups)

@@ -108,7 +108,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         attn_mask: a bool mask (True: take part in attention) or a float mask added to the
             scores; broadcast to (..., L, S).
         dropout_p: dropout probability applied to the attention weights.
-        is_causal: a lower-triangular (causal) mask; no ``attn_mask`` then.
+        is_causal: a lower-triangular (causal) mask; with ``attn_mask`` too only where torch's
+            CPU flash kernel runs (4-D inputs, no dropout), which applies both.
         scale: the scores' factor; default ``1 / sqrt(E)``.
         enable_gqa: grouped-query attention: key/value heads (dim -3) are repeated to the
             query's number of heads.
@@ -130,7 +131,8 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
             attn_mask = attn_mask._materialize(query.device)
     L, S = query.shape[-2], key.shape[-2]
     factor = 1 / math.sqrt(query.shape[-1]) if scale is None else scale
-    if is_causal and attn_mask is not None:
+    if is_causal and attn_mask is not None and not _flash_selected(query, key, value, dropout_p):
+        # (torch's CPU flash kernel applies both masks; its math path refuses them)
         raise RuntimeError("_scaled_dot_product_attention: Explicit attn_mask should not be set "
                            "when is_causal=True")
     if attn_mask is not None and attn_mask.dtype not in (dtypes.bool, dtypes.float32,
@@ -144,8 +146,9 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
         query, key, value = (t.to(dtypes.float32) for t in (query, key, value))  # accuracy)
     bias = _additive(attn_mask, query.dtype)
     if is_causal:
-        causal = ones((L, S), dtype=dtypes.bool, device=query.device).tril()
-        bias = _additive(causal, query.dtype)
+        causal = _additive(ones((L, S), dtype=dtypes.bool, device=query.device).tril(),
+                           query.dtype)
+        bias = causal if bias is None else bias + causal
     if enable_gqa and key.ndim >= 3 and key.shape[-3] != query.shape[-3]:
         key = key.repeat_interleave(query.shape[-3] // key.shape[-3], -3)
         value = value.repeat_interleave(query.shape[-3] // value.shape[-3], -3)
@@ -163,16 +166,22 @@ def scaled_dot_product_attention(query: Tensor, key: Tensor, value: Tensor,
                             dropout_p)
 
 
+def _flash_selected(query: Tensor, key: Tensor, value: Tensor, dropout_p: float) -> bool:
+    """Whether torch's CPU build runs its flash kernel: 4-D inputs with unit last strides, no
+    dropout, FLASH_ATTENTION allowed."""
+    from .attention import flash_enabled
+
+    return query.ndim == 4 and dropout_p == 0.0 and flash_enabled() and \
+        all(t.ndim == 4 and t.stride(-1) == 1 for t in (query, key, value))
+
+
 def _in_query_layout(out: Tensor, query: Tensor, key: Tensor, value: Tensor,
                      dropout_p: float) -> Tensor:
     """``out`` laid out in memory as ``query`` is, where torch's CPU build runs its flash
     kernel (4-D inputs with unit last strides, no dropout, FLASH_ATTENTION allowed), whose
     output follows the query's layout: code relies on it, as the SDPA tutorial's
     ``y.transpose(1, 2).view(N, L, H * E)`` after heads split by ``view(...).transpose(1, 2)``."""
-    from .attention import flash_enabled
-
-    if query.ndim != 4 or dropout_p > 0.0 or not flash_enabled() or \
-            any(t.stride(-1) != 1 for t in (query, key, value)):
+    if not _flash_selected(query, key, value, dropout_p):
         return out
     strides = query.stride()
     order = sorted(range(4), key=lambda d: -strides[d])  # outermost first (stable on ties)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections import OrderedDict
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -10,7 +11,7 @@ from .. import dtypes
 from ..autograd.node import RemovableHandle
 from ..tensor import Tensor
 from . import _module_hooks
-from ._module_state import StateDictMixin
+from ._module_state import STATE_DICT_HOOK_TABLES, StateDictMixin
 from .parameter import Parameter
 
 __all__ = ["Module"]
@@ -68,6 +69,8 @@ class Module(StateDictMixin):
         object.__setattr__(self, "_forward_pre_hooks", {})
         object.__setattr__(self, "_backward_hooks", {})
         object.__setattr__(self, "_backward_pre_hooks", {})
+        for name in STATE_DICT_HOOK_TABLES:  # (torch's attributes: libraries read them)
+            object.__setattr__(self, name, OrderedDict())
 
     def forward(self, *args: Any, **kwargs: Any) -> Any:
         """The computation of the module; subclasses override it."""
@@ -449,6 +452,27 @@ class Module(StateDictMixin):
                 for t in table.values():
                     if t is not None:
                         t.data = empty_like(t, device=device)
+        return self
+
+    def _apply(self, fn: Callable[[Tensor], Tensor], recurse: bool = True) -> Module:
+        """Replaces each parameter's data (and its gradient's), and each buffer, by ``fn`` of
+        it, in this module and (with ``recurse``) every submodule: what ``to``/``half``/...
+        are in torch, and what libraries call with their own ``fn``. Returns self."""
+        from ..autograd.grad_mode import no_grad
+
+        if recurse:
+            for m in self.children():
+                m._apply(fn)
+        with no_grad():
+            for p in self._parameters.values():
+                if p is None:
+                    continue
+                p.data = fn(p)
+                if p._grad is not None:
+                    p._grad.data = fn(p._grad)
+            for key, b in self._buffers.items():
+                if b is not None:
+                    self._buffers[key] = fn(b)
         return self
 
     def _apply_dtype(self, dt: dtypes.dtype) -> Module:

@@ -485,6 +485,33 @@ class Transformer(Module):
     def generate_square_subsequent_mask(sz: int, device: Any = None,
                                         dtype: dtypes.dtype | None = None) -> Tensor:
         """The (sz, sz) causal mask: ``-inf`` above the diagonal, 0 elsewhere."""
-        from ..ops.creation import full
+        return _generate_square_subsequent_mask(sz, device, dtype)
 
-        return full((sz, sz), float("-inf"), dtype=dtype, device=device).triu(diagonal=1)
+
+def _generate_square_subsequent_mask(sz: int, device: Any = None,
+                                     dtype: dtypes.dtype | None = None) -> Tensor:
+    from ..ops.creation import full
+
+    return full((sz, sz), float("-inf"), dtype=dtype, device=device).triu(diagonal=1)
+
+
+def _get_seq_len(src: Tensor, batch_first: bool) -> int | None:
+    """The sequence length of ``src``: (S, E) unbatched, else (N, S, E) or (S, N, E)."""
+    if src.is_nested:
+        return None
+    if src.ndim == 2:
+        return src.shape[0]
+    return src.shape[1 if batch_first else 0]
+
+
+def _detect_is_causal_mask(mask: Tensor | None, is_causal: bool | None = None,
+                           size: int | None = None) -> bool:
+    """``is_causal`` if given, else whether ``mask`` equals the causal mask of its size (or of
+    ``size``), as torch's transformer layers decide their fast path."""
+    causal = is_causal is True
+    if is_causal is None and mask is not None:
+        n = size if size is not None else mask.shape[-2]
+        reference = _generate_square_subsequent_mask(n, device=mask.device, dtype=mask.dtype)
+        causal = tuple(mask.shape) == tuple(reference.shape) and bool(
+            (mask == reference).all())
+    return causal

@@ -74,3 +74,13 @@ def int_tuple_arg(fname: str, arg: str, position: int, value: Any) -> tuple:
                             f"{i + 1} with error \"type must be tuple of ints,but got {kind}\"")
         out.append(int(item.__index__()))
     return tuple(out)
+
+
+def by_keyword(fn: str, given: tuple, value) -> tuple:
+    """The sizes given positionally (``x.reshape(2, 3)``) or by keyword (``x.reshape(shape=(2,
+    3))``, as torch's signatures allow), not both."""
+    if value is None:
+        return given
+    if given:
+        raise TypeError(f"{fn}() received an invalid combination of arguments")
+    return (value,)

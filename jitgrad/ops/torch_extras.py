@@ -13,7 +13,7 @@ import numpy as np
 from .autocast_policy import FP32, autocast_policy
 from .. import dtypes
 from ..errors import user_stacklevel
-from ._shape import wrap_dim
+from ._shape import by_keyword, wrap_dim
 from .arranging import _cross, _diagonal_of, roll_pieces, tile_pieces
 from . import fused_arith
 from .creation import eye
@@ -132,8 +132,9 @@ REPEAT = defop(
 
 
 @public(method="repeat")
-def repeat(self, *sizes):
+def repeat(self, *sizes, repeats=None):
     """Tiles the tensor ``sizes[i]`` times along each dim (``Tensor.repeat``)."""
+    sizes = by_keyword("repeat", sizes, repeats)
     if len(sizes) == 1 and isinstance(sizes[0], (tuple, list)):
         sizes = tuple(sizes[0])
     sizes = tuple(int(s) for s in sizes)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Iterable
@@ -9,12 +10,14 @@ from copy import deepcopy
 from itertools import chain
 from typing import Any
 
-from ..autograd.grad_mode import enable_grad, no_grad
-from ..dtypes import float32
+from ..autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
+from ..compiler import is_compiling
+from ..dtypes import float32, float64, get_default_dtype
 from ..ops import registry
 from ..ops.creation import tensor
 from ..tensor import Tensor
 from ..nn.module import _typename, zero_grads
+from ..nn.parameter import Parameter
 from . import _compiling
 from ._optimizer_hooks import (OptimizerHooks, register_optimizer_step_post_hook,
                                register_optimizer_step_pre_hook)
@@ -240,3 +243,81 @@ class Optimizer(OptimizerHooks):
 
     def _update_group(self, group: dict[str, Any]) -> None:
         raise NotImplementedError
+
+
+# ---------------------------------------------- helpers that third-party optimizers import
+# (torch.optim.optimizer's names: timm's, gsplat's and other custom optimizers use them)
+
+ParamsT = Iterable[Tensor] | Iterable[dict[str, Any]] | Iterable[tuple[str, Tensor]]
+
+_foreach_doc = r"""foreach (bool, optional): whether foreach implementation of optimizer
+            is used. If unspecified by the user (so foreach is None), we will try to use
+            foreach over the for-loop implementation on CUDA, since it is usually
+            significantly more performant. (default: None)"""
+_fused_doc = r"""fused (bool, optional): whether the fused implementation is used.
+            Currently, `torch.float64`, `torch.float32`, `torch.float16`, and `torch.bfloat16`
+            are supported. (default: None)"""
+_capturable_doc = r"""capturable (bool, optional): whether this instance is safe to
+            capture in a graph, whether for CUDA graphs or for torch.compile support.
+            Tensors are only capturable when on supported :ref:`accelerators<accelerators>`.
+            Passing True can impair ungraphed performance, so if you don't intend to graph
+            capture this instance, leave it False (default: False)"""
+_differentiable_doc = r"""differentiable (bool, optional): whether autograd should
+            occur through the optimizer step in training. Otherwise, the step()
+            function runs in a torch.no_grad() context. Setting to True can impair
+            performance, so leave it False if you don't intend to run autograd
+            through this instance (default: False)"""
+_maximize_doc = r"""maximize (bool, optional): maximize the objective with respect to the
+            params, instead of minimizing (default: False)"""
+_params_doc = r"""params (iterable): iterable of parameters or named_parameters to optimize
+            or iterable of dicts defining parameter groups. When using named_parameters,
+            all parameters in all groups should be named"""
+
+# where torch has multi-tensor (foreach) and fused kernels: foreach on accelerators only, fused
+# on the CPU too
+_FOREACH_DEVICES = ("cuda", "xpu", "mtia")
+_FUSED_DEVICES = ("mps", "cuda", "xpu", "hpu", "cpu", "mtia")
+
+
+def _use_grad_for_differentiable(func: Callable) -> Callable:
+    """Runs ``step`` with grad mode on only if the optimizer is ``differentiable``."""
+    @functools.wraps(func)
+    def _use_grad(self: Any, *args: Any, **kwargs: Any) -> Any:
+        prev = registry.state.grad_enabled
+        try:
+            set_grad_enabled(self.defaults["differentiable"])
+            return func(self, *args, **kwargs)
+        finally:
+            set_grad_enabled(prev)
+    return _use_grad
+
+
+def _get_value(x: Any) -> Any:
+    """A 0-d tensor's number (the optimizers' ``step`` counts); anything else as it is."""
+    if is_compiling():
+        return x
+    return x.item() if isinstance(x, Tensor) else x
+
+
+def _get_scalar_dtype(is_fused: bool | None = None) -> Any:
+    """The dtype of the optimizers' ``step`` tensors: float32 when fused, else float64 only
+    where the default dtype is float64."""
+    if is_fused:
+        return float32
+    return float64 if get_default_dtype() is float64 else float32
+
+
+def _default_to_fused_or_foreach(params: list, differentiable: bool,
+                                 use_fused: bool = False) -> tuple[bool, bool]:
+    """(fused, foreach) as torch picks them when the user gives neither: fused only if asked
+    and every parameter is a floating tensor on a fused device; foreach where every parameter
+    lives on an accelerator (never on the CPU)."""
+    if differentiable:
+        return False, False
+    fused = use_fused and all(p is None or (type(p) in (Tensor, Parameter) and p.device.type
+                                            in _FUSED_DEVICES and p.is_floating_point())
+                              for p in params)
+    foreach = not fused and all(p is None or (type(p) in (Tensor, Parameter) and
+                                              p.device.type in _FOREACH_DEVICES)
+                                for p in params)
+    return fused, foreach
