@@ -52,6 +52,9 @@ NO_RECORD = {
                               "tests/test_script_findings_35.py",
     "ctc_loss_backward_result": "the node without a derivative over ctc_loss's gradient "
                                 "(create_graph): tests/test_script_findings_35.py",
+    **{name: "nn.LSTM's fused float32 layer and its backward (torch's oneDNN path): "
+             "tests/test_lstm_layer.py (per-step ops, gradcheck, torch)"
+       for name in ("mkldnn_rnn_layer", "mkldnn_rnn_layer_backward")},
     "to_device": "a copy between the CPU and a cuda device (opdb runs on the CPU): "
                  "tests/test_cuda.py, on numba's CUDA simulator",
 }

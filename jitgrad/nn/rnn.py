@@ -20,6 +20,7 @@ from ..tensor import Tensor
 from . import functional as F
 from .functional import sigmoid, tanh
 from . import init
+from ._lstm_layer import lstm_layer, lstm_step as _lstm_step, takes_fused_path
 from .module import Module
 from .parameter import Parameter
 from .utils.rnn import PackedSequence
@@ -49,18 +50,6 @@ def _cell(mode: str, gi: Tensor, h: Tensor, c: Tensor | None, weights: tuple
     if mode == "LSTM":
         return _lstm_step(gi, h, c, w_hh, b_hh, w_hr)
     return _rnn_step(mode, gi, h, w_hh, b_hh), None
-
-
-def _lstm_step(gi: Tensor, h: Tensor, c: Tensor, w_hh: Tensor, b_hh: Tensor | None,
-               w_hr: Tensor | None) -> tuple[Tensor, Tensor]:
-    # torch's cell, its graph included: hidden projection first, one split of the gates
-    i, f, g, o = (F.linear(h, w_hh, b_hh) + gi).unsafe_chunk(4, -1)
-    i, f, g, o = sigmoid(i), sigmoid(f), tanh(g), sigmoid(o)
-    c = f * c + i * g
-    h = o * tanh(c)
-    if w_hr is not None:
-        h = F.linear(h, w_hr)
-    return h, c
 
 
 class RNNBase(Module):
@@ -198,7 +187,8 @@ class RNNBase(Module):
             return (stack(hs) if steps else
                     zeros((0, batch, real_hidden), dtype=x.dtype)), h, c
 
-        layer_input, h_n, c_n = self._layers(x, h0, c0, run)
+        fused = takes_fused_path(self.mode, self.proj_size, x, list(self.parameters()) + [h0, c0])
+        layer_input, h_n, c_n = self._layers(x, h0, c0, run, fused)
         out = layer_input
         if batched and self.batch_first:
             out = out.transpose(0, 1)
@@ -207,10 +197,11 @@ class RNNBase(Module):
             c_n = c_n.squeeze(1) if c_n is not None else None
         return out, h_n, c_n
 
-    def _layers(self, x: Tensor, h0: Tensor, c0: Tensor | None, run: Any
+    def _layers(self, x: Tensor, h0: Tensor, c0: Tensor | None, run: Any, fused: bool = False
                 ) -> tuple[Tensor, Tensor, Tensor | None]:
         # every layer and direction: the input projection of all steps in one matmul, then
-        # ``run(gi, h, c, weights, reverse) -> (outputs, last h, last c)`` over the steps
+        # ``run(gi, h, c, weights, reverse) -> (outputs, last h, last c)`` over the steps; or,
+        # ``fused``, one LSTM_LAYER op (see _lstm_layer)
         directions = 2 if self.bidirectional else 1
         last_h, last_c = [], []
         layer_input = x
@@ -219,9 +210,12 @@ class RNNBase(Module):
             for direction in range(directions):
                 weights = self._weights(layer, direction)
                 k = layer * directions + direction
-                gi = F.linear(layer_input, weights[0], weights[2])
-                out, h, c = run(gi, h0[k], c0[k] if c0 is not None else None, weights,
-                                direction == 1)
+                if fused:
+                    out, h, c = lstm_layer(layer_input, weights, h0[k], c0[k], direction == 1)
+                else:
+                    gi = F.linear(layer_input, weights[0], weights[2])
+                    out, h, c = run(gi, h0[k], c0[k] if c0 is not None else None, weights,
+                                    direction == 1)
                 outputs.append(out)
                 last_h.append(h)
                 if c is not None:

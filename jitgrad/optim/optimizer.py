@@ -11,7 +11,6 @@ from itertools import chain
 from typing import Any
 
 from ..autograd.grad_mode import enable_grad, no_grad, set_grad_enabled
-from ..compiler import is_compiling
 from ..dtypes import float32, float64, get_default_dtype
 from ..ops import registry
 from ..ops.creation import tensor
@@ -293,8 +292,9 @@ def _use_grad_for_differentiable(func: Callable) -> Callable:
 
 
 def _get_value(x: Any) -> Any:
-    """A 0-d tensor's number (the optimizers' ``step`` counts); anything else as it is."""
-    if is_compiling():
+    """A 0-d tensor's number (the optimizers' ``step`` counts); anything else as it is (and
+    the tensor itself inside a jit trace, as torch's under ``torch.compile``)."""
+    if registry.state.traces:
         return x
     return x.item() if isinstance(x, Tensor) else x
 
