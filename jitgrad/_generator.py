@@ -105,6 +105,14 @@ class Generator:
         other = Generator(self._device)
         return other.set_state(self.get_state())
 
+    def graphsafe_get_state(self) -> Generator:
+        """CUDA-graph-safe states: torch's CPU generator has none (this error), nor jitgrad's."""
+        raise NotImplementedError("graphsafe_get_state is not supported in this Generator")
+
+    def graphsafe_set_state(self, state: Generator) -> Generator:
+        """See ``graphsafe_get_state``."""
+        raise NotImplementedError("graphsafe_set_state is not supported in this Generator")
+
     def _host(self) -> Stream:
         """The CPU stream torch's samplers draw from (a cuda generator has none)."""
         if self._device.type != "cpu":

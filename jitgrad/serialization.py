@@ -403,6 +403,8 @@ def load(f: Any, map_location: Any = None, pickle_module: Any = None, *,
     _check_map_location(map_location)
     if weights_only is None:
         weights_only = True
+    if mmap and not isinstance(f, (str, os.PathLike)):
+        raise ValueError("f must be a file path in order to use the mmap argument")
     if isinstance(f, (str, os.PathLike)):
         with open(f, "rb") as fh:
             return load(fh, map_location, weights_only=weights_only)

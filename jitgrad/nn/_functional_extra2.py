@@ -207,6 +207,32 @@ def gumbel_softmax(logits: Tensor, tau: float = 1, hard: bool = False, eps: floa
     return y_hard - y_soft.detach() + y_soft
 
 
+def _check_bags(input: Tensor, offsets: Tensor | None, starts: np.ndarray, n: int,  # noqa: A002
+                rows: int) -> None:
+    """torch's checks of embedding_bag's indices and offsets: integer dtypes, bags starting at
+    0 and ending within the input, indices within the table."""
+    for t in (input, offsets):
+        if t is not None and (t.dtype.is_floating_point or t.dtype.is_complex):
+            raise RuntimeError(
+                "Expected tensor for argument #1 'indices' to have one of the following scalar "
+                f"types: Long, Int; but got jitgrad.{t.dtype._legacy} instead (while checking "
+                "arguments for embedding_bag)")
+    if len(starts) and starts[0] != 0:
+        raise RuntimeError(
+            "offsets[0] has to be 0, i.e., the first sequence in the mini-batch has to start "
+            f"from position 0. However, got {int(starts[0])}\n[ jitgrad.LongTensor{{}} ]")
+    if len(starts) and starts[-1] > n:
+        raise RuntimeError(f"offsets[-1] can not be greater than input's length {n} but got "
+                           f"offsets[-1] of {int(starts[-1])}")
+    if not n or input._trace is not None or not input.is_cpu:  # (a trace reads no values)
+        return
+    ids = np.asarray(input._data).reshape(-1)
+    bad = np.flatnonzero((ids < 0) | (ids >= rows))
+    if len(bad):
+        raise RuntimeError(f"Index {int(bad[0])} of input takes value {int(ids[bad[0]])} which "
+                           f"is not in the valid range [0, {rows})")
+
+
 def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None,  # noqa: A002
                   max_norm: float | None = None, norm_type: float = 2,
                   scale_grad_by_freq: bool = False, mode: str = "mean", sparse: bool = False,
@@ -218,6 +244,10 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
     zeros; ``per_sample_weights`` (``mode='sum'`` only) scale each embedding first."""
     from ._functional_core import _embedding_renorm_, embedding
 
+    if per_sample_weights is not None and tuple(input.shape) != tuple(per_sample_weights.shape):
+        raise ValueError(f"embedding_bag: If per_sample_weights ({per_sample_weights.shape}) is "
+                         f"not None, then it must have the same shape as the input "
+                         f"({input.shape})")
     if input.ndim == 2:
         if offsets is not None:
             raise ValueError("if input is 2D, then offsets has to be None, as input is treated "
@@ -252,6 +282,7 @@ def embedding_bag(input: Tensor, weight: Tensor, offsets: Tensor | None = None, 
             f"supported for mode='sum' (got mode='{mode}'). Please open a feature request on "
             "GitHub.")
     n = input.numel()
+    _check_bags(input, offsets, starts, n, weight.shape[0])
     ends = np.append(starts[1:], n) if not include_last_offset else starts[1:]
     starts = starts if not include_last_offset else starts[:-1]
     ends = np.minimum(ends, n)

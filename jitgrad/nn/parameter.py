@@ -7,6 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes
+from ..ops import registry
 from ..ops.memory_formats import preserve_format
 from ..tensor import Tensor
 from .._torch_function import _disabled_torch_function_impl
@@ -40,9 +41,15 @@ class Parameter(Tensor):
         if requires_grad and not (dt.is_floating_point or dt.is_complex):
             raise RuntimeError(
                 "Only Tensors of floating point and complex dtype can require gradients")
+        inference = data is not None and data._is_inference
+        if requires_grad and inference and not registry.state.inference:
+            raise RuntimeError("Setting requires_grad=True on inference tensor outside "
+                               "InferenceMode is not allowed.")
         p = Tensor.__new__(cls)
         p._init(arr, dt, bool(requires_grad))
         p._vc = vc
+        if inference:  # (a parameter made of an inference tensor is one, as torch's)
+            p._is_inference = True
         return p
 
     def __init__(self, data: Tensor | None = None, requires_grad: bool = True) -> None:

@@ -17,6 +17,7 @@ from .autocast_policy import FP32, autocast_policy
 from .. import dtypes
 from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
 from .reduce import expand_reduced
+from . import registry
 from .registry import OPAQUE, apply, defop
 from .surface import public
 from .memory_formats import row_major
@@ -299,6 +300,8 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
     default; ``'fro'`` is the 2-norm); ``'nuc'`` is the nuclear matrix norm."""
     if isinstance(dim, int):
         dim = (dim,)
+    if registry.sparse_live and registry.sparse_any((input,)):
+        return _sparse_norm(input, p, dim, keepdim, dtype)
     if isinstance(p, str):
         if p == "fro" and (dim is None or len(dim) <= 2):
             return vector_norm(input, 2, dim, keepdim, dtype=dtype)
@@ -307,3 +310,20 @@ def norm(input, p="fro", dim=None, keepdim: bool = False, dtype=None):  # noqa: 
                                dtype=dtype)
         raise RuntimeError(f"norm(): unsupported p {p!r}")
     return vector_norm(input, 2 if p is None else p, dim, keepdim, dtype=dtype)
+
+
+def _sparse_norm(input, p, dim, keepdim: bool, dtype):  # noqa: A002
+    """A sparse tensor's norm: a full reduction over its (coalesced) stored values, as torch's
+    ``norm_sparse`` (which has no derivative: the result records none)."""
+    from .creation import tensor
+
+    if dim is not None and sorted(d % input.ndim for d in dim) != list(range(input.ndim)):
+        raise RuntimeError("norm_sparse currently only supports full reductions, so 'dim' must "
+                           "either be empty or contain all dimensions of the input")
+    if p == "fro" and dtype is not None:
+        raise ValueError("dtype argument is not supported in frobenius norm")
+    storage = input._data
+    values = storage.coalesce().values if hasattr(storage, "coalesce") else storage.values
+    out = vector_norm(tensor(values, dtype=input.dtype), 2 if p in ("fro", None) else p,
+                      dtype=dtype)
+    return out.reshape((1,) * input.ndim) if keepdim else out

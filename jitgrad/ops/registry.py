@@ -219,8 +219,9 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
                     raise
                 finally:
                     restore(token)
-                if not x.flags.c_contiguous and y.ndim > 1:  # (a row-major x orders the
-                    out = pointwise_layout(out, (x, y))  # dims as NumPy does; else torch's)
+                if type(x) is _ndarray and not x.flags.c_contiguous and y.ndim > 1:
+                    out = pointwise_layout(out, (x, y))  # (a row-major x orders the dims as
+                    # NumPy does; else torch's. A sparse gradient's storage: no layout)
                 hot = True
         if not hot:
             if fallback is not None:
@@ -404,8 +405,10 @@ def _fast_pointwise(op: OpDef, args: tuple) -> dtypes.dtype | None:
     else:
         return None
     promote = op.promote
-    if promote == BOOL and n == 2 and (type(args[0]) is not Tensor or type(args[1]) is not Tensor):
-        return None  # (a Python number is cast to the dtype computed in, not to bool)
+    if n == 2 and (type(args[0]) is not Tensor or type(args[1]) is not Tensor) and (
+            promote == BOOL or dt is dtypes.float16):
+        return None  # (a Python number is cast to the dtype computed in, not to bool; float16
+        # reads it in float: the general path)
     return category_dtype(promote, dt)
 
 
@@ -456,6 +459,19 @@ def _wrap(data, dt):
     return make(data, dt)
 
 
+def _wrapped_number(args: tuple) -> bool:
+    """Whether a float16 op's operands hold a Python number or a 0-d float32/float64 tensor:
+    torch's CPU kernels read such a scalar at its own precision and compute in float."""
+    for a in args:
+        kind = type(a)
+        if kind is float or kind is int:
+            return True
+        if isinstance(a, Tensor) and a.ndim == 0 and a._dtype in (dtypes.float32,
+                                                                  dtypes.float64):
+            return True
+    return False
+
+
 def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtypes.dtype]:
     work, out_dtype = compute_dtype(op, args)
     if not hasattr(op.meta, "by_category"):  # its own dtype rule: ``to``, ``real``, int ** 2.5
@@ -466,6 +482,8 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
             if not dtypes.limited_live:  # computed in the input's dtype, then cast
                 raise
             work = out_dtype if out_dtype.is_floating_point or out_dtype.is_complex else work
+    if work is dtypes.float16 and out_dtype is dtypes.float16 and _wrapped_number(args):
+        work = dtypes.float32  # (torch's kernel reads the number in float: rounded once)
     arrays = []
     for i, a in enumerate(args):
         if isinstance(a, Tensor):

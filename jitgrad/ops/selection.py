@@ -478,6 +478,8 @@ def index_add(input, dim: int, index, source, *, alpha=1):  # noqa: A002
     if not _is_traced(index) and n and input.numel() and not index.is_cuda:  # (cuda: on device)
         bad = (index._data < 0) | (index._data >= _size(input, d))
         if bad.any():
+            if input.ndim <= 1:  # (torch's loop over a vector checks as index_select does)
+                raise IndexError("index out of range in self")
             raise RuntimeError(f"index {int(index._data[bad].flat[0])} is out of bounds for "
                                f"dimension {d} with size {_size(input, d)}")
     if alpha != 1:

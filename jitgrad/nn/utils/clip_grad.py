@@ -35,7 +35,7 @@ def get_total_norm(tensors: Tensor | Iterable[Tensor], norm_type: float = 2.0,
     if not tensors:
         return tensor(0.0)
     norms = [vector_norm(t, float(norm_type)) for t in tensors]
-    total = vector_norm(stack([n.to(norms[0].dtype) for n in norms]), float(norm_type))
+    total = vector_norm(stack(norms), float(norm_type))  # (stack promotes, as torch's)
     if error_if_nonfinite and bool((total.isnan() | total.isinf()).item()):
         raise RuntimeError(
             f"The total norm of order {float(norm_type)} for gradients from `parameters` is "
@@ -54,7 +54,7 @@ def clip_grads_with_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float
         return
     coef = (float(max_norm) / (total_norm + 1e-6)).clamp(max=1.0)
     for g in grads:
-        g.mul_(coef.to(g.dtype))
+        g.mul_(coef)  # (in float: a 16-bit gradient is rounded once, as torch's)
 
 
 def clip_grad_norm_(parameters: Tensor | Iterable[Tensor], max_norm: float,
