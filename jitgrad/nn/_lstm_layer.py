@@ -120,9 +120,20 @@ def _not_differentiable(*args: Any) -> Any:
     raise RuntimeError("derivative for aten::mkldnn_rnn_layer_backward is not implemented")
 
 
+def _no_forward_ad(name: str) -> Any:
+    def rule(*args: Any) -> Any:  # (never reached from nn.LSTM: forward AD takes the per-step
+        # ops; an op applied directly under a dual level meets torch's error)
+        raise NotImplementedError(
+            f"Trying to use forward AD with {name} that does not support it because it has not "
+            "been implemented yet.\nPlease file an issue to PyTorch at https://github.com/"
+            "pytorch/pytorch/issues/new?template=feature-request.yml so that we can prioritize "
+            "its implementation or submit a PR adding the implementation to derivatives.yaml")
+    return rule
+
+
 LSTM_LAYER_BACKWARD = defop(
     "mkldnn_rnn_layer_backward", _backward_impl, kind=OPAQUE, n_outputs=6, meta=_backward_meta,
-    vjp=(_not_differentiable,) * 10 + (None,))
+    vjp=(_not_differentiable,) * 10 + (None,), jvp=_no_forward_ad("mkldnn_rnn_layer_backward"))
 
 
 def _layer_vjp(grads, ans, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse):
@@ -164,7 +175,8 @@ def _differentiable_backward(grads, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse):
 LSTM_LAYER = defop(
     "mkldnn_rnn_layer", _layer_impl, kind=OPAQUE, n_outputs=4, meta=_layer_meta,
     node_name="MkldnnRnnLayerBackward0", save=(0, 1, 2, 3, 4, 5, 6), save_output=True,
-    vjp=_layer_vjp, outputs_requiring_grad=lambda args, params: (True, True, True, False))
+    vjp=_layer_vjp, jvp=_no_forward_ad("mkldnn_rnn_layer"),
+    outputs_requiring_grad=lambda args, params: (True, True, True, False))
 
 
 def takes_fused_path(mode: str, proj_size: int, x: Tensor, weights: list) -> bool:

@@ -187,7 +187,10 @@ class RNNBase(Module):
             return (stack(hs) if steps else
                     zeros((0, batch, real_hidden), dtype=x.dtype)), h, c
 
-        fused = takes_fused_path(self.mode, self.proj_size, x, list(self.parameters()) + [h0, c0])
+        directions = 2 if self.bidirectional else 1
+        weights = [w for layer in range(self.num_layers) for d in range(directions)
+                   for w in self._weights(layer, d) if w is not None]
+        fused = takes_fused_path(self.mode, self.proj_size, x, weights + [h0, c0])
         layer_input, h_n, c_n = self._layers(x, h0, c0, run, fused)
         out = layer_input
         if batched and self.batch_first:

@@ -328,8 +328,9 @@ def _sizes(shape) -> tuple:
 def reshape(input, *sizes, shape=None):  # noqa: A002
     """Returns a tensor with ``shape`` and the same data: a view when possible, else a copy."""
     shape = infer_size(_sizes(by_keyword("reshape", sizes, shape)), input.numel())
-    if registry.sparse_live and (registry.sparse_any((input,)) or not hasattr(
-            input._data, "flags")):  # (a sparse tensor, or a gradient on a sparse storage)
+    if registry.sparse_live and (registry.sparse_any((input,)) or (
+            type(input) is registry.Tensor and not hasattr(input._data, "flags"))):
+        # (a sparse tensor, or a gradient on a sparse storage; a tracer has no data to ask)
         raise RuntimeError("reshape is not implemented for sparse tensors")
     if input._trace is not None or input.is_contiguous():
         return apply(VIEW, input, shape=shape)
