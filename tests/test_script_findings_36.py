@@ -426,3 +426,22 @@ def test_clipping_float16_scalars_and_checkpoint_plumbing():
     ours = _training_plumbing(jitgrad)
     assert ours[0] == ("float32", 100000.0) and ours[1] == "float64"
     assert ours == _training_plumbing(_torch())
+
+
+def _half_with_numbers(lib):
+    h = lib.tensor([0.0073, -0.000235, 1.1, 3.3, -7.7, 1000.0], dtype=lib.float16)
+    third = lib.tensor(0.3)
+    results = [h + 0.3, 0.3 + h, h - 0.3, 0.3 - h, h * 0.3, h / 0.3, 0.3 / h, h ** 2,
+               h.abs() ** 0.3, 1.1 ** h, h % 0.3, h // 0.3, h * 3, lib.add(h, 0.3, alpha=2),
+               h * third, h + lib.tensor(0.3, dtype=lib.float64), h.clone().mul_(0.3),
+               h.clone().add_(0.3), lib.fmod(h, 0.3), lib.atan2(h, third),
+               lib.lerp(h, h * 2, 0.3)]
+    return [r.tolist() for r in results]
+
+
+def test_float16_with_a_number_rounds_as_torchs_kernels():
+    # (mul/div/add/sub/pow read the number in float; remainder, fmod, atan2 and add with alpha
+    # take it as float16, as torch's kernels)
+    ours, theirs = _half_with_numbers(jitgrad), _half_with_numbers(_torch())
+    for k, (a, b) in enumerate(zip(ours, theirs)):
+        np.testing.assert_array_equal(np.array(a), np.array(b), err_msg=str(k))

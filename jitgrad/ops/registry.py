@@ -459,6 +459,11 @@ def _wrap(data, dt):
     return make(data, dt)
 
 
+# the float16 ops whose torch CPU kernels read a number operand in float, at its own precision
+# (others, remainder, fmod, atan2, add/sub with alpha, take it rounded to float16 first)
+_FLOAT_SCALAR_OPS = frozenset({"add", "sub", "mul", "div", "pow"})
+
+
 def _wrapped_number(args: tuple) -> bool:
     """Whether a float16 op's operands hold a Python number or a 0-d float32/float64 tensor:
     torch's CPU kernels read such a scalar at its own precision and compute in float."""
@@ -482,7 +487,8 @@ def _pointwise_arrays(op: OpDef, args: tuple, params: dict) -> tuple[list, dtype
             if not dtypes.limited_live:  # computed in the input's dtype, then cast
                 raise
             work = out_dtype if out_dtype.is_floating_point or out_dtype.is_complex else work
-    if work is dtypes.float16 and out_dtype is dtypes.float16 and _wrapped_number(args):
+    if work is dtypes.float16 and out_dtype is dtypes.float16 and op.name in _FLOAT_SCALAR_OPS \
+            and _wrapped_number(args):
         work = dtypes.float32  # (torch's kernel reads the number in float: rounded once)
     arrays = []
     for i, a in enumerate(args):
