@@ -51,15 +51,16 @@ def scripts_library(on_torch: bool = False):
                 sys.modules[name] = module
 
 
-def _run_torch(name: str) -> dict:
+def _run_torch(name: str, skip: dict | None = None) -> dict:
     """The script on torch, with one intra-op thread: tiny ops on a loaded machine run up to
-    30x slower with several (each waits for the others' cores)."""
+    30x slower with several (each waits for the others' cores). ``skip``: see
+    ``test_user_scripts._run_torch``."""
     torch = pytest.importorskip("torch")
     prior = torch.get_num_threads()
     torch.set_num_threads(1)
     try:
         with scripts_library(on_torch=True):
-            return _run_torch_threads(name)
+            return _run_torch_threads(name, skip)
     finally:
         torch.set_num_threads(prior)
 

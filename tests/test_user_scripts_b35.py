@@ -97,13 +97,19 @@ def test_nbeats_baseline_learns():
     assert tuple(g["backcasts"].shape[1:]) == (21,) and tuple(g["forecasts"].shape[1:]) == (7,)
 
 
+# torch's run trains each model for 10 steps: the tests compare its fixed-weight results and
+# first 10 losses (each section reseeds, so the shorter loops change nothing compared)
+_DEEPAR_ORACLE = {"epochs = 160": "epochs = 10", "for _ in range(80):": "for _ in range(10):",
+                  "for _ in range(150):": "for _ in range(10):"}
+
+
 def test_deepar_fixed_results_match_torch():
-    g, t = _run("deepar_forecast"), _run_torch("deepar_forecast")
+    g, t = _run("deepar_forecast"), _run_torch("deepar_forecast", skip=_DEEPAR_ORACLE)
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-5, atol=1e-6)
 
 
 def test_deepar_first_losses_match_torch():
-    g, t = _run("deepar_forecast"), _run_torch("deepar_forecast")
+    g, t = _run("deepar_forecast"), _run_torch("deepar_forecast", skip=_DEEPAR_ORACLE)
     _close(g["losses"][:10], t["losses"][:10], rtol=1e-5, atol=0)
     _close(g["count_losses"][:10], t["count_losses"][:10], rtol=1e-5, atol=0)
     _close(g["nbeats_losses"][:10], t["nbeats_losses"][:10], rtol=1e-5, atol=0)
