@@ -154,9 +154,7 @@ def _differentiable_backward(grads, x, w_ih, w_hh, b_ih, b_hh, h0, c0, reverse):
 
     inputs = (x, w_ih, w_hh, b_ih, b_hh, h0, c0)
     wrt = [k for k, t in enumerate(inputs) if t is not None and t.requires_grad]
-    gi = registry.apply(registry.OPS["addmm"], b_ih, x.reshape(-1, x.shape[-1]), w_ih.t()) \
-        if b_ih is not None else x.reshape(-1, x.shape[-1]).matmul(w_ih.t())
-    gi = gi.reshape(x.shape[0], x.shape[1], -1).unbind(0)
+    gi = F.linear(x, w_ih, b_ih).unbind(0)  # (as the per-step path's layers compute it)
     h, c, hs = h0, c0, [None] * x.shape[0]
     for t in _steps(x.shape[0], reverse):
         h, c = lstm_step(gi[t], h, c, w_hh, b_hh, None)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from ...ops.creation import full, tensor
-from ...ops.movement import cat, stack
+from ...ops.movement import _plain_arrays, cat, stack
 from ...tensor import Tensor
 
 __all__ = ["PackedSequence", "invert_permutation", "pack_padded_sequence", "pack_sequence",
@@ -201,19 +201,6 @@ def unpad_sequence(padded_sequences: Tensor, lengths: Tensor,
                                            _lengths_array(lengths))]
 
 
-def _plain(out: Tensor, sequences: tuple) -> bool:
-    """Whether ``pad_sequence`` may copy NumPy arrays: CPU tensors of ``out``'s dtype that
-    no autograd, trace or forward AD sees (a collated batch)."""
-    from ...ops import registry
-
-    if registry.state.traces or registry.fw_hook is not None or type(out._data) is not np.ndarray:
-        return False
-    rest = out.shape[2:]
-    return all(type(s) is Tensor and s._dtype is out._dtype and type(s._data) is np.ndarray
-               and not s.requires_grad and s._trace is None and s.shape[1:] == rest
-               for s in sequences)
-
-
 def pad_sequence(sequences: Tensor | Sequence[Tensor], batch_first: bool = False,
                  padding_value: float = 0.0, padding_side: str = "right") -> Tensor:
     """Stacks tensors of shape ``(L_i, *)`` into ``(max L, B, *)`` (``(B, max L, *)`` with
@@ -244,7 +231,9 @@ def pad_sequence(sequences: Tensor | Sequence[Tensor], batch_first: bool = False
     batch = len(sequences)
     dims = (batch, longest) if batch_first else (longest, batch)
     out = full((*dims, *first.shape[1:]), padding_value, dtype=first.dtype, device=first.device)
-    if _plain(out, sequences):  # a batch of data: straight into the array (no autograd to see)
+    arrays = _plain_arrays(list(sequences), stacked=True)
+    if arrays is not None and all(a.shape[1:] == out.shape[2:] for a in arrays):
+        # a batch of data: straight into the array (no autograd to see)
         for i, s in enumerate(sequences):
             n = s.shape[0]
             start = longest - n if padding_side == "left" else 0
