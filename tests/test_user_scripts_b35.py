@@ -172,13 +172,18 @@ def test_dreamer_actor_learns_in_imagination():
     assert math.isfinite(g["critic_losses"][-1])
 
 
+# torch's run stops once the compared first losses are in (the actor's start at 40)
+_DREAMER_ORACLE = {"iterations, warmup, batch_size = 120, 40, 16":
+                   "iterations, warmup, batch_size = 50, 40, 16"}
+
+
 def test_dreamer_fixed_results_match_torch():
-    g, t = _run("dreamer_lite"), _run_torch("dreamer_lite")
+    g, t = _run("dreamer_lite"), _run_torch("dreamer_lite", skip=_DREAMER_ORACLE)
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-5, atol=1e-6)
 
 
 def test_dreamer_first_losses_match_torch():
-    g, t = _run("dreamer_lite"), _run_torch("dreamer_lite")
+    g, t = _run("dreamer_lite"), _run_torch("dreamer_lite", skip=_DREAMER_ORACLE)
     _close(g["wm_losses"][:10], t["wm_losses"][:10], rtol=1e-5, atol=0)
     _close(g["kl_values"][:10], t["kl_values"][:10], rtol=1e-5, atol=1e-7)
     _close(g["actor_losses"][:10], t["actor_losses"][:10], rtol=1e-5, atol=0)

@@ -81,15 +81,20 @@ def test_sac_polyak_updates_and_replay_buffer():
     assert (done == 0).all()
 
 
+# torch's run stops once the compared losses and first episodes are in (t = 50 and 100)
+_SAC_ORACLE = {"num_envs, total_steps, start_steps, update_after = 8, 400, 40, 40":
+               "num_envs, total_steps, start_steps, update_after = 8, 100, 40, 40"}
+
+
 def test_sac_fixed_results_match_torch():
-    g, t = _run("sac_pendulum"), _run_torch("sac_pendulum")
+    g, t = _run("sac_pendulum"), _run_torch("sac_pendulum", skip=_SAC_ORACLE)
     _close_nested(g["fixed_results"], t["fixed_results"], rtol=1e-5, atol=1e-6)
     assert g["buffer_state"] == t["buffer_state"]
     _close(g["pre_tanh_range"], t["pre_tanh_range"], rtol=1e-5)
 
 
 def test_sac_first_losses_match_torch():
-    g, t = _run("sac_pendulum"), _run_torch("sac_pendulum")
+    g, t = _run("sac_pendulum"), _run_torch("sac_pendulum", skip=_SAC_ORACLE)
     for key in ("loss_q", "loss_pi", "alpha_loss", "alpha"):
         _close(g["history"][key][:40], t["history"][key][:40], rtol=1e-5, atol=0)
     _close(g["history"]["episodic_returns"][:8], t["history"]["episodic_returns"][:8],
