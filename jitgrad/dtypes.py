@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import builtins
 import functools
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -98,10 +99,26 @@ def __getattr__(name: str) -> dtype:
     return _limited(d)
 
 
+# The one-pass Numba loop that rounds a C-contiguous array (``ops.nn_kernels.round_bfloat16``,
+# set there): taken once Numba is loaded, or after ``_BFLOAT16_NUMPY_CALLS`` roundings in NumPy
+# (seven passes, about 5x the time), so that a process rounding a few tensors never loads Numba.
+bfloat16_loop: Callable | None = None
+_BFLOAT16_NUMPY_CALLS = 1000
+_bfloat16_numpy_calls = 0
+
+
 def round_to_bfloat16(a: np.ndarray) -> np.ndarray:
     """The float32 array ``a`` rounded to bfloat16 values (to nearest, ties to even; NaNs stay
     NaN): ``a`` itself when it holds only bfloat16 values already (a view stays a view)."""
+    global _bfloat16_numpy_calls
     a = np.asarray(a, dtype=np.float32)
+    if a.flags.c_contiguous and bfloat16_loop is not None and (
+            _bfloat16_numpy_calls >= _BFLOAT16_NUMPY_CALLS or "numba" in sys.modules):
+        out = np.empty(a.shape, np.uint32)
+        if not bfloat16_loop(a.reshape(-1).view(np.uint32), out.reshape(-1)):
+            return a
+        return out.view(np.float32)
+    _bfloat16_numpy_calls += 1
     bits = a.view(np.uint32)  # (same item size: any strides view)
     # (one buffer, updated in place: autocast rounds every product, and temporaries cost more
     # than the arithmetic)

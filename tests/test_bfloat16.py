@@ -135,9 +135,19 @@ def test_rounding_is_to_nearest_even_and_keeps_nan():
     assert np.isnan(got[2]) and got[3] == -np.inf
 
 
-def test_rounding_equals_torch_bit_for_bit_on_nans_strides_and_0d():
-    # (round_to_bfloat16 works in one buffer updated in place: NaN payloads below the kept
-    # bits, a carry into the exponent, a strided view and a 0-d array round as torch's do)
+@pytest.mark.parametrize("path", ["numpy", "numba"])
+def test_rounding_equals_torch_bit_for_bit_on_nans_strides_and_0d(path, monkeypatch):
+    # (round_to_bfloat16 works in one buffer updated in place, or in one Numba loop: NaN
+    # payloads below the kept bits, a carry into the exponent, a strided view and a 0-d array
+    # round as torch's do)
+    from jitgrad import dtypes
+    from jitgrad.ops import nn_kernels
+
+    if path == "numpy":
+        monkeypatch.setattr(dtypes, "bfloat16_loop", None)
+    else:
+        monkeypatch.setattr(dtypes, "_bfloat16_numpy_calls", dtypes._BFLOAT16_NUMPY_CALLS)
+        assert dtypes.bfloat16_loop is nn_kernels._round_bfloat16
     bits = np.array([0x7F800001, 0xFF800001, 0x7FFFFFFF, 0x3F808000, 0x3F818000, 0x3F80FFFF,
                      0x7F7FFFFF, 0x00008000, 0x80018000, 0x3F800000], np.uint32)
     rng = np.random.default_rng(0)
@@ -149,6 +159,8 @@ def test_rounding_equals_torch_bit_for_bit_on_nans_strides_and_0d():
         nan = np.isnan(theirs)
         np.testing.assert_array_equal(np.isnan(ours), nan)
         np.testing.assert_array_equal(ours.view(np.uint32)[~nan], theirs.view(np.uint32)[~nan])
+    exact = np.array([1.0, 0.5, -2.0], np.float32)  # (nothing to round: the array itself)
+    assert dtypes.round_to_bfloat16(exact) is exact
 
 
 def test_numpy_refuses_bfloat16_as_torch():

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from .. import dtypes
 from .._numba_load import load_overload
 
 __all__ = ["kernel", "usable"]
@@ -69,6 +70,32 @@ def compiled(namespace: dict, name: str, cache: dict, fastmath: Any = False,
             return dispatcher(*args)
         cache[name] = fn
     return fn
+
+
+# ---------------------------------------------------------------- bfloat16
+
+
+def round_bfloat16(bits, out):
+    """``out`` = the float32 bit patterns ``bits`` rounded to bfloat16 (to nearest, ties to
+    even; a NaN stays a NaN, made quiet): ``dtypes.round_to_bfloat16``'s passes in one. Whether
+    any value changed."""
+    changed = False
+    for i in range(bits.size):
+        b = bits[i]
+        if b & 0xFFFF:
+            changed = True
+        if (b & 0x7F800000) == 0x7F800000 and (b & 0x007FFFFF) != 0:
+            out[i] = (b | 0x00400000) & 0xFFFF0000
+        else:  # (wider than 32 bits in Numba: the mask drops the carry out, as uint32 does)
+            out[i] = (b + 0x7FFF + ((b >> 16) & 1)) & 0xFFFF0000
+    return changed
+
+
+def _round_bfloat16(bits, out):
+    return kernel("round_bfloat16")(bits, out)
+
+
+dtypes.bfloat16_loop = _round_bfloat16
 
 
 # ---------------------------------------------------------------- convolution
