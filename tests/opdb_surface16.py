@@ -1,6 +1,6 @@
 """opdb records of ``jitgrad/ops/torch_extras2.py`` (unbind, diagonal, diag_embed, diag,
-var_mean, std_mean, cdist, nansum, nanmean, ``Tensor.unfold``, index_put) and of
-``torch_extras3.py`` (clamp_min, clamp_max, cosine_similarity, pairwise_distance, rms_norm),
+var_mean, std_mean, nansum, nanmean, ``Tensor.unfold``, index_put), ``distances.py`` (cdist)
+and ``torch_extras3.py`` (clamp_min, clamp_max, cosine_similarity, pairwise_distance, rms_norm),
 appended to ``opdb.OP_DB``."""
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ def _moments_ref(fn):
     return ref
 
 
-def _cdist_ref(x1, x2, p=2.0):
+def _cdist_ref(x1, x2, p=2.0, compute_mode=None):
     d = np.abs(x1[..., :, None, :] - x2[..., None, :, :])
     if np.isinf(p):
         return d.max(-1)
@@ -109,6 +109,12 @@ def surface16_records() -> list:
                      _s(_arr(2, 5, 3), _arr(4, 3), 3.0, name="p3_batch"),
                      _s(_arr(5, 3), _arr(4, 3), float("inf"), name="pinf")),
                _cdist_ref, gradgrad=False),
+        # (the matrix-product form: the _euclidean_dist op, for more than 25 rows or asked for)
+        OpInfo("cdist_mm", "cdist",
+               _many(_s(_arr(5, 3), _arr(4, 3), compute_mode="use_mm_for_euclid_dist",
+                        name="asked"),
+                     _s(_arr(2, 26, 3), _arr(4, 3), name="rows_batch")),
+               _cdist_ref),
         OpInfo("nansum", "nansum", _many(_s(_arr(3, 4, gen=_nans), name="all"),
                                          _s(_arr(3, 4, gen=_nans), 1, keepdim=True, name="dim")),
                lambda x, dim=None, keepdim=False: np.nansum(x, dim, keepdims=keepdim)),

@@ -1,8 +1,8 @@
 """More torch ops that real scripts use, each with torch's node: unbind (``UnbindBackward0``),
 diagonal (``DiagonalBackward0``, a view), diag_embed (``DiagEmbedBackward0``), diag, var_mean
-(``VarMeanBackward0``), std_mean (``StdMeanBackward0``), cdist (``CdistBackward0``), nansum
-(``NansumBackward0``), nanmean (composed, as torch composes it), ``Tensor.unfold``
-(``UnfoldBackward0``, a view) and index_put / ``index_put_`` (``IndexPutBackward0``).
+(``VarMeanBackward0``), std_mean (``StdMeanBackward0``), nansum (``NansumBackward0``), nanmean
+(composed, as torch composes it), ``Tensor.unfold`` (``UnfoldBackward0``, a view) and
+index_put / ``index_put_`` (``IndexPutBackward0``) (cdist: ``distances``).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from .composite import (_correction, _np_var, _std_vjp, _var_decompose, _var_jvp
 from .indexing import INDEX_PUT, _normalize_key
 from .movement import stack
 from .reduce import _mean_dtype, expand_reduced
-from .registry import (AUTOCAST_FP32, LINEAR, MOVEMENT, MULTI_OUTPUT_VIEW, OPAQUE, apply,
+from .registry import (LINEAR, MOVEMENT, MULTI_OUTPUT_VIEW, OPAQUE, apply,
                        defop)
 from .selection import where
 from .surface import public
@@ -427,114 +427,3 @@ def index_put_(self, indices, values, accumulate: bool = False):
 
     _check_values(self, values)
     return inplace(self, lambda s, v: index_put(s, indices, v, accumulate), values)
-
-
-# ---------------------------------------------------------------- cdist
-
-
-def _pairwise(x1, x2):
-    return x1[..., :, None, :] - x2[..., None, :, :]
-
-
-def _cdist_impl(x1, x2, p):
-    d = np.abs(_pairwise(x1, x2))
-    if p == 0:
-        out = (d != 0).sum(-1).astype(x1.dtype)
-    elif np.isinf(p):
-        out = d.max(-1, initial=0)
-    elif p == 1:
-        out = d.sum(-1)
-    elif p == 2:
-        out = np.sqrt((d * d).sum(-1))
-    else:
-        out = (d ** p).sum(-1) ** (1 / p)
-    return np.asarray(out, dtype=x1.dtype)
-
-
-def _cdist_meta(x1, x2, p):
-    batch = np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
-    return tuple(batch) + (x1.shape[-2], x2.shape[-2]), dtypes.result_type(x1, x2)
-
-
-def _cdist_weights(ans, x1, x2, p):
-    """d dist_ij / d x1_i: one vector per pair (B, P, R, M); x2's is its negative."""
-    diff = x1.unsqueeze(-2) - x2.unsqueeze(-3)
-    dist = ans.unsqueeze(-1)
-    if p == 0:
-        return diff * 0.0
-    if p == 1:
-        return diff.sign()
-    if np.isinf(p):
-        return diff.sign() * (diff.abs() == dist)
-    if p == 2:
-        return where(dist == 0, 0.0, diff / where(dist == 0, 1.0, dist))
-    if p < 1:  # (as torch: zero where a component is zero)
-        scaled = diff.sign() * diff.abs() ** (p - 1) * where(dist == 0, 0.0, dist) ** (1 - p)
-        return where((diff == 0) | (dist == 0), 0.0, scaled)
-    return where(dist == 0, 0.0, diff * diff.abs() ** (p - 2) / where(
-        dist == 0, 1.0, dist) ** (p - 1))
-
-
-def _cdist_vjp(g, ans, x1, x2, p):
-    w = _cdist_weights(ans, x1, x2, p) * g.unsqueeze(-1)
-    return [w.sum(-2), -w.sum(-3)]
-
-
-def _cdist_jvp(tangents, ans, x1, x2, p):
-    w = _cdist_weights(ans, x1, x2, p)
-    t1, t2 = tangents
-    dt = (t1.unsqueeze(-2) if t1 is not None else 0) - (
-        t2.unsqueeze(-3) if t2 is not None else 0)
-    return (w * dt).sum(-1)
-
-
-CDIST = defop(
-    "cdist", _cdist_impl, kind=OPAQUE, autocast=AUTOCAST_FP32, meta=_cdist_meta, save=(0, 1),
-    save_output=True, vjp=_cdist_vjp, jvp=_cdist_jvp,
-    check_operands=refuse_dtypes(half="cdist"),  # (the matrix-product form takes them)
-    saved_names={"p": ("param", "p"), "x1": ("input", 0), "x2": ("input", 1),
-                 "result": ("output", 0)})
-
-
-def _euclidean_dist(x1, x2):
-    """torch's matrix-product form of the p=2 distance (used for more than 25 rows)."""
-    from .creation import ones_like
-    from .movement import cat
-
-    n1 = x1.pow(2).sum(-1, keepdim=True)
-    n2 = x2.pow(2).sum(-1, keepdim=True)
-    a = cat([x1.mul(-2), n1, ones_like(n1)], -1)
-    b = cat([x2, ones_like(n2), n2], -1)
-    return a.matmul(b.transpose(-2, -1)).clamp(min=1e-30).sqrt()
-
-
-_MODES = ("use_mm_for_euclid_dist_if_necessary", "use_mm_for_euclid_dist",
-          "donot_use_mm_for_euclid_dist")
-
-
-@public("cdist")
-def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if_necessary"):
-    """The ``p``-norm distances between the rows of ``x1`` (B, P, M) and of ``x2`` (B, R, M):
-    (B, P, R); batch dims broadcast."""
-    if x1.ndim < 2:
-        raise RuntimeError(f"cdist only supports at least 2D tensors, X1 got: {x1.ndim}D")
-    if x2.ndim < 2:
-        raise RuntimeError(f"cdist only supports at least 2D tensors, X2 got: {x2.ndim}D")
-    if x1.shape[-1] != x2.shape[-1]:
-        raise RuntimeError(f"X1 and X2 must have the same number of columns. X1: "
-                           f"{x1.shape[-1]} X2: {x2.shape[-1]}")
-    if not (x1.dtype.is_floating_point and x2.dtype.is_floating_point):
-        raise RuntimeError(f"cdist only supports floating-point dtypes, X1 got: "
-                           f"{x1.dtype._scalar_name}")
-    if p < 0:
-        raise RuntimeError("cdist only supports non-negative p values")
-    if compute_mode not in _MODES:
-        raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
-    mm = compute_mode == "use_mm_for_euclid_dist" or (
-        compute_mode == _MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))
-    if p == 2 and mm:
-        batch = np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2]))
-        a = x1.expand(tuple(batch) + tuple(x1.shape[-2:]))
-        b = x2.expand(tuple(batch) + tuple(x2.shape[-2:]))
-        return _euclidean_dist(a, b)
-    return apply(CDIST, x1, x2, p=float(p))
