@@ -19,6 +19,7 @@ from .ops import special24_poly as _p
 from .ops.numpy_compat import torch_names
 from .ops.out_arg import write_out
 from .ops.registry import OpDef, apply
+from .ops.surface import need_tensor
 
 __all__ = ["airy_ai", "bessel_j0", "bessel_j1", "bessel_y0", "bessel_y1",
            "chebyshev_polynomial_t", "chebyshev_polynomial_u", "chebyshev_polynomial_v",
@@ -142,8 +143,8 @@ def _check_out_cast(input: Any, other: Any, out: Any) -> None:
 
 def _incomplete_gamma(op: OpDef, fname: str, input: Any, other: Any, out: Any) -> Any:  # noqa: A002
     input, other = _operand(input), _operand(other)
-    _g.need_tensor(fname, "input", 1, input)
-    _g.need_tensor(fname, "other", 2, other)
+    need_tensor(fname, "input", 1, input)
+    need_tensor(fname, "other", 2, other)
     if out is not None:
         _check_out_cast(input, other, out)
     result = apply(op, input, other)

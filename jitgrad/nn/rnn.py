@@ -341,7 +341,8 @@ class LSTM(RNNBase):
 
     def forward(self, input: Tensor, hx: tuple | None = None  # noqa: A002
                 ) -> tuple[Tensor, tuple[Tensor, Tensor]]:
-        h0, c0 = (None, None) if hx is None else hx
+        h0, c0 = (None, None) if hx is None else (hx[0], hx[1])  # (torch indexes: a bare
+        # tensor of one state gets its IndexError)
         if hx is not None and not isinstance(input, PackedSequence) and input.ndim in (2, 3) \
                 and (h0.ndim != input.ndim or c0.ndim != input.ndim):
             what = "batched 3-D" if input.ndim == 3 else "unbatched 2-D"
@@ -456,6 +457,9 @@ class LSTMCell(RNNCellBase):
 
     def forward(self, input: Tensor, hx: tuple | None = None  # noqa: A002
                 ) -> tuple[Tensor, Tensor]:
+        if isinstance(hx, Tensor):
+            raise TypeError("lstm_cell(): argument 'hx' (position 2) must be tuple of Tensors, "
+                            "not Tensor")
         h0, c0 = (None, None) if hx is None else hx
         x, h, batched = self._prepare(input, h0, 0, "hx[0]")
         _, c, _ = self._prepare(input, c0, 1, "hx[1]")

@@ -63,6 +63,10 @@ def segment_reduce(data: Any, reduce: str, *, lengths: Any = None, indices: Any 
     how = _REDUCES[reduce]
     lens = _lengths_of(data, lengths, indices, offsets)
     axis = axis % max(data.ndim, 1)
+    if axis != lens.ndim - 1:  # (the segments run along the lengths' last dim)
+        kind = "lengths" if lengths is not None else "offsets"
+        raise RuntimeError(f"segment_reduce(): Expected axis to be the last dimension of {kind} "
+                           f"but got {axis}.")
     if (lens < 0).any():
         raise RuntimeError("Expected segment_length >= 0 to be true, but got false.  (Could "
                            "this error message be improved?  If so, please report an "

@@ -18,7 +18,7 @@ from .dtype_rules import refuse_dtypes
 from .arg_errors import invalid_combination
 from .elementwise import _BINARY, _abs_inplace, _pw, where
 from .registry import BOOL, ELEMENTWISE, FLOAT, POINTWISE, Public, apply, defop
-from .surface import public
+from .surface import public, tensor_operands
 
 _PI = math.pi
 _LOG2E = 1.0 / math.log(2.0)
@@ -189,12 +189,17 @@ def _fminmax_template(cmp: str) -> str:
 
 FMAX = _pw("fmax", np.fmax, _fmax_vjp(lambda a, b: a >= b), _fminmax_template(">="),
            save=(0, 1), meta=_not_for("fmax", "complex"), check_operands=refuse_dtypes(
-               complex=(RuntimeError, "fmax not implemented for complex tensors.")),
-           public=Public("fmax", method=True, args=_BINARY))
+               complex=(RuntimeError, "fmax not implemented for complex tensors.")))
 FMIN = _pw("fmin", np.fmin, _fmax_vjp(lambda a, b: a <= b), _fminmax_template("<="),
            save=(0, 1), meta=_not_for("fmin", "complex"), check_operands=refuse_dtypes(
-               complex=(RuntimeError, "fmin not implemented for complex tensors.")),
-           public=Public("fmin", method=True, args=_BINARY))
+               complex=(RuntimeError, "fmin not implemented for complex tensors.")))
+# (two Tensors, no number: torch's TypeError otherwise)
+fmax = public("fmax")(tensor_operands(FMAX, "fmax", False))
+fmin = public("fmin")(tensor_operands(FMIN, "fmin", False))
+_fmax_method = public(method="fmax")(tensor_operands(FMAX, "fmax", True))
+_fmin_method = public(method="fmin")(tensor_operands(FMIN, "fmin", True))
+fmax.__doc__ = "The elementwise maximum of two tensors, ignoring a NaN against a number."
+fmin.__doc__ = "The elementwise minimum of two tensors, ignoring a NaN against a number."
 
 
 # ---------------------------------------------------------------- heaviside, logic, bits

@@ -22,7 +22,7 @@ from .indexing import getitem
 from .linalg import matmul
 from .overloads import scalar_first
 from .registry import OPS, apply, lane
-from .surface import public
+from .surface import public, tensor_operands
 
 
 def _operand(x: Any) -> Any:
@@ -137,14 +137,13 @@ def pow(input, exponent):  # noqa: A001,A002
     return out
 
 
-@public("maximum", method=True)
-def maximum(input, other):  # noqa: A002
-    return apply(ew.MAXIMUM, input, other)
-
-
-@public("minimum", method=True)
-def minimum(input, other):  # noqa: A002
-    return apply(ew.MINIMUM, input, other)
+# (two Tensors, no number: torch's TypeError otherwise)
+maximum = public("maximum")(tensor_operands(ew.MAXIMUM, "maximum", False))
+minimum = public("minimum")(tensor_operands(ew.MINIMUM, "minimum", False))
+_maximum_method = public(method="maximum")(tensor_operands(ew.MAXIMUM, "maximum", True))
+_minimum_method = public(method="minimum")(tensor_operands(ew.MINIMUM, "minimum", True))
+maximum.__doc__ = "The elementwise maximum of two tensors (NaN if either is NaN)."
+minimum.__doc__ = "The elementwise minimum of two tensors (NaN if either is NaN)."
 
 
 @public(("clamp", "clip"), method=True, inplace=("clamp_", "clip_"))

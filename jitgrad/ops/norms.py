@@ -289,7 +289,7 @@ def linalg_norm(A, ord=None, dim=None, keepdim: bool = False, *,  # noqa: A002,N
     if A.ndim not in (1, 2):
         raise RuntimeError("linalg.norm: If dim is not specified but ord is, the input must be "
                            f"1D or 2D. Got {A.ndim}D.")
-    if A.ndim == 1:
+    if A.ndim == 1 and not isinstance(ord, str):  # (a string: matrix_norm refuses 1-D)
         return vector_norm(A, ord, None, keepdim, dtype=dtype)
     return matrix_norm(A, ord, (-2, -1), keepdim, dtype=dtype)
 

@@ -328,12 +328,21 @@ def amin(input, dim=(), keepdim: bool = False):  # noqa: A002
     return apply(AMIN, input, dims=dims, keepdim=keepdim)
 
 
+_MAX_MIN_SIGNATURES = (
+    "Tensor input, *, Tensor out = None", "Tensor input, Tensor other, *, Tensor out = None",
+    "Tensor input, int dim, bool keepdim = False, *, tuple of Tensors out = None")
+
+
 def _max_min(all_op, dim_op, pair_fn, name):
     def fn(input, dim=None, keepdim=False):  # noqa: A002
         if dim is None:
             return apply(all_op, input, dims=tuple(range(input.ndim)), keepdim=False)
         if isinstance(dim, registry.Tensor):
             return pair_fn(input, dim)
+        if isinstance(dim, float):  # (a number is no Tensor other: torch's parser error)
+            from .arg_errors import invalid_combination
+
+            raise invalid_combination(name, (input, dim), {}, _MAX_MIN_SIGNATURES)
         d = wrap_dim(dim, input.ndim)
         _nonempty_dims(name, input, (d,))
         values, indices = apply(dim_op, input, dim=d, keepdim=keepdim)

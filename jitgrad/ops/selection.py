@@ -80,7 +80,7 @@ def masked_fill(input, mask, value):  # noqa: A002
     """``value`` (a number or a 0-d tensor) where ``mask`` is True, else ``input``."""
     if mask.dtype is not dtypes.bool:
         raise RuntimeError("masked_fill_ only supports boolean masks, but got mask with dtype "
-                           f"{_dtype_word(mask.dtype)}")
+                           f"{dtypes.CPP_NAMES.get(mask.dtype.name, mask.dtype.name)}")
     if isinstance(value, registry.Tensor):
         if value.ndim != 0:
             raise RuntimeError("masked_fill_ only supports a 0-dimensional value tensor, but "
@@ -89,11 +89,6 @@ def masked_fill(input, mask, value):  # noqa: A002
             value = value.to(input.dtype)
         return apply(MASKED_FILL_TENSOR, input, mask, value)
     return apply(MASKED_FILL, input, mask, value=value)
-
-
-def _dtype_word(d: dtypes.dtype) -> str:
-    return {"float32": "float", "float64": "double", "int64": "long", "int32": "int"}.get(
-        d.name, d.name)
 
 
 # ---------------------------------------------------------------- masked_select / scatter
@@ -185,10 +180,10 @@ def masked_scatter(input, mask, source):  # noqa: A002
     """``input`` with the positions where ``mask`` is True filled, in order, from ``source``."""
     if mask.dtype is not dtypes.bool:
         raise RuntimeError("masked_scatter_ only supports boolean masks, but got mask with "
-                           f"dtype {_dtype_word(mask.dtype)}")
-    if source.dtype is not input.dtype:
+                           f"dtype {mask.dtype._scalar_name}")
+    if source.dtype is not input.dtype:  # (torch's text has no space after "got")
         raise RuntimeError("masked_scatter: expected self and source to have same dtypes but "
-                           f"got {_dtype_word(input.dtype)} and {_dtype_word(source.dtype)}")
+                           f"got{input.dtype._scalar_name} and {source.dtype._scalar_name}")
     if not _is_traced(mask):
         shape = broadcast_shapes(tuple(mask.shape), tuple(input.shape))  # (torch's order)
         ones = int(mask.expand(shape).sum().item()) if mask.is_cuda else \

@@ -17,7 +17,6 @@ second argument (``IgammaBackward0``: ``exp((a - 1) log x - x - lgamma(a))``; ze
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 
@@ -27,7 +26,7 @@ from ._special24_tables import IGAM_D
 from .registry import ELEMENTWISE, POINTWISE, apply, defop
 from .op_fields import no_derivative
 from .special24 import real_op
-from .surface import _operand, public
+from .surface import _operand, need_tensor, public, tensor_operands
 
 _MACHEP = 1.11022302462515654042e-16
 _MAXLOG = 7.09782712893383996843e2
@@ -344,27 +343,6 @@ ZETA = real_op("special_zeta", _binary(zeta_scalar), half=True, save=(0, 1),
 
 
 
-def need_tensor(fname: str, arg: str, position: int, value: Any) -> None:
-    """torch's argument-parser error for a number (or other non-tensor) where only a Tensor is
-    taken: ``igamma(): argument 'other' (position 2) must be Tensor, not float``."""
-    from ..tensor import Tensor
-
-    if not isinstance(value, Tensor):
-        raise TypeError(f"{fname}(): argument '{arg}' (position {position}) must be Tensor, "
-                        f"not {type(value).__name__}")
-
-
-def _igamma_form(op, fname: str, method: bool):
-    def fn(input, other):  # noqa: A002
-        input, other = _operand(input), _operand(other)
-        if not method:
-            need_tensor(fname, "input", 1, input)
-        need_tensor(fname, "other", 1 if method else 2, other)
-        return apply(op, input, other)
-    fn.__name__ = fn.__qualname__ = fname
-    return fn
-
-
 def _inplace_form(op, fname: str):
     def fn(input, other):  # noqa: A002
         from .inplace import inplace
@@ -375,10 +353,10 @@ def _inplace_form(op, fname: str):
     return fn
 
 
-igamma = public("igamma")(_igamma_form(IGAMMA, "igamma", False))
-igammac = public("igammac")(_igamma_form(IGAMMAC, "igammac", False))
-_igamma_method = public(method="igamma")(_igamma_form(IGAMMA, "igamma", True))
-_igammac_method = public(method="igammac")(_igamma_form(IGAMMAC, "igammac", True))
+igamma = public("igamma")(tensor_operands(IGAMMA, "igamma", False))
+igammac = public("igammac")(tensor_operands(IGAMMAC, "igammac", False))
+_igamma_method = public(method="igamma")(tensor_operands(IGAMMA, "igamma", True))
+_igammac_method = public(method="igammac")(tensor_operands(IGAMMAC, "igammac", True))
 _igamma_ = public(method="igamma_")(_inplace_form(IGAMMA, "igamma_"))
 _igammac_ = public(method="igammac_")(_inplace_form(IGAMMAC, "igammac_"))
 igamma.__doc__ = "The regularized lower incomplete gamma function ``P(input, other)``."

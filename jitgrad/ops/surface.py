@@ -53,6 +53,30 @@ def _operand(x: Any) -> Any:
     return x
 
 
+def need_tensor(fname: str, arg: str, position: int, value: Any) -> None:
+    """torch's argument-parser error for a number (or other non-tensor) where only a Tensor is
+    taken: ``igamma(): argument 'other' (position 2) must be Tensor, not float``."""
+    from ..tensor import Tensor
+
+    if not isinstance(value, Tensor):
+        raise TypeError(f"{fname}(): argument '{arg}' (position {position}) must be Tensor, "
+                        f"not {type(value).__name__}")
+
+
+def tensor_operands(op: OpDef, fname: str, method: bool) -> Callable:
+    """The public function (``method``: the Tensor method) of a binary op whose torch
+    signature takes two Tensors and no number (``maximum``, ``fmax``, ``igamma``): torch's
+    TypeError for a number operand, positions counted as torch counts them."""
+    def fn(input, other):  # noqa: A002
+        input, other = _operand(input), _operand(other)
+        if not method:
+            need_tensor(fname, "input", 1, input)
+        need_tensor(fname, "other", 1 if method else 2, other)
+        return apply(op, input, other)
+    fn.__name__ = fn.__qualname__ = fname
+    return fn
+
+
 def op_function(op: OpDef, write_out: Callable | None = None) -> Callable:
     """The public function of ``op`` (from its ``public`` declaration), made once; with
     ``write_out`` (``out_arg.write_out``), its variant with torch's ``out=`` argument."""

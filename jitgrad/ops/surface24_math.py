@@ -539,6 +539,10 @@ def index_reduce(input: Any, dim: int, index: Any, source: Any, reduce: str, *, 
     if reduce not in ("prod", "mean", "amax", "amin"):
         raise RuntimeError(f"index_reduce(): Expected reduce to be one of prod, mean, amax or "
                            f"amin but got {reduce}.")
+    from .. import _config
+
+    _config.warn_once("index_reduce", "index_reduce() is in beta and the API may change at any "
+                      "time.")
     d = wrap_dim(dim, max(input.ndim, 1))
     shape = [1] * source.ndim
     if source.ndim:
