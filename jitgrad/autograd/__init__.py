@@ -14,6 +14,7 @@ from ..tensor import Tensor, _new
 from ..tensor import graph as _tensor_graph
 from . import graph
 from .anomaly import detect_anomaly, set_detect_anomaly
+from .engine import checkpoint_valid as _is_checkpoint_valid
 from .engine import gradient_edge, run_backward
 from .function import Function, once_differentiable
 from .grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled

@@ -31,7 +31,7 @@ from .._meta import touches_meta
 
 _ndarray = np.ndarray
 # This thread's running backward passes ("graph tasks"), innermost last: [id, callbacks, the
-# set of nodes it runs] each
+# set of nodes it runs, whether it runs all of them (no ``inputs``)] each
 _local = threading.local()
 _task_ids = itertools.count()
 
@@ -58,6 +58,14 @@ def queue_callback(callback: Callable[[], None]) -> None:
     tasks[-1][1].append(callback)
 
 
+def checkpoint_valid() -> bool:
+    """torch's ``autograd._is_checkpoint_valid``: False inside a backward pass restricted to
+    ``inputs`` (``autograd.grad``, ``backward(inputs=...)``), which a reentrant checkpoint's
+    inner backward cannot honour."""
+    tasks = _tasks()
+    return not tasks or tasks[-1][3]
+
+
 def will_execute(node: Any) -> bool:
     """Whether the backward pass running now runs ``node`` (torch's
     ``_will_engine_execute_node``); True outside a backward pass."""
@@ -78,7 +86,7 @@ def run_backward(roots: list, grad_roots: list, retain_graph: bool, create_graph
         with _torch_function.DisableTorchFunction():
             return run_backward(roots, grad_roots, retain_graph, create_graph, inputs,
                                 accumulate)
-    task = [next(_task_ids), [], None]
+    task = [next(_task_ids), [], None, inputs is None]
     tasks = _tasks()
     tasks.append(task)
     try:
