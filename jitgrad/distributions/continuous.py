@@ -22,7 +22,7 @@ def _uniform(shape: Any, like: Any, low: float = 0.0, high: float = 1.0) -> Any:
     """Uniform draws in ``[low, high)`` of ``shape`` with ``like``'s dtype (``uniform_``'s)."""
     if like.device.type == "cpu" and (low, high) != (0.0, 1.0):
         return sample("uniform", tuple(shape), like.dtype, low=float(low), high=float(high))
-    u = jitgrad.rand(*tuple(shape), dtype=like.dtype, device=like.device)
+    u = jitgrad.rand(tuple(shape), dtype=like.dtype, device=like.device)
     if low == 0.0 and high == 1.0:
         return u
     return u * (high - low) + low

@@ -123,7 +123,7 @@ class Bernoulli(_ProbsOrLogits, ExponentialFamily):
         if self._validate_args:
             self._validate_sample(value)
         logits, value = broadcast_all(self.logits, value)
-        return -_bce_logits(logits, value.to(logits.dtype))
+        return -_bce_logits(logits, value)  # (as torch: an integer value is refused there)
 
     def entropy(self) -> Any:
         return _bce_logits(self.logits, self.probs)
@@ -194,7 +194,7 @@ class Geometric(_ProbsOrLogits):
         shape = self._extended_shape(sample_shape)
         tiny = _finfo(self.probs)[0]
         with jitgrad.no_grad():
-            u = jitgrad.rand(*tuple(shape), dtype=self.probs.dtype).clamp(min=tiny)
+            u = jitgrad.rand(tuple(shape), dtype=self.probs.dtype).clamp(min=tiny)
             return (u.log() / (-self.probs).log1p()).floor()
 
     def log_prob(self, value: Any) -> Any:
@@ -461,7 +461,7 @@ class Poisson(ExponentialFamily):
             r = rate.unsqueeze(-1)
             log_pmf = xlogy(k, r) - r - lgamma(k + 1)
             cdf = log_pmf.exp().cumsum(-1)
-            u = jitgrad.rand(*tuple(shape), dtype=jitgrad.float64).unsqueeze(-1)
+            u = jitgrad.rand(tuple(shape), dtype=jitgrad.float64).unsqueeze(-1)
             return (cdf < u).sum(-1).to(self.rate.dtype)
 
     def log_prob(self, value: Any) -> Any:

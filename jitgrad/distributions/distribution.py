@@ -99,7 +99,7 @@ class Distribution:
     @property
     def mean(self) -> Any:
         """The mean of the distribution."""
-        raise NotImplementedError(f"{self.__class__} does not implement mean")
+        raise NotImplementedError  # (torch's: no text, unlike mode's)
 
     @property
     def mode(self) -> Any:
@@ -109,7 +109,7 @@ class Distribution:
     @property
     def variance(self) -> Any:
         """The variance of the distribution."""
-        raise NotImplementedError(f"{self.__class__} does not implement variance")
+        raise NotImplementedError
 
     @property
     def stddev(self) -> Any:
@@ -127,8 +127,8 @@ class Distribution:
 
     def sample_n(self, n: int) -> Any:
         """Draws ``n`` samples (deprecated in torch; use ``sample((n,))``)."""
-        warnings.warn("sample_n will be deprecated. Use .sample((n,)) instead",
-                      UserWarning, stacklevel=2)
+        warnings.warn("`sample_n(n)` will be deprecated. Use `sample((n,))` instead.",
+                      FutureWarning, stacklevel=2)
         return self.sample(jitgrad.Size((n,)))
 
     def log_prob(self, value: Any) -> Any:

@@ -174,8 +174,8 @@ def _kl_independent_independent(p: Independent, q: Independent) -> Any:
 def _kl_multivariatenormal_multivariatenormal(p: MultivariateNormal,
                                               q: MultivariateNormal) -> Any:
     if p.event_shape != q.event_shape:
-        raise ValueError("KL-divergence between two Multivariate Normals with different event "
-                         "shapes cannot be computed")
+        raise ValueError(f"KL-divergence between two Multivariate Normals with{' ' * 26}"
+                         "different event shapes cannot be computed")
     p_tril, q_tril = p._unbroadcasted_scale_tril, q._unbroadcasted_scale_tril
     half_term1 = (q_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1)
                   - p_tril.diagonal(dim1=-2, dim2=-1).log().sum(-1))

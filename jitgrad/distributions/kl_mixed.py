@@ -52,8 +52,8 @@ def _batch_trace_XXT(bmat: Any) -> Any:  # noqa: N802 (torch's name)
 def _kl_multivariatenormal_lowrankmultivariatenormal(p: Any, q: Any) -> Any:
     if p.event_shape != q.event_shape:
         raise ValueError(
-            "KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
-            "cannot be computed"
+            f"KL-divergence between two (Low Rank) Multivariate Normals with{' ' * 26}"
+            "different event shapes cannot be computed"
         )
     term1 = _batch_lowrank_logdet(
         q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril
@@ -75,8 +75,8 @@ def _kl_multivariatenormal_lowrankmultivariatenormal(p: Any, q: Any) -> Any:
 def _kl_lowrankmultivariatenormal_multivariatenormal(p: Any, q: Any) -> Any:
     if p.event_shape != q.event_shape:
         raise ValueError(
-            "KL-divergence between two (Low Rank) Multivariate Normals with different event shapes "
-            "cannot be computed"
+            f"KL-divergence between two (Low Rank) Multivariate Normals with{' ' * 26}"
+            "different event shapes cannot be computed"
         )
     term1 = 2 * q._unbroadcasted_scale_tril.diagonal(dim1=-2, dim2=-1).log().sum(
         -1

@@ -142,8 +142,8 @@ def _kl_halfnormal_halfnormal(p: Any, q: Any) -> Any:
 def _kl_lowrankmultivariatenormal_lowrankmultivariatenormal(p: Any, q: Any) -> Any:
     if p.event_shape != q.event_shape:
         raise ValueError(
-            "KL-divergence between two Low Rank Multivariate Normals with different event shapes "
-            "cannot be computed"
+            f"KL-divergence between two Low Rank Multivariate Normals with{' ' * 26}"
+            "different event shapes cannot be computed"
         )
     term1 = _batch_lowrank_logdet(
         q._unbroadcasted_cov_factor, q._unbroadcasted_cov_diag, q._capacitance_tril

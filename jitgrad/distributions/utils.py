@@ -68,7 +68,7 @@ def broadcast_all(*values: Any) -> tuple[Any, ...]:
 
 def _standard_normal(shape: Any, dtype: Any, device: Any = None) -> Any:
     """Standard normal draws of ``shape`` from jitgrad's default generator."""
-    return jitgrad.randn(*tuple(shape), dtype=dtype)
+    return jitgrad.randn(tuple(shape), dtype=dtype, device=device)
 
 
 def _sum_rightmost(value: Any, dim: int) -> Any:

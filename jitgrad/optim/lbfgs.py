@@ -195,7 +195,9 @@ class LBFGS(Optimizer):
                 return closure()
 
         group = self.param_groups[0]
-        lr, max_iter, max_eval = float(group["lr"]), group["max_iter"], group["max_eval"]
+        lr, max_iter, max_eval = group["lr"], group["max_iter"], group["max_eval"]
+        if isinstance(lr, Tensor) and lr.dim() != 0:  # (torch keeps a number as it is: an int
+            lr = lr.squeeze()  # lr gives an int step t)
         tolerance_grad, tolerance_change = group["tolerance_grad"], group["tolerance_change"]
         line_search_fn, history_size = group["line_search_fn"], group["history_size"]
         state = self.state[self._params[0]]
