@@ -1,0 +1,206 @@
+"""What the user-script sets Q35-T35 (N-BEATS/TFT, EGNN/SchNet, distributions, differentiable
+physics with LBFGS) found: each case as torch behaves."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+import jitgrad as jg
+from jitgrad import nn
+
+D = jg.distributions
+
+# ------------------------------------------------------------------ cdist's matrix-product form
+
+
+@pytest.mark.parametrize("dtype", [jg.float32, jg.float64])
+def test_cdist_product_form_gives_zero_to_a_row_and_itself(dtype):
+    # (a clamp at 1e-30 gave 1e-15, and `dist > 0` masks of self-pairs kept every pair)
+    rows = jg.tensor([[float(i % 3), float(i % 5), 1.0] for i in range(30)], dtype=dtype)
+    assert (jg.cdist(rows, rows).diagonal() == 0).all()
+    x = jg.tensor([[0.0, 0, 0], [1, 2, 2]], dtype=dtype)
+    d = jg.cdist(x, x, compute_mode="use_mm_for_euclid_dist")
+    assert d.tolist() == [[0.0, 3.0], [3.0, 0.0]]
+
+
+def test_cdist_product_form_node_and_zero_distance_subgradient():
+    x = jg.tensor([[0.0, 0, 0], [1, 2, 2]], requires_grad=True)
+    d = jg.cdist(x, x, compute_mode="use_mm_for_euclid_dist")
+    assert d.grad_fn.name() == "ViewBackward0"
+    assert d.grad_fn.next_functions[0][0].name() == "EuclideanDistBackward0"
+    g, = jg.autograd.grad(d.sum(), x, create_graph=True)
+    # d|x_i - x_j| / dx_i over j != i only: the zero distances add the subgradient 0
+    np.testing.assert_allclose(g.detach().numpy(), [[-2 / 3, -4 / 3, -4 / 3],
+                                                    [2 / 3, 4 / 3, 4 / 3]], rtol=1e-6)
+    gg, = jg.autograd.grad(g.pow(2).sum(), x)
+    assert np.isfinite(gg.numpy()).all()
+    # under jit (the op's primitives): the same finite gradient
+    y = jg.tensor([[0.0, 0, 0], [1, 2, 2]] * 14, requires_grad=True)
+    eager, = jg.autograd.grad(jg.cdist(y, y).sum(), y)
+    jitted, = jg.autograd.grad(jg.jit(lambda t: jg.cdist(t, t).sum())(y), y)
+    np.testing.assert_allclose(jitted.numpy(), eager.numpy(), rtol=1e-5, atol=1e-6)
+
+
+def test_cdist_product_form_gradients_pass_gradcheck_over_batches():
+    rng = np.random.default_rng(0)
+    a = jg.tensor(rng.standard_normal((3, 4, 3)), requires_grad=True)
+    b = jg.tensor(rng.standard_normal((1, 5, 3)), requires_grad=True)
+
+    def f(u, v):
+        return jg.cdist(u, v, compute_mode="use_mm_for_euclid_dist")
+    assert jg.autograd.gradcheck(f, (a, b))
+    assert jg.autograd.gradgradcheck(f, (a, b))
+
+
+def test_cdist_matches_torch_on_both_forms():
+    torch = pytest.importorskip("torch")
+    rng = np.random.default_rng(1)
+    a, b = rng.standard_normal((2, 40, 7)), rng.standard_normal((2, 33, 7))
+    ct = rng.standard_normal((2, 40, 33))
+    out = {}
+    for lib in (jg, torch):
+        x = lib.tensor(a, requires_grad=True)
+        y = lib.tensor(b, requires_grad=True)
+        d = lib.cdist(x, y)
+        d.backward(lib.tensor(ct))
+        out[lib] = [t.detach().numpy() for t in (d, x.grad, y.grad)]
+    for ours, theirs in zip(out[jg], out[torch]):
+        np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-12)
+
+
+def test_cdist_refuses_mixed_dtypes_as_torch():
+    small, large = (3, 3), (30, 3)
+    with pytest.raises(RuntimeError, match="^expected scalar type Double but found Float$"):
+        jg.cdist(jg.randn(*small, dtype=jg.float64), jg.randn(*small))
+    with pytest.raises(RuntimeError, match="^expected m1 and m2 to have the same dtype, but got: "
+                                           "double != float$"):
+        jg.cdist(jg.randn(*large, dtype=jg.float64), jg.randn(*large))
+    with pytest.raises(RuntimeError, match="^\"cdist\" not implemented for 'BFloat16'$"):
+        jg.cdist(jg.randn(*small, dtype=jg.bfloat16), jg.randn(*small))
+
+
+# ------------------------------------------------------------------ argument errors
+
+
+def test_linalg_norm_with_a_matrix_order_refuses_a_vector():
+    for order in ("fro", "nuc"):
+        with pytest.raises(RuntimeError, match="linalg.matrix_norm: The input tensor A must "
+                                               "have at least 2 dimensions."):
+            jg.linalg.norm(jg.tensor([1.0, -3.0]), ord=order)
+
+
+@pytest.mark.parametrize("name", ["maximum", "minimum", "fmax", "fmin"])
+def test_binary_ops_of_two_tensors_refuse_a_number(name):
+    x = jg.tensor([-1.0, 2.0])
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'other' \(position 2\) must be "
+                                        r"Tensor, not float$"):
+        getattr(jg, name)(x, 0.5)
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'other' \(position 1\) must be "
+                                        r"Tensor, not float$"):
+        getattr(x, name)(0.5)
+    with pytest.raises(TypeError, match=rf"^{name}\(\): argument 'input' \(position 1\) must be "
+                                        r"Tensor, not float$"):
+        getattr(jg, name)(0.5, x)
+    out = jg.empty(2)
+    getattr(jg, name)(x, jg.tensor([0.5, 0.5]), out=out)
+    assert out.tolist() == ([0.5, 2.0] if name in ("maximum", "fmax") else [-1.0, 0.5])
+
+
+def test_max_and_min_of_a_tensor_and_a_number_is_a_parser_error():
+    for name in ("max", "min"):
+        with pytest.raises(TypeError, match=rf"^{name}\(\) received an invalid combination of "
+                                            r"arguments - got \(Tensor, float\), but expected"):
+            getattr(jg, name)(jg.tensor([-1.0, 2.0]), 0.5)
+
+
+def test_lstm_state_errors():
+    lstm = nn.LSTM(4, 5, batch_first=True)
+    with pytest.raises(IndexError, match="index 1 is out of bounds for dimension 0 with size 1"):
+        lstm(jg.zeros(3, 7, 4), jg.zeros(1, 3, 5))  # (one tensor where (h0, c0) goes)
+    with pytest.raises(TypeError, match=r"lstm_cell\(\): argument 'hx' \(position 2\) must be "
+                                        "tuple of Tensors, not Tensor"):
+        nn.LSTMCell(4, 5)(jg.zeros(3, 4), jg.zeros(3, 5))
+
+
+def test_mask_dtype_errors_name_the_dtype_as_torch():
+    x = jg.zeros(2)
+    for dtype, word in ((jg.int64, "long int"), (jg.uint8, "unsigned char"),
+                        (jg.int16, "short int"), (jg.float16, "c10::Half")):
+        with pytest.raises(RuntimeError, match=f"boolean masks, but got mask with dtype {word}$"):
+            x.masked_fill(jg.ones(2, dtype=dtype), 1.0)
+    with pytest.raises(RuntimeError, match="boolean masks, but got mask with dtype Long$"):
+        x.masked_scatter(jg.ones(2, dtype=jg.int64), jg.ones(2))
+    with pytest.raises(RuntimeError, match="same dtypes but gotFloat and Double$"):
+        x.masked_scatter(jg.ones(2, dtype=jg.bool), jg.ones(2, dtype=jg.float64))
+
+
+def test_segment_reduce_axis_must_be_the_lengths_last_dim():
+    data = jg.randn(2, 5)
+    with pytest.raises(RuntimeError, match="Expected axis to be the last dimension of lengths "
+                                           "but got 1."):
+        jg.segment_reduce(data, "sum", lengths=jg.tensor([2, 3]), axis=1)
+    with pytest.raises(RuntimeError, match="Expected axis to be the last dimension of offsets "
+                                           "but got 1."):
+        jg.segment_reduce(data, "sum", offsets=jg.tensor([0, 2, 5]), axis=1)
+    out = jg.segment_reduce(data, "sum", lengths=jg.tensor([[2, 3], [1, 4]]), axis=1)
+    np.testing.assert_allclose(out[1].numpy(), [data[1, :1].sum().item(),
+                                                data[1, 1:].sum().item()], rtol=1e-6)
+
+
+def test_index_reduce_warns_it_is_beta_once(monkeypatch):
+    from jitgrad import _config
+
+    monkeypatch.setattr(_config, "WARNED", set())
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        for _ in range(2):
+            jg.zeros(3).index_reduce(0, jg.tensor([0, 1]), jg.ones(2), "amax")
+    assert [str(w.message) for w in caught] == [
+        "index_reduce() is in beta and the API may change at any time."]
+
+
+def test_lbfgs_keeps_an_int_learning_rate_in_its_step():
+    p = jg.tensor([1.5, -0.5], requires_grad=True)
+    opt = jg.optim.LBFGS([p], max_iter=3)
+
+    def closure():
+        opt.zero_grad()
+        loss = (p ** 2).sum() + p[0] * p[1]
+        loss.backward()
+        return loss
+    opt.step(closure)
+    opt.step(closure)
+    t = opt.state[p]["t"]
+    assert t == 1 and type(t) is int
+
+
+# ------------------------------------------------------------------ distributions
+
+
+def test_distributions_of_python_numbers_sample_0d_tensors():
+    for dist in (D.Normal(0.0, 1.0), D.LogNormal(0.0, 1.0), D.Uniform(0.0, 1.0)):
+        assert dist.sample().shape == () and dist.rsample((2,)).shape == (2,)
+
+
+def test_bernoulli_log_prob_refuses_an_integer_value():
+    b = D.Bernoulli(logits=jg.zeros(2))
+    with pytest.raises(RuntimeError, match="result type Float can't be cast to the desired "
+                                           "output type Long"):
+        b.log_prob(jg.tensor([0, 1]))
+    assert b.log_prob(jg.tensor([0.0, 1.0], dtype=jg.float64)).dtype is jg.float64
+
+
+def test_distribution_messages_and_warnings_as_torch():
+    squashed = D.TransformedDistribution(D.Normal(0.0, 1.0), D.transforms.TanhTransform())
+    with pytest.raises(NotImplementedError) as info:
+        squashed.mean  # noqa: B018
+    assert str(info.value) == ""
+    with pytest.raises(ValueError) as info:
+        D.kl_divergence(D.MultivariateNormal(jg.zeros(3), jg.eye(3)),
+                        D.MultivariateNormal(jg.zeros(2), jg.eye(2)))
+    assert str(info.value) == ("KL-divergence between two Multivariate Normals with" + " " * 26
+                               + "different event shapes cannot be computed")
+    with pytest.warns(FutureWarning, match=r"^`sample_n\(n\)` will be deprecated. Use "
+                                           r"`sample\(\(n,\)\)` instead.$"):
+        assert D.Normal(jg.zeros(2), 1.0).sample_n(3).shape == (3, 2)
