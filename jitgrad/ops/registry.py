@@ -115,6 +115,7 @@ forward_ad: Any = None
 
 
 _SCALAR_TYPES = (int, float)
+_FLOAT32, _FLOAT64 = dtypes.float32, dtypes.float64
 # The CUDA runtime (``backends/cuda_eager.py``), installed when a tensor first goes to a cuda
 # device: until then the dispatcher's only CUDA cost is reading ``cuda_live``.
 cuda_live = False
@@ -223,6 +224,23 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
                     out = pointwise_layout(out, (x, y))  # (a row-major x orders the dims as
                     # NumPy does; else torch's. A sparse gradient's storage: no layout)
                 hot = True
+            elif (type(b) is float or type(b) is int and _SCALAR_INT_MIN <= b < _SCALAR_INT_END) \
+                    and (dt is _FLOAT32 or dt is _FLOAT64) and out_dtype is dt \
+                    and type(x) is _ndarray and not (op.autocast is not None and st["autocast"]):
+                # a float tensor and a Python number (x * 0.5, 1 + x): the number in the
+                # tensor's dtype, as the general path reads it; recorded by ``_finish``
+                if op.check_operands is not None:
+                    op.check_operands((a, b))
+                token = quiet()
+                try:
+                    out = op.impl(x, out_dtype.np.type(b))
+                finally:
+                    restore(token)
+                npdt = out_dtype.np
+                if type(out) is not _ndarray or out.dtype is not npdt and out.dtype != npdt:
+                    out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for a 0-d operand)
+                result = make(out, out_dtype)
+                return _finish(op, (a, b), {}, result, (result,))
         if not hot:
             if fallback is not None:
                 kind = type(b)
