@@ -12,9 +12,13 @@ from .. import autograd
 from .._generator import _default as _default_generator
 from ..autograd.grad_mode import enable_grad, no_grad
 from ..autograd.graph import saved_tensors_hooks
+from ._selective_checkpoint import (SAC_IGNORED_OPS, CheckpointPolicy,
+                                    SelectiveCheckpointContext,
+                                    create_selective_checkpoint_contexts)
 
-__all__ = ["CheckpointError", "checkpoint", "checkpoint_sequential", "detach_variable",
-           "noop_context_fn", "set_checkpoint_early_stop"]
+__all__ = ["SAC_IGNORED_OPS", "CheckpointError", "CheckpointPolicy", "SelectiveCheckpointContext",
+           "checkpoint", "checkpoint_sequential", "create_selective_checkpoint_contexts",
+           "detach_variable", "noop_context_fn", "set_checkpoint_early_stop"]
 
 
 class CheckpointError(RuntimeError):
@@ -181,7 +185,8 @@ def checkpoint(function: Callable, *args: Any, use_reentrant: bool | None = None
             with ``autograd.grad`` and keyword arguments; ``True`` records one
             ``CheckpointFunctionBackward`` node. Omitted, it is ``True`` with torch's warning.
         context_fn: returns two context managers, the forward's and the recomputation's
-            (non-reentrant only).
+            (non-reentrant only): ``create_selective_checkpoint_contexts`` for selective
+            checkpointing.
         determinism_check: ``"default"`` checks that the rerun saves as many values; ``"none"``
             skips the check.
         debug: accepted for torch compatibility (non-reentrant only).

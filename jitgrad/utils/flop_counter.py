@@ -33,6 +33,7 @@ from typing import Any
 
 from ..autograd import engine
 from ..autograd.node import as_tensor
+from ..ops.aten_namespace import ATEN, OpOverloadPacket
 from ..ops.op_observers import observe_ops
 from ..tensor import Tensor
 from ._pytree import tree_map
@@ -41,30 +42,13 @@ from .module_tracker import ModuleTracker
 __all__ = ["FlopCounterMode", "register_flop_formula"]
 
 
-class OpOverloadPacket:
-    """The key an op's count is kept under: prints as torch's ``torch.ops.aten.<name>``."""
-
-    def __init__(self, name: str) -> None:
-        self._name = name
-        self.__name__ = name
-
-    @property
-    def _qualified_op_name(self) -> str:
-        return f"aten::{self._name}"
-
-    def __str__(self) -> str:
-        return f"aten.{self._name}"
-
-    def __repr__(self) -> str:
-        return f"<OpOverloadPacket(op='aten.{self._name}')>"
-
-
 class _Aten:
-    """``aten``: the keys of the ops the counter knows (``aten.mm``, ``aten.convolution`` ...)."""
+    """``aten``: the keys of the ops the counter knows (``aten.mm``, ``aten.convolution`` ...),
+    ``jitgrad.ops.aten``'s packets (one object per name, as ``torch.ops.aten.mm``)."""
 
     def __init__(self, names: tuple) -> None:
         for name in names:
-            setattr(self, name, OpOverloadPacket(name))
+            setattr(self, name, ATEN.key(name))
 
 
 aten = _Aten(("mm", "addmm", "bmm", "baddbmm", "convolution", "convolution_backward"))
