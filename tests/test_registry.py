@@ -39,12 +39,6 @@ NO_RECORD = {
     "leaky_relu_result": "F.leaky_relu(inplace=True) on a non-leaf (opdb inputs are leaves): "
                          "tests/test_nn_modules2.py",
     "elu_result": "F.elu(inplace=True), as leaky_relu_result: tests/test_nn_modules2.py",
-    "fake_quantize_per_tensor_affine_mask": "the straight-through mask of a fake_quantize "
-        "backward (opdb's records are not gradchecked: tests/test_fake_quantize.py compares "
-        "the gradient with torch's)",
-    "fake_quantize_per_tensor_affine_tensor_qparams_mask": "as "
-        "fake_quantize_per_tensor_affine_mask",
-    "fake_quantize_per_channel_affine_mask": "as fake_quantize_per_tensor_affine_mask",
     **{name: "the node torch records on random draws (no NumPy reference): "
              "tests/test_random_nodes.py"
        for name in ("poisson_draws", "bernoulli_draws", "binomial_draws", "bernoulli_p_draws")},

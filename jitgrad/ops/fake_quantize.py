@@ -110,23 +110,26 @@ def _same_meta(x, *qparams, **params):
     return tuple(x.shape), x.dtype
 
 
-def _mask_meta(x, *qparams, **params):
-    return tuple(x.shape), dtypes.bool
+def _cachemask(compute, mask):
+    """An impl of torch's ``*_cachemask`` form: the fake-quantized values and the mask of the
+    codes in range, which is all its backward keeps (the qparams may change in place after)."""
+    def impl(*args, **params):
+        return compute(*args, **params), mask(*args, **params)
+
+    return impl
 
 
-def _straight_through(mask_op):
-    def vjp(g, ans, x, *qparams, **params):
-        return g * apply(mask_op, x, *qparams, **params).to(g.dtype)
-
-    return vjp
+def _cachemask_meta(x, *qparams, **params):
+    return (tuple(x.shape), tuple(x.shape)), (x.dtype, dtypes.bool)
 
 
-def _straight_through_jvp(mask_op):
-    def jvp(tangents, ans, x, *qparams, **params):
-        t = tangents[0]
-        return None if t is None else t * apply(mask_op, x, *qparams, **params).to(t.dtype)
+def _straight_through(grads, ans, x, *qparams, **params):
+    return (grads[0] * ans[1].to(grads[0].dtype),) + (None,) * len(qparams)
 
-    return jvp
+
+def _straight_through_jvp(tangents, ans, x, *qparams, **params):
+    t = tangents[0]
+    return (None if t is None else t * ans[1].to(t.dtype)), None
 
 
 def _batch_input_only(op, values, flags, params, size):
@@ -143,31 +146,22 @@ def _batch_channels(op, values, flags, params, size):
     return apply(op, *values, **dict(params, axis=params["axis"] + 1))
 
 
-_NONE = (None, None)
-PER_TENSOR_MASK = defop("fake_quantize_per_tensor_affine_mask", _scalar_qparams(_per_tensor_mask),
-                        kind=OPAQUE, meta=_mask_meta, differentiable=False,
-                        batch=_batch_input_only)
-PER_TENSOR_TENSOR_QPARAMS_MASK = defop(
-    "fake_quantize_per_tensor_affine_tensor_qparams_mask", _tensor_qparams(_per_tensor_mask),
-    kind=OPAQUE, meta=_mask_meta, differentiable=False, batch=_batch_input_only)
-PER_TENSOR = defop("fake_quantize_per_tensor_affine", _scalar_qparams(_per_tensor), kind=OPAQUE,
-                   meta=_same_meta, save=(0,), vjp=(_straight_through(PER_TENSOR_MASK),),
-                   jvp=_straight_through_jvp(PER_TENSOR_MASK),
-                   batch=_batch_input_only,
+# each returns (values, mask) and saves only the mask, as torch's ``*_cachemask`` ops
+PER_TENSOR = defop("fake_quantize_per_tensor_affine",
+                   _cachemask(_scalar_qparams(_per_tensor), _scalar_qparams(_per_tensor_mask)),
+                   kind=OPAQUE, meta=_cachemask_meta, n_outputs=2, save_output=(1,),
+                   vjp=_straight_through, jvp=_straight_through_jvp, batch=_batch_input_only,
                    node_name="FakeQuantizePerTensorAffineCachemaskBackward0")
 PER_TENSOR_TENSOR_QPARAMS = defop(
-    "fake_quantize_per_tensor_affine_tensor_qparams", _tensor_qparams(_per_tensor),
-    kind=OPAQUE, meta=_same_meta, save=(0, 1, 2),
-    vjp=(_straight_through(PER_TENSOR_TENSOR_QPARAMS_MASK),) + _NONE, batch=_batch_input_only,
-    jvp=_straight_through_jvp(PER_TENSOR_TENSOR_QPARAMS_MASK),
+    "fake_quantize_per_tensor_affine_tensor_qparams",
+    _cachemask(_tensor_qparams(_per_tensor), _tensor_qparams(_per_tensor_mask)),
+    kind=OPAQUE, meta=_cachemask_meta, n_outputs=2, save_output=(1,), vjp=_straight_through,
+    jvp=_straight_through_jvp, batch=_batch_input_only,
     node_name="FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0")
-PER_CHANNEL_MASK = defop("fake_quantize_per_channel_affine_mask", _per_channel_mask_impl,
-                         kind=OPAQUE, meta=_mask_meta, differentiable=False,
-                         batch=_batch_channels)
-PER_CHANNEL = defop("fake_quantize_per_channel_affine", _per_channel_impl, kind=OPAQUE,
-                    meta=_same_meta, save=(0, 1, 2),
-                    vjp=(_straight_through(PER_CHANNEL_MASK),) + _NONE, batch=_batch_channels,
-                    jvp=_straight_through_jvp(PER_CHANNEL_MASK),
+PER_CHANNEL = defop("fake_quantize_per_channel_affine",
+                    _cachemask(_per_channel_impl, _per_channel_mask_impl), kind=OPAQUE,
+                    meta=_cachemask_meta, n_outputs=2, save_output=(1,),
+                    vjp=_straight_through, jvp=_straight_through_jvp, batch=_batch_channels,
                     node_name="FakeQuantizePerChannelAffineCachemaskBackward0")
 
 
@@ -250,10 +244,10 @@ def fake_quantize_per_tensor_affine(input: Tensor, scale: Any, zero_point: Any, 
                 raise RuntimeError(f"a Tensor with {value.numel()} elements cannot be "
                                    "converted to Scalar")
         return apply(PER_TENSOR_TENSOR_QPARAMS, input, scale, zero_point,
-                     quant_min=int(quant_min), quant_max=int(quant_max))
+                     quant_min=int(quant_min), quant_max=int(quant_max))[0]
     _check_range(quant_min, quant_max, (zero_point,))
     return apply(PER_TENSOR, input, scale=float(scale), zero_point=int(zero_point),
-                 quant_min=int(quant_min), quant_max=int(quant_max))
+                 quant_min=int(quant_min), quant_max=int(quant_max))[0]
 
 
 @public("fake_quantize_per_channel_affine", method=False)
@@ -304,4 +298,4 @@ def fake_quantize_per_channel_affine(input: Tensor, scale: Tensor,  # noqa: A002
         raise RuntimeError("`axis` must be between 0 and number of dimensions of input")
     _check_floating(input, "fake_quantize_channel_cachemask_cpu_type_handling")
     return apply(PER_CHANNEL, input, scale, zero_point, axis=axis, quant_min=quant_min,
-                 quant_max=quant_max)
+                 quant_max=quant_max)[0]
