@@ -135,7 +135,7 @@ def test_errors():
         grad(f, argnums=3)(x)
     with pytest.raises(RuntimeError, match="should be a tuple: \\(output, aux\\)"):
         grad(f, has_aux=True)(x)
-    with pytest.raises(TypeError, match="primals to be Tensors"):
+    with pytest.raises(ValueError, match="Thing passed to transform API must be Tensor, got "):
         vjp(f, 1.0)
 
 

@@ -23,6 +23,11 @@ from ..tensor import Tensor
 from ._pytree import tree_flatten, tree_unflatten
 
 
+# the transform whose text the errors below give: vjp's, or grad's while it runs vjp
+_CALLER = ["vjp(f, *primals)"]
+_GRAD = "grad_and_value(f)(*args)"
+
+
 def _flat_outputs(out: Any) -> list:
     if isinstance(out, Tensor):
         return [out]
@@ -30,23 +35,28 @@ def _flat_outputs(out: Any) -> list:
         return [t for o in out for t in _flat_outputs(o)]
     if isinstance(out, dict):
         return [t for o in out.values() for t in _flat_outputs(o)]
-    raise TypeError(f"vjp: outputs must be tensors (or tuples/lists/dicts of them), got "
-                    f"{type(out).__name__}")
+    if _CALLER[-1] == _GRAD:
+        raise RuntimeError(f"{_GRAD}: Expected f(*args) to return a Tensor, got {type(out)}")
+    raise RuntimeError(f"{_CALLER[-1]}: expected f(*primals) to return only tensors, got "
+                       f"unsupported type {type(out)}")
 
 
 def _split_aux(res: Any, has_aux: bool) -> tuple[Any, Any]:
     if not has_aux:
         return res, None
     if not (isinstance(res, tuple) and len(res) == 2):
-        raise RuntimeError("vjp(f, ...): output of function f should be a tuple: (output, aux) "
-                           "if has_aux is True")
+        raise RuntimeError(f"{_CALLER[-1]}: output of function f should be a tuple: (output, "
+                           "aux) if has_aux is True")
+    for leaf in tree_flatten(res[1])[0]:  # (torch's transforms take tensors in aux only)
+        if not isinstance(leaf, Tensor):
+            raise RuntimeError(f"Expected tensors, got unsupported type {type(leaf)}")
     return res
 
 
 def _check_primals(primals: Sequence) -> None:
     for p in primals:
         if not isinstance(p, Tensor):
-            raise TypeError(f"expected primals to be Tensors, got {type(p).__name__}")
+            raise ValueError(f"Thing passed to transform API must be Tensor, got {type(p)}")
 
 
 def vjp(func: Callable, *primals: Tensor, has_aux: bool = False) -> tuple:
@@ -266,14 +276,18 @@ def value_and_grad(func: Callable, argnums: int | tuple = 0, has_aux: bool = Fal
                 a[i] = p
             return func(*a, **kwargs)
 
-        res = vjp(f, *(args[i] for i in nums), has_aux=has_aux)
+        _CALLER.append(_GRAD)
+        try:
+            res = vjp(f, *(args[i] for i in nums), has_aux=has_aux)
+        finally:
+            _CALLER.pop()
         out, fn = res[0], res[1]
         if not isinstance(out, Tensor):
-            raise RuntimeError(f"Expected f(*args) to return a Tensor, got {type(out).__name__}")
+            raise RuntimeError(f"{_GRAD}: Expected f(*args) to return a Tensor, got {type(out)}")
         if out.ndim != 0:
-            raise RuntimeError(f"Expected f(*args) to return a scalar Tensor, got tensor with "
-                               f"{out.ndim} dims. Maybe you wanted to use the vjp or jacrev "
-                               "APIs instead?")
+            raise RuntimeError(f"{_GRAD}: Expected f(*args) to return a scalar Tensor, got "
+                               f"tensor with {out.ndim} dims. Maybe you wanted to use the vjp "
+                               "or jacrev APIs instead?")
         grads = fn(ones_like(out))
         g = grads[0] if isinstance(argnums, int) else grads
         return ((out, res[2]) if has_aux else out), g

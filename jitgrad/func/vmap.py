@@ -493,16 +493,16 @@ def vjp_batched(vjp: Callable, func: Callable, primals: tuple, has_aux: bool) ->
             res = func(*[wrap(level, v, u) for v, u in zip(vs, uniform)])
             if has_aux:
                 if not (isinstance(res, tuple) and len(res) == 2):
-                    raise RuntimeError("vjp(f, ...): output of function f should be a tuple: "
-                                       "(output, aux) if has_aux is True")
+                    raise RuntimeError("vjp(f, *primals): output of function f should be a "
+                                       "tuple: (output, aux) if has_aux is True")
                 res, aux = res
                 aux_box.append(aux)
             flat, spec = pytree.tree_flatten(res)
             spec_box.append(spec)
             for o in flat:
                 if not isinstance(o, Tensor):
-                    raise TypeError(f"vjp: outputs must be tensors (or tuples/lists/dicts of "
-                                    f"them), got {type(o).__name__}")
+                    raise RuntimeError("vjp(f, *primals): expected f(*primals) to return only "
+                                       f"tensors, got unsupported type {type(o)}")
         finally:
             del state.traces[level.index:]
         with below(level.index):

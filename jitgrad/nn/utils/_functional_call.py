@@ -78,6 +78,11 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
         by_id: dict = {}
         for k, t in named.items():
             by_id.setdefault(id(t), []).append(k)
+        for names in by_id.values():
+            given = [k for k in names if k in values]
+            if len({id(values[k]) for k in given}) > 1:
+                raise ValueError(f"functional_call got multiple values for keys {sorted(names)}, "
+                                 "which are tied. Consider using tie_weights=False")
         for k in list(values):
             if k in named:
                 for alias in by_id[id(named[k])]:
