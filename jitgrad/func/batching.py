@@ -470,6 +470,7 @@ _RULES: dict[str, Callable] = {
     "index_select": first_dim_rule, "linalg_vector_norm": _vector_norm_rule,
     "tril": last_dims_rule, "triu": last_dims_rule,
     "linalg_solve_triangular": broadcast_matrices_rule, "cholesky_solve": broadcast_matrices_rule,
+    "cdist": broadcast_matrices_rule, "_euclidean_dist": broadcast_matrices_rule,
     "linalg_solve": _solve_rule,
     "diagonal": _diagonal_rule, "diagonal_copy": _diagonal_rule,
     "diagonal_backward": _diag_embed_rule, "diag_embed": _diag_embed_rule,

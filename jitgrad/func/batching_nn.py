@@ -6,7 +6,8 @@ convolution, the samples side by side along the channels (``groups * B`` groups)
 result splits back into the samples. Each sample's groups stay contiguous, so a grouped
 convolution batches the same way. The two backward ops (the input's and the weight's
 gradients) batch alike, so ``vmap(grad(f))`` of a CNN (per-sample gradients) runs without the
-Python loop. Max pooling works on any leading dims, so its ops take the batch as it is.
+Python loop. Max pooling works on any leading dims, so its ops take the batch as it is. Batch
+norm puts the samples side by side along the channels too.
 """
 
 from __future__ import annotations
@@ -90,7 +91,28 @@ def _leading_dims_rule(op, values, flags, params, size):
     return apply(op, *args, **params)
 
 
+def _batch_norm_rule(op, values, flags, params, size):
+    """Each sample normalised by its own statistics (training) or by the shared running ones
+    (eval): the samples side by side along the channels, one batch norm of ``B * C`` channels.
+    Running statistics updated in place by batched samples are refused by ``F.batch_norm``, as
+    torch refuses them; per-sample running statistics take the loop."""
+    (x, w, b, mean, var), (fx, fw, fb, fmean, fvar) = values, flags
+    if fmean or fvar:
+        return NotImplemented
+    if params["training"] and mean is not None:
+        return NotImplemented  # (F.batch_norm updates them itself: it refuses batched samples)
+
+    def tiled(v, flag):
+        if v is None:
+            return None
+        return v.reshape(-1) if flag else v.repeat(size)
+    out, m, v = apply(op, _to_channels(lift(x, fx, size)), tiled(w, fw), tiled(b, fb),
+                      tiled(mean, False), tiled(var, False), **params)
+    return _from_channels(out, size), m.reshape((size, -1)), v.reshape((size, -1))
+
+
 RULES = {
+    "native_batch_norm": _batch_norm_rule,
     "convolution": _conv_rule,
     "convolution_backward_input": _conv_input_grad_rule,
     "convolution_backward_weight": _conv_weight_grad_rule,

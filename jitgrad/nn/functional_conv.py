@@ -272,7 +272,10 @@ def _pool_args(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode,
             raise RuntimeError(
                 f"pad should be at most half of effective kernel size, but got pad={pi}, "
                 f"kernel_size={ki} and dilation={di}")
-    if input.ndim not in (3, 4) or input.numel() == 0 and kind == "max":
+    if kind == "max" and (input.ndim not in (3, 4) or 0 in tuple(input.shape[-3:])):
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{list(input.shape)}")
+    if input.ndim not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
     out = tuple(_pool.pool_out_size(n, ki, si, pi, di, ceil_mode)
                 for n, ki, si, pi, di in zip(input.shape[-2:], k, s, p, d))
@@ -303,18 +306,45 @@ def max_pool2d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any
     return (values, indices) if return_indices else values
 
 
+def _check_max_pool1d(input: Tensor, kernel_size: Any, stride: Any, padding: Any,  # noqa: A002
+                      dilation: Any, ceil_mode: bool) -> None:
+    """torch's max_pool1d_impl checks, in its order (the indices' path has max_pool2d's)."""
+    k = _tuple(kernel_size, 1, "kernel_size")[0]
+    st = k if stride is None or stride == [] or stride == () else _tuple(stride, 1, "stride")[0]
+    p = _tuple(padding, 1, "padding")[0]
+    d = _tuple(dilation, 1, "dilation")[0]
+    for what, value, ok in (("kernel_size", k, k > 0), ("stride", st, st > 0)):
+        if not ok:
+            raise RuntimeError(f"max_pool1d() {what} must be greater than zero, but got {value}")
+    if p < 0:
+        raise RuntimeError(f"max_pool1d() padding must be non-negative, but got {p}")
+    if p > k // 2:
+        raise RuntimeError(f"max_pool1d() padding should be at most half of kernel size, but "
+                           f"got padding={p} and kernel_size={k}")
+    if d <= 0:
+        raise RuntimeError(f"max_pool1d() dilation must be greater than zero, but got {d}")
+    length = input.shape[-1]
+    span = length + 2 * p - d * (k - 1) - 1 + (st - 1 if ceil_mode else 0)
+    out = span // st + 1
+    if ceil_mode and (out - 1) * st >= length + p:
+        out -= 1
+    if out <= 0:
+        raise RuntimeError(f"max_pool1d() Invalid computed output size: {out}")
+
+
 def max_pool1d(input: Tensor, kernel_size: Any, stride: Any = None, padding: Any = 0,  # noqa: A002
                dilation: Any = 1, ceil_mode: bool = False,
                return_indices: bool = False) -> Tensor | tuple[Tensor, Tensor]:
     """1-d max pooling of ``(N, C, L)`` or ``(C, L)`` input (a 2-d pooling over height 1)."""
     def one(v):
         return v if v is None else (1, _tuple(v, 1, "kernel_size")[0])
-    if input.ndim not in (2, 3):
+    if input.ndim not in (2, 3) or not return_indices and 0 in tuple(input.shape[-2:]):
         raise RuntimeError(
             "max_pool1d: Expected 2D or 3D (batch mode) tensor with optional 0 dim batch size "
             f"for input, but got:{list(input.shape)}")
-    if not return_indices:  # (torch's max_pool1d_impl: floating only)
+    if not return_indices:  # (torch's max_pool1d_impl: floating only, its own checks)
         _pool.refuse_dtype(input, "max_pool1d_impl")
+        _check_max_pool1d(input, kernel_size, stride, padding, dilation, ceil_mode)
     out = max_pool2d(input.unsqueeze(-2), one(kernel_size), one(stride),
                      (0, _tuple(padding, 1, "padding")[0]), (1, _tuple(dilation, 1, "dilation")[0]),
                      ceil_mode, True)
@@ -376,6 +406,19 @@ def check_nonempty(input: Tensor, dims: Any, name: str) -> None:  # noqa: A002
 # ---------------------------------------------------------------- batch norm
 
 
+_BN_STATS_NOT_BATCHED = (
+    "Batch norm got a batched tensor as input while the running_mean or running_var, which "
+    "will be updated in place, were not batched.\nIf you are using a module and do not need "
+    "eval mode, please set `track_running_stats` to be False.If you are using a prebuilt "
+    "module and do not need eval mode, please see the functorch website for resources on how "
+    "to patch your module to work with vmap")
+
+
+def _vmapped(t: Tensor) -> bool:
+    """Whether ``t`` is a vmap value."""
+    return getattr(t._trace, "batching", False)
+
+
 def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
                running_var: Tensor | None, weight: Tensor | None = None,
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
@@ -416,6 +459,9 @@ def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
     if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
         _pool.refuse_dtype(input, "batch_norm")
     check_norm_parameters(input, weight, bias, running_mean, running_var)
+    if training and _vmapped(input) and any(
+            t is not None and not _vmapped(t) for t in (running_mean, running_var)):
+        raise RuntimeError(_BN_STATS_NOT_BATCHED)  # (torch's refusal, before the update)
     # in training the op reads no running statistic (they are updated in place just below)
     out, mean, var = _bn.native_batch_norm(input, weight, bias,
                                            None if training else running_mean,

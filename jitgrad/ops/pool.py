@@ -95,13 +95,14 @@ def _max_pool_backward_impl(g, indices, input_size):
     """Sums ``g`` into each plane at ``indices`` (one bincount over all planes)."""
     h, w = input_size
     planes = int(np.prod(g.shape[:-2], dtype=np.int64))
+    per_plane = g.shape[-2] * g.shape[-1]  # (not -1: a batch of 0 planes)
     if nn_kernels.usable(g):
         out = np.zeros((planes, h * w), dtype=g.dtype)
         nn_kernels.kernel("max_pool_backward")(
-            np.ascontiguousarray(g).reshape(planes, -1),
-            np.ascontiguousarray(indices).reshape(planes, -1), out)
+            np.ascontiguousarray(g).reshape(planes, per_plane),
+            np.ascontiguousarray(indices).reshape(planes, per_plane), out)
         return out.reshape(g.shape[:-2] + (h, w))
-    flat = (indices.reshape(planes, -1) + (np.arange(planes) * (h * w))[:, None]).ravel()
+    flat = (indices.reshape(planes, per_plane) + (np.arange(planes) * (h * w))[:, None]).ravel()
     out = np.bincount(flat, weights=g.reshape(-1), minlength=planes * h * w)
     return out.astype(g.dtype, copy=False).reshape(g.shape[:-2] + (h, w))
 
