@@ -12,18 +12,19 @@ from ..ops.vjp_apply import fit_grad
 from .forward_ad import fw_disabled, function_jvp, has_tangent
 from .node import FREED, Node, SavedTensor, _anomaly, _edge, _zeros
 
-__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "once_differentiable"]
+__all__ = ["Function", "FunctionCtx", "BackwardCFunction", "InplaceFunction",
+           "once_differentiable"]
 
 
 class FunctionCtx:
     """The methods available on ``ctx`` inside ``forward``/``setup_context`` and ``backward``."""
 
     def save_for_backward(self, *tensors: Any) -> None:
-        for t in tensors:
+        for i, t in enumerate(tensors):  # (no tensors.index: == compares tensors by value)
             if t is not None and not isinstance(t, registry.Tensor):
                 raise TypeError(
-                    "save_for_backward can only save variables, but argument "
-                    f"{tensors.index(t)} is of type {type(t).__name__}")
+                    f"save_for_backward can only save variables, but argument {i} is of type "
+                    f"{type(t).__name__}")
         self._to_save = tensors
 
     def save_for_forward(self, *tensors: Any) -> None:
@@ -181,6 +182,12 @@ class Function(metaclass=FunctionMeta):
             "function will raise an error in a future version of jitgrad.", DeprecationWarning,
             stacklevel=2)
 
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(
+            "Legacy autograd function with non-static forward method is deprecated. Please use "
+            "new-style autograd function with static forward method. (Example: "
+            "https://pytorch.org/docs/stable/autograd.html#torch.autograd.Function)")
+
     @classmethod
     def apply(cls, *args: Any, **kwargs: Any) -> Any:
         from .grad_mode import no_grad
@@ -257,6 +264,14 @@ def _wire_outputs(ctx: BackwardCFunction, args: tuple, outputs: tuple, executabl
                       SavedTensor(t, id(t) in output_nr, output_nr.get(id(t), 0))
                       for t in ctx._to_save]
     return tuple(wired)
+
+
+class InplaceFunction(Function):
+    """``Function`` with an ``inplace`` flag (torch keeps it for old code; use ``Function``)."""
+
+    def __init__(self, inplace: bool = False) -> None:
+        super().__init__()
+        self.inplace = inplace
 
 
 def once_differentiable(fn: Callable) -> Callable:

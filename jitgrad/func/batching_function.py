@@ -170,7 +170,7 @@ def _generated(cls: type, vmap: Any) -> type:
         res = [g if g is None or d is not None else g.sum(0) for g, d in zip(res, in_dims)]
         return (None, None, None) + tuple(res)
 
-    gen = type(f"{cls.__name__}Vmapped", (Function,), {
+    gen = type(f"Vmapped{cls.__name__}", (Function,), {
         "forward": staticmethod(forward), "backward": staticmethod(backward)})
     _GENERATED[cls] = gen
     return gen

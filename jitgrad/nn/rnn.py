@@ -167,6 +167,10 @@ class RNNBase(Module):
     def _run(self, input: Tensor, hx: Tensor | None, cx: Tensor | None  # noqa: A002
              ) -> tuple[Tensor, Tensor, Tensor | None]:
         if isinstance(input, PackedSequence):
+            size = input.data.shape[-1]
+            if self.mode != "LSTM" and size != self.input_size:  # (torch's LSTM: its matmul's)
+                raise RuntimeError(f"input.size(-1) must be equal to input_size. Expected "
+                                   f"{self.input_size}, got {size}")
             return self._run_packed(input, hx, cx)
         batched = self._check_input(input)
         x = input if batched else input.unsqueeze(1)
