@@ -204,3 +204,150 @@ def test_distribution_messages_and_warnings_as_torch():
     with pytest.warns(FutureWarning, match=r"^`sample_n\(n\)` will be deprecated. Use "
                                            r"`sample\(\(n,\)\)` instead.$"):
         assert D.Normal(jg.zeros(2), 1.0).sample_n(3).shape == (3, 2)
+
+
+# ------------------------------------------------------------------ sets U35-X35
+
+
+def test_func_transform_errors_name_the_transform_as_torch():
+    from jitgrad.func import grad, vjp
+
+    cases = [
+        (lambda: grad(lambda w: w * 2)(jg.ones(3)), RuntimeError,
+         "grad_and_value(f)(*args): Expected f(*args) to return a scalar Tensor, got tensor "
+         "with 1 dims."),
+        (lambda: grad(lambda w: w.sum(), has_aux=True)(jg.ones(3)), RuntimeError,
+         "grad_and_value(f)(*args): output of function f should be a tuple: (output, aux) if "
+         "has_aux is True"),
+        (lambda: grad(lambda w: 3.0)(jg.ones(3)), RuntimeError,
+         "grad_and_value(f)(*args): Expected f(*args) to return a Tensor, got <class 'float'>"),
+        (lambda: grad(lambda d: d["a"].sum())({"a": jg.ones(2), "b": 3}), ValueError,
+         "Thing passed to transform API must be Tensor, got <class 'int'>"),
+        (lambda: grad(lambda w: (w.sum(), {"n": 1}), has_aux=True)(jg.ones(2)), RuntimeError,
+         "Expected tensors, got unsupported type <class 'int'>"),
+        (lambda: vjp(lambda w: 3.0, jg.ones(3)), RuntimeError,
+         "vjp(f, *primals): expected f(*primals) to return only tensors, got unsupported type "
+         "<class 'float'>"),
+    ]
+    for fn, kind, text in cases:
+        with pytest.raises(kind) as info:
+            fn()
+        assert str(info.value).startswith(text), str(info.value)
+
+
+def test_functional_call_refuses_two_values_for_tied_weights():
+    from jitgrad.func import functional_call
+
+    class Tied(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.a = nn.Linear(2, 2, bias=False)
+            self.b = nn.Linear(2, 2, bias=False)
+            self.b.weight = self.a.weight
+
+        def forward(self, x):
+            return self.b(self.a(x))
+    m, x = Tied(), jg.ones(1, 2)
+    with pytest.raises(ValueError, match=r"functional_call got multiple values for keys "
+                                         r"\['a.weight', 'b.weight'\], which are tied"):
+        functional_call(m, {"a.weight": jg.eye(2) * 2, "b.weight": jg.eye(2) * 3}, (x,))
+    assert functional_call(m, {"a.weight": jg.eye(2) * 2}, (x,)).tolist() == [[4.0, 4.0]]
+    assert functional_call(m, {"a.weight": jg.eye(2) * 2, "b.weight": jg.eye(2) * 3}, (x,),
+                           tie_weights=False).tolist() == [[6.0, 6.0]]
+
+
+def test_vmap_batches_cdist_and_batch_norm_without_the_loop():
+    from jitgrad.func import vmap
+
+    x, y = jg.randn(3, 5, 4), jg.randn(3, 6, 4)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # (the per-sample loop warns)
+        out = vmap(jg.cdist)(x, y)
+        assert jg.allclose(out, jg.cdist(x, y))
+        big = vmap(jg.cdist)(jg.randn(2, 30, 4), jg.randn(2, 27, 4))
+        assert big.shape == (2, 30, 27)
+        norm = nn.BatchNorm1d(4, track_running_stats=False)
+        for b in range(3):
+            assert jg.allclose(vmap(norm)(x)[b], norm(x[b]), atol=1e-6)
+        norm = nn.BatchNorm1d(4).eval()
+        norm.running_mean.fill_(0.3)
+        assert jg.allclose(vmap(norm)(x)[1], norm(x[1]), atol=1e-6)
+    with pytest.raises(RuntimeError, match="Batch norm got a batched tensor as input while the "
+                                           "running_mean or running_var"):
+        vmap(nn.BatchNorm1d(4))(x)
+
+
+def test_fake_quantize_backward_keeps_only_the_mask():
+    # (QAT observers copy_ new qparams between two uses of one fake-quant module)
+    x = jg.tensor([0.05, 0.3, -2.0, 0.71], requires_grad=True)
+    scale, zero = jg.tensor([0.1]), jg.tensor([0], dtype=jg.int32)
+    y = jg.fake_quantize_per_tensor_affine(x, scale, zero, -8, 7)
+    scale.copy_(jg.tensor([0.2]))
+    y.sum().backward()
+    assert x.grad.tolist() == [1.0, 1.0, 0.0, 1.0]
+    w = jg.tensor([[0.05, 0.9], [-0.3, 2.0]], requires_grad=True)
+    scales = jg.tensor([0.1, 0.2])
+    y = jg.fake_quantize_per_channel_affine(w, scales, jg.zeros(2, dtype=jg.int32), 0, -8, 7)
+    scales.mul_(2)
+    y.sum().backward()
+    assert w.grad.tolist() == [[1.0, 0.0], [1.0, 0.0]]
+    assert y.grad_fn.name() == "FakeQuantizePerChannelAffineCachemaskBackward0"
+
+
+def test_autograd_function_odds_and_ends():
+    class Keeps(jg.autograd.Function):
+        @staticmethod
+        def forward(ctx, a, n):
+            ctx.save_for_backward(a, n)
+            return a * n
+
+        @staticmethod
+        def backward(ctx, g):
+            return g, None
+    with pytest.raises(TypeError, match="save_for_backward can only save variables, but "
+                                        "argument 1 is of type int"):
+        Keeps.apply(jg.ones(2, requires_grad=True), 3)
+
+    class Legacy(jg.autograd.Function):
+        def forward(self, x):
+            return x * 2
+    with pytest.warns(DeprecationWarning), pytest.raises(
+            RuntimeError, match="Legacy autograd function with non-static forward method"):
+        Legacy()(jg.ones(2))
+    from jitgrad.autograd.function import InplaceFunction
+
+    assert issubclass(InplaceFunction, jg.autograd.Function)
+    with pytest.warns(DeprecationWarning):
+        assert InplaceFunction(inplace=True).inplace
+
+
+def test_packed_sequence_of_the_wrong_size_names_input_size():
+    from jitgrad.nn.utils.rnn import pack_padded_sequence
+
+    packed = pack_padded_sequence(jg.zeros(2, 2, 4), jg.tensor([2, 1]))
+    for layer in (nn.GRU(3, 5), nn.RNN(3, 5)):
+        with pytest.raises(RuntimeError, match="input.size\\(-1\\) must be equal to input_size. "
+                                               "Expected 3, got 4"):
+            layer(packed)
+
+
+def test_max_pool1d_checks_and_an_empty_batch():
+    F = jg.nn.functional
+    x = jg.randn(2, 3, 3)
+    cases = [({"kernel_size": 5}, "max_pool1d() Invalid computed output size: 0"),
+             ({"kernel_size": 2, "padding": 2}, "max_pool1d() padding should be at most half of "
+                                                "kernel size, but got padding=2 and kernel_size=2"),
+             ({"kernel_size": 2, "stride": 0}, "max_pool1d() stride must be greater than zero, "
+                                               "but got 0"),
+             ({"kernel_size": 2, "dilation": 0}, "max_pool1d() dilation must be greater than "
+                                                 "zero, but got 0")]
+    for kwargs, text in cases:
+        with pytest.raises(RuntimeError) as info:
+            F.max_pool1d(x, **kwargs)
+        assert str(info.value) == text
+    with pytest.raises(RuntimeError, match=r"optional 0 dim batch size for input, but "
+                                           r"got:\[2, 3, 0\]"):
+        F.max_pool1d(jg.randn(2, 3, 0), 1)
+    empty = jg.randn(0, 3, 4, 4, requires_grad=True)
+    F.max_pool2d(empty, 2).sum().backward()
+    assert F.max_pool2d(empty, 2).shape == (0, 3, 2, 2) and empty.grad.shape == (0, 3, 4, 4)
