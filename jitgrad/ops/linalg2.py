@@ -129,10 +129,31 @@ def _matrices(t):
     return t.unsqueeze(-1).unsqueeze(-1)
 
 
+def _det_vjp(g, ans, a):
+    if a._trace is None and bool((ans == 0).any()):  # a singular matrix (eager): no inverse
+        return _det_singular_vjp(g, a)
+    return _matrices(g * ans.conj()) * _mh(apply(LINALG_INV, a))
+
+
+def _det_singular_vjp(g, a):
+    """torch's gradient of ``det`` at a singular matrix: its cofactors through the SVD,
+    ``conj(det U det V^H) U diag(prod_{j != i} s_j) V^H`` (exclusive products: no division)."""
+    from .creation import ones_like
+    from .linalg_decomp import LINALG_SVD
+    from .movement import cat
+
+    u, s, vh = apply(LINALG_SVD, a, full_matrices=False)
+    alpha = (apply(LINALG_DET, u) * apply(LINALG_DET, vh)).conj()
+    one = ones_like(s[..., :1])
+    left = cat([one, s[..., :-1]], -1).cumprod(-1)
+    right = cat([s[..., 1:], one], -1).flip(-1).cumprod(-1).flip(-1)
+    weights = (left * right).to(u.dtype) * (g * alpha).unsqueeze(-1)
+    return (u * weights.unsqueeze(-2)) @ vh
+
+
 LINALG_DET = defop(
     "linalg_det", np.linalg.det, kind=OPAQUE, meta=_det_meta, save=(0,), save_output=True,
-    node_name="LinalgDetBackward0",
-    vjp=(lambda g, ans, a: _matrices(g * ans.conj()) * _mh(apply(LINALG_INV, a)),),
+    node_name="LinalgDetBackward0", vjp=(_det_vjp,),
     jvp=lambda tangents, ans, a: ans * (apply(LINALG_INV, a).mT * tangents[0]).sum((-2, -1)))
 
 

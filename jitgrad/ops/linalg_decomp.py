@@ -81,6 +81,15 @@ def _eigh_impl(a, uplo):
     return values, vectors
 
 
+def _times(x, factor):
+    """``x * factor`` where a zero of ``x`` gives 0 (and a zero gradient), not 0 * inf: the
+    engine hands an unused output a zero cotangent, which repeated eigen- or singular values
+    (an inf of ``factor``) must not turn into NaN (torch skips an undefined one)."""
+    from .selection import where
+
+    return x * where(x == 0, 0.0, factor)
+
+
 def _eigh_vjp(grads, ans, a, uplo):
     g_values, g_vectors = grads
     values, vectors = ans
@@ -90,7 +99,7 @@ def _eigh_vjp(grads, ans, a, uplo):
     else:
         x = vh @ g_vectors
         x = 0.5 * (x - _mh(x))
-        inner = x * _off_diagonal_inverse(values.unsqueeze(-2) - values.unsqueeze(-1))
+        inner = _times(x, _off_diagonal_inverse(values.unsqueeze(-2) - values.unsqueeze(-1)))
         inner = inner.to(a.dtype)
         if g_values is not None:
             inner = inner + _diag_embed(g_values.to(a.dtype))
@@ -409,22 +418,24 @@ def _svd_vjp(grads, ans, a, full_matrices):
     inv_e = _off_diagonal_inverse(s2.unsqueeze(-2) - s2.unsqueeze(-1))
     v = _mh(vh)
     inner = 0
+    inv_s = 1.0 / s  # (inf for a zero singular value: _times keeps a zero cotangent zero)
     if g_u is not None:
         x = _mh(u) @ g_u
-        inner = inner + ((x - _mh(x)) * inv_e.to(a.dtype)) * s.unsqueeze(-2).to(a.dtype)
+        inner = inner + _times(x - _mh(x), inv_e).to(a.dtype) * s.unsqueeze(-2).to(a.dtype)
         if a.dtype.is_complex:  # the phase part of U^H gU's diagonal
-            phase = x.diagonal(0, -2, -1).imag / s
+            phase = _times(x.diagonal(0, -2, -1).imag, inv_s)
             inner = inner + _diag_embed(phase.to(a.dtype) * 1j)
     if g_vh is not None:
         y = vh @ _mh(g_vh)
-        inner = inner + s.unsqueeze(-1).to(a.dtype) * ((y - _mh(y)) * inv_e.to(a.dtype))
+        inner = inner + s.unsqueeze(-1).to(a.dtype) * _times(y - _mh(y), inv_e).to(a.dtype)
     if g_s is not None:
         inner = inner + _diag_embed(g_s.to(a.dtype))
     g_a = u @ inner @ vh
     if g_u is not None and m > k:
-        g_a = g_a + ((g_u - u @ (_mh(u) @ g_u)) / s.unsqueeze(-2).to(a.dtype)) @ vh
+        g_a = g_a + _times(g_u - u @ (_mh(u) @ g_u), inv_s.unsqueeze(-2)).to(a.dtype) @ vh
     if g_vh is not None and n > k:
-        g_a = g_a + (u / s.unsqueeze(-2).to(a.dtype)) @ (g_vh - (g_vh @ v) @ vh)
+        rest = g_vh - (g_vh @ v) @ vh
+        g_a = g_a + u @ _times(rest, inv_s.unsqueeze(-1)).to(a.dtype)
     return (g_a,)
 
 

@@ -163,14 +163,30 @@ def _svd_jvp_impl(t, x):
 
 
 def _no_second_derivative(*args, **params):
-    raise RuntimeError("jitgrad does not implement the second derivative of linalg.svdvals "
-                       "(its backward depends on the singular vectors)")
+    raise RuntimeError("jitgrad does not implement forward-mode AD of linalg.svdvals' backward "
+                       "(its second derivative in forward mode)")
+
+
+def _svdvals_backward_vjp(h, ans, g, x):
+    """The second derivative: ``U diag(g) V^H``'s VJP, through ``linalg_svd`` and its VJP
+    (composed of ops, so that higher derivatives follow too)."""
+    from .linalg2 import _mh
+    from .linalg_decomp import LINALG_SVD, _svd_vjp
+
+    u, s, vh = apply(LINALG_SVD, x, full_matrices=False)
+    hv = h.to(u.dtype) @ _mh(vh)  # h V
+    d = (_mh(u) @ hv).diagonal(0, -2, -1)
+    g_g = d.real if d.dtype.is_complex else d
+    gc = g.to(u.dtype)
+    g_u = hv * gc.unsqueeze(-2)  # h V diag(g)
+    g_vh = gc.unsqueeze(-1) * (_mh(u) @ h.to(u.dtype))  # diag(g) U^H h
+    return g_g, _svd_vjp((g_u, None, g_vh), (u, s, vh), x, False)[0]
 
 
 SVDVALS_BACKWARD = defop(
-    "svdvals_backward", _svd_backward_impl, kind=OPAQUE, save=(1,),
+    "svdvals_backward", _svd_backward_impl, kind=OPAQUE, save=(0, 1),
     meta=lambda g, x: (tuple(x.shape), x.dtype),
-    vjp=(_no_second_derivative, _no_second_derivative), jvp=_no_second_derivative)
+    vjp=_svdvals_backward_vjp, jvp=_no_second_derivative)
 SVDVALS_JVP = defop("svdvals_jvp", _svd_jvp_impl, kind=OPAQUE, differentiable=False,
                     meta=lambda t, x: _svdvals_meta(x))
 LINALG_SVDVALS = defop(
@@ -183,7 +199,7 @@ LINALG_SVDVALS = defop(
 @autocast_policy(FP32)
 def svdvals(A, *, driver=None):  # noqa: N803
     """The singular values of (a batch of) matrices ``A``, in descending order. Its gradient
-    is ``U diag(g) V^H``; a second derivative is not implemented (it raises)."""
+    is ``U diag(g) V^H`` (its second derivative through ``linalg_svd``'s)."""
     return apply(LINALG_SVDVALS, A)
 
 
