@@ -300,11 +300,17 @@ def _transpose_jvp(tangents, x, w, input_size, **p):
                          len(p["stride"]))
 
 
+def _c(t):
+    """The conjugate of a complex operand: each VJP below is the adjoint of a bilinear map in
+    the other operand, which for complex tensors multiplies by that operand's conjugate."""
+    return t.conj() if t.dtype.is_complex else t
+
+
 CONVOLUTION = defop(
     "convolution", _conv_impl, kind=OPAQUE, meta=_conv_meta, save=(0, 1),
     node_name="ConvolutionBackward0", jvp=_conv_jvp, autocast=AUTOCAST_LOWER,
-    vjp=(lambda g, ans, x, w, b, **p: _grad_input(g, w, x.shape[2:], **p),
-         lambda g, ans, x, w, b, **p: _grad_weight(x, g, w.shape[2:], **p),
+    vjp=(lambda g, ans, x, w, b, **p: _grad_input(g, _c(w), x.shape[2:], **p),
+         lambda g, ans, x, w, b, **p: _grad_weight(_c(x), g, w.shape[2:], **p),
          lambda g, ans, x, w, b, **p: g.sum((0,) + tuple(range(2, g.ndim)))))
 # the transposed convolution with a bias, Bx(x, w) + b: d/dx = conv(h, w), d/dw = Bw(h, x)
 CONV_TRANSPOSE = defop(
@@ -312,18 +318,18 @@ CONV_TRANSPOSE = defop(
     save=(0, 1),
     node_name="ConvolutionBackward0", autocast=AUTOCAST_LOWER,
     jvp=lambda ts, ans, x, w, b, input_size, **p: _transpose_jvp(ts, x, w, input_size, **p),
-    vjp=(lambda h, ans, x, w, b, input_size, **p: convolution(h, w, None, **p),
-         lambda h, ans, x, w, b, input_size, **p: _grad_weight(h, x, w.shape[2:], **p),
+    vjp=(lambda h, ans, x, w, b, input_size, **p: convolution(h, _c(w), None, **p),
+         lambda h, ans, x, w, b, input_size, **p: _grad_weight(h, _c(x), w.shape[2:], **p),
          lambda h, ans, x, w, b, input_size, **p: h.sum((0,) + tuple(range(2, h.ndim)))))
 # <h, Bx(g, w)> = <conv(h, w), g>: d/dg = conv(h, w), d/dw = Bw(h, g)
 CONV_INPUT_GRAD = defop(
     "convolution_backward_input", _input_grad_impl, kind=OPAQUE, meta=_input_grad_meta,
     save=(0, 1), node_name="ConvolutionBackwardBackward0", jvp=BILINEAR,
-    vjp=(lambda h, ans, g, w, input_size, **p: convolution(h, w, None, **p),
-         lambda h, ans, g, w, input_size, **p: _grad_weight(h, g, w.shape[2:], **p)))
+    vjp=(lambda h, ans, g, w, input_size, **p: convolution(h, _c(w), None, **p),
+         lambda h, ans, g, w, input_size, **p: _grad_weight(h, _c(g), w.shape[2:], **p)))
 # <k, Bw(x, g)> = <conv(x, k), g>: d/dx = Bx(g, k), d/dg = conv(x, k)
 CONV_WEIGHT_GRAD = defop(
     "convolution_backward_weight", _weight_grad_impl, kind=OPAQUE, meta=_weight_grad_meta,
     save=(0, 1), node_name="ConvolutionBackwardBackward0", jvp=BILINEAR,
-    vjp=(lambda k, ans, x, g, kernel_size, **p: _grad_input(g, k, x.shape[2:], **p),
-         lambda k, ans, x, g, kernel_size, **p: convolution(x, k, None, **p)))
+    vjp=(lambda k, ans, x, g, kernel_size, **p: _grad_input(_c(g), k, x.shape[2:], **p),
+         lambda k, ans, x, g, kernel_size, **p: convolution(_c(x), k, None, **p)))
