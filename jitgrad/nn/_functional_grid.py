@@ -200,8 +200,16 @@ def _padded(coord: Tensor, n: int, padding_mode: str, align_corners: bool) -> Te
     """An unnormalized coordinate moved into ``[0, n - 1]`` by ``padding_mode`` (zeros: as it
     is; the taps outside read 0)."""
     if padding_mode == "border":
-        return coord.clamp(0, n - 1)
+        return _clip(coord, n)
     if padding_mode == "reflection":
         coord = _reflect(coord, 0, n - 1) if align_corners else _reflect(coord, -0.5, n - 0.5)
-        return coord.clamp(0, n - 1)
+        return _clip(coord, n)
     return coord
+
+
+def _clip(coord: Tensor, n: int) -> Tensor:
+    """``coord`` clamped into ``[0, n - 1]`` with torch's gradient: 1 strictly inside, 0 on
+    the edges too (its kernels count the edges as outside, so that a location on an edge
+    pixel's centre gets no pull from the zero beyond it)."""
+    inside = (coord > 0) & (coord < n - 1)
+    return coord.where(inside, coord.clamp(0, n - 1).detach())
