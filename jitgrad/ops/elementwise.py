@@ -54,9 +54,9 @@ EXPM1 = _pw("expm1", np.expm1, (lambda g, ans, x: g * (ans + 1).conj(),), "expm1
             public=Public("expm1", method=True, inplace=True))
 SQRT = _pw("sqrt", np.sqrt, (lambda g, ans, x: g / (2 * ans.conj()),), "sqrt({0})", FLOAT,
            save_output=True, public=Public("sqrt", method=True, inplace=True))
-RSQRT = _pw("rsqrt", lambda x: 1 / np.sqrt(x), (lambda g, ans, x: g * (-0.5 * ans ** 3).conj(),),
-            "1.0 / sqrt({0})", FLOAT, save_output=True,
-            public=Public("rsqrt", method=True, inplace=True))
+RSQRT = _pw("rsqrt", fused_arith.half_in_float(lambda x: 1 / np.sqrt(x)),
+            (lambda g, ans, x: g * (-0.5 * ans ** 3).conj(),), "1.0 / sqrt({0})", FLOAT,
+            save_output=True, public=Public("rsqrt", method=True, inplace=True))
 RECIPROCAL = _pw("reciprocal", lambda x: 1 / x, (lambda g, ans, x: -g * (ans * ans).conj(),),
                  "1.0 / {0}", FLOAT, save_output=True,
                  public=Public("reciprocal", method=True, inplace=True))

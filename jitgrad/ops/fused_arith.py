@@ -42,6 +42,25 @@ def _fma64(a: np.ndarray, b: np.ndarray, c: np.ndarray) -> np.ndarray:
         return np.where(np.isfinite(out), out, s)
 
 
+_HALF = np.dtype(np.float16)
+
+
+def half_in_float(impl):
+    """An impl that computes float16 operands in float32 and rounds the result to float16
+    once, as torch's kernels do in their op-math type (several NumPy steps in float16 round
+    at each: lerp, addcmul, addcdiv, rsqrt differed by an ulp)."""
+    def run(*args, **params):
+        if not any(type(a) is np.ndarray and a.dtype == _HALF for a in args):
+            return impl(*args, **params)
+        wide = [a.astype(np.float32) if type(a) is np.ndarray and a.dtype == _HALF else a
+                for a in args]
+        out = impl(*wide, **params)
+        return np.asarray(out).astype(np.float16) if np.asarray(out).dtype.kind == "f" else out
+
+    run.__name__ = getattr(impl, "__name__", "impl")
+    return run
+
+
 def fma(a: Any, b: Any, c: Any, dtype: np.dtype) -> np.ndarray:
     """``a * b + c`` rounded once to ``dtype`` (float32 or float64), each operand first
     rounded to ``dtype`` (a Python float ``a`` too, as torch's op math takes a scalar)."""

@@ -53,7 +53,10 @@ def _accumulated(x, dtype) -> np.dtype:
 
 
 def _sum_impl(x, dims, keepdim, dtype=None):
-    return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=_accumulated(x, dtype))
+    acc = _accumulated(x, dtype)
+    if acc == np.float16:  # (torch accumulates half in float: NumPy would along a leading dim)
+        return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(acc)
+    return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=acc)
 
 
 def _sum_vjp(g, ans, x, dims, keepdim, dtype=None):
@@ -76,10 +79,13 @@ def _mean_impl(x, dims, keepdim, dtype=None):
         return np.full_like(np.sum(x, axis=dims, keepdims=keepdim, dtype=d.np), np.nan)
     # np.mean's own steps (the sum in ``d``, one division by an intp count) without the cost
     # of its wrappers
-    total = np.add.reduce(x, axis=dims, dtype=d.np, keepdims=keepdim)
+    half = d.np == np.float16  # (accumulated and divided in float, rounded once, as torch)
+    total = np.add.reduce(x, axis=dims, dtype=np.float32 if half else d.np, keepdims=keepdim)
     count = 1
     for k in dims:
         count *= x.shape[k]
+    if half:
+        return np.asarray(total / np.float32(count)).astype(np.float16)
     if type(total) is np.ndarray:
         return np.true_divide(total, np.intp(count), out=total, casting="unsafe")
     return total.dtype.type(total / np.intp(count))

@@ -52,9 +52,11 @@ def flip(input, dims):  # noqa: A002
         raise TypeError("flip(): argument 'dims' (position 2) must be tuple of ints, not int")
     dims = list(dims)
     wrapped = tuple(wrap_dim(d, max(input.ndim, 1)) for d in dims)
-    if len(set(wrapped)) != len(wrapped):
-        raise RuntimeError(f"dims has duplicates, original flip dims size={len(dims)}, but "
-                           f"unique flip dims size={len(set(wrapped))}")
+    seen = set()
+    for d in wrapped:
+        if d in seen:
+            raise RuntimeError(f"dim {d} appears multiple times in the list of dims")
+        seen.add(d)
     return apply(FLIP, input, dims=wrapped if input.ndim else ())
 
 
@@ -234,7 +236,7 @@ def _addcmul_template(p, work):
 
 
 ADDCMUL = defop(
-    "addcmul", _addcmul_impl, kind=POINTWISE, save=(1, 2),
+    "addcmul", fused_arith.half_in_float(_addcmul_impl), kind=POINTWISE, save=(1, 2),
     check_operands=refuse_dtypes(bool="addcmul_cpu_out"),
     vjp=(lambda g, ans, a, b, c, value: g, lambda g, ans, a, b, c, value: g * c * value,
          lambda g, ans, a, b, c, value: g * b * value),
@@ -250,7 +252,7 @@ def addcmul(input, tensor1, tensor2, *deprecated, value=1):  # noqa: A002
                                                  tensor1, (tensor2, *deprecated))
     return apply(ADDCMUL, input, tensor1, tensor2, value=value)
 ADDCDIV = defop(
-    "addcdiv", _addcdiv_impl, kind=POINTWISE, save=(1, 2),
+    "addcdiv", fused_arith.half_in_float(_addcdiv_impl), kind=POINTWISE, save=(1, 2),
     promote=FLOAT,
     vjp=(lambda g, ans, a, b, c, value: g, lambda g, ans, a, b, c, value: g * value / c,
          lambda g, ans, a, b, c, value: -g * value * b / (c * c)),
@@ -300,12 +302,12 @@ def _lerp_scalar_template(p, work):
 
 
 LERP_SCALAR = defop(
-    "lerp_scalar", _lerp_scalar_impl, kind=POINTWISE,
+    "lerp_scalar", fused_arith.half_in_float(_lerp_scalar_impl), kind=POINTWISE,
     vjp=(lambda g, ans, a, b, weight: g * (1 - weight), lambda g, ans, a, b, weight: g * weight),
     jvp=ELEMENTWISE, node_name="LerpBackward0", template=_lerp_scalar_template,
     check_operands=refuse_dtypes(bool="lerp_kernel_scalar", integer="lerp_kernel_scalar"))
 LERP_TENSOR = defop(
-    "lerp_tensor", _lerp, kind=POINTWISE, save=(0, 1, 2),
+    "lerp_tensor", fused_arith.half_in_float(_lerp), kind=POINTWISE, save=(0, 1, 2),
     vjp=(lambda g, ans, a, b, w: g * (1 - w), lambda g, ans, a, b, w: g * w,
          lambda g, ans, a, b, w: g * (b - a)),
     jvp=ELEMENTWISE, node_name="LerpBackward1",
