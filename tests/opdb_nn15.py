@@ -1,5 +1,5 @@
 """opdb records of issue 15's nn ops (leaky_relu, elu, softplus, the binary cross
-entropies, smooth L1 and Huber losses, embedding, constant padding), appended to
+entropies, smooth L1 and Huber losses, embedding, constant padding, affine_grid), appended to
 ``opdb.OP_DB``; kept here so that opdb.py stays a readable size."""
 
 from __future__ import annotations
@@ -104,6 +104,17 @@ def _gather_pad_ref(x, pad, mode):
     for i in range(len(pad) // 2):
         widths[x.ndim - 1 - i] = (pad[2 * i], pad[2 * i + 1])
     return np.pad(x, widths, mode={"reflect": "reflect", "replicate": "edge"}[mode])
+
+
+def _affine_grid_ref(theta, size, align_corners=False):
+    spatial = list(size[2:])
+    axes = []
+    for n in spatial:
+        steps = np.linspace(-1.0, 1.0, n) if n > 1 else np.zeros(n)
+        axes.append(steps if align_corners else steps * (n - 1) / n)
+    grids = np.meshgrid(*axes, indexing="ij")
+    base = np.stack(list(reversed(grids)) + [np.ones(spatial)], -1)
+    return np.einsum("...j,nkj->n...k", base, theta)
 
 
 def nn15_records() -> list:
@@ -230,4 +241,9 @@ def nn15_records() -> list:
                gradgrad=False),
         OpInfo("embedding_modified_grad", "nn.functional.embedding",
                embedding_modified_grad_samples, _embedding_ref, differentiable=False),
+        # (the affine_grid_generator op: its node keeps no tensor, as torch's)
+        OpInfo("affine_grid", "nn.functional.affine_grid",
+               _many(_s(_arr(2, 2, 3), (2, 1, 3, 4), align_corners=False, name="2d"),
+                     _s(_arr(1, 3, 4), (1, 2, 2, 3, 2), align_corners=True, name="3d")),
+               _affine_grid_ref),
     ] + pad_recs

@@ -12,6 +12,7 @@ from .. import dtypes
 from ..errors import user_stacklevel
 from ..ops.creation import linspace, ones, zeros, zeros_like
 from ..ops.movement import stack
+from ..ops.registry import OPAQUE, apply, defop
 from ..tensor import Tensor
 from ._functional_resample import cubic_taps
 
@@ -39,17 +40,17 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
     if align_corners is None:
         warnings.warn(_ALIGN_WARNING, UserWarning, stacklevel=user_stacklevel())
         align_corners = False
-    if not (theta.is_floating_point() or theta.is_complex()):
+    if not theta.is_floating_point():
         raise ValueError(f"Expected theta to have floating point type, but got {theta.dtype}")
-    size = list(size)
+    given, size = size, list(size)  # (torch's messages print the size as it was given)
     if len(size) == 4:
         if theta.dim() != 3 or tuple(theta.shape[-2:]) != (2, 3):
             raise ValueError("Expected a batch of 2D affine matrices of shape Nx2x3 for size "
-                             f"{size}. Got {theta.shape}.")
+                             f"{given}. Got {theta.shape}.")
     elif len(size) == 5:
         if theta.dim() != 3 or tuple(theta.shape[-2:]) != (3, 4):
             raise ValueError("Expected a batch of 3D affine matrices of shape Nx3x4 for size "
-                             f"{size}. Got {theta.shape}.")
+                             f"{given}. Got {theta.shape}.")
     else:
         raise NotImplementedError("affine_grid only supports 4D and 5D sizes, for 2D and 3D "
                                   f"affine transforms, respectively. Got size {size}.")
@@ -61,18 +62,71 @@ def affine_grid(theta: Tensor, size: Any, align_corners: bool | None = None) -> 
                       UserWarning, stacklevel=user_stacklevel())
     elif min(size) <= 0:
         raise ValueError(f"Expected non-zero, positive output size. Got {size}")
+    if theta.shape[0] != size[0]:  # (torch's batched product of the base and theta)
+        raise RuntimeError(f"Expected size for first two dimensions of batch2 tensor to be: "
+                           f"[{size[0]}, {len(size) - 1}] but got: [{theta.shape[0]}, "
+                           f"{len(size) - 1}].")
+    return apply(AFFINE_GRID, theta, size=tuple(size), align_corners=bool(align_corners))
+
+
+def _base_grid(spatial: list, align_corners: bool, like: Tensor) -> Tensor:
+    """The ``(1, m, k + 1)`` homogeneous coordinates (x, y[, z], 1) of the output's locations."""
     k = len(spatial)
     axes = []  # x varies along the last spatial dim, y along the one before, z the first
     for i, n in enumerate(reversed(spatial)):
         shape = [1] * k
         shape[k - 1 - i] = n
-        axes.append(_base(n, align_corners, theta).reshape(shape).expand(*spatial))
-    base = stack(axes + [ones(*spatial, dtype=theta.dtype, device=theta.device)], -1)
+        axes.append(_base(n, align_corners, like).reshape(shape).expand(*spatial))
+    base = stack(axes + [ones(*spatial, dtype=like.dtype, device=like.device)], -1)
     m = 1
     for n in spatial:
         m *= n
-    grid = base.reshape(1, m, k + 1) @ theta.transpose(1, 2)
-    return grid.reshape(theta.shape[0], *spatial, k)
+    return base.reshape(1, m, k + 1)
+
+
+def _affine_grid_decompose(theta: Tensor, size: tuple, align_corners: bool) -> Tensor:
+    spatial = list(size[2:])
+    grid = _base_grid(spatial, align_corners, theta) @ theta.transpose(1, 2)
+    return grid.reshape(theta.shape[0], *spatial, len(spatial))
+
+
+def _affine_grid_impl(theta: Any, size: tuple, align_corners: bool) -> Any:
+    """The grid in NumPy, each step as the composed ops round it (the cuda and jit runs)."""
+    import numpy as np
+
+    from ..ops.creation import _linspace_values
+
+    dt = theta.dtype
+    spatial = list(size[2:])
+    k = len(spatial)
+    coords = []
+    for n in spatial:
+        if n <= 1:
+            coords.append(np.zeros(n, dt))
+            continue
+        steps = _linspace_values(-1.0, 1.0, n, dt)
+        coords.append(steps if align_corners else steps * dt.type((n - 1) / n))
+    axes = np.meshgrid(*coords, indexing="ij")  # (z,) y, x: each of the spatial shape
+    base = np.stack(list(reversed(axes)) + [np.ones(spatial, dt)], -1)
+    grid = np.matmul(base.reshape(1, -1, k + 1), np.swapaxes(theta, 1, 2))
+    return grid.reshape([theta.shape[0]] + spatial + [k])
+
+
+def _affine_grid_vjp(g: Tensor, ans: Any, theta: Any, size: tuple, align_corners: bool) -> Tensor:
+    # (the base recomputed from the size: the node keeps no tensor, as torch's)
+    spatial = list(size[2:])
+    k = len(spatial)
+    flat = g.reshape(g.shape[0], -1, k)
+    return flat.transpose(1, 2) @ _base_grid(spatial, align_corners, g)
+
+
+AFFINE_GRID = defop(
+    "affine_grid_generator", _affine_grid_impl, kind=OPAQUE,
+    meta=lambda theta, size, align_corners: (
+        (theta.shape[0],) + tuple(size[2:]) + (len(size) - 2,), theta.dtype),
+    vjp=(_affine_grid_vjp,), jvp=lambda ts, ans, theta, size, align_corners:
+        _affine_grid_decompose(ts[0], size, align_corners),
+    decompose=_affine_grid_decompose, node_name="AffineGridGeneratorBackward0")
 
 
 def _unnormalize(coord: Tensor, n: int, align_corners: bool) -> Tensor:
