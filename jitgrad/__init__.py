@@ -43,6 +43,8 @@ from .amp.autocast_mode import (autocast_decrement_nesting, autocast_increment_n
                                 clear_autocast_cache, is_autocast_cache_enabled,
                                 set_autocast_cache_enabled, set_autocast_cpu_dtype,
                                 set_autocast_cpu_enabled, set_autocast_gpu_dtype)
+from .amp.grad_scaler import (_amp_foreach_non_finite_check_and_unscale_,  # noqa: F401
+                              _amp_update_scale_)
 from ._runtime_switches import (compiled_with_cxx11_abi, get_num_interop_threads, has_lapack,
                                 has_mkl, has_openmp, has_spectral, init_num_threads,
                                 is_vulkan_available, set_default_tensor_type, set_flush_denormal,

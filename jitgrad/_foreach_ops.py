@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from .ops.registry import Tensor
+from .ops.registry import OPS, Tensor, apply
 
 UNARY = ("abs", "acos", "asin", "atan", "ceil", "cos", "cosh", "erf", "erfc", "exp", "expm1",
          "floor", "frac", "lgamma", "log", "log10", "log1p", "log2", "neg", "reciprocal",
@@ -61,6 +61,12 @@ def _unary(op: str, inplace: bool) -> Callable:
     return fn
 
 
+def _extremum(op: str, t: Tensor, other: Any) -> Tensor:
+    """``maximum``/``minimum`` of a tensor and a tensor or a number (the foreach ops take a
+    scalar, which ``torch.maximum`` itself refuses)."""
+    return apply(OPS[op], t, other)
+
+
 def _binary(op: str, inplace: bool) -> Callable:
     def fn(self: Sequence[Tensor], other: Any, *, alpha: Any = None) -> Any:
         tensors = _check_list(self)
@@ -71,10 +77,12 @@ def _binary(op: str, inplace: bool) -> Callable:
         if inplace:
             for t, o in zip(tensors, seconds):
                 if op in _NO_INPLACE_METHOD:  # (no Tensor.maximum_: the result written back)
-                    t.copy_(getattr(t, op)(o))
+                    t.copy_(_extremum(op, t, o))
                 else:
                     getattr(t, op + "_")(o, **extra)
             return self
+        if op in _NO_INPLACE_METHOD:
+            return tuple(_extremum(op, t, o) for t, o in zip(tensors, seconds))
         return tuple(getattr(t, op)(o, **extra) for t, o in zip(tensors, seconds))
 
     fn.__name__ = f"_foreach_{op}{'_' if inplace else ''}"

@@ -24,9 +24,22 @@ import numpy as np
 import pytest
 
 from test_user_scripts import _close
-from test_user_scripts_b27 import _run_torch
+from test_user_scripts_b27 import _run_torch as _run_torch_threads
 from test_user_scripts_c27 import _run
 from test_user_scripts_e28 import _close_nested
+
+
+def _run_torch(name: str) -> dict:
+    """The script on torch with its default argument validation on (torch.compile's first use
+    in the process turns it off, and an earlier test may have compiled)."""
+    torch = pytest.importorskip("torch")
+    prior = torch.distributions.Distribution._validate_args
+    torch.distributions.Distribution.set_default_validate_args(True)
+    try:
+        return _run_torch_threads(name)
+    finally:
+        torch.distributions.Distribution.set_default_validate_args(prior)
+
 
 NAME = "distributions_vi"
 

@@ -83,17 +83,20 @@ def _set(device_type: str, dtype: dtypes.dtype | None) -> None:
 
 
 def get_autocast_cpu_dtype() -> dtypes.dtype:
-    """``get_autocast_dtype("cpu")`` (torch's older name)."""
+    """``get_autocast_dtype("cpu")`` (torch's older name, deprecated)."""
+    _deprecated("get_autocast_cpu_dtype()", "get_autocast_dtype('cpu')")
     return get_autocast_dtype("cpu")
 
 
 def get_autocast_gpu_dtype() -> dtypes.dtype:
-    """``get_autocast_dtype("cuda")`` (torch's older name)."""
+    """``get_autocast_dtype("cuda")`` (torch's older name, deprecated)."""
+    _deprecated("get_autocast_gpu_dtype()", "get_autocast_dtype('cuda')")
     return get_autocast_dtype("cuda")
 
 
 def is_autocast_cpu_enabled() -> bool:
-    """``is_autocast_enabled("cpu")`` (torch's older name)."""
+    """``is_autocast_enabled("cpu")`` (torch's older name, deprecated)."""
+    _deprecated("is_autocast_cpu_enabled()", "is_autocast_enabled('cpu')")
     return is_autocast_enabled("cpu")
 
 

@@ -78,6 +78,24 @@ def _check_and_unscale_(grads: list[Tensor], found_inf: Tensor, inv_scale: Tenso
         g.mul_(inv_scale)
 
 
+def _amp_foreach_non_finite_check_and_unscale_(scaled_grads: list[Tensor], found_inf: Tensor,
+                                               inv_scale: Tensor) -> None:
+    """torch's private kernel: each of ``scaled_grads`` multiplied by ``inv_scale`` in place,
+    and ``found_inf`` set to 1 if any holds an inf or a NaN."""
+    if scaled_grads:
+        _check_and_unscale_(list(scaled_grads), found_inf, inv_scale)
+
+
+def _amp_update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor,
+                       growth_factor: float, backoff_factor: float,
+                       growth_interval: int) -> Tensor:
+    """torch's private kernel: the scale and growth tracker updated in place (see
+    ``_update_scale_``); returns ``scale``."""
+    _update_scale_(scale, growth_tracker, found_inf, growth_factor, backoff_factor,
+                   growth_interval)
+    return scale
+
+
 def _update_scale_(scale: Tensor, growth_tracker: Tensor, found_inf: Tensor,
                    growth_factor: float, backoff_factor: float, growth_interval: int) -> None:
     """torch's ``_amp_update_scale_`` with tensor ops (no host copy): after a step that found
