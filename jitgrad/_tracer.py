@@ -174,6 +174,9 @@ class Trace:
     # a cond branch / while_loop function (jit/control_flow.py): ops on values of enclosing
     # traces are recorded here (they become extra inputs of the sub-graph)
     lifts = False
+    # a trace of an op's VJP rule for the eager engine's programs (autograd/rule_programs.py):
+    # a rule whose arithmetic depends on values raises here, and its nodes keep the tensor path
+    rule_program = False
 
     def __init__(self) -> None:
         self.eqns: list[Eqn] = []

@@ -351,3 +351,106 @@ def test_max_pool1d_checks_and_an_empty_batch():
     empty = jg.randn(0, 3, 4, 4, requires_grad=True)
     F.max_pool2d(empty, 2).sum().backward()
     assert F.max_pool2d(empty, 2).shape == (0, 3, 2, 2) and empty.grad.shape == (0, 3, 4, 4)
+
+
+# ------------------------------------------------------------------ sets Z35-C36
+
+
+@pytest.mark.parametrize("conv", ["conv1d", "conv2d", "conv_transpose1d"])
+def test_complex_convolution_gradients_conjugate_the_other_operand(conv):
+    F = jg.nn.functional
+    rng = np.random.default_rng(0)
+
+    def c(*shape):
+        return jg.tensor(rng.standard_normal(shape) + 1j * rng.standard_normal(shape),
+                         requires_grad=True)
+    if conv == "conv1d":
+        x, w = c(2, 4, 5), c(6, 2, 3)
+        f = lambda a, b: F.conv1d(a, b, padding=1, groups=2)  # noqa: E731
+    elif conv == "conv2d":
+        x, w = c(1, 2, 4, 4), c(3, 2, 2, 2)
+        f = lambda a, b: F.conv2d(a, b, stride=2)  # noqa: E731
+    else:
+        x, w = c(1, 2, 4), c(2, 3, 3)
+        f = lambda a, b: F.conv_transpose1d(a, b, stride=2)  # noqa: E731
+    assert jg.autograd.gradcheck(f, (x, w))
+    assert jg.autograd.gradgradcheck(f, (x, w))
+
+
+def test_grid_sample_edges_pull_nothing_with_border_and_reflection():
+    F = jg.nn.functional
+    img = jg.tensor([[[[10.0, 11.0, 13.0, 16.0]]]])
+    grid = jg.tensor([[[[-1.0, 0.0], [1.0, 0.0]]]], requires_grad=True)
+    for mode in ("border", "reflection"):
+        y = F.grid_sample(img, grid, padding_mode=mode, align_corners=True)
+        assert jg.autograd.grad(y.sum(), grid)[0].abs().sum().item() == 0.0
+    theta = jg.eye(2, 3)[None].requires_grad_()
+    image = jg.arange(12.0).view(1, 1, 3, 4)
+    grid = F.affine_grid(theta, (1, 1, 3, 4), align_corners=False)
+    y = F.grid_sample(image, grid, padding_mode="border", align_corners=False)
+    assert jg.autograd.grad(y.sum(), theta)[0].tolist() == [[[0.0, 0.0, 12.0],
+                                                             [0.0, 0.0, 24.0]]]
+
+
+def test_affine_grid_keeps_no_tensor_and_checks_the_batch():
+    F = jg.nn.functional
+    theta = jg.tensor([[[0.9, -0.3, 0.1], [0.35, 1.1, -0.2]]], requires_grad=True)
+    grid = F.affine_grid(theta, (1, 1, 2, 3), align_corners=False)
+    assert grid.grad_fn.name() == "AffineGridGeneratorBackward0"
+    for _ in range(2):  # (no saved tensor to free: a second backward works, as torch's)
+        assert jg.autograd.grad(grid.sum(), theta)[0].tolist() == [[[0.0, 0.0, 6.0],
+                                                                    [0.0, 0.0, 6.0]]]
+    with pytest.raises(RuntimeError, match=r"Expected size for first two dimensions of batch2 "
+                                           r"tensor to be: \[1, 3\] but got: \[2, 3\]"):
+        F.affine_grid(jg.zeros(2, 2, 3), (1, 3, 4, 5), align_corners=False)
+    with pytest.raises(ValueError, match="Expected theta to have floating point type"):
+        F.affine_grid(jg.zeros(1, 2, 3, dtype=jg.complex64), (1, 1, 2, 2), align_corners=False)
+
+
+def test_value_only_linalg_losses_at_repeated_values_and_singular_det():
+    eye = jg.eye(3, dtype=jg.float64, requires_grad=True)
+    for loss in (lambda a: jg.linalg.eigvalsh(a).sum(),
+                 lambda a: jg.linalg.eigh(a).eigenvalues.sum(),
+                 lambda a: jg.linalg.svd(a).S.sum()):
+        (g,) = jg.autograd.grad(loss(eye), eye)
+        assert g.tolist() == jg.eye(3, dtype=jg.float64).tolist()
+    rng = np.random.default_rng(0)
+    a = jg.tensor(rng.standard_normal((4, 3)), requires_grad=True)
+    assert jg.autograd.gradgradcheck(lambda m: jg.linalg.svdvals(m).pow(2).sum()
+                                     + jg.linalg.matrix_norm(m, "nuc"), (a,))
+    # det's gradient at a singular matrix: the cofactor matrix (finite differences agree)
+    singular = jg.tensor([[1.0, 2.0, 3.0], [2.0, 4.0, 6.0], [0.0, 1.0, 5.0]],
+                         dtype=jg.float64, requires_grad=True)
+    (g,) = jg.autograd.grad(jg.linalg.det(singular), singular)
+    np.testing.assert_allclose(g.numpy(), [[14, -10, 2], [-7, 5, -1], [0, 0, 0]], atol=1e-9)
+    assert jg.autograd.gradcheck(jg.linalg.det, (singular,))
+
+
+def test_float16_reductions_and_fused_ops_compute_in_float():
+    m = jg.tensor([[2048.0, 0.0], [1.0, 0.0], [1.0, 0.0]], dtype=jg.float16)
+    assert m.sum(0).tolist() == [2050.0, 0.0] and m.mean(0).tolist() == [683.5, 0.0]
+    h = lambda v: jg.tensor([v], dtype=jg.float16)  # noqa: E731
+    assert jg.lerp(h(-0.433837890625), h(0.5517578125), 0.1).item() == -0.335205078125
+    assert jg.addcdiv(h(0.56689453125), h(-1.3876953125), h(0.892578125),
+                      value=-0.1).item() == 0.72216796875
+    rng = np.random.default_rng(1)
+    x = rng.uniform(0.1, 4.0, 4000).astype(np.float16)
+    exact = (1 / np.sqrt(x.astype(np.float64))).astype(np.float16)
+    assert (jg.rsqrt(jg.tensor(x)).numpy() == exact).all()
+
+
+def test_amp_private_kernels_and_deprecated_getters():
+    grads = [jg.tensor([2.0, float("inf")]), jg.tensor([4.0])]
+    found = jg.zeros(1)
+    jg._amp_foreach_non_finite_check_and_unscale_(grads, found, jg.full((1,), 0.5))
+    assert [g.tolist() for g in grads] == [[1.0, float("inf")], [2.0]] and found.item() == 1.0
+    scale, tracker = jg.full((1,), 8.0), jg.zeros(1, dtype=jg.int32)
+    assert jg._amp_update_scale_(scale, tracker, jg.ones(1), 2.0, 0.5, 3) is scale
+    assert scale.item() == 4.0
+    for _ in range(3):
+        jg._amp_update_scale_(scale, tracker, jg.zeros(1), 2.0, 0.5, 3)
+    assert scale.item() == 8.0 and tracker.item() == 0
+    with pytest.warns(DeprecationWarning, match=r"torch.is_autocast_cpu_enabled\(\) is "
+                                                "deprecated"):
+        jg.is_autocast_cpu_enabled()
+    assert jg._foreach_maximum([jg.tensor([-1.0, 2.0])], 0.5)[0].tolist() == [0.5, 2.0]

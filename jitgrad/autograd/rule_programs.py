@@ -74,6 +74,7 @@ def build(node: Any, key: tuple):
     needs = tuple(bool(mask >> i & 1) for i in range(n))
     kept = [node._inputs is not None and node._inputs[i] is not None for i in range(n)]
     trace = Trace()
+    trace.rule_program = True
     with active(trace):
         grad = trace.new_input(shape, dt, hint="grad")
         inputs = tuple(trace.new_input(shape, dt, hint="saved") if k else registry.Meta(shape, dt)
@@ -194,6 +195,7 @@ def build_general(node: Any, key: tuple):
     mask, described, _, out_shape, out_dtype, has_out = key
     needs = tuple(bool(mask >> i & 1) for i in range(len(node._needs)))
     trace = Trace()
+    trace.rule_program = True
     prologue = ["if node._freed:", "    raise RuntimeError(FREED)", "a0 = g",
                 "kept = node._inputs"]
     k = 1

@@ -130,8 +130,12 @@ def _matrices(t):
 
 
 def _det_vjp(g, ans, a):
-    if a._trace is None and bool((ans == 0).any()):  # a singular matrix (eager): no inverse
-        return _det_singular_vjp(g, a)
+    if a._trace is None:
+        # a singular matrix: no inverse (eager host tensors: the SVD has no cuda kernel)
+        if type(ans._data) is np.ndarray and bool((ans._data == 0).any()):
+            return _det_singular_vjp(g, a)
+    elif getattr(a._trace, "rule_program", False):  # (the engine's programs: it reads values)
+        raise NotImplementedError("linalg_det's VJP depends on the determinant's value")
     return _matrices(g * ans.conj()) * _mh(apply(LINALG_INV, a))
 
 

@@ -82,12 +82,14 @@ def _eigh_impl(a, uplo):
 
 
 def _times(x, factor):
-    """``x * factor`` where a zero of ``x`` gives 0 (and a zero gradient), not 0 * inf: the
-    engine hands an unused output a zero cotangent, which repeated eigen- or singular values
-    (an inf of ``factor``) must not turn into NaN (torch skips an undefined one)."""
+    """``x * factor`` where a zero of ``x`` against an infinite ``factor`` gives 0, not NaN:
+    the engine hands an unused output a zero cotangent, which repeated eigen- or singular
+    values (an inf of ``factor``) must not turn into NaN (torch skips an undefined one). A
+    finite factor is kept as it is, so the rule stays linear in ``x`` (forward mode takes its
+    transpose at a zero cotangent)."""
     from .selection import where
 
-    return x * where(x == 0, 0.0, factor)
+    return x * where((x == 0) & factor.isinf(), 0.0, factor)
 
 
 def _eigh_vjp(grads, ans, a, uplo):
