@@ -58,6 +58,15 @@ class Size(tuple):
         return n
 
 
+def _real_scalar(value: Any, ctype: str) -> Any:
+    """A complex value with an imaginary part cannot become a real number (torch's error)."""
+    if type(value) is complex:
+        if value.imag != 0:
+            raise RuntimeError(f"value cannot be converted to type {ctype} without overflow")
+        return value.real
+    return value
+
+
 class Tensor:
     """A multi-dimensional array that can take part in automatic differentiation."""
 
@@ -418,10 +427,10 @@ class Tensor:
 
     def __float__(self) -> float:
         _config.scalar_of_grad(registry.state.grad_enabled and self.requires_grad)
-        return float(self._python_scalar())
+        return float(_real_scalar(self._python_scalar(), "double"))
 
     def __int__(self) -> int:
-        return int(self._python_scalar())
+        return int(_real_scalar(self._python_scalar(), "int64_t"))
 
     def __index__(self) -> int:
         if self._dtype.is_floating_point or self._dtype.is_complex or self._data.size != 1:

@@ -454,3 +454,30 @@ def test_amp_private_kernels_and_deprecated_getters():
                                                 "deprecated"):
         jg.is_autocast_cpu_enabled()
     assert jg._foreach_maximum([jg.tensor([-1.0, 2.0])], 0.5)[0].tolist() == [0.5, 2.0]
+
+
+def test_pinv_rcond_tensordot_dims_and_complex_scalars():
+    a = jg.diag(jg.tensor([1.0, 1e-3], dtype=jg.float64))
+    cut = [[1.0, 0.0], [0.0, 0.0]]
+    assert jg.linalg.pinv(a, 1e-2).tolist() == cut == jg.linalg.pinv(a, rcond=1e-2).tolist()
+    assert jg.linalg.pinv(a, jg.tensor(1e-2, dtype=jg.float64)).tolist() == cut
+    with pytest.raises(TypeError, match="linalg_pinv\\(\\) received an invalid combination"):
+        jg.linalg.pinv(a, rcond=1e-2, rtol=1e-2)
+    x, y = jg.ones(2, 3), jg.ones(3, 4)
+    assert jg.tensordot(x, y, dims=jg.tensor(1)).shape == (2, 4)
+    assert jg.tensordot(x, y, dims=jg.tensor([[1], [0]])).shape == (2, 4)
+    for kwargs, text in (({"dims": 3}, "tensordot expects dims < ndim_a or ndim_b, but got "
+                                       "dims=3"),
+                         ({"dims": ([1, 0], [0])}, "both dimension lists should have same "
+                                                   "length")):
+        with pytest.raises(RuntimeError) as info:
+            jg.tensordot(x, y, **kwargs)
+        assert str(info.value) == text
+    with pytest.raises(RuntimeError, match="first has size 3 in dim -1 and second has size 4 "
+                                           "in dim 0"):
+        jg.tensordot(x, jg.ones(4, 4), dims=1)
+    with pytest.raises(RuntimeError, match="both inputs should have same dtype"):
+        jg.tensordot(x, y.double(), dims=1)
+    with pytest.raises(RuntimeError, match="value cannot be converted to type double"):
+        float(jg.tensor(1 + 2j))
+    assert float(jg.tensor(1 + 0j)) == 1.0 and int(jg.tensor(2.7 + 0j)) == 2

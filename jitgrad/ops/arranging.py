@@ -123,19 +123,27 @@ def _diagonal_of(x, offset: int):
 def tensordot(a, b, dims: Any = 2):
     """Contracts ``dims`` dims of ``a`` with ``dims`` of ``b``: the last ``dims`` of ``a`` with
     the first of ``b`` (an int), or the listed pairs (two lists)."""
+    if hasattr(dims, "tolist"):  # (a tensor: an int, or the two lists)
+        dims = dims.tolist()
     if isinstance(dims, int):
         if dims < 0:
             raise RuntimeError(f"tensordot expects dims >= 0, but got dims={dims}")
-        da, db = list(range(a.ndim - dims, a.ndim)), list(range(dims))
+        if dims > min(a.ndim, b.ndim):
+            raise RuntimeError(f"tensordot expects dims < ndim_a or ndim_b, but got dims={dims}")
+        given_a, given_b = list(range(-dims, 0)), list(range(dims))
     else:
-        da, db = ([d] if isinstance(d, int) else list(d) for d in dims)
-    da = [wrap_dim(d, a.ndim) for d in da]
-    db = [wrap_dim(d, b.ndim) for d in db]
-    for i, j in zip(da, db):
+        given_a, given_b = ([d] if isinstance(d, int) else list(d) for d in dims)
+    if len(given_a) != len(given_b):
+        raise RuntimeError("both dimension lists should have same length")
+    if a.dtype is not b.dtype:
+        raise RuntimeError("both inputs should have same dtype")
+    da = [wrap_dim(d, a.ndim) for d in given_a]
+    db = [wrap_dim(d, b.ndim) for d in given_b]
+    for i, j, gi, gj in zip(da, db, given_a, given_b):  # (torch names the dims as given)
         if a.shape[i] != b.shape[j]:
             raise RuntimeError(f"contracted dimensions need to match, but first has size "
-                               f"{a.shape[i]} in dim {i} and second has size {b.shape[j]} in "
-                               f"dim {j}")
+                               f"{a.shape[i]} in dim {gi} and second has size {b.shape[j]} in "
+                               f"dim {gj}")
     ka = [d for d in range(a.ndim) if d not in da]
     kb = [d for d in range(b.ndim) if d not in db]
     k = int(np.prod([a.shape[d] for d in da], dtype=np.int64))

@@ -81,13 +81,33 @@ LINALG_PINV = defop("linalg_pinv", _pinv_impl, kind=OPAQUE, meta=_pinv_meta, sav
 def _number(x):
     if x is None or isinstance(x, (int, float, np.integer, np.floating)):
         return None if x is None else float(x)
-    raise NotImplementedError("jitgrad: linalg tolerances given as tensors are not supported; "
-                              "pass Python numbers")
+    if getattr(x, "numel", None) is not None and x.numel() == 1:  # (a one-element tensor)
+        return float(x.item())
+    raise NotImplementedError("jitgrad: linalg tolerances given as tensors of one value per "
+                              "matrix are not supported; pass one number for the batch")
 
 
-def pinv(A, *, atol=None, rtol=None, hermitian: bool = False):  # noqa: N803
+_PINV_SIGNATURES = (
+    "Tensor input, *, Tensor atol = None, Tensor rtol = None, bool hermitian = False, "
+    "Tensor out = None",
+    "Tensor input, *, float atol = None, float rtol = None, bool hermitian = False, "
+    "Tensor out = None",
+    "Tensor input, Tensor rcond, bool hermitian = False, *, Tensor out = None",
+    "Tensor input, float rcond, bool hermitian = False, *, Tensor out = None")
+
+
+def pinv(A, rcond=None, hermitian: bool = False, *, atol=None, rtol=None):  # noqa: N803
     """The Moore-Penrose pseudo-inverse of (a batch of) matrices: singular values at or below
-    ``max(atol, rtol * largest)`` count as zero (default ``rtol``: ``eps * max(m, n)``)."""
+    ``max(atol, rtol * largest)`` count as zero (default ``rtol``: ``eps * max(m, n)``);
+    torch's older ``rcond`` is ``rtol``."""
+    if rcond is not None:
+        if atol is not None or rtol is not None:
+            from .arg_errors import invalid_combination
+
+            given = {k: v for k, v in (("rcond", rcond), ("rtol", rtol), ("atol", atol))
+                     if v is not None}  # (as passed, rcond first: torch lists them reversed)
+            raise invalid_combination("linalg_pinv", (A,), given, _PINV_SIGNATURES)
+        rtol = rcond
     return apply(LINALG_PINV, A, atol=_number(atol), rtol=_number(rtol),
                  hermitian=bool(hermitian))
 

@@ -121,8 +121,9 @@ class Adam(Optimizer):
                 continue
             if p.is_complex():
                 raise NotImplementedError(
-                    "jitgrad's Adam supports real parameters only (torch updates complex ones "
-                    "through view_as_real, which jitgrad does not have)")
+                    f"jitgrad's {type(self).__name__} supports real parameters only (torch "
+                    "steps a complex one as its view_as_real pairs; jitgrad's view_as_real is "
+                    "a copy): keep the real and imaginary parts as two real parameters")
             state = self.state[p]
             if len(state) == 0:
                 with _compiling.eager():  # (compiled: real tensors that the program updates)
