@@ -481,3 +481,29 @@ def test_pinv_rcond_tensordot_dims_and_complex_scalars():
     with pytest.raises(RuntimeError, match="value cannot be converted to type double"):
         float(jg.tensor(1 + 2j))
     assert float(jg.tensor(1 + 0j)) == 1.0 and int(jg.tensor(2.7 + 0j)) == 2
+
+
+def test_complex_eigenvector_and_singular_vector_phases_are_refused_as_torch():
+    rng = np.random.default_rng(0)
+    y = rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3))
+    hermitian = jg.tensor(y + y.conj().T, requires_grad=True)
+    _, vectors = jg.linalg.eigh(hermitian)
+    with pytest.raises(RuntimeError, match="linalg_eigh_backward: The eigenvectors in the "
+                                           "complex case are specified up to multiplication"):
+        vectors.real.sum().backward()
+    _, vectors = jg.linalg.eigh(hermitian)
+    (vectors.abs() ** 2 * jg.arange(3.0)).sum().backward()  # (phase-free: a gradient)
+    assert hermitian.grad.abs().sum().item() > 0
+    z = jg.tensor(rng.standard_normal((3, 3)) + 1j * rng.standard_normal((3, 3)),
+                  requires_grad=True)
+    u, _, _ = jg.linalg.svd(z)
+    with pytest.raises(RuntimeError, match="svd_backward: The singular vectors in the complex "
+                                           "case"):
+        u.real.sum().backward()
+    u, _, vh = jg.linalg.svd(z)
+    (u.abs().sum() + (u @ vh).real.sum()).backward()
+
+    def gauge_free(m):  # (one SVD: U and V^H turn by the same phases)
+        left, _, right = jg.linalg.svd(m)
+        return left.abs().sum() + (left @ right).real.sum()
+    assert jg.autograd.gradcheck(gauge_free, (z.detach().requires_grad_(),))

@@ -92,6 +92,18 @@ def _times(x, factor):
     return x * where((x == 0) & factor.isinf(), 0.0, factor)
 
 
+def _check_phase(imag_diag, where: str, depends: str) -> None:
+    """torch's refusal of a complex loss that depends on the eigen- or singular vectors'
+    phases (``imag_diag``, the imaginary parts of the phase derivative, must vanish): checked
+    on eager host tensors; the engine's traced programs leave such rules to the tensor path."""
+    if imag_diag._trace is None:
+        data = imag_diag._data
+        if type(data) is np.ndarray and not np.all(np.abs(data) <= 1e-2):
+            raise RuntimeError(f"{where}: The {depends}")
+    elif getattr(imag_diag._trace, "rule_program", False):
+        raise NotImplementedError(f"{where} checks the loss's phase dependence on values")
+
+
 def _eigh_vjp(grads, ans, a, uplo):
     g_values, g_vectors = grads
     values, vectors = ans
@@ -100,6 +112,11 @@ def _eigh_vjp(grads, ans, a, uplo):
         inner = _diag_embed(g_values.to(a.dtype))
     else:
         x = vh @ g_vectors
+        if a.dtype.is_complex:
+            _check_phase(x.diagonal(0, -2, -1).imag, "linalg_eigh_backward",
+                         "eigenvectors in the complex case are specified up to multiplication "
+                         "by e^{i phi}. The specified loss function depends on this quantity, "
+                         "so it is ill-defined.")
         x = 0.5 * (x - _mh(x))
         inner = _times(x, _off_diagonal_inverse(values.unsqueeze(-2) - values.unsqueeze(-1)))
         inner = inner.to(a.dtype)
@@ -421,6 +438,17 @@ def _svd_vjp(grads, ans, a, full_matrices):
     v = _mh(vh)
     inner = 0
     inv_s = 1.0 / s  # (inf for a zero singular value: _times keeps a zero cotangent zero)
+    if a.dtype.is_complex:  # (U and V may turn by one phase together: the loss must not see it)
+        phase = 0
+        if g_u is not None:
+            phase = phase + (_mh(u) @ g_u).diagonal(0, -2, -1).imag
+        if g_vh is not None:
+            phase = phase + (vh @ _mh(g_vh)).diagonal(0, -2, -1).imag
+        if g_u is not None or g_vh is not None:
+            _check_phase(phase, "svd_backward",
+                         "singular vectors in the complex case are specified up to "
+                         "multiplication by e^{i phi}. The specified loss function depends on "
+                         "this phase term, making it ill-defined.")
     if g_u is not None:
         x = _mh(u) @ g_u
         inner = inner + _times(x - _mh(x), inv_e).to(a.dtype) * s.unsqueeze(-2).to(a.dtype)
