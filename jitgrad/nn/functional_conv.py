@@ -272,11 +272,11 @@ def _pool_args(input: Tensor, kernel_size, stride, padding, dilation, ceil_mode,
             raise RuntimeError(
                 f"pad should be at most half of effective kernel size, but got pad={pi}, "
                 f"kernel_size={ki} and dilation={di}")
-    if kind == "max" and (input.ndim not in (3, 4) or 0 in tuple(input.shape[-3:])):
-        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
-                           f"for input, but got:{list(input.shape)}")
     if input.ndim not in (3, 4):
         raise RuntimeError("non-empty 3D or 4D (batch mode) tensor expected for input")
+    if kind == "max" and 0 in tuple(input.shape[-3:]):  # (an empty batch is fine)
+        raise RuntimeError("Expected 3D or 4D (batch mode) tensor with optional 0 dim batch size "
+                           f"for input, but got:{list(input.shape)}")
     out = tuple(_pool.pool_out_size(n, ki, si, pi, di, ceil_mode)
                 for n, ki, si, pi, di in zip(input.shape[-2:], k, s, p, d))
     if any(o < 1 for o in out):

@@ -143,10 +143,10 @@ def _det_singular_vjp(g, a):
     """torch's gradient of ``det`` at a singular matrix: its cofactors through the SVD,
     ``conj(det U det V^H) U diag(prod_{j != i} s_j) V^H`` (exclusive products: no division)."""
     from .creation import ones_like
-    from .linalg_decomp import LINALG_SVD
     from .movement import cat
+    from .registry import OPS
 
-    u, s, vh = apply(LINALG_SVD, a, full_matrices=False)
+    u, s, vh = apply(OPS["linalg_svd"], a, full_matrices=False)  # (linalg_decomp's op)
     alpha = (apply(LINALG_DET, u) * apply(LINALG_DET, vh)).conj()
     one = ones_like(s[..., :1])
     left = cat([one, s[..., :-1]], -1).cumprod(-1)
