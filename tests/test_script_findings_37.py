@@ -507,3 +507,20 @@ def test_complex_eigenvector_and_singular_vector_phases_are_refused_as_torch():
         left, _, right = jg.linalg.svd(m)
         return left.abs().sum() + (left @ right).real.sum()
     assert jg.autograd.gradcheck(gauge_free, (z.detach().requires_grad_(),))
+
+
+def test_module_to_complex_dtypes_and_real_imag_setters():
+    with pytest.warns(UserWarning, match="Complex modules are a new feature"):
+        layer = nn.Linear(2, 2, dtype=jg.cfloat).to(jg.cdouble)
+    assert layer.weight.dtype is jg.complex128
+    with pytest.warns(UserWarning, match="Casting complex values to real"):
+        assert nn.Linear(2, 2, dtype=jg.cdouble).to(jg.float32).weight.dtype is jg.float32
+    assert nn.Linear(2, 2, dtype=jg.cfloat).double().weight.dtype is jg.complex64
+    t = jg.tensor([1 + 2j, 3 + 4j])
+    t.imag = jg.zeros(2)
+    t.real = jg.tensor([5.0, 6.0])
+    assert t.tolist() == [5 + 0j, 6 + 0j]
+    x = jg.ones(2)
+    with pytest.raises(RuntimeError, match="imag is not implemented for tensors with "
+                                           "non-complex dtypes"):
+        x.imag = jg.zeros(2)

@@ -475,11 +475,13 @@ class Module(StateDictMixin):
                     self._buffers[key] = fn(b)
         return self
 
-    def _apply_dtype(self, dt: dtypes.dtype) -> Module:
+    def _apply_dtype(self, dt: dtypes.dtype, with_complex: bool = False) -> Module:
+        # (``to(dtype)`` casts complex tensors too; ``half()``, ``double()``... floating ones)
         for m in self.modules():
             for table in (m._parameters, m._buffers):
                 for t in table.values():
-                    if t is not None and t.is_floating_point() and t.dtype is not dt:
+                    if t is not None and (t.is_floating_point() or with_complex and
+                                          t.is_complex()) and t.dtype is not dt:
                         t.data = t.detach().to(dt)
                         if t._grad is not None:
                             t._grad = t._grad.detach().to(dt)
@@ -504,6 +506,17 @@ class Module(StateDictMixin):
         if dt is not None and not (dt.is_floating_point or dt.is_complex):
             raise TypeError("nn.Module.to only accepts floating point or complex dtypes, but got "
                             f"desired dtype={dt}")
+        if dt is not None and dt.is_complex:
+            import warnings
+
+            from ..errors import user_stacklevel
+
+            warnings.warn(
+                "Complex modules are a new feature under active development whose design may "
+                "change, and some modules might not work as expected when using complex tensors "
+                "as parameters or buffers. Please file an issue at https://github.com/pytorch/"
+                "pytorch/issues/new?template=bug-report.yml if a complex module does not work as "
+                "expected.", UserWarning, stacklevel=user_stacklevel())
         if dev is not None:
             self._apply_device(check_device(dev))
         if fmt is not None:  # 4-d (5-d) parameters and buffers in that layout, in place
@@ -515,7 +528,7 @@ class Module(StateDictMixin):
                                 "contiguous_format", "preserve_format")):
                             t.data = t.detach().contiguous(memory_format=fmt) \
                                 if fmt.name != "preserve_format" else t.detach()
-        return self._apply_dtype(dt) if dt is not None else self
+        return self._apply_dtype(dt, with_complex=True) if dt is not None else self
 
     def _apply_device(self, d: Any) -> Module:
         for m in self.modules():

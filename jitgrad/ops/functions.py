@@ -355,8 +355,9 @@ def _adjoint(t):
 def install_operators(Tensor: type) -> None:  # noqa: N803
     """The Python operators, properties and small conveniences of Tensor (what is not a
     declared function or method: see ``surface``)."""
-    Tensor.real = property(real)
-    Tensor.imag = property(imag)
+    # (views: assigning copies into them, as torch's setters do)
+    Tensor.real = property(real, lambda self, value: real(self).copy_(value))
+    Tensor.imag = property(imag, lambda self, value: imag(self).copy_(value))
     Tensor.T = property(_reversed_dims)
     Tensor.mT = property(lambda self: _matrices(self, "mT").transpose(-2, -1))
     Tensor.H = property(_adjoint)
