@@ -18,6 +18,7 @@ from ..ops import conv as _conv_ops
 from ..ops import pool as _pool
 from ..ops import registry as _registry
 from ..ops.dtype_rules import check_norm_parameters
+from ..ops.functions import _batched
 from ..ops.extras import channels_last as _cl2
 from ..ops.extras import channels_last_3d as _cl3
 from ..ops.autocast_policy import LOWER, autocast_policy
@@ -414,11 +415,6 @@ _BN_STATS_NOT_BATCHED = (
     "to patch your module to work with vmap")
 
 
-def _vmapped(t: Tensor) -> bool:
-    """Whether ``t`` is a vmap value."""
-    return getattr(t._trace, "batching", False)
-
-
 def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
                running_var: Tensor | None, weight: Tensor | None = None,
                bias: Tensor | None = None, training: bool = False, momentum: float = 0.1,
@@ -459,8 +455,8 @@ def batch_norm(input: Tensor, running_mean: Tensor | None,  # noqa: A002
     if not input.dtype.is_floating_point:  # (torch's kernel is floating only)
         _pool.refuse_dtype(input, "batch_norm")
     check_norm_parameters(input, weight, bias, running_mean, running_var)
-    if training and _vmapped(input) and any(
-            t is not None and not _vmapped(t) for t in (running_mean, running_var)):
+    if training and _batched(input) and any(
+            t is not None and not _batched(t) for t in (running_mean, running_var)):
         raise RuntimeError(_BN_STATS_NOT_BATCHED)  # (torch's refusal, before the update)
     # in training the op reads no running statistic (they are updated in place just below)
     out, mean, var = _bn.native_batch_norm(input, weight, bias,

@@ -162,11 +162,7 @@ def cdist(x1, x2, p: float = 2.0, compute_mode: str = "use_mm_for_euclid_dist_if
         raise ValueError(f"{compute_mode} is not a valid value for compute_mode")
     mm = compute_mode == "use_mm_for_euclid_dist" or (
         compute_mode == _MODES[0] and (x1.shape[-2] > 25 or x2.shape[-2] > 25))
-    if p == 2 and mm:
-        if x1.dtype is not x2.dtype:
-            from .linalg import _same_dtype
-
-            _same_dtype(x1, x2)
+    if p == 2 and mm:  # (mixed dtypes: the product's refusal, in the op's meta or matmul)
         batch = tuple(np.broadcast_shapes(tuple(x1.shape[:-2]), tuple(x2.shape[:-2])))
         rows1, rows2 = tuple(x1.shape[-2:]), tuple(x2.shape[-2:])
         if x1.dtype in (dtypes.float16, dtypes.bfloat16):

@@ -44,16 +44,13 @@ def _per_tensor_codes(x, scale, zero_point):
 
 
 def _per_tensor(x, scale, zero_point, quant_min, quant_max):
+    """torch's cachemask form: the fake-quantized values and the mask of the codes in range
+    (all its backward keeps: the qparams may change in place after)."""
     codes, sc = _per_tensor_codes(x, scale, zero_point)
     with np.errstate(invalid="ignore", over="ignore"):
         clamped = np.fmin(np.fmax(codes, quant_min), quant_max)  # (NaN: fmax gives quant_min)
         out = (clamped.astype(np.float32) - np.float32(zero_point)) * sc
-    return out.astype(x.dtype, copy=False)
-
-
-def _per_tensor_mask(x, scale, zero_point, quant_min, quant_max):
-    codes, _ = _per_tensor_codes(x, scale, zero_point)
-    return (codes >= quant_min) & (codes <= quant_max)
+    return out.astype(x.dtype, copy=False), (codes >= quant_min) & (codes <= quant_max)
 
 
 def _scalar_qparams(compute):
@@ -98,25 +95,8 @@ def _per_channel_impl(x, scale, zero_point, *, axis, quant_min, quant_max):
     # (with float zero points torch's kernel computes the product in float64)
     dt = np.float64 if zp.dtype.kind == "f" else _compute_dtype(x)
     out = np.clip(codes, quant_min, quant_max).astype(dt) - zp.astype(dt)
-    return (out * sc.astype(dt)).astype(x.dtype, copy=False)
-
-
-def _per_channel_mask_impl(x, scale, zero_point, *, axis, quant_min, quant_max):
-    codes, _, _ = _per_channel_codes(x, scale, zero_point, axis)
-    return (codes >= quant_min) & (codes <= quant_max)
-
-
-def _same_meta(x, *qparams, **params):
-    return tuple(x.shape), x.dtype
-
-
-def _cachemask(compute, mask):
-    """An impl of torch's ``*_cachemask`` form: the fake-quantized values and the mask of the
-    codes in range, which is all its backward keeps (the qparams may change in place after)."""
-    def impl(*args, **params):
-        return compute(*args, **params), mask(*args, **params)
-
-    return impl
+    values = (out * sc.astype(dt)).astype(x.dtype, copy=False)
+    return values, (codes >= quant_min) & (codes <= quant_max)  # (as _per_tensor)
 
 
 def _cachemask_meta(x, *qparams, **params):
@@ -147,19 +127,16 @@ def _batch_channels(op, values, flags, params, size):
 
 
 # each returns (values, mask) and saves only the mask, as torch's ``*_cachemask`` ops
-PER_TENSOR = defop("fake_quantize_per_tensor_affine",
-                   _cachemask(_scalar_qparams(_per_tensor), _scalar_qparams(_per_tensor_mask)),
+PER_TENSOR = defop("fake_quantize_per_tensor_affine", _scalar_qparams(_per_tensor),
                    kind=OPAQUE, meta=_cachemask_meta, n_outputs=2, save_output=(1,),
                    vjp=_straight_through, jvp=_straight_through_jvp, batch=_batch_input_only,
                    node_name="FakeQuantizePerTensorAffineCachemaskBackward0")
 PER_TENSOR_TENSOR_QPARAMS = defop(
-    "fake_quantize_per_tensor_affine_tensor_qparams",
-    _cachemask(_tensor_qparams(_per_tensor), _tensor_qparams(_per_tensor_mask)),
-    kind=OPAQUE, meta=_cachemask_meta, n_outputs=2, save_output=(1,), vjp=_straight_through,
+    "fake_quantize_per_tensor_affine_tensor_qparams", _tensor_qparams(_per_tensor), kind=OPAQUE,
+    meta=_cachemask_meta, n_outputs=2, save_output=(1,), vjp=_straight_through,
     jvp=_straight_through_jvp, batch=_batch_input_only,
     node_name="FakeQuantizePerTensorAffineCachemaskTensorQparamsBackward0")
-PER_CHANNEL = defop("fake_quantize_per_channel_affine",
-                    _cachemask(_per_channel_impl, _per_channel_mask_impl), kind=OPAQUE,
+PER_CHANNEL = defop("fake_quantize_per_channel_affine", _per_channel_impl, kind=OPAQUE,
                     meta=_cachemask_meta, n_outputs=2, save_output=(1,),
                     vjp=_straight_through, jvp=_straight_through_jvp, batch=_batch_channels,
                     node_name="FakeQuantizePerChannelAffineCachemaskBackward0")

@@ -54,8 +54,8 @@ def half_in_float(impl):
             return impl(*args, **params)
         wide = [a.astype(np.float32) if type(a) is np.ndarray and a.dtype == _HALF else a
                 for a in args]
-        out = impl(*wide, **params)
-        return np.asarray(out).astype(np.float16) if np.asarray(out).dtype.kind == "f" else out
+        out = np.asarray(impl(*wide, **params))
+        return out.astype(np.float16) if out.dtype.kind == "f" else out
 
     run.__name__ = getattr(impl, "__name__", "impl")
     return run

@@ -192,7 +192,7 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
         # this thread's dispatch state: its dict, read once (three reads of a thread-local's
         # attributes cost three times as much)
         st = state.__dict__
-        hot = False
+        hot = number = False
         if type(a) is Tensor and not st["traces"]:
             dt = a._dtype
             out_dtype = out_dtypes[dt]
@@ -236,11 +236,7 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
                     out = op.impl(x, out_dtype.np.type(b))
                 finally:
                     restore(token)
-                npdt = out_dtype.np
-                if type(out) is not _ndarray or out.dtype is not npdt and out.dtype != npdt:
-                    out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for a 0-d operand)
-                result = make(out, out_dtype)
-                return _finish(op, (a, b), {}, result, (result,))
+                hot = number = True
         if not hot:
             if fallback is not None:
                 kind = type(b)
@@ -251,7 +247,7 @@ def lane(op: OpDef, fallback: Callable | None = None) -> Callable:
         if type(out) is not _ndarray or (out.dtype is not npdt and out.dtype != npdt):
             out = np.asarray(out, dtype=npdt)  # (a NumPy scalar for 0-d operands)
         result = make(out, out_dtype)
-        if fw_hook is not None or st["inference"]:
+        if number or fw_hook is not None or st["inference"]:  # (a number: OpNode.record's)
             return _finish(op, (a,) if b is None else (a, b), {}, result, (result,))
         if st["grad_enabled"] and op.differentiable:
             record_uniform(op, a, b, result)  # (records only if an input needs grad)
