@@ -52,9 +52,12 @@ def _accumulated(x, dtype) -> np.dtype:
     return _sum_dtype(dtypes.from_numpy_dtype(x.dtype), dtype).np
 
 
+_HALF = np.dtype(np.float16)
+
+
 def _sum_impl(x, dims, keepdim, dtype=None):
     acc = _accumulated(x, dtype)
-    if acc == np.float16:  # (torch accumulates half in float: NumPy would along a leading dim)
+    if acc is _HALF:  # (torch accumulates half in float: NumPy would along a leading dim)
         return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=np.float32).astype(acc)
     return np.add.reduce(x, axis=dims, keepdims=keepdim, dtype=acc)
 
@@ -79,7 +82,7 @@ def _mean_impl(x, dims, keepdim, dtype=None):
         return np.full_like(np.sum(x, axis=dims, keepdims=keepdim, dtype=d.np), np.nan)
     # np.mean's own steps (the sum in ``d``, one division by an intp count) without the cost
     # of its wrappers
-    half = d.np == np.float16  # (accumulated and divided in float, rounded once, as torch)
+    half = d.np is _HALF  # (accumulated and divided in float, rounded once, as torch)
     total = np.add.reduce(x, axis=dims, dtype=np.float32 if half else d.np, keepdims=keepdim)
     count = 1
     for k in dims:
