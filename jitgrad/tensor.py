@@ -51,6 +51,10 @@ class Size(tuple):
 
     __rmul__ = __mul__
 
+    def __getitem__(self, key: Any) -> Any:  # (a slice of sizes is a Size)
+        out = tuple.__getitem__(self, key)
+        return Size(out) if type(key) is slice else out
+
     def numel(self) -> int:
         n = 1
         for s in self:
@@ -184,7 +188,8 @@ class Tensor:
         return _channels_last_contiguous(self._data.shape, self.stride(), rank)
 
     def stride(self, dim: int | None = None):
-        st = tuple(s // self._data.itemsize for s in self._data.strides)
+        data = self._data  # (a cuda array's strides count elements; its byte_strides bytes)
+        st = tuple(s // data.itemsize for s in getattr(data, "byte_strides", data.strides))
         return st if dim is None else st[_wrap_dim(dim, self.ndim)]
 
     def __len__(self) -> int:

@@ -127,4 +127,16 @@ def fft_records() -> list:
                lambda a, dim=None: np.fft.fftshift(a, axes=dim)),
         OpInfo("fft.ifftshift", "fft.ifftshift", _many(_s(_arr(3, 5), name="all")),
                lambda a, dim=None: np.fft.ifftshift(a, axes=dim)),
+        # the complex views the transforms' callers pair them with (rotary embeddings, spectra)
+        OpInfo("view_as_real", "view_as_real",
+               _many(_s(*re_im, name="matrix"), _s(_arr(5), _arr(5), name="vector")),
+               lambda re, im: np.stack([re, im], -1),
+               call=lambda f, re, im: f(re + 1j * im) * 1.0, gradgrad=False),
+        OpInfo("angle_complex", "angle", _many(_s(*re_im, name="matrix")),
+               lambda re, im: np.angle(re + 1j * im), call=lambda f, re, im: f(re + 1j * im)),
+        OpInfo("view_as_complex", "view_as_complex",
+               _many(_s(_arr(3, 2), name="matrix"), _s(_arr(2, 4, 2), name="batch")),
+               lambda x: (x[..., 0], x[..., 1]), gradgrad=False,
+               # (contiguous: the sweeps also pass strided slices, which torch refuses to view)
+               call=lambda f, x: _parts(f(x.contiguous()))),
     ]

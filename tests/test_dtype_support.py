@@ -26,11 +26,15 @@ DTYPES = ("complex64", "int64", "bool", "float16", "bfloat16")
 
 # (record, dtype) -> why jitgrad differs from torch there
 _COMPLEX32 = ("the sample's complex input built from float16 is complex32 in torch, which its FFT "
-              "refuses; jitgrad has no complex32 (it makes complex64) and transforms it")
+              "(and angle) refuses; jitgrad has no complex32 (it makes complex64) and computes it")
 KNOWN: dict[tuple[str, str], str] = {
     **{(name, "float16"): _COMPLEX32 for name in (
         "fft.fft_complex", "fft.ifft_complex", "fft.irfft", "fft.hfft", "fft.fftn", "fft.ifftn",
-        "fft.irfftn", "fft.fft2", "fft.ifft2", "fft.irfft2", "fft.hfftn", "fft.hfft2")},
+        "fft.irfftn", "fft.fft2", "fft.ifft2", "fft.irfft2", "fft.hfftn", "fft.hfft2",
+        "angle_complex")},
+    **{(name, "float16"): "torch's complex view of float16 pairs is complex32 (its parts float16); "
+       "jitgrad has no complex32: complex64, so float32 parts" for name in (
+        "view_as_real", "view_as_complex")},
     **{("linalg.matrix_exp", dt): "torch's CPU matrix_exp in half gives wrong values (-2.1e4 "
        "where its own float32 result, SciPy's float64 and jitgrad's give 0.61; "
        "tests/test_dtype_reductions.py compares with torch's float32)"

@@ -41,26 +41,11 @@ KNOWN = {
                          "records AddBackward0 with a None edge for eps (no scalar-add op)",
     "rms_norm": "mean + eps: torch adds a Scalar (AddBackward1, one edge); jitgrad records "
                 "AddBackward0 with a None edge",
-    "fft.fft": "the record reads .real/.imag of the complex result: torch records each as "
-               "SelectBackward0 over ViewAsRealBackward0, jitgrad as one RealBackward0/"
-               "ImagBackward0 node",
-    "fft.fft_complex": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.ifft": "real/imag parts as fft.fft, and torch conjugates twice (ConjBackward0 x2, "
-                "NegViewBackward0) where jitgrad conjugates once",
-    "fft.ifft_complex": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.rfft": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.ihfft": "real/imag parts as fft.ifft (torch conjugates twice)",
-    "fft.fftn": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.fftn_real": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.ifftn": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.rfftn": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.fft2": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.ifft2": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.rfft2": "real/imag parts: ViewAsReal + Select in torch, Real/Imag in jitgrad",
-    "fft.ihfftn": "real/imag parts as fft.fft, and torch's ConjPhysicalBackward0 where jitgrad "
-                  "has ConjBackward0",
-    "fft.ihfft2": "real/imag parts as fft.fft, and torch's ConjPhysicalBackward0 where jitgrad "
-                  "has ConjBackward0",
+    "fft.ifft": "torch conjugates twice (ConjBackward0 x2, NegViewBackward0) where jitgrad "
+                "conjugates once",
+    "fft.ihfft": "as fft.ifft: torch conjugates twice",
+    "fft.ihfftn": "torch's ConjPhysicalBackward0 where jitgrad has ConjBackward0",
+    "fft.ihfft2": "torch's ConjPhysicalBackward0 where jitgrad has ConjBackward0",
 }
 
 

@@ -49,6 +49,9 @@ NO_RECORD = {
     **{name: "nn.LSTM's fused float32 layer and its backward (torch's oneDNN path): "
              "tests/test_lstm_layer.py (per-step ops, gradcheck, torch)"
        for name in ("mkldnn_rnn_layer", "mkldnn_rnn_layer_backward")},
+    **{name: "the parts view_as_real decomposes into (x.real/x.imag select from the view): "
+             "the opdb view_as_real record under jit (tests/test_jit.py) and on cuda"
+       for name in ("real", "imag")},
     "to_device": "a copy between the CPU and a cuda device (opdb runs on the CPU): "
                  "tests/test_cuda.py, on numba's CUDA simulator",
 }

@@ -262,6 +262,8 @@ def _movement(op, args: tuple, params: dict):
     if any(isinstance(a, Tensor) for a in args[1:]):
         raise unsupported(op, "tensor arguments")
     meta = op.meta(*[_standin(a) if isinstance(a, Tensor) else a for a in args], **params)
+    if op.n_outputs == 1 and meta[1] is not args[0]._dtype:  # (view_as_real/complex: copies)
+        raise unsupported(op, "a view of another dtype")
     x = args[0]._data
     for attempt in (x, None):
         if attempt is None:

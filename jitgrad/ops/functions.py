@@ -41,14 +41,19 @@ def conj(input):  # noqa: A002
 
 @public("real")
 def real(input):  # noqa: A002
-    return input if not input.dtype.is_complex else apply(ew.REAL, input)
+    """The real parts of a complex tensor, a view (``view_as_real(input)[..., 0]``, as torch's);
+    the tensor itself for real dtypes."""
+    if not input.dtype.is_complex:
+        return input
+    return apply(ew.VIEW_AS_REAL, input).select(-1, 0)
 
 
 @public("imag")
 def imag(input):  # noqa: A002
+    """The imaginary parts of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     if not input.dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return apply(ew.IMAG, input)
+    return apply(ew.VIEW_AS_REAL, input).select(-1, 1)
 
 
 def _alpha_checked(input, other, alpha):  # noqa: A002

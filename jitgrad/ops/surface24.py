@@ -259,6 +259,9 @@ def storage_offset(self: Any) -> int:
         from .storage import root_array
 
         return (_ptr(data) - _ptr(root_array(data))) // data.itemsize
+    offset = getattr(data, "offset", None)  # (a cuda array: its element offset in its root)
+    if offset is not None:
+        return offset
     base = self._base
     if base is None:
         return 0

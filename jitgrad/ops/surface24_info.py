@@ -1,13 +1,13 @@
 """More of torch's Tensor surface: ``layout`` (``jitgrad.strided``, the only layout), the
 ``is_<backend>`` flags (all False: jitgrad tensors are dense, on the CPU or cuda), ``adjoint``,
-``view_as_real`` / ``view_as_complex`` (composed: copies with torch's values and gradients,
-not views) and the deprecated ``jitgrad.range``."""
+``view_as_real`` / ``view_as_complex`` (views, as torch's) and the deprecated ``jitgrad.range``."""
 
 from __future__ import annotations
 
 import math
 import warnings
 from typing import Any
+
 
 from .. import dtypes
 from ..errors import user_stacklevel
@@ -49,24 +49,38 @@ def adjoint(input: Any) -> Any:  # noqa: A002
 
 @public("view_as_real")
 def view_as_real(input: Any) -> Any:  # noqa: A002
-    """A complex tensor's real and imaginary parts on a new last dim of size 2 (a copy: writes
-    to it do not reach ``input``)."""
+    """A view of a complex tensor as real numbers: its real and imaginary parts on a new last
+    dim of size 2 (writes to it change ``input``)."""
     if not input.dtype.is_complex:
         raise RuntimeError("view_as_real is only supported for complex tensors")
-    return fn("stack")([input.real, input.imag], -1)
+    return registry.apply(registry.OPS["view_as_real"], input)
 
 
 @public("view_as_complex")
 def view_as_complex(input: Any) -> Any:  # noqa: A002
-    """A float tensor's last dim (of size 2) read as (real, imaginary) (a copy: writes to it do
-    not reach ``input``)."""
+    """A view of a float tensor's last dim (of size 2, stride 1) as (real, imaginary) pairs
+    (writes to it change ``input``). float16 input gives a complex64 copy (jitgrad has no
+    complex32)."""
     if input.dtype not in (dtypes.float32, dtypes.float64, dtypes.float16):
-        raise RuntimeError("view_as_complex is only supported for float and double tensors, but "
-                           f"got a tensor of scalar type: "
+        raise RuntimeError("view_as_complex is only supported for half, float and double tensors, "
+                           f"but got a tensor of scalar type: "
                            f"{input.dtype._scalar_name}")
-    if input.ndim == 0 or input.shape[-1] != 2:
+    if input.ndim == 0:
+        raise RuntimeError("Input tensor must have one or more dimensions")
+    if input.shape[-1] != 2:
         raise RuntimeError("Tensor must have a last dimension of size 2")
-    return input[..., 0] + input[..., 1] * 1j
+    if input.dtype is dtypes.float16:
+        return input[..., 0] + input[..., 1] * 1j
+    if input._trace is not None:  # (a traced value has no strides: the jit copies)
+        return registry.apply(registry.OPS["view_as_complex"], input)
+    strides = input.stride()
+    if strides[-1] != 1:
+        raise RuntimeError("Tensor must have a last dimension with stride 1")
+    if any(s % 2 for s in strides[:-1]):
+        raise RuntimeError("Tensor must have a stride divisible by 2 for all but last dimension")
+    if input.storage_offset() % 2:
+        raise RuntimeError("Tensor must have a storage_offset divisible by 2")
+    return registry.apply(registry.OPS["view_as_complex"], input)
 
 
 @public("range")
