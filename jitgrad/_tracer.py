@@ -284,7 +284,9 @@ class Trace:
     def bind(self, op: OpDef, args: tuple, params: dict) -> Any:
         """Records ``op(*args, **params)`` and returns tracer(s) for its result(s)."""
         if op.decompose is not None and self.decompose:
-            return op.decompose(*args, **params)
+            out = op.decompose(*args, **params)
+            if out is not NotImplemented:  # (NotImplemented: a decomposition for cuda only)
+                return out
         shapes, dts = op.meta(*args, **params)
         if op.n_outputs == 1:
             shapes, dts = (shapes,), (dts,)

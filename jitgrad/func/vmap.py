@@ -190,7 +190,9 @@ class BatchTrace:
         if top is not self:
             return top.bind(op, args, params)
         if op.decompose is not None and op.batch is None:
-            return op.decompose(*args, **params)  # composites batch through their primitives
+            out = op.decompose(*args, **params)  # composites batch through their primitives
+            if out is not NotImplemented:
+                return out
         flags = [type(a) is Batched and a._trace is self for a in args]
         values = [a._value if f else a for a, f in zip(args, flags)]
         with below(self.index):

@@ -1,9 +1,9 @@
-"""Reductions and searches torch scripts call: cummax/cummin, logcumsumexp, aminmax, median and
+"""Reductions and searches torch scripts call: cummax/cummin, aminmax, median and
 nanmedian, kthvalue, mode (one ``defop`` each, with torch's node names and backward formulas:
 the value-selecting ones scatter the gradient to the selected index), and the
 non-differentiable searchsorted, bucketize, bincount, histc and isin. The indexing writes
 (scatter_reduce, index_copy, index_fill) and the statistics composed of other ops (quantile,
-dist, renorm, cov, corrcoef) are in ``reductions3.py``."""
+dist, renorm, cov, corrcoef) are in ``reductions3.py``, logcumsumexp in ``logcumsumexp.py``."""
 
 from __future__ import annotations
 
@@ -146,57 +146,6 @@ def cummin(input, dim: int):  # noqa: A002
     """The running minimum along ``dim`` and the index where each was taken (NaN propagates)."""
     _scalar_dim("cummin", input, dim)
     return CumminResult(*apply(CUMMIN, input, dim=wrap_dim(dim, input.ndim)))
-
-
-def _logcumsumexp_impl(x, dim):
-    if x.ndim == 0:
-        return x.copy()
-    if x.dtype.kind != "c":
-        return np.logaddexp.accumulate(x, axis=dim).astype(x.dtype)
-    from .torch_extras import _logaddexp_impl  # (torch's complex logaddexp, step by step)
-
-    steps = np.moveaxis(x, dim, 0)
-    out = np.empty_like(steps)
-    for k in range(steps.shape[0]):
-        out[k] = steps[0] if k == 0 else _logaddexp_impl(out[k - 1], steps[k])
-    return np.moveaxis(out, 0, dim)
-
-
-def _logcumsumexp_vjp(g, ans, x, dim):
-    if x.ndim == 0:
-        return g
-    # d out_j / d x_i = exp(x_i - out_j) for j >= i: a reversed cumulative sum (conjugated for
-    # complex input, which is holomorphic)
-    w, e = (-ans).exp(), x.exp()
-    if x.dtype.is_complex:
-        w, e = w.conj(), e.conj()
-    return (g * w).flip(dim).cumsum(dim).flip(dim) * e
-
-
-def _logcumsumexp_meta(x, dim):
-    if not (x.dtype.is_floating_point or x.dtype.is_complex):
-        raise NotImplementedError(f'"logcumsumexp_out_cpu" not implemented for '
-                                  f"'{x.dtype._scalar_name}'")
-    return tuple(x.shape), x.dtype
-
-
-def _logcumsumexp_jvp(tangents, ans, x, dim):
-    t = tangents[0]
-    if x.ndim == 0:
-        return t
-    return (t * x.exp()).cumsum(dim) * (-ans).exp()
-
-
-LOGCUMSUMEXP = defop("logcumsumexp", row_major(_logcumsumexp_impl), kind=OPAQUE,
-                     meta=_logcumsumexp_meta,
-                     save=(0,), save_output=True, vjp=(_logcumsumexp_vjp,),
-                     jvp=_logcumsumexp_jvp)
-
-
-@public("logcumsumexp", method=True)
-def logcumsumexp(input, dim: int):  # noqa: A002
-    """``log(cumsum(exp(input), dim))`` without overflow."""
-    return apply(LOGCUMSUMEXP, input, dim=wrap_dim(dim, input.ndim))
 
 
 # ---------------------------------------------------------------- aminmax
