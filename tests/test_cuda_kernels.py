@@ -407,15 +407,17 @@ def test_long_rows_sort_through_the_bitonic_network_in_the_insertion_sorts_order
     n = 3 * cuda_lines.SIM_BITONIC_MIN + 5  # (a padded power of two, several stages)
     a = RNG.integers(-3, 4, (n, 3) if dim == 0 else (2, n)).astype(np.float64)
     a[a == 3], a[a == -3] = np.nan, -np.inf  # ties, NaN (the largest value), -inf
-    for descending in (False, True):
-        want = jitgrad.tensor(a).sort(dim, descending=descending)
-        got = jitgrad.tensor(a, device="cuda").sort(dim, descending=descending)
-        np.testing.assert_array_equal(got[0].cpu().numpy(), want[0].numpy())
-        np.testing.assert_array_equal(got[1].cpu().numpy(), want[1].numpy())  # (stable)
+    for descending in (False, True):  # (the device's sort is stable, stable=False too)
+        want = jitgrad.tensor(a).sort(dim, descending=descending, stable=True)
+        for stable in (False, True):
+            got = jitgrad.tensor(a, device="cuda").sort(dim, descending=descending,
+                                                        stable=stable)
+            np.testing.assert_array_equal(got[0].cpu().numpy(), want[0].numpy())
+            np.testing.assert_array_equal(got[1].cpu().numpy(), want[1].numpy())
     same_on_both(lambda x: x.sort(dim, descending=True)[0].exp(), RNG.standard_normal(a.shape))
     same_on_both(lambda x: x.topk(4, dim)[0], RNG.standard_normal(a.shape))
     ints = RNG.integers(-4, 4, a.shape)
-    same_on_both(lambda x: x.argsort(dim), ints)
+    same_on_both(lambda x: x.argsort(dim, stable=True), ints)
 
 
 def test_nonzero_counts_are_scanned_block_by_block():

@@ -2,8 +2,9 @@
 
 ``sort`` and ``topk`` have two outputs (values, indices); their VJP scatters the values'
 cotangent back to the positions the indices name, recomputed from the saved input by the
-non-differentiable ``argsort``/``argtopk`` ops exactly as the forward computed them. Sorts are
-stable; NaN sorts as the largest value, as in torch. Among tied values ``topk`` returns the
+non-differentiable ``argsort``/``argtopk`` ops exactly as the forward computed them. NaN sorts
+as the largest value, as in torch; ``stable=False`` (the default) orders ties as torch's CPU
+introsort does (``stl_order.py``). Among tied values ``topk`` returns the
 indices torch's CPU kernel does (libstdc++'s unstable selection, in ``topk_select``), and so does
 an unsorted result: the gradient goes where torch's goes.
 """
@@ -20,7 +21,7 @@ from .memory_formats import laid_out_like
 from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .surface import public
-from .stl_order import torch_topk_indices
+from .stl_order import torch_sort_indices, torch_topk_indices
 
 
 def _named_pair(name: str):
@@ -31,9 +32,7 @@ SortResult = _named_pair("sort")
 TopkResult = _named_pair("topk")
 
 
-def _argsort_impl(x, dim, descending):
-    if x.ndim == 0:
-        return np.zeros((), dtype=np.int64)
+def _stable_argsort(x, dim, descending):
     if not descending:
         return np.argsort(x, axis=dim, kind="stable").astype(np.int64)
     # stable descending with NaN first: a stable ascending sort of the reversed array, reversed
@@ -43,12 +42,25 @@ def _argsort_impl(x, dim, descending):
     return (n - 1 - idx).astype(np.int64)
 
 
+def _argsort_impl(x, dim, descending, stable=True):
+    if x.ndim == 0:
+        return np.zeros((), dtype=np.int64)
+    idx = _stable_argsort(x, dim, descending)
+    if stable or (x.ndim == 1 and x.dtype.kind in "iu" and not descending and x.size >= 32768):
+        return idx  # (torch's stable sort, or its radix sort of long 1-D integer input)
+    rows = np.moveaxis(x, dim, -1)
+    n = rows.shape[-1]
+    flat = np.moveaxis(idx, dim, -1).reshape(-1, n)
+    order = torch_sort_indices(rows.reshape(-1, n), flat, descending)
+    return idx if order is flat else np.moveaxis(order.reshape(rows.shape), -1, dim)
+
+
 def _take(x, idx, dim):
     return x.copy() if x.ndim == 0 else np.take_along_axis(x, idx, axis=dim)
 
 
-def _sort_impl(x, dim, descending):
-    idx = _argsort_impl(x, dim, descending)  # (both laid out as torch's: like the input)
+def _sort_impl(x, dim, descending, stable=True):
+    idx = _argsort_impl(x, dim, descending, stable)  # (both laid out as torch's: like the input)
     return laid_out_like(_take(x, idx, dim), x), laid_out_like(idx, x)
 
 
@@ -100,7 +112,7 @@ def _check_sortable(x) -> None:
         raise RuntimeError(" Sort does not support complex dtypes on CPU")  # (torch's space)
 
 
-def _sort_meta(x, dim, descending):
+def _sort_meta(x, dim, descending, stable=True):
     _check_sortable(x)
     shape = tuple(x.shape)
     return (shape, shape), (x.dtype, dtypes.int64)
@@ -128,8 +140,8 @@ def _scatter_back(g, x, dim, idx):
     return scatter_add(zeros(tuple(x.shape), dtype=g.dtype, device=g.device), dim, idx, g)
 
 
-def _sort_vjp(grads, ans, x, dim, descending):
-    idx = apply(ARGSORT, x, dim=dim, descending=descending)
+def _sort_vjp(grads, ans, x, dim, descending, stable=True):
+    idx = apply(ARGSORT, x, dim=dim, descending=descending, stable=stable)
     return (_scatter_back(grads[0], x, dim, idx),)
 
 
@@ -143,7 +155,7 @@ def _gather_jvp(tangents, ans, x, dim, **params):
     return (t if x.ndim == 0 else t.gather(dim, ans[1])), None
 
 
-def _argsort_meta(x, dim, descending):
+def _argsort_meta(x, dim, descending, stable=True):
     _check_sortable(x)
     return tuple(x.shape), dtypes.int64
 
@@ -155,7 +167,7 @@ SORT = defop("sort", _sort_impl, kind=OPAQUE, meta=_sort_meta, n_outputs=2, save
              vjp=_sort_vjp, jvp=_gather_jvp,
              saved_names={"dim": ("param", "dim"), "indices": ("output", 1),
                           "self_sym_sizes": ("sizes", 0)},
-                          saved_indices=("argsort", ("dim", "descending")))
+                          saved_indices=("argsort", ("dim", "descending", "stable")))
 TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save=(0,),
              vjp=_topk_vjp, jvp=_gather_jvp,
              check_operands=refuse_dtypes(
@@ -169,9 +181,10 @@ TOPK = defop("topk", _topk_impl, kind=OPAQUE, meta=_topk_meta, n_outputs=2, save
 @public("sort", method=True)
 @axis_alias
 def sort(input, dim: int = -1, descending: bool = False, stable: bool = False):  # noqa: A002
-    """Sorts along ``dim``: ``(values, indices)``. Ties keep their order (a stable sort)."""
+    """Sorts along ``dim``: ``(values, indices)``. With ``stable``, ties keep their order;
+    without, they come in the order torch's CPU sort (libstdc++'s introsort) leaves them."""
     d = wrap_dim(dim, input.ndim)
-    values, indices = apply(SORT, input, dim=d, descending=bool(descending))
+    values, indices = apply(SORT, input, dim=d, descending=bool(descending), stable=bool(stable))
     return SortResult(values, indices)
 
 
@@ -180,7 +193,8 @@ def sort(input, dim: int = -1, descending: bool = False, stable: bool = False): 
 def argsort(input, dim: int = -1, descending: bool = False,  # noqa: A002
             stable: bool = False):
     """The indices that sort ``input`` along ``dim`` (``sort(...).indices``)."""
-    return apply(ARGSORT, input, dim=wrap_dim(dim, input.ndim), descending=bool(descending))
+    return apply(ARGSORT, input, dim=wrap_dim(dim, input.ndim), descending=bool(descending),
+                 stable=bool(stable))
 
 
 @public("msort", method=True)

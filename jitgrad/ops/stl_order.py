@@ -1,13 +1,16 @@
-"""The choices among tied values that torch's CPU ``topk`` and ``mode`` make, which come from
-libstdc++'s unstable sort and selection algorithms.
+"""The choices among tied values that torch's CPU ``sort`` (``stable=False``), ``topk`` and
+``mode`` make, which come from libstdc++'s unstable sort and selection algorithms.
 
 torch's ``topk_impl_loop`` puts each row's (value, index) pairs in a vector and runs
 ``std::partial_sort`` over the first ``k`` when ``k * 64 <= n``, else ``std::nth_element`` at
 ``k - 1`` followed (when ``sorted``) by ``std::sort`` of the first ``k - 1``; the comparator
 puts NaN first for ``largest`` (last otherwise) and looks at values only. Its ``mode`` kernel
 ``std::sort``s the pairs by ``<`` and takes the last pair of the first longest run of equal
-values (each NaN a run of its own). None of these algorithms is stable, so among tied values
-the indices torch returns, and the order of an unsorted top-k, are what they do step by step.
+values (each NaN a run of its own). Its ``sort`` kernel ``std::sort``s the (value, index)
+pairs with topk's comparators (NaN last ascending, first descending); only a 1-D integer
+ascending sort of at least 32768 elements takes a stable radix sort. None of these algorithms is
+stable, so among tied values the indices torch returns, and the order of an unsorted top-k, are
+what they do step by step.
 The functions below are those steps (heap select and heap sort; introselect and introsort with
 the median of three moved to the front and the unguarded partition; insertion sort, with the
 16-element threshold), written from the algorithms' definitions over two parallel arrays
@@ -20,10 +23,11 @@ import numpy as np
 
 from .nn_kernels import compiled
 
-__all__ = ["torch_mode", "torch_topk_indices"]
+__all__ = ["torch_mode", "torch_sort_indices", "torch_topk_indices"]
 
 _COMPILED: dict[str, object] = {}
 _SORT_THRESHOLD = 16  # libstdc++'s _S_threshold
+_PYTHON_SORT_SIZE = 2048
 # the comparators: topk's smallest (NaN last) and largest (NaN first), mode's plain ``<``
 _SMALLEST, _LARGEST, _LESS = 0, 1, 2
 
@@ -244,6 +248,19 @@ def mode_rows(rows, values, indices):
                 run = 0
 
 
+def sort_rows(rows, order, out):
+    """For each row ``rows[r]``: the indices of ``std::sort``'s order into ``out[r]``."""
+    n = rows.shape[1]
+    vals = np.empty(n, rows.dtype)
+    idx = np.empty(n, np.int64)
+    stack = np.empty((2 * _log2(max(n, 2)) + 2, 3), np.int64)
+    for r in range(rows.shape[0]):
+        _load_row(rows, r, vals, idx)
+        _std_sort(vals, idx, 0, n, order, stack)
+        for c in range(n):
+            out[r, c] = idx[c]
+
+
 _HELPERS = ("_load_row", "_before", "_swap", "_log2", "_median_to_first", "_partition_at_pivot",
             "_linear_insert", "_insertion_sort", "_sift", "_pop_to", "_heap_select",
             "_sort_heap", "_nth_element", "_std_sort")
@@ -274,6 +291,27 @@ def torch_mode(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         compiled(globals(), "mode_rows", _COMPILED, helpers=_HELPERS, inline="never")(
             work, values, indices)
     return values.astype(rows.dtype), indices
+
+
+def torch_sort_indices(rows: np.ndarray, stable: np.ndarray, descending: bool) -> np.ndarray:
+    """torch's unstable ``sort`` indices of each row of ``rows`` (2-D, the dim last), given
+    ``stable``, each row's stable order: ``std::sort`` sorts runs of at most 16 by insertion,
+    stably, and orders no ties differently; the other rows go through it step by step."""
+    if rows.shape[1] <= _SORT_THRESHOLD:
+        return stable
+    todo = _tied_rows(np.take_along_axis(rows, stable, axis=1))
+    if not todo.size:
+        return stable
+    out = np.array(stable, dtype=np.int64)
+    work = np.ascontiguousarray(rows[todo], _exact_work_dtype(rows.dtype))
+    chosen = np.empty(work.shape, np.int64)
+    # (a few rows of ties, as a script's labels have, run as Python, a few ms: loading Numba
+    # and the compiled sort would take a fresh process 0.5 s)
+    fn = sort_rows if work.size <= _PYTHON_SORT_SIZE and "sort_rows" not in _COMPILED else \
+        compiled(globals(), "sort_rows", _COMPILED, helpers=_HELPERS, inline="never")
+    fn(work, _LARGEST if descending else _SMALLEST, chosen)
+    out[todo] = chosen
+    return out
 
 
 def torch_topk_indices(rows: np.ndarray, head: np.ndarray, k: int, largest: bool,
