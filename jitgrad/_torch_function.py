@@ -143,6 +143,11 @@ def overloaded_args(args: Any) -> list:
     return out
 
 
+def needs_modes(args: tuple, kwargs: dict | None) -> bool:
+    """``needs`` for the functions that import foreign arrays: only an active mode sees them."""
+    return bool(busy) and not state.no_all and bool(state.modes)
+
+
 def needs(args: tuple, kwargs: dict | None) -> bool:
     """Whether a call with these arguments goes to ``dispatch`` (the protocol is live)."""
     if not busy:  # (no mode and no disabling context anywhere: the arguments alone decide)

@@ -165,6 +165,9 @@ _IGNORED = ("is_tensor", "is_storage", "get_default_dtype", "set_default_dtype",
 _UNWRAPPED = ("is_tensor", "is_storage", "get_default_dtype", "set_default_dtype",
               "is_grad_enabled", "promote_types", "can_cast", "result_type", "manual_seed",
               "seed", "initial_seed", "get_rng_state", "set_rng_state")
+# (they import foreign arrays, a PyTorch tensor among them, which the arguments' check would
+# refuse: only an active mode sees them, as torch's modes see torch.tensor)
+_IMPORTERS = ("tensor", "as_tensor", "asarray", "from_numpy", "frombuffer", "from_dlpack")
 # Tensor members that never dispatch (object machinery, or what the wrappers themselves use)
 _TENSOR_SKIP = {"__init__", "__new__", "__init_subclass__", "__torch_function__", "__hash__",
                 "__getattribute__", "__getattr__", "__setattr__", "__delattr__", "__class__",
@@ -239,7 +242,8 @@ def _trampoline_code(nfree: int) -> _types.CodeType:
     return code
 
 
-def _swap_in_place(fn: _types.FunctionType, public_name: str, cpp: bool = True) -> None:
+def _swap_in_place(fn: _types.FunctionType, public_name: str, cpp: bool = True,
+                   needs: Callable | None = None) -> None:
     """Puts the protocol's check into ``fn`` itself (its code becomes a trampoline to a copy of
     the original), so every reference to it, taken before or after, dispatches and overrides
     receive this very object (``func is jitgrad.add``, ``HANDLED[jitgrad.mean]``)."""
@@ -262,7 +266,7 @@ def _swap_in_place(fn: _types.FunctionType, public_name: str, cpp: bool = True) 
 
     fn.__code__ = _trampoline_code(len(fn.__closure__ or ()))
     fn.__defaults__ = None
-    fn.__kwdefaults__ = {"_tf_inner": inner, "_tf_needs": _tf.needs, "_tf_call": call}
+    fn.__kwdefaults__ = {"_tf_inner": inner, "_tf_needs": needs or _tf.needs, "_tf_call": call}
     fn.__wrapped__ = inner  # (inspect.signature shows the original's)
     fn._tf_name = public_name
     _SWAPPED.add(id(fn))
@@ -344,7 +348,8 @@ def _install() -> None:
         for n in names:
             fn = vars(owner)[n]
             if id(fn) not in _SWAPPED and id(fn) not in lanes:
-                _swap_in_place(fn, f"{prefix}.{n}", cpp)
+                needs = _tf.needs_modes if owner is jitgrad and n in _IMPORTERS else None
+                _swap_in_place(fn, f"{prefix}.{n}", cpp, needs)
     for n in surface[tensor]:
         member = vars(tensor)[n]
         if isinstance(member, property):

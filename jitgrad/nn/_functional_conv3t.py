@@ -1,7 +1,8 @@
 """``torch.nn.functional.conv_transpose3d`` composed of 2-d transposed convolutions: one
 ``conv_transpose2d`` per tap of the kernel's depth over every input depth slice, each placed
 ``stride`` apart at its tap's offset (zeros interleaved by ``stack``/``reshape``, shifted by
-``pad``) and summed, then cropped by ``padding``. Differentiable to any order and traceable by
+``pad``) and summed (in float32 for half operands, as ``conv3d``), then cropped by ``padding``.
+Differentiable to any order and traceable by
 ``jit``; the nodes are the pieces'. And ``conv_tbc``, the 1-d convolution of ``(time,
 batch, channels)`` sequences, as ``conv1d`` of the transposed operands."""
 
@@ -15,6 +16,7 @@ from ..ops.movement import cat
 from ..tensor import Tensor
 from ._functional_core import pad
 from .functional_conv import _tuple, conv1d, conv_transpose2d, transposed_size
+from .functional_conv3d import in_float32, rounded_contiguous
 
 __all__ = ["conv_transpose3d", "conv_tbc"]
 
@@ -79,6 +81,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
                            f"output size per channel: ({' x '.join(map(str, size))}). Output "
                            "size is too small")
     full = (depth - 1) * s[0] + d[0] * (kd - 1) + 1 + op[0]  # before cropping the padding
+    x, weight, bias, half = in_float32(x, weight, bias)
     slices = x.permute(0, 2, 1, 3, 4).reshape(n * depth, c, h, w)
     out = None
     for k in range(kd):
@@ -96,6 +99,7 @@ def conv_transpose3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, 
     out = out[:, p[0]:p[0] + size[0]].permute(0, 2, 1, 3, 4)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1, 1)
+    out = rounded_contiguous(out, half, input)
     return out if batched else out.squeeze(0)
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import warnings
 
-from ..autograd.grad_mode import no_grad
+from ..autograd.grad_mode import is_grad_enabled, no_grad
 from ..errors import user_stacklevel
 from ..ops.autocast_policy import FP32, autocast_policy
 from ..ops.creation import full_like
@@ -92,6 +92,9 @@ def soft_margin_loss(input: Tensor, target: Tensor,  # noqa: A002
                      size_average: bool | None = None, reduce: bool | None = None,
                      reduction: str = "mean") -> Tensor:
     """``log(1 + exp(-target * input))``."""
+    if isinstance(target, Tensor) and target.requires_grad and is_grad_enabled():
+        raise RuntimeError("The function 'soft_margin_loss' is not differentiable with respect "
+                           "to argument 'target'. This input cannot have requires_grad True.")
     loss = softplus(-target * input)
     return _reduce(loss, _reduction(reduction, size_average, reduce))
 

@@ -1,12 +1,16 @@
 """``torch.nn.functional.conv3d`` composed of 2-d convolutions: one ``conv2d`` per tap of the
 kernel's depth over the strided depth slices (jitgrad's convolution op is 1-d and 2-d), so it
-is differentiable to any order and traceable by ``jit``; the nodes are the pieces'."""
+is differentiable to any order and traceable by ``jit``; the nodes are the pieces'. The result
+is contiguous, as torch's kernel writes it, and float16/bfloat16 taps sum in float32, rounded
+once."""
 
 from __future__ import annotations
 
 import warnings
 from typing import Any
 
+from .. import dtypes
+from ..ops import memory_formats
 from ..ops.conv import check_bias_dtype, check_conv_dtype
 from ..tensor import Tensor
 from ._functional_core import pad
@@ -88,6 +92,7 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
         x = pad(x, (pads[2][0], pads[2][1], pads[1][0], pads[1][1], pads[0][0], pads[0][1]))
     depth, h, w = x.shape[2:]
     d_out = (depth - effective[0]) // s[0] + 1
+    x, weight, bias, half = in_float32(x, weight, bias)
     out = None
     for k in range(ksize[0]):
         start = k * d[0]
@@ -98,4 +103,25 @@ def conv3d(input: Tensor, weight: Tensor, bias: Tensor | None = None, stride: An
     out = out.reshape(n, d_out, *out.shape[1:]).permute(0, 2, 1, 3, 4)
     if bias is not None:
         out = out + bias.reshape(1, -1, 1, 1, 1)
+    out = rounded_contiguous(out, half, input)
     return out if batched else out.squeeze(0)
+
+
+def in_float32(x: Tensor, weight: Tensor, bias: Tensor | None) -> tuple:
+    """float16/bfloat16 operands as float32, so that the depth taps' sum rounds once (torch's
+    kernel accumulates in float), and the dtype to round to (None for other dtypes)."""
+    half = x.dtype if x.dtype in (dtypes.float16, dtypes.bfloat16) else None
+    if half is None:
+        return x, weight, bias, None
+    return x.float(), weight.float(), None if bias is None else bias.float(), half
+
+
+def rounded_contiguous(out: Tensor, half: Any, input: Tensor) -> Tensor:  # noqa: A002
+    """The taps' sum laid out as torch's kernel writes it (contiguous, or channels-last when
+    ``input`` is: the taps' permuted layout would refuse ``view``), rounded to ``half`` when the
+    operands were."""
+    last = memory_formats.channels_last_3d
+    fmt = last if input.ndim == 5 and not input.is_contiguous() and \
+        input.is_contiguous(memory_format=last) else memory_formats.contiguous_format
+    out = out.contiguous(memory_format=fmt)
+    return out if half is None else out.to(half)
