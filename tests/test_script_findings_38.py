@@ -304,3 +304,32 @@ def test_windows_follow_torchs_recipe_in_their_dtype(name):
                 np.testing.assert_allclose(ours, theirs, rtol=0, atol=np.finfo(dt).eps)
                 total, off = total + ours.size, off + int((ours != theirs).sum())
     assert off <= 0.05 * total
+
+
+def _complex_steps(lib):
+    out = []
+    for name, kw in [("Adam", {}), ("AdamW", {"weight_decay": 0.1}),
+                     ("Adam", {"amsgrad": True, "maximize": True}),
+                     ("RMSprop", {"momentum": 0.9, "centered": True}),
+                     ("Adagrad", {"lr_decay": 0.01})]:
+        p = lib.nn.Parameter(lib.tensor([0.5 + 1j, -1 + 0.25j, 2 - 2j], dtype=lib.complex128))
+        c = lib.tensor([1 + 1j, 0j, -1 + 0.5j], dtype=lib.complex128)
+        opt = getattr(lib.optim, name)([p], lr=0.1, **kw)
+        for _ in range(4):
+            opt.zero_grad()
+            (p - c).abs().sum().backward()
+            opt.step()
+        out.append(p.detach().numpy())
+    return out
+
+
+def test_adaptive_optimizers_step_complex_parameters_as_real_pairs():
+    # (they refused complex parameters; torch steps view_as_real of the parameter and state)
+    ours = _complex_steps(jg)
+    assert all(np.isfinite(p).all() for p in ours)
+    for a, b in zip(ours, _complex_steps(_torch())):
+        np.testing.assert_allclose(a, b, rtol=1e-12, atol=1e-12)
+    with pytest.raises(NotImplementedError, match="Adadelta"):
+        p = jg.nn.Parameter(jg.ones(2, dtype=jg.complex64))
+        p.grad = jg.ones(2, dtype=jg.complex64)
+        jg.optim.Adadelta([p]).step()

@@ -140,3 +140,23 @@ def real_number(x: Any) -> bool:
     """A learning rate (or other hyperparameter) the fast path takes: a real number, not a
     tensor."""
     return isinstance(x, (float, int, np.floating, np.integer)) and not isinstance(x, bool)
+
+
+
+def as_real(p: Tensor, state: dict[str, Any], name: str) -> tuple:
+    """torch's handling of a complex parameter: the update runs on ``view_as_real`` of the
+    parameter, of its gradient and of its complex state, so the real and imaginary parts step
+    as two real numbers (the writes reach the complex tensors). Returns ``(param, grad,
+    state)``; a real parameter's own. ``name``: the optimizer, for the compiled step's
+    refusal."""
+    if not p.is_complex():
+        return p, p.grad, state
+    from . import _compiling
+
+    if _compiling.trace() is not None:
+        raise NotImplementedError(f"a compiled {name} step takes real parameters only: step a "
+                                  "complex one in eager mode")
+    view = registry.OPS["view_as_real"]
+    views = {k: registry.apply(view, v) if isinstance(v, Tensor) and v.is_complex() else v
+             for k, v in state.items()}
+    return registry.apply(view, p), registry.apply(view, p.grad), views

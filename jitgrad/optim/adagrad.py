@@ -9,7 +9,7 @@ from .. import dtypes
 from ..ops.creation import full_like, tensor
 from ..sparse import sparse_coo_tensor
 from ..tensor import Tensor
-from . import _compiling
+from . import _compiling, _foreach
 from ._flags import check_flags
 from .optimizer import Optimizer
 
@@ -73,17 +73,19 @@ class Adagrad(Optimizer):
         for p in group["params"]:
             if p.grad is None:
                 continue
-            if p.is_complex():
-                raise NotImplementedError("jitgrad's Adagrad supports real parameters only")
             state = self.state[p]
             state["step"].add_(1)
             step = _compiling.get_value(state["step"])
-            grad = -p.grad if group["maximize"] else p.grad
+            if p.is_complex() and p.grad.is_sparse:
+                raise NotImplementedError("jitgrad's Adagrad takes sparse gradients of real "
+                                          "parameters only")
+            param, grad, st = _foreach.as_real(p, state, "Adagrad")
+            grad = -grad if group["maximize"] else grad
             if weight_decay != 0:
                 if grad.is_sparse:
                     raise RuntimeError("weight_decay option is not compatible with sparse "
                                        "gradients")
-                grad = grad.add(p, alpha=weight_decay)
+                grad = grad.add(param, alpha=weight_decay)
             if isinstance(step, Tensor):  # compiled: the program computes the decayed lr,
                 # in float64 as eager mode's Python floats, rounded where eager mode rounds
                 decay = 1 + (step.to(dtypes.float64) - 1) * lr_decay
@@ -91,7 +93,7 @@ class Adagrad(Optimizer):
                        ).to(p.dtype)
             else:
                 clr = lr / (1 + (step - 1) * lr_decay)
-            state_sum = state["sum"]
+            state_sum = st["sum"]
             if grad.is_sparse:  # the entries of the coalesced gradient only
                 grad = grad.coalesce()
                 values = grad._values()
@@ -101,7 +103,7 @@ class Adagrad(Optimizer):
                 continue
             state_sum.add_(grad * grad)
             std = state_sum.sqrt().add_(eps)
-            p.add_(grad * (-clr) / std)
+            param.add_(grad * (-clr) / std)
 
 
 def _like(grad: Any, values: Any) -> Any:

@@ -119,11 +119,6 @@ class Adam(Optimizer):
         for p in group["params"]:
             if p.grad is None:
                 continue
-            if p.is_complex():
-                raise NotImplementedError(
-                    f"jitgrad's {type(self).__name__} supports real parameters only (torch "
-                    "steps a complex one as its view_as_real pairs; jitgrad's view_as_real is "
-                    "a copy): keep the real and imaginary parts as two real parameters")
             state = self.state[p]
             if len(state) == 0:
                 with _compiling.eager():  # (compiled: real tensors that the program updates)
@@ -132,17 +127,18 @@ class Adam(Optimizer):
                     state["exp_avg_sq"] = zeros_like(p)
                     if group["amsgrad"]:
                         state["max_exp_avg_sq"] = zeros_like(p)
-            if fast and self._plain(p, state, group["amsgrad"]):
+            if fast and not p.is_complex() and self._plain(p, state, group["amsgrad"]):
                 _foreach.adam_(p, state, group)
                 continue
-            grad = -p.grad if group["maximize"] else p.grad
-            exp_avg, exp_avg_sq, step_t = state["exp_avg"], state["exp_avg_sq"], state["step"]
+            param, grad, st = _foreach.as_real(p, state, type(self).__name__)
+            grad = -grad if group["maximize"] else grad
+            exp_avg, exp_avg_sq, step_t = st["exp_avg"], st["exp_avg_sq"], st["step"]
             step_t.add_(1)
             if weight_decay != 0:
                 if group["decoupled_weight_decay"]:
-                    p.mul_(1 - lr * weight_decay)
+                    param.mul_(1 - lr * weight_decay)
                 else:
-                    grad = grad.add(p, alpha=weight_decay)
+                    grad = grad.add(param, alpha=weight_decay)
             _lerp_(exp_avg, grad, 1 - beta1)
             exp_avg_sq.mul_(beta2).addcmul_(grad, grad.conj(), value=1 - beta2)
             if _compiling.trace() is not None:
@@ -154,9 +150,9 @@ class Adam(Optimizer):
             step_size = lr / bias_correction1
             bias_correction2_sqrt = bias_correction2 ** 0.5
             if group["amsgrad"]:
-                max_sq = state["max_exp_avg_sq"]
+                max_sq = st["max_exp_avg_sq"]
                 max_sq.copy_(maximum(max_sq, exp_avg_sq))
                 denom = (max_sq.sqrt() / bias_correction2_sqrt).add_(eps)
             else:
                 denom = (exp_avg_sq.sqrt() / bias_correction2_sqrt).add_(eps)
-            p.addcdiv_(exp_avg, denom, value=-step_size)
+            param.addcdiv_(exp_avg, denom, value=-step_size)

@@ -7,7 +7,7 @@ from typing import Any
 
 from .. import dtypes
 from ..ops.creation import tensor, zeros_like
-from . import _compiling
+from . import _compiling, _foreach
 from ._flags import check_flags
 from .adam import _lerp_
 from .optimizer import Optimizer
@@ -64,8 +64,6 @@ class RMSprop(Optimizer):
         for p in group["params"]:
             if p.grad is None:
                 continue
-            if p.is_complex():
-                raise NotImplementedError("jitgrad's RMSprop supports real parameters only")
             state = self.state[p]
             if len(state) == 0:
                 with _compiling.eager():  # (compiled: real tensors that the program updates)
@@ -75,22 +73,23 @@ class RMSprop(Optimizer):
                         state["momentum_buffer"] = zeros_like(p)
                     if group["centered"]:
                         state["grad_avg"] = zeros_like(p)
-            grad = -p.grad if group["maximize"] else p.grad
-            square_avg = state["square_avg"]
-            state["step"].add_(1)
+            param, grad, st = _foreach.as_real(p, state, "RMSprop")
+            grad = -grad if group["maximize"] else grad
+            square_avg = st["square_avg"]
+            st["step"].add_(1)
             if weight_decay != 0:
-                grad = grad.add(p, alpha=weight_decay)
+                grad = grad.add(param, alpha=weight_decay)
             square_avg.mul_(alpha).add_(grad * (1 - alpha) * grad)
             if group["centered"]:
-                grad_avg = state["grad_avg"]
+                grad_avg = st["grad_avg"]
                 _lerp_(grad_avg, grad, 1 - alpha)
                 avg = (square_avg + grad_avg * (-1) * grad_avg).sqrt_()
             else:
                 avg = square_avg.sqrt()
             avg = avg.add_(eps)
             if momentum > 0:
-                buf = state["momentum_buffer"]
+                buf = st["momentum_buffer"]
                 buf.mul_(momentum).add_(grad / avg)
-                _compiling.sub_scaled_(p, buf, lr)
+                _compiling.sub_scaled_(param, buf, lr)
             else:
-                p.add_(grad * (-lr) / avg)
+                param.add_(grad * (-lr) / avg)

@@ -433,7 +433,6 @@ fir_x = torch.randn(16, 1, 40, dtype=torch.cfloat)
 with torch.no_grad():
     fir_y = F.conv1d(fir_x, true_taps, padding=2)
 fir = nn.Conv1d(1, 1, 5, padding=2, bias=False, dtype=torch.cfloat)
-# jitgrad-diff: Adam/AdamW/RMSprop refuse complex parameters (torch steps them as real pairs)
 fir_optimizer = optim.SGD(fir.parameters(), lr=0.1, momentum=0.7)
 fir_losses = []
 for _step in range(40):
