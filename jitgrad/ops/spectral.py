@@ -5,13 +5,13 @@
 A window is computed by torch's recipe, step by step in ``dtype`` (rounded where torch's
 kernels round; bfloat16 windows are float32 ones rounded; a periodic window is the symmetric
 one of ``window_length + 1`` points without its last). torch's float32 ``cos`` is within an ulp
-of the correctly rounded one used here: 3% of float32 window entries are an ulp apart. ``stft`` is torch's
-composition: the signal padded by ``n_fft // 2`` on both sides (``center=True``, with
-``pad_mode``), framed (``Tensor.unfold``), multiplied by the window (zero-padded to ``n_fft``
-about its centre), then one ``_fft_r2c`` (or ``_fft_c2c`` for complex input or window) over
-the frames; ``istft`` inverts each frame (``_fft_c2r``/``_fft_c2c``), multiplies it by the
-window, overlap-adds (``unfold_backward``) and divides by the overlap-added squared window. Both
-are differentiable in the signal and the window.
+of the correctly rounded one used here: 3% of float32 window entries are an ulp apart.
+``stft`` is torch's composition: the signal padded by ``n_fft // 2`` on both sides
+(``center=True``, with ``pad_mode``), framed (``Tensor.unfold``), multiplied by the window
+(zero-padded to ``n_fft`` about its centre), then one ``_fft_r2c`` (or ``_fft_c2c`` for complex
+input or window) over the frames; ``istft`` inverts each frame (``_fft_c2r``/``_fft_c2c``),
+multiplies it by the window, overlap-adds (``unfold_backward``) and divides by the overlap-added
+squared window. Both are differentiable in the signal and the window.
 """
 
 from __future__ import annotations
