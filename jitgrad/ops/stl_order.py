@@ -209,12 +209,17 @@ def _load_row(rows, r, vals, idx):
         idx[c] = c
 
 
+def _scratch(rows):
+    """A row's (value, index) arrays and the introsort's stack of ranges."""
+    n = rows.shape[1]
+    return (np.empty(n, rows.dtype), np.empty(n, np.int64),
+            np.empty((2 * _log2(max(n, 2)) + 2, 3), np.int64))
+
+
 def topk_rows(rows, k, order, sort_head, out):
     """For each row ``rows[r]``: torch's ``k`` indices into ``out[r]``."""
     n = rows.shape[1]
-    vals = np.empty(n, rows.dtype)
-    idx = np.empty(n, np.int64)
-    stack = np.empty((2 * _log2(max(n, 2)) + 2, 3), np.int64)
+    vals, idx, stack = _scratch(rows)
     for r in range(rows.shape[0]):
         _load_row(rows, r, vals, idx)
         if k * 64 <= n:
@@ -232,9 +237,7 @@ def mode_rows(rows, values, indices):
     """For each row ``rows[r]``: torch's mode, the last pair of the first longest run of equal
     values in ``std::sort``'s order, into ``values[r]``, ``indices[r]``."""
     n = rows.shape[1]
-    vals = np.empty(n, rows.dtype)
-    idx = np.empty(n, np.int64)
-    stack = np.empty((2 * _log2(max(n, 2)) + 2, 3), np.int64)
+    vals, idx, stack = _scratch(rows)
     for r in range(rows.shape[0]):
         _load_row(rows, r, vals, idx)
         _std_sort(vals, idx, 0, n, _LESS, stack)
@@ -251,9 +254,7 @@ def mode_rows(rows, values, indices):
 def sort_rows(rows, order, out):
     """For each row ``rows[r]``: the indices of ``std::sort``'s order into ``out[r]``."""
     n = rows.shape[1]
-    vals = np.empty(n, rows.dtype)
-    idx = np.empty(n, np.int64)
-    stack = np.empty((2 * _log2(max(n, 2)) + 2, 3), np.int64)
+    vals, idx, stack = _scratch(rows)
     for r in range(rows.shape[0]):
         _load_row(rows, r, vals, idx)
         _std_sort(vals, idx, 0, n, order, stack)
@@ -261,9 +262,9 @@ def sort_rows(rows, order, out):
             out[r, c] = idx[c]
 
 
-_HELPERS = ("_load_row", "_before", "_swap", "_log2", "_median_to_first", "_partition_at_pivot",
-            "_linear_insert", "_insertion_sort", "_sift", "_pop_to", "_heap_select",
-            "_sort_heap", "_nth_element", "_std_sort")
+_HELPERS = ("_scratch", "_load_row", "_before", "_swap", "_log2", "_median_to_first",
+            "_partition_at_pivot", "_linear_insert", "_insertion_sort", "_sift", "_pop_to",
+            "_heap_select", "_sort_heap", "_nth_element", "_std_sort")
 
 
 def _tied_rows(ordered: np.ndarray) -> np.ndarray:
