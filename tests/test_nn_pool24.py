@@ -191,7 +191,7 @@ def test_errors_match_torch():
         (lambda: F.adaptive_max_pool3d(jitgrad.randn(2, 3), 2),
          "adaptive_max_pool3d(): Expected 4D or 5D tensor, but got: [2, 3]"),
         (lambda: F.max_unpool2d(jitgrad.randn(1, 1, 2, 2), jitgrad.full((1, 1, 2, 2), 100), 2),
-         "Found an invalid max index: 100 (output volumes are of size 4x4"),
+         "Found an invalid max index: 100 (output volumes are of size 4x4)"),
         (lambda: F.max_unpool2d(jitgrad.randn(1, 1, 2, 2), jitgrad.zeros(1, 1, 2, 2), 2),
          "elements in indices should be type int64 but got: Float"),
     ]

@@ -71,8 +71,8 @@ def margin_ranking_loss(input1: Tensor, input2: Tensor, target: Tensor,
     """``max(0, -target * (input1 - input2) + margin)``."""
     if not (input1.ndim == input2.ndim == target.ndim):
         raise RuntimeError(f"margin_ranking_loss : All input tensors should have same "
-                           f"dimension but got sizes: input1: {list(input1.shape)}, input2: "
-                           f"{list(input2.shape)}, target: {list(target.shape)} ")
+                           f"dimension but got sizes: input1: {input1.shape}, input2: "
+                           f"{input2.shape}, target: {target.shape} ")
     loss = (-target * (input1 - input2) + margin).clamp_min(0)
     return _reduce(loss, _reduction(reduction, size_average, reduce))
 

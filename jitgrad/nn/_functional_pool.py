@@ -335,7 +335,7 @@ def _max_unpool(input: Tensor, indices: Tensor, kernel_size: Any, stride: Any, p
         if lo < 0 or hi >= volume:
             bad = lo if lo < 0 else hi
             raise RuntimeError(f"Found an invalid max index: {bad} (output volumes are of size "
-                               f"{'x'.join(map(str, size))}")
+                               f"{'x'.join(map(str, size))})")
     out = zeros(*lead, volume, dtype=input.dtype, device=input.device)
     out = out.scatter(-1, flat_idx, flat_in)
     return out.reshape(*lead, *size)

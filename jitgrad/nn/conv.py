@@ -205,7 +205,8 @@ class _ConvTransposeNd(_ConvNd):
             spatial, self.kernel_size, self.stride, self.padding, self.dilation)]
         largest = [m + s - 1 for m, s in zip(smallest, self.stride)]
         if any(not lo <= v <= hi for v, lo, hi in zip(size, smallest, largest)):
-            raise ValueError(f"requested an output size of {size}, but valid sizes range from "
+            raise ValueError(f"requested an output size of {output_size}, but valid sizes "
+                             f"range from "
                              f"{smallest} to {largest} (for an input of "
                              f"jitgrad.Size({list(spatial)}))")
         return tuple(v - lo for v, lo in zip(size, smallest))
