@@ -238,8 +238,12 @@ def test_annotated_transformer_fixed_weights_match_torch():
     params, their_params = ours.pop("params"), theirs.pop("params")
     assert params.keys() == their_params.keys()
     for name in params:
-        if not name.endswith("projections.1.bias"):
-            _close(params[name], their_params[name], rtol=1e-4, atol=1e-4)
+        if name.endswith("projections.1.bias"):
+            continue
+        # (the query weights meet the key biases' noise in the scores: 2e-4 apart on a host
+        # whose BLAS rounds otherwise)
+        query = name.endswith("projections.0.weight")
+        _close(params[name], their_params[name], rtol=1e-4, atol=5e-4 if query else 1e-4)
     for key in ("decoded", "state", "lr"):
         assert ours.pop(key) == theirs.pop(key), key
     (dist, loss), (their_dist, their_loss) = ours.pop("smoothing"), theirs.pop("smoothing")

@@ -102,8 +102,9 @@ def test_translation_transformer_fixed_weights_match_torch():
     _close(ours.pop("losses"), theirs.pop("losses"), rtol=1e-5)
     grads = theirs.pop("grads")
     _close_nested(ours.pop("grads"), grads, rtol=1e-4, atol=1e-7)
+    # (rtol: Adam divides by the gradients' own size, which doubles their relative rounding)
     _close_after_adam(ours.pop("params"), theirs.pop("params"), grads, noise=1e-7,
-                      bound=2 * 0.01, rtol=1e-5, atol=1e-6)
+                      bound=2 * 0.01, rtol=2e-5, atol=1e-6)
     _close_nested(ours, theirs, rtol=1e-5, atol=1e-6)  # logits, encoder memory
 
 
