@@ -49,11 +49,13 @@ def loop_rule(op: registry.OpDef, values: list, flags: list, params: dict, size:
     from ..ops.movement import stack
 
     if op.name not in _warned:
+        from ..ops.aten_namespace import op_key
+
         _warned.add(op.name)
         warnings.warn(
             f"There is a performance drop because we have not yet implemented the batching "
-            f"rule for {op.name}. Please file us an issue on GitHub so that we can prioritize "
-            "its implementation.", UserWarning, stacklevel=4)
+            f"rule for {op_key(op).name()}. Please file us an issue on GitHub so that we can "
+            "prioritize its implementation.", UserWarning, stacklevel=4)
     results = []
     for b in range(size):
         args = [v.select(0, b) if f else v for v, f in zip(values, flags)]
@@ -466,7 +468,8 @@ _RULES: dict[str, Callable] = {
     "masked_fill": _masked_fill_rule, "masked_fill_tensor": _masked_fill_rule,
     "cumsum": dim_rule, "cumprod": dim_rule, "logcumsumexp": dim_rule,
     "logcumsumexp_backward": dim_rule, "logcumsumexp_tangent": dim_rule, "cummax": dim_rule,
-    "cummin": dim_rule, "sort": dim_rule, "argsort": dim_rule,
+    "cummin": dim_rule, "median_dim": dim_rule, "nanmedian_dim": dim_rule,
+    "kthvalue": dim_rule, "mode": dim_rule, "sort": dim_rule, "argsort": dim_rule,
     "topk": dim_rule, "argtopk": dim_rule, "gather": dim_rule, "scatter": dim_rule,
     "scatter_add": dim_rule, "scatter_value": dim_rule, "index_add": first_dim_rule,
     "index_select": first_dim_rule, "linalg_vector_norm": _vector_norm_rule,

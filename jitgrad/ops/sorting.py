@@ -50,6 +50,8 @@ def _argsort_impl(x, dim, descending, stable=True):
         return idx  # (torch's stable sort, or its radix sort of long 1-D integer input)
     rows = np.moveaxis(x, dim, -1)
     n = rows.shape[-1]
+    if n <= 16 or x.size == 0:  # (libstdc++'s insertion sort of at most 16 is stable)
+        return idx
     flat = np.moveaxis(idx, dim, -1).reshape(-1, n)
     order = torch_sort_indices(rows.reshape(-1, n), flat, descending)
     return idx if order is flat else np.moveaxis(order.reshape(rows.shape), -1, dim)
