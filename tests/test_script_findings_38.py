@@ -333,3 +333,20 @@ def test_adaptive_optimizers_step_complex_parameters_as_real_pairs():
         p = jg.nn.Parameter(jg.ones(2, dtype=jg.complex64))
         p.grad = jg.ones(2, dtype=jg.complex64)
         jg.optim.Adadelta([p]).step()
+
+
+def _pool_curvature(lib):
+    f = lib.nn.functional
+    x = lib.arange(64.0, dtype=lib.float64).reshape(1, 1, 4, 4, 4).sin().requires_grad_()
+    out = []
+    for pool in (lambda a: f.max_pool3d(a, 2), lambda a: f.max_pool2d(a[:, :, 0], 2)):
+        g, = lib.autograd.grad(pool(x).sum(), x, create_graph=True)
+        out.append(lib.autograd.grad(g.pow(2).sum(), x)[0].abs().sum().item())
+    y = f.max_pool2d(x[:, :, 0] * 2, 2)
+    out.append(tuple(y.grad_fn._saved_self.shape))
+    return out
+
+
+def test_max_pool_second_derivative_by_the_input_is_zero():
+    # (the pool's backward did not take the input: "appears to not have been used in the graph")
+    assert _pool_curvature(jg) == [0.0, 0.0, (1, 1, 4, 4)] == _pool_curvature(_torch())

@@ -298,8 +298,8 @@ def _max_pool(op, args, params):
 
 
 def _max_pool_backward(op, args, params):
-    g, indices = args
-    shape, dt = op.meta(_stand(g), _stand(indices), **params)
+    g, indices, x = args
+    shape, dt = op.meta(_stand(g), _stand(indices), _stand(x), **params)
     h, w = params["input_size"]
     gp, p = _planes(g._data)
     out = full((p, h * w), 0, g._data.dtype)

@@ -114,7 +114,7 @@ def _gather_at(h, indices, out_shape):
 
 
 def _max_pool_vjp(grads, ans, x, kernel_size, stride, padding, dilation, ceil_mode):
-    return (apply(MAX_POOL2D_BACKWARD, grads[0], ans[1], input_size=tuple(x.shape[-2:])),)
+    return (apply(MAX_POOL2D_BACKWARD, grads[0], ans[1], x, input_size=tuple(x.shape[-2:])),)
 
 
 def _max_pool_meta(x, kernel_size, stride, padding, dilation, ceil_mode):
@@ -123,23 +123,35 @@ def _max_pool_meta(x, kernel_size, stride, padding, dilation, ceil_mode):
     return (shape, shape), (x.dtype, _int64())
 
 
+def _zeros_like(h):
+    from .creation import zeros_like
+
+    return zeros_like(h)
+
+
 def _int64():
     from .. import dtypes
 
     return dtypes.int64
 
 
-# the scatter of max pooling's VJP; its own VJP is the gather at the same indices
+# the scatter of max pooling's VJP; its own VJP is the gather at the same indices. As torch's,
+# it takes the pooled input too, with a zero derivative: a second derivative with respect to
+# the input is zeros, not "not used in the graph" (the data is not read)
 MAX_POOL2D_BACKWARD = defop(
-    "max_pool2d_with_indices_backward", keeps_channels_last(_max_pool_backward_impl),
+    "max_pool2d_with_indices_backward",
+    keeps_channels_last(lambda g, indices, x, input_size: _max_pool_backward_impl(
+        g, indices, input_size)),
     kind=OPAQUE, save=(1,),
-    meta=lambda g, indices, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
+    meta=lambda g, indices, x, input_size: (tuple(g.shape[:-2]) + tuple(input_size), g.dtype),
     node_name="MaxPool2DWithIndicesBackwardBackward0", jvp=LINEAR,
-    vjp=(lambda h, ans, g, indices, input_size: _gather_at(h, indices, tuple(g.shape)), None))
-# (the VJP reads only the indices: the values may be modified in place, ReLU(inplace=True))
+    vjp=(lambda h, ans, g, indices, x, input_size: _gather_at(h, indices, tuple(g.shape)), None,
+         lambda h, ans, g, indices, x, input_size: _zeros_like(h)))
+# (the VJP reads only the indices: the values may be modified in place, ReLU(inplace=True); the
+# input is kept, as torch's _saved_self, for the backward's edge to it)
 MAX_POOL2D = defop("max_pool2d_with_indices", keeps_channels_last(_max_pool_impl), kind=OPAQUE,
                    meta=_max_pool_meta,
-                   n_outputs=2, save_output=(1,), vjp=_max_pool_vjp,
+                   n_outputs=2, save=(0,), save_output=(1,), vjp=_max_pool_vjp,
                    node_name="MaxPool2DWithIndicesBackward0",
                    jvp=lambda ts, ans, x, **p: (
                        None if ts[0] is None else _gather_at(ts[0], ans[1], tuple(ans[0].shape)),

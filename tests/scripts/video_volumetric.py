@@ -421,13 +421,12 @@ gradcheck_results = {
 def input_curvature(f, a):
     """d/da of |df/da|^2: zero for a max-pooled (piecewise-linear) score of the clip."""
     g, = torch.autograd.grad(f(a), a, create_graph=True)
-    # jitgrad-diff: torch gives zeros here (its pool backward records the pooled input); on
-    # jitgrad g does not depend on ``a`` (max_pool3d: "appears to not have been used in the
-    # graph"; adaptive_max_pool3d: g does not even require grad), so both are guarded
+    # jitgrad-diff: torch gives zeros here (its pool backward records the pooled input); with
+    # jitgrad's adaptive_max_pool3d, g does not depend on ``a`` (nor require grad): guarded
     if not g.requires_grad:
         return torch.zeros_like(a)
-    gg, = torch.autograd.grad(g.pow(2).sum(), a, allow_unused=True)
-    return torch.zeros_like(a) if gg is None else gg
+    gg, = torch.autograd.grad(g.pow(2).sum(), a)
+    return gg
 
 
 clip = torch.randn(1, 2, 2, 4, 4, dtype=dt, requires_grad=True)
