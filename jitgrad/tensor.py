@@ -188,8 +188,11 @@ class Tensor:
         return _channels_last_contiguous(self._data.shape, self.stride(), rank)
 
     def stride(self, dim: int | None = None):
-        data = self._data  # (a cuda array's strides count elements; its byte_strides bytes)
-        st = tuple(s // data.itemsize for s in getattr(data, "byte_strides", data.strides))
+        data = self._data  # (NumPy's and meta arrays' strides count bytes, a cuda array's
+        # elements: its byte_strides count bytes)
+        byte_strides = getattr(data, "byte_strides", None) if type(data) is not np.ndarray \
+            else None
+        st = tuple(s // data.itemsize for s in (byte_strides or data.strides))
         return st if dim is None else st[_wrap_dim(dim, self.ndim)]
 
     def __len__(self) -> int:
