@@ -244,6 +244,9 @@ def getitem(x, key):
                          1 if key.step is None else int(key.step))
     spec, tensors = _normalize_key(x, key)
     if tensors:
+        split = split_int_selects(spec, tensors)
+        if split is not None:
+            return getitem(getitem(x, split[0]), split[1])
         return apply(INDEX, x, *tensors, spec=spec)
     out, dim = x, 0
     for s in spec:
@@ -259,6 +262,18 @@ def getitem(x, key):
                 out = slice_dim(out, dim, start, stop, 1 if step is None else step)
             dim += 1
     return apply(ALIAS, x) if out is x else out
+
+
+def split_int_selects(spec: tuple, tensors: list) -> tuple | None:
+    """torch selects the integer entries of a key first (``x[0, :, [1, 3]]`` is
+    ``x[0][:, [1, 3]]``), so they never join the advanced indices (NumPy's would, moving the
+    broadcast dims to the front): a key with both, as (basic key, the rest), else None."""
+    if not any(type(s) is int for s in spec):
+        return None
+    basic = tuple(s if type(s) is int else slice(None) for s in spec if s is not None)
+    rest = tuple(None if s is None else tensors[s[1]] if s[0] == "t" else slice(*s[1:])
+                 for s in spec if type(s) is not int)
+    return basic, rest
 
 
 ALIAS = defop("alias", lambda x: x.view(), kind=MOVEMENT, meta=lambda x: (tuple(x.shape), x.dtype),
@@ -346,6 +361,10 @@ def index_put_value(x, key, value, same_dtype: bool = False):
         value = make_tensor(fitted_scalar(value, x.dtype), dtype=x.dtype, device=x.device)
     if value.dtype is not x.dtype:
         value = value.to(x.dtype)
+    split = split_int_selects(spec, tensors) if tensors else None
+    if split is not None:  # (the integers select first, as in getitem)
+        region = index_put_value(getitem(x, split[0]), split[1], value)
+        return apply(COPY_SLICES, x, region, spec=_normalize_key(x, split[0])[0])
     if tensors:
         return apply(INDEX_PUT, x, value, *tensors, spec=spec, accumulate=False)
     try:
