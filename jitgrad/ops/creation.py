@@ -400,10 +400,24 @@ def arange(start=None, end=None, step=1, *, dtype=None, layout=None, device=None
         start = 0
     elif end is None:
         start, end = 0, start
+    start, end, step = (v.item() if isinstance(v, _tensor.Tensor) and v.ndim == 0 else v
+                        for v in (start, end, step))  # (0-d tensors count as their numbers)
     n = _arange_length(start, end, step)
     if dtype is None:
         is_float = builtins.any(isinstance(v, float) for v in (start, end, step))
         dtype = dtypes.get_default_dtype() if is_float else dtypes.int64
+    if dtypes.is_integral(dtype) and dtype is not dtypes.bool and builtins.any(
+            isinstance(v, float) for v in (start, end, step)):
+        # torch's integer kernel truncates the bounds and the step first (int64 counts its
+        # length from them too; the other integer dtypes from the given numbers)
+        start, end, step = (int(v) for v in (start, end, step))
+        if step == 0:
+            raise ValueError("step must be nonzero")  # (torch's text and type for it)
+        if dtype is dtypes.int64:
+            n = _arange_length(start, end, step)
+        if dev.type != "meta":
+            values = start + np.arange(n, dtype=np.int64) * step
+            return _tensor._new(values.astype(dtype.np), dtype, requires_grad, dev)
     if dtype is dtypes.bool or dtype.is_complex or dtype in dtypes.LIMITED_UINTS:
         # (torch has no arange kernel for bool, complex, uint16/32/64)
         raise NotImplementedError(f'"arange_cpu" not implemented for '

@@ -88,6 +88,10 @@ def masked_fill(input, mask, value):  # noqa: A002
         if value.dtype is not input.dtype:
             value = value.to(input.dtype)
         return apply(MASKED_FILL_TENSOR, input, mask, value)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        from .creation import fitted_scalar  # (torch's overflow check of the number)
+
+        value = fitted_scalar(value, input.dtype)
     return apply(MASKED_FILL, input, mask, value=value)
 
 
@@ -493,4 +497,14 @@ def where(condition, input=None, other=None):  # noqa: A002
     if input is None or other is None:
         raise TypeError("where() received an invalid combination of arguments - expected "
                         "(Tensor condition) or (Tensor condition, Tensor input, Tensor other)")
+    if isinstance(condition, registry.Tensor) and condition.dtype not in (dtypes.bool,
+                                                                          dtypes.uint8):
+        raise RuntimeError("where expected condition to be a boolean tensor, but got a tensor "
+                           f"with dtype {condition.dtype._scalar_name}")
+    numbers = [isinstance(v, (int, float)) and not isinstance(v, bool) for v in (input, other)]
+    if any(numbers) and not all(numbers):  # (a number meets a tensor's dtype: torch's check)
+        from .creation import fitted_scalar
+
+        dt = dtypes.result_type(input, other)
+        input, other = (fitted_scalar(v, dt) if n else v for v, n in zip((input, other), numbers))
     return select(condition, input, other)
