@@ -87,11 +87,12 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
             if k in named:
                 for alias in by_id[id(named[k])]:
                     values.setdefault(alias, values[k])
-    saved = []
+    saved, originals = [], []
     try:
         for k, v in values.items():
             slot = _slot(module, k)
             if slot is None:
+                _set_other(module, k, v, originals)
                 continue
             m, leaf, table = slot
             if v is not None and not isinstance(v, Tensor):
@@ -107,6 +108,40 @@ def functional_call(module: Any, parameter_and_buffer_dicts: Any, args: Any = No
     finally:
         for table, leaf, old in reversed(saved):
             table[leaf] = old
+        for original, old in reversed(originals):
+            with _no_grad():
+                original.copy_(old)
+
+
+def _set_other(module: Any, name: str, value: Any, originals: list) -> None:
+    """A name that is no parameter or buffer, as torch's: a parametrized tensor takes ``value``
+    through its ``right_inverse`` (its originals, kept in ``originals``, are restored after the
+    call), a submodule refuses it, any other name has no effect."""
+    from .parametrize import is_parametrized
+
+    *path, leaf = name.split(".")
+    m = module
+    for part in path:
+        m = m.__dict__.get("_modules", {}).get(part)
+        if m is None:
+            return
+    if is_parametrized(m, leaf):
+        plist = m.parametrizations[leaf]
+        names = ["original"] if plist.is_tensor else [f"original{i}"
+                                                      for i in range(plist.ntensors)]
+        for n in names:
+            original = getattr(plist, n)
+            originals.append((original, original.detach().clone()))
+        plist.right_inverse(value)
+    elif leaf in m.__dict__.get("_modules", {}):
+        raise TypeError(f"attribute `{leaf}`: {m._modules[leaf]!r} is not an instance of "
+                        "jitgrad.Tensor")
+
+
+def _no_grad():
+    from ...autograd.grad_mode import no_grad
+
+    return no_grad()
 
 
 def _takes_remove_duplicate(module: Any) -> bool:
