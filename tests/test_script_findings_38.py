@@ -350,3 +350,70 @@ def _pool_curvature(lib):
 def test_max_pool_second_derivative_by_the_input_is_zero():
     # (the pool's backward did not take the input: "appears to not have been used in the graph")
     assert _pool_curvature(jg) == [0.0, 0.0, (1, 1, 4, 4)] == _pool_curvature(_torch())
+
+
+# ------------------------------------------------------------------ probes: indexing, creation
+
+
+def _int_and_advanced_keys(lib):
+    x = lib.arange(24.0).reshape(2, 3, 4)
+    keys = [(0, slice(None), [1, 3]), (slice(None), [1, 2], 3), (1, Ellipsis, [1, 3]),
+            (0, None, [1, 2]), (lib.tensor(0), slice(None), [1, 3]), (0, [1, 2], [0, 3]),
+            ([0, 1], 1, [2, 3]), (1, slice(None), lib.tensor([True, False, True, False]))]
+    out = [x[k].tolist() for k in keys]
+    y = lib.zeros(2, 3, 4, requires_grad=True)
+    z = y * 1
+    z[0, :, lib.tensor([1, 3])] = lib.arange(6.0).reshape(3, 2)
+    z.pow(2).sum().backward()
+    return out + [z.tolist(), y.grad.tolist()]
+
+
+def test_integer_entries_select_before_the_advanced_indices():
+    # (x[0, :, [1, 3]] had shape (2, 3): NumPy's rule joined the 0 to the advanced indices)
+    ours = _int_and_advanced_keys(jg)
+    assert np.asarray(ours[0]).shape == (3, 2)
+    assert ours == _int_and_advanced_keys(_torch())
+
+
+@pytest.mark.parametrize("call", [
+    lambda lib: lib.arange(0.5, 3.7, dtype=lib.int64),
+    lambda lib: lib.arange(-0.5, 2, dtype=lib.int64),
+    lambda lib: lib.arange(0.5, 3.7, dtype=lib.int32),
+    lambda lib: lib.arange(lib.tensor(2.5)),
+    lambda lib: lib.arange(lib.tensor(0), lib.tensor(2.0)),
+    lambda lib: lib.arange(0, 2.5, 0.5, dtype=lib.int64),
+    lambda lib: lib.where(lib.tensor([1, 0]), 1.0, 0.0),
+    lambda lib: lib.where(lib.tensor([True, False]), lib.zeros(2, dtype=lib.int8), 1000),
+    lambda lib: lib.where(lib.tensor([True, False]), 2.5, lib.zeros(2, dtype=lib.int64)),
+    lambda lib: lib.zeros(2, dtype=lib.int8).masked_fill(lib.tensor([True, False]), 1000),
+    lambda lib: lib.zeros(2).masked_fill(lib.tensor([True, False]), 3),
+])
+def test_arange_where_and_masked_fill_numbers_as_torch(call):
+    # (integer arange of float bounds counted from the floats; a float 0-d tensor bound made an
+    # int64 range; a number that overflows the dtype wrapped; a Long condition was taken)
+    torch = _torch()
+    results = []
+    for lib in (torch, jg):
+        try:
+            r = call(lib)
+            results.append((r.tolist(), str(r.dtype).split(".")[-1]))
+        except (RuntimeError, ValueError) as e:
+            results.append((type(e).__name__, str(e)))
+    assert results[0] == results[1]
+
+
+def test_functional_call_through_a_parametrization_and_a_submodule_name():
+    # (a parametrized name was skipped without a word: the module's own weight was used)
+    torch = _torch()
+    outs = []
+    for lib in (torch, jg):
+        m = lib.nn.utils.parametrizations.weight_norm(lib.nn.Linear(2, 1))
+        with lib.no_grad():
+            m.bias.fill_(0.5)
+        before = m.weight.detach().clone()
+        y = lib.func.functional_call(m, {"weight": lib.tensor([[3.0, 3.0]])}, lib.ones(1, 2))
+        outs.append((y.item(), bool((m.weight == before).all())))
+        with pytest.raises(TypeError, match="is not an instance of"):
+            lib.func.functional_call(lib.nn.Sequential(lib.nn.Linear(2, 1)),
+                                     {"0": lib.ones(1, 2)}, lib.ones(1, 2))
+    assert outs[0] == outs[1] == (6.5, True)
