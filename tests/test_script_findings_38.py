@@ -417,3 +417,44 @@ def test_functional_call_through_a_parametrization_and_a_submodule_name():
             lib.func.functional_call(lib.nn.Sequential(lib.nn.Linear(2, 1)),
                                      {"0": lib.ones(1, 2)}, lib.ones(1, 2))
     assert outs[0] == outs[1] == (6.5, True)
+
+
+def _module_state_cases(lib):
+    import copy
+    import warnings
+
+    out = []
+    m = lib.nn.BatchNorm1d(1).type(lib.DoubleTensor)
+    out.append(str(m.running_mean.dtype).split(".")[-1])
+    out.append(str(lib.nn.Linear(2, 1).type("torch.DoubleTensor").weight.dtype).split(".")[-1])
+
+    class Scalar(lib.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.s = lib.nn.Parameter(lib.tensor(1.0))
+
+    s = Scalar()
+    s.load_state_dict({"s": lib.tensor([5.0])})  # (an old checkpoint's 1-element value)
+    out.append(s.s.item())
+    lin = lib.nn.Linear(2, 1)
+    w = lib.nn.Parameter(lib.ones(1, 2), requires_grad=False)
+    lin.load_state_dict({"weight": w, "bias": lib.zeros(1)}, assign=True)
+    out.append((lin.weight is w, w.requires_grad))
+    with warnings.catch_warnings(record=True) as ws:
+        warnings.simplefilter("always")
+        out.append(list(lin.state_dict(None, "x.")))
+    out.append([w.category.__name__ for w in ws])
+
+    class Sub(lib.nn.Linear):
+        def __setstate__(self, state):
+            super().__setstate__(state)
+
+    out.append(tuple(copy.deepcopy(Sub(2, 1)).weight.shape))  # (deepcopy calls __setstate__)
+    return out
+
+
+def test_module_type_load_state_dict_and_setstate_as_torch():
+    # (Module.type refused tensor types, a 0-d parameter refused a 1-element value, assign
+    # wrapped a Parameter again, positional state_dict arguments and Module.__setstate__ were
+    # missing)
+    assert _module_state_cases(jg) == _module_state_cases(_torch())

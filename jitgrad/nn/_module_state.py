@@ -120,11 +120,22 @@ class StateDictMixin:
         if self._has_extra_state("get_extra_state"):
             destination[prefix + _EXTRA_STATE_KEY_SUFFIX] = self.get_extra_state()
 
-    def state_dict(self, *, destination: dict | None = None, prefix: str = "",
+    def state_dict(self, *args: Any, destination: dict | None = None, prefix: str = "",
                    keep_vars: bool = False) -> OrderedDict:
         """Parameters and persistent buffers by dotted name (detached unless ``keep_vars``),
         plus each module's extra state; ``destination._metadata`` holds each module's
-        ``version``, as torch's."""
+        ``version``, as torch's (``args``: torch's deprecated positional form)."""
+        if args:
+            warnings.warn(
+                "Positional args are being deprecated, use kwargs instead. Refer to "
+                "https://pytorch.org/docs/main/generated/torch.nn.Module.html"
+                "#torch.nn.Module.state_dict for details.", FutureWarning, stacklevel=2)
+            if destination is None:
+                destination = args[0]
+            if len(args) > 1 and prefix == "":
+                prefix = args[1]
+            if len(args) > 2 and keep_vars is False:
+                keep_vars = args[2]
         if destination is None:
             destination = OrderedDict()
             destination._metadata = OrderedDict()
@@ -176,6 +187,8 @@ class StateDictMixin:
                     f'While copying the parameter named "{key}", expected torch.Tensor or '
                     f"Tensor-like object from checkpoint but received {type(value)}")
                 continue
+            if param.ndim == 0 and value.ndim == 1:  # (torch's rule for old checkpoints)
+                value = value[0]
             if tuple(value.shape) != tuple(param.shape):
                 error_msgs.append(
                     f"size mismatch for {key}: copying a param with shape {value.shape} from "
@@ -185,7 +198,11 @@ class StateDictMixin:
                 with no_grad():
                     if assign:
                         if name in self._parameters:
-                            setattr(self, name, Parameter(value, param.requires_grad))
+                            if isinstance(value, Parameter):  # (kept, as torch)
+                                value.requires_grad_(param.requires_grad)
+                            else:
+                                value = Parameter(value, param.requires_grad)
+                            setattr(self, name, value)
                         else:
                             self._buffers[name] = value
                     else:

@@ -216,6 +216,11 @@ class Module(StateDictMixin):
         if hasattr(self, name) and name not in table:
             raise KeyError(f"attribute '{name}' already exists")
 
+    def __setstate__(self, state: dict) -> None:
+        """Restores a pickled module's attributes (what ``super().__setstate__(state)`` in a
+        subclass's own ``__setstate__`` calls, as torch's)."""
+        self.__dict__.update(state)
+
     def __setattr__(self, name: str, value: Any) -> None:
         d = self.__dict__
         params = d.get("_parameters")
@@ -561,12 +566,15 @@ class Module(StateDictMixin):
         return self._apply_dtype(dtypes.bfloat16)
 
     def type(self, dst_type: Any) -> Module:  # noqa: A003 - torch's name
-        """Casts all parameters and buffers to ``dst_type`` (a dtype)."""
+        """Casts all parameters and buffers to ``dst_type`` (a dtype, a tensor type's name or
+        class, as ``Tensor.type`` takes)."""
         for m in self.modules():
             for table in (m._parameters, m._buffers):
                 for t in table.values():
-                    if t is not None and t.dtype is not dst_type:
-                        t.data = t.detach().to(dst_type)
+                    if t is not None:
+                        new = t.detach().type(dst_type)
+                        if new.dtype is not t.dtype:
+                            t.data = new
         return self
 
     def cpu(self) -> Module:
