@@ -458,3 +458,22 @@ def test_module_type_load_state_dict_and_setstate_as_torch():
     # wrapped a Parameter again, positional state_dict arguments and Module.__setstate__ were
     # missing)
     assert _module_state_cases(jg) == _module_state_cases(_torch())
+
+
+def test_full_of_a_0d_tensor_and_weight_norm_old_checkpoints():
+    # (full refused a 0-d tensor fill value; the parametrized weight_norm refused an
+    # nn.utils.weight_norm checkpoint's weight_g/weight_v)
+    torch = _torch()
+    out = []
+    for lib in (torch, jg):
+        values = [lib.full((2,), lib.tensor(v)) for v in (3.5, 3, True, 1 + 2j)]
+        out.append([(v.tolist(), str(v.dtype).split(".")[-1]) for v in values])
+    assert out[0] == out[1]
+    jg.manual_seed(0)
+    with pytest.warns(FutureWarning):
+        old = jg.nn.utils.weight_norm(jg.nn.Linear(3, 2))
+    new = jg.nn.utils.parametrizations.weight_norm(jg.nn.Linear(3, 2))
+    result = new.load_state_dict(old.state_dict())
+    assert not result.missing_keys and not result.unexpected_keys
+    np.testing.assert_allclose(new.weight.detach().numpy(), old.weight.detach().numpy(),
+                               rtol=1e-6)

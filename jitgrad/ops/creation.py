@@ -350,6 +350,11 @@ def full(size, fill_value, *, dtype=None, layout=None, device=None, requires_gra
     if not isinstance(size, (tuple, list)):
         raise TypeError("full(): argument 'size' (position 1) must be tuple of ints, not "
                         f"{type(size).__name__}")
+    if isinstance(fill_value, _tensor.Tensor):  # (a 0-d tensor is a number, as torch's Scalar)
+        if fill_value.ndim:
+            raise TypeError("full(): argument 'fill_value' (position 2) must be Number, not "
+                            "Tensor")
+        fill_value = fill_value.item()
     dt = dtype or dtypes.scalar_dtype(fill_value)
     fill_value = fitted_scalar(fill_value, dt)
     shape = _shape((size,), "full")

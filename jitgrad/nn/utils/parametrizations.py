@@ -43,6 +43,17 @@ def weight_norm(module: Any, name: str = "weight", dim: int | None = 0) -> Any:
         ``module``.
     """
     register_parametrization(module, name, _WeightNorm(dim), unsafe=True)
+
+    def load_old_checkpoint(state_dict, prefix, local_metadata, strict, missing_keys,
+                            unexpected_keys, error_msgs):
+        # (torch's compatibility hook: nn.utils.weight_norm's ``<name>_g``/``<name>_v`` are
+        # this parametrization's originals)
+        g_key, v_key = f"{prefix}{name}_g", f"{prefix}{name}_v"
+        if g_key in state_dict and v_key in state_dict:
+            state_dict[f"{prefix}parametrizations.{name}.original0"] = state_dict.pop(g_key)
+            state_dict[f"{prefix}parametrizations.{name}.original1"] = state_dict.pop(v_key)
+
+    module._register_load_state_dict_pre_hook(load_old_checkpoint)
     return module
 
 
