@@ -68,8 +68,7 @@ def _signed_sum(v, x, ans, dim: int, backward: bool) -> np.ndarray:
     recomputed (its float32 rounding alone would cost the result ~15 ulp at ``x ~ 100``)."""
     dt = x.dtype
     v, x64 = np.broadcast_to(v, x.shape).astype(np.float64), x.astype(np.float64)
-    ans = (ans if dt == np.float64 else np.logaddexp.accumulate(x64, axis=dim)) \
-        if x.ndim else x64
+    ans = ans if dt == np.float64 else np.logaddexp.accumulate(x64, axis=dim)  # (ndim > 0)
     x = x64
     pos, neg = _signed_logs(v)
     with np.errstate(over="ignore", invalid="ignore"):

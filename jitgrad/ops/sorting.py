@@ -21,7 +21,7 @@ from .memory_formats import laid_out_like
 from .registry import OPAQUE, apply, defop
 from .return_types import return_type
 from .surface import public
-from .stl_order import torch_sort_indices, torch_topk_indices
+from .stl_order import SORT_THRESHOLD, torch_sort_indices, torch_topk_indices
 
 
 def _named_pair(name: str):
@@ -50,7 +50,7 @@ def _argsort_impl(x, dim, descending, stable=True):
         return idx  # (torch's stable sort, or its radix sort of long 1-D integer input)
     rows = np.moveaxis(x, dim, -1)
     n = rows.shape[-1]
-    if n <= 16 or x.size == 0:  # (libstdc++'s insertion sort of at most 16 is stable)
+    if n <= SORT_THRESHOLD or x.size == 0:  # (libstdc++'s insertion sort of 16 is stable)
         return idx
     flat = np.moveaxis(idx, dim, -1).reshape(-1, n)
     order = torch_sort_indices(rows.reshape(-1, n), flat, descending)

@@ -26,7 +26,7 @@ from .nn_kernels import compiled
 __all__ = ["torch_mode", "torch_sort_indices", "torch_topk_indices"]
 
 _COMPILED: dict[str, object] = {}
-_SORT_THRESHOLD = 16  # libstdc++'s _S_threshold
+SORT_THRESHOLD = 16  # libstdc++'s _S_threshold
 _PYTHON_SORT_SIZE = 2048
 # the comparators: topk's smallest (NaN last) and largest (NaN first), mode's plain ``<``
 _SMALLEST, _LARGEST, _LESS = 0, 1, 2
@@ -184,7 +184,7 @@ def _std_sort(vals, idx, first, last, order, stack):
     while top:
         top -= 1
         lo, hi, depth = stack[top, 0], stack[top, 1], stack[top, 2]
-        while hi - lo > _SORT_THRESHOLD:
+        while hi - lo > SORT_THRESHOLD:
             if depth == 0:
                 _heap_select(vals, idx, lo, hi, hi, order)
                 _sort_heap(vals, idx, lo, hi, order)
@@ -194,9 +194,9 @@ def _std_sort(vals, idx, first, last, order, stack):
             stack[top, 0], stack[top, 1], stack[top, 2] = cut, hi, depth
             top += 1
             hi = cut
-    if last - first > _SORT_THRESHOLD:
-        _insertion_sort(vals, idx, first, first + _SORT_THRESHOLD, order)
-        for i in range(first + _SORT_THRESHOLD, last):
+    if last - first > SORT_THRESHOLD:
+        _insertion_sort(vals, idx, first, first + SORT_THRESHOLD, order)
+        for i in range(first + SORT_THRESHOLD, last):
             _linear_insert(vals, idx, i, order)
     else:
         _insertion_sort(vals, idx, first, last, order)
@@ -297,9 +297,8 @@ def torch_mode(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def torch_sort_indices(rows: np.ndarray, stable: np.ndarray, descending: bool) -> np.ndarray:
     """torch's unstable ``sort`` indices of each row of ``rows`` (2-D, the dim last), given
     ``stable``, each row's stable order: ``std::sort`` sorts runs of at most 16 by insertion,
-    stably, and orders no ties differently; the other rows go through it step by step."""
-    if rows.shape[1] <= _SORT_THRESHOLD:
-        return stable
+    stably, and orders no ties differently (callers pass rows longer than 16); the other rows
+    go through it step by step."""
     todo = _tied_rows(np.take_along_axis(rows, stable, axis=1))
     if not todo.size:
         return stable

@@ -10,14 +10,23 @@ from ...tensor import Tensor
 __all__ = ["functional_call", "stack_module_state"]
 
 
-def _slot(module: Any, name: str) -> tuple[Any, str, dict] | None:
-    """(the owning submodule, the attribute name, its table) for a dotted name, or None."""
+def _owner(module: Any, name: str) -> tuple[Any, str] | None:
+    """(the owning submodule, the attribute name) for a dotted name, or None."""
     *path, leaf = name.split(".")
     m = module
     for part in path:
         m = m.__dict__.get("_modules", {}).get(part)
         if m is None:
             return None
+    return m, leaf
+
+
+def _slot(module: Any, name: str) -> tuple[Any, str, dict] | None:
+    """(the owning submodule, the attribute name, its table) for a dotted name, or None."""
+    owner = _owner(module, name)
+    if owner is None:
+        return None
+    m, leaf = owner
     for table in ("_parameters", "_buffers"):
         d = m.__dict__.get(table, {})
         if leaf in d:
@@ -119,12 +128,10 @@ def _set_other(module: Any, name: str, value: Any, originals: list) -> None:
     call), a submodule refuses it, any other name has no effect."""
     from .parametrize import is_parametrized
 
-    *path, leaf = name.split(".")
-    m = module
-    for part in path:
-        m = m.__dict__.get("_modules", {}).get(part)
-        if m is None:
-            return
+    owner = _owner(module, name)
+    if owner is None:
+        return
+    m, leaf = owner
     if is_parametrized(m, leaf):
         plist = m.parametrizations[leaf]
         names = ["original"] if plist.is_tensor else [f"original{i}"
