@@ -5,7 +5,7 @@ the declarations next to them (``surface``)."""
 from __future__ import annotations
 
 # Importing the op modules registers their ops and public declarations.
-from . import (aten_extras, aten_namespace, arranging, calculus, composite, creation,
+from . import (aten_extras, aten_namespace, arranging, calculus, complex_views, composite, creation,
                custom_namespaces, distances, einsum, elementwise, elementwise2, elementwise3,
                extras, fake_quantize, fft_ops, functions, indexing, inplace, linalg, linalg2,
                linalg_decomp, linalg_legacy, linalg_more, linalg_more2, linalg_pinv, logcumsumexp,

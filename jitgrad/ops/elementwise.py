@@ -283,34 +283,6 @@ IMAG = defop("imag", np.imag, kind=POINTWISE, view=True,
 
 
 
-def _view_as_real_impl(x: np.ndarray) -> np.ndarray:
-    real = x.real  # (NumPy's view of the real parts, strided over the complex items)
-    return np.lib.stride_tricks.as_strided(real, x.shape + (2,), x.strides + (real.itemsize,))
-
-
-def _view_as_complex_impl(x: np.ndarray) -> np.ndarray:
-    return x.view(np.complex64 if x.dtype == np.float32 else np.complex128)[..., 0]
-
-
-def _view_as_complex_meta(x: Any) -> tuple:
-    return tuple(x.shape[:-1]), (dtypes.complex64 if x.dtype is dtypes.float32
-                                 else dtypes.complex128)
-
-
-# torch's view_as_real / view_as_complex (jitgrad.view_as_real checks the strides): views, so
-# writes reach the input and the version counter is shared; ``x.real``/``x.imag`` of a complex
-# ``x`` select from view_as_real, as torch's. Traced and on the cuda device they compute the
-# copies they decompose into.
-VIEW_AS_REAL = defop(
-    "view_as_real", _view_as_real_impl, kind=OPAQUE, view=True,
-    meta=lambda x: (tuple(x.shape) + (2,), x.dtype.to_real()),
-    vjp=(lambda g, ans, x: apply(VIEW_AS_COMPLEX, g.contiguous()),), jvp=LINEAR,
-    decompose=lambda x: apply(registry.OPS["stack"], apply(REAL, x), apply(IMAG, x), dim=x.ndim))
-VIEW_AS_COMPLEX = defop(
-    "view_as_complex", _view_as_complex_impl, kind=OPAQUE, view=True,
-    meta=_view_as_complex_meta, vjp=(lambda g, ans, x: apply(VIEW_AS_REAL, g),), jvp=LINEAR,
-    decompose=lambda x: x[..., 0] + x[..., 1] * 1j)
-
 # ---------------------------------------------------------------- binary
 ADD = _pw("add", np.add, (lambda g, ans, a, b: g, lambda g, ans, a, b: g), "{0} + {1}",
           identity={0: 0, 1: 0}, saved_names={"alpha": ("const", 1)})

@@ -12,6 +12,7 @@ from .. import dtypes
 from ..device import check_device
 from ..device import device as _device
 from . import elementwise as ew
+from .complex_views import VIEW_AS_REAL
 from . import extras, registry
 from .arg_errors import invalid_combination
 from .creation import host_device, tensor
@@ -45,7 +46,7 @@ def real(input):  # noqa: A002
     the tensor itself for real dtypes."""
     if not input.dtype.is_complex:
         return input
-    return apply(ew.VIEW_AS_REAL, input).select(-1, 0)
+    return apply(VIEW_AS_REAL, input).select(-1, 0)
 
 
 @public("imag")
@@ -53,7 +54,7 @@ def imag(input):  # noqa: A002
     """The imaginary parts of a complex tensor, a view (``view_as_real(input)[..., 1]``)."""
     if not input.dtype.is_complex:
         raise RuntimeError("imag is not implemented for tensors with non-complex dtypes.")
-    return apply(ew.VIEW_AS_REAL, input).select(-1, 1)
+    return apply(VIEW_AS_REAL, input).select(-1, 1)
 
 
 def _alpha_checked(input, other, alpha):  # noqa: A002

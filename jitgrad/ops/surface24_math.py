@@ -21,6 +21,7 @@ from .registry import apply
 from .return_types import return_type
 from .surface import public
 from .shape_helpers import summed_in_float32
+from .complex_views import ANGLE
 from .surface24 import fn
 
 
@@ -82,34 +83,6 @@ def addbmm(input: Any, batch1: Any, batch2: Any, *, beta: Any = 1, alpha: Any = 
         return out
     products = fn("bmm")(batch1, batch2)
     return _scaled_sum(input, products.sum(0, dtype=products.dtype), beta, alpha)
-
-
-def _angle_parts(x: Any) -> tuple:
-    """Where ``x`` is 0, and ``x`` with 1 there (so no rule divides by zero)."""
-    mask = x == 0
-    return mask, fn("where")(mask, 1, x)
-
-
-def _angle_vjp(g: Any, ans: Any, x: Any) -> Any:
-    mask, safe = _angle_parts(x)  # (torch's angle_backward: 0 at 0, not NaN)
-    return fn("where")(mask, 0, g * safe / safe.abs().square() * 1j)
-
-
-def _angle_jvp(tangents: tuple, ans: Any, x: Any) -> Any:
-    mask, safe = _angle_parts(x)
-    return fn("where")(mask, 0, (tangents[0] * safe.conj() / safe.abs().square() * -1j).real)
-
-
-def _angle_decompose(x: Any) -> Any:
-    mask, safe = _angle_parts(x)
-    at_zero = fn("atan2")(x.imag.detach(), x.real.detach())  # (0 or +-pi, by the zeros' signs)
-    return fn("where")(mask, at_zero, fn("atan2")(safe.imag, safe.real))
-
-
-# the argument of complex values (``atan2(imag, real)``), with torch's gradient 0 at 0
-ANGLE = registry.defop("angle", np.angle, kind=registry.OPAQUE,
-                       meta=lambda x: (tuple(x.shape), x.dtype.to_real()),
-                       save=(0,), vjp=(_angle_vjp,), jvp=_angle_jvp, decompose=_angle_decompose)
 
 
 @public("angle", method=True)
