@@ -30,6 +30,7 @@ ROOT = "jitgrad"  # (as a prefix in LAYERS, the package's __init__ names only it
 LAYERS = [
     ("base", ["jitgrad.dtypes", "jitgrad.device", "jitgrad._cuda_array", "jitgrad._dlpack",
               "jitgrad._config", "jitgrad._hooks", "jitgrad._version", "jitgrad.version",
+              "jitgrad._size",
               "jitgrad._numba_load", "jitgrad._threads", "jitgrad._malloc", "jitgrad._blas_threads",
               "jitgrad._deterministic", "jitgrad._sym", "jitgrad._logging", "jitgrad._np_errors",
               "jitgrad.errors",
