@@ -37,7 +37,19 @@ def _index_impl(x, *idx, spec):
 def _index_meta(x, *idx, spec):
     dummy = np.broadcast_to(np.zeros((), dtype=x.dtype.np), tuple(x.shape))
     fake = tuple(np.zeros(tuple(i.shape), dtype=np.int64) for i in idx)
-    return dummy[_np_key(spec, fake)].shape, x.dtype
+    try:
+        return dummy[_np_key(spec, fake)].shape, x.dtype
+    except IndexError as e:
+        raise _index_broadcast_error(e, idx) from None
+
+
+def _index_broadcast_error(error: IndexError, idx: tuple) -> IndexError:
+    """torch's text for index tensors that do not broadcast together (else ``error``)."""
+    if "could not be broadcast" not in str(error):
+        return error
+    shapes = ", ".join(str(list(i.shape)) for i in idx)
+    return IndexError(f"shape mismatch: indexing tensors could not be broadcast together with "
+                      f"shapes {shapes}")
 
 
 def _index_vjp(g, ans, x, *idx, spec):
@@ -57,6 +69,8 @@ def _index_put_impl(x, values, *idx, spec, accumulate):
             out[key] = values
     except ValueError:  # (torch's text for a value that does not broadcast)
         raise _put_shape_error(np.shape(values), out[key].shape) from None
+    except IndexError as e:
+        raise _index_broadcast_error(e, idx) from None
     return out
 
 
@@ -124,6 +138,47 @@ def _sequence_as_tuple(key) -> bool:
                k is Ellipsis for k in key)
 
 
+def _is_bool_scalar(k) -> bool:
+    return isinstance(k, (bool, np.bool_)) or (
+        isinstance(k, registry.Tensor) and k.ndim == 0 and k.dtype is dtypes.bool)
+
+
+def _without_bool_scalars(x, key):
+    """torch's reading of a bool in a key (a Python bool or a 0-d bool tensor): a new dim of
+    size 1 there, indexed by ``[0]`` (True) or by nothing (False). As (x with those dims, the
+    key with long index tensors in their place, the new dims), or None for a key without."""
+    parts = key if isinstance(key, tuple) else (key,)
+    if not any(_is_bool_scalar(k) for k in parts):
+        return None
+    from .creation import tensor as make_tensor
+
+    taken = sum(0 if k is None or k is Ellipsis or _is_bool_scalar(k) else
+                k.ndim if isinstance(k, registry.Tensor) and k.dtype is dtypes.bool else 1
+                for k in parts)
+    if taken > x.ndim:
+        raise IndexError(f"too many indices for tensor of dimension {x.ndim}")
+    new_parts, new_dims, dim = [], [], 0
+    for k in parts:
+        if _is_bool_scalar(k):
+            if isinstance(k, registry.Tensor) and k._trace is not None:
+                from ..errors import data_dependent_shape_error
+
+                raise data_dependent_shape_error("indexing with a 0-d boolean tensor")
+            new_dims.append(dim)
+            new_parts.append(make_tensor([0] if bool(k) else [], dtype=dtypes.int64,
+                                         device=x.device))
+            dim += 1
+            continue
+        new_parts.append(k)
+        if k is Ellipsis:
+            dim += max(x.ndim - taken, 0)
+        elif k is not None:
+            dim += k.ndim if isinstance(k, registry.Tensor) and k.dtype is dtypes.bool else 1
+    for d in new_dims:
+        x = unsqueeze(x, d)
+    return x, tuple(new_parts), new_dims
+
+
 def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
     """(spec, index tensors) for ``x[key]``, with Ellipsis expanded and masks as indices
     (``meta_count``: see ``_as_index``)."""
@@ -137,9 +192,6 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
         key = tuple(key) if _sequence_as_tuple(key) else (key,)
     consumed = 0
     for k in key:
-        if isinstance(k, (bool, np.bool_)):
-            raise IndexError("jitgrad does not support indexing with a Python bool; use a "
-                             "boolean tensor mask")
         if k is None or k is Ellipsis:
             continue
         if isinstance(k, registry.Tensor) and k.dtype is dtypes.bool:
@@ -164,9 +216,6 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
         elif isinstance(k, (float, np.floating)):
             raise IndexError("only integers, slices (`:`), ellipsis (`...`), None and long or "
                              f"byte Variables are valid indices (got {type(k).__name__})")
-        elif isinstance(k, (bool, np.bool_)):
-            raise IndexError("jitgrad does not support indexing with a Python bool; use a "
-                             "boolean tensor mask")
         elif type(k) is int:
             size = x.shape[dim]
             if not -size <= k < size:
@@ -180,6 +229,7 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
             spec.append(int(k))
             dim += 1
         else:
+            _check_mask_shape(x, key, k, dim)
             for t in _as_index(k, meta_count):
                 if x.is_cuda and not t.is_cuda:  # (as torch: host indices for a cuda tensor)
                     t = t.cuda()
@@ -194,6 +244,43 @@ def _normalize_key(x, key, meta_count: int | None = None) -> tuple[tuple, list]:
                 tensors.append(t)
                 dim += 1
     return tuple(spec), tensors
+
+
+def _check_mask_shape(x, key: tuple, k, dim: int) -> None:
+    """torch's error for a mask whose shape is not that of the dims it indexes (NumPy's
+    nonzero would index with the positions it has)."""
+    if isinstance(k, list):
+        try:
+            as_array = np.asarray(k)
+        except ValueError:
+            return
+        if as_array.dtype != np.bool_ or as_array.size == 0:
+            return
+        shape = as_array.shape
+    elif isinstance(k, registry.Tensor) and k.dtype is dtypes.bool:
+        shape = tuple(k.shape)
+    else:
+        return
+    for j, n in enumerate(shape):
+        if n != x.shape[dim + j]:
+            break
+    else:
+        return
+    basic, position = [], dim  # (torch names the tensor its slices and ints leave, and the dim)
+    for part in key:
+        if part is k:
+            position += sum(1 for b in basic if b is None) - sum(type(b) is int for b in basic)
+        if isinstance(part, (registry.Tensor, list)) and np.ndim(part) > 0 if isinstance(
+                part, list) else isinstance(part, registry.Tensor) and part.ndim > 0:
+            is_mask = part.dtype is dtypes.bool if isinstance(part, registry.Tensor) else \
+                np.asarray(part).dtype == np.bool_
+            basic.extend([slice(None)] * (np.ndim(part) if is_mask and isinstance(part, list)
+                                          else part.ndim if is_mask else 1))
+        else:
+            basic.append(int(part) if isinstance(part, registry.Tensor) else part)
+    indexed = np.broadcast_to(np.zeros((), np.int8), tuple(x.shape))[tuple(basic)].shape
+    raise IndexError(f"The shape of the mask {list(shape)} at index {j} does not match the shape "
+                     f"of the indexed tensor {list(indexed)} at index {position + j}")
 
 
 def _check_step(step) -> None:
@@ -242,6 +329,9 @@ def getitem(x, key):
             raise IndexError("slice() cannot be applied to a 0-dim tensor.")
         return slice_dim(x, 0, _int(key.start), _int(key.stop),
                          1 if key.step is None else int(key.step))
+    rewritten = _without_bool_scalars(x, key)
+    if rewritten is not None:
+        return getitem(rewritten[0], rewritten[1])
     spec, tensors = _normalize_key(x, key)
     if tensors:
         split = split_int_selects(spec, tensors)
@@ -300,7 +390,10 @@ def _check_put_shape(x, spec, tensors, value) -> None:
     """torch checks a written value's shape before its dtype."""
     if not x.is_cpu or any(not t.is_cpu or t._trace is not None for t in tensors):
         return
-    result = x._data[_np_key(spec, tuple(t._data for t in tensors))].shape
+    try:
+        result = x._data[_np_key(spec, tuple(t._data for t in tensors))].shape
+    except IndexError as e:
+        raise _index_broadcast_error(e, tuple(tensors)) from None
     try:
         np.broadcast_to(np.empty(_without_leading_ones(value.shape), np.bool_), result)
     except ValueError:
@@ -333,6 +426,12 @@ def index_put_value(x, key, value, same_dtype: bool = False):
     ``same_dtype`` (``__setitem__``), torch's error for a value tensor of another dtype written
     through index tensors (torch's index_put_; a lone mask with a 0-d value is masked_fill_,
     which converts it)."""
+    if key is True:  # (torch copies the value into x, as a view with a new first dim)
+        return index_put_value(unsqueeze(x, 0), Ellipsis, value, same_dtype).squeeze(0)
+    rewritten = _without_bool_scalars(x, key)
+    if rewritten is not None:
+        wide, wide_key, new_dims = rewritten
+        return index_put_value(wide, wide_key, value, same_dtype).squeeze(tuple(new_dims))
     meta_count = None
     if x.is_meta:  # a mask selects as many positions as ``value`` has rows (or one)
         meta_count = value.shape[0] if isinstance(value, registry.Tensor) and value.ndim else 1

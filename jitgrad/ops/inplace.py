@@ -344,6 +344,8 @@ def _write_number_in_place(self: Any, key: Any, value: Any) -> bool:
 
 
 def _basic_key(key: Any) -> bool:
+    if key is True:
+        return True
     parts = key if isinstance(key, tuple) else (key,)
     return all(k is None or k is Ellipsis or isinstance(k, (int, slice)) and not isinstance(k, bool)
                for k in parts)
@@ -415,6 +417,8 @@ def install_special(Tensor: type) -> None:  # noqa: N803
     def setitem(self, key, value):
         from .indexing import index_put_value
 
+        if key is False:  # (torch writes nothing, and checks nothing)
+            return
         if type(value) in _FAST_VALUES and _write_number_in_place(self, key, value):
             return
         if self._grad_fn is None and self._requires_grad and state.grad_enabled \
