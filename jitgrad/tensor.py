@@ -284,6 +284,8 @@ class Tensor:
 
     @property
     def _version(self) -> int:
+        if self._is_inference:
+            raise RuntimeError("Inference tensors do not track version counter.")
         return self._vc[0]
 
     def is_inference(self) -> bool:
@@ -304,6 +306,8 @@ class Tensor:
 
     def register_post_accumulate_grad_hook(self, hook: Callable) -> Any:
         """Registers ``hook(tensor)``, called after the gradient is accumulated into ``.grad``."""
+        if not self.requires_grad:
+            raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._grad_fn is not None:
             raise RuntimeError(
                 "post accumulate grad hooks cannot be registered on non-leaf tensors")
@@ -489,7 +493,7 @@ class Tensor:
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
-            return f"jitgrad.{self._dtype._legacy}"
+            return f"jitgrad.{'cuda.' if self.is_cuda else ''}{self._dtype._legacy}"
         return self.to(dtype)
 
 

@@ -168,7 +168,7 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
         retain_graph = create_graph
     roots = _roots(outputs)
     global _warned_create_graph
-    if create_graph and inputs is None and not _warned_create_graph:  # once, like torch
+    if create_graph and not _warned_create_graph:  # once, like torch
         _warned_create_graph = True
         warnings.warn(
             "Using backward() with create_graph=True will create a reference cycle between the "
@@ -176,6 +176,9 @@ def backward(tensors: Any, grad_tensors: Any = None, retain_graph: bool | None =
             "autograd.grad when creating the graph to avoid this. If you have to use this "
             "function, make sure to reset the .grad fields of your parameters to None after use "
             "to break the cycle and avoid the leak.", UserWarning, stacklevel=3)
+    for x in inputs_tuple:  # (torch: an input keeps its .grad, as a leaf does)
+        if not isinstance(x, graph.GradientEdge):
+            x.retain_grad()
     run_backward(roots, grads, retain_graph, create_graph,
                  inputs=[_EdgeProxy(x) if isinstance(x, graph.GradientEdge) else x
                          for x in inputs_tuple] or None, accumulate=True)
@@ -222,6 +225,9 @@ def grad(outputs: Any, inputs: Any, grad_outputs: Any = None, retain_graph: bool
         retain_graph = create_graph
     roots = _roots(outputs_t)  # (torch checks the outputs before the inputs)
     for x in inputs_t:
+        if not isinstance(x, (Tensor, graph.GradientEdge)):
+            raise RuntimeError(f"all inputs have to be Tensors or GradientEdges, but got "
+                               f"{type(x).__name__}")
         if isinstance(x, Tensor) and not x.requires_grad:
             raise RuntimeError("One of the differentiated Tensors does not require grad")
     edges_as_tensors = [_EdgeProxy(x) if isinstance(x, graph.GradientEdge) else x

@@ -171,11 +171,7 @@ def _run_backward(task: list, roots: list, grad_roots: list, retain_graph: bool,
                         run(nxt, buffers.pop(nxt))
     finally:
         state.grad_enabled = prev
-    if accumulate:
-        for t, g in zip(inputs or (), captured):  # backward(inputs=[non-leaf]) fills its .grad
-            if t._grad_fn is not None and g is not None:
-                g = g if create_graph else _copy(g)
-                t._grad = g if t._grad is None else t._grad + g
+    if accumulate:  # (backward(inputs=[non-leaf]) made it retain its grad: that fills .grad)
         return None
     return captured
 
@@ -369,6 +365,9 @@ def _check_hook_result(new: Any, old: Any, hook: Any) -> Any:
         raise TypeError(f"expected Variable, but hook returned '{type(new).__name__}'")
     if new.shape != old.shape:
         raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the size of value")
+    if new.dtype is not old.dtype or new.device != old.device:
+        raise RuntimeError(f"hook '{_hook_name(hook)}' has changed the type of value (was "
+                           f"{old.type()} got {new.type()})")
     return new
 
 

@@ -110,9 +110,7 @@ class BackwardCFunction(Node, FunctionCtx):
                 out.append(None)
                 continue
             if not isinstance(g, registry.Tensor):
-                raise TypeError(f"function {self.name()} returned a gradient different than None "
-                                f"at position {i + 1}, but the corresponding forward input was "
-                                "not a Variable")
+                raise RuntimeError(f"expected Variable or None (got {type(g).__name__})")
             try:
                 registry.broadcast_shapes(tuple(g.shape), tuple(meta.shape))
                 ok = len(g.shape) >= len(meta.shape) or g.shape == meta.shape
@@ -221,6 +219,10 @@ def _wire_outputs(ctx: BackwardCFunction, args: tuple, outputs: tuple, executabl
     dirty = {id(t) for t in ctx._dirty}
     non_diff = {id(t) for t in ctx._non_differentiable}
     arg_ids = {id(a) for a in args if isinstance(a, Tensor)}
+    if any(id(t) not in arg_ids for t in ctx._dirty):
+        warnings.warn("ctx.mark_dirty() received a tensor that was not an input. Only input "
+                      "Tensors that have been mutated should be passed to ctx.mark_dirty().",
+                      UserWarning, stacklevel=3)
     if executable:
         ctx.next_functions = tuple(_edge(a) for a in args if isinstance(a, Tensor))
         ctx._in_meta = tuple(registry.Meta(tuple(a.shape), a.dtype) if isinstance(a, Tensor)

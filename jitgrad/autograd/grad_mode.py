@@ -53,8 +53,14 @@ class set_grad_enabled(DecoratorContextManager):  # noqa: N801
     """Sets grad mode on or off: as a function call, context manager or decorator."""
 
     def __init__(self, mode: bool) -> None:
+        if type(mode) is not bool:
+            kind = type(mode)
+            name = kind.__name__ if kind.__module__ == "builtins" else \
+                f"{kind.__module__}.{kind.__name__}"
+            raise TypeError(f"set_grad_enabled(): argument 'enabled' (position 1) must be bool, "
+                            f"not {name.replace('jitgrad.tensor.', '')}")
         self.prev = state.grad_enabled
-        self.mode = bool(mode)
+        self.mode = mode
         state.grad_enabled = self.mode
 
     def __call__(self, func: Callable) -> Callable:

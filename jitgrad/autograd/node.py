@@ -443,7 +443,8 @@ class AccumulateGrad(Node):
         var = self.variable
         if var._post_acc_hooks:
             for hook in list(var._post_acc_hooks.values()):
-                hook(var)
+                if hook(var) is not None:
+                    raise RuntimeError("Tensor post accumulate grad hooks should return None.")
 
     def _apply_sparse(self, g: Any) -> tuple:
         """``apply`` once sparse tensors exist: torch's accumulation of sparse gradients. The

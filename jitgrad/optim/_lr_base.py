@@ -29,7 +29,13 @@ EPOCH_DEPRECATION_WARNING = (
 
 
 def _lrs(optimizer: Optimizer) -> list[float]:
-    return [group["lr"] for group in optimizer.param_groups]
+    """The groups' lrs, a tensor lr as a copy (torch's ``_param_groups_val_list``): the group's
+    own tensor is filled in place by the next step."""
+    return [_copied(group["lr"]) for group in optimizer.param_groups]
+
+
+def _copied(value: Any) -> Any:
+    return value.clone() if isinstance(value, Tensor) else value
 
 
 class LRScheduler:
@@ -46,7 +52,7 @@ class LRScheduler:
         self.optimizer = optimizer
         if last_epoch == -1:
             for group in optimizer.param_groups:
-                group.setdefault("initial_lr", group["lr"])
+                group.setdefault("initial_lr", _copied(group["lr"]))
         else:
             for i, group in enumerate(optimizer.param_groups):
                 if "initial_lr" not in group:
