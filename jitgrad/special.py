@@ -103,8 +103,9 @@ def xlog1py(input: Any, other: Any, *, out: Any = None) -> Any:  # noqa: A002
     x = input if isinstance(input, Tensor) else _ops.tensor(input, dtype=common)
     y = other if isinstance(other, Tensor) else _ops.tensor(other, dtype=common)
     _XLOG1PY_CHECK((x, y))
-    value = x * _ops.log1p(y)
-    result = _ops.where((x == 0) & ~_ops.isnan(y), _ops.zeros_like(value), value)
+    log1p_y = _ops.log1p(y)  # (masked before the product: x's gradient at x == 0 is 0, not nan)
+    zero = (x == 0) & ~_ops.isnan(y)
+    result = x * _ops.where(zero, _ops.zeros_like(log1p_y), log1p_y)
     return result if out is None else write_out("special_xlog1py", out, result)
 
 

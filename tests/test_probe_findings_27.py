@@ -154,3 +154,65 @@ def test_a_mask_of_the_wrong_shape_is_refused():
     for key in ("[:, T.tensor([True, False])]", "[[[True, False, True]]]",
                 "[T.tensor([0, 1]), T.tensor([[True, False, True]])]"):
         _same(lambda T, key=key: eval(f"T.arange(6.0).reshape(2, 3){key}").tolist())
+
+
+@pytest.mark.parametrize("expr", [
+    "x.sum(())", "x.sum([])", "x.sum(dim=None, keepdim=True)", "x.mean(())",
+    "x.mean(dim=None, keepdim=True)", "x.nansum(())", "x.nanmean([])", "x.var(())", "x.std(())",
+    "T.var_mean(x, ())[0]", "x.count_nonzero(())", "x.norm(dim=())",
+    "T.linalg.vector_norm(x, dim=())", "x.argmax(dim=None, keepdim=True)",
+    "x.argmin(dim=None, keepdim=True)", "x.sum((), keepdim=True)", "x.all(())"])
+def test_an_empty_dim_list_reduces_every_dim_and_keepdim_keeps_them(expr):
+    # (x.sum(()) returned x unreduced; sum(dim=None, keepdim=True) dropped the kept dims)
+    def run(T):
+        x = T.tensor([[1.0, 2.0, 3.0], [4.0, 5.0, 7.0]], requires_grad=True)
+        out = eval(expr)
+        grad = None
+        if out.requires_grad and "var" not in expr and "std" not in expr:
+            # (torch's var/std backward over dim=() counts N as 1: an inf gradient)
+            grad = T.autograd.grad(out.sum(), x)[0].tolist()
+        return tuple(out.shape), out.detach().double().flatten().tolist(), grad
+
+    _same(run)
+
+
+def test_uint8_all_any_stay_uint8_and_bad_dims_raise_torch_errors():
+    _same(lambda T: [str(r.dtype).split(".")[1] for r in (
+        T.tensor([[1, 0], [2, 3]], dtype=T.uint8).all(),
+        T.tensor([[1, 0], [2, 3]], dtype=T.uint8).any(1))])
+    _same(lambda T: T.ones(2, 3).all(2))
+    _same(lambda T: T.ones(2, 3).any((0, 0)))
+
+
+@pytest.mark.parametrize("dtype", ["float16", "bfloat16", "float32", "int32"])
+def test_bincount_weights_dtype(dtype):
+    _same(lambda T: str(T.bincount(T.tensor([0, 2]), weights=T.tensor(
+        [1, 2], dtype=getattr(T, dtype))).dtype).split(".")[1])
+
+
+def test_gradients_at_degenerate_points_match_torch():
+    nan = float("nan")
+
+    def run(T):
+        out = {}
+        x = T.tensor([1.0, 1.0, 1.0], requires_grad=True)  # (std 0: torch's gradient is 0)
+        out["std"] = T.autograd.grad(x.std(), x)[0].tolist()
+        out["std_mean"] = T.autograd.grad(T.std_mean(x)[0], x)[0].tolist()
+        b = T.tensor([0.0, 2.0, 0.0], requires_grad=True)
+        e = T.tensor([0.0, 0.0, 2.0], requires_grad=True)  # (0 ** 0: torch's gradient is 0)
+        out["pow"] = [g.tolist() for g in T.autograd.grad(T.pow(b, e).sum(), (b, e))]
+        u = T.tensor([0.0, 0.0, 1.0], requires_grad=True)
+        v = T.tensor([-1.0, -2.0, 1.0], requires_grad=True)
+        out["xlog1py"] = [g.tolist() for g in T.autograd.grad(
+            T.special.xlog1py(u, v).sum(), (u, v))]
+        n = T.tensor([1.0, nan, nan], requires_grad=True)  # (max() shares among the NaNs)
+        out["max"] = T.autograd.grad(n.max(), n)[0].tolist()
+        out["min"] = T.autograd.grad(n.min(), n)[0].tolist()
+        out["amax"] = T.autograd.grad(n.amax(), n)[0].tolist()
+        m = T.tensor([nan, nan], requires_grad=True)
+        out["nanmean"] = T.autograd.grad(m.nanmean(), m)[0].tolist()
+        z = T.tensor([1 + 1j, -2j, 3.0], requires_grad=True)  # (a conjugate was missing)
+        out["logsumexp"] = T.autograd.grad(T.logsumexp(z, 0), z, T.tensor(1 + 0j))[0].tolist()
+        return repr(out)
+
+    _same(run)

@@ -29,6 +29,13 @@ def normalize_dims(dim, ndim: int) -> tuple[int, ...]:
     return out if ndim else ()
 
 
+def reduction_dims(dim, ndim: int) -> tuple[int, ...]:
+    """``normalize_dims`` for a reduction: an empty list of dims is every dim, as torch's."""
+    if dim is not None and not isinstance(dim, int) and len(dim) == 0:
+        dim = None
+    return normalize_dims(dim, ndim)
+
+
 def reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
     if len(dims) == len(shape) and not keepdim:  # every dim (dims are unique)
         return ()

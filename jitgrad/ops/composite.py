@@ -12,7 +12,7 @@ import warnings
 import numpy as np
 
 from .. import dtypes
-from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
+from ._shape import numel, reduced_shape, reduction_dims, wrap_dim
 from .reduce import expand_reduced
 from .dtype_rules import half_in_float32
 from .registry import OPAQUE, OPS, apply, defop
@@ -98,7 +98,7 @@ LOGSUMEXP = defop(
     "logsumexp", _logsumexp_impl, kind=OPAQUE, meta=_reduce_float_meta, save=(0,),
     save_output=True, decompose=_logsumexp_decompose,
     vjp=(lambda g, ans, x, dims, keepdim: expand_reduced(g, tuple(x.shape), dims, keepdim) * (
-        x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),),
+        x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp().conj(),),
     jvp=lambda ts, ans, x, dims, keepdim: apply(
         OPS["sum_dim"], ts[0] * (x - expand_reduced(ans, tuple(x.shape), dims, keepdim)).exp(),
         dims=dims, keepdim=keepdim, dtype=None),
@@ -126,8 +126,10 @@ def _std_vjp(g, ans, x, dims, correction, keepdim):
     n = _count(x, dims) - correction
     centered = x - x.mean(dims, keepdim=True)
     shape = tuple(x.shape)
-    return expand_reduced(g, shape, dims, keepdim) * centered / (
-        n * expand_reduced(ans, shape, dims, keepdim))
+    std = expand_reduced(ans, shape, dims, keepdim)
+    # (torch's: no gradient where the std is 0, not 0/0)
+    return expand_reduced(g, shape, dims, keepdim) * (centered / (n * std)).masked_fill(
+        std == 0, 0.0)
 
 
 def _var_meta(x, dims, correction, keepdim):
@@ -178,8 +180,8 @@ STD = defop("std", lambda x, dims, correction, keepdim: np.sqrt(_np_var(
     x, dims, correction, keepdim)), kind=OPAQUE, meta=_var_meta, save=(0,),
     save_output=True, decompose=lambda x, dims, correction, keepdim: _var_decompose(
         x, dims, correction, keepdim).sqrt(), vjp=(_std_vjp,),
-    jvp=lambda ts, ans, x, dims, correction, keepdim: _var_jvp(
-        ts, ans, x, dims, correction, keepdim) / (2 * ans),
+    jvp=lambda ts, ans, x, dims, correction, keepdim: (_var_jvp(
+        ts, ans, x, dims, correction, keepdim) / (2 * ans)).masked_fill(ans == 0, 0.0),
         saved_names={"dim": ("param", "dims"), "correction": ("param", "correction"),
                      "keepdim": ("param", "keepdim"), "self": ("input", 0),
                      "result": ("output", 0)})
@@ -232,7 +234,7 @@ def logsumexp(input, dim=_NO_DIM, keepdim: bool = False):  # noqa: A002
     """``log(sum(exp(input), dim))``, computed stably."""
     if dim is _NO_DIM:  # (torch's argument parser's text)
         raise TypeError('logsumexp() missing 1 required positional arguments: "dim"')
-    return apply(LOGSUMEXP, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim)
+    return apply(LOGSUMEXP, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim)
 
 
 def _correction(unbiased, correction) -> int:
@@ -245,7 +247,7 @@ def _var_std(op):
     def fn(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
         if isinstance(dim, bool):  # var(input, unbiased)
             dim, unbiased = None, dim
-        dims = normalize_dims(dim, input.ndim)
+        dims = reduction_dims(dim, input.ndim)
         correction = _correction(unbiased, correction)
         _warn_no_dof(op.name, input, dims, correction)
         return apply(op, input, dims=dims, correction=correction, keepdim=keepdim)

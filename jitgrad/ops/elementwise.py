@@ -389,7 +389,7 @@ def _power_scalar(x: np.ndarray, exponent) -> np.ndarray:
     return np.power(x, np.asarray(exponent, dtype=x.dtype))
 
 
-POW = _pw("pow", _power, (lambda g, ans, a, b: g * (b * a ** (b - 1)).conj(),
+POW = _pw("pow", _power, (lambda g, ans, a, b: g * where(b == 0, 0, b * a ** (b - 1)).conj(),
                             _pow_exponent_grad), lambda p, work: _pow_template("{0}", "{1}", work),
           save=(0, 1), save_output=True, check_operands=refuse_dtypes(bool="pow"),
           node_name="PowBackward1",

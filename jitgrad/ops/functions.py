@@ -22,6 +22,7 @@ from .elementwise3 import positive as _positive
 from .indexing import getitem
 from .linalg import matmul
 from .overloads import scalar_first
+from ._shape import normalize_dims
 from .registry import OPS, apply, lane
 from .surface import public, tensor_operands
 
@@ -207,15 +208,21 @@ def _is_any_true(input):  # noqa: A002
 @public("all", method=True)
 def all(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
     if input.is_meta or _batched(input):  # (no values here: the shape and dtype from ops)
-        return (input == 0).sum(dim=dim, keepdim=keepdim) == 0
-    return tensor(np.asarray(np.all(input._data, axis=dim, keepdims=keepdim), order="C"))
+        out = (input == 0).sum(dim=dim, keepdim=keepdim) == 0
+    else:
+        axis = None if dim is None else normalize_dims(dim, input.ndim)  # (torch's errors)
+        out = tensor(np.asarray(np.all(input._data, axis=axis, keepdims=keepdim), order="C"))
+    return out.to(dtypes.uint8) if input.dtype is dtypes.uint8 else out  # (torch keeps uint8)
 
 
 @public("any", method=True)
 def any(input, dim=None, keepdim: bool = False):  # noqa: A001,A002
-    if input.is_meta or _batched(input):
-        return (input != 0).sum(dim=dim, keepdim=keepdim) > 0
-    return tensor(np.asarray(np.any(input._data, axis=dim, keepdims=keepdim), order="C"))
+    if input.is_meta or _batched(input):  # (no values here: the shape and dtype from ops)
+        out = (input != 0).sum(dim=dim, keepdim=keepdim) > 0
+    else:
+        axis = None if dim is None else normalize_dims(dim, input.ndim)  # (torch's errors)
+        out = tensor(np.asarray(np.any(input._data, axis=axis, keepdims=keepdim), order="C"))
+    return out.to(dtypes.uint8) if input.dtype is dtypes.uint8 else out  # (torch keeps uint8)
 
 
 @public("allclose", method=True)

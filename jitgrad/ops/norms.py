@@ -15,7 +15,7 @@ import numpy as np
 
 from .autocast_policy import FP32, autocast_policy
 from .. import dtypes
-from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
+from ._shape import normalize_dims, numel, reduced_shape, reduction_dims, wrap_dim
 from .reduce import expand_reduced
 from . import registry
 from .registry import OPAQUE, apply, defop
@@ -216,7 +216,7 @@ def _check_ord_number(ord) -> float:  # noqa: A002
 def vector_norm(x, ord=2, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """The vector ``ord``-norm of ``x`` over ``dim`` (all elements when None)."""
     p = _check_ord_number(ord)
-    dims = normalize_dims(dim, x.ndim) if x.ndim else ()
+    dims = reduction_dims(dim, x.ndim) if x.ndim else ()
     if not x.ndim and dim is not None:  # (a 0-d tensor: dims -1 and 0 only, each once)
         normalize_dims(dim, 0)
     return apply(LINALG_VECTOR_NORM, x, ord=p, dims=dims, keepdim=bool(keepdim), dtype=dtype)

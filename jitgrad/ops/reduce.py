@@ -14,7 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from . import registry
-from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
+from ._shape import normalize_dims, numel, reduced_shape, reduction_dims, wrap_dim
 from .autocast_policy import FP32, autocast_policy
 from .dtype_rules import refuse_dtypes
 from .registry import LINEAR, OPS, REDUCE, ReduceTemplate, apply, defop
@@ -121,9 +121,19 @@ def _prod_vjp(g, ans, x, dims, keepdim, dtype=None):
 
 
 def _evenly(g, ans, x, dims, keepdim):
-    # amax/amin and the all-dims max/min split the gradient evenly among tied extrema.
+    # amax/amin split the gradient evenly among tied extrema (NaN equals nothing: all NaN).
     shape = tuple(x.shape)
     mask = x == expand_reduced(ans, shape, dims, keepdim)
+    count = mask.sum(dim=dims, keepdim=True)
+    return expand_reduced(g, shape, dims, keepdim) * mask / count
+
+
+def _evenly_nan_equal(g, ans, x, dims, keepdim):
+    # The all-dims max/min: as amax, but a NaN result is shared among the NaNs (torch's
+    # evenly_distribute_backward).
+    shape = tuple(x.shape)
+    value = expand_reduced(ans, shape, dims, keepdim)
+    mask = (x == value) | (x.isnan() & value.isnan())
     count = mask.sum(dim=dims, keepdim=True)
     return expand_reduced(g, shape, dims, keepdim) * mask / count
 
@@ -188,6 +198,7 @@ PROD_DIM = _reduction("prod_dim", _prod_impl, _prod_vjp, "ProdBackward1", PROD_T
                                    "self": ("input", 0), "result": ("output", 0)})
 _EXTREME = {"save": (0,), "save_output": True, "jvp": _weighted_jvp(_evenly),
             "empty_forbidden": True}
+_EXTREME_ALL = dict(_EXTREME, jvp=_weighted_jvp(_evenly_nan_equal))
 AMAX = _reduction("amax", _amax, _evenly, "AmaxBackward0", MAX_T, **_EXTREME,
                   check_operands=refuse_dtypes(complex="max_values_cpu"),
                   saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
@@ -196,10 +207,10 @@ AMIN = _reduction("amin", _amin, _evenly, "AminBackward0", MIN_T, **_EXTREME,
                   check_operands=refuse_dtypes(complex="min_values_cpu"),
                   saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
                                "self": ("input", 0), "result": ("output", 0)})
-MAX_ALL = _reduction("max_all", _amax, _evenly, "MaxBackward1", MAX_T, **_EXTREME,
+MAX_ALL = _reduction("max_all", _amax, _evenly_nan_equal, "MaxBackward1", MAX_T, **_EXTREME_ALL,
                      check_operands=refuse_dtypes(complex="max_all"),
                      saved_names={"self": ("input", 0), "result": ("output", 0)})
-MIN_ALL = _reduction("min_all", _amin, _evenly, "MinBackward1", MIN_T, **_EXTREME,
+MIN_ALL = _reduction("min_all", _amin, _evenly_nan_equal, "MinBackward1", MIN_T, **_EXTREME_ALL,
                      check_operands=refuse_dtypes(complex="min_all"),
                      saved_names={"self": ("input", 0), "result": ("output", 0)})
 
@@ -287,18 +298,18 @@ def _dims_or_all(input, dim):  # noqa: A002
 @public("sum", method=True)
 def sum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A001,A002
     """Sum of elements, over ``dim`` (an int or tuple) or over all of them."""
-    if dim is None:
+    if dim is None and not keepdim:
         return apply(SUM, input, dims=tuple(range(input.ndim)), keepdim=False, dtype=dtype)
-    return apply(SUM_DIM, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim,
+    return apply(SUM_DIM, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim,
                  dtype=dtype)
 
 
 @public("mean", method=True)
 def mean(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
     """Mean of elements, over ``dim`` or over all of them (floating/complex inputs only)."""
-    if dim is None:
+    if dim is None and not keepdim:
         return apply(MEAN, input, dims=tuple(range(input.ndim)), keepdim=False, dtype=dtype)
-    return apply(MEAN_DIM, input, dims=normalize_dims(dim, input.ndim), keepdim=keepdim,
+    return apply(MEAN_DIM, input, dims=reduction_dims(dim, input.ndim), keepdim=keepdim,
                  dtype=dtype)
 
 
@@ -368,7 +379,8 @@ def argmax(input, dim=None, keepdim: bool = False):  # noqa: A002
         if input.numel() == 0:
             raise IndexError("argmax(): Expected reduction dim to be specified for input.numel() "
                              "== 0.")
-        return apply(ARGMAX, input.reshape(-1), dim=0, keepdim=False)
+        flat = apply(ARGMAX, input.reshape(-1), dim=0, keepdim=False)
+        return flat.reshape((1,) * input.ndim) if keepdim else flat
     d = wrap_dim(dim, input.ndim)
     _nonempty_dims("argmax", input, (d,))
     return apply(ARGMAX, input, dim=d, keepdim=keepdim)
@@ -380,7 +392,8 @@ def argmin(input, dim=None, keepdim: bool = False):  # noqa: A002
         if input.numel() == 0:
             raise IndexError("argmin(): Expected reduction dim to be specified for input.numel() "
                              "== 0.")
-        return apply(ARGMIN, input.reshape(-1), dim=0, keepdim=False)
+        flat = apply(ARGMIN, input.reshape(-1), dim=0, keepdim=False)
+        return flat.reshape((1,) * input.ndim) if keepdim else flat
     d = wrap_dim(dim, input.ndim)
     _nonempty_dims("argmin", input, (d,))
     return apply(ARGMIN, input, dim=d, keepdim=keepdim)

@@ -444,8 +444,8 @@ def bucketize(input, boundaries, *, out_int32: bool = False, right: bool = False
 
 
 def _bincount_impl(x, weights, minlength):
-    return np.bincount(x, weights, minlength=minlength).astype(
-        np.int64 if weights is None else weights.dtype if weights.dtype.kind == "f"
+    return np.bincount(x, weights, minlength=minlength).astype(  # (torch: float32 stays)
+        np.int64 if weights is None else np.float32 if weights.dtype == np.float32
         else np.float64)
 
 
@@ -467,7 +467,8 @@ def bincount(input, weights=None, minlength: int = 0):  # noqa: A002
     x = input.numpy()
     if x.size and x.min() < 0:
         raise RuntimeError("bincount only supports 1-d non-negative integral inputs.")
-    w = None if weights is None else weights.detach().numpy()
+    w = None if weights is None else weights.detach().to(
+        dtypes.float32 if weights.dtype is dtypes.float32 else dtypes.float64).numpy()
     return tensor(_bincount_impl(x.astype(np.int64), w, minlength), device=input.device)
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes
-from ._shape import normalize_dims, numel, reduced_shape, wrap_dim
+from ._shape import numel, reduced_shape, reduction_dims, wrap_dim
 from .dtype_rules import refuse_dtypes
 from .composite import (_correction, _np_var, _std_vjp, _var_decompose, _var_jvp, _var_meta,
                         _var_vjp, _warn_no_dof)
@@ -258,7 +258,7 @@ def _moments(op):
     def fn(input, dim=None, unbiased=None, keepdim=False, *, correction=None):  # noqa: A002
         if isinstance(dim, bool):  # var_mean(input, unbiased)
             dim, unbiased = None, dim
-        dims, correction = normalize_dims(dim, input.ndim), _correction(unbiased, correction)
+        dims, correction = reduction_dims(dim, input.ndim), _correction(unbiased, correction)
         _warn_no_dof(op.name, input, dims, correction)
         return apply(op, input, dims=dims, correction=correction, keepdim=keepdim)
     return fn
@@ -292,8 +292,8 @@ NANSUM = defop(
     decompose=lambda x, dims, keepdim, dtype: where(x.isnan(), 0, x).sum(
         dims, keepdim=keepdim, dtype=dtypes.int64 if dtype is None and not (
             x.dtype.is_floating_point or x.dtype.is_complex) else dtype),
-    vjp=(lambda g, ans, x, dims, keepdim, dtype: where(
-        x.isnan(), 0.0, expand_reduced(g, tuple(x.shape), dims, keepdim)),),
+    vjp=(lambda g, ans, x, dims, keepdim, dtype: expand_reduced(  # (torch's: inf * 0 is nan)
+        g, tuple(x.shape), dims, keepdim) * x.isnan().logical_not(),),
     jvp=lambda ts, ans, x, dims, keepdim, dtype: where(x.isnan(), 0.0, ts[0]).sum(
         dims, keepdim=keepdim),
     saved_names={"dim": ("param", "dims"), "keepdim": ("param", "keepdim"),
@@ -317,7 +317,7 @@ def nansum(input, dim=None, keepdim: bool = False, *, dtype=None):  # noqa: A002
                                           f"'{dtype._scalar_name}'")
             x = where(input.isnan(), 0, input)
         x = x.to(dtype)
-    return apply(NANSUM, x, dims=normalize_dims(dim, x.ndim), keepdim=keepdim, dtype=dtype)
+    return apply(NANSUM, x, dims=reduction_dims(dim, x.ndim), keepdim=keepdim, dtype=dtype)
 
 
 @public("nanmean", method=True)
