@@ -491,5 +491,5 @@ def _bernoulli_uniforms(shape: tuple, p: Any, generator: Any, device: Any) -> An
     """torch's uniforms for Bernoulli draws: float64 ones, or float32 ones for a float32 (or
     smaller) tensor of probabilities."""
     narrow = isinstance(p, Tensor) and p.dtype is not dtypes.float64
-    return rand(*shape, dtype=dtypes.float32 if narrow else dtypes.float64, generator=generator,
+    return rand(shape, dtype=dtypes.float32 if narrow else dtypes.float64, generator=generator,
                 device=device)

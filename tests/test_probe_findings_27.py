@@ -216,3 +216,114 @@ def test_gradients_at_degenerate_points_match_torch():
         return repr(out)
 
     _same(run)
+
+
+def test_bernoulli_of_a_0d_tensor():
+    def run(T):
+        T.manual_seed(0)
+        return [T.bernoulli(T.tensor(0.3)).item(), T.tensor(0.5).bernoulli_(0.5).item(),
+                T.distributions.Bernoulli(0.3).sample().item()]
+
+    _same(run)
+
+
+def test_broadcast_tensors_returns_a_tensor_of_the_shape_as_it_is():
+    # (a distribution's parameter was a copy: d.loc.grad stayed None)
+    def run(T):
+        loc = T.tensor([0.0, 1.0], requires_grad=True)
+        d = T.distributions.Normal(loc, T.tensor([1.0, 2.0]))
+        d.log_prob(T.tensor([0.5, 0.5])).sum().backward()
+        a, b = T.ones(2), T.ones(3, 2)
+        out = T.broadcast_tensors(a, T.ones(2))
+        return d.loc is loc, loc.grad.tolist(), out[0] is a, T.broadcast_tensors(a, b)[0] is a
+
+    _same(run)
+
+
+@pytest.mark.parametrize("mode,shape,factor", [
+    ("nearest", (3, 2), 1.3), ("nearest", (2, 5), 1.3), ("nearest", (2, 2), 1.1),
+    ("bilinear", (3, 5), 1.3), ("bilinear", (5, 2), 1.3), ("trilinear", (2, 3, 5), 1.3),
+    ("nearest", (5,), 1.1), ("nearest", (2, 2, 2), 1.3), ("nearest-exact", (3, 5), 1.3)])
+def test_interpolate_copies_a_dim_that_keeps_its_size_as_torch(mode, shape, factor):
+    import numpy as np
+
+    x = np.arange(np.prod(shape), dtype=np.float32).reshape((1, 1) + shape)
+
+    def run(T):
+        return T.nn.functional.interpolate(T.from_numpy(x), scale_factor=factor,
+                                           mode=mode).numpy()
+
+    got, expected = run(jitgrad), run(torch)
+    assert got.shape == expected.shape and np.allclose(got, expected, rtol=1e-6, atol=0)
+
+
+def test_prelu_shapes_and_reduction_elementwise_mean():
+    def run(T):
+        F = T.nn.functional
+        out = [F.prelu(T.tensor(-2.0), T.tensor([0.3])).tolist()]
+        x, y = T.tensor([1.0, 2.0, 3.0]), T.tensor([0.0, 0.0, 1.0])
+        out += [F.l1_loss(x, y, reduction="elementwise_mean").item(),
+                F.mse_loss(x, y, reduction="elementwise_mean").item()]
+        return out
+
+    _same(run)
+    _same(lambda T: T.nn.functional.prelu(T.tensor([-2.0, 1.0, -1.0]), T.tensor([0.3, 0.2, 0.1])))
+
+
+@pytest.mark.parametrize("target", ["T.ones(2, 1)", "T.tensor(1.0)", "T.ones(2)"])
+def test_cosine_embedding_loss_checks_the_target_rank(target):
+    _same(lambda T: T.nn.functional.cosine_embedding_loss(
+        T.ones(2, 3), T.ones(2, 3), eval(target), reduction="none").tolist())
+
+
+@pytest.mark.parametrize("kw", [{"beta": 0.5}, {"alpha": 1.5}, {"beta": 2.7, "alpha": -1.5},
+                                {"beta": True}])
+def test_integer_addmm_family_truncates_float_coefficients(kw):
+    def run(T):
+        i = T.ones(2, 2, dtype=T.int64)
+        v = T.ones(2, dtype=T.int64)
+        b = T.ones(1, 2, 2, dtype=T.int64)
+        out = [T.addmm(i, i, i, **kw), T.addmv(v, i, v, **kw), T.baddbmm(b, b, b, **kw),
+               T.addbmm(i, b, b, **kw)]
+        return [(str(r.dtype).split(".")[1], r.tolist()) for r in out]
+
+    _same(run)
+    _same(lambda T: T.addr(T.ones(2, 2, dtype=T.int64), T.ones(2, dtype=T.int64),
+                           T.ones(2, dtype=T.int64), **kw).tolist())
+
+
+@pytest.mark.parametrize("expr", [
+    "T.tensor([1, 2]).tile(2, 2)", "T.tile(T.tensor([1, 2]), (2,))",
+    "T.arange(0, 1, 0.3, dtype=T.int32)", "T.arange(0, 1, 0.3, dtype=T.int64)",
+    "T.arange(1, 4, 1.5, dtype=T.int16)", "T.linspace(0, 1 + 1j, 5)",
+    "T.linspace(0, 1j, 3, dtype=T.float32)", "T.tensor_split(T.arange(5), indices=[2])",
+    "T.arange(6).reshape(2, 3).tensor_split(sections=2, dim=1)",
+    "T.tensor([1, 2]).repeat_interleave(T.tensor([3]))",
+    "T.take_along_dim(T.arange(6).reshape(2, 3), T.tensor([[-1], [-3]]), 1)"])
+def test_shape_and_creation_forms(expr):
+    def run(T):
+        out = eval(expr)
+        return [t.tolist() for t in out] if isinstance(out, tuple) else (
+            str(out.dtype).split(".")[1], out.tolist())
+
+    _same(run)
+
+
+@pytest.mark.parametrize("case", [
+    ("error", "x + T.empty(2).uniform_()"), ("different", "x + T.empty(2).uniform_()"),
+    ("same", "x + T.empty(2).uniform_()"), ("different", "x.clone().uniform_()"),
+    ("same", "x.clone().normal_()"), ("error", "x.clone().normal_()")])
+def test_inplace_random_inside_vmap_follows_the_randomness_mode(case):
+    mode, body = case
+
+    def run(T):
+        out = T.func.vmap(lambda x: eval(body), randomness=mode)(T.ones(3, 2))
+        return tuple(out.shape), bool((out == out[0]).all())
+
+    _same(run)
+
+
+def test_vmap_randomness_same_with_chunks_draws_one_sample():
+    r = jitgrad.func.vmap(lambda x: jitgrad.rand_like(x), randomness="same", chunk_size=2)(
+        jitgrad.ones(5, 4))
+    assert bool((r == r[0]).all())

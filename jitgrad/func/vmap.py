@@ -224,6 +224,30 @@ class BatchTrace:
                                       generator=generator)
         return out if same else wrap(self, out)
 
+    def random_fill(self, target: Tensor, fill: Callable) -> Tensor:
+        """An in-place random draw (``uniform_``, ``normal_`` ...) inside vmap: ``fill`` writes
+        a plain tensor; by the level's ``randomness`` mode, as torch's."""
+        if self.randomness == "error":
+            self.random("uniform", (), None)  # (its error)
+        batched = type(target) is Batched and target._trace is self
+        if not batched:
+            if self.randomness == "different":
+                raise RuntimeError(
+                    "vmap: Cannot ask for different inplace randomness on an unbatched tensor. "
+                    "This will appear like same randomness. If this is necessary for your "
+                    "usage, please file an issue with functorch.")
+            with below(self.index):
+                return fill(target)
+        with below(self.index):
+            if self.randomness == "same":  # (one sample's draw, written into each)
+                from ..ops.creation import empty
+
+                target._value.copy_(fill(empty(tuple(target.shape), dtype=target.dtype)))
+            else:
+                fill(target._value)
+                target._uniform = False
+        return target
+
     def inplace(self, target: Tensor, new: Any) -> Tensor:
         """An in-place op inside vmap: written into the batch one level down."""
         if not (type(target) is Batched and target._trace is self):
@@ -410,8 +434,13 @@ def vmap(func: Callable, in_dims: int | tuple = 0, out_dims: int | tuple = 0,
             return _vmap_call(func, spec, flat_args, dims, size, out_dims, randomness, kwargs)
         from ..ops.movement import cat
 
+        from ..random import get_rng_state, set_rng_state
+
         parts = []
+        rng_state = get_rng_state() if randomness == "same" else None
         for start in range(0, size, chunk_size):
+            if rng_state is not None:  # (as torch's: every chunk draws the same numbers)
+                set_rng_state(rng_state)
             n = min(chunk_size, size - start)
             chunk = [a.narrow(d, start, n) if d is not None else a
                      for a, d in zip(flat_args, dims)]

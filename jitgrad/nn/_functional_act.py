@@ -178,13 +178,13 @@ def prelu(input: Tensor, weight: Tensor) -> Tensor:  # noqa: A002
     """``input`` where non-negative, else ``weight * input`` (``weight`` one value or one per
     channel, dim 1)."""
     if weight.numel() != 1:
-        channels = input.shape[1] if input.ndim >= 2 else input.shape[0] if input.ndim else 1
+        channels = input.shape[1] if input.ndim >= 2 else 1  # (torch's: no channels below 2-d)
         if weight.numel() != channels:
             raise RuntimeError(f"Mismatch of parameter numbers and input channel size. Found "
                                f"parameter numbers = {weight.numel()} and channel size = "
                                f"{channels}.")
         if input.ndim >= 2:
             weight = weight.reshape((1, -1) + (1,) * (input.ndim - 2))
-    elif input.ndim:
+    else:
         weight = weight.reshape(())
     return apply(PRELU, input, weight)

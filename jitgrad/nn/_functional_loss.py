@@ -41,6 +41,15 @@ def _reduction(reduction: str, size_average: bool | None = None,
                reduce: bool | None = None) -> str:
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
+    return _checked_reduction(reduction)
+
+
+def _checked_reduction(reduction: str) -> str:
+    """torch's ``_Reduction.get_enum``: the deprecated ``'elementwise_mean'`` is ``'mean'``."""
+    if reduction == "elementwise_mean":
+        warnings.warn("reduction='elementwise_mean' is deprecated. Please use reduction='mean' "
+                      "instead.", stacklevel=user_stacklevel())
+        return "mean"
     if reduction not in _REDUCTIONS:
         raise ValueError(f"{reduction} is not a valid value for reduction")
     return reduction
@@ -61,6 +70,8 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  #
             "Please ensure they have the same size.", stacklevel=user_stacklevel())
     if size_average is not None or reduce is not None:
         reduction = _legacy_reduction(size_average, reduce)
+    elif weight is None:
+        reduction = _checked_reduction(reduction)
     from ..ops.registry import broadcast_shapes
 
     shape = broadcast_shapes(tuple(input.shape), tuple(target.shape))
@@ -78,8 +89,6 @@ def mse_loss(input: Tensor, target: Tensor, size_average: bool | None = None,  #
             return sq.sum() / weight.sum()
         raise ValueError(
             f"Invalid reduction mode: {reduction}. Expected one of 'none', 'mean', 'sum'.")
-    if reduction not in _REDUCTIONS:
-        raise ValueError(f"{reduction} is not a valid value for reduction")
     return apply(MSE_LOSS, x, y, reduction=reduction)
 
 

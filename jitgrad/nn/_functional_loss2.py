@@ -105,8 +105,10 @@ def cosine_embedding_loss(input1: Tensor, input2: Tensor, target: Tensor,
                           reduce: bool | None = None, reduction: str = "mean") -> Tensor:
     """``1 - cos(input1, input2)`` where ``target`` is 1, ``max(0, cos - margin)`` where it is
     -1 (cosines along the last dim, with torch's 1e-12 under the square root)."""
-    if input1.ndim != input2.ndim or input1.ndim not in (1, 2):
-        raise RuntimeError(f"cosine_embedding_loss : 1D target tensor expects 2D input "
+    if target.ndim not in (0, 1):
+        raise RuntimeError("0D or 1D target tensor expected, multi-target not supported")
+    if not input1.ndim == input2.ndim == target.ndim + 1:
+        raise RuntimeError(f"{target.ndim}D target tensor expects {target.ndim + 1}D input "
                            f"tensors, but found inputs with sizes {list(input1.shape)} and "
                            f"{list(input2.shape)}.")
     dim = input1.ndim - 1

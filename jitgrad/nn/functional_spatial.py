@@ -188,6 +188,8 @@ def _interpolate(input: Tensor, size: Any, scale_factor: Any, mode: str,  # noqa
     acc = np.float64 if linear and input.dtype.itemsize == 8 else np.float32
     for k, (n_in, n_out, scale) in enumerate(zip(input.shape[2:], out_sizes, scales)):
         dim = 2 + k
+        if n_in == n_out and (linear or mode == "nearest" and spatial == 2):
+            continue  # (torch's linear kernels and its 2-d nearest one copy a dim kept as it is)
         dst, scale = np.arange(n_out, dtype=acc), acc(scale)
         if not linear:
             shift = acc(0.5 if mode == "nearest-exact" else 0.0)

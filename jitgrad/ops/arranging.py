@@ -39,6 +39,8 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
         merged = shape[:d] + [n * repeats] + shape[d + 1:]
         return x.unsqueeze(d + 1).expand(spread).contiguous().view(merged)
     counts = repeats.detach().numpy() if hasattr(repeats, "detach") else np.asarray(repeats)
+    if counts.shape == (1,):  # (one count for every element, as torch's)
+        counts = np.repeat(counts, n)
     if counts.shape != (n,):
         raise RuntimeError("repeats must have the same size as input along dim, but got "
                            f"repeats.size(0) = {counts.shape[0] if counts.ndim else 1} and "
@@ -50,9 +52,10 @@ def repeat_interleave(input, repeats=None, dim=None, *, output_size=None):  # no
 
 @public("broadcast_tensors")
 def broadcast_tensors(*tensors) -> tuple:
-    """The tensors expanded to their common broadcast shape."""
+    """The tensors expanded to their common broadcast shape (one of that shape already is
+    returned as it is, as torch's: a distribution's parameter stays the caller's leaf)."""
     shape = broadcast_shapes(*(tuple(t.shape) for t in tensors))
-    return tuple(t.expand(shape) for t in tensors)
+    return tuple(t if tuple(t.shape) == shape else t.expand(shape) for t in tensors)
 
 
 @public("meshgrid")

@@ -416,9 +416,9 @@ def arange(start=None, end=None, step=1, *, dtype=None, layout=None, device=None
         # torch's integer kernel truncates the bounds and the step first (int64 counts its
         # length from them too; the other integer dtypes from the given numbers)
         start, end, step = (int(v) for v in (start, end, step))
-        if step == 0:
-            raise ValueError("step must be nonzero")  # (torch's text and type for it)
-        if dtype is dtypes.int64:
+        if dtype is dtypes.int64:  # (a step truncated to 0: torch's text and type for it)
+            if step == 0:
+                raise ValueError("step must be nonzero")
             n = _arange_length(start, end, step)
         if dev.type != "meta":
             values = start + np.arange(n, dtype=np.int64) * step
@@ -537,7 +537,7 @@ def linspace(start, end, steps: int, *, dtype=None, layout=None, device=None,
     check_layout("linspace", layout)
     dev = check_device(device)
     _check_steps("linspace", (start, end, steps), "")
-    dt = dtype or dtypes.get_default_dtype()
+    dt = _spaced_dtype("linspace", start, end, dtype)
     if dt is dtypes.bool:
         raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
     values = _linspace_values(start, end, int(steps), dt.np)
@@ -551,10 +551,13 @@ def logspace(start, end, steps: int, base: float = 10.0, *, dtype=None, layout=N
     check_layout("logspace", layout)
     dev = check_device(device)
     _check_steps("logspace", (start, end, steps), "float base = 10.0, ")
-    dt = dtype or dtypes.get_default_dtype()
+    dt = _spaced_dtype("logspace", start, end, dtype)
     if dt is dtypes.bool:
         raise NotImplementedError("\"logspace_cpu\" not implemented for 'Bool'")
-    values = np.logspace(float(start), float(end), int(steps), base=float(base))
+    if dt.is_complex:
+        values = float(base) ** np.linspace(complex(start), complex(end), int(steps))
+    else:
+        values = np.logspace(float(start), float(end), int(steps), base=float(base))
     if dt.np.kind in "iub":
         values = np.round(values)
     return _tensor._new(values.astype(dt.np), dt, requires_grad, dev)
@@ -576,6 +579,20 @@ def eye(n: int, m: int | None = None, *, dtype=None, layout=None, device=None,
     if dev.type == "meta":
         return meta_empty((n, n if m is None else m), dt, requires_grad)
     return _tensor._new(np.eye(n, m, dtype=dt.np), dt, requires_grad, dev)
+
+
+def _spaced_dtype(fname: str, start: Any, end: Any, dtype: Any) -> dtypes.dtype:
+    """linspace/logspace's dtype: complex ends make it complex (as torch's inference)."""
+    default = dtypes.get_default_dtype()
+    if not builtins.any(isinstance(v, complex) or getattr(v, "is_complex", lambda: False)()
+                        for v in (start, end)):
+        return dtype or default
+    inferred = dtypes.complex128 if default is dtypes.float64 else dtypes.complex64
+    if dtype is not None and not dtype.is_complex:
+        cpp = {"complex64": "c10::complex<float>", "complex128": "c10::complex<double>"}
+        raise RuntimeError(f"torch.{fname}(): inferred dtype {cpp[inferred.name]} can't be "
+                           f"safely cast to passed dtype {dtype._scalar_name}")
+    return dtype or inferred
 
 
 def _check_steps(fname: str, args: tuple, extra: str) -> None:

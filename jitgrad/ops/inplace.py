@@ -386,6 +386,10 @@ def _fill_from_stream(self, generator: Any, draw: Any):
     from .._generator import default_generator
     from .._torch_stream import in_memory_order
 
+    level = next((t for t in reversed(registry.state.traces) if getattr(t, "batching", False)),
+                 None)
+    if level is not None:  # inside vmap: by its randomness mode
+        return level.random_fill(self, lambda t: _fill_from_stream(t, generator, draw))
     stream = (generator or default_generator())._host()
     shape = tuple(self.shape)
     count = math.prod(shape)

@@ -140,14 +140,20 @@ def _split_at(x, bounds: list, d: int) -> tuple:
 
 
 @public("tensor_split", method=True)
-def tensor_split(input, indices_or_sections, dim: int = 0):  # noqa: A002
+def tensor_split(input, indices_or_sections=None, dim: int = 0, *, sections=None,  # noqa: A002
+                 indices=None, tensor_indices_or_sections=None):
     """Splits into ``sections`` nearly equal pieces (the first ``n % sections`` one longer),
     or at the given indices; always views."""
     if input.ndim == 0:
         raise RuntimeError("tensor_split expected at least a 1-dimensional tensor, but got a "
                            "tensor with 0 dims")
     d = wrap_dim(dim, input.ndim)
-    ios = indices_or_sections
+    given = [v for v in (indices_or_sections, sections, indices, tensor_indices_or_sections)
+             if v is not None]
+    if len(given) != 1:
+        raise TypeError("tensor_split() takes one of indices_or_sections, sections, indices or "
+                        "tensor_indices_or_sections")
+    ios = given[0]
     if isinstance(ios, registry.Tensor):
         if ios.dtype != dtypes.long:
             raise RuntimeError("tensor_split expected tensor_indices_or_sections to have dtype "
@@ -245,6 +251,8 @@ def take_along_dim(input, indices, dim: int | None = None):  # noqa: A002
     common = list(_broadcast(tuple(a), tuple(b)))
     xs, ix = list(common), list(common)
     xs[d], ix[d] = input.shape[d], indices.shape[d]
+    if indices._trace is None and not indices.is_meta and (indices < 0).any():
+        indices = where(indices < 0, indices + input.shape[d], indices)  # (torch wraps them)
     return input.expand(xs).gather(d, indices.expand(ix))
 
 
@@ -380,6 +388,20 @@ def vander(x, N: int | None = None, increasing: bool = False):  # noqa: N803 - t
     return out if increasing else out.flip(1)
 
 
+def integral_coefficients(input, beta, alpha, refuse_floats: bool = False):  # noqa: A002
+    """torch's ``beta`` and ``alpha`` for an integral ``input``: floats truncated (or, with
+    ``refuse_floats``, addr's errors)."""
+    if input.dtype.is_floating_point or input.dtype.is_complex:
+        return beta, alpha
+    for name, v in (("beta", beta), ("alpha", alpha)):
+        if refuse_floats and isinstance(v, bool) and input.dtype is not dtypes.bool:
+            raise RuntimeError(f"Boolean {name} only supported for Boolean results.")
+        if refuse_floats and isinstance(v, float):
+            raise RuntimeError(f"For integral input tensors, argument {name} must not be a "
+                               "floating point number.")
+    return tuple(int(v) if isinstance(v, float) else v for v in (beta, alpha))
+
+
 def summed_in_float32(compute, input, a, b):  # noqa: A002
     """``compute(input, a, b)``; for half or bfloat16 operands of one dtype, computed in float32
     and rounded once, as torch sums a low-precision product and its scaled input."""
@@ -408,6 +430,7 @@ def baddbmm(input, batch1, batch2, *, beta=1, alpha=1):  # noqa: A002
 
 
 def _baddbmm(input, batch1, batch2, beta, alpha):  # noqa: A002
+    beta, alpha = integral_coefficients(input, beta, alpha)
     prod = batch1.bmm(batch2)
     if alpha != 1:
         prod = prod * alpha

@@ -20,7 +20,7 @@ from . import registry
 from .registry import apply
 from .return_types import return_type
 from .surface import public
-from .shape_helpers import summed_in_float32
+from .shape_helpers import integral_coefficients, summed_in_float32
 from .complex_views import ANGLE
 from .surface24 import fn
 
@@ -28,6 +28,7 @@ from .surface24 import fn
 def _scaled_sum(input: Any, prod: Any, beta: Any, alpha: Any) -> Any:  # noqa: A002
     """``beta * input + alpha * prod`` as torch computes it (``beta == 0`` ignores ``input``,
     NaN included)."""
+    beta, alpha = integral_coefficients(input, beta, alpha)
     if alpha != 1:
         prod = prod * alpha
     if beta == 0:  # (zeros in input's place: its gradient is zero, as torch's)
@@ -64,6 +65,7 @@ def addr(input: Any, vec1: Any, vec2: Any, *, beta: Any = 1, alpha: Any = 1) -> 
         raise RuntimeError(f"addr: Expected 1-D argument vec1, but got {vec1.ndim}-D"
                            if vec1.ndim != 1 else
                            f"addr: Expected 1-D argument vec2, but got {vec2.ndim}-D")
+    beta, alpha = integral_coefficients(input, beta, alpha, refuse_floats=True)
     if alpha != 1:  # (torch's kernel: beta * input + alpha * vec1 * vec2, each op rounded)
         return _scaled_sum(input, fn("outer")(vec1 * alpha, vec2), beta, 1)
     return _scaled_sum(input, fn("outer")(vec1, vec2), beta, alpha)

@@ -147,8 +147,11 @@ def repeat(self, *sizes, repeats=None):
 
 
 @public("tile", method=True)
-def tile(input, dims):  # noqa: A002
-    """``repeat`` with ``dims`` padded with leading ones to the tensor's rank."""
+def tile(input, *sizes, dims=None):  # noqa: A002
+    """``repeat`` with ``dims`` padded with leading ones to the tensor's rank (``x.tile(2, 2)``
+    or ``tile(x, (2, 2))``)."""
+    if dims is None:
+        dims = sizes[0] if len(sizes) == 1 else sizes
     dims = (dims,) if isinstance(dims, int) else tuple(int(d) for d in dims)
     return repeat(input, (1,) * (input.ndim - len(dims)) + dims)
 
