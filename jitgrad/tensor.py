@@ -163,6 +163,8 @@ class Tensor:
         byte_strides = getattr(data, "byte_strides", None) if type(data) is not np.ndarray \
             else None
         st = tuple(s // data.itemsize for s in (byte_strides or data.strides))
+        if 0 in data.shape and not any(st):  # (an empty array NumPy laid out with zero strides:
+            st = _contiguous_strides(data.shape)  # torch's factories' contiguous ones)
         return st if dim is None else st[_wrap_dim(dim, self.ndim)]
 
     def __len__(self) -> int:
@@ -502,6 +504,14 @@ def _rebuild(data: np.ndarray, dtype_name: str, requires_grad: bool) -> Tensor:
     if requires_grad:
         t._requires_grad = True
     return t
+
+
+def _contiguous_strides(shape: tuple) -> tuple:
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(n, 1)
+    return tuple(reversed(strides))
 
 
 def _wrap_dim(dim: int, ndim: int) -> int:

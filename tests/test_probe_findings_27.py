@@ -327,3 +327,22 @@ def test_vmap_randomness_same_with_chunks_draws_one_sample():
     r = jitgrad.func.vmap(lambda x: jitgrad.rand_like(x), randomness="same", chunk_size=2)(
         jitgrad.ones(5, 4))
     assert bool((r == r[0]).all())
+
+
+def test_linalg_edge_forms():
+    def run(T):
+        a = T.tensor([[2.0, 1.0], [1.0, 3.0]], dtype=T.float64)
+        return ([T.linalg.eigvalsh(a, UPLO=u).tolist() for u in ("l", "u")],
+                T.linalg.eigh(a, UPLO="l")[0].tolist(),
+                [tuple(T.linalg.matrix_exp(T.ones(*s)).shape) for s in ((0, 0), (2, 0, 0),
+                                                                         (0, 2, 2))])
+
+    _same(run)
+    _same(lambda T: T.linalg.eigvalsh(T.eye(2), UPLO="x"))
+
+
+def test_rnn_cell_repr_and_empty_tensor_strides():
+    _same(lambda T: [repr(T.nn.RNNCell(2, 3, nonlinearity="relu")),
+                     repr(T.nn.RNNCell(2, 3, bias=False))])
+    _same(lambda T: [T.ones(0, 3).stride(), T.empty(2, 0, 3).stride(), T.zeros(0).stride(),
+                     T.ones(3, 4)[:, :0].stride()])

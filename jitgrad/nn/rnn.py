@@ -430,6 +430,8 @@ class RNNCellBase(Module):
         s = f"{self.input_size}, {self.hidden_size}"
         if self.bias is not True:
             s += f", bias={self.bias}"
+        if getattr(self, "nonlinearity", "tanh") != "tanh":  # (RNNCell's, as torch's)
+            s += f", nonlinearity={self.nonlinearity}"
         return s
 
 

@@ -146,9 +146,9 @@ LINALG_EIGH = defop("linalg_eigh", column_major(_eigh_impl, (1,)), kind=OPAQUE, 
 
 
 def _check_uplo(uplo: str) -> str:
-    if uplo not in ("L", "U"):
+    if uplo not in ("L", "U", "l", "u"):  # (torch takes either case)
         raise RuntimeError(f"Expected UPLO argument to be 'L' or 'U', but got {uplo}")
-    return uplo
+    return uplo.upper()
 
 
 def eigh(A, UPLO: str = "L"):  # noqa: N803

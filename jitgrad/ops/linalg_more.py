@@ -460,10 +460,10 @@ _THETA13 = 5.371920351148152
 def _matrix_exp_np(a):
     """Higham's scaling and squaring with the [13/13] Pade approximant, in double precision."""
     wide = np.complex128 if np.iscomplexobj(a) else np.float64
+    if a.size == 0:
+        return np.asarray(a, a.dtype).copy()
     x = np.asarray(a, wide).reshape(-1, *a.shape[-2:])
     n = x.shape[-1]
-    if n == 0 or x.shape[0] == 0:
-        return np.asarray(a, a.dtype).copy()
     norm = np.abs(x).sum(axis=-2).max(axis=-1)
     with np.errstate(divide="ignore"):
         s = np.maximum(0, np.ceil(np.log2(np.where(norm > 0, norm, 1) / _THETA13))).astype(int)
