@@ -111,20 +111,26 @@ def _prod_vjp(g, ans, x, dims, keepdim, dtype=None):
     # that it stays differentiable in x_z (double backward); likewise for two zeros.
     is_zero = x == 0
     nonzero = where(is_zero, 1, x)
-    zeros = is_zero.sum(dim=dims, keepdim=True)
+    zeros = _kept_sum(is_zero, dims)
     p = nonzero.prod(dim=dims, keepdim=True)
-    zsum = where(is_zero, x, 0).sum(dim=dims, keepdim=True)
+    zsum = _kept_sum(where(is_zero, x, 0), dims)
     others = where(zeros == 0, p / nonzero,
                    where(zeros == 1, where(is_zero, p, zsum * p / nonzero),
                          where((zeros == 2) & is_zero, (zsum - x) * p, 0)))
     return expand_reduced(g, tuple(x.shape), dims, keepdim) * others.conj()
 
 
+def _kept_sum(t, dims: tuple):
+    # (the op, not the public sum: the rules' empty dims reduce nothing, where sum(()) reduces
+    # every dim, as torch's)
+    return apply(SUM_DIM, t, dims=dims, keepdim=True, dtype=None)
+
+
 def _evenly(g, ans, x, dims, keepdim):
     # amax/amin split the gradient evenly among tied extrema (NaN equals nothing: all NaN).
     shape = tuple(x.shape)
     mask = x == expand_reduced(ans, shape, dims, keepdim)
-    count = mask.sum(dim=dims, keepdim=True)
+    count = _kept_sum(mask, dims)
     return expand_reduced(g, shape, dims, keepdim) * mask / count
 
 
@@ -134,7 +140,7 @@ def _evenly_nan_equal(g, ans, x, dims, keepdim):
     shape = tuple(x.shape)
     value = expand_reduced(ans, shape, dims, keepdim)
     mask = (x == value) | (x.isnan() & value.isnan())
-    count = mask.sum(dim=dims, keepdim=True)
+    count = _kept_sum(mask, dims)
     return expand_reduced(g, shape, dims, keepdim) * mask / count
 
 
