@@ -64,9 +64,28 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = No
         return tensor.uniform_(a, b, generator=generator)
 
 
+def _check_normal(tensor: Tensor, std: Any) -> None:
+    """torch's checks of ``Tensor.normal_``: ``std >= 0``, a floating or complex tensor."""
+    try:
+        value = float(std)
+    except (TypeError, ValueError):
+        return
+    if not value >= 0:
+        shown = str(value) if tensor.is_meta else f"{value:g}"
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {shown}")
+    dtype = tensor.dtype
+    if dtype.is_floating_point or dtype.is_complex:
+        return
+    if tensor.is_meta:
+        raise RuntimeError(f"expected a floating-point or complex dtype, but got dtype={dtype}")
+    kernel = "normal_kernel_cuda" if tensor.is_cuda else "normal_kernel_cpu"
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype._scalar_name}'")
+
+
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,
             generator: Any = None) -> Tensor:
     """Fills ``tensor`` with samples from N(mean, std^2)."""
+    _check_normal(tensor, std)
     with no_grad():
         return tensor.normal_(mean, std, generator=generator)
 
@@ -149,6 +168,7 @@ def trunc_normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0, a: float 
         if norm_cdf((b - mean) / std) - norm_cdf((a - mean) / std) > 0.3:
             lo = as_tensor(a, dtype=tensor.dtype).item()  # (the bounds in the tensor's dtype)
             hi = as_tensor(b, dtype=tensor.dtype).item()
+            _check_normal(tensor, std)
             result = tensor.normal_(mean, std, generator=generator)
             while True:
                 outside = (result < lo) | (result > hi)
@@ -188,6 +208,7 @@ def orthogonal_(tensor: Tensor, gain: float = 1.0, generator: Any = None) -> Ten
         return tensor
     rows = tensor.shape[0]
     cols = tensor.numel() // rows
+    _check_normal(tensor, 1)
     flat = empty((rows, cols), dtype=tensor.dtype).normal_(0, 1, generator=generator)
     flat = flat.numpy().astype(np.float64)
     if rows < cols:
@@ -251,6 +272,7 @@ def sparse_(tensor: Tensor, sparsity: float, std: float = 0.01,
         raise ValueError("Only tensors with 2 dimensions are supported")
     rows, cols = tensor.shape
     num_zeros = math.ceil(sparsity * rows)
+    _check_normal(tensor, std)
     with no_grad():
         tensor.normal_(0, std, generator=generator)
         for col in range(cols):

@@ -17,13 +17,19 @@ __all__ = ["fuse_conv_bn_eval", "fuse_conv_bn_weights", "fuse_linear_bn_eval",
 
 def fuse_conv_bn_eval(conv: Any, bn: Any, transpose: bool = False) -> Any:
     """A copy of ``conv`` (eval mode) computing ``bn(conv(x))`` with ``bn``'s running stats."""
-    assert not (conv.training or bn.training), "Fusion only for eval!"
+    if conv.training or bn.training:
+        raise AssertionError("Fusion only for eval!")
     fused_conv = copy.deepcopy(conv)
-    assert bn.running_mean is not None and bn.running_var is not None
+    _check_running_stats(bn)
     fused_conv.weight, fused_conv.bias = fuse_conv_bn_weights(
         fused_conv.weight, fused_conv.bias, bn.running_mean, bn.running_var, bn.eps, bn.weight,
         bn.bias, transpose)
     return fused_conv
+
+
+def _check_running_stats(bn: Any) -> None:
+    if bn.running_mean is None or bn.running_var is None:
+        raise AssertionError("bn.running_mean and bn.running_var must not be None")
 
 
 def fuse_conv_bn_weights(conv_w: Tensor, conv_b: Tensor | None, bn_rm: Tensor, bn_rv: Tensor,
@@ -42,16 +48,20 @@ def fuse_conv_bn_weights(conv_w: Tensor, conv_b: Tensor | None, bn_rm: Tensor, b
         fused_w = (conv_w * (g * rsqrt).reshape(shape)).to(dtype=w_dtype)
         fused_b = ((b - bn_rm) * rsqrt * g + beta).to(dtype=b_dtype)
     return (Parameter(fused_w, conv_w.requires_grad),
-            Parameter(fused_b, conv_b.requires_grad if conv_b is not None else True))
+            Parameter(fused_b, conv_b is not None and conv_b.requires_grad))
 
 
 def fuse_linear_bn_eval(linear: Any, bn: Any) -> Any:
     """A copy of ``linear`` (eval mode) computing ``bn(linear(x))``."""
-    assert not (linear.training or bn.training), "Fusion only for eval!"
+    if linear.training or bn.training:
+        raise AssertionError("Fusion only for eval!")
     fused_linear = copy.deepcopy(linear)
-    assert linear.out_features == bn.num_features or bn.num_features == 1, \
-        "To fuse, linear.out_features == bn.num_features or bn.num_features == 1"
-    assert bn.running_mean is not None and bn.running_var is not None
+    if linear.out_features != bn.num_features and bn.num_features != 1:
+        raise AssertionError(
+            "To fuse, linear.out_features == bn.num_features or bn.num_features == 1, "
+            f"got linear.out_features={linear.out_features} and "
+            f"bn.num_features={bn.num_features}")
+    _check_running_stats(bn)
     fused_linear.weight, fused_linear.bias = fuse_linear_bn_weights(
         fused_linear.weight, fused_linear.bias, bn.running_mean, bn.running_var, bn.eps,
         bn.weight, bn.bias)
@@ -70,4 +80,4 @@ def fuse_linear_bn_weights(linear_w: Tensor, linear_b: Tensor | None, bn_rm: Ten
         fused_w = linear_w * scale.unsqueeze(-1).to(dtype=w_dtype)
         fused_b = ((b - bn_rm) * scale + bn_b).to(dtype=b_dtype)
     return (Parameter(fused_w, linear_w.requires_grad),
-            Parameter(fused_b, linear_b.requires_grad if linear_b is not None else True))
+            Parameter(fused_b, linear_b is not None and linear_b.requires_grad))

@@ -103,7 +103,7 @@ class ParametrizationList(ModuleList):
                 raise ValueError(
                     "Registering a parametrization may not change the shape of the tensor, "
                     "unless `unsafe` flag is enabled.\n"
-                    f"unparametrized shape: {shape}\nparametrized shape: {z.shape}")
+                    f"unparametrized shape: {original.shape}\nparametrized shape: {z.shape}")
 
     def right_inverse(self, value: Tensor) -> None:
         """Sets the originals so that the parametrized value is ``value`` (through each

@@ -39,7 +39,8 @@ class BasePruningMethod(ABC):
 
     def apply_mask(self, module: Any) -> Tensor:
         """``name_mask * name_orig`` of ``module``."""
-        assert self._tensor_name is not None, f"Module {module} has to be pruned"
+        if self._tensor_name is None:
+            raise AssertionError(f"Module {module} has to be pruned")
         mask = getattr(module, self._tensor_name + "_mask")
         orig = getattr(module, self._tensor_name + "_orig")
         return mask.to(dtype=orig.dtype) * orig
@@ -54,8 +55,9 @@ class BasePruningMethod(ABC):
                 old_method = hook
                 found += 1
                 del module._forward_pre_hooks[k]
-        assert found <= 1, (f"Avoid adding multiple pruning hooks to the same tensor {name} of "
-                            f"module {module}. Use a PruningContainer.")
+        if found > 1:
+            raise AssertionError(f"Avoid adding multiple pruning hooks to the same tensor {name} "
+                                 f"of module {module}. Use a PruningContainer.")
         method = cls(*args, **kwargs)
         method._tensor_name = name
         if isinstance(old_method, PruningContainer):
@@ -67,8 +69,10 @@ class BasePruningMethod(ABC):
             method = container
         orig = getattr(module, name)
         if importance_scores is not None:
-            assert importance_scores.shape == orig.shape, (
-                f"importance_scores should have the same shape as parameter {name} of {module}")
+            if importance_scores.shape != orig.shape:
+                raise AssertionError(
+                    f"importance_scores should have the same shape as parameter {name} of "
+                    f"{module}, got {importance_scores.shape} vs {orig.shape}")
         else:
             importance_scores = orig
         if not isinstance(method, PruningContainer):
@@ -94,8 +98,9 @@ class BasePruningMethod(ABC):
               importance_scores: Tensor | None = None) -> Tensor:
         """``t`` times its mask (``t`` itself is not changed)."""
         if importance_scores is not None:
-            assert importance_scores.shape == t.shape, \
-                "importance_scores should have the same shape as tensor t"
+            if importance_scores.shape != t.shape:
+                raise AssertionError("importance_scores should have the same shape as tensor t, "
+                                     f"got {importance_scores.shape} vs {t.shape}")
         else:
             importance_scores = t
         default_mask = default_mask if default_mask is not None else ones_like(t)
@@ -104,8 +109,8 @@ class BasePruningMethod(ABC):
     def remove(self, module: Any) -> None:
         """Makes the pruning permanent: ``name`` becomes a parameter again, holding
         ``name_orig * name_mask``; ``name_orig``, ``name_mask`` go away."""
-        assert self._tensor_name is not None, \
-            f"Module {module} has to be pruned before pruning can be removed"
+        if self._tensor_name is None:
+            raise AssertionError(f"Module {module} has to be pruned before pruning can be removed")
         weight = self.apply_mask(module)
         if hasattr(module, self._tensor_name):
             delattr(module, self._tensor_name)
@@ -350,7 +355,9 @@ class CustomFromMask(BasePruningMethod):
         self.mask = mask
 
     def compute_mask(self, t: Tensor, default_mask: Tensor) -> Tensor:
-        assert default_mask.shape == self.mask.shape
+        if default_mask.shape != self.mask.shape:
+            raise AssertionError(f"default_mask shape {default_mask.shape} must match "
+                                 f"self.mask shape {self.mask.shape}")
         return default_mask * self.mask.to(dtype=default_mask.dtype)
 
     @classmethod

@@ -31,6 +31,23 @@ class PackedSequence(namedtuple("PackedSequence_", ["data", "batch_sizes", "sort
 
     __slots__ = ()
 
+    def __new__(cls, data: Any, batch_sizes: Tensor | None = None,
+                sorted_indices: Tensor | None = None,
+                unsorted_indices: Tensor | None = None) -> PackedSequence:
+        if unsorted_indices is None:
+            unsorted_indices = invert_permutation(sorted_indices)
+        if batch_sizes is None:  # PackedSequence((data, batch_sizes), sorted_indices)
+            if not (isinstance(data, (list, tuple)) and len(data) == 2):
+                raise AssertionError("Expected data to be a list or tuple of length 2")
+            data, batch_sizes = data
+        elif batch_sizes.device.type != "cpu":
+            raise ValueError(
+                "batch_sizes should always be on CPU. Instances of PackedSequence should never "
+                "be created manually. They should be instantiated by functions like "
+                "pack_sequence and pack_padded_sequences in nn.utils.rnn. "
+                "https://pytorch.org/docs/stable/nn.html#torch.nn.utils.rnn.pack_sequence")
+        return super().__new__(cls, data, batch_sizes, sorted_indices, unsorted_indices)
+
     def to(self, *args: Any, **kwargs: Any) -> PackedSequence:
         """``data`` moved or cast with ``Tensor.to``; the indices stay (on ``data``'s device)."""
         data = self.data.to(*args, **kwargs)
@@ -111,28 +128,39 @@ def pack_padded_sequence(input: Tensor, lengths: Any, batch_first: bool = False,
         enforce_sorted: the lengths must be decreasing (else the batch is sorted here and the
             permutation kept in ``sorted_indices``). Default: True.
     """
-    n = _lengths_array(lengths)
-    if enforce_sorted:
-        if np.any(n[1:] > n[:-1]):
-            raise RuntimeError(_UNSORTED)
-        sorted_indices = None
+    if isinstance(lengths, Tensor):
+        n, where = lengths.cpu().numpy().astype(np.int64), str(lengths.device)
     else:
-        order = np.argsort(-n, kind="stable")
-        n = n[order]
-        sorted_indices = tensor(order, device=input.device)
-        input = input.index_select(0 if batch_first else 1, sorted_indices)  # noqa: A001
-    if len(n) and n[-1] <= 0:
-        raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
-                           "in 'lengths' that is <= 0")
+        n, where = np.asarray(lengths, dtype=np.int64), "cpu"
+    sorted_indices = None
+    if not enforce_sorted:
+        if n.ndim > 1:
+            raise IndexError("index_select(): Index is supposed to be a vector")
+        if n.ndim == 1:
+            order = np.argsort(-n, kind="stable")
+            n = n[order]
+            sorted_indices = tensor(order, device=input.device)
+            input = input.index_select(0 if batch_first else 1, sorted_indices)  # noqa: A001
     if batch_first:
         input = input.transpose(0, 1)  # noqa: A001
-    if len(n) and n[0] > input.shape[0]:
+    if input.numel() == 0:
+        raise RuntimeError("Cannot pack empty tensors.")
+    if n.ndim != 1 or where != "cpu":
+        raise RuntimeError(f"'lengths' argument should be a 1D CPU int64 tensor, but got "
+                           f"{n.ndim}D {where} Long tensor")
+    if len(n) != input.size(1):
+        raise RuntimeError(f"Expected `len(lengths)` to be equal to batch_size, but got {len(n)} "
+                           f"(batch_size={input.size(1)})")
+    if n[-1] <= 0:
+        raise RuntimeError("Length of all samples has to be greater than 0, but found an element "
+                           "in 'lengths' that is <= 0")
+    if np.any(n[1:] > n[:-1]):
+        raise RuntimeError(_UNSORTED)
+    if n[0] > input.shape[0]:
         raise RuntimeError(f"Expected sequence length to be larger than or equal to the "
                            f"maximum length {int(n[0])}, but got {input.shape[0]}")
-    steps = int(n[0]) if len(n) else 0
-    batch_sizes = np.array([(n > t).sum() for t in range(steps)], dtype=np.int64)
-    data = cat([input[t, :int(b)] for t, b in enumerate(batch_sizes)]) if steps else \
-        input.reshape(0, *input.shape[2:])
+    batch_sizes = np.array([(n > t).sum() for t in range(int(n[0]))], dtype=np.int64)
+    data = cat([input[t, :int(b)] for t, b in enumerate(batch_sizes)])
     unsorted = None if sorted_indices is None else _invert(sorted_indices)
     return PackedSequence(data, tensor(batch_sizes), sorted_indices, unsorted)
 

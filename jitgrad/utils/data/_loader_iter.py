@@ -46,7 +46,7 @@ def _stop_workers(workers: list, index_queues: list, result_queue: Any, done_eve
         result_queue.close()
 
 
-class _BaseIter:
+class _BaseDataLoaderIter:
     """One pass over a ``DataLoader`` (``len()`` is the number of batches of the sampler)."""
 
     def __init__(self, loader: Any) -> None:
@@ -74,7 +74,7 @@ class _BaseIter:
         self._persistent_workers = loader.persistent_workers
         self._num_yielded = 0
 
-    def __iter__(self) -> _BaseIter:
+    def __iter__(self) -> _BaseDataLoaderIter:
         return self
 
     def _reset(self, loader: Any, first_iter: bool = False) -> None:
@@ -104,8 +104,11 @@ class _BaseIter:
     def __len__(self) -> int:
         return len(self._index_sampler)
 
+    def __getstate__(self) -> Any:
+        raise NotImplementedError("{} cannot be pickled", self.__class__.__name__)
 
-class _SingleProcessIter(_BaseIter):
+
+class _SingleProcessDataLoaderIter(_BaseDataLoaderIter):
     """Loads each batch in the calling process when it is asked for."""
 
     def __init__(self, loader: Any) -> None:
@@ -120,7 +123,7 @@ class _SingleProcessIter(_BaseIter):
         return self._fetcher.fetch(index)
 
 
-class _MultiProcessIter(_BaseIter):
+class _MultiProcessingDataLoaderIter(_BaseDataLoaderIter):
     """Hands batches of indices to worker processes and yields their batches.
 
     Each worker has its own index queue and all share one result queue. Up to

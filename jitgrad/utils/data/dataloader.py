@@ -27,18 +27,33 @@ import multiprocessing
 import os
 import warnings
 from collections.abc import Callable, Iterable, Iterator
-from typing import Any
+from typing import Any, Generic, TypeVar
 
+from ._loader_iter import (_BaseDataLoaderIter, _MultiProcessingDataLoaderIter,
+                           _SingleProcessDataLoaderIter)
 from ._utils.collate import default_collate, default_convert
-from ._loader_iter import _BaseIter, _MultiProcessIter, _SingleProcessIter
-from ._worker import get_worker_info
+from ._worker import get_worker_info, make_fetcher
 from .dataset import IterableDataset
 from .sampler import BatchSampler, RandomSampler, Sampler, SequentialSampler
 
 __all__ = ["DataLoader", "get_worker_info"]
 
+_T_co = TypeVar("_T_co", covariant=True)
 _FROZEN = ("batch_size", "batch_sampler", "sampler", "drop_last", "dataset",
            "persistent_workers")
+
+
+class _DatasetKind:
+    """The two kinds of data set a ``DataLoader`` reads (torch's ``_DatasetKind``)."""
+
+    Map = 0
+    Iterable = 1
+
+    @staticmethod
+    def create_fetcher(kind: int, dataset: Any, auto_collation: bool, collate_fn: Any,
+                       drop_last: bool) -> Any:
+        return make_fetcher(kind != _DatasetKind.Map, dataset, auto_collation, collate_fn,
+                            drop_last)
 
 
 class _InfiniteConstantSampler(Sampler):
@@ -53,7 +68,7 @@ def _cpu_count() -> int | None:
     return os.cpu_count()
 
 
-class DataLoader:
+class DataLoader(Generic[_T_co]):
     """Iterates over ``dataset`` in batches.
 
     Args:
@@ -170,7 +185,7 @@ class DataLoader:
         self.collate_fn = collate_fn
         self.persistent_workers = persistent_workers
         self._IterableDataset_len_called: int | None = None  # (len() warns past it)
-        self._iterator: _BaseIter | None = None  # (the persistent workers' iterator)
+        self._iterator: _BaseDataLoaderIter | None = None  # (the persistent workers' iterator)
         self._initialized = True
         self.check_worker_number_rationality()
 
@@ -212,16 +227,20 @@ class DataLoader:
         return self.batch_sampler is not None
 
     @property
+    def _dataset_kind(self) -> int:
+        return _DatasetKind.Iterable if self._is_iterable else _DatasetKind.Map
+
+    @property
     def _index_sampler(self) -> Any:
         return self.batch_sampler if self._auto_collation else self.sampler
 
-    def _get_iterator(self) -> _BaseIter:
+    def _get_iterator(self) -> _BaseDataLoaderIter:
         if self.num_workers == 0:
-            return _SingleProcessIter(self)
+            return _SingleProcessDataLoaderIter(self)
         self.check_worker_number_rationality()
-        return _MultiProcessIter(self)
+        return _MultiProcessingDataLoaderIter(self)
 
-    def __iter__(self) -> _BaseIter:
+    def __iter__(self) -> _BaseDataLoaderIter:
         # (persistent workers serve every pass: one iterator, reset for each)
         if self.persistent_workers and self.num_workers > 0:
             if self._iterator is None:

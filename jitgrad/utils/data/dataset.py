@@ -50,8 +50,8 @@ class TensorDataset(Dataset):
     """
 
     def __init__(self, *tensors: Tensor) -> None:
-        assert all(tensors[0].size(0) == t.size(0) for t in tensors), \
-            "Size mismatch between tensors"
+        if any(tensors[0].size(0) != t.size(0) for t in tensors):
+            raise AssertionError("Size mismatch between tensors")
         self.tensors = tensors
 
     def __getitem__(self, index: Any) -> tuple:
@@ -72,6 +72,15 @@ class Subset(Dataset):
     def __init__(self, dataset: Any, indices: Sequence[int]) -> None:
         self.dataset = dataset
         self.indices = indices
+        if (type(self).__getitem__ is not Subset.__getitem__
+                and type(self).__getitems__ is Subset.__getitems__):
+            raise NotImplementedError(
+                f"{type(self).__name__} overrides __getitem__ but not __getitems__. "
+                "When subclassing Subset and overriding __getitem__, you must also override "
+                "__getitems__ to ensure DataLoader works correctly with your custom logic. "
+                "A simple implementation:\n\n"
+                "def __getitems__(self, indices):\n"
+                "    return [self.__getitem__(idx) for idx in indices]")
 
     def __getitem__(self, idx: Any) -> Any:
         if isinstance(idx, list):
@@ -143,13 +152,19 @@ class ConcatDataset(Dataset):
         datasets: the data sets (not ``IterableDataset``s).
     """
 
+    @staticmethod
+    def cumsum(sequence: Iterable[Any]) -> list[int]:
+        """The running totals of the lengths of ``sequence``'s items."""
+        return list(accumulate(len(e) for e in sequence))
+
     def __init__(self, datasets: Iterable[Dataset]) -> None:
         self.datasets = list(datasets)
-        assert len(self.datasets) > 0, "datasets should not be an empty iterable"
+        if len(self.datasets) == 0:
+            raise AssertionError("datasets should not be an empty iterable")
         for d in self.datasets:
-            assert not isinstance(d, IterableDataset), \
-                "ConcatDataset does not support IterableDataset"
-        self.cumulative_sizes = list(accumulate(len(d) for d in self.datasets))
+            if isinstance(d, IterableDataset):
+                raise AssertionError("ConcatDataset does not support IterableDataset")
+        self.cumulative_sizes = self.cumsum(self.datasets)
 
     def __len__(self) -> int:
         return self.cumulative_sizes[-1]
@@ -162,6 +177,13 @@ class ConcatDataset(Dataset):
         dataset_idx = bisect.bisect_right(self.cumulative_sizes, idx)
         sample_idx = idx if dataset_idx == 0 else idx - self.cumulative_sizes[dataset_idx - 1]
         return self.datasets[dataset_idx][sample_idx]
+
+    @property
+    def cummulative_sizes(self) -> list[int]:
+        """Deprecated name of ``cumulative_sizes``."""
+        warnings.warn("`cummulative_sizes` attribute is renamed to `cumulative_sizes`",
+                      FutureWarning, stacklevel=2)
+        return self.cumulative_sizes
 
 
 class ChainDataset(IterableDataset):
@@ -176,15 +198,15 @@ class ChainDataset(IterableDataset):
 
     def __iter__(self) -> Iterator[Any]:
         for d in self.datasets:
-            assert isinstance(d, IterableDataset), \
-                "ChainDataset only supports IterableDataset"
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
             yield from d
 
     def __len__(self) -> int:
         total = 0
         for d in self.datasets:
-            assert isinstance(d, IterableDataset), \
-                "ChainDataset only supports IterableDataset"
+            if not isinstance(d, IterableDataset):
+                raise AssertionError("ChainDataset only supports IterableDataset")
             total += len(d)  # type: ignore[arg-type]
         return total
 

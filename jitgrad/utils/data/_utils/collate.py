@@ -37,13 +37,29 @@ def default_convert(data: Any) -> Any:
             return data
         return as_tensor(np.asarray(data))
     if isinstance(data, collections.abc.Mapping):
-        return {key: default_convert(data[key]) for key in data}
+        converted = {key: default_convert(data[key]) for key in data}
+        try:  # (the mapping's type kept, as torch's)
+            if isinstance(data, collections.abc.MutableMapping):
+                clone = copy.copy(data)
+                clone.update(converted)
+                return clone
+            return type(data)(converted)
+        except TypeError:
+            return converted
     if _is_namedtuple(data):
         return type(data)(*(default_convert(d) for d in data))
     if isinstance(data, tuple):
         return [default_convert(d) for d in data]
     if isinstance(data, collections.abc.Sequence) and not isinstance(data, (str, bytes)):
-        return [default_convert(d) for d in data]
+        try:  # (the sequence's type kept, as torch's)
+            if isinstance(data, collections.abc.MutableSequence):
+                clone = copy.copy(data)
+                for i, d in enumerate(data):
+                    clone[i] = default_convert(d)
+                return clone
+            return type(data)([default_convert(d) for d in data])
+        except TypeError:
+            return [default_convert(d) for d in data]
     return data
 
 
