@@ -122,7 +122,7 @@ def _arg_extreme(x: Tensor, dim: int, keepdim: bool, largest: bool):
     """NumPy's argmax/argmin along ``dim`` (the first extreme; the first NaN, where there is
     one): the extreme (``amax``/``amin``, which propagate NaN), then the smallest position
     holding it."""
-    from ..ops.creation import arange
+    from ..ops.ranges import arange
     from ..ops.elementwise import where
 
     if x.ndim == 0:
@@ -208,7 +208,7 @@ def _cdist(op, args, params):
 def _unfold_backward(op, args, params):
     """``unfold``'s backward: the windows' gradients added back at their positions, one
     ``index_add`` along the dim (element ``j`` of window ``w`` goes to ``w * step + j``)."""
-    from ..ops.creation import arange
+    from ..ops.ranges import arange
 
     g = args[0]
     shape, dim, size, step = (tuple(params["shape"]), params["dimension"], params["size"],

@@ -73,7 +73,7 @@ def _pieces(x: Tensor, dim: int | None, consecutive: bool):
 
 
 def _arange(n: int) -> Tensor:
-    from ..ops.creation import arange
+    from ..ops.ranges import arange
 
     return arange(n, device="cuda")
 

@@ -333,7 +333,7 @@ def _embedding_rule(op, values, flags, params, size):
         return apply(op, weight, indices, **params)
     if params["padding_idx"] >= 0 or params["scale_grad_by_freq"]:
         return NotImplemented
-    from ..ops.creation import arange
+    from ..ops.ranges import arange
 
     rows = weight.shape[1]
     if not fi:

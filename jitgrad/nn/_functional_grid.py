@@ -10,7 +10,8 @@ from typing import Any
 from ..ops.autocast_policy import FP32, autocast_policy
 from .. import dtypes
 from ..errors import user_stacklevel
-from ..ops.creation import linspace, ones, zeros, zeros_like
+from ..ops.creation import ones, zeros, zeros_like
+from ..ops.ranges import linspace
 from ..ops.movement import stack
 from ..ops.registry import OPAQUE, apply, defop
 from ..tensor import Tensor
@@ -94,7 +95,7 @@ def _affine_grid_impl(theta: Any, size: tuple, align_corners: bool) -> Any:
     """The grid in NumPy, each step as the composed ops round it (the cuda and jit runs)."""
     import numpy as np
 
-    from ..ops.creation import _linspace_values
+    from ..ops.ranges import _linspace_values
 
     dt = theta.dtype
     spatial = list(size[2:])

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..ops.autocast_policy import FP32, autocast_policy
-from ..ops.creation import arange
+from ..ops.ranges import arange
 from ..ops.dtype_rules import refuse_dtypes
 from ..ops.registry import state
 from ..ops.torch_extras3 import pairwise_distance

@@ -9,10 +9,10 @@ from . import (aten_extras, aten_namespace, arranging, calculus, complex_views, 
                custom_namespaces, distances, einsum, elementwise, elementwise2, elementwise3,
                extras, fake_quantize, fft_ops, functions, indexing, inplace, linalg, linalg2,
                linalg_decomp, linalg_legacy, linalg_more, linalg_more2, linalg_pinv, logcumsumexp,
-               movement, nn_ops, norms, reduce, reductions2, reductions3, rounding, scan, selection,
-               shape_helpers, sharing, sorting, special_fns, splitting, special24, special24_gamma,
-               special24_poly, spectral, storage, surface24, surface24_info, surface24_math,
-               surface24_more, torch_extras, torch_extras2, torch_extras3, unique)
+               movement, nn_ops, norms, ranges, reduce, reductions2, reductions3, rounding, scan,
+               selection, shape_helpers, sharing, sorting, special_fns, splitting, special24,
+               special24_gamma, special24_poly, spectral, storage, surface24, surface24_info,
+               surface24_math, surface24_more, torch_extras, torch_extras2, torch_extras3, unique)
 from .out_arg import out_variant
 from .registry import OPS, OpDef, Public, apply, defop
 from .surface import install_namespace, public

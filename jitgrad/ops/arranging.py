@@ -13,7 +13,8 @@ import numpy as np
 
 from .. import dtypes
 from ._shape import wrap_dim
-from .creation import arange, tensor
+from .creation import tensor
+from .ranges import arange
 from .movement import cat, stack
 from .registry import broadcast_shapes
 from .surface import public

@@ -222,7 +222,7 @@ def _nll_impl(logp, target, weight, reduction, ignore_index):
 
 
 def _nll_vjp(g, ans, logp, target, weight, reduction, ignore_index):
-    from .creation import arange
+    from .ranges import arange
 
     batched = logp.ndim == 2
     tg = target if batched else target.unsqueeze(0)

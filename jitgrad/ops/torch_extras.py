@@ -38,7 +38,7 @@ FLIP = defop(
 
 
 def _flip_pieces(x, dims):
-    from .creation import arange
+    from .ranges import arange
 
     for d in dims:
         x = x.index_select(d, arange(x.shape[d] - 1, -1, -1, device=x.device))

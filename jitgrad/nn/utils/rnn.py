@@ -103,7 +103,8 @@ def invert_permutation(permutation: Tensor | None) -> Tensor | None:
     """The inverse of an index permutation (``None`` stays ``None``)."""
     if permutation is None:
         return None
-    from ...ops.creation import arange, empty_like
+    from ...ops.creation import empty_like
+    from ...ops.ranges import arange
 
     inverse = empty_like(permutation, memory_format=None)
     inverse.scatter_(0, permutation, arange(0, permutation.numel(), device=permutation.device))
