@@ -346,3 +346,10 @@ def test_rnn_cell_repr_and_empty_tensor_strides():
                      repr(T.nn.RNNCell(2, 3, bias=False))])
     _same(lambda T: [T.ones(0, 3).stride(), T.empty(2, 0, 3).stride(), T.zeros(0).stride(),
                      T.ones(3, 4)[:, :0].stride()])
+
+
+@pytest.mark.parametrize("expr", [
+    "T.zeros(3, dtype=T.int64).normal_()", "T.zeros(3).normal_(0, -1)",
+    "T.zeros(3).normal_(0, float('nan'))", "T.zeros(2, dtype=T.float64).normal_(1, 0)"])
+def test_tensor_normal_checks_std_and_dtype(expr):
+    _same(lambda T: eval(expr).tolist())

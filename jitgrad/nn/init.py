@@ -8,6 +8,7 @@ from typing import Any
 
 from ..autograd.grad_mode import no_grad
 from ..ops.creation import from_numpy
+from ..ops.inplace import check_normal as _check_normal
 from ..tensor import Tensor
 
 __all__ = ["calculate_gain", "uniform_", "normal_", "constant_", "ones_", "zeros_",
@@ -62,24 +63,6 @@ def uniform_(tensor: Tensor, a: float = 0.0, b: float = 1.0, generator: Any = No
     """Fills ``tensor`` with samples from U(a, b)."""
     with no_grad():
         return tensor.uniform_(a, b, generator=generator)
-
-
-def _check_normal(tensor: Tensor, std: Any) -> None:
-    """torch's checks of ``Tensor.normal_``: ``std >= 0``, a floating or complex tensor."""
-    try:
-        value = float(std)
-    except (TypeError, ValueError):
-        return
-    if not value >= 0:
-        shown = str(value) if tensor.is_meta else f"{value:g}"
-        raise RuntimeError(f"normal expects std >= 0.0, but found std {shown}")
-    dtype = tensor.dtype
-    if dtype.is_floating_point or dtype.is_complex:
-        return
-    if tensor.is_meta:
-        raise RuntimeError(f"expected a floating-point or complex dtype, but got dtype={dtype}")
-    kernel = "normal_kernel_cuda" if tensor.is_cuda else "normal_kernel_cpu"
-    raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype._scalar_name}'")
 
 
 def normal_(tensor: Tensor, mean: float = 0.0, std: float = 1.0,

@@ -366,8 +366,27 @@ def _uniform(self, a: float = 0.0, b: float = 1.0, *, generator: Any = None):
     return _fill_from_stream(self, generator, lambda s, n, dt: s.uniform(n, dt, a, b))
 
 
+def check_normal(tensor: Any, std: Any) -> None:
+    """torch's checks of ``Tensor.normal_``: ``std >= 0``, a floating or complex tensor."""
+    try:
+        value = float(std)
+    except (TypeError, ValueError):
+        return
+    if not value >= 0:
+        shown = str(value) if tensor.is_meta else f"{value:g}"
+        raise RuntimeError(f"normal expects std >= 0.0, but found std {shown}")
+    dtype = tensor.dtype
+    if dtype.is_floating_point or dtype.is_complex:
+        return
+    if tensor.is_meta:
+        raise RuntimeError(f"expected a floating-point or complex dtype, but got dtype={dtype}")
+    kernel = "normal_kernel_cuda" if tensor.is_cuda else "normal_kernel_cpu"
+    raise NotImplementedError(f"\"{kernel}\" not implemented for '{dtype._scalar_name}'")
+
+
 @public(method="normal_")
 def _normal(self, mean: float = 0.0, std: float = 1.0, *, generator: Any = None):
+    check_normal(self, std)
     if self.is_cuda:
         return _draw_on_device(self, "normal", generator, mean, std)
     if self.is_meta:
