@@ -14,7 +14,8 @@ from ._shape import numel, reduced_shape, reduction_dims, wrap_dim
 from .dtype_rules import refuse_dtypes
 from .composite import (_correction, _np_var, _std_vjp, _var_decompose, _var_jvp, _var_meta,
                         _var_vjp, _warn_no_dof)
-from .indexing import INDEX_PUT, _normalize_key
+from .index_keys import _normalize_key
+from .indexing import INDEX_PUT
 from .movement import stack
 from .reduce import _mean_dtype, expand_reduced
 from .registry import (LINEAR, MOVEMENT, MULTI_OUTPUT_VIEW, OPAQUE, apply,
