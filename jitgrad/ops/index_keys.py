@@ -185,12 +185,12 @@ def _check_mask_shape(x, key: tuple, k, dim: int) -> None:
     for part in key:
         if part is k:
             position += sum(1 for b in basic if b is None) - sum(type(b) is int for b in basic)
-        if isinstance(part, (registry.Tensor, list)) and np.ndim(part) > 0 if isinstance(
-                part, list) else isinstance(part, registry.Tensor) and part.ndim > 0:
-            is_mask = part.dtype is dtypes.bool if isinstance(part, registry.Tensor) else \
-                np.asarray(part).dtype == np.bool_
-            basic.extend([slice(None)] * (np.ndim(part) if is_mask and isinstance(part, list)
-                                          else part.ndim if is_mask else 1))
+        if isinstance(part, registry.Tensor) and part.ndim > 0:
+            is_mask = part.dtype is dtypes.bool
+            basic.extend([slice(None)] * (part.ndim if is_mask else 1))
+        elif isinstance(part, list):
+            array = np.asarray(part)
+            basic.extend([slice(None)] * (array.ndim if array.dtype == np.bool_ else 1))
         else:
             basic.append(int(part) if isinstance(part, registry.Tensor) else part)
     indexed = np.broadcast_to(np.zeros((), np.int8), tuple(x.shape))[tuple(basic)].shape
